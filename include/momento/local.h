@@ -1,0 +1,86 @@
+/*
+ * momento-local: a Momento-compatible cache server, in-memory, for tests,
+ * examples and benchmarks. The `momento-local` binary is a thin wrapper
+ * around this API; a program can embed the same server in-process.
+ *
+ * Conventions are those of momento.h: opaque handles, inputs copied, 0 or a
+ * negative momento_error returned, *ret untouched on failure, NULL-safe
+ * frees. Every function may be called from any thread; the server answers
+ * calls on its own thread.
+ */
+#ifndef MOMENTO_LOCAL_H
+#define MOMENTO_LOCAL_H
+
+#include "momento/momento.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct momento_local_options momento_local_options;
+typedef struct momento_local momento_local;
+
+/*
+ * Defaults: bind 127.0.0.1, port 0 (the system picks a free port; read it
+ * with momento_local_port()), any token accepted, no memory limit, 5 MiB
+ * item limit, no rate limit, plaintext.
+ */
+MOMENTO_EXPORT int momento_local_options_new(momento_local_options **ret);
+MOMENTO_EXPORT void momento_local_options_free(momento_local_options *o);
+/* A numeric IPv4 or IPv6 address; hostnames are refused. */
+MOMENTO_EXPORT int momento_local_options_set_bind(momento_local_options *o, const char *addr);
+/* 0 .. 65535; 0 picks a free port. */
+MOMENTO_EXPORT int momento_local_options_set_port(momento_local_options *o, int port);
+/* Require `authorization: token` on every call but Ping (UNAUTHENTICATED
+ * otherwise). NULL restores the default of accepting any token. */
+MOMENTO_EXPORT int momento_local_options_set_auth_token(momento_local_options *o,
+                                                       const char *token);
+/* Evict least recently used items beyond this many bytes; 0 = no limit. */
+MOMENTO_EXPORT int momento_local_options_set_max_memory(momento_local_options *o, uint64_t bytes);
+/* Key + value limit per item (RESOURCE_EXHAUSTED, err item_size_limit_exceeded). */
+MOMENTO_EXPORT int momento_local_options_set_max_item_bytes(momento_local_options *o,
+                                                           uint64_t bytes);
+/* Beyond this many calls in one second, answer RESOURCE_EXHAUSTED with
+ * err operations_rate_limit_exceeded; 0 = unlimited. */
+MOMENTO_EXPORT int momento_local_options_set_max_rps(momento_local_options *o, uint32_t rps);
+/* Serve TLS with this PEM certificate chain and private key (files are read
+ * by momento_local_start()). NULL, NULL returns to plaintext. */
+MOMENTO_EXPORT int momento_local_options_set_tls(momento_local_options *o, const char *cert_file,
+                                                const char *key_file);
+/* A cache that exists from the start (may be called several times). */
+MOMENTO_EXPORT int momento_local_options_add_cache(momento_local_options *o, const char *name);
+
+/*
+ * Starts a server (NULL opts = defaults). Returns 0, MOMENTO_ERR_INVALID_ARGUMENT
+ * (bad options, unreadable TLS files), MOMENTO_ERR_SERVER_UNAVAILABLE (the
+ * address could not be bound) or MOMENTO_ERR_NO_MEMORY.
+ */
+MOMENTO_EXPORT int momento_local_start(momento_local **ret, const momento_local_options *opts);
+
+/* Stops serving, fails calls still waiting on injected delays with
+ * UNAVAILABLE, and frees everything. NULL-safe. */
+MOMENTO_EXPORT void momento_local_stop(momento_local *s);
+
+/* The bound port, and "host:port" for momento_credentials_local(). */
+MOMENTO_EXPORT int momento_local_port(const momento_local *s);
+MOMENTO_EXPORT const char *momento_local_endpoint(const momento_local *s);
+
+/*
+ * Calls answered so far for `method` ("Get", "Set", "CreateCache", ...;
+ * NULL = every method) with gRPC status `grpc_status` (-1 = any status).
+ */
+MOMENTO_EXPORT uint64_t momento_local_rpc_count(const momento_local *s, const char *method,
+                                               int grpc_status);
+/* Zeroes the counters. */
+MOMENTO_EXPORT void momento_local_reset_stats(momento_local *s);
+/*
+ * The counters as JSON: {"total": N, "methods": {"Get": {"total": N,
+ * "OK": n, "NOT_FOUND": m, ...}, ...}}. Returns a string to free() or NULL.
+ */
+MOMENTO_EXPORT char *momento_local_stats_json(const momento_local *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOMENTO_LOCAL_H */

@@ -1,0 +1,303 @@
+/*
+ * libmomento: a C client for the Momento serverless cache.
+ *
+ * Conventions that hold for every function in this header:
+ *
+ * - Handles are opaque. `momento_X_new()` creates one and returns 0 or a
+ *   negative `momento_error`; on failure `*ret` is left untouched.
+ *   `momento_X_free()` accepts NULL.
+ * - Inputs (names, keys, values, options) are copied before a function
+ *   returns: the caller may free or reuse them at once.
+ * - Async operations return 0 when the request was accepted; exactly one
+ *   callback then follows, on success, error, timeout, cancellation and client
+ *   shutdown alike. A non-zero return means the request was refused and the
+ *   callback is never called.
+ * - A `momento_result` handed to a callback, and every buffer reachable from
+ *   it, is borrowed until the callback returns. Copy what you keep, or take an
+ *   owned copy with momento_result_dup().
+ * - Callbacks run on the client's completion thread (one per client). They may
+ *   submit new async requests and may free the client; a blocking call made
+ *   from that thread on the same client returns MOMENTO_ERR_WOULD_DEADLOCK.
+ *   See docs/threading.md.
+ * - All functions may be called from any thread unless their comment says
+ *   otherwise. Configuration and credential handles are not locked: do not
+ *   modify one from two threads at once.
+ * - The library never prints and never logs an API key.
+ */
+#ifndef MOMENTO_MOMENTO_H
+#define MOMENTO_MOMENTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define MOMENTO_EXPORT __attribute__((visibility("default")))
+#else
+#define MOMENTO_EXPORT
+#endif
+
+#define MOMENTO_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------ errors */
+
+/*
+ * One error enum for the whole library. The first block mirrors the error
+ * codes of Momento's official SDKs (see momento_error_name()); the second is
+ * local conditions that never reach the network.
+ */
+typedef enum momento_error {
+    MOMENTO_OK = 0,
+    MOMENTO_ERR_INVALID_ARGUMENT = -1,   /* INVALID_ARGUMENT_ERROR */
+    MOMENTO_ERR_BAD_REQUEST = -2,        /* BAD_REQUEST_ERROR */
+    MOMENTO_ERR_FAILED_PRECONDITION = -3, /* FAILED_PRECONDITION_ERROR */
+    MOMENTO_ERR_CANCELLED = -4,          /* CANCELLED_ERROR */
+    MOMENTO_ERR_TIMEOUT = -5,            /* TIMEOUT_ERROR */
+    MOMENTO_ERR_PERMISSION = -6,         /* PERMISSION_ERROR */
+    MOMENTO_ERR_AUTHENTICATION = -7,     /* AUTHENTICATION_ERROR */
+    MOMENTO_ERR_LIMIT_EXCEEDED = -8,     /* LIMIT_EXCEEDED_ERROR */
+    MOMENTO_ERR_CACHE_NOT_FOUND = -9,    /* CACHE_NOT_FOUND_ERROR */
+    MOMENTO_ERR_ALREADY_EXISTS = -10,    /* ALREADY_EXISTS_ERROR */
+    MOMENTO_ERR_UNKNOWN_SERVICE = -11,   /* UNKNOWN_SERVICE_ERROR */
+    MOMENTO_ERR_INTERNAL_SERVER = -12,   /* INTERNAL_SERVER_ERROR */
+    MOMENTO_ERR_SERVER_UNAVAILABLE = -13, /* SERVER_UNAVAILABLE */
+    MOMENTO_ERR_UNKNOWN = -14,           /* UNKNOWN_ERROR */
+
+    MOMENTO_ERR_NO_MEMORY = -30,         /* an allocation failed */
+    MOMENTO_ERR_WOULD_DEADLOCK = -31,    /* blocking call on the callback thread */
+    MOMENTO_ERR_CLOSED = -32,            /* the client is being freed */
+    MOMENTO_ERR_BAD_RESPONSE = -33       /* the server's reply did not decode */
+} momento_error;
+
+/* A static, human-readable description of `err`. Never NULL. */
+MOMENTO_EXPORT const char *momento_strerror(int err);
+
+/*
+ * The name official Momento SDKs give `err` ("TIMEOUT_ERROR", ...), or a
+ * libmomento name for local errors. Static, never NULL.
+ */
+MOMENTO_EXPORT const char *momento_error_name(int err);
+
+/*
+ * The error kind for a raw gRPC status code (0..16), as official SDKs map it.
+ * 0 (OK) maps to MOMENTO_OK; codes outside 0..16 to MOMENTO_ERR_UNKNOWN.
+ */
+MOMENTO_EXPORT int momento_error_from_grpc_status(int grpc_status);
+
+/* Limits checked before a request is sent. */
+#define MOMENTO_MAX_ITEM_BYTES (5u * 1024u * 1024u) /* key + value */
+#define MOMENTO_MAX_CACHE_NAME_BYTES 255u
+#define MOMENTO_MAX_TTL_MS ((uint64_t)INT64_MAX)
+
+/* ------------------------------------------------------------------ config */
+
+typedef struct momento_config momento_config;
+
+/*
+ * A configuration with the defaults of Momento's "laptop" profile: 5000 ms
+ * client timeout, 60 s default TTL, 1 channel, keepalive every 5 s with a 1 s
+ * timeout, lazy connection. Returns 0, MOMENTO_ERR_INVALID_ARGUMENT (ret NULL)
+ * or MOMENTO_ERR_NO_MEMORY.
+ */
+MOMENTO_EXPORT int momento_config_new(momento_config **ret);
+MOMENTO_EXPORT void momento_config_free(momento_config *cfg);
+
+/* Per-request deadline, 1 .. 86,400,000 ms. */
+MOMENTO_EXPORT int momento_config_set_timeout_ms(momento_config *cfg, uint32_t ms);
+/* TTL used by sets that pass ttl_ms = 0; 1 .. MOMENTO_MAX_TTL_MS. */
+MOMENTO_EXPORT int momento_config_set_default_ttl_ms(momento_config *cfg, uint64_t ms);
+/* HTTP/2 connections per endpoint, 1 .. 64; requests rotate over them. */
+MOMENTO_EXPORT int momento_config_set_num_channels(momento_config *cfg, uint32_t n);
+/* Keepalive ping interval and ack timeout; interval 0 turns keepalive off. */
+MOMENTO_EXPORT int momento_config_set_keepalive(momento_config *cfg, uint32_t interval_ms,
+                                                uint32_t timeout_ms);
+/*
+ * Connect every channel inside momento_client_new(), waiting at most
+ * `timeout_ms`; 0 (the default) connects on the first request instead.
+ * A client whose eager connection fails is not created: momento_client_new()
+ * returns MOMENTO_ERR_SERVER_UNAVAILABLE.
+ */
+MOMENTO_EXPORT int momento_config_set_eager_connect(momento_config *cfg, uint32_t timeout_ms);
+
+MOMENTO_EXPORT uint32_t momento_config_timeout_ms(const momento_config *cfg);
+MOMENTO_EXPORT uint64_t momento_config_default_ttl_ms(const momento_config *cfg);
+MOMENTO_EXPORT uint32_t momento_config_num_channels(const momento_config *cfg);
+
+/* ------------------------------------------------------------- credentials */
+
+typedef struct momento_credentials momento_credentials;
+
+/*
+ * Credentials from an API key. Three forms are understood:
+ *  - a current key (a JWT with claim "t":"g"): `endpoint` is required;
+ *  - a v1 key: base64 of {"api_key": ..., "endpoint": ...};
+ *  - a legacy token: a JWT whose claims "c" and "cp" name the cache and
+ *    control hosts.
+ * A non-NULL `endpoint` (a base endpoint such as
+ * "cell-4-us-west-2-1.prod.a.momentohq.com") overrides what the key carries;
+ * data calls then go to cache.<endpoint>:443 and control calls to
+ * control.<endpoint>:443, over TLS with the system's roots.
+ *
+ * Returns 0, MOMENTO_ERR_INVALID_ARGUMENT or MOMENTO_ERR_NO_MEMORY. On failure
+ * `*ret_reason` (when not NULL) points to a static sentence naming what is
+ * wrong; it never contains any part of the key.
+ */
+MOMENTO_EXPORT int momento_credentials_from_api_key(momento_credentials **ret, const char *api_key,
+                                                    const char *endpoint, const char **ret_reason);
+
+/*
+ * As momento_credentials_from_api_key() with the key from environment
+ * variable MOMENTO_API_KEY and the endpoint from MOMENTO_ENDPOINT (optional
+ * for keys that carry their endpoint). Reads the environment: not safe
+ * against concurrent setenv().
+ */
+MOMENTO_EXPORT int momento_credentials_from_env(momento_credentials **ret, const char **ret_reason);
+
+/*
+ * Credentials for a local server: "host:port" ("[::1]:8080" for IPv6), both
+ * planes at that address, plaintext HTTP/2, empty token.
+ */
+MOMENTO_EXPORT int momento_credentials_local(momento_credentials **ret, const char *host_port,
+                                             const char **ret_reason);
+
+MOMENTO_EXPORT void momento_credentials_free(momento_credentials *creds);
+
+/* The gRPC targets these credentials lead to ("host:port"); never NULL. */
+MOMENTO_EXPORT const char *momento_credentials_cache_endpoint(const momento_credentials *creds);
+MOMENTO_EXPORT const char *momento_credentials_control_endpoint(const momento_credentials *creds);
+/* 1 when calls use TLS, 0 for plaintext (local) endpoints. */
+MOMENTO_EXPORT int momento_credentials_uses_tls(const momento_credentials *creds);
+
+/* ------------------------------------------------------------------ result */
+
+typedef struct momento_result momento_result;
+
+/* What a successful (error == MOMENTO_OK) request found. */
+typedef enum momento_outcome {
+    MOMENTO_OUTCOME_ERROR = 0,     /* the request failed; see momento_result_error() */
+    MOMENTO_OUTCOME_SUCCESS = 1,   /* set, delete, flush, delete cache, ping, list */
+    MOMENTO_OUTCOME_HIT = 2,       /* get found the key */
+    MOMENTO_OUTCOME_MISS = 3,      /* get did not */
+    MOMENTO_OUTCOME_CREATED = 4,   /* create cache made a new cache */
+    MOMENTO_OUTCOME_ALREADY_EXISTS = 5 /* create cache found it there already */
+} momento_outcome;
+
+/* MOMENTO_OK or the request's negative momento_error. */
+MOMENTO_EXPORT int momento_result_error(const momento_result *r);
+MOMENTO_EXPORT momento_outcome momento_result_outcome(const momento_result *r);
+/* The raw gRPC status code, or -1 when the request never reached gRPC. */
+MOMENTO_EXPORT int momento_result_grpc_status(const momento_result *r);
+/* The server's status message or a local explanation; "" when none. */
+MOMENTO_EXPORT const char *momento_result_message(const momento_result *r);
+/* The server's `err` trailer (e.g. "item_size_limit_exceeded"), or NULL. */
+MOMENTO_EXPORT const char *momento_result_error_detail(const momento_result *r);
+/* 1 for a get hit, else 0. */
+MOMENTO_EXPORT int momento_result_is_hit(const momento_result *r);
+/*
+ * The value of a get hit (NULL with *ret_len = 0 otherwise). Borrowed from
+ * `r`: valid until the callback returns, or until momento_result_free().
+ */
+MOMENTO_EXPORT const void *momento_result_value(const momento_result *r, size_t *ret_len);
+/* List caches: how many names, and the i-th (NULL when i is out of range). */
+MOMENTO_EXPORT size_t momento_result_cache_count(const momento_result *r);
+MOMENTO_EXPORT const char *momento_result_cache_name(const momento_result *r, size_t i);
+
+/*
+ * An owned deep copy of `r`, to keep beyond a callback. Returns 0 or
+ * MOMENTO_ERR_NO_MEMORY / MOMENTO_ERR_INVALID_ARGUMENT.
+ */
+MOMENTO_EXPORT int momento_result_dup(const momento_result *r, momento_result **ret);
+/* Frees a result returned by a blocking call or momento_result_dup(). */
+MOMENTO_EXPORT void momento_result_free(momento_result *r);
+
+/* ------------------------------------------------------------------ client */
+
+typedef struct momento_client momento_client;
+
+/*
+ * Called exactly once per accepted request, on the client's completion
+ * thread. `r` is borrowed until the function returns.
+ */
+typedef void (*momento_callback)(const momento_result *r, void *userdata);
+
+/*
+ * A client: channels to both planes and one completion thread. `cfg` and
+ * `creds` are copied (NULL cfg = defaults). Returns 0,
+ * MOMENTO_ERR_INVALID_ARGUMENT, MOMENTO_ERR_NO_MEMORY, or
+ * MOMENTO_ERR_SERVER_UNAVAILABLE when an eager connection failed.
+ */
+MOMENTO_EXPORT int momento_client_new(momento_client **ret, const momento_config *cfg,
+                                      const momento_credentials *creds);
+
+/*
+ * Cancels every request in flight (each gets its callback with
+ * MOMENTO_ERR_CANCELLED before this returns), then releases the client.
+ * Called from a callback of this client, the release is deferred until that
+ * callback returns and the remaining callbacks have run. NULL-safe.
+ */
+MOMENTO_EXPORT void momento_client_free(momento_client *c);
+
+/* Requests accepted and not yet called back. */
+MOMENTO_EXPORT size_t momento_client_in_flight(const momento_client *c);
+
+/*
+ * Data plane, async. `cache` is a NUL-terminated name of 1..255 bytes; keys
+ * are 1+ bytes; key + value at most MOMENTO_MAX_ITEM_BYTES. Bad arguments
+ * return MOMENTO_ERR_INVALID_ARGUMENT and send nothing. A client being freed
+ * returns MOMENTO_ERR_CLOSED.
+ */
+MOMENTO_EXPORT int momento_get(momento_client *c, const char *cache, const void *key,
+                               size_t key_len, momento_callback cb, void *userdata);
+/* ttl_ms = 0 uses the config's default TTL. */
+MOMENTO_EXPORT int momento_set(momento_client *c, const char *cache, const void *key,
+                               size_t key_len, const void *value, size_t value_len,
+                               uint64_t ttl_ms, momento_callback cb, void *userdata);
+/* Deleting a missing key succeeds. */
+MOMENTO_EXPORT int momento_delete(momento_client *c, const char *cache, const void *key,
+                                  size_t key_len, momento_callback cb, void *userdata);
+
+/* Control plane, async. */
+/* Outcome CREATED, or ALREADY_EXISTS (with error MOMENTO_OK) when it exists. */
+MOMENTO_EXPORT int momento_create_cache(momento_client *c, const char *cache,
+                                        momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_delete_cache(momento_client *c, const char *cache,
+                                        momento_callback cb, void *userdata);
+/* Every page of ListCaches, joined; read with momento_result_cache_name(). */
+MOMENTO_EXPORT int momento_list_caches(momento_client *c, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_flush_cache(momento_client *c, const char *cache,
+                                       momento_callback cb, void *userdata);
+/* Calls the Ping service of the data endpoint (no token sent). */
+MOMENTO_EXPORT int momento_ping(momento_client *c, momento_callback cb, void *userdata);
+
+/*
+ * Blocking variants. Each waits for the request's outcome and returns
+ * momento_result_error() of it. `*ret` is always written: a result the caller
+ * owns and frees with momento_result_free(), or NULL when the request was
+ * refused before it was sent (bad arguments, MOMENTO_ERR_CLOSED,
+ * MOMENTO_ERR_WOULD_DEADLOCK, MOMENTO_ERR_NO_MEMORY). `ret` may itself be NULL
+ * when only the error code matters.
+ */
+MOMENTO_EXPORT int momento_get_sync(momento_client *c, const char *cache, const void *key,
+                                    size_t key_len, momento_result **ret);
+MOMENTO_EXPORT int momento_set_sync(momento_client *c, const char *cache, const void *key,
+                                    size_t key_len, const void *value, size_t value_len,
+                                    uint64_t ttl_ms, momento_result **ret);
+MOMENTO_EXPORT int momento_delete_sync(momento_client *c, const char *cache, const void *key,
+                                       size_t key_len, momento_result **ret);
+MOMENTO_EXPORT int momento_create_cache_sync(momento_client *c, const char *cache,
+                                             momento_result **ret);
+MOMENTO_EXPORT int momento_delete_cache_sync(momento_client *c, const char *cache,
+                                             momento_result **ret);
+MOMENTO_EXPORT int momento_list_caches_sync(momento_client *c, momento_result **ret);
+MOMENTO_EXPORT int momento_flush_cache_sync(momento_client *c, const char *cache,
+                                            momento_result **ret);
+MOMENTO_EXPORT int momento_ping_sync(momento_client *c, momento_result **ret);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOMENTO_MOMENTO_H */

@@ -1,0 +1,238 @@
+/* One unary RPC from start to callback: request packed straight into a gRPC
+ * slice, a single batch of six ops, and on completion the status mapped,
+ * the body decoded and the user's callback run on the completion thread. */
+#include "internal.h"
+
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/slice.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AGENT "c:cache:" MOMENTO_VERSION_STRING
+#ifdef __clang__
+#define RUNTIME "c:clang-" __clang_version__
+#else
+#define RUNTIME "c:gcc-" __VERSION__
+#endif
+
+struct momento__call {
+    momento__call *prev, *next; /* client's in-flight list */
+    momento_client *client;
+    grpc_call *call;
+    momento__method method;
+    momento_callback cb;
+    void *userdata;
+    grpc_byte_buffer *send_msg;
+    grpc_byte_buffer *recv_msg;
+    grpc_metadata_array recv_initial;
+    grpc_metadata_array recv_trailing;
+    grpc_status_code status;
+    grpc_slice details;
+    grpc_slice cache_value;
+    grpc_metadata md[4];
+};
+
+static grpc_byte_buffer *pack(const ProtobufCMessage *req)
+{
+    size_t size = protobuf_c_message_get_packed_size(req);
+    grpc_slice s = grpc_slice_malloc(size);
+    protobuf_c_message_pack(req, GRPC_SLICE_START_PTR(s));
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
+    grpc_slice_unref(s);
+    return bb;
+}
+
+static void unlink_call(momento_client *c, momento__call *call)
+{
+    if (call->prev)
+        call->prev->next = call->next;
+    else
+        c->in_flight = call->next;
+    if (call->next)
+        call->next->prev = call->prev;
+}
+
+static void release(momento__call *call)
+{
+    if (call->send_msg)
+        grpc_byte_buffer_destroy(call->send_msg);
+    if (call->recv_msg)
+        grpc_byte_buffer_destroy(call->recv_msg);
+    grpc_metadata_array_destroy(&call->recv_initial);
+    grpc_metadata_array_destroy(&call->recv_trailing);
+    grpc_slice_unref(call->details);
+    grpc_slice_unref(call->cache_value);
+    if (call->call)
+        grpc_call_unref(call->call);
+    free(call);
+}
+
+int momento__call_start(momento_client *c, momento__method m, const char *cache,
+                        const ProtobufCMessage *req, momento_callback cb, void *userdata)
+{
+    const momento__method_info *info = &momento__methods[m];
+    momento__call *call = calloc(1, sizeof(*call));
+    if (!call)
+        return MOMENTO_ERR_NO_MEMORY;
+    call->client = c;
+    call->method = m;
+    call->cb = cb;
+    call->userdata = userdata;
+    call->details = grpc_empty_slice();
+    call->cache_value = grpc_empty_slice();
+    grpc_metadata_array_init(&call->recv_initial);
+    grpc_metadata_array_init(&call->recv_trailing);
+    call->send_msg = pack(req);
+
+    size_t n_md = 0;
+    if (info->auth_header) {
+        call->md[n_md].key = grpc_slice_from_static_string("authorization");
+        call->md[n_md++].value = c->auth_value;
+    }
+    if (info->cache_header) {
+        call->cache_value = grpc_slice_from_copied_string(cache);
+        call->md[n_md].key = grpc_slice_from_static_string("cache");
+        call->md[n_md++].value = call->cache_value;
+    }
+
+    momento__channel *ch;
+    if (info->control)
+        ch = &c->control;
+    else
+        ch = &c->data[atomic_fetch_add_explicit(&c->next_channel, 1, memory_order_relaxed) %
+                      c->n_data];
+    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                         gpr_time_from_millis(c->cfg.timeout_ms, GPR_TIMESPAN));
+    call->call = grpc_channel_create_registered_call(ch->channel, NULL, GRPC_PROPAGATE_DEFAULTS,
+                                                     c->cq, ch->registered[m], deadline, NULL);
+    if (!call->call) {
+        release(call);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
+
+    pthread_mutex_lock(&c->lock);
+    if (c->closing) {
+        pthread_mutex_unlock(&c->lock);
+        release(call);
+        return MOMENTO_ERR_CLOSED;
+    }
+    call->next = c->in_flight;
+    if (c->in_flight)
+        c->in_flight->prev = call;
+    c->in_flight = call;
+    c->n_in_flight++;
+    pthread_mutex_unlock(&c->lock);
+
+    /* The client introduces itself on its first accepted call. */
+    if (!atomic_load_explicit(&c->agent_sent, memory_order_relaxed) &&
+        !atomic_exchange(&c->agent_sent, true)) {
+        call->md[n_md].key = grpc_slice_from_static_string("agent");
+        call->md[n_md++].value = grpc_slice_from_static_string(AGENT);
+        call->md[n_md].key = grpc_slice_from_static_string("runtime-version");
+        call->md[n_md++].value = grpc_slice_from_static_string(RUNTIME);
+    }
+
+    grpc_op ops[6];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].data.send_initial_metadata.count = n_md;
+    ops[0].data.send_initial_metadata.metadata = call->md;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = call->send_msg;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &call->recv_initial;
+    ops[4].op = GRPC_OP_RECV_MESSAGE;
+    ops[4].data.recv_message.recv_message = &call->recv_msg;
+    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[5].data.recv_status_on_client.trailing_metadata = &call->recv_trailing;
+    ops[5].data.recv_status_on_client.status = &call->status;
+    ops[5].data.recv_status_on_client.status_details = &call->details;
+
+    if (grpc_call_start_batch(call->call, ops, 6, call, NULL) != GRPC_CALL_OK) {
+        /* Only a programming error in this file gets here; refuse the request
+         * rather than lose it. */
+        pthread_mutex_lock(&c->lock);
+        unlink_call(c, call);
+        c->n_in_flight--;
+        pthread_mutex_unlock(&c->lock);
+        release(call);
+        return MOMENTO_ERR_UNKNOWN;
+    }
+    return MOMENTO_OK;
+}
+
+void momento__calls_cancel_all(momento_client *c)
+{
+    for (momento__call *call = c->in_flight; call; call = call->next)
+        grpc_call_cancel_with_status(call->call, GRPC_STATUS_CANCELLED,
+                                     "cancelled: the client was freed", NULL);
+}
+
+static char *trailer_value(const grpc_metadata_array *md, const char *key)
+{
+    for (size_t i = 0; i < md->count; i++)
+        if (grpc_slice_str_cmp(md->metadata[i].key, key) == 0)
+            return grpc_slice_to_c_string(md->metadata[i].value);
+    return NULL;
+}
+
+void momento__call_complete(momento__call *call, int success)
+{
+    momento_client *c = call->client;
+    const momento__method_info *info = &momento__methods[call->method];
+    momento_result r;
+    ProtobufCMessage *scratch = NULL;
+    (void)success; /* a failed batch still reports its status */
+
+    memset(&r, 0, sizeof(r));
+    r.grpc_status = (int)call->status;
+    if (call->status == GRPC_STATUS_OK) {
+        if (!call->recv_msg) {
+            r.error = MOMENTO_ERR_BAD_RESPONSE;
+        } else {
+            grpc_byte_buffer_reader reader;
+            grpc_slice body = grpc_empty_slice();
+            if (grpc_byte_buffer_reader_init(&reader, call->recv_msg)) {
+                body = grpc_byte_buffer_reader_readall(&reader);
+                grpc_byte_buffer_reader_destroy(&reader);
+            }
+            r.error = info->decode(&r, GRPC_SLICE_START_PTR(body), GRPC_SLICE_LENGTH(body),
+                                   &scratch);
+            grpc_slice_unref(body);
+        }
+    } else if (info->already_exists_ok && call->status == GRPC_STATUS_ALREADY_EXISTS) {
+        r.error = MOMENTO_OK;
+        r.outcome = MOMENTO_OUTCOME_ALREADY_EXISTS;
+    } else {
+        r.error = momento_error_from_grpc_status((int)call->status);
+    }
+    if (r.error != MOMENTO_OK)
+        r.outcome = MOMENTO_OUTCOME_ERROR;
+
+    char *message = GRPC_SLICE_LENGTH(call->details) ? grpc_slice_to_c_string(call->details) : NULL;
+    char *detail = call->status != GRPC_STATUS_OK ? trailer_value(&call->recv_trailing, "err")
+                                                  : NULL;
+    r.message = message ? message
+                        : (r.error == MOMENTO_ERR_BAD_RESPONSE ? momento_strerror(r.error) : "");
+    r.error_detail = detail;
+
+    call->cb(&r, call->userdata);
+
+    if (scratch)
+        protobuf_c_message_free_unpacked(scratch, NULL);
+    gpr_free(message);
+    gpr_free(detail);
+
+    pthread_mutex_lock(&c->lock);
+    unlink_call(c, call);
+    if (--c->n_in_flight == 0 && c->closing) {
+        pthread_cond_broadcast(&c->drained);
+        if (c->free_deferred)
+            grpc_completion_queue_shutdown(c->cq);
+    }
+    pthread_mutex_unlock(&c->lock);
+    release(call);
+}

@@ -1,0 +1,90 @@
+/* Client configuration: defaults and validated setters. */
+#include "internal.h"
+
+#include <stdlib.h>
+
+void momento__config_defaults(momento_config *cfg)
+{
+    /* Momento's "laptop" profile: generous timeout, keepalive as the official
+     * SDKs set it (5 s ping, 1 s to answer). */
+    cfg->timeout_ms = 5000;
+    cfg->default_ttl_ms = 60000;
+    cfg->num_channels = 1;
+    cfg->keepalive_ms = 5000;
+    cfg->keepalive_timeout_ms = 1000;
+    cfg->eager_connect_ms = 0;
+}
+
+int momento_config_new(momento_config **ret)
+{
+    if (!ret)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    momento_config *cfg = malloc(sizeof(*cfg));
+    if (!cfg)
+        return MOMENTO_ERR_NO_MEMORY;
+    momento__config_defaults(cfg);
+    *ret = cfg;
+    return MOMENTO_OK;
+}
+
+void momento_config_free(momento_config *cfg)
+{
+    free(cfg);
+}
+
+int momento_config_set_timeout_ms(momento_config *cfg, uint32_t ms)
+{
+    if (!cfg || ms == 0 || ms > 86400000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->timeout_ms = ms;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_default_ttl_ms(momento_config *cfg, uint64_t ms)
+{
+    if (!cfg || ms == 0 || ms > MOMENTO_MAX_TTL_MS)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->default_ttl_ms = ms;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_num_channels(momento_config *cfg, uint32_t n)
+{
+    if (!cfg || n == 0 || n > 64)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->num_channels = n;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_keepalive(momento_config *cfg, uint32_t interval_ms, uint32_t timeout_ms)
+{
+    if (!cfg || (interval_ms != 0 && timeout_ms == 0) || interval_ms > 86400000u ||
+        timeout_ms > 86400000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->keepalive_ms = interval_ms;
+    cfg->keepalive_timeout_ms = timeout_ms;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_eager_connect(momento_config *cfg, uint32_t timeout_ms)
+{
+    if (!cfg || timeout_ms > 86400000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->eager_connect_ms = timeout_ms;
+    return MOMENTO_OK;
+}
+
+uint32_t momento_config_timeout_ms(const momento_config *cfg)
+{
+    return cfg ? cfg->timeout_ms : 0;
+}
+
+uint64_t momento_config_default_ttl_ms(const momento_config *cfg)
+{
+    return cfg ? cfg->default_ttl_ms : 0;
+}
+
+uint32_t momento_config_num_channels(const momento_config *cfg)
+{
+    return cfg ? cfg->num_channels : 0;
+}

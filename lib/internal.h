@@ -1,0 +1,157 @@
+/* Declarations shared by the library's modules. Nothing here is exported:
+ * the shared library is built with hidden visibility and only MOMENTO_EXPORT
+ * names (include/momento/) leave it. */
+#ifndef MOMENTO_INTERNAL_H
+#define MOMENTO_INTERNAL_H
+
+#include "momento/momento.h"
+
+#include <grpc/grpc.h>
+#include <protobuf-c/protobuf-c.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+/* ---------------------------------------------------------------- config */
+
+struct momento_config {
+    uint32_t timeout_ms;
+    uint64_t default_ttl_ms;
+    uint32_t num_channels;
+    uint32_t keepalive_ms;
+    uint32_t keepalive_timeout_ms;
+    uint32_t eager_connect_ms;
+};
+
+void momento__config_defaults(momento_config *cfg);
+
+/* ----------------------------------------------------------- credentials */
+
+struct momento_credentials {
+    char *token;            /* sent as `authorization`; "" for local servers */
+    char *cache_endpoint;   /* gRPC target "host:port" */
+    char *control_endpoint;
+    int tls;
+};
+
+/* Deep copy into *dst (which is overwritten). Returns 0 or NO_MEMORY. */
+int momento__credentials_copy(momento_credentials *dst, const momento_credentials *src);
+void momento__credentials_clear(momento_credentials *c);
+
+/* Checks "host:port": host non-empty (brackets for IPv6), port 1..65535.
+ * Returns NULL when valid, else a static reason. */
+const char *momento__check_host_port(const char *s);
+
+/* base64 (standard or URL alphabet, padding optional) → newly malloc'd bytes
+ * plus a NUL. Returns 0, or -1 for malformed input, -2 for no memory. */
+int momento__base64_decode(const char *in, size_t in_len, unsigned char **ret, size_t *ret_len);
+
+/* Finds the string member `name` at the top level of the JSON object in
+ * `json`. Returns 1 and a malloc'd, unescaped copy in *ret; 0 when the member
+ * is absent or not a string; -1 when the text is not a JSON object; -2 for no
+ * memory. */
+int momento__json_get_string(const char *json, size_t len, const char *name, char **ret);
+
+/* ---------------------------------------------------------------- result */
+
+struct momento_result {
+    int error;
+    int grpc_status;
+    momento_outcome outcome;
+    const char *message;      /* never NULL */
+    const char *error_detail; /* `err` trailer or NULL */
+    const uint8_t *value;
+    size_t value_len;
+    size_t n_caches;
+    const char *const *caches;
+    const char *next_token;   /* ListCaches paging; NULL or "" on the last page */
+};
+
+/* A result that failed before reaching gRPC. */
+void momento__result_local_error(momento_result *r, int err, const char *message);
+
+/* --------------------------------------------------------------- methods */
+
+typedef enum momento__method {
+    MOMENTO__M_GET,
+    MOMENTO__M_SET,
+    MOMENTO__M_DELETE,
+    MOMENTO__M_PING,
+    MOMENTO__M_CREATE_CACHE,
+    MOMENTO__M_DELETE_CACHE,
+    MOMENTO__M_LIST_CACHES,
+    MOMENTO__M_FLUSH_CACHE,
+    MOMENTO__M_COUNT
+} momento__method;
+
+/* Fills `r` from a response body. *ret_scratch receives what must be freed
+ * (with protobuf_c_message_free_unpacked) after the callback has run. */
+typedef int (*momento__decode_fn)(momento_result *r, const uint8_t *buf, size_t len,
+                                  ProtobufCMessage **ret_scratch);
+
+typedef struct momento__method_info {
+    const char *path;
+    bool control;         /* control-plane channel */
+    bool cache_header;    /* sends `cache` */
+    bool auth_header;     /* sends `authorization` */
+    bool already_exists_ok; /* ALREADY_EXISTS is an outcome, not an error */
+    momento__decode_fn decode;
+} momento__method_info;
+
+extern const momento__method_info momento__methods[MOMENTO__M_COUNT];
+
+/* ---------------------------------------------------------------- client */
+
+typedef struct momento__channel {
+    grpc_channel *channel;
+    void *registered[MOMENTO__M_COUNT]; /* NULL for methods of the other plane */
+} momento__channel;
+
+typedef struct momento__call momento__call;
+
+struct momento_client {
+    momento_config cfg;
+    momento_credentials creds;
+    grpc_completion_queue *cq;
+    pthread_t thread;
+
+    momento__channel *data;
+    uint32_t n_data;
+    momento__channel control;
+    atomic_uint next_channel;
+    atomic_bool agent_sent;
+    grpc_slice auth_value;
+
+    pthread_mutex_t lock;        /* guards everything below */
+    pthread_cond_t drained;
+    momento__call *in_flight;    /* doubly linked, for cancellation at free */
+    size_t n_in_flight;
+    bool closing;                /* momento_client_free() has begun */
+    bool free_deferred;          /* ...from the completion thread itself */
+};
+
+/* The client whose completion thread is running this code, or NULL. */
+extern _Thread_local const momento_client *momento__current_client;
+
+/* Channel setup (channel.c). */
+int momento__channels_open(momento_client *c);
+void momento__channels_close(momento_client *c);
+
+/* Starts one unary RPC (call.c). `req` is packed at once; `cache` may be NULL
+ * for methods without a cache header. Returns 0 when accepted (one callback
+ * follows) or a negative momento_error (no callback). */
+int momento__call_start(momento_client *c, momento__method m, const char *cache,
+                        const ProtobufCMessage *req, momento_callback cb, void *userdata);
+/* Runs on the completion thread for each finished call. */
+void momento__call_complete(momento__call *call, int success);
+/* Cancels every call in flight; the caller holds c->lock. Each still
+ * completes, with CANCELLED, through momento__call_complete(). */
+void momento__calls_cancel_all(momento_client *c);
+
+/* Argument checks shared by the operations (validate.c). Each returns 0 or
+ * MOMENTO_ERR_INVALID_ARGUMENT. */
+int momento__check_cache_name(const char *cache);
+int momento__check_key(const void *key, size_t key_len);
+int momento__check_item(const void *key, size_t key_len, const void *value, size_t value_len);
+
+#endif

@@ -1,0 +1,279 @@
+/* The operations: argument checks, request messages, and the decoders that
+ * turn each response into a momento_result. The table below is the one place
+ * that says which path, plane and headers each method uses. */
+#include "internal.h"
+
+#include "cacheclient.pb-c.h"
+#include "cacheping.pb-c.h"
+#include "controlclient.pb-c.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int decode_get(momento_result *r, const uint8_t *buf, size_t len, ProtobufCMessage **scratch)
+{
+    CacheClient__GetResponse *m = cache_client____get_response__unpack(NULL, len, buf);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    *scratch = &m->base;
+    if (m->result == CACHE_CLIENT__ECACHE_RESULT__Hit) {
+        r->outcome = MOMENTO_OUTCOME_HIT;
+        r->value = m->cache_body.data;
+        r->value_len = m->cache_body.len;
+    } else if (m->result == CACHE_CLIENT__ECACHE_RESULT__Miss) {
+        r->outcome = MOMENTO_OUTCOME_MISS;
+    } else {
+        return MOMENTO_ERR_BAD_RESPONSE;
+    }
+    return MOMENTO_OK;
+}
+
+/* Set, delete, ping and the control calls carry nothing we need beyond a
+ * well-formed message. */
+#define DECODE_EMPTY(fn, unpack, outcome_value)                                                    \
+    static int fn(momento_result *r, const uint8_t *buf, size_t len, ProtobufCMessage **scratch)   \
+    {                                                                                              \
+        ProtobufCMessage *m = (ProtobufCMessage *)unpack(NULL, len, buf);                          \
+        if (!m)                                                                                    \
+            return MOMENTO_ERR_BAD_RESPONSE;                                                       \
+        *scratch = m;                                                                              \
+        r->outcome = outcome_value;                                                                \
+        return MOMENTO_OK;                                                                         \
+    }
+
+DECODE_EMPTY(decode_set, cache_client____set_response__unpack, MOMENTO_OUTCOME_SUCCESS)
+DECODE_EMPTY(decode_delete, cache_client____delete_response__unpack, MOMENTO_OUTCOME_SUCCESS)
+DECODE_EMPTY(decode_ping, cache_client____ping_response__unpack, MOMENTO_OUTCOME_SUCCESS)
+DECODE_EMPTY(decode_create, control_client____create_cache_response__unpack,
+             MOMENTO_OUTCOME_CREATED)
+DECODE_EMPTY(decode_delete_cache, control_client____delete_cache_response__unpack,
+             MOMENTO_OUTCOME_SUCCESS)
+DECODE_EMPTY(decode_flush, control_client____flush_cache_response__unpack,
+             MOMENTO_OUTCOME_SUCCESS)
+
+static int decode_list(momento_result *r, const uint8_t *buf, size_t len,
+                       ProtobufCMessage **scratch)
+{
+    ControlClient__ListCachesResponse *m =
+        control_client____list_caches_response__unpack(NULL, len, buf);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    *scratch = &m->base;
+    /* Names are gathered into one array by the paging callback below; here
+     * the page's names are exposed through a scratch array kept in the
+     * message's own allocation lifetime. */
+    const char **names = NULL;
+    if (m->n_cache) {
+        names = malloc(m->n_cache * sizeof(*names));
+        if (!names)
+            return MOMENTO_ERR_NO_MEMORY;
+        for (size_t i = 0; i < m->n_cache; i++)
+            names[i] = m->cache[i]->cache_name;
+    }
+    r->n_caches = m->n_cache;
+    r->caches = names;
+    r->next_token = m->next_token;
+    r->outcome = MOMENTO_OUTCOME_SUCCESS;
+    return MOMENTO_OK;
+}
+
+const momento__method_info momento__methods[MOMENTO__M_COUNT] = {
+    [MOMENTO__M_GET] = {"/cache_client.Scs/Get", false, true, true, false, decode_get},
+    [MOMENTO__M_SET] = {"/cache_client.Scs/Set", false, true, true, false, decode_set},
+    [MOMENTO__M_DELETE] = {"/cache_client.Scs/Delete", false, true, true, false, decode_delete},
+    /* Official clients ping without a token; so do we. */
+    [MOMENTO__M_PING] = {"/cache_client.Ping/Ping", false, false, false, false, decode_ping},
+    [MOMENTO__M_CREATE_CACHE] = {"/control_client.ScsControl/CreateCache", true, false, true, true,
+                                 decode_create},
+    [MOMENTO__M_DELETE_CACHE] = {"/control_client.ScsControl/DeleteCache", true, false, true,
+                                 false, decode_delete_cache},
+    [MOMENTO__M_LIST_CACHES] = {"/control_client.ScsControl/ListCaches", true, false, true, false,
+                                decode_list},
+    [MOMENTO__M_FLUSH_CACHE] = {"/control_client.ScsControl/FlushCache", true, false, true, false,
+                                decode_flush},
+};
+
+#define CHECK(expr)                                                                                \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_ < 0)                                                                               \
+            return rc_;                                                                            \
+    } while (0)
+
+static int check_client(const momento_client *c, momento_callback cb)
+{
+    return (c && cb) ? 0 : MOMENTO_ERR_INVALID_ARGUMENT;
+}
+
+int momento_get(momento_client *c, const char *cache, const void *key, size_t key_len,
+                momento_callback cb, void *userdata)
+{
+    CHECK(check_client(c, cb));
+    CHECK(momento__check_cache_name(cache));
+    CHECK(momento__check_key(key, key_len));
+    CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
+    req.cache_key.data = (uint8_t *)key;
+    req.cache_key.len = key_len;
+    return momento__call_start(c, MOMENTO__M_GET, cache, &req.base, cb, userdata);
+}
+
+int momento_set(momento_client *c, const char *cache, const void *key, size_t key_len,
+                const void *value, size_t value_len, uint64_t ttl_ms, momento_callback cb,
+                void *userdata)
+{
+    CHECK(check_client(c, cb));
+    CHECK(momento__check_cache_name(cache));
+    CHECK(momento__check_item(key, key_len, value, value_len));
+    if (ttl_ms > MOMENTO_MAX_TTL_MS)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
+    req.cache_key.data = (uint8_t *)key;
+    req.cache_key.len = key_len;
+    req.cache_body.data = (uint8_t *)value;
+    req.cache_body.len = value_len;
+    req.ttl_milliseconds = ttl_ms ? ttl_ms : c->cfg.default_ttl_ms;
+    return momento__call_start(c, MOMENTO__M_SET, cache, &req.base, cb, userdata);
+}
+
+int momento_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
+                   momento_callback cb, void *userdata)
+{
+    CHECK(check_client(c, cb));
+    CHECK(momento__check_cache_name(cache));
+    CHECK(momento__check_key(key, key_len));
+    CacheClient__DeleteRequest req = CACHE_CLIENT____DELETE_REQUEST__INIT;
+    req.cache_key.data = (uint8_t *)key;
+    req.cache_key.len = key_len;
+    return momento__call_start(c, MOMENTO__M_DELETE, cache, &req.base, cb, userdata);
+}
+
+int momento_ping(momento_client *c, momento_callback cb, void *userdata)
+{
+    CHECK(check_client(c, cb));
+    CacheClient__PingRequest req = CACHE_CLIENT____PING_REQUEST__INIT;
+    return momento__call_start(c, MOMENTO__M_PING, NULL, &req.base, cb, userdata);
+}
+
+int momento_create_cache(momento_client *c, const char *cache, momento_callback cb,
+                         void *userdata)
+{
+    CHECK(check_client(c, cb));
+    CHECK(momento__check_cache_name(cache));
+    ControlClient__CreateCacheRequest req = CONTROL_CLIENT____CREATE_CACHE_REQUEST__INIT;
+    req.cache_name = (char *)cache;
+    return momento__call_start(c, MOMENTO__M_CREATE_CACHE, NULL, &req.base, cb, userdata);
+}
+
+int momento_delete_cache(momento_client *c, const char *cache, momento_callback cb,
+                         void *userdata)
+{
+    CHECK(check_client(c, cb));
+    CHECK(momento__check_cache_name(cache));
+    ControlClient__DeleteCacheRequest req = CONTROL_CLIENT____DELETE_CACHE_REQUEST__INIT;
+    req.cache_name = (char *)cache;
+    return momento__call_start(c, MOMENTO__M_DELETE_CACHE, NULL, &req.base, cb, userdata);
+}
+
+int momento_flush_cache(momento_client *c, const char *cache, momento_callback cb,
+                        void *userdata)
+{
+    CHECK(check_client(c, cb));
+    CHECK(momento__check_cache_name(cache));
+    ControlClient__FlushCacheRequest req = CONTROL_CLIENT____FLUSH_CACHE_REQUEST__INIT;
+    req.cache_name = (char *)cache;
+    return momento__call_start(c, MOMENTO__M_FLUSH_CACHE, NULL, &req.base, cb, userdata);
+}
+
+/* ListCaches may be paged. The user's request becomes a chain of page calls
+ * whose names are gathered here; the user's callback runs once, at the end,
+ * with all of them (or with the first error). */
+typedef struct list_state {
+    momento_client *client;
+    momento_callback cb;
+    void *userdata;
+    char **names;
+    size_t n, cap;
+} list_state;
+
+static void list_finish(list_state *st, const momento_result *r)
+{
+    momento_result out = *r;
+    out.next_token = NULL;
+    if (r->error == MOMENTO_OK) {
+        out.caches = (const char *const *)st->names;
+        out.n_caches = st->n;
+    } else {
+        out.caches = NULL;
+        out.n_caches = 0;
+    }
+    st->cb(&out, st->userdata);
+    for (size_t i = 0; i < st->n; i++)
+        free(st->names[i]);
+    free(st->names);
+    free(st);
+}
+
+static int list_page(list_state *st, const char *token);
+
+static void list_page_done(const momento_result *r, void *userdata)
+{
+    list_state *st = userdata;
+    int err = r->error;
+    for (size_t i = 0; err == MOMENTO_OK && i < r->n_caches; i++) {
+        if (st->n == st->cap) {
+            size_t cap = st->cap ? st->cap * 2 : 16;
+            char **grown = realloc(st->names, cap * sizeof(*grown));
+            if (!grown) {
+                err = MOMENTO_ERR_NO_MEMORY;
+                break;
+            }
+            st->names = grown;
+            st->cap = cap;
+        }
+        size_t len = strlen(r->caches[i]) + 1;
+        st->names[st->n] = malloc(len);
+        if (!st->names[st->n]) {
+            err = MOMENTO_ERR_NO_MEMORY;
+            break;
+        }
+        memcpy(st->names[st->n++], r->caches[i], len);
+    }
+    free((void *)r->caches); /* the page's pointer array from decode_list */
+    if (err == MOMENTO_OK && r->next_token && *r->next_token) {
+        int rc = list_page(st, r->next_token);
+        if (rc == MOMENTO_OK)
+            return;
+        err = rc;
+    }
+    if (err != r->error) {
+        momento_result failed;
+        momento__result_local_error(&failed, err == MOMENTO_ERR_CLOSED ? MOMENTO_ERR_CANCELLED : err,
+                                    "listing caches stopped part-way");
+        list_finish(st, &failed);
+        return;
+    }
+    list_finish(st, r);
+}
+
+static int list_page(list_state *st, const char *token)
+{
+    ControlClient__ListCachesRequest req = CONTROL_CLIENT____LIST_CACHES_REQUEST__INIT;
+    req.next_token = (char *)(token ? token : "");
+    return momento__call_start(st->client, MOMENTO__M_LIST_CACHES, NULL, &req.base,
+                               list_page_done, st);
+}
+
+int momento_list_caches(momento_client *c, momento_callback cb, void *userdata)
+{
+    CHECK(check_client(c, cb));
+    list_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return MOMENTO_ERR_NO_MEMORY;
+    st->client = c;
+    st->cb = cb;
+    st->userdata = userdata;
+    int rc = list_page(st, NULL);
+    if (rc != MOMENTO_OK)
+        free(st);
+    return rc;
+}

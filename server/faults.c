@@ -1,0 +1,160 @@
+/* Fault injection driven by request metadata, with the header names and
+ * values of Momento's local test server (PROTOCOL.md). Counts are kept per
+ * `request-id` so that concurrent tests do not disturb each other. */
+#include "server_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct fault_session {
+    UT_hash_handle hh;
+    uint32_t errors;
+    uint32_t delays;
+    char id[];
+};
+
+/* A runaway client must not grow the table forever. */
+#define MAX_SESSIONS 100000
+
+static const struct {
+    const char *name;
+    grpc_status_code status;
+} error_names[] = {
+    {"invalid-argument", GRPC_STATUS_INVALID_ARGUMENT},
+    {"unknown", GRPC_STATUS_UNKNOWN},
+    {"already-exists", GRPC_STATUS_ALREADY_EXISTS},
+    {"not-found", GRPC_STATUS_NOT_FOUND},
+    {"internal", GRPC_STATUS_INTERNAL},
+    {"permission-denied", GRPC_STATUS_PERMISSION_DENIED},
+    {"unauthenticated", GRPC_STATUS_UNAUTHENTICATED},
+    {"cancelled", GRPC_STATUS_CANCELLED},
+    {"resource-exhausted", GRPC_STATUS_RESOURCE_EXHAUSTED},
+    {"deadline-exceeded", GRPC_STATUS_DEADLINE_EXCEEDED},
+    {"unavailable", GRPC_STATUS_UNAVAILABLE},
+    {"failed-precondition", GRPC_STATUS_FAILED_PRECONDITION},
+};
+
+static const grpc_slice *header(const grpc_metadata_array *md, const char *key)
+{
+    for (size_t i = 0; i < md->count; i++)
+        if (grpc_slice_str_cmp(md->metadata[i].key, key) == 0)
+            return &md->metadata[i].value;
+    return NULL;
+}
+
+static bool slice_is(const grpc_slice *v, const char *s)
+{
+    size_t n = strlen(s);
+    return GRPC_SLICE_LENGTH(*v) == n && memcmp(GRPC_SLICE_START_PTR(*v), s, n) == 0;
+}
+
+/* Is `rpc` one of the space-separated names in `list`? No list = every RPC. */
+static bool listed(const grpc_slice *list, const char *rpc)
+{
+    if (!list)
+        return true;
+    const char *p = (const char *)GRPC_SLICE_START_PTR(*list);
+    const char *end = p + GRPC_SLICE_LENGTH(*list);
+    size_t n = strlen(rpc);
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == ','))
+            p++;
+        const char *w = p;
+        while (p < end && *p != ' ' && *p != ',')
+            p++;
+        if ((size_t)(p - w) == n && memcmp(w, rpc, n) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* A decimal count; absent = unlimited; malformed = -1. */
+static int64_t count_of(const grpc_slice *v)
+{
+    if (!v)
+        return INT64_MAX;
+    size_t n = GRPC_SLICE_LENGTH(*v);
+    const uint8_t *p = GRPC_SLICE_START_PTR(*v);
+    if (n == 0 || n > 9)
+        return -1;
+    int64_t x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        x = x * 10 + (p[i] - '0');
+    }
+    return x;
+}
+
+static fault_session *session(fault_session **sessions, const grpc_slice *id)
+{
+    const char *key = id ? (const char *)GRPC_SLICE_START_PTR(*id) : "";
+    size_t len = id ? GRPC_SLICE_LENGTH(*id) : 0;
+    fault_session *fs = NULL;
+    HASH_FIND(hh, *sessions, key, len, fs);
+    if (fs)
+        return fs;
+    if (HASH_COUNT(*sessions) >= MAX_SESSIONS)
+        faults_clear(sessions);
+    fs = calloc(1, sizeof(*fs) + len + 1);
+    if (!fs)
+        return NULL;
+    memcpy(fs->id, key, len);
+    HASH_ADD_KEYPTR(hh, *sessions, fs->id, len, fs);
+    return fs;
+}
+
+void faults_plan(fault_session **sessions, const grpc_metadata_array *md, const char *rpc,
+                 fault_plan *out)
+{
+    out->error_status = -1;
+    out->delay_ms = 0;
+    out->bad_header = NULL;
+
+    const grpc_slice *ret_err = header(md, "return-error");
+    const grpc_slice *delay = header(md, "delay-ms");
+    if (!ret_err && !delay)
+        return; /* the common case: no faults asked for */
+
+    fault_session *fs = session(sessions, header(md, "request-id"));
+    if (!fs)
+        return;
+
+    if (ret_err && listed(header(md, "error-rpcs"), rpc)) {
+        int status = -1;
+        for (size_t i = 0; i < sizeof(error_names) / sizeof(error_names[0]); i++)
+            if (slice_is(ret_err, error_names[i].name))
+                status = (int)error_names[i].status;
+        int64_t limit = count_of(header(md, "error-count"));
+        if (status < 0)
+            out->bad_header = "return-error names no known error";
+        else if (limit < 0)
+            out->bad_header = "error-count is not a number";
+        else if (fs->errors < limit) {
+            fs->errors++;
+            out->error_status = status;
+        }
+    }
+    if (delay && listed(header(md, "delay-rpcs"), rpc)) {
+        int64_t ms = count_of(delay);
+        int64_t limit = count_of(header(md, "delay-count"));
+        if (ms < 0 || ms == INT64_MAX)
+            out->bad_header = "delay-ms is not a number of milliseconds";
+        else if (limit < 0)
+            out->bad_header = "delay-count is not a number";
+        else if (ms > 0 && fs->delays < limit) {
+            fs->delays++;
+            out->delay_ms = (uint32_t)ms;
+        }
+    }
+}
+
+void faults_clear(fault_session **sessions)
+{
+    fault_session *fs, *tmp;
+    HASH_ITER(hh, *sessions, fs, tmp)
+    {
+        HASH_DELETE(hh, *sessions, fs);
+        free(fs);
+    }
+}

@@ -1,0 +1,168 @@
+/* momento-local: the local Momento-compatible server as a program. It serves
+ * until SIGINT or SIGTERM, then prints its RPC counters as JSON (and writes
+ * them to --stats-json) and exits cleanly. */
+#include "momento/local.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: momento-local [OPTION]...\n"
+            "A Momento-compatible cache server in memory, for tests and development.\n"
+            "\n"
+            "  --bind ADDR           numeric address to listen on (default 127.0.0.1)\n"
+            "  --port N              port, 0 = any free port (default 8080)\n"
+            "  --auth-token T        require `authorization: T` (default: accept any)\n"
+            "  --max-memory BYTES    evict least recently used items past this (default 0 = no limit)\n"
+            "  --max-item-bytes N    key+value limit per item (default 5242880)\n"
+            "  --max-rps N           RESOURCE_EXHAUSTED past N calls per second (default 0 = none)\n"
+            "  --tls-cert FILE       serve TLS with this PEM certificate chain (needs --tls-key)\n"
+            "  --tls-key FILE        private key for --tls-cert\n"
+            "  --cache NAME          create this cache at start (repeatable)\n"
+            "  --stats-json PATH     also write the RPC counters here on exit\n"
+            "  --help                show this text\n"
+            "\n"
+            "Prints 'listening on HOST:PORT' once serving. Fault injection headers\n"
+            "(return-error, error-rpcs, error-count, delay-ms, delay-rpcs, delay-count,\n"
+            "request-id) work as in Momento's local test server; see docs/server.md.\n");
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    if (!s || !*s || *s == '-')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int bad(const char *opt, const char *value)
+{
+    fprintf(stderr, "momento-local: invalid value for %s: '%s' (try --help)\n", opt, value);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"bind", required_argument, NULL, 'b'},       {"port", required_argument, NULL, 'p'},
+        {"auth-token", required_argument, NULL, 'a'}, {"max-memory", required_argument, NULL, 'm'},
+        {"max-item-bytes", required_argument, NULL, 'i'},
+        {"max-rps", required_argument, NULL, 'r'},    {"tls-cert", required_argument, NULL, 'c'},
+        {"tls-key", required_argument, NULL, 'k'},    {"cache", required_argument, NULL, 'C'},
+        {"stats-json", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    momento_local_options *o;
+    if (momento_local_options_new(&o) != MOMENTO_OK)
+        return 1;
+    momento_local_options_set_port(o, 8080);
+    const char *stats_path = NULL, *cert = NULL, *key = NULL;
+    int ch, rc = 0;
+    uint64_t v;
+    while (rc == 0 && (ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'b':
+            if (momento_local_options_set_bind(o, optarg) < 0)
+                rc = bad("--bind", optarg);
+            break;
+        case 'p':
+            if (parse_u64(optarg, &v) < 0 || v > 65535 ||
+                momento_local_options_set_port(o, (int)v) < 0)
+                rc = bad("--port", optarg);
+            break;
+        case 'a':
+            momento_local_options_set_auth_token(o, optarg);
+            break;
+        case 'm':
+            if (parse_u64(optarg, &v) < 0 || momento_local_options_set_max_memory(o, v) < 0)
+                rc = bad("--max-memory", optarg);
+            break;
+        case 'i':
+            if (parse_u64(optarg, &v) < 0 || momento_local_options_set_max_item_bytes(o, v) < 0)
+                rc = bad("--max-item-bytes", optarg);
+            break;
+        case 'r':
+            if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
+                momento_local_options_set_max_rps(o, (uint32_t)v) < 0)
+                rc = bad("--max-rps", optarg);
+            break;
+        case 'c': cert = optarg; break;
+        case 'k': key = optarg; break;
+        case 'C':
+            if (momento_local_options_add_cache(o, optarg) < 0)
+                rc = bad("--cache", optarg);
+            break;
+        case 's': stats_path = optarg; break;
+        case 'h':
+            usage(stdout);
+            momento_local_options_free(o);
+            return 0;
+        default:
+            rc = 2;
+        }
+    }
+    if (rc == 0 && optind < argc) {
+        fprintf(stderr, "momento-local: unexpected argument '%s' (try --help)\n", argv[optind]);
+        rc = 2;
+    }
+    if (rc == 0 && (!cert) != (!key)) {
+        fprintf(stderr, "momento-local: --tls-cert and --tls-key go together\n");
+        rc = 2;
+    }
+    if (rc == 0 && cert)
+        momento_local_options_set_tls(o, cert, key);
+    if (rc != 0) {
+        momento_local_options_free(o);
+        return rc;
+    }
+
+    /* Signals are taken synchronously by this thread, so the server's own
+     * threads never see them. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+    momento_local *s;
+    rc = momento_local_start(&s, o);
+    momento_local_options_free(o);
+    if (rc != MOMENTO_OK) {
+        fprintf(stderr, "momento-local: cannot start: %s\n",
+                rc == MOMENTO_ERR_SERVER_UNAVAILABLE ? "the address could not be bound"
+                : rc == MOMENTO_ERR_INVALID_ARGUMENT ? "the TLS certificate or key could not be used"
+                                                     : "out of memory");
+        return 1;
+    }
+    printf("listening on %s\n", momento_local_endpoint(s));
+    fflush(stdout);
+
+    int sig;
+    sigwait(&set, &sig);
+
+    char *json = momento_local_stats_json(s);
+    if (json) {
+        printf("%s\n", json);
+        if (stats_path) {
+            FILE *f = fopen(stats_path, "w");
+            if (f) {
+                fprintf(f, "%s\n", json);
+                fclose(f);
+            } else {
+                fprintf(stderr, "momento-local: cannot write %s\n", stats_path);
+            }
+        }
+        free(json);
+    }
+    momento_local_stop(s);
+    return 0;
+}

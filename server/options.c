@@ -1,0 +1,165 @@
+/* Server options: defaults, validated setters, deep copy into a server. */
+#include "server_internal.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MAX_ITEM_BYTES (5u * 1024u * 1024u)
+
+static char *dup_str(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+static void defaults(momento_local_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->port = 0;
+    o->max_item_bytes = DEFAULT_MAX_ITEM_BYTES;
+}
+
+int momento_local_options_new(momento_local_options **ret)
+{
+    if (!ret)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    momento_local_options *o = malloc(sizeof(*o));
+    if (!o)
+        return MOMENTO_ERR_NO_MEMORY;
+    defaults(o);
+    *ret = o;
+    return MOMENTO_OK;
+}
+
+void momento__local_options_clear(momento_local_options *o)
+{
+    free(o->bind);
+    free(o->auth_token);
+    free(o->tls_cert);
+    free(o->tls_key);
+    for (size_t i = 0; i < o->n_caches; i++)
+        free(o->caches[i]);
+    free(o->caches);
+    memset(o, 0, sizeof(*o));
+}
+
+void momento_local_options_free(momento_local_options *o)
+{
+    if (!o)
+        return;
+    momento__local_options_clear(o);
+    free(o);
+}
+
+static int replace(char **slot, const char *value)
+{
+    char *copy = NULL;
+    if (value && !(copy = dup_str(value)))
+        return MOMENTO_ERR_NO_MEMORY;
+    free(*slot);
+    *slot = copy;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_bind(momento_local_options *o, const char *addr)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+    if (!o || !addr || (inet_pton(AF_INET, addr, buf) != 1 && inet_pton(AF_INET6, addr, buf) != 1))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    return replace(&o->bind, addr);
+}
+
+int momento_local_options_set_port(momento_local_options *o, int port)
+{
+    if (!o || port < 0 || port > 65535)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->port = port;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_auth_token(momento_local_options *o, const char *token)
+{
+    if (!o)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    return replace(&o->auth_token, token);
+}
+
+int momento_local_options_set_max_memory(momento_local_options *o, uint64_t bytes)
+{
+    if (!o)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->max_memory = bytes;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_max_item_bytes(momento_local_options *o, uint64_t bytes)
+{
+    if (!o || bytes == 0 || bytes > 60u * 1024u * 1024u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->max_item_bytes = bytes;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_max_rps(momento_local_options *o, uint32_t rps)
+{
+    if (!o)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->max_rps = rps;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_tls(momento_local_options *o, const char *cert_file,
+                                  const char *key_file)
+{
+    if (!o || (!cert_file) != (!key_file))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    int rc = replace(&o->tls_cert, cert_file);
+    if (rc == MOMENTO_OK)
+        rc = replace(&o->tls_key, key_file);
+    return rc;
+}
+
+int momento_local_options_add_cache(momento_local_options *o, const char *name)
+{
+    if (!o || !name || !*name || strlen(name) > 255)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    char **grown = realloc(o->caches, (o->n_caches + 1) * sizeof(*grown));
+    if (!grown)
+        return MOMENTO_ERR_NO_MEMORY;
+    o->caches = grown;
+    if (!(o->caches[o->n_caches] = dup_str(name)))
+        return MOMENTO_ERR_NO_MEMORY;
+    o->n_caches++;
+    return MOMENTO_OK;
+}
+
+int momento__local_options_copy(momento_local_options *dst, const momento_local_options *src)
+{
+    momento_local_options def;
+    if (!src) {
+        defaults(&def);
+        src = &def;
+    }
+    *dst = *src;
+    dst->bind = dup_str(src->bind ? src->bind : "127.0.0.1");
+    dst->auth_token = dup_str(src->auth_token);
+    dst->tls_cert = dup_str(src->tls_cert);
+    dst->tls_key = dup_str(src->tls_key);
+    dst->caches = NULL;
+    dst->n_caches = 0;
+    bool ok = dst->bind && (!src->auth_token || dst->auth_token) &&
+              (!src->tls_cert || dst->tls_cert) && (!src->tls_key || dst->tls_key);
+    for (size_t i = 0; ok && i < src->n_caches; i++)
+        ok = momento_local_options_add_cache(dst, src->caches[i]) == MOMENTO_OK;
+    if (!ok) {
+        momento__local_options_clear(dst);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
+    return MOMENTO_OK;
+}
