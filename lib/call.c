@@ -31,7 +31,7 @@ struct momento__call {
     grpc_status_code status;
     grpc_slice details;
     grpc_slice cache_value;
-    grpc_metadata md[4];
+    grpc_metadata md[4 + MOMENTO__MAX_EXTRA_HEADERS];
 };
 
 static grpc_byte_buffer *pack(const ProtobufCMessage *req)
@@ -96,6 +96,9 @@ int momento__call_start(momento_client *c, momento__method m, const char *cache,
         call->md[n_md].key = grpc_slice_from_static_string("cache");
         call->md[n_md++].value = call->cache_value;
     }
+
+    for (size_t i = 0; i < c->n_extra_md; i++)
+        call->md[n_md++] = c->extra_md[i];
 
     momento__channel *ch;
     if (info->control)

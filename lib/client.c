@@ -15,6 +15,10 @@ static void destroy(momento_client *c)
     if (c->cq)
         grpc_completion_queue_destroy(c->cq);
     grpc_slice_unref(c->auth_value);
+    for (size_t i = 0; i < c->n_extra_md; i++) {
+        grpc_slice_unref(c->extra_md[i].key);
+        grpc_slice_unref(c->extra_md[i].value);
+    }
     momento__credentials_clear(&c->creds);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->drained);
@@ -122,4 +126,14 @@ size_t momento_client_in_flight(const momento_client *c)
     size_t n = mc->n_in_flight;
     pthread_mutex_unlock(&mc->lock);
     return n;
+}
+
+int momento__client_add_header(momento_client *c, const char *key, const char *value)
+{
+    if (!c || !key || !value || c->n_extra_md == MOMENTO__MAX_EXTRA_HEADERS)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    c->extra_md[c->n_extra_md].key = grpc_slice_from_copied_string(key);
+    c->extra_md[c->n_extra_md].value = grpc_slice_from_copied_string(value);
+    c->n_extra_md++;
+    return MOMENTO_OK;
 }

@@ -109,6 +109,8 @@ typedef struct momento__channel {
 
 typedef struct momento__call momento__call;
 
+#define MOMENTO__MAX_EXTRA_HEADERS 8
+
 struct momento_client {
     momento_config cfg;
     momento_credentials creds;
@@ -122,6 +124,11 @@ struct momento_client {
     atomic_bool agent_sent;
     grpc_slice auth_value;
 
+    /* Extra request headers for tests (fault injection); set before the
+     * first call, see momento__client_add_header(). */
+    grpc_metadata extra_md[MOMENTO__MAX_EXTRA_HEADERS];
+    size_t n_extra_md;
+
     pthread_mutex_t lock;        /* guards everything below */
     pthread_cond_t drained;
     momento__call *in_flight;    /* doubly linked, for cancellation at free */
@@ -132,6 +139,10 @@ struct momento_client {
 
 /* The client whose completion thread is running this code, or NULL. */
 extern _Thread_local const momento_client *momento__current_client;
+
+/* Adds a header sent with every later call of `c`. For tests only: it is not
+ * locked, so call it before the client is used. Returns 0 or an error. */
+int momento__client_add_header(momento_client *c, const char *key, const char *value);
 
 /* Channel setup (channel.c). */
 int momento__channels_open(momento_client *c);

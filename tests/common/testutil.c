@@ -1,0 +1,228 @@
+#include "testutil.h"
+
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int64_t tu_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+momento_local *tu_server(const momento_local_options *opts)
+{
+    momento_local *s = NULL;
+    assert_int_equal(momento_local_start(&s, opts), MOMENTO_OK);
+    assert_true(momento_local_port(s) > 0);
+    return s;
+}
+
+momento_client *tu_client(momento_local *s, const momento_config *cfg)
+{
+    momento_credentials *creds = NULL;
+    const char *why = NULL;
+    assert_int_equal(momento_credentials_local(&creds, momento_local_endpoint(s), &why), MOMENTO_OK);
+    momento_client *c = NULL;
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
+    momento_credentials_free(creds);
+    return c;
+}
+
+void tu_create_cache(momento_client *c, const char *cache)
+{
+    momento_result *r = NULL;
+    assert_int_equal(momento_create_cache_sync(c, cache, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_CREATED);
+    momento_result_free(r);
+}
+
+void tu_counter_init(tu_counter *k)
+{
+    memset(k, 0, sizeof(*k));
+    pthread_mutex_init(&k->lock, NULL);
+    pthread_cond_init(&k->cond, NULL);
+}
+
+void tu_counter_destroy(tu_counter *k)
+{
+    pthread_mutex_destroy(&k->lock);
+    pthread_cond_destroy(&k->cond);
+}
+
+void tu_count_cb(const momento_result *r, void *userdata)
+{
+    tu_counter *k = userdata;
+    int err = momento_result_error(r);
+    pthread_mutex_lock(&k->lock);
+    k->total++;
+    if (err == MOMENTO_OK)
+        k->ok++;
+    else if (-err < 64)
+        k->by_error[-err]++;
+    if (momento_result_is_hit(r)) {
+        k->hits++;
+        size_t len;
+        const void *v = momento_result_value(r, &len);
+        if (k->expect && (len != k->expect_len || memcmp(v, k->expect, len) != 0))
+            k->bad_values++;
+    }
+    pthread_cond_broadcast(&k->cond);
+    pthread_mutex_unlock(&k->lock);
+}
+
+size_t tu_counter_wait(tu_counter *k, size_t n, int timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&k->lock);
+    while (k->total < n)
+        if (pthread_cond_timedwait(&k->cond, &k->lock, &until) != 0)
+            break;
+    size_t got = k->total;
+    pthread_mutex_unlock(&k->lock);
+    return got;
+}
+
+size_t tu_counter_errors(tu_counter *k, int err)
+{
+    pthread_mutex_lock(&k->lock);
+    size_t n = (err < 0 && -err < 64) ? k->by_error[-err] : 0;
+    pthread_mutex_unlock(&k->lock);
+    return n;
+}
+
+int tu_raw_call(const char *target, const char *path, const char *const *headers,
+                size_t n_headers, const void *body, size_t len, tu_raw_reply *out)
+{
+    memset(out, 0, sizeof(*out));
+    grpc_init();
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    grpc_arg arg;
+    arg.type = GRPC_ARG_INTEGER;
+    arg.key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+    arg.value.integer = 64 * 1024 * 1024;
+    grpc_channel_args args = {1, &arg};
+    grpc_channel *ch = grpc_channel_create(target, creds, &args);
+    grpc_channel_credentials_release(creds);
+    grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
+    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                         gpr_time_from_millis(10000, GPR_TIMESPAN));
+    grpc_slice method = grpc_slice_from_copied_string(path);
+    grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
+                                               deadline, NULL);
+    grpc_slice_unref(method);
+
+    grpc_metadata md[16];
+    for (size_t i = 0; i < n_headers && i < 16; i++) {
+        md[i].key = grpc_slice_from_copied_string(headers[2 * i]);
+        md[i].value = grpc_slice_from_copied_string(headers[2 * i + 1]);
+    }
+    grpc_slice s = grpc_slice_from_copied_buffer(body, len);
+    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1);
+    grpc_slice_unref(s);
+    grpc_metadata_array init_md, trailing;
+    grpc_metadata_array_init(&init_md);
+    grpc_metadata_array_init(&trailing);
+    grpc_status_code status;
+    grpc_slice details;
+
+    grpc_op ops[4];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].data.send_initial_metadata.count = n_headers;
+    ops[0].data.send_initial_metadata.metadata = md;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = send;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &init_md;
+    assert_int_equal(grpc_call_start_batch(call, ops, 4, (void *)1, NULL), GRPC_CALL_OK);
+    grpc_completion_queue_pluck(cq, (void *)1, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+
+    /* Read messages until the stream ends. */
+    for (;;) {
+        grpc_byte_buffer *recv = NULL;
+        grpc_op op;
+        memset(&op, 0, sizeof(op));
+        op.op = GRPC_OP_RECV_MESSAGE;
+        op.data.recv_message.recv_message = &recv;
+        assert_int_equal(grpc_call_start_batch(call, &op, 1, (void *)2, NULL), GRPC_CALL_OK);
+        grpc_completion_queue_pluck(cq, (void *)2, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        if (!recv)
+            break;
+        grpc_byte_buffer_reader reader;
+        grpc_byte_buffer_reader_init(&reader, recv);
+        grpc_slice all = grpc_byte_buffer_reader_readall(&reader);
+        grpc_byte_buffer_reader_destroy(&reader);
+        grpc_byte_buffer_destroy(recv);
+        if (out->n_msgs < 2048) {
+            size_t n = GRPC_SLICE_LENGTH(all);
+            out->msgs[out->n_msgs] = malloc(n + 1);
+            memcpy(out->msgs[out->n_msgs], GRPC_SLICE_START_PTR(all), n);
+            out->lens[out->n_msgs++] = n;
+        }
+        grpc_slice_unref(all);
+    }
+    grpc_op st;
+    memset(&st, 0, sizeof(st));
+    st.op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    st.data.recv_status_on_client.trailing_metadata = &trailing;
+    st.data.recv_status_on_client.status = &status;
+    st.data.recv_status_on_client.status_details = &details;
+    assert_int_equal(grpc_call_start_batch(call, &st, 1, (void *)3, NULL), GRPC_CALL_OK);
+    grpc_completion_queue_pluck(cq, (void *)3, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+
+    out->status = (int)status;
+    size_t dl = GRPC_SLICE_LENGTH(details);
+    if (dl >= sizeof(out->details))
+        dl = sizeof(out->details) - 1;
+    memcpy(out->details, GRPC_SLICE_START_PTR(details), dl);
+    for (size_t i = 0; i < trailing.count; i++) {
+        if (grpc_slice_str_cmp(trailing.metadata[i].key, "err") == 0) {
+            size_t n = GRPC_SLICE_LENGTH(trailing.metadata[i].value);
+            if (n >= sizeof(out->err))
+                n = sizeof(out->err) - 1;
+            memcpy(out->err, GRPC_SLICE_START_PTR(trailing.metadata[i].value), n);
+        }
+    }
+
+    grpc_slice_unref(details);
+    grpc_metadata_array_destroy(&init_md);
+    grpc_metadata_array_destroy(&trailing);
+    grpc_byte_buffer_destroy(send);
+    for (size_t i = 0; i < n_headers && i < 16; i++) {
+        grpc_slice_unref(md[i].key);
+        grpc_slice_unref(md[i].value);
+    }
+    grpc_call_unref(call);
+    grpc_completion_queue_shutdown(cq);
+    grpc_completion_queue_destroy(cq);
+    grpc_channel_destroy(ch);
+    grpc_shutdown();
+    return out->status;
+}
+
+void tu_raw_reply_free(tu_raw_reply *r)
+{
+    for (size_t i = 0; i < r->n_msgs; i++)
+        free(r->msgs[i]);
+    r->n_msgs = 0;
+}

@@ -1,0 +1,61 @@
+/* Helpers shared by the test suites: an in-process server on a free
+ * loopback port, clients pointed at it, callback counters, and raw gRPC calls
+ * that bypass the library to exercise the server directly. */
+#ifndef MOMENTO_TESTUTIL_H
+#define MOMENTO_TESTUTIL_H
+
+#include "momento/local.h"
+#include "momento/momento.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Starts a server (NULL opts = defaults) on 127.0.0.1, port 0; aborts the
+ * test on failure. */
+momento_local *tu_server(const momento_local_options *opts);
+/* A client for `s` with `cfg` (NULL = defaults). */
+momento_client *tu_client(momento_local *s, const momento_config *cfg);
+/* Creates `cache` through `c`, asserting success. */
+void tu_create_cache(momento_client *c, const char *cache);
+
+/* Counts callbacks by error kind; wait() blocks until `n` arrived or the
+ * timeout passed, and returns how many arrived. */
+typedef struct tu_counter {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    size_t total;
+    size_t ok;
+    size_t by_error[64]; /* index -error */
+    size_t hits;
+    size_t bad_values;   /* hits whose bytes differed from `expect` */
+    const void *expect;
+    size_t expect_len;
+} tu_counter;
+
+void tu_counter_init(tu_counter *k);
+void tu_counter_destroy(tu_counter *k);
+void tu_count_cb(const momento_result *r, void *userdata);
+size_t tu_counter_wait(tu_counter *k, size_t n, int timeout_ms);
+size_t tu_counter_errors(tu_counter *k, int err);
+
+/* A raw unary or server-streaming call. Sends `body` to `path` with the
+ * given headers (pairs of key, value; n_headers pairs) and collects up to
+ * `max_msgs` response messages. Returns the gRPC status. */
+typedef struct tu_raw_reply {
+    int status;
+    char details[256];
+    char err[128];      /* `err` trailer or "" */
+    size_t n_msgs;
+    uint8_t *msgs[2048];
+    size_t lens[2048];
+} tu_raw_reply;
+
+int tu_raw_call(const char *target, const char *path, const char *const *headers,
+                size_t n_headers, const void *body, size_t len, tu_raw_reply *out);
+void tu_raw_reply_free(tu_raw_reply *r);
+
+int64_t tu_now_ms(void);
+
+#endif

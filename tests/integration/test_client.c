@@ -1,0 +1,450 @@
+/* The library against the local server: data plane, control plane, ping,
+ * TTLs, errors, concurrency, and shutdown with requests in flight. */
+#include "internal.h"
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct fixture {
+    momento_local *server;
+    momento_client *client;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    f->server = tu_server(NULL);
+    f->client = tu_client(f->server, NULL);
+    tu_create_cache(f->client, "c");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    momento_client_free(f->client);
+    momento_local_stop(f->server);
+    free(f);
+    return 0;
+}
+
+static void test_set_get_binary(void **state)
+{
+    fixture *f = *state;
+    const unsigned char key[] = {0, 1, 0, 255};
+    const unsigned char val[] = {0, 0, 7, 0, 0};
+    momento_result *r;
+    assert_int_equal(momento_set_sync(f->client, "c", key, sizeof(key), val, sizeof(val), 0, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    assert_int_equal(momento_result_grpc_status(r), 0);
+    momento_result_free(r);
+
+    assert_int_equal(momento_get_sync(f->client, "c", key, sizeof(key), &r), MOMENTO_OK);
+    assert_true(momento_result_is_hit(r));
+    size_t len;
+    const void *v = momento_result_value(r, &len);
+    assert_int_equal(len, sizeof(val));
+    assert_memory_equal(v, val, sizeof(val));
+    momento_result_free(r);
+
+    /* An empty value is a hit with zero bytes, not a miss. */
+    assert_int_equal(momento_set_sync(f->client, "c", "empty", 5, NULL, 0, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(f->client, "c", "empty", 5, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    assert_non_null(momento_result_value(r, &len));
+    assert_int_equal(len, 0);
+    momento_result_free(r);
+}
+
+static void test_one_mebibyte(void **state)
+{
+    fixture *f = *state;
+    size_t n = 1024 * 1024;
+    unsigned char *val = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        val[i] = (unsigned char)(i * 31 + 7);
+    assert_int_equal(momento_set_sync(f->client, "c", "big", 3, val, n, 0, NULL), MOMENTO_OK);
+    momento_result *r;
+    assert_int_equal(momento_get_sync(f->client, "c", "big", 3, &r), MOMENTO_OK);
+    size_t len;
+    const void *v = momento_result_value(r, &len);
+    assert_int_equal(len, n);
+    assert_memory_equal(v, val, n);
+    momento_result_free(r);
+    free(val);
+}
+
+static void test_miss_and_delete(void **state)
+{
+    fixture *f = *state;
+    momento_result *r;
+    assert_int_equal(momento_get_sync(f->client, "c", "nope", 4, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    assert_false(momento_result_is_hit(r));
+    size_t len = 9;
+    assert_null(momento_result_value(r, &len));
+    assert_int_equal(len, 0);
+    momento_result_free(r);
+
+    assert_int_equal(momento_set_sync(f->client, "c", "d", 1, "v", 1, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_delete_sync(f->client, "c", "d", 1, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    momento_result_free(r);
+    assert_int_equal(momento_get_sync(f->client, "c", "d", 1, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+    /* Deleting a missing key succeeds. */
+    assert_int_equal(momento_delete_sync(f->client, "c", "d", 1, NULL), MOMENTO_OK);
+}
+
+static void test_ttl_expiry(void **state)
+{
+    fixture *f = *state;
+    momento_result *r;
+    assert_int_equal(momento_set_sync(f->client, "c", "t", 1, "v", 1, 150, NULL), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(f->client, "c", "t", 1, &r), MOMENTO_OK);
+    assert_true(momento_result_is_hit(r));
+    momento_result_free(r);
+    usleep(250 * 1000);
+    assert_int_equal(momento_get_sync(f->client, "c", "t", 1, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+}
+
+static void test_default_ttl_from_config(void **state)
+{
+    fixture *f = *state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_default_ttl_ms(cfg, 100);
+    momento_client *c = tu_client(f->server, cfg);
+    momento_config_free(cfg);
+    assert_int_equal(momento_set_sync(c, "c", "dt", 2, "v", 1, 0, NULL), MOMENTO_OK);
+    usleep(200 * 1000);
+    momento_result *r;
+    assert_int_equal(momento_get_sync(c, "c", "dt", 2, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+    momento_client_free(c);
+}
+
+static void test_cache_not_found(void **state)
+{
+    fixture *f = *state;
+    momento_result *r;
+    assert_int_equal(momento_get_sync(f->client, "no-such-cache", "k", 1, &r),
+                     MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_result_error(r), MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_result_grpc_status(r), 5);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_ERROR);
+    assert_non_null(strstr(momento_result_message(r), "no-such-cache"));
+    momento_result_free(r);
+    assert_int_equal(momento_set_sync(f->client, "no-such-cache", "k", 1, "v", 1, 0, NULL),
+                     MOMENTO_ERR_CACHE_NOT_FOUND);
+}
+
+static bool listed(momento_result *r, const char *name)
+{
+    for (size_t i = 0; i < momento_result_cache_count(r); i++)
+        if (strcmp(momento_result_cache_name(r, i), name) == 0)
+            return true;
+    return false;
+}
+
+static void test_control_plane(void **state)
+{
+    fixture *f = *state;
+    momento_result *r;
+    assert_int_equal(momento_create_cache_sync(f->client, "second", &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_CREATED);
+    momento_result_free(r);
+    /* Creating it again is not a failure, but a distinct outcome. */
+    assert_int_equal(momento_create_cache_sync(f->client, "second", &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_ALREADY_EXISTS);
+    assert_int_equal(momento_result_grpc_status(r), 6);
+    momento_result_free(r);
+
+    assert_int_equal(momento_list_caches_sync(f->client, &r), MOMENTO_OK);
+    assert_true(listed(r, "c"));
+    assert_true(listed(r, "second"));
+    assert_null(momento_result_cache_name(r, momento_result_cache_count(r)));
+    momento_result_free(r);
+
+    assert_int_equal(momento_set_sync(f->client, "second", "k", 1, "v", 1, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_flush_cache_sync(f->client, "second", NULL), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(f->client, "second", "k", 1, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+
+    assert_int_equal(momento_delete_cache_sync(f->client, "second", NULL), MOMENTO_OK);
+    assert_int_equal(momento_delete_cache_sync(f->client, "second", &r), MOMENTO_ERR_CACHE_NOT_FOUND);
+    momento_result_free(r);
+    assert_int_equal(momento_flush_cache_sync(f->client, "second", NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_list_caches_sync(f->client, &r), MOMENTO_OK);
+    assert_false(listed(r, "second"));
+    momento_result_free(r);
+}
+
+static void test_ping(void **state)
+{
+    fixture *f = *state;
+    momento_result *r;
+    assert_int_equal(momento_ping_sync(f->client, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    momento_result_free(r);
+    assert_int_equal(momento_local_rpc_count(f->server, "Ping", 0), 1);
+}
+
+static void test_ten_thousand_in_flight(void **state)
+{
+    fixture *f = *state;
+    tu_counter k;
+    tu_counter_init(&k);
+    k.expect = "value";
+    k.expect_len = 5;
+    assert_int_equal(momento_set_sync(f->client, "c", "hot", 3, "value", 5, 0, NULL), MOMENTO_OK);
+    momento_local_reset_stats(f->server);
+    const size_t n = 10000;
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(momento_get(f->client, "c", "hot", 3, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, n, 60000), n);
+    usleep(50 * 1000); /* a duplicate callback would arrive here */
+    assert_int_equal(k.total, n);
+    assert_int_equal(k.ok, n);
+    assert_int_equal(k.hits, n);
+    assert_int_equal(k.bad_values, 0);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), n);
+    assert_int_equal(momento_client_in_flight(f->client), 0);
+    tu_counter_destroy(&k);
+}
+
+static void test_free_with_requests_in_flight(void **state)
+{
+    fixture *f = *state;
+    momento_client *c = tu_client(f->server, NULL);
+    /* The server holds every get for 5 s, so all are in flight at free. */
+    assert_int_equal(momento__client_add_header(c, "delay-ms", "5000"), MOMENTO_OK);
+    assert_int_equal(momento__client_add_header(c, "delay-rpcs", "get"), MOMENTO_OK);
+    assert_int_equal(momento__client_add_header(c, "request-id", "free-in-flight"), MOMENTO_OK);
+    tu_counter k;
+    tu_counter_init(&k);
+    const size_t n = 200;
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(momento_get(c, "c", "k", 1, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(momento_client_in_flight(c), n);
+    int64_t t0 = tu_now_ms();
+    momento_client_free(c);
+    /* Every callback ran, exactly once, before free returned. */
+    assert_int_equal(k.total, n);
+    assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_CANCELLED), n);
+    assert_true(tu_now_ms() - t0 < 4000);
+    tu_counter_destroy(&k);
+}
+
+typedef struct free_in_cb {
+    momento_client *client;
+    tu_counter k;
+} free_in_cb;
+
+static void free_from_callback(const momento_result *r, void *ud)
+{
+    free_in_cb *x = ud;
+    tu_count_cb(r, &x->k);
+    if (x->client) {
+        momento_client *c = x->client;
+        x->client = NULL;
+        momento_client_free(c); /* deferred until this callback returns */
+    }
+}
+
+static void test_free_from_callback(void **state)
+{
+    fixture *f = *state;
+    free_in_cb x;
+    x.client = tu_client(f->server, NULL);
+    tu_counter_init(&x.k);
+    momento_client *c = x.client;
+    assert_int_equal(momento__client_add_header(c, "delay-ms", "3000"), MOMENTO_OK);
+    assert_int_equal(momento__client_add_header(c, "delay-rpcs", "get"), MOMENTO_OK);
+    assert_int_equal(momento__client_add_header(c, "request-id", "free-in-cb"), MOMENTO_OK);
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(momento_get(c, "c", "k", 1, free_from_callback, &x), MOMENTO_OK);
+    /* The ping is answered at once; its callback frees the client, which
+     * must cancel the 20 delayed gets and call each back once. */
+    assert_int_equal(momento_ping(c, free_from_callback, &x), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&x.k, 21, 2500), 21);
+    usleep(50 * 1000);
+    assert_int_equal(x.k.total, 21);
+    assert_int_equal(tu_counter_errors(&x.k, MOMENTO_ERR_CANCELLED), 20);
+    tu_counter_destroy(&x.k);
+}
+
+static void blocking_in_callback(const momento_result *r, void *ud)
+{
+    (void)r;
+    momento_client *c = ((void **)ud)[0];
+    int *rc = ((void **)ud)[1];
+    momento_result *res = (momento_result *)0x1;
+    *rc = momento_get_sync(c, "c", "k", 1, &res);
+    if (res != NULL)
+        *rc = 999;
+    tu_count_cb(r, ((void **)ud)[2]);
+}
+
+static void test_blocking_call_in_callback(void **state)
+{
+    fixture *f = *state;
+    int rc = 0;
+    tu_counter k;
+    tu_counter_init(&k);
+    void *ud[3] = {f->client, &rc, &k};
+    assert_int_equal(momento_ping(f->client, blocking_in_callback, ud), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 1, 5000), 1);
+    assert_int_equal(rc, MOMENTO_ERR_WOULD_DEADLOCK);
+    tu_counter_destroy(&k);
+}
+
+static void test_timeout(void **state)
+{
+    fixture *f = *state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, 200);
+    momento_client *c = tu_client(f->server, cfg);
+    momento_config_free(cfg);
+    momento__client_add_header(c, "delay-ms", "2000");
+    momento__client_add_header(c, "request-id", "timeout");
+    momento_result *r;
+    int64_t t0 = tu_now_ms();
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &r), MOMENTO_ERR_TIMEOUT);
+    int64_t took = tu_now_ms() - t0;
+    assert_int_equal(momento_result_grpc_status(r), 4);
+    assert_true(took >= 190 && took < 1500);
+    momento_result_free(r);
+    momento_client_free(c);
+}
+
+static void test_injected_error_and_trailer(void **state)
+{
+    fixture *f = *state;
+    momento_client *c = tu_client(f->server, NULL);
+    momento__client_add_header(c, "return-error", "resource-exhausted");
+    momento__client_add_header(c, "error-rpcs", "set");
+    momento__client_add_header(c, "error-count", "1");
+    momento__client_add_header(c, "request-id", "inject-1");
+    momento_result *r;
+    assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, &r), MOMENTO_ERR_LIMIT_EXCEEDED);
+    assert_int_equal(momento_result_grpc_status(r), 8);
+    momento_result_free(r);
+    /* error-count 1: the next set succeeds; gets were never affected. */
+    assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL), MOMENTO_OK);
+    momento_client_free(c);
+
+    /* An oversized item on a server with a small limit: RESOURCE_EXHAUSTED
+     * with Momento's `err` trailer, kept in the result. */
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_set_max_item_bytes(o, 1000);
+    momento_local_options_add_cache(o, "small");
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    c = tu_client(s, NULL);
+    char big[2000] = {0};
+    assert_int_equal(momento_set_sync(c, "small", "k", 1, big, sizeof(big), 0, &r),
+                     MOMENTO_ERR_LIMIT_EXCEEDED);
+    assert_string_equal(momento_result_error_detail(r), "item_size_limit_exceeded");
+    momento_result *copy;
+    assert_int_equal(momento_result_dup(r, &copy), MOMENTO_OK);
+    momento_result_free(r);
+    assert_string_equal(momento_result_error_detail(copy), "item_size_limit_exceeded");
+    momento_result_free(copy);
+    momento_client_free(c);
+    momento_local_stop(s);
+}
+
+static void test_server_down(void **state)
+{
+    (void)state;
+    momento_local *s = tu_server(NULL);
+    momento_client *c = tu_client(s, NULL);
+    momento_local_stop(s);
+    momento_result *r;
+    int64_t t0 = tu_now_ms();
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &r), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_int_equal(momento_result_grpc_status(r), 14);
+    assert_true(tu_now_ms() - t0 < 4000); /* fails fast, not at the 5 s deadline */
+    momento_result_free(r);
+    momento_client_free(c);
+}
+
+static void test_eager_connect(void **state)
+{
+    fixture *f = *state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_eager_connect(cfg, 2000);
+    momento_client *c = tu_client(f->server, cfg);
+    momento_client_free(c);
+
+    /* Nobody listens on port 1: creation fails instead of a later call. */
+    momento_credentials *creds;
+    momento_credentials_local(&creds, "127.0.0.1:1", NULL);
+    c = (momento_client *)0x1;
+    momento_config_set_eager_connect(cfg, 300);
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_ptr_equal(c, (momento_client *)0x1);
+    momento_credentials_free(creds);
+    momento_config_free(cfg);
+}
+
+static void test_multiple_channels(void **state)
+{
+    fixture *f = *state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_num_channels(cfg, 4);
+    momento_client *c = tu_client(f->server, cfg);
+    momento_config_free(cfg);
+    tu_counter k;
+    tu_counter_init(&k);
+    for (int i = 0; i < 400; i++)
+        assert_int_equal(momento_set(c, "c", "mc", 2, "v", 1, 0, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 400, 20000), 400);
+    assert_int_equal(k.ok, 400);
+    tu_counter_destroy(&k);
+    momento_client_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_set_get_binary, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_mebibyte, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_miss_and_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ttl_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_default_ttl_from_config, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cache_not_found, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_control_plane, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ping, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ten_thousand_in_flight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_free_with_requests_in_flight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_free_from_callback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blocking_call_in_callback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_injected_error_and_trailer, setup, teardown),
+        cmocka_unit_test(test_server_down),
+        cmocka_unit_test_setup_teardown(test_eager_connect, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_multiple_channels, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,273 @@
+/* Credential parsing and endpoint derivation for every key format, and the
+ * rejections: each must name what is wrong and never echo the key. */
+#include "internal.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *b64(const char *in, int url)
+{
+    static const char *std = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static const char *urlsafe =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const char *alpha = url ? urlsafe : std;
+    size_t n = strlen(in);
+    char *out = malloc(n / 3 * 4 + 8);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)(unsigned char)in[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)(unsigned char)in[i + 1] << 8;
+        if (i + 2 < n)
+            v |= (unsigned char)in[i + 2];
+        out[o++] = alpha[(v >> 18) & 63];
+        out[o++] = alpha[(v >> 12) & 63];
+        if (i + 1 < n)
+            out[o++] = alpha[(v >> 6) & 63];
+        else if (!url)
+            out[o++] = '=';
+        if (i + 2 < n)
+            out[o++] = alpha[v & 63];
+        else if (!url)
+            out[o++] = '=';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static char *jwt(const char *claims)
+{
+    char *h = b64("{\"alg\":\"HS256\"}", 1);
+    char *p = b64(claims, 1);
+    char *out = malloc(strlen(h) + strlen(p) + 16);
+    sprintf(out, "%s.%s.c2lnbmF0dXJl", h, p);
+    free(h);
+    free(p);
+    return out;
+}
+
+static void expect_reject(const char *key, const char *endpoint, const char *reason_part)
+{
+    momento_credentials *c = (momento_credentials *)0x1;
+    const char *why = NULL;
+    assert_int_equal(momento_credentials_from_api_key(&c, key, endpoint, &why),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_ptr_equal(c, (momento_credentials *)0x1); /* untouched on failure */
+    assert_non_null(why);
+    if (reason_part && !strstr(why, reason_part))
+        fail_msg("reason '%s' does not mention '%s'", why, reason_part);
+    if (key && strlen(key) > 8 && strstr(why, key))
+        fail_msg("reason echoes the key");
+}
+
+static void test_v1_key(void **state)
+{
+    (void)state;
+    char *key = b64("{\"endpoint\":\"cell-1.example.com\",\"api_key\":\"tok-123\"}", 0);
+    momento_credentials *c = NULL;
+    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL, NULL), MOMENTO_OK);
+    assert_string_equal(momento_credentials_cache_endpoint(c), "cache.cell-1.example.com:443");
+    assert_string_equal(momento_credentials_control_endpoint(c), "control.cell-1.example.com:443");
+    assert_string_equal(c->token, "tok-123");
+    assert_int_equal(momento_credentials_uses_tls(c), 1);
+    momento_credentials_free(c);
+
+    /* An explicit endpoint overrides the key's own. */
+    assert_int_equal(momento_credentials_from_api_key(&c, key, "other.example.org", NULL), MOMENTO_OK);
+    assert_string_equal(momento_credentials_cache_endpoint(c), "cache.other.example.org:443");
+    assert_string_equal(c->token, "tok-123");
+    momento_credentials_free(c);
+    free(key);
+}
+
+static void test_v1_key_escapes_and_unpadded(void **state)
+{
+    (void)state;
+    char *key = b64("{\"api_key\":\"a\\\"b\\u00e9\",\"endpoint\":\"e.example.com\"}", 1);
+    momento_credentials *c = NULL;
+    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL, NULL), MOMENTO_OK);
+    assert_string_equal(c->token, "a\"b\xc3\xa9");
+    momento_credentials_free(c);
+    free(key);
+}
+
+static void test_legacy_jwt(void **state)
+{
+    (void)state;
+    char *key = jwt("{\"sub\":\"x\",\"c\":\"cache.cell-9.example.com\",\"cp\":\"control.cell-9.example.com\"}");
+    momento_credentials *c = NULL;
+    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL, NULL), MOMENTO_OK);
+    assert_string_equal(momento_credentials_cache_endpoint(c), "cache.cell-9.example.com:443");
+    assert_string_equal(momento_credentials_control_endpoint(c), "control.cell-9.example.com:443");
+    assert_string_equal(c->token, key); /* the whole JWT is the token */
+    momento_credentials_free(c);
+    free(key);
+}
+
+static void test_current_key_needs_endpoint(void **state)
+{
+    (void)state;
+    char *key = jwt("{\"t\":\"g\",\"id\":\"abc\"}");
+    expect_reject(key, NULL, "endpoint");
+    momento_credentials *c = NULL;
+    assert_int_equal(momento_credentials_from_api_key(&c, key, "cell-4-us-west-2-1.prod.a.momentohq.com", NULL),
+                     MOMENTO_OK);
+    assert_string_equal(momento_credentials_cache_endpoint(c),
+                        "cache.cell-4-us-west-2-1.prod.a.momentohq.com:443");
+    assert_string_equal(momento_credentials_control_endpoint(c),
+                        "control.cell-4-us-west-2-1.prod.a.momentohq.com:443");
+    assert_string_equal(c->token, key);
+    momento_credentials_free(c);
+    free(key);
+}
+
+static void test_from_env(void **state)
+{
+    (void)state;
+    char *key = jwt("{\"t\":\"g\"}");
+    setenv("MOMENTO_API_KEY", key, 1);
+    setenv("MOMENTO_ENDPOINT", "env.example.com", 1);
+    momento_credentials *c = NULL;
+    assert_int_equal(momento_credentials_from_env(&c, NULL), MOMENTO_OK);
+    assert_string_equal(momento_credentials_cache_endpoint(c), "cache.env.example.com:443");
+    momento_credentials_free(c);
+    unsetenv("MOMENTO_API_KEY");
+    const char *why = NULL;
+    assert_int_equal(momento_credentials_from_env(&c, &why), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(why, "MOMENTO_API_KEY"));
+    unsetenv("MOMENTO_ENDPOINT");
+    free(key);
+}
+
+static void test_rejections(void **state)
+{
+    (void)state;
+    expect_reject("", NULL, "empty");
+    expect_reject(NULL, NULL, "NULL");
+    char *v1 = b64("{\"api_key\":\"secret-token-value\",\"endpoint\":\"e.example.com\"}", 0);
+    /* Truncated base64: cut one symbol so six bits dangle. */
+    v1[strlen(v1) - 3] = '\0';
+    expect_reject(v1, NULL, "base64");
+    free(v1);
+    expect_reject("abc$def", NULL, "base64");
+    char *bad_json = b64("{\"api_key\": \"x\", ", 0);
+    expect_reject(bad_json, NULL, "JSON");
+    free(bad_json);
+    char *no_ep = b64("{\"api_key\":\"secret-token-value\"}", 0);
+    expect_reject(no_ep, NULL, "endpoint");
+    free(no_ep);
+    char *no_key = b64("{\"endpoint\":\"e.example.com\"}", 0);
+    expect_reject(no_key, NULL, "api_key");
+    free(no_key);
+    char *not_obj = b64("[1,2,3]", 0);
+    expect_reject(not_obj, NULL, "JSON");
+    free(not_obj);
+    /* JWTs: claims missing, claims not JSON, two parts only. */
+    char *claimless = jwt("{}");
+    expect_reject(claimless, NULL, "endpoint");
+    free(claimless);
+    expect_reject("aGVhZGVy.!!!.c2ln", NULL, "base64url");
+    char *notjson = malloc(64);
+    char *p = b64("not json at all", 1);
+    sprintf(notjson, "aGVhZGVy.%s.c2ln", p);
+    expect_reject(notjson, NULL, "JSON");
+    free(p);
+    free(notjson);
+    expect_reject("only.two", NULL, "JWT");
+    expect_reject("key with space", NULL, "whitespace");
+    /* Bad explicit endpoints. */
+    char *cur = jwt("{\"t\":\"g\"}");
+    expect_reject(cur, "", "empty");
+    expect_reject(cur, "https://cell.example.com", "host name");
+    expect_reject(cur, "cell.example.com:443", "host name");
+    free(cur);
+}
+
+static void test_local_endpoints(void **state)
+{
+    (void)state;
+    momento_credentials *c = NULL;
+    assert_int_equal(momento_credentials_local(&c, "127.0.0.1:8080", NULL), MOMENTO_OK);
+    assert_string_equal(momento_credentials_cache_endpoint(c), "127.0.0.1:8080");
+    assert_string_equal(momento_credentials_control_endpoint(c), "127.0.0.1:8080");
+    assert_int_equal(momento_credentials_uses_tls(c), 0);
+    assert_string_equal(c->token, "");
+    momento_credentials_free(c);
+    assert_int_equal(momento_credentials_local(&c, "[::1]:9", NULL), MOMENTO_OK);
+    momento_credentials_free(c);
+    assert_int_equal(momento_credentials_local(&c, "localhost:1", NULL), MOMENTO_OK);
+    momento_credentials_free(c);
+
+    static const char *bad[] = {"", "127.0.0.1", "127.0.0.1:", ":8080", "127.0.0.1:0",
+                                "127.0.0.1:65536", "127.0.0.1:80x", "::1:8080", "[::1]8080",
+                                "[]:80", "host name:80", "127.0.0.1:99999999999"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *why = NULL;
+        c = NULL;
+        assert_int_equal(momento_credentials_local(&c, bad[i], &why), MOMENTO_ERR_INVALID_ARGUMENT);
+        assert_null(c);
+        assert_non_null(why);
+    }
+    assert_int_equal(momento_credentials_local(NULL, "127.0.0.1:1", NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_credentials_local(&c, NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_credentials_free(NULL);
+}
+
+static void test_base64_edges(void **state)
+{
+    (void)state;
+    unsigned char *out;
+    size_t n;
+    assert_int_equal(momento__base64_decode("aGk=", 4, &out, &n), 0);
+    assert_int_equal(n, 2);
+    assert_memory_equal(out, "hi", 2);
+    free(out);
+    assert_int_equal(momento__base64_decode("aGk", 3, &out, &n), 0);
+    free(out);
+    assert_int_equal(momento__base64_decode("aGl", 3, &out, &n), -1); /* stray bits */
+    assert_int_equal(momento__base64_decode("a", 1, &out, &n), -1);
+    assert_int_equal(momento__base64_decode("aG=k", 4, &out, &n), -1);
+    assert_int_equal(momento__base64_decode("aGk==", 5, &out, &n), -1);
+}
+
+static void test_json_edges(void **state)
+{
+    (void)state;
+    char *v = NULL;
+    const char *doc = "{\"a\": [1, {\"b\": \"x\"}], \"b\": \"\\ud83d\\ude00\", \"n\": null}";
+    assert_int_equal(momento__json_get_string(doc, strlen(doc), "b", &v), 1);
+    assert_string_equal(v, "\xf0\x9f\x98\x80");
+    free(v);
+    assert_int_equal(momento__json_get_string(doc, strlen(doc), "n", &v), 0);
+    assert_int_equal(momento__json_get_string(doc, strlen(doc), "zz", &v), 0);
+    const char *broken = "{\"b\": \"x\"";
+    assert_int_equal(momento__json_get_string(broken, strlen(broken), "b", &v), -1);
+    const char *trailing = "{\"b\": \"x\"} junk";
+    assert_int_equal(momento__json_get_string(trailing, strlen(trailing), "b", &v), -1);
+    char deep[200];
+    memset(deep, '[', sizeof(deep));
+    deep[0] = '{';
+    assert_int_equal(momento__json_get_string(deep, sizeof(deep), "b", &v), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_v1_key),
+        cmocka_unit_test(test_v1_key_escapes_and_unpadded),
+        cmocka_unit_test(test_legacy_jwt),
+        cmocka_unit_test(test_current_key_needs_endpoint),
+        cmocka_unit_test(test_from_env),
+        cmocka_unit_test(test_rejections),
+        cmocka_unit_test(test_local_endpoints),
+        cmocka_unit_test(test_base64_edges),
+        cmocka_unit_test(test_json_edges),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
