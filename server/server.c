@@ -490,6 +490,9 @@ int momento_local_start(momento_local **ret, const momento_local_options *opts)
         int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 * 1024 * 1024),
         int_arg(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000),
         int_arg(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0),
+        /* Without this a second server could bind the same port and the two
+         * would split clients between them. */
+        int_arg(GRPC_ARG_ALLOW_REUSEPORT, 0),
     };
     grpc_channel_args ch_args = {sizeof(args) / sizeof(args[0]), args};
     s->server = grpc_server_create(&ch_args, NULL);

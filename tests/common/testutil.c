@@ -115,11 +115,12 @@ int tu_raw_call(const char *target, const char *path, const char *const *headers
     memset(out, 0, sizeof(*out));
     grpc_init();
     grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-    grpc_arg arg;
-    arg.type = GRPC_ARG_INTEGER;
-    arg.key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
-    arg.value.integer = 64 * 1024 * 1024;
-    grpc_channel_args args = {1, &arg};
+    grpc_arg arg[2];
+    arg[0].type = arg[1].type = GRPC_ARG_INTEGER;
+    arg[0].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+    arg[1].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+    arg[0].value.integer = arg[1].value.integer = 64 * 1024 * 1024;
+    grpc_channel_args args = {2, arg};
     grpc_channel *ch = grpc_channel_create(target, creds, &args);
     grpc_channel_credentials_release(creds);
     grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);

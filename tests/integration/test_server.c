@@ -1,0 +1,680 @@
+/* The local server spoken to directly over gRPC, without the library: every
+ * RPC and outcome, Momento's error statuses and trailers, auth, throttling,
+ * fault injection, malformed and oversized requests, unknown methods. */
+#include "testutil.h"
+
+#include "cacheclient.pb-c.h"
+#include "cacheping.pb-c.h"
+#include "controlclient.pb-c.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static momento_local *server;
+static const char *target;
+
+#define SCS "/cache_client.Scs/"
+#define CTL "/control_client.ScsControl/"
+
+static const char *cache_hdr[] = {"cache", "c"};
+
+/* Packs `m` and calls `path` with headers; returns the status. */
+static int call(const char *path, const char *const *hdrs, size_t n, const ProtobufCMessage *m,
+                tu_raw_reply *out)
+{
+    size_t len = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(len + 1);
+    protobuf_c_message_pack(m, buf);
+    int st = tu_raw_call(target, path, hdrs, n, buf, len, out);
+    free(buf);
+    return st;
+}
+
+static int set(const char *key, const char *val, uint64_t ttl)
+{
+    CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
+    req.cache_body = (ProtobufCBinaryData){strlen(val), (uint8_t *)val};
+    req.ttl_milliseconds = ttl;
+    tu_raw_reply r;
+    int st = call(SCS "Set", cache_hdr, 1, &req.base, &r);
+    if (st == 0) {
+        CacheClient__SetResponse *resp = cache_client____set_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        assert_non_null(resp);
+        assert_int_equal(resp->result, CACHE_CLIENT__ECACHE_RESULT__Ok);
+        protobuf_c_message_free_unpacked(&resp->base, NULL);
+    }
+    tu_raw_reply_free(&r);
+    return st;
+}
+
+/* Returns 1 hit (value copied to out), 0 miss, or -status. */
+static int get(const char *key, char *out, size_t cap)
+{
+    CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
+    tu_raw_reply r;
+    int st = call(SCS "Get", cache_hdr, 1, &req.base, &r);
+    if (st != 0) {
+        tu_raw_reply_free(&r);
+        return -st;
+    }
+    assert_int_equal(r.n_msgs, 1);
+    CacheClient__GetResponse *resp = cache_client____get_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int hit = resp->result == CACHE_CLIENT__ECACHE_RESULT__Hit;
+    if (!hit)
+        assert_int_equal(resp->result, CACHE_CLIENT__ECACHE_RESULT__Miss);
+    if (hit && out) {
+        assert_true(resp->cache_body.len < cap);
+        memcpy(out, resp->cache_body.data, resp->cache_body.len);
+        out[resp->cache_body.len] = '\0';
+    }
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+    return hit;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    server = tu_server(o);
+    momento_local_options_free(o);
+    target = momento_local_endpoint(server);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    momento_local_stop(server);
+    return 0;
+}
+
+static void test_get_set_delete(void **state)
+{
+    (void)state;
+    char buf[64];
+    assert_int_equal(set("a", "1", 60000), 0);
+    assert_int_equal(get("a", buf, sizeof(buf)), 1);
+    assert_string_equal(buf, "1");
+    CacheClient__DeleteRequest del = CACHE_CLIENT____DELETE_REQUEST__INIT;
+    del.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"a"};
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "Delete", cache_hdr, 1, &del.base, &r), 0);
+    assert_int_equal(r.n_msgs, 1);
+    tu_raw_reply_free(&r);
+    assert_int_equal(get("a", NULL, 0), 0);
+    /* Deleting what is not there succeeds too. */
+    assert_int_equal(call(SCS "Delete", cache_hdr, 1, &del.base, &r), 0);
+    tu_raw_reply_free(&r);
+}
+
+static int set_if(int cond, const char *key, const char *val, const char *check)
+{
+    CacheClient__SetIfRequest req = CACHE_CLIENT____SET_IF_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
+    req.cache_body = (ProtobufCBinaryData){strlen(val), (uint8_t *)val};
+    req.ttl_milliseconds = 60000;
+    Common__Present present = COMMON__PRESENT__INIT;
+    Common__Absent absent = COMMON__ABSENT__INIT;
+    Common__PresentAndNotEqual pne = COMMON__PRESENT_AND_NOT_EQUAL__INIT;
+    Common__Equal eq = COMMON__EQUAL__INIT;
+    Common__AbsentOrEqual aoe = COMMON__ABSENT_OR_EQUAL__INIT;
+    Common__NotEqual ne = COMMON__NOT_EQUAL__INIT;
+    ProtobufCBinaryData chk = {check ? strlen(check) : 0, (uint8_t *)check};
+    req.condition_case = (CacheClient__SetIfRequest__ConditionCase)cond;
+    switch (cond) {
+    case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_PRESENT: req.present = &present; break;
+    case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_ABSENT: req.absent = &absent; break;
+    case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_PRESENT_AND_NOT_EQUAL:
+        pne.value_to_check = chk;
+        req.present_and_not_equal = &pne;
+        break;
+    case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_EQUAL:
+        eq.value_to_check = chk;
+        req.equal = &eq;
+        break;
+    case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_ABSENT_OR_EQUAL:
+        aoe.value_to_check = chk;
+        req.absent_or_equal = &aoe;
+        break;
+    case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_NOT_EQUAL:
+        ne.value_to_check = chk;
+        req.not_equal = &ne;
+        break;
+    default: break;
+    }
+    tu_raw_reply r;
+    int st = call(SCS "SetIf", cache_hdr, 1, &req.base, &r);
+    if (st != 0) {
+        tu_raw_reply_free(&r);
+        return -st;
+    }
+    CacheClient__SetIfResponse *resp = cache_client____set_if_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int stored = resp->result_case == CACHE_CLIENT____SET_IF_RESPONSE__RESULT_STORED;
+    if (!stored)
+        assert_int_equal(resp->result_case, CACHE_CLIENT____SET_IF_RESPONSE__RESULT_NOT_STORED);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+    return stored;
+}
+
+static void test_set_if_all_conditions(void **state)
+{
+    (void)state;
+    char buf[64];
+    /* absent: stores only when missing */
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_ABSENT, "si", "v1", NULL), 1);
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_ABSENT, "si", "v2", NULL), 0);
+    get("si", buf, sizeof(buf));
+    assert_string_equal(buf, "v1");
+    /* present */
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_PRESENT, "si", "v2", NULL), 1);
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_PRESENT, "none1", "x", NULL), 0);
+    assert_int_equal(get("none1", NULL, 0), 0);
+    /* equal */
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_EQUAL, "si", "v3", "nope"), 0);
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_EQUAL, "si", "v3", "v2"), 1);
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_EQUAL, "none2", "x", "x"), 0);
+    /* not equal: absent counts as not equal */
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_NOT_EQUAL, "si", "v4", "v3"), 0);
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_NOT_EQUAL, "si", "v4", "zz"), 1);
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_NOT_EQUAL, "ne", "x", "zz"), 1);
+    /* present and not equal: absent does not count */
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_PRESENT_AND_NOT_EQUAL, "si", "v5", "v4"), 0);
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_PRESENT_AND_NOT_EQUAL, "si", "v5", "zz"), 1);
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_PRESENT_AND_NOT_EQUAL, "pne", "x", "zz"), 0);
+    /* absent or equal */
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_ABSENT_OR_EQUAL, "si", "v6", "zz"), 0);
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_ABSENT_OR_EQUAL, "si", "v6", "v5"), 1);
+    assert_int_equal(set_if(CACHE_CLIENT____SET_IF_REQUEST__CONDITION_ABSENT_OR_EQUAL, "aoe", "x", "zz"), 1);
+    get("si", buf, sizeof(buf));
+    assert_string_equal(buf, "v6");
+    /* no condition at all */
+    assert_int_equal(set_if(0, "si", "v7", NULL), -3);
+}
+
+static void test_set_if_not_exists(void **state)
+{
+    (void)state;
+    CacheClient__SetIfNotExistsRequest req = CACHE_CLIENT____SET_IF_NOT_EXISTS_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){3, (uint8_t *)"sne"};
+    req.cache_body = (ProtobufCBinaryData){1, (uint8_t *)"x"};
+    for (int round = 0; round < 2; round++) {
+        tu_raw_reply r;
+        assert_int_equal(call(SCS "SetIfNotExists", cache_hdr, 1, &req.base, &r), 0);
+        CacheClient__SetIfNotExistsResponse *resp =
+            cache_client____set_if_not_exists_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        assert_int_equal(resp->result_case,
+                         round == 0 ? CACHE_CLIENT____SET_IF_NOT_EXISTS_RESPONSE__RESULT_STORED
+                                    : CACHE_CLIENT____SET_IF_NOT_EXISTS_RESPONSE__RESULT_NOT_STORED);
+        protobuf_c_message_free_unpacked(&resp->base, NULL);
+        tu_raw_reply_free(&r);
+    }
+}
+
+static int64_t increment(const char *key, int64_t amount, int *status)
+{
+    CacheClient__IncrementRequest req = CACHE_CLIENT____INCREMENT_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
+    req.amount = amount;
+    req.ttl_milliseconds = 60000;
+    tu_raw_reply r;
+    *status = call(SCS "Increment", cache_hdr, 1, &req.base, &r);
+    int64_t v = 0;
+    if (*status == 0) {
+        CacheClient__IncrementResponse *resp =
+            cache_client____increment_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        v = resp->value;
+        protobuf_c_message_free_unpacked(&resp->base, NULL);
+    }
+    tu_raw_reply_free(&r);
+    return v;
+}
+
+static void test_increment(void **state)
+{
+    (void)state;
+    int st;
+    assert_int_equal(increment("n", 5, &st), 5);
+    assert_int_equal(st, 0);
+    assert_int_equal(increment("n", -7, &st), -2);
+    char buf[32];
+    get("n", buf, sizeof(buf));
+    assert_string_equal(buf, "-2"); /* stored as base-10 text */
+    set("txt", "abc", 60000);
+    increment("txt", 1, &st);
+    assert_int_equal(st, 9); /* FAILED_PRECONDITION */
+    set("maxed", "9223372036854775807", 60000);
+    increment("maxed", 1, &st);
+    assert_int_equal(st, 9);
+}
+
+static void test_keys_exist(void **state)
+{
+    (void)state;
+    set("k1", "v", 60000);
+    set("k3", "v", 60000);
+    ProtobufCBinaryData keys[3] = {{2, (uint8_t *)"k1"}, {2, (uint8_t *)"k2"}, {2, (uint8_t *)"k3"}};
+    CacheClient__KeysExistRequest req = CACHE_CLIENT____KEYS_EXIST_REQUEST__INIT;
+    req.n_cache_keys = 3;
+    req.cache_keys = keys;
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "KeysExist", cache_hdr, 1, &req.base, &r), 0);
+    CacheClient__KeysExistResponse *resp = cache_client____keys_exist_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(resp->n_exists, 3);
+    assert_true(resp->exists[0]);
+    assert_false(resp->exists[1]);
+    assert_true(resp->exists[2]);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+}
+
+/* Returns remaining ms, or -1 when missing. */
+static int64_t item_ttl(const char *key)
+{
+    CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "ItemGetTtl", cache_hdr, 1, &req.base, &r), 0);
+    CacheClient__ItemGetTtlResponse *resp = cache_client____item_get_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int64_t v = resp->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND
+                    ? (int64_t)resp->found->remaining_ttl_millis
+                    : -1;
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+    return v;
+}
+
+/* 1 set, 0 not set, -1 missing. */
+static int update_ttl(const char *key, int which, uint64_t ms)
+{
+    CacheClient__UpdateTtlRequest req = CACHE_CLIENT____UPDATE_TTL_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
+    req.update_ttl_case = (CacheClient__UpdateTtlRequest__UpdateTtlCase)which;
+    req.increase_to_milliseconds = req.decrease_to_milliseconds = req.overwrite_to_milliseconds = ms;
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "UpdateTtl", cache_hdr, 1, &req.base, &r), 0);
+    CacheClient__UpdateTtlResponse *resp = cache_client____update_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int v = resp->result_case == CACHE_CLIENT____UPDATE_TTL_RESPONSE__RESULT_SET       ? 1
+            : resp->result_case == CACHE_CLIENT____UPDATE_TTL_RESPONSE__RESULT_NOT_SET ? 0
+                                                                                      : -1;
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+    return v;
+}
+
+static void test_ttl_ops(void **state)
+{
+    (void)state;
+    set("ttl", "v", 10000);
+    int64_t left = item_ttl("ttl");
+    assert_true(left > 9000 && left <= 10000);
+    assert_int_equal(item_ttl("missing-ttl"), -1);
+    enum { INC = 2, DEC = 3, OVER = 4 };
+    assert_int_equal(update_ttl("ttl", INC, 5000), 0);  /* not an increase */
+    assert_int_equal(update_ttl("ttl", INC, 20000), 1);
+    assert_true(item_ttl("ttl") > 19000);
+    assert_int_equal(update_ttl("ttl", DEC, 30000), 0); /* not a decrease */
+    assert_int_equal(update_ttl("ttl", DEC, 3000), 1);
+    assert_true(item_ttl("ttl") <= 3000);
+    assert_int_equal(update_ttl("ttl", OVER, 100), 1);
+    assert_int_equal(update_ttl("missing-ttl", OVER, 100), -1);
+    usleep(200 * 1000);
+    assert_int_equal(get("ttl", NULL, 0), 0); /* the overwritten TTL took effect */
+}
+
+static void test_batches(void **state)
+{
+    (void)state;
+    enum { N = 1000 };
+    static CacheClient__SetRequest items[N];
+    static CacheClient__SetRequest *ptrs[N];
+    static char keys[N][16];
+    for (int i = 0; i < N; i++) {
+        cache_client____set_request__init(&items[i]);
+        snprintf(keys[i], sizeof(keys[i]), "b%d", i);
+        items[i].cache_key = (ProtobufCBinaryData){strlen(keys[i]), (uint8_t *)keys[i]};
+        items[i].cache_body = items[i].cache_key;
+        items[i].ttl_milliseconds = 60000;
+        ptrs[i] = &items[i];
+    }
+    CacheClient__SetBatchRequest sb = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
+    sb.n_items = N / 2; /* store the even half only... */
+    for (int i = 0; i < N / 2; i++)
+        ptrs[i] = &items[2 * i];
+    sb.items = ptrs;
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "SetBatch", cache_hdr, 1, &sb.base, &r), 0);
+    assert_int_equal(r.n_msgs, N / 2);
+    tu_raw_reply_free(&r);
+
+    static CacheClient__GetRequest gets[N];
+    static CacheClient__GetRequest *gptrs[N];
+    for (int i = 0; i < N; i++) {
+        cache_client____get_request__init(&gets[i]);
+        gets[i].cache_key = items[i].cache_key;
+        gptrs[i] = &gets[i];
+    }
+    CacheClient__GetBatchRequest gb = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
+    gb.n_items = N;
+    gb.items = gptrs;
+    assert_int_equal(call(SCS "GetBatch", cache_hdr, 1, &gb.base, &r), 0);
+    assert_int_equal(r.n_msgs, N);
+    for (int i = 0; i < N; i++) { /* ...so results alternate hit, miss, in order */
+        CacheClient__GetResponse *g = cache_client____get_response__unpack(NULL, r.lens[i], r.msgs[i]);
+        if (i % 2 == 0) {
+            assert_int_equal(g->result, CACHE_CLIENT__ECACHE_RESULT__Hit);
+            assert_memory_equal(g->cache_body.data, keys[i], strlen(keys[i]));
+        } else {
+            assert_int_equal(g->result, CACHE_CLIENT__ECACHE_RESULT__Miss);
+        }
+        protobuf_c_message_free_unpacked(&g->base, NULL);
+    }
+    tu_raw_reply_free(&r);
+    /* An empty batch is an empty stream with OK. */
+    gb.n_items = 0;
+    assert_int_equal(call(SCS "GetBatch", cache_hdr, 1, &gb.base, &r), 0);
+    assert_int_equal(r.n_msgs, 0);
+    tu_raw_reply_free(&r);
+}
+
+static void test_control_and_ping(void **state)
+{
+    (void)state;
+    ControlClient__CreateCacheRequest cr = CONTROL_CLIENT____CREATE_CACHE_REQUEST__INIT;
+    cr.cache_name = "ctl";
+    tu_raw_reply r;
+    assert_int_equal(call(CTL "CreateCache", NULL, 0, &cr.base, &r), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(call(CTL "CreateCache", NULL, 0, &cr.base, &r), 6);
+    tu_raw_reply_free(&r);
+    cr.cache_name = "";
+    assert_int_equal(call(CTL "CreateCache", NULL, 0, &cr.base, &r), 3);
+    tu_raw_reply_free(&r);
+
+    ControlClient__ListCachesRequest lr = CONTROL_CLIENT____LIST_CACHES_REQUEST__INIT;
+    assert_int_equal(call(CTL "ListCaches", NULL, 0, &lr.base, &r), 0);
+    ControlClient__ListCachesResponse *l = control_client____list_caches_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(l->n_cache, 2);
+    assert_non_null(l->cache[0]->cache_limits);
+    protobuf_c_message_free_unpacked(&l->base, NULL);
+    tu_raw_reply_free(&r);
+
+    ControlClient__FlushCacheRequest fr = CONTROL_CLIENT____FLUSH_CACHE_REQUEST__INIT;
+    fr.cache_name = "nope";
+    assert_int_equal(call(CTL "FlushCache", NULL, 0, &fr.base, &r), 5);
+    tu_raw_reply_free(&r);
+    ControlClient__DeleteCacheRequest dr = CONTROL_CLIENT____DELETE_CACHE_REQUEST__INIT;
+    dr.cache_name = "ctl";
+    assert_int_equal(call(CTL "DeleteCache", NULL, 0, &dr.base, &r), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(call(CTL "DeleteCache", NULL, 0, &dr.base, &r), 5);
+    tu_raw_reply_free(&r);
+
+    CacheClient__PingRequest pr = CACHE_CLIENT____PING_REQUEST__INIT;
+    assert_int_equal(call("/cache_client.Ping/Ping", NULL, 0, &pr.base, &r), 0);
+    tu_raw_reply_free(&r);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
+    tu_raw_reply r;
+    /* No cache header. */
+    assert_int_equal(call(SCS "Get", NULL, 0, &req.base, &r), 3);
+    tu_raw_reply_free(&r);
+    /* Unknown cache. */
+    const char *other[] = {"cache", "missing"};
+    assert_int_equal(call(SCS "Get", other, 1, &req.base, &r), 5);
+    tu_raw_reply_free(&r);
+    /* Empty key. */
+    req.cache_key.len = 0;
+    assert_int_equal(call(SCS "Get", cache_hdr, 1, &req.base, &r), 3);
+    tu_raw_reply_free(&r);
+    /* Over the 5 MiB item limit: RESOURCE_EXHAUSTED with the err trailer. */
+    size_t n = 5 * 1024 * 1024;
+    char *big = malloc(n);
+    memset(big, 'x', n);
+    CacheClient__SetRequest sr = CACHE_CLIENT____SET_REQUEST__INIT;
+    sr.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
+    sr.cache_body = (ProtobufCBinaryData){n, (uint8_t *)big};
+    assert_int_equal(call(SCS "Set", cache_hdr, 1, &sr.base, &r), 8);
+    assert_string_equal(r.err, "item_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+    sr.cache_body.len = n - 1; /* exactly at the limit: stored */
+    assert_int_equal(call(SCS "Set", cache_hdr, 1, &sr.base, &r), 0);
+    tu_raw_reply_free(&r);
+    free(big);
+    /* Unknown methods, in a known service and outside any. */
+    assert_int_equal(tu_raw_call(target, SCS "DictionaryGet", cache_hdr, 1, "", 0, &r), 12);
+    assert_int_equal(tu_raw_call(target, "/nope.Nope/Nope", NULL, 0, "", 0, &r), 12);
+}
+
+static void test_malformed_protobuf(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *bytes;
+        size_t len;
+    } bad[] = {
+        {"\x0a\x05\x61", 3},          /* field 1, length 5, one byte follows */
+        {"\x0a", 1},                  /* tag with no length */
+        {"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11}, /* varint too long */
+        {"\x0b", 1},                  /* start-group wire type */
+        {"\x12\x80\x80\x80\x80\x10", 6}, /* absurd length */
+    };
+    static const char *paths[] = {SCS "Get", SCS "Set", SCS "SetIf", SCS "KeysExist",
+                                  SCS "GetBatch", SCS "SetBatch", CTL "CreateCache"};
+    for (size_t p = 0; p < sizeof(paths) / sizeof(paths[0]); p++) {
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            tu_raw_reply r;
+            int st = tu_raw_call(target, paths[p], cache_hdr, 1, bad[i].bytes, bad[i].len, &r);
+            if (st != 3)
+                fail_msg("%s with malformed body %zu: status %d, want 3", paths[p], i, st);
+            tu_raw_reply_free(&r);
+        }
+    }
+    /* Still serving. */
+    assert_int_equal(set("after", "ok", 60000), 0);
+    assert_int_equal(get("after", NULL, 0), 1);
+}
+
+static void test_fault_injection(void **state)
+{
+    (void)state;
+    CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
+    tu_raw_reply r;
+    static const struct {
+        const char *name;
+        int status;
+    } errs[] = {{"invalid-argument", 3}, {"unknown", 2}, {"already-exists", 6}, {"not-found", 5},
+                {"internal", 13}, {"permission-denied", 7}, {"unauthenticated", 16},
+                {"cancelled", 1}, {"resource-exhausted", 8}, {"deadline-exceeded", 4},
+                {"unavailable", 14}, {"failed-precondition", 9}};
+    for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "fi-%zu", i);
+        const char *h[] = {"cache", "c", "request-id", id, "return-error", errs[i].name,
+                           "error-rpcs", "get set", "error-count", "2"};
+        assert_int_equal(call(SCS "Get", h, 5, &req.base, &r), errs[i].status);
+        tu_raw_reply_free(&r);
+        assert_int_equal(call(SCS "Get", h, 5, &req.base, &r), errs[i].status);
+        tu_raw_reply_free(&r);
+        int st = call(SCS "Get", h, 5, &req.base, &r);
+        if (st != 0)
+            fail_msg("%s: third call got %d (%s)", errs[i].name, st, r.details);
+        tu_raw_reply_free(&r);
+    }
+    /* RPCs not listed are untouched; an unknown error name is refused. */
+    const char *h2[] = {"cache", "c", "return-error", "unavailable", "error-rpcs", "set"};
+    assert_int_equal(call(SCS "Get", h2, 3, &req.base, &r), 0);
+    tu_raw_reply_free(&r);
+    const char *h3[] = {"cache", "c", "return-error", "no-such-error"};
+    assert_int_equal(call(SCS "Get", h3, 2, &req.base, &r), 3);
+    tu_raw_reply_free(&r);
+
+    /* Delay: the delayed call takes at least delay-ms; other calls meanwhile
+     * are not held up (the server is single-threaded, so this proves the
+     * delay is parked, not slept). */
+    const char *hd[] = {"cache", "c", "request-id", "delay-1", "delay-ms", "300", "delay-count", "1"};
+    int64_t t0 = tu_now_ms();
+    assert_int_equal(call(SCS "Get", hd, 4, &req.base, &r), 0);
+    tu_raw_reply_free(&r);
+    assert_true(tu_now_ms() - t0 >= 300);
+    t0 = tu_now_ms();
+    assert_int_equal(call(SCS "Get", hd, 4, &req.base, &r), 0); /* count used up */
+    tu_raw_reply_free(&r);
+    assert_true(tu_now_ms() - t0 < 250);
+}
+
+static void *delayed_get(void *arg)
+{
+    (void)arg;
+    CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
+    const char *hd[] = {"cache", "c", "request-id", "delay-par", "delay-ms", "1000"};
+    tu_raw_reply r;
+    call(SCS "Get", hd, 3, &req.base, &r);
+    tu_raw_reply_free(&r);
+    return NULL;
+}
+
+static void test_delay_does_not_block_others(void **state)
+{
+    (void)state;
+    pthread_t t;
+    pthread_create(&t, NULL, delayed_get, NULL);
+    usleep(100 * 1000); /* let the delayed call arrive */
+    int64_t t0 = tu_now_ms();
+    assert_int_equal(set("free", "x", 60000), 0);
+    assert_true(tu_now_ms() - t0 < 500);
+    pthread_join(t, NULL);
+}
+
+static void test_auth_and_rate_limit(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    momento_local_options_set_auth_token(o, "sekrit");
+    momento_local_options_set_max_rps(o, 5);
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    const char *ep = momento_local_endpoint(s);
+    CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
+    uint8_t buf[16];
+    size_t len = protobuf_c_message_pack(&req.base, buf);
+    tu_raw_reply r;
+    const char *noauth[] = {"cache", "c"};
+    const char *wrong[] = {"cache", "c", "authorization", "nope"};
+    const char *right[] = {"cache", "c", "authorization", "sekrit"};
+    assert_int_equal(tu_raw_call(ep, SCS "Get", noauth, 1, buf, len, &r), 16);
+    assert_int_equal(tu_raw_call(ep, SCS "Get", wrong, 2, buf, len, &r), 16);
+    /* Ping needs no token. */
+    assert_int_equal(tu_raw_call(ep, "/cache_client.Ping/Ping", NULL, 0, "", 0, &r), 0);
+    /* Throttling: calls past 5 within one second are refused. Calls refused
+     * for auth are not counted; the loop may straddle two one-second windows. */
+    int ok = 0, limited = 0;
+    for (int i = 0; i < 20; i++) {
+        int st = tu_raw_call(ep, SCS "Get", right, 2, buf, len, &r);
+        if (st == 0)
+            ok++;
+        else if (st == 8 && strcmp(r.err, "operations_rate_limit_exceeded") == 0)
+            limited++;
+    }
+    assert_true(ok >= 5 && ok <= 10);
+    assert_int_equal(ok + limited, 20);
+    assert_int_equal(momento_local_rpc_count(s, "Get", 8), (uint64_t)limited);
+    assert_int_equal(momento_local_rpc_count(s, "Get", 16), 2);
+    char *json = momento_local_stats_json(s);
+    assert_non_null(strstr(json, "\"UNAUTHENTICATED\": 2"));
+    free(json);
+    momento_local_stop(s);
+}
+
+static void test_options_and_lru(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    assert_int_equal(momento_local_options_set_bind(o, "localhost"), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_bind(o, "::1"), MOMENTO_OK);
+    assert_int_equal(momento_local_options_set_bind(o, "127.0.0.1"), MOMENTO_OK);
+    assert_int_equal(momento_local_options_set_port(o, 70000), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_tls(o, "cert", NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_add_cache(o, ""), MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_local_options_add_cache(o, "c");
+    momento_local_options_set_max_memory(o, 64 * 1024);
+    momento_local *s = tu_server(o);
+    /* A second server on the same port cannot bind. */
+    momento_local_options_set_port(o, momento_local_port(s));
+    momento_local *s2 = (momento_local *)0x1;
+    assert_int_equal(momento_local_start(&s2, o), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_ptr_equal(s2, (momento_local *)0x1);
+    momento_local_options_set_port(o, 0);
+    momento_local_options_set_tls(o, "/nonexistent/cert.pem", "/nonexistent/key.pem");
+    assert_int_equal(momento_local_start(&s2, o), MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_local_options_free(o);
+
+    momento_client *c = tu_client(s, NULL);
+    char val[1024];
+    memset(val, 'v', sizeof(val));
+    for (int i = 0; i < 200; i++) { /* ~200 KiB into a 64 KiB store */
+        char key[16];
+        snprintf(key, sizeof(key), "lru%d", i);
+        assert_int_equal(momento_set_sync(c, "c", key, strlen(key), val, sizeof(val), 0, NULL), MOMENTO_OK);
+        if (i == 100) /* keep touching lru0 so it stays hot */
+            assert_int_equal(momento_get_sync(c, "c", "lru0", 4, NULL), MOMENTO_OK);
+        if (i % 10 == 0)
+            momento_get_sync(c, "c", "lru0", 4, NULL);
+    }
+    momento_result *r;
+    assert_int_equal(momento_get_sync(c, "c", "lru1", 4, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS); /* evicted */
+    momento_result_free(r);
+    assert_int_equal(momento_get_sync(c, "c", "lru0", 4, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT); /* recently used: kept */
+    momento_result_free(r);
+    assert_int_equal(momento_get_sync(c, "c", "lru199", 6, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    momento_result_free(r);
+    momento_client_free(c);
+    momento_local_stop(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_get_set_delete),
+        cmocka_unit_test(test_set_if_all_conditions),
+        cmocka_unit_test(test_set_if_not_exists),
+        cmocka_unit_test(test_increment),
+        cmocka_unit_test(test_keys_exist),
+        cmocka_unit_test(test_ttl_ops),
+        cmocka_unit_test(test_batches),
+        cmocka_unit_test(test_control_and_ping),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_malformed_protobuf),
+        cmocka_unit_test(test_fault_injection),
+        cmocka_unit_test(test_delay_does_not_block_others),
+        cmocka_unit_test(test_auth_and_rate_limit),
+        cmocka_unit_test(test_options_and_lru),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
