@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One entry point for the README's quick start:
+#   ./build.sh demo   build, then run the demo against the bundled local server
+#   ./build.sh test   build, then run the whole test suite
+# Either installs the Debian packages it needs first (as root, or with sudo).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+BUILD_PKGS=(gcc pkg-config meson ninja-build libgrpc-dev libprotobuf-c-dev
+            protobuf-c-compiler libssl-dev uthash-dev libcmocka-dev)
+TEST_PKGS=(openssl nodejs npm)
+
+install_missing() {
+    local missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "build.sh: installing ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() {
+    if [ ! -f build/build.ninja ]; then
+        meson setup build >/dev/null
+    fi
+    ninja -C build >/dev/null
+}
+
+case "${1:-}" in
+demo)
+    install_missing "${BUILD_PKGS[@]}"
+    build
+    exec ./build/examples/hello
+    ;;
+test)
+    install_missing "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
+    build
+    meson test -C build --print-errorlogs
+    ;;
+*)
+    echo "usage: $0 demo|test" >&2
+    exit 2
+    ;;
+esac
