@@ -8,7 +8,13 @@ cd "$(dirname "$0")"
 
 BUILD_PKGS=(gcc pkg-config meson ninja-build libgrpc-dev libprotobuf-c-dev
             protobuf-c-compiler libssl-dev uthash-dev libcmocka-dev)
-TEST_PKGS=(openssl nodejs npm)
+TEST_PKGS=(openssl)
+# The interop suite runs Momento's official Node.js SDK. A machine whose
+# Node.js already ships npm (NodeSource builds do) must not get Debian's npm,
+# which conflicts with it.
+if ! command -v npm >/dev/null 2>&1; then
+    TEST_PKGS+=(nodejs npm)
+fi
 
 install_missing() {
     local missing=()
