@@ -552,7 +552,9 @@ void srv_handle(momento_local *s, srv_method m, const char *cache, size_t cache_
         }
         c = store_find_cache(&s->store, cache, cache_len);
         if (!c) {
-            srv_reply_error(r, GRPC_STATUS_NOT_FOUND, "store_not_found", "cache not found: %.*s",
+            /* No `err` trailer: official SDKs read `store_not_found` as a
+             * missing *store* (another Momento product), not a cache. */
+            srv_reply_error(r, GRPC_STATUS_NOT_FOUND, NULL, "cache not found: %.*s",
                             (int)(cache_len > 100 ? 100 : cache_len), cache);
             return;
         }

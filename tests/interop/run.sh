@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The interop suite: Momento's official Node.js SDK against momento-local.
+# Skips (exit 77) only where node is absent. Installs the pinned SDK with
+# `npm ci` when it is not installed yet.
+set -euo pipefail
+server_bin=$1
+here=$(cd "$(dirname "$0")" && pwd)
+if ! command -v node >/dev/null 2>&1; then
+    echo "SKIP: node is not installed; the interop suite needs Node.js"
+    exit 77
+fi
+if [ ! -d "$here/node_modules/@gomomento/sdk" ]; then
+    (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+out=$(mktemp)
+"$server_bin" --port 0 > "$out" &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f "$out"' EXIT
+for _ in $(seq 50); do
+    grep -q "listening on" "$out" && break
+    sleep 0.1
+done
+endpoint=$(sed -n 's/^listening on //p' "$out")
+[ -n "$endpoint" ] || { echo "momento-local did not start"; exit 1; }
+node "$here/interop.js" "${endpoint%:*}" "${endpoint##*:}"
