@@ -45,7 +45,7 @@ static grpc_channel *open_channel(const momento_client *c, const char *target)
     grpc_channel_args ch_args = {n, args};
 
     grpc_channel_credentials *creds = c->creds.tls
-                                          ? grpc_ssl_credentials_create(NULL, NULL, NULL, NULL)
+                                          ? grpc_ssl_credentials_create(c->cfg.tls_roots_pem, NULL, NULL, NULL)
                                           : grpc_insecure_credentials_create();
     if (!creds)
         return NULL;

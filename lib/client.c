@@ -20,6 +20,7 @@ static void destroy(momento_client *c)
         grpc_slice_unref(c->extra_md[i].value);
     }
     momento__credentials_clear(&c->creds);
+    momento__config_clear(&c->cfg);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->drained);
     free(c);
@@ -59,16 +60,16 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     momento_client *c = calloc(1, sizeof(*c));
     if (!c)
         return MOMENTO_ERR_NO_MEMORY;
+    momento__log_install();
     grpc_init();
-    if (cfg)
-        c->cfg = *cfg;
-    else
-        momento__config_defaults(&c->cfg);
+    momento__config_defaults(&c->cfg);
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->drained, NULL);
     c->auth_value = grpc_empty_slice();
 
-    int rc = momento__credentials_copy(&c->creds, creds);
+    int rc = cfg ? momento__config_copy(&c->cfg, cfg) : MOMENTO_OK;
+    if (rc == MOMENTO_OK)
+        rc = momento__credentials_copy(&c->creds, creds);
     if (rc == MOMENTO_OK) {
         c->auth_value = grpc_slice_from_copied_string(c->creds.token);
         c->cq = grpc_completion_queue_create_for_next(NULL);

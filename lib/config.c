@@ -1,7 +1,9 @@
 /* Client configuration: defaults and validated setters. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void momento__config_defaults(momento_config *cfg)
 {
@@ -13,6 +15,26 @@ void momento__config_defaults(momento_config *cfg)
     cfg->keepalive_ms = 5000;
     cfg->keepalive_timeout_ms = 1000;
     cfg->eager_connect_ms = 0;
+    cfg->tls_roots_pem = NULL;
+}
+
+int momento__config_copy(momento_config *dst, const momento_config *src)
+{
+    *dst = *src;
+    if (src->tls_roots_pem) {
+        size_t n = strlen(src->tls_roots_pem) + 1;
+        dst->tls_roots_pem = malloc(n);
+        if (!dst->tls_roots_pem)
+            return MOMENTO_ERR_NO_MEMORY;
+        memcpy(dst->tls_roots_pem, src->tls_roots_pem, n);
+    }
+    return MOMENTO_OK;
+}
+
+void momento__config_clear(momento_config *cfg)
+{
+    free(cfg->tls_roots_pem);
+    cfg->tls_roots_pem = NULL;
 }
 
 int momento_config_new(momento_config **ret)
@@ -29,7 +51,42 @@ int momento_config_new(momento_config **ret)
 
 void momento_config_free(momento_config *cfg)
 {
+    if (!cfg)
+        return;
+    momento__config_clear(cfg);
     free(cfg);
+}
+
+/* Roots files are small; anything past this is not a certificate bundle. */
+#define MAX_ROOTS_BYTES (16u * 1024u * 1024u)
+
+int momento_config_set_tls_roots_file(momento_config *cfg, const char *path)
+{
+    if (!cfg)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (!path) {
+        momento__config_clear(cfg);
+        return MOMENTO_OK;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    char *buf = malloc(MAX_ROOTS_BYTES + 1);
+    if (!buf) {
+        fclose(f);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
+    size_t n = fread(buf, 1, MAX_ROOTS_BYTES + 1, f);
+    fclose(f);
+    buf[n > MAX_ROOTS_BYTES ? MAX_ROOTS_BYTES : n] = '\0';
+    if (n > MAX_ROOTS_BYTES || !strstr(buf, "-----BEGIN CERTIFICATE-----")) {
+        free(buf);
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    }
+    char *shrunk = realloc(buf, n + 1);
+    momento__config_clear(cfg);
+    cfg->tls_roots_pem = shrunk ? shrunk : buf;
+    return MOMENTO_OK;
 }
 
 int momento_config_set_timeout_ms(momento_config *cfg, uint32_t ms)

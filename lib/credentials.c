@@ -316,6 +316,33 @@ int momento_credentials_local(momento_credentials **ret, const char *host_port,
     return rc;
 }
 
+int momento_credentials_with_endpoints(momento_credentials **ret, const char *token,
+                                       const char *cache_host_port, const char *control_host_port,
+                                       const char **ret_reason)
+{
+    if (!ret || !token || !cache_host_port || !control_host_port) {
+        set_reason(ret_reason, "a required argument is NULL");
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    }
+    const char *why = momento__check_host_port(cache_host_port);
+    if (!why)
+        why = momento__check_host_port(control_host_port);
+    if (why) {
+        set_reason(ret_reason, why);
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    }
+    for (const char *p = token; *p; p++) {
+        if ((unsigned char)*p < ' ' || (unsigned char)*p >= 0x7f) {
+            set_reason(ret_reason, "the token contains a control or non-ASCII character");
+            return MOMENTO_ERR_INVALID_ARGUMENT;
+        }
+    }
+    int rc = make_creds(ret, token, dup_str(cache_host_port), dup_str(control_host_port), 1);
+    if (rc != MOMENTO_OK)
+        set_reason(ret_reason, "out of memory");
+    return rc;
+}
+
 void momento_credentials_free(momento_credentials *creds)
 {
     if (!creds)

@@ -21,9 +21,13 @@ struct momento_config {
     uint32_t keepalive_ms;
     uint32_t keepalive_timeout_ms;
     uint32_t eager_connect_ms;
+    char *tls_roots_pem; /* NULL = system roots */
 };
 
 void momento__config_defaults(momento_config *cfg);
+/* Deep copy into *dst (overwritten). Returns 0 or NO_MEMORY. */
+int momento__config_copy(momento_config *dst, const momento_config *src);
+void momento__config_clear(momento_config *cfg);
 
 /* ----------------------------------------------------------- credentials */
 
@@ -51,6 +55,9 @@ int momento__base64_decode(const char *in, size_t in_len, unsigned char **ret, s
  * is absent or not a string; -1 when the text is not a JSON object; -2 for no
  * memory. */
 int momento__json_get_string(const char *json, size_t len, const char *name, char **ret);
+
+/* Routes gRPC core's log to momento_set_log_callback() (log.c). Idempotent. */
+void momento__log_install(void);
 
 /* ---------------------------------------------------------------- result */
 

@@ -87,6 +87,29 @@ MOMENTO_EXPORT const char *momento_error_name(int err);
  */
 MOMENTO_EXPORT int momento_error_from_grpc_status(int grpc_status);
 
+/* ---------------------------------------------------------------- logging */
+
+typedef enum momento_log_level {
+    MOMENTO_LOG_DEBUG = 0,
+    MOMENTO_LOG_INFO = 1,
+    MOMENTO_LOG_ERROR = 2
+} momento_log_level;
+
+typedef void (*momento_log_fn)(momento_log_level level, const char *message, void *userdata);
+
+/*
+ * The library prints nothing. Diagnostics, including those of the gRPC core
+ * it runs on (failed TLS handshakes, lost connections), go to this callback
+ * when one is set and are dropped otherwise. Messages never contain an API
+ * key or token. `fn` may be called from any thread, including gRPC's own, and
+ * must not call back into libmomento. NULL removes the callback.
+ *
+ * gRPC core's log sink is process-wide: once a client exists, libmomento owns
+ * it. A program that also uses gRPC directly and wants gRPC's messages gets
+ * them through this callback.
+ */
+MOMENTO_EXPORT void momento_set_log_callback(momento_log_fn fn, void *userdata);
+
 /* Limits checked before a request is sent. */
 #define MOMENTO_MAX_ITEM_BYTES (5u * 1024u * 1024u) /* key + value */
 #define MOMENTO_MAX_CACHE_NAME_BYTES 255u
@@ -99,7 +122,7 @@ typedef struct momento_config momento_config;
 /*
  * A configuration with the defaults of Momento's "laptop" profile: 5000 ms
  * client timeout, 60 s default TTL, 1 channel, keepalive every 5 s with a 1 s
- * timeout, lazy connection. Returns 0, MOMENTO_ERR_INVALID_ARGUMENT (ret NULL)
+ * timeout, lazy connection, the system's TLS roots. Returns 0, MOMENTO_ERR_INVALID_ARGUMENT (ret NULL)
  * or MOMENTO_ERR_NO_MEMORY.
  */
 MOMENTO_EXPORT int momento_config_new(momento_config **ret);
@@ -121,6 +144,15 @@ MOMENTO_EXPORT int momento_config_set_keepalive(momento_config *cfg, uint32_t in
  * returns MOMENTO_ERR_SERVER_UNAVAILABLE.
  */
 MOMENTO_EXPORT int momento_config_set_eager_connect(momento_config *cfg, uint32_t timeout_ms);
+
+/*
+ * Trust only the PEM certificates in `path` (read now; the file may change or
+ * go away afterwards) instead of the system's roots, for TLS endpoints behind
+ * a private CA. NULL returns to the system's roots. Returns 0,
+ * MOMENTO_ERR_INVALID_ARGUMENT when the file cannot be read or holds no PEM
+ * certificate, or MOMENTO_ERR_NO_MEMORY.
+ */
+MOMENTO_EXPORT int momento_config_set_tls_roots_file(momento_config *cfg, const char *path);
 
 MOMENTO_EXPORT uint32_t momento_config_timeout_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint64_t momento_config_default_ttl_ms(const momento_config *cfg);
@@ -162,6 +194,16 @@ MOMENTO_EXPORT int momento_credentials_from_env(momento_credentials **ret, const
  */
 MOMENTO_EXPORT int momento_credentials_local(momento_credentials **ret, const char *host_port,
                                              const char **ret_reason);
+
+/*
+ * Credentials for explicit endpoints ("host:port" each), over TLS, sending
+ * `token` (may be "") as the authorization header: for proxies, private
+ * deployments and TLS tests. Returns as momento_credentials_from_api_key().
+ */
+MOMENTO_EXPORT int momento_credentials_with_endpoints(momento_credentials **ret, const char *token,
+                                                      const char *cache_host_port,
+                                                      const char *control_host_port,
+                                                      const char **ret_reason);
 
 MOMENTO_EXPORT void momento_credentials_free(momento_credentials *creds);
 

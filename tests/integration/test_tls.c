@@ -1,0 +1,185 @@
+/* TLS end to end: momento-local serving a certificate from a throwaway CA
+ * made here with the openssl command; the library trusting that CA through
+ * momento_config_set_tls_roots_file(), and refusing what it must refuse. */
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/momento-tls-XXXXXX";
+static char path_buf[8][300];
+
+static const char *path(int slot, const char *name)
+{
+    snprintf(path_buf[slot], sizeof(path_buf[slot]), "%s/%s", dir, name);
+    return path_buf[slot];
+}
+
+/* A CA, a server certificate for localhost/127.0.0.1 and one for another
+ * name, all signed by that CA. */
+static int make_certs(void)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd),
+             "set -e; cd %s; "
+             "K='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes'; "
+             "openssl req -x509 $K -keyout ca.key -out ca.pem -days 2 -subj /CN=libmomento-test-ca; "
+             "for n in good other; do "
+             "  openssl req $K -keyout $n.key -out $n.csr -subj /CN=$n; done; "
+             "echo 'subjectAltName=DNS:localhost,IP:127.0.0.1' > good.ext; "
+             "echo 'subjectAltName=DNS:other.example' > other.ext; "
+             "for n in good other; do "
+             "  openssl x509 -req -in $n.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+             "    -out $n.pem -days 2 -extfile $n.ext; done",
+             dir);
+    char full[4200];
+    snprintf(full, sizeof(full), "(%s) >/dev/null 2>&1", cmd);
+    return system(full);
+}
+
+static momento_local *tls_server(const char *name)
+{
+    char cert[64], key[64];
+    snprintf(cert, sizeof(cert), "%s.pem", name);
+    snprintf(key, sizeof(key), "%s.key", name);
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    assert_int_equal(momento_local_options_set_tls(o, path(0, cert), path(1, key)), MOMENTO_OK);
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    return s;
+}
+
+static momento_client *tls_client(momento_local *s, bool trust_ca)
+{
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, 3000);
+    if (trust_ca)
+        assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);
+    momento_credentials *creds;
+    const char *ep = momento_local_endpoint(s);
+    assert_int_equal(momento_credentials_with_endpoints(&creds, "", ep, ep, NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_uses_tls(creds), 1);
+    momento_client *c;
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
+    momento_credentials_free(creds);
+    momento_config_free(cfg);
+    return c;
+}
+
+static void test_trusted_ca_connects(void **state)
+{
+    (void)state;
+    momento_local *s = tls_server("good");
+    momento_client *c = tls_client(s, true);
+    assert_int_equal(momento_set_sync(c, "c", "k", 1, "over tls", 8, 0, NULL), MOMENTO_OK);
+    momento_result *r;
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &r), MOMENTO_OK);
+    size_t len;
+    const void *v = momento_result_value(r, &len);
+    assert_int_equal(len, 8);
+    assert_memory_equal(v, "over tls", 8);
+    momento_result_free(r);
+    assert_int_equal(momento_list_caches_sync(c, NULL), MOMENTO_OK); /* control plane too */
+    momento_client_free(c);
+    momento_local_stop(s);
+}
+
+static int handshake_errors;
+
+static void count_log(momento_log_level level, const char *message, void *ud)
+{
+    (void)ud;
+    if (level == MOMENTO_LOG_ERROR && strstr(message, "Handshake failed"))
+        __atomic_add_fetch(&handshake_errors, 1, __ATOMIC_SEQ_CST);
+}
+
+static void test_untrusted_certificate_refused(void **state)
+{
+    (void)state;
+    momento_set_log_callback(count_log, NULL);
+    momento_local *s = tls_server("good");
+    momento_client *c = tls_client(s, false); /* system roots do not know our CA */
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    /* The reason reached the log callback rather than stderr. */
+    assert_true(__atomic_load_n(&handshake_errors, __ATOMIC_SEQ_CST) > 0);
+    momento_set_log_callback(NULL, NULL);
+    momento_client_free(c);
+    assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0); /* nothing got through */
+    momento_local_stop(s);
+}
+
+static void test_hostname_mismatch_refused(void **state)
+{
+    (void)state;
+    momento_local *s = tls_server("other"); /* valid chain, wrong name */
+    momento_client *c = tls_client(s, true);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    momento_client_free(c);
+    assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
+    momento_local_stop(s);
+}
+
+static void test_plaintext_client_refused(void **state)
+{
+    (void)state;
+    momento_local *s = tls_server("good");
+    momento_client *c = tu_client(s, NULL);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    momento_client_free(c);
+    momento_local_stop(s);
+}
+
+static void test_roots_file_validation(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    assert_int_equal(momento_config_set_tls_roots_file(cfg, "/nonexistent/ca.pem"),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_tls_roots_file(cfg, path(3, "good.ext")),
+                     MOMENTO_ERR_INVALID_ARGUMENT); /* not PEM */
+    assert_int_equal(momento_config_set_tls_roots_file(cfg, path(3, "ca.pem")), MOMENTO_OK);
+    assert_int_equal(momento_config_set_tls_roots_file(cfg, NULL), MOMENTO_OK);
+    momento_config_free(cfg);
+    momento_credentials *creds = NULL;
+    assert_int_equal(momento_credentials_with_endpoints(&creds, "t", "127.0.0.1", "127.0.0.1:1", NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_credentials_with_endpoints(&creds, "t\n", "a:1", "a:1", NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_null(creds);
+}
+
+int main(void)
+{
+    if (system("openssl version >/dev/null 2>&1") != 0) {
+        printf("SKIP: the openssl command is not installed; TLS tests need it to make certificates\n");
+        return 77;
+    }
+    if (!mkdtemp(dir) || make_certs() != 0) {
+        printf("could not make test certificates in %s\n", dir);
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_trusted_ca_connects),
+        cmocka_unit_test(test_untrusted_certificate_refused),
+        cmocka_unit_test(test_hostname_mismatch_refused),
+        cmocka_unit_test(test_plaintext_client_refused),
+        cmocka_unit_test(test_roots_file_validation),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        rc = rc ? rc : 1;
+    return rc;
+}
