@@ -21,6 +21,13 @@ int64_t tu_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int tu_time_scale(void)
+{
+    const char *v = getenv("MOMENTO_TEST_TIME_SCALE");
+    int n = v ? atoi(v) : 1;
+    return n >= 1 ? n : 1;
+}
+
 momento_local *tu_server(const momento_local_options *opts)
 {
     momento_local *s = NULL;
@@ -84,18 +91,20 @@ void tu_count_cb(const momento_result *r, void *userdata)
 
 size_t tu_counter_wait(tu_counter *k, size_t n, int timeout_ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    /* Wake every 100 ms and check the clock: under valgrind a timed wait can
+     * return early, and a lost wake-up must not end the wait either. */
+    int64_t deadline = tu_now_ms() + (int64_t)timeout_ms * tu_time_scale();
     pthread_mutex_lock(&k->lock);
-    while (k->total < n)
-        if (pthread_cond_timedwait(&k->cond, &k->lock, &until) != 0)
-            break;
+    while (k->total < n && tu_now_ms() < deadline) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&k->cond, &k->lock, &until);
+    }
     size_t got = k->total;
     pthread_mutex_unlock(&k->lock);
     return got;

@@ -57,5 +57,11 @@ int tu_raw_call(const char *target, const char *path, const char *const *headers
 void tu_raw_reply_free(tu_raw_reply *r);
 
 int64_t tu_now_ms(void);
+/* How much slower than native the tests run: MOMENTO_TEST_TIME_SCALE
+ * (default 1; the valgrind run sets it). Waits and bounds on how long a
+ * behaviour may take (a deadline firing, a failure coming fast) scale by it;
+ * performance is never asserted in tests. */
+int tu_time_scale(void);
+#define TU_MS(ms) ((int64_t)(ms) * tu_time_scale())
 
 #endif

@@ -18,7 +18,10 @@ pc=$(dirname "$(find "$dest" -name momento.pc | head -n1)")
 [ -n "$pc" ] || { echo "momento.pc was not installed"; exit 1; }
 export PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_PATH=$pc
 prefix_lib=$(dirname "$pc")
-cc -o "$dest/roundtrip" "$src_dir/roundtrip.c" $(pkg-config --cflags --libs momento)
+# A sanitizer build of the library needs its runtime in the program too.
+san=""
+ldd "$prefix_lib/libmomento.so" | grep -q libasan && san="-fsanitize=address,undefined"
+cc $san -o "$dest/roundtrip" "$src_dir/roundtrip.c" $(pkg-config --cflags --libs momento)
 if nm -D "$prefix_lib/libmomento.so" | grep -E ' T ' | grep -v ' momento_' ; then
     echo "libmomento.so exports names without the momento_ prefix"; exit 1
 fi

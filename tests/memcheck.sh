@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Memory checks, run by CI after the README's test command:
+#   1. the whole suite built with ASan+UBSan (any report fails the test);
+#   2. unit and integration suites under valgrind memcheck (any error or
+#      definite leak fails);
+#   3. momento-local under valgrind, driven through every RPC by the interop
+#      script, then stopped with SIGTERM: a clean shutdown leaks nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v valgrind >/dev/null; then
+    sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get install -y -qq --no-install-recommends valgrind >/dev/null
+fi
+
+echo "== ASan + UBSan: all suites"
+[ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+ninja -C build-asan >/dev/null
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    meson test -C build-asan --print-errorlogs
+
+echo "== valgrind memcheck: unit and integration suites"
+ninja -C build >/dev/null
+# The install check runs its own processes; everything else runs under valgrind.
+MOMENTO_TEST_TIME_SCALE=20 meson test -C build --suite unit --suite integration --no-rebuild \
+    --wrapper 'valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite -q' \
+    --timeout-multiplier 20 --print-errorlogs
+
+echo "== valgrind memcheck: momento-local through SIGTERM"
+if command -v node >/dev/null && [ -d tests/interop/node_modules/@gomomento/sdk ]; then
+    out=$(mktemp)
+    valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite -q \
+        build/server/momento-local --port 0 > "$out" &
+    pid=$!
+    for _ in $(seq 300); do grep -q "listening on" "$out" && break; sleep 0.1; done
+    endpoint=$(sed -n 's/^listening on //p' "$out")
+    node tests/interop/interop.js "${endpoint%:*}" "${endpoint##*:}" | tail -n 1
+    kill -TERM "$pid"
+    wait "$pid"   # exits 99 on any valgrind error or definite leak
+    rm -f "$out"
+    echo "momento-local: clean under valgrind"
+else
+    echo "SKIP: node or the interop SDK is missing; the server leak check needs them"
+fi
+echo "memcheck passed"
