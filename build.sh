@@ -45,6 +45,10 @@ demo)
 test)
     install_missing "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
     build
+    # The interop suite's pinned official SDK, exactly as locked.
+    if command -v npm >/dev/null 2>&1; then
+        (cd tests/interop && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    fi
     meson test -C build --print-errorlogs
     ;;
 *)

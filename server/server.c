@@ -269,6 +269,28 @@ static void answer(srv_call *c)
     reply(c);
 }
 
+static const char *const counted_headers[4] = {"authorization", "cache", "agent",
+                                                "runtime-version"};
+
+static void count_headers(momento_local *s, const grpc_metadata_array *md)
+{
+    for (size_t i = 0; i < md->count; i++)
+        for (int h = 0; h < 4; h++)
+            if (grpc_slice_str_cmp(md->metadata[i].key, counted_headers[h]) == 0)
+                atomic_fetch_add_explicit(&s->header_counts[h], 1, memory_order_relaxed);
+}
+
+uint64_t momento_local_header_count(const momento_local *s, const char *name)
+{
+    if (!s || !name)
+        return 0;
+    momento_local *ms = (momento_local *)s; /* counters are atomics, read-only here */
+    for (int h = 0; h < 4; h++)
+        if (strcmp(name, counted_headers[h]) == 0)
+            return atomic_load_explicit(&ms->header_counts[h], memory_order_relaxed);
+    return 0;
+}
+
 static bool rate_limited(momento_local *s)
 {
     if (!s->opts.max_rps)
@@ -290,6 +312,7 @@ static void on_new_call(srv_call *c, bool ok)
     }
     if (!s->shut_down)
         request_call(s, c->method);
+    count_headers(s, &c->md);
 
     if (c->method == SRV_UNKNOWN) {
         srv_reply_error(&c->reply, GRPC_STATUS_UNIMPLEMENTED, NULL, "unknown method");
@@ -599,6 +622,8 @@ void momento_local_reset_stats(momento_local *s)
     for (int m = 0; m < SRV_METHOD_COUNT; m++)
         for (int st = 0; st < GRPC_STATUS_COUNT; st++)
             atomic_store(&s->stats[m][st], 0);
+    for (int h = 0; h < 4; h++)
+        atomic_store(&s->header_counts[h], 0);
 }
 
 char *momento_local_stats_json(const momento_local *s)

@@ -112,6 +112,7 @@ struct momento_local {
     bool shut_down;            /* the shutdown tag arrived */
 
     atomic_uint_fast64_t stats[SRV_METHOD_COUNT][GRPC_STATUS_COUNT];
+    atomic_uint_fast64_t header_counts[4]; /* see counted_headers in server.c */
 };
 
 /* Runs one data or control call whose checks have passed. `cache` is the

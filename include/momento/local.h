@@ -71,6 +71,13 @@ MOMENTO_EXPORT const char *momento_local_endpoint(const momento_local *s);
  */
 MOMENTO_EXPORT uint64_t momento_local_rpc_count(const momento_local *s, const char *method,
                                                int grpc_status);
+/*
+ * How many calls so far carried request header `name`: one of
+ * "authorization", "cache", "agent", "runtime-version" (others: 0). Lets
+ * tests check what a client sends.
+ */
+MOMENTO_EXPORT uint64_t momento_local_header_count(const momento_local *s, const char *name);
+
 /* Zeroes the counters. */
 MOMENTO_EXPORT void momento_local_reset_stats(momento_local *s);
 /*

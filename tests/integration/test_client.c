@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -202,6 +203,76 @@ static void test_ping(void **state)
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
     assert_int_equal(momento_local_rpc_count(f->server, "Ping", 0), 1);
+}
+
+static void test_request_headers(void **state)
+{
+    fixture *f = *state;
+    momento_client *c = tu_client(f->server, NULL);
+    momento_local_reset_stats(f->server);
+    assert_int_equal(momento_set_sync(c, "c", "h", 1, "v", 1, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", "h", 1, NULL), MOMENTO_OK);
+    assert_int_equal(momento_list_caches_sync(c, NULL), MOMENTO_OK);
+    assert_int_equal(momento_ping_sync(c, NULL), MOMENTO_OK);
+    /* agent and runtime-version on the first call only; cache on the two
+     * data calls; authorization (empty for a local server) on all but ping. */
+    assert_int_equal(momento_local_header_count(f->server, "agent"), 1);
+    assert_int_equal(momento_local_header_count(f->server, "runtime-version"), 1);
+    assert_int_equal(momento_local_header_count(f->server, "cache"), 2);
+    assert_int_equal(momento_local_header_count(f->server, "authorization"), 3);
+    momento_client_free(c);
+}
+
+typedef struct submitter {
+    momento_client *client;
+    tu_counter *k;
+    int id;
+    int refused;
+} submitter;
+
+static void *submit_many(void *arg)
+{
+    submitter *s = arg;
+    for (int i = 0; i < 2000; i++) {
+        char key[32];
+        int n = snprintf(key, sizeof(key), "t%d-%d", s->id, i % 50);
+        int rc = (i % 2) ? momento_get(s->client, "c", key, (size_t)n, tu_count_cb, s->k)
+                         : momento_set(s->client, "c", key, (size_t)n, "v", 1, 0, tu_count_cb, s->k);
+        if (rc != MOMENTO_OK)
+            s->refused++;
+    }
+    return NULL;
+}
+
+static void test_submit_from_many_threads(void **state)
+{
+    fixture *f = *state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000));
+    momento_client *c = tu_client(f->server, cfg);
+    momento_config_free(cfg);
+    momento_local_reset_stats(f->server);
+    tu_counter k;
+    tu_counter_init(&k);
+    pthread_t threads[8];
+    submitter subs[8];
+    for (int t = 0; t < 8; t++) {
+        subs[t] = (submitter){c, &k, t, 0};
+        pthread_create(&threads[t], NULL, submit_many, &subs[t]);
+    }
+    for (int t = 0; t < 8; t++) {
+        pthread_join(threads[t], NULL);
+        assert_int_equal(subs[t].refused, 0);
+    }
+    assert_int_equal(tu_counter_wait(&k, 16000, 60000), 16000);
+    usleep(50 * 1000);
+    assert_int_equal(k.total, 16000);
+    assert_int_equal(k.ok, 16000);
+    assert_int_equal(momento_local_rpc_count(f->server, "Set", 0), 8000);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 8000);
+    momento_client_free(c);
+    tu_counter_destroy(&k);
 }
 
 static void test_ten_thousand_in_flight(void **state)
@@ -444,6 +515,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cache_not_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_control_plane, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ping, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_headers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_submit_from_many_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ten_thousand_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_free_with_requests_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_free_from_callback, setup, teardown),
