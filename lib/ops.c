@@ -59,9 +59,8 @@ static int decode_list(momento_result *r, const uint8_t *buf, size_t len,
     if (!m)
         return MOMENTO_ERR_BAD_RESPONSE;
     *scratch = &m->base;
-    /* Names are gathered into one array by the paging callback below; here
-     * the page's names are exposed through a scratch array kept in the
-     * message's own allocation lifetime. */
+    /* This page's names, pointing into the message. The pointer array is
+     * freed by list_page_done(), which copies the names it keeps. */
     const char **names = NULL;
     if (m->n_cache) {
         names = malloc(m->n_cache * sizeof(*names));
@@ -154,34 +153,52 @@ int momento_ping(momento_client *c, momento_callback cb, void *userdata)
     return momento__call_start(c, MOMENTO__M_PING, NULL, &req.base, cb, userdata);
 }
 
-int momento_create_cache(momento_client *c, const char *cache, momento_callback cb,
-                         void *userdata)
+/* CreateCache, DeleteCache and FlushCache share one request shape: a cache
+ * name at field 1. The three request types are distinct protobuf-c
+ * descriptors, so each is filled through its own init. */
+static int cache_name_call(momento_client *c, momento__method m, const char *cache,
+                           momento_callback cb, void *userdata)
 {
     CHECK(check_client(c, cb));
     CHECK(momento__check_cache_name(cache));
-    ControlClient__CreateCacheRequest req = CONTROL_CLIENT____CREATE_CACHE_REQUEST__INIT;
-    req.cache_name = (char *)cache;
-    return momento__call_start(c, MOMENTO__M_CREATE_CACHE, NULL, &req.base, cb, userdata);
+    union {
+        ControlClient__CreateCacheRequest create;
+        ControlClient__DeleteCacheRequest del;
+        ControlClient__FlushCacheRequest flush;
+    } req;
+    ProtobufCMessage *msg;
+    if (m == MOMENTO__M_CREATE_CACHE) {
+        control_client____create_cache_request__init(&req.create);
+        req.create.cache_name = (char *)cache;
+        msg = &req.create.base;
+    } else if (m == MOMENTO__M_DELETE_CACHE) {
+        control_client____delete_cache_request__init(&req.del);
+        req.del.cache_name = (char *)cache;
+        msg = &req.del.base;
+    } else {
+        control_client____flush_cache_request__init(&req.flush);
+        req.flush.cache_name = (char *)cache;
+        msg = &req.flush.base;
+    }
+    return momento__call_start(c, m, NULL, msg, cb, userdata);
+}
+
+int momento_create_cache(momento_client *c, const char *cache, momento_callback cb,
+                         void *userdata)
+{
+    return cache_name_call(c, MOMENTO__M_CREATE_CACHE, cache, cb, userdata);
 }
 
 int momento_delete_cache(momento_client *c, const char *cache, momento_callback cb,
                          void *userdata)
 {
-    CHECK(check_client(c, cb));
-    CHECK(momento__check_cache_name(cache));
-    ControlClient__DeleteCacheRequest req = CONTROL_CLIENT____DELETE_CACHE_REQUEST__INIT;
-    req.cache_name = (char *)cache;
-    return momento__call_start(c, MOMENTO__M_DELETE_CACHE, NULL, &req.base, cb, userdata);
+    return cache_name_call(c, MOMENTO__M_DELETE_CACHE, cache, cb, userdata);
 }
 
 int momento_flush_cache(momento_client *c, const char *cache, momento_callback cb,
                         void *userdata)
 {
-    CHECK(check_client(c, cb));
-    CHECK(momento__check_cache_name(cache));
-    ControlClient__FlushCacheRequest req = CONTROL_CLIENT____FLUSH_CACHE_REQUEST__INIT;
-    req.cache_name = (char *)cache;
-    return momento__call_start(c, MOMENTO__M_FLUSH_CACHE, NULL, &req.base, cb, userdata);
+    return cache_name_call(c, MOMENTO__M_FLUSH_CACHE, cache, cb, userdata);
 }
 
 /* ListCaches may be paged. The user's request becomes a chain of page calls

@@ -464,32 +464,26 @@ static void do_create_cache(momento_local *s, const uint8_t *body, size_t len, s
     protobuf_c_message_free_unpacked(&req->base, NULL);
 }
 
-static void do_delete_cache(momento_local *s, const uint8_t *body, size_t len, srv_reply *r)
+/* DeleteCache and FlushCache: a cache name in, NOT_FOUND when it is not
+ * there. Both requests decode with either descriptor (field 1, a string);
+ * the response messages are empty. */
+static void do_cache_op(momento_local *s, srv_method m, const uint8_t *body, size_t len,
+                        srv_reply *r)
 {
     UNPACK(ControlClient__DeleteCacheRequest, control_client____delete_cache_request__unpack);
     const char *why = cache_name_problem(req->cache_name);
+    int rc = 0;
     if (why)
         srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", why);
-    else if (store_delete_cache(&s->store, req->cache_name) < 0)
+    else if (m == SRV_DELETE_CACHE)
+        rc = store_delete_cache(&s->store, req->cache_name);
+    else
+        rc = store_flush_cache(&s->store, req->cache_name);
+    if (rc < 0) {
         srv_reply_error(r, GRPC_STATUS_NOT_FOUND, NULL, "cache not found");
-    else {
+    } else if (!why) {
         ControlClient__DeleteCacheResponse resp = CONTROL_CLIENT____DELETE_CACHE_RESPONSE__INIT;
-        srv_reply_add(r, &resp.base);
-    }
-    protobuf_c_message_free_unpacked(&req->base, NULL);
-}
-
-static void do_flush_cache(momento_local *s, const uint8_t *body, size_t len, srv_reply *r)
-{
-    UNPACK(ControlClient__FlushCacheRequest, control_client____flush_cache_request__unpack);
-    const char *why = cache_name_problem(req->cache_name);
-    if (why)
-        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", why);
-    else if (store_flush_cache(&s->store, req->cache_name) < 0)
-        srv_reply_error(r, GRPC_STATUS_NOT_FOUND, NULL, "cache not found");
-    else {
-        ControlClient__FlushCacheResponse resp = CONTROL_CLIENT____FLUSH_CACHE_RESPONSE__INIT;
-        srv_reply_add(r, &resp.base);
+        srv_reply_add(r, &resp.base); /* packs to zero bytes, like _FlushCacheResponse */
     }
     protobuf_c_message_free_unpacked(&req->base, NULL);
 }
@@ -573,9 +567,9 @@ void srv_handle(momento_local *s, srv_method m, const char *cache, size_t cache_
     case SRV_SET_BATCH: do_set_batch(s, c, body, len, r); break;
     case SRV_PING: do_ping(body, len, r); break;
     case SRV_CREATE_CACHE: do_create_cache(s, body, len, r); break;
-    case SRV_DELETE_CACHE: do_delete_cache(s, body, len, r); break;
+    case SRV_DELETE_CACHE:
+    case SRV_FLUSH_CACHE: do_cache_op(s, m, body, len, r); break;
     case SRV_LIST_CACHES: do_list_caches(s, body, len, r); break;
-    case SRV_FLUSH_CACHE: do_flush_cache(s, body, len, r); break;
     default:
         srv_reply_error(r, GRPC_STATUS_UNIMPLEMENTED, NULL, "method not implemented");
     }
