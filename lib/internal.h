@@ -166,6 +166,22 @@ void momento__call_complete(momento__call *call, int success);
  * completes, with CANCELLED, through momento__call_complete(). */
 void momento__calls_cancel_all(momento_client *c);
 
+/* Blocking calls (blocking.c): submit(target, args, cb, w) starts an async
+ * request whose callback must be `cb` with userdata `w`; the runner waits for
+ * it and hands the caller an owned copy of the result. `owner` is the client
+ * whose completion thread would deadlock on the wait. */
+typedef struct momento__op_args {
+    const char *cache;
+    const void *key;
+    size_t key_len;
+    const void *value;
+    size_t value_len;
+    uint64_t ttl_ms;
+} momento__op_args;
+typedef int (*momento__submit_fn)(void *target, const void *args, momento_callback cb, void *w);
+int momento__run_blocking(const momento_client *owner, momento__submit_fn submit, void *target,
+                          const void *args, momento_result **ret);
+
 /* Argument checks shared by the operations (validate.c). Each returns 0 or
  * MOMENTO_ERR_INVALID_ARGUMENT. */
 int momento__check_cache_name(const char *cache);

@@ -73,12 +73,20 @@ struct srv_call {
     grpc_slice status_details;
     grpc_metadata trailer;
     int64_t due_ms;            /* when parked on the timer heap */
+    uint64_t seq;              /* arrival order: breaks ties in due_ms */
     int pending_error;         /* injected error to send after a delay, or -1 */
 };
 
 static tag_kind shutdown_tag = TAG_SHUTDOWN;
 
 /* ---- timer heap ------------------------------------------------------ */
+
+/* Earlier due time first; equal due times in arrival order, so calls with
+ * the same injected delay are answered in the order they came. */
+static bool before(const srv_call *a, const srv_call *b)
+{
+    return a->due_ms < b->due_ms || (a->due_ms == b->due_ms && a->seq < b->seq);
+}
 
 static void heap_swap(momento_local *s, size_t a, size_t b)
 {
@@ -99,7 +107,7 @@ static int heap_push(momento_local *s, srv_call *c)
     }
     size_t i = s->n_timers++;
     s->timers[i] = c;
-    while (i > 0 && s->timers[(i - 1) / 2]->due_ms > s->timers[i]->due_ms) {
+    while (i > 0 && before(s->timers[i], s->timers[(i - 1) / 2])) {
         heap_swap(s, i, (i - 1) / 2);
         i = (i - 1) / 2;
     }
@@ -113,9 +121,9 @@ static srv_call *heap_pop(momento_local *s)
     size_t i = 0;
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < s->n_timers && s->timers[l]->due_ms < s->timers[m]->due_ms)
+        if (l < s->n_timers && before(s->timers[l], s->timers[m]))
             m = l;
-        if (r < s->n_timers && s->timers[r]->due_ms < s->timers[m]->due_ms)
+        if (r < s->n_timers && before(s->timers[r], s->timers[m]))
             m = r;
         if (m == i)
             break;
@@ -343,6 +351,7 @@ static void on_new_call(srv_call *c, bool ok)
     c->pending_error = plan.error_status;
     if (plan.delay_ms) {
         c->due_ms = store_now_ms() + plan.delay_ms;
+        c->seq = s->timer_seq++;
         if (heap_push(s, c) == 0)
             return;
     }

@@ -106,6 +106,7 @@ struct momento_local {
     fault_session *sessions;
     srv_call **timers;         /* binary min-heap by due time */
     size_t n_timers, cap_timers;
+    uint64_t timer_seq;
     int64_t rate_window_ms;
     uint32_t rate_count;
     int64_t next_sweep_ms;

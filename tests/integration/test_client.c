@@ -337,12 +337,13 @@ typedef struct free_in_cb {
 static void free_from_callback(const momento_result *r, void *ud)
 {
     free_in_cb *x = ud;
-    tu_count_cb(r, &x->k);
     if (x->client) {
         momento_client *c = x->client;
         x->client = NULL;
         momento_client_free(c); /* deferred until this callback returns */
     }
+    /* Last: counting releases the test, which then drops x. */
+    tu_count_cb(r, &x->k);
 }
 
 static void test_free_from_callback(void **state)

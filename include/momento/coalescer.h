@@ -1,0 +1,102 @@
+/*
+ * Request coalescing: duplicate requests in flight share one RPC.
+ *
+ * A get of (cache, key) issued while an identical get is in flight attaches
+ * to it instead of sending another RPC; so does a set with the same key,
+ * value bytes and TTL, and a delete of the same key. Every caller still gets
+ * its own callback, with the shared result. The calls mirror the plain
+ * client's (same arguments, callbacks and results), so an application
+ * switches by changing one name: momento_get -> momento_coalescing_get.
+ *
+ * Guarantees (docs/coalescing.md has the full statement):
+ * - Only identical requests merge. A set of key K with a different value or
+ *   TTL than the one in flight is sent as its own RPC.
+ * - A set or delete of K issued through the coalescer closes K's in-flight
+ *   get to newcomers: a get issued after the write returns starts a new RPC,
+ *   so it observes that write (read-your-writes). A set likewise joins an
+ *   identical set only if no other write of K was issued after it.
+ * - Every accepted request gets exactly one callback, also on error,
+ *   timeout, cancellation and client shutdown. A request refused at submit
+ *   (non-zero return) never calls back.
+ * - A request that joins inherits the deadline of the RPC it joins.
+ * - The in-flight entry leaves the table before callbacks run, so a callback
+ *   that asks for the same key starts a fresh RPC.
+ *
+ * Threads: submission is safe from any thread; callbacks run on the client's
+ * completion thread and no coalescer lock is held while they run.
+ */
+#ifndef MOMENTO_COALESCER_H
+#define MOMENTO_COALESCER_H
+
+#include "momento/momento.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct momento_coalescer momento_coalescer;
+
+/*
+ * A coalescer over `client`, which it borrows: the client must outlive the
+ * coalescer's last callback (free the coalescer, then the client; freeing
+ * the client first is also fine and calls every waiter back with
+ * MOMENTO_ERR_CANCELLED). Returns 0, MOMENTO_ERR_INVALID_ARGUMENT or
+ * MOMENTO_ERR_NO_MEMORY.
+ */
+MOMENTO_EXPORT int momento_coalescer_new(momento_coalescer **ret, momento_client *client);
+
+/*
+ * Refuses new requests (MOMENTO_ERR_CLOSED) and releases the coalescer once
+ * its requests in flight have been called back; it does not wait for them.
+ * NULL-safe. May be called from a callback.
+ */
+MOMENTO_EXPORT void momento_coalescer_free(momento_coalescer *co);
+
+/* As momento_get / momento_set / momento_delete, coalesced. */
+MOMENTO_EXPORT int momento_coalescing_get(momento_coalescer *co, const char *cache, const void *key,
+                                          size_t key_len, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_set(momento_coalescer *co, const char *cache, const void *key,
+                                          size_t key_len, const void *value, size_t value_len,
+                                          uint64_t ttl_ms, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_delete(momento_coalescer *co, const char *cache,
+                                             const void *key, size_t key_len, momento_callback cb,
+                                             void *userdata);
+
+/* Blocking variants, with the contract of momento_get_sync() and friends. */
+MOMENTO_EXPORT int momento_coalescing_get_sync(momento_coalescer *co, const char *cache,
+                                               const void *key, size_t key_len,
+                                               momento_result **ret);
+MOMENTO_EXPORT int momento_coalescing_set_sync(momento_coalescer *co, const char *cache,
+                                               const void *key, size_t key_len, const void *value,
+                                               size_t value_len, uint64_t ttl_ms,
+                                               momento_result **ret);
+MOMENTO_EXPORT int momento_coalescing_delete_sync(momento_coalescer *co, const char *cache,
+                                                  const void *key, size_t key_len,
+                                                  momento_result **ret);
+
+/*
+ * Counters since creation. Fields are only ever appended: pass
+ * sizeof(momento_coalescer_counters) so a program built against an older header
+ * keeps working.
+ */
+typedef struct momento_coalescer_counters {
+    uint64_t get_requests;      /* accepted coalescing gets */
+    uint64_t get_coalesced;     /* ...of which joined an RPC in flight */
+    uint64_t set_requests;
+    uint64_t set_coalesced;
+    uint64_t delete_requests;
+    uint64_t delete_coalesced;
+    uint64_t peak_waiters;      /* most callers ever attached to one RPC */
+    uint64_t keys_in_flight;    /* RPCs in flight now */
+} momento_coalescer_counters;
+
+/* Fills *ret (at most `size` bytes of it). Returns 0 or
+ * MOMENTO_ERR_INVALID_ARGUMENT. */
+MOMENTO_EXPORT int momento_coalescer_stats(const momento_coalescer *co,
+                                           momento_coalescer_counters *ret, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOMENTO_COALESCER_H */

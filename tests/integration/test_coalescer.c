@@ -1,0 +1,449 @@
+/* The coalescer against the local server. Overlap is made deterministic with
+ * the server's delay injection: the leader RPC is held, so every duplicate
+ * provably arrives while it is in flight. */
+#include "internal.h"
+#include "momento/coalescer.h"
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct fixture {
+    momento_local *server;
+    momento_client *client;  /* plain, no fault headers */
+} fixture;
+
+static int counter_id;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    f->server = tu_server(NULL);
+    f->client = tu_client(f->server, NULL);
+    tu_create_cache(f->client, "c");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    momento_client_free(f->client);
+    momento_local_stop(f->server);
+    free(f);
+    return 0;
+}
+
+/* A client whose calls of `rpcs` are held `ms` by the server, `count` times. */
+static momento_client *delayed_client(fixture *f, const char *rpcs, int64_t ms, int count)
+{
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000));
+    momento_client *c = tu_client(f->server, cfg);
+    momento_config_free(cfg);
+    char id[32], ms_s[32], count_s[16];
+    snprintf(id, sizeof(id), "co-%d", ++counter_id);
+    snprintf(ms_s, sizeof(ms_s), "%lld", (long long)ms);
+    snprintf(count_s, sizeof(count_s), "%d", count);
+    momento__client_add_header(c, "request-id", id);
+    momento__client_add_header(c, "delay-rpcs", rpcs);
+    momento__client_add_header(c, "delay-ms", ms_s);
+    momento__client_add_header(c, "delay-count", count_s);
+    return c;
+}
+
+static momento_coalescer_counters counters(momento_coalescer *co)
+{
+    momento_coalescer_counters k;
+    assert_int_equal(momento_coalescer_stats(co, &k, sizeof(k)), MOMENTO_OK);
+    return k;
+}
+
+static void check_value(momento_client *c, const char *key, const char *want)
+{
+    momento_result *r;
+    assert_int_equal(momento_get_sync(c, "c", key, strlen(key), &r), MOMENTO_OK);
+    if (want) {
+        size_t len;
+        const void *v = momento_result_value(r, &len);
+        assert_true(momento_result_is_hit(r));
+        assert_int_equal(len, strlen(want));
+        assert_memory_equal(v, want, len);
+    } else {
+        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    }
+    momento_result_free(r);
+}
+
+static void test_duplicate_gets_share_one_rpc(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(momento_set_sync(f->client, "c", "k", 1, "shared bytes", 12, 0, NULL), MOMENTO_OK);
+    momento_client *c = delayed_client(f, "get", TU_MS(500), 1);
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_local_reset_stats(f->server);
+    tu_counter k;
+    tu_counter_init(&k);
+    k.expect = "shared bytes";
+    k.expect_len = 12;
+    const size_t n = 50;
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(momento_coalescing_get(co, "c", "k", 1, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, n, 10000), n);
+    usleep(50 * 1000);
+    assert_int_equal(k.total, n);       /* exactly once each */
+    assert_int_equal(k.hits, n);
+    assert_int_equal(k.bad_values, 0);  /* identical bytes for all */
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
+    momento_coalescer_counters s = counters(co);
+    assert_int_equal(s.get_requests, n);
+    assert_int_equal(s.get_coalesced, n - 1);
+    assert_int_equal(s.peak_waiters, n);
+    assert_int_equal(s.keys_in_flight, 0);
+    /* Nothing in flight now: the next get is a new RPC. */
+    assert_int_equal(momento_coalescing_get_sync(co, "c", "k", 1, NULL), MOMENTO_OK);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    tu_counter_destroy(&k);
+}
+
+static void test_different_values_are_separate_sets(void **state)
+{
+    fixture *f = *state;
+    momento_client *c = delayed_client(f, "set", TU_MS(300), 4);
+    momento_coalescer *co;
+    momento_coalescer_new(&co, c);
+    momento_local_reset_stats(f->server);
+    tu_counter k;
+    tu_counter_init(&k);
+    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v1", 2, 0, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v2", 2, 0, tu_count_cb, &k), MOMENTO_OK);
+    /* Identical to the latest write: joins it. */
+    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v2", 2, 0, tu_count_cb, &k), MOMENTO_OK);
+    /* Same value, different TTL: its own RPC. */
+    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v2", 2, 99999, tu_count_cb, &k), MOMENTO_OK);
+    /* Identical to the first set, but later writes overtook it: its own RPC,
+     * so the caller's intent (v1 last) holds. */
+    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v1", 2, 0, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 5, 10000), 5);
+    assert_int_equal(k.ok, 5);
+    assert_int_equal(momento_local_rpc_count(f->server, "Set", -1), 4);
+    momento_coalescer_counters s = counters(co);
+    assert_int_equal(s.set_requests, 5);
+    assert_int_equal(s.set_coalesced, 1);
+    check_value(f->client, "s", "v1");
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    tu_counter_destroy(&k);
+}
+
+static void test_read_your_writes(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(momento_set_sync(f->client, "c", "r", 1, "old", 3, 0, NULL), MOMENTO_OK);
+    momento_client *c = delayed_client(f, "get", TU_MS(800), 1);
+    momento_coalescer *co;
+    momento_coalescer_new(&co, c);
+    momento_local_reset_stats(f->server);
+    tu_counter early;
+    tu_counter_init(&early);
+    /* G1 is held by the server; a duplicate issued before any write joins it. */
+    assert_int_equal(momento_coalescing_get(co, "c", "r", 1, tu_count_cb, &early), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "r", 1, tu_count_cb, &early), MOMENTO_OK);
+    /* The write returns while G1 is still in flight... */
+    assert_int_equal(momento_coalescing_set_sync(co, "c", "r", 1, "new", 3, 0, NULL), MOMENTO_OK);
+    assert_int_equal(counters(co).keys_in_flight, 1);
+    /* ...so a get issued now must not join G1: it is a new RPC and sees it. */
+    momento_result *r;
+    assert_int_equal(momento_coalescing_get_sync(co, "c", "r", 1, &r), MOMENTO_OK);
+    size_t len;
+    const void *v = momento_result_value(r, &len);
+    assert_int_equal(len, 3);
+    assert_memory_equal(v, "new", 3);
+    momento_result_free(r);
+    momento_coalescer_counters s = counters(co);
+    assert_int_equal(s.get_requests, 3);
+    assert_int_equal(s.get_coalesced, 1);
+    /* The server counts a call when it answers: wait for the held G1. */
+    assert_int_equal(tu_counter_wait(&early, 2, 10000), 2);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    tu_counter_destroy(&early);
+}
+
+static void test_delete_invalidates(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(momento_set_sync(f->client, "c", "d", 1, "x", 1, 0, NULL), MOMENTO_OK);
+    momento_client *c = delayed_client(f, "get", TU_MS(800), 1);
+    momento_coalescer *co;
+    momento_coalescer_new(&co, c);
+    momento_local_reset_stats(f->server);
+    tu_counter early;
+    tu_counter_init(&early);
+    assert_int_equal(momento_coalescing_get(co, "c", "d", 1, tu_count_cb, &early), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_delete_sync(co, "c", "d", 1, NULL), MOMENTO_OK);
+    momento_result *r;
+    assert_int_equal(momento_coalescing_get_sync(co, "c", "d", 1, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+    assert_int_equal(tu_counter_wait(&early, 1, 10000), 1);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    tu_counter_destroy(&early);
+}
+
+static void test_duplicate_deletes_share(void **state)
+{
+    fixture *f = *state;
+    momento_client *c = delayed_client(f, "delete", TU_MS(300), 1);
+    momento_coalescer *co;
+    momento_coalescer_new(&co, c);
+    momento_local_reset_stats(f->server);
+    tu_counter k;
+    tu_counter_init(&k);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(momento_coalescing_delete(co, "c", "x", 1, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 5, 10000), 5);
+    assert_int_equal(k.ok, 5);
+    assert_int_equal(momento_local_rpc_count(f->server, "Delete", -1), 1);
+    assert_int_equal(counters(co).delete_coalesced, 4);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    tu_counter_destroy(&k);
+}
+
+static void test_error_fans_out(void **state)
+{
+    fixture *f = *state;
+    momento_client *c = delayed_client(f, "get", TU_MS(500), 1);
+    momento__client_add_header(c, "return-error", "unavailable");
+    momento__client_add_header(c, "error-rpcs", "get");
+    momento__client_add_header(c, "error-count", "1");
+    momento_coalescer *co;
+    momento_coalescer_new(&co, c);
+    momento_local_reset_stats(f->server);
+    tu_counter k;
+    tu_counter_init(&k);
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(momento_coalescing_get(co, "c", "e", 1, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 20, 10000), 20);
+    usleep(50 * 1000);
+    assert_int_equal(k.total, 20);
+    assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_SERVER_UNAVAILABLE), 20);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", 14), 1);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    tu_counter_destroy(&k);
+}
+
+static void test_client_freed_with_waiters(void **state)
+{
+    fixture *f = *state;
+    momento_client *c = delayed_client(f, "get set", TU_MS(60000), 100);
+    momento_coalescer *co;
+    momento_coalescer_new(&co, c);
+    tu_counter k;
+    tu_counter_init(&k);
+    for (int i = 0; i < 30; i++)
+        assert_int_equal(momento_coalescing_get(co, "c", "w", 1, tu_count_cb, &k), MOMENTO_OK);
+    for (int i = 0; i < 5; i++) {
+        char key[8];
+        snprintf(key, sizeof(key), "w%d", i);
+        assert_int_equal(momento_coalescing_set(co, "c", key, strlen(key), "v", 1, 0, tu_count_cb, &k),
+                         MOMENTO_OK);
+    }
+    assert_int_equal(counters(co).keys_in_flight, 6);
+    momento_client_free(c);
+    /* Every waiter was called back, once, before the client's free returned. */
+    assert_int_equal(k.total, 35);
+    assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_CANCELLED), 35);
+    assert_int_equal(counters(co).keys_in_flight, 0);
+    momento_coalescer_free(co);
+    tu_counter_destroy(&k);
+}
+
+static void test_coalescer_freed_first(void **state)
+{
+    fixture *f = *state;
+    momento_client *c = delayed_client(f, "get", TU_MS(300), 1);
+    momento_coalescer *co;
+    momento_coalescer_new(&co, c);
+    tu_counter k;
+    tu_counter_init(&k);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(momento_coalescing_get(co, "c", "f", 1, tu_count_cb, &k), MOMENTO_OK);
+    momento_coalescer_free(co); /* released by the last completion */
+    assert_int_equal(tu_counter_wait(&k, 10, 10000), 10);
+    assert_int_equal(k.ok, 10);
+    momento_client_free(c);
+    tu_counter_destroy(&k);
+}
+
+typedef struct resubmit {
+    momento_coalescer *co;
+    tu_counter k;
+    int again;
+} resubmit;
+
+static void get_again(const momento_result *r, void *ud)
+{
+    resubmit *x = ud;
+    if (x->again-- > 0) /* the entry has left the table: this is a fresh RPC */
+        assert_int_equal(momento_coalescing_get(x->co, "c", "g", 1, get_again, x), MOMENTO_OK);
+    /* Last: counting releases the test, which then drops x. */
+    tu_count_cb(r, &x->k);
+}
+
+static void test_callback_can_resubmit(void **state)
+{
+    fixture *f = *state;
+    momento_coalescer *co;
+    momento_coalescer_new(&co, f->client);
+    momento_local_reset_stats(f->server);
+    resubmit x = {.co = co, .again = 1};
+    tu_counter_init(&x.k);
+    assert_int_equal(momento_coalescing_get(co, "c", "g", 1, get_again, &x), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&x.k, 2, 10000), 2);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
+    /* A blocking coalescing call on the callback thread would deadlock. */
+    assert_int_equal(counters(co).get_coalesced, 0);
+    momento_coalescer_free(co);
+    tu_counter_destroy(&x.k);
+}
+
+typedef struct worker {
+    momento_coalescer *co;
+    tu_counter *k;
+    int id;
+    int refused;
+} worker;
+
+static void *hammer(void *arg)
+{
+    worker *w = arg;
+    for (int i = 0; i < 10000; i++) {
+        char key[8];
+        int n = snprintf(key, sizeof(key), "h%d", (i + w->id) % 10);
+        int rc = (i % 4 == 0)
+                     ? momento_coalescing_set(w->co, "c", key, (size_t)n, key, (size_t)n, 0, tu_count_cb, w->k)
+                     : momento_coalescing_get(w->co, "c", key, (size_t)n, tu_count_cb, w->k);
+        if (rc != MOMENTO_OK)
+            w->refused++;
+    }
+    return NULL;
+}
+
+static void test_eight_threads(void **state)
+{
+    fixture *f = *state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(60000));
+    momento_client *c = tu_client(f->server, cfg);
+    momento_config_free(cfg);
+    momento_coalescer *co;
+    momento_coalescer_new(&co, c);
+    momento_local_reset_stats(f->server);
+    tu_counter k;
+    tu_counter_init(&k);
+    pthread_t t[8];
+    worker w[8];
+    for (int i = 0; i < 8; i++) {
+        w[i] = (worker){co, &k, i, 0};
+        pthread_create(&t[i], NULL, hammer, &w[i]);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(w[i].refused, 0);
+    }
+    assert_int_equal(tu_counter_wait(&k, 80000, 120000), 80000);
+    usleep(50 * 1000);
+    assert_int_equal(k.total, 80000);
+    assert_int_equal(k.ok, 80000);
+    momento_coalescer_counters s = counters(co);
+    assert_int_equal(s.get_requests, 60000);
+    assert_int_equal(s.set_requests, 20000);
+    assert_int_equal(s.keys_in_flight, 0);
+    /* Every request is either a leader (one RPC at the server) or joined one. */
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), s.get_requests - s.get_coalesced);
+    assert_int_equal(momento_local_rpc_count(f->server, "Set", 0), s.set_requests - s.set_coalesced);
+    /* Hits carry the key itself as value (only that was ever written). */
+    assert_int_equal(k.bad_values, 0);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    tu_counter_destroy(&k);
+}
+
+static void blocking_inside(const momento_result *r, void *ud)
+{
+    void **a = ud;
+    *(int *)a[1] = momento_coalescing_get_sync(a[0], "c", "k", 1, NULL);
+    tu_count_cb(r, a[2]);
+}
+
+static void test_arguments_and_blocking(void **state)
+{
+    fixture *f = *state;
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(NULL, f->client), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescer_new(&co, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescer_new(&co, f->client), MOMENTO_OK);
+    tu_counter k;
+    tu_counter_init(&k);
+    assert_int_equal(momento_coalescing_get(NULL, "c", "k", 1, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_get(co, "", "k", 1, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 0, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, &k), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, NULL, 3, 0, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, (uint64_t)INT64_MAX + 1, tu_count_cb, &k),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_delete(co, "bad\xff", "k", 1, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_result *r = (momento_result *)0x1;
+    assert_int_equal(momento_coalescing_get_sync(NULL, "c", "k", 1, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_null(r);
+    assert_int_equal(momento_coalescer_stats(co, NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(k.total, 0);
+    assert_int_equal(counters(co).get_requests, 0); /* refusals are not requests */
+
+    int rc = 0;
+    void *args[3] = {co, &rc, &k};
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, blocking_inside, args), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 1, 10000), 1);
+    assert_int_equal(rc, MOMENTO_ERR_WOULD_DEADLOCK);
+    /* Unknown cache: the error reaches the caller like the plain client's. */
+    assert_int_equal(momento_coalescing_get_sync(co, "nope", "k", 1, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
+    momento_coalescer_free(co);
+    momento_coalescer_free(NULL);
+    tu_counter_destroy(&k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_duplicate_gets_share_one_rpc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_different_values_are_separate_sets, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_your_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_invalidates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_deletes_share, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_error_fans_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_client_freed_with_waiters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_coalescer_freed_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_callback_can_resubmit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_eight_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_arguments_and_blocking, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
