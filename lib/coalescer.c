@@ -39,19 +39,25 @@ typedef struct inflight {
     size_t value_len;       /* sets: the value, kept to compare joiners */
     uint8_t *value;
     size_t n_waiters;
+    bool embedded;          /* lives inside its key_state's allocation */
     waiter first;           /* the leader, inline: most RPCs have no joiner */
     waiter *more_head;      /* joiners, in arrival order */
     waiter **more_tail;
 } inflight;
 
+/* A key with requests in flight. The first RPC of a key (with a set's value)
+ * is allocated in the same block, after the id: with unique keys - nothing to
+ * coalesce - each request then costs one allocation, not three. */
 struct key_state {
     UT_hash_handle hh;
     inflight *open_get;
     inflight *last_write;
     size_t refs;            /* in-flight RPCs of this key */
     size_t id_len;
-    uint8_t id[];           /* cache name, NUL, key bytes */
+    uint8_t id[];           /* cache name, NUL, key bytes; then the embedded inflight */
 };
+
+#define ALIGN_UP(n) (((n) + 15u) & ~(size_t)15u)
 
 struct momento_coalescer {
     momento_client *client;
@@ -119,10 +125,9 @@ static void on_done(const momento_result *r, void *userdata)
         ks->open_get = NULL;
     if (ks->last_write == e)
         ks->last_write = NULL;
-    if (--ks->refs == 0) {
+    bool free_ks = --ks->refs == 0;
+    if (free_ks)
         HASH_DELETE(hh, co->table, ks);
-        free(ks);
-    }
     co->counters.keys_in_flight--;
     bool release = co->closed && co->counters.keys_in_flight == 0;
     pthread_mutex_unlock(&co->lock);
@@ -135,17 +140,23 @@ static void on_done(const momento_result *r, void *userdata)
         w->cb(r, w->userdata);
         free(w);
     }
-    free(e->value);
-    free(e);
+    /* An embedded inflight goes with its key_state: only when the key has
+     * nothing left in flight (and so after this, its last callback). */
+    if (!e->embedded)
+        free(e);
+    if (free_ks)
+        free(ks);
     if (release)
         destroy(co);
 }
 
-/* Finds or makes the key_state of (cache, key); the caller holds the lock. */
-static key_state *state_for(momento_coalescer *co, const char *cache, const void *key,
-                            size_t key_len, int *err)
+/* Finds the key_state of (cache, key), or makes one with room for an
+ * embedded inflight carrying `value_len` value bytes; *fresh says which. The
+ * caller holds the lock. The id is hashed once for both lookup and insert. */
+static key_state *state_for(momento_coalescer *co, const char *cache, size_t cache_len,
+                            const void *key, size_t key_len, size_t value_len, bool *fresh,
+                            int *err)
 {
-    size_t cache_len = strlen(cache);
     size_t id_len = cache_len + 1 + key_len;
     uint8_t stack_id[512];
     uint8_t *id = id_len <= sizeof(stack_id) ? stack_id : malloc(id_len);
@@ -156,15 +167,19 @@ static key_state *state_for(momento_coalescer *co, const char *cache, const void
     memcpy(id, cache, cache_len + 1);
     memcpy(id + cache_len + 1, key, key_len);
 
+    unsigned hv;
+    HASH_VALUE(id, id_len, hv);
     key_state *ks = NULL;
-    HASH_FIND(hh, co->table, id, id_len, ks);
+    HASH_FIND_BYHASHVALUE(hh, co->table, id, id_len, hv, ks);
+    *fresh = ks == NULL;
     if (!ks) {
-        ks = malloc(sizeof(*ks) + id_len);
+        size_t at = ALIGN_UP(sizeof(*ks) + id_len);
+        ks = malloc(at + sizeof(inflight) + value_len);
         if (ks) {
             memset(ks, 0, sizeof(*ks));
             ks->id_len = id_len;
             memcpy(ks->id, id, id_len);
-            HASH_ADD_KEYPTR(hh, co->table, ks->id, ks->id_len, ks);
+            HASH_ADD_KEYPTR_BYHASHVALUE(hh, co->table, ks->id, ks->id_len, hv, ks);
         } else {
             *err = MOMENTO_ERR_NO_MEMORY;
         }
@@ -172,6 +187,11 @@ static key_state *state_for(momento_coalescer *co, const char *cache, const void
     if (id != stack_id)
         free(id);
     return ks;
+}
+
+static inflight *embedded_inflight(key_state *ks)
+{
+    return (inflight *)((uint8_t *)ks + ALIGN_UP(sizeof(*ks) + ks->id_len));
 }
 
 static int join(momento_coalescer *co, inflight *e, momento_callback cb, void *userdata)
@@ -200,18 +220,18 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
                   size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
                   momento_callback cb, void *userdata)
 {
-    if (!co || !cb)
+    if (!co)
         return MOMENTO_ERR_INVALID_ARGUMENT;
-    int rc = momento__check_cache_name(cache);
-    if (rc == MOMENTO_OK)
-        rc = op == CO_SET ? momento__check_item(key, key_len, value, value_len)
-                          : momento__check_key(key, key_len);
-    if (rc == MOMENTO_OK && op == CO_SET && ttl_ms > MOMENTO_MAX_TTL_MS)
-        rc = MOMENTO_ERR_INVALID_ARGUMENT;
+    int rc = op == CO_SET ? momento__check_set(co->client, cache, key, key_len, value, value_len,
+                                               ttl_ms, cb)
+                          : momento__check_get(co->client, cache, key, key_len, cb);
     if (rc != MOMENTO_OK)
         return rc;
     if (op == CO_SET && ttl_ms == 0)
         ttl_ms = co->client->cfg.default_ttl_ms; /* identity is the effective TTL */
+    if (op != CO_SET)
+        value_len = 0;
+    size_t cache_len = strlen(cache);
 
     uint64_t *requests = op == CO_GET   ? &co->counters.get_requests
                          : op == CO_SET ? &co->counters.set_requests
@@ -225,7 +245,8 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
         pthread_mutex_unlock(&co->lock);
         return MOMENTO_ERR_CLOSED;
     }
-    key_state *ks = state_for(co, cache, key, key_len, &rc);
+    bool fresh;
+    key_state *ks = state_for(co, cache, cache_len, key, key_len, value_len, &fresh, &rc);
     if (!ks) {
         pthread_mutex_unlock(&co->lock);
         return rc;
@@ -247,19 +268,8 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
         return rc;
     }
 
-    inflight *e = calloc(1, sizeof(*e));
-    if (e && op == CO_SET && value_len) {
-        e->value = malloc(value_len);
-        if (e->value)
-            memcpy(e->value, value, value_len);
-    }
-    if (!e || (op == CO_SET && value_len && !e->value)) {
-        if (e)
-            free(e);
-        if (ks->refs == 0) {
-            HASH_DELETE(hh, co->table, ks);
-            free(ks);
-        }
+    inflight *e = fresh ? embedded_inflight(ks) : malloc(sizeof(*e) + value_len);
+    if (!e) {
         pthread_mutex_unlock(&co->lock);
         return MOMENTO_ERR_NO_MEMORY;
     }
@@ -268,28 +278,34 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
     e->op = op;
     e->ttl_ms = ttl_ms;
     e->value_len = value_len;
+    e->value = (uint8_t *)(e + 1);
+    if (value_len)
+        memcpy(e->value, value, value_len);
     e->n_waiters = 1;
+    e->embedded = fresh;
     e->first.cb = cb;
     e->first.userdata = userdata;
+    e->first.next = NULL;
+    e->more_head = NULL;
     e->more_tail = &e->more_head;
 
     /* Submitted under the lock: on_done cannot run before we return, and
      * nobody joins an RPC that ends up refused. */
     if (op == CO_GET)
-        rc = momento_get(co->client, cache, key, key_len, on_done, e);
+        rc = momento__send_get(co->client, cache, key, key_len, on_done, e);
     else if (op == CO_SET)
-        rc = momento_set(co->client, cache, key, key_len, value, value_len, ttl_ms, on_done, e);
+        rc = momento__send_set(co->client, cache, key, key_len, value, value_len, ttl_ms, on_done, e);
     else
-        rc = momento_delete(co->client, cache, key, key_len, on_done, e);
+        rc = momento__send_delete(co->client, cache, key, key_len, on_done, e);
 
     if (rc != MOMENTO_OK) {
+        if (!fresh)
+            free(e);
         if (ks->refs == 0) {
             HASH_DELETE(hh, co->table, ks);
             free(ks);
         }
         pthread_mutex_unlock(&co->lock);
-        free(e->value);
-        free(e);
         return rc;
     }
     ks->refs++;

@@ -182,6 +182,22 @@ typedef int (*momento__submit_fn)(void *target, const void *args, momento_callba
 int momento__run_blocking(const momento_client *owner, momento__submit_fn submit, void *target,
                           const void *args, momento_result **ret);
 
+/* Data-plane operations split into their argument checks and their sending
+ * (ops.c), so the coalescer validates once. Checks return 0 or
+ * MOMENTO_ERR_INVALID_ARGUMENT; senders are as the public calls. */
+int momento__check_get(const momento_client *c, const char *cache, const void *key,
+                       size_t key_len, momento_callback cb);
+int momento__check_set(const momento_client *c, const char *cache, const void *key,
+                       size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
+                       momento_callback cb);
+int momento__send_get(momento_client *c, const char *cache, const void *key, size_t key_len,
+                      momento_callback cb, void *userdata);
+int momento__send_set(momento_client *c, const char *cache, const void *key, size_t key_len,
+                      const void *value, size_t value_len, uint64_t ttl_ms, momento_callback cb,
+                      void *userdata);
+int momento__send_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
+                         momento_callback cb, void *userdata);
+
 /* Argument checks shared by the operations (validate.c). Each returns 0 or
  * MOMENTO_ERR_INVALID_ARGUMENT. */
 int momento__check_cache_name(const char *cache);

@@ -104,27 +104,21 @@ static int check_client(const momento_client *c, momento_callback cb)
     return (c && cb) ? 0 : MOMENTO_ERR_INVALID_ARGUMENT;
 }
 
-int momento_get(momento_client *c, const char *cache, const void *key, size_t key_len,
-                momento_callback cb, void *userdata)
+/* The unchecked senders: arguments were validated by the caller (the public
+ * functions below, or the coalescer, which validates once for both). */
+int momento__send_get(momento_client *c, const char *cache, const void *key, size_t key_len,
+                      momento_callback cb, void *userdata)
 {
-    CHECK(check_client(c, cb));
-    CHECK(momento__check_cache_name(cache));
-    CHECK(momento__check_key(key, key_len));
     CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
     req.cache_key.data = (uint8_t *)key;
     req.cache_key.len = key_len;
     return momento__call_start(c, MOMENTO__M_GET, cache, &req.base, cb, userdata);
 }
 
-int momento_set(momento_client *c, const char *cache, const void *key, size_t key_len,
-                const void *value, size_t value_len, uint64_t ttl_ms, momento_callback cb,
-                void *userdata)
+int momento__send_set(momento_client *c, const char *cache, const void *key, size_t key_len,
+                      const void *value, size_t value_len, uint64_t ttl_ms, momento_callback cb,
+                      void *userdata)
 {
-    CHECK(check_client(c, cb));
-    CHECK(momento__check_cache_name(cache));
-    CHECK(momento__check_item(key, key_len, value, value_len));
-    if (ttl_ms > MOMENTO_MAX_TTL_MS)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
     CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
     req.cache_key.data = (uint8_t *)key;
     req.cache_key.len = key_len;
@@ -134,16 +128,53 @@ int momento_set(momento_client *c, const char *cache, const void *key, size_t ke
     return momento__call_start(c, MOMENTO__M_SET, cache, &req.base, cb, userdata);
 }
 
-int momento_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
-                   momento_callback cb, void *userdata)
+int momento__send_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
+                         momento_callback cb, void *userdata)
 {
-    CHECK(check_client(c, cb));
-    CHECK(momento__check_cache_name(cache));
-    CHECK(momento__check_key(key, key_len));
     CacheClient__DeleteRequest req = CACHE_CLIENT____DELETE_REQUEST__INIT;
     req.cache_key.data = (uint8_t *)key;
     req.cache_key.len = key_len;
     return momento__call_start(c, MOMENTO__M_DELETE, cache, &req.base, cb, userdata);
+}
+
+int momento__check_get(const momento_client *c, const char *cache, const void *key,
+                       size_t key_len, momento_callback cb)
+{
+    CHECK(check_client(c, cb));
+    CHECK(momento__check_cache_name(cache));
+    return momento__check_key(key, key_len);
+}
+
+int momento__check_set(const momento_client *c, const char *cache, const void *key,
+                       size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
+                       momento_callback cb)
+{
+    CHECK(check_client(c, cb));
+    CHECK(momento__check_cache_name(cache));
+    CHECK(momento__check_item(key, key_len, value, value_len));
+    return ttl_ms > MOMENTO_MAX_TTL_MS ? MOMENTO_ERR_INVALID_ARGUMENT : MOMENTO_OK;
+}
+
+int momento_get(momento_client *c, const char *cache, const void *key, size_t key_len,
+                momento_callback cb, void *userdata)
+{
+    CHECK(momento__check_get(c, cache, key, key_len, cb));
+    return momento__send_get(c, cache, key, key_len, cb, userdata);
+}
+
+int momento_set(momento_client *c, const char *cache, const void *key, size_t key_len,
+                const void *value, size_t value_len, uint64_t ttl_ms, momento_callback cb,
+                void *userdata)
+{
+    CHECK(momento__check_set(c, cache, key, key_len, value, value_len, ttl_ms, cb));
+    return momento__send_set(c, cache, key, key_len, value, value_len, ttl_ms, cb, userdata);
+}
+
+int momento_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
+                   momento_callback cb, void *userdata)
+{
+    CHECK(momento__check_get(c, cache, key, key_len, cb)); /* same arguments as a get */
+    return momento__send_delete(c, cache, key, key_len, cb, userdata);
 }
 
 int momento_ping(momento_client *c, momento_callback cb, void *userdata)

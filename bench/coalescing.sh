@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The coalescer's benchmarks (issue: request coalescer).
+#   saturation: 1000 workers, 10 hot keys, set-then-get, no rate cap, 20 s,
+#               plain client vs coalescer; server RPCs counted by the server.
+#   overhead:   unique keys (nothing to coalesce): throughput of both, and
+#               callgrind instructions per operation of both (long run minus
+#               short run, so start-up and shutdown cancel out).
+# Server pinned to CPU 0, client to CPU 1. Loopback only; every run is
+# bounded by time or operation count.
+# Usage: bench/coalescing.sh [BUILD_DIR] (default build). SECONDS_PER_RUN=20.
+set -euo pipefail
+build=${1:-build}
+secs=${SECONDS_PER_RUN:-20}
+server="$build/server/momento-local"
+bench="$build/bench/coalesce_bench"
+[ -x "$server" ] && [ -x "$bench" ] || { echo "build first"; exit 1; }
+work=$(mktemp -d)
+pid=""
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+start_server() {
+    : > "$work/out"
+    taskset -c 0 "$server" --port 0 --stats-json "$work/stats.json" > "$work/out" &
+    pid=$!
+    for _ in $(seq 100); do grep -q "listening on" "$work/out" && break; sleep 0.1; done
+    ep=$(sed -n 's/^listening on //p' "$work/out")
+}
+stop_server() { kill -TERM "$pid"; wait "$pid" || true; pid=""; }
+server_rpcs() { # Get + Set answered
+    python3 -c "import json,sys; m=json.load(open('$work/stats.json'))['methods']; print(sum(m.get(k,{}).get('total',0) for k in ('Get','Set')))"
+}
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+
+echo "== saturation: 1000 workers, 10 hot keys, ${secs} s each"
+for mode in plain coalesce; do
+    start_server
+    line=$(taskset -c 1 "$bench" --endpoint "$ep" --mode $mode --workers 1000 --keys 10 --seconds "$secs")
+    stop_server
+    rpcs=$(server_rpcs)
+    echo "$line server_rpcs=$rpcs"
+    eval "${mode}_ops_s=$(field ops_per_s "$line")"
+    eval "${mode}_ops=$(field ops "$line")"
+    eval "${mode}_rpcs=$rpcs"
+    eval "${mode}_line='$line'"
+done
+coal_pct=$(field coalesced_pct "$coalesce_line")
+python3 - "$plain_ops_s" "$coalesce_ops_s" "$coalesce_rpcs" "$coalesce_ops" "$coal_pct" <<'PY'
+import sys
+plain, coal, rpcs, ops, pct = map(float, sys.argv[1:])
+print(f"RESULT saturation speedup={coal/plain:.1f}x coalesced_pct={pct:.2f} server_rpcs_pct={100*rpcs/ops:.2f}")
+PY
+
+echo "== overhead: unique keys, 100 workers, ${secs} s each"
+for mode in plain coalesce; do
+    start_server
+    line=$(taskset -c 1 "$bench" --endpoint "$ep" --mode $mode --workers 100 --keys 0 --seconds "$secs")
+    stop_server
+    echo "$line"
+    eval "u_${mode}=$(field ops_per_s "$line")"
+done
+
+echo "== overhead: callgrind instructions per operation (client process)"
+cg() { # mode ops -> total instructions of the client
+    start_server
+    valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
+        "$bench" --endpoint "$ep" --mode "$1" --workers 100 --keys 0 --ops "$2" --seconds 600 >/dev/null 2>&1
+    stop_server
+    callgrind_annotate "$work/cg.out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
+}
+for mode in plain coalesce; do
+    s=$(cg $mode 2000); l=$(cg $mode 22000)
+    eval "i_${mode}=$(( (l - s) / 20000 ))"
+    echo "$mode: $(( (l - s) / 20000 )) instructions per operation"
+done
+python3 - "$u_plain" "$u_coalesce" "$i_plain" "$i_coalesce" <<'PY'
+import sys
+up, uc, ip, ic = map(float, sys.argv[1:])
+print(f"RESULT overhead throughput_ratio={uc/up:.3f} extra_instructions_per_op={ic-ip:.0f} plain_instructions_per_op={ip:.0f}")
+PY
