@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const srv_method_info srv_methods[SRV_METHOD_COUNT] = {
     [SRV_GET] = {"/cache_client.Scs/Get", "Get", "get", true, false},
@@ -622,6 +623,15 @@ uint64_t momento_local_rpc_count(const momento_local *s, const char *method, int
                 total += atomic_load_explicit(&ms->stats[m][st], memory_order_relaxed);
     }
     return total;
+}
+
+double momento_local_cpu_seconds(const momento_local *s)
+{
+    clockid_t cid;
+    struct timespec ts;
+    if (!s || pthread_getcpuclockid(s->thread, &cid) != 0 || clock_gettime(cid, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 void momento_local_reset_stats(momento_local *s)

@@ -78,6 +78,10 @@ MOMENTO_EXPORT uint64_t momento_local_rpc_count(const momento_local *s, const ch
  */
 MOMENTO_EXPORT uint64_t momento_local_header_count(const momento_local *s, const char *name);
 
+/* CPU seconds the server's own thread has used, so an embedding program can
+ * tell its own CPU time from the server's. */
+MOMENTO_EXPORT double momento_local_cpu_seconds(const momento_local *s);
+
 /* Zeroes the counters. */
 MOMENTO_EXPORT void momento_local_reset_stats(momento_local *s);
 /*

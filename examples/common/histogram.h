@@ -1,0 +1,37 @@
+/* A log-linear latency histogram in the manner of HdrHistogram: values in
+ * microseconds, exact below 256, and above that 128 sub-buckets per power of
+ * two, so any recorded value is reported within 1/128 (< 0.8%) of itself.
+ * Fixed size (no allocation), mergeable exactly by adding counts. Not
+ * thread-safe: callers lock. */
+#ifndef LG_HISTOGRAM_H
+#define LG_HISTOGRAM_H
+
+#include <stdint.h>
+
+#define HIST_LINEAR 256u      /* values below this have their own bucket */
+#define HIST_SUB 128u         /* sub-buckets per power of two above it */
+#define HIST_MAX_SHIFT 40u    /* covers values up to 2^47 us (> 4 years) */
+#define HIST_BUCKETS (HIST_LINEAR + HIST_MAX_SHIFT * HIST_SUB)
+
+typedef struct histogram {
+    uint64_t count;
+    uint64_t min, max;
+    uint64_t buckets[HIST_BUCKETS];
+} histogram;
+
+void hist_init(histogram *h);
+void hist_record(histogram *h, uint64_t value_us);
+/* Adds every count of `src` into `dst`: the result is what recording both
+ * streams into one histogram would have given. */
+void hist_merge(histogram *dst, const histogram *src);
+/* The value at quantile q in [0, 1]: the highest value equivalent to the
+ * bucket holding the ceil(q * count)-th smallest recording, clamped to
+ * [min, max]. 0 when empty. */
+uint64_t hist_quantile(const histogram *h, double q);
+
+/* Bucket index and the value range a bucket stands for (exposed for tests). */
+uint32_t hist_index(uint64_t value);
+uint64_t hist_bucket_low(uint32_t index);
+uint64_t hist_bucket_high(uint32_t index);
+
+#endif

@@ -1,0 +1,804 @@
+/* The load engine shared by the examples.
+ *
+ * Each --threads group owns a client (and a coalescer, when coalescing), its
+ * share of the workers, a timer heap of workers waiting for their next step,
+ * and its statistics. A worker's step is a set followed by a get of the same
+ * key, as in Momento's Node.js load-gen. Completions run on the client's
+ * completion thread and start the next request themselves when it is due at
+ * once; otherwise the group's own thread starts it when its time comes. */
+#include "loadgen.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------ options */
+
+static void usage(FILE *f, const char *prog, bool coalescing)
+{
+    fprintf(f,
+            "Usage: %s [OPTION]...\n"
+            "%s\n\n"
+            "Target (default: a local server started in-process on a free loopback port):\n"
+            "  --endpoint HOST:PORT   a Momento-compatible server at HOST:PORT (TLS)\n"
+            "  --insecure             plaintext to --endpoint (a local server)\n"
+            "  MOMENTO_API_KEY (+ MOMENTO_ENDPOINT) in the environment: Momento itself, TLS\n\n"
+            "Load:\n"
+            "  --cache NAME           cache to use, created if missing (default %s)\n"
+            "  --concurrency N        workers, each one request in flight (default 10)\n"
+            "  --rps N                max requests per second, 0 = unlimited (default 100)\n"
+            "  --duration S           seconds to run%s (default 60)\n"
+            "  --payload-bytes N      value size (default 100)\n"
+            "  --timeout-ms N         per-request deadline (default 15000)\n"
+            "  --keys N               key space; 0 = a fresh key per step (default %d)\n"
+            "  --distribution D       uniform or zipf key choice (default uniform)\n"
+            "  --open-loop            start requests on a fixed schedule at --rps and count\n"
+            "                         latency from the scheduled start (needs --rps > 0)\n"
+            "  --threads N            client threads, each with its own client (default 1)\n\n"
+            "Output:\n"
+            "  --stats-interval S     print cumulative stats every S seconds (default 5)\n"
+            "  --json PATH            write the results as JSON\n"
+            "%s"
+            "  --quiet                print only the final summary\n"
+            "  --help                 this text\n\n"
+            "A step is a set followed by a get of the same key. Without --open-loop a\n"
+            "worker waits concurrency*1000/rps ms minus the step's latency before the\n"
+            "next step, like Momento's Node.js example.\n",
+            prog,
+            coalescing ? "Runs the same load twice, without and then with request coalescing,\n"
+                         "each on a fresh connection, and compares them."
+                       : "Generates set-then-get load against Momento or a compatible server.",
+            coalescing ? "request-coalescing" : "load-gen", coalescing ? " per phase" : "",
+            coalescing ? 10 : 0,
+            coalescing ? "  --plot PATH.svg        latency-by-percentile chart, before vs after\n" : "");
+}
+
+static int bad(const char *prog, const char *opt, const char *value, const char *why)
+{
+    fprintf(stderr, "%s: invalid %s '%s': %s (see --help)\n", prog, opt, value, why);
+    return 2;
+}
+
+static bool parse_int(const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    if (!s || !*s)
+        return false;
+    long v = strtol(s, &end, 10);
+    if (*end || v < lo || v > hi)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+static bool parse_secs(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    if (!s || !*s)
+        return false;
+    double v = strtod(s, &end);
+    if (*end || !(v >= lo && v <= hi))
+        return false;
+    *out = v;
+    return true;
+}
+
+int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
+{
+    static const struct option longopts[] = {
+        {"endpoint", required_argument, NULL, 'e'},      {"insecure", no_argument, NULL, 'I'},
+        {"cache", required_argument, NULL, 'C'},         {"concurrency", required_argument, NULL, 'c'},
+        {"rps", required_argument, NULL, 'r'},           {"duration", required_argument, NULL, 'd'},
+        {"payload-bytes", required_argument, NULL, 'p'}, {"timeout-ms", required_argument, NULL, 't'},
+        {"stats-interval", required_argument, NULL, 's'}, {"keys", required_argument, NULL, 'k'},
+        {"distribution", required_argument, NULL, 'D'},  {"open-loop", no_argument, NULL, 'o'},
+        {"threads", required_argument, NULL, 'T'},       {"json", required_argument, NULL, 'j'},
+        {"plot", required_argument, NULL, 'P'},          {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0},
+    };
+    const char *prog = coalescing ? "request-coalescing" : "load-gen";
+    memset(o, 0, sizeof(*o));
+    o->cache = coalescing ? "request-coalescing" : "load-gen";
+    o->concurrency = 10;
+    o->rps = 100;
+    o->duration_s = 60;
+    o->payload_bytes = 100;
+    o->timeout_ms = 15000;
+    o->stats_interval_s = 5;
+    o->keys = coalescing ? 10 : 0;
+    o->threads = 1;
+    optind = 1;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'e': {
+            momento_credentials *probe;
+            const char *why = NULL;
+            if (momento_credentials_local(&probe, optarg, &why) != MOMENTO_OK)
+                return bad(prog, "--endpoint", optarg, why);
+            momento_credentials_free(probe);
+            o->endpoint = optarg;
+            break;
+        }
+        case 'I': o->insecure = true; break;
+        case 'C':
+            if (!*optarg || strlen(optarg) > MOMENTO_MAX_CACHE_NAME_BYTES)
+                return bad(prog, "--cache", optarg, "must be 1 to 255 bytes");
+            o->cache = optarg;
+            break;
+        case 'c':
+            if (!parse_int(optarg, 1, 100000, &o->concurrency))
+                return bad(prog, "--concurrency", optarg, "must be 1 to 100000");
+            break;
+        case 'r':
+            if (!parse_int(optarg, 0, 10000000, &o->rps))
+                return bad(prog, "--rps", optarg, "must be 0 (unlimited) to 10000000");
+            break;
+        case 'd':
+            if (!parse_secs(optarg, 0.1, 86400, &o->duration_s))
+                return bad(prog, "--duration", optarg, "must be 0.1 to 86400 seconds");
+            break;
+        case 'p':
+            if (!parse_int(optarg, 0, (long)MOMENTO_MAX_ITEM_BYTES - 64, &o->payload_bytes))
+                return bad(prog, "--payload-bytes", optarg, "must be 0 to 5 MiB less 64");
+            break;
+        case 't':
+            if (!parse_int(optarg, 1, 3600000, &o->timeout_ms))
+                return bad(prog, "--timeout-ms", optarg, "must be 1 to 3600000");
+            break;
+        case 's':
+            if (!parse_secs(optarg, 0.1, 86400, &o->stats_interval_s))
+                return bad(prog, "--stats-interval", optarg, "must be 0.1 to 86400 seconds");
+            break;
+        case 'k':
+            if (!parse_int(optarg, 0, 100000000, &o->keys))
+                return bad(prog, "--keys", optarg, "must be 0 to 100000000");
+            break;
+        case 'D':
+            if (strcmp(optarg, "uniform") == 0)
+                o->zipf = false;
+            else if (strcmp(optarg, "zipf") == 0)
+                o->zipf = true;
+            else
+                return bad(prog, "--distribution", optarg, "must be uniform or zipf");
+            break;
+        case 'o': o->open_loop = true; break;
+        case 'T':
+            if (!parse_int(optarg, 1, 64, &o->threads))
+                return bad(prog, "--threads", optarg, "must be 1 to 64");
+            break;
+        case 'j': o->json_path = optarg; break;
+        case 'P':
+            if (!coalescing)
+                return bad(prog, "option", "--plot", "only request-coalescing draws plots");
+            o->plot_path = optarg;
+            break;
+        case 'q': o->quiet = true; break;
+        case 'h': usage(stdout, prog, coalescing); return 1;
+        default: return 2;
+        }
+    }
+    if (optind < argc)
+        return bad(prog, "argument", argv[optind], "no positional arguments are taken");
+    if (o->insecure && !o->endpoint)
+        return bad(prog, "option", "--insecure", "goes with --endpoint");
+    if (o->open_loop && o->rps == 0)
+        return bad(prog, "option", "--open-loop", "needs a request rate (--rps > 0)");
+    if (o->zipf && o->keys == 0)
+        return bad(prog, "option", "--distribution zipf", "needs a key space (--keys > 0)");
+    if (o->threads > o->concurrency)
+        return bad(prog, "option", "--threads", "must not exceed --concurrency");
+    return 0;
+}
+
+/* ------------------------------------------------------------- target */
+
+int lg_target_open(lg_target *t, const lg_options *o)
+{
+    memset(t, 0, sizeof(*t));
+    const char *why = NULL;
+    int rc;
+    if (o->endpoint) {
+        rc = o->insecure ? momento_credentials_local(&t->creds, o->endpoint, &why)
+                         : momento_credentials_with_endpoints(&t->creds, "", o->endpoint,
+                                                              o->endpoint, &why);
+        snprintf(t->description, sizeof(t->description), "%s (%s)", o->endpoint,
+                 o->insecure ? "plaintext" : "TLS");
+    } else if (getenv("MOMENTO_API_KEY")) {
+        rc = momento_credentials_from_env(&t->creds, &why);
+        if (rc == MOMENTO_OK)
+            snprintf(t->description, sizeof(t->description), "Momento at %s",
+                     momento_credentials_cache_endpoint(t->creds));
+    } else {
+        rc = momento_local_start(&t->local, NULL);
+        if (rc == MOMENTO_OK)
+            rc = momento_credentials_local(&t->creds, momento_local_endpoint(t->local), &why);
+        if (rc == MOMENTO_OK)
+            snprintf(t->description, sizeof(t->description),
+                     "the bundled local server at %s (no --endpoint or MOMENTO_API_KEY given)",
+                     momento_local_endpoint(t->local));
+    }
+    if (rc != MOMENTO_OK)
+        fprintf(stderr, "cannot set up the target: %s\n", why ? why : momento_strerror(rc));
+    return rc;
+}
+
+void lg_target_close(lg_target *t)
+{
+    momento_credentials_free(t->creds);
+    momento_local_stop(t->local);
+    memset(t, 0, sizeof(*t));
+}
+
+/* -------------------------------------------------------------- stats */
+
+void lg_stats_init(lg_stats *s)
+{
+    s->requests = s->success = 0;
+    memset(s->errors, 0, sizeof(s->errors));
+    hist_init(&s->set);
+    hist_init(&s->get);
+}
+
+void lg_stats_merge(lg_stats *dst, const lg_stats *src)
+{
+    dst->requests += src->requests;
+    dst->success += src->success;
+    for (int i = 0; i < LG_ERR_COUNT; i++)
+        dst->errors[i] += src->errors[i];
+    hist_merge(&dst->set, &src->set);
+    hist_merge(&dst->get, &src->get);
+}
+
+static lg_error_kind classify(int err)
+{
+    switch (err) {
+    case MOMENTO_ERR_SERVER_UNAVAILABLE: return LG_ERR_UNAVAILABLE;
+    case MOMENTO_ERR_TIMEOUT: return LG_ERR_DEADLINE;
+    case MOMENTO_ERR_LIMIT_EXCEEDED: return LG_ERR_RESOURCE_EXHAUSTED;
+    case MOMENTO_ERR_INTERNAL_SERVER: return LG_ERR_RST_STREAM;
+    case MOMENTO_ERR_CANCELLED: return LG_ERR_CANCELLED;
+    default: return LG_ERR_OTHER;
+    }
+}
+
+static const char *const error_names[LG_ERR_COUNT] = {
+    "unavailable", "deadline_exceeded", "resource_exhausted", "rst_stream", "cancelled", "other",
+};
+
+/* ------------------------------------------------------------- engine */
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+typedef struct run_state run_state;
+typedef struct group group;
+
+typedef struct worker {
+    group *g;
+    int id;
+    uint64_t n;
+    int64_t sched_ns;    /* when this step was due (its latency origin in open loop) */
+    int64_t start_ns;    /* when the current request was sent */
+    uint64_t rng;
+    char key[64];
+    size_t key_len;
+} worker;
+
+struct group {
+    run_state *run;
+    momento_client *client;
+    momento_coalescer *co;
+    worker *workers;
+    int n_workers;
+    pthread_mutex_t lock;  /* guards what follows */
+    pthread_cond_t cond;
+    worker **heap;         /* idle workers by sched_ns */
+    size_t n_heap;
+    int active;            /* workers not yet retired */
+    lg_stats stats;
+    pthread_t thread;
+};
+
+struct run_state {
+    const lg_options *o;
+    int64_t end_ns;
+    int64_t interval_ns;   /* per worker between step starts; 0 = none */
+    atomic_bool stop;
+    char *payload;
+    double *zipf_cdf;
+};
+
+static void heap_push(group *g, worker *w)
+{
+    size_t i = g->n_heap++;
+    g->heap[i] = w;
+    while (i > 0 && g->heap[(i - 1) / 2]->sched_ns > g->heap[i]->sched_ns) {
+        worker *t = g->heap[i];
+        g->heap[i] = g->heap[(i - 1) / 2];
+        g->heap[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static worker *heap_pop(group *g)
+{
+    worker *top = g->heap[0];
+    g->heap[0] = g->heap[--g->n_heap];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < g->n_heap && g->heap[l]->sched_ns < g->heap[m]->sched_ns)
+            m = l;
+        if (r < g->n_heap && g->heap[r]->sched_ns < g->heap[m]->sched_ns)
+            m = r;
+        if (m == i)
+            break;
+        worker *t = g->heap[i];
+        g->heap[i] = g->heap[m];
+        g->heap[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+static uint64_t next_rand(worker *w)
+{
+    w->rng ^= w->rng << 13;
+    w->rng ^= w->rng >> 7;
+    w->rng ^= w->rng << 17;
+    return w->rng;
+}
+
+static void choose_key(worker *w)
+{
+    const lg_options *o = w->g->run->o;
+    uint64_t k;
+    if (o->keys == 0) {
+        w->key_len = (size_t)snprintf(w->key, sizeof(w->key), "lg-%d-%llu", w->id,
+                                      (unsigned long long)w->n);
+        return;
+    }
+    if (o->zipf) {
+        double u = (double)(next_rand(w) >> 11) / 9007199254740992.0;
+        const double *cdf = w->g->run->zipf_cdf;
+        size_t lo = 0, hi = (size_t)o->keys - 1;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (cdf[mid] < u)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        k = lo;
+    } else {
+        k = next_rand(w) % (uint64_t)o->keys;
+    }
+    w->key_len = (size_t)snprintf(w->key, sizeof(w->key), "key-%llu", (unsigned long long)k);
+}
+
+static void retire(group *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->active--;
+    pthread_cond_signal(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void record(group *g, histogram *h, const momento_result *r, uint64_t latency_us)
+{
+    int err = momento_result_error(r);
+    pthread_mutex_lock(&g->lock);
+    g->stats.requests++;
+    if (err == MOMENTO_OK) {
+        g->stats.success++;
+        hist_record(h, latency_us);
+    } else {
+        g->stats.errors[classify(err)]++;
+    }
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void on_get(const momento_result *r, void *ud);
+static void on_set(const momento_result *r, void *ud);
+
+static void start_step(worker *w)
+{
+    group *g = w->g;
+    run_state *run = g->run;
+    choose_key(w);
+    w->start_ns = now_ns();
+    int rc = g->co ? momento_coalescing_set(g->co, run->o->cache, w->key, w->key_len, run->payload,
+                                            (size_t)run->o->payload_bytes, 0, on_set, w)
+                   : momento_set(g->client, run->o->cache, w->key, w->key_len, run->payload,
+                                 (size_t)run->o->payload_bytes, 0, on_set, w);
+    if (rc != MOMENTO_OK)
+        retire(g);
+}
+
+static void on_set(const momento_result *r, void *ud)
+{
+    worker *w = ud;
+    group *g = w->g;
+    int64_t t = now_ns();
+    /* Open loop: latency counts from when the step was due, so time spent
+     * waiting behind a slow predecessor is not omitted. */
+    int64_t origin = g->run->o->open_loop ? w->sched_ns : w->start_ns;
+    record(g, &g->stats.set, r, (uint64_t)(t - origin) / 1000);
+    w->start_ns = t;
+    int rc = g->co ? momento_coalescing_get(g->co, g->run->o->cache, w->key, w->key_len, on_get, w)
+                   : momento_get(g->client, g->run->o->cache, w->key, w->key_len, on_get, w);
+    if (rc != MOMENTO_OK)
+        retire(g);
+}
+
+static void on_get(const momento_result *r, void *ud)
+{
+    worker *w = ud;
+    group *g = w->g;
+    run_state *run = g->run;
+    int64_t t = now_ns();
+    record(g, &g->stats.get, r, (uint64_t)(t - w->start_ns) / 1000);
+    w->n++;
+    if (atomic_load(&run->stop) || t >= run->end_ns) {
+        retire(g);
+        return;
+    }
+    /* Closed loop: the next step is due one interval after this one
+     * started (the seed's "interval minus latency"); a late step starts at
+     * once and does not try to catch up. Open loop: the schedule stands,
+     * however late, and latency counts from it. */
+    w->sched_ns += run->interval_ns;
+    if (w->sched_ns <= t) {
+        if (!run->o->open_loop)
+            w->sched_ns = t;
+        start_step(w);
+        return;
+    }
+    pthread_mutex_lock(&g->lock);
+    heap_push(g, w);
+    pthread_cond_signal(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* Starts workers when their step is due; ends when all have retired. */
+static void *group_loop(void *arg)
+{
+    group *g = arg;
+    pthread_mutex_lock(&g->lock);
+    while (g->active > 0) {
+        if (atomic_load(&g->run->stop)) {
+            while (g->n_heap) { /* idle workers retire at once */
+                heap_pop(g);
+                g->active--;
+            }
+            if (g->active > 0)
+                pthread_cond_wait(&g->cond, &g->lock);
+            continue;
+        }
+        if (g->n_heap == 0) {
+            pthread_cond_wait(&g->cond, &g->lock);
+            continue;
+        }
+        int64_t due = g->heap[0]->sched_ns, t = now_ns();
+        if (due <= t) {
+            worker *w = heap_pop(g);
+            pthread_mutex_unlock(&g->lock);
+            start_step(w);
+            pthread_mutex_lock(&g->lock);
+            continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        int64_t wait = due - t;
+        if (wait > 100000000)
+            wait = 100000000; /* re-check stop at least every 100 ms */
+        until.tv_sec += (time_t)(wait / 1000000000);
+        until.tv_nsec += (long)(wait % 1000000000);
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&g->cond, &g->lock, &until);
+    }
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+}
+
+static double process_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void snapshot(group *groups, int n, lg_stats *out)
+{
+    lg_stats_init(out);
+    for (int i = 0; i < n; i++) {
+        pthread_mutex_lock(&groups[i].lock);
+        lg_stats_merge(out, &groups[i].stats);
+        pthread_mutex_unlock(&groups[i].lock);
+    }
+}
+
+static void ensure_cache(momento_client *c, const char *cache)
+{
+    momento_result *r = NULL;
+    int rc = momento_create_cache_sync(c, cache, &r);
+    if (rc != MOMENTO_OK)
+        fprintf(stderr, "warning: create cache '%s': %s %s\n", cache, momento_error_name(rc),
+                r ? momento_result_message(r) : "");
+    momento_result_free(r);
+}
+
+int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *label,
+           lg_result *out)
+{
+    memset(out, 0, sizeof(*out));
+    lg_stats_init(&out->stats);
+    out->coalesced = coalesce;
+
+    run_state run;
+    memset(&run, 0, sizeof(run));
+    run.o = o;
+    run.interval_ns = o->rps ? (int64_t)((double)o->concurrency * 1e9 / o->rps) : 0;
+    run.payload = malloc((size_t)o->payload_bytes + 1);
+    if (!run.payload)
+        return MOMENTO_ERR_NO_MEMORY;
+    memset(run.payload, 'x', (size_t)o->payload_bytes);
+    if (o->zipf) { /* s = 1: the i-th key is 1/i as popular as the first */
+        run.zipf_cdf = malloc((size_t)o->keys * sizeof(double));
+        double sum = 0;
+        for (int i = 0; i < o->keys; i++)
+            sum += 1.0 / (i + 1);
+        double acc = 0;
+        for (int i = 0; i < o->keys; i++) {
+            acc += 1.0 / (i + 1) / sum;
+            run.zipf_cdf[i] = acc;
+        }
+        run.zipf_cdf[o->keys - 1] = 1.0;
+    }
+
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)o->timeout_ms);
+    group *groups = calloc((size_t)o->threads, sizeof(*groups));
+    worker *workers = calloc((size_t)o->concurrency, sizeof(*workers));
+    int rc = MOMENTO_OK;
+    for (int i = 0; i < o->threads && rc == MOMENTO_OK; i++) {
+        group *g = &groups[i];
+        g->run = &run;
+        pthread_mutex_init(&g->lock, NULL);
+        pthread_cond_init(&g->cond, NULL);
+        lg_stats_init(&g->stats);
+        /* A fresh client per run and thread: its own connection, so a phase
+         * is never flattered by another's warm-up. */
+        rc = momento_client_new(&g->client, cfg, t->creds);
+        if (rc == MOMENTO_OK && coalesce)
+            rc = momento_coalescer_new(&g->co, g->client);
+        int first = (int)((long)o->concurrency * i / o->threads);
+        int last = (int)((long)o->concurrency * (i + 1) / o->threads);
+        g->workers = workers + first;
+        g->n_workers = last - first;
+        g->heap = calloc((size_t)g->n_workers, sizeof(*g->heap));
+    }
+    momento_config_free(cfg);
+    if (rc == MOMENTO_OK)
+        ensure_cache(groups[0].client, o->cache);
+    if (t->local)
+        momento_local_reset_stats(t->local);
+
+    int64_t t0 = now_ns();
+    double cpu0 = process_cpu_s();
+    run.end_ns = t0 + (int64_t)(o->duration_s * 1e9);
+    for (int i = 0; i < o->threads && rc == MOMENTO_OK; i++) {
+        group *g = &groups[i];
+        g->active = g->n_workers;
+        for (int k = 0; k < g->n_workers; k++) {
+            worker *w = &g->workers[k];
+            w->g = g;
+            w->id = (int)(w - workers);
+            w->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(w->id + 1);
+            /* Spread the first steps over one interval so the load starts
+             * smooth rather than as one burst. */
+            w->sched_ns = t0 + (o->rps ? run.interval_ns * k / g->n_workers : 0);
+            heap_push(g, w);
+        }
+        pthread_create(&g->thread, NULL, group_loop, g);
+    }
+
+    /* Report every interval until the end; every loop is bounded by it. */
+    int64_t next_report = t0 + (int64_t)(o->stats_interval_s * 1e9);
+    while (rc == MOMENTO_OK) {
+        int64_t t1 = now_ns();
+        if (t1 >= run.end_ns)
+            break;
+        int64_t until = next_report < run.end_ns ? next_report : run.end_ns;
+        struct timespec d = {(time_t)((until - t1) / 1000000000), (long)((until - t1) % 1000000000)};
+        nanosleep(&d, NULL);
+        if (now_ns() >= next_report && now_ns() < run.end_ns && !o->quiet) {
+            lg_stats s;
+            snapshot(groups, o->threads, &s);
+            lg_print_stats(stdout, label, &s, (double)(now_ns() - t0) / 1e9);
+            next_report += (int64_t)(o->stats_interval_s * 1e9);
+        }
+    }
+    atomic_store(&run.stop, true);
+    for (int i = 0; i < o->threads; i++) {
+        group *g = &groups[i];
+        if (!g->thread)
+            continue;
+        pthread_mutex_lock(&g->lock);
+        pthread_cond_signal(&g->cond);
+        pthread_mutex_unlock(&g->lock);
+        pthread_join(g->thread, NULL);
+    }
+    out->wall_s = (double)(now_ns() - t0) / 1e9;
+    out->cpu_s = process_cpu_s() - cpu0;
+    snapshot(groups, o->threads, &out->stats);
+
+    for (int i = 0; i < o->threads; i++) {
+        group *g = &groups[i];
+        if (g->co) {
+            momento_coalescer_counters k;
+            momento_coalescer_stats(g->co, &k, sizeof(k));
+            out->counters.get_requests += k.get_requests;
+            out->counters.get_coalesced += k.get_coalesced;
+            out->counters.set_requests += k.set_requests;
+            out->counters.set_coalesced += k.set_coalesced;
+            if (k.peak_waiters > out->counters.peak_waiters)
+                out->counters.peak_waiters = k.peak_waiters;
+        }
+        momento_coalescer_free(g->co);
+        momento_client_free(g->client);
+        pthread_mutex_destroy(&g->lock);
+        pthread_cond_destroy(&g->cond);
+        free(g->heap);
+    }
+    if (t->local) {
+        out->have_server = true;
+        out->server_get_rpcs = momento_local_rpc_count(t->local, "Get", -1);
+        out->server_set_rpcs = momento_local_rpc_count(t->local, "Set", -1);
+        /* The in-process server's own thread is not client work. */
+        out->cpu_s -= momento_local_cpu_seconds(t->local);
+        if (out->cpu_s < 0)
+            out->cpu_s = 0;
+    }
+    free(groups);
+    free(workers);
+    free(run.payload);
+    free(run.zipf_cdf);
+    return rc;
+}
+
+/* ------------------------------------------------------------- output */
+
+void lg_print_stats(FILE *f, const char *label, const lg_stats *s, double elapsed_s)
+{
+    fprintf(f, "%scumulative stats after %.1f s:\n", label, elapsed_s);
+    fprintf(f, "  requests %llu (%.0f/s), success %llu (%.1f%%)",
+            (unsigned long long)s->requests, elapsed_s > 0 ? (double)s->requests / elapsed_s : 0,
+            (unsigned long long)s->success,
+            s->requests ? 100.0 * (double)s->success / (double)s->requests : 100.0);
+    for (int i = 0; i < LG_ERR_COUNT; i++)
+        fprintf(f, ", %s %llu", error_names[i], (unsigned long long)s->errors[i]);
+    fprintf(f, "\n");
+    const histogram *hs[2] = {&s->set, &s->get};
+    const char *names[2] = {"set", "get"};
+    for (int i = 0; i < 2; i++) {
+        const histogram *h = hs[i];
+        fprintf(f,
+                "  %s latency us: count %llu min %llu p50 %llu p90 %llu p99 %llu p99.9 %llu max %llu\n",
+                names[i], (unsigned long long)h->count,
+                (unsigned long long)(h->count ? h->min : 0),
+                (unsigned long long)hist_quantile(h, 0.5), (unsigned long long)hist_quantile(h, 0.9),
+                (unsigned long long)hist_quantile(h, 0.99),
+                (unsigned long long)hist_quantile(h, 0.999), (unsigned long long)h->max);
+    }
+}
+
+void lg_print_summary(FILE *f, const char *label, const lg_result *r)
+{
+    fprintf(f, "%sfinal:\n", label);
+    lg_print_stats(f, "", &r->stats, r->wall_s);
+    fprintf(f, "  throughput %.0f requests/s over %.2f s; client CPU %.2f s (%.1f us per request)\n",
+            r->wall_s > 0 ? (double)r->stats.requests / r->wall_s : 0, r->wall_s, r->cpu_s,
+            r->stats.requests ? r->cpu_s * 1e6 / (double)r->stats.requests : 0);
+    if (r->coalesced) {
+        uint64_t req = r->counters.get_requests + r->counters.set_requests;
+        uint64_t co = r->counters.get_coalesced + r->counters.set_coalesced;
+        fprintf(f, "  coalesced %llu of %llu requests (%.1f%%)\n", (unsigned long long)co,
+                (unsigned long long)req, req ? 100.0 * (double)co / (double)req : 0);
+    }
+    if (r->have_server)
+        fprintf(f, "  server RPCs: %llu get, %llu set\n", (unsigned long long)r->server_get_rpcs,
+                (unsigned long long)r->server_set_rpcs);
+}
+
+static void json_hist(FILE *f, const char *name, const histogram *h, const char *pad)
+{
+    fprintf(f,
+            "%s\"%s\": {\"count\": %llu, \"min_us\": %llu, \"p50_us\": %llu, \"p90_us\": %llu, "
+            "\"p99_us\": %llu, \"p999_us\": %llu, \"max_us\": %llu}",
+            pad, name, (unsigned long long)h->count, (unsigned long long)(h->count ? h->min : 0),
+            (unsigned long long)hist_quantile(h, 0.5), (unsigned long long)hist_quantile(h, 0.9),
+            (unsigned long long)hist_quantile(h, 0.99), (unsigned long long)hist_quantile(h, 0.999),
+            (unsigned long long)h->max);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+void lg_json_config(FILE *f, const lg_options *o, int indent)
+{
+    fprintf(f, "%*s\"config\": {\"endpoint\": ", indent, "");
+    if (o->endpoint)
+        json_string(f, o->endpoint);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"cache\": ");
+    json_string(f, o->cache);
+    fprintf(f,
+            ", \"concurrency\": %d, \"rps\": %d, \"duration_s\": %g, \"payload_bytes\": %d, "
+            "\"timeout_ms\": %d, \"keys\": %d, \"distribution\": \"%s\", \"open_loop\": %s, "
+            "\"threads\": %d}",
+            o->concurrency, o->rps, o->duration_s, o->payload_bytes, o->timeout_ms, o->keys,
+            o->zipf ? "zipf" : "uniform", o->open_loop ? "true" : "false", o->threads);
+}
+
+void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent)
+{
+    char pad[32];
+    snprintf(pad, sizeof(pad), "%*s", indent + 2, "");
+    fprintf(f, "{\n");
+    lg_json_config(f, o, indent + 2);
+    fprintf(f, ",\n%s\"requests\": %llu,\n%s\"success\": %llu,\n%s\"errors\": {", pad,
+            (unsigned long long)r->stats.requests, pad, (unsigned long long)r->stats.success, pad);
+    for (int i = 0; i < LG_ERR_COUNT; i++)
+        fprintf(f, "%s\"%s\": %llu", i ? ", " : "", error_names[i],
+                (unsigned long long)r->stats.errors[i]);
+    fprintf(f, "},\n%s\"ops_per_sec\": %.1f,\n", pad,
+            r->wall_s > 0 ? (double)r->stats.requests / r->wall_s : 0);
+    json_hist(f, "set", &r->stats.set, pad);
+    fprintf(f, ",\n");
+    json_hist(f, "get", &r->stats.get, pad);
+    fprintf(f, ",\n%s\"client_cpu_s\": %.3f,\n%s\"wall_s\": %.3f", pad, r->cpu_s, pad, r->wall_s);
+    if (r->have_server)
+        fprintf(f, ",\n%s\"server\": {\"Get\": %llu, \"Set\": %llu, \"total\": %llu}", pad,
+                (unsigned long long)r->server_get_rpcs, (unsigned long long)r->server_set_rpcs,
+                (unsigned long long)(r->server_get_rpcs + r->server_set_rpcs));
+    else
+        fprintf(f, ",\n%s\"server\": null", pad);
+    if (r->coalesced) {
+        const momento_coalescer_counters *k = &r->counters;
+        uint64_t req = k->get_requests + k->set_requests;
+        fprintf(f,
+                ",\n%s\"coalesced\": {\"get\": %llu, \"set\": %llu, \"get_pct\": %.2f, "
+                "\"set_pct\": %.2f, \"pct_of_all\": %.2f}",
+                pad, (unsigned long long)k->get_coalesced, (unsigned long long)k->set_coalesced,
+                k->get_requests ? 100.0 * (double)k->get_coalesced / (double)k->get_requests : 0.0,
+                k->set_requests ? 100.0 * (double)k->set_coalesced / (double)k->set_requests : 0.0,
+                req ? 100.0 * (double)(k->get_coalesced + k->set_coalesced) / (double)req : 0.0);
+    }
+    fprintf(f, "\n%*s}", indent, "");
+}

@@ -1,0 +1,97 @@
+/* What load-gen and request-coalescing share: options, the target (local
+ * server, an endpoint, or Momento itself), the workers that drive
+ * set-then-get, and the statistics they keep and print. */
+#ifndef LG_LOADGEN_H
+#define LG_LOADGEN_H
+
+#include "histogram.h"
+#include "momento/coalescer.h"
+#include "momento/local.h"
+#include "momento/momento.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct lg_options {
+    const char *endpoint;   /* --endpoint HOST:PORT, or NULL */
+    bool insecure;          /* --insecure: plaintext to --endpoint */
+    const char *cache;
+    int concurrency;
+    int rps;                /* 0 = unlimited */
+    double duration_s;
+    int payload_bytes;
+    int timeout_ms;
+    double stats_interval_s;
+    int keys;               /* 0 = a fresh key per step */
+    bool zipf;
+    bool open_loop;
+    int threads;
+    const char *json_path;
+    const char *plot_path;  /* request-coalescing only */
+    bool quiet;
+} lg_options;
+
+/* Parses argv. Returns 0 to run, 1 when --help was printed, 2 after printing
+ * a message about a bad option. `coalescing` selects that example's
+ * defaults (10 keys) and its extra --plot option. */
+int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o);
+
+typedef enum {
+    LG_ERR_UNAVAILABLE,
+    LG_ERR_DEADLINE,
+    LG_ERR_RESOURCE_EXHAUSTED,
+    LG_ERR_RST_STREAM, /* RST_STREAM / INTERNAL, as the seed groups them */
+    LG_ERR_CANCELLED,
+    LG_ERR_OTHER,
+    LG_ERR_COUNT
+} lg_error_kind;
+
+typedef struct lg_stats {
+    uint64_t requests;
+    uint64_t success;
+    uint64_t errors[LG_ERR_COUNT];
+    histogram set;
+    histogram get;
+} lg_stats;
+
+void lg_stats_init(lg_stats *s);
+void lg_stats_merge(lg_stats *dst, const lg_stats *src);
+
+/* Where requests go. With neither --endpoint nor MOMENTO_API_KEY, a local
+ * server is started in-process on a free loopback port. */
+typedef struct lg_target {
+    momento_local *local;
+    momento_credentials *creds;
+    char description[160];
+} lg_target;
+
+int lg_target_open(lg_target *t, const lg_options *o);
+void lg_target_close(lg_target *t);
+
+/* One measured run (a phase, for request-coalescing). */
+typedef struct lg_result {
+    lg_stats stats;
+    double wall_s;
+    double cpu_s;
+    bool coalesced;
+    momento_coalescer_counters counters; /* summed over threads, when coalesced */
+    bool have_server;
+    uint64_t server_get_rpcs, server_set_rpcs;
+} lg_result;
+
+/* Runs workers for o->duration_s on fresh clients (one per thread), through
+ * a coalescer when `coalesce`; prints cumulative stats every interval unless
+ * quiet, prefixed with `label`. Returns 0 or a negative momento_error. */
+int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *label,
+           lg_result *out);
+
+/* Prints the summary of a run. */
+void lg_print_summary(FILE *f, const char *label, const lg_result *r);
+/* Prints stats in the interval format. */
+void lg_print_stats(FILE *f, const char *label, const lg_stats *s, double elapsed_s);
+
+/* Writes one run as a JSON object (no trailing newline). */
+void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent);
+void lg_json_config(FILE *f, const lg_options *o, int indent);
+
+#endif
