@@ -1,11 +1,13 @@
 /* The load engine shared by the examples.
  *
  * Each --threads group owns a client (and a coalescer, when coalescing), its
- * share of the workers, a timer heap of workers waiting for their next step,
- * and its statistics. A worker's step is a set followed by a get of the same
- * key, as in Momento's Node.js load-gen. Completions run on the client's
- * completion thread and start the next request themselves when it is due at
- * once; otherwise the group's own thread starts it when its time comes. */
+ * share of the workers, a timer heap of workers waiting for their next
+ * request, and its statistics. A worker sets a key, then gets it, then moves
+ * to the next key, as in Momento's Node.js load-gen; like it, every request
+ * is paced: the next one starts concurrency*1000/rps ms after this one did.
+ * Completions run on the client's completion thread and start the next
+ * request themselves when it is due at once; otherwise the group's own
+ * thread starts it when its time comes. */
 #include "loadgen.h"
 
 #include <getopt.h>
@@ -34,7 +36,7 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "  --duration S           seconds to run%s (default 60)\n"
             "  --payload-bytes N      value size (default 100)\n"
             "  --timeout-ms N         per-request deadline (default 15000)\n"
-            "  --keys N               key space; 0 = a fresh key per step (default %d)\n"
+            "  --keys N               key space; 0 = a fresh key per set (default %d)\n"
             "  --distribution D       uniform or zipf key choice (default uniform)\n"
             "  --open-loop            start requests on a fixed schedule at --rps and count\n"
             "                         latency from the scheduled start (needs --rps > 0)\n"
@@ -45,9 +47,9 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "%s"
             "  --quiet                print only the final summary\n"
             "  --help                 this text\n\n"
-            "A step is a set followed by a get of the same key. Without --open-loop a\n"
-            "worker waits concurrency*1000/rps ms minus the step's latency before the\n"
-            "next step, like Momento's Node.js example.\n",
+            "Each worker sets a key, gets it, and moves on to the next key. Without\n"
+            "--open-loop a worker waits concurrency*1000/rps ms minus a request's latency\n"
+            "before its next request, like Momento's Node.js example.\n",
             prog,
             coalescing ? "Runs the same load twice, without and then with request coalescing,\n"
                          "each on a fresh connection, and compares them."
@@ -285,8 +287,9 @@ typedef struct group group;
 typedef struct worker {
     group *g;
     int id;
-    uint64_t n;
-    int64_t sched_ns;    /* when this step was due (its latency origin in open loop) */
+    int phase;           /* 0: the next/current request is the set, 1: the get */
+    uint64_t n;          /* keys done */
+    int64_t sched_ns;    /* when the current request was due (open loop: its latency origin) */
     int64_t start_ns;    /* when the current request was sent */
     uint64_t rng;
     char key[64];
@@ -311,7 +314,7 @@ struct group {
 struct run_state {
     const lg_options *o;
     int64_t end_ns;
-    int64_t interval_ns;   /* per worker between step starts; 0 = none */
+    int64_t interval_ns;   /* per worker between request starts; 0 = none */
     atomic_bool stop;
     char *payload;
     double *zipf_cdf;
@@ -407,69 +410,64 @@ static void record(group *g, histogram *h, const momento_result *r, uint64_t lat
     pthread_mutex_unlock(&g->lock);
 }
 
-static void on_get(const momento_result *r, void *ud);
-static void on_set(const momento_result *r, void *ud);
+static void on_done(const momento_result *r, void *ud);
 
-static void start_step(worker *w)
+static void start_request(worker *w)
 {
     group *g = w->g;
     run_state *run = g->run;
-    choose_key(w);
+    const lg_options *o = run->o;
+    if (w->phase == 0)
+        choose_key(w);
     w->start_ns = now_ns();
-    int rc = g->co ? momento_coalescing_set(g->co, run->o->cache, w->key, w->key_len, run->payload,
-                                            (size_t)run->o->payload_bytes, 0, on_set, w)
-                   : momento_set(g->client, run->o->cache, w->key, w->key_len, run->payload,
-                                 (size_t)run->o->payload_bytes, 0, on_set, w);
+    int rc;
+    if (w->phase == 0)
+        rc = g->co ? momento_coalescing_set(g->co, o->cache, w->key, w->key_len, run->payload,
+                                            (size_t)o->payload_bytes, 0, on_done, w)
+                   : momento_set(g->client, o->cache, w->key, w->key_len, run->payload,
+                                 (size_t)o->payload_bytes, 0, on_done, w);
+    else
+        rc = g->co ? momento_coalescing_get(g->co, o->cache, w->key, w->key_len, on_done, w)
+                   : momento_get(g->client, o->cache, w->key, w->key_len, on_done, w);
     if (rc != MOMENTO_OK)
         retire(g);
 }
 
-static void on_set(const momento_result *r, void *ud)
-{
-    worker *w = ud;
-    group *g = w->g;
-    int64_t t = now_ns();
-    /* Open loop: latency counts from when the step was due, so time spent
-     * waiting behind a slow predecessor is not omitted. */
-    int64_t origin = g->run->o->open_loop ? w->sched_ns : w->start_ns;
-    record(g, &g->stats.set, r, (uint64_t)(t - origin) / 1000);
-    w->start_ns = t;
-    int rc = g->co ? momento_coalescing_get(g->co, g->run->o->cache, w->key, w->key_len, on_get, w)
-                   : momento_get(g->client, g->run->o->cache, w->key, w->key_len, on_get, w);
-    if (rc != MOMENTO_OK)
-        retire(g);
-}
-
-static void on_get(const momento_result *r, void *ud)
+static void on_done(const momento_result *r, void *ud)
 {
     worker *w = ud;
     group *g = w->g;
     run_state *run = g->run;
+    bool open_loop = run->o->open_loop;
     int64_t t = now_ns();
-    record(g, &g->stats.get, r, (uint64_t)(t - w->start_ns) / 1000);
-    w->n++;
+    /* Open loop: latency counts from when the request was due, so time spent
+     * waiting behind a slow predecessor is not omitted (as wrk2 does). */
+    int64_t origin = open_loop ? w->sched_ns : w->start_ns;
+    record(g, w->phase == 0 ? &g->stats.set : &g->stats.get, r, (uint64_t)(t - origin) / 1000);
+    if (w->phase == 1)
+        w->n++;
+    w->phase ^= 1;
     if (atomic_load(&run->stop) || t >= run->end_ns) {
         retire(g);
         return;
     }
-    /* Closed loop: the next step is due one interval after this one
-     * started (the seed's "interval minus latency"); a late step starts at
-     * once and does not try to catch up. Open loop: the schedule stands,
-     * however late, and latency counts from it. */
-    w->sched_ns += run->interval_ns;
-    if (w->sched_ns <= t) {
-        if (!run->o->open_loop)
-            w->sched_ns = t;
-        start_step(w);
+    /* Closed loop: the next request is due one interval after this one
+     * started (the seed's "interval minus latency"); a late one starts at
+     * once and does not catch up. Open loop: the schedule stands. */
+    int64_t next = (open_loop ? w->sched_ns : w->start_ns) + run->interval_ns;
+    if (next <= t) {
+        w->sched_ns = open_loop ? next : t;
+        start_request(w);
         return;
     }
+    w->sched_ns = next;
     pthread_mutex_lock(&g->lock);
     heap_push(g, w);
     pthread_cond_signal(&g->cond);
     pthread_mutex_unlock(&g->lock);
 }
 
-/* Starts workers when their step is due; ends when all have retired. */
+/* Starts workers' requests when due; ends when all workers have retired. */
 static void *group_loop(void *arg)
 {
     group *g = arg;
@@ -492,7 +490,7 @@ static void *group_loop(void *arg)
         if (due <= t) {
             worker *w = heap_pop(g);
             pthread_mutex_unlock(&g->lock);
-            start_step(w);
+            start_request(w);
             pthread_mutex_lock(&g->lock);
             continue;
         }
@@ -608,7 +606,7 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
             w->g = g;
             w->id = (int)(w - workers);
             w->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(w->id + 1);
-            /* Spread the first steps over one interval so the load starts
+            /* Spread the first requests over one interval so the load starts
              * smooth rather than as one burst. */
             w->sched_ns = t0 + (o->rps ? run.interval_ns * k / g->n_workers : 0);
             heap_push(g, w);

@@ -1,0 +1,113 @@
+/* request-coalescing: Momento's Node.js request-coalescing example, in C.
+ * The same load runs twice, each phase on fresh connections: first through
+ * the plain client, then through the coalescer. The seed's before/after
+ * table follows, with the server's RPC counts when the bundled server is
+ * used, and optionally JSON and an SVG latency chart. */
+#include "common/loadgen.h"
+#include "common/plot.h"
+
+#include <stdio.h>
+
+static void row_us(const char *name, uint64_t before, uint64_t after)
+{
+    printf("| %-32s | %17llu | %16llu |\n", name, (unsigned long long)before,
+           (unsigned long long)after);
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void table(const lg_result *b, const lg_result *a)
+{
+    const momento_coalescer_counters *k = &a->counters;
+    printf("\n| %-32s | %17s | %16s |\n", "Request type, metric (us)", "Before Coalescing",
+           "After Coalescing");
+    printf("|%.34s|%.19s|%.18s|\n", "----------------------------------",
+           "-------------------", "------------------");
+    row_us("set, p50", hist_quantile(&b->stats.set, 0.5), hist_quantile(&a->stats.set, 0.5));
+    row_us("set, p99", hist_quantile(&b->stats.set, 0.99), hist_quantile(&a->stats.set, 0.99));
+    row_us("get, p50", hist_quantile(&b->stats.get, 0.5), hist_quantile(&a->stats.get, 0.5));
+    row_us("get, p99", hist_quantile(&b->stats.get, 0.99), hist_quantile(&a->stats.get, 0.99));
+    printf("| %-32s | %17s | %15.1f%% |\n", "set, % of requests coalesced", "-",
+           pct(k->set_coalesced, k->set_requests));
+    printf("| %-32s | %17s | %15.1f%% |\n", "get, % of requests coalesced", "-",
+           pct(k->get_coalesced, k->get_requests));
+    printf("| %-32s | %17.0f | %16.0f |\n", "requests per second",
+           (double)b->stats.requests / b->wall_s, (double)a->stats.requests / a->wall_s);
+    if (b->have_server && a->have_server)
+        printf("| %-32s | %17llu | %16llu |\n", "server RPCs (get + set)",
+               (unsigned long long)(b->server_get_rpcs + b->server_set_rpcs),
+               (unsigned long long)(a->server_get_rpcs + a->server_set_rpcs));
+    printf("\n");
+}
+
+static int write_json(const char *path, const lg_options *o, const lg_result *b, const lg_result *a)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "{\n  \"before\": ");
+    lg_json_run(f, o, b, 2);
+    fprintf(f, ",\n  \"after\": ");
+    lg_json_run(f, o, a, 2);
+    fprintf(f, "\n}\n");
+    return fclose(f);
+}
+
+static int write_plot(const char *path, const lg_result *b, const lg_result *a)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    plot_series s[4] = {
+        {"get, before", "#d62728", "6,4", &b->stats.get},
+        {"get, after", "#2ca02c", NULL, &a->stats.get},
+        {"set, before", "#ff7f0e", "6,4", &b->stats.set},
+        {"set, after", "#1f77b4", NULL, &a->stats.set},
+    };
+    int rc = plot_svg(f, "Latency by percentile, before and after request coalescing", s, 4);
+    return fclose(f) == 0 ? rc : -1;
+}
+
+int main(int argc, char **argv)
+{
+    lg_options o;
+    int rc = lg_parse_options(argc, argv, true, &o);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    lg_target t;
+    if (lg_target_open(&t, &o) != MOMENTO_OK)
+        return 1;
+    printf("request-coalescing: target %s; %d workers on %d keys, %s, %.1f s per phase\n",
+           t.description, o.concurrency, o.keys, o.rps ? "rate-limited" : "no rate limit",
+           o.duration_s);
+
+    lg_result before, after;
+    printf("\nphase 1: without coalescing\n");
+    rc = lg_run(&o, &t, false, "[before] ", &before);
+    if (rc == MOMENTO_OK) {
+        if (!o.quiet)
+            lg_print_summary(stdout, "[before] ", &before);
+        printf("\nphase 2: with coalescing\n");
+        rc = lg_run(&o, &t, true, "[after] ", &after);
+    }
+    if (rc == MOMENTO_OK) {
+        if (!o.quiet)
+            lg_print_summary(stdout, "[after] ", &after);
+        table(&before, &after);
+        if (o.json_path && write_json(o.json_path, &o, &before, &after) != 0) {
+            fprintf(stderr, "request-coalescing: cannot write %s\n", o.json_path);
+            rc = 1;
+        }
+        if (o.plot_path && write_plot(o.plot_path, &before, &after) != 0) {
+            fprintf(stderr, "request-coalescing: cannot write %s\n", o.plot_path);
+            rc = 1;
+        }
+    } else {
+        fprintf(stderr, "request-coalescing: %s\n", momento_strerror(rc));
+    }
+    lg_target_close(&t);
+    return rc == MOMENTO_OK ? 0 : 1;
+}
