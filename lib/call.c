@@ -1,6 +1,10 @@
-/* One unary RPC from start to callback: request packed straight into a gRPC
- * slice, a single batch of six ops, and on completion the status mapped,
- * the body decoded and the user's callback run on the completion thread. */
+/* One RPC from start to callback. The request is packed straight into a gRPC
+ * slice. A unary call is a single batch of six ops. A server-streaming call
+ * is a batch that sends and waits for the status, plus a chain of one-op
+ * batches that read messages until the stream ends; its second tag is the
+ * call's address plus one (calls are aligned, so the low bit tells the tags
+ * apart). When every batch has completed, the status is mapped, the
+ * message(s) decoded and the user's callback run on the completion thread. */
 #include "internal.h"
 
 #include <grpc/byte_buffer_reader.h>
@@ -26,6 +30,9 @@ struct momento__call {
     void *userdata;
     grpc_byte_buffer *send_msg;
     grpc_byte_buffer *recv_msg;
+    int pending;                /* batches not yet completed */
+    grpc_slice *msgs;           /* messages received so far */
+    size_t n_msgs, cap_msgs;
     grpc_metadata_array recv_initial;
     grpc_metadata_array recv_trailing;
     grpc_status_code status;
@@ -54,8 +61,13 @@ static void unlink_call(momento_client *c, momento__call *call)
         call->next->prev = call->prev;
 }
 
+#define MSG_TAG(call) ((void *)((char *)(call) + 1))
+
 static void release(momento__call *call)
 {
+    for (size_t i = 0; i < call->n_msgs; i++)
+        grpc_slice_unref(call->msgs[i]);
+    free(call->msgs);
     if (call->send_msg)
         grpc_byte_buffer_destroy(call->send_msg);
     if (call->recv_msg)
@@ -138,23 +150,39 @@ int momento__call_start(momento_client *c, momento__method m, const char *cache,
     }
 
     grpc_op ops[6];
+    size_t n = 0;
     memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[0].data.send_initial_metadata.count = n_md;
-    ops[0].data.send_initial_metadata.metadata = call->md;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = call->send_msg;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-    ops[3].data.recv_initial_metadata.recv_initial_metadata = &call->recv_initial;
-    ops[4].op = GRPC_OP_RECV_MESSAGE;
-    ops[4].data.recv_message.recv_message = &call->recv_msg;
-    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    ops[5].data.recv_status_on_client.trailing_metadata = &call->recv_trailing;
-    ops[5].data.recv_status_on_client.status = &call->status;
-    ops[5].data.recv_status_on_client.status_details = &call->details;
+    ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[n].data.send_initial_metadata.count = n_md;
+    ops[n++].data.send_initial_metadata.metadata = call->md;
+    ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n++].data.send_message.send_message = call->send_msg;
+    ops[n++].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[n++].data.recv_initial_metadata.recv_initial_metadata = &call->recv_initial;
+    if (!info->streaming) {
+        ops[n].op = GRPC_OP_RECV_MESSAGE;
+        ops[n++].data.recv_message.recv_message = &call->recv_msg;
+    }
+    ops[n].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[n].data.recv_status_on_client.trailing_metadata = &call->recv_trailing;
+    ops[n].data.recv_status_on_client.status = &call->status;
+    ops[n++].data.recv_status_on_client.status_details = &call->details;
 
-    if (grpc_call_start_batch(call->call, ops, 6, call, NULL) != GRPC_CALL_OK) {
+    call->pending = info->streaming ? 2 : 1;
+    grpc_call_error started = grpc_call_start_batch(call->call, ops, n, call, NULL);
+    if (started == GRPC_CALL_OK && info->streaming) {
+        grpc_op read;
+        memset(&read, 0, sizeof(read));
+        read.op = GRPC_OP_RECV_MESSAGE;
+        read.data.recv_message.recv_message = &call->recv_msg;
+        if (grpc_call_start_batch(call->call, &read, 1, MSG_TAG(call), NULL) != GRPC_CALL_OK) {
+            /* The status batch is under way: let it finish the call. */
+            grpc_call_cancel(call->call, NULL);
+            call->pending = 1;
+        }
+    }
+    if (started != GRPC_CALL_OK) {
         /* Only a programming error in this file gets here; refuse the request
          * rather than lose it. */
         pthread_mutex_lock(&c->lock);
@@ -182,38 +210,34 @@ static char *trailer_value(const grpc_metadata_array *md, const char *key)
     return NULL;
 }
 
-void momento__call_complete(momento__call *call, int success)
+/* Every batch of the call is done: map the status, decode, call back. */
+static void finish(momento__call *call)
 {
     momento_client *c = call->client;
     const momento__method_info *info = &momento__methods[call->method];
     momento_result r;
-    ProtobufCMessage *scratch = NULL;
-    (void)success; /* a failed batch still reports its status */
-
+    momento__scratch scratch;
+    memset(&scratch, 0, sizeof(scratch));
     memset(&r, 0, sizeof(r));
     r.grpc_status = (int)call->status;
     if (call->status == GRPC_STATUS_OK) {
-        if (!call->recv_msg) {
-            r.error = MOMENTO_ERR_BAD_RESPONSE;
-        } else {
-            grpc_byte_buffer_reader reader;
-            grpc_slice body = grpc_empty_slice();
-            if (grpc_byte_buffer_reader_init(&reader, call->recv_msg)) {
-                body = grpc_byte_buffer_reader_readall(&reader);
-                grpc_byte_buffer_reader_destroy(&reader);
-            }
-            r.error = info->decode(&r, GRPC_SLICE_START_PTR(body), GRPC_SLICE_LENGTH(body),
-                                   &scratch);
-            grpc_slice_unref(body);
-        }
+        if (!info->streaming && call->n_msgs != 1)
+            r.error = MOMENTO_ERR_BAD_RESPONSE; /* a unary reply has exactly one message */
+        else
+            r.error = info->decode(&r, call->msgs, call->n_msgs, &scratch);
     } else if (info->already_exists_ok && call->status == GRPC_STATUS_ALREADY_EXISTS) {
         r.error = MOMENTO_OK;
         r.outcome = MOMENTO_OUTCOME_ALREADY_EXISTS;
     } else {
         r.error = momento_error_from_grpc_status((int)call->status);
     }
-    if (r.error != MOMENTO_OK)
+    if (r.error != MOMENTO_OK) {
         r.outcome = MOMENTO_OUTCOME_ERROR;
+        /* Nothing a failed decode left behind may be read. */
+        r.value = NULL;
+        r.value_len = 0;
+        r.n_caches = r.n_exists = r.n_items = 0;
+    }
 
     char *message = GRPC_SLICE_LENGTH(call->details) ? grpc_slice_to_c_string(call->details) : NULL;
     char *detail = call->status != GRPC_STATUS_OK ? trailer_value(&call->recv_trailing, "err")
@@ -224,8 +248,7 @@ void momento__call_complete(momento__call *call, int success)
 
     call->cb(&r, call->userdata);
 
-    if (scratch)
-        protobuf_c_message_free_unpacked(scratch, NULL);
+    momento__scratch_free(&scratch);
     gpr_free(message);
     gpr_free(detail);
 
@@ -238,4 +261,58 @@ void momento__call_complete(momento__call *call, int success)
     }
     pthread_mutex_unlock(&c->lock);
     release(call);
+}
+
+/* Moves the received message (if any) into the call's list. */
+static bool take_message(momento__call *call)
+{
+    if (!call->recv_msg)
+        return false;
+    grpc_byte_buffer_reader reader;
+    grpc_slice body = grpc_empty_slice();
+    if (grpc_byte_buffer_reader_init(&reader, call->recv_msg)) {
+        body = grpc_byte_buffer_reader_readall(&reader);
+        grpc_byte_buffer_reader_destroy(&reader);
+    }
+    grpc_byte_buffer_destroy(call->recv_msg);
+    call->recv_msg = NULL;
+    if (call->n_msgs == call->cap_msgs) {
+        size_t cap = call->cap_msgs ? call->cap_msgs * 2 : 4;
+        grpc_slice *grown = realloc(call->msgs, cap * sizeof(*grown));
+        if (!grown) {
+            grpc_slice_unref(body);
+            grpc_call_cancel_with_status(call->call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                                         "client out of memory for the response", NULL);
+            return false;
+        }
+        call->msgs = grown;
+        call->cap_msgs = cap;
+    }
+    call->msgs[call->n_msgs++] = body;
+    return true;
+}
+
+void momento__call_event(void *tag, int success)
+{
+    if ((uintptr_t)tag & 1) {
+        /* A stream read finished: keep reading until the stream ends. */
+        momento__call *call = (momento__call *)((char *)tag - 1);
+        if (success && take_message(call)) {
+            grpc_op read;
+            memset(&read, 0, sizeof(read));
+            read.op = GRPC_OP_RECV_MESSAGE;
+            read.data.recv_message.recv_message = &call->recv_msg;
+            if (grpc_call_start_batch(call->call, &read, 1, tag, NULL) == GRPC_CALL_OK)
+                return;
+        }
+        if (--call->pending == 0)
+            finish(call);
+        return;
+    }
+    momento__call *call = tag;
+    if (!momento__methods[call->method].streaming)
+        take_message(call);
+    (void)success; /* a failed batch still reports its status */
+    if (--call->pending == 0)
+        finish(call);
 }

@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Large enough for a 5 MiB item plus framing, as the official SDKs allow. */
-#define MAX_MESSAGE_BYTES (10 * 1024 * 1024)
 
 static grpc_arg int_arg(const char *key, int value)
 {
@@ -31,9 +29,9 @@ static grpc_channel *open_channel(const momento_client *c, const char *target)
      * connection, which would defeat num_channels. */
     args[n++] = int_arg(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args[n++] = int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
-                                                MAX_MESSAGE_BYTES);
+                                                MOMENTO__MAX_MESSAGE_BYTES);
     args[n++] = int_arg(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
-                                                MAX_MESSAGE_BYTES);
+                                                MOMENTO__MAX_MESSAGE_BYTES);
     if (c->cfg.keepalive_ms) {
         args[n++] = int_arg(GRPC_ARG_KEEPALIVE_TIME_MS,
                                                     (int)c->cfg.keepalive_ms);

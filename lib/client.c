@@ -36,7 +36,7 @@ static void *completion_loop(void *arg)
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
         if (ev.type == GRPC_OP_COMPLETE)
-            momento__call_complete(ev.tag, ev.success);
+            momento__call_event(ev.tag, ev.success);
     }
     momento__current_client = NULL;
 

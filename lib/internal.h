@@ -12,6 +12,12 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+/* gRPC message limits: room for a 5 MiB item plus framing, as the official
+ * SDKs allow; requests beyond MOMENTO__MAX_REQUEST_BYTES are refused before
+ * sending. */
+#define MOMENTO__MAX_MESSAGE_BYTES (10 * 1024 * 1024)
+#define MOMENTO__MAX_REQUEST_BYTES (MOMENTO__MAX_MESSAGE_BYTES - 64 * 1024)
+
 /* ---------------------------------------------------------------- config */
 
 struct momento_config {
@@ -69,8 +75,14 @@ struct momento_result {
     const char *error_detail; /* `err` trailer or NULL */
     const uint8_t *value;
     size_t value_len;
+    int64_t int_value;        /* increment */
+    uint64_t ttl_ms;          /* item_get_ttl */
     size_t n_caches;
     const char *const *caches;
+    size_t n_exists;          /* keys_exist / key_exists */
+    const uint8_t *exists;
+    size_t n_items;           /* get_batch / set_batch, in request order */
+    const momento_result *items;
     const char *next_token;   /* ListCaches paging; NULL or "" on the last page */
 };
 
@@ -83,6 +95,13 @@ typedef enum momento__method {
     MOMENTO__M_GET,
     MOMENTO__M_SET,
     MOMENTO__M_DELETE,
+    MOMENTO__M_SET_IF,
+    MOMENTO__M_INCREMENT,
+    MOMENTO__M_KEYS_EXIST,
+    MOMENTO__M_ITEM_GET_TTL,
+    MOMENTO__M_UPDATE_TTL,
+    MOMENTO__M_GET_BATCH,
+    MOMENTO__M_SET_BATCH,
     MOMENTO__M_PING,
     MOMENTO__M_CREATE_CACHE,
     MOMENTO__M_DELETE_CACHE,
@@ -91,21 +110,55 @@ typedef enum momento__method {
     MOMENTO__M_COUNT
 } momento__method;
 
-/* Fills `r` from a response body. *ret_scratch receives what must be freed
- * (with protobuf_c_message_free_unpacked) after the callback has run. */
-typedef int (*momento__decode_fn)(momento_result *r, const uint8_t *buf, size_t len,
-                                  ProtobufCMessage **ret_scratch);
+/* What a decoder leaves to free once the callback has run. */
+typedef struct momento__scratch {
+    ProtobufCMessage *msg;    /* a unary response */
+    ProtobufCMessage **msgs;  /* a stream's responses (array malloc'd) */
+    size_t n_msgs;
+    void *mem;                /* one more malloc'd block (arrays the result points into) */
+} momento__scratch;
+
+void momento__scratch_free(momento__scratch *s);
+
+/* Fills `r` from the response message(s): one for unary methods, any number
+ * (in order) for streaming ones. Returns MOMENTO_OK or an error. */
+typedef int (*momento__decode_fn)(momento_result *r, const grpc_slice *msgs, size_t n_msgs,
+                                  momento__scratch *scratch);
 
 typedef struct momento__method_info {
     const char *path;
-    bool control;         /* control-plane channel */
-    bool cache_header;    /* sends `cache` */
-    bool auth_header;     /* sends `authorization` */
+    bool control;           /* control-plane channel */
+    bool cache_header;      /* sends `cache` */
+    bool auth_header;       /* sends `authorization` */
     bool already_exists_ok; /* ALREADY_EXISTS is an outcome, not an error */
+    bool streaming;         /* server-streaming response */
+    /* Safe to repeat (PROTOCOL.md "Retries"): official clients retry only
+     * these, on UNAVAILABLE and INTERNAL. Recorded here for the retry layer. */
+    bool idempotent;
     momento__decode_fn decode;
 } momento__method_info;
 
 extern const momento__method_info momento__methods[MOMENTO__M_COUNT];
+
+/* The decoders (ops.c, scalar.c, batch.c). */
+#define MOMENTO__DECODER(name)                                                                     \
+    int momento__decode_##name(momento_result *r, const grpc_slice *msgs, size_t n_msgs,          \
+                               momento__scratch *scratch)
+MOMENTO__DECODER(get);
+MOMENTO__DECODER(set);
+MOMENTO__DECODER(delete);
+MOMENTO__DECODER(set_if);
+MOMENTO__DECODER(increment);
+MOMENTO__DECODER(keys_exist);
+MOMENTO__DECODER(item_get_ttl);
+MOMENTO__DECODER(update_ttl);
+MOMENTO__DECODER(get_batch);
+MOMENTO__DECODER(set_batch);
+MOMENTO__DECODER(ping);
+MOMENTO__DECODER(create_cache);
+MOMENTO__DECODER(delete_cache);
+MOMENTO__DECODER(list_caches);
+MOMENTO__DECODER(flush_cache);
 
 /* ---------------------------------------------------------------- client */
 
@@ -160,8 +213,9 @@ void momento__channels_close(momento_client *c);
  * follows) or a negative momento_error (no callback). */
 int momento__call_start(momento_client *c, momento__method m, const char *cache,
                         const ProtobufCMessage *req, momento_callback cb, void *userdata);
-/* Runs on the completion thread for each finished call. */
-void momento__call_complete(momento__call *call, int success);
+/* Runs on the completion thread for each completion-queue event of a call
+ * (a call has a second tag, for stream messages). */
+void momento__call_event(void *tag, int success);
 /* Cancels every call in flight; the caller holds c->lock. Each still
  * completes, with CANCELLED, through momento__call_complete(). */
 void momento__calls_cancel_all(momento_client *c);

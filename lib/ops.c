@@ -10,12 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int decode_get(momento_result *r, const uint8_t *buf, size_t len, ProtobufCMessage **scratch)
+int momento__decode_get(momento_result *r, const grpc_slice *msgs, size_t n,
+                        momento__scratch *scratch)
 {
-    CacheClient__GetResponse *m = cache_client____get_response__unpack(NULL, len, buf);
+    (void)n;
+    CacheClient__GetResponse *m = cache_client____get_response__unpack(
+        NULL, GRPC_SLICE_LENGTH(msgs[0]), GRPC_SLICE_START_PTR(msgs[0]));
     if (!m)
         return MOMENTO_ERR_BAD_RESPONSE;
-    *scratch = &m->base;
+    scratch->msg = &m->base;
     if (m->result == CACHE_CLIENT__ECACHE_RESULT__Hit) {
         r->outcome = MOMENTO_OUTCOME_HIT;
         r->value = m->cache_body.data;
@@ -31,66 +34,52 @@ static int decode_get(momento_result *r, const uint8_t *buf, size_t len, Protobu
 /* Set, delete, ping and the control calls carry nothing we need beyond a
  * well-formed message. */
 #define DECODE_EMPTY(fn, unpack, outcome_value)                                                    \
-    static int fn(momento_result *r, const uint8_t *buf, size_t len, ProtobufCMessage **scratch)   \
+    int fn(momento_result *r, const grpc_slice *msgs, size_t n, momento__scratch *scratch)         \
     {                                                                                              \
-        ProtobufCMessage *m = (ProtobufCMessage *)unpack(NULL, len, buf);                          \
+        (void)n;                                                                                   \
+        ProtobufCMessage *m = (ProtobufCMessage *)unpack(NULL, GRPC_SLICE_LENGTH(msgs[0]),         \
+                                                         GRPC_SLICE_START_PTR(msgs[0]));           \
         if (!m)                                                                                    \
             return MOMENTO_ERR_BAD_RESPONSE;                                                       \
-        *scratch = m;                                                                              \
+        scratch->msg = m;                                                                          \
         r->outcome = outcome_value;                                                                \
         return MOMENTO_OK;                                                                         \
     }
 
-DECODE_EMPTY(decode_set, cache_client____set_response__unpack, MOMENTO_OUTCOME_SUCCESS)
-DECODE_EMPTY(decode_delete, cache_client____delete_response__unpack, MOMENTO_OUTCOME_SUCCESS)
-DECODE_EMPTY(decode_ping, cache_client____ping_response__unpack, MOMENTO_OUTCOME_SUCCESS)
-DECODE_EMPTY(decode_create, control_client____create_cache_response__unpack,
-             MOMENTO_OUTCOME_CREATED)
-DECODE_EMPTY(decode_delete_cache, control_client____delete_cache_response__unpack,
+DECODE_EMPTY(momento__decode_set, cache_client____set_response__unpack, MOMENTO_OUTCOME_SUCCESS)
+DECODE_EMPTY(momento__decode_delete, cache_client____delete_response__unpack,
              MOMENTO_OUTCOME_SUCCESS)
-DECODE_EMPTY(decode_flush, control_client____flush_cache_response__unpack,
+DECODE_EMPTY(momento__decode_ping, cache_client____ping_response__unpack, MOMENTO_OUTCOME_SUCCESS)
+DECODE_EMPTY(momento__decode_create_cache, control_client____create_cache_response__unpack,
+             MOMENTO_OUTCOME_CREATED)
+DECODE_EMPTY(momento__decode_delete_cache, control_client____delete_cache_response__unpack,
+             MOMENTO_OUTCOME_SUCCESS)
+DECODE_EMPTY(momento__decode_flush_cache, control_client____flush_cache_response__unpack,
              MOMENTO_OUTCOME_SUCCESS)
 
-static int decode_list(momento_result *r, const uint8_t *buf, size_t len,
-                       ProtobufCMessage **scratch)
+int momento__decode_list_caches(momento_result *r, const grpc_slice *msgs, size_t n,
+                                momento__scratch *scratch)
 {
-    ControlClient__ListCachesResponse *m =
-        control_client____list_caches_response__unpack(NULL, len, buf);
+    (void)n;
+    ControlClient__ListCachesResponse *m = control_client____list_caches_response__unpack(
+        NULL, GRPC_SLICE_LENGTH(msgs[0]), GRPC_SLICE_START_PTR(msgs[0]));
     if (!m)
         return MOMENTO_ERR_BAD_RESPONSE;
-    *scratch = &m->base;
-    /* This page's names, pointing into the message. The pointer array is
-     * freed by list_page_done(), which copies the names it keeps. */
-    const char **names = NULL;
-    if (m->n_cache) {
-        names = malloc(m->n_cache * sizeof(*names));
-        if (!names)
-            return MOMENTO_ERR_NO_MEMORY;
-        for (size_t i = 0; i < m->n_cache; i++)
-            names[i] = m->cache[i]->cache_name;
-    }
+    scratch->msg = &m->base;
+    /* This page's names, pointing into the message; list_page_done() copies
+     * the ones it keeps. */
+    const char **names = malloc((m->n_cache + 1) * sizeof(*names));
+    if (!names)
+        return MOMENTO_ERR_NO_MEMORY;
+    scratch->mem = names;
+    for (size_t i = 0; i < m->n_cache; i++)
+        names[i] = m->cache[i]->cache_name ? m->cache[i]->cache_name : "";
     r->n_caches = m->n_cache;
     r->caches = names;
     r->next_token = m->next_token;
     r->outcome = MOMENTO_OUTCOME_SUCCESS;
     return MOMENTO_OK;
 }
-
-const momento__method_info momento__methods[MOMENTO__M_COUNT] = {
-    [MOMENTO__M_GET] = {"/cache_client.Scs/Get", false, true, true, false, decode_get},
-    [MOMENTO__M_SET] = {"/cache_client.Scs/Set", false, true, true, false, decode_set},
-    [MOMENTO__M_DELETE] = {"/cache_client.Scs/Delete", false, true, true, false, decode_delete},
-    /* Official clients ping without a token; so do we. */
-    [MOMENTO__M_PING] = {"/cache_client.Ping/Ping", false, false, false, false, decode_ping},
-    [MOMENTO__M_CREATE_CACHE] = {"/control_client.ScsControl/CreateCache", true, false, true, true,
-                                 decode_create},
-    [MOMENTO__M_DELETE_CACHE] = {"/control_client.ScsControl/DeleteCache", true, false, true,
-                                 false, decode_delete_cache},
-    [MOMENTO__M_LIST_CACHES] = {"/control_client.ScsControl/ListCaches", true, false, true, false,
-                                decode_list},
-    [MOMENTO__M_FLUSH_CACHE] = {"/control_client.ScsControl/FlushCache", true, false, true, false,
-                                decode_flush},
-};
 
 #define CHECK(expr)                                                                                \
     do {                                                                                           \
@@ -286,7 +275,6 @@ static void list_page_done(const momento_result *r, void *userdata)
         }
         memcpy(st->names[st->n++], r->caches[i], len);
     }
-    free((void *)r->caches); /* the page's pointer array from decode_list */
     if (err == MOMENTO_OK && r->next_token && *r->next_token) {
         int rc = list_page(st, r->next_token);
         if (rc == MOMENTO_OK)

@@ -59,6 +59,40 @@ const void *momento_result_value(const momento_result *r, size_t *ret_len)
     return r->value ? (const void *)r->value : (const void *)"";
 }
 
+int64_t momento_result_int(const momento_result *r)
+{
+    return r ? r->int_value : 0;
+}
+
+uint64_t momento_result_ttl_ms(const momento_result *r)
+{
+    return r && r->outcome == MOMENTO_OUTCOME_HIT ? r->ttl_ms : 0;
+}
+
+size_t momento_result_exists_count(const momento_result *r)
+{
+    return r ? r->n_exists : 0;
+}
+
+int momento_result_exists(const momento_result *r, size_t i)
+{
+    if (!r || i >= r->n_exists)
+        return -1;
+    return r->exists[i];
+}
+
+size_t momento_result_item_count(const momento_result *r)
+{
+    return r ? r->n_items : 0;
+}
+
+const momento_result *momento_result_item(const momento_result *r, size_t i)
+{
+    if (!r || i >= r->n_items)
+        return NULL;
+    return &r->items[i];
+}
+
 size_t momento_result_cache_count(const momento_result *r)
 {
     return r ? r->n_caches : 0;
@@ -76,45 +110,65 @@ static size_t str_size(const char *s)
     return s ? strlen(s) + 1 : 0;
 }
 
-int momento_result_dup(const momento_result *r, momento_result **ret)
+/* A copy is laid out as: the struct, its items' structs, the cache-name
+ * pointer array, then every byte string (names, message, detail, value,
+ * items' values, exists flags). Items are one level deep: an item has no
+ * items of its own. */
+static size_t copy_size(const momento_result *r)
 {
-    if (!r || !ret)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    size_t size = sizeof(momento_result);
+    size_t size = sizeof(momento_result) + r->n_items * sizeof(momento_result);
     size += r->n_caches * sizeof(char *);
     for (size_t i = 0; i < r->n_caches; i++)
         size += str_size(r->caches[i]);
     size += str_size(r->message) + str_size(r->error_detail) + r->value_len + 1;
+    for (size_t i = 0; i < r->n_items; i++)
+        size += r->items[i].value_len + 1;
+    return size + r->n_exists;
+}
 
-    momento_result *d = malloc(size);
+static char *put_bytes(char **p, const void *src, size_t n)
+{
+    char *at = *p;
+    if (n)
+        memcpy(at, src, n);
+    *p += n;
+    return at;
+}
+
+int momento_result_dup(const momento_result *r, momento_result **ret)
+{
+    if (!r || !ret)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    momento_result *d = malloc(copy_size(r));
     if (!d)
         return MOMENTO_ERR_NO_MEMORY;
     *d = *r;
-    char *p = (char *)(d + 1);
-    const char **names = (const char **)p;
-    p += r->n_caches * sizeof(char *);
-    for (size_t i = 0; i < r->n_caches; i++) {
-        size_t n = str_size(r->caches[i]);
-        memcpy(p, r->caches[i], n);
-        names[i] = p;
-        p += n;
-    }
+    momento_result *items = d + 1;
+    const char **names = (const char **)(items + r->n_items);
+    char *p = (char *)(names + r->n_caches);
+
+    for (size_t i = 0; i < r->n_caches; i++)
+        names[i] = put_bytes(&p, r->caches[i], str_size(r->caches[i]));
     d->caches = r->n_caches ? names : NULL;
-    if (r->message) {
-        size_t n = str_size(r->message);
-        memcpy(p, r->message, n);
-        d->message = p;
-        p += n;
+    if (r->message)
+        d->message = put_bytes(&p, r->message, str_size(r->message));
+    if (r->error_detail)
+        d->error_detail = put_bytes(&p, r->error_detail, str_size(r->error_detail));
+    d->value = r->value ? (const uint8_t *)put_bytes(&p, r->value, r->value_len) : NULL;
+    *p++ = '\0';
+    for (size_t i = 0; i < r->n_items; i++) {
+        items[i] = r->items[i];
+        items[i].message = "";
+        items[i].error_detail = NULL;
+        items[i].value = r->items[i].value
+                             ? (const uint8_t *)put_bytes(&p, r->items[i].value, r->items[i].value_len)
+                             : NULL;
+        *p++ = '\0';
+        items[i].items = NULL;
+        items[i].n_items = 0;
     }
-    if (r->error_detail) {
-        size_t n = str_size(r->error_detail);
-        memcpy(p, r->error_detail, n);
-        d->error_detail = p;
-        p += n;
-    }
-    if (r->value_len)
-        memcpy(p, r->value, r->value_len);
-    d->value = r->value ? (const uint8_t *)p : NULL;
+    d->items = r->n_items ? items : NULL;
+    d->exists = r->n_exists ? (const uint8_t *)put_bytes(&p, r->exists, r->n_exists) : NULL;
     d->next_token = NULL;
     *ret = d;
     return MOMENTO_OK;

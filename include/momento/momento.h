@@ -224,7 +224,11 @@ typedef enum momento_outcome {
     MOMENTO_OUTCOME_HIT = 2,       /* get found the key */
     MOMENTO_OUTCOME_MISS = 3,      /* get did not */
     MOMENTO_OUTCOME_CREATED = 4,   /* create cache made a new cache */
-    MOMENTO_OUTCOME_ALREADY_EXISTS = 5 /* create cache found it there already */
+    MOMENTO_OUTCOME_ALREADY_EXISTS = 5, /* create cache found it there already */
+    MOMENTO_OUTCOME_STORED = 6,    /* a conditional set's condition held: written */
+    MOMENTO_OUTCOME_NOT_STORED = 7, /* ...did not hold: nothing written */
+    MOMENTO_OUTCOME_TTL_UPDATED = 8, /* a TTL update applied */
+    MOMENTO_OUTCOME_TTL_NOT_UPDATED = 9 /* a TTL increase/decrease did not apply */
 } momento_outcome;
 
 /* MOMENTO_OK or the request's negative momento_error. */
@@ -243,6 +247,19 @@ MOMENTO_EXPORT int momento_result_is_hit(const momento_result *r);
  * `r`: valid until the callback returns, or until momento_result_free().
  */
 MOMENTO_EXPORT const void *momento_result_value(const momento_result *r, size_t *ret_len);
+/* Increment: the value after the increment (0 for other results). */
+MOMENTO_EXPORT int64_t momento_result_int(const momento_result *r);
+/* Item get TTL: the remaining milliseconds of a HIT (0 otherwise). */
+MOMENTO_EXPORT uint64_t momento_result_ttl_ms(const momento_result *r);
+/* Keys exist: how many answers (one per requested key, in order), and the
+ * i-th: 1 exists, 0 does not, -1 when i is out of range. */
+MOMENTO_EXPORT size_t momento_result_exists_count(const momento_result *r);
+MOMENTO_EXPORT int momento_result_exists(const momento_result *r, size_t i);
+/* Get/set batch: how many per-key results (in request order), and the i-th
+ * (NULL when out of range). Each item has its own outcome (HIT/MISS for gets,
+ * SUCCESS for sets) and value; it is part of `r` and shares its lifetime. */
+MOMENTO_EXPORT size_t momento_result_item_count(const momento_result *r);
+MOMENTO_EXPORT const momento_result *momento_result_item(const momento_result *r, size_t i);
 /* List caches: how many names, and the i-th (NULL when i is out of range). */
 MOMENTO_EXPORT size_t momento_result_cache_count(const momento_result *r);
 MOMENTO_EXPORT const char *momento_result_cache_name(const momento_result *r, size_t i);
@@ -301,6 +318,98 @@ MOMENTO_EXPORT int momento_set(momento_client *c, const char *cache, const void 
 MOMENTO_EXPORT int momento_delete(momento_client *c, const char *cache, const void *key,
                                   size_t key_len, momento_callback cb, void *userdata);
 
+/* Conditional writes, in official SDK terms. `compare` is the value the
+ * condition tests against (ignored for ABSENT and PRESENT). Outcome STORED or
+ * NOT_STORED. Not retried on failure: a conditional write is not idempotent. */
+typedef enum momento_condition {
+    MOMENTO_IF_ABSENT = 1,                 /* setIfAbsent, setIfNotExists */
+    MOMENTO_IF_PRESENT = 2,                /* setIfPresent */
+    MOMENTO_IF_EQUAL = 3,                  /* setIfEqual */
+    MOMENTO_IF_NOT_EQUAL = 4,              /* setIfNotEqual (absent counts as not equal) */
+    MOMENTO_IF_PRESENT_AND_NOT_EQUAL = 5,  /* setIfPresentAndNotEqual */
+    MOMENTO_IF_ABSENT_OR_EQUAL = 6         /* setIfAbsentOrEqual */
+} momento_condition;
+
+MOMENTO_EXPORT int momento_set_if(momento_client *c, const char *cache, const void *key,
+                                  size_t key_len, const void *value, size_t value_len,
+                                  uint64_t ttl_ms, momento_condition condition,
+                                  const void *compare, size_t compare_len, momento_callback cb,
+                                  void *userdata);
+/* The same, one name per condition, as the official SDKs spell them. */
+MOMENTO_EXPORT int momento_set_if_absent(momento_client *c, const char *cache, const void *key,
+                                         size_t key_len, const void *value, size_t value_len,
+                                         uint64_t ttl_ms, momento_callback cb, void *userdata);
+/* Identical to momento_set_if_absent (official clients send SetIf + absent). */
+MOMENTO_EXPORT int momento_set_if_not_exists(momento_client *c, const char *cache, const void *key,
+                                             size_t key_len, const void *value, size_t value_len,
+                                             uint64_t ttl_ms, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_set_if_present(momento_client *c, const char *cache, const void *key,
+                                          size_t key_len, const void *value, size_t value_len,
+                                          uint64_t ttl_ms, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_set_if_equal(momento_client *c, const char *cache, const void *key,
+                                        size_t key_len, const void *value, size_t value_len,
+                                        uint64_t ttl_ms, const void *equal_to, size_t equal_len,
+                                        momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_set_if_not_equal(momento_client *c, const char *cache, const void *key,
+                                            size_t key_len, const void *value, size_t value_len,
+                                            uint64_t ttl_ms, const void *not_equal_to,
+                                            size_t not_equal_len, momento_callback cb,
+                                            void *userdata);
+MOMENTO_EXPORT int momento_set_if_present_and_not_equal(
+    momento_client *c, const char *cache, const void *key, size_t key_len, const void *value,
+    size_t value_len, uint64_t ttl_ms, const void *not_equal_to, size_t not_equal_len,
+    momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_set_if_absent_or_equal(momento_client *c, const char *cache,
+                                                  const void *key, size_t key_len,
+                                                  const void *value, size_t value_len,
+                                                  uint64_t ttl_ms, const void *equal_to,
+                                                  size_t equal_len, momento_callback cb,
+                                                  void *userdata);
+
+/* Adds `amount` to the base-10 integer stored at `key` (a missing key counts
+ * as 0) and stores the result as text with `ttl_ms` (0 = default). Outcome
+ * SUCCESS, value via momento_result_int(). A value that is not an integer:
+ * MOMENTO_ERR_FAILED_PRECONDITION. Not idempotent: never retried. */
+MOMENTO_EXPORT int momento_increment(momento_client *c, const char *cache, const void *key,
+                                     size_t key_len, int64_t amount, uint64_t ttl_ms,
+                                     momento_callback cb, void *userdata);
+
+/* Outcome SUCCESS; answers via momento_result_exists(r, 0). */
+MOMENTO_EXPORT int momento_key_exists(momento_client *c, const char *cache, const void *key,
+                                      size_t key_len, momento_callback cb, void *userdata);
+/* `keys[i]` of `key_lens[i]` bytes, n >= 1 (an empty list is refused with
+ * MOMENTO_ERR_INVALID_ARGUMENT). Answers in request order. */
+MOMENTO_EXPORT int momento_keys_exist(momento_client *c, const char *cache,
+                                      const void *const *keys, const size_t *key_lens, size_t n,
+                                      momento_callback cb, void *userdata);
+
+/* Outcome HIT with momento_result_ttl_ms(), or MISS. */
+MOMENTO_EXPORT int momento_item_get_ttl(momento_client *c, const char *cache, const void *key,
+                                        size_t key_len, momento_callback cb, void *userdata);
+/* Set the TTL to `ttl_ms` (1 .. MOMENTO_MAX_TTL_MS): always (update), only if
+ * longer than what is left (increase), or only if shorter (decrease).
+ * Outcome TTL_UPDATED, TTL_NOT_UPDATED, or MISS when the key is absent. */
+MOMENTO_EXPORT int momento_update_ttl(momento_client *c, const char *cache, const void *key,
+                                      size_t key_len, uint64_t ttl_ms, momento_callback cb,
+                                      void *userdata);
+MOMENTO_EXPORT int momento_increase_ttl(momento_client *c, const char *cache, const void *key,
+                                        size_t key_len, uint64_t ttl_ms, momento_callback cb,
+                                        void *userdata);
+MOMENTO_EXPORT int momento_decrease_ttl(momento_client *c, const char *cache, const void *key,
+                                        size_t key_len, uint64_t ttl_ms, momento_callback cb,
+                                        void *userdata);
+
+/* Batches over the server-streaming RPCs: one callback for the whole batch,
+ * with one item per key in request order (momento_result_item()). n >= 1;
+ * every key and item is checked as its single-key call would be. */
+MOMENTO_EXPORT int momento_get_batch(momento_client *c, const char *cache, const void *const *keys,
+                                     const size_t *key_lens, size_t n, momento_callback cb,
+                                     void *userdata);
+MOMENTO_EXPORT int momento_set_batch(momento_client *c, const char *cache, const void *const *keys,
+                                     const size_t *key_lens, const void *const *values,
+                                     const size_t *value_lens, size_t n, uint64_t ttl_ms,
+                                     momento_callback cb, void *userdata);
+
 /* Control plane, async. */
 /* Outcome CREATED, or ALREADY_EXISTS (with error MOMENTO_OK) when it exists. */
 MOMENTO_EXPORT int momento_create_cache(momento_client *c, const char *cache,
@@ -337,6 +446,36 @@ MOMENTO_EXPORT int momento_list_caches_sync(momento_client *c, momento_result **
 MOMENTO_EXPORT int momento_flush_cache_sync(momento_client *c, const char *cache,
                                             momento_result **ret);
 MOMENTO_EXPORT int momento_ping_sync(momento_client *c, momento_result **ret);
+MOMENTO_EXPORT int momento_set_if_sync(momento_client *c, const char *cache, const void *key,
+                                       size_t key_len, const void *value, size_t value_len,
+                                       uint64_t ttl_ms, momento_condition condition,
+                                       const void *compare, size_t compare_len,
+                                       momento_result **ret);
+MOMENTO_EXPORT int momento_increment_sync(momento_client *c, const char *cache, const void *key,
+                                          size_t key_len, int64_t amount, uint64_t ttl_ms,
+                                          momento_result **ret);
+MOMENTO_EXPORT int momento_key_exists_sync(momento_client *c, const char *cache, const void *key,
+                                           size_t key_len, momento_result **ret);
+MOMENTO_EXPORT int momento_keys_exist_sync(momento_client *c, const char *cache,
+                                           const void *const *keys, const size_t *key_lens,
+                                           size_t n, momento_result **ret);
+MOMENTO_EXPORT int momento_item_get_ttl_sync(momento_client *c, const char *cache, const void *key,
+                                             size_t key_len, momento_result **ret);
+MOMENTO_EXPORT int momento_update_ttl_sync(momento_client *c, const char *cache, const void *key,
+                                           size_t key_len, uint64_t ttl_ms, momento_result **ret);
+MOMENTO_EXPORT int momento_increase_ttl_sync(momento_client *c, const char *cache, const void *key,
+                                             size_t key_len, uint64_t ttl_ms,
+                                             momento_result **ret);
+MOMENTO_EXPORT int momento_decrease_ttl_sync(momento_client *c, const char *cache, const void *key,
+                                             size_t key_len, uint64_t ttl_ms,
+                                             momento_result **ret);
+MOMENTO_EXPORT int momento_get_batch_sync(momento_client *c, const char *cache,
+                                          const void *const *keys, const size_t *key_lens,
+                                          size_t n, momento_result **ret);
+MOMENTO_EXPORT int momento_set_batch_sync(momento_client *c, const char *cache,
+                                          const void *const *keys, const size_t *key_lens,
+                                          const void *const *values, const size_t *value_lens,
+                                          size_t n, uint64_t ttl_ms, momento_result **ret);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -76,6 +77,8 @@ void tu_count_cb(const momento_result *r, void *userdata)
     k->total++;
     if (err == MOMENTO_OK)
         k->ok++;
+    else if (getenv("TU_DEBUG") && -err < 64 && k->by_error[-err] == 0) /* first of each kind */
+        fprintf(stderr, "tu: first %s: %s\n", momento_error_name(err), momento_result_message(r));
     else if (-err < 64)
         k->by_error[-err]++;
     if (momento_result_is_hit(r)) {
