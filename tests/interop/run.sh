@@ -4,6 +4,7 @@
 # `npm ci` when it is not installed yet.
 set -euo pipefail
 server_bin=$1
+crosscheck_bin=$2
 here=$(cd "$(dirname "$0")" && pwd)
 if ! command -v node >/dev/null 2>&1; then
     echo "SKIP: node is not installed; the interop suite needs Node.js"
@@ -22,4 +23,15 @@ for _ in $(seq 50); do
 done
 endpoint=$(sed -n 's/^listening on //p' "$out")
 [ -n "$endpoint" ] || { echo "momento-local did not start"; exit 1; }
-node "$here/interop.js" "${endpoint%:*}" "${endpoint##*:}"
+host=${endpoint%:*}
+port=${endpoint##*:}
+status=0
+node "$here/interop.js" "$host" "$port" || status=1
+# The same server state through both clients: each reads what the other wrote.
+echo "# cross-check: libmomento writes, the Node SDK reads"
+"$crosscheck_bin" write "$endpoint" || status=1
+node "$here/cross.js" verify-c "$host" "$port" || status=1
+echo "# cross-check: the Node SDK writes, libmomento reads"
+node "$here/cross.js" write "$host" "$port" || status=1
+"$crosscheck_bin" read "$endpoint" || status=1
+exit $status
