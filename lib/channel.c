@@ -20,7 +20,7 @@ static grpc_arg int_arg(const char *key, int value)
 
 static grpc_channel *open_channel(const momento_client *c, const char *target)
 {
-    grpc_arg args[8];
+    grpc_arg args[11];
     size_t n = 0;
     /* The library applies its own retry rule; gRPC's hidden retries would
      * repeat non-idempotent RPCs and cost ~9,000 instructions per call. */
@@ -28,6 +28,11 @@ static grpc_channel *open_channel(const momento_client *c, const char *target)
     /* Without a local subchannel pool, channels to one target share a single
      * connection, which would defeat num_channels. */
     args[n++] = int_arg(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    /* gRPC backs off up to 120 s between reconnection attempts; a cache
+     * client should find a restarted server within seconds. */
+    args[n++] = int_arg(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 250);
+    args[n++] = int_arg(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 250);
+    args[n++] = int_arg(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
     args[n++] = int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                                                 MOMENTO__MAX_MESSAGE_BYTES);
     args[n++] = int_arg(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,

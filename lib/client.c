@@ -21,6 +21,7 @@ static void destroy(momento_client *c)
     }
     momento__credentials_clear(&c->creds);
     momento__config_clear(&c->cfg);
+    free(c->retry_heap);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->drained);
     free(c);
@@ -31,12 +32,15 @@ static void *completion_loop(void *arg)
 {
     momento_client *c = arg;
     momento__current_client = c;
+    gpr_timespec wake = gpr_inf_future(GPR_CLOCK_MONOTONIC);
     for (;;) {
-        grpc_event ev = grpc_completion_queue_next(c->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        /* Sleep until the next event or the next delayed retry. */
+        grpc_event ev = grpc_completion_queue_next(c->cq, wake, NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
         if (ev.type == GRPC_OP_COMPLETE)
             momento__call_event(ev.tag, ev.success);
+        wake = momento__run_retries(c);
     }
     momento__current_client = NULL;
 
@@ -66,6 +70,7 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->drained, NULL);
     c->auth_value = grpc_empty_slice();
+    c->jitter_state = (uint64_t)(uintptr_t)c ^ (uint64_t)gpr_now(GPR_CLOCK_REALTIME).tv_nsec;
 
     int rc = cfg ? momento__config_copy(&c->cfg, cfg) : MOMENTO_OK;
     if (rc == MOMENTO_OK)

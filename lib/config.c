@@ -16,6 +16,9 @@ void momento__config_defaults(momento_config *cfg)
     cfg->keepalive_timeout_ms = 1000;
     cfg->eager_connect_ms = 0;
     cfg->tls_roots_pem = NULL;
+    cfg->retry_max_attempts = 3;
+    cfg->retry_attempt_timeout_ms = 0;
+    cfg->retry_delay_ms = 0;
 }
 
 int momento__config_copy(momento_config *dst, const momento_config *src)
@@ -128,6 +131,28 @@ int momento_config_set_eager_connect(momento_config *cfg, uint32_t timeout_ms)
     if (!cfg || timeout_ms > 86400000u)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     cfg->eager_connect_ms = timeout_ms;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_retries(momento_config *cfg, uint32_t max_attempts)
+{
+    if (!cfg || max_attempts < 1 || max_attempts > 10)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->retry_max_attempts = max_attempts;
+    cfg->retry_attempt_timeout_ms = 0;
+    cfg->retry_delay_ms = 0;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_retry_fixed_timeout(momento_config *cfg, uint32_t max_attempts,
+                                           uint32_t attempt_timeout_ms, uint32_t delay_ms)
+{
+    if (!cfg || max_attempts < 1 || max_attempts > 10 || attempt_timeout_ms == 0 ||
+        attempt_timeout_ms > 86400000u || delay_ms > 60000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->retry_max_attempts = max_attempts;
+    cfg->retry_attempt_timeout_ms = attempt_timeout_ms;
+    cfg->retry_delay_ms = delay_ms;
     return MOMENTO_OK;
 }
 

@@ -7,6 +7,7 @@
 #include "momento/momento.h"
 
 #include <grpc/grpc.h>
+#include <grpc/support/time.h>
 #include <protobuf-c/protobuf-c.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,6 +29,9 @@ struct momento_config {
     uint32_t keepalive_timeout_ms;
     uint32_t eager_connect_ms;
     char *tls_roots_pem; /* NULL = system roots */
+    uint32_t retry_max_attempts;     /* 1 = no retries */
+    uint32_t retry_attempt_timeout_ms; /* 0 = each attempt may use the whole deadline */
+    uint32_t retry_delay_ms;         /* between attempts, +/-10% */
 };
 
 void momento__config_defaults(momento_config *cfg);
@@ -75,6 +79,7 @@ struct momento_result {
     const char *error_detail; /* `err` trailer or NULL */
     const uint8_t *value;
     size_t value_len;
+    int attempts;             /* how many tries it took */
     int64_t int_value;        /* increment */
     uint64_t ttl_ms;          /* item_get_ttl */
     size_t n_caches;
@@ -193,6 +198,9 @@ struct momento_client {
     pthread_cond_t drained;
     momento__call *in_flight;    /* doubly linked, for cancellation at free */
     size_t n_in_flight;
+    momento__call **retry_heap;  /* calls waiting to retry, by due time */
+    size_t n_retry, cap_retry;
+    uint64_t jitter_state;
     bool closing;                /* momento_client_free() has begun */
     bool free_deferred;          /* ...from the completion thread itself */
 };
@@ -217,8 +225,13 @@ int momento__call_start(momento_client *c, momento__method m, const char *cache,
  * (a call has a second tag, for stream messages). */
 void momento__call_event(void *tag, int success);
 /* Cancels every call in flight; the caller holds c->lock. Each still
- * completes, with CANCELLED, through momento__call_complete(). */
+ * completes, with CANCELLED, through its callback; calls waiting to retry
+ * are finished by the next momento__run_retries(). */
 void momento__calls_cancel_all(momento_client *c);
+/* On the completion thread: starts the retries that are due (or, once the
+ * client is closing, finishes every waiting call as cancelled), and returns
+ * when the next one is due (gpr_inf_future when none waits). */
+gpr_timespec momento__run_retries(momento_client *c);
 
 /* Blocking calls (blocking.c): submit(target, args, cb, w) starts an async
  * request whose callback must be `cb` with userdata `w`; the runner waits for

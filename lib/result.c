@@ -35,6 +35,11 @@ const char *momento_result_message(const momento_result *r)
     return r && r->message ? r->message : "";
 }
 
+int momento_result_attempts(const momento_result *r)
+{
+    return r ? r->attempts : 0;
+}
+
 const char *momento_result_error_detail(const momento_result *r)
 {
     return r ? r->error_detail : NULL;

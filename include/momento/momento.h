@@ -122,7 +122,8 @@ typedef struct momento_config momento_config;
 /*
  * A configuration with the defaults of Momento's "laptop" profile: 5000 ms
  * client timeout, 60 s default TTL, 1 channel, keepalive every 5 s with a 1 s
- * timeout, lazy connection, the system's TLS roots. Returns 0, MOMENTO_ERR_INVALID_ARGUMENT (ret NULL)
+ * timeout, lazy connection, the system's TLS roots, up to 3 attempts for
+ * idempotent requests. Returns 0, MOMENTO_ERR_INVALID_ARGUMENT (ret NULL)
  * or MOMENTO_ERR_NO_MEMORY.
  */
 MOMENTO_EXPORT int momento_config_new(momento_config **ret);
@@ -153,6 +154,26 @@ MOMENTO_EXPORT int momento_config_set_eager_connect(momento_config *cfg, uint32_
  * certificate, or MOMENTO_ERR_NO_MEMORY.
  */
 MOMENTO_EXPORT int momento_config_set_tls_roots_file(momento_config *cfg, const char *path);
+
+/*
+ * Retries, as the official SDKs do them: only idempotent RPCs (get, set,
+ * delete, keys exist, item TTL, batches; never conditional sets, increment
+ * or TTL updates), only after UNAVAILABLE or INTERNAL, immediately, and
+ * always within the request's overall deadline (momento_config_set_timeout_ms).
+ * `max_attempts` counts the first try: default 3, 1 turns retries off,
+ * at most 10.
+ */
+MOMENTO_EXPORT int momento_config_set_retries(momento_config *cfg, uint32_t max_attempts);
+/*
+ * The "fixed timeout" variant: each attempt gets `attempt_timeout_ms` (an
+ * attempt that runs out of it is retried too, if the overall deadline allows),
+ * and attempts are `delay_ms` apart, +/-10% jitter (the official SDKs use
+ * 100 ms). max_attempts as above; attempt_timeout_ms >= 1.
+ */
+MOMENTO_EXPORT int momento_config_set_retry_fixed_timeout(momento_config *cfg,
+                                                          uint32_t max_attempts,
+                                                          uint32_t attempt_timeout_ms,
+                                                          uint32_t delay_ms);
 
 MOMENTO_EXPORT uint32_t momento_config_timeout_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint64_t momento_config_default_ttl_ms(const momento_config *cfg);
@@ -238,6 +259,9 @@ MOMENTO_EXPORT momento_outcome momento_result_outcome(const momento_result *r);
 MOMENTO_EXPORT int momento_result_grpc_status(const momento_result *r);
 /* The server's status message or a local explanation; "" when none. */
 MOMENTO_EXPORT const char *momento_result_message(const momento_result *r);
+/* How many attempts the request took (1 when not retried; 0 when it never
+ * reached gRPC). */
+MOMENTO_EXPORT int momento_result_attempts(const momento_result *r);
 /* The server's `err` trailer (e.g. "item_size_limit_exceeded"), or NULL. */
 MOMENTO_EXPORT const char *momento_result_error_detail(const momento_result *r);
 /* 1 for a get hit, else 0. */

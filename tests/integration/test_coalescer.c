@@ -231,7 +231,7 @@ static void test_error_fans_out(void **state)
     momento_client *c = delayed_client(f, "get", TU_MS(500), 1);
     momento__client_add_header(c, "return-error", "unavailable");
     momento__client_add_header(c, "error-rpcs", "get");
-    momento__client_add_header(c, "error-count", "1");
+    momento__client_add_header(c, "error-count", "3"); /* outlasts all 3 attempts */
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
     momento_local_reset_stats(f->server);
@@ -243,7 +243,37 @@ static void test_error_fans_out(void **state)
     usleep(50 * 1000);
     assert_int_equal(k.total, 20);
     assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_SERVER_UNAVAILABLE), 20);
-    assert_int_equal(momento_local_rpc_count(f->server, "Get", 14), 1);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", 14), 3); /* one RPC, 3 attempts */
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    tu_counter_destroy(&k);
+}
+
+static void test_retried_success_fans_out(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(momento_set_sync(f->client, "c", "rs", 2, "ok", 2, 0, NULL), MOMENTO_OK);
+    momento_client *c = delayed_client(f, "get", TU_MS(500), 1);
+    momento__client_add_header(c, "return-error", "internal");
+    momento__client_add_header(c, "error-rpcs", "get");
+    momento__client_add_header(c, "error-count", "1");
+    momento_coalescer *co;
+    momento_coalescer_new(&co, c);
+    momento_local_reset_stats(f->server);
+    tu_counter k;
+    tu_counter_init(&k);
+    k.expect = "ok";
+    k.expect_len = 2;
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(momento_coalescing_get(co, "c", "rs", 2, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 20, 10000), 20);
+    usleep(50 * 1000);
+    assert_int_equal(k.total, 20);
+    assert_int_equal(k.hits, 20);
+    assert_int_equal(k.bad_values, 0);
+    /* The shared RPC failed once and its retry succeeded; nobody saw the error. */
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", 13), 1);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 1);
     momento_coalescer_free(co);
     momento_client_free(c);
     tu_counter_destroy(&k);
@@ -439,6 +469,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_delete_invalidates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicate_deletes_share, setup, teardown),
         cmocka_unit_test_setup_teardown(test_error_fans_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retried_success_fans_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_freed_with_waiters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalescer_freed_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_callback_can_resubmit, setup, teardown),

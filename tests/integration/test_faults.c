@@ -1,0 +1,355 @@
+/* Faults, driven by the local server's injection headers and by stopping
+ * and restarting it: the error each status maps to, which are retried and
+ * how often (counted at the server), deadlines, reconnection, and coalesced
+ * waiters under each. */
+#include "internal.h"
+#include "momento/coalescer.h"
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static momento_local *server;
+static int session;
+
+static momento_local *start_on(int port)
+{
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    momento_local_options_set_port(o, port);
+    momento_local *s = NULL;
+    int rc = momento_local_start(&s, o);
+    momento_local_options_free(o);
+    return rc == MOMENTO_OK ? s : NULL;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    server = start_on(0);
+    assert_non_null(server);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    momento_local_stop(server);
+    return 0;
+}
+
+/* A client whose calls carry the given fault headers under a fresh session. */
+static momento_client *faulty(const momento_config *cfg, const char *const *headers, size_t n)
+{
+    momento_client *c = tu_client(server, cfg);
+    char id[32];
+    snprintf(id, sizeof(id), "faults-%d", ++session);
+    momento__client_add_header(c, "request-id", id);
+    for (size_t i = 0; i < n; i++)
+        momento__client_add_header(c, headers[2 * i], headers[2 * i + 1]);
+    return c;
+}
+
+static void test_every_injected_error(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int status;
+        int err;
+        bool retried;
+    } table[] = {
+        {"invalid-argument", 3, MOMENTO_ERR_INVALID_ARGUMENT, false},
+        {"unknown", 2, MOMENTO_ERR_UNKNOWN_SERVICE, false},
+        {"already-exists", 6, MOMENTO_ERR_ALREADY_EXISTS, false},
+        {"not-found", 5, MOMENTO_ERR_CACHE_NOT_FOUND, false},
+        {"internal", 13, MOMENTO_ERR_INTERNAL_SERVER, true},
+        {"permission-denied", 7, MOMENTO_ERR_PERMISSION, false},
+        {"unauthenticated", 16, MOMENTO_ERR_AUTHENTICATION, false},
+        {"cancelled", 1, MOMENTO_ERR_CANCELLED, false},
+        {"resource-exhausted", 8, MOMENTO_ERR_LIMIT_EXCEEDED, false},
+        {"deadline-exceeded", 4, MOMENTO_ERR_TIMEOUT, false},
+        {"unavailable", 14, MOMENTO_ERR_SERVER_UNAVAILABLE, true},
+        {"failed-precondition", 9, MOMENTO_ERR_FAILED_PRECONDITION, false},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        const char *h[] = {"return-error", table[i].name};
+        momento_client *c = faulty(NULL, h, 1);
+        momento_local_reset_stats(server);
+        /* An idempotent get: retried up to 3 attempts when the rule says. */
+        momento_result *r;
+        assert_int_equal(momento_get_sync(c, "c", "k", 1, &r), table[i].err);
+        assert_int_equal(momento_result_grpc_status(r), table[i].status);
+        int attempts = table[i].retried ? 3 : 1;
+        assert_int_equal(momento_result_attempts(r), attempts);
+        momento_result_free(r);
+        assert_int_equal(momento_local_rpc_count(server, "Get", table[i].status), (uint64_t)attempts);
+        /* A non-idempotent increment: never retried, whatever the status. */
+        assert_int_equal(momento_increment_sync(c, "c", "n", 1, 1, 0, &r), table[i].err);
+        assert_int_equal(momento_result_attempts(r), 1);
+        momento_result_free(r);
+        assert_int_equal(momento_local_rpc_count(server, "Increment", -1), 1);
+        momento_client_free(c);
+    }
+}
+
+static void test_error_count_against_attempts(void **state)
+{
+    (void)state;
+    for (int n = 1; n <= 4; n++) {
+        char count[8];
+        snprintf(count, sizeof(count), "%d", n);
+        const char *h[] = {"return-error", "unavailable", "error-rpcs", "get set", "error-count", count};
+        momento_client *c = faulty(NULL, h, 3);
+        momento_local_reset_stats(server);
+        momento_result *r;
+        int rc = momento_get_sync(c, "c", "k", 1, &r);
+        if (n < 3) { /* success on attempt n + 1 */
+            assert_int_equal(rc, MOMENTO_OK);
+            assert_int_equal(momento_result_attempts(r), n + 1);
+            assert_int_equal(momento_local_rpc_count(server, "Get", 14), (uint64_t)n);
+            assert_int_equal(momento_local_rpc_count(server, "Get", 0), 1);
+        } else { /* the last error, after 3 attempts */
+            assert_int_equal(rc, MOMENTO_ERR_SERVER_UNAVAILABLE);
+            assert_int_equal(momento_result_attempts(r), 3);
+            assert_int_equal(momento_local_rpc_count(server, "Get", -1), 3);
+        }
+        momento_result_free(r);
+        /* The same rule for sets. A conditional set is never retried. */
+        momento_local_reset_stats(server);
+        assert_int_equal(momento_set_if_sync(c, "c", "k", 1, "v", 1, 0, MOMENTO_IF_ABSENT, NULL, 0, NULL) != MOMENTO_OK,
+                         0); /* set-if is not in error-rpcs: untouched */
+        momento_client_free(c);
+    }
+    /* Retries off: the first error is final. */
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    assert_int_equal(momento_config_set_retries(cfg, 0), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_retries(cfg, 11), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_retries(cfg, 1), MOMENTO_OK);
+    const char *h[] = {"return-error", "unavailable", "error-count", "1"};
+    momento_client *c = faulty(cfg, h, 2);
+    momento_config_free(cfg);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    momento_client_free(c);
+}
+
+static void test_deadline_is_precise_and_local(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(300));
+    const char *h[] = {"delay-ms", "5000", "delay-rpcs", "get"};
+    momento_client *c = faulty(cfg, h, 2);
+    momento_config_free(cfg);
+    tu_counter slow, fast;
+    tu_counter_init(&slow);
+    tu_counter_init(&fast);
+    int64_t t0 = tu_now_ms();
+    assert_int_equal(momento_get(c, "c", "k", 1, tu_count_cb, &slow), MOMENTO_OK);
+    /* Sets on the same channel meanwhile are answered at once. */
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(momento_set(c, "c", "k", 1, "v", 1, 0, tu_count_cb, &fast), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&fast, 20, 5000), 20);
+    assert_int_equal(fast.ok, 20);
+    assert_true(tu_now_ms() - t0 < TU_MS(300)); /* before the get's deadline */
+    assert_int_equal(slow.total, 0);
+    assert_int_equal(tu_counter_wait(&slow, 1, 5000), 1);
+    int64_t took = tu_now_ms() - t0;
+    assert_int_equal(tu_counter_errors(&slow, MOMENTO_ERR_TIMEOUT), 1);
+    assert_true(took >= TU_MS(300) - 5 && took <= TU_MS(300) + TU_MS(50)); /* within 50 ms */
+    momento_client_free(c);
+    tu_counter_destroy(&slow);
+    tu_counter_destroy(&fast);
+}
+
+static void test_fixed_timeout_strategy(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(2000));
+    assert_int_equal(momento_config_set_retry_fixed_timeout(cfg, 3, 0, 100), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_retry_fixed_timeout(cfg, 3, (uint32_t)TU_MS(150), 100), MOMENTO_OK);
+    /* The first two attempts are held past their own 150 ms; the third is not. */
+    const char *h[] = {"delay-ms", "1000", "delay-rpcs", "get", "delay-count", "2"};
+    momento_client *c = faulty(cfg, h, 3);
+    momento_config_free(cfg);
+    momento_local_reset_stats(server);
+    momento_result *r;
+    int64_t t0 = tu_now_ms();
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &r), MOMENTO_OK);
+    int64_t took = tu_now_ms() - t0;
+    assert_int_equal(momento_result_attempts(r), 3);
+    momento_result_free(r);
+    /* Two attempt timeouts (150 ms each) and two pauses of 100 ms +/-10%. */
+    assert_true(took >= 2 * 150 + 2 * 90 - 10);
+    assert_true(took < TU_MS(1500));
+    momento_client_free(c);
+
+    /* The overall deadline still bounds the whole. */
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(400));
+    momento_config_set_retry_fixed_timeout(cfg, 10, (uint32_t)TU_MS(150), 50);
+    const char *h2[] = {"delay-ms", "5000", "delay-rpcs", "get"};
+    c = faulty(cfg, h2, 2);
+    momento_config_free(cfg);
+    t0 = tu_now_ms();
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &r), MOMENTO_ERR_TIMEOUT);
+    took = tu_now_ms() - t0;
+    assert_true(momento_result_attempts(r) >= 2 && momento_result_attempts(r) <= 3);
+    assert_true(took < TU_MS(400) + TU_MS(100));
+    momento_result_free(r);
+    momento_client_free(c);
+}
+
+static void test_coalesced_waiters_time_out_once(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(300));
+    const char *h[] = {"delay-ms", "3000", "delay-rpcs", "get"};
+    momento_client *c = faulty(cfg, h, 2);
+    momento_config_free(cfg);
+    momento_coalescer *co;
+    momento_coalescer_new(&co, c);
+    tu_counter k;
+    tu_counter_init(&k);
+    for (int i = 0; i < 15; i++)
+        assert_int_equal(momento_coalescing_get(co, "c", "k", 1, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 15, 5000), 15);
+    usleep(100 * 1000);
+    assert_int_equal(k.total, 15);
+    assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_TIMEOUT), 15);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    tu_counter_destroy(&k);
+}
+
+static void test_server_stop_and_restart(void **state)
+{
+    (void)state;
+    int port = momento_local_port(server);
+    momento_client *c = tu_client(server, NULL);
+    momento_coalescer *co;
+    momento_coalescer_new(&co, c);
+    assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL), MOMENTO_OK);
+
+    momento_local_stop(server);
+    server = NULL;
+    /* Down: calls fail fast, plain and coalesced alike, each waiter once. */
+    int64_t t0 = tu_now_ms();
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_true(tu_now_ms() - t0 < TU_MS(2000));
+    tu_counter k;
+    tu_counter_init(&k);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(momento_coalescing_get(co, "c", "k", 1, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 10, 5000), 10);
+    usleep(50 * 1000);
+    assert_int_equal(k.total, 10);
+    assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_SERVER_UNAVAILABLE), 10);
+
+    /* Back on the same port (empty: a new process would be too). */
+    server = start_on(port);
+    assert_non_null(server);
+    t0 = tu_now_ms();
+    int rc = -1;
+    while (tu_now_ms() - t0 < TU_MS(5000)) {
+        rc = momento_set_sync(c, "c", "k", 1, "again", 5, 0, NULL);
+        if (rc == MOMENTO_OK)
+            break;
+        usleep(50 * 1000);
+    }
+    assert_int_equal(rc, MOMENTO_OK); /* the same client recovered */
+    assert_true(tu_now_ms() - t0 < TU_MS(4000));
+    assert_int_equal(momento_coalescing_get_sync(co, "c", "k", 1, NULL), MOMENTO_OK);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    tu_counter_destroy(&k);
+}
+
+typedef struct load {
+    momento_client *client;
+    atomic_bool stop;
+    atomic_uint_fast64_t ok_before, err_during, ok_after;
+    atomic_int phase; /* 0 before the stop, 1 down, 2 restarted */
+    tu_counter done;
+    int in_flight;
+} load;
+
+static void load_step(const momento_result *r, void *ud);
+
+static void load_submit(load *l)
+{
+    if (momento_set(l->client, "c", "load", 4, "v", 1, 0, load_step, l) != MOMENTO_OK)
+        tu_count_cb(NULL, &l->done);
+}
+
+static void load_step(const momento_result *r, void *ud)
+{
+    load *l = ud;
+    int phase = atomic_load(&l->phase);
+    if (momento_result_error(r) == MOMENTO_OK)
+        atomic_fetch_add(phase == 2 ? &l->ok_after : &l->ok_before, 1);
+    else if (phase >= 1)
+        atomic_fetch_add(&l->err_during, 1);
+    if (atomic_load(&l->stop)) {
+        tu_count_cb(r, &l->done);
+        return;
+    }
+    usleep(1000); /* about a thousand requests a second per worker at most */
+    load_submit(l);
+}
+
+static void test_restart_mid_load(void **state)
+{
+    (void)state;
+    int port = momento_local_port(server);
+    load l;
+    memset(&l, 0, sizeof(l));
+    tu_counter_init(&l.done);
+    l.client = tu_client(server, NULL);
+    for (int i = 0; i < 4; i++)
+        load_submit(&l);
+    usleep((useconds_t)TU_MS(1000) * 1000);
+    atomic_store(&l.phase, 1);
+    momento_local_stop(server);
+    server = NULL;
+    usleep((useconds_t)TU_MS(1000) * 1000);
+    server = start_on(port);
+    assert_non_null(server);
+    atomic_store(&l.phase, 2);
+    usleep((useconds_t)TU_MS(3000) * 1000);
+    atomic_store(&l.stop, true);
+    assert_int_equal(tu_counter_wait(&l.done, 4, 10000), 4);
+    assert_true(atomic_load(&l.ok_before) > 0);
+    assert_true(atomic_load(&l.err_during) > 0);  /* the gap was seen... */
+    assert_true(atomic_load(&l.ok_after) > 0);    /* ...and recovered from */
+    momento_client_free(l.client);
+    tu_counter_destroy(&l.done);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_injected_error),
+        cmocka_unit_test(test_error_count_against_attempts),
+        cmocka_unit_test(test_deadline_is_precise_and_local),
+        cmocka_unit_test(test_fixed_timeout_strategy),
+        cmocka_unit_test(test_coalesced_waiters_time_out_once),
+        cmocka_unit_test(test_server_stop_and_restart),
+        cmocka_unit_test(test_restart_mid_load),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
