@@ -35,7 +35,7 @@ int momento__base64_decode(const char *in, size_t in_len, unsigned char **ret, s
     if (n % 4 == 1)
         return -1; /* six bits cannot make a byte: the input was cut short */
 
-    unsigned char *out = malloc(n / 4 * 3 + 3 + 1);
+    unsigned char *out = momento__malloc(n / 4 * 3 + 3 + 1);
     if (!out)
         return -2;
     size_t o = 0;

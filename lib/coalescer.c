@@ -71,7 +71,7 @@ int momento_coalescer_new(momento_coalescer **ret, momento_client *client)
 {
     if (!ret || !client)
         return MOMENTO_ERR_INVALID_ARGUMENT;
-    momento_coalescer *co = calloc(1, sizeof(*co));
+    momento_coalescer *co = momento__calloc(1, sizeof(*co));
     if (!co)
         return MOMENTO_ERR_NO_MEMORY;
     co->client = client;
@@ -159,7 +159,7 @@ static key_state *state_for(momento_coalescer *co, const char *cache, size_t cac
 {
     size_t id_len = cache_len + 1 + key_len;
     uint8_t stack_id[512];
-    uint8_t *id = id_len <= sizeof(stack_id) ? stack_id : malloc(id_len);
+    uint8_t *id = id_len <= sizeof(stack_id) ? stack_id : momento__malloc(id_len);
     if (!id) {
         *err = MOMENTO_ERR_NO_MEMORY;
         return NULL;
@@ -174,7 +174,7 @@ static key_state *state_for(momento_coalescer *co, const char *cache, size_t cac
     *fresh = ks == NULL;
     if (!ks) {
         size_t at = ALIGN_UP(sizeof(*ks) + id_len);
-        ks = malloc(at + sizeof(inflight) + value_len);
+        ks = momento__malloc(at + sizeof(inflight) + value_len);
         if (ks) {
             memset(ks, 0, sizeof(*ks));
             ks->id_len = id_len;
@@ -196,7 +196,7 @@ static inflight *embedded_inflight(key_state *ks)
 
 static int join(momento_coalescer *co, inflight *e, momento_callback cb, void *userdata)
 {
-    waiter *w = malloc(sizeof(*w));
+    waiter *w = momento__malloc(sizeof(*w));
     if (!w)
         return MOMENTO_ERR_NO_MEMORY;
     w->cb = cb;
@@ -268,7 +268,7 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
         return rc;
     }
 
-    inflight *e = fresh ? embedded_inflight(ks) : malloc(sizeof(*e) + value_len);
+    inflight *e = fresh ? embedded_inflight(ks) : momento__malloc(sizeof(*e) + value_len);
     if (!e) {
         pthread_mutex_unlock(&co->lock);
         return MOMENTO_ERR_NO_MEMORY;

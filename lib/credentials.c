@@ -11,7 +11,7 @@
 static char *dup_str(const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *d = malloc(n);
+    char *d = momento__malloc(n);
     if (d)
         memcpy(d, s, n);
     return d;
@@ -109,7 +109,7 @@ const char *momento__check_host_port(const char *s)
 static char *join_host(const char *prefix, const char *host)
 {
     size_t n = strlen(prefix) + strlen(host) + sizeof(":443");
-    char *out = malloc(n);
+    char *out = momento__malloc(n);
     if (out)
         snprintf(out, n, "%s%s:443", prefix, host);
     return out;
@@ -118,7 +118,7 @@ static char *join_host(const char *prefix, const char *host)
 static int make_creds(momento_credentials **ret, const char *token, char *cache_ep,
                       char *control_ep, int tls)
 {
-    momento_credentials *c = calloc(1, sizeof(*c));
+    momento_credentials *c = momento__calloc(1, sizeof(*c));
     char *tok = dup_str(token);
     if (!c || !tok || !cache_ep || !control_ep) {
         free(c);

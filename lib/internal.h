@@ -19,6 +19,13 @@
 #define MOMENTO__MAX_MESSAGE_BYTES (10 * 1024 * 1024)
 #define MOMENTO__MAX_REQUEST_BYTES (MOMENTO__MAX_MESSAGE_BYTES - 64 * 1024)
 
+/* Allocation with failure injection (alloc.c). momento__alloc_countdown: -1
+ * off; N >= 0 makes the allocation N allocations from now fail (then -1). */
+extern atomic_int momento__alloc_countdown;
+void *momento__malloc(size_t n);
+void *momento__calloc(size_t count, size_t size);
+void *momento__realloc(void *p, size_t n);
+
 /* ---------------------------------------------------------------- config */
 
 struct momento_config {

@@ -215,7 +215,7 @@ int momento__json_get_string(const char *json, size_t len, const char *name, cha
         return 0;
     for (;;) {
         skip_ws(&c);
-        char *key = malloc((size_t)(c.end - c.p) + 1);
+        char *key = momento__malloc((size_t)(c.end - c.p) + 1);
         if (!key)
             return -2;
         parse_string(&c, key);
@@ -227,7 +227,7 @@ int momento__json_get_string(const char *json, size_t len, const char *name, cha
         if (match) {
             if (*c.p != '"')
                 return 0;
-            char *out = malloc((size_t)(c.end - c.p) + 1);
+            char *out = momento__malloc((size_t)(c.end - c.p) + 1);
             if (!out)
                 return -2;
             parse_string(&c, out);

@@ -1,0 +1,210 @@
+/* Allocation failure, one allocation at a time: for every N, the N-th
+ * allocation of the credential parser or the coalescer fails. The call must
+ * return MOMENTO_ERR_NO_MEMORY with its output untouched (or succeed when the
+ * failure hit nothing it needed), never crash, and never leak: ASan and
+ * valgrind run this suite in CI. */
+#include "internal.h"
+#include "momento/coalescer.h"
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Runs fn with the N-th allocation failing, for N = 0, 1, ... until a run
+ * completes without reaching its failure. Returns how many N were tried. */
+typedef int (*attempt_fn)(void *arg, bool *ok);
+
+static int for_every_allocation(attempt_fn fn, void *arg)
+{
+    for (int n = 0; n < 1000; n++) {
+        atomic_store(&momento__alloc_countdown, n);
+        bool ok = false;
+        int rc = fn(arg, &ok);
+        bool reached = atomic_load(&momento__alloc_countdown) < 0;
+        atomic_store(&momento__alloc_countdown, -1);
+        if (!reached) {
+            assert_int_equal(rc, MOMENTO_OK); /* nothing failed: must succeed */
+            assert_true(ok);
+            return n + 1;
+        }
+        if (rc != MOMENTO_OK && rc != MOMENTO_ERR_NO_MEMORY)
+            fail_msg("allocation %d failing gave %s, not NO_MEMORY", n, momento_error_name(rc));
+    }
+    fail_msg("more than 1000 allocations");
+    return 0;
+}
+
+static int parse_key(void *arg, bool *ok)
+{
+    const char **a = arg;
+    momento_credentials *c = (momento_credentials *)0x1;
+    const char *why = NULL;
+    int rc = momento_credentials_from_api_key(&c, a[0], a[1], &why);
+    if (rc == MOMENTO_OK) {
+        *ok = strcmp(momento_credentials_cache_endpoint(c), a[2]) == 0;
+        momento_credentials_free(c);
+    } else {
+        assert_ptr_equal(c, (momento_credentials *)0x1); /* untouched */
+        assert_non_null(why);
+    }
+    return rc;
+}
+
+static void test_credential_parser(void **state)
+{
+    (void)state;
+    /* base64 of {"api_key": "tok", "endpoint": "cell.example.com"} */
+    const char *v1[3] = {"eyJhcGlfa2V5IjogInRvayIsICJlbmRwb2ludCI6ICJjZWxsLmV4YW1wbGUuY29tIn0=", NULL,
+                         "cache.cell.example.com:443"};
+    /* header.{"c":"cache.x.example.com","cp":"control.x.example.com"}.sig */
+    const char *legacy[3] = {"eyJhbGciOiJIUzI1NiJ9.eyJjIjoiY2FjaGUueC5leGFtcGxlLmNvbSIsImNwIjoiY29udHJvbC54LmV4YW1wbGUuY29tIn0.c2ln",
+                             NULL, "cache.x.example.com:443"};
+    /* header.{"t":"g"}.sig with an endpoint */
+    const char *current[3] = {"eyJhbGciOiJIUzI1NiJ9.eyJ0IjoiZyJ9.c2ln", "cell-2.example.com",
+                              "cache.cell-2.example.com:443"};
+    assert_true(for_every_allocation(parse_key, v1) > 3);
+    assert_true(for_every_allocation(parse_key, legacy) > 3);
+    assert_true(for_every_allocation(parse_key, current) > 3);
+}
+
+static int parse_local(void *arg, bool *ok)
+{
+    (void)arg;
+    momento_credentials *c = NULL;
+    int rc = momento_credentials_local(&c, "127.0.0.1:9", NULL);
+    if (rc == MOMENTO_OK) {
+        *ok = momento_credentials_uses_tls(c) == 0;
+        momento_credentials_free(c);
+    } else {
+        assert_null(c);
+    }
+    return rc;
+}
+
+static void test_local_credentials(void **state)
+{
+    (void)state;
+    assert_true(for_every_allocation(parse_local, NULL) >= 3);
+}
+
+typedef struct co_fixture {
+    momento_local *server;
+    momento_client *client;
+    momento_client *slow;    /* its gets are held 400 ms by the server */
+    momento_coalescer *co;
+    tu_counter k;
+    size_t accepted;
+} co_fixture;
+
+static int make_coalescer(void *arg, bool *ok)
+{
+    co_fixture *f = arg;
+    momento_coalescer *co = (momento_coalescer *)0x1;
+    int rc = momento_coalescer_new(&co, f->client);
+    if (rc == MOMENTO_OK) {
+        *ok = true;
+        momento_coalescer_free(co);
+    } else {
+        assert_ptr_equal(co, (momento_coalescer *)0x1);
+    }
+    return rc;
+}
+
+/* A leader for a new key each time, and a set with a value. */
+static int submit_leader(void *arg, bool *ok)
+{
+    co_fixture *f = arg;
+    static int seq;
+    char key[32];
+    int n = snprintf(key, sizeof(key), "lead-%d", seq++);
+    int rc = momento_coalescing_set(f->co, "c", key, (size_t)n, "value", 5, 0, tu_count_cb, &f->k);
+    if (rc == MOMENTO_OK) {
+        f->accepted++;
+        *ok = true;
+    }
+    return rc;
+}
+
+/* A joiner of the slow get in flight. */
+static int submit_joiner(void *arg, bool *ok)
+{
+    co_fixture *f = arg;
+    int rc = momento_coalescing_get(f->co, "c", "held", 4, tu_count_cb, &f->k);
+    if (rc == MOMENTO_OK) {
+        f->accepted++;
+        *ok = true;
+    }
+    return rc;
+}
+
+static void test_coalescer(void **state)
+{
+    (void)state;
+    co_fixture f;
+    memset(&f, 0, sizeof(f));
+    tu_counter_init(&f.k);
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    f.server = tu_server(o);
+    momento_local_options_free(o);
+    f.client = tu_client(f.server, NULL);
+    assert_true(for_every_allocation(make_coalescer, &f) >= 1);
+
+    assert_int_equal(momento_coalescer_new(&f.co, f.client), MOMENTO_OK);
+    assert_true(for_every_allocation(submit_leader, &f) >= 1);
+    /* A long key takes the coalescer's heap path for the table id. */
+    char longkey[700];
+    memset(longkey, 'L', sizeof(longkey));
+    for (int n = 0; n < 10; n++) {
+        atomic_store(&momento__alloc_countdown, n);
+        int rc = momento_coalescing_get(f.co, "c", longkey, sizeof(longkey), tu_count_cb, &f.k);
+        atomic_store(&momento__alloc_countdown, -1);
+        if (rc == MOMENTO_OK)
+            f.accepted++;
+        else
+            assert_int_equal(rc, MOMENTO_ERR_NO_MEMORY);
+    }
+    momento_coalescer_free(f.co);
+
+    /* Joiners: a leader held by the server, then joins under failure. */
+    f.slow = tu_client(f.server, NULL);
+    momento__client_add_header(f.slow, "request-id", "alloc-joins");
+    momento__client_add_header(f.slow, "delay-rpcs", "get");
+    momento__client_add_header(f.slow, "delay-ms", "400");
+    momento__client_add_header(f.slow, "delay-count", "1");
+    assert_int_equal(momento_coalescer_new(&f.co, f.slow), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(f.co, "c", "held", 4, tu_count_cb, &f.k), MOMENTO_OK);
+    f.accepted++;
+    assert_true(for_every_allocation(submit_joiner, &f) >= 1);
+    momento_coalescer_counters s;
+    momento_coalescer_stats(f.co, &s, sizeof(s));
+    assert_true(s.get_coalesced >= 1);
+
+    /* Every accepted request is called back exactly once; refusals never. */
+    assert_int_equal(tu_counter_wait(&f.k, f.accepted, 10000), f.accepted);
+    usleep(100 * 1000);
+    assert_int_equal(f.k.total, f.accepted);
+    momento_coalescer_free(f.co);
+    momento_client_free(f.slow);
+    momento_client_free(f.client);
+    momento_local_stop(f.server);
+    tu_counter_destroy(&f.k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_credential_parser),
+        cmocka_unit_test(test_local_credentials),
+        cmocka_unit_test(test_coalescer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
