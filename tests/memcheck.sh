@@ -4,7 +4,8 @@
 #   2. unit and integration suites under valgrind memcheck (any error or
 #      definite leak fails);
 #   3. momento-local under valgrind, driven through every RPC by the interop
-#      script, then stopped with SIGTERM: a clean shutdown leaks nothing.
+#      script, then stopped with SIGTERM: a clean shutdown leaks nothing;
+#   4. the examples once under valgrind, each with its embedded server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +14,7 @@ if ! command -v valgrind >/dev/null; then
     $sudo apt-get install -y -qq --no-install-recommends valgrind >/dev/null
 fi
 
-echo "== ASan + UBSan: all suites"
+echo "== ASan + UBSan: all suites (unit, integration, faults, interop, examples)"
 [ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 ninja -C build-asan >/dev/null
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -29,7 +30,7 @@ MOMENTO_TEST_TIME_SCALE=20 meson test -C build --suite unit --suite integration 
 echo "== valgrind memcheck: momento-local through SIGTERM"
 if command -v node >/dev/null && [ -d tests/interop/node_modules/@gomomento/sdk ]; then
     out=$(mktemp)
-    valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite -q \
+    valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite -q \
         build/server/momento-local --port 0 > "$out" &
     pid=$!
     for _ in $(seq 300); do grep -q "listening on" "$out" && break; sleep 0.1; done
@@ -42,4 +43,12 @@ if command -v node >/dev/null && [ -d tests/interop/node_modules/@gomomento/sdk 
 else
     echo "SKIP: node or the interop SDK is missing; the server leak check needs them"
 fi
+echo "== valgrind memcheck: the examples"
+vg="valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite -q"
+$vg build/examples/hello > /dev/null
+$vg build/examples/load-gen --duration 2 --rps 200 --quiet > /dev/null
+$vg build/examples/request-coalescing --duration 1 --rps 0 --concurrency 50 --quiet \
+    --json /tmp/memcheck-rc.json --plot /tmp/memcheck-rc.svg > /dev/null
+rm -f /tmp/memcheck-rc.json /tmp/memcheck-rc.svg
+echo "examples: clean under valgrind"
 echo "memcheck passed"

@@ -647,9 +647,26 @@ static void test_rate_limit(void **state)
 static void test_options_and_lru(void **state)
 {
     (void)state;
+    assert_int_equal(momento_local_options_new(NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_bind(NULL, "::1"), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_port(NULL, 1), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_auth_token(NULL, "t"), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_max_memory(NULL, 1), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_max_item_bytes(NULL, 1), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_max_rps(NULL, 1), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_add_cache(NULL, "c"), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_start(NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_port(NULL), -1);
+    assert_string_equal(momento_local_endpoint(NULL), "");
+    assert_int_equal(momento_local_rpc_count(NULL, "Get", -1), 0);
+    assert_null(momento_local_stats_json(NULL));
+    momento_local_stop(NULL);
+    momento_local_options_free(NULL);
     momento_local_options *o;
     momento_local_options_new(&o);
     assert_int_equal(momento_local_options_set_bind(o, "localhost"), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_bind(o, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_max_item_bytes(o, 0), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_local_options_set_bind(o, "::1"), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_bind(o, "127.0.0.1"), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_port(o, 70000), MOMENTO_ERR_INVALID_ARGUMENT);

@@ -112,6 +112,103 @@ static void test_sync_refusals(void **state)
     assert_ptr_equal(c, (momento_client *)0x1);
 }
 
+static void test_scalar_and_batch_refusals(void **state)
+{
+    (void)state;
+    const void *keys[2] = {"a", "b"};
+    size_t lens[2] = {1, 1}, zero[2] = {1, 0};
+    const void *vals[2] = {"x", "y"};
+    size_t vlens[2] = {1, 1};
+    momento_condition conds[] = {MOMENTO_IF_ABSENT, MOMENTO_IF_EQUAL};
+    for (size_t i = 0; i < 2; i++) {
+        REFUSED(momento_set_if(NULL, "c", "k", 1, "v", 1, 0, conds[i], "x", 1, cb, NULL));
+        REFUSED(momento_set_if(client, "", "k", 1, "v", 1, 0, conds[i], "x", 1, cb, NULL));
+        REFUSED(momento_set_if(client, "c", NULL, 1, "v", 1, 0, conds[i], "x", 1, cb, NULL));
+        REFUSED(momento_set_if(client, "c", "k", 1, NULL, 1, 0, conds[i], "x", 1, cb, NULL));
+        REFUSED(momento_set_if(client, "c", "k", 1, "v", 1, 0, conds[i], "x", 1, NULL, NULL));
+    }
+    REFUSED(momento_set_if(client, "c", "k", 1, "v", 1, 0, (momento_condition)0, NULL, 0, cb, NULL));
+    REFUSED(momento_set_if_equal(client, "c", "k", 1, "v", 1, 0, NULL, 5, cb, NULL));
+    REFUSED(momento_set_if_absent(client, "c\xff", "k", 1, "v", 1, 0, cb, NULL));
+    REFUSED(momento_set_if_not_exists(client, "c", "", 0, "v", 1, 0, cb, NULL));
+    REFUSED(momento_set_if_present(client, "c", "k", 1, "v", 1, (uint64_t)INT64_MAX + 1, cb, NULL));
+    REFUSED(momento_set_if_not_equal(client, "c", "k", 1, "v", 1, 0, NULL, 1, cb, NULL));
+    REFUSED(momento_set_if_present_and_not_equal(client, NULL, "k", 1, "v", 1, 0, "x", 1, cb, NULL));
+    REFUSED(momento_set_if_absent_or_equal(client, "c", "k", 1, "v", 1, 0, "x", 1, NULL, NULL));
+    REFUSED(momento_increment(client, "c", "", 0, 1, 0, cb, NULL));
+    REFUSED(momento_increment(client, "c", "k", 1, 1, (uint64_t)INT64_MAX + 1, cb, NULL));
+    REFUSED(momento_key_exists(client, "c", NULL, 0, cb, NULL));
+    REFUSED(momento_keys_exist(client, "c", NULL, lens, 2, cb, NULL));
+    REFUSED(momento_keys_exist(client, "c", keys, NULL, 2, cb, NULL));
+    REFUSED(momento_keys_exist(client, "c", keys, lens, 0, cb, NULL));
+    REFUSED(momento_keys_exist(client, "c", keys, zero, 2, cb, NULL));
+    REFUSED(momento_item_get_ttl(client, NULL, "k", 1, cb, NULL));
+    REFUSED(momento_update_ttl(client, "c", "k", 1, 0, cb, NULL));
+    REFUSED(momento_increase_ttl(client, "c", "k", 1, (uint64_t)INT64_MAX + 1, cb, NULL));
+    REFUSED(momento_decrease_ttl(client, "c", "", 0, 5, cb, NULL));
+    REFUSED(momento_get_batch(client, "c", keys, lens, 0, cb, NULL));
+    REFUSED(momento_get_batch(client, "c", keys, zero, 2, cb, NULL));
+    REFUSED(momento_get_batch(client, "", keys, lens, 2, cb, NULL));
+    REFUSED(momento_set_batch(client, "c", keys, lens, NULL, vlens, 2, 0, cb, NULL));
+    REFUSED(momento_set_batch(client, "c", keys, lens, vals, NULL, 2, 0, cb, NULL));
+    REFUSED(momento_set_batch(client, "c", keys, lens, vals, vlens, 2, (uint64_t)INT64_MAX + 1, cb, NULL));
+    /* A batch whose request would pass the message limit. */
+    size_t n = 11;
+    const void **bk = calloc(n, sizeof(*bk));
+    size_t *bkl = calloc(n, sizeof(*bkl));
+    const void **bv = calloc(n, sizeof(*bv));
+    size_t *bvl = calloc(n, sizeof(*bvl));
+    char *big = calloc(1, MOMENTO_MAX_ITEM_BYTES);
+    for (size_t i = 0; i < n; i++) {
+        bk[i] = "k";
+        bkl[i] = 1;
+        bv[i] = big;
+        bvl[i] = MOMENTO_MAX_ITEM_BYTES - 1;
+    }
+    REFUSED(momento_set_batch(client, "c", bk, bkl, bv, bvl, n, 0, cb, NULL));
+    free(bk);
+    free(bkl);
+    free(bv);
+    free(bvl);
+    free(big);
+    REFUSED(momento_set_if_sync(client, "", "k", 1, "v", 1, 0, MOMENTO_IF_ABSENT, NULL, 0, NULL));
+    REFUSED(momento_get_batch_sync(client, "c", keys, lens, 0, NULL));
+    REFUSED(momento_keys_exist_sync(NULL, "c", keys, lens, 2, NULL));
+}
+
+static void test_config_and_local_refusals(void **state)
+{
+    (void)state;
+    REFUSED(momento_config_set_retries(NULL, 3));
+    REFUSED(momento_config_set_retry_fixed_timeout(NULL, 3, 100, 100));
+    REFUSED(momento_config_set_tls_roots_file(NULL, "/x"));
+    REFUSED(momento_config_set_eager_connect(NULL, 1));
+    REFUSED(momento_config_set_keepalive(NULL, 1, 1));
+    REFUSED(momento_config_set_num_channels(NULL, 1));
+    REFUSED(momento_config_set_default_ttl_ms(NULL, 1));
+    momento_credentials *c = NULL;
+    REFUSED(momento_credentials_from_api_key(NULL, "k", NULL, NULL));
+    REFUSED(momento_credentials_from_api_key(&c, NULL, NULL, NULL));
+    REFUSED(momento_credentials_with_endpoints(&c, NULL, "a:1", "a:1", NULL));
+    REFUSED(momento_credentials_with_endpoints(&c, "", "a:0", "a:1", NULL));
+    REFUSED(momento_credentials_with_endpoints(&c, "", "a:1", "a", NULL));
+    REFUSED(momento_credentials_from_env(NULL, NULL));
+    assert_null(c);
+    assert_string_equal(momento_credentials_cache_endpoint(NULL), "");
+    assert_int_equal(momento_credentials_uses_tls(NULL), 0);
+    momento_result *r = (momento_result *)0x1;
+    REFUSED(momento_create_cache_sync(client, "bad\x01name", &r));
+    assert_null(r);
+    assert_int_equal(momento_result_attempts(NULL), 0);
+    assert_int_equal(momento_result_int(NULL), 0);
+    assert_int_equal(momento_result_ttl_ms(NULL), 0);
+    assert_int_equal(momento_result_exists(NULL, 0), -1);
+    assert_int_equal(momento_result_exists_count(NULL), 0);
+    assert_null(momento_result_item(NULL, 0));
+    assert_int_equal(momento_result_item_count(NULL), 0);
+    momento_set_log_callback(NULL, NULL);
+}
+
 static void test_result_accessors_null_safe(void **state)
 {
     (void)state;
@@ -138,6 +235,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_async_refusals),
         cmocka_unit_test(test_sync_refusals),
+        cmocka_unit_test(test_scalar_and_batch_refusals),
+        cmocka_unit_test(test_config_and_local_refusals),
         cmocka_unit_test(test_result_accessors_null_safe),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,44 @@
+/* libFuzzer target: the local server's request decoding and handling. The
+ * first byte picks the RPC and whether a `cache` header names a cache that
+ * exists, one that does not, or none; the rest is the request body. Every
+ * input must be answered (OK with messages, or an error status) without a
+ * crash, against a store that persists across inputs, with a small memory
+ * limit so eviction runs too. */
+#include "server_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static momento_local *server;
+
+static void setup(void)
+{
+    server = calloc(1, sizeof(*server));
+    store_init(&server->store, 1u << 20);
+    server->opts.max_item_bytes = 64 * 1024;
+    store_create_cache(&server->store, "c");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!server)
+        setup();
+    if (size < 1)
+        return 0;
+    srv_method m = (srv_method)(data[0] % SRV_METHOD_COUNT);
+    int header = (data[0] / SRV_METHOD_COUNT) % 3;
+    const char *cache = header == 0 ? "c" : header == 1 ? "nope" : NULL;
+
+    srv_reply r;
+    memset(&r, 0, sizeof(r));
+    srv_handle(server, m, cache, cache ? strlen(cache) : 0, data + 1, size - 1, &r);
+    if (r.status == GRPC_STATUS_OK && !srv_methods[m].streaming && r.n_msgs != 1)
+        abort(); /* a unary success carries exactly one message */
+    if (r.status != GRPC_STATUS_OK && r.n_msgs != 0)
+        abort(); /* an error carries none */
+    srv_reply_clear(&r);
+    store_sweep(&server->store, store_now_ms(), 64);
+    return 0;
+}
