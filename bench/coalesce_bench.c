@@ -5,7 +5,7 @@
  *
  *   coalesce_bench --endpoint HOST:PORT --mode plain|coalesce
  *                  [--workers 1000] [--keys 10 (0 = a fresh key per set)]
- *                  [--seconds 20] [--ops N] [--payload 100]
+ *                  [--seconds 20] [--ops N] [--payload 100] [--op both|get|set]
  *
  * Loopback only: the endpoint must be 127.0.0.1, localhost or [::1]. */
 #include "momento/coalescer.h"
@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 typedef struct bench {
+    int op_mode; /* 0 set-then-get, 1 get only, 2 set only */
     momento_client *client;
     momento_coalescer *co; /* NULL = plain client */
     int keys;
@@ -49,15 +50,20 @@ static void step(const momento_result *r, void *ud);
 static int submit(worker *w)
 {
     bench *b = w->b;
-    if (w->phase == 0) {
+    if (b->op_mode == 1)
+        w->phase = 1; /* gets only: of keys never set (misses) */
+    else if (b->op_mode == 2)
+        w->phase = 0;
+    if (w->phase == 0 || b->op_mode == 1) {
         if (b->keys > 0)
             w->key_len = (size_t)snprintf(w->key, sizeof(w->key), "hot-%d", (int)((w->id + w->n) % (uint64_t)b->keys));
         else
             w->key_len = (size_t)snprintf(w->key, sizeof(w->key), "u-%d-%llu", w->id, (unsigned long long)w->n);
-        return b->co ? momento_coalescing_set(b->co, "bench", w->key, w->key_len, b->payload,
-                                              b->payload_len, 60000, step, w)
-                     : momento_set(b->client, "bench", w->key, w->key_len, b->payload,
-                                   b->payload_len, 60000, step, w);
+        if (w->phase == 0)
+            return b->co ? momento_coalescing_set(b->co, "bench", w->key, w->key_len, b->payload,
+                                                  b->payload_len, 60000, step, w)
+                         : momento_set(b->client, "bench", w->key, w->key_len, b->payload,
+                                       b->payload_len, 60000, step, w);
     }
     return b->co ? momento_coalescing_get(b->co, "bench", w->key, w->key_len, step, w)
                  : momento_get(b->client, "bench", w->key, w->key_len, step, w);
@@ -84,7 +90,7 @@ static void step(const momento_result *r, void *ud)
         retire(b);
         return;
     }
-    if (w->phase == 1)
+    if (w->phase == 1 || b->op_mode != 0)
         w->n++;
     w->phase ^= 1;
     if (submit(w) != MOMENTO_OK)
@@ -107,7 +113,7 @@ static double cpu_s(void)
 
 int main(int argc, char **argv)
 {
-    const char *endpoint = NULL, *mode = "plain";
+    const char *endpoint = NULL, *mode = "plain", *op = "both";
     int workers = 1000, keys = 10, payload = 100;
     double seconds = 20;
     uint64_t max_ops = 0;
@@ -115,7 +121,8 @@ int main(int argc, char **argv)
         {"endpoint", required_argument, NULL, 'e'}, {"mode", required_argument, NULL, 'm'},
         {"workers", required_argument, NULL, 'w'},  {"keys", required_argument, NULL, 'k'},
         {"seconds", required_argument, NULL, 's'},  {"ops", required_argument, NULL, 'o'},
-        {"payload", required_argument, NULL, 'p'},  {NULL, 0, NULL, 0},
+        {"payload", required_argument, NULL, 'p'},  {"op", required_argument, NULL, 'O'},
+        {NULL, 0, NULL, 0},
     };
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -127,13 +134,16 @@ int main(int argc, char **argv)
         case 's': seconds = atof(optarg); break;
         case 'o': max_ops = strtoull(optarg, NULL, 10); break;
         case 'p': payload = atoi(optarg); break;
+        case 'O': op = optarg; break;
         default: return 2;
         }
     }
     if (!endpoint || workers < 1 || keys < 0 || payload < 0 || seconds <= 0 || seconds > 600 ||
-        (strcmp(mode, "plain") != 0 && strcmp(mode, "coalesce") != 0)) {
+        (strcmp(mode, "plain") != 0 && strcmp(mode, "coalesce") != 0) ||
+        (strcmp(op, "both") && strcmp(op, "get") && strcmp(op, "set"))) {
         fprintf(stderr, "usage: coalesce_bench --endpoint HOST:PORT --mode plain|coalesce "
-                        "[--workers N] [--keys N] [--seconds S<=600] [--ops N] [--payload B]\n");
+                        "[--workers N] [--keys N] [--seconds S<=600] [--ops N] [--payload B] "
+                        "[--op both|get|set]\n");
         return 2;
     }
     if (strncmp(endpoint, "127.", 4) != 0 && strncmp(endpoint, "localhost:", 10) != 0 &&
@@ -145,6 +155,7 @@ int main(int argc, char **argv)
     bench b;
     memset(&b, 0, sizeof(b));
     b.keys = keys;
+    b.op_mode = strcmp(op, "get") == 0 ? 1 : strcmp(op, "set") == 0 ? 2 : 0;
     b.max_ops = max_ops;
     b.payload_len = (size_t)payload;
     b.payload = malloc(b.payload_len + 1);

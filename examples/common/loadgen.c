@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 /* ------------------------------------------------------------ options */
@@ -642,6 +643,9 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
     }
     out->wall_s = (double)(now_ns() - t0) / 1e9;
     out->cpu_s = process_cpu_s() - cpu0;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        out->max_rss_kb = ru.ru_maxrss;
     snapshot(groups, o->threads, &out->stats);
 
     for (int i = 0; i < o->threads; i++) {
@@ -708,9 +712,11 @@ void lg_print_summary(FILE *f, const char *label, const lg_result *r)
 {
     fprintf(f, "%sfinal:\n", label);
     lg_print_stats(f, "", &r->stats, r->wall_s);
-    fprintf(f, "  throughput %.0f requests/s over %.2f s; client CPU %.2f s (%.1f us per request)\n",
+    fprintf(f, "  throughput %.0f requests/s over %.2f s; client CPU %.2f s (%.1f us per request); "
+               "peak RSS %.1f MB\n",
             r->wall_s > 0 ? (double)r->stats.requests / r->wall_s : 0, r->wall_s, r->cpu_s,
-            r->stats.requests ? r->cpu_s * 1e6 / (double)r->stats.requests : 0);
+            r->stats.requests ? r->cpu_s * 1e6 / (double)r->stats.requests : 0,
+            (double)r->max_rss_kb / 1024.0);
     if (r->coalesced) {
         uint64_t req = r->counters.get_requests + r->counters.set_requests;
         uint64_t co = r->counters.get_coalesced + r->counters.set_coalesced;
@@ -780,7 +786,8 @@ void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent)
     json_hist(f, "set", &r->stats.set, pad);
     fprintf(f, ",\n");
     json_hist(f, "get", &r->stats.get, pad);
-    fprintf(f, ",\n%s\"client_cpu_s\": %.3f,\n%s\"wall_s\": %.3f", pad, r->cpu_s, pad, r->wall_s);
+    fprintf(f, ",\n%s\"client_cpu_s\": %.3f,\n%s\"wall_s\": %.3f,\n%s\"max_rss_kb\": %ld", pad,
+            r->cpu_s, pad, r->wall_s, pad, r->max_rss_kb);
     if (r->have_server)
         fprintf(f, ",\n%s\"server\": {\"Get\": %llu, \"Set\": %llu, \"total\": %llu}", pad,
                 (unsigned long long)r->server_get_rpcs, (unsigned long long)r->server_set_rpcs,

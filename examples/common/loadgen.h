@@ -73,6 +73,7 @@ typedef struct lg_result {
     lg_stats stats;
     double wall_s;
     double cpu_s;
+    long max_rss_kb;    /* the process's peak resident memory so far */
     bool coalesced;
     momento_coalescer_counters counters; /* summed over threads, when coalesced */
     bool have_server;

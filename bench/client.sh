@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The client benchmarks (issue: performance), one command:
+#   1. throughput and latency: load-gen (libmomento) and the raw gRPC
+#      reference client at 1, 10, 100 and 1000 in flight, no rate cap,
+#      SECONDS_PER_RUN each (default 10), in the same run; ratio of ops/s;
+#   2. callgrind instructions per get and per set RPC: libmomento (async,
+#      100 in flight), the coalescer with unique keys, and the raw client;
+#      a 2,000-RPC run is subtracted from a 22,000-RPC run to remove fixed cost;
+#   3. peak RSS of load-gen with 1000 in flight;
+#   4. load-gen --threads 2 against --threads 1.
+# momento-local is a separate process pinned to CPU 0; the clients are
+# pinned to CPU 1 (except the --threads 2 run). Loopback only; every run is
+# bounded by time or count.
+# Usage: bench/client.sh [BUILD_DIR]
+set -euo pipefail
+build=${1:-build}
+secs=${SECONDS_PER_RUN:-10}
+server="$build/server/momento-local"
+lg="$build/examples/load-gen"
+raw="$build/bench/raw_client"
+drv="$build/bench/coalesce_bench"
+for b in "$server" "$lg" "$raw" "$drv"; do [ -x "$b" ] || { echo "build first: $b"; exit 1; }; done
+work=$(mktemp -d)
+pid=""
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+start_server() {
+    : > "$work/out"
+    taskset -c 0 "$server" --port 0 --cache bench --cache load-gen --max-memory 1073741824 > "$work/out" &
+    pid=$!
+    for _ in $(seq 100); do grep -q "listening on" "$work/out" && break; sleep 0.1; done
+    ep=$(sed -n 's/^listening on //p' "$work/out")
+}
+stop_server() { kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=""; }
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+json() { python3 -c "import json,sys; r=json.load(open('$1')); print($2)"; }
+
+echo "== throughput and latency, ${secs} s per run (server CPU 0, client CPU 1)"
+printf '%-9s %-12s %10s %9s %9s %9s\n' in_flight client ops/s p50_us p99_us p999_us
+for n in 1 10 100 1000; do
+    start_server
+    rline=$(taskset -c 1 "$raw" --endpoint "$ep" --inflight $n --seconds "$secs")
+    stop_server
+    start_server
+    taskset -c 1 "$lg" --endpoint "$ep" --insecure --concurrency $n --rps 0 --duration "$secs" \
+        --timeout-ms 30000 --quiet --json "$work/lg.json" > /dev/null
+    stop_server
+    rops=$(field ops_per_s "$rline")
+    lops=$(json "$work/lg.json" "round(r['ops_per_sec'])")
+    # Both operations together: the higher of the set and get percentiles.
+    lp50=$(json "$work/lg.json" "max(r['set']['p50_us'], r['get']['p50_us'])")
+    lp99=$(json "$work/lg.json" "max(r['set']['p99_us'], r['get']['p99_us'])")
+    lp999=$(json "$work/lg.json" "max(r['set']['p999_us'], r['get']['p999_us'])")
+    printf '%-9s %-12s %10s %9s %9s %9s\n' $n raw-grpc "$rops" "$(field p50_us "$rline")" \
+        "$(field p99_us "$rline")" "$(field p999_us "$rline")"
+    printf '%-9s %-12s %10s %9s %9s %9s\n' $n libmomento "$lops" "$lp50" "$lp99" "$lp999"
+    echo "RESULT throughput in_flight=$n ratio=$(python3 -c "print(round($lops/$rops, 3))")"
+done
+
+echo "== callgrind: instructions per RPC (client process, 22,000 minus 2,000 RPCs)"
+cg() { # command... -> instructions
+    start_server
+    valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$@" --endpoint "$ep" >/dev/null 2>&1
+    stop_server
+    callgrind_annotate "$work/cg.out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
+}
+per_rpc() { # label command...
+    local label=$1; shift
+    local s l
+    s=$(cg "$@" --ops 2000)
+    l=$(cg "$@" --ops 22000)
+    echo "RESULT instructions client=$label per_rpc=$(( (l - s) / 20000 ))"
+}
+for op in get set; do
+    per_rpc "raw-grpc-$op" "$raw" --inflight 100 --op $op --seconds 600
+    per_rpc "libmomento-$op" "$drv" --mode plain --workers 100 --keys 0 --op $op --seconds 600
+    per_rpc "coalescer-$op" "$drv" --mode coalesce --workers 100 --keys 0 --op $op --seconds 600
+done
+
+echo "== memory: load-gen with 1000 in flight, ${secs} s"
+start_server
+taskset -c 1 "$lg" --endpoint "$ep" --insecure --concurrency 1000 --rps 0 --duration "$secs" \
+    --timeout-ms 30000 --quiet --json "$work/rss.json" > /dev/null
+stop_server
+echo "RESULT memory max_rss_mb=$(json "$work/rss.json" "round(r['max_rss_kb']/1024, 1)")"
+
+echo "== scaling: load-gen --threads 1 vs 2, 1000 in flight, ${secs} s (client unpinned)"
+for t in 1 2; do
+    start_server
+    "$lg" --endpoint "$ep" --insecure --concurrency 1000 --rps 0 --threads $t --duration "$secs" \
+        --timeout-ms 30000 --quiet --json "$work/t$t.json" > /dev/null
+    stop_server
+    echo "RESULT scaling threads=$t ops_per_s=$(json "$work/t$t.json" "round(r['ops_per_sec'])")"
+done
