@@ -26,6 +26,14 @@ void *momento__malloc(size_t n);
 void *momento__calloc(size_t count, size_t size);
 void *momento__realloc(void *p, size_t n);
 
+/* Returns from the enclosing function when `expr` is a negative error. */
+#define MOMENTO__CHECK(expr)                                                                       \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_ < 0)                                                                               \
+            return rc_;                                                                            \
+    } while (0)
+
 /* ---------------------------------------------------------------- config */
 
 struct momento_config {

@@ -81,13 +81,6 @@ int momento__decode_list_caches(momento_result *r, const grpc_slice *msgs, size_
     return MOMENTO_OK;
 }
 
-#define CHECK(expr)                                                                                \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ < 0)                                                                               \
-            return rc_;                                                                            \
-    } while (0)
-
 static int check_client(const momento_client *c, momento_callback cb)
 {
     return (c && cb) ? 0 : MOMENTO_ERR_INVALID_ARGUMENT;
@@ -129,8 +122,8 @@ int momento__send_delete(momento_client *c, const char *cache, const void *key, 
 int momento__check_get(const momento_client *c, const char *cache, const void *key,
                        size_t key_len, momento_callback cb)
 {
-    CHECK(check_client(c, cb));
-    CHECK(momento__check_cache_name(cache));
+    MOMENTO__CHECK(check_client(c, cb));
+    MOMENTO__CHECK(momento__check_cache_name(cache));
     return momento__check_key(key, key_len);
 }
 
@@ -138,16 +131,16 @@ int momento__check_set(const momento_client *c, const char *cache, const void *k
                        size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
                        momento_callback cb)
 {
-    CHECK(check_client(c, cb));
-    CHECK(momento__check_cache_name(cache));
-    CHECK(momento__check_item(key, key_len, value, value_len));
+    MOMENTO__CHECK(check_client(c, cb));
+    MOMENTO__CHECK(momento__check_cache_name(cache));
+    MOMENTO__CHECK(momento__check_item(key, key_len, value, value_len));
     return ttl_ms > MOMENTO_MAX_TTL_MS ? MOMENTO_ERR_INVALID_ARGUMENT : MOMENTO_OK;
 }
 
 int momento_get(momento_client *c, const char *cache, const void *key, size_t key_len,
                 momento_callback cb, void *userdata)
 {
-    CHECK(momento__check_get(c, cache, key, key_len, cb));
+    MOMENTO__CHECK(momento__check_get(c, cache, key, key_len, cb));
     return momento__send_get(c, cache, key, key_len, cb, userdata);
 }
 
@@ -155,20 +148,20 @@ int momento_set(momento_client *c, const char *cache, const void *key, size_t ke
                 const void *value, size_t value_len, uint64_t ttl_ms, momento_callback cb,
                 void *userdata)
 {
-    CHECK(momento__check_set(c, cache, key, key_len, value, value_len, ttl_ms, cb));
+    MOMENTO__CHECK(momento__check_set(c, cache, key, key_len, value, value_len, ttl_ms, cb));
     return momento__send_set(c, cache, key, key_len, value, value_len, ttl_ms, cb, userdata);
 }
 
 int momento_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
                    momento_callback cb, void *userdata)
 {
-    CHECK(momento__check_get(c, cache, key, key_len, cb)); /* same arguments as a get */
+    MOMENTO__CHECK(momento__check_get(c, cache, key, key_len, cb)); /* same arguments as a get */
     return momento__send_delete(c, cache, key, key_len, cb, userdata);
 }
 
 int momento_ping(momento_client *c, momento_callback cb, void *userdata)
 {
-    CHECK(check_client(c, cb));
+    MOMENTO__CHECK(check_client(c, cb));
     CacheClient__PingRequest req = CACHE_CLIENT____PING_REQUEST__INIT;
     return momento__call_start(c, MOMENTO__M_PING, NULL, &req.base, cb, userdata);
 }
@@ -179,8 +172,8 @@ int momento_ping(momento_client *c, momento_callback cb, void *userdata)
 static int cache_name_call(momento_client *c, momento__method m, const char *cache,
                            momento_callback cb, void *userdata)
 {
-    CHECK(check_client(c, cb));
-    CHECK(momento__check_cache_name(cache));
+    MOMENTO__CHECK(check_client(c, cb));
+    MOMENTO__CHECK(momento__check_cache_name(cache));
     union {
         ControlClient__CreateCacheRequest create;
         ControlClient__DeleteCacheRequest del;
@@ -301,7 +294,7 @@ static int list_page(list_state *st, const char *token)
 
 int momento_list_caches(momento_client *c, momento_callback cb, void *userdata)
 {
-    CHECK(check_client(c, cb));
+    MOMENTO__CHECK(check_client(c, cb));
     list_state *st = calloc(1, sizeof(*st));
     if (!st)
         return MOMENTO_ERR_NO_MEMORY;

@@ -111,13 +111,6 @@ int momento__decode_update_ttl(momento_result *r, const grpc_slice *msgs, size_t
 
 /* ---------------------------------------------------------------- requests */
 
-#define CHECK(expr)                                                                                \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ < 0)                                                                               \
-            return rc_;                                                                            \
-    } while (0)
-
 static ProtobufCBinaryData bytes(const void *p, size_t n)
 {
     ProtobufCBinaryData b = {n, (uint8_t *)p};
@@ -129,7 +122,7 @@ int momento_set_if(momento_client *c, const char *cache, const void *key, size_t
                    momento_condition condition, const void *compare, size_t compare_len,
                    momento_callback cb, void *userdata)
 {
-    CHECK(momento__check_set(c, cache, key, key_len, value, value_len, ttl_ms, cb));
+    MOMENTO__CHECK(momento__check_set(c, cache, key, key_len, value, value_len, ttl_ms, cb));
     bool needs_compare = condition != MOMENTO_IF_ABSENT && condition != MOMENTO_IF_PRESENT;
     if (condition < MOMENTO_IF_ABSENT || condition > MOMENTO_IF_ABSENT_OR_EQUAL)
         return MOMENTO_ERR_INVALID_ARGUMENT;
@@ -244,7 +237,7 @@ int momento_set_if_absent_or_equal(momento_client *c, const char *cache, const v
 int momento_increment(momento_client *c, const char *cache, const void *key, size_t key_len,
                       int64_t amount, uint64_t ttl_ms, momento_callback cb, void *userdata)
 {
-    CHECK(momento__check_get(c, cache, key, key_len, cb));
+    MOMENTO__CHECK(momento__check_get(c, cache, key, key_len, cb));
     if (ttl_ms > MOMENTO_MAX_TTL_MS)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     CacheClient__IncrementRequest req = CACHE_CLIENT____INCREMENT_REQUEST__INIT;
@@ -259,10 +252,10 @@ int momento_keys_exist(momento_client *c, const char *cache, const void *const *
 {
     if (!keys || !key_lens || n == 0 || n > MOMENTO_MAX_ITEM_BYTES)
         return MOMENTO_ERR_INVALID_ARGUMENT;
-    CHECK(momento__check_get(c, cache, keys[0], key_lens[0], cb));
+    MOMENTO__CHECK(momento__check_get(c, cache, keys[0], key_lens[0], cb));
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
-        CHECK(momento__check_key(keys[i], key_lens[i]));
+        MOMENTO__CHECK(momento__check_key(keys[i], key_lens[i]));
         total += key_lens[i] + 8;
         if (total > MOMENTO__MAX_REQUEST_BYTES)
             return MOMENTO_ERR_INVALID_ARGUMENT;
@@ -289,7 +282,7 @@ int momento_key_exists(momento_client *c, const char *cache, const void *key, si
 int momento_item_get_ttl(momento_client *c, const char *cache, const void *key, size_t key_len,
                          momento_callback cb, void *userdata)
 {
-    CHECK(momento__check_get(c, cache, key, key_len, cb));
+    MOMENTO__CHECK(momento__check_get(c, cache, key, key_len, cb));
     CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
     req.cache_key = bytes(key, key_len);
     return momento__call_start(c, MOMENTO__M_ITEM_GET_TTL, cache, &req.base, cb, userdata);
@@ -299,7 +292,7 @@ static int ttl_call(momento_client *c, const char *cache, const void *key, size_
                     uint64_t ttl_ms, CacheClient__UpdateTtlRequest__UpdateTtlCase mode,
                     momento_callback cb, void *userdata)
 {
-    CHECK(momento__check_get(c, cache, key, key_len, cb));
+    MOMENTO__CHECK(momento__check_get(c, cache, key, key_len, cb));
     if (ttl_ms == 0 || ttl_ms > MOMENTO_MAX_TTL_MS)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     CacheClient__UpdateTtlRequest req = CACHE_CLIENT____UPDATE_TTL_REQUEST__INIT;
