@@ -29,9 +29,10 @@ static grpc_channel *open_channel(const momento_client *c, const char *target)
      * connection, which would defeat num_channels. */
     args[n++] = int_arg(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     /* gRPC backs off up to 120 s between reconnection attempts; a cache
-     * client should find a restarted server within seconds. */
+     * client should find a restarted server within seconds. (Not
+     * GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also uses that as the minimum
+     * connect timeout, and 250 ms would fail any slower handshake.) */
     args[n++] = int_arg(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 250);
-    args[n++] = int_arg(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 250);
     args[n++] = int_arg(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
     args[n++] = int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                                                 MOMENTO__MAX_MESSAGE_BYTES);
