@@ -160,7 +160,14 @@ typedef struct momento__method_info {
 
 extern const momento__method_info momento__methods[MOMENTO__M_COUNT];
 
-/* The decoders (ops.c, scalar.c, batch.c). */
+/* Protobuf wire helpers (wire.c): read a varint, skip a field of a wire
+ * type. Both advance *p and return false on malformed input. */
+bool momento__wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret);
+bool momento__wire_skip(const uint8_t **p, const uint8_t *end, unsigned wire_type);
+/* Whether n bytes at p are a well-formed message (every field parses). */
+bool momento__wire_valid(const uint8_t *p, size_t n);
+
+/* The decoders (wire.c for get, ops.c, scalar.c, batch.c). */
 #define MOMENTO__DECODER(name)                                                                     \
     int momento__decode_##name(momento_result *r, const grpc_slice *msgs, size_t n_msgs,          \
                                momento__scratch *scratch)
