@@ -8,6 +8,7 @@
 
 int main(int argc, char **argv)
 {
+    lg_tune_process();
     lg_options o;
     int rc = lg_parse_options(argc, argv, false, &o);
     if (rc)

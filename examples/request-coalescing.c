@@ -73,6 +73,7 @@ static int write_plot(const char *path, const lg_result *b, const lg_result *a)
 
 int main(int argc, char **argv)
 {
+    lg_tune_process();
     lg_options o;
     int rc = lg_parse_options(argc, argv, true, &o);
     if (rc)

@@ -31,6 +31,10 @@ typedef struct lg_options {
     bool quiet;
 } lg_options;
 
+/* Process-wide tuning for a load tool: one glibc malloc arena (unless the
+ * environment sets MALLOC_ARENA_MAX). Call first thing in main(). */
+void lg_tune_process(void);
+
 /* Parses argv. Returns 0 to run, 1 when --help was printed, 2 after printing
  * a message about a bad option. `coalescing` selects that example's
  * defaults (10 keys) and its extra --plot option. */
