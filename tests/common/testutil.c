@@ -48,6 +48,37 @@ momento_client *tu_client(momento_local *s, const momento_config *cfg)
     return c;
 }
 
+int tu_fixture_setup(void **state)
+{
+    tu_fixture *f = calloc(1, sizeof(*f));
+    f->server = tu_server(NULL);
+    f->client = tu_client(f->server, NULL);
+    tu_create_cache(f->client, "c");
+    *state = f;
+    return 0;
+}
+
+int tu_fixture_teardown(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client_free(f->client);
+    momento_local_stop(f->server);
+    free(f);
+    return 0;
+}
+
+momento_client *tu_patient_client(momento_local *s, uint32_t timeout_ms)
+{
+    momento_config *cfg;
+    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    assert_int_equal(momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(timeout_ms)), MOMENTO_OK);
+    assert_int_equal(momento_config_set_keepalive(cfg, (uint32_t)TU_MS(5000), (uint32_t)TU_MS(1000)),
+                     MOMENTO_OK);
+    momento_client *c = tu_client(s, cfg);
+    momento_config_free(cfg);
+    return c;
+}
+
 void tu_create_cache(momento_client *c, const char *cache)
 {
     momento_result *r = NULL;

@@ -20,6 +20,21 @@ momento_client *tu_client(momento_local *s, const momento_config *cfg);
 /* Creates `cache` through `c`, asserting success. */
 void tu_create_cache(momento_client *c, const char *cache);
 
+/* The usual integration fixture: a server, a client, and cache "c". For
+ * cmocka setup/teardown; *state points to a tu_fixture. */
+typedef struct tu_fixture {
+    momento_local *server;
+    momento_client *client;
+} tu_fixture;
+int tu_fixture_setup(void **state);
+int tu_fixture_teardown(void **state);
+
+/* A client for `s` with a `timeout_ms` deadline and keepalive, both scaled
+ * by tu_time_scale(): gRPC sets TCP_USER_TIMEOUT from the keepalive timeout,
+ * and under a slow wrapper the in-process server can stall past 1 s with the
+ * connection's window full. For tests with many requests in flight. */
+momento_client *tu_patient_client(momento_local *s, uint32_t timeout_ms);
+
 /* Counts callbacks by error kind; wait() blocks until `n` arrived or the
  * timeout passed, and returns how many arrived. */
 typedef struct tu_counter {

@@ -13,33 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct fixture {
-    momento_local *server;
-    momento_client *client;
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof(*f));
-    f->server = tu_server(NULL);
-    f->client = tu_client(f->server, NULL);
-    tu_create_cache(f->client, "c");
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    momento_client_free(f->client);
-    momento_local_stop(f->server);
-    free(f);
-    return 0;
-}
-
 static void test_set_get_binary(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     const unsigned char key[] = {0, 1, 0, 255};
     const unsigned char val[] = {0, 0, 7, 0, 0};
     momento_result *r;
@@ -68,7 +44,7 @@ static void test_set_get_binary(void **state)
 
 static void test_one_mebibyte(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     size_t n = 1024 * 1024;
     unsigned char *val = malloc(n);
     for (size_t i = 0; i < n; i++)
@@ -86,7 +62,7 @@ static void test_one_mebibyte(void **state)
 
 static void test_miss_and_delete(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_result *r;
     assert_int_equal(momento_get_sync(f->client, "c", "nope", 4, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
@@ -109,7 +85,7 @@ static void test_miss_and_delete(void **state)
 
 static void test_ttl_expiry(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_result *r;
     assert_int_equal(momento_set_sync(f->client, "c", "t", 1, "v", 1, 150, NULL), MOMENTO_OK);
     assert_int_equal(momento_get_sync(f->client, "c", "t", 1, &r), MOMENTO_OK);
@@ -123,7 +99,7 @@ static void test_ttl_expiry(void **state)
 
 static void test_default_ttl_from_config(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_default_ttl_ms(cfg, 100);
@@ -140,7 +116,7 @@ static void test_default_ttl_from_config(void **state)
 
 static void test_cache_not_found(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_result *r;
     assert_int_equal(momento_get_sync(f->client, "no-such-cache", "k", 1, &r),
                      MOMENTO_ERR_CACHE_NOT_FOUND);
@@ -163,7 +139,7 @@ static bool listed(momento_result *r, const char *name)
 
 static void test_control_plane(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_result *r;
     assert_int_equal(momento_create_cache_sync(f->client, "second", &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_CREATED);
@@ -197,7 +173,7 @@ static void test_control_plane(void **state)
 
 static void test_ping(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_result *r;
     assert_int_equal(momento_ping_sync(f->client, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
@@ -207,7 +183,7 @@ static void test_ping(void **state)
 
 static void test_request_headers(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_client *c = tu_client(f->server, NULL);
     momento_local_reset_stats(f->server);
     assert_int_equal(momento_set_sync(c, "c", "h", 1, "v", 1, 0, NULL), MOMENTO_OK);
@@ -246,15 +222,8 @@ static void *submit_many(void *arg)
 
 static void test_submit_from_many_threads(void **state)
 {
-    fixture *f = *state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
-    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000));
-    /* gRPC sets TCP_USER_TIMEOUT from the keepalive timeout: under a slow
-     * wrapper the in-process server can stall past 1 s with the window full. */
-    momento_config_set_keepalive(cfg, (uint32_t)TU_MS(5000), (uint32_t)TU_MS(1000));
-    momento_client *c = tu_client(f->server, cfg);
-    momento_config_free(cfg);
+    tu_fixture *f = *state;
+    momento_client *c = tu_patient_client(f->server, 30000);
     momento_local_reset_stats(f->server);
     tu_counter k;
     tu_counter_init(&k);
@@ -283,21 +252,14 @@ static void test_submit_from_many_threads(void **state)
 
 static void test_ten_thousand_in_flight(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     tu_counter k;
     tu_counter_init(&k);
     k.expect = "value";
     k.expect_len = 5;
     /* All 10,000 are in flight at once, so the last is answered only after
      * the rest: give the deadline room under slow wrappers (valgrind). */
-    momento_config *cfg;
-    momento_config_new(&cfg);
-    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000));
-    /* gRPC sets TCP_USER_TIMEOUT from the keepalive timeout: under a slow
-     * wrapper the in-process server can stall past 1 s with the window full. */
-    momento_config_set_keepalive(cfg, (uint32_t)TU_MS(5000), (uint32_t)TU_MS(1000));
-    momento_client *c = tu_client(f->server, cfg);
-    momento_config_free(cfg);
+    momento_client *c = tu_patient_client(f->server, 30000);
     assert_int_equal(momento_set_sync(c, "c", "hot", 3, "value", 5, 0, NULL), MOMENTO_OK);
     momento_local_reset_stats(f->server);
     const size_t n = 10000;
@@ -317,7 +279,7 @@ static void test_ten_thousand_in_flight(void **state)
 
 static void test_free_with_requests_in_flight(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_client *c = tu_client(f->server, NULL);
     /* The server holds every get for 5 s, so all are in flight at free. */
     assert_int_equal(momento__client_add_header(c, "delay-ms", "60000"), MOMENTO_OK);
@@ -357,7 +319,7 @@ static void free_from_callback(const momento_result *r, void *ud)
 
 static void test_free_from_callback(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     free_in_cb x;
     x.client = tu_client(f->server, NULL);
     tu_counter_init(&x.k);
@@ -391,7 +353,7 @@ static void blocking_in_callback(const momento_result *r, void *ud)
 
 static void test_blocking_call_in_callback(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     int rc = 0;
     tu_counter k;
     tu_counter_init(&k);
@@ -404,7 +366,7 @@ static void test_blocking_call_in_callback(void **state)
 
 static void test_timeout(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_timeout_ms(cfg, 200);
@@ -424,7 +386,7 @@ static void test_timeout(void **state)
 
 static void test_injected_error_and_trailer(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_client *c = tu_client(f->server, NULL);
     momento__client_add_header(c, "return-error", "resource-exhausted");
     momento__client_add_header(c, "error-rpcs", "set");
@@ -478,7 +440,7 @@ static void test_server_down(void **state)
 
 static void test_eager_connect(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_eager_connect(cfg, 2000);
@@ -498,7 +460,7 @@ static void test_eager_connect(void **state)
 
 static void test_multiple_channels(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_num_channels(cfg, 4);
@@ -517,25 +479,25 @@ static void test_multiple_channels(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_set_get_binary, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_one_mebibyte, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_miss_and_delete, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ttl_expiry, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_default_ttl_from_config, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cache_not_found, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_control_plane, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ping, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_request_headers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_submit_from_many_threads, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ten_thousand_in_flight, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_free_with_requests_in_flight, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_free_from_callback, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_blocking_call_in_callback, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_injected_error_and_trailer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_set_get_binary, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_one_mebibyte, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_miss_and_delete, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_ttl_expiry, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_default_ttl_from_config, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_cache_not_found, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_control_plane, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_ping, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_request_headers, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_submit_from_many_threads, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_ten_thousand_in_flight, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_free_with_requests_in_flight, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_free_from_callback, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_blocking_call_in_callback, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_timeout, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_injected_error_and_trailer, tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test(test_server_down),
-        cmocka_unit_test_setup_teardown(test_eager_connect, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_multiple_channels, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_eager_connect, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_multiple_channels, tu_fixture_setup, tu_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

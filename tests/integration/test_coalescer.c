@@ -15,40 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct fixture {
-    momento_local *server;
-    momento_client *client;  /* plain, no fault headers */
-} fixture;
-
 static int counter_id;
 
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof(*f));
-    f->server = tu_server(NULL);
-    f->client = tu_client(f->server, NULL);
-    tu_create_cache(f->client, "c");
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    momento_client_free(f->client);
-    momento_local_stop(f->server);
-    free(f);
-    return 0;
-}
-
 /* A client whose calls of `rpcs` are held `ms` by the server, `count` times. */
-static momento_client *delayed_client(fixture *f, const char *rpcs, int64_t ms, int count)
+static momento_client *delayed_client(tu_fixture *f, const char *rpcs, int64_t ms, int count)
 {
-    momento_config *cfg;
-    momento_config_new(&cfg);
-    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000));
-    momento_client *c = tu_client(f->server, cfg);
-    momento_config_free(cfg);
+    momento_client *c = tu_patient_client(f->server, 30000);
     char id[32], ms_s[32], count_s[16];
     snprintf(id, sizeof(id), "co-%d", ++counter_id);
     snprintf(ms_s, sizeof(ms_s), "%lld", (long long)ms);
@@ -85,7 +57,7 @@ static void check_value(momento_client *c, const char *key, const char *want)
 
 static void test_duplicate_gets_share_one_rpc(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     assert_int_equal(momento_set_sync(f->client, "c", "k", 1, "shared bytes", 12, 0, NULL), MOMENTO_OK);
     momento_client *c = delayed_client(f, "get", TU_MS(500), 1);
     momento_coalescer *co;
@@ -119,7 +91,7 @@ static void test_duplicate_gets_share_one_rpc(void **state)
 
 static void test_different_values_are_separate_sets(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "set", TU_MS(300), 4);
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
@@ -149,7 +121,7 @@ static void test_different_values_are_separate_sets(void **state)
 
 static void test_read_your_writes(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     assert_int_equal(momento_set_sync(f->client, "c", "r", 1, "old", 3, 0, NULL), MOMENTO_OK);
     momento_client *c = delayed_client(f, "get", TU_MS(800), 1);
     momento_coalescer *co;
@@ -184,7 +156,7 @@ static void test_read_your_writes(void **state)
 
 static void test_delete_invalidates(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     assert_int_equal(momento_set_sync(f->client, "c", "d", 1, "x", 1, 0, NULL), MOMENTO_OK);
     momento_client *c = delayed_client(f, "get", TU_MS(800), 1);
     momento_coalescer *co;
@@ -207,7 +179,7 @@ static void test_delete_invalidates(void **state)
 
 static void test_duplicate_deletes_share(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "delete", TU_MS(300), 1);
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
@@ -227,7 +199,7 @@ static void test_duplicate_deletes_share(void **state)
 
 static void test_error_fans_out(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get", TU_MS(500), 1);
     momento__client_add_header(c, "return-error", "unavailable");
     momento__client_add_header(c, "error-rpcs", "get");
@@ -251,7 +223,7 @@ static void test_error_fans_out(void **state)
 
 static void test_retried_success_fans_out(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     assert_int_equal(momento_set_sync(f->client, "c", "rs", 2, "ok", 2, 0, NULL), MOMENTO_OK);
     momento_client *c = delayed_client(f, "get", TU_MS(500), 1);
     momento__client_add_header(c, "return-error", "internal");
@@ -281,7 +253,7 @@ static void test_retried_success_fans_out(void **state)
 
 static void test_client_freed_with_waiters(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get set", TU_MS(60000), 100);
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
@@ -307,7 +279,7 @@ static void test_client_freed_with_waiters(void **state)
 
 static void test_coalescer_freed_first(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get", TU_MS(300), 1);
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
@@ -339,7 +311,7 @@ static void get_again(const momento_result *r, void *ud)
 
 static void test_callback_can_resubmit(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_coalescer *co;
     momento_coalescer_new(&co, f->client);
     momento_local_reset_stats(f->server);
@@ -378,12 +350,8 @@ static void *hammer(void *arg)
 
 static void test_eight_threads(void **state)
 {
-    fixture *f = *state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
-    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(60000));
-    momento_client *c = tu_client(f->server, cfg);
-    momento_config_free(cfg);
+    tu_fixture *f = *state;
+    momento_client *c = tu_patient_client(f->server, 60000);
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
     momento_local_reset_stats(f->server);
@@ -426,7 +394,7 @@ static void blocking_inside(const momento_result *r, void *ud)
 
 static void test_arguments_and_blocking(void **state)
 {
-    fixture *f = *state;
+    tu_fixture *f = *state;
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(NULL, f->client), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_coalescer_new(&co, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
@@ -463,18 +431,18 @@ static void test_arguments_and_blocking(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_duplicate_gets_share_one_rpc, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_different_values_are_separate_sets, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_read_your_writes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_delete_invalidates, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_duplicate_deletes_share, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_error_fans_out, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retried_success_fans_out, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_client_freed_with_waiters, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_coalescer_freed_first, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_callback_can_resubmit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_eight_threads, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_arguments_and_blocking, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_gets_share_one_rpc, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_different_values_are_separate_sets, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_read_your_writes, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_delete_invalidates, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_deletes_share, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_error_fans_out, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_retried_success_fans_out, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_client_freed_with_waiters, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_coalescer_freed_first, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_callback_can_resubmit, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_eight_threads, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_arguments_and_blocking, tu_fixture_setup, tu_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,17 +3,9 @@
 //   node cross.js write    HOST PORT   writes keys for crosscheck to read
 // One line per check, then "N passed, M failed".
 'use strict';
-const {CacheClient, Configurations, CredentialProvider} = require('@gomomento/sdk');
+const {check, describe: show, localClient, run} = require('./harness');
 
 const [mode, host, port] = process.argv.slice(2);
-let passed = 0;
-let failed = 0;
-function check(name, cond, detail) {
-  if (cond) passed++;
-  else failed++;
-  console.log(`${cond ? 'ok' : 'not ok'} - ${name}${!cond && detail ? ` (${detail})` : ''}`);
-}
-const show = r => (r.type === 'Error' ? `Error ${r.errorCode()}: ${r.message()}` : r.type);
 
 async function verifyC(client) {
   let r = await client.get('cross', 'c-plain');
@@ -51,23 +43,11 @@ async function write(client) {
 }
 
 async function main() {
-  const client = await CacheClient.create({
-    configuration: Configurations.Laptop.v1(),
-    credentialProvider: CredentialProvider.forMomentoLocal({hostname: host, port: Number(port)}),
-    defaultTtlSeconds: 60,
-  });
+  const client = await localClient(host, port);
   if (mode === 'verify-c') await verifyC(client);
   else if (mode === 'write') await write(client);
   else throw new Error(`unknown mode ${mode}`);
   client.close();
 }
 
-main()
-  .catch(e => {
-    failed++;
-    console.log(`not ok - unexpected exception: ${e && e.stack ? e.stack : e}`);
-  })
-  .finally(() => {
-    console.log(`${passed} passed, ${failed} failed`);
-    process.exit(failed === 0 && passed > 0 ? 0 : 1);
-  });
+run(main);

@@ -2,34 +2,13 @@
 // with Momento's official Node.js SDK. One line per check, then
 // "N passed, M failed". Usage: node interop.js HOST PORT
 'use strict';
-const sdk = require('@gomomento/sdk');
-const {CacheClient, Configurations, CredentialProvider, MomentoErrorCode} = sdk;
+const {MomentoErrorCode} = require('@gomomento/sdk');
+const {check, describe, localClient, run} = require('./harness');
 
 const [host, port] = process.argv.slice(2);
-let passed = 0;
-let failed = 0;
-
-function check(name, cond, detail) {
-  if (cond) {
-    passed++;
-    console.log(`ok - ${name}`);
-  } else {
-    failed++;
-    console.log(`not ok - ${name}${detail ? ` (${detail})` : ''}`);
-  }
-}
-
-function describe(resp) {
-  if (resp.type === 'Error') return `Error ${resp.errorCode()}: ${resp.message()}`;
-  return resp.type;
-}
 
 async function main() {
-  const client = await CacheClient.create({
-    configuration: Configurations.Laptop.v1(),
-    credentialProvider: CredentialProvider.forMomentoLocal({hostname: host, port: Number(port)}),
-    defaultTtlSeconds: 60,
-  });
+  const client = await localClient(host, port);
   const cache = 'interop';
 
   let r = await client.createCache(cache);
@@ -152,12 +131,4 @@ async function main() {
   client.close();
 }
 
-main()
-  .catch(e => {
-    failed++;
-    console.log(`not ok - unexpected exception: ${e && e.stack ? e.stack : e}`);
-  })
-  .finally(() => {
-    console.log(`${passed} passed, ${failed} failed`);
-    process.exit(failed === 0 && passed > 0 ? 0 : 1);
-  });
+run(main);
