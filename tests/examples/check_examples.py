@@ -64,6 +64,17 @@ with tempfile.TemporaryDirectory() as tmp:
           and c["distribution"] == "zipf" and c["keys"] == 50 and c["cache"] == "opts-cache", c)
     check("two threads: success == requests > 0", r["requests"] > 0 and r["success"] == r["requests"], r)
 
+    # --quiet with a short report interval: the main thread must sleep between
+    # reports. (It once left its report deadline in the past when quiet and
+    # spun on nanosleep, taking a whole CPU: client_cpu_s ~ wall_s after the
+    # first second. At 20 requests/s an idle client uses a few percent.)
+    out5 = os.path.join(tmp, "lg5.json")
+    p = run([load_gen, "--duration", "4", "--concurrency", "1", "--rps", "20", "--stats-interval", "1",
+             "--quiet", "--json", out5])
+    r = json.load(open(out5))
+    check("--quiet run does not spin between reports", p.returncode == 0
+          and r["client_cpu_s"] < 0.5 * r["wall_s"], (r["client_cpu_s"], r["wall_s"]))
+
     # --endpoint --insecure against a separate momento-local.
     srv = subprocess.Popen([server, "--port", "0"], stdout=subprocess.PIPE, text=True)
     line = srv.stdout.readline().strip()
