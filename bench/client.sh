@@ -6,12 +6,13 @@
 #   2. callgrind instructions per get and per set RPC: libmomento (async,
 #      100 in flight), the coalescer with unique keys, and the raw client;
 #      a 2,000-RPC run is subtracted from a 22,000-RPC run to remove fixed cost;
-#   3. peak RSS of load-gen with 1000 in flight;
-#   4. load-gen --threads 2 against --threads 1.
+#   3. peak RSS with 1000 in flight: load-gen and the raw client (medians);
+#   4. load-gen --threads 2 against --threads 1: ops/s and client CPU per
+#      request (on a 2-CPU machine the server shares the CPUs).
 # momento-local is a separate process pinned to CPU 0; the clients are
 # pinned to CPU 1 (except the --threads 2 run). Loopback only; every run is
 # bounded by time or count.
-# Usage: bench/client.sh [BUILD_DIR]   (SECONDS_PER_RUN=10, ROUNDS=3;
+# Usage: bench/client.sh [BUILD_DIR]   (SECONDS_PER_RUN=10, ROUNDS=3, MEM_RUNS=5;
 #        ONLY=throughput runs only section 1)
 set -euo pipefail
 build=${1:-build}
@@ -92,12 +93,27 @@ for op in get set; do
     per_rpc "coalescer-$op" "$drv" --mode coalesce --workers 100 --keys 0 --op $op --seconds 600
 done
 
-echo "== memory: load-gen with 1000 in flight, ${secs} s"
-start_server
-taskset -c 1 "$lg" --endpoint "$ep" --insecure --concurrency 1000 --rps 0 --duration "$secs" \
-    --timeout-ms 30000 --quiet --json "$work/rss.json" > /dev/null
-stop_server
-echo "RESULT memory max_rss_mb=$(json "$work/rss.json" "round(r['max_rss_kb']/1024, 1)")"
+# Peak RSS moves by a few MB between runs (a burst of completions briefly
+# holds calls whose gRPC arenas are not yet freed), so MEM_RUNS alternating
+# runs each of load-gen and of the raw client, medians compared. Both use one
+# malloc arena: load-gen sets it itself (lg_tune_process); the raw client
+# gets it from the environment.
+mem_runs=${MEM_RUNS:-5}
+echo "== memory: peak RSS with 1000 in flight, ${mem_runs} alternating runs of ${secs} s"
+: > "$work/lib_rss"; : > "$work/raw_rss"
+for r in $(seq "$mem_runs"); do
+    start_server
+    taskset -c 1 "$lg" --endpoint "$ep" --insecure --concurrency 1000 --rps 0 --duration "$secs" \
+        --timeout-ms 30000 --quiet --json "$work/rss.json" > /dev/null
+    stop_server
+    json "$work/rss.json" "round(r['max_rss_kb']/1024, 1)" >> "$work/lib_rss"
+    start_server
+    rline=$(MALLOC_ARENA_MAX=1 taskset -c 1 "$raw" --endpoint "$ep" --inflight 1000 --seconds "$secs")
+    stop_server
+    python3 -c "print(round($(field max_rss_kb "$rline")/1024, 1))" >> "$work/raw_rss"
+done
+echo "runs (MB): libmomento $(tr '\n' ' ' < "$work/lib_rss")| raw $(tr '\n' ' ' < "$work/raw_rss")"
+echo "RESULT memory libmomento_max_rss_mb=$(median < "$work/lib_rss") raw_max_rss_mb=$(median < "$work/raw_rss")"
 
 echo "== scaling: load-gen --threads 1 vs 2, 1000 in flight, ${secs} s (client unpinned)"
 for t in 1 2; do
@@ -105,5 +121,6 @@ for t in 1 2; do
     "$lg" --endpoint "$ep" --insecure --concurrency 1000 --rps 0 --threads $t --duration "$secs" \
         --timeout-ms 30000 --quiet --json "$work/t$t.json" > /dev/null
     stop_server
-    echo "RESULT scaling threads=$t ops_per_s=$(json "$work/t$t.json" "round(r['ops_per_sec'])")"
+    echo "RESULT scaling threads=$t ops_per_s=$(json "$work/t$t.json" "round(r['ops_per_sec'])")" \
+        "client_cpu_us_per_request=$(json "$work/t$t.json" "round(r['client_cpu_s']*1e6/r['requests'], 1)")"
 done

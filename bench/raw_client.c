@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 typedef struct slot {
@@ -202,10 +203,13 @@ int main(int argc, char **argv)
     double wall = (double)(now_ns() - t0) / 1e9;
     histogram all = hset;
     hist_merge(&all, &hget);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
     printf("client=raw inflight=%d op=%s ops=%llu errors=%llu wall_s=%.2f ops_per_s=%.0f p50_us=%llu "
-           "p99_us=%llu p999_us=%llu\n",
+           "p99_us=%llu p999_us=%llu max_rss_kb=%ld\n",
            inflight, op, ops, errors, wall, (double)ops / wall, (unsigned long long)hist_quantile(&all, 0.5),
-           (unsigned long long)hist_quantile(&all, 0.99), (unsigned long long)hist_quantile(&all, 0.999));
+           (unsigned long long)hist_quantile(&all, 0.99), (unsigned long long)hist_quantile(&all, 0.999),
+           ru.ru_maxrss);
     for (int i = 0; i < inflight; i++)
         grpc_slice_unref(slots[i].key);
     free(slots);
