@@ -13,7 +13,7 @@
 # pinned to CPU 1 (except the --threads 2 run). Loopback only; every run is
 # bounded by time or count.
 # Usage: bench/client.sh [BUILD_DIR]   (SECONDS_PER_RUN=10, ROUNDS=3, MEM_RUNS=5;
-#        ONLY=throughput runs only section 1)
+#        ONLY=throughput runs only section 1; IN_FLIGHT="100 1000" picks levels)
 set -euo pipefail
 build=${1:-build}
 secs=${SECONDS_PER_RUN:-10}
@@ -45,18 +45,20 @@ rounds=${ROUNDS:-3}
 echo "== throughput and latency: ${rounds} alternating rounds of ${secs} s (server CPU 0, client CPU 1)"
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 printf '%-9s %-12s %10s %9s %9s %9s\n' in_flight client "ops/s(med)" p50_us p99_us p999_us
-for n in 1 10 100 1000; do
-    : > "$work/raw_ops"; : > "$work/lib_ops"
+for n in ${IN_FLIGHT:-1 10 100 1000}; do
+    : > "$work/raw_ops"; : > "$work/lib_ops"; : > "$work/raw_cpu"; : > "$work/lib_cpu"
     for r in $(seq "$rounds"); do
         start_server
         rline=$(taskset -c 1 "$raw" --endpoint "$ep" --inflight $n --seconds "$secs")
         stop_server
         field ops_per_s "$rline" >> "$work/raw_ops"
+        field cpu_us_per_op "$rline" >> "$work/raw_cpu"
         start_server
         taskset -c 1 "$lg" --endpoint "$ep" --insecure --concurrency $n --rps 0 --duration "$secs" \
             --timeout-ms 30000 --quiet --json "$work/lg.json" > /dev/null
         stop_server
         json "$work/lg.json" "round(r['ops_per_sec'])" >> "$work/lib_ops"
+        json "$work/lg.json" "round(r['client_cpu_s']*1e6/r['requests'], 1)" >> "$work/lib_cpu"
     done
     rops=$(median < "$work/raw_ops")
     lops=$(median < "$work/lib_ops")
@@ -69,7 +71,12 @@ for n in 1 10 100 1000; do
         "$(field p99_us "$rline")" "$(field p999_us "$rline")"
     printf '%-9s %-12s %10s %9s %9s %9s\n' $n libmomento "$lops" "$lp50" "$lp99" "$lp999"
     echo "rounds: raw $(tr '\n' ' ' < "$work/raw_ops")| libmomento $(tr '\n' ' ' < "$work/lib_ops")"
-    echo "RESULT throughput in_flight=$n ratio=$(python3 -c "print(round($lops/$rops, 3))")"
+    # Client CPU per request drifts less than ops/s on a shared VM and says
+    # directly what the library costs; ratio > 1 means libmomento uses more.
+    rcpu=$(median < "$work/raw_cpu"); lcpu=$(median < "$work/lib_cpu")
+    echo "client CPU us/request (median): raw $rcpu, libmomento $lcpu"
+    echo "RESULT throughput in_flight=$n ratio=$(python3 -c "print(round($lops/$rops, 3))")" \
+        "cpu_per_request_ratio=$(python3 -c "print(round($lcpu/$rcpu, 3))")"
 done
 
 [ "${ONLY:-}" = throughput ] && exit 0

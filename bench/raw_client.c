@@ -206,10 +206,13 @@ int main(int argc, char **argv)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("client=raw inflight=%d op=%s ops=%llu errors=%llu wall_s=%.2f ops_per_s=%.0f p50_us=%llu "
-           "p99_us=%llu p999_us=%llu max_rss_kb=%ld\n",
+           "p99_us=%llu p999_us=%llu max_rss_kb=%ld cpu_us_per_op=%.1f\n",
            inflight, op, ops, errors, wall, (double)ops / wall, (unsigned long long)hist_quantile(&all, 0.5),
            (unsigned long long)hist_quantile(&all, 0.99), (unsigned long long)hist_quantile(&all, 0.999),
-           ru.ru_maxrss);
+           ru.ru_maxrss,
+           ops ? ((double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+                  ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6) * 1e6 / (double)ops
+               : 0.0);
     for (int i = 0; i < inflight; i++)
         grpc_slice_unref(slots[i].key);
     free(slots);
