@@ -17,43 +17,29 @@
 set -euo pipefail
 build=${1:-build}
 secs=${SECONDS_PER_RUN:-10}
-server="$build/server/momento-local"
 lg="$build/examples/load-gen"
 raw="$build/bench/raw_client"
 drv="$build/bench/coalesce_bench"
-for b in "$server" "$lg" "$raw" "$drv"; do [ -x "$b" ] || { echo "build first: $b"; exit 1; }; done
-work=$(mktemp -d)
-pid=""
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-
-start_server() {
-    : > "$work/out"
-    taskset -c 0 "$server" --port 0 --cache bench --cache load-gen --max-memory 1073741824 > "$work/out" &
-    pid=$!
-    for _ in $(seq 100); do grep -q "listening on" "$work/out" && break; sleep 0.1; done
-    ep=$(sed -n 's/^listening on //p' "$work/out")
-}
-stop_server() { kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=""; }
-field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
-json() { python3 -c "import json,sys; r=json.load(open('$1')); print($2)"; }
+for b in "$lg" "$raw" "$drv"; do [ -x "$b" ] || { echo "build first: $b"; exit 1; }; done
+. "$(dirname "$0")/common.sh"
+# The clients' own server: pinned to CPU 0, with the caches they use.
+start_bench_server() { wrap="taskset -c 0" start_server --cache bench --cache load-gen --max-memory 1073741824; }
 
 # Throughput on this shared VM drifts between runs by more than the 5 %
 # being judged, so the two clients alternate over ROUNDS rounds and the
 # medians are compared.
 rounds=${ROUNDS:-3}
 echo "== throughput and latency: ${rounds} alternating rounds of ${secs} s (server CPU 0, client CPU 1)"
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 printf '%-9s %-12s %10s %9s %9s %9s\n' in_flight client "ops/s(med)" p50_us p99_us p999_us
 for n in ${IN_FLIGHT:-1 10 100 1000}; do
     : > "$work/raw_ops"; : > "$work/lib_ops"; : > "$work/raw_cpu"; : > "$work/lib_cpu"
     for r in $(seq "$rounds"); do
-        start_server
+        start_bench_server
         rline=$(taskset -c 1 "$raw" --endpoint "$ep" --inflight $n --seconds "$secs")
         stop_server
         field ops_per_s "$rline" >> "$work/raw_ops"
         field cpu_us_per_op "$rline" >> "$work/raw_cpu"
-        start_server
+        start_bench_server
         taskset -c 1 "$lg" --endpoint "$ep" --insecure --concurrency $n --rps 0 --duration "$secs" \
             --timeout-ms 30000 --quiet --json "$work/lg.json" > /dev/null
         stop_server
@@ -82,10 +68,10 @@ done
 [ "${ONLY:-}" = throughput ] && exit 0
 echo "== callgrind: instructions per RPC (client process, 22,000 minus 2,000 RPCs)"
 cg() { # command... -> instructions
-    start_server
+    start_bench_server
     valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$@" --endpoint "$ep" >/dev/null 2>&1
     stop_server
-    callgrind_annotate "$work/cg.out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
+    cg_total "$work/cg.out"
 }
 per_rpc() { # label command...
     local label=$1; shift
@@ -109,12 +95,12 @@ mem_runs=${MEM_RUNS:-5}
 echo "== memory: peak RSS with 1000 in flight, ${mem_runs} alternating runs of ${secs} s"
 : > "$work/lib_rss"; : > "$work/raw_rss"
 for r in $(seq "$mem_runs"); do
-    start_server
+    start_bench_server
     taskset -c 1 "$lg" --endpoint "$ep" --insecure --concurrency 1000 --rps 0 --duration "$secs" \
         --timeout-ms 30000 --quiet --json "$work/rss.json" > /dev/null
     stop_server
     json "$work/rss.json" "round(r['max_rss_kb']/1024, 1)" >> "$work/lib_rss"
-    start_server
+    start_bench_server
     rline=$(MALLOC_ARENA_MAX=1 taskset -c 1 "$raw" --endpoint "$ep" --inflight 1000 --seconds "$secs")
     stop_server
     python3 -c "print(round($(field max_rss_kb "$rline")/1024, 1))" >> "$work/raw_rss"
@@ -124,7 +110,7 @@ echo "RESULT memory libmomento_max_rss_mb=$(median < "$work/lib_rss") raw_max_rs
 
 echo "== scaling: load-gen --threads 1 vs 2, 1000 in flight, ${secs} s (client unpinned)"
 for t in 1 2; do
-    start_server
+    start_bench_server
     "$lg" --endpoint "$ep" --insecure --concurrency 1000 --rps 0 --threads $t --duration "$secs" \
         --timeout-ms 30000 --quiet --json "$work/t$t.json" > /dev/null
     stop_server

@@ -11,30 +11,18 @@
 set -euo pipefail
 build=${1:-build}
 secs=${SECONDS_PER_RUN:-20}
-server="$build/server/momento-local"
 bench="$build/bench/coalesce_bench"
-[ -x "$server" ] && [ -x "$bench" ] || { echo "build first"; exit 1; }
-work=$(mktemp -d)
-pid=""
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
+[ -x "$bench" ] || { echo "build first: $bench is missing"; exit 1; }
+. "$(dirname "$0")/common.sh"
+start_bench_server() { wrap="taskset -c 0" start_server --stats-json "$work/stats.json"; }
 
-start_server() {
-    : > "$work/out"
-    taskset -c 0 "$server" --port 0 --stats-json "$work/stats.json" > "$work/out" &
-    pid=$!
-    for _ in $(seq 100); do grep -q "listening on" "$work/out" && break; sleep 0.1; done
-    ep=$(sed -n 's/^listening on //p' "$work/out")
-}
-stop_server() { kill -TERM "$pid"; wait "$pid" || true; pid=""; }
 server_rpcs() { # Get + Set answered
     python3 -c "import json,sys; m=json.load(open('$work/stats.json'))['methods']; print(sum(m.get(k,{}).get('total',0) for k in ('Get','Set')))"
 }
-field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
 echo "== saturation: 1000 workers, 10 hot keys, ${secs} s each"
 for mode in plain coalesce; do
-    start_server
+    start_bench_server
     line=$(taskset -c 1 "$bench" --endpoint "$ep" --mode $mode --workers 1000 --keys 10 --seconds "$secs")
     stop_server
     rpcs=$(server_rpcs)
@@ -59,25 +47,24 @@ echo "== overhead: unique keys, 100 workers, ${rounds} alternating rounds of ${u
 : > "$work/u_plain"; : > "$work/u_coalesce"
 for r in $(seq "$rounds"); do
     for mode in plain coalesce; do
-        start_server
+        start_bench_server
         line=$(taskset -c 1 "$bench" --endpoint "$ep" --mode $mode --workers 100 --keys 0 --seconds "$usecs")
         stop_server
         echo "round $r: $line"
         field ops_per_s "$line" >> "$work/u_$mode"
     done
 done
-median() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-u_plain=$(median "$work/u_plain")
-u_coalesce=$(median "$work/u_coalesce")
+u_plain=$(median < "$work/u_plain")
+u_coalesce=$(median < "$work/u_coalesce")
 echo "median ops/s: plain $u_plain, coalesce $u_coalesce"
 
 echo "== overhead: callgrind instructions per operation (client process)"
 cg() { # mode ops -> total instructions of the client
-    start_server
+    start_bench_server
     valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
         "$bench" --endpoint "$ep" --mode "$1" --workers 100 --keys 0 --ops "$2" --seconds 600 >/dev/null 2>&1
     stop_server
-    callgrind_annotate "$work/cg.out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
+    cg_total "$work/cg.out"
 }
 for mode in plain coalesce; do
     s=$(cg $mode 2000); l=$(cg $mode 22000)

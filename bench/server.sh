@@ -9,33 +9,16 @@
 # load is bounded by a request count.
 set -euo pipefail
 build=${1:-build}
-server="$build/server/momento-local"
-[ -x "$server" ] || { echo "build first: $server is missing"; exit 1; }
 command -v h2load >/dev/null || { echo "h2load is missing: apt-get install nghttp2-client"; exit 1; }
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
+. "$(dirname "$0")/common.sh"
 
 # A gRPC message frame: flag 0, 4-byte big-endian length, then the protobuf
 # _GetRequest{cache_key: "hot"} = 0a 03 'h' 'o' 't'.
 printf '\x00\x00\x00\x00\x05\x0a\x03hot' > "$work/get.bin"
 HDRS=(-H 'content-type: application/grpc' -H 'te: trailers' -H 'cache: bench')
 
-# Starts the server (behind wrapper $1, may be empty); sets $pid and $ep.
-start_server() {
-    : > "$work/out"
-    $1 "$server" --port 0 --cache bench > "$work/out" 2>"$work/err" &
-    pid=$!
-    pids+=("$pid")
-    for _ in $(seq 300); do grep -q "listening on" "$work/out" 2>/dev/null && break; sleep 0.1; done
-    ep=$(sed -n 's/^listening on //p' "$work/out")
-    [ -n "$ep" ] || { echo "momento-local did not start"; cat "$work/err"; exit 1; }
-}
-stop_server() { kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; }
-
 echo "== h2load: server pinned to CPU 0, client on CPU 1"
-start_server "taskset -c 0"
+wrap="taskset -c 0" start_server --cache bench
 N=${N:-400000}
 h2load_out=$(taskset -c 1 h2load -n "$N" -c 4 -m 100 "${HDRS[@]}" -d "$work/get.bin" "http://$ep/cache_client.Scs/Get")
 echo "$h2load_out" | grep -E "finished in|requests:|status codes|time for request"
@@ -49,11 +32,11 @@ echo "server counted: $ok"
 echo "== callgrind: instructions per Get RPC"
 run_cg() { # $1 = number of requests
     rm -f "$work"/cg.*
-    start_server "valgrind --tool=callgrind --callgrind-out-file=$work/cg.out"
+    wrap="valgrind --tool=callgrind --callgrind-out-file=$work/cg.out" start_server --cache bench
     h2load -n "$1" -c 1 -m 50 "${HDRS[@]}" -d "$work/get.bin" "http://$ep/cache_client.Scs/Get" >/dev/null
     stop_server
     # All threads' instructions (gRPC runs work on its own threads too).
-    callgrind_annotate "$work/cg.out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
+    cg_total "$work/cg.out"
 }
 run_cg 2000 > "$work/short"; short=$(cat "$work/short")
 run_cg 22000 > "$work/long"; long=$(cat "$work/long")
