@@ -37,8 +37,10 @@ struct momento__call {
     momento__channel *channel;
     gpr_timespec deadline;      /* the request's overall deadline */
     int64_t retry_due_ns;       /* while waiting in the client's retry heap */
-    grpc_slice *msgs;           /* messages received so far */
+    grpc_slice *msgs;           /* messages received so far: &msg0 until a
+                                 * stream brings a second one */
     size_t n_msgs, cap_msgs;
+    grpc_slice msg0;            /* a unary reply's one message, without a malloc */
     grpc_metadata_array recv_initial;
     grpc_metadata_array recv_trailing;
     grpc_status_code status;
@@ -71,7 +73,8 @@ static void release(momento__call *call)
 {
     for (size_t i = 0; i < call->n_msgs; i++)
         grpc_slice_unref(call->msgs[i]);
-    free(call->msgs);
+    if (call->msgs != &call->msg0)
+        free(call->msgs);
     if (call->send_msg)
         grpc_byte_buffer_destroy(call->send_msg);
     grpc_slice_unref(call->request);
@@ -485,17 +488,32 @@ static bool take_message(momento__call *call)
 {
     if (!call->recv_msg)
         return false;
-    grpc_byte_buffer_reader reader;
+    grpc_byte_buffer *bb = call->recv_msg;
     grpc_slice body = grpc_empty_slice();
-    if (grpc_byte_buffer_reader_init(&reader, call->recv_msg)) {
-        body = grpc_byte_buffer_reader_readall(&reader);
-        grpc_byte_buffer_reader_destroy(&reader);
+    if (bb->type == GRPC_BB_RAW && bb->data.raw.compression == GRPC_COMPRESS_NONE &&
+        bb->data.raw.slice_buffer.count == 1) {
+        /* The usual small reply is one uncompressed slice: keep a reference
+         * rather than copy it into a new one (as gRPC's C++ ByteBuffer's
+         * TrySingleSlice does). */
+        body = grpc_slice_ref(bb->data.raw.slice_buffer.slices[0]);
+    } else {
+        grpc_byte_buffer_reader reader;
+        if (grpc_byte_buffer_reader_init(&reader, bb)) {
+            body = grpc_byte_buffer_reader_readall(&reader);
+            grpc_byte_buffer_reader_destroy(&reader);
+        }
     }
-    grpc_byte_buffer_destroy(call->recv_msg);
+    grpc_byte_buffer_destroy(bb);
     call->recv_msg = NULL;
-    if (call->n_msgs == call->cap_msgs) {
-        size_t cap = call->cap_msgs ? call->cap_msgs * 2 : 4;
-        grpc_slice *grown = realloc(call->msgs, cap * sizeof(*grown));
+    if (call->n_msgs == 0) {
+        call->msgs = &call->msg0;
+        call->cap_msgs = 1;
+    } else if (call->n_msgs == call->cap_msgs) {
+        size_t cap = call->cap_msgs * 4;
+        grpc_slice *grown = call->msgs == &call->msg0 ? malloc(cap * sizeof(*grown))
+                                                      : realloc(call->msgs, cap * sizeof(*grown));
+        if (grown && call->msgs == &call->msg0)
+            grown[0] = call->msg0;
         if (!grown) {
             grpc_slice_unref(body);
             grpc_call_cancel_with_status(call->call, GRPC_STATUS_RESOURCE_EXHAUSTED,
