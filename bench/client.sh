@@ -13,7 +13,8 @@
 # pinned to CPU 1 (except the --threads 2 run). Loopback only; every run is
 # bounded by time or count.
 # Usage: bench/client.sh [BUILD_DIR]   (SECONDS_PER_RUN=10, ROUNDS=3, MEM_RUNS=5;
-#        ONLY=throughput runs only section 1; IN_FLIGHT="100 1000" picks levels)
+#        ONLY="throughput memory" runs only those of the sections throughput,
+#        instructions, memory, scaling; IN_FLIGHT="100 1000" picks levels)
 set -euo pipefail
 build=${1:-build}
 secs=${SECONDS_PER_RUN:-10}
@@ -25,10 +26,14 @@ for b in "$lg" "$raw" "$drv"; do [ -x "$b" ] || { echo "build first: $b"; exit 1
 # The clients' own server: pinned to CPU 0, with the caches they use.
 start_bench_server() { wrap="taskset -c 0" start_server --cache bench --cache load-gen --max-memory 1073741824; }
 
+# Whether section $1 is to run (ONLY lists the sections; unset: all).
+want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
+
 # Throughput on this shared VM drifts between runs by more than the 5 %
 # being judged, so the two clients alternate over ROUNDS rounds and the
 # medians are compared.
 rounds=${ROUNDS:-3}
+if want throughput; then
 echo "== throughput and latency: ${rounds} alternating rounds of ${secs} s (server CPU 0, client CPU 1)"
 printf '%-9s %-12s %10s %9s %9s %9s\n' in_flight client "ops/s(med)" p50_us p99_us p999_us
 for n in ${IN_FLIGHT:-1 10 100 1000}; do
@@ -64,8 +69,9 @@ for n in ${IN_FLIGHT:-1 10 100 1000}; do
     echo "RESULT throughput in_flight=$n ratio=$(python3 -c "print(round($lops/$rops, 3))")" \
         "cpu_per_request_ratio=$(python3 -c "print(round($lcpu/$rcpu, 3))")"
 done
+fi
 
-[ "${ONLY:-}" = throughput ] && exit 0
+if want instructions; then
 echo "== callgrind: instructions per RPC (client process, 22,000 minus 2,000 RPCs)"
 cg() { # command... -> instructions
     start_bench_server
@@ -85,12 +91,14 @@ for op in get set; do
     per_rpc "libmomento-$op" "$drv" --mode plain --workers 100 --keys 0 --op $op --seconds 600
     per_rpc "coalescer-$op" "$drv" --mode coalesce --workers 100 --keys 0 --op $op --seconds 600
 done
+fi
 
 # Peak RSS moves by a few MB between runs (a burst of completions briefly
 # holds calls whose gRPC arenas are not yet freed), so MEM_RUNS alternating
 # runs each of load-gen and of the raw client, medians compared. Both use one
 # malloc arena: load-gen sets it itself (lg_tune_process); the raw client
 # gets it from the environment.
+if want memory; then
 mem_runs=${MEM_RUNS:-5}
 echo "== memory: peak RSS with 1000 in flight, ${mem_runs} alternating runs of ${secs} s"
 : > "$work/lib_rss"; : > "$work/raw_rss"
@@ -107,7 +115,9 @@ for r in $(seq "$mem_runs"); do
 done
 echo "runs (MB): libmomento $(tr '\n' ' ' < "$work/lib_rss")| raw $(tr '\n' ' ' < "$work/raw_rss")"
 echo "RESULT memory libmomento_max_rss_mb=$(median < "$work/lib_rss") raw_max_rss_mb=$(median < "$work/raw_rss")"
+fi
 
+if want scaling; then
 echo "== scaling: load-gen --threads 1 vs 2, 1000 in flight, ${secs} s (client unpinned)"
 for t in 1 2; do
     start_bench_server
@@ -117,3 +127,4 @@ for t in 1 2; do
     echo "RESULT scaling threads=$t ops_per_s=$(json "$work/t$t.json" "round(r['ops_per_sec'])")" \
         "client_cpu_us_per_request=$(json "$work/t$t.json" "round(r['client_cpu_s']*1e6/r['requests'], 1)")"
 done
+fi
