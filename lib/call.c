@@ -505,10 +505,12 @@ static bool take_message(momento__call *call)
     }
     grpc_byte_buffer_destroy(bb);
     call->recv_msg = NULL;
-    if (call->n_msgs == 0) {
+    if (!call->msgs) {
         call->msgs = &call->msg0;
         call->cap_msgs = 1;
-    } else if (call->n_msgs == call->cap_msgs) {
+    }
+    /* A retry starts again at n_msgs 0 in whatever storage it had. */
+    if (call->n_msgs == call->cap_msgs) {
         size_t cap = call->cap_msgs * 4;
         grpc_slice *grown = call->msgs == &call->msg0 ? malloc(cap * sizeof(*grown))
                                                       : realloc(call->msgs, cap * sizeof(*grown));
