@@ -97,10 +97,9 @@ static momento__channel *pick_channel(momento_client *c, const momento__method_i
                     c->n_data];
 }
 
-/* Starts one attempt: a fresh gRPC call on the next channel, with the
- * attempt's deadline, and its batches. Returns 0, or an error when gRPC
- * refused (then no event will come for this attempt). */
-static int start_attempt(momento__call *call)
+/* Makes the gRPC call for the next attempt, on the next channel, with the
+ * request's deadline or the attempt's own if sooner. NULL if gRPC refused. */
+static grpc_call *new_attempt_call(momento__call *call)
 {
     momento_client *c = call->client;
     const momento__method_info *info = &momento__methods[call->method];
@@ -114,17 +113,17 @@ static int start_attempt(momento__call *call)
         if (gpr_time_cmp(own, deadline) < 0)
             deadline = own;
     }
-    grpc_call *gc = grpc_channel_create_registered_call(call->channel->channel, NULL,
-                                                        GRPC_PROPAGATE_DEFAULTS, c->cq,
-                                                        call->channel->registered[call->method],
-                                                        deadline, NULL);
-    if (!gc)
-        return MOMENTO_ERR_NO_MEMORY;
-    /* Published under the lock: momento__calls_cancel_all() reads it there. */
-    pthread_mutex_lock(&c->lock);
-    call->call = gc;
-    pthread_mutex_unlock(&c->lock);
+    return grpc_channel_create_registered_call(call->channel->channel, NULL,
+                                               GRPC_PROPAGATE_DEFAULTS, c->cq,
+                                               call->channel->registered[call->method],
+                                               deadline, NULL);
+}
 
+/* Starts the attempt's batches on gc, already published as call->call.
+ * Returns 0, or an error when gRPC refused (then no event will come). */
+static int launch_attempt(momento__call *call, grpc_call *gc)
+{
+    const momento__method_info *info = &momento__methods[call->method];
     if (call->send_msg)
         grpc_byte_buffer_destroy(call->send_msg);
     call->send_msg = grpc_raw_byte_buffer_create(&call->request, 1); /* takes a ref */
@@ -166,6 +165,19 @@ static int start_attempt(momento__call *call)
     return MOMENTO_OK;
 }
 
+/* Starts a retry's attempt: 0, or an error (then no event will come). */
+static int start_attempt(momento__call *call)
+{
+    grpc_call *gc = new_attempt_call(call);
+    if (!gc)
+        return MOMENTO_ERR_NO_MEMORY;
+    /* Published under the lock: momento__calls_cancel_all() reads it there. */
+    pthread_mutex_lock(&call->client->lock);
+    call->call = gc;
+    pthread_mutex_unlock(&call->client->lock);
+    return launch_attempt(call, gc);
+}
+
 int momento__call_start(momento_client *c, momento__method m, const char *cache,
                         const ProtobufCMessage *req, momento_callback cb, void *userdata)
 {
@@ -202,20 +214,7 @@ int momento__call_start(momento_client *c, momento__method m, const char *cache,
     for (size_t i = 0; i < c->n_extra_md; i++)
         call->md[n_md++] = c->extra_md[i];
 
-    pthread_mutex_lock(&c->lock);
-    if (c->closing) {
-        pthread_mutex_unlock(&c->lock);
-        release(call);
-        return MOMENTO_ERR_CLOSED;
-    }
-    call->next = c->in_flight;
-    if (c->in_flight)
-        c->in_flight->prev = call;
-    c->in_flight = call;
-    c->n_in_flight++;
-    pthread_mutex_unlock(&c->lock);
-
-    /* The client introduces itself on its first accepted call. */
+    /* The client introduces itself on its first call. */
     if (!atomic_load_explicit(&c->agent_sent, memory_order_relaxed) &&
         !atomic_exchange(&c->agent_sent, true)) {
         call->md[n_md].key = grpc_slice_from_static_string("agent");
@@ -227,7 +226,29 @@ int momento__call_start(momento_client *c, momento__method m, const char *cache,
     call->deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                                   gpr_time_from_millis(c->cfg.timeout_ms, GPR_TIMESPAN));
 
-    int rc = start_attempt(call);
+    grpc_call *gc = new_attempt_call(call);
+    if (!gc) {
+        release(call);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
+    /* One lock section accepts the request and publishes its gRPC call
+     * (momento__calls_cancel_all() reads both there). */
+    pthread_mutex_lock(&c->lock);
+    if (c->closing) {
+        pthread_mutex_unlock(&c->lock);
+        grpc_call_unref(gc);
+        release(call);
+        return MOMENTO_ERR_CLOSED;
+    }
+    call->next = c->in_flight;
+    if (c->in_flight)
+        c->in_flight->prev = call;
+    c->in_flight = call;
+    c->n_in_flight++;
+    call->call = gc;
+    pthread_mutex_unlock(&c->lock);
+
+    int rc = launch_attempt(call, gc);
     if (rc != MOMENTO_OK) {
         /* Refuse the request rather than lose it: no callback follows. */
         pthread_mutex_lock(&c->lock);
@@ -390,6 +411,11 @@ static bool schedule_retry(momento__call *call, int64_t now)
 
 gpr_timespec momento__run_retries(momento_client *c)
 {
+    /* Only the completion thread (the caller) adds to or takes from the
+     * retry heap, so it may find the heap empty without the lock: the case
+     * after nearly every event. */
+    if (c->n_retry == 0)
+        return gpr_inf_future(GPR_CLOCK_MONOTONIC);
     for (;;) {
         pthread_mutex_lock(&c->lock);
         if (c->n_retry == 0) {
