@@ -214,15 +214,6 @@ int momento__call_start(momento_client *c, momento__method m, const char *cache,
     for (size_t i = 0; i < c->n_extra_md; i++)
         call->md[n_md++] = c->extra_md[i];
 
-    /* The client introduces itself on its first call. */
-    if (!atomic_load_explicit(&c->agent_sent, memory_order_relaxed) &&
-        !atomic_exchange(&c->agent_sent, true)) {
-        call->md[n_md].key = grpc_slice_from_static_string("agent");
-        call->md[n_md++].value = grpc_slice_from_static_string(AGENT);
-        call->md[n_md].key = grpc_slice_from_static_string("runtime-version");
-        call->md[n_md++].value = grpc_slice_from_static_string(RUNTIME);
-    }
-    call->n_md = n_md;
     call->deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                                   gpr_time_from_millis(c->cfg.timeout_ms, GPR_TIMESPAN));
 
@@ -247,6 +238,16 @@ int momento__call_start(momento_client *c, momento__method m, const char *cache,
     c->n_in_flight++;
     call->call = gc;
     pthread_mutex_unlock(&c->lock);
+
+    /* The client introduces itself on its first accepted call. */
+    if (!atomic_load_explicit(&c->agent_sent, memory_order_relaxed) &&
+        !atomic_exchange(&c->agent_sent, true)) {
+        call->md[n_md].key = grpc_slice_from_static_string("agent");
+        call->md[n_md++].value = grpc_slice_from_static_string(AGENT);
+        call->md[n_md].key = grpc_slice_from_static_string("runtime-version");
+        call->md[n_md++].value = grpc_slice_from_static_string(RUNTIME);
+    }
+    call->n_md = n_md;
 
     int rc = launch_attempt(call, gc);
     if (rc != MOMENTO_OK) {
