@@ -488,6 +488,12 @@ static void do_cache_op(momento_local *s, srv_method m, const uint8_t *body, siz
     protobuf_c_message_free_unpacked(&req->base, NULL);
 }
 
+static int by_cache_name(const void *a, const void *b)
+{
+    return strcmp((*(ControlClient__Cache *const *)a)->cache_name,
+                  (*(ControlClient__Cache *const *)b)->cache_name);
+}
+
 static void do_list_caches(momento_local *s, const uint8_t *body, size_t len, srv_reply *r)
 {
     UNPACK(ControlClient__ListCachesRequest, control_client____list_caches_request__unpack);
@@ -519,6 +525,21 @@ static void do_list_caches(momento_local *s, const uint8_t *body, size_t len, sr
         resp.n_cache = n;
         resp.cache = ptrs;
         resp.next_token = "";
+        uint32_t page = s->opts.list_page_size;
+        if (page) {
+            /* Paged: name order, resuming after the token (the last name
+             * of the previous page), so caches created or deleted between
+             * pages neither repeat nor shift the rest. */
+            qsort(ptrs, n, sizeof(*ptrs), by_cache_name);
+            size_t from = 0;
+            if (req->next_token && *req->next_token)
+                while (from < n && strcmp(ptrs[from]->cache_name, req->next_token) <= 0)
+                    from++;
+            resp.cache = ptrs + from;
+            resp.n_cache = n - from < page ? n - from : page;
+            if (from + resp.n_cache < n)
+                resp.next_token = resp.cache[resp.n_cache - 1]->cache_name;
+        }
         srv_reply_add(r, &resp.base);
     }
     free(entries);

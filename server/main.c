@@ -21,6 +21,7 @@ static void usage(FILE *out)
             "  --max-memory BYTES    evict least recently used items past this (default 0 = no limit)\n"
             "  --max-item-bytes N    key+value limit per item (default 5242880)\n"
             "  --max-rps N           RESOURCE_EXHAUSTED past N calls per second (default 0 = none)\n"
+            "  --list-page-size N    ListCaches pages of N caches (default 0 = one page)\n"
             "  --tls-cert FILE       serve TLS with this PEM certificate chain (needs --tls-key)\n"
             "  --tls-key FILE        private key for --tls-cert\n"
             "  --cache NAME          create this cache at start (repeatable)\n"
@@ -57,6 +58,7 @@ int main(int argc, char **argv)
         {"auth-token", required_argument, NULL, 'a'}, {"max-memory", required_argument, NULL, 'm'},
         {"max-item-bytes", required_argument, NULL, 'i'},
         {"max-rps", required_argument, NULL, 'r'},    {"tls-cert", required_argument, NULL, 'c'},
+        {"list-page-size", required_argument, NULL, 'L'},
         {"tls-key", required_argument, NULL, 'k'},    {"cache", required_argument, NULL, 'C'},
         {"stats-json", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -94,6 +96,11 @@ int main(int argc, char **argv)
             if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
                 momento_local_options_set_max_rps(o, (uint32_t)v) < 0)
                 rc = bad("--max-rps", optarg);
+            break;
+        case 'L':
+            if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
+                momento_local_options_set_list_page_size(o, (uint32_t)v) < 0)
+                rc = bad("--list-page-size", optarg);
             break;
         case 'c': cert = optarg; break;
         case 'k': key = optarg; break;

@@ -114,6 +114,14 @@ int momento_local_options_set_max_rps(momento_local_options *o, uint32_t rps)
     return MOMENTO_OK;
 }
 
+int momento_local_options_set_list_page_size(momento_local_options *o, uint32_t n)
+{
+    if (!o)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->list_page_size = n;
+    return MOMENTO_OK;
+}
+
 int momento_local_options_set_tls(momento_local_options *o, const char *cert_file,
                                   const char *key_file)
 {

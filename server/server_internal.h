@@ -66,6 +66,7 @@ struct momento_local_options {
     uint64_t max_memory;
     uint64_t max_item_bytes;
     uint32_t max_rps;
+    uint32_t list_page_size; /* ListCaches entries per page; 0 = one page */
     char *tls_cert;
     char *tls_key;
     char **caches;

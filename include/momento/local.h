@@ -43,6 +43,11 @@ MOMENTO_EXPORT int momento_local_options_set_max_item_bytes(momento_local_option
 /* Beyond this many calls in one second, answer RESOURCE_EXHAUSTED with
  * err operations_rate_limit_exceeded; 0 = unlimited. */
 MOMENTO_EXPORT int momento_local_options_set_max_rps(momento_local_options *o, uint32_t rps);
+/* Answer ListCaches in pages of at most n caches, in name order, each page
+ * but the last with a next_token (the last name it lists); 0 (the default)
+ * lists every cache in one page. Lets clients' paging be tested. */
+MOMENTO_EXPORT int momento_local_options_set_list_page_size(momento_local_options *o,
+                                                           uint32_t n);
 /* Serve TLS with this PEM certificate chain and private key (files are read
  * by momento_local_start()). NULL, NULL returns to plaintext. */
 MOMENTO_EXPORT int momento_local_options_set_tls(momento_local_options *o, const char *cert_file,

@@ -171,6 +171,39 @@ static void test_control_plane(void **state)
     momento_result_free(r);
 }
 
+/* ListCaches in pages: a server that answers two caches a page makes the
+ * client follow next_token to the last page and hand back every cache once. */
+static void test_list_caches_paged(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    assert_int_equal(momento_local_options_set_list_page_size(o, 2), MOMENTO_OK);
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    momento_client *c = tu_client(s, NULL);
+    const char *names[] = {"p-e", "p-a", "p-d", "p-b", "p-c"};
+    for (size_t i = 0; i < 5; i++)
+        assert_int_equal(momento_create_cache_sync(c, names[i], NULL), MOMENTO_OK);
+
+    momento_result *r;
+    assert_int_equal(momento_list_caches_sync(c, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_cache_count(r), 5);
+    for (size_t i = 0; i < 5; i++) {
+        size_t seen = 0;
+        for (size_t k = 0; k < 5; k++)
+            seen += strcmp(momento_result_cache_name(r, k), names[i]) == 0;
+        assert_int_equal(seen, 1);
+    }
+    momento_result_free(r);
+    /* It took three pages (2 + 2 + 1), each an OK ListCaches call. */
+    assert_int_equal(momento_local_rpc_count(s, "ListCaches", 0), 3);
+    assert_int_equal(momento_local_rpc_count(s, "ListCaches", -1), 3);
+
+    momento_client_free(c);
+    momento_local_stop(s);
+}
+
 static void test_ping(void **state)
 {
     tu_fixture *f = *state;
@@ -486,6 +519,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_default_ttl_from_config, tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_cache_not_found, tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_control_plane, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test(test_list_caches_paged),
         cmocka_unit_test_setup_teardown(test_ping, tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_request_headers, tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_submit_from_many_threads, tu_fixture_setup, tu_fixture_teardown),

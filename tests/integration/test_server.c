@@ -606,6 +606,66 @@ static void test_auth(void **state)
     momento_local_stop(s);
 }
 
+/* Decodes one ListCaches page: its names, joined by ',', and its token. */
+static void list_page(const char *ep, const char *token, char *names, size_t cap, char *next,
+                      size_t next_cap)
+{
+    ControlClient__ListCachesRequest lr = CONTROL_CLIENT____LIST_CACHES_REQUEST__INIT;
+    lr.next_token = (char *)token;
+    uint8_t buf[64];
+    size_t len = protobuf_c_message_pack(&lr.base, buf);
+    tu_raw_reply r;
+    assert_int_equal(tu_raw_call(ep, CTL "ListCaches", NULL, 0, buf, len, &r), 0);
+    assert_int_equal(r.n_msgs, 1);
+    ControlClient__ListCachesResponse *l =
+        control_client____list_caches_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_non_null(l);
+    names[0] = '\0';
+    for (size_t i = 0; i < l->n_cache; i++) {
+        if (i)
+            strncat(names, ",", cap - strlen(names) - 1);
+        strncat(names, l->cache[i]->cache_name, cap - strlen(names) - 1);
+    }
+    snprintf(next, next_cap, "%s", l->next_token);
+    protobuf_c_message_free_unpacked(&l->base, NULL);
+    tu_raw_reply_free(&r);
+}
+
+/* --list-page-size: pages in name order, the token is the last name of the
+ * page, no token on the last page; a token resumes after that name even if
+ * the cache it names is gone. */
+static void test_list_pages(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    const char *names[] = {"d", "b", "e", "a", "c"};
+    for (size_t i = 0; i < 5; i++)
+        momento_local_options_add_cache(o, names[i]);
+    momento_local_options_set_list_page_size(o, 2);
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    const char *ep = momento_local_endpoint(s);
+    char got[64], next[16];
+    list_page(ep, "", got, sizeof(got), next, sizeof(next));
+    assert_string_equal(got, "a,b");
+    assert_string_equal(next, "b");
+    list_page(ep, next, got, sizeof(got), next, sizeof(next));
+    assert_string_equal(got, "c,d");
+    assert_string_equal(next, "d");
+    list_page(ep, next, got, sizeof(got), next, sizeof(next));
+    assert_string_equal(got, "e");
+    assert_string_equal(next, "");
+    /* Resuming after a name that no cache has (bb, between b and c). */
+    list_page(ep, "bb", got, sizeof(got), next, sizeof(next));
+    assert_string_equal(got, "c,d");
+    /* A token past every name: an empty last page. */
+    list_page(ep, "zz", got, sizeof(got), next, sizeof(next));
+    assert_string_equal(got, "");
+    assert_string_equal(next, "");
+    momento_local_stop(s);
+}
+
 static void test_rate_limit(void **state)
 {
     (void)state;
@@ -727,6 +787,7 @@ int main(void)
         cmocka_unit_test(test_fault_injection),
         cmocka_unit_test(test_delay_does_not_block_others),
         cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_list_pages),
         cmocka_unit_test(test_rate_limit),
         cmocka_unit_test(test_options_and_lru),
     };

@@ -8,7 +8,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$bin" --help | grep -q -- "--max-memory" || fail "--help does not document --max-memory"
-for bad in "--port 70000" "--port abc" "--bind localhost" "--max-rps -1" "--tls-cert x" "--nope" "extra"; do
+for bad in "--port 70000" "--port abc" "--bind localhost" "--max-rps -1" "--list-page-size x" "--list-page-size 4294967296" "--tls-cert x" "--nope" "extra"; do
     set +e
     # shellcheck disable=SC2086
     "$bin" $bad >/dev/null 2>"$tmp/err"
