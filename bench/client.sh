@@ -34,63 +34,63 @@ want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
 # medians are compared.
 rounds=${ROUNDS:-3}
 if want throughput; then
-echo "== throughput and latency: ${rounds} alternating rounds of ${secs} s (server CPU 0, client CPU 1)"
-printf '%-9s %-12s %10s %9s %9s %9s\n' in_flight client "ops/s(med)" p50_us p99_us p999_us
-for n in ${IN_FLIGHT:-1 10 100 1000}; do
-    : > "$work/raw_ops"; : > "$work/lib_ops"; : > "$work/raw_cpu"; : > "$work/lib_cpu"
-    for r in $(seq "$rounds"); do
-        start_bench_server
-        rline=$(taskset -c 1 "$raw" --endpoint "$ep" --inflight $n --seconds "$secs")
-        stop_server
-        field ops_per_s "$rline" >> "$work/raw_ops"
-        field cpu_us_per_op "$rline" >> "$work/raw_cpu"
-        start_bench_server
-        taskset -c 1 "$lg" --endpoint "$ep" --insecure --concurrency $n --rps 0 --duration "$secs" \
-            --timeout-ms 30000 --quiet --json "$work/lg.json" > /dev/null
-        stop_server
-        json "$work/lg.json" "round(r['ops_per_sec'])" >> "$work/lib_ops"
-        json "$work/lg.json" "round(r['client_cpu_s']*1e6/r['requests'], 1)" >> "$work/lib_cpu"
+    echo "== throughput and latency: ${rounds} alternating rounds of ${secs} s (server CPU 0, client CPU 1)"
+    printf '%-9s %-12s %10s %9s %9s %9s\n' in_flight client "ops/s(med)" p50_us p99_us p999_us
+    for n in ${IN_FLIGHT:-1 10 100 1000}; do
+        : > "$work/raw_ops"; : > "$work/lib_ops"; : > "$work/raw_cpu"; : > "$work/lib_cpu"
+        for r in $(seq "$rounds"); do
+            start_bench_server
+            rline=$(taskset -c 1 "$raw" --endpoint "$ep" --inflight $n --seconds "$secs")
+            stop_server
+            field ops_per_s "$rline" >> "$work/raw_ops"
+            field cpu_us_per_op "$rline" >> "$work/raw_cpu"
+            start_bench_server
+            taskset -c 1 "$lg" --endpoint "$ep" --insecure --concurrency $n --rps 0 --duration "$secs" \
+                --timeout-ms 30000 --quiet --json "$work/lg.json" > /dev/null
+            stop_server
+            json "$work/lg.json" "round(r['ops_per_sec'])" >> "$work/lib_ops"
+            json "$work/lg.json" "round(r['client_cpu_s']*1e6/r['requests'], 1)" >> "$work/lib_cpu"
+        done
+        rops=$(median < "$work/raw_ops")
+        lops=$(median < "$work/lib_ops")
+        # Latency from the last round; both operations together: the higher of
+        # the set and get percentiles.
+        lp50=$(json "$work/lg.json" "max(r['set']['p50_us'], r['get']['p50_us'])")
+        lp99=$(json "$work/lg.json" "max(r['set']['p99_us'], r['get']['p99_us'])")
+        lp999=$(json "$work/lg.json" "max(r['set']['p999_us'], r['get']['p999_us'])")
+        printf '%-9s %-12s %10s %9s %9s %9s\n' $n raw-grpc "$rops" "$(field p50_us "$rline")" \
+            "$(field p99_us "$rline")" "$(field p999_us "$rline")"
+        printf '%-9s %-12s %10s %9s %9s %9s\n' $n libmomento "$lops" "$lp50" "$lp99" "$lp999"
+        echo "rounds: raw $(tr '\n' ' ' < "$work/raw_ops")| libmomento $(tr '\n' ' ' < "$work/lib_ops")"
+        # Client CPU per request drifts less than ops/s on a shared VM and says
+        # directly what the library costs; ratio > 1 means libmomento uses more.
+        rcpu=$(median < "$work/raw_cpu"); lcpu=$(median < "$work/lib_cpu")
+        echo "client CPU us/request (median): raw $rcpu, libmomento $lcpu"
+        echo "RESULT throughput in_flight=$n ratio=$(python3 -c "print(round($lops/$rops, 3))")" \
+            "cpu_per_request_ratio=$(python3 -c "print(round($lcpu/$rcpu, 3))")"
     done
-    rops=$(median < "$work/raw_ops")
-    lops=$(median < "$work/lib_ops")
-    # Latency from the last round; both operations together: the higher of
-    # the set and get percentiles.
-    lp50=$(json "$work/lg.json" "max(r['set']['p50_us'], r['get']['p50_us'])")
-    lp99=$(json "$work/lg.json" "max(r['set']['p99_us'], r['get']['p99_us'])")
-    lp999=$(json "$work/lg.json" "max(r['set']['p999_us'], r['get']['p999_us'])")
-    printf '%-9s %-12s %10s %9s %9s %9s\n' $n raw-grpc "$rops" "$(field p50_us "$rline")" \
-        "$(field p99_us "$rline")" "$(field p999_us "$rline")"
-    printf '%-9s %-12s %10s %9s %9s %9s\n' $n libmomento "$lops" "$lp50" "$lp99" "$lp999"
-    echo "rounds: raw $(tr '\n' ' ' < "$work/raw_ops")| libmomento $(tr '\n' ' ' < "$work/lib_ops")"
-    # Client CPU per request drifts less than ops/s on a shared VM and says
-    # directly what the library costs; ratio > 1 means libmomento uses more.
-    rcpu=$(median < "$work/raw_cpu"); lcpu=$(median < "$work/lib_cpu")
-    echo "client CPU us/request (median): raw $rcpu, libmomento $lcpu"
-    echo "RESULT throughput in_flight=$n ratio=$(python3 -c "print(round($lops/$rops, 3))")" \
-        "cpu_per_request_ratio=$(python3 -c "print(round($lcpu/$rcpu, 3))")"
-done
 fi
 
 if want instructions; then
-echo "== callgrind: instructions per RPC (client process, 22,000 minus 2,000 RPCs)"
-cg() { # command... -> instructions
-    start_bench_server
-    valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$@" --endpoint "$ep" >/dev/null 2>&1
-    stop_server
-    cg_total "$work/cg.out"
-}
-per_rpc() { # label command...
-    local label=$1; shift
-    local s l
-    s=$(cg "$@" --ops 2000)
-    l=$(cg "$@" --ops 22000)
-    echo "RESULT instructions client=$label per_rpc=$(( (l - s) / 20000 ))"
-}
-for op in get set; do
-    per_rpc "raw-grpc-$op" "$raw" --inflight 100 --op $op --seconds 600
-    per_rpc "libmomento-$op" "$drv" --mode plain --workers 100 --keys 0 --op $op --seconds 600
-    per_rpc "coalescer-$op" "$drv" --mode coalesce --workers 100 --keys 0 --op $op --seconds 600
-done
+    echo "== callgrind: instructions per RPC (client process, 22,000 minus 2,000 RPCs)"
+    cg() { # command... -> instructions
+        start_bench_server
+        valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$@" --endpoint "$ep" >/dev/null 2>&1
+        stop_server
+        cg_total "$work/cg.out"
+    }
+    per_rpc() { # label command...
+        local label=$1; shift
+        local s l
+        s=$(cg "$@" --ops 2000)
+        l=$(cg "$@" --ops 22000)
+        echo "RESULT instructions client=$label per_rpc=$(( (l - s) / 20000 ))"
+    }
+    for op in get set; do
+        per_rpc "raw-grpc-$op" "$raw" --inflight 100 --op $op --seconds 600
+        per_rpc "libmomento-$op" "$drv" --mode plain --workers 100 --keys 0 --op $op --seconds 600
+        per_rpc "coalescer-$op" "$drv" --mode coalesce --workers 100 --keys 0 --op $op --seconds 600
+    done
 fi
 
 # Peak RSS moves by a few MB between runs (a burst of completions briefly
@@ -99,32 +99,32 @@ fi
 # malloc arena: load-gen sets it itself (lg_tune_process); the raw client
 # gets it from the environment.
 if want memory; then
-mem_runs=${MEM_RUNS:-5}
-echo "== memory: peak RSS with 1000 in flight, ${mem_runs} alternating runs of ${secs} s"
-: > "$work/lib_rss"; : > "$work/raw_rss"
-for r in $(seq "$mem_runs"); do
-    start_bench_server
-    taskset -c 1 "$lg" --endpoint "$ep" --insecure --concurrency 1000 --rps 0 --duration "$secs" \
-        --timeout-ms 30000 --quiet --json "$work/rss.json" > /dev/null
-    stop_server
-    json "$work/rss.json" "round(r['max_rss_kb']/1024, 1)" >> "$work/lib_rss"
-    start_bench_server
-    rline=$(MALLOC_ARENA_MAX=1 taskset -c 1 "$raw" --endpoint "$ep" --inflight 1000 --seconds "$secs")
-    stop_server
-    python3 -c "print(round($(field max_rss_kb "$rline")/1024, 1))" >> "$work/raw_rss"
-done
-echo "runs (MB): libmomento $(tr '\n' ' ' < "$work/lib_rss")| raw $(tr '\n' ' ' < "$work/raw_rss")"
-echo "RESULT memory libmomento_max_rss_mb=$(median < "$work/lib_rss") raw_max_rss_mb=$(median < "$work/raw_rss")"
+    mem_runs=${MEM_RUNS:-5}
+    echo "== memory: peak RSS with 1000 in flight, ${mem_runs} alternating runs of ${secs} s"
+    : > "$work/lib_rss"; : > "$work/raw_rss"
+    for r in $(seq "$mem_runs"); do
+        start_bench_server
+        taskset -c 1 "$lg" --endpoint "$ep" --insecure --concurrency 1000 --rps 0 --duration "$secs" \
+            --timeout-ms 30000 --quiet --json "$work/rss.json" > /dev/null
+        stop_server
+        json "$work/rss.json" "round(r['max_rss_kb']/1024, 1)" >> "$work/lib_rss"
+        start_bench_server
+        rline=$(MALLOC_ARENA_MAX=1 taskset -c 1 "$raw" --endpoint "$ep" --inflight 1000 --seconds "$secs")
+        stop_server
+        python3 -c "print(round($(field max_rss_kb "$rline")/1024, 1))" >> "$work/raw_rss"
+    done
+    echo "runs (MB): libmomento $(tr '\n' ' ' < "$work/lib_rss")| raw $(tr '\n' ' ' < "$work/raw_rss")"
+    echo "RESULT memory libmomento_max_rss_mb=$(median < "$work/lib_rss") raw_max_rss_mb=$(median < "$work/raw_rss")"
 fi
 
 if want scaling; then
-echo "== scaling: load-gen --threads 1 vs 2, 1000 in flight, ${secs} s (client unpinned)"
-for t in 1 2; do
-    start_bench_server
-    "$lg" --endpoint "$ep" --insecure --concurrency 1000 --rps 0 --threads $t --duration "$secs" \
-        --timeout-ms 30000 --quiet --json "$work/t$t.json" > /dev/null
-    stop_server
-    echo "RESULT scaling threads=$t ops_per_s=$(json "$work/t$t.json" "round(r['ops_per_sec'])")" \
-        "client_cpu_us_per_request=$(json "$work/t$t.json" "round(r['client_cpu_s']*1e6/r['requests'], 1)")"
-done
+    echo "== scaling: load-gen --threads 1 vs 2, 1000 in flight, ${secs} s (client unpinned)"
+    for t in 1 2; do
+        start_bench_server
+        "$lg" --endpoint "$ep" --insecure --concurrency 1000 --rps 0 --threads $t --duration "$secs" \
+            --timeout-ms 30000 --quiet --json "$work/t$t.json" > /dev/null
+        stop_server
+        echo "RESULT scaling threads=$t ops_per_s=$(json "$work/t$t.json" "round(r['ops_per_sec'])")" \
+            "client_cpu_us_per_request=$(json "$work/t$t.json" "round(r['client_cpu_s']*1e6/r['requests'], 1)")"
+    done
 fi
