@@ -539,16 +539,17 @@ static bool take_message(momento__call *call)
     /* A retry starts again at n_msgs 0 in whatever storage it had. */
     if (call->n_msgs == call->cap_msgs) {
         size_t cap = call->cap_msgs * 4;
-        grpc_slice *grown = call->msgs == &call->msg0 ? malloc(cap * sizeof(*grown))
-                                                      : realloc(call->msgs, cap * sizeof(*grown));
-        if (grown && call->msgs == &call->msg0)
-            grown[0] = call->msg0;
+        bool was_inline = call->msgs == &call->msg0;
+        grpc_slice *grown = was_inline ? malloc(cap * sizeof(*grown))
+                                       : realloc(call->msgs, cap * sizeof(*grown));
         if (!grown) {
             grpc_slice_unref(body);
             grpc_call_cancel_with_status(call->call, GRPC_STATUS_RESOURCE_EXHAUSTED,
                                          "client out of memory for the response", NULL);
             return false;
         }
+        if (was_inline)
+            grown[0] = call->msg0;
         call->msgs = grown;
         call->cap_msgs = cap;
     }
