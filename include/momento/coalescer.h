@@ -38,21 +38,34 @@ typedef struct momento_coalescer momento_coalescer;
 
 /*
  * A coalescer over `client`, which it borrows: the client must outlive the
- * coalescer's last callback (free the coalescer, then the client; freeing
- * the client first is also fine and calls every waiter back with
- * MOMENTO_ERR_CANCELLED). Returns 0, MOMENTO_ERR_INVALID_ARGUMENT or
- * MOMENTO_ERR_NO_MEMORY.
+ * coalescer's last callback (free the coalescer, then the client: the
+ * client's free waits for those callbacks. Freeing the client first is also
+ * fine and calls every waiter back with MOMENTO_ERR_CANCELLED; after that the
+ * coalescer may only be freed). Returns 0, MOMENTO_ERR_INVALID_ARGUMENT
+ * (`ret` or `client` NULL) or MOMENTO_ERR_NO_MEMORY.
  */
 MOMENTO_EXPORT int momento_coalescer_new(momento_coalescer **ret, momento_client *client);
 
 /*
- * Refuses new requests (MOMENTO_ERR_CLOSED) and releases the coalescer once
- * its requests in flight have been called back; it does not wait for them.
- * NULL-safe. May be called from a callback.
+ * Does not wait: returns at once. Requests already accepted still get their
+ * callbacks (every waiter, with the shared result); the coalescer is released
+ * after the last of them, or at once when none is in flight. The handle must
+ * not be used after this call: submitting through it is a use after free, as
+ * it may already be gone. NULL-safe. May be called from a callback, including
+ * one of its own.
+ *
+ * Compare momento_client_free() (momento.h), which waits for every callback.
  */
 MOMENTO_EXPORT void momento_coalescer_free(momento_coalescer *co);
 
-/* As momento_get / momento_set / momento_delete, coalesced. */
+/*
+ * As momento_get / momento_set / momento_delete, coalesced, with the same
+ * argument checks and return codes (momento.h, "Data plane, async"):
+ * MOMENTO_ERR_INVALID_ARGUMENT also for a NULL `co`; MOMENTO_ERR_NO_MEMORY
+ * also when the coalescer's own bookkeeping cannot be allocated. A request
+ * that joins an RPC in flight sends nothing itself: it is accepted even while
+ * the client is being freed, and gets that RPC's result.
+ */
 MOMENTO_EXPORT int momento_coalescing_get(momento_coalescer *co, const char *cache, const void *key,
                                           size_t key_len, momento_callback cb, void *userdata);
 MOMENTO_EXPORT int momento_coalescing_set(momento_coalescer *co, const char *cache, const void *key,
@@ -62,7 +75,9 @@ MOMENTO_EXPORT int momento_coalescing_delete(momento_coalescer *co, const char *
                                              const void *key, size_t key_len, momento_callback cb,
                                              void *userdata);
 
-/* Blocking variants, with the contract of momento_get_sync() and friends. */
+/* Blocking variants, with the contract of momento_get_sync() and friends:
+ * MOMENTO_ERR_WOULD_DEADLOCK on the completion thread of the coalescer's
+ * client; MOMENTO_ERR_INVALID_ARGUMENT (and *ret NULL) for a NULL `co`. */
 MOMENTO_EXPORT int momento_coalescing_get_sync(momento_coalescer *co, const char *cache,
                                                const void *key, size_t key_len,
                                                momento_result **ret);
@@ -90,8 +105,8 @@ typedef struct momento_coalescer_counters {
     uint64_t keys_in_flight;    /* RPCs in flight now */
 } momento_coalescer_counters;
 
-/* Fills *ret (at most `size` bytes of it). Returns 0 or
- * MOMENTO_ERR_INVALID_ARGUMENT. */
+/* Fills *ret (at most `size` bytes of it). Returns 0, or
+ * MOMENTO_ERR_INVALID_ARGUMENT when `co` or `ret` is NULL. */
 MOMENTO_EXPORT int momento_coalescer_stats(const momento_coalescer *co,
                                            momento_coalescer_counters *ret, size_t size);
 

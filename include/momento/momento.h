@@ -129,52 +129,70 @@ typedef struct momento_config momento_config;
 MOMENTO_EXPORT int momento_config_new(momento_config **ret);
 MOMENTO_EXPORT void momento_config_free(momento_config *cfg);
 
-/* Per-request deadline, 1 .. 86,400,000 ms. */
+/*
+ * Setters. Each returns 0, or MOMENTO_ERR_INVALID_ARGUMENT for a NULL `cfg`
+ * or a value outside the range given below; a refused value leaves `cfg`
+ * unchanged. The values are checked here, so momento_client_new() takes any
+ * configuration these setters produced.
+ */
+
+/* Per-request deadline, 1 .. 86,400,000 ms (one day). It bounds the request
+ * as a whole, retries included. */
 MOMENTO_EXPORT int momento_config_set_timeout_ms(momento_config *cfg, uint32_t ms);
-/* TTL used by sets that pass ttl_ms = 0; 1 .. MOMENTO_MAX_TTL_MS. */
+/* TTL used by writes that pass ttl_ms = 0; 1 .. MOMENTO_MAX_TTL_MS. */
 MOMENTO_EXPORT int momento_config_set_default_ttl_ms(momento_config *cfg, uint64_t ms);
-/* HTTP/2 connections per endpoint, 1 .. 64; requests rotate over them. */
+/* HTTP/2 connections to the data endpoint, 1 .. 64; requests rotate over
+ * them. The control endpoint always gets one. */
 MOMENTO_EXPORT int momento_config_set_num_channels(momento_config *cfg, uint32_t n);
-/* Keepalive ping interval and ack timeout; interval 0 turns keepalive off. */
+/* Keepalive ping interval and ack timeout, each 0 .. 86,400,000 ms.
+ * Interval 0 turns keepalive off (the timeout is then unused); with keepalive
+ * on, a timeout of 0 is refused. */
 MOMENTO_EXPORT int momento_config_set_keepalive(momento_config *cfg, uint32_t interval_ms,
                                                 uint32_t timeout_ms);
 /*
- * Connect every channel inside momento_client_new(), waiting at most
- * `timeout_ms`; 0 (the default) connects on the first request instead.
- * A client whose eager connection fails is not created: momento_client_new()
- * returns MOMENTO_ERR_SERVER_UNAVAILABLE.
+ * Connect each data-plane channel inside momento_client_new(), waiting at
+ * most `timeout_ms` (0 .. 86,400,000) for each in turn; 0 (the default)
+ * connects on the first request instead. The control channel always connects
+ * on first use. A client whose eager connection fails is not created:
+ * momento_client_new() returns MOMENTO_ERR_SERVER_UNAVAILABLE.
  */
 MOMENTO_EXPORT int momento_config_set_eager_connect(momento_config *cfg, uint32_t timeout_ms);
 
 /*
  * Trust only the PEM certificates in `path` (read now; the file may change or
  * go away afterwards) instead of the system's roots, for TLS endpoints behind
- * a private CA. NULL returns to the system's roots. Returns 0,
- * MOMENTO_ERR_INVALID_ARGUMENT when the file cannot be read or holds no PEM
- * certificate, or MOMENTO_ERR_NO_MEMORY.
+ * a private CA. NULL returns to the system's roots (returns 0). Returns 0,
+ * MOMENTO_ERR_INVALID_ARGUMENT for a NULL `cfg` or when the file cannot be
+ * opened, is larger than 16 MiB or lacks a "-----BEGIN CERTIFICATE-----"
+ * marker (the only check made here: the PEM is not parsed), or
+ * MOMENTO_ERR_NO_MEMORY. On failure the previous roots stay.
  */
 MOMENTO_EXPORT int momento_config_set_tls_roots_file(momento_config *cfg, const char *path);
 
 /*
  * Retries, as the official SDKs do them: only idempotent RPCs (get, set,
- * delete, keys exist, item TTL, batches; never conditional sets, increment
- * or TTL updates), only after UNAVAILABLE or INTERNAL, immediately, and
- * always within the request's overall deadline (momento_config_set_timeout_ms).
- * `max_attempts` counts the first try: default 3, 1 turns retries off,
- * at most 10.
+ * delete, keys exist, item TTL, batches; never conditional sets, increment,
+ * TTL updates, ping or control calls), only after UNAVAILABLE or INTERNAL,
+ * immediately, and always within the request's overall deadline
+ * (momento_config_set_timeout_ms). `max_attempts` counts the first try:
+ * 1 .. 10, default 3; 1 turns retries off. This also turns the fixed-timeout
+ * mode below off (no per-attempt timeout, no delay).
  */
 MOMENTO_EXPORT int momento_config_set_retries(momento_config *cfg, uint32_t max_attempts);
 /*
  * The "fixed timeout" variant: each attempt gets `attempt_timeout_ms` (an
  * attempt that runs out of it is retried too, if the overall deadline allows),
  * and attempts are `delay_ms` apart, +/-10% jitter (the official SDKs use
- * 100 ms). max_attempts as above; attempt_timeout_ms >= 1.
+ * 100 ms). Ranges: max_attempts 1 .. 10; attempt_timeout_ms 1 .. 86,400,000;
+ * delay_ms 0 .. 60,000 (0 = retry at once). A retry is made only if the
+ * delay ends before the overall deadline.
  */
 MOMENTO_EXPORT int momento_config_set_retry_fixed_timeout(momento_config *cfg,
                                                           uint32_t max_attempts,
                                                           uint32_t attempt_timeout_ms,
                                                           uint32_t delay_ms);
 
+/* Getters; each returns 0 for a NULL `cfg`. */
 MOMENTO_EXPORT uint32_t momento_config_timeout_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint64_t momento_config_default_ttl_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint32_t momento_config_num_channels(const momento_config *cfg);
@@ -184,19 +202,28 @@ MOMENTO_EXPORT uint32_t momento_config_num_channels(const momento_config *cfg);
 typedef struct momento_credentials momento_credentials;
 
 /*
- * Credentials from an API key. Three forms are understood:
+ * Credentials from an API key (docs/protocol.md "Credentials and key
+ * formats"). Three forms are understood:
  *  - a current key (a JWT with claim "t":"g"): `endpoint` is required;
  *  - a v1 key: base64 of {"api_key": ..., "endpoint": ...};
  *  - a legacy token: a JWT whose claims "c" and "cp" name the cache and
- *    control hosts.
+ *    control hosts (reached at <c>:443 and <cp>:443).
+ * A key with a '.' is read as a JWT, any other as a v1 key. The "t" claim is
+ * not checked: any JWT without both "c" and "cp" needs `endpoint`.
  * A non-NULL `endpoint` (a base endpoint such as
  * "cell-4-us-west-2-1.prod.a.momentohq.com") overrides what the key carries;
  * data calls then go to cache.<endpoint>:443 and control calls to
- * control.<endpoint>:443, over TLS with the system's roots.
+ * control.<endpoint>:443, over TLS (the system's roots unless the config
+ * names a roots file).
  *
- * Returns 0, MOMENTO_ERR_INVALID_ARGUMENT or MOMENTO_ERR_NO_MEMORY. On failure
+ * Returns 0, MOMENTO_ERR_NO_MEMORY, or MOMENTO_ERR_INVALID_ARGUMENT when
+ * `ret` or `api_key` is NULL, the key is empty or has whitespace, control or
+ * non-ASCII characters, `endpoint` is not a bare host name (letters, digits,
+ * '-' and '.', at most 253 bytes), the key does not parse as any of the three
+ * forms or the host names it carries are invalid, or no endpoint can be
+ * found. On failure `*ret` is untouched and
  * `*ret_reason` (when not NULL) points to a static sentence naming what is
- * wrong; it never contains any part of the key.
+ * wrong; it never contains any part of the key. It is not written on success.
  */
 MOMENTO_EXPORT int momento_credentials_from_api_key(momento_credentials **ret, const char *api_key,
                                                     const char *endpoint, const char **ret_reason);
@@ -204,14 +231,21 @@ MOMENTO_EXPORT int momento_credentials_from_api_key(momento_credentials **ret, c
 /*
  * As momento_credentials_from_api_key() with the key from environment
  * variable MOMENTO_API_KEY and the endpoint from MOMENTO_ENDPOINT (optional
- * for keys that carry their endpoint). Reads the environment: not safe
- * against concurrent setenv().
+ * for keys that carry their endpoint; set but empty counts as unset).
+ * Returns as momento_credentials_from_api_key(), and
+ * MOMENTO_ERR_INVALID_ARGUMENT when MOMENTO_API_KEY is unset or empty.
+ * Reads the environment: not safe against concurrent setenv().
  */
 MOMENTO_EXPORT int momento_credentials_from_env(momento_credentials **ret, const char **ret_reason);
 
 /*
  * Credentials for a local server: "host:port" ("[::1]:8080" for IPv6), both
- * planes at that address, plaintext HTTP/2, empty token.
+ * planes at that address, plaintext HTTP/2, empty token. Returns 0,
+ * MOMENTO_ERR_NO_MEMORY, or MOMENTO_ERR_INVALID_ARGUMENT when `ret` or
+ * `host_port` is NULL or `host_port` is not host:port (empty host, a space or
+ * '/' in it, an IPv6 address without brackets, a missing or non-numeric port,
+ * a port outside 1 .. 65535). The host is not resolved here. `*ret_reason`
+ * as for momento_credentials_from_api_key().
  */
 MOMENTO_EXPORT int momento_credentials_local(momento_credentials **ret, const char *host_port,
                                              const char **ret_reason);
@@ -219,7 +253,10 @@ MOMENTO_EXPORT int momento_credentials_local(momento_credentials **ret, const ch
 /*
  * Credentials for explicit endpoints ("host:port" each), over TLS, sending
  * `token` (may be "") as the authorization header: for proxies, private
- * deployments and TLS tests. Returns as momento_credentials_from_api_key().
+ * deployments and TLS tests. Returns 0, MOMENTO_ERR_NO_MEMORY, or
+ * MOMENTO_ERR_INVALID_ARGUMENT when an argument is NULL, an endpoint is not
+ * host:port (as for momento_credentials_local()), or `token` has a control or
+ * non-ASCII character. `*ret_reason` as for momento_credentials_from_api_key().
  */
 MOMENTO_EXPORT int momento_credentials_with_endpoints(momento_credentials **ret, const char *token,
                                                       const char *cache_host_port,
@@ -228,10 +265,11 @@ MOMENTO_EXPORT int momento_credentials_with_endpoints(momento_credentials **ret,
 
 MOMENTO_EXPORT void momento_credentials_free(momento_credentials *creds);
 
-/* The gRPC targets these credentials lead to ("host:port"); never NULL. */
+/* The gRPC targets these credentials lead to ("host:port"); never NULL
+ * ("" for NULL `creds`). */
 MOMENTO_EXPORT const char *momento_credentials_cache_endpoint(const momento_credentials *creds);
 MOMENTO_EXPORT const char *momento_credentials_control_endpoint(const momento_credentials *creds);
-/* 1 when calls use TLS, 0 for plaintext (local) endpoints. */
+/* 1 when calls use TLS, 0 for plaintext (local) endpoints and NULL. */
 MOMENTO_EXPORT int momento_credentials_uses_tls(const momento_credentials *creds);
 
 /* ------------------------------------------------------------------ result */
@@ -289,8 +327,9 @@ MOMENTO_EXPORT size_t momento_result_cache_count(const momento_result *r);
 MOMENTO_EXPORT const char *momento_result_cache_name(const momento_result *r, size_t i);
 
 /*
- * An owned deep copy of `r`, to keep beyond a callback. Returns 0 or
- * MOMENTO_ERR_NO_MEMORY / MOMENTO_ERR_INVALID_ARGUMENT.
+ * An owned deep copy of `r`, to keep beyond a callback. Returns 0,
+ * MOMENTO_ERR_NO_MEMORY, or MOMENTO_ERR_INVALID_ARGUMENT when `r` or `ret` is
+ * NULL.
  */
 MOMENTO_EXPORT int momento_result_dup(const momento_result *r, momento_result **ret);
 /* Frees a result returned by a blocking call or momento_result_dup(). */
@@ -309,36 +348,68 @@ typedef void (*momento_callback)(const momento_result *r, void *userdata);
 /*
  * A client: channels to both planes and one completion thread. `cfg` and
  * `creds` are copied (NULL cfg = defaults). Returns 0,
- * MOMENTO_ERR_INVALID_ARGUMENT, MOMENTO_ERR_NO_MEMORY, or
- * MOMENTO_ERR_SERVER_UNAVAILABLE when an eager connection failed.
+ * MOMENTO_ERR_INVALID_ARGUMENT (`ret` or `creds` NULL), MOMENTO_ERR_NO_MEMORY
+ * (also when gRPC could not create a channel or completion queue, or the
+ * thread could not start), or MOMENTO_ERR_SERVER_UNAVAILABLE when an eager
+ * connection failed (momento_config_set_eager_connect()).
  */
 MOMENTO_EXPORT int momento_client_new(momento_client **ret, const momento_config *cfg,
                                       const momento_credentials *creds);
 
 /*
- * Cancels every request in flight (each gets its callback with
- * MOMENTO_ERR_CANCELLED before this returns), then releases the client.
- * Called from a callback of this client, the release is deferred until that
- * callback returns and the remaining callbacks have run. NULL-safe.
+ * Waits for every callback. From its start new requests are refused with
+ * MOMENTO_ERR_CLOSED; every request in flight is cancelled (retries waiting
+ * for their delay included), and each still gets its one callback - with
+ * MOMENTO_ERR_CANCELLED, or with its real result if that had already arrived.
+ * Only when the last callback has returned is the client released and this
+ * function returns. Called from a callback of this client it cannot wait:
+ * it returns at once, and the release is deferred until that callback and the
+ * remaining ones have run. Callbacks still to run may use the client (and get
+ * MOMENTO_ERR_CLOSED); nothing else may use it once this is called. A second
+ * call while the first is under way is ignored. NULL-safe.
+ *
+ * Compare momento_coalescer_free() (coalescer.h), which does not wait.
  */
 MOMENTO_EXPORT void momento_client_free(momento_client *c);
 
-/* Requests accepted and not yet called back. */
+/*
+ * Requests accepted and not yet finished: counted when an async call (or the
+ * async half of a blocking one) returns 0, and decremented only after its
+ * callback has returned, so a callback sees its own request counted. One per
+ * RPC: coalesced callers sharing an RPC count once. 0 for NULL.
+ */
 MOMENTO_EXPORT size_t momento_client_in_flight(const momento_client *c);
 
 /*
- * Data plane, async. `cache` is a NUL-terminated name of 1..255 bytes; keys
- * are 1+ bytes; key + value at most MOMENTO_MAX_ITEM_BYTES. Bad arguments
- * return MOMENTO_ERR_INVALID_ARGUMENT and send nothing. A client being freed
- * returns MOMENTO_ERR_CLOSED.
+ * Data plane, async. Arguments: `cache` is a NUL-terminated name of 1..255
+ * bytes of valid UTF-8 without control characters; keys are non-NULL and 1+
+ * bytes; key + value at most MOMENTO_MAX_ITEM_BYTES; a value may be NULL only
+ * with length 0; ttl_ms at most MOMENTO_MAX_TTL_MS, 0 = the config's default.
+ *
+ * Every async call in this header (data and control plane) returns one of:
+ *  - MOMENTO_OK: accepted; exactly one callback follows.
+ *  - MOMENTO_ERR_INVALID_ARGUMENT: bad arguments - a NULL client or callback,
+ *    a bad cache name, a NULL, empty or oversized key, a value too big, a TTL
+ *    over MOMENTO_MAX_TTL_MS, and the reasons listed by each function.
+ *    Arguments are checked first, so this comes before the codes below.
+ *  - MOMENTO_ERR_CLOSED: the client is being freed (momento_client_free()).
+ *  - MOMENTO_ERR_NO_MEMORY: an allocation failed, or gRPC could not create
+ *    the call.
+ *  - MOMENTO_ERR_UNKNOWN: gRPC refused to start the call: an internal
+ *    failure, not a server answer.
+ * A non-zero return means nothing was sent and the callback is never called.
+ * Errors after acceptance (server statuses, timeouts, cancellation) arrive in
+ * the callback's result instead.
  */
+/* Outcome HIT (value via momento_result_value()) or MISS. */
 MOMENTO_EXPORT int momento_get(momento_client *c, const char *cache, const void *key,
                                size_t key_len, momento_callback cb, void *userdata);
-/* ttl_ms = 0 uses the config's default TTL. */
+/* ttl_ms = 0 uses the config's default TTL. Outcome SUCCESS. */
 MOMENTO_EXPORT int momento_set(momento_client *c, const char *cache, const void *key,
                                size_t key_len, const void *value, size_t value_len,
                                uint64_t ttl_ms, momento_callback cb, void *userdata);
-/* Deleting a missing key succeeds. */
+/* Arguments as momento_get(). Outcome SUCCESS; deleting a missing key
+ * succeeds. */
 MOMENTO_EXPORT int momento_delete(momento_client *c, const char *cache, const void *key,
                                   size_t key_len, momento_callback cb, void *userdata);
 
@@ -354,12 +425,18 @@ typedef enum momento_condition {
     MOMENTO_IF_ABSENT_OR_EQUAL = 6         /* setIfAbsentOrEqual */
 } momento_condition;
 
+/* Arguments as momento_set(), and MOMENTO_ERR_INVALID_ARGUMENT also for a
+ * `condition` outside the enum and, for the conditions that compare (EQUAL,
+ * NOT_EQUAL, PRESENT_AND_NOT_EQUAL, ABSENT_OR_EQUAL), a NULL `compare` with
+ * non-zero `compare_len` or a `compare_len` over MOMENTO_MAX_ITEM_BYTES.
+ * NULL with length 0 compares against the empty value. */
 MOMENTO_EXPORT int momento_set_if(momento_client *c, const char *cache, const void *key,
                                   size_t key_len, const void *value, size_t value_len,
                                   uint64_t ttl_ms, momento_condition condition,
                                   const void *compare, size_t compare_len, momento_callback cb,
                                   void *userdata);
-/* The same, one name per condition, as the official SDKs spell them. */
+/* The same, one name per condition, as the official SDKs spell them; codes as
+ * momento_set_if(), with `equal_to` / `not_equal_to` as its `compare`. */
 MOMENTO_EXPORT int momento_set_if_absent(momento_client *c, const char *cache, const void *key,
                                          size_t key_len, const void *value, size_t value_len,
                                          uint64_t ttl_ms, momento_callback cb, void *userdata);
@@ -393,26 +470,32 @@ MOMENTO_EXPORT int momento_set_if_absent_or_equal(momento_client *c, const char 
 /* Adds `amount` to the base-10 integer stored at `key` (a missing key counts
  * as 0) and stores the result as text with `ttl_ms` (0 = default). Outcome
  * SUCCESS, value via momento_result_int(). A value that is not an integer:
- * MOMENTO_ERR_FAILED_PRECONDITION. Not idempotent: never retried. */
+ * MOMENTO_ERR_FAILED_PRECONDITION in the callback. Not idempotent: never
+ * retried. Arguments as momento_get(), plus the TTL limit. */
 MOMENTO_EXPORT int momento_increment(momento_client *c, const char *cache, const void *key,
                                      size_t key_len, int64_t amount, uint64_t ttl_ms,
                                      momento_callback cb, void *userdata);
 
-/* Outcome SUCCESS; answers via momento_result_exists(r, 0). */
+/* momento_keys_exist() with one key. Outcome SUCCESS; answers via
+ * momento_result_exists(r, 0). */
 MOMENTO_EXPORT int momento_key_exists(momento_client *c, const char *cache, const void *key,
                                       size_t key_len, momento_callback cb, void *userdata);
-/* `keys[i]` of `key_lens[i]` bytes, n >= 1 (an empty list is refused with
- * MOMENTO_ERR_INVALID_ARGUMENT). Answers in request order. */
+/* `keys[i]` of `key_lens[i]` bytes. Outcome SUCCESS, answers in request
+ * order. MOMENTO_ERR_INVALID_ARGUMENT also for NULL `keys` or `key_lens`,
+ * n == 0, any bad key, or more keys than fit one request (about 10 MiB). */
 MOMENTO_EXPORT int momento_keys_exist(momento_client *c, const char *cache,
                                       const void *const *keys, const size_t *key_lens, size_t n,
                                       momento_callback cb, void *userdata);
 
-/* Outcome HIT with momento_result_ttl_ms(), or MISS. */
+/* Arguments as momento_get(). Outcome HIT with momento_result_ttl_ms(), or
+ * MISS. */
 MOMENTO_EXPORT int momento_item_get_ttl(momento_client *c, const char *cache, const void *key,
                                         size_t key_len, momento_callback cb, void *userdata);
 /* Set the TTL to `ttl_ms` (1 .. MOMENTO_MAX_TTL_MS): always (update), only if
  * longer than what is left (increase), or only if shorter (decrease).
- * Outcome TTL_UPDATED, TTL_NOT_UPDATED, or MISS when the key is absent. */
+ * Outcome TTL_UPDATED, TTL_NOT_UPDATED, or MISS when the key is absent.
+ * Unlike writes, ttl_ms 0 does not mean the default: it is refused with
+ * MOMENTO_ERR_INVALID_ARGUMENT. Otherwise arguments as momento_get(). */
 MOMENTO_EXPORT int momento_update_ttl(momento_client *c, const char *cache, const void *key,
                                       size_t key_len, uint64_t ttl_ms, momento_callback cb,
                                       void *userdata);
@@ -424,8 +507,11 @@ MOMENTO_EXPORT int momento_decrease_ttl(momento_client *c, const char *cache, co
                                         void *userdata);
 
 /* Batches over the server-streaming RPCs: one callback for the whole batch,
- * with one item per key in request order (momento_result_item()). n >= 1;
- * every key and item is checked as its single-key call would be. */
+ * with one item per key in request order (momento_result_item()); a set
+ * batch's `ttl_ms` applies to every item (0 = default).
+ * MOMENTO_ERR_INVALID_ARGUMENT also for NULL `keys` or `key_lens` (set: NULL
+ * `values` or `value_lens`), n == 0, any key or item its single-key call would
+ * refuse, or a batch too large for one request (about 10 MiB in all). */
 MOMENTO_EXPORT int momento_get_batch(momento_client *c, const char *cache, const void *const *keys,
                                      const size_t *key_lens, size_t n, momento_callback cb,
                                      void *userdata);
@@ -434,26 +520,38 @@ MOMENTO_EXPORT int momento_set_batch(momento_client *c, const char *cache, const
                                      const size_t *value_lens, size_t n, uint64_t ttl_ms,
                                      momento_callback cb, void *userdata);
 
-/* Control plane, async. */
+/* Control plane, async: return codes as above, `cache` checked as for the
+ * data plane. Never retried. */
 /* Outcome CREATED, or ALREADY_EXISTS (with error MOMENTO_OK) when it exists. */
 MOMENTO_EXPORT int momento_create_cache(momento_client *c, const char *cache,
                                         momento_callback cb, void *userdata);
+/* Outcome SUCCESS; a missing cache fails with MOMENTO_ERR_CACHE_NOT_FOUND. */
 MOMENTO_EXPORT int momento_delete_cache(momento_client *c, const char *cache,
                                         momento_callback cb, void *userdata);
-/* Every page of ListCaches, joined; read with momento_result_cache_name(). */
+/* Every page of ListCaches, joined into one callback; read with
+ * momento_result_cache_name(). A failed page fails the whole call. Only a
+ * NULL client or callback is refused as a bad argument. */
 MOMENTO_EXPORT int momento_list_caches(momento_client *c, momento_callback cb, void *userdata);
+/* Removes every item of `cache`. Outcome SUCCESS. */
 MOMENTO_EXPORT int momento_flush_cache(momento_client *c, const char *cache,
                                        momento_callback cb, void *userdata);
-/* Calls the Ping service of the data endpoint (no token sent). */
+/* Calls the Ping service of the data endpoint (no token sent). Outcome
+ * SUCCESS. Only a NULL client or callback is refused as a bad argument. */
 MOMENTO_EXPORT int momento_ping(momento_client *c, momento_callback cb, void *userdata);
 
 /*
- * Blocking variants. Each waits for the request's outcome and returns
- * momento_result_error() of it. `*ret` is always written: a result the caller
- * owns and frees with momento_result_free(), or NULL when the request was
- * refused before it was sent (bad arguments, MOMENTO_ERR_CLOSED,
- * MOMENTO_ERR_WOULD_DEADLOCK, MOMENTO_ERR_NO_MEMORY). `ret` may itself be NULL
- * when only the error code matters.
+ * Blocking variants. Each submits its async function, waits for the outcome
+ * and returns momento_result_error() of it. `ret` may be NULL when only the
+ * code matters; otherwise `*ret` is always written:
+ *  - NULL exactly when the request was refused before it was sent. The
+ *    return is then one of the codes its async function returns
+ *    (MOMENTO_ERR_INVALID_ARGUMENT, MOMENTO_ERR_CLOSED, MOMENTO_ERR_NO_MEMORY,
+ *    MOMENTO_ERR_UNKNOWN), or MOMENTO_ERR_WOULD_DEADLOCK when called on this
+ *    client's completion thread (from one of its callbacks).
+ *  - Once the request was sent, always a result the caller owns and frees
+ *    with momento_result_free(), failures included. If copying the result
+ *    failed, it is a result whose error (and the return) is
+ *    MOMENTO_ERR_NO_MEMORY.
  */
 MOMENTO_EXPORT int momento_get_sync(momento_client *c, const char *cache, const void *key,
                                     size_t key_len, momento_result **ret);
