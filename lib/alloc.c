@@ -1,9 +1,10 @@
-/* Allocation for the modules whose failure paths are tested allocation by
- * allocation (the credential parser and the coalescer): a countdown, off by
- * default, makes the N-th allocation fail. The check is one relaxed atomic
- * load when off. */
-#include "internal.h"
+/* Every allocation of the library, so that the allocation-failure tests can
+ * walk each path allocation by allocation: a countdown, off by default,
+ * makes the N-th allocation fail. The check is one relaxed atomic load when
+ * off. (gRPC's and protobuf-c's own allocations are outside its reach.) */
+#include "alloc.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 atomic_int momento__alloc_countdown = -1;

@@ -3,7 +3,11 @@
  * else — stray characters, a dangling single symbol, non-zero trailing bits
  * in a padded group count — is malformed, so a truncated key is caught here
  * rather than as confusing JSON later. */
-#include "internal.h"
+#include "base64.h"
+
+#include "alloc.h"
+
+#include <stdint.h>
 
 #include <stdlib.h>
 

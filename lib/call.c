@@ -4,8 +4,18 @@
  * batches that read messages until the stream ends; its second tag is the
  * call's address plus one (calls are aligned, so the low bit tells the tags
  * apart). When every batch has completed, the status is mapped, the
- * message(s) decoded and the user's callback run on the completion thread. */
-#include "internal.h"
+ * message(s) decoded and the user's callback run on the completion thread.
+ *
+ * This file makes attempts; whether and when to make another is retry.c's,
+ * and how long the request lives (accept, cancel at free, retire) is
+ * client.c's. */
+#include "call.h"
+
+#include "alloc.h"
+#include "client.h"
+#include "decode.h"
+#include "result.h"
+#include "retry.h"
 
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/slice.h>
@@ -22,10 +32,9 @@
 #endif
 
 struct momento__call {
-    momento__call *prev, *next; /* client's in-flight list */
+    momento__tracked track;     /* the client's view of the request */
     momento_client *client;
-    grpc_call *call;
-    momento__method method;
+    momento__rpc_id method;
     momento_callback cb;
     void *userdata;
     grpc_slice request;         /* the packed request, kept for retries */
@@ -36,7 +45,7 @@ struct momento__call {
     size_t n_md;
     momento__channel *channel;
     gpr_timespec deadline;      /* the request's overall deadline */
-    int64_t retry_due_ns;       /* while waiting in the client's retry heap */
+    momento__retry_entry retry; /* while waiting for its next attempt */
     grpc_slice *msgs;           /* messages received so far: &msg0 until a
                                  * stream brings a second one */
     size_t n_msgs, cap_msgs;
@@ -57,16 +66,6 @@ static grpc_slice pack(const ProtobufCMessage *req)
     return s;
 }
 
-static void unlink_call(momento_client *c, momento__call *call)
-{
-    if (call->prev)
-        call->prev->next = call->next;
-    else
-        c->in_flight = call->next;
-    if (call->next)
-        call->next->prev = call->prev;
-}
-
 #define MSG_TAG(call) ((void *)((char *)(call) + 1))
 
 static void release(momento__call *call)
@@ -84,17 +83,9 @@ static void release(momento__call *call)
     grpc_metadata_array_destroy(&call->recv_trailing);
     grpc_slice_unref(call->details);
     grpc_slice_unref(call->cache_value);
-    if (call->call)
-        grpc_call_unref(call->call);
+    if (call->track.call)
+        grpc_call_unref(call->track.call);
     free(call);
-}
-
-static momento__channel *pick_channel(momento_client *c, const momento__method_info *info)
-{
-    if (info->control)
-        return &c->control;
-    return &c->data[atomic_fetch_add_explicit(&c->next_channel, 1, memory_order_relaxed) %
-                    c->n_data];
 }
 
 /* Makes the gRPC call for the next attempt, on the next channel, with the
@@ -102,9 +93,8 @@ static momento__channel *pick_channel(momento_client *c, const momento__method_i
 static grpc_call *new_attempt_call(momento__call *call)
 {
     momento_client *c = call->client;
-    const momento__method_info *info = &momento__methods[call->method];
     call->attempt++;
-    call->channel = pick_channel(c, info);
+    call->channel = momento__channels_pick(&c->channels, momento__rpcs[call->method].plane);
     gpr_timespec deadline = call->deadline;
     if (c->cfg.retry_attempt_timeout_ms) {
         gpr_timespec own = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
@@ -119,11 +109,11 @@ static grpc_call *new_attempt_call(momento__call *call)
                                                deadline, NULL);
 }
 
-/* Starts the attempt's batches on gc, already published as call->call.
+/* Starts the attempt's batches on gc, already published as the current call.
  * Returns 0, or an error when gRPC refused (then no event will come). */
 static int launch_attempt(momento__call *call, grpc_call *gc)
 {
-    const momento__method_info *info = &momento__methods[call->method];
+    const momento__rpc *info = &momento__rpcs[call->method];
     if (call->send_msg)
         grpc_byte_buffer_destroy(call->send_msg);
     call->send_msg = grpc_raw_byte_buffer_create(&call->request, 1); /* takes a ref */
@@ -165,33 +155,30 @@ static int launch_attempt(momento__call *call, grpc_call *gc)
     return MOMENTO_OK;
 }
 
-/* Starts a retry's attempt: 0, or an error (then no event will come). */
-static int start_attempt(momento__call *call)
+int momento__call_attempt(momento__call *call)
 {
     grpc_call *gc = new_attempt_call(call);
     if (!gc)
         return MOMENTO_ERR_NO_MEMORY;
-    /* Published under the lock: momento__calls_cancel_all() reads it there. */
-    pthread_mutex_lock(&call->client->lock);
-    call->call = gc;
-    pthread_mutex_unlock(&call->client->lock);
+    momento__client_publish(call->client, &call->track, gc);
     return launch_attempt(call, gc);
 }
 
-int momento__call_start(momento_client *c, momento__method m, const char *cache,
+int momento__call_start(momento_client *c, momento__rpc_id m, const char *cache,
                         const ProtobufCMessage *req, momento_callback cb, void *userdata)
 {
-    const momento__method_info *info = &momento__methods[m];
+    momento__plane plane = momento__rpcs[m].plane;
     /* malloc, not calloc: glibc's calloc skips the per-thread cache, and
      * the metadata array needs no zeroing. Sized to what this client sends,
      * the struct stays small enough for that cache. */
     size_t md_slots = 4 + c->n_extra_md;
-    momento__call *call = malloc(sizeof(*call) + md_slots * sizeof(grpc_metadata));
+    momento__call *call = momento__malloc(sizeof(*call) + md_slots * sizeof(grpc_metadata));
     if (!call)
         return MOMENTO_ERR_NO_MEMORY;
     memset(call, 0, sizeof(*call));
     call->client = c;
     call->method = m;
+    call->retry.call = call;
     call->cb = cb;
     call->userdata = userdata;
     call->details = grpc_empty_slice();
@@ -201,11 +188,11 @@ int momento__call_start(momento_client *c, momento__method m, const char *cache,
     call->request = pack(req);
 
     size_t n_md = 0;
-    if (info->auth_header) {
+    if (plane != MOMENTO__PLANE_PING) {
         call->md[n_md].key = grpc_slice_from_static_string("authorization");
         call->md[n_md++].value = c->auth_value;
     }
-    if (info->cache_header) {
+    if (plane == MOMENTO__PLANE_DATA) {
         call->cache_value = grpc_slice_from_copied_string(cache);
         call->md[n_md].key = grpc_slice_from_static_string("cache");
         call->md[n_md++].value = call->cache_value;
@@ -222,22 +209,11 @@ int momento__call_start(momento_client *c, momento__method m, const char *cache,
         release(call);
         return MOMENTO_ERR_NO_MEMORY;
     }
-    /* One lock section accepts the request and publishes its gRPC call
-     * (momento__calls_cancel_all() reads both there). */
-    pthread_mutex_lock(&c->lock);
-    if (c->closing) {
-        pthread_mutex_unlock(&c->lock);
+    if (momento__client_accept(c, &call->track, gc) != MOMENTO_OK) {
         grpc_call_unref(gc);
         release(call);
         return MOMENTO_ERR_CLOSED;
     }
-    call->next = c->in_flight;
-    if (c->in_flight)
-        c->in_flight->prev = call;
-    c->in_flight = call;
-    c->n_in_flight++;
-    call->call = gc;
-    pthread_mutex_unlock(&c->lock);
 
     /* The client introduces itself on its first accepted call. */
     if (!atomic_load_explicit(&c->agent_sent, memory_order_relaxed) &&
@@ -252,21 +228,10 @@ int momento__call_start(momento_client *c, momento__method m, const char *cache,
     int rc = launch_attempt(call, gc);
     if (rc != MOMENTO_OK) {
         /* Refuse the request rather than lose it: no callback follows. */
-        pthread_mutex_lock(&c->lock);
-        unlink_call(c, call);
-        c->n_in_flight--;
-        pthread_mutex_unlock(&c->lock);
+        momento__client_retire(c, &call->track);
         release(call);
     }
     return rc;
-}
-
-void momento__calls_cancel_all(momento_client *c)
-{
-    for (momento__call *call = c->in_flight; call; call = call->next)
-        if (call->call) /* NULL while waiting to retry: momento__run_retries() ends it */
-            grpc_call_cancel_with_status(call->call, GRPC_STATUS_CANCELLED,
-                                         "cancelled: the client was freed", NULL);
 }
 
 static char *trailer_value(const grpc_metadata_array *md, const char *key)
@@ -277,42 +242,15 @@ static char *trailer_value(const grpc_metadata_array *md, const char *key)
     return NULL;
 }
 
-static int64_t now_ns(void)
-{
-    gpr_timespec t = gpr_now(GPR_CLOCK_MONOTONIC);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 static int64_t to_ns(gpr_timespec t)
 {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* Whether the attempt that just ended should be tried again, by the rule of
- * the official SDKs (PROTOCOL.md "Retries"). */
-static bool retryable(const momento__call *call, int64_t now)
-{
-    const momento_client *c = call->client;
-    if (!momento__methods[call->method].idempotent ||
-        call->attempt >= (int)c->cfg.retry_max_attempts)
-        return false;
-    bool eligible = call->status == GRPC_STATUS_UNAVAILABLE || call->status == GRPC_STATUS_INTERNAL;
-    /* Fixed-timeout mode: an attempt that ran out of its own time is retried
-     * while the overall deadline allows. */
-    if (c->cfg.retry_attempt_timeout_ms && call->status == GRPC_STATUS_DEADLINE_EXCEEDED)
-        eligible = true;
-    return eligible && now + (int64_t)c->cfg.retry_delay_ms * 1000000 < to_ns(call->deadline);
-}
-
 /* Clears what the last attempt received, so the next starts clean. */
 static void reset_attempt(momento__call *call)
 {
-    momento_client *c = call->client;
-    pthread_mutex_lock(&c->lock);
-    grpc_call *old = call->call;
-    call->call = NULL;
-    pthread_mutex_unlock(&c->lock);
-    grpc_call_unref(old);
+    grpc_call_unref(momento__client_publish(call->client, &call->track, NULL));
     for (size_t i = 0; i < call->n_msgs; i++)
         grpc_slice_unref(call->msgs[i]);
     call->n_msgs = 0;
@@ -328,57 +266,9 @@ static void reset_attempt(momento__call *call)
     call->status = GRPC_STATUS_OK;
 }
 
-static void heap_swap(momento__call **h, size_t a, size_t b)
-{
-    momento__call *t = h[a];
-    h[a] = h[b];
-    h[b] = t;
-}
-
-/* Queues `call` to retry at its retry_due_ns; the caller holds c->lock. */
-static bool heap_push(momento_client *c, momento__call *call)
-{
-    if (c->n_retry == c->cap_retry) {
-        size_t cap = c->cap_retry ? c->cap_retry * 2 : 16;
-        momento__call **grown = realloc(c->retry_heap, cap * sizeof(*grown));
-        if (!grown)
-            return false;
-        c->retry_heap = grown;
-        c->cap_retry = cap;
-    }
-    size_t i = c->n_retry++;
-    c->retry_heap[i] = call;
-    while (i > 0 && c->retry_heap[(i - 1) / 2]->retry_due_ns > c->retry_heap[i]->retry_due_ns) {
-        heap_swap(c->retry_heap, i, (i - 1) / 2);
-        i = (i - 1) / 2;
-    }
-    return true;
-}
-
-static momento__call *heap_pop(momento_client *c)
-{
-    momento__call **h = c->retry_heap;
-    momento__call *top = h[0];
-    h[0] = h[--c->n_retry];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < c->n_retry && h[l]->retry_due_ns < h[m]->retry_due_ns)
-            m = l;
-        if (r < c->n_retry && h[r]->retry_due_ns < h[m]->retry_due_ns)
-            m = r;
-        if (m == i)
-            break;
-        heap_swap(h, i, m);
-        i = m;
-    }
-    return top;
-}
-
 static void deliver(momento__call *call);
 
-/* Ends a call that could not make its next attempt, with `status`. */
-static void give_up(momento__call *call, grpc_status_code status, const char *why)
+void momento__call_give_up(momento__call *call, grpc_status_code status, const char *why)
 {
     call->status = status;
     grpc_slice_unref(call->details);
@@ -386,71 +276,18 @@ static void give_up(momento__call *call, grpc_status_code status, const char *wh
     deliver(call);
 }
 
-/* Next attempt now, or after the configured delay (+/-10% jitter, so clients
- * that failed together do not retry together). False: deliver instead. */
-static bool schedule_retry(momento__call *call, int64_t now)
-{
-    momento_client *c = call->client;
-    reset_attempt(call);
-    if (c->cfg.retry_delay_ms == 0) {
-        if (start_attempt(call) == MOMENTO_OK)
-            return true;
-        give_up(call, GRPC_STATUS_UNAVAILABLE, "could not start a retry");
-        return true;
-    }
-    int64_t delay = (int64_t)c->cfg.retry_delay_ms * 1000000;
-    pthread_mutex_lock(&c->lock);
-    c->jitter_state = c->jitter_state * 6364136223846793005ull + 1442695040888963407ull;
-    int64_t jitter = (int64_t)((c->jitter_state >> 33) % 2001) - 1000; /* -1000..1000 */
-    call->retry_due_ns = now + delay + delay / 10 * jitter / 1000;
-    bool queued = !c->closing && heap_push(c, call);
-    pthread_mutex_unlock(&c->lock);
-    if (!queued)
-        give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
-    return true;
-}
-
-gpr_timespec momento__run_retries(momento_client *c)
-{
-    /* Only the completion thread (the caller) adds to or takes from the
-     * retry heap, so it may find the heap empty without the lock: the case
-     * after nearly every event. */
-    if (c->n_retry == 0)
-        return gpr_inf_future(GPR_CLOCK_MONOTONIC);
-    for (;;) {
-        pthread_mutex_lock(&c->lock);
-        if (c->n_retry == 0) {
-            pthread_mutex_unlock(&c->lock);
-            return gpr_inf_future(GPR_CLOCK_MONOTONIC);
-        }
-        int64_t now = now_ns();
-        int64_t due = c->retry_heap[0]->retry_due_ns;
-        if (!c->closing && due > now) {
-            pthread_mutex_unlock(&c->lock);
-            gpr_timespec t = {due / 1000000000, (int32_t)(due % 1000000000), GPR_CLOCK_MONOTONIC};
-            return t;
-        }
-        bool closing = c->closing;
-        momento__call *call = heap_pop(c);
-        pthread_mutex_unlock(&c->lock);
-        if (closing)
-            give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
-        else if (start_attempt(call) != MOMENTO_OK)
-            give_up(call, GRPC_STATUS_UNAVAILABLE, "could not start a retry");
-    }
-}
-
 /* Every batch of the attempt is done: retry, or deliver. */
 static void finish(momento__call *call)
 {
+    momento_client *c = call->client;
     if (call->status != GRPC_STATUS_OK) {
-        int64_t now = now_ns();
-        if (retryable(call, now)) {
-            pthread_mutex_lock(&call->client->lock);
-            bool closing = call->client->closing;
-            pthread_mutex_unlock(&call->client->lock);
-            if (!closing && schedule_retry(call, now))
-                return;
+        int64_t now = momento__now_ns();
+        if (momento__retry_wanted(&c->cfg, &momento__rpcs[call->method], call->attempt,
+                                  (int)call->status, now, to_ns(call->deadline)) &&
+            !momento__client_closing(c)) {
+            reset_attempt(call);
+            momento__retry_later(c, &call->retry, now);
+            return;
         }
     }
     deliver(call);
@@ -460,7 +297,7 @@ static void finish(momento__call *call)
 static void deliver(momento__call *call)
 {
     momento_client *c = call->client;
-    const momento__method_info *info = &momento__methods[call->method];
+    const momento__rpc *info = &momento__rpcs[call->method];
     momento_result r;
     momento__scratch scratch;
     memset(&scratch, 0, sizeof(scratch));
@@ -471,8 +308,8 @@ static void deliver(momento__call *call)
         if (!info->streaming && call->n_msgs != 1)
             r.error = MOMENTO_ERR_BAD_RESPONSE; /* a unary reply has exactly one message */
         else
-            r.error = info->decode(&r, call->msgs, call->n_msgs, &scratch);
-    } else if (info->already_exists_ok && call->status == GRPC_STATUS_ALREADY_EXISTS) {
+            r.error = momento__decoders[call->method](&r, call->msgs, call->n_msgs, &scratch);
+    } else if (info->already_exists_is_outcome && call->status == GRPC_STATUS_ALREADY_EXISTS) {
         r.error = MOMENTO_OK;
         r.outcome = MOMENTO_OUTCOME_ALREADY_EXISTS;
     } else {
@@ -499,14 +336,7 @@ static void deliver(momento__call *call)
     gpr_free(message);
     gpr_free(detail);
 
-    pthread_mutex_lock(&c->lock);
-    unlink_call(c, call);
-    if (--c->n_in_flight == 0 && c->closing) {
-        pthread_cond_broadcast(&c->drained);
-        if (c->free_deferred)
-            grpc_completion_queue_shutdown(c->cq);
-    }
-    pthread_mutex_unlock(&c->lock);
+    momento__client_retire(c, &call->track);
     release(call);
 }
 
@@ -540,11 +370,11 @@ static bool take_message(momento__call *call)
     if (call->n_msgs == call->cap_msgs) {
         size_t cap = call->cap_msgs * 4;
         bool was_inline = call->msgs == &call->msg0;
-        grpc_slice *grown = was_inline ? malloc(cap * sizeof(*grown))
-                                       : realloc(call->msgs, cap * sizeof(*grown));
+        grpc_slice *grown = was_inline ? momento__malloc(cap * sizeof(*grown))
+                                       : momento__realloc(call->msgs, cap * sizeof(*grown));
         if (!grown) {
             grpc_slice_unref(body);
-            grpc_call_cancel_with_status(call->call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+            grpc_call_cancel_with_status(call->track.call, GRPC_STATUS_RESOURCE_EXHAUSTED,
                                          "client out of memory for the response", NULL);
             return false;
         }
@@ -567,7 +397,7 @@ void momento__call_event(void *tag, int success)
             memset(&read, 0, sizeof(read));
             read.op = GRPC_OP_RECV_MESSAGE;
             read.data.recv_message.recv_message = &call->recv_msg;
-            if (grpc_call_start_batch(call->call, &read, 1, tag, NULL) == GRPC_CALL_OK)
+            if (grpc_call_start_batch(call->track.call, &read, 1, tag, NULL) == GRPC_CALL_OK)
                 return;
         }
         if (--call->pending == 0)
@@ -575,7 +405,7 @@ void momento__call_event(void *tag, int success)
         return;
     }
     momento__call *call = tag;
-    if (!momento__methods[call->method].streaming)
+    if (!momento__rpcs[call->method].streaming)
         take_message(call);
     (void)success; /* a failed batch still reports its status */
     if (--call->pending == 0)

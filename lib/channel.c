@@ -1,73 +1,69 @@
 /* gRPC channels: one or more to the data endpoint, one to the control
  * endpoint, each with every method of its plane registered once so that
  * calls skip per-call path parsing (registered calls). */
-#include "internal.h"
+#include "channel.h"
+
+#include "alloc.h"
+#include "config.h"
+#include "credentials.h"
+#include "decode.h"
+#include "grpc_util.h"
+#include "validate.h"
 
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 #include <stdlib.h>
 #include <string.h>
 
-
-static grpc_arg int_arg(const char *key, int value)
-{
-    grpc_arg a;
-    a.type = GRPC_ARG_INTEGER;
-    a.key = (char *)key;
-    a.value.integer = value;
-    return a;
-}
-
-static grpc_channel *open_channel(const momento_client *c, const char *target)
+static grpc_channel *open_channel(const momento_config *cfg, const momento_credentials *creds,
+                                  const char *target)
 {
     grpc_arg args[11];
     size_t n = 0;
     /* The library applies its own retry rule; gRPC's hidden retries would
      * repeat non-idempotent RPCs and cost ~9,000 instructions per call. */
-    args[n++] = int_arg(GRPC_ARG_ENABLE_RETRIES, 0);
+    args[n++] = momento__int_arg(GRPC_ARG_ENABLE_RETRIES, 0);
     /* Without a local subchannel pool, channels to one target share a single
      * connection, which would defeat num_channels. */
-    args[n++] = int_arg(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args[n++] = momento__int_arg(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     /* gRPC backs off up to 120 s between reconnection attempts; a cache
      * client should find a restarted server within seconds. (Not
      * GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also uses that as the minimum
      * connect timeout, and 250 ms would fail any slower handshake.) */
-    args[n++] = int_arg(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 250);
-    args[n++] = int_arg(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-    args[n++] = int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
-                                                MOMENTO__MAX_MESSAGE_BYTES);
-    args[n++] = int_arg(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
-                                                MOMENTO__MAX_MESSAGE_BYTES);
-    if (c->cfg.keepalive_ms) {
-        args[n++] = int_arg(GRPC_ARG_KEEPALIVE_TIME_MS,
-                                                    (int)c->cfg.keepalive_ms);
-        args[n++] = int_arg(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
-                                                    (int)c->cfg.keepalive_timeout_ms);
-        args[n++] = int_arg(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-        args[n++] = int_arg(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    args[n++] = momento__int_arg(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 250);
+    args[n++] = momento__int_arg(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+    args[n++] = momento__int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, MOMENTO__MAX_MESSAGE_BYTES);
+    args[n++] = momento__int_arg(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, MOMENTO__MAX_MESSAGE_BYTES);
+    if (cfg->keepalive_ms) {
+        args[n++] = momento__int_arg(GRPC_ARG_KEEPALIVE_TIME_MS, (int)cfg->keepalive_ms);
+        args[n++] = momento__int_arg(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, (int)cfg->keepalive_timeout_ms);
+        args[n++] = momento__int_arg(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+        args[n++] = momento__int_arg(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
     }
     grpc_channel_args ch_args = {n, args};
 
-    grpc_channel_credentials *creds = c->creds.tls
-                                          ? grpc_ssl_credentials_create(c->cfg.tls_roots_pem, NULL, NULL, NULL)
-                                          : grpc_insecure_credentials_create();
-    if (!creds)
+    grpc_channel_credentials *gc = creds->tls
+                                       ? grpc_ssl_credentials_create(cfg->tls_roots_pem, NULL, NULL, NULL)
+                                       : grpc_insecure_credentials_create();
+    if (!gc)
         return NULL;
-    grpc_channel *ch = grpc_channel_create(target, creds, &ch_args);
-    grpc_channel_credentials_release(creds);
+    grpc_channel *ch = grpc_channel_create(target, gc, &ch_args);
+    grpc_channel_credentials_release(gc);
     return ch;
 }
 
-static int setup(const momento_client *c, momento__channel *mc, const char *target, bool control)
+/* Registers the RPCs of one endpoint that the library makes. */
+static int setup(momento__channel *mc, const momento_config *cfg,
+                 const momento_credentials *creds, const char *target, bool control)
 {
     memset(mc, 0, sizeof(*mc));
-    mc->channel = open_channel(c, target);
+    mc->channel = open_channel(cfg, creds, target);
     if (!mc->channel)
         return MOMENTO_ERR_NO_MEMORY;
-    for (int m = 0; m < MOMENTO__M_COUNT; m++)
-        if (momento__methods[m].control == control)
+    for (int m = 0; m < MOMENTO__RPC_COUNT; m++)
+        if (momento__decoders[m] && (momento__rpcs[m].plane == MOMENTO__PLANE_CONTROL) == control)
             mc->registered[m] =
-                grpc_channel_register_call(mc->channel, momento__methods[m].path, NULL, NULL);
+                grpc_channel_register_call(mc->channel, momento__rpcs[m].path, NULL, NULL);
     return MOMENTO_OK;
 }
 
@@ -89,41 +85,46 @@ static int connect_now(grpc_channel *ch, uint32_t timeout_ms)
         if (!ev.success) /* the deadline passed with no state change */
             break;
     }
-    grpc_completion_queue_shutdown(cq);
-    while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
-           GRPC_QUEUE_SHUTDOWN)
-        ;
+    momento__cq_drain(cq, NULL, NULL);
     grpc_completion_queue_destroy(cq);
     return rc;
 }
 
-int momento__channels_open(momento_client *c)
+int momento__channels_open(momento__channels *ch, const momento_config *cfg,
+                           const momento_credentials *creds)
 {
-    c->n_data = c->cfg.num_channels;
-    c->data = calloc(c->n_data, sizeof(*c->data));
-    if (!c->data)
+    ch->n_data = cfg->num_channels;
+    ch->data = momento__calloc(ch->n_data, sizeof(*ch->data));
+    if (!ch->data)
         return MOMENTO_ERR_NO_MEMORY;
-    for (uint32_t i = 0; i < c->n_data; i++)
-        if (setup(c, &c->data[i], c->creds.cache_endpoint, false) < 0)
+    for (uint32_t i = 0; i < ch->n_data; i++)
+        if (setup(&ch->data[i], cfg, creds, creds->cache_endpoint, false) < 0)
             return MOMENTO_ERR_NO_MEMORY;
-    if (setup(c, &c->control, c->creds.control_endpoint, true) < 0)
+    if (setup(&ch->control, cfg, creds, creds->control_endpoint, true) < 0)
         return MOMENTO_ERR_NO_MEMORY;
-    if (c->cfg.eager_connect_ms) {
-        for (uint32_t i = 0; i < c->n_data; i++)
-            if (connect_now(c->data[i].channel, c->cfg.eager_connect_ms) < 0)
+    if (cfg->eager_connect_ms) {
+        for (uint32_t i = 0; i < ch->n_data; i++)
+            if (connect_now(ch->data[i].channel, cfg->eager_connect_ms) < 0)
                 return MOMENTO_ERR_SERVER_UNAVAILABLE;
     }
     return MOMENTO_OK;
 }
 
-void momento__channels_close(momento_client *c)
+momento__channel *momento__channels_pick(momento__channels *ch, momento__plane plane)
 {
-    for (uint32_t i = 0; c->data && i < c->n_data; i++)
-        if (c->data[i].channel)
-            grpc_channel_destroy(c->data[i].channel);
-    free(c->data);
-    c->data = NULL;
-    if (c->control.channel)
-        grpc_channel_destroy(c->control.channel);
-    c->control.channel = NULL;
+    if (plane == MOMENTO__PLANE_CONTROL)
+        return &ch->control;
+    return &ch->data[atomic_fetch_add_explicit(&ch->next, 1, memory_order_relaxed) % ch->n_data];
+}
+
+void momento__channels_close(momento__channels *ch)
+{
+    for (uint32_t i = 0; ch->data && i < ch->n_data; i++)
+        if (ch->data[i].channel)
+            grpc_channel_destroy(ch->data[i].channel);
+    free(ch->data);
+    ch->data = NULL;
+    if (ch->control.channel)
+        grpc_channel_destroy(ch->control.channel);
+    ch->control.channel = NULL;
 }

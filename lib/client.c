@@ -1,7 +1,19 @@
-/* Client lifecycle: channels, the completion thread that runs callbacks, and
- * a shutdown that cancels what is in flight and waits until every callback
- * has run exactly once. */
-#include "internal.h"
+/* Client lifecycle, and every rule about how long a request lives: a
+ * request is accepted into the in-flight list, its gRPC call is published
+ * there so that a shutdown can cancel it, and it is retired once its one
+ * callback has returned. momento_client_free() refuses new requests,
+ * cancels the tracked ones and waits until the last is retired; called from
+ * a callback (on the completion thread, which must keep running to deliver
+ * the rest) it only marks the release as deferred, and the completion thread
+ * releases the client after the last retirement. As hiredis's async.c keeps
+ * its exactly-once and deferred-free rules in one place, nothing outside
+ * this file touches the list, the count, `closing` or `drained`. */
+#include "client.h"
+
+#include "alloc.h"
+#include "call.h"
+#include "grpc_util.h"
+#include "log.h"
 
 #include <grpc/support/time.h>
 #include <stdlib.h>
@@ -11,7 +23,7 @@ _Thread_local const momento_client *momento__current_client;
 
 static void destroy(momento_client *c)
 {
-    momento__channels_close(c);
+    momento__channels_close(&c->channels);
     if (c->cq)
         grpc_completion_queue_destroy(c->cq);
     grpc_slice_unref(c->auth_value);
@@ -21,7 +33,7 @@ static void destroy(momento_client *c)
     }
     momento__credentials_clear(&c->creds);
     momento__config_clear(&c->cfg);
-    free(c->retry_heap);
+    momento__retries_clear(&c->retries);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->drained);
     free(c);
@@ -40,7 +52,7 @@ static void *completion_loop(void *arg)
             break;
         if (ev.type == GRPC_OP_COMPLETE)
             momento__call_event(ev.tag, ev.success);
-        wake = momento__run_retries(c);
+        wake = momento__retries_run(c);
     }
     momento__current_client = NULL;
 
@@ -61,7 +73,7 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
 {
     if (!ret || !creds)
         return MOMENTO_ERR_INVALID_ARGUMENT;
-    momento_client *c = calloc(1, sizeof(*c));
+    momento_client *c = momento__calloc(1, sizeof(*c));
     if (!c)
         return MOMENTO_ERR_NO_MEMORY;
     momento__log_install();
@@ -70,7 +82,8 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->drained, NULL);
     c->auth_value = grpc_empty_slice();
-    c->jitter_state = (uint64_t)(uintptr_t)c ^ (uint64_t)gpr_now(GPR_CLOCK_REALTIME).tv_nsec;
+    momento__retries_init(&c->retries,
+                          (uint64_t)(uintptr_t)c ^ (uint64_t)gpr_now(GPR_CLOCK_REALTIME).tv_nsec);
 
     int rc = cfg ? momento__config_copy(&c->cfg, cfg) : MOMENTO_OK;
     if (rc == MOMENTO_OK)
@@ -78,17 +91,14 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     if (rc == MOMENTO_OK) {
         c->auth_value = grpc_slice_from_copied_string(c->creds.token);
         c->cq = grpc_completion_queue_create_for_next(NULL);
-        rc = c->cq ? momento__channels_open(c) : MOMENTO_ERR_NO_MEMORY;
+        rc = c->cq ? momento__channels_open(&c->channels, &c->cfg, &c->creds)
+                   : MOMENTO_ERR_NO_MEMORY;
     }
     if (rc == MOMENTO_OK && pthread_create(&c->thread, NULL, completion_loop, c) != 0)
         rc = MOMENTO_ERR_NO_MEMORY;
     if (rc != MOMENTO_OK) {
-        if (c->cq) {
-            grpc_completion_queue_shutdown(c->cq);
-            while (grpc_completion_queue_next(c->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL)
-                       .type != GRPC_QUEUE_SHUTDOWN)
-                ;
-        }
+        if (c->cq)
+            momento__cq_drain(c->cq, NULL, NULL);
         destroy(c);
         return rc;
     }
@@ -106,7 +116,13 @@ void momento_client_free(momento_client *c)
         return;
     }
     c->closing = true;
-    momento__calls_cancel_all(c);
+    /* Each tracked call still completes, with CANCELLED, through its
+     * callback; calls waiting to retry have no gRPC call, and the next
+     * momento__retries_run() ends them. */
+    for (momento__tracked *t = c->in_flight; t; t = t->next)
+        if (t->call)
+            grpc_call_cancel_with_status(t->call, GRPC_STATUS_CANCELLED,
+                                         "cancelled: the client was freed", NULL);
     if (momento__current_client == c) {
         /* Inside one of our callbacks, which is itself still counted in
          * flight: the completion thread finishes the job once it drains. */
@@ -121,6 +137,62 @@ void momento_client_free(momento_client *c)
     grpc_completion_queue_shutdown(c->cq);
     pthread_join(c->thread, NULL);
     destroy(c);
+}
+
+int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc)
+{
+    /* One lock section accepts the request and publishes its gRPC call,
+     * both of which momento_client_free() reads under the lock. */
+    pthread_mutex_lock(&c->lock);
+    if (c->closing) {
+        pthread_mutex_unlock(&c->lock);
+        return MOMENTO_ERR_CLOSED;
+    }
+    t->prev = NULL;
+    t->next = c->in_flight;
+    if (c->in_flight)
+        c->in_flight->prev = t;
+    c->in_flight = t;
+    c->n_in_flight++;
+    t->call = gc;
+    pthread_mutex_unlock(&c->lock);
+    return MOMENTO_OK;
+}
+
+grpc_call *momento__client_publish(momento_client *c, momento__tracked *t, grpc_call *gc)
+{
+    pthread_mutex_lock(&c->lock);
+    grpc_call *old = t->call;
+    t->call = gc;
+    pthread_mutex_unlock(&c->lock);
+    return old;
+}
+
+void momento__client_retire(momento_client *c, momento__tracked *t)
+{
+    pthread_mutex_lock(&c->lock);
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        c->in_flight = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    if (--c->n_in_flight == 0 && c->closing) {
+        pthread_cond_broadcast(&c->drained);
+        /* A free deferred from a callback: the completion thread ends its
+         * loop and releases the client (completion_loop). */
+        if (c->free_deferred)
+            grpc_completion_queue_shutdown(c->cq);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+bool momento__client_closing(momento_client *c)
+{
+    pthread_mutex_lock(&c->lock);
+    bool closing = c->closing;
+    pthread_mutex_unlock(&c->lock);
+    return closing;
 }
 
 size_t momento_client_in_flight(const momento_client *c)

@@ -13,9 +13,10 @@
  * The lock is held while the leader's RPC is submitted, so no request can
  * join an RPC that is then refused, and it is never held while user
  * callbacks run. */
-#include "internal.h"
-
 #include "momento/coalescer.h"
+
+#include "alloc.h"
+#include "op.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -222,13 +223,13 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
 {
     if (!co)
         return MOMENTO_ERR_INVALID_ARGUMENT;
-    int rc = op == CO_SET ? momento__check_set(co->client, cache, key, key_len, value, value_len,
-                                               ttl_ms, cb)
-                          : momento__check_get(co->client, cache, key, key_len, cb);
+    int rc = op == CO_SET ? momento__check_item_request(co->client, cache, key, key_len, value,
+                                                        value_len, ttl_ms, cb)
+                          : momento__check_key_request(co->client, cache, key, key_len, cb);
     if (rc != MOMENTO_OK)
         return rc;
-    if (op == CO_SET && ttl_ms == 0)
-        ttl_ms = co->client->cfg.default_ttl_ms; /* identity is the effective TTL */
+    if (op == CO_SET) /* identity is the effective TTL */
+        ttl_ms = momento__effective_ttl(&co->client->cfg, ttl_ms);
     if (op != CO_SET)
         value_len = 0;
     size_t cache_len = strlen(cache);
@@ -342,43 +343,33 @@ int momento_coalescing_delete(momento_coalescer *co, const char *cache, const vo
     return submit(co, CO_DELETE, cache, key, key_len, NULL, 0, 0, cb, userdata);
 }
 
-static int submit_get(void *co, const void *a, momento_callback cb, void *w)
-{
-    const momento__op_args *o = a;
-    return momento_coalescing_get(co, o->cache, o->key, o->key_len, cb, w);
-}
-
-static int submit_set(void *co, const void *a, momento_callback cb, void *w)
-{
-    const momento__op_args *o = a;
-    return momento_coalescing_set(co, o->cache, o->key, o->key_len, o->value, o->value_len,
-                                  o->ttl_ms, cb, w);
-}
-
-static int submit_delete(void *co, const void *a, momento_callback cb, void *w)
-{
-    const momento__op_args *o = a;
-    return momento_coalescing_delete(co, o->cache, o->key, o->key_len, cb, w);
-}
-
+/* Blocking variants: the coalescing call plus a wait, as for the client's. */
 int momento_coalescing_get_sync(momento_coalescer *co, const char *cache, const void *key,
                                 size_t key_len, momento_result **ret)
 {
-    momento__op_args a = {.cache = cache, .key = key, .key_len = key_len};
-    return momento__run_blocking(co ? co->client : NULL, submit_get, co, &a, ret);
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, co ? co->client : NULL, ret));
+    return momento__blocking_wait(
+        &b, momento_coalescing_get(co, cache, key, key_len, momento__blocking_done, &b), ret);
 }
 
 int momento_coalescing_set_sync(momento_coalescer *co, const char *cache, const void *key,
                                 size_t key_len, const void *value, size_t value_len,
                                 uint64_t ttl_ms, momento_result **ret)
 {
-    momento__op_args a = {cache, key, key_len, value, value_len, ttl_ms};
-    return momento__run_blocking(co ? co->client : NULL, submit_set, co, &a, ret);
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, co ? co->client : NULL, ret));
+    return momento__blocking_wait(&b,
+                                  momento_coalescing_set(co, cache, key, key_len, value, value_len,
+                                                         ttl_ms, momento__blocking_done, &b),
+                                  ret);
 }
 
 int momento_coalescing_delete_sync(momento_coalescer *co, const char *cache, const void *key,
                                    size_t key_len, momento_result **ret)
 {
-    momento__op_args a = {.cache = cache, .key = key, .key_len = key_len};
-    return momento__run_blocking(co ? co->client : NULL, submit_delete, co, &a, ret);
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, co ? co->client : NULL, ret));
+    return momento__blocking_wait(
+        &b, momento_coalescing_delete(co, cache, key, key_len, momento__blocking_done, &b), ret);
 }

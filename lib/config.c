@@ -1,5 +1,7 @@
 /* Client configuration: defaults and validated setters. */
-#include "internal.h"
+#include "config.h"
+
+#include "alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +28,7 @@ int momento__config_copy(momento_config *dst, const momento_config *src)
     *dst = *src;
     if (src->tls_roots_pem) {
         size_t n = strlen(src->tls_roots_pem) + 1;
-        dst->tls_roots_pem = malloc(n);
+        dst->tls_roots_pem = momento__malloc(n);
         if (!dst->tls_roots_pem)
             return MOMENTO_ERR_NO_MEMORY;
         memcpy(dst->tls_roots_pem, src->tls_roots_pem, n);
@@ -44,7 +46,7 @@ int momento_config_new(momento_config **ret)
 {
     if (!ret)
         return MOMENTO_ERR_INVALID_ARGUMENT;
-    momento_config *cfg = malloc(sizeof(*cfg));
+    momento_config *cfg = momento__malloc(sizeof(*cfg));
     if (!cfg)
         return MOMENTO_ERR_NO_MEMORY;
     momento__config_defaults(cfg);
@@ -74,7 +76,7 @@ int momento_config_set_tls_roots_file(momento_config *cfg, const char *path)
     FILE *f = fopen(path, "rb");
     if (!f)
         return MOMENTO_ERR_INVALID_ARGUMENT;
-    char *buf = malloc(MAX_ROOTS_BYTES + 1);
+    char *buf = momento__malloc(MAX_ROOTS_BYTES + 1);
     if (!buf) {
         fclose(f);
         return MOMENTO_ERR_NO_MEMORY;
@@ -86,7 +88,7 @@ int momento_config_set_tls_roots_file(momento_config *cfg, const char *path)
         free(buf);
         return MOMENTO_ERR_INVALID_ARGUMENT;
     }
-    char *shrunk = realloc(buf, n + 1);
+    char *shrunk = momento__realloc(buf, n + 1);
     momento__config_clear(cfg);
     cfg->tls_roots_pem = shrunk ? shrunk : buf;
     return MOMENTO_OK;

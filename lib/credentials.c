@@ -1,8 +1,12 @@
 /* Credentials: which token to send and which endpoints to call, derived from
- * the three key formats Momento has issued (PROTOCOL.md, "Credentials and
- * endpoints"). Reasons for rejection are static strings so no part of a
- * secret can ever reach an error message. */
-#include "internal.h"
+ * the three key formats Momento has issued (docs/protocol.md "Credentials
+ * and key formats"). Reasons for rejection are static strings so no part of
+ * a secret can ever reach an error message. */
+#include "credentials.h"
+
+#include "alloc.h"
+#include "base64.h"
+#include "json.h"
 
 #include <stdio.h>
 #include <stdlib.h>

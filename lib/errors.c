@@ -1,5 +1,5 @@
 /* The error enum's names and texts, and the gRPC status → error mapping that
- * official Momento SDKs use (PROTOCOL.md, "Status codes"). */
+ * official Momento SDKs use (docs/protocol.md "Status codes"). */
 #include "momento/momento.h"
 
 #include <stddef.h>

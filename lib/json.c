@@ -1,7 +1,9 @@
 /* Just enough JSON to read API keys: validate an object and pull one
  * top-level string member out of it. Nesting is bounded so hostile input
  * cannot exhaust the stack. */
-#include "internal.h"
+#include "json.h"
+
+#include "alloc.h"
 
 #include <stdlib.h>
 #include <string.h>

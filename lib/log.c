@@ -1,9 +1,12 @@
 /* Diagnostics: the library never writes to stdout or stderr. gRPC core's log
  * sink is redirected here, and everything goes to the application's callback
  * or nowhere. */
-#include "internal.h"
+#include "log.h"
+
+#include "momento/momento.h"
 
 #include <grpc/support/log.h>
+#include <pthread.h>
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static momento_log_fn log_fn;

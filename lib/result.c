@@ -1,7 +1,9 @@
 /* Result accessors, and owned copies for blocking calls and
  * momento_result_dup(). A copy is one allocation holding the struct and every
  * string and buffer it points to, so freeing it is a single free(). */
-#include "internal.h"
+#include "result.h"
+
+#include "alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -144,7 +146,7 @@ int momento_result_dup(const momento_result *r, momento_result **ret)
 {
     if (!r || !ret)
         return MOMENTO_ERR_INVALID_ARGUMENT;
-    momento_result *d = malloc(copy_size(r));
+    momento_result *d = momento__malloc(copy_size(r));
     if (!d)
         return MOMENTO_ERR_NO_MEMORY;
     *d = *r;

@@ -1,6 +1,6 @@
-/* Argument checks at the public boundary: a request that fails one is never
- * sent, and its caller gets MOMENTO_ERR_INVALID_ARGUMENT with no callback. */
-#include "internal.h"
+/* Argument checks at the public boundary (validate.h says which request
+ * uses which). */
+#include "validate.h"
 
 #include <string.h>
 
@@ -66,11 +66,76 @@ int momento__check_key(const void *key, size_t key_len)
 
 int momento__check_item(const void *key, size_t key_len, const void *value, size_t value_len)
 {
-    if (momento__check_key(key, key_len) < 0)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+    MOMENTO__CHECK(momento__check_key(key, key_len));
     if (!value && value_len > 0)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     if (value_len > MOMENTO_MAX_ITEM_BYTES - key_len)
         return MOMENTO_ERR_INVALID_ARGUMENT;
+    return 0;
+}
+
+int momento__check_ttl(uint64_t ttl_ms)
+{
+    return ttl_ms > MOMENTO_MAX_TTL_MS ? MOMENTO_ERR_INVALID_ARGUMENT : 0;
+}
+
+int momento__check_condition(momento_condition condition, const void *compare,
+                             size_t compare_len)
+{
+    if (condition < MOMENTO_IF_ABSENT || condition > MOMENTO_IF_ABSENT_OR_EQUAL)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (condition == MOMENTO_IF_ABSENT || condition == MOMENTO_IF_PRESENT)
+        return 0; /* nothing to compare */
+    if ((!compare && compare_len) || compare_len > MOMENTO_MAX_ITEM_BYTES)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    return 0;
+}
+
+int momento__check_request(const momento_client *c, momento_callback cb)
+{
+    return (c && cb) ? 0 : MOMENTO_ERR_INVALID_ARGUMENT;
+}
+
+int momento__check_cache_request(const momento_client *c, const char *cache,
+                                 momento_callback cb)
+{
+    MOMENTO__CHECK(momento__check_request(c, cb));
+    return momento__check_cache_name(cache);
+}
+
+int momento__check_key_request(const momento_client *c, const char *cache, const void *key,
+                               size_t key_len, momento_callback cb)
+{
+    MOMENTO__CHECK(momento__check_cache_request(c, cache, cb));
+    return momento__check_key(key, key_len);
+}
+
+int momento__check_item_request(const momento_client *c, const char *cache, const void *key,
+                                size_t key_len, const void *value, size_t value_len,
+                                uint64_t ttl_ms, momento_callback cb)
+{
+    MOMENTO__CHECK(momento__check_cache_request(c, cache, cb));
+    MOMENTO__CHECK(momento__check_item(key, key_len, value, value_len));
+    return momento__check_ttl(ttl_ms);
+}
+
+int momento__check_keys_request(const momento_client *c, const char *cache,
+                                const void *const *keys, const size_t *key_lens,
+                                const void *const *values, const size_t *value_lens, size_t n,
+                                momento_callback cb)
+{
+    if (!keys || !key_lens || n == 0 || n > MOMENTO__MAX_REQUEST_BYTES / 4 ||
+        (values && !value_lens))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    MOMENTO__CHECK(momento__check_cache_request(c, cache, cb));
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        MOMENTO__CHECK(values ? momento__check_item(keys[i], key_lens[i], values[i], value_lens[i])
+                              : momento__check_key(keys[i], key_lens[i]));
+        /* Field tags, lengths and a nested message's own header. */
+        total += key_lens[i] + (values ? value_lens[i] + 24 : 8);
+        if (total > MOMENTO__MAX_REQUEST_BYTES)
+            return MOMENTO_ERR_INVALID_ARGUMENT;
+    }
     return 0;
 }

@@ -1,7 +1,7 @@
 /* Just enough of the protobuf wire format to decode the hottest response,
- * _GetResponse, without an allocation or a copy: the value a callback sees
- * points into the received message. Everything else uses protobuf-c. */
-#include "internal.h"
+ * _GetResponse (op_kv.c), without an allocation or a copy, and to check
+ * that an empty reply is well-formed. Everything else uses protobuf-c. */
+#include "wire.h"
 
 bool momento__wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret)
 {
@@ -53,44 +53,4 @@ bool momento__wire_valid(const uint8_t *p, size_t n)
             return false;
     }
     return true;
-}
-
-int momento__decode_get(momento_result *r, const grpc_slice *msgs, size_t n,
-                        momento__scratch *scratch)
-{
-    (void)n;
-    (void)scratch;
-    const uint8_t *p = GRPC_SLICE_START_PTR(msgs[0]);
-    const uint8_t *end = p + GRPC_SLICE_LENGTH(msgs[0]);
-    uint64_t result = 0;
-    const uint8_t *body = NULL;
-    size_t body_len = 0;
-    while (p < end) {
-        uint64_t tag, v;
-        if (!momento__wire_varint(&p, end, &tag))
-            return MOMENTO_ERR_BAD_RESPONSE;
-        unsigned field = (unsigned)(tag >> 3), type = (unsigned)(tag & 7);
-        if (field == 1 && type == 0) { /* ECacheResult result */
-            if (!momento__wire_varint(&p, end, &result))
-                return MOMENTO_ERR_BAD_RESPONSE;
-        } else if (field == 2 && type == 2) { /* bytes cache_body: last one wins */
-            if (!momento__wire_varint(&p, end, &v) || v > (uint64_t)(end - p))
-                return MOMENTO_ERR_BAD_RESPONSE;
-            body = p;
-            body_len = (size_t)v;
-            p += v;
-        } else if (field == 0 || !momento__wire_skip(&p, end, type)) {
-            return MOMENTO_ERR_BAD_RESPONSE;
-        }
-    }
-    if (result == 2) { /* Hit */
-        r->outcome = MOMENTO_OUTCOME_HIT;
-        r->value = body ? body : (const uint8_t *)"";
-        r->value_len = body_len;
-    } else if (result == 3) { /* Miss */
-        r->outcome = MOMENTO_OUTCOME_MISS;
-    } else {
-        return MOMENTO_ERR_BAD_RESPONSE;
-    }
-    return MOMENTO_OK;
 }

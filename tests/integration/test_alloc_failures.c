@@ -1,9 +1,10 @@
 /* Allocation failure, one allocation at a time: for every N, the N-th
- * allocation of the credential parser or the coalescer fails. The call must
+ * allocation of the credential parser, the coalescer or the call path fails. The call must
  * return MOMENTO_ERR_NO_MEMORY with its output untouched (or succeed when the
  * failure hit nothing it needed), never crash, and never leak: ASan and
  * valgrind run this suite in CI. */
-#include "internal.h"
+#include "alloc.h"
+#include "client.h"
 #include "momento/coalescer.h"
 #include "testutil.h"
 
@@ -199,12 +200,146 @@ static void test_coalescer(void **state)
     tu_counter_destroy(&f.k);
 }
 
+/* The call path: a blocking request whose N-th library allocation fails,
+ * wherever it falls - the argument copy, the call, the decoder, the list
+ * pager, the result copy. The request is refused before sending (NO_MEMORY,
+ * *ret NULL), or it was sent and *ret is a result: OK with the right content,
+ * or an error (NO_MEMORY from a decoder or the copy; LIMIT_EXCEEDED when a
+ * stream could not keep a message). Nothing leaks, nothing stays in flight. */
+typedef struct call_case {
+    const char *name;
+    int (*run)(momento_client *c, momento_result **ret);
+    bool (*check)(const momento_result *r); /* the content of a success */
+} call_case;
+
+static const void *const batch_keys[3] = {"k1", "k2", "k3"};
+static const size_t batch_lens[3] = {2, 2, 2};
+
+static int run_set(momento_client *c, momento_result **ret)
+{
+    return momento_set_sync(c, "c", "k1", 2, "one", 3, 0, ret);
+}
+
+static bool check_success(const momento_result *r)
+{
+    return momento_result_outcome(r) == MOMENTO_OUTCOME_SUCCESS;
+}
+
+static int run_get_batch(momento_client *c, momento_result **ret)
+{
+    return momento_get_batch_sync(c, "c", batch_keys, batch_lens, 3, ret);
+}
+
+static bool check_get_batch(const momento_result *r)
+{
+    size_t len = 0;
+    return momento_result_item_count(r) == 3 && momento_result_is_hit(momento_result_item(r, 0)) &&
+           momento_result_value(momento_result_item(r, 0), &len) && len == 3 &&
+           !momento_result_is_hit(momento_result_item(r, 2));
+}
+
+static int run_keys_exist(momento_client *c, momento_result **ret)
+{
+    return momento_keys_exist_sync(c, "c", batch_keys, batch_lens, 3, ret);
+}
+
+static bool check_keys_exist(const momento_result *r)
+{
+    return momento_result_exists_count(r) == 3 && momento_result_exists(r, 0) == 1 &&
+           momento_result_exists(r, 2) == 0;
+}
+
+static int run_list(momento_client *c, momento_result **ret)
+{
+    return momento_list_caches_sync(c, ret);
+}
+
+static bool check_list(const momento_result *r)
+{
+    return momento_result_cache_count(r) == 3; /* over three pages */
+}
+
+static int run_set_if(momento_client *c, momento_result **ret)
+{
+    return momento_set_if_sync(c, "c", "k1", 2, "one", 3, 0, MOMENTO_IF_EQUAL, "one", 3, ret);
+}
+
+static bool check_stored(const momento_result *r)
+{
+    return momento_result_outcome(r) == MOMENTO_OUTCOME_STORED;
+}
+
+static void test_call_path(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    momento_local_options_add_cache(o, "d");
+    momento_local_options_add_cache(o, "e");
+    momento_local_options_set_list_page_size(o, 1);
+    momento_local *server = tu_server(o);
+    momento_local_options_free(o);
+    momento_client *c = tu_client(server, NULL);
+    assert_int_equal(momento_set_sync(c, "c", "k1", 2, "one", 3, 0, NULL), MOMENTO_OK);
+
+    static const call_case cases[] = {
+        {"set", run_set, check_success},
+        {"get batch", run_get_batch, check_get_batch},
+        {"keys exist", run_keys_exist, check_keys_exist},
+        {"list caches", run_list, check_list},
+        {"set if", run_set_if, check_stored},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int n = 0;
+        for (;; n++) {
+            assert_true(n < 1000);
+            momento_result *r = (momento_result *)0x1;
+            atomic_store(&momento__alloc_countdown, n);
+            int rc = cases[i].run(c, &r);
+            bool reached = atomic_load(&momento__alloc_countdown) < 0;
+            atomic_store(&momento__alloc_countdown, -1);
+            /* Retired just after its callback returned (blocking calls wake
+             * inside the callback). */
+            for (int w = 0; w < 1000 && momento_client_in_flight(c) > 0; w++)
+                usleep(1000);
+            assert_int_equal(momento_client_in_flight(c), 0);
+            if (!reached) { /* nothing failed: the whole request worked */
+                assert_int_equal(rc, MOMENTO_OK);
+                assert_non_null(r);
+                if (!cases[i].check(r))
+                    fail_msg("%s: wrong content with no allocation failing", cases[i].name);
+                momento_result_free(r);
+                break;
+            }
+            if (r == NULL) { /* refused before sending */
+                assert_int_equal(rc, MOMENTO_ERR_NO_MEMORY);
+                continue;
+            }
+            assert_ptr_not_equal(r, (momento_result *)0x1);
+            assert_int_equal(momento_result_error(r), rc);
+            if (rc == MOMENTO_OK && !cases[i].check(r))
+                fail_msg("%s: allocation %d failing gave OK with wrong content", cases[i].name, n);
+            if (rc != MOMENTO_OK && rc != MOMENTO_ERR_NO_MEMORY && rc != MOMENTO_ERR_LIMIT_EXCEEDED)
+                fail_msg("%s: allocation %d failing gave %s", cases[i].name, n,
+                         momento_error_name(rc));
+            momento_result_free(r);
+        }
+        /* At least the blocking helper's, the call's and the result copy's. */
+        if (n < 3)
+            fail_msg("%s: only %d allocations on its path", cases[i].name, n);
+    }
+    momento_client_free(c);
+    momento_local_stop(server);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_credential_parser),
         cmocka_unit_test(test_local_credentials),
         cmocka_unit_test(test_coalescer),
+        cmocka_unit_test(test_call_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

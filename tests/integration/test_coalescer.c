@@ -1,7 +1,7 @@
 /* The coalescer against the local server. Overlap is made deterministic with
  * the server's delay injection: the leader RPC is held, so every duplicate
  * provably arrives while it is in flight. */
-#include "internal.h"
+#include "client.h"
 #include "momento/coalescer.h"
 #include "testutil.h"
 

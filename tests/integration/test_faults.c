@@ -2,7 +2,7 @@
  * and restarting it: the error each status maps to, which are retried and
  * how often (counted at the server), deadlines, reconnection, and coalesced
  * waiters under each. */
-#include "internal.h"
+#include "client.h"
 #include "momento/coalescer.h"
 #include "testutil.h"
 

@@ -1,6 +1,8 @@
 /* Credential parsing and endpoint derivation for every key format, and the
  * rejections: each must name what is wrong and never echo the key. */
-#include "internal.h"
+#include "base64.h"
+#include "json.h"
+#include "credentials.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,7 +1,8 @@
 /* The hand-written _GetResponse decoder and the well-formedness check
  * against protobuf-c's own encodings: hits, misses, empty and binary values,
  * unknown and repeated fields, and every truncation of a valid message. */
-#include "internal.h"
+#include "decode.h"
+#include "wire.h"
 
 #include "cacheclient.pb-c.h"
 

@@ -1,0 +1,17 @@
+/* Small gRPC core helpers that the library and momento-local both need. */
+#ifndef MOMENTO_COMMON_GRPC_UTIL_H
+#define MOMENTO_COMMON_GRPC_UTIL_H
+
+#include <grpc/grpc.h>
+
+/* An integer channel argument. `key` must outlive the grpc_arg (gRPC's
+ * GRPC_ARG_* names are static strings). */
+grpc_arg momento__int_arg(const char *key, int value);
+
+/* Shuts `cq` down and takes every remaining event until gRPC reports the
+ * shutdown, so that it may be destroyed. Each completed operation's tag is
+ * passed to `on_tag` (NULL: ignored). Does not destroy `cq`. */
+void momento__cq_drain(grpc_completion_queue *cq, void (*on_tag)(void *tag, void *arg),
+                       void *arg);
+
+#endif

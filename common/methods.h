@@ -1,0 +1,45 @@
+/* The RPC table shared by the library and momento-local, expanded from
+ * methods.def: one enum value and one momento__rpc row per RPC. */
+#ifndef MOMENTO_COMMON_METHODS_H
+#define MOMENTO_COMMON_METHODS_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
+
+/* Which endpoint an RPC goes to, and with which headers
+ * (docs/protocol.md "Headers"). */
+typedef enum momento__plane {
+    MOMENTO__PLANE_DATA,    /* cache endpoint; `authorization` and `cache` */
+    MOMENTO__PLANE_CONTROL, /* control endpoint; `authorization` only */
+    MOMENTO__PLANE_PING     /* cache endpoint; no headers of ours, no token */
+} momento__plane;
+
+typedef struct momento__rpc {
+    const char *path;       /* "/package.Service/Method" */
+    const char *name;       /* "ItemGetTtl": momento-local's stats */
+    const char *fault_name; /* "item-get-ttl": fault-injection headers */
+    momento__plane plane;
+    /* Safe to repeat: official clients retry only these, and only after
+     * UNAVAILABLE or INTERNAL (docs/protocol.md "Retries"). */
+    bool idempotent;
+    bool streaming;         /* server-streaming response */
+    /* ALREADY_EXISTS is an outcome (CreateCache's AlreadyExists), not an
+     * error. */
+    bool already_exists_is_outcome;
+    const ProtobufCMessageDescriptor *request;
+    const ProtobufCMessageDescriptor *response; /* one stream message's type */
+} momento__rpc;
+
+typedef enum momento__rpc_id {
+#define MOMENTO_RPC(ID, fn, ...) MOMENTO__RPC_##ID,
+#define MOMENTO_RPC_SERVER_ONLY(ID, fn, ...) MOMENTO__RPC_##ID,
+#include "methods.def"
+#undef MOMENTO_RPC
+#undef MOMENTO_RPC_SERVER_ONLY
+    MOMENTO__RPC_COUNT
+} momento__rpc_id;
+
+/* Indexed by momento__rpc_id. */
+extern const momento__rpc momento__rpcs[MOMENTO__RPC_COUNT];
+
+#endif

@@ -1,0 +1,40 @@
+/* Blocking calls as an async call plus a wait (blocking.c), the way
+ * libcurl's easy interface is its multi interface run to completion:
+ *
+ *     momento__blocking b;
+ *     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+ *     return momento__blocking_wait(&b, momento_get(c, ..., momento__blocking_done, &b), ret);
+ *
+ * `*ret` is NULL exactly when the request was refused before it was sent;
+ * once it was sent, the caller always gets a result to free. */
+#ifndef MOMENTO_BLOCKING_H
+#define MOMENTO_BLOCKING_H
+
+#include "momento/momento.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+
+typedef struct momento__blocking {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done;
+    int error;
+    momento_result *result;
+    momento_result *spare; /* handed out if the result cannot be copied */
+} momento__blocking;
+
+/* Prepares `b` for one request of client `owner`, and sets *ret (when not
+ * NULL) to NULL. Returns 0; MOMENTO_ERR_INVALID_ARGUMENT when `owner` is
+ * NULL; MOMENTO_ERR_WOULD_DEADLOCK on the owner's own completion thread;
+ * MOMENTO_ERR_NO_MEMORY. On error `b` needs no cleanup. */
+int momento__blocking_begin(momento__blocking *b, const momento_client *owner,
+                            momento_result **ret);
+/* The callback to submit with `b` as userdata: copies the result out. */
+void momento__blocking_done(const momento_result *r, void *b);
+/* Given what the submitting call returned: waits for the callback when it
+ * was accepted, hands over the result, and releases `b`. Returns the
+ * request's error, or `submitted` when it was refused. */
+int momento__blocking_wait(momento__blocking *b, int submitted, momento_result **ret);
+
+#endif

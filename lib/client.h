@@ -1,0 +1,73 @@
+/* The client (client.c): its channels, its completion thread, and the one
+ * place that decides how long a request lives. A request is accepted
+ * (momento__client_accept), may change gRPC call between attempts
+ * (momento__client_publish), and is retired (momento__client_retire) once
+ * its callback has returned, or at once when it is refused after all.
+ * momento_client_free() cancels what is tracked and waits for the last
+ * retirement; called from a callback, it leaves the release to the
+ * completion thread. */
+#ifndef MOMENTO_CLIENT_H
+#define MOMENTO_CLIENT_H
+
+#include "channel.h"
+#include "config.h"
+#include "credentials.h"
+#include "retry.h"
+
+#include <grpc/grpc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+/* One accepted request, as the client sees it: embedded in the call. */
+typedef struct momento__tracked {
+    struct momento__tracked *prev, *next;
+    grpc_call *call; /* the current attempt's gRPC call; NULL between attempts */
+} momento__tracked;
+
+#define MOMENTO__MAX_EXTRA_HEADERS 8
+
+struct momento_client {
+    momento_config cfg;
+    momento_credentials creds;
+    grpc_completion_queue *cq;
+    pthread_t thread;
+    momento__channels channels;
+    atomic_bool agent_sent;
+    grpc_slice auth_value;
+
+    /* Extra request headers for tests (fault injection); set before the
+     * first call, see momento__client_add_header(). */
+    grpc_metadata extra_md[MOMENTO__MAX_EXTRA_HEADERS];
+    size_t n_extra_md;
+
+    pthread_mutex_t lock;        /* guards everything below */
+    pthread_cond_t drained;
+    momento__tracked *in_flight; /* doubly linked, for cancellation at free */
+    size_t n_in_flight;
+    momento__retries retries;    /* calls waiting to retry */
+    bool closing;                /* momento_client_free() has begun */
+    bool free_deferred;          /* ...from the completion thread itself */
+};
+
+/* The client whose completion thread is running this code, or NULL. */
+extern _Thread_local const momento_client *momento__current_client;
+
+/* Accepts a request whose first gRPC call is `gc`: from now on exactly one
+ * callback must follow, then momento__client_retire(). Returns 0, or
+ * MOMENTO_ERR_CLOSED once the client is being freed (nothing tracked). */
+int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc);
+/* Makes `gc` the request's current gRPC call (NULL between attempts), so
+ * that momento_client_free() cancels the right one. Returns the previous. */
+grpc_call *momento__client_publish(momento_client *c, momento__tracked *t, grpc_call *gc);
+/* Forgets an accepted request: after its callback has returned, or when it
+ * is refused after all (then no callback runs). */
+void momento__client_retire(momento_client *c, momento__tracked *t);
+/* Whether momento_client_free() has begun. */
+bool momento__client_closing(momento_client *c);
+
+/* Adds a header sent with every later call of `c`. For tests only: it is not
+ * locked, so call it before the client is used. Returns 0 or an error. */
+int momento__client_add_header(momento_client *c, const char *key, const char *value);
+
+#endif

@@ -1,0 +1,22 @@
+/* Credentials (credentials.c): the token to send and the endpoints to call. */
+#ifndef MOMENTO_CREDENTIALS_H
+#define MOMENTO_CREDENTIALS_H
+
+#include "momento/momento.h"
+
+struct momento_credentials {
+    char *token;            /* sent as `authorization`; "" for local servers */
+    char *cache_endpoint;   /* gRPC target "host:port" */
+    char *control_endpoint;
+    int tls;
+};
+
+/* Deep copy into *dst (which is overwritten). Returns 0 or NO_MEMORY. */
+int momento__credentials_copy(momento_credentials *dst, const momento_credentials *src);
+void momento__credentials_clear(momento_credentials *c);
+
+/* Checks "host:port": host non-empty (brackets for IPv6), port 1..65535.
+ * Returns NULL when valid, else a static reason. */
+const char *momento__check_host_port(const char *s);
+
+#endif

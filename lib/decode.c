@@ -1,0 +1,32 @@
+/* The decoder table, expanded from the RPC table, and what decoders share. */
+#include "decode.h"
+
+#include "wire.h"
+
+#include <stdlib.h>
+
+const momento__decode_fn momento__decoders[MOMENTO__RPC_COUNT] = {
+#define MOMENTO_RPC(ID, fn, ...) [MOMENTO__RPC_##ID] = momento__decode_##fn,
+#define MOMENTO_RPC_SERVER_ONLY(ID, fn, ...) [MOMENTO__RPC_##ID] = NULL,
+#include "methods.def"
+#undef MOMENTO_RPC
+#undef MOMENTO_RPC_SERVER_ONLY
+};
+
+void momento__scratch_free(momento__scratch *s)
+{
+    if (s->msg)
+        protobuf_c_message_free_unpacked(s->msg, NULL);
+    for (size_t i = 0; i < s->n_msgs; i++)
+        protobuf_c_message_free_unpacked(s->msgs[i], NULL);
+    free(s->msgs);
+    free(s->mem);
+}
+
+int momento__decode_empty(momento_result *r, const grpc_slice *msg, momento_outcome outcome)
+{
+    if (!momento__wire_valid(GRPC_SLICE_START_PTR(*msg), GRPC_SLICE_LENGTH(*msg)))
+        return MOMENTO_ERR_BAD_RESPONSE;
+    r->outcome = outcome;
+    return MOMENTO_OK;
+}

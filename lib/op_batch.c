@@ -1,0 +1,166 @@
+/* Get and set batches over Momento's server-streaming RPCs: one request
+ * carrying every key, one response message per key, in order, gathered into
+ * a single result whose items are the per-key results. */
+#include "op.h"
+
+#include "alloc.h"
+
+#include "cacheclient.pb-c.h"
+
+#include <stdlib.h>
+
+/* Unpacks every message with `unpack` into scratch->msgs, and allocates one
+ * item result per message into scratch->mem. */
+static int unpack_all(const grpc_slice *msgs, size_t n, momento__scratch *scratch,
+                      ProtobufCMessage *(*unpack)(const uint8_t *, size_t),
+                      momento_result **ret_items)
+{
+    scratch->msgs = momento__calloc(n + 1, sizeof(*scratch->msgs));
+    momento_result *items = momento__calloc(n + 1, sizeof(*items));
+    scratch->mem = items;
+    if (!scratch->msgs || !items)
+        return MOMENTO_ERR_NO_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        scratch->msgs[i] = unpack(GRPC_SLICE_START_PTR(msgs[i]), GRPC_SLICE_LENGTH(msgs[i]));
+        if (!scratch->msgs[i])
+            return MOMENTO_ERR_BAD_RESPONSE;
+        scratch->n_msgs++;
+        items[i].grpc_status = 0;
+        items[i].message = "";
+    }
+    *ret_items = items;
+    return MOMENTO_OK;
+}
+
+static ProtobufCMessage *unpack_get(const uint8_t *p, size_t n)
+{
+    return (ProtobufCMessage *)cache_client____get_response__unpack(NULL, n, p);
+}
+
+static ProtobufCMessage *unpack_set(const uint8_t *p, size_t n)
+{
+    return (ProtobufCMessage *)cache_client____set_response__unpack(NULL, n, p);
+}
+
+MOMENTO__DECODER(get_batch)
+{
+    size_t n = n_msgs;
+    momento_result *items;
+    int rc = unpack_all(msgs, n, scratch, unpack_get, &items);
+    if (rc != MOMENTO_OK)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        const CacheClient__GetResponse *m = (const CacheClient__GetResponse *)scratch->msgs[i];
+        if (m->result == CACHE_CLIENT__ECACHE_RESULT__Hit) {
+            items[i].outcome = MOMENTO_OUTCOME_HIT;
+            items[i].value = m->cache_body.data;
+            items[i].value_len = m->cache_body.len;
+        } else if (m->result == CACHE_CLIENT__ECACHE_RESULT__Miss) {
+            items[i].outcome = MOMENTO_OUTCOME_MISS;
+        } else {
+            return MOMENTO_ERR_BAD_RESPONSE;
+        }
+    }
+    r->items = items;
+    r->n_items = n;
+    r->outcome = MOMENTO_OUTCOME_SUCCESS;
+    return MOMENTO_OK;
+}
+
+MOMENTO__DECODER(set_batch)
+{
+    size_t n = n_msgs;
+    momento_result *items;
+    int rc = unpack_all(msgs, n, scratch, unpack_set, &items);
+    if (rc != MOMENTO_OK)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        items[i].outcome = MOMENTO_OUTCOME_SUCCESS;
+    r->items = items;
+    r->n_items = n;
+    r->outcome = MOMENTO_OUTCOME_SUCCESS;
+    return MOMENTO_OK;
+}
+
+int momento_get_batch(momento_client *c, const char *cache, const void *const *keys,
+                      const size_t *key_lens, size_t n, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_keys_request(c, cache, keys, key_lens, NULL, NULL, n, cb));
+    CacheClient__GetRequest *items = momento__malloc(n * sizeof(*items));
+    CacheClient__GetRequest **ptrs = momento__malloc(n * sizeof(*ptrs));
+    if (!items || !ptrs) {
+        free(items);
+        free(ptrs);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        cache_client____get_request__init(&items[i]);
+        items[i].cache_key.data = (uint8_t *)keys[i];
+        items[i].cache_key.len = key_lens[i];
+        ptrs[i] = &items[i];
+    }
+    CacheClient__GetBatchRequest req = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
+    req.n_items = n;
+    req.items = ptrs;
+    int rc = momento__call_start(c, MOMENTO__RPC_GET_BATCH, cache, &req.base, cb, userdata);
+    free(items); /* packed at submit */
+    free(ptrs);
+    return rc;
+}
+
+int momento_get_batch_sync(momento_client *c, const char *cache, const void *const *keys,
+                           const size_t *key_lens, size_t n, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(
+        &b, momento_get_batch(c, cache, keys, key_lens, n, momento__blocking_done, &b), ret);
+}
+
+int momento_set_batch(momento_client *c, const char *cache, const void *const *keys,
+                      const size_t *key_lens, const void *const *values, const size_t *value_lens,
+                      size_t n, uint64_t ttl_ms, momento_callback cb, void *userdata)
+{
+    if (!values)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    MOMENTO__CHECK(momento__check_ttl(ttl_ms));
+    MOMENTO__CHECK(
+        momento__check_keys_request(c, cache, keys, key_lens, values, value_lens, n, cb));
+    CacheClient__SetRequest *items = momento__malloc(n * sizeof(*items));
+    CacheClient__SetRequest **ptrs = momento__malloc(n * sizeof(*ptrs));
+    if (!items || !ptrs) {
+        free(items);
+        free(ptrs);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
+    uint64_t ttl = momento__effective_ttl(&c->cfg, ttl_ms);
+    for (size_t i = 0; i < n; i++) {
+        cache_client____set_request__init(&items[i]);
+        items[i].cache_key.data = (uint8_t *)keys[i];
+        items[i].cache_key.len = key_lens[i];
+        items[i].cache_body.data = (uint8_t *)values[i];
+        items[i].cache_body.len = value_lens[i];
+        items[i].ttl_milliseconds = ttl;
+        ptrs[i] = &items[i];
+    }
+    CacheClient__SetBatchRequest req = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
+    req.n_items = n;
+    req.items = ptrs;
+    int rc = momento__call_start(c, MOMENTO__RPC_SET_BATCH, cache, &req.base, cb, userdata);
+    free(items);
+    free(ptrs);
+    return rc;
+}
+
+int momento_set_batch_sync(momento_client *c, const char *cache, const void *const *keys,
+                           const size_t *key_lens, const void *const *values,
+                           const size_t *value_lens, size_t n, uint64_t ttl_ms,
+                           momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b,
+                                  momento_set_batch(c, cache, keys, key_lens, values, value_lens,
+                                                    n, ttl_ms, momento__blocking_done, &b),
+                                  ret);
+}

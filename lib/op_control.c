@@ -1,0 +1,235 @@
+/* The control plane (create, delete, flush and list caches) and ping:
+ * requests about the service rather than about items. */
+#include "op.h"
+
+#include "alloc.h"
+
+#include "cacheping.pb-c.h"
+#include "controlclient.pb-c.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+MOMENTO__DECODER(ping)
+{
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
+}
+
+MOMENTO__DECODER(create_cache)
+{
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_CREATED);
+}
+
+MOMENTO__DECODER(delete_cache)
+{
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
+}
+
+MOMENTO__DECODER(flush_cache)
+{
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
+}
+
+MOMENTO__DECODER(list_caches)
+{
+    ControlClient__ListCachesResponse *m = control_client____list_caches_response__unpack(
+        NULL, GRPC_SLICE_LENGTH(msgs[0]), GRPC_SLICE_START_PTR(msgs[0]));
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    scratch->msg = &m->base;
+    /* This page's names, pointing into the message; list_page_done() copies
+     * the ones it keeps. */
+    const char **names = momento__malloc((m->n_cache + 1) * sizeof(*names));
+    if (!names)
+        return MOMENTO_ERR_NO_MEMORY;
+    scratch->mem = names;
+    for (size_t i = 0; i < m->n_cache; i++)
+        names[i] = m->cache[i]->cache_name ? m->cache[i]->cache_name : "";
+    r->n_caches = m->n_cache;
+    r->caches = names;
+    r->next_token = m->next_token;
+    r->outcome = MOMENTO_OUTCOME_SUCCESS;
+    return MOMENTO_OK;
+}
+
+int momento_ping(momento_client *c, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_request(c, cb));
+    CacheClient__PingRequest req = CACHE_CLIENT____PING_REQUEST__INIT;
+    return momento__call_start(c, MOMENTO__RPC_PING, NULL, &req.base, cb, userdata);
+}
+
+int momento_ping_sync(momento_client *c, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b, momento_ping(c, momento__blocking_done, &b), ret);
+}
+
+/* CreateCache, DeleteCache and FlushCache share one request shape: a cache
+ * name at field 1. The three request types are distinct protobuf-c
+ * descriptors, so each is filled through its own init. */
+static int cache_name_call(momento_client *c, momento__rpc_id m, const char *cache,
+                           momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_cache_request(c, cache, cb));
+    union {
+        ControlClient__CreateCacheRequest create;
+        ControlClient__DeleteCacheRequest del;
+        ControlClient__FlushCacheRequest flush;
+    } req;
+    ProtobufCMessage *msg;
+    if (m == MOMENTO__RPC_CREATE_CACHE) {
+        control_client____create_cache_request__init(&req.create);
+        req.create.cache_name = (char *)cache;
+        msg = &req.create.base;
+    } else if (m == MOMENTO__RPC_DELETE_CACHE) {
+        control_client____delete_cache_request__init(&req.del);
+        req.del.cache_name = (char *)cache;
+        msg = &req.del.base;
+    } else {
+        control_client____flush_cache_request__init(&req.flush);
+        req.flush.cache_name = (char *)cache;
+        msg = &req.flush.base;
+    }
+    return momento__call_start(c, m, NULL, msg, cb, userdata);
+}
+
+int momento_create_cache(momento_client *c, const char *cache, momento_callback cb,
+                         void *userdata)
+{
+    return cache_name_call(c, MOMENTO__RPC_CREATE_CACHE, cache, cb, userdata);
+}
+
+int momento_create_cache_sync(momento_client *c, const char *cache, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b, momento_create_cache(c, cache, momento__blocking_done, &b), ret);
+}
+
+int momento_delete_cache(momento_client *c, const char *cache, momento_callback cb,
+                         void *userdata)
+{
+    return cache_name_call(c, MOMENTO__RPC_DELETE_CACHE, cache, cb, userdata);
+}
+
+int momento_delete_cache_sync(momento_client *c, const char *cache, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b, momento_delete_cache(c, cache, momento__blocking_done, &b), ret);
+}
+
+int momento_flush_cache(momento_client *c, const char *cache, momento_callback cb,
+                        void *userdata)
+{
+    return cache_name_call(c, MOMENTO__RPC_FLUSH_CACHE, cache, cb, userdata);
+}
+
+int momento_flush_cache_sync(momento_client *c, const char *cache, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b, momento_flush_cache(c, cache, momento__blocking_done, &b), ret);
+}
+
+/* ListCaches may be paged. The user's request becomes a chain of page calls
+ * whose names are gathered here; the user's callback runs once, at the end,
+ * with all of them (or with the first error). */
+typedef struct list_state {
+    momento_client *client;
+    momento_callback cb;
+    void *userdata;
+    char **names;
+    size_t n, cap;
+} list_state;
+
+static void list_finish(list_state *st, const momento_result *r)
+{
+    momento_result out = *r;
+    out.next_token = NULL;
+    if (r->error == MOMENTO_OK) {
+        out.caches = (const char *const *)st->names;
+        out.n_caches = st->n;
+    } else {
+        out.caches = NULL;
+        out.n_caches = 0;
+    }
+    st->cb(&out, st->userdata);
+    for (size_t i = 0; i < st->n; i++)
+        free(st->names[i]);
+    free(st->names);
+    free(st);
+}
+
+static int list_page(list_state *st, const char *token);
+
+static void list_page_done(const momento_result *r, void *userdata)
+{
+    list_state *st = userdata;
+    int err = r->error;
+    for (size_t i = 0; err == MOMENTO_OK && i < r->n_caches; i++) {
+        if (st->n == st->cap) {
+            size_t cap = st->cap ? st->cap * 2 : 16;
+            char **grown = momento__realloc(st->names, cap * sizeof(*grown));
+            if (!grown) {
+                err = MOMENTO_ERR_NO_MEMORY;
+                break;
+            }
+            st->names = grown;
+            st->cap = cap;
+        }
+        size_t len = strlen(r->caches[i]) + 1;
+        st->names[st->n] = momento__malloc(len);
+        if (!st->names[st->n]) {
+            err = MOMENTO_ERR_NO_MEMORY;
+            break;
+        }
+        memcpy(st->names[st->n++], r->caches[i], len);
+    }
+    if (err == MOMENTO_OK && r->next_token && *r->next_token) {
+        int rc = list_page(st, r->next_token);
+        if (rc == MOMENTO_OK)
+            return;
+        err = rc;
+    }
+    if (err != r->error) {
+        momento_result failed;
+        momento__result_local_error(&failed, err == MOMENTO_ERR_CLOSED ? MOMENTO_ERR_CANCELLED : err,
+                                    "listing caches stopped part-way");
+        list_finish(st, &failed);
+        return;
+    }
+    list_finish(st, r);
+}
+
+static int list_page(list_state *st, const char *token)
+{
+    ControlClient__ListCachesRequest req = CONTROL_CLIENT____LIST_CACHES_REQUEST__INIT;
+    req.next_token = (char *)(token ? token : "");
+    return momento__call_start(st->client, MOMENTO__RPC_LIST_CACHES, NULL, &req.base,
+                               list_page_done, st);
+}
+
+int momento_list_caches(momento_client *c, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_request(c, cb));
+    list_state *st = momento__calloc(1, sizeof(*st));
+    if (!st)
+        return MOMENTO_ERR_NO_MEMORY;
+    st->client = c;
+    st->cb = cb;
+    st->userdata = userdata;
+    int rc = list_page(st, NULL);
+    if (rc != MOMENTO_OK)
+        free(st);
+    return rc;
+}
+
+int momento_list_caches_sync(momento_client *c, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b, momento_list_caches(c, momento__blocking_done, &b), ret);
+}

@@ -1,0 +1,232 @@
+/* The key/value family: get, set, delete, increment and keys exist, async
+ * and blocking, with their decoders. */
+#include "op.h"
+
+#include "alloc.h"
+#include "wire.h"
+
+#include "cacheclient.pb-c.h"
+
+#include <stdlib.h>
+
+/* _GetResponse, the hottest reply, is read straight off the wire: the value
+ * a callback sees points into the received message. */
+MOMENTO__DECODER(get)
+{
+    const uint8_t *p = GRPC_SLICE_START_PTR(msgs[0]);
+    const uint8_t *end = p + GRPC_SLICE_LENGTH(msgs[0]);
+    uint64_t result = 0;
+    const uint8_t *body = NULL;
+    size_t body_len = 0;
+    while (p < end) {
+        uint64_t tag, v;
+        if (!momento__wire_varint(&p, end, &tag))
+            return MOMENTO_ERR_BAD_RESPONSE;
+        unsigned field = (unsigned)(tag >> 3), type = (unsigned)(tag & 7);
+        if (field == 1 && type == 0) { /* ECacheResult result */
+            if (!momento__wire_varint(&p, end, &result))
+                return MOMENTO_ERR_BAD_RESPONSE;
+        } else if (field == 2 && type == 2) { /* bytes cache_body: last one wins */
+            if (!momento__wire_varint(&p, end, &v) || v > (uint64_t)(end - p))
+                return MOMENTO_ERR_BAD_RESPONSE;
+            body = p;
+            body_len = (size_t)v;
+            p += v;
+        } else if (field == 0 || !momento__wire_skip(&p, end, type)) {
+            return MOMENTO_ERR_BAD_RESPONSE;
+        }
+    }
+    if (result == 2) { /* Hit */
+        r->outcome = MOMENTO_OUTCOME_HIT;
+        r->value = body ? body : (const uint8_t *)"";
+        r->value_len = body_len;
+    } else if (result == 3) { /* Miss */
+        r->outcome = MOMENTO_OUTCOME_MISS;
+    } else {
+        return MOMENTO_ERR_BAD_RESPONSE;
+    }
+    return MOMENTO_OK;
+}
+
+MOMENTO__DECODER(set)
+{
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
+}
+
+MOMENTO__DECODER(delete)
+{
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
+}
+
+MOMENTO__DECODER(increment)
+{
+    CacheClient__IncrementResponse *m = cache_client____increment_response__unpack(
+        NULL, GRPC_SLICE_LENGTH(msgs[0]), GRPC_SLICE_START_PTR(msgs[0]));
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    scratch->msg = &m->base;
+    r->int_value = m->value;
+    r->outcome = MOMENTO_OUTCOME_SUCCESS;
+    return MOMENTO_OK;
+}
+
+MOMENTO__DECODER(keys_exist)
+{
+    CacheClient__KeysExistResponse *m = cache_client____keys_exist_response__unpack(
+        NULL, GRPC_SLICE_LENGTH(msgs[0]), GRPC_SLICE_START_PTR(msgs[0]));
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    scratch->msg = &m->base;
+    uint8_t *exists = momento__malloc(m->n_exists + 1);
+    if (!exists)
+        return MOMENTO_ERR_NO_MEMORY;
+    scratch->mem = exists;
+    for (size_t i = 0; i < m->n_exists; i++)
+        exists[i] = m->exists[i] ? 1 : 0;
+    r->exists = exists;
+    r->n_exists = m->n_exists;
+    r->outcome = MOMENTO_OUTCOME_SUCCESS;
+    return MOMENTO_OK;
+}
+
+/* The unchecked senders: arguments were validated by the caller (the public
+ * functions below, or the coalescer, which validates once for both). */
+int momento__send_get(momento_client *c, const char *cache, const void *key, size_t key_len,
+                      momento_callback cb, void *userdata)
+{
+    CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
+    req.cache_key = momento__bytes(key, key_len);
+    return momento__call_start(c, MOMENTO__RPC_GET, cache, &req.base, cb, userdata);
+}
+
+int momento__send_set(momento_client *c, const char *cache, const void *key, size_t key_len,
+                      const void *value, size_t value_len, uint64_t ttl_ms, momento_callback cb,
+                      void *userdata)
+{
+    CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
+    req.cache_key = momento__bytes(key, key_len);
+    req.cache_body = momento__bytes(value, value_len);
+    req.ttl_milliseconds = momento__effective_ttl(&c->cfg, ttl_ms);
+    return momento__call_start(c, MOMENTO__RPC_SET, cache, &req.base, cb, userdata);
+}
+
+int momento__send_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
+                         momento_callback cb, void *userdata)
+{
+    CacheClient__DeleteRequest req = CACHE_CLIENT____DELETE_REQUEST__INIT;
+    req.cache_key = momento__bytes(key, key_len);
+    return momento__call_start(c, MOMENTO__RPC_DELETE, cache, &req.base, cb, userdata);
+}
+
+int momento_get(momento_client *c, const char *cache, const void *key, size_t key_len,
+                momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, cb));
+    return momento__send_get(c, cache, key, key_len, cb, userdata);
+}
+
+int momento_get_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
+                     momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(
+        &b, momento_get(c, cache, key, key_len, momento__blocking_done, &b), ret);
+}
+
+int momento_set(momento_client *c, const char *cache, const void *key, size_t key_len,
+                const void *value, size_t value_len, uint64_t ttl_ms, momento_callback cb,
+                void *userdata)
+{
+    MOMENTO__CHECK(
+        momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, cb));
+    return momento__send_set(c, cache, key, key_len, value, value_len, ttl_ms, cb, userdata);
+}
+
+int momento_set_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
+                     const void *value, size_t value_len, uint64_t ttl_ms, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b,
+                                  momento_set(c, cache, key, key_len, value, value_len, ttl_ms,
+                                              momento__blocking_done, &b),
+                                  ret);
+}
+
+int momento_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
+                   momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, cb));
+    return momento__send_delete(c, cache, key, key_len, cb, userdata);
+}
+
+int momento_delete_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
+                        momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(
+        &b, momento_delete(c, cache, key, key_len, momento__blocking_done, &b), ret);
+}
+
+int momento_increment(momento_client *c, const char *cache, const void *key, size_t key_len,
+                      int64_t amount, uint64_t ttl_ms, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, cb));
+    MOMENTO__CHECK(momento__check_ttl(ttl_ms));
+    CacheClient__IncrementRequest req = CACHE_CLIENT____INCREMENT_REQUEST__INIT;
+    req.cache_key = momento__bytes(key, key_len);
+    req.amount = amount;
+    req.ttl_milliseconds = momento__effective_ttl(&c->cfg, ttl_ms);
+    return momento__call_start(c, MOMENTO__RPC_INCREMENT, cache, &req.base, cb, userdata);
+}
+
+int momento_increment_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
+                           int64_t amount, uint64_t ttl_ms, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b,
+                                  momento_increment(c, cache, key, key_len, amount, ttl_ms,
+                                                    momento__blocking_done, &b),
+                                  ret);
+}
+
+int momento_keys_exist(momento_client *c, const char *cache, const void *const *keys,
+                       const size_t *key_lens, size_t n, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_keys_request(c, cache, keys, key_lens, NULL, NULL, n, cb));
+    ProtobufCBinaryData *list = momento__malloc(n * sizeof(*list));
+    if (!list)
+        return MOMENTO_ERR_NO_MEMORY;
+    for (size_t i = 0; i < n; i++)
+        list[i] = momento__bytes(keys[i], key_lens[i]);
+    CacheClient__KeysExistRequest req = CACHE_CLIENT____KEYS_EXIST_REQUEST__INIT;
+    req.n_cache_keys = n;
+    req.cache_keys = list;
+    int rc = momento__call_start(c, MOMENTO__RPC_KEYS_EXIST, cache, &req.base, cb, userdata);
+    free(list); /* packed at submit */
+    return rc;
+}
+
+int momento_keys_exist_sync(momento_client *c, const char *cache, const void *const *keys,
+                            const size_t *key_lens, size_t n, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(
+        &b, momento_keys_exist(c, cache, keys, key_lens, n, momento__blocking_done, &b), ret);
+}
+
+int momento_key_exists(momento_client *c, const char *cache, const void *key, size_t key_len,
+                       momento_callback cb, void *userdata)
+{
+    return momento_keys_exist(c, cache, &key, &key_len, 1, cb, userdata);
+}
+
+int momento_key_exists_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
+                            momento_result **ret)
+{
+    return momento_keys_exist_sync(c, cache, &key, &key_len, 1, ret);
+}

@@ -1,0 +1,134 @@
+/* Item TTLs: read what is left, and update, increase or decrease it. */
+#include "op.h"
+
+#include "cacheclient.pb-c.h"
+
+MOMENTO__DECODER(item_get_ttl)
+{
+    CacheClient__ItemGetTtlResponse *m = cache_client____item_get_ttl_response__unpack(
+        NULL, GRPC_SLICE_LENGTH(msgs[0]), GRPC_SLICE_START_PTR(msgs[0]));
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    scratch->msg = &m->base;
+    if (m->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND && m->found) {
+        r->outcome = MOMENTO_OUTCOME_HIT;
+        r->ttl_ms = m->found->remaining_ttl_millis;
+    } else if (m->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_MISSING) {
+        r->outcome = MOMENTO_OUTCOME_MISS;
+    } else {
+        return MOMENTO_ERR_BAD_RESPONSE;
+    }
+    return MOMENTO_OK;
+}
+
+MOMENTO__DECODER(update_ttl)
+{
+    CacheClient__UpdateTtlResponse *m = cache_client____update_ttl_response__unpack(
+        NULL, GRPC_SLICE_LENGTH(msgs[0]), GRPC_SLICE_START_PTR(msgs[0]));
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    scratch->msg = &m->base;
+    switch (m->result_case) {
+    case CACHE_CLIENT____UPDATE_TTL_RESPONSE__RESULT_SET:
+        r->outcome = MOMENTO_OUTCOME_TTL_UPDATED;
+        break;
+    case CACHE_CLIENT____UPDATE_TTL_RESPONSE__RESULT_NOT_SET:
+        r->outcome = MOMENTO_OUTCOME_TTL_NOT_UPDATED;
+        break;
+    case CACHE_CLIENT____UPDATE_TTL_RESPONSE__RESULT_MISSING:
+        r->outcome = MOMENTO_OUTCOME_MISS;
+        break;
+    default:
+        return MOMENTO_ERR_BAD_RESPONSE;
+    }
+    return MOMENTO_OK;
+}
+
+int momento_item_get_ttl(momento_client *c, const char *cache, const void *key, size_t key_len,
+                         momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, cb));
+    CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
+    req.cache_key = momento__bytes(key, key_len);
+    return momento__call_start(c, MOMENTO__RPC_ITEM_GET_TTL, cache, &req.base, cb, userdata);
+}
+
+int momento_item_get_ttl_sync(momento_client *c, const char *cache, const void *key,
+                              size_t key_len, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(
+        &b, momento_item_get_ttl(c, cache, key, key_len, momento__blocking_done, &b), ret);
+}
+
+/* The three updates differ only in which field of the oneof carries the TTL. */
+typedef enum ttl_mode {
+    TTL_OVERWRITE = CACHE_CLIENT____UPDATE_TTL_REQUEST__UPDATE_TTL_OVERWRITE_TO_MILLISECONDS,
+    TTL_INCREASE = CACHE_CLIENT____UPDATE_TTL_REQUEST__UPDATE_TTL_INCREASE_TO_MILLISECONDS,
+    TTL_DECREASE = CACHE_CLIENT____UPDATE_TTL_REQUEST__UPDATE_TTL_DECREASE_TO_MILLISECONDS,
+} ttl_mode;
+
+static int update_ttl(momento_client *c, const char *cache, const void *key, size_t key_len,
+                      uint64_t ttl_ms, ttl_mode mode, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, cb));
+    if (ttl_ms == 0) /* an update needs a TTL: 0 does not mean the default here */
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    MOMENTO__CHECK(momento__check_ttl(ttl_ms));
+    CacheClient__UpdateTtlRequest req = CACHE_CLIENT____UPDATE_TTL_REQUEST__INIT;
+    req.cache_key = momento__bytes(key, key_len);
+    req.update_ttl_case = (CacheClient__UpdateTtlRequest__UpdateTtlCase)mode;
+    if (mode == TTL_INCREASE)
+        req.increase_to_milliseconds = ttl_ms;
+    else if (mode == TTL_DECREASE)
+        req.decrease_to_milliseconds = ttl_ms;
+    else
+        req.overwrite_to_milliseconds = ttl_ms;
+    return momento__call_start(c, MOMENTO__RPC_UPDATE_TTL, cache, &req.base, cb, userdata);
+}
+
+static int update_ttl_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
+                           uint64_t ttl_ms, ttl_mode mode, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(
+        &b, update_ttl(c, cache, key, key_len, ttl_ms, mode, momento__blocking_done, &b), ret);
+}
+
+int momento_update_ttl(momento_client *c, const char *cache, const void *key, size_t key_len,
+                       uint64_t ttl_ms, momento_callback cb, void *userdata)
+{
+    return update_ttl(c, cache, key, key_len, ttl_ms, TTL_OVERWRITE, cb, userdata);
+}
+
+int momento_update_ttl_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
+                            uint64_t ttl_ms, momento_result **ret)
+{
+    return update_ttl_sync(c, cache, key, key_len, ttl_ms, TTL_OVERWRITE, ret);
+}
+
+int momento_increase_ttl(momento_client *c, const char *cache, const void *key, size_t key_len,
+                         uint64_t ttl_ms, momento_callback cb, void *userdata)
+{
+    return update_ttl(c, cache, key, key_len, ttl_ms, TTL_INCREASE, cb, userdata);
+}
+
+int momento_increase_ttl_sync(momento_client *c, const char *cache, const void *key,
+                              size_t key_len, uint64_t ttl_ms, momento_result **ret)
+{
+    return update_ttl_sync(c, cache, key, key_len, ttl_ms, TTL_INCREASE, ret);
+}
+
+int momento_decrease_ttl(momento_client *c, const char *cache, const void *key, size_t key_len,
+                         uint64_t ttl_ms, momento_callback cb, void *userdata)
+{
+    return update_ttl(c, cache, key, key_len, ttl_ms, TTL_DECREASE, cb, userdata);
+}
+
+int momento_decrease_ttl_sync(momento_client *c, const char *cache, const void *key,
+                              size_t key_len, uint64_t ttl_ms, momento_result **ret)
+{
+    return update_ttl_sync(c, cache, key, key_len, ttl_ms, TTL_DECREASE, ret);
+}

@@ -1,0 +1,31 @@
+/* The result a callback reads (result.c): one struct for every operation,
+ * filled by the decoders; owned copies for blocking calls. */
+#ifndef MOMENTO_RESULT_H
+#define MOMENTO_RESULT_H
+
+#include "momento/momento.h"
+
+struct momento_result {
+    int error;
+    int grpc_status;
+    momento_outcome outcome;
+    const char *message;      /* never NULL */
+    const char *error_detail; /* `err` trailer or NULL */
+    const uint8_t *value;
+    size_t value_len;
+    int attempts;             /* how many tries it took */
+    int64_t int_value;        /* increment */
+    uint64_t ttl_ms;          /* item_get_ttl */
+    size_t n_caches;
+    const char *const *caches;
+    size_t n_exists;          /* keys_exist / key_exists */
+    const uint8_t *exists;
+    size_t n_items;           /* get_batch / set_batch, in request order */
+    const momento_result *items;
+    const char *next_token;   /* ListCaches paging; NULL or "" on the last page */
+};
+
+/* A result that failed before reaching gRPC. */
+void momento__result_local_error(momento_result *r, int err, const char *message);
+
+#endif

@@ -1,0 +1,63 @@
+/* Argument checks at the public boundary (validate.c): a request that fails
+ * one is never sent, and its caller gets MOMENTO_ERR_INVALID_ARGUMENT with no
+ * callback. The request checks combine the single checks for each shape of
+ * request; each op names the one that fits it. */
+#ifndef MOMENTO_VALIDATE_H
+#define MOMENTO_VALIDATE_H
+
+#include "momento/momento.h"
+
+#include <stddef.h>
+
+/* Returns from the enclosing function when `expr` is a negative error. */
+#define MOMENTO__CHECK(expr)                                                                       \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_ < 0)                                                                               \
+            return rc_;                                                                            \
+    } while (0)
+
+/* gRPC message limits: room for a 5 MiB item plus framing, as the official
+ * SDKs allow; requests beyond MOMENTO__MAX_REQUEST_BYTES are refused before
+ * sending. */
+#define MOMENTO__MAX_MESSAGE_BYTES (10 * 1024 * 1024)
+#define MOMENTO__MAX_REQUEST_BYTES (MOMENTO__MAX_MESSAGE_BYTES - 64 * 1024)
+
+/* Single checks. Each returns 0 or MOMENTO_ERR_INVALID_ARGUMENT. */
+
+/* 1..255 bytes of UTF-8 without control characters (it travels as a header). */
+int momento__check_cache_name(const char *cache);
+/* 1..MOMENTO_MAX_ITEM_BYTES bytes, not NULL. */
+int momento__check_key(const void *key, size_t key_len);
+/* A key as above and a value (NULL only when empty) within the item limit. */
+int momento__check_item(const void *key, size_t key_len, const void *value, size_t value_len);
+/* At most MOMENTO_MAX_TTL_MS; 0 means the default TTL. */
+int momento__check_ttl(uint64_t ttl_ms);
+/* A known condition, and for those that compare, a comparand (NULL only
+ * when empty) within the item limit. */
+int momento__check_condition(momento_condition condition, const void *compare,
+                             size_t compare_len);
+
+/* Request checks, by the shape of the request. */
+
+/* A client and a callback: ping, list caches. */
+int momento__check_request(const momento_client *c, momento_callback cb);
+/* ... and a cache name: the control calls on one cache. */
+int momento__check_cache_request(const momento_client *c, const char *cache,
+                                 momento_callback cb);
+/* ... and a key: get, delete, increment, item TTL and type, TTL updates. */
+int momento__check_key_request(const momento_client *c, const char *cache, const void *key,
+                               size_t key_len, momento_callback cb);
+/* ... and a value and TTL: set, conditional sets. */
+int momento__check_item_request(const momento_client *c, const char *cache, const void *key,
+                                size_t key_len, const void *value, size_t value_len,
+                                uint64_t ttl_ms, momento_callback cb);
+/* ... and n >= 1 keys (with values when `values` is not NULL), each as its
+ * single-key request would be, the whole within one request message:
+ * keys exist, get and set batches. */
+int momento__check_keys_request(const momento_client *c, const char *cache,
+                                const void *const *keys, const size_t *key_lens,
+                                const void *const *values, const size_t *value_lens, size_t n,
+                                momento_callback cb);
+
+#endif

@@ -1,0 +1,17 @@
+/* Just enough of the protobuf wire format to read replies without
+ * allocating (wire.c). */
+#ifndef MOMENTO_WIRE_H
+#define MOMENTO_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Read a varint; skip a field of a wire type. Both advance *p and return
+ * false on malformed input. */
+bool momento__wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret);
+bool momento__wire_skip(const uint8_t **p, const uint8_t *end, unsigned wire_type);
+/* Whether n bytes at p are a well-formed message (every field parses). */
+bool momento__wire_valid(const uint8_t *p, size_t n);
+
+#endif
