@@ -7,6 +7,8 @@
 #include "call.h"
 #include "client.h"
 
+#define WAKE_NS (50 * 1000000ll)
+
 static bool due_before(const void *a, const void *b)
 {
     return ((const momento__retry_entry *)a)->due_ns < ((const momento__retry_entry *)b)->due_ns;
@@ -74,9 +76,15 @@ gpr_timespec momento__retries_run(momento_client *c)
             pthread_mutex_unlock(&c->lock);
             return gpr_inf_future(GPR_CLOCK_MONOTONIC);
         }
-        int64_t due = e->due_ns;
-        if (!c->closing && due > momento__now_ns()) {
+        int64_t due = e->due_ns, now = momento__now_ns();
+        if (!c->closing && due > now) {
             pthread_mutex_unlock(&c->lock);
+            /* Nothing can interrupt the completion thread's wait, so while
+             * a retry waits it looks again at least every WAKE_NS: a
+             * momento_client_free() meanwhile then ends the waiting calls
+             * promptly instead of after their delay (up to 66 s). */
+            if (due > now + WAKE_NS)
+                due = now + WAKE_NS;
             gpr_timespec t = {due / 1000000000, (int32_t)(due % 1000000000), GPR_CLOCK_MONOTONIC};
             return t;
         }

@@ -212,6 +212,38 @@ static void test_fixed_timeout_strategy(void **state)
     momento_client_free(c);
 }
 
+/* A call waiting out a long retry delay is ended by momento_client_free()
+ * promptly, with CANCELLED, not when the delay would have ended. */
+static void test_free_ends_a_waiting_retry(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, 120000);
+    assert_int_equal(momento_config_set_retry_fixed_timeout(cfg, 3, 60000, 30000), MOMENTO_OK);
+    const char *h[] = {"return-error", "unavailable", "error-rpcs", "get", "error-count", "1"};
+    momento_client *c = faulty(cfg, h, 3);
+    momento_config_free(cfg);
+    momento_local_reset_stats(server);
+    tu_counter k;
+    tu_counter_init(&k);
+    assert_int_equal(momento_get(c, "c", "k", 1, tu_count_cb, &k), MOMENTO_OK);
+    /* The first attempt fails; the retry then waits 30 s (+/-10%). */
+    for (int i = 0; i < 500 && momento_local_rpc_count(server, "Get", 14) == 0; i++)
+        usleep(10 * 1000);
+    assert_int_equal(momento_local_rpc_count(server, "Get", 14), 1);
+    usleep(100 * 1000);
+    assert_int_equal(k.total, 0);
+    int64_t t0 = tu_now_ms();
+    momento_client_free(c);
+    int64_t took = tu_now_ms() - t0;
+    assert_int_equal(k.total, 1);
+    assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_CANCELLED), 1);
+    /* Well before the retry was due (27 s at the earliest). */
+    assert_true(took < 10000);
+    tu_counter_destroy(&k);
+}
+
 static void test_coalesced_waiters_time_out_once(void **state)
 {
     (void)state;
@@ -347,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_error_count_against_attempts),
         cmocka_unit_test(test_deadline_is_precise_and_local),
         cmocka_unit_test(test_fixed_timeout_strategy),
+        cmocka_unit_test(test_free_ends_a_waiting_retry),
         cmocka_unit_test(test_coalesced_waiters_time_out_once),
         cmocka_unit_test(test_server_stop_and_restart),
         cmocka_unit_test(test_restart_mid_load),
