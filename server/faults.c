@@ -1,10 +1,15 @@
 /* Fault injection driven by request metadata, with the header names and
- * values of Momento's local test server (PROTOCOL.md). Counts are kept per
- * `request-id` so that concurrent tests do not disturb each other. */
-#include "server_internal.h"
+ * values of Momento's local test server
+ * (docs/protocol.md "Fault injection"). Counts are kept per `request-id` so
+ * that concurrent tests do not disturb each other. */
+#include "srv_faults.h"
 
+#include "srv_metadata.h"
+
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 struct fault_session {
     UT_hash_handle hh;
@@ -33,14 +38,6 @@ static const struct {
     {"unavailable", GRPC_STATUS_UNAVAILABLE},
     {"failed-precondition", GRPC_STATUS_FAILED_PRECONDITION},
 };
-
-static const grpc_slice *header(const grpc_metadata_array *md, const char *key)
-{
-    for (size_t i = 0; i < md->count; i++)
-        if (grpc_slice_str_cmp(md->metadata[i].key, key) == 0)
-            return &md->metadata[i].value;
-    return NULL;
-}
 
 static bool slice_is(const grpc_slice *v, const char *s)
 {
@@ -111,21 +108,21 @@ void faults_plan(fault_session **sessions, const grpc_metadata_array *md, const 
     out->delay_ms = 0;
     out->bad_header = NULL;
 
-    const grpc_slice *ret_err = header(md, "return-error");
-    const grpc_slice *delay = header(md, "delay-ms");
+    const grpc_slice *ret_err = srv_header(md, "return-error");
+    const grpc_slice *delay = srv_header(md, "delay-ms");
     if (!ret_err && !delay)
         return; /* the common case: no faults asked for */
 
-    fault_session *fs = session(sessions, header(md, "request-id"));
+    fault_session *fs = session(sessions, srv_header(md, "request-id"));
     if (!fs)
         return;
 
-    if (ret_err && listed(header(md, "error-rpcs"), rpc)) {
+    if (ret_err && listed(srv_header(md, "error-rpcs"), rpc)) {
         int status = -1;
         for (size_t i = 0; i < sizeof(error_names) / sizeof(error_names[0]); i++)
             if (slice_is(ret_err, error_names[i].name))
                 status = (int)error_names[i].status;
-        int64_t limit = count_of(header(md, "error-count"));
+        int64_t limit = count_of(srv_header(md, "error-count"));
         if (status < 0)
             out->bad_header = "return-error names no known error";
         else if (limit < 0)
@@ -135,9 +132,9 @@ void faults_plan(fault_session **sessions, const grpc_metadata_array *md, const 
             out->error_status = status;
         }
     }
-    if (delay && listed(header(md, "delay-rpcs"), rpc)) {
+    if (delay && listed(srv_header(md, "delay-rpcs"), rpc)) {
         int64_t ms = count_of(delay);
-        int64_t limit = count_of(header(md, "delay-count"));
+        int64_t limit = count_of(srv_header(md, "delay-count"));
         if (ms < 0 || ms == INT64_MAX)
             out->bad_header = "delay-ms is not a number of milliseconds";
         else if (limit < 0)

@@ -1,7 +1,8 @@
 /* Server options: defaults, validated setters, deep copy into a server. */
-#include "server_internal.h"
+#include "srv_options.h"
 
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,7 +136,7 @@ int momento_local_options_set_tls(momento_local_options *o, const char *cert_fil
 
 int momento_local_options_add_cache(momento_local_options *o, const char *name)
 {
-    if (!o || !name || !*name || strlen(name) > 255)
+    if (!o || !name || !*name || strlen(name) > MOMENTO_MAX_CACHE_NAME_BYTES)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     char **grown = realloc(o->caches, (o->n_caches + 1) * sizeof(*grown));
     if (!grown)

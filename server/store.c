@@ -85,10 +85,10 @@ int store_create_cache(store *s, const char *name)
 {
     size_t len = strlen(name);
     if (store_find_cache(s, name, len))
-        return -1;
+        return STORE_EXISTS;
     store_cache *c = calloc(1, sizeof(*c) + len + 1);
     if (!c)
-        return -2;
+        return STORE_NO_MEMORY;
     memcpy(c->name, name, len + 1);
     HASH_ADD_KEYPTR(hh, s->caches, c->name, len, c);
     return 0;

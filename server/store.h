@@ -43,8 +43,13 @@ int64_t store_now_ms(void);
 void store_init(store *s, uint64_t max_bytes);
 void store_destroy(store *s);
 
-/* 0, or -1 when the name exists (create) / is missing (delete, flush). */
+/* What store_create_cache() can fail with. */
+#define STORE_EXISTS (-1)    /* a cache of that name exists */
+#define STORE_NO_MEMORY (-2)
+
+/* 0, STORE_EXISTS or STORE_NO_MEMORY. */
 int store_create_cache(store *s, const char *name);
+/* 0, or -1 when the name is missing. */
 int store_delete_cache(store *s, const char *name);
 int store_flush_cache(store *s, const char *name);
 store_cache *store_find_cache(store *s, const char *name, size_t len);

@@ -10,6 +10,8 @@
  * thread starts it when its time comes. */
 #include "loadgen.h"
 
+#include "heap.h"
+
 #include <getopt.h>
 #include <malloc.h>
 #include <math.h>
@@ -320,8 +322,9 @@ struct group {
     int n_workers;
     pthread_mutex_t lock;  /* guards what follows */
     pthread_cond_t cond;
-    worker **heap;         /* idle workers by sched_ns */
-    size_t n_heap;
+    /* Idle workers by sched_ns, with room reserved for all of them, so a
+     * push never fails. */
+    momento__heap heap;
     int active;            /* workers not yet retired */
     lg_stats stats;
     pthread_t thread;
@@ -336,37 +339,11 @@ struct run_state {
     double *zipf_cdf;
 };
 
-static void heap_push(group *g, worker *w)
+/* Earlier schedule first: the group's thread starts the most overdue
+ * worker next. */
+static bool sched_before(const void *a, const void *b)
 {
-    size_t i = g->n_heap++;
-    g->heap[i] = w;
-    while (i > 0 && g->heap[(i - 1) / 2]->sched_ns > g->heap[i]->sched_ns) {
-        worker *t = g->heap[i];
-        g->heap[i] = g->heap[(i - 1) / 2];
-        g->heap[(i - 1) / 2] = t;
-        i = (i - 1) / 2;
-    }
-}
-
-static worker *heap_pop(group *g)
-{
-    worker *top = g->heap[0];
-    g->heap[0] = g->heap[--g->n_heap];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < g->n_heap && g->heap[l]->sched_ns < g->heap[m]->sched_ns)
-            m = l;
-        if (r < g->n_heap && g->heap[r]->sched_ns < g->heap[m]->sched_ns)
-            m = r;
-        if (m == i)
-            break;
-        worker *t = g->heap[i];
-        g->heap[i] = g->heap[m];
-        g->heap[m] = t;
-        i = m;
-    }
-    return top;
+    return ((const worker *)a)->sched_ns < ((const worker *)b)->sched_ns;
 }
 
 static uint64_t next_rand(worker *w)
@@ -478,7 +455,7 @@ static void on_done(const momento_result *r, void *ud)
     }
     w->sched_ns = next;
     pthread_mutex_lock(&g->lock);
-    heap_push(g, w);
+    momento__heap_push(&g->heap, w);
     pthread_cond_signal(&g->cond);
     pthread_mutex_unlock(&g->lock);
 }
@@ -490,21 +467,20 @@ static void *group_loop(void *arg)
     pthread_mutex_lock(&g->lock);
     while (g->active > 0) {
         if (atomic_load(&g->run->stop)) {
-            while (g->n_heap) { /* idle workers retire at once */
-                heap_pop(g);
+            while (momento__heap_pop(&g->heap)) /* idle workers retire at once */
                 g->active--;
-            }
             if (g->active > 0)
                 pthread_cond_wait(&g->cond, &g->lock);
             continue;
         }
-        if (g->n_heap == 0) {
+        const worker *first = momento__heap_peek(&g->heap);
+        if (!first) {
             pthread_cond_wait(&g->cond, &g->lock);
             continue;
         }
-        int64_t due = g->heap[0]->sched_ns, t = now_ns();
+        int64_t due = first->sched_ns, t = now_ns();
         if (due <= t) {
-            worker *w = heap_pop(g);
+            worker *w = momento__heap_pop(&g->heap);
             pthread_mutex_unlock(&g->lock);
             start_request(w);
             pthread_mutex_lock(&g->lock);
@@ -603,7 +579,9 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
         int last = (int)((long)o->concurrency * (i + 1) / o->threads);
         g->workers = workers + first;
         g->n_workers = last - first;
-        g->heap = calloc((size_t)g->n_workers, sizeof(*g->heap));
+        momento__heap_init(&g->heap, sched_before, NULL);
+        if (rc == MOMENTO_OK && momento__heap_reserve(&g->heap, (size_t)g->n_workers) < 0)
+            rc = MOMENTO_ERR_NO_MEMORY;
     }
     momento_config_free(cfg);
     if (rc == MOMENTO_OK)
@@ -625,7 +603,7 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
             /* Spread the first requests over one interval so the load starts
              * smooth rather than as one burst. */
             w->sched_ns = t0 + (o->rps ? run.interval_ns * k / g->n_workers : 0);
-            heap_push(g, w);
+            momento__heap_push(&g->heap, w);
         }
         pthread_create(&g->thread, NULL, group_loop, g);
     }
@@ -684,7 +662,7 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
         momento_client_free(g->client);
         pthread_mutex_destroy(&g->lock);
         pthread_cond_destroy(&g->cond);
-        free(g->heap);
+        momento__heap_clear(&g->heap);
     }
     if (t->local) {
         out->have_server = true;

@@ -52,13 +52,16 @@ MOMENTO_EXPORT int momento_local_options_set_list_page_size(momento_local_option
  * by momento_local_start()). NULL, NULL returns to plaintext. */
 MOMENTO_EXPORT int momento_local_options_set_tls(momento_local_options *o, const char *cert_file,
                                                 const char *key_file);
-/* A cache that exists from the start (may be called several times). */
+/* A cache that exists from the start (may be called several times; a name
+ * given twice is one cache). */
 MOMENTO_EXPORT int momento_local_options_add_cache(momento_local_options *o, const char *name);
 
 /*
  * Starts a server (NULL opts = defaults). Returns 0, MOMENTO_ERR_INVALID_ARGUMENT
  * (bad options, unreadable TLS files), MOMENTO_ERR_SERVER_UNAVAILABLE (the
- * address could not be bound) or MOMENTO_ERR_NO_MEMORY.
+ * address could not be bound) or MOMENTO_ERR_NO_MEMORY (also when a cache
+ * from momento_local_options_add_cache() could not be created; nothing is
+ * left running).
  */
 MOMENTO_EXPORT int momento_local_start(momento_local **ret, const momento_local_options *opts);
 

@@ -37,6 +37,20 @@ static int call(const char *path, const char *const *hdrs, size_t n, const Proto
     return st;
 }
 
+/* Packs `m` and calls `path` at `ep` with the one header pair `hdr`.
+ * Returns the status; the reply goes to `out` (NULL: dropped). */
+static int call_at(const char *ep, const char *path, const char *const *hdr,
+                   const ProtobufCMessage *m, tu_raw_reply *out)
+{
+    uint8_t buf[64];
+    size_t len = protobuf_c_message_pack(m, buf);
+    tu_raw_reply r;
+    int st = tu_raw_call(ep, path, hdr, 1, buf, len, out ? out : &r);
+    if (!out)
+        tu_raw_reply_free(&r);
+    return st;
+}
+
 static int set(const char *key, const char *val, uint64_t ttl)
 {
     CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
@@ -771,6 +785,68 @@ static void test_options_and_lru(void **state)
     momento_local_stop(s);
 }
 
+/* A `cache` header longer than a cache name may be is refused, never cut
+ * to a name that exists: 300 bytes whose first 255 name a cache do not
+ * reach it. */
+static void test_long_cache_header(void **state)
+{
+    (void)state;
+    char name[301];
+    memset(name, 'n', 300);
+    name[255] = '\0';
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    assert_int_equal(momento_local_options_add_cache(o, name), MOMENTO_OK);
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    const char *ep = momento_local_endpoint(s);
+    const char *h[] = {"cache", name};
+    CacheClient__GetRequest get = CACHE_CLIENT____GET_REQUEST__INIT;
+    get.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
+    /* Exactly 255 bytes: the cache (a miss). */
+    assert_int_equal(call_at(ep, SCS "Get", h, &get.base, NULL), 0);
+    for (size_t n = 256; n <= 300; n += 44) {
+        memset(name, 'n', n);
+        name[n] = '\0';
+        tu_raw_reply r;
+        int st = call_at(ep, SCS "Get", h, &get.base, &r);
+        if (st != 3)
+            fail_msg("%zu-byte cache header: status %d (%s), want 3", n, st, r.details);
+        assert_non_null(strstr(r.details, "255 bytes"));
+        assert_int_equal(r.n_msgs, 0);
+        tu_raw_reply_free(&r);
+    }
+    /* Streams are refused the same way. */
+    CacheClient__GetBatchRequest gb = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
+    assert_int_equal(call_at(ep, SCS "GetBatch", h, &gb.base, NULL), 3);
+    assert_int_equal(momento_local_rpc_count(s, "Get", 3), 2);
+    momento_local_stop(s);
+}
+
+/* A cache listed twice at start is one cache, and the server starts. */
+static void test_duplicate_start_caches(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "dup");
+    momento_local_options_add_cache(o, "other");
+    momento_local_options_add_cache(o, "dup");
+    momento_local *s = NULL;
+    assert_int_equal(momento_local_start(&s, o), MOMENTO_OK);
+    momento_local_options_free(o);
+    const char *ep = momento_local_endpoint(s);
+    char got[64], next[16];
+    list_page(ep, "", got, sizeof(got), next, sizeof(next));
+    if (strcmp(got, "dup,other") != 0 && strcmp(got, "other,dup") != 0)
+        fail_msg("ListCaches gave '%s', want dup and other once each", got);
+    CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
+    const char *h[] = {"cache", "dup"};
+    assert_int_equal(call_at(ep, SCS "Get", h, &req.base, NULL), 0);
+    momento_local_stop(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -790,6 +866,8 @@ int main(void)
         cmocka_unit_test(test_list_pages),
         cmocka_unit_test(test_rate_limit),
         cmocka_unit_test(test_options_and_lru),
+        cmocka_unit_test(test_long_cache_header),
+        cmocka_unit_test(test_duplicate_start_caches),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

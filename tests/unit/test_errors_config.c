@@ -1,4 +1,4 @@
-/* The error enum, the gRPC status mapping of every code in PROTOCOL.md, and
+/* The error enum, the gRPC status mapping of every code in docs/protocol.md, and
  * config validation. */
 #include "momento/momento.h"
 

@@ -1,0 +1,356 @@
+/* The server thread: it owns the completion queue, the store and a timer
+ * heap. Every call is requested as a registered method with its payload
+ * already read, checked (auth, rate, faults), handed to the dispatcher,
+ * answered with one batch (streams: one batch per message) and counted.
+ * Injected delays park a call on the timer heap, so a delayed call never
+ * holds up any other. */
+#include "srv_server.h"
+
+#include "grpc_util.h"
+#include "srv_metadata.h"
+#include "srv_reply.h"
+#include "srv_rpc.h"
+
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/support/time.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Calls requested per method ahead of arrival: enough that a burst does not
+ * wait for the server thread to re-request. */
+#define REQUESTS_PER_METHOD 16
+#define SWEEP_INTERVAL_MS 1000
+#define SWEEP_BUDGET 200000
+/* Upper bound on how long the loop sleeps, so momento_local_stop() is seen
+ * promptly even with no traffic. */
+#define MAX_WAIT_MS 50
+
+typedef enum { TAG_NEW_CALL, TAG_BATCH, TAG_SHUTDOWN } tag_kind;
+
+typedef struct srv_call {
+    tag_kind kind; /* first member: every tag starts with its kind */
+    momento_local *s;
+    momento__rpc_id method;    /* SRV_UNKNOWN for a path outside the table */
+    grpc_call *call;
+    gpr_timespec deadline;
+    grpc_metadata_array md;
+    grpc_byte_buffer *payload;
+    grpc_call_details details; /* unknown-method requests only */
+    srv_reply reply;
+    size_t sent;               /* stream messages sent */
+    bool started;              /* initial metadata sent */
+    bool final_sent;
+    int cancelled;
+    grpc_byte_buffer *out;     /* message of the batch in progress */
+    grpc_slice status_details;
+    grpc_metadata trailer;
+    int64_t due_ms;            /* when parked on the timer heap */
+    uint64_t seq;              /* arrival order: breaks ties in due_ms */
+    int pending_error;         /* injected error to send after a delay, or -1 */
+} srv_call;
+
+static tag_kind shutdown_tag = TAG_SHUTDOWN;
+
+/* Earlier due time first; equal due times in arrival order, so calls with
+ * the same injected delay are answered in the order they came. */
+static bool due_before(const void *a, const void *b)
+{
+    const srv_call *x = a, *y = b;
+    return x->due_ms < y->due_ms || (x->due_ms == y->due_ms && x->seq < y->seq);
+}
+
+/* ---- call lifecycle -------------------------------------------------- */
+
+static void call_free(srv_call *c)
+{
+    if (c->call)
+        grpc_call_unref(c->call);
+    grpc_metadata_array_destroy(&c->md);
+    if (c->payload)
+        grpc_byte_buffer_destroy(c->payload);
+    if (c->out)
+        grpc_byte_buffer_destroy(c->out);
+    if (c->method == SRV_UNKNOWN)
+        grpc_call_details_destroy(&c->details);
+    grpc_slice_unref(c->status_details);
+    srv_reply_clear(&c->reply);
+    free(c);
+}
+
+static void request_call(momento_local *s, momento__rpc_id m)
+{
+    srv_call *c = calloc(1, sizeof(*c));
+    if (!c)
+        return;
+    c->kind = TAG_NEW_CALL;
+    c->s = s;
+    c->method = m;
+    c->pending_error = -1;
+    c->status_details = grpc_empty_slice();
+    grpc_metadata_array_init(&c->md);
+    grpc_call_error err;
+    if (m == SRV_UNKNOWN) {
+        grpc_call_details_init(&c->details);
+        err = grpc_server_request_call(s->server, &c->call, &c->details, &c->md, s->cq, s->cq, c);
+    } else {
+        err = grpc_server_request_registered_call(s->server, s->registered[m], &c->call,
+                                                  &c->deadline, &c->md, &c->payload, s->cq, s->cq,
+                                                  c);
+    }
+    if (err != GRPC_CALL_OK)
+        call_free(c);
+}
+
+static bool streaming(momento__rpc_id m)
+{
+    return m != SRV_UNKNOWN && momento__rpcs[m].streaming;
+}
+
+/* Starts the next batch of a call's reply; false when there is none left.
+ * A unary reply is one batch. A stream sends its first message with the
+ * initial metadata, one message per batch after that, and closes with the
+ * status in a batch of its own. */
+static bool send_next(srv_call *c)
+{
+    if (c->final_sent)
+        return false;
+    grpc_op ops[4];
+    size_t n = 0;
+    memset(ops, 0, sizeof(ops));
+    srv_reply *r = &c->reply;
+    if (c->out) {
+        grpc_byte_buffer_destroy(c->out);
+        c->out = NULL;
+    }
+    if (!c->started) {
+        c->started = true;
+        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    }
+    bool message = r->status == GRPC_STATUS_OK && c->sent < r->n_msgs;
+    if (message) {
+        c->out = grpc_raw_byte_buffer_create(&r->msgs[c->sent++], 1);
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = c->out;
+        n++;
+    }
+    if (!streaming(c->method) || !message) {
+        c->status_details = grpc_slice_from_copied_string(r->details);
+        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        ops[n].data.send_status_from_server.status = r->status;
+        ops[n].data.send_status_from_server.status_details = &c->status_details;
+        if (r->err) {
+            c->trailer.key = grpc_slice_from_static_string("err");
+            c->trailer.value = grpc_slice_from_static_string(r->err);
+            ops[n].data.send_status_from_server.trailing_metadata_count = 1;
+            ops[n].data.send_status_from_server.trailing_metadata = &c->trailer;
+        }
+        n++;
+        ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
+        n++;
+        c->final_sent = true;
+    }
+    c->kind = TAG_BATCH;
+    return grpc_call_start_batch(c->call, ops, n, c, NULL) == GRPC_CALL_OK;
+}
+
+static void reply(srv_call *c)
+{
+    srv_stats_count(c->s, c->method, c->reply.status);
+    if (!send_next(c))
+        call_free(c);
+}
+
+/* Runs the handler (or the injected error) and replies. */
+static void answer(srv_call *c)
+{
+    if (c->pending_error >= 0) {
+        srv_reply_error(&c->reply, (grpc_status_code)c->pending_error, NULL,
+                        "injected error (return-error)");
+    } else if (!c->payload) {
+        srv_reply_error(&c->reply, GRPC_STATUS_INVALID_ARGUMENT, NULL, "request has no message");
+    } else {
+        grpc_byte_buffer_reader reader;
+        grpc_slice body = grpc_empty_slice();
+        if (grpc_byte_buffer_reader_init(&reader, c->payload)) {
+            body = grpc_byte_buffer_reader_readall(&reader);
+            grpc_byte_buffer_reader_destroy(&reader);
+        }
+        const grpc_slice *cache = srv_header(&c->md, "cache");
+        srv_dispatch(c->s, c->method, cache ? (const char *)GRPC_SLICE_START_PTR(*cache) : NULL,
+                     cache ? GRPC_SLICE_LENGTH(*cache) : 0, GRPC_SLICE_START_PTR(body),
+                     GRPC_SLICE_LENGTH(body), &c->reply);
+        grpc_slice_unref(body);
+    }
+    reply(c);
+}
+
+static bool rate_limited(momento_local *s)
+{
+    if (!s->opts.max_rps)
+        return false;
+    int64_t now = store_now_ms();
+    if (now - s->rate_window_ms >= 1000) {
+        s->rate_window_ms = now;
+        s->rate_count = 0;
+    }
+    return ++s->rate_count > s->opts.max_rps;
+}
+
+/* The checks before a call is answered, in the order that
+ * docs/protocol.md "Errors momento-local returns" lists them. */
+static void on_new_call(srv_call *c, bool ok)
+{
+    momento_local *s = c->s;
+    if (!ok) { /* the server is shutting down */
+        call_free(c);
+        return;
+    }
+    if (!s->shut_down)
+        request_call(s, c->method);
+    srv_stats_count_headers(s, &c->md);
+
+    if (c->method == SRV_UNKNOWN) {
+        srv_reply_error(&c->reply, GRPC_STATUS_UNIMPLEMENTED, NULL, "unknown method");
+        reply(c);
+        return;
+    }
+    const momento__rpc *rpc = &momento__rpcs[c->method];
+    /* Official clients ping without a token (docs/protocol.md "Headers"). */
+    bool ping = rpc->plane == MOMENTO__PLANE_PING;
+    if (s->opts.auth_token && !ping) {
+        const grpc_slice *auth = srv_header(&c->md, "authorization");
+        if (!auth || grpc_slice_str_cmp(*auth, s->opts.auth_token) != 0) {
+            srv_reply_error(&c->reply, GRPC_STATUS_UNAUTHENTICATED, NULL, "invalid auth token");
+            reply(c);
+            return;
+        }
+    }
+    if (!ping && rate_limited(s)) {
+        srv_reply_error(&c->reply, GRPC_STATUS_RESOURCE_EXHAUSTED, "operations_rate_limit_exceeded",
+                        "request rate exceeded the limit of %u per second", s->opts.max_rps);
+        reply(c);
+        return;
+    }
+    fault_plan plan;
+    faults_plan(&s->sessions, &c->md, rpc->fault_name, &plan);
+    if (plan.bad_header) {
+        srv_reply_error(&c->reply, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", plan.bad_header);
+        reply(c);
+        return;
+    }
+    c->pending_error = plan.error_status;
+    if (plan.delay_ms) {
+        c->due_ms = store_now_ms() + plan.delay_ms;
+        c->seq = s->timer_seq++;
+        if (momento__heap_push(&s->timers, c) == 0)
+            return;
+    }
+    answer(c);
+}
+
+static void on_batch(srv_call *c, bool ok)
+{
+    if (!ok || c->s->shut_down || !send_next(c))
+        call_free(c);
+}
+
+static void run_timers(momento_local *s, int64_t now)
+{
+    srv_call *c;
+    while ((c = momento__heap_peek(&s->timers)) && c->due_ms <= now)
+        answer(momento__heap_pop(&s->timers));
+}
+
+/* Delayed calls still parked when the server stops are failed with
+ * UNAVAILABLE, as a server going away would. */
+static void drop_timers(momento_local *s)
+{
+    srv_call *c;
+    while ((c = momento__heap_pop(&s->timers))) {
+        c->pending_error = GRPC_STATUS_UNAVAILABLE;
+        answer(c);
+    }
+}
+
+static void *server_loop(void *arg)
+{
+    momento_local *s = arg;
+    bool queue_shut = false;
+    for (;;) {
+        int64_t now = store_now_ms();
+        int64_t wait = MAX_WAIT_MS;
+        const srv_call *next = momento__heap_peek(&s->timers);
+        if (next && next->due_ms - now < wait)
+            wait = next->due_ms - now;
+        if (wait < 0)
+            wait = 0;
+        gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                             gpr_time_from_millis(wait, GPR_TIMESPAN));
+        grpc_event ev = grpc_completion_queue_next(s->cq, deadline, NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            break;
+        if (ev.type == GRPC_OP_COMPLETE) {
+            tag_kind kind = *(tag_kind *)ev.tag;
+            if (kind == TAG_SHUTDOWN) {
+                s->shut_down = true;
+            } else if (kind == TAG_NEW_CALL) {
+                on_new_call(ev.tag, ev.success);
+            } else {
+                on_batch(ev.tag, ev.success);
+            }
+        }
+        now = store_now_ms();
+        if (atomic_load(&s->stopping))
+            drop_timers(s);
+        else
+            run_timers(s, now);
+        if (now >= s->next_sweep_ms) {
+            store_sweep(&s->store, now, SWEEP_BUDGET);
+            s->next_sweep_ms = now + SWEEP_INTERVAL_MS;
+        }
+        if (s->shut_down && !queue_shut) {
+            grpc_completion_queue_shutdown(s->cq);
+            queue_shut = true;
+        }
+    }
+    return NULL;
+}
+
+/* Stops accepting calls and cancels those in progress; the shutdown tag
+ * arrives once they are done. */
+static void shut_down(momento_local *s)
+{
+    atomic_store(&s->stopping, true);
+    grpc_server_shutdown_and_notify(s->server, s->cq, &shutdown_tag);
+    grpc_server_cancel_all_calls(s->server);
+}
+
+/* A requested call the queue gives back after shutdown, with no thread to
+ * answer it. */
+static void discard(void *tag, void *arg)
+{
+    if (*(tag_kind *)tag != TAG_SHUTDOWN)
+        call_free(tag);
+}
+
+int srv_calls_start(momento_local *s)
+{
+    momento__heap_init(&s->timers, due_before, NULL);
+    for (int m = 0; m < SRV_METHOD_COUNT; m++)
+        for (int k = 0; k < REQUESTS_PER_METHOD; k++)
+            request_call(s, (momento__rpc_id)m);
+    s->next_sweep_ms = store_now_ms() + SWEEP_INTERVAL_MS;
+    if (pthread_create(&s->thread, NULL, server_loop, s) == 0)
+        return 0;
+    shut_down(s);
+    s->shut_down = true;
+    momento__cq_drain(s->cq, discard, NULL);
+    return -1;
+}
+
+void srv_calls_stop(momento_local *s)
+{
+    shut_down(s);
+    pthread_join(s->thread, NULL);
+}

@@ -1,0 +1,52 @@
+/* From a call that passed the server's checks to its handler: the cache
+ * the `cache` header names, the request decoded by the table's descriptor,
+ * the handler the table names. The checks come in the order that
+ * docs/protocol.md "Errors momento-local returns" lists them. */
+#include "srv_rpc.h"
+
+#include "srv_server.h"
+
+static srv_handler *const handlers[MOMENTO__RPC_COUNT] = {
+#define MOMENTO_RPC(ID, fn, ...) [MOMENTO__RPC_##ID] = srv_##fn,
+#define MOMENTO_RPC_SERVER_ONLY(ID, fn, ...) [MOMENTO__RPC_##ID] = srv_##fn,
+#include "methods.def"
+#undef MOMENTO_RPC
+#undef MOMENTO_RPC_SERVER_ONLY
+};
+
+/* The cache a data-plane call names, or NULL with the error reply set. */
+static store_cache *named_cache(momento_local *s, const char *cache, size_t len, srv_reply *r)
+{
+    if (!cache || len == 0) {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
+                        "request is missing the cache header");
+        return NULL;
+    }
+    /* Refused rather than cut short: a longer header would otherwise reach
+     * the cache its first 255 bytes name. */
+    if (!srv_check_cache_name(r, cache, len))
+        return NULL;
+    store_cache *c = store_find_cache(&s->store, cache, len);
+    if (!c) {
+        /* No `err` trailer: official SDKs read `store_not_found` as a
+         * missing *store* (another Momento product), not a cache. */
+        srv_reply_error(r, GRPC_STATUS_NOT_FOUND, NULL, "cache not found: %.*s",
+                        (int)(len > 100 ? 100 : len), cache);
+    }
+    return c;
+}
+
+void srv_dispatch(momento_local *s, momento__rpc_id m, const char *cache, size_t cache_len,
+                  const uint8_t *body, size_t len, srv_reply *r)
+{
+    store_cache *c = NULL;
+    if (momento__rpcs[m].plane == MOMENTO__PLANE_DATA && !(c = named_cache(s, cache, cache_len, r)))
+        return;
+    ProtobufCMessage *req = protobuf_c_message_unpack(momento__rpcs[m].request, NULL, len, body);
+    if (!req) {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "request could not be decoded");
+        return;
+    }
+    handlers[m](s, c, req, r);
+    protobuf_c_message_free_unpacked(req, NULL);
+}

@@ -1,0 +1,126 @@
+/* The control plane (CreateCache, DeleteCache, ListCaches, FlushCache;
+ * docs/protocol.md "Control plane") and Ping. */
+#include "srv_rpc.h"
+
+#include "srv_server.h"
+
+#include "cacheping.pb-c.h"
+#include "controlclient.pb-c.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* protobuf-c decodes an absent string as "", but a NULL is no name too. */
+static bool check_name(srv_reply *r, const char *name)
+{
+    return srv_check_cache_name(r, name, name ? strlen(name) : 0);
+}
+
+void srv_create_cache(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
+{
+    const ControlClient__CreateCacheRequest *req = (const ControlClient__CreateCacheRequest *)msg;
+    if (!check_name(r, req->cache_name))
+        return;
+    int rc = store_create_cache(&s->store, req->cache_name);
+    if (rc == STORE_EXISTS) {
+        srv_reply_error(r, GRPC_STATUS_ALREADY_EXISTS, NULL, "cache already exists");
+    } else if (rc < 0) {
+        srv_reply_no_memory(r);
+    } else {
+        ControlClient__CreateCacheResponse resp = CONTROL_CLIENT____CREATE_CACHE_RESPONSE__INIT;
+        srv_reply_add(r, &resp.base);
+    }
+}
+
+/* DeleteCache and FlushCache: `op` on the named cache, NOT_FOUND when it is
+ * not there, else `resp` (an empty message). */
+static void on_cache(momento_local *s, const char *name, int (*op)(store *, const char *),
+                     const ProtobufCMessage *resp, srv_reply *r)
+{
+    if (!check_name(r, name))
+        return;
+    if (op(&s->store, name) < 0)
+        srv_reply_error(r, GRPC_STATUS_NOT_FOUND, NULL, "cache not found");
+    else
+        srv_reply_add(r, resp);
+}
+
+void srv_delete_cache(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
+{
+    const ControlClient__DeleteCacheRequest *req = (const ControlClient__DeleteCacheRequest *)msg;
+    ControlClient__DeleteCacheResponse resp = CONTROL_CLIENT____DELETE_CACHE_RESPONSE__INIT;
+    on_cache(s, req->cache_name, store_delete_cache, &resp.base, r);
+}
+
+void srv_flush_cache(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
+{
+    const ControlClient__FlushCacheRequest *req = (const ControlClient__FlushCacheRequest *)msg;
+    ControlClient__FlushCacheResponse resp = CONTROL_CLIENT____FLUSH_CACHE_RESPONSE__INIT;
+    on_cache(s, req->cache_name, store_flush_cache, &resp.base, r);
+}
+
+static int by_cache_name(const void *a, const void *b)
+{
+    return strcmp((*(ControlClient__Cache *const *)a)->cache_name,
+                  (*(ControlClient__Cache *const *)b)->cache_name);
+}
+
+void srv_list_caches(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
+{
+    const ControlClient__ListCachesRequest *req = (const ControlClient__ListCachesRequest *)msg;
+    size_t n = HASH_COUNT(s->store.caches);
+    ControlClient__Cache *entries = calloc(n + 1, sizeof(*entries));
+    ControlClient__Cache **ptrs = calloc(n + 1, sizeof(*ptrs));
+    if (!entries || !ptrs) {
+        srv_reply_no_memory(r);
+        free(entries);
+        free(ptrs);
+        return;
+    }
+    /* Limits as Momento reports them for a default cache. */
+    ControlClient__CacheLimits limits = CONTROL_CLIENT____CACHE_LIMITS__INIT;
+    limits.max_traffic_rate = s->opts.max_rps ? s->opts.max_rps : 100;
+    limits.max_throughput_kbps = 1024;
+    limits.max_item_size_kb = (uint32_t)(s->opts.max_item_bytes / 1024);
+    limits.max_ttl_seconds = 86400;
+    ControlClient__TopicLimits topics = CONTROL_CLIENT____TOPIC_LIMITS__INIT;
+    topics.max_publish_rate = 100;
+    topics.max_subscription_count = 100;
+    topics.max_publish_message_size_kb = 100;
+    size_t i = 0;
+    for (store_cache *it = s->store.caches; it; it = it->hh.next, i++) {
+        control_client____cache__init(&entries[i]);
+        entries[i].cache_name = it->name;
+        entries[i].cache_limits = &limits;
+        entries[i].topic_limits = &topics;
+        ptrs[i] = &entries[i];
+    }
+    ControlClient__ListCachesResponse resp = CONTROL_CLIENT____LIST_CACHES_RESPONSE__INIT;
+    resp.n_cache = n;
+    resp.cache = ptrs;
+    resp.next_token = "";
+    uint32_t page = s->opts.list_page_size;
+    if (page) {
+        /* Paged: name order, resuming after the token (the last name of the
+         * previous page), so caches created or deleted between pages
+         * neither repeat nor shift the rest. */
+        qsort(ptrs, n, sizeof(*ptrs), by_cache_name);
+        size_t from = 0;
+        if (req->next_token && *req->next_token)
+            while (from < n && strcmp(ptrs[from]->cache_name, req->next_token) <= 0)
+                from++;
+        resp.cache = ptrs + from;
+        resp.n_cache = n - from < page ? n - from : page;
+        if (from + resp.n_cache < n)
+            resp.next_token = resp.cache[resp.n_cache - 1]->cache_name;
+    }
+    srv_reply_add(r, &resp.base);
+    free(entries);
+    free(ptrs);
+}
+
+void srv_ping(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
+{
+    CacheClient__PingResponse resp = CACHE_CLIENT____PING_RESPONSE__INIT;
+    srv_reply_add(r, &resp.base);
+}

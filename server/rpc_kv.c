@@ -1,0 +1,127 @@
+/* The key-value RPCs: Get, Set, Delete, Increment, KeysExist. */
+#include "srv_rpc.h"
+
+#include "srv_server.h"
+
+#include "cacheclient.pb-c.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int srv_reply_get(srv_reply *r, const store_item *it)
+{
+    CacheClient__GetResponse resp = CACHE_CLIENT____GET_RESPONSE__INIT;
+    resp.result = it ? CACHE_CLIENT__ECACHE_RESULT__Hit : CACHE_CLIENT__ECACHE_RESULT__Miss;
+    if (it) {
+        resp.cache_body.data = it->value;
+        resp.cache_body.len = it->value_len;
+    }
+    return srv_reply_add(r, &resp.base);
+}
+
+void srv_get(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
+{
+    const CacheClient__GetRequest *req = (const CacheClient__GetRequest *)msg;
+    if (srv_check_key(r, &req->cache_key))
+        srv_reply_get(r, store_get(&s->store, c, req->cache_key.data, req->cache_key.len,
+                                   store_now_ms()));
+}
+
+void srv_set(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
+{
+    const CacheClient__SetRequest *req = (const CacheClient__SetRequest *)msg;
+    if (!srv_check_item(s, r, &req->cache_key, req->cache_body.len))
+        return;
+    srv_set_item(s, c, r, &req->cache_key, &req->cache_body, req->ttl_milliseconds, store_now_ms());
+    if (r->status == GRPC_STATUS_OK) {
+        CacheClient__SetResponse resp = CACHE_CLIENT____SET_RESPONSE__INIT;
+        resp.result = CACHE_CLIENT__ECACHE_RESULT__Ok;
+        srv_reply_add(r, &resp.base);
+    }
+}
+
+/* Deleting a key that is not there succeeds too, as Momento's does. */
+void srv_delete(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
+{
+    const CacheClient__DeleteRequest *req = (const CacheClient__DeleteRequest *)msg;
+    if (!srv_check_key(r, &req->cache_key))
+        return;
+    store_delete(&s->store, c, req->cache_key.data, req->cache_key.len);
+    CacheClient__DeleteResponse resp = CACHE_CLIENT____DELETE_RESPONSE__INIT;
+    srv_reply_add(r, &resp.base);
+}
+
+/* Parses a stored value as a base-10 int64, as Momento's increment does. */
+static bool parse_int64(const uint8_t *p, size_t n, int64_t *out)
+{
+    if (n == 0 || n > 20)
+        return false;
+    char buf[24];
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    long long v = strtoll(buf, &end, 10);
+    if (*end != '\0' || errno != 0 || buf[0] == ' ' || buf[0] == '+')
+        return false;
+    *out = v;
+    return true;
+}
+
+/* A missing key counts as 0; the result is stored back as base-10 text. */
+void srv_increment(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
+{
+    const CacheClient__IncrementRequest *req = (const CacheClient__IncrementRequest *)msg;
+    if (!srv_check_key(r, &req->cache_key))
+        return;
+    int64_t now = store_now_ms();
+    store_item *it = store_get(&s->store, c, req->cache_key.data, req->cache_key.len, now);
+    int64_t value = 0;
+    if (it && !parse_int64(it->value, it->value_len, &value)) {
+        srv_reply_error(r, GRPC_STATUS_FAILED_PRECONDITION, NULL,
+                        "the stored value is not a base-10 64-bit integer");
+        return;
+    }
+    if (__builtin_add_overflow(value, req->amount, &value)) {
+        srv_reply_error(r, GRPC_STATUS_FAILED_PRECONDITION, NULL,
+                        "incrementing would overflow a 64-bit integer");
+        return;
+    }
+    char text[24];
+    int n = snprintf(text, sizeof(text), "%" PRId64, value);
+    ProtobufCBinaryData v = {(size_t)n, (uint8_t *)text};
+    srv_set_item(s, c, r, &req->cache_key, &v, req->ttl_milliseconds, now);
+    if (r->status == GRPC_STATUS_OK) {
+        CacheClient__IncrementResponse resp = CACHE_CLIENT____INCREMENT_RESPONSE__INIT;
+        resp.value = value;
+        srv_reply_add(r, &resp.base);
+    }
+}
+
+void srv_keys_exist(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
+{
+    const CacheClient__KeysExistRequest *req = (const CacheClient__KeysExistRequest *)msg;
+    protobuf_c_boolean *exists = calloc(req->n_cache_keys + 1, sizeof(*exists));
+    if (!exists) {
+        srv_reply_no_memory(r);
+        return;
+    }
+    int64_t now = store_now_ms();
+    bool ok = true;
+    for (size_t i = 0; ok && i < req->n_cache_keys; i++) {
+        ok = srv_check_key(r, &req->cache_keys[i]);
+        if (ok)
+            exists[i] = store_get(&s->store, c, req->cache_keys[i].data, req->cache_keys[i].len,
+                                  now) != NULL;
+    }
+    if (ok) {
+        CacheClient__KeysExistResponse resp = CACHE_CLIENT____KEYS_EXIST_RESPONSE__INIT;
+        resp.n_exists = req->n_cache_keys;
+        resp.exists = exists;
+        srv_reply_add(r, &resp.base);
+    }
+    free(exists);
+}

@@ -1,0 +1,25 @@
+/* Fault injection (faults.c): what the request headers of Momento's local
+ * test server ask of one call (docs/protocol.md "Fault injection"). */
+#ifndef MOMENTO_LOCAL_SRV_FAULTS_H
+#define MOMENTO_LOCAL_SRV_FAULTS_H
+
+#include <grpc/grpc.h>
+#include <stdint.h>
+
+/* The calls of one `request-id` so far: a hash table, NULL when empty. */
+typedef struct fault_session fault_session;
+
+typedef struct fault_plan {
+    int error_status;       /* gRPC status to return, or -1 */
+    uint32_t delay_ms;      /* 0 = none */
+    const char *bad_header; /* a fault header the server could not use */
+} fault_plan;
+
+/* Decides what faults apply to one call of `rpc` (its fault name, as
+ * momento__rpcs[].fault_name) with request metadata `md`, counting against
+ * the call's request-id session. */
+void faults_plan(fault_session **sessions, const grpc_metadata_array *md, const char *rpc,
+                 fault_plan *out);
+void faults_clear(fault_session **sessions);
+
+#endif

@@ -1,0 +1,49 @@
+/* A handler's answer (reply.c): an error status, or OK with the packed
+ * response message(s), and the checks and store writes every handler family
+ * shares, each answering with the status Momento uses
+ * (docs/protocol.md "Errors momento-local returns"). Server thread only. */
+#ifndef MOMENTO_LOCAL_SRV_REPLY_H
+#define MOMENTO_LOCAL_SRV_REPLY_H
+
+#include "momento/local.h"
+#include "store.h"
+
+#include <grpc/grpc.h>
+#include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct srv_reply {
+    grpc_status_code status;
+    char details[192];
+    const char *err;     /* `err` trailer, static, or NULL */
+    size_t n_msgs;
+    grpc_slice *msgs;    /* malloc'd array of packed messages */
+} srv_reply;
+
+/* Replaces the reply with an error; its messages are dropped. */
+void srv_reply_error(srv_reply *r, grpc_status_code status, const char *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* RESOURCE_EXHAUSTED "server out of memory". */
+void srv_reply_no_memory(srv_reply *r);
+/* Appends a packed copy of `m`; returns 0, or -1 (no memory, reply set). */
+int srv_reply_add(srv_reply *r, const ProtobufCMessage *m);
+/* Frees the messages and resets the reply to an empty OK. */
+void srv_reply_clear(srv_reply *r);
+
+/* Each check returns true when it passes, else sets the error reply. */
+/* Keys must be non-empty. */
+bool srv_check_key(srv_reply *r, const ProtobufCBinaryData *key);
+/* A key, and key + value within the server's item limit. */
+bool srv_check_item(const momento_local *s, srv_reply *r, const ProtobufCBinaryData *key,
+                    size_t value_len);
+/* 1 to MOMENTO_MAX_CACHE_NAME_BYTES bytes. */
+bool srv_check_cache_name(srv_reply *r, const char *name, size_t len);
+
+/* Stores `value` under `key`; out of memory sets the error reply. */
+void srv_set_item(momento_local *s, store_cache *c, srv_reply *r, const ProtobufCBinaryData *key,
+                  const ProtobufCBinaryData *value, uint64_t ttl_ms, int64_t now);
+bool srv_same_value(const store_item *it, const ProtobufCBinaryData *v);
+
+#endif

@@ -1,0 +1,42 @@
+/* The RPC handlers, one per row of common/methods.def, declared from the
+ * table so that a row and its handler cannot drift apart, and the
+ * dispatcher that calls them (dispatch.c).
+ *
+ * A handler is `srv_<fn>` for the row's second column, in the file of its
+ * family (rpc_kv.c, rpc_conditional.c, rpc_ttl.c, rpc_batch.c,
+ * rpc_control.c). It gets the decoded request (momento__rpcs[].request's
+ * type; borrowed, freed by the dispatcher), the cache the `cache` header
+ * names for a data-plane RPC (NULL for the others), and fills `r`: one
+ * message for a unary OK, any number for a stream, none with an error.
+ * Server thread only. */
+#ifndef MOMENTO_LOCAL_SRV_RPC_H
+#define MOMENTO_LOCAL_SRV_RPC_H
+
+#include "methods.h"
+#include "srv_reply.h"
+#include "store.h"
+
+#include <protobuf-c/protobuf-c.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef void srv_handler(momento_local *s, store_cache *c, const ProtobufCMessage *req,
+                         srv_reply *r);
+
+#define MOMENTO_RPC(ID, fn, ...) srv_handler srv_##fn;
+#define MOMENTO_RPC_SERVER_ONLY(ID, fn, ...) srv_handler srv_##fn;
+#include "methods.def"
+#undef MOMENTO_RPC
+#undef MOMENTO_RPC_SERVER_ONLY
+
+/* Runs one call of RPC `m` whose auth, rate and fault checks have passed:
+ * finds the cache a data-plane RPC names in `cache` (the header's bytes,
+ * NULL when absent), decodes `body`, calls the handler. */
+void srv_dispatch(momento_local *s, momento__rpc_id m, const char *cache, size_t cache_len,
+                  const uint8_t *body, size_t len, srv_reply *r);
+
+/* rpc_kv.c, for GetBatch too: adds the _GetResponse for `it` (NULL: a
+ * miss). Returns srv_reply_add's result. */
+int srv_reply_get(srv_reply *r, const store_item *it);
+
+#endif

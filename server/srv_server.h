@@ -1,0 +1,64 @@
+/* What one running momento-local is, and what its modules share: the
+ * lifecycle (server.c), the server thread's call loop (calls.c) and the
+ * counters (stats.c). Handlers read `opts` and `store` from here too. */
+#ifndef MOMENTO_LOCAL_SRV_SERVER_H
+#define MOMENTO_LOCAL_SRV_SERVER_H
+
+#include "heap.h"
+#include "methods.h"
+#include "momento/local.h"
+#include "srv_faults.h"
+#include "srv_options.h"
+#include "store.h"
+
+#include <grpc/grpc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Any path outside the RPC table: answered UNIMPLEMENTED, counted in the
+ * stats as "Unimplemented". Per-method arrays have SRV_METHOD_COUNT slots. */
+#define SRV_UNKNOWN MOMENTO__RPC_COUNT
+#define SRV_METHOD_COUNT (MOMENTO__RPC_COUNT + 1)
+#define SRV_STATUS_COUNT 17 /* gRPC status codes 0 (OK) .. 16 (UNAUTHENTICATED) */
+#define SRV_COUNTED_HEADERS 4
+
+struct momento_local {
+    momento_local_options opts;
+    grpc_server *server;
+    grpc_completion_queue *cq;
+    void *registered[MOMENTO__RPC_COUNT]; /* grpc_server_register_method's handles */
+    pthread_t thread;
+    atomic_bool stopping;
+    int port;
+    char endpoint[80];
+
+    /* Server-thread state. */
+    store store;
+    fault_session *sessions;
+    momento__heap timers;      /* delayed calls: due time, then arrival order */
+    uint64_t timer_seq;
+    int64_t rate_window_ms;
+    uint32_t rate_count;
+    int64_t next_sweep_ms;
+    bool shut_down;            /* the shutdown tag arrived */
+
+    atomic_uint_fast64_t stats[SRV_METHOD_COUNT][SRV_STATUS_COUNT];
+    atomic_uint_fast64_t header_counts[SRV_COUNTED_HEADERS];
+};
+
+/* calls.c. After grpc_server_start(): requests every method's calls ahead
+ * of arrival and starts the server thread. Returns 0, or -1 when the thread
+ * could not be started; then the calls are cancelled and freed, and the
+ * server and queue are left for the caller to destroy. */
+int srv_calls_start(momento_local *s);
+/* Shuts the server down, fails calls still delayed with UNAVAILABLE and
+ * returns once the server thread has drained the queue. */
+void srv_calls_stop(momento_local *s);
+
+/* stats.c. Server thread only, though the counters may be read anywhere. */
+void srv_stats_count(momento_local *s, momento__rpc_id m, grpc_status_code status);
+void srv_stats_count_headers(momento_local *s, const grpc_metadata_array *md);
+
+#endif

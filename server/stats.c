@@ -1,0 +1,130 @@
+/* The server's counters: calls per method and gRPC status, calls carrying
+ * each of a few headers, and their JSON summary. Written by the server
+ * thread, read from any thread; relaxed atomics, as each counter stands
+ * alone. */
+#include "srv_server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const status_names[SRV_STATUS_COUNT] = {
+    "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+    "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
+    "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
+};
+
+static const char *const counted_headers[SRV_COUNTED_HEADERS] = {"authorization", "cache", "agent",
+                                                                  "runtime-version"};
+
+/* A method's name in the stats: the table's, "Unimplemented" for the rest. */
+static const char *method_name(int m)
+{
+    return m == SRV_UNKNOWN ? "Unimplemented" : momento__rpcs[m].name;
+}
+
+void srv_stats_count(momento_local *s, momento__rpc_id m, grpc_status_code status)
+{
+    if ((unsigned)status < SRV_STATUS_COUNT)
+        atomic_fetch_add_explicit(&s->stats[m][status], 1, memory_order_relaxed);
+}
+
+void srv_stats_count_headers(momento_local *s, const grpc_metadata_array *md)
+{
+    for (size_t i = 0; i < md->count; i++)
+        for (int h = 0; h < SRV_COUNTED_HEADERS; h++)
+            if (grpc_slice_str_cmp(md->metadata[i].key, counted_headers[h]) == 0)
+                atomic_fetch_add_explicit(&s->header_counts[h], 1, memory_order_relaxed);
+}
+
+uint64_t momento_local_header_count(const momento_local *s, const char *name)
+{
+    if (!s || !name)
+        return 0;
+    momento_local *ms = (momento_local *)s; /* counters are atomics, read-only here */
+    for (int h = 0; h < SRV_COUNTED_HEADERS; h++)
+        if (strcmp(name, counted_headers[h]) == 0)
+            return atomic_load_explicit(&ms->header_counts[h], memory_order_relaxed);
+    return 0;
+}
+
+static int method_index(const char *name)
+{
+    for (int m = 0; m < SRV_METHOD_COUNT; m++)
+        if (strcmp(method_name(m), name) == 0)
+            return m;
+    return -1;
+}
+
+uint64_t momento_local_rpc_count(const momento_local *s, const char *method, int grpc_status)
+{
+    if (!s || grpc_status < -1 || grpc_status >= SRV_STATUS_COUNT)
+        return 0;
+    momento_local *ms = (momento_local *)s; /* counters are atomics, read-only here */
+    int only = method ? method_index(method) : -1;
+    if (method && only < 0)
+        return 0;
+    uint64_t total = 0;
+    for (int m = 0; m < SRV_METHOD_COUNT; m++) {
+        if (only >= 0 && m != only)
+            continue;
+        for (int st = 0; st < SRV_STATUS_COUNT; st++)
+            if (grpc_status < 0 || st == grpc_status)
+                total += atomic_load_explicit(&ms->stats[m][st], memory_order_relaxed);
+    }
+    return total;
+}
+
+double momento_local_cpu_seconds(const momento_local *s)
+{
+    clockid_t cid;
+    struct timespec ts;
+    if (!s || pthread_getcpuclockid(s->thread, &cid) != 0 || clock_gettime(cid, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void momento_local_reset_stats(momento_local *s)
+{
+    if (!s)
+        return;
+    for (int m = 0; m < SRV_METHOD_COUNT; m++)
+        for (int st = 0; st < SRV_STATUS_COUNT; st++)
+            atomic_store(&s->stats[m][st], 0);
+    for (int h = 0; h < SRV_COUNTED_HEADERS; h++)
+        atomic_store(&s->header_counts[h], 0);
+}
+
+char *momento_local_stats_json(const momento_local *s)
+{
+    if (!s)
+        return NULL;
+    /* Room for every counter at its widest (20 digits), with a method name
+     * of up to 64 bytes, so that no snprintf below can run past `cap`. */
+    size_t cap = 64 + SRV_METHOD_COUNT * (128 + SRV_STATUS_COUNT * 48), len = 0;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    len += (size_t)snprintf(out + len, cap - len, "{\"total\": %llu, \"methods\": {",
+                            (unsigned long long)momento_local_rpc_count(s, NULL, -1));
+    bool first = true;
+    for (int m = 0; m < SRV_METHOD_COUNT; m++) {
+        const char *name = method_name(m);
+        uint64_t total = momento_local_rpc_count(s, name, -1);
+        if (!total)
+            continue;
+        len += (size_t)snprintf(out + len, cap - len, "%s\"%s\": {\"total\": %llu", first ? "" : ", ",
+                                name, (unsigned long long)total);
+        first = false;
+        for (int st = 0; st < SRV_STATUS_COUNT; st++) {
+            uint64_t n = momento_local_rpc_count(s, name, st);
+            if (n)
+                len += (size_t)snprintf(out + len, cap - len, ", \"%s\": %llu", status_names[st],
+                                        (unsigned long long)n);
+        }
+        len += (size_t)snprintf(out + len, cap - len, "}");
+    }
+    snprintf(out + len, cap - len, "}}");
+    return out;
+}
