@@ -23,6 +23,13 @@ void momento__scratch_free(momento__scratch *s)
     free(s->mem);
 }
 
+void *momento__unpack_reply(momento__rpc_id m, const grpc_slice *msg, momento__scratch *scratch)
+{
+    scratch->msg = protobuf_c_message_unpack(momento__rpcs[m].response, NULL,
+                                             GRPC_SLICE_LENGTH(*msg), GRPC_SLICE_START_PTR(*msg));
+    return scratch->msg;
+}
+
 int momento__decode_empty(momento_result *r, const grpc_slice *msg, momento_outcome outcome)
 {
     if (!momento__wire_valid(GRPC_SLICE_START_PTR(*msg), GRPC_SLICE_LENGTH(*msg)))

@@ -38,6 +38,11 @@ typedef int (*momento__decode_fn)(momento_result *r, const grpc_slice *msgs, siz
 /* Indexed by momento__rpc_id; NULL for RPCs the library never makes. */
 extern const momento__decode_fn momento__decoders[MOMENTO__RPC_COUNT];
 
+/* Unpacks `msg` as a response message of RPC `m` (the table's descriptor)
+ * and leaves it in `scratch` to be freed after the callback. NULL when it
+ * does not decode. */
+void *momento__unpack_reply(momento__rpc_id m, const grpc_slice *msg, momento__scratch *scratch);
+
 /* For replies that carry nothing beyond being well-formed (set, delete,
  * ping, most control calls): checks that without allocating. */
 int momento__decode_empty(momento_result *r, const grpc_slice *msg, momento_outcome outcome);

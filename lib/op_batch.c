@@ -9,11 +9,11 @@
 
 #include <stdlib.h>
 
-/* Unpacks every message with `unpack` into scratch->msgs, and allocates one
- * item result per message into scratch->mem. */
-static int unpack_all(const grpc_slice *msgs, size_t n, momento__scratch *scratch,
-                      ProtobufCMessage *(*unpack)(const uint8_t *, size_t),
-                      momento_result **ret_items)
+/* Unpacks every message as a response message of RPC `m` into
+ * scratch->msgs, and allocates one item result per message into
+ * scratch->mem. */
+static int unpack_all(momento__rpc_id m, const grpc_slice *msgs, size_t n,
+                      momento__scratch *scratch, momento_result **ret_items)
 {
     scratch->msgs = momento__calloc(n + 1, sizeof(*scratch->msgs));
     momento_result *items = momento__calloc(n + 1, sizeof(*items));
@@ -21,7 +21,9 @@ static int unpack_all(const grpc_slice *msgs, size_t n, momento__scratch *scratc
     if (!scratch->msgs || !items)
         return MOMENTO_ERR_NO_MEMORY;
     for (size_t i = 0; i < n; i++) {
-        scratch->msgs[i] = unpack(GRPC_SLICE_START_PTR(msgs[i]), GRPC_SLICE_LENGTH(msgs[i]));
+        scratch->msgs[i] = protobuf_c_message_unpack(momento__rpcs[m].response, NULL,
+                                                     GRPC_SLICE_LENGTH(msgs[i]),
+                                                     GRPC_SLICE_START_PTR(msgs[i]));
         if (!scratch->msgs[i])
             return MOMENTO_ERR_BAD_RESPONSE;
         scratch->n_msgs++;
@@ -32,21 +34,11 @@ static int unpack_all(const grpc_slice *msgs, size_t n, momento__scratch *scratc
     return MOMENTO_OK;
 }
 
-static ProtobufCMessage *unpack_get(const uint8_t *p, size_t n)
-{
-    return (ProtobufCMessage *)cache_client____get_response__unpack(NULL, n, p);
-}
-
-static ProtobufCMessage *unpack_set(const uint8_t *p, size_t n)
-{
-    return (ProtobufCMessage *)cache_client____set_response__unpack(NULL, n, p);
-}
-
 MOMENTO__DECODER(get_batch)
 {
     size_t n = n_msgs;
     momento_result *items;
-    int rc = unpack_all(msgs, n, scratch, unpack_get, &items);
+    int rc = unpack_all(MOMENTO__RPC_GET_BATCH, msgs, n, scratch, &items);
     if (rc != MOMENTO_OK)
         return rc;
     for (size_t i = 0; i < n; i++) {
@@ -71,7 +63,7 @@ MOMENTO__DECODER(set_batch)
 {
     size_t n = n_msgs;
     momento_result *items;
-    int rc = unpack_all(msgs, n, scratch, unpack_set, &items);
+    int rc = unpack_all(MOMENTO__RPC_SET_BATCH, msgs, n, scratch, &items);
     if (rc != MOMENTO_OK)
         return rc;
     for (size_t i = 0; i < n; i++)

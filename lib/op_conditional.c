@@ -6,11 +6,9 @@
 
 MOMENTO__DECODER(set_if)
 {
-    CacheClient__SetIfResponse *m = cache_client____set_if_response__unpack(
-        NULL, GRPC_SLICE_LENGTH(msgs[0]), GRPC_SLICE_START_PTR(msgs[0]));
+    const CacheClient__SetIfResponse *m = momento__unpack_reply(MOMENTO__RPC_SET_IF, &msgs[0], scratch);
     if (!m)
         return MOMENTO_ERR_BAD_RESPONSE;
-    scratch->msg = &m->base;
     if (m->result_case == CACHE_CLIENT____SET_IF_RESPONSE__RESULT_STORED)
         r->outcome = MOMENTO_OUTCOME_STORED;
     else if (m->result_case == CACHE_CLIENT____SET_IF_RESPONSE__RESULT_NOT_STORED)

@@ -32,11 +32,9 @@ MOMENTO__DECODER(flush_cache)
 
 MOMENTO__DECODER(list_caches)
 {
-    ControlClient__ListCachesResponse *m = control_client____list_caches_response__unpack(
-        NULL, GRPC_SLICE_LENGTH(msgs[0]), GRPC_SLICE_START_PTR(msgs[0]));
+    const ControlClient__ListCachesResponse *m = momento__unpack_reply(MOMENTO__RPC_LIST_CACHES, &msgs[0], scratch);
     if (!m)
         return MOMENTO_ERR_BAD_RESPONSE;
-    scratch->msg = &m->base;
     /* This page's names, pointing into the message; list_page_done() copies
      * the ones it keeps. */
     const char **names = momento__malloc((m->n_cache + 1) * sizeof(*names));

@@ -60,11 +60,9 @@ MOMENTO__DECODER(delete)
 
 MOMENTO__DECODER(increment)
 {
-    CacheClient__IncrementResponse *m = cache_client____increment_response__unpack(
-        NULL, GRPC_SLICE_LENGTH(msgs[0]), GRPC_SLICE_START_PTR(msgs[0]));
+    const CacheClient__IncrementResponse *m = momento__unpack_reply(MOMENTO__RPC_INCREMENT, &msgs[0], scratch);
     if (!m)
         return MOMENTO_ERR_BAD_RESPONSE;
-    scratch->msg = &m->base;
     r->int_value = m->value;
     r->outcome = MOMENTO_OUTCOME_SUCCESS;
     return MOMENTO_OK;
@@ -72,11 +70,9 @@ MOMENTO__DECODER(increment)
 
 MOMENTO__DECODER(keys_exist)
 {
-    CacheClient__KeysExistResponse *m = cache_client____keys_exist_response__unpack(
-        NULL, GRPC_SLICE_LENGTH(msgs[0]), GRPC_SLICE_START_PTR(msgs[0]));
+    const CacheClient__KeysExistResponse *m = momento__unpack_reply(MOMENTO__RPC_KEYS_EXIST, &msgs[0], scratch);
     if (!m)
         return MOMENTO_ERR_BAD_RESPONSE;
-    scratch->msg = &m->base;
     uint8_t *exists = momento__malloc(m->n_exists + 1);
     if (!exists)
         return MOMENTO_ERR_NO_MEMORY;

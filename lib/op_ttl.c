@@ -5,11 +5,9 @@
 
 MOMENTO__DECODER(item_get_ttl)
 {
-    CacheClient__ItemGetTtlResponse *m = cache_client____item_get_ttl_response__unpack(
-        NULL, GRPC_SLICE_LENGTH(msgs[0]), GRPC_SLICE_START_PTR(msgs[0]));
+    const CacheClient__ItemGetTtlResponse *m = momento__unpack_reply(MOMENTO__RPC_ITEM_GET_TTL, &msgs[0], scratch);
     if (!m)
         return MOMENTO_ERR_BAD_RESPONSE;
-    scratch->msg = &m->base;
     if (m->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND && m->found) {
         r->outcome = MOMENTO_OUTCOME_HIT;
         r->ttl_ms = m->found->remaining_ttl_millis;
@@ -23,11 +21,9 @@ MOMENTO__DECODER(item_get_ttl)
 
 MOMENTO__DECODER(update_ttl)
 {
-    CacheClient__UpdateTtlResponse *m = cache_client____update_ttl_response__unpack(
-        NULL, GRPC_SLICE_LENGTH(msgs[0]), GRPC_SLICE_START_PTR(msgs[0]));
+    const CacheClient__UpdateTtlResponse *m = momento__unpack_reply(MOMENTO__RPC_UPDATE_TTL, &msgs[0], scratch);
     if (!m)
         return MOMENTO_ERR_BAD_RESPONSE;
-    scratch->msg = &m->base;
     switch (m->result_case) {
     case CACHE_CLIENT____UPDATE_TTL_RESPONSE__RESULT_SET:
         r->outcome = MOMENTO_OUTCOME_TTL_UPDATED;
