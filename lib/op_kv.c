@@ -1,5 +1,5 @@
-/* The key/value family: get, set, delete, increment and keys exist, async
- * and blocking, with their decoders. */
+/* The key/value family: get, set, delete, increment, keys exist and item
+ * type, async and blocking, with their decoders. */
 #include "op.h"
 
 #include "alloc.h"
@@ -82,6 +82,42 @@ MOMENTO__DECODER(keys_exist)
     r->exists = exists;
     r->n_exists = m->n_exists;
     r->outcome = MOMENTO_OUTCOME_SUCCESS;
+    return MOMENTO_OK;
+}
+
+MOMENTO__DECODER(item_get_type)
+{
+    const CacheClient__ItemGetTypeResponse *m =
+        momento__unpack_reply(MOMENTO__RPC_ITEM_GET_TYPE, &msgs[0], scratch);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    if (m->result_case == CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__RESULT_MISSING) {
+        r->outcome = MOMENTO_OUTCOME_MISS;
+        return MOMENTO_OK;
+    }
+    if (m->result_case != CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__RESULT_FOUND || !m->found)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    /* The wire numbers the types differently from the public enum. */
+    switch (m->found->item_type) {
+    case CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SCALAR:
+        r->item_type = MOMENTO_ITEM_TYPE_SCALAR;
+        break;
+    case CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__DICTIONARY:
+        r->item_type = MOMENTO_ITEM_TYPE_DICTIONARY;
+        break;
+    case CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SET:
+        r->item_type = MOMENTO_ITEM_TYPE_SET;
+        break;
+    case CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__LIST:
+        r->item_type = MOMENTO_ITEM_TYPE_LIST;
+        break;
+    case CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SORTED_SET:
+        r->item_type = MOMENTO_ITEM_TYPE_SORTED_SET;
+        break;
+    default:
+        return MOMENTO_ERR_BAD_RESPONSE;
+    }
+    r->outcome = MOMENTO_OUTCOME_HIT;
     return MOMENTO_OK;
 }
 
@@ -225,4 +261,22 @@ int momento_key_exists_sync(momento_client *c, const char *cache, const void *ke
                             momento_result **ret)
 {
     return momento_keys_exist_sync(c, cache, &key, &key_len, 1, ret);
+}
+
+int momento_item_get_type(momento_client *c, const char *cache, const void *key, size_t key_len,
+                          momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, cb));
+    CacheClient__ItemGetTypeRequest req = CACHE_CLIENT____ITEM_GET_TYPE_REQUEST__INIT;
+    req.cache_key = momento__bytes(key, key_len);
+    return momento__call_start(c, MOMENTO__RPC_ITEM_GET_TYPE, cache, &req.base, cb, userdata);
+}
+
+int momento_item_get_type_sync(momento_client *c, const char *cache, const void *key,
+                               size_t key_len, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(
+        &b, momento_item_get_type(c, cache, key, key_len, momento__blocking_done, &b), ret);
 }

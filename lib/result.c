@@ -76,6 +76,11 @@ uint64_t momento_result_ttl_ms(const momento_result *r)
     return r && r->outcome == MOMENTO_OUTCOME_HIT ? r->ttl_ms : 0;
 }
 
+momento_item_type momento_result_item_type(const momento_result *r)
+{
+    return r && r->outcome == MOMENTO_OUTCOME_HIT ? r->item_type : MOMENTO_ITEM_TYPE_NONE;
+}
+
 size_t momento_result_exists_count(const momento_result *r)
 {
     return r ? r->n_exists : 0;

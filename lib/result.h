@@ -16,6 +16,7 @@ struct momento_result {
     int attempts;             /* how many tries it took */
     int64_t int_value;        /* increment */
     uint64_t ttl_ms;          /* item_get_ttl */
+    momento_item_type item_type; /* item_get_type */
     size_t n_caches;
     const char *const *caches;
     size_t n_exists;          /* keys_exist / key_exists */

@@ -1,4 +1,4 @@
-/* The key-value RPCs: Get, Set, Delete, Increment, KeysExist. */
+/* The key-value RPCs: Get, Set, Delete, Increment, KeysExist, ItemGetType. */
 #include "srv_rpc.h"
 
 #include "srv_server.h"
@@ -124,4 +124,30 @@ void srv_keys_exist(momento_local *s, store_cache *c, const ProtobufCMessage *ms
         srv_reply_add(r, &resp.base);
     }
     free(exists);
+}
+
+/* The store holds only scalar items today; each collection type will report
+ * its own type once momento-local stores collections. */
+void srv_item_get_type(momento_local *s, store_cache *c, const ProtobufCMessage *msg,
+                       srv_reply *r)
+{
+    const CacheClient__ItemGetTypeRequest *req = (const CacheClient__ItemGetTypeRequest *)msg;
+    if (!srv_check_key(r, &req->cache_key))
+        return;
+    store_item *it = store_get(&s->store, c, req->cache_key.data, req->cache_key.len,
+                               store_now_ms());
+    CacheClient__ItemGetTypeResponse resp = CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__INIT;
+    CacheClient__ItemGetTypeResponse__Found found =
+        CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE____FOUND__INIT;
+    CacheClient__ItemGetTypeResponse__Missing missing =
+        CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE____MISSING__INIT;
+    if (it) {
+        found.item_type = CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SCALAR;
+        resp.result_case = CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__RESULT_FOUND;
+        resp.found = &found;
+    } else {
+        resp.result_case = CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__RESULT_MISSING;
+        resp.missing = &missing;
+    }
+    srv_reply_add(r, &resp.base);
 }

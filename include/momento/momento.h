@@ -313,6 +313,18 @@ MOMENTO_EXPORT const void *momento_result_value(const momento_result *r, size_t 
 MOMENTO_EXPORT int64_t momento_result_int(const momento_result *r);
 /* Item get TTL: the remaining milliseconds of a HIT (0 otherwise). */
 MOMENTO_EXPORT uint64_t momento_result_ttl_ms(const momento_result *r);
+/* What an item get type found; the values are this library's own (the
+ * wire numbers the types differently). */
+typedef enum momento_item_type {
+    MOMENTO_ITEM_TYPE_NONE = 0,       /* not a HIT of momento_item_get_type() */
+    MOMENTO_ITEM_TYPE_SCALAR = 1,     /* a plain key/value item */
+    MOMENTO_ITEM_TYPE_DICTIONARY = 2,
+    MOMENTO_ITEM_TYPE_SET = 3,
+    MOMENTO_ITEM_TYPE_LIST = 4,
+    MOMENTO_ITEM_TYPE_SORTED_SET = 5
+} momento_item_type;
+/* Item get type: the type of a HIT (MOMENTO_ITEM_TYPE_NONE otherwise). */
+MOMENTO_EXPORT momento_item_type momento_result_item_type(const momento_result *r);
 /* Keys exist: how many answers (one per requested key, in order), and the
  * i-th: 1 exists, 0 does not, -1 when i is out of range. */
 MOMENTO_EXPORT size_t momento_result_exists_count(const momento_result *r);
@@ -487,6 +499,12 @@ MOMENTO_EXPORT int momento_keys_exist(momento_client *c, const char *cache,
                                       const void *const *keys, const size_t *key_lens, size_t n,
                                       momento_callback cb, void *userdata);
 
+/* Arguments as momento_get(). Outcome HIT with momento_result_item_type()
+ * (a scalar, or one of the collection types), or MISS. Idempotent: retried
+ * as a get is. */
+MOMENTO_EXPORT int momento_item_get_type(momento_client *c, const char *cache, const void *key,
+                                         size_t key_len, momento_callback cb, void *userdata);
+
 /* Arguments as momento_get(). Outcome HIT with momento_result_ttl_ms(), or
  * MISS. */
 MOMENTO_EXPORT int momento_item_get_ttl(momento_client *c, const char *cache, const void *key,
@@ -581,6 +599,9 @@ MOMENTO_EXPORT int momento_key_exists_sync(momento_client *c, const char *cache,
 MOMENTO_EXPORT int momento_keys_exist_sync(momento_client *c, const char *cache,
                                            const void *const *keys, const size_t *key_lens,
                                            size_t n, momento_result **ret);
+MOMENTO_EXPORT int momento_item_get_type_sync(momento_client *c, const char *cache,
+                                              const void *key, size_t key_len,
+                                              momento_result **ret);
 MOMENTO_EXPORT int momento_item_get_ttl_sync(momento_client *c, const char *cache, const void *key,
                                              size_t key_len, momento_result **ret);
 MOMENTO_EXPORT int momento_update_ttl_sync(momento_client *c, const char *cache, const void *key,

@@ -1,6 +1,7 @@
 /* The scalar API beyond get/set/delete, against the local server: every
  * operation, every outcome, both branches of each condition, batches of
  * 1,000 keys, and the documented refusals. */
+#include "client.h" /* momento__client_add_header, for fault injection */
 #include "testutil.h"
 
 #include <setjmp.h>
@@ -238,6 +239,80 @@ static void test_ttl_operations(void **state)
     assert_int_equal(momento_update_ttl_sync(client, "c", "t", 1, 0, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
 }
 
+static void type_cb(const momento_result *r, void *userdata)
+{
+    tu_counter *k = userdata;
+    if (momento_result_item_type(r) != MOMENTO_ITEM_TYPE_SCALAR)
+        k->bad_values++; /* counted before the callback is counted */
+    tu_count_cb(r, userdata);
+}
+
+static void test_item_get_type(void **state)
+{
+    (void)state;
+    put("typed", "v");
+    momento_result *r;
+    assert_int_equal(momento_item_get_type_sync(client, "c", "typed", 5, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_SCALAR);
+    assert_int_equal(momento_result_attempts(r), 1);
+    momento_result_free(r);
+
+    assert_int_equal(momento_item_get_type_sync(client, "c", "untyped", 7, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_NONE);
+    momento_result_free(r);
+
+    /* An expired item is a miss; so is a deleted one. */
+    assert_int_equal(momento_set_sync(client, "c", "brief", 5, "v", 1, 50, NULL), MOMENTO_OK);
+    usleep(120 * 1000);
+    assert_int_equal(momento_item_get_type_sync(client, "c", "brief", 5, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+    assert_int_equal(momento_delete_sync(client, "c", "typed", 5, NULL), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(client, "c", "typed", 5, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+
+    /* Async, many at once, each called back once with the type. */
+    put("typed", "v");
+    tu_counter k;
+    tu_counter_init(&k);
+    for (int i = 0; i < 50; i++)
+        assert_int_equal(momento_item_get_type(client, "c", "typed", 5, type_cb, &k), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 50, 5000), 50);
+    assert_int_equal(k.ok, 50);
+    assert_int_equal(k.bad_values, 0);
+    tu_counter_destroy(&k);
+
+    /* Refusals, an unknown cache, and the server's count of the RPC. */
+    assert_int_equal(momento_item_get_type(client, "c", "k", 1, NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_item_get_type_sync(client, "c", "", 0, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_null(r);
+    assert_int_equal(momento_item_get_type_sync(client, "", "k", 1, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_null(r);
+    assert_int_equal(momento_item_get_type_sync(NULL, "c", "k", 1, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_item_get_type_sync(client, "nope", "k", 1, &r),
+                     MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_result_grpc_status(r), 5);
+    momento_result_free(r);
+    assert_int_equal(momento_local_rpc_count(server, "ItemGetType", 0), 54);
+    assert_int_equal(momento_local_rpc_count(server, "ItemGetType", 5), 1);
+
+    /* Idempotent, as the official SDKs treat it: UNAVAILABLE is retried. */
+    momento_client *faulty = tu_client(server, NULL);
+    momento__client_add_header(faulty, "request-id", "item-get-type-retry");
+    momento__client_add_header(faulty, "return-error", "unavailable");
+    momento__client_add_header(faulty, "error-rpcs", "item-get-type");
+    momento__client_add_header(faulty, "error-count", "1");
+    assert_int_equal(momento_item_get_type_sync(faulty, "c", "typed", 5, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_attempts(r), 2);
+    assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_SCALAR);
+    momento_result_free(r);
+    momento_client_free(faulty);
+}
+
 static void test_batches_of_a_thousand(void **state)
 {
     (void)state;
@@ -375,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_increment),
         cmocka_unit_test(test_keys_exist),
         cmocka_unit_test(test_ttl_operations),
+        cmocka_unit_test(test_item_get_type),
         cmocka_unit_test(test_batches_of_a_thousand),
         cmocka_unit_test(test_batch_refusals_and_errors),
         cmocka_unit_test(test_batch_result_survives_dup),

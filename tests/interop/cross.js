@@ -22,6 +22,9 @@ async function verifyC(client) {
   r = await client.itemGetTtl('cross', 'c-ttl');
   check("Node sees C's 45 s TTL", r.type === 'Hit' && r.remainingTtlMillis() > 30000 &&
         r.remainingTtlMillis() <= 45000, show(r));
+  r = await client.itemGetType('cross', 'c-ttl');
+  check("Node's itemGetType of C's key -> SCALAR", r.type === 'Hit' &&
+        r.itemType() === require('@gomomento/sdk').ItemType.SCALAR, show(r));
   r = await client.getBatch('cross', ['c-b0', 'c-b1', 'c-b2']);
   check("Node getBatch over C's setBatch", r.type === 'Success' &&
         JSON.stringify(r.results().map(x => x.valueString())) === '["zero","one","two"]', show(r));

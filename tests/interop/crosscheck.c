@@ -68,6 +68,15 @@ static void read_keys(momento_client *c)
              momento_result_ttl_ms(r) <= 30000;
     check("C sees Node's 30 s TTL on n-ttl", ok);
     momento_result_free(r);
+    ok = momento_item_get_type_sync(c, "cross", "n-ttl", 5, &r) == MOMENTO_OK &&
+         momento_result_outcome(r) == MOMENTO_OUTCOME_HIT &&
+         momento_result_item_type(r) == MOMENTO_ITEM_TYPE_SCALAR;
+    check("C item get type of Node's n-ttl: scalar", ok);
+    momento_result_free(r);
+    ok = momento_item_get_type_sync(c, "cross", "n-missing", 9, &r) == MOMENTO_OK &&
+         momento_result_outcome(r) == MOMENTO_OUTCOME_MISS;
+    check("C item get type of a key nobody wrote: miss", ok);
+    momento_result_free(r);
     const void *keys[3] = {"n-plain", "n-missing", "n-b1"};
     size_t lens[3] = {7, 9, 4};
     ok = momento_keys_exist_sync(c, "cross", keys, lens, 3, &r) == MOMENTO_OK && momento_result_exists(r, 0) == 1 &&

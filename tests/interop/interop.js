@@ -2,7 +2,7 @@
 // with Momento's official Node.js SDK. One line per check, then
 // "N passed, M failed". Usage: node interop.js HOST PORT
 'use strict';
-const {MomentoErrorCode} = require('@gomomento/sdk');
+const {ItemType, MomentoErrorCode} = require('@gomomento/sdk');
 const {check, describe, localClient, run} = require('./harness');
 
 const [host, port] = process.argv.slice(2);
@@ -87,6 +87,14 @@ async function main() {
   check('itemGetTtl -> Hit with ~10 s left', r.type === 'Hit' && r.remainingTtlMillis() > 9000 && r.remainingTtlMillis() <= 10000, describe(r));
   r = await client.itemGetTtl(cache, 'missing');
   check('itemGetTtl missing -> Miss', r.type === 'Miss', describe(r));
+  r = await client.itemGetType(cache, 't');
+  check('itemGetType of a set key -> Hit, SCALAR', r.type === 'Hit' && r.itemType() === ItemType.SCALAR, describe(r));
+  r = await client.itemGetType(cache, new Uint8Array([9, 0, 9]));
+  check('itemGetType of a binary key -> Hit, SCALAR', r.type === 'Hit' && r.itemType() === ItemType.SCALAR, describe(r));
+  r = await client.itemGetType(cache, 'missing');
+  check('itemGetType missing -> Miss', r.type === 'Miss', describe(r));
+  r = await client.itemGetType('no-such-cache', 't');
+  check('itemGetType on unknown cache -> NOT_FOUND', r.type === 'Error' && r.errorCode() === MomentoErrorCode.CACHE_NOT_FOUND_ERROR, describe(r));
   r = await client.increaseTtl(cache, 't', 20000);
   check('increaseTtl longer -> Set', r.type === 'Set', describe(r));
   r = await client.increaseTtl(cache, 't', 1000);

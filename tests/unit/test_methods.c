@@ -25,6 +25,7 @@ static void test_retry_classification(void **state)
         {MOMENTO__RPC_DELETE, "/cache_client.Scs/Delete", true, false},
         {MOMENTO__RPC_KEYS_EXIST, "/cache_client.Scs/KeysExist", true, false},
         {MOMENTO__RPC_ITEM_GET_TTL, "/cache_client.Scs/ItemGetTtl", true, false},
+        {MOMENTO__RPC_ITEM_GET_TYPE, "/cache_client.Scs/ItemGetType", true, false},
         {MOMENTO__RPC_GET_BATCH, "/cache_client.Scs/GetBatch", true, true},
         {MOMENTO__RPC_SET_BATCH, "/cache_client.Scs/SetBatch", true, true},
         {MOMENTO__RPC_SET_IF, "/cache_client.Scs/SetIf", false, false},
