@@ -46,7 +46,9 @@ struct momento_client {
     momento__tracked *in_flight; /* doubly linked, for cancellation at free */
     size_t n_in_flight;
     momento__retries retries;    /* calls waiting to retry */
-    bool closing;                /* momento_client_free() has begun */
+    bool closing;                /* momento_client_free() has begun; written only
+                                  * by client.c, read by retry.c in the lock
+                                  * section that queues a retry */
     bool free_deferred;          /* ...from the completion thread itself */
 };
 
