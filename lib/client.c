@@ -7,7 +7,8 @@
  * the rest) it only marks the release as deferred, and the completion thread
  * releases the client after the last retirement. As hiredis's async.c keeps
  * its exactly-once and deferred-free rules in one place, nothing outside
- * this file touches the list, the count, `closing` or `drained`. */
+ * this file touches the list, the count or `drained`, or writes `closing`
+ * (retry.c reads it in the lock section that queues a retry). */
 #include "client.h"
 
 #include "alloc.h"

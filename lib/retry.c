@@ -57,9 +57,9 @@ void momento__retry_later(momento_client *c, momento__retry_entry *e, int64_t no
     pthread_mutex_unlock(&c->lock);
     if (closing)
         momento__call_give_up(e->call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
-    else if (!queued)
-        momento__call_give_up(e->call, GRPC_STATUS_RESOURCE_EXHAUSTED,
-                              "client out of memory for the retry queue");
+    else if (!queued) /* as when a retry cannot start: the attempt's own failure */
+        momento__call_give_up(e->call, GRPC_STATUS_UNAVAILABLE,
+                              "could not queue a retry: out of memory");
 }
 
 gpr_timespec momento__retries_run(momento_client *c)

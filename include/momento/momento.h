@@ -302,11 +302,14 @@ MOMENTO_EXPORT const char *momento_result_message(const momento_result *r);
 MOMENTO_EXPORT int momento_result_attempts(const momento_result *r);
 /* The server's `err` trailer (e.g. "item_size_limit_exceeded"), or NULL. */
 MOMENTO_EXPORT const char *momento_result_error_detail(const momento_result *r);
-/* 1 for a get hit, else 0. */
+/* 1 when the outcome is HIT (a get, item get TTL or item get type that found
+ * the key), else 0. */
 MOMENTO_EXPORT int momento_result_is_hit(const momento_result *r);
 /*
- * The value of a get hit (NULL with *ret_len = 0 otherwise). Borrowed from
- * `r`: valid until the callback returns, or until momento_result_free().
+ * The value of a get hit; any other HIT (item TTL, item type) gives an empty
+ * value ("" with *ret_len = 0); any other outcome NULL with *ret_len = 0.
+ * Borrowed from `r`: valid until the callback returns, or until
+ * momento_result_free().
  */
 MOMENTO_EXPORT const void *momento_result_value(const momento_result *r, size_t *ret_len);
 /* Increment: the value after the increment (0 for other results). */
