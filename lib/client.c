@@ -32,6 +32,8 @@ static void destroy(momento_client *c)
         grpc_slice_unref(c->extra_md[i].key);
         grpc_slice_unref(c->extra_md[i].value);
     }
+    if (c->token_in_log_filter)
+        momento__log_remove_secret(c->creds.token);
     momento__credentials_clear(&c->creds);
     momento__config_clear(&c->cfg);
     momento__retries_clear(&c->retries);
@@ -89,6 +91,10 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     int rc = cfg ? momento__config_copy(&c->cfg, cfg) : MOMENTO_OK;
     if (rc == MOMENTO_OK)
         rc = momento__credentials_copy(&c->creds, creds);
+    if (rc == MOMENTO_OK) {
+        rc = momento__log_add_secret(c->creds.token);
+        c->token_in_log_filter = rc == MOMENTO_OK;
+    }
     if (rc == MOMENTO_OK) {
         c->auth_value = grpc_slice_from_copied_string(c->creds.token);
         c->cq = grpc_completion_queue_create_for_next(NULL);

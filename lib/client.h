@@ -35,6 +35,7 @@ struct momento_client {
     momento__channels channels;
     atomic_bool agent_sent;
     grpc_slice auth_value;
+    bool token_in_log_filter;    /* the token is cut out of log messages */
 
     /* Extra request headers for tests (fault injection); set before the
      * first call, see momento__client_add_header(). */

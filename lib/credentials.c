@@ -21,6 +21,17 @@ static char *dup_str(const char *s)
     return d;
 }
 
+/* A token travels as the `authorization` header: a control or non-ASCII
+ * character would make gRPC refuse every call and write the header, token
+ * and all, into its log. NULL when the token is usable, else why not. */
+static const char *check_token(const char *token)
+{
+    for (const char *p = token; *p; p++)
+        if ((unsigned char)*p < ' ' || (unsigned char)*p >= 0x7f)
+            return "the token contains a control or non-ASCII character";
+    return NULL;
+}
+
 static void set_reason(const char **ret_reason, const char *why)
 {
     if (ret_reason)
@@ -215,6 +226,10 @@ static int parse_v1(const char *key, key_info *k, const char **why)
         *why = "the v1 API key has no \"api_key\" string";
         return MOMENTO_ERR_INVALID_ARGUMENT;
     }
+    if (check_token(k->token)) {
+        *why = "the v1 API key's \"api_key\" contains a control or non-ASCII character";
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    }
     if (r2 == 0) {
         *why = "the v1 API key has no \"endpoint\" string";
         return MOMENTO_ERR_INVALID_ARGUMENT;
@@ -335,11 +350,9 @@ int momento_credentials_with_endpoints(momento_credentials **ret, const char *to
         set_reason(ret_reason, why);
         return MOMENTO_ERR_INVALID_ARGUMENT;
     }
-    for (const char *p = token; *p; p++) {
-        if ((unsigned char)*p < ' ' || (unsigned char)*p >= 0x7f) {
-            set_reason(ret_reason, "the token contains a control or non-ASCII character");
-            return MOMENTO_ERR_INVALID_ARGUMENT;
-        }
+    if ((why = check_token(token)) != NULL) {
+        set_reason(ret_reason, why);
+        return MOMENTO_ERR_INVALID_ARGUMENT;
     }
     int rc = make_creds(ret, token, dup_str(cache_host_port), dup_str(control_host_port), 1);
     if (rc != MOMENTO_OK)

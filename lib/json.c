@@ -111,6 +111,8 @@ static int parse_string(cursor *c, char *out)
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
                 return -1;
+            } else if (cp == 0) {
+                return -1; /* a C string would end there: "a\u0000b" is not "a" */
             }
             break;
         default:

@@ -6,8 +6,9 @@
 
 /* Finds the string member `name` at the top level of the JSON object in
  * `json`. Returns 1 and an allocated, unescaped copy in *ret; 0 when the
- * member is absent or not a string; -1 when the text is not a JSON object;
- * -2 for no memory. */
+ * member is absent or not a string; -1 when the text is not a JSON object
+ * (or the member's string holds U+0000, which a C string cannot); -2 for no
+ * memory. */
 int momento__json_get_string(const char *json, size_t len, const char *name, char **ret);
 
 #endif

@@ -101,8 +101,12 @@ typedef void (*momento_log_fn)(momento_log_level level, const char *message, voi
  * The library prints nothing. Diagnostics, including those of the gRPC core
  * it runs on (failed TLS handshakes, lost connections), go to this callback
  * when one is set and are dropped otherwise. Messages never contain an API
- * key or token. `fn` may be called from any thread, including gRPC's own, and
- * must not call back into libmomento. NULL removes the callback.
+ * key or token: the token of every client that exists is replaced by
+ * "[token]" in every message, including gRPC's traces of request headers
+ * (GRPC_TRACE=http), and a message that held one but could not be cleaned
+ * (out of memory) is dropped. `fn` may be called from any thread, including
+ * gRPC's own, and must not call back into libmomento. NULL removes the
+ * callback.
  *
  * gRPC core's log sink is process-wide: once a client exists, libmomento owns
  * it. A program that also uses gRPC directly and wants gRPC's messages gets
@@ -220,8 +224,9 @@ typedef struct momento_credentials momento_credentials;
  * `ret` or `api_key` is NULL, the key is empty or has whitespace, control or
  * non-ASCII characters, `endpoint` is not a bare host name (letters, digits,
  * '-' and '.', at most 253 bytes), the key does not parse as any of the three
- * forms or the host names it carries are invalid, or no endpoint can be
- * found. On failure `*ret` is untouched and
+ * forms or the host names it carries are invalid, a v1 key's "api_key"
+ * holds a control or non-ASCII character (the token travels as a header),
+ * or no endpoint can be found. On failure `*ret` is untouched and
  * `*ret_reason` (when not NULL) points to a static sentence naming what is
  * wrong; it never contains any part of the key. It is not written on success.
  */

@@ -91,12 +91,49 @@ static void test_v1_key(void **state)
 static void test_v1_key_escapes_and_unpadded(void **state)
 {
     (void)state;
-    char *key = b64("{\"api_key\":\"a\\\"b\\u00e9\",\"endpoint\":\"e.example.com\"}", 1);
+    char *key = b64("{\"api_key\":\"a\\\"b\\u0041\",\"endpoint\":\"e.example.com\"}", 1);
     momento_credentials *c = NULL;
     assert_int_equal(momento_credentials_from_api_key(&c, key, NULL, NULL), MOMENTO_OK);
-    assert_string_equal(c->token, "a\"b\xc3\xa9");
+    assert_string_equal(c->token, "a\"bA");
     momento_credentials_free(c);
     free(key);
+}
+
+/* A v1 key's token goes out as the `authorization` header: a control or
+ * non-ASCII character in it (JSON escapes reach any) is refused at parse
+ * time, as it is for momento_credentials_with_endpoints(), rather than
+ * failing every request and putting the header into gRPC's log. */
+static void test_v1_token_characters(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "tok\\u0001en", "tok\\ten", "tok\\u007fen", "tok\\u00e9n", "tok\\nen",
+        "tok\xc3\xa9n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char json[128];
+        snprintf(json, sizeof(json), "{\"api_key\":\"%s\",\"endpoint\":\"e.example.com\"}", bad[i]);
+        char *key = b64(json, 0);
+        expect_reject(key, NULL, "control or non-ASCII");
+        free(key);
+    }
+    /* U+0000 would cut the token short; the key is refused whole. */
+    char *nul = b64("{\"api_key\":\"tok\\u0000en\",\"endpoint\":\"e.example.com\"}", 0);
+    expect_reject(nul, NULL, "JSON");
+    free(nul);
+    /* Every printable ASCII character is a usable token character. */
+    char *key = b64("{\"api_key\":\"a ~!#$%&'()*+,-./:;<=>?@[]^_`{|}z\",\"endpoint\":\"e.example.com\"}", 0);
+    momento_credentials *c = NULL;
+    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL, NULL), MOMENTO_OK);
+    momento_credentials_free(c);
+    free(key);
+    /* The other constructors apply the same rule. */
+    const char *why = NULL;
+    assert_int_equal(momento_credentials_with_endpoints(&c, "t\x01k", "h:1", "h:1", &why),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(why, "control or non-ASCII"));
+    assert_int_equal(momento_credentials_from_api_key(&c, "a.b\x7f.c", "e.example.com", &why),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
 }
 
 static void test_legacy_jwt(void **state)
@@ -263,6 +300,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_v1_key),
         cmocka_unit_test(test_v1_key_escapes_and_unpadded),
+        cmocka_unit_test(test_v1_token_characters),
         cmocka_unit_test(test_legacy_jwt),
         cmocka_unit_test(test_current_key_needs_endpoint),
         cmocka_unit_test(test_from_env),
