@@ -42,6 +42,8 @@ struct momento__call {
     grpc_byte_buffer *recv_msg;
     int pending;                /* batches of the current attempt not yet completed */
     int attempt;                /* 1-based */
+    size_t expect_msgs;         /* a stream's exact message count; 0 = any */
+    bool too_many;              /* the stream went past expect_msgs */
     size_t n_md;
     momento__channel *channel;
     gpr_timespec deadline;      /* the request's overall deadline */
@@ -167,6 +169,13 @@ int momento__call_attempt(momento__call *call)
 int momento__call_start(momento_client *c, momento__rpc_id m, const char *cache,
                         const ProtobufCMessage *req, momento_callback cb, void *userdata)
 {
+    return momento__call_start_with(c, m, cache, req, NULL, cb, userdata);
+}
+
+int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *cache,
+                             const ProtobufCMessage *req, const momento__call_opts *opts,
+                             momento_callback cb, void *userdata)
+{
     momento__plane plane = momento__rpcs[m].plane;
     /* malloc, not calloc: glibc's calloc skips the per-thread cache, and
      * the metadata array needs no zeroing. Sized to what this client sends,
@@ -201,8 +210,12 @@ int momento__call_start(momento_client *c, momento__rpc_id m, const char *cache,
     for (size_t i = 0; i < c->n_extra_md; i++)
         call->md[n_md++] = c->extra_md[i];
 
-    call->deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                  gpr_time_from_millis(c->cfg.timeout_ms, GPR_TIMESPAN));
+    if (opts && opts->has_deadline)
+        call->deadline = opts->deadline;
+    else
+        call->deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                      gpr_time_from_millis(c->cfg.timeout_ms, GPR_TIMESPAN));
+    call->expect_msgs = opts ? opts->expect_msgs : 0;
 
     grpc_call *gc = new_attempt_call(call);
     if (!gc) {
@@ -264,6 +277,7 @@ static void reset_attempt(momento__call *call)
     grpc_slice_unref(call->details);
     call->details = grpc_empty_slice();
     call->status = GRPC_STATUS_OK;
+    call->too_many = false;
 }
 
 static void deliver(momento__call *call);
@@ -304,7 +318,11 @@ static void deliver(momento__call *call)
     memset(&r, 0, sizeof(r));
     r.grpc_status = (int)call->status;
     r.attempts = call->attempt;
-    if (call->status == GRPC_STATUS_OK) {
+    if (call->too_many ||
+        (call->status == GRPC_STATUS_OK && call->expect_msgs && call->n_msgs != call->expect_msgs)) {
+        /* A batch answered with more or fewer replies than keys. */
+        r.error = MOMENTO_ERR_BAD_RESPONSE;
+    } else if (call->status == GRPC_STATUS_OK) {
         if (!info->streaming && call->n_msgs != 1)
             r.error = MOMENTO_ERR_BAD_RESPONSE; /* a unary reply has exactly one message */
         else
@@ -362,6 +380,16 @@ static bool take_message(momento__call *call)
     }
     grpc_byte_buffer_destroy(bb);
     call->recv_msg = NULL;
+    if (call->expect_msgs && call->n_msgs == call->expect_msgs) {
+        /* One message more than the request allows: stop reading (a
+         * misbehaving server could send any number) and end the call. */
+        grpc_slice_unref(body);
+        call->too_many = true;
+        grpc_call_cancel_with_status(call->track.call, GRPC_STATUS_DATA_LOSS,
+                                     "the server sent more replies than the request allows",
+                                     NULL);
+        return false;
+    }
     if (!call->msgs) {
         call->msgs = &call->msg0;
         call->cap_msgs = 1;

@@ -7,6 +7,8 @@
 #include "momento/momento.h"
 
 #include <grpc/grpc.h>
+#include <grpc/support/time.h>
+#include <stdbool.h>
 
 typedef struct momento__call momento__call;
 
@@ -16,6 +18,23 @@ typedef struct momento__call momento__call;
  * MOMENTO_ERR_CLOSED or MOMENTO_ERR_UNKNOWN (no callback). */
 int momento__call_start(momento_client *c, momento__rpc_id m, const char *cache,
                         const ProtobufCMessage *req, momento_callback cb, void *userdata);
+
+/* What a call may need beyond its RPC: zero-initialise, set what applies. */
+typedef struct momento__call_opts {
+    /* The overall deadline (GPR_CLOCK_MONOTONIC) when it is not now + the
+     * client's timeout: the pages of one listing share the first's. */
+    gpr_timespec deadline;
+    bool has_deadline;
+    /* A stream's reply must have exactly this many messages (a batch: one
+     * per key); any other count is MOMENTO_ERR_BAD_RESPONSE, and reading
+     * stops at the first message too many. 0: any number. */
+    size_t expect_msgs;
+} momento__call_opts;
+
+/* momento__call_start() with options (NULL: none). */
+int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *cache,
+                             const ProtobufCMessage *req, const momento__call_opts *opts,
+                             momento_callback cb, void *userdata);
 /* Runs on the completion thread for each completion-queue event of a call
  * (a call has a second tag, for stream messages). */
 void momento__call_event(void *tag, int success);

@@ -94,7 +94,11 @@ int momento_get_batch(momento_client *c, const char *cache, const void *const *k
     CacheClient__GetBatchRequest req = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
     req.n_items = n;
     req.items = ptrs;
-    int rc = momento__call_start(c, MOMENTO__RPC_GET_BATCH, cache, &req.base, cb, userdata);
+    /* One reply per key, no more, no less (a misbehaving server could send
+     * any number). */
+    momento__call_opts opts = {.expect_msgs = n};
+    int rc = momento__call_start_with(c, MOMENTO__RPC_GET_BATCH, cache, &req.base, &opts, cb,
+                                      userdata);
     free(items); /* packed at submit */
     free(ptrs);
     return rc;
@@ -138,7 +142,9 @@ int momento_set_batch(momento_client *c, const char *cache, const void *const *k
     CacheClient__SetBatchRequest req = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
     req.n_items = n;
     req.items = ptrs;
-    int rc = momento__call_start(c, MOMENTO__RPC_SET_BATCH, cache, &req.base, cb, userdata);
+    momento__call_opts opts = {.expect_msgs = n};
+    int rc = momento__call_start_with(c, MOMENTO__RPC_SET_BATCH, cache, &req.base, &opts, cb,
+                                      userdata);
     free(items);
     free(ptrs);
     return rc;

@@ -134,11 +134,19 @@ int momento_flush_cache_sync(momento_client *c, const char *cache, momento_resul
 
 /* ListCaches may be paged. The user's request becomes a chain of page calls
  * whose names are gathered here; the user's callback runs once, at the end,
- * with all of them (or with the first error). */
+ * with all of them (or with the first error). The whole listing has one
+ * deadline, the first page's, and a server whose tokens repeat or never end
+ * cannot keep it going: a token equal to the previous one, or more than
+ * LIST_MAX_PAGES pages, ends it with MOMENTO_ERR_BAD_RESPONSE. */
+#define LIST_MAX_PAGES 1000
+
 typedef struct list_state {
     momento_client *client;
     momento_callback cb;
     void *userdata;
+    gpr_timespec deadline;
+    char *token;        /* the token that asked for the page in flight */
+    size_t pages;
     char **names;
     size_t n, cap;
 } list_state;
@@ -158,56 +166,83 @@ static void list_finish(list_state *st, const momento_result *r)
     for (size_t i = 0; i < st->n; i++)
         free(st->names[i]);
     free(st->names);
+    free(st->token);
     free(st);
 }
 
 static int list_page(list_state *st, const char *token);
 
-static void list_page_done(const momento_result *r, void *userdata)
+/* Keeps this page's names; 0 or NO_MEMORY. */
+static int list_keep(list_state *st, const momento_result *r)
 {
-    list_state *st = userdata;
-    int err = r->error;
-    for (size_t i = 0; err == MOMENTO_OK && i < r->n_caches; i++) {
+    for (size_t i = 0; i < r->n_caches; i++) {
         if (st->n == st->cap) {
             size_t cap = st->cap ? st->cap * 2 : 16;
             char **grown = momento__realloc(st->names, cap * sizeof(*grown));
-            if (!grown) {
-                err = MOMENTO_ERR_NO_MEMORY;
-                break;
-            }
+            if (!grown)
+                return MOMENTO_ERR_NO_MEMORY;
             st->names = grown;
             st->cap = cap;
         }
         size_t len = strlen(r->caches[i]) + 1;
         st->names[st->n] = momento__malloc(len);
-        if (!st->names[st->n]) {
-            err = MOMENTO_ERR_NO_MEMORY;
-            break;
-        }
+        if (!st->names[st->n])
+            return MOMENTO_ERR_NO_MEMORY;
         memcpy(st->names[st->n++], r->caches[i], len);
     }
-    if (err == MOMENTO_OK && r->next_token && *r->next_token) {
-        int rc = list_page(st, r->next_token);
-        if (rc == MOMENTO_OK)
-            return;
-        err = rc;
-    }
-    if (err != r->error) {
-        momento_result failed;
-        momento__result_local_error(&failed, err == MOMENTO_ERR_CLOSED ? MOMENTO_ERR_CANCELLED : err,
-                                    "listing caches stopped part-way");
-        list_finish(st, &failed);
+    return MOMENTO_OK;
+}
+
+static void list_page_done(const momento_result *r, void *userdata)
+{
+    list_state *st = userdata;
+    if (r->error != MOMENTO_OK) {
+        list_finish(st, r);
         return;
     }
-    list_finish(st, r);
+    int err = list_keep(st, r);
+    const char *why = "listing caches stopped part-way";
+    const char *next = r->next_token;
+    if (err == MOMENTO_OK && next && *next) {
+        if (st->token && strcmp(st->token, next) == 0) {
+            err = MOMENTO_ERR_BAD_RESPONSE;
+            why = "the server answered a ListCaches page with the token that asked for it";
+        } else if (st->pages >= LIST_MAX_PAGES) {
+            err = MOMENTO_ERR_BAD_RESPONSE;
+            why = "the server's ListCaches reply ran past 1000 pages";
+        } else {
+            err = list_page(st, next);
+            if (err == MOMENTO_OK)
+                return;
+        }
+    }
+    if (err == MOMENTO_OK) {
+        list_finish(st, r);
+        return;
+    }
+    momento_result failed;
+    momento__result_local_error(&failed, err == MOMENTO_ERR_CLOSED ? MOMENTO_ERR_CANCELLED : err,
+                                why);
+    list_finish(st, &failed);
 }
 
 static int list_page(list_state *st, const char *token)
 {
+    if (token) {
+        size_t len = strlen(token) + 1;
+        char *copy = momento__malloc(len);
+        if (!copy)
+            return MOMENTO_ERR_NO_MEMORY;
+        memcpy(copy, token, len);
+        free(st->token);
+        st->token = copy;
+    }
+    st->pages++;
     ControlClient__ListCachesRequest req = CONTROL_CLIENT____LIST_CACHES_REQUEST__INIT;
-    req.next_token = (char *)(token ? token : "");
-    return momento__call_start(st->client, MOMENTO__RPC_LIST_CACHES, NULL, &req.base,
-                               list_page_done, st);
+    req.next_token = token ? st->token : "";
+    momento__call_opts opts = {.deadline = st->deadline, .has_deadline = true};
+    return momento__call_start_with(st->client, MOMENTO__RPC_LIST_CACHES, NULL, &req.base, &opts,
+                                    list_page_done, st);
 }
 
 int momento_list_caches(momento_client *c, momento_callback cb, void *userdata)
@@ -219,6 +254,8 @@ int momento_list_caches(momento_client *c, momento_callback cb, void *userdata)
     st->client = c;
     st->cb = cb;
     st->userdata = userdata;
+    st->deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                gpr_time_from_millis(c->cfg.timeout_ms, GPR_TIMESPAN));
     int rc = list_page(st, NULL);
     if (rc != MOMENTO_OK)
         free(st);

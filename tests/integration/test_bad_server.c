@@ -1,0 +1,186 @@
+/* The library against a server that misbehaves in ways momento-local never
+ * does (tests/common/fake_server.c): batch replies with the wrong number of
+ * messages, ListCaches tokens that repeat or never end, pages slower than
+ * the client's timeout. Each must end in one callback with a clear error,
+ * bounded in time and memory. */
+#include "fake_server.h"
+#include "testutil.h"
+
+#include "cacheclient.pb-c.h"
+#include "controlclient.pb-c.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static grpc_slice pack(const ProtobufCMessage *m)
+{
+    grpc_slice s = grpc_slice_malloc(protobuf_c_message_get_packed_size(m));
+    protobuf_c_message_pack(m, GRPC_SLICE_START_PTR(s));
+    return s;
+}
+
+static momento_client *client_for(tu_fake *f, uint32_t timeout_ms)
+{
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, timeout_ms);
+    momento_config_set_retries(cfg, 1);
+    momento_credentials *creds;
+    assert_int_equal(momento_credentials_local(&creds, tu_fake_endpoint(f), NULL), MOMENTO_OK);
+    momento_client *c;
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
+    momento_credentials_free(creds);
+    momento_config_free(cfg);
+    return c;
+}
+
+/* ---- batches: one reply per key, no more, no less -------------------- */
+
+static size_t hits_per_reply; /* messages the fake streams per call */
+
+static bool hits(void *arg, size_t call, size_t i, grpc_slice *msg)
+{
+    (void)arg;
+    (void)call;
+    if (i >= hits_per_reply)
+        return false;
+    CacheClient__GetResponse m = CACHE_CLIENT____GET_RESPONSE__INIT;
+    m.result = CACHE_CLIENT__ECACHE_RESULT__Hit;
+    m.cache_body.data = (uint8_t *)"v";
+    m.cache_body.len = 1;
+    *msg = pack(&m.base);
+    return true;
+}
+
+static void test_batch_reply_count_is_checked(void **state)
+{
+    (void)state;
+    tu_fake *f = tu_fake_start(hits, NULL, 0);
+    momento_client *c = client_for(f, 5000);
+    const void *keys[2] = {"a", "b"};
+    size_t lens[2] = {1, 1};
+    static const size_t counts[] = {0, 1, 3, 2};
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+        hits_per_reply = counts[i];
+        momento_result *r;
+        int rc = momento_get_batch_sync(c, "c", keys, lens, 2, &r);
+        if (counts[i] == 2) {
+            assert_int_equal(rc, MOMENTO_OK);
+            assert_int_equal(momento_result_item_count(r), 2);
+        } else {
+            assert_int_equal(rc, MOMENTO_ERR_BAD_RESPONSE);
+            assert_int_equal(momento_result_item_count(r), 0);
+            assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_ERROR);
+        }
+        momento_result_free(r);
+    }
+    /* A set batch's replies are counted the same way. */
+    hits_per_reply = 1;
+    const void *vals[2] = {"x", "y"};
+    assert_int_equal(momento_set_batch_sync(c, "c", keys, lens, vals, lens, 2, 0, NULL),
+                     MOMENTO_ERR_BAD_RESPONSE);
+
+    /* 100,000 replies for 2 keys: the client stops reading at the third and
+     * cancels, so the server cannot make it hold them all. */
+    hits_per_reply = 100000;
+    momento_result *r;
+    assert_int_equal(momento_get_batch_sync(c, "c", keys, lens, 2, &r), MOMENTO_ERR_BAD_RESPONSE);
+    assert_int_equal(momento_result_item_count(r), 0);
+    assert_non_null(strstr(momento_result_message(r), "more replies"));
+    momento_result_free(r);
+    momento_client_free(c);
+    tu_fake_stop(f);
+}
+
+/* ---- ListCaches: one deadline, and no endless paging ---------------- */
+
+typedef enum { SAME_TOKEN, NEW_TOKENS } token_mode;
+
+static bool page(void *arg, size_t call, size_t i, grpc_slice *msg)
+{
+    token_mode mode = *(token_mode *)arg;
+    if (i > 0)
+        return false;
+    char name[32], token[32];
+    snprintf(name, sizeof(name), "cache-%zu", call);
+    snprintf(token, sizeof(token), mode == SAME_TOKEN ? "again" : "t%zu", call);
+    ControlClient__Cache cache = CONTROL_CLIENT____CACHE__INIT;
+    cache.cache_name = name;
+    ControlClient__Cache *caches[1] = {&cache};
+    ControlClient__ListCachesResponse m = CONTROL_CLIENT____LIST_CACHES_RESPONSE__INIT;
+    m.n_cache = 1;
+    m.cache = caches;
+    m.next_token = token;
+    *msg = pack(&m.base);
+    return true;
+}
+
+static void test_repeated_token_stops_the_listing(void **state)
+{
+    (void)state;
+    token_mode mode = SAME_TOKEN;
+    tu_fake *f = tu_fake_start(page, &mode, 0);
+    momento_client *c = client_for(f, 5000);
+    momento_result *r;
+    assert_int_equal(momento_list_caches_sync(c, &r), MOMENTO_ERR_BAD_RESPONSE);
+    assert_int_equal(momento_result_cache_count(r), 0);
+    assert_non_null(strstr(momento_result_message(r), "token"));
+    momento_result_free(r);
+    /* The first page, then the page asked for with "again", which answered
+     * "again" once more. */
+    assert_int_equal(tu_fake_calls(f), 2);
+    momento_client_free(c);
+    tu_fake_stop(f);
+}
+
+static void test_endless_pages_are_capped(void **state)
+{
+    (void)state;
+    token_mode mode = NEW_TOKENS;
+    tu_fake *f = tu_fake_start(page, &mode, 0);
+    momento_client *c = client_for(f, (uint32_t)TU_MS(60000));
+    momento_result *r;
+    assert_int_equal(momento_list_caches_sync(c, &r), MOMENTO_ERR_BAD_RESPONSE);
+    assert_non_null(strstr(momento_result_message(r), "pages"));
+    momento_result_free(r);
+    assert_int_equal(tu_fake_calls(f), 1000);
+    momento_client_free(c);
+    tu_fake_stop(f);
+}
+
+static void test_listing_has_one_deadline(void **state)
+{
+    (void)state;
+    token_mode mode = NEW_TOKENS;
+    /* Each page takes 400 ms; the client's timeout is 1 s: the third page
+     * would end past it, and so the listing ends at 1 s, not 3 x 1 s. */
+    tu_fake *f = tu_fake_start(page, &mode, (int)TU_MS(400));
+    momento_client *c = client_for(f, (uint32_t)TU_MS(1000));
+    int64_t t0 = tu_now_ms();
+    momento_result *r;
+    assert_int_equal(momento_list_caches_sync(c, &r), MOMENTO_ERR_TIMEOUT);
+    int64_t took = tu_now_ms() - t0;
+    momento_result_free(r);
+    assert_true(took >= TU_MS(1000) - 50);
+    assert_true(took < TU_MS(1000) + TU_MS(400)); /* the deadline, not a page later */
+    assert_true(tu_fake_calls(f) <= 3);
+    momento_client_free(c);
+    tu_fake_stop(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_batch_reply_count_is_checked),
+        cmocka_unit_test(test_repeated_token_stops_the_listing),
+        cmocka_unit_test(test_endless_pages_are_capped),
+        cmocka_unit_test(test_listing_has_one_deadline),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
