@@ -37,5 +37,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "load-gen: %s\n", momento_strerror(rc));
     }
     lg_target_close(&t);
+    if (rc == MOMENTO_OK && r.stats.success == 0) {
+        /* A load test in which nothing worked has failed, whatever it printed. */
+        fprintf(stderr, "load-gen: no request succeeded\n");
+        return 1;
+    }
     return rc == MOMENTO_OK ? 0 : 1;
 }

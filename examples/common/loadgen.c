@@ -258,7 +258,8 @@ void lg_target_close(lg_target *t)
 
 void lg_stats_init(lg_stats *s)
 {
-    s->requests = s->success = 0;
+    s->requests = s->success = s->refused = 0;
+    s->first_refusal = 0;
     memset(s->errors, 0, sizeof(s->errors));
     hist_init(&s->set);
     hist_init(&s->get);
@@ -268,6 +269,9 @@ void lg_stats_merge(lg_stats *dst, const lg_stats *src)
 {
     dst->requests += src->requests;
     dst->success += src->success;
+    dst->refused += src->refused;
+    if (!dst->first_refusal)
+        dst->first_refusal = src->first_refusal;
     for (int i = 0; i < LG_ERR_COUNT; i++)
         dst->errors[i] += src->errors[i];
     hist_merge(&dst->set, &src->set);
@@ -422,8 +426,17 @@ static void start_request(worker *w)
     else
         rc = g->co ? momento_coalescing_get(g->co, o->cache, w->key, w->key_len, on_done, w)
                    : momento_get(g->client, o->cache, w->key, w->key_len, on_done, w);
-    if (rc != MOMENTO_OK)
+    if (rc != MOMENTO_OK) {
+        /* Refused at submit (a bad argument, a client being freed): no
+         * callback will come, so the worker stops here, and the refusal is
+         * reported rather than lost. */
+        pthread_mutex_lock(&g->lock);
+        g->stats.refused++;
+        if (!g->stats.first_refusal)
+            g->stats.first_refusal = rc;
+        pthread_mutex_unlock(&g->lock);
         retire(g);
+    }
 }
 
 static void on_done(const momento_result *r, void *ud)
@@ -685,12 +698,17 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
 void lg_print_stats(FILE *f, const char *label, const lg_stats *s, double elapsed_s)
 {
     fprintf(f, "%scumulative stats after %.1f s:\n", label, elapsed_s);
+    /* Success is a share of every request tried, refused ones included:
+     * nothing tried is 0 %, not 100 %. */
+    uint64_t tried = s->requests + s->refused;
     fprintf(f, "  requests %llu (%.0f/s), success %llu (%.1f%%)",
             (unsigned long long)s->requests, elapsed_s > 0 ? (double)s->requests / elapsed_s : 0,
-            (unsigned long long)s->success,
-            s->requests ? 100.0 * (double)s->success / (double)s->requests : 100.0);
+            (unsigned long long)s->success, tried ? 100.0 * (double)s->success / (double)tried : 0.0);
     for (int i = 0; i < LG_ERR_COUNT; i++)
         fprintf(f, ", %s %llu", error_names[i], (unsigned long long)s->errors[i]);
+    if (s->refused)
+        fprintf(f, ", refused %llu (%s)", (unsigned long long)s->refused,
+                momento_strerror(s->first_refusal));
     fprintf(f, "\n");
     const histogram *hs[2] = {&s->set, &s->get};
     const char *names[2] = {"set", "get"};
@@ -774,8 +792,9 @@ void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent)
     snprintf(pad, sizeof(pad), "%*s", indent + 2, "");
     fprintf(f, "{\n");
     lg_json_config(f, o, indent + 2);
-    fprintf(f, ",\n%s\"requests\": %llu,\n%s\"success\": %llu,\n%s\"errors\": {", pad,
-            (unsigned long long)r->stats.requests, pad, (unsigned long long)r->stats.success, pad);
+    fprintf(f, ",\n%s\"requests\": %llu,\n%s\"success\": %llu,\n%s\"refused\": %llu,\n%s\"errors\": {",
+            pad, (unsigned long long)r->stats.requests, pad, (unsigned long long)r->stats.success,
+            pad, (unsigned long long)r->stats.refused, pad);
     for (int i = 0; i < LG_ERR_COUNT; i++)
         fprintf(f, "%s\"%s\": %llu", i ? ", " : "", error_names[i],
                 (unsigned long long)r->stats.errors[i]);

@@ -51,8 +51,10 @@ typedef enum {
 } lg_error_kind;
 
 typedef struct lg_stats {
-    uint64_t requests;
+    uint64_t requests;  /* accepted and called back */
     uint64_t success;
+    uint64_t refused;   /* refused at submit (no callback): the worker stops */
+    int first_refusal;  /* the momento_error of the first refusal, or 0 */
     uint64_t errors[LG_ERR_COUNT];
     histogram set;
     histogram get;

@@ -47,7 +47,7 @@ with tempfile.TemporaryDirectory() as tmp:
           and r["set"]["p50_us"] <= r["set"]["p99_us"] <= r["set"]["max_us"])
     check("load-gen: server RPCs match requests", r["server"]["total"] == r["requests"], r["server"])
     check("load-gen: JSON has every field", all(k in r for k in
-          ("config", "requests", "success", "errors", "ops_per_sec", "set", "get", "client_cpu_s", "wall_s", "server")))
+          ("config", "requests", "success", "refused", "errors", "ops_per_sec", "set", "get", "client_cpu_s", "wall_s", "server")))
     check("load-gen: every error category present", set(r["errors"]) ==
           {"unavailable", "deadline_exceeded", "resource_exhausted", "rst_stream", "cancelled", "other"})
 
@@ -127,6 +127,21 @@ with tempfile.TemporaryDirectory() as tmp:
         check(f"load-gen {' '.join(args)} -> exit 2 with a message", p.returncode == 2 and p.stderr.strip(), p)
     p = run([load_gen, "--plot", "x.svg"])
     check("load-gen refuses --plot", p.returncode == 2)
+
+    # Every request refused at submit (a cache name the library refuses):
+    # the report shows the refusals and the run fails. (It once printed
+    # "success 0 (100.0%)" and exited 0.)
+    out3 = os.path.join(tmp, "refused.json")
+    p = run([load_gen, "--duration", "1", "--cache", "bad\tname", "--json", out3])
+    check("load-gen with nothing succeeding exits 1", p.returncode == 1, p)
+    check("load-gen says nothing succeeded", "no request succeeded" in p.stderr, p.stderr)
+    check("load-gen reports the refusals and their reason",
+          "refused" in p.stdout and "invalid argument" in p.stdout and "(100.0%)" not in p.stdout, p.stdout)
+    r = json.load(open(out3))
+    check("load-gen JSON: refused > 0, success 0", r["refused"] > 0 and r["success"] == 0, r)
+    p = run([coalescing, "--duration", "0.5", "--cache", "bad\tname", "--quiet"])
+    check("request-coalescing with nothing succeeding exits 1",
+          p.returncode == 1 and "no request succeeded" in p.stderr, p)
     for prog in (load_gen, coalescing):
         p = run([prog, "--help"])
         check(f"{os.path.basename(prog)} --help documents defaults", p.returncode == 0
