@@ -20,7 +20,11 @@ export PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_PATH=$pc
 prefix_lib=$(dirname "$pc")
 # A sanitizer build of the library needs its runtime in the program too.
 san=""
-ldd "$prefix_lib/libmomento.so" | grep -q libasan && san="-fsanitize=address,undefined"
+# (Not `ldd | grep -q`: under pipefail, grep leaving early can fail ldd with
+# SIGPIPE, and the check then missed the runtime now and then.)
+case "$(ldd "$prefix_lib/libmomento.so")" in
+*libasan*) san="-fsanitize=address,undefined" ;;
+esac
 cc $san -o "$dest/roundtrip" "$src_dir/roundtrip.c" $(pkg-config --cflags --libs momento)
 if nm -D "$prefix_lib/libmomento.so" | grep -E ' T ' | grep -v ' momento_' ; then
     echo "libmomento.so exports names without the momento_ prefix"; exit 1
