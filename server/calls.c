@@ -3,7 +3,10 @@
  * already read, checked (auth, rate, faults), handed to the dispatcher,
  * answered with one batch (streams: one batch per message) and counted.
  * Injected delays park a call on the timer heap, so a delayed call never
- * holds up any other. */
+ * holds up any other. A parked call never outlives its client: its delay
+ * ends at its deadline at the latest, and it watches for its client going
+ * away (RECV_CLOSE_ON_SERVER started when it is parked), which takes it off
+ * the heap and frees it at once. */
 #include "srv_server.h"
 
 #include "grpc_util.h"
@@ -13,6 +16,7 @@
 
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/support/time.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,8 +28,13 @@
 /* Upper bound on how long the loop sleeps, so momento_local_stop() is seen
  * promptly even with no traffic. */
 #define MAX_WAIT_MS 50
+/* A parked call whose client goes away this close to its deadline (or
+ * later) counts as DEADLINE_EXCEEDED, else as CANCELLED: the client's own
+ * deadline timer and the server's (which starts when the headers arrive)
+ * fire a little apart. */
+#define DEADLINE_SLACK_MS 50
 
-typedef enum { TAG_NEW_CALL, TAG_BATCH, TAG_SHUTDOWN } tag_kind;
+typedef enum { TAG_NEW_CALL, TAG_BATCH, TAG_CLOSE, TAG_SHUTDOWN } tag_kind;
 
 typedef struct srv_call {
     tag_kind kind; /* first member: every tag starts with its kind */
@@ -45,8 +54,18 @@ typedef struct srv_call {
     grpc_slice status_details;
     grpc_metadata trailer;
     int64_t due_ms;            /* when parked on the timer heap */
+    int64_t deadline_ms;       /* the call's deadline (store_now_ms clock); INT64_MAX: none */
     uint64_t seq;              /* arrival order: breaks ties in due_ms */
+    size_t heap_index;         /* its place on the timer heap, MOMENTO__HEAP_GONE when not parked */
     int pending_error;         /* injected error to send after a delay, or -1 */
+    /* The tag of the RECV_CLOSE_ON_SERVER batch started when the call is
+     * parked; it completes when the client cancels, its deadline passes,
+     * the connection drops, or (after the reply) the call is over. */
+    tag_kind close_kind;
+    bool close_started;        /* RECV_CLOSE_ON_SERVER is in a batch already */
+    bool client_gone;          /* that batch completed: send nothing more */
+    bool finished;             /* nothing more to send; free when no batch is out */
+    int outstanding;           /* batches started whose tags have not come back */
 } srv_call;
 
 static tag_kind shutdown_tag = TAG_SHUTDOWN;
@@ -57,6 +76,11 @@ static bool due_before(const void *a, const void *b)
 {
     const srv_call *x = a, *y = b;
     return x->due_ms < y->due_ms || (x->due_ms == y->due_ms && x->seq < y->seq);
+}
+
+static void heap_moved(void *item, size_t index)
+{
+    ((srv_call *)item)->heap_index = index;
 }
 
 /* ---- call lifecycle -------------------------------------------------- */
@@ -86,6 +110,8 @@ static void request_call(momento_local *s, momento__rpc_id m)
     c->s = s;
     c->method = m;
     c->pending_error = -1;
+    c->heap_index = MOMENTO__HEAP_GONE;
+    c->close_kind = TAG_CLOSE;
     c->status_details = grpc_empty_slice();
     grpc_metadata_array_init(&c->md);
     grpc_call_error err;
@@ -145,20 +171,38 @@ static bool send_next(srv_call *c)
             ops[n].data.send_status_from_server.trailing_metadata = &c->trailer;
         }
         n++;
-        ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-        ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
-        n++;
+        if (!c->close_started) {
+            ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+            ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
+            n++;
+            c->close_started = true;
+        }
         c->final_sent = true;
     }
     c->kind = TAG_BATCH;
-    return grpc_call_start_batch(c->call, ops, n, c, NULL) == GRPC_CALL_OK;
+    if (grpc_call_start_batch(c->call, ops, n, c, NULL) != GRPC_CALL_OK)
+        return false;
+    c->outstanding++;
+    return true;
+}
+
+/* Our side of the call is over: it is freed once gRPC has given back every
+ * batch. A call ended without a status is cancelled, so that a
+ * RECV_CLOSE_ON_SERVER still out completes. */
+static void finish(srv_call *c)
+{
+    c->finished = true;
+    if (c->outstanding == 0)
+        call_free(c);
+    else if (!c->final_sent)
+        grpc_call_cancel(c->call, NULL);
 }
 
 static void reply(srv_call *c)
 {
     srv_stats_count(c->s, c->method, c->reply.status);
     if (!send_next(c))
-        call_free(c);
+        finish(c);
 }
 
 /* Runs the handler (or the injected error) and replies. */
@@ -197,6 +241,59 @@ static bool rate_limited(momento_local *s)
     return ++s->rate_count > s->opts.max_rps;
 }
 
+/* Where store_now_ms() will read the call's deadline; INT64_MAX for none. */
+static int64_t deadline_in_ms(const srv_call *c, int64_t now)
+{
+    if (c->method == SRV_UNKNOWN || c->deadline.tv_sec == INT64_MAX)
+        return INT64_MAX;
+    gpr_timespec left = gpr_time_sub(gpr_convert_clock_type(c->deadline, GPR_CLOCK_MONOTONIC),
+                                     gpr_now(GPR_CLOCK_MONOTONIC));
+    if (left.tv_sec < 0)
+        return now;
+    if (left.tv_sec > INT32_MAX)
+        return INT64_MAX;
+    return now + (int64_t)left.tv_sec * 1000 + left.tv_nsec / 1000000;
+}
+
+static void parked_changed(momento_local *s)
+{
+    atomic_store_explicit(&s->parked, s->timers.n, memory_order_relaxed);
+}
+
+/* Holds the call until `delay_ms` from now, or its deadline if that comes
+ * first, and watches for its client going away meanwhile. False if it
+ * could not be parked (out of memory). */
+static bool park(srv_call *c, uint32_t delay_ms)
+{
+    momento_local *s = c->s;
+    int64_t now = store_now_ms();
+    c->deadline_ms = deadline_in_ms(c, now);
+    c->due_ms = now + delay_ms;
+    if (c->due_ms > c->deadline_ms)
+        c->due_ms = c->deadline_ms;
+    c->seq = s->timer_seq++;
+    if (momento__heap_push(&s->timers, c) != 0)
+        return false;
+    parked_changed(s);
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    op.data.recv_close_on_server.cancelled = &c->cancelled;
+    /* Should this fail, the call still leaves at its deadline. */
+    if (grpc_call_start_batch(c->call, &op, 1, &c->close_kind, NULL) == GRPC_CALL_OK) {
+        c->close_started = true;
+        c->outstanding++;
+    }
+    return true;
+}
+
+static srv_call *unpark(momento_local *s, size_t index)
+{
+    srv_call *c = momento__heap_remove(&s->timers, index);
+    parked_changed(s);
+    return c;
+}
+
 /* The checks before a call is answered, in the order that
  * docs/protocol.md "Errors momento-local returns" lists them. */
 static void on_new_call(srv_call *c, bool ok)
@@ -218,13 +315,15 @@ static void on_new_call(srv_call *c, bool ok)
     const momento__rpc *rpc = &momento__rpcs[c->method];
     /* Official clients ping without a token (docs/protocol.md "Headers"). */
     bool ping = rpc->plane == MOMENTO__PLANE_PING;
-    if (s->opts.auth_token && !ping) {
+    bool authenticated = true;
+    if (s->opts.auth_token) {
         const grpc_slice *auth = srv_header(&c->md, "authorization");
-        if (!auth || grpc_slice_str_cmp(*auth, s->opts.auth_token) != 0) {
-            srv_reply_error(&c->reply, GRPC_STATUS_UNAUTHENTICATED, NULL, "invalid auth token");
-            reply(c);
-            return;
-        }
+        authenticated = auth && grpc_slice_str_cmp(*auth, s->opts.auth_token) == 0;
+    }
+    if (!authenticated && !ping) {
+        srv_reply_error(&c->reply, GRPC_STATUS_UNAUTHENTICATED, NULL, "invalid auth token");
+        reply(c);
+        return;
     }
     if (!ping && rate_limited(s)) {
         srv_reply_error(&c->reply, GRPC_STATUS_RESOURCE_EXHAUSTED, "operations_rate_limit_exceeded",
@@ -232,42 +331,85 @@ static void on_new_call(srv_call *c, bool ok)
         reply(c);
         return;
     }
-    fault_plan plan;
-    faults_plan(&s->sessions, &c->md, rpc->fault_name, &plan);
+    /* On a server with a token, only a caller holding it may inject faults:
+     * an unauthenticated Ping is answered as if it carried no fault headers,
+     * so nobody without the token can park calls on the server. */
+    fault_plan plan = {.error_status = -1};
+    if (authenticated)
+        faults_plan(&s->sessions, &c->md, rpc->fault_name, &plan);
     if (plan.bad_header) {
         srv_reply_error(&c->reply, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", plan.bad_header);
         reply(c);
         return;
     }
     c->pending_error = plan.error_status;
-    if (plan.delay_ms) {
-        c->due_ms = store_now_ms() + plan.delay_ms;
-        c->seq = s->timer_seq++;
-        if (momento__heap_push(&s->timers, c) == 0)
-            return;
-    }
+    if (plan.delay_ms && park(c, plan.delay_ms))
+        return;
     answer(c);
 }
 
 static void on_batch(srv_call *c, bool ok)
 {
-    if (!ok || c->s->shut_down || !send_next(c))
-        call_free(c);
+    c->outstanding--;
+    if (c->finished) {
+        if (c->outstanding == 0)
+            call_free(c);
+        return;
+    }
+    if (!ok || c->s->shut_down || c->client_gone || !send_next(c))
+        finish(c);
 }
 
+/* The RECV_CLOSE_ON_SERVER started when the call was parked completed. While
+ * the call is still parked that means its client is gone (cancelled, past
+ * its deadline, disconnected) or the server is stopping: the call leaves
+ * the heap and is freed, counted as CANCELLED, DEADLINE_EXCEEDED or (when
+ * stopping) UNAVAILABLE. Otherwise the reply under way stops, if it has not
+ * ended already. */
+static void on_close(srv_call *c)
+{
+    momento_local *s = c->s;
+    c->outstanding--;
+    c->client_gone = true;
+    if (c->heap_index != MOMENTO__HEAP_GONE) {
+        unpark(s, c->heap_index);
+        grpc_status_code st = GRPC_STATUS_CANCELLED;
+        if (atomic_load(&s->stopping))
+            st = GRPC_STATUS_UNAVAILABLE;
+        else if (c->deadline_ms != INT64_MAX &&
+                 store_now_ms() >= c->deadline_ms - DEADLINE_SLACK_MS)
+            st = GRPC_STATUS_DEADLINE_EXCEEDED;
+        srv_stats_count(s, c->method, st);
+        finish(c);
+    } else if (c->finished && c->outstanding == 0) {
+        call_free(c);
+    }
+}
+
+/* Answers the parked calls that are due: those whose delay is over, and
+ * those whose deadline came first (DEADLINE_EXCEEDED, as their clients have
+ * seen already). */
 static void run_timers(momento_local *s, int64_t now)
 {
     srv_call *c;
-    while ((c = momento__heap_peek(&s->timers)) && c->due_ms <= now)
-        answer(momento__heap_pop(&s->timers));
+    while ((c = momento__heap_peek(&s->timers)) && c->due_ms <= now) {
+        unpark(s, 0);
+        if (c->due_ms >= c->deadline_ms) {
+            srv_reply_error(&c->reply, GRPC_STATUS_DEADLINE_EXCEEDED, NULL,
+                            "deadline exceeded during an injected delay (delay-ms)");
+            reply(c);
+        } else {
+            answer(c);
+        }
+    }
 }
 
 /* Delayed calls still parked when the server stops are failed with
  * UNAVAILABLE, as a server going away would. */
 static void drop_timers(momento_local *s)
 {
-    srv_call *c;
-    while ((c = momento__heap_pop(&s->timers))) {
+    while (s->timers.n) {
+        srv_call *c = unpark(s, 0);
         c->pending_error = GRPC_STATUS_UNAVAILABLE;
         answer(c);
     }
@@ -296,6 +438,8 @@ static void *server_loop(void *arg)
                 s->shut_down = true;
             } else if (kind == TAG_NEW_CALL) {
                 on_new_call(ev.tag, ev.success);
+            } else if (kind == TAG_CLOSE) {
+                on_close((srv_call *)((char *)ev.tag - offsetof(srv_call, close_kind)));
             } else {
                 on_batch(ev.tag, ev.success);
             }
@@ -337,6 +481,7 @@ static void discard(void *tag, void *arg)
 int srv_calls_start(momento_local *s)
 {
     momento__heap_init(&s->timers, due_before, NULL);
+    momento__heap_track(&s->timers, heap_moved);
     for (int m = 0; m < SRV_METHOD_COUNT; m++)
         for (int k = 0; k < REQUESTS_PER_METHOD; k++)
             request_call(s, (momento__rpc_id)m);

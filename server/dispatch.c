@@ -42,6 +42,8 @@ void srv_dispatch(momento_local *s, momento__rpc_id m, const char *cache, size_t
     store_cache *c = NULL;
     if (momento__rpcs[m].plane == MOMENTO__PLANE_DATA && !(c = named_cache(s, cache, cache_len, r)))
         return;
+    if (!srv_check_strings(r, momento__rpcs[m].request, body, len))
+        return;
     ProtobufCMessage *req = protobuf_c_message_unpack(momento__rpcs[m].request, NULL, len, body);
     if (!req) {
         srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "request could not be decoded");

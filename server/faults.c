@@ -1,7 +1,9 @@
 /* Fault injection driven by request metadata, with the header names and
  * values of Momento's local test server
  * (docs/protocol.md "Fault injection"). Counts are kept per `request-id` so
- * that concurrent tests do not disturb each other. */
+ * that concurrent tests do not disturb each other; the table of sessions is
+ * bounded, and full it forgets the least recently used one, so that a flood
+ * of new ids never resets the sessions still in use. */
 #include "srv_faults.h"
 
 #include "srv_metadata.h"
@@ -12,7 +14,7 @@
 #include <uthash.h>
 
 struct fault_session {
-    UT_hash_handle hh;
+    UT_hash_handle hh; /* the table's order is recency: oldest first */
     uint32_t errors;
     uint32_t delays;
     char id[];
@@ -83,16 +85,34 @@ static int64_t count_of(const grpc_slice *v)
     return x;
 }
 
+/* Marks `fs` the most recently used: uthash keeps its elements in the order
+ * they were added, so re-adding one moves it to the end. */
+static void touch(fault_session **sessions, fault_session *fs)
+{
+    UT_hash_table *tbl = (*sessions)->hh.tbl;
+    if (ELMT_FROM_HH(tbl, tbl->tail) == fs)
+        return;
+    unsigned keylen = fs->hh.keylen;
+    HASH_DELETE(hh, *sessions, fs);
+    HASH_ADD_KEYPTR(hh, *sessions, fs->id, keylen, fs);
+}
+
 static fault_session *session(fault_session **sessions, const grpc_slice *id)
 {
     const char *key = id ? (const char *)GRPC_SLICE_START_PTR(*id) : "";
     size_t len = id ? GRPC_SLICE_LENGTH(*id) : 0;
     fault_session *fs = NULL;
     HASH_FIND(hh, *sessions, key, len, fs);
-    if (fs)
+    if (fs) {
+        touch(sessions, fs);
         return fs;
-    if (HASH_COUNT(*sessions) >= MAX_SESSIONS)
-        faults_clear(sessions);
+    }
+    /* Full: forget the least recently used session (the first). */
+    if (HASH_COUNT(*sessions) >= MAX_SESSIONS) {
+        fault_session *oldest = *sessions;
+        HASH_DELETE(hh, *sessions, oldest);
+        free(oldest);
+    }
     fs = calloc(1, sizeof(*fs) + len + 1);
     if (!fs)
         return NULL;

@@ -4,6 +4,7 @@
 #include "momento/local.h"
 
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,8 @@ static void usage(FILE *out)
             "  --list-page-size N    ListCaches pages of N caches (default 0 = one page)\n"
             "  --tls-cert FILE       serve TLS with this PEM certificate chain (needs --tls-key)\n"
             "  --tls-key FILE        private key for --tls-cert\n"
-            "  --cache NAME          create this cache at start (repeatable)\n"
+            "  --cache NAME          create this cache at start (repeatable; 1-255 bytes of\n"
+            "                        UTF-8 without control characters)\n"
             "  --stats-json PATH     also write the RPC counters here on exit\n"
             "  --help                show this text\n"
             "\n"
@@ -48,6 +50,23 @@ static int parse_u64(const char *s, uint64_t *out)
 static int bad(const char *opt, const char *value)
 {
     fprintf(stderr, "momento-local: invalid value for %s: '%s' (try --help)\n", opt, value);
+    return 2;
+}
+
+/* A refused --cache name, its bytes outside printable ASCII escaped so that
+ * the message itself stays printable. */
+static int bad_cache(const char *name)
+{
+    fprintf(stderr, "momento-local: invalid value for --cache: '");
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        if (*p >= 0x20 && *p < 0x7f && *p != '\\')
+            fputc(*p, stderr);
+        else
+            fprintf(stderr, "\\x%02x", *p);
+    }
+    fprintf(stderr, "' (a cache name is 1 to %u bytes of valid UTF-8 without control "
+                    "characters)\n",
+            MOMENTO_MAX_CACHE_NAME_BYTES);
     return 2;
 }
 
@@ -105,8 +124,9 @@ int main(int argc, char **argv)
         case 'c': cert = optarg; break;
         case 'k': key = optarg; break;
         case 'C':
-            if (momento_local_options_add_cache(o, optarg) < 0)
-                rc = bad("--cache", optarg);
+            if ((rc = momento_local_options_add_cache(o, optarg)) < 0)
+                rc = rc == MOMENTO_ERR_INVALID_ARGUMENT ? bad_cache(optarg)
+                                                        : bad("--cache", optarg);
             break;
         case 's': stats_path = optarg; break;
         case 'h':
@@ -132,6 +152,15 @@ int main(int argc, char **argv)
         return rc;
     }
 
+#ifdef __GLIBC__
+    /* Blocks of 64 KiB and more (requests in flight, their decoded values)
+     * get mappings of their own, given back to the system when freed.
+     * glibc's default threshold rises to the largest block freed (up to
+     * 32 MiB), after which such buffers stay in the heap: with it the
+     * process's RSS would outgrow --max-memory by several request sizes
+     * (docs/server.md "Memory"). */
+    mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+#endif
     /* Signals are taken synchronously by this thread, so the server's own
      * threads never see them. */
     sigset_t set;

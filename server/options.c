@@ -19,6 +19,62 @@ static char *dup_str(const char *s)
     return d;
 }
 
+/* The length of the UTF-8 sequence at p[0..n), with its code point in *cp,
+ * or 0 when it is not one (overlong forms, surrogates and values past
+ * U+10FFFF included). */
+static size_t utf8_next(const unsigned char *p, size_t n, uint32_t *cp)
+{
+    size_t len;
+    uint32_t c = p[0];
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if ((c & 0xE0) == 0xC0) {
+        len = 2;
+        c &= 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+        len = 3;
+        c &= 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+        len = 4;
+        c &= 0x07;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    for (size_t k = 1; k < len; k++) {
+        if ((p[k] & 0xC0) != 0x80)
+            return 0;
+        c = (c << 6) | (p[k] & 0x3F);
+    }
+    if ((len == 2 && c < 0x80) || (len == 3 && c < 0x800) || (len == 4 && c < 0x10000) ||
+        (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF)
+        return 0;
+    *cp = c;
+    return len;
+}
+
+const char *momento__local_cache_name_problem(const char *name, size_t len)
+{
+    if (!name || len == 0)
+        return "cache name must not be empty";
+    if (len > MOMENTO_MAX_CACHE_NAME_BYTES)
+        return "cache name must be at most 255 bytes";
+    const unsigned char *p = (const unsigned char *)name;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t n = utf8_next(p + i, len - i, &cp);
+        if (n == 0)
+            return "cache name must be valid UTF-8";
+        /* Unicode's control characters: C0, DEL and C1 (NUL among them). */
+        if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))
+            return "cache name must not contain control characters";
+        i += n;
+    }
+    return NULL;
+}
+
 static void defaults(momento_local_options *o)
 {
     memset(o, 0, sizeof(*o));
@@ -136,7 +192,8 @@ int momento_local_options_set_tls(momento_local_options *o, const char *cert_fil
 
 int momento_local_options_add_cache(momento_local_options *o, const char *name)
 {
-    if (!o || !name || !*name || strlen(name) > MOMENTO_MAX_CACHE_NAME_BYTES)
+    if (!o || !name ||
+        momento__local_cache_name_problem(name, strnlen(name, MOMENTO_MAX_CACHE_NAME_BYTES + 1)))
         return MOMENTO_ERR_INVALID_ARGUMENT;
     char **grown = realloc(o->caches, (o->n_caches + 1) * sizeof(*grown));
     if (!grown)

@@ -64,6 +64,17 @@ bool srv_check_key(srv_reply *r, const ProtobufCBinaryData *key)
     return true;
 }
 
+/* An item bigger than the whole of --max-memory could only be stored by
+ * evicting everything and still overrunning the limit: refused with the
+ * answer Momento gives an item over its size limit. */
+static void reply_too_big(const momento_local *s, srv_reply *r, size_t item_len)
+{
+    srv_reply_error(r, GRPC_STATUS_RESOURCE_EXHAUSTED, "item_size_limit_exceeded",
+                    "item size %zu bytes exceeds what the server's memory limit of %" PRIu64
+                    " bytes can hold",
+                    item_len, s->store.max_bytes);
+}
+
 bool srv_check_item(const momento_local *s, srv_reply *r, const ProtobufCBinaryData *key,
                     size_t value_len)
 {
@@ -75,19 +86,80 @@ bool srv_check_item(const momento_local *s, srv_reply *r, const ProtobufCBinaryD
                         key->len + value_len, s->opts.max_item_bytes);
         return false;
     }
+    if (!store_item_fits(&s->store, key->len, value_len)) {
+        reply_too_big(s, r, key->len + value_len);
+        return false;
+    }
     return true;
 }
 
 bool srv_check_cache_name(srv_reply *r, const char *name, size_t len)
 {
-    if (len == 0) {
-        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "cache name must not be empty");
+    const char *why = momento__local_cache_name_problem(name, len);
+    if (why) {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", why);
         return false;
     }
-    if (len > MOMENTO_MAX_CACHE_NAME_BYTES) {
-        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
-                        "cache name must be at most %u bytes", MOMENTO_MAX_CACHE_NAME_BYTES);
-        return false;
+    return true;
+}
+
+/* Reads a base-128 varint at *p (< end); false when it runs out or is too
+ * long. */
+static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool srv_check_strings(srv_reply *r, const ProtobufCMessageDescriptor *desc, const uint8_t *body,
+                       size_t len)
+{
+    const uint8_t *p = body, *end = body + len;
+    while (p < end) {
+        uint64_t tag, n;
+        if (!read_varint(&p, end, &tag))
+            return true; /* malformed: unpacking will say so */
+        switch (tag & 7) {
+        case 0:
+            if (!read_varint(&p, end, &n))
+                return true;
+            break;
+        case 1:
+            if (end - p < 8)
+                return true;
+            p += 8;
+            break;
+        case 5:
+            if (end - p < 4)
+                return true;
+            p += 4;
+            break;
+        case 2: {
+            if (!read_varint(&p, end, &n) || n > (uint64_t)(end - p))
+                return true;
+            const ProtobufCFieldDescriptor *f =
+                tag >> 3 <= UINT32_MAX
+                    ? protobuf_c_message_descriptor_get_field(desc, (unsigned)(tag >> 3))
+                    : NULL;
+            if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p, 0, (size_t)n)) {
+                srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
+                                "%s must not contain a NUL byte", f->name);
+                return false;
+            }
+            p += n;
+            break;
+        }
+        default:
+            return true; /* groups, or not protobuf: left to unpacking */
+        }
     }
     return true;
 }
@@ -95,7 +167,10 @@ bool srv_check_cache_name(srv_reply *r, const char *name, size_t len)
 void srv_set_item(momento_local *s, store_cache *c, srv_reply *r, const ProtobufCBinaryData *key,
                   const ProtobufCBinaryData *value, uint64_t ttl_ms, int64_t now)
 {
-    if (!store_set(&s->store, c, key->data, key->len, value->data, value->len, ttl_ms, now))
+    int rc = store_set(&s->store, c, key->data, key->len, value->data, value->len, ttl_ms, now);
+    if (rc == STORE_TOO_BIG)
+        reply_too_big(s, r, key->len + value->len);
+    else if (rc < 0)
         srv_reply_no_memory(r);
 }
 

@@ -5,7 +5,6 @@
 
 #include "cacheclient.pb-c.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,20 +53,28 @@ void srv_delete(momento_local *s, store_cache *c, const ProtobufCMessage *msg, s
     srv_reply_add(r, &resp.base);
 }
 
-/* Parses a stored value as a base-10 int64, as Momento's increment does. */
+/* Parses a stored value as a base-10 int64, as Momento's increment does:
+ * an optional '-' and then decimal digits only, 1 to 20 bytes in all, within
+ * int64. No whitespace, no '+', no NUL or anything after the digits. */
 static bool parse_int64(const uint8_t *p, size_t n, int64_t *out)
 {
     if (n == 0 || n > 20)
         return false;
-    char buf[24];
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    char *end;
-    errno = 0;
-    long long v = strtoll(buf, &end, 10);
-    if (*end != '\0' || errno != 0 || buf[0] == ' ' || buf[0] == '+')
+    bool neg = p[0] == '-';
+    size_t i = neg ? 1 : 0;
+    if (i == n)
         return false;
-    *out = v;
+    /* Accumulated negatively, so INT64_MIN parses too. */
+    int64_t v = 0;
+    for (; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return false;
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_sub_overflow(v, p[i] - '0', &v))
+            return false;
+    }
+    if (!neg && v == INT64_MIN)
+        return false;
+    *out = neg ? v : -v;
     return true;
 }
 

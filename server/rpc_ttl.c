@@ -36,13 +36,39 @@ void srv_item_get_ttl(momento_local *s, store_cache *c, const ProtobufCMessage *
     srv_reply_add(r, &resp.base);
 }
 
+/* The TTL a mode asks for; 0 when there is no mode. */
+static uint64_t requested_ttl(const CacheClient__UpdateTtlRequest *req)
+{
+    switch (req->update_ttl_case) {
+    case CACHE_CLIENT____UPDATE_TTL_REQUEST__UPDATE_TTL_INCREASE_TO_MILLISECONDS:
+        return req->increase_to_milliseconds;
+    case CACHE_CLIENT____UPDATE_TTL_REQUEST__UPDATE_TTL_DECREASE_TO_MILLISECONDS:
+        return req->decrease_to_milliseconds;
+    case CACHE_CLIENT____UPDATE_TTL_REQUEST__UPDATE_TTL_OVERWRITE_TO_MILLISECONDS:
+        return req->overwrite_to_milliseconds;
+    default:
+        return 0;
+    }
+}
+
 /* Increase and decrease apply only when they would lengthen or shorten the
- * time left (Set), otherwise NotSet; a missing item is Missing. */
+ * time left (Set), otherwise NotSet; a missing item is Missing. A TTL of 0
+ * is refused in every mode, whether or not the item exists: on a write 0
+ * means "never expires", which no update may turn an item into (decrease
+ * and overwrite would, and increase to 0 can never be an increase, so all
+ * three answer alike). The Go SDK and libmomento refuse a TTL update of 0
+ * before sending it. */
 void srv_update_ttl(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
 {
     const CacheClient__UpdateTtlRequest *req = (const CacheClient__UpdateTtlRequest *)msg;
     if (!srv_check_key(r, &req->cache_key))
         return;
+    if (req->update_ttl_case != CACHE_CLIENT____UPDATE_TTL_REQUEST__UPDATE_TTL__NOT_SET &&
+        requested_ttl(req) == 0) {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
+                        "the TTL of an update must be at least 1 millisecond");
+        return;
+    }
     int64_t now = store_now_ms();
     store_item *it = store_get(&s->store, c, req->cache_key.data, req->cache_key.len, now);
     CacheClient__UpdateTtlResponse resp = CACHE_CLIENT____UPDATE_TTL_RESPONSE__INIT;
@@ -73,10 +99,9 @@ void srv_update_ttl(momento_local *s, store_cache *c, const ProtobufCMessage *ms
                             "UpdateTtl needs increase, decrease or overwrite");
             return;
         }
+        /* Past what the clock can hold: never expires, as on a write. */
         if (applied == 1)
-            it->expires_ms = (target == 0 || target > (uint64_t)(INT64_MAX - now))
-                                 ? 0
-                                 : now + (int64_t)target;
+            it->expires_ms = target > (uint64_t)(INT64_MAX - now) ? 0 : now + (int64_t)target;
     }
     if (applied == 1) {
         resp.result_case = CACHE_CLIENT____UPDATE_TTL_RESPONSE__RESULT_SET;

@@ -101,7 +101,7 @@ int momento_local_start(momento_local **ret, const momento_local_options *opts)
     /* Accept messages well past the item limit, so an oversized item is
      * answered with Momento's RESOURCE_EXHAUSTED rather than gRPC's own
      * message-size error (docs/protocol.md "Limits"); tolerate clients' 5 s
-     * keepalive pings. */
+     * keepalive pings; bound the streams of one connection. */
     grpc_arg args[] = {
         momento__int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 * 1024 * 1024),
         momento__int_arg(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000),
@@ -109,6 +109,8 @@ int momento_local_start(momento_local **ret, const momento_local_options *opts)
         /* Without this a second server could bind the same port and the two
          * would split clients between them. */
         momento__int_arg(GRPC_ARG_ALLOW_REUSEPORT, 0),
+        /* One connection cannot starve the others (srv_server.h). */
+        momento__int_arg(GRPC_ARG_MAX_CONCURRENT_STREAMS, SRV_MAX_STREAMS_PER_CONNECTION),
     };
     grpc_channel_args ch_args = {sizeof(args) / sizeof(args[0]), args};
     s->server = grpc_server_create(&ch_args, NULL);

@@ -25,6 +25,12 @@ struct momento_local_options {
 /* Copies `src` (NULL: the defaults) into `dst`, with bind defaulting to
  * 127.0.0.1. Returns MOMENTO_OK, or MOMENTO_ERR_NO_MEMORY with `dst` empty. */
 int momento__local_options_copy(momento_local_options *dst, const momento_local_options *src);
+/* Why `len` bytes at `name` are not a cache name, as a static sentence, or
+ * NULL when they are one: 1 to MOMENTO_MAX_CACHE_NAME_BYTES bytes of valid
+ * UTF-8 without control characters (U+0000-U+001F, U+007F-U+009F). The one
+ * rule for CreateCache, DeleteCache, FlushCache, the `cache` header of data
+ * calls and the caches named at start (docs/server.md "Cache names"). */
+const char *momento__local_cache_name_problem(const char *name, size_t len);
 /* Frees what `o` owns (not `o`) and zeroes it. */
 void momento__local_options_clear(momento_local_options *o);
 

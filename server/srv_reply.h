@@ -35,13 +35,23 @@ void srv_reply_clear(srv_reply *r);
 /* Each check returns true when it passes, else sets the error reply. */
 /* Keys must be non-empty. */
 bool srv_check_key(srv_reply *r, const ProtobufCBinaryData *key);
-/* A key, and key + value within the server's item limit. */
+/* A key, key + value within the server's item limit, and an item that
+ * --max-memory can hold at all (RESOURCE_EXHAUSTED, err
+ * item_size_limit_exceeded, for either limit). */
 bool srv_check_item(const momento_local *s, srv_reply *r, const ProtobufCBinaryData *key,
                     size_t value_len);
-/* 1 to MOMENTO_MAX_CACHE_NAME_BYTES bytes. */
+/* A cache name by momento__local_cache_name_problem()'s rule (srv_options.h):
+ * 1 to MOMENTO_MAX_CACHE_NAME_BYTES bytes of UTF-8, no control characters. */
 bool srv_check_cache_name(srv_reply *r, const char *name, size_t len);
+/* The request's wire bytes, before protobuf-c unpacks them: no string field
+ * of `desc` (at the top level) may hold a NUL byte, which the unpacked C
+ * string would silently end at ("ab\0cd" read as "ab"). Malformed bytes
+ * pass, for unpacking to refuse. */
+bool srv_check_strings(srv_reply *r, const ProtobufCMessageDescriptor *desc, const uint8_t *body,
+                       size_t len);
 
-/* Stores `value` under `key`; out of memory sets the error reply. */
+/* Stores `value` under `key`; an item --max-memory cannot hold or out of
+ * memory sets the error reply, and then any older value stays. */
 void srv_set_item(momento_local *s, store_cache *c, srv_reply *r, const ProtobufCBinaryData *key,
                   const ProtobufCBinaryData *value, uint64_t ttl_ms, int64_t now);
 bool srv_same_value(const store_item *it, const ProtobufCBinaryData *v);

@@ -24,6 +24,19 @@
 #define SRV_STATUS_COUNT 17 /* gRPC status codes 0 (OK) .. 16 (UNAUTHENTICATED) */
 #define SRV_COUNTED_HEADERS 4
 
+/* HTTP/2 streams (calls in progress) one connection may hold: gRPC core
+ * advertises it in SETTINGS_MAX_CONCURRENT_STREAMS and refuses streams
+ * beyond it; a well-behaved client (gRPC, h2load) queues the rest itself.
+ * Without a limit one connection could open 50,000 streams, and since
+ * gRPC core hands new calls to the server thread first come first served
+ * across connections, every other client's calls waited behind them (1 s
+ * deadlines timed out). With it, a call waits behind at most this many
+ * calls per other connection: ~20 ms of server time at ~60,000 RPC/s.
+ * 1000 because the library's benchmarks and tests keep up to 1000 calls in
+ * flight on one channel (bench/client.sh), and it is within what servers
+ * commonly allow (100 to a few thousand). */
+#define SRV_MAX_STREAMS_PER_CONNECTION 1000
+
 struct momento_local {
     momento_local_options opts;
     grpc_server *server;
@@ -38,6 +51,7 @@ struct momento_local {
     store store;
     fault_session *sessions;
     momento__heap timers;      /* delayed calls: due time, then arrival order */
+    atomic_uint_fast64_t parked; /* timers.n, for momento_local_parked_calls() */
     uint64_t timer_seq;
     int64_t rate_window_ms;
     uint32_t rate_count;
@@ -53,7 +67,8 @@ struct momento_local {
  * could not be started; then the calls are cancelled and freed, and the
  * server and queue are left for the caller to destroy. */
 int srv_calls_start(momento_local *s);
-/* Shuts the server down, fails calls still delayed with UNAVAILABLE and
+/* Shuts the server down, fails calls still delayed with UNAVAILABLE (counted
+ * so, whether the stop's cancel or the UNAVAILABLE reply ends them) and
  * returns once the server thread has drained the queue. */
 void srv_calls_stop(momento_local *s);
 

@@ -76,6 +76,14 @@ uint64_t momento_local_rpc_count(const momento_local *s, const char *method, int
     return total;
 }
 
+uint64_t momento_local_parked_calls(const momento_local *s)
+{
+    if (!s)
+        return 0;
+    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
+    return atomic_load_explicit(&ms->parked, memory_order_relaxed);
+}
+
 double momento_local_cpu_seconds(const momento_local *s)
 {
     clockid_t cid;

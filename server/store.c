@@ -1,10 +1,31 @@
 /* The in-memory store. Expired items are never returned: a lookup frees an
- * expired item it meets, and a periodic sweep reclaims the rest. */
+ * expired item it meets, and a periodic sweep reclaims the rest.
+ *
+ * Memory: every item is one block (header, key, value) whose real size is
+ * what it counts against max_bytes, so --max-memory bounds what the items
+ * occupy, not just their bytes. Large items get their own mapping, which
+ * goes back to the system the moment the item is freed; small ones come from
+ * malloc, whose freed memory the sweep hands back with malloc_trim(). */
 #include "store.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
+
+/* Blocks of at least this many bytes are mapped, not malloc'd: the heap then
+ * holds only small blocks, which evictions free and later items reuse, and
+ * never the holes a freed multi-megabyte value would leave. */
+#define MAPPED_MIN (64u * 1024u)
+/* The bytes glibc's malloc keeps before each block (its size field), which
+ * malloc_usable_size() leaves out; blocks are multiples of 16, at least 32. */
+#define MALLOC_HEADER 8u
+#define MALLOC_ALIGN 16u
+#define MALLOC_MIN_CHUNK 32u
+/* Trim the heap once this much malloc'd item memory has been freed. */
+#define TRIM_AFTER_BYTES (4u * 1024u * 1024u)
 
 int64_t store_now_ms(void)
 {
@@ -13,9 +34,85 @@ int64_t store_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static uint64_t item_cost(const store_item *it)
+static size_t page_bytes(void)
 {
-    return sizeof(*it) + it->key_len + it->value_len;
+    static size_t page;
+    if (!page) {
+        long p = sysconf(_SC_PAGESIZE);
+        page = p > 0 ? (size_t)p : 4096;
+    }
+    return page;
+}
+
+static uint64_t round_up(uint64_t n, uint64_t to)
+{
+    return (n + to - 1) / to * to;
+}
+
+static uint64_t block_bytes(size_t key_len, size_t value_len)
+{
+    return (uint64_t)sizeof(store_item) + key_len + value_len;
+}
+
+/* The memory a mapped block of `n` bytes takes. */
+static uint64_t mapped_bytes(uint64_t n)
+{
+    return round_up(n, page_bytes());
+}
+
+uint64_t store_item_cost(size_t key_len, size_t value_len)
+{
+    uint64_t n = block_bytes(key_len, value_len);
+    uint64_t mem;
+    if (n >= MAPPED_MIN) {
+        mem = mapped_bytes(n);
+    } else {
+        mem = round_up(n + MALLOC_HEADER, MALLOC_ALIGN);
+        if (mem < MALLOC_MIN_CHUNK)
+            mem = MALLOC_MIN_CHUNK;
+    }
+    return mem + STORE_ITEM_OVERHEAD;
+}
+
+bool store_item_fits(const store *s, size_t key_len, size_t value_len)
+{
+    return !s->max_bytes || store_item_cost(key_len, value_len) <= s->max_bytes;
+}
+
+/* A block for an item of these sizes, its sizes, `mapped` and `cost` set
+ * and the rest zero, or NULL. */
+static store_item *item_alloc(size_t key_len, size_t value_len)
+{
+    uint64_t n = block_bytes(key_len, value_len);
+    store_item *it;
+    bool mapped = n >= MAPPED_MIN;
+    if (mapped) {
+        void *p = mmap(NULL, (size_t)mapped_bytes(n), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        it = p;
+    } else if (!(it = malloc((size_t)n))) {
+        return NULL;
+    }
+    memset(it, 0, sizeof(*it));
+    it->key_len = key_len;
+    it->value_len = value_len;
+    it->mapped = mapped;
+    it->cost = (mapped ? mapped_bytes(n) : malloc_usable_size(it) + MALLOC_HEADER) +
+               STORE_ITEM_OVERHEAD;
+    return it;
+}
+
+/* Gives an item's block back (not linked anywhere). */
+static void item_release(store *s, store_item *it)
+{
+    if (it->mapped) {
+        munmap(it, (size_t)mapped_bytes(block_bytes(it->key_len, it->value_len)));
+    } else {
+        s->freed += it->cost;
+        free(it);
+    }
 }
 
 static void lru_unlink(store *s, store_item *it)
@@ -46,9 +143,9 @@ static void item_free(store *s, store_item *it)
 {
     HASH_DELETE(hh, it->cache->items, it);
     lru_unlink(s, it);
-    s->bytes -= item_cost(it);
+    s->bytes -= it->cost;
     s->items--;
-    free(it);
+    item_release(s, it);
 }
 
 void store_init(store *s, uint64_t max_bytes)
@@ -136,21 +233,42 @@ store_item *store_get(store *s, store_cache *c, const uint8_t *key, size_t key_l
     return it;
 }
 
-store_item *store_set(store *s, store_cache *c, const uint8_t *key, size_t key_len,
-                      const uint8_t *value, size_t value_len, uint64_t ttl_ms, int64_t now)
+/* Evicts least recently used items, never `keep`, until `cost` more fits
+ * (counting `keep` as already gone). */
+static void make_room(store *s, uint64_t cost, const store_item *keep)
 {
+    if (!s->max_bytes)
+        return;
+    uint64_t kept = keep ? keep->cost : 0;
+    while (s->bytes - kept + cost > s->max_bytes) {
+        store_item *victim = s->lru_tail;
+        if (victim == keep)
+            victim = victim->lru_prev;
+        if (!victim)
+            break;
+        item_free(s, victim);
+        s->evictions++;
+    }
+}
+
+int store_set(store *s, store_cache *c, const uint8_t *key, size_t key_len, const uint8_t *value,
+              size_t value_len, uint64_t ttl_ms, int64_t now)
+{
+    if (!store_item_fits(s, key_len, value_len))
+        return STORE_TOO_BIG;
     store_item *old = NULL;
     HASH_FIND(hh, c->items, key, key_len, old);
-    if (old)
-        item_free(s, old);
-
-    store_item *it = malloc(sizeof(*it) + key_len + value_len);
+    /* Room first, so the new block is never allocated on top of a full
+     * store; the old value stays until the new one exists. */
+    make_room(s, store_item_cost(key_len, value_len), old);
+    store_item *it = item_alloc(key_len, value_len);
     if (!it)
-        return NULL;
-    memset(it, 0, sizeof(*it));
+        return STORE_NO_MEMORY;
+    if (s->max_bytes && it->cost > s->max_bytes) {
+        item_release(s, it);
+        return STORE_TOO_BIG;
+    }
     it->cache = c;
-    it->key_len = key_len;
-    it->value_len = value_len;
     memcpy(it->data, key, key_len);
     it->value = it->data + key_len;
     if (value_len)
@@ -158,17 +276,14 @@ store_item *store_set(store *s, store_cache *c, const uint8_t *key, size_t key_l
     /* TTLs beyond what the clock can hold simply never expire. */
     it->expires_ms = (ttl_ms == 0 || ttl_ms > (uint64_t)(INT64_MAX - now)) ? 0
                                                                             : now + (int64_t)ttl_ms;
-
-    uint64_t cost = item_cost(it);
-    while (s->max_bytes && s->lru_tail && s->bytes + cost > s->max_bytes) {
-        item_free(s, s->lru_tail);
-        s->evictions++;
-    }
+    if (old)
+        item_free(s, old);
+    make_room(s, it->cost, NULL); /* in case malloc rounded past the estimate */
     HASH_ADD_KEYPTR(hh, c->items, it->data, key_len, it);
     lru_push_head(s, it);
-    s->bytes += cost;
+    s->bytes += it->cost;
     s->items++;
-    return it;
+    return 0;
 }
 
 bool store_delete(store *s, store_cache *c, const uint8_t *key, size_t key_len)
@@ -196,5 +311,13 @@ size_t store_sweep(store *s, int64_t now, size_t budget)
         seen++;
         it = prev;
     }
+#ifdef __GLIBC__
+    /* Freed small blocks stay resident in the heap until trimmed; trimming
+     * also releases the whole free pages inside it, not only its top. */
+    if (s->freed >= TRIM_AFTER_BYTES) {
+        malloc_trim(0);
+        s->freed = 0;
+    }
+#endif
     return freed;
 }

@@ -17,6 +17,8 @@ typedef struct store_item {
     struct store_item *lru_prev, *lru_next; /* most recent at the head */
     store_cache *cache;
     int64_t expires_ms;                     /* monotonic ms; 0 = never */
+    uint64_t cost;                          /* what it counts against max_bytes */
+    bool mapped;                            /* its own mmap, not malloc */
     size_t key_len;
     size_t value_len;
     uint8_t *value;                         /* points into data */
@@ -32,8 +34,9 @@ struct store_cache {
 typedef struct store {
     store_cache *caches;
     store_item *lru_head, *lru_tail;
-    uint64_t bytes;      /* accounted size of all items */
+    uint64_t bytes;      /* the items' costs (store_item_cost) */
     uint64_t max_bytes;  /* 0 = unlimited */
+    uint64_t freed;      /* malloc'd item bytes freed since the heap was last trimmed */
     uint64_t evictions;
     uint64_t items;
 } store;
@@ -58,15 +61,33 @@ store_cache *store_find_cache(store *s, const char *name, size_t len);
  * way). A hit moves the item to the head of the LRU order. */
 store_item *store_get(store *s, store_cache *c, const uint8_t *key, size_t key_len, int64_t now);
 
-/* Inserts or replaces. ttl_ms 0 = never expires. Returns the item or NULL
- * when out of memory. May evict least recently used items of any cache. */
-store_item *store_set(store *s, store_cache *c, const uint8_t *key, size_t key_len,
-                      const uint8_t *value, size_t value_len, uint64_t ttl_ms, int64_t now);
+/* What an item of these sizes costs against max_bytes: the memory its
+ * block really takes (malloc's rounding and header, or whole pages for a
+ * large item, which gets its own mapping so that freeing it returns the
+ * memory to the system) plus STORE_ITEM_OVERHEAD for its share of the hash
+ * table. Within a few bytes of what store_set() counts. */
+#define STORE_ITEM_OVERHEAD 32u
+uint64_t store_item_cost(size_t key_len, size_t value_len);
+/* Could an item of these sizes be stored at all (its cost within
+ * max_bytes, if there is a limit)? */
+bool store_item_fits(const store *s, size_t key_len, size_t value_len);
+
+/* What store_set() can fail with. */
+#define STORE_TOO_BIG (-3)   /* the item's cost alone exceeds max_bytes */
+
+/* Inserts or replaces. ttl_ms 0 = never expires. Returns 0, STORE_TOO_BIG or
+ * STORE_NO_MEMORY; on failure the store is as it was (an older value of the
+ * key included). Evicts least recently used items of any cache to keep the
+ * total cost within max_bytes. */
+int store_set(store *s, store_cache *c, const uint8_t *key, size_t key_len, const uint8_t *value,
+              size_t value_len, uint64_t ttl_ms, int64_t now);
 
 /* true when an item was removed. */
 bool store_delete(store *s, store_cache *c, const uint8_t *key, size_t key_len);
 
-/* Frees at most `budget` expired items; returns how many. */
+/* Frees at most `budget` expired items; returns how many. Also gives freed
+ * heap memory back to the system once enough has been freed since the last
+ * time, so that evictions do not leave the process's RSS at its peak. */
 size_t store_sweep(store *s, int64_t now, size_t budget);
 
 #endif

@@ -32,10 +32,14 @@ MOMENTO_EXPORT int momento_local_options_set_bind(momento_local_options *o, cons
 /* 0 .. 65535; 0 picks a free port. */
 MOMENTO_EXPORT int momento_local_options_set_port(momento_local_options *o, int port);
 /* Require `authorization: token` on every call but Ping (UNAUTHENTICATED
- * otherwise). NULL restores the default of accepting any token. */
+ * otherwise). Fault-injection headers then apply only to calls carrying
+ * the token: a Ping without it is answered at once, whatever it asks.
+ * NULL restores the default of accepting any token. */
 MOMENTO_EXPORT int momento_local_options_set_auth_token(momento_local_options *o,
                                                        const char *token);
-/* Evict least recently used items beyond this many bytes; 0 = no limit. */
+/* Evict least recently used items beyond this many bytes; 0 = no limit.
+ * Items count their allocated size plus overhead; an item larger than the
+ * limit is refused (RESOURCE_EXHAUSTED, err item_size_limit_exceeded). */
 MOMENTO_EXPORT int momento_local_options_set_max_memory(momento_local_options *o, uint64_t bytes);
 /* Key + value limit per item (RESOURCE_EXHAUSTED, err item_size_limit_exceeded). */
 MOMENTO_EXPORT int momento_local_options_set_max_item_bytes(momento_local_options *o,
@@ -53,7 +57,8 @@ MOMENTO_EXPORT int momento_local_options_set_list_page_size(momento_local_option
 MOMENTO_EXPORT int momento_local_options_set_tls(momento_local_options *o, const char *cert_file,
                                                 const char *key_file);
 /* A cache that exists from the start (may be called several times; a name
- * given twice is one cache). */
+ * given twice is one cache). MOMENTO_ERR_INVALID_ARGUMENT unless `name` is 1
+ * to 255 bytes of UTF-8 without control characters. */
 MOMENTO_EXPORT int momento_local_options_add_cache(momento_local_options *o, const char *name);
 
 /*
@@ -76,6 +81,10 @@ MOMENTO_EXPORT const char *momento_local_endpoint(const momento_local *s);
 /*
  * Calls answered so far for `method` ("Get", "Set", "CreateCache", ...;
  * NULL = every method) with gRPC status `grpc_status` (-1 = any status).
+ * A call held by an injected delay is counted when it leaves: with its
+ * answer's status, CANCELLED when its client cancelled or disconnected
+ * first, DEADLINE_EXCEEDED when its deadline came first, UNAVAILABLE when
+ * the server stopped.
  */
 MOMENTO_EXPORT uint64_t momento_local_rpc_count(const momento_local *s, const char *method,
                                                int grpc_status);
@@ -85,6 +94,16 @@ MOMENTO_EXPORT uint64_t momento_local_rpc_count(const momento_local *s, const ch
  * tests check what a client sends.
  */
 MOMENTO_EXPORT uint64_t momento_local_header_count(const momento_local *s, const char *name);
+
+/*
+ * Calls held right now by an injected delay (`delay-ms`). A held call
+ * leaves when its delay ends, at its deadline if that comes first
+ * (answered DEADLINE_EXCEEDED), or as soon as its client cancels or
+ * disconnects (freed; counted CANCELLED, or DEADLINE_EXCEEDED when that
+ * happens within 50 ms of its deadline). Lets tests see that nothing
+ * stays parked.
+ */
+MOMENTO_EXPORT uint64_t momento_local_parked_calls(const momento_local *s);
 
 /* CPU seconds the server's own thread has used, so an embedding program can
  * tell its own CPU time from the server's. */

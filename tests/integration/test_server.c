@@ -1,11 +1,19 @@
 /* The local server spoken to directly over gRPC, without the library: every
  * RPC and outcome, Momento's error statuses and trailers, auth, throttling,
- * fault injection, malformed and oversized requests, unknown methods. */
+ * fault injection, malformed and oversized requests, unknown methods,
+ * delayed calls that must not outlive their clients, the per-connection
+ * stream limit. */
 #include "testutil.h"
 
 #include "cacheclient.pb-c.h"
 #include "cacheping.pb-c.h"
 #include "controlclient.pb-c.h"
+#include "srv_server.h" /* SRV_MAX_STREAMS_PER_CONNECTION */
+
+#include <grpc/byte_buffer.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -847,6 +855,386 @@ static void test_duplicate_start_caches(void **state)
     momento_local_stop(s);
 }
 
+
+/* ---- calls left open: deadlines, cancels, many streams ---------------- */
+
+/* One connection of our own (a channel and a completion queue), for calls
+ * started and then left running, unlike tu_raw_call's. */
+typedef struct raw_conn {
+    grpc_channel *ch;
+    grpc_completion_queue *cq;
+} raw_conn;
+
+typedef struct open_call {
+    grpc_call *call;
+    grpc_byte_buffer *send, *recv;
+    grpc_metadata md[8];
+    size_t n_md;
+    grpc_metadata_array init_md, trailing;
+    grpc_status_code status;
+    grpc_slice details;
+    bool done;
+} open_call;
+
+static void conn_open(raw_conn *k, const char *ep)
+{
+    grpc_init();
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    grpc_arg arg[2];
+    arg[0].type = arg[1].type = GRPC_ARG_INTEGER;
+    arg[0].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+    arg[1].key = (char *)GRPC_ARG_ENABLE_RETRIES;
+    arg[0].value.integer = 64 * 1024 * 1024;
+    arg[1].value.integer = 0;
+    grpc_channel_args args = {2, arg};
+    k->ch = grpc_channel_create(ep, creds, &args);
+    grpc_channel_credentials_release(creds);
+    k->cq = grpc_completion_queue_create_for_next(NULL);
+}
+
+/* Starts a unary call of `path` with headers (n pairs) and `body`;
+ * deadline_ms 0 = none. Its completion is `oc` on the connection's queue. */
+static void call_open(raw_conn *k, open_call *oc, const char *path, const char *const *hdrs,
+                      size_t n, const void *body, size_t len, int64_t deadline_ms)
+{
+    memset(oc, 0, sizeof(*oc));
+    gpr_timespec deadline = deadline_ms ? gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                                       gpr_time_from_millis(deadline_ms, GPR_TIMESPAN))
+                                        : gpr_inf_future(GPR_CLOCK_MONOTONIC);
+    grpc_slice method = grpc_slice_from_copied_string(path);
+    oc->call = grpc_channel_create_call(k->ch, NULL, GRPC_PROPAGATE_DEFAULTS, k->cq, method, NULL,
+                                        deadline, NULL);
+    grpc_slice_unref(method);
+    assert_true(n <= 8);
+    oc->n_md = n;
+    for (size_t i = 0; i < n; i++) {
+        oc->md[i].key = grpc_slice_from_copied_string(hdrs[2 * i]);
+        oc->md[i].value = grpc_slice_from_copied_string(hdrs[2 * i + 1]);
+    }
+    grpc_slice sl = grpc_slice_from_copied_buffer(body, len);
+    oc->send = grpc_raw_byte_buffer_create(&sl, 1);
+    grpc_slice_unref(sl);
+    grpc_metadata_array_init(&oc->init_md);
+    grpc_metadata_array_init(&oc->trailing);
+    grpc_op ops[6];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].data.send_initial_metadata.count = n;
+    ops[0].data.send_initial_metadata.metadata = oc->md;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = oc->send;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &oc->init_md;
+    ops[4].op = GRPC_OP_RECV_MESSAGE;
+    ops[4].data.recv_message.recv_message = &oc->recv;
+    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[5].data.recv_status_on_client.trailing_metadata = &oc->trailing;
+    ops[5].data.recv_status_on_client.status = &oc->status;
+    ops[5].data.recv_status_on_client.status_details = &oc->details;
+    assert_int_equal(grpc_call_start_batch(oc->call, ops, 6, oc, NULL), GRPC_CALL_OK);
+}
+
+/* The next call of the connection to end, or NULL after `timeout_ms`. */
+static open_call *conn_next(raw_conn *k, int64_t timeout_ms)
+{
+    gpr_timespec until = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                      gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
+    grpc_event ev = grpc_completion_queue_next(k->cq, until, NULL);
+    if (ev.type != GRPC_OP_COMPLETE)
+        return NULL;
+    open_call *oc = ev.tag;
+    oc->done = true;
+    return oc;
+}
+
+static void call_close(open_call *oc)
+{
+    grpc_byte_buffer_destroy(oc->send);
+    if (oc->recv)
+        grpc_byte_buffer_destroy(oc->recv);
+    grpc_metadata_array_destroy(&oc->init_md);
+    grpc_metadata_array_destroy(&oc->trailing);
+    grpc_slice_unref(oc->details);
+    for (size_t i = 0; i < oc->n_md; i++) {
+        grpc_slice_unref(oc->md[i].key);
+        grpc_slice_unref(oc->md[i].value);
+    }
+    grpc_call_unref(oc->call);
+}
+
+/* Every call of the connection must have ended and been closed. */
+static void conn_close(raw_conn *k)
+{
+    grpc_channel_destroy(k->ch);
+    grpc_completion_queue_shutdown(k->cq);
+    while (grpc_completion_queue_next(k->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(k->cq);
+    grpc_shutdown();
+}
+
+/* Waits up to timeout_ms (scaled) for momento_local_parked_calls(s) to be
+ * `want`; returns the last count seen. */
+static uint64_t wait_parked(momento_local *s, uint64_t want, int64_t timeout_ms)
+{
+    int64_t until = tu_now_ms() + TU_MS(timeout_ms);
+    uint64_t n;
+    while ((n = momento_local_parked_calls(s)) != want && tu_now_ms() < until)
+        usleep(5 * 1000);
+    return n;
+}
+
+/* A delay longer than any test: only a deadline, a cancel or the server
+ * stopping ends it. */
+#define FOREVER_MS "999999999"
+
+static momento_local *server_with_cache(const char *token)
+{
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    if (token)
+        momento_local_options_set_auth_token(o, token);
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    return s;
+}
+
+/* Calls parked by a huge delay leave at their deadline: the clients see
+ * DEADLINE_EXCEEDED, the server frees them (a 4 MB Set among them) and
+ * counts each as DEADLINE_EXCEEDED under its RPC. */
+static void test_parked_calls_leave_at_deadline(void **state)
+{
+    (void)state;
+    momento_local *s = server_with_cache(NULL);
+    raw_conn k;
+    conn_open(&k, momento_local_endpoint(s));
+    const char *h[] = {"cache", "c", "request-id", "park-deadline", "delay-ms", FOREVER_MS};
+    enum { N = 20 };
+    static open_call calls[N + 1];
+    uint8_t get_body[] = {0x0a, 0x01, 'k'};
+    for (int i = 0; i < N; i++)
+        call_open(&k, &calls[i], SCS "Get", h, 3, get_body, sizeof(get_body), TU_MS(300));
+    size_t big = 4 * 1024 * 1024;
+    char *val = malloc(big);
+    memset(val, 'v', big);
+    CacheClient__SetRequest sr = CACHE_CLIENT____SET_REQUEST__INIT;
+    sr.cache_key = (ProtobufCBinaryData){3, (uint8_t *)"big"};
+    sr.cache_body = (ProtobufCBinaryData){big, (uint8_t *)val};
+    size_t len = protobuf_c_message_get_packed_size(&sr.base);
+    uint8_t *buf = malloc(len);
+    protobuf_c_message_pack(&sr.base, buf);
+    call_open(&k, &calls[N], SCS "Set", h, 3, buf, len, TU_MS(300));
+    free(buf);
+    free(val);
+    for (int i = 0; i <= N; i++) {
+        open_call *oc = conn_next(&k, TU_MS(5000));
+        assert_non_null(oc);
+        assert_int_equal(oc->status, GRPC_STATUS_DEADLINE_EXCEEDED);
+    }
+    /* The server lets go of them too, rather than at the end of the delay. */
+    assert_int_equal(wait_parked(s, 0, 2000), 0);
+    uint64_t gets = momento_local_rpc_count(s, "Get", GRPC_STATUS_DEADLINE_EXCEEDED);
+    uint64_t sets = momento_local_rpc_count(s, "Set", GRPC_STATUS_DEADLINE_EXCEEDED);
+    if (tu_time_scale() == 1) {
+        assert_int_equal(gets, N);
+        assert_int_equal(sets, 1);
+    } else {
+        /* Under a slow wrapper the server may read a call's headers long
+         * after they were sent, and see the client give up well before its
+         * own view of the deadline: then it counts CANCELLED. */
+        assert_int_equal(gets + momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED), N);
+        assert_int_equal(sets + momento_local_rpc_count(s, "Set", GRPC_STATUS_CANCELLED), 1);
+    }
+    assert_int_equal(momento_local_rpc_count(s, NULL, -1), N + 1);
+    for (int i = 0; i <= N; i++)
+        call_close(&calls[i]);
+    conn_close(&k);
+    momento_local_stop(s);
+}
+
+/* A parked call whose client cancels leaves the server at once, counted
+ * CANCELLED; the calls parked beside it stay. */
+static void test_cancelled_parked_call_leaves(void **state)
+{
+    (void)state;
+    momento_local *s = server_with_cache(NULL);
+    raw_conn k;
+    conn_open(&k, momento_local_endpoint(s));
+    const char *h[] = {"cache", "c", "request-id", "park-cancel", "delay-ms", FOREVER_MS};
+    uint8_t get_body[] = {0x0a, 0x01, 'k'};
+    open_call calls[3];
+    for (int i = 0; i < 3; i++)
+        call_open(&k, &calls[i], SCS "Get", h, 3, get_body, sizeof(get_body), 0);
+    assert_int_equal(wait_parked(s, 3, 5000), 3);
+    /* The middle one first, then the others: removal from anywhere in the
+     * heap. */
+    int order[3] = {1, 0, 2};
+    for (int j = 0; j < 3; j++) {
+        open_call *oc = &calls[order[j]];
+        int64_t t0 = tu_now_ms();
+        grpc_call_cancel(oc->call, NULL);
+        assert_ptr_equal(conn_next(&k, TU_MS(5000)), oc);
+        assert_int_equal(oc->status, GRPC_STATUS_CANCELLED);
+        assert_int_equal(wait_parked(s, (uint64_t)(2 - j), 1000), 2 - j);
+        assert_true(tu_now_ms() - t0 < TU_MS(1000));
+        assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED), (uint64_t)j + 1);
+    }
+    assert_int_equal(momento_local_rpc_count(s, NULL, -1), 3);
+    for (int i = 0; i < 3; i++)
+        call_close(&calls[i]);
+    conn_close(&k);
+    /* Still serving, and a short delay still ends in an answer. */
+    tu_raw_reply r;
+    const char *hd[] = {"cache", "c", "delay-ms", "50"};
+    assert_int_equal(tu_raw_call(momento_local_endpoint(s), SCS "Get", hd, 2, get_body,
+                                 sizeof(get_body), &r), 0);
+    tu_raw_reply_free(&r);
+    momento_local_stop(s);
+}
+
+/* On a server with a token, fault injection is for those holding it: a
+ * Ping without the token (Ping needs none) is neither delayed nor failed;
+ * with the token it is. */
+static void test_unauthenticated_ping_has_no_faults(void **state)
+{
+    (void)state;
+    momento_local *s = server_with_cache("sekrit");
+    const char *ep = momento_local_endpoint(s);
+    const char *path = "/cache_client.Ping/Ping";
+    tu_raw_reply r;
+    const char *delay[] = {"delay-ms", FOREVER_MS, "authorization", "nope"};
+    for (size_t n = 1; n <= 2; n++) { /* no token, then a wrong one */
+        int64_t t0 = tu_now_ms();
+        assert_int_equal(tu_raw_call(ep, path, delay, n, "", 0, &r), 0);
+        tu_raw_reply_free(&r);
+        assert_true(tu_now_ms() - t0 < TU_MS(2000));
+    }
+    const char *fail[] = {"return-error", "unavailable"};
+    assert_int_equal(tu_raw_call(ep, path, fail, 1, "", 0, &r), 0);
+    tu_raw_reply_free(&r);
+    const char *bad[] = {"return-error", "no-such-error"};
+    assert_int_equal(tu_raw_call(ep, path, bad, 1, "", 0, &r), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(momento_local_parked_calls(s), 0);
+    assert_int_equal(momento_local_rpc_count(s, "Ping", 0), 4);
+    /* With the token the faults apply. */
+    const char *authed_fail[] = {"return-error", "unavailable", "authorization", "sekrit"};
+    assert_int_equal(tu_raw_call(ep, path, authed_fail, 2, "", 0, &r), 14);
+    tu_raw_reply_free(&r);
+    const char *authed_delay[] = {"delay-ms", "200", "authorization", "sekrit"};
+    int64_t t0 = tu_now_ms();
+    assert_int_equal(tu_raw_call(ep, path, authed_delay, 2, "", 0, &r), 0);
+    tu_raw_reply_free(&r);
+    assert_true(tu_now_ms() - t0 >= 200);
+    momento_local_stop(s);
+}
+
+/* Stopping with calls parked (Gets without a deadline, a 4 MB Set) ends
+ * each of them, counts them UNAVAILABLE and frees everything (the memcheck
+ * run checks the last under valgrind). */
+static void test_stop_with_parked_calls(void **state)
+{
+    (void)state;
+    momento_local *s = server_with_cache(NULL);
+    raw_conn k;
+    conn_open(&k, momento_local_endpoint(s));
+    const char *h[] = {"cache", "c", "delay-ms", FOREVER_MS};
+    uint8_t get_body[] = {0x0a, 0x01, 'k'};
+    enum { N = 10 };
+    static open_call calls[N + 1];
+    for (int i = 0; i < N; i++)
+        call_open(&k, &calls[i], SCS "Get", h, 2, get_body, sizeof(get_body), 0);
+    size_t big = 4 * 1024 * 1024;
+    char *val = malloc(big);
+    memset(val, 'v', big);
+    CacheClient__SetRequest sr = CACHE_CLIENT____SET_REQUEST__INIT;
+    sr.cache_key = (ProtobufCBinaryData){3, (uint8_t *)"big"};
+    sr.cache_body = (ProtobufCBinaryData){big, (uint8_t *)val};
+    size_t len = protobuf_c_message_get_packed_size(&sr.base);
+    uint8_t *buf = malloc(len);
+    protobuf_c_message_pack(&sr.base, buf);
+    call_open(&k, &calls[N], SCS "Set", h, 2, buf, len, 0);
+    free(buf);
+    free(val);
+    assert_int_equal(wait_parked(s, N + 1, 10000), N + 1);
+    assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
+    momento_local_stop(s);
+    for (int i = 0; i <= N; i++) {
+        open_call *oc = conn_next(&k, TU_MS(5000));
+        assert_non_null(oc);
+        assert_int_not_equal(oc->status, GRPC_STATUS_OK);
+    }
+    for (int i = 0; i <= N; i++)
+        call_close(&calls[i]);
+    conn_close(&k);
+}
+
+/* One connection holds at most SRV_MAX_STREAMS_PER_CONNECTION calls: with
+ * that many parked, its further calls wait in the client (gRPC queues
+ * streams beyond the server's SETTINGS_MAX_CONCURRENT_STREAMS) and reach
+ * the server as streams free up; another connection is served meanwhile. */
+static void test_stream_limit_per_connection(void **state)
+{
+    (void)state;
+    enum { L = SRV_MAX_STREAMS_PER_CONNECTION, EXTRA = 10 };
+    momento_local *s = server_with_cache(NULL);
+    const char *ep = momento_local_endpoint(s);
+    raw_conn k;
+    conn_open(&k, ep);
+    const char *h[] = {"cache", "c", "delay-ms", FOREVER_MS};
+    uint8_t get_body[] = {0x0a, 0x01, 'k'};
+    /* Connected first, so that calls take streams in the order they are
+     * made (calls made while the channel connects resume in any order). */
+    const char *hc[] = {"cache", "c"};
+    open_call warm;
+    call_open(&k, &warm, SCS "Get", hc, 1, get_body, sizeof(get_body), 0);
+    assert_ptr_equal(conn_next(&k, TU_MS(5000)), &warm);
+    assert_int_equal(warm.status, GRPC_STATUS_OK);
+    call_close(&warm);
+    open_call *calls = calloc(L + EXTRA, sizeof(*calls));
+    for (int i = 0; i < L + EXTRA; i++)
+        call_open(&k, &calls[i], SCS "Get", h, 2, get_body, sizeof(get_body), 0);
+    assert_int_equal(wait_parked(s, L, 20000), L);
+    usleep((useconds_t)TU_MS(300) * 1000);
+    uint64_t parked = momento_local_parked_calls(s);
+    if (parked != L)
+        fail_msg("one connection got %llu calls to the server, want at most %d",
+                 (unsigned long long)parked, L);
+    /* Another connection is not held up. */
+    tu_raw_reply r;
+    assert_int_equal(tu_raw_call(ep, SCS "Get", hc, 1, get_body, sizeof(get_body), &r), 0);
+    tu_raw_reply_free(&r);
+    /* Cancelling EXTRA parked calls (the first made) lets the waiting ones
+     * in. */
+    for (int i = 0; i < EXTRA; i++)
+        grpc_call_cancel(calls[i].call, NULL);
+    for (int i = 0; i < EXTRA; i++) {
+        open_call *oc = conn_next(&k, TU_MS(5000));
+        assert_non_null(oc);
+        assert_int_equal(oc->status, GRPC_STATUS_CANCELLED);
+    }
+    int64_t until = tu_now_ms() + TU_MS(5000);
+    while (momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED) < EXTRA && tu_now_ms() < until)
+        usleep(5 * 1000);
+    assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED), EXTRA);
+    assert_int_equal(wait_parked(s, L, 5000), L);
+    for (int i = EXTRA; i < L + EXTRA; i++)
+        grpc_call_cancel(calls[i].call, NULL);
+    for (int i = EXTRA; i < L + EXTRA; i++)
+        assert_non_null(conn_next(&k, TU_MS(10000)));
+    for (int i = 0; i < L + EXTRA; i++) {
+        assert_true(calls[i].done);
+        call_close(&calls[i]);
+    }
+    free(calls);
+    conn_close(&k);
+    assert_int_equal(wait_parked(s, 0, 5000), 0);
+    momento_local_stop(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -868,6 +1256,11 @@ int main(void)
         cmocka_unit_test(test_options_and_lru),
         cmocka_unit_test(test_long_cache_header),
         cmocka_unit_test(test_duplicate_start_caches),
+        cmocka_unit_test(test_parked_calls_leave_at_deadline),
+        cmocka_unit_test(test_cancelled_parked_call_leaves),
+        cmocka_unit_test(test_unauthenticated_ping_has_no_faults),
+        cmocka_unit_test(test_stop_with_parked_calls),
+        cmocka_unit_test(test_stream_limit_per_connection),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,794 @@
+/* momento-local at its limits: TTL updates to 0, cache names that are not
+ * names, stored values that are almost integers, a flood of fault-injection
+ * sessions, and --max-memory under items larger than it and under a fill far
+ * past it (a separate momento-local process, its RSS read from /proc). */
+#include "srv_faults.h"
+#include "srv_reply.h"
+#include "srv_rpc.h"
+#include "srv_server.h"
+#include "testutil.h"
+
+#include "cacheclient.pb-c.h"
+#include "controlclient.pb-c.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Built with AddressSanitizer, the server's allocator is ASan's (freed
+ * memory held in quarantine), so its RSS says nothing about the store. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+#define SCS "/cache_client.Scs/"
+#define CTL "/control_client.ScsControl/"
+
+enum { ST_OK = 0, ST_INVALID_ARGUMENT = 3, ST_NOT_FOUND = 5, ST_RESOURCE_EXHAUSTED = 8,
+       ST_FAILED_PRECONDITION = 9 };
+
+static const char *cache_hdr[] = {"cache", "c"};
+
+/* A server with cache "c" and the given --max-memory (0 = none). */
+static momento_local *server_with(uint64_t max_memory)
+{
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    momento_local_options_set_max_memory(o, max_memory);
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    return s;
+}
+
+/* Packs `m` and calls `path` at `ep`; returns the status, the reply in `out`
+ * (NULL: dropped). */
+static int call(const char *ep, const char *path, const char *const *hdrs, size_t n,
+                const ProtobufCMessage *m, tu_raw_reply *out)
+{
+    size_t len = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(len + 1);
+    protobuf_c_message_pack(m, buf);
+    tu_raw_reply r;
+    int st = tu_raw_call(ep, path, hdrs, n, buf, len, out ? out : &r);
+    free(buf);
+    if (!out)
+        tu_raw_reply_free(&r);
+    return st;
+}
+
+static int set_bytes(const char *ep, const char *key, const void *val, size_t len, uint64_t ttl,
+                     tu_raw_reply *out)
+{
+    CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
+    req.cache_body = (ProtobufCBinaryData){len, (uint8_t *)val};
+    req.ttl_milliseconds = ttl;
+    return call(ep, SCS "Set", cache_hdr, 1, &req.base, out);
+}
+
+/* 1 hit (value length to *len if given), 0 miss, or -status. */
+static int get_len(const char *ep, const char *key, size_t *len)
+{
+    CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
+    tu_raw_reply r;
+    int st = call(ep, SCS "Get", cache_hdr, 1, &req.base, &r);
+    int ret = -st;
+    if (st == 0) {
+        CacheClient__GetResponse *resp =
+            cache_client____get_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        assert_non_null(resp);
+        ret = resp->result == CACHE_CLIENT__ECACHE_RESULT__Hit;
+        if (ret && len)
+            *len = resp->cache_body.len;
+        protobuf_c_message_free_unpacked(&resp->base, NULL);
+    }
+    tu_raw_reply_free(&r);
+    return ret;
+}
+
+/* Remaining ms (UINT64_MAX: never expires), or 0 when missing. */
+static uint64_t item_ttl(const char *ep, const char *key)
+{
+    CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
+    tu_raw_reply r;
+    assert_int_equal(call(ep, SCS "ItemGetTtl", cache_hdr, 1, &req.base, &r), 0);
+    CacheClient__ItemGetTtlResponse *resp =
+        cache_client____item_get_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    uint64_t v = resp->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND
+                     ? resp->found->remaining_ttl_millis
+                     : 0;
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+    return v;
+}
+
+/* ------------------------------------------------------------------ */
+/* a. UpdateTtl to 0 is refused in every mode, on a present or missing item,
+ * and the item keeps the TTL it had. */
+static void test_update_ttl_zero(void **state)
+{
+    (void)state;
+    momento_local *s = server_with(0);
+    const char *ep = momento_local_endpoint(s);
+    assert_int_equal(set_bytes(ep, "t", "v", 1, 60000, NULL), 0);
+    static const int modes[] = {
+        CACHE_CLIENT____UPDATE_TTL_REQUEST__UPDATE_TTL_INCREASE_TO_MILLISECONDS,
+        CACHE_CLIENT____UPDATE_TTL_REQUEST__UPDATE_TTL_DECREASE_TO_MILLISECONDS,
+        CACHE_CLIENT____UPDATE_TTL_REQUEST__UPDATE_TTL_OVERWRITE_TO_MILLISECONDS,
+    };
+    for (size_t i = 0; i < 3; i++) {
+        for (int missing = 0; missing < 2; missing++) {
+            const char *key = missing ? "no-such-key" : "t";
+            CacheClient__UpdateTtlRequest req = CACHE_CLIENT____UPDATE_TTL_REQUEST__INIT;
+            req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
+            req.update_ttl_case = (CacheClient__UpdateTtlRequest__UpdateTtlCase)modes[i];
+            tu_raw_reply r;
+            int st = call(ep, SCS "UpdateTtl", cache_hdr, 1, &req.base, &r);
+            if (st != ST_INVALID_ARGUMENT)
+                fail_msg("UpdateTtl mode %d to 0 on a %s item: status %d (%s), want 3",
+                         modes[i], missing ? "missing" : "present", st, r.details);
+            assert_int_equal(r.n_msgs, 0);
+            tu_raw_reply_free(&r);
+        }
+        uint64_t left = item_ttl(ep, "t");
+        if (left == 0 || left > 60000)
+            fail_msg("after mode %d to 0 the item has %" PRIu64 " ms left, want <= 60000",
+                     modes[i], left);
+    }
+    /* 1 ms is a TTL like any other. */
+    CacheClient__UpdateTtlRequest req = CACHE_CLIENT____UPDATE_TTL_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"t"};
+    req.update_ttl_case = CACHE_CLIENT____UPDATE_TTL_REQUEST__UPDATE_TTL_DECREASE_TO_MILLISECONDS;
+    req.decrease_to_milliseconds = 1;
+    assert_int_equal(call(ep, SCS "UpdateTtl", cache_hdr, 1, &req.base, NULL), 0);
+    usleep(20 * 1000);
+    assert_int_equal(get_len(ep, "t", NULL), 0);
+    momento_local_stop(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* b. Cache names: 1..255 bytes of valid UTF-8 without control characters,
+ * for CreateCache, DeleteCache, FlushCache, the `cache` header of data calls
+ * and the caches named at start. */
+
+/* A CreateCache/DeleteCache/FlushCache body: field 1, the name's raw bytes
+ * (which may hold a NUL, unlike a C string). */
+static size_t name_body(uint8_t *buf, const char *name, size_t len)
+{
+    buf[0] = 0x0a;
+    buf[1] = (uint8_t)(0x80 | (len & 0x7f));
+    buf[2] = (uint8_t)(len >> 7);
+    memcpy(buf + 3, name, len);
+    return len + 3;
+}
+
+static int control_raw(const char *ep, const char *rpc, const char *name, size_t len,
+                       tu_raw_reply *out)
+{
+    uint8_t buf[600];
+    assert_true(len < 512);
+    char path[64];
+    snprintf(path, sizeof(path), CTL "%s", rpc);
+    return tu_raw_call(ep, path, NULL, 0, buf, name_body(buf, name, len), out);
+}
+
+static const struct {
+    const char *bytes;
+    size_t len;
+    const char *what;
+} bad_names[] = {
+    {"ab\0cd", 5, "an embedded NUL"},
+    {"\0", 1, "only a NUL"},
+    {"a\x01z", 3, "a C0 control"},
+    {"tab\there", 8, "a tab"},
+    {"line\n", 5, "a newline"},
+    {"del\x7f", 4, "DEL"},
+    {"c1\xc2\x85", 4, "a C1 control (U+0085)"},
+    {"\xff", 1, "a byte that is never UTF-8"},
+    {"trunc\xe2\x82", 7, "a truncated sequence"},
+    {"\xc0\xaf", 2, "an overlong form"},
+    {"\xed\xa0\x80", 3, "a surrogate"},
+    {"\xf4\x90\x80\x80", 4, "a code point past U+10FFFF"},
+    {"\x80x", 2, "a lone continuation byte"},
+};
+#define N_BAD_NAMES (sizeof(bad_names) / sizeof(bad_names[0]))
+
+static void list_names(const char *ep, char *out, size_t cap)
+{
+    ControlClient__ListCachesRequest req = CONTROL_CLIENT____LIST_CACHES_REQUEST__INIT;
+    req.next_token = "";
+    tu_raw_reply r;
+    assert_int_equal(call(ep, CTL "ListCaches", NULL, 0, &req.base, &r), 0);
+    ControlClient__ListCachesResponse *resp =
+        control_client____list_caches_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_non_null(resp);
+    out[0] = '\0';
+    for (size_t i = 0; i < resp->n_cache; i++) {
+        strncat(out, resp->cache[i]->cache_name, cap - strlen(out) - 2);
+        strcat(out, "|");
+    }
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+}
+
+static void test_cache_names_control(void **state)
+{
+    (void)state;
+    momento_local *s = server_with(0);
+    const char *ep = momento_local_endpoint(s);
+    static const char *const rpcs[] = {"CreateCache", "DeleteCache", "FlushCache"};
+    /* "ab" exists, so a name that protobuf-c would cut at its NUL must not
+     * reach it either. */
+    tu_raw_reply r;
+    assert_int_equal(control_raw(ep, "CreateCache", "ab", 2, &r), 0);
+    tu_raw_reply_free(&r);
+    for (size_t i = 0; i < N_BAD_NAMES; i++) {
+        for (size_t k = 0; k < 3; k++) {
+            int st = control_raw(ep, rpcs[k], bad_names[i].bytes, bad_names[i].len, &r);
+            if (st != ST_INVALID_ARGUMENT)
+                fail_msg("%s of a name with %s: status %d (%s), want 3", rpcs[k],
+                         bad_names[i].what, st, r.details);
+            tu_raw_reply_free(&r);
+        }
+    }
+    char name[300];
+    memset(name, 'n', sizeof(name));
+    assert_int_equal(control_raw(ep, "CreateCache", name, 256, &r), ST_INVALID_ARGUMENT);
+    tu_raw_reply_free(&r);
+    assert_int_equal(control_raw(ep, "CreateCache", name, 255, &r), 0);
+    tu_raw_reply_free(&r);
+    /* Names that are fine: printable ASCII with spaces, and UTF-8 past ASCII. */
+    static const char *const good[] = {"with space", "caf\xc3\xa9", "\xe2\x82\xac-\xf0\x9f\x98\x80"};
+    for (size_t i = 0; i < 3; i++) {
+        int st = control_raw(ep, "CreateCache", good[i], strlen(good[i]), &r);
+        if (st != 0)
+            fail_msg("CreateCache '%s': status %d (%s), want 0", good[i], st, r.details);
+        tu_raw_reply_free(&r);
+    }
+    char names[1024];
+    list_names(ep, names, sizeof(names));
+    /* c, ab, the 255-byte name and the three good ones: nothing else. */
+    size_t bars = 0;
+    for (const char *p = names; *p; p++)
+        bars += *p == '|';
+    if (bars != 6)
+        fail_msg("ListCaches has %zu caches (%s), want 6", bars, names);
+    assert_int_equal(control_raw(ep, "FlushCache", "ab", 2, &r), 0); /* still there */
+    tu_raw_reply_free(&r);
+
+    /* The library decodes the listing. */
+    momento_client *c = tu_client(s, NULL);
+    momento_result *res;
+    assert_int_equal(momento_list_caches_sync(c, &res), MOMENTO_OK);
+    assert_int_equal(momento_result_error(res), MOMENTO_OK);
+    momento_result_free(res);
+    momento_client_free(c);
+    momento_local_stop(s);
+}
+
+/* The `cache` header: gRPC core will not send a control character or a
+ * non-ASCII byte in a header value, but other clients' stacks may, so the
+ * dispatcher is called directly with the bytes such a header carries. */
+static void test_cache_names_header(void **state)
+{
+    (void)state;
+    momento_local *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    store_init(&s->store, 0);
+    s->opts.max_item_bytes = 5u << 20;
+    assert_int_equal(store_create_cache(&s->store, "ab"), 0);
+    CacheClient__GetRequest get = CACHE_CLIENT____GET_REQUEST__INIT;
+    get.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
+    uint8_t body[16];
+    size_t len = protobuf_c_message_pack(&get.base, body);
+    for (size_t i = 0; i < N_BAD_NAMES; i++) {
+        srv_reply r = {0};
+        srv_dispatch(s, MOMENTO__RPC_GET, bad_names[i].bytes, bad_names[i].len, body, len, &r);
+        if (r.status != GRPC_STATUS_INVALID_ARGUMENT)
+            fail_msg("a cache header with %s: status %d (%s), want 3", bad_names[i].what,
+                     r.status, r.details);
+        srv_reply_clear(&r);
+    }
+    srv_reply r = {0};
+    srv_dispatch(s, MOMENTO__RPC_GET, "ab", 2, body, len, &r);
+    assert_int_equal(r.status, GRPC_STATUS_OK);
+    srv_reply_clear(&r);
+    srv_dispatch(s, MOMENTO__RPC_GET, "caf\xc3\xa9", 5, body, len, &r);
+    assert_int_equal(r.status, GRPC_STATUS_NOT_FOUND); /* a name, just not a cache */
+    srv_reply_clear(&r);
+    store_destroy(&s->store);
+    free(s);
+}
+
+static void test_cache_names_options(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    static const char *const bad[] = {"a\x01z", "tab\there", "del\x7f", "c1\xc2\x85", "\xff",
+                                      "\xc0\xaf", "\xed\xa0\x80", ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (momento_local_options_add_cache(o, bad[i]) != MOMENTO_ERR_INVALID_ARGUMENT)
+            fail_msg("momento_local_options_add_cache accepted bad name %zu", i);
+    assert_int_equal(momento_local_options_add_cache(o, "caf\xc3\xa9"), MOMENTO_OK);
+    momento_local_options_free(o);
+}
+
+/* ------------------------------------------------------------------ */
+/* c. Increment reads only an optional '-' and decimal digits. */
+static int increment(const char *ep, const char *key, int64_t amount, int64_t *value)
+{
+    CacheClient__IncrementRequest req = CACHE_CLIENT____INCREMENT_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
+    req.amount = amount;
+    tu_raw_reply r;
+    int st = call(ep, SCS "Increment", cache_hdr, 1, &req.base, &r);
+    if (st == 0) {
+        CacheClient__IncrementResponse *resp =
+            cache_client____increment_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        *value = resp->value;
+        protobuf_c_message_free_unpacked(&resp->base, NULL);
+    }
+    tu_raw_reply_free(&r);
+    return st;
+}
+
+static void test_increment_strict(void **state)
+{
+    (void)state;
+    momento_local *s = server_with(0);
+    const char *ep = momento_local_endpoint(s);
+    static const struct {
+        const char *bytes;
+        size_t len;
+    } bad[] = {
+        {"\t5", 2}, {"\n5", 2}, {"\v5", 2}, {"\f5", 2}, {"\r5", 2}, {" 5", 2}, {"5 ", 2},
+        {"5\n", 2}, {"5\0junk", 6}, {"5\0", 2}, {"\0", 1}, {"+5", 2}, {"-", 1}, {"--5", 3},
+        {"-+5", 3}, {"0x10", 4}, {"1e3", 3}, {"5.0", 3}, {"\xd9\xa5", 2} /* Arabic-Indic 5 */,
+        {"9223372036854775808", 19}, {"-9223372036854775809", 20},
+        {"99999999999999999999", 20},
+    };
+    int64_t v = 0;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(set_bytes(ep, "n", bad[i].bytes, bad[i].len, 60000, NULL), 0);
+        int st = increment(ep, "n", 1, &v);
+        if (st != ST_FAILED_PRECONDITION)
+            fail_msg("Increment of stored value %zu (%zu bytes): status %d (value %" PRId64
+                     "), want 9",
+                     i, bad[i].len, st, v);
+        size_t len = 0;
+        assert_int_equal(get_len(ep, "n", &len), 1); /* left as it was */
+        assert_int_equal(len, bad[i].len);
+    }
+    static const struct {
+        const char *text;
+        int64_t amount, want;
+    } good[] = {
+        {"5", 1, 6}, {"-5", 1, -4}, {"0", 0, 0}, {"-0", 2, 2}, {"007", 1, 8},
+        {"9223372036854775806", 1, INT64_MAX}, {"-9223372036854775808", 1, INT64_MIN + 1},
+    };
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        assert_int_equal(set_bytes(ep, "n", good[i].text, strlen(good[i].text), 60000, NULL), 0);
+        int st = increment(ep, "n", good[i].amount, &v);
+        if (st != 0 || v != good[i].want)
+            fail_msg("Increment of '%s' by %" PRId64 ": status %d value %" PRId64
+                     ", want %" PRId64,
+                     good[i].text, good[i].amount, st, v, good[i].want);
+    }
+    momento_local_stop(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* d. A flood of request-ids evicts the least recently used sessions, not
+ * every session: a test that keeps using its id keeps its budget. */
+
+/* One call's plan under request-id `id` with an error budget of 2. */
+static int plan_error(fault_session **sessions, const char *id)
+{
+    grpc_metadata md[4];
+    const char *kv[] = {"request-id", id, "return-error", "unavailable", "error-count", "2",
+                        "error-rpcs", "get"};
+    for (size_t i = 0; i < 4; i++) {
+        md[i].key = grpc_slice_from_static_string(kv[2 * i]);
+        md[i].value = grpc_slice_from_copied_string(kv[2 * i + 1]);
+    }
+    grpc_metadata_array arr = {.count = 4, .capacity = 4, .metadata = md};
+    fault_plan plan;
+    faults_plan(sessions, &arr, "get", &plan);
+    for (size_t i = 0; i < 4; i++)
+        grpc_slice_unref(md[i].value);
+    assert_null(plan.bad_header);
+    return plan.error_status;
+}
+
+static void test_fault_session_flood(void **state)
+{
+    (void)state;
+    grpc_init();
+    fault_session *sessions = NULL;
+    /* "kept" and "idle" spend one of their two errors. */
+    assert_int_equal(plan_error(&sessions, "kept"), GRPC_STATUS_UNAVAILABLE);
+    assert_int_equal(plan_error(&sessions, "idle"), GRPC_STATUS_UNAVAILABLE);
+    /* 150,000 other ids, "kept" used (its second error) in the middle and
+     * then only looked at through calls its budget no longer covers. */
+    char id[32];
+    for (int i = 0; i < 150000; i++) {
+        snprintf(id, sizeof(id), "flood-%d", i);
+        assert_int_equal(plan_error(&sessions, id), GRPC_STATUS_UNAVAILABLE);
+        if (i == 1000)
+            assert_int_equal(plan_error(&sessions, "kept"), GRPC_STATUS_UNAVAILABLE);
+        if (i > 1000 && i % 5000 == 0 && plan_error(&sessions, "kept") != -1)
+            fail_msg("after %d other ids the session 'kept' got a third error: its count was "
+                     "reset",
+                     i);
+    }
+    /* The idle session was the least recently used: evicted, so it starts
+     * over (the documented cost of a bounded table). */
+    assert_int_equal(plan_error(&sessions, "idle"), GRPC_STATUS_UNAVAILABLE);
+    assert_int_equal(plan_error(&sessions, "idle"), GRPC_STATUS_UNAVAILABLE);
+    assert_int_equal(plan_error(&sessions, "idle"), -1);
+    assert_int_equal(plan_error(&sessions, "kept"), -1);
+    faults_clear(&sessions);
+    assert_null(sessions);
+    grpc_shutdown();
+}
+
+/* ------------------------------------------------------------------ */
+/* e. --max-memory. */
+
+/* An item that could never fit is refused with Momento's item-size answer,
+ * and refusing it loses nothing: not an older value of its key, not the rest
+ * of the store, and a batch holding it stores none of its items. */
+static void test_item_larger_than_memory(void **state)
+{
+    (void)state;
+    const uint64_t limit = 1u << 20;
+    momento_local *s = server_with(limit);
+    const char *ep = momento_local_endpoint(s);
+    size_t big_len = 2u << 20;
+    char *big = malloc(big_len);
+    memset(big, 'b', big_len);
+    assert_int_equal(set_bytes(ep, "k", "old", 3, 0, NULL), 0);
+    assert_int_equal(set_bytes(ep, "other", "x", 1, 0, NULL), 0);
+    tu_raw_reply r;
+    int st = set_bytes(ep, "k", big, big_len, 0, &r);
+    if (st != ST_RESOURCE_EXHAUSTED || strcmp(r.err, "item_size_limit_exceeded") != 0)
+        fail_msg("a 2 MiB item under --max-memory 1 MiB: status %d err '%s' (%s), want 8 "
+                 "item_size_limit_exceeded",
+                 st, r.err, r.details);
+    assert_int_equal(r.n_msgs, 0);
+    tu_raw_reply_free(&r);
+    size_t len = 0;
+    assert_int_equal(get_len(ep, "k", &len), 1);
+    assert_int_equal(len, 3);
+    assert_int_equal(get_len(ep, "other", NULL), 1);
+
+    /* Just under the limit's worth of value, with the overhead counted, does
+     * not fit either; well under it does, evicting the rest. */
+    st = set_bytes(ep, "k", big, limit, 0, &r);
+    assert_int_equal(st, ST_RESOURCE_EXHAUSTED);
+    assert_string_equal(r.err, "item_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+    assert_int_equal(get_len(ep, "k", &len), 1);
+    assert_int_equal(len, 3);
+    assert_int_equal(set_bytes(ep, "fits", big, limit - 64 * 1024, 0, NULL), 0);
+    assert_int_equal(get_len(ep, "fits", &len), 1);
+    assert_int_equal(len, limit - 64 * 1024);
+
+    /* SetIf and SetIfNotExists answer the same. */
+    CacheClient__SetIfNotExistsRequest sine = CACHE_CLIENT____SET_IF_NOT_EXISTS_REQUEST__INIT;
+    sine.cache_key = (ProtobufCBinaryData){3, (uint8_t *)"new"};
+    sine.cache_body = (ProtobufCBinaryData){big_len, (uint8_t *)big};
+    assert_int_equal(call(ep, SCS "SetIfNotExists", cache_hdr, 1, &sine.base, &r),
+                     ST_RESOURCE_EXHAUSTED);
+    assert_string_equal(r.err, "item_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+
+    /* A batch with one such item stores nothing. */
+    CacheClient__SetRequest items[2] = {CACHE_CLIENT____SET_REQUEST__INIT,
+                                        CACHE_CLIENT____SET_REQUEST__INIT};
+    items[0].cache_key = (ProtobufCBinaryData){6, (uint8_t *)"batch0"};
+    items[0].cache_body = (ProtobufCBinaryData){1, (uint8_t *)"v"};
+    items[1].cache_key = (ProtobufCBinaryData){6, (uint8_t *)"batch1"};
+    items[1].cache_body = (ProtobufCBinaryData){big_len, (uint8_t *)big};
+    CacheClient__SetRequest *ptrs[2] = {&items[0], &items[1]};
+    CacheClient__SetBatchRequest batch = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
+    batch.n_items = 2;
+    batch.items = ptrs;
+    assert_int_equal(call(ep, SCS "SetBatch", cache_hdr, 1, &batch.base, &r),
+                     ST_RESOURCE_EXHAUSTED);
+    assert_string_equal(r.err, "item_size_limit_exceeded");
+    assert_int_equal(r.n_msgs, 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(get_len(ep, "batch0", NULL), 0);
+    free(big);
+    momento_local_stop(s);
+}
+
+/* The momento-local binary: $MOMENTO_LOCAL_BIN, else ../server/momento-local
+ * beside this test in the build tree. */
+static void local_bin(char *out, size_t cap)
+{
+    const char *env = getenv("MOMENTO_LOCAL_BIN");
+    if (env && *env) {
+        snprintf(out, cap, "%s", env);
+        return;
+    }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    assert_true(n > 0);
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    assert_non_null(slash);
+    *slash = '\0';
+    snprintf(out, cap, "%s/../server/momento-local", self);
+    if (access(out, X_OK) != 0)
+        fail_msg("no momento-local at %s (set MOMENTO_LOCAL_BIN)", out);
+}
+
+typedef struct child {
+    pid_t pid;
+    int out;  /* its stdout */
+    int err;  /* its stderr */
+} child;
+
+/* The child still running, for teardown to stop when a test fails first. */
+static pid_t running;
+
+static child spawn(char *const *argv)
+{
+    int o[2], e[2];
+    assert_int_equal(pipe(o), 0);
+    assert_int_equal(pipe(e), 0);
+    child ch = {fork(), o[0], e[0]};
+    assert_true(ch.pid >= 0);
+    if (ch.pid == 0) {
+        dup2(o[1], 1);
+        dup2(e[1], 2);
+        close(o[0]);
+        close(e[0]);
+        close(o[1]);
+        close(e[1]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(o[1]);
+    close(e[1]);
+    running = ch.pid;
+    return ch;
+}
+
+/* Reads from `fd` into buf until `want` appears, EOF or `ms` pass. */
+static bool read_until(int fd, char *buf, size_t cap, const char *want, int ms)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    int64_t end = tu_now_ms() + ms;
+    while (n + 1 < cap && !strstr(buf, want)) {
+        int64_t left = end - tu_now_ms();
+        if (left <= 0)
+            return false;
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, (int)left) <= 0)
+            continue;
+        ssize_t k = read(fd, buf + n, cap - 1 - n);
+        if (k <= 0)
+            return strstr(buf, want) != NULL;
+        n += (size_t)k;
+        buf[n] = '\0';
+    }
+    return strstr(buf, want) != NULL;
+}
+
+/* Exit status of `pid` within `ms`, or -1 (then it is killed). */
+static int wait_exit(pid_t pid, int ms)
+{
+    int64_t end = tu_now_ms() + ms;
+    int status;
+    running = 0;
+    while (tu_now_ms() < end) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        usleep(20 * 1000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+static int stop_child(void **state)
+{
+    (void)state;
+    if (running > 0) {
+        kill(running, SIGKILL);
+        waitpid(running, NULL, 0);
+        running = 0;
+    }
+    return 0;
+}
+
+/* `--cache` names at start follow the same rule, with a message naming the
+ * option and the reason. */
+static void test_cli_bad_cache_name(void **state)
+{
+    (void)state;
+    char bin[PATH_MAX + 32];
+    local_bin(bin, sizeof(bin));
+    static const char *const bad[] = {"a\x01z", "\xff\xfe", "tab\there"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *argv[] = {bin, "--port", "0", "--cache", (char *)bad[i], NULL};
+        child ch = spawn(argv);
+        char err[1024];
+        read_until(ch.err, err, sizeof(err), "\n", (int)TU_MS(5000));
+        int rc = wait_exit(ch.pid, (int)TU_MS(5000));
+        close(ch.out);
+        close(ch.err);
+        if (rc != 2)
+            fail_msg("--cache with bad name %zu: exit %d, want 2 (stderr: %s)", i, rc, err);
+        assert_non_null(strstr(err, "--cache"));
+        assert_non_null(strstr(err, "UTF-8"));
+    }
+}
+
+static uint64_t proc_kib(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    uint64_t v = 0;
+    size_t n = strlen(field);
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, field, n) == 0 && line[n] == ':')
+            v = strtoull(line + n + 1, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+static uint64_t next_rand(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* A separate momento-local with --max-memory 64 MiB is sent items of mixed
+ * sizes, 100 B to 4 MiB, four times its limit and with overwrites; its
+ * resident memory stays within 1.25 x the limit plus what it used empty. */
+static void test_fill_stays_within_memory(void **state)
+{
+    (void)state;
+    if (UNDER_ASAN) {
+        print_message("skipped: under AddressSanitizer RSS measures ASan's allocator\n");
+        skip();
+    }
+    const uint64_t limit = 64u << 20;
+    char bin[PATH_MAX + 32], lim[32];
+    local_bin(bin, sizeof(bin));
+    snprintf(lim, sizeof(lim), "%" PRIu64, limit);
+    char *argv[] = {bin, "--port", "0", "--cache", "c", "--max-memory", lim, NULL};
+    child ch = spawn(argv);
+    char out[256];
+    if (!read_until(ch.out, out, sizeof(out), "\n", (int)TU_MS(10000)))
+        fail_msg("momento-local did not start: '%s'", out);
+    const char *at = strstr(out, "listening on ");
+    assert_non_null(at);
+    char ep[64];
+    snprintf(ep, sizeof(ep), "%.*s", (int)strcspn(at + 13, "\r\n"), at + 13);
+
+    momento_credentials *creds;
+    const char *why;
+    assert_int_equal(momento_credentials_local(&creds, ep, &why), MOMENTO_OK);
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000));
+    momento_client *c;
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
+    momento_config_free(cfg);
+    momento_credentials_free(creds);
+
+    size_t max_len = 4u << 20;
+    char *val = malloc(max_len);
+    for (size_t i = 0; i < max_len; i++)
+        val[i] = (char)('a' + i % 23);
+    /* Empty, but with the connection and one small item: the baseline. */
+    assert_int_equal(momento_set_sync(c, "c", "warm", 4, "v", 1, 0, NULL), MOMENTO_OK);
+    uint64_t base_kib = proc_kib(ch.pid, "VmRSS");
+
+    uint64_t x = 88172645463325252ull, written = 0;
+    unsigned n = 0, refused = 0;
+    char key[32];
+    while (written < 4 * limit && n < 100000) {
+        uint64_t r = next_rand(&x);
+        size_t len;
+        switch (r % 20) {
+        case 0: case 1: /* 10%: 512 KiB .. 4 MiB */
+            len = (512u << 10) + (size_t)(next_rand(&x) % ((4u << 20) - (512u << 10)));
+            break;
+        case 2: case 3: case 4: /* 15%: 64 .. 512 KiB */
+            len = (64u << 10) + (size_t)(next_rand(&x) % (448u << 10));
+            break;
+        case 5: case 6: case 7: case 8: case 9: /* 25%: 1 .. 64 KiB */
+            len = 1024 + (size_t)(next_rand(&x) % (63u << 10));
+            break;
+        default: /* 50%: 100 B .. 1 KiB */
+            len = 100 + (size_t)(next_rand(&x) % 924);
+        }
+        /* One set in five overwrites a recent key. */
+        unsigned id = (r >> 8) % 5 == 0 && n > 50 ? n - 1 - (unsigned)((r >> 16) % 50) : n;
+        snprintf(key, sizeof(key), "fill-%u", id);
+        int rc = momento_set_sync(c, "c", key, strlen(key), val, len, 0, NULL);
+        if (rc != MOMENTO_OK)
+            refused++;
+        written += len;
+        n++;
+    }
+    assert_int_equal(refused, 0);
+    /* The newest item is there; the oldest was evicted. */
+    momento_result *res;
+    snprintf(key, sizeof(key), "fill-%u", n - 1);
+    assert_int_equal(momento_get_sync(c, "c", key, strlen(key), &res), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(res), MOMENTO_OUTCOME_HIT);
+    momento_result_free(res);
+    assert_int_equal(momento_get_sync(c, "c", "fill-0", 6, &res), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(res), MOMENTO_OUTCOME_MISS);
+    momento_result_free(res);
+
+    uint64_t rss_kib = proc_kib(ch.pid, "VmRSS"), hwm_kib = proc_kib(ch.pid, "VmHWM");
+    uint64_t bound_kib = limit / 1024 * 5 / 4 + base_kib;
+    print_message("fill: %u sets, %" PRIu64 " MiB written into a %" PRIu64
+                  " MiB limit; RSS empty %" PRIu64 " KiB, after %" PRIu64 " KiB (peak %" PRIu64
+                  " KiB), bound %" PRIu64 " KiB\n",
+                  n, written >> 20, limit >> 20, base_kib, rss_kib, hwm_kib, bound_kib);
+    momento_client_free(c);
+    free(val);
+    kill(ch.pid, SIGTERM);
+    int rc = wait_exit(ch.pid, (int)TU_MS(10000));
+    close(ch.out);
+    close(ch.err);
+    assert_int_equal(rc, 0);
+    if (rss_kib > bound_kib)
+        fail_msg("RSS %" PRIu64 " KiB exceeds 1.25 x --max-memory + the empty server's RSS "
+                 "(%" PRIu64 " KiB)",
+                 rss_kib, bound_kib);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_update_ttl_zero),
+        cmocka_unit_test(test_cache_names_control),
+        cmocka_unit_test(test_cache_names_header),
+        cmocka_unit_test(test_cache_names_options),
+        cmocka_unit_test(test_increment_strict),
+        cmocka_unit_test(test_fault_session_flood),
+        cmocka_unit_test(test_item_larger_than_memory),
+        cmocka_unit_test_teardown(test_cli_bad_cache_name, stop_child),
+        cmocka_unit_test_teardown(test_fill_stays_within_memory, stop_child),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
