@@ -61,12 +61,12 @@ static int submit(worker *w)
             w->key_len = (size_t)snprintf(w->key, sizeof(w->key), "u-%d-%llu", w->id, (unsigned long long)w->n);
         if (w->phase == 0)
             return b->co ? momento_coalescing_set(b->co, "bench", w->key, w->key_len, b->payload,
-                                                  b->payload_len, 60000, step, w)
+                                                  b->payload_len, 60000, NULL, step, w)
                          : momento_set(b->client, "bench", w->key, w->key_len, b->payload,
-                                       b->payload_len, 60000, step, w);
+                                       b->payload_len, 60000, NULL, step, w);
     }
-    return b->co ? momento_coalescing_get(b->co, "bench", w->key, w->key_len, step, w)
-                 : momento_get(b->client, "bench", w->key, w->key_len, step, w);
+    return b->co ? momento_coalescing_get(b->co, "bench", w->key, w->key_len, NULL, step, w)
+                 : momento_get(b->client, "bench", w->key, w->key_len, NULL, step, w);
 }
 
 static void retire(bench *b)
@@ -174,7 +174,7 @@ int main(int argc, char **argv)
     }
     momento_config_free(cfg);
     momento_credentials_free(creds);
-    momento_create_cache_sync(b.client, "bench", NULL);
+    momento_create_cache_sync(b.client, "bench", NULL, NULL);
     if (strcmp(mode, "coalesce") == 0)
         momento_coalescer_new(&b.co, b.client);
 

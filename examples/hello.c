@@ -53,7 +53,7 @@ int main(void)
 
     momento_result *r = NULL;
     int status = 0;
-    rc = momento_create_cache_sync(client, cache, &r);
+    rc = momento_create_cache_sync(client, cache, NULL, &r);
     if (rc != MOMENTO_OK) {
         status = fail("create cache", rc, r);
         goto out;
@@ -63,14 +63,14 @@ int main(void)
     momento_result_free(r);
 
     const char *key = "greeting", *value = "hello, momento";
-    rc = momento_set_sync(client, cache, key, strlen(key), value, strlen(value), 0, &r);
+    rc = momento_set_sync(client, cache, key, strlen(key), value, strlen(value), 0, NULL, &r);
     if (rc != MOMENTO_OK) {
         status = fail("set", rc, r);
         goto out;
     }
     momento_result_free(r);
 
-    rc = momento_get_sync(client, cache, key, strlen(key), &r);
+    rc = momento_get_sync(client, cache, key, strlen(key), NULL, &r);
     if (rc != MOMENTO_OK) {
         status = fail("get", rc, r);
         goto out;

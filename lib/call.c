@@ -12,6 +12,7 @@
 #include "call.h"
 
 #include "alloc.h"
+#include "cancel.h"
 #include "client.h"
 #include "decode.h"
 #include "result.h"
@@ -21,6 +22,7 @@
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +50,8 @@ struct momento__call {
     momento__channel *channel;
     gpr_timespec deadline;      /* the request's overall deadline */
     momento__retry_entry retry; /* while waiting for its next attempt */
+    momento_cancel_token *token; /* a reference, or NULL */
+    momento__cancel_hook hook;  /* on the token until delivery */
     grpc_slice *msgs;           /* messages received so far: &msg0 until a
                                  * stream brings a second one */
     size_t n_msgs, cap_msgs;
@@ -87,6 +91,7 @@ static void release(momento__call *call)
     grpc_slice_unref(call->cache_value);
     if (call->track.call)
         grpc_call_unref(call->track.call);
+    momento_cancel_token_free(call->token);
     free(call);
 }
 
@@ -166,10 +171,31 @@ int momento__call_attempt(momento__call *call)
     return launch_attempt(call, gc);
 }
 
-int momento__call_start(momento_client *c, momento__rpc_id m, const char *cache,
-                        const ProtobufCMessage *req, momento_callback cb, void *userdata)
+void momento__call_opts_from(const momento_client *c, const momento_request_options *opts,
+                             momento__call_opts *out)
 {
-    return momento__call_start_with(c, m, cache, req, NULL, cb, userdata);
+    uint32_t ms = opts && opts->timeout_ms ? opts->timeout_ms : c->cfg.timeout_ms;
+    memset(out, 0, sizeof(*out));
+    out->deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                 gpr_time_from_millis(ms, GPR_TIMESPAN));
+    out->token = opts ? opts->cancel : NULL;
+}
+
+int momento__call_start(momento_client *c, momento__rpc_id m, const char *cache,
+                        const ProtobufCMessage *req, const momento_request_options *opts,
+                        momento_callback cb, void *userdata)
+{
+    momento__call_opts resolved;
+    momento__call_opts_from(c, opts, &resolved);
+    return momento__call_start_with(c, m, cache, req, &resolved, cb, userdata);
+}
+
+/* The token was cancelled (any thread, under the token's lock). */
+static void on_token_cancelled(momento__cancel_hook *h)
+{
+    momento__call *call = (momento__call *)((char *)h - offsetof(momento__call, hook));
+    momento__client_cancel(call->client, &call->track, &call->retry,
+                           "cancelled by the request's cancel token");
 }
 
 int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *cache,
@@ -177,6 +203,9 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
                              momento_callback cb, void *userdata)
 {
     momento__plane plane = momento__rpcs[m].plane;
+    int rc;
+    if (opts->token && momento_cancel_token_is_cancelled(opts->token))
+        return MOMENTO_ERR_CANCELLED;
     /* malloc, not calloc: glibc's calloc skips the per-thread cache, and
      * the metadata array needs no zeroing. Sized to what this client sends,
      * the struct stays small enough for that cache. */
@@ -188,6 +217,8 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
     call->client = c;
     call->method = m;
     call->retry.call = call;
+    call->retry.index = MOMENTO__HEAP_GONE;
+    call->retry.track = &call->track;
     call->cb = cb;
     call->userdata = userdata;
     call->details = grpc_empty_slice();
@@ -210,22 +241,33 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
     for (size_t i = 0; i < c->n_extra_md; i++)
         call->md[n_md++] = c->extra_md[i];
 
-    if (opts && opts->has_deadline)
-        call->deadline = opts->deadline;
-    else
-        call->deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                      gpr_time_from_millis(c->cfg.timeout_ms, GPR_TIMESPAN));
-    call->expect_msgs = opts ? opts->expect_msgs : 0;
+    call->deadline = opts->deadline;
+    call->expect_msgs = opts->expect_msgs;
 
     grpc_call *gc = new_attempt_call(call);
     if (!gc) {
         release(call);
         return MOMENTO_ERR_NO_MEMORY;
     }
-    if (momento__client_accept(c, &call->track, gc) != MOMENTO_OK) {
+    if (opts->token) {
+        /* Hung before the request is accepted: a cancel from now on either
+         * finds it not yet accepted (then it is refused below) or ends its
+         * gRPC call. Either way nothing is lost. */
+        call->token = momento_cancel_token_ref(opts->token);
+        call->hook.fire = on_token_cancelled;
+        if (momento__cancel_hook_add(call->token, &call->hook) != MOMENTO_OK) {
+            grpc_call_unref(gc);
+            release(call);
+            return MOMENTO_ERR_CANCELLED;
+        }
+    }
+    rc = momento__client_accept(c, &call->track, gc);
+    if (rc != MOMENTO_OK) {
+        if (call->token)
+            momento__cancel_hook_remove(call->token, &call->hook);
         grpc_call_unref(gc);
         release(call);
-        return MOMENTO_ERR_CLOSED;
+        return rc;
     }
 
     /* The client introduces itself on its first accepted call. */
@@ -238,9 +280,11 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
     }
     call->n_md = n_md;
 
-    int rc = launch_attempt(call, gc);
+    rc = launch_attempt(call, gc);
     if (rc != MOMENTO_OK) {
         /* Refuse the request rather than lose it: no callback follows. */
+        if (call->token)
+            momento__cancel_hook_remove(call->token, &call->hook);
         momento__client_retire(c, &call->track);
         release(call);
     }
@@ -298,7 +342,7 @@ static void finish(momento__call *call)
         int64_t now = momento__now_ns();
         if (momento__retry_wanted(&c->cfg, &momento__rpcs[call->method], call->attempt,
                                   (int)call->status, now, to_ns(call->deadline)) &&
-            !momento__client_closing(c)) {
+            !momento__client_closing(c) && !momento__client_cancelled(c, &call->track)) {
             reset_attempt(call);
             momento__retry_later(c, &call->retry, now);
             return;
@@ -348,6 +392,9 @@ static void deliver(momento__call *call)
                         : (r.error == MOMENTO_ERR_BAD_RESPONSE ? momento_strerror(r.error) : "");
     r.error_detail = detail;
 
+    /* From here a cancel cannot reach this request: it has its result. */
+    if (call->token)
+        momento__cancel_hook_remove(call->token, &call->hook);
     call->cb(&r, call->userdata);
 
     momento__scratch_free(&scratch);

@@ -12,26 +12,34 @@
 
 typedef struct momento__call momento__call;
 
-/* Starts RPC `m`. `req` is packed at once; `cache` is sent as the `cache`
- * header for data-plane RPCs (NULL otherwise). Returns 0 when accepted
- * (exactly one callback follows), or MOMENTO_ERR_NO_MEMORY,
- * MOMENTO_ERR_CLOSED or MOMENTO_ERR_UNKNOWN (no callback). */
-int momento__call_start(momento_client *c, momento__rpc_id m, const char *cache,
-                        const ProtobufCMessage *req, momento_callback cb, void *userdata);
-
-/* What a call may need beyond its RPC: zero-initialise, set what applies. */
+/* What a call needs beyond its RPC: momento__call_opts_from() fills it
+ * from a request's options; then set what else applies. */
 typedef struct momento__call_opts {
-    /* The overall deadline (GPR_CLOCK_MONOTONIC) when it is not now + the
-     * client's timeout: the pages of one listing share the first's. */
+    /* The overall deadline (GPR_CLOCK_MONOTONIC). The pages of one listing
+     * share the first's; a coalesced request issued again keeps its own. */
     gpr_timespec deadline;
-    bool has_deadline;
+    /* Cancels the call; NULL: none. Borrowed: the call takes a reference. */
+    momento_cancel_token *token;
     /* A stream's reply must have exactly this many messages (a batch: one
      * per key); any other count is MOMENTO_ERR_BAD_RESPONSE, and reading
      * stops at the first message too many. 0: any number. */
     size_t expect_msgs;
 } momento__call_opts;
 
-/* momento__call_start() with options (NULL: none). */
+/* Resolves a request's options (NULL: the client's defaults; already
+ * checked by momento__check_options()) at the time of submission. */
+void momento__call_opts_from(const momento_client *c, const momento_request_options *opts,
+                             momento__call_opts *out);
+
+/* Starts RPC `m`. `req` is packed at once; `cache` is sent as the `cache`
+ * header for data-plane RPCs (NULL otherwise). Returns 0 when accepted
+ * (exactly one callback follows), or MOMENTO_ERR_CANCELLED (the token is
+ * already cancelled), MOMENTO_ERR_NO_MEMORY, MOMENTO_ERR_CLOSED or
+ * MOMENTO_ERR_UNKNOWN (no callback). */
+int momento__call_start(momento_client *c, momento__rpc_id m, const char *cache,
+                        const ProtobufCMessage *req, const momento_request_options *opts,
+                        momento_callback cb, void *userdata);
+/* The same with resolved options. */
 int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *cache,
                              const ProtobufCMessage *req, const momento__call_opts *opts,
                              momento_callback cb, void *userdata);

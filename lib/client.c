@@ -25,6 +25,11 @@ _Thread_local const momento_client *momento__current_client;
 static void destroy(momento_client *c)
 {
     momento__channels_close(&c->channels);
+    if (c->kick_channel)
+        grpc_channel_destroy(c->kick_channel);
+    grpc_slice_unref(c->kick_details);
+    grpc_metadata_array_destroy(&c->kick_trailing);
+    momento__heap_clear(&c->timers);
     if (c->cq)
         grpc_completion_queue_destroy(c->cq);
     grpc_slice_unref(c->auth_value);
@@ -43,19 +48,127 @@ static void destroy(momento_client *c)
     grpc_shutdown();
 }
 
+/* gRPC core has no way to post an event to a completion queue, but a call
+ * on a lame channel fails at once and so posts its completion: that wakes
+ * the completion thread when a timer is armed sooner than it would wake, or
+ * a cancelled retry must end now. One kick at a time is enough, since a
+ * woken loop looks at everything that is due. */
+static void kick(momento_client *c)
+{
+    if (atomic_exchange(&c->kick_pending, true))
+        return;
+    grpc_call *gc = grpc_channel_create_call(c->kick_channel, NULL, GRPC_PROPAGATE_DEFAULTS, c->cq,
+                                             grpc_slice_from_static_string("/momento.Kick/Kick"),
+                                             NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+    grpc_op ops[2];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[1].data.recv_status_on_client.trailing_metadata = &c->kick_trailing;
+    ops[1].data.recv_status_on_client.status = &c->kick_status;
+    ops[1].data.recv_status_on_client.status_details = &c->kick_details;
+    c->kick_call = gc;
+    if (!gc || grpc_call_start_batch(gc, ops, 2, &c->kick_call, NULL) != GRPC_CALL_OK) {
+        /* Not expected; the loop still wakes within WAKE_NS while anything
+         * waits (retry.c), only later. */
+        if (gc)
+            grpc_call_unref(gc);
+        c->kick_call = NULL;
+        atomic_store(&c->kick_pending, false);
+    }
+}
+
+static void kick_done(momento_client *c)
+{
+    grpc_call_unref(c->kick_call);
+    c->kick_call = NULL;
+    grpc_slice_unref(c->kick_details);
+    c->kick_details = grpc_empty_slice();
+    grpc_metadata_array_destroy(&c->kick_trailing);
+    grpc_metadata_array_init(&c->kick_trailing);
+    atomic_store(&c->kick_pending, false);
+}
+
+static bool due_before(const void *a, const void *b)
+{
+    return ((const momento__timer *)a)->due_ns < ((const momento__timer *)b)->due_ns;
+}
+
+static void timer_moved(void *item, size_t index)
+{
+    ((momento__timer *)item)->index = index;
+}
+
+void momento__timer_init(momento__timer *t, void (*fire)(momento__timer *t))
+{
+    t->due_ns = 0;
+    t->index = MOMENTO__HEAP_GONE;
+    t->fire = fire;
+}
+
+int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns)
+{
+    pthread_mutex_lock(&c->lock);
+    if (t->index != MOMENTO__HEAP_GONE)
+        momento__heap_remove(&c->timers, t->index);
+    t->due_ns = due_ns;
+    int rc = momento__heap_push(&c->timers, t) == 0 ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
+    bool first = rc == MOMENTO_OK && t->index == 0;
+    pthread_mutex_unlock(&c->lock);
+    if (first && momento__current_client != c)
+        kick(c); /* the loop may be asleep until later than this */
+    return rc;
+}
+
+void momento__timer_disarm(momento_client *c, momento__timer *t)
+{
+    pthread_mutex_lock(&c->lock);
+    if (t->index != MOMENTO__HEAP_GONE)
+        momento__heap_remove(&c->timers, t->index);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Fires the timers that are due; returns when the next one is. */
+static gpr_timespec timers_run(momento_client *c)
+{
+    for (;;) {
+        pthread_mutex_lock(&c->lock);
+        momento__timer *t = momento__heap_peek(&c->timers);
+        int64_t now = momento__now_ns();
+        if (!t || t->due_ns > now) {
+            pthread_mutex_unlock(&c->lock);
+            if (!t)
+                return gpr_inf_future(GPR_CLOCK_MONOTONIC);
+            gpr_timespec at = {t->due_ns / 1000000000, (int32_t)(t->due_ns % 1000000000),
+                               GPR_CLOCK_MONOTONIC};
+            return at;
+        }
+        momento__heap_pop(&c->timers);
+        pthread_mutex_unlock(&c->lock);
+        t->fire(t);
+    }
+}
+
 static void *completion_loop(void *arg)
 {
     momento_client *c = arg;
     momento__current_client = c;
     gpr_timespec wake = gpr_inf_future(GPR_CLOCK_MONOTONIC);
     for (;;) {
-        /* Sleep until the next event or the next delayed retry. */
+        /* Sleep until the next event, timer or delayed retry. */
         grpc_event ev = grpc_completion_queue_next(c->cq, wake, NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
-        if (ev.type == GRPC_OP_COMPLETE)
-            momento__call_event(ev.tag, ev.success);
+        if (ev.type == GRPC_OP_COMPLETE) {
+            if (ev.tag == &c->kick_call)
+                kick_done(c);
+            else
+                momento__call_event(ev.tag, ev.success);
+        }
+        gpr_timespec timers = timers_run(c);
         wake = momento__retries_run(c);
+        if (gpr_time_cmp(timers, wake) < 0)
+            wake = timers;
     }
     momento__current_client = NULL;
 
@@ -85,6 +198,10 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->drained, NULL);
     c->auth_value = grpc_empty_slice();
+    c->kick_details = grpc_empty_slice();
+    grpc_metadata_array_init(&c->kick_trailing);
+    momento__heap_init(&c->timers, due_before, momento__realloc);
+    momento__heap_track(&c->timers, timer_moved);
     momento__retries_init(&c->retries,
                           (uint64_t)(uintptr_t)c ^ (uint64_t)gpr_now(GPR_CLOCK_REALTIME).tv_nsec);
 
@@ -98,8 +215,9 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     if (rc == MOMENTO_OK) {
         c->auth_value = grpc_slice_from_copied_string(c->creds.token);
         c->cq = grpc_completion_queue_create_for_next(NULL);
-        rc = c->cq ? momento__channels_open(&c->channels, &c->cfg, &c->creds)
-                   : MOMENTO_ERR_NO_MEMORY;
+        c->kick_channel = grpc_lame_client_channel_create(NULL, GRPC_STATUS_UNAVAILABLE, "kick");
+        rc = c->cq && c->kick_channel ? momento__channels_open(&c->channels, &c->cfg, &c->creds)
+                                      : MOMENTO_ERR_NO_MEMORY;
     }
     if (rc == MOMENTO_OK && pthread_create(&c->thread, NULL, completion_loop, c) != 0)
         rc = MOMENTO_ERR_NO_MEMORY;
@@ -162,6 +280,8 @@ int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc
     c->in_flight = t;
     c->n_in_flight++;
     t->call = gc;
+    if (t->cancelled) /* its token fired while it was being submitted */
+        grpc_call_cancel_with_status(gc, GRPC_STATUS_CANCELLED, t->cancel_why, NULL);
     pthread_mutex_unlock(&c->lock);
     return MOMENTO_OK;
 }
@@ -171,8 +291,36 @@ grpc_call *momento__client_publish(momento_client *c, momento__tracked *t, grpc_
     pthread_mutex_lock(&c->lock);
     grpc_call *old = t->call;
     t->call = gc;
+    if (gc && t->cancelled)
+        grpc_call_cancel_with_status(gc, GRPC_STATUS_CANCELLED, t->cancel_why, NULL);
     pthread_mutex_unlock(&c->lock);
     return old;
+}
+
+void momento__client_cancel(momento_client *c, momento__tracked *t, momento__retry_entry *waiting,
+                            const char *why)
+{
+    pthread_mutex_lock(&c->lock);
+    bool wake = false;
+    if (!t->cancelled) {
+        t->cancelled = true;
+        t->cancel_why = why;
+        if (t->call)
+            grpc_call_cancel_with_status(t->call, GRPC_STATUS_CANCELLED, why, NULL);
+        else
+            wake = momento__retries_expedite_locked(&c->retries, waiting);
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (wake)
+        kick(c);
+}
+
+bool momento__client_cancelled(momento_client *c, momento__tracked *t)
+{
+    pthread_mutex_lock(&c->lock);
+    bool cancelled = t->cancelled;
+    pthread_mutex_unlock(&c->lock);
+    return cancelled;
 }
 
 void momento__client_retire(momento_client *c, momento__tracked *t)

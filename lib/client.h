@@ -23,7 +23,17 @@
 typedef struct momento__tracked {
     struct momento__tracked *prev, *next;
     grpc_call *call; /* the current attempt's gRPC call; NULL between attempts */
+    bool cancelled;  /* by its token: every later gRPC call is cancelled at once */
+    const char *cancel_why;
 } momento__tracked;
+
+/* Something the completion thread does at a given time (a coalesced
+ * waiter's deadline): embedded in its owner. */
+typedef struct momento__timer {
+    int64_t due_ns;                         /* monotonic */
+    size_t index;                           /* in the heap; MOMENTO__HEAP_GONE when not armed */
+    void (*fire)(struct momento__timer *t); /* on the completion thread, no lock held */
+} momento__timer;
 
 #define MOMENTO__MAX_EXTRA_HEADERS 8
 
@@ -47,10 +57,19 @@ struct momento_client {
     momento__tracked *in_flight; /* doubly linked, for cancellation at free */
     size_t n_in_flight;
     momento__retries retries;    /* calls waiting to retry */
+    momento__heap timers;        /* armed momento__timers, by due_ns */
     bool closing;                /* momento_client_free() has begun; written only
                                   * by client.c, read by retry.c in the lock
                                   * section that queues a retry */
     bool free_deferred;          /* ...from the completion thread itself */
+
+    /* Waking the completion thread from another (client.c, kick()). */
+    grpc_channel *kick_channel;  /* a lame channel: its calls fail at once */
+    atomic_bool kick_pending;
+    grpc_call *kick_call;
+    grpc_status_code kick_status;
+    grpc_slice kick_details;
+    grpc_metadata_array kick_trailing;
 };
 
 /* The client whose completion thread is running this code, or NULL. */
@@ -68,6 +87,25 @@ grpc_call *momento__client_publish(momento_client *c, momento__tracked *t, grpc_
 void momento__client_retire(momento_client *c, momento__tracked *t);
 /* Whether momento_client_free() has begun. */
 bool momento__client_closing(momento_client *c);
+
+/* Cancels an accepted request (any thread, from a cancel token's hook): its
+ * current gRPC call ends with CANCELLED and `why`; between attempts, a retry
+ * waiting in `waiting` is ended at once instead; and any later attempt is
+ * cancelled as it starts. Also before acceptance: then the request is
+ * cancelled as it is accepted. */
+void momento__client_cancel(momento_client *c, momento__tracked *t, momento__retry_entry *waiting,
+                            const char *why);
+/* Whether the request was cancelled by momento__client_cancel(). */
+bool momento__client_cancelled(momento_client *c, momento__tracked *t);
+
+/* Timers, run by the completion thread. Arm (or re-arm) `t` to fire at
+ * `due_ns`, from any thread; returns 0 or MOMENTO_ERR_NO_MEMORY. Disarming
+ * an unarmed timer does nothing; a timer that has fired is unarmed. A fire
+ * may run just after a disarm made by another thread than the completion
+ * thread: owners disarm under their own lock and check their state in fire. */
+void momento__timer_init(momento__timer *t, void (*fire)(momento__timer *t));
+int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns);
+void momento__timer_disarm(momento_client *c, momento__timer *t);
 
 /* Adds a header sent with every later call of `c`. For tests only: it is not
  * locked, so call it before the client is used. Returns 0 or an error. */

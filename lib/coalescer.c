@@ -219,13 +219,13 @@ static bool same_set(const inflight *e, const void *value, size_t value_len, uin
 /* The one path for all three operations. */
 static int submit(momento_coalescer *co, co_op op, const char *cache, const void *key,
                   size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
-                  momento_callback cb, void *userdata)
+                  const momento_request_options *opts, momento_callback cb, void *userdata)
 {
     if (!co)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     int rc = op == CO_SET ? momento__check_item_request(co->client, cache, key, key_len, value,
-                                                        value_len, ttl_ms, cb)
-                          : momento__check_key_request(co->client, cache, key, key_len, cb);
+                                                        value_len, ttl_ms, opts, cb)
+                          : momento__check_key_request(co->client, cache, key, key_len, opts, cb);
     if (rc != MOMENTO_OK)
         return rc;
     if (op == CO_SET) /* identity is the effective TTL */
@@ -292,12 +292,15 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
 
     /* Submitted under the lock: on_done cannot run before we return, and
      * nobody joins an RPC that ends up refused. */
+    momento__call_opts resolved;
+    momento__call_opts_from(co->client, opts, &resolved);
     if (op == CO_GET)
-        rc = momento__send_get(co->client, cache, key, key_len, on_done, e);
+        rc = momento__send_get(co->client, cache, key, key_len, &resolved, on_done, e);
     else if (op == CO_SET)
-        rc = momento__send_set(co->client, cache, key, key_len, value, value_len, ttl_ms, on_done, e);
+        rc = momento__send_set(co->client, cache, key, key_len, value, value_len, ttl_ms,
+                               &resolved, on_done, e);
     else
-        rc = momento__send_delete(co->client, cache, key, key_len, on_done, e);
+        rc = momento__send_delete(co->client, cache, key, key_len, &resolved, on_done, e);
 
     if (rc != MOMENTO_OK) {
         if (!fresh)
@@ -325,51 +328,56 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
 }
 
 int momento_coalescing_get(momento_coalescer *co, const char *cache, const void *key,
-                           size_t key_len, momento_callback cb, void *userdata)
+                           size_t key_len, const momento_request_options *opts, momento_callback cb,
+                           void *userdata)
 {
-    return submit(co, CO_GET, cache, key, key_len, NULL, 0, 0, cb, userdata);
+    return submit(co, CO_GET, cache, key, key_len, NULL, 0, 0, opts, cb, userdata);
 }
 
 int momento_coalescing_set(momento_coalescer *co, const char *cache, const void *key,
                            size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
-                           momento_callback cb, void *userdata)
+                           const momento_request_options *opts, momento_callback cb, void *userdata)
 {
-    return submit(co, CO_SET, cache, key, key_len, value, value_len, ttl_ms, cb, userdata);
+    return submit(co, CO_SET, cache, key, key_len, value, value_len, ttl_ms, opts, cb, userdata);
 }
 
 int momento_coalescing_delete(momento_coalescer *co, const char *cache, const void *key,
-                              size_t key_len, momento_callback cb, void *userdata)
+                              size_t key_len, const momento_request_options *opts,
+                              momento_callback cb, void *userdata)
 {
-    return submit(co, CO_DELETE, cache, key, key_len, NULL, 0, 0, cb, userdata);
+    return submit(co, CO_DELETE, cache, key, key_len, NULL, 0, 0, opts, cb, userdata);
 }
 
 /* Blocking variants: the coalescing call plus a wait, as for the client's. */
 int momento_coalescing_get_sync(momento_coalescer *co, const char *cache, const void *key,
-                                size_t key_len, momento_result **ret)
+                                size_t key_len, const momento_request_options *opts,
+                                momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, co ? co->client : NULL, ret));
     return momento__blocking_wait(
-        &b, momento_coalescing_get(co, cache, key, key_len, momento__blocking_done, &b), ret);
+        &b, momento_coalescing_get(co, cache, key, key_len, opts, momento__blocking_done, &b), ret);
 }
 
 int momento_coalescing_set_sync(momento_coalescer *co, const char *cache, const void *key,
                                 size_t key_len, const void *value, size_t value_len,
-                                uint64_t ttl_ms, momento_result **ret)
+                                uint64_t ttl_ms, const momento_request_options *opts,
+                                momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, co ? co->client : NULL, ret));
     return momento__blocking_wait(&b,
                                   momento_coalescing_set(co, cache, key, key_len, value, value_len,
-                                                         ttl_ms, momento__blocking_done, &b),
+                                                         ttl_ms, opts, momento__blocking_done, &b),
                                   ret);
 }
 
 int momento_coalescing_delete_sync(momento_coalescer *co, const char *cache, const void *key,
-                                   size_t key_len, momento_result **ret)
+                                   size_t key_len, const momento_request_options *opts,
+                                   momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, co ? co->client : NULL, ret));
     return momento__blocking_wait(
-        &b, momento_coalescing_delete(co, cache, key, key_len, momento__blocking_done, &b), ret);
+        &b, momento_coalescing_delete(co, cache, key, key_len, opts, momento__blocking_done, &b), ret);
 }

@@ -19,14 +19,15 @@ static inline ProtobufCBinaryData momento__bytes(const void *p, size_t n)
     return b;
 }
 
-/* Get, set and delete without their argument checks (op_kv.c): the caller
- * has made them. Return as momento_get() and friends. */
+/* Get, set and delete without their argument checks (op_kv.c), with
+ * resolved options: the caller has checked the arguments. Return as
+ * momento_get() and friends. */
 int momento__send_get(momento_client *c, const char *cache, const void *key, size_t key_len,
-                      momento_callback cb, void *userdata);
+                      const momento__call_opts *opts, momento_callback cb, void *userdata);
 int momento__send_set(momento_client *c, const char *cache, const void *key, size_t key_len,
-                      const void *value, size_t value_len, uint64_t ttl_ms, momento_callback cb,
-                      void *userdata);
+                      const void *value, size_t value_len, uint64_t ttl_ms,
+                      const momento__call_opts *opts, momento_callback cb, void *userdata);
 int momento__send_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
-                         momento_callback cb, void *userdata);
+                         const momento__call_opts *opts, momento_callback cb, void *userdata);
 
 #endif

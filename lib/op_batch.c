@@ -75,9 +75,10 @@ MOMENTO__DECODER(set_batch)
 }
 
 int momento_get_batch(momento_client *c, const char *cache, const void *const *keys,
-                      const size_t *key_lens, size_t n, momento_callback cb, void *userdata)
+                      const size_t *key_lens, size_t n, const momento_request_options *opts,
+                      momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_keys_request(c, cache, keys, key_lens, NULL, NULL, n, cb));
+    MOMENTO__CHECK(momento__check_keys_request(c, cache, keys, key_lens, NULL, NULL, n, opts, cb));
     CacheClient__GetRequest *items = momento__malloc(n * sizeof(*items));
     CacheClient__GetRequest **ptrs = momento__malloc(n * sizeof(*ptrs));
     if (!items || !ptrs) {
@@ -96,8 +97,10 @@ int momento_get_batch(momento_client *c, const char *cache, const void *const *k
     req.items = ptrs;
     /* One reply per key, no more, no less (a misbehaving server could send
      * any number). */
-    momento__call_opts opts = {.expect_msgs = n};
-    int rc = momento__call_start_with(c, MOMENTO__RPC_GET_BATCH, cache, &req.base, &opts, cb,
+    momento__call_opts resolved;
+    momento__call_opts_from(c, opts, &resolved);
+    resolved.expect_msgs = n;
+    int rc = momento__call_start_with(c, MOMENTO__RPC_GET_BATCH, cache, &req.base, &resolved, cb,
                                       userdata);
     free(items); /* packed at submit */
     free(ptrs);
@@ -105,23 +108,25 @@ int momento_get_batch(momento_client *c, const char *cache, const void *const *k
 }
 
 int momento_get_batch_sync(momento_client *c, const char *cache, const void *const *keys,
-                           const size_t *key_lens, size_t n, momento_result **ret)
+                           const size_t *key_lens, size_t n, const momento_request_options *opts,
+                           momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
     return momento__blocking_wait(
-        &b, momento_get_batch(c, cache, keys, key_lens, n, momento__blocking_done, &b), ret);
+        &b, momento_get_batch(c, cache, keys, key_lens, n, opts, momento__blocking_done, &b), ret);
 }
 
 int momento_set_batch(momento_client *c, const char *cache, const void *const *keys,
                       const size_t *key_lens, const void *const *values, const size_t *value_lens,
-                      size_t n, uint64_t ttl_ms, momento_callback cb, void *userdata)
+                      size_t n, uint64_t ttl_ms, const momento_request_options *opts,
+                      momento_callback cb, void *userdata)
 {
     if (!values)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     MOMENTO__CHECK(momento__check_ttl(ttl_ms));
     MOMENTO__CHECK(
-        momento__check_keys_request(c, cache, keys, key_lens, values, value_lens, n, cb));
+        momento__check_keys_request(c, cache, keys, key_lens, values, value_lens, n, opts, cb));
     CacheClient__SetRequest *items = momento__malloc(n * sizeof(*items));
     CacheClient__SetRequest **ptrs = momento__malloc(n * sizeof(*ptrs));
     if (!items || !ptrs) {
@@ -142,8 +147,10 @@ int momento_set_batch(momento_client *c, const char *cache, const void *const *k
     CacheClient__SetBatchRequest req = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
     req.n_items = n;
     req.items = ptrs;
-    momento__call_opts opts = {.expect_msgs = n};
-    int rc = momento__call_start_with(c, MOMENTO__RPC_SET_BATCH, cache, &req.base, &opts, cb,
+    momento__call_opts resolved;
+    momento__call_opts_from(c, opts, &resolved);
+    resolved.expect_msgs = n;
+    int rc = momento__call_start_with(c, MOMENTO__RPC_SET_BATCH, cache, &req.base, &resolved, cb,
                                       userdata);
     free(items);
     free(ptrs);
@@ -153,12 +160,12 @@ int momento_set_batch(momento_client *c, const char *cache, const void *const *k
 int momento_set_batch_sync(momento_client *c, const char *cache, const void *const *keys,
                            const size_t *key_lens, const void *const *values,
                            const size_t *value_lens, size_t n, uint64_t ttl_ms,
-                           momento_result **ret)
+                           const momento_request_options *opts, momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
     return momento__blocking_wait(&b,
                                   momento_set_batch(c, cache, keys, key_lens, values, value_lens,
-                                                    n, ttl_ms, momento__blocking_done, &b),
+                                                    n, ttl_ms, opts, momento__blocking_done, &b),
                                   ret);
 }

@@ -21,10 +21,10 @@ MOMENTO__DECODER(set_if)
 int momento_set_if(momento_client *c, const char *cache, const void *key, size_t key_len,
                    const void *value, size_t value_len, uint64_t ttl_ms,
                    momento_condition condition, const void *compare, size_t compare_len,
-                   momento_callback cb, void *userdata)
+                   const momento_request_options *opts, momento_callback cb, void *userdata)
 {
     MOMENTO__CHECK(
-        momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, cb));
+        momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb));
     MOMENTO__CHECK(momento__check_condition(condition, compare, compare_len));
 
     CacheClient__SetIfRequest req = CACHE_CLIENT____SET_IF_REQUEST__INIT;
@@ -68,81 +68,84 @@ int momento_set_if(momento_client *c, const char *cache, const void *key, size_t
         req.absent_or_equal = &absent_eq;
         break;
     }
-    return momento__call_start(c, MOMENTO__RPC_SET_IF, cache, &req.base, cb, userdata);
+    return momento__call_start(c, MOMENTO__RPC_SET_IF, cache, &req.base, opts, cb, userdata);
 }
 
 int momento_set_if_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
                         const void *value, size_t value_len, uint64_t ttl_ms,
                         momento_condition condition, const void *compare, size_t compare_len,
-                        momento_result **ret)
+                        const momento_request_options *opts, momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
     return momento__blocking_wait(&b,
                                   momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
                                                  condition, compare, compare_len,
-                                                 momento__blocking_done, &b),
+                                                 opts, momento__blocking_done, &b),
                                   ret);
 }
 
 /* The same, one name per condition, as the official SDKs spell them. */
 int momento_set_if_absent(momento_client *c, const char *cache, const void *key, size_t key_len,
                           const void *value, size_t value_len, uint64_t ttl_ms,
-                          momento_callback cb, void *userdata)
+                          const momento_request_options *opts, momento_callback cb, void *userdata)
 {
     return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms, MOMENTO_IF_ABSENT,
-                          NULL, 0, cb, userdata);
+                          NULL, 0, opts, cb, userdata);
 }
 
-int momento_set_if_not_exists(momento_client *c, const char *cache, const void *key,
-                              size_t key_len, const void *value, size_t value_len,
-                              uint64_t ttl_ms, momento_callback cb, void *userdata)
+int momento_set_if_not_exists(momento_client *c, const char *cache, const void *key, size_t key_len,
+                              const void *value, size_t value_len, uint64_t ttl_ms,
+                              const momento_request_options *opts, momento_callback cb,
+                              void *userdata)
 {
-    return momento_set_if_absent(c, cache, key, key_len, value, value_len, ttl_ms, cb, userdata);
+    return momento_set_if_absent(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb, userdata);
 }
 
 int momento_set_if_present(momento_client *c, const char *cache, const void *key, size_t key_len,
                            const void *value, size_t value_len, uint64_t ttl_ms,
-                           momento_callback cb, void *userdata)
+                           const momento_request_options *opts, momento_callback cb, void *userdata)
 {
     return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms, MOMENTO_IF_PRESENT,
-                          NULL, 0, cb, userdata);
+                          NULL, 0, opts, cb, userdata);
 }
 
 int momento_set_if_equal(momento_client *c, const char *cache, const void *key, size_t key_len,
-                         const void *value, size_t value_len, uint64_t ttl_ms,
-                         const void *equal_to, size_t equal_len, momento_callback cb,
+                         const void *value, size_t value_len, uint64_t ttl_ms, const void *equal_to,
+                         size_t equal_len, const momento_request_options *opts, momento_callback cb,
                          void *userdata)
 {
     return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms, MOMENTO_IF_EQUAL,
-                          equal_to, equal_len, cb, userdata);
+                          equal_to, equal_len, opts, cb, userdata);
 }
 
-int momento_set_if_not_equal(momento_client *c, const char *cache, const void *key,
-                             size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
-                             const void *not_equal_to, size_t not_equal_len, momento_callback cb,
+int momento_set_if_not_equal(momento_client *c, const char *cache, const void *key, size_t key_len,
+                             const void *value, size_t value_len, uint64_t ttl_ms,
+                             const void *not_equal_to, size_t not_equal_len,
+                             const momento_request_options *opts, momento_callback cb,
                              void *userdata)
 {
     return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms, MOMENTO_IF_NOT_EQUAL,
-                          not_equal_to, not_equal_len, cb, userdata);
+                          not_equal_to, not_equal_len, opts, cb, userdata);
 }
 
 int momento_set_if_present_and_not_equal(momento_client *c, const char *cache, const void *key,
                                          size_t key_len, const void *value, size_t value_len,
                                          uint64_t ttl_ms, const void *not_equal_to,
-                                         size_t not_equal_len, momento_callback cb,
-                                         void *userdata)
+                                         size_t not_equal_len, const momento_request_options *opts,
+                                         momento_callback cb, void *userdata)
 {
     return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
-                          MOMENTO_IF_PRESENT_AND_NOT_EQUAL, not_equal_to, not_equal_len, cb,
+                          MOMENTO_IF_PRESENT_AND_NOT_EQUAL, not_equal_to, not_equal_len, opts, cb,
                           userdata);
 }
 
 int momento_set_if_absent_or_equal(momento_client *c, const char *cache, const void *key,
                                    size_t key_len, const void *value, size_t value_len,
                                    uint64_t ttl_ms, const void *equal_to, size_t equal_len,
-                                   momento_callback cb, void *userdata)
+                                   const momento_request_options *opts, momento_callback cb,
+                                   void *userdata)
 {
     return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
-                          MOMENTO_IF_ABSENT_OR_EQUAL, equal_to, equal_len, cb, userdata);
+                          MOMENTO_IF_ABSENT_OR_EQUAL, equal_to, equal_len, opts, cb, userdata);
 }

@@ -50,27 +50,28 @@ MOMENTO__DECODER(list_caches)
     return MOMENTO_OK;
 }
 
-int momento_ping(momento_client *c, momento_callback cb, void *userdata)
+int momento_ping(momento_client *c, const momento_request_options *opts, momento_callback cb,
+                 void *userdata)
 {
-    MOMENTO__CHECK(momento__check_request(c, cb));
+    MOMENTO__CHECK(momento__check_request(c, opts, cb));
     CacheClient__PingRequest req = CACHE_CLIENT____PING_REQUEST__INIT;
-    return momento__call_start(c, MOMENTO__RPC_PING, NULL, &req.base, cb, userdata);
+    return momento__call_start(c, MOMENTO__RPC_PING, NULL, &req.base, opts, cb, userdata);
 }
 
-int momento_ping_sync(momento_client *c, momento_result **ret)
+int momento_ping_sync(momento_client *c, const momento_request_options *opts, momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b, momento_ping(c, momento__blocking_done, &b), ret);
+    return momento__blocking_wait(&b, momento_ping(c, opts, momento__blocking_done, &b), ret);
 }
 
 /* CreateCache, DeleteCache and FlushCache share one request shape: a cache
  * name at field 1. The three request types are distinct protobuf-c
  * descriptors, so each is filled through its own init. */
 static int cache_name_call(momento_client *c, momento__rpc_id m, const char *cache,
-                           momento_callback cb, void *userdata)
+                           const momento_request_options *opts, momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_cache_request(c, cache, cb));
+    MOMENTO__CHECK(momento__check_cache_request(c, cache, opts, cb));
     union {
         ControlClient__CreateCacheRequest create;
         ControlClient__DeleteCacheRequest del;
@@ -90,46 +91,49 @@ static int cache_name_call(momento_client *c, momento__rpc_id m, const char *cac
         req.flush.cache_name = (char *)cache;
         msg = &req.flush.base;
     }
-    return momento__call_start(c, m, NULL, msg, cb, userdata);
+    return momento__call_start(c, m, NULL, msg, opts, cb, userdata);
 }
 
-int momento_create_cache(momento_client *c, const char *cache, momento_callback cb,
-                         void *userdata)
+int momento_create_cache(momento_client *c, const char *cache, const momento_request_options *opts,
+                         momento_callback cb, void *userdata)
 {
-    return cache_name_call(c, MOMENTO__RPC_CREATE_CACHE, cache, cb, userdata);
+    return cache_name_call(c, MOMENTO__RPC_CREATE_CACHE, cache, opts, cb, userdata);
 }
 
-int momento_create_cache_sync(momento_client *c, const char *cache, momento_result **ret)
-{
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b, momento_create_cache(c, cache, momento__blocking_done, &b), ret);
-}
-
-int momento_delete_cache(momento_client *c, const char *cache, momento_callback cb,
-                         void *userdata)
-{
-    return cache_name_call(c, MOMENTO__RPC_DELETE_CACHE, cache, cb, userdata);
-}
-
-int momento_delete_cache_sync(momento_client *c, const char *cache, momento_result **ret)
+int momento_create_cache_sync(momento_client *c, const char *cache,
+                              const momento_request_options *opts, momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b, momento_delete_cache(c, cache, momento__blocking_done, &b), ret);
+    return momento__blocking_wait(&b, momento_create_cache(c, cache, opts, momento__blocking_done, &b), ret);
 }
 
-int momento_flush_cache(momento_client *c, const char *cache, momento_callback cb,
-                        void *userdata)
+int momento_delete_cache(momento_client *c, const char *cache, const momento_request_options *opts,
+                         momento_callback cb, void *userdata)
 {
-    return cache_name_call(c, MOMENTO__RPC_FLUSH_CACHE, cache, cb, userdata);
+    return cache_name_call(c, MOMENTO__RPC_DELETE_CACHE, cache, opts, cb, userdata);
 }
 
-int momento_flush_cache_sync(momento_client *c, const char *cache, momento_result **ret)
+int momento_delete_cache_sync(momento_client *c, const char *cache,
+                              const momento_request_options *opts, momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b, momento_flush_cache(c, cache, momento__blocking_done, &b), ret);
+    return momento__blocking_wait(&b, momento_delete_cache(c, cache, opts, momento__blocking_done, &b), ret);
+}
+
+int momento_flush_cache(momento_client *c, const char *cache, const momento_request_options *opts,
+                        momento_callback cb, void *userdata)
+{
+    return cache_name_call(c, MOMENTO__RPC_FLUSH_CACHE, cache, opts, cb, userdata);
+}
+
+int momento_flush_cache_sync(momento_client *c, const char *cache,
+                             const momento_request_options *opts, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b, momento_flush_cache(c, cache, opts, momento__blocking_done, &b), ret);
 }
 
 /* ListCaches may be paged. The user's request becomes a chain of page calls
@@ -144,7 +148,7 @@ typedef struct list_state {
     momento_client *client;
     momento_callback cb;
     void *userdata;
-    gpr_timespec deadline;
+    momento__call_opts opts; /* the first page's deadline and the token, for every page */
     char *token;        /* the token that asked for the page in flight */
     size_t pages;
     char **names;
@@ -240,31 +244,31 @@ static int list_page(list_state *st, const char *token)
     st->pages++;
     ControlClient__ListCachesRequest req = CONTROL_CLIENT____LIST_CACHES_REQUEST__INIT;
     req.next_token = token ? st->token : "";
-    momento__call_opts opts = {.deadline = st->deadline, .has_deadline = true};
-    return momento__call_start_with(st->client, MOMENTO__RPC_LIST_CACHES, NULL, &req.base, &opts,
+    return momento__call_start_with(st->client, MOMENTO__RPC_LIST_CACHES, NULL, &req.base, &st->opts,
                                     list_page_done, st);
 }
 
-int momento_list_caches(momento_client *c, momento_callback cb, void *userdata)
+int momento_list_caches(momento_client *c, const momento_request_options *opts, momento_callback cb,
+                        void *userdata)
 {
-    MOMENTO__CHECK(momento__check_request(c, cb));
+    MOMENTO__CHECK(momento__check_request(c, opts, cb));
     list_state *st = momento__calloc(1, sizeof(*st));
     if (!st)
         return MOMENTO_ERR_NO_MEMORY;
     st->client = c;
     st->cb = cb;
     st->userdata = userdata;
-    st->deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                gpr_time_from_millis(c->cfg.timeout_ms, GPR_TIMESPAN));
+    momento__call_opts_from(c, opts, &st->opts); /* every page within the first's deadline */
     int rc = list_page(st, NULL);
     if (rc != MOMENTO_OK)
         free(st);
     return rc;
 }
 
-int momento_list_caches_sync(momento_client *c, momento_result **ret)
+int momento_list_caches_sync(momento_client *c, const momento_request_options *opts,
+                             momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b, momento_list_caches(c, momento__blocking_done, &b), ret);
+    return momento__blocking_wait(&b, momento_list_caches(c, opts, momento__blocking_done, &b), ret);
 }

@@ -124,111 +124,122 @@ MOMENTO__DECODER(item_get_type)
 /* The unchecked senders: arguments were validated by the caller (the public
  * functions below, or the coalescer, which validates once for both). */
 int momento__send_get(momento_client *c, const char *cache, const void *key, size_t key_len,
-                      momento_callback cb, void *userdata)
+                      const momento__call_opts *opts, momento_callback cb, void *userdata)
 {
     CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
-    return momento__call_start(c, MOMENTO__RPC_GET, cache, &req.base, cb, userdata);
+    return momento__call_start_with(c, MOMENTO__RPC_GET, cache, &req.base, opts, cb, userdata);
 }
 
 int momento__send_set(momento_client *c, const char *cache, const void *key, size_t key_len,
-                      const void *value, size_t value_len, uint64_t ttl_ms, momento_callback cb,
-                      void *userdata)
+                      const void *value, size_t value_len, uint64_t ttl_ms,
+                      const momento__call_opts *opts, momento_callback cb, void *userdata)
 {
     CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
     req.cache_body = momento__bytes(value, value_len);
     req.ttl_milliseconds = momento__effective_ttl(&c->cfg, ttl_ms);
-    return momento__call_start(c, MOMENTO__RPC_SET, cache, &req.base, cb, userdata);
+    return momento__call_start_with(c, MOMENTO__RPC_SET, cache, &req.base, opts, cb, userdata);
 }
 
 int momento__send_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
-                         momento_callback cb, void *userdata)
+                         const momento__call_opts *opts, momento_callback cb, void *userdata)
 {
     CacheClient__DeleteRequest req = CACHE_CLIENT____DELETE_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
-    return momento__call_start(c, MOMENTO__RPC_DELETE, cache, &req.base, cb, userdata);
+    return momento__call_start_with(c, MOMENTO__RPC_DELETE, cache, &req.base, opts, cb, userdata);
 }
 
 int momento_get(momento_client *c, const char *cache, const void *key, size_t key_len,
-                momento_callback cb, void *userdata)
+                const momento_request_options *opts, momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, cb));
-    return momento__send_get(c, cache, key, key_len, cb, userdata);
+    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
+    momento__call_opts resolved;
+    momento__call_opts_from(c, opts, &resolved);
+    return momento__send_get(c, cache, key, key_len, &resolved, cb, userdata);
 }
 
 int momento_get_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
-                     momento_result **ret)
+                     const momento_request_options *opts, momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
     return momento__blocking_wait(
-        &b, momento_get(c, cache, key, key_len, momento__blocking_done, &b), ret);
+        &b, momento_get(c, cache, key, key_len, opts, momento__blocking_done, &b), ret);
 }
 
 int momento_set(momento_client *c, const char *cache, const void *key, size_t key_len,
-                const void *value, size_t value_len, uint64_t ttl_ms, momento_callback cb,
-                void *userdata)
+                const void *value, size_t value_len, uint64_t ttl_ms,
+                const momento_request_options *opts, momento_callback cb, void *userdata)
 {
     MOMENTO__CHECK(
-        momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, cb));
-    return momento__send_set(c, cache, key, key_len, value, value_len, ttl_ms, cb, userdata);
+        momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb));
+    momento__call_opts resolved;
+    momento__call_opts_from(c, opts, &resolved);
+    return momento__send_set(c, cache, key, key_len, value, value_len, ttl_ms, &resolved, cb,
+                             userdata);
 }
 
 int momento_set_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
-                     const void *value, size_t value_len, uint64_t ttl_ms, momento_result **ret)
+                     const void *value, size_t value_len, uint64_t ttl_ms,
+                     const momento_request_options *opts, momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
     return momento__blocking_wait(&b,
                                   momento_set(c, cache, key, key_len, value, value_len, ttl_ms,
-                                              momento__blocking_done, &b),
+                                              opts, momento__blocking_done, &b),
                                   ret);
 }
 
 int momento_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
-                   momento_callback cb, void *userdata)
+                   const momento_request_options *opts, momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, cb));
-    return momento__send_delete(c, cache, key, key_len, cb, userdata);
+    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
+    momento__call_opts resolved;
+    momento__call_opts_from(c, opts, &resolved);
+    return momento__send_delete(c, cache, key, key_len, &resolved, cb, userdata);
 }
 
 int momento_delete_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
-                        momento_result **ret)
+                        const momento_request_options *opts, momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
     return momento__blocking_wait(
-        &b, momento_delete(c, cache, key, key_len, momento__blocking_done, &b), ret);
+        &b, momento_delete(c, cache, key, key_len, opts, momento__blocking_done, &b), ret);
 }
 
 int momento_increment(momento_client *c, const char *cache, const void *key, size_t key_len,
-                      int64_t amount, uint64_t ttl_ms, momento_callback cb, void *userdata)
+                      int64_t amount, uint64_t ttl_ms, const momento_request_options *opts,
+                      momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, cb));
+    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
     MOMENTO__CHECK(momento__check_ttl(ttl_ms));
     CacheClient__IncrementRequest req = CACHE_CLIENT____INCREMENT_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
     req.amount = amount;
     req.ttl_milliseconds = momento__effective_ttl(&c->cfg, ttl_ms);
-    return momento__call_start(c, MOMENTO__RPC_INCREMENT, cache, &req.base, cb, userdata);
+    return momento__call_start(c, MOMENTO__RPC_INCREMENT, cache, &req.base, opts, cb, userdata);
 }
 
 int momento_increment_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
-                           int64_t amount, uint64_t ttl_ms, momento_result **ret)
+                           int64_t amount, uint64_t ttl_ms, const momento_request_options *opts,
+                           momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
     return momento__blocking_wait(&b,
                                   momento_increment(c, cache, key, key_len, amount, ttl_ms,
-                                                    momento__blocking_done, &b),
+                                                    opts, momento__blocking_done, &b),
                                   ret);
 }
 
 int momento_keys_exist(momento_client *c, const char *cache, const void *const *keys,
-                       const size_t *key_lens, size_t n, momento_callback cb, void *userdata)
+                       const size_t *key_lens, size_t n, const momento_request_options *opts,
+                       momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_keys_request(c, cache, keys, key_lens, NULL, NULL, n, cb));
+    MOMENTO__CHECK(momento__check_keys_request(c, cache, keys, key_lens, NULL, NULL, n, opts, cb));
     ProtobufCBinaryData *list = momento__malloc(n * sizeof(*list));
     if (!list)
         return MOMENTO_ERR_NO_MEMORY;
@@ -237,46 +248,48 @@ int momento_keys_exist(momento_client *c, const char *cache, const void *const *
     CacheClient__KeysExistRequest req = CACHE_CLIENT____KEYS_EXIST_REQUEST__INIT;
     req.n_cache_keys = n;
     req.cache_keys = list;
-    int rc = momento__call_start(c, MOMENTO__RPC_KEYS_EXIST, cache, &req.base, cb, userdata);
+    int rc = momento__call_start(c, MOMENTO__RPC_KEYS_EXIST, cache, &req.base, opts, cb, userdata);
     free(list); /* packed at submit */
     return rc;
 }
 
 int momento_keys_exist_sync(momento_client *c, const char *cache, const void *const *keys,
-                            const size_t *key_lens, size_t n, momento_result **ret)
+                            const size_t *key_lens, size_t n, const momento_request_options *opts,
+                            momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
     return momento__blocking_wait(
-        &b, momento_keys_exist(c, cache, keys, key_lens, n, momento__blocking_done, &b), ret);
+        &b, momento_keys_exist(c, cache, keys, key_lens, n, opts, momento__blocking_done, &b), ret);
 }
 
 int momento_key_exists(momento_client *c, const char *cache, const void *key, size_t key_len,
-                       momento_callback cb, void *userdata)
+                       const momento_request_options *opts, momento_callback cb, void *userdata)
 {
-    return momento_keys_exist(c, cache, &key, &key_len, 1, cb, userdata);
+    return momento_keys_exist(c, cache, &key, &key_len, 1, opts, cb, userdata);
 }
 
 int momento_key_exists_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
-                            momento_result **ret)
+                            const momento_request_options *opts, momento_result **ret)
 {
-    return momento_keys_exist_sync(c, cache, &key, &key_len, 1, ret);
+    return momento_keys_exist_sync(c, cache, &key, &key_len, 1, opts, ret);
 }
 
 int momento_item_get_type(momento_client *c, const char *cache, const void *key, size_t key_len,
-                          momento_callback cb, void *userdata)
+                          const momento_request_options *opts, momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, cb));
+    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
     CacheClient__ItemGetTypeRequest req = CACHE_CLIENT____ITEM_GET_TYPE_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
-    return momento__call_start(c, MOMENTO__RPC_ITEM_GET_TYPE, cache, &req.base, cb, userdata);
+    return momento__call_start(c, MOMENTO__RPC_ITEM_GET_TYPE, cache, &req.base, opts, cb, userdata);
 }
 
 int momento_item_get_type_sync(momento_client *c, const char *cache, const void *key,
-                               size_t key_len, momento_result **ret)
+                               size_t key_len, const momento_request_options *opts,
+                               momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
     return momento__blocking_wait(
-        &b, momento_item_get_type(c, cache, key, key_len, momento__blocking_done, &b), ret);
+        &b, momento_item_get_type(c, cache, key, key_len, opts, momento__blocking_done, &b), ret);
 }

@@ -41,21 +41,21 @@ MOMENTO__DECODER(update_ttl)
 }
 
 int momento_item_get_ttl(momento_client *c, const char *cache, const void *key, size_t key_len,
-                         momento_callback cb, void *userdata)
+                         const momento_request_options *opts, momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, cb));
+    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
     CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
-    return momento__call_start(c, MOMENTO__RPC_ITEM_GET_TTL, cache, &req.base, cb, userdata);
+    return momento__call_start(c, MOMENTO__RPC_ITEM_GET_TTL, cache, &req.base, opts, cb, userdata);
 }
 
-int momento_item_get_ttl_sync(momento_client *c, const char *cache, const void *key,
-                              size_t key_len, momento_result **ret)
+int momento_item_get_ttl_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
+                              const momento_request_options *opts, momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
     return momento__blocking_wait(
-        &b, momento_item_get_ttl(c, cache, key, key_len, momento__blocking_done, &b), ret);
+        &b, momento_item_get_ttl(c, cache, key, key_len, opts, momento__blocking_done, &b), ret);
 }
 
 /* The three updates differ only in which field of the oneof carries the TTL. */
@@ -66,9 +66,10 @@ typedef enum ttl_mode {
 } ttl_mode;
 
 static int update_ttl(momento_client *c, const char *cache, const void *key, size_t key_len,
-                      uint64_t ttl_ms, ttl_mode mode, momento_callback cb, void *userdata)
+                      uint64_t ttl_ms, ttl_mode mode, const momento_request_options *opts,
+                      momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, cb));
+    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
     if (ttl_ms == 0) /* an update needs a TTL: 0 does not mean the default here */
         return MOMENTO_ERR_INVALID_ARGUMENT;
     MOMENTO__CHECK(momento__check_ttl(ttl_ms));
@@ -81,50 +82,57 @@ static int update_ttl(momento_client *c, const char *cache, const void *key, siz
         req.decrease_to_milliseconds = ttl_ms;
     else
         req.overwrite_to_milliseconds = ttl_ms;
-    return momento__call_start(c, MOMENTO__RPC_UPDATE_TTL, cache, &req.base, cb, userdata);
+    return momento__call_start(c, MOMENTO__RPC_UPDATE_TTL, cache, &req.base, opts, cb, userdata);
 }
 
 static int update_ttl_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
-                           uint64_t ttl_ms, ttl_mode mode, momento_result **ret)
+                           uint64_t ttl_ms, ttl_mode mode, const momento_request_options *opts,
+                           momento_result **ret)
 {
     momento__blocking b;
     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
     return momento__blocking_wait(
-        &b, update_ttl(c, cache, key, key_len, ttl_ms, mode, momento__blocking_done, &b), ret);
+        &b, update_ttl(c, cache, key, key_len, ttl_ms, mode, opts, momento__blocking_done, &b), ret);
 }
 
 int momento_update_ttl(momento_client *c, const char *cache, const void *key, size_t key_len,
-                       uint64_t ttl_ms, momento_callback cb, void *userdata)
+                       uint64_t ttl_ms, const momento_request_options *opts, momento_callback cb,
+                       void *userdata)
 {
-    return update_ttl(c, cache, key, key_len, ttl_ms, TTL_OVERWRITE, cb, userdata);
+    return update_ttl(c, cache, key, key_len, ttl_ms, TTL_OVERWRITE, opts, cb, userdata);
 }
 
 int momento_update_ttl_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
-                            uint64_t ttl_ms, momento_result **ret)
+                            uint64_t ttl_ms, const momento_request_options *opts,
+                            momento_result **ret)
 {
-    return update_ttl_sync(c, cache, key, key_len, ttl_ms, TTL_OVERWRITE, ret);
+    return update_ttl_sync(c, cache, key, key_len, ttl_ms, TTL_OVERWRITE, opts, ret);
 }
 
 int momento_increase_ttl(momento_client *c, const char *cache, const void *key, size_t key_len,
-                         uint64_t ttl_ms, momento_callback cb, void *userdata)
+                         uint64_t ttl_ms, const momento_request_options *opts, momento_callback cb,
+                         void *userdata)
 {
-    return update_ttl(c, cache, key, key_len, ttl_ms, TTL_INCREASE, cb, userdata);
+    return update_ttl(c, cache, key, key_len, ttl_ms, TTL_INCREASE, opts, cb, userdata);
 }
 
-int momento_increase_ttl_sync(momento_client *c, const char *cache, const void *key,
-                              size_t key_len, uint64_t ttl_ms, momento_result **ret)
+int momento_increase_ttl_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
+                              uint64_t ttl_ms, const momento_request_options *opts,
+                              momento_result **ret)
 {
-    return update_ttl_sync(c, cache, key, key_len, ttl_ms, TTL_INCREASE, ret);
+    return update_ttl_sync(c, cache, key, key_len, ttl_ms, TTL_INCREASE, opts, ret);
 }
 
 int momento_decrease_ttl(momento_client *c, const char *cache, const void *key, size_t key_len,
-                         uint64_t ttl_ms, momento_callback cb, void *userdata)
+                         uint64_t ttl_ms, const momento_request_options *opts, momento_callback cb,
+                         void *userdata)
 {
-    return update_ttl(c, cache, key, key_len, ttl_ms, TTL_DECREASE, cb, userdata);
+    return update_ttl(c, cache, key, key_len, ttl_ms, TTL_DECREASE, opts, cb, userdata);
 }
 
-int momento_decrease_ttl_sync(momento_client *c, const char *cache, const void *key,
-                              size_t key_len, uint64_t ttl_ms, momento_result **ret)
+int momento_decrease_ttl_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
+                              uint64_t ttl_ms, const momento_request_options *opts,
+                              momento_result **ret)
 {
-    return update_ttl_sync(c, cache, key, key_len, ttl_ms, TTL_DECREASE, ret);
+    return update_ttl_sync(c, cache, key, key_len, ttl_ms, TTL_DECREASE, opts, ret);
 }

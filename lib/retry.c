@@ -14,9 +14,15 @@ static bool due_before(const void *a, const void *b)
     return ((const momento__retry_entry *)a)->due_ns < ((const momento__retry_entry *)b)->due_ns;
 }
 
+static void entry_moved(void *item, size_t index)
+{
+    ((momento__retry_entry *)item)->index = index;
+}
+
 void momento__retries_init(momento__retries *r, uint64_t seed)
 {
     momento__heap_init(&r->waiting, due_before, momento__realloc);
+    momento__heap_track(&r->waiting, entry_moved);
     r->jitter_state = seed;
 }
 
@@ -52,14 +58,26 @@ void momento__retry_later(momento_client *c, momento__retry_entry *e, int64_t no
     r->jitter_state = r->jitter_state * 6364136223846793005ull + 1442695040888963407ull;
     int64_t jitter = (int64_t)((r->jitter_state >> 33) % 2001) - 1000; /* -1000..1000 */
     e->due_ns = now_ns + delay + delay / 10 * jitter / 1000;
-    bool closing = c->closing;
-    bool queued = !closing && momento__heap_push(&r->waiting, e) == 0;
+    bool closing = c->closing, cancelled = e->track->cancelled;
+    bool queued = !closing && !cancelled && momento__heap_push(&r->waiting, e) == 0;
     pthread_mutex_unlock(&c->lock);
     if (closing)
         momento__call_give_up(e->call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
+    else if (cancelled)
+        momento__call_give_up(e->call, GRPC_STATUS_CANCELLED, e->track->cancel_why);
     else if (!queued) /* as when a retry cannot start: the attempt's own failure */
         momento__call_give_up(e->call, GRPC_STATUS_UNAVAILABLE,
                               "could not queue a retry: out of memory");
+}
+
+bool momento__retries_expedite_locked(momento__retries *r, momento__retry_entry *e)
+{
+    if (e->index == MOMENTO__HEAP_GONE)
+        return false;
+    momento__heap_remove(&r->waiting, e->index);
+    e->due_ns = 0;
+    momento__heap_push(&r->waiting, e); /* cannot fail: it just left */
+    return true;
 }
 
 gpr_timespec momento__retries_run(momento_client *c)
@@ -88,11 +106,13 @@ gpr_timespec momento__retries_run(momento_client *c)
             gpr_timespec t = {due / 1000000000, (int32_t)(due % 1000000000), GPR_CLOCK_MONOTONIC};
             return t;
         }
-        bool closing = c->closing;
+        bool closing = c->closing, cancelled = e->track->cancelled;
         momento__heap_pop(&c->retries.waiting);
         pthread_mutex_unlock(&c->lock);
         if (closing)
             momento__call_give_up(e->call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
+        else if (cancelled)
+            momento__call_give_up(e->call, GRPC_STATUS_CANCELLED, e->track->cancel_why);
         else if (momento__call_attempt(e->call) != MOMENTO_OK)
             momento__call_give_up(e->call, GRPC_STATUS_UNAVAILABLE, "could not start a retry");
     }

@@ -18,7 +18,9 @@ struct momento_config;
 /* A call's place in the retry queue: embedded in the call. */
 typedef struct momento__retry_entry {
     int64_t due_ns;         /* monotonic */
+    size_t index;           /* in the queue; MOMENTO__HEAP_GONE when not in it */
     momento__call *call;
+    struct momento__tracked *track; /* the call's, for its cancelled flag */
 } momento__retry_entry;
 
 /* Guarded by the client's lock; taken from only by the completion thread. */
@@ -45,6 +47,10 @@ bool momento__retry_wanted(const struct momento_config *cfg, const momento__rpc 
  * delay. The call is ended instead (momento__call_give_up) when the attempt
  * cannot start, the queue cannot grow, or the client is closing. */
 void momento__retry_later(struct momento_client *c, momento__retry_entry *e, int64_t now_ns);
+
+/* With the client's lock held: a waiting entry becomes due now (its call
+ * was cancelled; the next run ends it). Returns whether it was waiting. */
+bool momento__retries_expedite_locked(momento__retries *r, momento__retry_entry *e);
 
 /* On the completion thread: starts the retries that are due (or, once the
  * client is closing, ends every waiting call as cancelled), and returns

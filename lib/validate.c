@@ -2,6 +2,8 @@
  * uses which). */
 #include "validate.h"
 
+#include <stddef.h>
+
 #include <string.h>
 
 /* Cache names travel as a gRPC header value and a protobuf string, so they
@@ -91,43 +93,68 @@ int momento__check_condition(momento_condition condition, const void *compare,
     return 0;
 }
 
-int momento__check_request(const momento_client *c, momento_callback cb)
+int momento__check_options(const momento_request_options *opts)
 {
-    return (c && cb) ? 0 : MOMENTO_ERR_INVALID_ARGUMENT;
+    if (!opts)
+        return 0;
+    /* Fields are only appended: a program built against an older header
+     * passes a smaller size (never below the first version's), and one
+     * built against a newer header may pass a larger one when the fields
+     * this library does not know are left zero (the openat2() rule). */
+    size_t first = offsetof(momento_request_options, cancel) + sizeof(opts->cancel);
+    if (opts->size < first)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    const unsigned char *tail = (const unsigned char *)opts;
+    for (size_t i = sizeof(*opts); i < opts->size; i++)
+        if (tail[i])
+            return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (opts->timeout_ms > MOMENTO__MAX_TIMEOUT_MS)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    return 0;
+}
+
+int momento__check_request(const momento_client *c, const momento_request_options *opts,
+                           momento_callback cb)
+{
+    if (!c || !cb)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    return momento__check_options(opts);
 }
 
 int momento__check_cache_request(const momento_client *c, const char *cache,
-                                 momento_callback cb)
+                                 const momento_request_options *opts, momento_callback cb)
 {
-    MOMENTO__CHECK(momento__check_request(c, cb));
+    MOMENTO__CHECK(momento__check_request(c, opts, cb));
     return momento__check_cache_name(cache);
 }
 
 int momento__check_key_request(const momento_client *c, const char *cache, const void *key,
-                               size_t key_len, momento_callback cb)
+                               size_t key_len, const momento_request_options *opts,
+                               momento_callback cb)
 {
-    MOMENTO__CHECK(momento__check_cache_request(c, cache, cb));
+    MOMENTO__CHECK(momento__check_cache_request(c, cache, opts, cb));
     return momento__check_key(key, key_len);
 }
 
 int momento__check_item_request(const momento_client *c, const char *cache, const void *key,
                                 size_t key_len, const void *value, size_t value_len,
-                                uint64_t ttl_ms, momento_callback cb)
+                                uint64_t ttl_ms, const momento_request_options *opts,
+                                momento_callback cb)
 {
-    MOMENTO__CHECK(momento__check_cache_request(c, cache, cb));
+    MOMENTO__CHECK(momento__check_cache_request(c, cache, opts, cb));
     MOMENTO__CHECK(momento__check_item(key, key_len, value, value_len));
     return momento__check_ttl(ttl_ms);
 }
 
-int momento__check_keys_request(const momento_client *c, const char *cache,
-                                const void *const *keys, const size_t *key_lens,
-                                const void *const *values, const size_t *value_lens, size_t n,
-                                momento_callback cb)
+int momento__check_keys_request(const momento_client *c, const char *cache, const void *const *keys,
+                                const size_t *key_lens, const void *const *values,
+                                const size_t *value_lens, size_t n,
+                                const momento_request_options *opts, momento_callback cb)
 {
     if (!keys || !key_lens || n == 0 || n > MOMENTO__MAX_REQUEST_BYTES / 4 ||
         (values && !value_lens))
         return MOMENTO_ERR_INVALID_ARGUMENT;
-    MOMENTO__CHECK(momento__check_cache_request(c, cache, cb));
+    MOMENTO__CHECK(momento__check_cache_request(c, cache, opts, cb));
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         MOMENTO__CHECK(values ? momento__check_item(keys[i], key_lens[i], values[i], value_lens[i])

@@ -38,26 +38,35 @@ int momento__check_ttl(uint64_t ttl_ms);
 int momento__check_condition(momento_condition condition, const void *compare,
                              size_t compare_len);
 
-/* Request checks, by the shape of the request. */
+/* Request options: NULL, or a known size (momento.h) and a timeout within
+ * MOMENTO__MAX_TIMEOUT_MS. */
+#define MOMENTO__MAX_TIMEOUT_MS 86400000u
+int momento__check_options(const momento_request_options *opts);
 
-/* A client and a callback: ping, list caches. */
-int momento__check_request(const momento_client *c, momento_callback cb);
+/* Request checks, by the shape of the request. Each checks the options
+ * too. */
+
+/* A client, options and a callback: ping, list caches. */
+int momento__check_request(const momento_client *c, const momento_request_options *opts,
+                           momento_callback cb);
 /* ... and a cache name: the control calls on one cache. */
 int momento__check_cache_request(const momento_client *c, const char *cache,
-                                 momento_callback cb);
+                                 const momento_request_options *opts, momento_callback cb);
 /* ... and a key: get, delete, increment, item TTL and type, TTL updates. */
 int momento__check_key_request(const momento_client *c, const char *cache, const void *key,
-                               size_t key_len, momento_callback cb);
+                               size_t key_len, const momento_request_options *opts,
+                               momento_callback cb);
 /* ... and a value and TTL: set, conditional sets. */
 int momento__check_item_request(const momento_client *c, const char *cache, const void *key,
                                 size_t key_len, const void *value, size_t value_len,
-                                uint64_t ttl_ms, momento_callback cb);
+                                uint64_t ttl_ms, const momento_request_options *opts,
+                                momento_callback cb);
 /* ... and n >= 1 keys (with values when `values` is not NULL), each as its
  * single-key request would be, the whole within one request message:
  * keys exist, get and set batches. */
-int momento__check_keys_request(const momento_client *c, const char *cache,
-                                const void *const *keys, const size_t *key_lens,
-                                const void *const *values, const size_t *value_lens, size_t n,
-                                momento_callback cb);
+int momento__check_keys_request(const momento_client *c, const char *cache, const void *const *keys,
+                                const size_t *key_lens, const void *const *values,
+                                const size_t *value_lens, size_t n,
+                                const momento_request_options *opts, momento_callback cb);
 
 #endif

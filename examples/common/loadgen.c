@@ -420,12 +420,12 @@ static void start_request(worker *w)
     int rc;
     if (w->phase == 0)
         rc = g->co ? momento_coalescing_set(g->co, o->cache, w->key, w->key_len, run->payload,
-                                            (size_t)o->payload_bytes, 0, on_done, w)
+                                            (size_t)o->payload_bytes, 0, NULL, on_done, w)
                    : momento_set(g->client, o->cache, w->key, w->key_len, run->payload,
-                                 (size_t)o->payload_bytes, 0, on_done, w);
+                                 (size_t)o->payload_bytes, 0, NULL, on_done, w);
     else
-        rc = g->co ? momento_coalescing_get(g->co, o->cache, w->key, w->key_len, on_done, w)
-                   : momento_get(g->client, o->cache, w->key, w->key_len, on_done, w);
+        rc = g->co ? momento_coalescing_get(g->co, o->cache, w->key, w->key_len, NULL, on_done, w)
+                   : momento_get(g->client, o->cache, w->key, w->key_len, NULL, on_done, w);
     if (rc != MOMENTO_OK) {
         /* Refused at submit (a bad argument, a client being freed): no
          * callback will come, so the worker stops here, and the refusal is
@@ -536,7 +536,7 @@ static void snapshot(group *groups, int n, lg_stats *out)
 static void ensure_cache(momento_client *c, const char *cache)
 {
     momento_result *r = NULL;
-    int rc = momento_create_cache_sync(c, cache, &r);
+    int rc = momento_create_cache_sync(c, cache, NULL, &r);
     if (rc != MOMENTO_OK)
         fprintf(stderr, "warning: create cache '%s': %s %s\n", cache, momento_error_name(rc),
                 r ? momento_result_message(r) : "");

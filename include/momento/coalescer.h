@@ -67,26 +67,32 @@ MOMENTO_EXPORT void momento_coalescer_free(momento_coalescer *co);
  * the client is being freed, and gets that RPC's result.
  */
 MOMENTO_EXPORT int momento_coalescing_get(momento_coalescer *co, const char *cache, const void *key,
-                                          size_t key_len, momento_callback cb, void *userdata);
+                                          size_t key_len, const momento_request_options *opts,
+                                          momento_callback cb, void *userdata);
 MOMENTO_EXPORT int momento_coalescing_set(momento_coalescer *co, const char *cache, const void *key,
                                           size_t key_len, const void *value, size_t value_len,
-                                          uint64_t ttl_ms, momento_callback cb, void *userdata);
+                                          uint64_t ttl_ms, const momento_request_options *opts,
+                                          momento_callback cb, void *userdata);
 MOMENTO_EXPORT int momento_coalescing_delete(momento_coalescer *co, const char *cache,
-                                             const void *key, size_t key_len, momento_callback cb,
-                                             void *userdata);
+                                             const void *key, size_t key_len,
+                                             const momento_request_options *opts,
+                                             momento_callback cb, void *userdata);
 
 /* Blocking variants, with the contract of momento_get_sync() and friends:
  * MOMENTO_ERR_WOULD_DEADLOCK on the completion thread of the coalescer's
  * client; MOMENTO_ERR_INVALID_ARGUMENT (and *ret NULL) for a NULL `co`. */
 MOMENTO_EXPORT int momento_coalescing_get_sync(momento_coalescer *co, const char *cache,
                                                const void *key, size_t key_len,
+                                               const momento_request_options *opts,
                                                momento_result **ret);
 MOMENTO_EXPORT int momento_coalescing_set_sync(momento_coalescer *co, const char *cache,
                                                const void *key, size_t key_len, const void *value,
                                                size_t value_len, uint64_t ttl_ms,
+                                               const momento_request_options *opts,
                                                momento_result **ret);
 MOMENTO_EXPORT int momento_coalescing_delete_sync(momento_coalescer *co, const char *cache,
                                                   const void *key, size_t key_len,
+                                                  const momento_request_options *opts,
                                                   momento_result **ret);
 
 /*

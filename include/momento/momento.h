@@ -400,6 +400,68 @@ MOMENTO_EXPORT void momento_client_free(momento_client *c);
  */
 MOMENTO_EXPORT size_t momento_client_in_flight(const momento_client *c);
 
+/* ------------------------------------------------------ per-request options */
+
+/*
+ * A cancel token, in the style of JS's AbortSignal or Go's context: the
+ * application creates one, gives it to any number of requests (on any
+ * clients and coalescers), and cancels them all with one momento_cancel().
+ *
+ * Lifetime: reference counted. momento_cancel_token_new() returns the
+ * caller's reference; every request accepted with the token holds its own
+ * until its callback has returned. The caller may therefore drop its
+ * reference (momento_cancel_token_free()) as soon as it has submitted, or
+ * keep it to cancel later; momento_cancel_token_ref() takes another one
+ * (for a second thread that may cancel). All of these, and momento_cancel(),
+ * may be called from any thread, including from inside a callback.
+ */
+typedef struct momento_cancel_token momento_cancel_token;
+
+/* Returns 0, MOMENTO_ERR_INVALID_ARGUMENT (`ret` NULL) or
+ * MOMENTO_ERR_NO_MEMORY. */
+MOMENTO_EXPORT int momento_cancel_token_new(momento_cancel_token **ret);
+/* Takes one more reference and returns `t` (NULL-safe). */
+MOMENTO_EXPORT momento_cancel_token *momento_cancel_token_ref(momento_cancel_token *t);
+/* Drops one reference; the token is freed with the last. NULL-safe. */
+MOMENTO_EXPORT void momento_cancel_token_free(momento_cancel_token *t);
+/*
+ * Cancels the token, once and for good (later calls do nothing). Every
+ * request holding it that has not completed gets its one callback with
+ * MOMENTO_ERR_CANCELLED promptly (its gRPC call is cancelled on the wire; a
+ * coalesced waiter leaves its shared RPC, docs/coalescing.md), unless its
+ * result had already arrived: then it gets that result - never both, never
+ * neither. A cancelled request is not retried. A request submitted with a
+ * token already cancelled is refused: MOMENTO_ERR_CANCELLED, no callback.
+ * The caller must hold a reference. NULL-safe.
+ */
+MOMENTO_EXPORT void momento_cancel(momento_cancel_token *t);
+/* 1 once momento_cancel() has been called on `t`, else 0 (also for NULL). */
+MOMENTO_EXPORT int momento_cancel_token_is_cancelled(const momento_cancel_token *t);
+
+/*
+ * Options for one request, the last argument before the callback of every
+ * async call (before `ret` in blocking calls). NULL means the client's
+ * defaults. The struct is read during the call and not kept (the token is
+ * referenced, see above), so it may live on the stack and be reused.
+ *
+ * Initialise it with MOMENTO_REQUEST_OPTIONS_INIT: `size` tells the library
+ * which fields the program knows, so fields can be appended without breaking
+ * programs built against an older header (the openat2() rule). A `size`
+ * below that of the first version, or a larger one whose unknown tail is not
+ * all zero, is refused with MOMENTO_ERR_INVALID_ARGUMENT.
+ */
+typedef struct momento_request_options {
+    size_t size;            /* sizeof(momento_request_options) */
+    /* The request's deadline, counted from the call: the whole request,
+     * retries included, ends by then (MOMENTO_ERR_TIMEOUT). 0 = the
+     * client's (momento_config_set_timeout_ms()); at most 86,400,000. */
+    uint32_t timeout_ms;
+    /* Cancels the request when cancelled; NULL = none. */
+    momento_cancel_token *cancel;
+} momento_request_options;
+
+#define MOMENTO_REQUEST_OPTIONS_INIT {sizeof(momento_request_options), 0, NULL}
+
 /*
  * Data plane, async. Arguments: `cache` is a NUL-terminated name of 1..255
  * bytes of valid UTF-8 without control characters; keys are non-NULL and 1+
@@ -423,15 +485,18 @@ MOMENTO_EXPORT size_t momento_client_in_flight(const momento_client *c);
  */
 /* Outcome HIT (value via momento_result_value()) or MISS. */
 MOMENTO_EXPORT int momento_get(momento_client *c, const char *cache, const void *key,
-                               size_t key_len, momento_callback cb, void *userdata);
+                               size_t key_len, const momento_request_options *opts,
+                               momento_callback cb, void *userdata);
 /* ttl_ms = 0 uses the config's default TTL. Outcome SUCCESS. */
 MOMENTO_EXPORT int momento_set(momento_client *c, const char *cache, const void *key,
-                               size_t key_len, const void *value, size_t value_len,
-                               uint64_t ttl_ms, momento_callback cb, void *userdata);
+                               size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
+                               const momento_request_options *opts, momento_callback cb,
+                               void *userdata);
 /* Arguments as momento_get(). Outcome SUCCESS; deleting a missing key
  * succeeds. */
 MOMENTO_EXPORT int momento_delete(momento_client *c, const char *cache, const void *key,
-                                  size_t key_len, momento_callback cb, void *userdata);
+                                  size_t key_len, const momento_request_options *opts,
+                                  momento_callback cb, void *userdata);
 
 /* Conditional writes, in official SDK terms. `compare` is the value the
  * condition tests against (ignored for ABSENT and PRESENT). Outcome STORED or
@@ -452,40 +517,43 @@ typedef enum momento_condition {
  * NULL with length 0 compares against the empty value. */
 MOMENTO_EXPORT int momento_set_if(momento_client *c, const char *cache, const void *key,
                                   size_t key_len, const void *value, size_t value_len,
-                                  uint64_t ttl_ms, momento_condition condition,
-                                  const void *compare, size_t compare_len, momento_callback cb,
-                                  void *userdata);
+                                  uint64_t ttl_ms, momento_condition condition, const void *compare,
+                                  size_t compare_len, const momento_request_options *opts,
+                                  momento_callback cb, void *userdata);
 /* The same, one name per condition, as the official SDKs spell them; codes as
  * momento_set_if(), with `equal_to` / `not_equal_to` as its `compare`. */
 MOMENTO_EXPORT int momento_set_if_absent(momento_client *c, const char *cache, const void *key,
                                          size_t key_len, const void *value, size_t value_len,
-                                         uint64_t ttl_ms, momento_callback cb, void *userdata);
+                                         uint64_t ttl_ms, const momento_request_options *opts,
+                                         momento_callback cb, void *userdata);
 /* Identical to momento_set_if_absent (official clients send SetIf + absent). */
 MOMENTO_EXPORT int momento_set_if_not_exists(momento_client *c, const char *cache, const void *key,
                                              size_t key_len, const void *value, size_t value_len,
-                                             uint64_t ttl_ms, momento_callback cb, void *userdata);
+                                             uint64_t ttl_ms, const momento_request_options *opts,
+                                             momento_callback cb, void *userdata);
 MOMENTO_EXPORT int momento_set_if_present(momento_client *c, const char *cache, const void *key,
                                           size_t key_len, const void *value, size_t value_len,
-                                          uint64_t ttl_ms, momento_callback cb, void *userdata);
+                                          uint64_t ttl_ms, const momento_request_options *opts,
+                                          momento_callback cb, void *userdata);
 MOMENTO_EXPORT int momento_set_if_equal(momento_client *c, const char *cache, const void *key,
                                         size_t key_len, const void *value, size_t value_len,
                                         uint64_t ttl_ms, const void *equal_to, size_t equal_len,
-                                        momento_callback cb, void *userdata);
+                                        const momento_request_options *opts, momento_callback cb,
+                                        void *userdata);
 MOMENTO_EXPORT int momento_set_if_not_equal(momento_client *c, const char *cache, const void *key,
                                             size_t key_len, const void *value, size_t value_len,
                                             uint64_t ttl_ms, const void *not_equal_to,
-                                            size_t not_equal_len, momento_callback cb,
-                                            void *userdata);
+                                            size_t not_equal_len,
+                                            const momento_request_options *opts,
+                                            momento_callback cb, void *userdata);
 MOMENTO_EXPORT int momento_set_if_present_and_not_equal(
     momento_client *c, const char *cache, const void *key, size_t key_len, const void *value,
     size_t value_len, uint64_t ttl_ms, const void *not_equal_to, size_t not_equal_len,
-    momento_callback cb, void *userdata);
-MOMENTO_EXPORT int momento_set_if_absent_or_equal(momento_client *c, const char *cache,
-                                                  const void *key, size_t key_len,
-                                                  const void *value, size_t value_len,
-                                                  uint64_t ttl_ms, const void *equal_to,
-                                                  size_t equal_len, momento_callback cb,
-                                                  void *userdata);
+    const momento_request_options *opts, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_set_if_absent_or_equal(
+    momento_client *c, const char *cache, const void *key, size_t key_len, const void *value,
+    size_t value_len, uint64_t ttl_ms, const void *equal_to, size_t equal_len,
+    const momento_request_options *opts, momento_callback cb, void *userdata);
 
 /* Adds `amount` to the base-10 integer stored at `key` (a missing key counts
  * as 0) and stores the result as text with `ttl_ms` (0 = default). Outcome
@@ -494,42 +562,50 @@ MOMENTO_EXPORT int momento_set_if_absent_or_equal(momento_client *c, const char 
  * retried. Arguments as momento_get(), plus the TTL limit. */
 MOMENTO_EXPORT int momento_increment(momento_client *c, const char *cache, const void *key,
                                      size_t key_len, int64_t amount, uint64_t ttl_ms,
-                                     momento_callback cb, void *userdata);
+                                     const momento_request_options *opts, momento_callback cb,
+                                     void *userdata);
 
 /* momento_keys_exist() with one key. Outcome SUCCESS; answers via
  * momento_result_exists(r, 0). */
 MOMENTO_EXPORT int momento_key_exists(momento_client *c, const char *cache, const void *key,
-                                      size_t key_len, momento_callback cb, void *userdata);
+                                      size_t key_len, const momento_request_options *opts,
+                                      momento_callback cb, void *userdata);
 /* `keys[i]` of `key_lens[i]` bytes. Outcome SUCCESS, answers in request
  * order. MOMENTO_ERR_INVALID_ARGUMENT also for NULL `keys` or `key_lens`,
  * n == 0, any bad key, or more keys than fit one request (about 10 MiB). */
-MOMENTO_EXPORT int momento_keys_exist(momento_client *c, const char *cache,
-                                      const void *const *keys, const size_t *key_lens, size_t n,
-                                      momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_keys_exist(momento_client *c, const char *cache, const void *const *keys,
+                                      const size_t *key_lens, size_t n,
+                                      const momento_request_options *opts, momento_callback cb,
+                                      void *userdata);
 
 /* Arguments as momento_get(). Outcome HIT with momento_result_item_type()
  * (a scalar, or one of the collection types), or MISS. Idempotent: retried
  * as a get is. */
 MOMENTO_EXPORT int momento_item_get_type(momento_client *c, const char *cache, const void *key,
-                                         size_t key_len, momento_callback cb, void *userdata);
+                                         size_t key_len, const momento_request_options *opts,
+                                         momento_callback cb, void *userdata);
 
 /* Arguments as momento_get(). Outcome HIT with momento_result_ttl_ms(), or
  * MISS. */
 MOMENTO_EXPORT int momento_item_get_ttl(momento_client *c, const char *cache, const void *key,
-                                        size_t key_len, momento_callback cb, void *userdata);
+                                        size_t key_len, const momento_request_options *opts,
+                                        momento_callback cb, void *userdata);
 /* Set the TTL to `ttl_ms` (1 .. MOMENTO_MAX_TTL_MS): always (update), only if
  * longer than what is left (increase), or only if shorter (decrease).
  * Outcome TTL_UPDATED, TTL_NOT_UPDATED, or MISS when the key is absent.
  * Unlike writes, ttl_ms 0 does not mean the default: it is refused with
  * MOMENTO_ERR_INVALID_ARGUMENT. Otherwise arguments as momento_get(). */
 MOMENTO_EXPORT int momento_update_ttl(momento_client *c, const char *cache, const void *key,
-                                      size_t key_len, uint64_t ttl_ms, momento_callback cb,
+                                      size_t key_len, uint64_t ttl_ms,
+                                      const momento_request_options *opts, momento_callback cb,
                                       void *userdata);
 MOMENTO_EXPORT int momento_increase_ttl(momento_client *c, const char *cache, const void *key,
-                                        size_t key_len, uint64_t ttl_ms, momento_callback cb,
+                                        size_t key_len, uint64_t ttl_ms,
+                                        const momento_request_options *opts, momento_callback cb,
                                         void *userdata);
 MOMENTO_EXPORT int momento_decrease_ttl(momento_client *c, const char *cache, const void *key,
-                                        size_t key_len, uint64_t ttl_ms, momento_callback cb,
+                                        size_t key_len, uint64_t ttl_ms,
+                                        const momento_request_options *opts, momento_callback cb,
                                         void *userdata);
 
 /* Batches over the server-streaming RPCs: one callback for the whole batch,
@@ -539,31 +615,38 @@ MOMENTO_EXPORT int momento_decrease_ttl(momento_client *c, const char *cache, co
  * `values` or `value_lens`), n == 0, any key or item its single-key call would
  * refuse, or a batch too large for one request (about 10 MiB in all). */
 MOMENTO_EXPORT int momento_get_batch(momento_client *c, const char *cache, const void *const *keys,
-                                     const size_t *key_lens, size_t n, momento_callback cb,
+                                     const size_t *key_lens, size_t n,
+                                     const momento_request_options *opts, momento_callback cb,
                                      void *userdata);
 MOMENTO_EXPORT int momento_set_batch(momento_client *c, const char *cache, const void *const *keys,
                                      const size_t *key_lens, const void *const *values,
                                      const size_t *value_lens, size_t n, uint64_t ttl_ms,
-                                     momento_callback cb, void *userdata);
+                                     const momento_request_options *opts, momento_callback cb,
+                                     void *userdata);
 
 /* Control plane, async: return codes as above, `cache` checked as for the
  * data plane. Never retried. */
 /* Outcome CREATED, or ALREADY_EXISTS (with error MOMENTO_OK) when it exists. */
 MOMENTO_EXPORT int momento_create_cache(momento_client *c, const char *cache,
-                                        momento_callback cb, void *userdata);
+                                        const momento_request_options *opts, momento_callback cb,
+                                        void *userdata);
 /* Outcome SUCCESS; a missing cache fails with MOMENTO_ERR_CACHE_NOT_FOUND. */
 MOMENTO_EXPORT int momento_delete_cache(momento_client *c, const char *cache,
-                                        momento_callback cb, void *userdata);
+                                        const momento_request_options *opts, momento_callback cb,
+                                        void *userdata);
 /* Every page of ListCaches, joined into one callback; read with
  * momento_result_cache_name(). A failed page fails the whole call. Only a
  * NULL client or callback is refused as a bad argument. */
-MOMENTO_EXPORT int momento_list_caches(momento_client *c, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_list_caches(momento_client *c, const momento_request_options *opts,
+                                       momento_callback cb, void *userdata);
 /* Removes every item of `cache`. Outcome SUCCESS. */
 MOMENTO_EXPORT int momento_flush_cache(momento_client *c, const char *cache,
-                                       momento_callback cb, void *userdata);
+                                       const momento_request_options *opts, momento_callback cb,
+                                       void *userdata);
 /* Calls the Ping service of the data endpoint (no token sent). Outcome
  * SUCCESS. Only a NULL client or callback is refused as a bad argument. */
-MOMENTO_EXPORT int momento_ping(momento_client *c, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_ping(momento_client *c, const momento_request_options *opts,
+                                momento_callback cb, void *userdata);
 
 /*
  * Blocking variants. Each submits its async function, waits for the outcome
@@ -580,53 +663,72 @@ MOMENTO_EXPORT int momento_ping(momento_client *c, momento_callback cb, void *us
  *    MOMENTO_ERR_NO_MEMORY.
  */
 MOMENTO_EXPORT int momento_get_sync(momento_client *c, const char *cache, const void *key,
-                                    size_t key_len, momento_result **ret);
+                                    size_t key_len, const momento_request_options *opts,
+                                    momento_result **ret);
 MOMENTO_EXPORT int momento_set_sync(momento_client *c, const char *cache, const void *key,
                                     size_t key_len, const void *value, size_t value_len,
-                                    uint64_t ttl_ms, momento_result **ret);
+                                    uint64_t ttl_ms, const momento_request_options *opts,
+                                    momento_result **ret);
 MOMENTO_EXPORT int momento_delete_sync(momento_client *c, const char *cache, const void *key,
-                                       size_t key_len, momento_result **ret);
+                                       size_t key_len, const momento_request_options *opts,
+                                       momento_result **ret);
 MOMENTO_EXPORT int momento_create_cache_sync(momento_client *c, const char *cache,
+                                             const momento_request_options *opts,
                                              momento_result **ret);
 MOMENTO_EXPORT int momento_delete_cache_sync(momento_client *c, const char *cache,
+                                             const momento_request_options *opts,
                                              momento_result **ret);
-MOMENTO_EXPORT int momento_list_caches_sync(momento_client *c, momento_result **ret);
-MOMENTO_EXPORT int momento_flush_cache_sync(momento_client *c, const char *cache,
+MOMENTO_EXPORT int momento_list_caches_sync(momento_client *c, const momento_request_options *opts,
                                             momento_result **ret);
-MOMENTO_EXPORT int momento_ping_sync(momento_client *c, momento_result **ret);
+MOMENTO_EXPORT int momento_flush_cache_sync(momento_client *c, const char *cache,
+                                            const momento_request_options *opts,
+                                            momento_result **ret);
+MOMENTO_EXPORT int momento_ping_sync(momento_client *c, const momento_request_options *opts,
+                                     momento_result **ret);
 MOMENTO_EXPORT int momento_set_if_sync(momento_client *c, const char *cache, const void *key,
                                        size_t key_len, const void *value, size_t value_len,
                                        uint64_t ttl_ms, momento_condition condition,
                                        const void *compare, size_t compare_len,
-                                       momento_result **ret);
+                                       const momento_request_options *opts, momento_result **ret);
 MOMENTO_EXPORT int momento_increment_sync(momento_client *c, const char *cache, const void *key,
                                           size_t key_len, int64_t amount, uint64_t ttl_ms,
+                                          const momento_request_options *opts,
                                           momento_result **ret);
 MOMENTO_EXPORT int momento_key_exists_sync(momento_client *c, const char *cache, const void *key,
-                                           size_t key_len, momento_result **ret);
+                                           size_t key_len, const momento_request_options *opts,
+                                           momento_result **ret);
 MOMENTO_EXPORT int momento_keys_exist_sync(momento_client *c, const char *cache,
                                            const void *const *keys, const size_t *key_lens,
-                                           size_t n, momento_result **ret);
-MOMENTO_EXPORT int momento_item_get_type_sync(momento_client *c, const char *cache,
-                                              const void *key, size_t key_len,
+                                           size_t n, const momento_request_options *opts,
+                                           momento_result **ret);
+MOMENTO_EXPORT int momento_item_get_type_sync(momento_client *c, const char *cache, const void *key,
+                                              size_t key_len, const momento_request_options *opts,
                                               momento_result **ret);
 MOMENTO_EXPORT int momento_item_get_ttl_sync(momento_client *c, const char *cache, const void *key,
-                                             size_t key_len, momento_result **ret);
+                                             size_t key_len, const momento_request_options *opts,
+                                             momento_result **ret);
 MOMENTO_EXPORT int momento_update_ttl_sync(momento_client *c, const char *cache, const void *key,
-                                           size_t key_len, uint64_t ttl_ms, momento_result **ret);
+                                           size_t key_len, uint64_t ttl_ms,
+                                           const momento_request_options *opts,
+                                           momento_result **ret);
 MOMENTO_EXPORT int momento_increase_ttl_sync(momento_client *c, const char *cache, const void *key,
                                              size_t key_len, uint64_t ttl_ms,
+                                             const momento_request_options *opts,
                                              momento_result **ret);
 MOMENTO_EXPORT int momento_decrease_ttl_sync(momento_client *c, const char *cache, const void *key,
                                              size_t key_len, uint64_t ttl_ms,
+                                             const momento_request_options *opts,
                                              momento_result **ret);
 MOMENTO_EXPORT int momento_get_batch_sync(momento_client *c, const char *cache,
-                                          const void *const *keys, const size_t *key_lens,
-                                          size_t n, momento_result **ret);
+                                          const void *const *keys, const size_t *key_lens, size_t n,
+                                          const momento_request_options *opts,
+                                          momento_result **ret);
 MOMENTO_EXPORT int momento_set_batch_sync(momento_client *c, const char *cache,
                                           const void *const *keys, const size_t *key_lens,
                                           const void *const *values, const size_t *value_lens,
-                                          size_t n, uint64_t ttl_ms, momento_result **ret);
+                                          size_t n, uint64_t ttl_ms,
+                                          const momento_request_options *opts,
+                                          momento_result **ret);
 
 #ifdef __cplusplus
 }

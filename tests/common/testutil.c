@@ -82,7 +82,7 @@ momento_client *tu_patient_client(momento_local *s, uint32_t timeout_ms)
 void tu_create_cache(momento_client *c, const char *cache)
 {
     momento_result *r = NULL;
-    assert_int_equal(momento_create_cache_sync(c, cache, &r), MOMENTO_OK);
+    assert_int_equal(momento_create_cache_sync(c, cache, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_CREATED);
     momento_result_free(r);
 }

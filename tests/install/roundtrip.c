@@ -14,9 +14,9 @@ int main(int argc, char **argv)
         momento_client_new(&c, NULL, creds) != MOMENTO_OK)
         return 1;
     momento_credentials_free(creds);
-    int ok = momento_create_cache_sync(c, "installed", NULL) == MOMENTO_OK &&
-             momento_set_sync(c, "installed", "k", 1, "round trip", 10, 0, NULL) == MOMENTO_OK &&
-             momento_get_sync(c, "installed", "k", 1, &r) == MOMENTO_OK;
+    int ok = momento_create_cache_sync(c, "installed", NULL, NULL) == MOMENTO_OK &&
+             momento_set_sync(c, "installed", "k", 1, "round trip", 10, 0, NULL, NULL) == MOMENTO_OK &&
+             momento_get_sync(c, "installed", "k", 1, NULL, &r) == MOMENTO_OK;
     if (ok) {
         size_t len;
         const char *v = momento_result_value(r, &len);

@@ -125,7 +125,7 @@ static int submit_leader(void *arg, bool *ok)
     static int seq;
     char key[32];
     int n = snprintf(key, sizeof(key), "lead-%d", seq++);
-    int rc = momento_coalescing_set(f->co, "c", key, (size_t)n, "value", 5, 0, tu_count_cb, &f->k);
+    int rc = momento_coalescing_set(f->co, "c", key, (size_t)n, "value", 5, 0, NULL, tu_count_cb, &f->k);
     if (rc == MOMENTO_OK) {
         f->accepted++;
         *ok = true;
@@ -137,7 +137,7 @@ static int submit_leader(void *arg, bool *ok)
 static int submit_joiner(void *arg, bool *ok)
 {
     co_fixture *f = arg;
-    int rc = momento_coalescing_get(f->co, "c", "held", 4, tu_count_cb, &f->k);
+    int rc = momento_coalescing_get(f->co, "c", "held", 4, NULL, tu_count_cb, &f->k);
     if (rc == MOMENTO_OK) {
         f->accepted++;
         *ok = true;
@@ -166,7 +166,7 @@ static void test_coalescer(void **state)
     memset(longkey, 'L', sizeof(longkey));
     for (int n = 0; n < 10; n++) {
         atomic_store(&momento__alloc_countdown, n);
-        int rc = momento_coalescing_get(f.co, "c", longkey, sizeof(longkey), tu_count_cb, &f.k);
+        int rc = momento_coalescing_get(f.co, "c", longkey, sizeof(longkey), NULL, tu_count_cb, &f.k);
         atomic_store(&momento__alloc_countdown, -1);
         if (rc == MOMENTO_OK)
             f.accepted++;
@@ -182,7 +182,7 @@ static void test_coalescer(void **state)
     momento__client_add_header(f.slow, "delay-ms", "400");
     momento__client_add_header(f.slow, "delay-count", "1");
     assert_int_equal(momento_coalescer_new(&f.co, f.slow), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_get(f.co, "c", "held", 4, tu_count_cb, &f.k), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(f.co, "c", "held", 4, NULL, tu_count_cb, &f.k), MOMENTO_OK);
     f.accepted++;
     assert_true(for_every_allocation(submit_joiner, &f) >= 1);
     momento_coalescer_counters s;
@@ -217,7 +217,7 @@ static const size_t batch_lens[3] = {2, 2, 2};
 
 static int run_set(momento_client *c, momento_result **ret)
 {
-    return momento_set_sync(c, "c", "k1", 2, "one", 3, 0, ret);
+    return momento_set_sync(c, "c", "k1", 2, "one", 3, 0, NULL, ret);
 }
 
 static bool check_success(const momento_result *r)
@@ -227,7 +227,7 @@ static bool check_success(const momento_result *r)
 
 static int run_get_batch(momento_client *c, momento_result **ret)
 {
-    return momento_get_batch_sync(c, "c", batch_keys, batch_lens, 3, ret);
+    return momento_get_batch_sync(c, "c", batch_keys, batch_lens, 3, NULL, ret);
 }
 
 static bool check_get_batch(const momento_result *r)
@@ -240,7 +240,7 @@ static bool check_get_batch(const momento_result *r)
 
 static int run_keys_exist(momento_client *c, momento_result **ret)
 {
-    return momento_keys_exist_sync(c, "c", batch_keys, batch_lens, 3, ret);
+    return momento_keys_exist_sync(c, "c", batch_keys, batch_lens, 3, NULL, ret);
 }
 
 static bool check_keys_exist(const momento_result *r)
@@ -251,7 +251,7 @@ static bool check_keys_exist(const momento_result *r)
 
 static int run_list(momento_client *c, momento_result **ret)
 {
-    return momento_list_caches_sync(c, ret);
+    return momento_list_caches_sync(c, NULL, ret);
 }
 
 static bool check_list(const momento_result *r)
@@ -261,7 +261,7 @@ static bool check_list(const momento_result *r)
 
 static int run_set_if(momento_client *c, momento_result **ret)
 {
-    return momento_set_if_sync(c, "c", "k1", 2, "one", 3, 0, MOMENTO_IF_EQUAL, "one", 3, ret);
+    return momento_set_if_sync(c, "c", "k1", 2, "one", 3, 0, MOMENTO_IF_EQUAL, "one", 3, NULL, ret);
 }
 
 static bool check_stored(const momento_result *r)
@@ -281,7 +281,7 @@ static void test_call_path(void **state)
     momento_local *server = tu_server(o);
     momento_local_options_free(o);
     momento_client *c = tu_client(server, NULL);
-    assert_int_equal(momento_set_sync(c, "c", "k1", 2, "one", 3, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(c, "c", "k1", 2, "one", 3, 0, NULL, NULL), MOMENTO_OK);
 
     static const call_case cases[] = {
         {"set", run_set, check_success},

@@ -69,7 +69,7 @@ static void test_batch_reply_count_is_checked(void **state)
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
         hits_per_reply = counts[i];
         momento_result *r;
-        int rc = momento_get_batch_sync(c, "c", keys, lens, 2, &r);
+        int rc = momento_get_batch_sync(c, "c", keys, lens, 2, NULL, &r);
         if (counts[i] == 2) {
             assert_int_equal(rc, MOMENTO_OK);
             assert_int_equal(momento_result_item_count(r), 2);
@@ -83,14 +83,14 @@ static void test_batch_reply_count_is_checked(void **state)
     /* A set batch's replies are counted the same way. */
     hits_per_reply = 1;
     const void *vals[2] = {"x", "y"};
-    assert_int_equal(momento_set_batch_sync(c, "c", keys, lens, vals, lens, 2, 0, NULL),
+    assert_int_equal(momento_set_batch_sync(c, "c", keys, lens, vals, lens, 2, 0, NULL, NULL),
                      MOMENTO_ERR_BAD_RESPONSE);
 
     /* 100,000 replies for 2 keys: the client stops reading at the third and
      * cancels, so the server cannot make it hold them all. */
     hits_per_reply = 100000;
     momento_result *r;
-    assert_int_equal(momento_get_batch_sync(c, "c", keys, lens, 2, &r), MOMENTO_ERR_BAD_RESPONSE);
+    assert_int_equal(momento_get_batch_sync(c, "c", keys, lens, 2, NULL, &r), MOMENTO_ERR_BAD_RESPONSE);
     assert_int_equal(momento_result_item_count(r), 0);
     assert_non_null(strstr(momento_result_message(r), "more replies"));
     momento_result_free(r);
@@ -128,7 +128,7 @@ static void test_repeated_token_stops_the_listing(void **state)
     tu_fake *f = tu_fake_start(page, &mode, 0);
     momento_client *c = client_for(f, 5000);
     momento_result *r;
-    assert_int_equal(momento_list_caches_sync(c, &r), MOMENTO_ERR_BAD_RESPONSE);
+    assert_int_equal(momento_list_caches_sync(c, NULL, &r), MOMENTO_ERR_BAD_RESPONSE);
     assert_int_equal(momento_result_cache_count(r), 0);
     assert_non_null(strstr(momento_result_message(r), "token"));
     momento_result_free(r);
@@ -146,7 +146,7 @@ static void test_endless_pages_are_capped(void **state)
     tu_fake *f = tu_fake_start(page, &mode, 0);
     momento_client *c = client_for(f, (uint32_t)TU_MS(60000));
     momento_result *r;
-    assert_int_equal(momento_list_caches_sync(c, &r), MOMENTO_ERR_BAD_RESPONSE);
+    assert_int_equal(momento_list_caches_sync(c, NULL, &r), MOMENTO_ERR_BAD_RESPONSE);
     assert_non_null(strstr(momento_result_message(r), "pages"));
     momento_result_free(r);
     assert_int_equal(tu_fake_calls(f), 1000);
@@ -164,7 +164,7 @@ static void test_listing_has_one_deadline(void **state)
     momento_client *c = client_for(f, (uint32_t)TU_MS(1000));
     int64_t t0 = tu_now_ms();
     momento_result *r;
-    assert_int_equal(momento_list_caches_sync(c, &r), MOMENTO_ERR_TIMEOUT);
+    assert_int_equal(momento_list_caches_sync(c, NULL, &r), MOMENTO_ERR_TIMEOUT);
     int64_t took = tu_now_ms() - t0;
     momento_result_free(r);
     assert_true(took >= TU_MS(1000) - 50);

@@ -19,13 +19,13 @@ static void test_set_get_binary(void **state)
     const unsigned char key[] = {0, 1, 0, 255};
     const unsigned char val[] = {0, 0, 7, 0, 0};
     momento_result *r;
-    assert_int_equal(momento_set_sync(f->client, "c", key, sizeof(key), val, sizeof(val), 0, &r),
+    assert_int_equal(momento_set_sync(f->client, "c", key, sizeof(key), val, sizeof(val), 0, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_result_grpc_status(r), 0);
     momento_result_free(r);
 
-    assert_int_equal(momento_get_sync(f->client, "c", key, sizeof(key), &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(f->client, "c", key, sizeof(key), NULL, &r), MOMENTO_OK);
     assert_true(momento_result_is_hit(r));
     size_t len;
     const void *v = momento_result_value(r, &len);
@@ -34,8 +34,8 @@ static void test_set_get_binary(void **state)
     momento_result_free(r);
 
     /* An empty value is a hit with zero bytes, not a miss. */
-    assert_int_equal(momento_set_sync(f->client, "c", "empty", 5, NULL, 0, 0, NULL), MOMENTO_OK);
-    assert_int_equal(momento_get_sync(f->client, "c", "empty", 5, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(f->client, "c", "empty", 5, NULL, 0, 0, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(f->client, "c", "empty", 5, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_non_null(momento_result_value(r, &len));
     assert_int_equal(len, 0);
@@ -49,9 +49,9 @@ static void test_one_mebibyte(void **state)
     unsigned char *val = malloc(n);
     for (size_t i = 0; i < n; i++)
         val[i] = (unsigned char)(i * 31 + 7);
-    assert_int_equal(momento_set_sync(f->client, "c", "big", 3, val, n, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(f->client, "c", "big", 3, val, n, 0, NULL, NULL), MOMENTO_OK);
     momento_result *r;
-    assert_int_equal(momento_get_sync(f->client, "c", "big", 3, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(f->client, "c", "big", 3, NULL, &r), MOMENTO_OK);
     size_t len;
     const void *v = momento_result_value(r, &len);
     assert_int_equal(len, n);
@@ -64,7 +64,7 @@ static void test_miss_and_delete(void **state)
 {
     tu_fixture *f = *state;
     momento_result *r;
-    assert_int_equal(momento_get_sync(f->client, "c", "nope", 4, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(f->client, "c", "nope", 4, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     assert_false(momento_result_is_hit(r));
     size_t len = 9;
@@ -72,27 +72,27 @@ static void test_miss_and_delete(void **state)
     assert_int_equal(len, 0);
     momento_result_free(r);
 
-    assert_int_equal(momento_set_sync(f->client, "c", "d", 1, "v", 1, 0, NULL), MOMENTO_OK);
-    assert_int_equal(momento_delete_sync(f->client, "c", "d", 1, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(f->client, "c", "d", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_delete_sync(f->client, "c", "d", 1, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
-    assert_int_equal(momento_get_sync(f->client, "c", "d", 1, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(f->client, "c", "d", 1, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
     /* Deleting a missing key succeeds. */
-    assert_int_equal(momento_delete_sync(f->client, "c", "d", 1, NULL), MOMENTO_OK);
+    assert_int_equal(momento_delete_sync(f->client, "c", "d", 1, NULL, NULL), MOMENTO_OK);
 }
 
 static void test_ttl_expiry(void **state)
 {
     tu_fixture *f = *state;
     momento_result *r;
-    assert_int_equal(momento_set_sync(f->client, "c", "t", 1, "v", 1, 150, NULL), MOMENTO_OK);
-    assert_int_equal(momento_get_sync(f->client, "c", "t", 1, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(f->client, "c", "t", 1, "v", 1, 150, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(f->client, "c", "t", 1, NULL, &r), MOMENTO_OK);
     assert_true(momento_result_is_hit(r));
     momento_result_free(r);
     usleep(250 * 1000);
-    assert_int_equal(momento_get_sync(f->client, "c", "t", 1, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(f->client, "c", "t", 1, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
 }
@@ -105,10 +105,10 @@ static void test_default_ttl_from_config(void **state)
     momento_config_set_default_ttl_ms(cfg, 100);
     momento_client *c = tu_client(f->server, cfg);
     momento_config_free(cfg);
-    assert_int_equal(momento_set_sync(c, "c", "dt", 2, "v", 1, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(c, "c", "dt", 2, "v", 1, 0, NULL, NULL), MOMENTO_OK);
     usleep(200 * 1000);
     momento_result *r;
-    assert_int_equal(momento_get_sync(c, "c", "dt", 2, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", "dt", 2, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
     momento_client_free(c);
@@ -118,14 +118,14 @@ static void test_cache_not_found(void **state)
 {
     tu_fixture *f = *state;
     momento_result *r;
-    assert_int_equal(momento_get_sync(f->client, "no-such-cache", "k", 1, &r),
+    assert_int_equal(momento_get_sync(f->client, "no-such-cache", "k", 1, NULL, &r),
                      MOMENTO_ERR_CACHE_NOT_FOUND);
     assert_int_equal(momento_result_error(r), MOMENTO_ERR_CACHE_NOT_FOUND);
     assert_int_equal(momento_result_grpc_status(r), 5);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_ERROR);
     assert_non_null(strstr(momento_result_message(r), "no-such-cache"));
     momento_result_free(r);
-    assert_int_equal(momento_set_sync(f->client, "no-such-cache", "k", 1, "v", 1, 0, NULL),
+    assert_int_equal(momento_set_sync(f->client, "no-such-cache", "k", 1, "v", 1, 0, NULL, NULL),
                      MOMENTO_ERR_CACHE_NOT_FOUND);
 }
 
@@ -141,32 +141,32 @@ static void test_control_plane(void **state)
 {
     tu_fixture *f = *state;
     momento_result *r;
-    assert_int_equal(momento_create_cache_sync(f->client, "second", &r), MOMENTO_OK);
+    assert_int_equal(momento_create_cache_sync(f->client, "second", NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_CREATED);
     momento_result_free(r);
     /* Creating it again is not a failure, but a distinct outcome. */
-    assert_int_equal(momento_create_cache_sync(f->client, "second", &r), MOMENTO_OK);
+    assert_int_equal(momento_create_cache_sync(f->client, "second", NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_ALREADY_EXISTS);
     assert_int_equal(momento_result_grpc_status(r), 6);
     momento_result_free(r);
 
-    assert_int_equal(momento_list_caches_sync(f->client, &r), MOMENTO_OK);
+    assert_int_equal(momento_list_caches_sync(f->client, NULL, &r), MOMENTO_OK);
     assert_true(listed(r, "c"));
     assert_true(listed(r, "second"));
     assert_null(momento_result_cache_name(r, momento_result_cache_count(r)));
     momento_result_free(r);
 
-    assert_int_equal(momento_set_sync(f->client, "second", "k", 1, "v", 1, 0, NULL), MOMENTO_OK);
-    assert_int_equal(momento_flush_cache_sync(f->client, "second", NULL), MOMENTO_OK);
-    assert_int_equal(momento_get_sync(f->client, "second", "k", 1, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(f->client, "second", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_flush_cache_sync(f->client, "second", NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(f->client, "second", "k", 1, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
 
-    assert_int_equal(momento_delete_cache_sync(f->client, "second", NULL), MOMENTO_OK);
-    assert_int_equal(momento_delete_cache_sync(f->client, "second", &r), MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_delete_cache_sync(f->client, "second", NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_delete_cache_sync(f->client, "second", NULL, &r), MOMENTO_ERR_CACHE_NOT_FOUND);
     momento_result_free(r);
-    assert_int_equal(momento_flush_cache_sync(f->client, "second", NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
-    assert_int_equal(momento_list_caches_sync(f->client, &r), MOMENTO_OK);
+    assert_int_equal(momento_flush_cache_sync(f->client, "second", NULL, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_list_caches_sync(f->client, NULL, &r), MOMENTO_OK);
     assert_false(listed(r, "second"));
     momento_result_free(r);
 }
@@ -184,10 +184,10 @@ static void test_list_caches_paged(void **state)
     momento_client *c = tu_client(s, NULL);
     const char *names[] = {"p-e", "p-a", "p-d", "p-b", "p-c"};
     for (size_t i = 0; i < 5; i++)
-        assert_int_equal(momento_create_cache_sync(c, names[i], NULL), MOMENTO_OK);
+        assert_int_equal(momento_create_cache_sync(c, names[i], NULL, NULL), MOMENTO_OK);
 
     momento_result *r;
-    assert_int_equal(momento_list_caches_sync(c, &r), MOMENTO_OK);
+    assert_int_equal(momento_list_caches_sync(c, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_cache_count(r), 5);
     for (size_t i = 0; i < 5; i++) {
         size_t seen = 0;
@@ -208,7 +208,7 @@ static void test_ping(void **state)
 {
     tu_fixture *f = *state;
     momento_result *r;
-    assert_int_equal(momento_ping_sync(f->client, &r), MOMENTO_OK);
+    assert_int_equal(momento_ping_sync(f->client, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
     assert_int_equal(momento_local_rpc_count(f->server, "Ping", 0), 1);
@@ -219,10 +219,10 @@ static void test_request_headers(void **state)
     tu_fixture *f = *state;
     momento_client *c = tu_client(f->server, NULL);
     momento_local_reset_stats(f->server);
-    assert_int_equal(momento_set_sync(c, "c", "h", 1, "v", 1, 0, NULL), MOMENTO_OK);
-    assert_int_equal(momento_get_sync(c, "c", "h", 1, NULL), MOMENTO_OK);
-    assert_int_equal(momento_list_caches_sync(c, NULL), MOMENTO_OK);
-    assert_int_equal(momento_ping_sync(c, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(c, "c", "h", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", "h", 1, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_list_caches_sync(c, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_ping_sync(c, NULL, NULL), MOMENTO_OK);
     /* agent and runtime-version on the first call only; cache on the two
      * data calls; authorization (empty for a local server) on all but ping. */
     assert_int_equal(momento_local_header_count(f->server, "agent"), 1);
@@ -245,8 +245,8 @@ static void *submit_many(void *arg)
     for (int i = 0; i < 2000; i++) {
         char key[32];
         int n = snprintf(key, sizeof(key), "t%d-%d", s->id, i % 50);
-        int rc = (i % 2) ? momento_get(s->client, "c", key, (size_t)n, tu_count_cb, s->k)
-                         : momento_set(s->client, "c", key, (size_t)n, "v", 1, 0, tu_count_cb, s->k);
+        int rc = (i % 2) ? momento_get(s->client, "c", key, (size_t)n, NULL, tu_count_cb, s->k)
+                         : momento_set(s->client, "c", key, (size_t)n, "v", 1, 0, NULL, tu_count_cb, s->k);
         if (rc != MOMENTO_OK)
             s->refused++;
     }
@@ -293,11 +293,11 @@ static void test_ten_thousand_in_flight(void **state)
     /* All 10,000 are in flight at once, so the last is answered only after
      * the rest: give the deadline room under slow wrappers (valgrind). */
     momento_client *c = tu_patient_client(f->server, 30000);
-    assert_int_equal(momento_set_sync(c, "c", "hot", 3, "value", 5, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(c, "c", "hot", 3, "value", 5, 0, NULL, NULL), MOMENTO_OK);
     momento_local_reset_stats(f->server);
     const size_t n = 10000;
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(momento_get(c, "c", "hot", 3, tu_count_cb, &k), MOMENTO_OK);
+        assert_int_equal(momento_get(c, "c", "hot", 3, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, n, 60000), n);
     usleep(50 * 1000); /* a duplicate callback would arrive here */
     assert_int_equal(k.total, n);
@@ -322,7 +322,7 @@ static void test_free_with_requests_in_flight(void **state)
     tu_counter_init(&k);
     const size_t n = 200;
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(momento_get(c, "c", "k", 1, tu_count_cb, &k), MOMENTO_OK);
+        assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(momento_client_in_flight(c), n);
     int64_t t0 = tu_now_ms();
     momento_client_free(c);
@@ -361,10 +361,10 @@ static void test_free_from_callback(void **state)
     assert_int_equal(momento__client_add_header(c, "delay-rpcs", "get"), MOMENTO_OK);
     assert_int_equal(momento__client_add_header(c, "request-id", "free-in-cb"), MOMENTO_OK);
     for (int i = 0; i < 20; i++)
-        assert_int_equal(momento_get(c, "c", "k", 1, free_from_callback, &x), MOMENTO_OK);
+        assert_int_equal(momento_get(c, "c", "k", 1, NULL, free_from_callback, &x), MOMENTO_OK);
     /* The ping is answered at once; its callback frees the client, which
      * must cancel the 20 delayed gets and call each back once. */
-    assert_int_equal(momento_ping(c, free_from_callback, &x), MOMENTO_OK);
+    assert_int_equal(momento_ping(c, NULL, free_from_callback, &x), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&x.k, 21, 2500), 21);
     usleep(50 * 1000);
     assert_int_equal(x.k.total, 21);
@@ -378,7 +378,7 @@ static void blocking_in_callback(const momento_result *r, void *ud)
     momento_client *c = ((void **)ud)[0];
     int *rc = ((void **)ud)[1];
     momento_result *res = (momento_result *)0x1;
-    *rc = momento_get_sync(c, "c", "k", 1, &res);
+    *rc = momento_get_sync(c, "c", "k", 1, NULL, &res);
     if (res != NULL)
         *rc = 999;
     tu_count_cb(r, ((void **)ud)[2]);
@@ -391,7 +391,7 @@ static void test_blocking_call_in_callback(void **state)
     tu_counter k;
     tu_counter_init(&k);
     void *ud[3] = {f->client, &rc, &k};
-    assert_int_equal(momento_ping(f->client, blocking_in_callback, ud), MOMENTO_OK);
+    assert_int_equal(momento_ping(f->client, NULL, blocking_in_callback, ud), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 1, 5000), 1);
     assert_int_equal(rc, MOMENTO_ERR_WOULD_DEADLOCK);
     tu_counter_destroy(&k);
@@ -409,7 +409,7 @@ static void test_timeout(void **state)
     momento__client_add_header(c, "request-id", "timeout");
     momento_result *r;
     int64_t t0 = tu_now_ms();
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, &r), MOMENTO_ERR_TIMEOUT);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_ERR_TIMEOUT);
     int64_t took = tu_now_ms() - t0;
     assert_int_equal(momento_result_grpc_status(r), 4);
     assert_true(took >= 190 && took < TU_MS(1500));
@@ -426,12 +426,12 @@ static void test_injected_error_and_trailer(void **state)
     momento__client_add_header(c, "error-count", "1");
     momento__client_add_header(c, "request-id", "inject-1");
     momento_result *r;
-    assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, &r), MOMENTO_ERR_LIMIT_EXCEEDED);
+    assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, &r), MOMENTO_ERR_LIMIT_EXCEEDED);
     assert_int_equal(momento_result_grpc_status(r), 8);
     momento_result_free(r);
     /* error-count 1: the next set succeeds; gets were never affected. */
-    assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL), MOMENTO_OK);
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_OK);
     momento_client_free(c);
 
     /* An oversized item on a server with a small limit: RESOURCE_EXHAUSTED
@@ -444,7 +444,7 @@ static void test_injected_error_and_trailer(void **state)
     momento_local_options_free(o);
     c = tu_client(s, NULL);
     char big[2000] = {0};
-    assert_int_equal(momento_set_sync(c, "small", "k", 1, big, sizeof(big), 0, &r),
+    assert_int_equal(momento_set_sync(c, "small", "k", 1, big, sizeof(big), 0, NULL, &r),
                      MOMENTO_ERR_LIMIT_EXCEEDED);
     assert_string_equal(momento_result_error_detail(r), "item_size_limit_exceeded");
     momento_result *copy;
@@ -464,7 +464,7 @@ static void test_server_down(void **state)
     momento_local_stop(s);
     momento_result *r;
     int64_t t0 = tu_now_ms();
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, &r), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_ERR_SERVER_UNAVAILABLE);
     assert_int_equal(momento_result_grpc_status(r), 14);
     assert_true(tu_now_ms() - t0 < TU_MS(4000)); /* fails fast, not at the 5 s deadline */
     momento_result_free(r);
@@ -502,7 +502,7 @@ static void test_multiple_channels(void **state)
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 400; i++)
-        assert_int_equal(momento_set(c, "c", "mc", 2, "v", 1, 0, tu_count_cb, &k), MOMENTO_OK);
+        assert_int_equal(momento_set(c, "c", "mc", 2, "v", 1, 0, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 400, 20000), 400);
     assert_int_equal(k.ok, 400);
     tu_counter_destroy(&k);

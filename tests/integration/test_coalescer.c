@@ -42,7 +42,7 @@ static momento_coalescer_counters counters(momento_coalescer *co)
 static void check_value(momento_client *c, const char *key, const char *want)
 {
     momento_result *r;
-    assert_int_equal(momento_get_sync(c, "c", key, strlen(key), &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", key, strlen(key), NULL, &r), MOMENTO_OK);
     if (want) {
         size_t len;
         const void *v = momento_result_value(r, &len);
@@ -58,7 +58,7 @@ static void check_value(momento_client *c, const char *key, const char *want)
 static void test_duplicate_gets_share_one_rpc(void **state)
 {
     tu_fixture *f = *state;
-    assert_int_equal(momento_set_sync(f->client, "c", "k", 1, "shared bytes", 12, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(f->client, "c", "k", 1, "shared bytes", 12, 0, NULL, NULL), MOMENTO_OK);
     momento_client *c = delayed_client(f, "get", TU_MS(500), 1);
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
@@ -69,7 +69,7 @@ static void test_duplicate_gets_share_one_rpc(void **state)
     k.expect_len = 12;
     const size_t n = 50;
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(momento_coalescing_get(co, "c", "k", 1, tu_count_cb, &k), MOMENTO_OK);
+        assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, n, 10000), n);
     usleep(50 * 1000);
     assert_int_equal(k.total, n);       /* exactly once each */
@@ -82,7 +82,7 @@ static void test_duplicate_gets_share_one_rpc(void **state)
     assert_int_equal(s.peak_waiters, n);
     assert_int_equal(s.keys_in_flight, 0);
     /* Nothing in flight now: the next get is a new RPC. */
-    assert_int_equal(momento_coalescing_get_sync(co, "c", "k", 1, NULL), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get_sync(co, "c", "k", 1, NULL, NULL), MOMENTO_OK);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
     momento_coalescer_free(co);
     momento_client_free(c);
@@ -98,15 +98,15 @@ static void test_different_values_are_separate_sets(void **state)
     momento_local_reset_stats(f->server);
     tu_counter k;
     tu_counter_init(&k);
-    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v1", 2, 0, tu_count_cb, &k), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v2", 2, 0, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v1", 2, 0, NULL, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v2", 2, 0, NULL, tu_count_cb, &k), MOMENTO_OK);
     /* Identical to the latest write: joins it. */
-    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v2", 2, 0, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v2", 2, 0, NULL, tu_count_cb, &k), MOMENTO_OK);
     /* Same value, different TTL: its own RPC. */
-    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v2", 2, 99999, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v2", 2, 99999, NULL, tu_count_cb, &k), MOMENTO_OK);
     /* Identical to the first set, but later writes overtook it: its own RPC,
      * so the caller's intent (v1 last) holds. */
-    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v1", 2, 0, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v1", 2, 0, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 5, 10000), 5);
     assert_int_equal(k.ok, 5);
     assert_int_equal(momento_local_rpc_count(f->server, "Set", -1), 4);
@@ -122,7 +122,7 @@ static void test_different_values_are_separate_sets(void **state)
 static void test_read_your_writes(void **state)
 {
     tu_fixture *f = *state;
-    assert_int_equal(momento_set_sync(f->client, "c", "r", 1, "old", 3, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(f->client, "c", "r", 1, "old", 3, 0, NULL, NULL), MOMENTO_OK);
     momento_client *c = delayed_client(f, "get", TU_MS(800), 1);
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
@@ -130,14 +130,14 @@ static void test_read_your_writes(void **state)
     tu_counter early;
     tu_counter_init(&early);
     /* G1 is held by the server; a duplicate issued before any write joins it. */
-    assert_int_equal(momento_coalescing_get(co, "c", "r", 1, tu_count_cb, &early), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_get(co, "c", "r", 1, tu_count_cb, &early), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "r", 1, NULL, tu_count_cb, &early), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "r", 1, NULL, tu_count_cb, &early), MOMENTO_OK);
     /* The write returns while G1 is still in flight... */
-    assert_int_equal(momento_coalescing_set_sync(co, "c", "r", 1, "new", 3, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_set_sync(co, "c", "r", 1, "new", 3, 0, NULL, NULL), MOMENTO_OK);
     assert_int_equal(counters(co).keys_in_flight, 1);
     /* ...so a get issued now must not join G1: it is a new RPC and sees it. */
     momento_result *r;
-    assert_int_equal(momento_coalescing_get_sync(co, "c", "r", 1, &r), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get_sync(co, "c", "r", 1, NULL, &r), MOMENTO_OK);
     size_t len;
     const void *v = momento_result_value(r, &len);
     assert_int_equal(len, 3);
@@ -157,17 +157,17 @@ static void test_read_your_writes(void **state)
 static void test_delete_invalidates(void **state)
 {
     tu_fixture *f = *state;
-    assert_int_equal(momento_set_sync(f->client, "c", "d", 1, "x", 1, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(f->client, "c", "d", 1, "x", 1, 0, NULL, NULL), MOMENTO_OK);
     momento_client *c = delayed_client(f, "get", TU_MS(800), 1);
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
     momento_local_reset_stats(f->server);
     tu_counter early;
     tu_counter_init(&early);
-    assert_int_equal(momento_coalescing_get(co, "c", "d", 1, tu_count_cb, &early), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_delete_sync(co, "c", "d", 1, NULL), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "d", 1, NULL, tu_count_cb, &early), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_delete_sync(co, "c", "d", 1, NULL, NULL), MOMENTO_OK);
     momento_result *r;
-    assert_int_equal(momento_coalescing_get_sync(co, "c", "d", 1, &r), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get_sync(co, "c", "d", 1, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
     assert_int_equal(tu_counter_wait(&early, 1, 10000), 1);
@@ -187,7 +187,7 @@ static void test_duplicate_deletes_share(void **state)
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 5; i++)
-        assert_int_equal(momento_coalescing_delete(co, "c", "x", 1, tu_count_cb, &k), MOMENTO_OK);
+        assert_int_equal(momento_coalescing_delete(co, "c", "x", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 5, 10000), 5);
     assert_int_equal(k.ok, 5);
     assert_int_equal(momento_local_rpc_count(f->server, "Delete", -1), 1);
@@ -210,7 +210,7 @@ static void test_error_fans_out(void **state)
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 20; i++)
-        assert_int_equal(momento_coalescing_get(co, "c", "e", 1, tu_count_cb, &k), MOMENTO_OK);
+        assert_int_equal(momento_coalescing_get(co, "c", "e", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 20, 10000), 20);
     usleep(50 * 1000);
     assert_int_equal(k.total, 20);
@@ -224,7 +224,7 @@ static void test_error_fans_out(void **state)
 static void test_retried_success_fans_out(void **state)
 {
     tu_fixture *f = *state;
-    assert_int_equal(momento_set_sync(f->client, "c", "rs", 2, "ok", 2, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(f->client, "c", "rs", 2, "ok", 2, 0, NULL, NULL), MOMENTO_OK);
     momento_client *c = delayed_client(f, "get", TU_MS(500), 1);
     momento__client_add_header(c, "return-error", "internal");
     momento__client_add_header(c, "error-rpcs", "get");
@@ -237,7 +237,7 @@ static void test_retried_success_fans_out(void **state)
     k.expect = "ok";
     k.expect_len = 2;
     for (int i = 0; i < 20; i++)
-        assert_int_equal(momento_coalescing_get(co, "c", "rs", 2, tu_count_cb, &k), MOMENTO_OK);
+        assert_int_equal(momento_coalescing_get(co, "c", "rs", 2, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 20, 10000), 20);
     usleep(50 * 1000);
     assert_int_equal(k.total, 20);
@@ -260,11 +260,11 @@ static void test_client_freed_with_waiters(void **state)
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 30; i++)
-        assert_int_equal(momento_coalescing_get(co, "c", "w", 1, tu_count_cb, &k), MOMENTO_OK);
+        assert_int_equal(momento_coalescing_get(co, "c", "w", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     for (int i = 0; i < 5; i++) {
         char key[8];
         snprintf(key, sizeof(key), "w%d", i);
-        assert_int_equal(momento_coalescing_set(co, "c", key, strlen(key), "v", 1, 0, tu_count_cb, &k),
+        assert_int_equal(momento_coalescing_set(co, "c", key, strlen(key), "v", 1, 0, NULL, tu_count_cb, &k),
                          MOMENTO_OK);
     }
     assert_int_equal(counters(co).keys_in_flight, 6);
@@ -286,7 +286,7 @@ static void test_coalescer_freed_first(void **state)
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 10; i++)
-        assert_int_equal(momento_coalescing_get(co, "c", "f", 1, tu_count_cb, &k), MOMENTO_OK);
+        assert_int_equal(momento_coalescing_get(co, "c", "f", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     momento_coalescer_free(co); /* released by the last completion */
     assert_int_equal(tu_counter_wait(&k, 10, 10000), 10);
     assert_int_equal(k.ok, 10);
@@ -304,7 +304,7 @@ static void get_again(const momento_result *r, void *ud)
 {
     resubmit *x = ud;
     if (x->again-- > 0) /* the entry has left the table: this is a fresh RPC */
-        assert_int_equal(momento_coalescing_get(x->co, "c", "g", 1, get_again, x), MOMENTO_OK);
+        assert_int_equal(momento_coalescing_get(x->co, "c", "g", 1, NULL, get_again, x), MOMENTO_OK);
     /* Last: counting releases the test, which then drops x. */
     tu_count_cb(r, &x->k);
 }
@@ -317,7 +317,7 @@ static void test_callback_can_resubmit(void **state)
     momento_local_reset_stats(f->server);
     resubmit x = {.co = co, .again = 1};
     tu_counter_init(&x.k);
-    assert_int_equal(momento_coalescing_get(co, "c", "g", 1, get_again, &x), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "g", 1, NULL, get_again, &x), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&x.k, 2, 10000), 2);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
     /* A blocking coalescing call on the callback thread would deadlock. */
@@ -340,8 +340,8 @@ static void *hammer(void *arg)
         char key[8];
         int n = snprintf(key, sizeof(key), "h%d", (i + w->id) % 10);
         int rc = (i % 4 == 0)
-                     ? momento_coalescing_set(w->co, "c", key, (size_t)n, key, (size_t)n, 0, tu_count_cb, w->k)
-                     : momento_coalescing_get(w->co, "c", key, (size_t)n, tu_count_cb, w->k);
+                     ? momento_coalescing_set(w->co, "c", key, (size_t)n, key, (size_t)n, 0, NULL, tu_count_cb, w->k)
+                     : momento_coalescing_get(w->co, "c", key, (size_t)n, NULL, tu_count_cb, w->k);
         if (rc != MOMENTO_OK)
             w->refused++;
     }
@@ -388,7 +388,7 @@ static void test_eight_threads(void **state)
 static void blocking_inside(const momento_result *r, void *ud)
 {
     void **a = ud;
-    *(int *)a[1] = momento_coalescing_get_sync(a[0], "c", "k", 1, NULL);
+    *(int *)a[1] = momento_coalescing_get_sync(a[0], "c", "k", 1, NULL, NULL);
     tu_count_cb(r, a[2]);
 }
 
@@ -401,16 +401,16 @@ static void test_arguments_and_blocking(void **state)
     assert_int_equal(momento_coalescer_new(&co, f->client), MOMENTO_OK);
     tu_counter k;
     tu_counter_init(&k);
-    assert_int_equal(momento_coalescing_get(NULL, "c", "k", 1, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_coalescing_get(co, "", "k", 1, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 0, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, &k), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, NULL, 3, 0, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, (uint64_t)INT64_MAX + 1, tu_count_cb, &k),
+    assert_int_equal(momento_coalescing_get(NULL, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_get(co, "", "k", 1, NULL, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 0, NULL, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, NULL, &k), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, NULL, 3, 0, NULL, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, (uint64_t)INT64_MAX + 1, NULL, tu_count_cb, &k),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_coalescing_delete(co, "bad\xff", "k", 1, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_delete(co, "bad\xff", "k", 1, NULL, tu_count_cb, &k), MOMENTO_ERR_INVALID_ARGUMENT);
     momento_result *r = (momento_result *)0x1;
-    assert_int_equal(momento_coalescing_get_sync(NULL, "c", "k", 1, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_get_sync(NULL, "c", "k", 1, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_null(r);
     assert_int_equal(momento_coalescer_stats(co, NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(k.total, 0);
@@ -418,11 +418,11 @@ static void test_arguments_and_blocking(void **state)
 
     int rc = 0;
     void *args[3] = {co, &rc, &k};
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, blocking_inside, args), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, blocking_inside, args), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 1, 10000), 1);
     assert_int_equal(rc, MOMENTO_ERR_WOULD_DEADLOCK);
     /* Unknown cache: the error reaches the caller like the plain client's. */
-    assert_int_equal(momento_coalescing_get_sync(co, "nope", "k", 1, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_coalescing_get_sync(co, "nope", "k", 1, NULL, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
     momento_coalescer_free(co);
     momento_coalescer_free(NULL);
     tu_counter_destroy(&k);

@@ -86,14 +86,14 @@ static void test_every_injected_error(void **state)
         momento_local_reset_stats(server);
         /* An idempotent get: retried up to 3 attempts when the rule says. */
         momento_result *r;
-        assert_int_equal(momento_get_sync(c, "c", "k", 1, &r), table[i].err);
+        assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), table[i].err);
         assert_int_equal(momento_result_grpc_status(r), table[i].status);
         int attempts = table[i].retried ? 3 : 1;
         assert_int_equal(momento_result_attempts(r), attempts);
         momento_result_free(r);
         assert_int_equal(momento_local_rpc_count(server, "Get", table[i].status), (uint64_t)attempts);
         /* A non-idempotent increment: never retried, whatever the status. */
-        assert_int_equal(momento_increment_sync(c, "c", "n", 1, 1, 0, &r), table[i].err);
+        assert_int_equal(momento_increment_sync(c, "c", "n", 1, 1, 0, NULL, &r), table[i].err);
         assert_int_equal(momento_result_attempts(r), 1);
         momento_result_free(r);
         assert_int_equal(momento_local_rpc_count(server, "Increment", -1), 1);
@@ -111,7 +111,7 @@ static void test_error_count_against_attempts(void **state)
         momento_client *c = faulty(NULL, h, 3);
         momento_local_reset_stats(server);
         momento_result *r;
-        int rc = momento_get_sync(c, "c", "k", 1, &r);
+        int rc = momento_get_sync(c, "c", "k", 1, NULL, &r);
         if (n < 3) { /* success on attempt n + 1 */
             assert_int_equal(rc, MOMENTO_OK);
             assert_int_equal(momento_result_attempts(r), n + 1);
@@ -125,7 +125,7 @@ static void test_error_count_against_attempts(void **state)
         momento_result_free(r);
         /* The same rule for sets. A conditional set is never retried. */
         momento_local_reset_stats(server);
-        assert_int_equal(momento_set_if_sync(c, "c", "k", 1, "v", 1, 0, MOMENTO_IF_ABSENT, NULL, 0, NULL) != MOMENTO_OK,
+        assert_int_equal(momento_set_if_sync(c, "c", "k", 1, "v", 1, 0, MOMENTO_IF_ABSENT, NULL, 0, NULL, NULL) != MOMENTO_OK,
                          0); /* set-if is not in error-rpcs: untouched */
         momento_client_free(c);
     }
@@ -138,7 +138,7 @@ static void test_error_count_against_attempts(void **state)
     const char *h[] = {"return-error", "unavailable", "error-count", "1"};
     momento_client *c = faulty(cfg, h, 2);
     momento_config_free(cfg);
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
     momento_client_free(c);
 }
 
@@ -155,10 +155,10 @@ static void test_deadline_is_precise_and_local(void **state)
     tu_counter_init(&slow);
     tu_counter_init(&fast);
     int64_t t0 = tu_now_ms();
-    assert_int_equal(momento_get(c, "c", "k", 1, tu_count_cb, &slow), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_count_cb, &slow), MOMENTO_OK);
     /* Sets on the same channel meanwhile are answered at once. */
     for (int i = 0; i < 20; i++)
-        assert_int_equal(momento_set(c, "c", "k", 1, "v", 1, 0, tu_count_cb, &fast), MOMENTO_OK);
+        assert_int_equal(momento_set(c, "c", "k", 1, "v", 1, 0, NULL, tu_count_cb, &fast), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&fast, 20, 5000), 20);
     assert_int_equal(fast.ok, 20);
     assert_true(tu_now_ms() - t0 < TU_MS(300)); /* before the get's deadline */
@@ -187,7 +187,7 @@ static void test_fixed_timeout_strategy(void **state)
     momento_local_reset_stats(server);
     momento_result *r;
     int64_t t0 = tu_now_ms();
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
     int64_t took = tu_now_ms() - t0;
     assert_int_equal(momento_result_attempts(r), 3);
     momento_result_free(r);
@@ -204,7 +204,7 @@ static void test_fixed_timeout_strategy(void **state)
     c = faulty(cfg, h2, 2);
     momento_config_free(cfg);
     t0 = tu_now_ms();
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, &r), MOMENTO_ERR_TIMEOUT);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_ERR_TIMEOUT);
     took = tu_now_ms() - t0;
     assert_true(momento_result_attempts(r) >= 2 && momento_result_attempts(r) <= 3);
     assert_true(took < TU_MS(400) + TU_MS(100));
@@ -227,7 +227,7 @@ static void test_free_ends_a_waiting_retry(void **state)
     momento_local_reset_stats(server);
     tu_counter k;
     tu_counter_init(&k);
-    assert_int_equal(momento_get(c, "c", "k", 1, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     /* The first attempt fails; the retry then waits 30 s (+/-10%). */
     for (int i = 0; i < 500 && momento_local_rpc_count(server, "Get", 14) == 0; i++)
         usleep(10 * 1000);
@@ -258,7 +258,7 @@ static void test_coalesced_waiters_time_out_once(void **state)
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 15; i++)
-        assert_int_equal(momento_coalescing_get(co, "c", "k", 1, tu_count_cb, &k), MOMENTO_OK);
+        assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 15, 5000), 15);
     usleep(100 * 1000);
     assert_int_equal(k.total, 15);
@@ -275,18 +275,18 @@ static void test_server_stop_and_restart(void **state)
     momento_client *c = tu_client(server, NULL);
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
-    assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
 
     momento_local_stop(server);
     server = NULL;
     /* Down: calls fail fast, plain and coalesced alike, each waiter once. */
     int64_t t0 = tu_now_ms();
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
     assert_true(tu_now_ms() - t0 < TU_MS(2000));
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 10; i++)
-        assert_int_equal(momento_coalescing_get(co, "c", "k", 1, tu_count_cb, &k), MOMENTO_OK);
+        assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 10, 5000), 10);
     usleep(50 * 1000);
     assert_int_equal(k.total, 10);
@@ -298,14 +298,14 @@ static void test_server_stop_and_restart(void **state)
     t0 = tu_now_ms();
     int rc = -1;
     while (tu_now_ms() - t0 < TU_MS(5000)) {
-        rc = momento_set_sync(c, "c", "k", 1, "again", 5, 0, NULL);
+        rc = momento_set_sync(c, "c", "k", 1, "again", 5, 0, NULL, NULL);
         if (rc == MOMENTO_OK)
             break;
         usleep(50 * 1000);
     }
     assert_int_equal(rc, MOMENTO_OK); /* the same client recovered */
     assert_true(tu_now_ms() - t0 < TU_MS(4000));
-    assert_int_equal(momento_coalescing_get_sync(co, "c", "k", 1, NULL), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get_sync(co, "c", "k", 1, NULL, NULL), MOMENTO_OK);
     momento_coalescer_free(co);
     momento_client_free(c);
     tu_counter_destroy(&k);
@@ -324,7 +324,7 @@ static void load_step(const momento_result *r, void *ud);
 
 static void load_submit(load *l)
 {
-    if (momento_set(l->client, "c", "load", 4, "v", 1, 0, load_step, l) != MOMENTO_OK)
+    if (momento_set(l->client, "c", "load", 4, "v", 1, 0, NULL, load_step, l) != MOMENTO_OK)
         tu_count_cb(NULL, &l->done);
 }
 

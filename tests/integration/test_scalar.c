@@ -39,14 +39,14 @@ static int teardown(void **state)
 
 static void put(const char *key, const char *value)
 {
-    assert_int_equal(momento_set_sync(client, "c", key, strlen(key), value, strlen(value), 0, NULL),
+    assert_int_equal(momento_set_sync(client, "c", key, strlen(key), value, strlen(value), 0, NULL, NULL),
                      MOMENTO_OK);
 }
 
 static void check_value(const char *key, const char *want)
 {
     momento_result *r;
-    assert_int_equal(momento_get_sync(client, "c", key, strlen(key), &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(client, "c", key, strlen(key), NULL, &r), MOMENTO_OK);
     if (!want) {
         assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     } else {
@@ -65,7 +65,7 @@ static momento_outcome cond_set(const char *key, const char *value, momento_cond
 {
     momento_result *r;
     int rc = momento_set_if_sync(client, "c", key, strlen(key), value, strlen(value), 0, cond,
-                                 compare, compare ? strlen(compare) : 0, &r);
+                                 compare, compare ? strlen(compare) : 0, NULL, &r);
     assert_int_equal(rc, MOMENTO_OK);
     momento_outcome o = momento_result_outcome(r);
     momento_result_free(r);
@@ -129,14 +129,14 @@ static void test_named_conditional_sets_async(void **state)
         assert_int_equal(tu_counter_wait(&b.k, waited, 5000), waited);                             \
         assert_int_equal(b.outcome, (want));                                                       \
     } while (0)
-    RUN(momento_set_if_not_exists(client, "c", "n1", 2, "v", 1, 0, keep_outcome, &b), MOMENTO_OUTCOME_STORED);
-    RUN(momento_set_if_absent(client, "c", "n1", 2, "w", 1, 0, keep_outcome, &b), MOMENTO_OUTCOME_NOT_STORED);
-    RUN(momento_set_if_present(client, "c", "n1", 2, "w", 1, 0, keep_outcome, &b), MOMENTO_OUTCOME_STORED);
-    RUN(momento_set_if_equal(client, "c", "n1", 2, "x", 1, 0, "w", 1, keep_outcome, &b), MOMENTO_OUTCOME_STORED);
-    RUN(momento_set_if_not_equal(client, "c", "n1", 2, "y", 1, 0, "x", 1, keep_outcome, &b), MOMENTO_OUTCOME_NOT_STORED);
-    RUN(momento_set_if_present_and_not_equal(client, "c", "n1", 2, "y", 1, 0, "q", 1, keep_outcome, &b),
+    RUN(momento_set_if_not_exists(client, "c", "n1", 2, "v", 1, 0, NULL, keep_outcome, &b), MOMENTO_OUTCOME_STORED);
+    RUN(momento_set_if_absent(client, "c", "n1", 2, "w", 1, 0, NULL, keep_outcome, &b), MOMENTO_OUTCOME_NOT_STORED);
+    RUN(momento_set_if_present(client, "c", "n1", 2, "w", 1, 0, NULL, keep_outcome, &b), MOMENTO_OUTCOME_STORED);
+    RUN(momento_set_if_equal(client, "c", "n1", 2, "x", 1, 0, "w", 1, NULL, keep_outcome, &b), MOMENTO_OUTCOME_STORED);
+    RUN(momento_set_if_not_equal(client, "c", "n1", 2, "y", 1, 0, "x", 1, NULL, keep_outcome, &b), MOMENTO_OUTCOME_NOT_STORED);
+    RUN(momento_set_if_present_and_not_equal(client, "c", "n1", 2, "y", 1, 0, "q", 1, NULL, keep_outcome, &b),
         MOMENTO_OUTCOME_STORED);
-    RUN(momento_set_if_absent_or_equal(client, "c", "n1", 2, "z", 1, 0, "y", 1, keep_outcome, &b),
+    RUN(momento_set_if_absent_or_equal(client, "c", "n1", 2, "z", 1, 0, "y", 1, NULL, keep_outcome, &b),
         MOMENTO_OUTCOME_STORED);
 #undef RUN
     check_value("n1", "z");
@@ -147,20 +147,20 @@ static void test_increment(void **state)
 {
     (void)state;
     momento_result *r;
-    assert_int_equal(momento_increment_sync(client, "c", "ctr", 3, 5, 0, &r), MOMENTO_OK);
+    assert_int_equal(momento_increment_sync(client, "c", "ctr", 3, 5, 0, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_result_int(r), 5);
     momento_result_free(r);
-    assert_int_equal(momento_increment_sync(client, "c", "ctr", 3, -12, 0, &r), MOMENTO_OK);
+    assert_int_equal(momento_increment_sync(client, "c", "ctr", 3, -12, 0, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_int(r), -7);
     momento_result_free(r);
     check_value("ctr", "-7");
     put("text", "abc");
-    assert_int_equal(momento_increment_sync(client, "c", "text", 4, 1, 0, &r), MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(momento_increment_sync(client, "c", "text", 4, 1, 0, NULL, &r), MOMENTO_ERR_FAILED_PRECONDITION);
     assert_int_equal(momento_result_grpc_status(r), 9);
     momento_result_free(r);
     put("big", "9223372036854775807");
-    assert_int_equal(momento_increment_sync(client, "c", "big", 3, 1, 0, NULL), MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(momento_increment_sync(client, "c", "big", 3, 1, 0, NULL, NULL), MOMENTO_ERR_FAILED_PRECONDITION);
 }
 
 static void test_keys_exist(void **state)
@@ -171,7 +171,7 @@ static void test_keys_exist(void **state)
     const void *keys[4] = {"e1", "e2", "e3", "e1"};
     size_t lens[4] = {2, 2, 2, 2};
     momento_result *r;
-    assert_int_equal(momento_keys_exist_sync(client, "c", keys, lens, 4, &r), MOMENTO_OK);
+    assert_int_equal(momento_keys_exist_sync(client, "c", keys, lens, 4, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_exists_count(r), 4);
     assert_int_equal(momento_result_exists(r, 0), 1);
     assert_int_equal(momento_result_exists(r, 1), 0);
@@ -179,20 +179,20 @@ static void test_keys_exist(void **state)
     assert_int_equal(momento_result_exists(r, 3), 1);
     assert_int_equal(momento_result_exists(r, 4), -1);
     momento_result_free(r);
-    assert_int_equal(momento_key_exists_sync(client, "c", "e2", 2, &r), MOMENTO_OK);
+    assert_int_equal(momento_key_exists_sync(client, "c", "e2", 2, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_exists_count(r), 1);
     assert_int_equal(momento_result_exists(r, 0), 0);
     momento_result_free(r);
-    assert_int_equal(momento_keys_exist_sync(client, "c", keys, lens, 0, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_keys_exist_sync(client, "c", keys, lens, 0, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_null(r);
     size_t bad[2] = {2, 0};
-    assert_int_equal(momento_keys_exist_sync(client, "c", keys, bad, 2, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_keys_exist_sync(client, "c", keys, bad, 2, NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
 }
 
 static uint64_t ttl_of(const char *key, momento_outcome *outcome)
 {
     momento_result *r;
-    assert_int_equal(momento_item_get_ttl_sync(client, "c", key, strlen(key), &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_ttl_sync(client, "c", key, strlen(key), NULL, &r), MOMENTO_OK);
     *outcome = momento_result_outcome(r);
     uint64_t v = momento_result_ttl_ms(r);
     momento_result_free(r);
@@ -202,9 +202,9 @@ static uint64_t ttl_of(const char *key, momento_outcome *outcome)
 static momento_outcome ttl_op(int which, const char *key, uint64_t ms)
 {
     momento_result *r;
-    int rc = which == 0   ? momento_update_ttl_sync(client, "c", key, strlen(key), ms, &r)
-             : which == 1 ? momento_increase_ttl_sync(client, "c", key, strlen(key), ms, &r)
-                          : momento_decrease_ttl_sync(client, "c", key, strlen(key), ms, &r);
+    int rc = which == 0   ? momento_update_ttl_sync(client, "c", key, strlen(key), ms, NULL, &r)
+             : which == 1 ? momento_increase_ttl_sync(client, "c", key, strlen(key), ms, NULL, &r)
+                          : momento_decrease_ttl_sync(client, "c", key, strlen(key), ms, NULL, &r);
     assert_int_equal(rc, MOMENTO_OK);
     momento_outcome o = momento_result_outcome(r);
     momento_result_free(r);
@@ -215,7 +215,7 @@ static void test_ttl_operations(void **state)
 {
     (void)state;
     momento_outcome o;
-    assert_int_equal(momento_set_sync(client, "c", "t", 1, "v", 1, 10000, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(client, "c", "t", 1, "v", 1, 10000, NULL, NULL), MOMENTO_OK);
     uint64_t left = ttl_of("t", &o);
     assert_int_equal(o, MOMENTO_OUTCOME_HIT);
     assert_true(left > 9000 && left <= 10000);
@@ -236,7 +236,7 @@ static void test_ttl_operations(void **state)
     assert_int_equal(ttl_op(2, "t", 100), MOMENTO_OUTCOME_TTL_UPDATED);
     usleep(200 * 1000);
     check_value("t", NULL);
-    assert_int_equal(momento_update_ttl_sync(client, "c", "t", 1, 0, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_update_ttl_sync(client, "c", "t", 1, 0, NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
 }
 
 static void type_cb(const momento_result *r, void *userdata)
@@ -252,25 +252,25 @@ static void test_item_get_type(void **state)
     (void)state;
     put("typed", "v");
     momento_result *r;
-    assert_int_equal(momento_item_get_type_sync(client, "c", "typed", 5, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(client, "c", "typed", 5, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_SCALAR);
     assert_int_equal(momento_result_attempts(r), 1);
     momento_result_free(r);
 
-    assert_int_equal(momento_item_get_type_sync(client, "c", "untyped", 7, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(client, "c", "untyped", 7, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_NONE);
     momento_result_free(r);
 
     /* An expired item is a miss; so is a deleted one. */
-    assert_int_equal(momento_set_sync(client, "c", "brief", 5, "v", 1, 50, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(client, "c", "brief", 5, "v", 1, 50, NULL, NULL), MOMENTO_OK);
     usleep(120 * 1000);
-    assert_int_equal(momento_item_get_type_sync(client, "c", "brief", 5, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(client, "c", "brief", 5, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_delete_sync(client, "c", "typed", 5, NULL), MOMENTO_OK);
-    assert_int_equal(momento_item_get_type_sync(client, "c", "typed", 5, &r), MOMENTO_OK);
+    assert_int_equal(momento_delete_sync(client, "c", "typed", 5, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(client, "c", "typed", 5, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
 
@@ -279,21 +279,21 @@ static void test_item_get_type(void **state)
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 50; i++)
-        assert_int_equal(momento_item_get_type(client, "c", "typed", 5, type_cb, &k), MOMENTO_OK);
+        assert_int_equal(momento_item_get_type(client, "c", "typed", 5, NULL, type_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 50, 5000), 50);
     assert_int_equal(k.ok, 50);
     assert_int_equal(k.bad_values, 0);
     tu_counter_destroy(&k);
 
     /* Refusals, an unknown cache, and the server's count of the RPC. */
-    assert_int_equal(momento_item_get_type(client, "c", "k", 1, NULL, NULL),
+    assert_int_equal(momento_item_get_type(client, "c", "k", 1, NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_item_get_type_sync(client, "c", "", 0, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_item_get_type_sync(client, "c", "", 0, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_null(r);
-    assert_int_equal(momento_item_get_type_sync(client, "", "k", 1, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_item_get_type_sync(client, "", "k", 1, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_null(r);
-    assert_int_equal(momento_item_get_type_sync(NULL, "c", "k", 1, &r), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_item_get_type_sync(client, "nope", "k", 1, &r),
+    assert_int_equal(momento_item_get_type_sync(NULL, "c", "k", 1, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_item_get_type_sync(client, "nope", "k", 1, NULL, &r),
                      MOMENTO_ERR_CACHE_NOT_FOUND);
     assert_int_equal(momento_result_grpc_status(r), 5);
     momento_result_free(r);
@@ -306,7 +306,7 @@ static void test_item_get_type(void **state)
     momento__client_add_header(faulty, "return-error", "unavailable");
     momento__client_add_header(faulty, "error-rpcs", "item-get-type");
     momento__client_add_header(faulty, "error-count", "1");
-    assert_int_equal(momento_item_get_type_sync(faulty, "c", "typed", 5, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(faulty, "c", "typed", 5, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_attempts(r), 2);
     assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_SCALAR);
     momento_result_free(r);
@@ -336,14 +336,14 @@ static void test_batches_of_a_thousand(void **state)
         evl[i] = vlens[2 * i];
     }
     momento_result *r;
-    assert_int_equal(momento_set_batch_sync(client, "c", ek, ekl, ev, evl, N / 2, 0, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_batch_sync(client, "c", ek, ekl, ev, evl, N / 2, 0, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_item_count(r), N / 2);
     for (size_t i = 0; i < N / 2; i++)
         assert_int_equal(momento_result_outcome(momento_result_item(r, i)), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
     momento_local_reset_stats(server);
     /* ...then read all 1,000: hits and misses alternate, in request order. */
-    assert_int_equal(momento_get_batch_sync(client, "c", keys, klens, N, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_batch_sync(client, "c", keys, klens, N, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_item_count(r), N);
     for (int i = 0; i < N; i++) {
         const momento_result *it = momento_result_item(r, (size_t)i);
@@ -373,16 +373,16 @@ static void test_batch_refusals_and_errors(void **state)
     size_t vlens[2] = {1, 1};
     momento_result *r = (momento_result *)0x1;
     /* Empty batches are refused, documented in the header. */
-    assert_int_equal(momento_get_batch_sync(client, "c", keys, lens, 0, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_get_batch_sync(client, "c", keys, lens, 0, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_null(r);
-    assert_int_equal(momento_set_batch_sync(client, "c", keys, lens, vals, vlens, 0, 0, NULL),
+    assert_int_equal(momento_set_batch_sync(client, "c", keys, lens, vals, vlens, 0, 0, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     /* One bad key refuses the whole batch, before sending. */
-    assert_int_equal(momento_get_batch_sync(client, "c", keys, lens, 2, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_batch_sync(client, "c", keys, lens, NULL, vlens, 1, 0, NULL),
+    assert_int_equal(momento_get_batch_sync(client, "c", keys, lens, 2, NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_set_batch_sync(client, "c", keys, lens, NULL, vlens, 1, 0, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     /* Unknown cache: the stream's status reaches the caller. */
-    assert_int_equal(momento_get_batch_sync(client, "nope", keys, lens, 1, &r), MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_get_batch_sync(client, "nope", keys, lens, 1, NULL, &r), MOMENTO_ERR_CACHE_NOT_FOUND);
     assert_int_equal(momento_result_item_count(r), 0);
     momento_result_free(r);
     /* Over the item limit inside a batch: the server's answer. */
@@ -390,22 +390,22 @@ static void test_batch_refusals_and_errors(void **state)
     char *bigval = calloc(1, big);
     const void *bv[1] = {bigval};
     size_t bvl[1] = {big};
-    assert_int_equal(momento_set_batch_sync(client, "c", keys, lens, bv, bvl, 1, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_batch_sync(client, "c", keys, lens, bv, bvl, 1, 0, NULL, NULL), MOMENTO_OK);
     free(bigval);
     /* Conditions and TTLs checked up front. */
-    assert_int_equal(momento_set_if_sync(client, "c", "k", 1, "v", 1, 0, (momento_condition)99, NULL, 0, NULL),
+    assert_int_equal(momento_set_if_sync(client, "c", "k", 1, "v", 1, 0, (momento_condition)99, NULL, 0, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_if_sync(client, "c", "k", 1, "v", 1, 0, MOMENTO_IF_EQUAL, NULL, 3, NULL),
+    assert_int_equal(momento_set_if_sync(client, "c", "k", 1, "v", 1, 0, MOMENTO_IF_EQUAL, NULL, 3, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_increment_sync(client, "", "k", 1, 1, 0, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_item_get_ttl_sync(client, "c", NULL, 1, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_increment_sync(client, "", "k", 1, 1, 0, NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_item_get_ttl_sync(client, "c", NULL, 1, NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
     /* Unknown cache on each scalar op. */
-    assert_int_equal(momento_increment_sync(client, "nope", "k", 1, 1, 0, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
-    assert_int_equal(momento_set_if_sync(client, "nope", "k", 1, "v", 1, 0, MOMENTO_IF_ABSENT, NULL, 0, NULL),
+    assert_int_equal(momento_increment_sync(client, "nope", "k", 1, 1, 0, NULL, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_set_if_sync(client, "nope", "k", 1, "v", 1, 0, MOMENTO_IF_ABSENT, NULL, 0, NULL, NULL),
                      MOMENTO_ERR_CACHE_NOT_FOUND);
-    assert_int_equal(momento_item_get_ttl_sync(client, "nope", "k", 1, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
-    assert_int_equal(momento_update_ttl_sync(client, "nope", "k", 1, 5, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
-    assert_int_equal(momento_key_exists_sync(client, "nope", "k", 1, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_item_get_ttl_sync(client, "nope", "k", 1, NULL, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_update_ttl_sync(client, "nope", "k", 1, 5, NULL, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_key_exists_sync(client, "nope", "k", 1, NULL, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
 }
 
 typedef struct dup_box {
@@ -429,7 +429,7 @@ static void test_batch_result_survives_dup(void **state)
     size_t lens[3] = {2, 2, 2};
     dup_box b = {.copy = NULL};
     tu_counter_init(&b.k);
-    assert_int_equal(momento_get_batch(client, "c", keys, lens, 3, keep_copy, &b), MOMENTO_OK);
+    assert_int_equal(momento_get_batch(client, "c", keys, lens, 3, NULL, keep_copy, &b), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&b.k, 1, 5000), 1);
     /* The callback's buffers are gone; the copy must stand alone. */
     assert_int_equal(momento_result_item_count(b.copy), 3);

@@ -703,7 +703,7 @@ static void test_rate_limit(void **state)
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 50; i++)
-        assert_int_equal(momento_get(c, "c", "k", 1, tu_count_cb, &k), MOMENTO_OK);
+        assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 50, 30000), 50);
     size_t limited = tu_counter_errors(&k, MOMENTO_ERR_LIMIT_EXCEEDED);
     assert_true(k.ok >= 5);
@@ -712,7 +712,7 @@ static void test_rate_limit(void **state)
     assert_int_equal(momento_local_rpc_count(s, "Get", 8), limited);
     /* The err trailer names the cause. */
     momento_result *r = NULL;
-    for (int i = 0; i < 10 && momento_get_sync(c, "c", "k", 1, &r) == MOMENTO_OK; i++) {
+    for (int i = 0; i < 10 && momento_get_sync(c, "c", "k", 1, NULL, &r) == MOMENTO_OK; i++) {
         momento_result_free(r);
         r = NULL;
     }
@@ -720,7 +720,7 @@ static void test_rate_limit(void **state)
     assert_string_equal(momento_result_error_detail(r), "operations_rate_limit_exceeded");
     momento_result_free(r);
     /* Ping is never throttled. */
-    assert_int_equal(momento_ping_sync(c, NULL), MOMENTO_OK);
+    assert_int_equal(momento_ping_sync(c, NULL, NULL), MOMENTO_OK);
     momento_client_free(c);
     tu_counter_destroy(&k);
     momento_local_stop(s);
@@ -773,20 +773,20 @@ static void test_options_and_lru(void **state)
     for (int i = 0; i < 200; i++) { /* ~200 KiB into a 64 KiB store */
         char key[16];
         snprintf(key, sizeof(key), "lru%d", i);
-        assert_int_equal(momento_set_sync(c, "c", key, strlen(key), val, sizeof(val), 0, NULL), MOMENTO_OK);
+        assert_int_equal(momento_set_sync(c, "c", key, strlen(key), val, sizeof(val), 0, NULL, NULL), MOMENTO_OK);
         if (i == 100) /* keep touching lru0 so it stays hot */
-            assert_int_equal(momento_get_sync(c, "c", "lru0", 4, NULL), MOMENTO_OK);
+            assert_int_equal(momento_get_sync(c, "c", "lru0", 4, NULL, NULL), MOMENTO_OK);
         if (i % 10 == 0)
-            momento_get_sync(c, "c", "lru0", 4, NULL);
+            momento_get_sync(c, "c", "lru0", 4, NULL, NULL);
     }
     momento_result *r;
-    assert_int_equal(momento_get_sync(c, "c", "lru1", 4, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", "lru1", 4, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS); /* evicted */
     momento_result_free(r);
-    assert_int_equal(momento_get_sync(c, "c", "lru0", 4, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", "lru0", 4, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT); /* recently used: kept */
     momento_result_free(r);
-    assert_int_equal(momento_get_sync(c, "c", "lru199", 6, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", "lru199", 6, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     momento_result_free(r);
     momento_client_free(c);

@@ -281,7 +281,7 @@ static void test_cache_names_control(void **state)
     /* The library decodes the listing. */
     momento_client *c = tu_client(s, NULL);
     momento_result *res;
-    assert_int_equal(momento_list_caches_sync(c, &res), MOMENTO_OK);
+    assert_int_equal(momento_list_caches_sync(c, NULL, &res), MOMENTO_OK);
     assert_int_equal(momento_result_error(res), MOMENTO_OK);
     momento_result_free(res);
     momento_client_free(c);
@@ -716,7 +716,7 @@ static void test_fill_stays_within_memory(void **state)
     for (size_t i = 0; i < max_len; i++)
         val[i] = (char)('a' + i % 23);
     /* Empty, but with the connection and one small item: the baseline. */
-    assert_int_equal(momento_set_sync(c, "c", "warm", 4, "v", 1, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(c, "c", "warm", 4, "v", 1, 0, NULL, NULL), MOMENTO_OK);
     uint64_t base_kib = proc_kib(ch.pid, "VmRSS");
 
     uint64_t x = 88172645463325252ull, written = 0;
@@ -741,7 +741,7 @@ static void test_fill_stays_within_memory(void **state)
         /* One set in five overwrites a recent key. */
         unsigned id = (r >> 8) % 5 == 0 && n > 50 ? n - 1 - (unsigned)((r >> 16) % 50) : n;
         snprintf(key, sizeof(key), "fill-%u", id);
-        int rc = momento_set_sync(c, "c", key, strlen(key), val, len, 0, NULL);
+        int rc = momento_set_sync(c, "c", key, strlen(key), val, len, 0, NULL, NULL);
         if (rc != MOMENTO_OK)
             refused++;
         written += len;
@@ -751,10 +751,10 @@ static void test_fill_stays_within_memory(void **state)
     /* The newest item is there; the oldest was evicted. */
     momento_result *res;
     snprintf(key, sizeof(key), "fill-%u", n - 1);
-    assert_int_equal(momento_get_sync(c, "c", key, strlen(key), &res), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", key, strlen(key), NULL, &res), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(res), MOMENTO_OUTCOME_HIT);
     momento_result_free(res);
-    assert_int_equal(momento_get_sync(c, "c", "fill-0", 6, &res), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", "fill-0", 6, NULL, &res), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(res), MOMENTO_OUTCOME_MISS);
     momento_result_free(res);
 

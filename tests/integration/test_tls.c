@@ -82,15 +82,15 @@ static void test_trusted_ca_connects(void **state)
     (void)state;
     momento_local *s = tls_server("good");
     momento_client *c = tls_client(s, true);
-    assert_int_equal(momento_set_sync(c, "c", "k", 1, "over tls", 8, 0, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(c, "c", "k", 1, "over tls", 8, 0, NULL, NULL), MOMENTO_OK);
     momento_result *r;
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
     size_t len;
     const void *v = momento_result_value(r, &len);
     assert_int_equal(len, 8);
     assert_memory_equal(v, "over tls", 8);
     momento_result_free(r);
-    assert_int_equal(momento_list_caches_sync(c, NULL), MOMENTO_OK); /* control plane too */
+    assert_int_equal(momento_list_caches_sync(c, NULL, NULL), MOMENTO_OK); /* control plane too */
     momento_client_free(c);
     momento_local_stop(s);
 }
@@ -110,7 +110,7 @@ static void test_untrusted_certificate_refused(void **state)
     momento_set_log_callback(count_log, NULL);
     momento_local *s = tls_server("good");
     momento_client *c = tls_client(s, false); /* system roots do not know our CA */
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
     /* The reason reached the log callback rather than stderr. */
     assert_true(__atomic_load_n(&handshake_errors, __ATOMIC_SEQ_CST) > 0);
     momento_set_log_callback(NULL, NULL);
@@ -124,7 +124,7 @@ static void test_hostname_mismatch_refused(void **state)
     (void)state;
     momento_local *s = tls_server("other"); /* valid chain, wrong name */
     momento_client *c = tls_client(s, true);
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
     momento_client_free(c);
     assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
     momento_local_stop(s);
@@ -135,7 +135,7 @@ static void test_plaintext_client_refused(void **state)
     (void)state;
     momento_local *s = tls_server("good");
     momento_client *c = tu_client(s, NULL);
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
     momento_client_free(c);
     momento_local_stop(s);
 }
@@ -215,9 +215,9 @@ static void test_no_log_line_holds_the_token(void **state)
 
     momento_client *right = token_client(s, MARK "-token-right");
     momento_client *wrong = token_client(s, MARK "-token-wrong");
-    assert_int_equal(momento_set_sync(right, "c", "k", 1, "v", 1, 0, NULL), MOMENTO_OK);
-    assert_int_equal(momento_get_sync(right, "c", "k", 1, NULL), MOMENTO_OK);
-    assert_int_equal(momento_get_sync(wrong, "c", "k", 1, NULL), MOMENTO_ERR_AUTHENTICATION);
+    assert_int_equal(momento_set_sync(right, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(right, "c", "k", 1, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(wrong, "c", "k", 1, NULL, NULL), MOMENTO_ERR_AUTHENTICATION);
     momento_client_free(wrong);
     momento_client_free(right);
     momento_local_stop(s);

@@ -35,13 +35,13 @@ static void test_refusals_and_stats_abi(void **state)
     momento_credentials_free(creds);
     assert_int_equal(momento_coalescer_new(&co, client), MOMENTO_OK);
 
-    assert_int_equal(momento_coalescing_get(co, NULL, "k", 1, cb, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_coalescing_set(co, "c", "", 0, "v", 1, 0, cb, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_get(co, NULL, "k", 1, NULL, cb, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_set(co, "c", "", 0, "v", 1, 0, NULL, cb, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
     char *big = calloc(1, MOMENTO_MAX_ITEM_BYTES);
-    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, big, MOMENTO_MAX_ITEM_BYTES, 0, cb, NULL),
+    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, big, MOMENTO_MAX_ITEM_BYTES, 0, NULL, cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     free(big);
-    assert_int_equal(momento_coalescing_delete(co, "c", NULL, 1, cb, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescing_delete(co, "c", NULL, 1, NULL, cb, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
 
     momento_coalescer_counters k;
     memset(&k, 0xff, sizeof(k));
@@ -56,7 +56,7 @@ static void test_refusals_and_stats_abi(void **state)
 
     /* Ten identical gets to a closed port: each waiter hears the failure. */
     for (int i = 0; i < 10; i++)
-        assert_int_equal(momento_coalescing_get(co, "c", "k", 1, cb, NULL), MOMENTO_OK);
+        assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, cb, NULL), MOMENTO_OK);
     for (int i = 0; i < 500 && atomic_load(&calls) < 10; i++)
         usleep(10000);
     usleep(20000);

@@ -53,37 +53,37 @@ static void test_async_refusals(void **state)
     memset(long_name, 'c', sizeof(long_name) - 1);
     long_name[sizeof(long_name) - 1] = '\0';
 
-    REFUSED(momento_get(NULL, "c", "k", 1, cb, NULL));
-    REFUSED(momento_get(client, NULL, "k", 1, cb, NULL));
-    REFUSED(momento_get(client, "", "k", 1, cb, NULL));
-    REFUSED(momento_get(client, long_name, "k", 1, cb, NULL));
-    REFUSED(momento_get(client, "bad\xff", "k", 1, cb, NULL));       /* invalid UTF-8 */
-    REFUSED(momento_get(client, "\xc0\xaf", "k", 1, cb, NULL));      /* overlong */
-    REFUSED(momento_get(client, "tab\tname", "k", 1, cb, NULL));     /* control char */
-    REFUSED(momento_get(client, "c", NULL, 1, cb, NULL));
-    REFUSED(momento_get(client, "c", "k", 0, cb, NULL));
-    REFUSED(momento_get(client, "c", "k", 1, NULL, NULL));
+    REFUSED(momento_get(NULL, "c", "k", 1, NULL, cb, NULL));
+    REFUSED(momento_get(client, NULL, "k", 1, NULL, cb, NULL));
+    REFUSED(momento_get(client, "", "k", 1, NULL, cb, NULL));
+    REFUSED(momento_get(client, long_name, "k", 1, NULL, cb, NULL));
+    REFUSED(momento_get(client, "bad\xff", "k", 1, NULL, cb, NULL));       /* invalid UTF-8 */
+    REFUSED(momento_get(client, "\xc0\xaf", "k", 1, NULL, cb, NULL));      /* overlong */
+    REFUSED(momento_get(client, "tab\tname", "k", 1, NULL, cb, NULL));     /* control char */
+    REFUSED(momento_get(client, "c", NULL, 1, NULL, cb, NULL));
+    REFUSED(momento_get(client, "c", "k", 0, NULL, cb, NULL));
+    REFUSED(momento_get(client, "c", "k", 1, NULL, NULL, NULL));
 
-    REFUSED(momento_set(client, "c", "k", 0, "v", 1, 0, cb, NULL));
-    REFUSED(momento_set(client, "c", "k", 1, NULL, 1, 0, cb, NULL));
-    REFUSED(momento_set(client, "c", huge, 1, huge, big, 0, cb, NULL)); /* key+value > 5 MiB */
-    REFUSED(momento_set(client, "c", huge, big + 1, "v", 1, 0, cb, NULL));
-    REFUSED(momento_set(client, "c", "k", 1, "v", 1, (uint64_t)INT64_MAX + 1, cb, NULL));
-    REFUSED(momento_set(client, "c", "k", 1, "v", SIZE_MAX, 0, cb, NULL));
-    REFUSED(momento_delete(client, "c", "", 0, cb, NULL));
-    REFUSED(momento_delete(client, "", "k", 1, cb, NULL));
+    REFUSED(momento_set(client, "c", "k", 0, "v", 1, 0, NULL, cb, NULL));
+    REFUSED(momento_set(client, "c", "k", 1, NULL, 1, 0, NULL, cb, NULL));
+    REFUSED(momento_set(client, "c", huge, 1, huge, big, 0, NULL, cb, NULL)); /* key+value > 5 MiB */
+    REFUSED(momento_set(client, "c", huge, big + 1, "v", 1, 0, NULL, cb, NULL));
+    REFUSED(momento_set(client, "c", "k", 1, "v", 1, (uint64_t)INT64_MAX + 1, NULL, cb, NULL));
+    REFUSED(momento_set(client, "c", "k", 1, "v", SIZE_MAX, 0, NULL, cb, NULL));
+    REFUSED(momento_delete(client, "c", "", 0, NULL, cb, NULL));
+    REFUSED(momento_delete(client, "", "k", 1, NULL, cb, NULL));
 
-    REFUSED(momento_create_cache(client, "", cb, NULL));
-    REFUSED(momento_create_cache(client, NULL, cb, NULL));
-    REFUSED(momento_delete_cache(client, long_name, cb, NULL));
-    REFUSED(momento_flush_cache(client, "x", NULL, NULL));
-    REFUSED(momento_list_caches(NULL, cb, NULL));
-    REFUSED(momento_list_caches(client, NULL, NULL));
-    REFUSED(momento_ping(client, NULL, NULL));
+    REFUSED(momento_create_cache(client, "", NULL, cb, NULL));
+    REFUSED(momento_create_cache(client, NULL, NULL, cb, NULL));
+    REFUSED(momento_delete_cache(client, long_name, NULL, cb, NULL));
+    REFUSED(momento_flush_cache(client, "x", NULL, NULL, NULL));
+    REFUSED(momento_list_caches(NULL, NULL, cb, NULL));
+    REFUSED(momento_list_caches(client, NULL, NULL, NULL));
+    REFUSED(momento_ping(client, NULL, NULL, NULL));
 
     /* The largest legal item is accepted (it will fail to connect, which
      * proves it was sent — and then it must call back exactly once). */
-    assert_int_equal(momento_set(client, "c", huge, 1, huge, big - 1, 0, cb, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set(client, "c", huge, 1, huge, big - 1, 0, NULL, cb, NULL), MOMENTO_OK);
     for (int i = 0; i < 500 && atomic_load(&callbacks) < 1; i++)
         usleep(10000);
     assert_int_equal(atomic_load(&callbacks), 1);
@@ -95,17 +95,17 @@ static void test_sync_refusals(void **state)
 {
     (void)state;
     momento_result *r = (momento_result *)0x1;
-    REFUSED(momento_get_sync(client, "", "k", 1, &r));
+    REFUSED(momento_get_sync(client, "", "k", 1, NULL, &r));
     assert_null(r);
     r = (momento_result *)0x1;
-    REFUSED(momento_set_sync(client, "c", NULL, 0, "v", 1, 0, &r));
+    REFUSED(momento_set_sync(client, "c", NULL, 0, "v", 1, 0, NULL, &r));
     assert_null(r);
-    REFUSED(momento_delete_sync(NULL, "c", "k", 1, &r));
-    REFUSED(momento_create_cache_sync(client, "", &r));
-    REFUSED(momento_delete_cache_sync(client, NULL, &r));
-    REFUSED(momento_flush_cache_sync(client, "", NULL));
-    REFUSED(momento_list_caches_sync(NULL, &r));
-    REFUSED(momento_ping_sync(NULL, NULL));
+    REFUSED(momento_delete_sync(NULL, "c", "k", 1, NULL, &r));
+    REFUSED(momento_create_cache_sync(client, "", NULL, &r));
+    REFUSED(momento_delete_cache_sync(client, NULL, NULL, &r));
+    REFUSED(momento_flush_cache_sync(client, "", NULL, NULL));
+    REFUSED(momento_list_caches_sync(NULL, NULL, &r));
+    REFUSED(momento_ping_sync(NULL, NULL, NULL));
     REFUSED(momento_client_new(NULL, NULL, NULL));
     momento_client *c = (momento_client *)0x1;
     REFUSED(momento_client_new(&c, NULL, NULL));
@@ -121,37 +121,37 @@ static void test_scalar_and_batch_refusals(void **state)
     size_t vlens[2] = {1, 1};
     momento_condition conds[] = {MOMENTO_IF_ABSENT, MOMENTO_IF_EQUAL};
     for (size_t i = 0; i < 2; i++) {
-        REFUSED(momento_set_if(NULL, "c", "k", 1, "v", 1, 0, conds[i], "x", 1, cb, NULL));
-        REFUSED(momento_set_if(client, "", "k", 1, "v", 1, 0, conds[i], "x", 1, cb, NULL));
-        REFUSED(momento_set_if(client, "c", NULL, 1, "v", 1, 0, conds[i], "x", 1, cb, NULL));
-        REFUSED(momento_set_if(client, "c", "k", 1, NULL, 1, 0, conds[i], "x", 1, cb, NULL));
-        REFUSED(momento_set_if(client, "c", "k", 1, "v", 1, 0, conds[i], "x", 1, NULL, NULL));
+        REFUSED(momento_set_if(NULL, "c", "k", 1, "v", 1, 0, conds[i], "x", 1, NULL, cb, NULL));
+        REFUSED(momento_set_if(client, "", "k", 1, "v", 1, 0, conds[i], "x", 1, NULL, cb, NULL));
+        REFUSED(momento_set_if(client, "c", NULL, 1, "v", 1, 0, conds[i], "x", 1, NULL, cb, NULL));
+        REFUSED(momento_set_if(client, "c", "k", 1, NULL, 1, 0, conds[i], "x", 1, NULL, cb, NULL));
+        REFUSED(momento_set_if(client, "c", "k", 1, "v", 1, 0, conds[i], "x", 1, NULL, NULL, NULL));
     }
-    REFUSED(momento_set_if(client, "c", "k", 1, "v", 1, 0, (momento_condition)0, NULL, 0, cb, NULL));
-    REFUSED(momento_set_if_equal(client, "c", "k", 1, "v", 1, 0, NULL, 5, cb, NULL));
-    REFUSED(momento_set_if_absent(client, "c\xff", "k", 1, "v", 1, 0, cb, NULL));
-    REFUSED(momento_set_if_not_exists(client, "c", "", 0, "v", 1, 0, cb, NULL));
-    REFUSED(momento_set_if_present(client, "c", "k", 1, "v", 1, (uint64_t)INT64_MAX + 1, cb, NULL));
-    REFUSED(momento_set_if_not_equal(client, "c", "k", 1, "v", 1, 0, NULL, 1, cb, NULL));
-    REFUSED(momento_set_if_present_and_not_equal(client, NULL, "k", 1, "v", 1, 0, "x", 1, cb, NULL));
-    REFUSED(momento_set_if_absent_or_equal(client, "c", "k", 1, "v", 1, 0, "x", 1, NULL, NULL));
-    REFUSED(momento_increment(client, "c", "", 0, 1, 0, cb, NULL));
-    REFUSED(momento_increment(client, "c", "k", 1, 1, (uint64_t)INT64_MAX + 1, cb, NULL));
-    REFUSED(momento_key_exists(client, "c", NULL, 0, cb, NULL));
-    REFUSED(momento_keys_exist(client, "c", NULL, lens, 2, cb, NULL));
-    REFUSED(momento_keys_exist(client, "c", keys, NULL, 2, cb, NULL));
-    REFUSED(momento_keys_exist(client, "c", keys, lens, 0, cb, NULL));
-    REFUSED(momento_keys_exist(client, "c", keys, zero, 2, cb, NULL));
-    REFUSED(momento_item_get_ttl(client, NULL, "k", 1, cb, NULL));
-    REFUSED(momento_update_ttl(client, "c", "k", 1, 0, cb, NULL));
-    REFUSED(momento_increase_ttl(client, "c", "k", 1, (uint64_t)INT64_MAX + 1, cb, NULL));
-    REFUSED(momento_decrease_ttl(client, "c", "", 0, 5, cb, NULL));
-    REFUSED(momento_get_batch(client, "c", keys, lens, 0, cb, NULL));
-    REFUSED(momento_get_batch(client, "c", keys, zero, 2, cb, NULL));
-    REFUSED(momento_get_batch(client, "", keys, lens, 2, cb, NULL));
-    REFUSED(momento_set_batch(client, "c", keys, lens, NULL, vlens, 2, 0, cb, NULL));
-    REFUSED(momento_set_batch(client, "c", keys, lens, vals, NULL, 2, 0, cb, NULL));
-    REFUSED(momento_set_batch(client, "c", keys, lens, vals, vlens, 2, (uint64_t)INT64_MAX + 1, cb, NULL));
+    REFUSED(momento_set_if(client, "c", "k", 1, "v", 1, 0, (momento_condition)0, NULL, 0, NULL, cb, NULL));
+    REFUSED(momento_set_if_equal(client, "c", "k", 1, "v", 1, 0, NULL, 5, NULL, cb, NULL));
+    REFUSED(momento_set_if_absent(client, "c\xff", "k", 1, "v", 1, 0, NULL, cb, NULL));
+    REFUSED(momento_set_if_not_exists(client, "c", "", 0, "v", 1, 0, NULL, cb, NULL));
+    REFUSED(momento_set_if_present(client, "c", "k", 1, "v", 1, (uint64_t)INT64_MAX + 1, NULL, cb, NULL));
+    REFUSED(momento_set_if_not_equal(client, "c", "k", 1, "v", 1, 0, NULL, 1, NULL, cb, NULL));
+    REFUSED(momento_set_if_present_and_not_equal(client, NULL, "k", 1, "v", 1, 0, "x", 1, NULL, cb, NULL));
+    REFUSED(momento_set_if_absent_or_equal(client, "c", "k", 1, "v", 1, 0, "x", 1, NULL, NULL, NULL));
+    REFUSED(momento_increment(client, "c", "", 0, 1, 0, NULL, cb, NULL));
+    REFUSED(momento_increment(client, "c", "k", 1, 1, (uint64_t)INT64_MAX + 1, NULL, cb, NULL));
+    REFUSED(momento_key_exists(client, "c", NULL, 0, NULL, cb, NULL));
+    REFUSED(momento_keys_exist(client, "c", NULL, lens, 2, NULL, cb, NULL));
+    REFUSED(momento_keys_exist(client, "c", keys, NULL, 2, NULL, cb, NULL));
+    REFUSED(momento_keys_exist(client, "c", keys, lens, 0, NULL, cb, NULL));
+    REFUSED(momento_keys_exist(client, "c", keys, zero, 2, NULL, cb, NULL));
+    REFUSED(momento_item_get_ttl(client, NULL, "k", 1, NULL, cb, NULL));
+    REFUSED(momento_update_ttl(client, "c", "k", 1, 0, NULL, cb, NULL));
+    REFUSED(momento_increase_ttl(client, "c", "k", 1, (uint64_t)INT64_MAX + 1, NULL, cb, NULL));
+    REFUSED(momento_decrease_ttl(client, "c", "", 0, 5, NULL, cb, NULL));
+    REFUSED(momento_get_batch(client, "c", keys, lens, 0, NULL, cb, NULL));
+    REFUSED(momento_get_batch(client, "c", keys, zero, 2, NULL, cb, NULL));
+    REFUSED(momento_get_batch(client, "", keys, lens, 2, NULL, cb, NULL));
+    REFUSED(momento_set_batch(client, "c", keys, lens, NULL, vlens, 2, 0, NULL, cb, NULL));
+    REFUSED(momento_set_batch(client, "c", keys, lens, vals, NULL, 2, 0, NULL, cb, NULL));
+    REFUSED(momento_set_batch(client, "c", keys, lens, vals, vlens, 2, (uint64_t)INT64_MAX + 1, NULL, cb, NULL));
     /* A batch whose request would pass the message limit. */
     size_t n = 11;
     const void **bk = calloc(n, sizeof(*bk));
@@ -165,15 +165,15 @@ static void test_scalar_and_batch_refusals(void **state)
         bv[i] = big;
         bvl[i] = MOMENTO_MAX_ITEM_BYTES - 1;
     }
-    REFUSED(momento_set_batch(client, "c", bk, bkl, bv, bvl, n, 0, cb, NULL));
+    REFUSED(momento_set_batch(client, "c", bk, bkl, bv, bvl, n, 0, NULL, cb, NULL));
     free(bk);
     free(bkl);
     free(bv);
     free(bvl);
     free(big);
-    REFUSED(momento_set_if_sync(client, "", "k", 1, "v", 1, 0, MOMENTO_IF_ABSENT, NULL, 0, NULL));
-    REFUSED(momento_get_batch_sync(client, "c", keys, lens, 0, NULL));
-    REFUSED(momento_keys_exist_sync(NULL, "c", keys, lens, 2, NULL));
+    REFUSED(momento_set_if_sync(client, "", "k", 1, "v", 1, 0, MOMENTO_IF_ABSENT, NULL, 0, NULL, NULL));
+    REFUSED(momento_get_batch_sync(client, "c", keys, lens, 0, NULL, NULL));
+    REFUSED(momento_keys_exist_sync(NULL, "c", keys, lens, 2, NULL, NULL));
 }
 
 static void test_config_and_local_refusals(void **state)
@@ -197,7 +197,7 @@ static void test_config_and_local_refusals(void **state)
     assert_string_equal(momento_credentials_cache_endpoint(NULL), "");
     assert_int_equal(momento_credentials_uses_tls(NULL), 0);
     momento_result *r = (momento_result *)0x1;
-    REFUSED(momento_create_cache_sync(client, "bad\x01name", &r));
+    REFUSED(momento_create_cache_sync(client, "bad\x01name", NULL, &r));
     assert_null(r);
     assert_int_equal(momento_result_attempts(NULL), 0);
     assert_int_equal(momento_result_int(NULL), 0);
