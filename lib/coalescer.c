@@ -10,13 +10,31 @@
  * becomes last_write, so nothing joins a write that a later write has
  * overtaken.
  *
- * The lock is held while the leader's RPC is submitted, so no request can
- * join an RPC that is then refused, and it is never held while user
- * callbacks run. */
+ * Waiters are independent (docs/coalescing.md, "Deadlines and
+ * cancellation"). Each has its own deadline, a client timer armed at it,
+ * and its own cancel token; the shared RPC has neither the joiners' tokens
+ * nor any waiter's token, only the deadline of the waiter that issued it and
+ * a token of the coalescer's own. A waiter whose deadline passes or whose
+ * token is cancelled leaves at once with its own callback; the last to leave
+ * cancels the RPC on the wire. When the RPC ends with DEADLINE_EXCEEDED at
+ * its issuer's deadline, a waiter with time left is issued again (leading or
+ * joining a new RPC) rather than failed.
+ *
+ * A waiter is finished exactly once, under the lock: by the RPC's completion
+ * (on_done), by its timer (waiter_fire), both on the completion thread. Its
+ * token hook only marks it and arms its timer for now.
+ *
+ * The lock is held while an RPC is submitted, so no request can join an RPC
+ * that is then refused, and it is never held while user callbacks run.
+ * Lock order (cancel.h): a user's token, this lock, the RPC's token, the
+ * client's lock. */
 #include "momento/coalescer.h"
 
 #include "alloc.h"
+#include "cancel.h"
 #include "op.h"
+#include "result.h"
+#include "retry.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,36 +42,49 @@
 
 typedef enum { CO_GET, CO_SET, CO_DELETE } co_op;
 
+typedef struct inflight inflight;
+
+typedef enum { W_PENDING, W_ATTACHED, W_DONE } waiter_state;
+
 typedef struct waiter {
+    momento_coalescer *co;
     momento_callback cb;
     void *userdata;
-    struct waiter *next;
+    gpr_timespec deadline;          /* its own, fixed at submission */
+    momento_cancel_token *token;    /* a reference, or NULL */
+    momento__cancel_hook hook;
+    momento__timer timer;           /* at its deadline; at once when cancelled */
+    /* Guarded by the coalescer's lock: */
+    waiter_state state;
+    bool cancelled;
+    inflight *e;                    /* while attached */
+    struct waiter *prev, *next;     /* in e's waiters */
 } waiter;
 
 typedef struct key_state key_state;
 
-typedef struct inflight {
+struct inflight {
     momento_coalescer *co;
     key_state *ks;
     co_op op;
     uint64_t ttl_ms;        /* sets: effective TTL */
-    size_t value_len;       /* sets: the value, kept to compare joiners */
+    gpr_timespec deadline;  /* the RPC's: its issuer's */
+    momento_cancel_token *rpc_token; /* cancels the RPC when the last waiter leaves */
+    size_t value_len;       /* sets: the value, kept to compare joiners and to re-issue */
     uint8_t *value;
     size_t n_waiters;
     bool embedded;          /* lives inside its key_state's allocation */
-    waiter first;           /* the leader, inline: most RPCs have no joiner */
-    waiter *more_head;      /* joiners, in arrival order */
-    waiter **more_tail;
-} inflight;
+    waiter *waiters;        /* doubly linked, newest first */
+};
 
 /* A key with requests in flight. The first RPC of a key (with a set's value)
- * is allocated in the same block, after the id: with unique keys - nothing to
- * coalesce - each request then costs one allocation, not three. */
+ * is allocated in the same block, after the id. */
 struct key_state {
     UT_hash_handle hh;
     inflight *open_get;
     inflight *last_write;
     size_t refs;            /* in-flight RPCs of this key */
+    size_t cache_len;
     size_t id_len;
     uint8_t id[];           /* cache name, NUL, key bytes; then the embedded inflight */
 };
@@ -62,7 +93,7 @@ struct key_state {
 
 struct momento_coalescer {
     momento_client *client;
-    pthread_mutex_t lock;   /* guards everything below */
+    pthread_mutex_t lock;   /* guards everything below, and every waiter's state */
     key_state *table;
     bool closed;
     momento_coalescer_counters counters;
@@ -113,8 +144,130 @@ int momento_coalescer_stats(const momento_coalescer *co, momento_coalescer_count
     return MOMENTO_OK;
 }
 
-/* Completion of a shared RPC: detach it, then call every waiter back with
- * the one result. */
+static void attach(inflight *e, waiter *w)
+{
+    w->e = e;
+    w->state = W_ATTACHED;
+    w->prev = NULL;
+    w->next = e->waiters;
+    if (e->waiters)
+        e->waiters->prev = w;
+    e->waiters = w;
+    if (++e->n_waiters > e->co->counters.peak_waiters)
+        e->co->counters.peak_waiters = e->n_waiters;
+}
+
+static void detach(waiter *w)
+{
+    inflight *e = w->e;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        e->waiters = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    e->n_waiters--;
+    w->e = NULL;
+}
+
+/* Newcomers can no longer join `e`. */
+static void close_to_newcomers(inflight *e)
+{
+    if (e->ks->open_get == e)
+        e->ks->open_get = NULL;
+    if (e->ks->last_write == e)
+        e->ks->last_write = NULL;
+}
+
+/* After its callback: the waiter's references go. */
+static void waiter_free(waiter *w)
+{
+    momento_cancel_token_free(w->token);
+    free(w);
+}
+
+/* Calls `w` back with `r`, once it is W_DONE and off every list: outside the
+ * lock. Its hook comes off first, so no cancel touches it afterwards. */
+static void waiter_deliver(waiter *w, const momento_result *r)
+{
+    if (w->token)
+        momento__cancel_hook_remove(w->token, &w->hook);
+    w->cb(r, w->userdata);
+    waiter_free(w);
+}
+
+/* The waiter's token was cancelled: any thread, the token's lock held. The
+ * completion thread calls it back (waiter_fire), at once. */
+static void waiter_cancelled(momento__cancel_hook *h)
+{
+    waiter *w = (waiter *)((char *)h - offsetof(waiter, hook));
+    momento_coalescer *co = w->co;
+    pthread_mutex_lock(&co->lock);
+    if (w->state != W_DONE && !w->cancelled) {
+        w->cancelled = true;
+        /* Re-arming an armed timer cannot fail. A pending waiter is armed
+         * when it attaches, at once since it is now cancelled. */
+        if (w->state == W_ATTACHED)
+            momento__timer_arm(co->client, &w->timer, 0);
+    }
+    pthread_mutex_unlock(&co->lock);
+}
+
+/* The waiter's deadline came, or it was cancelled: it leaves its RPC with
+ * its own callback. On the completion thread. */
+static void waiter_fire(momento__timer *t)
+{
+    waiter *w = (waiter *)((char *)t - offsetof(waiter, timer));
+    momento_coalescer *co = w->co;
+    pthread_mutex_lock(&co->lock);
+    if (w->state != W_ATTACHED) { /* finished by its RPC meanwhile */
+        pthread_mutex_unlock(&co->lock);
+        return;
+    }
+    /* A cancel may have re-armed the timer since it was taken to fire. */
+    momento__timer_disarm(co->client, t);
+    inflight *e = w->e;
+    detach(w);
+    w->state = W_DONE;
+    co->counters.waiters_left++;
+    if (e->n_waiters == 0) {
+        /* Nobody wants the answer: end the RPC on the wire, and let nobody
+         * join it meanwhile. on_done still comes, with no one to call. */
+        close_to_newcomers(e);
+        co->counters.rpcs_abandoned++;
+        momento_cancel(e->rpc_token);
+    }
+    bool cancelled = w->cancelled;
+    pthread_mutex_unlock(&co->lock);
+
+    momento_result r;
+    momento__result_local_error(
+        &r, cancelled ? MOMENTO_ERR_CANCELLED : MOMENTO_ERR_TIMEOUT,
+        cancelled ? "cancelled by the request's cancel token"
+                  : "the request's deadline passed while it waited on a shared RPC");
+    waiter_deliver(w, &r);
+}
+
+static int submit_locked(momento_coalescer *co, co_op op, const char *cache, size_t cache_len,
+                         const void *key, size_t key_len, const void *value, size_t value_len,
+                         uint64_t ttl_ms, waiter *w);
+
+/* Whether `w`, still attached to `e` which ended with `r`, is to be issued
+ * again: the RPC ran out of its issuer's time, not of this waiter's. */
+static bool wants_again(const inflight *e, const waiter *w, const momento_result *r)
+{
+    if (r->error != MOMENTO_ERR_TIMEOUT || w->cancelled)
+        return false;
+    if (gpr_time_cmp(w->deadline, e->deadline) <= 0)
+        return false; /* its own deadline, or an earlier one than its own */
+    /* A server that answers DEADLINE_EXCEEDED early is an answer, not the
+     * RPC's deadline: only after that deadline is the time another's. */
+    return gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), e->deadline) >= 0 &&
+           gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), w->deadline) < 0;
+}
+
+/* Completion of a shared RPC: issue again the waiters it failed for no
+ * fault of theirs, detach it, then call the others back with the result. */
 static void on_done(const momento_result *r, void *userdata)
 {
     inflight *e = userdata;
@@ -122,25 +275,58 @@ static void on_done(const momento_result *r, void *userdata)
     key_state *ks = e->ks;
 
     pthread_mutex_lock(&co->lock);
-    if (ks->open_get == e)
-        ks->open_get = NULL;
-    if (ks->last_write == e)
-        ks->last_write = NULL;
-    bool free_ks = --ks->refs == 0;
+    close_to_newcomers(e);
+    co->counters.keys_in_flight--;
+    ks->refs--;
+    /* The waiter with the most time left goes again first: its RPC lives
+     * longest, so the others that join it are least likely to need a third. */
+    waiter *first = NULL;
+    for (waiter *w = e->waiters; w; w = w->next)
+        if (wants_again(e, w, r) && (!first || gpr_time_cmp(w->deadline, first->deadline) > 0))
+            first = w;
+    if (first && first != e->waiters) {
+        detach(first);
+        first->e = e;
+        first->prev = NULL;
+        first->next = e->waiters;
+        e->waiters->prev = first;
+        e->waiters = first;
+        e->n_waiters++;
+    }
+    waiter *done = NULL;
+    for (waiter *w = e->waiters, *next; w; w = next) {
+        next = w->next;
+        detach(w);
+        if (wants_again(e, w, r)) {
+            /* ks is still in the table (refs counted below), so the
+             * request may join or lead an RPC on the same key. */
+            w->state = W_PENDING;
+            const char *cache = (const char *)ks->id;
+            if (submit_locked(co, e->op, cache, ks->cache_len, ks->id + ks->cache_len + 1,
+                              ks->id_len - ks->cache_len - 1, e->value, e->value_len, e->ttl_ms,
+                              w) == MOMENTO_OK) {
+                co->counters.reissued++;
+                continue;
+            }
+        }
+        w->state = W_DONE;
+        momento__timer_disarm(co->client, &w->timer);
+        w->next = done;
+        done = w;
+    }
+    bool free_ks = ks->refs == 0;
     if (free_ks)
         HASH_DELETE(hh, co->table, ks);
-    co->counters.keys_in_flight--;
     bool release = co->closed && co->counters.keys_in_flight == 0;
     pthread_mutex_unlock(&co->lock);
 
     /* No lock held: a callback may submit again (a fresh RPC, since the
      * entry has left the table) or free the coalescer. */
-    e->first.cb(r, e->first.userdata);
-    for (waiter *w = e->more_head, *next; w; w = next) {
+    for (waiter *w = done, *next; w; w = next) {
         next = w->next;
-        w->cb(r, w->userdata);
-        free(w);
+        waiter_deliver(w, r);
     }
+    momento_cancel_token_free(e->rpc_token);
     /* An embedded inflight goes with its key_state: only when the key has
      * nothing left in flight (and so after this, its last callback). */
     if (!e->embedded)
@@ -165,7 +351,8 @@ static key_state *state_for(momento_coalescer *co, const char *cache, size_t cac
         *err = MOMENTO_ERR_NO_MEMORY;
         return NULL;
     }
-    memcpy(id, cache, cache_len + 1);
+    memcpy(id, cache, cache_len);
+    id[cache_len] = 0;
     memcpy(id + cache_len + 1, key, key_len);
 
     unsigned hv;
@@ -178,6 +365,7 @@ static key_state *state_for(momento_coalescer *co, const char *cache, size_t cac
         ks = momento__malloc(at + sizeof(inflight) + value_len);
         if (ks) {
             memset(ks, 0, sizeof(*ks));
+            ks->cache_len = cache_len;
             ks->id_len = id_len;
             memcpy(ks->id, id, id_len);
             HASH_ADD_KEYPTR_BYHASHVALUE(hh, co->table, ks->id, ks->id_len, hv, ks);
@@ -195,25 +383,101 @@ static inflight *embedded_inflight(key_state *ks)
     return (inflight *)((uint8_t *)ks + ALIGN_UP(sizeof(*ks) + ks->id_len));
 }
 
-static int join(momento_coalescer *co, inflight *e, momento_callback cb, void *userdata)
-{
-    waiter *w = momento__malloc(sizeof(*w));
-    if (!w)
-        return MOMENTO_ERR_NO_MEMORY;
-    w->cb = cb;
-    w->userdata = userdata;
-    w->next = NULL;
-    *e->more_tail = w;
-    e->more_tail = &w->next;
-    if (++e->n_waiters > co->counters.peak_waiters)
-        co->counters.peak_waiters = e->n_waiters;
-    return MOMENTO_OK;
-}
-
 static bool same_set(const inflight *e, const void *value, size_t value_len, uint64_t ttl_ms)
 {
     return e->op == CO_SET && e->ttl_ms == ttl_ms && e->value_len == value_len &&
            (value_len == 0 || memcmp(e->value, value, value_len) == 0);
+}
+
+static int64_t to_ns(gpr_timespec t)
+{
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Attaches pending waiter `w` to an RPC of its request: joins the one in
+ * flight that it may join, or issues one. With the lock held; on the
+ * completion thread too (a waiter issued again). Returns 0, or an error
+ * with `w` left pending and untouched. */
+static int submit_locked(momento_coalescer *co, co_op op, const char *cache, size_t cache_len,
+                         const void *key, size_t key_len, const void *value, size_t value_len,
+                         uint64_t ttl_ms, waiter *w)
+{
+    if (co->closed)
+        return MOMENTO_ERR_CLOSED;
+    /* Its timer at its deadline, or now when already cancelled. Arming
+     * first is the one step that can fail: nothing is joined or sent
+     * unless it succeeded. */
+    int rc = momento__timer_arm(co->client, &w->timer, w->cancelled ? 0 : to_ns(w->deadline));
+    if (rc != MOMENTO_OK)
+        return rc;
+    bool fresh;
+    key_state *ks = state_for(co, cache, cache_len, key, key_len, value_len, &fresh, &rc);
+    if (!ks) {
+        momento__timer_disarm(co->client, &w->timer);
+        return rc;
+    }
+
+    inflight *target = NULL;
+    if (op == CO_GET)
+        target = ks->open_get;
+    else if (ks->last_write && (op == CO_SET ? same_set(ks->last_write, value, value_len, ttl_ms)
+                                             : ks->last_write->op == CO_DELETE))
+        target = ks->last_write;
+    if (target) {
+        attach(target, w);
+        return MOMENTO_OK;
+    }
+
+    inflight *e = fresh ? embedded_inflight(ks) : momento__malloc(sizeof(*e) + value_len);
+    if (e)
+        memset(e, 0, sizeof(*e));
+    rc = e ? momento_cancel_token_new(&e->rpc_token) : MOMENTO_ERR_NO_MEMORY;
+    if (rc == MOMENTO_OK) {
+        e->co = co;
+        e->ks = ks;
+        e->op = op;
+        e->ttl_ms = ttl_ms;
+        e->value_len = value_len;
+        e->value = (uint8_t *)(e + 1);
+        if (value_len)
+            memcpy(e->value, value, value_len);
+        e->embedded = fresh;
+        e->deadline = w->deadline;
+
+        /* Submitted under the lock: on_done cannot run before we return, and
+         * nobody joins an RPC that ends up refused. The RPC carries the
+         * issuer's deadline but only the coalescer's token. */
+        momento__call_opts opts = {.deadline = w->deadline, .token = e->rpc_token};
+        if (op == CO_GET)
+            rc = momento__send_get(co->client, cache, key, key_len, &opts, on_done, e);
+        else if (op == CO_SET)
+            rc = momento__send_set(co->client, cache, key, key_len, value, value_len, ttl_ms, &opts,
+                                   on_done, e);
+        else
+            rc = momento__send_delete(co->client, cache, key, key_len, &opts, on_done, e);
+    }
+    if (rc != MOMENTO_OK) {
+        if (e)
+            momento_cancel_token_free(e->rpc_token);
+        if (e && !fresh)
+            free(e);
+        if (ks->refs == 0) {
+            HASH_DELETE(hh, co->table, ks);
+            free(ks);
+        }
+        momento__timer_disarm(co->client, &w->timer);
+        return rc;
+    }
+    ks->refs++;
+    if (op == CO_GET) {
+        ks->open_get = e;
+    } else {
+        ks->open_get = NULL; /* later gets must observe this write */
+        ks->last_write = e;
+    }
+    co->counters.keys_in_flight++;
+    attach(e, w);
+    return MOMENTO_OK;
 }
 
 /* The one path for all three operations. */
@@ -232,7 +496,30 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
         ttl_ms = momento__effective_ttl(&co->client->cfg, ttl_ms);
     if (op != CO_SET)
         value_len = 0;
-    size_t cache_len = strlen(cache);
+
+    waiter *w = momento__malloc(sizeof(*w));
+    if (!w)
+        return MOMENTO_ERR_NO_MEMORY;
+    memset(w, 0, sizeof(*w));
+    momento__call_opts resolved;
+    momento__call_opts_from(co->client, opts, &resolved);
+    w->co = co;
+    w->cb = cb;
+    w->userdata = userdata;
+    w->deadline = resolved.deadline;
+    w->state = W_PENDING;
+    momento__timer_init(&w->timer, waiter_fire);
+    if (resolved.token) {
+        /* Hung before the lock (the token's lock comes first): a cancel
+         * from here on marks the waiter, and it is called back as soon as
+         * it is attached. */
+        w->token = momento_cancel_token_ref(resolved.token);
+        w->hook.fire = waiter_cancelled;
+        if (momento__cancel_hook_add(w->token, &w->hook) != MOMENTO_OK) {
+            waiter_free(w);
+            return MOMENTO_ERR_CANCELLED;
+        }
+    }
 
     uint64_t *requests = op == CO_GET   ? &co->counters.get_requests
                          : op == CO_SET ? &co->counters.set_requests
@@ -242,101 +529,33 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
                                          : &co->counters.delete_coalesced;
 
     pthread_mutex_lock(&co->lock);
-    if (co->closed) {
-        pthread_mutex_unlock(&co->lock);
-        return MOMENTO_ERR_CLOSED;
+    uint64_t in_flight = co->counters.keys_in_flight;
+    rc = submit_locked(co, op, cache, strlen(cache), key, key_len, value, value_len, ttl_ms, w);
+    if (rc == MOMENTO_OK) {
+        (*requests)++;
+        if (co->counters.keys_in_flight == in_flight)
+            (*coalesced)++; /* joined: no RPC was added */
     }
-    bool fresh;
-    key_state *ks = state_for(co, cache, cache_len, key, key_len, value_len, &fresh, &rc);
-    if (!ks) {
-        pthread_mutex_unlock(&co->lock);
-        return rc;
-    }
-
-    inflight *target = NULL;
-    if (op == CO_GET)
-        target = ks->open_get;
-    else if (ks->last_write && (op == CO_SET ? same_set(ks->last_write, value, value_len, ttl_ms)
-                                             : ks->last_write->op == CO_DELETE))
-        target = ks->last_write;
-    if (target) {
-        rc = join(co, target, cb, userdata);
-        if (rc == MOMENTO_OK) {
-            (*requests)++;
-            (*coalesced)++;
-        }
-        pthread_mutex_unlock(&co->lock);
-        return rc;
-    }
-
-    inflight *e = fresh ? embedded_inflight(ks) : momento__malloc(sizeof(*e) + value_len);
-    if (!e) {
-        pthread_mutex_unlock(&co->lock);
-        return MOMENTO_ERR_NO_MEMORY;
-    }
-    e->co = co;
-    e->ks = ks;
-    e->op = op;
-    e->ttl_ms = ttl_ms;
-    e->value_len = value_len;
-    e->value = (uint8_t *)(e + 1);
-    if (value_len)
-        memcpy(e->value, value, value_len);
-    e->n_waiters = 1;
-    e->embedded = fresh;
-    e->first.cb = cb;
-    e->first.userdata = userdata;
-    e->first.next = NULL;
-    e->more_head = NULL;
-    e->more_tail = &e->more_head;
-
-    /* Submitted under the lock: on_done cannot run before we return, and
-     * nobody joins an RPC that ends up refused. */
-    momento__call_opts resolved;
-    momento__call_opts_from(co->client, opts, &resolved);
-    if (op == CO_GET)
-        rc = momento__send_get(co->client, cache, key, key_len, &resolved, on_done, e);
-    else if (op == CO_SET)
-        rc = momento__send_set(co->client, cache, key, key_len, value, value_len, ttl_ms,
-                               &resolved, on_done, e);
-    else
-        rc = momento__send_delete(co->client, cache, key, key_len, &resolved, on_done, e);
-
-    if (rc != MOMENTO_OK) {
-        if (!fresh)
-            free(e);
-        if (ks->refs == 0) {
-            HASH_DELETE(hh, co->table, ks);
-            free(ks);
-        }
-        pthread_mutex_unlock(&co->lock);
-        return rc;
-    }
-    ks->refs++;
-    if (op == CO_GET) {
-        ks->open_get = e;
-    } else {
-        ks->open_get = NULL; /* later gets must observe this write */
-        ks->last_write = e;
-    }
-    (*requests)++;
-    co->counters.keys_in_flight++;
-    if (co->counters.peak_waiters == 0)
-        co->counters.peak_waiters = 1;
     pthread_mutex_unlock(&co->lock);
-    return MOMENTO_OK;
+    if (rc != MOMENTO_OK) {
+        if (w->token)
+            momento__cancel_hook_remove(w->token, &w->hook);
+        waiter_free(w);
+    }
+    return rc;
 }
 
 int momento_coalescing_get(momento_coalescer *co, const char *cache, const void *key,
-                           size_t key_len, const momento_request_options *opts, momento_callback cb,
-                           void *userdata)
+                           size_t key_len, const momento_request_options *opts,
+                           momento_callback cb, void *userdata)
 {
     return submit(co, CO_GET, cache, key, key_len, NULL, 0, 0, opts, cb, userdata);
 }
 
 int momento_coalescing_set(momento_coalescer *co, const char *cache, const void *key,
                            size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
-                           const momento_request_options *opts, momento_callback cb, void *userdata)
+                           const momento_request_options *opts, momento_callback cb,
+                           void *userdata)
 {
     return submit(co, CO_SET, cache, key, key_len, value, value_len, ttl_ms, opts, cb, userdata);
 }

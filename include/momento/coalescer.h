@@ -109,6 +109,13 @@ typedef struct momento_coalescer_counters {
     uint64_t delete_coalesced;
     uint64_t peak_waiters;      /* most callers ever attached to one RPC */
     uint64_t keys_in_flight;    /* RPCs in flight now */
+    /* Appended with per-request options (docs/coalescing.md, "Deadlines and
+     * cancellation"): */
+    uint64_t waiters_left;      /* waiters called back at their own deadline or
+                                 * cancel, before their shared RPC ended */
+    uint64_t rpcs_abandoned;    /* RPCs cancelled on the wire: their last waiter left */
+    uint64_t reissued;          /* waiters issued again: their RPC hit the deadline
+                                 * of the waiter that issued it, not theirs */
 } momento_coalescer_counters;
 
 /* Fills *ret (at most `size` bytes of it). Returns 0, or

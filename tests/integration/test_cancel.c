@@ -1,0 +1,610 @@
+/* Per-request deadlines and cancel tokens (issue 14), for the plain client
+ * and for coalesced waiters, against the local server. The server's delay
+ * injection holds replies, so a deadline or a cancel always comes while the
+ * request is provably in flight: a fast server cannot make these pass. */
+#include "client.h"
+#include "momento/coalescer.h"
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int client_id;
+
+/* A client whose calls of `rpcs` are held `ms` by the server. */
+static momento_client *delayed_client(tu_fixture *f, const char *rpcs, int64_t ms,
+                                      const momento_config *cfg)
+{
+    momento_client *c = cfg ? tu_client(f->server, cfg) : tu_patient_client(f->server, 30000);
+    char id[32], ms_s[32];
+    snprintf(id, sizeof(id), "cancel-%d", ++client_id);
+    snprintf(ms_s, sizeof(ms_s), "%lld", (long long)ms);
+    momento__client_add_header(c, "request-id", id);
+    momento__client_add_header(c, "delay-rpcs", rpcs);
+    momento__client_add_header(c, "delay-ms", ms_s);
+    return c;
+}
+
+/* One request's callback: its error, outcome and when it came. */
+typedef struct rec {
+    pthread_mutex_t *lock;
+    pthread_cond_t *cond;
+    int calls;
+    int error;
+    momento_outcome outcome;
+    int64_t at_ms;
+} rec;
+
+static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rec_cond = PTHREAD_COND_INITIALIZER;
+
+static void rec_cb(const momento_result *r, void *ud)
+{
+    rec *x = ud;
+    pthread_mutex_lock(&rec_lock);
+    x->calls++;
+    x->error = momento_result_error(r);
+    x->outcome = momento_result_outcome(r);
+    x->at_ms = tu_now_ms();
+    pthread_cond_broadcast(&rec_cond);
+    pthread_mutex_unlock(&rec_lock);
+}
+
+/* Waits until `x` was called back (or `ms` passed); returns its call count. */
+static int rec_wait(rec *x, int64_t ms)
+{
+    int64_t until = tu_now_ms() + ms;
+    pthread_mutex_lock(&rec_lock);
+    while (x->calls == 0 && tu_now_ms() < until) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 5 * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&rec_cond, &rec_lock, &ts);
+    }
+    int n = x->calls;
+    pthread_mutex_unlock(&rec_lock);
+    return n;
+}
+
+static int rec_calls(rec *x)
+{
+    pthread_mutex_lock(&rec_lock);
+    int n = x->calls;
+    pthread_mutex_unlock(&rec_lock);
+    return n;
+}
+
+static momento_request_options with(uint32_t timeout_ms, momento_cancel_token *t)
+{
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.timeout_ms = timeout_ms;
+    o.cancel = t;
+    return o;
+}
+
+static momento_coalescer_counters counters(momento_coalescer *co)
+{
+    momento_coalescer_counters k;
+    assert_int_equal(momento_coalescer_stats(co, &k, sizeof(k)), MOMENTO_OK);
+    return k;
+}
+
+/* Waits until the server has no parked call left (the cancel reached it). */
+static void wait_unparked(tu_fixture *f)
+{
+    int64_t until = tu_now_ms() + TU_MS(3000);
+    while (momento_local_parked_calls(f->server) > 0 && tu_now_ms() < until)
+        usleep(5000);
+    assert_int_equal(momento_local_parked_calls(f->server), 0);
+}
+
+/* ------------------------------------------------------------ options */
+
+static void test_options_are_checked(void **state)
+{
+    tu_fixture *f = *state;
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.size = 0;
+    assert_int_equal(momento_get(f->client, "c", "k", 1, &o, rec_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    o.size = sizeof(size_t); /* older than any version */
+    assert_int_equal(momento_get(f->client, "c", "k", 1, &o, rec_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    o = with(86400001, NULL);
+    assert_int_equal(momento_ping(f->client, &o, rec_cb, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_result *r = (momento_result *)0x1;
+    assert_int_equal(momento_get_sync(f->client, "c", "k", 1, &o, &r),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_null(r);
+
+    /* A newer program's larger struct: accepted while its tail is zero. */
+    struct {
+        momento_request_options known;
+        uint64_t future;
+    } newer;
+    memset(&newer, 0, sizeof(newer));
+    newer.known.size = sizeof(newer);
+    newer.known.timeout_ms = 1000;
+    assert_int_equal(momento_get_sync(f->client, "c", "k", 1, &newer.known, &r), MOMENTO_OK);
+    momento_result_free(r);
+    newer.future = 7;
+    assert_int_equal(momento_get_sync(f->client, "c", "k", 1, &newer.known, &r),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, f->client), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &newer.known, rec_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_coalescer_free(co);
+    assert_int_equal(momento_cancel_token_new(NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_cancel(NULL); /* NULL-safe */
+    momento_cancel_token_free(NULL);
+    assert_int_equal(momento_cancel_token_is_cancelled(NULL), 0);
+}
+
+/* ------------------------------------------------------ plain requests */
+
+static void test_request_deadline_overrides_client(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = delayed_client(f, "get", 1500, NULL); /* client: 30 s */
+    momento_request_options o = with(200, NULL);
+    momento_result *r;
+    int64_t t0 = tu_now_ms();
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, &r), MOMENTO_ERR_TIMEOUT);
+    int64_t took = tu_now_ms() - t0;
+    assert_true(took >= 195 && took < TU_MS(1200));
+    momento_result_free(r);
+    momento_client_free(c);
+
+    /* ...and a longer one than the client's. */
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, 100);
+    c = delayed_client(f, "get", 400, cfg);
+    momento_config_free(cfg);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_ERR_TIMEOUT);
+    momento_result_free(r);
+    o = with(TU_MS(5000), NULL);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+    momento_client_free(c);
+}
+
+typedef struct canceller {
+    momento_cancel_token *token;
+    int after_ms;
+} canceller;
+
+static void *cancel_later(void *arg)
+{
+    canceller *x = arg;
+    usleep((useconds_t)x->after_ms * 1000);
+    momento_cancel(x->token);
+    return NULL;
+}
+
+static void test_cancel_from_another_thread(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = delayed_client(f, "get set", 60000, NULL);
+    uint64_t cancelled_before = momento_local_rpc_count(f->server, NULL, 1);
+    momento_cancel_token *t;
+    assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
+    momento_request_options o = with(0, t);
+    enum { N = 20 };
+    rec recs[N + 1];
+    memset(recs, 0, sizeof(recs));
+    for (int i = 0; i < N; i++)
+        assert_int_equal(momento_get(c, "c", "k", 1, &o, rec_cb, &recs[i]), MOMENTO_OK);
+    assert_int_equal(momento_set(c, "c", "k", 1, "v", 1, 0, &o, rec_cb, &recs[N]), MOMENTO_OK);
+    /* One token covers them all; it is cancelled from a thread that
+     * submitted none of them. */
+    canceller x = {t, 100};
+    pthread_t th;
+    pthread_create(&th, NULL, cancel_later, &x);
+    int64_t t0 = tu_now_ms();
+    for (int i = 0; i <= N; i++) {
+        assert_int_equal(rec_wait(&recs[i], TU_MS(3000)), 1);
+        assert_int_equal(recs[i].error, MOMENTO_ERR_CANCELLED);
+        assert_true(recs[i].at_ms - t0 < TU_MS(1500));
+    }
+    pthread_join(th, NULL);
+    assert_true(momento_cancel_token_is_cancelled(t));
+    /* Cancelled on the wire: the server let go of every held call and
+     * counted each as cancelled by its client. */
+    wait_unparked(f);
+    assert_int_equal(momento_local_rpc_count(f->server, NULL, 1) - cancelled_before, N + 1);
+
+    /* A request with a cancelled token is refused, blocking ones too. */
+    assert_int_equal(momento_get(c, "c", "k", 1, &o, rec_cb, &recs[0]), MOMENTO_ERR_CANCELLED);
+    momento_result *r = (momento_result *)0x1;
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, &r), MOMENTO_ERR_CANCELLED);
+    assert_null(r);
+    momento_cancel(t); /* a second cancel does nothing */
+    usleep(20 * 1000);
+    for (int i = 0; i <= N; i++)
+        assert_int_equal(rec_calls(&recs[i]), 1);
+    momento_cancel_token_free(t);
+    momento_client_free(c);
+}
+
+/* Request A's callback cancels the token of request B. */
+typedef struct chain {
+    momento_cancel_token *token;
+    rec done;
+} chain;
+
+static void cancel_in_callback(const momento_result *r, void *ud)
+{
+    chain *x = ud;
+    momento_cancel(x->token);
+    rec_cb(r, &x->done);
+}
+
+static void test_cancel_from_a_callback(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = delayed_client(f, "get", 60000, NULL);
+    chain x;
+    memset(&x, 0, sizeof(x));
+    assert_int_equal(momento_cancel_token_new(&x.token), MOMENTO_OK);
+    momento_request_options o = with(0, x.token);
+    rec held;
+    memset(&held, 0, sizeof(held));
+    assert_int_equal(momento_get(c, "c", "k", 1, &o, rec_cb, &held), MOMENTO_OK);
+    /* The token's only reference now belongs to the request... */
+    momento_cancel_token *t = x.token;
+    momento_cancel_token_ref(t);
+    momento_cancel_token_free(t);
+    /* ...and to the ping whose callback cancels it. */
+    assert_int_equal(momento_ping(c, NULL, cancel_in_callback, &x), MOMENTO_OK);
+    assert_int_equal(rec_wait(&held, TU_MS(3000)), 1);
+    assert_int_equal(held.error, MOMENTO_ERR_CANCELLED);
+    assert_int_equal(rec_wait(&x.done, TU_MS(3000)), 1);
+    assert_int_equal(x.done.error, MOMENTO_OK);
+    momento_cancel_token_free(x.token);
+    momento_client_free(c);
+}
+
+static void test_cancel_ends_a_waiting_retry(void **state)
+{
+    tu_fixture *f = *state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, 60000);
+    /* Attempts 10 s apart: a cancel must not wait for the next one. */
+    momento_config_set_retry_fixed_timeout(cfg, 3, 5000, 10000);
+    momento_client *c = tu_client(f->server, cfg);
+    momento_config_free(cfg);
+    momento__client_add_header(c, "request-id", "cancel-retry");
+    momento__client_add_header(c, "return-error", "unavailable");
+    momento__client_add_header(c, "error-rpcs", "get");
+    momento_cancel_token *t;
+    assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
+    momento_request_options o = with(0, t);
+    rec x;
+    memset(&x, 0, sizeof(x));
+    assert_int_equal(momento_get(c, "c", "k", 1, &o, rec_cb, &x), MOMENTO_OK);
+    momento_cancel_token_free(t); /* the request keeps its own reference */
+    /* The first attempt fails at once; the request then waits 10 s. */
+    int64_t until = tu_now_ms() + TU_MS(3000);
+    while (momento_local_rpc_count(f->server, "Get", 14) < 1 && tu_now_ms() < until)
+        usleep(2000);
+    usleep(50 * 1000);
+    assert_int_equal(rec_calls(&x), 0);
+    int64_t t0 = tu_now_ms();
+    momento_cancel(t); /* still alive: the request holds it */
+    assert_int_equal(rec_wait(&x, TU_MS(3000)), 1);
+    assert_int_equal(x.error, MOMENTO_ERR_CANCELLED);
+    assert_true(x.at_ms - t0 < TU_MS(1000));
+    /* Not retried after the cancel. */
+    usleep(100 * 1000);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
+    momento_client_free(c);
+}
+
+/* Cancels racing completions: whichever wins, one callback each. */
+static void test_cancel_races_completion(void **state)
+{
+    tu_fixture *f = *state;
+    enum { ROUNDS = 40, PER = 25 };
+    static rec recs[ROUNDS][PER];
+    memset(recs, 0, sizeof(recs));
+    size_t ok = 0, cancelled = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        momento_cancel_token *t;
+        assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
+        momento_request_options o = with(0, t);
+        for (int i = 0; i < PER; i++)
+            assert_int_equal(momento_get(f->client, "c", "k", 1, &o, rec_cb, &recs[round][i]),
+                             MOMENTO_OK);
+        canceller x = {t, round % 3}; /* 0..2 ms: around the replies */
+        pthread_t th;
+        pthread_create(&th, NULL, cancel_later, &x);
+        pthread_join(th, NULL);
+        momento_cancel_token_free(t);
+    }
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int i = 0; i < PER; i++) {
+            assert_int_equal(rec_wait(&recs[round][i], TU_MS(5000)), 1);
+            if (recs[round][i].error == MOMENTO_OK)
+                ok++;
+            else if (recs[round][i].error == MOMENTO_ERR_CANCELLED)
+                cancelled++;
+        }
+    }
+    usleep(50 * 1000);
+    for (int round = 0; round < ROUNDS; round++)
+        for (int i = 0; i < PER; i++)
+            assert_int_equal(rec_calls(&recs[round][i]), 1);
+    assert_int_equal(ok + cancelled, ROUNDS * PER);
+    assert_int_equal(momento_client_in_flight(f->client), 0);
+}
+
+static void test_control_and_batch_take_options(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = delayed_client(f, "list-caches get-batch flush-cache", 2000, NULL);
+    momento_request_options o = with(150, NULL);
+    momento_result *r;
+    assert_int_equal(momento_list_caches_sync(c, &o, &r), MOMENTO_ERR_TIMEOUT);
+    momento_result_free(r);
+    const void *keys[2] = {"a", "b"};
+    size_t lens[2] = {1, 1};
+    assert_int_equal(momento_get_batch_sync(c, "c", keys, lens, 2, &o, &r), MOMENTO_ERR_TIMEOUT);
+    momento_result_free(r);
+    momento_cancel_token *t;
+    momento_cancel_token_new(&t);
+    o = with(0, t);
+    rec x;
+    memset(&x, 0, sizeof(x));
+    assert_int_equal(momento_flush_cache(c, "c", &o, rec_cb, &x), MOMENTO_OK);
+    momento_cancel(t);
+    assert_int_equal(rec_wait(&x, TU_MS(2000)), 1);
+    assert_int_equal(x.error, MOMENTO_ERR_CANCELLED);
+    momento_cancel_token_free(t);
+    momento_client_free(c);
+}
+
+/* ------------------------------------------------------- coalesced waiters */
+
+/* A joiner with a shorter deadline than the RPC it joins is called back at
+ * its own deadline; the RPC goes on for the others. */
+static void test_joiner_called_back_at_its_own_deadline(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = delayed_client(f, "get", 1000, NULL);
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    rec lead, join;
+    memset(&lead, 0, sizeof(lead));
+    memset(&join, 0, sizeof(join));
+    momento_request_options lo = with(TU_MS(10000), NULL), jo = with(200, NULL);
+    int64_t t0 = tu_now_ms();
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, rec_cb, &lead), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &jo, rec_cb, &join), MOMENTO_OK);
+    assert_int_equal(counters(co).get_coalesced, 1);
+    assert_int_equal(rec_wait(&join, TU_MS(3000)), 1);
+    assert_int_equal(join.error, MOMENTO_ERR_TIMEOUT);
+    assert_true(join.at_ms - t0 >= 195 && join.at_ms - t0 < TU_MS(700));
+    assert_int_equal(rec_calls(&lead), 0); /* the RPC goes on */
+    assert_int_equal(rec_wait(&lead, TU_MS(5000)), 1);
+    assert_int_equal(lead.error, MOMENTO_OK);
+    assert_int_equal(lead.outcome, MOMENTO_OUTCOME_MISS);
+    assert_int_equal(counters(co).waiters_left, 1);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+}
+
+/* The leader's cancel does not reach the joiners. */
+static void test_leader_cancel_does_not_poison_joiners(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = delayed_client(f, "get", 800, NULL);
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_cancel_token *t;
+    assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
+    rec lead, join;
+    memset(&lead, 0, sizeof(lead));
+    memset(&join, 0, sizeof(join));
+    momento_request_options lo = with(0, t);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, rec_cb, &lead), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, rec_cb, &join), MOMENTO_OK);
+    usleep(100 * 1000);
+    int64_t t0 = tu_now_ms();
+    momento_cancel(t);
+    assert_int_equal(rec_wait(&lead, TU_MS(2000)), 1);
+    assert_int_equal(lead.error, MOMENTO_ERR_CANCELLED);
+    assert_true(lead.at_ms - t0 < TU_MS(300));
+    assert_int_equal(rec_wait(&join, TU_MS(5000)), 1);
+    assert_int_equal(join.error, MOMENTO_OK);
+    assert_int_equal(join.outcome, MOMENTO_OUTCOME_MISS);
+    /* One RPC, answered, not cancelled. */
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 1);
+    momento_cancel_token_free(t);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+}
+
+/* The leader's deadline does not time the joiners out: when the shared RPC
+ * dies of it, a joiner with time left is issued again. */
+static void test_leader_deadline_reissues_joiners(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = delayed_client(f, "get", 600, NULL);
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    rec lead, join;
+    memset(&lead, 0, sizeof(lead));
+    memset(&join, 0, sizeof(join));
+    momento_request_options lo = with(200, NULL), jo = with(TU_MS(10000), NULL);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, rec_cb, &lead), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &jo, rec_cb, &join), MOMENTO_OK);
+    assert_int_equal(rec_wait(&lead, TU_MS(3000)), 1);
+    assert_int_equal(lead.error, MOMENTO_ERR_TIMEOUT);
+    assert_int_equal(rec_wait(&join, TU_MS(5000)), 1);
+    assert_int_equal(join.error, MOMENTO_OK);
+    assert_int_equal(join.outcome, MOMENTO_OUTCOME_MISS);
+    assert_int_equal(counters(co).reissued, 1);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 1);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+}
+
+/* When the last waiter leaves, the shared RPC is cancelled on the wire. */
+static void test_last_waiter_leaving_cancels_the_rpc(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = delayed_client(f, "get set", 60000, NULL);
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    uint64_t cancelled_before = momento_local_rpc_count(f->server, NULL, 1);
+    momento_cancel_token *a, *b;
+    momento_cancel_token_new(&a);
+    momento_cancel_token_new(&b);
+    rec r1, r2, r3;
+    memset(&r1, 0, sizeof(r1));
+    memset(&r2, 0, sizeof(r2));
+    memset(&r3, 0, sizeof(r3));
+    momento_request_options oa = with(0, a), ob = with(0, b), short_deadline = with(150, NULL);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &oa, rec_cb, &r1), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &ob, rec_cb, &r2), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &short_deadline, rec_cb, &r3),
+                     MOMENTO_OK);
+    assert_int_equal(counters(co).keys_in_flight, 1);
+    momento_cancel(a);
+    assert_int_equal(rec_wait(&r1, TU_MS(2000)), 1);
+    assert_int_equal(rec_wait(&r3, TU_MS(2000)), 1);
+    assert_int_equal(r3.error, MOMENTO_ERR_TIMEOUT);
+    /* One waiter is left: the RPC is still held by the server. */
+    usleep(50 * 1000);
+    assert_int_equal(momento_local_parked_calls(f->server), 1);
+    assert_int_equal(counters(co).rpcs_abandoned, 0);
+    momento_cancel(b);
+    assert_int_equal(rec_wait(&r2, TU_MS(2000)), 1);
+    assert_int_equal(r1.error, MOMENTO_ERR_CANCELLED);
+    assert_int_equal(r2.error, MOMENTO_ERR_CANCELLED);
+    wait_unparked(f);
+    assert_int_equal(momento_local_rpc_count(f->server, NULL, 1) - cancelled_before, 1);
+    assert_int_equal(counters(co).rpcs_abandoned, 1);
+
+    /* A write abandoned the same way; a newcomer after that issues its own
+     * RPC rather than join the abandoned one. */
+    momento_cancel_token *w;
+    momento_cancel_token_new(&w);
+    momento_request_options ow = with(0, w);
+    memset(&r1, 0, sizeof(r1));
+    memset(&r2, 0, sizeof(r2));
+    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, 0, &ow, rec_cb, &r1),
+                     MOMENTO_OK);
+    momento_cancel(w);
+    assert_int_equal(rec_wait(&r1, TU_MS(2000)), 1);
+    assert_int_equal(r1.error, MOMENTO_ERR_CANCELLED);
+    momento_request_options quick = with(100, NULL);
+    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, 0, &quick, rec_cb, &r2),
+                     MOMENTO_OK);
+    assert_int_equal(counters(co).set_coalesced, 0);
+    assert_int_equal(rec_wait(&r2, TU_MS(2000)), 1);
+    assert_int_equal(r2.error, MOMENTO_ERR_TIMEOUT);
+    /* Refused with a token already cancelled: nothing joins, no callback. */
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &oa, rec_cb, &r3),
+                     MOMENTO_ERR_CANCELLED);
+    momento_result *res = (momento_result *)0x1;
+    assert_int_equal(momento_coalescing_get_sync(co, "c", "k", 1, &oa, &res),
+                     MOMENTO_ERR_CANCELLED);
+    assert_null(res);
+    momento_cancel_token_free(a);
+    momento_cancel_token_free(b);
+    momento_cancel_token_free(w);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    assert_int_equal(rec_calls(&r3), 1);
+}
+
+/* Many waiters with deadlines spread over the RPC's life: each is called
+ * back once, none before its own deadline, and those whose deadline came
+ * after the reply get the reply. */
+static void test_spread_deadlines_on_one_rpc(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = delayed_client(f, "get", 500, NULL);
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    enum { N = 40 };
+    rec recs[N];
+    int64_t sent[N];
+    uint32_t timeout[N];
+    memset(recs, 0, sizeof(recs));
+    for (int i = 0; i < N; i++) {
+        timeout[i] = 20 + (uint32_t)i * 40; /* 20 .. 1580 ms */
+        momento_request_options o = with(timeout[i], NULL);
+        sent[i] = tu_now_ms();
+        assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &o, rec_cb, &recs[i]),
+                         MOMENTO_OK);
+    }
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(rec_wait(&recs[i], TU_MS(5000)), 1);
+        int64_t waited = recs[i].at_ms - sent[i];
+        if (recs[i].error == MOMENTO_ERR_TIMEOUT) {
+            assert_true(waited >= (int64_t)timeout[i] - 1);
+            assert_true(timeout[i] < 500 + 100 * (unsigned)tu_time_scale());
+        } else {
+            assert_int_equal(recs[i].error, MOMENTO_OK);
+            assert_true(timeout[i] > 400);
+        }
+    }
+    momento_coalescer_counters k = counters(co);
+    assert_int_equal(k.get_requests, N);
+    usleep(20 * 1000);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(rec_calls(&recs[i]), 1);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_options_are_checked, tu_fixture_setup,
+                                        tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_request_deadline_overrides_client, tu_fixture_setup,
+                                        tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_from_another_thread, tu_fixture_setup,
+                                        tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_from_a_callback, tu_fixture_setup,
+                                        tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_ends_a_waiting_retry, tu_fixture_setup,
+                                        tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_races_completion, tu_fixture_setup,
+                                        tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_control_and_batch_take_options, tu_fixture_setup,
+                                        tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_joiner_called_back_at_its_own_deadline,
+                                        tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_leader_cancel_does_not_poison_joiners,
+                                        tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_leader_deadline_reissues_joiners, tu_fixture_setup,
+                                        tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_last_waiter_leaving_cancels_the_rpc,
+                                        tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_spread_deadlines_on_one_rpc, tu_fixture_setup,
+                                        tu_fixture_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
