@@ -106,7 +106,7 @@ void momento__timer_init(momento__timer *t, void (*fire)(momento__timer *t))
     t->fire = fire;
 }
 
-int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns)
+int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns, bool wake)
 {
     pthread_mutex_lock(&c->lock);
     if (t->index != MOMENTO__HEAP_GONE)
@@ -115,7 +115,7 @@ int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns)
     int rc = momento__heap_push(&c->timers, t) == 0 ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
     bool first = rc == MOMENTO_OK && t->index == 0;
     pthread_mutex_unlock(&c->lock);
-    if (first && momento__current_client != c)
+    if (wake && first && momento__current_client != c)
         kick(c); /* the loop may be asleep until later than this */
     return rc;
 }

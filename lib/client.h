@@ -99,12 +99,16 @@ void momento__client_cancel(momento_client *c, momento__tracked *t, momento__ret
 bool momento__client_cancelled(momento_client *c, momento__tracked *t);
 
 /* Timers, run by the completion thread. Arm (or re-arm) `t` to fire at
- * `due_ns`, from any thread; returns 0 or MOMENTO_ERR_NO_MEMORY. Disarming
+ * `due_ns`, from any thread; returns 0 or MOMENTO_ERR_NO_MEMORY. `wake`:
+ * the completion thread may be asleep past `due_ns` and must be woken if
+ * this is now the first timer; false when something else is sure to wake
+ * it by then (a call whose own deadline is no later), which saves a
+ * wake-up per request. Disarming
  * an unarmed timer does nothing; a timer that has fired is unarmed. A fire
  * may run just after a disarm made by another thread than the completion
  * thread: owners disarm under their own lock and check their state in fire. */
 void momento__timer_init(momento__timer *t, void (*fire)(momento__timer *t));
-int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns);
+int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns, bool wake);
 void momento__timer_disarm(momento_client *c, momento__timer *t);
 
 /* Adds a header sent with every later call of `c`. For tests only: it is not

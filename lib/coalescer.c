@@ -208,7 +208,7 @@ static void waiter_cancelled(momento__cancel_hook *h)
         /* Re-arming an armed timer cannot fail. A pending waiter is armed
          * when it attaches, at once since it is now cancelled. */
         if (w->state == W_ATTACHED)
-            momento__timer_arm(co->client, &w->timer, 0);
+            momento__timer_arm(co->client, &w->timer, 0, true);
     }
     pthread_mutex_unlock(&co->lock);
 }
@@ -261,9 +261,13 @@ static bool wants_again(const inflight *e, const waiter *w, const momento_result
     if (gpr_time_cmp(w->deadline, e->deadline) <= 0)
         return false; /* its own deadline, or an earlier one than its own */
     /* A server that answers DEADLINE_EXCEEDED early is an answer, not the
-     * RPC's deadline: only after that deadline is the time another's. */
-    return gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), e->deadline) >= 0 &&
-           gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), w->deadline) < 0;
+     * RPC's deadline: only at that deadline is the time another's. (A
+     * server's own timer for it starts when the headers arrive, so its
+     * answer may come a little before the client's deadline: hence the
+     * margin.) */
+    gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
+    gpr_timespec rpc_end = gpr_time_sub(e->deadline, gpr_time_from_millis(20, GPR_TIMESPAN));
+    return gpr_time_cmp(now, rpc_end) >= 0 && gpr_time_cmp(now, w->deadline) < 0;
 }
 
 /* Completion of a shared RPC: issue again the waiters it failed for no
@@ -404,18 +408,11 @@ static int submit_locked(momento_coalescer *co, co_op op, const char *cache, siz
 {
     if (co->closed)
         return MOMENTO_ERR_CLOSED;
-    /* Its timer at its deadline, or now when already cancelled. Arming
-     * first is the one step that can fail: nothing is joined or sent
-     * unless it succeeded. */
-    int rc = momento__timer_arm(co->client, &w->timer, w->cancelled ? 0 : to_ns(w->deadline));
-    if (rc != MOMENTO_OK)
-        return rc;
+    int rc;
     bool fresh;
     key_state *ks = state_for(co, cache, cache_len, key, key_len, value_len, &fresh, &rc);
-    if (!ks) {
-        momento__timer_disarm(co->client, &w->timer);
+    if (!ks)
         return rc;
-    }
 
     inflight *target = NULL;
     if (op == CO_GET)
@@ -423,6 +420,20 @@ static int submit_locked(momento_coalescer *co, co_op op, const char *cache, siz
     else if (ks->last_write && (op == CO_SET ? same_set(ks->last_write, value, value_len, ttl_ms)
                                              : ks->last_write->op == CO_DELETE))
         target = ks->last_write;
+
+    /* Its timer at its deadline, or now when already cancelled. The
+     * completion thread must be woken for it only when the RPC it waits on
+     * may still be in flight then: a joiner with a shorter deadline. Arming
+     * comes before joining or sending, since it can fail. */
+    bool wake = w->cancelled || (target && gpr_time_cmp(w->deadline, target->deadline) < 0);
+    rc = momento__timer_arm(co->client, &w->timer, w->cancelled ? 0 : to_ns(w->deadline), wake);
+    if (rc != MOMENTO_OK) {
+        if (ks->refs == 0) {
+            HASH_DELETE(hh, co->table, ks);
+            free(ks);
+        }
+        return rc;
+    }
     if (target) {
         attach(target, w);
         return MOMENTO_OK;

@@ -493,6 +493,9 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
     assert_int_equal(rec_wait(&r3, TU_MS(2000)), 1);
     assert_int_equal(r3.error, MOMENTO_ERR_TIMEOUT);
     /* One waiter is left: the RPC is still held by the server. */
+    int64_t until = tu_now_ms() + TU_MS(3000);
+    while (momento_local_parked_calls(f->server) < 1 && tu_now_ms() < until)
+        usleep(2000);
     usleep(50 * 1000);
     assert_int_equal(momento_local_parked_calls(f->server), 1);
     assert_int_equal(counters(co).rpcs_abandoned, 0);
