@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <utlist.h>
 
 struct momento_cancel_token {
     atomic_size_t refs;
@@ -56,9 +57,7 @@ void momento_cancel(momento_cancel_token *t)
          * by its owner is a no-op. */
         while (t->hooks) {
             momento__cancel_hook *h = t->hooks;
-            t->hooks = h->next;
-            if (t->hooks)
-                t->hooks->prev = NULL;
+            DL_DELETE(t->hooks, h);
             h->linked = false;
             h->fire(h);
         }
@@ -79,11 +78,7 @@ int momento__cancel_hook_add(momento_cancel_token *t, momento__cancel_hook *h)
         h->linked = false;
         return MOMENTO_ERR_CANCELLED;
     }
-    h->prev = NULL;
-    h->next = t->hooks;
-    if (t->hooks)
-        t->hooks->prev = h;
-    t->hooks = h;
+    DL_PREPEND(t->hooks, h);
     h->linked = true;
     pthread_mutex_unlock(&t->lock);
     return MOMENTO_OK;
@@ -94,12 +89,7 @@ void momento__cancel_hook_remove(momento_cancel_token *t, momento__cancel_hook *
     /* Taking the lock also waits out a momento_cancel() firing this hook. */
     pthread_mutex_lock(&t->lock);
     if (h->linked) {
-        if (h->prev)
-            h->prev->next = h->next;
-        else
-            t->hooks = h->next;
-        if (h->next)
-            h->next->prev = h->prev;
+        DL_DELETE(t->hooks, h);
         h->linked = false;
     }
     pthread_mutex_unlock(&t->lock);

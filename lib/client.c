@@ -19,6 +19,7 @@
 #include <grpc/support/time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utlist.h>
 
 _Thread_local const momento_client *momento__current_client;
 
@@ -273,11 +274,7 @@ int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc
         pthread_mutex_unlock(&c->lock);
         return MOMENTO_ERR_CLOSED;
     }
-    t->prev = NULL;
-    t->next = c->in_flight;
-    if (c->in_flight)
-        c->in_flight->prev = t;
-    c->in_flight = t;
+    DL_PREPEND(c->in_flight, t);
     c->n_in_flight++;
     t->call = gc;
     if (t->cancelled) /* its token fired while it was being submitted */
@@ -326,12 +323,7 @@ bool momento__client_cancelled(momento_client *c, momento__tracked *t)
 void momento__client_retire(momento_client *c, momento__tracked *t)
 {
     pthread_mutex_lock(&c->lock);
-    if (t->prev)
-        t->prev->next = t->next;
-    else
-        c->in_flight = t->next;
-    if (t->next)
-        t->next->prev = t->prev;
+    DL_DELETE(c->in_flight, t);
     if (--c->n_in_flight == 0 && c->closing) {
         pthread_cond_broadcast(&c->drained);
         /* A free deferred from a callback: the completion thread ends its

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
+#include <utlist.h>
 
 typedef enum { CO_GET, CO_SET, CO_DELETE } co_op;
 
@@ -148,11 +149,7 @@ static void attach(inflight *e, waiter *w)
 {
     w->e = e;
     w->state = W_ATTACHED;
-    w->prev = NULL;
-    w->next = e->waiters;
-    if (e->waiters)
-        e->waiters->prev = w;
-    e->waiters = w;
+    DL_PREPEND(e->waiters, w);
     if (++e->n_waiters > e->co->counters.peak_waiters)
         e->co->counters.peak_waiters = e->n_waiters;
 }
@@ -160,12 +157,7 @@ static void attach(inflight *e, waiter *w)
 static void detach(waiter *w)
 {
     inflight *e = w->e;
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        e->waiters = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
+    DL_DELETE(e->waiters, w);
     e->n_waiters--;
     w->e = NULL;
 }
@@ -289,13 +281,8 @@ static void on_done(const momento_result *r, void *userdata)
         if (wants_again(e, w, r) && (!first || gpr_time_cmp(w->deadline, first->deadline) > 0))
             first = w;
     if (first && first != e->waiters) {
-        detach(first);
-        first->e = e;
-        first->prev = NULL;
-        first->next = e->waiters;
-        e->waiters->prev = first;
-        e->waiters = first;
-        e->n_waiters++;
+        DL_DELETE(e->waiters, first);
+        DL_PREPEND(e->waiters, first);
     }
     waiter *done = NULL;
     for (waiter *w = e->waiters, *next; w; w = next) {
