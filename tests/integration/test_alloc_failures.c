@@ -220,6 +220,35 @@ static int run_set(momento_client *c, momento_result **ret)
     return momento_set_sync(c, "c", "k1", 2, "one", 3, 0, NULL, ret);
 }
 
+/* With a cancel token and a deadline of its own: the token's hook, and for
+ * the coalescer its waiter, timer and RPC token, are on the path too. */
+static momento_cancel_token *g_token;
+static momento_coalescer *g_co;
+
+static int run_get_with_token(momento_client *c, momento_result **ret)
+{
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.timeout_ms = 5000;
+    o.cancel = g_token;
+    return momento_get_sync(c, "c", "k1", 2, &o, ret);
+}
+
+static int run_coalesced_get(momento_client *c, momento_result **ret)
+{
+    (void)c;
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.timeout_ms = 5000;
+    o.cancel = g_token;
+    return momento_coalescing_get_sync(g_co, "c", "k1", 2, &o, ret);
+}
+
+static bool check_hit_one(const momento_result *r)
+{
+    size_t len = 0;
+    const void *v = momento_result_value(r, &len);
+    return momento_result_is_hit(r) && len == 3 && memcmp(v, "one", 3) == 0;
+}
+
 static bool check_success(const momento_result *r)
 {
     return momento_result_outcome(r) == MOMENTO_OUTCOME_SUCCESS;
@@ -289,7 +318,11 @@ static void test_call_path(void **state)
         {"keys exist", run_keys_exist, check_keys_exist},
         {"list caches", run_list, check_list},
         {"set if", run_set_if, check_stored},
+        {"get with a token", run_get_with_token, check_hit_one},
+        {"coalesced get with a token", run_coalesced_get, check_hit_one},
     };
+    assert_int_equal(momento_cancel_token_new(&g_token), MOMENTO_OK);
+    assert_int_equal(momento_coalescer_new(&g_co, c), MOMENTO_OK);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int n = 0;
         for (;; n++) {
@@ -329,6 +362,8 @@ static void test_call_path(void **state)
         if (n < 3)
             fail_msg("%s: only %d allocations on its path", cases[i].name, n);
     }
+    momento_coalescer_free(g_co);
+    momento_cancel_token_free(g_token);
     momento_client_free(c);
     momento_local_stop(server);
 }
