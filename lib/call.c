@@ -190,6 +190,11 @@ int momento__call_start(momento_client *c, momento__rpc_id m, const char *cache,
     return momento__call_start_with(c, m, cache, req, &resolved, cb, userdata);
 }
 
+void momento__call_cancel(momento__call *call, const char *why)
+{
+    momento__client_cancel(call->client, &call->track, &call->retry, why);
+}
+
 /* The token was cancelled (any thread, under the token's lock). */
 static void on_token_cancelled(momento__cancel_hook *h)
 {
@@ -280,6 +285,8 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
     }
     call->n_md = n_md;
 
+    if (opts->started)
+        *opts->started = call;
     rc = launch_attempt(call, gc);
     if (rc != MOMENTO_OK) {
         /* Refuse the request rather than lose it: no callback follows. */

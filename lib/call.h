@@ -24,6 +24,9 @@ typedef struct momento__call_opts {
      * per key); any other count is MOMENTO_ERR_BAD_RESPONSE, and reading
      * stops at the first message too many. 0: any number. */
     size_t expect_msgs;
+    /* When not NULL, set to the call once it is accepted, for
+     * momento__call_cancel() (the coalescer's abandoned RPCs). */
+    momento__call **started;
 } momento__call_opts;
 
 /* Resolves a request's options (NULL: the client's defaults; already
@@ -43,6 +46,9 @@ int momento__call_start(momento_client *c, momento__rpc_id m, const char *cache,
 int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *cache,
                              const ProtobufCMessage *req, const momento__call_opts *opts,
                              momento_callback cb, void *userdata);
+/* Cancels an accepted call as its token would (any thread). Valid until
+ * the call's callback has returned. */
+void momento__call_cancel(momento__call *call, const char *why);
 /* Runs on the completion thread for each completion-queue event of a call
  * (a call has a second tag, for stream messages). */
 void momento__call_event(void *tag, int success);

@@ -102,16 +102,37 @@ static void timer_moved(void *item, size_t index)
 
 void momento__timer_init(momento__timer *t, void (*fire)(momento__timer *t))
 {
-    t->due_ns = 0;
+    memset(t, 0, sizeof(*t));
     t->index = MOMENTO__HEAP_GONE;
     t->fire = fire;
+}
+
+/* With the lock held: off the heap and the soon list. */
+static void timer_unlink(momento_client *c, momento__timer *t)
+{
+    if (t->index != MOMENTO__HEAP_GONE)
+        momento__heap_remove(&c->timers, t->index);
+    if (t->soon) {
+        DL_DELETE(c->soon, t);
+        t->soon = false;
+    }
+}
+
+void momento__timer_fire_soon(momento_client *c, momento__timer *t)
+{
+    pthread_mutex_lock(&c->lock);
+    timer_unlink(c, t);
+    DL_APPEND(c->soon, t);
+    t->soon = true;
+    pthread_mutex_unlock(&c->lock);
+    if (momento__current_client != c)
+        kick(c);
 }
 
 int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns, bool wake)
 {
     pthread_mutex_lock(&c->lock);
-    if (t->index != MOMENTO__HEAP_GONE)
-        momento__heap_remove(&c->timers, t->index);
+    timer_unlink(c, t);
     t->due_ns = due_ns;
     int rc = momento__heap_push(&c->timers, t) == 0 ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
     bool first = rc == MOMENTO_OK && t->index == 0;
@@ -124,8 +145,7 @@ int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns, boo
 void momento__timer_disarm(momento_client *c, momento__timer *t)
 {
     pthread_mutex_lock(&c->lock);
-    if (t->index != MOMENTO__HEAP_GONE)
-        momento__heap_remove(&c->timers, t->index);
+    timer_unlink(c, t);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -134,13 +154,23 @@ static gpr_timespec timers_run(momento_client *c)
 {
     for (;;) {
         pthread_mutex_lock(&c->lock);
-        momento__timer *t = momento__heap_peek(&c->timers);
+        momento__timer *t = c->soon;
+        if (t) {
+            DL_DELETE(c->soon, t);
+            t->soon = false;
+            pthread_mutex_unlock(&c->lock);
+            t->fire(t);
+            continue;
+        }
+        t = momento__heap_peek(&c->timers);
         int64_t now = momento__now_ns();
         if (!t || t->due_ns > now) {
+            /* Read under the lock: another thread may re-arm it. */
+            int64_t due = t ? t->due_ns : 0;
             pthread_mutex_unlock(&c->lock);
             if (!t)
                 return gpr_inf_future(GPR_CLOCK_MONOTONIC);
-            gpr_timespec at = {t->due_ns / 1000000000, (int32_t)(t->due_ns % 1000000000),
+            gpr_timespec at = {due / 1000000000, (int32_t)(due % 1000000000),
                                GPR_CLOCK_MONOTONIC};
             return at;
         }

@@ -33,6 +33,8 @@ typedef struct momento__timer {
     int64_t due_ns;                         /* monotonic */
     size_t index;                           /* in the heap; MOMENTO__HEAP_GONE when not armed */
     void (*fire)(struct momento__timer *t); /* on the completion thread, no lock held */
+    bool soon;                              /* on the list of timers due at once */
+    struct momento__timer *prev, *next;     /* ...that list */
 } momento__timer;
 
 #define MOMENTO__MAX_EXTRA_HEADERS 8
@@ -58,6 +60,7 @@ struct momento_client {
     size_t n_in_flight;
     momento__retries retries;    /* calls waiting to retry */
     momento__heap timers;        /* armed momento__timers, by due_ns */
+    momento__timer *soon;        /* timers due at once (no allocation: cannot fail) */
     bool closing;                /* momento_client_free() has begun; written only
                                   * by client.c, read by retry.c in the lock
                                   * section that queues a retry */
@@ -109,6 +112,9 @@ bool momento__client_cancelled(momento_client *c, momento__tracked *t);
  * thread: owners disarm under their own lock and check their state in fire. */
 void momento__timer_init(momento__timer *t, void (*fire)(momento__timer *t));
 int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns, bool wake);
+/* Makes `t` fire as soon as the completion thread can, armed or not, from
+ * any thread; unlike arming it needs no memory and cannot fail (a cancel). */
+void momento__timer_fire_soon(momento_client *c, momento__timer *t);
 void momento__timer_disarm(momento_client *c, momento__timer *t);
 
 /* Adds a header sent with every later call of `c`. For tests only: it is not

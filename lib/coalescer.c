@@ -11,23 +11,23 @@
  * overtaken.
  *
  * Waiters are independent (docs/coalescing.md, "Deadlines and
- * cancellation"). Each has its own deadline, a client timer armed at it,
- * and its own cancel token; the shared RPC has neither the joiners' tokens
- * nor any waiter's token, only the deadline of the waiter that issued it and
- * a token of the coalescer's own. A waiter whose deadline passes or whose
- * token is cancelled leaves at once with its own callback; the last to leave
- * cancels the RPC on the wire. When the RPC ends with DEADLINE_EXCEEDED at
+ * cancellation"). Each has its own deadline and its own cancel token; the
+ * shared RPC carries no waiter's token, only the deadline of the waiter that
+ * issued it. A joiner with a shorter deadline than the RPC's has a client
+ * timer armed at it (the others need none: the RPC ends by their deadline
+ * and brings their callback or re-issue). A waiter whose deadline passes or
+ * whose token is cancelled leaves at once with its own callback; the last
+ * to leave cancels the RPC on the wire (momento__call_cancel). When the RPC ends with DEADLINE_EXCEEDED at
  * its issuer's deadline, a waiter with time left is issued again (leading or
  * joining a new RPC) rather than failed.
  *
  * A waiter is finished exactly once, under the lock: by the RPC's completion
  * (on_done), by its timer (waiter_fire), both on the completion thread. Its
- * token hook only marks it and arms its timer for now.
+ * token hook only marks it and makes its timer fire at once.
  *
  * The lock is held while an RPC is submitted, so no request can join an RPC
  * that is then refused, and it is never held while user callbacks run.
- * Lock order (cancel.h): a user's token, this lock, the RPC's token, the
- * client's lock. */
+ * Lock order (cancel.h): a user's token, this lock, the client's lock. */
 #include "momento/coalescer.h"
 
 #include "alloc.h"
@@ -58,6 +58,9 @@ typedef struct waiter {
     /* Guarded by the coalescer's lock: */
     waiter_state state;
     bool cancelled;
+    bool armed;                     /* its timer may be armed (the client's lock
+                                     * guards the timer itself; this spares
+                                     * taking it for waiters that have none) */
     inflight *e;                    /* while attached */
     struct waiter *prev, *next;     /* in e's waiters */
 } waiter;
@@ -70,7 +73,7 @@ struct inflight {
     co_op op;
     uint64_t ttl_ms;        /* sets: effective TTL */
     gpr_timespec deadline;  /* the RPC's: its issuer's */
-    momento_cancel_token *rpc_token; /* cancels the RPC when the last waiter leaves */
+    momento__call *call;    /* the RPC, cancelled when the last waiter leaves */
     size_t value_len;       /* sets: the value, kept to compare joiners and to re-issue */
     uint8_t *value;
     size_t n_waiters;
@@ -171,6 +174,15 @@ static void close_to_newcomers(inflight *e)
         e->ks->last_write = NULL;
 }
 
+/* With the lock held. */
+static void disarm(waiter *w)
+{
+    if (w->armed) {
+        momento__timer_disarm(w->co->client, &w->timer);
+        w->armed = false;
+    }
+}
+
 /* After its callback: the waiter's references go. */
 static void waiter_free(waiter *w)
 {
@@ -197,10 +209,11 @@ static void waiter_cancelled(momento__cancel_hook *h)
     pthread_mutex_lock(&co->lock);
     if (w->state != W_DONE && !w->cancelled) {
         w->cancelled = true;
-        /* Re-arming an armed timer cannot fail. A pending waiter is armed
-         * when it attaches, at once since it is now cancelled. */
-        if (w->state == W_ATTACHED)
-            momento__timer_arm(co->client, &w->timer, 0, true);
+        /* A pending waiter is called back as soon as it attaches. */
+        if (w->state == W_ATTACHED) {
+            momento__timer_fire_soon(co->client, &w->timer);
+            w->armed = true;
+        }
     }
     pthread_mutex_unlock(&co->lock);
 }
@@ -218,6 +231,7 @@ static void waiter_fire(momento__timer *t)
     }
     /* A cancel may have re-armed the timer since it was taken to fire. */
     momento__timer_disarm(co->client, t);
+    w->armed = false;
     inflight *e = w->e;
     detach(w);
     w->state = W_DONE;
@@ -227,7 +241,7 @@ static void waiter_fire(momento__timer *t)
          * join it meanwhile. on_done still comes, with no one to call. */
         close_to_newcomers(e);
         co->counters.rpcs_abandoned++;
-        momento_cancel(e->rpc_token);
+        momento__call_cancel(e->call, "cancelled: every request waiting on it left");
     }
     bool cancelled = w->cancelled;
     pthread_mutex_unlock(&co->lock);
@@ -301,7 +315,7 @@ static void on_done(const momento_result *r, void *userdata)
             }
         }
         w->state = W_DONE;
-        momento__timer_disarm(co->client, &w->timer);
+        disarm(w);
         w->next = done;
         done = w;
     }
@@ -317,7 +331,6 @@ static void on_done(const momento_result *r, void *userdata)
         next = w->next;
         waiter_deliver(w, r);
     }
-    momento_cancel_token_free(e->rpc_token);
     /* An embedded inflight goes with its key_state: only when the key has
      * nothing left in flight (and so after this, its last callback). */
     if (!e->embedded)
@@ -408,18 +421,26 @@ static int submit_locked(momento_coalescer *co, co_op op, const char *cache, siz
                                              : ks->last_write->op == CO_DELETE))
         target = ks->last_write;
 
-    /* Its timer at its deadline, or now when already cancelled. The
-     * completion thread must be woken for it only when the RPC it waits on
-     * may still be in flight then: a joiner with a shorter deadline. Arming
-     * comes before joining or sending, since it can fail. */
-    bool wake = w->cancelled || (target && gpr_time_cmp(w->deadline, target->deadline) < 0);
-    rc = momento__timer_arm(co->client, &w->timer, w->cancelled ? 0 : to_ns(w->deadline), wake);
-    if (rc != MOMENTO_OK) {
-        if (ks->refs == 0) {
-            HASH_DELETE(hh, co->table, ks);
-            free(ks);
+    /* A timer at its deadline only when the RPC it waits on may outlive
+     * it: a joiner with a shorter deadline. Otherwise the RPC ends by then
+     * and brings its callback (or its re-issue). Arming comes before
+     * joining or sending, since it can fail; a cancelled waiter is called
+     * back at once, which cannot fail. */
+    if (w->cancelled) {
+        momento__timer_fire_soon(co->client, &w->timer);
+        w->armed = true;
+    } else if (target && gpr_time_cmp(w->deadline, target->deadline) < 0) {
+        rc = momento__timer_arm(co->client, &w->timer, to_ns(w->deadline), true);
+        if (rc != MOMENTO_OK) {
+            if (ks->refs == 0) {
+                HASH_DELETE(hh, co->table, ks);
+                free(ks);
+            }
+            return rc;
         }
-        return rc;
+        w->armed = true;
+    } else {
+        disarm(w); /* issued again: no longer needed */
     }
     if (target) {
         attach(target, w);
@@ -429,7 +450,7 @@ static int submit_locked(momento_coalescer *co, co_op op, const char *cache, siz
     inflight *e = fresh ? embedded_inflight(ks) : momento__malloc(sizeof(*e) + value_len);
     if (e)
         memset(e, 0, sizeof(*e));
-    rc = e ? momento_cancel_token_new(&e->rpc_token) : MOMENTO_ERR_NO_MEMORY;
+    rc = e ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
     if (rc == MOMENTO_OK) {
         e->co = co;
         e->ks = ks;
@@ -444,8 +465,8 @@ static int submit_locked(momento_coalescer *co, co_op op, const char *cache, siz
 
         /* Submitted under the lock: on_done cannot run before we return, and
          * nobody joins an RPC that ends up refused. The RPC carries the
-         * issuer's deadline but only the coalescer's token. */
-        momento__call_opts opts = {.deadline = w->deadline, .token = e->rpc_token};
+         * issuer's deadline and no waiter's token. */
+        momento__call_opts opts = {.deadline = w->deadline, .started = &e->call};
         if (op == CO_GET)
             rc = momento__send_get(co->client, cache, key, key_len, &opts, on_done, e);
         else if (op == CO_SET)
@@ -455,15 +476,13 @@ static int submit_locked(momento_coalescer *co, co_op op, const char *cache, siz
             rc = momento__send_delete(co->client, cache, key, key_len, &opts, on_done, e);
     }
     if (rc != MOMENTO_OK) {
-        if (e)
-            momento_cancel_token_free(e->rpc_token);
         if (e && !fresh)
             free(e);
         if (ks->refs == 0) {
             HASH_DELETE(hh, co->table, ks);
             free(ks);
         }
-        momento__timer_disarm(co->client, &w->timer);
+        disarm(w);
         return rc;
     }
     ks->refs++;
