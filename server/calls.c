@@ -6,7 +6,14 @@
  * holds up any other. A parked call never outlives its client: its delay
  * ends at its deadline at the latest, and it watches for its client going
  * away (RECV_CLOSE_ON_SERVER started when it is parked), which takes it off
- * the heap and frees it at once. */
+ * the heap and frees it at once.
+ *
+ * Every call's RECV_CLOSE_ON_SERVER also tells whether it ended before its
+ * status was sent (gRPC's `cancelled`): a call its client cancelled or left
+ * then is counted for momento_local_cancelled_calls(), parked or not. A
+ * unary call that is not parked receives it in the batch of its reply; a
+ * parked call and a stream watch for it in a batch of their own, as each
+ * of their batches must complete before the next can start. */
 #include "srv_server.h"
 
 #include "grpc_util.h"
@@ -28,10 +35,11 @@
 /* Upper bound on how long the loop sleeps, so momento_local_stop() is seen
  * promptly even with no traffic. */
 #define MAX_WAIT_MS 50
-/* A parked call whose client goes away this close to its deadline (or
- * later) counts as DEADLINE_EXCEEDED, else as CANCELLED: the client's own
- * deadline timer and the server's (which starts when the headers arrive)
- * fire a little apart. */
+/* A call whose client goes away this close to its deadline (or later),
+ * before its status was sent, ended at its deadline (a parked one counts
+ * as DEADLINE_EXCEEDED), else its client cancelled it (a parked one counts
+ * as CANCELLED): the client's own deadline timer and the server's (which
+ * starts when the headers arrive) fire a little apart. */
 #define DEADLINE_SLACK_MS 50
 
 typedef enum { TAG_NEW_CALL, TAG_BATCH, TAG_CLOSE, TAG_SHUTDOWN } tag_kind;
@@ -63,6 +71,8 @@ typedef struct srv_call {
      * the connection drops, or (after the reply) the call is over. */
     tag_kind close_kind;
     bool close_started;        /* RECV_CLOSE_ON_SERVER is in a batch already */
+    bool close_in_reply;       /* ... in the reply's final batch (`kind` TAG_BATCH) */
+    bool server_ended;         /* we cancelled it ourselves: a reply batch would not start */
     bool client_gone;          /* that batch completed: send nothing more */
     bool finished;             /* nothing more to send; free when no batch is out */
     int outstanding;           /* batches started whose tags have not come back */
@@ -132,6 +142,23 @@ static bool streaming(momento__rpc_id m)
     return m != SRV_UNKNOWN && momento__rpcs[m].streaming;
 }
 
+/* Starts RECV_CLOSE_ON_SERVER in a batch of its own (tag `close_kind`). It
+ * completes when the client cancels or goes away, the deadline passes, the
+ * server stops, or (after the reply) the call is over; on_close() reads
+ * which. Should it fail to start, a parked call still leaves at its
+ * deadline and a stream's final batch carries RECV_CLOSE_ON_SERVER. */
+static void watch_close(srv_call *c)
+{
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    op.data.recv_close_on_server.cancelled = &c->cancelled;
+    if (grpc_call_start_batch(c->call, &op, 1, &c->close_kind, NULL) == GRPC_CALL_OK) {
+        c->close_started = true;
+        c->outstanding++;
+    }
+}
+
 /* Starts the next batch of a call's reply; false when there is none left.
  * A unary reply is one batch. A stream sends its first message with the
  * initial metadata, one message per batch after that, and closes with the
@@ -140,6 +167,10 @@ static bool send_next(srv_call *c)
 {
     if (c->final_sent)
         return false;
+    /* A stream's client may cancel between its messages: the batches in
+     * progress would only fail, not say so. */
+    if (!c->close_started && streaming(c->method))
+        watch_close(c);
     grpc_op ops[4];
     size_t n = 0;
     memset(ops, 0, sizeof(ops));
@@ -176,12 +207,18 @@ static bool send_next(srv_call *c)
             ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
             n++;
             c->close_started = true;
+            c->close_in_reply = true;
         }
         c->final_sent = true;
     }
     c->kind = TAG_BATCH;
-    if (grpc_call_start_batch(c->call, ops, n, c, NULL) != GRPC_CALL_OK)
+    if (grpc_call_start_batch(c->call, ops, n, c, NULL) != GRPC_CALL_OK) {
+        /* finish() cancels the call, which its RECV_CLOSE_ON_SERVER (if
+         * any is out) reports as cancelled: not the client's doing. */
+        c->server_ended = true;
+        c->close_in_reply = false;
         return false;
+    }
     c->outstanding++;
     return true;
 }
@@ -260,6 +297,44 @@ static void parked_changed(momento_local *s)
     atomic_store_explicit(&s->parked, s->timers.n, memory_order_relaxed);
 }
 
+/* Whether the call's deadline is less than DEADLINE_SLACK_MS away, or
+ * past. */
+static bool near_deadline(const srv_call *c)
+{
+    /* The deadline of a call outside the table is in `details`. */
+    gpr_timespec d = c->method == SRV_UNKNOWN ? c->details.deadline : c->deadline;
+    if (d.tv_sec == INT64_MAX)
+        return false;
+    gpr_timespec left = gpr_time_sub(gpr_convert_clock_type(d, GPR_CLOCK_MONOTONIC),
+                                     gpr_now(GPR_CLOCK_MONOTONIC));
+    return gpr_time_cmp(left, gpr_time_from_millis(DEADLINE_SLACK_MS, GPR_TIMESPAN)) < 0;
+}
+
+/* Who ended a call before its status was sent, as a status: UNAVAILABLE
+ * the server stopping (which cancels every call), DEADLINE_EXCEEDED its
+ * deadline (gRPC cancels the call at it, and the client's own timer fires
+ * then too), CANCELLED its client, by cancelling or going away. gRPC says
+ * only that the call was cancelled, not by whom, hence the clocks. */
+static grpc_status_code ended_by(const srv_call *c)
+{
+    if (atomic_load(&c->s->stopping))
+        return GRPC_STATUS_UNAVAILABLE;
+    if (near_deadline(c))
+        return GRPC_STATUS_DEADLINE_EXCEEDED;
+    return GRPC_STATUS_CANCELLED;
+}
+
+/* The call's RECV_CLOSE_ON_SERVER completed after its reply had begun (or
+ * with it): counts the call as cancelled by its client if gRPC says it
+ * ended before its status was sent and neither we, the deadline nor the
+ * server stopping ended it. A call whose status had gone out is not
+ * counted, whatever the client does afterwards. */
+static void count_if_client_cancelled(srv_call *c)
+{
+    if (c->cancelled && !c->server_ended && ended_by(c) == GRPC_STATUS_CANCELLED)
+        srv_stats_count_client_cancel(c->s, c->method);
+}
+
 /* Holds the call until `delay_ms` from now, or its deadline if that comes
  * first, and watches for its client going away meanwhile. False if it
  * could not be parked (out of memory). */
@@ -275,15 +350,7 @@ static bool park(srv_call *c, uint32_t delay_ms)
     if (momento__heap_push(&s->timers, c) != 0)
         return false;
     parked_changed(s);
-    grpc_op op;
-    memset(&op, 0, sizeof(op));
-    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-    op.data.recv_close_on_server.cancelled = &c->cancelled;
-    /* Should this fail, the call still leaves at its deadline. */
-    if (grpc_call_start_batch(c->call, &op, 1, &c->close_kind, NULL) == GRPC_CALL_OK) {
-        c->close_started = true;
-        c->outstanding++;
-    }
+    watch_close(c);
     return true;
 }
 
@@ -351,6 +418,11 @@ static void on_new_call(srv_call *c, bool ok)
 static void on_batch(srv_call *c, bool ok)
 {
     c->outstanding--;
+    if (c->close_in_reply && c->final_sent) {
+        /* This was the final batch, RECV_CLOSE_ON_SERVER with it. */
+        c->close_in_reply = false;
+        count_if_client_cancelled(c);
+    }
     if (c->finished) {
         if (c->outstanding == 0)
             call_free(c);
@@ -360,12 +432,13 @@ static void on_batch(srv_call *c, bool ok)
         finish(c);
 }
 
-/* The RECV_CLOSE_ON_SERVER started when the call was parked completed. While
- * the call is still parked that means its client is gone (cancelled, past
- * its deadline, disconnected) or the server is stopping: the call leaves
- * the heap and is freed, counted as CANCELLED, DEADLINE_EXCEEDED or (when
- * stopping) UNAVAILABLE. Otherwise the reply under way stops, if it has not
- * ended already. */
+/* The RECV_CLOSE_ON_SERVER of watch_close() completed. While the call is
+ * still parked that means its client is gone (cancelled, past its
+ * deadline, disconnected) or the server is stopping: the call leaves the
+ * heap and is freed, counted as CANCELLED (and as cancelled by its
+ * client), DEADLINE_EXCEEDED or (when stopping) UNAVAILABLE. Otherwise the
+ * reply under way stops, if it has not ended already, and the call is
+ * counted as cancelled by its client if it was. */
 static void on_close(srv_call *c)
 {
     momento_local *s = c->s;
@@ -373,16 +446,15 @@ static void on_close(srv_call *c)
     c->client_gone = true;
     if (c->heap_index != MOMENTO__HEAP_GONE) {
         unpark(s, c->heap_index);
-        grpc_status_code st = GRPC_STATUS_CANCELLED;
-        if (atomic_load(&s->stopping))
-            st = GRPC_STATUS_UNAVAILABLE;
-        else if (c->deadline_ms != INT64_MAX &&
-                 store_now_ms() >= c->deadline_ms - DEADLINE_SLACK_MS)
-            st = GRPC_STATUS_DEADLINE_EXCEEDED;
+        grpc_status_code st = ended_by(c);
         srv_stats_count(s, c->method, st);
+        if (st == GRPC_STATUS_CANCELLED)
+            srv_stats_count_client_cancel(s, c->method);
         finish(c);
-    } else if (c->finished && c->outstanding == 0) {
-        call_free(c);
+    } else {
+        count_if_client_cancelled(c);
+        if (c->finished && c->outstanding == 0)
+            call_free(c);
     }
 }
 

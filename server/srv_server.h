@@ -59,6 +59,9 @@ struct momento_local {
     bool shut_down;            /* the shutdown tag arrived */
 
     atomic_uint_fast64_t stats[SRV_METHOD_COUNT][SRV_STATUS_COUNT];
+    /* Calls per method that their client cancelled (or left) before the
+     * server had sent their status; each is in `stats` as well. */
+    atomic_uint_fast64_t client_cancels[SRV_METHOD_COUNT];
     atomic_uint_fast64_t header_counts[SRV_COUNTED_HEADERS];
 };
 
@@ -74,6 +77,8 @@ void srv_calls_stop(momento_local *s);
 
 /* stats.c. Server thread only, though the counters may be read anywhere. */
 void srv_stats_count(momento_local *s, momento__rpc_id m, grpc_status_code status);
+/* A call of `m` its client cancelled before its status was sent. */
+void srv_stats_count_client_cancel(momento_local *s, momento__rpc_id m);
 void srv_stats_count_headers(momento_local *s, const grpc_metadata_array *md);
 
 #endif

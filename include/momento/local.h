@@ -89,6 +89,26 @@ MOMENTO_EXPORT const char *momento_local_endpoint(const momento_local *s);
 MOMENTO_EXPORT uint64_t momento_local_rpc_count(const momento_local *s, const char *method,
                                                int grpc_status);
 /*
+ * Calls for `method` (named as for momento_local_rpc_count(); NULL = every
+ * method) that their client cancelled, or whose client disconnected,
+ * before the server had sent their status: parked by an injected delay or
+ * not (a call cancelled before its request was all in, or while it waited
+ * for the server thread; a stream between its messages).
+ * The server learns it from gRPC (RECV_CLOSE_ON_SERVER's `cancelled`).
+ * Not counted: a call the server answered, with any status (an injected
+ * `return-error: cancelled` too), whatever its client does afterwards; a
+ * call ended by its deadline (its client going away within 50 ms of it
+ * counts as that) or by the server stopping. Each call counted here is
+ * also counted once by momento_local_rpc_count(): CANCELLED if it was
+ * parked, else under the status the server was answering with.
+ *
+ * Returns the count; 0 for a NULL server or an unknown method. Any thread
+ * (atomic counters, like momento_local_rpc_count()); the server counts a
+ * cancel on its own thread when gRPC reports it, a moment after the
+ * client's, so a test waits for the count rather than reading it once.
+ */
+MOMENTO_EXPORT uint64_t momento_local_cancelled_calls(const momento_local *s, const char *method);
+/*
  * How many calls so far carried request header `name`: one of
  * "authorization", "cache", "agent", "runtime-version" (others: 0). Lets
  * tests check what a client sends.
@@ -109,11 +129,15 @@ MOMENTO_EXPORT uint64_t momento_local_parked_calls(const momento_local *s);
  * tell its own CPU time from the server's. */
 MOMENTO_EXPORT double momento_local_cpu_seconds(const momento_local *s);
 
-/* Zeroes the counters. */
+/* Zeroes the counters, momento_local_cancelled_calls()'s among them. */
 MOMENTO_EXPORT void momento_local_reset_stats(momento_local *s);
 /*
  * The counters as JSON: {"total": N, "methods": {"Get": {"total": N,
- * "OK": n, "NOT_FOUND": m, ...}, ...}}. Returns a string to free() or NULL.
+ * "OK": n, "NOT_FOUND": m, ..., "cancelled_by_client": c}, ...},
+ * "cancelled_by_client": C}. A method lists only the statuses it has
+ * counts for, and "cancelled_by_client" only when it is not 0; the total
+ * "cancelled_by_client" (momento_local_cancelled_calls(s, NULL)) is always
+ * there. Returns a string to free() or NULL (NULL server, out of memory).
  */
 MOMENTO_EXPORT char *momento_local_stats_json(const momento_local *s);
 

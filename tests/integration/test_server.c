@@ -2,7 +2,7 @@
  * RPC and outcome, Momento's error statuses and trailers, auth, throttling,
  * fault injection, malformed and oversized requests, unknown methods,
  * delayed calls that must not outlive their clients, the per-connection
- * stream limit. */
+ * stream limit, the count of calls cancelled by their clients. */
 #include "testutil.h"
 
 #include "cacheclient.pb-c.h"
@@ -876,20 +876,30 @@ typedef struct open_call {
     bool done;
 } open_call;
 
-static void conn_open(raw_conn *k, const char *ep)
+/* With `bdp` 0 the connection's receive window stays at HTTP/2's 64 KiB
+ * instead of growing with the traffic: a reply the client does not read
+ * then stalls in the server for good (see test_stream_cancelled_midway). */
+static void conn_open_bdp(raw_conn *k, const char *ep, int bdp)
 {
     grpc_init();
     grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-    grpc_arg arg[2];
-    arg[0].type = arg[1].type = GRPC_ARG_INTEGER;
+    grpc_arg arg[3];
+    arg[0].type = arg[1].type = arg[2].type = GRPC_ARG_INTEGER;
     arg[0].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
     arg[1].key = (char *)GRPC_ARG_ENABLE_RETRIES;
+    arg[2].key = (char *)GRPC_ARG_HTTP2_BDP_PROBE;
     arg[0].value.integer = 64 * 1024 * 1024;
     arg[1].value.integer = 0;
-    grpc_channel_args args = {2, arg};
+    arg[2].value.integer = bdp;
+    grpc_channel_args args = {3, arg};
     k->ch = grpc_channel_create(ep, creds, &args);
     grpc_channel_credentials_release(creds);
     k->cq = grpc_completion_queue_create_for_next(NULL);
+}
+
+static void conn_open(raw_conn *k, const char *ep)
+{
+    conn_open_bdp(k, ep, 1);
 }
 
 /* Starts a unary call of `path` with headers (n pairs) and `body`;
@@ -1235,6 +1245,306 @@ static void test_stream_limit_per_connection(void **state)
     momento_local_stop(s);
 }
 
+/* ---- calls cancelled by their clients ---------------------------------- */
+
+/* Waits up to timeout_ms (scaled) for momento_local_cancelled_calls(s,
+ * method) to be `want`; returns the last count seen. */
+static uint64_t wait_cancelled(momento_local *s, const char *method, uint64_t want,
+                               int64_t timeout_ms)
+{
+    int64_t until = tu_now_ms() + TU_MS(timeout_ms);
+    uint64_t n;
+    while ((n = momento_local_cancelled_calls(s, method)) != want && tu_now_ms() < until)
+        usleep(5 * 1000);
+    return n;
+}
+
+/* Parks a Get on `k` until it is cancelled, and cancels it: the positive
+ * control of the tests below that check what is not counted. Returns once
+ * the server has counted it (`want` cancelled Gets in all). */
+static void park_and_cancel_get(momento_local *s, uint64_t want)
+{
+    raw_conn k;
+    conn_open(&k, momento_local_endpoint(s));
+    const char *h[] = {"cache", "c", "delay-ms", FOREVER_MS};
+    uint8_t get_body[] = {0x0a, 0x01, 'k'};
+    open_call oc;
+    call_open(&k, &oc, SCS "Get", h, 2, get_body, sizeof(get_body), 0);
+    assert_int_equal(wait_parked(s, 1, 5000), 1);
+    grpc_call_cancel(oc.call, NULL);
+    assert_ptr_equal(conn_next(&k, TU_MS(5000)), &oc);
+    assert_int_equal(oc.status, GRPC_STATUS_CANCELLED);
+    call_close(&oc);
+    conn_close(&k);
+    assert_int_equal(wait_cancelled(s, "Get", want, 5000), want);
+}
+
+/* Parked calls their clients cancel are counted once each, under their
+ * RPC and in the total, and in the stats JSON; the calls still parked are
+ * not. */
+static void test_parked_call_cancel_counted(void **state)
+{
+    (void)state;
+    momento_local *s = server_with_cache(NULL);
+    raw_conn k;
+    conn_open(&k, momento_local_endpoint(s));
+    const char *h[] = {"cache", "c", "delay-ms", FOREVER_MS};
+    uint8_t get_body[] = {0x0a, 0x01, 'k'};
+    uint8_t set_body[] = {0x0a, 0x01, 'k', 0x12, 0x01, 'v'};
+    open_call calls[3];
+    call_open(&k, &calls[0], SCS "Get", h, 2, get_body, sizeof(get_body), 0);
+    call_open(&k, &calls[1], SCS "Get", h, 2, get_body, sizeof(get_body), 0);
+    call_open(&k, &calls[2], SCS "Set", h, 2, set_body, sizeof(set_body), 0);
+    assert_int_equal(wait_parked(s, 3, 5000), 3);
+    assert_int_equal(momento_local_cancelled_calls(s, NULL), 0);
+    char *json = momento_local_stats_json(s);
+    assert_non_null(json);
+    assert_string_equal(json, "{\"total\": 0, \"methods\": {}, \"cancelled_by_client\": 0}");
+    free(json);
+
+    grpc_call_cancel(calls[0].call, NULL);
+    assert_ptr_equal(conn_next(&k, TU_MS(5000)), &calls[0]);
+    assert_int_equal(calls[0].status, GRPC_STATUS_CANCELLED);
+    assert_int_equal(wait_cancelled(s, "Get", 1, 5000), 1);
+    assert_int_equal(momento_local_cancelled_calls(s, NULL), 1);
+    assert_int_equal(momento_local_cancelled_calls(s, "Set"), 0);
+    assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED), 1);
+    assert_int_equal(wait_parked(s, 2, 5000), 2);
+    json = momento_local_stats_json(s);
+    assert_string_equal(json, "{\"total\": 1, \"methods\": {\"Get\": {\"total\": 1, "
+                              "\"CANCELLED\": 1, \"cancelled_by_client\": 1}}, "
+                              "\"cancelled_by_client\": 1}");
+    free(json);
+
+    grpc_call_cancel(calls[2].call, NULL);
+    assert_ptr_equal(conn_next(&k, TU_MS(5000)), &calls[2]);
+    assert_int_equal(wait_cancelled(s, "Set", 1, 5000), 1);
+    assert_int_equal(momento_local_cancelled_calls(s, "Get"), 1);
+    assert_int_equal(momento_local_cancelled_calls(s, NULL), 2);
+    json = momento_local_stats_json(s);
+    assert_non_null(strstr(json, "\"Set\": {\"total\": 1, \"CANCELLED\": 1, "
+                                 "\"cancelled_by_client\": 1}"));
+    assert_non_null(strstr(json, "}}, \"cancelled_by_client\": 2}"));
+    free(json);
+
+    /* Names as momento_local_rpc_count() takes them; nothing else. */
+    assert_int_equal(momento_local_cancelled_calls(s, "get"), 0);
+    assert_int_equal(momento_local_cancelled_calls(s, "Nope"), 0);
+    assert_int_equal(momento_local_cancelled_calls(NULL, NULL), 0);
+    assert_int_equal(momento_local_cancelled_calls(s, "Unimplemented"), 0);
+
+    /* Zeroed with the rest of the counters. */
+    momento_local_reset_stats(s);
+    assert_int_equal(momento_local_cancelled_calls(s, NULL), 0);
+    json = momento_local_stats_json(s);
+    assert_string_equal(json, "{\"total\": 0, \"methods\": {}, \"cancelled_by_client\": 0}");
+    free(json);
+
+    grpc_call_cancel(calls[1].call, NULL);
+    assert_ptr_equal(conn_next(&k, TU_MS(5000)), &calls[1]);
+    assert_int_equal(wait_cancelled(s, NULL, 1, 5000), 1);
+    assert_int_equal(wait_parked(s, 0, 5000), 0);
+    for (int i = 0; i < 3; i++)
+        call_close(&calls[i]);
+    conn_close(&k);
+    momento_local_stop(s);
+}
+
+/* A call answered with an injected CANCELLED error, at once or after a
+ * delay, was answered: counted CANCELLED by momento_local_rpc_count(), not
+ * as cancelled by its client. */
+static void test_injected_cancelled_not_counted(void **state)
+{
+    (void)state;
+    momento_local *s = server_with_cache(NULL);
+    const char *ep = momento_local_endpoint(s);
+    uint8_t get_body[] = {0x0a, 0x01, 'k'};
+    tu_raw_reply r;
+    const char *now[] = {"cache", "c", "return-error", "cancelled"};
+    assert_int_equal(tu_raw_call(ep, SCS "Get", now, 2, get_body, sizeof(get_body), &r),
+                     GRPC_STATUS_CANCELLED);
+    tu_raw_reply_free(&r);
+    const char *later[] = {"cache", "c", "return-error", "cancelled", "delay-ms", "50"};
+    assert_int_equal(tu_raw_call(ep, SCS "Get", later, 3, get_body, sizeof(get_body), &r),
+                     GRPC_STATUS_CANCELLED);
+    tu_raw_reply_free(&r);
+    assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED), 2);
+    usleep((useconds_t)TU_MS(100) * 1000); /* give a wrong count time to show */
+    assert_int_equal(momento_local_cancelled_calls(s, NULL), 0);
+    /* A real cancel after them is counted, and it alone. */
+    park_and_cancel_get(s, 1);
+    usleep((useconds_t)TU_MS(100) * 1000);
+    assert_int_equal(momento_local_cancelled_calls(s, NULL), 1);
+    assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED), 3);
+    char *json = momento_local_stats_json(s);
+    assert_non_null(strstr(json, "\"Get\": {\"total\": 3, \"CANCELLED\": 3, "
+                                 "\"cancelled_by_client\": 1}"));
+    free(json);
+    momento_local_stop(s);
+}
+
+/* Calls the server answered are not counted when their clients cancel
+ * afterwards or go away: a unary call, a delayed one (which watches for
+ * its client in a batch of its own) and a stream (likewise). */
+static void test_answered_then_gone_not_counted(void **state)
+{
+    (void)state;
+    momento_local *s = server_with_cache(NULL);
+    raw_conn k;
+    conn_open(&k, momento_local_endpoint(s));
+    const char *plain[] = {"cache", "c"};
+    const char *delayed[] = {"cache", "c", "delay-ms", "50"};
+    uint8_t get_body[] = {0x0a, 0x01, 'k'};
+    /* GetBatchRequest{items: [GetRequest{cache_key: "k"}]}: one message,
+     * which is all call_open() reads. */
+    uint8_t batch_body[] = {0x0a, 0x03, 0x0a, 0x01, 'k'};
+    open_call calls[3];
+    call_open(&k, &calls[0], SCS "Get", plain, 1, get_body, sizeof(get_body), 0);
+    call_open(&k, &calls[1], SCS "Get", delayed, 2, get_body, sizeof(get_body), 0);
+    call_open(&k, &calls[2], SCS "GetBatch", plain, 1, batch_body, sizeof(batch_body), 0);
+    for (int i = 0; i < 3; i++) {
+        open_call *oc = conn_next(&k, TU_MS(5000));
+        assert_non_null(oc);
+        assert_int_equal(oc->status, GRPC_STATUS_OK);
+        /* Cancelling a call that has its status changes nothing. */
+        grpc_call_cancel(oc->call, NULL);
+    }
+    assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_OK), 2);
+    assert_int_equal(momento_local_rpc_count(s, "GetBatch", GRPC_STATUS_OK), 1);
+    for (int i = 0; i < 3; i++)
+        call_close(&calls[i]);
+    conn_close(&k); /* the client goes away */
+    usleep((useconds_t)TU_MS(100) * 1000);
+    assert_int_equal(momento_local_cancelled_calls(s, NULL), 0);
+    park_and_cancel_get(s, 1);
+    usleep((useconds_t)TU_MS(100) * 1000);
+    assert_int_equal(momento_local_cancelled_calls(s, NULL), 1);
+    assert_int_equal(momento_local_cancelled_calls(s, "GetBatch"), 0);
+    momento_local_stop(s);
+}
+
+/* A stream its client cancels before the server has sent it all is
+ * counted, though it was never parked: the server is answering it (and
+ * counted it OK when it began), but its status never went out. The client
+ * reads one message and no more, and its receive window does not grow, so
+ * the reply (8 MiB) stalls in the server until the cancel. */
+static void test_stream_cancelled_midway(void **state)
+{
+    (void)state;
+    momento_local *s = server_with_cache(NULL);
+    const char *ep = momento_local_endpoint(s);
+    enum { ITEMS = 32, VALUE = 256 * 1024 };
+    char *val = malloc(VALUE);
+    memset(val, 'v', VALUE);
+    CacheClient__SetRequest sr = CACHE_CLIENT____SET_REQUEST__INIT;
+    sr.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
+    sr.cache_body = (ProtobufCBinaryData){VALUE, (uint8_t *)val};
+    sr.ttl_milliseconds = 600000;
+    size_t len = protobuf_c_message_get_packed_size(&sr.base);
+    uint8_t *buf = malloc(len);
+    protobuf_c_message_pack(&sr.base, buf);
+    tu_raw_reply r;
+    assert_int_equal(tu_raw_call(ep, SCS "Set", cache_hdr, 1, buf, len, &r), 0);
+    tu_raw_reply_free(&r);
+    free(buf);
+    free(val);
+
+    static CacheClient__GetRequest gets[ITEMS];
+    static CacheClient__GetRequest *gptrs[ITEMS];
+    for (int i = 0; i < ITEMS; i++) {
+        cache_client____get_request__init(&gets[i]);
+        gets[i].cache_key = sr.cache_key;
+        gptrs[i] = &gets[i];
+    }
+    CacheClient__GetBatchRequest gb = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
+    gb.n_items = ITEMS;
+    gb.items = gptrs;
+    uint8_t body[ITEMS * 8];
+    len = protobuf_c_message_pack(&gb.base, body);
+
+    raw_conn k;
+    conn_open_bdp(&k, ep, 0);
+    open_call oc;
+    call_open(&k, &oc, SCS "GetBatch", cache_hdr, 1, body, len, 0);
+    /* The server counts a call when it begins the reply. */
+    int64_t until = tu_now_ms() + TU_MS(5000);
+    while (momento_local_rpc_count(s, "GetBatch", -1) == 0 && tu_now_ms() < until)
+        usleep(5 * 1000);
+    assert_int_equal(momento_local_rpc_count(s, "GetBatch", GRPC_STATUS_OK), 1);
+    /* Whether or not it has stalled yet, its status cannot have gone out. */
+    assert_null(conn_next(&k, TU_MS(200)));
+    assert_int_equal(momento_local_cancelled_calls(s, NULL), 0);
+    grpc_call_cancel(oc.call, NULL);
+    assert_ptr_equal(conn_next(&k, TU_MS(5000)), &oc);
+    assert_int_equal(oc.status, GRPC_STATUS_CANCELLED);
+    assert_int_equal(wait_cancelled(s, "GetBatch", 1, 5000), 1);
+    assert_int_equal(momento_local_cancelled_calls(s, NULL), 1);
+    /* Counted once in the RPC counts too, under the status it began with. */
+    assert_int_equal(momento_local_rpc_count(s, "GetBatch", -1), 1);
+    call_close(&oc);
+    conn_close(&k);
+    /* Still serving. */
+    assert_int_equal(tu_raw_call(ep, SCS "Get", cache_hdr, 1, (uint8_t[]){0x0a, 0x01, 'k'}, 3, &r),
+                     0);
+    tu_raw_reply_free(&r);
+    momento_local_stop(s);
+}
+
+/* A unary call cancelled before the server answered it, never parked: its
+ * client sends the headers and then cancels instead of sending the
+ * request, so the server cannot have answered first (it takes a call once
+ * its message is in, or its stream has ended). It learns of the cancel
+ * from its reply's batch. */
+static void test_unanswered_call_cancel_counted(void **state)
+{
+    (void)state;
+    momento_local *s = server_with_cache(NULL);
+    raw_conn k;
+    conn_open(&k, momento_local_endpoint(s));
+    open_call oc;
+    memset(&oc, 0, sizeof(oc));
+    grpc_slice method = grpc_slice_from_static_string(SCS "Get");
+    oc.call = grpc_channel_create_call(k.ch, NULL, GRPC_PROPAGATE_DEFAULTS, k.cq, method, NULL,
+                                       gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+    oc.n_md = 1;
+    oc.md[0].key = grpc_slice_from_static_string("cache");
+    oc.md[0].value = grpc_slice_from_static_string("c");
+    grpc_metadata_array_init(&oc.init_md);
+    grpc_metadata_array_init(&oc.trailing);
+    grpc_op ops[3];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].data.send_initial_metadata.count = 1;
+    ops[0].data.send_initial_metadata.metadata = oc.md;
+    ops[1].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[1].data.recv_initial_metadata.recv_initial_metadata = &oc.init_md;
+    ops[2].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[2].data.recv_status_on_client.trailing_metadata = &oc.trailing;
+    ops[2].data.recv_status_on_client.status = &oc.status;
+    ops[2].data.recv_status_on_client.status_details = &oc.details;
+    assert_int_equal(grpc_call_start_batch(oc.call, ops, 3, &oc, NULL), GRPC_CALL_OK);
+    /* Not needed for the outcome (the server has nothing to answer yet),
+     * but lets the headers reach it, so that the cancel is of a call it
+     * has begun to receive. */
+    assert_null(conn_next(&k, TU_MS(200)));
+    assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
+    grpc_call_cancel(oc.call, NULL);
+    assert_ptr_equal(conn_next(&k, TU_MS(5000)), &oc);
+    assert_int_equal(oc.status, GRPC_STATUS_CANCELLED);
+    assert_int_equal(wait_cancelled(s, "Get", 1, 5000), 1);
+    usleep((useconds_t)TU_MS(100) * 1000);
+    assert_int_equal(momento_local_cancelled_calls(s, NULL), 1);
+    assert_int_equal(momento_local_rpc_count(s, "Get", -1), 1);
+    assert_int_equal(momento_local_parked_calls(s), 0);
+    oc.n_md = 0; /* static slices */
+    grpc_metadata_array_destroy(&oc.init_md);
+    grpc_metadata_array_destroy(&oc.trailing);
+    grpc_slice_unref(oc.details);
+    grpc_call_unref(oc.call);
+    conn_close(&k);
+    momento_local_stop(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1261,6 +1571,11 @@ int main(void)
         cmocka_unit_test(test_unauthenticated_ping_has_no_faults),
         cmocka_unit_test(test_stop_with_parked_calls),
         cmocka_unit_test(test_stream_limit_per_connection),
+        cmocka_unit_test(test_parked_call_cancel_counted),
+        cmocka_unit_test(test_injected_cancelled_not_counted),
+        cmocka_unit_test(test_answered_then_gone_not_counted),
+        cmocka_unit_test(test_stream_cancelled_midway),
+        cmocka_unit_test(test_unanswered_call_cancel_counted),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
