@@ -200,7 +200,7 @@ static void test_cancel_from_another_thread(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get set", 60000, NULL);
-    uint64_t cancelled_before = momento_local_rpc_count(f->server, NULL, 1);
+    uint64_t cancelled_before = momento_local_cancelled_calls(f->server, NULL);
     momento_cancel_token *t;
     assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
     momento_request_options o = with(0, t);
@@ -226,7 +226,8 @@ static void test_cancel_from_another_thread(void **state)
     /* Cancelled on the wire: the server let go of every held call and
      * counted each as cancelled by its client. */
     wait_unparked(f);
-    assert_int_equal(momento_local_rpc_count(f->server, NULL, 1) - cancelled_before, N + 1);
+    assert_int_equal(momento_local_cancelled_calls(f->server, NULL) - cancelled_before, N + 1);
+    assert_int_equal(momento_local_cancelled_calls(f->server, "Set"), 1);
 
     /* A request with a cancelled token is refused, blocking ones too. */
     assert_int_equal(momento_get(c, "c", "k", 1, &o, rec_cb, &recs[0]), MOMENTO_ERR_CANCELLED);
@@ -474,7 +475,7 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
     momento_client *c = delayed_client(f, "get set", 60000, NULL);
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
-    uint64_t cancelled_before = momento_local_rpc_count(f->server, NULL, 1);
+    uint64_t cancelled_before = momento_local_cancelled_calls(f->server, NULL);
     momento_cancel_token *a, *b;
     momento_cancel_token_new(&a);
     momento_cancel_token_new(&b);
@@ -504,7 +505,8 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
     assert_int_equal(r1.error, MOMENTO_ERR_CANCELLED);
     assert_int_equal(r2.error, MOMENTO_ERR_CANCELLED);
     wait_unparked(f);
-    assert_int_equal(momento_local_rpc_count(f->server, NULL, 1) - cancelled_before, 1);
+    assert_int_equal(momento_local_cancelled_calls(f->server, NULL) - cancelled_before, 1);
+    assert_int_equal(momento_local_cancelled_calls(f->server, "Get"), 1);
     assert_int_equal(counters(co).rpcs_abandoned, 1);
 
     /* A write abandoned the same way; a newcomer after that issues its own
