@@ -1,0 +1,612 @@
+/* A stress test for ThreadSanitizer (tests/tsan/run.sh builds and runs it).
+ *
+ * 8 threads submit a mix of coalescing gets, sets and deletes and plain
+ * gets, sets and deletes (a few blocking ones too) on 4 hot keys, through 3
+ * clients of one in-process momento-local: one answered at once, one whose
+ * calls the server holds 40 ms, one whose gets it holds 200 ms (fault
+ * injection headers). Each request has a random deadline of 1..300 ms (or
+ * the client's) and often a cancel token. Tokens live in shared slots: many
+ * requests of several threads and clients hold the same token, and it is
+ * cancelled by a canceller thread, by other workers and from inside
+ * callbacks (and now and then by its submitter, right after submitting).
+ * Callbacks also submit follow-up requests. The run is bounded in time and in
+ * requests; at the end the slow client is freed with requests still in
+ * flight, the others once drained.
+ *
+ * Checked: every accepted request (submit returned 0) gets exactly one
+ * callback, none missing once everything drained, none twice; a refused
+ * one gets none; every result is OK (HIT or MISS for a get, SUCCESS for a
+ * write), CANCELLED, TIMEOUT or CLOSED; every HIT carries a value written
+ * for that key; refusals are only CANCELLED (the token was already
+ * cancelled) or CLOSED. ThreadSanitizer checks the rest: any report fails
+ * the run (halt_on_error, see run.sh).
+ *
+ * Usage: tsan_stress [SECONDS [MAX_REQUESTS]]   (default 10 s, 60000) */
+#include "client.h" /* momento__client_add_header: the fault-injection headers */
+#include "momento/coalescer.h"
+#include "momento/local.h"
+#include "momento/momento.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CACHE "tsan"
+#define N_WORKERS 8
+#define N_KEYS 4
+#define N_CLIENTS 3
+#define N_SLOTS 12
+#define MAX_IN_FLIGHT 150 /* accepted and not yet called back, all threads */
+#define CLIENT_TIMEOUT_MS 2000
+#define SLOW_CLIENT 2 /* freed with requests in flight */
+#define WATCHDOG_MS 120000 /* after the load: a run still going then has hung */
+
+enum { OP_GET, OP_SET, OP_DELETE };
+static const char *const op_names[] = {"get", "set", "delete"};
+
+/* One submitted request. The fields above `calls` are written before the
+ * submission and read by its callback. */
+typedef struct rec {
+    uint8_t op, key, client;
+    bool coalescing, from_callback, with_token;
+    uint32_t timeout_ms;
+    atomic_int calls;  /* callbacks seen */
+    atomic_int error;  /* of the (first) callback's result */
+    int submit_rc;     /* written by the submitter after the call returned */
+    bool returned;     /* ...and set with it */
+} rec;
+
+static rec *recs;
+static size_t max_recs;
+static atomic_size_t n_recs;
+static atomic_size_t accepted, done; /* first callbacks, counted last thing in each */
+static atomic_bool stopping;
+static atomic_int failures;
+static int64_t t0_ms;
+
+static momento_local *server;
+static momento_client *clients[N_CLIENTS];
+static momento_coalescer *coalescers[N_CLIENTS];
+
+/* Result tallies, per client. */
+enum { R_HIT, R_MISS, R_WRITE_OK, R_CANCELLED, R_TIMEOUT, R_CLOSED, N_RESULTS };
+static const char *const result_names[] = {"hit", "miss", "write ok", "cancelled", "timeout",
+                                           "closed"};
+static atomic_size_t results[N_CLIENTS][N_RESULTS];
+static atomic_size_t n_refused_cancelled, n_refused_closed, n_follow_ups, n_cancels;
+static atomic_size_t n_sync, n_sync_refused;
+
+/* Cancel token slots: requests take a reference to a slot's current token. */
+typedef struct slot {
+    pthread_mutex_t lock;
+    momento_cancel_token *token;
+} slot;
+static slot slots[N_SLOTS];
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void fail(const char *fmt, ...)
+{
+    if (atomic_fetch_add(&failures, 1) >= 20)
+        return; /* counted, not printed */
+    va_list ap;
+    va_start(ap, fmt);
+    flockfile(stderr);
+    fprintf(stderr, "FAIL [%lld ms]: ", (long long)(now_ms() - t0_ms));
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    funlockfile(stderr);
+    va_end(ap);
+}
+
+/* xorshift64*, one state per thread (callbacks run on the completion
+ * threads, which get their own). */
+static _Thread_local uint64_t rng_state;
+static uint32_t rnd(uint32_t n)
+{
+    if (!rng_state) {
+        rng_state = (uint64_t)(uintptr_t)&rng_state ^ (uint64_t)now_ms() * 0x9E3779B97F4A7C15ull;
+        if (!rng_state)
+            rng_state = 1;
+    }
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32) % n;
+}
+
+/* Values: "k<key>:" then a fill byte; three variants per key so identical
+ * sets are common (and coalesce). */
+#define VALUE_MAX 300
+static size_t make_value(uint8_t *buf, unsigned key, unsigned variant)
+{
+    static const size_t lens[3] = {16, 64, 256};
+    size_t len = lens[variant];
+    int n = snprintf((char *)buf, VALUE_MAX, "k%u:", key);
+    memset(buf + n, 'a' + (int)variant, len - (size_t)n);
+    return len;
+}
+
+static bool value_ok(const uint8_t *v, size_t len, unsigned key)
+{
+    for (unsigned variant = 0; variant < 3; variant++) {
+        uint8_t want[VALUE_MAX];
+        size_t want_len = make_value(want, key, variant);
+        if (len == want_len && memcmp(v, want, len) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void key_name(char *buf, unsigned key)
+{
+    snprintf(buf, 8, "hot%u", key);
+}
+
+static momento_cancel_token *slot_take(unsigned i)
+{
+    pthread_mutex_lock(&slots[i].lock);
+    momento_cancel_token *t = momento_cancel_token_ref(slots[i].token);
+    pthread_mutex_unlock(&slots[i].lock);
+    return t;
+}
+
+/* Cancels slot i's token, shared by whatever requests took it. Mostly the
+ * slot gets a fresh token first; sometimes the cancelled one stays for a
+ * while, so that submissions with it are refused. */
+static void slot_cancel(unsigned i)
+{
+    momento_cancel_token *old;
+    pthread_mutex_lock(&slots[i].lock);
+    if (rnd(4) != 0 || momento_cancel_token_is_cancelled(slots[i].token)) {
+        old = slots[i].token;
+        momento_cancel_token *fresh = NULL;
+        if (momento_cancel_token_new(&fresh) != MOMENTO_OK) {
+            pthread_mutex_unlock(&slots[i].lock);
+            fail("momento_cancel_token_new failed");
+            return;
+        }
+        slots[i].token = fresh; /* the slot's reference moves to `old` */
+    } else {
+        old = momento_cancel_token_ref(slots[i].token);
+    }
+    pthread_mutex_unlock(&slots[i].lock);
+    momento_cancel(old);
+    momento_cancel_token_free(old);
+    atomic_fetch_add(&n_cancels, 1);
+}
+
+static void on_result(const momento_result *r, void *userdata);
+
+/* Picks and submits one request (async). Returns false when the request
+ * budget is spent. */
+static bool submit_one(unsigned client, bool from_callback)
+{
+    size_t i = atomic_fetch_add(&n_recs, 1);
+    if (i >= max_recs)
+        return false;
+    rec *q = &recs[i];
+    unsigned dice = rnd(100);
+    q->client = (uint8_t)client;
+    q->key = (uint8_t)rnd(N_KEYS);
+    /* Callbacks of the slow client, which is freed while they may still
+     * run, never touch its coalescer (freed first). */
+    q->coalescing = dice < 70 && !(from_callback && client == SLOW_CLIENT);
+    unsigned op_dice = rnd(100);
+    q->op = op_dice < 60 ? OP_GET : op_dice < 85 ? OP_SET : OP_DELETE;
+    q->from_callback = from_callback;
+    q->timeout_ms = rnd(10) == 0 ? 0 : 1 + rnd(300);
+
+    momento_request_options opts = MOMENTO_REQUEST_OPTIONS_INIT;
+    opts.timeout_ms = q->timeout_ms;
+    momento_cancel_token *token = NULL;
+    if (rnd(100) < 40) {
+        token = slot_take(rnd(N_SLOTS));
+        opts.cancel = token;
+    }
+    q->with_token = token != NULL;
+
+    char key[8];
+    key_name(key, q->key);
+    uint8_t value[VALUE_MAX];
+    size_t value_len = make_value(value, q->key, rnd(3));
+    uint64_t ttl = rnd(2) ? 0 : 30000;
+    momento_client *c = clients[client];
+    momento_coalescer *co = coalescers[client];
+    int rc;
+    if (q->coalescing) {
+        rc = q->op == OP_GET   ? momento_coalescing_get(co, CACHE, key, strlen(key), &opts,
+                                                        on_result, q)
+             : q->op == OP_SET ? momento_coalescing_set(co, CACHE, key, strlen(key), value,
+                                                        value_len, ttl, &opts, on_result, q)
+                               : momento_coalescing_delete(co, CACHE, key, strlen(key), &opts,
+                                                           on_result, q);
+    } else {
+        rc = q->op == OP_GET   ? momento_get(c, CACHE, key, strlen(key), &opts, on_result, q)
+             : q->op == OP_SET ? momento_set(c, CACHE, key, strlen(key), value, value_len, ttl,
+                                             &opts, on_result, q)
+                               : momento_delete(c, CACHE, key, strlen(key), &opts, on_result, q);
+    }
+    q->submit_rc = rc;
+    q->returned = true;
+    if (rc == MOMENTO_OK)
+        atomic_fetch_add(&accepted, 1);
+    else if (rc == MOMENTO_ERR_CANCELLED && token)
+        atomic_fetch_add(&n_refused_cancelled, 1);
+    else if (rc == MOMENTO_ERR_CLOSED)
+        atomic_fetch_add(&n_refused_closed, 1);
+    else
+        fail("request %zu (%s%s on client %u) refused: %s", i, q->coalescing ? "coalescing " : "",
+             op_names[q->op], client, momento_error_name(rc));
+    /* The request holds its own reference: drop ours at once, sometimes
+     * after cancelling it ourselves (the submitter's cancel race). */
+    if (token && rnd(50) == 0) {
+        momento_cancel(token);
+        atomic_fetch_add(&n_cancels, 1);
+    }
+    momento_cancel_token_free(token);
+    return true;
+}
+
+static void on_result(const momento_result *r, void *userdata)
+{
+    rec *q = userdata;
+    size_t id = (size_t)(q - recs);
+    int err = momento_result_error(r);
+    bool first = atomic_fetch_add(&q->calls, 1) == 0;
+    if (!first) {
+        fail("request %zu (%s%s): a second callback (%s; first %s)", id,
+             q->coalescing ? "coalescing " : "", op_names[q->op], momento_error_name(err),
+             momento_error_name(atomic_load(&q->error)));
+    } else {
+        atomic_store(&q->error, err);
+    }
+
+    momento_outcome out = momento_result_outcome(r);
+    if (err == MOMENTO_OK) {
+        if (q->op == OP_GET && out == MOMENTO_OUTCOME_HIT) {
+            size_t len;
+            const uint8_t *v = momento_result_value(r, &len);
+            if (!v || !value_ok(v, len, q->key))
+                fail("request %zu (get hot%u): a HIT with a value not written for this key "
+                     "(%zu bytes, \"%.8s\")",
+                     id, q->key, len, v ? (const char *)v : "");
+            atomic_fetch_add(&results[q->client][R_HIT], 1);
+        } else if (q->op == OP_GET && out == MOMENTO_OUTCOME_MISS) {
+            atomic_fetch_add(&results[q->client][R_MISS], 1);
+        } else if (q->op != OP_GET && out == MOMENTO_OUTCOME_SUCCESS) {
+            atomic_fetch_add(&results[q->client][R_WRITE_OK], 1);
+        } else {
+            fail("request %zu (%s): OK with outcome %d", id, op_names[q->op], (int)out);
+        }
+    } else if (err == MOMENTO_ERR_CANCELLED) {
+        atomic_fetch_add(&results[q->client][R_CANCELLED], 1);
+    } else if (err == MOMENTO_ERR_TIMEOUT) {
+        atomic_fetch_add(&results[q->client][R_TIMEOUT], 1);
+    } else if (err == MOMENTO_ERR_CLOSED) {
+        atomic_fetch_add(&results[q->client][R_CLOSED], 1);
+    } else {
+        fail("request %zu (%s%s, client %u, timeout %u ms%s): unexpected %s (grpc %d: %s)", id,
+             q->coalescing ? "coalescing " : "", op_names[q->op], q->client, q->timeout_ms,
+             q->with_token ? ", token" : "", momento_error_name(err),
+             momento_result_grpc_status(r), momento_result_message(r));
+    }
+
+    /* From the completion thread: cancel someone's token, or submit more. */
+    if (rnd(100) < 2)
+        slot_cancel(rnd(N_SLOTS));
+    if (!atomic_load(&stopping) && rnd(100) < 3) {
+        atomic_fetch_add(&n_follow_ups, 1);
+        submit_one(q->client, true);
+    }
+    if (first)
+        atomic_fetch_add(&done, 1); /* last: the drain waits for it */
+}
+
+/* A blocking request, now and then, from a worker. */
+static void sync_one(unsigned client)
+{
+    unsigned key_i = rnd(N_KEYS);
+    char key[8];
+    key_name(key, key_i);
+    momento_request_options opts = MOMENTO_REQUEST_OPTIONS_INIT;
+    opts.timeout_ms = 1 + rnd(300);
+    momento_cancel_token *token = rnd(2) ? slot_take(rnd(N_SLOTS)) : NULL;
+    opts.cancel = token;
+    momento_result *r = NULL;
+    int rc = rnd(2) ? momento_coalescing_get_sync(coalescers[client], CACHE, key, strlen(key),
+                                                  &opts, &r)
+                    : momento_get_sync(clients[client], CACHE, key, strlen(key), &opts, &r);
+    momento_cancel_token_free(token);
+    atomic_fetch_add(&n_sync, 1);
+    if (!r) {
+        if (rc == MOMENTO_ERR_CANCELLED && token)
+            atomic_fetch_add(&n_sync_refused, 1);
+        else
+            fail("blocking get refused: %s", momento_error_name(rc));
+        return;
+    }
+    if (rc != momento_result_error(r))
+        fail("blocking get returned %d, its result says %d", rc, momento_result_error(r));
+    if (rc == MOMENTO_OK) {
+        size_t len;
+        const uint8_t *v = momento_result_value(r, &len);
+        if (momento_result_outcome(r) == MOMENTO_OUTCOME_HIT ? !value_ok(v, len, key_i)
+                                                             : momento_result_outcome(r) !=
+                                                                   MOMENTO_OUTCOME_MISS)
+            fail("blocking get: bad outcome %d or value", (int)momento_result_outcome(r));
+    } else if (rc != MOMENTO_ERR_CANCELLED && rc != MOMENTO_ERR_TIMEOUT) {
+        fail("blocking get: unexpected %s", momento_error_name(rc));
+    }
+    momento_result_free(r);
+}
+
+static int64_t end_ms;
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stopping) && now_ms() < end_ms) {
+        if (atomic_load(&accepted) - atomic_load(&done) >= MAX_IN_FLIGHT) {
+            usleep(200);
+            continue;
+        }
+        unsigned dice = rnd(1000);
+        if (dice < 15) {
+            sync_one(rnd(N_CLIENTS));
+        } else if (dice < 20) {
+            slot_cancel(rnd(N_SLOTS)); /* tokens other threads' requests hold */
+        } else if (!submit_one(rnd(N_CLIENTS), false)) {
+            break; /* the request budget is spent */
+        }
+        if (rnd(8) == 0)
+            usleep(rnd(300));
+    }
+    /* A last burst on the slow client, which is freed with it in flight. */
+    for (int i = 0; i < 16 && !atomic_load(&stopping); i++)
+        if (!submit_one(SLOW_CLIENT, false))
+            break;
+    return NULL;
+}
+
+static void *canceller(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stopping)) {
+        usleep(2000 + rnd(18000));
+        slot_cancel(rnd(N_SLOTS));
+    }
+    return NULL;
+}
+
+static momento_client *new_client(const char *id, const char *delay_ms, const char *rpcs)
+{
+    momento_credentials *creds = NULL;
+    const char *why = NULL;
+    momento_config *cfg = NULL;
+    momento_client *c = NULL;
+    if (momento_credentials_local(&creds, momento_local_endpoint(server), &why) != MOMENTO_OK ||
+        momento_config_new(&cfg) != MOMENTO_OK ||
+        momento_config_set_timeout_ms(cfg, CLIENT_TIMEOUT_MS) != MOMENTO_OK ||
+        /* No keepalive: a slow (instrumented) process must not lose its
+         * connection to a missed ping ack. */
+        momento_config_set_keepalive(cfg, 0, 0) != MOMENTO_OK ||
+        momento_config_set_num_channels(cfg, 2) != MOMENTO_OK ||
+        momento_client_new(&c, cfg, creds) != MOMENTO_OK) {
+        fprintf(stderr, "tsan_stress: cannot create a client\n");
+        exit(2);
+    }
+    momento_config_free(cfg);
+    momento_credentials_free(creds);
+    momento__client_add_header(c, "request-id", id);
+    if (delay_ms) {
+        momento__client_add_header(c, "delay-ms", delay_ms);
+        momento__client_add_header(c, "delay-rpcs", rpcs);
+    }
+    return c;
+}
+
+/* Waits until every accepted request has been called back; false after
+ * `limit_ms`. */
+static bool drain(int64_t limit_ms)
+{
+    int64_t until = now_ms() + limit_ms;
+    while (atomic_load(&done) != atomic_load(&accepted)) {
+        if (now_ms() > until)
+            return false;
+        usleep(2000);
+    }
+    return true;
+}
+
+static void report_missing(void)
+{
+    size_t n = atomic_load(&n_recs);
+    if (n > max_recs)
+        n = max_recs;
+    size_t missing = 0;
+    for (size_t i = 0; i < n; i++) {
+        rec *q = &recs[i];
+        if (q->returned && q->submit_rc == MOMENTO_OK && atomic_load(&q->calls) == 0 &&
+            missing++ < 20)
+            fprintf(stderr,
+                    "  no callback: request %zu, %s%s of hot%u on client %u, timeout %u ms%s%s\n",
+                    i, q->coalescing ? "coalescing " : "", op_names[q->op], q->key, q->client,
+                    q->timeout_ms, q->with_token ? ", with a token" : "",
+                    q->from_callback ? ", from a callback" : "");
+    }
+    fprintf(stderr, "  %zu accepted requests without a callback\n", missing);
+}
+
+/* Ends a run that hangs (a client's free waiting forever, a drain that
+ * never ends), saying what it was waiting for. */
+static atomic_bool finished;
+static void *watchdog(void *arg)
+{
+    int64_t limit = *(int64_t *)arg;
+    while (!atomic_load(&finished)) {
+        if (now_ms() > limit) {
+            fprintf(stderr, "FAIL: still running %lld s after the load ended (accepted %zu, "
+                            "called back %zu)\n",
+                    (long long)(WATCHDOG_MS / 1000), atomic_load(&accepted), atomic_load(&done));
+            report_missing();
+            fflush(stderr);
+            _exit(3);
+        }
+        usleep(100000);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int seconds = argc > 1 ? atoi(argv[1]) : 10;
+    max_recs = argc > 2 ? (size_t)atol(argv[2]) : 60000;
+    if (seconds < 1 || max_recs < 1) {
+        fprintf(stderr, "usage: %s [SECONDS [MAX_REQUESTS]]\n", argv[0]);
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    t0_ms = now_ms();
+    recs = calloc(max_recs, sizeof(*recs));
+    if (!recs)
+        return 2;
+
+    momento_local_options *o = NULL;
+    if (momento_local_options_new(&o) != MOMENTO_OK ||
+        momento_local_options_add_cache(o, CACHE) != MOMENTO_OK ||
+        momento_local_start(&server, o) != MOMENTO_OK) {
+        fprintf(stderr, "tsan_stress: cannot start momento-local\n");
+        return 2;
+    }
+    momento_local_options_free(o);
+
+    clients[0] = new_client("tsan-fast", NULL, NULL);
+    clients[1] = new_client("tsan-40ms", "40", "get set delete");
+    clients[2] = new_client("tsan-200ms", "200", "get");
+    for (int i = 0; i < N_CLIENTS; i++)
+        if (momento_coalescer_new(&coalescers[i], clients[i]) != MOMENTO_OK)
+            return 2;
+    for (int i = 0; i < N_SLOTS; i++) {
+        pthread_mutex_init(&slots[i].lock, NULL);
+        if (momento_cancel_token_new(&slots[i].token) != MOMENTO_OK)
+            return 2;
+    }
+
+    end_ms = now_ms() + (int64_t)seconds * 1000;
+    static int64_t watchdog_limit;
+    watchdog_limit = end_ms + WATCHDOG_MS;
+    pthread_t watchdog_thread;
+    pthread_create(&watchdog_thread, NULL, watchdog, &watchdog_limit);
+    pthread_t workers[N_WORKERS], cancel_thread;
+    for (int i = 0; i < N_WORKERS; i++)
+        pthread_create(&workers[i], NULL, worker, NULL);
+    pthread_create(&cancel_thread, NULL, canceller, NULL);
+    for (int i = 0; i < N_WORKERS; i++)
+        pthread_join(workers[i], NULL);
+    atomic_store(&stopping, true);
+    pthread_join(cancel_thread, NULL);
+    int64_t load_ms = now_ms() - t0_ms;
+
+    /* The slow client goes with requests still in flight: its coalescer
+     * first (it does not wait), then the client, which cancels what is in
+     * flight and waits for every callback. */
+    size_t in_flight_slow = momento_client_in_flight(clients[SLOW_CLIENT]);
+    momento_coalescer_free(coalescers[SLOW_CLIENT]);
+    momento_client_free(clients[SLOW_CLIENT]);
+    /* The others drain first: deadlines are at most CLIENT_TIMEOUT_MS. */
+    if (!drain(30000)) {
+        fail("requests still without a callback 30 s after the load stopped "
+             "(accepted %zu, called back %zu)",
+             atomic_load(&accepted), atomic_load(&done));
+        report_missing();
+        fflush(stderr);
+        _exit(1); /* freeing the clients would wait for them forever */
+    }
+    momento_coalescer_counters k[N_CLIENTS];
+    for (int i = 0; i < N_CLIENTS; i++) {
+        if (i == SLOW_CLIENT)
+            continue;
+        momento_coalescer_stats(coalescers[i], &k[i], sizeof(k[i]));
+        momento_coalescer_free(coalescers[i]);
+        momento_client_free(clients[i]);
+    }
+    for (int i = 0; i < N_SLOTS; i++) {
+        momento_cancel_token_free(slots[i].token);
+        pthread_mutex_destroy(&slots[i].lock);
+    }
+    momento_local_stop(server);
+    atomic_store(&finished, true);
+    pthread_join(watchdog_thread, NULL);
+
+    /* Exactly once, per request. */
+    size_t n = atomic_load(&n_recs);
+    if (n > max_recs)
+        n = max_recs;
+    size_t missing = 0, extra = 0, n_accepted = 0;
+    for (size_t i = 0; i < n; i++) {
+        rec *q = &recs[i];
+        int calls = atomic_load(&q->calls);
+        if (!q->returned) {
+            fail("request %zu: its submission never returned", i);
+        } else if (q->submit_rc == MOMENTO_OK) {
+            n_accepted++;
+            if (calls == 0)
+                missing++;
+            else if (calls > 1)
+                extra++;
+        } else if (calls != 0) {
+            fail("request %zu: refused (%s), yet called back %d time(s)", i,
+                 momento_error_name(q->submit_rc), calls);
+        }
+    }
+    if (missing || extra) {
+        fail("%zu accepted requests got no callback, %zu got more than one", missing, extra);
+        if (missing)
+            report_missing();
+    }
+
+    printf("tsan_stress: %zu requests in %.1f s of load (%zu accepted, %zu from callbacks; "
+           "%zu refused for a cancelled token, %zu as closed), %zu blocking gets "
+           "(%zu refused), %zu token cancels\n",
+           n, load_ms / 1000.0, n_accepted, atomic_load(&n_follow_ups),
+           atomic_load(&n_refused_cancelled), atomic_load(&n_refused_closed),
+           atomic_load(&n_sync), atomic_load(&n_sync_refused), atomic_load(&n_cancels));
+    for (int i = 0; i < N_CLIENTS; i++) {
+        printf("tsan_stress: client %d results:", i);
+        for (int j = 0; j < N_RESULTS; j++)
+            printf(" %zu %s%s", atomic_load(&results[i][j]), result_names[j],
+                   j + 1 < N_RESULTS ? "," : "");
+        printf(i == SLOW_CLIENT ? " (freed with %zu RPCs in flight)\n" : "\n", in_flight_slow);
+    }
+    for (int i = 0; i < N_CLIENTS; i++)
+        if (i != SLOW_CLIENT)
+            printf("tsan_stress: client %d coalesced %llu/%llu gets, %llu/%llu sets, "
+                   "%llu/%llu deletes; peak %llu waiters\n",
+                   i, (unsigned long long)k[i].get_coalesced,
+                   (unsigned long long)k[i].get_requests, (unsigned long long)k[i].set_coalesced,
+                   (unsigned long long)k[i].set_requests,
+                   (unsigned long long)k[i].delete_coalesced,
+                   (unsigned long long)k[i].delete_requests,
+                   (unsigned long long)k[i].peak_waiters);
+    free(recs);
+    int f = atomic_load(&failures);
+    if (f) {
+        printf("tsan_stress: FAILED (%d problem(s))\n", f);
+        return 1;
+    }
+    printf("tsan_stress: every accepted request was called back exactly once\n");
+    return 0;
+}
