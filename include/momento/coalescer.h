@@ -18,7 +18,12 @@
  * - Every accepted request gets exactly one callback, also on error,
  *   timeout, cancellation and client shutdown. A request refused at submit
  *   (non-zero return) never calls back.
- * - A request that joins inherits the deadline of the RPC it joins.
+ * - Each request keeps its own deadline and cancel token (the
+ *   momento_request_options it was submitted with), whether it issued the
+ *   RPC or joined it: it is called back no later than its own deadline, a
+ *   cancel of its token calls back only it, and it never fails of another
+ *   request's deadline or cancel (it is issued again instead). When every
+ *   request waiting on an RPC has left, the RPC is cancelled on the wire.
  * - The in-flight entry leaves the table before callbacks run, so a callback
  *   that asks for the same key starts a fresh RPC.
  *
@@ -65,6 +70,7 @@ MOMENTO_EXPORT void momento_coalescer_free(momento_coalescer *co);
  * also when the coalescer's own bookkeeping cannot be allocated. A request
  * that joins an RPC in flight sends nothing itself: it is accepted even while
  * the client is being freed, and gets that RPC's result.
+ * MOMENTO_ERR_CANCELLED when `opts` carries a token already cancelled.
  */
 MOMENTO_EXPORT int momento_coalescing_get(momento_coalescer *co, const char *cache, const void *key,
                                           size_t key_len, const momento_request_options *opts,

@@ -466,14 +466,17 @@ typedef struct momento_request_options {
  * Data plane, async. Arguments: `cache` is a NUL-terminated name of 1..255
  * bytes of valid UTF-8 without control characters; keys are non-NULL and 1+
  * bytes; key + value at most MOMENTO_MAX_ITEM_BYTES; a value may be NULL only
- * with length 0; ttl_ms at most MOMENTO_MAX_TTL_MS, 0 = the config's default.
+ * with length 0; ttl_ms at most MOMENTO_MAX_TTL_MS, 0 = the config's default;
+ * `opts` is NULL or as momento_request_options says.
  *
  * Every async call in this header (data and control plane) returns one of:
  *  - MOMENTO_OK: accepted; exactly one callback follows.
  *  - MOMENTO_ERR_INVALID_ARGUMENT: bad arguments - a NULL client or callback,
  *    a bad cache name, a NULL, empty or oversized key, a value too big, a TTL
- *    over MOMENTO_MAX_TTL_MS, and the reasons listed by each function.
- *    Arguments are checked first, so this comes before the codes below.
+ *    over MOMENTO_MAX_TTL_MS, bad request options, and the reasons listed
+ *    by each function. Arguments are checked first, so this comes before
+ *    the codes below.
+ *  - MOMENTO_ERR_CANCELLED: the options' cancel token is already cancelled.
  *  - MOMENTO_ERR_CLOSED: the client is being freed (momento_client_free()).
  *  - MOMENTO_ERR_NO_MEMORY: an allocation failed, or gRPC could not create
  *    the call.
@@ -654,8 +657,8 @@ MOMENTO_EXPORT int momento_ping(momento_client *c, const momento_request_options
  * code matters; otherwise `*ret` is always written:
  *  - NULL exactly when the request was refused before it was sent. The
  *    return is then one of the codes its async function returns
- *    (MOMENTO_ERR_INVALID_ARGUMENT, MOMENTO_ERR_CLOSED, MOMENTO_ERR_NO_MEMORY,
- *    MOMENTO_ERR_UNKNOWN), or MOMENTO_ERR_WOULD_DEADLOCK when called on this
+ *    (MOMENTO_ERR_INVALID_ARGUMENT, MOMENTO_ERR_CANCELLED, MOMENTO_ERR_CLOSED,
+ *    MOMENTO_ERR_NO_MEMORY, MOMENTO_ERR_UNKNOWN), or MOMENTO_ERR_WOULD_DEADLOCK when called on this
  *    client's completion thread (from one of its callbacks).
  *  - Once the request was sent, always a result the caller owns and frees
  *    with momento_result_free(), failures included. If copying the result
