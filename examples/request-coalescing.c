@@ -40,6 +40,13 @@ static void table(const lg_result *b, const lg_result *a)
         printf("| %-32s | %17llu | %16llu |\n", "server RPCs (get + set)",
                (unsigned long long)(b->server_get_rpcs + b->server_set_rpcs),
                (unsigned long long)(a->server_get_rpcs + a->server_set_rpcs));
+    printf("| %-32s | %17llu | %16llu |\n", "requests timed out",
+           (unsigned long long)b->stats.timed_out, (unsigned long long)a->stats.timed_out);
+    /* Called back with a timeout before the request's own deadline: with
+     * per-request deadlines, a coalesced waiter must not inherit a shorter
+     * one from the RPC it joined. */
+    printf("| %-32s | %17llu | %16llu |\n", "timed out before own deadline",
+           (unsigned long long)b->stats.timed_out_early, (unsigned long long)a->stats.timed_out_early);
     printf("\n");
 }
 
@@ -81,9 +88,10 @@ int main(int argc, char **argv)
     lg_target t;
     if (lg_target_open(&t, &o) != MOMENTO_OK)
         return 1;
-    printf("request-coalescing: target %s; %d workers on %d keys, %s, %.1f s per phase\n",
+    char deadlines[64];
+    printf("request-coalescing: target %s; %d workers on %d keys, %s, %.1f s per phase; %s\n",
            t.description, o.concurrency, o.keys, o.rps ? "rate-limited" : "no rate limit",
-           o.duration_s);
+           o.duration_s, lg_describe_deadlines(&o, deadlines, sizeof(deadlines)));
 
     lg_result before, after;
     printf("\nphase 1: without coalescing\n");

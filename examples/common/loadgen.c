@@ -53,7 +53,9 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "  --rps N                max requests per second, 0 = unlimited (default 100)\n"
             "  --duration S           seconds to run%s (default 60)\n"
             "  --payload-bytes N      value size (default 100)\n"
-            "  --timeout-ms N         per-request deadline (default 15000)\n"
+            "  --timeout-ms A[:B]     each request's own deadline in ms, counted from its\n"
+            "                         submission; A:B draws one per request uniformly from\n"
+            "                         A to B, N means N:N (default 15000)\n"
             "  --keys N               key space; 0 = a fresh key per set (default %d)\n"
             "  --distribution D       uniform or zipf key choice (default uniform)\n"
             "  --open-loop            start requests on a fixed schedule at --rps and count\n"
@@ -67,14 +69,21 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "  --help                 this text\n\n"
             "Each worker sets a key, gets it, and moves on to the next key. Without\n"
             "--open-loop a worker waits concurrency*1000/rps ms minus a request's latency\n"
-            "before its next request, like Momento's Node.js example.\n",
+            "before its next request, like Momento's Node.js example.\n\n"
+            "Timeouts are counted, and so are EARLY ones: a timeout reported before the\n"
+            "request's own deadline had elapsed since its submission (a bug; expect 0).\n"
+            "Example, deadlines spread over 50 ms to 2 s, and an overload of the local\n"
+            "server under which short deadlines expire (it cannot be asked to delay):\n"
+            "  %s --timeout-ms 50:2000\n"
+            "  %s --rps 0 --concurrency 1000 --timeout-ms 5:100\n",
             prog,
             coalescing ? "Runs the same load twice, without and then with request coalescing,\n"
                          "each on a fresh connection, and compares them."
                        : "Generates set-then-get load against Momento or a compatible server.",
             coalescing ? "request-coalescing" : "load-gen", coalescing ? " per phase" : "",
             coalescing ? 10 : 0,
-            coalescing ? "  --plot PATH.svg        latency-by-percentile chart, before vs after\n" : "");
+            coalescing ? "  --plot PATH.svg        latency-by-percentile chart, before vs after\n" : "",
+            prog, prog);
 }
 
 static int bad(const char *prog, const char *opt, const char *value, const char *why)
@@ -92,6 +101,26 @@ static bool parse_int(const char *s, long lo, long hi, int *out)
     if (*end || v < lo || v > hi)
         return false;
     *out = (int)v;
+    return true;
+}
+
+/* "A:B" with lo <= A <= B <= hi, or "N" for N:N. */
+static bool parse_range(const char *s, long lo, long hi, int *a, int *b)
+{
+    char *end;
+    if (!s || !*s)
+        return false;
+    long x = strtol(s, &end, 10), y = x;
+    if (*end == ':') {
+        const char *t = end + 1;
+        if (!*t)
+            return false;
+        y = strtol(t, &end, 10);
+    }
+    if (*end || x < lo || y > hi || x > y)
+        return false;
+    *a = (int)x;
+    *b = (int)y;
     return true;
 }
 
@@ -127,7 +156,7 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
     o->rps = 100;
     o->duration_s = 60;
     o->payload_bytes = 100;
-    o->timeout_ms = 15000;
+    o->timeout_min_ms = o->timeout_ms = 15000;
     o->stats_interval_s = 5;
     o->keys = coalescing ? 10 : 0;
     o->threads = 1;
@@ -167,8 +196,9 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
                 return bad(prog, "--payload-bytes", optarg, "must be 0 to 5 MiB less 64");
             break;
         case 't':
-            if (!parse_int(optarg, 1, 3600000, &o->timeout_ms))
-                return bad(prog, "--timeout-ms", optarg, "must be 1 to 3600000");
+            if (!parse_range(optarg, 1, 3600000, &o->timeout_min_ms, &o->timeout_ms))
+                return bad(prog, "--timeout-ms", optarg,
+                           "must be N or A:B with 1 <= A <= B <= 3600000");
             break;
         case 's':
             if (!parse_secs(optarg, 0.1, 86400, &o->stats_interval_s))
@@ -263,6 +293,8 @@ void lg_stats_init(lg_stats *s)
     memset(s->errors, 0, sizeof(s->errors));
     hist_init(&s->set);
     hist_init(&s->get);
+    s->timed_out = s->timed_out_early = s->early_max_us = 0;
+    hist_init(&s->late);
 }
 
 void lg_stats_merge(lg_stats *dst, const lg_stats *src)
@@ -276,6 +308,11 @@ void lg_stats_merge(lg_stats *dst, const lg_stats *src)
         dst->errors[i] += src->errors[i];
     hist_merge(&dst->set, &src->set);
     hist_merge(&dst->get, &src->get);
+    dst->timed_out += src->timed_out;
+    dst->timed_out_early += src->timed_out_early;
+    if (src->early_max_us > dst->early_max_us)
+        dst->early_max_us = src->early_max_us;
+    hist_merge(&dst->late, &src->late);
 }
 
 static lg_error_kind classify(int err)
@@ -313,7 +350,9 @@ typedef struct worker {
     uint64_t n;          /* keys done */
     int64_t sched_ns;    /* when the current request was due (open loop: its latency origin) */
     int64_t start_ns;    /* when the current request was sent */
-    uint64_t rng;
+    int64_t deadline_ns; /* its own deadline, counted from start_ns */
+    uint64_t rng;        /* key choice */
+    uint64_t deadline_rng; /* deadline draws, apart so keys stay as without a spread */
     char key[64];
     size_t key_len;
 } worker;
@@ -393,7 +432,10 @@ static void retire(group *g)
     pthread_mutex_unlock(&g->lock);
 }
 
-static void record(group *g, histogram *h, const momento_result *r, uint64_t latency_us)
+/* `overdue_ns`: callback time minus the request's own deadline (submission
+ * + its timeout); negative when the callback came before the deadline. */
+static void record(group *g, histogram *h, const momento_result *r, uint64_t latency_us,
+                   int64_t overdue_ns)
 {
     int err = momento_result_error(r);
     pthread_mutex_lock(&g->lock);
@@ -404,7 +446,34 @@ static void record(group *g, histogram *h, const momento_result *r, uint64_t lat
     } else {
         g->stats.errors[classify(err)]++;
     }
+    if (err == MOMENTO_ERR_TIMEOUT) {
+        g->stats.timed_out++;
+        if (overdue_ns < 0) {
+            /* Early by any amount counts: the start time was read before the
+             * call, so the library's own clock started no earlier, and a
+             * correct deadline cannot fire before start + timeout. */
+            g->stats.timed_out_early++;
+            uint64_t early_us = (uint64_t)(-overdue_ns + 999) / 1000;
+            if (early_us > g->stats.early_max_us)
+                g->stats.early_max_us = early_us;
+        } else {
+            hist_record(&g->stats.late, (uint64_t)overdue_ns / 1000);
+        }
+    }
     pthread_mutex_unlock(&g->lock);
+}
+
+/* This request's deadline: uniform over [timeout_min_ms, timeout_ms]. */
+static uint32_t draw_deadline_ms(worker *w)
+{
+    const lg_options *o = w->g->run->o;
+    uint64_t span = (uint64_t)(o->timeout_ms - o->timeout_min_ms) + 1;
+    if (span == 1)
+        return (uint32_t)o->timeout_ms;
+    w->deadline_rng ^= w->deadline_rng << 13;
+    w->deadline_rng ^= w->deadline_rng >> 7;
+    w->deadline_rng ^= w->deadline_rng << 17;
+    return (uint32_t)(o->timeout_min_ms + (int)(w->deadline_rng % span));
 }
 
 static void on_done(const momento_result *r, void *ud);
@@ -416,16 +485,23 @@ static void start_request(worker *w)
     const lg_options *o = run->o;
     if (w->phase == 0)
         choose_key(w);
+    /* Every request carries its own deadline, so coalesced waiters with
+     * different deadlines share RPCs (the case issue 14 is about). */
+    momento_request_options ro = MOMENTO_REQUEST_OPTIONS_INIT;
+    ro.timeout_ms = draw_deadline_ms(w);
+    w->deadline_ns = (int64_t)ro.timeout_ms * 1000000;
+    /* Read before the call: the deadline counts from submission, so a
+     * callback earlier than start_ns + deadline_ns is early without doubt. */
     w->start_ns = now_ns();
     int rc;
     if (w->phase == 0)
         rc = g->co ? momento_coalescing_set(g->co, o->cache, w->key, w->key_len, run->payload,
-                                            (size_t)o->payload_bytes, 0, NULL, on_done, w)
+                                            (size_t)o->payload_bytes, 0, &ro, on_done, w)
                    : momento_set(g->client, o->cache, w->key, w->key_len, run->payload,
-                                 (size_t)o->payload_bytes, 0, NULL, on_done, w);
+                                 (size_t)o->payload_bytes, 0, &ro, on_done, w);
     else
-        rc = g->co ? momento_coalescing_get(g->co, o->cache, w->key, w->key_len, NULL, on_done, w)
-                   : momento_get(g->client, o->cache, w->key, w->key_len, NULL, on_done, w);
+        rc = g->co ? momento_coalescing_get(g->co, o->cache, w->key, w->key_len, &ro, on_done, w)
+                   : momento_get(g->client, o->cache, w->key, w->key_len, &ro, on_done, w);
     if (rc != MOMENTO_OK) {
         /* Refused at submit (a bad argument, a client being freed): no
          * callback will come, so the worker stops here, and the refusal is
@@ -449,7 +525,8 @@ static void on_done(const momento_result *r, void *ud)
     /* Open loop: latency counts from when the request was due, so time spent
      * waiting behind a slow predecessor is not omitted (as wrk2 does). */
     int64_t origin = open_loop ? w->sched_ns : w->start_ns;
-    record(g, w->phase == 0 ? &g->stats.set : &g->stats.get, r, (uint64_t)(t - origin) / 1000);
+    record(g, w->phase == 0 ? &g->stats.set : &g->stats.get, r, (uint64_t)(t - origin) / 1000,
+           t - (w->start_ns + w->deadline_ns));
     if (w->phase == 1)
         w->n++;
     w->phase ^= 1;
@@ -573,6 +650,8 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
 
     momento_config *cfg;
     momento_config_new(&cfg);
+    /* The client's default deadline: what creating the cache uses. Load
+     * requests each carry their own (start_request). */
     momento_config_set_timeout_ms(cfg, (uint32_t)o->timeout_ms);
     group *groups = calloc((size_t)o->threads, sizeof(*groups));
     worker *workers = calloc((size_t)o->concurrency, sizeof(*workers));
@@ -613,6 +692,7 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
             w->g = g;
             w->id = (int)(w - workers);
             w->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(w->id + 1);
+            w->deadline_rng = 0xD1B54A32D192ED03ull * (uint64_t)(w->id + 1);
             /* Spread the first requests over one interval so the load starts
              * smooth rather than as one burst. */
             w->sched_ns = t0 + (o->rps ? run.interval_ns * k / g->n_workers : 0);
@@ -695,6 +775,15 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
 
 /* ------------------------------------------------------------- output */
 
+const char *lg_describe_deadlines(const lg_options *o, char *buf, size_t len)
+{
+    if (o->timeout_min_ms == o->timeout_ms)
+        snprintf(buf, len, "deadline %d ms", o->timeout_ms);
+    else
+        snprintf(buf, len, "deadlines %d to %d ms", o->timeout_min_ms, o->timeout_ms);
+    return buf;
+}
+
 void lg_print_stats(FILE *f, const char *label, const lg_stats *s, double elapsed_s)
 {
     fprintf(f, "%scumulative stats after %.1f s:\n", label, elapsed_s);
@@ -722,6 +811,18 @@ void lg_print_stats(FILE *f, const char *label, const lg_stats *s, double elapse
                 (unsigned long long)hist_quantile(h, 0.99),
                 (unsigned long long)hist_quantile(h, 0.999), (unsigned long long)h->max);
     }
+    /* Early timeouts are the bug this line exists to show: a request told
+     * it ran out of time before the time it asked for had passed. */
+    fprintf(f, "  timed out %llu, early %llu (before their own deadline)",
+            (unsigned long long)s->timed_out, (unsigned long long)s->timed_out_early);
+    if (s->timed_out_early)
+        fprintf(f, ", earliest %llu us before it", (unsigned long long)s->early_max_us);
+    if (s->late.count)
+        fprintf(f, "; us after the deadline: p50 %llu p99 %llu max %llu",
+                (unsigned long long)hist_quantile(&s->late, 0.5),
+                (unsigned long long)hist_quantile(&s->late, 0.99),
+                (unsigned long long)s->late.max);
+    fprintf(f, "\n");
 }
 
 void lg_print_summary(FILE *f, const char *label, const lg_result *r)
@@ -781,9 +882,10 @@ void lg_json_config(FILE *f, const lg_options *o, int indent)
     fprintf(f,
             ", \"concurrency\": %d, \"rps\": %d, \"duration_s\": %g, \"payload_bytes\": %d, "
             "\"timeout_ms\": %d, \"keys\": %d, \"distribution\": \"%s\", \"open_loop\": %s, "
-            "\"threads\": %d}",
+            "\"threads\": %d, \"timeout_min_ms\": %d, \"timeout_max_ms\": %d}",
             o->concurrency, o->rps, o->duration_s, o->payload_bytes, o->timeout_ms, o->keys,
-            o->zipf ? "zipf" : "uniform", o->open_loop ? "true" : "false", o->threads);
+            o->zipf ? "zipf" : "uniform", o->open_loop ? "true" : "false", o->threads,
+            o->timeout_min_ms, o->timeout_ms);
 }
 
 void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent)
@@ -822,5 +924,10 @@ void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent)
                 k->set_requests ? 100.0 * (double)k->set_coalesced / (double)k->set_requests : 0.0,
                 req ? 100.0 * (double)(k->get_coalesced + k->set_coalesced) / (double)req : 0.0);
     }
+    fprintf(f, ",\n%s\"timed_out\": %llu,\n%s\"timed_out_early\": %llu,\n%s\"timed_out_early_max_us\": %llu,\n",
+            pad, (unsigned long long)r->stats.timed_out, pad,
+            (unsigned long long)r->stats.timed_out_early, pad,
+            (unsigned long long)r->stats.early_max_us);
+    json_hist(f, "timeout_late", &r->stats.late, pad);
     fprintf(f, "\n%*s}", indent, "");
 }

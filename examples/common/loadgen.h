@@ -20,6 +20,10 @@ typedef struct lg_options {
     int rps;                /* 0 = unlimited */
     double duration_s;
     int payload_bytes;
+    /* --timeout-ms A:B: each request's deadline is drawn uniformly from
+     * [timeout_min_ms, timeout_ms] and passed in its momento_request_options;
+     * timeout_ms (the upper end) is also the client's default deadline. */
+    int timeout_min_ms;
     int timeout_ms;
     double stats_interval_s;
     int keys;               /* 0 = a fresh key per step */
@@ -58,6 +62,16 @@ typedef struct lg_stats {
     uint64_t errors[LG_ERR_COUNT];
     histogram set;
     histogram get;
+    /* Deadlines. timed_out: callbacks with MOMENTO_ERR_TIMEOUT (the same
+     * requests as errors[LG_ERR_DEADLINE]). timed_out_early: those that came
+     * before the request's own deadline had elapsed since its submission
+     * (monotonic clock, no slack); early_max_us: the earliest of them, in us
+     * before its deadline. late: for the others, callback time minus
+     * deadline, in us. */
+    uint64_t timed_out;
+    uint64_t timed_out_early;
+    uint64_t early_max_us;
+    histogram late;
 } lg_stats;
 
 void lg_stats_init(lg_stats *s);
@@ -91,6 +105,9 @@ typedef struct lg_result {
  * quiet, prefixed with `label`. Returns 0 or a negative momento_error. */
 int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *label,
            lg_result *out);
+
+/* "deadline N ms", or "deadlines A to B ms" for a spread, into buf. */
+const char *lg_describe_deadlines(const lg_options *o, char *buf, size_t len);
 
 /* Prints the summary of a run. */
 void lg_print_summary(FILE *f, const char *label, const lg_result *r);

@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 """The examples, run for real: load-gen and request-coalescing for 2 s each
 against the embedded server (and once against momento-local over
---endpoint), checking their JSON and SVG outputs and their option errors.
+--endpoint), checking their JSON and SVG outputs and their option errors;
+then both with per-request deadlines spread over a range (--timeout-ms A:B),
+against the embedded server and against a server that never answers, where
+every request must time out and none before its own deadline.
 Usage: check_examples.py BUILD_DIR"""
 import json
 import os
+import socketserver
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import xml.etree.ElementTree as ET
 
 build = sys.argv[1]
@@ -31,6 +37,66 @@ def check(name, cond, detail=""):
 
 def run(args, timeout=120):
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+class _Silent(socketserver.BaseRequestHandler):
+    """An HTTP/2 peer that keeps the connection healthy and answers no call:
+    it sends its SETTINGS, acknowledges the client's SETTINGS and PINGs (so
+    keepalive does not close the connection), returns flow-control credit
+    for DATA, and ignores everything else. Every gRPC call to it ends at its
+    deadline, which is what the deadline checks need: momento-local delays
+    only calls carrying a fault header, which the public API cannot add."""
+
+    def handle(self):
+        sock, buf, preface = self.request, b"", True
+        sock.sendall(b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        while True:
+            try:
+                data = sock.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            buf += data
+            if preface:  # "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+                if len(buf) < 24:
+                    continue
+                buf, preface = buf[24:], False
+            out = b""
+            while len(buf) >= 9:
+                n = int.from_bytes(buf[:3], "big")
+                if len(buf) < 9 + n:
+                    break
+                kind, flags, payload, buf = buf[3], buf[4], buf[9:9 + n], buf[9 + n:]
+                if kind == 4 and not flags & 1:    # SETTINGS -> ACK
+                    out += b"\x00\x00\x00\x04\x01\x00\x00\x00\x00"
+                elif kind == 6 and not flags & 1:  # PING -> ACK
+                    out += b"\x00\x00\x08\x06\x01\x00\x00\x00\x00" + payload
+                elif kind == 0 and n:              # DATA -> connection WINDOW_UPDATE
+                    out += b"\x00\x00\x04\x08\x00\x00\x00\x00\x00" + struct.pack(">I", n)
+            if out:
+                sock.sendall(out)
+
+
+class _SilentServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+
+
+def check_deadlines(name, ph, spread, all_timed_out=False):
+    """The deadline fields of one run (a load-gen result or a phase)."""
+    check(f"{name}: deadline fields present", all(k in ph for k in
+          ("timed_out", "timed_out_early", "timed_out_early_max_us", "timeout_late")), sorted(ph))
+    check(f"{name}: the spread reaches the run", (ph["config"]["timeout_min_ms"],
+          ph["config"]["timeout_max_ms"]) == spread, ph["config"])
+    check(f"{name}: timed_out <= requests, == deadline_exceeded, early <= timed_out",
+          ph["timed_out_early"] <= ph["timed_out"] <= ph["requests"]
+          and ph["timed_out"] == ph["errors"]["deadline_exceeded"]
+          and ph["timeout_late"]["count"] == ph["timed_out"] - ph["timed_out_early"], ph)
+    check(f"{name}: no request timed out before its own deadline", ph["timed_out_early"] == 0
+          and ph["timed_out_early_max_us"] == 0, (ph["timed_out_early"], ph["timed_out_early_max_us"]))
+    if all_timed_out:
+        check(f"{name}: every request timed out", ph["requests"] > 0
+              and ph["timed_out"] == ph["requests"] and ph["success"] == 0, ph)
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -119,10 +185,59 @@ with tempfile.TemporaryDirectory() as tmp:
     check("SVG is well-formed with four series", len(lines) == 4)
     check("SVG series have points", all(len(e.get("points").split()) > 100 for e in lines))
 
+    # Per-request deadlines spread over 50 ms .. 2 s (--timeout-ms A:B),
+    # against the embedded server. Few requests time out here, but any that
+    # does must not do so early; the report says how many did.
+    out6 = os.path.join(tmp, "lg6.json")
+    p = run([load_gen, "--duration", "2", "--rps", "0", "--concurrency", "100",
+             "--timeout-ms", "50:2000", "--stats-interval", "1", "--json", out6])
+    check("load-gen --timeout-ms 50:2000 exits 0", p.returncode == 0, p.stderr)
+    check("load-gen prints timeouts and early timeouts",
+          "deadlines 50 to 2000 ms" in p.stdout and "early 0 (before their own deadline)" in p.stdout, p.stdout)
+    check_deadlines("load-gen 50:2000", json.load(open(out6)), (50, 2000))
+    out7 = os.path.join(tmp, "rc7.json")
+    p = run([coalescing, "--duration", "2", "--rps", "0", "--concurrency", "200", "--quiet",
+             "--timeout-ms", "50:2000", "--json", out7])
+    check("request-coalescing --timeout-ms 50:2000 exits 0", p.returncode == 0, p.stderr)
+    check("request-coalescing table shows timeouts before and after",
+          "| requests timed out" in p.stdout and "| timed out before own deadline" in p.stdout, p.stdout)
+    r = json.load(open(out7))
+    for name in ("before", "after"):
+        check_deadlines(f"request-coalescing 50:2000 {name}", r[name], (50, 2000))
+    check("a single --timeout-ms N is N:N", json.load(open(out2))["config"]["timeout_min_ms"] == 2000)
+
+    # A server that never answers: every request times out, each at its own
+    # deadline (20..300 ms), coalesced waiters too, though they share RPCs
+    # with waiters whose deadlines differ. Nothing succeeds, so both tools
+    # exit 1; their JSON is written first.
+    silent = _SilentServer(("127.0.0.1", 0), _Silent)
+    threading.Thread(target=silent.serve_forever, daemon=True).start()
+    silent_ep = f"127.0.0.1:{silent.server_address[1]}"
+    out8 = os.path.join(tmp, "lg8.json")
+    p = run([load_gen, "--endpoint", silent_ep, "--insecure", "--duration", "1.5", "--rps", "0",
+             "--concurrency", "50", "--timeout-ms", "20:300", "--quiet", "--json", out8])
+    check("load-gen against a silent server exits 1", p.returncode == 1
+          and "no request succeeded" in p.stderr, p)
+    check_deadlines("load-gen, silent server", json.load(open(out8)), (20, 300), all_timed_out=True)
+    out9 = os.path.join(tmp, "rc9.json")
+    p = run([coalescing, "--endpoint", silent_ep, "--insecure", "--duration", "1.5", "--rps", "0",
+             "--concurrency", "50", "--timeout-ms", "20:300", "--quiet", "--json", out9])
+    check("request-coalescing against a silent server exits 1", p.returncode == 1, p)
+    r = json.load(open(out9))
+    for name in ("before", "after"):
+        check_deadlines(f"request-coalescing, silent server, {name}", r[name], (20, 300),
+                        all_timed_out=True)
+    check("silent server: waiters with different deadlines shared RPCs",
+          r["after"]["coalesced"]["get"] + r["after"]["coalesced"]["set"] > 0, r["after"]["coalesced"])
+    silent.shutdown()
+    silent.server_close()
+
     # Bad values: a clear message and exit status 2.
     for args in (["--concurrency", "0"], ["--rps", "-5"], ["--duration", "x"], ["--distribution", "pareto"],
                  ["--open-loop", "--rps", "0"], ["--endpoint", "nohost"], ["--insecure"], ["--threads", "99"],
-                 ["--keys", "0", "--distribution", "zipf"], ["--bogus"], ["extra"]):
+                 ["--keys", "0", "--distribution", "zipf"], ["--bogus"], ["extra"],
+                 ["--timeout-ms", "300:50"], ["--timeout-ms", "0:50"], ["--timeout-ms", "50:"],
+                 ["--timeout-ms", ":50"], ["--timeout-ms", "5:x"], ["--timeout-ms", "1:3600001"]):
         p = run([load_gen] + args)
         check(f"load-gen {' '.join(args)} -> exit 2 with a message", p.returncode == 2 and p.stderr.strip(), p)
     p = run([load_gen, "--plot", "x.svg"])
@@ -145,7 +260,8 @@ with tempfile.TemporaryDirectory() as tmp:
     for prog in (load_gen, coalescing):
         p = run([prog, "--help"])
         check(f"{os.path.basename(prog)} --help documents defaults", p.returncode == 0
-              and "(default 10)" in p.stdout and "--open-loop" in p.stdout)
+              and "(default 10)" in p.stdout and "--open-loop" in p.stdout
+              and "--timeout-ms A[:B]" in p.stdout and "--timeout-ms 50:2000" in p.stdout)
 
 print(f"{passed} passed, {failures} failed")
 sys.exit(1 if failures or not passed else 0)
