@@ -402,6 +402,7 @@ static void deliver(momento__call *call)
     /* From here a cancel cannot reach this request: it has its result. */
     if (call->token)
         momento__cancel_hook_remove(call->token, &call->hook);
+    momento__client_answered(c, &call->track);
     call->cb(&r, call->userdata);
 
     momento__scratch_free(&scratch);

@@ -27,6 +27,9 @@ typedef struct momento__call_opts {
     /* When not NULL, set to the call once it is accepted, for
      * momento__call_cancel() (the coalescer's abandoned RPCs). */
     momento__call **started;
+    /* Sent as is: the batcher's own sends (momento__send_get and friends
+     * otherwise offer the request to the batcher first). */
+    bool unbatched;
 } momento__call_opts;
 
 /* Resolves a request's options (NULL: the client's defaults; already

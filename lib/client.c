@@ -31,6 +31,7 @@ static void destroy(momento_client *c)
     grpc_slice_unref(c->kick_details);
     grpc_metadata_array_destroy(&c->kick_trailing);
     momento__heap_clear(&c->timers);
+    momento__batcher_clear(&c->batcher);
     if (c->cq)
         grpc_completion_queue_destroy(c->cq);
     grpc_slice_unref(c->auth_value);
@@ -233,6 +234,8 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     grpc_metadata_array_init(&c->kick_trailing);
     momento__heap_init(&c->timers, due_before, momento__realloc);
     momento__heap_track(&c->timers, timer_moved);
+    momento__batcher_init(&c->batcher);
+    atomic_init(&c->n_rpcs, 0);
     momento__retries_init(&c->retries,
                           (uint64_t)(uintptr_t)c ^ (uint64_t)gpr_now(GPR_CLOCK_REALTIME).tv_nsec);
 
@@ -306,6 +309,7 @@ int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc
     }
     DL_PREPEND(c->in_flight, t);
     c->n_in_flight++;
+    atomic_fetch_add(&c->n_rpcs, 1);
     t->call = gc;
     if (t->cancelled) /* its token fired while it was being submitted */
         grpc_call_cancel_with_status(gc, GRPC_STATUS_CANCELLED, t->cancel_why, NULL);
@@ -352,6 +356,11 @@ bool momento__client_cancelled(momento_client *c, momento__tracked *t)
 
 void momento__client_retire(momento_client *c, momento__tracked *t)
 {
+    /* Queued requests leave before this one stops counting in flight, so
+     * that the last retirement never finds work left behind (batcher.c). */
+    if (!t->answered)
+        atomic_fetch_sub(&c->n_rpcs, 1);
+    momento__batcher_rpc_done(c);
     pthread_mutex_lock(&c->lock);
     DL_DELETE(c->in_flight, t);
     if (--c->n_in_flight == 0 && c->closing) {
@@ -362,6 +371,12 @@ void momento__client_retire(momento_client *c, momento__tracked *t)
             grpc_completion_queue_shutdown(c->cq);
     }
     pthread_mutex_unlock(&c->lock);
+}
+
+void momento__client_answered(momento_client *c, momento__tracked *t)
+{
+    t->answered = true;
+    atomic_fetch_sub(&c->n_rpcs, 1);
 }
 
 bool momento__client_closing(momento_client *c)
@@ -380,7 +395,20 @@ size_t momento_client_in_flight(const momento_client *c)
     pthread_mutex_lock(&mc->lock);
     size_t n = mc->n_in_flight;
     pthread_mutex_unlock(&mc->lock);
-    return n;
+    return n + momento__batcher_queued(mc);
+}
+
+int momento_client_batching_stats(const momento_client *c, momento_batching_counters *ret,
+                                  size_t size)
+{
+    if (!c || !ret)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    momento_client *mc = (momento_client *)c; /* the lock is not part of the value */
+    pthread_mutex_lock(&mc->batcher.lock);
+    momento_batching_counters snapshot = mc->batcher.counters;
+    pthread_mutex_unlock(&mc->batcher.lock);
+    memcpy(ret, &snapshot, size < sizeof(snapshot) ? size : sizeof(snapshot));
+    return MOMENTO_OK;
 }
 
 int momento__client_add_header(momento_client *c, const char *key, const char *value)

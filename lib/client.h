@@ -9,10 +9,12 @@
 #ifndef MOMENTO_CLIENT_H
 #define MOMENTO_CLIENT_H
 
+#include "batcher.h"
 #include "channel.h"
 #include "config.h"
 #include "credentials.h"
 #include "retry.h"
+#include "timer.h"
 
 #include <grpc/grpc.h>
 #include <pthread.h>
@@ -24,18 +26,11 @@ typedef struct momento__tracked {
     struct momento__tracked *prev, *next;
     grpc_call *call; /* the current attempt's gRPC call; NULL between attempts */
     bool cancelled;  /* by its token: every later gRPC call is cancelled at once */
+    bool answered;   /* no longer counted in n_rpcs (momento__client_answered) */
     const char *cancel_why;
 } momento__tracked;
 
-/* Something the completion thread does at a given time (a coalesced
- * waiter's deadline): embedded in its owner. */
-typedef struct momento__timer {
-    int64_t due_ns;                         /* monotonic */
-    size_t index;                           /* in the heap; MOMENTO__HEAP_GONE when not armed */
-    void (*fire)(struct momento__timer *t); /* on the completion thread, no lock held */
-    bool soon;                              /* on the list of timers due at once */
-    struct momento__timer *prev, *next;     /* ...that list */
-} momento__timer;
+
 
 #define MOMENTO__MAX_EXTRA_HEADERS 8
 
@@ -61,6 +56,8 @@ struct momento_client {
     momento__retries retries;    /* calls waiting to retry */
     momento__heap timers;        /* armed momento__timers, by due_ns */
     momento__timer *soon;        /* timers due at once (no allocation: cannot fail) */
+    momento__batcher batcher;    /* its own lock; queued requests are not in the list */
+    atomic_size_t n_rpcs;        /* accepted gRPC calls not yet retired (batching's N) */
     bool closing;                /* momento_client_free() has begun; written only
                                   * by client.c, read by retry.c in the lock
                                   * section that queues a retry */
@@ -85,6 +82,11 @@ int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc
 /* Makes `gc` the request's current gRPC call (NULL between attempts), so
  * that momento_client_free() cancels the right one. Returns the previous. */
 grpc_call *momento__client_publish(momento_client *c, momento__tracked *t, grpc_call *gc);
+/* The request's RPC is over and its callback about to run: it stops
+ * counting towards batching's threshold now, so that a request submitted
+ * from the callback, or by a thread the callback wakes, is not queued
+ * behind an RPC that is already done. On the completion thread. */
+void momento__client_answered(momento_client *c, momento__tracked *t);
 /* Forgets an accepted request: after its callback has returned, or when it
  * is refused after all (then no callback runs). */
 void momento__client_retire(momento_client *c, momento__tracked *t);
@@ -101,21 +103,7 @@ void momento__client_cancel(momento_client *c, momento__tracked *t, momento__ret
 /* Whether the request was cancelled by momento__client_cancel(). */
 bool momento__client_cancelled(momento_client *c, momento__tracked *t);
 
-/* Timers, run by the completion thread. Arm (or re-arm) `t` to fire at
- * `due_ns`, from any thread; returns 0 or MOMENTO_ERR_NO_MEMORY. `wake`:
- * the completion thread may be asleep past `due_ns` and must be woken if
- * this is now the first timer; false when something else is sure to wake
- * it by then (a call whose own deadline is no later), which saves a
- * wake-up per request. Disarming
- * an unarmed timer does nothing; a timer that has fired is unarmed. A fire
- * may run just after a disarm made by another thread than the completion
- * thread: owners disarm under their own lock and check their state in fire. */
-void momento__timer_init(momento__timer *t, void (*fire)(momento__timer *t));
-int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns, bool wake);
-/* Makes `t` fire as soon as the completion thread can, armed or not, from
- * any thread; unlike arming it needs no memory and cannot fail (a cancel). */
-void momento__timer_fire_soon(momento_client *c, momento__timer *t);
-void momento__timer_disarm(momento_client *c, momento__timer *t);
+
 
 /* Adds a header sent with every later call of `c`. For tests only: it is not
  * locked, so call it before the client is used. Returns 0 or an error. */

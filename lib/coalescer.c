@@ -241,7 +241,8 @@ static void waiter_fire(momento__timer *t)
          * join it meanwhile. on_done still comes, with no one to call. */
         close_to_newcomers(e);
         co->counters.rpcs_abandoned++;
-        momento__call_cancel(e->call, "cancelled: every request waiting on it left");
+        if (e->call) /* NULL while queued by the batcher: it is then sent unwanted */
+            momento__call_cancel(e->call, "cancelled: every request waiting on it left");
     }
     bool cancelled = w->cancelled;
     pthread_mutex_unlock(&co->lock);

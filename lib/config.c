@@ -21,6 +21,10 @@ void momento__config_defaults(momento_config *cfg)
     cfg->retry_max_attempts = 3;
     cfg->retry_attempt_timeout_ms = 0;
     cfg->retry_delay_ms = 0;
+    cfg->batch_min_in_flight = 0;
+    cfg->batch_linger_us = 0;
+    cfg->batch_max_keys = MOMENTO_BATCH_DEFAULT_MAX_KEYS;
+    cfg->batch_max_bytes = MOMENTO_BATCH_DEFAULT_MAX_BYTES;
 }
 
 int momento__config_copy(momento_config *dst, const momento_config *src)
@@ -143,6 +147,20 @@ int momento_config_set_retries(momento_config *cfg, uint32_t max_attempts)
     cfg->retry_max_attempts = max_attempts;
     cfg->retry_attempt_timeout_ms = 0;
     cfg->retry_delay_ms = 0;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_batching(momento_config *cfg, uint32_t min_in_flight, uint32_t linger_us,
+                                uint32_t max_keys, uint32_t max_bytes)
+{
+    if (!cfg || min_in_flight > 100000u || linger_us > MOMENTO_MAX_BATCH_LINGER_US ||
+        (min_in_flight && (max_keys < 2 || max_keys > 10000u || max_bytes < 1024u ||
+                           max_bytes > MOMENTO_MAX_BATCH_BYTES)))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->batch_min_in_flight = min_in_flight;
+    cfg->batch_linger_us = linger_us;
+    cfg->batch_max_keys = max_keys;
+    cfg->batch_max_bytes = max_bytes;
     return MOMENTO_OK;
 }
 

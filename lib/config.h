@@ -15,6 +15,11 @@ struct momento_config {
     uint32_t retry_max_attempts;       /* 1 = no retries */
     uint32_t retry_attempt_timeout_ms; /* 0 = each attempt may use the whole deadline */
     uint32_t retry_delay_ms;           /* between attempts, +/-10% */
+    /* Adaptive batching (batcher.c); batch_min_in_flight 0 = off. */
+    uint32_t batch_min_in_flight;      /* N: queue gets and sets from this many RPCs */
+    uint32_t batch_linger_us;          /* L: send a queue this long after it started, at most */
+    uint32_t batch_max_keys;           /* M */
+    uint32_t batch_max_bytes;          /* B: keys + values of one batch */
 };
 
 void momento__config_defaults(momento_config *cfg);

@@ -126,6 +126,12 @@ MOMENTO__DECODER(item_get_type)
 int momento__send_get(momento_client *c, const char *cache, const void *key, size_t key_len,
                       const momento__call_opts *opts, momento_callback cb, void *userdata)
 {
+    if (!opts->unbatched) {
+        int rc = momento__batcher_offer(c, MOMENTO__BOP_GET, cache, key, key_len, NULL, 0, 0, opts,
+                                        cb, userdata);
+        if (rc != 1)
+            return rc;
+    }
     CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
     return momento__call_start_with(c, MOMENTO__RPC_GET, cache, &req.base, opts, cb, userdata);
@@ -135,16 +141,29 @@ int momento__send_set(momento_client *c, const char *cache, const void *key, siz
                       const void *value, size_t value_len, uint64_t ttl_ms,
                       const momento__call_opts *opts, momento_callback cb, void *userdata)
 {
+    uint64_t ttl = momento__effective_ttl(&c->cfg, ttl_ms);
+    if (!opts->unbatched) {
+        int rc = momento__batcher_offer(c, MOMENTO__BOP_SET, cache, key, key_len, value,
+                                        value_len, ttl, opts, cb, userdata);
+        if (rc != 1)
+            return rc;
+    }
     CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
     req.cache_body = momento__bytes(value, value_len);
-    req.ttl_milliseconds = momento__effective_ttl(&c->cfg, ttl_ms);
+    req.ttl_milliseconds = ttl;
     return momento__call_start_with(c, MOMENTO__RPC_SET, cache, &req.base, opts, cb, userdata);
 }
 
 int momento__send_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
                          const momento__call_opts *opts, momento_callback cb, void *userdata)
 {
+    if (!opts->unbatched) {
+        int rc = momento__batcher_offer(c, MOMENTO__BOP_DELETE, cache, key, key_len, NULL, 0, 0,
+                                        opts, cb, userdata);
+        if (rc != 1)
+            return rc;
+    }
     CacheClient__DeleteRequest req = CACHE_CLIENT____DELETE_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
     return momento__call_start_with(c, MOMENTO__RPC_DELETE, cache, &req.base, opts, cb, userdata);

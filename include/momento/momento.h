@@ -196,6 +196,29 @@ MOMENTO_EXPORT int momento_config_set_retry_fixed_timeout(momento_config *cfg,
                                                           uint32_t attempt_timeout_ms,
                                                           uint32_t delay_ms);
 
+/*
+ * Adaptive batching (docs/batching.md). Off by default (min_in_flight 0).
+ * When on and the client already has `min_in_flight` RPCs in flight, new
+ * gets and sets (plain and the coalescer's) wait in a queue instead of
+ * starting their own RPC; when an RPC completes, or `linger_us` after the
+ * first one queued if that comes first (0: only completions), the queued
+ * gets leave as GetBatch RPCs and the sets as SetBatch RPCs, one per cache,
+ * at most `max_keys` keys and `max_bytes` bytes of keys and values each.
+ * Below `min_in_flight` nothing changes: plain Get and Set, no added
+ * latency. Each request keeps its own callback, result, deadline and
+ * cancel token. Ranges: min_in_flight 0 .. 100,000; linger_us 0 ..
+ * MOMENTO_MAX_BATCH_LINGER_US; max_keys 2 .. 10,000; max_bytes 1024 ..
+ * MOMENTO_MAX_BATCH_BYTES. Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT.
+ */
+#define MOMENTO_MAX_BATCH_LINGER_US 100000u
+#define MOMENTO_MAX_BATCH_BYTES (8u * 1024 * 1024)
+#define MOMENTO_BATCH_DEFAULT_MIN_IN_FLIGHT 16u
+#define MOMENTO_BATCH_DEFAULT_MAX_KEYS 64u
+#define MOMENTO_BATCH_DEFAULT_MAX_BYTES (1024u * 1024)
+MOMENTO_EXPORT int momento_config_set_batching(momento_config *cfg, uint32_t min_in_flight,
+                                               uint32_t linger_us, uint32_t max_keys,
+                                               uint32_t max_bytes);
+
 /* Getters; each returns 0 for a NULL `cfg`. */
 MOMENTO_EXPORT uint32_t momento_config_timeout_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint64_t momento_config_default_ttl_ms(const momento_config *cfg);
@@ -391,6 +414,26 @@ MOMENTO_EXPORT int momento_client_new(momento_client **ret, const momento_config
  * Compare momento_coalescer_free() (coalescer.h), which does not wait.
  */
 MOMENTO_EXPORT void momento_client_free(momento_client *c);
+
+/*
+ * Adaptive batching's counters since the client was created
+ * (momento_config_set_batching()). Fields are only appended: pass
+ * sizeof(momento_batching_counters).
+ */
+typedef struct momento_batching_counters {
+    uint64_t queued;            /* requests that waited in the queue */
+    uint64_t batches;           /* GetBatch and SetBatch RPCs sent from it */
+    uint64_t batched_keys;      /* requests that left in those */
+    uint64_t sent_alone;        /* queued requests that left alone, as plain Get/Set */
+    uint64_t left_queue;        /* called back while queued: deadline or cancel */
+    uint64_t keys_per_batch[8]; /* histogram: 2, 3-4, 5-8, 9-16, 17-32, 33-64, 65-128, more */
+    uint64_t queued_ns_total;   /* time spent queued, summed over requests that left it */
+    uint64_t queued_ns_max;
+} momento_batching_counters;
+/* Fills *ret (at most `size` bytes). Returns 0, or
+ * MOMENTO_ERR_INVALID_ARGUMENT when `c` or `ret` is NULL. Any thread. */
+MOMENTO_EXPORT int momento_client_batching_stats(const momento_client *c,
+                                                 momento_batching_counters *ret, size_t size);
 
 /*
  * Requests accepted and not yet finished: counted when an async call (or the

@@ -1,0 +1,567 @@
+/* Adaptive batching. A get or set offered while the client has N RPCs in
+ * flight becomes a queued member (with copies of its cache, key and value);
+ * each RPC retirement then sends the whole queue: gets as GetBatch and sets
+ * as SetBatch RPCs, one per cache, split at M keys and B bytes, in the order
+ * of their first member. A group of one leaves as a plain Get or Set. Light
+ * load never queues, so it sees no added latency.
+ *
+ * Every member keeps what a single request has (docs/batching.md):
+ * - its own callback, once: with its item of the batch's reply, or with the
+ *   batch's error (the status mapped as for a single call);
+ * - its deadline: a timer armed at it while queued ends it there, and it
+ *   never reaches the wire; a batch's deadline is its members' earliest,
+ *   so nobody waits past its own, and a member with time left when a batch
+ *   runs out of another's is queued again;
+ * - its token: a cancel ends it at once (queued: it is never sent; sent: it
+ *   leaves the batch, and the last to leave cancels the RPC on the wire);
+ * - retries: GetBatch and SetBatch are idempotent, like Get and Set.
+ * Write order: once a set or delete is queued, every later set and delete
+ * of the client queues behind it (a delete leaves alone, after the sets
+ * queued before it have left), so two writes of one key issued in order
+ * leave in order, on the channel round robin, as unqueued writes do.
+ *
+ * Members' states are guarded by the batcher's lock; callbacks run on the
+ * completion thread with no lock held. Lock order: a token, this lock, the
+ * client's lock. */
+#include "batcher.h"
+
+#include "alloc.h"
+#include "cancel.h"
+#include "client.h"
+#include "op.h"
+#include "result.h"
+
+#include "cacheclient.pb-c.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <utlist.h>
+
+typedef enum { M_QUEUED, M_SENT, M_DONE } member_state;
+
+typedef struct batch batch;
+
+struct momento__bmember {
+    momento__bmember *prev, *next; /* in the queue; `next` also links a flush's work */
+    momento_client *client;
+    momento__bop op;
+    momento_callback cb;
+    void *userdata;
+    gpr_timespec deadline;
+    momento_cancel_token *token;   /* a reference, or NULL */
+    momento__cancel_hook hook;
+    momento__timer timer;          /* at its deadline; at once when cancelled */
+    member_state state;
+    bool cancelled;
+    batch *in;                     /* while sent */
+    size_t index;                  /* ...its place there */
+    int64_t queued_ns;
+    uint64_t ttl_ms;
+    size_t cache_len, key_len, value_len;
+    uint8_t data[];                /* cache, NUL, key, value */
+};
+
+struct batch {
+    momento_client *client;
+    momento__bop op;
+    momento__call *call;
+    size_t n, attached;
+    momento__bmember *members[]; /* NULL once that member left */
+};
+
+static const char *m_cache(const momento__bmember *m)
+{
+    return (const char *)m->data;
+}
+
+static const uint8_t *m_key(const momento__bmember *m)
+{
+    return m->data + m->cache_len + 1;
+}
+
+static const uint8_t *m_value(const momento__bmember *m)
+{
+    return m->data + m->cache_len + 1 + m->key_len;
+}
+
+static void linger_fire(momento__timer *t);
+
+void momento__batcher_init(momento__batcher *b)
+{
+    memset(b, 0, sizeof(*b));
+    pthread_mutex_init(&b->lock, NULL);
+    momento__timer_init(&b->linger, linger_fire);
+}
+
+void momento__batcher_clear(momento__batcher *b)
+{
+    pthread_mutex_destroy(&b->lock);
+}
+
+static momento_client *client_of(momento__batcher *b)
+{
+    return (momento_client *)((char *)b - offsetof(momento_client, batcher));
+}
+
+static int64_t to_ns(gpr_timespec t)
+{
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Calls `m` back with `r` and frees it: with no lock held, once it is
+ * M_DONE and off every list, its timer disarmed. */
+static void deliver(momento__bmember *m, const momento_result *r)
+{
+    if (m->token)
+        momento__cancel_hook_remove(m->token, &m->hook);
+    m->cb(r, m->userdata);
+    momento_cancel_token_free(m->token);
+    free(m);
+}
+
+static void deliver_local(momento__bmember *m, int err, const char *why)
+{
+    momento_result r;
+    momento__result_local_error(&r, err, why);
+    deliver(m, &r);
+}
+
+/* With the lock held: takes `m` out of the queue. */
+static void unqueue(momento__batcher *b, momento__bmember *m)
+{
+    DL_DELETE(b->queue, m);
+    b->n_queued--;
+    if (m->op != MOMENTO__BOP_GET)
+        b->n_queued_writes--;
+    uint64_t waited = (uint64_t)(momento__now_ns() - m->queued_ns);
+    b->counters.queued_ns_total += waited;
+    if (waited > b->counters.queued_ns_max)
+        b->counters.queued_ns_max = waited;
+}
+
+/* The member's deadline came, or its token fired: it ends now, queued or
+ * sent. On the completion thread. */
+static void member_fire(momento__timer *t)
+{
+    momento__bmember *m = (momento__bmember *)((char *)t - offsetof(momento__bmember, timer));
+    momento_client *c = m->client;
+    momento__batcher *b = &c->batcher;
+    pthread_mutex_lock(&b->lock);
+    if (m->state == M_DONE) { /* its batch answered first */
+        pthread_mutex_unlock(&b->lock);
+        return;
+    }
+    momento__timer_disarm(c, t); /* a cancel may have re-armed it */
+    if (m->state == M_QUEUED) {
+        unqueue(b, m);
+    } else {
+        batch *bt = m->in;
+        bt->members[m->index] = NULL;
+        if (--bt->attached == 0) /* nobody waits for it any more */
+            momento__call_cancel(bt->call, "cancelled: every request in the batch left");
+    }
+    m->state = M_DONE;
+    b->counters.left_queue++;
+    bool cancelled = m->cancelled;
+    pthread_mutex_unlock(&b->lock);
+    if (cancelled)
+        deliver_local(m, MOMENTO_ERR_CANCELLED, "cancelled by the request's cancel token");
+    else
+        deliver_local(m, MOMENTO_ERR_TIMEOUT, "the request's deadline passed while it was batched");
+}
+
+/* The member's token was cancelled: any thread, the token's lock held. */
+static void member_cancelled(momento__cancel_hook *h)
+{
+    momento__bmember *m = (momento__bmember *)((char *)h - offsetof(momento__bmember, hook));
+    momento__batcher *b = &m->client->batcher;
+    pthread_mutex_lock(&b->lock);
+    if (m->state != M_DONE && !m->cancelled) {
+        m->cancelled = true;
+        momento__timer_fire_soon(m->client, &m->timer);
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
+int momento__batcher_offer(momento_client *c, momento__bop op, const char *cache,
+                           const void *key, size_t key_len, const void *value, size_t value_len,
+                           uint64_t ttl_ms, const momento__call_opts *opts, momento_callback cb,
+                           void *userdata)
+{
+    uint32_t n = c->cfg.batch_min_in_flight;
+    if (n == 0)
+        return 1;
+    momento__batcher *b = &c->batcher;
+    /* A first look without the lock: the usual answer under light load. */
+    if (op == MOMENTO__BOP_DELETE && atomic_load(&c->n_rpcs) == 0)
+        return 1;
+    if (atomic_load(&c->n_rpcs) < n && op == MOMENTO__BOP_GET)
+        return 1;
+    if (opts->token && momento_cancel_token_is_cancelled(opts->token))
+        return MOMENTO_ERR_CANCELLED;
+
+    size_t cache_len = strlen(cache);
+    momento__bmember *m = momento__malloc(sizeof(*m) + cache_len + 1 + key_len + value_len);
+    if (!m)
+        return MOMENTO_ERR_NO_MEMORY;
+    memset(m, 0, sizeof(*m));
+    m->client = c;
+    m->op = op;
+    m->cb = cb;
+    m->userdata = userdata;
+    m->deadline = opts->deadline;
+    m->ttl_ms = ttl_ms;
+    m->cache_len = cache_len;
+    m->key_len = key_len;
+    m->value_len = value_len;
+    memcpy(m->data, cache, cache_len + 1);
+    memcpy(m->data + cache_len + 1, key, key_len);
+    if (value_len)
+        memcpy(m->data + cache_len + 1 + key_len, value, value_len);
+    momento__timer_init(&m->timer, member_fire);
+    if (opts->token) {
+        /* Hung before the lock: the token's comes first. */
+        m->token = momento_cancel_token_ref(opts->token);
+        m->hook.fire = member_cancelled;
+        if (momento__cancel_hook_add(m->token, &m->hook) != MOMENTO_OK) {
+            momento_cancel_token_free(m->token);
+            free(m);
+            return MOMENTO_ERR_CANCELLED;
+        }
+    }
+
+    pthread_mutex_lock(&b->lock);
+    /* The decision under the lock that retirements take before sending the
+     * queue (momento__batcher_rpc_done), after lowering n_rpcs: whatever is
+     * queued here, some retirement still to come will send. */
+    bool behind_write = op != MOMENTO__BOP_GET && b->n_queued_writes > 0;
+    bool queue = behind_write || (op != MOMENTO__BOP_DELETE && atomic_load(&c->n_rpcs) >= n);
+    int rc = 1;
+    if (queue && momento__client_closing(c))
+        rc = MOMENTO_ERR_CLOSED;
+    else if (queue)
+        rc = momento__timer_arm(c, &m->timer, to_ns(m->deadline), true);
+    if (rc == MOMENTO_OK) {
+        m->state = M_QUEUED;
+        m->queued_ns = momento__now_ns();
+        DL_APPEND(b->queue, m);
+        b->n_queued++;
+        if (op != MOMENTO__BOP_GET)
+            b->n_queued_writes++;
+        b->counters.queued++;
+        if (b->n_queued == 1 && c->cfg.batch_linger_us && !b->linger_armed) {
+            /* Best effort: without it the next completion sends the queue. */
+            b->linger_armed =
+                momento__timer_arm(c, &b->linger,
+                                   m->queued_ns + (int64_t)c->cfg.batch_linger_us * 1000,
+                                   true) == MOMENTO_OK;
+        }
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (rc != MOMENTO_OK) {
+        /* Not queued: sent as usual by the caller (1), or refused. */
+        if (m->token) {
+            momento__cancel_hook_remove(m->token, &m->hook);
+            momento_cancel_token_free(m->token);
+        }
+        free(m);
+    }
+    return rc;
+}
+
+size_t momento__batcher_queued(momento_client *c)
+{
+    pthread_mutex_lock(&c->batcher.lock);
+    size_t n = c->batcher.n_queued;
+    pthread_mutex_unlock(&c->batcher.lock);
+    return n;
+}
+
+/* A batch's reply: each member still in it gets its own item, or the
+ * batch's error; one that has time left when the batch ran out of a shorter
+ * deadline than its own is queued again. */
+static void batch_done(const momento_result *r, void *userdata)
+{
+    batch *bt = userdata;
+    momento_client *c = bt->client;
+    momento__batcher *b = &c->batcher;
+    momento__bmember *done = NULL, **tail = &done;
+    pthread_mutex_lock(&b->lock);
+    gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
+    for (size_t i = bt->n; i-- > 0;) { /* back to front: requeued ones keep their order */
+        momento__bmember *m = bt->members[i];
+        if (!m)
+            continue;
+        if (r->error == MOMENTO_ERR_TIMEOUT && !m->cancelled &&
+            gpr_time_cmp(m->deadline, now) > 0 && !momento__client_closing(c)) {
+            m->state = M_QUEUED;
+            m->in = NULL;
+            m->queued_ns = momento__now_ns();
+            DL_PREPEND(b->queue, m);
+            b->n_queued++;
+            if (m->op != MOMENTO__BOP_GET)
+                b->n_queued_writes++;
+            continue;
+        }
+        m->state = M_DONE;
+        momento__timer_disarm(c, &m->timer);
+        m->next = NULL;
+        *tail = m;
+        tail = &m->next;
+    }
+    pthread_mutex_unlock(&b->lock);
+
+    /* Results in request order (the list was built back to front). */
+    momento__bmember *rev = NULL;
+    for (momento__bmember *m = done, *next; m; m = next) {
+        next = m->next;
+        m->next = rev;
+        rev = m;
+    }
+    for (momento__bmember *m = rev, *next; m; m = next) {
+        next = m->next;
+        if (bt->n == 1 || r->error != MOMENTO_OK) {
+            deliver(m, r); /* a plain call's own result, or the batch's error */
+            continue;
+        }
+        momento_result item = *momento_result_item(r, m->index);
+        item.grpc_status = r->grpc_status;
+        item.attempts = r->attempts;
+        item.message = r->message;
+        item.error_detail = r->error_detail;
+        deliver(m, &item);
+    }
+    free(bt);
+}
+
+/* Sends `bt` (members in order, all M_QUEUED and out of the queue) with the
+ * lock held. Returns 0, or an error: then nothing was sent. */
+static int send_batch(momento_client *c, batch *bt)
+{
+    momento__bmember *first = bt->members[0];
+    gpr_timespec deadline = first->deadline;
+    for (size_t i = 1; i < bt->n; i++)
+        if (gpr_time_cmp(bt->members[i]->deadline, deadline) < 0)
+            deadline = bt->members[i]->deadline;
+    momento__call_opts opts = {.deadline = deadline, .started = &bt->call, .unbatched = true};
+    const char *cache = m_cache(first);
+    int rc;
+    if (bt->n == 1) { /* alone: a plain call */
+        if (first->op == MOMENTO__BOP_GET)
+            rc = momento__send_get(c, cache, m_key(first), first->key_len, &opts, batch_done, bt);
+        else if (first->op == MOMENTO__BOP_SET)
+            rc = momento__send_set(c, cache, m_key(first), first->key_len, m_value(first),
+                                   first->value_len, first->ttl_ms, &opts, batch_done, bt);
+        else
+            rc = momento__send_delete(c, cache, m_key(first), first->key_len, &opts, batch_done,
+                                      bt);
+    } else {
+        opts.expect_msgs = bt->n;
+        size_t item_size = bt->op == MOMENTO__BOP_GET ? sizeof(CacheClient__GetRequest)
+                                                      : sizeof(CacheClient__SetRequest);
+        uint8_t *items = momento__malloc(bt->n * item_size);
+        void **ptrs = momento__malloc(bt->n * sizeof(*ptrs));
+        rc = items && ptrs ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
+        for (size_t i = 0; rc == MOMENTO_OK && i < bt->n; i++) {
+            momento__bmember *m = bt->members[i];
+            if (bt->op == MOMENTO__BOP_GET) {
+                CacheClient__GetRequest *g = (CacheClient__GetRequest *)(items + i * item_size);
+                cache_client____get_request__init(g);
+                g->cache_key = momento__bytes(m_key(m), m->key_len);
+                ptrs[i] = g;
+            } else {
+                CacheClient__SetRequest *s = (CacheClient__SetRequest *)(items + i * item_size);
+                cache_client____set_request__init(s);
+                s->cache_key = momento__bytes(m_key(m), m->key_len);
+                s->cache_body = momento__bytes(m_value(m), m->value_len);
+                s->ttl_milliseconds = m->ttl_ms;
+                ptrs[i] = s;
+            }
+        }
+        if (rc == MOMENTO_OK && bt->op == MOMENTO__BOP_GET) {
+            CacheClient__GetBatchRequest req = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
+            req.n_items = bt->n;
+            req.items = (CacheClient__GetRequest **)ptrs;
+            rc = momento__call_start_with(c, MOMENTO__RPC_GET_BATCH, cache, &req.base, &opts,
+                                          batch_done, bt);
+        } else if (rc == MOMENTO_OK) {
+            CacheClient__SetBatchRequest req = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
+            req.n_items = bt->n;
+            req.items = (CacheClient__SetRequest **)ptrs;
+            rc = momento__call_start_with(c, MOMENTO__RPC_SET_BATCH, cache, &req.base, &opts,
+                                          batch_done, bt);
+        }
+        free(items); /* packed at submit */
+        free(ptrs);
+    }
+    if (rc != MOMENTO_OK)
+        return rc;
+    momento__batcher *b = &c->batcher;
+    for (size_t i = 0; i < bt->n; i++) {
+        bt->members[i]->state = M_SENT;
+        bt->members[i]->in = bt;
+        bt->members[i]->index = i;
+    }
+    bt->attached = bt->n;
+    if (bt->n > 1) {
+        b->counters.batches++;
+        b->counters.batched_keys += bt->n;
+        size_t bucket = 0;
+        for (size_t k = bt->n - 1; k > 1 && bucket < 7; k >>= 1)
+            bucket++;
+        b->counters.keys_per_batch[bucket]++;
+    } else {
+        b->counters.sent_alone++;
+    }
+    return MOMENTO_OK;
+}
+
+/* Groups being filled by one flush: a batch each, still unsent. */
+#define OPEN_GROUPS 8
+
+typedef struct group {
+    momento__bop op;
+    const char *cache;
+    size_t bytes;
+    batch *bt;
+} group;
+
+/* Sends group `g` (or, if that fails, ends its members with the error on
+ * the failed list) and empties it. */
+static void close_group(momento_client *c, group *g, momento__bmember ***failed, int *why)
+{
+    if (!g->bt)
+        return;
+    int rc = send_batch(c, g->bt);
+    if (rc != MOMENTO_OK) {
+        for (size_t i = 0; i < g->bt->n; i++) {
+            momento__bmember *m = g->bt->members[i];
+            m->state = M_DONE;
+            momento__timer_disarm(c, &m->timer);
+            m->next = NULL;
+            **failed = m;
+            *failed = &m->next;
+        }
+        *why = rc;
+        free(g->bt);
+    }
+    g->bt = NULL;
+}
+
+/* Sends the whole queue. On the completion thread. */
+static void flush(momento_client *c)
+{
+    momento__batcher *b = &c->batcher;
+    momento__bmember *failed = NULL, **failed_tail = &failed;
+    int why = MOMENTO_OK;
+    group groups[OPEN_GROUPS];
+    size_t n_groups = 0;
+    uint32_t max_keys = c->cfg.batch_max_keys, max_bytes = c->cfg.batch_max_bytes;
+
+    pthread_mutex_lock(&b->lock);
+    if (b->linger_armed) {
+        momento__timer_disarm(c, &b->linger);
+        b->linger_armed = false;
+    }
+    bool closing = momento__client_closing(c);
+    while (b->queue) {
+        momento__bmember *m = b->queue;
+        unqueue(b, m);
+        if (closing) {
+            m->state = M_DONE;
+            momento__timer_disarm(c, &m->timer);
+            m->next = NULL;
+            *failed_tail = m;
+            failed_tail = &m->next;
+            why = MOMENTO_ERR_CANCELLED;
+            continue;
+        }
+        group *g = NULL;
+        if (m->op == MOMENTO__BOP_DELETE) {
+            /* Writes leave in order: the sets queued before it first. */
+            for (size_t i = 0; i < n_groups; i++)
+                if (groups[i].op == MOMENTO__BOP_SET)
+                    close_group(c, &groups[i], &failed_tail, &why);
+        } else {
+            for (size_t i = 0; i < n_groups && !g; i++)
+                if (groups[i].op == m->op && strcmp(groups[i].cache, m_cache(m)) == 0)
+                    g = &groups[i];
+        }
+        size_t bytes = m->key_len + m->value_len;
+        if (g && g->bt && (g->bt->n == max_keys || g->bytes + bytes > max_bytes))
+            close_group(c, g, &failed_tail, &why);
+        if (!g) {
+            if (n_groups == OPEN_GROUPS) { /* the oldest group leaves to make room */
+                close_group(c, &groups[0], &failed_tail, &why);
+                memmove(groups, groups + 1, (OPEN_GROUPS - 1) * sizeof(groups[0]));
+                n_groups--;
+            }
+            g = &groups[n_groups++];
+            memset(g, 0, sizeof(*g));
+            g->op = m->op;
+        }
+        if (!g->bt) {
+            g->bt = momento__malloc(sizeof(batch) + max_keys * sizeof(momento__bmember *));
+            if (!g->bt) {
+                m->state = M_DONE;
+                momento__timer_disarm(c, &m->timer);
+                m->next = NULL;
+                *failed_tail = m;
+                failed_tail = &m->next;
+                why = MOMENTO_ERR_NO_MEMORY;
+                continue;
+            }
+            memset(g->bt, 0, sizeof(batch));
+            g->bt->client = c;
+            g->bt->op = m->op;
+            g->cache = m_cache(m);
+            g->bytes = 0;
+        }
+        g->bt->members[g->bt->n++] = m;
+        g->bytes += bytes;
+        if (m->op == MOMENTO__BOP_DELETE)
+            close_group(c, g, &failed_tail, &why); /* deletes leave alone */
+    }
+    for (size_t i = 0; i < n_groups; i++)
+        close_group(c, &groups[i], &failed_tail, &why);
+    pthread_mutex_unlock(&b->lock);
+
+    for (momento__bmember *m = failed, *next; m; m = next) {
+        next = m->next;
+        deliver_local(m, why == MOMENTO_ERR_CLOSED ? MOMENTO_ERR_CANCELLED : why,
+                      why == MOMENTO_ERR_CANCELLED || why == MOMENTO_ERR_CLOSED
+                          ? "cancelled: the client was freed"
+                          : "the batch could not be sent");
+    }
+}
+
+static void linger_fire(momento__timer *t)
+{
+    momento__batcher *b = (momento__batcher *)((char *)t - offsetof(momento__batcher, linger));
+    momento_client *c = client_of(b);
+    pthread_mutex_lock(&b->lock);
+    b->linger_armed = false;
+    pthread_mutex_unlock(&b->lock);
+    flush(c);
+}
+
+void momento__batcher_rpc_done(momento_client *c)
+{
+    momento__batcher *b = &c->batcher;
+    if (c->cfg.batch_min_in_flight == 0)
+        return;
+    pthread_mutex_lock(&b->lock);
+    bool pending = b->queue != NULL;
+    pthread_mutex_unlock(&b->lock);
+    if (!pending)
+        return;
+    if (momento__current_client == c) {
+        flush(c);
+        return;
+    }
+    /* A refusal on a submitting thread: the completion thread sends. */
+    pthread_mutex_lock(&b->lock);
+    momento__timer_fire_soon(c, &b->linger);
+    b->linger_armed = true;
+    pthread_mutex_unlock(&b->lock);
+}

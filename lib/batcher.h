@@ -1,0 +1,47 @@
+/* Adaptive batching (batcher.c; docs/batching.md): when the client already
+ * has N RPCs in flight, gets and sets wait in a queue, and each completion
+ * sends the queue as GetBatch / SetBatch RPCs, so that distinct keys share
+ * one gRPC call the way duplicate ones share one in the coalescer. */
+#ifndef MOMENTO_BATCHER_H
+#define MOMENTO_BATCHER_H
+
+#include "call.h"
+#include "timer.h"
+
+#include <pthread.h>
+
+typedef enum { MOMENTO__BOP_GET, MOMENTO__BOP_SET, MOMENTO__BOP_DELETE } momento__bop;
+
+typedef struct momento__bmember momento__bmember;
+
+typedef struct momento__batcher {
+    pthread_mutex_t lock;     /* guards all below and every member's state */
+    momento__bmember *queue;  /* FIFO */
+    size_t n_queued;
+    size_t n_queued_writes;   /* sets and deletes in the queue: later writes queue behind */
+    momento__timer linger;    /* sends the queue L us after it started */
+    bool linger_armed;
+    momento_batching_counters counters;
+} momento__batcher;
+
+void momento__batcher_init(momento__batcher *b);
+void momento__batcher_clear(momento__batcher *b);
+
+/* Offers a checked get, set or delete with resolved options. Returns 1 when
+ * the batcher does not take it (the caller sends it as usual), else what
+ * the async call returns: 0 (queued: exactly one callback follows) or an
+ * error (refused, no callback). */
+int momento__batcher_offer(momento_client *c, momento__bop op, const char *cache,
+                           const void *key, size_t key_len, const void *value, size_t value_len,
+                           uint64_t ttl_ms, const momento__call_opts *opts, momento_callback cb,
+                           void *userdata);
+
+/* An RPC of `c` has been retired (client.c), with the in-flight RPC count
+ * already lowered: sends what is queued. On the completion thread it sends
+ * at once; elsewhere it asks that thread to. */
+void momento__batcher_rpc_done(momento_client *c);
+
+/* Requests queued now. */
+size_t momento__batcher_queued(momento_client *c);
+
+#endif

@@ -1,0 +1,37 @@
+/* The client's timers (client.c): things its completion thread does at a
+ * given time - a coalesced waiter's or a queued request's deadline, a
+ * batch's linger - or at once, from another thread (a cancel). */
+#ifndef MOMENTO_TIMER_H
+#define MOMENTO_TIMER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct momento_client;
+
+/* Embedded in its owner. */
+typedef struct momento__timer {
+    int64_t due_ns;                         /* monotonic */
+    size_t index;                           /* in the heap; MOMENTO__HEAP_GONE when not armed */
+    void (*fire)(struct momento__timer *t); /* on the completion thread, no lock held */
+    bool soon;                              /* on the list of timers due at once */
+    struct momento__timer *prev, *next;     /* ...that list */
+} momento__timer;
+
+/* Timers, run by the completion thread. Arm (or re-arm) `t` to fire at
+ * `due_ns`, from any thread; returns 0 or MOMENTO_ERR_NO_MEMORY. `wake`:
+ * the completion thread may be asleep past `due_ns` and must be woken if
+ * this is now the first timer; false when something else is sure to wake
+ * it by then (a call whose own deadline is no later), which saves a
+ * wake-up per request. Disarming an unarmed timer does nothing; a timer that has fired is unarmed. A fire
+ * may run just after a disarm made by another thread than the completion
+ * thread: owners disarm under their own lock and check their state in fire. */
+void momento__timer_init(momento__timer *t, void (*fire)(momento__timer *t));
+int momento__timer_arm(struct momento_client *c, momento__timer *t, int64_t due_ns, bool wake);
+/* Makes `t` fire as soon as the completion thread can, armed or not, from
+ * any thread; unlike arming it needs no memory and cannot fail (a cancel). */
+void momento__timer_fire_soon(struct momento_client *c, momento__timer *t);
+void momento__timer_disarm(struct momento_client *c, momento__timer *t);
+
+#endif

@@ -1,0 +1,379 @@
+/* Adaptive batching against the local server. The first RPC is held by the
+ * server's delay injection, so the requests after it provably queue behind
+ * it; what leaves when it completes is counted by the server per RPC. */
+#include "client.h"
+#include "momento/coalescer.h"
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int client_id;
+
+/* A batching client (min_in_flight n) whose first call of `rpcs` the
+ * server holds `ms`. */
+static momento_client *batching_client(tu_fixture *f, uint32_t n, const char *rpcs, int ms)
+{
+    momento_config *cfg;
+    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(20000));
+    if (n)
+        assert_int_equal(momento_config_set_batching(cfg, n, 0, 64, 1024 * 1024), MOMENTO_OK);
+    momento_client *c = tu_client(f->server, cfg);
+    momento_config_free(cfg);
+    char id[32], ms_s[16];
+    snprintf(id, sizeof(id), "batch-%d", ++client_id);
+    snprintf(ms_s, sizeof(ms_s), "%d", ms);
+    momento__client_add_header(c, "request-id", id);
+    if (rpcs) {
+        momento__client_add_header(c, "delay-rpcs", rpcs);
+        momento__client_add_header(c, "delay-ms", ms_s);
+        momento__client_add_header(c, "delay-count", "1");
+    }
+    return c;
+}
+
+typedef struct got {
+    int calls;
+    int error;
+    momento_outcome outcome;
+    char value[32];
+    int64_t at_ms;
+} got;
+
+static pthread_mutex_t got_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void got_cb(const momento_result *r, void *ud)
+{
+    got *g = ud;
+    pthread_mutex_lock(&got_lock);
+    g->calls++;
+    g->error = momento_result_error(r);
+    g->outcome = momento_result_outcome(r);
+    size_t len = 0;
+    const void *v = momento_result_value(r, &len);
+    if (v && len < sizeof(g->value)) {
+        memcpy(g->value, v, len);
+        g->value[len] = 0;
+    }
+    g->at_ms = tu_now_ms();
+    pthread_mutex_unlock(&got_lock);
+}
+
+static int calls_of(got *g)
+{
+    pthread_mutex_lock(&got_lock);
+    int n = g->calls;
+    pthread_mutex_unlock(&got_lock);
+    return n;
+}
+
+static void wait_all(got *gs, size_t n)
+{
+    int64_t until = tu_now_ms() + TU_MS(10000);
+    for (size_t i = 0; i < n; i++)
+        while (calls_of(&gs[i]) == 0 && tu_now_ms() < until)
+            usleep(1000);
+    usleep(30 * 1000); /* a second callback would come here */
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(calls_of(&gs[i]), 1);
+}
+
+static momento_batching_counters stats(momento_client *c)
+{
+    momento_batching_counters k;
+    assert_int_equal(momento_client_batching_stats(c, &k, sizeof(k)), MOMENTO_OK);
+    return k;
+}
+
+static void test_config_is_checked(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    assert_int_equal(momento_config_set_batching(NULL, 1, 0, 64, 65536),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_batching(cfg, 1, 0, 1, 65536),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 100), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_batching(cfg, 1, MOMENTO_MAX_BATCH_LINGER_US + 1, 64, 65536),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, MOMENTO_MAX_BATCH_BYTES + 1),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_batching(cfg, 0, 0, 0, 0), MOMENTO_OK); /* off */
+    momento_config_free(cfg);
+    assert_int_equal(momento_client_batching_stats(NULL, NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
+}
+
+/* Off (the default) and under the threshold, nothing changes on the wire. */
+static void test_light_load_is_unchanged(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = batching_client(f, 4, NULL, 0);
+    for (int i = 0; i < 20; i++) {
+        momento_result *r;
+        assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, &r), MOMENTO_OK);
+        momento_result_free(r);
+        assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
+        assert_true(momento_result_is_hit(r));
+        momento_result_free(r);
+    }
+    assert_int_equal(stats(c).queued, 0);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 20);
+    assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", -1), 0);
+    momento_client_free(c);
+
+    /* Off: 100 concurrent gets are 100 Gets. */
+    c = batching_client(f, 0, NULL, 0);
+    got gs[100];
+    memset(gs, 0, sizeof(gs));
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(momento_get(c, "c", "k", 1, NULL, got_cb, &gs[i]), MOMENTO_OK);
+    wait_all(gs, 100);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 120);
+    assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", -1), 0);
+    momento_client_free(c);
+}
+
+/* Behind a held RPC, distinct gets and sets leave as one batch each, and
+ * each request gets its own result. */
+static void test_queued_requests_leave_as_batches(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = batching_client(f, 1, "get", 300);
+    enum { N = 40 };
+    char key[N][16], val[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(key[i], sizeof(key[i]), "k%d", i);
+        snprintf(val[i], sizeof(val[i]), "v%d", i);
+        if (i % 2 == 0) /* the even keys exist */
+            assert_int_equal(momento_set_sync(c, "c", key[i], strlen(key[i]), val[i],
+                                              strlen(val[i]), 0, NULL, NULL),
+                             MOMENTO_OK);
+    }
+    got held, gets[N], sets[N];
+    memset(&held, 0, sizeof(held));
+    memset(gets, 0, sizeof(gets));
+    memset(sets, 0, sizeof(sets));
+    assert_int_equal(momento_get(c, "c", "k0", 2, NULL, got_cb, &held), MOMENTO_OK);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(momento_get(c, "c", key[i], strlen(key[i]), NULL, got_cb, &gets[i]),
+                         MOMENTO_OK);
+        char nv[16];
+        snprintf(nv, sizeof(nv), "new%d", i);
+        assert_int_equal(momento_set(c, "c", key[i], strlen(key[i]), nv, strlen(nv), 0, NULL,
+                                     got_cb, &sets[i]),
+                         MOMENTO_OK);
+    }
+    assert_int_equal(momento_client_in_flight(c), 1 + 2 * N); /* queued ones count */
+    wait_all(&held, 1);
+    wait_all(gets, N);
+    wait_all(sets, N);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(gets[i].error, MOMENTO_OK);
+        if (i % 2 == 0) {
+            assert_int_equal(gets[i].outcome, MOMENTO_OUTCOME_HIT);
+            /* The gets left first: they read the old values. */
+            assert_string_equal(gets[i].value, val[i]);
+        } else {
+            assert_int_equal(gets[i].outcome, MOMENTO_OUTCOME_MISS);
+        }
+        assert_int_equal(sets[i].error, MOMENTO_OK);
+        assert_int_equal(sets[i].outcome, MOMENTO_OUTCOME_SUCCESS);
+    }
+    assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", 0), 1);
+    assert_int_equal(momento_local_rpc_count(f->server, "SetBatch", 0), 1);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
+    momento_batching_counters k = stats(c);
+    assert_int_equal(k.queued, 2 * N);
+    assert_int_equal(k.batches, 2);
+    assert_int_equal(k.batched_keys, 2 * N);
+    assert_int_equal(k.keys_per_batch[5], 2); /* 33..64 keys */
+    assert_true(k.queued_ns_max > 0);
+    momento_result *r;
+    assert_int_equal(momento_get_sync(c, "c", "k7", 2, NULL, &r), MOMENTO_OK);
+    size_t len;
+    const char *v = momento_result_value(r, &len);
+    assert_int_equal(len, 4);
+    assert_memory_equal(v, "new7", 4);
+    momento_result_free(r);
+    /* Retired just after its callback returned (the blocking call woke in it). */
+    for (int w = 0; w < 1000 && momento_client_in_flight(c) > 0; w++)
+        usleep(1000);
+    assert_int_equal(momento_client_in_flight(c), 0);
+    momento_client_free(c);
+}
+
+/* A queued request's deadline and token end it where it is: it never
+ * reaches the wire. */
+static void test_queued_deadline_and_cancel(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = batching_client(f, 1, "get", 800);
+    got held, late, cancelled, kept;
+    memset(&held, 0, sizeof(held));
+    memset(&late, 0, sizeof(late));
+    memset(&cancelled, 0, sizeof(cancelled));
+    memset(&kept, 0, sizeof(kept));
+    assert_int_equal(momento_get(c, "c", "a", 1, NULL, got_cb, &held), MOMENTO_OK);
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.timeout_ms = 100;
+    int64_t t0 = tu_now_ms();
+    assert_int_equal(momento_get(c, "c", "b", 1, &o, got_cb, &late), MOMENTO_OK);
+    momento_cancel_token *t;
+    momento_cancel_token_new(&t);
+    momento_request_options oc = MOMENTO_REQUEST_OPTIONS_INIT;
+    oc.cancel = t;
+    assert_int_equal(momento_get(c, "c", "c", 1, &oc, got_cb, &cancelled), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "d", 1, NULL, got_cb, &kept), MOMENTO_OK);
+    momento_cancel(t);
+    momento_cancel_token_free(t);
+    wait_all(&cancelled, 1);
+    assert_int_equal(cancelled.error, MOMENTO_ERR_CANCELLED);
+    assert_true(cancelled.at_ms - t0 < TU_MS(500));
+    wait_all(&late, 1);
+    assert_int_equal(late.error, MOMENTO_ERR_TIMEOUT);
+    assert_true(late.at_ms - t0 >= 99 && late.at_ms - t0 < TU_MS(600));
+    assert_int_equal(calls_of(&held), 0);
+    wait_all(&held, 1);
+    wait_all(&kept, 1);
+    assert_int_equal(kept.error, MOMENTO_OK);
+    /* Only "d" left the queue: alone, as a plain Get. */
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
+    assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", -1), 0);
+    momento_batching_counters k = stats(c);
+    assert_int_equal(k.left_queue, 2);
+    assert_int_equal(k.sent_alone, 1);
+    momento_client_free(c);
+}
+
+/* A batch that fails as a whole fails each of its requests as a single
+ * call would (after the same retries). */
+static void test_batch_failure_reaches_each_request(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = batching_client(f, 1, "get", 300);
+    momento__client_add_header(c, "return-error", "unavailable");
+    momento__client_add_header(c, "error-rpcs", "get-batch");
+    got held, gs[5];
+    memset(&held, 0, sizeof(held));
+    memset(gs, 0, sizeof(gs));
+    assert_int_equal(momento_get(c, "c", "a", 1, NULL, got_cb, &held), MOMENTO_OK);
+    const char *keys[5] = {"k1", "k2", "k3", "k4", "k5"};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(momento_get(c, "c", keys[i], 2, NULL, got_cb, &gs[i]), MOMENTO_OK);
+    wait_all(&held, 1);
+    wait_all(gs, 5);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(gs[i].error, MOMENTO_ERR_SERVER_UNAVAILABLE);
+    /* Retried as a get is: 3 attempts of the one batch. */
+    assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", -1), 3);
+    momento_client_free(c);
+}
+
+/* A delete issued after a queued set of the same key lands after it. */
+static void test_writes_keep_their_order(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = batching_client(f, 1, "get", 300);
+    got held, set, del;
+    memset(&held, 0, sizeof(held));
+    memset(&set, 0, sizeof(set));
+    memset(&del, 0, sizeof(del));
+    assert_int_equal(momento_get(c, "c", "a", 1, NULL, got_cb, &held), MOMENTO_OK);
+    assert_int_equal(momento_set(c, "c", "w", 1, "x", 1, 0, NULL, got_cb, &set), MOMENTO_OK);
+    /* Not batched itself, but queued behind the set. */
+    assert_int_equal(momento_delete(c, "c", "w", 1, NULL, got_cb, &del), MOMENTO_OK);
+    assert_int_equal(calls_of(&del), 0);
+    wait_all(&set, 1);
+    wait_all(&del, 1);
+    wait_all(&held, 1);
+    assert_int_equal(set.error, MOMENTO_OK);
+    assert_int_equal(del.error, MOMENTO_OK);
+    momento_result *r;
+    assert_int_equal(momento_get_sync(c, "c", "w", 1, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+    momento_client_free(c);
+}
+
+/* Duplicates merge in the coalescer, distinct keys batch below it. */
+static void test_coalescer_composes(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = batching_client(f, 1, "get", 300);
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    got held, gs[50];
+    memset(&held, 0, sizeof(held));
+    memset(gs, 0, sizeof(gs));
+    assert_int_equal(momento_get(c, "c", "held", 4, NULL, got_cb, &held), MOMENTO_OK);
+    for (int i = 0; i < 50; i++) {
+        char key[8];
+        snprintf(key, sizeof(key), "k%d", i % 10);
+        assert_int_equal(momento_coalescing_get(co, "c", key, strlen(key), NULL, got_cb, &gs[i]),
+                         MOMENTO_OK);
+    }
+    wait_all(&held, 1);
+    wait_all(gs, 50);
+    for (int i = 0; i < 50; i++)
+        assert_int_equal(gs[i].error, MOMENTO_OK);
+    momento_coalescer_counters k;
+    momento_coalescer_stats(co, &k, sizeof(k));
+    assert_int_equal(k.get_coalesced, 40);
+    assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", 0), 1);
+    assert_int_equal(stats(c).batched_keys, 10);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+}
+
+/* Freed with requests queued: each is called back once, CANCELLED. */
+static void test_free_with_queued_requests(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = batching_client(f, 1, "get", 60000);
+    got held, gs[30];
+    memset(&held, 0, sizeof(held));
+    memset(gs, 0, sizeof(gs));
+    assert_int_equal(momento_get(c, "c", "a", 1, NULL, got_cb, &held), MOMENTO_OK);
+    for (int i = 0; i < 30; i++)
+        assert_int_equal(momento_set(c, "c", "k", 1, "v", 1, 0, NULL, got_cb, &gs[i]),
+                         MOMENTO_OK);
+    momento_client_free(c);
+    assert_int_equal(calls_of(&held), 1);
+    assert_int_equal(held.error, MOMENTO_ERR_CANCELLED);
+    for (int i = 0; i < 30; i++) {
+        assert_int_equal(calls_of(&gs[i]), 1);
+        assert_int_equal(gs[i].error, MOMENTO_ERR_CANCELLED);
+    }
+    assert_int_equal(momento_local_rpc_count(f->server, "SetBatch", -1), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_config_is_checked),
+        cmocka_unit_test_setup_teardown(test_light_load_is_unchanged, tu_fixture_setup,
+                                        tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_queued_requests_leave_as_batches, tu_fixture_setup,
+                                        tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_queued_deadline_and_cancel, tu_fixture_setup,
+                                        tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_batch_failure_reaches_each_request, tu_fixture_setup,
+                                        tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_writes_keep_their_order, tu_fixture_setup,
+                                        tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_coalescer_composes, tu_fixture_setup,
+                                        tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_free_with_queued_requests, tu_fixture_setup,
+                                        tu_fixture_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
