@@ -89,6 +89,7 @@ static void linger_fire(momento__timer *t);
 void momento__batcher_init(momento__batcher *b)
 {
     memset(b, 0, sizeof(*b));
+    atomic_init(&b->n_queued_writes, 0);
     pthread_mutex_init(&b->lock, NULL);
     momento__timer_init(&b->linger, linger_fire);
 }
@@ -192,10 +193,15 @@ int momento__batcher_offer(momento_client *c, momento__bop op, const char *cache
     if (n == 0)
         return 1;
     momento__batcher *b = &c->batcher;
-    /* A first look without the lock: the usual answer under light load. */
-    if (op == MOMENTO__BOP_DELETE && atomic_load(&c->n_rpcs) == 0)
+    /* A first look without the lock: the usual answer under light load,
+     * for gets... */
+    if (op == MOMENTO__BOP_GET && atomic_load(&c->n_rpcs) < n)
         return 1;
-    if (atomic_load(&c->n_rpcs) < n && op == MOMENTO__BOP_GET)
+    /* ...and for writes when none is queued: a write this thread queued
+     * earlier is seen here, since it was counted before that call returned
+     * (writes of different threads have no order to keep). */
+    if (op != MOMENTO__BOP_GET && atomic_load(&b->n_queued_writes) == 0 &&
+        (op == MOMENTO__BOP_DELETE || atomic_load(&c->n_rpcs) < n))
         return 1;
     if (opts->token && momento_cancel_token_is_cancelled(opts->token))
         return MOMENTO_ERR_CANCELLED;

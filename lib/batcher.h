@@ -9,6 +9,7 @@
 #include "timer.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 typedef enum { MOMENTO__BOP_GET, MOMENTO__BOP_SET, MOMENTO__BOP_DELETE } momento__bop;
 
@@ -18,7 +19,8 @@ typedef struct momento__batcher {
     pthread_mutex_t lock;     /* guards all below and every member's state */
     momento__bmember *queue;  /* FIFO */
     size_t n_queued;
-    size_t n_queued_writes;   /* sets and deletes in the queue: later writes queue behind */
+    atomic_size_t n_queued_writes; /* sets and deletes in the queue: later writes queue
+                                    * behind (changed under the lock, read without) */
     momento__timer linger;    /* sends the queue L us after it started */
     bool linger_armed;
     momento_batching_counters counters;
