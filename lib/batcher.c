@@ -37,7 +37,8 @@
 #include <string.h>
 #include <utlist.h>
 
-typedef enum { M_QUEUED, M_SENT, M_DONE } member_state;
+/* M_PENDING: being offered, not yet queued (a cancel then only marks it). */
+typedef enum { M_PENDING, M_QUEUED, M_SENT, M_DONE } member_state;
 
 typedef struct batch batch;
 
@@ -179,7 +180,8 @@ static void member_cancelled(momento__cancel_hook *h)
     pthread_mutex_lock(&b->lock);
     if (m->state != M_DONE && !m->cancelled) {
         m->cancelled = true;
-        momento__timer_fire_soon(m->client, &m->timer);
+        if (m->state != M_PENDING)
+            momento__timer_fire_soon(m->client, &m->timer);
     }
     pthread_mutex_unlock(&b->lock);
 }
@@ -243,7 +245,9 @@ int momento__batcher_offer(momento_client *c, momento__bop op, const char *cache
     bool behind_write = op != MOMENTO__BOP_GET && b->n_queued_writes > 0;
     bool queue = behind_write || (op != MOMENTO__BOP_DELETE && atomic_load(&c->n_rpcs) >= n);
     int rc = 1;
-    if (queue && momento__client_closing(c))
+    if (m->cancelled) /* its token fired while it was being offered */
+        rc = MOMENTO_ERR_CANCELLED;
+    else if (queue && momento__client_closing(c))
         rc = MOMENTO_ERR_CLOSED;
     else if (queue)
         rc = momento__timer_arm(c, &m->timer, to_ns(m->deadline), true);

@@ -391,7 +391,8 @@ static void *canceller(void *arg)
     return NULL;
 }
 
-static momento_client *new_client(const char *id, const char *delay_ms, const char *rpcs)
+static momento_client *new_client(const char *id, const char *delay_ms, const char *rpcs,
+                                  uint32_t batch_from)
 {
     momento_credentials *creds = NULL;
     const char *why = NULL;
@@ -404,6 +405,9 @@ static momento_client *new_client(const char *id, const char *delay_ms, const ch
          * connection to a missed ping ack. */
         momento_config_set_keepalive(cfg, 0, 0) != MOMENTO_OK ||
         momento_config_set_num_channels(cfg, 2) != MOMENTO_OK ||
+        /* Adaptive batching from `batch_from` RPCs in flight (0: off), so
+         * its queue, batches and per-member deadlines and cancels race too. */
+        momento_config_set_batching(cfg, batch_from, 0, 16, 64 * 1024) != MOMENTO_OK ||
         momento_client_new(&c, cfg, creds) != MOMENTO_OK) {
         fprintf(stderr, "tsan_stress: cannot create a client\n");
         exit(2);
@@ -493,9 +497,9 @@ int main(int argc, char **argv)
     }
     momento_local_options_free(o);
 
-    clients[0] = new_client("tsan-fast", NULL, NULL);
-    clients[1] = new_client("tsan-40ms", "40", "get set delete");
-    clients[2] = new_client("tsan-200ms", "200", "get");
+    clients[0] = new_client("tsan-fast", NULL, NULL, 4);
+    clients[1] = new_client("tsan-40ms", "40", "get set delete", 0);
+    clients[2] = new_client("tsan-200ms", "200", "get", 2);
     for (int i = 0; i < N_CLIENTS; i++)
         if (momento_coalescer_new(&coalescers[i], clients[i]) != MOMENTO_OK)
             return 2;
@@ -536,10 +540,12 @@ int main(int argc, char **argv)
         _exit(1); /* freeing the clients would wait for them forever */
     }
     momento_coalescer_counters k[N_CLIENTS];
+    momento_batching_counters bk[N_CLIENTS];
     for (int i = 0; i < N_CLIENTS; i++) {
         if (i == SLOW_CLIENT)
             continue;
         momento_coalescer_stats(coalescers[i], &k[i], sizeof(k[i]));
+        momento_client_batching_stats(clients[i], &bk[i], sizeof(bk[i]));
         momento_coalescer_free(coalescers[i]);
         momento_client_free(clients[i]);
     }
@@ -601,6 +607,13 @@ int main(int argc, char **argv)
                    (unsigned long long)k[i].delete_coalesced,
                    (unsigned long long)k[i].delete_requests,
                    (unsigned long long)k[i].peak_waiters);
+    for (int i = 0; i < N_CLIENTS; i++)
+        if (i != SLOW_CLIENT)
+            printf("tsan_stress: client %d batching: %llu queued, %llu batches of %llu keys, "
+                   "%llu sent alone, %llu left the queue\n",
+                   i, (unsigned long long)bk[i].queued, (unsigned long long)bk[i].batches,
+                   (unsigned long long)bk[i].batched_keys, (unsigned long long)bk[i].sent_alone,
+                   (unsigned long long)bk[i].left_queue);
     free(recs);
     int f = atomic_load(&failures);
     if (f) {
