@@ -8,8 +8,8 @@
  * Every member keeps what a single request has (docs/batching.md):
  * - its own callback, once: with its item of the batch's reply, or with the
  *   batch's error (the status mapped as for a single call);
- * - its deadline: a timer armed at it while queued ends it there, and it
- *   never reaches the wire; a batch's deadline is its members' earliest,
+ * - its deadline: while queued, one timer at the queue's earliest deadline
+ *   ends the members whose time is up, and they never reach the wire; a batch's deadline is its members' earliest,
  *   so nobody waits past its own, and a member with time left when a batch
  *   runs out of another's is queued again;
  * - its token: a cancel ends it at once (queued: it is never sent; sent: it
@@ -51,7 +51,8 @@ struct momento__bmember {
     gpr_timespec deadline;
     momento_cancel_token *token;   /* a reference, or NULL */
     momento__cancel_hook hook;
-    momento__timer timer;          /* at its deadline; at once when cancelled */
+    momento__timer timer;          /* fires at once when cancelled (never armed at a time) */
+    bool armed;                    /* ...and is on the client's list for that */
     member_state state;
     bool cancelled;
     batch *in;                     /* while sent */
@@ -86,6 +87,7 @@ static const uint8_t *m_value(const momento__bmember *m)
 }
 
 static void linger_fire(momento__timer *t);
+static void deadline_fire(momento__timer *t);
 
 void momento__batcher_init(momento__batcher *b)
 {
@@ -93,6 +95,7 @@ void momento__batcher_init(momento__batcher *b)
     atomic_init(&b->n_queued_writes, 0);
     pthread_mutex_init(&b->lock, NULL);
     momento__timer_init(&b->linger, linger_fire);
+    momento__timer_init(&b->deadline, deadline_fire);
 }
 
 void momento__batcher_clear(momento__batcher *b)
@@ -128,6 +131,31 @@ static void deliver_local(momento__bmember *m, int err, const char *why)
     deliver(m, &r);
 }
 
+/* With the lock held: off the client's list of timers to fire at once. */
+static void disarm(momento__bmember *m)
+{
+    if (m->armed) {
+        momento__timer_disarm(m->client, &m->timer);
+        m->armed = false;
+    }
+}
+
+/* With the lock held: the queue's deadline timer covers `due_ns` too. One
+ * timer for the whole queue rather than one per request: the queue usually
+ * leaves long before anything in it is due, and then only this timer is
+ * disarmed. Returns 0 or MOMENTO_ERR_NO_MEMORY (the timer could not be
+ * armed; then the request is not queued). */
+static int watch_deadline(momento_client *c, int64_t due_ns)
+{
+    momento__batcher *b = &c->batcher;
+    if (b->deadline_armed && b->deadline.due_ns <= due_ns)
+        return MOMENTO_OK;
+    int rc = momento__timer_arm(c, &b->deadline, due_ns, true);
+    if (rc == MOMENTO_OK)
+        b->deadline_armed = true;
+    return rc;
+}
+
 /* With the lock held: takes `m` out of the queue. */
 static void unqueue(momento__batcher *b, momento__bmember *m)
 {
@@ -153,7 +181,7 @@ static void member_fire(momento__timer *t)
         pthread_mutex_unlock(&b->lock);
         return;
     }
-    momento__timer_disarm(c, t); /* a cancel may have re-armed it */
+    m->armed = false;
     if (m->state == M_QUEUED) {
         unqueue(b, m);
     } else {
@@ -180,8 +208,10 @@ static void member_cancelled(momento__cancel_hook *h)
     pthread_mutex_lock(&b->lock);
     if (m->state != M_DONE && !m->cancelled) {
         m->cancelled = true;
-        if (m->state != M_PENDING)
+        if (m->state != M_PENDING) {
             momento__timer_fire_soon(m->client, &m->timer);
+            m->armed = true;
+        }
     }
     pthread_mutex_unlock(&b->lock);
 }
@@ -250,7 +280,7 @@ int momento__batcher_offer(momento_client *c, momento__bop op, const char *cache
     else if (queue && momento__client_closing(c))
         rc = MOMENTO_ERR_CLOSED;
     else if (queue)
-        rc = momento__timer_arm(c, &m->timer, to_ns(m->deadline), true);
+        rc = watch_deadline(c, to_ns(m->deadline));
     if (rc == MOMENTO_OK) {
         m->state = M_QUEUED;
         m->queued_ns = momento__now_ns();
@@ -304,17 +334,19 @@ static void batch_done(const momento_result *r, void *userdata)
             continue;
         if (r->error == MOMENTO_ERR_TIMEOUT && !m->cancelled &&
             gpr_time_cmp(m->deadline, now) > 0 && !momento__client_closing(c)) {
-            m->state = M_QUEUED;
-            m->in = NULL;
-            m->queued_ns = momento__now_ns();
-            DL_PREPEND(b->queue, m);
-            b->n_queued++;
-            if (m->op != MOMENTO__BOP_GET)
-                b->n_queued_writes++;
-            continue;
+            if (watch_deadline(c, to_ns(m->deadline)) == MOMENTO_OK) {
+                m->state = M_QUEUED;
+                m->in = NULL;
+                m->queued_ns = momento__now_ns();
+                DL_PREPEND(b->queue, m);
+                b->n_queued++;
+                if (m->op != MOMENTO__BOP_GET)
+                    b->n_queued_writes++;
+                continue;
+            }
         }
         m->state = M_DONE;
-        momento__timer_disarm(c, &m->timer);
+        disarm(m);
         m->next = NULL;
         *tail = m;
         tail = &m->next;
@@ -447,7 +479,7 @@ static void close_group(momento_client *c, group *g, momento__bmember ***failed,
         for (size_t i = 0; i < g->bt->n; i++) {
             momento__bmember *m = g->bt->members[i];
             m->state = M_DONE;
-            momento__timer_disarm(c, &m->timer);
+            disarm(m);
             m->next = NULL;
             **failed = m;
             *failed = &m->next;
@@ -473,13 +505,17 @@ static void flush(momento_client *c)
         momento__timer_disarm(c, &b->linger);
         b->linger_armed = false;
     }
+    if (b->deadline_armed) { /* the queue is leaving whole */
+        momento__timer_disarm(c, &b->deadline);
+        b->deadline_armed = false;
+    }
     bool closing = momento__client_closing(c);
     while (b->queue) {
         momento__bmember *m = b->queue;
         unqueue(b, m);
         if (closing) {
             m->state = M_DONE;
-            momento__timer_disarm(c, &m->timer);
+            disarm(m);
             m->next = NULL;
             *failed_tail = m;
             failed_tail = &m->next;
@@ -514,7 +550,7 @@ static void flush(momento_client *c)
             g->bt = momento__malloc(sizeof(batch) + max_keys * sizeof(momento__bmember *));
             if (!g->bt) {
                 m->state = M_DONE;
-                momento__timer_disarm(c, &m->timer);
+                disarm(m);
                 m->next = NULL;
                 *failed_tail = m;
                 failed_tail = &m->next;
@@ -542,6 +578,43 @@ static void flush(momento_client *c)
                       why == MOMENTO_ERR_CANCELLED || why == MOMENTO_ERR_CLOSED
                           ? "cancelled: the client was freed"
                           : "the batch could not be sent");
+    }
+}
+
+/* The queue's earliest deadline came: the members whose time is up leave
+ * it with MOMENTO_ERR_TIMEOUT; the timer moves on to the next deadline. */
+static void deadline_fire(momento__timer *t)
+{
+    momento__batcher *b = (momento__batcher *)((char *)t - offsetof(momento__batcher, deadline));
+    momento_client *c = client_of(b);
+    momento__bmember *late = NULL, **tail = &late;
+    pthread_mutex_lock(&b->lock);
+    b->deadline_armed = false;
+    int64_t now = momento__now_ns(), next = INT64_MAX;
+    for (momento__bmember *m = b->queue, *after; m; m = after) {
+        after = m->next;
+        int64_t due = to_ns(m->deadline);
+        if (due > now) {
+            if (due < next)
+                next = due;
+            continue;
+        }
+        unqueue(b, m);
+        m->state = M_DONE;
+        disarm(m);
+        b->counters.left_queue++;
+        m->next = NULL;
+        *tail = m;
+        tail = &m->next;
+    }
+    /* Re-arming an armed timer cannot fail; this one just fired, so it may:
+     * then the next completion's flush still ends or sends them. */
+    if (next != INT64_MAX)
+        watch_deadline(c, next);
+    pthread_mutex_unlock(&b->lock);
+    for (momento__bmember *m = late, *after; m; m = after) {
+        after = m->next;
+        deliver_local(m, MOMENTO_ERR_TIMEOUT, "the request's deadline passed while it was queued");
     }
 }
 

@@ -23,6 +23,8 @@ typedef struct momento__batcher {
                                     * behind (changed under the lock, read without) */
     momento__timer linger;    /* sends the queue L us after it started */
     bool linger_armed;
+    momento__timer deadline;  /* the earliest deadline in the queue */
+    bool deadline_armed;
     momento_batching_counters counters;
 } momento__batcher;
 
