@@ -545,6 +545,7 @@ static void flush(momento_client *c)
             g = &groups[n_groups++];
             memset(g, 0, sizeof(*g));
             g->op = m->op;
+            g->cache = m_cache(m); /* freed only after this flush */
         }
         if (!g->bt) {
             g->bt = momento__malloc(sizeof(batch) + max_keys * sizeof(momento__bmember *));

@@ -242,6 +242,30 @@ static int run_coalesced_get(momento_client *c, momento_result **ret)
     return momento_coalescing_get_sync(g_co, "c", "k1", 2, &o, ret);
 }
 
+/* Through adaptive batching: three gets in flight, then a blocking one, on
+ * a client that queues from one RPC in flight, so that the last three
+ * leave as one GetBatch (member, batch, request and result allocations). */
+static momento_client *g_batching;
+
+static int run_batched_get(momento_client *c, momento_result **ret)
+{
+    (void)c;
+    tu_counter k;
+    tu_counter_init(&k);
+    size_t accepted = 0;
+    const char *keys[3] = {"k1", "k2", "k3"};
+    for (int i = 0; i < 3; i++)
+        if (momento_get(g_batching, "c", keys[i], 2, NULL, tu_count_cb, &k) == MOMENTO_OK)
+            accepted++;
+    int rc = momento_get_sync(g_batching, "c", "k1", 2, NULL, ret);
+    assert_int_equal(tu_counter_wait(&k, accepted, 10000), accepted);
+    tu_counter_destroy(&k);
+    for (int w = 0; w < 1000 && momento_client_in_flight(g_batching) > 0; w++)
+        usleep(1000);
+    assert_int_equal(momento_client_in_flight(g_batching), 0);
+    return rc;
+}
+
 static bool check_hit_one(const momento_result *r)
 {
     size_t len = 0;
@@ -320,7 +344,13 @@ static void test_call_path(void **state)
         {"set if", run_set_if, check_stored},
         {"get with a token", run_get_with_token, check_hit_one},
         {"coalesced get with a token", run_coalesced_get, check_hit_one},
+        {"batched get", run_batched_get, check_hit_one},
     };
+    momento_config *bcfg;
+    assert_int_equal(momento_config_new(&bcfg), MOMENTO_OK);
+    assert_int_equal(momento_config_set_batching(bcfg, 1, 0, 64, 1 << 20), MOMENTO_OK);
+    g_batching = tu_client(server, bcfg);
+    momento_config_free(bcfg);
     assert_int_equal(momento_cancel_token_new(&g_token), MOMENTO_OK);
     assert_int_equal(momento_coalescer_new(&g_co, c), MOMENTO_OK);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -364,6 +394,7 @@ static void test_call_path(void **state)
     }
     momento_coalescer_free(g_co);
     momento_cancel_token_free(g_token);
+    momento_client_free(g_batching);
     momento_client_free(c);
     momento_local_stop(server);
 }
