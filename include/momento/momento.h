@@ -439,7 +439,9 @@ MOMENTO_EXPORT int momento_client_batching_stats(const momento_client *c,
  * Requests accepted and not yet finished: counted when an async call (or the
  * async half of a blocking one) returns 0, and decremented only after its
  * callback has returned, so a callback sees its own request counted. One per
- * RPC: coalesced callers sharing an RPC count once. 0 for NULL.
+ * RPC: coalesced callers sharing an RPC count once; requests waiting in
+ * the batching queue (momento_config_set_batching()) count one each, and a
+ * batch once. 0 for NULL.
  */
 MOMENTO_EXPORT size_t momento_client_in_flight(const momento_client *c);
 
