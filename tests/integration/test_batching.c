@@ -147,7 +147,7 @@ static void test_light_load_is_unchanged(void **state)
 static void test_queued_requests_leave_as_batches(void **state)
 {
     tu_fixture *f = *state;
-    momento_client *c = batching_client(f, 1, "get", 300);
+    momento_client *c = batching_client(f, 1, "get", (int)TU_MS(1000));
     enum { N = 40 };
     char key[N][16], val[N][16];
     for (int i = 0; i < N; i++) {
@@ -259,7 +259,7 @@ static void test_queued_deadline_and_cancel(void **state)
 static void test_batch_failure_reaches_each_request(void **state)
 {
     tu_fixture *f = *state;
-    momento_client *c = batching_client(f, 1, "get", 300);
+    momento_client *c = batching_client(f, 1, "get", (int)TU_MS(1000));
     momento__client_add_header(c, "return-error", "unavailable");
     momento__client_add_header(c, "error-rpcs", "get-batch");
     got held, gs[5];
@@ -282,7 +282,7 @@ static void test_batch_failure_reaches_each_request(void **state)
 static void test_writes_keep_their_order(void **state)
 {
     tu_fixture *f = *state;
-    momento_client *c = batching_client(f, 1, "get", 300);
+    momento_client *c = batching_client(f, 1, "get", (int)TU_MS(1000));
     got held, set, del;
     memset(&held, 0, sizeof(held));
     memset(&set, 0, sizeof(set));
@@ -308,7 +308,7 @@ static void test_writes_keep_their_order(void **state)
 static void test_coalescer_composes(void **state)
 {
     tu_fixture *f = *state;
-    momento_client *c = batching_client(f, 1, "get", 300);
+    momento_client *c = batching_client(f, 1, "get", (int)TU_MS(1000));
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     got held, gs[50];
