@@ -1,7 +1,8 @@
 /* The server thread: it owns the completion queue, the store and a timer
  * heap. Every call is requested as a registered method with its payload
  * already read, checked (auth, rate, faults), handed to the dispatcher,
- * answered with one batch (streams: one batch per message) and counted.
+ * answered (a unary call with one batch, a stream with one batch per
+ * message, the status riding with the last) and counted.
  * Injected delays park a call on the timer heap, so a delayed call never
  * holds up any other. A parked call never outlives its client: its delay
  * ends at its deadline at the latest, and it watches for its client going
@@ -11,9 +12,10 @@
  * Every call's RECV_CLOSE_ON_SERVER also tells whether it ended before its
  * status was sent (gRPC's `cancelled`): a call its client cancelled or left
  * then is counted for momento_local_cancelled_calls(), parked or not. A
- * unary call that is not parked receives it in the batch of its reply; a
- * parked call and a stream watch for it in a batch of their own, as each
- * of their batches must complete before the next can start. */
+ * call that is not parked receives it in the batch of its status; a parked
+ * call watches for it in a batch of its own, as each of its batches must
+ * complete before the next can start, and so does a stream whose batch
+ * before the last failed (its client gone, the likely cause). */
 #include "srv_server.h"
 
 #include "grpc_util.h"
@@ -22,6 +24,7 @@
 #include "srv_rpc.h"
 
 #include <grpc/byte_buffer_reader.h>
+#include <grpc/slice_buffer.h>
 #include <grpc/support/time.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -58,7 +61,7 @@ typedef struct srv_call {
     bool started;              /* initial metadata sent */
     bool final_sent;
     int cancelled;
-    grpc_byte_buffer *out;     /* message of the batch in progress */
+    grpc_byte_buffer *out;     /* the reply's message buffer, refilled per message */
     grpc_slice status_details;
     grpc_metadata trailer;
     int64_t due_ms;            /* when parked on the timer heap */
@@ -137,16 +140,11 @@ static void request_call(momento_local *s, momento__rpc_id m)
         call_free(c);
 }
 
-static bool streaming(momento__rpc_id m)
-{
-    return m != SRV_UNKNOWN && momento__rpcs[m].streaming;
-}
-
 /* Starts RECV_CLOSE_ON_SERVER in a batch of its own (tag `close_kind`). It
  * completes when the client cancels or goes away, the deadline passes, the
  * server stops, or (after the reply) the call is over; on_close() reads
  * which. Should it fail to start, a parked call still leaves at its
- * deadline and a stream's final batch carries RECV_CLOSE_ON_SERVER. */
+ * deadline and its final batch carries RECV_CLOSE_ON_SERVER. */
 static void watch_close(srv_call *c)
 {
     grpc_op op;
@@ -160,37 +158,51 @@ static void watch_close(srv_call *c)
 }
 
 /* Starts the next batch of a call's reply; false when there is none left.
- * A unary reply is one batch. A stream sends its first message with the
- * initial metadata, one message per batch after that, and closes with the
- * status in a batch of its own. */
+ * gRPC core sends one message per GRPC_OP_SEND_MESSAGE and takes one at a
+ * time, so a reply of n messages is n batches (one when it has none): the
+ * first carries the initial metadata, the last the status (and
+ * RECV_CLOSE_ON_SERVER, as a unary reply does). The messages between go
+ * with GRPC_WRITE_BUFFER_HINT: gRPC then completes each one's batch as soon
+ * as the message is buffered (up to the transport's write buffer, 64 KiB)
+ * instead of after a write of its own, and they leave with the last
+ * message's: a stream that fits the buffer is two writes, not one per
+ * message (a bigger one writes as the buffer fills). Not the first:
+ * its batch also holds the initial metadata, which completes only once
+ * written, and a buffered message starts no write — the stream would wait
+ * for whatever else made the connection write. */
 static bool send_next(srv_call *c)
 {
     if (c->final_sent)
         return false;
-    /* A stream's client may cancel between its messages: the batches in
-     * progress would only fail, not say so. */
-    if (!c->close_started && streaming(c->method))
-        watch_close(c);
     grpc_op ops[4];
     size_t n = 0;
     memset(ops, 0, sizeof(ops));
     srv_reply *r = &c->reply;
-    if (c->out) {
-        grpc_byte_buffer_destroy(c->out);
-        c->out = NULL;
-    }
-    if (!c->started) {
+    bool first = !c->started;
+    if (first) {
         c->started = true;
         ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
     }
     bool message = r->status == GRPC_STATUS_OK && c->sent < r->n_msgs;
     if (message) {
-        c->out = grpc_raw_byte_buffer_create(&r->msgs[c->sent++], 1);
+        /* One byte buffer per call, refilled for each message once the
+         * previous batch is back: creating and destroying one per message
+         * (each with an ExecCtx of its own) cost ~500 instructions. The
+         * message's slice is handed over, not referenced again. */
+        if (!c->out)
+            c->out = grpc_raw_byte_buffer_create(NULL, 0);
+        grpc_slice_buffer *sb = &c->out->data.raw.slice_buffer;
+        if (sb->count) /* gRPC moves the slices out; should it not have */
+            grpc_slice_buffer_reset_and_unref(sb);
+        grpc_slice_buffer_add(sb, r->msgs[c->sent]);
+        r->msgs[c->sent++] = grpc_empty_slice();
         ops[n].op = GRPC_OP_SEND_MESSAGE;
         ops[n].data.send_message.send_message = c->out;
+        if (!first && c->sent < r->n_msgs)
+            ops[n].flags = GRPC_WRITE_BUFFER_HINT;
         n++;
     }
-    if (!streaming(c->method) || !message) {
+    if (!message || c->sent == r->n_msgs) {
         c->status_details = grpc_slice_from_copied_string(r->details);
         ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
         ops[n].data.send_status_from_server.status = r->status;
@@ -251,11 +263,19 @@ static void answer(srv_call *c)
     } else if (!c->payload) {
         srv_reply_error(&c->reply, GRPC_STATUS_INVALID_ARGUMENT, NULL, "request has no message");
     } else {
-        grpc_byte_buffer_reader reader;
         grpc_slice body = grpc_empty_slice();
-        if (grpc_byte_buffer_reader_init(&reader, c->payload)) {
-            body = grpc_byte_buffer_reader_readall(&reader);
-            grpc_byte_buffer_reader_destroy(&reader);
+        const grpc_slice_buffer *sb = &c->payload->data.raw.slice_buffer;
+        if (c->payload->type == GRPC_BB_RAW &&
+            c->payload->data.raw.compression == GRPC_COMPRESS_NONE && sb->count == 1) {
+            /* A request in one uncompressed slice (the usual case) is read
+             * where it is: readall() would copy it, a batch's whole body. */
+            body = grpc_slice_ref(sb->slices[0]);
+        } else {
+            grpc_byte_buffer_reader reader;
+            if (grpc_byte_buffer_reader_init(&reader, c->payload)) {
+                body = grpc_byte_buffer_reader_readall(&reader);
+                grpc_byte_buffer_reader_destroy(&reader);
+            }
         }
         const grpc_slice *cache = srv_header(&c->md, "cache");
         srv_dispatch(c->s, c->method, cache ? (const char *)GRPC_SLICE_START_PTR(*cache) : NULL,
@@ -428,6 +448,14 @@ static void on_batch(srv_call *c, bool ok)
             call_free(c);
         return;
     }
+    /* A stream's batch before its last fails when its client has
+     * cancelled or gone away (or the deadline or the server's stop ended
+     * the call): RECV_CLOSE_ON_SERVER, started now, says which, for the
+     * count of calls cancelled by their clients. Streams do not watch for
+     * this from the start: that would cost every stream a batch and a
+     * completion more. */
+    if (!ok && !c->close_started && !c->final_sent)
+        watch_close(c);
     if (!ok || c->s->shut_down || c->client_gone || !send_next(c))
         finish(c);
 }

@@ -42,11 +42,22 @@ void srv_dispatch(momento_local *s, momento__rpc_id m, const char *cache, size_t
     store_cache *c = NULL;
     if (momento__rpcs[m].plane == MOMENTO__PLANE_DATA && !(c = named_cache(s, cache, cache_len, r)))
         return;
+    /* The batches read their items in place (rpc_batch.c): unpacking would
+     * allocate and copy each. Their requests hold no string field, so
+     * srv_check_strings() has nothing to refuse in them. */
+    if (m == MOMENTO__RPC_GET_BATCH) {
+        srv_get_batch_wire(s, c, body, len, r);
+        return;
+    }
+    if (m == MOMENTO__RPC_SET_BATCH) {
+        srv_set_batch_wire(s, c, body, len, r);
+        return;
+    }
     if (!srv_check_strings(r, momento__rpcs[m].request, body, len))
         return;
     ProtobufCMessage *req = protobuf_c_message_unpack(momento__rpcs[m].request, NULL, len, body);
     if (!req) {
-        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "request could not be decoded");
+        srv_reply_undecodable(r);
         return;
     }
     handlers[m](s, c, req, r);

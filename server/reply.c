@@ -7,6 +7,7 @@
 #include "srv_server.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,14 +29,47 @@ void srv_reply_no_memory(srv_reply *r)
     srv_reply_error(r, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL, "server out of memory");
 }
 
-int srv_reply_add(srv_reply *r, const ProtobufCMessage *m)
+void srv_reply_undecodable(srv_reply *r)
 {
-    grpc_slice *grown = realloc(r->msgs, (r->n_msgs + 1) * sizeof(*grown));
+    srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "request could not be decoded");
+}
+
+int srv_reply_reserve(srv_reply *r, size_t n)
+{
+    if (n <= r->cap - r->n_msgs)
+        return 0;
+    /* A unary reply (the common case) keeps its one message in the reply
+     * itself: no allocation beyond the message's own. */
+    if (r->cap == 0 && n == 1) {
+        r->msgs = &r->one;
+        r->cap = 1;
+        return 0;
+    }
+    size_t want = r->n_msgs + n;
+    if (want < n || want > SIZE_MAX / sizeof(grpc_slice) / 2) {
+        srv_reply_no_memory(r);
+        return -1;
+    }
+    /* Doubling, so adding one message at a time stays linear. */
+    size_t cap = r->cap * 2 > want ? r->cap * 2 : want;
+    grpc_slice *grown = malloc(cap * sizeof(*grown));
     if (!grown) {
         srv_reply_no_memory(r);
         return -1;
     }
+    if (r->n_msgs)
+        memcpy(grown, r->msgs, r->n_msgs * sizeof(*grown));
+    if (r->msgs != &r->one)
+        free(r->msgs);
     r->msgs = grown;
+    r->cap = cap;
+    return 0;
+}
+
+int srv_reply_add(srv_reply *r, const ProtobufCMessage *m)
+{
+    if (srv_reply_reserve(r, 1) != 0)
+        return -1;
     size_t size = protobuf_c_message_get_packed_size(m);
     grpc_slice s = grpc_slice_malloc(size);
     protobuf_c_message_pack(m, GRPC_SLICE_START_PTR(s));
@@ -43,13 +77,69 @@ int srv_reply_add(srv_reply *r, const ProtobufCMessage *m)
     return 0;
 }
 
+int srv_reply_add_static(srv_reply *r, const uint8_t *bytes, size_t len)
+{
+    if (srv_reply_reserve(r, 1) != 0)
+        return -1;
+    /* No copy and no reference count: gRPC sends the constant itself. */
+    r->msgs[r->n_msgs++] = grpc_slice_from_static_buffer(bytes, len);
+    return 0;
+}
+
+/* Above this a reply's block comes from malloc(), which can fail, rather
+ * than grpc_slice_malloc(), which aborts: a GetBatch naming one big item
+ * many times asks for far more than the request's own size. */
+#define BLOCK_FROM_GRPC_MAX (1u << 20)
+
+static void free_block(void *p, size_t len)
+{
+    (void)len;
+    free(p);
+}
+
+uint8_t *srv_reply_block(srv_reply *r, size_t n, size_t bytes)
+{
+    if (srv_reply_reserve(r, n) != 0)
+        return NULL;
+    grpc_slice_unref(r->block);
+    r->block = grpc_empty_slice();
+    r->block_used = 0;
+    if (bytes <= BLOCK_FROM_GRPC_MAX) {
+        /* The reference count and the bytes in one allocation. */
+        r->block = grpc_slice_malloc(bytes);
+    } else {
+        void *p = malloc(bytes);
+        if (!p) {
+            srv_reply_no_memory(r);
+            return NULL;
+        }
+        r->block = grpc_slice_new_with_len(p, bytes, free_block);
+    }
+    return GRPC_SLICE_START_PTR(r->block);
+}
+
+void srv_reply_carve(srv_reply *r, size_t len)
+{
+    /* A slice of the block shares its reference count (a message of up to
+     * 23 bytes is copied into the slice instead): one allocation serves
+     * every message, and it is freed when gRPC and the reply are done with
+     * the last. */
+    r->msgs[r->n_msgs++] = grpc_slice_sub(r->block, r->block_used, r->block_used + len);
+    r->block_used += len;
+}
+
 void srv_reply_clear(srv_reply *r)
 {
     for (size_t i = 0; i < r->n_msgs; i++)
         grpc_slice_unref(r->msgs[i]);
-    free(r->msgs);
+    if (r->msgs != &r->one)
+        free(r->msgs);
+    grpc_slice_unref(r->block);
+    r->block = grpc_empty_slice();
+    r->block_used = 0;
     r->msgs = NULL;
     r->n_msgs = 0;
+    r->cap = 0;
     r->status = GRPC_STATUS_OK;
     r->details[0] = '\0';
     r->err = NULL;

@@ -10,15 +10,59 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Wire format: field 1 (result, varint) tag 0x08; field 2 (cache_body,
+ * bytes) tag 0x12, then the length as a varint and the bytes. proto3
+ * leaves an empty cache_body out, as protobuf-c does. */
+static size_t varint_size(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+size_t srv_get_response_size(const store_item *it)
+{
+    if (!it || it->value_len == 0)
+        return 2;
+    return 3 + varint_size(it->value_len) + it->value_len;
+}
+
+uint8_t *srv_pack_get_response(uint8_t *p, const store_item *it)
+{
+    *p++ = 0x08;
+    *p++ = it ? CACHE_CLIENT__ECACHE_RESULT__Hit : CACHE_CLIENT__ECACHE_RESULT__Miss;
+    if (!it || it->value_len == 0)
+        return p;
+    *p++ = 0x12;
+    uint64_t v = it->value_len;
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    memcpy(p, it->value, it->value_len);
+    return p + it->value_len;
+}
+
 int srv_reply_get(srv_reply *r, const store_item *it)
 {
-    CacheClient__GetResponse resp = CACHE_CLIENT____GET_RESPONSE__INIT;
-    resp.result = it ? CACHE_CLIENT__ECACHE_RESULT__Hit : CACHE_CLIENT__ECACHE_RESULT__Miss;
-    if (it) {
-        resp.cache_body.data = it->value;
-        resp.cache_body.len = it->value_len;
-    }
-    return srv_reply_add(r, &resp.base);
+    size_t size = srv_get_response_size(it);
+    uint8_t *p = srv_reply_block(r, 1, size);
+    if (!p)
+        return -1;
+    srv_pack_get_response(p, it);
+    srv_reply_carve(r, size);
+    return 0;
+}
+
+int srv_reply_set_ok(srv_reply *r)
+{
+    /* _SetResponse{result: Ok}: field 1 (varint) = 1. */
+    static const uint8_t ok[] = {0x08, CACHE_CLIENT__ECACHE_RESULT__Ok};
+    return srv_reply_add_static(r, ok, sizeof(ok));
 }
 
 void srv_get(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
@@ -35,11 +79,8 @@ void srv_set(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_
     if (!srv_check_item(s, r, &req->cache_key, req->cache_body.len))
         return;
     srv_set_item(s, c, r, &req->cache_key, &req->cache_body, req->ttl_milliseconds, store_now_ms());
-    if (r->status == GRPC_STATUS_OK) {
-        CacheClient__SetResponse resp = CACHE_CLIENT____SET_RESPONSE__INIT;
-        resp.result = CACHE_CLIENT__ECACHE_RESULT__Ok;
-        srv_reply_add(r, &resp.base);
-    }
+    if (r->status == GRPC_STATUS_OK)
+        srv_reply_set_ok(r);
 }
 
 /* Deleting a key that is not there succeeds too, as Momento's does. */

@@ -19,7 +19,13 @@ typedef struct srv_reply {
     char details[192];
     const char *err;     /* `err` trailer, static, or NULL */
     size_t n_msgs;
-    grpc_slice *msgs;    /* malloc'd array of packed messages */
+    size_t cap;          /* room in msgs */
+    grpc_slice *msgs;    /* the packed messages: `one`, or a malloc'd array */
+    /* A unary reply's message lives here, so that it needs no array. */
+    grpc_slice one;
+    /* srv_reply_block()'s memory, which its messages are slices of. */
+    grpc_slice block;
+    size_t block_used;
 } srv_reply;
 
 /* Replaces the reply with an error; its messages are dropped. */
@@ -27,8 +33,23 @@ void srv_reply_error(srv_reply *r, grpc_status_code status, const char *err, con
     __attribute__((format(printf, 4, 5)));
 /* RESOURCE_EXHAUSTED "server out of memory". */
 void srv_reply_no_memory(srv_reply *r);
+/* INVALID_ARGUMENT "request could not be decoded". */
+void srv_reply_undecodable(srv_reply *r);
 /* Appends a packed copy of `m`; returns 0, or -1 (no memory, reply set). */
 int srv_reply_add(srv_reply *r, const ProtobufCMessage *m);
+/* Makes room for `n` more messages, so that adding them allocates no array
+ * on the way; returns 0, or -1 (no memory, reply set). */
+int srv_reply_reserve(srv_reply *r, size_t n);
+/* Appends a message of `len` bytes that outlive the reply (a constant);
+ * returns 0, or -1 (no memory, reply set). */
+int srv_reply_add_static(srv_reply *r, const uint8_t *bytes, size_t len);
+/* For many messages packed into one allocation: room for `n` more messages
+ * and `bytes` bytes for them all. Returns where to write them, or NULL (no
+ * memory, reply set). Once per reply. Write them back to back, each
+ * followed by srv_reply_carve() with its length. */
+uint8_t *srv_reply_block(srv_reply *r, size_t n, size_t bytes);
+/* Appends the next `len` bytes of the block as a message. */
+void srv_reply_carve(srv_reply *r, size_t len);
 /* Frees the messages and resets the reply to an empty OK. */
 void srv_reply_clear(srv_reply *r);
 

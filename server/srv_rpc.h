@@ -35,8 +35,26 @@ typedef void srv_handler(momento_local *s, store_cache *c, const ProtobufCMessag
 void srv_dispatch(momento_local *s, momento__rpc_id m, const char *cache, size_t cache_len,
                   const uint8_t *body, size_t len, srv_reply *r);
 
-/* rpc_kv.c, for GetBatch too: adds the _GetResponse for `it` (NULL: a
- * miss). Returns srv_reply_add's result. */
+/* rpc_batch.c: GetBatch and SetBatch reading their request's wire bytes
+ * in place, as the table's srv_get_batch / srv_set_batch do the unpacked
+ * request, with the same replies (an undecodable body included); the
+ * dispatcher calls these. */
+void srv_get_batch_wire(momento_local *s, store_cache *c, const uint8_t *body, size_t len,
+                        srv_reply *r);
+void srv_set_batch_wire(momento_local *s, store_cache *c, const uint8_t *body, size_t len,
+                        srv_reply *r);
+
+/* rpc_kv.c, for GetBatch and SetBatch too. */
+/* Adds the _GetResponse for `it` (NULL: a miss). Returns 0, or -1 (no
+ * memory, reply set). */
 int srv_reply_get(srv_reply *r, const store_item *it);
+/* A _GetResponse packed by hand, byte for byte what protobuf-c packs (its
+ * generic packer costs a few hundred instructions a message): its size,
+ * and writing it at `p`, returning the end. */
+size_t srv_get_response_size(const store_item *it);
+uint8_t *srv_pack_get_response(uint8_t *p, const store_item *it);
+/* Adds a _SetResponse{result: Ok}. Returns 0, or -1 (no memory, reply
+ * set); never fails with room reserved (srv_reply_reserve()). */
+int srv_reply_set_ok(srv_reply *r);
 
 #endif

@@ -8,6 +8,7 @@
 #include "cacheclient.pb-c.h"
 #include "cacheping.pb-c.h"
 #include "controlclient.pb-c.h"
+#include "srv_rpc.h"    /* the hand-packed responses */
 #include "srv_server.h" /* SRV_MAX_STREAMS_PER_CONNECTION */
 
 #include <grpc/byte_buffer.h>
@@ -409,6 +410,158 @@ static void test_batches(void **state)
     assert_int_equal(call(SCS "GetBatch", cache_hdr, 1, &gb.base, &r), 0);
     assert_int_equal(r.n_msgs, 0);
     tu_raw_reply_free(&r);
+}
+
+/* Reads a whole GetBatch reply for `n` keys named "s<i>" (odd ones never
+ * set) and checks it: OK, n messages in order, hits holding `vlen` bytes of
+ * 'v' + i % 26. */
+static void check_get_batch(size_t n, size_t vlen)
+{
+    enum { MAX = 64 };
+    assert_true(n <= MAX);
+    static CacheClient__GetRequest gets[MAX];
+    static CacheClient__GetRequest *gptrs[MAX];
+    static char keys[MAX][16];
+    for (size_t i = 0; i < n; i++) {
+        cache_client____get_request__init(&gets[i]);
+        snprintf(keys[i], sizeof(keys[i]), "s%zu", i);
+        gets[i].cache_key = (ProtobufCBinaryData){strlen(keys[i]), (uint8_t *)keys[i]};
+        gptrs[i] = &gets[i];
+    }
+    CacheClient__GetBatchRequest gb = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
+    gb.n_items = n;
+    gb.items = gptrs;
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "GetBatch", cache_hdr, 1, &gb.base, &r), 0);
+    assert_int_equal(r.n_msgs, n);
+    for (size_t i = 0; i < n; i++) {
+        CacheClient__GetResponse *g = cache_client____get_response__unpack(NULL, r.lens[i], r.msgs[i]);
+        assert_non_null(g);
+        if (i % 2 == 0) {
+            assert_int_equal(g->result, CACHE_CLIENT__ECACHE_RESULT__Hit);
+            assert_int_equal(g->cache_body.len, vlen);
+            for (size_t j = 0; j < vlen; j++)
+                assert_int_equal(g->cache_body.data[j], 'v' + i % 26);
+        } else {
+            assert_int_equal(g->result, CACHE_CLIENT__ECACHE_RESULT__Miss);
+        }
+        protobuf_c_message_free_unpacked(&g->base, NULL);
+    }
+    tu_raw_reply_free(&r);
+}
+
+/* Streams of every shape the server sends: one message (a single batch,
+ * as a unary reply), two (first and last), many (buffered between), and
+ * more than gRPC's 64 KiB write buffer. The client (tu_raw_call) sends
+ * nothing while it waits, so a stream that relied on other traffic to be
+ * written out would hang here until its deadline. */
+static void test_batch_streams_of_every_size(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {1, 2, 3, 17, 64};
+    static const size_t vlens[] = {0, 1, 100, 4096};
+    enum { MAX = 64 };
+    static CacheClient__SetRequest items[MAX];
+    static CacheClient__SetRequest *ptrs[MAX];
+    static char keys[MAX][16];
+    static char vals[MAX / 2][4096];
+    for (size_t v = 0; v < sizeof(vlens) / sizeof(vlens[0]); v++) {
+        size_t vlen = vlens[v];
+        for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+            size_t n = sizes[k];
+            /* SetBatch of the even keys: one _SetResponse{Ok} each. */
+            size_t m = 0;
+            for (size_t i = 0; i < n; i += 2) {
+                cache_client____set_request__init(&items[m]);
+                snprintf(keys[m], sizeof(keys[m]), "s%zu", i);
+                memset(vals[m], 'v' + (int)(i % 26), vlen);
+                items[m].cache_key = (ProtobufCBinaryData){strlen(keys[m]), (uint8_t *)keys[m]};
+                items[m].cache_body = (ProtobufCBinaryData){vlen, (uint8_t *)vals[m]};
+                items[m].ttl_milliseconds = 60000;
+                ptrs[m] = &items[m];
+                m++;
+            }
+            CacheClient__SetBatchRequest sb = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
+            sb.n_items = m;
+            sb.items = ptrs;
+            tu_raw_reply r;
+            assert_int_equal(call(SCS "SetBatch", cache_hdr, 1, &sb.base, &r), 0);
+            assert_int_equal(r.n_msgs, m);
+            for (size_t i = 0; i < m; i++) {
+                CacheClient__SetResponse *sr =
+                    cache_client____set_response__unpack(NULL, r.lens[i], r.msgs[i]);
+                assert_non_null(sr);
+                assert_int_equal(sr->result, CACHE_CLIENT__ECACHE_RESULT__Ok);
+                protobuf_c_message_free_unpacked(&sr->base, NULL);
+            }
+            tu_raw_reply_free(&r);
+            check_get_batch(n, vlen);
+            /* Clean up for the next round's misses. */
+            for (size_t i = 0; i < m; i++) {
+                CacheClient__DeleteRequest d = CACHE_CLIENT____DELETE_REQUEST__INIT;
+                d.cache_key = items[i].cache_key;
+                assert_int_equal(call(SCS "Delete", cache_hdr, 1, &d.base, &r), 0);
+                tu_raw_reply_free(&r);
+            }
+        }
+    }
+}
+
+/* The responses momento-local packs by hand are the bytes protobuf-c
+ * packs, so that every client reads them as it would Momento's. */
+static void test_hand_packed_responses(void **state)
+{
+    (void)state;
+    static const size_t lens[] = {0, 1, 127, 128, 300, 16383, 16384, 70000};
+    uint8_t *value = malloc(70000);
+    uint8_t *mine = malloc(70010), *theirs = malloc(70010);
+    assert_non_null(value);
+    assert_non_null(mine);
+    assert_non_null(theirs);
+    for (size_t i = 0; i < 70000; i++)
+        value[i] = (uint8_t)(i * 7);
+    for (size_t k = 0; k <= sizeof(lens) / sizeof(lens[0]); k++) {
+        bool miss = k == sizeof(lens) / sizeof(lens[0]);
+        store_item it;
+        memset(&it, 0, sizeof(it));
+        CacheClient__GetResponse resp = CACHE_CLIENT____GET_RESPONSE__INIT;
+        resp.result = CACHE_CLIENT__ECACHE_RESULT__Miss;
+        if (!miss) {
+            it.value = value;
+            it.value_len = lens[k];
+            resp.result = CACHE_CLIENT__ECACHE_RESULT__Hit;
+            resp.cache_body = (ProtobufCBinaryData){lens[k], value};
+        }
+        size_t want = protobuf_c_message_pack(&resp.base, theirs);
+        assert_int_equal(srv_get_response_size(miss ? NULL : &it), want);
+        uint8_t *end = srv_pack_get_response(mine, miss ? NULL : &it);
+        assert_int_equal((size_t)(end - mine), want);
+        assert_memory_equal(mine, theirs, want);
+        /* And through a reply, as unary Get sends it. */
+        srv_reply r;
+        memset(&r, 0, sizeof(r));
+        assert_int_equal(srv_reply_get(&r, miss ? NULL : &it), 0);
+        assert_int_equal(r.n_msgs, 1);
+        assert_int_equal(GRPC_SLICE_LENGTH(r.msgs[0]), want);
+        assert_memory_equal(GRPC_SLICE_START_PTR(r.msgs[0]), theirs, want);
+        srv_reply_clear(&r);
+    }
+    CacheClient__SetResponse ok = CACHE_CLIENT____SET_RESPONSE__INIT;
+    ok.result = CACHE_CLIENT__ECACHE_RESULT__Ok;
+    size_t want = protobuf_c_message_pack(&ok.base, theirs);
+    srv_reply r;
+    memset(&r, 0, sizeof(r));
+    for (int i = 0; i < 3; i++) /* the first in the reply itself, then an array */
+        assert_int_equal(srv_reply_set_ok(&r), 0);
+    assert_int_equal(r.n_msgs, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(GRPC_SLICE_LENGTH(r.msgs[i]), want);
+        assert_memory_equal(GRPC_SLICE_START_PTR(r.msgs[i]), theirs, want);
+    }
+    srv_reply_clear(&r);
+    free(value);
+    free(mine);
+    free(theirs);
 }
 
 static void test_control_and_ping(void **state)
@@ -1555,6 +1708,8 @@ int main(void)
         cmocka_unit_test(test_keys_exist),
         cmocka_unit_test(test_ttl_ops),
         cmocka_unit_test(test_batches),
+        cmocka_unit_test(test_batch_streams_of_every_size),
+        cmocka_unit_test(test_hand_packed_responses),
         cmocka_unit_test(test_control_and_ping),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_malformed_protobuf),

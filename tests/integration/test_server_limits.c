@@ -630,6 +630,211 @@ static int stop_child(void **state)
     return 0;
 }
 
+/* ---- batch requests read in place ------------------------------------ */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* A server's state without gRPC: a store with cache "c", items of at most
+ * 64 bytes (so that some items are refused). */
+static momento_local *bare_server(void)
+{
+    momento_local *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    store_init(&s->store, 0);
+    s->opts.max_item_bytes = 64;
+    assert_int_equal(store_create_cache(&s->store, "c"), 0);
+    return s;
+}
+
+static void bare_server_free(momento_local *s)
+{
+    store_destroy(&s->store);
+    free(s);
+}
+
+/* A random batch request, packed by protobuf-c: keys from a small set (so
+ * batches repeat keys and gets hit), now and then empty or too big, TTLs
+ * that do not expire during the test. Returns its length. */
+static size_t random_batch(bool set, uint8_t *out, size_t cap)
+{
+    enum { MAX = 6 };
+    static char keys[MAX][8], vals[MAX][80];
+    CacheClient__SetRequest sets[MAX];
+    CacheClient__GetRequest gets[MAX];
+    void *ptrs[MAX];
+    size_t n = (size_t)(rng() % (MAX + 1));
+    static const uint64_t ttls[] = {0, 60000, UINT64_MAX, 1u << 31};
+    for (size_t i = 0; i < n; i++) {
+        size_t klen = rng() % 16 == 0 ? 0 : 1 + rng() % 3;
+        for (size_t k = 0; k < klen; k++)
+            keys[i][k] = (char)('a' + rng() % 3);
+        size_t vlen = rng() % 8 == 0 ? 70 : rng() % 20;
+        memset(vals[i], (int)('A' + rng() % 26), vlen);
+        ProtobufCBinaryData key = {klen, (uint8_t *)keys[i]};
+        if (set) {
+            cache_client____set_request__init(&sets[i]);
+            sets[i].cache_key = key;
+            sets[i].cache_body = (ProtobufCBinaryData){vlen, (uint8_t *)vals[i]};
+            sets[i].ttl_milliseconds = ttls[rng() % 4];
+            ptrs[i] = &sets[i];
+        } else {
+            cache_client____get_request__init(&gets[i]);
+            gets[i].cache_key = key;
+            ptrs[i] = &gets[i];
+        }
+    }
+    CacheClient__SetBatchRequest sb = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
+    CacheClient__GetBatchRequest gb = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
+    sb.n_items = gb.n_items = n;
+    sb.items = (CacheClient__SetRequest **)ptrs;
+    gb.items = (CacheClient__GetRequest **)ptrs;
+    const ProtobufCMessage *m = set ? &sb.base : &gb.base;
+    assert_true(protobuf_c_message_get_packed_size(m) <= cap);
+    return protobuf_c_message_pack(m, out);
+}
+
+/* Damages a request the ways a broken or hostile client might: a byte
+ * changed, cut short, a byte inserted, random bytes appended, a known or
+ * unknown field appended. Returns the new length (at most `cap`). */
+static size_t mutate(uint8_t *b, size_t len, size_t cap)
+{
+    switch (rng() % 7) {
+    case 0: /* left alone */
+        return len;
+    case 1:
+        if (len)
+            b[rng() % len] = (uint8_t)rng();
+        return len;
+    case 2:
+        return len ? (size_t)(rng() % len) : 0;
+    case 3: {
+        if (len + 1 > cap)
+            return len;
+        size_t at = len ? (size_t)(rng() % (len + 1)) : 0;
+        memmove(b + at + 1, b + at, len - at);
+        b[at] = (uint8_t)rng();
+        return len + 1;
+    }
+    case 4: {
+        size_t extra = 1 + rng() % 6;
+        if (len + extra > cap)
+            return len;
+        for (size_t i = 0; i < extra; i++)
+            b[len + i] = (uint8_t)rng();
+        return len + extra;
+    }
+    case 5: { /* an item holding unknown fields and a second key */
+        static const uint8_t item[] = {0x0a, 0x0c, 0x0a, 0x01, 'b', 0x20, 0x05, 0x2d, 1, 2, 3, 4,
+                                       0x0a, 0x01};
+        if (len + sizeof(item) + 1 > cap)
+            return len;
+        memcpy(b + len, item, sizeof(item));
+        b[len + sizeof(item)] = 'c';
+        return len + sizeof(item) + 1;
+    }
+    default: { /* a top-level unknown field: fixed64, then a varint */
+        static const uint8_t unk[] = {0x11, 1, 2, 3, 4, 5, 6, 7, 8, 0x18, 0x96, 0x01};
+        if (len + sizeof(unk) > cap)
+            return len;
+        memcpy(b + len, unk, sizeof(unk));
+        return len + sizeof(unk);
+    }
+    }
+}
+
+static void assert_same_reply(const srv_reply *a, const srv_reply *b)
+{
+    assert_int_equal(a->status, b->status);
+    assert_string_equal(a->details, b->details);
+    assert_true(a->err == b->err || (a->err && b->err && strcmp(a->err, b->err) == 0));
+    assert_int_equal(a->n_msgs, b->n_msgs);
+    for (size_t i = 0; i < a->n_msgs; i++) {
+        assert_int_equal(GRPC_SLICE_LENGTH(a->msgs[i]), GRPC_SLICE_LENGTH(b->msgs[i]));
+        assert_memory_equal(GRPC_SLICE_START_PTR(a->msgs[i]), GRPC_SLICE_START_PTR(b->msgs[i]),
+                            GRPC_SLICE_LENGTH(a->msgs[i]));
+    }
+}
+
+/* Both stores hold the same items: every key random_batch() can make.
+ * (Their byte counts may differ: an item counts the block malloc gave
+ * it.) */
+static void assert_same_items(momento_local *x, momento_local *y)
+{
+    assert_int_equal(x->store.items, y->store.items);
+    store_cache *cx = store_find_cache(&x->store, "c", 1), *cy = store_find_cache(&y->store, "c", 1);
+    int64_t now = store_now_ms();
+    for (int k = 0; k < 3 + 9 + 27; k++) {
+        char key[3];
+        size_t len = k < 3 ? 1 : k < 12 ? 2 : 3;
+        int v = k < 3 ? k : k < 12 ? k - 3 : k - 12;
+        for (size_t i = 0; i < len; i++, v /= 3)
+            key[i] = (char)('a' + v % 3);
+        const store_item *a = store_get(&x->store, cx, (const uint8_t *)key, len, now);
+        const store_item *b = store_get(&y->store, cy, (const uint8_t *)key, len, now);
+        assert_true((a == NULL) == (b == NULL));
+        if (a) {
+            assert_int_equal(a->value_len, b->value_len);
+            assert_memory_equal(a->value, b->value, a->value_len);
+            assert_true(a->expires_ms == 0 ? b->expires_ms == 0 : b->expires_ms != 0);
+        }
+    }
+}
+
+/* GetBatch and SetBatch read their requests' wire bytes in place, without
+ * protobuf-c (rpc_batch.c). Thousands of random batches, many of them
+ * damaged, go to two stores: one through the dispatcher (in place), one
+ * unpacked by protobuf-c and given to the table's handlers. The replies
+ * (status, message, trailer, every response byte) and the stores must
+ * come out the same: the same bytes accepted and refused, the same first
+ * bad item reported, nothing stored from a refused batch. */
+static void test_batches_read_in_place(void **state)
+{
+    (void)state;
+    momento_local *in_place = bare_server(), *unpacked = bare_server();
+    store_cache *c = store_find_cache(&unpacked->store, "c", 1);
+    uint8_t body[1024];
+    size_t refused = 0, undecodable = 0;
+    for (int round = 0; round < 20000; round++) {
+        bool set = rng() % 2;
+        size_t len = random_batch(set, body, sizeof(body) - 64);
+        len = mutate(body, len, sizeof(body));
+        srv_reply a = {0}, b = {0};
+        srv_dispatch(in_place, set ? MOMENTO__RPC_SET_BATCH : MOMENTO__RPC_GET_BATCH, "c", 1, body,
+                     len, &a);
+        const ProtobufCMessageDescriptor *d = set ? &cache_client____set_batch_request__descriptor
+                                                  : &cache_client____get_batch_request__descriptor;
+        ProtobufCMessage *req = protobuf_c_message_unpack(d, NULL, len, body);
+        if (!req) {
+            srv_reply_undecodable(&b);
+            undecodable++;
+        } else {
+            (set ? srv_set_batch : srv_get_batch)(unpacked, c, req, &b);
+            protobuf_c_message_free_unpacked(req, NULL);
+        }
+        if (b.status != GRPC_STATUS_OK)
+            refused++;
+        assert_same_reply(&a, &b);
+        assert_same_items(in_place, unpacked);
+        srv_reply_clear(&a);
+        srv_reply_clear(&b);
+    }
+    /* The mix reached every outcome. */
+    assert_true(undecodable > 1000);
+    assert_true(refused > undecodable + 1000);
+    assert_true(unpacked->store.items > 0);
+    bare_server_free(in_place);
+    bare_server_free(unpacked);
+}
+
+
 /* `--cache` names at start follow the same rule, with a message naming the
  * option and the reason. */
 static void test_cli_bad_cache_name(void **state)
@@ -787,6 +992,7 @@ int main(void)
         cmocka_unit_test(test_increment_strict),
         cmocka_unit_test(test_fault_session_flood),
         cmocka_unit_test(test_item_larger_than_memory),
+        cmocka_unit_test(test_batches_read_in_place),
         cmocka_unit_test_teardown(test_cli_bad_cache_name, stop_child),
         cmocka_unit_test_teardown(test_fill_stays_within_memory, stop_child),
     };
