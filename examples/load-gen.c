@@ -16,10 +16,11 @@ int main(int argc, char **argv)
     lg_target t;
     if (lg_target_open(&t, &o) != MOMENTO_OK)
         return 1;
-    char deadlines[64];
-    printf("load-gen: target %s; %d workers, %s, %.1f s; %s\n", t.description, o.concurrency,
+    char deadlines[64], batching[160];
+    printf("load-gen: target %s; %d workers, %s, %.1f s; %s%s\n", t.description, o.concurrency,
            o.rps ? "rate-limited" : "no rate limit", o.duration_s,
-           lg_describe_deadlines(&o, deadlines, sizeof(deadlines)));
+           lg_describe_deadlines(&o, deadlines, sizeof(deadlines)),
+           lg_describe_batching(&o, batching, sizeof(batching)));
     lg_result r;
     rc = lg_run(&o, &t, false, "", &r);
     if (rc == MOMENTO_OK) {

@@ -19,6 +19,17 @@ static double pct(uint64_t part, uint64_t whole)
     return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+static uint64_t server_rpcs(const lg_result *r)
+{
+    return r->server_get_rpcs + r->server_set_rpcs + r->server_get_batch_rpcs +
+           r->server_set_batch_rpcs;
+}
+
+static double mean_batch(const momento_batching_counters *k)
+{
+    return k->batches ? (double)k->batched_keys / (double)k->batches : 0.0;
+}
+
 static void table(const lg_result *b, const lg_result *a)
 {
     const momento_coalescer_counters *k = &a->counters;
@@ -36,10 +47,20 @@ static void table(const lg_result *b, const lg_result *a)
            pct(k->get_coalesced, k->get_requests));
     printf("| %-32s | %17.0f | %16.0f |\n", "requests per second",
            (double)b->stats.requests / b->wall_s, (double)a->stats.requests / a->wall_s);
-    if (b->have_server && a->have_server)
+    if (b->have_server && a->have_server && !a->batching)
         printf("| %-32s | %17llu | %16llu |\n", "server RPCs (get + set)",
                (unsigned long long)(b->server_get_rpcs + b->server_set_rpcs),
                (unsigned long long)(a->server_get_rpcs + a->server_set_rpcs));
+    if (a->batching) { /* --batch: both phases batch */
+        if (b->have_server && a->have_server)
+            printf("| %-32s | %17llu | %16llu |\n", "server RPCs (get, set, batches)",
+                   (unsigned long long)server_rpcs(b), (unsigned long long)server_rpcs(a));
+        row_us("RPCs sent (client count)", b->rpcs, a->rpcs);
+        row_us("batches (GetBatch + SetBatch)", b->batch_counters.batches,
+               a->batch_counters.batches);
+        printf("| %-32s | %17.1f | %16.1f |\n", "requests per batch (mean)",
+               mean_batch(&b->batch_counters), mean_batch(&a->batch_counters));
+    }
     printf("| %-32s | %17llu | %16llu |\n", "requests timed out",
            (unsigned long long)b->stats.timed_out, (unsigned long long)a->stats.timed_out);
     /* Called back with a timeout before the request's own deadline: with
@@ -88,10 +109,11 @@ int main(int argc, char **argv)
     lg_target t;
     if (lg_target_open(&t, &o) != MOMENTO_OK)
         return 1;
-    char deadlines[64];
-    printf("request-coalescing: target %s; %d workers on %d keys, %s, %.1f s per phase; %s\n",
+    char deadlines[64], batching[160];
+    printf("request-coalescing: target %s; %d workers on %d keys, %s, %.1f s per phase; %s%s\n",
            t.description, o.concurrency, o.keys, o.rps ? "rate-limited" : "no rate limit",
-           o.duration_s, lg_describe_deadlines(&o, deadlines, sizeof(deadlines)));
+           o.duration_s, lg_describe_deadlines(&o, deadlines, sizeof(deadlines)),
+           lg_describe_batching(&o, batching, sizeof(batching)));
 
     lg_result before, after;
     printf("\nphase 1: without coalescing\n");

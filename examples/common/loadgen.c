@@ -60,7 +60,11 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "  --distribution D       uniform or zipf key choice (default uniform)\n"
             "  --open-loop            start requests on a fixed schedule at --rps and count\n"
             "                         latency from the scheduled start (needs --rps > 0)\n"
-            "  --threads N            client threads, each with its own client (default 1)\n\n"
+            "  --threads N            client threads, each with its own client (default 1)\n"
+            "  --batch [N[:L[:M[:B]]]]  adaptive batching (default off): with N RPCs in flight,\n"
+            "                         new gets and sets queue and leave as GetBatch / SetBatch\n"
+            "                         RPCs when one completes (or after L us), at most M keys\n"
+            "                         and B bytes each; --batch alone is %u:0:%u:%u\n\n"
             "Output:\n"
             "  --stats-interval S     print cumulative stats every S seconds (default 5)\n"
             "  --json PATH            write the results as JSON\n"
@@ -70,6 +74,8 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "Each worker sets a key, gets it, and moves on to the next key. Without\n"
             "--open-loop a worker waits concurrency*1000/rps ms minus a request's latency\n"
             "before its next request, like Momento's Node.js example.\n\n"
+            "Every value set carries its key, so each get's value is checked; the report\n"
+            "counts wrong results (a bug; expect 0) and misses, and the RPCs sent.\n\n"
             "Timeouts are counted, and so are EARLY ones: a timeout reported before the\n"
             "request's own deadline had elapsed since its submission (a bug; expect 0).\n"
             "Example, deadlines spread over 50 ms to 2 s, and an overload of the local\n"
@@ -81,7 +87,8 @@ static void usage(FILE *f, const char *prog, bool coalescing)
                          "each on a fresh connection, and compares them."
                        : "Generates set-then-get load against Momento or a compatible server.",
             coalescing ? "request-coalescing" : "load-gen", coalescing ? " per phase" : "",
-            coalescing ? 10 : 0,
+            coalescing ? 10 : 0, MOMENTO_BATCH_DEFAULT_MIN_IN_FLIGHT, MOMENTO_BATCH_DEFAULT_MAX_KEYS,
+            MOMENTO_BATCH_DEFAULT_MAX_BYTES,
             coalescing ? "  --plot PATH.svg        latency-by-percentile chart, before vs after\n" : "",
             prog, prog);
 }
@@ -136,6 +143,31 @@ static bool parse_secs(const char *s, double lo, double hi, double *out)
     return true;
 }
 
+/* --batch's "N[:L[:M[:B]]]": the fields given replace the defaults already
+ * in `o`. Ranges as momento_config_set_batching() takes them, except that
+ * N = 0 (batching off) is allowed. */
+static bool parse_batch(const char *s, lg_options *o)
+{
+    static const unsigned long lo[4] = {0, 0, 2, 1024};
+    static const unsigned long hi[4] = {100000, MOMENTO_MAX_BATCH_LINGER_US, 10000,
+                                        MOMENTO_MAX_BATCH_BYTES};
+    uint32_t *field[4] = {&o->batch_min_in_flight, &o->batch_linger_us, &o->batch_max_keys,
+                          &o->batch_max_bytes};
+    for (int i = 0; i < 4; i++) {
+        char *end;
+        if (*s < '0' || *s > '9')
+            return false;
+        unsigned long v = strtoul(s, &end, 10);
+        if (v < lo[i] || v > hi[i] || (*end && *end != ':'))
+            return false;
+        *field[i] = (uint32_t)v;
+        if (!*end)
+            return true;
+        s = end + 1;
+    }
+    return false; /* a fifth field */
+}
+
 int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
 {
     static const struct option longopts[] = {
@@ -147,7 +179,8 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
         {"distribution", required_argument, NULL, 'D'},  {"open-loop", no_argument, NULL, 'o'},
         {"threads", required_argument, NULL, 'T'},       {"json", required_argument, NULL, 'j'},
         {"plot", required_argument, NULL, 'P'},          {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},                {"batch", optional_argument, NULL, 'B'},
+        {NULL, 0, NULL, 0},
     };
     const char *prog = coalescing ? "request-coalescing" : "load-gen";
     memset(o, 0, sizeof(*o));
@@ -160,6 +193,9 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
     o->stats_interval_s = 5;
     o->keys = coalescing ? 10 : 0;
     o->threads = 1;
+    o->batch_min_in_flight = MOMENTO_BATCH_DEFAULT_MIN_IN_FLIGHT;
+    o->batch_max_keys = MOMENTO_BATCH_DEFAULT_MAX_KEYS;
+    o->batch_max_bytes = MOMENTO_BATCH_DEFAULT_MAX_BYTES;
     optind = 1;
     int ch;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -228,6 +264,19 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
             o->plot_path = optarg;
             break;
         case 'q': o->quiet = true; break;
+        case 'B': {
+            /* The value may follow as "--batch=16:0:64" or as the next
+             * argument when that starts with a digit ("--batch 16"). */
+            const char *spec = optarg;
+            if (!spec && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9')
+                spec = argv[optind++];
+            if (spec && !parse_batch(spec, o))
+                return bad(prog, "--batch", spec,
+                           "must be N[:L[:M[:B]]] with N 0 to 100000 (0 = off), L 0 to 100000 "
+                           "us, M 2 to 10000 keys, B 1024 to 8388608 bytes");
+            o->batch = o->batch_min_in_flight > 0;
+            break;
+        }
         case 'h': usage(stdout, prog, coalescing); return 1;
         default: return 2;
         }
@@ -295,6 +344,7 @@ void lg_stats_init(lg_stats *s)
     hist_init(&s->get);
     s->timed_out = s->timed_out_early = s->early_max_us = 0;
     hist_init(&s->late);
+    s->get_hits = s->get_misses = s->wrong_results = 0;
 }
 
 void lg_stats_merge(lg_stats *dst, const lg_stats *src)
@@ -313,6 +363,9 @@ void lg_stats_merge(lg_stats *dst, const lg_stats *src)
     if (src->early_max_us > dst->early_max_us)
         dst->early_max_us = src->early_max_us;
     hist_merge(&dst->late, &src->late);
+    dst->get_hits += src->get_hits;
+    dst->get_misses += src->get_misses;
+    dst->wrong_results += src->wrong_results;
 }
 
 static lg_error_kind classify(int err)
@@ -363,6 +416,10 @@ struct group {
     momento_coalescer *co;
     worker *workers;
     int n_workers;
+    /* A set's value, written per request: the key, then 'x's. [0] for the
+     * group's own thread, [1] for the client's completion thread (callbacks
+     * start the next request there); the library copies it at submit. */
+    char *value[2];
     pthread_mutex_t lock;  /* guards what follows */
     pthread_cond_t cond;
     /* Idle workers by sched_ns, with room reserved for all of them, so a
@@ -378,7 +435,6 @@ struct run_state {
     int64_t end_ns;
     int64_t interval_ns;   /* per worker between request starts; 0 = none */
     atomic_bool stop;
-    char *payload;
     double *zipf_cdf;
 };
 
@@ -432,17 +488,67 @@ static void retire(group *g)
     pthread_mutex_unlock(&g->lock);
 }
 
+/* The bytes of `w`'s current key's value that are checked: the key (cut to
+ * the payload), then 'x's up to the key buffer's size (or the payload). */
+static size_t value_head(const worker *w, size_t payload, size_t *key_part)
+{
+    *key_part = w->key_len < payload ? w->key_len : payload;
+    return sizeof(w->key) < payload ? sizeof(w->key) : payload;
+}
+
+/* Writes `w`'s current key's value into buf (payload bytes, all 'x' beyond
+ * what value_head() covers). */
+static void fill_value(const worker *w, char *buf, size_t payload)
+{
+    size_t key_part, head = value_head(w, payload, &key_part);
+    memcpy(buf, w->key, key_part);
+    memset(buf + key_part, 'x', head - key_part);
+}
+
+typedef enum { CHECK_OK, CHECK_MISS, CHECK_WRONG } check_outcome;
+
+/* Whether a successful result is what `w`'s request should get: a set's
+ * SUCCESS; a get's HIT with the key's own value, or a MISS. */
+static check_outcome check_result(const worker *w, const momento_result *r, size_t payload)
+{
+    momento_outcome oc = momento_result_outcome(r);
+    if (w->phase == 0)
+        return oc == MOMENTO_OUTCOME_SUCCESS ? CHECK_OK : CHECK_WRONG;
+    if (oc == MOMENTO_OUTCOME_MISS)
+        return CHECK_MISS;
+    if (oc != MOMENTO_OUTCOME_HIT)
+        return CHECK_WRONG;
+    size_t len;
+    const char *v = momento_result_value(r, &len);
+    size_t key_part, head = value_head(w, payload, &key_part);
+    if (len != payload || (len && !v) || (key_part && memcmp(v, w->key, key_part) != 0))
+        return CHECK_WRONG;
+    for (size_t i = key_part; i < head; i++)
+        if (v[i] != 'x')
+            return CHECK_WRONG;
+    return CHECK_OK;
+}
+
 /* `overdue_ns`: callback time minus the request's own deadline (submission
  * + its timeout); negative when the callback came before the deadline. */
-static void record(group *g, histogram *h, const momento_result *r, uint64_t latency_us,
+static void record(group *g, const worker *w, const momento_result *r, uint64_t latency_us,
                    int64_t overdue_ns)
 {
     int err = momento_result_error(r);
+    histogram *h = w->phase == 0 ? &g->stats.set : &g->stats.get;
+    check_outcome chk =
+        err == MOMENTO_OK ? check_result(w, r, (size_t)g->run->o->payload_bytes) : CHECK_OK;
     pthread_mutex_lock(&g->lock);
     g->stats.requests++;
     if (err == MOMENTO_OK) {
         g->stats.success++;
         hist_record(h, latency_us);
+        if (chk == CHECK_WRONG)
+            g->stats.wrong_results++;
+        else if (w->phase == 1 && chk == CHECK_MISS)
+            g->stats.get_misses++;
+        else if (w->phase == 1)
+            g->stats.get_hits++;
     } else {
         g->stats.errors[classify(err)]++;
     }
@@ -478,7 +584,9 @@ static uint32_t draw_deadline_ms(worker *w)
 
 static void on_done(const momento_result *r, void *ud);
 
-static void start_request(worker *w)
+/* `on_completion_thread`: called from a callback (else from the group's
+ * thread); picks the value buffer. */
+static void start_request(worker *w, bool on_completion_thread)
 {
     group *g = w->g;
     run_state *run = g->run;
@@ -494,11 +602,14 @@ static void start_request(worker *w)
      * callback earlier than start_ns + deadline_ns is early without doubt. */
     w->start_ns = now_ns();
     int rc;
-    if (w->phase == 0)
-        rc = g->co ? momento_coalescing_set(g->co, o->cache, w->key, w->key_len, run->payload,
+    if (w->phase == 0) {
+        char *value = g->value[on_completion_thread];
+        fill_value(w, value, (size_t)o->payload_bytes);
+        rc = g->co ? momento_coalescing_set(g->co, o->cache, w->key, w->key_len, value,
                                             (size_t)o->payload_bytes, 0, &ro, on_done, w)
-                   : momento_set(g->client, o->cache, w->key, w->key_len, run->payload,
+                   : momento_set(g->client, o->cache, w->key, w->key_len, value,
                                  (size_t)o->payload_bytes, 0, &ro, on_done, w);
+    }
     else
         rc = g->co ? momento_coalescing_get(g->co, o->cache, w->key, w->key_len, &ro, on_done, w)
                    : momento_get(g->client, o->cache, w->key, w->key_len, &ro, on_done, w);
@@ -525,8 +636,7 @@ static void on_done(const momento_result *r, void *ud)
     /* Open loop: latency counts from when the request was due, so time spent
      * waiting behind a slow predecessor is not omitted (as wrk2 does). */
     int64_t origin = open_loop ? w->sched_ns : w->start_ns;
-    record(g, w->phase == 0 ? &g->stats.set : &g->stats.get, r, (uint64_t)(t - origin) / 1000,
-           t - (w->start_ns + w->deadline_ns));
+    record(g, w, r, (uint64_t)(t - origin) / 1000, t - (w->start_ns + w->deadline_ns));
     if (w->phase == 1)
         w->n++;
     w->phase ^= 1;
@@ -540,7 +650,7 @@ static void on_done(const momento_result *r, void *ud)
     int64_t next = (open_loop ? w->sched_ns : w->start_ns) + run->interval_ns;
     if (next <= t) {
         w->sched_ns = open_loop ? next : t;
-        start_request(w);
+        start_request(w, true);
         return;
     }
     w->sched_ns = next;
@@ -572,7 +682,7 @@ static void *group_loop(void *arg)
         if (due <= t) {
             worker *w = momento__heap_pop(&g->heap);
             pthread_mutex_unlock(&g->lock);
-            start_request(w);
+            start_request(w, false);
             pthread_mutex_lock(&g->lock);
             continue;
         }
@@ -631,10 +741,6 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
     memset(&run, 0, sizeof(run));
     run.o = o;
     run.interval_ns = o->rps ? (int64_t)((double)o->concurrency * 1e9 / o->rps) : 0;
-    run.payload = malloc((size_t)o->payload_bytes + 1);
-    if (!run.payload)
-        return MOMENTO_ERR_NO_MEMORY;
-    memset(run.payload, 'x', (size_t)o->payload_bytes);
     if (o->zipf) { /* s = 1: the i-th key is 1/i as popular as the first */
         run.zipf_cdf = malloc((size_t)o->keys * sizeof(double));
         double sum = 0;
@@ -653,15 +759,28 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
     /* The client's default deadline: what creating the cache uses. Load
      * requests each carry their own (start_request). */
     momento_config_set_timeout_ms(cfg, (uint32_t)o->timeout_ms);
+    int rc = MOMENTO_OK;
+    if (o->batch)
+        rc = momento_config_set_batching(cfg, o->batch_min_in_flight, o->batch_linger_us,
+                                         o->batch_max_keys, o->batch_max_bytes);
+    out->batching = o->batch;
     group *groups = calloc((size_t)o->threads, sizeof(*groups));
     worker *workers = calloc((size_t)o->concurrency, sizeof(*workers));
-    int rc = MOMENTO_OK;
     for (int i = 0; i < o->threads && rc == MOMENTO_OK; i++) {
         group *g = &groups[i];
         g->run = &run;
         pthread_mutex_init(&g->lock, NULL);
         pthread_cond_init(&g->cond, NULL);
         lg_stats_init(&g->stats);
+        for (int v = 0; v < 2 && rc == MOMENTO_OK; v++) {
+            g->value[v] = malloc((size_t)o->payload_bytes + 1);
+            if (g->value[v])
+                memset(g->value[v], 'x', (size_t)o->payload_bytes);
+            else
+                rc = MOMENTO_ERR_NO_MEMORY;
+        }
+        if (rc != MOMENTO_OK)
+            break;
         /* A fresh client per run and thread: its own connection, so a phase
          * is never flattered by another's warm-up. */
         rc = momento_client_new(&g->client, cfg, t->creds);
@@ -739,6 +858,10 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
         out->max_rss_kb = ru.ru_maxrss;
     snapshot(groups, o->threads, &out->stats);
 
+    /* Every worker has retired, so every request has been called back: the
+     * requests that reached the clients are the ones counted, less those
+     * a coalescer merged into an RPC in flight. */
+    uint64_t calls = out->stats.requests;
     for (int i = 0; i < o->threads; i++) {
         group *g = &groups[i];
         if (g->co) {
@@ -750,17 +873,42 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
             out->counters.set_coalesced += k.set_coalesced;
             if (k.peak_waiters > out->counters.peak_waiters)
                 out->counters.peak_waiters = k.peak_waiters;
+            calls -= k.get_coalesced + k.set_coalesced;
+        }
+        if (g->client) {
+            momento_batching_counters b;
+            momento_client_batching_stats(g->client, &b, sizeof(b));
+            momento_batching_counters *sum = &out->batch_counters;
+            sum->queued += b.queued;
+            sum->batches += b.batches;
+            sum->batched_keys += b.batched_keys;
+            sum->sent_alone += b.sent_alone;
+            sum->left_queue += b.left_queue;
+            for (int j = 0; j < 8; j++)
+                sum->keys_per_batch[j] += b.keys_per_batch[j];
+            sum->queued_ns_total += b.queued_ns_total;
+            if (b.queued_ns_max > sum->queued_ns_max)
+                sum->queued_ns_max = b.queued_ns_max;
         }
         momento_coalescer_free(g->co);
         momento_client_free(g->client);
         pthread_mutex_destroy(&g->lock);
         pthread_cond_destroy(&g->cond);
         momento__heap_clear(&g->heap);
+        free(g->value[0]);
+        free(g->value[1]);
     }
+    /* A request that queued either left in a batch, left alone as a plain
+     * call, or never reached the wire (deadline or cancel while queued). */
+    const momento_batching_counters *bc = &out->batch_counters;
+    uint64_t sent = calls + bc->sent_alone + bc->batches;
+    out->rpcs = sent > bc->queued ? sent - bc->queued : 0;
     if (t->local) {
         out->have_server = true;
         out->server_get_rpcs = momento_local_rpc_count(t->local, "Get", -1);
         out->server_set_rpcs = momento_local_rpc_count(t->local, "Set", -1);
+        out->server_get_batch_rpcs = momento_local_rpc_count(t->local, "GetBatch", -1);
+        out->server_set_batch_rpcs = momento_local_rpc_count(t->local, "SetBatch", -1);
         /* The in-process server's own thread is not client work. */
         out->cpu_s -= momento_local_cpu_seconds(t->local);
         if (out->cpu_s < 0)
@@ -768,7 +916,6 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
     }
     free(groups);
     free(workers);
-    free(run.payload);
     free(run.zipf_cdf);
     return rc;
 }
@@ -781,6 +928,18 @@ const char *lg_describe_deadlines(const lg_options *o, char *buf, size_t len)
         snprintf(buf, len, "deadline %d ms", o->timeout_ms);
     else
         snprintf(buf, len, "deadlines %d to %d ms", o->timeout_min_ms, o->timeout_ms);
+    return buf;
+}
+
+const char *lg_describe_batching(const lg_options *o, char *buf, size_t len)
+{
+    if (!o->batch)
+        snprintf(buf, len, "%s", "");
+    else
+        snprintf(buf, len, "; batching %u:%u:%u:%u (queue at %u in flight, linger %u us, %u keys, "
+                           "%u bytes)",
+                 o->batch_min_in_flight, o->batch_linger_us, o->batch_max_keys, o->batch_max_bytes,
+                 o->batch_min_in_flight, o->batch_linger_us, o->batch_max_keys, o->batch_max_bytes);
     return buf;
 }
 
@@ -840,9 +999,43 @@ void lg_print_summary(FILE *f, const char *label, const lg_result *r)
         fprintf(f, "  coalesced %llu of %llu requests (%.1f%%)\n", (unsigned long long)co,
                 (unsigned long long)req, req ? 100.0 * (double)co / (double)req : 0);
     }
-    if (r->have_server)
+    fprintf(f, "  results checked: %llu gets found their key's value, %llu missed, %llu wrong\n",
+            (unsigned long long)r->stats.get_hits, (unsigned long long)r->stats.get_misses,
+            (unsigned long long)r->stats.wrong_results);
+    fprintf(f, "  RPCs sent: %llu for %llu requests (%.3f per request)\n", (unsigned long long)r->rpcs,
+            (unsigned long long)r->stats.requests,
+            r->stats.requests ? (double)r->rpcs / (double)r->stats.requests : 0.0);
+    if (r->batching)
+        lg_print_batching(f, &r->batch_counters);
+    if (r->have_server && r->batching)
+        fprintf(f, "  server RPCs: %llu get, %llu set, %llu get batch, %llu set batch\n",
+                (unsigned long long)r->server_get_rpcs, (unsigned long long)r->server_set_rpcs,
+                (unsigned long long)r->server_get_batch_rpcs,
+                (unsigned long long)r->server_set_batch_rpcs);
+    else if (r->have_server)
         fprintf(f, "  server RPCs: %llu get, %llu set\n", (unsigned long long)r->server_get_rpcs,
                 (unsigned long long)r->server_set_rpcs);
+}
+
+/* The histogram buckets of momento_batching_counters.keys_per_batch. */
+static const char *const batch_buckets[8] = {"2", "3-4", "5-8", "9-16", "17-32", "33-64",
+                                             "65-128", "129+"};
+
+void lg_print_batching(FILE *f, const momento_batching_counters *k)
+{
+    fprintf(f, "  batching: %llu requests queued; %llu batches carried %llu of them (%.1f keys "
+               "per batch), %llu left alone, %llu ended while queued; queued mean %.0f us, max "
+               "%.0f us\n",
+            (unsigned long long)k->queued, (unsigned long long)k->batches,
+            (unsigned long long)k->batched_keys,
+            k->batches ? (double)k->batched_keys / (double)k->batches : 0.0,
+            (unsigned long long)k->sent_alone, (unsigned long long)k->left_queue,
+            k->queued ? (double)k->queued_ns_total / 1e3 / (double)k->queued : 0.0,
+            (double)k->queued_ns_max / 1e3);
+    fprintf(f, "  keys per batch:");
+    for (int i = 0; i < 8; i++)
+        fprintf(f, " %s: %llu%s", batch_buckets[i], (unsigned long long)k->keys_per_batch[i],
+                i < 7 ? "," : "\n");
 }
 
 static void json_hist(FILE *f, const char *name, const histogram *h, const char *pad)
@@ -882,10 +1075,15 @@ void lg_json_config(FILE *f, const lg_options *o, int indent)
     fprintf(f,
             ", \"concurrency\": %d, \"rps\": %d, \"duration_s\": %g, \"payload_bytes\": %d, "
             "\"timeout_ms\": %d, \"keys\": %d, \"distribution\": \"%s\", \"open_loop\": %s, "
-            "\"threads\": %d, \"timeout_min_ms\": %d, \"timeout_max_ms\": %d}",
+            "\"threads\": %d, \"timeout_min_ms\": %d, \"timeout_max_ms\": %d, \"batch\": ",
             o->concurrency, o->rps, o->duration_s, o->payload_bytes, o->timeout_ms, o->keys,
             o->zipf ? "zipf" : "uniform", o->open_loop ? "true" : "false", o->threads,
             o->timeout_min_ms, o->timeout_ms);
+    if (o->batch)
+        fprintf(f, "{\"min_in_flight\": %u, \"linger_us\": %u, \"max_keys\": %u, \"max_bytes\": %u}}",
+                o->batch_min_in_flight, o->batch_linger_us, o->batch_max_keys, o->batch_max_bytes);
+    else
+        fprintf(f, "null}");
 }
 
 void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent)
@@ -908,9 +1106,14 @@ void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent)
     fprintf(f, ",\n%s\"client_cpu_s\": %.3f,\n%s\"wall_s\": %.3f,\n%s\"max_rss_kb\": %ld", pad,
             r->cpu_s, pad, r->wall_s, pad, r->max_rss_kb);
     if (r->have_server)
-        fprintf(f, ",\n%s\"server\": {\"Get\": %llu, \"Set\": %llu, \"total\": %llu}", pad,
-                (unsigned long long)r->server_get_rpcs, (unsigned long long)r->server_set_rpcs,
-                (unsigned long long)(r->server_get_rpcs + r->server_set_rpcs));
+        fprintf(f,
+                ",\n%s\"server\": {\"Get\": %llu, \"Set\": %llu, \"total\": %llu, \"GetBatch\": %llu, "
+                "\"SetBatch\": %llu}",
+                pad, (unsigned long long)r->server_get_rpcs, (unsigned long long)r->server_set_rpcs,
+                (unsigned long long)(r->server_get_rpcs + r->server_set_rpcs +
+                                     r->server_get_batch_rpcs + r->server_set_batch_rpcs),
+                (unsigned long long)r->server_get_batch_rpcs,
+                (unsigned long long)r->server_set_batch_rpcs);
     else
         fprintf(f, ",\n%s\"server\": null", pad);
     if (r->coalesced) {
@@ -929,5 +1132,28 @@ void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent)
             (unsigned long long)r->stats.timed_out_early, pad,
             (unsigned long long)r->stats.early_max_us);
     json_hist(f, "timeout_late", &r->stats.late, pad);
+    fprintf(f,
+            ",\n%s\"get_hits\": %llu,\n%s\"get_misses\": %llu,\n%s\"wrong_results\": %llu,\n"
+            "%s\"rpcs\": %llu,\n%s\"rpcs_per_request\": %.4f",
+            pad, (unsigned long long)r->stats.get_hits, pad, (unsigned long long)r->stats.get_misses,
+            pad, (unsigned long long)r->stats.wrong_results, pad, (unsigned long long)r->rpcs, pad,
+            r->stats.requests ? (double)r->rpcs / (double)r->stats.requests : 0.0);
+    if (r->batching) {
+        const momento_batching_counters *k = &r->batch_counters;
+        fprintf(f,
+                ",\n%s\"batching\": {\"queued\": %llu, \"batches\": %llu, \"batched_keys\": %llu, "
+                "\"sent_alone\": %llu, \"left_queue\": %llu, \"queued_us_total\": %.1f, "
+                "\"queued_us_max\": %.1f, \"keys_per_batch\": {",
+                pad, (unsigned long long)k->queued, (unsigned long long)k->batches,
+                (unsigned long long)k->batched_keys, (unsigned long long)k->sent_alone,
+                (unsigned long long)k->left_queue, (double)k->queued_ns_total / 1e3,
+                (double)k->queued_ns_max / 1e3);
+        for (int i = 0; i < 8; i++)
+            fprintf(f, "%s\"%s\": %llu", i ? ", " : "", batch_buckets[i],
+                    (unsigned long long)k->keys_per_batch[i]);
+        fprintf(f, "}}");
+    } else {
+        fprintf(f, ",\n%s\"batching\": null", pad);
+    }
     fprintf(f, "\n%*s}", indent, "");
 }

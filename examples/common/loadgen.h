@@ -33,6 +33,10 @@ typedef struct lg_options {
     const char *json_path;
     const char *plot_path;  /* request-coalescing only */
     bool quiet;
+    /* --batch [N[:L[:M[:B]]]]: adaptive batching (momento_config_set_batching:
+     * min_in_flight, linger_us, max_keys, max_bytes); off unless `batch`. */
+    bool batch;
+    uint32_t batch_min_in_flight, batch_linger_us, batch_max_keys, batch_max_bytes;
 } lg_options;
 
 /* Process-wide tuning for a load tool: one glibc malloc arena (unless the
@@ -72,6 +76,15 @@ typedef struct lg_stats {
     uint64_t timed_out_early;
     uint64_t early_max_us;
     histogram late;
+    /* Results checked: every value set is the key's own (the key, then
+     * 'x's), so a get must find its key's value. get_hits: gets that did;
+     * get_misses: gets that found nothing (eviction, TTL, another client's
+     * delete; none expected against a fresh local server); wrong_results:
+     * successful callbacks with the wrong outcome or a value that is not the
+     * key's (another key's, or the wrong length) - a bug, expect 0. */
+    uint64_t get_hits;
+    uint64_t get_misses;
+    uint64_t wrong_results;
 } lg_stats;
 
 void lg_stats_init(lg_stats *s);
@@ -98,6 +111,15 @@ typedef struct lg_result {
     momento_coalescer_counters counters; /* summed over threads, when coalesced */
     bool have_server;
     uint64_t server_get_rpcs, server_set_rpcs;
+    /* Appended with adaptive batching (--batch). */
+    uint64_t server_get_batch_rpcs, server_set_batch_rpcs;
+    /* RPCs the clients started for the load, counted on the client: the
+     * requests that reached the client (less those a coalescer merged) and
+     * did not queue, plus the batches and the queued requests sent alone.
+     * First attempts only: retries and coalescer re-issues are not counted. */
+    uint64_t rpcs;
+    bool batching;
+    momento_batching_counters batch_counters; /* summed over threads, when batching */
 } lg_result;
 
 /* Runs workers for o->duration_s on fresh clients (one per thread), through
@@ -109,8 +131,14 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
 /* "deadline N ms", or "deadlines A to B ms" for a spread, into buf. */
 const char *lg_describe_deadlines(const lg_options *o, char *buf, size_t len);
 
+/* "" without --batch, else "; batching N:L:M:B" (min in flight, linger us,
+ * max keys, max bytes), into buf. */
+const char *lg_describe_batching(const lg_options *o, char *buf, size_t len);
+
 /* Prints the summary of a run. */
 void lg_print_summary(FILE *f, const char *label, const lg_result *r);
+/* Prints adaptive batching's counters (two lines). */
+void lg_print_batching(FILE *f, const momento_batching_counters *k);
 /* Prints stats in the interval format. */
 void lg_print_stats(FILE *f, const char *label, const lg_stats *s, double elapsed_s);
 

@@ -4,7 +4,10 @@ against the embedded server (and once against momento-local over
 --endpoint), checking their JSON and SVG outputs and their option errors;
 then both with per-request deadlines spread over a range (--timeout-ms A:B),
 against the embedded server and against a server that never answers, where
-every request must time out and none before its own deadline.
+every request must time out and none before its own deadline; then both with
+adaptive batching (--batch), checking that batches were sent, that fewer
+RPCs than requests reached the server, and that every result was still the
+request's own.
 Usage: check_examples.py BUILD_DIR"""
 import json
 import os
@@ -116,6 +119,13 @@ with tempfile.TemporaryDirectory() as tmp:
           ("config", "requests", "success", "refused", "errors", "ops_per_sec", "set", "get", "client_cpu_s", "wall_s", "server")))
     check("load-gen: every error category present", set(r["errors"]) ==
           {"unavailable", "deadline_exceeded", "resource_exhausted", "rst_stream", "cancelled", "other"})
+    check("load-gen: every get found its key's value", r["wrong_results"] == 0 and r["get_misses"] == 0
+          and r["get_hits"] == r["get"]["count"], r)
+    check("load-gen without --batch: one RPC per request, no batching",
+          r["rpcs"] == r["requests"] == r["server"]["total"] and r["batching"] is None
+          and r["config"]["batch"] is None and r["server"]["GetBatch"] == r["server"]["SetBatch"] == 0, r)
+    check("load-gen prints the result checks and the RPCs sent",
+          "results checked: " in p.stdout and ", 0 wrong" in p.stdout and "RPCs sent: " in p.stdout, p.stdout)
 
     # Every load option at once, on two threads, open loop, zipf keys.
     out2 = os.path.join(tmp, "lg2.json")
@@ -232,12 +242,101 @@ with tempfile.TemporaryDirectory() as tmp:
     silent.shutdown()
     silent.server_close()
 
+    # Adaptive batching (--batch): 500 workers with no rate cap keep far more
+    # than 16 RPCs in flight, so gets and sets queue and leave as batches.
+    def check_batched(name, ph, spec, exact=True):
+        """A run with --batch: the counters add up, batches were sent, fewer
+        RPCs than requests, and every result was the request's own."""
+        k = ph["batching"]
+        check(f"{name}: batch settings reach the run", ph["config"]["batch"] == spec, ph["config"])
+        check(f"{name}: success == requests > 0", ph["requests"] > 0 and ph["success"] == ph["requests"], ph)
+        check(f"{name}: batches were sent, fewer RPCs than requests",
+              k["batches"] > 0 and k["batched_keys"] >= 2 * k["batches"] and ph["rpcs"] < ph["requests"]
+              and ph["rpcs_per_request"] < 1, (k, ph["rpcs"], ph["requests"]))
+        check(f"{name}: keys-per-batch histogram sums to the batches",
+              sum(k["keys_per_batch"].values()) == k["batches"], k)
+        check(f"{name}: every queued request left once (batched, alone or ended)",
+              k["queued"] == k["batched_keys"] + k["sent_alone"] + k["left_queue"]
+              and k["queued_us_max"] <= k["queued_us_total"], k)
+        check(f"{name}: every result was the request's own", ph["wrong_results"] == 0
+              and ph["get_misses"] == 0 and ph["get_hits"] == ph["get"]["count"] > 0, ph)
+        if exact:  # no timeouts, no retries: the client's count is the server's
+            srv = ph["server"]
+            check(f"{name}: RPCs counted by the client == by the server",
+                  ph["rpcs"] == srv["total"] == srv["Get"] + srv["Set"] + srv["GetBatch"] + srv["SetBatch"]
+                  and srv["GetBatch"] + srv["SetBatch"] == k["batches"], (ph["rpcs"], srv, k))
+
+    defaults = {"min_in_flight": 16, "linger_us": 0, "max_keys": 64, "max_bytes": 1048576}
+    out10 = os.path.join(tmp, "lg10.json")
+    p = run([load_gen, "--duration", "2", "--rps", "0", "--concurrency", "500", "--batch", "--quiet",
+             "--json", out10])
+    check("load-gen --batch exits 0", p.returncode == 0, p.stderr)
+    check("load-gen --batch says so and prints the counters",
+          "batching 16:0:64:1048576" in p.stdout and "batching: " in p.stdout and "keys per batch:" in p.stdout
+          and "get batch" in p.stdout, p.stdout)
+    check_batched("load-gen --batch", json.load(open(out10)), defaults)
+    # Every field given, on two threads, with a small M: no batch above 8 keys.
+    out11 = os.path.join(tmp, "lg11.json")
+    p = run([load_gen, "--duration", "2", "--rps", "0", "--concurrency", "400", "--threads", "2",
+             "--batch", "4:200:8:4096", "--quiet", "--json", out11])
+    r = json.load(open(out11))
+    check("load-gen --batch 4:200:8:4096 exits 0", p.returncode == 0, p.stderr)
+    check_batched("load-gen --batch 4:200:8:4096", r, {"min_in_flight": 4, "linger_us": 200,
+                  "max_keys": 8, "max_bytes": 4096})
+    check("max_keys 8: no batch of more than 8 keys",
+          all(r["batching"]["keys_per_batch"][b] == 0 for b in ("9-16", "17-32", "33-64", "65-128", "129+")),
+          r["batching"])
+    # --batch=N and --batch 0 (off).
+    out12 = os.path.join(tmp, "lg12.json")
+    p = run([load_gen, "--duration", "0.5", "--rps", "0", "--concurrency", "50", "--batch=2",
+             "--quiet", "--json", out12])
+    check("--batch=2 keeps the other defaults", p.returncode == 0 and json.load(open(out12))["config"]["batch"]
+          == dict(defaults, min_in_flight=2), p)
+    p = run([load_gen, "--duration", "0.5", "--rps", "0", "--concurrency", "50", "--batch", "0",
+             "--quiet", "--json", out12])
+    r = json.load(open(out12))
+    check("--batch 0 is off", p.returncode == 0 and r["batching"] is None and r["rpcs"] == r["requests"], r)
+    # request-coalescing --batch: both phases batch; the coalescer composes.
+    out13 = os.path.join(tmp, "rc13.json")
+    p = run([coalescing, "--duration", "2", "--rps", "0", "--concurrency", "500", "--keys", "0",
+             "--batch", "--quiet", "--json", out13])
+    check("request-coalescing --batch exits 0", p.returncode == 0, p.stderr)
+    check("request-coalescing --batch table has the batching rows",
+          "| RPCs sent (client count)" in p.stdout and "| batches (GetBatch + SetBatch)" in p.stdout, p.stdout)
+    r = json.load(open(out13))
+    check_batched("request-coalescing --batch, before", r["before"], defaults)
+    check_batched("request-coalescing --batch, after (coalescer)", r["after"], defaults)
+    out14 = os.path.join(tmp, "rc14.json")
+    p = run([coalescing, "--duration", "2", "--rps", "0", "--concurrency", "500", "--batch", "2",
+             "--quiet", "--json", out14])
+    r = json.load(open(out14))
+    check("request-coalescing --batch 2 on 10 keys: every result its own, in both phases",
+          p.returncode == 0 and all(r[ph]["wrong_results"] == 0 and r[ph]["get_misses"] == 0
+                                    and r[ph]["success"] == r[ph]["requests"] > 0 for ph in ("before", "after")), r)
+    # Batched requests against a server that never answers: each times out
+    # at its own deadline, queued ones too (they never reach the wire).
+    silent = _SilentServer(("127.0.0.1", 0), _Silent)
+    threading.Thread(target=silent.serve_forever, daemon=True).start()
+    silent_ep = f"127.0.0.1:{silent.server_address[1]}"
+    out15 = os.path.join(tmp, "lg15.json")
+    p = run([load_gen, "--endpoint", silent_ep, "--insecure", "--duration", "1.5", "--rps", "0",
+             "--concurrency", "50", "--timeout-ms", "20:300", "--batch", "4", "--quiet", "--json", out15])
+    r = json.load(open(out15))
+    check("load-gen --batch against a silent server exits 1", p.returncode == 1, p)
+    check_deadlines("load-gen --batch, silent server", r, (20, 300), all_timed_out=True)
+    check("silent server: queued requests timed out where they waited",
+          r["batching"]["left_queue"] > 0 and r["rpcs"] < r["requests"], r["batching"])
+    silent.shutdown()
+    silent.server_close()
+
     # Bad values: a clear message and exit status 2.
     for args in (["--concurrency", "0"], ["--rps", "-5"], ["--duration", "x"], ["--distribution", "pareto"],
                  ["--open-loop", "--rps", "0"], ["--endpoint", "nohost"], ["--insecure"], ["--threads", "99"],
                  ["--keys", "0", "--distribution", "zipf"], ["--bogus"], ["extra"],
                  ["--timeout-ms", "300:50"], ["--timeout-ms", "0:50"], ["--timeout-ms", "50:"],
-                 ["--timeout-ms", ":50"], ["--timeout-ms", "5:x"], ["--timeout-ms", "1:3600001"]):
+                 ["--timeout-ms", ":50"], ["--timeout-ms", "5:x"], ["--timeout-ms", "1:3600001"],
+                 ["--batch", "16:0:1"], ["--batch", "100001"], ["--batch", "1:2:3:4:5"], ["--batch=x"],
+                 ["--batch", "4:100001"], ["--batch", "4:0:64:1023"], ["--batch", "4:"], ["--batch=-1"]):
         p = run([load_gen] + args)
         check(f"load-gen {' '.join(args)} -> exit 2 with a message", p.returncode == 2 and p.stderr.strip(), p)
     p = run([load_gen, "--plot", "x.svg"])
@@ -261,7 +360,8 @@ with tempfile.TemporaryDirectory() as tmp:
         p = run([prog, "--help"])
         check(f"{os.path.basename(prog)} --help documents defaults", p.returncode == 0
               and "(default 10)" in p.stdout and "--open-loop" in p.stdout
-              and "--timeout-ms A[:B]" in p.stdout and "--timeout-ms 50:2000" in p.stdout)
+              and "--timeout-ms A[:B]" in p.stdout and "--timeout-ms 50:2000" in p.stdout
+              and "--batch [N[:L[:M[:B]]]]" in p.stdout and "16:0:64:1048576" in p.stdout)
 
 print(f"{passed} passed, {failures} failed")
 sys.exit(1 if failures or not passed else 0)
