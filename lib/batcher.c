@@ -203,7 +203,14 @@ static void member_fire(momento__timer *t)
 /* The member's token was cancelled: any thread, the token's lock held. */
 static void member_cancelled(momento__cancel_hook *h)
 {
-    momento__bmember *m = (momento__bmember *)((char *)h - offsetof(momento__bmember, hook));
+    momento__batcher_withdraw((momento__bmember *)((char *)h - offsetof(momento__bmember, hook)));
+}
+
+/* A cancel, by its token or by the coalescer: member_fire ends it on the
+ * completion thread (a member being offered is only marked; the offer
+ * refuses it). */
+void momento__batcher_withdraw(momento__bmember *m)
+{
     momento__batcher *b = &m->client->batcher;
     pthread_mutex_lock(&b->lock);
     if (m->state != M_DONE && !m->cancelled) {
@@ -289,6 +296,8 @@ int momento__batcher_offer(momento_client *c, momento__bop op, const char *cache
         if (op != MOMENTO__BOP_GET)
             b->n_queued_writes++;
         b->counters.queued++;
+        if (opts->queued)
+            *opts->queued = m;
         if (b->n_queued == 1 && c->cfg.batch_linger_us && !b->linger_armed) {
             /* Best effort: without it the next completion sends the queue. */
             b->linger_armed =

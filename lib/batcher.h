@@ -45,6 +45,16 @@ int momento__batcher_offer(momento_client *c, momento__bop op, const char *cache
  * at once; elsewhere it asks that thread to. */
 void momento__batcher_rpc_done(momento_client *c);
 
+/* Takes back a request queued with `opts->queued` set, whose answer nobody
+ * wants any more (the coalescer's abandoned RPCs): queued, it leaves the
+ * queue unsent; sent in a batch, it leaves the batch, and the last member
+ * to leave cancels the batch on the wire. Its callback still comes, once,
+ * with MOMENTO_ERR_CANCELLED unless its answer came first. The caller
+ * guarantees `m` has not been called back yet, or is being called back by
+ * a callback that waits for the caller (the coalescer holds its lock, which
+ * its callback takes). Any thread; lock order: the caller's, this one's. */
+void momento__batcher_withdraw(momento__bmember *m);
+
 /* Requests queued now. */
 size_t momento__batcher_queued(momento_client *c);
 

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 typedef struct momento__call momento__call;
+typedef struct momento__bmember momento__bmember; /* batcher.c */
 
 /* What a call needs beyond its RPC: momento__call_opts_from() fills it
  * from a request's options; then set what else applies. */
@@ -27,6 +28,9 @@ typedef struct momento__call_opts {
     /* When not NULL, set to the call once it is accepted, for
      * momento__call_cancel() (the coalescer's abandoned RPCs). */
     momento__call **started;
+    /* When not NULL, set to the batcher's member when the request is
+     * queued instead of started, for momento__batcher_withdraw(). */
+    momento__bmember **queued;
     /* Sent as is: the batcher's own sends (momento__send_get and friends
      * otherwise offer the request to the batcher first). */
     bool unbatched;

@@ -4,9 +4,10 @@
  * so a hook's owner that removes its hook (momento__cancel_hook_remove)
  * knows no firing of it is under way or still to come.
  *
- * Lock order: a token's lock, then a coalescer's, then a client's. A hook
- * runs with the token's lock held, so it must not call into user code or
- * take a token's lock; it hands the real work to the completion thread. */
+ * Lock order: a token's lock, then a coalescer's, then the batcher's, then a
+ * client's. A hook runs with the token's lock held, so it must not call into
+ * user code or take a token's lock; it hands the real work to the
+ * completion thread. */
 #ifndef MOMENTO_CANCEL_H
 #define MOMENTO_CANCEL_H
 

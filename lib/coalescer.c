@@ -27,10 +27,12 @@
  *
  * The lock is held while an RPC is submitted, so no request can join an RPC
  * that is then refused, and it is never held while user callbacks run.
- * Lock order (cancel.h): a user's token, this lock, the client's lock. */
+ * Lock order (cancel.h): a user's token, this lock, the batcher's, the
+ * client's. */
 #include "momento/coalescer.h"
 
 #include "alloc.h"
+#include "batcher.h"
 #include "cancel.h"
 #include "op.h"
 #include "result.h"
@@ -73,7 +75,8 @@ struct inflight {
     co_op op;
     uint64_t ttl_ms;        /* sets: effective TTL */
     gpr_timespec deadline;  /* the RPC's: its issuer's */
-    momento__call *call;    /* the RPC, cancelled when the last waiter leaves */
+    momento__call *call;    /* the RPC, cancelled when the last waiter leaves... */
+    momento__bmember *queued; /* ...or, batched, withdrawn from the batcher */
     size_t value_len;       /* sets: the value, kept to compare joiners and to re-issue */
     uint8_t *value;
     size_t n_waiters;
@@ -241,8 +244,10 @@ static void waiter_fire(momento__timer *t)
          * join it meanwhile. on_done still comes, with no one to call. */
         close_to_newcomers(e);
         co->counters.rpcs_abandoned++;
-        if (e->call) /* NULL while queued by the batcher: it is then sent unwanted */
+        if (e->call)
             momento__call_cancel(e->call, "cancelled: every request waiting on it left");
+        else if (e->queued) /* alive: its callback, on_done, needs our lock */
+            momento__batcher_withdraw(e->queued);
     }
     bool cancelled = w->cancelled;
     pthread_mutex_unlock(&co->lock);
@@ -467,7 +472,8 @@ static int submit_locked(momento_coalescer *co, co_op op, const char *cache, siz
         /* Submitted under the lock: on_done cannot run before we return, and
          * nobody joins an RPC that ends up refused. The RPC carries the
          * issuer's deadline and no waiter's token. */
-        momento__call_opts opts = {.deadline = w->deadline, .started = &e->call};
+        momento__call_opts opts = {
+            .deadline = w->deadline, .started = &e->call, .queued = &e->queued};
         if (op == CO_GET)
             rc = momento__send_get(co->client, cache, key, key_len, &opts, on_done, e);
         else if (op == CO_SET)

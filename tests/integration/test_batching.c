@@ -344,6 +344,61 @@ static void test_coalescer_composes(void **state)
     momento_client_free(c);
 }
 
+/* A coalesced RPC that is queued when all its waiters leave is withdrawn:
+ * it never reaches the wire, and the batch leaves without it. */
+static void test_abandoned_coalesced_rpc_is_withdrawn(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = batching_client(f, 1, "get", (int)TU_MS(800));
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    got held, gone[6], kept[2];
+    memset(&held, 0, sizeof(held));
+    memset(gone, 0, sizeof(gone));
+    memset(kept, 0, sizeof(kept));
+    assert_int_equal(momento_get(c, "c", "held", 4, NULL, got_cb, &held), MOMENTO_OK);
+    momento_cancel_token *t;
+    momento_cancel_token_new(&t);
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.cancel = t;
+    /* Two waiters on each of "x", "y", "z", all with the token; "p" and
+     * "q" without: they keep their RPCs. */
+    const char *gone_keys[6] = {"x", "y", "z", "x", "y", "z"};
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(momento_coalescing_get(co, "c", gone_keys[i], 1, &o, got_cb, &gone[i]),
+                         MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "p", 1, NULL, got_cb, &kept[0]), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "q", 1, NULL, got_cb, &kept[1]), MOMENTO_OK);
+    assert_int_equal(momento__batcher_queued(c), 5);
+    momento_cancel(t);
+    momento_cancel_token_free(t);
+    wait_all(gone, 6);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(gone[i].error, MOMENTO_ERR_CANCELLED);
+    /* Their RPCs left the queue before the held get came back. */
+    int64_t until = tu_now_ms() + TU_MS(500);
+    while (momento__batcher_queued(c) != 2 && tu_now_ms() < until)
+        usleep(1000);
+    assert_int_equal(momento__batcher_queued(c), 2);
+    assert_int_equal(calls_of(&held), 0);
+    wait_all(&held, 1);
+    wait_all(kept, 2);
+    assert_int_equal(kept[0].error, MOMENTO_OK);
+    assert_int_equal(kept[1].error, MOMENTO_OK);
+    /* On the wire: the held Get and one GetBatch of "p" and "q" only. */
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
+    assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", -1), 1);
+    momento_batching_counters k = stats(c);
+    assert_int_equal(k.left_queue, 3);
+    assert_int_equal(k.batched_keys, 2);
+    momento_coalescer_counters kc;
+    momento_coalescer_stats(co, &kc, sizeof(kc));
+    assert_int_equal(kc.rpcs_abandoned, 3);
+    assert_int_equal(kc.waiters_left, 6);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+}
+
 /* Freed with requests queued: each is called back once, CANCELLED. */
 static void test_free_with_queued_requests(void **state)
 {
@@ -382,6 +437,8 @@ int main(void)
                                         tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_coalescer_composes, tu_fixture_setup,
                                         tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_abandoned_coalesced_rpc_is_withdrawn,
+                                        tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_free_with_queued_requests, tu_fixture_setup,
                                         tu_fixture_teardown),
     };
