@@ -52,8 +52,9 @@ static void test_every_method_is_complete(void **state)
         assert_non_null(info->fault_name);
         assert_non_null(info->request);
         assert_non_null(info->response);
-        /* Every RPC but the one the library never sends has a decoder. */
-        if (m != MOMENTO__RPC_SET_IF_NOT_EXISTS)
+        /* Every RPC but the one the library never sends has a decoder.
+         * Collections: the families the library speaks so far (issue 16). */
+        if (m != MOMENTO__RPC_SET_IF_NOT_EXISTS && m < MOMENTO__RPC_DICTIONARY_GET)
             assert_non_null(momento__decoders[m]);
         for (int k = 0; k < m; k++)
             assert_string_not_equal(info->path, momento__rpcs[k].path);
