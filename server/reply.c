@@ -268,3 +268,30 @@ bool srv_same_value(const store_item *it, const ProtobufCBinaryData *v)
 {
     return it->value_len == v->len && (v->len == 0 || memcmp(it->value, v->data, v->len) == 0);
 }
+
+bool srv_check_element(srv_reply *r, size_t len)
+{
+    if (len > SRV_MAX_ELEMENT_BYTES) {
+        srv_reply_error(r, GRPC_STATUS_RESOURCE_EXHAUSTED, "element_size_limit_exceeded",
+                        "element size %zu bytes exceeds the limit of %u bytes", len,
+                        SRV_MAX_ELEMENT_BYTES);
+        return false;
+    }
+    return true;
+}
+
+void srv_reply_wrong_type(srv_reply *r)
+{
+    srv_reply_error(r, GRPC_STATUS_FAILED_PRECONDITION, NULL,
+                    "The stored type for this key is not compatible with this operation");
+}
+
+void srv_reply_store_error(const momento_local *s, srv_reply *r, int rc, size_t item_len)
+{
+    if (rc == STORE_WRONG_KIND)
+        srv_reply_wrong_type(r);
+    else if (rc == STORE_TOO_BIG)
+        reply_too_big(s, r, item_len);
+    else
+        srv_reply_no_memory(r);
+}

@@ -206,12 +206,18 @@ static void get_batch(momento_local *s, store_cache *c, batch_items *b, srv_repl
     int64_t now = store_now_ms();
     size_t bytes = 0;
     batch_item it;
+    bool scalars = true;
     for (size_t i = 0; i < n && items_next(b, &it) > 0; i++) {
         found[i] = store_get(&s->store, c, it.key.data, it.key.len, now);
+        scalars = scalars && (!found[i] || found[i]->kind == STORE_SCALAR);
         bytes += srv_get_response_size(found[i]);
     }
+    /* A collection among the keys fails the whole batch, as a Get of it
+     * alone would fail. */
+    uint8_t *p = scalars ? srv_reply_block(r, n, bytes) : NULL;
+    if (!scalars)
+        srv_reply_wrong_type(r);
     /* Every response packed back to back into one allocation. */
-    uint8_t *p = srv_reply_block(r, n, bytes);
     for (size_t i = 0; p && i < n; i++) {
         uint8_t *end = srv_pack_get_response(p, found[i]);
         srv_reply_carve(r, (size_t)(end - p));

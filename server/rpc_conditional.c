@@ -42,6 +42,15 @@ void srv_set_if(momento_local *s, store_cache *c, const ProtobufCMessage *msg, s
         srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "SetIf needs a condition");
         return;
     }
+    /* A condition on the stored value cannot hold or fail for a collection,
+     * which has none: the type mismatch. Presence alone (present, absent)
+     * needs no value, and a write replaces the collection, as Set does. */
+    bool on_value = req->condition_case != CACHE_CLIENT____SET_IF_REQUEST__CONDITION_PRESENT &&
+                    req->condition_case != CACHE_CLIENT____SET_IF_REQUEST__CONDITION_ABSENT;
+    if (it && it->kind != STORE_SCALAR && on_value) {
+        srv_reply_wrong_type(r);
+        return;
+    }
     if (holds)
         srv_set_item(s, c, r, &req->cache_key, &req->cache_body, req->ttl_milliseconds, now);
     if (r->status != GRPC_STATUS_OK)

@@ -65,14 +65,23 @@ int srv_reply_set_ok(srv_reply *r)
     return srv_reply_add_static(r, ok, sizeof(ok));
 }
 
+/* A collection has no scalar value to return: Get on one is the type
+ * mismatch. */
 void srv_get(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
 {
     const CacheClient__GetRequest *req = (const CacheClient__GetRequest *)msg;
-    if (srv_check_key(r, &req->cache_key))
-        srv_reply_get(r, store_get(&s->store, c, req->cache_key.data, req->cache_key.len,
-                                   store_now_ms()));
+    if (!srv_check_key(r, &req->cache_key))
+        return;
+    store_item *it = store_get(&s->store, c, req->cache_key.data, req->cache_key.len,
+                               store_now_ms());
+    if (it && it->kind != STORE_SCALAR)
+        srv_reply_wrong_type(r);
+    else
+        srv_reply_get(r, it);
 }
 
+/* Like Momento's, a Set replaces whatever the key held, a collection
+ * included. */
 void srv_set(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
 {
     const CacheClient__SetRequest *req = (const CacheClient__SetRequest *)msg;
@@ -97,7 +106,7 @@ void srv_delete(momento_local *s, store_cache *c, const ProtobufCMessage *msg, s
 /* Parses a stored value as a base-10 int64, as Momento's increment does:
  * an optional '-' and then decimal digits only, 1 to 20 bytes in all, within
  * int64. No whitespace, no '+', no NUL or anything after the digits. */
-static bool parse_int64(const uint8_t *p, size_t n, int64_t *out)
+bool srv_parse_int64(const uint8_t *p, size_t n, int64_t *out)
 {
     if (n == 0 || n > 20)
         return false;
@@ -128,7 +137,11 @@ void srv_increment(momento_local *s, store_cache *c, const ProtobufCMessage *msg
     int64_t now = store_now_ms();
     store_item *it = store_get(&s->store, c, req->cache_key.data, req->cache_key.len, now);
     int64_t value = 0;
-    if (it && !parse_int64(it->value, it->value_len, &value)) {
+    if (it && it->kind != STORE_SCALAR) {
+        srv_reply_wrong_type(r);
+        return;
+    }
+    if (it && !srv_parse_int64(it->value, it->value_len, &value)) {
         srv_reply_error(r, GRPC_STATUS_FAILED_PRECONDITION, NULL,
                         "the stored value is not a base-10 64-bit integer");
         return;
@@ -174,8 +187,25 @@ void srv_keys_exist(momento_local *s, store_cache *c, const ProtobufCMessage *ms
     free(exists);
 }
 
-/* The store holds only scalar items today; each collection type will report
- * its own type once momento-local stores collections. */
+/* store_kind follows the wire's ItemType numbering; the switch keeps the
+ * two from drifting apart silently. */
+static CacheClient__ItemGetTypeResponse__ItemType item_type(store_kind kind)
+{
+    switch (kind) {
+    case STORE_DICTIONARY:
+        return CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__DICTIONARY;
+    case STORE_SET:
+        return CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SET;
+    case STORE_LIST:
+        return CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__LIST;
+    case STORE_SORTED_SET:
+        return CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SORTED_SET;
+    case STORE_SCALAR:
+    default:
+        return CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SCALAR;
+    }
+}
+
 void srv_item_get_type(momento_local *s, store_cache *c, const ProtobufCMessage *msg,
                        srv_reply *r)
 {
@@ -190,7 +220,7 @@ void srv_item_get_type(momento_local *s, store_cache *c, const ProtobufCMessage 
     CacheClient__ItemGetTypeResponse__Missing missing =
         CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE____MISSING__INIT;
     if (it) {
-        found.item_type = CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SCALAR;
+        found.item_type = item_type(it->kind);
         resp.result_case = CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__RESULT_FOUND;
         resp.found = &found;
     } else {

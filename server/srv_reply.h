@@ -77,4 +77,22 @@ void srv_set_item(momento_local *s, store_cache *c, srv_reply *r, const Protobuf
                   const ProtobufCBinaryData *value, uint64_t ttl_ms, int64_t now);
 bool srv_same_value(const store_item *it, const ProtobufCBinaryData *v);
 
+/* ---- Collections: the answers every collection family shares. */
+
+/* Momento's limit on one element of a collection (a dictionary's field and
+ * value together, a set's or list's element): 128 KB (docs.momentohq.com
+ * "Limits", "Collection element size"). */
+#define SRV_MAX_ELEMENT_BYTES (128u * 1024u)
+/* An element within SRV_MAX_ELEMENT_BYTES (RESOURCE_EXHAUSTED, err
+ * element_size_limit_exceeded, as Momento answers). */
+bool srv_check_element(srv_reply *r, size_t len);
+/* The type mismatch: a collection RPC on a key of another kind, or a
+ * scalar one on a collection. FAILED_PRECONDITION with the message
+ * Momento's service gives. */
+void srv_reply_wrong_type(srv_reply *r);
+/* The reply for a store_coll_*() failure: STORE_WRONG_KIND,
+ * STORE_TOO_BIG (as for a scalar item --max-memory cannot hold, with
+ * `item_len` the bytes written) or STORE_NO_MEMORY. */
+void srv_reply_store_error(const momento_local *s, srv_reply *r, int rc, size_t item_len);
+
 #endif

@@ -17,6 +17,7 @@
 #include "store.h"
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,5 +57,9 @@ uint8_t *srv_pack_get_response(uint8_t *p, const store_item *it);
 /* Adds a _SetResponse{result: Ok}. Returns 0, or -1 (no memory, reply
  * set); never fails with room reserved (srv_reply_reserve()). */
 int srv_reply_set_ok(srv_reply *r);
+/* Parses `n` bytes as Momento's increments read a stored number: base-10
+ * int64 text, an optional '-' and digits only. false when they are not
+ * one. For DictionaryIncrement too. */
+bool srv_parse_int64(const uint8_t *p, size_t n, int64_t *out);
 
 #endif

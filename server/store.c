@@ -139,12 +139,17 @@ static void lru_push_head(store *s, store_item *it)
         s->lru_tail = it;
 }
 
+/* Every way an item leaves the store (delete, replacement, eviction,
+ * expiry, flush, cache deletion, destruction) comes through here, so a
+ * collection's data is freed with its item wherever that happens. */
 static void item_free(store *s, store_item *it)
 {
     HASH_DELETE(hh, it->cache->items, it);
     lru_unlink(s, it);
     s->bytes -= it->cost;
     s->items--;
+    if (it->coll)
+        it->coll->destroy(it->coll);
     item_release(s, it);
 }
 
@@ -216,6 +221,13 @@ static bool expired(const store_item *it, int64_t now)
     return it->expires_ms != 0 && it->expires_ms <= now;
 }
 
+/* An expiry ttl_ms from now (0 = never); TTLs beyond what the clock can
+ * hold simply never expire. */
+static int64_t expiry(uint64_t ttl_ms, int64_t now)
+{
+    return (ttl_ms == 0 || ttl_ms > (uint64_t)(INT64_MAX - now)) ? 0 : now + (int64_t)ttl_ms;
+}
+
 store_item *store_get(store *s, store_cache *c, const uint8_t *key, size_t key_len, int64_t now)
 {
     store_item *it = NULL;
@@ -273,9 +285,7 @@ int store_set(store *s, store_cache *c, const uint8_t *key, size_t key_len, cons
     it->value = it->data + key_len;
     if (value_len)
         memcpy(it->value, value, value_len);
-    /* TTLs beyond what the clock can hold simply never expire. */
-    it->expires_ms = (ttl_ms == 0 || ttl_ms > (uint64_t)(INT64_MAX - now)) ? 0
-                                                                            : now + (int64_t)ttl_ms;
+    it->expires_ms = expiry(ttl_ms, now);
     if (old)
         item_free(s, old);
     make_room(s, it->cost, NULL); /* in case malloc rounded past the estimate */
@@ -294,6 +304,83 @@ bool store_delete(store *s, store_cache *c, const uint8_t *key, size_t key_len)
         return false;
     item_free(s, it);
     return true;
+}
+
+/* ---- Collections ---- */
+
+int store_coll_find(store *s, store_cache *c, const uint8_t *key, size_t key_len,
+                    store_kind kind, int64_t now, store_item **ret_it)
+{
+    store_item *it = store_get(s, c, key, key_len, now);
+    *ret_it = NULL;
+    if (it && it->kind != kind)
+        return STORE_WRONG_KIND;
+    *ret_it = it;
+    return 0;
+}
+
+int store_coll_add(store *s, store_cache *c, const uint8_t *key, size_t key_len, store_kind kind,
+                   store_coll *coll, uint64_t ttl_ms, int64_t now, store_item **ret_it)
+{
+    /* The block holds the key only; the collection's own memory is counted
+     * through coll->bytes, which its family keeps up to date. */
+    uint64_t cost = store_item_cost(key_len, 0) + coll->bytes;
+    if (s->max_bytes && cost > s->max_bytes)
+        return STORE_TOO_BIG;
+    make_room(s, cost, NULL);
+    store_item *it = item_alloc(key_len, 0);
+    if (!it)
+        return STORE_NO_MEMORY;
+    it->cost += coll->bytes;
+    if (s->max_bytes && it->cost > s->max_bytes) {
+        item_release(s, it);
+        return STORE_TOO_BIG;
+    }
+    it->cache = c;
+    it->kind = kind;
+    it->coll = coll;
+    memcpy(it->data, key, key_len);
+    it->value = it->data + key_len;
+    it->expires_ms = expiry(ttl_ms, now);
+    make_room(s, it->cost, NULL); /* in case malloc rounded past the estimate */
+    HASH_ADD_KEYPTR(hh, c->items, it->data, key_len, it);
+    lru_push_head(s, it);
+    s->bytes += it->cost;
+    s->items++;
+    if (ret_it)
+        *ret_it = it;
+    return 0;
+}
+
+int store_coll_resize(store *s, store_item *it, uint64_t new_bytes)
+{
+    uint64_t old_bytes = it->coll->bytes;
+    uint64_t cost = it->cost - old_bytes + new_bytes;
+    if (s->max_bytes && cost > s->max_bytes)
+        return STORE_TOO_BIG;
+    s->bytes = s->bytes - it->cost + cost;
+    it->cost = cost;
+    it->coll->bytes = new_bytes;
+    /* The item already counts in s->bytes, at its new cost: evict others
+     * until the total fits again, never the collection being written. */
+    make_room(s, it->cost, it);
+    return 0;
+}
+
+void store_coll_refresh_ttl(store_item *it, uint64_t ttl_ms, bool refresh, int64_t now)
+{
+    if (refresh)
+        it->expires_ms = expiry(ttl_ms, now);
+}
+
+void store_remove(store *s, store_item *it)
+{
+    item_free(s, it);
+}
+
+uint64_t store_block_cost(const void *block)
+{
+    return malloc_usable_size((void *)block) + MALLOC_HEADER;
 }
 
 size_t store_sweep(store *s, int64_t now, size_t budget)

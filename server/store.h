@@ -12,8 +12,28 @@
 
 typedef struct store_cache store_cache;
 
+/* What a key holds: Momento's item types (ItemGetType's numbering). */
+typedef enum store_kind {
+    STORE_SCALAR = 0,
+    STORE_DICTIONARY = 1,
+    STORE_SET = 2,
+    STORE_LIST = 3,
+    STORE_SORTED_SET = 4
+} store_kind;
+
+/* A collection's data, owned by its item: each family's structure
+ * (rpc_dictionary.c, rpc_set.c, rpc_list.c, rpc_sorted_set.c) begins with
+ * this header, so that the store can free it and count it without knowing
+ * the family. */
+typedef struct store_coll {
+    void (*destroy)(struct store_coll *coll); /* frees the whole structure */
+    uint64_t bytes;  /* what it costs against max_bytes; set with store_coll_resize() */
+} store_coll;
+
 typedef struct store_item {
     UT_hash_handle hh;
+    store_kind kind;
+    store_coll *coll;                       /* a collection's data; NULL for a scalar */
     struct store_item *lru_prev, *lru_next; /* most recent at the head */
     store_cache *cache;
     int64_t expires_ms;                     /* monotonic ms; 0 = never */
@@ -84,6 +104,49 @@ int store_set(store *s, store_cache *c, const uint8_t *key, size_t key_len, cons
 
 /* true when an item was removed. */
 bool store_delete(store *s, store_cache *c, const uint8_t *key, size_t key_len);
+
+/* ---- Collections (store.c). A collection is an item of its kind whose
+ * value is empty and whose data is `coll`; its cost is its key's and
+ * coll->bytes. Scalar operations (store_get, store_set, ...) see a
+ * collection as an item like any other: ItemGetType, ItemGetTtl, UpdateTtl,
+ * Delete and KeysExist apply to it unchanged; Get on one is the type
+ * mismatch its RPC reports. */
+
+/* The live collection at `key`: sets *ret_it to it, or to NULL when the key
+ * is absent or expired. Returns 0, or STORE_WRONG_KIND when the key holds
+ * another kind (scalar or collection). A hit moves it to the head of the
+ * LRU order. */
+#define STORE_WRONG_KIND (-4)
+int store_coll_find(store *s, store_cache *c, const uint8_t *key, size_t key_len,
+                    store_kind kind, int64_t now, store_item **ret_it);
+
+/* Adds a new collection `coll` (its bytes already set) at `key`, which must
+ * be absent (store_coll_find() said so), expiring ttl_ms from now (0 =
+ * never). Evicts least recently used items to make room. Returns 0,
+ * STORE_TOO_BIG or STORE_NO_MEMORY; on failure `coll` is NOT freed (the
+ * caller still owns it). */
+int store_coll_add(store *s, store_cache *c, const uint8_t *key, size_t key_len, store_kind kind,
+                   store_coll *coll, uint64_t ttl_ms, int64_t now, store_item **ret_it);
+
+/* After a write changed `it`'s collection: its cost becomes `new_bytes`,
+ * evicting other items (never `it`) if it grew past max_bytes. Returns 0,
+ * or STORE_TOO_BIG when even evicting every other item leaves no room
+ * (the caller then undoes its write, or deletes the item). */
+int store_coll_resize(store *s, store_item *it, uint64_t new_bytes);
+
+/* Momento's CollectionTtl on a write to an existing collection: with
+ * `refresh` its expiry becomes ttl_ms from now (0 = never); without, it is
+ * left alone. */
+void store_coll_refresh_ttl(store_item *it, uint64_t ttl_ms, bool refresh, int64_t now);
+
+/* Removes `it` (a collection that became empty: Momento deletes it). */
+void store_remove(store *s, store_item *it);
+
+/* What a malloc'd block (of a collection's data) really takes: its usable
+ * size plus malloc's own header, as an item's cost counts its block. The
+ * families add up these, plus STORE_ITEM_OVERHEAD per entry for its share
+ * of their hash tables, into coll->bytes. */
+uint64_t store_block_cost(const void *block);
 
 /* Frees at most `budget` expired items; returns how many. Also gives freed
  * heap memory back to the system once enough has been freed since the last

@@ -634,7 +634,7 @@ static void test_errors(void **state)
     tu_raw_reply_free(&r);
     free(big);
     /* Unknown methods, in a known service and outside any. */
-    assert_int_equal(tu_raw_call(target, SCS "DictionaryGet", cache_hdr, 1, "", 0, &r), 12);
+    assert_int_equal(tu_raw_call(target, SCS "NoSuchMethod", cache_hdr, 1, "", 0, &r), 12);
     tu_raw_reply_free(&r);
     assert_int_equal(tu_raw_call(target, "/nope.Nope/Nope", NULL, 0, "", 0, &r), 12);
     tu_raw_reply_free(&r);

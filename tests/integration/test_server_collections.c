@@ -1,0 +1,897 @@
+/* The local server's dictionaries and sets, spoken to directly over gRPC:
+ * values, hits and misses, Missing for an absent collection, deletion of
+ * an emptied one, CollectionTtl (created with the TTL, refreshed only when
+ * asked), the type mismatch both ways, ItemGetType of each kind, random
+ * samples and pops, and --max-memory counting a collection's bytes. */
+#include "testutil.h"
+
+#include "cacheclient.pb-c.h"
+#include "controlclient.pb-c.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SCS "/cache_client.Scs/"
+
+enum { ST_OK = 0, ST_INVALID_ARGUMENT = 3, ST_RESOURCE_EXHAUSTED = 8,
+       ST_FAILED_PRECONDITION = 9 };
+
+static const char *const cache_hdr[] = {"cache", "c"};
+static const char *const mismatch =
+    "The stored type for this key is not compatible with this operation";
+
+static momento_local *server;
+static const char *target;
+
+#define B(str) ((ProtobufCBinaryData){strlen(str), (uint8_t *)(str)})
+
+/* Packs `m` and calls `path` with the cache header at `ep`; returns the
+ * status, the reply in `out` (free it with tu_raw_reply_free()). */
+static int call_at(const char *ep, const char *path, const ProtobufCMessage *m, tu_raw_reply *out)
+{
+    size_t len = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(len + 1);
+    protobuf_c_message_pack(m, buf);
+    int st = tu_raw_call(ep, path, cache_hdr, 1, buf, len, out);
+    free(buf);
+    return st;
+}
+
+static int call(const char *path, const ProtobufCMessage *m, tu_raw_reply *out)
+{
+    return call_at(target, path, m, out);
+}
+
+/* Calls and expects the error `status` with `details` (NULL: any). */
+static void expect_error(const char *path, const ProtobufCMessage *m, int status,
+                         const char *details)
+{
+    tu_raw_reply r;
+    assert_int_equal(call(path, m, &r), status);
+    if (details)
+        assert_string_equal(r.details, details);
+    tu_raw_reply_free(&r);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    server = tu_server(o);
+    momento_local_options_free(o);
+    target = momento_local_endpoint(server);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    momento_local_stop(server);
+    return 0;
+}
+
+/* ---- Requests ------------------------------------------------------------ */
+
+/* DictionarySet of "f=v" pairs (NULL-terminated) with a TTL. */
+static int dict_set_at(const char *ep, const char *name, uint64_t ttl, bool refresh,
+                       const char *const *pairs)
+{
+    CacheClient__DictionaryFieldValuePair items[16], *ptrs[16];
+    char fields[16][64];
+    size_t n = 0;
+    for (; pairs[n]; n++) {
+        const char *eq = strchr(pairs[n], '=');
+        CacheClient__DictionaryFieldValuePair init = CACHE_CLIENT____DICTIONARY_FIELD_VALUE_PAIR__INIT;
+        items[n] = init;
+        snprintf(fields[n], sizeof(fields[n]), "%.*s", (int)(eq - pairs[n]), pairs[n]);
+        items[n].field = B(fields[n]);
+        items[n].value = B(eq + 1);
+        ptrs[n] = &items[n];
+    }
+    CacheClient__DictionarySetRequest req = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
+    req.dictionary_name = B(name);
+    req.items = ptrs;
+    req.n_items = n;
+    req.ttl_milliseconds = ttl;
+    req.refresh_ttl = refresh;
+    tu_raw_reply r;
+    int st = call_at(ep, SCS "DictionarySet", &req.base, &r);
+    tu_raw_reply_free(&r);
+    return st;
+}
+
+#define dict_set(name, ttl, refresh, ...)                                                         \
+    dict_set_at(target, name, ttl, refresh, (const char *const[]){__VA_ARGS__, NULL})
+
+/* DictionaryGet of one field: 1 hit (value in out), 0 miss, -1 dictionary
+ * missing, or -status. */
+static int dict_get(const char *name, const char *field, char *out, size_t cap)
+{
+    CacheClient__DictionaryGetRequest req = CACHE_CLIENT____DICTIONARY_GET_REQUEST__INIT;
+    ProtobufCBinaryData f = B(field);
+    req.dictionary_name = B(name);
+    req.fields = &f;
+    req.n_fields = 1;
+    tu_raw_reply r;
+    int st = call(SCS "DictionaryGet", &req.base, &r);
+    if (st != 0) {
+        tu_raw_reply_free(&r);
+        return -st;
+    }
+    CacheClient__DictionaryGetResponse *resp =
+        cache_client____dictionary_get_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_non_null(resp);
+    int ret = -1;
+    if (resp->dictionary_case == CACHE_CLIENT____DICTIONARY_GET_RESPONSE__DICTIONARY_FOUND) {
+        assert_int_equal(resp->found->n_items, 1);
+        const CacheClient__DictionaryGetResponse__DictionaryGetResponsePart *p =
+            resp->found->items[0];
+        ret = p->result == CACHE_CLIENT__ECACHE_RESULT__Hit;
+        if (!ret)
+            assert_int_equal(p->result, CACHE_CLIENT__ECACHE_RESULT__Miss);
+        if (ret && out) {
+            assert_true(p->cache_body.len < cap);
+            memcpy(out, p->cache_body.data, p->cache_body.len);
+            out[p->cache_body.len] = '\0';
+        }
+    } else {
+        assert_int_equal(resp->dictionary_case,
+                         CACHE_CLIENT____DICTIONARY_GET_RESPONSE__DICTIONARY_MISSING);
+    }
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+    return ret;
+}
+
+/* DictionaryLength: the length, -1 missing, or -status (< -1). */
+static long dict_length(const char *name)
+{
+    CacheClient__DictionaryLengthRequest req = CACHE_CLIENT____DICTIONARY_LENGTH_REQUEST__INIT;
+    req.dictionary_name = B(name);
+    tu_raw_reply r;
+    int st = call(SCS "DictionaryLength", &req.base, &r);
+    if (st != 0) {
+        tu_raw_reply_free(&r);
+        return -100 - st;
+    }
+    CacheClient__DictionaryLengthResponse *resp =
+        cache_client____dictionary_length_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    long n = resp->dictionary_case == CACHE_CLIENT____DICTIONARY_LENGTH_RESPONSE__DICTIONARY_FOUND
+                 ? (long)resp->found->length
+                 : -1;
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+    return n;
+}
+
+/* DictionaryIncrement: the status, the new value in *out. */
+static int dict_incr(const char *name, const char *field, int64_t amount, int64_t *out)
+{
+    CacheClient__DictionaryIncrementRequest req = CACHE_CLIENT____DICTIONARY_INCREMENT_REQUEST__INIT;
+    req.dictionary_name = B(name);
+    req.field = B(field);
+    req.amount = amount;
+    req.ttl_milliseconds = 60000;
+    tu_raw_reply r;
+    int st = call(SCS "DictionaryIncrement", &req.base, &r);
+    if (st == 0) {
+        CacheClient__DictionaryIncrementResponse *resp =
+            cache_client____dictionary_increment_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        *out = resp->value;
+        protobuf_c_message_free_unpacked(&resp->base, NULL);
+    }
+    tu_raw_reply_free(&r);
+    return st;
+}
+
+static int dict_remove(const char *name, const char *field)
+{
+    CacheClient__DictionaryDeleteRequest req = CACHE_CLIENT____DICTIONARY_DELETE_REQUEST__INIT;
+    CacheClient__DictionaryDeleteRequest__Some some = CACHE_CLIENT____DICTIONARY_DELETE_REQUEST__SOME__INIT;
+    ProtobufCBinaryData f = B(field);
+    some.fields = &f;
+    some.n_fields = 1;
+    req.dictionary_name = B(name);
+    req.delete_case = CACHE_CLIENT____DICTIONARY_DELETE_REQUEST__DELETE_SOME;
+    req.some = &some;
+    tu_raw_reply r;
+    int st = call(SCS "DictionaryDelete", &req.base, &r);
+    tu_raw_reply_free(&r);
+    return st;
+}
+
+/* SetUnion of NULL-terminated elements. */
+static int set_add(const char *name, uint64_t ttl, bool refresh, const char *const *elems)
+{
+    ProtobufCBinaryData e[128];
+    size_t n = 0;
+    for (; elems[n]; n++)
+        e[n] = B(elems[n]);
+    CacheClient__SetUnionRequest req = CACHE_CLIENT____SET_UNION_REQUEST__INIT;
+    req.set_name = B(name);
+    req.elements = e;
+    req.n_elements = n;
+    req.ttl_milliseconds = ttl;
+    req.refresh_ttl = refresh;
+    tu_raw_reply r;
+    int st = call(SCS "SetUnion", &req.base, &r);
+    tu_raw_reply_free(&r);
+    return st;
+}
+
+#define SET_ADD(name, ...) set_add(name, 60000, true, (const char *const[]){__VA_ARGS__, NULL})
+
+static long set_length(const char *name)
+{
+    CacheClient__SetLengthRequest req = CACHE_CLIENT____SET_LENGTH_REQUEST__INIT;
+    req.set_name = B(name);
+    tu_raw_reply r;
+    int st = call(SCS "SetLength", &req.base, &r);
+    if (st != 0) {
+        tu_raw_reply_free(&r);
+        return -100 - st;
+    }
+    CacheClient__SetLengthResponse *resp =
+        cache_client____set_length_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    long n = resp->set_case == CACHE_CLIENT____SET_LENGTH_RESPONSE__SET_FOUND
+                 ? (long)resp->found->length
+                 : -1;
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+    return n;
+}
+
+/* SetContains of one element: 1, 0, -1 set missing. */
+static int set_contains(const char *name, const char *elem)
+{
+    CacheClient__SetContainsRequest req = CACHE_CLIENT____SET_CONTAINS_REQUEST__INIT;
+    ProtobufCBinaryData e = B(elem);
+    req.set_name = B(name);
+    req.elements = &e;
+    req.n_elements = 1;
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "SetContains", &req.base, &r), 0);
+    CacheClient__SetContainsResponse *resp =
+        cache_client____set_contains_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int ret = -1;
+    if (resp->set_case == CACHE_CLIENT____SET_CONTAINS_RESPONSE__SET_FOUND) {
+        assert_int_equal(resp->found->n_contains, 1);
+        ret = resp->found->contains[0] ? 1 : 0;
+    }
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+    return ret;
+}
+
+/* The item type ItemGetType reports, or -1 when missing. */
+static int item_type(const char *key)
+{
+    CacheClient__ItemGetTypeRequest req = CACHE_CLIENT____ITEM_GET_TYPE_REQUEST__INIT;
+    req.cache_key = B(key);
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "ItemGetType", &req.base, &r), 0);
+    CacheClient__ItemGetTypeResponse *resp =
+        cache_client____item_get_type_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int t = resp->result_case == CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__RESULT_FOUND
+                ? (int)resp->found->item_type
+                : -1;
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+    return t;
+}
+
+/* ItemGetTtl: ms left, or -1 when missing. */
+static long long ttl_left(const char *key)
+{
+    CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
+    req.cache_key = B(key);
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "ItemGetTtl", &req.base, &r), 0);
+    CacheClient__ItemGetTtlResponse *resp =
+        cache_client____item_get_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    long long left = resp->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND
+                         ? (long long)resp->found->remaining_ttl_millis
+                         : -1;
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+    return left;
+}
+
+static int scalar_set_at(const char *ep, const char *key, const char *val, size_t len)
+{
+    CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
+    req.cache_key = B(key);
+    req.cache_body = (ProtobufCBinaryData){len, (uint8_t *)val};
+    tu_raw_reply r;
+    int st = call_at(ep, SCS "Set", &req.base, &r);
+    tu_raw_reply_free(&r);
+    return st;
+}
+
+/* ---- Dictionaries ---------------------------------------------------------- */
+
+static void test_dictionary_values(void **state)
+{
+    (void)state;
+    char buf[64];
+    assert_int_equal(dict_set("d", 60000, false, "a=1", "b=2", "e="), 0);
+    assert_int_equal(dict_get("d", "a", buf, sizeof(buf)), 1);
+    assert_string_equal(buf, "1");
+    assert_int_equal(dict_get("d", "x", NULL, 0), 0);
+    assert_int_equal(dict_get("d", "e", buf, sizeof(buf)), 1); /* an empty value is a hit */
+    assert_string_equal(buf, "");
+    assert_int_equal(dict_length("d"), 3);
+    /* Overwriting a field keeps the length; the last of a repeated field wins. */
+    assert_int_equal(dict_set("d", 60000, false, "a=10", "a=11"), 0);
+    assert_int_equal(dict_get("d", "a", buf, sizeof(buf)), 1);
+    assert_string_equal(buf, "11");
+    assert_int_equal(dict_length("d"), 3);
+
+    /* Get of several fields answers each in the request's order. */
+    CacheClient__DictionaryGetRequest req = CACHE_CLIENT____DICTIONARY_GET_REQUEST__INIT;
+    ProtobufCBinaryData f[] = {B("b"), B("zz"), B("a")};
+    req.dictionary_name = B("d");
+    req.fields = f;
+    req.n_fields = 3;
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "DictionaryGet", &req.base, &r), 0);
+    CacheClient__DictionaryGetResponse *g =
+        cache_client____dictionary_get_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(g->dictionary_case, CACHE_CLIENT____DICTIONARY_GET_RESPONSE__DICTIONARY_FOUND);
+    assert_int_equal(g->found->n_items, 3);
+    assert_int_equal(g->found->items[0]->result, CACHE_CLIENT__ECACHE_RESULT__Hit);
+    assert_memory_equal(g->found->items[0]->cache_body.data, "2", 1);
+    assert_int_equal(g->found->items[1]->result, CACHE_CLIENT__ECACHE_RESULT__Miss);
+    assert_int_equal(g->found->items[2]->result, CACHE_CLIENT__ECACHE_RESULT__Hit);
+    assert_memory_equal(g->found->items[2]->cache_body.data, "11", 2);
+    protobuf_c_message_free_unpacked(&g->base, NULL);
+    tu_raw_reply_free(&r);
+
+    /* Fetch answers every field once, with its value. */
+    CacheClient__DictionaryFetchRequest fr = CACHE_CLIENT____DICTIONARY_FETCH_REQUEST__INIT;
+    fr.dictionary_name = B("d");
+    assert_int_equal(call(SCS "DictionaryFetch", &fr.base, &r), 0);
+    CacheClient__DictionaryFetchResponse *fe =
+        cache_client____dictionary_fetch_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(fe->dictionary_case, CACHE_CLIENT____DICTIONARY_FETCH_RESPONSE__DICTIONARY_FOUND);
+    assert_int_equal(fe->found->n_items, 3);
+    int seen = 0;
+    for (size_t i = 0; i < fe->found->n_items; i++) {
+        const CacheClient__DictionaryFieldValuePair *p = fe->found->items[i];
+        if (p->field.len == 1 && p->field.data[0] == 'a') {
+            assert_int_equal(p->value.len, 2);
+            assert_memory_equal(p->value.data, "11", 2);
+            seen |= 1;
+        } else if (p->field.len == 1 && p->field.data[0] == 'b') {
+            seen |= 2;
+        } else if (p->field.len == 1 && p->field.data[0] == 'e') {
+            assert_int_equal(p->value.len, 0);
+            seen |= 4;
+        }
+    }
+    assert_int_equal(seen, 7);
+    protobuf_c_message_free_unpacked(&fe->base, NULL);
+    tu_raw_reply_free(&r);
+}
+
+static void test_dictionary_missing_and_emptied(void **state)
+{
+    (void)state;
+    /* Missing, not empty: every read says so, and removing succeeds. */
+    assert_int_equal(dict_get("nod", "a", NULL, 0), -1);
+    assert_int_equal(dict_length("nod"), -1);
+    assert_int_equal(dict_remove("nod", "a"), 0);
+    CacheClient__DictionaryFetchRequest fr = CACHE_CLIENT____DICTIONARY_FETCH_REQUEST__INIT;
+    fr.dictionary_name = B("nod");
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "DictionaryFetch", &fr.base, &r), 0);
+    CacheClient__DictionaryFetchResponse *fe =
+        cache_client____dictionary_fetch_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(fe->dictionary_case, CACHE_CLIENT____DICTIONARY_FETCH_RESPONSE__DICTIONARY_MISSING);
+    protobuf_c_message_free_unpacked(&fe->base, NULL);
+    tu_raw_reply_free(&r);
+
+    /* Removing the last field removes the dictionary itself. */
+    assert_int_equal(dict_set("em", 60000, false, "a=1", "b=2"), 0);
+    assert_int_equal(dict_remove("em", "a"), 0);
+    assert_int_equal(dict_length("em"), 1);
+    assert_int_equal(dict_remove("em", "b"), 0);
+    assert_int_equal(dict_length("em"), -1);
+    assert_int_equal(item_type("em"), -1);
+    assert_int_equal(ttl_left("em"), -1);
+
+    /* "all" removes the whole dictionary. */
+    assert_int_equal(dict_set("all", 60000, false, "a=1", "b=2"), 0);
+    CacheClient__DictionaryDeleteRequest del = CACHE_CLIENT____DICTIONARY_DELETE_REQUEST__INIT;
+    CacheClient__DictionaryDeleteRequest__All all = CACHE_CLIENT____DICTIONARY_DELETE_REQUEST__ALL__INIT;
+    del.dictionary_name = B("all");
+    del.delete_case = CACHE_CLIENT____DICTIONARY_DELETE_REQUEST__DELETE_ALL;
+    del.all = &all;
+    assert_int_equal(call(SCS "DictionaryDelete", &del.base, &r), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(dict_length("all"), -1);
+
+    /* An empty DictionarySet creates nothing. */
+    CacheClient__DictionarySetRequest none = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
+    none.dictionary_name = B("none");
+    assert_int_equal(call(SCS "DictionarySet", &none.base, &r), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(item_type("none"), -1);
+}
+
+static void test_dictionary_increment(void **state)
+{
+    (void)state;
+    int64_t v = 0;
+    char buf[64];
+    /* A missing dictionary and field count from 0; the sum is stored as text. */
+    assert_int_equal(dict_incr("cnt", "n", 1, &v), 0);
+    assert_int_equal(v, 1);
+    assert_int_equal(dict_incr("cnt", "n", 41, &v), 0);
+    assert_int_equal(v, 42);
+    assert_int_equal(dict_incr("cnt", "n", -1042, &v), 0);
+    assert_int_equal(v, -1000);
+    assert_int_equal(dict_get("cnt", "n", buf, sizeof(buf)), 1);
+    assert_string_equal(buf, "-1000");
+    /* An amount of 0 reads a stored number (the JS SDK's "setting and
+     * resetting field"). */
+    assert_int_equal(dict_set("cnt", 60000, false, "t=10"), 0);
+    assert_int_equal(dict_incr("cnt", "t", 0, &v), 0);
+    assert_int_equal(v, 10);
+    /* Not a number, or an overflow: FAILED_PRECONDITION, value untouched. */
+    assert_int_equal(dict_set("cnt", 60000, false, "x=abcxyz", "big=9223372036854775807"), 0);
+    assert_int_equal(dict_incr("cnt", "x", 1, &v), ST_FAILED_PRECONDITION);
+    assert_int_equal(dict_incr("cnt", "big", 1, &v), ST_FAILED_PRECONDITION);
+    assert_int_equal(dict_get("cnt", "x", buf, sizeof(buf)), 1);
+    assert_string_equal(buf, "abcxyz");
+    assert_int_equal(dict_get("cnt", "big", buf, sizeof(buf)), 1);
+    assert_string_equal(buf, "9223372036854775807");
+}
+
+/* ---- CollectionTtl ----------------------------------------------------------- */
+
+static void test_collection_ttl(void **state)
+{
+    (void)state;
+    /* Created with the request's TTL; a later write without refresh_ttl
+     * keeps it, one with refresh_ttl resets it. */
+    assert_int_equal(dict_set("t1", 5000, false, "a=1"), 0);
+    assert_int_equal(dict_set("t1", 600000, false, "b=2"), 0);
+    long long left = ttl_left("t1");
+    assert_true(left > 0 && left <= 5000);
+    assert_int_equal(dict_set("t1", 600000, true, "c=3"), 0);
+    assert_true(ttl_left("t1") > 500000);
+
+    assert_int_equal(set_add("t2", 5000, true, (const char *const[]){"a", NULL}), 0);
+    assert_int_equal(set_add("t2", 600000, false, (const char *const[]){"b", NULL}), 0);
+    left = ttl_left("t2");
+    assert_true(left > 0 && left <= 5000);
+    assert_int_equal(set_add("t2", 600000, true, (const char *const[]){"c", NULL}), 0);
+    assert_true(ttl_left("t2") > 500000);
+
+    /* It expires as a scalar does. */
+    assert_int_equal(dict_set("t3", TU_MS(100), false, "a=1"), 0);
+    assert_int_equal(set_add("t4", TU_MS(100), false, (const char *const[]){"a", NULL}), 0);
+    assert_int_equal(dict_length("t3"), 1);
+    usleep((useconds_t)TU_MS(300) * 1000);
+    assert_int_equal(dict_length("t3"), -1);
+    assert_int_equal(set_length("t4"), -1);
+}
+
+/* ---- Types ------------------------------------------------------------------- */
+
+static void test_types(void **state)
+{
+    (void)state;
+    assert_int_equal(scalar_set_at(target, "sc", "1", 1), 0);
+    assert_int_equal(dict_set("dc", 60000, false, "a=1"), 0);
+    assert_int_equal(SET_ADD("st", "a"), 0);
+    assert_int_equal(item_type("sc"), CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SCALAR);
+    assert_int_equal(item_type("dc"), CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__DICTIONARY);
+    assert_int_equal(item_type("st"), CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SET);
+    assert_int_equal(item_type("nothing"), -1);
+
+    /* A collection op on a scalar, or on the other family. */
+    assert_int_equal(dict_get("sc", "a", NULL, 0), -ST_FAILED_PRECONDITION);
+    assert_int_equal(dict_set("sc", 60000, false, "a=1"), ST_FAILED_PRECONDITION);
+    assert_int_equal(dict_set("st", 60000, false, "a=1"), ST_FAILED_PRECONDITION);
+    assert_int_equal(SET_ADD("dc", "a"), ST_FAILED_PRECONDITION);
+    assert_int_equal(set_length("sc"), -100 - ST_FAILED_PRECONDITION);
+    CacheClient__SetFetchRequest sf = CACHE_CLIENT____SET_FETCH_REQUEST__INIT;
+    sf.set_name = B("dc");
+    expect_error(SCS "SetFetch", &sf.base, ST_FAILED_PRECONDITION, mismatch);
+
+    /* A scalar op that needs a value, on a collection. */
+    CacheClient__GetRequest get = CACHE_CLIENT____GET_REQUEST__INIT;
+    get.cache_key = B("dc");
+    expect_error(SCS "Get", &get.base, ST_FAILED_PRECONDITION, mismatch);
+    CacheClient__IncrementRequest inc = CACHE_CLIENT____INCREMENT_REQUEST__INIT;
+    inc.cache_key = B("st");
+    inc.amount = 1;
+    expect_error(SCS "Increment", &inc.base, ST_FAILED_PRECONDITION, mismatch);
+    CacheClient__GetBatchRequest gb = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
+    CacheClient__GetRequest items[2] = {CACHE_CLIENT____GET_REQUEST__INIT,
+                                        CACHE_CLIENT____GET_REQUEST__INIT};
+    CacheClient__GetRequest *ptrs[2] = {&items[0], &items[1]};
+    items[0].cache_key = B("sc");
+    items[1].cache_key = B("dc");
+    gb.items = ptrs;
+    gb.n_items = 2;
+    expect_error(SCS "GetBatch", &gb.base, ST_FAILED_PRECONDITION, mismatch);
+    /* The mismatch changed nothing. */
+    assert_int_equal(dict_length("dc"), 1);
+    assert_int_equal(set_length("st"), 1);
+
+    /* Set replaces a collection, and Delete removes one, as any key. */
+    assert_int_equal(scalar_set_at(target, "dc", "v", 1), 0);
+    assert_int_equal(item_type("dc"), CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SCALAR);
+    CacheClient__DeleteRequest del = CACHE_CLIENT____DELETE_REQUEST__INIT;
+    del.cache_key = B("st");
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "Delete", &del.base, &r), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(set_length("st"), -1);
+}
+
+/* ---- Sets ------------------------------------------------------------------------ */
+
+static void test_set_values(void **state)
+{
+    (void)state;
+    /* Duplicates count once; an empty element is an element. */
+    assert_int_equal(SET_ADD("s", "a", "b", "b", ""), 0);
+    assert_int_equal(set_length("s"), 3);
+    assert_int_equal(set_contains("s", "a"), 1);
+    assert_int_equal(set_contains("s", ""), 1);
+    assert_int_equal(set_contains("s", "z"), 0);
+    assert_int_equal(set_contains("nos", "a"), -1);
+    assert_int_equal(set_length("nos"), -1);
+
+    CacheClient__SetFetchRequest fr = CACHE_CLIENT____SET_FETCH_REQUEST__INIT;
+    fr.set_name = B("s");
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "SetFetch", &fr.base, &r), 0);
+    CacheClient__SetFetchResponse *f = cache_client____set_fetch_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(f->set_case, CACHE_CLIENT____SET_FETCH_RESPONSE__SET_FOUND);
+    assert_int_equal(f->found->n_elements, 3);
+    size_t total = 0;
+    for (size_t i = 0; i < 3; i++)
+        total += f->found->elements[i].len;
+    assert_int_equal(total, 2); /* "a", "b" and "" */
+    protobuf_c_message_free_unpacked(&f->base, NULL);
+    tu_raw_reply_free(&r);
+
+    /* Removing what is there and what is not; the last one removes the set. */
+    CacheClient__SetDifferenceRequest d = CACHE_CLIENT____SET_DIFFERENCE_REQUEST__INIT;
+    CacheClient__SetDifferenceRequest__Subtrahend sub =
+        CACHE_CLIENT____SET_DIFFERENCE_REQUEST____SUBTRAHEND__INIT;
+    CacheClient__SetDifferenceRequest__Subtrahend__Set sset =
+        CACHE_CLIENT____SET_DIFFERENCE_REQUEST____SUBTRAHEND____SET__INIT;
+    ProtobufCBinaryData rm[] = {B("a"), B("zz")};
+    sset.elements = rm;
+    sset.n_elements = 2;
+    sub.subtrahend_set_case = CACHE_CLIENT____SET_DIFFERENCE_REQUEST____SUBTRAHEND__SUBTRAHEND_SET_SET;
+    sub.set = &sset;
+    d.set_name = B("s");
+    d.difference_case = CACHE_CLIENT____SET_DIFFERENCE_REQUEST__DIFFERENCE_SUBTRAHEND;
+    d.subtrahend = &sub;
+    assert_int_equal(call(SCS "SetDifference", &d.base, &r), 0);
+    CacheClient__SetDifferenceResponse *dr =
+        cache_client____set_difference_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(dr->set_case, CACHE_CLIENT____SET_DIFFERENCE_RESPONSE__SET_FOUND);
+    protobuf_c_message_free_unpacked(&dr->base, NULL);
+    tu_raw_reply_free(&r);
+    assert_int_equal(set_length("s"), 2);
+    assert_int_equal(set_contains("s", "a"), 0);
+    ProtobufCBinaryData rest[] = {B("b"), B("")};
+    sset.elements = rest;
+    assert_int_equal(call(SCS "SetDifference", &d.base, &r), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(set_length("s"), -1);
+    assert_int_equal(item_type("s"), -1);
+    /* On a missing set: Missing. */
+    assert_int_equal(call(SCS "SetDifference", &d.base, &r), 0);
+    dr = cache_client____set_difference_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(dr->set_case, CACHE_CLIENT____SET_DIFFERENCE_RESPONSE__SET_MISSING);
+    protobuf_c_message_free_unpacked(&dr->base, NULL);
+    tu_raw_reply_free(&r);
+
+    /* The identity removes the whole set. */
+    assert_int_equal(SET_ADD("s", "a", "b"), 0);
+    CacheClient__SetDifferenceRequest__Subtrahend__Identity id =
+        CACHE_CLIENT____SET_DIFFERENCE_REQUEST____SUBTRAHEND____IDENTITY__INIT;
+    sub.subtrahend_set_case =
+        CACHE_CLIENT____SET_DIFFERENCE_REQUEST____SUBTRAHEND__SUBTRAHEND_SET_IDENTITY;
+    sub.identity = &id;
+    assert_int_equal(call(SCS "SetDifference", &d.base, &r), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(set_length("s"), -1);
+
+    /* The minuend: the set becomes the request's elements it did not hold. */
+    assert_int_equal(SET_ADD("m", "a", "b"), 0);
+    CacheClient__SetDifferenceRequest md = CACHE_CLIENT____SET_DIFFERENCE_REQUEST__INIT;
+    CacheClient__SetDifferenceRequest__Minuend mi = CACHE_CLIENT____SET_DIFFERENCE_REQUEST____MINUEND__INIT;
+    ProtobufCBinaryData me[] = {B("b"), B("c"), B("d")};
+    mi.elements = me;
+    mi.n_elements = 3;
+    md.set_name = B("m");
+    md.difference_case = CACHE_CLIENT____SET_DIFFERENCE_REQUEST__DIFFERENCE_MINUEND;
+    md.minuend = &mi;
+    assert_int_equal(call(SCS "SetDifference", &md.base, &r), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(set_length("m"), 2);
+    assert_int_equal(set_contains("m", "c"), 1);
+    assert_int_equal(set_contains("m", "d"), 1);
+    assert_int_equal(set_contains("m", "a"), 0);
+    assert_int_equal(set_contains("m", "b"), 0);
+}
+
+/* The elements of a SetSample or SetPop reply, as "e<i>" numbers marked in
+ * `seen` (each at most once); returns how many. */
+static size_t mark(const ProtobufCBinaryData *e, size_t n, unsigned char *seen)
+{
+    for (size_t i = 0; i < n; i++) {
+        char buf[16];
+        assert_true(e[i].len > 1 && e[i].len < sizeof(buf));
+        memcpy(buf, e[i].data, e[i].len);
+        buf[e[i].len] = '\0';
+        int k = atoi(buf + 1);
+        assert_true(k >= 0 && k < 100);
+        assert_int_equal(seen[k], 0); /* without replacement */
+        seen[k] = 1;
+    }
+    return n;
+}
+
+static size_t sample(const char *name, uint64_t limit, unsigned char *seen)
+{
+    CacheClient__SetSampleRequest req = CACHE_CLIENT____SET_SAMPLE_REQUEST__INIT;
+    req.set_name = B(name);
+    req.limit = limit;
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "SetSample", &req.base, &r), 0);
+    CacheClient__SetSampleResponse *resp =
+        cache_client____set_sample_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(resp->set_case, CACHE_CLIENT____SET_SAMPLE_RESPONSE__SET_FOUND);
+    size_t n = mark(resp->found->elements, resp->found->n_elements, seen);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+    return n;
+}
+
+static void add_hundred(const char *name)
+{
+    char names[100][8];
+    const char *elems[101];
+    for (int i = 0; i < 100; i++) {
+        snprintf(names[i], sizeof(names[i]), "e%d", i);
+        elems[i] = names[i];
+    }
+    elems[100] = NULL;
+    assert_int_equal(set_add(name, 60000, true, elems), 0);
+}
+
+static void test_set_sample(void **state)
+{
+    (void)state;
+    add_hundred("smp");
+    unsigned char a[100] = {0}, b[100] = {0}, all[100] = {0};
+    assert_int_equal(sample("smp", 10, a), 10);
+    assert_int_equal(sample("smp", 10, b), 10);
+    /* Two random tens out of a hundred are the same ten once in 10^13. */
+    assert_memory_not_equal(a, b, sizeof(a));
+    assert_int_equal(sample("smp", 0, a + 0 /* nothing marked */), 0);
+    assert_int_equal(sample("smp", 1000, all), 100);
+    assert_int_equal(set_length("smp"), 100); /* sampling removes nothing */
+
+    CacheClient__SetSampleRequest req = CACHE_CLIENT____SET_SAMPLE_REQUEST__INIT;
+    req.set_name = B("nosmp");
+    req.limit = 3;
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "SetSample", &req.base, &r), 0);
+    CacheClient__SetSampleResponse *resp =
+        cache_client____set_sample_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(resp->set_case, CACHE_CLIENT____SET_SAMPLE_RESPONSE__SET_MISSING);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+}
+
+/* SetPop: how many elements came back (marked in `seen`), or -1 missing. */
+static long pop(const char *name, uint32_t count, unsigned char *seen)
+{
+    CacheClient__SetPopRequest req = CACHE_CLIENT____SET_POP_REQUEST__INIT;
+    req.set_name = B(name);
+    req.count = count;
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "SetPop", &req.base, &r), 0);
+    CacheClient__SetPopResponse *resp = cache_client____set_pop_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    long n = -1;
+    if (resp->set_case == CACHE_CLIENT____SET_POP_RESPONSE__SET_FOUND)
+        n = (long)mark(resp->found->elements, resp->found->n_elements, seen);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+    return n;
+}
+
+static void test_set_pop(void **state)
+{
+    (void)state;
+    add_hundred("pp");
+    unsigned char seen[100] = {0};
+    assert_int_equal(pop("pp", 30, seen), 30);
+    assert_int_equal(set_length("pp"), 70);
+    /* What was popped is gone, and what was not is there. */
+    for (int i = 0; i < 100; i++) {
+        char e[8];
+        snprintf(e, sizeof(e), "e%d", i);
+        assert_int_equal(set_contains("pp", e), seen[i] ? 0 : 1);
+    }
+    /* More than there is: the rest, every element popped exactly once, and
+     * the set is gone. */
+    assert_int_equal(pop("pp", 1000, seen), 70);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(seen[i], 1);
+    assert_int_equal(set_length("pp"), -1);
+    assert_int_equal(pop("pp", 1, seen), -1);
+    /* Chosen at random: two sets filled alike give up different tens. */
+    add_hundred("pa");
+    add_hundred("pb");
+    unsigned char a[100] = {0}, b[100] = {0};
+    assert_int_equal(pop("pa", 10, a), 10);
+    assert_int_equal(pop("pb", 10, b), 10);
+    assert_memory_not_equal(a, b, sizeof(a));
+    /* A count of 0 is refused. */
+    CacheClient__SetPopRequest req = CACHE_CLIENT____SET_POP_REQUEST__INIT;
+    req.set_name = B("pp");
+    expect_error(SCS "SetPop", &req.base, ST_INVALID_ARGUMENT, NULL);
+}
+
+/* ---- Limits ---------------------------------------------------------------------- */
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    /* An empty collection name, as an empty key. */
+    assert_int_equal(dict_set("", 60000, false, "a=1"), ST_INVALID_ARGUMENT);
+    assert_int_equal(set_length(""), -100 - ST_INVALID_ARGUMENT);
+    /* One element over Momento's 128 KB: element_size_limit_exceeded. */
+    size_t big = 128 * 1024 + 1;
+    char *v = malloc(big);
+    memset(v, 'x', big);
+    ProtobufCBinaryData e = {big, (uint8_t *)v};
+    CacheClient__SetUnionRequest req = CACHE_CLIENT____SET_UNION_REQUEST__INIT;
+    req.set_name = B("big");
+    req.elements = &e;
+    req.n_elements = 1;
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "SetUnion", &req.base, &r), ST_RESOURCE_EXHAUSTED);
+    assert_string_equal(r.err, "element_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+    e.len = big - 1; /* at the limit: stored */
+    assert_int_equal(call(SCS "SetUnion", &req.base, &r), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(set_length("big"), 1);
+    free(v);
+}
+
+/* Under --max-memory a collection's elements count: a dictionary holding
+ * ~48 KiB is evicted once ~48 KiB of newer scalars need the room, which
+ * its key alone would never have made it. */
+static void test_max_memory(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    momento_local_options_set_max_memory(o, 100 * 1024);
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    const char *ep = momento_local_endpoint(s);
+
+    static char value[4096 + 2];
+    memset(value, 'v', 4096);
+    value[4096] = '\0';
+    char pairs[12][4200];
+    const char *list[13];
+    for (int i = 0; i < 12; i++) {
+        snprintf(pairs[i], sizeof(pairs[i]), "f%d=%s", i, value);
+        list[i] = pairs[i];
+    }
+    list[12] = NULL;
+    assert_int_equal(dict_set_at(ep, "dict", 60000, false, list), 0);
+    /* ~48 KiB of dictionary and ~48 KiB of scalars fit in 100 KiB together
+     * only just; a few more scalars must evict the dictionary (the least
+     * recently used), and nothing else. */
+    char key[16];
+    for (int i = 0; i < 14; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        assert_int_equal(scalar_set_at(ep, key, value, 4096), 0);
+    }
+    CacheClient__KeysExistRequest ke = CACHE_CLIENT____KEYS_EXIST_REQUEST__INIT;
+    ProtobufCBinaryData keys[] = {B("dict"), B("k0"), B("k13")};
+    ke.cache_keys = keys;
+    ke.n_cache_keys = 3;
+    tu_raw_reply r;
+    assert_int_equal(call_at(ep, SCS "KeysExist", &ke.base, &r), 0);
+    CacheClient__KeysExistResponse *kr = cache_client____keys_exist_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(kr->n_exists, 3);
+    assert_false(kr->exists[0]);
+    assert_true(kr->exists[1]);
+    assert_true(kr->exists[2]);
+    protobuf_c_message_free_unpacked(&kr->base, NULL);
+    tu_raw_reply_free(&r);
+
+    /* A collection --max-memory cannot hold at all is refused as an item
+     * would be, and leaves what was there: 30 fields of 4 KiB is past
+     * 100 KiB, so the write fails whole. */
+    assert_int_equal(dict_set_at(ep, "d2", 60000, false, (const char *const[]){"a=1", NULL}), 0);
+    char fields[30][8];
+    CacheClient__DictionaryFieldValuePair items[30], *ptrs[30];
+    for (int i = 0; i < 30; i++) {
+        CacheClient__DictionaryFieldValuePair init = CACHE_CLIENT____DICTIONARY_FIELD_VALUE_PAIR__INIT;
+        items[i] = init;
+        snprintf(fields[i], sizeof(fields[i]), "g%d", i);
+        items[i].field = B(fields[i]);
+        items[i].value = (ProtobufCBinaryData){4096, (uint8_t *)value};
+        ptrs[i] = &items[i];
+    }
+    CacheClient__DictionarySetRequest req = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
+    req.dictionary_name = B("d2");
+    req.items = ptrs;
+    req.n_items = 30;
+    assert_int_equal(call_at(ep, SCS "DictionarySet", &req.base, &r), ST_RESOURCE_EXHAUSTED);
+    assert_string_equal(r.err, "item_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+    CacheClient__DictionaryLengthRequest lr = CACHE_CLIENT____DICTIONARY_LENGTH_REQUEST__INIT;
+    lr.dictionary_name = B("d2");
+    assert_int_equal(call_at(ep, SCS "DictionaryLength", &lr.base, &r), 0);
+    CacheClient__DictionaryLengthResponse *l =
+        cache_client____dictionary_length_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(l->dictionary_case, CACHE_CLIENT____DICTIONARY_LENGTH_RESPONSE__DICTIONARY_FOUND);
+    assert_int_equal(l->found->length, 1);
+    protobuf_c_message_free_unpacked(&l->base, NULL);
+    tu_raw_reply_free(&r);
+    momento_local_stop(s);
+}
+
+/* Flushing the cache frees its collections with it. */
+static void test_flush(void **state)
+{
+    (void)state;
+    assert_int_equal(dict_set("fl", 60000, false, "a=1"), 0);
+    assert_int_equal(SET_ADD("fs", "a"), 0);
+    ControlClient__FlushCacheRequest req = CONTROL_CLIENT____FLUSH_CACHE_REQUEST__INIT;
+    req.cache_name = "c";
+    tu_raw_reply r;
+    assert_int_equal(call("/control_client.ScsControl/FlushCache", &req.base, &r), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(dict_length("fl"), -1);
+    assert_int_equal(set_length("fs"), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dictionary_values),
+        cmocka_unit_test(test_dictionary_missing_and_emptied),
+        cmocka_unit_test(test_dictionary_increment),
+        cmocka_unit_test(test_collection_ttl),
+        cmocka_unit_test(test_types),
+        cmocka_unit_test(test_set_values),
+        cmocka_unit_test(test_set_sample),
+        cmocka_unit_test(test_set_pop),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_max_memory),
+        cmocka_unit_test(test_flush),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
