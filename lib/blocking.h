@@ -37,4 +37,15 @@ void momento__blocking_done(const momento_result *r, void *b);
  * request's error, or `submitted` when it was refused. */
 int momento__blocking_wait(momento__blocking *b, int submitted, momento_result **ret);
 
+/* The whole body of a blocking function whose client is `c` and whose
+ * result pointer is `ret`: `call` is its async call, with MOMENTO__SYNC_CB in
+ * place of the callback and its userdata. */
+#define MOMENTO__SYNC_CB momento__blocking_done, &b_
+#define MOMENTO__SYNC(call)                                                                        \
+    do {                                                                                           \
+        momento__blocking b_;                                                                      \
+        MOMENTO__CHECK(momento__blocking_begin(&b_, c, ret));                                      \
+        return momento__blocking_wait(&b_, (call), ret);                                           \
+    } while (0)
+
 #endif

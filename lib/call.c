@@ -230,7 +230,9 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
     call->cache_value = grpc_empty_slice();
     grpc_metadata_array_init(&call->recv_initial);
     grpc_metadata_array_init(&call->recv_trailing);
-    call->request = pack(req);
+    call->request = opts->packed ? grpc_slice_from_copied_buffer((const char *)opts->packed,
+                                                                 opts->packed_len)
+                                 : pack(req);
 
     size_t n_md = 0;
     if (plane != MOMENTO__PLANE_PING) {

@@ -31,6 +31,11 @@ typedef struct momento__call_opts {
     /* When not NULL, set to the batcher's member when the request is
      * queued instead of started, for momento__batcher_withdraw(). */
     momento__bmember **queued;
+    /* When not NULL, the request already packed (the coalescer's collection
+     * reads, whose identity is these bytes): sent instead of `req`, which
+     * may then be NULL. Copied at submit. */
+    const uint8_t *packed;
+    size_t packed_len;
     /* Sent as is: the batcher's own sends (momento__send_get and friends
      * otherwise offer the request to the batcher first). */
     bool unbatched;

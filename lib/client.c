@@ -45,6 +45,7 @@ static void destroy(momento_client *c)
     momento__config_clear(&c->cfg);
     momento__retries_clear(&c->retries);
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->co_lock);
     pthread_cond_destroy(&c->drained);
     free(c);
     grpc_shutdown();
@@ -228,6 +229,8 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     grpc_init();
     momento__config_defaults(&c->cfg);
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->co_lock, NULL);
+    atomic_init(&c->n_coalescers, 0);
     pthread_cond_init(&c->drained, NULL);
     c->auth_value = grpc_empty_slice();
     c->kick_details = grpc_empty_slice();
@@ -275,6 +278,9 @@ void momento_client_free(momento_client *c)
         return;
     }
     c->closing = true;
+    pthread_mutex_unlock(&c->lock);
+    momento__coalescers_detach_all(c);
+    pthread_mutex_lock(&c->lock);
     /* Each tracked call still completes, with CANCELLED, through its
      * callback; calls waiting to retry have no gRPC call, and the next
      * momento__retries_run() ends them. */

@@ -63,6 +63,12 @@ struct momento_client {
                                   * section that queues a retry */
     bool free_deferred;          /* ...from the completion thread itself */
 
+    /* Coalescers over this client (coalescer.c), told of its writes so that
+     * a read issued after a write never joins a read issued before it. */
+    pthread_mutex_t co_lock;
+    struct momento_coalescer *coalescers;
+    atomic_size_t n_coalescers;
+
     /* Waking the completion thread from another (client.c, kick()). */
     grpc_channel *kick_channel;  /* a lame channel: its calls fail at once */
     atomic_bool kick_pending;
@@ -71,6 +77,16 @@ struct momento_client {
     grpc_slice kick_details;
     grpc_metadata_array kick_trailing;
 };
+
+/* coalescer.c: a write of (cache, key) is being submitted through `c`
+ * (not through a coalescer): every coalescer over `c` closes that key's
+ * open reads and writes to newcomers. One atomic load when there is none.
+ * Any thread; takes c->co_lock, then each coalescer's lock. */
+void momento__coalescers_note_write(momento_client *c, const char *cache, const void *key,
+                                    size_t key_len);
+/* coalescer.c: `c` is being freed: its coalescers forget it (they may only
+ * be freed from now on). */
+void momento__coalescers_detach_all(momento_client *c);
 
 /* The client whose completion thread is running this code, or NULL. */
 extern _Thread_local const momento_client *momento__current_client;

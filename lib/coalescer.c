@@ -34,6 +34,7 @@
 #include "alloc.h"
 #include "batcher.h"
 #include "cancel.h"
+#include "collection.h"
 #include "op.h"
 #include "result.h"
 #include "retry.h"
@@ -43,7 +44,9 @@
 #include <uthash.h>
 #include <utlist.h>
 
-typedef enum { CO_GET, CO_SET, CO_DELETE } co_op;
+/* CO_READ: a collection read, whose identity is its RPC and its packed
+ * request (kept as the inflight's value). */
+typedef enum { CO_GET, CO_SET, CO_DELETE, CO_READ } co_op;
 
 typedef struct inflight inflight;
 
@@ -73,11 +76,14 @@ struct inflight {
     momento_coalescer *co;
     key_state *ks;
     co_op op;
+    momento__rpc_id rpc;    /* CO_READ: which read */
+    inflight *next_read;    /* CO_READ: in its key_state's open reads */
     uint64_t ttl_ms;        /* sets: effective TTL */
     gpr_timespec deadline;  /* the RPC's: its issuer's */
     momento__call *call;    /* the RPC, cancelled when the last waiter leaves... */
     momento__bmember *queued; /* ...or, batched, withdrawn from the batcher */
-    size_t value_len;       /* sets: the value, kept to compare joiners and to re-issue */
+    size_t value_len;       /* sets: the value, kept to compare joiners and to re-issue;
+                             * reads: the packed request, for the same */
     uint8_t *value;
     size_t n_waiters;
     bool embedded;          /* lives inside its key_state's allocation */
@@ -89,6 +95,7 @@ struct inflight {
 struct key_state {
     UT_hash_handle hh;
     inflight *open_get;
+    inflight *open_reads;   /* collection reads newcomers may join (next_read) */
     inflight *last_write;
     size_t refs;            /* in-flight RPCs of this key */
     size_t cache_len;
@@ -104,6 +111,9 @@ struct momento_coalescer {
     key_state *table;
     bool closed;
     momento_coalescer_counters counters;
+    /* In the client's list (c->co_lock): told of the client's writes. */
+    momento_coalescer *reg_prev, *reg_next;
+    atomic_bool detached;   /* the client was freed first: not in its list */
 };
 
 int momento_coalescer_new(momento_coalescer **ret, momento_client *client)
@@ -115,6 +125,11 @@ int momento_coalescer_new(momento_coalescer **ret, momento_client *client)
         return MOMENTO_ERR_NO_MEMORY;
     co->client = client;
     pthread_mutex_init(&co->lock, NULL);
+    atomic_init(&co->detached, false);
+    pthread_mutex_lock(&client->co_lock);
+    DL_APPEND2(client->coalescers, co, reg_prev, reg_next);
+    atomic_fetch_add(&client->n_coalescers, 1);
+    pthread_mutex_unlock(&client->co_lock);
     *ret = co;
     return MOMENTO_OK;
 }
@@ -129,6 +144,13 @@ void momento_coalescer_free(momento_coalescer *co)
 {
     if (!co)
         return;
+    momento_client *c = co->client;
+    if (!atomic_load(&co->detached)) {
+        pthread_mutex_lock(&c->co_lock);
+        DL_DELETE2(c->coalescers, co, reg_prev, reg_next);
+        atomic_fetch_sub(&c->n_coalescers, 1);
+        pthread_mutex_unlock(&c->co_lock);
+    }
     pthread_mutex_lock(&co->lock);
     co->closed = true;
     bool drained = co->counters.keys_in_flight == 0;
@@ -173,6 +195,13 @@ static void close_to_newcomers(inflight *e)
 {
     if (e->ks->open_get == e)
         e->ks->open_get = NULL;
+    if (e->op == CO_READ) {
+        for (inflight **p = &e->ks->open_reads; *p; p = &(*p)->next_read)
+            if (*p == e) {
+                *p = e->next_read;
+                break;
+            }
+    }
     if (e->ks->last_write == e)
         e->ks->last_write = NULL;
 }
@@ -260,9 +289,9 @@ static void waiter_fire(momento__timer *t)
     waiter_deliver(w, &r);
 }
 
-static int submit_locked(momento_coalescer *co, co_op op, const char *cache, size_t cache_len,
-                         const void *key, size_t key_len, const void *value, size_t value_len,
-                         uint64_t ttl_ms, waiter *w);
+static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc, const char *cache,
+                         size_t cache_len, const void *key, size_t key_len, const void *value,
+                         size_t value_len, uint64_t ttl_ms, waiter *w);
 
 /* Whether `w`, still attached to `e` which ended with `r`, is to be issued
  * again: the RPC ran out of its issuer's time, not of this waiter's. */
@@ -313,7 +342,7 @@ static void on_done(const momento_result *r, void *userdata)
              * request may join or lead an RPC on the same key. */
             w->state = W_PENDING;
             const char *cache = (const char *)ks->id;
-            if (submit_locked(co, e->op, cache, ks->cache_len, ks->id + ks->cache_len + 1,
+            if (submit_locked(co, e->op, e->rpc, cache, ks->cache_len, ks->id + ks->cache_len + 1,
                               ks->id_len - ks->cache_len - 1, e->value, e->value_len, e->ttl_ms,
                               w) == MOMENTO_OK) {
                 co->counters.reissued++;
@@ -347,12 +376,13 @@ static void on_done(const momento_result *r, void *userdata)
         destroy(co);
 }
 
-/* Finds the key_state of (cache, key), or makes one with room for an
- * embedded inflight carrying `value_len` value bytes; *fresh says which. The
- * caller holds the lock. The id is hashed once for both lookup and insert. */
+/* Finds the key_state of (cache, key), or (with `create`) makes one with
+ * room for an embedded inflight carrying `value_len` value bytes; *fresh
+ * says which. The caller holds the lock. The id is hashed once for both
+ * lookup and insert. */
 static key_state *state_for(momento_coalescer *co, const char *cache, size_t cache_len,
-                            const void *key, size_t key_len, size_t value_len, bool *fresh,
-                            int *err)
+                            const void *key, size_t key_len, size_t value_len, bool create,
+                            bool *fresh, int *err)
 {
     size_t id_len = cache_len + 1 + key_len;
     uint8_t stack_id[512];
@@ -370,7 +400,7 @@ static key_state *state_for(momento_coalescer *co, const char *cache, size_t cac
     key_state *ks = NULL;
     HASH_FIND_BYHASHVALUE(hh, co->table, id, id_len, hv, ks);
     *fresh = ks == NULL;
-    if (!ks) {
+    if (!ks && create) {
         size_t at = ALIGN_UP(sizeof(*ks) + id_len);
         ks = momento__malloc(at + sizeof(inflight) + value_len);
         if (ks) {
@@ -393,6 +423,15 @@ static inflight *embedded_inflight(key_state *ks)
     return (inflight *)((uint8_t *)ks + ALIGN_UP(sizeof(*ks) + ks->id_len));
 }
 
+/* The open read of `ks` with this RPC and packed request, or NULL. */
+static inflight *open_read(key_state *ks, momento__rpc_id rpc, const void *req, size_t req_len)
+{
+    for (inflight *e = ks->open_reads; e; e = e->next_read)
+        if (e->rpc == rpc && e->value_len == req_len && memcmp(e->value, req, req_len) == 0)
+            return e;
+    return NULL;
+}
+
 static bool same_set(const inflight *e, const void *value, size_t value_len, uint64_t ttl_ms)
 {
     return e->op == CO_SET && e->ttl_ms == ttl_ms && e->value_len == value_len &&
@@ -408,21 +447,23 @@ static int64_t to_ns(gpr_timespec t)
  * flight that it may join, or issues one. With the lock held; on the
  * completion thread too (a waiter issued again). Returns 0, or an error
  * with `w` left pending and untouched. */
-static int submit_locked(momento_coalescer *co, co_op op, const char *cache, size_t cache_len,
-                         const void *key, size_t key_len, const void *value, size_t value_len,
-                         uint64_t ttl_ms, waiter *w)
+static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc, const char *cache,
+                         size_t cache_len, const void *key, size_t key_len, const void *value,
+                         size_t value_len, uint64_t ttl_ms, waiter *w)
 {
     if (co->closed)
         return MOMENTO_ERR_CLOSED;
     int rc;
     bool fresh;
-    key_state *ks = state_for(co, cache, cache_len, key, key_len, value_len, &fresh, &rc);
+    key_state *ks = state_for(co, cache, cache_len, key, key_len, value_len, true, &fresh, &rc);
     if (!ks)
         return rc;
 
     inflight *target = NULL;
     if (op == CO_GET)
         target = ks->open_get;
+    else if (op == CO_READ)
+        target = open_read(ks, rpc, value, value_len);
     else if (ks->last_write && (op == CO_SET ? same_set(ks->last_write, value, value_len, ttl_ms)
                                              : ks->last_write->op == CO_DELETE))
         target = ks->last_write;
@@ -461,6 +502,7 @@ static int submit_locked(momento_coalescer *co, co_op op, const char *cache, siz
         e->co = co;
         e->ks = ks;
         e->op = op;
+        e->rpc = rpc;
         e->ttl_ms = ttl_ms;
         e->value_len = value_len;
         e->value = (uint8_t *)(e + 1);
@@ -479,6 +521,11 @@ static int submit_locked(momento_coalescer *co, co_op op, const char *cache, siz
         else if (op == CO_SET)
             rc = momento__send_set(co->client, cache, key, key_len, value, value_len, ttl_ms, &opts,
                                    on_done, e);
+        else if (op == CO_READ) {
+            opts.packed = e->value;
+            opts.packed_len = value_len;
+            rc = momento__call_start_with(co->client, rpc, cache, NULL, &opts, on_done, e);
+        }
         else
             rc = momento__send_delete(co->client, cache, key, key_len, &opts, on_done, e);
     }
@@ -495,8 +542,12 @@ static int submit_locked(momento_coalescer *co, co_op op, const char *cache, siz
     ks->refs++;
     if (op == CO_GET) {
         ks->open_get = e;
+    } else if (op == CO_READ) {
+        e->next_read = ks->open_reads;
+        ks->open_reads = e;
     } else {
-        ks->open_get = NULL; /* later gets must observe this write */
+        ks->open_get = NULL; /* later reads must observe this write */
+        ks->open_reads = NULL;
         ks->last_write = e;
     }
     co->counters.keys_in_flight++;
@@ -504,7 +555,12 @@ static int submit_locked(momento_coalescer *co, co_op op, const char *cache, siz
     return MOMENTO_OK;
 }
 
-/* The one path for all three operations. */
+static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, const char *cache,
+                   const void *key, size_t key_len, const void *value, size_t value_len,
+                   uint64_t ttl_ms, const momento_request_options *opts, momento_callback cb,
+                   void *userdata);
+
+/* The one path for gets, sets and deletes. */
 static int submit(momento_coalescer *co, co_op op, const char *cache, const void *key,
                   size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
                   const momento_request_options *opts, momento_callback cb, void *userdata)
@@ -520,7 +576,18 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
         ttl_ms = momento__effective_ttl(&co->client->cfg, ttl_ms);
     if (op != CO_SET)
         value_len = 0;
+    return enqueue(co, op, MOMENTO__RPC_GET, cache, key, key_len, value, value_len, ttl_ms, opts,
+                   cb, userdata);
+}
 
+/* A checked request: a waiter for it, attached to an RPC of its own or one
+ * it joins. Returns as the public calls. */
+static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, const char *cache,
+                   const void *key, size_t key_len, const void *value, size_t value_len,
+                   uint64_t ttl_ms, const momento_request_options *opts, momento_callback cb,
+                   void *userdata)
+{
+    int rc;
     waiter *w = momento__malloc(sizeof(*w));
     if (!w)
         return MOMENTO_ERR_NO_MEMORY;
@@ -545,16 +612,19 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
         }
     }
 
-    uint64_t *requests = op == CO_GET   ? &co->counters.get_requests
-                         : op == CO_SET ? &co->counters.set_requests
-                                        : &co->counters.delete_requests;
-    uint64_t *coalesced = op == CO_GET   ? &co->counters.get_coalesced
-                          : op == CO_SET ? &co->counters.set_coalesced
-                                         : &co->counters.delete_coalesced;
+    uint64_t *requests = op == CO_GET    ? &co->counters.get_requests
+                         : op == CO_SET  ? &co->counters.set_requests
+                         : op == CO_READ ? &co->counters.read_requests
+                                         : &co->counters.delete_requests;
+    uint64_t *coalesced = op == CO_GET    ? &co->counters.get_coalesced
+                          : op == CO_SET  ? &co->counters.set_coalesced
+                          : op == CO_READ ? &co->counters.read_coalesced
+                                          : &co->counters.delete_coalesced;
 
     pthread_mutex_lock(&co->lock);
     uint64_t in_flight = co->counters.keys_in_flight;
-    rc = submit_locked(co, op, cache, strlen(cache), key, key_len, value, value_len, ttl_ms, w);
+    rc = submit_locked(co, op, rpc, cache, strlen(cache), key, key_len, value, value_len, ttl_ms,
+                       w);
     if (rc == MOMENTO_OK) {
         (*requests)++;
         if (co->counters.keys_in_flight == in_flight)
@@ -623,4 +693,70 @@ int momento_coalescing_delete_sync(momento_coalescer *co, const char *cache, con
     MOMENTO__CHECK(momento__blocking_begin(&b, co ? co->client : NULL, ret));
     return momento__blocking_wait(
         &b, momento_coalescing_delete(co, cache, key, key_len, opts, momento__blocking_done, &b), ret);
+}
+
+momento_client *momento__coalescer_client(const momento_coalescer *co)
+{
+    return co ? co->client : NULL;
+}
+
+int momento__coalesce_read(momento_coalescer *co, momento__rpc_id rpc, const char *cache,
+                           const void *name, size_t name_len, const ProtobufCMessage *req,
+                           const momento_request_options *opts, momento_callback cb,
+                           void *userdata)
+{
+    /* The identity: the request as packed (protobuf-c packs fields in
+     * number order, so equal requests pack to equal bytes). */
+    size_t len = protobuf_c_message_get_packed_size(req);
+    uint8_t stack[256];
+    uint8_t *packed = len <= sizeof(stack) ? stack : momento__malloc(len);
+    if (!packed)
+        return MOMENTO_ERR_NO_MEMORY;
+    protobuf_c_message_pack(req, packed);
+    int rc = enqueue(co, CO_READ, rpc, cache, name, name_len, packed, len, 0, opts, cb, userdata);
+    if (packed != stack)
+        free(packed);
+    return rc;
+}
+
+void momento__coalescers_note_write(momento_client *c, const char *cache, const void *key,
+                                    size_t key_len)
+{
+    if (atomic_load(&c->n_coalescers) == 0)
+        return;
+    size_t cache_len = strlen(cache);
+    pthread_mutex_lock(&c->co_lock);
+    for (momento_coalescer *co = c->coalescers; co; co = co->reg_next) {
+        pthread_mutex_lock(&co->lock);
+        bool fresh;
+        int err = MOMENTO_OK;
+        key_state *ks = state_for(co, cache, cache_len, key, key_len, 0, false, &fresh, &err);
+        if (ks) {
+            ks->open_get = NULL;
+            ks->open_reads = NULL;
+            ks->last_write = NULL;
+        } else if (err != MOMENTO_OK) {
+            /* No memory for the lookup: close every key rather than risk
+             * a read that misses this write. */
+            for (key_state *k = co->table; k; k = k->hh.next) {
+                k->open_get = NULL;
+                k->open_reads = NULL;
+                k->last_write = NULL;
+            }
+        }
+        pthread_mutex_unlock(&co->lock);
+    }
+    pthread_mutex_unlock(&c->co_lock);
+}
+
+void momento__coalescers_detach_all(momento_client *c)
+{
+    pthread_mutex_lock(&c->co_lock);
+    for (momento_coalescer *co = c->coalescers, *next; co; co = next) {
+        next = co->reg_next;
+        atomic_store(&co->detached, true);
+        DL_DELETE2(c->coalescers, co, reg_prev, reg_next);
+    }
+    atomic_store(&c->n_coalescers, 0);
+    pthread_mutex_unlock(&c->co_lock);
 }

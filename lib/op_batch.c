@@ -136,6 +136,7 @@ int momento_set_batch(momento_client *c, const char *cache, const void *const *k
     }
     uint64_t ttl = momento__effective_ttl(&c->cfg, ttl_ms);
     for (size_t i = 0; i < n; i++) {
+        momento__coalescers_note_write(c, cache, keys[i], key_lens[i]); /* read-your-writes */
         cache_client____set_request__init(&items[i]);
         items[i].cache_key.data = (uint8_t *)keys[i];
         items[i].cache_key.len = key_lens[i];

@@ -26,6 +26,7 @@ int momento_set_if(momento_client *c, const char *cache, const void *key, size_t
     MOMENTO__CHECK(
         momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb));
     MOMENTO__CHECK(momento__check_condition(condition, compare, compare_len));
+    momento__coalescers_note_write(c, cache, key, key_len); /* read-your-writes */
 
     CacheClient__SetIfRequest req = CACHE_CLIENT____SET_IF_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);

@@ -81,6 +81,18 @@ momento_item_type momento_result_item_type(const momento_result *r)
     return r && r->outcome == MOMENTO_OUTCOME_HIT ? r->item_type : MOMENTO_ITEM_TYPE_NONE;
 }
 
+const void *momento_result_field(const momento_result *r, size_t *ret_len)
+{
+    if (ret_len)
+        *ret_len = r && r->field ? r->field_len : 0;
+    return r ? r->field : NULL;
+}
+
+double momento_result_score(const momento_result *r)
+{
+    return r ? r->score : 0.0;
+}
+
 size_t momento_result_exists_count(const momento_result *r)
 {
     return r ? r->n_exists : 0;
@@ -134,7 +146,8 @@ static size_t copy_size(const momento_result *r)
         size += str_size(r->caches[i]);
     size += str_size(r->message) + str_size(r->error_detail) + r->value_len + 1;
     for (size_t i = 0; i < r->n_items; i++)
-        size += r->items[i].value_len + 1;
+        size += r->items[i].value_len + 1 + r->items[i].field_len + 1;
+    size += r->field_len + 1;
     return size + r->n_exists;
 }
 
@@ -168,12 +181,18 @@ int momento_result_dup(const momento_result *r, momento_result **ret)
         d->error_detail = put_bytes(&p, r->error_detail, str_size(r->error_detail));
     d->value = r->value ? (const uint8_t *)put_bytes(&p, r->value, r->value_len) : NULL;
     *p++ = '\0';
+    d->field = r->field ? (const uint8_t *)put_bytes(&p, r->field, r->field_len) : NULL;
+    *p++ = '\0';
     for (size_t i = 0; i < r->n_items; i++) {
         items[i] = r->items[i];
         items[i].message = "";
         items[i].error_detail = NULL;
         items[i].value = r->items[i].value
                              ? (const uint8_t *)put_bytes(&p, r->items[i].value, r->items[i].value_len)
+                             : NULL;
+        *p++ = '\0';
+        items[i].field = r->items[i].field
+                             ? (const uint8_t *)put_bytes(&p, r->items[i].field, r->items[i].field_len)
                              : NULL;
         *p++ = '\0';
         items[i].items = NULL;

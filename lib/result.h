@@ -21,7 +21,10 @@ struct momento_result {
     const char *const *caches;
     size_t n_exists;          /* keys_exist / key_exists */
     const uint8_t *exists;
-    size_t n_items;           /* get_batch / set_batch, in request order */
+    const uint8_t *field;     /* a dictionary entry's field */
+    size_t field_len;
+    double score;             /* a sorted-set element's or score answer */
+    size_t n_items;           /* batches, in request order; a collection's elements */
     const momento_result *items;
     const char *next_token;   /* ListCaches paging; NULL or "" on the last page */
 };

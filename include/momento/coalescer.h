@@ -102,6 +102,44 @@ MOMENTO_EXPORT int momento_coalescing_delete_sync(momento_coalescer *co, const c
                                                   momento_result **ret);
 
 /*
+ * Collection reads, coalesced (collections.h for the arguments and results;
+ * the same return codes as above). Identical reads in flight - the same
+ * operation on the same cache and collection with the same arguments -
+ * share one RPC. Every write of that collection's key submitted through the
+ * coalescer's client or the coalescer (scalar or collection, async or
+ * blocking) closes the key's reads in flight to newcomers: a read issued
+ * after the write was submitted observes it (read-your-writes). Writes
+ * through another client are not seen, as with gets.
+ */
+MOMENTO_EXPORT int momento_coalescing_dictionary_get_field(
+    momento_coalescer *co, const char *cache, const void *name, size_t name_len, const void *field,
+    size_t field_len, const momento_request_options *opts, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_dictionary_get_fields(
+    momento_coalescer *co, const char *cache, const void *name, size_t name_len,
+    const void *const *fields, const size_t *field_lens, size_t n,
+    const momento_request_options *opts, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_dictionary_fetch(momento_coalescer *co, const char *cache,
+                                                       const void *name, size_t name_len,
+                                                       const momento_request_options *opts,
+                                                       momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_dictionary_length(momento_coalescer *co, const char *cache,
+                                                        const void *name, size_t name_len,
+                                                        const momento_request_options *opts,
+                                                        momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_set_fetch(momento_coalescer *co, const char *cache,
+                                                const void *name, size_t name_len,
+                                                const momento_request_options *opts,
+                                                momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_set_contains_elements(
+    momento_coalescer *co, const char *cache, const void *name, size_t name_len,
+    const void *const *elements, const size_t *element_lens, size_t n,
+    const momento_request_options *opts, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_set_length(momento_coalescer *co, const char *cache,
+                                                 const void *name, size_t name_len,
+                                                 const momento_request_options *opts,
+                                                 momento_callback cb, void *userdata);
+
+/*
  * Counters since creation. Fields are only ever appended: pass
  * sizeof(momento_coalescer_counters) so a program built against an older header
  * keeps working.
@@ -122,6 +160,9 @@ typedef struct momento_coalescer_counters {
     uint64_t rpcs_abandoned;    /* RPCs cancelled on the wire: their last waiter left */
     uint64_t reissued;          /* waiters issued again: their RPC hit the deadline
                                  * of the waiter that issued it, not theirs */
+    /* Appended with collections (docs/coalescing.md, "Collections"): */
+    uint64_t read_requests;     /* accepted coalescing collection reads */
+    uint64_t read_coalesced;    /* ...of which joined an identical read in flight */
 } momento_coalescer_counters;
 
 /* Fills *ret (at most `size` bytes of it). Returns 0, or

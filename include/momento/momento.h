@@ -782,4 +782,7 @@ MOMENTO_EXPORT int momento_set_batch_sync(momento_client *c, const char *cache,
 }
 #endif
 
+/* Dictionaries, sets, lists and sorted sets. */
+#include "momento/collections.h"
+
 #endif /* MOMENTO_MOMENTO_H */

@@ -1,0 +1,859 @@
+/* Lists and sorted sets through the library, against the local server:
+ * values and their order, lengths, truncation, slices, scores and ranks,
+ * misses once the last element is gone, CollectionTtl, type mismatches,
+ * the async forms, and the refusals at submit (nothing sent, no
+ * callback). */
+#include "testutil.h"
+
+#include "momento/collections.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static momento_local *server;
+static momento_client *client;
+
+static int setup(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    server = tu_server(o);
+    momento_local_options_free(o);
+    client = tu_client(server, NULL);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    momento_client_free(client);
+    momento_local_stop(server);
+    return 0;
+}
+
+#define S(str) (str), strlen(str)
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static void check_score(double got, double want)
+{
+    if (got != want)
+        fail_msg("score %.17g, want %.17g", got, want);
+}
+
+/* Asserts that `r` is a HIT whose items are exactly `want`: comma-separated
+ * values ("" = no items), each "value:score" when `scored`. */
+static void check_items(const momento_result *r, const char *want, int scored)
+{
+    assert_int_equal(momento_result_error(r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", want);
+    size_t i = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save), i++) {
+        const momento_result *it = momento_result_item(r, i);
+        if (!it)
+            fail_msg("%zu items, want %s", momento_result_item_count(r), want);
+        assert_int_equal(momento_result_outcome(it), MOMENTO_OUTCOME_HIT);
+        if (scored) {
+            char *colon = strrchr(tok, ':');
+            assert_non_null(colon);
+            *colon = '\0';
+            check_score(momento_result_score(it), strtod(colon + 1, NULL));
+        }
+        size_t len;
+        const void *v = momento_result_value(it, &len);
+        assert_non_null(v);
+        if (len != strlen(tok) || memcmp(v, tok, len) != 0)
+            fail_msg("item %zu is \"%.*s\", want \"%s\" (of %s)", i, (int)len, (const char *)v,
+                     tok, want);
+    }
+    assert_int_equal(momento_result_item_count(r), i);
+}
+
+static void check_fetch(const char *list, int32_t start, int32_t end, const char *want)
+{
+    momento_result *r;
+    assert_int_equal(momento_list_fetch_sync(client, "c", S(list), start, end, NULL, &r),
+                     MOMENTO_OK);
+    if (momento_result_outcome(r) != MOMENTO_OUTCOME_HIT)
+        fail_msg("fetch [%d, %d) of %s: outcome %d, want a HIT", start, end, list,
+                 (int)momento_result_outcome(r));
+    check_items(r, want, 0);
+    momento_result_free(r);
+}
+
+static void check_rank_fetch(const char *set, int32_t start, int32_t end, momento_order order,
+                             const char *want)
+{
+    momento_result *r;
+    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", S(set), start, end, order,
+                                                           NULL, &r),
+                     MOMENTO_OK);
+    check_items(r, want, 1);
+    momento_result_free(r);
+}
+
+static void check_score_fetch(const char *set, double min, double max, momento_order order,
+                              uint32_t offset, uint32_t count, const char *want)
+{
+    momento_result *r;
+    assert_int_equal(momento_sorted_set_fetch_by_score_sync(client, "c", S(set), min, max, order,
+                                                            offset, count, NULL, &r),
+                     MOMENTO_OK);
+    check_items(r, want, 1);
+    momento_result_free(r);
+}
+
+/* The outcome of a length call, and the length when it is a HIT. */
+static void check_list_length(const char *list, int64_t want)
+{
+    momento_result *r;
+    assert_int_equal(momento_list_length_sync(client, "c", S(list), NULL, &r), MOMENTO_OK);
+    if (want < 0) {
+        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    } else {
+        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+        assert_int_equal(momento_result_int(r), want);
+    }
+    momento_result_free(r);
+}
+
+/* Pushes or concatenates and checks the new length it answers. */
+static void push_back(const char *list, const char *value, uint32_t truncate, int64_t want_len)
+{
+    momento_result *r;
+    assert_int_equal(momento_list_push_back_sync(client, "c", S(list), S(value), truncate, NULL,
+                                                 NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    assert_int_equal(momento_result_int(r), want_len);
+    momento_result_free(r);
+}
+
+static void push_front(const char *list, const char *value, uint32_t truncate, int64_t want_len)
+{
+    momento_result *r;
+    assert_int_equal(momento_list_push_front_sync(client, "c", S(list), S(value), truncate, NULL,
+                                                  NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    assert_int_equal(momento_result_int(r), want_len);
+    momento_result_free(r);
+}
+
+/* A list "0".."9". */
+static void make_digits(const char *list)
+{
+    const void *v[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
+    size_t l[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    momento_result *r;
+    assert_int_equal(momento_list_concatenate_back_sync(client, "c", S(list), v, l, N(v), 0, NULL,
+                                                        NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_int(r), 10);
+    momento_result_free(r);
+}
+
+static void test_list_push_fetch(void **state)
+{
+    (void)state;
+    momento_result *r;
+    /* No list yet: every read misses. */
+    assert_int_equal(momento_list_fetch_sync(client, "c", S("l1"), 0, MOMENTO_END, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    assert_int_equal(momento_result_item_count(r), 0);
+    momento_result_free(r);
+    check_list_length("l1", -1);
+    assert_int_equal(momento_list_pop_front_sync(client, "c", S("l1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    assert_null(momento_result_value(r, NULL));
+    momento_result_free(r);
+
+    push_back("l1", "b", 0, 1);
+    push_back("l1", "c", 0, 2);
+    push_front("l1", "a", 0, 3);
+    const void *back[] = {"d", "e"};
+    size_t back_lens[] = {1, 1};
+    assert_int_equal(momento_list_concatenate_back_sync(client, "c", S("l1"), back, back_lens, 2,
+                                                        0, NULL, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    assert_int_equal(momento_result_int(r), 5);
+    momento_result_free(r);
+    /* Concatenated at the front, the values keep their own order. */
+    const void *front[] = {"x", "y"};
+    size_t front_lens[] = {1, 1};
+    assert_int_equal(momento_list_concatenate_front_sync(client, "c", S("l1"), front, front_lens,
+                                                         2, 0, NULL, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_int(r), 7);
+    momento_result_free(r);
+
+    check_fetch("l1", 0, MOMENTO_END, "x,y,a,b,c,d,e");
+    check_list_length("l1", 7);
+    assert_int_equal(momento_item_get_type_sync(client, "c", S("l1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_LIST);
+    momento_result_free(r);
+
+    /* An empty value is an element like any other, and reads as present. */
+    push_back("l1", "", 0, 8);
+    assert_int_equal(momento_list_fetch_sync(client, "c", S("l1"), -2, MOMENTO_END, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_item_count(r), 2);
+    size_t len = 99;
+    assert_non_null(momento_result_value(momento_result_item(r, 1), &len));
+    assert_int_equal(len, 0);
+    /* An owned copy keeps the items. */
+    momento_result *copy;
+    assert_int_equal(momento_result_dup(r, &copy), MOMENTO_OK);
+    momento_result_free(r);
+    assert_int_equal(momento_result_item_count(copy), 2);
+    assert_memory_equal(momento_result_value(momento_result_item(copy, 0), &len), "e", 1);
+    momento_result_free(copy);
+}
+
+static void test_list_slices(void **state)
+{
+    (void)state;
+    make_digits("l2");
+    check_fetch("l2", 2, 5, "2,3,4");
+    check_fetch("l2", 0, 3, "0,1,2");
+    check_fetch("l2", 7, MOMENTO_END, "7,8,9");
+    check_fetch("l2", -3, MOMENTO_END, "7,8,9");
+    check_fetch("l2", 0, -8, "0,1");
+    check_fetch("l2", 3, -3, "3,4,5,6");
+    check_fetch("l2", -4, -1, "6,7,8");
+    check_fetch("l2", -3, 9, "7,8");
+    /* Out-of-range ends are clamped. */
+    check_fetch("l2", -100, 2, "0,1");
+    check_fetch("l2", 5, 100, "5,6,7,8,9");
+    check_fetch("l2", 8, INT32_MAX - 1, "8,9");
+    /* Empty only given the length: accepted, and answered as Momento does
+     * (the Go SDK's "provides no start and 0 as end yields no result"):
+     * a MISS, though the list exists. */
+    int32_t empty[][2] = {{-2, 3}, {12, 20}, {-3, 0}};
+    for (size_t i = 0; i < N(empty); i++) {
+        momento_result *r;
+        assert_int_equal(momento_list_fetch_sync(client, "c", S("l2"), empty[i][0], empty[i][1],
+                                                 NULL, &r),
+                         MOMENTO_OK);
+        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+        assert_int_equal(momento_result_item_count(r), 0);
+        momento_result_free(r);
+    }
+    /* Unchanged by the reads. */
+    check_list_length("l2", 10);
+}
+
+static void test_list_truncate(void **state)
+{
+    (void)state;
+    momento_result *r;
+    push_back("l3", "1", 0, 1);
+    push_back("l3", "2", 0, 2);
+    push_back("l3", "3", 0, 3);
+    /* Pushed at the back, cut from the front; and the other way round. */
+    push_back("l3", "4", 3, 3);
+    check_fetch("l3", 0, MOMENTO_END, "2,3,4");
+    push_front("l3", "0", 2, 2);
+    check_fetch("l3", 0, MOMENTO_END, "0,2");
+    /* A limit the list is within leaves it whole. */
+    push_back("l3", "5", 10, 3);
+    check_fetch("l3", 0, MOMENTO_END, "0,2,5");
+
+    const void *abc[] = {"a", "b", "c"};
+    size_t one[] = {1, 1, 1};
+    assert_int_equal(momento_list_concatenate_back_sync(client, "c", S("l3"), abc, one, 3, 4, NULL,
+                                                        NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_int(r), 4);
+    momento_result_free(r);
+    check_fetch("l3", 0, MOMENTO_END, "5,a,b,c");
+    const void *pq[] = {"p", "q"};
+    assert_int_equal(momento_list_concatenate_front_sync(client, "c", S("l3"), pq, one, 2, 3, NULL,
+                                                         NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_int(r), 3);
+    momento_result_free(r);
+    check_fetch("l3", 0, MOMENTO_END, "p,q,5");
+}
+
+static void test_list_pop_remove_retain(void **state)
+{
+    (void)state;
+    momento_result *r;
+    const void *v[] = {"a", "b", "a", "c", "a"};
+    size_t l[] = {1, 1, 1, 1, 1};
+    assert_int_equal(momento_list_concatenate_back_sync(client, "c", S("l4"), v, l, N(v), 0, NULL,
+                                                        NULL, NULL),
+                     MOMENTO_OK);
+    /* Every "a" goes; a value not in the list, or no list, is no error. */
+    assert_int_equal(momento_list_remove_value_sync(client, "c", S("l4"), S("a"), NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    momento_result_free(r);
+    check_fetch("l4", 0, MOMENTO_END, "b,c");
+    assert_int_equal(momento_list_remove_value_sync(client, "c", S("l4"), S("zz"), NULL, NULL),
+                     MOMENTO_OK);
+    assert_int_equal(momento_list_remove_value_sync(client, "c", S("no-list"), S("a"), NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    momento_result_free(r);
+    check_fetch("l4", 0, MOMENTO_END, "b,c");
+
+    /* Pops take from their own end; the last one deletes the list. */
+    size_t len;
+    assert_int_equal(momento_list_pop_back_sync(client, "c", S("l4"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    assert_memory_equal(momento_result_value(r, &len), "c", 1);
+    assert_int_equal(len, 1);
+    momento_result_free(r);
+    assert_int_equal(momento_list_pop_front_sync(client, "c", S("l4"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    assert_memory_equal(momento_result_value(r, &len), "b", 1);
+    momento_result_free(r);
+    assert_int_equal(momento_list_pop_front_sync(client, "c", S("l4"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+    assert_int_equal(momento_list_pop_back_sync(client, "c", S("l4"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+    check_list_length("l4", -1);
+    assert_int_equal(momento_list_fetch_sync(client, "c", S("l4"), 0, MOMENTO_END, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+
+    /* Retain keeps a slice, with the same index rules as fetch. */
+    make_digits("l5");
+    assert_int_equal(momento_list_retain_sync(client, "c", S("l5"), 2, 8, NULL, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    momento_result_free(r);
+    check_fetch("l5", 0, MOMENTO_END, "2,3,4,5,6,7");
+    assert_int_equal(
+        momento_list_retain_sync(client, "c", S("l5"), -3, MOMENTO_END, NULL, NULL, NULL),
+        MOMENTO_OK);
+    check_fetch("l5", 0, MOMENTO_END, "5,6,7");
+    assert_int_equal(momento_list_retain_sync(client, "c", S("l5"), 1, -1, NULL, NULL, NULL),
+                     MOMENTO_OK);
+    check_fetch("l5", 0, MOMENTO_END, "6");
+    assert_int_equal(momento_list_retain_sync(client, "c", S("no-list"), 0, 2, NULL, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    momento_result_free(r);
+}
+
+/* CollectionTtl reaches the list: a write creates it with its TTL, and a
+ * later write changes that only when it asks to refresh. */
+static void test_list_ttl(void **state)
+{
+    (void)state;
+    momento_result *r;
+    momento_collection_ttl minute = {60000, 1};
+    momento_collection_ttl hour_keep = {3600000, 0};
+    assert_int_equal(momento_list_push_back_sync(client, "c", S("l6"), S("v"), 0, &minute, NULL,
+                                                 NULL),
+                     MOMENTO_OK);
+    assert_int_equal(momento_list_push_back_sync(client, "c", S("l6"), S("w"), 0, &hour_keep, NULL,
+                                                 NULL),
+                     MOMENTO_OK);
+    assert_int_equal(momento_item_get_ttl_sync(client, "c", S("l6"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    assert_true(momento_result_ttl_ms(r) <= 60000);
+    assert_true(momento_result_ttl_ms(r) > 30000);
+    momento_result_free(r);
+    momento_collection_ttl hour = {3600000, 1};
+    assert_int_equal(momento_list_retain_sync(client, "c", S("l6"), 0, MOMENTO_END, &hour, NULL,
+                                              NULL),
+                     MOMENTO_OK);
+    assert_int_equal(momento_item_get_ttl_sync(client, "c", S("l6"), NULL, &r), MOMENTO_OK);
+    assert_true(momento_result_ttl_ms(r) > 60000);
+    momento_result_free(r);
+}
+
+static void put_scores(const char *set, const char *const *values, const double *scores, size_t n)
+{
+    size_t lens[16];
+    for (size_t i = 0; i < n; i++)
+        lens[i] = strlen(values[i]);
+    momento_result *r;
+    assert_int_equal(momento_sorted_set_put_elements_sync(client, "c", S(set),
+                                                          (const void *const *)values, lens,
+                                                          scores, n, NULL, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    momento_result_free(r);
+}
+
+static void test_sorted_set_put_fetch(void **state)
+{
+    (void)state;
+    momento_result *r;
+    /* No set: every read misses. */
+    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", S("z1"), 0, MOMENTO_END,
+                                                           MOMENTO_ASCENDING, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+    assert_int_equal(momento_sorted_set_fetch_by_score_sync(client, "c", S("z1"), -INFINITY,
+                                                            INFINITY, MOMENTO_ASCENDING, 0, 0,
+                                                            NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+    assert_int_equal(momento_sorted_set_length_sync(client, "c", S("z1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+    assert_int_equal(momento_sorted_set_length_by_score_sync(client, "c", S("z1"), -INFINITY,
+                                                             INFINITY, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+
+    const char *v[] = {"a", "b", "c", "d"};
+    double s[] = {3, 1, 2, -1.5};
+    put_scores("z1", v, s, 4);
+    /* A put replaces an element's score. */
+    assert_int_equal(momento_sorted_set_put_element_sync(client, "c", S("z1"), S("b"), 5, NULL,
+                                                         NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    momento_result_free(r);
+
+    check_rank_fetch("z1", 0, MOMENTO_END, MOMENTO_ASCENDING, "d:-1.5,c:2,a:3,b:5");
+    check_rank_fetch("z1", 0, MOMENTO_END, MOMENTO_DESCENDING, "b:5,a:3,c:2,d:-1.5");
+    check_rank_fetch("z1", 1, 3, MOMENTO_ASCENDING, "c:2,a:3");
+    check_rank_fetch("z1", -2, MOMENTO_END, MOMENTO_DESCENDING, "c:2,d:-1.5");
+    check_rank_fetch("z1", 0, -3, MOMENTO_ASCENDING, "d:-1.5");
+    check_rank_fetch("z1", 3, 10, MOMENTO_ASCENDING, "b:5");
+    check_rank_fetch("z1", 6, 10, MOMENTO_ASCENDING, "");
+
+    assert_int_equal(momento_sorted_set_length_sync(client, "c", S("z1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    assert_int_equal(momento_result_int(r), 4);
+    momento_result_free(r);
+    assert_int_equal(momento_item_get_type_sync(client, "c", S("z1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_SORTED_SET);
+    momento_result_free(r);
+
+    /* Scores survive an owned copy. */
+    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", S("z1"), 0, MOMENTO_END,
+                                                           MOMENTO_DESCENDING, NULL, &r),
+                     MOMENTO_OK);
+    momento_result *copy;
+    assert_int_equal(momento_result_dup(r, &copy), MOMENTO_OK);
+    momento_result_free(r);
+    check_items(copy, "b:5,a:3,c:2,d:-1.5", 1);
+    momento_result_free(copy);
+}
+
+static void test_sorted_set_by_score(void **state)
+{
+    (void)state;
+    momento_result *r;
+    const char *v[] = {"e1", "e2", "e3", "e4", "e5"};
+    double s[] = {1, 2, 3, 4, 5};
+    put_scores("z2", v, s, 5);
+
+    /* Both bounds inclusive. */
+    check_score_fetch("z2", 2, 4, MOMENTO_ASCENDING, 0, 0, "e2:2,e3:3,e4:4");
+    check_score_fetch("z2", 2, 4, MOMENTO_DESCENDING, 0, 0, "e4:4,e3:3,e2:2");
+    check_score_fetch("z2", 3, 3, MOMENTO_ASCENDING, 0, 0, "e3:3");
+    check_score_fetch("z2", -INFINITY, 2.5, MOMENTO_ASCENDING, 0, 0, "e1:1,e2:2");
+    check_score_fetch("z2", 3.5, INFINITY, MOMENTO_ASCENDING, 0, 0, "e4:4,e5:5");
+    check_score_fetch("z2", -INFINITY, INFINITY, MOMENTO_ASCENDING, 0, 0,
+                      "e1:1,e2:2,e3:3,e4:4,e5:5");
+    /* Paging: offset skips, count limits, in the requested order. */
+    check_score_fetch("z2", -INFINITY, INFINITY, MOMENTO_DESCENDING, 1, 2, "e4:4,e3:3");
+    check_score_fetch("z2", -INFINITY, INFINITY, MOMENTO_ASCENDING, 3, 0, "e4:4,e5:5");
+    check_score_fetch("z2", 2, INFINITY, MOMENTO_ASCENDING, 0, 1, "e2:2");
+    check_score_fetch("z2", -INFINITY, INFINITY, MOMENTO_ASCENDING, 0, UINT32_MAX,
+                      "e1:1,e2:2,e3:3,e4:4,e5:5");
+    /* Nothing in range, or offset past the end: a HIT with no items. */
+    check_score_fetch("z2", 10, 20, MOMENTO_ASCENDING, 0, 0, "");
+    check_score_fetch("z2", -INFINITY, INFINITY, MOMENTO_ASCENDING, 5, 0, "");
+
+    struct {
+        double min, max;
+        int64_t want;
+    } lens[] = {{2, 4, 3}, {-INFINITY, INFINITY, 5}, {4.5, INFINITY, 1}, {-INFINITY, 1, 1},
+                {6, 7, 0}, {3, 3, 1}};
+    for (size_t i = 0; i < N(lens); i++) {
+        assert_int_equal(momento_sorted_set_length_by_score_sync(client, "c", S("z2"), lens[i].min,
+                                                                 lens[i].max, NULL, &r),
+                         MOMENTO_OK);
+        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+        if (momento_result_int(r) != lens[i].want)
+            fail_msg("length in [%g, %g]: %lld, want %lld", lens[i].min, lens[i].max,
+                     (long long)momento_result_int(r), (long long)lens[i].want);
+        momento_result_free(r);
+    }
+}
+
+static void check_rank(const char *set, const char *value, momento_order order, int64_t want)
+{
+    momento_result *r;
+    assert_int_equal(
+        momento_sorted_set_get_rank_sync(client, "c", S(set), S(value), order, NULL, &r),
+        MOMENTO_OK);
+    if (want < 0) {
+        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    } else {
+        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+        assert_int_equal(momento_result_int(r), want);
+    }
+    momento_result_free(r);
+}
+
+static void check_one_score(const char *set, const char *value, int hit, double want)
+{
+    momento_result *r;
+    assert_int_equal(momento_sorted_set_get_score_sync(client, "c", S(set), S(value), NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), hit ? MOMENTO_OUTCOME_HIT : MOMENTO_OUTCOME_MISS);
+    assert_int_equal(momento_result_item_count(r), 0);
+    check_score(momento_result_score(r), hit ? want : 0.0);
+    momento_result_free(r);
+}
+
+static void test_sorted_set_scores_ranks(void **state)
+{
+    (void)state;
+    momento_result *r;
+    check_one_score("z3", "e1", 0, 0);
+    check_rank("z3", "e1", MOMENTO_ASCENDING, -1);
+
+    const char *v[] = {"e1", "e2", "e3", "e4", "e5"};
+    double s[] = {1, 2, 3, 4, 5};
+    put_scores("z3", v, s, 5);
+    check_one_score("z3", "e3", 1, 3);
+    check_one_score("z3", "nope", 0, 0);
+    const void *ask[] = {"e5", "nope", "e1"};
+    size_t ask_lens[] = {2, 4, 2};
+    assert_int_equal(momento_sorted_set_get_scores_sync(client, "c", S("z3"), ask, ask_lens, 3,
+                                                        NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    assert_int_equal(momento_result_item_count(r), 3);
+    assert_int_equal(momento_result_outcome(momento_result_item(r, 0)), MOMENTO_OUTCOME_HIT);
+    check_score(momento_result_score(momento_result_item(r, 0)), 5);
+    assert_int_equal(momento_result_outcome(momento_result_item(r, 1)), MOMENTO_OUTCOME_MISS);
+    assert_int_equal(momento_result_outcome(momento_result_item(r, 2)), MOMENTO_OUTCOME_HIT);
+    check_score(momento_result_score(momento_result_item(r, 2)), 1);
+    momento_result_free(r);
+
+    check_rank("z3", "e1", MOMENTO_ASCENDING, 0);
+    check_rank("z3", "e1", MOMENTO_DESCENDING, 4);
+    check_rank("z3", "e4", MOMENTO_ASCENDING, 3);
+    check_rank("z3", "e4", MOMENTO_DESCENDING, 1);
+    check_rank("z3", "nope", MOMENTO_ASCENDING, -1);
+
+    /* Increments answer the new score and move the element. */
+    assert_int_equal(momento_sorted_set_increment_score_sync(client, "c", S("z3"), S("e1"), 10.5,
+                                                             NULL, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    check_score(momento_result_score(r), 11.5);
+    momento_result_free(r);
+    check_rank("z3", "e1", MOMENTO_DESCENDING, 0);
+    check_one_score("z3", "e1", 1, 11.5);
+    /* A missing element, or set, starts from 0. */
+    assert_int_equal(momento_sorted_set_increment_score_sync(client, "c", S("z3"), S("new"), -2,
+                                                             NULL, NULL, &r),
+                     MOMENTO_OK);
+    check_score(momento_result_score(r), -2);
+    momento_result_free(r);
+    check_rank("z3", "new", MOMENTO_ASCENDING, 0);
+    assert_int_equal(momento_sorted_set_increment_score_sync(client, "c", S("z4"), S("x"), 0.25,
+                                                             NULL, NULL, &r),
+                     MOMENTO_OK);
+    check_score(momento_result_score(r), 0.25);
+    momento_result_free(r);
+    check_rank_fetch("z4", 0, MOMENTO_END, MOMENTO_ASCENDING, "x:0.25");
+
+    /* Removes; missing elements are ignored; the last one deletes the set. */
+    assert_int_equal(momento_sorted_set_remove_element_sync(client, "c", S("z3"), S("e1"), NULL,
+                                                            &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    momento_result_free(r);
+    const void *rm[] = {"e2", "nope", "e3"};
+    size_t rm_lens[] = {2, 4, 2};
+    assert_int_equal(momento_sorted_set_remove_elements_sync(client, "c", S("z3"), rm, rm_lens, 3,
+                                                             NULL, NULL),
+                     MOMENTO_OK);
+    check_rank_fetch("z3", 0, MOMENTO_END, MOMENTO_ASCENDING, "new:-2,e4:4,e5:5");
+    const void *rest[] = {"new", "e4", "e5"};
+    size_t rest_lens[] = {3, 2, 2};
+    assert_int_equal(momento_sorted_set_remove_elements_sync(client, "c", S("z3"), rest, rest_lens,
+                                                             3, NULL, NULL),
+                     MOMENTO_OK);
+    assert_int_equal(momento_sorted_set_length_sync(client, "c", S("z3"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+    check_one_score("z3", "e4", 0, 0);
+}
+
+/* A list or sorted-set operation on a key of another type. */
+static void test_type_mismatch(void **state)
+{
+    (void)state;
+    momento_result *r;
+    assert_int_equal(momento_set_sync(client, "c", S("scalar"), S("v"), 0, NULL, NULL),
+                     MOMENTO_OK);
+    push_back("a-list", "x", 0, 1);
+    assert_int_equal(momento_sorted_set_put_element_sync(client, "c", S("a-zset"), S("x"), 1, NULL,
+                                                         NULL, NULL),
+                     MOMENTO_OK);
+
+    assert_int_equal(momento_list_push_back_sync(client, "c", S("scalar"), S("v"), 0, NULL, NULL,
+                                                 &r),
+                     MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_ERROR);
+    assert_int_equal(momento_result_grpc_status(r), 9);
+    momento_result_free(r);
+    assert_int_equal(
+        momento_list_fetch_sync(client, "c", S("scalar"), 0, MOMENTO_END, NULL, NULL),
+        MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(momento_list_length_sync(client, "c", S("a-zset"), NULL, NULL),
+                     MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(momento_list_pop_front_sync(client, "c", S("a-zset"), NULL, NULL),
+                     MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(momento_sorted_set_put_element_sync(client, "c", S("a-list"), S("y"), 2, NULL,
+                                                         NULL, NULL),
+                     MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", S("scalar"), 0,
+                                                           MOMENTO_END, MOMENTO_ASCENDING, NULL,
+                                                           NULL),
+                     MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(momento_sorted_set_get_score_sync(client, "c", S("a-list"), S("x"), NULL,
+                                                       NULL),
+                     MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(momento_get_sync(client, "c", S("a-list"), NULL, NULL),
+                     MOMENTO_ERR_FAILED_PRECONDITION);
+    /* The refused writes changed nothing. */
+    check_fetch("a-list", 0, MOMENTO_END, "x");
+    check_rank_fetch("a-zset", 0, MOMENTO_END, MOMENTO_ASCENDING, "x:1");
+}
+
+/* The async forms: one callback each, with the result as the sync form's. */
+typedef struct grab {
+    tu_counter k;
+    momento_result *r;
+} grab;
+
+static void grab_cb(const momento_result *r, void *userdata)
+{
+    grab *g = userdata;
+    momento_result *copy = NULL;
+    momento_result_dup(r, &copy);
+    pthread_mutex_lock(&g->k.lock);
+    g->r = copy;
+    pthread_mutex_unlock(&g->k.lock);
+    tu_count_cb(r, &g->k);
+}
+
+static momento_result *await(grab *g, int submitted)
+{
+    assert_int_equal(submitted, MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&g->k, 1, 10000), 1);
+    momento_result *r = g->r;
+    assert_non_null(r);
+    g->r = NULL;
+    tu_counter_destroy(&g->k);
+    tu_counter_init(&g->k);
+    return r;
+}
+
+static void test_async(void **state)
+{
+    (void)state;
+    grab g = {0};
+    tu_counter_init(&g.k);
+    momento_result *r;
+    r = await(&g, momento_list_push_back(client, "c", S("l7"), S("one"), 0, NULL, NULL, grab_cb,
+                                         &g));
+    assert_int_equal(momento_result_int(r), 1);
+    momento_result_free(r);
+    const void *v[] = {"two", "three"};
+    size_t l[] = {3, 5};
+    r = await(&g, momento_list_concatenate_back(client, "c", S("l7"), v, l, 2, 0, NULL, NULL,
+                                                grab_cb, &g));
+    assert_int_equal(momento_result_int(r), 3);
+    momento_result_free(r);
+    r = await(&g, momento_list_fetch(client, "c", S("l7"), 1, MOMENTO_END, NULL, grab_cb, &g));
+    check_items(r, "two,three", 0);
+    momento_result_free(r);
+    r = await(&g, momento_list_pop_back(client, "c", S("l7"), NULL, grab_cb, &g));
+    size_t len;
+    assert_memory_equal(momento_result_value(r, &len), "three", 5);
+    momento_result_free(r);
+    r = await(&g, momento_list_length(client, "c", S("l7"), NULL, grab_cb, &g));
+    assert_int_equal(momento_result_int(r), 2);
+    momento_result_free(r);
+
+    r = await(&g, momento_sorted_set_put_element(client, "c", S("z5"), S("m"), 7.25, NULL, NULL,
+                                                 grab_cb, &g));
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    momento_result_free(r);
+    r = await(&g, momento_sorted_set_get_score(client, "c", S("z5"), S("m"), NULL, grab_cb, &g));
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    check_score(momento_result_score(r), 7.25);
+    momento_result_free(r);
+    r = await(&g, momento_sorted_set_fetch_by_score(client, "c", S("z5"), 7, 8, MOMENTO_ASCENDING,
+                                                    0, 0, NULL, grab_cb, &g));
+    check_items(r, "m:7.25", 1);
+    momento_result_free(r);
+    r = await(&g, momento_sorted_set_get_rank(client, "c", S("z5"), S("m"), MOMENTO_DESCENDING,
+                                              NULL, grab_cb, &g));
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    assert_int_equal(momento_result_int(r), 0);
+    momento_result_free(r);
+    r = await(&g, momento_sorted_set_increment_score(client, "c", S("z5"), S("m"), -0.25, NULL,
+                                                     NULL, grab_cb, &g));
+    check_score(momento_result_score(r), 7);
+    momento_result_free(r);
+    r = await(&g, momento_sorted_set_length_by_score(client, "c", S("z5"), 7, 7, NULL, grab_cb,
+                                                     &g));
+    assert_int_equal(momento_result_int(r), 1);
+    momento_result_free(r);
+    tu_counter_destroy(&g.k);
+}
+
+static void never_cb(const momento_result *r, void *ud)
+{
+    (void)r;
+    (void)ud;
+    fail_msg("a refused request was called back");
+}
+
+#define REFUSED(call) assert_int_equal((call), MOMENTO_ERR_INVALID_ARGUMENT)
+
+/* Refused at submit: nothing sent, no callback. */
+static void test_refusals(void **state)
+{
+    (void)state;
+    const void *one[] = {"x"};
+    size_t one_len[] = {1};
+    const void *bad[] = {NULL};
+    size_t bad_len[] = {3};
+    double score[] = {1};
+    double nan_score[] = {NAN};
+    momento_collection_ttl huge = {MOMENTO_MAX_TTL_MS + 1, 1};
+    uint64_t before = momento_local_rpc_count(server, NULL, -1);
+    void *cb_ud = NULL;
+#define CB NULL, never_cb, cb_ud
+
+    /* Slices that are empty whatever the length. */
+    int32_t empty[][2] = {{0, 0}, {3, 3}, {5, 2}, {4, 0}, {-1, -1}, {-1, -3}, {-2, -5},
+                          {MOMENTO_END, MOMENTO_END}, {INT32_MIN, INT32_MIN}};
+    for (size_t i = 0; i < N(empty); i++) {
+        REFUSED(momento_list_fetch(client, "c", S("l"), empty[i][0], empty[i][1], CB));
+        REFUSED(momento_list_retain(client, "c", S("l"), empty[i][0], empty[i][1], NULL, CB));
+        REFUSED(momento_sorted_set_fetch_by_rank(client, "c", S("z"), empty[i][0], empty[i][1],
+                                                 MOMENTO_ASCENDING, CB));
+    }
+    /* Names and values. */
+    REFUSED(momento_list_push_back(client, "c", NULL, 0, S("v"), 0, NULL, CB));
+    REFUSED(momento_list_push_front(client, "c", "", 0, S("v"), 0, NULL, CB));
+    REFUSED(momento_list_push_front(client, "c", S("l"), NULL, 1, 0, NULL, CB));
+    REFUSED(momento_list_push_back(client, "c", S("l"), S("v"), 0, &huge, CB));
+    REFUSED(momento_list_push_back(client, "c\n", S("l"), S("v"), 0, NULL, CB));
+    REFUSED(momento_list_push_back(client, "c", S("l"), S("v"), 0, NULL, NULL, NULL, NULL));
+    REFUSED(momento_list_remove_value(client, "c", S("l"), NULL, 2, CB));
+    REFUSED(momento_list_length(client, "c", NULL, 3, CB));
+    REFUSED(momento_list_pop_front(client, "c", "", 0, CB));
+    REFUSED(momento_list_pop_back(client, NULL, S("l"), CB));
+    /* Arrays: NULL, n == 0, a NULL element with a length. */
+    REFUSED(momento_list_concatenate_back(client, "c", S("l"), one, one_len, 0, 0, NULL, CB));
+    REFUSED(momento_list_concatenate_back(client, "c", S("l"), NULL, one_len, 1, 0, NULL, CB));
+    REFUSED(momento_list_concatenate_front(client, "c", S("l"), one, NULL, 1, 0, NULL, CB));
+    REFUSED(momento_list_concatenate_front(client, "c", S("l"), bad, bad_len, 1, 0, NULL, CB));
+    REFUSED(momento_sorted_set_put_elements(client, "c", S("z"), one, one_len, score, 0, NULL,
+                                            CB));
+    REFUSED(momento_sorted_set_put_elements(client, "c", S("z"), one, one_len, NULL, 1, NULL,
+                                            CB));
+    REFUSED(momento_sorted_set_put_elements(client, "c", S("z"), bad, bad_len, score, 1, NULL,
+                                            CB));
+    REFUSED(momento_sorted_set_get_scores(client, "c", S("z"), one, one_len, 0, CB));
+    REFUSED(momento_sorted_set_get_scores(client, "c", S("z"), NULL, one_len, 1, CB));
+    REFUSED(momento_sorted_set_remove_elements(client, "c", S("z"), one, one_len, 0, CB));
+    REFUSED(momento_sorted_set_remove_elements(client, "c", S("z"), one, NULL, 1, CB));
+    REFUSED(momento_sorted_set_remove_element(client, "c", S("z"), NULL, 1, CB));
+    REFUSED(momento_sorted_set_get_score(client, "c", S("z"), NULL, 1, CB));
+    REFUSED(momento_sorted_set_get_score(client, "c", NULL, 0, S("x"), CB));
+    REFUSED(momento_sorted_set_get_rank(client, "c", S("z"), NULL, 4, MOMENTO_ASCENDING, CB));
+    /* NaN, inverted score ranges, unknown orders. */
+    REFUSED(momento_sorted_set_put_element(client, "c", S("z"), S("x"), NAN, NULL, CB));
+    REFUSED(momento_sorted_set_put_elements(client, "c", S("z"), one, one_len, nan_score, 1, NULL,
+                                            CB));
+    REFUSED(momento_sorted_set_increment_score(client, "c", S("z"), S("x"), NAN, NULL, CB));
+    REFUSED(momento_sorted_set_increment_score(client, "c", S("z"), S("x"), 1, &huge, CB));
+    REFUSED(momento_sorted_set_fetch_by_score(client, "c", S("z"), NAN, 1, MOMENTO_ASCENDING, 0, 0,
+                                              CB));
+    REFUSED(momento_sorted_set_fetch_by_score(client, "c", S("z"), 0, NAN, MOMENTO_ASCENDING, 0, 0,
+                                              CB));
+    REFUSED(momento_sorted_set_fetch_by_score(client, "c", S("z"), 3, 2, MOMENTO_ASCENDING, 0, 0,
+                                              CB));
+    REFUSED(momento_sorted_set_fetch_by_score(client, "c", S("z"), INFINITY, -INFINITY,
+                                              MOMENTO_DESCENDING, 0, 0, CB));
+    REFUSED(momento_sorted_set_fetch_by_score(client, "c", S("z"), 0, 1, (momento_order)2, 0, 0,
+                                              CB));
+    REFUSED(momento_sorted_set_length_by_score(client, "c", S("z"), NAN, 1, CB));
+    REFUSED(momento_sorted_set_length_by_score(client, "c", S("z"), 1, NAN, CB));
+    REFUSED(momento_sorted_set_length_by_score(client, "c", S("z"), 1, 0.5, CB));
+    REFUSED(momento_sorted_set_fetch_by_rank(client, "c", S("z"), 0, MOMENTO_END,
+                                             (momento_order)-1, CB));
+    REFUSED(momento_sorted_set_get_rank(client, "c", S("z"), S("x"), (momento_order)5, CB));
+    REFUSED(momento_sorted_set_length(client, "c", "", 0, CB));
+    /* Larger than one request can carry, though each value fits. */
+    size_t big = 6u * 1024 * 1024;
+    char *blob = calloc(1, big);
+    assert_non_null(blob);
+    const void *two[] = {blob, blob};
+    size_t two_lens[] = {big, big};
+    REFUSED(momento_list_concatenate_back(client, "c", S("l"), two, two_lens, 2, 0, NULL, CB));
+    REFUSED(momento_sorted_set_get_scores(client, "c", S("z"), two, two_lens, 2, CB));
+    free(blob);
+    /* The blocking forms refuse the same way, with no result. */
+    momento_result *r = (momento_result *)1;
+    REFUSED(momento_list_fetch_sync(client, "c", S("l"), 2, 1, NULL, &r));
+    assert_null(r);
+    r = (momento_result *)1;
+    REFUSED(momento_sorted_set_length_by_score_sync(client, "c", S("z"), 2, 1, NULL, &r));
+    assert_null(r);
+    REFUSED(momento_sorted_set_put_element_sync(client, "c", S("z"), S("x"), NAN, NULL, NULL,
+                                                NULL));
+#undef CB
+    assert_int_equal(momento_local_rpc_count(server, NULL, -1), before);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_list_push_fetch),
+        cmocka_unit_test(test_list_slices),
+        cmocka_unit_test(test_list_truncate),
+        cmocka_unit_test(test_list_pop_remove_retain),
+        cmocka_unit_test(test_list_ttl),
+        cmocka_unit_test(test_sorted_set_put_fetch),
+        cmocka_unit_test(test_sorted_set_by_score),
+        cmocka_unit_test(test_sorted_set_scores_ranks),
+        cmocka_unit_test(test_type_mismatch),
+        cmocka_unit_test(test_async),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
