@@ -48,8 +48,12 @@
 #define SLOW_CLIENT 2 /* freed with requests in flight */
 #define WATCHDOG_MS 120000 /* after the load: a run still going then has hung */
 
-enum { OP_GET, OP_SET, OP_DELETE };
-static const char *const op_names[] = {"get", "set", "delete"};
+/* OP_DFETCH / OP_DSET: a dictionary per hot key ("d" + its name, so no
+ * type mismatch with the scalars): coalesced collection reads against
+ * writes that close them. */
+enum { OP_GET, OP_SET, OP_DELETE, OP_DFETCH, OP_DSET };
+static const char *const op_names[] = {"get", "set", "delete", "dictionary fetch",
+                                       "dictionary set field"};
 
 /* One submitted request. The fields above `calls` are written before the
  * submission and read by its callback. */
@@ -205,7 +209,13 @@ static bool submit_one(unsigned client, bool from_callback)
      * run, never touch its coalescer (freed first). */
     q->coalescing = dice < 70 && !(from_callback && client == SLOW_CLIENT);
     unsigned op_dice = rnd(100);
-    q->op = op_dice < 60 ? OP_GET : op_dice < 85 ? OP_SET : OP_DELETE;
+    q->op = op_dice < 50   ? OP_GET
+            : op_dice < 70 ? OP_SET
+            : op_dice < 80 ? OP_DELETE
+            : op_dice < 92 ? OP_DFETCH
+                           : OP_DSET;
+    if (q->op == OP_DSET)
+        q->coalescing = false; /* a write: it closes the coalescer's reads */
     q->from_callback = from_callback;
     q->timeout_ms = rnd(10) == 0 ? 0 : 1 + rnd(300);
 
@@ -226,7 +236,17 @@ static bool submit_one(unsigned client, bool from_callback)
     momento_client *c = clients[client];
     momento_coalescer *co = coalescers[client];
     int rc;
-    if (q->coalescing) {
+    char dname[10];
+    snprintf(dname, sizeof(dname), "d%s", key);
+    if (q->op == OP_DFETCH) {
+        rc = q->coalescing ? momento_coalescing_dictionary_fetch(co, CACHE, dname, strlen(dname),
+                                                                 &opts, on_result, q)
+                           : momento_dictionary_fetch(c, CACHE, dname, strlen(dname), &opts,
+                                                      on_result, q);
+    } else if (q->op == OP_DSET) {
+        rc = momento_dictionary_set_field(c, CACHE, dname, strlen(dname), "f", 1, value,
+                                          value_len, NULL, &opts, on_result, q);
+    } else if (q->coalescing) {
         rc = q->op == OP_GET   ? momento_coalescing_get(co, CACHE, key, strlen(key), &opts,
                                                         on_result, q)
              : q->op == OP_SET ? momento_coalescing_set(co, CACHE, key, strlen(key), value,
@@ -284,9 +304,20 @@ static void on_result(const momento_result *r, void *userdata)
                      "(%zu bytes, \"%.8s\")",
                      id, q->key, len, v ? (const char *)v : "");
             atomic_fetch_add(&results[q->client][R_HIT], 1);
-        } else if (q->op == OP_GET && out == MOMENTO_OUTCOME_MISS) {
+        } else if (q->op == OP_DFETCH && out == MOMENTO_OUTCOME_HIT) {
+            /* One field, "f", holding a value written for this key. */
+            const momento_result *e = momento_result_item(r, 0);
+            size_t flen, len;
+            const void *f = momento_result_field(e, &flen);
+            const uint8_t *v = momento_result_value(e, &len);
+            if (momento_result_item_count(r) != 1 || !f || flen != 1 || memcmp(f, "f", 1) != 0 ||
+                !v || !value_ok(v, len, q->key))
+                fail("request %zu (dictionary fetch dhot%u): not the one field written", id,
+                     q->key);
+            atomic_fetch_add(&results[q->client][R_HIT], 1);
+        } else if ((q->op == OP_GET || q->op == OP_DFETCH) && out == MOMENTO_OUTCOME_MISS) {
             atomic_fetch_add(&results[q->client][R_MISS], 1);
-        } else if (q->op != OP_GET && out == MOMENTO_OUTCOME_SUCCESS) {
+        } else if (q->op != OP_GET && q->op != OP_DFETCH && out == MOMENTO_OUTCOME_SUCCESS) {
             atomic_fetch_add(&results[q->client][R_WRITE_OK], 1);
         } else {
             fail("request %zu (%s): OK with outcome %d", id, op_names[q->op], (int)out);
@@ -600,12 +631,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < N_CLIENTS; i++)
         if (i != SLOW_CLIENT)
             printf("tsan_stress: client %d coalesced %llu/%llu gets, %llu/%llu sets, "
-                   "%llu/%llu deletes; peak %llu waiters\n",
+                   "%llu/%llu deletes, %llu/%llu dictionary fetches; peak %llu waiters\n",
                    i, (unsigned long long)k[i].get_coalesced,
                    (unsigned long long)k[i].get_requests, (unsigned long long)k[i].set_coalesced,
                    (unsigned long long)k[i].set_requests,
                    (unsigned long long)k[i].delete_coalesced,
                    (unsigned long long)k[i].delete_requests,
+                   (unsigned long long)k[i].read_coalesced, (unsigned long long)k[i].read_requests,
                    (unsigned long long)k[i].peak_waiters);
     for (int i = 0; i < N_CLIENTS; i++)
         if (i != SLOW_CLIENT)
