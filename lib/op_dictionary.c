@@ -6,6 +6,7 @@
 #include "cacheclient.pb-c.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 MOMENTO__DECODER(dictionary_get)
 {
@@ -163,6 +164,43 @@ int momento_dictionary_set_field(momento_client *c, const char *cache, const voi
                                          &value_len, 1, ttl, opts, cb, userdata);
 }
 
+/* The reply to a get of fields answers them by position only: this puts
+ * each requested field on its item (a copy of the fields, and the item
+ * array the callback sees, made at submit so the callback cannot fail). */
+typedef struct fields_answer {
+    momento_callback cb;
+    void *userdata;
+    size_t n;
+    momento_result *items;   /* n, filled at the callback */
+    uint8_t *bytes;          /* the fields, back to back */
+    size_t lens[];
+} fields_answer;
+
+static void fields_answer_done(const momento_result *r, void *userdata)
+{
+    fields_answer *fa = userdata;
+    momento_result out = *r;
+    if (r->error == MOMENTO_OK && r->outcome == MOMENTO_OUTCOME_HIT) {
+        if (r->n_items != fa->n) {
+            momento__result_local_error(&out, MOMENTO_ERR_BAD_RESPONSE,
+                                        "the reply did not answer each field asked for");
+            out.grpc_status = r->grpc_status;
+            out.attempts = r->attempts;
+        } else {
+            const uint8_t *f = fa->bytes;
+            for (size_t i = 0; i < fa->n; i++) {
+                fa->items[i] = r->items[i];
+                fa->items[i].field = f;
+                fa->items[i].field_len = fa->lens[i];
+                f += fa->lens[i];
+            }
+            out.items = fa->items;
+        }
+    }
+    fa->cb(&out, fa->userdata);
+    free(fa);
+}
+
 static int get_fields(momento__target t, const char *cache, const void *name, size_t name_len,
                       const void *const *fields, const size_t *field_lens, size_t n,
                       const momento_request_options *opts, momento_callback cb, void *userdata)
@@ -170,15 +208,40 @@ static int get_fields(momento__target t, const char *cache, const void *name, si
     MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
     momento__size sz = {name_len};
     MOMENTO__CHECK(momento__check_blobs(&sz, fields, field_lens, n));
+    /* One block: the struct, lens, items, then the field bytes (checked
+     * above to fit one request, so no overflow). */
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += field_lens[i];
+    size_t at_items = sizeof(fields_answer) + n * sizeof(size_t);
+    at_items = (at_items + _Alignof(momento_result) - 1) & ~(_Alignof(momento_result) - 1);
+    fields_answer *fa = momento__malloc(at_items + n * sizeof(momento_result) + total + 1);
     CacheClient__DictionaryGetRequest req = CACHE_CLIENT____DICTIONARY_GET_REQUEST__INIT;
-    req.dictionary_name = momento__bytes(name, name_len);
     req.fields = momento__blob_array(fields, field_lens, n);
-    if (!req.fields)
+    if (!fa || !req.fields) {
+        free(fa);
+        free(req.fields);
         return MOMENTO_ERR_NO_MEMORY;
+    }
+    fa->cb = cb;
+    fa->userdata = userdata;
+    fa->n = n;
+    fa->items = (momento_result *)((uint8_t *)fa + at_items);
+    fa->bytes = (uint8_t *)(fa->items + n);
+    uint8_t *p = fa->bytes;
+    for (size_t i = 0; i < n; i++) {
+        fa->lens[i] = field_lens[i];
+        if (field_lens[i])
+            memcpy(p, fields[i], field_lens[i]);
+        p += field_lens[i];
+    }
+    req.dictionary_name = momento__bytes(name, name_len);
     req.n_fields = n;
     int rc = momento__coll_read(t, MOMENTO__RPC_DICTIONARY_GET, cache, name, name_len, &req.base,
-                                opts, cb, userdata);
+                                opts, fields_answer_done, fa);
     free(req.fields);
+    if (rc != MOMENTO_OK)
+        free(fa);
     return rc;
 }
 

@@ -119,9 +119,15 @@ static void test_dictionary_roundtrip(void **state)
         MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_item_count(r), 3);
-    assert_true(item_is(r, 0, NULL, "two"));
+    assert_true(item_is(r, 0, "b", "two"));
     assert_int_equal(momento_result_outcome(momento_result_item(r, 1)), MOMENTO_OUTCOME_MISS);
-    assert_true(item_is(r, 2, NULL, "one"));
+    assert_memory_equal(momento_result_field(momento_result_item(r, 1), &len), "zzz", 3);
+    assert_int_equal(len, 3);
+    assert_true(item_is(r, 2, "a", "one"));
+    /* ...and an owned copy keeps them. */
+    assert_int_equal(momento_result_dup(r, &copy), MOMENTO_OK);
+    assert_true(item_is(copy, 0, "b", "two"));
+    momento_result_free(copy);
     momento_result_free(r);
 
     assert_int_equal(momento_dictionary_get_field_sync(client, "c", S("d1"), S("b"), NULL, &r),

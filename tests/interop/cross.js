@@ -3,6 +3,7 @@
 //   node cross.js write    HOST PORT   writes keys for crosscheck to read
 // One line per check, then "N passed, M failed".
 'use strict';
+const {CollectionTtl, ItemType, SortedSetOrder} = require('@gomomento/sdk');
 const {check, describe: show, localClient, run} = require('./harness');
 
 const [mode, host, port] = process.argv.slice(2);
@@ -24,10 +25,75 @@ async function verifyC(client) {
         r.remainingTtlMillis() <= 45000, show(r));
   r = await client.itemGetType('cross', 'c-ttl');
   check("Node's itemGetType of C's key -> SCALAR", r.type === 'Hit' &&
-        r.itemType() === require('@gomomento/sdk').ItemType.SCALAR, show(r));
+        r.itemType() === ItemType.SCALAR, show(r));
   r = await client.getBatch('cross', ['c-b0', 'c-b1', 'c-b2']);
   check("Node getBatch over C's setBatch", r.type === 'Success' &&
         JSON.stringify(r.results().map(x => x.valueString())) === '["zero","one","two"]', show(r));
+  await verifyCollections(client);
+}
+
+const json = x => JSON.stringify(x);
+const hex = a => Buffer.from(a).toString('hex');
+
+// Checks that `r` is a Hit whose content `f(r)` is `want` (as JSON).
+function checkHit(name, r, f, want) {
+  const got = r.type === 'Hit' ? json(f(r)) : show(r);
+  check(name, r.type === 'Hit' && got === json(want), `got ${got}`);
+}
+
+// crosscheck.c's collections, read back exactly; then one change to each
+// that crosscheck read verifies.
+async function verifyCollections(client) {
+  let r = await client.dictionaryFetch('cross', 'c-dict');
+  checkHit("Node fetches C's c-dict: f1, f2, n and one binary field", r, x => {
+    const rec = x.valueRecord();
+    return [Object.keys(rec).length, rec.f1, rec.f2, rec.n];
+  }, [4, 'v1', 'v2', '5']);
+  r = await client.dictionaryGetField('cross', 'c-dict', new Uint8Array([0, 255]));
+  check("Node reads C's binary dictionary field", r.type === 'Hit' && hex(r.valueUint8Array()) === '0100', show(r));
+  r = await client.dictionaryGetFields('cross', 'c-dict', ['f2', 'nope', 'f1']);
+  checkHit("Node getFields over C's c-dict in order", r,
+           x => x.responses.map(p => (p.type === 'Hit' ? p.valueString() : p.type)), ['v2', 'Miss', 'v1']);
+  r = await client.dictionaryIncrement('cross', 'c-dict', 'n', 2);
+  check("Node increments C's dictionary counter 5 -> 7", r.type === 'Success' && r.value() === 7, show(r));
+
+  r = await client.setFetch('cross', 'c-set');
+  checkHit("Node fetches C's c-set: exactly x y z and a binary element", r,
+           x => x.valueArrayUint8Array().map(hex).sort(), ['0007', '78', '79', '7a']);
+  r = await client.setContainsElements('cross', 'c-set', ['y', 'w']);
+  checkHit("Node containsElements over C's c-set", r, x => [x.containsElements().y, x.containsElements().w], [true, false]);
+  r = await client.setRemoveElement('cross', 'c-set', 'y');
+  check("Node removes y from C's c-set", r.type === 'Success', show(r));
+
+  r = await client.listFetch('cross', 'c-list');
+  checkHit("Node fetches C's c-list in order", r, x => x.valueList(), ['zero', 'one', 'two', 'three']);
+  r = await client.listFetch('cross', 'c-list', {startIndex: 1, endIndex: -1});
+  checkHit("Node fetches [1, -1) of C's c-list", r, x => x.valueList(), ['one', 'two']);
+  r = await client.itemGetTtl('cross', 'c-list');
+  check("Node sees c-list's 45 s CollectionTtl", r.type === 'Hit' && r.remainingTtlMillis() > 30000 &&
+        r.remainingTtlMillis() <= 45000, show(r));
+  r = await client.listPopFront('cross', 'c-list');
+  check("Node pops zero off the front of C's c-list", r.type === 'Hit' && r.valueString() === 'zero', show(r));
+
+  r = await client.sortedSetFetchByRank('cross', 'c-zset');
+  checkHit("Node fetches C's c-zset: order (ties by value) and scores", r,
+           x => x.valueArray().map(e => [e.value, e.score]), [['low', -1.5], ['mid', 2], ['tie', 2], ['high', 10.25]]);
+  r = await client.sortedSetFetchByScore('cross', 'c-zset', {minScore: 0, order: SortedSetOrder.Descending});
+  checkHit("Node fetches C's c-zset by score [0, inf), descending", r, x => x.valueArray().map(e => e.value),
+           ['high', 'tie', 'mid']);
+  r = await client.sortedSetGetRank('cross', 'c-zset', 'tie');
+  check("Node's rank of C's tie -> 2", r.type === 'Hit' && r.rank() === 2, show(r));
+  r = await client.sortedSetGetScore('cross', 'c-zset', 'low');
+  check("Node's score of C's low -> -1.5", r.type === 'Hit' && r.score() === -1.5, show(r));
+  r = await client.sortedSetIncrementScore('cross', 'c-zset', 'mid', 0.5);
+  check("Node increments C's mid to 2.5", r.type === 'Success' && r.score() === 2.5, show(r));
+
+  const types = [['c-dict', ItemType.DICTIONARY], ['c-set', ItemType.SET], ['c-list', ItemType.LIST],
+    ['c-zset', ItemType.SORTED_SET]];
+  for (const [key, type] of types) {
+    r = await client.itemGetType('cross', key);
+    check(`Node's itemGetType of C's ${key} -> ${ItemType[type]}`, r.type === 'Hit' && r.itemType() === type, show(r));
+  }
 }
 
 async function write(client) {
@@ -43,6 +109,30 @@ async function write(client) {
   check('Node setBatch n-b0..1', r.type === 'Success', show(r));
   r = await client.delete('cross', 'c-plain');
   check("Node deletes C's c-plain", r.type === 'Success', show(r));
+
+  r = await client.dictionarySetFields('cross', 'n-dict', [['a', 'alpha'], ['b', 'beta']]);
+  check('Node dictionarySetFields n-dict', r.type === 'Success', show(r));
+  r = await client.dictionarySetField('cross', 'n-dict', new Uint8Array([98, 105, 110, 0]), new Uint8Array([0xfe, 0, 1]));
+  check('Node dictionarySetField n-dict binary', r.type === 'Success', show(r));
+  r = await client.dictionaryIncrement('cross', 'n-dict-ctr', 'hits', 10);
+  check('Node dictionaryIncrement n-dict-ctr to 10', r.type === 'Success' && r.value() === 10, show(r));
+  const ttl40 = {ttl: CollectionTtl.of(40)};
+  r = await client.setAddElements('cross', 'n-set', ['red', 'green', 'blue'], ttl40);
+  check('Node setAddElements n-set for 40 s', r.type === 'Success', show(r));
+  r = await client.setAddElement('cross', 'n-set', new Uint8Array([0xff, 0]), ttl40);
+  check('Node setAddElement n-set binary', r.type === 'Success', show(r));
+  r = await client.listConcatenateBack('cross', 'n-list', ['l1', 'l2', 'l3']);
+  check('Node listConcatenateBack n-list', r.type === 'Success' && r.listLength() === 3, show(r));
+  r = await client.listPushFront('cross', 'n-list', 'l0');
+  check('Node listPushFront n-list', r.type === 'Success' && r.listLength() === 4, show(r));
+  r = await client.listPushBack('cross', 'n-list', 'l4');
+  check('Node listPushBack n-list', r.type === 'Success' && r.listLength() === 5, show(r));
+  r = await client.listPushBack('cross', 'n-list', new Uint8Array([0, 1, 0]));
+  check('Node listPushBack n-list binary', r.type === 'Success' && r.listLength() === 6, show(r));
+  r = await client.sortedSetPutElements('cross', 'n-zset', {first: -3, second: 0, third: 0, tiny: 0.125});
+  check('Node sortedSetPutElements n-zset', r.type === 'Success', show(r));
+  r = await client.sortedSetPutElement('cross', 'n-zset', 'fourth', 1e10);
+  check('Node sortedSetPutElement n-zset fourth', r.type === 'Success', show(r));
 }
 
 async function main() {
