@@ -50,5 +50,7 @@ $vg build/examples/load-gen --duration 2 --rps 200 --quiet > /dev/null
 $vg build/examples/request-coalescing --duration 1 --rps 0 --concurrency 50 --quiet \
     --json /tmp/memcheck-rc.json --plot /tmp/memcheck-rc.svg > /dev/null
 rm -f /tmp/memcheck-rc.json /tmp/memcheck-rc.svg
+$vg build/examples/leaderboard --players 200 > /dev/null
+$vg build/examples/session-store > /dev/null
 echo "examples: clean under valgrind"
 echo "memcheck passed"

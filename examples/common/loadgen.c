@@ -43,10 +43,7 @@ static void usage(FILE *f, const char *prog, bool coalescing)
     fprintf(f,
             "Usage: %s [OPTION]...\n"
             "%s\n\n"
-            "Target (default: a local server started in-process on a free loopback port):\n"
-            "  --endpoint HOST:PORT   a Momento-compatible server at HOST:PORT (TLS)\n"
-            "  --insecure             plaintext to --endpoint (a local server)\n"
-            "  MOMENTO_API_KEY (+ MOMENTO_ENDPOINT) in the environment: Momento itself, TLS\n\n"
+            EX_TARGET_HELP "\n"
             "Load:\n"
             "  --cache NAME           cache to use, created if missing (default %s)\n"
             "  --concurrency N        workers, each one request in flight (default 10)\n"
@@ -91,24 +88,6 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             MOMENTO_BATCH_DEFAULT_MAX_BYTES,
             coalescing ? "  --plot PATH.svg        latency-by-percentile chart, before vs after\n" : "",
             prog, prog);
-}
-
-static int bad(const char *prog, const char *opt, const char *value, const char *why)
-{
-    fprintf(stderr, "%s: invalid %s '%s': %s (see --help)\n", prog, opt, value, why);
-    return 2;
-}
-
-static bool parse_int(const char *s, long lo, long hi, int *out)
-{
-    char *end;
-    if (!s || !*s)
-        return false;
-    long v = strtol(s, &end, 10);
-    if (*end || v < lo || v > hi)
-        return false;
-    *out = (int)v;
-    return true;
 }
 
 /* "A:B" with lo <= A <= B <= hi, or "N" for N:N. */
@@ -200,49 +179,47 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
     int ch;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'e': {
-            momento_credentials *probe;
-            const char *why = NULL;
-            if (momento_credentials_local(&probe, optarg, &why) != MOMENTO_OK)
-                return bad(prog, "--endpoint", optarg, why);
-            momento_credentials_free(probe);
+        case 'e':
+            if (ex_check_endpoint(prog, optarg))
+                return 2;
             o->endpoint = optarg;
             break;
-        }
         case 'I': o->insecure = true; break;
         case 'C':
             if (!*optarg || strlen(optarg) > MOMENTO_MAX_CACHE_NAME_BYTES)
-                return bad(prog, "--cache", optarg, "must be 1 to 255 bytes");
+                return ex_bad_option(prog, "--cache", optarg, "must be 1 to 255 bytes");
             o->cache = optarg;
             break;
         case 'c':
-            if (!parse_int(optarg, 1, 100000, &o->concurrency))
-                return bad(prog, "--concurrency", optarg, "must be 1 to 100000");
+            if (!ex_parse_int(optarg, 1, 100000, &o->concurrency))
+                return ex_bad_option(prog, "--concurrency", optarg, "must be 1 to 100000");
             break;
         case 'r':
-            if (!parse_int(optarg, 0, 10000000, &o->rps))
-                return bad(prog, "--rps", optarg, "must be 0 (unlimited) to 10000000");
+            if (!ex_parse_int(optarg, 0, 10000000, &o->rps))
+                return ex_bad_option(prog, "--rps", optarg, "must be 0 (unlimited) to 10000000");
             break;
         case 'd':
             if (!parse_secs(optarg, 0.1, 86400, &o->duration_s))
-                return bad(prog, "--duration", optarg, "must be 0.1 to 86400 seconds");
+                return ex_bad_option(prog, "--duration", optarg, "must be 0.1 to 86400 seconds");
             break;
         case 'p':
-            if (!parse_int(optarg, 0, (long)MOMENTO_MAX_ITEM_BYTES - 64, &o->payload_bytes))
-                return bad(prog, "--payload-bytes", optarg, "must be 0 to 5 MiB less 64");
+            if (!ex_parse_int(optarg, 0, (long)MOMENTO_MAX_ITEM_BYTES - 64, &o->payload_bytes))
+                return ex_bad_option(prog, "--payload-bytes", optarg,
+                                     "must be 0 to 5 MiB less 64");
             break;
         case 't':
             if (!parse_range(optarg, 1, 3600000, &o->timeout_min_ms, &o->timeout_ms))
-                return bad(prog, "--timeout-ms", optarg,
-                           "must be N or A:B with 1 <= A <= B <= 3600000");
+                return ex_bad_option(prog, "--timeout-ms", optarg,
+                                     "must be N or A:B with 1 <= A <= B <= 3600000");
             break;
         case 's':
             if (!parse_secs(optarg, 0.1, 86400, &o->stats_interval_s))
-                return bad(prog, "--stats-interval", optarg, "must be 0.1 to 86400 seconds");
+                return ex_bad_option(prog, "--stats-interval", optarg,
+                                     "must be 0.1 to 86400 seconds");
             break;
         case 'k':
-            if (!parse_int(optarg, 0, 100000000, &o->keys))
-                return bad(prog, "--keys", optarg, "must be 0 to 100000000");
+            if (!ex_parse_int(optarg, 0, 100000000, &o->keys))
+                return ex_bad_option(prog, "--keys", optarg, "must be 0 to 100000000");
             break;
         case 'D':
             if (strcmp(optarg, "uniform") == 0)
@@ -250,17 +227,18 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
             else if (strcmp(optarg, "zipf") == 0)
                 o->zipf = true;
             else
-                return bad(prog, "--distribution", optarg, "must be uniform or zipf");
+                return ex_bad_option(prog, "--distribution", optarg, "must be uniform or zipf");
             break;
         case 'o': o->open_loop = true; break;
         case 'T':
-            if (!parse_int(optarg, 1, 64, &o->threads))
-                return bad(prog, "--threads", optarg, "must be 1 to 64");
+            if (!ex_parse_int(optarg, 1, 64, &o->threads))
+                return ex_bad_option(prog, "--threads", optarg, "must be 1 to 64");
             break;
         case 'j': o->json_path = optarg; break;
         case 'P':
             if (!coalescing)
-                return bad(prog, "option", "--plot", "only request-coalescing draws plots");
+                return ex_bad_option(prog, "option", "--plot",
+                                     "only request-coalescing draws plots");
             o->plot_path = optarg;
             break;
         case 'q': o->quiet = true; break;
@@ -271,9 +249,9 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
             if (!spec && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9')
                 spec = argv[optind++];
             if (spec && !parse_batch(spec, o))
-                return bad(prog, "--batch", spec,
-                           "must be N[:L[:M[:B]]] with N 0 to 100000 (0 = off), L 0 to 100000 "
-                           "us, M 2 to 10000 keys, B 1024 to 8388608 bytes");
+                return ex_bad_option(prog, "--batch", spec,
+                                     "must be N[:L[:M[:B]]] with N 0 to 100000 (0 = off), L 0 "
+                                     "to 100000 us, M 2 to 10000 keys, B 1024 to 8388608 bytes");
             o->batch = o->batch_min_in_flight > 0;
             break;
         }
@@ -282,15 +260,16 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
         }
     }
     if (optind < argc)
-        return bad(prog, "argument", argv[optind], "no positional arguments are taken");
-    if (o->insecure && !o->endpoint)
-        return bad(prog, "option", "--insecure", "goes with --endpoint");
+        return ex_bad_option(prog, "argument", argv[optind], "no positional arguments are taken");
+    if (ex_check_target(prog, o->endpoint, o->insecure))
+        return 2;
     if (o->open_loop && o->rps == 0)
-        return bad(prog, "option", "--open-loop", "needs a request rate (--rps > 0)");
+        return ex_bad_option(prog, "option", "--open-loop", "needs a request rate (--rps > 0)");
     if (o->zipf && o->keys == 0)
-        return bad(prog, "option", "--distribution zipf", "needs a key space (--keys > 0)");
+        return ex_bad_option(prog, "option", "--distribution zipf",
+                             "needs a key space (--keys > 0)");
     if (o->threads > o->concurrency)
-        return bad(prog, "option", "--threads", "must not exceed --concurrency");
+        return ex_bad_option(prog, "option", "--threads", "must not exceed --concurrency");
     return 0;
 }
 
@@ -298,39 +277,12 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
 
 int lg_target_open(lg_target *t, const lg_options *o)
 {
-    memset(t, 0, sizeof(*t));
-    const char *why = NULL;
-    int rc;
-    if (o->endpoint) {
-        rc = o->insecure ? momento_credentials_local(&t->creds, o->endpoint, &why)
-                         : momento_credentials_with_endpoints(&t->creds, "", o->endpoint,
-                                                              o->endpoint, &why);
-        snprintf(t->description, sizeof(t->description), "%s (%s)", o->endpoint,
-                 o->insecure ? "plaintext" : "TLS");
-    } else if (getenv("MOMENTO_API_KEY")) {
-        rc = momento_credentials_from_env(&t->creds, &why);
-        if (rc == MOMENTO_OK)
-            snprintf(t->description, sizeof(t->description), "Momento at %s",
-                     momento_credentials_cache_endpoint(t->creds));
-    } else {
-        rc = momento_local_start(&t->local, NULL);
-        if (rc == MOMENTO_OK)
-            rc = momento_credentials_local(&t->creds, momento_local_endpoint(t->local), &why);
-        if (rc == MOMENTO_OK)
-            snprintf(t->description, sizeof(t->description),
-                     "the bundled local server at %s (no --endpoint or MOMENTO_API_KEY given)",
-                     momento_local_endpoint(t->local));
-    }
-    if (rc != MOMENTO_OK)
-        fprintf(stderr, "cannot set up the target: %s\n", why ? why : momento_strerror(rc));
-    return rc;
+    return ex_target_open(t, o->endpoint, o->insecure);
 }
 
 void lg_target_close(lg_target *t)
 {
-    momento_credentials_free(t->creds);
-    momento_local_stop(t->local);
-    memset(t, 0, sizeof(*t));
+    ex_target_close(t);
 }
 
 /* -------------------------------------------------------------- stats */

@@ -5,6 +5,7 @@
 #define LG_LOADGEN_H
 
 #include "histogram.h"
+#include "target.h"
 #include "momento/coalescer.h"
 #include "momento/local.h"
 #include "momento/momento.h"
@@ -90,13 +91,9 @@ typedef struct lg_stats {
 void lg_stats_init(lg_stats *s);
 void lg_stats_merge(lg_stats *dst, const lg_stats *src);
 
-/* Where requests go. With neither --endpoint nor MOMENTO_API_KEY, a local
- * server is started in-process on a free loopback port. */
-typedef struct lg_target {
-    momento_local *local;
-    momento_credentials *creds;
-    char description[160];
-} lg_target;
+/* Where requests go (target.h): --endpoint, MOMENTO_API_KEY, or a local
+ * server started in-process. */
+typedef ex_target lg_target;
 
 int lg_target_open(lg_target *t, const lg_options *o);
 void lg_target_close(lg_target *t);

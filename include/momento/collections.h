@@ -39,7 +39,9 @@
 extern "C" {
 #endif
 
-/* A collection's TTL on a write (Momento's CollectionTtl). A write that
+/* A collection's TTL on a write (Momento's CollectionTtl): a value passed
+ * with each write, like a scalar write's ttl_ms, not configuration; its two
+ * fields are the two the protocol carries. A write that
  * creates the collection gives it `ttl_ms` (0 = the client's default TTL);
  * a write to an existing collection resets its TTL to that only when
  * `refresh` is non-zero, and otherwise leaves it alone. */

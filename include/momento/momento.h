@@ -331,7 +331,9 @@ MOMENTO_EXPORT int momento_result_attempts(const momento_result *r);
 /* The server's `err` trailer (e.g. "item_size_limit_exceeded"), or NULL. */
 MOMENTO_EXPORT const char *momento_result_error_detail(const momento_result *r);
 /* 1 when the outcome is HIT (a get, item get TTL or item get type that found
- * the key), else 0. */
+ * the key; a collection read that found the collection, collections.h),
+ * else 0. Check it before momento_result_int() of a length or rank, which
+ * is 0 for a MISS too. */
 MOMENTO_EXPORT int momento_result_is_hit(const momento_result *r);
 /*
  * The value of a get hit; any other HIT (item TTL, item type) gives an empty

@@ -7,10 +7,14 @@ against the embedded server and against a server that never answers, where
 every request must time out and none before its own deadline; then both with
 adaptive batching (--batch), checking that batches were sent, that fewer
 RPCs than requests reached the server, and that every result was still the
-request's own.
+request's own. Last, the collection examples: leaderboard's answers are
+recomputed from the scores it says it submitted, and session-store's
+transcript must show the values it wrote, the counter it incremented and
+the TTL behaviour it demonstrates.
 Usage: check_examples.py BUILD_DIR"""
 import json
 import os
+import re
 import socketserver
 import struct
 import subprocess
@@ -22,6 +26,8 @@ import xml.etree.ElementTree as ET
 build = sys.argv[1]
 load_gen = os.path.join(build, "examples", "load-gen")
 coalescing = os.path.join(build, "examples", "request-coalescing")
+leaderboard = os.path.join(build, "examples", "leaderboard")
+session_store = os.path.join(build, "examples", "session-store")
 server = os.path.join(build, "server", "momento-local")
 failures = 0
 passed = 0
@@ -363,5 +369,186 @@ with tempfile.TemporaryDirectory() as tmp:
               and "--timeout-ms A[:B]" in p.stdout and "--timeout-ms 50:2000" in p.stdout
               and "--batch [N[:L[:M[:B]]]]" in p.stdout and "16:0:64:1048576" in p.stdout)
 
+
+def start_server(*args):
+    """A separate momento-local on a free port: (process, "host:port")."""
+    srv = subprocess.Popen([server, "--port", "0", *args], stdout=subprocess.PIPE, text=True)
+    return srv, srv.stdout.readline().strip().replace("listening on ", "")
+
+
+def stop_server(srv):
+    """Stops it; returns the RPC counters it prints on the way out."""
+    srv.terminate()
+    return srv.communicate(timeout=10)[0]
+
+
+def parse_leaderboard(out):
+    """What a leaderboard transcript says: the scores it submitted (with
+    --verbose), its bonuses, and each answer it printed."""
+    t = {"submitted": {}, "bonuses": [], "top": [], "band_top": [], "player": None}
+    section = None
+    for line in out.splitlines():
+        if m := re.fullmatch(r"  submit (\S+) (\d+)", line):
+            t["submitted"][m[1]] = int(m[2])
+        elif m := re.fullmatch(r"bonus (\S+) \+(\d+) -> (\d+) \(increment_score\)", line):
+            t["bonuses"].append((m[1], int(m[2]), int(m[3])))
+        elif m := re.fullmatch(r"players on the board: (\d+) \(length\)", line):
+            t["size"] = int(m[1])
+        elif line.startswith("top 10 "):
+            section = "top"
+        elif line.startswith("the top 5 of them "):
+            section = "band_top"
+        elif m := re.fullmatch(r"(\S+): rank (\d+) of (\d+), score (\d+) \(get_rank descending, get_score\)",
+                               line):
+            t["player"] = (m[1], int(m[2]), int(m[3]), int(m[4]))
+        elif m := re.fullmatch(r"(\S+): not on the board \(get_rank and get_score missed\)", line):
+            t["player"] = (m[1], None, None, None)
+        elif m := re.fullmatch(r"players scoring (\d+) to (\d+): (\d+) \(length_by_score\)", line):
+            t["band"] = (int(m[1]), int(m[2]), int(m[3]))
+        elif section == "top" and (m := re.fullmatch(r"\s+\d+\. (\S+)\s+(\d+)", line)):
+            t["top"].append((m[1], int(m[2])))
+        elif section == "band_top" and (m := re.fullmatch(r"  (\S+)\s+(\d+)", line)):
+            t["band_top"].append((m[1], int(m[2])))
+    return t
+
+
+def check_leaderboard(name, p, player="player-0001"):
+    """Recomputes every answer from the submitted scores and bonuses."""
+    check(f"{name}: exits 0", p.returncode == 0, p.stderr)
+    t = parse_leaderboard(p.stdout)
+    want = dict(t["submitted"])
+    check(f"{name}: lists its submissions and four bonuses", len(want) > 0 and len(t["bonuses"]) == 4,
+          p.stdout[-2000:])
+    for who, amount, got in t["bonuses"]:
+        check(f"{name}: bonus for {who} returns the new score", got == want.get(who, 0) + amount,
+              (who, want.get(who), amount, got))
+        want[who] = want.get(who, 0) + amount
+    # Descending order is ascending reversed: ties by name, reversed too.
+    board = sorted(((s, n) for n, s in want.items()), reverse=True)
+    check(f"{name}: length is every player", t.get("size") == len(want), (t.get("size"), len(want)))
+    check(f"{name}: the top 10, in order, with the scores submitted",
+          t["top"] == [(n, s) for s, n in board[:10]], (t["top"], board[:10]))
+    check(f"{name}: the big bonus leads", t["top"][:1] == [(t["bonuses"][2][0], t["bonuses"][2][2])],
+          t["top"][:1])
+    ranked = {n: i + 1 for i, (s, n) in enumerate(board)}
+    if player in want:
+        check(f"{name}: {player}'s rank and score", t["player"] == (player, ranked[player], len(want),
+              want[player]), (t["player"], ranked[player], want[player]))
+    else:
+        check(f"{name}: {player} is not on the board", t["player"] == (player, None, None, None),
+              t["player"])
+    lo, hi, count = t.get("band", (None, None, None))
+    in_band = [(n, s) for s, n in board if lo is not None and lo <= s <= hi]
+    check(f"{name}: the count in the band", count == len(in_band), (t.get("band"), len(in_band)))
+    check(f"{name}: the band's top 5, in order", t["band_top"] == in_band[:5], (t["band_top"], in_band[:5]))
+    return t
+
+
+def check_collection_examples():
+    """leaderboard and session-store."""
+    # leaderboard, against the embedded server: every answer it prints is
+    # recomputed here from the scores it submitted.
+    p = run([leaderboard, "--seed", "7", "--verbose"])
+    check("leaderboard says it uses the bundled local server", "bundled local server at 127.0.0.1:" in p.stdout)
+    t = check_leaderboard("leaderboard --seed 7", p)
+    check("leaderboard submitted 1000 scores in 10 calls", len(t["submitted"]) == 1000
+          and "submitted 1000 scores in 10 put_elements calls" in p.stdout, p.stdout[-500:])
+    check("leaderboard deletes its board at the end", p.stdout.rstrip().endswith("deleted (done)"))
+    q = run([leaderboard, "--seed", "7"])
+    check("leaderboard: the same seed gives the same board", q.returncode == 0
+          and parse_leaderboard(q.stdout)["top"] == t["top"], q.stdout)
+    q = run([leaderboard, "--seed", "8"])
+    check("leaderboard: another seed gives another board", q.returncode == 0
+          and parse_leaderboard(q.stdout)["top"] != t["top"], q.stdout)
+    # A band with nobody in it, a player who is not on the board.
+    check_leaderboard("leaderboard, 20 players, ghost", run([leaderboard, "--players", "20", "--verbose",
+                      "--player", "ghost", "--band", "200000:300000"]), player="ghost")
+    check_leaderboard("leaderboard, the newcomer", run([leaderboard, "--players", "50", "--verbose",
+                      "--player", "newcomer", "--band", "0:99999"]), player="newcomer")
+
+    # Against a separate momento-local: the RPCs arrive there, and the
+    # board is left with --keep.
+    srv, endpoint = start_server()
+    p = run([leaderboard, "--endpoint", endpoint, "--insecure", "--keep", "--verbose"])
+    stats = stop_server(srv)
+    check_leaderboard("leaderboard --endpoint --insecure", p)
+    check("leaderboard --endpoint reaches that server", '"SortedSetPut": {"total": 10' in stats
+          and '"SortedSetGetRank": {"total": 1' in stats, stats)
+
+    # session-store: the transcript must show what was written.
+    p = run([session_store, "--views", "4", "--sessions", "4"])
+    out = p.stdout
+    check("session-store exits 0", p.returncode == 0, p.stderr)
+    check("session-store says it uses the bundled local server", "bundled local server at 127.0.0.1:" in out)
+    check("session-store creates every session", "creating 4 sessions, one async set_fields each" in out
+          and "created 4 sessions (4 callbacks, each SUCCESS)" in out
+          and all(f"  session:{i}: user=" in out for i in range(1, 5)), out)
+    check("session-store reads back one field", "session:1 user = alice (get_field)" in out, out)
+    check("session-store reads several fields, a missing one as such",
+          "  user = alice\n  cart = sku-1000,sku-2000\n  coupon: no such field\n" in out, out)
+    views = [int(v) for v in re.findall(r"session:1 page_views -> (\d+) \(increment\)", out)]
+    check("session-store increments the counter from 0", views == [1, 2, 3, 4], views)
+    m = re.search(r"session:1, the whole session \(fetch\): (.*)", out)
+    fetched = dict(kv.split("=", 1) for kv in m[1].split(", ")) if m else {}
+    check("session-store's fetch shows every field and the counter's value",
+          fetched.get("user") == "alice" and fetched.get("cart") == "sku-1000,sku-2000"
+          and fetched.get("page_views") == "4" and "last_seen" in fetched, fetched)
+    check("session-store removes a field", "cart removed (remove_field), 3 fields left (length)" in out
+          and "session:1 cart: no such field (get_field missed)" in out, out)
+    ttl = [int(v) for v in re.findall(r"session:1 TTL [^:]*: (\d+) ms", out)]
+    check("session-store: the TTL ran for the wait", len(ttl) == 3 and 0 < ttl[0] <= 3000 - 1000, ttl)
+    check("session-store: a write with refresh 0 leaves the TTL running",
+          len(ttl) == 3 and ttl[1] <= ttl[0], ttl)
+    check("session-store: a write with refresh 1 resets it", len(ttl) == 3 and 3000 - 300 <= ttl[2] <= 3000,
+          ttl)
+    m = re.search(r"every session now \(4 async fetches[^\n]*\n((?:  session:.*\n)+)", out)
+    final = dict(re.findall(r"  (session:\d+): (.*)", m[1])) if m else {}
+    check("session-store: the refreshed session is still there, with its counter",
+          "page_views=4" in final.get("session:1", "") and "cart=" not in final.get("session:1", ""), final)
+    check("session-store: the deleted and the expired sessions are gone",
+          all(final.get(f"session:{i}") == "gone" for i in (2, 3, 4)), final)
+    check("session-store ends the last session", out.rstrip().endswith("session:1 deleted (delete)"), out)
+
+    srv, endpoint = start_server()
+    p = run([session_store, "--endpoint", endpoint, "--insecure", "--ttl-ms", "1500"])
+    stats = stop_server(srv)
+    check("session-store --endpoint --insecure exits 0", p.returncode == 0, p.stderr)
+    check("session-store --endpoint reaches that server", '"DictionarySet": {"total": 5' in stats
+          and '"DictionaryFetch": {"total": 4' in stats and '"DictionaryIncrement": {"total": 3' in stats,
+          stats)
+
+    # Errors reach the user: a server that refuses past a few calls per
+    # second makes some call fail; each program says which and exits 1.
+    for prog, args in ((leaderboard, []), (session_store, ["--sessions", "40"])):
+        srv, endpoint = start_server("--max-rps", "10")
+        p = run([prog, "--endpoint", endpoint, "--insecure", *args])
+        stop_server(srv)
+        check(f"{os.path.basename(prog)} reports a refused call and exits 1", p.returncode == 1
+              and re.search(r"\w failed: LIMIT_EXCEEDED_ERROR \(.*\): .*rate", p.stderr), (p.returncode, p.stderr))
+    p = run([leaderboard, "--endpoint", "127.0.0.1:1", "--insecure", "--players", "5"])
+    check("leaderboard with no server: SERVER_UNAVAILABLE, exit 1", p.returncode == 1
+          and "create_cache failed: SERVER_UNAVAILABLE" in p.stderr, p)
+
+    # Options: --help, and bad values exit 2 with a message.
+    for prog, default in ((leaderboard, "(default 1000)"), (session_store, "(default 3000)")):
+        p = run([prog, "--help"])
+        check(f"{os.path.basename(prog)} --help", p.returncode == 0 and "--endpoint HOST:PORT" in p.stdout
+              and "--insecure" in p.stdout and default in p.stdout, p.stdout)
+    for prog, args in ((leaderboard, ["--players", "0"]), (leaderboard, ["--players", "x"]),
+                       (leaderboard, ["--band", "5:4"]), (leaderboard, ["--band", "5"]),
+                       (leaderboard, ["--seed", "-1"]), (leaderboard, ["--player", ""]),
+                       (session_store, ["--sessions", "2"]), (session_store, ["--ttl-ms", "999"]),
+                       (session_store, ["--views", "0"])):
+        p = run([prog] + args)
+        check(f"{os.path.basename(prog)} {' '.join(args)} -> exit 2 with a message",
+              p.returncode == 2 and "invalid" in p.stderr, p)
+    for prog in (leaderboard, session_store):
+        for args in (["--insecure"], ["--endpoint", "nohost"], ["--bogus"], ["extra"]):
+            p = run([prog] + args)
+            check(f"{os.path.basename(prog)} {' '.join(args)} -> exit 2 with a message",
+                  p.returncode == 2 and p.stderr.strip(), p)
+
+
+check_collection_examples()
 print(f"{passed} passed, {failures} failed")
 sys.exit(1 if failures or not passed else 0)
