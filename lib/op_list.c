@@ -1,7 +1,8 @@
 /* Lists: values in order under one key (Momento's List* RPCs). Each call
  * is one RPC; a slice's start 0 and end MOMENTO_END travel as unbounded, as
- * the official SDKs send them. ListErase has no call here: the public API
- * has none. */
+ * the official SDKs send them. Writes go through momento__coll_write, so
+ * that they close the key's coalesced reads in flight; the reads (fetch,
+ * length) serve both the client's calls and the coalescer's. */
 #include "collection.h"
 
 #include "cacheclient.pb-c.h"
@@ -74,6 +75,25 @@ MOMENTO__DECODER(list_retain)
     return MOMENTO_OK;
 }
 
+/* Unlike remove and retain, an erase tells a missing list apart: MISS. */
+MOMENTO__DECODER(list_erase)
+{
+    (void)n_msgs;
+    const CacheClient__ListEraseResponse *m =
+        momento__unpack_reply(MOMENTO__RPC_LIST_ERASE, &msgs[0], scratch);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    if (m->list_case == CACHE_CLIENT____LIST_ERASE_RESPONSE__LIST_FOUND && m->found) {
+        r->outcome = MOMENTO_OUTCOME_SUCCESS;
+        r->int_value = m->found->list_length;
+    } else if (m->list_case == CACHE_CLIENT____LIST_ERASE_RESPONSE__LIST_MISSING) {
+        r->outcome = MOMENTO_OUTCOME_MISS;
+    } else {
+        return MOMENTO_ERR_BAD_RESPONSE;
+    }
+    return MOMENTO_OK;
+}
+
 MOMENTO__DECODER(list_fetch)
 {
     (void)n_msgs;
@@ -136,8 +156,8 @@ int momento_list_push_front(momento_client *c, const char *cache, const void *na
     req.list_name = momento__bytes(name, name_len);
     req.value = momento__bytes(value, value_len);
     req.truncate_back_to_size = truncate_to_size;
-    return momento__call_start(c, MOMENTO__RPC_LIST_PUSH_FRONT, cache, &req.base, opts, cb,
-                               userdata);
+    return momento__coll_write(c, MOMENTO__RPC_LIST_PUSH_FRONT, cache, name, name_len, &req.base,
+                               opts, cb, userdata);
 }
 
 int momento_list_push_back(momento_client *c, const char *cache, const void *name,
@@ -154,8 +174,8 @@ int momento_list_push_back(momento_client *c, const char *cache, const void *nam
     req.list_name = momento__bytes(name, name_len);
     req.value = momento__bytes(value, value_len);
     req.truncate_front_to_size = truncate_to_size;
-    return momento__call_start(c, MOMENTO__RPC_LIST_PUSH_BACK, cache, &req.base, opts, cb,
-                               userdata);
+    return momento__coll_write(c, MOMENTO__RPC_LIST_PUSH_BACK, cache, name, name_len, &req.base,
+                               opts, cb, userdata);
 }
 
 int momento_list_concatenate_front(momento_client *c, const char *cache, const void *name,
@@ -177,8 +197,8 @@ int momento_list_concatenate_front(momento_client *c, const char *cache, const v
     if (!req.values)
         return MOMENTO_ERR_NO_MEMORY;
     req.n_values = n;
-    int rc = momento__call_start(c, MOMENTO__RPC_LIST_CONCATENATE_FRONT, cache, &req.base, opts,
-                                 cb, userdata);
+    int rc = momento__coll_write(c, MOMENTO__RPC_LIST_CONCATENATE_FRONT, cache, name, name_len,
+                                 &req.base, opts, cb, userdata);
     free(req.values); /* the request was packed at submit */
     return rc;
 }
@@ -202,8 +222,8 @@ int momento_list_concatenate_back(momento_client *c, const char *cache, const vo
     if (!req.values)
         return MOMENTO_ERR_NO_MEMORY;
     req.n_values = n;
-    int rc = momento__call_start(c, MOMENTO__RPC_LIST_CONCATENATE_BACK, cache, &req.base, opts,
-                                 cb, userdata);
+    int rc = momento__coll_write(c, MOMENTO__RPC_LIST_CONCATENATE_BACK, cache, name, name_len,
+                                 &req.base, opts, cb, userdata);
     free(req.values);
     return rc;
 }
@@ -215,8 +235,8 @@ int momento_list_pop_front(momento_client *c, const char *cache, const void *nam
     MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
     CacheClient__ListPopFrontRequest req = CACHE_CLIENT____LIST_POP_FRONT_REQUEST__INIT;
     req.list_name = momento__bytes(name, name_len);
-    return momento__call_start(c, MOMENTO__RPC_LIST_POP_FRONT, cache, &req.base, opts, cb,
-                               userdata);
+    return momento__coll_write(c, MOMENTO__RPC_LIST_POP_FRONT, cache, name, name_len, &req.base,
+                               opts, cb, userdata);
 }
 
 int momento_list_pop_back(momento_client *c, const char *cache, const void *name,
@@ -226,15 +246,15 @@ int momento_list_pop_back(momento_client *c, const char *cache, const void *name
     MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
     CacheClient__ListPopBackRequest req = CACHE_CLIENT____LIST_POP_BACK_REQUEST__INIT;
     req.list_name = momento__bytes(name, name_len);
-    return momento__call_start(c, MOMENTO__RPC_LIST_POP_BACK, cache, &req.base, opts, cb,
-                               userdata);
+    return momento__coll_write(c, MOMENTO__RPC_LIST_POP_BACK, cache, name, name_len, &req.base,
+                               opts, cb, userdata);
 }
 
-int momento_list_fetch(momento_client *c, const char *cache, const void *name, size_t name_len,
-                       int32_t start, int32_t end, const momento_request_options *opts,
-                       momento_callback cb, void *userdata)
+static int fetch(momento__target t, const char *cache, const void *name, size_t name_len,
+                 int32_t start, int32_t end, const momento_request_options *opts,
+                 momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
     MOMENTO__CHECK(momento__check_slice(start, end));
     CacheClient__ListFetchRequest req = CACHE_CLIENT____LIST_FETCH_REQUEST__INIT;
     CacheClient__Unbounded unbounded = CACHE_CLIENT____UNBOUNDED__INIT;
@@ -253,7 +273,24 @@ int momento_list_fetch(momento_client *c, const char *cache, const void *name, s
         req.end_index_case = CACHE_CLIENT____LIST_FETCH_REQUEST__END_INDEX_EXCLUSIVE_END;
         req.exclusive_end = end;
     }
-    return momento__call_start(c, MOMENTO__RPC_LIST_FETCH, cache, &req.base, opts, cb, userdata);
+    return momento__coll_read(t, MOMENTO__RPC_LIST_FETCH, cache, name, name_len, &req.base, opts,
+                              cb, userdata);
+}
+
+int momento_list_fetch(momento_client *c, const char *cache, const void *name, size_t name_len,
+                       int32_t start, int32_t end, const momento_request_options *opts,
+                       momento_callback cb, void *userdata)
+{
+    return fetch(momento__to_client(c), cache, name, name_len, start, end, opts, cb, userdata);
+}
+
+int momento_coalescing_list_fetch(momento_coalescer *co, const char *cache, const void *name,
+                                  size_t name_len, int32_t start, int32_t end,
+                                  const momento_request_options *opts, momento_callback cb,
+                                  void *userdata)
+{
+    return fetch(momento__to_coalescer(co), cache, name, name_len, start, end, opts, cb,
+                 userdata);
 }
 
 int momento_list_retain(momento_client *c, const char *cache, const void *name, size_t name_len,
@@ -280,8 +317,8 @@ int momento_list_retain(momento_client *c, const char *cache, const void *name, 
         req.end_index_case = CACHE_CLIENT____LIST_RETAIN_REQUEST__END_INDEX_EXCLUSIVE_END;
         req.exclusive_end = end;
     }
-    return momento__call_start(c, MOMENTO__RPC_LIST_RETAIN, cache, &req.base, opts, cb,
-                               userdata);
+    return momento__coll_write(c, MOMENTO__RPC_LIST_RETAIN, cache, name, name_len, &req.base, opts,
+                               cb, userdata);
 }
 
 int momento_list_remove_value(momento_client *c, const char *cache, const void *name,
@@ -298,18 +335,79 @@ int momento_list_remove_value(momento_client *c, const char *cache, const void *
     req.list_name = momento__bytes(name, name_len);
     req.remove_case = CACHE_CLIENT____LIST_REMOVE_REQUEST__REMOVE_ALL_ELEMENTS_WITH_VALUE;
     req.all_elements_with_value = momento__bytes(value, value_len);
-    return momento__call_start(c, MOMENTO__RPC_LIST_REMOVE, cache, &req.base, opts, cb,
-                               userdata);
+    return momento__coll_write(c, MOMENTO__RPC_LIST_REMOVE, cache, name, name_len, &req.base, opts,
+                               cb, userdata);
+}
+
+/* Each range travels as a _ListRange of two varints: at most 14 bytes
+ * with its tag and length. */
+#define RANGE_BYTES 16
+
+int momento_list_erase(momento_client *c, const char *cache, const void *name, size_t name_len,
+                       const uint32_t *begin_indexes, const uint32_t *counts, size_t n_ranges,
+                       const momento_request_options *opts, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
+    /* "All" only when asked for with no arrays at all: an empty list of
+     * ranges built by a caller's loop must not erase the whole list. */
+    if (n_ranges == 0 ? (begin_indexes || counts) : (!begin_indexes || !counts))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (n_ranges > (MOMENTO__MAX_REQUEST_BYTES - name_len) / RANGE_BYTES)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    CacheClient__ListEraseRequest req = CACHE_CLIENT____LIST_ERASE_REQUEST__INIT;
+    CacheClient__ListEraseRequest__All all = CACHE_CLIENT____LIST_ERASE_REQUEST____ALL__INIT;
+    CacheClient__ListEraseRequest__ListRanges some =
+        CACHE_CLIENT____LIST_ERASE_REQUEST____LIST_RANGES__INIT;
+    req.list_name = momento__bytes(name, name_len);
+    if (n_ranges == 0) {
+        req.erase_case = CACHE_CLIENT____LIST_ERASE_REQUEST__ERASE_ALL;
+        req.all = &all;
+        return momento__coll_write(c, MOMENTO__RPC_LIST_ERASE, cache, name, name_len, &req.base,
+                                   opts, cb, userdata);
+    }
+    CacheClient__ListRange *ranges = momento__malloc(n_ranges * sizeof(*ranges));
+    CacheClient__ListRange **ptrs = momento__malloc(n_ranges * sizeof(*ptrs));
+    int rc = MOMENTO_ERR_NO_MEMORY;
+    if (ranges && ptrs) {
+        for (size_t i = 0; i < n_ranges; i++) {
+            cache_client____list_range__init(&ranges[i]);
+            ranges[i].begin_index = begin_indexes[i];
+            ranges[i].count = counts[i];
+            ptrs[i] = &ranges[i];
+        }
+        some.n_ranges = n_ranges;
+        some.ranges = ptrs;
+        req.erase_case = CACHE_CLIENT____LIST_ERASE_REQUEST__ERASE_SOME;
+        req.some = &some;
+        rc = momento__coll_write(c, MOMENTO__RPC_LIST_ERASE, cache, name, name_len, &req.base,
+                                 opts, cb, userdata);
+    }
+    free(ranges); /* the request was packed at submit */
+    free(ptrs);
+    return rc;
+}
+
+static int length(momento__target t, const char *cache, const void *name, size_t name_len,
+                  const momento_request_options *opts, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
+    CacheClient__ListLengthRequest req = CACHE_CLIENT____LIST_LENGTH_REQUEST__INIT;
+    req.list_name = momento__bytes(name, name_len);
+    return momento__coll_read(t, MOMENTO__RPC_LIST_LENGTH, cache, name, name_len, &req.base, opts,
+                              cb, userdata);
 }
 
 int momento_list_length(momento_client *c, const char *cache, const void *name, size_t name_len,
                         const momento_request_options *opts, momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
-    CacheClient__ListLengthRequest req = CACHE_CLIENT____LIST_LENGTH_REQUEST__INIT;
-    req.list_name = momento__bytes(name, name_len);
-    return momento__call_start(c, MOMENTO__RPC_LIST_LENGTH, cache, &req.base, opts, cb,
-                               userdata);
+    return length(momento__to_client(c), cache, name, name_len, opts, cb, userdata);
+}
+
+int momento_coalescing_list_length(momento_coalescer *co, const char *cache, const void *name,
+                                   size_t name_len, const momento_request_options *opts,
+                                   momento_callback cb, void *userdata)
+{
+    return length(momento__to_coalescer(co), cache, name, name_len, opts, cb, userdata);
 }
 
 /* Blocking forms. */
@@ -393,6 +491,15 @@ int momento_list_remove_value_sync(momento_client *c, const char *cache, const v
 {
     MOMENTO__SYNC(momento_list_remove_value(c, cache, name, name_len, value, value_len, opts,
                                             MOMENTO__SYNC_CB));
+}
+
+int momento_list_erase_sync(momento_client *c, const char *cache, const void *name,
+                            size_t name_len, const uint32_t *begin_indexes, const uint32_t *counts,
+                            size_t n_ranges, const momento_request_options *opts,
+                            momento_result **ret)
+{
+    MOMENTO__SYNC(momento_list_erase(c, cache, name, name_len, begin_indexes, counts, n_ranges,
+                                     opts, MOMENTO__SYNC_CB));
 }
 
 int momento_list_length_sync(momento_client *c, const char *cache, const void *name,

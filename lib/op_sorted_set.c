@@ -2,8 +2,10 @@
  * RPCs). The one-element calls are the many-element ones with n = 1, as the
  * official SDKs send them; fetches always ask for the scores. Score bounds
  * of -INFINITY / INFINITY travel as unbounded, rank slices as list slices
- * (collection.h). SortedSetUnionStore has no call here: the public API has
- * none. */
+ * (collection.h). Writes go through momento__coll_write, so that they close
+ * the key's coalesced reads in flight; each read serves both the client's
+ * call and the coalescer's. SortedSetUnionStore has no call here: the
+ * public API has none. */
 #include "collection.h"
 
 #include "cacheclient.pb-c.h"
@@ -239,8 +241,8 @@ int momento_sorted_set_put_elements(momento_client *c, const char *cache, const 
         }
         req.n_elements = n;
         req.elements = ptrs;
-        rc = momento__call_start(c, MOMENTO__RPC_SORTED_SET_PUT, cache, &req.base, opts, cb,
-                                 userdata);
+        rc = momento__coll_write(c, MOMENTO__RPC_SORTED_SET_PUT, cache, name, name_len,
+                                 &req.base, opts, cb, userdata);
     }
     free(elements); /* the request was packed at submit */
     free(ptrs);
@@ -257,12 +259,12 @@ int momento_sorted_set_put_element(momento_client *c, const char *cache, const v
                                            1, ttl, opts, cb, userdata);
 }
 
-int momento_sorted_set_fetch_by_rank(momento_client *c, const char *cache, const void *name,
-                                     size_t name_len, int32_t start, int32_t end,
-                                     momento_order order, const momento_request_options *opts,
-                                     momento_callback cb, void *userdata)
+static int fetch_by_rank(momento__target t, const char *cache, const void *name,
+                         size_t name_len, int32_t start, int32_t end, momento_order order,
+                         const momento_request_options *opts, momento_callback cb,
+                         void *userdata)
 {
-    MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
     MOMENTO__CHECK(check_order(order));
     MOMENTO__CHECK(momento__check_slice(start, end));
     CacheClient__SortedSetFetchRequest req = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST__INIT;
@@ -291,17 +293,35 @@ int momento_sorted_set_fetch_by_rank(momento_client *c, const char *cache, const
     req.with_scores = 1;
     req.range_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST__RANGE_BY_INDEX;
     req.by_index = &by_index;
-    return momento__call_start(c, MOMENTO__RPC_SORTED_SET_FETCH, cache, &req.base, opts, cb,
-                               userdata);
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_FETCH, cache, name, name_len, &req.base,
+                              opts, cb, userdata);
 }
 
-int momento_sorted_set_fetch_by_score(momento_client *c, const char *cache, const void *name,
-                                      size_t name_len, double min, double max,
-                                      momento_order order, uint32_t offset, uint32_t count,
-                                      const momento_request_options *opts, momento_callback cb,
-                                      void *userdata)
+int momento_sorted_set_fetch_by_rank(momento_client *c, const char *cache, const void *name,
+                                     size_t name_len, int32_t start, int32_t end,
+                                     momento_order order, const momento_request_options *opts,
+                                     momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
+    return fetch_by_rank(momento__to_client(c), cache, name, name_len, start, end, order, opts, cb,
+                         userdata);
+}
+
+int momento_coalescing_sorted_set_fetch_by_rank(momento_coalescer *co, const char *cache,
+                                                const void *name, size_t name_len, int32_t start,
+                                                int32_t end, momento_order order,
+                                                const momento_request_options *opts,
+                                                momento_callback cb, void *userdata)
+{
+    return fetch_by_rank(momento__to_coalescer(co), cache, name, name_len, start, end, order, opts,
+                         cb, userdata);
+}
+
+static int fetch_by_score(momento__target t, const char *cache, const void *name,
+                          size_t name_len, double min, double max, momento_order order,
+                          uint32_t offset, uint32_t count, const momento_request_options *opts,
+                          momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
     MOMENTO__CHECK(check_order(order));
     MOMENTO__CHECK(check_score_range(min, max));
     CacheClient__SortedSetFetchRequest req = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST__INIT;
@@ -337,17 +357,36 @@ int momento_sorted_set_fetch_by_score(momento_client *c, const char *cache, cons
     req.with_scores = 1;
     req.range_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST__RANGE_BY_SCORE;
     req.by_score = &by_score;
-    return momento__call_start(c, MOMENTO__RPC_SORTED_SET_FETCH, cache, &req.base, opts, cb,
-                               userdata);
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_FETCH, cache, name, name_len, &req.base,
+                              opts, cb, userdata);
 }
 
-int momento_sorted_set_get_scores(momento_client *c, const char *cache, const void *name,
-                                  size_t name_len, const void *const *values,
-                                  const size_t *value_lens, size_t n,
-                                  const momento_request_options *opts, momento_callback cb,
-                                  void *userdata)
+int momento_sorted_set_fetch_by_score(momento_client *c, const char *cache, const void *name,
+                                      size_t name_len, double min, double max,
+                                      momento_order order, uint32_t offset, uint32_t count,
+                                      const momento_request_options *opts, momento_callback cb,
+                                      void *userdata)
 {
-    MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
+    return fetch_by_score(momento__to_client(c), cache, name, name_len, min, max, order, offset,
+                          count, opts, cb, userdata);
+}
+
+int momento_coalescing_sorted_set_fetch_by_score(momento_coalescer *co, const char *cache,
+                                                 const void *name, size_t name_len, double min,
+                                                 double max, momento_order order, uint32_t offset,
+                                                 uint32_t count,
+                                                 const momento_request_options *opts,
+                                                 momento_callback cb, void *userdata)
+{
+    return fetch_by_score(momento__to_coalescer(co), cache, name, name_len, min, max, order,
+                          offset, count, opts, cb, userdata);
+}
+
+static int get_scores(momento__target t, const char *cache, const void *name, size_t name_len,
+                      const void *const *values, const size_t *value_lens, size_t n,
+                      const momento_request_options *opts, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
     momento__size sz = {name_len};
     MOMENTO__CHECK(momento__check_blobs(&sz, values, value_lens, n));
     CacheClient__SortedSetGetScoreRequest req = CACHE_CLIENT____SORTED_SET_GET_SCORE_REQUEST__INIT;
@@ -356,9 +395,45 @@ int momento_sorted_set_get_scores(momento_client *c, const char *cache, const vo
     if (!req.values)
         return MOMENTO_ERR_NO_MEMORY;
     req.n_values = n;
-    int rc = momento__call_start(c, MOMENTO__RPC_SORTED_SET_GET_SCORE, cache, &req.base, opts, cb,
-                                 userdata);
+    int rc = momento__coll_read(t, MOMENTO__RPC_SORTED_SET_GET_SCORE, cache, name, name_len,
+                                &req.base, opts, cb, userdata);
     free(req.values);
+    return rc;
+}
+
+int momento_sorted_set_get_scores(momento_client *c, const char *cache, const void *name,
+                                  size_t name_len, const void *const *values,
+                                  const size_t *value_lens, size_t n,
+                                  const momento_request_options *opts, momento_callback cb,
+                                  void *userdata)
+{
+    return get_scores(momento__to_client(c), cache, name, name_len, values, value_lens, n, opts,
+                      cb, userdata);
+}
+
+int momento_coalescing_sorted_set_get_scores(momento_coalescer *co, const char *cache,
+                                             const void *name, size_t name_len,
+                                             const void *const *values, const size_t *value_lens,
+                                             size_t n, const momento_request_options *opts,
+                                             momento_callback cb, void *userdata)
+{
+    return get_scores(momento__to_coalescer(co), cache, name, name_len, values, value_lens, n,
+                      opts, cb, userdata);
+}
+
+static int get_score(momento__target t, const char *cache, const void *name, size_t name_len,
+                     const void *value, size_t value_len, const momento_request_options *opts,
+                     momento_callback cb, void *userdata)
+{
+    /* Checked here too, so that no allocation precedes a refusal. */
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
+    void *one = momento__one_item_new(cb, userdata);
+    if (!one)
+        return MOMENTO_ERR_NO_MEMORY;
+    int rc = get_scores(t, cache, name, name_len, &value, &value_len, 1, opts,
+                        momento__one_item_done, one);
+    if (rc != MOMENTO_OK)
+        free(one);
     return rc;
 }
 
@@ -367,24 +442,24 @@ int momento_sorted_set_get_score(momento_client *c, const char *cache, const voi
                                  const momento_request_options *opts, momento_callback cb,
                                  void *userdata)
 {
-    /* Checked here too, so that no allocation precedes a refusal. */
-    MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
-    void *one = momento__one_item_new(cb, userdata);
-    if (!one)
-        return MOMENTO_ERR_NO_MEMORY;
-    int rc = momento_sorted_set_get_scores(c, cache, name, name_len, &value, &value_len, 1, opts,
-                                           momento__one_item_done, one);
-    if (rc != MOMENTO_OK)
-        free(one);
-    return rc;
+    return get_score(momento__to_client(c), cache, name, name_len, value, value_len, opts, cb,
+                     userdata);
 }
 
-int momento_sorted_set_get_rank(momento_client *c, const char *cache, const void *name,
-                                size_t name_len, const void *value, size_t value_len,
-                                momento_order order, const momento_request_options *opts,
-                                momento_callback cb, void *userdata)
+int momento_coalescing_sorted_set_get_score(momento_coalescer *co, const char *cache,
+                                            const void *name, size_t name_len, const void *value,
+                                            size_t value_len, const momento_request_options *opts,
+                                            momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
+    return get_score(momento__to_coalescer(co), cache, name, name_len, value, value_len, opts, cb,
+                     userdata);
+}
+
+static int get_rank(momento__target t, const char *cache, const void *name, size_t name_len,
+                    const void *value, size_t value_len, momento_order order,
+                    const momento_request_options *opts, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
     MOMENTO__CHECK(check_order(order));
     momento__size sz = {name_len};
     MOMENTO__CHECK(momento__check_blob(&sz, value, value_len));
@@ -394,8 +469,27 @@ int momento_sorted_set_get_rank(momento_client *c, const char *cache, const void
     req.order = order == MOMENTO_DESCENDING
                     ? CACHE_CLIENT____SORTED_SET_GET_RANK_REQUEST__ORDER__DESCENDING
                     : CACHE_CLIENT____SORTED_SET_GET_RANK_REQUEST__ORDER__ASCENDING;
-    return momento__call_start(c, MOMENTO__RPC_SORTED_SET_GET_RANK, cache, &req.base, opts, cb,
-                               userdata);
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_GET_RANK, cache, name, name_len,
+                              &req.base, opts, cb, userdata);
+}
+
+int momento_sorted_set_get_rank(momento_client *c, const char *cache, const void *name,
+                                size_t name_len, const void *value, size_t value_len,
+                                momento_order order, const momento_request_options *opts,
+                                momento_callback cb, void *userdata)
+{
+    return get_rank(momento__to_client(c), cache, name, name_len, value, value_len, order, opts,
+                    cb, userdata);
+}
+
+int momento_coalescing_sorted_set_get_rank(momento_coalescer *co, const char *cache,
+                                           const void *name, size_t name_len, const void *value,
+                                           size_t value_len, momento_order order,
+                                           const momento_request_options *opts,
+                                           momento_callback cb, void *userdata)
+{
+    return get_rank(momento__to_coalescer(co), cache, name, name_len, value, value_len, order,
+                    opts, cb, userdata);
 }
 
 int momento_sorted_set_increment_score(momento_client *c, const char *cache, const void *name,
@@ -414,8 +508,8 @@ int momento_sorted_set_increment_score(momento_client *c, const char *cache, con
     req.set_name = momento__bytes(name, name_len);
     req.value = momento__bytes(value, value_len);
     req.amount = amount;
-    return momento__call_start(c, MOMENTO__RPC_SORTED_SET_INCREMENT, cache, &req.base, opts, cb,
-                               userdata);
+    return momento__coll_write(c, MOMENTO__RPC_SORTED_SET_INCREMENT, cache, name, name_len,
+                               &req.base, opts, cb, userdata);
 }
 
 int momento_sorted_set_remove_elements(momento_client *c, const char *cache, const void *name,
@@ -437,8 +531,8 @@ int momento_sorted_set_remove_elements(momento_client *c, const char *cache, con
     some.n_values = n;
     req.remove_elements_case = CACHE_CLIENT____SORTED_SET_REMOVE_REQUEST__REMOVE_ELEMENTS_SOME;
     req.some = &some;
-    int rc = momento__call_start(c, MOMENTO__RPC_SORTED_SET_REMOVE, cache, &req.base, opts, cb,
-                                 userdata);
+    int rc = momento__coll_write(c, MOMENTO__RPC_SORTED_SET_REMOVE, cache, name, name_len,
+                                 &req.base, opts, cb, userdata);
     free(some.values);
     return rc;
 }
@@ -452,23 +546,37 @@ int momento_sorted_set_remove_element(momento_client *c, const char *cache, cons
                                               opts, cb, userdata);
 }
 
+static int length(momento__target t, const char *cache, const void *name, size_t name_len,
+                  const momento_request_options *opts, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
+    CacheClient__SortedSetLengthRequest req = CACHE_CLIENT____SORTED_SET_LENGTH_REQUEST__INIT;
+    req.set_name = momento__bytes(name, name_len);
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_LENGTH, cache, name, name_len, &req.base,
+                              opts, cb, userdata);
+}
+
 int momento_sorted_set_length(momento_client *c, const char *cache, const void *name,
                               size_t name_len, const momento_request_options *opts,
                               momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
-    CacheClient__SortedSetLengthRequest req = CACHE_CLIENT____SORTED_SET_LENGTH_REQUEST__INIT;
-    req.set_name = momento__bytes(name, name_len);
-    return momento__call_start(c, MOMENTO__RPC_SORTED_SET_LENGTH, cache, &req.base, opts, cb,
-                               userdata);
+    return length(momento__to_client(c), cache, name, name_len, opts, cb, userdata);
 }
 
-int momento_sorted_set_length_by_score(momento_client *c, const char *cache, const void *name,
-                                       size_t name_len, double min, double max,
-                                       const momento_request_options *opts, momento_callback cb,
-                                       void *userdata)
+int momento_coalescing_sorted_set_length(momento_coalescer *co, const char *cache,
+                                         const void *name, size_t name_len,
+                                         const momento_request_options *opts, momento_callback cb,
+                                         void *userdata)
 {
-    MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
+    return length(momento__to_coalescer(co), cache, name, name_len, opts, cb, userdata);
+}
+
+static int length_by_score(momento__target t, const char *cache, const void *name,
+                           size_t name_len, double min, double max,
+                           const momento_request_options *opts, momento_callback cb,
+                           void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
     MOMENTO__CHECK(check_score_range(min, max));
     CacheClient__SortedSetLengthByScoreRequest req =
         CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__INIT;
@@ -488,8 +596,26 @@ int momento_sorted_set_length_by_score(momento_client *c, const char *cache, con
         req.max_case = CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__MAX_INCLUSIVE_MAX;
         req.inclusive_max = max;
     }
-    return momento__call_start(c, MOMENTO__RPC_SORTED_SET_LENGTH_BY_SCORE, cache, &req.base, opts,
-                               cb, userdata);
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_LENGTH_BY_SCORE, cache, name, name_len,
+                              &req.base, opts, cb, userdata);
+}
+
+int momento_sorted_set_length_by_score(momento_client *c, const char *cache, const void *name,
+                                       size_t name_len, double min, double max,
+                                       const momento_request_options *opts, momento_callback cb,
+                                       void *userdata)
+{
+    return length_by_score(momento__to_client(c), cache, name, name_len, min, max, opts, cb,
+                           userdata);
+}
+
+int momento_coalescing_sorted_set_length_by_score(momento_coalescer *co, const char *cache,
+                                                  const void *name, size_t name_len, double min,
+                                                  double max, const momento_request_options *opts,
+                                                  momento_callback cb, void *userdata)
+{
+    return length_by_score(momento__to_coalescer(co), cache, name, name_len, min, max, opts, cb,
+                           userdata);
 }
 
 /* Blocking forms. */

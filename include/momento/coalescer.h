@@ -138,6 +138,44 @@ MOMENTO_EXPORT int momento_coalescing_set_length(momento_coalescer *co, const ch
                                                  const void *name, size_t name_len,
                                                  const momento_request_options *opts,
                                                  momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_list_fetch(momento_coalescer *co, const char *cache,
+                                                 const void *name, size_t name_len, int32_t start,
+                                                 int32_t end, const momento_request_options *opts,
+                                                 momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_list_length(momento_coalescer *co, const char *cache,
+                                                  const void *name, size_t name_len,
+                                                  const momento_request_options *opts,
+                                                  momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_sorted_set_fetch_by_rank(
+    momento_coalescer *co, const char *cache, const void *name, size_t name_len, int32_t start,
+    int32_t end, momento_order order, const momento_request_options *opts, momento_callback cb,
+    void *userdata);
+MOMENTO_EXPORT int momento_coalescing_sorted_set_fetch_by_score(
+    momento_coalescer *co, const char *cache, const void *name, size_t name_len, double min,
+    double max, momento_order order, uint32_t offset, uint32_t count,
+    const momento_request_options *opts, momento_callback cb, void *userdata);
+/* A get of one score is sent as a get of scores with n = 1 (as
+ * momento_sorted_set_get_score() is): it shares an RPC with an identical
+ * momento_coalescing_sorted_set_get_scores() of that one value, and each
+ * gets the result in its own call's shape. */
+MOMENTO_EXPORT int momento_coalescing_sorted_set_get_score(
+    momento_coalescer *co, const char *cache, const void *name, size_t name_len, const void *value,
+    size_t value_len, const momento_request_options *opts, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_sorted_set_get_scores(
+    momento_coalescer *co, const char *cache, const void *name, size_t name_len,
+    const void *const *values, const size_t *value_lens, size_t n,
+    const momento_request_options *opts, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_sorted_set_get_rank(
+    momento_coalescer *co, const char *cache, const void *name, size_t name_len, const void *value,
+    size_t value_len, momento_order order, const momento_request_options *opts,
+    momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_sorted_set_length(momento_coalescer *co, const char *cache,
+                                                        const void *name, size_t name_len,
+                                                        const momento_request_options *opts,
+                                                        momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_sorted_set_length_by_score(
+    momento_coalescer *co, const char *cache, const void *name, size_t name_len, double min,
+    double max, const momento_request_options *opts, momento_callback cb, void *userdata);
 
 /*
  * Counters since creation. Fields are only ever appended: pass

@@ -19,8 +19,9 @@
  *    as Momento's CollectionTtl.
  *
  * Reading results: the outcome is SUCCESS for writes, HIT or MISS for reads
- * (MISS: the collection does not exist; Momento deletes a collection when
- * its last element goes). Collections of elements are the result's items
+ * (MISS: the collection does not exist - Momento deletes a collection when
+ * its last element goes - or, for momento_list_fetch() alone, the slice
+ * asked for holds no element). Collections of elements are the result's items
  * (momento_result_item_count() / momento_result_item()), in the order
  * Momento returns them, each a HIT with momento_result_value() and, for a
  * dictionary, momento_result_field(), for a sorted set,
@@ -311,10 +312,15 @@ MOMENTO_EXPORT int momento_list_pop_front(momento_client *c, const char *cache, 
 MOMENTO_EXPORT int momento_list_pop_back(momento_client *c, const char *cache, const void *name,
                                          size_t name_len, const momento_request_options *opts,
                                          momento_callback cb, void *userdata);
-/* Outcome HIT with the slice [start, end) as items, or MISS. (0,
- * MOMENTO_END) is the whole list. MOMENTO_ERR_INVALID_ARGUMENT when the
- * slice is empty whatever the list's length (0 <= end <= start, or
- * end <= start < 0). */
+/* Outcome HIT with the slice [start, end) as items, or MISS: no list, or a
+ * slice that holds no element of it (Momento answers an empty slice of an
+ * existing list with Missing - the Go SDK's test "provides no start and 0
+ * as end yields no result" against the real service - and momento-local
+ * does the same). So a MISS alone does not say whether the list exists:
+ * momento_list_length() does. (0, MOMENTO_END) is the whole list; ends
+ * beyond it are clamped.
+ * MOMENTO_ERR_INVALID_ARGUMENT when the slice is empty whatever the list's
+ * length (0 <= end <= start, or end <= start < 0). */
 MOMENTO_EXPORT int momento_list_fetch(momento_client *c, const char *cache, const void *name,
                                       size_t name_len, int32_t start, int32_t end,
                                       const momento_request_options *opts, momento_callback cb,
@@ -331,6 +337,23 @@ MOMENTO_EXPORT int momento_list_remove_value(momento_client *c, const char *cach
                                              size_t name_len, const void *value, size_t value_len,
                                              const momento_request_options *opts,
                                              momento_callback cb, void *userdata);
+/* Removes elements by position: range i is the n = counts[i] elements from
+ * index begin_indexes[i] (0 = the front), with every range counted in the
+ * list as it was before the call - erasing {0, 1} with counts {1, 1}
+ * removes the first two elements. Ranges may overlap; the parts past the
+ * end, and counts of 0, erase nothing. n_ranges 0, with both arrays NULL,
+ * erases the whole list. Outcome SUCCESS with the list's length afterwards
+ * as momento_result_int() (0 when it was emptied: the list is then
+ * deleted, and reads of it miss), or MISS when there is no list.
+ * MOMENTO_ERR_INVALID_ARGUMENT when an array is NULL with n_ranges >= 1,
+ * non-NULL with n_ranges 0 (so that an empty set of ranges never erases
+ * everything), or when the ranges do not fit one request. The arrays are
+ * copied at submit. Not idempotent: never retried. */
+MOMENTO_EXPORT int momento_list_erase(momento_client *c, const char *cache, const void *name,
+                                      size_t name_len, const uint32_t *begin_indexes,
+                                      const uint32_t *counts, size_t n_ranges,
+                                      const momento_request_options *opts, momento_callback cb,
+                                      void *userdata);
 /* Outcome HIT with the length as momento_result_int(), or MISS. */
 MOMENTO_EXPORT int momento_list_length(momento_client *c, const char *cache, const void *name,
                                        size_t name_len, const momento_request_options *opts,
@@ -380,6 +403,11 @@ MOMENTO_EXPORT int momento_list_remove_value_sync(momento_client *c, const char 
                                                   const void *value, size_t value_len,
                                                   const momento_request_options *opts,
                                                   momento_result **ret);
+MOMENTO_EXPORT int momento_list_erase_sync(momento_client *c, const char *cache, const void *name,
+                                           size_t name_len, const uint32_t *begin_indexes,
+                                           const uint32_t *counts, size_t n_ranges,
+                                           const momento_request_options *opts,
+                                           momento_result **ret);
 MOMENTO_EXPORT int momento_list_length_sync(momento_client *c, const char *cache, const void *name,
                                             size_t name_len, const momento_request_options *opts,
                                             momento_result **ret);
@@ -405,7 +433,10 @@ MOMENTO_EXPORT int momento_sorted_set_put_elements(
     const momento_collection_ttl *ttl, const momento_request_options *opts, momento_callback cb,
     void *userdata);
 /* Outcome HIT with the elements of ranks [start, end) in `order` as items
- * (value and score), or MISS. Slices as momento_list_fetch(). */
+ * (value and score), or MISS when there is no sorted set. Slices as
+ * momento_list_fetch(), except that a slice holding no element of an
+ * existing sorted set (start past the end) is a HIT with no items, not a
+ * MISS. */
 MOMENTO_EXPORT int momento_sorted_set_fetch_by_rank(momento_client *c, const char *cache,
                                                     const void *name, size_t name_len,
                                                     int32_t start, int32_t end,
@@ -414,8 +445,9 @@ MOMENTO_EXPORT int momento_sorted_set_fetch_by_rank(momento_client *c, const cha
                                                     momento_callback cb, void *userdata);
 /* Outcome HIT with the elements scored in [min, max] (-INFINITY / INFINITY
  * for no bound) in `order`, skipping `offset` of them and returning at
- * most `count` (0 = all), as items; or MISS. min > max or a NaN is
- * MOMENTO_ERR_INVALID_ARGUMENT. */
+ * most `count` (0 = all), as items - no items when none is in range or
+ * `offset` skips them all; or MISS when there is no sorted set. min > max
+ * or a NaN is MOMENTO_ERR_INVALID_ARGUMENT. */
 MOMENTO_EXPORT int momento_sorted_set_fetch_by_score(momento_client *c, const char *cache,
                                                      const void *name, size_t name_len,
                                                      double min, double max, momento_order order,

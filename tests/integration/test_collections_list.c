@@ -1,10 +1,13 @@
 /* Lists and sorted sets through the library, against the local server:
- * values and their order, lengths, truncation, slices, scores and ranks,
- * misses once the last element is gone, CollectionTtl, type mismatches,
- * the async forms, and the refusals at submit (nothing sent, no
- * callback). */
+ * values and their order, lengths, truncation, slices, erasing by
+ * position, scores and ranks, misses once the last element is gone,
+ * CollectionTtl, type mismatches, the async forms, coalesced reads and
+ * read-your-writes through a coalescer, and the refusals at submit
+ * (nothing sent, no callback). */
+#include "client.h" /* momento__client_add_header, for fault injection */
 #include "testutil.h"
 
+#include "momento/coalescer.h"
 #include "momento/collections.h"
 
 #include <setjmp.h>
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static momento_local *server;
 static momento_client *client;
@@ -776,6 +780,16 @@ static void test_refusals(void **state)
     REFUSED(momento_list_length(client, "c", NULL, 3, CB));
     REFUSED(momento_list_pop_front(client, "c", "", 0, CB));
     REFUSED(momento_list_pop_back(client, NULL, S("l"), CB));
+    /* Erase: both arrays with n >= 1; neither with n == 0 (all). */
+    uint32_t begin[] = {0}, count[] = {1};
+    REFUSED(momento_list_erase(client, "c", S("l"), NULL, NULL, 1, CB));
+    REFUSED(momento_list_erase(client, "c", S("l"), NULL, count, 1, CB));
+    REFUSED(momento_list_erase(client, "c", S("l"), begin, NULL, 1, CB));
+    REFUSED(momento_list_erase(client, "c", S("l"), begin, count, 0, CB));
+    REFUSED(momento_list_erase(client, "c", S("l"), NULL, count, 0, CB));
+    REFUSED(momento_list_erase(client, "c", "", 0, NULL, NULL, 0, CB));
+    REFUSED(momento_list_erase(client, "c", S("l"), begin, count, SIZE_MAX / 2, CB));
+    REFUSED(momento_list_erase(client, "c", S("l"), NULL, NULL, 0, NULL, NULL, NULL));
     /* Arrays: NULL, n == 0, a NULL element with a length. */
     REFUSED(momento_list_concatenate_back(client, "c", S("l"), one, one_len, 0, 0, NULL, CB));
     REFUSED(momento_list_concatenate_back(client, "c", S("l"), NULL, one_len, 1, 0, NULL, CB));
@@ -836,8 +850,339 @@ static void test_refusals(void **state)
     assert_null(r);
     REFUSED(momento_sorted_set_put_element_sync(client, "c", S("z"), S("x"), NAN, NULL, NULL,
                                                 NULL));
+    r = (momento_result *)1;
+    REFUSED(momento_list_erase_sync(client, "c", S("l"), NULL, NULL, 2, NULL, &r));
+    assert_null(r);
 #undef CB
     assert_int_equal(momento_local_rpc_count(server, NULL, -1), before);
+}
+
+/* The outcome of an erase, and the length it answers when SUCCESS. */
+static void erase(const char *list, const uint32_t *begin, const uint32_t *count, size_t n,
+                  momento_outcome want, int64_t want_len)
+{
+    momento_result *r;
+    assert_int_equal(momento_list_erase_sync(client, "c", S(list), begin, count, n, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), want);
+    if (want == MOMENTO_OUTCOME_SUCCESS)
+        assert_int_equal(momento_result_int(r), want_len);
+    momento_result_free(r);
+}
+
+static void test_list_erase(void **state)
+{
+    (void)state;
+    /* Every range is in the list as it was before the call: applied one
+     * after the other, {6, 1} would take "8" once 1 and 2 were gone.
+     * Overlaps ({5, 2} and {6, 1}) and a count of 0 are fine. */
+    make_digits("e1");
+    uint32_t b1[] = {1, 6, 5, 9}, c1[] = {2, 1, 2, 0};
+    erase("e1", b1, c1, N(b1), MOMENTO_OUTCOME_SUCCESS, 6);
+    check_fetch("e1", 0, MOMENTO_END, "0,3,4,7,8,9");
+    /* What lies past the end erases nothing. */
+    uint32_t b2[] = {4, 100}, c2[] = {UINT32_MAX, 3};
+    erase("e1", b2, c2, N(b2), MOMENTO_OUTCOME_SUCCESS, 4);
+    check_fetch("e1", 0, MOMENTO_END, "0,3,4,7");
+    /* No arrays: all of it; the emptied list is deleted. */
+    erase("e1", NULL, NULL, 0, MOMENTO_OUTCOME_SUCCESS, 0);
+    check_list_length("e1", -1);
+    momento_result *r;
+    assert_int_equal(momento_list_fetch_sync(client, "c", S("e1"), 0, MOMENTO_END, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+    /* Ranges that cover every element delete the list too. */
+    push_back("e2", "a", 0, 1);
+    push_back("e2", "b", 0, 2);
+    uint32_t b3[] = {1, 0}, c3[] = {1, 1};
+    erase("e2", b3, c3, N(b3), MOMENTO_OUTCOME_SUCCESS, 0);
+    check_list_length("e2", -1);
+    /* No list: a MISS, for ranges as for all, and nothing is created. */
+    erase("e2", NULL, NULL, 0, MOMENTO_OUTCOME_MISS, 0);
+    erase("no-list", b3, c3, N(b3), MOMENTO_OUTCOME_MISS, 0);
+    check_list_length("no-list", -1);
+    /* A key of another type. */
+    assert_int_equal(momento_set_sync(client, "c", S("e-scalar"), S("v"), 0, NULL, NULL),
+                     MOMENTO_OK);
+    assert_int_equal(momento_list_erase_sync(client, "c", S("e-scalar"), NULL, NULL, 0, NULL, NULL),
+                     MOMENTO_ERR_FAILED_PRECONDITION);
+
+    /* The async form: one callback, the same result. */
+    make_digits("e3");
+    tu_counter k;
+    tu_counter_init(&k);
+    uint32_t b4[] = {0}, c4[] = {9};
+    assert_int_equal(momento_list_erase(client, "c", S("e3"), b4, c4, 1, NULL, tu_count_cb, &k),
+                     MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 1, (int)TU_MS(10000)), 1);
+    assert_int_equal(k.ok, 1);
+    tu_counter_destroy(&k);
+    check_fetch("e3", 0, MOMENTO_END, "9");
+
+    /* Not idempotent: an UNAVAILABLE (which an idempotent call retries)
+     * ends the call at its first attempt. */
+    momento_client *c = tu_client(server, NULL);
+    momento__client_add_header(c, "request-id", "list-erase-not-retried");
+    momento__client_add_header(c, "return-error", "unavailable");
+    momento__client_add_header(c, "error-rpcs", "list-erase");
+    momento__client_add_header(c, "error-count", "1");
+    make_digits("e4");
+    uint64_t before = momento_local_rpc_count(server, "ListErase", -1);
+    assert_int_equal(momento_list_erase_sync(c, "c", S("e4"), NULL, NULL, 0, NULL, &r),
+                     MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_int_equal(momento_result_attempts(r), 1);
+    momento_result_free(r);
+    assert_int_equal(momento_local_rpc_count(server, "ListErase", -1), before + 1);
+    check_list_length("e4", 10);
+    momento_client_free(c);
+}
+
+/* A result kept past its callback, for the coalescing tests: every slot
+ * of a batch counts into one counter. */
+typedef struct slot {
+    tu_counter *k;
+    momento_result *r;
+} slot;
+
+static void slot_cb(const momento_result *r, void *userdata)
+{
+    slot *s = userdata;
+    momento_result *copy = NULL;
+    momento_result_dup(r, &copy);
+    s->r = copy; /* read only after the counter's lock says it arrived */
+    tu_count_cb(r, s->k);
+}
+
+/* A client whose calls of `rpcs` (fault names) the server holds for 300
+ * ms (scaled), so that the reads issued meanwhile meet them in flight. */
+static momento_client *delaying_client(const char *id, const char *rpcs)
+{
+    momento_client *c = tu_client(server, NULL);
+    char ms[32];
+    snprintf(ms, sizeof(ms), "%lld", (long long)TU_MS(300));
+    momento__client_add_header(c, "request-id", id);
+    momento__client_add_header(c, "delay-rpcs", rpcs);
+    momento__client_add_header(c, "delay-ms", ms);
+    momento__client_add_header(c, "delay-count", "1000");
+    return c;
+}
+
+static void check_int(const momento_result *r, momento_outcome outcome, int64_t want)
+{
+    assert_non_null(r);
+    assert_int_equal(momento_result_error(r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), outcome);
+    assert_int_equal(momento_result_int(r), want);
+}
+
+/* Every coalescing list and sorted-set read: identical reads in flight
+ * share one RPC, reads that differ in any argument do not, and each
+ * caller gets its own callback with the result in its own call's shape. */
+static void test_coalesced_reads(void **state)
+{
+    (void)state;
+    const void *abc[] = {"a", "b", "c"};
+    size_t ones[] = {1, 1, 1};
+    assert_int_equal(momento_list_concatenate_back_sync(client, "c", S("cl"), abc, ones, 3, 0,
+                                                        NULL, NULL, NULL),
+                     MOMENTO_OK);
+    const char *zv[] = {"m", "n", "o"};
+    double zs[] = {1, 2, 3};
+    put_scores("cz", zv, zs, 3);
+
+    momento_client *c = delaying_client(
+        "list-coalesced-reads", "list-fetch list-length sorted-set-fetch sorted-set-get-score "
+                                "sorted-set-get-rank sorted-set-length sorted-set-length-by-score");
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    static const char *const rpcs[] = {"ListFetch",         "ListLength",
+                                       "SortedSetFetch",    "SortedSetGetScore",
+                                       "SortedSetGetRank",  "SortedSetLength",
+                                       "SortedSetLengthByScore"};
+    /* RPCs each should take: two list fetches (two slices), three sorted-set
+     * fetches (two orders by rank, one by score), two score gets (one
+     * element, asked for by get_score and get_scores alike, and two). */
+    static const uint64_t want_rpcs[] = {2, 1, 3, 2, 1, 1, 1};
+    uint64_t before[N(rpcs)];
+    for (size_t i = 0; i < N(rpcs); i++)
+        before[i] = momento_local_rpc_count(server, rpcs[i], -1);
+
+    tu_counter k;
+    tu_counter_init(&k);
+    slot sl[25];
+    for (size_t i = 0; i < N(sl); i++)
+        sl[i] = (slot){&k, NULL};
+    const void *one[] = {"n"};
+    size_t one_len[] = {1};
+    const void *two[] = {"n", "x"};
+    size_t two_lens[] = {1, 1};
+#define OK(call) assert_int_equal((call), MOMENTO_OK)
+#define TO(i) slot_cb, &sl[i]
+    for (int i = 0; i < 5; i++)
+        OK(momento_coalescing_list_fetch(co, "c", S("cl"), 0, MOMENTO_END, NULL, TO(i)));
+    OK(momento_coalescing_list_fetch(co, "c", S("cl"), 1, MOMENTO_END, NULL, TO(5)));
+    for (int i = 6; i < 9; i++)
+        OK(momento_coalescing_list_length(co, "c", S("cl"), NULL, TO(i)));
+    for (int i = 9; i < 12; i++)
+        OK(momento_coalescing_sorted_set_fetch_by_rank(co, "c", S("cz"), 0, MOMENTO_END,
+                                                       MOMENTO_ASCENDING, NULL, TO(i)));
+    OK(momento_coalescing_sorted_set_fetch_by_rank(co, "c", S("cz"), 0, MOMENTO_END,
+                                                   MOMENTO_DESCENDING, NULL, TO(12)));
+    for (int i = 13; i < 15; i++)
+        OK(momento_coalescing_sorted_set_fetch_by_score(co, "c", S("cz"), 2, INFINITY,
+                                                        MOMENTO_ASCENDING, 0, 0, NULL, TO(i)));
+    for (int i = 15; i < 17; i++)
+        OK(momento_coalescing_sorted_set_get_score(co, "c", S("cz"), S("n"), NULL, TO(i)));
+    OK(momento_coalescing_sorted_set_get_scores(co, "c", S("cz"), one, one_len, 1, NULL, TO(17)));
+    OK(momento_coalescing_sorted_set_get_scores(co, "c", S("cz"), two, two_lens, 2, NULL,
+                                                TO(18)));
+    for (int i = 19; i < 21; i++)
+        OK(momento_coalescing_sorted_set_get_rank(co, "c", S("cz"), S("o"), MOMENTO_DESCENDING,
+                                                  NULL, TO(i)));
+    for (int i = 21; i < 23; i++)
+        OK(momento_coalescing_sorted_set_length(co, "c", S("cz"), NULL, TO(i)));
+    for (int i = 23; i < 25; i++)
+        OK(momento_coalescing_sorted_set_length_by_score(co, "c", S("cz"), 1.5, 3, NULL, TO(i)));
+#undef OK
+#undef TO
+    assert_int_equal(tu_counter_wait(&k, N(sl), (int)TU_MS(10000)), N(sl));
+    assert_int_equal(k.ok, N(sl));
+    tu_counter_destroy(&k);
+
+    for (int i = 0; i < 5; i++)
+        check_items(sl[i].r, "a,b,c", 0);
+    check_items(sl[5].r, "b,c", 0);
+    for (int i = 6; i < 9; i++)
+        check_int(sl[i].r, MOMENTO_OUTCOME_HIT, 3);
+    for (int i = 9; i < 12; i++)
+        check_items(sl[i].r, "m:1,n:2,o:3", 1);
+    check_items(sl[12].r, "o:3,n:2,m:1", 1);
+    for (int i = 13; i < 15; i++)
+        check_items(sl[i].r, "n:2,o:3", 1);
+    for (int i = 15; i < 17; i++) { /* one score: the item is the result */
+        assert_int_equal(momento_result_outcome(sl[i].r), MOMENTO_OUTCOME_HIT);
+        assert_int_equal(momento_result_item_count(sl[i].r), 0);
+        check_score(momento_result_score(sl[i].r), 2);
+    }
+    assert_int_equal(momento_result_outcome(sl[17].r), MOMENTO_OUTCOME_HIT);
+    assert_int_equal(momento_result_item_count(sl[17].r), 1);
+    check_score(momento_result_score(momento_result_item(sl[17].r, 0)), 2);
+    assert_int_equal(momento_result_item_count(sl[18].r), 2);
+    check_score(momento_result_score(momento_result_item(sl[18].r, 0)), 2);
+    assert_int_equal(momento_result_outcome(momento_result_item(sl[18].r, 1)),
+                     MOMENTO_OUTCOME_MISS);
+    for (int i = 19; i < 21; i++)
+        check_int(sl[i].r, MOMENTO_OUTCOME_HIT, 0);
+    for (int i = 21; i < 23; i++)
+        check_int(sl[i].r, MOMENTO_OUTCOME_HIT, 3);
+    for (int i = 23; i < 25; i++)
+        check_int(sl[i].r, MOMENTO_OUTCOME_HIT, 2);
+    for (size_t i = 0; i < N(sl); i++)
+        momento_result_free(sl[i].r);
+
+    uint64_t total = 0;
+    for (size_t i = 0; i < N(rpcs); i++) {
+        uint64_t sent = momento_local_rpc_count(server, rpcs[i], -1) - before[i];
+        if (sent != want_rpcs[i])
+            fail_msg("%s: %llu RPCs, want %llu", rpcs[i], (unsigned long long)sent,
+                     (unsigned long long)want_rpcs[i]);
+        total += sent;
+    }
+    momento_coalescer_counters cc;
+    momento_coalescer_stats(co, &cc, sizeof(cc));
+    assert_int_equal(cc.read_requests, N(sl));
+    assert_int_equal(cc.read_coalesced, N(sl) - total);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+}
+
+/* Read-your-writes: a write submitted through the coalescer's client
+ * while a coalesced read of its key is in flight closes that read to
+ * newcomers, so the next read is a new RPC and sees the write. The server
+ * holds the reads and the write alike and answers them in the order they
+ * came: the read in flight is answered before the write (so it does not
+ * see it, which shows the test can tell), the new read after it. */
+typedef int (*write_fn)(momento_client *c, slot *s);
+typedef int (*read_fn)(momento_coalescer *co, slot *s);
+
+static void check_write_closes_reads(momento_client *c, momento_coalescer *co, read_fn rd,
+                                     write_fn wr, const char *rpc, const char *want_before,
+                                     const char *want_after, int scored)
+{
+    uint64_t before = momento_local_rpc_count(server, rpc, -1);
+    tu_counter k;
+    tu_counter_init(&k);
+    slot first = {&k, NULL}, write = {&k, NULL}, next = {&k, NULL};
+    assert_int_equal(rd(co, &first), MOMENTO_OK);
+    /* Let the first read reach the server ahead of the write. */
+    usleep((useconds_t)TU_MS(50) * 1000);
+    assert_int_equal(wr(c, &write), MOMENTO_OK);
+    assert_int_equal(rd(co, &next), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 3, (int)TU_MS(10000)), 3);
+    assert_int_equal(k.ok, 3);
+    tu_counter_destroy(&k);
+    check_items(first.r, want_before, scored);
+    assert_int_equal(momento_result_error(write.r), MOMENTO_OK);
+    if (want_after)
+        check_items(next.r, want_after, scored);
+    else
+        assert_int_equal(momento_result_outcome(next.r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(first.r);
+    momento_result_free(write.r);
+    momento_result_free(next.r);
+    assert_int_equal(momento_local_rpc_count(server, rpc, -1), before + 2);
+}
+
+static int read_list(momento_coalescer *co, slot *s)
+{
+    return momento_coalescing_list_fetch(co, "c", S("ryw"), 0, MOMENTO_END, NULL, slot_cb, s);
+}
+
+static int push_y(momento_client *c, slot *s)
+{
+    return momento_list_push_back(c, "c", S("ryw"), S("y"), 0, NULL, NULL, slot_cb, s);
+}
+
+static int erase_all(momento_client *c, slot *s)
+{
+    return momento_list_erase(c, "c", S("ryw"), NULL, NULL, 0, NULL, slot_cb, s);
+}
+
+static int read_zset(momento_coalescer *co, slot *s)
+{
+    return momento_coalescing_sorted_set_fetch_by_rank(co, "c", S("zryw"), 0, MOMENTO_END,
+                                                       MOMENTO_ASCENDING, NULL, slot_cb, s);
+}
+
+static int raise_m(momento_client *c, slot *s)
+{
+    return momento_sorted_set_increment_score(c, "c", S("zryw"), S("m"), 10, NULL, NULL,
+                                              slot_cb, s);
+}
+
+static void test_coalesced_read_your_writes(void **state)
+{
+    (void)state;
+    push_back("ryw", "x", 0, 1);
+    const char *zv[] = {"m", "n"};
+    double zs[] = {1, 2};
+    put_scores("zryw", zv, zs, 2);
+    momento_client *c = delaying_client("list-read-your-writes",
+                                        "list-fetch list-push-back list-erase sorted-set-fetch "
+                                        "sorted-set-increment");
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    check_write_closes_reads(c, co, read_list, push_y, "ListFetch", "x", "x,y", 0);
+    check_write_closes_reads(c, co, read_list, erase_all, "ListFetch", "x,y", NULL, 0);
+    check_write_closes_reads(c, co, read_zset, raise_m, "SortedSetFetch", "m:1,n:2", "n:2,m:11",
+                             1);
+    momento_coalescer_counters cc;
+    momento_coalescer_stats(co, &cc, sizeof(cc));
+    assert_int_equal(cc.read_requests, 6);
+    assert_int_equal(cc.read_coalesced, 0);
+    momento_coalescer_free(co);
+    momento_client_free(c);
 }
 
 int main(void)
@@ -854,6 +1199,9 @@ int main(void)
         cmocka_unit_test(test_sorted_set_scores_ranks),
         cmocka_unit_test(test_type_mismatch),
         cmocka_unit_test(test_async),
+        cmocka_unit_test(test_list_erase),
+        cmocka_unit_test(test_coalesced_reads),
+        cmocka_unit_test(test_coalesced_read_your_writes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

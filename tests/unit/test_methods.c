@@ -31,6 +31,8 @@ static void test_retry_classification(void **state)
         {MOMENTO__RPC_SET_IF, "/cache_client.Scs/SetIf", false, false},
         {MOMENTO__RPC_INCREMENT, "/cache_client.Scs/Increment", false, false},
         {MOMENTO__RPC_UPDATE_TTL, "/cache_client.Scs/UpdateTtl", false, false},
+        /* Erasing by position is not idempotent: a repeat erases others. */
+        {MOMENTO__RPC_LIST_ERASE, "/cache_client.Scs/ListErase", false, false},
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         const momento__rpc *info = &momento__rpcs[want[i].m];
@@ -73,7 +75,14 @@ static void test_every_method_is_complete(void **state)
         if (strncmp(info->path, "/control_client.", 16) == 0)
             assert_int_equal(info->plane, MOMENTO__PLANE_CONTROL);
     }
+    /* Exactly these two rows are momento-local's alone. */
+    int not_sent = 0;
+    for (int m = 0; m < MOMENTO__RPC_COUNT; m++)
+        if (!library_sends[m])
+            not_sent++;
+    assert_int_equal(not_sent, 2);
     assert_false(library_sends[MOMENTO__RPC_SET_IF_NOT_EXISTS]);
+    assert_false(library_sends[MOMENTO__RPC_SORTED_SET_UNION_STORE]);
     /* Ping carries no token, like the official clients'. */
     assert_int_equal(momento__rpcs[MOMENTO__RPC_PING].plane, MOMENTO__PLANE_PING);
     assert_true(momento__rpcs[MOMENTO__RPC_CREATE_CACHE].already_exists_is_outcome);
