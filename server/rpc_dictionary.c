@@ -80,9 +80,12 @@ static dict_field *field_new(const uint8_t *field, size_t field_len, const uint8
     memset(f, 0, sizeof(*f));
     f->field_len = field_len;
     f->value_len = value_len;
-    memcpy(f->data, field, field_len);
+    /* An empty field or value may come as NULL: memcpy may not take it. */
+    if (field_len)
+        memcpy(f->data, field, field_len);
     f->value = f->data + field_len;
-    memcpy(f->value, value, value_len);
+    if (value_len)
+        memcpy(f->value, value, value_len);
     f->cost = store_block_cost(f) + STORE_ITEM_OVERHEAD;
     return f;
 }

@@ -140,7 +140,8 @@ static int dict_get(const char *name, const char *field, char *out, size_t cap)
             assert_int_equal(p->result, CACHE_CLIENT__ECACHE_RESULT__Miss);
         if (ret && out) {
             assert_true(p->cache_body.len < cap);
-            memcpy(out, p->cache_body.data, p->cache_body.len);
+            if (p->cache_body.len)
+                memcpy(out, p->cache_body.data, p->cache_body.len);
             out[p->cache_body.len] = '\0';
         }
     } else {
