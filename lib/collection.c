@@ -130,3 +130,19 @@ int momento__coll_write(momento_client *c, momento__rpc_id rpc, const char *cach
     momento__coalescers_note_write(c, cache, name, name_len);
     return momento__call_start(c, rpc, cache, req, opts, cb, userdata);
 }
+
+int momento__decode_values(momento_result *r, momento__scratch *scratch, size_t n,
+                           const ProtobufCBinaryData *values)
+{
+    momento_result *items = momento__items_new(scratch, n, MOMENTO_OUTCOME_HIT);
+    if (!items)
+        return MOMENTO_ERR_NO_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        items[i].value = momento__data(&values[i]);
+        items[i].value_len = values[i].len;
+    }
+    r->items = items;
+    r->n_items = n;
+    r->outcome = MOMENTO_OUTCOME_HIT;
+    return MOMENTO_OK;
+}

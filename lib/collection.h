@@ -104,6 +104,12 @@ int momento__coll_write(momento_client *c, momento__rpc_id rpc, const char *cach
                         const void *name, size_t name_len, const ProtobufCMessage *req,
                         const momento_request_options *opts, momento_callback cb, void *userdata);
 
+/* A found collection's elements (set fetch, sample, pop; list fetch) as
+ * `r`'s items, each a HIT with its value: outcome HIT. Returns 0 or
+ * MOMENTO_ERR_NO_MEMORY. */
+int momento__decode_values(momento_result *r, momento__scratch *scratch, size_t n,
+                           const ProtobufCBinaryData *values);
+
 /* A protobuf byte string as a result's bytes: never NULL, so that an empty
  * field or element still reads as present. */
 static inline const uint8_t *momento__data(const ProtobufCBinaryData *b)

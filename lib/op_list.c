@@ -107,18 +107,7 @@ MOMENTO__DECODER(list_fetch)
     }
     if (m->list_case != CACHE_CLIENT____LIST_FETCH_RESPONSE__LIST_FOUND || !m->found)
         return MOMENTO_ERR_BAD_RESPONSE;
-    size_t n = m->found->n_values;
-    momento_result *items = momento__items_new(scratch, n, MOMENTO_OUTCOME_HIT);
-    if (!items)
-        return MOMENTO_ERR_NO_MEMORY;
-    for (size_t i = 0; i < n; i++) {
-        items[i].value = momento__data(&m->found->values[i]);
-        items[i].value_len = m->found->values[i].len;
-    }
-    r->items = items;
-    r->n_items = n;
-    r->outcome = MOMENTO_OUTCOME_HIT;
-    return MOMENTO_OK;
+    return momento__decode_values(r, scratch, m->found->n_values, m->found->values);
 }
 
 MOMENTO__DECODER(list_length)

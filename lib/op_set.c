@@ -7,24 +7,6 @@
 
 #include <stdlib.h>
 
-/* The elements of a found set as items; for the decoders of SetFetch,
- * SetSample and SetPop, whose replies share this shape. */
-static int decode_elements(momento_result *r, momento__scratch *scratch, size_t n,
-                           ProtobufCBinaryData *elements)
-{
-    momento_result *items = momento__items_new(scratch, n, MOMENTO_OUTCOME_HIT);
-    if (!items)
-        return MOMENTO_ERR_NO_MEMORY;
-    for (size_t i = 0; i < n; i++) {
-        items[i].value = momento__data(&elements[i]);
-        items[i].value_len = elements[i].len;
-    }
-    r->items = items;
-    r->n_items = n;
-    r->outcome = MOMENTO_OUTCOME_HIT;
-    return MOMENTO_OK;
-}
-
 /* One decoder per RPC over one shape: found (elements) or missing. */
 #define ELEMENTS_DECODER(fn, ID, Type, PREFIX)                                                     \
     MOMENTO__DECODER(fn)                                                                           \
@@ -39,7 +21,7 @@ static int decode_elements(momento_result *r, momento__scratch *scratch, size_t 
         }                                                                                          \
         if (m->set_case != PREFIX##_FOUND || !m->found)                                            \
             return MOMENTO_ERR_BAD_RESPONSE;                                                       \
-        return decode_elements(r, scratch, m->found->n_elements, m->found->elements);              \
+        return momento__decode_values(r, scratch, m->found->n_elements, m->found->elements);       \
     }
 
 ELEMENTS_DECODER(set_fetch, SET_FETCH, CacheClient__SetFetchResponse,
