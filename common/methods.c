@@ -3,6 +3,7 @@
 
 #include "cacheclient.pb-c.h"
 #include "cacheping.pb-c.h"
+#include "cachepubsub.pb-c.h"
 #include "controlclient.pb-c.h"
 
 const momento__rpc momento__rpcs[MOMENTO__RPC_COUNT] = {

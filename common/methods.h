@@ -11,7 +11,9 @@
 typedef enum momento__plane {
     MOMENTO__PLANE_DATA,    /* cache endpoint; `authorization` and `cache` */
     MOMENTO__PLANE_CONTROL, /* control endpoint; `authorization` only */
-    MOMENTO__PLANE_PING     /* cache endpoint; no headers of ours, no token */
+    MOMENTO__PLANE_PING,    /* cache endpoint; no headers of ours, no token */
+    MOMENTO__PLANE_TOPIC    /* cache endpoint; `authorization` only, the cache
+                             * named in the request body (topics) */
 } momento__plane;
 
 typedef struct momento__rpc {

@@ -120,12 +120,17 @@ static void timer_unlink(momento_client *c, momento__timer *t)
     }
 }
 
-void momento__timer_fire_soon(momento_client *c, momento__timer *t)
+static void fire_soon_locked(momento_client *c, momento__timer *t)
 {
-    pthread_mutex_lock(&c->lock);
     timer_unlink(c, t);
     DL_APPEND(c->soon, t);
     t->soon = true;
+}
+
+void momento__timer_fire_soon(momento_client *c, momento__timer *t)
+{
+    pthread_mutex_lock(&c->lock);
+    fire_soon_locked(c, t);
     pthread_mutex_unlock(&c->lock);
     if (momento__current_client != c)
         kick(c);
@@ -195,6 +200,8 @@ static void *completion_loop(void *arg)
         if (ev.type == GRPC_OP_COMPLETE) {
             if (ev.tag == &c->kick_call)
                 kick_done(c);
+            else if ((uintptr_t)ev.tag & 6)
+                momento__subscription_event(ev.tag, ev.success);
             else
                 momento__call_event(ev.tag, ev.success);
         }
@@ -284,16 +291,25 @@ void momento_client_free(momento_client *c)
     /* Each tracked call still completes, with CANCELLED, through its
      * callback; calls waiting to retry have no gRPC call, and the next
      * momento__retries_run() ends them. */
-    for (momento__tracked *t = c->in_flight; t; t = t->next)
+    for (momento__tracked *t = c->in_flight; t; t = t->next) {
         if (t->call)
             grpc_call_cancel_with_status(t->call, GRPC_STATUS_CANCELLED,
                                          "cancelled: the client was freed", NULL);
+        else if (t->wake)
+            fire_soon_locked(c, t->wake);
+    }
+    bool wake = c->soon != NULL;
     if (momento__current_client == c) {
         /* Inside one of our callbacks, which is itself still counted in
          * flight: the completion thread finishes the job once it drains. */
         c->free_deferred = true;
         pthread_mutex_unlock(&c->lock);
         return;
+    }
+    if (wake) {
+        pthread_mutex_unlock(&c->lock);
+        kick(c);
+        pthread_mutex_lock(&c->lock);
     }
     while (c->n_in_flight > 0)
         pthread_cond_wait(&c->drained, &c->lock);
@@ -330,6 +346,9 @@ grpc_call *momento__client_publish(momento_client *c, momento__tracked *t, grpc_
     t->call = gc;
     if (gc && t->cancelled)
         grpc_call_cancel_with_status(gc, GRPC_STATUS_CANCELLED, t->cancel_why, NULL);
+    else if (gc && c->closing) /* the free's sweep of the list is over */
+        grpc_call_cancel_with_status(gc, GRPC_STATUS_CANCELLED, "cancelled: the client was freed",
+                                     NULL);
     pthread_mutex_unlock(&c->lock);
     return old;
 }
@@ -344,7 +363,7 @@ void momento__client_cancel(momento_client *c, momento__tracked *t, momento__ret
         t->cancel_why = why;
         if (t->call)
             grpc_call_cancel_with_status(t->call, GRPC_STATUS_CANCELLED, why, NULL);
-        else
+        else if (waiting)
             wake = momento__retries_expedite_locked(&c->retries, waiting);
     }
     pthread_mutex_unlock(&c->lock);

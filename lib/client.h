@@ -28,6 +28,10 @@ typedef struct momento__tracked {
     bool cancelled;  /* by its token: every later gRPC call is cancelled at once */
     bool answered;   /* no longer counted in n_rpcs (momento__client_answered) */
     const char *cancel_why;
+    /* Fired at momento_client_free() when the request has no gRPC call
+     * to cancel right then (a subscription waiting to resubscribe); NULL
+     * for others (a call waiting to retry: retry.c ends it). */
+    struct momento__timer *wake;
 } momento__tracked;
 
 
@@ -96,7 +100,8 @@ extern _Thread_local const momento_client *momento__current_client;
  * MOMENTO_ERR_CLOSED once the client is being freed (nothing tracked). */
 int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc);
 /* Makes `gc` the request's current gRPC call (NULL between attempts), so
- * that momento_client_free() cancels the right one. Returns the previous. */
+ * that momento_client_free() cancels the right one; a call published once
+ * the free has begun is cancelled at once. Returns the previous. */
 grpc_call *momento__client_publish(momento_client *c, momento__tracked *t, grpc_call *gc);
 /* The request's RPC is over and its callback about to run: it stops
  * counting towards batching's threshold now, so that a request submitted
@@ -111,11 +116,15 @@ bool momento__client_closing(momento_client *c);
 
 /* Cancels an accepted request (any thread, from a cancel token's hook): its
  * current gRPC call ends with CANCELLED and `why`; between attempts, a retry
- * waiting in `waiting` is ended at once instead; and any later attempt is
+ * waiting in `waiting` (when not NULL) is ended at once instead; and any later attempt is
  * cancelled as it starts. Also before acceptance: then the request is
  * cancelled as it is accepted. */
 void momento__client_cancel(momento_client *c, momento__tracked *t, momento__retry_entry *waiting,
                             const char *why);
+/* subscription.c: a completion-queue event whose tag is a
+ * subscription's (its low bits 2, 4 or 6; calls' tags are aligned, or +1). */
+void momento__subscription_event(void *tag, int success);
+
 /* Whether the request was cancelled by momento__client_cancel(). */
 bool momento__client_cancelled(momento_client *c, momento__tracked *t);
 

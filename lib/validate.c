@@ -8,13 +8,13 @@
 
 /* Cache names travel as a gRPC header value and a protobuf string, so they
  * must be valid UTF-8 without control characters. */
-static int valid_utf8_name(const unsigned char *s, size_t n)
+static int valid_utf8(const unsigned char *s, size_t n, int controls_ok)
 {
     size_t i = 0;
     while (i < n) {
         unsigned char ch = s[i];
         if (ch < 0x80) {
-            if (ch < 0x20 || ch == 0x7f)
+            if (!controls_ok && (ch < 0x20 || ch == 0x7f))
                 return 0;
             i++;
             continue;
@@ -47,6 +47,31 @@ static int valid_utf8_name(const unsigned char *s, size_t n)
         i += len;
     }
     return 1;
+}
+
+static int valid_utf8_name(const unsigned char *s, size_t n)
+{
+    return valid_utf8(s, n, 0);
+}
+
+int momento__check_utf8(const void *p, size_t n)
+{
+    if (!p && n)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    return valid_utf8(p, n, 1) ? 0 : MOMENTO_ERR_INVALID_ARGUMENT;
+}
+
+int momento__check_topic_name(const char *topic)
+{
+    if (!topic)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    size_t n = strnlen(topic, MOMENTO__MAX_REQUEST_BYTES / 2 + 1);
+    if (n > MOMENTO__MAX_REQUEST_BYTES / 2 || !valid_utf8((const unsigned char *)topic, n, 1))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < n; i++)
+        if (!strchr(" \t\n\r\v\f", topic[i]))
+            return MOMENTO_OK;
+    return MOMENTO_ERR_INVALID_ARGUMENT; /* empty, or whitespace only */
 }
 
 int momento__check_cache_name(const char *cache)

@@ -38,6 +38,14 @@ int momento__check_ttl(uint64_t ttl_ms);
 int momento__check_condition(momento_condition condition, const void *compare,
                              size_t compare_len);
 
+/* A topic name: NUL-terminated valid UTF-8 (a protobuf string), not empty
+ * nor only whitespace (the SDKs' "topic name must not be empty"), within
+ * one request. */
+int momento__check_topic_name(const char *topic);
+/* Bytes that travel as a protobuf string: valid UTF-8 (control characters
+ * allowed). */
+int momento__check_utf8(const void *p, size_t n);
+
 /* Request options: NULL, or a known size (momento.h) and a timeout within
  * MOMENTO__MAX_TIMEOUT_MS. */
 #define MOMENTO__MAX_TIMEOUT_MS 86400000u

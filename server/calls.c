@@ -16,7 +16,15 @@
  * call that is not parked receives it in the batch of its status; a parked
  * call watches for it in a batch of its own, as each of its batches must
  * complete before the next can start, and so does a stream whose batch
- * before the last failed (its client gone, the likely cause). */
+ * before the last failed (its client gone, the likely cause).
+ *
+ * A Subscribe stream (topics.c) is the exception to "answered, then
+ * done": its handler leaves a subscription in the reply, and the call
+ * sends what the subscription queues, one message per batch with one
+ * batch out at a time, until the subscription ends (its cache deleted, an
+ * injected stream error, the server stopping) or its client goes away. It
+ * watches for the latter from the start, so that a subscriber that leaves
+ * leaves its topic at once, and it is counted once, when it ends. */
 #include "srv_server.h"
 
 #include "grpc_util.h"
@@ -30,6 +38,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Calls requested per method ahead of arrival: enough that a burst does not
  * wait for the server thread to re-request. */
@@ -80,6 +89,12 @@ typedef struct srv_call {
     bool client_gone;          /* that batch completed: send nothing more */
     bool finished;             /* nothing more to send; free when no batch is out */
     int outstanding;           /* batches started whose tags have not come back */
+    /* A subscription stream: its messages come from `sub`. */
+    srv_sub *sub;
+    bool sending;              /* its message batch is out */
+    bool pumping;              /* in stream_pump(): a wake-up from below is ignored */
+    int stream_error;          /* injected stream-error status, or -1 */
+    uint32_t stream_error_after; /* ... after this many messages */
 } srv_call;
 
 static tag_kind shutdown_tag = TAG_SHUTDOWN;
@@ -101,6 +116,10 @@ static void heap_moved(void *item, size_t index)
 
 static void call_free(srv_call *c)
 {
+    if (c->sub) {
+        srv_sub_free(c->sub);
+        atomic_fetch_sub(&c->s->open_streams, 1);
+    }
     if (c->call)
         grpc_call_unref(c->call);
     grpc_metadata_array_destroy(&c->md);
@@ -124,6 +143,7 @@ static void request_call(momento_local *s, momento__rpc_id m)
     c->s = s;
     c->method = m;
     c->pending_error = -1;
+    c->stream_error = -1;
     c->heap_index = MOMENTO__HEAP_GONE;
     c->close_kind = TAG_CLOSE;
     c->status_details = grpc_empty_slice();
@@ -248,6 +268,8 @@ static void finish(srv_call *c)
         grpc_call_cancel(c->call, NULL);
 }
 
+static void stream_start(srv_call *c);
+
 static void reply(srv_call *c)
 {
     srv_stats_count(c->s, c->method, c->reply.status);
@@ -283,6 +305,10 @@ static void answer(srv_call *c)
                      cache ? GRPC_SLICE_LENGTH(*cache) : 0, GRPC_SLICE_START_PTR(body),
                      GRPC_SLICE_LENGTH(body), &c->reply);
         grpc_slice_unref(body);
+        if (c->reply.sub) {
+            stream_start(c);
+            return;
+        }
     }
     reply(c);
 }
@@ -388,6 +414,144 @@ static srv_call *unpark(momento_local *s, size_t index)
     return c;
 }
 
+/* ---- subscription streams ------------------------------------------- */
+
+/* Sends the subscription's next message, or its status once it has ended,
+ * unless a batch is out already (its completion pumps again) or the call
+ * is over. Messages with more queued behind them go with
+ * GRPC_WRITE_BUFFER_HINT (as in send_next()): a subscriber that fell
+ * behind gets its backlog in few writes. The call may be freed on the way
+ * (a batch that would not start), so callers touch it no more after. */
+static void stream_pump(srv_call *c)
+{
+    if (c->pumping || c->sending || c->final_sent || c->finished || c->client_gone)
+        return;
+    momento_local *s = c->s;
+    /* srv_sub_end() wakes this stream: `pumping` makes that a no-op, and
+     * the status is sent below. */
+    c->pumping = true;
+    if (c->stream_error >= 0 && c->sent >= c->stream_error_after) {
+        srv_sub_end(c->sub, (grpc_status_code)c->stream_error, "injected error (stream-error)");
+        c->stream_error = -1;
+    }
+    if (atomic_load(&s->ending_streams))
+        srv_sub_end(c->sub, GRPC_STATUS_UNAVAILABLE, "server stopping");
+    grpc_op ops[2];
+    size_t n = 0;
+    memset(ops, 0, sizeof(ops));
+    bool first = !c->started;
+    if (first) {
+        c->started = true;
+        ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    }
+    grpc_status_code status;
+    const char *details;
+    grpc_slice msg;
+    bool more;
+    if (srv_sub_ended(c->sub, &status, &details)) {
+        c->status_details = grpc_slice_from_copied_string(details);
+        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        ops[n].data.send_status_from_server.status = status;
+        ops[n].data.send_status_from_server.status_details = &c->status_details;
+        n++;
+        c->final_sent = true;
+        srv_stats_count(s, c->method, status);
+    } else if (srv_sub_next(c->sub, &msg, &more)) {
+        if (!c->out)
+            c->out = grpc_raw_byte_buffer_create(NULL, 0);
+        grpc_slice_buffer *sb = &c->out->data.raw.slice_buffer;
+        if (sb->count)
+            grpc_slice_buffer_reset_and_unref(sb);
+        grpc_slice_buffer_add(sb, msg);
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = c->out;
+        if (!first && more)
+            ops[n].flags = GRPC_WRITE_BUFFER_HINT;
+        n++;
+        c->sent++;
+    }
+    bool ok = true;
+    if (n) {
+        c->kind = TAG_BATCH;
+        ok = grpc_call_start_batch(c->call, ops, n, c, NULL) == GRPC_CALL_OK;
+        if (ok) {
+            c->outstanding++;
+            c->sending = true;
+        }
+    }
+    c->pumping = false;
+    if (!ok) {
+        /* The call is broken: cancelled by finish(), whose close watch
+         * then counts it (not as its client's doing). */
+        c->server_ended = true;
+        finish(c);
+    }
+}
+
+void srv_stream_wake(void *stream)
+{
+    stream_pump(stream);
+}
+
+/* The handler left a subscription in the reply: the call becomes its
+ * stream. */
+static void stream_start(srv_call *c)
+{
+    c->sub = c->reply.sub;
+    c->reply.sub = NULL;
+    atomic_fetch_add(&c->s->open_streams, 1);
+    srv_sub_set_stream(c->sub, c);
+    /* A parked call watches already. */
+    if (!c->close_started)
+        watch_close(c);
+    stream_pump(c);
+}
+
+static void stream_batch_done(srv_call *c, bool ok)
+{
+    c->sending = false;
+    if (c->finished) {
+        if (c->outstanding == 0)
+            call_free(c);
+        return;
+    }
+    if (c->final_sent) {
+        finish(c);
+        return;
+    }
+    if (!ok) {
+        /* Its client is gone: the close watch says so and ends it. Should
+         * that watch not be out, nothing else would. */
+        if (!c->close_started) {
+            srv_stats_count(c->s, c->method, ended_by(c));
+            c->final_sent = true;
+            finish(c);
+        }
+        return;
+    }
+    stream_pump(c);
+}
+
+/* The stream's RECV_CLOSE_ON_SERVER completed. Before its status was sent
+ * that means its client cancelled or left, its deadline passed or the
+ * server is stopping: counted as such (CANCELLED counts as cancelled by
+ * the client, as for a parked call) and its subscription leaves its topic
+ * now. */
+static void stream_closed(srv_call *c)
+{
+    if (!c->final_sent) {
+        grpc_status_code st = ended_by(c);
+        srv_stats_count(c->s, c->method, st);
+        if (st == GRPC_STATUS_CANCELLED && !c->server_ended)
+            srv_stats_count_client_cancel(c->s, c->method);
+        c->final_sent = true; /* nothing more goes out */
+    } else {
+        count_if_client_cancelled(c);
+    }
+    srv_sub_end(c->sub, GRPC_STATUS_CANCELLED, "the client went away");
+    finish(c);
+}
+
 /* The checks before a call is answered, in the order that
  * docs/protocol.md "Errors momento-local returns" lists them. */
 static void on_new_call(srv_call *c, bool ok)
@@ -428,15 +592,19 @@ static void on_new_call(srv_call *c, bool ok)
     /* On a server with a token, only a caller holding it may inject faults:
      * an unauthenticated Ping is answered as if it carried no fault headers,
      * so nobody without the token can park calls on the server. */
-    fault_plan plan = {.error_status = -1};
+    fault_plan plan = {.error_status = -1, .stream_error_status = -1};
     if (authenticated)
-        faults_plan(&s->sessions, &c->md, rpc->fault_name, &plan);
+        (rpc->streaming && rpc->plane == MOMENTO__PLANE_TOPIC
+             ? faults_plan_subscription
+             : faults_plan)(&s->sessions, &c->md, rpc->fault_name, &plan);
     if (plan.bad_header) {
         srv_reply_error(&c->reply, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", plan.bad_header);
         reply(c);
         return;
     }
     c->pending_error = plan.error_status;
+    c->stream_error = plan.stream_error_status;
+    c->stream_error_after = plan.stream_error_after;
     if (plan.delay_ms && park(c, plan.delay_ms))
         return;
     answer(c);
@@ -445,6 +613,10 @@ static void on_new_call(srv_call *c, bool ok)
 static void on_batch(srv_call *c, bool ok)
 {
     c->outstanding--;
+    if (c->sub) {
+        stream_batch_done(c, ok);
+        return;
+    }
     if (c->close_in_reply && c->final_sent) {
         /* This was the final batch, RECV_CLOSE_ON_SERVER with it. */
         c->close_in_reply = false;
@@ -486,6 +658,8 @@ static void on_close(srv_call *c)
         if (st == GRPC_STATUS_CANCELLED)
             srv_stats_count_client_cancel(s, c->method);
         finish(c);
+    } else if (c->sub) {
+        stream_closed(c);
     } else {
         count_if_client_cancelled(c);
         if (c->finished && c->outstanding == 0)
@@ -532,6 +706,9 @@ static void *server_loop(void *arg)
         const srv_call *next = momento__heap_peek(&s->timers);
         if (next && next->due_ms - now < wait)
             wait = next->due_ms - now;
+        int64_t heartbeat = srv_topics_tick(s, now);
+        if (heartbeat - now < wait)
+            wait = heartbeat - now;
         if (wait < 0)
             wait = 0;
         gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
@@ -552,6 +729,10 @@ static void *server_loop(void *arg)
             }
         }
         now = store_now_ms();
+        if (atomic_load(&s->ending_streams) && !s->streams_ended) {
+            s->streams_ended = true;
+            srv_topics_end_all(s, GRPC_STATUS_UNAVAILABLE, "server stopping");
+        }
         if (atomic_load(&s->stopping))
             drop_timers(s);
         else
@@ -601,8 +782,19 @@ int srv_calls_start(momento_local *s)
     return -1;
 }
 
+/* How long momento_local_stop() waits for subscription streams to send
+ * their UNAVAILABLE: a subscriber that reads nothing (its flow-control
+ * window full) cannot be sent it at all. */
+#define END_STREAMS_WAIT_MS 1000
+
 void srv_calls_stop(momento_local *s)
 {
+    atomic_store(&s->ending_streams, true);
+    int64_t until = store_now_ms() + END_STREAMS_WAIT_MS;
+    while (atomic_load(&s->open_streams) > 0 && store_now_ms() < until) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
     shut_down(s);
     pthread_join(s->thread, NULL);
 }

@@ -1,10 +1,13 @@
 /* From a call that passed the server's checks to its handler: the cache
- * the `cache` header names, the request decoded by the table's descriptor,
- * the handler the table names. The checks come in the order that
+ * the `cache` header names (a topic RPC's request names it in its body,
+ * `cache_name`), the request decoded by the table's descriptor, the
+ * handler the table names. The checks come in the order that
  * docs/protocol.md "Errors momento-local returns" lists them. */
 #include "srv_rpc.h"
 
 #include "srv_server.h"
+
+#include <string.h>
 
 static srv_handler *const handlers[MOMENTO__RPC_COUNT] = {
 #define MOMENTO_RPC(ID, fn, ...) [MOMENTO__RPC_##ID] = srv_##fn,
@@ -14,12 +17,13 @@ static srv_handler *const handlers[MOMENTO__RPC_COUNT] = {
 #undef MOMENTO_RPC_SERVER_ONLY
 };
 
-/* The cache a data-plane call names, or NULL with the error reply set. */
-static store_cache *named_cache(momento_local *s, const char *cache, size_t len, srv_reply *r)
+/* The cache a call names, or NULL with the error reply set; `missing`
+ * is the message for no name at all. */
+static store_cache *named_cache(momento_local *s, const char *cache, size_t len,
+                                const char *missing, srv_reply *r)
 {
     if (!cache || len == 0) {
-        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
-                        "request is missing the cache header");
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", missing);
         return NULL;
     }
     /* Refused rather than cut short: a longer header would otherwise reach
@@ -40,7 +44,8 @@ void srv_dispatch(momento_local *s, momento__rpc_id m, const char *cache, size_t
                   const uint8_t *body, size_t len, srv_reply *r)
 {
     store_cache *c = NULL;
-    if (momento__rpcs[m].plane == MOMENTO__PLANE_DATA && !(c = named_cache(s, cache, cache_len, r)))
+    if (momento__rpcs[m].plane == MOMENTO__PLANE_DATA &&
+        !(c = named_cache(s, cache, cache_len, "request is missing the cache header", r)))
         return;
     /* The batches read their items in place (rpc_batch.c): unpacking would
      * allocate and copy each. Their requests hold no string field, so
@@ -60,6 +65,15 @@ void srv_dispatch(momento_local *s, momento__rpc_id m, const char *cache, size_t
         srv_reply_undecodable(r);
         return;
     }
-    handlers[m](s, c, req, r);
+    if (momento__rpcs[m].plane == MOMENTO__PLANE_TOPIC) {
+        /* Both topic requests have it; protobuf-c decodes an absent one
+         * as "". */
+        const ProtobufCFieldDescriptor *f =
+            protobuf_c_message_descriptor_get_field_by_name(momento__rpcs[m].request, "cache_name");
+        const char *name = f ? *(char *const *)((const char *)req + f->offset) : NULL;
+        c = named_cache(s, name, name ? strlen(name) : 0, "cache_name must not be empty", r);
+    }
+    if (c || momento__rpcs[m].plane != MOMENTO__PLANE_TOPIC)
+        handlers[m](s, c, req, r);
     protobuf_c_message_free_unpacked(req, NULL);
 }

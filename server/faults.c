@@ -17,6 +17,7 @@ struct fault_session {
     UT_hash_handle hh; /* the table's order is recency: oldest first */
     uint32_t errors;
     uint32_t delays;
+    uint32_t stream_errors; /* subscription streams given a stream-error */
     char id[];
 };
 
@@ -121,27 +122,37 @@ static fault_session *session(fault_session **sessions, const grpc_slice *id)
     return fs;
 }
 
-void faults_plan(fault_session **sessions, const grpc_metadata_array *md, const char *rpc,
-                 fault_plan *out)
+/* The gRPC status a `return-error` or `stream-error` value names, or -1. */
+static int status_named(const grpc_slice *v)
+{
+    for (size_t i = 0; i < sizeof(error_names) / sizeof(error_names[0]); i++)
+        if (slice_is(v, error_names[i].name))
+            return (int)error_names[i].status;
+    return -1;
+}
+
+static void plan(fault_session **sessions, const grpc_metadata_array *md, const char *rpc,
+                 bool subscription, fault_plan *out)
 {
     out->error_status = -1;
     out->delay_ms = 0;
     out->bad_header = NULL;
+    out->stream_error_status = -1;
+    out->stream_error_after = 0;
 
     const grpc_slice *ret_err = srv_header(md, "return-error");
     const grpc_slice *delay = srv_header(md, "delay-ms");
-    if (!ret_err && !delay)
+    const grpc_slice *stream_err = subscription ? srv_header(md, "stream-error") : NULL;
+    if (!ret_err && !delay && !stream_err)
         return; /* the common case: no faults asked for */
 
-    fault_session *fs = session(sessions, srv_header(md, "request-id"));
+    const grpc_slice *id = srv_header(md, "request-id");
+    fault_session *fs = session(sessions, id);
     if (!fs)
         return;
 
     if (ret_err && listed(srv_header(md, "error-rpcs"), rpc)) {
-        int status = -1;
-        for (size_t i = 0; i < sizeof(error_names) / sizeof(error_names[0]); i++)
-            if (slice_is(ret_err, error_names[i].name))
-                status = (int)error_names[i].status;
+        int status = status_named(ret_err);
         int64_t limit = count_of(srv_header(md, "error-count"));
         if (status < 0)
             out->bad_header = "return-error names no known error";
@@ -164,6 +175,38 @@ void faults_plan(fault_session **sessions, const grpc_metadata_array *md, const 
             out->delay_ms = (uint32_t)ms;
         }
     }
+    /* A stream error ends the stream after its first N messages (its
+     * heartbeats included). Within a request-id session it is given to the
+     * first matching stream only: the SDKs' tests expect the stream their
+     * client opens again after the error to stay up. Without a request-id
+     * every matching stream gets it. */
+    if (stream_err && listed(srv_header(md, "stream-error-rpcs"), rpc)) {
+        int status = status_named(stream_err);
+        int64_t after = count_of(srv_header(md, "stream-error-message-limit"));
+        if (after == INT64_MAX)
+            after = 0; /* no limit given: at once, before any message */
+        if (status < 0)
+            out->bad_header = "stream-error names no known error";
+        else if (after < 0)
+            out->bad_header = "stream-error-message-limit is not a number";
+        else if (!id || fs->stream_errors == 0) {
+            fs->stream_errors++;
+            out->stream_error_status = status;
+            out->stream_error_after = (uint32_t)after;
+        }
+    }
+}
+
+void faults_plan(fault_session **sessions, const grpc_metadata_array *md, const char *rpc,
+                 fault_plan *out)
+{
+    plan(sessions, md, rpc, false, out);
+}
+
+void faults_plan_subscription(fault_session **sessions, const grpc_metadata_array *md,
+                              const char *rpc, fault_plan *out)
+{
+    plan(sessions, md, rpc, true, out);
 }
 
 void faults_clear(fault_session **sessions)

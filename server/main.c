@@ -23,6 +23,10 @@ static void usage(FILE *out)
             "  --max-item-bytes N    key+value limit per item (default 5242880)\n"
             "  --max-rps N           RESOURCE_EXHAUSTED past N calls per second (default 0 = none)\n"
             "  --list-page-size N    ListCaches pages of N caches (default 0 = one page)\n"
+            "  --heartbeat-ms N      topic heartbeat after N ms idle (default 1000)\n"
+            "  --topic-buffer-items N  items kept per topic for resuming subscribers\n"
+            "                        (default 4096; 0 = none)\n"
+            "  --max-subscribers N   subscriptions per topic (default 10000; 0 = no limit)\n"
             "  --tls-cert FILE       serve TLS with this PEM certificate chain (needs --tls-key)\n"
             "  --tls-key FILE        private key for --tls-cert\n"
             "  --cache NAME          create this cache at start (repeatable; 1-255 bytes of\n"
@@ -32,7 +36,8 @@ static void usage(FILE *out)
             "\n"
             "Prints 'listening on HOST:PORT' once serving. Fault injection headers\n"
             "(return-error, error-rpcs, error-count, delay-ms, delay-rpcs, delay-count,\n"
-            "request-id) work as in Momento's local test server; see docs/server.md.\n");
+            "stream-error, stream-error-rpcs, stream-error-message-limit, request-id)\n"
+            "work as in Momento's local test server; see docs/server.md.\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -78,6 +83,9 @@ int main(int argc, char **argv)
         {"max-item-bytes", required_argument, NULL, 'i'},
         {"max-rps", required_argument, NULL, 'r'},    {"tls-cert", required_argument, NULL, 'c'},
         {"list-page-size", required_argument, NULL, 'L'},
+        {"heartbeat-ms", required_argument, NULL, 'H'},
+        {"topic-buffer-items", required_argument, NULL, 'T'},
+        {"max-subscribers", required_argument, NULL, 'S'},
         {"tls-key", required_argument, NULL, 'k'},    {"cache", required_argument, NULL, 'C'},
         {"stats-json", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -120,6 +128,21 @@ int main(int argc, char **argv)
             if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
                 momento_local_options_set_list_page_size(o, (uint32_t)v) < 0)
                 rc = bad("--list-page-size", optarg);
+            break;
+        case 'H':
+            if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
+                momento_local_options_set_heartbeat_ms(o, (uint32_t)v) < 0)
+                rc = bad("--heartbeat-ms", optarg);
+            break;
+        case 'T':
+            if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
+                momento_local_options_set_topic_buffer_items(o, (uint32_t)v) < 0)
+                rc = bad("--topic-buffer-items", optarg);
+            break;
+        case 'S':
+            if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
+                momento_local_options_set_max_subscribers(o, (uint32_t)v) < 0)
+                rc = bad("--max-subscribers", optarg);
             break;
         case 'c': cert = optarg; break;
         case 'k': key = optarg; break;

@@ -7,6 +7,13 @@
 #include <string.h>
 
 #define DEFAULT_MAX_ITEM_BYTES (5u * 1024u * 1024u)
+/* Topics (docs/server.md "Topics"). A heartbeat after 1 s idle, as the
+ * official SDKs' tests expect one within about a second; 4096 items per
+ * topic to resume from; 10,000 subscribers per topic, past the 2010 the JS
+ * SDK's suite opens on one topic. */
+#define DEFAULT_HEARTBEAT_MS 1000u
+#define DEFAULT_TOPIC_BUFFER_ITEMS 4096u
+#define DEFAULT_MAX_SUBSCRIBERS 10000u
 
 static char *dup_str(const char *s)
 {
@@ -55,6 +62,19 @@ static size_t utf8_next(const unsigned char *p, size_t n, uint32_t *cp)
     return len;
 }
 
+bool momento__local_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t n = utf8_next(p + i, len - i, &cp);
+        if (n == 0)
+            return false;
+        i += n;
+    }
+    return true;
+}
+
 const char *momento__local_cache_name_problem(const char *name, size_t len)
 {
     if (!name || len == 0)
@@ -80,6 +100,9 @@ static void defaults(momento_local_options *o)
     memset(o, 0, sizeof(*o));
     o->port = 0;
     o->max_item_bytes = DEFAULT_MAX_ITEM_BYTES;
+    o->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
+    o->topic_buffer_items = DEFAULT_TOPIC_BUFFER_ITEMS;
+    o->max_subscribers = DEFAULT_MAX_SUBSCRIBERS;
 }
 
 int momento_local_options_new(momento_local_options **ret)
@@ -176,6 +199,30 @@ int momento_local_options_set_list_page_size(momento_local_options *o, uint32_t 
     if (!o)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     o->list_page_size = n;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_heartbeat_ms(momento_local_options *o, uint32_t ms)
+{
+    if (!o || ms < 10 || ms > 3600000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->heartbeat_ms = ms;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_topic_buffer_items(momento_local_options *o, uint32_t n)
+{
+    if (!o || n > 1000000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->topic_buffer_items = n;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_max_subscribers(momento_local_options *o, uint32_t n)
+{
+    if (!o)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->max_subscribers = n;
     return MOMENTO_OK;
 }
 

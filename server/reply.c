@@ -5,6 +5,7 @@
 #include "srv_reply.h"
 
 #include "srv_server.h"
+#include "srv_topics.h"
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -130,6 +131,8 @@ void srv_reply_carve(srv_reply *r, size_t len)
 
 void srv_reply_clear(srv_reply *r)
 {
+    srv_sub_free(r->sub);
+    r->sub = NULL;
     for (size_t i = 0; i < r->n_msgs; i++)
         grpc_slice_unref(r->msgs[i]);
     if (r->msgs != &r->one)
@@ -209,8 +212,12 @@ static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
     return false;
 }
 
-bool srv_check_strings(srv_reply *r, const ProtobufCMessageDescriptor *desc, const uint8_t *body,
-                       size_t len)
+/* How deep srv_check_strings() follows message fields: a topic's value
+ * (_PublishRequest.value.text) is one level down. */
+#define STRINGS_MAX_DEPTH 3
+
+static bool check_strings(srv_reply *r, const ProtobufCMessageDescriptor *desc,
+                          const uint8_t *body, size_t len, int depth)
 {
     const uint8_t *p = body, *end = body + len;
     while (p < end) {
@@ -244,6 +251,9 @@ bool srv_check_strings(srv_reply *r, const ProtobufCMessageDescriptor *desc, con
                                 "%s must not contain a NUL byte", f->name);
                 return false;
             }
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && depth < STRINGS_MAX_DEPTH &&
+                !check_strings(r, f->descriptor, p, (size_t)n, depth + 1))
+                return false;
             p += n;
             break;
         }
@@ -252,6 +262,12 @@ bool srv_check_strings(srv_reply *r, const ProtobufCMessageDescriptor *desc, con
         }
     }
     return true;
+}
+
+bool srv_check_strings(srv_reply *r, const ProtobufCMessageDescriptor *desc, const uint8_t *body,
+                       size_t len)
+{
+    return check_strings(r, desc, body, len, 0);
 }
 
 void srv_set_item(momento_local *s, store_cache *c, srv_reply *r, const ProtobufCBinaryData *key,

@@ -50,6 +50,10 @@ void srv_delete_cache(momento_local *s, store_cache *c, const ProtobufCMessage *
     const ControlClient__DeleteCacheRequest *req = (const ControlClient__DeleteCacheRequest *)msg;
     ControlClient__DeleteCacheResponse resp = CONTROL_CLIENT____DELETE_CACHE_RESPONSE__INIT;
     on_cache(s, req->cache_name, store_delete_cache, &resp.base, r);
+    /* Momento ends a deleted cache's subscriptions with NOT_FOUND; its
+     * topics go with it (a FlushCache leaves them). */
+    if (r->status == GRPC_STATUS_OK)
+        srv_topics_drop_cache(s, req->cache_name);
 }
 
 void srv_flush_cache(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)

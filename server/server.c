@@ -69,6 +69,7 @@ static int create_caches(momento_local *s)
 
 static void destroy(momento_local *s)
 {
+    srv_topics_destroy(s);
     store_destroy(&s->store);
     faults_clear(&s->sessions);
     momento__heap_clear(&s->timers);

@@ -13,6 +13,10 @@ typedef struct fault_plan {
     int error_status;       /* gRPC status to return, or -1 */
     uint32_t delay_ms;      /* 0 = none */
     const char *bad_header; /* a fault header the server could not use */
+    /* A subscription stream to end with this gRPC status (-1: none) once
+     * it has sent stream_error_after messages (`stream-error`). */
+    int stream_error_status;
+    uint32_t stream_error_after;
 } fault_plan;
 
 /* Decides what faults apply to one call of `rpc` (its fault name, as
@@ -20,6 +24,10 @@ typedef struct fault_plan {
  * the call's request-id session. */
 void faults_plan(fault_session **sessions, const grpc_metadata_array *md, const char *rpc,
                  fault_plan *out);
+/* The same for a Subscribe stream, the only kind of call the stream-error
+ * headers apply to. */
+void faults_plan_subscription(fault_session **sessions, const grpc_metadata_array *md,
+                              const char *rpc, fault_plan *out);
 void faults_clear(fault_session **sessions);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "momento/local.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,9 @@ struct momento_local_options {
     uint64_t max_item_bytes;
     uint32_t max_rps;
     uint32_t list_page_size; /* ListCaches entries per page; 0 = one page */
+    uint32_t heartbeat_ms;       /* a subscription idle this long gets a heartbeat */
+    uint32_t topic_buffer_items; /* items kept per topic for resuming; 0 = none */
+    uint32_t max_subscribers;    /* per topic; 0 = no limit */
     char *tls_cert;
     char *tls_key;
     char **caches;
@@ -31,6 +35,10 @@ int momento__local_options_copy(momento_local_options *dst, const momento_local_
  * rule for CreateCache, DeleteCache, FlushCache, the `cache` header of data
  * calls and the caches named at start (docs/server.md "Cache names"). */
 const char *momento__local_cache_name_problem(const char *name, size_t len);
+/* Whether `len` bytes at `s` are valid UTF-8 (no overlong forms,
+ * surrogates or code points past U+10FFFF): what a protobuf string field
+ * must hold (topic names and text values). */
+bool momento__local_utf8_valid(const char *s, size_t len);
 /* Frees what `o` owns (not `o`) and zeroes it. */
 void momento__local_options_clear(momento_local_options *o);
 

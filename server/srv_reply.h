@@ -23,6 +23,9 @@ typedef struct srv_reply {
     grpc_slice *msgs;    /* the packed messages: `one`, or a malloc'd array */
     /* A unary reply's message lives here, so that it needs no array. */
     grpc_slice one;
+    /* A Subscribe's subscription (topics.c), which calls.c turns into its
+     * stream; freed with the reply if nothing takes it. */
+    struct srv_sub *sub;
     /* srv_reply_block()'s memory, which its messages are slices of. */
     grpc_slice block;
     size_t block_used;
@@ -65,9 +68,10 @@ bool srv_check_item(const momento_local *s, srv_reply *r, const ProtobufCBinaryD
  * 1 to MOMENTO_MAX_CACHE_NAME_BYTES bytes of UTF-8, no control characters. */
 bool srv_check_cache_name(srv_reply *r, const char *name, size_t len);
 /* The request's wire bytes, before protobuf-c unpacks them: no string field
- * of `desc` (at the top level) may hold a NUL byte, which the unpacked C
- * string would silently end at ("ab\0cd" read as "ab"). Malformed bytes
- * pass, for unpacking to refuse. */
+ * of `desc` (at the top level, or in a message field up to three levels
+ * down) may hold a NUL byte, which the unpacked C string would silently
+ * end at ("ab\0cd" read as "ab"). Malformed bytes pass, for unpacking to
+ * refuse. */
 bool srv_check_strings(srv_reply *r, const ProtobufCMessageDescriptor *desc, const uint8_t *body,
                        size_t len);
 

@@ -4,10 +4,12 @@
  *
  * A handler is `srv_<fn>` for the row's second column, in the file of its
  * family (rpc_kv.c, rpc_conditional.c, rpc_ttl.c, rpc_batch.c,
- * rpc_control.c). It gets the decoded request (momento__rpcs[].request's
+ * rpc_control.c, the collection families, rpc_topics.c). It gets the decoded request (momento__rpcs[].request's
  * type; borrowed, freed by the dispatcher), the cache the `cache` header
- * names for a data-plane RPC (NULL for the others), and fills `r`: one
- * message for a unary OK, any number for a stream, none with an error.
+ * names for a data-plane RPC or the request's `cache_name` for a topic RPC
+ * (NULL for the others), and fills `r`: one message for a unary OK, any
+ * number for a stream, none with an error; Subscribe leaves a subscription
+ * in r->sub instead (rpc_topics.c).
  * Server thread only. */
 #ifndef MOMENTO_LOCAL_SRV_RPC_H
 #define MOMENTO_LOCAL_SRV_RPC_H

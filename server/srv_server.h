@@ -9,6 +9,7 @@
 #include "momento/local.h"
 #include "srv_faults.h"
 #include "srv_options.h"
+#include "srv_topics.h"
 #include "store.h"
 
 #include <grpc/grpc.h>
@@ -57,6 +58,18 @@ struct momento_local {
     uint32_t rate_count;
     int64_t next_sweep_ms;
     bool shut_down;            /* the shutdown tag arrived */
+    srv_topics topics;
+    bool streams_ended;        /* srv_topics_end_all() ran for the stop */
+
+    /* momento_local_stop() asks the server thread to end every
+     * subscription stream with UNAVAILABLE (clients resubscribe; a
+     * CANCELLED from grpc_server_cancel_all_calls() would make official
+     * SDKs give up) and waits until `open_streams` is 0. */
+    atomic_bool ending_streams;
+    atomic_uint_fast64_t open_streams;  /* subscription streams not yet freed */
+    atomic_uint_fast64_t subscriptions; /* subscriptions in a topic */
+    atomic_uint_fast64_t topic_deliveries;
+    atomic_uint_fast64_t topic_heartbeats;
 
     atomic_uint_fast64_t stats[SRV_METHOD_COUNT][SRV_STATUS_COUNT];
     /* Calls per method that their client cancelled (or left) before the

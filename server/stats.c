@@ -105,6 +105,30 @@ uint64_t momento_local_parked_calls(const momento_local *s)
     return atomic_load_explicit(&ms->parked, memory_order_relaxed);
 }
 
+uint64_t momento_local_subscriptions(const momento_local *s)
+{
+    if (!s)
+        return 0;
+    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
+    return atomic_load_explicit(&ms->subscriptions, memory_order_relaxed);
+}
+
+uint64_t momento_local_topic_deliveries(const momento_local *s)
+{
+    if (!s)
+        return 0;
+    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
+    return atomic_load_explicit(&ms->topic_deliveries, memory_order_relaxed);
+}
+
+uint64_t momento_local_topic_heartbeats(const momento_local *s)
+{
+    if (!s)
+        return 0;
+    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
+    return atomic_load_explicit(&ms->topic_heartbeats, memory_order_relaxed);
+}
+
 double momento_local_cpu_seconds(const momento_local *s)
 {
     clockid_t cid;
@@ -125,6 +149,8 @@ void momento_local_reset_stats(momento_local *s)
         atomic_store(&s->client_cancels[m], 0);
     for (int h = 0; h < SRV_COUNTED_HEADERS; h++)
         atomic_store(&s->header_counts[h], 0);
+    atomic_store(&s->topic_deliveries, 0);
+    atomic_store(&s->topic_heartbeats, 0);
 }
 
 char *momento_local_stats_json(const momento_local *s)

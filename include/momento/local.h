@@ -23,7 +23,9 @@ typedef struct momento_local momento_local;
 /*
  * Defaults: bind 127.0.0.1, port 0 (the system picks a free port; read it
  * with momento_local_port()), any token accepted, no memory limit, 5 MiB
- * item limit, no rate limit, plaintext.
+ * item limit (a topic publish's value too), no rate limit, plaintext;
+ * topics: heartbeats after 1 s idle, 4096 items kept per topic, 10,000
+ * subscribers per topic.
  */
 MOMENTO_EXPORT int momento_local_options_new(momento_local_options **ret);
 MOMENTO_EXPORT void momento_local_options_free(momento_local_options *o);
@@ -52,6 +54,22 @@ MOMENTO_EXPORT int momento_local_options_set_max_rps(momento_local_options *o, u
  * lists every cache in one page. Lets clients' paging be tested. */
 MOMENTO_EXPORT int momento_local_options_set_list_page_size(momento_local_options *o,
                                                            uint32_t n);
+/*
+ * Topics (docs/server.md "Topics"). A subscription that has had no message
+ * for `ms` milliseconds gets a heartbeat; 10 .. 3,600,000, default 1000
+ * (the official SDKs' tests expect one within about a second).
+ */
+MOMENTO_EXPORT int momento_local_options_set_heartbeat_ms(momento_local_options *o, uint32_t ms);
+/* The most recent items each topic keeps for subscribers resuming at an
+ * earlier sequence number; 0 .. 1,000,000, default 4096; 0 keeps none (a
+ * resume then gets a discontinuity). A topic also keeps at most 64 MiB. */
+MOMENTO_EXPORT int momento_local_options_set_topic_buffer_items(momento_local_options *o,
+                                                               uint32_t n);
+/* Subscriptions one topic may have at once, default 10,000; past it
+ * Subscribe fails RESOURCE_EXHAUSTED with err
+ * topic_subscriptions_limit_exceeded. 0 = no limit. */
+MOMENTO_EXPORT int momento_local_options_set_max_subscribers(momento_local_options *o,
+                                                            uint32_t n);
 /* Serve TLS with this PEM certificate chain and private key (files are read
  * by momento_local_start()). NULL, NULL returns to plaintext. */
 MOMENTO_EXPORT int momento_local_options_set_tls(momento_local_options *o, const char *cert_file,
@@ -71,7 +89,9 @@ MOMENTO_EXPORT int momento_local_options_add_cache(momento_local_options *o, con
 MOMENTO_EXPORT int momento_local_start(momento_local **ret, const momento_local_options *opts);
 
 /* Stops serving, fails calls still waiting on injected delays with
- * UNAVAILABLE, and frees everything. NULL-safe. */
+ * UNAVAILABLE, ends every topic subscription with UNAVAILABLE ("server
+ * stopping", so that clients resubscribe; it waits up to 1 s for those
+ * statuses to be sent), and frees everything. NULL-safe. */
 MOMENTO_EXPORT void momento_local_stop(momento_local *s);
 
 /* The bound port, and "host:port" for momento_credentials_local(). */
@@ -127,11 +147,24 @@ MOMENTO_EXPORT uint64_t momento_local_header_count(const momento_local *s, const
  */
 MOMENTO_EXPORT uint64_t momento_local_parked_calls(const momento_local *s);
 
+/*
+ * Topics: the subscriptions open right now (in a topic: a subscription
+ * whose client cancelled or left, or that ended, no longer counts); the
+ * items delivered to subscribers so far (one per subscriber an item is
+ * handed to gRPC for, replays included); the heartbeats sent so far.
+ * Any thread (atomic counters). The last two are zeroed by
+ * momento_local_reset_stats(). 0 for a NULL server.
+ */
+MOMENTO_EXPORT uint64_t momento_local_subscriptions(const momento_local *s);
+MOMENTO_EXPORT uint64_t momento_local_topic_deliveries(const momento_local *s);
+MOMENTO_EXPORT uint64_t momento_local_topic_heartbeats(const momento_local *s);
+
 /* CPU seconds the server's own thread has used, so an embedding program can
  * tell its own CPU time from the server's. */
 MOMENTO_EXPORT double momento_local_cpu_seconds(const momento_local *s);
 
-/* Zeroes the counters, momento_local_cancelled_calls()'s among them. */
+/* Zeroes the counters, momento_local_cancelled_calls()'s and the topic
+ * deliveries and heartbeats among them. */
 MOMENTO_EXPORT void momento_local_reset_stats(momento_local *s);
 /*
  * The counters as JSON: {"total": N, "methods": {"Get": {"total": N,

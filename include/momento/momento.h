@@ -784,7 +784,8 @@ MOMENTO_EXPORT int momento_set_batch_sync(momento_client *c, const char *cache,
 }
 #endif
 
-/* Dictionaries, sets, lists and sorted sets. */
+/* Dictionaries, sets, lists and sorted sets; topics. */
 #include "momento/collections.h"
+#include "momento/topics.h"
 
 #endif /* MOMENTO_MOMENTO_H */

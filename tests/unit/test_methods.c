@@ -83,6 +83,17 @@ static void test_every_method_is_complete(void **state)
     assert_int_equal(not_sent, 2);
     assert_false(library_sends[MOMENTO__RPC_SET_IF_NOT_EXISTS]);
     assert_false(library_sends[MOMENTO__RPC_SORTED_SET_UNION_STORE]);
+    /* Topics: the cache endpoint, the cache named in the body; a publish
+     * repeated would be a second item, a subscribe may be made again. */
+    assert_string_equal(momento__rpcs[MOMENTO__RPC_TOPIC_PUBLISH].path,
+                        "/cache_client.pubsub.Pubsub/Publish");
+    assert_string_equal(momento__rpcs[MOMENTO__RPC_TOPIC_SUBSCRIBE].path,
+                        "/cache_client.pubsub.Pubsub/Subscribe");
+    assert_int_equal(momento__rpcs[MOMENTO__RPC_TOPIC_PUBLISH].plane, MOMENTO__PLANE_TOPIC);
+    assert_int_equal(momento__rpcs[MOMENTO__RPC_TOPIC_SUBSCRIBE].plane, MOMENTO__PLANE_TOPIC);
+    assert_false(momento__rpcs[MOMENTO__RPC_TOPIC_PUBLISH].idempotent);
+    assert_true(momento__rpcs[MOMENTO__RPC_TOPIC_SUBSCRIBE].idempotent);
+    assert_true(momento__rpcs[MOMENTO__RPC_TOPIC_SUBSCRIBE].streaming);
     /* Ping carries no token, like the official clients'. */
     assert_int_equal(momento__rpcs[MOMENTO__RPC_PING].plane, MOMENTO__PLANE_PING);
     assert_true(momento__rpcs[MOMENTO__RPC_CREATE_CACHE].already_exists_is_outcome);

@@ -1,0 +1,88 @@
+/* Momento Topics' two RPCs, Publish and Subscribe (docs/server.md
+ * "Topics"): the checks, with Momento's statuses, before topics.c
+ * publishes or opens the subscription. The dispatcher has found the cache
+ * the request's cache_name names. */
+#include "srv_rpc.h"
+
+#include "srv_server.h"
+#include "srv_topics.h"
+
+#include "cachepubsub.pb-c.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* protobuf-c decodes an absent string as "". */
+static bool check_topic(srv_reply *r, const char *topic)
+{
+    size_t len = topic ? strlen(topic) : 0;
+    if (len == 0 || strspn(topic, " \t\r\n\v\f") == len) {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
+                        len ? "topic name must not be blank" : "topic name must not be empty");
+        return false;
+    }
+    if (!momento__local_utf8_valid(topic, len)) {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "topic name must be valid UTF-8");
+        return false;
+    }
+    return true;
+}
+
+void srv_topic_publish(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
+{
+    const CacheClient__Pubsub__PublishRequest *req =
+        (const CacheClient__Pubsub__PublishRequest *)msg;
+    if (!check_topic(r, req->topic))
+        return;
+    const CacheClient__Pubsub__TopicValue *v = req->value;
+    size_t len;
+    if (v && v->kind_case == CACHE_CLIENT__PUBSUB____TOPIC_VALUE__KIND_TEXT) {
+        len = strlen(v->text);
+        if (!momento__local_utf8_valid(v->text, len)) {
+            srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
+                            "topic value text must be valid UTF-8");
+            return;
+        }
+    } else if (v && v->kind_case == CACHE_CLIENT__PUBSUB____TOPIC_VALUE__KIND_BINARY) {
+        len = v->binary.len;
+    } else {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
+                        "topic value must be text or binary");
+        return;
+    }
+    if (len > s->opts.max_item_bytes) {
+        srv_reply_error(r, GRPC_STATUS_RESOURCE_EXHAUSTED, "request_size_limit_exceeded",
+                        "topic value of %zu bytes exceeds the limit of %" PRIu64 " bytes", len,
+                        s->opts.max_item_bytes);
+        return;
+    }
+    if (srv_topics_publish(s, c->name, req->topic, &v->base) != 0) {
+        srv_reply_no_memory(r);
+        return;
+    }
+    /* common._Empty: no bytes. */
+    srv_reply_add_static(r, (const uint8_t *)"", 0);
+}
+
+void srv_topic_subscribe(momento_local *s, store_cache *c, const ProtobufCMessage *msg,
+                         srv_reply *r)
+{
+    const CacheClient__Pubsub__SubscriptionRequest *req =
+        (const CacheClient__Pubsub__SubscriptionRequest *)msg;
+    if (!check_topic(r, req->topic))
+        return;
+    srv_sub *sub;
+    int rc = srv_topics_subscribe(s, c->name, req->topic, req->resume_at_topic_sequence_number,
+                                  req->sequence_page, &sub);
+    if (rc == SRV_TOPICS_FULL) {
+        srv_reply_error(r, GRPC_STATUS_RESOURCE_EXHAUSTED, "topic_subscriptions_limit_exceeded",
+                        "topic subscriptions limit exceeded: %u subscribers on this topic",
+                        s->opts.max_subscribers);
+    } else if (rc < 0) {
+        srv_reply_no_memory(r);
+    } else {
+        /* calls.c sends what the subscription queues, from its heartbeat
+         * on. */
+        r->sub = sub;
+    }
+}
