@@ -4,7 +4,8 @@
 #   2. unit and integration suites under valgrind memcheck (any error or
 #      definite leak fails);
 #   3. momento-local under valgrind, driven through every RPC by the interop
-#      script, then stopped with SIGTERM: a clean shutdown leaks nothing;
+#      scripts (topics too), then stopped with SIGTERM: a clean shutdown
+#      leaks nothing;
 #   4. the examples once under valgrind, each with its embedded server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,7 @@ if command -v node >/dev/null && [ -d tests/interop/node_modules/@gomomento/sdk 
     for _ in $(seq 300); do grep -q "listening on" "$out" && break; sleep 0.1; done
     endpoint=$(sed -n 's/^listening on //p' "$out")
     node tests/interop/interop.js "${endpoint%:*}" "${endpoint##*:}" | tail -n 1
+    node tests/interop/topics.js "${endpoint%:*}" "${endpoint##*:}" | tail -n 1
     kill -TERM "$pid"
     wait "$pid"   # exits 99 on any valgrind error or definite leak
     rm -f "$out"
@@ -52,5 +54,6 @@ $vg build/examples/request-coalescing --duration 1 --rps 0 --concurrency 50 --qu
 rm -f /tmp/memcheck-rc.json /tmp/memcheck-rc.svg
 $vg build/examples/leaderboard --players 200 > /dev/null
 $vg build/examples/session-store > /dev/null
+$vg build/examples/topics-fanout --duration 1 --subscribers 3 --clients 2 --rate 100 --quiet > /dev/null
 echo "examples: clean under valgrind"
 echo "memcheck passed"

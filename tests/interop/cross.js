@@ -1,10 +1,15 @@
 // The official Node.js SDK's half of the cross-check with libmomento:
-//   node cross.js verify-c HOST PORT   reads and checks what crosscheck wrote
-//   node cross.js write    HOST PORT   writes keys for crosscheck to read
+//   node cross.js verify-c  HOST PORT  reads and checks what crosscheck wrote
+//   node cross.js write     HOST PORT  writes keys for crosscheck to read
+//   node cross.js publish   HOST PORT  publishes to topic node-to-c, which
+//                                      crosscheck subscribe checks
+//   node cross.js subscribe HOST PORT  subscribes to topic c-to-node, prints
+//                                      "ready", checks what crosscheck
+//                                      publish sends (run.sh starts that)
 // One line per check, then "N passed, M failed".
 'use strict';
 const {CollectionTtl, ItemType, SortedSetOrder} = require('@gomomento/sdk');
-const {check, describe: show, localClient, run} = require('./harness');
+const {check, describe: show, earlyLosses, localClient, localTopicClient, run, sleep, waitFor} = require('./harness');
 
 const [mode, host, port] = process.argv.slice(2);
 
@@ -135,7 +140,93 @@ async function write(client) {
   check('Node sortedSetPutElement n-zset fourth', r.type === 'Success', show(r));
 }
 
+// ---- Topics. Every wait is bounded by WAIT; after the last expected item
+// nothing more may arrive for QUIET.
+const WAIT = 10000;
+const QUIET = 300;
+// Byte i of the large binary value (crosscheck.c's big_byte).
+const bigBinary = len => new Uint8Array(len).map((_, i) => (i * 7 + (i >> 10)) & 0xff);
+
+// What crosscheck subscribe expects, in this order (its node_values).
+const NODE_VALUES = [
+  'from-node',
+  new Uint8Array([0, 1, 2, 255, 0]),
+  'héllo ✓ 日本 🚀',
+  new Uint8Array(Buffer.from('abc')),
+  '',
+  new Uint8Array(0),
+  bigBinary(300 * 1024),
+  'last',
+];
+
+async function publish() {
+  const topics = localTopicClient(host, port);
+  let ok = true;
+  for (const v of NODE_VALUES) {
+    const r = await topics.publish('cross', 'node-to-c', v);
+    if (r.type !== 'Success') console.log(`# publish of ${v.length} ${typeof v === 'string' ? 'chars' : 'bytes'}: ${show(r)}`);
+    ok = ok && r.type === 'Success';
+  }
+  check(`Node publishes ${NODE_VALUES.length} text and bytes values to node-to-c`, ok);
+}
+
+// What crosscheck publish sends to c-to-node, in this order. (No empty
+// value: the SDK's subscriber turns an empty text into empty bytes, as it
+// tests `value.text` for truth.)
+const C_VALUES = [
+  'from-c',
+  new Uint8Array([0, 255, 0, 1]),
+  'ünïcode ✓',
+  new Uint8Array(Buffer.from('xyz')),
+  bigBinary(300 * 1024),
+  'last',
+];
+const kindOf = v => (typeof v === 'string' ? 'text' : v instanceof Uint8Array ? 'bytes' : typeof v);
+const same = (a, b) => kindOf(a) === kindOf(b) && (typeof a === 'string' ? a === b : Buffer.from(a).equals(Buffer.from(b)));
+
+async function subscribe() {
+  const topics = localTopicClient(host, port);
+  const items = [];
+  const errors = [];
+  const lossTimes = [];
+  let discontinuities = 0;
+  let ended = false;
+  const t0 = Date.now();
+  const sub = await topics.subscribe('cross', 'c-to-node', {
+    onItem: item => items.push(item),
+    onError: e => errors.push(e),
+    onDiscontinuity: () => discontinuities++,
+    onConnectionLost: () => lossTimes.push(Date.now() - t0),
+    onSubscriptionEnd: () => {
+      ended = true;
+    },
+  });
+  check('Node subscribes to c-to-node', sub.type === 'Subscription', show(sub));
+  // run.sh starts crosscheck publish on this line.
+  console.log('ready');
+  if (sub.type !== 'Subscription') return;
+  const all = await waitFor(() => items.length >= C_VALUES.length, WAIT);
+  await sleep(QUIET);
+  sub.unsubscribe();
+  check(`Node subscriber gets all ${C_VALUES.length} items C published`, all, `got ${items.length}`);
+  C_VALUES.forEach((v, i) => {
+    const it = items[i];
+    check(`Node gets C's item ${i + 1}: ${kindOf(v)} of ${v.length}, exact content and kind`, it !== undefined && same(it.value(), v),
+          it ? `got ${kindOf(it.value())} of ${it.value().length}` : 'missing');
+  });
+  const seqs = items.map(it => it.sequenceNumber());
+  check('Node sees sequence numbers 1..n in order', JSON.stringify(seqs) === JSON.stringify(C_VALUES.map((_, i) => i + 1)),
+        JSON.stringify(seqs));
+  check('Node gets nothing more after the last item', items.length === C_VALUES.length, `${items.length} items`);
+  const losses = earlyLosses(lossTimes);
+  check('Node subscription: no error, discontinuity or lost connection', errors.length + discontinuities + losses === 0,
+        JSON.stringify({errors: errors.map(show), discontinuities, losses}));
+  check('Node unsubscribe ends the subscription', await waitFor(() => ended, WAIT));
+}
+
 async function main() {
+  if (mode === 'publish') return publish();
+  if (mode === 'subscribe') return subscribe();
   const client = await localClient(host, port);
   if (mode === 'verify-c') await verifyC(client);
   else if (mode === 'write') await write(client);

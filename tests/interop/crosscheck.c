@@ -1,13 +1,23 @@
 /* The library's half of the cross-check with the official Node.js SDK:
- *   crosscheck write HOST:PORT   writes keys for cross.js to read
- *   crosscheck read  HOST:PORT   reads and checks what cross.js wrote
+ *   crosscheck write HOST:PORT      writes keys for cross.js to read
+ *   crosscheck read  HOST:PORT      reads and checks what cross.js wrote
+ *   crosscheck subscribe HOST:PORT  subscribes to topic node-to-c, prints
+ *                                   "ready", then checks what cross.js
+ *                                   publish sends (run.sh starts that)
+ *   crosscheck publish HOST:PORT    publishes to topic c-to-node for
+ *                                   cross.js subscribe
  * One line per check, then "N passed, M failed". */
 #include "momento/collections.h"
 #include "momento/momento.h"
+#include "momento/topics.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int passed, failed;
 
@@ -319,10 +329,234 @@ static void read_keys(momento_client *c)
     read_collections(c);
 }
 
+/* ---- Topics. Both directions publish the same kinds of values: text
+ * (ASCII, multi-byte UTF-8, empty), bytes (with NULs and 0xff, empty, bytes
+ * that happen to be valid UTF-8), and one large binary value. cross.js
+ * lists the same values in the same order. */
+
+/* Every wait for an event is bounded by this; after the last expected item
+ * nothing more may arrive for QUIET_MS. */
+#define WAIT_MS 10000
+#define QUIET_MS 300
+#define BIG_LEN (300u * 1024u)
+#define MAX_ITEMS 32
+
+/* Byte i of the large binary value (cross.js's bigBinary). */
+static unsigned char big_byte(size_t i)
+{
+    return (unsigned char)((i * 7 + (i >> 10)) & 0xff);
+}
+
+typedef struct got_item {
+    int is_text;
+    uint64_t seq, page;
+    size_t len;
+    unsigned char *value;
+} got_item;
+
+/* What a subscription's callback saw, under `mu`. */
+typedef struct topic_log {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    got_item items[MAX_ITEMS];
+    size_t n_items, extra_items, connected, discontinuities, losses;
+    int ended, end_error;
+} topic_log;
+
+static void on_topic_event(momento_subscription *sub, const momento_topic_event *ev, void *userdata)
+{
+    (void)sub;
+    topic_log *l = userdata;
+    pthread_mutex_lock(&l->mu);
+    switch (ev->kind) {
+    case MOMENTO_TOPIC_CONNECTED:
+        l->connected++;
+        break;
+    case MOMENTO_TOPIC_ITEM:
+        if (l->n_items < MAX_ITEMS) {
+            got_item *it = &l->items[l->n_items++];
+            it->is_text = ev->is_text;
+            it->seq = ev->sequence_number;
+            it->page = ev->sequence_page;
+            it->len = ev->value_len;
+            it->value = malloc(ev->value_len ? ev->value_len : 1);
+            if (it->value && ev->value_len)
+                memcpy(it->value, ev->value, ev->value_len);
+        } else {
+            l->extra_items++;
+        }
+        break;
+    case MOMENTO_TOPIC_DISCONTINUITY:
+        l->discontinuities++;
+        break;
+    case MOMENTO_TOPIC_CONNECTION_LOST:
+        l->losses++;
+        break;
+    case MOMENTO_TOPIC_END:
+        l->ended = 1;
+        l->end_error = ev->error;
+        break;
+    default:
+        break;
+    }
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+static void topic_log_init(topic_log *l)
+{
+    memset(l, 0, sizeof(*l));
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+}
+
+/* Waits, at most `ms`, until `l` has `n` items (or, with n == 0, has
+ * ended). Returns whether it got there. */
+static int topic_log_wait(topic_log *l, size_t n, int ms)
+{
+    struct timespec end;
+    clock_gettime(CLOCK_REALTIME, &end);
+    end.tv_sec += ms / 1000;
+    end.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (end.tv_nsec >= 1000000000L) {
+        end.tv_sec++;
+        end.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&l->mu);
+    int rc = 0;
+    while (!(n ? l->n_items >= n : l->ended) && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&l->cv, &l->mu, &end);
+    int ok = n ? l->n_items >= n : l->ended;
+    pthread_mutex_unlock(&l->mu);
+    return ok;
+}
+
+/* The values cross.js publish sends to node-to-c, in order. */
+static const struct {
+    int is_text;
+    const char *value; /* NULL: the large binary value */
+    size_t len;
+    const char *what;
+} node_values[] = {
+    {1, LIT("from-node"), "ASCII text"},
+    {0, LIT("\x00\x01\x02\xff\x00"), "bytes with NULs and 0xff"},
+    {1, LIT("h\xc3\xa9llo \xe2\x9c\x93 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x9a\x80"), "multi-byte UTF-8 text"},
+    {0, LIT("abc"), "bytes that are valid UTF-8 (stay bytes)"},
+    {1, LIT(""), "empty text"},
+    {0, LIT(""), "empty bytes"},
+    {0, NULL, BIG_LEN, "300 KiB of bytes"},
+    {1, LIT("last"), "the last text"},
+};
+#define N_NODE_VALUES (sizeof(node_values) / sizeof(node_values[0]))
+
+static int item_is_node_value(const got_item *it, size_t i)
+{
+    if (it->is_text != node_values[i].is_text || it->len != node_values[i].len || !it->value)
+        return 0;
+    if (node_values[i].value)
+        return memcmp(it->value, node_values[i].value, it->len) == 0;
+    for (size_t k = 0; k < it->len; k++)
+        if (it->value[k] != big_byte(k))
+            return 0;
+    return 1;
+}
+
+/* crosscheck subscribe: a libmomento subscriber to what the Node SDK
+ * publishes. */
+static void subscribe_topics(momento_client *c)
+{
+    static topic_log l;
+    topic_log_init(&l);
+    momento_create_cache_sync(c, "cross", NULL, NULL);
+    momento_subscription *sub = NULL;
+    momento_subscribe_options so = MOMENTO_SUBSCRIBE_OPTIONS_INIT;
+    so.first_message_timeout_ms = WAIT_MS;
+    int rc = momento_topic_subscribe_sync(c, "cross", "node-to-c", &so, on_topic_event, &l, &sub);
+    check("C momento_topic_subscribe_sync to node-to-c: connected", rc == MOMENTO_OK && sub);
+    /* run.sh starts the Node publisher on this line. */
+    printf("ready\n");
+    fflush(stdout);
+    if (rc != MOMENTO_OK)
+        return;
+    int all = topic_log_wait(&l, N_NODE_VALUES, WAIT_MS);
+    struct timespec quiet = {0, QUIET_MS * 1000000L};
+    nanosleep(&quiet, NULL);
+    momento_topic_unsubscribe(sub);
+    int ended = topic_log_wait(&l, 0, WAIT_MS);
+
+    pthread_mutex_lock(&l.mu);
+    char name[160];
+    snprintf(name, sizeof(name), "C subscriber got all %zu items Node published (got %zu)", N_NODE_VALUES, l.n_items);
+    check(name, all);
+    for (size_t i = 0; i < N_NODE_VALUES; i++) {
+        snprintf(name, sizeof(name), "C gets Node's item %zu, %s: exact bytes and kind", i + 1, node_values[i].what);
+        check(name, i < l.n_items && item_is_node_value(&l.items[i], i));
+    }
+    int seq_ok = l.n_items == N_NODE_VALUES, page_ok = l.n_items > 0 && l.items[0].page != 0;
+    for (size_t i = 0; i < l.n_items; i++) {
+        seq_ok = seq_ok && l.items[i].seq == i + 1;
+        page_ok = page_ok && l.items[i].page == l.items[0].page;
+    }
+    check("C sees sequence numbers 1..n in order", seq_ok);
+    check("C sees one non-zero sequence page for every item", page_ok);
+    check("C gets nothing more after the last item", l.n_items == N_NODE_VALUES && l.extra_items == 0);
+    check("C subscription: connected once, no discontinuity, no lost connection",
+          l.connected == 1 && l.discontinuities == 0 && l.losses == 0);
+    check("C unsubscribe ends the subscription with END, error 0", ended && l.end_error == 0);
+    momento_subscription_stats st;
+    check("C subscription stats count the items",
+          momento_subscription_stats_get(sub, &st, sizeof(st)) == MOMENTO_OK && st.items == N_NODE_VALUES &&
+              st.last_sequence_number == N_NODE_VALUES && st.ended);
+    for (size_t i = 0; i < l.n_items; i++)
+        free(l.items[i].value);
+    pthread_mutex_unlock(&l.mu);
+    momento_subscription_free(sub);
+}
+
+/* crosscheck publish: what cross.js subscribe checks, in this order. */
+static void publish_topics(momento_client *c)
+{
+    static const unsigned char bytes[] = {0, 0xff, 0, 1};
+    static const char utf8[] = "\xc3\xbc" "n" "\xc3\xaf" "code \xe2\x9c\x93";
+    momento_result *r = NULL;
+    check("C publish_text from-c",
+          momento_topic_publish_text_sync(c, "cross", "c-to-node", LIT("from-c"), NULL, NULL) == MOMENTO_OK);
+    check("C publish bytes 00 ff 00 01",
+          momento_topic_publish_sync(c, "cross", "c-to-node", bytes, sizeof(bytes), NULL, NULL) == MOMENTO_OK);
+    check("C publish_text multi-byte UTF-8",
+          momento_topic_publish_text_sync(c, "cross", "c-to-node", utf8, sizeof(utf8) - 1, NULL, NULL) == MOMENTO_OK);
+    check("C publish bytes that are valid UTF-8",
+          momento_topic_publish_sync(c, "cross", "c-to-node", LIT("xyz"), NULL, NULL) == MOMENTO_OK);
+    unsigned char *big = malloc(BIG_LEN);
+    for (size_t i = 0; big && i < BIG_LEN; i++)
+        big[i] = big_byte(i);
+    check("C publish 300 KiB of bytes",
+          big && momento_topic_publish_sync(c, "cross", "c-to-node", big, BIG_LEN, NULL, NULL) == MOMENTO_OK);
+    free(big);
+    check("C publish_text last",
+          momento_topic_publish_text_sync(c, "cross", "c-to-node", LIT("last"), NULL, NULL) == MOMENTO_OK);
+    int rc = momento_topic_publish_text_sync(c, "no-such-cache", "c-to-node", LIT("v"), NULL, &r);
+    check("C publish to a missing cache -> CACHE_NOT_FOUND", rc == MOMENTO_ERR_CACHE_NOT_FOUND);
+    momento_result_free(r);
+    static topic_log l;
+    topic_log_init(&l);
+    momento_subscription *sub = NULL;
+    rc = momento_topic_subscribe_sync(c, "no-such-cache", "c-to-node", NULL, on_topic_event, &l, &sub);
+    pthread_mutex_lock(&l.mu);
+    check("C subscribe to a missing cache -> CACHE_NOT_FOUND, after an END event",
+          rc == MOMENTO_ERR_CACHE_NOT_FOUND && l.ended && l.end_error == MOMENTO_ERR_CACHE_NOT_FOUND);
+    pthread_mutex_unlock(&l.mu);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3 || (strcmp(argv[1], "write") != 0 && strcmp(argv[1], "read") != 0)) {
-        fprintf(stderr, "usage: crosscheck write|read HOST:PORT\n");
+    static const char *const modes[] = {"write", "read", "subscribe", "publish"};
+    int mode = -1;
+    for (int i = 0; argc == 3 && i < 4; i++)
+        if (strcmp(argv[1], modes[i]) == 0)
+            mode = i;
+    if (mode < 0) {
+        fprintf(stderr, "usage: crosscheck write|read|subscribe|publish HOST:PORT\n");
         return 2;
     }
     momento_credentials *creds;
@@ -331,10 +565,14 @@ int main(int argc, char **argv)
         momento_client_new(&c, NULL, creds) != MOMENTO_OK)
         return 1;
     momento_credentials_free(creds);
-    if (strcmp(argv[1], "write") == 0)
+    if (mode == 0)
         write_keys(c);
-    else
+    else if (mode == 1)
         read_keys(c);
+    else if (mode == 2)
+        subscribe_topics(c);
+    else
+        publish_topics(c);
     momento_client_free(c);
     printf("%d passed, %d failed\n", passed, failed);
     return failed || !passed ? 1 : 0;

@@ -1,8 +1,9 @@
-// What interop.js and cross.js share: TAP-like checks, a readable form of an
-// SDK response, a client for momento-local, and the closing
-// "N passed, M failed" line with the exit status.
+// What interop.js, topics.js and cross.js share: TAP-like checks, a readable
+// form of an SDK response, clients for momento-local (cache and topics), a
+// bounded wait, and the closing "N passed, M failed" line with the exit
+// status.
 'use strict';
-const {CacheClient, Configurations, CredentialProvider} = require('@gomomento/sdk');
+const {CacheClient, Configurations, CredentialProvider, TopicClient, TopicConfigurations} = require('@gomomento/sdk');
 
 let passed = 0;
 let failed = 0;
@@ -25,6 +26,39 @@ function localClient(host, port) {
   });
 }
 
+// A TopicClient for momento-local, built as localClient builds its
+// CacheClient (same credentials, plaintext loopback).
+function localTopicClient(host, port) {
+  return new TopicClient({
+    configuration: TopicConfigurations.Default.latest(),
+    credentialProvider: CredentialProvider.forMomentoLocal({hostname: host, port: Number(port)}),
+  });
+}
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+
+// Polls `cond` every 10 ms until it holds or `ms` have passed; returns
+// whether it held. Every wait of the suites is bounded so.
+async function waitFor(cond, ms) {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() >= end) return false;
+    await sleep(10);
+  }
+  return true;
+}
+
+// The official SDK gives a subscription's first stream the client's
+// deadline (5 s), which then ends that stream, whatever the server does: the
+// SDK reports a lost connection and resubscribes. `lossTimes` (ms since the
+// subscribe call) split so: those before the deadline are real breaks.
+const SDK_FIRST_STREAM_DEADLINE = 5000;
+function earlyLosses(lossTimes) {
+  const late = lossTimes.filter(t => t >= SDK_FIRST_STREAM_DEADLINE - 50);
+  if (late.length) console.log(`# ${late.length} lost connection(s) at the SDK's own ${SDK_FIRST_STREAM_DEADLINE} ms first-stream deadline, not counted`);
+  return lossTimes.length - late.length;
+}
+
 // Runs `main`, counts an exception as a failure, prints the tally and exits
 // non-zero unless something passed and nothing failed.
 function run(main) {
@@ -39,4 +73,4 @@ function run(main) {
     });
 }
 
-module.exports = {check, describe, localClient, run};
+module.exports = {check, describe, earlyLosses, localClient, localTopicClient, run, sleep, waitFor};

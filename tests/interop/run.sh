@@ -25,8 +25,40 @@ endpoint=$(sed -n 's/^listening on //p' "$out")
 [ -n "$endpoint" ] || { echo "momento-local did not start"; exit 1; }
 host=${endpoint%:*}
 port=${endpoint##*:}
+# Topics across both clients: a subscriber runs in the background until it
+# prints "ready" (at most 10 s, else it is stopped), then the publisher runs;
+# the subscriber then ends by its own bounded waits. Its lines follow the
+# publisher's.
+topics_cross() {  # SUBSCRIBER-FUNCTION PUBLISHER-FUNCTION
+    local log sub rc=0
+    log=$(mktemp)
+    $1 > "$log" 2>&1 &
+    sub=$!
+    for _ in $(seq 100); do
+        grep -qx ready "$log" && break
+        kill -0 $sub 2>/dev/null || break
+        sleep 0.1
+    done
+    if grep -qx ready "$log"; then
+        $2 || rc=1
+    else
+        echo "not ok - the subscriber was not ready within 10 s"
+        kill $sub 2>/dev/null || true
+        rc=1
+    fi
+    wait $sub || rc=1
+    grep -vx ready "$log" || true
+    rm -f "$log"
+    return $rc
+}
+c_subscribes() { "$crosscheck_bin" subscribe "$endpoint"; }
+c_publishes() { "$crosscheck_bin" publish "$endpoint"; }
+node_subscribes() { node "$here/cross.js" subscribe "$host" "$port"; }
+node_publishes() { node "$here/cross.js" publish "$host" "$port"; }
 status=0
 node "$here/interop.js" "$host" "$port" || status=1
+echo "# topics: the Node SDK's TopicClient"
+node "$here/topics.js" "$host" "$port" || status=1
 # The same server state through both clients: each reads what the other wrote.
 echo "# cross-check: libmomento writes, the Node SDK reads"
 "$crosscheck_bin" write "$endpoint" || status=1
@@ -34,4 +66,8 @@ node "$here/cross.js" verify-c "$host" "$port" || status=1
 echo "# cross-check: the Node SDK writes, libmomento reads"
 node "$here/cross.js" write "$host" "$port" || status=1
 "$crosscheck_bin" read "$endpoint" || status=1
+echo "# cross-check topics: the Node SDK publishes, a libmomento subscriber checks"
+topics_cross c_subscribes node_publishes || status=1
+echo "# cross-check topics: libmomento publishes, a Node SDK subscriber checks"
+topics_cross node_subscribes c_publishes || status=1
 exit $status
