@@ -13,7 +13,12 @@
  * requests; at the end the slow client is freed with requests still in
  * flight, the others once drained.
  *
- * Checked: every accepted request (submit returned 0) gets exactly one
+ * A subscriber thread churns topic subscriptions on the three clients
+ * (kept or not, unsubscribed or freed from its thread or from their own
+ * events, some left to the clients' free) while workers publish.
+ *
+ * Checked: every accepted subscription gets exactly one END and no event
+ * after it; every accepted request (submit returned 0) gets exactly one
  * callback, none missing once everything drained, none twice; a refused
  * one gets none; every result is OK (HIT or MISS for a get, SUCCESS for a
  * write), CANCELLED, TIMEOUT or CLOSED; every HIT carries a value written
@@ -26,6 +31,7 @@
 #include "momento/coalescer.h"
 #include "momento/local.h"
 #include "momento/momento.h"
+#include "momento/topics.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -386,6 +392,75 @@ static void sync_one(unsigned client)
 
 static int64_t end_ms;
 
+/* ---- topic subscriptions ------------------------------------------------ */
+
+#define MAX_SUBS 4000
+#define TOPIC "tsan-topic"
+
+typedef struct subrec {
+    atomic_int ends;       /* END events */
+    atomic_int late;       /* events after the END */
+    atomic_int events;
+    bool accepted;
+} subrec;
+
+static subrec subrecs[MAX_SUBS];
+static atomic_size_t n_subs;
+static atomic_size_t n_sub_items;
+
+static void on_topic(momento_subscription *sub, const momento_topic_event *e, void *userdata)
+{
+    subrec *q = userdata;
+    if (atomic_load(&q->ends))
+        atomic_fetch_add(&q->late, 1);
+    atomic_fetch_add(&q->events, 1);
+    if (e->kind == MOMENTO_TOPIC_END) {
+        atomic_fetch_add(&q->ends, 1);
+    } else if (e->kind == MOMENTO_TOPIC_ITEM) {
+        atomic_fetch_add(&n_sub_items, 1);
+        if (rnd(32) == 0)
+            momento_topic_unsubscribe(sub); /* from its own event */
+    }
+}
+
+static void on_published(const momento_result *r, void *userdata)
+{
+    (void)r, (void)userdata;
+}
+
+/* Subscribes and unsubscribes on random clients for as long as the load
+ * runs: at most 8 kept at once; some are never kept (they end at an
+ * unsubscribe from their events, or at the clients' free). */
+static void *subscriber(void *arg)
+{
+    (void)arg;
+    momento_subscription *kept[8] = {0};
+    while (!atomic_load(&stopping) && now_ms() < end_ms) {
+        size_t i = atomic_fetch_add(&n_subs, 1);
+        if (i >= MAX_SUBS)
+            break;
+        subrec *q = &subrecs[i];
+        unsigned slot = rnd(8);
+        if (kept[slot]) {
+            /* Unsubscribe first or free straight away: both end it once. */
+            if (rnd(2))
+                momento_topic_unsubscribe(kept[slot]);
+            momento_subscription_free(kept[slot]);
+            kept[slot] = NULL;
+        }
+        bool keep = rnd(4) != 0;
+        int rc = momento_topic_subscribe(clients[rnd(N_CLIENTS)], CACHE, TOPIC, NULL, on_topic, q,
+                                         keep ? &kept[slot] : NULL);
+        q->accepted = rc == MOMENTO_OK;
+        if (rc != MOMENTO_OK && rc != MOMENTO_ERR_CLOSED)
+            fail("subscribe refused: %s", momento_error_name(rc));
+        usleep(500 + rnd(3000));
+    }
+    for (unsigned k = 0; k < 8; k++)
+        momento_subscription_free(kept[k]);
+    return NULL;
+}
+
 static void *worker(void *arg)
 {
     (void)arg;
@@ -399,6 +474,9 @@ static void *worker(void *arg)
             sync_one(rnd(N_CLIENTS));
         } else if (dice < 20) {
             slot_cancel(rnd(N_SLOTS)); /* tokens other threads' requests hold */
+        } else if (dice < 40) {
+            momento_topic_publish_text(clients[rnd(N_CLIENTS)], CACHE, TOPIC, "m", 1, NULL,
+                                       on_published, NULL);
         } else if (!submit_one(rnd(N_CLIENTS), false)) {
             break; /* the request budget is spent */
         }
@@ -549,10 +627,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < N_WORKERS; i++)
         pthread_create(&workers[i], NULL, worker, NULL);
     pthread_create(&cancel_thread, NULL, canceller, NULL);
+    pthread_t subscriber_thread;
+    pthread_create(&subscriber_thread, NULL, subscriber, NULL);
     for (int i = 0; i < N_WORKERS; i++)
         pthread_join(workers[i], NULL);
     atomic_store(&stopping, true);
     pthread_join(cancel_thread, NULL);
+    pthread_join(subscriber_thread, NULL);
     int64_t load_ms = now_ms() - t0_ms;
 
     /* The slow client goes with requests still in flight: its coalescer
@@ -609,6 +690,23 @@ int main(int argc, char **argv)
                  momento_error_name(q->submit_rc), calls);
         }
     }
+    /* Exactly one END per accepted subscription, nothing after it. */
+    size_t ns = atomic_load(&n_subs), subs_accepted = 0;
+    if (ns > MAX_SUBS)
+        ns = MAX_SUBS;
+    for (size_t i = 0; i < ns; i++) {
+        subrec *q = &subrecs[i];
+        int ends = atomic_load(&q->ends);
+        subs_accepted += q->accepted;
+        if (q->accepted && ends != 1)
+            fail("subscription %zu: %d END events", i, ends);
+        if (!q->accepted && atomic_load(&q->events))
+            fail("subscription %zu: refused, yet %d events", i, atomic_load(&q->events));
+        if (atomic_load(&q->late))
+            fail("subscription %zu: %d events after its END", i, atomic_load(&q->late));
+    }
+    printf("tsan_stress: %zu subscriptions (%zu accepted), %zu items delivered\n", ns,
+           subs_accepted, atomic_load(&n_sub_items));
     if (missing || extra) {
         fail("%zu accepted requests got no callback, %zu got more than one", missing, extra);
         if (missing)
