@@ -10,7 +10,10 @@ RPCs than requests reached the server, and that every result was still the
 request's own. Last, the collection examples: leaderboard's answers are
 recomputed from the scores it says it submitted, and session-store's
 transcript must show the values it wrote, the counter it incremented and
-the TTL behaviour it demonstrates.
+the TTL behaviour it demonstrates. And topics-fanout: short runs in which
+every publish must reach every subscriber, against the embedded server and
+a separate one (whose counts must match), and one whose publishes the
+server refuses, which must fail.
 Usage: check_examples.py BUILD_DIR"""
 import json
 import os
@@ -28,6 +31,7 @@ load_gen = os.path.join(build, "examples", "load-gen")
 coalescing = os.path.join(build, "examples", "request-coalescing")
 leaderboard = os.path.join(build, "examples", "leaderboard")
 session_store = os.path.join(build, "examples", "session-store")
+fanout = os.path.join(build, "examples", "topics-fanout")
 server = os.path.join(build, "server", "momento-local")
 failures = 0
 passed = 0
@@ -549,6 +553,94 @@ def check_collection_examples():
                   p.returncode == 2 and p.stderr.strip(), p)
 
 
+def check_fanout_run(name, p, r, subscribers, embedded=True):
+    """A topics-fanout run that should have lost nothing: every successful
+    publish reached every subscriber once, and the report adds up."""
+    pub = r["publishes"]
+    check(f"{name}: exits 0", p.returncode == 0, (p.returncode, p.stderr[-2000:]))
+    check(f"{name}: every publish attempted and succeeded", pub["planned"] > 0
+          and pub["attempted"] == pub["succeeded"] == pub["planned"] and pub["failed"] == 0
+          and pub["refused"] == 0 and pub["not_sent"] == 0, pub)
+    check(f"{name}: delivered == expected == publishes x subscribers",
+          r["delivered"] == r["expected"] == pub["succeeded"] * subscribers > 0
+          and r["lost"] == 0 and r["extra"] == 0 and r["malformed"] == 0, r)
+    check(f"{name}: nothing reported by the subscriptions", r["discontinuities"] == 0
+          and r["connection_losses"] == 0 and r["ended_early"] == 0 and r["stats_mismatches"] == 0
+          and not r["silent_loss"] and not r["still_arriving"] and r["ok"], r)
+    for h, n in (("publish_latency_ms", pub["succeeded"]), ("delivery_latency_ms", r["delivered"])):
+        q = r[h]
+        check(f"{name}: {h} has a sample each, ordered quantiles", q["count"] == n
+              and 0 <= q["p50"] <= q["p90"] <= q["p99"] <= q["p999"] <= q["max"], q)
+    check(f"{name}: CPU per delivery reported", r["client_cpu_s"] > 0
+          and r["client_cpu_us_per_delivery"] > 0
+          and (r["server_cpu_s"] is not None) == embedded, r)
+    check(f"{name}: the text report says the same", f"delivered {r['delivered']} of {r['expected']}"
+          " expected" in p.stdout and "lost 0;" in p.stdout and "LOST IN SILENCE" not in p.stdout, p.stdout)
+
+
+def check_topics_fanout():
+    """topics-fanout: short runs that must deliver everything, the counts
+    checked against each other and against the server's."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "fan.json")
+        p = run([fanout, "--duration", "1.5", "--publishers", "1", "--subscribers", "3", "--rate", "200",
+                 "--json", out])
+        check("topics-fanout says it uses the bundled local server",
+              "bundled local server at 127.0.0.1:" in p.stdout, p.stdout)
+        r = json.load(open(out))
+        check_fanout_run("topics-fanout 1 x 3", p, r, 3)
+        check("topics-fanout 1 x 3: 300 publishes at 200/s", r["publishes"]["planned"] == 300
+              and 150 <= r["publishes"]["per_sec"] <= 220, r["publishes"])
+        check("topics-fanout prints progress each second", p.stdout.count(" s: published ") >= 1, p.stdout)
+
+        # Two publishers, subscribers spread over two clients.
+        p = run([fanout, "--duration", "1", "--publishers", "2", "--subscribers", "5", "--clients", "2",
+                 "--rate", "300", "--payload-bytes", "1000", "--in-flight", "4", "--quiet", "--json", out])
+        r = json.load(open(out))
+        check_fanout_run("topics-fanout 2 x 5 on 2 clients", p, r, 5)
+        c = r["config"]
+        check("topics-fanout: options reach the run", (c["publishers"], c["subscribers"], c["clients"],
+              c["rate"], c["payload_bytes"], c["in_flight"]) == (2, 5, 2, 300, 1000, 4), c)
+        check("--quiet prints no progress", " s: published " not in p.stdout, p.stdout)
+
+        # Against a separate momento-local: its counts match the program's
+        # (one more publish: the warm-up, to another topic).
+        srv, endpoint = start_server()
+        p = run([fanout, "--endpoint", endpoint, "--insecure", "--duration", "1", "--subscribers", "2",
+                 "--rate", "100", "--quiet", "--json", out])
+        stats = stop_server(srv)
+        r = json.load(open(out))
+        check_fanout_run("topics-fanout --endpoint --insecure", p, r, 2, embedded=False)
+        m = re.search(r'"TopicPublish": \{"total": (\d+)', stats)
+        n = re.search(r'"TopicSubscribe": \{"total": (\d+)', stats)
+        check("topics-fanout --endpoint: the server counted every publish and subscribe",
+              m and int(m[1]) == r["publishes"]["succeeded"] + 1 and n and int(n[1]) == 2, stats)
+
+        # Publishes refused by the server (--max-rps): counted as failed,
+        # reported, and the run fails.
+        srv, endpoint = start_server("--max-rps", "20")
+        p = run([fanout, "--endpoint", endpoint, "--insecure", "--duration", "1", "--subscribers", "2",
+                 "--rate", "100", "--quiet", "--json", out])
+        stop_server(srv)
+        r = json.load(open(out))
+        check("topics-fanout with publishes failing exits 1", p.returncode == 1 and not r["ok"]
+              and r["publishes"]["failed"] > 0 and r["publishes"]["first_error"] is not None
+              and r["expected"] == r["publishes"]["succeeded"] * 2, (p.returncode, r["publishes"]))
+        check("topics-fanout names the publish error", "first publish error: " in p.stdout, p.stdout)
+
+    p = run([fanout, "--help"])
+    check("topics-fanout --help", p.returncode == 0 and "--endpoint HOST:PORT" in p.stdout
+          and "--clients N" in p.stdout and "(default 10)" in p.stdout and "--json FILE" in p.stdout, p.stdout)
+    for args in (["--payload-bytes", "15"], ["--subscribers", "0"], ["--publishers", "65"],
+                 ["--clients", "0"], ["--rate", "0"], ["--rate", "x"], ["--duration", "0"],
+                 ["--duration", "3601"], ["--in-flight", "0"], ["--topic", ""], ["--cache", ""],
+                 ["--insecure"], ["--endpoint", "nohost"], ["--bogus"], ["extra"]):
+        p = run([fanout] + args)
+        check(f"topics-fanout {' '.join(args)} -> exit 2 with a message",
+              p.returncode == 2 and p.stderr.strip(), p)
+
+
 check_collection_examples()
+check_topics_fanout()
 print(f"{passed} passed, {failures} failed")
 sys.exit(1 if failures or not passed else 0)
