@@ -3,25 +3,29 @@
 # topic, examples/topics-fanout against momento-local on loopback (a
 # separate process, so its CPU time is its own: /proc/PID/stat).
 #   1. The highest deliveries per second with nothing lost: the publish
-#      rate steps up by STEP messages/s (× 100 subscribers = deliveries/s),
-#      STEP_SECONDS each on a fresh server, until a run loses anything
-#      (a delivery missing, a discontinuity, a connection loss, a failed
-#      publish) or delivers more than 5 % below its target; a failing step
-#      is run once more before it counts (a shared 2-core VM has hiccups).
-#      The last passing step is the maximum.
+#      rate (× 100 subscribers = deliveries/s) starts at STEP messages/s
+#      and grows by STEP_PCT % a step, STEP_SECONDS each on a fresh server,
+#      until a run loses anything (a delivery missing, a discontinuity, a
+#      connection loss, a failed publish) or delivers more than 5 % below
+#      its target; a failing step is run once more before it counts (a
+#      shared 2-core VM has hiccups). The last passing step is the maximum
+#      (to within one step).
 #   2. At half that rate, LAT_SECONDS for latency: end-to-end (publish to
 #      subscriber callback) p50 / p99, and client and server CPU per
 #      delivery; and LAT_SECONDS at half the target (TARGET_DPS / 2
 #      deliveries/s), the other reading of "at half that rate".
-# Both with --clients 1 and --clients 2 (the subscribers spread over one
-# or two libmomento clients, one completion thread each); the better
-# maximum is the headline. Targets: >= 50,000 deliveries/s with nothing
-# lost; p99 <= 10 ms at half that rate.
+# For each configuration of CONFIGS: "shared:N" - the library's default,
+# the subscriptions of each of N clients sharing one server stream -, and
+# "own:N" - one server stream per subscription (--own-streams), as the
+# official SDKs do -, the subscribers spread over N libmomento clients
+# (one completion thread each). The best maximum is the headline.
+# Targets: >= 50,000 deliveries/s with nothing lost; p99 <= 10 ms at half
+# that rate.
 # Usage: bench/topics.sh [BUILD_DIR]   (default: build). Loopback only;
 # every run is bounded by its duration and a timeout. Environment:
-# SUBSCRIBERS (100), STEP (100), MAX_RATE (3000), STEP_SECONDS (3),
-# LAT_SECONDS (10), PAYLOAD (64), CLIENTS ("1 2"), TARGET_DPS (50000).
-# About 4-5 minutes.
+# SUBSCRIBERS (100), STEP (100), STEP_PCT (25), MAX_RATE (20000),
+# STEP_SECONDS (3), LAT_SECONDS (10), PAYLOAD (64),
+# CONFIGS ("shared:1 own:1 own:2"), TARGET_DPS (50000). About 6 minutes.
 set -euo pipefail
 build=${1:-build}
 . "$(dirname "$0")/common.sh"
@@ -29,25 +33,31 @@ fanout="$build/examples/topics-fanout"
 [ -x "$fanout" ] || { echo "build first: $fanout is missing"; exit 1; }
 subs=${SUBSCRIBERS:-100}
 step=${STEP:-100}
-max_rate=${MAX_RATE:-3000}
+max_rate=${MAX_RATE:-20000}
 step_s=${STEP_SECONDS:-3}
 lat_s=${LAT_SECONDS:-10}
 payload=${PAYLOAD:-64}
-client_counts=${CLIENTS:-1 2}
+# shared: the subscriptions of a client share one server stream (the
+# library's default); own: one stream each (--own-streams), as the official
+# SDKs do. After the colon, the number of subscriber clients.
+configs=${CONFIGS:-shared:1 own:1 own:2}
+step_pct=${STEP_PCT:-25}
 target_dps=${TARGET_DPS:-50000}
 tck=$(getconf CLK_TCK)
 
 # CPU seconds a process has used (user + system).
 proc_cpu() { awk -v t="$tck" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"; }
 
-# $1 = clients, $2 = rate, $3 = seconds: one run on a fresh server; its
-# JSON in $work/run.json plus "server_cpu_s"; prints nothing.
+# $1 = a configuration (MODE:CLIENTS), $2 = rate, $3 = seconds: one run on
+# a fresh server; its JSON in $work/run.json plus "server_cpu_s"; prints
+# nothing.
 run_fanout() {
     start_server
-    local cpu0 cpu1 rc=0
+    local cpu0 cpu1 rc=0 own=""
+    [ "${1%%:*}" = own ] && own=--own-streams
     cpu0=$(proc_cpu "$pid")
-    timeout $(( $3 + 60 )) "$fanout" --endpoint "$ep" --insecure --subscribers "$subs" \
-        --clients "$1" --rate "$2" --duration "$3" --payload-bytes "$payload" --quiet \
+    timeout $(( $3 + 60 )) "$fanout" --endpoint "$ep" --insecure --subscribers "$subs" $own \
+        --clients "${1##*:}" --rate "$2" --duration "$3" --payload-bytes "$payload" --quiet \
         --json "$work/run.json" > "$work/fanout.out" 2> "$work/fanout.err" || rc=$?
     cpu1=$(proc_cpu "$pid")
     stop_server
@@ -84,11 +94,11 @@ start=$SECONDS
 declare -A best_rate best_dps lat_line lat_p50 lat_p99 lat_ccpu lat_scpu lat_ok tgt_ok tgt_p50 tgt_p99
 tgt_half=$(( target_dps / 2 / subs ))
 [ "$tgt_half" -ge 1 ] || tgt_half=1
-for c in $client_counts; do
-    echo "== --clients $c: stepping the rate up by $step messages/s, ${step_s} s each, $subs subscribers"
+for c in $configs; do
+    echo "== $c: stepping the rate up by ${step_pct} %, from $step messages/s, ${step_s} s each, $subs subscribers"
     best_rate[$c]=0
     best_dps[$c]=0
-    for (( rate = step; rate <= max_rate; rate += step )); do
+    for (( rate = step; rate <= max_rate; rate = rate * (100 + step_pct) / 100 )); do
         run_fanout "$c" "$rate" "$step_s"
         ok=$(passed "$rate")
         if [ "$ok" != yes ]; then
@@ -108,7 +118,7 @@ for c in $client_counts; do
     fi
     half=$(( best_rate[$c] / 2 ))
     [ "$half" -ge 1 ] || half=1
-    echo "== --clients $c: latency at half the maximum, $half messages/s ($((half * subs)) deliveries/s), ${lat_s} s"
+    echo "== $c: latency at half the maximum, $half messages/s ($((half * subs)) deliveries/s), ${lat_s} s"
     run_fanout "$c" "$half" "$lat_s"
     lat_ok[$c]=$(passed "$half")
     echo "   $half msg/s: $(summary)  $([ "${lat_ok[$c]}" = yes ] && echo ok || echo FAIL)"
@@ -123,7 +133,7 @@ r['delivery_latency_ms']['max'])")"
     echo "   ${lat_line[$c]}"
     # And at half the target's rate, whatever the maximum: the other
     # reading of "at half that rate".
-    echo "== --clients $c: latency at half the target, $tgt_half messages/s ($((tgt_half * subs)) deliveries/s), ${lat_s} s"
+    echo "== $c: latency at half the target, $tgt_half messages/s ($((tgt_half * subs)) deliveries/s), ${lat_s} s"
     run_fanout "$c" "$tgt_half" "$lat_s"
     tgt_ok[$c]=$(passed "$tgt_half")
     echo "   $tgt_half msg/s: $(summary)  $([ "${tgt_ok[$c]}" = yes ] && echo ok || echo FAIL)"
@@ -132,13 +142,13 @@ r['delivery_latency_ms']['max'])")"
 done
 
 best=""
-for c in $client_counts; do
+for c in $configs; do
     if [ -z "$best" ] || [ "${best_dps[$c]}" -gt "${best_dps[$best]}" ]; then best=$c; fi
 done
 echo
-echo "| clients | max deliveries/s, nothing lost (publish rate) | at half the max: p50 | p99 | client CPU / delivery | server CPU / delivery | at $((tgt_half * subs))/s: p50 | p99 |"
+echo "| streams:clients | max deliveries/s, nothing lost (publish rate) | at half the max: p50 | p99 | client CPU / delivery | server CPU / delivery | at $((tgt_half * subs))/s: p50 | p99 |"
 echo "|---|---|---|---|---|---|---|---|"
-for c in $client_counts; do
+for c in $configs; do
     printf '| %s | %s (%s msg/s) | %s ms | %s ms | %s µs | %s µs | %s ms | %s ms |\n' "$c" "${best_dps[$c]}" \
         "${best_rate[$c]}" "${lat_p50[$c]:--}" "${lat_p99[$c]:--}" "${lat_ccpu[$c]:--}" "${lat_scpu[$c]:--}" \
         "${tgt_p50[$c]:--}" "${tgt_p99[$c]:--}"
@@ -147,6 +157,6 @@ t1=$(awk -v d="${best_dps[$best]}" -v t="$target_dps" 'BEGIN { print (d >= t ? "
 t2=$(awk -v p="${lat_p99[$best]:-1e9}" 'BEGIN { print (p <= 10 ? "PASS" : "FAIL") }')
 t3=$(awk -v p="${tgt_p99[$best]:-1e9}" 'BEGIN { print (p <= 10 ? "PASS" : "FAIL") }')
 echo
-echo "best: --clients $best; targets: >= $target_dps deliveries/s nothing lost: $t1;" \
+echo "best: $best; targets: >= $target_dps deliveries/s nothing lost: $t1;" \
      "p99 <= 10 ms at half the max: $t2; at half the target: $t3 ($((SECONDS - start)) s)"
-echo "RESULT clients=$best max_dps=${best_dps[$best]} max_rate=${best_rate[$best]} p50_ms=${lat_p50[$best]:-} p99_ms=${lat_p99[$best]:-} client_cpu_us=${lat_ccpu[$best]:-} server_cpu_us=${lat_scpu[$best]:-} half_target_p99_ms=${tgt_p99[$best]:-} target_dps=$t1 target_p99=$t2 target_p99_half_target=$t3"
+echo "RESULT config=$best max_dps=${best_dps[$best]} max_rate=${best_rate[$best]} p50_ms=${lat_p50[$best]:-} p99_ms=${lat_p99[$best]:-} client_cpu_us=${lat_ccpu[$best]:-} server_cpu_us=${lat_scpu[$best]:-} half_target_p99_ms=${tgt_p99[$best]:-} target_dps=$t1 target_p99=$t2 target_p99_half_target=$t3"

@@ -69,6 +69,7 @@ typedef struct options {
     double duration_s;
     const char *json_path;
     bool quiet;
+    bool own_streams;  /* MOMENTO_SUBSCRIBE_OWN_STREAM: one server stream each */
 } options;
 
 static void usage(void)
@@ -92,6 +93,8 @@ static void usage(void)
            "  --in-flight N          publishes outstanding per publisher, 1 to 10000\n"
            "                         (default 32)\n"
            "  --duration S           seconds of publishing, 0.1 to 3600 (default 10)\n"
+           "  --own-streams          one server stream per subscription; by default the\n"
+           "                         subscriptions of one client share one (docs/topics.md)\n"
            "  --json FILE            write the results as JSON too\n"
            "  --quiet                no per-second progress lines\n"
            "  --help                 this text\n\n"
@@ -126,6 +129,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"in-flight", required_argument, NULL, 'f'},
         {"duration", required_argument, NULL, 'd'},    {"json", required_argument, NULL, 'j'},
         {"quiet", no_argument, NULL, 'q'},             {"help", no_argument, NULL, 'h'},
+        {"own-streams", no_argument, NULL, 'O'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof(*o));
@@ -147,6 +151,7 @@ static int parse_options(int argc, char **argv, options *o)
             o->endpoint = optarg;
             break;
         case 'I': o->insecure = true; break;
+        case 'O': o->own_streams = true; break;
         case 'C':
             if (!*optarg || strlen(optarg) > MOMENTO_MAX_CACHE_NAME_BYTES)
                 return ex_bad_option(prog, "--cache", optarg, "must be 1 to 255 bytes");
@@ -518,6 +523,8 @@ static int subscribe_all(fanout *a)
 {
     const options *o = a->o;
     momento_subscribe_options so = MOMENTO_SUBSCRIBE_OPTIONS_INIT;
+    if (o->own_streams)
+        so.flags |= MOMENTO_SUBSCRIBE_OWN_STREAM;
     int64_t t0 = now_ns();
     for (int i = 0; i < o->subscribers; i++) {
         subscriber *s = &a->subs[i];
@@ -806,9 +813,10 @@ static int write_json(const char *path, const options *o, const report *r, bool 
     json_string(f, o->topic);
     fprintf(f,
             ", \"publishers\": %d, \"subscribers\": %d, \"clients\": %d, \"rate\": %d, "
-            "\"payload_bytes\": %d, \"in_flight\": %d, \"duration_s\": %.3f},\n",
+            "\"payload_bytes\": %d, \"in_flight\": %d, \"duration_s\": %.3f, "
+            "\"own_streams\": %s},\n",
             o->publishers, o->subscribers, o->clients, o->rate, o->payload, o->in_flight,
-            o->duration_s);
+            o->duration_s, o->own_streams ? "true" : "false");
     fprintf(f,
             "  \"publishes\": {\"planned\": %llu, \"attempted\": %llu, \"succeeded\": %llu, "
             "\"failed\": %llu, \"refused\": %llu, \"not_sent\": %llu, \"per_sec\": %.1f, "

@@ -46,6 +46,7 @@ static void destroy(momento_client *c)
     momento__retries_clear(&c->retries);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->co_lock);
+    pthread_mutex_destroy(&c->topics_lock);
     pthread_cond_destroy(&c->drained);
     free(c);
     grpc_shutdown();
@@ -237,6 +238,7 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     momento__config_defaults(&c->cfg);
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->co_lock, NULL);
+    pthread_mutex_init(&c->topics_lock, NULL);
     atomic_init(&c->n_coalescers, 0);
     pthread_cond_init(&c->drained, NULL);
     c->auth_value = grpc_empty_slice();

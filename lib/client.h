@@ -73,6 +73,11 @@ struct momento_client {
     struct momento_coalescer *coalescers;
     atomic_size_t n_coalescers;
 
+    /* Topic subscriptions' streams that newcomers to the same topic may
+     * share (subscription.c); a short list: one per topic in use. */
+    pthread_mutex_t topics_lock;
+    struct sub_group *topic_groups;
+
     /* Waking the completion thread from another (client.c, kick()). */
     grpc_channel *kick_channel;  /* a lame channel: its calls fail at once */
     atomic_bool kick_pending;

@@ -127,6 +127,13 @@ typedef void (*momento_topic_callback)(momento_subscription *sub, const momento_
 
 /* Deliver MOMENTO_TOPIC_HEARTBEAT events too. */
 #define MOMENTO_SUBSCRIBE_HEARTBEATS 0x1u
+/* A server stream of its own. Without it, subscriptions of one client to
+ * the same topic with the same timings (and no resume position) share one
+ * stream whose items the library hands to each: the server sends each
+ * item once per client, not once per subscription. A subscription that
+ * joins a stream already up hears from then on, as a new stream would;
+ * its events and END are its own either way. */
+#define MOMENTO_SUBSCRIBE_OWN_STREAM 0x2u
 
 typedef struct momento_subscribe_options {
     size_t size;                   /* sizeof(momento_subscribe_options) */

@@ -604,17 +604,25 @@ def check_topics_fanout():
         check("--quiet prints no progress", " s: published " not in p.stdout, p.stdout)
 
         # Against a separate momento-local: its counts match the program's
-        # (one more publish: the warm-up, to another topic).
-        srv, endpoint = start_server()
-        p = run([fanout, "--endpoint", endpoint, "--insecure", "--duration", "1", "--subscribers", "2",
-                 "--rate", "100", "--quiet", "--json", out])
-        stats = stop_server(srv)
-        r = json.load(open(out))
-        check_fanout_run("topics-fanout --endpoint --insecure", p, r, 2, embedded=False)
-        m = re.search(r'"TopicPublish": \{"total": (\d+)', stats)
-        n = re.search(r'"TopicSubscribe": \{"total": (\d+)', stats)
-        check("topics-fanout --endpoint: the server counted every publish and subscribe",
-              m and int(m[1]) == r["publishes"]["succeeded"] + 1 and n and int(n[1]) == 2, stats)
+        # (one more publish: the warm-up, to another topic). The two
+        # subscriptions of one client share one server stream; with
+        # --own-streams each has its own.
+        for own, streams in (([], 1), (["--own-streams"], 2)):
+            srv, endpoint = start_server()
+            p = run([fanout, "--endpoint", endpoint, "--insecure", "--duration", "1", "--subscribers",
+                     "2", "--rate", "100", "--quiet", "--json", out] + own)
+            stats = stop_server(srv)
+            r = json.load(open(out))
+            check_fanout_run("topics-fanout --endpoint --insecure " + " ".join(own), p, r, 2,
+                             embedded=False)
+            m = re.search(r'"TopicPublish": \{"total": (\d+)', stats)
+            n = re.search(r'"TopicSubscribe": \{"total": (\d+)', stats)
+            check(f"topics-fanout --endpoint {' '.join(own)}: the server counted every publish and "
+                  f"{streams} subscribe stream(s)",
+                  m and int(m[1]) == r["publishes"]["succeeded"] + 1 and n and int(n[1]) == streams,
+                  stats)
+            check("topics-fanout --own-streams reaches the run",
+                  r["config"]["own_streams"] == bool(own), r["config"])
 
         # Publishes refused by the server (--max-rps): counted as failed,
         # reported, and the run fails.

@@ -685,6 +685,95 @@ static void test_blocking_subscribe_from_callback(void **state)
     momento_local_stop(s);
 }
 
+static bool wait_server_subscriptions(momento_local *s, uint64_t n, int timeout_ms)
+{
+    int64_t until = tu_now_ms() + TU_MS(timeout_ms);
+    while (momento_local_subscriptions(s) != n && tu_now_ms() < until)
+        usleep(2000);
+    return momento_local_subscriptions(s) == n;
+}
+
+/* Subscriptions of one client to one topic share a server stream; each
+ * keeps its own events, stats and END; a joiner hears from its join on;
+ * the stream goes when its last subscriber does; OWN_STREAM opts out. */
+static void test_subscriptions_share_a_stream(void **state)
+{
+    (void)state;
+    momento_local *s = start_server(0);
+    momento_client *c = tu_client(s, NULL);
+    recorder a, b, own;
+    rec_init(&a);
+    rec_init(&b);
+    rec_init(&own);
+    momento_subscription *sa = subscribe(c, "t", &a, NULL);
+    publish_text(c, "t", "before b");
+    assert_int_equal(wait_kind(&a, MOMENTO_TOPIC_ITEM, 1, 5000), 1);
+    momento_subscription *sb = subscribe(c, "t", &b, NULL);
+    momento_subscribe_options o = MOMENTO_SUBSCRIBE_OPTIONS_INIT;
+    o.flags = MOMENTO_SUBSCRIBE_OWN_STREAM;
+    momento_subscription *so = subscribe(c, "t", &own, &o);
+    assert_true(wait_server_subscriptions(s, 2, 5000)); /* shared + own, not 3 */
+
+    publish_text(c, "t", "x");
+    publish_text(c, "t", "y");
+    assert_int_equal(wait_kind(&a, MOMENTO_TOPIC_ITEM, 3, 5000), 3);
+    assert_int_equal(wait_kind(&b, MOMENTO_TOPIC_ITEM, 2, 5000), 2);
+    assert_int_equal(wait_kind(&own, MOMENTO_TOPIC_ITEM, 2, 5000), 2);
+    /* b joined after item 1: it starts at 2, CONNECTED first. */
+    assert_int_equal(b.ev[0].kind, MOMENTO_TOPIC_CONNECTED);
+    assert_int_equal(b.ev[1].seq, 2);
+    assert_int_equal(b.ev[2].seq, 3);
+    assert_int_equal(count_kind(&b, MOMENTO_TOPIC_CONNECTED), 1);
+    assert_int_equal(count_kind(&b, MOMENTO_TOPIC_DISCONTINUITY), 0);
+    momento_subscription_stats st;
+    momento_subscription_stats_get(sb, &st, sizeof(st));
+    assert_int_equal(st.items, 2);
+    assert_int_equal(st.last_sequence_number, 3);
+    assert_int_equal(st.connected, 1);
+    momento_subscription_stats_get(sa, &st, sizeof(st));
+    assert_int_equal(st.items, 3);
+
+    /* a leaves: b still hears, the stream stays. */
+    finish(sa, &a);
+    publish_text(c, "t", "z");
+    assert_int_equal(wait_kind(&b, MOMENTO_TOPIC_ITEM, 3, 5000), 3);
+    assert_int_equal(count_kind(&a, MOMENTO_TOPIC_ITEM), 3);
+    assert_int_equal(momento_local_subscriptions(s), 2);
+    /* b leaves: the shared stream goes. */
+    finish(sb, &b);
+    assert_true(wait_server_subscriptions(s, 1, 5000));
+    finish(so, &own);
+    assert_true(wait_server_subscriptions(s, 0, 5000));
+
+    /* A deleted cache ends every subscription of a shared stream. */
+    tu_create_cache(c, "d");
+    recorder d1, d2;
+    rec_init(&d1);
+    rec_init(&d2);
+    momento_subscription *s1 = NULL, *s2 = NULL;
+    assert_int_equal(momento_topic_subscribe_sync(c, "d", "t", NULL, on_event, &d1, &s1),
+                     MOMENTO_OK);
+    assert_int_equal(momento_topic_subscribe_sync(c, "d", "t", NULL, on_event, &d2, &s2),
+                     MOMENTO_OK);
+    assert_true(wait_server_subscriptions(s, 1, 5000));
+    momento_result *res = NULL;
+    assert_int_equal(momento_delete_cache_sync(c, "d", NULL, &res), MOMENTO_OK);
+    momento_result_free(res);
+    assert_int_equal(wait_kind(&d1, MOMENTO_TOPIC_END, 1, 5000), 1);
+    assert_int_equal(wait_kind(&d2, MOMENTO_TOPIC_END, 1, 5000), 1);
+    assert_int_equal(last_of(&d1, MOMENTO_TOPIC_END)->error, MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(last_of(&d2, MOMENTO_TOPIC_END)->error, MOMENTO_ERR_CACHE_NOT_FOUND);
+    momento_subscription_free(s1);
+    momento_subscription_free(s2);
+    rec_destroy(&a);
+    rec_destroy(&b);
+    rec_destroy(&own);
+    rec_destroy(&d1);
+    rec_destroy(&d2);
+    momento_client_free(c);
+    momento_local_stop(s);
+}
+
 /* ---- against a fake server: what momento-local never sends --------------- */
 
 static grpc_slice pack_item(uint64_t seq, uint64_t page, const char *text)
@@ -790,6 +879,7 @@ int main(void)
         cmocka_unit_test(test_heartbeats),
         cmocka_unit_test(test_resume_from_position),
         cmocka_unit_test(test_blocking_subscribe_from_callback),
+        cmocka_unit_test(test_subscriptions_share_a_stream),
         cmocka_unit_test(test_gaps_repeats_and_garbage_from_a_server),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
