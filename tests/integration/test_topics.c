@@ -701,7 +701,9 @@ static void test_subscriptions_share_a_stream(void **state)
     (void)state;
     momento_local *s = start_server(0);
     momento_client *c = tu_client(s, NULL);
-    recorder a, b, own;
+    /* Static: five recorders of MAX_EVENTS events are too much stack for
+     * valgrind's main thread. */
+    static recorder a, b, own;
     rec_init(&a);
     rec_init(&b);
     rec_init(&own);
@@ -747,7 +749,7 @@ static void test_subscriptions_share_a_stream(void **state)
 
     /* A deleted cache ends every subscription of a shared stream. */
     tu_create_cache(c, "d");
-    recorder d1, d2;
+    static recorder d1, d2;
     rec_init(&d1);
     rec_init(&d2);
     momento_subscription *s1 = NULL, *s2 = NULL;
