@@ -14,4 +14,11 @@ grpc_arg momento__int_arg(const char *key, int value);
 void momento__cq_drain(grpc_completion_queue *cq, void (*on_tag)(void *tag, void *arg),
                        void *arg);
 
+/* A received message as one slice (a reference to release): the usual
+ * message, one uncompressed slice, is taken where it is, as gRPC's C++
+ * ByteBuffer::TrySingleSlice does, rather than copied by readall(); any
+ * other is read whole. An empty slice when it cannot be read. Does not
+ * destroy `bb`. */
+grpc_slice momento__byte_buffer_slice(grpc_byte_buffer *bb);
+
 #endif

@@ -15,10 +15,10 @@
 #include "cancel.h"
 #include "client.h"
 #include "decode.h"
+#include "grpc_util.h"
 #include "result.h"
 #include "retry.h"
 
-#include <grpc/byte_buffer_reader.h>
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
@@ -421,20 +421,7 @@ static bool take_message(momento__call *call)
     if (!call->recv_msg)
         return false;
     grpc_byte_buffer *bb = call->recv_msg;
-    grpc_slice body = grpc_empty_slice();
-    if (bb->type == GRPC_BB_RAW && bb->data.raw.compression == GRPC_COMPRESS_NONE &&
-        bb->data.raw.slice_buffer.count == 1) {
-        /* The usual small reply is one uncompressed slice: keep a reference
-         * rather than copy it into a new one (as gRPC's C++ ByteBuffer's
-         * TrySingleSlice does). */
-        body = grpc_slice_ref(bb->data.raw.slice_buffer.slices[0]);
-    } else {
-        grpc_byte_buffer_reader reader;
-        if (grpc_byte_buffer_reader_init(&reader, bb)) {
-            body = grpc_byte_buffer_reader_readall(&reader);
-            grpc_byte_buffer_reader_destroy(&reader);
-        }
-    }
+    grpc_slice body = momento__byte_buffer_slice(bb);
     grpc_byte_buffer_destroy(bb);
     call->recv_msg = NULL;
     if (call->expect_msgs && call->n_msgs == call->expect_msgs) {

@@ -32,6 +32,7 @@
  * momento_subscription_free()). A group is freed once it has ended. */
 #include "alloc.h"
 #include "client.h"
+#include "grpc_util.h"
 #include "retry.h"
 #include "validate.h"
 #include "wire.h"
@@ -40,7 +41,6 @@
 
 #include "cachepubsub.pb-c.h"
 
-#include <grpc/byte_buffer_reader.h>
 #include <grpc/support/time.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -810,15 +810,7 @@ void momento__subscription_event(void *tag, int success)
     if (kind == 6 && success && g->recv_msg && g->call) {
         grpc_byte_buffer *bb = g->recv_msg;
         g->recv_msg = NULL;
-        grpc_slice body = grpc_empty_slice();
-        grpc_byte_buffer_reader reader;
-        if (bb->type == GRPC_BB_RAW && bb->data.raw.compression == GRPC_COMPRESS_NONE &&
-            bb->data.raw.slice_buffer.count == 1) {
-            body = grpc_slice_ref(bb->data.raw.slice_buffer.slices[0]); /* no copy */
-        } else if (grpc_byte_buffer_reader_init(&reader, bb)) {
-            body = grpc_byte_buffer_reader_readall(&reader);
-            grpc_byte_buffer_reader_destroy(&reader);
-        }
+        grpc_slice body = momento__byte_buffer_slice(bb);
         grpc_byte_buffer_destroy(bb);
         bool was_first = !g->got_message;
         bool ok = on_message(g, GRPC_SLICE_START_PTR(body), GRPC_SLICE_LENGTH(body));

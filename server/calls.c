@@ -32,7 +32,6 @@
 #include "srv_reply.h"
 #include "srv_rpc.h"
 
-#include <grpc/byte_buffer_reader.h>
 #include <grpc/slice_buffer.h>
 #include <grpc/support/time.h>
 #include <stddef.h>
@@ -286,20 +285,9 @@ static void answer(srv_call *c)
     } else if (!c->payload) {
         srv_reply_error(&c->reply, GRPC_STATUS_INVALID_ARGUMENT, NULL, "request has no message");
     } else {
-        grpc_slice body = grpc_empty_slice();
-        const grpc_slice_buffer *sb = &c->payload->data.raw.slice_buffer;
-        if (c->payload->type == GRPC_BB_RAW &&
-            c->payload->data.raw.compression == GRPC_COMPRESS_NONE && sb->count == 1) {
-            /* A request in one uncompressed slice (the usual case) is read
-             * where it is: readall() would copy it, a batch's whole body. */
-            body = grpc_slice_ref(sb->slices[0]);
-        } else {
-            grpc_byte_buffer_reader reader;
-            if (grpc_byte_buffer_reader_init(&reader, c->payload)) {
-                body = grpc_byte_buffer_reader_readall(&reader);
-                grpc_byte_buffer_reader_destroy(&reader);
-            }
-        }
+        /* A request in one slice (the usual case) is read where it is:
+         * readall() would copy it, a batch's whole body. */
+        grpc_slice body = momento__byte_buffer_slice(c->payload);
         const grpc_slice *cache = srv_header(&c->md, "cache");
         srv_dispatch(c->s, c->method, cache ? (const char *)GRPC_SLICE_START_PTR(*cache) : NULL,
                      cache ? GRPC_SLICE_LENGTH(*cache) : 0, GRPC_SLICE_START_PTR(body),
