@@ -572,6 +572,40 @@ static void test_server_restart_nothing_lost_in_silence(void **state)
     momento_local_stop(s);
 }
 
+/* A stream that goes quiet (the server sends no heartbeat for longer than
+ * idle_timeout_ms) is taken as broken: CONNECTION_LOST, then a new stream
+ * from where it stopped. */
+static void test_idle_stream_is_resubscribed(void **state)
+{
+    (void)state;
+    momento_local_options *lo;
+    momento_local_options_new(&lo);
+    momento_local_options_add_cache(lo, "c");
+    assert_int_equal(momento_local_options_set_heartbeat_ms(lo, 3600000), MOMENTO_OK);
+    momento_local *s = tu_server(lo);
+    momento_local_options_free(lo);
+    momento_client *c = tu_client(s, NULL);
+    recorder r;
+    rec_init(&r);
+    momento_subscribe_options o = MOMENTO_SUBSCRIBE_OPTIONS_INIT;
+    o.idle_timeout_ms = (uint32_t)TU_MS(300);
+    o.resubscribe_delay_ms = 20;
+    momento_subscription *sub = subscribe(c, "t", &r, &o);
+    publish_text(c, "t", "a");
+    assert_int_equal(wait_kind(&r, MOMENTO_TOPIC_CONNECTION_LOST, 1, 5000), 1);
+    assert_int_equal(last_of(&r, MOMENTO_TOPIC_CONNECTION_LOST)->error,
+                     MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_true(wait_kind(&r, MOMENTO_TOPIC_CONNECTED, 2, 5000) >= 2);
+    publish_text(c, "t", "b");
+    assert_int_equal(wait_kind(&r, MOMENTO_TOPIC_ITEM, 2, 5000), 2);
+    assert_int_equal(check_nothing_lost_in_silence(&r), 2);
+    assert_int_equal(last_of(&r, MOMENTO_TOPIC_ITEM)->seq, 2);
+    finish(sub, &r);
+    rec_destroy(&r);
+    momento_client_free(c);
+    momento_local_stop(s);
+}
+
 /* A stream whose first message does not come in time: the first one ends
  * the subscription with MOMENTO_ERR_TIMEOUT. */
 static void test_first_message_timeout(void **state)
@@ -878,6 +912,7 @@ int main(void)
         cmocka_unit_test(test_unrecoverable_stream_error_ends),
         cmocka_unit_test(test_server_restart_nothing_lost_in_silence),
         cmocka_unit_test(test_first_message_timeout),
+        cmocka_unit_test(test_idle_stream_is_resubscribed),
         cmocka_unit_test(test_heartbeats),
         cmocka_unit_test(test_resume_from_position),
         cmocka_unit_test(test_blocking_subscribe_from_callback),
