@@ -186,6 +186,29 @@ bool srv_check_item(const momento_local *s, srv_reply *r, const ProtobufCBinaryD
     return true;
 }
 
+uint64_t srv_request_limit(const momento_local *s)
+{
+    uint64_t base = 5u * 1024u * 1024u;
+    if (s->opts.max_item_bytes > base)
+        base = s->opts.max_item_bytes;
+    return base + SRV_REQUEST_FRAMING_BYTES;
+}
+
+bool srv_check_request_size(const momento_local *s, srv_reply *r, size_t len)
+{
+    uint64_t limit = srv_request_limit(s);
+    if (len > limit) {
+        /* The words "request limit" are what official SDKs look for in the
+         * message when they do not read the `err` trailer (the Node.js SDK
+         * does not: it decides before it has the trailer). */
+        srv_reply_error(r, GRPC_STATUS_RESOURCE_EXHAUSTED, "request_size_limit_exceeded",
+                        "request size %zu bytes exceeds the request limit of %" PRIu64 " bytes",
+                        len, limit);
+        return false;
+    }
+    return true;
+}
+
 bool srv_check_cache_name(srv_reply *r, const char *name, size_t len)
 {
     const char *why = momento__local_cache_name_problem(name, len);

@@ -51,9 +51,11 @@ void srv_topic_publish(momento_local *s, store_cache *c, const ProtobufCMessage 
         return;
     }
     if (len > s->opts.max_item_bytes) {
+        /* "request limit": the words official SDKs look for when they
+         * read the message rather than the `err` trailer. */
         srv_reply_error(r, GRPC_STATUS_RESOURCE_EXHAUSTED, "request_size_limit_exceeded",
-                        "topic value of %zu bytes exceeds the limit of %" PRIu64 " bytes", len,
-                        s->opts.max_item_bytes);
+                        "topic value of %zu bytes exceeds the request limit of %" PRIu64 " bytes",
+                        len, s->opts.max_item_bytes);
         return;
     }
     if (srv_topics_publish(s, c->name, req->topic, &v->base) != 0) {

@@ -64,6 +64,17 @@ bool srv_check_key(srv_reply *r, const ProtobufCBinaryData *key);
  * item_size_limit_exceeded, for either limit). */
 bool srv_check_item(const momento_local *s, srv_reply *r, const ProtobufCBinaryData *key,
                     size_t value_len);
+/* Momento's request size limit (5 MB, like its item limit), counted on the
+ * request's wire bytes: the larger of 5 MiB and the server's item limit,
+ * plus SRV_REQUEST_FRAMING_BYTES for the protobuf framing around one item
+ * (key, TTL, condition), so that any item within the item limit can be
+ * sent. */
+#define SRV_REQUEST_FRAMING_BYTES 1024u
+uint64_t srv_request_limit(const momento_local *s);
+/* A request of `len` wire bytes within srv_request_limit()
+ * (RESOURCE_EXHAUSTED, err request_size_limit_exceeded, as Momento answers
+ * a Set of a value over 5 MB). */
+bool srv_check_request_size(const momento_local *s, srv_reply *r, size_t len);
 /* A cache name by momento__local_cache_name_problem()'s rule (srv_options.h):
  * 1 to MOMENTO_MAX_CACHE_NAME_BYTES bytes of UTF-8, no control characters. */
 bool srv_check_cache_name(srv_reply *r, const char *name, size_t len);

@@ -204,8 +204,9 @@ static void test_coalescer(void **state)
  * wherever it falls - the argument copy, the call, the decoder, the list
  * pager, the result copy. The request is refused before sending (NO_MEMORY,
  * *ret NULL), or it was sent and *ret is a result: OK with the right content,
- * or an error (NO_MEMORY from a decoder or the copy; LIMIT_EXCEEDED when a
- * stream could not keep a message). Nothing leaks, nothing stays in flight. */
+ * or an error (NO_MEMORY from a decoder or the copy; CLIENT_RESOURCE_EXHAUSTED
+ * when a stream could not keep a message). Nothing leaks, nothing stays in
+ * flight. */
 typedef struct call_case {
     const char *name;
     int (*run)(momento_client *c, momento_result **ret);
@@ -383,7 +384,8 @@ static void test_call_path(void **state)
             assert_int_equal(momento_result_error(r), rc);
             if (rc == MOMENTO_OK && !cases[i].check(r))
                 fail_msg("%s: allocation %d failing gave OK with wrong content", cases[i].name, n);
-            if (rc != MOMENTO_OK && rc != MOMENTO_ERR_NO_MEMORY && rc != MOMENTO_ERR_LIMIT_EXCEEDED)
+            if (rc != MOMENTO_OK && rc != MOMENTO_ERR_NO_MEMORY &&
+                rc != MOMENTO_ERR_CLIENT_RESOURCE_EXHAUSTED)
                 fail_msg("%s: allocation %d failing gave %s", cases[i].name, n,
                          momento_error_name(rc));
             momento_result_free(r);

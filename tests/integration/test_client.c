@@ -485,7 +485,7 @@ static void test_eager_connect(void **state)
     momento_credentials_local(&creds, "127.0.0.1:1", NULL);
     c = (momento_client *)0x1;
     momento_config_set_eager_connect(cfg, 300);
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_ERR_CONNECTION);
     assert_ptr_equal(c, (momento_client *)0x1);
     momento_credentials_free(creds);
     momento_config_free(cfg);

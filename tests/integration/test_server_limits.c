@@ -2,6 +2,7 @@
  * names, stored values that are almost integers, a flood of fault-injection
  * sessions, and --max-memory under items larger than it and under a fill far
  * past it (a separate momento-local process, its RSS read from /proc). */
+#include "errors.h"
 #include "srv_faults.h"
 #include "srv_reply.h"
 #include "srv_rpc.h"
@@ -527,6 +528,112 @@ static void test_item_larger_than_memory(void **state)
     momento_local_stop(s);
 }
 
+/* A refusal with RESOURCE_EXHAUSTED and the `err` cause Momento sends,
+ * whose message alone leads an SDK that does not read the trailer (the
+ * Node.js SDK decides before it has it) to the same limit. */
+static void expect_cause(int st, const tu_raw_reply *r, const char *cause)
+{
+    if (st != ST_RESOURCE_EXHAUSTED || strcmp(r->err, cause) != 0)
+        fail_msg("status %d err '%s' (%s), want 8 %s", st, r->err, r->details, cause);
+    assert_int_equal(r->n_msgs, 0);
+    momento_limit_kind by_cause = momento__limit_kind(cause, NULL);
+    assert_int_not_equal(by_cause, MOMENTO_LIMIT_UNKNOWN);
+    if (momento__limit_kind(NULL, r->details) != by_cause)
+        fail_msg("message \"%s\" does not say %s", r->details, momento_limit_kind_text(by_cause));
+}
+
+/* Every `err` cause momento-local sends, with the request that draws it:
+ * a request over the request limit (the Node.js SDK's large-message test:
+ * a Set of a 5,300,000-byte value) is request_size_limit_exceeded before
+ * anything in it is read; an item over the item limit in a request within
+ * it is item_size_limit_exceeded; a collection element over 128 KiB is
+ * element_size_limit_exceeded; a call past --max-rps is
+ * operations_rate_limit_exceeded. */
+static void test_err_causes(void **state)
+{
+    (void)state;
+    momento_local *s = server_with(0);
+    const char *ep = momento_local_endpoint(s);
+    const size_t item_limit = 5u << 20;
+    size_t big_len = 6u << 20;
+    char *big = malloc(big_len);
+    memset(big, 'r', big_len);
+    tu_raw_reply r;
+
+    /* The SDK's test. */
+    expect_cause(set_bytes(ep, "k", big, 5300000, 0, &r), &r, "request_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+    assert_int_equal(get_len(ep, "k", NULL), 0);
+    /* Before the cache is looked at: the same for an unknown cache. */
+    CacheClient__SetRequest sr = CACHE_CLIENT____SET_REQUEST__INIT;
+    sr.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
+    sr.cache_body = (ProtobufCBinaryData){5300000, (uint8_t *)big};
+    const char *nope[] = {"cache", "nope"};
+    expect_cause(call(ep, SCS "Set", nope, 1, &sr.base, &r), &r, "request_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+    /* An item one byte over the item limit still fits a request: the item
+     * is what is refused. At the limit it is stored. */
+    expect_cause(set_bytes(ep, "k", big, item_limit, 0, &r), &r, "item_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+    assert_int_equal(set_bytes(ep, "k", big, item_limit - 1, 0, NULL), ST_OK);
+    size_t len = 0;
+    assert_int_equal(get_len(ep, "k", &len), 1);
+    assert_int_equal(len, item_limit - 1);
+    /* Two items that each fit, in one request that does not: nothing of
+     * the batch is stored. */
+    CacheClient__SetRequest items[2] = {CACHE_CLIENT____SET_REQUEST__INIT,
+                                        CACHE_CLIENT____SET_REQUEST__INIT};
+    items[0].cache_key = (ProtobufCBinaryData){2, (uint8_t *)"b0"};
+    items[0].cache_body = (ProtobufCBinaryData){3u << 20, (uint8_t *)big};
+    items[1].cache_key = (ProtobufCBinaryData){2, (uint8_t *)"b1"};
+    items[1].cache_body = (ProtobufCBinaryData){3u << 20, (uint8_t *)big};
+    CacheClient__SetRequest *ptrs[2] = {&items[0], &items[1]};
+    CacheClient__SetBatchRequest batch = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
+    batch.n_items = 2;
+    batch.items = ptrs;
+    expect_cause(call(ep, SCS "SetBatch", cache_hdr, 1, &batch.base, &r), &r,
+                 "request_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+    assert_int_equal(get_len(ep, "b0", NULL), 0);
+    /* Just under the request limit passes it. */
+    batch.n_items = 1;
+    assert_int_equal(call(ep, SCS "SetBatch", cache_hdr, 1, &batch.base, NULL), ST_OK);
+    assert_int_equal(get_len(ep, "b0", NULL), 1);
+
+    /* An element over 128 KiB. */
+    CacheClient__DictionaryFieldValuePair pair = CACHE_CLIENT____DICTIONARY_FIELD_VALUE_PAIR__INIT;
+    pair.field = (ProtobufCBinaryData){1, (uint8_t *)"f"};
+    pair.value = (ProtobufCBinaryData){200u << 10, (uint8_t *)big};
+    CacheClient__DictionaryFieldValuePair *pairs[1] = {&pair};
+    CacheClient__DictionarySetRequest ds = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
+    ds.dictionary_name = (ProtobufCBinaryData){1, (uint8_t *)"d"};
+    ds.items = pairs;
+    ds.n_items = 1;
+    expect_cause(call(ep, SCS "DictionarySet", cache_hdr, 1, &ds.base, &r), &r,
+                 "element_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+    free(big);
+    momento_local_stop(s);
+
+    /* The rate limit: of a few calls in one second, one is refused. */
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    momento_local_options_set_max_rps(o, 1);
+    s = tu_server(o);
+    momento_local_options_free(o);
+    ep = momento_local_endpoint(s);
+    int st = ST_OK;
+    for (int i = 0; i < 5 && st == ST_OK; i++) {
+        st = set_bytes(ep, "k", "v", 1, 0, &r);
+        if (st != ST_OK)
+            expect_cause(st, &r, "operations_rate_limit_exceeded");
+        tu_raw_reply_free(&r);
+    }
+    assert_int_equal(st, ST_RESOURCE_EXHAUSTED);
+    momento_local_stop(s);
+}
+
 /* The momento-local binary: $MOMENTO_LOCAL_BIN, else ../server/momento-local
  * beside this test in the build tree. */
 static void local_bin(char *out, size_t cap)
@@ -992,6 +1099,7 @@ int main(void)
         cmocka_unit_test(test_increment_strict),
         cmocka_unit_test(test_fault_session_flood),
         cmocka_unit_test(test_item_larger_than_memory),
+        cmocka_unit_test(test_err_causes),
         cmocka_unit_test(test_batches_read_in_place),
         cmocka_unit_test_teardown(test_cli_bad_cache_name, stop_child),
         cmocka_unit_test_teardown(test_fill_stays_within_memory, stop_child),
