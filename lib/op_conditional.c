@@ -1,5 +1,7 @@
-/* Conditional writes: SetIf with each of its conditions, under the names
- * the official SDKs give them. Never retried: not idempotent. */
+/* Conditional writes: SetIf with each of its conditions, SetIfHash with
+ * each of its own (a condition on the hash of the stored value), under the
+ * names the official SDKs give them, and GetWithHash, the read that gives
+ * such a hash. The writes are never retried: not idempotent. */
 #include "op.h"
 
 #include "cacheclient.pb-c.h"
@@ -18,14 +20,101 @@ MOMENTO__DECODER(set_if)
     return MOMENTO_OK;
 }
 
+/* A stored SetIfHash carries the new value's hash; the result points into
+ * the unpacked reply, which lives until the callback has returned. */
+MOMENTO__DECODER(set_if_hash)
+{
+    const CacheClient__SetIfHashResponse *m =
+        momento__unpack_reply(MOMENTO__RPC_SET_IF_HASH, &msgs[0], scratch);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    if (m->result_case == CACHE_CLIENT____SET_IF_HASH_RESPONSE__RESULT_STORED) {
+        r->outcome = MOMENTO_OUTCOME_STORED;
+        r->hash = m->stored->new_hash.data;
+        r->hash_len = m->stored->new_hash.len;
+    } else if (m->result_case == CACHE_CLIENT____SET_IF_HASH_RESPONSE__RESULT_NOT_STORED) {
+        r->outcome = MOMENTO_OUTCOME_NOT_STORED;
+    } else {
+        return MOMENTO_ERR_BAD_RESPONSE;
+    }
+    return MOMENTO_OK;
+}
+
+/* SetIfHash under `condition`, one of the hash conditions or 0 for
+ * unconditional (setWithHash). The caller has checked every argument. */
+static int send_set_if_hash(momento_client *c, const char *cache, const void *key,
+                            size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
+                            int condition, const void *hash, size_t hash_len,
+                            const momento_request_options *opts, momento_callback cb,
+                            void *userdata)
+{
+    momento__coalescers_note_write(c, cache, key, key_len); /* read-your-writes */
+
+    CacheClient__SetIfHashRequest req = CACHE_CLIENT____SET_IF_HASH_REQUEST__INIT;
+    req.cache_key = momento__bytes(key, key_len);
+    req.cache_body = momento__bytes(value, value_len);
+    req.ttl_milliseconds = momento__effective_ttl(&c->cfg, ttl_ms);
+    Common__PresentAndHashEqual present_eq = COMMON__PRESENT_AND_HASH_EQUAL__INIT;
+    Common__PresentAndNotHashEqual present_ne = COMMON__PRESENT_AND_NOT_HASH_EQUAL__INIT;
+    Common__AbsentOrHashEqual absent_eq = COMMON__ABSENT_OR_HASH_EQUAL__INIT;
+    Common__AbsentOrNotHashEqual absent_ne = COMMON__ABSENT_OR_NOT_HASH_EQUAL__INIT;
+    Common__Unconditional always = COMMON__UNCONDITIONAL__INIT;
+    ProtobufCBinaryData check = momento__bytes(hash, hash_len);
+    switch (condition) {
+    case MOMENTO_IF_PRESENT_AND_HASH_EQUAL:
+        present_eq.hash_to_check = check;
+        req.condition_case = CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_PRESENT_AND_HASH_EQUAL;
+        req.present_and_hash_equal = &present_eq;
+        break;
+    case MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL:
+        present_ne.hash_to_check = check;
+        req.condition_case =
+            CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_PRESENT_AND_NOT_HASH_EQUAL;
+        req.present_and_not_hash_equal = &present_ne;
+        break;
+    case MOMENTO_IF_ABSENT_OR_HASH_EQUAL:
+        absent_eq.hash_to_check = check;
+        req.condition_case = CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_ABSENT_OR_HASH_EQUAL;
+        req.absent_or_hash_equal = &absent_eq;
+        break;
+    case MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL:
+        absent_ne.hash_to_check = check;
+        req.condition_case =
+            CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_ABSENT_OR_NOT_HASH_EQUAL;
+        req.absent_or_not_hash_equal = &absent_ne;
+        break;
+    default:
+        req.condition_case = CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_UNCONDITIONAL;
+        req.unconditional = &always;
+        break;
+    }
+    return momento__call_start(c, MOMENTO__RPC_SET_IF_HASH, cache, &req.base, opts, cb, userdata);
+}
+
 int momento_set_if(momento_client *c, const char *cache, const void *key, size_t key_len,
                    const void *value, size_t value_len, uint64_t ttl_ms,
                    momento_condition condition, const void *compare, size_t compare_len,
                    const momento_request_options *opts, momento_callback cb, void *userdata)
 {
+    /* A value to compress (compress.c) is compressed first, so that the
+     * limits apply to what is sent, and goes through here once more, not
+     * compressed again. */
+    void *compressed;
+    MOMENTO__CHECK(momento__compress_write(c, opts, &value, &value_len, &compressed));
+    if (compressed) {
+        momento_request_options once;
+        int rc = momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms, condition,
+                                compare, compare_len, momento__opts_uncompressed(opts, &once), cb,
+                                userdata);
+        free(compressed); /* packed at submit */
+        return rc;
+    }
     MOMENTO__CHECK(
         momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb));
     MOMENTO__CHECK(momento__check_condition(condition, compare, compare_len));
+    if (condition >= MOMENTO_IF_PRESENT_AND_HASH_EQUAL)
+        return send_set_if_hash(c, cache, key, key_len, value, value_len, ttl_ms, condition,
+                                compare, compare_len, opts, cb, userdata);
     momento__coalescers_note_write(c, cache, key, key_len); /* read-your-writes */
 
     CacheClient__SetIfRequest req = CACHE_CLIENT____SET_IF_REQUEST__INIT;
@@ -68,6 +157,8 @@ int momento_set_if(momento_client *c, const char *cache, const void *key, size_t
         req.condition_case = CACHE_CLIENT____SET_IF_REQUEST__CONDITION_ABSENT_OR_EQUAL;
         req.absent_or_equal = &absent_eq;
         break;
+    default: /* the hash conditions left above; the rest were refused */
+        return MOMENTO_ERR_INVALID_ARGUMENT;
     }
     return momento__call_start(c, MOMENTO__RPC_SET_IF, cache, &req.base, opts, cb, userdata);
 }
@@ -149,4 +240,251 @@ int momento_set_if_absent_or_equal(momento_client *c, const char *cache, const v
 {
     return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
                           MOMENTO_IF_ABSENT_OR_EQUAL, equal_to, equal_len, opts, cb, userdata);
+}
+
+/* The hash conditions, as the JS SDK names them (setIfPresentAndHashEqual,
+ * ...): `hash` as momento_result_hash() gave it. */
+int momento_set_if_present_and_hash_equal(momento_client *c, const char *cache, const void *key,
+                                          size_t key_len, const void *value, size_t value_len,
+                                          uint64_t ttl_ms, const void *hash, size_t hash_len,
+                                          const momento_request_options *opts,
+                                          momento_callback cb, void *userdata)
+{
+    return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
+                          MOMENTO_IF_PRESENT_AND_HASH_EQUAL, hash, hash_len, opts, cb, userdata);
+}
+
+int momento_set_if_present_and_hash_not_equal(momento_client *c, const char *cache,
+                                              const void *key, size_t key_len, const void *value,
+                                              size_t value_len, uint64_t ttl_ms, const void *hash,
+                                              size_t hash_len,
+                                              const momento_request_options *opts,
+                                              momento_callback cb, void *userdata)
+{
+    return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
+                          MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL, hash, hash_len, opts, cb,
+                          userdata);
+}
+
+int momento_set_if_absent_or_hash_equal(momento_client *c, const char *cache, const void *key,
+                                        size_t key_len, const void *value, size_t value_len,
+                                        uint64_t ttl_ms, const void *hash, size_t hash_len,
+                                        const momento_request_options *opts, momento_callback cb,
+                                        void *userdata)
+{
+    return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
+                          MOMENTO_IF_ABSENT_OR_HASH_EQUAL, hash, hash_len, opts, cb, userdata);
+}
+
+int momento_set_if_absent_or_hash_not_equal(momento_client *c, const char *cache,
+                                            const void *key, size_t key_len, const void *value,
+                                            size_t value_len, uint64_t ttl_ms, const void *hash,
+                                            size_t hash_len, const momento_request_options *opts,
+                                            momento_callback cb, void *userdata)
+{
+    return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
+                          MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL, hash, hash_len, opts, cb,
+                          userdata);
+}
+
+/* setWithHash: SetIfHash with the unconditional condition, a set whose
+ * answer carries the new hash. */
+int momento_set_with_hash(momento_client *c, const char *cache, const void *key, size_t key_len,
+                          const void *value, size_t value_len, uint64_t ttl_ms,
+                          const momento_request_options *opts, momento_callback cb,
+                          void *userdata)
+{
+    /* Compressed first, as momento_set() does (the JS SDK's setWithHash
+     * compresses too): the hash is then the stored bytes'. */
+    void *compressed;
+    MOMENTO__CHECK(momento__compress_write(c, opts, &value, &value_len, &compressed));
+    int rc =
+        momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb);
+    if (rc == MOMENTO_OK)
+        rc = send_set_if_hash(c, cache, key, key_len, value, value_len, ttl_ms, 0, NULL, 0, opts,
+                              cb, userdata);
+    free(compressed); /* packed at submit */
+    return rc;
+}
+
+/* GetWithHash: found carries the value and its hash; both point into the
+ * unpacked reply, which lives until the callback has returned. */
+MOMENTO__DECODER(get_with_hash)
+{
+    const CacheClient__GetWithHashResponse *m =
+        momento__unpack_reply(MOMENTO__RPC_GET_WITH_HASH, &msgs[0], scratch);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    if (m->result_case == CACHE_CLIENT____GET_WITH_HASH_RESPONSE__RESULT_FOUND) {
+        r->outcome = MOMENTO_OUTCOME_HIT;
+        r->value = m->found->value.data ? m->found->value.data : (const uint8_t *)"";
+        r->value_len = m->found->value.len;
+        r->hash = m->found->hash.data;
+        r->hash_len = m->found->hash.len;
+        /* A compressed value is returned decompressed, as a get's is; the
+         * hash stays the stored bytes', which is what a hash condition
+         * compares. */
+        int rc = momento__decompress_hit(scratch, &r->value, &r->value_len, &scratch->message);
+        if (rc != MOMENTO_OK)
+            return rc;
+    } else if (m->result_case == CACHE_CLIENT____GET_WITH_HASH_RESPONSE__RESULT_MISSING) {
+        r->outcome = MOMENTO_OUTCOME_MISS;
+    } else {
+        return MOMENTO_ERR_BAD_RESPONSE;
+    }
+    return MOMENTO_OK;
+}
+
+/* Not coalesced or batched as a get is: the coalescer and the batcher share
+ * a Get's reply, which has no hash. */
+int momento_get_with_hash(momento_client *c, const char *cache, const void *key, size_t key_len,
+                          const momento_request_options *opts, momento_callback cb,
+                          void *userdata)
+{
+    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
+    CacheClient__GetWithHashRequest req = CACHE_CLIENT____GET_WITH_HASH_REQUEST__INIT;
+    req.cache_key = momento__bytes(key, key_len);
+    return momento__call_start(c, MOMENTO__RPC_GET_WITH_HASH, cache, &req.base, opts, cb,
+                               userdata);
+}
+
+/* ---- Blocking forms: each is its async call plus a wait. */
+
+int momento_get_with_hash_sync(momento_client *c, const char *cache, const void *key,
+                               size_t key_len, const momento_request_options *opts,
+                               momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(
+        &b, momento_get_with_hash(c, cache, key, key_len, opts, momento__blocking_done, &b), ret);
+}
+
+int momento_set_with_hash_sync(momento_client *c, const char *cache, const void *key,
+                               size_t key_len, const void *value, size_t value_len,
+                               uint64_t ttl_ms, const momento_request_options *opts,
+                               momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b,
+                                  momento_set_with_hash(c, cache, key, key_len, value, value_len,
+                                                        ttl_ms, opts, momento__blocking_done, &b),
+                                  ret);
+}
+
+/* The named conditions' blocking forms: momento_set_if_sync() under the
+ * condition the name gives. */
+int momento_set_if_absent_sync(momento_client *c, const char *cache, const void *key,
+                               size_t key_len, const void *value, size_t value_len,
+                               uint64_t ttl_ms, const momento_request_options *opts,
+                               momento_result **ret)
+{
+    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
+                               MOMENTO_IF_ABSENT, NULL, 0, opts, ret);
+}
+
+int momento_set_if_not_exists_sync(momento_client *c, const char *cache, const void *key,
+                                   size_t key_len, const void *value, size_t value_len,
+                                   uint64_t ttl_ms, const momento_request_options *opts,
+                                   momento_result **ret)
+{
+    return momento_set_if_absent_sync(c, cache, key, key_len, value, value_len, ttl_ms, opts,
+                                      ret);
+}
+
+int momento_set_if_present_sync(momento_client *c, const char *cache, const void *key,
+                                size_t key_len, const void *value, size_t value_len,
+                                uint64_t ttl_ms, const momento_request_options *opts,
+                                momento_result **ret)
+{
+    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
+                               MOMENTO_IF_PRESENT, NULL, 0, opts, ret);
+}
+
+int momento_set_if_equal_sync(momento_client *c, const char *cache, const void *key,
+                              size_t key_len, const void *value, size_t value_len,
+                              uint64_t ttl_ms, const void *equal_to, size_t equal_len,
+                              const momento_request_options *opts, momento_result **ret)
+{
+    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
+                               MOMENTO_IF_EQUAL, equal_to, equal_len, opts, ret);
+}
+
+int momento_set_if_not_equal_sync(momento_client *c, const char *cache, const void *key,
+                                  size_t key_len, const void *value, size_t value_len,
+                                  uint64_t ttl_ms, const void *not_equal_to,
+                                  size_t not_equal_len, const momento_request_options *opts,
+                                  momento_result **ret)
+{
+    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
+                               MOMENTO_IF_NOT_EQUAL, not_equal_to, not_equal_len, opts, ret);
+}
+
+int momento_set_if_present_and_not_equal_sync(momento_client *c, const char *cache,
+                                              const void *key, size_t key_len, const void *value,
+                                              size_t value_len, uint64_t ttl_ms,
+                                              const void *not_equal_to, size_t not_equal_len,
+                                              const momento_request_options *opts,
+                                              momento_result **ret)
+{
+    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
+                               MOMENTO_IF_PRESENT_AND_NOT_EQUAL, not_equal_to, not_equal_len, opts,
+                               ret);
+}
+
+int momento_set_if_absent_or_equal_sync(momento_client *c, const char *cache, const void *key,
+                                        size_t key_len, const void *value, size_t value_len,
+                                        uint64_t ttl_ms, const void *equal_to, size_t equal_len,
+                                        const momento_request_options *opts,
+                                        momento_result **ret)
+{
+    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
+                               MOMENTO_IF_ABSENT_OR_EQUAL, equal_to, equal_len, opts, ret);
+}
+
+int momento_set_if_present_and_hash_equal_sync(momento_client *c, const char *cache,
+                                               const void *key, size_t key_len,
+                                               const void *value, size_t value_len,
+                                               uint64_t ttl_ms, const void *hash,
+                                               size_t hash_len,
+                                               const momento_request_options *opts,
+                                               momento_result **ret)
+{
+    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
+                               MOMENTO_IF_PRESENT_AND_HASH_EQUAL, hash, hash_len, opts, ret);
+}
+
+int momento_set_if_present_and_hash_not_equal_sync(momento_client *c, const char *cache,
+                                                   const void *key, size_t key_len,
+                                                   const void *value, size_t value_len,
+                                                   uint64_t ttl_ms, const void *hash,
+                                                   size_t hash_len,
+                                                   const momento_request_options *opts,
+                                                   momento_result **ret)
+{
+    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
+                               MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL, hash, hash_len, opts, ret);
+}
+
+int momento_set_if_absent_or_hash_equal_sync(momento_client *c, const char *cache,
+                                             const void *key, size_t key_len, const void *value,
+                                             size_t value_len, uint64_t ttl_ms, const void *hash,
+                                             size_t hash_len, const momento_request_options *opts,
+                                             momento_result **ret)
+{
+    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
+                               MOMENTO_IF_ABSENT_OR_HASH_EQUAL, hash, hash_len, opts, ret);
+}
+
+int momento_set_if_absent_or_hash_not_equal_sync(momento_client *c, const char *cache,
+                                                 const void *key, size_t key_len,
+                                                 const void *value, size_t value_len,
+                                                 uint64_t ttl_ms, const void *hash,
+                                                 size_t hash_len,
+                                                 const momento_request_options *opts,
+                                                 momento_result **ret)
+{
+    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
+                               MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL, hash, hash_len, opts, ret);
 }

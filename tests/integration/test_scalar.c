@@ -1,6 +1,6 @@
 /* The scalar API beyond get/set/delete, against the local server: every
- * operation, every outcome, both branches of each condition, batches of
- * 1,000 keys, and the documented refusals. */
+ * operation, every outcome, both branches of each condition (the hash
+ * conditions too), batches of 1,000 keys, and the documented refusals. */
 #include "client.h" /* momento__client_add_header, for fault injection */
 #include "testutil.h"
 
@@ -408,6 +408,447 @@ static void test_batch_refusals_and_errors(void **state)
     assert_int_equal(momento_key_exists_sync(client, "nope", "k", 1, NULL, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
 }
 
+/* ---- Hashes: GetWithHash, setWithHash and the hash conditions. */
+
+/* A hash kept beyond its result. */
+typedef struct hash_buf {
+    unsigned char bytes[64];
+    size_t len;
+} hash_buf;
+
+static void copy_hash(const momento_result *r, hash_buf *h)
+{
+    size_t len = 0;
+    const void *p = momento_result_hash(r, &len);
+    assert_non_null(p);
+    assert_true(len > 0 && len <= sizeof(h->bytes));
+    memcpy(h->bytes, p, len);
+    h->len = len;
+}
+
+static bool same_hash(const hash_buf *a, const hash_buf *b)
+{
+    return a->len == b->len && memcmp(a->bytes, b->bytes, a->len) == 0;
+}
+
+/* setWithHash: STORED and the new hash. */
+static hash_buf set_hashed(const char *key, const char *value)
+{
+    momento_result *r;
+    assert_int_equal(momento_set_with_hash_sync(client, "c", key, strlen(key), value, strlen(value),
+                                                0, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
+    hash_buf h;
+    copy_hash(r, &h);
+    momento_result_free(r);
+    return h;
+}
+
+/* GetWithHash of a key that must hold `want`: its hash. */
+static hash_buf get_hashed(const char *key, const char *want)
+{
+    momento_result *r;
+    assert_int_equal(momento_get_with_hash_sync(client, "c", key, strlen(key), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    size_t len;
+    const void *v = momento_result_value(r, &len);
+    assert_int_equal(len, strlen(want));
+    assert_memory_equal(v, want, len);
+    hash_buf h;
+    copy_hash(r, &h);
+    momento_result_free(r);
+    return h;
+}
+
+/* A hash-conditional set: its outcome; a STORED one's hash goes to *ret. */
+static momento_outcome hash_set(const char *key, const char *value, momento_condition cond,
+                                const hash_buf *h, hash_buf *ret)
+{
+    momento_result *r;
+    assert_int_equal(momento_set_if_sync(client, "c", key, strlen(key), value, strlen(value), 0, cond,
+                                         h->bytes, h->len, NULL, &r),
+                     MOMENTO_OK);
+    momento_outcome o = momento_result_outcome(r);
+    if (o == MOMENTO_OUTCOME_STORED) {
+        hash_buf got;
+        copy_hash(r, &got);
+        if (ret)
+            *ret = got;
+    } else {
+        /* Nothing written, no hash. */
+        size_t len = 99;
+        assert_null(momento_result_hash(r, &len));
+        assert_int_equal(len, 0);
+    }
+    momento_result_free(r);
+    return o;
+}
+
+static void test_hash_get_and_set(void **state)
+{
+    (void)state;
+    momento_result *r;
+    /* A miss has no value and no hash. */
+    assert_int_equal(momento_get_with_hash_sync(client, "c", "hmiss", 5, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    size_t len = 99;
+    assert_null(momento_result_hash(r, &len));
+    assert_int_equal(len, 0);
+    momento_result_free(r);
+
+    /* The hash a set returns is the one a get returns for that value. */
+    hash_buf alpha = set_hashed("h1", "alpha");
+    hash_buf got = get_hashed("h1", "alpha");
+    assert_true(same_hash(&alpha, &got));
+    /* Stable: the same value under another key, written again, or written
+     * by a plain set, has the same hash. */
+    hash_buf again = set_hashed("h2", "alpha");
+    assert_true(same_hash(&alpha, &again));
+    put("h3", "alpha");
+    got = get_hashed("h3", "alpha");
+    assert_true(same_hash(&alpha, &got));
+    /* Different values, different hashes (the empty one included). */
+    hash_buf beta = set_hashed("h2", "beta");
+    assert_false(same_hash(&alpha, &beta));
+    got = get_hashed("h2", "beta");
+    assert_true(same_hash(&beta, &got));
+    hash_buf empty = set_hashed("h4", "");
+    assert_false(same_hash(&empty, &alpha));
+    got = get_hashed("h4", "");
+    assert_true(same_hash(&empty, &got));
+
+    /* Results without a hash: a plain get's HIT, NULL. */
+    assert_int_equal(momento_get_sync(client, "c", "h1", 2, NULL, &r), MOMENTO_OK);
+    assert_null(momento_result_hash(r, &len));
+    assert_int_equal(len, 0);
+    momento_result_free(r);
+    assert_null(momento_result_hash(NULL, &len));
+    assert_int_equal(len, 0);
+    assert_null(momento_result_hash(NULL, NULL));
+}
+
+static void test_hash_conditions(void **state)
+{
+    (void)state;
+    hash_buf one = set_hashed("hc", "one");
+    hash_buf other = set_hashed("hc-other", "other");
+    hash_buf now;
+
+    /* present and hash equal */
+    assert_int_equal(hash_set("hc", "two", MOMENTO_IF_PRESENT_AND_HASH_EQUAL, &other, NULL),
+                     MOMENTO_OUTCOME_NOT_STORED);
+    check_value("hc", "one");
+    assert_int_equal(hash_set("hc", "two", MOMENTO_IF_PRESENT_AND_HASH_EQUAL, &one, &now),
+                     MOMENTO_OUTCOME_STORED);
+    check_value("hc", "two");
+    hash_buf two = get_hashed("hc", "two");
+    assert_true(same_hash(&now, &two)); /* STORED carries the new value's hash */
+    assert_int_equal(hash_set("hc-none1", "x", MOMENTO_IF_PRESENT_AND_HASH_EQUAL, &one, NULL),
+                     MOMENTO_OUTCOME_NOT_STORED);
+    check_value("hc-none1", NULL);
+
+    /* present and hash not equal */
+    assert_int_equal(hash_set("hc", "three", MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL, &two, NULL),
+                     MOMENTO_OUTCOME_NOT_STORED);
+    check_value("hc", "two");
+    assert_int_equal(hash_set("hc", "three", MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL, &one, &now),
+                     MOMENTO_OUTCOME_STORED);
+    check_value("hc", "three");
+    assert_int_equal(hash_set("hc-none2", "x", MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL, &one, NULL),
+                     MOMENTO_OUTCOME_NOT_STORED);
+    check_value("hc-none2", NULL);
+    hash_buf three = now;
+
+    /* absent or hash equal */
+    assert_int_equal(hash_set("hc", "four", MOMENTO_IF_ABSENT_OR_HASH_EQUAL, &one, NULL),
+                     MOMENTO_OUTCOME_NOT_STORED);
+    check_value("hc", "three");
+    assert_int_equal(hash_set("hc", "four", MOMENTO_IF_ABSENT_OR_HASH_EQUAL, &three, &now),
+                     MOMENTO_OUTCOME_STORED);
+    check_value("hc", "four");
+    assert_int_equal(hash_set("hc-none3", "x", MOMENTO_IF_ABSENT_OR_HASH_EQUAL, &one, NULL),
+                     MOMENTO_OUTCOME_STORED);
+    check_value("hc-none3", "x");
+    hash_buf four = now;
+
+    /* absent or hash not equal */
+    assert_int_equal(hash_set("hc", "five", MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL, &four, NULL),
+                     MOMENTO_OUTCOME_NOT_STORED);
+    check_value("hc", "four");
+    assert_int_equal(hash_set("hc", "five", MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL, &one, NULL),
+                     MOMENTO_OUTCOME_STORED);
+    check_value("hc", "five");
+    assert_int_equal(hash_set("hc-none4", "x", MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL, &one, NULL),
+                     MOMENTO_OUTCOME_STORED);
+    check_value("hc-none4", "x");
+
+    /* A hash of another length (not one the server makes) matches nothing. */
+    hash_buf odd = {.bytes = "short", .len = 5};
+    assert_int_equal(hash_set("hc", "six", MOMENTO_IF_PRESENT_AND_HASH_EQUAL, &odd, NULL),
+                     MOMENTO_OUTCOME_NOT_STORED);
+    assert_int_equal(hash_set("hc", "six", MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL, &odd, NULL),
+                     MOMENTO_OUTCOME_STORED);
+    check_value("hc", "six");
+
+    /* The value conditions still answer without a hash. */
+    momento_result *r;
+    assert_int_equal(momento_set_if_sync(client, "c", "hc", 2, "seven", 5, 0, MOMENTO_IF_EQUAL, "six",
+                                         3, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
+    assert_null(momento_result_hash(r, NULL));
+    momento_result_free(r);
+}
+
+/* The async forms: the hash is borrowed in the callback, so it is copied
+ * there. */
+typedef struct hash_box {
+    tu_counter k;
+    momento_outcome outcome;
+    hash_buf hash;
+} hash_box;
+
+static void keep_hash(const momento_result *r, void *ud)
+{
+    hash_box *b = ud;
+    b->outcome = momento_result_outcome(r);
+    size_t len = 0;
+    const void *p = momento_result_hash(r, &len);
+    b->hash.len = p && len <= sizeof(b->hash.bytes) ? len : 0;
+    if (b->hash.len)
+        memcpy(b->hash.bytes, p, len);
+    tu_count_cb(r, &b->k);
+}
+
+static void test_hash_async_and_named(void **state)
+{
+    (void)state;
+    hash_box b;
+    tu_counter_init(&b.k);
+    size_t waited = 0;
+#define RUN(call, want)                                                                            \
+    do {                                                                                           \
+        assert_int_equal((call), MOMENTO_OK);                                                      \
+        waited++;                                                                                  \
+        assert_int_equal(tu_counter_wait(&b.k, waited, 5000), waited);                             \
+        assert_int_equal(b.outcome, (want));                                                       \
+    } while (0)
+    RUN(momento_set_with_hash(client, "c", "ha", 2, "v1", 2, 0, NULL, keep_hash, &b),
+        MOMENTO_OUTCOME_STORED);
+    hash_buf v1 = b.hash;
+    assert_true(v1.len > 0);
+    RUN(momento_get_with_hash(client, "c", "ha", 2, NULL, keep_hash, &b), MOMENTO_OUTCOME_HIT);
+    assert_true(same_hash(&v1, &b.hash));
+    RUN(momento_get_with_hash(client, "c", "ha-none", 7, NULL, keep_hash, &b), MOMENTO_OUTCOME_MISS);
+    assert_int_equal(b.hash.len, 0);
+    RUN(momento_set_if_present_and_hash_equal(client, "c", "ha", 2, "v2", 2, 0, v1.bytes, v1.len,
+                                              NULL, keep_hash, &b),
+        MOMENTO_OUTCOME_STORED);
+    hash_buf v2 = b.hash;
+    assert_false(same_hash(&v1, &v2));
+    RUN(momento_set_if_present_and_hash_not_equal(client, "c", "ha", 2, "v3", 2, 0, v2.bytes,
+                                                  v2.len, NULL, keep_hash, &b),
+        MOMENTO_OUTCOME_NOT_STORED);
+    RUN(momento_set_if_absent_or_hash_equal(client, "c", "ha", 2, "v3", 2, 0, v2.bytes, v2.len,
+                                            NULL, keep_hash, &b),
+        MOMENTO_OUTCOME_STORED);
+    hash_buf v3 = b.hash;
+    RUN(momento_set_if_absent_or_hash_not_equal(client, "c", "ha", 2, "v4", 2, 0, v3.bytes,
+                                                v3.len, NULL, keep_hash, &b),
+        MOMENTO_OUTCOME_NOT_STORED);
+#undef RUN
+    check_value("ha", "v3");
+    tu_counter_destroy(&b.k);
+
+    /* Every named conditional set has a blocking form. */
+    momento_result *r;
+#define SYNC(call, want)                                                                           \
+    do {                                                                                           \
+        assert_int_equal((call), MOMENTO_OK);                                                      \
+        assert_int_equal(momento_result_outcome(r), (want));                                       \
+        momento_result_free(r);                                                                    \
+    } while (0)
+    SYNC(momento_set_if_absent_sync(client, "c", "hs", 2, "a", 1, 0, NULL, &r), MOMENTO_OUTCOME_STORED);
+    SYNC(momento_set_if_not_exists_sync(client, "c", "hs", 2, "b", 1, 0, NULL, &r),
+         MOMENTO_OUTCOME_NOT_STORED);
+    SYNC(momento_set_if_present_sync(client, "c", "hs", 2, "b", 1, 0, NULL, &r), MOMENTO_OUTCOME_STORED);
+    SYNC(momento_set_if_equal_sync(client, "c", "hs", 2, "c", 1, 0, "b", 1, NULL, &r),
+         MOMENTO_OUTCOME_STORED);
+    SYNC(momento_set_if_not_equal_sync(client, "c", "hs", 2, "d", 1, 0, "c", 1, NULL, &r),
+         MOMENTO_OUTCOME_NOT_STORED);
+    SYNC(momento_set_if_present_and_not_equal_sync(client, "c", "hs", 2, "d", 1, 0, "x", 1, NULL, &r),
+         MOMENTO_OUTCOME_STORED);
+    SYNC(momento_set_if_absent_or_equal_sync(client, "c", "hs", 2, "e", 1, 0, "d", 1, NULL, &r),
+         MOMENTO_OUTCOME_STORED);
+    hash_buf e = get_hashed("hs", "e");
+    SYNC(momento_set_if_present_and_hash_equal_sync(client, "c", "hs", 2, "f", 1, 0, e.bytes, e.len,
+                                                    NULL, &r),
+         MOMENTO_OUTCOME_STORED);
+    SYNC(momento_set_if_present_and_hash_not_equal_sync(client, "c", "hs", 2, "g", 1, 0, e.bytes,
+                                                        e.len, NULL, &r),
+         MOMENTO_OUTCOME_STORED);
+    SYNC(momento_set_if_absent_or_hash_equal_sync(client, "c", "hs", 2, "h", 1, 0, e.bytes, e.len,
+                                                  NULL, &r),
+         MOMENTO_OUTCOME_NOT_STORED);
+    SYNC(momento_set_if_absent_or_hash_not_equal_sync(client, "c", "hs-new", 6, "h", 1, 0, e.bytes,
+                                                      e.len, NULL, &r),
+         MOMENTO_OUTCOME_STORED);
+#undef SYNC
+    check_value("hs", "g");
+    check_value("hs-new", "h");
+}
+
+static void test_hash_refusals_and_errors(void **state)
+{
+    (void)state;
+    static const unsigned char h[32] = {1, 2, 3};
+    static const momento_condition hash_conds[] = {
+        MOMENTO_IF_PRESENT_AND_HASH_EQUAL, MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL,
+        MOMENTO_IF_ABSENT_OR_HASH_EQUAL, MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL};
+    /* Not NULL: a refusal must write NULL over it. */
+    static char sentinel;
+    momento_result *r = (momento_result *)(void *)&sentinel;
+    for (size_t i = 0; i < sizeof(hash_conds) / sizeof(hash_conds[0]); i++) {
+        /* A hash is never NULL or empty. */
+        assert_int_equal(momento_set_if_sync(client, "c", "k", 1, "v", 1, 0, hash_conds[i], NULL, 32,
+                                             NULL, &r),
+                         MOMENTO_ERR_INVALID_ARGUMENT);
+        assert_null(r);
+        assert_int_equal(momento_set_if_sync(client, "c", "k", 1, "v", 1, 0, hash_conds[i], NULL, 0,
+                                             NULL, NULL),
+                         MOMENTO_ERR_INVALID_ARGUMENT);
+        assert_int_equal(momento_set_if_sync(client, "c", "k", 1, "v", 1, 0, hash_conds[i], h, 0,
+                                             NULL, NULL),
+                         MOMENTO_ERR_INVALID_ARGUMENT);
+    }
+    assert_int_equal(momento_set_if_present_and_hash_equal_sync(client, "c", "k", 1, "v", 1, 0, NULL,
+                                                                0, NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_set_if_absent_or_hash_not_equal(client, "c", "k", 1, "v", 1, 0, h, 0,
+                                                             NULL, tu_count_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    /* Conditions outside the enum, on either side of it. */
+    assert_int_equal(momento_set_if_sync(client, "c", "k", 1, "v", 1, 0, (momento_condition)0, h, 32,
+                                         NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_set_if_sync(client, "c", "k", 1, "v", 1, 0, (momento_condition)11, h,
+                                         32, NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    /* The key, cache and value checks every request makes. */
+    assert_int_equal(momento_get_with_hash_sync(client, "c", NULL, 1, NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_get_with_hash_sync(client, "c", "k", 0, NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_get_with_hash_sync(client, "", "k", 1, NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_get_with_hash(client, "c", "k", 1, NULL, NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_set_with_hash_sync(client, "c", "k", 1, NULL, 3, 0, NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_set_with_hash_sync(NULL, "c", "k", 1, "v", 1, 0, NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    /* The server's answers: an unknown cache, and a collection where a
+     * scalar value is needed. */
+    assert_int_equal(momento_get_with_hash_sync(client, "nope", "k", 1, NULL, NULL),
+                     MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_set_with_hash_sync(client, "nope", "k", 1, "v", 1, 0, NULL, NULL),
+                     MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_dictionary_set_field_sync(client, "c", "hdict", 5, "f", 1, "v", 1, NULL,
+                                                       NULL, NULL),
+                     MOMENTO_OK);
+    assert_int_equal(momento_get_with_hash_sync(client, "c", "hdict", 5, NULL, NULL),
+                     MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(momento_set_if_sync(client, "c", "hdict", 5, "v", 1, 0,
+                                         MOMENTO_IF_ABSENT_OR_HASH_EQUAL, h, 32, NULL, NULL),
+                     MOMENTO_ERR_FAILED_PRECONDITION);
+    /* setWithHash replaces a collection, as set does. */
+    assert_int_equal(momento_set_with_hash_sync(client, "c", "hdict", 5, "v", 1, 0, NULL, NULL),
+                     MOMENTO_OK);
+    check_value("hdict", "v");
+}
+
+/* Retries: GetWithHash is a read (retried after UNAVAILABLE), SetIfHash a
+ * conditional write (never); the fault names are the SDKs'. */
+static void test_hash_retry_classes(void **state)
+{
+    (void)state;
+    put("hr", "v");
+    momento_result *r;
+    momento_client *faulty = tu_client(server, NULL);
+    momento__client_add_header(faulty, "request-id", "hash-retry");
+    momento__client_add_header(faulty, "return-error", "unavailable");
+    momento__client_add_header(faulty, "error-rpcs", "get-with-hash set-if-hash");
+    momento__client_add_header(faulty, "error-count", "2");
+    assert_int_equal(momento_set_with_hash_sync(faulty, "c", "hr", 2, "w", 1, 0, NULL, &r),
+                     MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_int_equal(momento_result_attempts(r), 1);
+    momento_result_free(r);
+    /* The second failure of the session, then a retry that succeeds. */
+    assert_int_equal(momento_get_with_hash_sync(faulty, "c", "hr", 2, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_attempts(r), 2);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    momento_result_free(r);
+    momento_client_free(faulty);
+    check_value("hr", "v");
+}
+
+/* With compression the hash is the stored (compressed) bytes', so a
+ * compressing and a plain client agree on it, and a get with hash returns
+ * the value decompressed as a get does. */
+static void test_hash_with_compression(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    assert_int_equal(momento_config_set_compression(cfg, MOMENTO_COMPRESS_GZIP,
+                                                    MOMENTO_COMPRESS_LEVEL_BALANCED),
+                     MOMENTO_OK);
+    momento_client *zc = tu_client(server, cfg);
+    momento_config_free(cfg);
+    enum { N = 4096 };
+    char *value = malloc(N);
+    assert_non_null(value);
+    memset(value, 'z', N);
+
+    momento_result *r;
+    assert_int_equal(momento_set_with_hash_sync(zc, "c", "hz", 2, value, N, 0, NULL, &r), MOMENTO_OK);
+    hash_buf stored;
+    copy_hash(r, &stored);
+    momento_result_free(r);
+
+    /* The compressing client reads the value back as it was written. */
+    assert_int_equal(momento_get_with_hash_sync(zc, "c", "hz", 2, NULL, &r), MOMENTO_OK);
+    size_t len;
+    const void *v = momento_result_value(r, &len);
+    assert_int_equal(len, N);
+    assert_memory_equal(v, value, N);
+    hash_buf got;
+    copy_hash(r, &got);
+    assert_true(same_hash(&stored, &got));
+    momento_result_free(r);
+
+    /* The plain client sees the gzip stream that is stored, and the same
+     * hash. */
+    assert_int_equal(momento_get_with_hash_sync(client, "c", "hz", 2, NULL, &r), MOMENTO_OK);
+    v = momento_result_value(r, &len);
+    assert_true(len > 2 && len < N);
+    assert_memory_equal(v, "\x1f\x8b", 2);
+    copy_hash(r, &got);
+    assert_true(same_hash(&stored, &got));
+    momento_result_free(r);
+
+    /* So the hash conditions work across the two. */
+    assert_int_equal(momento_set_if_present_and_hash_equal_sync(client, "c", "hz", 2, "plain", 5, 0,
+                                                                stored.bytes, stored.len, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
+    momento_result_free(r);
+    check_value("hz", "plain");
+    free(value);
+    momento_client_free(zc);
+}
+
 typedef struct dup_box {
     tu_counter k;
     momento_result *copy;
@@ -454,6 +895,12 @@ int main(void)
         cmocka_unit_test(test_batches_of_a_thousand),
         cmocka_unit_test(test_batch_refusals_and_errors),
         cmocka_unit_test(test_batch_result_survives_dup),
+        cmocka_unit_test(test_hash_get_and_set),
+        cmocka_unit_test(test_hash_conditions),
+        cmocka_unit_test(test_hash_async_and_named),
+        cmocka_unit_test(test_hash_refusals_and_errors),
+        cmocka_unit_test(test_hash_retry_classes),
+        cmocka_unit_test(test_hash_with_compression),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

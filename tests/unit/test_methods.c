@@ -29,6 +29,8 @@ static void test_retry_classification(void **state)
         {MOMENTO__RPC_GET_BATCH, "/cache_client.Scs/GetBatch", true, true},
         {MOMENTO__RPC_SET_BATCH, "/cache_client.Scs/SetBatch", true, true},
         {MOMENTO__RPC_SET_IF, "/cache_client.Scs/SetIf", false, false},
+        {MOMENTO__RPC_GET_WITH_HASH, "/cache_client.Scs/GetWithHash", true, false},
+        {MOMENTO__RPC_SET_IF_HASH, "/cache_client.Scs/SetIfHash", false, false},
         {MOMENTO__RPC_INCREMENT, "/cache_client.Scs/Increment", false, false},
         {MOMENTO__RPC_UPDATE_TTL, "/cache_client.Scs/UpdateTtl", false, false},
         /* Erasing by position is not idempotent: a repeat erases others. */
