@@ -28,6 +28,7 @@
 #include "alloc.h"
 #include "cancel.h"
 #include "client.h"
+#include "metrics.h"
 #include "op.h"
 #include "result.h"
 
@@ -58,6 +59,8 @@ struct momento__bmember {
     batch *in;                     /* while sent */
     size_t index;                  /* ...its place there */
     int64_t queued_ns;
+    int64_t submitted_ns;          /* for the metrics hook */
+    bool no_metrics;               /* a coalescer's RPC: its waiters are reported */
     uint64_t ttl_ms;
     size_t cache_len, key_len, value_len;
     uint8_t data[];                /* cache, NUL, key, value */
@@ -119,6 +122,13 @@ static void deliver(momento__bmember *m, const momento_result *r)
 {
     if (m->token)
         momento__cancel_hook_remove(m->token, &m->hook);
+    if (momento__metrics_on(&m->client->cfg) && !m->no_metrics) {
+        momento__rpc_id method = m->op == MOMENTO__BOP_GET   ? MOMENTO__RPC_GET
+                                 : m->op == MOMENTO__BOP_SET ? MOMENTO__RPC_SET
+                                                             : MOMENTO__RPC_DELETE;
+        momento__metrics_shared(&m->client->cfg, momento__rpcs[method].name, m_cache(m),
+                                m->submitted_ns, MOMENTO_METRICS_BATCHED, r);
+    }
     m->cb(r, m->userdata);
     momento_cancel_token_free(m->token);
     free(m);
@@ -255,6 +265,8 @@ int momento__batcher_offer(momento_client *c, momento__bop op, const char *cache
     m->cb = cb;
     m->userdata = userdata;
     m->deadline = opts->deadline;
+    m->submitted_ns = opts->submitted_ns;
+    m->no_metrics = opts->no_metrics;
     m->ttl_ms = ttl_ms;
     m->cache_len = cache_len;
     m->key_len = key_len;
@@ -378,7 +390,8 @@ static void batch_done(const momento_result *r, void *userdata)
         momento_result item = *momento_result_item(r, m->index);
         item.grpc_status = r->grpc_status;
         item.attempts = r->attempts;
-        item.message = r->message;
+        if (item.error == MOMENTO_OK) /* a failed item keeps its own (compress.c) */
+            item.message = r->message;
         item.error_detail = r->error_detail;
         deliver(m, &item);
     }
@@ -394,7 +407,10 @@ static int send_batch(momento_client *c, batch *bt)
     for (size_t i = 1; i < bt->n; i++)
         if (gpr_time_cmp(bt->members[i]->deadline, deadline) < 0)
             deadline = bt->members[i]->deadline;
-    momento__call_opts opts = {.deadline = deadline, .started = &bt->call, .unbatched = true};
+    momento__call_opts opts = {.deadline = deadline,
+                               .started = &bt->call,
+                               .unbatched = true,
+                               .no_metrics = true}; /* each member is reported */
     const char *cache = m_cache(first);
     int rc;
     if (bt->n == 1) { /* alone: a plain call */

@@ -1,6 +1,7 @@
 /* The decoder table, expanded from the RPC table, and what decoders share. */
 #include "decode.h"
 
+#include "compress.h"
 #include "wire.h"
 
 #include <stdlib.h>
@@ -21,6 +22,7 @@ void momento__scratch_free(momento__scratch *s)
         protobuf_c_message_free_unpacked(s->msgs[i], NULL);
     free(s->msgs);
     free(s->mem);
+    momento__decompressed_free(s->decompressed);
 }
 
 void *momento__unpack_reply(momento__rpc_id m, const grpc_slice *msg, momento__scratch *scratch)

@@ -15,6 +15,14 @@ typedef struct momento__scratch {
     ProtobufCMessage **msgs;  /* a stream's responses (array allocated) */
     size_t n_msgs;
     void *mem;                /* one more block (arrays the result points into) */
+    /* Reads' decompression (compress.c): the call sets the limit before
+     * decoding (0: values are returned as stored); decompressed values are
+     * chained here. */
+    size_t decompress_max;
+    void *decompressed;
+    /* A decoder's own explanation of the error it returns (static), which
+     * the result's message then is; NULL: the usual one. */
+    const char *message;
 } momento__scratch;
 
 void momento__scratch_free(momento__scratch *s);

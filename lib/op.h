@@ -6,6 +6,7 @@
 #include "blocking.h"
 #include "call.h"
 #include "client.h"
+#include "compress.h"
 #include "decode.h"
 #include "validate.h"
 

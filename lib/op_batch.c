@@ -47,6 +47,18 @@ MOMENTO__DECODER(get_batch)
             items[i].outcome = MOMENTO_OUTCOME_HIT;
             items[i].value = m->cache_body.data;
             items[i].value_len = m->cache_body.len;
+            /* A compressed value is returned decompressed (compress.c); one
+             * that fails fails its own item only, so that one bad value
+             * does not fail a batcher's unrelated gets. */
+            const char *why = NULL;
+            int drc = momento__decompress_hit(scratch, &items[i].value, &items[i].value_len, &why);
+            if (drc != MOMENTO_OK) {
+                items[i].error = drc;
+                items[i].outcome = MOMENTO_OUTCOME_ERROR;
+                items[i].message = why ? why : momento_strerror(drc);
+                items[i].value = NULL;
+                items[i].value_len = 0;
+            }
         } else if (m->result == CACHE_CLIENT__ECACHE_RESULT__Miss) {
             items[i].outcome = MOMENTO_OUTCOME_MISS;
         } else {
@@ -125,14 +137,19 @@ int momento_set_batch(momento_client *c, const char *cache, const void *const *k
     if (!values)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     MOMENTO__CHECK(momento__check_ttl(ttl_ms));
-    MOMENTO__CHECK(
-        momento__check_keys_request(c, cache, keys, key_lens, values, value_lens, n, opts, cb));
-    CacheClient__SetRequest *items = momento__malloc(n * sizeof(*items));
-    CacheClient__SetRequest **ptrs = momento__malloc(n * sizeof(*ptrs));
+    /* Compressed first (compress.c): the limits apply to what is sent. */
+    void *compressed;
+    MOMENTO__CHECK(momento__compress_writes(c, opts, values, value_lens, n, &values, &value_lens,
+                                            &compressed));
+    int crc =
+        momento__check_keys_request(c, cache, keys, key_lens, values, value_lens, n, opts, cb);
+    CacheClient__SetRequest *items = crc ? NULL : momento__malloc(n * sizeof(*items));
+    CacheClient__SetRequest **ptrs = crc ? NULL : momento__malloc(n * sizeof(*ptrs));
     if (!items || !ptrs) {
         free(items);
         free(ptrs);
-        return MOMENTO_ERR_NO_MEMORY;
+        momento__compressed_free(compressed);
+        return crc ? crc : MOMENTO_ERR_NO_MEMORY;
     }
     uint64_t ttl = momento__effective_ttl(&c->cfg, ttl_ms);
     for (size_t i = 0; i < n; i++) {
@@ -155,6 +172,7 @@ int momento_set_batch(momento_client *c, const char *cache, const void *const *k
                                       userdata);
     free(items);
     free(ptrs);
+    momento__compressed_free(compressed); /* packed at submit */
     return rc;
 }
 

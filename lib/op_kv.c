@@ -40,6 +40,10 @@ MOMENTO__DECODER(get)
         r->outcome = MOMENTO_OUTCOME_HIT;
         r->value = body ? body : (const uint8_t *)"";
         r->value_len = body_len;
+        /* A compressed value is returned decompressed (compress.c). */
+        int rc = momento__decompress_hit(scratch, &r->value, &r->value_len, &scratch->message);
+        if (rc != MOMENTO_OK)
+            return rc;
     } else if (result == 3) { /* Miss */
         r->outcome = MOMENTO_OUTCOME_MISS;
     } else {
@@ -191,13 +195,21 @@ int momento_set(momento_client *c, const char *cache, const void *key, size_t ke
                 const void *value, size_t value_len, uint64_t ttl_ms,
                 const momento_request_options *opts, momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(
-        momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb));
-    momento__coalescers_note_write(c, cache, key, key_len); /* read-your-writes */
-    momento__call_opts resolved;
-    momento__call_opts_from(c, opts, &resolved);
-    return momento__send_set(c, cache, key, key_len, value, value_len, ttl_ms, &resolved, cb,
-                             userdata);
+    /* Compressed first (compress.c): the limits apply to what is sent, and
+     * the batcher and the wire get the bytes to store. */
+    void *compressed;
+    MOMENTO__CHECK(momento__compress_write(c, opts, &value, &value_len, &compressed));
+    int rc =
+        momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb);
+    if (rc == MOMENTO_OK) {
+        momento__coalescers_note_write(c, cache, key, key_len); /* read-your-writes */
+        momento__call_opts resolved;
+        momento__call_opts_from(c, opts, &resolved);
+        rc = momento__send_set(c, cache, key, key_len, value, value_len, ttl_ms, &resolved, cb,
+                               userdata);
+    }
+    free(compressed); /* packed or copied at submit */
+    return rc;
 }
 
 int momento_set_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
