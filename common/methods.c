@@ -5,6 +5,7 @@
 #include "cacheping.pb-c.h"
 #include "cachepubsub.pb-c.h"
 #include "controlclient.pb-c.h"
+#include "token.pb-c.h"
 
 const momento__rpc momento__rpcs[MOMENTO__RPC_COUNT] = {
 #define MOMENTO_RPC(ID, fn, ...) [MOMENTO__RPC_##ID] = {__VA_ARGS__},

@@ -12,8 +12,11 @@ typedef enum momento__plane {
     MOMENTO__PLANE_DATA,    /* cache endpoint; `authorization` and `cache` */
     MOMENTO__PLANE_CONTROL, /* control endpoint; `authorization` only */
     MOMENTO__PLANE_PING,    /* cache endpoint; no headers of ours, no token */
-    MOMENTO__PLANE_TOPIC    /* cache endpoint; `authorization` only, the cache
+    MOMENTO__PLANE_TOPIC,   /* cache endpoint; `authorization` only, the cache
                              * named in the request body (topics) */
+    MOMENTO__PLANE_TOKEN    /* token endpoint; the caller's key travels in the
+                             * request body (`auth_token`), which is what the
+                             * token service reads */
 } momento__plane;
 
 typedef struct momento__rpc {

@@ -43,6 +43,7 @@ void momento__credentials_clear(momento_credentials *c)
     free(c->token);
     free(c->cache_endpoint);
     free(c->control_endpoint);
+    free(c->token_endpoint);
     memset(c, 0, sizeof(*c));
 }
 
@@ -52,8 +53,9 @@ int momento__credentials_copy(momento_credentials *dst, const momento_credential
     dst->token = dup_str(src->token);
     dst->cache_endpoint = dup_str(src->cache_endpoint);
     dst->control_endpoint = dup_str(src->control_endpoint);
+    dst->token_endpoint = dup_str(src->token_endpoint);
     dst->tls = src->tls;
-    if (!dst->token || !dst->cache_endpoint || !dst->control_endpoint) {
+    if (!dst->token || !dst->cache_endpoint || !dst->control_endpoint || !dst->token_endpoint) {
         momento__credentials_clear(dst);
         return MOMENTO_ERR_NO_MEMORY;
     }
@@ -130,14 +132,32 @@ static char *join_host(const char *prefix, const char *host)
     return out;
 }
 
+/* Momento names its token service token.<base> beside control.<base>
+ * (docs/protocol.md "Credentials and key formats"); any other control
+ * endpoint (a local server, a proxy) is taken to answer it too. */
+static char *token_endpoint_for(const char *control_ep)
+{
+    if (!control_ep)
+        return NULL;
+    if (strncmp(control_ep, "control.", 8) != 0)
+        return dup_str(control_ep);
+    size_t n = strlen(control_ep) - 8 + sizeof("token.");
+    char *out = momento__malloc(n);
+    if (out)
+        snprintf(out, n, "token.%s", control_ep + 8);
+    return out;
+}
+
 static int make_creds(momento_credentials **ret, const char *token, char *cache_ep,
                       char *control_ep, int tls)
 {
     momento_credentials *c = momento__calloc(1, sizeof(*c));
     char *tok = dup_str(token);
-    if (!c || !tok || !cache_ep || !control_ep) {
+    char *token_ep = token_endpoint_for(control_ep);
+    if (!c || !tok || !cache_ep || !control_ep || !token_ep) {
         free(c);
         free(tok);
+        free(token_ep);
         free(cache_ep);
         free(control_ep);
         return MOMENTO_ERR_NO_MEMORY;
@@ -145,6 +165,7 @@ static int make_creds(momento_credentials **ret, const char *token, char *cache_
     c->token = tok;
     c->cache_endpoint = cache_ep;
     c->control_endpoint = control_ep;
+    c->token_endpoint = token_ep;
     c->tls = tls;
     *ret = c;
     return MOMENTO_OK;

@@ -8,6 +8,10 @@ struct momento_credentials {
     char *token;            /* sent as `authorization`; "" for local servers */
     char *cache_endpoint;   /* gRPC target "host:port" */
     char *control_endpoint;
+    /* The token service (GenerateDisposableToken): token.<base> where the
+     * control endpoint is control.<base>, else the control endpoint itself
+     * (a local server answers every service on one port). */
+    char *token_endpoint;
     int tls;
 };
 

@@ -31,6 +31,7 @@
 #include "srv_metadata.h"
 #include "srv_reply.h"
 #include "srv_rpc.h"
+#include "srv_tokens.h"
 
 #include <grpc/slice_buffer.h>
 #include <grpc/support/time.h>
@@ -289,9 +290,13 @@ static void answer(srv_call *c)
          * readall() would copy it, a batch's whole body. */
         grpc_slice body = momento__byte_buffer_slice(c->payload);
         const grpc_slice *cache = srv_header(&c->md, "cache");
-        srv_dispatch(c->s, c->method, cache ? (const char *)GRPC_SLICE_START_PTR(*cache) : NULL,
-                     cache ? GRPC_SLICE_LENGTH(*cache) : 0, GRPC_SLICE_START_PTR(body),
-                     GRPC_SLICE_LENGTH(body), &c->reply);
+        /* A disposable token's scope: the cache, keys or topic and the
+         * access it grants (tokens.c). */
+        if (srv_token_permits(c->s, c->method, srv_header(&c->md, "authorization"), cache, body,
+                              &c->reply))
+            srv_dispatch(c->s, c->method, cache ? (const char *)GRPC_SLICE_START_PTR(*cache) : NULL,
+                         cache ? GRPC_SLICE_LENGTH(*cache) : 0, GRPC_SLICE_START_PTR(body),
+                         GRPC_SLICE_LENGTH(body), &c->reply);
         grpc_slice_unref(body);
         if (c->reply.sub) {
             stream_start(c);
@@ -562,18 +567,29 @@ static void on_new_call(srv_call *c, bool ok)
     /* Official clients ping without a token (docs/protocol.md "Headers"). */
     bool ping = rpc->plane == MOMENTO__PLANE_PING;
     bool authenticated = true;
-    if (s->opts.auth_token) {
-        const grpc_slice *auth = srv_header(&c->md, "authorization");
-        authenticated = auth && grpc_slice_str_cmp(*auth, s->opts.auth_token) == 0;
+    const grpc_slice *auth = srv_header(&c->md, "authorization");
+    /* A disposable token this server issued is a credential of its own
+     * (tokens.c): forged, altered or expired, the call ends here. The token
+     * service reads its caller's key from the body (rpc_token.c). */
+    bool token_plane = rpc->plane == MOMENTO__PLANE_TOKEN;
+    int disposable = ping || token_plane ? 0 : srv_token_authenticate(s, auth, &c->reply);
+    if (disposable < 0) {
+        reply(c);
+        return;
     }
+    if (s->opts.auth_token && !disposable && !token_plane)
+        authenticated = auth && grpc_slice_str_cmp(*auth, s->opts.auth_token) == 0;
     if (!authenticated && !ping) {
         srv_reply_error(&c->reply, GRPC_STATUS_UNAUTHENTICATED, NULL, "invalid auth token");
         reply(c);
         return;
     }
     if (!ping && rate_limited(s)) {
+        /* "operations": the word official SDKs look for when they read the
+         * message rather than the `err` trailer. */
         srv_reply_error(&c->reply, GRPC_STATUS_RESOURCE_EXHAUSTED, "operations_rate_limit_exceeded",
-                        "request rate exceeded the limit of %u per second", s->opts.max_rps);
+                        "operations rate limit exceeded: more than %u operations per second",
+                        s->opts.max_rps);
         reply(c);
         return;
     }

@@ -44,6 +44,10 @@ void srv_dispatch(momento_local *s, momento__rpc_id m, const char *cache, size_t
                   const uint8_t *body, size_t len, srv_reply *r)
 {
     store_cache *c = NULL;
+    /* First, as a service refuses what it will not read: nothing of a
+     * request over the size limit is looked at, not even its cache. */
+    if (!srv_check_request_size(s, r, len))
+        return;
     if (momento__rpcs[m].plane == MOMENTO__PLANE_DATA &&
         !(c = named_cache(s, cache, cache_len, "request is missing the cache header", r)))
         return;

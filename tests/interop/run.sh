@@ -59,6 +59,8 @@ status=0
 node "$here/interop.js" "$host" "$port" || status=1
 echo "# topics: the Node SDK's TopicClient"
 node "$here/topics.js" "$host" "$port" || status=1
+echo "# disposable tokens: the Node SDK's AuthClient, then a CacheClient with each token"
+node "$here/tokens.js" "$host" "$port" || status=1
 # The same server state through both clients: each reads what the other wrote.
 echo "# cross-check: libmomento writes, the Node SDK reads"
 "$crosscheck_bin" write "$endpoint" || status=1

@@ -1,0 +1,157 @@
+/* The token service: GenerateDisposableToken (docs/server.md "Disposable
+ * tokens"). The caller's key comes in the request body, as Momento's token
+ * service reads it; the token it gets back is signed by tokens.c. */
+#include "srv_rpc.h"
+
+#include "srv_server.h"
+#include "srv_tokens.h"
+
+#include "permissionmessages.pb-c.h"
+#include "token.pb-c.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* protobuf-c's names for the permission messages and their oneof cases,
+ * shortened: PT(CACHE_PERMISSIONS__CACHE_ALL_CACHES) is
+ * PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_ALL_CACHES. */
+#define PT(name) PERMISSION_MESSAGES__PERMISSIONS_TYPE__##name
+typedef PermissionMessages__PermissionsType__CachePermissions CachePerm;
+typedef PermissionMessages__PermissionsType__TopicPermissions TopicPerm;
+typedef PermissionMessages__PermissionsType__CacheSelector CacheSel;
+typedef PermissionMessages__PermissionsType__CacheItemSelector ItemSel;
+typedef PermissionMessages__PermissionsType__TopicSelector TopicSel;
+typedef PermissionMessages__PermissionsType__All AllSel;
+
+static bool role_ok(int role)
+{
+    return role >= 1 && role <= 3;
+}
+
+/* NULL when the grant is one this server can hold calls to, else why not. */
+static const char *check_grant(const PermissionMessages__PermissionsType *t)
+{
+    if (t->kind_case == PT(KIND_CACHE_PERMISSIONS)) {
+        const CachePerm *p = t->cache_permissions;
+        if (!role_ok(p->role))
+            return "a cache permission has no role";
+        if (p->cache_case == PT(CACHE_PERMISSIONS__CACHE_CACHE_SELECTOR) &&
+            (!p->cache_selector->cache_name || !*p->cache_selector->cache_name))
+            return "cache name must not be empty";
+        if (p->cache_case == PT(CACHE_PERMISSIONS__CACHE__NOT_SET))
+            return "a cache permission names no cache";
+        if (p->cache_item_case == PT(CACHE_PERMISSIONS__CACHE_ITEM_ITEM_SELECTOR)) {
+            const ItemSel *sel = p->item_selector;
+            if (sel->kind_case == PT(CACHE_ITEM_SELECTOR__KIND__NOT_SET) ||
+                (sel->kind_case == PT(CACHE_ITEM_SELECTOR__KIND_KEY) ? sel->key.len
+                                                                     : sel->key_prefix.len) == 0)
+                return "cache key or key prefix must not be empty";
+        }
+        /* No item selector at all is every item (tokens.c): the SDKs send
+         * a cache-wide grant without one. */
+        return NULL;
+    }
+    if (t->kind_case == PT(KIND_TOPIC_PERMISSIONS)) {
+        const TopicPerm *p = t->topic_permissions;
+        if (!role_ok(p->role))
+            return "a topic permission has no role";
+        if (p->cache_case == PT(TOPIC_PERMISSIONS__CACHE_CACHE_SELECTOR) &&
+            (!p->cache_selector->cache_name || !*p->cache_selector->cache_name))
+            return "cache name must not be empty";
+        if (p->cache_case == PT(TOPIC_PERMISSIONS__CACHE__NOT_SET))
+            return "a topic permission names no cache";
+        if (p->topic_case == PT(TOPIC_PERMISSIONS__TOPIC__NOT_SET))
+            return "a topic permission names no topic";
+        if (p->topic_case == PT(TOPIC_PERMISSIONS__TOPIC_TOPIC_SELECTOR)) {
+            const TopicSel *sel = p->topic_selector;
+            const char *name = sel->kind_case == PT(TOPIC_SELECTOR__KIND_TOPIC_NAME)
+                                   ? sel->topic_name
+                               : sel->kind_case == PT(TOPIC_SELECTOR__KIND_TOPIC_NAME_PREFIX)
+                                   ? sel->topic_name_prefix
+                                   : NULL;
+            if (!name || !*name)
+                return "topic name must not be empty";
+        }
+        return NULL;
+    }
+    return "a permission is neither a cache nor a topic permission";
+}
+
+void srv_generate_disposable_token(momento_local *s, store_cache *c, const ProtobufCMessage *msg,
+                                   srv_reply *r)
+{
+    (void)c;
+    const Token__GenerateDisposableTokenRequest *req =
+        (const Token__GenerateDisposableTokenRequest *)msg;
+    const char *key = req->auth_token ? req->auth_token : "";
+    size_t key_len = strlen(key);
+    /* The caller's key: a disposable token may not make more of itself;
+     * on a server with a token, only that token may make them. */
+    if (srv_token_is_disposable(key, key_len)) {
+        grpc_slice k = grpc_slice_from_copied_buffer(key, key_len);
+        int valid = srv_token_authenticate(s, &k, r);
+        grpc_slice_unref(k);
+        if (valid > 0)
+            srv_reply_error(r, GRPC_STATUS_PERMISSION_DENIED, NULL,
+                            "Insufficient permissions to perform this operation");
+        return;
+    }
+    if (s->opts.auth_token && strcmp(key, s->opts.auth_token) != 0) {
+        srv_reply_error(r, GRPC_STATUS_UNAUTHENTICATED, NULL, "invalid auth token");
+        return;
+    }
+    if (!req->expires || req->expires->valid_for_seconds == 0) {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
+                        "disposable tokens must have an expiry");
+        return;
+    }
+    if (req->expires->valid_for_seconds > SRV_TOKEN_MAX_SECONDS) {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
+                        "disposable tokens must expire within %u seconds", SRV_TOKEN_MAX_SECONDS);
+        return;
+    }
+    if (req->token_id && strlen(req->token_id) > SRV_TOKEN_ID_MAX) {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
+                        "TokenID must be less than or equal to %u characters.", SRV_TOKEN_ID_MAX);
+        return;
+    }
+    const PermissionMessages__Permissions *perms = req->permissions;
+    if (!perms || perms->kind_case != PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT ||
+        !perms->explicit_ || perms->explicit_->n_permissions == 0) {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
+                        "disposable tokens need at least one explicit permission");
+        return;
+    }
+    const PermissionMessages__ExplicitPermissions *ex = perms->explicit_;
+    for (size_t i = 0; i < ex->n_permissions; i++) {
+        const char *why = check_grant(ex->permissions[i]);
+        if (why) {
+            srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", why);
+            return;
+        }
+    }
+    size_t n = permission_messages__permissions__get_packed_size(perms);
+    uint8_t *packed = malloc(n ? n : 1);
+    if (!packed) {
+        srv_reply_no_memory(r);
+        return;
+    }
+    permission_messages__permissions__pack(perms, packed);
+    uint64_t valid_until = (uint64_t)time(NULL) + req->expires->valid_for_seconds;
+    char *token = srv_token_sign(s, packed, n, valid_until);
+    free(packed);
+    if (!token) {
+        srv_reply_no_memory(r);
+        return;
+    }
+    Token__GenerateDisposableTokenResponse resp = TOKEN____GENERATE_DISPOSABLE_TOKEN_RESPONSE__INIT;
+    resp.api_key = token;
+    /* The address the token works against: this server's. */
+    resp.endpoint = s->endpoint;
+    resp.valid_until = valid_until;
+    srv_reply_add(r, &resp.base);
+    /* A token is a secret: wiped before its memory goes back. */
+    memset(token, 0, strlen(token));
+    free(token);
+}

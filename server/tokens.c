@@ -1,0 +1,548 @@
+/* Disposable tokens: their form, their signature and the scope they hold a
+ * call to. A token is
+ *
+ *     "mlt1." base64url(claims) "." base64url(HMAC-SHA256(key, the part before the 2nd dot))
+ *
+ * with claims = valid_until (8 bytes, big-endian, seconds since the epoch)
+ * followed by the packed permission_messages.Permissions it was issued
+ * with. OpenSSL computes the MAC; the key is random per server (see
+ * srv_tokens.h). The form is this server's own: Momento's clients never
+ * look inside a token, they only wrap it (as base64 of {"endpoint",
+ * "api_key"}) and send it back. */
+#include "srv_tokens.h"
+
+#include "srv_server.h"
+
+#include "permissionmessages.pb-c.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* protobuf-c's names for the permission messages and their oneof cases,
+ * shortened: PT(CACHE_PERMISSIONS__CACHE_ALL_CACHES) is
+ * PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_ALL_CACHES. */
+#define PT(name) PERMISSION_MESSAGES__PERMISSIONS_TYPE__##name
+typedef PermissionMessages__PermissionsType__CachePermissions CachePerm;
+typedef PermissionMessages__PermissionsType__TopicPermissions TopicPerm;
+typedef PermissionMessages__PermissionsType__CacheSelector CacheSel;
+typedef PermissionMessages__PermissionsType__CacheItemSelector ItemSel;
+typedef PermissionMessages__PermissionsType__TopicSelector TopicSel;
+typedef PermissionMessages__PermissionsType__All AllSel;
+
+#define PREFIX "mlt1."
+#define PREFIX_LEN 5
+#define MAC_LEN 32
+/* A token's claims beyond this are not ours (requests are at most a few
+ * MB, but a scope worth signing is small). */
+#define MAX_CLAIMS 65536
+
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static size_t b64_len(size_t n)
+{
+    return (n * 4 + 2) / 3;
+}
+
+/* Unpadded base64url of `n` bytes at `out`; returns the end. */
+static char *b64_encode(const uint8_t *in, size_t n, char *out)
+{
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        for (int k = 18; k >= 0; k -= 6)
+            *out++ = b64url[(v >> k) & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
+        *out++ = b64url[v >> 18];
+        *out++ = b64url[(v >> 12) & 63];
+        if (i + 1 < n)
+            *out++ = b64url[(v >> 6) & 63];
+    }
+    return out;
+}
+
+static int b64_value(char ch)
+{
+    const char *p = ch ? strchr(b64url, ch) : NULL;
+    return p ? (int)(p - b64url) : -1;
+}
+
+/* Decodes unpadded base64url into `out` (room for n * 3 / 4 bytes); returns
+ * the length, or -1 when `in` is not canonical base64url: one token has
+ * exactly one spelling, so an altered one cannot pass as the same. */
+static long b64_decode(const char *in, size_t n, uint8_t *out)
+{
+    if (n % 4 == 1)
+        return -1;
+    size_t o = 0;
+    uint32_t v = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int d = b64_value(in[i]);
+        if (d < 0)
+            return -1;
+        v = v << 6 | (uint32_t)d;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (uint8_t)(v >> bits);
+        }
+    }
+    if (bits && (v & ((1u << bits) - 1)))
+        return -1; /* leftover bits must be zero */
+    return (long)o;
+}
+
+static void ensure_key(momento_local *s)
+{
+    if (s->token_key_set)
+        return;
+    /* RAND_bytes fails only without an entropy source; a server that cannot
+     * draw a key must not sign with a predictable one, so the key then
+     * stays unset and nothing verifies (mac() refuses). */
+    if (RAND_bytes(s->token_key, sizeof(s->token_key)) == 1)
+        s->token_key_set = true;
+}
+
+static bool mac(momento_local *s, const char *data, size_t len, uint8_t out[MAC_LEN])
+{
+    ensure_key(s);
+    if (!s->token_key_set)
+        return false;
+    unsigned int out_len = 0;
+    return HMAC(EVP_sha256(), s->token_key, sizeof(s->token_key), (const unsigned char *)data, len,
+                out, &out_len) != NULL &&
+           out_len == MAC_LEN;
+}
+
+bool srv_token_is_disposable(const char *token, size_t len)
+{
+    return len > PREFIX_LEN && memcmp(token, PREFIX, PREFIX_LEN) == 0;
+}
+
+char *srv_token_sign(momento_local *s, const uint8_t *perms, size_t perms_len, uint64_t valid_until)
+{
+    size_t claims_len = 8 + perms_len;
+    uint8_t *claims = malloc(claims_len);
+    char *out = malloc(PREFIX_LEN + b64_len(claims_len) + 1 + b64_len(MAC_LEN) + 1);
+    if (!claims || !out) {
+        free(claims);
+        free(out);
+        return NULL;
+    }
+    for (int i = 0; i < 8; i++)
+        claims[i] = (uint8_t)(valid_until >> (56 - 8 * i));
+    memcpy(claims + 8, perms, perms_len);
+    memcpy(out, PREFIX, PREFIX_LEN);
+    char *p = b64_encode(claims, claims_len, out + PREFIX_LEN);
+    free(claims);
+    uint8_t m[MAC_LEN];
+    if (!mac(s, out, (size_t)(p - out), m)) {
+        free(out);
+        return NULL;
+    }
+    *p++ = '.';
+    p = b64_encode(m, MAC_LEN, p);
+    *p = '\0';
+    return out;
+}
+
+/* A verified token's scope. */
+typedef struct claims {
+    uint64_t valid_until;
+    PermissionMessages__Permissions *perms;
+} claims;
+
+/* Checks `token`'s form, signature and expiry; fills `out` (its perms to
+ * be freed) when all hold. NULL when valid, else why not. */
+static const char *verify(momento_local *s, const char *token, size_t len, claims *out)
+{
+    const char *dot = len > PREFIX_LEN ? memchr(token + PREFIX_LEN, '.', len - PREFIX_LEN) : NULL;
+    if (!dot)
+        return "invalid auth token";
+    size_t signed_len = (size_t)(dot - token);
+    size_t claims_b64 = signed_len - PREFIX_LEN;
+    size_t mac_b64 = len - signed_len - 1;
+    if (claims_b64 > b64_len(MAX_CLAIMS) || mac_b64 != b64_len(MAC_LEN))
+        return "invalid auth token";
+    uint8_t got[MAC_LEN + 2], want[MAC_LEN];
+    if (b64_decode(dot + 1, mac_b64, got) != MAC_LEN || !mac(s, token, signed_len, want) ||
+        CRYPTO_memcmp(got, want, MAC_LEN) != 0)
+        return "invalid auth token";
+    uint8_t *raw = malloc(claims_b64 * 3 / 4 + 3);
+    if (!raw)
+        return "server out of memory";
+    long n = b64_decode(token + PREFIX_LEN, claims_b64, raw);
+    if (n < 8) {
+        free(raw);
+        return "invalid auth token";
+    }
+    uint64_t until = 0;
+    for (int i = 0; i < 8; i++)
+        until = until << 8 | raw[i];
+    /* Expired: AUTHENTICATION, as Momento answers an expired token. */
+    if ((uint64_t)time(NULL) >= until) {
+        free(raw);
+        return "auth token has expired";
+    }
+    out->valid_until = until;
+    out->perms = permission_messages__permissions__unpack(NULL, (size_t)n - 8, raw + 8);
+    free(raw);
+    return out->perms ? NULL : "invalid auth token";
+}
+
+int srv_token_authenticate(momento_local *s, const grpc_slice *auth, srv_reply *r)
+{
+    if (!auth)
+        return 0;
+    const char *token = (const char *)GRPC_SLICE_START_PTR(*auth);
+    size_t len = GRPC_SLICE_LENGTH(*auth);
+    if (!srv_token_is_disposable(token, len))
+        return 0;
+    claims c;
+    const char *why = verify(s, token, len, &c);
+    if (why) {
+        srv_reply_error(r, GRPC_STATUS_UNAUTHENTICATED, NULL, "%s", why);
+        return -1;
+    }
+    permission_messages__permissions__free_unpacked(c.perms, NULL);
+    return 1;
+}
+
+/* ----------------------------------------------------------------- scope */
+
+/* What an RPC does to the items it names. Momento grants a write that
+ * reads (a condition, a returned value) only to CacheReadWrite: its
+ * CacheWriteOnly "doesn't allow conditional write APIs". */
+enum access { ACC_NONE, ACC_READ, ACC_WRITE, ACC_READ_WRITE };
+
+static enum access access_of(momento__rpc_id m)
+{
+    switch (m) {
+    case MOMENTO__RPC_GET:
+    case MOMENTO__RPC_GET_WITH_HASH:
+    case MOMENTO__RPC_KEYS_EXIST:
+    case MOMENTO__RPC_ITEM_GET_TTL:
+    case MOMENTO__RPC_ITEM_GET_TYPE:
+    case MOMENTO__RPC_GET_BATCH:
+    case MOMENTO__RPC_DICTIONARY_GET:
+    case MOMENTO__RPC_DICTIONARY_FETCH:
+    case MOMENTO__RPC_DICTIONARY_LENGTH:
+    case MOMENTO__RPC_SET_FETCH:
+    case MOMENTO__RPC_SET_SAMPLE:
+    case MOMENTO__RPC_SET_CONTAINS:
+    case MOMENTO__RPC_SET_LENGTH:
+    case MOMENTO__RPC_LIST_FETCH:
+    case MOMENTO__RPC_LIST_LENGTH:
+    case MOMENTO__RPC_SORTED_SET_FETCH:
+    case MOMENTO__RPC_SORTED_SET_GET_SCORE:
+    case MOMENTO__RPC_SORTED_SET_GET_RANK:
+    case MOMENTO__RPC_SORTED_SET_LENGTH:
+    case MOMENTO__RPC_SORTED_SET_LENGTH_BY_SCORE:
+    case MOMENTO__RPC_TOPIC_SUBSCRIBE:
+        return ACC_READ;
+    case MOMENTO__RPC_SET:
+    case MOMENTO__RPC_DELETE:
+    case MOMENTO__RPC_SET_BATCH:
+    case MOMENTO__RPC_DICTIONARY_SET:
+    case MOMENTO__RPC_DICTIONARY_DELETE:
+    case MOMENTO__RPC_SET_UNION:
+    case MOMENTO__RPC_SET_DIFFERENCE:
+    case MOMENTO__RPC_LIST_PUSH_FRONT:
+    case MOMENTO__RPC_LIST_PUSH_BACK:
+    case MOMENTO__RPC_LIST_ERASE:
+    case MOMENTO__RPC_LIST_REMOVE:
+    case MOMENTO__RPC_LIST_CONCATENATE_FRONT:
+    case MOMENTO__RPC_LIST_CONCATENATE_BACK:
+    case MOMENTO__RPC_LIST_RETAIN:
+    case MOMENTO__RPC_SORTED_SET_PUT:
+    case MOMENTO__RPC_SORTED_SET_REMOVE:
+    case MOMENTO__RPC_TOPIC_PUBLISH:
+        return ACC_WRITE;
+    case MOMENTO__RPC_SET_IF:
+    case MOMENTO__RPC_SET_IF_NOT_EXISTS:
+    case MOMENTO__RPC_SET_IF_HASH:
+    case MOMENTO__RPC_INCREMENT:
+    case MOMENTO__RPC_UPDATE_TTL:
+    case MOMENTO__RPC_DICTIONARY_INCREMENT:
+    case MOMENTO__RPC_SET_POP:
+    case MOMENTO__RPC_LIST_POP_FRONT:
+    case MOMENTO__RPC_LIST_POP_BACK:
+    case MOMENTO__RPC_SORTED_SET_INCREMENT:
+    case MOMENTO__RPC_SORTED_SET_UNION_STORE:
+        return ACC_READ_WRITE;
+    default:
+        /* The control plane, the token service, and any RPC added to the
+         * table without a line here: a disposable token may not. */
+        return ACC_NONE;
+    }
+}
+
+/* Whether a grant's role covers `a`. CacheRole and TopicRole number their
+ * roles alike: 1 read-write, 2 read-only, 3 write-only. */
+static bool role_allows(int role, enum access a)
+{
+    switch (a) {
+    case ACC_READ:
+        return role == 1 || role == 2;
+    case ACC_WRITE:
+        return role == 1 || role == 3;
+    case ACC_READ_WRITE:
+        return role == 1;
+    default:
+        return false;
+    }
+}
+
+static bool same(const void *a, size_t alen, const void *b, size_t blen)
+{
+    return alen == blen && memcmp(a, b, alen) == 0;
+}
+
+static bool prefixed(const void *s, size_t len, const void *prefix, size_t plen)
+{
+    return plen <= len && memcmp(s, prefix, plen) == 0;
+}
+
+/* Whether a grant on every cache (`all`) or on the one `sel` names covers
+ * `cache`. */
+static bool cache_matches(bool all, const CacheSel *sel, const char *cache, size_t cache_len)
+{
+    if (all)
+        return true;
+    return sel && sel->kind_case == PT(CACHE_SELECTOR__KIND_CACHE_NAME) && sel->cache_name &&
+           same(sel->cache_name, strlen(sel->cache_name), cache, cache_len);
+}
+
+/* Whether some cache grant allows `a` on `key` of `cache`. A NULL key asks
+ * for a grant on every item (an RPC whose items cannot all be named). */
+static bool cache_allows(const PermissionMessages__ExplicitPermissions *ex, enum access a,
+                         const char *cache, size_t cache_len, const uint8_t *key, size_t key_len)
+{
+    for (size_t i = 0; i < ex->n_permissions; i++) {
+        const PermissionMessages__PermissionsType *t = ex->permissions[i];
+        if (t->kind_case != PT(KIND_CACHE_PERMISSIONS))
+            continue;
+        const CachePerm *p = t->cache_permissions;
+        if (!role_allows(p->role, a) ||
+            !cache_matches(p->cache_case == PT(CACHE_PERMISSIONS__CACHE_ALL_CACHES),
+                           p->cache_case == PT(CACHE_PERMISSIONS__CACHE_CACHE_SELECTOR)
+                               ? p->cache_selector
+                               : NULL,
+                           cache, cache_len))
+            continue;
+        /* No item selector is every item: the SDKs send a cache-wide grant
+         * without one. */
+        if (p->cache_item_case == PT(CACHE_PERMISSIONS__CACHE_ITEM_ALL_ITEMS) ||
+            p->cache_item_case == PT(CACHE_PERMISSIONS__CACHE_ITEM__NOT_SET))
+            return true;
+        if (!key || p->cache_item_case != PT(CACHE_PERMISSIONS__CACHE_ITEM_ITEM_SELECTOR))
+            continue;
+        const ItemSel *sel = p->item_selector;
+        if (sel->kind_case == PT(CACHE_ITEM_SELECTOR__KIND_KEY) &&
+            same(sel->key.data, sel->key.len, key, key_len))
+            return true;
+        if (sel->kind_case == PT(CACHE_ITEM_SELECTOR__KIND_KEY_PREFIX) &&
+            prefixed(key, key_len, sel->key_prefix.data, sel->key_prefix.len))
+            return true;
+    }
+    return false;
+}
+
+static bool topic_allows(const PermissionMessages__ExplicitPermissions *ex, enum access a,
+                         const char *cache, size_t cache_len, const char *topic, size_t topic_len)
+{
+    for (size_t i = 0; i < ex->n_permissions; i++) {
+        const PermissionMessages__PermissionsType *t = ex->permissions[i];
+        if (t->kind_case != PT(KIND_TOPIC_PERMISSIONS))
+            continue;
+        const TopicPerm *p = t->topic_permissions;
+        if (!role_allows(p->role, a) ||
+            !cache_matches(p->cache_case == PT(TOPIC_PERMISSIONS__CACHE_ALL_CACHES),
+                           p->cache_case == PT(TOPIC_PERMISSIONS__CACHE_CACHE_SELECTOR)
+                               ? p->cache_selector
+                               : NULL,
+                           cache, cache_len))
+            continue;
+        if (p->topic_case == PT(TOPIC_PERMISSIONS__TOPIC_ALL_TOPICS))
+            return true;
+        if (p->topic_case != PT(TOPIC_PERMISSIONS__TOPIC_TOPIC_SELECTOR))
+            continue;
+        const TopicSel *sel = p->topic_selector;
+        if (sel->kind_case == PT(TOPIC_SELECTOR__KIND_TOPIC_NAME) && sel->topic_name &&
+            same(sel->topic_name, strlen(sel->topic_name), topic, topic_len))
+            return true;
+        if (sel->kind_case == PT(TOPIC_SELECTOR__KIND_TOPIC_NAME_PREFIX) &&
+            sel->topic_name_prefix &&
+            prefixed(topic, topic_len, sel->topic_name_prefix, strlen(sel->topic_name_prefix)))
+            return true;
+    }
+    return false;
+}
+
+/* ------------------------------------------------------ the request's keys */
+
+/* The protobuf wire format, just enough to find length-delimited fields
+ * without unpacking: reads a varint, false when malformed. */
+static bool varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Calls `each` for every length-delimited field number `field` of the
+ * message in [p, end); returns false when the bytes are malformed or `each`
+ * returns false. */
+typedef bool each_fn(const uint8_t *v, size_t len, void *ctx);
+
+static bool each_field(const uint8_t *p, const uint8_t *end, uint32_t field, each_fn *each,
+                       void *ctx)
+{
+    while (p < end) {
+        uint64_t tag, n;
+        if (!varint(&p, end, &tag))
+            return false;
+        switch (tag & 7) {
+        case 0:
+            if (!varint(&p, end, &n))
+                return false;
+            break;
+        case 1:
+            if (end - p < 8)
+                return false;
+            p += 8;
+            break;
+        case 5:
+            if (end - p < 4)
+                return false;
+            p += 4;
+            break;
+        case 2:
+            if (!varint(&p, end, &n) || n > (uint64_t)(end - p))
+                return false;
+            if ((tag >> 3) == field && !each(p, (size_t)n, ctx))
+                return false;
+            p += n;
+            break;
+        default:
+            return false;
+        }
+    }
+    return true;
+}
+
+typedef struct key_check {
+    const PermissionMessages__ExplicitPermissions *ex;
+    enum access a;
+    const char *cache;
+    size_t cache_len;
+    bool denied;
+} key_check;
+
+static bool check_key(const uint8_t *v, size_t len, void *ctx)
+{
+    key_check *k = ctx;
+    if (!cache_allows(k->ex, k->a, k->cache, k->cache_len, v, len))
+        k->denied = true;
+    return true;
+}
+
+/* A batch item (_GetRequest / _SetRequest): its key is its field 1. */
+static bool check_item(const uint8_t *v, size_t len, void *ctx)
+{
+    return each_field(v, v + len, 1, check_key, ctx);
+}
+
+typedef struct string_field {
+    const uint8_t *v;
+    size_t len;
+} string_field;
+
+static bool take_last(const uint8_t *v, size_t len, void *ctx)
+{
+    string_field *f = ctx;
+    f->v = v;
+    f->len = len;
+    return true;
+}
+
+static void deny(srv_reply *r)
+{
+    srv_reply_error(r, GRPC_STATUS_PERMISSION_DENIED, NULL,
+                    "Insufficient permissions to perform this operation");
+}
+
+bool srv_token_permits(momento_local *s, momento__rpc_id m, const grpc_slice *auth,
+                       const grpc_slice *cache, grpc_slice body, srv_reply *r)
+{
+    if (!auth || momento__rpcs[m].plane == MOMENTO__PLANE_PING)
+        return true;
+    const char *token = (const char *)GRPC_SLICE_START_PTR(*auth);
+    size_t token_len = GRPC_SLICE_LENGTH(*auth);
+    if (!srv_token_is_disposable(token, token_len))
+        return true;
+    claims c;
+    const char *why = verify(s, token, token_len, &c);
+    if (why) {
+        srv_reply_error(r, GRPC_STATUS_UNAUTHENTICATED, NULL, "%s", why);
+        return false;
+    }
+    const PermissionMessages__ExplicitPermissions *ex =
+        c.perms->kind_case == PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT ? c.perms->explicit_
+                                                                              : NULL;
+    enum access a = access_of(m);
+    const uint8_t *p = GRPC_SLICE_START_PTR(body), *end = p + GRPC_SLICE_LENGTH(body);
+    bool ok = false, decodes = true;
+    if (!ex || a == ACC_NONE) {
+        ok = false;
+    } else if (momento__rpcs[m].plane == MOMENTO__PLANE_TOPIC) {
+        string_field name = {0}, topic = {0};
+        decodes =
+            each_field(p, end, 1, take_last, &name) && each_field(p, end, 2, take_last, &topic);
+        ok = decodes &&
+             topic_allows(ex, a, (const char *)name.v, name.len, (const char *)topic.v, topic.len);
+    } else if (!cache || GRPC_SLICE_LENGTH(*cache) == 0) {
+        /* No cache named: the dispatcher answers INVALID_ARGUMENT. */
+        ok = true;
+    } else {
+        key_check k = {ex, a, (const char *)GRPC_SLICE_START_PTR(*cache), GRPC_SLICE_LENGTH(*cache),
+                       false};
+        if (m == MOMENTO__RPC_SORTED_SET_UNION_STORE) {
+            /* It reads sets named deep in its request: only a grant on
+             * every item covers them all. */
+            ok = cache_allows(ex, a, k.cache, k.cache_len, NULL, 0);
+        } else {
+            /* Every data request names its key (a collection's name) in
+             * field 1, KeysExist all of them; the batches' items hold one
+             * each. A request naming none needs a grant on every item. */
+            bool batch = m == MOMENTO__RPC_GET_BATCH || m == MOMENTO__RPC_SET_BATCH;
+            string_field any = {0};
+            decodes = each_field(p, end, 1, take_last, &any) &&
+                      each_field(p, end, 1, batch ? check_item : check_key, &k);
+            ok =
+                decodes && (any.v ? !k.denied : cache_allows(ex, a, k.cache, k.cache_len, NULL, 0));
+        }
+    }
+    permission_messages__permissions__free_unpacked(c.perms, NULL);
+    if (!decodes) {
+        srv_reply_undecodable(r);
+        return false;
+    }
+    if (!ok)
+        deny(r);
+    return ok;
+}
