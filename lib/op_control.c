@@ -3,6 +3,7 @@
 #include "op.h"
 
 #include "alloc.h"
+#include "metrics.h"
 
 #include "cacheping.pb-c.h"
 #include "controlclient.pb-c.h"
@@ -166,6 +167,10 @@ static void list_finish(list_state *st, const momento_result *r)
         out.caches = NULL;
         out.n_caches = 0;
     }
+    /* One report for the listing, however many pages it took. */
+    if (momento__metrics_on(&st->client->cfg))
+        momento__metrics_shared(&st->client->cfg, momento__rpcs[MOMENTO__RPC_LIST_CACHES].name,
+                                NULL, st->opts.submitted_ns, 0, &out);
     st->cb(&out, st->userdata);
     for (size_t i = 0; i < st->n; i++)
         free(st->names[i]);
@@ -259,6 +264,7 @@ int momento_list_caches(momento_client *c, const momento_request_options *opts, 
     st->cb = cb;
     st->userdata = userdata;
     momento__call_opts_from(c, opts, &st->opts); /* every page within the first's deadline */
+    st->opts.no_metrics = true;                  /* list_finish() reports the listing */
     int rc = list_page(st, NULL);
     if (rc != MOMENTO_OK)
         free(st);

@@ -1,0 +1,127 @@
+/*
+ * libmomento metrics: a hook a client calls once for every request it
+ * accepted, with the request's method, latency, status and attempts, for
+ * the application to count (examples/metrics-prometheus.c keeps
+ * Prometheus-style counters and a latency histogram from it).
+ *
+ * What the hook promises:
+ *  - One call per accepted request, the same requests that get exactly one
+ *    callback (momento.h): successes, errors, timeouts, cancellations and
+ *    the requests ended by momento_client_free() alike. A refused submit
+ *    (an error returned, no callback) gets no hook call either.
+ *  - Per request as the application submitted it, not per RPC: each waiter
+ *    of a coalescer (momento/coalescer.h) and each get, set or delete that
+ *    adaptive batching queued is its own call, with the method it was submitted as
+ *    ("Get", not "GetBatch") and a flag saying so; the coalescer's shared
+ *    RPC and the batcher's GetBatch / SetBatch are not reported themselves.
+ *    That is what the official SDKs' middleware sees (one event per SDK
+ *    request), and it keeps hook counts equal to callback counts. A
+ *    `_sync` call is its async request: one call. A paged ListCaches is one
+ *    request. Topic subscriptions are streams, not requests, and are not
+ *    reported (their events and momento_subscription_stats_get() are);
+ *    a publish is.
+ *  - On the client's completion thread, immediately before the request's
+ *    callback: when a callback runs, its request has already been counted.
+ *    So a program that counts in the hook and waits for its callbacks sees
+ *    exact counts. Hook calls of one client never overlap each other or
+ *    any callback of that client.
+ *  - The hook must not block and must not call blocking libmomento
+ *    functions (on its own client they would return
+ *    MOMENTO_ERR_WOULD_DEADLOCK; on any client they hold up every callback
+ *    of this one). It should only record: update counters, push to a queue.
+ *    It may not free the client. It is called only between
+ *    momento_client_new() and the return of momento_client_free().
+ *  - Nothing when unset: the library then costs one predictable branch per
+ *    request.
+ */
+#ifndef MOMENTO_METRICS_H
+#define MOMENTO_METRICS_H
+
+#include "momento/momento.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bits of momento_request_metrics.flags. */
+enum {
+    /* Submitted through a coalescer (momento_coalescing_*): it may have
+     * shared its RPC with duplicate requests, or left one at its own
+     * deadline or cancel. */
+    MOMENTO_METRICS_COALESCED = 1u << 0,
+    /* Queued by adaptive batching (momento_config_set_batching()): sent in
+     * a GetBatch / SetBatch, or alone, or ended while queued. (A coalesced
+     * request whose shared RPC was queued has COALESCED only.) */
+    MOMENTO_METRICS_BATCHED = 1u << 1,
+};
+
+/*
+ * One request's record, borrowed by the hook until it returns (copy what
+ * you keep). Fields are only appended: a field is present when
+ * offsetof(field) + sizeof(field) <= `size`.
+ */
+typedef struct momento_request_metrics {
+    size_t size;           /* sizeof(momento_request_metrics) of the library */
+    /* The RPC's name as the protocol spells it: "Get", "SetIf",
+     * "ListCaches", "DictionaryGet" (also for
+     * momento_dictionary_get_field(), which is that RPC with one field),
+     * ...: the `name` column of common/methods.def, which momento-local's
+     * stats use too. Static, never NULL. A coalesced or batched get, set or
+     * delete is "Get", "Set" or "Delete". */
+    const char *method;
+    /* The cache a data-plane request named (its `cache` header), borrowed;
+     * NULL for control-plane requests, ping and topic publishes. */
+    const char *cache;
+    /* The callback's momento_result_error(): 0 or a momento_error (but see
+     * `result`). */
+    int error;
+    /* The gRPC status of its last attempt, or -1 when it ended without an
+     * answer from gRPC (refused locally, left a shared RPC, ended in the
+     * batching queue). */
+    int grpc_status;
+    int outcome;           /* the callback's momento_outcome (but see `result`) */
+    /* Attempts made on the wire for it (retries included; a coalesced or
+     * batched request counts its shared RPC's); 0 when it ended before
+     * reaching the wire. */
+    uint32_t attempts;
+    uint32_t flags;        /* MOMENTO_METRICS_* */
+    /* From the submitting call (its options resolved, its deadline
+     * starting) to just before this hook: queueing, retries and delays
+     * included; the callback's own time is not. Monotonic clock. */
+    uint64_t latency_ns;
+    /* The packed request sent (once, however many attempts) and the
+     * reply's messages (the last attempt's): protobuf bytes, without gRPC
+     * framing or headers. 0 for a coalesced or batched request (its RPC
+     * is shared: counting the bytes per request would count them again
+     * per waiter) and for a paged ListCaches. */
+    uint64_t request_bytes;
+    uint64_t response_bytes;
+    /* The result the callback is about to get, borrowed until the hook
+     * returns (momento_result_message() for an error's text, ...).
+     * One exception: the one-element reads built on a many-element RPC
+     * (momento_dictionary_get_field(), momento_sorted_set_get_score()) and
+     * momento_dictionary_get_fields() are reported with the RPC's result,
+     * before the library picks out the element: `outcome` HIT there means
+     * the collection was found, while the callback may get the element's
+     * MISS. */
+    const momento_result *result;
+} momento_request_metrics;
+
+/* Called once per accepted request, as described above. */
+typedef void (*momento_metrics_fn)(const momento_request_metrics *m, void *userdata);
+
+/*
+ * Clients made from `cfg` call `fn(m, userdata)` for each request (NULL fn:
+ * no hook, the default). `userdata` must stay valid until every such
+ * client's momento_client_free() has returned. Returns 0, or
+ * MOMENTO_ERR_INVALID_ARGUMENT for a NULL cfg. Like every setter, it acts
+ * on clients created afterwards.
+ */
+MOMENTO_EXPORT int momento_config_set_metrics(momento_config *cfg, momento_metrics_fn fn,
+                                              void *userdata);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOMENTO_METRICS_H */
