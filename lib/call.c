@@ -14,10 +14,14 @@
 #include "alloc.h"
 #include "cancel.h"
 #include "client.h"
+#include "compress.h"
 #include "decode.h"
+#include "errors.h"
 #include "grpc_util.h"
+#include "metrics.h"
 #include "result.h"
 #include "retry.h"
+#include "validate.h"
 
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
@@ -46,10 +50,20 @@ struct momento__call {
     int attempt;                /* 1-based */
     size_t expect_msgs;         /* a stream's exact message count; 0 = any */
     bool too_many;              /* the stream went past expect_msgs */
+    bool out_of_memory;         /* we ended it: no memory to keep a reply */
+    bool no_metrics;            /* its callback reports it (call.h) */
+    int64_t submitted_ns;       /* for the metrics hook */
     size_t n_md;
     momento__channel *channel;
     gpr_timespec deadline;      /* the request's overall deadline */
     momento__retry_entry retry; /* while waiting for its next attempt */
+    /* The client's cap on requests in flight (momento_config_set_max_
+     * concurrent_requests()): whether it waits for a place or holds one,
+     * its place in the queue, and its first gRPC call while it waits. */
+    enum { GATE_NONE, GATE_QUEUED, GATE_HOLDS } gate;
+    momento__call *gate_next;
+    grpc_call *gate_gc;
+    momento__timer gate_timer;  /* its deadline, or a cancel, while queued */
     momento_cancel_token *token; /* a reference, or NULL */
     momento__cancel_hook hook;  /* on the token until delivery */
     grpc_slice *msgs;           /* messages received so far: &msg0 until a
@@ -91,6 +105,9 @@ static void release(momento__call *call)
     grpc_slice_unref(call->cache_value);
     if (call->track.call)
         grpc_call_unref(call->track.call);
+    momento__channel_put(call->channel);
+    if (call->track.wake)
+        momento__timer_disarm(call->client, &call->gate_timer);
     momento_cancel_token_free(call->token);
     free(call);
 }
@@ -101,7 +118,7 @@ static grpc_call *new_attempt_call(momento__call *call)
 {
     momento_client *c = call->client;
     call->attempt++;
-    call->channel = momento__channels_pick(&c->channels, momento__rpcs[call->method].plane);
+    call->channel = momento__channels_take(&c->channels, momento__rpcs[call->method].plane);
     gpr_timespec deadline = call->deadline;
     if (c->cfg.retry_attempt_timeout_ms) {
         gpr_timespec own = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
@@ -176,9 +193,15 @@ void momento__call_opts_from(const momento_client *c, const momento_request_opti
 {
     uint32_t ms = opts && opts->timeout_ms ? opts->timeout_ms : c->cfg.timeout_ms;
     memset(out, 0, sizeof(*out));
-    out->deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                 gpr_time_from_millis(ms, GPR_TIMESPAN));
+    gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
+    out->submitted_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    out->deadline = gpr_time_add(now, gpr_time_from_millis(ms, GPR_TIMESPAN));
     out->token = opts ? opts->cancel : NULL;
+    int concern = MOMENTO__OPT(opts, read_concern);
+    if (concern && concern != c->cfg.read_concern) {
+        out->read_concern = concern;
+        out->unbatched = true;
+    }
 }
 
 int momento__call_start(momento_client *c, momento__rpc_id m, const char *cache,
@@ -203,6 +226,109 @@ static void on_token_cancelled(momento__cancel_hook *h)
                            "cancelled by the request's cancel token");
 }
 
+static int64_t to_ns(gpr_timespec t)
+{
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* The cap on requests in flight: a FIFO of accepted calls waiting for a
+ * place. A queued call has its first gRPC call made but not started, and
+ * not published, so nothing can end it but this queue: it leaves when a
+ * place frees, or - over the cap - when its deadline passes, it is
+ * cancelled or the client is freed; gRPC then ends it at once with
+ * DEADLINE_EXCEEDED or CANCELLED through the usual path, so it needs no
+ * ending of its own. */
+static void gate_launch(momento__call *call)
+{
+    grpc_call *gc = call->gate_gc;
+    call->gate_gc = NULL;
+    momento__client_publish(call->client, &call->track, gc);
+    if (launch_attempt(call, gc) != MOMENTO_OK)
+        momento__call_give_up(call, GRPC_STATUS_UNAVAILABLE, "could not start the call");
+}
+
+/* A place is free: the calls at the head of the queue take them. */
+static void gate_leave(momento_client *c)
+{
+    momento__gate *g = &c->gate;
+    momento__call *go = NULL, **tail = &go;
+    pthread_mutex_lock(&g->lock);
+    g->busy--;
+    while (g->head && g->busy < c->cfg.max_concurrent) {
+        momento__call *next = g->head;
+        g->head = next->gate_next;
+        if (!g->head)
+            g->tail = NULL;
+        g->queued--;
+        next->gate = GATE_HOLDS;
+        next->gate_next = NULL;
+        g->busy++;
+        momento__timer_disarm(c, &next->gate_timer);
+        *tail = next;
+        tail = &next->gate_next;
+    }
+    pthread_mutex_unlock(&g->lock);
+    while (go) {
+        momento__call *next = go->gate_next;
+        gate_launch(go);
+        go = next;
+    }
+}
+
+/* Its deadline passed, or it was cancelled, while queued (completion
+ * thread): it leaves over the cap, to be ended by gRPC at once. */
+static void gate_fire(momento__timer *t)
+{
+    momento__call *call = (momento__call *)((char *)t - offsetof(momento__call, gate_timer));
+    momento__gate *g = &call->client->gate;
+    pthread_mutex_lock(&g->lock);
+    bool queued = call->gate == GATE_QUEUED;
+    if (queued) {
+        momento__call **p = &g->head;
+        momento__call *prev = NULL;
+        while (*p != call) {
+            prev = *p;
+            p = &(*p)->gate_next;
+        }
+        *p = call->gate_next;
+        if (g->tail == call)
+            g->tail = prev;
+        g->queued--;
+        call->gate = GATE_HOLDS;
+        g->busy++;
+    }
+    pthread_mutex_unlock(&g->lock);
+    if (queued)
+        gate_launch(call);
+}
+
+/* Takes a place, or queues the call (returns true). Its deadline timer is
+ * armed under the queue's lock, so that no other thread can launch, end
+ * and free the call before it is armed. */
+static bool gate_enter(momento_client *c, momento__call *call, grpc_call *gc)
+{
+    momento__gate *g = &c->gate;
+    pthread_mutex_lock(&g->lock);
+    if (g->busy < c->cfg.max_concurrent) {
+        g->busy++;
+        call->gate = GATE_HOLDS;
+        pthread_mutex_unlock(&g->lock);
+        return false;
+    }
+    call->gate = GATE_QUEUED;
+    call->gate_gc = gc;
+    if (g->tail)
+        g->tail->gate_next = call;
+    else
+        g->head = call;
+    g->tail = call;
+    g->queued++;
+    if (momento__timer_arm(c, &call->gate_timer, to_ns(call->deadline), true) != MOMENTO_OK)
+        momento__timer_fire_soon(c, &call->gate_timer); /* leave over the cap at once */
+    pthread_mutex_unlock(&g->lock);
+    return true;
+}
+
 int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *cache,
                              const ProtobufCMessage *req, const momento__call_opts *opts,
                              momento_callback cb, void *userdata)
@@ -214,7 +340,7 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
     /* malloc, not calloc: glibc's calloc skips the per-thread cache, and
      * the metadata array needs no zeroing. Sized to what this client sends,
      * the struct stays small enough for that cache. */
-    size_t md_slots = 4 + c->n_extra_md;
+    size_t md_slots = 5 + c->n_extra_md;
     momento__call *call = momento__malloc(sizeof(*call) + md_slots * sizeof(grpc_metadata));
     if (!call)
         return MOMENTO_ERR_NO_MEMORY;
@@ -224,6 +350,7 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
     call->retry.call = call;
     call->retry.index = MOMENTO__HEAP_GONE;
     call->retry.track = &call->track;
+    momento__timer_init(&call->gate_timer, gate_fire);
     call->cb = cb;
     call->userdata = userdata;
     call->details = grpc_empty_slice();
@@ -243,6 +370,13 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
         call->cache_value = grpc_slice_from_copied_string(cache);
         call->md[n_md].key = grpc_slice_from_static_string("cache");
         call->md[n_md++].value = call->cache_value;
+        /* As the official SDKs: no header means BALANCED, so only
+         * CONSISTENT is sent. */
+        int concern = opts->read_concern ? opts->read_concern : c->cfg.read_concern;
+        if (concern == MOMENTO_READ_CONSISTENT) {
+            call->md[n_md].key = grpc_slice_from_static_string("read-concern");
+            call->md[n_md++].value = grpc_slice_from_static_string("consistent");
+        }
     }
 
     for (size_t i = 0; i < c->n_extra_md; i++)
@@ -250,6 +384,8 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
 
     call->deadline = opts->deadline;
     call->expect_msgs = opts->expect_msgs;
+    call->submitted_ns = opts->submitted_ns;
+    call->no_metrics = opts->no_metrics;
 
     grpc_call *gc = new_attempt_call(call);
     if (!gc) {
@@ -268,7 +404,14 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
             return MOMENTO_ERR_CANCELLED;
         }
     }
-    rc = momento__client_accept(c, &call->track, gc);
+    /* Under a cap, the gRPC call is published when it leaves the queue. */
+    bool gated = c->cfg.max_concurrent != 0;
+    /* What a cancel or the client's free fires when the request has no gRPC
+     * call: while it is queued, that ends its wait (gate_fire); otherwise
+     * the fire finds nothing to do. */
+    if (gated)
+        call->track.wake = &call->gate_timer;
+    rc = momento__client_accept(c, &call->track, gated ? NULL : gc);
     if (rc != MOMENTO_OK) {
         if (call->token)
             momento__cancel_hook_remove(call->token, &call->hook);
@@ -289,11 +432,18 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
 
     if (opts->started)
         *opts->started = call;
+    if (gated) {
+        if (gate_enter(c, call, gc))
+            return MOMENTO_OK; /* accepted; it leaves the queue later */
+        momento__client_publish(c, &call->track, gc);
+    }
     rc = launch_attempt(call, gc);
     if (rc != MOMENTO_OK) {
         /* Refuse the request rather than lose it: no callback follows. */
         if (call->token)
             momento__cancel_hook_remove(call->token, &call->hook);
+        if (gated)
+            gate_leave(c);
         momento__client_retire(c, &call->track);
         release(call);
     }
@@ -308,15 +458,13 @@ static char *trailer_value(const grpc_metadata_array *md, const char *key)
     return NULL;
 }
 
-static int64_t to_ns(gpr_timespec t)
-{
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 /* Clears what the last attempt received, so the next starts clean. */
 static void reset_attempt(momento__call *call)
 {
     grpc_call_unref(momento__client_publish(call->client, &call->track, NULL));
+    momento__channel_put(call->channel);
+    call->channel = NULL;
     for (size_t i = 0; i < call->n_msgs; i++)
         grpc_slice_unref(call->msgs[i]);
     call->n_msgs = 0;
@@ -331,6 +479,7 @@ static void reset_attempt(momento__call *call)
     call->details = grpc_empty_slice();
     call->status = GRPC_STATUS_OK;
     call->too_many = false;
+    call->out_of_memory = false;
 }
 
 static void deliver(momento__call *call);
@@ -349,11 +498,13 @@ static void finish(momento__call *call)
     momento_client *c = call->client;
     if (call->status != GRPC_STATUS_OK) {
         int64_t now = momento__now_ns();
-        if (momento__retry_wanted(&c->cfg, &momento__rpcs[call->method], call->attempt,
-                                  (int)call->status, now, to_ns(call->deadline)) &&
-            !momento__client_closing(c) && !momento__client_cancelled(c, &call->track)) {
+        int64_t delay = -1;
+        if (!momento__client_closing(c) && !momento__client_cancelled(c, &call->track))
+            delay = momento__retry_delay(c, &momento__rpcs[call->method], call->attempt,
+                                         (int)call->status, now, to_ns(call->deadline));
+        if (delay >= 0) {
             reset_attempt(call);
-            momento__retry_later(c, &call->retry, now);
+            momento__retry_later(c, &call->retry, now, delay);
             return;
         }
     }
@@ -368,9 +519,14 @@ static void deliver(momento__call *call)
     momento_result r;
     momento__scratch scratch;
     memset(&scratch, 0, sizeof(scratch));
+    scratch.decompress_max = momento__decompress_limit(&c->cfg); /* gets' decoders read it */
     memset(&r, 0, sizeof(r));
     r.grpc_status = (int)call->status;
     r.attempts = call->attempt;
+    r.rpc = (int)call->method + 1;
+    char *message = GRPC_SLICE_LENGTH(call->details) ? grpc_slice_to_c_string(call->details) : NULL;
+    char *detail = call->status != GRPC_STATUS_OK ? trailer_value(&call->recv_trailing, "err")
+                                                  : NULL;
     if (call->too_many ||
         (call->status == GRPC_STATUS_OK && call->expect_msgs && call->n_msgs != call->expect_msgs)) {
         /* A batch answered with more or fewer replies than keys. */
@@ -383,8 +539,11 @@ static void deliver(momento__call *call)
     } else if (info->already_exists_is_outcome && call->status == GRPC_STATUS_ALREADY_EXISTS) {
         r.error = MOMENTO_OK;
         r.outcome = MOMENTO_OUTCOME_ALREADY_EXISTS;
+    } else if (call->out_of_memory) {
+        /* The RESOURCE_EXHAUSTED is our own: no room for the reply. */
+        r.error = MOMENTO_ERR_CLIENT_RESOURCE_EXHAUSTED;
     } else {
-        r.error = momento_error_from_grpc_status((int)call->status);
+        r.error = momento__error_from_reply((int)call->status, detail, message);
     }
     if (r.error != MOMENTO_OK) {
         r.outcome = MOMENTO_OUTCOME_ERROR;
@@ -394,10 +553,8 @@ static void deliver(momento__call *call)
         r.n_caches = r.n_exists = r.n_items = 0;
     }
 
-    char *message = GRPC_SLICE_LENGTH(call->details) ? grpc_slice_to_c_string(call->details) : NULL;
-    char *detail = call->status != GRPC_STATUS_OK ? trailer_value(&call->recv_trailing, "err")
-                                                  : NULL;
     r.message = message ? message
+                        : scratch.message ? scratch.message
                         : (r.error == MOMENTO_ERR_BAD_RESPONSE ? momento_strerror(r.error) : "");
     r.error_detail = detail;
 
@@ -405,6 +562,11 @@ static void deliver(momento__call *call)
     if (call->token)
         momento__cancel_hook_remove(call->token, &call->hook);
     momento__client_answered(c, &call->track);
+    if (call->gate == GATE_HOLDS)
+        gate_leave(c); /* before the callback: a request it makes may take the place */
+    if (momento__metrics_on(&c->cfg) && !call->no_metrics)
+        momento__metrics_rpc(&c->cfg, call->method, call->cache_value, call->submitted_ns,
+                             call->request, call->msgs, call->n_msgs, &r);
     call->cb(&r, call->userdata);
 
     momento__scratch_free(&scratch);
@@ -446,6 +608,7 @@ static bool take_message(momento__call *call)
                                        : momento__realloc(call->msgs, cap * sizeof(*grown));
         if (!grown) {
             grpc_slice_unref(body);
+            call->out_of_memory = true;
             grpc_call_cancel_with_status(call->track.call, GRPC_STATUS_RESOURCE_EXHAUSTED,
                                          "client out of memory for the response", NULL);
             return false;

@@ -37,8 +37,17 @@ typedef struct momento__call_opts {
     const uint8_t *packed;
     size_t packed_len;
     /* Sent as is: the batcher's own sends (momento__send_get and friends
-     * otherwise offer the request to the batcher first). */
+     * otherwise offer the request to the batcher first), and requests whose
+     * read concern is not the client's (a batch has one set of headers). */
     bool unbatched;
+    /* A momento_read_concern; 0: the client's (momento_config_set_read_concern()). */
+    int read_concern;
+    /* For the metrics hook (metrics.h): when the request was submitted
+     * (momento__now_ns(); set by momento__call_opts_from()), and whether
+     * its callback reports it instead (the coalescer's, the batcher's and
+     * a listing's own RPCs), so that each request is reported once. */
+    int64_t submitted_ns;
+    bool no_metrics;
 } momento__call_opts;
 
 /* Resolves a request's options (NULL: the client's defaults; already

@@ -1,6 +1,7 @@
 /* gRPC channels: one or more to the data endpoint, one to the control
- * endpoint, each with every method of its plane registered once so that
- * calls skip per-call path parsing (registered calls). */
+ * endpoint (and one to the token endpoint where that is another address),
+ * each with every method of its plane registered once so that calls skip
+ * per-call path parsing (registered calls). */
 #include "channel.h"
 
 #include "alloc.h"
@@ -52,19 +53,106 @@ static grpc_channel *open_channel(const momento_config *cfg, const momento_crede
     return ch;
 }
 
-/* Registers the RPCs of one endpoint that the library makes. */
-static int setup(momento__channel *mc, const momento_config *cfg,
-                 const momento_credentials *creds, const char *target, bool control)
+/* Which channel an RPC of `plane` goes to. */
+enum endpoint { EP_DATA, EP_CONTROL, EP_TOKEN };
+
+static enum endpoint endpoint_of(momento__plane plane)
 {
-    memset(mc, 0, sizeof(*mc));
-    mc->channel = open_channel(cfg, creds, target);
-    if (!mc->channel)
-        return MOMENTO_ERR_NO_MEMORY;
-    for (int m = 0; m < MOMENTO__RPC_COUNT; m++)
-        if (momento__decoders[m] && (momento__rpcs[m].plane == MOMENTO__PLANE_CONTROL) == control)
+    return plane == MOMENTO__PLANE_CONTROL ? EP_CONTROL
+           : plane == MOMENTO__PLANE_TOKEN ? EP_TOKEN
+                                           : EP_DATA;
+}
+
+static int64_t now_ns(void)
+{
+    gpr_timespec t = gpr_now(GPR_CLOCK_MONOTONIC);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* A new channel for the slot, with the RPCs the library makes of the
+ * slot's endpoint registered, and of `also`, a second endpoint whose RPCs
+ * it carries too (the token service on the control channel of a local
+ * server), or the same. It holds the slot's reference; NULL if gRPC
+ * refused. */
+static momento__channel *make_channel(const momento__channels *ch,
+                                      const momento__channel_slot *slot, int64_t now)
+{
+    momento__channel *mc = momento__calloc(1, sizeof(*mc));
+    if (!mc)
+        return NULL;
+    mc->channel = open_channel(ch->cfg, ch->creds, slot->target);
+    if (!mc->channel) {
+        free(mc);
+        return NULL;
+    }
+    for (int m = 0; m < MOMENTO__RPC_COUNT; m++) {
+        int e = (int)endpoint_of(momento__rpcs[m].plane);
+        if (momento__decoders[m] && (e == slot->ep || e == slot->also))
             mc->registered[m] =
                 grpc_channel_register_call(mc->channel, momento__rpcs[m].path, NULL, NULL);
-    return MOMENTO_OK;
+    }
+    mc->born_ns = now;
+    atomic_init(&mc->refs, 1);
+    return mc;
+}
+
+static int setup(momento__channels *ch, momento__channel_slot *slot, const char *target,
+                 enum endpoint ep, enum endpoint also, int64_t now)
+{
+    slot->target = target;
+    slot->ep = (int)ep;
+    slot->also = (int)also;
+    atomic_init(&slot->last_used_ns, now);
+    momento__channel *mc = make_channel(ch, slot, now);
+    atomic_init(&slot->current, mc);
+    return mc ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
+}
+
+static void destroy(momento__channel *mc)
+{
+    grpc_channel_destroy(mc->channel);
+    free(mc);
+}
+
+/* How long a replaced channel outlives its last call at least: a thread
+ * that loaded it as current just before the swap takes its reference a
+ * few instructions later. */
+#define RETIRED_GRACE_NS (10 * 1000000000ll)
+#define LAST_USED_GRAIN_NS 1000000ll
+
+/* With ch->lock: destroys the replaced channels no call uses any more
+ * (all of them when closing). */
+static void sweep_locked(momento__channels *ch, int64_t now, bool all)
+{
+    for (momento__channel **p = &ch->retired; *p;) {
+        momento__channel *mc = *p;
+        if (all || (atomic_load(&mc->refs) == 0 && now - mc->retired_ns > RETIRED_GRACE_NS)) {
+            *p = mc->next_retired;
+            destroy(mc);
+        } else {
+            p = &mc->next_retired;
+        }
+    }
+}
+
+/* Replaces the slot's channel `seen` unless another thread already did. If
+ * no new channel can be made, the old one stays: better than none. */
+static void renew(momento__channels *ch, momento__channel_slot *slot, momento__channel *seen,
+                  int64_t now)
+{
+    pthread_mutex_lock(&ch->lock);
+    if (atomic_load(&slot->current) == seen) {
+        momento__channel *fresh = make_channel(ch, slot, now);
+        if (fresh) {
+            atomic_store_explicit(&slot->current, fresh, memory_order_release);
+            seen->retired_ns = now;
+            seen->next_retired = ch->retired;
+            ch->retired = seen;
+            atomic_fetch_sub(&seen->refs, 1); /* the slot's */
+        }
+    }
+    sweep_locked(ch, now, false);
+    pthread_mutex_unlock(&ch->lock);
 }
 
 /* Waits until the channel is READY or the deadline passes. */
@@ -73,7 +161,8 @@ static int connect_now(grpc_channel *ch, uint32_t timeout_ms)
     gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                                          gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
     grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
-    int rc = MOMENTO_ERR_SERVER_UNAVAILABLE;
+    /* The official SDKs' eager connection fails with CONNECTION_ERROR. */
+    int rc = MOMENTO_ERR_CONNECTION;
     for (;;) {
         grpc_connectivity_state st = grpc_channel_check_connectivity_state(ch, 1);
         if (st == GRPC_CHANNEL_READY) {
@@ -93,38 +182,97 @@ static int connect_now(grpc_channel *ch, uint32_t timeout_ms)
 int momento__channels_open(momento__channels *ch, const momento_config *cfg,
                            const momento_credentials *creds)
 {
+    int64_t now = now_ns();
+    ch->cfg = cfg;
+    ch->creds = creds;
+    ch->max_idle_ns = (int64_t)cfg->max_idle_ms * 1000000;
+    ch->max_age_ns = (int64_t)cfg->max_client_age_ms * 1000000;
+    ch->retired = NULL;
+    pthread_mutex_init(&ch->lock, NULL);
     ch->n_data = cfg->num_channels;
     ch->data = momento__calloc(ch->n_data, sizeof(*ch->data));
     if (!ch->data)
         return MOMENTO_ERR_NO_MEMORY;
     for (uint32_t i = 0; i < ch->n_data; i++)
-        if (setup(&ch->data[i], cfg, creds, creds->cache_endpoint, false) < 0)
+        if (setup(ch, &ch->data[i], creds->cache_endpoint, EP_DATA, EP_DATA, now) < 0)
             return MOMENTO_ERR_NO_MEMORY;
-    if (setup(&ch->control, cfg, creds, creds->control_endpoint, true) < 0)
+    /* One connection less for every client of a server that answers both
+     * services on one address. */
+    bool token_apart = strcmp(creds->token_endpoint, creds->control_endpoint) != 0;
+    if (setup(ch, &ch->control, creds->control_endpoint, EP_CONTROL,
+              token_apart ? EP_CONTROL : EP_TOKEN, now) < 0)
+        return MOMENTO_ERR_NO_MEMORY;
+    if (token_apart && setup(ch, &ch->token, creds->token_endpoint, EP_TOKEN, EP_TOKEN, now) < 0)
         return MOMENTO_ERR_NO_MEMORY;
     if (cfg->eager_connect_ms) {
         for (uint32_t i = 0; i < ch->n_data; i++)
-            if (connect_now(ch->data[i].channel, cfg->eager_connect_ms) < 0)
-                return MOMENTO_ERR_SERVER_UNAVAILABLE;
+            if (connect_now(atomic_load(&ch->data[i].current)->channel, cfg->eager_connect_ms) < 0)
+                return MOMENTO_ERR_CONNECTION;
     }
     return MOMENTO_OK;
 }
 
-momento__channel *momento__channels_pick(momento__channels *ch, momento__plane plane)
+momento__channel *momento__channels_take(momento__channels *ch, momento__plane plane)
 {
+    momento__channel_slot *slot;
     if (plane == MOMENTO__PLANE_CONTROL)
-        return &ch->control;
-    return &ch->data[atomic_fetch_add_explicit(&ch->next, 1, memory_order_relaxed) % ch->n_data];
+        slot = &ch->control;
+    else if (plane == MOMENTO__PLANE_TOKEN)
+        slot = atomic_load(&ch->token.current) ? &ch->token : &ch->control;
+    else
+        slot = &ch->data[atomic_fetch_add_explicit(&ch->next, 1, memory_order_relaxed) % ch->n_data];
+    momento__channel *mc = atomic_load_explicit(&slot->current, memory_order_acquire);
+    if (ch->max_idle_ns || ch->max_age_ns) {
+        /* The SDKs' idle wrapper: a connection idle past a load balancer's
+         * timeout, or from before a serverless freeze, may be dead without
+         * either side knowing; a new channel costs one connect instead of a
+         * request's whole deadline. */
+        int64_t now = now_ns();
+        int64_t last = atomic_load_explicit(&slot->last_used_ns, memory_order_relaxed);
+        /* Written at most once a millisecond: every call of every thread
+         * goes through here, and a shared line written per call costs
+         * more than the clock. */
+        if (now - last > LAST_USED_GRAIN_NS)
+            atomic_store_explicit(&slot->last_used_ns, now, memory_order_relaxed);
+        if ((ch->max_idle_ns && now - last > ch->max_idle_ns) ||
+            (ch->max_age_ns && now - mc->born_ns > ch->max_age_ns)) {
+            renew(ch, slot, mc, now);
+            mc = atomic_load_explicit(&slot->current, memory_order_acquire);
+        }
+    }
+    atomic_fetch_add_explicit(&mc->refs, 1, memory_order_relaxed);
+    return mc;
+}
+
+void momento__channel_put(momento__channel *mc)
+{
+    /* Destroying is left to the next renewal's sweep (or the close): this
+     * runs per call and must stay one atomic operation. */
+    if (mc)
+        atomic_fetch_sub_explicit(&mc->refs, 1, memory_order_relaxed);
+}
+
+static void close_slot(momento__channel_slot *slot)
+{
+    momento__channel *mc = atomic_load(&slot->current);
+    if (mc)
+        destroy(mc);
+    atomic_store(&slot->current, NULL);
 }
 
 void momento__channels_close(momento__channels *ch)
 {
     for (uint32_t i = 0; ch->data && i < ch->n_data; i++)
-        if (ch->data[i].channel)
-            grpc_channel_destroy(ch->data[i].channel);
+        close_slot(&ch->data[i]);
     free(ch->data);
     ch->data = NULL;
-    if (ch->control.channel)
-        grpc_channel_destroy(ch->control.channel);
-    ch->control.channel = NULL;
+    if (ch->cfg) {
+        close_slot(&ch->control);
+        close_slot(&ch->token);
+        pthread_mutex_lock(&ch->lock);
+        sweep_locked(ch, 0, true);
+        pthread_mutex_unlock(&ch->lock);
+        pthread_mutex_destroy(&ch->lock);
+        ch->cfg = NULL;
+    }
 }

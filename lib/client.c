@@ -45,6 +45,7 @@ static void destroy(momento_client *c)
     momento__config_clear(&c->cfg);
     momento__retries_clear(&c->retries);
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->gate.lock);
     pthread_mutex_destroy(&c->co_lock);
     pthread_mutex_destroy(&c->topics_lock);
     pthread_cond_destroy(&c->drained);
@@ -237,6 +238,7 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     grpc_init();
     momento__config_defaults(&c->cfg);
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->gate.lock, NULL);
     pthread_mutex_init(&c->co_lock, NULL);
     pthread_mutex_init(&c->topics_lock, NULL);
     atomic_init(&c->n_coalescers, 0);
@@ -335,7 +337,7 @@ int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc
     c->n_in_flight++;
     atomic_fetch_add(&c->n_rpcs, 1);
     t->call = gc;
-    if (t->cancelled) /* its token fired while it was being submitted */
+    if (gc && t->cancelled) /* its token fired while it was being submitted */
         grpc_call_cancel_with_status(gc, GRPC_STATUS_CANCELLED, t->cancel_why, NULL);
     pthread_mutex_unlock(&c->lock);
     return MOMENTO_OK;
@@ -365,8 +367,12 @@ void momento__client_cancel(momento_client *c, momento__tracked *t, momento__ret
         t->cancel_why = why;
         if (t->call)
             grpc_call_cancel_with_status(t->call, GRPC_STATUS_CANCELLED, why, NULL);
-        else if (waiting)
-            wake = momento__retries_expedite_locked(&c->retries, waiting);
+        else if (waiting && momento__retries_expedite_locked(&c->retries, waiting))
+            wake = true;
+        else if (t->wake) { /* queued under the cap (call.c) */
+            fire_soon_locked(c, t->wake);
+            wake = true;
+        }
     }
     pthread_mutex_unlock(&c->lock);
     if (wake)

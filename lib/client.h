@@ -36,6 +36,15 @@ typedef struct momento__tracked {
 
 
 
+/* Requests waiting for a place under the client's cap (call.c). Lock
+ * order: this lock, then the client's. */
+typedef struct momento__gate {
+    pthread_mutex_t lock;
+    uint32_t busy;              /* places taken */
+    size_t queued;
+    struct momento__call *head, *tail;
+} momento__gate;
+
 #define MOMENTO__MAX_EXTRA_HEADERS 8
 
 struct momento_client {
@@ -61,6 +70,7 @@ struct momento_client {
     momento__heap timers;        /* armed momento__timers, by due_ns */
     momento__timer *soon;        /* timers due at once (no allocation: cannot fail) */
     momento__batcher batcher;    /* its own lock; queued requests are not in the list */
+    momento__gate gate;          /* the cap on requests in flight (call.c) */
     atomic_size_t n_rpcs;        /* accepted gRPC calls not yet retired (batching's N) */
     bool closing;                /* momento_client_free() has begun; written only
                                   * by client.c, read by retry.c in the lock

@@ -35,6 +35,7 @@
 #include "batcher.h"
 #include "cancel.h"
 #include "collection.h"
+#include "metrics.h"
 #include "op.h"
 #include "result.h"
 #include "retry.h"
@@ -60,6 +61,11 @@ typedef struct waiter {
     momento_cancel_token *token;    /* a reference, or NULL */
     momento__cancel_hook hook;
     momento__timer timer;           /* at its deadline; at once when cancelled */
+    /* For the metrics hook: its method, submission time, and cache (its
+     * key_state's name, which outlives it: set while attached). */
+    const char *method;
+    int64_t submitted_ns;
+    const char *cache;
     /* Guarded by the coalescer's lock: */
     waiter_state state;
     bool cancelled;
@@ -176,6 +182,7 @@ int momento_coalescer_stats(const momento_coalescer *co, momento_coalescer_count
 static void attach(inflight *e, waiter *w)
 {
     w->e = e;
+    w->cache = (const char *)e->ks->id;
     w->state = W_ATTACHED;
     DL_PREPEND(e->waiters, w);
     if (++e->n_waiters > e->co->counters.peak_waiters)
@@ -224,10 +231,13 @@ static void waiter_free(waiter *w)
 
 /* Calls `w` back with `r`, once it is W_DONE and off every list: outside the
  * lock. Its hook comes off first, so no cancel touches it afterwards. */
-static void waiter_deliver(waiter *w, const momento_result *r)
+static void waiter_deliver(momento_client *c, waiter *w, const momento_result *r)
 {
     if (w->token)
         momento__cancel_hook_remove(w->token, &w->hook);
+    if (momento__metrics_on(&c->cfg))
+        momento__metrics_shared(&c->cfg, w->method, w->cache, w->submitted_ns,
+                                MOMENTO_METRICS_COALESCED, r);
     w->cb(r, w->userdata);
     waiter_free(w);
 }
@@ -286,7 +296,7 @@ static void waiter_fire(momento__timer *t)
         &r, cancelled ? MOMENTO_ERR_CANCELLED : MOMENTO_ERR_TIMEOUT,
         cancelled ? "cancelled by the request's cancel token"
                   : "the request's deadline passed while it waited on a shared RPC");
-    waiter_deliver(w, &r);
+    waiter_deliver(co->client, w, &r);
 }
 
 static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc, const char *cache,
@@ -317,6 +327,7 @@ static void on_done(const momento_result *r, void *userdata)
 {
     inflight *e = userdata;
     momento_coalescer *co = e->co;
+    momento_client *c = co->client; /* a callback may free the coalescer, not the client */
     key_state *ks = e->ks;
 
     pthread_mutex_lock(&co->lock);
@@ -364,7 +375,7 @@ static void on_done(const momento_result *r, void *userdata)
      * entry has left the table) or free the coalescer. */
     for (waiter *w = done, *next; w; w = next) {
         next = w->next;
-        waiter_deliver(w, r);
+        waiter_deliver(c, w, r);
     }
     /* An embedded inflight goes with its key_state: only when the key has
      * nothing left in flight (and so after this, its last callback). */
@@ -514,8 +525,10 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc, c
         /* Submitted under the lock: on_done cannot run before we return, and
          * nobody joins an RPC that ends up refused. The RPC carries the
          * issuer's deadline and no waiter's token. */
-        momento__call_opts opts = {
-            .deadline = w->deadline, .started = &e->call, .queued = &e->queued};
+        momento__call_opts opts = {.deadline = w->deadline,
+                                   .started = &e->call,
+                                   .queued = &e->queued,
+                                   .no_metrics = true}; /* each waiter is reported */
         if (op == CO_GET)
             rc = momento__send_get(co->client, cache, key, key_len, &opts, on_done, e);
         else if (op == CO_SET)
@@ -567,17 +580,24 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
 {
     if (!co)
         return MOMENTO_ERR_INVALID_ARGUMENT;
+    /* A set's value is compressed first (compress.c): its identity is then
+     * the bytes sent, the same for the same value, algorithm and level. */
+    void *compressed = NULL;
+    if (op == CO_SET)
+        MOMENTO__CHECK(momento__compress_write(co->client, opts, &value, &value_len, &compressed));
     int rc = op == CO_SET ? momento__check_item_request(co->client, cache, key, key_len, value,
                                                         value_len, ttl_ms, opts, cb)
                           : momento__check_key_request(co->client, cache, key, key_len, opts, cb);
-    if (rc != MOMENTO_OK)
-        return rc;
-    if (op == CO_SET) /* identity is the effective TTL */
-        ttl_ms = momento__effective_ttl(&co->client->cfg, ttl_ms);
-    if (op != CO_SET)
-        value_len = 0;
-    return enqueue(co, op, MOMENTO__RPC_GET, cache, key, key_len, value, value_len, ttl_ms, opts,
-                   cb, userdata);
+    if (rc == MOMENTO_OK) {
+        if (op == CO_SET) /* identity is the effective TTL */
+            ttl_ms = momento__effective_ttl(&co->client->cfg, ttl_ms);
+        if (op != CO_SET)
+            value_len = 0;
+        rc = enqueue(co, op, MOMENTO__RPC_GET, cache, key, key_len, value, value_len, ttl_ms,
+                     opts, cb, userdata);
+    }
+    free(compressed); /* copied at submit */
+    return rc;
 }
 
 /* A checked request: a waiter for it, attached to an RPC of its own or one
@@ -588,16 +608,36 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, const c
                    void *userdata)
 {
     int rc;
+    momento__call_opts resolved;
+    momento__call_opts_from(co->client, opts, &resolved);
+    if (resolved.read_concern) {
+        /* Another read concern than the client's: the RPC in flight may
+         * not answer as this request asked, so it goes alone. */
+        momento_client *c = co->client;
+        if (op == CO_GET)
+            return momento_get(c, cache, key, key_len, opts, cb, userdata);
+        if (op == CO_SET)
+            return momento_set(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb,
+                               userdata);
+        if (op == CO_DELETE)
+            return momento_delete(c, cache, key, key_len, opts, cb, userdata);
+        resolved.packed = value;
+        resolved.packed_len = value_len;
+        return momento__call_start_with(c, rpc, cache, NULL, &resolved, cb, userdata);
+    }
     waiter *w = momento__malloc(sizeof(*w));
     if (!w)
         return MOMENTO_ERR_NO_MEMORY;
     memset(w, 0, sizeof(*w));
-    momento__call_opts resolved;
-    momento__call_opts_from(co->client, opts, &resolved);
     w->co = co;
     w->cb = cb;
     w->userdata = userdata;
     w->deadline = resolved.deadline;
+    w->submitted_ns = resolved.submitted_ns;
+    w->method = momento__rpcs[op == CO_SET      ? MOMENTO__RPC_SET
+                              : op == CO_DELETE ? MOMENTO__RPC_DELETE
+                              : op == CO_READ   ? rpc
+                                                : MOMENTO__RPC_GET].name;
     w->state = W_PENDING;
     momento__timer_init(&w->timer, waiter_fire);
     if (resolved.token) {

@@ -21,10 +21,22 @@ void momento__config_defaults(momento_config *cfg)
     cfg->retry_max_attempts = 3;
     cfg->retry_attempt_timeout_ms = 0;
     cfg->retry_delay_ms = 0;
+    cfg->retry_backoff_initial_us = 0;
+    cfg->retry_backoff_max_us = 0;
+    cfg->read_concern = MOMENTO_READ_BALANCED;
+    cfg->max_idle_ms = MOMENTO_DEFAULT_MAX_IDLE_MS;
+    cfg->max_client_age_ms = 0;
+    cfg->max_concurrent = 0;
     cfg->batch_min_in_flight = 0;
     cfg->batch_linger_us = 0;
     cfg->batch_max_keys = MOMENTO_BATCH_DEFAULT_MAX_KEYS;
     cfg->batch_max_bytes = MOMENTO_BATCH_DEFAULT_MAX_BYTES;
+    cfg->metrics_fn = NULL;
+    cfg->metrics_userdata = NULL;
+    cfg->compression = MOMENTO_COMPRESS_NONE;
+    cfg->compression_level = MOMENTO_COMPRESS_LEVEL_BALANCED;
+    cfg->decompress = -1;
+    cfg->decompress_max_bytes = MOMENTO_DECOMPRESS_DEFAULT_MAX_BYTES;
 }
 
 int momento__config_copy(momento_config *dst, const momento_config *src)
@@ -147,6 +159,89 @@ int momento_config_set_retries(momento_config *cfg, uint32_t max_attempts)
     cfg->retry_max_attempts = max_attempts;
     cfg->retry_attempt_timeout_ms = 0;
     cfg->retry_delay_ms = 0;
+    cfg->retry_backoff_initial_us = 0;
+    cfg->retry_backoff_max_us = 0;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_retry_none(momento_config *cfg)
+{
+    return momento_config_set_retries(cfg, 1);
+}
+
+int momento_config_set_retry_exponential(momento_config *cfg, uint32_t max_attempts,
+                                         uint32_t initial_delay_us, uint32_t max_backoff_us)
+{
+    if (!cfg || max_attempts > 100 || initial_delay_us == 0 || max_backoff_us < initial_delay_us ||
+        max_backoff_us > 60000000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    /* 0: as the SDK, no count limit; the deadline ends the retries. */
+    cfg->retry_max_attempts = max_attempts ? max_attempts : INT32_MAX;
+    cfg->retry_attempt_timeout_ms = 0;
+    cfg->retry_delay_ms = 0;
+    cfg->retry_backoff_initial_us = initial_delay_us;
+    cfg->retry_backoff_max_us = max_backoff_us;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_read_concern(momento_config *cfg, int concern)
+{
+    if (!cfg || (concern != MOMENTO_READ_BALANCED && concern != MOMENTO_READ_CONSISTENT))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->read_concern = concern;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_connection_lifetime(momento_config *cfg, uint32_t max_idle_ms,
+                                           uint32_t max_client_age_ms)
+{
+    if (!cfg || max_idle_ms > 86400000u || max_client_age_ms > 86400000u ||
+        (max_client_age_ms && max_client_age_ms < 1000))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->max_idle_ms = max_idle_ms;
+    cfg->max_client_age_ms = max_client_age_ms;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_max_concurrent_requests(momento_config *cfg, uint32_t max)
+{
+    if (!cfg || max > 1000000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->max_concurrent = max;
+    return MOMENTO_OK;
+}
+
+int momento_config_new_preset(momento_config **ret, momento_preset preset)
+{
+    if (!ret)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    *ret = NULL;
+    if (preset < MOMENTO_PRESET_LAPTOP || preset > MOMENTO_PRESET_LAMBDA)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    int rc = momento_config_new(ret);
+    if (rc != MOMENTO_OK)
+        return rc;
+    momento_config *cfg = *ret;
+    /* The JS SDK's v1 presets (docs/api.md "Presets"): the defaults are the
+     * laptop's; in-region ones only shorten the deadline. */
+    switch (preset) {
+    case MOMENTO_PRESET_LAPTOP:
+        break;
+    case MOMENTO_PRESET_IN_REGION:
+        cfg->timeout_ms = 1100;
+        break;
+    case MOMENTO_PRESET_IN_REGION_LOW_LATENCY:
+        cfg->timeout_ms = 500;
+        break;
+    case MOMENTO_PRESET_LAMBDA:
+        /* A frozen function cannot answer keepalive pings, so the SDK sends
+         * none; a connection left from before the freeze is replaced after
+         * max idle instead of timing out a request. */
+        cfg->timeout_ms = 1100;
+        cfg->keepalive_ms = 0;
+        cfg->keepalive_timeout_ms = 0;
+        break;
+    }
     return MOMENTO_OK;
 }
 
@@ -189,4 +284,56 @@ uint64_t momento_config_default_ttl_ms(const momento_config *cfg)
 uint32_t momento_config_num_channels(const momento_config *cfg)
 {
     return cfg ? cfg->num_channels : 0;
+}
+
+uint32_t momento_config_keepalive_ms(const momento_config *cfg)
+{
+    return cfg ? cfg->keepalive_ms : 0;
+}
+
+uint32_t momento_config_max_idle_ms(const momento_config *cfg)
+{
+    return cfg ? cfg->max_idle_ms : 0;
+}
+
+int momento_config_read_concern(const momento_config *cfg)
+{
+    return cfg ? cfg->read_concern : 0;
+}
+
+int momento_config_set_metrics(momento_config *cfg, momento_metrics_fn fn, void *userdata)
+{
+    if (!cfg)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->metrics_fn = fn;
+    cfg->metrics_userdata = fn ? userdata : NULL;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_compression(momento_config *cfg, int algo, int level)
+{
+    /* Raw levels as zlib (1..9) and zstd (1..22) take them; zstd's negative
+     * "fast" levels are not offered: the SDK's levels do not reach them. */
+    int max = algo == MOMENTO_COMPRESS_GZIP ? 9 : 22;
+    if (!cfg || algo < MOMENTO_COMPRESS_DEFAULT || algo > MOMENTO_COMPRESS_ZSTD)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (algo == MOMENTO_COMPRESS_DEFAULT || algo == MOMENTO_COMPRESS_NONE) {
+        cfg->compression = MOMENTO_COMPRESS_NONE;
+        cfg->compression_level = MOMENTO_COMPRESS_LEVEL_BALANCED;
+        return MOMENTO_OK;
+    }
+    if (level < MOMENTO_COMPRESS_LEVEL_SMALLEST || level > max)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->compression = algo;
+    cfg->compression_level = level;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_decompression(momento_config *cfg, int enabled, size_t max_bytes)
+{
+    if (!cfg || (enabled != 0 && enabled != 1) || max_bytes > MOMENTO_DECOMPRESS_MAX_BYTES)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->decompress = enabled;
+    cfg->decompress_max_bytes = max_bytes ? max_bytes : MOMENTO_DECOMPRESS_DEFAULT_MAX_BYTES;
+    return MOMENTO_OK;
 }

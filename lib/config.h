@@ -2,6 +2,7 @@
 #ifndef MOMENTO_CONFIG_H
 #define MOMENTO_CONFIG_H
 
+#include "momento/metrics.h"
 #include "momento/momento.h"
 
 struct momento_config {
@@ -15,11 +16,29 @@ struct momento_config {
     uint32_t retry_max_attempts;       /* 1 = no retries */
     uint32_t retry_attempt_timeout_ms; /* 0 = each attempt may use the whole deadline */
     uint32_t retry_delay_ms;           /* between attempts, +/-10% */
+    /* Exponential backoff (retry.c) when retry_backoff_max_us is not 0:
+     * the base delay doubles from the initial one up to the cap. */
+    uint32_t retry_backoff_initial_us;
+    uint32_t retry_backoff_max_us;
+    int read_concern;                  /* momento_read_concern, never DEFAULT */
+    /* Channels older than this, or idle this long, are replaced before
+     * their next call (channel.c); 0 = never. */
+    uint32_t max_idle_ms;
+    uint32_t max_client_age_ms;
+    uint32_t max_concurrent;           /* requests on the wire at once; 0 = no cap */
     /* Adaptive batching (batcher.c); batch_min_in_flight 0 = off. */
     uint32_t batch_min_in_flight;      /* N: queue gets and sets from this many RPCs */
     uint32_t batch_linger_us;          /* L: send a queue this long after it started, at most */
     uint32_t batch_max_keys;           /* M */
     uint32_t batch_max_bytes;          /* B: keys + values of one batch */
+    /* The metrics hook (metrics.c); NULL = none. */
+    momento_metrics_fn metrics_fn;
+    void *metrics_userdata;
+    /* Value compression (compress.c). */
+    int compression;                   /* momento_compression of writes; NONE = off */
+    int compression_level;             /* as momento_config_set_compression() takes it */
+    int decompress;                    /* -1: on iff compressing (the SDK's default); 0; 1 */
+    size_t decompress_max_bytes;       /* the largest decompressed value */
 };
 
 void momento__config_defaults(momento_config *cfg);

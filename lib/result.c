@@ -66,6 +66,17 @@ const void *momento_result_value(const momento_result *r, size_t *ret_len)
     return r->value ? (const void *)r->value : (const void *)"";
 }
 
+const void *momento_result_hash(const momento_result *r, size_t *ret_len)
+{
+    /* Only the outcomes that carry one: a stale pointer can never leak out
+     * of a result whose outcome says there is no hash. */
+    int has = r && r->hash &&
+           (r->outcome == MOMENTO_OUTCOME_HIT || r->outcome == MOMENTO_OUTCOME_STORED);
+    if (ret_len)
+        *ret_len = has ? r->hash_len : 0;
+    return has ? (const void *)r->hash : NULL;
+}
+
 int64_t momento_result_int(const momento_result *r)
 {
     return r ? r->int_value : 0;
@@ -146,8 +157,10 @@ static size_t copy_size(const momento_result *r)
         size += str_size(r->caches[i]);
     size += str_size(r->message) + str_size(r->error_detail) + r->value_len + 1;
     for (size_t i = 0; i < r->n_items; i++)
-        size += r->items[i].value_len + 1 + r->items[i].field_len + 1;
+        size += r->items[i].value_len + 1 + r->items[i].field_len + 1 +
+                str_size(r->items[i].message);
     size += r->field_len + 1;
+    size += r->hash_len;
     return size + r->n_exists;
 }
 
@@ -185,7 +198,11 @@ int momento_result_dup(const momento_result *r, momento_result **ret)
     *p++ = '\0';
     for (size_t i = 0; i < r->n_items; i++) {
         items[i] = r->items[i];
-        items[i].message = "";
+        /* An item's message explains its own error (a batch item's value
+         * that did not decompress); most are empty. */
+        items[i].message = r->items[i].message
+                               ? put_bytes(&p, r->items[i].message, str_size(r->items[i].message))
+                               : "";
         items[i].error_detail = NULL;
         items[i].value = r->items[i].value
                              ? (const uint8_t *)put_bytes(&p, r->items[i].value, r->items[i].value_len)
@@ -200,6 +217,7 @@ int momento_result_dup(const momento_result *r, momento_result **ret)
     }
     d->items = r->n_items ? items : NULL;
     d->exists = r->n_exists ? (const uint8_t *)put_bytes(&p, r->exists, r->n_exists) : NULL;
+    d->hash = r->hash ? (const uint8_t *)put_bytes(&p, r->hash, r->hash_len) : NULL;
     d->next_token = NULL;
     *ret = d;
     return MOMENTO_OK;

@@ -27,6 +27,12 @@ struct momento_result {
     size_t n_items;           /* batches, in request order; a collection's elements */
     const momento_result *items;
     const char *next_token;   /* ListCaches paging; NULL or "" on the last page */
+    const uint8_t *hash;      /* get_with_hash HIT, hash-conditional STORED; else NULL */
+    size_t hash_len;
+    /* The RPC whose reply this is, + 1 (call.c); 0 for a result made
+     * without one. Lets accessors of fields that several RPCs reuse tell
+     * whose they are. */
+    int rpc;
 };
 
 /* A result that failed before reaching gRPC. */

@@ -31,33 +31,65 @@ void momento__retries_clear(momento__retries *r)
     momento__heap_clear(&r->waiting);
 }
 
-bool momento__retry_wanted(const momento_config *cfg, const momento__rpc *rpc, int attempt,
-                           int status, int64_t now_ns, int64_t deadline_ns)
+/* A pseudo-random number below n (n > 0) from the client's generator:
+ * jitter only needs clients that failed together not to retry together. */
+static int64_t random_below(momento_client *c, int64_t n)
 {
+    pthread_mutex_lock(&c->lock);
+    momento__retries *r = &c->retries;
+    r->jitter_state = r->jitter_state * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t x = r->jitter_state >> 33;
+    pthread_mutex_unlock(&c->lock);
+    return (int64_t)(x % (uint64_t)n);
+}
+
+int64_t momento__retry_delay(momento_client *c, const momento__rpc *rpc, int attempt, int status,
+                             int64_t now_ns, int64_t deadline_ns)
+{
+    const momento_config *cfg = &c->cfg;
     if (!rpc->idempotent || attempt >= (int)cfg->retry_max_attempts)
-        return false;
-    bool eligible = status == GRPC_STATUS_UNAVAILABLE || status == GRPC_STATUS_INTERNAL;
+        return -1;
+    /* The JS SDK's default eligibility: CANCELLED too, which servers send
+     * while they deploy (the caller has ruled out this process's cancels). */
+    bool eligible = status == GRPC_STATUS_UNAVAILABLE || status == GRPC_STATUS_INTERNAL ||
+                    status == GRPC_STATUS_CANCELLED;
     /* Fixed-timeout mode: an attempt that ran out of its own time is retried
      * while the overall deadline allows. */
     if (cfg->retry_attempt_timeout_ms && status == GRPC_STATUS_DEADLINE_EXCEEDED)
         eligible = true;
-    return eligible && now_ns + (int64_t)cfg->retry_delay_ms * 1000000 < deadline_ns;
+    if (!eligible)
+        return -1;
+    int64_t delay = 0;
+    if (cfg->retry_backoff_max_us) {
+        /* Exponential backoff with decorrelated jitter, as the JS SDK: the
+         * base doubles per retry up to the cap, the delay is drawn from
+         * [base, 1.5 base]. */
+        int64_t base = (int64_t)cfg->retry_backoff_initial_us * 1000;
+        int64_t cap = (int64_t)cfg->retry_backoff_max_us * 1000;
+        for (int i = 1; i < attempt && base < cap; i++)
+            base *= 2;
+        if (base > cap)
+            base = cap;
+        delay = base + random_below(c, base / 2 + 1);
+    } else if (cfg->retry_delay_ms) {
+        /* Fixed delay, +/-10%. */
+        delay = (int64_t)cfg->retry_delay_ms * 1000000;
+        delay += delay / 10 * (random_below(c, 2001) - 1000) / 1000;
+    }
+    return now_ns + delay < deadline_ns ? delay : -1;
 }
 
-void momento__retry_later(momento_client *c, momento__retry_entry *e, int64_t now_ns)
+void momento__retry_later(momento_client *c, momento__retry_entry *e, int64_t now_ns,
+                          int64_t delay_ns)
 {
-    if (c->cfg.retry_delay_ms == 0) {
+    if (delay_ns == 0) {
         if (momento__call_attempt(e->call) != MOMENTO_OK)
             momento__call_give_up(e->call, GRPC_STATUS_UNAVAILABLE, "could not start a retry");
         return;
     }
-    /* +/-10% jitter, so clients that failed together do not retry together. */
-    int64_t delay = (int64_t)c->cfg.retry_delay_ms * 1000000;
     pthread_mutex_lock(&c->lock);
     momento__retries *r = &c->retries;
-    r->jitter_state = r->jitter_state * 6364136223846793005ull + 1442695040888963407ull;
-    int64_t jitter = (int64_t)((r->jitter_state >> 33) % 2001) - 1000; /* -1000..1000 */
-    e->due_ns = now_ns + delay + delay / 10 * jitter / 1000;
+    e->due_ns = now_ns + delay_ns;
     bool closing = c->closing, cancelled = e->track->cancelled;
     bool queued = !closing && !cancelled && momento__heap_push(&r->waiting, e) == 0;
     pthread_mutex_unlock(&c->lock);

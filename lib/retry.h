@@ -38,15 +38,20 @@ static inline int64_t momento__now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* Whether the attempt that ended with `status` should be tried again, by
- * the rule of the official SDKs (docs/protocol.md "Retries"). */
-bool momento__retry_wanted(const struct momento_config *cfg, const momento__rpc *rpc, int attempt,
-                           int status, int64_t now_ns, int64_t deadline_ns);
+/* Whether the attempt number `attempt` (1 = the first), which ended with
+ * `status`, is tried again, by the rule of the official SDKs
+ * (docs/protocol.md "Retries") and the client's strategy: the delay before
+ * the next attempt in ns (0 = at once), or -1 for no retry (not eligible,
+ * out of attempts, or the delay would end past the deadline). The caller
+ * has ruled out this process's own cancels. */
+int64_t momento__retry_delay(struct momento_client *c, const momento__rpc *rpc, int attempt,
+                             int status, int64_t now_ns, int64_t deadline_ns);
 
-/* Makes the call's next attempt now, or queues it for after the configured
- * delay. The call is ended instead (momento__call_give_up) when the attempt
- * cannot start, the queue cannot grow, or the client is closing. */
-void momento__retry_later(struct momento_client *c, momento__retry_entry *e, int64_t now_ns);
+/* Makes the call's next attempt now (delay 0), or queues it for after
+ * `delay_ns`. The call is ended instead (momento__call_give_up) when the
+ * attempt cannot start, the queue cannot grow, or the client is closing. */
+void momento__retry_later(struct momento_client *c, momento__retry_entry *e, int64_t now_ns,
+                          int64_t delay_ns);
 
 /* With the client's lock held: a waiting entry becomes due now (its call
  * was cancelled; the next run ends it). Returns whether it was waiting. */

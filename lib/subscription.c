@@ -83,6 +83,7 @@ struct momento_subscription {
 struct sub_group {
     momento__tracked track;     /* first: the client's view */
     momento_client *client;
+    momento__channel *channel;  /* the stream's, referenced (channel.c) */
     struct sub_group *next_shared; /* the client's joinable groups */
     bool shared;
     char *cache, *topic;
@@ -575,6 +576,8 @@ static void release_stream(sub_group *g)
         grpc_call_unref(g->call);
         g->call = NULL;
     }
+    momento__channel_put(g->channel);
+    g->channel = NULL;
     if (g->send_msg)
         grpc_byte_buffer_destroy(g->send_msg);
     if (g->recv_msg)
@@ -627,7 +630,8 @@ static int open_stream(sub_group *g)
     g->send_msg = grpc_raw_byte_buffer_create(&body, 1);
     grpc_slice_unref(body);
 
-    momento__channel *ch = momento__channels_pick(&c->channels, MOMENTO__PLANE_TOPIC);
+    momento__channel *ch = momento__channels_take(&c->channels, MOMENTO__PLANE_TOPIC);
+    g->channel = ch;
     g->call = grpc_channel_create_registered_call(
         ch->channel, NULL, GRPC_PROPAGATE_DEFAULTS, c->cq,
         ch->registered[MOMENTO__RPC_TOPIC_SUBSCRIBE], gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);

@@ -109,11 +109,15 @@ int momento__check_ttl(uint64_t ttl_ms)
 int momento__check_condition(momento_condition condition, const void *compare,
                              size_t compare_len)
 {
-    if (condition < MOMENTO_IF_ABSENT || condition > MOMENTO_IF_ABSENT_OR_EQUAL)
+    if (condition < MOMENTO_IF_ABSENT || condition > MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     if (condition == MOMENTO_IF_ABSENT || condition == MOMENTO_IF_PRESENT)
         return 0; /* nothing to compare */
     if ((!compare && compare_len) || compare_len > MOMENTO_MAX_ITEM_BYTES)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    /* A value may be empty, but a hash never is (the server's hashes are
+     * non-empty), so an empty one can only be a caller's mistake. */
+    if (condition >= MOMENTO_IF_PRESENT_AND_HASH_EQUAL && compare_len == 0)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     return 0;
 }
@@ -134,6 +138,12 @@ int momento__check_options(const momento_request_options *opts)
         if (tail[i])
             return MOMENTO_ERR_INVALID_ARGUMENT;
     if (opts->timeout_ms > MOMENTO__MAX_TIMEOUT_MS)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    int rc_ = MOMENTO__OPT(opts, read_concern);
+    if (rc_ < 0 || rc_ > MOMENTO_READ_CONSISTENT)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    int comp = MOMENTO__OPT(opts, compression);
+    if (comp < 0 || comp > MOMENTO_COMPRESS_ZSTD)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     return 0;
 }

@@ -34,7 +34,7 @@ int momento__check_item(const void *key, size_t key_len, const void *value, size
 /* At most MOMENTO_MAX_TTL_MS; 0 means the default TTL. */
 int momento__check_ttl(uint64_t ttl_ms);
 /* A known condition, and for those that compare, a comparand (NULL only
- * when empty) within the item limit. */
+ * when empty) within the item limit; a hash condition's is never empty. */
 int momento__check_condition(momento_condition condition, const void *compare,
                              size_t compare_len);
 
@@ -50,6 +50,12 @@ int momento__check_utf8(const void *p, size_t n);
  * MOMENTO__MAX_TIMEOUT_MS. */
 #define MOMENTO__MAX_TIMEOUT_MS 86400000u
 int momento__check_options(const momento_request_options *opts);
+/* A field of checked options, or 0 when `opts` is NULL or its `size` stops
+ * before the field (a program built against an older header). */
+#define MOMENTO__OPT(opts, field)                                                                  \
+    ((opts) && (opts)->size >= offsetof(momento_request_options, field) + sizeof((opts)->field)    \
+         ? (opts)->field                                                                           \
+         : 0)
 
 /* Request checks, by the shape of the request. Each checks the options
  * too. */

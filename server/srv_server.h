@@ -23,7 +23,7 @@
 #define SRV_UNKNOWN MOMENTO__RPC_COUNT
 #define SRV_METHOD_COUNT (MOMENTO__RPC_COUNT + 1)
 #define SRV_STATUS_COUNT 17 /* gRPC status codes 0 (OK) .. 16 (UNAUTHENTICATED) */
-#define SRV_COUNTED_HEADERS 4
+#define SRV_COUNTED_HEADERS 5
 
 /* HTTP/2 streams (calls in progress) one connection may hold: gRPC core
  * advertises it in SETTINGS_MAX_CONCURRENT_STREAMS and refuses streams
@@ -60,6 +60,9 @@ struct momento_local {
     bool shut_down;            /* the shutdown tag arrived */
     srv_topics topics;
     bool streams_ended;        /* srv_topics_end_all() ran for the stop */
+    /* Disposable tokens' signing key (tokens.c), drawn at first use. */
+    bool token_key_set;
+    unsigned char token_key[32];
 
     /* momento_local_stop() asks the server thread to end every
      * subscription stream with UNAVAILABLE (clients resubscribe; a

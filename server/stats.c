@@ -16,8 +16,8 @@ static const char *const status_names[SRV_STATUS_COUNT] = {
     "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
 };
 
-static const char *const counted_headers[SRV_COUNTED_HEADERS] = {"authorization", "cache", "agent",
-                                                                  "runtime-version"};
+static const char *const counted_headers[SRV_COUNTED_HEADERS] = {
+    "authorization", "cache", "agent", "runtime-version", "read-concern"};
 
 /* A method's name in the stats: the table's, "Unimplemented" for the rest. */
 static const char *method_name(int m)

@@ -251,7 +251,7 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
             if (spec && !parse_batch(spec, o))
                 return ex_bad_option(prog, "--batch", spec,
                                      "must be N[:L[:M[:B]]] with N 0 to 100000 (0 = off), L 0 "
-                                     "to 100000 us, M 2 to 10000 keys, B 1024 to 8388608 bytes");
+                                     "to 100000 us, M 2 to 10000 keys, B 1024 to 4194304 bytes");
             o->batch = o->batch_min_in_flight > 0;
             break;
         }

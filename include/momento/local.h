@@ -43,7 +43,9 @@ MOMENTO_EXPORT int momento_local_options_set_auth_token(momento_local_options *o
  * Items count their allocated size plus overhead; an item larger than the
  * limit is refused (RESOURCE_EXHAUSTED, err item_size_limit_exceeded). */
 MOMENTO_EXPORT int momento_local_options_set_max_memory(momento_local_options *o, uint64_t bytes);
-/* Key + value limit per item (RESOURCE_EXHAUSTED, err item_size_limit_exceeded). */
+/* Key + value limit per item (RESOURCE_EXHAUSTED, err item_size_limit_exceeded).
+ * A request larger than this or 5 MiB, whichever is more, plus 1 KiB is
+ * refused whole first (RESOURCE_EXHAUSTED, err request_size_limit_exceeded). */
 MOMENTO_EXPORT int momento_local_options_set_max_item_bytes(momento_local_options *o,
                                                            uint64_t bytes);
 /* Beyond this many calls in one second, answer RESOURCE_EXHAUSTED with
@@ -130,7 +132,8 @@ MOMENTO_EXPORT uint64_t momento_local_rpc_count(const momento_local *s, const ch
 MOMENTO_EXPORT uint64_t momento_local_cancelled_calls(const momento_local *s, const char *method);
 /*
  * How many calls so far carried request header `name`: one of
- * "authorization", "cache", "agent", "runtime-version" (others: 0). Lets
+ * "authorization", "cache", "agent", "runtime-version", "read-concern"
+ * (others: 0). Lets
  * tests check what a client sends.
  */
 MOMENTO_EXPORT uint64_t momento_local_header_count(const momento_local *s, const char *name);

@@ -65,6 +65,23 @@ typedef enum momento_error {
     MOMENTO_ERR_INTERNAL_SERVER = -12,   /* INTERNAL_SERVER_ERROR */
     MOMENTO_ERR_SERVER_UNAVAILABLE = -13, /* SERVER_UNAVAILABLE */
     MOMENTO_ERR_UNKNOWN = -14,           /* UNKNOWN_ERROR */
+    /* momento_client_new() could not connect within the eager-connect
+     * timeout (momento_config_set_eager_connect()), where official SDKs
+     * fail their eager connection. A connection refused or lost under a
+     * request is UNAVAILABLE, MOMENTO_ERR_SERVER_UNAVAILABLE, as in every
+     * SDK. */
+    MOMENTO_ERR_CONNECTION = -15,        /* CONNECTION_ERROR */
+    /* RESOURCE_EXHAUSTED that this client produced, not the service: it
+     * could not hold a response (out of memory, or larger than gRPC's 10 MiB
+     * receive limit) or refused to send a request larger than its send
+     * limit. The service's limits are MOMENTO_ERR_LIMIT_EXCEEDED. */
+    MOMENTO_ERR_CLIENT_RESOURCE_EXHAUSTED = -16, /* CLIENT_RESOURCE_EXHAUSTED */
+    /* NOT_FOUND naming something other than a cache: the `err` trailer says
+     * `item_not_found` or `store_not_found` (the SDKs'
+     * STORE_ITEM_NOT_FOUND_ERROR / STORE_NOT_FOUND_ERROR; the cause stays in
+     * momento_result_error_detail()). A plain NOT_FOUND is
+     * MOMENTO_ERR_CACHE_NOT_FOUND. */
+    MOMENTO_ERR_NOT_FOUND = -17,         /* NOT_FOUND_ERROR */
 
     MOMENTO_ERR_NO_MEMORY = -30,         /* an allocation failed */
     MOMENTO_ERR_WOULD_DEADLOCK = -31,    /* blocking call on the callback thread */
@@ -84,8 +101,38 @@ MOMENTO_EXPORT const char *momento_error_name(int err);
 /*
  * The error kind for a raw gRPC status code (0..16), as official SDKs map it.
  * 0 (OK) maps to MOMENTO_OK; codes outside 0..16 to MOMENTO_ERR_UNKNOWN.
+ * The status alone: a result's error can be finer (MOMENTO_ERR_NOT_FOUND,
+ * MOMENTO_ERR_CLIENT_RESOURCE_EXHAUSTED), read from the reply's `err`
+ * trailer and message as the SDKs do.
  */
 MOMENTO_EXPORT int momento_error_from_grpc_status(int grpc_status);
+
+/*
+ * Which limit a MOMENTO_ERR_LIMIT_EXCEEDED result hit, as official SDKs tell
+ * it (their LimitExceededError message): from the `err` trailer
+ * ("request_size_limit_exceeded", ...; a cause it does not know is
+ * MOMENTO_LIMIT_UNKNOWN), else from words of the server's message
+ * ("subscribers", "operations", "throughput", "request limit", "item size",
+ * "element size", in that order), else MOMENTO_LIMIT_UNKNOWN. See
+ * momento_result_limit_kind().
+ */
+typedef enum momento_limit_kind {
+    MOMENTO_LIMIT_NONE = 0,                /* not a MOMENTO_ERR_LIMIT_EXCEEDED result */
+    MOMENTO_LIMIT_UNKNOWN = 1,             /* a limit the reply does not name */
+    MOMENTO_LIMIT_OPERATIONS_RATE = 2,     /* operations_rate_limit_exceeded */
+    MOMENTO_LIMIT_THROUGHPUT_RATE = 3,     /* throughput_rate_limit_exceeded */
+    MOMENTO_LIMIT_REQUEST_SIZE = 4,        /* request_size_limit_exceeded */
+    MOMENTO_LIMIT_ITEM_SIZE = 5,           /* item_size_limit_exceeded */
+    MOMENTO_LIMIT_ELEMENT_SIZE = 6,        /* element_size_limit_exceeded */
+    MOMENTO_LIMIT_TOPIC_SUBSCRIPTIONS = 7  /* topic_subscriptions_limit_exceeded */
+} momento_limit_kind;
+
+/*
+ * The sentence official SDKs use for `kind` ("Request size limit exceeded
+ * for this account", ...); "" for MOMENTO_LIMIT_NONE and for values outside
+ * the enum. Static, never NULL.
+ */
+MOMENTO_EXPORT const char *momento_limit_kind_text(momento_limit_kind kind);
 
 /* ---------------------------------------------------------------- logging */
 
@@ -158,7 +205,7 @@ MOMENTO_EXPORT int momento_config_set_keepalive(momento_config *cfg, uint32_t in
  * most `timeout_ms` (0 .. 86,400,000) for each in turn; 0 (the default)
  * connects on the first request instead. The control channel always connects
  * on first use. A client whose eager connection fails is not created:
- * momento_client_new() returns MOMENTO_ERR_SERVER_UNAVAILABLE.
+ * momento_client_new() returns MOMENTO_ERR_CONNECTION.
  */
 MOMENTO_EXPORT int momento_config_set_eager_connect(momento_config *cfg, uint32_t timeout_ms);
 
@@ -174,13 +221,15 @@ MOMENTO_EXPORT int momento_config_set_eager_connect(momento_config *cfg, uint32_
 MOMENTO_EXPORT int momento_config_set_tls_roots_file(momento_config *cfg, const char *path);
 
 /*
- * Retries, as the official SDKs do them: only idempotent RPCs (get, set,
- * delete, keys exist, item TTL, batches; never conditional sets, increment,
- * TTL updates, ping or control calls), only after UNAVAILABLE or INTERNAL,
- * immediately, and always within the request's overall deadline
- * (momento_config_set_timeout_ms). `max_attempts` counts the first try:
- * 1 .. 10, default 3; 1 turns retries off. This also turns the fixed-timeout
- * mode below off (no per-attempt timeout, no delay).
+ * Retries, as the official SDKs do them (their "fixed count" strategy, the
+ * default): only the RPCs the JS SDK lists as retryable (get, set, delete,
+ * keys exist, item TTL and type, batches, and the idempotent collection
+ * calls; never conditional sets, increments, pushes, TTL updates, ping or
+ * control calls), only after UNAVAILABLE, INTERNAL or a CANCELLED the server
+ * sent (never a cancel of this process's), immediately, and always within
+ * the request's overall deadline (momento_config_set_timeout_ms).
+ * `max_attempts` counts the first try: 1 .. 10, default 3; 1 turns retries
+ * off. This also turns the other strategies below off.
  */
 MOMENTO_EXPORT int momento_config_set_retries(momento_config *cfg, uint32_t max_attempts);
 /*
@@ -195,6 +244,115 @@ MOMENTO_EXPORT int momento_config_set_retry_fixed_timeout(momento_config *cfg,
                                                           uint32_t max_attempts,
                                                           uint32_t attempt_timeout_ms,
                                                           uint32_t delay_ms);
+/* The SDKs' "no retry" strategy: every request makes one attempt. Same as
+ * momento_config_set_retries(cfg, 1). */
+MOMENTO_EXPORT int momento_config_set_retry_none(momento_config *cfg);
+/*
+ * The SDKs' exponential backoff with decorrelated jitter: the same RPCs and
+ * statuses as above; the n-th retry (n = 1, 2, ...) waits a random time in
+ * [b, 1.5 b] where b = min(initial_delay_us * 2^(n-1), max_backoff_us). The
+ * JS SDK's defaults are 500 us and 8,000 us. `max_attempts` counts the first
+ * try, 0 .. 100; 0 = no count limit (the SDK's way: retry until the
+ * deadline). Ranges: initial_delay_us >= 1, max_backoff_us from
+ * initial_delay_us to 60,000,000. A retry is made only if its delay ends
+ * before the overall deadline.
+ */
+#define MOMENTO_BACKOFF_DEFAULT_INITIAL_US 500u
+#define MOMENTO_BACKOFF_DEFAULT_MAX_US 8000u
+MOMENTO_EXPORT int momento_config_set_retry_exponential(momento_config *cfg,
+                                                        uint32_t max_attempts,
+                                                        uint32_t initial_delay_us,
+                                                        uint32_t max_backoff_us);
+
+/* The client's read concern (enum momento_read_concern, below the request
+ * options): BALANCED (the default) or CONSISTENT; a request's options may
+ * override it. Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT. */
+MOMENTO_EXPORT int momento_config_set_read_concern(momento_config *cfg, int concern);
+
+/*
+ * Connection lifetime, the SDKs' answer to load balancers and frozen
+ * serverless functions that drop idle connections silently: a channel that
+ * carried no call for `max_idle_ms` (default MOMENTO_DEFAULT_MAX_IDLE_MS,
+ * 4 minutes, under AWS NLB's 350 s idle timeout), or was opened more than
+ * `max_client_age_ms` ago, is replaced by a new one before the next call
+ * (calls already on the old one finish there). 0 turns either off;
+ * max_client_age_ms 0 or 1,000 .. 86,400,000, max_idle_ms at most
+ * 86,400,000. Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT.
+ */
+#define MOMENTO_DEFAULT_MAX_IDLE_MS (4u * 60u * 1000u)
+MOMENTO_EXPORT int momento_config_set_connection_lifetime(momento_config *cfg,
+                                                          uint32_t max_idle_ms,
+                                                          uint32_t max_client_age_ms);
+
+/*
+ * A cap on the requests a client has on the wire at once (the JS SDK's
+ * maxConcurrentRequests): beyond it, requests wait in a queue, in order,
+ * instead of failing; a queued request keeps its deadline, cancel token and
+ * callback, and is called back MOMENTO_ERR_TIMEOUT / _CANCELLED / _CLOSED
+ * if it ends before it leaves. Topic subscriptions do not count. 0 (the
+ * default) = no cap; at most 1,000,000. Returns 0 or
+ * MOMENTO_ERR_INVALID_ARGUMENT.
+ */
+MOMENTO_EXPORT int momento_config_set_max_concurrent_requests(momento_config *cfg, uint32_t max);
+
+/*
+ * The official SDKs' configuration presets (their "v1" values, which do not
+ * change between releases; docs/api.md "Presets" lists every value):
+ *  - LAPTOP: 5 s deadline, keepalive ping every 5 s (1 s to answer), 3
+ *    attempts, 4 min max idle. The same as momento_config_new().
+ *  - IN_REGION: as LAPTOP with a 1.1 s deadline.
+ *  - IN_REGION_LOW_LATENCY: as LAPTOP with a 500 ms deadline.
+ *  - LAMBDA: 1.1 s deadline, no keepalive pings (a frozen function cannot
+ *    answer them), 4 min max idle.
+ * Returns 0 with a new config in *ret (free it with momento_config_free()),
+ * MOMENTO_ERR_INVALID_ARGUMENT (`ret` NULL or an unknown preset; *ret NULL)
+ * or MOMENTO_ERR_NO_MEMORY. The config's setters may change it further.
+ */
+typedef enum momento_preset {
+    MOMENTO_PRESET_LAPTOP = 1,
+    MOMENTO_PRESET_IN_REGION = 2,
+    MOMENTO_PRESET_IN_REGION_LOW_LATENCY = 3,
+    MOMENTO_PRESET_LAMBDA = 4
+} momento_preset;
+MOMENTO_EXPORT int momento_config_new_preset(momento_config **ret, momento_preset preset);
+
+/*
+ * Value compression, in the formats of the JS SDK's compression extensions
+ * (docs/api.md "Compression"). With `algo` MOMENTO_COMPRESS_GZIP or
+ * MOMENTO_COMPRESS_ZSTD (enum momento_compression, below the request
+ * options), every scalar write - set, the set_if family, set batches, a
+ * coalescer's sets - sends its value compressed (a request's options may
+ * choose another algorithm, or MOMENTO_COMPRESS_NONE for that request);
+ * MOMENTO_COMPRESS_NONE (the default; DEFAULT means the same here) turns it
+ * off. The item limits apply to the value as sent, compressed. `level` is
+ * one of the JS SDK's three, mapped as it maps them (gzip / zstd):
+ * MOMENTO_COMPRESS_LEVEL_BALANCED (6 / 3), _FASTEST (1 / 1), _SMALLEST
+ * (9 / 9); or a raw level: gzip 1 .. 9, zstd 1 .. 22 (a raw level above
+ * 9 is used as 9 when a request picks gzip). `level` is ignored with NONE.
+ * Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT.
+ */
+#define MOMENTO_COMPRESS_LEVEL_BALANCED 0
+#define MOMENTO_COMPRESS_LEVEL_FASTEST (-1)
+#define MOMENTO_COMPRESS_LEVEL_SMALLEST (-2)
+MOMENTO_EXPORT int momento_config_set_compression(momento_config *cfg, int algo, int level);
+/*
+ * Automatic decompression of read values: a get's, a get batch's (each
+ * item) and a coalesced get's hit whose value starts with gzip's (1f 8b)
+ * or zstd's (28 b5 2f fd) magic bytes is returned decompressed; other
+ * values are returned as stored. A value with the magic bytes that does not
+ * decompress, or would decompress to more than `max_bytes`, makes that
+ * read (or batch item) MOMENTO_ERR_INVALID_ARGUMENT with a message saying
+ * which; no more than `max_bytes` is ever allocated for it. As in the JS
+ * SDK, decompression is on by default exactly when the client compresses
+ * (momento_config_set_compression()); this setter decides it explicitly.
+ * `enabled` 0 or 1; `max_bytes` 1 .. MOMENTO_DECOMPRESS_MAX_BYTES, 0 =
+ * MOMENTO_DECOMPRESS_DEFAULT_MAX_BYTES (the default). Decompression runs on
+ * the completion thread. Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT.
+ */
+#define MOMENTO_DECOMPRESS_DEFAULT_MAX_BYTES (64u * 1024 * 1024)
+#define MOMENTO_DECOMPRESS_MAX_BYTES (1024u * 1024 * 1024)
+MOMENTO_EXPORT int momento_config_set_decompression(momento_config *cfg, int enabled,
+                                                    size_t max_bytes);
 
 /*
  * Adaptive batching (docs/batching.md). Off by default (min_in_flight 0).
@@ -209,9 +367,12 @@ MOMENTO_EXPORT int momento_config_set_retry_fixed_timeout(momento_config *cfg,
  * cancel token. Ranges: min_in_flight 0 .. 100,000; linger_us 0 ..
  * MOMENTO_MAX_BATCH_LINGER_US; max_keys 2 .. 10,000; max_bytes 1024 ..
  * MOMENTO_MAX_BATCH_BYTES. Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT.
+ * A batch stays under Momento's 5 MiB request limit (a larger one is
+ * refused with request_size_limit_exceeded): 4 MiB of keys and values
+ * leaves room for the framing of 10,000 keys.
  */
 #define MOMENTO_MAX_BATCH_LINGER_US 100000u
-#define MOMENTO_MAX_BATCH_BYTES (8u * 1024 * 1024)
+#define MOMENTO_MAX_BATCH_BYTES (4u * 1024 * 1024)
 #define MOMENTO_BATCH_DEFAULT_MIN_IN_FLIGHT 16u
 #define MOMENTO_BATCH_DEFAULT_MAX_KEYS 64u
 #define MOMENTO_BATCH_DEFAULT_MAX_BYTES (1024u * 1024)
@@ -223,6 +384,10 @@ MOMENTO_EXPORT int momento_config_set_batching(momento_config *cfg, uint32_t min
 MOMENTO_EXPORT uint32_t momento_config_timeout_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint64_t momento_config_default_ttl_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint32_t momento_config_num_channels(const momento_config *cfg);
+MOMENTO_EXPORT uint32_t momento_config_keepalive_ms(const momento_config *cfg);
+MOMENTO_EXPORT uint32_t momento_config_max_idle_ms(const momento_config *cfg);
+/* A momento_read_concern. */
+MOMENTO_EXPORT int momento_config_read_concern(const momento_config *cfg);
 
 /* ------------------------------------------------------------- credentials */
 
@@ -330,6 +495,10 @@ MOMENTO_EXPORT const char *momento_result_message(const momento_result *r);
 MOMENTO_EXPORT int momento_result_attempts(const momento_result *r);
 /* The server's `err` trailer (e.g. "item_size_limit_exceeded"), or NULL. */
 MOMENTO_EXPORT const char *momento_result_error_detail(const momento_result *r);
+/* For a MOMENTO_ERR_LIMIT_EXCEEDED result, the limit it hit (from the `err`
+ * trailer, else the message; see momento_limit_kind); MOMENTO_LIMIT_NONE for
+ * any other result and for NULL. */
+MOMENTO_EXPORT momento_limit_kind momento_result_limit_kind(const momento_result *r);
 /* 1 when the outcome is HIT (a get, item get TTL or item get type that found
  * the key; a collection read that found the collection, collections.h),
  * else 0. Check it before momento_result_int() of a length or rank, which
@@ -342,6 +511,16 @@ MOMENTO_EXPORT int momento_result_is_hit(const momento_result *r);
  * momento_result_free().
  */
 MOMENTO_EXPORT const void *momento_result_value(const momento_result *r, size_t *ret_len);
+/*
+ * The server's hash of a value: of the value found by a get with hash (HIT),
+ * or of the value just written by a set with hash or a hash-conditional set
+ * (STORED). Opaque bytes (momento-local's are 32, a SHA-256 digest; Momento's
+ * service may differ): compare them as bytes, or pass them back as the
+ * `compare` of a hash condition. Any other result, and NULL `r`, gives NULL
+ * with *ret_len = 0. `ret_len` may be NULL. Borrowed from `r` as
+ * momento_result_value() is.
+ */
+MOMENTO_EXPORT const void *momento_result_hash(const momento_result *r, size_t *ret_len);
 /* Increment: the value after the increment (0 for other results). */
 MOMENTO_EXPORT int64_t momento_result_int(const momento_result *r);
 /* Item get TTL: the remaining milliseconds of a HIT (0 otherwise). */
@@ -395,7 +574,7 @@ typedef void (*momento_callback)(const momento_result *r, void *userdata);
  * `creds` are copied (NULL cfg = defaults). Returns 0,
  * MOMENTO_ERR_INVALID_ARGUMENT (`ret` or `creds` NULL), MOMENTO_ERR_NO_MEMORY
  * (also when gRPC could not create a channel or completion queue, or the
- * thread could not start), or MOMENTO_ERR_SERVER_UNAVAILABLE when an eager
+ * thread could not start), or MOMENTO_ERR_CONNECTION when an eager
  * connection failed (momento_config_set_eager_connect()).
  */
 MOMENTO_EXPORT int momento_client_new(momento_client **ret, const momento_config *cfg,
@@ -505,9 +684,35 @@ typedef struct momento_request_options {
     uint32_t timeout_ms;
     /* Cancels the request when cancelled; NULL = none. */
     momento_cancel_token *cancel;
+    /* Appended after the first version: a smaller `size` leaves them 0. */
+    /* Reads: a momento_read_concern; 0 = the client's
+     * (momento_config_set_read_concern()). Other requests ignore it. */
+    int read_concern;
+    /* Scalar writes (set, set_if, set batches): a momento_compression;
+     * 0 = the client's (momento_config_set_compression()). Reads ignore it:
+     * whether they decompress is the client's setting. */
+    int compression;
 } momento_request_options;
 
-#define MOMENTO_REQUEST_OPTIONS_INIT {sizeof(momento_request_options), 0, NULL}
+#define MOMENTO_REQUEST_OPTIONS_INIT {sizeof(momento_request_options), 0, NULL, 0, 0}
+
+/* Read concern, as the official SDKs name it: BALANCED (Momento's default)
+ * may read a replica a moment behind a write; CONSISTENT reads what was
+ * written before (sent as the `read-concern: consistent` header). */
+typedef enum momento_read_concern {
+    MOMENTO_READ_CONCERN_DEFAULT = 0, /* per request: the client's */
+    MOMENTO_READ_BALANCED = 1,
+    MOMENTO_READ_CONSISTENT = 2
+} momento_read_concern;
+
+/* Value compression, compatible with the JS SDK's compression extensions
+ * (gzip and zstd streams, recognised on read by their magic bytes). */
+typedef enum momento_compression {
+    MOMENTO_COMPRESS_DEFAULT = 0, /* per request: the client's */
+    MOMENTO_COMPRESS_NONE = 1,
+    MOMENTO_COMPRESS_GZIP = 2,
+    MOMENTO_COMPRESS_ZSTD = 3
+} momento_compression;
 
 /*
  * Data plane, async. Arguments: `cache` is a NUL-terminated name of 1..255
@@ -549,22 +754,35 @@ MOMENTO_EXPORT int momento_delete(momento_client *c, const char *cache, const vo
                                   momento_callback cb, void *userdata);
 
 /* Conditional writes, in official SDK terms. `compare` is the value the
- * condition tests against (ignored for ABSENT and PRESENT). Outcome STORED or
- * NOT_STORED. Not retried on failure: a conditional write is not idempotent. */
+ * condition tests against (ignored for ABSENT and PRESENT), or for the HASH
+ * conditions the hash of a value, as momento_result_hash() gave it (the
+ * server compares it with its hash of the stored value: the caller need not
+ * hold the value itself). Outcome STORED or NOT_STORED; a STORED under a
+ * hash condition also carries the new value's hash (momento_result_hash()).
+ * A condition on the value or hash of a key that holds a collection fails
+ * with MOMENTO_ERR_FAILED_PRECONDITION. Not retried on failure: a
+ * conditional write is not idempotent. */
 typedef enum momento_condition {
     MOMENTO_IF_ABSENT = 1,                 /* setIfAbsent, setIfNotExists */
     MOMENTO_IF_PRESENT = 2,                /* setIfPresent */
     MOMENTO_IF_EQUAL = 3,                  /* setIfEqual */
     MOMENTO_IF_NOT_EQUAL = 4,              /* setIfNotEqual (absent counts as not equal) */
     MOMENTO_IF_PRESENT_AND_NOT_EQUAL = 5,  /* setIfPresentAndNotEqual */
-    MOMENTO_IF_ABSENT_OR_EQUAL = 6         /* setIfAbsentOrEqual */
+    MOMENTO_IF_ABSENT_OR_EQUAL = 6,        /* setIfAbsentOrEqual */
+    MOMENTO_IF_PRESENT_AND_HASH_EQUAL = 7, /* setIfPresentAndHashEqual */
+    MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL = 8, /* setIfPresentAndHashNotEqual */
+    MOMENTO_IF_ABSENT_OR_HASH_EQUAL = 9,   /* setIfAbsentOrHashEqual */
+    MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL = 10 /* setIfAbsentOrHashNotEqual */
 } momento_condition;
 
 /* Arguments as momento_set(), and MOMENTO_ERR_INVALID_ARGUMENT also for a
  * `condition` outside the enum and, for the conditions that compare (EQUAL,
- * NOT_EQUAL, PRESENT_AND_NOT_EQUAL, ABSENT_OR_EQUAL), a NULL `compare` with
- * non-zero `compare_len` or a `compare_len` over MOMENTO_MAX_ITEM_BYTES.
- * NULL with length 0 compares against the empty value. */
+ * NOT_EQUAL, PRESENT_AND_NOT_EQUAL, ABSENT_OR_EQUAL, the HASH ones), a NULL
+ * `compare` with non-zero `compare_len` or a `compare_len` over
+ * MOMENTO_MAX_ITEM_BYTES; for the HASH conditions also an empty `compare`
+ * (no hash is empty). For the value conditions NULL with length 0 compares
+ * against the empty value. The value conditions send SetIf, the hash ones
+ * SetIfHash. */
 MOMENTO_EXPORT int momento_set_if(momento_client *c, const char *cache, const void *key,
                                   size_t key_len, const void *value, size_t value_len,
                                   uint64_t ttl_ms, momento_condition condition, const void *compare,
@@ -604,6 +822,109 @@ MOMENTO_EXPORT int momento_set_if_absent_or_equal(
     momento_client *c, const char *cache, const void *key, size_t key_len, const void *value,
     size_t value_len, uint64_t ttl_ms, const void *equal_to, size_t equal_len,
     const momento_request_options *opts, momento_callback cb, void *userdata);
+/* The hash conditions by name; `hash` is momento_set_if()'s `compare`. */
+MOMENTO_EXPORT int momento_set_if_present_and_hash_equal(
+    momento_client *c, const char *cache, const void *key, size_t key_len, const void *value,
+    size_t value_len, uint64_t ttl_ms, const void *hash, size_t hash_len,
+    const momento_request_options *opts, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_set_if_present_and_hash_not_equal(
+    momento_client *c, const char *cache, const void *key, size_t key_len, const void *value,
+    size_t value_len, uint64_t ttl_ms, const void *hash, size_t hash_len,
+    const momento_request_options *opts, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_set_if_absent_or_hash_equal(
+    momento_client *c, const char *cache, const void *key, size_t key_len, const void *value,
+    size_t value_len, uint64_t ttl_ms, const void *hash, size_t hash_len,
+    const momento_request_options *opts, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_set_if_absent_or_hash_not_equal(
+    momento_client *c, const char *cache, const void *key, size_t key_len, const void *value,
+    size_t value_len, uint64_t ttl_ms, const void *hash, size_t hash_len,
+    const momento_request_options *opts, momento_callback cb, void *userdata);
+
+/* The SDKs' setWithHash: a set that always writes (SetIfHash with no
+ * condition) and answers STORED with the new value's hash
+ * (momento_result_hash()), ready for a later hash condition. Arguments and
+ * return codes as momento_set(), compression included (the hash is then
+ * the compressed bytes'). Unlike a set, not retried: it goes out as a
+ * conditional write, which official clients never retry. */
+MOMENTO_EXPORT int momento_set_with_hash(momento_client *c, const char *cache, const void *key,
+                                         size_t key_len, const void *value, size_t value_len,
+                                         uint64_t ttl_ms, const momento_request_options *opts,
+                                         momento_callback cb, void *userdata);
+/* Arguments as momento_get(). Outcome HIT with the value
+ * (momento_result_value(), decompressed as a get's is) and the server's hash
+ * of the bytes stored (momento_result_hash()), or MISS. A key holding a collection fails with
+ * MOMENTO_ERR_FAILED_PRECONDITION. Idempotent: retried as a get is. Never
+ * shared with other requests by a coalescer or batcher (their reply has no
+ * hash). */
+MOMENTO_EXPORT int momento_get_with_hash(momento_client *c, const char *cache, const void *key,
+                                         size_t key_len, const momento_request_options *opts,
+                                         momento_callback cb, void *userdata);
+
+/* Blocking forms of the conditional writes and of the get with hash: each
+ * is its async function plus a wait, with the return codes and the
+ * ownership of `*ret` that the blocking variants below describe
+ * (momento_get_sync(), ...). */
+MOMENTO_EXPORT int momento_get_with_hash_sync(momento_client *c, const char *cache,
+                                              const void *key, size_t key_len,
+                                              const momento_request_options *opts,
+                                              momento_result **ret);
+MOMENTO_EXPORT int momento_set_with_hash_sync(momento_client *c, const char *cache,
+                                              const void *key, size_t key_len, const void *value,
+                                              size_t value_len, uint64_t ttl_ms,
+                                              const momento_request_options *opts,
+                                              momento_result **ret);
+MOMENTO_EXPORT int momento_set_if_absent_sync(momento_client *c, const char *cache,
+                                              const void *key, size_t key_len, const void *value,
+                                              size_t value_len, uint64_t ttl_ms,
+                                              const momento_request_options *opts,
+                                              momento_result **ret);
+MOMENTO_EXPORT int momento_set_if_not_exists_sync(momento_client *c, const char *cache,
+                                                  const void *key, size_t key_len,
+                                                  const void *value, size_t value_len,
+                                                  uint64_t ttl_ms,
+                                                  const momento_request_options *opts,
+                                                  momento_result **ret);
+MOMENTO_EXPORT int momento_set_if_present_sync(momento_client *c, const char *cache,
+                                               const void *key, size_t key_len, const void *value,
+                                               size_t value_len, uint64_t ttl_ms,
+                                               const momento_request_options *opts,
+                                               momento_result **ret);
+MOMENTO_EXPORT int momento_set_if_equal_sync(momento_client *c, const char *cache, const void *key,
+                                             size_t key_len, const void *value, size_t value_len,
+                                             uint64_t ttl_ms, const void *equal_to,
+                                             size_t equal_len, const momento_request_options *opts,
+                                             momento_result **ret);
+MOMENTO_EXPORT int momento_set_if_not_equal_sync(momento_client *c, const char *cache,
+                                                 const void *key, size_t key_len,
+                                                 const void *value, size_t value_len,
+                                                 uint64_t ttl_ms, const void *not_equal_to,
+                                                 size_t not_equal_len,
+                                                 const momento_request_options *opts,
+                                                 momento_result **ret);
+MOMENTO_EXPORT int momento_set_if_present_and_not_equal_sync(
+    momento_client *c, const char *cache, const void *key, size_t key_len, const void *value,
+    size_t value_len, uint64_t ttl_ms, const void *not_equal_to, size_t not_equal_len,
+    const momento_request_options *opts, momento_result **ret);
+MOMENTO_EXPORT int momento_set_if_absent_or_equal_sync(
+    momento_client *c, const char *cache, const void *key, size_t key_len, const void *value,
+    size_t value_len, uint64_t ttl_ms, const void *equal_to, size_t equal_len,
+    const momento_request_options *opts, momento_result **ret);
+MOMENTO_EXPORT int momento_set_if_present_and_hash_equal_sync(
+    momento_client *c, const char *cache, const void *key, size_t key_len, const void *value,
+    size_t value_len, uint64_t ttl_ms, const void *hash, size_t hash_len,
+    const momento_request_options *opts, momento_result **ret);
+MOMENTO_EXPORT int momento_set_if_present_and_hash_not_equal_sync(
+    momento_client *c, const char *cache, const void *key, size_t key_len, const void *value,
+    size_t value_len, uint64_t ttl_ms, const void *hash, size_t hash_len,
+    const momento_request_options *opts, momento_result **ret);
+MOMENTO_EXPORT int momento_set_if_absent_or_hash_equal_sync(
+    momento_client *c, const char *cache, const void *key, size_t key_len, const void *value,
+    size_t value_len, uint64_t ttl_ms, const void *hash, size_t hash_len,
+    const momento_request_options *opts, momento_result **ret);
+MOMENTO_EXPORT int momento_set_if_absent_or_hash_not_equal_sync(
+    momento_client *c, const char *cache, const void *key, size_t key_len, const void *value,
+    size_t value_len, uint64_t ttl_ms, const void *hash, size_t hash_len,
+    const momento_request_options *opts, momento_result **ret);
 
 /* Adds `amount` to the base-10 integer stored at `key` (a missing key counts
  * as 0) and stores the result as text with `ttl_ms` (0 = default). Outcome
@@ -784,8 +1105,11 @@ MOMENTO_EXPORT int momento_set_batch_sync(momento_client *c, const char *cache,
 }
 #endif
 
-/* Dictionaries, sets, lists and sorted sets; topics. */
+/* Dictionaries, sets, lists and sorted sets; topics; the metrics hook. */
 #include "momento/collections.h"
 #include "momento/topics.h"
+#include "momento/metrics.h"
+/* Disposable tokens: scoped, short-lived keys. */
+#include "momento/tokens.h"
 
 #endif /* MOMENTO_MOMENTO_H */

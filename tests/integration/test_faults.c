@@ -74,7 +74,7 @@ static void test_every_injected_error(void **state)
         {"internal", 13, MOMENTO_ERR_INTERNAL_SERVER, true},
         {"permission-denied", 7, MOMENTO_ERR_PERMISSION, false},
         {"unauthenticated", 16, MOMENTO_ERR_AUTHENTICATION, false},
-        {"cancelled", 1, MOMENTO_ERR_CANCELLED, false},
+        {"cancelled", 1, MOMENTO_ERR_CANCELLED, true}, /* as the JS SDK: a server's CANCELLED */
         {"resource-exhausted", 8, MOMENTO_ERR_LIMIT_EXCEEDED, false},
         {"deadline-exceeded", 4, MOMENTO_ERR_TIMEOUT, false},
         {"unavailable", 14, MOMENTO_ERR_SERVER_UNAVAILABLE, true},

@@ -501,7 +501,7 @@ static void *canceller(void *arg)
 }
 
 static momento_client *new_client(const char *id, const char *delay_ms, const char *rpcs,
-                                  uint32_t batch_from)
+                                  uint32_t batch_from, uint32_t cap, uint32_t max_age_ms)
 {
     momento_credentials *creds = NULL;
     const char *why = NULL;
@@ -517,6 +517,12 @@ static momento_client *new_client(const char *id, const char *delay_ms, const ch
         /* Adaptive batching from `batch_from` RPCs in flight (0: off), so
          * its queue, batches and per-member deadlines and cancels race too. */
         momento_config_set_batching(cfg, batch_from, 0, 16, 64 * 1024) != MOMENTO_OK ||
+        /* A cap on requests in flight (0: none), so its queue races with
+         * deadlines, cancels and the free; channels renewed every
+         * `max_age_ms` under load, so calls race the swap. */
+        momento_config_set_max_concurrent_requests(cfg, cap) != MOMENTO_OK ||
+        momento_config_set_connection_lifetime(cfg, MOMENTO_DEFAULT_MAX_IDLE_MS, max_age_ms) !=
+            MOMENTO_OK ||
         momento_client_new(&c, cfg, creds) != MOMENTO_OK) {
         fprintf(stderr, "tsan_stress: cannot create a client\n");
         exit(2);
@@ -606,9 +612,9 @@ int main(int argc, char **argv)
     }
     momento_local_options_free(o);
 
-    clients[0] = new_client("tsan-fast", NULL, NULL, 4);
-    clients[1] = new_client("tsan-40ms", "40", "get set delete", 0);
-    clients[2] = new_client("tsan-200ms", "200", "get", 2);
+    clients[0] = new_client("tsan-fast", NULL, NULL, 4, 0, 1000);
+    clients[1] = new_client("tsan-40ms", "40", "get set delete", 0, 8, 0);
+    clients[2] = new_client("tsan-200ms", "200", "get", 2, 4, 1500);
     for (int i = 0; i < N_CLIENTS; i++)
         if (momento_coalescer_new(&coalescers[i], clients[i]) != MOMENTO_OK)
             return 2;

@@ -1,0 +1,450 @@
+/* The official SDKs' client options, against the local server: presets,
+ * retry strategies (none, fixed count, exponential backoff), read concern
+ * per client and per request, connection renewal after idle time or age,
+ * and the cap on requests in flight. */
+#include "client.h" /* momento__client_add_header, the channels */
+#include "momento/coalescer.h"
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static momento_local *server;
+
+static int setup(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    server = tu_server(o);
+    momento_local_options_free(o);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    momento_local_stop(server);
+    return 0;
+}
+
+static void test_presets(void **state)
+{
+    (void)state;
+    static const struct {
+        momento_preset p;
+        uint32_t timeout_ms, keepalive_ms;
+    } want[] = {
+        {MOMENTO_PRESET_LAPTOP, 5000, 5000},
+        {MOMENTO_PRESET_IN_REGION, 1100, 5000},
+        {MOMENTO_PRESET_IN_REGION_LOW_LATENCY, 500, 5000},
+        {MOMENTO_PRESET_LAMBDA, 1100, 0},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        momento_config *cfg = NULL;
+        assert_int_equal(momento_config_new_preset(&cfg, want[i].p), MOMENTO_OK);
+        assert_int_equal(momento_config_timeout_ms(cfg), want[i].timeout_ms);
+        assert_int_equal(momento_config_keepalive_ms(cfg), want[i].keepalive_ms);
+        assert_int_equal(momento_config_max_idle_ms(cfg), MOMENTO_DEFAULT_MAX_IDLE_MS);
+        assert_int_equal(momento_config_read_concern(cfg), MOMENTO_READ_BALANCED);
+        /* A preset is a working config. */
+        momento_client *c = tu_client(server, cfg);
+        assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+        momento_client_free(c);
+        momento_config_free(cfg);
+    }
+    momento_config *cfg = (momento_config *)&cfg; /* must be overwritten */
+    assert_int_equal(momento_config_new_preset(&cfg, 0), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_null(cfg);
+    assert_int_equal(momento_config_new_preset(&cfg, 5), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_new_preset(NULL, MOMENTO_PRESET_LAPTOP),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+}
+
+static void test_config_refusals(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    assert_int_equal(momento_config_set_read_concern(cfg, 0), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_read_concern(cfg, 3), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_read_concern(NULL, MOMENTO_READ_CONSISTENT),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_retry_exponential(cfg, 3, 0, 100),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_retry_exponential(cfg, 3, 200, 100),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_retry_exponential(cfg, 101, 1, 100),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_retry_exponential(NULL, 3, 1, 100),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_retry_none(NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_connection_lifetime(cfg, 0, 999),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_connection_lifetime(cfg, 86400001u, 0),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_max_concurrent_requests(cfg, 1000001u),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_max_concurrent_requests(NULL, 1),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_config_free(cfg);
+}
+
+/* A client whose gets fail `failures` times with `status` (a fault-injection
+ * session of its own), then succeed. */
+static momento_client *failing_client(momento_config *cfg, const char *id, const char *status,
+                                      int failures)
+{
+    momento_client *c = tu_client(server, cfg);
+    char n[16];
+    snprintf(n, sizeof(n), "%d", failures);
+    momento__client_add_header(c, "request-id", id);
+    momento__client_add_header(c, "return-error", status);
+    momento__client_add_header(c, "error-rpcs", "get");
+    momento__client_add_header(c, "error-count", n);
+    return c;
+}
+
+static void get_expect(momento_client *c, int want_err, int want_attempts)
+{
+    momento_result *r = NULL;
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), want_err);
+    assert_int_equal(momento_result_error(r), want_err);
+    assert_int_equal(momento_result_attempts(r), want_attempts);
+    momento_result_free(r);
+}
+
+static void test_retry_none(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    assert_int_equal(momento_config_set_retry_none(cfg), MOMENTO_OK);
+    momento_client *c = failing_client(cfg, "retry-none", "unavailable", 1);
+    get_expect(c, MOMENTO_ERR_SERVER_UNAVAILABLE, 1);
+    get_expect(c, MOMENTO_OK, 1); /* the session's one failure is spent */
+    momento_client_free(c);
+    momento_config_free(cfg);
+}
+
+/* The JS SDK retries a CANCELLED the server sent (deployments), but never
+ * a non-idempotent RPC. */
+static void test_retry_server_cancelled(void **state)
+{
+    (void)state;
+    momento_client *c = failing_client(NULL, "retry-cancelled", "cancelled", 2);
+    get_expect(c, MOMENTO_OK, 3);
+    momento_client_free(c);
+
+    c = tu_client(server, NULL);
+    momento__client_add_header(c, "request-id", "retry-cancelled-incr");
+    momento__client_add_header(c, "return-error", "cancelled");
+    momento__client_add_header(c, "error-rpcs", "increment");
+    momento__client_add_header(c, "error-count", "1");
+    momento_result *r = NULL;
+    assert_int_equal(momento_increment_sync(c, "c", "n", 1, 1, 0, NULL, &r),
+                     MOMENTO_ERR_CANCELLED);
+    assert_int_equal(momento_result_error(r), MOMENTO_ERR_CANCELLED);
+    assert_int_equal(momento_result_attempts(r), 1);
+    momento_result_free(r);
+    momento_client_free(c);
+}
+
+static void test_retry_exponential(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    /* No count limit: four failures are retried through; delays drawn
+     * from [20, 30], [40, 60], [40, 60], [40, 60] ms: at least 140 ms. */
+    assert_int_equal(momento_config_set_retry_exponential(cfg, 0, 20000, 40000), MOMENTO_OK);
+    momento_client *c = failing_client(cfg, "retry-exp", "internal", 4);
+    int64_t t0 = tu_now_ms();
+    get_expect(c, MOMENTO_OK, 5);
+    assert_true(tu_now_ms() - t0 >= 140);
+    momento_client_free(c);
+
+    /* A count limit ends it; a status outside the list is not retried. */
+    assert_int_equal(momento_config_set_retry_exponential(cfg, 2, 1000, 8000), MOMENTO_OK);
+    c = failing_client(cfg, "retry-exp-limit", "unavailable", 5);
+    get_expect(c, MOMENTO_ERR_SERVER_UNAVAILABLE, 2);
+    momento_client_free(c);
+    c = failing_client(cfg, "retry-exp-status", "permission-denied", 1);
+    get_expect(c, MOMENTO_ERR_PERMISSION, 1);
+    momento_client_free(c);
+
+    /* A delay that would end past the deadline is not waited for. */
+    momento_config_set_timeout_ms(cfg, 100);
+    assert_int_equal(momento_config_set_retry_exponential(cfg, 0, 500000, 1000000), MOMENTO_OK);
+    c = failing_client(cfg, "retry-exp-deadline", "unavailable", 5);
+    t0 = tu_now_ms();
+    get_expect(c, MOMENTO_ERR_SERVER_UNAVAILABLE, 1);
+    assert_true(tu_now_ms() - t0 < TU_MS(400)); /* failed at once, not at the deadline */
+    momento_client_free(c);
+    momento_config_free(cfg);
+}
+
+static uint64_t concern_headers(void)
+{
+    return momento_local_header_count(server, "read-concern");
+}
+
+static void test_read_concern(void **state)
+{
+    (void)state;
+    momento_request_options consistent = MOMENTO_REQUEST_OPTIONS_INIT;
+    consistent.read_concern = MOMENTO_READ_CONSISTENT;
+    momento_request_options balanced = MOMENTO_REQUEST_OPTIONS_INIT;
+    balanced.read_concern = MOMENTO_READ_BALANCED;
+    momento_result *r = NULL;
+
+    /* Default client: BALANCED, which is sent as no header at all. */
+    momento_client *c = tu_client(server, NULL);
+    uint64_t before = concern_headers();
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
+    momento_result_free(r);
+    assert_int_equal(concern_headers(), before);
+    /* One request CONSISTENT. */
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &consistent, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_error(r), MOMENTO_OK);
+    momento_result_free(r);
+    assert_int_equal(concern_headers(), before + 1);
+    /* An unknown concern is refused before sending. */
+    momento_request_options bad = MOMENTO_REQUEST_OPTIONS_INIT;
+    bad.read_concern = 3;
+    r = (momento_result *)&r;
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &bad, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_client_free(c);
+
+    /* A CONSISTENT client sends it with every data call, a request may
+     * ask for BALANCED; control calls never carry it. */
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    assert_int_equal(momento_config_set_read_concern(cfg, MOMENTO_READ_CONSISTENT), MOMENTO_OK);
+    c = tu_client(server, cfg);
+    before = concern_headers();
+    assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
+    assert_true(momento_result_is_hit(r));
+    momento_result_free(r);
+    assert_int_equal(concern_headers(), before + 2);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &balanced, &r), MOMENTO_OK);
+    momento_result_free(r);
+    assert_int_equal(momento_list_caches_sync(c, NULL, &r), MOMENTO_OK);
+    momento_result_free(r);
+    assert_int_equal(concern_headers(), before + 2);
+    momento_client_free(c);
+
+    /* Coalesced: a request of another concern than the client's joins no
+     * RPC in flight; the rest share one. Each keeps its callback. */
+    c = tu_client(server, NULL);
+    momento__client_add_header(c, "request-id", "concern-coalesce");
+    momento__client_add_header(c, "delay-rpcs", "get");
+    momento__client_add_header(c, "delay-ms", "100");
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    tu_counter kc;
+    tu_counter_init(&kc);
+    before = concern_headers();
+    uint64_t gets = momento_local_rpc_count(server, "Get", 0);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(momento_coalescing_get(co, "c", "cc", 2, i < 3 ? &consistent : NULL,
+                                                tu_count_cb, &kc),
+                         MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&kc, 6, (int)TU_MS(5000)), 6);
+    assert_int_equal(kc.ok, 6);
+    assert_int_equal(concern_headers(), before + 3);
+    assert_int_equal(momento_local_rpc_count(server, "Get", 0) - gets, 4);
+    tu_counter_destroy(&kc);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+
+    /* With batching on, a request of another concern is sent alone (a
+     * batch has one set of headers) and still answered. */
+    momento_config_set_read_concern(cfg, MOMENTO_READ_BALANCED);
+    momento_config_set_batching(cfg, 1, 0, 64, 1024 * 1024);
+    c = tu_client(server, cfg);
+    tu_counter k;
+    tu_counter_init(&k);
+    before = concern_headers();
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(momento_get(c, "c", "k", 1, i % 2 ? &consistent : NULL, tu_count_cb, &k),
+                         MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 20, (int)TU_MS(5000)), 20);
+    assert_int_equal(k.ok, 20);
+    assert_int_equal(concern_headers(), before + 10);
+    tu_counter_destroy(&k);
+    momento_client_free(c);
+    momento_config_free(cfg);
+}
+
+static momento__channel *data_channel(momento_client *c)
+{
+    return atomic_load(&c->channels.data[0].current);
+}
+
+static void test_connection_renewal(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_result *r = NULL;
+
+    /* Idle past max idle: the next call goes out on a new channel. */
+    assert_int_equal(momento_config_set_connection_lifetime(cfg, 100, 0), MOMENTO_OK);
+    momento_client *c = tu_client(server, cfg);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
+    momento_result_free(r);
+    momento__channel *first = data_channel(c);
+    usleep(300 * 1000);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_error(r), MOMENTO_OK);
+    momento_result_free(r);
+    assert_ptr_not_equal(data_channel(c), first);
+    /* Busy: calls 20 ms apart keep the channel. */
+    momento__channel *second = data_channel(c);
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
+        momento_result_free(r);
+        usleep(20 * 1000);
+    }
+    assert_ptr_equal(data_channel(c), second);
+    momento_client_free(c);
+
+    /* Older than max age: replaced even though busy. */
+    assert_int_equal(momento_config_set_connection_lifetime(cfg, 0, 1000), MOMENTO_OK);
+    c = tu_client(server, cfg);
+    first = data_channel(c);
+    int64_t t0 = tu_now_ms();
+    while (tu_now_ms() - t0 < 1300) {
+        assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
+        assert_int_equal(momento_result_error(r), MOMENTO_OK);
+        momento_result_free(r);
+        usleep(50 * 1000);
+    }
+    assert_ptr_not_equal(data_channel(c), first);
+    momento_client_free(c);
+
+    /* Off: never replaced. */
+    assert_int_equal(momento_config_set_connection_lifetime(cfg, 0, 0), MOMENTO_OK);
+    c = tu_client(server, cfg);
+    first = data_channel(c);
+    usleep(200 * 1000);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
+    momento_result_free(r);
+    assert_ptr_equal(data_channel(c), first);
+    momento_client_free(c);
+    momento_config_free(cfg);
+}
+
+/* A client capped at `cap` requests in flight whose gets the server holds
+ * for `delay_ms`. */
+static momento_client *capped_client(uint32_t cap, const char *id, const char *delay_ms)
+{
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    assert_int_equal(momento_config_set_max_concurrent_requests(cfg, cap), MOMENTO_OK);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(10000));
+    momento_client *c = tu_client(server, cfg);
+    momento_config_free(cfg);
+    momento__client_add_header(c, "request-id", id);
+    momento__client_add_header(c, "delay-rpcs", "get");
+    momento__client_add_header(c, "delay-ms", delay_ms);
+    return c;
+}
+
+static void test_max_concurrent_queues(void **state)
+{
+    (void)state;
+    momento_client *c = capped_client(2, "cap-queue", "150");
+    tu_counter k;
+    tu_counter_init(&k);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
+    /* Every request is in flight for the client; the server never holds
+     * more than the cap. */
+    assert_int_equal(momento_client_in_flight(c), 6);
+    uint64_t most = 0;
+    while (tu_counter_wait(&k, 6, 10) < 6) {
+        uint64_t parked = momento_local_parked_calls(server);
+        if (parked > most)
+            most = parked;
+    }
+    assert_int_equal(k.ok, 6);
+    assert_true(most >= 1);
+    assert_true(most <= 2);
+    tu_counter_destroy(&k);
+    momento_client_free(c);
+}
+
+static void test_max_concurrent_endings(void **state)
+{
+    (void)state;
+    momento_client *c = capped_client(1, "cap-endings", "1000");
+    tu_counter held, timed, cancelled, freed;
+    tu_counter_init(&held);
+    tu_counter_init(&timed);
+    tu_counter_init(&cancelled);
+    tu_counter_init(&freed);
+    assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_count_cb, &held), MOMENTO_OK);
+
+    /* A queued request's deadline passes while it waits. */
+    momento_request_options quick = MOMENTO_REQUEST_OPTIONS_INIT;
+    quick.timeout_ms = 100;
+    int64_t t0 = tu_now_ms();
+    assert_int_equal(momento_get(c, "c", "k", 1, &quick, tu_count_cb, &timed), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&timed, 1, (int)TU_MS(900)), 1);
+    assert_int_equal(tu_counter_errors(&timed, MOMENTO_ERR_TIMEOUT), 1);
+    assert_true(tu_now_ms() - t0 < TU_MS(900)); /* not after the held one */
+
+    /* A queued request is cancelled by its token. */
+    momento_cancel_token *tok;
+    momento_cancel_token_new(&tok);
+    momento_request_options with_tok = MOMENTO_REQUEST_OPTIONS_INIT;
+    with_tok.cancel = tok;
+    assert_int_equal(momento_get(c, "c", "k", 1, &with_tok, tu_count_cb, &cancelled), MOMENTO_OK);
+    momento_cancel(tok);
+    assert_int_equal(tu_counter_wait(&cancelled, 1, (int)TU_MS(500)), 1);
+    assert_int_equal(tu_counter_errors(&cancelled, MOMENTO_ERR_CANCELLED), 1);
+    momento_cancel_token_free(tok);
+
+    /* Freeing the client ends the queued ones too, each exactly once. */
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_count_cb, &freed), MOMENTO_OK);
+    momento_client_free(c);
+    assert_int_equal(held.total, 1);
+    assert_int_equal(freed.total, 5);
+    assert_int_equal(tu_counter_errors(&freed, MOMENTO_ERR_CANCELLED), 5);
+    usleep(100 * 1000);
+    assert_int_equal(freed.total, 5);
+    assert_int_equal(timed.total, 1);
+    assert_int_equal(cancelled.total, 1);
+    tu_counter_destroy(&held);
+    tu_counter_destroy(&timed);
+    tu_counter_destroy(&cancelled);
+    tu_counter_destroy(&freed);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_presets),
+        cmocka_unit_test(test_config_refusals),
+        cmocka_unit_test(test_retry_none),
+        cmocka_unit_test(test_retry_server_cancelled),
+        cmocka_unit_test(test_retry_exponential),
+        cmocka_unit_test(test_read_concern),
+        cmocka_unit_test(test_connection_renewal),
+        cmocka_unit_test(test_max_concurrent_queues),
+        cmocka_unit_test(test_max_concurrent_endings),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
