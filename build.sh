@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 BUILD_PKGS=(gcc pkg-config meson ninja-build libgrpc-dev libprotobuf-c-dev
-            protobuf-c-compiler libssl-dev uthash-dev libcmocka-dev zlib1g-dev libzstd-dev)
+            protobuf-c-compiler libssl-dev uthash-dev libcmocka-dev zlib1g-dev libzstd-dev
+            libuv1-dev libevent-dev)
 TEST_PKGS=(openssl)
 # The interop suite runs Momento's official Node.js SDK. A machine whose
 # Node.js already ships npm (NodeSource builds do) must not get Debian's npm,

@@ -129,7 +129,7 @@ static void deliver(momento__bmember *m, const momento_result *r)
         momento__metrics_shared(&m->client->cfg, momento__rpcs[method].name, m_cache(m),
                                 m->submitted_ns, MOMENTO_METRICS_BATCHED, r);
     }
-    m->cb(r, m->userdata);
+    momento__respond(m->client, m->cb, r, m->userdata, m->no_metrics);
     momento_cancel_token_free(m->token);
     free(m);
 }

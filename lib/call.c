@@ -567,7 +567,7 @@ static void deliver(momento__call *call)
     if (momento__metrics_on(&c->cfg) && !call->no_metrics)
         momento__metrics_rpc(&c->cfg, call->method, call->cache_value, call->submitted_ns,
                              call->request, call->msgs, call->n_msgs, &r);
-    call->cb(&r, call->userdata);
+    momento__respond(c, call->cb, &r, call->userdata, call->no_metrics);
 
     momento__scratch_free(&scratch);
     gpr_free(message);

@@ -25,6 +25,9 @@ _Thread_local const momento_client *momento__current_client;
 
 static void destroy(momento_client *c)
 {
+    /* Callbacks still queued for dispatch run first, while the client can
+     * still refuse what they submit (it is closing). */
+    momento__dispatcher_close(&c->dispatch);
     momento__channels_close(&c->channels);
     if (c->kick_channel)
         grpc_channel_destroy(c->kick_channel);
@@ -51,6 +54,11 @@ static void destroy(momento_client *c)
     pthread_cond_destroy(&c->drained);
     free(c);
     grpc_shutdown();
+}
+
+void momento__client_destroy(momento_client *c)
+{
+    destroy(c);
 }
 
 /* gRPC core has no way to post an event to a completion queue, but a call
@@ -239,6 +247,7 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     momento__config_defaults(&c->cfg);
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->gate.lock, NULL);
+    momento__dispatcher_init(&c->dispatch);
     pthread_mutex_init(&c->co_lock, NULL);
     pthread_mutex_init(&c->topics_lock, NULL);
     atomic_init(&c->n_coalescers, 0);
@@ -254,6 +263,8 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
                           (uint64_t)(uintptr_t)c ^ (uint64_t)gpr_now(GPR_CLOCK_REALTIME).tv_nsec);
 
     int rc = cfg ? momento__config_copy(&c->cfg, cfg) : MOMENTO_OK;
+    if (rc == MOMENTO_OK && c->cfg.dispatch)
+        rc = momento__dispatcher_enable(&c->dispatch);
     if (rc == MOMENTO_OK)
         rc = momento__credentials_copy(&c->creds, creds);
     if (rc == MOMENTO_OK) {
@@ -321,6 +332,12 @@ void momento_client_free(momento_client *c)
 
     grpc_completion_queue_shutdown(c->cq);
     pthread_join(c->thread, NULL);
+    if (momento__dispatch_running_here(c)) {
+        /* From a callback momento_client_dispatch() runs: that dispatch
+         * releases the client when it returns (dispatch.c). */
+        c->dispatch.free_pending = true;
+        return;
+    }
     destroy(c);
 }
 
@@ -428,7 +445,7 @@ size_t momento_client_in_flight(const momento_client *c)
     pthread_mutex_lock(&mc->lock);
     size_t n = mc->n_in_flight;
     pthread_mutex_unlock(&mc->lock);
-    return n + momento__batcher_queued(mc);
+    return n + momento__batcher_queued(mc) + momento__dispatch_pending(mc);
 }
 
 int momento_client_batching_stats(const momento_client *c, momento_batching_counters *ret,

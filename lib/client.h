@@ -13,6 +13,7 @@
 #include "channel.h"
 #include "config.h"
 #include "credentials.h"
+#include "dispatch.h"
 #include "retry.h"
 #include "timer.h"
 
@@ -71,6 +72,7 @@ struct momento_client {
     momento__timer *soon;        /* timers due at once (no allocation: cannot fail) */
     momento__batcher batcher;    /* its own lock; queued requests are not in the list */
     momento__gate gate;          /* the cap on requests in flight (call.c) */
+    momento__dispatcher dispatch; /* callbacks queued for momento_client_dispatch() */
     atomic_size_t n_rpcs;        /* accepted gRPC calls not yet retired (batching's N) */
     bool closing;                /* momento_client_free() has begun; written only
                                   * by client.c, read by retry.c in the lock
@@ -106,6 +108,11 @@ void momento__coalescers_note_write(momento_client *c, const char *cache, const 
 /* coalescer.c: `c` is being freed: its coalescers forget it (they may only
  * be freed from now on). */
 void momento__coalescers_detach_all(momento_client *c);
+
+/* Releases everything (the end of momento_client_free(), or of the
+ * dispatch whose callback called it: dispatch.c). Runs the callbacks still
+ * queued for dispatch first, on this thread. */
+void momento__client_destroy(momento_client *c);
 
 /* The client whose completion thread is running this code, or NULL. */
 extern _Thread_local const momento_client *momento__current_client;

@@ -238,7 +238,7 @@ static void waiter_deliver(momento_client *c, waiter *w, const momento_result *r
     if (momento__metrics_on(&c->cfg))
         momento__metrics_shared(&c->cfg, w->method, w->cache, w->submitted_ns,
                                 MOMENTO_METRICS_COALESCED, r);
-    w->cb(r, w->userdata);
+    momento__respond(c, w->cb, r, w->userdata, false);
     waiter_free(w);
 }
 

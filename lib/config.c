@@ -211,6 +211,14 @@ int momento_config_set_max_concurrent_requests(momento_config *cfg, uint32_t max
     return MOMENTO_OK;
 }
 
+int momento_config_set_dispatch(momento_config *cfg, int enabled)
+{
+    if (!cfg || (enabled != 0 && enabled != 1))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->dispatch = enabled;
+    return MOMENTO_OK;
+}
+
 int momento_config_new_preset(momento_config **ret, momento_preset preset)
 {
     if (!ret)

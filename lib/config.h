@@ -5,6 +5,8 @@
 #include "momento/metrics.h"
 #include "momento/momento.h"
 
+#include <stdbool.h>
+
 struct momento_config {
     uint32_t timeout_ms;
     uint64_t default_ttl_ms;
@@ -26,6 +28,7 @@ struct momento_config {
     uint32_t max_idle_ms;
     uint32_t max_client_age_ms;
     uint32_t max_concurrent;           /* requests on the wire at once; 0 = no cap */
+    bool dispatch;                     /* callbacks queued for momento_client_dispatch() */
     /* Adaptive batching (batcher.c); batch_min_in_flight 0 = off. */
     uint32_t batch_min_in_flight;      /* N: queue gets and sets from this many RPCs */
     uint32_t batch_linger_us;          /* L: send a queue this long after it started, at most */

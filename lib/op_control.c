@@ -3,6 +3,7 @@
 #include "op.h"
 
 #include "alloc.h"
+#include "dispatch.h"
 #include "metrics.h"
 
 #include "cacheping.pb-c.h"
@@ -171,7 +172,7 @@ static void list_finish(list_state *st, const momento_result *r)
     if (momento__metrics_on(&st->client->cfg))
         momento__metrics_shared(&st->client->cfg, momento__rpcs[MOMENTO__RPC_LIST_CACHES].name,
                                 NULL, st->opts.submitted_ns, 0, &out);
-    st->cb(&out, st->userdata);
+    momento__respond(st->client, st->cb, &out, st->userdata, false);
     for (size_t i = 0; i < st->n; i++)
         free(st->names[i]);
     free(st->names);

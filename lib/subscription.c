@@ -132,9 +132,21 @@ static void member_unref(momento_subscription *m)
     free(m);
 }
 
+static void member_ref(momento_subscription *m)
+{
+    pthread_mutex_lock(&m->lock);
+    m->refs++;
+    pthread_mutex_unlock(&m->lock);
+}
+
+static void sync_cb(momento_subscription *s, const momento_topic_event *ev, void *userdata);
+
 static void emit(momento_subscription *m, const momento_topic_event *ev)
 {
-    m->cb(m, ev, m->userdata);
+    if (m->cb == sync_cb) /* the library's own: it forwards (dispatch.c) */
+        sync_cb(m, ev, m->userdata);
+    else
+        momento__respond_topic(m->client, m->cb, m, ev, m->userdata, member_ref, member_unref);
 }
 
 /* Delivers `m`'s END (once), then lets the client forget it and drops the
@@ -1032,7 +1044,7 @@ static void sync_cb(momento_subscription *s, const momento_topic_event *ev, void
     sync_wait *w = userdata;
     momento_topic_callback cb = w->cb;
     void *ud = w->userdata;
-    cb(s, ev, ud);
+    momento__respond_topic(s->client, cb, s, ev, ud, member_ref, member_unref);
     if (ev->kind == MOMENTO_TOPIC_CONNECTED || ev->kind == MOMENTO_TOPIC_END) {
         /* From now on the caller's own callback, directly. */
         s->cb = cb;

@@ -622,9 +622,54 @@ MOMENTO_EXPORT int momento_client_batching_stats(const momento_client *c,
  * callback has returned, so a callback sees its own request counted. One per
  * RPC: coalesced callers sharing an RPC count once; requests waiting in
  * the batching queue (momento_config_set_batching()) count one each, and a
- * batch once. 0 for NULL.
+ * batch once; in dispatch mode, callbacks queued and not yet run count one
+ * each. 0 for NULL.
  */
 MOMENTO_EXPORT size_t momento_client_in_flight(const momento_client *c);
+
+/*
+ * Dispatch mode, for applications with an event loop of their own (libuv,
+ * libevent, epoll; docs/threading.md): with momento_config_set_dispatch(cfg,
+ * 1) the client's callbacks - requests', coalesced waiters', a listing's and
+ * topic subscriptions' events - are not called on the client's completion
+ * thread but queued, with their result or event copied, in the order they
+ * completed, until the application calls momento_client_dispatch(). The
+ * results they get are valid until they return, as in the default mode.
+ * Blocking (_sync) calls work as always: they never wait for a dispatch.
+ * Adapters: momento/adapters/libuv.h and libevent.h. Off by default.
+ * Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT.
+ *
+ * Every guarantee of the default mode holds: exactly one callback per
+ * accepted request (with its error, a timeout, a cancellation or the
+ * client's free), for every coalesced waiter too. Callbacks still queued
+ * when momento_client_free() runs are run by it, on its thread, before it
+ * returns; momento_client_free() may be called from a dispatched callback
+ * (the dispatch running it releases the client when it returns: the
+ * caller must not use the client after that dispatch). The metrics hook
+ * (momento_config_set_metrics()) still runs on the completion thread, when
+ * the request completes. If the library cannot allocate the copy, it runs
+ * that callback on the completion thread instead rather than lose it.
+ */
+MOMENTO_EXPORT int momento_config_set_dispatch(momento_config *cfg, int enabled);
+/*
+ * The client's eventfd (Linux): readable while callbacks wait for
+ * momento_client_dispatch(). Watch it for reading in your loop; do not read,
+ * write or close it. MOMENTO_ERR_INVALID_ARGUMENT for NULL or a client not
+ * in dispatch mode.
+ */
+MOMENTO_EXPORT int momento_client_dispatch_fd(const momento_client *c);
+/*
+ * Runs queued callbacks on the calling thread, oldest first: at most `max`
+ * (0 = until the queue is empty, including callbacks queued meanwhile).
+ * Returns how many ran, or MOMENTO_ERR_INVALID_ARGUMENT (NULL, or not in
+ * dispatch mode). Any thread, one at a time per client, and never
+ * concurrently with momento_client_free() from another thread; it may be
+ * called from a dispatched callback. When it stops at `max` with more
+ * queued, the fd stays readable. When a callback it runs frees the client,
+ * it runs every callback still queued (past `max`), releases the client
+ * and counts them all.
+ */
+MOMENTO_EXPORT int momento_client_dispatch(momento_client *c, size_t max);
 
 /* ------------------------------------------------------ per-request options */
 
@@ -688,7 +733,8 @@ typedef struct momento_request_options {
     /* Reads: a momento_read_concern; 0 = the client's
      * (momento_config_set_read_concern()). Other requests ignore it. */
     int read_concern;
-    /* Scalar writes (set, set_if, set batches): a momento_compression;
+    /* Scalar writes (set, set_if and its named forms, set_with_hash, set
+     * batches, the coalescer's sets): a momento_compression;
      * 0 = the client's (momento_config_set_compression()). Reads ignore it:
      * whether they decompress is the client's setting. */
     int compression;

@@ -33,6 +33,7 @@
 #include "momento/momento.h"
 #include "momento/topics.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -52,6 +53,7 @@
 #define MAX_IN_FLIGHT 150 /* accepted and not yet called back, all threads */
 #define CLIENT_TIMEOUT_MS 2000
 #define SLOW_CLIENT 2 /* freed with requests in flight */
+#define DISPATCH_CLIENT 1 /* in dispatch mode, run by the dispatcher thread */
 #define WATCHDOG_MS 120000 /* after the load: a run still going then has hung */
 
 /* OP_DFETCH / OP_DSET: a dictionary per hot key ("d" + its name, so no
@@ -500,8 +502,22 @@ static void *canceller(void *arg)
     return NULL;
 }
 
+/* Runs the dispatch-mode client's callbacks, as an event loop would: up to
+ * 64 per wake-up. */
+static atomic_bool dispatcher_stop;
+static void *dispatcher(void *arg)
+{
+    momento_client *c = arg;
+    struct pollfd p = {.fd = momento_client_dispatch_fd(c), .events = POLLIN};
+    while (!atomic_load(&dispatcher_stop))
+        if (poll(&p, 1, 20) == 1)
+            momento_client_dispatch(c, 64);
+    return NULL;
+}
+
 static momento_client *new_client(const char *id, const char *delay_ms, const char *rpcs,
-                                  uint32_t batch_from, uint32_t cap, uint32_t max_age_ms)
+                                  uint32_t batch_from, uint32_t cap, uint32_t max_age_ms,
+                                  int dispatch)
 {
     momento_credentials *creds = NULL;
     const char *why = NULL;
@@ -523,6 +539,9 @@ static momento_client *new_client(const char *id, const char *delay_ms, const ch
         momento_config_set_max_concurrent_requests(cfg, cap) != MOMENTO_OK ||
         momento_config_set_connection_lifetime(cfg, MOMENTO_DEFAULT_MAX_IDLE_MS, max_age_ms) !=
             MOMENTO_OK ||
+        /* Dispatch mode: its callbacks (and topic events) queued for the
+         * dispatcher thread, so the queue races the completion thread. */
+        momento_config_set_dispatch(cfg, dispatch) != MOMENTO_OK ||
         momento_client_new(&c, cfg, creds) != MOMENTO_OK) {
         fprintf(stderr, "tsan_stress: cannot create a client\n");
         exit(2);
@@ -612,9 +631,11 @@ int main(int argc, char **argv)
     }
     momento_local_options_free(o);
 
-    clients[0] = new_client("tsan-fast", NULL, NULL, 4, 0, 1000);
-    clients[1] = new_client("tsan-40ms", "40", "get set delete", 0, 8, 0);
-    clients[2] = new_client("tsan-200ms", "200", "get", 2, 4, 1500);
+    clients[0] = new_client("tsan-fast", NULL, NULL, 4, 0, 1000, 0);
+    clients[1] = new_client("tsan-40ms", "40", "get set delete", 0, 8, 0, 1);
+    clients[2] = new_client("tsan-200ms", "200", "get", 2, 4, 1500, 0);
+    pthread_t dispatcher_thread;
+    pthread_create(&dispatcher_thread, NULL, dispatcher, clients[DISPATCH_CLIENT]);
     for (int i = 0; i < N_CLIENTS; i++)
         if (momento_coalescer_new(&coalescers[i], clients[i]) != MOMENTO_OK)
             return 2;
@@ -657,6 +678,10 @@ int main(int argc, char **argv)
         fflush(stderr);
         _exit(1); /* freeing the clients would wait for them forever */
     }
+    /* Nothing may dispatch while the client is freed on another thread;
+     * what is still queued then runs inside the free. */
+    atomic_store(&dispatcher_stop, true);
+    pthread_join(dispatcher_thread, NULL);
     momento_coalescer_counters k[N_CLIENTS];
     momento_batching_counters bk[N_CLIENTS];
     for (int i = 0; i < N_CLIENTS; i++) {

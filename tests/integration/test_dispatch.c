@@ -1,0 +1,304 @@
+/* Dispatch mode against the local server: callbacks wait for
+ * momento_client_dispatch() and run on its thread, the eventfd says when
+ * there are some, and every guarantee of the default mode holds - one
+ * callback per request through timeouts, cancels, coalescing and the
+ * client's free (also from a dispatched callback) - with blocking calls
+ * and topic events too. */
+#include "client.h" /* momento__client_add_header, for fault injection */
+#include "momento/coalescer.h"
+#include "momento/topics.h"
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static momento_local *server;
+
+static int setup(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    server = tu_server(o);
+    momento_local_options_free(o);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    momento_local_stop(server);
+    return 0;
+}
+
+static momento_client *dispatch_client(void)
+{
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    assert_int_equal(momento_config_set_dispatch(cfg, 1), MOMENTO_OK);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
+    momento_client *c = tu_client(server, cfg);
+    momento_config_free(cfg);
+    return c;
+}
+
+static bool readable(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+/* Records callbacks: how many, which errors, on which thread. */
+typedef struct rec {
+    int n;
+    int ok, timeouts, cancels, hits;
+    bool wrong_thread;
+    pthread_t expect;
+    momento_client *free_me; /* freed from the first callback, if set */
+} rec;
+
+static void rec_cb(const momento_result *r, void *ud)
+{
+    rec *k = ud;
+    k->n++;
+    if (!pthread_equal(pthread_self(), k->expect))
+        k->wrong_thread = true;
+    int e = momento_result_error(r);
+    k->ok += e == MOMENTO_OK;
+    k->timeouts += e == MOMENTO_ERR_TIMEOUT;
+    k->cancels += e == MOMENTO_ERR_CANCELLED;
+    k->hits += momento_result_is_hit(r);
+    if (k->free_me) {
+        momento_client *c = k->free_me;
+        k->free_me = NULL;
+        momento_client_free(c);
+    }
+}
+
+/* Dispatches until `k` has seen `n` callbacks or `ms` passed. */
+static void dispatch_until(momento_client *c, rec *k, int n, int ms)
+{
+    int64_t until = tu_now_ms() + TU_MS(ms);
+    while (k->n < n && tu_now_ms() < until) {
+        if (readable(momento_client_dispatch_fd(c), 50))
+            assert_true(momento_client_dispatch(c, 0) >= 0);
+    }
+}
+
+static void test_queued_until_dispatched(void **state)
+{
+    (void)state;
+    momento_client *c = dispatch_client();
+    int fd = momento_client_dispatch_fd(c);
+    assert_true(fd >= 0);
+    assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+    rec k = {.expect = pthread_self()};
+    momento_local_reset_stats(server);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &k), MOMENTO_OK);
+    assert_true(readable(fd, (int)TU_MS(5000)));
+    /* Answered, but nothing runs until the application dispatches. */
+    int64_t until = tu_now_ms() + TU_MS(2000);
+    while (momento_local_rpc_count(server, "Get", 0) < 10 && tu_now_ms() < until)
+        usleep(5000);
+    usleep(50 * 1000);
+    assert_int_equal(k.n, 0);
+    assert_int_equal(momento_client_in_flight(c), 10);
+    /* At most `max`: the fd stays readable for the rest. */
+    assert_int_equal(momento_client_dispatch(c, 4), 4);
+    assert_int_equal(k.n, 4);
+    assert_true(readable(fd, 0));
+    assert_int_equal(momento_client_dispatch(c, 0), 6);
+    assert_int_equal(k.n, 10);
+    assert_int_equal(k.hits, 10);
+    assert_false(k.wrong_thread);
+    assert_int_equal(momento_client_in_flight(c), 0);
+    assert_false(readable(fd, 0));
+    assert_int_equal(momento_client_dispatch(c, 0), 0);
+    momento_client_free(c);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    momento_client *plain = tu_client(server, NULL);
+    assert_int_equal(momento_client_dispatch_fd(plain), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_client_dispatch(plain, 0), MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_client_free(plain);
+    assert_int_equal(momento_client_dispatch_fd(NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_client_dispatch(NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    assert_int_equal(momento_config_set_dispatch(cfg, 2), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_dispatch(NULL, 1), MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_config_free(cfg);
+}
+
+static void test_blocking_calls_need_no_dispatch(void **state)
+{
+    (void)state;
+    momento_client *c = dispatch_client();
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(c, "c", "b", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+    momento_result *r = NULL;
+    assert_int_equal(momento_get_sync(c, "c", "b", 1, NULL, &r), MOMENTO_OK);
+    assert_true(momento_result_is_hit(r));
+    momento_result_free(r);
+    assert_int_equal(momento_coalescing_get_sync(co, "c", "b", 1, NULL, &r), MOMENTO_OK);
+    assert_true(momento_result_is_hit(r));
+    momento_result_free(r);
+    assert_int_equal(momento_list_caches_sync(c, NULL, &r), MOMENTO_OK);
+    momento_result_free(r);
+    assert_false(readable(momento_client_dispatch_fd(c), 0));
+    momento_coalescer_free(co);
+    momento_client_free(c);
+}
+
+static void test_endings(void **state)
+{
+    (void)state;
+    momento_client *c = dispatch_client();
+    momento__client_add_header(c, "request-id", "dispatch-endings");
+    momento__client_add_header(c, "delay-rpcs", "get");
+    momento__client_add_header(c, "delay-ms", "300");
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    rec k = {.expect = pthread_self()};
+    momento_request_options quick = MOMENTO_REQUEST_OPTIONS_INIT;
+    quick.timeout_ms = 50;
+    momento_cancel_token *tok;
+    momento_cancel_token_new(&tok);
+    momento_request_options tokened = MOMENTO_REQUEST_OPTIONS_INIT;
+    tokened.cancel = tok;
+    assert_int_equal(momento_get(c, "c", "t", 1, &quick, rec_cb, &k), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "x", 1, &tokened, rec_cb, &k), MOMENTO_OK);
+    /* Three coalesced waiters on one RPC: three callbacks. */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(momento_coalescing_get(co, "c", "w", 1, NULL, rec_cb, &k), MOMENTO_OK);
+    momento_cancel(tok);
+    dispatch_until(c, &k, 5, 5000);
+    assert_int_equal(k.n, 5);
+    assert_int_equal(k.timeouts, 1);
+    assert_int_equal(k.cancels, 1);
+    assert_int_equal(k.ok, 3);
+    assert_false(k.wrong_thread);
+    momento_cancel_token_free(tok);
+
+    /* Freed with requests in flight and callbacks queued: the free runs
+     * them all, once each, on its own thread. */
+    rec f = {.expect = pthread_self()};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(momento_get(c, "c", "f", 1, NULL, rec_cb, &f), MOMENTO_OK);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    assert_int_equal(f.n, 4);
+    assert_int_equal(f.cancels, 4);
+    assert_false(f.wrong_thread);
+}
+
+static void test_free_from_a_dispatched_callback(void **state)
+{
+    (void)state;
+    momento_client *c = dispatch_client();
+    assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+    rec k = {.expect = pthread_self()};
+    momento_local_reset_stats(server);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &k), MOMENTO_OK);
+    int fd = momento_client_dispatch_fd(c);
+    int64_t until = tu_now_ms() + TU_MS(5000);
+    while (momento_local_rpc_count(server, "Get", 0) < 6 && tu_now_ms() < until)
+        usleep(5000);
+    usleep(50 * 1000);
+    assert_true(readable(fd, 0));
+    /* The first callback frees the client; the queued rest still run, in
+     * this dispatch, which then releases the client. */
+    k.free_me = c;
+    assert_int_equal(momento_client_dispatch(c, 1), 6);
+    assert_int_equal(k.n, 6);
+    assert_int_equal(k.hits, 6);
+    assert_false(k.wrong_thread);
+}
+
+typedef struct topic_rec {
+    int connected, items, ends;
+    char last[32];
+    bool wrong_thread;
+    pthread_t expect;
+} topic_rec;
+
+static void topic_cb(momento_subscription *sub, const momento_topic_event *ev, void *ud)
+{
+    (void)sub;
+    topic_rec *t = ud;
+    if (!pthread_equal(pthread_self(), t->expect))
+        t->wrong_thread = true;
+    if (ev->kind == MOMENTO_TOPIC_CONNECTED)
+        t->connected++;
+    if (ev->kind == MOMENTO_TOPIC_ITEM) {
+        t->items++;
+        snprintf(t->last, sizeof(t->last), "%.*s", (int)ev->value_len, (const char *)ev->value);
+    }
+    if (ev->kind == MOMENTO_TOPIC_END)
+        t->ends++;
+}
+
+static void test_topic_events(void **state)
+{
+    (void)state;
+    momento_client *c = dispatch_client();
+    int fd = momento_client_dispatch_fd(c);
+    topic_rec t = {.expect = pthread_self()};
+    momento_subscription *sub = NULL;
+    /* The blocking subscribe returns once connected, without a dispatch;
+     * the CONNECTED event itself waits for one. */
+    assert_int_equal(momento_topic_subscribe_sync(c, "c", "news", NULL, topic_cb, &t, &sub),
+                     MOMENTO_OK);
+    assert_int_equal(t.connected, 0);
+    for (int i = 0; i < 3; i++) {
+        char v[16];
+        snprintf(v, sizeof(v), "item-%d", i);
+        assert_int_equal(momento_topic_publish_text_sync(c, "c", "news", v, strlen(v), NULL, NULL),
+                         MOMENTO_OK);
+    }
+    int64_t until = tu_now_ms() + TU_MS(5000);
+    while (t.items < 3 && tu_now_ms() < until)
+        if (readable(fd, 50))
+            momento_client_dispatch(c, 0);
+    assert_int_equal(t.connected, 1);
+    assert_int_equal(t.items, 3);
+    assert_string_equal(t.last, "item-2");
+    momento_topic_unsubscribe(sub);
+    until = tu_now_ms() + TU_MS(5000);
+    while (t.ends < 1 && tu_now_ms() < until)
+        if (readable(fd, 50))
+            momento_client_dispatch(c, 0);
+    assert_int_equal(t.ends, 1);
+    assert_false(t.wrong_thread);
+    momento_subscription_free(sub);
+    momento_client_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_queued_until_dispatched),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_blocking_calls_need_no_dispatch),
+        cmocka_unit_test(test_endings),
+        cmocka_unit_test(test_free_from_a_dispatched_callback),
+        cmocka_unit_test(test_topic_events),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
