@@ -9,6 +9,9 @@
 
 void momento__config_defaults(momento_config *cfg)
 {
+    /* Every field starts at zero, so one added without a line here is off,
+     * not garbage. */
+    memset(cfg, 0, sizeof(*cfg));
     /* Momento's "laptop" profile: generous timeout, keepalive as the official
      * SDKs set it (5 s ping, 1 s to answer). */
     cfg->timeout_ms = 5000;
@@ -27,6 +30,7 @@ void momento__config_defaults(momento_config *cfg)
     cfg->max_idle_ms = MOMENTO_DEFAULT_MAX_IDLE_MS;
     cfg->max_client_age_ms = 0;
     cfg->max_concurrent = 0;
+    cfg->dispatch = false;
     cfg->batch_min_in_flight = 0;
     cfg->batch_linger_us = 0;
     cfg->batch_max_keys = MOMENTO_BATCH_DEFAULT_MAX_KEYS;

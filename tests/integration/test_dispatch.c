@@ -139,6 +139,11 @@ static void test_refusals(void **state)
     assert_int_equal(momento_client_dispatch(NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
     momento_config *cfg;
     momento_config_new(&cfg);
+    /* Off unless asked, from a config as from none (a config is not
+     * zeroed memory: every field needs its default). */
+    momento_client *from_cfg = tu_client(server, cfg);
+    assert_int_equal(momento_client_dispatch_fd(from_cfg), MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_client_free(from_cfg);
     assert_int_equal(momento_config_set_dispatch(cfg, 2), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_dispatch(NULL, 1), MOMENTO_ERR_INVALID_ARGUMENT);
     momento_config_free(cfg);
