@@ -12,7 +12,8 @@
  * must free with momento_result_free(), failures included; a refused request
  * (bad arguments) leaves the result NULL. Where the requests go is shared
  * with the other examples (common/target.h): --endpoint HOST:PORT
- * [--insecure], MOMENTO_API_KEY, or a local server started in-process.
+ * [--insecure | --tls-roots FILE], MOMENTO_API_KEY, or a local server
+ * started in-process.
  *
  * Run with --help for the options. */
 #include "common/target.h"
@@ -35,8 +36,7 @@ static const char *const board = "weekly-scores";
 #define PUT_BATCH 100
 
 typedef struct options {
-    const char *endpoint;
-    bool insecure;
+    ex_target_options target; /* --endpoint, --insecure, --tls-roots */
     const char *cache;
     int players;
     unsigned long long seed;
@@ -67,7 +67,7 @@ static void usage(void)
 static int parse_options(int argc, char **argv, options *o)
 {
     static const struct option longopts[] = {
-        {"endpoint", required_argument, NULL, 'e'}, {"insecure", no_argument, NULL, 'I'},
+        EX_TARGET_LONGOPTS,
         {"cache", required_argument, NULL, 'C'},    {"players", required_argument, NULL, 'n'},
         {"seed", required_argument, NULL, 's'},     {"player", required_argument, NULL, 'p'},
         {"band", required_argument, NULL, 'b'},     {"verbose", no_argument, NULL, 'v'},
@@ -83,12 +83,12 @@ static int parse_options(int argc, char **argv, options *o)
     int ch;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'e':
-            if (ex_check_endpoint(prog, optarg))
+        case EX_OPT_ENDPOINT:
+        case EX_OPT_INSECURE:
+        case EX_OPT_TLS_ROOTS:
+            if (ex_target_option(prog, ch, optarg, &o->target))
                 return 2;
-            o->endpoint = optarg;
             break;
-        case 'I': o->insecure = true; break;
         case 'C':
             if (!*optarg || strlen(optarg) > MOMENTO_MAX_CACHE_NAME_BYTES)
                 return ex_bad_option(prog, "--cache", optarg, "must be 1 to 255 bytes");
@@ -133,7 +133,7 @@ static int parse_options(int argc, char **argv, options *o)
     }
     if (optind < argc)
         return ex_bad_option(prog, "argument", argv[optind], "no positional arguments are taken");
-    return ex_check_target(prog, o->endpoint, o->insecure);
+    return ex_check_target(prog, &o->target);
 }
 
 /* Reports a failed call and frees its result; returns 1, the exit status.
@@ -384,7 +384,7 @@ int main(int argc, char **argv)
         return rc == 1 ? 0 : rc;
 
     ex_target t;
-    if (ex_target_open(&t, o.endpoint, o.insecure) != MOMENTO_OK)
+    if (ex_target_open(&t, prog, &o.target) != MOMENTO_OK)
         return 1;
     printf("%s: target %s; %d players, seed %llu\n", prog, t.description, o.players, o.seed);
 
@@ -392,7 +392,7 @@ int main(int argc, char **argv)
     a.width = snprintf(NULL, 0, "%d", o.players);
     if (a.width < 4)
         a.width = 4;
-    rc = momento_client_new(&a.client, NULL, t.creds);
+    rc = ex_target_client_new(&t, &a.client);
     int status = rc != MOMENTO_OK ? fail("client_new", rc, NULL) : run(&a);
     /* Frees the client after its last callback; then the server can stop. */
     momento_client_free(a.client);

@@ -40,8 +40,7 @@
 static const char *const prog = "metrics-prometheus";
 
 typedef struct options {
-    const char *endpoint;
-    bool insecure;
+    ex_target_options target; /* --endpoint, --insecure, --tls-roots */
     const char *cache;
     int requests;
     int seconds;
@@ -74,8 +73,7 @@ static void usage(void)
 static int parse_options(int argc, char **argv, options *o)
 {
     static const struct option longopts[] = {
-        {"endpoint", required_argument, NULL, 'e'},
-        {"insecure", no_argument, NULL, 'I'},
+        EX_TARGET_LONGOPTS,
         {"cache", required_argument, NULL, 'C'},
         {"requests", required_argument, NULL, 'n'},
         {"seconds", required_argument, NULL, 's'},
@@ -95,12 +93,12 @@ static int parse_options(int argc, char **argv, options *o)
     int ch;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'e':
-            if (ex_check_endpoint(prog, optarg))
+        case EX_OPT_ENDPOINT:
+        case EX_OPT_INSECURE:
+        case EX_OPT_TLS_ROOTS:
+            if (ex_target_option(prog, ch, optarg, &o->target))
                 return 2;
-            o->endpoint = optarg;
             break;
-        case 'I': o->insecure = true; break;
         case 'C':
             if (!*optarg || strlen(optarg) > MOMENTO_MAX_CACHE_NAME_BYTES)
                 return ex_bad_option(prog, "--cache", optarg, "must be 1 to 255 bytes");
@@ -132,7 +130,7 @@ static int parse_options(int argc, char **argv, options *o)
     }
     if (optind < argc)
         return ex_bad_option(prog, "argument", argv[optind], "no positional arguments are taken");
-    return ex_check_target(prog, o->endpoint, o->insecure);
+    return ex_check_target(prog, &o->target);
 }
 
 /* ------------------------------------------------------------ the metrics */
@@ -376,7 +374,7 @@ int main(int argc, char **argv)
         return rc == 1 ? 0 : rc;
 
     ex_target target;
-    if (ex_target_open(&target, o.endpoint, o.insecure) != MOMENTO_OK)
+    if (ex_target_open(&target, prog, &o.target) != MOMENTO_OK)
         return 1;
     fprintf(stderr, "%s: %s\n", prog, target.description);
 
@@ -384,7 +382,7 @@ int main(int argc, char **argv)
     pthread_mutex_init(&mx.lock, NULL);
     momento_config *cfg = NULL;
     momento_client *client = NULL;
-    rc = momento_config_new(&cfg);
+    rc = ex_target_config_new(&target, &cfg);
     if (rc == MOMENTO_OK)
         rc = momento_config_set_metrics(cfg, on_request, &mx);
     if (rc == MOMENTO_OK)

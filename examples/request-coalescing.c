@@ -84,7 +84,7 @@ static int write_json(const char *path, const lg_options *o, const lg_result *b,
     return fclose(f);
 }
 
-static int write_plot(const char *path, const lg_result *b, const lg_result *a)
+static int write_plot(const char *path, bool log_y, const lg_result *b, const lg_result *a)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -95,7 +95,7 @@ static int write_plot(const char *path, const lg_result *b, const lg_result *a)
         {"set, before", "#ff7f0e", "6,4", &b->stats.set},
         {"set, after", "#1f77b4", NULL, &a->stats.set},
     };
-    int rc = plot_svg(f, "Latency by percentile, before and after request coalescing", s, 4);
+    int rc = plot_svg(f, "Latency by percentile, before and after request coalescing", s, 4, log_y);
     return fclose(f) == 0 ? rc : -1;
 }
 
@@ -132,7 +132,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "request-coalescing: cannot write %s\n", o.json_path);
             rc = 1;
         }
-        if (o.plot_path && write_plot(o.plot_path, &before, &after) != 0) {
+        if (o.plot_path && write_plot(o.plot_path, o.plot_log, &before, &after) != 0) {
             fprintf(stderr, "request-coalescing: cannot write %s\n", o.plot_path);
             rc = 1;
         }

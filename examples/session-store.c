@@ -31,8 +31,7 @@
 static const char *const prog = "session-store";
 
 typedef struct options {
-    const char *endpoint;
-    bool insecure;
+    ex_target_options target; /* --endpoint, --insecure, --tls-roots */
     const char *cache;
     int sessions;
     int views;
@@ -58,7 +57,7 @@ static void usage(void)
 static int parse_options(int argc, char **argv, options *o)
 {
     static const struct option longopts[] = {
-        {"endpoint", required_argument, NULL, 'e'}, {"insecure", no_argument, NULL, 'I'},
+        EX_TARGET_LONGOPTS,
         {"cache", required_argument, NULL, 'C'},    {"sessions", required_argument, NULL, 'n'},
         {"views", required_argument, NULL, 'v'},    {"ttl-ms", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
@@ -71,12 +70,12 @@ static int parse_options(int argc, char **argv, options *o)
     int ch;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'e':
-            if (ex_check_endpoint(prog, optarg))
+        case EX_OPT_ENDPOINT:
+        case EX_OPT_INSECURE:
+        case EX_OPT_TLS_ROOTS:
+            if (ex_target_option(prog, ch, optarg, &o->target))
                 return 2;
-            o->endpoint = optarg;
             break;
-        case 'I': o->insecure = true; break;
         case 'C':
             if (!*optarg || strlen(optarg) > MOMENTO_MAX_CACHE_NAME_BYTES)
                 return ex_bad_option(prog, "--cache", optarg, "must be 1 to 255 bytes");
@@ -101,7 +100,7 @@ static int parse_options(int argc, char **argv, options *o)
     }
     if (optind < argc)
         return ex_bad_option(prog, "argument", argv[optind], "no positional arguments are taken");
-    return ex_check_target(prog, o->endpoint, o->insecure);
+    return ex_check_target(prog, &o->target);
 }
 
 /* Reports a failed call; returns 1, the exit status. `rc` is what the call
@@ -556,12 +555,12 @@ int main(int argc, char **argv)
         return rc == 1 ? 0 : rc;
 
     ex_target t;
-    if (ex_target_open(&t, o.endpoint, o.insecure) != MOMENTO_OK)
+    if (ex_target_open(&t, prog, &o.target) != MOMENTO_OK)
         return 1;
     printf("%s: target %s; %d sessions, TTL %d ms\n", prog, t.description, o.sessions, o.ttl_ms);
 
     app a = {.o = &o, .ttl = {(uint64_t)o.ttl_ms, 1}};
-    rc = momento_client_new(&a.client, NULL, t.creds);
+    rc = ex_target_client_new(&t, &a.client);
     int status = rc != MOMENTO_OK ? fail("client_new", rc, NULL) : run(&a);
     /* Frees the client once its last callback has returned. */
     momento_client_free(a.client);

@@ -17,9 +17,9 @@
  * A client runs all its subscriptions' events on its one completion
  * thread, so more clients use more cores; the publishers share one client
  * of their own. Where the requests go is shared with the other examples
- * (common/target.h): --endpoint HOST:PORT [--insecure], MOMENTO_API_KEY, or
- * a local server started in-process, whose CPU time the report separates
- * from the client's (momento_local_cpu_seconds()).
+ * (common/target.h): --endpoint HOST:PORT [--insecure | --tls-roots FILE],
+ * MOMENTO_API_KEY, or a local server started in-process, whose CPU time
+ * the report separates from the client's (momento_local_cpu_seconds()).
  *
  * The exit status is 1 when a publish failed, when a subscriber got fewer
  * items than were published with no discontinuity or connection loss to
@@ -56,8 +56,7 @@ static const char *const prog = "topics-fanout";
 #define DRAIN_MAX_NS (10 * 1000000000LL)
 
 typedef struct options {
-    const char *endpoint;
-    bool insecure;
+    ex_target_options target; /* --endpoint, --insecure, --tls-roots */
     const char *cache;
     const char *topic;
     int publishers;
@@ -120,7 +119,7 @@ static bool parse_secs(const char *s, double lo, double hi, double *out)
 static int parse_options(int argc, char **argv, options *o)
 {
     static const struct option longopts[] = {
-        {"endpoint", required_argument, NULL, 'e'},    {"insecure", no_argument, NULL, 'I'},
+        EX_TARGET_LONGOPTS,
         {"cache", required_argument, NULL, 'C'},       {"topic", required_argument, NULL, 't'},
         {"publishers", required_argument, NULL, 'P'},
         {"subscribers", required_argument, NULL, 'S'},
@@ -145,12 +144,12 @@ static int parse_options(int argc, char **argv, options *o)
     int ch;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'e':
-            if (ex_check_endpoint(prog, optarg))
+        case EX_OPT_ENDPOINT:
+        case EX_OPT_INSECURE:
+        case EX_OPT_TLS_ROOTS:
+            if (ex_target_option(prog, ch, optarg, &o->target))
                 return 2;
-            o->endpoint = optarg;
             break;
-        case 'I': o->insecure = true; break;
         case 'O': o->own_streams = true; break;
         case 'C':
             if (!*optarg || strlen(optarg) > MOMENTO_MAX_CACHE_NAME_BYTES)
@@ -198,7 +197,7 @@ static int parse_options(int argc, char **argv, options *o)
     }
     if (optind < argc)
         return ex_bad_option(prog, "argument", argv[optind], "no positional arguments are taken");
-    return ex_check_target(prog, o->endpoint, o->insecure);
+    return ex_check_target(prog, &o->target);
 }
 
 static int64_t now_ns(void)
@@ -803,8 +802,8 @@ static int write_json(const char *path, const options *o, const report *r, bool 
         return 1;
     }
     fprintf(f, "{\n  \"config\": {\"endpoint\": ");
-    if (o->endpoint)
-        json_string(f, o->endpoint);
+    if (o->target.endpoint)
+        json_string(f, o->target.endpoint);
     else
         fprintf(f, "null");
     fprintf(f, ", \"cache\": ");
@@ -889,11 +888,11 @@ static int warm_up(fanout *a)
 static int run(fanout *a, report *rep)
 {
     const options *o = a->o;
-    int rc = momento_client_new(&a->pub_client, NULL, a->t->creds);
+    int rc = ex_target_client_new(a->t, &a->pub_client);
     if (rc != MOMENTO_OK)
         return fail("client_new", rc, NULL);
     for (int i = 0; i < o->clients; i++) {
-        rc = momento_client_new(&a->clients[i].client, NULL, a->t->creds);
+        rc = ex_target_client_new(a->t, &a->clients[i].client);
         if (rc != MOMENTO_OK)
             return fail("client_new", rc, NULL);
     }
@@ -1015,7 +1014,7 @@ int main(int argc, char **argv)
         return rc == 1 ? 0 : rc;
 
     ex_target t;
-    if (ex_target_open(&t, o.endpoint, o.insecure) != MOMENTO_OK)
+    if (ex_target_open(&t, prog, &o.target) != MOMENTO_OK)
         return 1;
     printf("%s: target %s; %d publisher%s, %d subscriber%s on %d client%s, %d messages/s for "
            "%.1f s, %d-byte messages, topic '%s'\n",

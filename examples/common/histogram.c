@@ -41,6 +41,7 @@ void hist_record(histogram *h, uint64_t v)
 {
     h->buckets[hist_index(v)]++;
     h->count++;
+    h->sum += v;
     if (v < h->min)
         h->min = v;
     if (v > h->max)
@@ -54,6 +55,7 @@ void hist_merge(histogram *dst, const histogram *src)
     for (uint32_t i = 0; i < HIST_BUCKETS; i++)
         dst->buckets[i] += src->buckets[i];
     dst->count += src->count;
+    dst->sum += src->sum;
     if (src->min < dst->min)
         dst->min = src->min;
     if (src->max > dst->max)

@@ -16,6 +16,7 @@
 typedef struct histogram {
     uint64_t count;
     uint64_t min, max;
+    uint64_t sum;             /* of the values recorded, for the mean */
     uint64_t buckets[HIST_BUCKETS];
 } histogram;
 
@@ -29,7 +30,9 @@ void hist_merge(histogram *dst, const histogram *src);
  * [min, max]. 0 when empty. */
 uint64_t hist_quantile(const histogram *h, double q);
 
-/* Bucket index and the value range a bucket stands for (exposed for tests). */
+/* Bucket index and the value range a bucket stands for: the bucket's
+ * [low, high] is what load-gen's JSON writes, so a reader rebuilds the
+ * histogram exactly (hist_index(low) is the bucket again). */
 uint32_t hist_index(uint64_t value);
 uint64_t hist_bucket_low(uint32_t index);
 uint64_t hist_bucket_high(uint32_t index);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------- process */
 
@@ -64,10 +65,13 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "                         and B bytes each; --batch alone is %u:0:%u:%u\n\n"
             "Output:\n"
             "  --stats-interval S     print cumulative stats every S seconds (default 5)\n"
-            "  --json PATH            write the results as JSON\n"
+            "  --json PATH            write the results as JSON, latency histograms included\n"
+            "  --plot PATH.svg        latency-by-percentile chart (ms)%s\n"
+            "  --plot-log             draw the chart's latency axis on a log scale\n"
             "%s"
             "  --quiet                print only the final summary\n"
             "  --help                 this text\n\n"
+            "%s"
             "Each worker sets a key, gets it, and moves on to the next key. Without\n"
             "--open-loop a worker waits concurrency*1000/rps ms minus a request's latency\n"
             "before its next request, like Momento's Node.js example.\n\n"
@@ -86,7 +90,17 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             coalescing ? "request-coalescing" : "load-gen", coalescing ? " per phase" : "",
             coalescing ? 10 : 0, MOMENTO_BATCH_DEFAULT_MIN_IN_FLIGHT, MOMENTO_BATCH_DEFAULT_MAX_KEYS,
             MOMENTO_BATCH_DEFAULT_MAX_BYTES,
-            coalescing ? "  --plot PATH.svg        latency-by-percentile chart, before vs after\n" : "",
+            coalescing ? ", before vs after" : ", get and set",
+            coalescing ? ""
+                       : "  --samples PATH         write every latency recorded, one per line\n"
+                         "                         (\"set 412\": the operation and microseconds)\n",
+            coalescing ? ""
+                       : "Merging runs (load-gen --merge FILE... [--json PATH] [--plot PATH.svg]):\n"
+                         "  --merge                read the --json files of runs made at the same\n"
+                         "                         time (processes, machines) and print one report:\n"
+                         "                         percentiles of all their requests (exact: the\n"
+                         "                         histograms are added), errors and requests summed,\n"
+                         "                         throughput over the span the runs covered\n\n",
             prog, prog);
 }
 
@@ -150,7 +164,7 @@ static bool parse_batch(const char *s, lg_options *o)
 int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
 {
     static const struct option longopts[] = {
-        {"endpoint", required_argument, NULL, 'e'},      {"insecure", no_argument, NULL, 'I'},
+        EX_TARGET_LONGOPTS,
         {"cache", required_argument, NULL, 'C'},         {"concurrency", required_argument, NULL, 'c'},
         {"rps", required_argument, NULL, 'r'},           {"duration", required_argument, NULL, 'd'},
         {"payload-bytes", required_argument, NULL, 'p'}, {"timeout-ms", required_argument, NULL, 't'},
@@ -159,10 +173,13 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
         {"threads", required_argument, NULL, 'T'},       {"json", required_argument, NULL, 'j'},
         {"plot", required_argument, NULL, 'P'},          {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},                {"batch", optional_argument, NULL, 'B'},
+        {"plot-log", no_argument, NULL, 'L'},            {"samples", required_argument, NULL, 'S'},
+        {"merge", no_argument, NULL, 'M'},
         {NULL, 0, NULL, 0},
     };
     const char *prog = coalescing ? "request-coalescing" : "load-gen";
     memset(o, 0, sizeof(*o));
+    o->prog = prog;
     o->cache = coalescing ? "request-coalescing" : "load-gen";
     o->concurrency = 10;
     o->rps = 100;
@@ -177,14 +194,22 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
     o->batch_max_bytes = MOMENTO_BATCH_DEFAULT_MAX_BYTES;
     optind = 1;
     int ch;
-    while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    bool merge = false;
+    char load_option[40] = ""; /* one that shapes load, which --merge has none of */
+    int idx = -1;
+    while ((ch = getopt_long(argc, argv, "", longopts, &idx)) != -1) {
+        /* Every long option but --json, --plot, --plot-log, --quiet, --help
+         * and --merge itself shapes the load or picks the target. */
+        if (idx >= 0 && (ch > 255 || !strchr("jPLqhM", ch)))
+            snprintf(load_option, sizeof(load_option), "--%s", longopts[idx].name);
+        idx = -1;
         switch (ch) {
-        case 'e':
-            if (ex_check_endpoint(prog, optarg))
+        case EX_OPT_ENDPOINT:
+        case EX_OPT_INSECURE:
+        case EX_OPT_TLS_ROOTS:
+            if (ex_target_option(prog, ch, optarg, &o->target))
                 return 2;
-            o->endpoint = optarg;
             break;
-        case 'I': o->insecure = true; break;
         case 'C':
             if (!*optarg || strlen(optarg) > MOMENTO_MAX_CACHE_NAME_BYTES)
                 return ex_bad_option(prog, "--cache", optarg, "must be 1 to 255 bytes");
@@ -235,11 +260,17 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
                 return ex_bad_option(prog, "--threads", optarg, "must be 1 to 64");
             break;
         case 'j': o->json_path = optarg; break;
-        case 'P':
-            if (!coalescing)
-                return ex_bad_option(prog, "option", "--plot",
-                                     "only request-coalescing draws plots");
-            o->plot_path = optarg;
+        case 'P': o->plot_path = optarg; break;
+        case 'L': o->plot_log = true; break;
+        case 'S':
+            if (coalescing)
+                return ex_bad_option(prog, "option", "--samples", "only load-gen writes samples");
+            o->samples_path = optarg;
+            break;
+        case 'M':
+            if (coalescing)
+                return ex_bad_option(prog, "option", "--merge", "only load-gen merges runs");
+            merge = true;
             break;
         case 'q': o->quiet = true; break;
         case 'B': {
@@ -259,9 +290,23 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
         default: return 2;
         }
     }
+    if (merge) {
+        /* Only output options go with --merge: there is no load to shape. */
+        if (*load_option)
+            return ex_bad_option(prog, "option", load_option, "does not go with --merge");
+        if (optind >= argc)
+            return ex_bad_option(prog, "option", "--merge", "needs the --json files of runs");
+        o->merge_files = argv + optind;
+        o->n_merge = argc - optind;
+        return 0;
+    }
     if (optind < argc)
-        return ex_bad_option(prog, "argument", argv[optind], "no positional arguments are taken");
-    if (ex_check_target(prog, o->endpoint, o->insecure))
+        return ex_bad_option(prog, "argument", argv[optind],
+                             coalescing ? "no positional arguments are taken"
+                                        : "files to merge follow --merge");
+    if (o->plot_log && !o->plot_path)
+        return ex_bad_option(prog, "option", "--plot-log", "goes with --plot");
+    if (ex_check_target(prog, &o->target))
         return 2;
     if (o->open_loop && o->rps == 0)
         return ex_bad_option(prog, "option", "--open-loop", "needs a request rate (--rps > 0)");
@@ -277,7 +322,7 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
 
 int lg_target_open(lg_target *t, const lg_options *o)
 {
-    return ex_target_open(t, o->endpoint, o->insecure);
+    return ex_target_open(t, o->prog, &o->target);
 }
 
 void lg_target_close(lg_target *t)
@@ -388,6 +433,8 @@ struct run_state {
     int64_t interval_ns;   /* per worker between request starts; 0 = none */
     atomic_bool stop;
     double *zipf_cdf;
+    FILE *samples;         /* --samples, or NULL */
+    uint32_t key_tag;      /* this process's, in fresh keys (choose_key) */
 };
 
 /* Earlier schedule first: the group's thread starts the most overdue
@@ -410,7 +457,10 @@ static void choose_key(worker *w)
     const lg_options *o = w->g->run->o;
     uint64_t k;
     if (o->keys == 0) {
-        w->key_len = (size_t)snprintf(w->key, sizeof(w->key), "lg-%d-%llu", w->id,
+        /* The process's tag keeps runs made at the same time against one
+         * cache (load-gen --merge's use) off each other's keys. */
+        w->key_len = (size_t)snprintf(w->key, sizeof(w->key), "lg-%08x-%d-%llu",
+                                      w->g->run->key_tag, w->id,
                                       (unsigned long long)w->n);
         return;
     }
@@ -519,6 +569,13 @@ static void record(group *g, const worker *w, const momento_result *r, uint64_t 
         }
     }
     pthread_mutex_unlock(&g->lock);
+    /* Each line is one fprintf, which stdio writes whole under its own
+     * lock, so the groups' threads need no other. */
+    FILE *samples = g->run->samples;
+    if (samples && err == MOMENTO_OK)
+        fprintf(samples, "%s %llu\n", w->phase == 0 ? "set" : "get", (unsigned long long)latency_us);
+    else if (samples && err == MOMENTO_ERR_TIMEOUT && overdue_ns >= 0)
+        fprintf(samples, "late %llu\n", (unsigned long long)overdue_ns / 1000);
 }
 
 /* This request's deadline: uniform over [timeout_min_ms, timeout_ms]. */
@@ -706,13 +763,17 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
         run.zipf_cdf[o->keys - 1] = 1.0;
     }
 
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = NULL;
+    int rc = ex_target_config_new(t, &cfg);
     /* The client's default deadline: what creating the cache uses. Load
      * requests each carry their own (start_request). */
-    momento_config_set_timeout_ms(cfg, (uint32_t)o->timeout_ms);
-    int rc = MOMENTO_OK;
-    if (o->batch)
+    if (rc == MOMENTO_OK)
+        momento_config_set_timeout_ms(cfg, (uint32_t)o->timeout_ms);
+    if (rc == MOMENTO_OK && o->samples_path && !(run.samples = fopen(o->samples_path, "w"))) {
+        fprintf(stderr, "%s: cannot write %s\n", o->prog, o->samples_path);
+        rc = MOMENTO_ERR_INVALID_ARGUMENT;
+    }
+    if (rc == MOMENTO_OK && o->batch)
         rc = momento_config_set_batching(cfg, o->batch_min_in_flight, o->batch_linger_us,
                                          o->batch_max_keys, o->batch_max_bytes);
     out->batching = o->batch;
@@ -754,6 +815,16 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
 
     int64_t t0 = now_ns();
     double cpu0 = process_cpu_s();
+    struct timespec wall0;
+    clock_gettime(CLOCK_REALTIME, &wall0);
+    out->started_at = (double)wall0.tv_sec + (double)wall0.tv_nsec / 1e9;
+    /* One tag per process (both of request-coalescing's phases use the same
+     * keys, as before): the pid and the start time, mixed. */
+    static uint32_t key_tag;
+    if (!key_tag)
+        key_tag = (uint32_t)(((uint64_t)getpid() << 32 ^ (uint64_t)wall0.tv_nsec ^
+                              (uint64_t)wall0.tv_sec) * 0x9E3779B97F4A7C15ull >> 32) | 1;
+    run.key_tag = key_tag;
     run.end_ns = t0 + (int64_t)(o->duration_s * 1e9);
     for (int i = 0; i < o->threads && rc == MOMENTO_OK; i++) {
         group *g = &groups[i];
@@ -869,6 +940,10 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
     free(groups);
     free(workers);
     free(run.zipf_cdf);
+    if (run.samples && fclose(run.samples) != 0 && rc == MOMENTO_OK) {
+        fprintf(stderr, "%s: cannot write %s\n", o->prog, o->samples_path);
+        rc = MOMENTO_ERR_INVALID_ARGUMENT;
+    }
     return rc;
 }
 
@@ -990,15 +1065,28 @@ void lg_print_batching(FILE *f, const momento_batching_counters *k)
                 i < 7 ? "," : "\n");
 }
 
+/* The summary, then what rebuilds the histogram exactly (lg_merge reads
+ * it back): the sum, and every non-empty bucket as [low, high, count], the
+ * values it stands for in us, lowest first. */
 static void json_hist(FILE *f, const char *name, const histogram *h, const char *pad)
 {
     fprintf(f,
             "%s\"%s\": {\"count\": %llu, \"min_us\": %llu, \"p50_us\": %llu, \"p90_us\": %llu, "
-            "\"p99_us\": %llu, \"p999_us\": %llu, \"max_us\": %llu}",
+            "\"p99_us\": %llu, \"p999_us\": %llu, \"max_us\": %llu, \"sum_us\": %llu, \"buckets\": [",
             pad, name, (unsigned long long)h->count, (unsigned long long)(h->count ? h->min : 0),
             (unsigned long long)hist_quantile(h, 0.5), (unsigned long long)hist_quantile(h, 0.9),
             (unsigned long long)hist_quantile(h, 0.99), (unsigned long long)hist_quantile(h, 0.999),
-            (unsigned long long)h->max);
+            (unsigned long long)h->max, (unsigned long long)h->sum);
+    bool first = true;
+    for (uint32_t i = 0; i < HIST_BUCKETS && h->count; i++) {
+        if (!h->buckets[i])
+            continue;
+        fprintf(f, "%s[%llu, %llu, %llu]", first ? "" : ", ",
+                (unsigned long long)hist_bucket_low(i), (unsigned long long)hist_bucket_high(i),
+                (unsigned long long)h->buckets[i]);
+        first = false;
+    }
+    fprintf(f, "]}");
 }
 
 static void json_string(FILE *f, const char *s)
@@ -1018,8 +1106,8 @@ static void json_string(FILE *f, const char *s)
 void lg_json_config(FILE *f, const lg_options *o, int indent)
 {
     fprintf(f, "%*s\"config\": {\"endpoint\": ", indent, "");
-    if (o->endpoint)
-        json_string(f, o->endpoint);
+    if (o->target.endpoint)
+        json_string(f, o->target.endpoint);
     else
         fprintf(f, "null");
     fprintf(f, ", \"cache\": ");
@@ -1055,7 +1143,8 @@ void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent)
     json_hist(f, "set", &r->stats.set, pad);
     fprintf(f, ",\n");
     json_hist(f, "get", &r->stats.get, pad);
-    fprintf(f, ",\n%s\"client_cpu_s\": %.3f,\n%s\"wall_s\": %.3f,\n%s\"max_rss_kb\": %ld", pad,
+    /* To the nanosecond: a merge of one run prints the run's own report. */
+    fprintf(f, ",\n%s\"client_cpu_s\": %.9f,\n%s\"wall_s\": %.9f,\n%s\"max_rss_kb\": %ld", pad,
             r->cpu_s, pad, r->wall_s, pad, r->max_rss_kb);
     if (r->have_server)
         fprintf(f,
@@ -1107,5 +1196,15 @@ void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent)
     } else {
         fprintf(f, ",\n%s\"batching\": null", pad);
     }
+    fprintf(f, ",\n%s\"first_refusal\": ", pad);
+    if (r->stats.first_refusal)
+        json_string(f, momento_error_name(r->stats.first_refusal));
+    else
+        fprintf(f, "null");
+    fprintf(f, ",\n%s\"started_at\": %.6f,\n%s\"merged\": ", pad, r->started_at, pad);
+    if (r->merged_runs)
+        fprintf(f, "{\"runs\": %d, \"start_spread_s\": %.6f}", r->merged_runs, r->start_spread_s);
+    else
+        fprintf(f, "null");
     fprintf(f, "\n%*s}", indent, "");
 }

@@ -14,8 +14,8 @@
 #include <stdio.h>
 
 typedef struct lg_options {
-    const char *endpoint;   /* --endpoint HOST:PORT, or NULL */
-    bool insecure;          /* --insecure: plaintext to --endpoint */
+    const char *prog;       /* "load-gen" or "request-coalescing" */
+    ex_target_options target; /* --endpoint, --insecure, --tls-roots */
     const char *cache;
     int concurrency;
     int rps;                /* 0 = unlimited */
@@ -32,7 +32,13 @@ typedef struct lg_options {
     bool open_loop;
     int threads;
     const char *json_path;
-    const char *plot_path;  /* request-coalescing only */
+    const char *plot_path;  /* --plot: latency by percentile, SVG */
+    bool plot_log;          /* --plot-log: a log-scale latency axis */
+    const char *samples_path; /* --samples (load-gen): every latency recorded */
+    /* --merge FILE...: no load; the runs in these load-gen JSON files are
+     * combined into one report (load-gen only). */
+    char **merge_files;
+    int n_merge;
     bool quiet;
     /* --batch [N[:L[:M[:B]]]]: adaptive batching (momento_config_set_batching:
      * min_in_flight, linger_us, max_keys, max_bytes); off unless `batch`. */
@@ -46,7 +52,7 @@ void lg_tune_process(void);
 
 /* Parses argv. Returns 0 to run, 1 when --help was printed, 2 after printing
  * a message about a bad option. `coalescing` selects that example's
- * defaults (10 keys) and its extra --plot option. */
+ * defaults (10 keys) and leaves out load-gen's --merge and --samples. */
 int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o);
 
 typedef enum {
@@ -117,6 +123,11 @@ typedef struct lg_result {
     uint64_t rpcs;
     bool batching;
     momento_batching_counters batch_counters; /* summed over threads, when batching */
+    /* When the run started, Unix time in seconds (a merge's: the earliest
+     * run's), so a merge can tell how far apart its runs were. */
+    double started_at;
+    int merged_runs;        /* 0 for a run; for a merge, how many runs */
+    double start_spread_s;  /* a merge's: last run's start - first run's */
 } lg_result;
 
 /* Runs workers for o->duration_s on fresh clients (one per thread), through
@@ -138,6 +149,16 @@ void lg_print_summary(FILE *f, const char *label, const lg_result *r);
 void lg_print_batching(FILE *f, const momento_batching_counters *k);
 /* Prints stats in the interval format. */
 void lg_print_stats(FILE *f, const char *label, const lg_stats *s, double elapsed_s);
+
+/* load-gen --merge: reads the runs in o->merge_files (each a load-gen
+ * --json file) and combines them into `out` as if one run had made every
+ * request (histograms added bucket by bucket, counters summed, throughput
+ * over the span from the first run's start to the last one's end), with
+ * `cfg` the combined configuration (workers, rates and threads summed; the
+ * rest the first run's). Strings in `cfg` stay valid until lg_merge_free().
+ * Returns 0, or 2 after printing why a file cannot be merged. */
+int lg_merge(const lg_options *o, lg_options *cfg, lg_result *out);
+void lg_merge_free(void);
 
 /* Writes one run as a JSON object (no trailing newline). */
 void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent);

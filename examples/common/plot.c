@@ -10,45 +10,114 @@
 #define T 50
 #define B 60
 #define MAX_NINES 5.0 /* x axis reaches 99.999% */
+#define PLOT_H ((double)(H - T - B))
 
 static double x_of(double nines)
 {
     return L + (W - L - R) * nines / MAX_NINES;
 }
 
-int plot_svg(FILE *f, const char *title, const plot_series *series, int n)
+/* The latency axis: [lo, hi] ms, linear or log. */
+typedef struct axis {
+    bool log;
+    double lo, hi;
+} axis;
+
+static double y_of(const axis *a, double ms)
 {
-    uint64_t top = 0;
-    for (int i = 0; i < n; i++) {
-        uint64_t v = hist_quantile(series[i].h, 1.0 - pow(10, -MAX_NINES));
-        if (series[i].h->count && v > top)
-            top = v;
+    if (ms < a->lo)
+        ms = a->lo;
+    if (ms > a->hi)
+        ms = a->hi;
+    double frac = a->log ? (log10(ms) - log10(a->lo)) / (log10(a->hi) - log10(a->lo))
+                         : (ms - a->lo) / (a->hi - a->lo);
+    return T + PLOT_H - PLOT_H * frac;
+}
+
+/* Linear: 0 to a round top, 1, 2 or 5 times a power of ten, at or above the
+ * slowest value. Log: whole decades from the one at or below the fastest
+ * value to the one at or above the slowest, at least one decade. */
+static axis make_axis(bool log_y, double fastest_ms, double slowest_ms)
+{
+    axis a = {log_y, 0, 0};
+    if (!log_y) {
+        double span = 0.001;
+        while (span < slowest_ms)
+            span *= 10;
+        if (span / 5 >= slowest_ms)
+            span /= 5;
+        else if (span / 2 >= slowest_ms)
+            span /= 2;
+        a.hi = span;
+        return a;
     }
-    if (top == 0)
+    /* A request measured as 0 us is drawn on the 1 us line: a log axis has
+     * no 0, and 1 us is the histogram's resolution. */
+    if (fastest_ms < 0.001)
+        fastest_ms = 0.001;
+    double lo_exp = floor(log10(fastest_ms) + 1e-9);
+    double hi_exp = ceil(log10(slowest_ms) - 1e-9);
+    if (hi_exp <= lo_exp)
+        hi_exp = lo_exp + 1;
+    a.lo = pow(10, lo_exp);
+    a.hi = pow(10, hi_exp);
+    return a;
+}
+
+static void grid_line(FILE *f, double y, const char *color)
+{
+    fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\"/>\n", L, y, W - R, y,
+            color);
+}
+
+static void y_label(FILE *f, double y, double ms)
+{
+    fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", L - 8, y + 4, ms);
+}
+
+int plot_svg(FILE *f, const char *title, const plot_series *series, int n, bool log_y)
+{
+    uint64_t top = 0, bottom = UINT64_MAX;
+    for (int i = 0; i < n; i++) {
+        if (!series[i].h->count)
+            continue;
+        uint64_t v = hist_quantile(series[i].h, 1.0 - pow(10, -MAX_NINES));
+        if (v > top)
+            top = v;
+        if (series[i].h->min < bottom)
+            bottom = series[i].h->min;
+    }
+    if (top == 0 && !log_y)
         return -1;
-    /* A round y range: 1, 2 or 5 times a power of ten. */
-    double span = 1;
-    while (span < (double)top)
-        span *= 10;
-    if (span / 5 >= (double)top)
-        span /= 5;
-    else if (span / 2 >= (double)top)
-        span /= 2;
-    double plot_h = H - T - B;
+    if (bottom == UINT64_MAX)
+        return -1;
+    axis a = make_axis(log_y, (double)bottom / 1000.0, top ? (double)top / 1000.0 : 0.001);
 
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"13\">\n",
             W, H, W, H);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
     fprintf(f, "<text x=\"%d\" y=\"28\" font-size=\"17\" font-weight=\"bold\">%s</text>\n", L, title);
-    /* Grid and axes. */
-    for (int k = 0; k <= 5; k++) {
-        double y = T + plot_h - plot_h * k / 5.0;
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, y,
-                W - R, y);
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n", L - 8, y + 4,
-                span * k / 5.0);
+    /* The latency axis: its grid and labels, its range for programs. */
+    fprintf(f, "<g id=\"latency-axis\" data-scale=\"%s\" data-min-ms=\"%g\" data-max-ms=\"%g\" "
+               "data-top=\"%d\" data-bottom=\"%d\">\n",
+            log_y ? "log" : "linear", a.lo, a.hi, T, H - B);
+    if (log_y) {
+        /* A line at 1, 2 and 5 of each decade; only the decades labelled. */
+        for (double d = a.lo; d <= a.hi * 1.0001; d *= 10) {
+            grid_line(f, y_of(&a, d), "#bbb");
+            y_label(f, y_of(&a, d), d);
+            for (int m = 2; m <= 5 && d * m < a.hi; m += 3)
+                grid_line(f, y_of(&a, d * m), "#eee");
+        }
+    } else {
+        for (int k = 0; k <= 5; k++) {
+            double ms = a.hi * k / 5.0;
+            grid_line(f, y_of(&a, ms), "#ddd");
+            y_label(f, y_of(&a, ms), ms);
+        }
     }
+    fprintf(f, "</g>\n");
     static const char *const labels[] = {"0%", "90%", "99%", "99.9%", "99.99%", "99.999%"};
     for (int k = 0; k <= (int)MAX_NINES; k++) {
         double x = x_of(k);
@@ -60,8 +129,8 @@ int plot_svg(FILE *f, const char *title, const plot_series *series, int n)
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">percentile (log scale of 1 - p)</text>\n",
             (L + W - R) / 2, H - 15);
     fprintf(f, "<text x=\"20\" y=\"%d\" transform=\"rotate(-90 20 %d)\" text-anchor=\"middle\">"
-               "latency (microseconds)</text>\n",
-            T + (H - T - B) / 2, T + (H - T - B) / 2);
+               "latency (milliseconds%s)</text>\n",
+            T + (H - T - B) / 2, T + (H - T - B) / 2, log_y ? ", log scale" : "");
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n",
             L, T, W - L - R, H - T - B);
 
@@ -69,15 +138,15 @@ int plot_svg(FILE *f, const char *title, const plot_series *series, int n)
     for (int i = 0; i < n; i++) {
         if (!series[i].h->count)
             continue;
-        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s%s%s points=\"",
-                series[i].color, series[i].dash ? " stroke-dasharray=\"" : "",
+        fprintf(f, "<polyline data-series=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s%s%s "
+                   "points=\"",
+                series[i].label, series[i].color, series[i].dash ? " stroke-dasharray=\"" : "",
                 series[i].dash ? series[i].dash : "", series[i].dash ? "\"" : "");
         for (int s = 0; s <= 200; s++) {
             double nines = MAX_NINES * s / 200.0;
             double p = 1.0 - pow(10, -nines);
-            double v = (double)hist_quantile(series[i].h, p);
-            double y = T + plot_h - plot_h * (v > span ? span : v) / span;
-            fprintf(f, "%s%.1f,%.1f", s ? " " : "", x_of(nines), y);
+            double ms = (double)hist_quantile(series[i].h, p) / 1000.0;
+            fprintf(f, "%s%.1f,%.1f", s ? " " : "", x_of(nines), y_of(&a, ms));
         }
         fprintf(f, "\"/>\n");
         int ly = T + 10 + 24 * i;

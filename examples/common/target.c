@@ -1,6 +1,8 @@
-/* Where an example's requests go, and its option errors (target.h). */
+/* Where an example's requests go, its trust roots, and its option errors
+ * (target.h). */
 #include "target.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,28 +37,90 @@ int ex_check_endpoint(const char *prog, const char *endpoint)
     return 0;
 }
 
-int ex_check_target(const char *prog, const char *endpoint, bool insecure)
+int ex_target_option(const char *prog, int ch, const char *arg, ex_target_options *o)
 {
-    if (insecure && !endpoint)
+    switch (ch) {
+    case EX_OPT_ENDPOINT:
+        if (ex_check_endpoint(prog, arg))
+            return 2;
+        o->endpoint = arg;
+        return 0;
+    case EX_OPT_INSECURE: o->insecure = true; return 0;
+    case EX_OPT_TLS_ROOTS: {
+        /* The library reads the file when it is set; setting it on a probe
+         * configuration now turns a missing or wrong file into an option
+         * error rather than a failure after the target is up. */
+        momento_config *probe;
+        int rc = momento_config_new(&probe);
+        if (rc == MOMENTO_OK)
+            rc = momento_config_set_tls_roots_file(probe, arg);
+        momento_config_free(probe);
+        if (rc != MOMENTO_OK)
+            return ex_bad_option(prog, "--tls-roots", arg,
+                                 "cannot be read, or holds no PEM certificate");
+        o->tls_roots = arg;
+        return 0;
+    }
+    default: return ex_bad_option(prog, "option", "?", "not a target option");
+    }
+}
+
+int ex_check_target(const char *prog, const ex_target_options *o)
+{
+    if (o->insecure && !o->endpoint)
         return ex_bad_option(prog, "option", "--insecure", "goes with --endpoint");
+    if (o->tls_roots && o->insecure)
+        return ex_bad_option(prog, "option", "--tls-roots",
+                             "is for TLS, and --insecure is plaintext");
+    if (o->tls_roots && !o->endpoint && !getenv("MOMENTO_API_KEY"))
+        return ex_bad_option(prog, "option", "--tls-roots",
+                             "needs a TLS target (--endpoint without --insecure, or "
+                             "MOMENTO_API_KEY); the bundled server is plaintext");
     return 0;
 }
 
-int ex_target_open(ex_target *t, const char *endpoint, bool insecure)
+/* The log callback is process-wide, so what it reports is too. */
+static const char *log_prog;
+static char log_target[128];
+static const char *log_roots;
+static atomic_bool handshake_reported;
+
+/* Runs on any thread, gRPC's included; prints only the first failed
+ * handshake (a client retries, and each attempt fails the same way). */
+static void on_log(momento_log_level level, const char *message, void *ud)
+{
+    (void)ud;
+    if (level != MOMENTO_LOG_ERROR || !strstr(message, "Handshake failed") ||
+        atomic_exchange(&handshake_reported, true))
+        return;
+    fprintf(stderr, "%s: TLS handshake with %s failed: %s\n", log_prog, log_target, message);
+    if (log_roots)
+        fprintf(stderr, "%s: is %s the CA that signed the server's certificate, and does the "
+                        "certificate name the host you connect to?\n",
+                log_prog, log_roots);
+    else
+        fprintf(stderr, "%s: the system's CA certificates do not vouch for the server; if its "
+                        "certificate comes from a private CA, pass it with --tls-roots FILE\n",
+                log_prog);
+}
+
+int ex_target_open(ex_target *t, const char *prog, const ex_target_options *o)
 {
     memset(t, 0, sizeof(*t));
     const char *why = NULL;
     int rc;
+    const char *endpoint = o->endpoint;
     if (endpoint) {
-        rc = insecure ? momento_credentials_local(&t->creds, endpoint, &why)
-                      : momento_credentials_with_endpoints(&t->creds, "", endpoint, endpoint, &why);
-        snprintf(t->description, sizeof(t->description), "%s (%s)", endpoint,
-                 insecure ? "plaintext" : "TLS");
+        rc = o->insecure ? momento_credentials_local(&t->creds, endpoint, &why)
+                         : momento_credentials_with_endpoints(&t->creds, "", endpoint, endpoint, &why);
+        snprintf(t->description, sizeof(t->description), "%s (%s%s)", endpoint,
+                 o->insecure ? "plaintext" : "TLS", o->tls_roots ? ", trusting --tls-roots" : "");
     } else if (getenv("MOMENTO_API_KEY")) {
         rc = momento_credentials_from_env(&t->creds, &why);
         if (rc == MOMENTO_OK)
-            snprintf(t->description, sizeof(t->description), "Momento at %s",
-                     momento_credentials_cache_endpoint(t->creds));
+            snprintf(t->description, sizeof(t->description), "Momento at %s%s",
+                     momento_credentials_cache_endpoint(t->creds),
+                     o->tls_roots ? " (trusting --tls-roots)" : "");
     } else {
         rc = momento_local_start(&t->local, NULL);
         if (rc == MOMENTO_OK)
@@ -69,12 +133,51 @@ int ex_target_open(ex_target *t, const char *endpoint, bool insecure)
     if (rc != MOMENTO_OK) {
         fprintf(stderr, "cannot set up the target: %s\n", why ? why : momento_strerror(rc));
         ex_target_close(t);
+        return rc;
     }
+    t->tls_roots = o->tls_roots;
+    t->tls = momento_credentials_uses_tls(t->creds) == 1;
+    if (t->tls) {
+        log_prog = prog;
+        snprintf(log_target, sizeof(log_target), "%s", momento_credentials_cache_endpoint(t->creds));
+        log_roots = o->tls_roots;
+        atomic_store(&handshake_reported, false);
+        momento_set_log_callback(on_log, NULL);
+    }
+    return rc;
+}
+
+int ex_target_config_new(const ex_target *t, momento_config **ret)
+{
+    momento_config *cfg;
+    int rc = momento_config_new(&cfg);
+    if (rc != MOMENTO_OK)
+        return rc;
+    if (t->tls_roots)
+        rc = momento_config_set_tls_roots_file(cfg, t->tls_roots);
+    if (rc != MOMENTO_OK) {
+        momento_config_free(cfg);
+        return rc;
+    }
+    *ret = cfg;
+    return MOMENTO_OK;
+}
+
+int ex_target_client_new(const ex_target *t, momento_client **ret)
+{
+    momento_config *cfg;
+    int rc = ex_target_config_new(t, &cfg);
+    if (rc != MOMENTO_OK)
+        return rc;
+    rc = momento_client_new(ret, cfg, t->creds);
+    momento_config_free(cfg);
     return rc;
 }
 
 void ex_target_close(ex_target *t)
 {
+    if (t->tls)
+        momento_set_log_callback(NULL, NULL);
     momento_credentials_free(t->creds);
     momento_local_stop(t->local);
     memset(t, 0, sizeof(*t));

@@ -349,8 +349,8 @@ with tempfile.TemporaryDirectory() as tmp:
                  ["--batch", "4:100001"], ["--batch", "4:0:64:1023"], ["--batch", "4:"], ["--batch=-1"]):
         p = run([load_gen] + args)
         check(f"load-gen {' '.join(args)} -> exit 2 with a message", p.returncode == 2 and p.stderr.strip(), p)
-    p = run([load_gen, "--plot", "x.svg"])
-    check("load-gen refuses --plot", p.returncode == 2)
+    p = run([load_gen, "--plot-log"])
+    check("load-gen refuses --plot-log without --plot", p.returncode == 2 and "goes with --plot" in p.stderr, p)
 
     # Every request refused at submit (a cache name the library refuses):
     # the report shows the refusals and the run fails. (It once printed
