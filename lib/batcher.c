@@ -253,7 +253,8 @@ int momento__batcher_offer(momento_client *c, momento__bop op, const char *cache
         (op == MOMENTO__BOP_DELETE || atomic_load(&c->n_rpcs) < n))
         return 1;
     if (opts->token && momento_cancel_token_is_cancelled(opts->token))
-        return MOMENTO_ERR_CANCELLED;
+        return momento__refuse(MOMENTO_ERR_CANCELLED,
+                               "the request's cancel token was already cancelled");
 
     size_t cache_len = strlen(cache);
     momento__bmember *m = momento__malloc(sizeof(*m) + cache_len + 1 + key_len + value_len);
@@ -295,12 +296,15 @@ int momento__batcher_offer(momento_client *c, momento__bop op, const char *cache
     bool queue = behind_write || (op != MOMENTO__BOP_DELETE && atomic_load(&c->n_rpcs) >= n);
     int rc = 1;
     if (m->cancelled) /* its token fired while it was being offered */
-        rc = MOMENTO_ERR_CANCELLED;
+        rc = momento__refuse(MOMENTO_ERR_CANCELLED, "the request's cancel token was cancelled "
+                                                    "while it was being submitted");
     else if (queue && momento__client_closing(c))
         rc = MOMENTO_ERR_CLOSED;
     else if (queue)
         rc = watch_deadline(c, to_ns(m->deadline));
     if (rc == MOMENTO_OK) {
+        if (!m->no_metrics) /* counted before any retirement can deliver it */
+            momento__request_accepted(c);
         m->state = M_QUEUED;
         m->queued_ns = momento__now_ns();
         DL_APPEND(b->queue, m);

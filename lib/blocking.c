@@ -7,6 +7,7 @@
 #include "alloc.h"
 #include "client.h"
 #include "result.h"
+#include "validate.h"
 
 #include <stdlib.h>
 
@@ -16,10 +17,12 @@ int momento__blocking_begin(momento__blocking *b, const momento_client *owner,
     if (ret)
         *ret = NULL;
     if (!owner)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the client is NULL");
     /* The completion thread would wait for itself. */
     if (momento__current_client == owner)
-        return MOMENTO_ERR_WOULD_DEADLOCK;
+        return momento__refuse(MOMENTO_ERR_WOULD_DEADLOCK,
+                               "a blocking call from one of this client's callbacks would wait "
+                               "for the thread that runs it");
     b->spare = momento__malloc(sizeof(*b->spare));
     if (!b->spare)
         return MOMENTO_ERR_NO_MEMORY;
@@ -66,6 +69,17 @@ int momento__blocking_wait(momento__blocking *b, int submitted, momento_result *
             *ret = b->result;
         else
             momento_result_free(b->result);
+    } else if (ret) {
+        /* Refused before sending: the reason travels in an error result,
+         * since the caller cannot know which argument was wrong otherwise. */
+        const char *why = momento_refusal_reason();
+        momento_result local;
+        momento__result_local_error(&local, submitted, *why ? why : momento_strerror(submitted));
+        if (momento_result_dup(&local, ret) != MOMENTO_OK) {
+            momento__result_local_error(b->spare, submitted, momento_strerror(submitted));
+            *ret = b->spare; /* the generic text, which needs no copy */
+            b->spare = NULL;
+        }
     }
     free(b->spare);
     pthread_mutex_destroy(&b->lock);

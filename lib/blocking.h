@@ -5,8 +5,10 @@
  *     MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
  *     return momento__blocking_wait(&b, momento_get(c, ..., momento__blocking_done, &b), ret);
  *
- * `*ret` is NULL exactly when the request was refused before it was sent;
- * once it was sent, the caller always gets a result to free. */
+ * The caller always gets a result to free: the request's, or - when it was
+ * refused before it was sent - an error result whose message says why
+ * (momento_refusal_reason()). `*ret` stays NULL only when momento__blocking_begin
+ * fails (a NULL client, a call from the client's own callback, no memory). */
 #ifndef MOMENTO_BLOCKING_H
 #define MOMENTO_BLOCKING_H
 

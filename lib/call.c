@@ -336,7 +336,8 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
     momento__plane plane = momento__rpcs[m].plane;
     int rc;
     if (opts->token && momento_cancel_token_is_cancelled(opts->token))
-        return MOMENTO_ERR_CANCELLED;
+        return momento__refuse(MOMENTO_ERR_CANCELLED,
+                               "the request's cancel token was already cancelled");
     /* malloc, not calloc: glibc's calloc skips the per-thread cache, and
      * the metadata array needs no zeroing. Sized to what this client sends,
      * the struct stays small enough for that cache. */
@@ -419,6 +420,8 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
         release(call);
         return rc;
     }
+    if (!call->no_metrics) /* the application's, not one the library made for itself */
+        momento__request_accepted(c);
 
     /* The client introduces itself on its first accepted call. */
     if (!atomic_load_explicit(&c->agent_sent, memory_order_relaxed) &&
@@ -444,6 +447,8 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
             momento__cancel_hook_remove(call->token, &call->hook);
         if (gated)
             gate_leave(c);
+        if (!call->no_metrics)
+            momento__request_done(c);
         momento__client_retire(c, &call->track);
         release(call);
     }

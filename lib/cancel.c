@@ -4,6 +4,7 @@
 #include "cancel.h"
 
 #include "alloc.h"
+#include "validate.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -76,7 +77,8 @@ int momento__cancel_hook_add(momento_cancel_token *t, momento__cancel_hook *h)
     if (atomic_load(&t->cancelled)) {
         pthread_mutex_unlock(&t->lock);
         h->linked = false;
-        return MOMENTO_ERR_CANCELLED;
+        return momento__refuse(MOMENTO_ERR_CANCELLED,
+                               "the request's cancel token was already cancelled");
     }
     DL_PREPEND(t->hooks, h);
     h->linked = true;

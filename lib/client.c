@@ -15,8 +15,11 @@
 #include "call.h"
 #include "grpc_util.h"
 #include "log.h"
+#include "validate.h"
 
+#include <errno.h>
 #include <grpc/support/time.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utlist.h>
@@ -52,6 +55,7 @@ static void destroy(momento_client *c)
     pthread_mutex_destroy(&c->co_lock);
     pthread_mutex_destroy(&c->topics_lock);
     pthread_cond_destroy(&c->drained);
+    pthread_cond_destroy(&c->idle);
     free(c);
     grpc_shutdown();
 }
@@ -252,6 +256,8 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     pthread_mutex_init(&c->topics_lock, NULL);
     atomic_init(&c->n_coalescers, 0);
     pthread_cond_init(&c->drained, NULL);
+    pthread_cond_init(&c->idle, NULL);
+    atomic_init(&c->n_requests, 0);
     c->auth_value = grpc_empty_slice();
     c->kick_details = grpc_empty_slice();
     grpc_metadata_array_init(&c->kick_trailing);
@@ -348,7 +354,7 @@ int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc
     pthread_mutex_lock(&c->lock);
     if (c->closing) {
         pthread_mutex_unlock(&c->lock);
-        return MOMENTO_ERR_CLOSED;
+        return momento__refuse(MOMENTO_ERR_CLOSED, "the client is being freed");
     }
     DL_PREPEND(c->in_flight, t);
     c->n_in_flight++;
@@ -437,15 +443,59 @@ bool momento__client_closing(momento_client *c)
     return closing;
 }
 
+void momento__request_accepted(momento_client *c)
+{
+    atomic_fetch_add(&c->n_requests, 1);
+}
+
+void momento__request_done(momento_client *c)
+{
+    if (atomic_fetch_sub(&c->n_requests, 1) == 1) {
+        /* Under the lock, so a waiter that saw 1 is already waiting. */
+        pthread_mutex_lock(&c->lock);
+        pthread_cond_broadcast(&c->idle);
+        pthread_mutex_unlock(&c->lock);
+    }
+}
+
 size_t momento_client_in_flight(const momento_client *c)
 {
-    if (!c)
-        return 0;
-    momento_client *mc = (momento_client *)c; /* the lock is not part of the value */
-    pthread_mutex_lock(&mc->lock);
-    size_t n = mc->n_in_flight;
-    pthread_mutex_unlock(&mc->lock);
-    return n + momento__batcher_queued(mc) + momento__dispatch_pending(mc);
+    return c ? atomic_load(&((momento_client *)c)->n_requests) : 0;
+}
+
+int momento_client_wait_idle(momento_client *c, uint32_t timeout_ms)
+{
+    if (!c || timeout_ms > 86400000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    /* The callbacks it would wait for run on this very thread. */
+    if (momento__current_client == c || momento__dispatch_running_here(c))
+        return MOMENTO_ERR_WOULD_DEADLOCK;
+    int64_t until = momento__now_ns() + (int64_t)timeout_ms * 1000000;
+    if (c->dispatch.on) {
+        /* Dispatch mode: the callbacks wait for a dispatch, so waiting
+         * means running them here (an application that waits is its loop). */
+        struct pollfd p = {.fd = c->dispatch.fd, .events = POLLIN};
+        for (;;) {
+            momento_client_dispatch(c, 0);
+            if (atomic_load(&c->n_requests) == 0)
+                return MOMENTO_OK;
+            int64_t left = until - momento__now_ns();
+            if (left <= 0)
+                return MOMENTO_ERR_TIMEOUT;
+            int ms = (int)(left / 1000000) + 1;
+            (void)poll(&p, 1, ms < 50 ? ms : 50);
+        }
+    }
+    gpr_timespec deadline = {until / 1000000000, (int32_t)(until % 1000000000), GPR_CLOCK_MONOTONIC};
+    gpr_timespec abs = gpr_convert_clock_type(deadline, GPR_CLOCK_REALTIME);
+    struct timespec ts = {abs.tv_sec, abs.tv_nsec};
+    pthread_mutex_lock(&c->lock);
+    int rc = 0;
+    while (atomic_load(&c->n_requests) > 0 && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&c->idle, &c->lock, &ts);
+    bool idle = atomic_load(&c->n_requests) == 0;
+    pthread_mutex_unlock(&c->lock);
+    return idle ? MOMENTO_OK : MOMENTO_ERR_TIMEOUT;
 }
 
 int momento_client_batching_stats(const momento_client *c, momento_batching_counters *ret,

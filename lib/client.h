@@ -74,6 +74,13 @@ struct momento_client {
     momento__gate gate;          /* the cap on requests in flight (call.c) */
     momento__dispatcher dispatch; /* callbacks queued for momento_client_dispatch() */
     atomic_size_t n_rpcs;        /* accepted gRPC calls not yet retired (batching's N) */
+    /* The application's requests accepted whose callback has not returned
+     * (momento_client_in_flight, momento_client_wait_idle): one per
+     * request, coalesced waiter, batched or queued one; never the RPCs the
+     * library makes for itself, nor subscriptions. `idle` is broadcast
+     * under `lock` when it drops to 0. */
+    atomic_size_t n_requests;
+    pthread_cond_t idle;
     bool closing;                /* momento_client_free() has begun; written only
                                   * by client.c, read by retry.c in the lock
                                   * section that queues a retry */
@@ -146,6 +153,13 @@ void momento__client_cancel(momento_client *c, momento__tracked *t, momento__ret
 /* subscription.c: a completion-queue event whose tag is a
  * subscription's (its low bits 2, 4 or 6; calls' tags are aligned, or +1). */
 void momento__subscription_event(void *tag, int success);
+
+/* An application's request was accepted: counted until its callback has
+ * returned (momento__request_done, from dispatch.c's momento__respond).
+ * Called before the request can complete; a request refused after it
+ * gives the count back with momento__request_done too. Any thread. */
+void momento__request_accepted(momento_client *c);
+void momento__request_done(momento_client *c);
 
 /* Whether the request was cancelled by momento__client_cancel(). */
 bool momento__client_cancelled(momento_client *c, momento__tracked *t);

@@ -578,8 +578,10 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
                   size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
                   const momento_request_options *opts, momento_callback cb, void *userdata)
 {
-    if (!co)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (!co) {
+        momento__refusal_clear();
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the coalescer is NULL");
+    }
     /* A set's value is compressed first (compress.c): its identity is then
      * the bytes sent, the same for the same value, algorithm and level. */
     void *compressed = NULL;
@@ -661,6 +663,8 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, const c
                           : op == CO_READ ? &co->counters.read_coalesced
                                           : &co->counters.delete_coalesced;
 
+    /* Counted before it can be answered; given back if refused. */
+    momento__request_accepted(co->client);
     pthread_mutex_lock(&co->lock);
     uint64_t in_flight = co->counters.keys_in_flight;
     rc = submit_locked(co, op, rpc, cache, strlen(cache), key, key_len, value, value_len, ttl_ms,
@@ -675,6 +679,7 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, const c
         if (w->token)
             momento__cancel_hook_remove(w->token, &w->hook);
         waiter_free(w);
+        momento__request_done(co->client);
     }
     return rc;
 }

@@ -16,18 +16,21 @@ int momento__check_coll_request(const momento_client *c, const char *cache, cons
 int momento__check_blob(momento__size *sz, const void *p, size_t len)
 {
     if (!p && len)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "an element is NULL with a length of %zu", len);
     /* The bytes, and a field's tag and length (a nested message's too). */
     if (len > MOMENTO__MAX_REQUEST_BYTES - sz->total - 16)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the request would be over %d bytes",
+                               MOMENTO__MAX_REQUEST_BYTES);
     sz->total += len + 16;
     return MOMENTO_OK;
 }
 
 int momento__check_blobs(momento__size *sz, const void *const *items, const size_t *lens, size_t n)
 {
-    if (!items || !lens || n == 0)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (!items || !lens)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the array of elements or of their lengths is NULL");
+    if (n == 0)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "no elements");
     for (size_t i = 0; i < n; i++)
         MOMENTO__CHECK(momento__check_blob(sz, items[i], lens[i]));
     return MOMENTO_OK;
@@ -36,7 +39,8 @@ int momento__check_blobs(momento__size *sz, const void *const *items, const size
 int momento__check_slice(int32_t start, int32_t end)
 {
     if ((end >= 0 && end <= start) || (end <= start && start < 0))
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the slice [%d, %d) is empty or reversed", (int)start,
+                               (int)end);
     return MOMENTO_OK;
 }
 

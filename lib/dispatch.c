@@ -29,6 +29,7 @@ struct momento__deferred {
     void *userdata;
     /* A request's callback and its owned result (or `fallback`). */
     momento_callback cb;
+    momento_client *client;     /* whose request count it holds */
     momento_result *result;
     momento_result fallback;
     /* Or a subscription's event, its strings and bytes in `data`. */
@@ -68,6 +69,7 @@ static void run(momento__deferred *e)
         e->cb(e->result, e->userdata);
         if (e->result != &e->fallback)
             momento_result_free(e->result);
+        momento__request_done(e->client);
     }
     free(e);
 }
@@ -134,8 +136,13 @@ void momento__respond(momento_client *c, momento_callback cb, const momento_resu
                       void *userdata, bool internal)
 {
     momento__dispatcher *d = &c->dispatch;
-    if (!d->on || internal || cb == momento__blocking_done) {
+    if (internal) {
         cb(r, userdata);
+        return;
+    }
+    if (!d->on || cb == momento__blocking_done) {
+        cb(r, userdata);
+        momento__request_done(c); /* only now: "in flight" until it returned */
         return;
     }
     momento__deferred *e = momento__malloc(sizeof(*e));
@@ -143,9 +150,11 @@ void momento__respond(momento_client *c, momento_callback cb, const momento_resu
         /* No memory to queue it: calling back here, on the completion
          * thread, breaks the mode's thread rule but not exactly-once. */
         cb(r, userdata);
+        momento__request_done(c);
         return;
     }
     memset(e, 0, sizeof(*e));
+    e->client = c;
     e->cb = cb;
     e->userdata = userdata;
     if (momento_result_dup(r, &e->result) != MOMENTO_OK) {

@@ -41,6 +41,8 @@ void momento__dispatcher_close(momento__dispatcher *d);
  * once. */
 void momento__respond(momento_client *c, momento_callback cb, const momento_result *r,
                       void *userdata, bool internal);
+/* (An application's callback - not `internal` - also ends its request's
+ * count, momento__request_done(), once it has returned.) */
 
 /* The same for a subscription's event: `sub` is kept alive (`ref`, then
  * `unref` after the callback) while its event waits. */

@@ -134,8 +134,10 @@ int momento_set_batch(momento_client *c, const char *cache, const void *const *k
                       size_t n, uint64_t ttl_ms, const momento_request_options *opts,
                       momento_callback cb, void *userdata)
 {
-    if (!values)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (!values) {
+        momento__refusal_clear();
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the array of values is NULL");
+    }
     MOMENTO__CHECK(momento__check_ttl(ttl_ms));
     /* Compressed first (compress.c): the limits apply to what is sent. */
     void *compressed;

@@ -158,7 +158,7 @@ int momento_set_if(momento_client *c, const char *cache, const void *key, size_t
         req.absent_or_equal = &absent_eq;
         break;
     default: /* the hash conditions left above; the rest were refused */
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "unknown condition %d", (int)condition);
     }
     return momento__call_start(c, MOMENTO__RPC_SET_IF, cache, &req.base, opts, cb, userdata);
 }

@@ -266,9 +266,12 @@ int momento_list_caches(momento_client *c, const momento_request_options *opts, 
     st->userdata = userdata;
     momento__call_opts_from(c, opts, &st->opts); /* every page within the first's deadline */
     st->opts.no_metrics = true;                  /* list_finish() reports the listing */
+    momento__request_accepted(c); /* the listing is one request, however many pages */
     int rc = list_page(st, NULL);
-    if (rc != MOMENTO_OK)
+    if (rc != MOMENTO_OK) {
         free(st);
+        momento__request_done(c);
+    }
     return rc;
 }
 

@@ -340,9 +340,12 @@ int momento_list_erase(momento_client *c, const char *cache, const void *name, s
     /* "All" only when asked for with no arrays at all: an empty list of
      * ranges built by a caller's loop must not erase the whole list. */
     if (n_ranges == 0 ? (begin_indexes || counts) : (!begin_indexes || !counts))
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, n_ranges ? "the ranges' arrays are NULL"
+                                                  : "no ranges, yet arrays of them (erasing "
+                                                    "all takes NULL arrays)");
     if (n_ranges > (MOMENTO__MAX_REQUEST_BYTES - name_len) / RANGE_BYTES)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "%zu ranges are more than one request can carry",
+                               n_ranges);
     CacheClient__ListEraseRequest req = CACHE_CLIENT____LIST_ERASE_REQUEST__INIT;
     CacheClient__ListEraseRequest__All all = CACHE_CLIENT____LIST_ERASE_REQUEST____ALL__INIT;
     CacheClient__ListEraseRequest__ListRanges some =

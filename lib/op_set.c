@@ -204,7 +204,7 @@ int momento_set_pop(momento_client *c, const char *cache, const void *name, size
 {
     MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
     if (count == 0) /* as the official SDKs: a pop takes at least one */
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "a pop of 0 elements");
     CacheClient__SetPopRequest req = CACHE_CLIENT____SET_POP_REQUEST__INIT;
     req.set_name = momento__bytes(name, name_len);
     req.count = count;

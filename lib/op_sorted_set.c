@@ -194,7 +194,7 @@ static int check_order(momento_order order)
 {
     return order == MOMENTO_ASCENDING || order == MOMENTO_DESCENDING
                ? MOMENTO_OK
-               : MOMENTO_ERR_INVALID_ARGUMENT;
+               : momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "unknown order %d", (int)order);
 }
 
 static CacheClient__SortedSetFetchRequest__Order fetch_order(momento_order order)
@@ -206,8 +206,11 @@ static CacheClient__SortedSetFetchRequest__Order fetch_order(momento_order order
 /* Score bounds: no NaN, min <= max (infinities allowed, as "no bound"). */
 static int check_score_range(double min, double max)
 {
-    if (isnan(min) || isnan(max) || min > max)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (isnan(min) || isnan(max))
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "a score bound is NaN");
+    if (min > max)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the score range is reversed (min %g > max %g)", min,
+                               max);
     return MOMENTO_OK;
 }
 
@@ -222,10 +225,10 @@ int momento_sorted_set_put_elements(momento_client *c, const char *cache, const 
     momento__size sz = {name_len};
     MOMENTO__CHECK(momento__check_blobs(&sz, values, value_lens, n));
     if (!scores)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the array of scores is NULL");
     for (size_t i = 0; i < n; i++)
         if (isnan(scores[i]))
-            return MOMENTO_ERR_INVALID_ARGUMENT;
+            return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "score %zu is NaN", i);
     CacheClient__SortedSetPutRequest req = CACHE_CLIENT____SORTED_SET_PUT_REQUEST__INIT;
     MOMENTO__CHECK(momento__coll_ttl(c, ttl, &req.ttl_milliseconds, &req.refresh_ttl));
     req.set_name = momento__bytes(name, name_len);
@@ -502,7 +505,7 @@ int momento_sorted_set_increment_score(momento_client *c, const char *cache, con
     momento__size sz = {name_len};
     MOMENTO__CHECK(momento__check_blob(&sz, value, value_len));
     if (isnan(amount))
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the amount is NaN");
     CacheClient__SortedSetIncrementRequest req = CACHE_CLIENT____SORTED_SET_INCREMENT_REQUEST__INIT;
     MOMENTO__CHECK(momento__coll_ttl(c, ttl, &req.ttl_milliseconds, &req.refresh_ttl));
     req.set_name = momento__bytes(name, name_len);

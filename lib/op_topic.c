@@ -34,13 +34,15 @@ static int publish(momento_client *c, const char *cache, const char *topic, cons
     /* A NUL in a text is valid UTF-8, but momento-local refuses strings
      * holding one (its protobuf-c strings end there), and a C text
      * normally has none: refused here, with bytes as the way to send it. */
-    if (text && (momento__check_utf8(value, value_len) != MOMENTO_OK ||
-                 (value_len && memchr(value, 0, value_len))))
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    else if (!value && value_len)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (text && momento__check_utf8(value, value_len) != MOMENTO_OK)
+        return MOMENTO_ERR_INVALID_ARGUMENT; /* its reason says where */
+    if (text && value_len && memchr(value, 0, value_len))
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the text has a NUL byte (publish it as bytes)");
+    if (!value && value_len)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the value is NULL with a length of %zu", value_len);
     if (value_len > MOMENTO__MAX_REQUEST_BYTES - strlen(topic) - strlen(cache))
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the value is over one request's %d bytes",
+                               MOMENTO__MAX_REQUEST_BYTES);
 
     /* Packed as bytes either way (protobuf-c would strlen() a string: one
      * pass more over the value); a text then has its field tag changed

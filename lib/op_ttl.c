@@ -71,7 +71,7 @@ static int update_ttl(momento_client *c, const char *cache, const void *key, siz
 {
     MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
     if (ttl_ms == 0) /* an update needs a TTL: 0 does not mean the default here */
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "a TTL update of 0 ms (0 is no default here)");
     MOMENTO__CHECK(momento__check_ttl(ttl_ms));
     CacheClient__UpdateTtlRequest req = CACHE_CLIENT____UPDATE_TTL_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);

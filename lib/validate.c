@@ -2,20 +2,43 @@
  * uses which). */
 #include "validate.h"
 
+#include <stdarg.h>
 #include <stddef.h>
-
+#include <stdio.h>
 #include <string.h>
 
-/* Cache names travel as a gRPC header value and a protobuf string, so they
- * must be valid UTF-8 without control characters. */
-static int valid_utf8(const unsigned char *s, size_t n, int controls_ok)
+/* Why this thread's last refused call was refused (momento_refusal_reason). */
+static _Thread_local char refusal[256];
+
+int momento__refuse(int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(refusal, sizeof(refusal), fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+void momento__refusal_clear(void)
+{
+    refusal[0] = '\0';
+}
+
+const char *momento_refusal_reason(void)
+{
+    return refusal;
+}
+
+/* Where the first byte that breaks UTF-8 (or, unless `controls_ok`, is a
+ * control character) is, or `n` when there is none. */
+static size_t utf8_problem(const unsigned char *s, size_t n, int controls_ok)
 {
     size_t i = 0;
     while (i < n) {
         unsigned char ch = s[i];
         if (ch < 0x80) {
             if (!controls_ok && (ch < 0x20 || ch == 0x7f))
-                return 0;
+                return i;
             i++;
             continue;
         }
@@ -31,63 +54,90 @@ static int valid_utf8(const unsigned char *s, size_t n, int controls_ok)
             len = 4;
             cp = ch & 0x07;
         } else {
-            return 0;
+            return i;
         }
         if (i + len > n)
-            return 0;
+            return i;
         for (size_t k = 1; k < len; k++) {
             if ((s[i + k] & 0xC0) != 0x80)
-                return 0;
+                return i;
             cp = (cp << 6) | (s[i + k] & 0x3F);
         }
         /* Reject overlong forms, surrogates and values past U+10FFFF. */
         if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
             (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
-            return 0;
+            return i;
         i += len;
     }
-    return 1;
+    return n;
 }
 
-static int valid_utf8_name(const unsigned char *s, size_t n)
-{
-    return valid_utf8(s, n, 0);
-}
+#define INVALID MOMENTO_ERR_INVALID_ARGUMENT
 
 int momento__check_utf8(const void *p, size_t n)
 {
     if (!p && n)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    return valid_utf8(p, n, 1) ? 0 : MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(INVALID, "a text argument is NULL with a length of %zu", n);
+    size_t at = utf8_problem(p, n, 1);
+    if (at < n)
+        return momento__refuse(INVALID, "text is not valid UTF-8 at byte %zu (0x%02x)", at,
+                               ((const unsigned char *)p)[at]);
+    return 0;
 }
 
 int momento__check_topic_name(const char *topic)
 {
     if (!topic)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(INVALID, "the topic name is NULL");
     size_t n = strnlen(topic, MOMENTO__MAX_REQUEST_BYTES / 2 + 1);
-    if (n > MOMENTO__MAX_REQUEST_BYTES / 2 || !valid_utf8((const unsigned char *)topic, n, 1))
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (n > MOMENTO__MAX_REQUEST_BYTES / 2)
+        return momento__refuse(INVALID, "the topic name is over %d bytes",
+                               MOMENTO__MAX_REQUEST_BYTES / 2);
+    size_t at = utf8_problem((const unsigned char *)topic, n, 1);
+    if (at < n)
+        return momento__refuse(INVALID, "the topic name is not valid UTF-8 at byte %zu", at);
     for (size_t i = 0; i < n; i++)
         if (!strchr(" \t\n\r\v\f", topic[i]))
             return MOMENTO_OK;
-    return MOMENTO_ERR_INVALID_ARGUMENT; /* empty, or whitespace only */
+    return momento__refuse(INVALID, n ? "the topic name is only whitespace"
+                                      : "the topic name is empty");
 }
 
 int momento__check_cache_name(const char *cache)
 {
     if (!cache)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(INVALID, "the cache name is NULL");
     size_t n = strnlen(cache, MOMENTO_MAX_CACHE_NAME_BYTES + 1);
-    if (n == 0 || n > MOMENTO_MAX_CACHE_NAME_BYTES)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    return valid_utf8_name((const unsigned char *)cache, n) ? 0 : MOMENTO_ERR_INVALID_ARGUMENT;
+    if (n == 0)
+        return momento__refuse(INVALID, "the cache name is empty");
+    if (n > MOMENTO_MAX_CACHE_NAME_BYTES)
+        return momento__refuse(INVALID, "the cache name is %zu bytes, over the limit of %d",
+                               strlen(cache), MOMENTO_MAX_CACHE_NAME_BYTES);
+    /* It travels as a gRPC header value and a protobuf string: valid UTF-8
+     * without control characters. */
+    size_t at = utf8_problem((const unsigned char *)cache, n, 0);
+    if (at < n) {
+        unsigned char ch = (unsigned char)cache[at];
+        if (ch < 0x20 || ch == 0x7f)
+            return momento__refuse(INVALID,
+                                   "the cache name has a control character (0x%02x) at byte %zu",
+                                   ch, at);
+        return momento__refuse(INVALID, "the cache name is not valid UTF-8 at byte %zu", at);
+    }
+    return 0;
 }
 
 int momento__check_key(const void *key, size_t key_len)
 {
-    if (!key || key_len == 0 || key_len > MOMENTO_MAX_ITEM_BYTES)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (!key)
+        return momento__refuse(INVALID, "the key is NULL");
+    if (key_len == 0)
+        return momento__refuse(INVALID, "the key is empty");
+    if (key_len > MOMENTO_MAX_ITEM_BYTES)
+        return momento__refuse(INVALID,
+                               "the key is %zu bytes, over Momento's item limit of %u bytes "
+                               "(MOMENTO_MAX_ITEM_BYTES)",
+                               key_len, (unsigned)MOMENTO_MAX_ITEM_BYTES);
     return 0;
 }
 
@@ -95,30 +145,40 @@ int momento__check_item(const void *key, size_t key_len, const void *value, size
 {
     MOMENTO__CHECK(momento__check_key(key, key_len));
     if (!value && value_len > 0)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(INVALID, "the value is NULL with a length of %zu", value_len);
     if (value_len > MOMENTO_MAX_ITEM_BYTES - key_len)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(INVALID,
+                               "key + value are %zu bytes, over Momento's item limit of %u bytes "
+                               "(MOMENTO_MAX_ITEM_BYTES; sent anyway, the server would answer "
+                               "LIMIT_EXCEEDED, item_size_limit_exceeded)",
+                               key_len + value_len, (unsigned)MOMENTO_MAX_ITEM_BYTES);
     return 0;
 }
 
 int momento__check_ttl(uint64_t ttl_ms)
 {
-    return ttl_ms > MOMENTO_MAX_TTL_MS ? MOMENTO_ERR_INVALID_ARGUMENT : 0;
+    if (ttl_ms > MOMENTO_MAX_TTL_MS)
+        return momento__refuse(INVALID, "the TTL of %llu ms is over MOMENTO_MAX_TTL_MS",
+                               (unsigned long long)ttl_ms);
+    return 0;
 }
 
 int momento__check_condition(momento_condition condition, const void *compare,
                              size_t compare_len)
 {
     if (condition < MOMENTO_IF_ABSENT || condition > MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(INVALID, "unknown condition %d", (int)condition);
     if (condition == MOMENTO_IF_ABSENT || condition == MOMENTO_IF_PRESENT)
         return 0; /* nothing to compare */
-    if ((!compare && compare_len) || compare_len > MOMENTO_MAX_ITEM_BYTES)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (!compare && compare_len)
+        return momento__refuse(INVALID, "the value to compare is NULL with a length of %zu",
+                               compare_len);
+    if (compare_len > MOMENTO_MAX_ITEM_BYTES)
+        return momento__refuse(INVALID, "the value to compare is over MOMENTO_MAX_ITEM_BYTES");
     /* A value may be empty, but a hash never is (the server's hashes are
      * non-empty), so an empty one can only be a caller's mistake. */
     if (condition >= MOMENTO_IF_PRESENT_AND_HASH_EQUAL && compare_len == 0)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(INVALID, "the hash to compare is empty");
     return 0;
 }
 
@@ -126,33 +186,44 @@ int momento__check_options(const momento_request_options *opts)
 {
     if (!opts)
         return 0;
+    const char *bad = momento__options_problem(opts);
+    return bad ? momento__refuse(INVALID, "request options: %s", bad) : 0;
+}
+
+const char *momento__options_problem(const momento_request_options *opts)
+{
     /* Fields are only appended: a program built against an older header
      * passes a smaller size (never below the first version's), and one
      * built against a newer header may pass a larger one when the fields
      * this library does not know are left zero (the openat2() rule). */
     size_t first = offsetof(momento_request_options, cancel) + sizeof(opts->cancel);
     if (opts->size < first)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return "`size` is below the first version's (use MOMENTO_REQUEST_OPTIONS_INIT)";
     const unsigned char *tail = (const unsigned char *)opts;
     for (size_t i = sizeof(*opts); i < opts->size; i++)
         if (tail[i])
-            return MOMENTO_ERR_INVALID_ARGUMENT;
+            return "fields this library does not know are set (a newer header)";
     if (opts->timeout_ms > MOMENTO__MAX_TIMEOUT_MS)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return "timeout_ms is over 86,400,000";
     int rc_ = MOMENTO__OPT(opts, read_concern);
     if (rc_ < 0 || rc_ > MOMENTO_READ_CONSISTENT)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return "read_concern is not a momento_read_concern";
     int comp = MOMENTO__OPT(opts, compression);
     if (comp < 0 || comp > MOMENTO_COMPRESS_ZSTD)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    return 0;
+        return "compression is not a momento_compression";
+    return NULL;
 }
 
 int momento__check_request(const momento_client *c, const momento_request_options *opts,
                            momento_callback cb)
 {
-    if (!c || !cb)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+    /* Every request's checks start here: a refusal after it that names no
+     * reason must not show an earlier call's. */
+    momento__refusal_clear();
+    if (!c)
+        return momento__refuse(INVALID, "the client is NULL");
+    if (!cb)
+        return momento__refuse(INVALID, "the callback is NULL");
     return momento__check_options(opts);
 }
 
@@ -186,10 +257,14 @@ int momento__check_keys_request(const momento_client *c, const char *cache, cons
                                 const size_t *value_lens, size_t n,
                                 const momento_request_options *opts, momento_callback cb)
 {
-    if (!keys || !key_lens || n == 0 || n > MOMENTO__MAX_REQUEST_BYTES / 4 ||
-        (values && !value_lens))
-        return MOMENTO_ERR_INVALID_ARGUMENT;
     MOMENTO__CHECK(momento__check_cache_request(c, cache, opts, cb));
+    if (!keys || !key_lens || (values && !value_lens))
+        return momento__refuse(INVALID, "the array of keys, of their lengths or of the values' "
+                                        "lengths is NULL");
+    if (n == 0)
+        return momento__refuse(INVALID, "no keys");
+    if (n > MOMENTO__MAX_REQUEST_BYTES / 4)
+        return momento__refuse(INVALID, "%zu keys are more than one request can carry", n);
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         MOMENTO__CHECK(values ? momento__check_item(keys[i], key_lens[i], values[i], value_lens[i])
@@ -197,7 +272,8 @@ int momento__check_keys_request(const momento_client *c, const char *cache, cons
         /* Field tags, lengths and a nested message's own header. */
         total += key_lens[i] + (values ? value_lens[i] + 24 : 8);
         if (total > MOMENTO__MAX_REQUEST_BYTES)
-            return MOMENTO_ERR_INVALID_ARGUMENT;
+            return momento__refuse(INVALID, "the request would be over %d bytes",
+                                   MOMENTO__MAX_REQUEST_BYTES);
     }
     return 0;
 }

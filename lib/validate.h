@@ -23,7 +23,15 @@
 #define MOMENTO__MAX_MESSAGE_BYTES (10 * 1024 * 1024)
 #define MOMENTO__MAX_REQUEST_BYTES (MOMENTO__MAX_MESSAGE_BYTES - 64 * 1024)
 
-/* Single checks. Each returns 0 or MOMENTO_ERR_INVALID_ARGUMENT. */
+/* Refusals say why (momento_refusal_reason(), a thread-local explanation,
+ * which a blocking call copies into the error result it returns):
+ * momento__refuse() records it and returns `err`; _clear() forgets the
+ * last one (every request's checks start with it). */
+int momento__refuse(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void momento__refusal_clear(void);
+
+/* Single checks. Each returns 0 or MOMENTO_ERR_INVALID_ARGUMENT (after
+ * momento__refuse() with what was wrong). */
 
 /* 1..255 bytes of UTF-8 without control characters (it travels as a header). */
 int momento__check_cache_name(const char *cache);
@@ -50,6 +58,8 @@ int momento__check_utf8(const void *p, size_t n);
  * MOMENTO__MAX_TIMEOUT_MS. */
 #define MOMENTO__MAX_TIMEOUT_MS 86400000u
 int momento__check_options(const momento_request_options *opts);
+/* What is wrong with non-NULL `opts`, or NULL. */
+const char *momento__options_problem(const momento_request_options *opts);
 /* A field of checked options, or 0 when `opts` is NULL or its `size` stops
  * before the field (a program built against an older header). */
 #define MOMENTO__OPT(opts, field)                                                                  \

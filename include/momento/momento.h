@@ -99,6 +99,25 @@ MOMENTO_EXPORT const char *momento_strerror(int err);
 MOMENTO_EXPORT const char *momento_error_name(int err);
 
 /*
+ * Why the last call on this thread that returned an error without sending
+ * anything was refused, naming what was wrong ("the cache name has a
+ * control character (0x09) at byte 2", "key + value are 5242881 bytes,
+ * over Momento's item limit ..."), or "" when there is no more to say than
+ * momento_strerror(). Thread-local, like errno: valid until the next
+ * libmomento call on this thread. Blocking calls need not ask: a refused
+ * one returns this text in the error result it sets *ret to.
+ *
+ * Too big: an argument over a protocol limit that no server would accept
+ * (MOMENTO_MAX_ITEM_BYTES, MOMENTO_MAX_CACHE_NAME_BYTES) is refused here
+ * with MOMENTO_ERR_INVALID_ARGUMENT and nothing is sent; a server's own,
+ * possibly lower, limits (an account's, momento-local's --max-item-bytes)
+ * answer MOMENTO_ERR_LIMIT_EXCEEDED with momento_result_limit_kind(). The
+ * two stay apart on purpose: the first is a bug in the calling code, found
+ * without a round trip; the second depends on the server and its account.
+ */
+MOMENTO_EXPORT const char *momento_refusal_reason(void);
+
+/*
  * The error kind for a raw gRPC status code (0..16), as official SDKs map it.
  * 0 (OK) maps to MOMENTO_OK; codes outside 0..16 to MOMENTO_ERR_UNKNOWN.
  * The status alone: a result's error can be finer (MOMENTO_ERR_NOT_FOUND,
@@ -483,9 +502,31 @@ typedef enum momento_outcome {
     MOMENTO_OUTCOME_TTL_NOT_UPDATED = 9 /* a TTL increase/decrease did not apply */
 } momento_outcome;
 
+/*
+ * The getters below read a result, and each accepts NULL `r` (what a
+ * blocking call leaves in `*ret` when it cannot even start: a NULL client,
+ * a call from the client's own callback): it then answers as for a failed
+ * request. For NULL:
+ * momento_result_error() gives MOMENTO_ERR_INVALID_ARGUMENT,
+ * momento_result_outcome()
+ * MOMENTO_OUTCOME_ERROR, momento_result_grpc_status() -1,
+ * momento_result_message() "", momento_result_attempts() 0,
+ * momento_result_error_detail() NULL, momento_result_limit_kind()
+ * MOMENTO_LIMIT_NONE, momento_result_is_hit() 0, momento_result_value() and
+ * momento_result_hash() NULL with *ret_len = 0, momento_result_int() and
+ * momento_result_ttl_ms() 0, momento_result_item_type()
+ * MOMENTO_ITEM_TYPE_NONE, the counts 0, momento_result_exists() -1, and
+ * momento_result_item() and momento_result_cache_name() NULL.
+ * momento_result_free(NULL) does nothing.
+ */
+
 /* MOMENTO_OK or the request's negative momento_error. */
 MOMENTO_EXPORT int momento_result_error(const momento_result *r);
 MOMENTO_EXPORT momento_outcome momento_result_outcome(const momento_result *r);
+/* The outcome's name without its prefix ("HIT", "NOT_STORED", ...), for
+ * logs and messages; "UNRECOGNISED" for a value outside the enum. Static,
+ * never NULL; any thread. */
+MOMENTO_EXPORT const char *momento_outcome_name(momento_outcome o);
 /* The raw gRPC status code, or -1 when the request never reached gRPC. */
 MOMENTO_EXPORT int momento_result_grpc_status(const momento_result *r);
 /* The server's status message or a local explanation; "" when none. */
@@ -617,15 +658,28 @@ MOMENTO_EXPORT int momento_client_batching_stats(const momento_client *c,
                                                  momento_batching_counters *ret, size_t size);
 
 /*
- * Requests accepted and not yet finished: counted when an async call (or the
- * async half of a blocking one) returns 0, and decremented only after its
- * callback has returned, so a callback sees its own request counted. One per
- * RPC: coalesced callers sharing an RPC count once; requests waiting in
- * the batching queue (momento_config_set_batching()) count one each, and a
- * batch once; in dispatch mode, callbacks queued and not yet run count one
- * each. 0 for NULL.
+ * The application's requests accepted and not yet finished: each is counted
+ * from the moment its call returns 0 (a blocking call's too) until its
+ * callback has returned - so a callback sees its own request counted, and
+ * once the last callback has returned the count is 0, exactly. One per
+ * request: each coalesced waiter, each request in the batching queue, each
+ * callback queued for dispatch counts once; the RPCs the library makes for
+ * them (a shared RPC, a batch, a listing's pages) and topic subscriptions
+ * do not. 0 for NULL. Any thread.
  */
 MOMENTO_EXPORT size_t momento_client_in_flight(const momento_client *c);
+/*
+ * Waits until momento_client_in_flight(c) is 0 - every request accepted so
+ * far, its coalescers' included, has had its callback return - or
+ * `timeout_ms` (at most 86,400,000) has passed. Requests submitted meanwhile
+ * (from callbacks too) are waited for as well. In dispatch mode it runs the
+ * queued callbacks on the calling thread while it waits (as
+ * momento_client_dispatch() does; none of them may free the client).
+ * Returns 0, MOMENTO_ERR_TIMEOUT, MOMENTO_ERR_INVALID_ARGUMENT (NULL,
+ * timeout out of range) or MOMENTO_ERR_WOULD_DEADLOCK from one of the
+ * client's callbacks (the requests it would wait for include its own).
+ */
+MOMENTO_EXPORT int momento_client_wait_idle(momento_client *c, uint32_t timeout_ms);
 
 /*
  * Dispatch mode, for applications with an event loop of their own (libuv,
@@ -1068,16 +1122,18 @@ MOMENTO_EXPORT int momento_ping(momento_client *c, const momento_request_options
 /*
  * Blocking variants. Each submits its async function, waits for the outcome
  * and returns momento_result_error() of it. `ret` may be NULL when only the
- * code matters; otherwise `*ret` is always written:
- *  - NULL exactly when the request was refused before it was sent. The
- *    return is then one of the codes its async function returns
+ * code matters; otherwise `*ret` is always written, with a result the
+ * caller owns and frees with momento_result_free(), failures included:
+ *  - Refused before it was sent: an error result (outcome ERROR) whose
+ *    error is the code its async function returned
  *    (MOMENTO_ERR_INVALID_ARGUMENT, MOMENTO_ERR_CANCELLED, MOMENTO_ERR_CLOSED,
- *    MOMENTO_ERR_NO_MEMORY, MOMENTO_ERR_UNKNOWN), or MOMENTO_ERR_WOULD_DEADLOCK when called on this
- *    client's completion thread (from one of its callbacks).
- *  - Once the request was sent, always a result the caller owns and frees
- *    with momento_result_free(), failures included. If copying the result
- *    failed, it is a result whose error (and the return) is
- *    MOMENTO_ERR_NO_MEMORY.
+ *    MOMENTO_ERR_NO_MEMORY, MOMENTO_ERR_UNKNOWN) and whose message says
+ *    what was wrong (momento_refusal_reason()). *ret is NULL only for a
+ *    NULL client, MOMENTO_ERR_WOULD_DEADLOCK (called on this client's
+ *    completion thread, from one of its callbacks), or when not even that
+ *    result could be allocated; momento_refusal_reason() then says why.
+ *  - Sent: the request's result. If copying it failed, a result whose
+ *    error (and the return) is MOMENTO_ERR_NO_MEMORY.
  */
 MOMENTO_EXPORT int momento_get_sync(momento_client *c, const char *cache, const void *key,
                                     size_t key_len, const momento_request_options *opts,

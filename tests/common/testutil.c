@@ -270,3 +270,16 @@ void tu_raw_reply_free(tu_raw_reply *r)
         free(r->msgs[i]);
     r->n_msgs = 0;
 }
+
+void tu_assert_refusal(momento_result **r, int err)
+{
+    assert_non_null(*r);
+    assert_int_equal(momento_result_error(*r), err);
+    assert_int_equal(momento_result_outcome(*r), MOMENTO_OUTCOME_ERROR);
+    const char *why = momento_result_message(*r);
+    assert_true(strlen(why) > 0);
+    assert_string_not_equal(why, momento_strerror(err));
+    assert_string_equal(why, momento_refusal_reason());
+    momento_result_free(*r);
+    *r = NULL;
+}

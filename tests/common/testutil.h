@@ -72,6 +72,11 @@ int tu_raw_call(const char *target, const char *path, const char *const *headers
 void tu_raw_reply_free(tu_raw_reply *r);
 
 int64_t tu_now_ms(void);
+
+/* A blocking call refused before sending set *r to an error result whose
+ * message says why (more than momento_strerror() says): asserts that, for
+ * error `err`, then frees it and sets *r to NULL. */
+void tu_assert_refusal(momento_result **r, int err);
 /* How much slower than native the tests run: MOMENTO_TEST_TIME_SCALE
  * (default 1; the valgrind run sets it). Waits and bounds on how long a
  * behaviour may take (a deadline firing, a failure coming fast) scale by it;

@@ -408,7 +408,7 @@ static void test_refusals(void **state)
     momento_result *r = (momento_result *)1;
     assert_int_equal(momento_set_length_sync(client, "c", NULL, 1, NULL, &r),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_null(r);
+    tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_local_rpc_count(server, "SetUnion", -1), before);
 }
 

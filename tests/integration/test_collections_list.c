@@ -841,18 +841,18 @@ static void test_refusals(void **state)
     REFUSED(momento_list_concatenate_back(client, "c", S("l"), two, two_lens, 2, 0, NULL, CB));
     REFUSED(momento_sorted_set_get_scores(client, "c", S("z"), two, two_lens, 2, CB));
     free(blob);
-    /* The blocking forms refuse the same way, with no result. */
+    /* The blocking forms refuse the same way, with a result saying why. */
     momento_result *r = (momento_result *)1;
     REFUSED(momento_list_fetch_sync(client, "c", S("l"), 2, 1, NULL, &r));
-    assert_null(r);
+    tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     r = (momento_result *)1;
     REFUSED(momento_sorted_set_length_by_score_sync(client, "c", S("z"), 2, 1, NULL, &r));
-    assert_null(r);
+    tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     REFUSED(momento_sorted_set_put_element_sync(client, "c", S("z"), S("x"), NAN, NULL, NULL,
                                                 NULL));
     r = (momento_result *)1;
     REFUSED(momento_list_erase_sync(client, "c", S("l"), NULL, NULL, 2, NULL, &r));
-    assert_null(r);
+    tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
 #undef CB
     assert_int_equal(momento_local_rpc_count(server, NULL, -1), before);
 }

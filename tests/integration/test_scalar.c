@@ -184,7 +184,7 @@ static void test_keys_exist(void **state)
     assert_int_equal(momento_result_exists(r, 0), 0);
     momento_result_free(r);
     assert_int_equal(momento_keys_exist_sync(client, "c", keys, lens, 0, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_null(r);
+    tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     size_t bad[2] = {2, 0};
     assert_int_equal(momento_keys_exist_sync(client, "c", keys, bad, 2, NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
 }
@@ -289,9 +289,9 @@ static void test_item_get_type(void **state)
     assert_int_equal(momento_item_get_type(client, "c", "k", 1, NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_item_get_type_sync(client, "c", "", 0, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_null(r);
+    tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_item_get_type_sync(client, "", "k", 1, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_null(r);
+    tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_item_get_type_sync(NULL, "c", "k", 1, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_item_get_type_sync(client, "nope", "k", 1, NULL, &r),
                      MOMENTO_ERR_CACHE_NOT_FOUND);
@@ -374,7 +374,7 @@ static void test_batch_refusals_and_errors(void **state)
     momento_result *r = (momento_result *)0x1;
     /* Empty batches are refused, documented in the header. */
     assert_int_equal(momento_get_batch_sync(client, "c", keys, lens, 0, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_null(r);
+    tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_set_batch_sync(client, "c", keys, lens, vals, vlens, 0, 0, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     /* One bad key refuses the whole batch, before sending. */
@@ -714,7 +714,7 @@ static void test_hash_refusals_and_errors(void **state)
         assert_int_equal(momento_set_if_sync(client, "c", "k", 1, "v", 1, 0, hash_conds[i], NULL, 32,
                                              NULL, &r),
                          MOMENTO_ERR_INVALID_ARGUMENT);
-        assert_null(r);
+        tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
         assert_int_equal(momento_set_if_sync(client, "c", "k", 1, "v", 1, 0, hash_conds[i], NULL, 0,
                                              NULL, NULL),
                          MOMENTO_ERR_INVALID_ARGUMENT);

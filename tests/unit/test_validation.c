@@ -91,15 +91,28 @@ static void test_async_refusals(void **state)
     free(huge);
 }
 
+/* A refused blocking call sets *r to an error result that says why. */
+static void assert_refusal(momento_result **r, int err)
+{
+    assert_non_null(*r);
+    assert_int_equal(momento_result_error(*r), err);
+    assert_int_equal(momento_result_outcome(*r), MOMENTO_OUTCOME_ERROR);
+    assert_true(strlen(momento_result_message(*r)) > 0);
+    assert_string_not_equal(momento_result_message(*r), momento_strerror(err));
+    assert_string_equal(momento_result_message(*r), momento_refusal_reason());
+    momento_result_free(*r);
+    *r = NULL;
+}
+
 static void test_sync_refusals(void **state)
 {
     (void)state;
     momento_result *r = (momento_result *)0x1;
     REFUSED(momento_get_sync(client, "", "k", 1, NULL, &r));
-    assert_null(r);
+    assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     r = (momento_result *)0x1;
     REFUSED(momento_set_sync(client, "c", NULL, 0, "v", 1, 0, NULL, &r));
-    assert_null(r);
+    assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     REFUSED(momento_delete_sync(NULL, "c", "k", 1, NULL, &r));
     REFUSED(momento_create_cache_sync(client, "", NULL, &r));
     REFUSED(momento_delete_cache_sync(client, NULL, NULL, &r));
@@ -198,7 +211,7 @@ static void test_config_and_local_refusals(void **state)
     assert_int_equal(momento_credentials_uses_tls(NULL), 0);
     momento_result *r = (momento_result *)0x1;
     REFUSED(momento_create_cache_sync(client, "bad\x01name", NULL, &r));
-    assert_null(r);
+    assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_result_attempts(NULL), 0);
     assert_int_equal(momento_result_int(NULL), 0);
     assert_int_equal(momento_result_ttl_ms(NULL), 0);

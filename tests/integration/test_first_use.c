@@ -1,0 +1,177 @@
+/* What a new user tripped over (issue 20), against the local server:
+ * refused requests say why (a blocking call's result, any call's
+ * momento_refusal_reason()), momento_client_in_flight() counts requests
+ * (each coalesced waiter) until their callbacks have returned, and
+ * momento_client_wait_idle() waits for them. */
+#include "client.h" /* momento__client_add_header, for fault injection */
+#include "momento/coalescer.h"
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static momento_local *server;
+
+static int setup(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    server = tu_server(o);
+    momento_local_options_free(o);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    momento_local_stop(server);
+    return 0;
+}
+
+/* A blocking set refused for `cache` / `value_len`: its result's message
+ * must contain `want`. */
+static void refused_set(momento_client *c, const char *cache, size_t value_len, const char *want)
+{
+    char *value = calloc(1, value_len + 1);
+    momento_result *r = NULL;
+    assert_int_equal(momento_set_sync(c, cache, "k", 1, value, value_len, 0, NULL, &r),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_non_null(r);
+    assert_int_equal(momento_result_error(r), MOMENTO_ERR_INVALID_ARGUMENT);
+    const char *why = momento_result_message(r);
+    if (!strstr(why, want))
+        fail_msg("refusal \"%s\" does not mention \"%s\"", why, want);
+    momento_result_free(r);
+    free(value);
+}
+
+static void test_refusals_say_why(void **state)
+{
+    (void)state;
+    momento_client *c = tu_client(server, NULL);
+    /* The four the issue names, each distinct. */
+    refused_set(c, "", 1, "cache name is empty");
+    refused_set(c, "a\tb", 1, "control character (0x09) at byte 1");
+    char long_name[300];
+    memset(long_name, 'n', 299);
+    long_name[299] = '\0';
+    refused_set(c, long_name, 1, "299 bytes, over the limit of 255");
+    refused_set(c, "c", MOMENTO_MAX_ITEM_BYTES, "5242881 bytes, over Momento's item limit");
+
+    /* An async refusal: the return code, and the reason for this thread. */
+    assert_int_equal(momento_get(c, "c", NULL, 1, NULL, tu_count_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_string_equal(momento_refusal_reason(), "the key is NULL");
+    assert_int_equal(momento_get(c, "c", "k", 1, NULL, NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_string_equal(momento_refusal_reason(), "the callback is NULL");
+    momento_request_options bad = MOMENTO_REQUEST_OPTIONS_INIT;
+    bad.timeout_ms = 86400001u;
+    assert_int_equal(momento_get(c, "c", "k", 1, &bad, tu_count_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(momento_refusal_reason(), "timeout_ms"));
+
+    /* A token already cancelled, and a client being freed, say so too. */
+    momento_cancel_token *tok;
+    momento_cancel_token_new(&tok);
+    momento_cancel(tok);
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.cancel = tok;
+    momento_result *r = NULL;
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, &r), MOMENTO_ERR_CANCELLED);
+    assert_non_null(strstr(momento_result_message(r), "cancel token was already cancelled"));
+    momento_result_free(r);
+    momento_cancel_token_free(tok);
+
+    /* A refusal with nothing specific to add never shows an older one. */
+    assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+    momento_client_free(c);
+}
+
+/* Counts callbacks; the last one of `expect` notes what in_flight read
+ * inside it. */
+typedef struct seen {
+    tu_counter k;
+    momento_client *client;
+    size_t in_flight_inside_first;
+    bool first;
+} seen;
+
+static void seen_cb(const momento_result *r, void *ud)
+{
+    seen *s = ud;
+    if (!s->first) {
+        s->first = true;
+        s->in_flight_inside_first = momento_client_in_flight(s->client);
+    }
+    tu_count_cb(r, &s->k);
+}
+
+static void test_in_flight_counts_requests(void **state)
+{
+    (void)state;
+    momento_client *c = tu_client(server, NULL);
+    momento__client_add_header(c, "request-id", "first-use-in-flight");
+    momento__client_add_header(c, "delay-rpcs", "get");
+    momento__client_add_header(c, "delay-ms", "300");
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    seen s = {.client = c};
+    tu_counter_init(&s.k);
+    /* 1000 coalesced callers share one RPC, but are 1000 requests. */
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(momento_coalescing_get(co, "c", "hot", 3, NULL, seen_cb, &s), MOMENTO_OK);
+    assert_int_equal(momento_client_in_flight(c), 1000);
+    /* Not done yet: waiting gives up at its timeout. */
+    assert_int_equal(momento_client_wait_idle(c, 50), MOMENTO_ERR_TIMEOUT);
+    /* Done: every callback has returned, so the count is exactly 0. */
+    assert_int_equal(momento_client_wait_idle(c, (uint32_t)TU_MS(10000)), MOMENTO_OK);
+    assert_int_equal(momento_client_in_flight(c), 0);
+    assert_int_equal(s.k.total, 1000);
+    assert_int_equal(s.k.ok, 1000);
+    /* A callback sees its own request (and the ones after it) counted. */
+    assert_true(s.in_flight_inside_first >= 1);
+    /* Idle already: at once. */
+    assert_int_equal(momento_client_wait_idle(c, 0), MOMENTO_OK);
+    tu_counter_destroy(&s.k);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+
+    assert_int_equal(momento_client_wait_idle(NULL, 10), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_client_in_flight(NULL), 0);
+}
+
+static int deadlock_rc;
+
+static void wait_from_callback(const momento_result *r, void *ud)
+{
+    (void)r;
+    deadlock_rc = momento_client_wait_idle((momento_client *)ud, 10);
+}
+
+static void test_wait_idle_from_a_callback(void **state)
+{
+    (void)state;
+    momento_client *c = tu_client(server, NULL);
+    assert_int_equal(momento_get(c, "c", "k", 1, NULL, wait_from_callback, c), MOMENTO_OK);
+    assert_int_equal(momento_client_wait_idle(c, (uint32_t)TU_MS(5000)), MOMENTO_OK);
+    assert_int_equal(deadlock_rc, MOMENTO_ERR_WOULD_DEADLOCK);
+    momento_client_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_refusals_say_why),
+        cmocka_unit_test(test_in_flight_counts_requests),
+        cmocka_unit_test(test_wait_idle_from_a_callback),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
