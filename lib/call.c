@@ -54,6 +54,7 @@ struct momento__call {
     bool no_metrics;            /* its callback reports it (call.h) */
     int64_t submitted_ns;       /* for the metrics hook */
     size_t n_md;
+    uint8_t own_md, n_own_md;   /* md[own_md ..] are the request's own headers, copied */
     momento__channel *channel;
     gpr_timespec deadline;      /* the request's overall deadline */
     momento__retry_entry retry; /* while waiting for its next attempt */
@@ -103,6 +104,10 @@ static void release(momento__call *call)
     grpc_metadata_array_destroy(&call->recv_trailing);
     grpc_slice_unref(call->details);
     grpc_slice_unref(call->cache_value);
+    for (size_t i = call->own_md; i < (size_t)call->own_md + call->n_own_md; i++) {
+        grpc_slice_unref(call->md[i].key);
+        grpc_slice_unref(call->md[i].value);
+    }
     if (call->track.call)
         grpc_call_unref(call->track.call);
     momento__channel_put(call->channel);
@@ -201,6 +206,11 @@ void momento__call_opts_from(const momento_client *c, const momento_request_opti
     if (concern && concern != c->cfg.read_concern) {
         out->read_concern = concern;
         out->unbatched = true;
+    }
+    out->n_headers = MOMENTO__OPT(opts, n_headers);
+    if (out->n_headers) {
+        out->headers = MOMENTO__OPT(opts, headers);
+        out->unbatched = true; /* a batch carries one set of headers */
     }
 }
 
@@ -341,7 +351,7 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
     /* malloc, not calloc: glibc's calloc skips the per-thread cache, and
      * the metadata array needs no zeroing. Sized to what this client sends,
      * the struct stays small enough for that cache. */
-    size_t md_slots = 5 + c->n_extra_md;
+    size_t md_slots = 5 + c->n_extra_md + opts->n_headers;
     momento__call *call = momento__malloc(sizeof(*call) + md_slots * sizeof(grpc_metadata));
     if (!call)
         return MOMENTO_ERR_NO_MEMORY;
@@ -382,6 +392,14 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
 
     for (size_t i = 0; i < c->n_extra_md; i++)
         call->md[n_md++] = c->extra_md[i];
+    /* The request's own headers: copied, since the caller's strings live
+     * only during this call; release() gives them back. */
+    call->own_md = (uint8_t)n_md;
+    for (size_t i = 0; i < opts->n_headers; i++) {
+        call->md[n_md].key = grpc_slice_from_copied_string(opts->headers[i].name);
+        call->md[n_md++].value = grpc_slice_from_copied_string(opts->headers[i].value);
+    }
+    call->n_own_md = (uint8_t)opts->n_headers;
 
     call->deadline = opts->deadline;
     call->expect_msgs = opts->expect_msgs;

@@ -42,6 +42,10 @@ typedef struct momento__call_opts {
     bool unbatched;
     /* A momento_read_concern; 0: the client's (momento_config_set_read_concern()). */
     int read_concern;
+    /* The request's own headers (checked; the caller's memory, copied when
+     * the call starts). */
+    const momento_header *headers;
+    size_t n_headers;
     /* For the metrics hook (metrics.h): when the request was submitted
      * (momento__now_ns(); set by momento__call_opts_from()), and whether
      * its callback reports it instead (the coalescer's, the batcher's and

@@ -612,9 +612,10 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, const c
     int rc;
     momento__call_opts resolved;
     momento__call_opts_from(co->client, opts, &resolved);
-    if (resolved.read_concern) {
-        /* Another read concern than the client's: the RPC in flight may
-         * not answer as this request asked, so it goes alone. */
+    if (resolved.read_concern || resolved.n_headers) {
+        /* Another read concern than the client's, or headers of its own:
+         * the RPC in flight may not answer as this request asked, so it
+         * goes alone. */
         momento_client *c = co->client;
         if (op == CO_GET)
             return momento_get(c, cache, key, key_len, opts, cb, userdata);

@@ -74,6 +74,51 @@ static size_t utf8_problem(const unsigned char *s, size_t n, int controls_ok)
 
 #define INVALID MOMENTO_ERR_INVALID_ARGUMENT
 
+/* Headers the library sends itself, and gRPC's own: a request header may
+ * not replace them. */
+static const char *const reserved_headers[] = {
+    "authorization", "cache", "agent", "runtime-version", "read-concern",
+    "content-type",  "te",    "user-agent", "host",       NULL};
+
+#define MAX_HEADER_NAME 64
+#define MAX_HEADER_VALUE 1024
+
+/* What is wrong with a request's headers, or NULL (a static text). */
+static const char *headers_problem(const momento_header *h, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    if (!h)
+        return "headers is NULL with n_headers > 0";
+    if (n > MOMENTO_MAX_REQUEST_HEADERS)
+        return "more than MOMENTO_MAX_REQUEST_HEADERS headers";
+    for (size_t i = 0; i < n; i++) {
+        const char *name = h[i].name, *value = h[i].value;
+        if (!name || !value)
+            return "a header's name or value is NULL";
+        size_t len = strnlen(name, MAX_HEADER_NAME + 1);
+        if (len == 0 || len > MAX_HEADER_NAME)
+            return "a header name is empty or over 64 bytes";
+        /* gRPC metadata keys: lowercase; no "-bin" (values here are text). */
+        for (size_t k = 0; k < len; k++)
+            if (!((name[k] >= 'a' && name[k] <= 'z') || (name[k] >= '0' && name[k] <= '9') ||
+                  name[k] == '-' || name[k] == '_' || name[k] == '.'))
+                return "a header name has a character other than a-z 0-9 - _ .";
+        if (strncmp(name, "grpc-", 5) == 0 || (len > 4 && strcmp(name + len - 4, "-bin") == 0))
+            return "a header name is gRPC's (grpc-*) or binary (-bin)";
+        for (const char *const *r = reserved_headers; *r; r++)
+            if (strcmp(name, *r) == 0)
+                return "a header name is one the library or gRPC sends itself";
+        size_t vlen = strnlen(value, MAX_HEADER_VALUE + 1);
+        if (vlen > MAX_HEADER_VALUE)
+            return "a header value is over 1024 bytes";
+        for (size_t k = 0; k < vlen; k++)
+            if ((unsigned char)value[k] < 0x20 || (unsigned char)value[k] > 0x7e)
+                return "a header value has a byte outside printable ASCII";
+    }
+    return NULL;
+}
+
 int momento__check_utf8(const void *p, size_t n)
 {
     if (!p && n)
@@ -211,7 +256,7 @@ const char *momento__options_problem(const momento_request_options *opts)
     int comp = MOMENTO__OPT(opts, compression);
     if (comp < 0 || comp > MOMENTO_COMPRESS_ZSTD)
         return "compression is not a momento_compression";
-    return NULL;
+    return headers_problem(MOMENTO__OPT(opts, headers), MOMENTO__OPT(opts, n_headers));
 }
 
 int momento__check_request(const momento_client *c, const momento_request_options *opts,

@@ -792,9 +792,28 @@ typedef struct momento_request_options {
      * 0 = the client's (momento_config_set_compression()). Reads ignore it:
      * whether they decompress is the client's setting. */
     int compression;
+    /* Extra request headers (gRPC metadata) sent with this request and its
+     * retries: tracing ids, or momento-local's fault injection
+     * (docs/server.md). `n_headers` at most MOMENTO_MAX_REQUEST_HEADERS;
+     * each name 1 .. 64 bytes of a-z 0-9 - _ . and not one the library
+     * sends itself (authorization, cache, agent, runtime-version,
+     * read-concern) nor gRPC's (grpc-*, content-type, te, user-agent,
+     * host); each value at most 1024 printable ASCII bytes. Copied at the
+     * call. A request with headers is never batched nor coalesced (others'
+     * requests would not carry them). */
+    const struct momento_header *headers;
+    size_t n_headers;
 } momento_request_options;
 
-#define MOMENTO_REQUEST_OPTIONS_INIT {sizeof(momento_request_options), 0, NULL, 0, 0}
+/* One request header (momento_request_options.headers): both strings are
+ * NUL-terminated and read only during the call that takes them. */
+typedef struct momento_header {
+    const char *name;
+    const char *value;
+} momento_header;
+#define MOMENTO_MAX_REQUEST_HEADERS 16
+
+#define MOMENTO_REQUEST_OPTIONS_INIT {sizeof(momento_request_options), 0, NULL, 0, 0, NULL, 0}
 
 /* Read concern, as the official SDKs name it: BALANCED (Momento's default)
  * may read a replica a moment behind a write; CONSISTENT reads what was

@@ -166,9 +166,89 @@ static void test_wait_idle_from_a_callback(void **state)
     momento_client_free(c);
 }
 
+/* Per-request headers reach the server: momento-local's fault injection,
+ * driven from the public API. */
+static void test_request_headers(void **state)
+{
+    (void)state;
+    momento_client *c = tu_client(server, NULL);
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_header fail_once[] = {{"request-id", "first-use-headers"},
+                                  {"return-error", "unavailable"},
+                                  {"error-rpcs", "get"},
+                                  {"error-count", "1"}};
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.headers = fail_once;
+    o.n_headers = 4;
+    momento_result *r = NULL;
+    /* The first attempt fails as asked; the retry (same headers) succeeds. */
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_attempts(r), 2);
+    momento_result_free(r);
+    /* Only the requests that carry them. */
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_attempts(r), 1);
+    momento_result_free(r);
+    momento_header deny[] = {{"return-error", "permission-denied"}};
+    o.headers = deny;
+    o.n_headers = 1;
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, &r), MOMENTO_ERR_PERMISSION);
+    momento_result_free(r);
+    /* A coalesced request with headers goes alone: its neighbours without
+     * them are not failed by its headers. */
+    tu_counter k;
+    tu_counter_init(&k);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &o, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 3, (int)TU_MS(5000)), 3);
+    assert_int_equal(k.ok, 2);
+    assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_PERMISSION), 1);
+    tu_counter_destroy(&k);
+
+    /* Refused, each saying why. */
+    static const struct {
+        momento_header h;
+        const char *why;
+    } bad[] = {
+        {{"authorization", "x"}, "one the library or gRPC sends itself"},
+        {{"read-concern", "consistent"}, "one the library or gRPC sends itself"},
+        {{"grpc-timeout", "1S"}, "gRPC's"},
+        {{"trace-bin", "x"}, "binary"},
+        {{"Upper", "x"}, "a-z 0-9"},
+        {{"", "x"}, "empty"},
+        {{"ok", "line\nbreak"}, "printable ASCII"},
+        {{"ok", NULL}, "NULL"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        o.headers = &bad[i].h;
+        o.n_headers = 1;
+        assert_int_equal(momento_get(c, "c", "k", 1, &o, tu_count_cb, NULL),
+                         MOMENTO_ERR_INVALID_ARGUMENT);
+        if (!strstr(momento_refusal_reason(), bad[i].why))
+            fail_msg("header %zu: \"%s\" does not say \"%s\"", i, momento_refusal_reason(),
+                     bad[i].why);
+    }
+    static momento_header many[MOMENTO_MAX_REQUEST_HEADERS + 1];
+    for (size_t i = 0; i <= MOMENTO_MAX_REQUEST_HEADERS; i++)
+        many[i] = (momento_header){"x-n", "1"};
+    o.headers = many;
+    o.n_headers = MOMENTO_MAX_REQUEST_HEADERS + 1;
+    assert_int_equal(momento_get(c, "c", "k", 1, &o, tu_count_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    o.headers = NULL;
+    o.n_headers = 1;
+    assert_int_equal(momento_get(c, "c", "k", 1, &o, tu_count_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_request_headers),
         cmocka_unit_test(test_refusals_say_why),
         cmocka_unit_test(test_in_flight_counts_requests),
         cmocka_unit_test(test_wait_idle_from_a_callback),
