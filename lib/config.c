@@ -156,16 +156,23 @@ int momento_config_set_eager_connect(momento_config *cfg, uint32_t timeout_ms)
     return MOMENTO_OK;
 }
 
+/* One retry strategy at a time: setting one clears the others' fields. */
+static int set_strategy(momento_config *cfg, uint32_t max_attempts, uint32_t attempt_timeout_ms,
+                        uint32_t delay_ms, uint32_t backoff_initial_us, uint32_t backoff_max_us)
+{
+    cfg->retry_max_attempts = max_attempts;
+    cfg->retry_attempt_timeout_ms = attempt_timeout_ms;
+    cfg->retry_delay_ms = delay_ms;
+    cfg->retry_backoff_initial_us = backoff_initial_us;
+    cfg->retry_backoff_max_us = backoff_max_us;
+    return MOMENTO_OK;
+}
+
 int momento_config_set_retries(momento_config *cfg, uint32_t max_attempts)
 {
     if (!cfg || max_attempts < 1 || max_attempts > 10)
         return MOMENTO_ERR_INVALID_ARGUMENT;
-    cfg->retry_max_attempts = max_attempts;
-    cfg->retry_attempt_timeout_ms = 0;
-    cfg->retry_delay_ms = 0;
-    cfg->retry_backoff_initial_us = 0;
-    cfg->retry_backoff_max_us = 0;
-    return MOMENTO_OK;
+    return set_strategy(cfg, max_attempts, 0, 0, 0, 0);
 }
 
 int momento_config_set_retry_none(momento_config *cfg)
@@ -180,12 +187,8 @@ int momento_config_set_retry_exponential(momento_config *cfg, uint32_t max_attem
         max_backoff_us > 60000000u)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     /* 0: as the SDK, no count limit; the deadline ends the retries. */
-    cfg->retry_max_attempts = max_attempts ? max_attempts : INT32_MAX;
-    cfg->retry_attempt_timeout_ms = 0;
-    cfg->retry_delay_ms = 0;
-    cfg->retry_backoff_initial_us = initial_delay_us;
-    cfg->retry_backoff_max_us = max_backoff_us;
-    return MOMENTO_OK;
+    return set_strategy(cfg, max_attempts ? max_attempts : INT32_MAX, 0, 0, initial_delay_us,
+                        max_backoff_us);
 }
 
 int momento_config_set_read_concern(momento_config *cfg, int concern)
@@ -277,10 +280,7 @@ int momento_config_set_retry_fixed_timeout(momento_config *cfg, uint32_t max_att
     if (!cfg || max_attempts < 1 || max_attempts > 10 || attempt_timeout_ms == 0 ||
         attempt_timeout_ms > 86400000u || delay_ms > 60000u)
         return MOMENTO_ERR_INVALID_ARGUMENT;
-    cfg->retry_max_attempts = max_attempts;
-    cfg->retry_attempt_timeout_ms = attempt_timeout_ms;
-    cfg->retry_delay_ms = delay_ms;
-    return MOMENTO_OK;
+    return set_strategy(cfg, max_attempts, attempt_timeout_ms, delay_ms, 0, 0);
 }
 
 uint32_t momento_config_timeout_ms(const momento_config *cfg)

@@ -283,3 +283,13 @@ void tu_assert_refusal(momento_result **r, int err)
     momento_result_free(*r);
     *r = NULL;
 }
+
+momento_local *tu_server_with_cache(const char *cache)
+{
+    momento_local_options *o = NULL;
+    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    assert_int_equal(momento_local_options_add_cache(o, cache), MOMENTO_OK);
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    return s;
+}

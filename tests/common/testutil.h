@@ -15,6 +15,8 @@
 /* Starts a server (NULL opts = defaults) on 127.0.0.1, port 0; aborts the
  * test on failure. */
 momento_local *tu_server(const momento_local_options *opts);
+/* A server as tu_server() with one cache, `cache`. */
+momento_local *tu_server_with_cache(const char *cache);
 /* A client for `s` with `cfg` (NULL = defaults). */
 momento_client *tu_client(momento_local *s, const momento_config *cfg);
 /* Creates `cache` through `c`, asserting success. */

@@ -21,11 +21,7 @@ static momento_local *server;
 static int setup(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
-    server = tu_server(o);
-    momento_local_options_free(o);
+    server = tu_server_with_cache("c");
     return 0;
 }
 
