@@ -10,7 +10,8 @@ cd "$(dirname "$0")"
 BUILD_PKGS=(gcc pkg-config meson ninja-build libgrpc-dev libprotobuf-c-dev
             protobuf-c-compiler libssl-dev uthash-dev libcmocka-dev zlib1g-dev libzstd-dev
             libuv1-dev libevent-dev)
-TEST_PKGS=(openssl)
+# valgrind: the valgrind_clean test (the suppressions file users get).
+TEST_PKGS=(openssl valgrind)
 # The interop suite runs Momento's official Node.js SDK. A machine whose
 # Node.js already ships npm (NodeSource builds do) must not get Debian's npm,
 # which conflicts with it.

@@ -27,6 +27,29 @@ momento_outcome momento_result_outcome(const momento_result *r)
     return r ? r->outcome : MOMENTO_OUTCOME_ERROR;
 }
 
+const char *momento_outcome_name(momento_outcome o)
+{
+    /* Indexed by value, so a value added to the enum without a name here
+     * reads as unrecognised rather than as a neighbour's name. */
+    static const char *const names[] = {
+        [MOMENTO_OUTCOME_ERROR] = "ERROR",
+        [MOMENTO_OUTCOME_SUCCESS] = "SUCCESS",
+        [MOMENTO_OUTCOME_HIT] = "HIT",
+        [MOMENTO_OUTCOME_MISS] = "MISS",
+        [MOMENTO_OUTCOME_CREATED] = "CREATED",
+        [MOMENTO_OUTCOME_ALREADY_EXISTS] = "ALREADY_EXISTS",
+        [MOMENTO_OUTCOME_STORED] = "STORED",
+        [MOMENTO_OUTCOME_NOT_STORED] = "NOT_STORED",
+        [MOMENTO_OUTCOME_TTL_UPDATED] = "TTL_UPDATED",
+        [MOMENTO_OUTCOME_TTL_NOT_UPDATED] = "TTL_NOT_UPDATED",
+    };
+    /* Compared as unsigned: a negative value cast to the enum is out of
+     * range too. */
+    if ((unsigned)o < sizeof(names) / sizeof(names[0]) && names[o])
+        return names[o];
+    return "UNRECOGNISED";
+}
+
 int momento_result_grpc_status(const momento_result *r)
 {
     return r ? r->grpc_status : -1;

@@ -506,9 +506,8 @@ typedef enum momento_outcome {
  * The getters below read a result, and each accepts NULL `r` (what a
  * blocking call leaves in `*ret` when it cannot even start: a NULL client,
  * a call from the client's own callback): it then answers as for a failed
- * request. For NULL:
- * momento_result_error() gives MOMENTO_ERR_INVALID_ARGUMENT,
- * momento_result_outcome()
+ * request. For NULL: momento_result_error() gives
+ * MOMENTO_ERR_INVALID_ARGUMENT, momento_result_outcome()
  * MOMENTO_OUTCOME_ERROR, momento_result_grpc_status() -1,
  * momento_result_message() "", momento_result_attempts() 0,
  * momento_result_error_detail() NULL, momento_result_limit_kind()

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs the build into a scratch DESTDIR, compiles roundtrip.c with only
 # `pkg-config --cflags --libs momento`, and runs it against the installed
-# momento-local binary on a free loopback port.
+# momento-local binary on a free loopback port. Then, from the same install:
+# embed.c, a program embedding momento-local, built with only
+# `pkg-config --cflags --libs momento-local`; the README's program, built as
+# it stands and run without credentials; the valgrind suppressions that
+# `pkg-config --variable=suppressions momento` names.
 set -euo pipefail
 build_dir=$1
 src_dir=$(cd "$(dirname "$0")" && pwd)
@@ -46,4 +50,37 @@ server_pid=""
 # The server printed its counters on SIGTERM: one Set and one Get arrived.
 grep -q '"Set": {"total": 1, "OK": 1}' "$dest/server.out"
 grep -q '"Get": {"total": 1, "OK": 1}' "$dest/server.out"
+
+# The server library, embedded: momento-local.pc beside momento.pc.
+[ -f "$pc/momento-local.pc" ] || { echo "momento-local.pc was not installed"; exit 1; }
+cc $san -o "$dest/embed" "$src_dir/embed.c" $(pkg-config --cflags --libs momento-local)
+LD_LIBRARY_PATH=$prefix_lib "$dest/embed"
+
+# The README's program, extracted as it stands: it compiles against the
+# install, and without credentials it says so and exits 1 (it does not go
+# on to use credentials it never got).
+readme="$src_dir/../../README.md"
+awk '/^## Using the library/ { on = 1 } on && /^```c$/ { grab = 1; next }
+     grab && /^```$/ { exit } grab { print }' "$readme" > "$dest/readme.c"
+grep -q "int main" "$dest/readme.c" || { echo "README.md: no C program under 'Using the library'"; exit 1; }
+cc $san -Wall -Wextra -Werror -o "$dest/readme" "$dest/readme.c" $(pkg-config --cflags --libs momento)
+set +e
+env -u MOMENTO_API_KEY -u MOMENTO_ENDPOINT LD_LIBRARY_PATH=$prefix_lib "$dest/readme" \
+    > /dev/null 2> "$dest/readme.err"
+rc=$?
+set -e
+# One line: a program that printed the failure and carried on would say more.
+if [ "$rc" -ne 1 ] || [ "$(wc -l < "$dest/readme.err")" -ne 1 ] ||
+   ! grep -q "^credentials: " "$dest/readme.err"; then
+    cat "$dest/readme.err"
+    echo "README program without MOMENTO_API_KEY: exit $rc, not 1 with a credentials message"
+    exit 1
+fi
+
+# The valgrind suppressions, where the package says they are.
+supp=$(pkg-config --variable=suppressions momento)
+[ -n "$supp" ] || { echo "momento.pc has no suppressions variable"; exit 1; }
+# pkg-config prefixes the sysroot to a variable or not, by version.
+[ -f "$supp" ] || supp="$dest$supp"
+grep -q "Memcheck:Leak" "$supp" || { echo "no valgrind suppressions at $supp"; exit 1; }
 echo "install check passed"
