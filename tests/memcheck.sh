@@ -62,5 +62,7 @@ $vg build/examples/session-store > /dev/null
 $vg build/examples/topics-fanout --duration 1 --subscribers 3 --clients 2 --rate 100 --quiet > /dev/null
 $vg build/examples/metrics-prometheus --requests 500 > /dev/null
 $vg build/examples/event-loop --requests 2000 --per-tick 20 > /dev/null
+$vg build/examples/async > /dev/null
+$vg build/examples/faults > /dev/null
 echo "examples: clean under valgrind"
 echo "memcheck passed"

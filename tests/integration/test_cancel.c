@@ -141,6 +141,7 @@ static void test_options_are_checked(void **state)
     newer.future = 7;
     assert_int_equal(momento_get_sync(f->client, "c", "k", 1, &newer.known, &r),
                      MOMENTO_ERR_INVALID_ARGUMENT);
+    tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
 
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, f->client), MOMENTO_OK);

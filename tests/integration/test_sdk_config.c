@@ -218,6 +218,7 @@ static void test_read_concern(void **state)
     bad.read_concern = 3;
     r = (momento_result *)&r;
     assert_int_equal(momento_get_sync(c, "c", "k", 1, &bad, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     momento_client_free(c);
 
     /* A CONSISTENT client sends it with every data call, a request may

@@ -278,8 +278,10 @@ static void test_refusals(void **state)
     tu_assert_refusal(&res, MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_topic_publish_sync(c, "c", "t", NULL, 1, NULL, &res),
                      MOMENTO_ERR_INVALID_ARGUMENT);
+    tu_assert_refusal(&res, MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_topic_publish_sync(c, "c", " ", "v", 1, NULL, &res),
                      MOMENTO_ERR_INVALID_ARGUMENT);
+    tu_assert_refusal(&res, MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_topic_publish(c, "c", "t", "v", 1, NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_subscription_stats_get(NULL, NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
@@ -291,6 +293,7 @@ static void test_refusals(void **state)
      * strings); bytes carry it whole. */
     assert_int_equal(momento_topic_publish_text_sync(c, "c", "t", "a\0b", 3, NULL, &res),
                      MOMENTO_ERR_INVALID_ARGUMENT);
+    tu_assert_refusal(&res, MOMENTO_ERR_INVALID_ARGUMENT);
     momento_subscription *ok = subscribe(c, "t", &r, NULL);
     publish_text(c, "t", "\xc3\xa9t\xc3\xa9"); /* "été": UTF-8 beyond ASCII */
     assert_int_equal(momento_topic_publish_sync(c, "c", "t", "a\0b", 3, NULL, &res), MOMENTO_OK);

@@ -115,7 +115,9 @@ static void test_sync_refusals(void **state)
     assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     REFUSED(momento_delete_sync(NULL, "c", "k", 1, NULL, &r));
     REFUSED(momento_create_cache_sync(client, "", NULL, &r));
+    assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     REFUSED(momento_delete_cache_sync(client, NULL, NULL, &r));
+    assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     REFUSED(momento_flush_cache_sync(client, "", NULL, NULL));
     REFUSED(momento_list_caches_sync(NULL, NULL, &r));
     REFUSED(momento_ping_sync(NULL, NULL, NULL));
