@@ -177,115 +177,56 @@ int momento_set_if_sync(momento_client *c, const char *cache, const void *key, s
                                   ret);
 }
 
-/* The same, one name per condition, as the official SDKs spell them. */
-int momento_set_if_absent(momento_client *c, const char *cache, const void *key, size_t key_len,
-                          const void *value, size_t value_len, uint64_t ttl_ms,
-                          const momento_request_options *opts, momento_callback cb, void *userdata)
-{
-    return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms, MOMENTO_IF_ABSENT,
-                          NULL, 0, opts, cb, userdata);
-}
+/* The same, one name per condition, as the official SDKs spell them (the
+ * hash conditions as the JS SDK names them, setIfPresentAndHashEqual, ...:
+ * the comparand is a hash as momento_result_hash() gave it), each with its
+ * blocking form: momento_set_if() / _sync() under the name's condition. */
+#define NAMED_PLAIN(name, condition)                                                               \
+    int momento_##name(momento_client *c, const char *cache, const void *key, size_t key_len,     \
+                       const void *value, size_t value_len, uint64_t ttl_ms,                       \
+                       const momento_request_options *opts, momento_callback cb, void *userdata)  \
+    {                                                                                              \
+        return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms, condition, NULL,   \
+                              0, opts, cb, userdata);                                              \
+    }                                                                                              \
+    int momento_##name##_sync(momento_client *c, const char *cache, const void *key,              \
+                              size_t key_len, const void *value, size_t value_len,                 \
+                              uint64_t ttl_ms, const momento_request_options *opts,                \
+                              momento_result **ret)                                                \
+    {                                                                                              \
+        return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms, condition,    \
+                                   NULL, 0, opts, ret);                                            \
+    }
 
-int momento_set_if_not_exists(momento_client *c, const char *cache, const void *key, size_t key_len,
-                              const void *value, size_t value_len, uint64_t ttl_ms,
-                              const momento_request_options *opts, momento_callback cb,
-                              void *userdata)
-{
-    return momento_set_if_absent(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb, userdata);
-}
+#define NAMED_COMPARE(name, condition)                                                             \
+    int momento_##name(momento_client *c, const char *cache, const void *key, size_t key_len,     \
+                       const void *value, size_t value_len, uint64_t ttl_ms, const void *compare, \
+                       size_t compare_len, const momento_request_options *opts,                    \
+                       momento_callback cb, void *userdata)                                        \
+    {                                                                                              \
+        return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms, condition,         \
+                              compare, compare_len, opts, cb, userdata);                           \
+    }                                                                                              \
+    int momento_##name##_sync(momento_client *c, const char *cache, const void *key,              \
+                              size_t key_len, const void *value, size_t value_len,                 \
+                              uint64_t ttl_ms, const void *compare, size_t compare_len,            \
+                              const momento_request_options *opts, momento_result **ret)           \
+    {                                                                                              \
+        return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms, condition,    \
+                                   compare, compare_len, opts, ret);                               \
+    }
 
-int momento_set_if_present(momento_client *c, const char *cache, const void *key, size_t key_len,
-                           const void *value, size_t value_len, uint64_t ttl_ms,
-                           const momento_request_options *opts, momento_callback cb, void *userdata)
-{
-    return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms, MOMENTO_IF_PRESENT,
-                          NULL, 0, opts, cb, userdata);
-}
-
-int momento_set_if_equal(momento_client *c, const char *cache, const void *key, size_t key_len,
-                         const void *value, size_t value_len, uint64_t ttl_ms, const void *equal_to,
-                         size_t equal_len, const momento_request_options *opts, momento_callback cb,
-                         void *userdata)
-{
-    return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms, MOMENTO_IF_EQUAL,
-                          equal_to, equal_len, opts, cb, userdata);
-}
-
-int momento_set_if_not_equal(momento_client *c, const char *cache, const void *key, size_t key_len,
-                             const void *value, size_t value_len, uint64_t ttl_ms,
-                             const void *not_equal_to, size_t not_equal_len,
-                             const momento_request_options *opts, momento_callback cb,
-                             void *userdata)
-{
-    return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms, MOMENTO_IF_NOT_EQUAL,
-                          not_equal_to, not_equal_len, opts, cb, userdata);
-}
-
-int momento_set_if_present_and_not_equal(momento_client *c, const char *cache, const void *key,
-                                         size_t key_len, const void *value, size_t value_len,
-                                         uint64_t ttl_ms, const void *not_equal_to,
-                                         size_t not_equal_len, const momento_request_options *opts,
-                                         momento_callback cb, void *userdata)
-{
-    return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
-                          MOMENTO_IF_PRESENT_AND_NOT_EQUAL, not_equal_to, not_equal_len, opts, cb,
-                          userdata);
-}
-
-int momento_set_if_absent_or_equal(momento_client *c, const char *cache, const void *key,
-                                   size_t key_len, const void *value, size_t value_len,
-                                   uint64_t ttl_ms, const void *equal_to, size_t equal_len,
-                                   const momento_request_options *opts, momento_callback cb,
-                                   void *userdata)
-{
-    return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
-                          MOMENTO_IF_ABSENT_OR_EQUAL, equal_to, equal_len, opts, cb, userdata);
-}
-
-/* The hash conditions, as the JS SDK names them (setIfPresentAndHashEqual,
- * ...): `hash` as momento_result_hash() gave it. */
-int momento_set_if_present_and_hash_equal(momento_client *c, const char *cache, const void *key,
-                                          size_t key_len, const void *value, size_t value_len,
-                                          uint64_t ttl_ms, const void *hash, size_t hash_len,
-                                          const momento_request_options *opts,
-                                          momento_callback cb, void *userdata)
-{
-    return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
-                          MOMENTO_IF_PRESENT_AND_HASH_EQUAL, hash, hash_len, opts, cb, userdata);
-}
-
-int momento_set_if_present_and_hash_not_equal(momento_client *c, const char *cache,
-                                              const void *key, size_t key_len, const void *value,
-                                              size_t value_len, uint64_t ttl_ms, const void *hash,
-                                              size_t hash_len,
-                                              const momento_request_options *opts,
-                                              momento_callback cb, void *userdata)
-{
-    return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
-                          MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL, hash, hash_len, opts, cb,
-                          userdata);
-}
-
-int momento_set_if_absent_or_hash_equal(momento_client *c, const char *cache, const void *key,
-                                        size_t key_len, const void *value, size_t value_len,
-                                        uint64_t ttl_ms, const void *hash, size_t hash_len,
-                                        const momento_request_options *opts, momento_callback cb,
-                                        void *userdata)
-{
-    return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
-                          MOMENTO_IF_ABSENT_OR_HASH_EQUAL, hash, hash_len, opts, cb, userdata);
-}
-
-int momento_set_if_absent_or_hash_not_equal(momento_client *c, const char *cache,
-                                            const void *key, size_t key_len, const void *value,
-                                            size_t value_len, uint64_t ttl_ms, const void *hash,
-                                            size_t hash_len, const momento_request_options *opts,
-                                            momento_callback cb, void *userdata)
-{
-    return momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
-                          MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL, hash, hash_len, opts, cb,
-                          userdata);
-}
+NAMED_PLAIN(set_if_absent, MOMENTO_IF_ABSENT)
+NAMED_PLAIN(set_if_not_exists, MOMENTO_IF_ABSENT) /* the SDKs' older name */
+NAMED_PLAIN(set_if_present, MOMENTO_IF_PRESENT)
+NAMED_COMPARE(set_if_equal, MOMENTO_IF_EQUAL)
+NAMED_COMPARE(set_if_not_equal, MOMENTO_IF_NOT_EQUAL)
+NAMED_COMPARE(set_if_present_and_not_equal, MOMENTO_IF_PRESENT_AND_NOT_EQUAL)
+NAMED_COMPARE(set_if_absent_or_equal, MOMENTO_IF_ABSENT_OR_EQUAL)
+NAMED_COMPARE(set_if_present_and_hash_equal, MOMENTO_IF_PRESENT_AND_HASH_EQUAL)
+NAMED_COMPARE(set_if_present_and_hash_not_equal, MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL)
+NAMED_COMPARE(set_if_absent_or_hash_equal, MOMENTO_IF_ABSENT_OR_HASH_EQUAL)
+NAMED_COMPARE(set_if_absent_or_hash_not_equal, MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL)
 
 /* setWithHash: SetIfHash with the unconditional condition, a set whose
  * answer carries the new hash. */
@@ -371,120 +312,4 @@ int momento_set_with_hash_sync(momento_client *c, const char *cache, const void 
                                   momento_set_with_hash(c, cache, key, key_len, value, value_len,
                                                         ttl_ms, opts, momento__blocking_done, &b),
                                   ret);
-}
-
-/* The named conditions' blocking forms: momento_set_if_sync() under the
- * condition the name gives. */
-int momento_set_if_absent_sync(momento_client *c, const char *cache, const void *key,
-                               size_t key_len, const void *value, size_t value_len,
-                               uint64_t ttl_ms, const momento_request_options *opts,
-                               momento_result **ret)
-{
-    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
-                               MOMENTO_IF_ABSENT, NULL, 0, opts, ret);
-}
-
-int momento_set_if_not_exists_sync(momento_client *c, const char *cache, const void *key,
-                                   size_t key_len, const void *value, size_t value_len,
-                                   uint64_t ttl_ms, const momento_request_options *opts,
-                                   momento_result **ret)
-{
-    return momento_set_if_absent_sync(c, cache, key, key_len, value, value_len, ttl_ms, opts,
-                                      ret);
-}
-
-int momento_set_if_present_sync(momento_client *c, const char *cache, const void *key,
-                                size_t key_len, const void *value, size_t value_len,
-                                uint64_t ttl_ms, const momento_request_options *opts,
-                                momento_result **ret)
-{
-    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
-                               MOMENTO_IF_PRESENT, NULL, 0, opts, ret);
-}
-
-int momento_set_if_equal_sync(momento_client *c, const char *cache, const void *key,
-                              size_t key_len, const void *value, size_t value_len,
-                              uint64_t ttl_ms, const void *equal_to, size_t equal_len,
-                              const momento_request_options *opts, momento_result **ret)
-{
-    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
-                               MOMENTO_IF_EQUAL, equal_to, equal_len, opts, ret);
-}
-
-int momento_set_if_not_equal_sync(momento_client *c, const char *cache, const void *key,
-                                  size_t key_len, const void *value, size_t value_len,
-                                  uint64_t ttl_ms, const void *not_equal_to,
-                                  size_t not_equal_len, const momento_request_options *opts,
-                                  momento_result **ret)
-{
-    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
-                               MOMENTO_IF_NOT_EQUAL, not_equal_to, not_equal_len, opts, ret);
-}
-
-int momento_set_if_present_and_not_equal_sync(momento_client *c, const char *cache,
-                                              const void *key, size_t key_len, const void *value,
-                                              size_t value_len, uint64_t ttl_ms,
-                                              const void *not_equal_to, size_t not_equal_len,
-                                              const momento_request_options *opts,
-                                              momento_result **ret)
-{
-    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
-                               MOMENTO_IF_PRESENT_AND_NOT_EQUAL, not_equal_to, not_equal_len, opts,
-                               ret);
-}
-
-int momento_set_if_absent_or_equal_sync(momento_client *c, const char *cache, const void *key,
-                                        size_t key_len, const void *value, size_t value_len,
-                                        uint64_t ttl_ms, const void *equal_to, size_t equal_len,
-                                        const momento_request_options *opts,
-                                        momento_result **ret)
-{
-    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
-                               MOMENTO_IF_ABSENT_OR_EQUAL, equal_to, equal_len, opts, ret);
-}
-
-int momento_set_if_present_and_hash_equal_sync(momento_client *c, const char *cache,
-                                               const void *key, size_t key_len,
-                                               const void *value, size_t value_len,
-                                               uint64_t ttl_ms, const void *hash,
-                                               size_t hash_len,
-                                               const momento_request_options *opts,
-                                               momento_result **ret)
-{
-    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
-                               MOMENTO_IF_PRESENT_AND_HASH_EQUAL, hash, hash_len, opts, ret);
-}
-
-int momento_set_if_present_and_hash_not_equal_sync(momento_client *c, const char *cache,
-                                                   const void *key, size_t key_len,
-                                                   const void *value, size_t value_len,
-                                                   uint64_t ttl_ms, const void *hash,
-                                                   size_t hash_len,
-                                                   const momento_request_options *opts,
-                                                   momento_result **ret)
-{
-    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
-                               MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL, hash, hash_len, opts, ret);
-}
-
-int momento_set_if_absent_or_hash_equal_sync(momento_client *c, const char *cache,
-                                             const void *key, size_t key_len, const void *value,
-                                             size_t value_len, uint64_t ttl_ms, const void *hash,
-                                             size_t hash_len, const momento_request_options *opts,
-                                             momento_result **ret)
-{
-    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
-                               MOMENTO_IF_ABSENT_OR_HASH_EQUAL, hash, hash_len, opts, ret);
-}
-
-int momento_set_if_absent_or_hash_not_equal_sync(momento_client *c, const char *cache,
-                                                 const void *key, size_t key_len,
-                                                 const void *value, size_t value_len,
-                                                 uint64_t ttl_ms, const void *hash,
-                                                 size_t hash_len,
-                                                 const momento_request_options *opts,
-                                                 momento_result **ret)
-{
-    return momento_set_if_sync(c, cache, key, key_len, value, value_len, ttl_ms,
-                               MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL, hash, hash_len, opts, ret);
 }
