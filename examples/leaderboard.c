@@ -90,9 +90,8 @@ static int parse_options(int argc, char **argv, options *o)
                 return 2;
             break;
         case 'C':
-            if (!*optarg || strlen(optarg) > MOMENTO_MAX_CACHE_NAME_BYTES)
-                return ex_bad_option(prog, "--cache", optarg, "must be 1 to 255 bytes");
-            o->cache = optarg;
+            if (ex_cache_option(prog, optarg, &o->cache))
+                return 2;
             break;
         case 'n':
             if (!ex_parse_int(optarg, 1, 100000, &o->players))

@@ -211,9 +211,8 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
                 return 2;
             break;
         case 'C':
-            if (!*optarg || strlen(optarg) > MOMENTO_MAX_CACHE_NAME_BYTES)
-                return ex_bad_option(prog, "--cache", optarg, "must be 1 to 255 bytes");
-            o->cache = optarg;
+            if (ex_cache_option(prog, optarg, &o->cache))
+                return 2;
             break;
         case 'c':
             if (!ex_parse_int(optarg, 1, 100000, &o->concurrency))

@@ -13,6 +13,14 @@ int ex_bad_option(const char *prog, const char *opt, const char *value, const ch
     return 2;
 }
 
+int ex_cache_option(const char *prog, const char *arg, const char **cache)
+{
+    if (!*arg || strlen(arg) > MOMENTO_MAX_CACHE_NAME_BYTES)
+        return ex_bad_option(prog, "--cache", arg, "must be 1 to 255 bytes");
+    *cache = arg;
+    return 0;
+}
+
 bool ex_parse_int(const char *s, long lo, long hi, int *out)
 {
     char *end;

@@ -51,6 +51,10 @@ typedef struct ex_target {
  * returns 2, the exit status for a bad option. */
 int ex_bad_option(const char *prog, const char *opt, const char *value, const char *why);
 
+/* --cache NAME: 1 .. 255 bytes, kept in *cache. Returns 0, or 2 after
+ * printing why not. */
+int ex_cache_option(const char *prog, const char *arg, const char **cache);
+
 /* A base-10 integer in [lo, hi], nothing after it. */
 bool ex_parse_int(const char *s, long lo, long hi, int *out);
 
