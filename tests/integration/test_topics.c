@@ -550,12 +550,18 @@ static void test_server_restart_nothing_lost_in_silence(void **state)
     momento_local_stop(s);
     assert_int_equal(wait_kind(&r, MOMENTO_TOPIC_CONNECTION_LOST, 1, 5000), 1);
     s = start_server(port);
-    /* Published before the subscriber is back: replayed on resubscribe. */
+    /* Published before the subscriber is back: replayed on resubscribe.
+     * A publish is never retried, and one made while the client is still
+     * reconnecting (slow under valgrind) fails with UNAVAILABLE: the test
+     * is about what the new server accepted, so it publishes until three
+     * are accepted. */
     int published = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int tries = 0; published < 3 && tries < 200; tries++) {
         momento_result *res = NULL;
         if (momento_topic_publish_text_sync(c, "c", "t", S("after"), NULL, &res) == MOMENTO_OK)
             published++;
+        else
+            usleep(50 * 1000);
         momento_result_free(res);
     }
     assert_int_equal(published, 3);
@@ -628,7 +634,9 @@ static void test_first_message_timeout(void **state)
                      MOMENTO_ERR_TIMEOUT);
     assert_true(tu_now_ms() - t0 < TU_MS(2500));
     assert_null(sub);
-    assert_int_equal(r.n, 1);
+    if (r.n != 1) /* say which events came, should this ever fail again */
+        fail_msg("%zu events, the first two of kinds %d and %d (errors %d, %d)", (size_t)r.n,
+                 (int)r.ev[0].kind, (int)r.ev[1].kind, r.ev[0].error, r.ev[1].error);
     assert_int_equal(r.ev[0].error, MOMENTO_ERR_TIMEOUT);
     rec_destroy(&r);
     momento_client_free(c);
