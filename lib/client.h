@@ -106,12 +106,13 @@ struct momento_client {
     grpc_metadata_array kick_trailing;
 };
 
-/* coalescer.c: a write of (cache, key) is being submitted through `c`
- * (not through a coalescer): every coalescer over `c` closes that key's
- * open reads and writes to newcomers. One atomic load when there is none.
- * Any thread; takes c->co_lock, then each coalescer's lock. */
-void momento__coalescers_note_write(momento_client *c, const char *cache, const void *key,
-                                    size_t key_len);
+/* coalescer.c: a write of (cache, key) is being submitted through `c`:
+ * every coalescer over `c` but `self` (the one the write goes through,
+ * which orders the key itself; NULL for none) closes that key's open reads
+ * and writes to newcomers. One atomic load when there is none. Any thread,
+ * holding no coalescer's lock; takes c->co_lock, then each coalescer's. */
+void momento__coalescers_note_write(momento_client *c, const struct momento_coalescer *self,
+                                    const char *cache, const void *key, size_t key_len);
 /* coalescer.c: `c` is being freed: its coalescers forget it (they may only
  * be freed from now on). */
 void momento__coalescers_detach_all(momento_client *c);

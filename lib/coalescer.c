@@ -39,6 +39,7 @@
 #include "op.h"
 #include "result.h"
 #include "retry.h"
+#include "write.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -570,10 +571,47 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc, c
 
 static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, const char *cache,
                    const void *key, size_t key_len, const void *value, size_t value_len,
-                   uint64_t ttl_ms, const momento_request_options *opts, momento_callback cb,
+                   uint64_t ttl_ms, const momento__call_opts *resolved, momento_callback cb,
                    void *userdata);
 
-/* The one path for gets, sets and deletes. */
+/* A write of (cache, key) goes past `co`'s table: newcomers no longer join
+ * what the key has in flight (read-your-writes). Takes the lock. */
+static void close_key(momento_coalescer *co, const char *cache, size_t cache_len, const void *key,
+                      size_t key_len)
+{
+    pthread_mutex_lock(&co->lock);
+    bool fresh;
+    int err = MOMENTO_OK;
+    key_state *ks = state_for(co, cache, cache_len, key, key_len, 0, false, &fresh, &err);
+    if (ks) {
+        ks->open_get = NULL;
+        ks->open_reads = NULL;
+        ks->last_write = NULL;
+    } else if (err != MOMENTO_OK) {
+        /* No memory for the lookup: close every key rather than risk a
+         * read that misses this write. */
+        for (key_state *k = co->table; k; k = k->hh.next) {
+            k->open_get = NULL;
+            k->open_reads = NULL;
+            k->last_write = NULL;
+        }
+    }
+    pthread_mutex_unlock(&co->lock);
+}
+
+/* Another read concern than the client's, or headers of its own: the RPC
+ * in flight may not answer as this request asked, so it goes alone, as the
+ * client's own request. */
+static bool goes_alone(const momento__call_opts *resolved)
+{
+    return resolved->read_concern || resolved->n_headers;
+}
+
+/* The one path for gets, sets and deletes. A write is prepared once
+ * (write.c), joining or leading an RPC here or going alone: a set's
+ * identity is then the bytes sent (the same for the same value, algorithm
+ * and level) and its effective TTL. The write notice skips this coalescer
+ * only when the write goes through its table, which orders the key. */
 static int submit(momento_coalescer *co, co_op op, const char *cache, const void *key,
                   size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
                   const momento_request_options *opts, momento_callback cb, void *userdata)
@@ -582,23 +620,36 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
         momento__refusal_clear();
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the coalescer is NULL");
     }
-    /* A set's value is compressed first (compress.c): its identity is then
-     * the bytes sent, the same for the same value, algorithm and level. */
-    void *compressed = NULL;
+    momento_client *c = co->client;
+    momento__write w = {0};
+    int rc;
     if (op == CO_SET)
-        MOMENTO__CHECK(momento__compress_write(co->client, opts, &value, &value_len, &compressed));
-    int rc = op == CO_SET ? momento__check_item_request(co->client, cache, key, key_len, value,
-                                                        value_len, ttl_ms, opts, cb)
-                          : momento__check_key_request(co->client, cache, key, key_len, opts, cb);
-    if (rc == MOMENTO_OK) {
-        if (op == CO_SET) /* identity is the effective TTL */
-            ttl_ms = momento__effective_ttl(&co->client->cfg, ttl_ms);
-        if (op != CO_SET)
-            value_len = 0;
-        rc = enqueue(co, op, MOMENTO__RPC_GET, cache, key, key_len, value, value_len, ttl_ms,
-                     opts, cb, userdata);
+        rc = momento__write_begin(&w, c, co, cache, key, key_len, value, value_len, ttl_ms, opts,
+                                  cb);
+    else
+        rc = momento__check_key_request(c, cache, key, key_len, opts, cb);
+    if (rc != MOMENTO_OK)
+        return rc;
+    if (op == CO_DELETE)
+        momento__coalescers_note_write(c, co, cache, key, key_len);
+    momento__call_opts resolved;
+    momento__call_opts_from(c, opts, &resolved);
+    bool alone = goes_alone(&resolved);
+    if (alone && op != CO_GET) /* not through the table: it must hear of it too */
+        close_key(co, cache, strlen(cache), key, key_len);
+    if (alone) {
+        if (op == CO_GET)
+            rc = momento__send_get(c, cache, key, key_len, &resolved, cb, userdata);
+        else if (op == CO_SET)
+            rc = momento__send_set(c, cache, key, key_len, w.value, w.value_len, w.ttl_ms,
+                                   &resolved, cb, userdata);
+        else
+            rc = momento__send_delete(c, cache, key, key_len, &resolved, cb, userdata);
+    } else {
+        rc = enqueue(co, op, MOMENTO__RPC_GET, cache, key, key_len, w.value,
+                     op == CO_SET ? w.value_len : 0, w.ttl_ms, &resolved, cb, userdata);
     }
-    free(compressed); /* copied at submit */
+    momento__write_end(&w); /* copied at submit */
     return rc;
 }
 
@@ -606,28 +657,10 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
  * it joins. Returns as the public calls. */
 static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, const char *cache,
                    const void *key, size_t key_len, const void *value, size_t value_len,
-                   uint64_t ttl_ms, const momento_request_options *opts, momento_callback cb,
+                   uint64_t ttl_ms, const momento__call_opts *resolved, momento_callback cb,
                    void *userdata)
 {
     int rc;
-    momento__call_opts resolved;
-    momento__call_opts_from(co->client, opts, &resolved);
-    if (resolved.read_concern || resolved.n_headers) {
-        /* Another read concern than the client's, or headers of its own:
-         * the RPC in flight may not answer as this request asked, so it
-         * goes alone. */
-        momento_client *c = co->client;
-        if (op == CO_GET)
-            return momento_get(c, cache, key, key_len, opts, cb, userdata);
-        if (op == CO_SET)
-            return momento_set(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb,
-                               userdata);
-        if (op == CO_DELETE)
-            return momento_delete(c, cache, key, key_len, opts, cb, userdata);
-        resolved.packed = value;
-        resolved.packed_len = value_len;
-        return momento__call_start_with(c, rpc, cache, NULL, &resolved, cb, userdata);
-    }
     waiter *w = momento__malloc(sizeof(*w));
     if (!w)
         return MOMENTO_ERR_NO_MEMORY;
@@ -635,19 +668,19 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, const c
     w->co = co;
     w->cb = cb;
     w->userdata = userdata;
-    w->deadline = resolved.deadline;
-    w->submitted_ns = resolved.submitted_ns;
+    w->deadline = resolved->deadline;
+    w->submitted_ns = resolved->submitted_ns;
     w->method = momento__rpcs[op == CO_SET      ? MOMENTO__RPC_SET
                               : op == CO_DELETE ? MOMENTO__RPC_DELETE
                               : op == CO_READ   ? rpc
                                                 : MOMENTO__RPC_GET].name;
     w->state = W_PENDING;
     momento__timer_init(&w->timer, waiter_fire);
-    if (resolved.token) {
+    if (resolved->token) {
         /* Hung before the lock (the token's lock comes first): a cancel
          * from here on marks the waiter, and it is called back as soon as
          * it is attached. */
-        w->token = momento_cancel_token_ref(resolved.token);
+        w->token = momento_cancel_token_ref(resolved->token);
         w->hook.fire = waiter_cancelled;
         if (momento__cancel_hook_add(w->token, &w->hook) != MOMENTO_OK) {
             waiter_free(w);
@@ -759,39 +792,32 @@ int momento__coalesce_read(momento_coalescer *co, momento__rpc_id rpc, const cha
     if (!packed)
         return MOMENTO_ERR_NO_MEMORY;
     protobuf_c_message_pack(req, packed);
-    int rc = enqueue(co, CO_READ, rpc, cache, name, name_len, packed, len, 0, opts, cb, userdata);
+    momento__call_opts resolved;
+    momento__call_opts_from(co->client, opts, &resolved);
+    int rc;
+    if (goes_alone(&resolved)) {
+        resolved.packed = packed;
+        resolved.packed_len = len;
+        rc = momento__call_start_with(co->client, rpc, cache, NULL, &resolved, cb, userdata);
+    } else {
+        rc = enqueue(co, CO_READ, rpc, cache, name, name_len, packed, len, 0, &resolved, cb,
+                     userdata);
+    }
     if (packed != stack)
         free(packed);
     return rc;
 }
 
-void momento__coalescers_note_write(momento_client *c, const char *cache, const void *key,
-                                    size_t key_len)
+void momento__coalescers_note_write(momento_client *c, const momento_coalescer *self,
+                                    const char *cache, const void *key, size_t key_len)
 {
     if (atomic_load(&c->n_coalescers) == 0)
         return;
     size_t cache_len = strlen(cache);
     pthread_mutex_lock(&c->co_lock);
-    for (momento_coalescer *co = c->coalescers; co; co = co->reg_next) {
-        pthread_mutex_lock(&co->lock);
-        bool fresh;
-        int err = MOMENTO_OK;
-        key_state *ks = state_for(co, cache, cache_len, key, key_len, 0, false, &fresh, &err);
-        if (ks) {
-            ks->open_get = NULL;
-            ks->open_reads = NULL;
-            ks->last_write = NULL;
-        } else if (err != MOMENTO_OK) {
-            /* No memory for the lookup: close every key rather than risk
-             * a read that misses this write. */
-            for (key_state *k = co->table; k; k = k->hh.next) {
-                k->open_get = NULL;
-                k->open_reads = NULL;
-                k->last_write = NULL;
-            }
-        }
-        pthread_mutex_unlock(&co->lock);
-    }
+    for (momento_coalescer *co = c->coalescers; co; co = co->reg_next)
+        if (co != self)
+            close_key(co, cache, cache_len, key, key_len);
     pthread_mutex_unlock(&c->co_lock);
 }
 

@@ -131,7 +131,7 @@ int momento__coll_write(momento_client *c, momento__rpc_id rpc, const char *cach
                         const void *name, size_t name_len, const ProtobufCMessage *req,
                         const momento_request_options *opts, momento_callback cb, void *userdata)
 {
-    momento__coalescers_note_write(c, cache, name, name_len);
+    momento__coalescers_note_write(c, NULL, cache, name, name_len);
     return momento__call_start(c, rpc, cache, req, opts, cb, userdata);
 }
 

@@ -502,15 +502,3 @@ void momento__compressed_free(void *owned)
     free(cb->bufs);
     free(cb);
 }
-
-const momento_request_options *momento__opts_uncompressed(const momento_request_options *opts,
-                                                          momento_request_options *copy)
-{
-    momento_request_options init = MOMENTO_REQUEST_OPTIONS_INIT;
-    *copy = init;
-    if (opts) /* checked: at least the first version's size, any tail zero */
-        memcpy(copy, opts, opts->size < sizeof(*copy) ? opts->size : sizeof(*copy));
-    copy->size = sizeof(*copy);
-    copy->compression = MOMENTO_COMPRESS_NONE;
-    return copy;
-}

@@ -72,10 +72,4 @@ int momento__compress_writes(const momento_client *c, const momento_request_opti
                              void **owned);
 void momento__compressed_free(void *owned);
 
-/* `opts` (NULL: the defaults) copied into *copy with compression NONE: for
- * a write that compressed its value and hands it to a path that would
- * compress it again. Returns `copy`. */
-const momento_request_options *momento__opts_uncompressed(const momento_request_options *opts,
-                                                          momento_request_options *copy);
-
 #endif

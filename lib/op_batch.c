@@ -2,6 +2,7 @@
  * carrying every key, one response message per key, in order, gathered into
  * a single result whose items are the per-key results. */
 #include "op.h"
+#include "write.h"
 
 #include "alloc.h"
 
@@ -134,28 +135,22 @@ int momento_set_batch(momento_client *c, const char *cache, const void *const *k
                       size_t n, uint64_t ttl_ms, const momento_request_options *opts,
                       momento_callback cb, void *userdata)
 {
-    if (!values) {
-        momento__refusal_clear();
-        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the array of values is NULL");
-    }
-    MOMENTO__CHECK(momento__check_ttl(ttl_ms));
-    /* Compressed first (compress.c): the limits apply to what is sent. */
-    void *compressed;
-    MOMENTO__CHECK(momento__compress_writes(c, opts, values, value_lens, n, &values, &value_lens,
-                                            &compressed));
-    int crc =
-        momento__check_keys_request(c, cache, keys, key_lens, values, value_lens, n, opts, cb);
-    CacheClient__SetRequest *items = crc ? NULL : momento__malloc(n * sizeof(*items));
-    CacheClient__SetRequest **ptrs = crc ? NULL : momento__malloc(n * sizeof(*ptrs));
+    /* Prepared once (write.c): compressed, checked, coalescers told. */
+    momento__writes w;
+    MOMENTO__CHECK(momento__writes_begin(&w, c, cache, keys, key_lens, values, value_lens, n,
+                                         ttl_ms, opts, cb));
+    values = w.values;
+    value_lens = w.value_lens;
+    CacheClient__SetRequest *items = momento__malloc(n * sizeof(*items));
+    CacheClient__SetRequest **ptrs = momento__malloc(n * sizeof(*ptrs));
     if (!items || !ptrs) {
         free(items);
         free(ptrs);
-        momento__compressed_free(compressed);
-        return crc ? crc : MOMENTO_ERR_NO_MEMORY;
+        momento__writes_end(&w);
+        return MOMENTO_ERR_NO_MEMORY;
     }
-    uint64_t ttl = momento__effective_ttl(&c->cfg, ttl_ms);
+    uint64_t ttl = w.ttl_ms;
     for (size_t i = 0; i < n; i++) {
-        momento__coalescers_note_write(c, cache, keys[i], key_lens[i]); /* read-your-writes */
         cache_client____set_request__init(&items[i]);
         items[i].cache_key.data = (uint8_t *)keys[i];
         items[i].cache_key.len = key_lens[i];
@@ -174,7 +169,7 @@ int momento_set_batch(momento_client *c, const char *cache, const void *const *k
                                       userdata);
     free(items);
     free(ptrs);
-    momento__compressed_free(compressed); /* packed at submit */
+    momento__writes_end(&w); /* packed at submit */
     return rc;
 }
 

@@ -3,6 +3,7 @@
  * names the official SDKs give them, and GetWithHash, the read that gives
  * such a hash. The writes are never retried: not idempotent. */
 #include "op.h"
+#include "write.h"
 
 #include "cacheclient.pb-c.h"
 
@@ -41,19 +42,17 @@ MOMENTO__DECODER(set_if_hash)
 }
 
 /* SetIfHash under `condition`, one of the hash conditions or 0 for
- * unconditional (setWithHash). The caller has checked every argument. */
+ * unconditional (setWithHash), of a prepared write (write.c). */
 static int send_set_if_hash(momento_client *c, const char *cache, const void *key,
-                            size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
-                            int condition, const void *hash, size_t hash_len,
+                            size_t key_len, const momento__write *w, int condition,
+                            const void *hash, size_t hash_len,
                             const momento_request_options *opts, momento_callback cb,
                             void *userdata)
 {
-    momento__coalescers_note_write(c, cache, key, key_len); /* read-your-writes */
-
     CacheClient__SetIfHashRequest req = CACHE_CLIENT____SET_IF_HASH_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
-    req.cache_body = momento__bytes(value, value_len);
-    req.ttl_milliseconds = momento__effective_ttl(&c->cfg, ttl_ms);
+    req.cache_body = momento__bytes(w->value, w->value_len);
+    req.ttl_milliseconds = w->ttl_ms;
     Common__PresentAndHashEqual present_eq = COMMON__PRESENT_AND_HASH_EQUAL__INIT;
     Common__PresentAndNotHashEqual present_ne = COMMON__PRESENT_AND_NOT_HASH_EQUAL__INIT;
     Common__AbsentOrHashEqual absent_eq = COMMON__ABSENT_OR_HASH_EQUAL__INIT;
@@ -96,31 +95,24 @@ int momento_set_if(momento_client *c, const char *cache, const void *key, size_t
                    momento_condition condition, const void *compare, size_t compare_len,
                    const momento_request_options *opts, momento_callback cb, void *userdata)
 {
-    /* A value to compress (compress.c) is compressed first, so that the
-     * limits apply to what is sent, and goes through here once more, not
-     * compressed again. */
-    void *compressed;
-    MOMENTO__CHECK(momento__compress_write(c, opts, &value, &value_len, &compressed));
-    if (compressed) {
-        momento_request_options once;
-        int rc = momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms, condition,
-                                compare, compare_len, momento__opts_uncompressed(opts, &once), cb,
-                                userdata);
-        free(compressed); /* packed at submit */
+    /* The condition first: the write is prepared (write.c: compressed,
+     * checked, coalescers told) only once it is known to be sent. */
+    MOMENTO__CHECK(momento__check_condition(condition, compare, compare_len));
+    momento__write w;
+    MOMENTO__CHECK(momento__write_begin(&w, c, NULL, cache, key, key_len, value, value_len, ttl_ms,
+                                        opts, cb));
+    int rc;
+    if (condition >= MOMENTO_IF_PRESENT_AND_HASH_EQUAL) {
+        rc = send_set_if_hash(c, cache, key, key_len, &w, condition, compare, compare_len, opts,
+                              cb, userdata);
+        momento__write_end(&w); /* packed at submit */
         return rc;
     }
-    MOMENTO__CHECK(
-        momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb));
-    MOMENTO__CHECK(momento__check_condition(condition, compare, compare_len));
-    if (condition >= MOMENTO_IF_PRESENT_AND_HASH_EQUAL)
-        return send_set_if_hash(c, cache, key, key_len, value, value_len, ttl_ms, condition,
-                                compare, compare_len, opts, cb, userdata);
-    momento__coalescers_note_write(c, cache, key, key_len); /* read-your-writes */
 
     CacheClient__SetIfRequest req = CACHE_CLIENT____SET_IF_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
-    req.cache_body = momento__bytes(value, value_len);
-    req.ttl_milliseconds = momento__effective_ttl(&c->cfg, ttl_ms);
+    req.cache_body = momento__bytes(w.value, w.value_len);
+    req.ttl_milliseconds = w.ttl_ms;
     Common__Present present = COMMON__PRESENT__INIT;
     Common__Absent absent = COMMON__ABSENT__INIT;
     Common__Equal equal = COMMON__EQUAL__INIT;
@@ -158,9 +150,12 @@ int momento_set_if(momento_client *c, const char *cache, const void *key, size_t
         req.absent_or_equal = &absent_eq;
         break;
     default: /* the hash conditions left above; the rest were refused */
+        momento__write_end(&w);
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "unknown condition %d", (int)condition);
     }
-    return momento__call_start(c, MOMENTO__RPC_SET_IF, cache, &req.base, opts, cb, userdata);
+    rc = momento__call_start(c, MOMENTO__RPC_SET_IF, cache, &req.base, opts, cb, userdata);
+    momento__write_end(&w); /* packed at submit */
+    return rc;
 }
 
 int momento_set_if_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
@@ -235,16 +230,13 @@ int momento_set_with_hash(momento_client *c, const char *cache, const void *key,
                           const momento_request_options *opts, momento_callback cb,
                           void *userdata)
 {
-    /* Compressed first, as momento_set() does (the JS SDK's setWithHash
-     * compresses too): the hash is then the stored bytes'. */
-    void *compressed;
-    MOMENTO__CHECK(momento__compress_write(c, opts, &value, &value_len, &compressed));
-    int rc =
-        momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb);
-    if (rc == MOMENTO_OK)
-        rc = send_set_if_hash(c, cache, key, key_len, value, value_len, ttl_ms, 0, NULL, 0, opts,
-                              cb, userdata);
-    free(compressed); /* packed at submit */
+    /* Compressed, as momento_set() is (the JS SDK's setWithHash compresses
+     * too): the hash is then the stored bytes'. */
+    momento__write w;
+    MOMENTO__CHECK(momento__write_begin(&w, c, NULL, cache, key, key_len, value, value_len, ttl_ms,
+                                        opts, cb));
+    int rc = send_set_if_hash(c, cache, key, key_len, &w, 0, NULL, 0, opts, cb, userdata);
+    momento__write_end(&w); /* packed at submit */
     return rc;
 }
 

@@ -4,6 +4,7 @@
 
 #include "alloc.h"
 #include "wire.h"
+#include "write.h"
 
 #include "cacheclient.pb-c.h"
 
@@ -195,20 +196,16 @@ int momento_set(momento_client *c, const char *cache, const void *key, size_t ke
                 const void *value, size_t value_len, uint64_t ttl_ms,
                 const momento_request_options *opts, momento_callback cb, void *userdata)
 {
-    /* Compressed first (compress.c): the limits apply to what is sent, and
-     * the batcher and the wire get the bytes to store. */
-    void *compressed;
-    MOMENTO__CHECK(momento__compress_write(c, opts, &value, &value_len, &compressed));
-    int rc =
-        momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb);
-    if (rc == MOMENTO_OK) {
-        momento__coalescers_note_write(c, cache, key, key_len); /* read-your-writes */
-        momento__call_opts resolved;
-        momento__call_opts_from(c, opts, &resolved);
-        rc = momento__send_set(c, cache, key, key_len, value, value_len, ttl_ms, &resolved, cb,
-                               userdata);
-    }
-    free(compressed); /* packed or copied at submit */
+    /* Prepared once (write.c): the batcher and the wire get the bytes to
+     * store. */
+    momento__write w;
+    MOMENTO__CHECK(momento__write_begin(&w, c, NULL, cache, key, key_len, value, value_len, ttl_ms,
+                                        opts, cb));
+    momento__call_opts resolved;
+    momento__call_opts_from(c, opts, &resolved);
+    int rc = momento__send_set(c, cache, key, key_len, w.value, w.value_len, w.ttl_ms, &resolved,
+                               cb, userdata);
+    momento__write_end(&w); /* packed or copied at submit */
     return rc;
 }
 
@@ -228,7 +225,7 @@ int momento_delete(momento_client *c, const char *cache, const void *key, size_t
                    const momento_request_options *opts, momento_callback cb, void *userdata)
 {
     MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
-    momento__coalescers_note_write(c, cache, key, key_len); /* read-your-writes */
+    momento__coalescers_note_write(c, NULL, cache, key, key_len); /* read-your-writes */
     momento__call_opts resolved;
     momento__call_opts_from(c, opts, &resolved);
     return momento__send_delete(c, cache, key, key_len, &resolved, cb, userdata);
@@ -253,7 +250,7 @@ int momento_increment(momento_client *c, const char *cache, const void *key, siz
     req.cache_key = momento__bytes(key, key_len);
     req.amount = amount;
     req.ttl_milliseconds = momento__effective_ttl(&c->cfg, ttl_ms);
-    momento__coalescers_note_write(c, cache, key, key_len); /* read-your-writes */
+    momento__coalescers_note_write(c, NULL, cache, key, key_len); /* read-your-writes */
     return momento__call_start(c, MOMENTO__RPC_INCREMENT, cache, &req.base, opts, cb, userdata);
 }
 

@@ -637,6 +637,108 @@ static void test_batcher(void **state)
     free(v);
 }
 
+/* Every scalar write path compresses a value exactly once (issue 27 item
+ * 1): plain, with headers or another read concern (which the coalescer
+ * sends alone), coalesced, batched, and every conditional form. A value
+ * compressed twice reads back through a decompressing client as the inner
+ * gzip stream, not the value. */
+static void test_every_write_path_compresses_once(void **state)
+{
+    (void)state;
+    size_t n = 2000;
+    char *v = text(n);
+    momento_config *cfg;
+    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    assert_int_equal(momento_config_set_compression(cfg, MOMENTO_COMPRESS_GZIP, 0), MOMENTO_OK);
+    momento_client *c = tu_client(server, cfg);
+    /* The same with adaptive batching: its sets leave in SetBatch. */
+    assert_int_equal(momento_config_set_batching(cfg, 1, 2000, 64, 1024 * 1024), MOMENTO_OK);
+    momento_client *batching = tu_client(server, cfg);
+    momento_config_free(cfg);
+    momento_coalescer *co, *bco;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    assert_int_equal(momento_coalescer_new(&bco, batching), MOMENTO_OK);
+
+    momento_header trace = {"x-trace-id", "abc"};
+    momento_request_options with_header = MOMENTO_REQUEST_OPTIONS_INIT;
+    with_header.headers = &trace;
+    with_header.n_headers = 1;
+    momento_request_options consistent = MOMENTO_REQUEST_OPTIONS_INIT;
+    consistent.read_concern = MOMENTO_READ_CONSISTENT;
+    const momento_request_options *variants[] = {NULL, &with_header, &consistent};
+
+    momento_result *r;
+    char key[32];
+    for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+        const momento_request_options *o = variants[i];
+        snprintf(key, sizeof(key), "once-set-%zu", i);
+        put(c, key, v, n, o);
+        assert_reads(c, key, v, n);
+        assert_stored_compressed(key, MOMENTO_COMPRESS_GZIP, v, n);
+
+        momento_client *clients[] = {c, batching};
+        momento_coalescer *coalescers[] = {co, bco};
+        for (int b = 0; b < 2; b++) {
+            snprintf(key, sizeof(key), "once-co-%zu-%d", i, b);
+            assert_int_equal(
+                momento_coalescing_set_sync(coalescers[b], "c", key, strlen(key), v, n, 0, o, &r),
+                MOMENTO_OK);
+            assert_int_equal(momento_result_error(r), MOMENTO_OK);
+            momento_result_free(r);
+            assert_reads(clients[b], key, v, n);
+            assert_stored_compressed(key, MOMENTO_COMPRESS_GZIP, v, n);
+
+            snprintf(key, sizeof(key), "once-bt-%zu-%d", i, b);
+            assert_int_equal(
+                momento_set_sync(clients[b], "c", key, strlen(key), v, n, 0, o, &r), MOMENTO_OK);
+            momento_result_free(r);
+            assert_stored_compressed(key, MOMENTO_COMPRESS_GZIP, v, n);
+        }
+
+        snprintf(key, sizeof(key), "once-if-%zu", i);
+        assert_int_equal(momento_set_if_absent_sync(c, "c", key, strlen(key), v, n, 0, o, &r),
+                         MOMENTO_OK);
+        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
+        momento_result_free(r);
+        assert_stored_compressed(key, MOMENTO_COMPRESS_GZIP, v, n);
+        assert_int_equal(momento_set_if_present_and_not_equal_sync(c, "c", key, strlen(key), v, n,
+                                                                   0, "x", 1, o, &r),
+                         MOMENTO_OK);
+        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
+        momento_result_free(r);
+        assert_stored_compressed(key, MOMENTO_COMPRESS_GZIP, v, n);
+
+        snprintf(key, sizeof(key), "once-hash-%zu", i);
+        assert_int_equal(momento_set_with_hash_sync(c, "c", key, strlen(key), v, n, 0, o, &r),
+                         MOMENTO_OK);
+        assert_int_equal(momento_result_error(r), MOMENTO_OK);
+        momento_result_free(r);
+        assert_stored_compressed(key, MOMENTO_COMPRESS_GZIP, v, n);
+        assert_int_equal(momento_set_if_absent_or_hash_not_equal_sync(c, "c", key, strlen(key), v,
+                                                                     n, 0, "h", 1, o, &r),
+                         MOMENTO_OK);
+        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
+        momento_result_free(r);
+        assert_stored_compressed(key, MOMENTO_COMPRESS_GZIP, v, n);
+
+        snprintf(key, sizeof(key), "once-batch-%zu", i);
+        const void *keys[1] = {key};
+        size_t key_lens[1] = {strlen(key)};
+        const void *vals[1] = {v};
+        size_t val_lens[1] = {n};
+        assert_int_equal(
+            momento_set_batch_sync(c, "c", keys, key_lens, vals, val_lens, 1, 0, o, &r),
+            MOMENTO_OK);
+        momento_result_free(r);
+        assert_stored_compressed(key, MOMENTO_COMPRESS_GZIP, v, n);
+    }
+    momento_coalescer_free(co);
+    momento_coalescer_free(bco);
+    momento_client_free(c);
+    momento_client_free(batching);
+    free(v);
+}
+
 /* A value larger than the item limit that compresses below it is accepted:
  * the limit applies to what is sent. */
 static void test_limit_applies_to_compressed(void **state)
@@ -706,6 +808,7 @@ int main(void)
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_coalescer),
         cmocka_unit_test(test_batcher),
+        cmocka_unit_test(test_every_write_path_compresses_once),
         cmocka_unit_test(test_limit_applies_to_compressed),
         cmocka_unit_test(test_allocation_failures),
     };
