@@ -473,18 +473,39 @@ void srv_list_remove(momento_local *s, store_cache *c, const ProtobufCMessage *m
 
 /* Erases the ranges, each [begin_index, begin_index + count) of the list
  * as it was before the call (overlaps allowed, past the end ignored).
- * false when out of memory. */
+ * false when out of memory.
+ *
+ * O(ranges + length), whatever the ranges: each records only where it
+ * ends, at the index where it begins, and one pass carries the furthest
+ * end reached so far. Marking every range's elements one by one cost
+ * ranges x length, and a 5 MB request of 650,000 ranges over a long list
+ * held the server thread for minutes. */
 static bool erase_ranges(clist *l, const CacheClient__ListEraseRequest__ListRanges *some)
 {
-    uint8_t *marks = calloc(l->len ? l->len : 1, 1);
-    if (!marks)
+    size_t n = l->len;
+    size_t *reach = calloc(n ? n : 1, sizeof(*reach)); /* reach[b]: the furthest end from b */
+    uint8_t *marks = calloc(n ? n : 1, 1);
+    if (!reach || !marks) {
+        free(reach);
+        free(marks);
         return false;
+    }
     for (size_t k = 0; k < some->n_ranges; k++) {
         uint64_t b = some->ranges[k]->begin_index;
-        uint64_t e = b + some->ranges[k]->count;
-        for (uint64_t i = b; i < e && i < l->len; i++)
-            marks[i] = 1;
+        uint64_t e = b + some->ranges[k]->count; /* a uint32 count: no overflow */
+        if (b >= n || e == b)
+            continue;
+        size_t end = e < n ? (size_t)e : n;
+        if (end > reach[b])
+            reach[b] = end;
     }
+    size_t cover = 0; /* elements below this index are in some range */
+    for (size_t i = 0; i < n; i++) {
+        if (reach[i] > cover)
+            cover = reach[i];
+        marks[i] = i < cover;
+    }
+    free(reach);
     clist_remove_marked(l, marks);
     free(marks);
     return true;
