@@ -56,6 +56,9 @@ struct momento__bmember {
     bool armed;                    /* ...and is on the client's list for that */
     member_state state;
     bool cancelled;
+    int own_error;                 /* batch_done: ends with this local error, not
+                                    * the batch's result (0: the result) */
+    const char *own_message;
     batch *in;                     /* while sent */
     size_t index;                  /* ...its place there */
     int64_t queued_ns;
@@ -353,13 +356,28 @@ static void batch_done(const momento_result *r, void *userdata)
     momento__bmember *done = NULL, **tail = &done;
     pthread_mutex_lock(&b->lock);
     gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
+    bool closing = momento__client_closing(c);
     for (size_t i = bt->n; i-- > 0;) { /* back to front: requeued ones keep their order */
         momento__bmember *m = bt->members[i];
         if (!m)
             continue;
-        if (r->error == MOMENTO_ERR_TIMEOUT && !m->cancelled &&
-            gpr_time_cmp(m->deadline, now) > 0 && !momento__client_closing(c)) {
-            if (watch_deadline(c, to_ns(m->deadline)) == MOMENTO_OK) {
+        /* A member never ends of another's deadline, nor ends TIMEOUT
+         * before its own: one cancelled meanwhile ends CANCELLED, one with
+         * time left is queued again, or ends as the client's free ends
+         * every request, or of the memory its deadline timer lacked. */
+        m->own_error = 0;
+        if (m->cancelled) {
+            m->own_error = MOMENTO_ERR_CANCELLED;
+            m->own_message = "cancelled by the request's cancel token";
+        } else if (r->error == MOMENTO_ERR_TIMEOUT && gpr_time_cmp(m->deadline, now) > 0) {
+            if (closing) {
+                m->own_error = MOMENTO_ERR_CANCELLED;
+                m->own_message = "cancelled: the client was freed";
+            } else if (watch_deadline(c, to_ns(m->deadline)) != MOMENTO_OK) {
+                m->own_error = MOMENTO_ERR_NO_MEMORY;
+                m->own_message = "could not be queued again after its batch ran out of another "
+                                 "request's time";
+            } else {
                 m->state = M_QUEUED;
                 m->in = NULL;
                 m->queued_ns = momento__now_ns();
@@ -387,6 +405,10 @@ static void batch_done(const momento_result *r, void *userdata)
     }
     for (momento__bmember *m = rev, *next; m; m = next) {
         next = m->next;
+        if (m->own_error) {
+            deliver_local(m, m->own_error, m->own_message);
+            continue;
+        }
         if (bt->n == 1 || r->error != MOMENTO_OK) {
             deliver(m, r); /* a plain call's own result, or the batch's error */
             continue;

@@ -70,6 +70,9 @@ typedef struct waiter {
     /* Guarded by the coalescer's lock: */
     waiter_state state;
     bool cancelled;
+    int own_error;                  /* on_done: ends with this local error instead
+                                     * of the RPC's result (0: the result) */
+    const char *own_message;
     bool armed;                     /* its timer may be armed (the client's lock
                                      * guards the timer itself; this spares
                                      * taking it for waiters that have none) */
@@ -305,21 +308,17 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc, c
                          size_t value_len, uint64_t ttl_ms, waiter *w);
 
 /* Whether `w`, still attached to `e` which ended with `r`, is to be issued
- * again: the RPC ran out of its issuer's time, not of this waiter's. */
-static bool wants_again(const inflight *e, const waiter *w, const momento_result *r)
+ * again: the RPC timed out, and this waiter has a later deadline than the
+ * RPC's and time left. A waiter never fails of another's deadline - also
+ * when a server answered DEADLINE_EXCEEDED before the RPC's deadline: the
+ * waiters with more time go again, under the latest of their deadlines,
+ * so this happens at most once per waiter for such an answer. */
+static bool wants_again(const inflight *e, const waiter *w, const momento_result *r,
+                        gpr_timespec now)
 {
     if (r->error != MOMENTO_ERR_TIMEOUT || w->cancelled)
         return false;
-    if (gpr_time_cmp(w->deadline, e->deadline) <= 0)
-        return false; /* its own deadline, or an earlier one than its own */
-    /* A server that answers DEADLINE_EXCEEDED early is an answer, not the
-     * RPC's deadline: only at that deadline is the time another's. (A
-     * server's own timer for it starts when the headers arrive, so its
-     * answer may come a little before the client's deadline: hence the
-     * margin.) */
-    gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
-    gpr_timespec rpc_end = gpr_time_sub(e->deadline, gpr_time_from_millis(20, GPR_TIMESPAN));
-    return gpr_time_cmp(now, rpc_end) >= 0 && gpr_time_cmp(now, w->deadline) < 0;
+    return gpr_time_cmp(w->deadline, e->deadline) > 0 && gpr_time_cmp(now, w->deadline) < 0;
 }
 
 /* Completion of a shared RPC: issue again the waiters it failed for no
@@ -334,12 +333,16 @@ static void on_done(const momento_result *r, void *userdata)
     pthread_mutex_lock(&co->lock);
     close_to_newcomers(e);
     co->counters.keys_in_flight--;
-    ks->refs--;
+    /* ks->refs still counts `e` until the re-issues below are made: a
+     * re-issue that is refused frees a key_state nothing holds, and `e` may
+     * live inside this one. */
+    gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
     /* The waiter with the most time left goes again first: its RPC lives
      * longest, so the others that join it are least likely to need a third. */
     waiter *first = NULL;
     for (waiter *w = e->waiters; w; w = w->next)
-        if (wants_again(e, w, r) && (!first || gpr_time_cmp(w->deadline, first->deadline) > 0))
+        if (wants_again(e, w, r, now) &&
+            (!first || gpr_time_cmp(w->deadline, first->deadline) > 0))
             first = w;
     if (first && first != e->waiters) {
         DL_DELETE(e->waiters, first);
@@ -349,24 +352,38 @@ static void on_done(const momento_result *r, void *userdata)
     for (waiter *w = e->waiters, *next; w; w = next) {
         next = w->next;
         detach(w);
-        if (wants_again(e, w, r)) {
-            /* ks is still in the table (refs counted below), so the
-             * request may join or lead an RPC on the same key. */
+        w->own_error = 0;
+        if (w->cancelled) {
+            /* Its token fired before the RPC's end reached it: it ends
+             * cancelled, whatever the RPC brought (its timer, fired soon,
+             * finds it done). */
+            w->own_error = MOMENTO_ERR_CANCELLED;
+            w->own_message = "cancelled by the request's cancel token";
+        } else if (wants_again(e, w, r, now)) {
             w->state = W_PENDING;
             const char *cache = (const char *)ks->id;
-            if (submit_locked(co, e->op, e->rpc, cache, ks->cache_len, ks->id + ks->cache_len + 1,
-                              ks->id_len - ks->cache_len - 1, e->value, e->value_len, e->ttl_ms,
-                              w) == MOMENTO_OK) {
+            int rc = submit_locked(co, e->op, e->rpc, cache, ks->cache_len,
+                                   ks->id + ks->cache_len + 1, ks->id_len - ks->cache_len - 1,
+                                   e->value, e->value_len, e->ttl_ms, w);
+            if (rc == MOMENTO_OK) {
                 co->counters.reissued++;
                 continue;
             }
+            /* Not the RPC's timeout, which was another's: why it could not
+             * go on. The client is being freed, as for every request it
+             * ends, or there was no memory. */
+            w->own_error = rc == MOMENTO_ERR_CLOSED ? MOMENTO_ERR_CANCELLED : rc;
+            w->own_message = rc == MOMENTO_ERR_CLOSED
+                                 ? "cancelled: the client was freed"
+                                 : "could not be issued again after a shared RPC ran out of "
+                                   "another request's time";
         }
         w->state = W_DONE;
         disarm(w);
         w->next = done;
         done = w;
     }
-    bool free_ks = ks->refs == 0;
+    bool free_ks = --ks->refs == 0;
     if (free_ks)
         HASH_DELETE(hh, co->table, ks);
     bool release = co->closed && co->counters.keys_in_flight == 0;
@@ -376,7 +393,13 @@ static void on_done(const momento_result *r, void *userdata)
      * entry has left the table) or free the coalescer. */
     for (waiter *w = done, *next; w; w = next) {
         next = w->next;
-        waiter_deliver(c, w, r);
+        if (w->own_error) {
+            momento_result own;
+            momento__result_local_error(&own, w->own_error, w->own_message);
+            waiter_deliver(c, w, &own);
+        } else {
+            waiter_deliver(c, w, r);
+        }
     }
     /* An embedded inflight goes with its key_state: only when the key has
      * nothing left in flight (and so after this, its last callback). */
@@ -463,8 +486,6 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc, c
                          size_t cache_len, const void *key, size_t key_len, const void *value,
                          size_t value_len, uint64_t ttl_ms, waiter *w)
 {
-    if (co->closed)
-        return MOMENTO_ERR_CLOSED;
     int rc;
     bool fresh;
     key_state *ks = state_for(co, cache, cache_len, key, key_len, value_len, true, &fresh, &rc);
@@ -701,8 +722,11 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, const c
     momento__request_accepted(co->client);
     pthread_mutex_lock(&co->lock);
     uint64_t in_flight = co->counters.keys_in_flight;
-    rc = submit_locked(co, op, rpc, cache, strlen(cache), key, key_len, value, value_len, ttl_ms,
-                       w);
+    /* A freed coalescer takes no new request; the waiters it has may still
+     * be issued again (submit_locked) and keep it until their end. */
+    rc = co->closed ? momento__refuse(MOMENTO_ERR_CLOSED, "the coalescer is being freed")
+                    : submit_locked(co, op, rpc, cache, strlen(cache), key, key_len, value,
+                                    value_len, ttl_ms, w);
     if (rc == MOMENTO_OK) {
         (*requests)++;
         if (co->counters.keys_in_flight == in_flight)

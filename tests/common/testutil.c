@@ -15,6 +15,13 @@
 #include <string.h>
 #include <time.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 int64_t tu_now_ms(void)
 {
     struct timespec ts;
@@ -108,10 +115,12 @@ void tu_count_cb(const momento_result *r, void *userdata)
     k->total++;
     if (err == MOMENTO_OK)
         k->ok++;
-    else if (getenv("TU_DEBUG") && -err < 64 && k->by_error[-err] == 0) /* first of each kind */
-        fprintf(stderr, "tu: first %s: %s\n", momento_error_name(err), momento_result_message(r));
-    else if (-err < 64)
+    else if (-err < 64) {
+        if (getenv("TU_DEBUG") && k->by_error[-err] == 0) /* first of each kind */
+            fprintf(stderr, "tu: first %s: %s\n", momento_error_name(err),
+                    momento_result_message(r));
         k->by_error[-err]++;
+    }
     if (momento_result_is_hit(r)) {
         k->hits++;
         size_t len;
@@ -292,4 +301,102 @@ momento_local *tu_server_with_cache(const char *cache)
     momento_local *s = tu_server(o);
     momento_local_options_free(o);
     return s;
+}
+
+/* ---- A server that never answers. */
+
+struct tu_silent {
+    int listen_fd;
+    int wake[2];           /* a byte here ends the thread */
+    pthread_t thread;
+    char endpoint[32];
+};
+
+enum { SILENT_MAX_CONNS = 64 };
+
+static void *silent_loop(void *arg)
+{
+    tu_silent *s = arg;
+    struct pollfd fds[2 + SILENT_MAX_CONNS];
+    size_t n_conns = 0;
+    fds[0] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
+    fds[1] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
+    for (;;) {
+        if (poll(fds, 2 + n_conns, -1) < 0)
+            continue;
+        if (fds[1].revents)
+            break;
+        if (fds[0].revents & POLLIN) {
+            int fd = accept(s->listen_fd, NULL, NULL);
+            if (fd >= 0 && n_conns < SILENT_MAX_CONNS)
+                fds[2 + n_conns++] = (struct pollfd){.fd = fd, .events = POLLIN};
+            else if (fd >= 0)
+                close(fd);
+        }
+        for (size_t i = 0; i < n_conns; i++) {
+            if (!fds[2 + i].revents)
+                continue;
+            char buf[4096];
+            if (read(fds[2 + i].fd, buf, sizeof(buf)) <= 0) { /* gone: forget it */
+                close(fds[2 + i].fd);
+                fds[2 + i] = fds[2 + --n_conns];
+                i--;
+            }
+        }
+    }
+    for (size_t i = 0; i < n_conns; i++)
+        close(fds[2 + i].fd);
+    return NULL;
+}
+
+tu_silent *tu_silent_start(void)
+{
+    tu_silent *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    s->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(s->listen_fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(s->listen_fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(s->listen_fd, 64), 0);
+    socklen_t len = sizeof(a);
+    assert_int_equal(getsockname(s->listen_fd, (struct sockaddr *)&a, &len), 0);
+    snprintf(s->endpoint, sizeof(s->endpoint), "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+    assert_int_equal(pipe(s->wake), 0);
+    assert_int_equal(pthread_create(&s->thread, NULL, silent_loop, s), 0);
+    return s;
+}
+
+const char *tu_silent_endpoint(const tu_silent *s)
+{
+    return s->endpoint;
+}
+
+void tu_silent_stop(tu_silent *s)
+{
+    if (!s)
+        return;
+    assert_int_equal(write(s->wake[1], "x", 1), 1);
+    pthread_join(s->thread, NULL);
+    close(s->listen_fd);
+    close(s->wake[0]);
+    close(s->wake[1]);
+    free(s);
+}
+
+momento_client *tu_silent_client(const tu_silent *s, const momento_config *cfg)
+{
+    momento_credentials *creds = NULL;
+    const char *why = NULL;
+    assert_int_equal(momento_credentials_local(&creds, s->endpoint, &why), MOMENTO_OK);
+    momento_client *c = NULL;
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
+    momento_credentials_free(creds);
+    return c;
+}
+
+int64_t tu_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }

@@ -86,4 +86,18 @@ void tu_assert_refusal(momento_result **r, int err);
 int tu_time_scale(void);
 #define TU_MS(ms) ((int64_t)(ms) * tu_time_scale())
 
+/* A server that accepts TCP connections on 127.0.0.1 and never answers:
+ * it reads and drops what arrives, so every call on it runs to its
+ * deadline (or its cancel). Aborts the test on failure. */
+typedef struct tu_silent tu_silent;
+tu_silent *tu_silent_start(void);
+/* "127.0.0.1:port", for momento_credentials_local(). */
+const char *tu_silent_endpoint(const tu_silent *s);
+void tu_silent_stop(tu_silent *s);
+/* A client of a tu_silent server, with `cfg` (NULL: defaults). */
+momento_client *tu_silent_client(const tu_silent *s, const momento_config *cfg);
+
+/* CLOCK_MONOTONIC in nanoseconds (the clock gRPC's deadlines run on). */
+int64_t tu_now_ns(void);
+
 #endif

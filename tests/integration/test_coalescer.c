@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 static int counter_id;
@@ -392,6 +393,195 @@ static void blocking_inside(const momento_result *r, void *ud)
     tu_count_cb(r, a[2]);
 }
 
+/* Holds the completion thread in an unrelated callback until `release`
+ * (or the client's free, with `until_closing`) - bounded at 10 s. */
+typedef struct blocker {
+    momento_client *c;
+    atomic_int started;
+    atomic_int release;
+    bool until_closing;
+} blocker;
+
+static void block_completion_thread(const momento_result *r, void *ud)
+{
+    (void)r;
+    blocker *b = ud;
+    atomic_store(&b->started, 1);
+    for (int i = 0; i < 10000; i++) {
+        if (b->until_closing ? momento__client_closing(b->c) : atomic_load(&b->release))
+            break;
+        usleep(1000);
+    }
+}
+
+/* Starts a request whose callback (after `timeout_ms`, on a server that
+ * holds it) blocks the completion thread, and waits until it does. */
+static void start_blocker(momento_client *c, blocker *b, uint32_t timeout_ms)
+{
+    momento_request_options quick = MOMENTO_REQUEST_OPTIONS_INIT;
+    quick.timeout_ms = timeout_ms;
+    assert_int_equal(momento_get(c, "c", "blocker", 7, &quick, block_completion_thread, b),
+                     MOMENTO_OK);
+}
+
+static void wait_started(blocker *b)
+{
+    for (int i = 0; i < 10000 && !atomic_load(&b->started); i++)
+        usleep(1000);
+    assert_true(atomic_load(&b->started));
+}
+
+/* Issue 27 item 2: a shared get times out on its leader's deadline while
+ * the client is being freed; its joiners, with time left, are issued again,
+ * which the closing client refuses. That refusal freed the key's record
+ * while on_done still used it (a use after free under ASan). Now each
+ * joiner ends once, CANCELLED as every request the free ends, never of the
+ * leader's TIMEOUT; the coalescer is freed after the client. */
+static void test_reissue_refused_while_closing(void **state)
+{
+    tu_fixture *f = *state;
+    int leader_timed_out = 0;
+    for (int round = 0; round < 8; round++) {
+        momento_client *c = delayed_client(f, "get", TU_MS(60000), 1000);
+        momento_coalescer *co;
+        assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+        blocker b = {.c = c, .until_closing = true};
+        atomic_init(&b.started, 0);
+        atomic_init(&b.release, 0);
+        start_blocker(c, &b, 1);
+        wait_started(&b);
+
+        tu_counter k;
+        tu_counter_init(&k);
+        momento_request_options leader = MOMENTO_REQUEST_OPTIONS_INIT;
+        leader.timeout_ms = 20;
+        momento_request_options joiner = MOMENTO_REQUEST_OPTIONS_INIT;
+        joiner.timeout_ms = 60000;
+        assert_int_equal(momento_coalescing_get(co, "c", "u", 1, &leader, tu_count_cb, &k),
+                         MOMENTO_OK);
+        for (int i = 0; i < 5; i++)
+            assert_int_equal(momento_coalescing_get(co, "c", "u", 1, &joiner, tu_count_cb, &k),
+                             MOMENTO_OK);
+        /* The leader's deadline passes: gRPC ends the shared RPC
+         * DEADLINE_EXCEEDED, and its completion waits behind the blocker
+         * until the free has begun. */
+        usleep((useconds_t)TU_MS(100) * 1000);
+        momento_client_free(c);
+        assert_int_equal(k.total, 6);
+        /* The leader's own deadline, or (when gRPC was slower than the
+         * sleep) the free's cancel; the joiners never time out. */
+        size_t timeouts = tu_counter_errors(&k, MOMENTO_ERR_TIMEOUT);
+        assert_true(timeouts <= 1);
+        assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_CANCELLED), 6 - timeouts);
+        leader_timed_out += (int)timeouts;
+        momento_coalescer_free(co);
+        tu_counter_destroy(&k);
+    }
+    /* The race was run: in most rounds the shared RPC ended of the
+     * leader's deadline, with joiners to issue again. */
+    assert_true(leader_timed_out >= 1);
+}
+
+/* Issue 27 item 3: a cancelled waiter never gets another's TIMEOUT. Two
+ * shared gets wait in the batcher's queue behind a held RPC: K1 (leader
+ * deadline 50 ms) and K2 (leader 52 ms, joined by 10 waiters holding a
+ * cancel token, deadline 2 s). The completion thread is busy in an
+ * unrelated 100 ms callback across both deadlines, so both leave the queue
+ * in one pass; K1's leader, called back first, cancels the token. K2's
+ * joiners are then marked cancelled when K2's RPC ends of its leader's
+ * deadline: they must end CANCELLED (they got the RPC's TIMEOUT before the
+ * fix, every round), the leaders TIMEOUT, each once. */
+static void busy_100ms(const momento_result *r, void *ud)
+{
+    (void)r;
+    atomic_store((atomic_int *)ud, 1);
+    usleep(100 * 1000);
+}
+
+typedef struct cancel_on_end {
+    momento_cancel_token *token;
+    tu_counter k;
+} cancel_on_end;
+
+static void cancel_then_count(const momento_result *r, void *ud)
+{
+    cancel_on_end *x = ud;
+    momento_cancel(x->token);
+    tu_count_cb(r, &x->k);
+}
+
+static void test_cancelled_joiners_are_not_timed_out(void **state)
+{
+    tu_fixture *f = *state;
+    momento_config *cfg;
+    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    assert_int_equal(momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000)), MOMENTO_OK);
+    assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1024 * 1024), MOMENTO_OK);
+    momento_client *c = tu_client(f->server, cfg);
+    momento_config_free(cfg);
+    momento__client_add_header(c, "request-id", "co-cancelled-joiners");
+    momento__client_add_header(c, "delay-rpcs", "get get-batch");
+    momento__client_add_header(c, "delay-ms", "60000");
+    momento__client_add_header(c, "delay-count", "1000");
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    for (int round = 0; round < 5; round++) {
+        /* The RPC in flight that makes the rest queue. */
+        tu_counter held;
+        tu_counter_init(&held);
+        momento_request_options held_opts = MOMENTO_REQUEST_OPTIONS_INIT;
+        held_opts.timeout_ms = 500;
+        assert_int_equal(momento_get(c, "c", "held", 4, &held_opts, tu_count_cb, &held),
+                         MOMENTO_OK);
+
+        cancel_on_end k1;
+        assert_int_equal(momento_cancel_token_new(&k1.token), MOMENTO_OK);
+        tu_counter_init(&k1.k);
+        tu_counter leader2, joiners;
+        tu_counter_init(&leader2);
+        tu_counter_init(&joiners);
+        momento_request_options o1 = MOMENTO_REQUEST_OPTIONS_INIT, o2 = o1, oj = o1;
+        o1.timeout_ms = 50;
+        o2.timeout_ms = 52;
+        oj.timeout_ms = 2000;
+        oj.cancel = k1.token;
+        char key1[16], key2[16];
+        snprintf(key1, sizeof(key1), "k1-%d", round);
+        snprintf(key2, sizeof(key2), "k2-%d", round);
+        assert_int_equal(momento_coalescing_get(co, "c", key1, strlen(key1), &o1,
+                                                cancel_then_count, &k1),
+                         MOMENTO_OK);
+        assert_int_equal(
+            momento_coalescing_get(co, "c", key2, strlen(key2), &o2, tu_count_cb, &leader2),
+            MOMENTO_OK);
+        for (int i = 0; i < 10; i++)
+            assert_int_equal(
+                momento_coalescing_get(co, "c", key2, strlen(key2), &oj, tu_count_cb, &joiners),
+                MOMENTO_OK);
+        /* The busy callback: a request that is neither delayed nor batched,
+         * answered at once. */
+        atomic_int busy = 0;
+        assert_int_equal(momento_item_get_type(c, "c", "busy", 4, NULL, busy_100ms, &busy),
+                         MOMENTO_OK);
+
+        assert_int_equal(tu_counter_wait(&k1.k, 1, 10000), 1);
+        assert_int_equal(tu_counter_wait(&leader2, 1, 10000), 1);
+        assert_int_equal(tu_counter_wait(&joiners, 10, 10000), 10);
+        assert_true(atomic_load(&busy));
+        assert_int_equal(tu_counter_errors(&k1.k, MOMENTO_ERR_TIMEOUT), 1);
+        assert_int_equal(tu_counter_errors(&leader2, MOMENTO_ERR_TIMEOUT), 1);
+        assert_int_equal(tu_counter_errors(&joiners, MOMENTO_ERR_CANCELLED), 10);
+        assert_int_equal(tu_counter_wait(&held, 1, 10000), 1);
+        momento_cancel_token_free(k1.token);
+        tu_counter_destroy(&k1.k);
+        tu_counter_destroy(&leader2);
+        tu_counter_destroy(&joiners);
+        tu_counter_destroy(&held);
+    }
+    momento_coalescer_free(co);
+    momento_client_free(c);
+}
+
 static void test_arguments_and_blocking(void **state)
 {
     tu_fixture *f = *state;
@@ -443,6 +633,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_callback_can_resubmit, tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_eight_threads, tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_arguments_and_blocking, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_reissue_refused_while_closing, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_cancelled_joiners_are_not_timed_out, tu_fixture_setup, tu_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
