@@ -168,6 +168,9 @@ static int outbuf_grow(outbuf *o)
 static const char too_large[] =
     "the decompressed value would exceed the client's decompression limit "
     "(momento_config_set_decompression)";
+static const char reply_too_large[] =
+    "the reply's decompressed values would exceed the client's decompression limit "
+    "(momento_config_set_decompression) in total";
 static const char bad_gzip[] =
     "the value starts with gzip's magic bytes (1f 8b) but is not a valid gzip stream";
 static const char bad_zstd[] =
@@ -390,12 +393,18 @@ int momento__decompress_hit(momento__scratch *s, const uint8_t **value, size_t *
     momento_compression algo = momento__compression_detect(*value, *len);
     if (algo == MOMENTO_COMPRESS_NONE)
         return MOMENTO_OK; /* stored as is: returned as is, as the SDK does */
+    /* What is left of the reply's budget bounds this value, so a batch of
+     * bombs inflates no more than one value may. */
+    size_t left = s->decompress_max - s->decompressed_bytes;
     uint8_t *out;
     size_t out_len;
-    int rc = decompress_after(algo, *value, *len, s->decompress_max, sizeof(dblock), &out,
-                              &out_len, why);
-    if (rc != MOMENTO_OK)
+    int rc = decompress_after(algo, *value, *len, left, sizeof(dblock), &out, &out_len, why);
+    if (rc != MOMENTO_OK) {
+        if (*why == too_large && left < s->decompress_max)
+            *why = reply_too_large;
         return rc;
+    }
+    s->decompressed_bytes += out_len;
     dblock *b = (dblock *)(void *)out;
     b->next = s->decompressed;
     s->decompressed = b;

@@ -17,8 +17,11 @@ typedef struct momento__scratch {
     void *mem;                /* one more block (arrays the result points into) */
     /* Reads' decompression (compress.c): the call sets the limit before
      * decoding (0: values are returned as stored); decompressed values are
-     * chained here. */
+     * chained here. The limit bounds each value and, counted down in
+     * `decompressed_bytes`, the sum of one reply's (a get batch, the
+     * batcher's GetBatch): no reply may make the client inflate more. */
     size_t decompress_max;
+    size_t decompressed_bytes;
     void *decompressed;
     /* A decoder's own explanation of the error it returns (static), which
      * the result's message then is; NULL: the usual one. */

@@ -361,7 +361,12 @@ MOMENTO_EXPORT int momento_config_set_compression(momento_config *cfg, int algo,
  * values are returned as stored. A value with the magic bytes that does not
  * decompress, or would decompress to more than `max_bytes`, makes that
  * read (or batch item) MOMENTO_ERR_INVALID_ARGUMENT with a message saying
- * which; no more than `max_bytes` is ever allocated for it. As in the JS
+ * which. `max_bytes` also bounds one reply in total: the values of one get
+ * batch (or of one GetBatch the adaptive batcher sent for many gets) are
+ * decompressed in order until their sum would pass it, and each item after
+ * that fails the same way ("... in total"). So no reply ever makes the
+ * client allocate more than `max_bytes` for decompressed values (a `_sync`
+ * call's copy of the result doubles that, while it is made). As in the JS
  * SDK, decompression is on by default exactly when the client compresses
  * (momento_config_set_compression()); this setter decides it explicitly.
  * `enabled` 0 or 1; `max_bytes` 1 .. MOMENTO_DECOMPRESS_MAX_BYTES, 0 =

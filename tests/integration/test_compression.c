@@ -487,6 +487,87 @@ static void test_bomb_bounded(void **state)
     free(zeros);
 }
 
+/* Issue 27 item 4: the decompression limit bounds what one reply inflates
+ * in total, not only each value. A get batch of 40 bombs (each 4 MiB of
+ * zeros, a few KB compressed, each within the limit) decompresses the
+ * first and fails the rest; values that fit together all decompress. The
+ * batcher's GetBatch is one reply too. */
+static void test_bombs_bounded_per_reply(void **state)
+{
+    (void)state;
+    size_t limit = 4 * 1024 * 1024;
+    momento_client *c = compressing(MOMENTO_COMPRESS_GZIP, MOMENTO_COMPRESS_LEVEL_BALANCED, 1, limit);
+    uint8_t *zeros = calloc(1, limit);
+    assert_non_null(zeros);
+    uint8_t *z;
+    size_t zlen;
+    assert_int_equal(momento__compress(MOMENTO_COMPRESS_GZIP, 0, zeros, limit, &z, &zlen),
+                     MOMENTO_OK);
+    assert_true(zlen < 16384);
+    enum { N = 40 };
+    char names[N][12];
+    const void *keys[N];
+    size_t key_lens[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof(names[i]), "bomb%d", i);
+        keys[i] = names[i];
+        key_lens[i] = strlen(names[i]);
+        put(plain, names[i], z, zlen, NULL);
+    }
+    free(z);
+    momento_result *r;
+    assert_int_equal(momento_get_batch_sync(c, "c", keys, key_lens, N, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_item_count(r), N);
+    size_t len;
+    const void *v = momento_result_value(momento_result_item(r, 0), &len);
+    assert_int_equal(len, limit);
+    assert_memory_equal(v, zeros, limit);
+    for (int i = 1; i < N; i++) {
+        const momento_result *item = momento_result_item(r, (size_t)i);
+        assert_int_equal(momento_result_error(item), MOMENTO_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(momento_result_message(item), "in total"));
+        assert_null(momento_result_value(item, NULL));
+    }
+    momento_result_free(r);
+
+    /* Four values of a quarter of the limit fit in one reply together. */
+    assert_int_equal(momento__compress(MOMENTO_COMPRESS_GZIP, 0, zeros, limit / 4, &z, &zlen),
+                     MOMENTO_OK);
+    for (int i = 0; i < 5; i++)
+        put(plain, names[i], z, zlen, NULL);
+    free(z);
+    assert_int_equal(momento_get_batch_sync(c, "c", keys, key_lens, 5, NULL, &r), MOMENTO_OK);
+    for (int i = 0; i < 4; i++) {
+        v = momento_result_value(momento_result_item(r, (size_t)i), &len);
+        assert_int_equal(len, limit / 4);
+    }
+    assert_non_null(strstr(momento_result_message(momento_result_item(r, 4)), "in total"));
+    momento_result_free(r);
+    momento_client_free(c);
+
+    /* The batcher: gets queued behind one RPC in flight leave as one
+     * GetBatch, whose items share the bound. */
+    momento_config *cfg;
+    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    assert_int_equal(momento_config_set_decompression(cfg, 1, limit), MOMENTO_OK);
+    assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1024 * 1024), MOMENTO_OK);
+    c = tu_client(server, cfg);
+    momento_config_free(cfg);
+    tu_counter k;
+    tu_counter_init(&k);
+    for (int i = 5; i < N; i++)
+        assert_int_equal(momento_get(c, "c", keys[i], key_lens[i], NULL, tu_count_cb, &k),
+                         MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, N - 5, (int)TU_MS(20000)), N - 5);
+    /* At most one value per reply: the first get's own, and one per batch. */
+    assert_true(k.hits >= 1);
+    assert_true(k.hits < (N - 5) / 2);
+    assert_int_equal(k.hits + tu_counter_errors(&k, MOMENTO_ERR_INVALID_ARGUMENT), N - 5);
+    tu_counter_destroy(&k);
+    momento_client_free(c);
+    free(zeros);
+}
+
 /* The module itself: several gzip members read as one value, as Node's
  * gunzip reads them; bytes after the last member are ignored, as Node
  * does; zstd frames in a row; an unknown format. */
@@ -805,6 +886,7 @@ int main(void)
         cmocka_unit_test(test_not_compressed),
         cmocka_unit_test(test_garbage_after_magic),
         cmocka_unit_test(test_bomb_bounded),
+        cmocka_unit_test(test_bombs_bounded_per_reply),
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_coalescer),
         cmocka_unit_test(test_batcher),
