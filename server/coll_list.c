@@ -55,6 +55,14 @@ uint64_t clist_elem_cost(size_t len)
     return chunk + 2 * sizeof(clist_elem *);
 }
 
+uint64_t clist_elem_wire(size_t len)
+{
+    uint64_t n = 2; /* the tag, and the length's first byte */
+    for (uint64_t v = len; v >= 0x80; v >>= 7)
+        n++;
+    return n + len;
+}
+
 /* Moves the elements, in order, to a new ring of `cap` slots (a power of
  * two, at least len; 0 only for an empty list). */
 static int resize_ring(clist *l, size_t cap)
@@ -111,6 +119,7 @@ static void count_in(clist *l, const clist_elem *e)
     l->len++;
     l->payload += e->len;
     l->bytes += clist_elem_cost(e->len);
+    l->wire += clist_elem_wire(e->len);
 }
 
 static void count_out(clist *l, const clist_elem *e)
@@ -118,6 +127,7 @@ static void count_out(clist *l, const clist_elem *e)
     l->len--;
     l->payload -= e->len;
     l->bytes -= clist_elem_cost(e->len);
+    l->wire -= clist_elem_wire(e->len);
 }
 
 void clist_push_front(clist *l, clist_elem *e)
@@ -206,6 +216,22 @@ uint64_t clist_cost_back(const clist *l, size_t n)
     return sum;
 }
 
+uint64_t clist_wire_front(const clist *l, size_t n)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n && i < l->len; i++)
+        sum += clist_elem_wire(clist_at(l, i)->len);
+    return sum;
+}
+
+uint64_t clist_wire_back(const clist *l, size_t n)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n && i < l->len; i++)
+        sum += clist_elem_wire(clist_at(l, l->len - 1 - i)->len);
+    return sum;
+}
+
 /* Keeps the elements for which `drop` says false, in order, compacting
  * them to the front of the ring's logical order; frees the others. */
 static size_t filter(clist *l, bool (*drop)(const clist_elem *e, size_t i, const void *arg),
@@ -217,6 +243,7 @@ static size_t filter(clist *l, bool (*drop)(const clist_elem *e, size_t i, const
         if (drop(e, i, arg)) {
             l->payload -= e->len;
             l->bytes -= clist_elem_cost(e->len);
+            l->wire -= clist_elem_wire(e->len);
             free(e);
             gone++;
         } else {

@@ -26,6 +26,7 @@ typedef struct clist {
     size_t len;
     uint64_t payload;  /* the elements' lengths, summed */
     uint64_t bytes;    /* the elements' clist_elem_cost(), summed */
+    uint64_t wire;     /* the elements' clist_elem_wire(), summed */
 } clist;
 
 /* An empty list; allocates nothing. */
@@ -41,6 +42,11 @@ void clist_elem_free(clist_elem *e);
  * its block as malloc rounds it, and its share of the ring (two slots: the
  * ring doubles when full and halves when three quarters empty). */
 uint64_t clist_elem_cost(size_t len);
+
+/* What an element of `len` bytes takes in a ListFetch's reply: a repeated
+ * bytes field's tag, its length and its bytes. The server bounds a list by
+ * this sum (srv_check_collection_size()). */
+uint64_t clist_elem_wire(size_t len);
 
 /* Room for `more` pushes beyond the current length. 0, or -1 when out of
  * memory (the list unchanged). */
@@ -66,6 +72,9 @@ void clist_drop_back(clist *l, size_t n);
 /* What the first or last `n` elements cost (clist_elem_cost), summed. */
 uint64_t clist_cost_front(const clist *l, size_t n);
 uint64_t clist_cost_back(const clist *l, size_t n);
+/* Their clist_elem_wire(), summed. */
+uint64_t clist_wire_front(const clist *l, size_t n);
+uint64_t clist_wire_back(const clist *l, size_t n);
 
 /* Frees every element equal to the `len` bytes at `p`, keeping the order of
  * the others; returns how many went. O(len). */

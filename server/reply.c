@@ -334,3 +334,17 @@ void srv_reply_store_error(const momento_local *s, srv_reply *r, int rc, size_t 
     else
         srv_reply_no_memory(r);
 }
+
+bool srv_check_collection_size(const momento_local *s, srv_reply *r, size_t key_len,
+                               uint64_t wire)
+{
+    uint64_t size = key_len + wire;
+    if (size > s->opts.max_item_bytes) {
+        srv_reply_error(r, GRPC_STATUS_RESOURCE_EXHAUSTED, "item_size_limit_exceeded",
+                        "item size %" PRIu64 " bytes exceeds the limit of %" PRIu64
+                        " bytes (a collection is one item)",
+                        size, s->opts.max_item_bytes);
+        return false;
+    }
+    return true;
+}

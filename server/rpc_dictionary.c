@@ -39,7 +39,17 @@ typedef struct dict_field {
 typedef struct dictionary {
     store_coll coll; /* first: the store frees and counts it through this */
     dict_field *fields;
+    uint64_t wire;   /* the fields as DictionaryFetch carries them (pair_wire), summed */
 } dictionary;
+
+/* What a field and its value take in DictionaryFetch's reply: a repeated
+ * message field holding both (each counted as if present: proto3 leaves
+ * out empty bytes). */
+static uint64_t pair_wire(const dict_field *f)
+{
+    uint64_t m = srv_field_bytes(f->field_len) + srv_field_bytes(f->value_len);
+    return srv_field_bytes(m);
+}
 
 /* protobuf-c leaves the data of empty bytes NULL; the hash functions and
  * memcpy want a pointer all the same. */
@@ -128,6 +138,7 @@ static void put_field(dictionary *d, dict_field *f, dict_undo *u)
     HASH_REPLACE(hh, d->fields, data, f->field_len, f, old);
     u->added = f;
     u->replaced = old;
+    d->wire += pair_wire(f) - (old ? pair_wire(old) : 0);
 }
 
 /* Undoes the first `n` swaps, latest first, so that a field the request
@@ -136,10 +147,13 @@ static void rollback(dictionary *d, dict_undo *undo, size_t n)
 {
     while (n-- > 0) {
         HASH_DELETE(hh, d->fields, undo[n].added);
+        d->wire -= pair_wire(undo[n].added);
         free(undo[n].added);
-        if (undo[n].replaced)
+        if (undo[n].replaced) {
             HASH_ADD_KEYPTR(hh, d->fields, undo[n].replaced->data, undo[n].replaced->field_len,
                             undo[n].replaced);
+            d->wire += pair_wire(undo[n].replaced);
+        }
     }
 }
 
@@ -187,6 +201,13 @@ static int write_fields(momento_local *s, store_cache *c, srv_reply *r,
     }
     bool existed = it != NULL;
     int rc = done < n ? STORE_NO_MEMORY : 0;
+    if (rc == 0 && !srv_check_collection_size(s, r, key->len, d->wire)) {
+        rollback(d, undo, done);
+        if (!existed)
+            dict_destroy(&d->coll);
+        free(undo);
+        return -1;
+    }
     if (rc == 0 && existed) {
         rc = store_coll_resize(&s->store, it, bytes);
     } else if (rc == 0) {
@@ -404,6 +425,7 @@ static void remove_fields(momento_local *s, store_item *it, const ProtobufCBinar
         if (f) {
             HASH_DELETE(hh, d->fields, f);
             bytes -= f->cost;
+            d->wire -= pair_wire(f);
             free(f);
         }
     }

@@ -179,8 +179,19 @@ static int64_t add_values(momento_local *s, store_cache *c, srv_reply *r, const 
     kept_range(a, drop_new, &from, &to);
     uint64_t bytes = LIST_BASE_BYTES + l->bytes -
                      (a->front ? clist_cost_back(l, drop_old) : clist_cost_front(l, drop_old));
-    for (size_t i = from; i < to; i++)
+    uint64_t wire = l->wire -
+                    (a->front ? clist_wire_back(l, drop_old) : clist_wire_front(l, drop_old));
+    for (size_t i = from; i < to; i++) {
         bytes += clist_elem_cost(a->values[i].len);
+        wire += clist_elem_wire(a->values[i].len);
+    }
+    if (!srv_check_collection_size(s, r, a->key->len, wire)) {
+        free_elems(elems, 0, a->n);
+        free(elems);
+        if (fresh)
+            list_destroy(&fresh->hdr);
+        return -1;
+    }
     int rc = it ? store_coll_resize(&s->store, it, bytes) : 0;
     if (rc != 0) {
         free_elems(elems, 0, a->n);

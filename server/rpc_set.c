@@ -39,6 +39,7 @@ typedef struct set {
     set_elem *table;
     set_elem **elems; /* the same elements, densely, in no particular order */
     size_t n, cap;
+    uint64_t wire;    /* the elements as SetFetch carries them (srv_field_bytes), summed */
 } set;
 
 /* protobuf-c leaves the data of empty bytes NULL; the hash functions and
@@ -112,6 +113,7 @@ static uint64_t elem_add(set *st, const ProtobufCBinaryData *e)
     el->cost = store_block_cost(el) + STORE_ITEM_OVERHEAD;
     el->index = st->n;
     st->elems[st->n++] = el;
+    st->wire += srv_field_bytes(el->len);
     HASH_ADD_KEYPTR(hh, st->table, el->data, el->len, el);
     return el->cost;
 }
@@ -125,6 +127,7 @@ static uint64_t elem_remove(set *st, set_elem *el)
     set_elem *last = st->elems[--st->n];
     st->elems[el->index] = last;
     last->index = el->index;
+    st->wire -= srv_field_bytes(el->len);
     free(el);
     return cost;
 }
@@ -250,6 +253,14 @@ void srv_set_union(momento_local *s, store_cache *c, const ProtobufCMessage *msg
         else
             bytes += cost;
     }
+    bool fits = rc != 0 || srv_check_collection_size(s, r, req->set_name.len, st->wire);
+    if (!fits) {
+        while (st->n > before)
+            elem_remove(st, st->elems[st->n - 1]);
+        if (!existed)
+            set_destroy(&st->coll);
+        return;
+    }
     if (rc == 0 && existed) {
         rc = store_coll_resize(&s->store, it, bytes);
     } else if (rc == 0) {
@@ -290,10 +301,12 @@ static void swap_contents(set *a, set *b)
     a->elems = b->elems;
     a->n = b->n;
     a->cap = b->cap;
+    a->wire = b->wire;
     b->table = t.table;
     b->elems = t.elems;
     b->n = t.n;
     b->cap = t.cap;
+    b->wire = t.wire;
 }
 
 /* The minuend form (Momento's proto: "cache = request - stored"): the set
@@ -321,6 +334,10 @@ static int minuend(momento_local *s, store_item *it, const ProtobufCBinaryData *
             return -1;
         }
         bytes += cost;
+    }
+    if (!srv_check_collection_size(s, r, it->key_len, next->wire)) {
+        set_destroy(&next->coll);
+        return -1;
     }
     int rc = next->n ? store_coll_resize(&s->store, it, bytes) : 0;
     if (rc != 0) {

@@ -110,4 +110,31 @@ void srv_reply_wrong_type(srv_reply *r);
  * `item_len` the bytes written) or STORE_NO_MEMORY. */
 void srv_reply_store_error(const momento_local *s, srv_reply *r, int rc, size_t item_len);
 
+/* ---- Per-request limits: what one request may make the server thread do
+ * (docs/server.md "Per-request limits"). The server has one thread; the
+ * work of a request is bounded by the bytes it carries (the request
+ * limit), by the size of one collection, or refused here. */
+
+/* The bytes a byte string of `len` takes as a length-delimited protobuf
+ * field: its tag, its length and itself. */
+static inline uint64_t srv_field_bytes(uint64_t len)
+{
+    uint64_t n = 2; /* the tag, and the length's first byte */
+    for (uint64_t v = len; v >= 0x80; v >>= 7)
+        n++;
+    return n + len;
+}
+/* A collection is one item (Momento: "a grouping of related data into a
+ * single item"), so the item limit bounds it as a whole: its key plus its
+ * elements as a fetch of all of it carries them (each family's `wire`
+ * count; inferred, docs/server.md). A write that would take it past the
+ * limit is refused whole with RESOURCE_EXHAUSTED, err
+ * item_size_limit_exceeded, the answer to an item over the limit. Being
+ * bounded, no collection costs more than that to fetch, delete or scan. */
+bool srv_check_collection_size(const momento_local *s, srv_reply *r, size_t key_len,
+                               uint64_t wire);
+/* SortedSetUnionStore names at most this many sources (INVALID_ARGUMENT;
+ * momento-local's own limit: none is published). */
+#define SRV_MAX_UNION_SOURCES 100u
+
 #endif

@@ -126,6 +126,22 @@ uint64_t zset_node_cost(const zset_node *n)
     return chunk + 2 * sizeof(zset_node *);
 }
 
+/* A varint's length. */
+static uint64_t varint_bytes(uint64_t v)
+{
+    uint64_t n = 1;
+    for (; v >= 0x80; v >>= 7)
+        n++;
+    return n;
+}
+
+uint64_t zset_elem_wire(size_t len)
+{
+    /* value: tag, length, bytes; score: tag, 8 bytes. */
+    uint64_t m = 1 + varint_bytes(len) + len + 9;
+    return 1 + varint_bytes(m) + m;
+}
+
 /* ---- The hash table ---- */
 
 static void table_put(zset_node **table, size_t cap, zset_node *n)
@@ -293,6 +309,7 @@ void zset_insert(zset *z, zset_node *n)
     link_node(z, n);
     z->payload += n->len;
     z->bytes += zset_node_cost(n);
+    z->wire += zset_elem_wire(n->len);
 }
 
 void zset_rescore(zset *z, zset_node *n, double score)
@@ -316,6 +333,7 @@ void zset_remove(zset *z, zset_node *n)
     table_delete(z, n);
     z->payload -= n->len;
     z->bytes -= zset_node_cost(n);
+    z->wire -= zset_elem_wire(n->len);
     free(n);
     table_shrink(z);
 }

@@ -47,6 +47,7 @@ typedef struct zset {
     uint64_t rng;       /* for the elements' heights */
     uint64_t payload;   /* the values' lengths, summed */
     uint64_t bytes;     /* what the nodes cost (zset_node_cost), summed */
+    uint64_t wire;      /* the elements' zset_elem_wire(), summed */
 } zset;
 
 /* An empty set. 0, or -1 when out of memory. */
@@ -67,6 +68,12 @@ void zset_node_free(zset_node *n);
 /* What a node costs against the server's memory limit: its block as malloc
  * rounds it, and its share of the hash table. */
 uint64_t zset_node_cost(const zset_node *n);
+
+/* What an element of a `len`-byte value takes in a fetch's reply with
+ * scores: a repeated message field holding the value and the score, each
+ * counted as if present (proto3 leaves out an empty value and a zero
+ * score). The server bounds a set by this sum (srv_check_collection_size()). */
+uint64_t zset_elem_wire(size_t len);
 
 /* Room in the hash table for `more` new values. 0, or -1 when out of
  * memory (the set unchanged). */

@@ -2,7 +2,9 @@
  * values, hits and misses, Missing for an absent collection, deletion of
  * an emptied one, CollectionTtl (created with the TTL, refreshed only when
  * asked), the type mismatch both ways, ItemGetType of each kind, random
- * samples and pops, and --max-memory counting a collection's bytes. */
+ * samples and pops, --max-memory counting a collection's bytes, and the
+ * limits on what one request may make the server do (a collection within
+ * the item limit, SortedSetUnionStore's sources). */
 #include "testutil.h"
 
 #include "cacheclient.pb-c.h"
@@ -864,6 +866,284 @@ static void test_max_memory(void **state)
     momento_local_stop(s);
 }
 
+/* ---- Per-request limits ------------------------------------------------------- */
+
+/* `n` distinct byte strings of `len` bytes (len >= 4: the index is in the
+ * first four), in one block the caller frees with free_elems(). */
+static ProtobufCBinaryData *make_elems(size_t n, size_t len)
+{
+    ProtobufCBinaryData *e = calloc(n ? n : 1, sizeof(*e));
+    uint8_t *bytes = malloc(n * len + 1);
+    assert_non_null(e);
+    assert_non_null(bytes);
+    memset(bytes, 'e', n * len);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *p = bytes + i * len;
+        p[0] = (uint8_t)(i >> 24);
+        p[1] = (uint8_t)(i >> 16);
+        p[2] = (uint8_t)(i >> 8);
+        p[3] = (uint8_t)i;
+        e[i] = (ProtobufCBinaryData){len, p};
+    }
+    return e;
+}
+
+static void free_elems(ProtobufCBinaryData *e)
+{
+    free(e[0].data);
+    free(e);
+}
+
+/* SortedSetPut of the elements, each with score i; the status. */
+static int zput_at(const char *ep, const char *name, const ProtobufCBinaryData *vals, size_t n,
+                   tu_raw_reply *r)
+{
+    CacheClient__SortedSetElement *el = calloc(n ? n : 1, sizeof(*el));
+    CacheClient__SortedSetElement **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+    for (size_t i = 0; i < n; i++) {
+        el[i] = (CacheClient__SortedSetElement)CACHE_CLIENT____SORTED_SET_ELEMENT__INIT;
+        el[i].value = vals[i];
+        el[i].score = (double)i;
+        ptrs[i] = &el[i];
+    }
+    CacheClient__SortedSetPutRequest req = CACHE_CLIENT____SORTED_SET_PUT_REQUEST__INIT;
+    req.set_name = B(name);
+    req.elements = ptrs;
+    req.n_elements = n;
+    req.ttl_milliseconds = 60000;
+    int st = call_at(ep, SCS "SortedSetPut", &req.base, r);
+    free(el);
+    free(ptrs);
+    return st;
+}
+
+/* SortedSetUnionStore into `dest` of `n` sources, each `names[i % n_names]`
+ * with weight 1; the status, the length stored in *len. */
+static int zunion_at(const char *ep, const char *dest, const char *const *names, size_t n_names,
+                     size_t n, tu_raw_reply *r, long *len)
+{
+    CacheClient__SortedSetUnionStoreRequest__Source *src = calloc(n ? n : 1, sizeof(*src));
+    CacheClient__SortedSetUnionStoreRequest__Source **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+    for (size_t i = 0; i < n; i++) {
+        src[i] = (CacheClient__SortedSetUnionStoreRequest__Source)
+            CACHE_CLIENT____SORTED_SET_UNION_STORE_REQUEST____SOURCE__INIT;
+        src[i].set_name = B(names[i % n_names]);
+        src[i].weight = 1;
+        ptrs[i] = &src[i];
+    }
+    CacheClient__SortedSetUnionStoreRequest req = CACHE_CLIENT____SORTED_SET_UNION_STORE_REQUEST__INIT;
+    req.set_name = B(dest);
+    req.sources = ptrs;
+    req.n_sources = n;
+    req.ttl_milliseconds = 60000;
+    int st = call_at(ep, SCS "SortedSetUnionStore", &req.base, r);
+    *len = -1;
+    if (st == 0) {
+        CacheClient__SortedSetUnionStoreResponse *resp =
+            cache_client____sorted_set_union_store_response__unpack(NULL, r->lens[0], r->msgs[0]);
+        assert_non_null(resp);
+        *len = (long)resp->length;
+        protobuf_c_message_free_unpacked(&resp->base, NULL);
+    }
+    free(src);
+    free(ptrs);
+    return st;
+}
+
+/* The issue's request named one 100,000-element set 1000 times and held
+ * the server thread 22.5 s. A union now names at most 100 sources
+ * (INVALID_ARGUMENT), and its sources may hold, together, at most what one
+ * collection may (the 5 MiB item limit, counted as a fetch with scores
+ * carries them): beyond that RESOURCE_EXHAUSTED before any is read, and
+ * the destination is left alone. 50,000 elements of 16 bytes take 29
+ * bytes each: 1,450,000 bytes, three times within the limit, four past. */
+static void test_union_store_limits(void **state)
+{
+    (void)state;
+    enum { N = 50000 };
+    ProtobufCBinaryData *vals = make_elems(N, 16);
+    tu_raw_reply r;
+    assert_int_equal(zput_at(target, "zbig", vals, N, &r), 0);
+    tu_raw_reply_free(&r);
+    free_elems(vals);
+    const char *big[] = {"zbig"}, *missing[] = {"nozset"};
+    long len;
+
+    assert_int_equal(zunion_at(target, "zu", big, 1, 1000, &r, &len), ST_INVALID_ARGUMENT);
+    assert_string_equal(r.details, "SortedSetUnionStore takes at most 100 sources, not 1000");
+    tu_raw_reply_free(&r);
+    assert_int_equal(zunion_at(target, "zu", missing, 1, 101, &r, &len), ST_INVALID_ARGUMENT);
+    tu_raw_reply_free(&r);
+    assert_int_equal(zunion_at(target, "zu", missing, 1, 100, &r, &len), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(len, 0);
+
+    assert_int_equal(zunion_at(target, "zu", big, 1, 4, &r, &len), ST_RESOURCE_EXHAUSTED);
+    assert_string_equal(r.err, "");
+    assert_string_equal(r.details, "SortedSetUnionStore's sources hold 5800000 bytes, more than"
+                                   " the item limit of 5242880 bytes one union may read");
+    tu_raw_reply_free(&r);
+    assert_int_equal(item_type("zu"), -1);
+    assert_int_equal(zunion_at(target, "zu", big, 1, 3, &r, &len), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(len, N);
+    /* A source that is missing or empty adds nothing to the count. */
+    const char *mixed[] = {"zbig", "nozset", "nozset", "zbig", "zbig"};
+    assert_int_equal(zunion_at(target, "zu2", mixed, 5, 5, &r, &len), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(len, N);
+}
+
+/* A collection is one item: its key and its elements, as a fetch of all
+ * of it carries them, within the item limit (--max-item-bytes, here 4096).
+ * A write past it is refused whole, as an item over the limit is
+ * (RESOURCE_EXHAUSTED, item_size_limit_exceeded), and leaves the
+ * collection as it was. */
+static void test_collection_item_limit(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    momento_local_options_set_max_item_bytes(o, 4096);
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    const char *ep = momento_local_endpoint(s);
+    tu_raw_reply r;
+
+    /* A set: key "s" and 45 elements of 89 bytes (tag, length, bytes: 91
+     * each) are 4096 bytes exactly; one more element, even an empty one,
+     * is too many. */
+    ProtobufCBinaryData *e = make_elems(45, 89);
+    CacheClient__SetUnionRequest su = CACHE_CLIENT____SET_UNION_REQUEST__INIT;
+    su.set_name = B("s");
+    su.elements = e;
+    su.n_elements = 45;
+    assert_int_equal(call_at(ep, SCS "SetUnion", &su.base, &r), 0);
+    tu_raw_reply_free(&r);
+    ProtobufCBinaryData none = {0, NULL};
+    su.elements = &none;
+    su.n_elements = 1;
+    assert_int_equal(call_at(ep, SCS "SetUnion", &su.base, &r), ST_RESOURCE_EXHAUSTED);
+    assert_string_equal(r.err, "item_size_limit_exceeded");
+    assert_string_equal(r.details,
+                        "item size 4098 bytes exceeds the limit of 4096 bytes (a collection is one item)");
+    tu_raw_reply_free(&r);
+    su.elements = e; /* elements it holds: no growth, accepted */
+    su.n_elements = 3;
+    assert_int_equal(call_at(ep, SCS "SetUnion", &su.base, &r), 0);
+    tu_raw_reply_free(&r);
+    CacheClient__SetFetchRequest sf = CACHE_CLIENT____SET_FETCH_REQUEST__INIT;
+    sf.set_name = B("s");
+    assert_int_equal(call_at(ep, SCS "SetFetch", &sf.base, &r), 0);
+    CacheClient__SetFetchResponse *sr =
+        cache_client____set_fetch_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(sr->found->n_elements, 45);
+    protobuf_c_message_free_unpacked(&sr->base, NULL);
+    tu_raw_reply_free(&r);
+
+    /* A list of the same: full; a push past it is refused, unless its
+     * truncation keeps the list within the limit. */
+    CacheClient__ListConcatenateBackRequest lc = CACHE_CLIENT____LIST_CONCATENATE_BACK_REQUEST__INIT;
+    lc.list_name = B("l");
+    lc.values = e;
+    lc.n_values = 45;
+    assert_int_equal(call_at(ep, SCS "ListConcatenateBack", &lc.base, &r), 0);
+    tu_raw_reply_free(&r);
+    CacheClient__ListPushBackRequest lp = CACHE_CLIENT____LIST_PUSH_BACK_REQUEST__INIT;
+    lp.list_name = B("l");
+    lp.value = e[0];
+    assert_int_equal(call_at(ep, SCS "ListPushBack", &lp.base, &r), ST_RESOURCE_EXHAUSTED);
+    assert_string_equal(r.err, "item_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+    lp.truncate_front_to_size = 45;
+    assert_int_equal(call_at(ep, SCS "ListPushBack", &lp.base, &r), 0);
+    CacheClient__ListPushBackResponse *lr =
+        cache_client____list_push_back_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(lr->list_length, 45);
+    protobuf_c_message_free_unpacked(&lr->base, NULL);
+    tu_raw_reply_free(&r);
+
+    /* A dictionary and a sorted set created past the limit: not created. */
+    CacheClient__DictionaryFieldValuePair pairs[45], *pp[45];
+    for (size_t i = 0; i < 45; i++) {
+        pairs[i] = (CacheClient__DictionaryFieldValuePair)CACHE_CLIENT____DICTIONARY_FIELD_VALUE_PAIR__INIT;
+        pairs[i].field = e[i];
+        pairs[i].value = e[i];
+        pp[i] = &pairs[i];
+    }
+    CacheClient__DictionarySetRequest ds = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
+    ds.dictionary_name = B("d");
+    ds.items = pp;
+    ds.n_items = 45;
+    assert_int_equal(call_at(ep, SCS "DictionarySet", &ds.base, &r), ST_RESOURCE_EXHAUSTED);
+    assert_string_equal(r.err, "item_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+    ds.n_items = 20; /* 20 x 184 bytes: fits */
+    assert_int_equal(call_at(ep, SCS "DictionarySet", &ds.base, &r), 0);
+    tu_raw_reply_free(&r);
+    ds.items = pp + 20;
+    ds.n_items = 5; /* 4 more would do, 5 is one too many */
+    assert_int_equal(call_at(ep, SCS "DictionarySet", &ds.base, &r), ST_RESOURCE_EXHAUSTED);
+    tu_raw_reply_free(&r);
+    CacheClient__DictionaryLengthRequest dl = CACHE_CLIENT____DICTIONARY_LENGTH_REQUEST__INIT;
+    dl.dictionary_name = B("d");
+    assert_int_equal(call_at(ep, SCS "DictionaryLength", &dl.base, &r), 0);
+    CacheClient__DictionaryLengthResponse *dr =
+        cache_client____dictionary_length_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_int_equal(dr->found->length, 20);
+    protobuf_c_message_free_unpacked(&dr->base, NULL);
+    tu_raw_reply_free(&r);
+
+    assert_int_equal(zput_at(ep, "z", e, 45, &r), ST_RESOURCE_EXHAUSTED);
+    assert_string_equal(r.err, "item_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+    /* 36 elements of 89 bytes with scores take 102 bytes each: 3672. A
+     * union of it is as big, and its destination's longer name tips it
+     * over. */
+    assert_int_equal(zput_at(ep, "z", e, 36, &r), 0);
+    tu_raw_reply_free(&r);
+    char dest[512];
+    memset(dest, 'k', sizeof(dest) - 1);
+    dest[sizeof(dest) - 1] = '\0';
+    const char *src[] = {"z"};
+    long len;
+    assert_int_equal(zunion_at(ep, dest, src, 1, 1, &r, &len), ST_RESOURCE_EXHAUSTED);
+    assert_string_equal(r.err, "item_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+    assert_int_equal(zunion_at(ep, "z2", src, 1, 1, &r, &len), 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(len, 36);
+    free_elems(e);
+    momento_local_stop(s);
+}
+
+/* At the default limit, 5 MiB: a set of 51 elements of 100 KiB (102,404
+ * bytes each with their framing) fits, a 52nd does not. */
+static void test_collection_item_limit_default(void **state)
+{
+    (void)state;
+    ProtobufCBinaryData *e = make_elems(52, 100 * 1024);
+    CacheClient__SetUnionRequest su = CACHE_CLIENT____SET_UNION_REQUEST__INIT;
+    su.set_name = B("huge");
+    tu_raw_reply r;
+    su.elements = e;
+    su.n_elements = 26;
+    assert_int_equal(call(SCS "SetUnion", &su.base, &r), 0);
+    tu_raw_reply_free(&r);
+    su.elements = e + 26;
+    su.n_elements = 25;
+    assert_int_equal(call(SCS "SetUnion", &su.base, &r), 0);
+    tu_raw_reply_free(&r);
+    su.elements = e + 51;
+    su.n_elements = 1;
+    assert_int_equal(call(SCS "SetUnion", &su.base, &r), ST_RESOURCE_EXHAUSTED);
+    assert_string_equal(r.err, "item_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+    assert_int_equal(set_length("huge"), 51);
+    free_elems(e);
+}
+
 /* Flushing the cache frees its collections with it. */
 static void test_flush(void **state)
 {
@@ -892,6 +1172,9 @@ int main(void)
         cmocka_unit_test(test_set_pop),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_max_memory),
+        cmocka_unit_test(test_union_store_limits),
+        cmocka_unit_test(test_collection_item_limit),
+        cmocka_unit_test(test_collection_item_limit_default),
         cmocka_unit_test(test_flush),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
