@@ -69,12 +69,13 @@ int srv_reply_reserve(srv_reply *r, size_t n)
 
 int srv_reply_add(srv_reply *r, const ProtobufCMessage *m)
 {
-    if (srv_reply_reserve(r, 1) != 0)
-        return -1;
     size_t size = protobuf_c_message_get_packed_size(m);
+    if (!srv_check_reply_size(r, r->bytes + size) || srv_reply_reserve(r, 1) != 0)
+        return -1;
     grpc_slice s = grpc_slice_malloc(size);
     protobuf_c_message_pack(m, GRPC_SLICE_START_PTR(s));
     r->msgs[r->n_msgs++] = s;
+    r->bytes += size;
     return 0;
 }
 
@@ -84,6 +85,7 @@ int srv_reply_add_static(srv_reply *r, const uint8_t *bytes, size_t len)
         return -1;
     /* No copy and no reference count: gRPC sends the constant itself. */
     r->msgs[r->n_msgs++] = grpc_slice_from_static_buffer(bytes, len);
+    r->bytes += len;
     return 0;
 }
 
@@ -100,8 +102,9 @@ static void free_block(void *p, size_t len)
 
 uint8_t *srv_reply_block(srv_reply *r, size_t n, size_t bytes)
 {
-    if (srv_reply_reserve(r, n) != 0)
+    if (!srv_check_reply_size(r, r->bytes + bytes) || srv_reply_reserve(r, n) != 0)
         return NULL;
+    r->bytes += bytes;
     grpc_slice_unref(r->block);
     r->block = grpc_empty_slice();
     r->block_used = 0;
@@ -143,6 +146,7 @@ void srv_reply_clear(srv_reply *r)
     r->msgs = NULL;
     r->n_msgs = 0;
     r->cap = 0;
+    r->bytes = 0;
     r->status = GRPC_STATUS_OK;
     r->details[0] = '\0';
     r->err = NULL;
@@ -344,6 +348,18 @@ bool srv_check_collection_size(const momento_local *s, srv_reply *r, size_t key_
                         "item size %" PRIu64 " bytes exceeds the limit of %" PRIu64
                         " bytes (a collection is one item)",
                         size, s->opts.max_item_bytes);
+        return false;
+    }
+    return true;
+}
+
+bool srv_check_reply_size(srv_reply *r, uint64_t bytes)
+{
+    if (bytes > SRV_MAX_REPLY_BYTES) {
+        srv_reply_error(r, GRPC_STATUS_RESOURCE_EXHAUSTED, NULL,
+                        "the reply would hold %" PRIu64 " bytes, more than the %u one request"
+                        " may return",
+                        bytes, SRV_MAX_REPLY_BYTES);
         return false;
     }
     return true;

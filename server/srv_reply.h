@@ -29,6 +29,9 @@ typedef struct srv_reply {
     /* srv_reply_block()'s memory, which its messages are slices of. */
     grpc_slice block;
     size_t block_used;
+    /* The messages' bytes so far (a block's counted whole), held within
+     * SRV_MAX_REPLY_BYTES. */
+    uint64_t bytes;
 } srv_reply;
 
 /* Replaces the reply with an error; its messages are dropped. */
@@ -38,7 +41,8 @@ void srv_reply_error(srv_reply *r, grpc_status_code status, const char *err, con
 void srv_reply_no_memory(srv_reply *r);
 /* INVALID_ARGUMENT "request could not be decoded". */
 void srv_reply_undecodable(srv_reply *r);
-/* Appends a packed copy of `m`; returns 0, or -1 (no memory, reply set). */
+/* Appends a packed copy of `m`; returns 0, or -1 (no memory, or the
+ * reply past SRV_MAX_REPLY_BYTES: reply set). */
 int srv_reply_add(srv_reply *r, const ProtobufCMessage *m);
 /* Makes room for `n` more messages, so that adding them allocates no array
  * on the way; returns 0, or -1 (no memory, reply set). */
@@ -48,7 +52,8 @@ int srv_reply_reserve(srv_reply *r, size_t n);
 int srv_reply_add_static(srv_reply *r, const uint8_t *bytes, size_t len);
 /* For many messages packed into one allocation: room for `n` more messages
  * and `bytes` bytes for them all. Returns where to write them, or NULL (no
- * memory, reply set). Once per reply. Write them back to back, each
+ * memory, or the reply past SRV_MAX_REPLY_BYTES: reply set). Once per
+ * reply. Write them back to back, each
  * followed by srv_reply_carve() with its length. */
 uint8_t *srv_reply_block(srv_reply *r, size_t n, size_t bytes);
 /* Appends the next `len` bytes of the block as a message. */
@@ -136,5 +141,14 @@ bool srv_check_collection_size(const momento_local *s, srv_reply *r, size_t key_
 /* SortedSetUnionStore names at most this many sources (INVALID_ARGUMENT;
  * momento-local's own limit: none is published). */
 #define SRV_MAX_UNION_SOURCES 100u
+/* The most one request's reply may hold in all (its messages summed): the
+ * largest request the server receives. A GetBatch naming one big item
+ * many times, or a DictionaryGet one big field, asks for more than its own
+ * size many times over; beyond this it is refused (RESOURCE_EXHAUSTED)
+ * before anything is copied. srv_reply_add() and srv_reply_block() hold
+ * every reply to it. */
+#define SRV_MAX_REPLY_BYTES (64u * 1024u * 1024u)
+/* A reply of `bytes` in all within SRV_MAX_REPLY_BYTES. */
+bool srv_check_reply_size(srv_reply *r, uint64_t bytes);
 
 #endif

@@ -4,7 +4,7 @@
  * asked), the type mismatch both ways, ItemGetType of each kind, random
  * samples and pops, --max-memory counting a collection's bytes, and the
  * limits on what one request may make the server do (a collection within
- * the item limit, SortedSetUnionStore's sources). */
+ * the item limit, SortedSetUnionStore's sources, a reply's size). */
 #include "testutil.h"
 
 #include "cacheclient.pb-c.h"
@@ -1144,6 +1144,62 @@ static void test_collection_item_limit_default(void **state)
     free_elems(e);
 }
 
+/* GetBatch naming one 1 MiB item 100 times, or DictionaryGet one 100 KiB
+ * field 1000 times, would return 100 MB for a request of a few KB: past
+ * the 64 MiB one reply may hold, refused before anything is copied. Ten
+ * times each is answered. */
+static void test_reply_limit(void **state)
+{
+    (void)state;
+    size_t mib = 1024 * 1024;
+    char *v = malloc(mib);
+    assert_non_null(v);
+    memset(v, 'v', mib);
+    assert_int_equal(scalar_set_at(target, "one_mib", v, mib), 0);
+    CacheClient__GetRequest g = CACHE_CLIENT____GET_REQUEST__INIT, *gp[100];
+    g.cache_key = B("one_mib");
+    for (size_t i = 0; i < 100; i++)
+        gp[i] = &g;
+    CacheClient__GetBatchRequest gb = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
+    gb.items = gp;
+    gb.n_items = 100;
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "GetBatch", &gb.base, &r), ST_RESOURCE_EXHAUSTED);
+    assert_string_equal(r.details,
+                        "the reply would hold 104858200 bytes, more than the 67108864 one request"
+                        " may return");
+    tu_raw_reply_free(&r);
+    gb.n_items = 10;
+    assert_int_equal(call(SCS "GetBatch", &gb.base, &r), 0);
+    assert_int_equal(r.n_msgs, 10);
+    tu_raw_reply_free(&r);
+
+    CacheClient__DictionaryFieldValuePair pair = CACHE_CLIENT____DICTIONARY_FIELD_VALUE_PAIR__INIT;
+    CacheClient__DictionaryFieldValuePair *pairs[] = {&pair};
+    pair.field = B("f");
+    pair.value = (ProtobufCBinaryData){100 * 1024, (uint8_t *)v};
+    CacheClient__DictionarySetRequest ds = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
+    ds.dictionary_name = B("dbig");
+    ds.items = pairs;
+    ds.n_items = 1;
+    assert_int_equal(call(SCS "DictionarySet", &ds.base, &r), 0);
+    tu_raw_reply_free(&r);
+    ProtobufCBinaryData *fields = calloc(1000, sizeof(*fields));
+    for (size_t i = 0; i < 1000; i++)
+        fields[i] = B("f");
+    CacheClient__DictionaryGetRequest dg = CACHE_CLIENT____DICTIONARY_GET_REQUEST__INIT;
+    dg.dictionary_name = B("dbig");
+    dg.fields = fields;
+    dg.n_fields = 1000;
+    assert_int_equal(call(SCS "DictionaryGet", &dg.base, &r), ST_RESOURCE_EXHAUSTED);
+    tu_raw_reply_free(&r);
+    dg.n_fields = 10;
+    assert_int_equal(call(SCS "DictionaryGet", &dg.base, &r), 0);
+    tu_raw_reply_free(&r);
+    free(fields);
+    free(v);
+}
+
 /* Flushing the cache frees its collections with it. */
 static void test_flush(void **state)
 {
@@ -1175,6 +1231,7 @@ int main(void)
         cmocka_unit_test(test_union_store_limits),
         cmocka_unit_test(test_collection_item_limit),
         cmocka_unit_test(test_collection_item_limit_default),
+        cmocka_unit_test(test_reply_limit),
         cmocka_unit_test(test_flush),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
