@@ -368,7 +368,9 @@ static bool decode_value(const uint8_t *p, const uint8_t *end, sub_msg *m)
         if ((field == 1 || field == 2) && type == 2) { /* text, binary: the last wins */
             if (!wire_bytes(&p, end, &m->value, &m->value_len))
                 return false;
-            m->is_text = field == 1;
+            /* is_text means valid UTF-8: a server's "text" that is not is
+             * delivered as the bytes it is. */
+            m->is_text = field == 1 && momento__is_utf8(m->value, m->value_len);
             m->has_value = true;
         } else if (field == 0 || !momento__wire_skip(&p, end, type)) {
             return false;

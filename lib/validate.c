@@ -119,6 +119,11 @@ static const char *headers_problem(const momento_header *h, size_t n)
     return NULL;
 }
 
+bool momento__is_utf8(const void *p, size_t n)
+{
+    return (p || !n) && utf8_problem(p, n, 1) == n;
+}
+
 int momento__check_utf8(const void *p, size_t n)
 {
     if (!p && n)

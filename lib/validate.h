@@ -7,6 +7,7 @@
 
 #include "momento/momento.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Returns from the enclosing function when `expr` is a negative error. */
@@ -50,6 +51,9 @@ int momento__check_condition(momento_condition condition, const void *compare,
  * nor only whitespace (the SDKs' "topic name must not be empty"), within
  * one request. */
 int momento__check_topic_name(const char *topic);
+/* Whether `n` bytes at `p` are valid UTF-8 (control characters allowed):
+ * a plain answer, for what arrives rather than what is refused. */
+bool momento__is_utf8(const void *p, size_t n);
 /* Bytes that travel as a protobuf string: valid UTF-8 (control characters
  * allowed). */
 int momento__check_utf8(const void *p, size_t n);

@@ -106,7 +106,9 @@ typedef struct momento_topic_event {
     /* ITEM */
     const uint8_t *value;
     size_t value_len;
-    int is_text;                   /* published as text (valid UTF-8) */
+    /* 1: published as text, and valid UTF-8; 0: bytes (also text a
+     * server sent that is not valid UTF-8, delivered as its bytes) */
+    int is_text;
     uint64_t sequence_number;
     uint64_t sequence_page;
     const char *publisher_id;      /* NUL-terminated; "" when none */

@@ -911,6 +911,55 @@ static void test_gaps_repeats_and_garbage_from_a_server(void **state)
     tu_fake_stop(f);
 }
 
+/* Issue 27 item 5: is_text means valid UTF-8. A server's item sent as text
+ * whose bytes are not UTF-8 (ff fe) arrives as bytes (is_text 0, nothing
+ * lost); valid text arrives as text. */
+static bool fake_bad_text(void *arg, size_t call, size_t i, grpc_slice *msg)
+{
+    (void)arg;
+    (void)call;
+    static const char *const texts[] = {NULL, "\xff\xfe", "h\xc3\xa9llo", "a\xc3"};
+    if (i < 4) {
+        *msg = i == 0 ? pack_heartbeat() : pack_item(i, 3, texts[i]);
+        return true;
+    }
+    return false;
+}
+
+static void test_invalid_utf8_text_is_bytes(void **state)
+{
+    (void)state;
+    tu_fake *f = tu_fake_start(fake_bad_text, NULL, 0);
+    momento_credentials *cr = NULL;
+    assert_int_equal(momento_credentials_local(&cr, tu_fake_endpoint(f), NULL), MOMENTO_OK);
+    momento_client *c = NULL;
+    assert_int_equal(momento_client_new(&c, NULL, cr), MOMENTO_OK);
+    momento_credentials_free(cr);
+    recorder r;
+    rec_init(&r);
+    momento_subscription *sub = subscribe(c, "t", &r, NULL);
+    assert_true(wait_kind(&r, MOMENTO_TOPIC_ITEM, 3, 5000) >= 3);
+    pthread_mutex_lock(&r.lock);
+    const rec_event *items[3];
+    size_t n = 0;
+    for (size_t i = 0; i < r.n && n < 3; i++)
+        if (r.ev[i].kind == MOMENTO_TOPIC_ITEM)
+            items[n++] = &r.ev[i];
+    pthread_mutex_unlock(&r.lock);
+    assert_int_equal(items[0]->is_text, 0);
+    assert_int_equal(items[0]->value_len, 2);
+    assert_memory_equal(items[0]->value, "\xff\xfe", 2);
+    assert_int_equal(items[1]->is_text, 1);
+    assert_int_equal(items[1]->value_len, 6);
+    assert_memory_equal(items[1]->value, "h\xc3\xa9llo", 6);
+    assert_int_equal(items[2]->is_text, 0); /* truncated sequence */
+    assert_int_equal(items[2]->value_len, 2);
+    momento_subscription_free(sub);
+    rec_destroy(&r);
+    momento_client_free(c);
+    tu_fake_stop(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -929,6 +978,7 @@ int main(void)
         cmocka_unit_test(test_blocking_subscribe_from_callback),
         cmocka_unit_test(test_subscriptions_share_a_stream),
         cmocka_unit_test(test_gaps_repeats_and_garbage_from_a_server),
+        cmocka_unit_test(test_invalid_utf8_text_is_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
