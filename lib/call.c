@@ -411,6 +411,14 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
         release(call);
         return MOMENTO_ERR_NO_MEMORY;
     }
+    /* Under a cap, the gRPC call is published when it leaves the queue. */
+    bool gated = c->cfg.max_concurrent != 0;
+    /* What a cancel or the client's free fires when the request has no gRPC
+     * call: while it is queued, that ends its wait (gate_fire); otherwise
+     * the fire finds nothing to do. Set before the token's hook is hung,
+     * which a cancel on another thread may fire at once. */
+    if (gated)
+        call->track.wake = &call->gate_timer;
     if (opts->token) {
         /* Hung before the request is accepted: a cancel from now on either
          * finds it not yet accepted (then it is refused below) or ends its
@@ -423,13 +431,6 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
             return MOMENTO_ERR_CANCELLED;
         }
     }
-    /* Under a cap, the gRPC call is published when it leaves the queue. */
-    bool gated = c->cfg.max_concurrent != 0;
-    /* What a cancel or the client's free fires when the request has no gRPC
-     * call: while it is queued, that ends its wait (gate_fire); otherwise
-     * the fire finds nothing to do. */
-    if (gated)
-        call->track.wake = &call->gate_timer;
     rc = momento__client_accept(c, &call->track, gated ? NULL : gc);
     if (rc != MOMENTO_OK) {
         if (call->token)
