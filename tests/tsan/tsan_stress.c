@@ -69,6 +69,8 @@ typedef struct rec {
     uint8_t op, key, client;
     bool coalescing, from_callback, with_token;
     uint32_t timeout_ms;
+    int64_t not_before_ns; /* the clock before the call plus its timeout: no
+                            * TIMEOUT may come earlier (issue 27 item 3) */
     atomic_int calls;  /* callbacks seen */
     atomic_int error;  /* of the (first) callback's result */
     int submit_rc;     /* written by the submitter after the call returned */
@@ -101,6 +103,13 @@ typedef struct slot {
     momento_cancel_token *token;
 } slot;
 static slot slots[N_SLOTS];
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static int64_t now_ms(void)
 {
@@ -245,6 +254,8 @@ static bool submit_one(unsigned client, bool from_callback)
     momento_coalescer *co = coalescers[client];
     int rc;
     char dname[10];
+    q->not_before_ns =
+        now_ns() + (int64_t)(q->timeout_ms ? q->timeout_ms : CLIENT_TIMEOUT_MS) * 1000000;
     snprintf(dname, sizeof(dname), "d%s", key);
     if (q->op == OP_DFETCH) {
         rc = q->coalescing ? momento_coalescing_dictionary_fetch(co, CACHE, dname, strlen(dname),
@@ -334,6 +345,11 @@ static void on_result(const momento_result *r, void *userdata)
         atomic_fetch_add(&results[q->client][R_CANCELLED], 1);
     } else if (err == MOMENTO_ERR_TIMEOUT) {
         atomic_fetch_add(&results[q->client][R_TIMEOUT], 1);
+        int64_t early = q->not_before_ns - now_ns();
+        if (early > 0)
+            fail("request %zu (%s%s, client %u, timeout %u ms): TIMEOUT %.3f ms before its "
+                 "deadline", id, q->coalescing ? "coalescing " : "", op_names[q->op], q->client,
+                 q->timeout_ms, (double)early / 1e6);
     } else if (err == MOMENTO_ERR_CLOSED) {
         atomic_fetch_add(&results[q->client][R_CLOSED], 1);
     } else {
