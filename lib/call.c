@@ -57,6 +57,7 @@ struct momento__call {
     uint8_t own_md, n_own_md;   /* md[own_md ..] are the request's own headers, copied */
     momento__channel *channel;
     gpr_timespec deadline;      /* the request's overall deadline */
+    gpr_timespec attempt_deadline; /* this attempt's: the overall, or its own if sooner */
     momento__retry_entry retry; /* while waiting for its next attempt */
     /* The client's cap on requests in flight (momento_config_set_max_
      * concurrent_requests()): whether it waits for a place or holds one,
@@ -134,6 +135,7 @@ static grpc_call *new_attempt_call(momento__call *call)
         if (gpr_time_cmp(own, deadline) < 0)
             deadline = own;
     }
+    call->attempt_deadline = deadline;
     return grpc_channel_create_registered_call(call->channel->channel, NULL,
                                                GRPC_PROPAGATE_DEFAULTS, c->cq,
                                                call->channel->registered[call->method],
@@ -513,14 +515,13 @@ static void reset_attempt(momento__call *call)
 
 static void deliver(momento__call *call);
 
-/* gRPC keeps its timers in whole milliseconds, so the DEADLINE_EXCEEDED
- * of a call's own deadline can come a fraction of a millisecond early (0.4
- * ms seen under load). Such an end is delivered at the deadline instead:
- * no request ends TIMEOUT before its own deadline. A server's answer more
- * than this before the deadline is delivered as it came (a per-attempt
- * timeout with no retry left, or a server's own limit). */
-#define EARLY_DEADLINE_NS (5 * 1000000)
-
+/* A DEADLINE_EXCEEDED can come before the attempt's deadline: gRPC keeps
+ * its timers in whole milliseconds (0.4 ms early seen under load), and a
+ * server's deadline, taken from grpc-timeout when it read the headers, may
+ * run on a stale clock (16 ms early seen at momento-local under load).
+ * Such an end is delivered at the attempt's deadline instead, from a client
+ * timer: no request ends TIMEOUT before its own deadline (a fixed-timeout
+ * attempt's own, when no retry is left). */
 static void deliver_late(momento__timer *t)
 {
     deliver((momento__call *)((char *)t - offsetof(momento__call, late_timer)));
@@ -549,11 +550,15 @@ static void finish(momento__call *call)
             momento__retry_later(c, &call->retry, now, delay);
             return;
         }
-        int64_t early = to_ns(call->deadline) - now;
-        if (call->status == GRPC_STATUS_DEADLINE_EXCEEDED && early > 0 &&
-            early <= EARLY_DEADLINE_NS &&
-            momento__timer_arm(c, &call->late_timer, to_ns(call->deadline), true) == MOMENTO_OK)
-            return; /* deliver_late(), in under EARLY_DEADLINE_NS */
+        int64_t due = to_ns(call->attempt_deadline);
+        if (call->status == GRPC_STATUS_DEADLINE_EXCEEDED && due > now) {
+            if (momento__client_closing(c)) { /* as the free ends every request */
+                momento__call_give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
+                return;
+            }
+            if (momento__timer_arm(c, &call->late_timer, due, true) == MOMENTO_OK)
+                return; /* deliver_late() */
+        }
     }
     deliver(call);
 }

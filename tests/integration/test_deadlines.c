@@ -32,12 +32,16 @@ typedef struct req {
     atomic_int error;
     atomic_llong at_ns;    /* when its callback ran */
     bool refused;
+    int grpc_status;       /* for the message when a check fails */
+    char message[96];
 } req;
 
 static void on_end(const momento_result *r, void *ud)
 {
     req *q = ud;
     atomic_store(&q->at_ns, tu_now_ns());
+    q->grpc_status = momento_result_grpc_status(r);
+    snprintf(q->message, sizeof(q->message), "%s", momento_result_message(r));
     atomic_store(&q->error, momento_result_error(r));
     atomic_fetch_add(&q->calls, 1);
 }
@@ -129,8 +133,8 @@ static tally run(momento_client *c, bool writes, int free_at_ms)
         if (err == MOMENTO_ERR_TIMEOUT) {
             int64_t margin = atomic_load(&q->at_ns) - q->not_before_ns;
             if (margin < 0)
-                fprintf(stderr, "request %zu ended TIMEOUT %.3f ms before its deadline\n", i,
-                        -margin / 1e6);
+                fprintf(stderr, "request %zu ended TIMEOUT %.3f ms before its deadline "
+                        "(grpc status %d: %s)\n", i, -margin / 1e6, q->grpc_status, q->message);
             assert_true(margin >= 0);
             if (margin < k.earliest_margin_ns)
                 k.earliest_margin_ns = margin;
