@@ -5,7 +5,9 @@
  * what it counts against max_bytes, so --max-memory bounds what the items
  * occupy, not just their bytes. Large items get their own mapping, which
  * goes back to the system the moment the item is freed; small ones come from
- * malloc, whose freed memory the sweep hands back with malloc_trim(). */
+ * malloc, whose freed memory the sweep hands back with malloc_trim(). The
+ * same budget holds memory charged from outside (store_charge(): topics),
+ * whose owner is asked to give some back before items are evicted. */
 #include "store.h"
 
 #include <malloc.h>
@@ -245,16 +247,26 @@ store_item *store_get(store *s, store_cache *c, const uint8_t *key, size_t key_l
     return it;
 }
 
-/* Evicts least recently used items, never `keep`, until `cost` more fits
- * (counting `keep` as already gone). */
+/* Whether `cost` more fits, counting `kept` as already gone. */
+static bool fits(const store *s, uint64_t cost, uint64_t kept)
+{
+    return s->bytes + s->outside - kept + cost <= s->max_bytes;
+}
+
+/* Makes room for `cost` more (counting `keep` as already gone): first what
+ * the reclaim hook gives back of the memory outside the items (its owner
+ * decides what can go), then least recently used items, never `keep`. */
 static void make_room(store *s, uint64_t cost, const store_item *keep)
 {
     if (!s->max_bytes)
         return;
     uint64_t kept = keep ? keep->cost : 0;
-    while (s->bytes - kept + cost > s->max_bytes) {
+    if (!fits(s, cost, kept) && s->reclaim)
+        s->reclaim(s->reclaim_ctx, s->bytes + s->outside - kept + cost - s->max_bytes);
+    while (!fits(s, cost, kept)) {
         store_item *victim = s->lru_tail;
-        if (victim == keep)
+        /* No items at all: outside memory alone is over the limit. */
+        if (victim && victim == keep)
             victim = victim->lru_prev;
         if (!victim)
             break;
@@ -381,6 +393,35 @@ void store_remove(store *s, store_item *it)
 uint64_t store_block_cost(const void *block)
 {
     return malloc_usable_size((void *)block) + MALLOC_HEADER;
+}
+
+void store_set_reclaim(store *s, store_reclaim_fn fn, void *ctx)
+{
+    s->reclaim = fn;
+    s->reclaim_ctx = ctx;
+}
+
+int store_charge(store *s, uint64_t bytes)
+{
+    make_room(s, bytes, NULL);
+    if (s->max_bytes && !fits(s, bytes, 0))
+        return STORE_NO_MEMORY;
+    s->outside += bytes;
+    return 0;
+}
+
+void store_uncharge(store *s, uint64_t bytes)
+{
+    s->outside -= bytes;
+    s->freed += bytes;
+}
+
+uint64_t store_alloc_cost(size_t n)
+{
+    if (n + MALLOC_HEADER >= MAPPED_MIN)
+        return mapped_bytes((uint64_t)n + 2 * MALLOC_HEADER);
+    uint64_t mem = round_up((uint64_t)n + MALLOC_HEADER, MALLOC_ALIGN);
+    return mem < MALLOC_MIN_CHUNK ? MALLOC_MIN_CHUNK : mem;
 }
 
 size_t store_sweep(store *s, int64_t now, size_t budget)

@@ -51,14 +51,24 @@ struct store_cache {
     char name[];
 };
 
+/* Gives back memory held outside the items (store_charge()'s) when
+ * something needs room: frees what it can, aiming at `want` bytes, and
+ * returns what it freed (store_uncharge()d already). */
+typedef uint64_t (*store_reclaim_fn)(void *ctx, uint64_t want);
+
 typedef struct store {
     store_cache *caches;
     store_item *lru_head, *lru_tail;
     uint64_t bytes;      /* the items' costs (store_item_cost) */
     uint64_t max_bytes;  /* 0 = unlimited */
-    uint64_t freed;      /* malloc'd item bytes freed since the heap was last trimmed */
+    uint64_t freed;      /* malloc'd bytes freed since the heap was last trimmed */
     uint64_t evictions;
     uint64_t items;
+    /* Memory held outside the items and counted against max_bytes with
+     * them (topics.c's: topics, replay buffers, subscriber queues). */
+    uint64_t outside;
+    store_reclaim_fn reclaim;
+    void *reclaim_ctx;
 } store;
 
 int64_t store_now_ms(void);
@@ -147,6 +157,27 @@ void store_remove(store *s, store_item *it);
  * families add up these, plus STORE_ITEM_OVERHEAD per entry for its share
  * of their hash tables, into coll->bytes. */
 uint64_t store_block_cost(const void *block);
+
+/* ---- Memory outside the items. One budget, max_bytes, holds the items
+ * and what store_charge() counts. When anything needs room, the reclaim
+ * hook gives back what it can first (topics.c: topics no one listens to,
+ * then resume buffers, which only ever spare a resuming subscriber a
+ * discontinuity), then least recently used items are evicted. An item
+ * write still stores its item when the rest is memory that cannot give
+ * way (subscriptions' queues, bounded on their own). */
+
+/* Installs the hook (NULL: none). */
+void store_set_reclaim(store *s, store_reclaim_fn fn, void *ctx);
+/* Counts `bytes` more outside the items, making room for them as above.
+ * Returns 0, or STORE_NO_MEMORY (nothing counted) when even with every
+ * item evicted they would not fit. Always 0 without a limit. */
+int store_charge(store *s, uint64_t bytes);
+/* What a store_charge() counted has been freed. */
+void store_uncharge(store *s, uint64_t bytes);
+/* What a malloc'd block of `n` bytes will take, to charge before it is
+ * allocated: glibc's rounding and header, or whole pages from 64 KiB on
+ * (the binary maps such blocks; an estimate either way, within a page). */
+uint64_t store_alloc_cost(size_t n);
 
 /* Frees at most `budget` expired items; returns how many. Also gives freed
  * heap memory back to the system once enough has been freed since the last
