@@ -286,6 +286,12 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     }
     if (rc == MOMENTO_OK && pthread_create(&c->thread, NULL, completion_loop, c) != 0)
         rc = MOMENTO_ERR_NO_MEMORY;
+    /* Named, so that libmomento's thread can be told from gRPC's (in a
+     * debugger, and by tests/integration/test_threads.c); here rather than
+     * in the thread, so it has its name before momento_client_new()
+     * returns. */
+    if (rc == MOMENTO_OK)
+        pthread_setname_np(c->thread, "momento-cq");
     if (rc != MOMENTO_OK) {
         if (c->cq)
             momento__cq_drain(c->cq, NULL, NULL);
