@@ -1,8 +1,10 @@
 /* The server thread: it owns the completion queue, the store and a timer
  * heap. Every call is requested as a registered method with its payload
- * already read, checked (auth, rate, faults), handed to the dispatcher,
- * answered (a unary call with one batch, a stream with one batch per
- * message, the status riding with the last) and counted.
+ * already read, checked (auth, rate, a disposable token's scope, faults -
+ * which only the --auth-token's holder may inject on a server with one),
+ * handed to the dispatcher, answered (a unary call with one batch, a
+ * stream with one batch per message, the status riding with the last) and
+ * counted.
  * Injected delays park a call on the timer heap, so a delayed call never
  * holds up any other. A parked call never outlives its client: its delay
  * ends at its deadline at the latest (the client's own deadline ends it,
@@ -64,7 +66,9 @@ typedef struct srv_call {
     grpc_call *call;
     gpr_timespec deadline;
     grpc_metadata_array md;
-    grpc_byte_buffer *payload;
+    grpc_byte_buffer *payload; /* until call_body() reads it into `body` */
+    grpc_slice body;
+    bool have_body;
     grpc_call_details details; /* unknown-method requests only */
     srv_reply reply;
     size_t sent;               /* stream messages sent */
@@ -79,6 +83,10 @@ typedef struct srv_call {
     uint64_t seq;              /* arrival order: breaks ties in due_ms */
     size_t heap_index;         /* its place on the timer heap, MOMENTO__HEAP_GONE when not parked */
     int pending_error;         /* injected error to send after a delay, or -1 */
+    /* Whether a disposable token's scope was checked when the call
+     * arrived, with no delay since (after a delay it is checked again: the
+     * token may have expired meanwhile). */
+    bool scope_checked;
     /* The tag of the RECV_CLOSE_ON_SERVER batch started when the call is
      * parked; it completes when the client cancels, its deadline passes,
      * the connection drops, or (after the reply) the call is over. */
@@ -125,6 +133,8 @@ static void call_free(srv_call *c)
     grpc_metadata_array_destroy(&c->md);
     if (c->payload)
         grpc_byte_buffer_destroy(c->payload);
+    if (c->have_body)
+        grpc_slice_unref(c->body);
     if (c->out)
         grpc_byte_buffer_destroy(c->out);
     if (c->method == SRV_UNKNOWN)
@@ -277,27 +287,52 @@ static void reply(srv_call *c)
         finish(c);
 }
 
+/* The request's bytes, read once (the scope check on arrival, the token
+ * service's key and the handler may each need them): a request in one
+ * slice (the usual case) is read where it is, as readall() would copy it,
+ * a batch's whole body. False when the request has no message. */
+static bool call_body(srv_call *c, grpc_slice *ret_body)
+{
+    if (!c->have_body) {
+        if (!c->payload)
+            return false;
+        c->body = momento__byte_buffer_slice(c->payload);
+        c->have_body = true;
+        grpc_byte_buffer_destroy(c->payload);
+        c->payload = NULL;
+    }
+    *ret_body = c->body;
+    return true;
+}
+
+/* A disposable token's scope: the cache, keys or topic and the access it
+ * grants (tokens.c). False with the reply set when it does not allow the
+ * call (or the token no longer holds); true for a call without one. */
+static bool token_permits(srv_call *c, grpc_slice body)
+{
+    return srv_token_permits(c->s, c->method, srv_header(&c->md, "authorization"),
+                             srv_header(&c->md, "cache"), body, &c->reply);
+}
+
 /* Runs the handler (or the injected error) and replies. */
 static void answer(srv_call *c)
 {
+    grpc_slice body;
     if (c->pending_error >= 0) {
         srv_reply_error(&c->reply, (grpc_status_code)c->pending_error, NULL,
                         "injected error (return-error)");
-    } else if (!c->payload) {
+    } else if (!call_body(c, &body)) {
         srv_reply_error(&c->reply, GRPC_STATUS_INVALID_ARGUMENT, NULL, "request has no message");
     } else {
-        /* A request in one slice (the usual case) is read where it is:
-         * readall() would copy it, a batch's whole body. */
-        grpc_slice body = momento__byte_buffer_slice(c->payload);
         const grpc_slice *cache = srv_header(&c->md, "cache");
-        /* A disposable token's scope: the cache, keys or topic and the
-         * access it grants (tokens.c). */
-        if (srv_token_permits(c->s, c->method, srv_header(&c->md, "authorization"), cache, body,
-                              &c->reply))
+        if (c->scope_checked || token_permits(c, body))
             srv_dispatch(c->s, c->method, cache ? (const char *)GRPC_SLICE_START_PTR(*cache) : NULL,
                          cache ? GRPC_SLICE_LENGTH(*cache) : 0, GRPC_SLICE_START_PTR(body),
                          GRPC_SLICE_LENGTH(body), &c->reply);
-        grpc_slice_unref(body);
+        /* The request is done with: its memory goes back before the reply
+         * is sent. */
+        grpc_slice_unref(c->body);
+        c->body = grpc_empty_slice();
         if (c->reply.sub) {
             stream_start(c);
             return;
@@ -392,6 +427,8 @@ static bool park(srv_call *c, uint32_t delay_ms)
      * a timeout before their own deadline (bench/lateness.sh). */
     if (c->deadline_ms != INT64_MAX && c->due_ms > c->deadline_ms + DEADLINE_SLACK_MS)
         c->due_ms = c->deadline_ms + DEADLINE_SLACK_MS;
+    /* The token's scope is checked again when the delay is over. */
+    c->scope_checked = false;
     c->seq = s->timer_seq++;
     if (momento__heap_push(&s->timers, c) != 0)
         return false;
@@ -545,6 +582,27 @@ static void stream_closed(srv_call *c)
     finish(c);
 }
 
+static bool holds_auth_token(const momento_local *s, const grpc_slice *auth)
+{
+    return auth && grpc_slice_str_cmp(*auth, s->opts.auth_token) == 0;
+}
+
+/* Whether the call's fault headers apply. On a server with --auth-token
+ * only to a call holding that token: as `authorization`, or for the token
+ * service, which reads its caller's key from the body (rpc_token.c), as
+ * the request's key. Nobody else, a disposable token's holder included
+ * (Momento itself has no fault injection), can park calls on the server
+ * or fail them: such a call is answered as if it had no fault headers,
+ * even malformed ones. On a server without a token, anyone may. */
+static bool may_inject_faults(srv_call *c, const grpc_slice *auth, bool token_plane)
+{
+    const momento_local *s = c->s;
+    if (!s->opts.auth_token || holds_auth_token(s, auth))
+        return true;
+    grpc_slice body;
+    return token_plane && call_body(c, &body) && srv_token_request_key_is(body, s->opts.auth_token);
+}
+
 /* The checks before a call is answered, in the order that
  * docs/protocol.md "Errors momento-local returns" lists them. */
 static void on_new_call(srv_call *c, bool ok)
@@ -578,7 +636,7 @@ static void on_new_call(srv_call *c, bool ok)
         return;
     }
     if (s->opts.auth_token && !disposable && !token_plane)
-        authenticated = auth && grpc_slice_str_cmp(*auth, s->opts.auth_token) == 0;
+        authenticated = holds_auth_token(s, auth);
     if (!authenticated && !ping) {
         srv_reply_error(&c->reply, GRPC_STATUS_UNAUTHENTICATED, NULL, "invalid auth token");
         reply(c);
@@ -593,11 +651,19 @@ static void on_new_call(srv_call *c, bool ok)
         reply(c);
         return;
     }
-    /* On a server with a token, only a caller holding it may inject faults:
-     * an unauthenticated Ping is answered as if it carried no fault headers,
-     * so nobody without the token can park calls on the server. */
+    /* A disposable token's scope comes before anything the call asks of
+     * the server: a call outside it is refused at once, never delayed. A
+     * call without a message is refused for that when it is answered. */
+    grpc_slice body;
+    if (disposable && call_body(c, &body)) {
+        if (!token_permits(c, body)) {
+            reply(c);
+            return;
+        }
+        c->scope_checked = true;
+    }
     fault_plan plan = {.error_status = -1, .stream_error_status = -1};
-    if (authenticated)
+    if (faults_requested(&c->md) && may_inject_faults(c, auth, token_plane))
         (rpc->streaming && rpc->plane == MOMENTO__PLANE_TOPIC
              ? faults_plan_subscription
              : faults_plan)(&s->sessions, &c->md, rpc->fault_name, &plan);

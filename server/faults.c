@@ -131,6 +131,12 @@ static int status_named(const grpc_slice *v)
     return -1;
 }
 
+bool faults_requested(const grpc_metadata_array *md)
+{
+    return srv_header(md, "return-error") || srv_header(md, "delay-ms") ||
+           srv_header(md, "stream-error");
+}
+
 static void plan(fault_session **sessions, const grpc_metadata_array *md, const char *rpc,
                  bool subscription, fault_plan *out)
 {

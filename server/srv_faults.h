@@ -4,6 +4,7 @@
 #define MOMENTO_LOCAL_SRV_FAULTS_H
 
 #include <grpc/grpc.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The calls of one `request-id` so far: a hash table, NULL when empty. */
@@ -18,6 +19,10 @@ typedef struct fault_plan {
     int stream_error_status;
     uint32_t stream_error_after;
 } fault_plan;
+
+/* Whether `md` asks for any fault (an error, a delay or a stream error),
+ * well-formed or not: calls.c checks who is asking only then. */
+bool faults_requested(const grpc_metadata_array *md);
 
 /* Decides what faults apply to one call of `rpc` (its fault name, as
  * momento__rpcs[].fault_name) with request metadata `md`, counting against

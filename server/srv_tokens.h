@@ -40,6 +40,11 @@ char *srv_token_sign(momento_local *s, const uint8_t *perms, size_t perms_len,
  * with `r` set to UNAUTHENTICATED. */
 int srv_token_authenticate(momento_local *s, const grpc_slice *auth, srv_reply *r);
 
+/* Whether a GenerateDisposableToken request's `auth_token` (the caller's
+ * key, which the token service reads from the body) is `key`. `body` is
+ * the request's wire bytes; a body that does not decode is not. */
+bool srv_token_request_key_is(grpc_slice body, const char *key);
+
 /* Before a call is dispatched (calls.c): true when `auth` is not a
  * disposable token, or is a valid one whose scope allows RPC `m` on the
  * cache and keys (or the topic) the call names; else false with `r` set:

@@ -480,6 +480,18 @@ static bool take_last(const uint8_t *v, size_t len, void *ctx)
     return true;
 }
 
+bool srv_token_request_key_is(grpc_slice body, const char *key)
+{
+    /* _GenerateDisposableTokenRequest.auth_token is field 2; protobuf's
+     * last occurrence wins, as protobuf-c's decoding (rpc_token.c) takes,
+     * and an absent one is "". */
+    const uint8_t *p = GRPC_SLICE_START_PTR(body);
+    string_field f = {0};
+    size_t n = strlen(key);
+    return each_field(p, p + GRPC_SLICE_LENGTH(body), 2, take_last, &f) && f.len == n &&
+           (n == 0 || memcmp(f.v, key, n) == 0);
+}
+
 static void deny(srv_reply *r)
 {
     srv_reply_error(r, GRPC_STATUS_PERMISSION_DENIED, NULL,

@@ -8,6 +8,8 @@
 #include "cacheclient.pb-c.h"
 #include "cacheping.pb-c.h"
 #include "controlclient.pb-c.h"
+#include "permissionmessages.pb-c.h"
+#include "token.pb-c.h"
 #include "srv_rpc.h"    /* the hand-packed responses */
 #include "srv_server.h" /* SRV_MAX_STREAMS_PER_CONNECTION */
 
@@ -1295,6 +1297,219 @@ static void test_unauthenticated_ping_has_no_faults(void **state)
     momento_local_stop(s);
 }
 
+/* ---- who may inject faults; a token's scope before any delay --------- */
+
+#define TOKEN_PATH "/token.Token/GenerateDisposableToken"
+
+/* Packs a GenerateDisposableToken request for a read-write grant on cache
+ * "c" (on its key `item`, or every item for NULL), valid 60 s, with
+ * `caller_key` as the caller's key and `pad` bytes of token id (0: none;
+ * the server refuses ids over 64 characters, but only after the key). */
+static uint8_t *pack_token_request(const char *caller_key, const char *item, size_t pad,
+                                   size_t *ret_len)
+{
+    PermissionMessages__PermissionsType__CacheSelector sel =
+        PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_SELECTOR__INIT;
+    sel.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_SELECTOR__KIND_CACHE_NAME;
+    sel.cache_name = "c";
+    /* Its INIT macro draws -Wmissing-braces (a oneof of bytes). */
+    PermissionMessages__PermissionsType__CacheItemSelector isel;
+    permission_messages__permissions_type__cache_item_selector__init(&isel);
+    isel.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_ITEM_SELECTOR__KIND_KEY;
+    isel.key = (ProtobufCBinaryData){item ? strlen(item) : 0, (uint8_t *)item};
+    PermissionMessages__PermissionsType__CachePermissions cp =
+        PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__INIT;
+    cp.role = PERMISSION_MESSAGES__CACHE_ROLE__CacheReadWrite;
+    cp.cache_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_CACHE_SELECTOR;
+    cp.cache_selector = &sel;
+    if (item) {
+        cp.cache_item_case =
+            PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_ITEM_ITEM_SELECTOR;
+        cp.item_selector = &isel;
+    }
+    PermissionMessages__PermissionsType t = PERMISSION_MESSAGES__PERMISSIONS_TYPE__INIT;
+    t.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__KIND_CACHE_PERMISSIONS;
+    t.cache_permissions = &cp;
+    PermissionMessages__PermissionsType *list[] = {&t};
+    PermissionMessages__ExplicitPermissions ex = PERMISSION_MESSAGES__EXPLICIT_PERMISSIONS__INIT;
+    ex.n_permissions = 1;
+    ex.permissions = list;
+    PermissionMessages__Permissions perms = PERMISSION_MESSAGES__PERMISSIONS__INIT;
+    perms.kind_case = PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT;
+    perms.explicit_ = &ex;
+    Token__GenerateDisposableTokenRequest__Expires exp =
+        TOKEN____GENERATE_DISPOSABLE_TOKEN_REQUEST__EXPIRES__INIT;
+    exp.valid_for_seconds = 60;
+    Token__GenerateDisposableTokenRequest req = TOKEN____GENERATE_DISPOSABLE_TOKEN_REQUEST__INIT;
+    req.expires = &exp;
+    req.auth_token = (char *)caller_key;
+    req.permissions = &perms;
+    char *id = NULL;
+    if (pad) {
+        id = malloc(pad + 1);
+        memset(id, 't', pad);
+        id[pad] = '\0';
+        req.token_id = id;
+    }
+    *ret_len = protobuf_c_message_get_packed_size(&req.base);
+    uint8_t *buf = malloc(*ret_len + 1);
+    protobuf_c_message_pack(&req.base, buf);
+    free(id);
+    return buf;
+}
+
+/* A disposable token (the bare token, malloc'd) for a read-write grant on
+ * key `item` of cache "c" (NULL: every key), from the server at `ep` with
+ * `caller_key` as the caller's key. */
+static char *mint_token(const char *ep, const char *caller_key, const char *item)
+{
+    size_t len;
+    uint8_t *buf = pack_token_request(caller_key, item, 0, &len);
+    tu_raw_reply r;
+    /* The key in the body, no authorization header: as the official SDKs'
+     * token client sends it. */
+    assert_int_equal(tu_raw_call(ep, TOKEN_PATH, NULL, 0, buf, len, &r), 0);
+    free(buf);
+    assert_int_equal(r.n_msgs, 1);
+    Token__GenerateDisposableTokenResponse *resp =
+        token____generate_disposable_token_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_non_null(resp);
+    char *token = strdup(resp->api_key);
+    token____generate_disposable_token_response__free_unpacked(resp, NULL);
+    tu_raw_reply_free(&r);
+    return token;
+}
+
+/* On a server with a token, the token service's callers without it cannot
+ * inject faults (issue 27 item 6): 200 GenerateDisposableToken calls with
+ * no key and no deadline, each asking for a 10-minute delay with a
+ * 256 KiB body, are all refused at once (UNAUTHENTICATED), none parked.
+ * Its callers with the token - as `authorization`, or as the key in the
+ * body, where the token service reads it - still can. */
+static void test_token_service_faults_need_the_token(void **state)
+{
+    (void)state;
+    momento_local *s = server_with_cache("sekrit");
+    const char *ep = momento_local_endpoint(s);
+    raw_conn k;
+    conn_open(&k, ep);
+    const char *h[] = {"delay-ms", "600000"};
+    enum { N = 200 };
+    static open_call calls[N];
+    size_t len;
+    uint8_t *buf = pack_token_request("", NULL, 256 * 1024, &len);
+    for (int i = 0; i < N; i++)
+        call_open(&k, &calls[i], TOKEN_PATH, h, 1, buf, len, 0);
+    free(buf);
+    for (int i = 0; i < N; i++) {
+        open_call *oc = conn_next(&k, TU_MS(10000));
+        if (!oc)
+            fail_msg("%d of %d calls answered; %llu parked", i, N,
+                     (unsigned long long)momento_local_parked_calls(s));
+        assert_int_equal(oc->status, GRPC_STATUS_UNAUTHENTICATED);
+    }
+    assert_int_equal(momento_local_parked_calls(s), 0);
+    assert_int_equal(momento_local_rpc_count(s, "GenerateDisposableToken", GRPC_STATUS_UNAUTHENTICATED),
+                     N);
+    for (int i = 0; i < N; i++)
+        call_close(&calls[i]);
+    conn_close(&k);
+
+    tu_raw_reply r;
+    uint8_t *no_key = pack_token_request("", NULL, 0, &len);
+    /* A wrong key in the body, or a wrong authorization: no fault. */
+    const char *fail[] = {"return-error", "unavailable", "authorization", "nope"};
+    for (size_t n = 1; n <= 2; n++) {
+        assert_int_equal(tu_raw_call(ep, TOKEN_PATH, fail, n, no_key, len, &r),
+                         GRPC_STATUS_UNAUTHENTICATED);
+        tu_raw_reply_free(&r);
+    }
+    /* The token as `authorization` (the library sends it so): delayed, then
+     * refused for the key in the body. */
+    const char *delay[] = {"delay-ms", "150", "authorization", "sekrit"};
+    int64_t t0 = tu_now_ms();
+    assert_int_equal(tu_raw_call(ep, TOKEN_PATH, delay, 2, no_key, len, &r),
+                     GRPC_STATUS_UNAUTHENTICATED);
+    tu_raw_reply_free(&r);
+    assert_true(tu_now_ms() - t0 >= 150);
+    free(no_key);
+    /* The token as the key in the body (the Node.js SDK sends only that). */
+    uint8_t *keyed = pack_token_request("sekrit", NULL, 0, &len);
+    assert_int_equal(tu_raw_call(ep, TOKEN_PATH, fail, 1, keyed, len, &r),
+                     GRPC_STATUS_UNAVAILABLE);
+    tu_raw_reply_free(&r);
+    assert_int_equal(tu_raw_call(ep, TOKEN_PATH, NULL, 0, keyed, len, &r), 0);
+    tu_raw_reply_free(&r);
+    free(keyed);
+    momento_local_stop(s);
+}
+
+/* On a server with a token, a disposable token's holder cannot inject
+ * faults either (Momento has none): its calls are served as if they had no
+ * fault headers, even malformed ones - and outside its scope refused. */
+static void test_disposable_token_faults_ignored(void **state)
+{
+    (void)state;
+    momento_local *s = server_with_cache("sekrit");
+    const char *ep = momento_local_endpoint(s);
+    char *token = mint_token(ep, "sekrit", "a");
+    raw_conn k;
+    conn_open(&k, ep);
+    uint8_t get_a[] = {0x0a, 0x01, 'a'}, get_b[] = {0x0a, 0x01, 'b'};
+    const char *h[] = {"cache", "c", "authorization", token, "delay-ms", FOREVER_MS,
+                       "return-error", "unavailable"};
+    const char *bad[] = {"cache", "c", "authorization", token, "return-error", "no-such-error"};
+    open_call calls[3];
+    call_open(&k, &calls[0], SCS "Get", h, 4, get_a, sizeof(get_a), TU_MS(5000));
+    call_open(&k, &calls[1], SCS "Get", h, 4, get_b, sizeof(get_b), TU_MS(5000));
+    call_open(&k, &calls[2], SCS "Get", bad, 3, get_a, sizeof(get_a), TU_MS(5000));
+    grpc_status_code want[3] = {GRPC_STATUS_OK, GRPC_STATUS_PERMISSION_DENIED, GRPC_STATUS_OK};
+    for (int i = 0; i < 3; i++) {
+        open_call *oc = conn_next(&k, TU_MS(10000));
+        assert_non_null(oc);
+        assert_int_equal(oc->status, want[oc - calls]);
+    }
+    assert_int_equal(momento_local_parked_calls(s), 0);
+    assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_DEADLINE_EXCEEDED), 0);
+    for (int i = 0; i < 3; i++)
+        call_close(&calls[i]);
+    conn_close(&k);
+    free(token);
+    momento_local_stop(s);
+}
+
+/* On a server without a token anyone may inject faults, a disposable
+ * token's holder too; but the token's scope comes first: a Get outside it
+ * is refused at once, not after its delay (issue 27 item 6). */
+static void test_scope_checked_before_delay(void **state)
+{
+    (void)state;
+    momento_local *s = server_with_cache(NULL);
+    const char *ep = momento_local_endpoint(s);
+    char *token = mint_token(ep, "", "a");
+    raw_conn k;
+    conn_open(&k, ep);
+    uint8_t get_a[] = {0x0a, 0x01, 'a'}, get_b[] = {0x0a, 0x01, 'b'};
+    const char *forever[] = {"cache", "c", "authorization", token, "delay-ms", FOREVER_MS};
+    const char *brief[] = {"cache", "c", "authorization", token, "delay-ms", "100"};
+    open_call out, in;
+    call_open(&k, &out, SCS "Get", forever, 3, get_b, sizeof(get_b), TU_MS(5000));
+    assert_ptr_equal(conn_next(&k, TU_MS(10000)), &out);
+    assert_int_equal(out.status, GRPC_STATUS_PERMISSION_DENIED);
+    assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_PERMISSION_DENIED), 1);
+    /* In its scope the delay applies. */
+    int64_t t0 = tu_now_ms();
+    call_open(&k, &in, SCS "Get", brief, 3, get_a, sizeof(get_a), TU_MS(5000));
+    assert_ptr_equal(conn_next(&k, TU_MS(10000)), &in);
+    assert_int_equal(in.status, GRPC_STATUS_OK);
+    assert_true(tu_now_ms() - t0 >= 100);
+    call_close(&out);
+    call_close(&in);
+    conn_close(&k);
+    free(token);
+    momento_local_stop(s);
+}
+
 /* Stopping with calls parked (Gets without a deadline, a 4 MB Set) ends
  * each of them, counts them UNAVAILABLE and frees everything (the memcheck
  * run checks the last under valgrind). */
@@ -1724,6 +1939,9 @@ int main(void)
         cmocka_unit_test(test_parked_calls_leave_at_deadline),
         cmocka_unit_test(test_cancelled_parked_call_leaves),
         cmocka_unit_test(test_unauthenticated_ping_has_no_faults),
+        cmocka_unit_test(test_token_service_faults_need_the_token),
+        cmocka_unit_test(test_disposable_token_faults_ignored),
+        cmocka_unit_test(test_scope_checked_before_delay),
         cmocka_unit_test(test_stop_with_parked_calls),
         cmocka_unit_test(test_stream_limit_per_connection),
         cmocka_unit_test(test_parked_call_cancel_counted),
