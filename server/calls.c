@@ -8,7 +8,8 @@
  * Injected delays park a call on the timer heap, so a delayed call never
  * holds up any other. A parked call never outlives its client: its delay
  * ends at its deadline at the latest (the client's own deadline ends it,
- * or the server 50 ms later), and it watches for its client going
+ * or the server 50 ms later, never before the deadline: the server's view
+ * of it is rounded up), and it watches for its client going
  * away (RECV_CLOSE_ON_SERVER started when it is parked), which takes it off
  * the heap and frees it at once.
  *
@@ -353,18 +354,35 @@ static bool rate_limited(momento_local *s)
     return ++s->rate_count > s->opts.max_rps;
 }
 
-/* Where store_now_ms() will read the call's deadline; INT64_MAX for none. */
-static int64_t deadline_in_ms(const srv_call *c, int64_t now)
+/* store_now_ms()'s clock in nanoseconds. */
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The first millisecond of store_now_ms()'s clock at or after `ns` of
+ * now_ns()'s: a timer due then fires at `ns` or later, never before. */
+static int64_t ms_at_or_after(int64_t ns)
+{
+    return ns / 1000000 + (ns % 1000000 > 0);
+}
+
+/* The call's deadline (as gRPC read it from grpc-timeout) in
+ * store_now_ms()'s milliseconds, rounded up: the first millisecond at or
+ * after it. Rounded down, a delay ending in the deadline's millisecond was
+ * answered DEADLINE_EXCEEDED before the deadline. INT64_MAX for none. */
+static int64_t deadline_in_ms(const srv_call *c)
 {
     if (c->method == SRV_UNKNOWN || c->deadline.tv_sec == INT64_MAX)
         return INT64_MAX;
     gpr_timespec left = gpr_time_sub(gpr_convert_clock_type(c->deadline, GPR_CLOCK_MONOTONIC),
                                      gpr_now(GPR_CLOCK_MONOTONIC));
-    if (left.tv_sec < 0)
-        return now;
     if (left.tv_sec > INT32_MAX)
         return INT64_MAX;
-    return now + (int64_t)left.tv_sec * 1000 + left.tv_nsec / 1000000;
+    /* Read after gRPC's clock: the sum errs late, never early. */
+    return ms_at_or_after(now_ns() + (int64_t)left.tv_sec * 1000000000 + left.tv_nsec);
 }
 
 static void parked_changed(momento_local *s)
@@ -416,16 +434,15 @@ static void count_if_client_cancelled(srv_call *c)
 static bool park(srv_call *c, uint32_t delay_ms)
 {
     momento_local *s = c->s;
-    int64_t now = store_now_ms();
-    c->deadline_ms = deadline_in_ms(c, now);
-    c->due_ms = now + delay_ms;
-    /* Past its deadline the client ends the call itself (counted as ended
-     * by the deadline, near_deadline()). The server answers only if it has
-     * not, DEADLINE_SLACK_MS later: this server's view of the deadline
-     * comes from the grpc-timeout header in whole milliseconds and can fall
-     * just before the client's, and answering then reached applications as
-     * a timeout before their own deadline (bench/lateness.sh). */
-    if (c->deadline_ms != INT64_MAX && c->due_ms > c->deadline_ms + DEADLINE_SLACK_MS)
+    c->deadline_ms = deadline_in_ms(c);
+    c->due_ms = store_now_ms() + delay_ms;
+    /* A delay that reaches the deadline is the client's to end: it does so
+     * at its deadline (counted as ended by the deadline, near_deadline()).
+     * The server answers DEADLINE_EXCEEDED only if it has not,
+     * DEADLINE_SLACK_MS later, never at or before the deadline itself:
+     * answering then reached applications as a timeout before their own
+     * deadline (bench/lateness.sh). */
+    if (c->deadline_ms != INT64_MAX && c->due_ms >= c->deadline_ms)
         c->due_ms = c->deadline_ms + DEADLINE_SLACK_MS;
     /* The token's scope is checked again when the delay is over. */
     c->scope_checked = false;
@@ -745,7 +762,7 @@ static void run_timers(momento_local *s, int64_t now)
     srv_call *c;
     while ((c = momento__heap_peek(&s->timers)) && c->due_ms <= now) {
         unpark(s, 0);
-        if (c->due_ms >= c->deadline_ms) {
+        if (c->due_ms > c->deadline_ms) {
             srv_reply_error(&c->reply, GRPC_STATUS_DEADLINE_EXCEEDED, NULL,
                             "deadline exceeded during an injected delay (delay-ms)");
             reply(c);
