@@ -25,9 +25,11 @@
  * done": its handler leaves a subscription in the reply, and the call
  * sends what the subscription queues, one message per batch with one
  * batch out at a time, until the subscription ends (its cache deleted, an
- * injected stream error, the server stopping) or its client goes away. It
- * watches for the latter from the start, so that a subscriber that leaves
- * leaves its topic at once, and it is counted once, when it ends. */
+ * injected stream error, the server stopping, the disposable token it was
+ * opened with expiring: such a stream waits on the timer heap for the
+ * expiry) or its client goes away. It watches for the latter from the
+ * start, so that a subscriber that leaves leaves its topic at once, and it
+ * is counted once, when it ends. */
 #include "srv_server.h"
 
 #include "grpc_util.h"
@@ -79,14 +81,16 @@ typedef struct srv_call {
     grpc_byte_buffer *out;     /* the reply's message buffer, refilled per message */
     grpc_slice status_details;
     grpc_metadata trailer;
-    int64_t due_ms;            /* when parked on the timer heap */
+    int64_t due_ms;            /* when due on the timer heap: a delay's end, a token's expiry */
     int64_t deadline_ms;       /* the call's deadline (store_now_ms clock); INT64_MAX: none */
     uint64_t seq;              /* arrival order: breaks ties in due_ms */
-    size_t heap_index;         /* its place on the timer heap, MOMENTO__HEAP_GONE when not parked */
+    size_t heap_index;         /* its place on the timer heap, MOMENTO__HEAP_GONE when not on it */
     int pending_error;         /* injected error to send after a delay, or -1 */
-    /* Whether a disposable token's scope was checked when the call
+    /* Its disposable token's expiry (seconds since the epoch), 0 for a
+     * call without one; and whether the token's scope was checked when it
      * arrived, with no delay since (after a delay it is checked again: the
      * token may have expired meanwhile). */
+    uint64_t token_valid_until;
     bool scope_checked;
     /* The tag of the RECV_CLOSE_ON_SERVER batch started when the call is
      * parked; it completes when the client cancels, its deadline passes,
@@ -123,8 +127,14 @@ static void heap_moved(void *item, size_t index)
 
 /* ---- call lifecycle -------------------------------------------------- */
 
+static void timer_remove(momento_local *s, srv_call *c);
+
 static void call_free(srv_call *c)
 {
+    /* A stream may end (its cache deleted, an injected error, its client
+     * gone) before its token expires: it leaves the heap with it. */
+    if (c->heap_index != MOMENTO__HEAP_GONE)
+        timer_remove(c->s, c);
     if (c->sub) {
         srv_sub_free(c->sub);
         atomic_fetch_sub(&c->s->open_streams, 1);
@@ -385,9 +395,37 @@ static int64_t deadline_in_ms(const srv_call *c)
     return ms_at_or_after(now_ns() + (int64_t)left.tv_sec * 1000000000 + left.tv_nsec);
 }
 
-static void parked_changed(momento_local *s)
+/* When store_now_ms() reaches a disposable token's expiry, `valid_until`
+ * seconds since the epoch (tokens.c: expired once time(NULL) reaches it),
+ * rounded up as above. */
+static int64_t expiry_in_ms(uint64_t valid_until)
 {
-    atomic_store_explicit(&s->parked, s->timers.n, memory_order_relaxed);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    int64_t left = (int64_t)valid_until * 1000000000 -
+                   ((int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec);
+    return ms_at_or_after(now_ns() + left);
+}
+
+/* The timer heap holds the calls parked by a delay and the subscription
+ * streams waiting for their token to expire (`sub` set: a call becomes a
+ * stream only once answered, so never while parked), one clock for both.
+ * momento_local_parked_calls() counts the former. */
+static bool timer_push(momento_local *s, srv_call *c)
+{
+    c->seq = s->timer_seq++;
+    if (momento__heap_push(&s->timers, c) != 0)
+        return false;
+    if (!c->sub)
+        atomic_fetch_add_explicit(&s->parked, 1, memory_order_relaxed);
+    return true;
+}
+
+static void timer_remove(momento_local *s, srv_call *c)
+{
+    momento__heap_remove(&s->timers, c->heap_index);
+    if (!c->sub)
+        atomic_fetch_sub_explicit(&s->parked, 1, memory_order_relaxed);
 }
 
 /* Whether the call's deadline is less than DEADLINE_SLACK_MS away, or
@@ -446,19 +484,10 @@ static bool park(srv_call *c, uint32_t delay_ms)
         c->due_ms = c->deadline_ms + DEADLINE_SLACK_MS;
     /* The token's scope is checked again when the delay is over. */
     c->scope_checked = false;
-    c->seq = s->timer_seq++;
-    if (momento__heap_push(&s->timers, c) != 0)
+    if (!timer_push(s, c))
         return false;
-    parked_changed(s);
     watch_close(c);
     return true;
-}
-
-static srv_call *unpark(momento_local *s, size_t index)
-{
-    srv_call *c = momento__heap_remove(&s->timers, index);
-    parked_changed(s);
-    return c;
 }
 
 /* ---- subscription streams ------------------------------------------- */
@@ -541,7 +570,8 @@ void srv_stream_wake(void *stream)
 }
 
 /* The handler left a subscription in the reply: the call becomes its
- * stream. */
+ * stream. A stream opened with a disposable token lasts until the token
+ * expires (stream_token_expired()): it waits on the timer heap for that. */
 static void stream_start(srv_call *c)
 {
     c->sub = c->reply.sub;
@@ -551,7 +581,22 @@ static void stream_start(srv_call *c)
     /* A parked call watches already. */
     if (!c->close_started)
         watch_close(c);
+    if (c->token_valid_until) {
+        c->due_ms = expiry_in_ms(c->token_valid_until);
+        if (!timer_push(c->s, c)) {
+            /* Without a timer it would outlive its token: it ends now. */
+            srv_sub_end(c->sub, GRPC_STATUS_RESOURCE_EXHAUSTED, "server out of memory");
+        }
+    }
     stream_pump(c);
+}
+
+/* Its token expired: the stream ends UNAUTHENTICATED, as Momento answers
+ * every call made with an expired token (docs/server.md "Disposable
+ * tokens"), within a millisecond or two of the expiry. */
+static void stream_token_expired(srv_call *c)
+{
+    srv_sub_end(c->sub, GRPC_STATUS_UNAUTHENTICATED, "auth token has expired");
 }
 
 static void stream_batch_done(srv_call *c, bool ok)
@@ -647,7 +692,9 @@ static void on_new_call(srv_call *c, bool ok)
      * (tokens.c): forged, altered or expired, the call ends here. The token
      * service reads its caller's key from the body (rpc_token.c). */
     bool token_plane = rpc->plane == MOMENTO__PLANE_TOKEN;
-    int disposable = ping || token_plane ? 0 : srv_token_authenticate(s, auth, &c->reply);
+    int disposable = ping || token_plane
+                         ? 0
+                         : srv_token_authenticate(s, auth, &c->reply, &c->token_valid_until);
     if (disposable < 0) {
         reply(c);
         return;
@@ -738,8 +785,8 @@ static void on_close(srv_call *c)
     momento_local *s = c->s;
     c->outstanding--;
     c->client_gone = true;
-    if (c->heap_index != MOMENTO__HEAP_GONE) {
-        unpark(s, c->heap_index);
+    if (c->heap_index != MOMENTO__HEAP_GONE && !c->sub) {
+        timer_remove(s, c);
         grpc_status_code st = ended_by(c);
         srv_stats_count(s, c->method, st);
         if (st == GRPC_STATUS_CANCELLED)
@@ -756,13 +803,15 @@ static void on_close(srv_call *c)
 
 /* Answers the parked calls that are due: those whose delay is over, and
  * those whose deadline came first (DEADLINE_EXCEEDED, as their clients have
- * seen already). */
+ * seen already); and ends the streams whose token has expired. */
 static void run_timers(momento_local *s, int64_t now)
 {
     srv_call *c;
     while ((c = momento__heap_peek(&s->timers)) && c->due_ms <= now) {
-        unpark(s, 0);
-        if (c->due_ms > c->deadline_ms) {
+        timer_remove(s, c);
+        if (c->sub) {
+            stream_token_expired(c);
+        } else if (c->due_ms > c->deadline_ms) {
             srv_reply_error(&c->reply, GRPC_STATUS_DEADLINE_EXCEEDED, NULL,
                             "deadline exceeded during an injected delay (delay-ms)");
             reply(c);
@@ -773,13 +822,17 @@ static void run_timers(momento_local *s, int64_t now)
 }
 
 /* Delayed calls still parked when the server stops are failed with
- * UNAVAILABLE, as a server going away would. */
+ * UNAVAILABLE, as a server going away would; streams are ended so by the
+ * stop already, and only leave the heap. */
 static void drop_timers(momento_local *s)
 {
-    while (s->timers.n) {
-        srv_call *c = unpark(s, 0);
-        c->pending_error = GRPC_STATUS_UNAVAILABLE;
-        answer(c);
+    srv_call *c;
+    while ((c = momento__heap_peek(&s->timers))) {
+        timer_remove(s, c);
+        if (!c->sub) {
+            c->pending_error = GRPC_STATUS_UNAVAILABLE;
+            answer(c);
+        }
     }
 }
 

@@ -90,7 +90,7 @@ void srv_generate_disposable_token(momento_local *s, store_cache *c, const Proto
      * on a server with a token, only that token may make them. */
     if (srv_token_is_disposable(key, key_len)) {
         grpc_slice k = grpc_slice_from_copied_buffer(key, key_len);
-        int valid = srv_token_authenticate(s, &k, r);
+        int valid = srv_token_authenticate(s, &k, r, NULL);
         grpc_slice_unref(k);
         if (valid > 0)
             srv_reply_error(r, GRPC_STATUS_PERMISSION_DENIED, NULL,

@@ -51,8 +51,10 @@ struct momento_local {
     /* Server-thread state. */
     store store;
     fault_session *sessions;
-    momento__heap timers;      /* delayed calls: due time, then arrival order */
-    atomic_uint_fast64_t parked; /* timers.n, for momento_local_parked_calls() */
+    /* Delayed calls and the streams of disposable tokens (until their
+     * expiry): due time, then arrival order. */
+    momento__heap timers;
+    atomic_uint_fast64_t parked; /* the delayed calls, for momento_local_parked_calls() */
     uint64_t timer_seq;
     int64_t rate_window_ms;
     uint32_t rate_count;

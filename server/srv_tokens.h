@@ -36,9 +36,12 @@ char *srv_token_sign(momento_local *s, const uint8_t *perms, size_t perms_len,
 
 /* On a new call (calls.c): 0 when `auth` (the `authorization` header, or
  * NULL) is not a disposable token; 1 when it is one this server signed and
- * it has not expired; -1 when it is one but forged, altered or expired,
- * with `r` set to UNAUTHENTICATED. */
-int srv_token_authenticate(momento_local *s, const grpc_slice *auth, srv_reply *r);
+ * it has not expired, with *ret_valid_until (when not NULL) set to its
+ * expiry (seconds since the epoch: it is expired once time(NULL) reaches
+ * it); -1 when it is one but forged, altered or expired, with `r` set to
+ * UNAUTHENTICATED. */
+int srv_token_authenticate(momento_local *s, const grpc_slice *auth, srv_reply *r,
+                           uint64_t *ret_valid_until);
 
 /* Whether a GenerateDisposableToken request's `auth_token` (the caller's
  * key, which the token service reads from the body) is `key`. `body` is

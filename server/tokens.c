@@ -197,7 +197,8 @@ static const char *verify(momento_local *s, const char *token, size_t len, claim
     return out->perms ? NULL : "invalid auth token";
 }
 
-int srv_token_authenticate(momento_local *s, const grpc_slice *auth, srv_reply *r)
+int srv_token_authenticate(momento_local *s, const grpc_slice *auth, srv_reply *r,
+                           uint64_t *ret_valid_until)
 {
     if (!auth)
         return 0;
@@ -212,6 +213,8 @@ int srv_token_authenticate(momento_local *s, const grpc_slice *auth, srv_reply *
         return -1;
     }
     permission_messages__permissions__free_unpacked(c.perms, NULL);
+    if (ret_valid_until)
+        *ret_valid_until = c.valid_until;
     return 1;
 }
 

@@ -8,6 +8,7 @@
 #include "credentials.h"
 #include "json.h"
 #include "momento/collections.h"
+#include "momento/topics.h"
 #include "testutil.h"
 
 #include "permissionmessages.pb-c.h"
@@ -18,6 +19,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,6 +345,109 @@ static void test_expiry(void **state)
     momento_client_free(c);
 }
 
+/* What a subscription's callback saw. */
+typedef struct sub_seen {
+    pthread_mutex_t lock;
+    size_t items, lost, ends;
+    int end_error;
+    char end_message[128];
+    struct timespec end_at; /* CLOCK_REALTIME, when the END came */
+} sub_seen;
+
+static void on_sub_event(momento_subscription *sub, const momento_topic_event *e, void *userdata)
+{
+    (void)sub;
+    sub_seen *w = userdata;
+    pthread_mutex_lock(&w->lock);
+    if (w->ends)
+        fail_msg("an event (kind %d) after the END", (int)e->kind);
+    if (e->kind == MOMENTO_TOPIC_ITEM)
+        w->items++;
+    else if (e->kind == MOMENTO_TOPIC_CONNECTION_LOST)
+        w->lost++;
+    else if (e->kind == MOMENTO_TOPIC_END) {
+        clock_gettime(CLOCK_REALTIME, &w->end_at);
+        w->ends++;
+        w->end_error = e->error;
+        snprintf(w->end_message, sizeof(w->end_message), "%s", e->message);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Waits up to `timeout_ms` (not scaled) for *count to reach `n`. */
+static size_t wait_count(sub_seen *w, const size_t *count, size_t n, int64_t timeout_ms)
+{
+    int64_t until = tu_now_ms() + timeout_ms;
+    size_t k;
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        k = *count;
+        pthread_mutex_unlock(&w->lock);
+        if (k >= n || tu_now_ms() >= until)
+            return k;
+        usleep(2000);
+    }
+}
+
+/* A subscription made with a disposable token ends when the token expires
+ * (issue 27 item 10), not before and within a bounded time after: the
+ * server ends its stream UNAUTHENTICATED, which the library does not
+ * retry, so the subscription ends exactly once with
+ * MOMENTO_ERR_AUTHENTICATION, no CONNECTION_LOST before it. Before the
+ * expiry it delivers as usual. */
+static void test_subscription_ends_at_expiry(void **state)
+{
+    (void)state;
+    momento_token_scope *s = new_scope();
+    assert_int_equal(momento_token_scope_add_topic(s, MOMENTO_TOKEN_READ_ONLY, "c", "expiring"),
+                     MOMENTO_OK);
+    /* Two seconds natively; longer under a slow wrapper, where making the
+     * client and subscribing could take one. */
+    uint32_t seconds = 2 * (uint32_t)tu_time_scale();
+    momento_result *r = NULL;
+    assert_int_equal(momento_generate_disposable_token_sync(admin, s, seconds, NULL, NULL, &r),
+                     MOMENTO_OK);
+    momento_token_scope_free(s);
+    uint64_t valid_until = momento_result_token_valid_until(r);
+    momento_client *c = client_with(server, momento_result_token_api_key(r));
+    momento_result_free(r);
+    sub_seen w;
+    memset(&w, 0, sizeof(w));
+    pthread_mutex_init(&w.lock, NULL);
+    momento_subscription *sub = NULL;
+    assert_int_equal(
+        momento_topic_subscribe_sync(c, "c", "expiring", NULL, on_sub_event, &w, &sub), MOMENTO_OK);
+    assert_int_equal(momento_local_subscriptions(server), 1);
+    assert_int_equal(
+        momento_topic_publish_text_sync(admin, "c", "expiring", "before", 6, NULL, NULL),
+        MOMENTO_OK);
+    assert_int_equal(wait_count(&w, &w.items, 1, TU_MS(5000)), 1);
+    /* The library's idle timeout (30 s) is far off: only the server can
+     * end it within this wait. */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t left_ms = ((int64_t)valid_until - now.tv_sec) * 1000 - now.tv_nsec / 1000000;
+    assert_int_equal(wait_count(&w, &w.ends, 1, left_ms + TU_MS(3000)), 1);
+    pthread_mutex_lock(&w.lock);
+    assert_int_equal(w.end_error, MOMENTO_ERR_AUTHENTICATION);
+    assert_non_null(strstr(w.end_message, "expired"));
+    assert_int_equal(w.lost, 0);
+    /* Not before the expiry; within a second of it (a few ms natively). */
+    int64_t after_ms = ((int64_t)w.end_at.tv_sec - (int64_t)valid_until) * 1000 +
+                       w.end_at.tv_nsec / 1000000;
+    pthread_mutex_unlock(&w.lock);
+    assert_true(after_ms >= 0);
+    assert_true(after_ms < TU_MS(1000));
+    assert_int_equal(momento_local_rpc_count(server, "TopicSubscribe", 16 /* UNAUTHENTICATED */),
+                     1);
+    assert_int_equal(momento_local_subscriptions(server), 0);
+    momento_subscription_free(sub);
+    /* The client's free waits for every callback: none came after. */
+    momento_client_free(c);
+    assert_int_equal(w.ends, 1);
+    pthread_mutex_destroy(&w.lock);
+}
+
 /* The bare token inside a key; the caller frees it. */
 static char *bare_token(const char *key)
 {
@@ -653,6 +758,7 @@ int main(void)
         cmocka_unit_test(test_several_grants),
         cmocka_unit_test(test_topics),
         cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_subscription_ends_at_expiry),
         cmocka_unit_test(test_forged),
         cmocka_unit_test(test_server_with_token),
         cmocka_unit_test(test_bad_input),
