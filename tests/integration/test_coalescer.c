@@ -155,6 +155,51 @@ static void test_read_your_writes(void **state)
     tu_counter_destroy(&early);
 }
 
+/* A write through one coalescer closes the key's open reads in the client's
+ * other coalescers too (write.c's notice skips only the coalescer that
+ * orders the write): a get issued after it, through another coalescer,
+ * must not join a get issued before it. */
+static void test_read_your_writes_across_coalescers(void **state)
+{
+    tu_fixture *f = *state;
+    for (int op = 0; op < 2; op++) {
+        assert_int_equal(momento_set_sync(f->client, "c", "rx", 2, "old", 3, 0, NULL, NULL),
+                         MOMENTO_OK);
+        momento_client *c = delayed_client(f, "get", TU_MS(800), 1);
+        momento_coalescer *a, *b;
+        assert_int_equal(momento_coalescer_new(&a, c), MOMENTO_OK);
+        assert_int_equal(momento_coalescer_new(&b, c), MOMENTO_OK);
+        tu_counter early;
+        tu_counter_init(&early);
+        /* Held by the server: it reads "old". */
+        assert_int_equal(momento_coalescing_get(b, "c", "rx", 2, NULL, tu_count_cb, &early),
+                         MOMENTO_OK);
+        if (op == 0)
+            assert_int_equal(momento_coalescing_set_sync(a, "c", "rx", 2, "new", 3, 0, NULL, NULL),
+                             MOMENTO_OK);
+        else
+            assert_int_equal(momento_coalescing_delete_sync(a, "c", "rx", 2, NULL, NULL),
+                             MOMENTO_OK);
+        momento_result *r;
+        assert_int_equal(momento_coalescing_get_sync(b, "c", "rx", 2, NULL, &r), MOMENTO_OK);
+        if (op == 0) {
+            size_t len;
+            const void *v = momento_result_value(r, &len);
+            assert_int_equal(len, 3);
+            assert_memory_equal(v, "new", 3);
+        } else {
+            assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+        }
+        momento_result_free(r);
+        assert_int_equal(counters(b).get_coalesced, 0);
+        assert_int_equal(tu_counter_wait(&early, 1, 10000), 1);
+        momento_coalescer_free(a);
+        momento_coalescer_free(b);
+        momento_client_free(c);
+        tu_counter_destroy(&early);
+    }
+}
+
 static void test_delete_invalidates(void **state)
 {
     tu_fixture *f = *state;
@@ -624,6 +669,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_duplicate_gets_share_one_rpc, tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_different_values_are_separate_sets, tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_read_your_writes, tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_read_your_writes_across_coalescers, tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_delete_invalidates, tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_duplicate_deletes_share, tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_error_fans_out, tu_fixture_setup, tu_fixture_teardown),
