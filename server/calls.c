@@ -914,8 +914,13 @@ int srv_calls_start(momento_local *s)
         for (int k = 0; k < REQUESTS_PER_METHOD; k++)
             request_call(s, (momento__rpc_id)m);
     s->next_sweep_ms = store_now_ms() + SWEEP_INTERVAL_MS;
-    if (pthread_create(&s->thread, NULL, server_loop, s) == 0)
+    if (pthread_create(&s->thread, NULL, server_loop, s) == 0) {
+        /* Named, so that the server's thread can be told from gRPC's (in a
+         * debugger, and by tests/integration/test_threads.c), before
+         * momento_local_start() returns. */
+        pthread_setname_np(s->thread, "momento-srv");
         return 0;
+    }
     shut_down(s);
     s->shut_down = true;
     momento__cq_drain(s->cq, discard, NULL);
