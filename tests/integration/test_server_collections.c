@@ -764,6 +764,208 @@ static void test_set_pop(void **state)
     expect_error(SCS "SetPop", &req.base, ST_INVALID_ARGUMENT, NULL);
 }
 
+/* The set's index (an open-addressing table of places in its array,
+ * rpc_set.c) against a model: 3000 random operations on values drawn
+ * from 4000 short strings and "" - unions, removals, pops and samples
+ * (which reorder the array the table points into), minuend differences,
+ * the set emptied and made again - each checked, and every 100 the whole
+ * set: contains for every value, fetch, length. */
+enum { MODEL_VALUES = 4000 };
+
+static ProtobufCBinaryData model_value(size_t k, char *buf)
+{
+    if (k == 0)
+        return (ProtobufCBinaryData){0, NULL};
+    int len = snprintf(buf, 16, "m%zu", k);
+    return (ProtobufCBinaryData){(size_t)len, (uint8_t *)buf};
+}
+
+static size_t model_index(const ProtobufCBinaryData *e)
+{
+    if (e->len == 0)
+        return 0;
+    char buf[16];
+    assert_true(e->len < sizeof(buf) && e->data[0] == 'm');
+    memcpy(buf, e->data, e->len);
+    buf[e->len] = '\0';
+    long k = atol(buf + 1);
+    assert_true(k > 0 && k < MODEL_VALUES);
+    return (size_t)k;
+}
+
+static uint64_t model_rng = 0x2545f4914f6cdd1du;
+
+static size_t model_below(size_t n)
+{
+    model_rng ^= model_rng << 13;
+    model_rng ^= model_rng >> 7;
+    model_rng ^= model_rng << 17;
+    return (size_t)(model_rng % n);
+}
+
+static void model_check_all(const unsigned char *in)
+{
+    static ProtobufCBinaryData all[MODEL_VALUES];
+    static char bufs[MODEL_VALUES][16];
+    size_t count = 0;
+    for (size_t k = 0; k < MODEL_VALUES; k++) {
+        all[k] = model_value(k, bufs[k]);
+        count += in[k];
+    }
+    CacheClient__SetContainsRequest req = CACHE_CLIENT____SET_CONTAINS_REQUEST__INIT;
+    req.set_name = B("model");
+    req.elements = all;
+    req.n_elements = MODEL_VALUES;
+    tu_raw_reply r;
+    assert_int_equal(call(SCS "SetContains", &req.base, &r), 0);
+    CacheClient__SetContainsResponse *resp =
+        cache_client____set_contains_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    if (count == 0) {
+        assert_int_equal(resp->set_case, CACHE_CLIENT____SET_CONTAINS_RESPONSE__SET_MISSING);
+    } else {
+        assert_int_equal(resp->found->n_contains, MODEL_VALUES);
+        for (size_t k = 0; k < MODEL_VALUES; k++)
+            if ((bool)resp->found->contains[k] != (bool)in[k])
+                fail_msg("value %zu: the set says %d, the model %d", k, resp->found->contains[k], in[k]);
+    }
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    tu_raw_reply_free(&r);
+    assert_int_equal(set_length("model"), count ? (long)count : -1);
+    if (count) {
+        CacheClient__SetFetchRequest f = CACHE_CLIENT____SET_FETCH_REQUEST__INIT;
+        f.set_name = B("model");
+        assert_int_equal(call(SCS "SetFetch", &f.base, &r), 0);
+        CacheClient__SetFetchResponse *fr =
+            cache_client____set_fetch_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        assert_int_equal(fr->found->n_elements, count);
+        unsigned char seen[MODEL_VALUES] = {0};
+        for (size_t i = 0; i < fr->found->n_elements; i++) {
+            size_t k = model_index(&fr->found->elements[i]);
+            assert_true(in[k] && !seen[k]);
+            seen[k] = 1;
+        }
+        protobuf_c_message_free_unpacked(&fr->base, NULL);
+        tu_raw_reply_free(&r);
+    }
+}
+
+static void test_set_index_against_model(void **state)
+{
+    (void)state;
+    static unsigned char in[MODEL_VALUES];
+    memset(in, 0, sizeof(in));
+    char bufs[64][16];
+    ProtobufCBinaryData batch[64];
+    tu_raw_reply r;
+    for (int op = 0; op < 3000; op++) {
+        size_t n = 1 + model_below(64), kind = model_below(10);
+        size_t keys[64];
+        for (size_t i = 0; i < n; i++) {
+            /* Mostly the first 1000 values, so that operations meet. */
+            keys[i] = model_below(4) ? model_below(1000) : model_below(MODEL_VALUES);
+            batch[i] = model_value(keys[i], bufs[i]);
+        }
+        if (kind < 4) { /* SetUnion */
+            CacheClient__SetUnionRequest q = CACHE_CLIENT____SET_UNION_REQUEST__INIT;
+            q.set_name = B("model");
+            q.elements = batch;
+            q.n_elements = n;
+            q.ttl_milliseconds = 600000;
+            assert_int_equal(call(SCS "SetUnion", &q.base, &r), 0);
+            tu_raw_reply_free(&r);
+            for (size_t i = 0; i < n; i++)
+                in[keys[i]] = 1;
+        } else if (kind < 6) { /* SetDifference, subtrahend */
+            CacheClient__SetDifferenceRequest__Subtrahend__Set sub =
+                CACHE_CLIENT____SET_DIFFERENCE_REQUEST____SUBTRAHEND____SET__INIT;
+            sub.elements = batch;
+            sub.n_elements = n;
+            CacheClient__SetDifferenceRequest__Subtrahend sb =
+                CACHE_CLIENT____SET_DIFFERENCE_REQUEST____SUBTRAHEND__INIT;
+            sb.subtrahend_set_case =
+                CACHE_CLIENT____SET_DIFFERENCE_REQUEST____SUBTRAHEND__SUBTRAHEND_SET_SET;
+            sb.set = &sub;
+            CacheClient__SetDifferenceRequest q = CACHE_CLIENT____SET_DIFFERENCE_REQUEST__INIT;
+            q.set_name = B("model");
+            q.difference_case = CACHE_CLIENT____SET_DIFFERENCE_REQUEST__DIFFERENCE_SUBTRAHEND;
+            q.subtrahend = &sb;
+            assert_int_equal(call(SCS "SetDifference", &q.base, &r), 0);
+            tu_raw_reply_free(&r);
+            for (size_t i = 0; i < n; i++)
+                in[keys[i]] = 0;
+        } else if (kind < 8) { /* SetPop or SetSample of up to n */
+            bool popping = kind == 6;
+            CacheClient__SetPopRequest pq = CACHE_CLIENT____SET_POP_REQUEST__INIT;
+            CacheClient__SetSampleRequest sq = CACHE_CLIENT____SET_SAMPLE_REQUEST__INIT;
+            pq.set_name = sq.set_name = B("model");
+            pq.count = (uint32_t)n;
+            sq.limit = n;
+            assert_int_equal(popping ? call(SCS "SetPop", &pq.base, &r)
+                                     : call(SCS "SetSample", &sq.base, &r),
+                             0);
+            /* Both answers are a Found of elements or a Missing: the same
+             * wire shape (field 1 Found { 1: elements }, 2 Missing). */
+            CacheClient__SetFetchResponse *fr =
+                cache_client____set_fetch_response__unpack(NULL, r.lens[0], r.msgs[0]);
+            size_t held = 0;
+            for (size_t k = 0; k < MODEL_VALUES; k++)
+                held += in[k];
+            if (fr->set_case == CACHE_CLIENT____SET_FETCH_RESPONSE__SET_FOUND) {
+                assert_int_equal(fr->found->n_elements, held < n ? held : n);
+                unsigned char seen[MODEL_VALUES] = {0};
+                for (size_t i = 0; i < fr->found->n_elements; i++) {
+                    size_t k = model_index(&fr->found->elements[i]);
+                    assert_true(in[k] && !seen[k]);
+                    seen[k] = 1;
+                }
+                for (size_t k = 0; popping && k < MODEL_VALUES; k++)
+                    if (seen[k])
+                        in[k] = 0;
+            } else {
+                assert_int_equal(held, 0);
+            }
+            protobuf_c_message_free_unpacked(&fr->base, NULL);
+            tu_raw_reply_free(&r);
+        } else if (kind == 8 && model_below(4) == 0) { /* minuend: request - stored */
+            CacheClient__SetDifferenceRequest__Minuend mi =
+                CACHE_CLIENT____SET_DIFFERENCE_REQUEST____MINUEND__INIT;
+            mi.elements = batch;
+            mi.n_elements = n;
+            CacheClient__SetDifferenceRequest q = CACHE_CLIENT____SET_DIFFERENCE_REQUEST__INIT;
+            q.set_name = B("model");
+            q.difference_case = CACHE_CLIENT____SET_DIFFERENCE_REQUEST__DIFFERENCE_MINUEND;
+            q.minuend = &mi;
+            assert_int_equal(call(SCS "SetDifference", &q.base, &r), 0);
+            tu_raw_reply_free(&r);
+            bool any = false;
+            for (size_t k = 0; k < MODEL_VALUES; k++)
+                any = any || in[k];
+            if (any) {
+                unsigned char next[MODEL_VALUES] = {0};
+                for (size_t i = 0; i < n; i++)
+                    next[keys[i]] = !in[keys[i]];
+                memcpy(in, next, sizeof(in));
+            }
+        } else { /* SetContains of the batch */
+            CacheClient__SetContainsRequest q = CACHE_CLIENT____SET_CONTAINS_REQUEST__INIT;
+            q.set_name = B("model");
+            q.elements = batch;
+            q.n_elements = n;
+            assert_int_equal(call(SCS "SetContains", &q.base, &r), 0);
+            CacheClient__SetContainsResponse *cr =
+                cache_client____set_contains_response__unpack(NULL, r.lens[0], r.msgs[0]);
+            if (cr->set_case == CACHE_CLIENT____SET_CONTAINS_RESPONSE__SET_FOUND)
+                for (size_t i = 0; i < n; i++)
+                    assert_int_equal((bool)cr->found->contains[i], (bool)in[keys[i]]);
+            protobuf_c_message_free_unpacked(&cr->base, NULL);
+            tu_raw_reply_free(&r);
+        }
+        if (op % 100 == 99)
+            model_check_all(in);
+    }
+    model_check_all(in);
+}
+
 /* ---- Limits ---------------------------------------------------------------------- */
 
 static void test_bad_arguments(void **state)
@@ -1232,6 +1434,7 @@ int main(void)
         cmocka_unit_test(test_set_values),
         cmocka_unit_test(test_set_sample),
         cmocka_unit_test(test_set_pop),
+        cmocka_unit_test(test_set_index_against_model),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_max_memory),
         cmocka_unit_test(test_union_store_limits),
