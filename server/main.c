@@ -27,6 +27,12 @@ static void usage(FILE *out)
             "  --topic-buffer-items N  items kept per topic for resuming subscribers\n"
             "                        (default 4096; 0 = none)\n"
             "  --max-subscribers N   subscriptions per topic (default 10000; 0 = no limit)\n"
+            "  --topic-idle-ms N     forget a topic without subscribers or publishes for N ms\n"
+            "                        (default 300000)\n"
+            "  --subscriber-queue-bytes N  what one subscription may have queued (default\n"
+            "                        1048576; past it the oldest items go, with a discontinuity)\n"
+            "  --max-queued-bytes N  the same for all subscriptions together, shared out evenly\n"
+            "                        (default 67108864; 0 = no such bound)\n"
             "  --tls-cert FILE       serve TLS with this PEM certificate chain (needs --tls-key)\n"
             "  --tls-key FILE        private key for --tls-cert\n"
             "  --cache NAME          create this cache at start (repeatable; 1-255 bytes of\n"
@@ -86,6 +92,9 @@ int main(int argc, char **argv)
         {"heartbeat-ms", required_argument, NULL, 'H'},
         {"topic-buffer-items", required_argument, NULL, 'T'},
         {"max-subscribers", required_argument, NULL, 'S'},
+        {"topic-idle-ms", required_argument, NULL, 'I'},
+        {"subscriber-queue-bytes", required_argument, NULL, 'Q'},
+        {"max-queued-bytes", required_argument, NULL, 'M'},
         {"tls-key", required_argument, NULL, 'k'},    {"cache", required_argument, NULL, 'C'},
         {"stats-json", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -143,6 +152,20 @@ int main(int argc, char **argv)
             if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
                 momento_local_options_set_max_subscribers(o, (uint32_t)v) < 0)
                 rc = bad("--max-subscribers", optarg);
+            break;
+        case 'I':
+            if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
+                momento_local_options_set_topic_idle_ms(o, (uint32_t)v) < 0)
+                rc = bad("--topic-idle-ms", optarg);
+            break;
+        case 'Q':
+            if (parse_u64(optarg, &v) < 0 ||
+                momento_local_options_set_subscriber_queue_bytes(o, v) < 0)
+                rc = bad("--subscriber-queue-bytes", optarg);
+            break;
+        case 'M':
+            if (parse_u64(optarg, &v) < 0 || momento_local_options_set_max_queued_bytes(o, v) < 0)
+                rc = bad("--max-queued-bytes", optarg);
             break;
         case 'c': cert = optarg; break;
         case 'k': key = optarg; break;

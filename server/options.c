@@ -14,6 +14,16 @@
 #define DEFAULT_HEARTBEAT_MS 1000u
 #define DEFAULT_TOPIC_BUFFER_ITEMS 4096u
 #define DEFAULT_MAX_SUBSCRIBERS 10000u
+/* A topic nobody subscribes or publishes to is forgotten after 5 minutes:
+ * long past any resume after a reconnect (the SDKs wait 0.5 s). A
+ * subscriber's queue holds up to 1 MiB (thousands of small items, as the
+ * 8192-entry queue before it), and all of them together 64 MiB: 2000
+ * subscribers that never read hold 32 KiB each, not 400 KiB (issue 27). */
+#define DEFAULT_TOPIC_IDLE_MS 300000u
+#define DEFAULT_SUB_QUEUE_BYTES (1u << 20)
+#define DEFAULT_MAX_QUEUED_BYTES (64u << 20)
+/* Below this a queue could not hold even a few small items. */
+#define MIN_QUEUE_BYTES 1024u
 
 static char *dup_str(const char *s)
 {
@@ -103,6 +113,9 @@ static void defaults(momento_local_options *o)
     o->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
     o->topic_buffer_items = DEFAULT_TOPIC_BUFFER_ITEMS;
     o->max_subscribers = DEFAULT_MAX_SUBSCRIBERS;
+    o->topic_idle_ms = DEFAULT_TOPIC_IDLE_MS;
+    o->sub_queue_bytes = DEFAULT_SUB_QUEUE_BYTES;
+    o->max_queued_bytes = DEFAULT_MAX_QUEUED_BYTES;
 }
 
 int momento_local_options_new(momento_local_options **ret)
@@ -223,6 +236,30 @@ int momento_local_options_set_max_subscribers(momento_local_options *o, uint32_t
     if (!o)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     o->max_subscribers = n;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_topic_idle_ms(momento_local_options *o, uint32_t ms)
+{
+    if (!o || ms < 10 || ms > 86400000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->topic_idle_ms = ms;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_subscriber_queue_bytes(momento_local_options *o, uint64_t bytes)
+{
+    if (!o || bytes < MIN_QUEUE_BYTES || bytes > (1ull << 30))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->sub_queue_bytes = bytes;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_max_queued_bytes(momento_local_options *o, uint64_t bytes)
+{
+    if (!o || (bytes != 0 && bytes < MIN_QUEUE_BYTES))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->max_queued_bytes = bytes;
     return MOMENTO_OK;
 }
 

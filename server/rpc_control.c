@@ -51,7 +51,7 @@ void srv_delete_cache(momento_local *s, store_cache *c, const ProtobufCMessage *
     ControlClient__DeleteCacheResponse resp = CONTROL_CLIENT____DELETE_CACHE_RESPONSE__INIT;
     on_cache(s, req->cache_name, store_delete_cache, &resp.base, r);
     /* Momento ends a deleted cache's subscriptions with NOT_FOUND; its
-     * topics go with it (a FlushCache leaves them). */
+     * topics go with it. */
     if (r->status == GRPC_STATUS_OK)
         srv_topics_drop_cache(s, req->cache_name);
 }
@@ -61,6 +61,10 @@ void srv_flush_cache(momento_local *s, store_cache *c, const ProtobufCMessage *m
     const ControlClient__FlushCacheRequest *req = (const ControlClient__FlushCacheRequest *)msg;
     ControlClient__FlushCacheResponse resp = CONTROL_CLIENT____FLUSH_CACHE_RESPONSE__INIT;
     on_cache(s, req->cache_name, store_flush_cache, &resp.base, r);
+    /* Topics without subscribers go, and resume buffers (subscriptions go
+     * on): what a flush frees (docs/server.md "Topics"). */
+    if (r->status == GRPC_STATUS_OK)
+        srv_topics_flush_cache(s, req->cache_name);
 }
 
 static int by_cache_name(const void *a, const void *b)

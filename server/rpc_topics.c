@@ -21,6 +21,11 @@ static bool check_topic(srv_reply *r, const char *topic)
                         len ? "topic name must not be blank" : "topic name must not be empty");
         return false;
     }
+    if (len > SRV_TOPIC_NAME_MAX_BYTES) {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
+                        "topic name must be at most %u bytes", SRV_TOPIC_NAME_MAX_BYTES);
+        return false;
+    }
     if (!momento__local_utf8_valid(topic, len)) {
         srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "topic name must be valid UTF-8");
         return false;
@@ -58,7 +63,18 @@ void srv_topic_publish(momento_local *s, store_cache *c, const ProtobufCMessage 
                         len, s->opts.max_item_bytes);
         return;
     }
-    if (srv_topics_publish(s, c->name, req->topic, &v->base) != 0) {
+    int rc = srv_topics_publish(s, c->name, req->topic, &v->base);
+    if (rc == SRV_TOPICS_TOO_BIG) {
+        /* As for an item that could never fit (reply.c). */
+        srv_reply_error(r, GRPC_STATUS_RESOURCE_EXHAUSTED, "item_size_limit_exceeded",
+                        "topic item of %zu bytes exceeds what the server's memory limit of %" PRIu64
+                        " bytes can hold (item size)",
+                        len, s->store.max_bytes);
+        return;
+    }
+    if (rc != 0) {
+        /* The rest of the memory is held by what cannot give way: items
+         * being written, subscriptions and their queues. */
         srv_reply_no_memory(r);
         return;
     }

@@ -5,8 +5,10 @@
  * which calls.c drains one message per batch (docs/server.md "Topics").
  *
  * An item is packed once per publish; every subscriber's queue, and the
- * topic's buffer, hold a reference to the same slice. Server thread only,
- * but for the counters in momento_local. */
+ * topic's buffer, hold a reference to the same message. Everything topics
+ * hold (topics, buffers, messages, subscriptions and their queues) is
+ * charged to the store (store_charge()), against --max-memory with the
+ * items. Server thread only, but for the counters. */
 #ifndef MOMENTO_LOCAL_SRV_TOPICS_H
 #define MOMENTO_LOCAL_SRV_TOPICS_H
 
@@ -14,6 +16,7 @@
 
 #include <grpc/grpc.h>
 #include <protobuf-c/protobuf-c.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,26 +24,44 @@
 typedef struct srv_topic srv_topic;
 typedef struct srv_sub srv_sub;
 
+/* Topics in the order of their last activity, the most recent first. */
+typedef struct srv_topic_list {
+    srv_topic *head, *tail;
+} srv_topic_list;
+
 /* What a server holds of topics (part of momento_local). */
 typedef struct srv_topics {
     srv_topic *by_key;          /* uthash: cache name, NUL, topic name */
     /* Subscriptions in the order of their last queued message, oldest
      * first: the first is the next to need a heartbeat. */
     srv_sub *idle_head, *idle_tail;
+    /* Where memory can be given back (the store's reclaim hook) and idle
+     * topics are found: topics without subscribers, by their last publish
+     * or subscriber; topics with subscribers and items buffered, by their
+     * last publish. Every other topic is in neither. */
+    srv_topic_list unheard, buffered;
+    srv_topic *pinned;          /* being published or subscribed to: not reclaimed */
+    uint64_t queued;            /* every subscription's queue, as the queue bounds count */
+    uint64_t charged;           /* what topics.c has charged to the store */
+    /* momento_local_topic_bytes(), _topic_count(), _queued_bytes(). */
+    atomic_uint_fast64_t bytes_seen, count_seen, queued_seen;
 } srv_topics;
 
-/* Limits of one subscriber's queue: a subscriber that reads slower than
- * items are published loses the oldest queued items beyond these (and
- * then gets a discontinuity) rather than holding the server's memory. */
-#define SRV_SUB_QUEUE_MAX 8192u
-#define SRV_SUB_QUEUE_MAX_BYTES (64u * 1024u * 1024u)
+/* The longest topic name, in bytes. No public source gives Momento's
+ * limit; this is the cache name's (docs/server.md "Topics"). */
+#define SRV_TOPIC_NAME_MAX_BYTES 255u
 /* A topic's resume buffer keeps at most this many bytes of items, besides
  * its limit in items (momento_local_options_set_topic_buffer_items()). */
 #define SRV_TOPIC_BUFFER_MAX_BYTES (64u * 1024u * 1024u)
 
 /* Publishes `value` (a packed _TopicValue's message, borrowed) to `topic`
  * of `cache`: numbers it, buffers it, queues it for every subscriber.
- * Returns 0, or -1 out of memory (nothing published). */
+ * Returns 0; SRV_TOPICS_TOO_BIG when the item alone would not fit in
+ * --max-memory; SRV_TOPICS_NO_MEMORY when there is no room for it (nothing
+ * published). */
+#define SRV_TOPICS_FULL (-1)
+#define SRV_TOPICS_NO_MEMORY (-2)
+#define SRV_TOPICS_TOO_BIG (-3)
 int srv_topics_publish(momento_local *s, const char *cache, const char *topic,
                        const ProtobufCMessage *value);
 
@@ -50,19 +71,21 @@ int srv_topics_publish(momento_local *s, const char *cache, const char *topic,
  * docs/server.md "Topics" says. Sets *ret_sub and returns 0; or returns
  * SRV_TOPICS_FULL (the topic has max_subscribers already) or
  * SRV_TOPICS_NO_MEMORY. */
-#define SRV_TOPICS_FULL (-1)
-#define SRV_TOPICS_NO_MEMORY (-2)
 int srv_topics_subscribe(momento_local *s, const char *cache, const char *topic, uint64_t resume,
                          uint64_t page, srv_sub **ret_sub);
 
 /* Ends every subscription to a topic of `cache` with NOT_FOUND and forgets
  * its topics (the cache was deleted). */
 void srv_topics_drop_cache(momento_local *s, const char *cache);
+/* The cache was flushed: its topics without subscribers are forgotten
+ * (numbered afresh, on a new page, if used again) and the others' resume
+ * buffers emptied; subscriptions go on. */
+void srv_topics_flush_cache(momento_local *s, const char *cache);
 /* Ends every subscription with `status` (the server is stopping). */
 void srv_topics_end_all(momento_local *s, grpc_status_code status, const char *details);
-/* Queues heartbeats for the subscriptions idle for the heartbeat interval;
- * returns when the next one is due (store_now_ms() clock), INT64_MAX for
- * none. */
+/* Queues heartbeats for the subscriptions idle for the heartbeat interval
+ * and forgets topics without subscribers idle for topic_idle_ms; returns
+ * when it is next due (store_now_ms() clock), INT64_MAX for never. */
 int64_t srv_topics_tick(momento_local *s, int64_t now);
 /* Frees every topic (at server destruction, once no stream is left). */
 void srv_topics_destroy(momento_local *s);

@@ -1,6 +1,6 @@
 /* The server's counters: calls per method and gRPC status, calls per
  * method cancelled by their clients, calls carrying each of a few headers,
- * and their JSON summary. Written by the server
+ * topics' memory, and their JSON summary. Written by the server
  * thread, read from any thread; relaxed atomics, as each counter stands
  * alone. */
 #include "srv_server.h"
@@ -127,6 +127,30 @@ uint64_t momento_local_topic_heartbeats(const momento_local *s)
         return 0;
     momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
     return atomic_load_explicit(&ms->topic_heartbeats, memory_order_relaxed);
+}
+
+uint64_t momento_local_topic_bytes(const momento_local *s)
+{
+    if (!s)
+        return 0;
+    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
+    return atomic_load_explicit(&ms->topics.bytes_seen, memory_order_relaxed);
+}
+
+uint64_t momento_local_topic_count(const momento_local *s)
+{
+    if (!s)
+        return 0;
+    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
+    return atomic_load_explicit(&ms->topics.count_seen, memory_order_relaxed);
+}
+
+uint64_t momento_local_queued_bytes(const momento_local *s)
+{
+    if (!s)
+        return 0;
+    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
+    return atomic_load_explicit(&ms->topics.queued_seen, memory_order_relaxed);
 }
 
 double momento_local_cpu_seconds(const momento_local *s)

@@ -1,19 +1,31 @@
 /* Topics and their subscriptions (srv_topics.h; docs/server.md "Topics").
  *
- * A topic is created by its first publish or subscribe and lives until its
- * cache is deleted. Its items are numbered from 1 within its sequence
- * page, a number taken from the wall clock when the topic is created, so
- * that a topic re-created by a restarted server has a larger page than any
- * a subscriber may resume with, and learns of the reset by a
- * discontinuity. A publish packs its _SubscriptionItem once; the topic's
- * buffer and each subscriber's queue hold references to that slice.
+ * A topic is created by its first publish or subscribe. Its items are
+ * numbered from 1 within its sequence page, a number taken from the wall
+ * clock when the topic is created, so that a topic re-created (by a
+ * restarted server, or after it was forgotten) has a larger page than any
+ * a subscriber may resume with, and the subscriber learns of the reset by
+ * a discontinuity. A publish packs its _SubscriptionItem once, in a
+ * message (`tmsg`) that the topic's buffer and each subscriber's queue
+ * hold.
+ *
+ * Memory: every block topics allocate is charged to the store before it is
+ * allocated and uncharged when freed, so --max-memory holds topics and
+ * items together. A topic without subscribers is forgotten after
+ * topic_idle_ms without a publish, when its cache is flushed or deleted,
+ * or when the memory is needed (least recently used first, before any
+ * item is evicted); after those, the buffers of topics that have
+ * subscribers are emptied. A message is charged once, however many hold
+ * it, until the last lets go; what gRPC holds of it after that is gRPC's.
  *
  * A subscription's queue is a ring of messages; calls.c takes them one at a
- * time (srv_sub_next()) as gRPC takes each message. A queue at its limit
- * loses its oldest entries; the subscriber is told with a discontinuity
- * before the next item it gets. Subscriptions are also kept in the order
- * of their last queued message, so that the ones due a heartbeat are found
- * at the front without scanning. */
+ * time (srv_sub_next()) as gRPC takes each message. A queue counts each
+ * message it holds at its full size plus its ring's slots, and may hold
+ * the smaller of sub_queue_bytes and max_queued_bytes / subscriptions:
+ * past that it loses its oldest entries, and the subscriber is told with a
+ * discontinuity before the next item it gets. Subscriptions are also kept
+ * in the order of their last queued message, so that the ones due a
+ * heartbeat are found at the front without scanning. */
 #include "srv_topics.h"
 
 #include "srv_server.h"
@@ -28,11 +40,31 @@
 
 typedef enum { MSG_ITEM, MSG_DISCONTINUITY, MSG_HEARTBEAT } msg_kind;
 
+/* A packed message: an item, or a discontinuity queued for one
+ * subscriber. Its slice lies over `data`; gRPC's last unref frees the
+ * block. `holders` counts the buffer and queues holding it (the server
+ * thread's own references); the block is charged while there are any. */
+typedef struct tmsg {
+    grpc_slice slice;
+    uint32_t holders;
+    uint64_t cost;
+    uint8_t data[];
+} tmsg;
+
+/* gRPC's refcount object for a slice of ours (new_with_user_data), with
+ * its allocator's rounding. */
+#define SLICE_REFCOUNT_COST 48u
+
 typedef struct queued {
-    grpc_slice msg;
+    tmsg *m;      /* NULL for a heartbeat */
     uint64_t seq; /* an item's number; a discontinuity's new_topic_sequence */
     msg_kind kind;
 } queued;
+
+/* A queue's ring starts at this many slots, and is freed once drained
+ * past LARGE_RING, so a subscriber that caught up gives its memory back. */
+#define MIN_RING 8u
+#define LARGE_RING 64u
 
 struct srv_sub {
     momento_local *s;
@@ -42,7 +74,10 @@ struct srv_sub {
     int64_t last_queued_ms;       /* when its last message was queued */
     uint64_t page;                /* its topic's page */
     queued *q;                    /* ring: q_n entries from q_head */
-    size_t q_head, q_n, q_cap, q_bytes;
+    size_t q_head, q_n, q_cap;
+    uint64_t q_bytes;             /* the queued messages' lengths */
+    uint64_t q_charged;           /* the ring's charge */
+    uint64_t cost;                /* this structure's charge */
     /* The last item number the subscriber has been given, or told of by a
      * discontinuity: where a discontinuity after lost items starts. */
     uint64_t sent_seq;
@@ -55,10 +90,15 @@ struct srv_sub {
 
 struct srv_topic {
     UT_hash_handle hh;
+    srv_topic *list_prev, *list_next;
+    srv_topic_list *list;         /* unheard, buffered or NULL (srv_topics) */
+    int64_t active_ms;            /* its last publish, or its last subscriber leaving */
     uint64_t page;
     uint64_t next_seq;            /* the number of the next item published */
-    grpc_slice *ring;             /* the last ring_n items, oldest at ring_head */
-    size_t ring_cap, ring_head, ring_n, ring_bytes;
+    tmsg **ring;                  /* the last ring_n items, oldest at ring_head */
+    size_t ring_cap, ring_head, ring_n;
+    uint64_t ring_bytes;
+    uint64_t ring_charged, cost;  /* the charges of its ring and of itself */
     srv_sub *subs;
     size_t n_subs;
     size_t cache_len;             /* key: the cache's name, NUL, the topic's */
@@ -68,6 +108,76 @@ struct srv_topic {
 
 /* _SubscriptionItem{heartbeat: {}}: field 3, length 0. */
 static const uint8_t heartbeat_bytes[] = {0x1a, 0x00};
+
+/* How many idle topics one tick forgets at most, so that a flood of them
+ * never stalls the server thread. */
+#define IDLE_BUDGET 1000u
+
+/* ---- memory ------------------------------------------------------------ */
+
+static void publish_counts(srv_topics *ts)
+{
+    atomic_store_explicit(&ts->bytes_seen, ts->charged, memory_order_relaxed);
+    atomic_store_explicit(&ts->queued_seen, ts->queued, memory_order_relaxed);
+    atomic_store_explicit(&ts->count_seen, HASH_COUNT(ts->by_key), memory_order_relaxed);
+}
+
+static bool charge(momento_local *s, uint64_t bytes)
+{
+    if (store_charge(&s->store, bytes) != 0)
+        return false;
+    s->topics.charged += bytes;
+    publish_counts(&s->topics);
+    return true;
+}
+
+static void uncharge(momento_local *s, uint64_t bytes)
+{
+    store_uncharge(&s->store, bytes);
+    s->topics.charged -= bytes;
+    publish_counts(&s->topics);
+}
+
+static uint64_t msg_cost(size_t len)
+{
+    return store_alloc_cost(sizeof(tmsg) + len) + SLICE_REFCOUNT_COST;
+}
+
+static void free_block(void *p)
+{
+    free(p);
+}
+
+/* A message of `len` bytes, charged, held once (by the caller); NULL when
+ * there is no room or no memory. */
+static tmsg *msg_new(momento_local *s, size_t len)
+{
+    uint64_t cost = msg_cost(len);
+    if (!charge(s, cost))
+        return NULL;
+    tmsg *m = malloc(sizeof(*m) + len);
+    if (!m) {
+        uncharge(s, cost);
+        return NULL;
+    }
+    m->slice = grpc_slice_new_with_user_data(m->data, len, free_block, m);
+    m->holders = 1;
+    m->cost = cost;
+    return m;
+}
+
+static void msg_release(momento_local *s, tmsg *m)
+{
+    if (--m->holders)
+        return;
+    uncharge(s, m->cost);
+    grpc_slice_unref(m->slice); /* frees m, unless gRPC still has it */
+}
+
+static size_t msg_len(const tmsg *m)
+{
+    return m ? GRPC_SLICE_LENGTH(m->slice) : sizeof(heartbeat_bytes);
+}
 
 /* ---- pages ------------------------------------------------------------- */
 
@@ -88,10 +198,131 @@ static uint64_t new_page(void)
     return page;
 }
 
+/* ---- a topic's lists --------------------------------------------------- */
+
+static void list_unlink(srv_topic *t)
+{
+    srv_topic_list *l = t->list;
+    if (!l)
+        return;
+    if (t->list_prev)
+        t->list_prev->list_next = t->list_next;
+    else
+        l->head = t->list_next;
+    if (t->list_next)
+        t->list_next->list_prev = t->list_prev;
+    else
+        l->tail = t->list_prev;
+    t->list_prev = t->list_next = NULL;
+    t->list = NULL;
+}
+
+static void list_push_head(srv_topic_list *l, srv_topic *t)
+{
+    list_unlink(t);
+    t->list_next = l->head;
+    if (l->head)
+        l->head->list_prev = t;
+    l->head = t;
+    if (!l->tail)
+        l->tail = t;
+    t->list = l;
+}
+
+/* Puts `t`, active at `now`, where it now belongs: at the head of the
+ * unheard list without subscribers, of the buffered list with subscribers
+ * and items buffered, else in neither. */
+static void topic_touch(srv_topics *ts, srv_topic *t, int64_t now)
+{
+    t->active_ms = now;
+    if (t->n_subs == 0)
+        list_push_head(&ts->unheard, t);
+    else if (t->ring_n)
+        list_push_head(&ts->buffered, t);
+    else
+        list_unlink(t);
+}
+
+/* ---- a topic's buffer -------------------------------------------------- */
+
+static void buffer_drop_oldest(momento_local *s, srv_topic *t)
+{
+    tmsg *old = t->ring[t->ring_head];
+    t->ring_bytes -= msg_len(old);
+    t->ring_head = (t->ring_head + 1) % t->ring_cap;
+    t->ring_n--;
+    msg_release(s, old);
+}
+
+/* Empties the buffer and frees its ring. A subscribed topic leaves the
+ * buffered list; an unheard one keeps its place. */
+static void buffer_clear(momento_local *s, srv_topic *t)
+{
+    while (t->ring_n)
+        buffer_drop_oldest(s, t);
+    free(t->ring);
+    t->ring = NULL;
+    t->ring_cap = t->ring_head = 0;
+    if (t->ring_charged)
+        uncharge(s, t->ring_charged);
+    t->ring_charged = 0;
+    if (t->list == &s->topics.buffered)
+        list_unlink(t);
+}
+
+/* Holds `m` as the topic's newest item, the oldest leaving past the
+ * buffer's limits. Without room or memory for a larger ring the buffer is
+ * emptied instead (it holds consecutive items): a resume from an item no
+ * longer there gets a discontinuity. */
+static void buffer_push(momento_local *s, srv_topic *t, tmsg *m)
+{
+    size_t limit = s->opts.topic_buffer_items, len = msg_len(m);
+    if (limit == 0 || len > SRV_TOPIC_BUFFER_MAX_BYTES) {
+        buffer_clear(s, t);
+        return;
+    }
+    while (t->ring_n && (t->ring_n >= limit || t->ring_bytes + len > SRV_TOPIC_BUFFER_MAX_BYTES))
+        buffer_drop_oldest(s, t);
+    if (t->ring_n == t->ring_cap) {
+        /* Grown by doubling up to the limit: a topic with few items keeps
+         * a small ring. */
+        size_t cap = t->ring_cap ? t->ring_cap * 2 : 16;
+        if (cap > limit)
+            cap = limit;
+        uint64_t cost = store_alloc_cost(cap * sizeof(*t->ring));
+        if (!charge(s, cost)) {
+            buffer_clear(s, t);
+            return;
+        }
+        tmsg **ring = malloc(cap * sizeof(*ring));
+        if (!ring) {
+            uncharge(s, cost);
+            buffer_clear(s, t);
+            return;
+        }
+        for (size_t i = 0; i < t->ring_n; i++)
+            ring[i] = t->ring[(t->ring_head + i) % t->ring_cap];
+        free(t->ring);
+        if (t->ring_charged)
+            uncharge(s, t->ring_charged);
+        t->ring = ring;
+        t->ring_cap = cap;
+        t->ring_head = 0;
+        t->ring_charged = cost;
+    }
+    m->holders++;
+    t->ring[(t->ring_head + t->ring_n) % t->ring_cap] = m;
+    t->ring_n++;
+    t->ring_bytes += len;
+}
+
 /* ---- topics ------------------------------------------------------------ */
+
+static uint64_t reclaim(void *ctx, uint64_t want);
 
 static srv_topic *topic_get(momento_local *s, const char *cache, const char *topic, bool create)
 {
+    srv_topics *ts = &s->topics;
     size_t cl = strlen(cache), tl = strlen(topic), kl = cl + 1 + tl;
     char stack_key[512];
     char *key = kl <= sizeof(stack_key) ? stack_key : malloc(kl);
@@ -100,75 +331,64 @@ static srv_topic *topic_get(momento_local *s, const char *cache, const char *top
     memcpy(key, cache, cl + 1);
     memcpy(key + cl + 1, topic, tl);
     srv_topic *t = NULL;
-    HASH_FIND(hh, s->topics.by_key, key, kl, t);
-    if (!t && create && (t = calloc(1, sizeof(*t) + kl))) {
-        memcpy(t->key, key, kl);
-        t->key_len = kl;
-        t->cache_len = cl;
-        t->page = new_page();
-        t->next_seq = 1;
-        HASH_ADD_KEYPTR(hh, s->topics.by_key, t->key, kl, t);
+    HASH_FIND(hh, ts->by_key, key, kl, t);
+    /* Its share of the hash table as an item's: STORE_ITEM_OVERHEAD. */
+    uint64_t cost = store_alloc_cost(sizeof(*t) + kl) + STORE_ITEM_OVERHEAD;
+    if (!t && create && charge(s, cost)) {
+        if ((t = calloc(1, sizeof(*t) + kl))) {
+            memcpy(t->key, key, kl);
+            t->key_len = kl;
+            t->cache_len = cl;
+            t->page = new_page();
+            t->next_seq = 1;
+            t->cost = cost;
+            HASH_ADD_KEYPTR(hh, ts->by_key, t->key, kl, t);
+            topic_touch(ts, t, store_now_ms());
+            publish_counts(ts);
+            /* Only topics have anything to give back: the store asks
+             * once there is one. */
+            if (!s->store.reclaim)
+                store_set_reclaim(&s->store, reclaim, s);
+        } else {
+            uncharge(s, cost);
+        }
     }
     if (key != stack_key)
         free(key);
     return t;
 }
 
-static void buffer_drop_oldest(srv_topic *t)
+/* Forgets a topic without subscribers. */
+static void topic_remove(momento_local *s, srv_topic *t)
 {
-    grpc_slice *old = &t->ring[t->ring_head];
-    t->ring_bytes -= GRPC_SLICE_LENGTH(*old);
-    grpc_slice_unref(*old);
-    t->ring_head = (t->ring_head + 1) % t->ring_cap;
-    t->ring_n--;
-}
-
-/* Keeps `msg` (a reference of its own) as the topic's newest item, the
- * oldest leaving past the buffer's limits. Out of memory the item is not
- * buffered: a resume from it then gets a discontinuity instead. */
-static void buffer_push(momento_local *s, srv_topic *t, grpc_slice msg)
-{
-    size_t limit = s->opts.topic_buffer_items, len = GRPC_SLICE_LENGTH(msg);
-    if (limit == 0 || len > SRV_TOPIC_BUFFER_MAX_BYTES) {
-        /* Everything older must go too: the buffer holds consecutive items. */
-        while (t->ring_n)
-            buffer_drop_oldest(t);
-        grpc_slice_unref(msg);
-        return;
-    }
-    while (t->ring_n && (t->ring_n >= limit || t->ring_bytes + len > SRV_TOPIC_BUFFER_MAX_BYTES))
-        buffer_drop_oldest(t);
-    if (t->ring_n == t->ring_cap) {
-        /* Grown by doubling up to the limit: a topic with few items keeps
-         * a small ring. */
-        size_t cap = t->ring_cap ? t->ring_cap * 2 : 16;
-        if (cap > limit)
-            cap = limit;
-        grpc_slice *ring = malloc(cap * sizeof(*ring));
-        if (!ring) {
-            while (t->ring_n)
-                buffer_drop_oldest(t);
-            grpc_slice_unref(msg);
-            return;
-        }
-        for (size_t i = 0; i < t->ring_n; i++)
-            ring[i] = t->ring[(t->ring_head + i) % t->ring_cap];
-        free(t->ring);
-        t->ring = ring;
-        t->ring_cap = cap;
-        t->ring_head = 0;
-    }
-    t->ring[(t->ring_head + t->ring_n) % t->ring_cap] = msg;
-    t->ring_n++;
-    t->ring_bytes += len;
-}
-
-static void topic_free(srv_topic *t)
-{
-    while (t->ring_n)
-        buffer_drop_oldest(t);
-    free(t->ring);
+    list_unlink(t);
+    HASH_DELETE(hh, s->topics.by_key, t);
+    buffer_clear(s, t);
+    uncharge(s, t->cost);
     free(t);
+}
+
+/* The store needs room: forgets topics without subscribers, least recently
+ * active first, then empties the buffers of topics with subscribers,
+ * least recently published first, until `want` bytes are freed or nothing
+ * is left to give (the topic being written to is left alone). An emptied
+ * buffer frees only the items no queue still holds. */
+static uint64_t reclaim(void *ctx, uint64_t want)
+{
+    momento_local *s = ctx;
+    srv_topics *ts = &s->topics;
+    uint64_t before = ts->charged;
+    for (srv_topic *t = ts->unheard.tail, *prev; t && before - ts->charged < want; t = prev) {
+        prev = t->list_prev;
+        if (t != ts->pinned)
+            topic_remove(s, t);
+    }
+    for (srv_topic *t = ts->buffered.tail, *prev; t && before - ts->charged < want; t = prev) {
+        prev = t->list_prev;
+        if (t != ts->pinned)
+            buffer_clear(s, t);
+    }
+    return before - ts->charged;
 }
 
 /* ---- a subscription's queue ------------------------------------------- */
@@ -202,15 +422,78 @@ static void idle_touch(srv_topics *ts, srv_sub *sub, int64_t now)
     ts->idle_tail = sub;
 }
 
-static void queue_drop_oldest(srv_sub *sub)
+/* What a queue counts against its bound: its messages, each at its full
+ * size, and its ring's slots. */
+static uint64_t queue_cost(const srv_sub *sub)
 {
-    queued *e = &sub->q[sub->q_head];
-    if (e->kind == MSG_ITEM)
-        sub->lost = true;
-    sub->q_bytes -= GRPC_SLICE_LENGTH(e->msg);
-    grpc_slice_unref(e->msg);
+    return sub->q_bytes + sub->q_cap * sizeof(queued);
+}
+
+/* The most a queue may count now: its own bound, or its share of the
+ * server-wide one, whichever is less. */
+static uint64_t queue_limit(momento_local *s)
+{
+    uint64_t limit = s->opts.sub_queue_bytes;
+    if (s->opts.max_queued_bytes) {
+        uint64_t n = atomic_load_explicit(&s->subscriptions, memory_order_relaxed);
+        uint64_t share = s->opts.max_queued_bytes / (n ? n : 1);
+        if (share < limit)
+            limit = share;
+    }
+    return limit;
+}
+
+/* Gives the ring `cap` slots (0: frees it), keeping its entries (at most
+ * `cap`). false, with the ring as it was, without room or memory. */
+static bool queue_resize(srv_sub *sub, size_t cap)
+{
+    momento_local *s = sub->s;
+    queued *q = NULL;
+    uint64_t cost = 0;
+    if (cap) {
+        cost = store_alloc_cost(cap * sizeof(*q));
+        if (!charge(s, cost))
+            return false;
+        if (!(q = malloc(cap * sizeof(*q)))) {
+            uncharge(s, cost);
+            return false;
+        }
+        for (size_t i = 0; i < sub->q_n; i++)
+            q[i] = sub->q[(sub->q_head + i) % sub->q_cap];
+    }
+    free(sub->q);
+    if (sub->q_charged)
+        uncharge(s, sub->q_charged);
+    s->topics.queued = s->topics.queued - sub->q_cap * sizeof(*q) + cap * sizeof(*q);
+    sub->q = q;
+    sub->q_cap = cap;
+    sub->q_head = 0;
+    sub->q_charged = cost;
+    publish_counts(&s->topics);
+    return true;
+}
+
+/* Takes the oldest entry off the queue; the queue's hold on its message
+ * passes to the caller. */
+static queued queue_pop(srv_sub *sub)
+{
+    queued e = sub->q[sub->q_head];
+    size_t len = msg_len(e.m);
+    sub->q_bytes -= len;
+    sub->s->topics.queued -= len;
     sub->q_head = (sub->q_head + 1) % sub->q_cap;
     sub->q_n--;
+    return e;
+}
+
+static void queue_drop_oldest(srv_sub *sub)
+{
+    queued e = queue_pop(sub);
+    if (e.kind == MSG_ITEM)
+        sub->lost = true;
+    if (e.m)
+        msg_release(sub->s, e.m);
+    publish_counts(&sub->s->topics);
 }
 
 static void queue_clear(srv_sub *sub)
@@ -219,71 +502,93 @@ static void queue_clear(srv_sub *sub)
         queue_drop_oldest(sub);
 }
 
-/* Queues `msg` (a reference handed over) and wakes the stream. */
-static void queue_push(srv_sub *sub, grpc_slice msg, msg_kind kind, uint64_t seq, int64_t now)
+/* Queues `m` (NULL: a heartbeat), the queue taking a hold of its own, and
+ * wakes the stream. Past the queue's bound its oldest entries go first;
+ * with no slot to be had the message is lost (an item: the subscriber is
+ * told, as for one dropped). */
+static void queue_push(srv_sub *sub, tmsg *m, msg_kind kind, uint64_t seq, int64_t now)
 {
-    if (sub->ended) {
-        grpc_slice_unref(msg);
+    if (sub->ended)
         return;
-    }
-    size_t len = GRPC_SLICE_LENGTH(msg);
-    while (sub->q_n &&
-           (sub->q_n >= SRV_SUB_QUEUE_MAX || sub->q_bytes + len > SRV_SUB_QUEUE_MAX_BYTES))
+    momento_local *s = sub->s;
+    size_t len = msg_len(m);
+    uint64_t limit = queue_limit(s);
+    while (sub->q_n && queue_cost(sub) + len > limit)
         queue_drop_oldest(sub);
+    /* A ring grown while the subscription had a larger share. */
+    if (sub->q_n == 0 && sub->q_cap > MIN_RING && queue_cost(sub) + len > limit)
+        queue_resize(sub, 0);
     if (sub->q_n == sub->q_cap) {
-        size_t cap = sub->q_cap ? sub->q_cap * 2 : 8;
-        if (cap > SRV_SUB_QUEUE_MAX)
-            cap = SRV_SUB_QUEUE_MAX;
-        queued *q = malloc(cap * sizeof(*q));
-        if (!q) {
-            /* Lost like an item dropped from a full queue: never silently. */
-            if (kind == MSG_ITEM)
-                sub->lost = true;
-            grpc_slice_unref(msg);
-            return;
+        size_t cap = sub->q_cap ? sub->q_cap * 2 : MIN_RING;
+        bool room = sub->q_cap == 0 || sub->q_bytes + len + cap * sizeof(queued) <= limit;
+        if (!room || !queue_resize(sub, cap)) {
+            if (sub->q_n) {
+                queue_drop_oldest(sub); /* its slot takes the new one */
+            } else {
+                if (kind == MSG_ITEM)
+                    sub->lost = true;
+                return;
+            }
         }
-        for (size_t i = 0; i < sub->q_n; i++)
-            q[i] = sub->q[(sub->q_head + i) % sub->q_cap];
-        free(sub->q);
-        sub->q = q;
-        sub->q_cap = cap;
-        sub->q_head = 0;
     }
-    sub->q[(sub->q_head + sub->q_n) % sub->q_cap] = (queued){msg, seq, kind};
+    if (m)
+        m->holders++;
+    sub->q[(sub->q_head + sub->q_n) % sub->q_cap] = (queued){m, seq, kind};
     sub->q_n++;
     sub->q_bytes += len;
+    s->topics.queued += len;
+    publish_counts(&s->topics);
     if (sub->topic)
-        idle_touch(&sub->s->topics, sub, now);
+        idle_touch(&s->topics, sub, now);
     if (sub->stream)
         srv_stream_wake(sub->stream);
 }
 
+static size_t discontinuity_size(CacheClient__Pubsub__SubscriptionItem *m,
+                                 CacheClient__Pubsub__Discontinuity *d, uint64_t last,
+                                 uint64_t next, uint64_t page)
+{
+    d->last_topic_sequence = last;
+    d->new_topic_sequence = next;
+    d->new_sequence_page = page;
+    m->kind_case = CACHE_CLIENT__PUBSUB____SUBSCRIPTION_ITEM__KIND_DISCONTINUITY;
+    m->discontinuity = d;
+    return protobuf_c_message_get_packed_size(&m->base);
+}
+
+/* A discontinuity sent at once (srv_sub_next()), not queued. */
 static grpc_slice pack_discontinuity(uint64_t last, uint64_t next, uint64_t page)
 {
     CacheClient__Pubsub__Discontinuity d = CACHE_CLIENT__PUBSUB____DISCONTINUITY__INIT;
-    d.last_topic_sequence = last;
-    d.new_topic_sequence = next;
-    d.new_sequence_page = page;
     CacheClient__Pubsub__SubscriptionItem m = CACHE_CLIENT__PUBSUB____SUBSCRIPTION_ITEM__INIT;
-    m.kind_case = CACHE_CLIENT__PUBSUB____SUBSCRIPTION_ITEM__KIND_DISCONTINUITY;
-    m.discontinuity = &d;
-    grpc_slice s = grpc_slice_malloc(protobuf_c_message_get_packed_size(&m.base));
+    grpc_slice s = grpc_slice_malloc(discontinuity_size(&m, &d, last, next, page));
     protobuf_c_message_pack(&m.base, GRPC_SLICE_START_PTR(s));
     return s;
 }
 
+/* Queues a discontinuity; without room for it, marks items lost instead,
+ * which makes srv_sub_next() say the same before the next item. */
 static void queue_discontinuity(srv_sub *sub, uint64_t last, uint64_t next, int64_t now)
 {
-    queue_push(sub, pack_discontinuity(last, next, sub->page), MSG_DISCONTINUITY, next, now);
+    CacheClient__Pubsub__Discontinuity d = CACHE_CLIENT__PUBSUB____DISCONTINUITY__INIT;
+    CacheClient__Pubsub__SubscriptionItem pm = CACHE_CLIENT__PUBSUB____SUBSCRIPTION_ITEM__INIT;
+    tmsg *m = msg_new(sub->s, discontinuity_size(&pm, &d, last, next, sub->page));
+    if (!m) {
+        sub->lost = true;
+        return;
+    }
+    protobuf_c_message_pack(&pm.base, m->data);
+    queue_push(sub, m, MSG_DISCONTINUITY, next, now);
+    msg_release(sub->s, m);
 }
 
 static void queue_heartbeat(srv_sub *sub, int64_t now)
 {
-    queue_push(sub, grpc_slice_from_static_buffer(heartbeat_bytes, sizeof(heartbeat_bytes)),
-               MSG_HEARTBEAT, 0, now);
+    queue_push(sub, NULL, MSG_HEARTBEAT, 0, now);
 }
 
-/* Takes the subscription out of its topic and the heartbeat order. */
+/* Takes the subscription out of its topic and the heartbeat order; a
+ * topic left without subscribers starts to idle. */
 static void leave_topic(srv_sub *sub)
 {
     srv_topic *t = sub->topic;
@@ -300,44 +605,42 @@ static void leave_topic(srv_sub *sub)
     sub->topic = NULL;
     idle_unlink(&sub->s->topics, sub);
     atomic_fetch_sub_explicit(&sub->s->subscriptions, 1, memory_order_relaxed);
+    if (t->n_subs == 0)
+        topic_touch(&sub->s->topics, t, store_now_ms());
 }
 
 /* ---- publish and subscribe --------------------------------------------- */
 
-/* Above this a message's memory comes from malloc(), which can fail,
- * rather than grpc_slice_malloc(), which aborts (as reply.c's blocks). */
-#define SLICE_FROM_GRPC_MAX (1u << 20)
-
-static void free_block(void *p, size_t len)
-{
-    (void)len;
-    free(p);
-}
-
 int srv_topics_publish(momento_local *s, const char *cache, const char *topic,
                        const ProtobufCMessage *value)
 {
+    srv_topics *ts = &s->topics;
     srv_topic *t = topic_get(s, cache, topic, true);
     if (!t)
-        return -1;
+        return SRV_TOPICS_NO_MEMORY;
     CacheClient__Pubsub__TopicItem item = CACHE_CLIENT__PUBSUB____TOPIC_ITEM__INIT;
     item.topic_sequence_number = t->next_seq;
     item.value = (CacheClient__Pubsub__TopicValue *)value;
     item.sequence_page = t->page;
-    CacheClient__Pubsub__SubscriptionItem m = CACHE_CLIENT__PUBSUB____SUBSCRIPTION_ITEM__INIT;
-    m.kind_case = CACHE_CLIENT__PUBSUB____SUBSCRIPTION_ITEM__KIND_ITEM;
-    m.item = &item;
-    size_t len = protobuf_c_message_get_packed_size(&m.base);
-    grpc_slice msg;
-    if (len <= SLICE_FROM_GRPC_MAX) {
-        msg = grpc_slice_malloc(len);
-    } else {
-        void *p = malloc(len);
-        if (!p)
-            return -1;
-        msg = grpc_slice_new_with_len(p, len, free_block);
+    CacheClient__Pubsub__SubscriptionItem pm = CACHE_CLIENT__PUBSUB____SUBSCRIPTION_ITEM__INIT;
+    pm.kind_case = CACHE_CLIENT__PUBSUB____SUBSCRIPTION_ITEM__KIND_ITEM;
+    pm.item = &item;
+    size_t len = protobuf_c_message_get_packed_size(&pm.base);
+    if (s->store.max_bytes && msg_cost(len) > s->store.max_bytes)
+        return SRV_TOPICS_TOO_BIG;
+    srv_topic *was = ts->pinned;
+    ts->pinned = t;
+    tmsg *m = msg_new(s, len);
+    if (!m && t->ring_n) {
+        /* What fills the memory may be this topic's own buffer. */
+        buffer_clear(s, t);
+        m = msg_new(s, len);
     }
-    protobuf_c_message_pack(&m.base, GRPC_SLICE_START_PTR(msg));
+    if (!m) {
+        ts->pinned = was;
+        return SRV_TOPICS_NO_MEMORY;
+    }
+    protobuf_c_message_pack(&pm.base, m->data);
     uint64_t seq = t->next_seq++;
     int64_t now = store_now_ms();
     /* A subscriber's stream may end while it is woken (its batch would
@@ -345,24 +648,43 @@ int srv_topics_publish(momento_local *s, const char *cache, const char *topic,
      * first. */
     for (srv_sub *sub = t->subs, *next; sub; sub = next) {
         next = sub->next;
-        queue_push(sub, grpc_slice_ref(msg), MSG_ITEM, seq, now);
+        queue_push(sub, m, MSG_ITEM, seq, now);
     }
-    buffer_push(s, t, msg);
+    buffer_push(s, t, m);
+    msg_release(s, m);
+    topic_touch(ts, t, now);
+    ts->pinned = was;
     return 0;
 }
 
 int srv_topics_subscribe(momento_local *s, const char *cache, const char *topic, uint64_t resume,
                          uint64_t page, srv_sub **ret_sub)
 {
+    srv_topics *ts = &s->topics;
     srv_topic *t = topic_get(s, cache, topic, true);
     if (!t)
         return SRV_TOPICS_NO_MEMORY;
     if (s->opts.max_subscribers && t->n_subs >= s->opts.max_subscribers)
         return SRV_TOPICS_FULL;
-    srv_sub *sub = calloc(1, sizeof(*sub));
-    if (!sub)
+    srv_topic *was = ts->pinned;
+    ts->pinned = t;
+    uint64_t cost = store_alloc_cost(sizeof(srv_sub));
+    srv_sub *sub = NULL;
+    if (charge(s, cost) && !(sub = calloc(1, sizeof(*sub))))
+        uncharge(s, cost);
+    if (!sub) {
+        ts->pinned = was;
         return SRV_TOPICS_NO_MEMORY;
+    }
     sub->s = s;
+    sub->cost = cost;
+    /* The ring the first heartbeat goes to. */
+    if (!queue_resize(sub, MIN_RING)) {
+        uncharge(s, cost);
+        free(sub);
+        ts->pinned = was;
+        return SRV_TOPICS_NO_MEMORY;
+    }
     sub->topic = t;
     sub->page = t->page;
     sub->next = t->subs;
@@ -385,8 +707,8 @@ int srv_topics_subscribe(momento_local *s, const char *cache, const char *topic,
         sub->sent_seq = resume - 1;
         uint64_t from = resume;
         if (page != 0 && page != t->page) {
-            /* Another page: the topic was reset (a restart). Everything
-             * buffered of this page follows. */
+            /* Another page: the topic was reset (a restart, or it was
+             * forgotten). Everything buffered of this page follows. */
             queue_discontinuity(sub, resume - 1, oldest - 1, now);
             from = oldest;
         } else if (resume > last + 1) {
@@ -399,9 +721,11 @@ int srv_topics_subscribe(momento_local *s, const char *cache, const char *topic,
             from = oldest;
         }
         for (uint64_t seq = from; seq <= last; seq++)
-            queue_push(sub, grpc_slice_ref(t->ring[(t->ring_head + (seq - oldest)) % t->ring_cap]),
-                       MSG_ITEM, seq, now);
+            queue_push(sub, t->ring[(t->ring_head + (seq - oldest)) % t->ring_cap], MSG_ITEM, seq,
+                       now);
     }
+    topic_touch(ts, t, now);
+    ts->pinned = was;
     *ret_sub = sub;
     return 0;
 }
@@ -420,8 +744,22 @@ void srv_topics_drop_cache(momento_local *s, const char *cache)
             next = sub->next;
             srv_sub_end(sub, GRPC_STATUS_NOT_FOUND, details);
         }
-        HASH_DELETE(hh, s->topics.by_key, t);
-        topic_free(t);
+        topic_remove(s, t);
+    }
+}
+
+void srv_topics_flush_cache(momento_local *s, const char *cache)
+{
+    size_t cl = strlen(cache);
+    srv_topic *t, *tmp;
+    HASH_ITER(hh, s->topics.by_key, t, tmp)
+    {
+        if (t->cache_len != cl || memcmp(t->key, cache, cl) != 0)
+            continue;
+        if (t->n_subs == 0)
+            topic_remove(s, t);
+        else
+            buffer_clear(s, t);
     }
 }
 
@@ -440,19 +778,35 @@ void srv_topics_end_all(momento_local *s, grpc_status_code status, const char *d
 int64_t srv_topics_tick(momento_local *s, int64_t now)
 {
     srv_topics *ts = &s->topics;
+    int64_t due = INT64_MAX;
     int64_t interval = s->opts.heartbeat_ms;
-    if (interval <= 0)
-        return INT64_MAX;
-    srv_sub *sub;
-    while ((sub = ts->idle_head) && sub->last_queued_ms + interval <= now) {
-        /* A subscriber with messages still queued is not idle: it only
-         * goes to the back. */
-        if (sub->q_n == 0)
-            queue_heartbeat(sub, now);
-        else
-            idle_touch(ts, sub, now);
+    if (interval > 0) {
+        srv_sub *sub;
+        while ((sub = ts->idle_head) && sub->last_queued_ms + interval <= now) {
+            /* A subscriber with messages still queued is not idle: it
+             * only goes to the back. */
+            if (sub->q_n == 0)
+                queue_heartbeat(sub, now);
+            idle_touch(ts, sub, now); /* also if the heartbeat found no slot */
+        }
+        if (sub)
+            due = sub->last_queued_ms + interval;
     }
-    return sub ? sub->last_queued_ms + interval : INT64_MAX;
+    int64_t idle = s->opts.topic_idle_ms;
+    if (idle > 0) {
+        srv_topic *t;
+        unsigned budget = IDLE_BUDGET;
+        while ((t = ts->unheard.tail) && t->active_ms + idle <= now && budget) {
+            topic_remove(s, t);
+            budget--;
+        }
+        if (t) {
+            int64_t at = budget ? t->active_ms + idle : now;
+            if (at < due)
+                due = at;
+        }
+    }
+    return due;
 }
 
 void srv_topics_destroy(momento_local *s)
@@ -464,8 +818,7 @@ void srv_topics_destroy(momento_local *s)
          * one remain, it only loses its topic. */
         while (t->subs)
             leave_topic(t->subs);
-        HASH_DELETE(hh, s->topics.by_key, t);
-        topic_free(t);
+        topic_remove(s, t);
     }
 }
 
@@ -491,18 +844,25 @@ bool srv_sub_next(srv_sub *sub, grpc_slice *ret_msg, bool *more)
             return true;
         }
     }
-    *ret_msg = e->msg;
-    if (e->kind == MSG_HEARTBEAT) {
+    queued taken = queue_pop(sub);
+    if (taken.m) {
+        *ret_msg = grpc_slice_ref(taken.m->slice);
+        msg_release(sub->s, taken.m);
+    } else {
+        *ret_msg = grpc_slice_from_static_buffer(heartbeat_bytes, sizeof(heartbeat_bytes));
+    }
+    if (taken.kind == MSG_HEARTBEAT) {
         atomic_fetch_add_explicit(&sub->s->topic_heartbeats, 1, memory_order_relaxed);
     } else {
-        sub->sent_seq = e->seq;
-        if (e->kind == MSG_ITEM)
+        sub->sent_seq = taken.seq;
+        if (taken.kind == MSG_ITEM)
             atomic_fetch_add_explicit(&sub->s->topic_deliveries, 1, memory_order_relaxed);
     }
-    sub->q_bytes -= GRPC_SLICE_LENGTH(e->msg);
-    sub->q_head = (sub->q_head + 1) % sub->q_cap;
-    sub->q_n--;
     *more = sub->q_n > 0;
+    /* Caught up after a backlog: the large ring goes back. */
+    if (sub->q_n == 0 && sub->q_cap > LARGE_RING)
+        queue_resize(sub, 0);
+    publish_counts(&sub->s->topics);
     return true;
 }
 
@@ -524,6 +884,7 @@ void srv_sub_end(srv_sub *sub, grpc_status_code status, const char *details)
     snprintf(sub->end_details, sizeof(sub->end_details), "%s", details);
     leave_topic(sub);
     queue_clear(sub);
+    queue_resize(sub, 0);
     if (sub->stream)
         srv_stream_wake(sub->stream);
 }
@@ -534,6 +895,7 @@ void srv_sub_free(srv_sub *sub)
         return;
     leave_topic(sub);
     queue_clear(sub);
-    free(sub->q);
+    queue_resize(sub, 0);
+    uncharge(sub->s, sub->cost);
     free(sub);
 }

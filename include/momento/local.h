@@ -25,7 +25,9 @@ typedef struct momento_local momento_local;
  * with momento_local_port()), any token accepted, no memory limit, 5 MiB
  * item limit (a topic publish's value too), no rate limit, plaintext;
  * topics: heartbeats after 1 s idle, 4096 items kept per topic, 10,000
- * subscribers per topic.
+ * subscribers per topic, a topic without subscribers forgotten after 5
+ * minutes without a publish, 1 MiB queued per subscriber and 64 MiB for
+ * all of them.
  */
 MOMENTO_EXPORT int momento_local_options_new(momento_local_options **ret);
 MOMENTO_EXPORT void momento_local_options_free(momento_local_options *o);
@@ -41,7 +43,10 @@ MOMENTO_EXPORT int momento_local_options_set_auth_token(momento_local_options *o
                                                        const char *token);
 /* Evict least recently used items beyond this many bytes; 0 = no limit.
  * Items count their allocated size plus overhead; an item larger than the
- * limit is refused (RESOURCE_EXHAUSTED, err item_size_limit_exceeded). */
+ * limit is refused (RESOURCE_EXHAUSTED, err item_size_limit_exceeded).
+ * Topics count too (names, resume buffers, subscriptions and their
+ * queues): topics without subscribers and resume buffers give way before
+ * any item (docs/server.md "Memory"). */
 MOMENTO_EXPORT int momento_local_options_set_max_memory(momento_local_options *o, uint64_t bytes);
 /* Key + value limit per item (RESOURCE_EXHAUSTED, err item_size_limit_exceeded).
  * A request larger than this or 5 MiB, whichever is more, plus 1 KiB is
@@ -72,6 +77,23 @@ MOMENTO_EXPORT int momento_local_options_set_topic_buffer_items(momento_local_op
  * topic_subscriptions_limit_exceeded. 0 = no limit. */
 MOMENTO_EXPORT int momento_local_options_set_max_subscribers(momento_local_options *o,
                                                             uint32_t n);
+/* A topic without subscribers that nobody publishes to for `ms`
+ * milliseconds is forgotten, its resume buffer with it: used again, it is
+ * numbered from 1 on a new sequence page, so a subscriber resuming from
+ * the old one gets a discontinuity. 10 .. 86,400,000, default 300,000. */
+MOMENTO_EXPORT int momento_local_options_set_topic_idle_ms(momento_local_options *o, uint32_t ms);
+/* What one subscription may have queued and not yet taken by gRPC: its
+ * messages, each counted whole, and its queue's slots (24 bytes each).
+ * Past it the oldest go, and the subscriber gets a discontinuity before
+ * its next item. 1024 .. 1 GiB, default 1 MiB. */
+MOMENTO_EXPORT int momento_local_options_set_subscriber_queue_bytes(momento_local_options *o,
+                                                                   uint64_t bytes);
+/* The same for every subscription together: each may hold at most this
+ * divided by the number of subscriptions (or its own bound, if less), and
+ * always its newest message. 0 = no such bound; else at least 1024;
+ * default 64 MiB. */
+MOMENTO_EXPORT int momento_local_options_set_max_queued_bytes(momento_local_options *o,
+                                                             uint64_t bytes);
 /* Serve TLS with this PEM certificate chain and private key (files are read
  * by momento_local_start()). NULL, NULL returns to plaintext. */
 MOMENTO_EXPORT int momento_local_options_set_tls(momento_local_options *o, const char *cert_file,
@@ -161,6 +183,17 @@ MOMENTO_EXPORT uint64_t momento_local_parked_calls(const momento_local *s);
 MOMENTO_EXPORT uint64_t momento_local_subscriptions(const momento_local *s);
 MOMENTO_EXPORT uint64_t momento_local_topic_deliveries(const momento_local *s);
 MOMENTO_EXPORT uint64_t momento_local_topic_heartbeats(const momento_local *s);
+/*
+ * Topics' memory right now: the bytes topics hold and count against
+ * --max-memory (topics, resume buffers, messages, subscriptions and their
+ * queues; a message once, however many hold it); the topics that exist
+ * (a topic forgotten, idle or flushed, no longer counts); and what the
+ * subscriptions' queues count against their bounds (each message whole
+ * in each queue). Any thread (atomic counters); 0 for a NULL server.
+ */
+MOMENTO_EXPORT uint64_t momento_local_topic_bytes(const momento_local *s);
+MOMENTO_EXPORT uint64_t momento_local_topic_count(const momento_local *s);
+MOMENTO_EXPORT uint64_t momento_local_queued_bytes(const momento_local *s);
 
 /* CPU seconds the server's own thread has used, so an embedding program can
  * tell its own CPU time from the server's. */

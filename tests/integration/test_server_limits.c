@@ -10,7 +10,12 @@
 #include "testutil.h"
 
 #include "cacheclient.pb-c.h"
+#include "cachepubsub.pb-c.h"
 #include "controlclient.pb-c.h"
+
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1089,6 +1094,279 @@ static void test_fill_stays_within_memory(void **state)
                  rss_kib, bound_kib);
 }
 
+/* ---- topics' memory, in a momento-local of its own ------------------- */
+
+/* Starts the binary with `args` (NULL-terminated, after the program name)
+ * and reads its endpoint into `ep`. */
+static child start_binary(const char *const *args, char *ep, size_t cap)
+{
+    char bin[PATH_MAX + 32];
+    local_bin(bin, sizeof(bin));
+    char *argv[32];
+    size_t n = 0;
+    argv[n++] = bin;
+    for (size_t i = 0; args[i] && n < 31; i++)
+        argv[n++] = (char *)args[i];
+    argv[n] = NULL;
+    child ch = spawn(argv);
+    char out[256];
+    if (!read_until(ch.out, out, sizeof(out), "\n", (int)TU_MS(10000)))
+        fail_msg("momento-local did not start: '%s'", out);
+    const char *at = strstr(out, "listening on ");
+    assert_non_null(at);
+    snprintf(ep, cap, "%.*s", (int)strcspn(at + 13, "\r\n"), at + 13);
+    return ch;
+}
+
+static void stop_binary(child *ch)
+{
+    kill(ch->pid, SIGTERM);
+    int rc = wait_exit(ch->pid, (int)TU_MS(10000));
+    close(ch->out);
+    close(ch->err);
+    assert_int_equal(rc, 0);
+}
+
+static momento_client *client_at(const char *ep)
+{
+    momento_credentials *creds;
+    assert_int_equal(momento_credentials_local(&creds, ep, NULL), MOMENTO_OK);
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000));
+    momento_client *c;
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
+    momento_config_free(cfg);
+    momento_credentials_free(creds);
+    return c;
+}
+
+/* The RSS of `pid` once it is within `bound_kib`, waiting up to 3 s for
+ * the server's periodic heap trim (once a second) to give back what it
+ * freed; else the last reading. */
+static uint64_t rss_within(pid_t pid, uint64_t bound_kib)
+{
+    int64_t until = tu_now_ms() + TU_MS(3000);
+    uint64_t rss;
+    while ((rss = proc_kib(pid, "VmRSS")) > bound_kib && tu_now_ms() < until)
+        usleep(100 * 1000);
+    return rss;
+}
+
+/* Topics count against --max-memory: a separate momento-local with a
+ * 16 MiB limit gets 20,000 publishes of 1 KiB to as many topics, then
+ * 4096 publishes of 16 KiB to each of four topics (64 MiB of resume
+ * buffer each, by the buffer's own limits). Every publish is accepted
+ * (old topics and buffers give way) and the process's RSS stays within
+ * 1.25 x the limit plus its RSS when empty, as for items; then 20
+ * publishes with 1 MiB topic names are refused. Before topics were
+ * counted its RSS went from 14 to 333 MB and the names were taken. */
+static void test_topics_stay_within_memory(void **state)
+{
+    (void)state;
+    if (UNDER_ASAN) {
+        print_message("skipped: under AddressSanitizer RSS measures ASan's allocator\n");
+        skip();
+    }
+    const uint64_t limit = 16u << 20;
+    char lim[32], ep[64];
+    snprintf(lim, sizeof(lim), "%" PRIu64, limit);
+    const char *args[] = {"--port", "0", "--cache", "c", "--max-memory", lim, NULL};
+    child ch = start_binary(args, ep, sizeof(ep));
+    momento_client *c = client_at(ep);
+    static char val[16u << 10];
+    memset(val, 'v', sizeof(val));
+    momento_result *res = NULL;
+    assert_int_equal(momento_topic_publish_sync(c, "c", "warm", val, 100, NULL, &res), MOMENTO_OK);
+    momento_result_free(res);
+    uint64_t base_kib = proc_kib(ch.pid, "VmRSS");
+
+    unsigned refused = 0, n = 0;
+    char topic[64];
+    for (unsigned i = 0; i < 20000; i++, n++) {
+        snprintf(topic, sizeof(topic), "distinct-%u", i);
+        if (momento_topic_publish_sync(c, "c", topic, val, 1024, NULL, &res) != MOMENTO_OK)
+            refused++;
+        momento_result_free(res);
+    }
+    for (unsigned i = 0; i < 4 * 4096; i++, n++) {
+        snprintf(topic, sizeof(topic), "deep-%u", i % 4);
+        if (momento_topic_publish_sync(c, "c", topic, val, sizeof(val), NULL, &res) != MOMENTO_OK)
+            refused++;
+        momento_result_free(res);
+    }
+    uint64_t bound_kib = limit / 1024 * 5 / 4 + base_kib;
+    uint64_t rss_kib = rss_within(ch.pid, bound_kib), hwm_kib = proc_kib(ch.pid, "VmHWM");
+    /* After the reading: a refused request's memory is the request's
+     * while it is in flight, not the topics'. */
+    size_t name_len = 1u << 20;
+    char *name = malloc(name_len + 1);
+    memset(name, 'n', name_len);
+    name[name_len] = '\0';
+    unsigned names_refused = 0;
+    for (unsigned i = 0; i < 20; i++) {
+        name[0] = (char)('a' + i);
+        int rc = momento_topic_publish_sync(c, "c", name, "x", 1, NULL, &res);
+        if (rc == MOMENTO_ERR_INVALID_ARGUMENT)
+            names_refused++;
+        momento_result_free(res);
+    }
+    free(name);
+    print_message("topics: %u publishes (%u refused), 20 long names (%u refused) into a %" PRIu64
+                  " MiB limit; RSS empty %" PRIu64 " KiB, after %" PRIu64 " KiB (peak %" PRIu64
+                  " KiB), bound %" PRIu64 " KiB\n",
+                  n, refused, names_refused, limit >> 20, base_kib, rss_kib, hwm_kib, bound_kib);
+    momento_client_free(c);
+    stop_binary(&ch);
+    assert_int_equal(refused, 0);
+    assert_int_equal(names_refused, 20);
+    if (rss_kib > bound_kib)
+        fail_msg("RSS %" PRIu64 " KiB exceeds 1.25 x --max-memory + the empty server's RSS "
+                 "(%" PRIu64 " KiB)",
+                 rss_kib, bound_kib);
+}
+
+/* A Subscribe stream that is never read: its HTTP/2 window (64 KiB, the
+ * channel's lookahead, no BDP probing) closes once the server has sent
+ * that much, and nothing the server queues for it can leave. */
+typedef struct stuck_stream {
+    grpc_call *call;
+    grpc_metadata_array trailing;
+    grpc_status_code status;
+    grpc_slice details;
+} stuck_stream;
+
+static void open_stuck(grpc_channel *ch, grpc_completion_queue *cq, stuck_stream *x,
+                       const char *topic)
+{
+    memset(x, 0, sizeof(*x));
+    x->call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+                                       grpc_slice_from_static_string(
+                                           "/cache_client.pubsub.Pubsub/Subscribe"),
+                                       NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    grpc_metadata_array_init(&x->trailing);
+    x->details = grpc_empty_slice();
+    CacheClient__Pubsub__SubscriptionRequest req =
+        CACHE_CLIENT__PUBSUB____SUBSCRIPTION_REQUEST__INIT;
+    req.cache_name = "c";
+    req.topic = (char *)topic;
+    uint8_t buf[256];
+    size_t len = protobuf_c_message_pack(&req.base, buf);
+    grpc_slice s = grpc_slice_from_copied_buffer((const char *)buf, len);
+    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1);
+    grpc_slice_unref(s);
+    grpc_op ops[4];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = send;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[3].data.recv_status_on_client.trailing_metadata = &x->trailing;
+    ops[3].data.recv_status_on_client.status = &x->status;
+    ops[3].data.recv_status_on_client.status_details = &x->details;
+    /* One batch, one completion: when the call ends. */
+    assert_int_equal(grpc_call_start_batch(x->call, ops, 4, x, NULL), GRPC_CALL_OK);
+    grpc_byte_buffer_destroy(send);
+}
+
+/* Subscribers that never read cannot make the server hold more than
+ * --max-queued-bytes for them: 200 such streams on one topic, then 8192
+ * publishes of 16 bytes, and the RSS of a separate momento-local with a
+ * 4 MiB bound grows by less than 16 MiB (queues, gRPC's buffers and
+ * allocator slack together; 3 MB measured). Before the bound it grew by
+ * 66 MB, 330 KB a stream, most of it each stream's 8192-slot ring. */
+static void test_stuck_subscribers_stay_bounded(void **state)
+{
+    (void)state;
+    if (UNDER_ASAN) {
+        print_message("skipped: under AddressSanitizer RSS measures ASan's allocator\n");
+        skip();
+    }
+    enum { STREAMS = 200, PUBLISHES = 8192 };
+    char ep[64];
+    const char *args[] = {"--port", "0", "--cache", "c", "--heartbeat-ms", "3600000",
+                          "--max-queued-bytes", "4194304", NULL};
+    child ch = start_binary(args, ep, sizeof(ep));
+    grpc_init();
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    grpc_arg cargs[] = {
+        {GRPC_ARG_INTEGER, (char *)GRPC_ARG_HTTP2_BDP_PROBE, {.integer = 0}},
+        {GRPC_ARG_INTEGER, (char *)GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, {.integer = 65536}},
+    };
+    grpc_channel_args ch_args = {2, cargs};
+    grpc_channel *chan = grpc_channel_create(ep, creds, &ch_args);
+    grpc_channel_credentials_release(creds);
+    grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
+    /* The last stream reads its first message: gRPC hands the server one
+     * connection's calls in the order they came, and the server
+     * subscribes each as it gets it, so once that stream has its
+     * heartbeat every stream before it is subscribed. */
+    static stuck_stream xs[STREAMS + 1];
+    for (int i = 0; i <= STREAMS; i++)
+        open_stuck(chan, cq, &xs[i], "t");
+    grpc_metadata_array init_md;
+    grpc_metadata_array_init(&init_md);
+    grpc_byte_buffer *first = NULL;
+    grpc_op rd[2];
+    memset(rd, 0, sizeof(rd));
+    rd[0].op = GRPC_OP_RECV_INITIAL_METADATA;
+    rd[0].data.recv_initial_metadata.recv_initial_metadata = &init_md;
+    rd[1].op = GRPC_OP_RECV_MESSAGE;
+    rd[1].data.recv_message.recv_message = &first;
+    assert_int_equal(grpc_call_start_batch(xs[STREAMS].call, rd, 2, &first, NULL), GRPC_CALL_OK);
+    grpc_event ev = grpc_completion_queue_next(cq, gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                                                gpr_time_from_millis(TU_MS(10000),
+                                                                                     GPR_TIMESPAN)),
+                                               NULL);
+    assert_int_equal(ev.type, GRPC_OP_COMPLETE);
+    assert_ptr_equal(ev.tag, &first);
+    assert_non_null(first);
+    grpc_byte_buffer_destroy(first);
+    grpc_metadata_array_destroy(&init_md);
+    momento_client *c = client_at(ep);
+    momento_result *res = NULL;
+    uint64_t base_kib = proc_kib(ch.pid, "VmRSS");
+    static const char val[16] = "0123456789abcdef";
+    unsigned refused = 0;
+    for (int i = 0; i < PUBLISHES; i++) {
+        if (momento_topic_publish_sync(c, "c", "t", val, sizeof(val), NULL, &res) != MOMENTO_OK)
+            refused++;
+        momento_result_free(res);
+    }
+    const uint64_t bound_kib = base_kib + 16 * 1024;
+    uint64_t rss_kib = rss_within(ch.pid, bound_kib);
+    print_message("stuck subscribers: %d streams, %d publishes (%u refused); RSS before %" PRIu64
+                  " KiB, after %" PRIu64 " KiB (+%" PRId64 " KiB), bound %" PRIu64 " KiB\n",
+                  STREAMS, PUBLISHES, refused, base_kib, rss_kib,
+                  (int64_t)rss_kib - (int64_t)base_kib, bound_kib);
+    momento_client_free(c);
+    for (int i = 0; i <= STREAMS; i++)
+        grpc_call_cancel(xs[i].call, NULL);
+    for (int done = 0; done <= STREAMS;) {
+        ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        assert_int_equal(ev.type, GRPC_OP_COMPLETE);
+        done++;
+    }
+    for (int i = 0; i <= STREAMS; i++) {
+        grpc_metadata_array_destroy(&xs[i].trailing);
+        grpc_slice_unref(xs[i].details);
+        grpc_call_unref(xs[i].call);
+    }
+    grpc_channel_destroy(chan);
+    grpc_completion_queue_shutdown(cq);
+    while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(cq);
+    grpc_shutdown();
+    stop_binary(&ch);
+    assert_int_equal(refused, 0);
+    if (rss_kib > bound_kib)
+        fail_msg("RSS grew by %" PRIu64 " KiB under 200 streams that never read, past 16 MiB",
+                 rss_kib - base_kib);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1103,6 +1381,8 @@ int main(void)
         cmocka_unit_test(test_batches_read_in_place),
         cmocka_unit_test_teardown(test_cli_bad_cache_name, stop_child),
         cmocka_unit_test_teardown(test_fill_stays_within_memory, stop_child),
+        cmocka_unit_test_teardown(test_topics_stay_within_memory, stop_child),
+        cmocka_unit_test_teardown(test_stuck_subscribers_stay_bounded, stop_child),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

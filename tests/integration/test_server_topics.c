@@ -20,9 +20,11 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PUBLISH "/cache_client.pubsub.Pubsub/Publish"
@@ -36,8 +38,8 @@ typedef CacheClient__Pubsub__SubscriptionItem sub_item;
 /* ---- a server per test ------------------------------------------------ */
 
 typedef struct srv_opts {
-    uint32_t heartbeat_ms, buffer_items, max_subscribers;
-    uint64_t max_item_bytes;
+    uint32_t heartbeat_ms, buffer_items, max_subscribers, topic_idle_ms;
+    uint64_t max_item_bytes, max_memory, sub_queue_bytes, max_queued_bytes;
     int port;
 } srv_opts;
 
@@ -57,6 +59,15 @@ static momento_local *start(const srv_opts *so)
         assert_int_equal(momento_local_options_set_max_item_bytes(o, so->max_item_bytes), 0);
     if (so && so->port)
         momento_local_options_set_port(o, so->port);
+    if (so && so->topic_idle_ms)
+        assert_int_equal(momento_local_options_set_topic_idle_ms(o, so->topic_idle_ms), 0);
+    if (so && so->max_memory)
+        assert_int_equal(momento_local_options_set_max_memory(o, so->max_memory), 0);
+    if (so && so->sub_queue_bytes)
+        assert_int_equal(momento_local_options_set_subscriber_queue_bytes(o, so->sub_queue_bytes),
+                         0);
+    if (so && so->max_queued_bytes)
+        assert_int_equal(momento_local_options_set_max_queued_bytes(o, so->max_queued_bytes), 0);
     momento_local *s = tu_server(o);
     momento_local_options_free(o);
     return s;
@@ -357,9 +368,12 @@ static sub_item *expect_kind(stream *x, int kind)
 {
     sub_item *m = NULL;
     int rc = next(x, TU_MS(5000), &m);
-    if (rc != 1)
-        fail_msg("expected a message of kind %d, got %s (status %d)", kind,
-                 rc == 0 ? "nothing" : "the end", status_of(x, TU_MS(1000)));
+    if (rc != 1) {
+        int st = status_of(x, TU_MS(1000));
+        fail_msg("expected a message of kind %d, got %s (status %d: %.*s)", kind,
+                 rc == 0 ? "nothing" : "the end", st, (int)GRPC_SLICE_LENGTH(x->details),
+                 (const char *)GRPC_SLICE_START_PTR(x->details));
+    }
     if ((int)m->kind_case != kind)
         fail_msg("expected a message of kind %d, got kind %d", kind, (int)m->kind_case);
     return m;
@@ -632,6 +646,12 @@ static void test_restart_gives_a_larger_page(void **state)
 
     s = start(&(srv_opts){.port = port});
     assert_int_equal(momento_local_port(s), port);
+    /* A channel of its own: the old one may not have read the stopped
+     * server's GOAWAY yet and put the call on the dead connection, which
+     * ends it UNAVAILABLE "GOAWAY received" (a client's resubscribe copes;
+     * this test is about the new server's pages). */
+    grpc_channel_destroy(ch);
+    ch = channel_to(s);
     open_sub(&x, ch, "t", 3, old_page);
     expect_heartbeat(&x);
     m = expect_kind(&x, KIND_DISC);
@@ -657,7 +677,8 @@ static int delete_cache(grpc_channel *ch, const char *name)
 }
 
 /* Deleting a cache ends its subscriptions with NOT_FOUND and forgets its
- * topics; another cache's go on. FlushCache leaves them. */
+ * topics; another cache's go on. FlushCache leaves subscriptions and their
+ * numbering alone (test_flush_frees_topics: what it does free). */
 static void test_cache_deletion_ends_subscriptions(void **state)
 {
     (void)state;
@@ -740,6 +761,25 @@ static void test_errors(void **state)
     assert_int_equal(sub_error(ch, "c", " \t ", NULL), GRPC_STATUS_INVALID_ARGUMENT);
     assert_int_equal(publish(ch, "", "x"), GRPC_STATUS_INVALID_ARGUMENT);
     assert_int_equal(publish(ch, "  ", "x"), GRPC_STATUS_INVALID_ARGUMENT);
+    /* Names of up to 255 bytes (the cache name's limit: docs/server.md). */
+    char name[300];
+    memset(name, 'n', sizeof(name));
+    name[255] = '\0';
+    assert_int_equal(publish(ch, name, "x"), 0);
+    stream w;
+    open_sub(&w, ch, name, 0, 0);
+    expect_heartbeat(&w);
+    close_sub(&w);
+    name[255] = 'n';
+    name[256] = '\0';
+    assert_int_equal(publish_hdrs(ch, "c", name, "x", NULL, 0, NULL, 0, err),
+                     GRPC_STATUS_INVALID_ARGUMENT);
+    assert_string_equal(err, "");
+    assert_int_equal(sub_error(ch, "c", name, NULL), GRPC_STATUS_INVALID_ARGUMENT);
+    /* Multi-byte characters count in bytes: 128 two-byte ones are 256. */
+    for (int i = 0; i < 128; i++)
+        memcpy(name + 2 * i, "\xc3\xa9", 2);
+    assert_int_equal(publish(ch, name, "x"), GRPC_STATUS_INVALID_ARGUMENT);
 
     /* No value, and a value of neither kind. */
     CacheClient__Pubsub__PublishRequest req = CACHE_CLIENT__PUBSUB____PUBLISH_REQUEST__INIT;
@@ -1096,6 +1136,369 @@ static void test_no_buffer(void **state)
     momento_local_stop(s);
 }
 
+/* ---- topics' memory -------------------------------------------------- */
+
+static int flush_cache(grpc_channel *ch, const char *name)
+{
+    ControlClient__FlushCacheRequest req = CONTROL_CLIENT____FLUSH_CACHE_REQUEST__INIT;
+    req.cache_name = (char *)name;
+    uint8_t buf[300];
+    size_t len = protobuf_c_message_pack(&req.base, buf);
+    return unary(ch, "/control_client.ScsControl/FlushCache", NULL, 0, buf, len, NULL);
+}
+
+/* Waits (at most 5 s, scaled) for the server to have `n` topics. */
+static void wait_topics(momento_local *s, uint64_t n)
+{
+    int64_t until = tu_now_ms() + TU_MS(5000);
+    while (momento_local_topic_count(s) != n && tu_now_ms() < until)
+        usleep(2000);
+    assert_int_equal(momento_local_topic_count(s), n);
+}
+
+/* The next message is a discontinuity from `last` to a page newer than
+ * `old_page`, numbered afresh (0); returns that page. */
+static uint64_t expect_new_page(stream *x, uint64_t last, uint64_t old_page)
+{
+    sub_item *m = expect_kind(x, KIND_DISC);
+    assert_int_equal(m->discontinuity->last_topic_sequence, last);
+    assert_int_equal(m->discontinuity->new_topic_sequence, 0);
+    uint64_t page = m->discontinuity->new_sequence_page;
+    item_free(m);
+    assert_true(page > old_page);
+    return page;
+}
+
+/* FlushCache forgets the cache's topics that have no subscribers (one used
+ * again starts on a new page, and a resume from the old one is told) and
+ * empties the others' resume buffers, whose subscriptions go on, numbered
+ * on; another cache's topics are left alone. */
+static void test_flush_frees_topics(void **state)
+{
+    (void)state;
+    momento_local *s = start(NULL);
+    grpc_channel *ch = channel_to(s);
+    uint64_t page_t = publish_n(s, ch, "t", 3);
+    stream x;
+    open_sub(&x, ch, "u", 0, 0);
+    expect_heartbeat(&x);
+    assert_int_equal(publish(ch, "u", "a"), 0);
+    uint64_t page_u = expect_item(&x, 1, 0, "a");
+    assert_int_equal(publish_hdrs(ch, "other", "t", "o", NULL, 0, NULL, 0, NULL), 0);
+    assert_int_equal(momento_local_topic_count(s), 3);
+    uint64_t bytes = momento_local_topic_bytes(s);
+
+    assert_int_equal(flush_cache(ch, "c"), 0);
+    assert_int_equal(momento_local_topic_count(s), 2);
+    assert_true(momento_local_topic_bytes(s) < bytes);
+    stream y;
+    open_sub(&y, ch, "t", 4, page_t);
+    expect_heartbeat(&y);
+    uint64_t page = expect_new_page(&y, 3, page_t);
+    assert_int_equal(publish(ch, "t", "n"), 0);
+    expect_item(&y, 1, page, "n");
+    close_sub(&y);
+    /* The subscribed topic goes on; only its buffer is gone. */
+    assert_int_equal(publish(ch, "u", "b"), 0);
+    expect_item(&x, 2, page_u, "b");
+    open_sub(&y, ch, "u", 1, page_u);
+    expect_heartbeat(&y);
+    expect_discontinuity(&y, 0, 1, page_u);
+    expect_item(&y, 2, page_u, "b");
+    close_sub(&y);
+    /* The other cache's topic still replays. */
+    open_sub_hdrs(&y, ch, "other", "t", 1, 0, NULL, 0);
+    expect_heartbeat(&y);
+    expect_item(&y, 1, 0, "o");
+    close_sub(&y);
+    close_sub(&x);
+    grpc_channel_destroy(ch);
+    momento_local_stop(s);
+}
+
+/* A topic without subscribers that nobody publishes to for topic_idle_ms
+ * is forgotten, its buffer with it; resumed from its old page it is a new
+ * topic, which the subscriber learns by a discontinuity. One with a
+ * subscriber stays however long it is quiet. */
+static void test_idle_topics_are_forgotten(void **state)
+{
+    (void)state;
+    momento_local *s = start(&(srv_opts){.topic_idle_ms = 100, .heartbeat_ms = 60000});
+    grpc_channel *ch = channel_to(s);
+    stream x;
+    open_sub(&x, ch, "kept", 0, 0);
+    expect_heartbeat(&x);
+    uint64_t page = publish_n(s, ch, "t", 2);
+    assert_int_equal(momento_local_topic_count(s), 2);
+    wait_topics(s, 1);
+    stream y;
+    open_sub(&y, ch, "t", 3, page);
+    expect_heartbeat(&y);
+    uint64_t fresh = expect_new_page(&y, 2, page);
+    assert_int_equal(publish(ch, "t", "c"), 0);
+    expect_item(&y, 1, fresh, "c");
+    close_sub(&y);
+    /* "kept" was the one left, and its subscription still works. */
+    assert_int_equal(publish(ch, "kept", "k"), 0);
+    expect_item(&x, 1, 0, "k");
+    close_sub(&x);
+    wait_topics(s, 0);
+    assert_int_equal(momento_local_topic_bytes(s), 0);
+    grpc_channel_destroy(ch);
+    momento_local_stop(s);
+}
+
+/* What a libmomento subscription records of its events. */
+typedef struct lib_events {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    size_t n;
+    momento_topic_event ev[16]; /* pointers cleared: only numbers kept */
+} lib_events;
+
+static void lib_event(momento_subscription *sub, const momento_topic_event *ev, void *userdata)
+{
+    (void)sub;
+    lib_events *e = userdata;
+    pthread_mutex_lock(&e->lock);
+    if (e->n < 16) {
+        e->ev[e->n] = *ev;
+        e->ev[e->n].value = NULL;
+        e->ev[e->n].publisher_id = e->ev[e->n].message = NULL;
+        e->n++;
+    }
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+}
+
+static size_t lib_wait(lib_events *e, size_t n)
+{
+    int64_t until = tu_now_ms() + TU_MS(5000);
+    pthread_mutex_lock(&e->lock);
+    while (e->n < n && tu_now_ms() < until) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 10 * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+    }
+    size_t got = e->n;
+    pthread_mutex_unlock(&e->lock);
+    return got;
+}
+
+/* The library copes with a forgotten topic: resumed from the old page it
+ * reports the server's discontinuity to the new page, then takes item 1
+ * of that page as the next item, not as a repeat. */
+static void test_library_resumes_a_forgotten_topic(void **state)
+{
+    (void)state;
+    momento_local *s = start(&(srv_opts){.topic_idle_ms = 100});
+    grpc_channel *ch = channel_to(s);
+    uint64_t page = publish_n(s, ch, "t", 2);
+    wait_topics(s, 0);
+    momento_client *c = tu_client(s, NULL);
+    lib_events e = {.n = 0};
+    pthread_mutex_init(&e.lock, NULL);
+    pthread_cond_init(&e.cond, NULL);
+    momento_subscribe_options so = MOMENTO_SUBSCRIBE_OPTIONS_INIT;
+    so.resume_at_sequence_number = 3;
+    so.sequence_page = page;
+    momento_subscription *sub = NULL;
+    assert_int_equal(momento_topic_subscribe_sync(c, "c", "t", &so, lib_event, &e, &sub),
+                     MOMENTO_OK);
+    assert_int_equal(lib_wait(&e, 2), 2);
+    assert_int_equal(publish(ch, "t", "c"), 0);
+    assert_int_equal(lib_wait(&e, 3), 3);
+    momento_topic_unsubscribe(sub);
+    assert_int_equal(lib_wait(&e, 4), 4);
+    momento_subscription_free(sub);
+    momento_client_free(c);
+    assert_int_equal(e.ev[0].kind, MOMENTO_TOPIC_CONNECTED);
+    assert_int_equal(e.ev[1].kind, MOMENTO_TOPIC_DISCONTINUITY);
+    assert_int_equal(e.ev[1].last_sequence_number, 2);
+    assert_int_equal(e.ev[1].new_sequence_number, 0);
+    assert_true(e.ev[1].new_sequence_page > page);
+    assert_int_equal(e.ev[2].kind, MOMENTO_TOPIC_ITEM);
+    assert_int_equal(e.ev[2].sequence_number, 1);
+    assert_int_equal(e.ev[2].sequence_page, e.ev[1].new_sequence_page);
+    assert_int_equal(e.ev[3].kind, MOMENTO_TOPIC_END);
+    assert_int_equal(e.ev[3].error, 0);
+    pthread_mutex_destroy(&e.lock);
+    pthread_cond_destroy(&e.cond);
+    grpc_channel_destroy(ch);
+    momento_local_stop(s);
+}
+
+/* Topics count against --max-memory with the items: 5000 publishes to as
+ * many topics under a 1 MiB limit are all accepted, the least recently
+ * used topics forgotten to make room, and an item stored first is still
+ * there (topics without subscribers give way before any item). An item
+ * that alone could never fit is refused as an item would be. */
+static void test_topics_count_against_memory(void **state)
+{
+    (void)state;
+    const uint64_t limit = 1u << 20;
+    momento_local *s = start(&(srv_opts){.max_memory = limit});
+    grpc_channel *ch = channel_to(s);
+    momento_client *c = tu_client(s, NULL);
+    assert_int_equal(momento_set_sync(c, "c", "keep", 4, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+    static uint8_t value[1024];
+    memset(value, 'v', sizeof(value));
+    char topic[32];
+    uint64_t first_page = publish_n(s, ch, "t-0", 2);
+    for (int i = 1; i < 5000; i++) {
+        snprintf(topic, sizeof(topic), "t-%d", i);
+        int st = publish_hdrs(ch, "c", topic, NULL, value, sizeof(value), NULL, 0, NULL);
+        if (st != 0)
+            fail_msg("publish %d: status %d", i, st);
+        assert_true(momento_local_topic_bytes(s) <= limit);
+    }
+    uint64_t n = momento_local_topic_count(s);
+    print_message("5000 topics published to under 1 MiB: %llu kept, %llu bytes\n",
+                  (unsigned long long)n, (unsigned long long)momento_local_topic_bytes(s));
+    assert_true(n < 5000);
+    assert_true(n > 100);
+    momento_result *r = NULL;
+    assert_int_equal(momento_get_sync(c, "c", "keep", 4, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    momento_result_free(r);
+    /* The first topic was forgotten: it has a new page now. */
+    stream x;
+    open_sub(&x, ch, "t-0", 3, first_page);
+    expect_heartbeat(&x);
+    expect_new_page(&x, 2, first_page);
+    close_sub(&x);
+
+    static uint8_t big[2u << 20];
+    char err[128];
+    assert_int_equal(publish_hdrs(ch, "c", "t", NULL, big, sizeof(big), NULL, 0, err),
+                     GRPC_STATUS_RESOURCE_EXHAUSTED);
+    assert_string_equal(err, "item_size_limit_exceeded");
+    momento_client_free(c);
+    grpc_channel_destroy(ch);
+    momento_local_stop(s);
+}
+
+/* When what holds the memory cannot give way - items queued for a
+ * subscriber that does not read - a publish is refused with
+ * RESOURCE_EXHAUSTED and nothing is published; once the subscriber has
+ * read, publishes are accepted again. */
+static void test_publish_refused_when_memory_is_held(void **state)
+{
+    (void)state;
+    const uint64_t limit = 1u << 20;
+    momento_local *s = start(&(srv_opts){
+        .max_memory = limit, .heartbeat_ms = 60000, .sub_queue_bytes = 16u << 20});
+    grpc_channel *ch = channel_to(s);
+    grpc_channel *slow = channel_with(s, true);
+    stream x;
+    open_sub(&x, slow, "t", 0, 0);
+    expect_heartbeat(&x);
+    static uint8_t value[16u << 10];
+    memset(value, 'v', sizeof(value));
+    int st = 0, accepted = 0;
+    char err[128];
+    while (accepted < 1000 &&
+           (st = publish_hdrs(ch, "c", "t", NULL, value, sizeof(value), NULL, 0, err)) == 0)
+        accepted++;
+    print_message("a reader that does not read, 1 MiB of memory: %d publishes of 16 KiB "
+                  "accepted\n",
+                  accepted);
+    if (st != GRPC_STATUS_RESOURCE_EXHAUSTED)
+        fail_msg("%d publishes of 16 KiB under a 1 MiB limit, then status %d", accepted, st);
+    assert_string_equal(err, "");
+    assert_true(momento_local_topic_bytes(s) <= limit);
+    /* The reader catches up: every item it gets follows the one before,
+     * and publishing works again. */
+    uint64_t last = 0;
+    bool ok = false;
+    for (int i = 0; i < 2000 && !ok; i++) {
+        sub_item *m = NULL;
+        assert_int_equal(next(&x, TU_MS(5000), &m), 1);
+        assert_int_equal(m->kind_case, KIND_ITEM);
+        assert_int_equal(m->item->topic_sequence_number, last + 1);
+        last++;
+        item_free(m);
+        ok = publish_hdrs(ch, "c", "t", NULL, value, sizeof(value), NULL, 0, NULL) == 0;
+    }
+    assert_true(ok);
+    close_sub(&x);
+    grpc_channel_destroy(slow);
+    grpc_channel_destroy(ch);
+    momento_local_stop(s);
+}
+
+/* A subscriber that does not read holds at most --subscriber-queue-bytes
+ * in its queue; many hold at most --max-queued-bytes together, shared out
+ * evenly. The slow one, reading again, learns of what it lost by a
+ * discontinuity, and its queue's ring goes back once it has caught up. */
+static void test_queue_bounds(void **state)
+{
+    (void)state;
+    momento_local *s = start(&(srv_opts){
+        .heartbeat_ms = 60000, .sub_queue_bytes = 64u << 10, .max_queued_bytes = 256u << 10});
+    grpc_channel *ch = channel_to(s);
+    grpc_channel *slow = channel_with(s, true);
+    static uint8_t value[1024];
+    memset(value, 'v', sizeof(value));
+    const uint64_t n = 2000;
+    stream x;
+    open_sub(&x, slow, "t", 0, 0);
+    expect_heartbeat(&x);
+    for (uint64_t i = 0; i < n; i++)
+        assert_int_equal(publish_hdrs(ch, "c", "t", NULL, value, sizeof(value), NULL, 0, NULL),
+                         0);
+    uint64_t one = momento_local_queued_bytes(s);
+    assert_true(one > 32u << 10);
+    assert_true(one <= 64u << 10);
+    uint64_t last = 0, gaps = 0;
+    while (last < n) {
+        sub_item *m = NULL;
+        assert_int_equal(next(&x, TU_MS(5000), &m), 1);
+        if (m->kind_case == KIND_DISC) {
+            assert_int_equal(m->discontinuity->last_topic_sequence, last);
+            last = m->discontinuity->new_topic_sequence;
+            gaps++;
+        } else {
+            assert_int_equal(m->kind_case, KIND_ITEM);
+            assert_int_equal(m->item->topic_sequence_number, last + 1);
+            last++;
+        }
+        item_free(m);
+    }
+    assert_true(gaps >= 1);
+    assert_true(momento_local_queued_bytes(s) <= 64 * 24);
+    close_sub(&x);
+    wait_subscriptions(s, 0);
+
+    enum { MANY = 20 };
+    stream xs[MANY];
+    for (int i = 0; i < MANY; i++) {
+        open_sub(&xs[i], slow, "u", 0, 0);
+        expect_heartbeat(&xs[i]);
+    }
+    for (uint64_t i = 0; i < n; i++)
+        assert_int_equal(publish_hdrs(ch, "c", "u", NULL, value, sizeof(value), NULL, 0, NULL),
+                         0);
+    uint64_t all = momento_local_queued_bytes(s);
+    print_message("queued: one slow subscriber %llu bytes (bound 65536), %d of them %llu bytes "
+                  "(bound 262144)\n",
+                  (unsigned long long)one, MANY, (unsigned long long)all);
+    assert_true(all > 128u << 10);
+    assert_true(all <= 256u << 10);
+    for (int i = 0; i < MANY; i++)
+        close_sub(&xs[i]);
+    wait_subscriptions(s, 0);
+    assert_int_equal(momento_local_queued_bytes(s), 0);
+    grpc_channel_destroy(slow);
+    grpc_channel_destroy(ch);
+    momento_local_stop(s);
+}
+
 int main(void)
 {
     grpc_init();
@@ -1117,6 +1520,12 @@ int main(void)
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_no_buffer),
+        cmocka_unit_test(test_flush_frees_topics),
+        cmocka_unit_test(test_idle_topics_are_forgotten),
+        cmocka_unit_test(test_library_resumes_a_forgotten_topic),
+        cmocka_unit_test(test_topics_count_against_memory),
+        cmocka_unit_test(test_publish_refused_when_memory_is_held),
+        cmocka_unit_test(test_queue_bounds),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     grpc_shutdown();
