@@ -2,8 +2,10 @@
 # How long one request can hold momento-local's single server thread
 # (issue 27 item 9), seen by another client: bench/hold_driver sends a Get
 # every 5 ms (1 s deadline) on its own connection while it runs each
-# scenario's one heavy request, and reports the heavy request's time and
-# the Gets it delayed (how many, how many timed out, the slowest). The
+# scenario's one heavy request, and reports the heavy request's time, the
+# CPU time the server used meanwhile (the hold itself, near enough, on a
+# machine busy with other work too) and the Gets it delayed (how many,
+# how many timed out, the slowest). The
 # scenarios: the issue's SortedSetUnionStore (one 100,000-element set named
 # 1000 times), ListErase of 500,000 ranges over a 1,000,000-element list,
 # GetBatch / DictionaryGet naming one big value many times (200 MB of
@@ -31,8 +33,9 @@ wrap=$pin_server start_server --cache bench
 args=()
 for s in ${SCENARIOS:-}; do args+=(--scenario "$s"); done
 echo "== $server ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
-$pin_driver "$driver" --endpoint "$ep" "${args[@]}" | tee "$work/lines"
+$pin_driver "$driver" --endpoint "$ep" --server-pid "$pid" "${args[@]}" | tee "$work/lines"
 stop_server
+cpu=$(awk '{for (i = 1; i <= NF; i++) if ($i ~ /^server_cpu_ms=/) { split($i, a, "="); if (a[2] > m) { m = a[2]; s = $1 } } } END { sub("scenario=", "", s); print m, s }' "$work/lines")
 worst=$(awk '{for (i = 1; i <= NF; i++) if ($i ~ /^victim_max_ms=/) { split($i, a, "="); if (a[2] > m) { m = a[2]; s = $1 } } } END { sub("scenario=", "", s); print m, s }' "$work/lines")
 timeouts=$(awk '{for (i = 1; i <= NF; i++) if ($i ~ /^victim_timeouts=/) { split($i, a, "="); t += a[2] } } END { print t + 0 }' "$work/lines")
-echo "RESULT worst_victim_ms=${worst% *} worst_scenario=${worst#* } victim_timeouts=$timeouts"
+echo "RESULT max_server_cpu_ms=${cpu% *} max_cpu_scenario=${cpu#* } worst_victim_ms=${worst% *} worst_scenario=${worst#* } victim_timeouts=$timeouts"

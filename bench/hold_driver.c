@@ -6,11 +6,15 @@
  * many there were, how many timed out and the slowest: a server thread
  * held for T delays a Get by up to T.
  *
- *   hold_driver --endpoint HOST:PORT [--scenario NAME]...   (default: all)
+ *   hold_driver --endpoint HOST:PORT [--server-pid PID] [--scenario NAME]...
  *
- * One line per scenario: `scenario=NAME status=S heavy_ms=T victim_gets=N
- * victim_timeouts=K victim_max_ms=M`. Scenarios (names in `scenarios[]`):
- * the issue's SortedSetUnionStore and the other requests whose work was
+ * One line per scenario: `scenario=NAME status=S heavy_ms=T server_cpu_ms=C
+ * victim_gets=N victim_timeouts=K victim_max_ms=M`. With --server-pid, C
+ * is the CPU time the server's threads used while the heavy request was
+ * in progress (each /proc/PID/task/TID/schedstat): what it held the
+ * server thread for, near enough, whatever else the machine runs, where
+ * the victim's times stretch with the machine's load. Scenarios (names in
+ * `scenarios[]`): the issue's SortedSetUnionStore and the other requests whose work was
  * not bounded by their own size (ListErase over many ranges, GetBatch and
  * DictionaryGet naming one big value many times), and the largest
  * requests now allowed of each shape (a union of sources at the limit,
@@ -26,6 +30,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 
+#include <dirent.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -204,6 +209,38 @@ static void *victim(void *arg)
     }
     conn_close(&c);
     return NULL;
+}
+
+/* ---- The server's CPU time ---- */
+
+static int server_pid;
+
+/* The server's threads' time on a CPU so far, in ns (0 without a pid). */
+static int64_t server_cpu_ns(void)
+{
+    if (!server_pid)
+        return 0;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", server_pid);
+    DIR *d = opendir(path);
+    if (!d)
+        die("cannot read the server's /proc/PID/task");
+    int64_t sum = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char file[320];
+        snprintf(file, sizeof(file), "/proc/%d/task/%s/schedstat", server_pid, e->d_name);
+        FILE *f = fopen(file, "r");
+        long long ns = 0;
+        if (f && fscanf(f, "%lld", &ns) == 1)
+            sum += ns;
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+    return sum;
 }
 
 /* ---- Scenarios ---- */
@@ -605,10 +642,12 @@ static void run(conn *c, const scenario *sc)
     heavy h;
     sc->prepare(c, &h);
     usleep(200 * 1000); /* the victim's Gets settle after the fill */
+    int64_t cpu0 = server_cpu_ns();
     int64_t t0 = now_ns();
     size_t bytes;
     int st = call(c, h.method, h.msg, 60000, &bytes);
     int64_t t1 = now_ns();
+    int64_t cpu1 = server_cpu_ns();
     usleep(200 * 1000);
     /* The Gets whose time in flight overlapped the heavy request's. */
     size_t n = atomic_load(&n_gets), during = 0, timeouts = 0;
@@ -622,9 +661,10 @@ static void run(conn *c, const scenario *sc)
         if (gets[i].end - gets[i].start > worst)
             worst = gets[i].end - gets[i].start;
     }
-    printf("scenario=%s status=%d heavy_ms=%.1f reply_bytes=%zu victim_gets=%zu victim_timeouts=%zu"
-           " victim_max_ms=%.1f\n",
-           sc->name, st, (double)(t1 - t0) / 1e6, bytes, during, timeouts, (double)worst / 1e6);
+    printf("scenario=%s status=%d heavy_ms=%.1f server_cpu_ms=%.1f reply_bytes=%zu victim_gets=%zu"
+           " victim_timeouts=%zu victim_max_ms=%.1f\n",
+           sc->name, st, (double)(t1 - t0) / 1e6, (double)(cpu1 - cpu0) / 1e6, bytes, during,
+           timeouts, (double)worst / 1e6);
     fflush(stdout);
     if (sc->after)
         sc->after(c);
@@ -636,6 +676,7 @@ int main(int argc, char **argv)
     size_t n_only = 0;
     static const struct option opts[] = {{"endpoint", required_argument, NULL, 'e'},
                                          {"scenario", required_argument, NULL, 's'},
+                                         {"server-pid", required_argument, NULL, 'p'},
                                          {NULL, 0, NULL, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -643,8 +684,10 @@ int main(int argc, char **argv)
             endpoint = optarg;
         else if (o == 's' && n_only < N_SCENARIOS)
             only[n_only++] = optarg;
+        else if (o == 'p')
+            server_pid = atoi(optarg);
         else
-            die("usage: hold_driver --endpoint HOST:PORT [--scenario NAME]...");
+            die("usage: hold_driver --endpoint HOST:PORT [--server-pid PID] [--scenario NAME]...");
     }
     if (!endpoint || (strncmp(endpoint, "127.0.0.1:", 10) != 0 && strncmp(endpoint, "localhost:", 10) != 0 &&
                       strncmp(endpoint, "[::1]:", 6) != 0))
