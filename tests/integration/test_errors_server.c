@@ -137,7 +137,14 @@ static void test_operations_rate(void **state)
 static void test_client_resource_exhausted(void **state)
 {
     (void)state;
-    momento_local *s = tu_server(NULL);
+    /* A collection is one item (momento-local holds it within the item
+     * limit, as Momento does): a server with a larger limit than Momento's
+     * 5 MB stores one too big for the client to receive. */
+    momento_local_options *o;
+    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    assert_int_equal(momento_local_options_set_max_item_bytes(o, 16u * 1024 * 1024), MOMENTO_OK);
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
     momento_client *c = tu_client(s, NULL);
     tu_create_cache(c, "c");
     /* 96 fields of 120 KiB (each within the element limit), 32 a request
