@@ -1103,7 +1103,29 @@ static void test_options(void **state)
     assert_int_equal(momento_local_options_set_topic_buffer_items(o, 0), 0);
     assert_int_equal(momento_local_options_set_max_subscribers(NULL, 1),
                      MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_topic_idle_ms(o, 9), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_topic_idle_ms(o, 86400001),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_topic_idle_ms(NULL, 100),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_topic_idle_ms(o, 10), 0);
+    assert_int_equal(momento_local_options_set_subscriber_queue_bytes(o, 1023),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_subscriber_queue_bytes(o, (1ull << 30) + 1),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_subscriber_queue_bytes(NULL, 4096),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_subscriber_queue_bytes(o, 1024), 0);
+    assert_int_equal(momento_local_options_set_max_queued_bytes(o, 1023),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_max_queued_bytes(NULL, 0),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_max_queued_bytes(o, 0), 0);
+    assert_int_equal(momento_local_options_set_max_queued_bytes(o, 1024), 0);
     momento_local_options_free(o);
+    assert_int_equal(momento_local_topic_bytes(NULL), 0);
+    assert_int_equal(momento_local_topic_count(NULL), 0);
+    assert_int_equal(momento_local_queued_bytes(NULL), 0);
     assert_int_equal(momento_local_subscriptions(NULL), 0);
     assert_int_equal(momento_local_topic_deliveries(NULL), 0);
     assert_int_equal(momento_local_topic_heartbeats(NULL), 0);
