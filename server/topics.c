@@ -13,10 +13,11 @@
  * allocated and uncharged when freed, so --max-memory holds topics and
  * items together. A topic without subscribers is forgotten after
  * topic_idle_ms without a publish, when its cache is flushed or deleted,
- * or when the memory is needed (least recently used first, before any
- * item is evicted); after those, the buffers of topics that have
- * subscribers are emptied. A message is charged once, however many hold
- * it, until the last lets go; what gRPC holds of it after that is gRPC's.
+ * and when memory is needed (the store's reclaim hook): then the least
+ * recently used go first, next the buffers of topics with subscribers are
+ * emptied, and only then are items evicted. A message is charged once,
+ * however many hold it, until the last lets go; what gRPC holds of it
+ * after that is gRPC's.
  *
  * A subscription's queue is a ring of messages; calls.c takes them one at a
  * time (srv_sub_next()) as gRPC takes each message. A queue counts each
