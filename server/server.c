@@ -117,7 +117,7 @@ int momento_local_start(momento_local **ret, const momento_local_options *opts)
          * ended calls DEADLINE_EXCEEDED 1-24 ms before their clients'
          * deadline (test_server.c, test_delay_never_ends_before_deadline).
          * The client ends a call at its deadline; a delayed one the server
-         * answers 50 ms after it, if the client has not (calls.c). */
+         * answers 1 s after it, if the client has not (calls.c). */
         momento__int_arg(GRPC_ARG_ENABLE_DEADLINE_CHECKS, 0),
     };
     grpc_channel_args ch_args = {sizeof(args) / sizeof(args[0]), args};

@@ -164,7 +164,7 @@ MOMENTO_EXPORT uint64_t momento_local_header_count(const momento_local *s, const
  * Calls held right now by an injected delay (`delay-ms`). A held call
  * leaves when its delay ends; at its deadline if that comes first (its
  * client ends it then, counted DEADLINE_EXCEEDED; the server answers
- * DEADLINE_EXCEEDED itself 50 ms later if the client has not); or as soon
+ * DEADLINE_EXCEEDED itself 1 s later if the client has not); or as soon
  * as its client cancels or
  * disconnects (freed; counted CANCELLED, or DEADLINE_EXCEEDED when that
  * happens within 50 ms of its deadline). Lets tests see that nothing

@@ -1516,10 +1516,11 @@ static void test_scope_checked_before_delay(void **state)
 /* A delay that ends at the call's deadline never reaches the client as a
  * DEADLINE_EXCEEDED before that deadline (issue 27 item 3): the server's
  * view of the deadline is rounded up, the server answers a delay that
- * reaches it only 50 ms later (if the client's own timer has not ended the
+ * reaches it only 1 s later (if the client's own timer has not ended the
  * call), and gRPC's own server-side deadline is off. Rounded down, this
  * server answered some such calls up to 1 ms early; gRPC's, under CPU load,
- * up to tens of ms. Within a round the calls start a fraction of a
+ * up to tens of ms; 50 ms later, under valgrind, up to 40 ms before the
+ * client's deadline. Within a round the calls start a fraction of a
  * millisecond apart, so that their deadlines fall at every point of a
  * millisecond; the rounds start at different points of the server loop's
  * cycle. */
