@@ -339,7 +339,11 @@ static bool gate_enter(momento_client *c, momento__call *call, grpc_call *gc)
         g->head = call;
     g->tail = call;
     g->queued++;
-    if (momento__timer_arm(c, &call->gate_timer, to_ns(call->deadline), true) != MOMENTO_OK)
+    /* A cancel or the client's free that came since the request was
+     * accepted found it not yet queued (gate_fire did nothing) and this
+     * arming would undo theirs: it leaves at once instead. */
+    if (momento__timer_arm(c, &call->gate_timer, to_ns(call->deadline), true) != MOMENTO_OK ||
+        momento__client_cancelled(c, &call->track) || momento__client_closing(c))
         momento__timer_fire_soon(c, &call->gate_timer); /* leave over the cap at once */
     pthread_mutex_unlock(&g->lock);
     return true;
@@ -524,7 +528,40 @@ static void deliver(momento__call *call);
  * attempt's own, when no retry is left). */
 static void deliver_late(momento__timer *t)
 {
-    deliver((momento__call *)((char *)t - offsetof(momento__call, late_timer)));
+    momento__call *call = (momento__call *)((char *)t - offsetof(momento__call, late_timer));
+    momento_client *c = call->client;
+    if (momento__client_closing(c)) /* as the free ends every request */
+        momento__call_give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
+    else if (momento__client_cancelled(c, &call->track)) /* its token, or a coalescer */
+        momento__call_give_up(call, GRPC_STATUS_CANCELLED,
+                              call->track.cancel_why ? call->track.cancel_why : "cancelled");
+    else
+        deliver(call);
+}
+
+/* Holds an early DEADLINE_EXCEEDED until `due` (deliver_late()). The RPC
+ * is over on the wire, so the request gives back at once what it held as
+ * one: its gRPC call, its place under the client's cap (the next queued
+ * request starts), its count towards batching's threshold (the queue may
+ * leave). A cancel or the client's free fires the timer at once (the
+ * tracked request's `wake`), checked again after arming for one that came
+ * in between. Returns false, with nothing changed, when the timer cannot
+ * be armed (no memory): then the caller delivers now. */
+static bool wait_late(momento__call *call, int64_t due)
+{
+    momento_client *c = call->client;
+    if (momento__timer_arm(c, &call->late_timer, due, true) != MOMENTO_OK)
+        return false;
+    grpc_call_unref(momento__client_wait_on(c, &call->track, &call->late_timer));
+    momento__client_answered(c, &call->track);
+    if (call->gate == GATE_HOLDS) {
+        call->gate = GATE_NONE;
+        gate_leave(c);
+    }
+    momento__batcher_rpc_done(c);
+    if (momento__client_cancelled(c, &call->track) || momento__client_closing(c))
+        momento__timer_fire_soon(c, &call->late_timer);
+    return true;
 }
 
 void momento__call_give_up(momento__call *call, grpc_status_code status, const char *why)
@@ -551,14 +588,8 @@ static void finish(momento__call *call)
             return;
         }
         int64_t due = to_ns(call->attempt_deadline);
-        if (call->status == GRPC_STATUS_DEADLINE_EXCEEDED && due > now) {
-            if (momento__client_closing(c)) { /* as the free ends every request */
-                momento__call_give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
-                return;
-            }
-            if (momento__timer_arm(c, &call->late_timer, due, true) == MOMENTO_OK)
-                return; /* deliver_late() */
-        }
+        if (call->status == GRPC_STATUS_DEADLINE_EXCEEDED && due > now && wait_late(call, due))
+            return; /* deliver_late() */
     }
     deliver(call);
 }
@@ -613,7 +644,14 @@ static void deliver(momento__call *call)
     /* From here a cancel cannot reach this request: it has its result. */
     if (call->token)
         momento__cancel_hook_remove(call->token, &call->hook);
-    momento__client_answered(c, &call->track);
+    if (call->track.wake) {
+        /* Nor may anything fire its timer (the gate's, or a late delivery's):
+         * the call is released after its callback, while a free's sweep may
+         * still find it tracked. One the sweep queued already is taken back. */
+        momento__timer_disarm(c, momento__client_unwake(c, &call->track));
+    }
+    if (!call->track.answered) /* wait_late() may have */
+        momento__client_answered(c, &call->track);
     if (call->gate == GATE_HOLDS)
         gate_leave(c); /* before the callback: a request it makes may take the place */
     if (momento__metrics_on(&c->cfg) && !call->no_metrics)

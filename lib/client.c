@@ -386,6 +386,25 @@ grpc_call *momento__client_publish(momento_client *c, momento__tracked *t, grpc_
     return old;
 }
 
+grpc_call *momento__client_wait_on(momento_client *c, momento__tracked *t, momento__timer *wake)
+{
+    pthread_mutex_lock(&c->lock);
+    grpc_call *old = t->call;
+    t->call = NULL;
+    t->wake = wake;
+    pthread_mutex_unlock(&c->lock);
+    return old;
+}
+
+momento__timer *momento__client_unwake(momento_client *c, momento__tracked *t)
+{
+    pthread_mutex_lock(&c->lock);
+    momento__timer *wake = t->wake;
+    t->wake = NULL;
+    pthread_mutex_unlock(&c->lock);
+    return wake;
+}
+
 void momento__client_cancel(momento_client *c, momento__tracked *t, momento__retry_entry *waiting,
                             const char *why)
 {
@@ -398,7 +417,7 @@ void momento__client_cancel(momento_client *c, momento__tracked *t, momento__ret
             grpc_call_cancel_with_status(t->call, GRPC_STATUS_CANCELLED, why, NULL);
         else if (waiting && momento__retries_expedite_locked(&c->retries, waiting))
             wake = true;
-        else if (t->wake) { /* queued under the cap (call.c) */
+        else if (t->wake) { /* queued under the cap, or delivered late (call.c) */
             fire_soon_locked(c, t->wake);
             wake = true;
         }

@@ -133,6 +133,15 @@ int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc
  * that momento_client_free() cancels the right one; a call published once
  * the free has begun is cancelled at once. Returns the previous. */
 grpc_call *momento__client_publish(momento_client *c, momento__tracked *t, grpc_call *gc);
+/* The request's gRPC call is over but its callback waits on `wake` (a
+ * timer of its own): it has no gRPC call from now on, and a cancel or
+ * momento_client_free() fires `wake` at once instead. Returns the gRPC call
+ * it had, for the caller to unref. Any thread. */
+grpc_call *momento__client_wait_on(momento_client *c, momento__tracked *t,
+                                   struct momento__timer *wake);
+/* The request's `wake` is forgotten (under the lock, so no free's sweep
+ * fires it from now on); returns it, for the caller to disarm. */
+struct momento__timer *momento__client_unwake(momento_client *c, momento__tracked *t);
 /* The request's RPC is over and its callback about to run: it stops
  * counting towards batching's threshold now, so that a request submitted
  * from the callback, or by a thread the callback wakes, is not queued

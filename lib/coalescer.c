@@ -332,7 +332,9 @@ static void on_done(const momento_result *r, void *userdata)
 
     pthread_mutex_lock(&co->lock);
     close_to_newcomers(e);
-    co->counters.keys_in_flight--;
+    /* keys_in_flight still counts `e` until its waiters are called back:
+     * until their token hooks are off, a cancel may still take our lock,
+     * so a momento_coalescer_free() meanwhile must not release us. */
     /* ks->refs still counts `e` until the re-issues below are made: a
      * re-issue that is refused frees a key_state nothing holds, and `e` may
      * live inside this one. */
@@ -386,7 +388,6 @@ static void on_done(const momento_result *r, void *userdata)
     bool free_ks = --ks->refs == 0;
     if (free_ks)
         HASH_DELETE(hh, co->table, ks);
-    bool release = co->closed && co->counters.keys_in_flight == 0;
     pthread_mutex_unlock(&co->lock);
 
     /* No lock held: a callback may submit again (a fresh RPC, since the
@@ -407,6 +408,9 @@ static void on_done(const momento_result *r, void *userdata)
         free(e);
     if (free_ks)
         free(ks);
+    pthread_mutex_lock(&co->lock);
+    bool release = --co->counters.keys_in_flight == 0 && co->closed;
+    pthread_mutex_unlock(&co->lock);
     if (release)
         destroy(co);
 }

@@ -226,6 +226,82 @@ static void test_server_held_calls(void **state)
     momento_local_stop(server);
 }
 
+/* A DEADLINE_EXCEEDED that arrives early (here injected at once by
+ * momento-local) is held until the request's deadline - yet a cancel or the
+ * client's free still ends it at once with CANCELLED, and it gives back its
+ * place under the client's cap while it waits: the review of the first
+ * version found all three waited for the deadline. */
+static momento_client *early_deadline_client(momento_local *server, uint32_t cap)
+{
+    momento_config *cfg;
+    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    if (cap)
+        assert_int_equal(momento_config_set_max_concurrent_requests(cfg, cap), MOMENTO_OK);
+    momento_client *c = tu_client(server, cfg);
+    momento_config_free(cfg);
+    momento__client_add_header(c, "request-id", cap ? "early-cap" : "early");
+    momento__client_add_header(c, "return-error", "deadline-exceeded");
+    momento__client_add_header(c, "error-rpcs", "get");
+    return c;
+}
+
+static void test_early_deadline_exceeded_held_but_cancellable(void **state)
+{
+    (void)state;
+    momento_local *server = tu_server_with_cache("c");
+    momento_client *c = early_deadline_client(server, 0);
+
+    /* Held: TIMEOUT, not before the deadline. */
+    req q = {0};
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.timeout_ms = (uint32_t)TU_MS(300);
+    q.not_before_ns = tu_now_ns() + (int64_t)o.timeout_ms * 1000000;
+    assert_int_equal(momento_get(c, "c", "k", 1, &o, on_end, &q), MOMENTO_OK);
+    assert_int_equal(momento_client_wait_idle(c, (uint32_t)TU_MS(10000)), MOMENTO_OK);
+    assert_int_equal(atomic_load(&q.calls), 1);
+    assert_int_equal(atomic_load(&q.error), MOMENTO_ERR_TIMEOUT);
+    assert_true(atomic_load(&q.at_ns) >= q.not_before_ns);
+
+    /* A cancel while it is held: CANCELLED, at once. */
+    momento_cancel_token *token;
+    assert_int_equal(momento_cancel_token_new(&token), MOMENTO_OK);
+    req qc = {0};
+    o.timeout_ms = 60000;
+    o.cancel = token;
+    assert_int_equal(momento_get(c, "c", "k", 1, &o, on_end, &qc), MOMENTO_OK);
+    usleep((useconds_t)TU_MS(100) * 1000); /* its answer has come by now */
+    momento_cancel(token);
+    assert_int_equal(momento_client_wait_idle(c, (uint32_t)TU_MS(10000)), MOMENTO_OK);
+    assert_int_equal(atomic_load(&qc.calls), 1);
+    assert_int_equal(atomic_load(&qc.error), MOMENTO_ERR_CANCELLED);
+    momento_cancel_token_free(token);
+
+    /* The client's free while it is held: CANCELLED, and the free returns. */
+    req qf = {0};
+    o.cancel = NULL;
+    assert_int_equal(momento_get(c, "c", "k", 1, &o, on_end, &qf), MOMENTO_OK);
+    usleep((useconds_t)TU_MS(100) * 1000);
+    momento_client_free(c);
+    assert_int_equal(atomic_load(&qf.calls), 1);
+    assert_int_equal(atomic_load(&qf.error), MOMENTO_ERR_CANCELLED);
+
+    /* Under a cap of one, a held get does not hold the place: a set after
+     * it completes while the get still waits for its deadline. */
+    c = early_deadline_client(server, 1);
+    req qg = {0}, qs = {0};
+    assert_int_equal(momento_get(c, "c", "k", 1, &o, on_end, &qg), MOMENTO_OK);
+    assert_int_equal(momento_set(c, "c", "k2", 2, "v", 1, 0, NULL, on_end, &qs), MOMENTO_OK);
+    for (int i = 0; i < 10000 && !atomic_load(&qs.calls); i++)
+        usleep(1000);
+    assert_int_equal(atomic_load(&qs.calls), 1);
+    assert_int_equal(atomic_load(&qs.error), MOMENTO_OK);
+    assert_int_equal(atomic_load(&qg.calls), 0); /* still held: its deadline is a minute off */
+    momento_client_free(c);
+    assert_int_equal(atomic_load(&qg.calls), 1);
+    assert_int_equal(atomic_load(&qg.error), MOMENTO_ERR_CANCELLED);
+    momento_local_stop(server);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_batched_writes),
         cmocka_unit_test(test_freed_mid_flight),
         cmocka_unit_test(test_server_held_calls),
+        cmocka_unit_test(test_early_deadline_exceeded_held_but_cancellable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
