@@ -873,15 +873,22 @@ static bool fake_stream(void *arg, size_t call, size_t i, grpc_slice *msg)
     return false;
 }
 
-static void test_gaps_repeats_and_garbage_from_a_server(void **state)
+/* A client of the fake server `f`, with the default configuration. */
+static momento_client *fake_client(const tu_fake *f)
 {
-    (void)state;
-    tu_fake *f = tu_fake_start(fake_stream, NULL, 0);
     momento_credentials *cr = NULL;
     assert_int_equal(momento_credentials_local(&cr, tu_fake_endpoint(f), NULL), MOMENTO_OK);
     momento_client *c = NULL;
     assert_int_equal(momento_client_new(&c, NULL, cr), MOMENTO_OK);
     momento_credentials_free(cr);
+    return c;
+}
+
+static void test_gaps_repeats_and_garbage_from_a_server(void **state)
+{
+    (void)state;
+    tu_fake *f = tu_fake_start(fake_stream, NULL, 0);
+    momento_client *c = fake_client(f);
     recorder r;
     rec_init(&r);
     momento_subscribe_options o = MOMENTO_SUBSCRIBE_OPTIONS_INIT;
@@ -930,11 +937,7 @@ static void test_invalid_utf8_text_is_bytes(void **state)
 {
     (void)state;
     tu_fake *f = tu_fake_start(fake_bad_text, NULL, 0);
-    momento_credentials *cr = NULL;
-    assert_int_equal(momento_credentials_local(&cr, tu_fake_endpoint(f), NULL), MOMENTO_OK);
-    momento_client *c = NULL;
-    assert_int_equal(momento_client_new(&c, NULL, cr), MOMENTO_OK);
-    momento_credentials_free(cr);
+    momento_client *c = fake_client(f);
     recorder r;
     rec_init(&r);
     momento_subscription *sub = subscribe(c, "t", &r, NULL);
