@@ -120,6 +120,8 @@ struct momento_coalescer {
     pthread_mutex_t lock;   /* guards everything below, and every waiter's state */
     key_state *table;
     bool closed;
+    size_t delivering;      /* on_done calls still calling waiters back: their
+                             * token hooks may still take our lock */
     momento_coalescer_counters counters;
     /* In the client's list (c->co_lock): told of the client's writes. */
     momento_coalescer *reg_prev, *reg_next;
@@ -163,7 +165,7 @@ void momento_coalescer_free(momento_coalescer *co)
     }
     pthread_mutex_lock(&co->lock);
     co->closed = true;
-    bool drained = co->counters.keys_in_flight == 0;
+    bool drained = co->counters.keys_in_flight == 0 && co->delivering == 0;
     pthread_mutex_unlock(&co->lock);
     /* Otherwise the last completion releases it (see on_done). */
     if (drained)
@@ -332,9 +334,11 @@ static void on_done(const momento_result *r, void *userdata)
 
     pthread_mutex_lock(&co->lock);
     close_to_newcomers(e);
-    /* keys_in_flight still counts `e` until its waiters are called back:
-     * until their token hooks are off, a cancel may still take our lock,
-     * so a momento_coalescer_free() meanwhile must not release us. */
+    co->counters.keys_in_flight--;
+    /* Until its waiters are called back their token hooks are on, and a
+     * cancel may still take our lock: a momento_coalescer_free() meanwhile
+     * must not release us (`delivering`). */
+    co->delivering++;
     /* ks->refs still counts `e` until the re-issues below are made: a
      * re-issue that is refused frees a key_state nothing holds, and `e` may
      * live inside this one. */
@@ -409,7 +413,7 @@ static void on_done(const momento_result *r, void *userdata)
     if (free_ks)
         free(ks);
     pthread_mutex_lock(&co->lock);
-    bool release = --co->counters.keys_in_flight == 0 && co->closed;
+    bool release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
     pthread_mutex_unlock(&co->lock);
     if (release)
         destroy(co);
