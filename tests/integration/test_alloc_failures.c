@@ -3,9 +3,8 @@
  * return MOMENTO_ERR_NO_MEMORY with its output untouched (or succeed when the
  * failure hit nothing it needed), never crash, and never leak: ASan and
  * valgrind run this suite in CI. */
-#include "alloc.h"
-#include "client.h"
 #include "momento/coalescer.h"
+#include "testing.h"
 #include "testutil.h"
 
 #include <setjmp.h>

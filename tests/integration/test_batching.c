@@ -1,8 +1,8 @@
 /* Adaptive batching against the local server. The first RPC is held by the
  * server's delay injection, so the requests after it provably queue behind
  * it; what leaves when it completes is counted by the server per RPC. */
-#include "client.h"
 #include "momento/coalescer.h"
+#include "testing.h"
 #include "testutil.h"
 
 #include <setjmp.h>

@@ -2,8 +2,8 @@
  * and for coalesced waiters, against the local server. The server's delay
  * injection holds replies, so a deadline or a cancel always comes while the
  * request is provably in flight: a fast server cannot make these pass. */
-#include "client.h"
 #include "momento/coalescer.h"
+#include "testing.h"
 #include "testutil.h"
 
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /* The library against the local server: data plane, control plane, ping,
  * TTLs, errors, concurrency, and shutdown with requests in flight. */
-#include "client.h"
+#include "testing.h"
 #include "testutil.h"
 
 #include <setjmp.h>

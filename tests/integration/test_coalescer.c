@@ -1,8 +1,8 @@
 /* The coalescer against the local server. Overlap is made deterministic with
  * the server's delay injection: the leader RPC is held, so every duplicate
  * provably arrives while it is in flight. */
-#include "client.h"
 #include "momento/coalescer.h"
+#include "testing.h"
 #include "testutil.h"
 
 #include <setjmp.h>

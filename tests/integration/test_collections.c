@@ -2,8 +2,8 @@
  * each operation's outcome and values, CollectionTtl, misses, emptied
  * collections, type mismatches, refusals at submit, and owned copies of
  * collection results. */
-#include "client.h" /* momento__client_add_header, for delay injection */
 #include "momento/coalescer.h"
+#include "testing.h"
 #include "testutil.h"
 
 #include <setjmp.h>

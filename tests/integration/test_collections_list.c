@@ -4,7 +4,7 @@
  * CollectionTtl, type mismatches, the async forms, coalesced reads and
  * read-your-writes through a coalescer, and the refusals at submit
  * (nothing sent, no callback). */
-#include "client.h" /* momento__client_add_header, for fault injection */
+#include "testing.h"
 #include "testutil.h"
 
 #include "momento/coalescer.h"

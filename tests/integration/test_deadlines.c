@@ -10,8 +10,8 @@
  * before each call and adds the request's timeout; the library's deadline
  * is read later, so it can only be later, and a TIMEOUT callback must run
  * after it. */
-#include "client.h"
 #include "momento/coalescer.h"
+#include "testing.h"
 #include "testutil.h"
 
 #include <setjmp.h>

@@ -4,9 +4,9 @@
  * callback per request through timeouts, cancels, coalescing and the
  * client's free (also from a dispatched callback) - with blocking calls
  * and topic events too. */
-#include "client.h" /* momento__client_add_header, for fault injection */
 #include "momento/coalescer.h"
 #include "momento/topics.h"
+#include "testing.h"
 #include "testutil.h"
 
 #include <setjmp.h>

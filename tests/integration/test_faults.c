@@ -2,8 +2,8 @@
  * and restarting it: the error each status maps to, which are retried and
  * how often (counted at the server), deadlines, reconnection, and coalesced
  * waiters under each. */
-#include "client.h"
 #include "momento/coalescer.h"
+#include "testing.h"
 #include "testutil.h"
 
 #include <setjmp.h>

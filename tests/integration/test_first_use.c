@@ -3,8 +3,8 @@
  * momento_refusal_reason()), momento_client_in_flight() counts requests
  * (each coalesced waiter) until their callbacks have returned, and
  * momento_client_wait_idle() waits for them. */
-#include "client.h" /* momento__client_add_header, for fault injection */
 #include "momento/coalescer.h"
+#include "testing.h"
 #include "testutil.h"
 
 #include <setjmp.h>

@@ -6,9 +6,9 @@
  * requests reported per request, never their shared RPC; nothing from a
  * client without a hook. The server's fault injection holds or fails
  * calls, so timeouts, cancels and retries happen for certain. */
-#include "client.h"
 #include "momento/coalescer.h"
 #include "momento/metrics.h"
+#include "testing.h"
 #include "testutil.h"
 
 #include <setjmp.h>

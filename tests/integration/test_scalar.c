@@ -1,7 +1,7 @@
 /* The scalar API beyond get/set/delete, against the local server: every
  * operation, every outcome, both branches of each condition (the hash
  * conditions too), batches of 1,000 keys, and the documented refusals. */
-#include "client.h" /* momento__client_add_header, for fault injection */
+#include "testing.h"
 #include "testutil.h"
 
 #include <setjmp.h>

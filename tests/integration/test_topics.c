@@ -5,8 +5,8 @@
  * silence, first-message and idle timeouts, resuming from a position - and
  * against a fake server for what momento-local never sends (gaps,
  * repeats, undecodable messages). */
-#include "client.h" /* momento__client_add_header, for fault injection */
 #include "fake_server.h"
+#include "testing.h"
 #include "testutil.h"
 
 #include "momento/topics.h"

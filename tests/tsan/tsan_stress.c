@@ -27,7 +27,7 @@
  * the run (halt_on_error, see run.sh).
  *
  * Usage: tsan_stress [SECONDS [MAX_REQUESTS]]   (default 10 s, 60000) */
-#include "client.h" /* momento__client_add_header: the fault-injection headers */
+#include "testing.h"
 #include "momento/coalescer.h"
 #include "momento/local.h"
 #include "momento/momento.h"

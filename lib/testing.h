@@ -1,0 +1,29 @@
+/* The library's test hooks: what the tests (tests/, bench/) reach inside
+ * libmomento, and nothing else, so that a test includes this instead of
+ * the whole of client.h. Each declaration is the same prototype as the
+ * module's own header, where it is defined; none is for applications. */
+#ifndef MOMENTO_TESTING_H
+#define MOMENTO_TESTING_H
+
+#include "momento/momento.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* client.c: adds a header sent with every later call of `c` (the fault
+ * injection headers of momento-local: delay-ms, fail-rpcs, ...). Not
+ * locked: call it before the client is used. Returns 0 or an error. */
+int momento__client_add_header(momento_client *c, const char *key, const char *value);
+
+/* client.c: whether momento_client_free() of `c` has begun. */
+bool momento__client_closing(momento_client *c);
+
+/* batcher.c: requests of `c` queued for a batch now. */
+size_t momento__batcher_queued(momento_client *c);
+
+/* alloc.c: -1, off; N >= 0, the allocation N allocations from now fails
+ * (then -1). */
+extern atomic_int momento__alloc_countdown;
+
+#endif
