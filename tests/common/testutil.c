@@ -4,6 +4,7 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
+#include <protobuf-c/protobuf-c.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -271,6 +272,25 @@ int tu_raw_call(const char *target, const char *path, const char *const *headers
     grpc_channel_destroy(ch);
     grpc_shutdown();
     return out->status;
+}
+
+int tu_raw_call_msg(const char *target, const char *path, const char *const *headers,
+                    size_t n_headers, const ProtobufCMessage *m, tu_raw_reply *out)
+{
+    size_t len = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(len + 1); /* + 1: an empty message is not a NULL buffer */
+    assert_non_null(buf);
+    protobuf_c_message_pack(m, buf);
+    tu_raw_reply *dropped = out ? NULL : malloc(sizeof(*dropped));
+    if (!out)
+        assert_non_null(dropped);
+    int st = tu_raw_call(target, path, headers, n_headers, buf, len, out ? out : dropped);
+    free(buf);
+    if (dropped) {
+        tu_raw_reply_free(dropped);
+        free(dropped);
+    }
+    return st;
 }
 
 void tu_raw_reply_free(tu_raw_reply *r)

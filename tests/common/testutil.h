@@ -72,6 +72,12 @@ typedef struct tu_raw_reply {
 int tu_raw_call(const char *target, const char *path, const char *const *headers,
                 size_t n_headers, const void *body, size_t len, tu_raw_reply *out);
 void tu_raw_reply_free(tu_raw_reply *r);
+/* tu_raw_call() with the body packed from the protobuf-c message `m` (the
+ * `base` of a request). `out` NULL: the reply is dropped; otherwise it is
+ * the caller's to free with tu_raw_reply_free(). Returns the gRPC status. */
+struct ProtobufCMessage;
+int tu_raw_call_msg(const char *target, const char *path, const char *const *headers,
+                    size_t n_headers, const struct ProtobufCMessage *m, tu_raw_reply *out);
 
 int64_t tu_now_ms(void);
 

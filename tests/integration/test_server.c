@@ -37,31 +37,14 @@ static const char *target;
 
 static const char *cache_hdr[] = {"cache", "c"};
 
-/* Packs `m` and calls `path` with headers; returns the status. */
+/* Packs `m` and calls `path` on the shared server with headers; returns
+ * the status. */
 static int call(const char *path, const char *const *hdrs, size_t n, const ProtobufCMessage *m,
                 tu_raw_reply *out)
 {
-    size_t len = protobuf_c_message_get_packed_size(m);
-    uint8_t *buf = malloc(len + 1);
-    protobuf_c_message_pack(m, buf);
-    int st = tu_raw_call(target, path, hdrs, n, buf, len, out);
-    free(buf);
-    return st;
+    return tu_raw_call_msg(target, path, hdrs, n, m, out);
 }
 
-/* Packs `m` and calls `path` at `ep` with the one header pair `hdr`.
- * Returns the status; the reply goes to `out` (NULL: dropped). */
-static int call_at(const char *ep, const char *path, const char *const *hdr,
-                   const ProtobufCMessage *m, tu_raw_reply *out)
-{
-    uint8_t buf[64];
-    size_t len = protobuf_c_message_pack(m, buf);
-    tu_raw_reply r;
-    int st = tu_raw_call(ep, path, hdr, 1, buf, len, out ? out : &r);
-    if (!out)
-        tu_raw_reply_free(&r);
-    return st;
-}
 
 static int set(const char *key, const char *val, uint64_t ttl)
 {
@@ -968,12 +951,12 @@ static void test_long_cache_header(void **state)
     CacheClient__GetRequest get = CACHE_CLIENT____GET_REQUEST__INIT;
     get.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
     /* Exactly 255 bytes: the cache (a miss). */
-    assert_int_equal(call_at(ep, SCS "Get", h, &get.base, NULL), 0);
+    assert_int_equal(tu_raw_call_msg(ep, SCS "Get", h, 1, &get.base, NULL), 0);
     for (size_t n = 256; n <= 300; n += 44) {
         memset(name, 'n', n);
         name[n] = '\0';
         tu_raw_reply r;
-        int st = call_at(ep, SCS "Get", h, &get.base, &r);
+        int st = tu_raw_call_msg(ep, SCS "Get", h, 1, &get.base, &r);
         if (st != 3)
             fail_msg("%zu-byte cache header: status %d (%s), want 3", n, st, r.details);
         assert_non_null(strstr(r.details, "255 bytes"));
@@ -982,7 +965,7 @@ static void test_long_cache_header(void **state)
     }
     /* Streams are refused the same way. */
     CacheClient__GetBatchRequest gb = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
-    assert_int_equal(call_at(ep, SCS "GetBatch", h, &gb.base, NULL), 3);
+    assert_int_equal(tu_raw_call_msg(ep, SCS "GetBatch", h, 1, &gb.base, NULL), 3);
     assert_int_equal(momento_local_rpc_count(s, "Get", 3), 2);
     momento_local_stop(s);
 }
@@ -1007,7 +990,7 @@ static void test_duplicate_start_caches(void **state)
     CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
     req.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
     const char *h[] = {"cache", "dup"};
-    assert_int_equal(call_at(ep, SCS "Get", h, &req.base, NULL), 0);
+    assert_int_equal(tu_raw_call_msg(ep, SCS "Get", h, 1, &req.base, NULL), 0);
     momento_local_stop(s);
 }
 

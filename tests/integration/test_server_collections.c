@@ -38,12 +38,7 @@ static const char *target;
  * status, the reply in `out` (free it with tu_raw_reply_free()). */
 static int call_at(const char *ep, const char *path, const ProtobufCMessage *m, tu_raw_reply *out)
 {
-    size_t len = protobuf_c_message_get_packed_size(m);
-    uint8_t *buf = malloc(len + 1);
-    protobuf_c_message_pack(m, buf);
-    int st = tu_raw_call(ep, path, cache_hdr, 1, buf, len, out);
-    free(buf);
-    return st;
+    return tu_raw_call_msg(ep, path, cache_hdr, 1, m, out);
 }
 
 static int call(const char *path, const ProtobufCMessage *m, tu_raw_reply *out)

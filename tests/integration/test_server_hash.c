@@ -70,14 +70,7 @@ static int call_with(const char *path, const ProtobufCMessage *m, const char *co
                      size_t n_headers)
 {
     tu_raw_reply_free(reply);
-    memset(reply, 0, sizeof(*reply));
-    size_t len = protobuf_c_message_get_packed_size(m);
-    uint8_t *buf = malloc(len + 1);
-    assert_non_null(buf);
-    protobuf_c_message_pack(m, buf);
-    int st = tu_raw_call(target, path, headers, n_headers, buf, len, reply);
-    free(buf);
-    return st;
+    return tu_raw_call_msg(target, path, headers, n_headers, m, reply);
 }
 
 static int call(const char *path, const ProtobufCMessage *m)

@@ -66,22 +66,6 @@ static momento_local *server_with(uint64_t max_memory)
     return s;
 }
 
-/* Packs `m` and calls `path` at `ep`; returns the status, the reply in `out`
- * (NULL: dropped). */
-static int call(const char *ep, const char *path, const char *const *hdrs, size_t n,
-                const ProtobufCMessage *m, tu_raw_reply *out)
-{
-    size_t len = protobuf_c_message_get_packed_size(m);
-    uint8_t *buf = malloc(len + 1);
-    protobuf_c_message_pack(m, buf);
-    tu_raw_reply r;
-    int st = tu_raw_call(ep, path, hdrs, n, buf, len, out ? out : &r);
-    free(buf);
-    if (!out)
-        tu_raw_reply_free(&r);
-    return st;
-}
-
 static int set_bytes(const char *ep, const char *key, const void *val, size_t len, uint64_t ttl,
                      tu_raw_reply *out)
 {
@@ -89,7 +73,7 @@ static int set_bytes(const char *ep, const char *key, const void *val, size_t le
     req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
     req.cache_body = (ProtobufCBinaryData){len, (uint8_t *)val};
     req.ttl_milliseconds = ttl;
-    return call(ep, SCS "Set", cache_hdr, 1, &req.base, out);
+    return tu_raw_call_msg(ep, SCS "Set", cache_hdr, 1, &req.base, out);
 }
 
 /* 1 hit (value length to *len if given), 0 miss, or -status. */
@@ -98,7 +82,7 @@ static int get_len(const char *ep, const char *key, size_t *len)
     CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
     req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
     tu_raw_reply r;
-    int st = call(ep, SCS "Get", cache_hdr, 1, &req.base, &r);
+    int st = tu_raw_call_msg(ep, SCS "Get", cache_hdr, 1, &req.base, &r);
     int ret = -st;
     if (st == 0) {
         CacheClient__GetResponse *resp =
@@ -119,7 +103,7 @@ static uint64_t item_ttl(const char *ep, const char *key)
     CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
     req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
     tu_raw_reply r;
-    assert_int_equal(call(ep, SCS "ItemGetTtl", cache_hdr, 1, &req.base, &r), 0);
+    assert_int_equal(tu_raw_call_msg(ep, SCS "ItemGetTtl", cache_hdr, 1, &req.base, &r), 0);
     CacheClient__ItemGetTtlResponse *resp =
         cache_client____item_get_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
     uint64_t v = resp->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND
@@ -151,7 +135,7 @@ static void test_update_ttl_zero(void **state)
             req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
             req.update_ttl_case = (CacheClient__UpdateTtlRequest__UpdateTtlCase)modes[i];
             tu_raw_reply r;
-            int st = call(ep, SCS "UpdateTtl", cache_hdr, 1, &req.base, &r);
+            int st = tu_raw_call_msg(ep, SCS "UpdateTtl", cache_hdr, 1, &req.base, &r);
             if (st != ST_INVALID_ARGUMENT)
                 fail_msg("UpdateTtl mode %d to 0 on a %s item: status %d (%s), want 3",
                          modes[i], missing ? "missing" : "present", st, r.details);
@@ -168,7 +152,7 @@ static void test_update_ttl_zero(void **state)
     req.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"t"};
     req.update_ttl_case = CACHE_CLIENT____UPDATE_TTL_REQUEST__UPDATE_TTL_DECREASE_TO_MILLISECONDS;
     req.decrease_to_milliseconds = 1;
-    assert_int_equal(call(ep, SCS "UpdateTtl", cache_hdr, 1, &req.base, NULL), 0);
+    assert_int_equal(tu_raw_call_msg(ep, SCS "UpdateTtl", cache_hdr, 1, &req.base, NULL), 0);
     usleep(20 * 1000);
     assert_int_equal(get_len(ep, "t", NULL), 0);
     momento_local_stop(s);
@@ -226,7 +210,7 @@ static void list_names(const char *ep, char *out, size_t cap)
     ControlClient__ListCachesRequest req = CONTROL_CLIENT____LIST_CACHES_REQUEST__INIT;
     req.next_token = "";
     tu_raw_reply r;
-    assert_int_equal(call(ep, CTL "ListCaches", NULL, 0, &req.base, &r), 0);
+    assert_int_equal(tu_raw_call_msg(ep, CTL "ListCaches", NULL, 0, &req.base, &r), 0);
     ControlClient__ListCachesResponse *resp =
         control_client____list_caches_response__unpack(NULL, r.lens[0], r.msgs[0]);
     assert_non_null(resp);
@@ -350,7 +334,7 @@ static int increment(const char *ep, const char *key, int64_t amount, int64_t *v
     req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
     req.amount = amount;
     tu_raw_reply r;
-    int st = call(ep, SCS "Increment", cache_hdr, 1, &req.base, &r);
+    int st = tu_raw_call_msg(ep, SCS "Increment", cache_hdr, 1, &req.base, &r);
     if (st == 0) {
         CacheClient__IncrementResponse *resp =
             cache_client____increment_response__unpack(NULL, r.lens[0], r.msgs[0]);
@@ -507,7 +491,7 @@ static void test_item_larger_than_memory(void **state)
     CacheClient__SetIfNotExistsRequest sine = CACHE_CLIENT____SET_IF_NOT_EXISTS_REQUEST__INIT;
     sine.cache_key = (ProtobufCBinaryData){3, (uint8_t *)"new"};
     sine.cache_body = (ProtobufCBinaryData){big_len, (uint8_t *)big};
-    assert_int_equal(call(ep, SCS "SetIfNotExists", cache_hdr, 1, &sine.base, &r),
+    assert_int_equal(tu_raw_call_msg(ep, SCS "SetIfNotExists", cache_hdr, 1, &sine.base, &r),
                      ST_RESOURCE_EXHAUSTED);
     assert_string_equal(r.err, "item_size_limit_exceeded");
     tu_raw_reply_free(&r);
@@ -523,7 +507,7 @@ static void test_item_larger_than_memory(void **state)
     CacheClient__SetBatchRequest batch = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
     batch.n_items = 2;
     batch.items = ptrs;
-    assert_int_equal(call(ep, SCS "SetBatch", cache_hdr, 1, &batch.base, &r),
+    assert_int_equal(tu_raw_call_msg(ep, SCS "SetBatch", cache_hdr, 1, &batch.base, &r),
                      ST_RESOURCE_EXHAUSTED);
     assert_string_equal(r.err, "item_size_limit_exceeded");
     assert_int_equal(r.n_msgs, 0);
@@ -574,7 +558,8 @@ static void test_err_causes(void **state)
     sr.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
     sr.cache_body = (ProtobufCBinaryData){5300000, (uint8_t *)big};
     const char *nope[] = {"cache", "nope"};
-    expect_cause(call(ep, SCS "Set", nope, 1, &sr.base, &r), &r, "request_size_limit_exceeded");
+    expect_cause(tu_raw_call_msg(ep, SCS "Set", nope, 1, &sr.base, &r), &r,
+                 "request_size_limit_exceeded");
     tu_raw_reply_free(&r);
     /* An item one byte over the item limit still fits a request: the item
      * is what is refused. At the limit it is stored. */
@@ -596,13 +581,13 @@ static void test_err_causes(void **state)
     CacheClient__SetBatchRequest batch = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
     batch.n_items = 2;
     batch.items = ptrs;
-    expect_cause(call(ep, SCS "SetBatch", cache_hdr, 1, &batch.base, &r), &r,
+    expect_cause(tu_raw_call_msg(ep, SCS "SetBatch", cache_hdr, 1, &batch.base, &r), &r,
                  "request_size_limit_exceeded");
     tu_raw_reply_free(&r);
     assert_int_equal(get_len(ep, "b0", NULL), 0);
     /* Just under the request limit passes it. */
     batch.n_items = 1;
-    assert_int_equal(call(ep, SCS "SetBatch", cache_hdr, 1, &batch.base, NULL), ST_OK);
+    assert_int_equal(tu_raw_call_msg(ep, SCS "SetBatch", cache_hdr, 1, &batch.base, NULL), ST_OK);
     assert_int_equal(get_len(ep, "b0", NULL), 1);
 
     /* An element over 128 KiB. */
@@ -614,7 +599,7 @@ static void test_err_causes(void **state)
     ds.dictionary_name = (ProtobufCBinaryData){1, (uint8_t *)"d"};
     ds.items = pairs;
     ds.n_items = 1;
-    expect_cause(call(ep, SCS "DictionarySet", cache_hdr, 1, &ds.base, &r), &r,
+    expect_cause(tu_raw_call_msg(ep, SCS "DictionarySet", cache_hdr, 1, &ds.base, &r), &r,
                  "element_size_limit_exceeded");
     tu_raw_reply_free(&r);
     free(big);

@@ -38,11 +38,7 @@ static int rpc(const char *method, const ProtobufCMessage *m, tu_raw_reply *out)
 {
     char path[96];
     snprintf(path, sizeof(path), "/cache_client.Scs/%s", method);
-    size_t len = protobuf_c_message_get_packed_size(m);
-    uint8_t *buf = malloc(len + 1);
-    protobuf_c_message_pack(m, buf);
-    int st = tu_raw_call(target, path, cache_hdr, 1, buf, len, out);
-    free(buf);
+    int st = tu_raw_call_msg(target, path, cache_hdr, 1, m, out);
     if (st == 0)
         assert_int_equal(out->n_msgs, 1);
     return st;
