@@ -150,11 +150,7 @@ static void test_coalescer(void **state)
     co_fixture f;
     memset(&f, 0, sizeof(f));
     tu_counter_init(&f.k);
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
-    f.server = tu_server(o);
-    momento_local_options_free(o);
+    f.server = tu_server_with_cache("c");
     f.client = tu_client(f.server, NULL);
     assert_true(for_every_allocation(make_coalescer, &f) >= 1);
 

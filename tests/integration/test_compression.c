@@ -27,11 +27,7 @@ static momento_client *plain; /* no compression, so no decompression: sees store
 static int setup(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
-    server = tu_server(o);
-    momento_local_options_free(o);
+    server = tu_server_with_cache("c");
     plain = tu_client(server, NULL);
     return 0;
 }

@@ -93,11 +93,7 @@ static int get(const char *key, char *out, size_t cap)
 static int setup(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
-    server = tu_server(o);
-    momento_local_options_free(o);
+    server = tu_server_with_cache("c");
     target = momento_local_endpoint(server);
     return 0;
 }
@@ -1141,13 +1137,13 @@ static uint64_t wait_parked(momento_local *s, uint64_t want, int64_t timeout_ms)
  * stopping ends it. */
 #define FOREVER_MS "999999999"
 
-static momento_local *server_with_cache(const char *token)
+/* A server with cache "c" that wants `token`. */
+static momento_local *server_with_token(const char *token)
 {
     momento_local_options *o;
     momento_local_options_new(&o);
     momento_local_options_add_cache(o, "c");
-    if (token)
-        momento_local_options_set_auth_token(o, token);
+    momento_local_options_set_auth_token(o, token);
     momento_local *s = tu_server(o);
     momento_local_options_free(o);
     return s;
@@ -1159,7 +1155,7 @@ static momento_local *server_with_cache(const char *token)
 static void test_parked_calls_leave_at_deadline(void **state)
 {
     (void)state;
-    momento_local *s = server_with_cache(NULL);
+    momento_local *s = tu_server_with_cache("c");
     raw_conn k;
     conn_open(&k, momento_local_endpoint(s));
     const char *h[] = {"cache", "c", "request-id", "park-deadline", "delay-ms", FOREVER_MS};
@@ -1211,7 +1207,7 @@ static void test_parked_calls_leave_at_deadline(void **state)
 static void test_cancelled_parked_call_leaves(void **state)
 {
     (void)state;
-    momento_local *s = server_with_cache(NULL);
+    momento_local *s = tu_server_with_cache("c");
     raw_conn k;
     conn_open(&k, momento_local_endpoint(s));
     const char *h[] = {"cache", "c", "request-id", "park-cancel", "delay-ms", FOREVER_MS};
@@ -1252,7 +1248,7 @@ static void test_cancelled_parked_call_leaves(void **state)
 static void test_unauthenticated_ping_has_no_faults(void **state)
 {
     (void)state;
-    momento_local *s = server_with_cache("sekrit");
+    momento_local *s = server_with_token("sekrit");
     const char *ep = momento_local_endpoint(s);
     const char *path = "/cache_client.Ping/Ping";
     tu_raw_reply r;
@@ -1375,7 +1371,7 @@ static char *mint_token(const char *ep, const char *caller_key, const char *item
 static void test_token_service_faults_need_the_token(void **state)
 {
     (void)state;
-    momento_local *s = server_with_cache("sekrit");
+    momento_local *s = server_with_token("sekrit");
     const char *ep = momento_local_endpoint(s);
     raw_conn k;
     conn_open(&k, ep);
@@ -1436,7 +1432,7 @@ static void test_token_service_faults_need_the_token(void **state)
 static void test_disposable_token_faults_ignored(void **state)
 {
     (void)state;
-    momento_local *s = server_with_cache("sekrit");
+    momento_local *s = server_with_token("sekrit");
     const char *ep = momento_local_endpoint(s);
     char *token = mint_token(ep, "sekrit", "a");
     raw_conn k;
@@ -1470,7 +1466,7 @@ static void test_disposable_token_faults_ignored(void **state)
 static void test_scope_checked_before_delay(void **state)
 {
     (void)state;
-    momento_local *s = server_with_cache(NULL);
+    momento_local *s = tu_server_with_cache("c");
     const char *ep = momento_local_endpoint(s);
     char *token = mint_token(ep, "", "a");
     raw_conn k;
@@ -1510,7 +1506,7 @@ static void test_scope_checked_before_delay(void **state)
 static void test_delay_never_ends_before_deadline(void **state)
 {
     (void)state;
-    momento_local *s = server_with_cache(NULL);
+    momento_local *s = tu_server_with_cache("c");
     raw_conn k;
     conn_open(&k, momento_local_endpoint(s));
     char delay[16];
@@ -1559,7 +1555,7 @@ static void test_delay_never_ends_before_deadline(void **state)
 static void test_stop_with_parked_calls(void **state)
 {
     (void)state;
-    momento_local *s = server_with_cache(NULL);
+    momento_local *s = tu_server_with_cache("c");
     raw_conn k;
     conn_open(&k, momento_local_endpoint(s));
     const char *h[] = {"cache", "c", "delay-ms", FOREVER_MS};
@@ -1601,7 +1597,7 @@ static void test_stream_limit_per_connection(void **state)
 {
     (void)state;
     enum { L = SRV_MAX_STREAMS_PER_CONNECTION, EXTRA = 10 };
-    momento_local *s = server_with_cache(NULL);
+    momento_local *s = tu_server_with_cache("c");
     const char *ep = momento_local_endpoint(s);
     raw_conn k;
     conn_open(&k, ep);
@@ -1696,7 +1692,7 @@ static void park_and_cancel_get(momento_local *s, uint64_t want)
 static void test_parked_call_cancel_counted(void **state)
 {
     (void)state;
-    momento_local *s = server_with_cache(NULL);
+    momento_local *s = tu_server_with_cache("c");
     raw_conn k;
     conn_open(&k, momento_local_endpoint(s));
     const char *h[] = {"cache", "c", "delay-ms", FOREVER_MS};
@@ -1767,7 +1763,7 @@ static void test_parked_call_cancel_counted(void **state)
 static void test_injected_cancelled_not_counted(void **state)
 {
     (void)state;
-    momento_local *s = server_with_cache(NULL);
+    momento_local *s = tu_server_with_cache("c");
     const char *ep = momento_local_endpoint(s);
     uint8_t get_body[] = {0x0a, 0x01, 'k'};
     tu_raw_reply r;
@@ -1800,7 +1796,7 @@ static void test_injected_cancelled_not_counted(void **state)
 static void test_answered_then_gone_not_counted(void **state)
 {
     (void)state;
-    momento_local *s = server_with_cache(NULL);
+    momento_local *s = tu_server_with_cache("c");
     raw_conn k;
     conn_open(&k, momento_local_endpoint(s));
     const char *plain[] = {"cache", "c"};
@@ -1842,7 +1838,7 @@ static void test_answered_then_gone_not_counted(void **state)
 static void test_stream_cancelled_midway(void **state)
 {
     (void)state;
-    momento_local *s = server_with_cache(NULL);
+    momento_local *s = tu_server_with_cache("c");
     const char *ep = momento_local_endpoint(s);
     enum { ITEMS = 32, VALUE = 256 * 1024 };
     char *val = malloc(VALUE);
@@ -1909,7 +1905,7 @@ static void test_stream_cancelled_midway(void **state)
 static void test_unanswered_call_cancel_counted(void **state)
 {
     (void)state;
-    momento_local *s = server_with_cache(NULL);
+    momento_local *s = tu_server_with_cache("c");
     raw_conn k;
     conn_open(&k, momento_local_endpoint(s));
     open_call oc;

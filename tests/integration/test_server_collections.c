@@ -60,11 +60,7 @@ static void expect_error(const char *path, const ProtobufCMessage *m, int status
 static int setup(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
-    server = tu_server(o);
-    momento_local_options_free(o);
+    server = tu_server_with_cache("c");
     target = momento_local_endpoint(server);
     return 0;
 }

@@ -45,11 +45,7 @@ static tu_raw_reply *reply;
 static int setup(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
-    server = tu_server(o);
-    momento_local_options_free(o);
+    server = tu_server_with_cache("c");
     target = momento_local_endpoint(server);
     reply = calloc(1, sizeof(*reply));
     return reply ? 0 : -1;

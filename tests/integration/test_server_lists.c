@@ -403,11 +403,7 @@ static int64_t ttl_left(const char *key)
 static int setup(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
-    server = tu_server(o);
-    momento_local_options_free(o);
+    server = tu_server_with_cache("c");
     target = momento_local_endpoint(server);
     return 0;
 }

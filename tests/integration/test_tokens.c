@@ -500,11 +500,7 @@ static void test_forged(void **state)
     assert_int_equal(get_with_token(server, t), MOMENTO_ERR_AUTHENTICATION);
     free(t);
     /* Another server signs with another key. */
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
-    momento_local *second = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *second = tu_server_with_cache("c");
     assert_int_equal(get_with_token(second, token), MOMENTO_ERR_AUTHENTICATION);
     momento_local_stop(second);
     free(token);
