@@ -1,10 +1,10 @@
 /* One RPC from start to callback. The request is packed straight into a gRPC
  * slice. A unary call is a single batch of six ops. A server-streaming call
  * is a batch that sends and waits for the status, plus a chain of one-op
- * batches that read messages until the stream ends; its second tag is the
- * call's address plus one (calls are aligned, so the low bit tells the tags
- * apart). When every batch has completed, the status is mapped, the
- * message(s) decoded and the user's callback run on the completion thread.
+ * batches that read messages until the stream ends, each kind with its own
+ * tag (client.h's momento__tag, whose handler the completion loop runs).
+ * When every batch has completed, the status is mapped, the message(s)
+ * decoded and the user's callback run on the completion thread.
  *
  * This file makes attempts; whether and when to make another is retry.c's,
  * and how long the request lives (accept, cancel at free, retire) is
@@ -39,6 +39,10 @@
 
 struct momento__call {
     momento__tracked track;     /* the client's view of the request */
+    /* The attempt's batches' tags: the unary batch or a stream's status
+     * batch (unary_done / stream_status_done), and a stream's reads
+     * (stream_read_done). Set per attempt, on the thread starting it. */
+    momento__tag tag, read_tag;
     momento_client *client;
     momento__rpc_id method;
     momento_callback cb;
@@ -90,8 +94,6 @@ static grpc_slice pack(const ProtobufCMessage *req)
     return s;
 }
 
-#define MSG_TAG(call) ((void *)((char *)(call) + 1))
-
 static void release(momento__call *call)
 {
     for (size_t i = 0; i < call->n_msgs; i++)
@@ -142,6 +144,10 @@ static grpc_call *new_attempt_call(momento__call *call)
                                                deadline, NULL);
 }
 
+static void unary_done(momento__tag *tag, int success);
+static void stream_status_done(momento__tag *tag, int success);
+static void stream_read_done(momento__tag *tag, int success);
+
 /* Starts the attempt's batches on gc, already published as the current call.
  * Returns 0, or an error when gRPC refused (then no event will come). */
 static int launch_attempt(momento__call *call, grpc_call *gc)
@@ -172,14 +178,16 @@ static int launch_attempt(momento__call *call, grpc_call *gc)
     ops[n++].data.recv_status_on_client.status_details = &call->details;
 
     call->pending = info->streaming ? 2 : 1;
-    if (grpc_call_start_batch(gc, ops, n, call, NULL) != GRPC_CALL_OK)
+    call->tag.cb = info->streaming ? stream_status_done : unary_done;
+    if (grpc_call_start_batch(gc, ops, n, &call->tag, NULL) != GRPC_CALL_OK)
         return MOMENTO_ERR_UNKNOWN; /* only a programming error in this file */
     if (info->streaming) {
         grpc_op read;
         memset(&read, 0, sizeof(read));
         read.op = GRPC_OP_RECV_MESSAGE;
         read.data.recv_message.recv_message = &call->recv_msg;
-        if (grpc_call_start_batch(gc, &read, 1, MSG_TAG(call), NULL) != GRPC_CALL_OK) {
+        call->read_tag.cb = stream_read_done;
+        if (grpc_call_start_batch(gc, &read, 1, &call->read_tag, NULL) != GRPC_CALL_OK) {
             /* The status batch is under way: let it finish the attempt. */
             grpc_call_cancel(gc, NULL);
             call->pending = 1;
@@ -712,27 +720,40 @@ static bool take_message(momento__call *call)
     return true;
 }
 
-void momento__call_event(void *tag, int success)
+/* The handlers of the attempt's tags (launch_attempt), on the completion
+ * thread. */
+
+/* A unary call's one batch completed: its reply, if any, and status. */
+static void unary_done(momento__tag *tag, int success)
 {
-    if ((uintptr_t)tag & 1) {
-        /* A stream read finished: keep reading until the stream ends. */
-        momento__call *call = (momento__call *)((char *)tag - 1);
-        if (success && take_message(call)) {
-            grpc_op read;
-            memset(&read, 0, sizeof(read));
-            read.op = GRPC_OP_RECV_MESSAGE;
-            read.data.recv_message.recv_message = &call->recv_msg;
-            if (grpc_call_start_batch(call->track.call, &read, 1, tag, NULL) == GRPC_CALL_OK)
-                return;
-        }
-        if (--call->pending == 0)
-            finish(call);
-        return;
-    }
-    momento__call *call = tag;
-    if (!momento__rpcs[call->method].streaming)
-        take_message(call);
+    momento__call *call = (momento__call *)((char *)tag - offsetof(momento__call, tag));
+    take_message(call);
     (void)success; /* a failed batch still reports its status */
+    if (--call->pending == 0)
+        finish(call);
+}
+
+/* A stream's status batch completed; the reads may still be under way. */
+static void stream_status_done(momento__tag *tag, int success)
+{
+    momento__call *call = (momento__call *)((char *)tag - offsetof(momento__call, tag));
+    (void)success; /* a failed batch still reports its status */
+    if (--call->pending == 0)
+        finish(call);
+}
+
+/* A stream read finished: keep reading until the stream ends. */
+static void stream_read_done(momento__tag *tag, int success)
+{
+    momento__call *call = (momento__call *)((char *)tag - offsetof(momento__call, read_tag));
+    if (success && take_message(call)) {
+        grpc_op read;
+        memset(&read, 0, sizeof(read));
+        read.op = GRPC_OP_RECV_MESSAGE;
+        read.data.recv_message.recv_message = &call->recv_msg;
+        if (grpc_call_start_batch(call->track.call, &read, 1, tag, NULL) == GRPC_CALL_OK)
+            return;
+    }
     if (--call->pending == 0)
         finish(call);
 }

@@ -74,9 +74,6 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
 /* Cancels an accepted call as its token would (any thread). Valid until
  * the call's callback has returned. */
 void momento__call_cancel(momento__call *call, const char *why);
-/* Runs on the completion thread for each completion-queue event of a call
- * (a call has a second tag, for stream messages). */
-void momento__call_event(void *tag, int success);
 /* Starts the call's next attempt (a due retry). Returns 0, or an error
  * when it could not start (then the caller gives up). */
 int momento__call_attempt(momento__call *call);

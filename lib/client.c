@@ -12,7 +12,6 @@
 #include "client.h"
 
 #include "alloc.h"
-#include "call.h"
 #include "grpc_util.h"
 #include "log.h"
 #include "validate.h"
@@ -20,6 +19,7 @@
 #include <errno.h>
 #include <grpc/support/time.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utlist.h>
@@ -85,7 +85,7 @@ static void kick(momento_client *c)
     ops[1].data.recv_status_on_client.status = &c->kick_status;
     ops[1].data.recv_status_on_client.status_details = &c->kick_details;
     c->kick_call = gc;
-    if (!gc || grpc_call_start_batch(gc, ops, 2, &c->kick_call, NULL) != GRPC_CALL_OK) {
+    if (!gc || grpc_call_start_batch(gc, ops, 2, &c->kick_tag, NULL) != GRPC_CALL_OK) {
         /* Not expected; the loop still wakes within WAKE_NS while anything
          * waits (retry.c), only later. */
         if (gc)
@@ -95,8 +95,12 @@ static void kick(momento_client *c)
     }
 }
 
-static void kick_done(momento_client *c)
+/* The kick's batch completed (its tag's handler): the loop, woken, runs
+ * what is due; the next kick may start. */
+static void kick_done(momento__tag *tag, int success)
 {
+    momento_client *c = (momento_client *)((char *)tag - offsetof(momento_client, kick_tag));
+    (void)success; /* it always fails: that is what it is for */
     grpc_call_unref(c->kick_call);
     c->kick_call = NULL;
     grpc_slice_unref(c->kick_details);
@@ -212,12 +216,8 @@ static void *completion_loop(void *arg)
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
         if (ev.type == GRPC_OP_COMPLETE) {
-            if (ev.tag == &c->kick_call)
-                kick_done(c);
-            else if ((uintptr_t)ev.tag & 6)
-                momento__subscription_event(ev.tag, ev.success);
-            else
-                momento__call_event(ev.tag, ev.success);
+            momento__tag *tag = ev.tag; /* every batch on c->cq carries one */
+            tag->cb(tag, ev.success);
         }
         gpr_timespec timers = timers_run(c);
         wake = momento__retries_run(c);
@@ -260,6 +260,7 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     atomic_init(&c->n_requests, 0);
     c->auth_value = grpc_empty_slice();
     c->kick_details = grpc_empty_slice();
+    c->kick_tag.cb = kick_done;
     grpc_metadata_array_init(&c->kick_trailing);
     momento__heap_init(&c->timers, due_before, momento__realloc);
     momento__heap_track(&c->timers, timer_moved);

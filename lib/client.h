@@ -22,6 +22,19 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+/* What every batch started on the client's completion queue carries as its
+ * tag: a pointer to one of these, embedded in its owner (a call, a
+ * subscription's stream, the kick), whose handler the completion loop
+ * runs. As libuv's uv__io_t carries its callback, the loop knows nothing
+ * of who owns the tag; the owner finds itself from the tag's address
+ * (offsetof). */
+typedef struct momento__tag {
+    /* On the completion thread, no lock held: the batch has completed;
+     * `success` as gRPC reports it. The owner must outlive every batch it
+     * started with this tag. */
+    void (*cb)(struct momento__tag *tag, int success);
+} momento__tag;
+
 /* One accepted request, as the client sees it: embedded in the call. */
 typedef struct momento__tracked {
     struct momento__tracked *prev, *next;
@@ -100,6 +113,7 @@ struct momento_client {
     /* Waking the completion thread from another (client.c, kick()). */
     grpc_channel *kick_channel;  /* a lame channel: its calls fail at once */
     atomic_bool kick_pending;
+    momento__tag kick_tag;       /* the kick call's batch: kick_done() */
     grpc_call *kick_call;
     grpc_status_code kick_status;
     grpc_slice kick_details;
@@ -160,9 +174,6 @@ bool momento__client_closing(momento_client *c);
  * cancelled as it is accepted. */
 void momento__client_cancel(momento_client *c, momento__tracked *t, momento__retry_entry *waiting,
                             const char *why);
-/* subscription.c: a completion-queue event whose tag is a
- * subscription's (its low bits 2, 4 or 6; calls' tags are aligned, or +1). */
-void momento__subscription_event(void *tag, int success);
 
 /* An application's request was accepted: counted until its callback has
  * returned (momento__request_done, from dispatch.c's momento__respond).

@@ -53,13 +53,6 @@
 
 typedef enum { S_STARTING, S_STREAMING, S_WAITING, S_ENDED } sub_state;
 
-/* Tags on the completion queue: the group's address plus 2 (its status
- * batch), 4 (the request's sending) or 6 (a read); calls' tags are
- * aligned, or + 1 (client.c tells them apart). */
-#define STATUS_TAG(g) ((void *)((char *)(g) + 2))
-#define SEND_TAG(g) ((void *)((char *)(g) + 4))
-#define READ_TAG(g) ((void *)((char *)(g) + 6))
-
 typedef struct sub_group sub_group;
 
 struct momento_subscription {
@@ -101,6 +94,10 @@ struct sub_group {
     uint64_t last_seq, page;
 
     /* The current stream, and the members' snapshot: completion thread. */
+    /* Its batches' tags (client.h): the status and the request's sending
+     * (stream_batch_done), a read (stream_read_done). Set once, at
+     * group_new(). */
+    momento__tag status_tag, send_tag, read_tag;
     grpc_call *call;
     int pending;                /* its batches not yet completed */
     bool got_message;           /* this stream brought a message */
@@ -611,7 +608,7 @@ static bool start_read(sub_group *g)
     memset(&op, 0, sizeof(op));
     op.op = GRPC_OP_RECV_MESSAGE;
     op.data.recv_message.recv_message = &g->recv_msg;
-    return grpc_call_start_batch(g->call, &op, 1, READ_TAG(g), NULL) == GRPC_CALL_OK;
+    return grpc_call_start_batch(g->call, &op, 1, &g->read_tag, NULL) == GRPC_CALL_OK;
 }
 
 /* Ends the current stream from our side; its status completion follows. */
@@ -663,7 +660,7 @@ static int open_stream(sub_group *g)
     ops[0].data.recv_status_on_client.trailing_metadata = &g->recv_trailing;
     ops[0].data.recv_status_on_client.status = &g->status;
     ops[0].data.recv_status_on_client.status_details = &g->details;
-    if (grpc_call_start_batch(g->call, ops, 1, STATUS_TAG(g), NULL) != GRPC_CALL_OK) {
+    if (grpc_call_start_batch(g->call, ops, 1, &g->status_tag, NULL) != GRPC_CALL_OK) {
         release_stream(g);
         return MOMENTO_ERR_NO_MEMORY;
     }
@@ -683,7 +680,7 @@ static int open_stream(sub_group *g)
     ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
     ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
     ops[3].data.recv_initial_metadata.recv_initial_metadata = &g->recv_initial;
-    bool sent = grpc_call_start_batch(g->call, ops, 4, SEND_TAG(g), NULL) == GRPC_CALL_OK;
+    bool sent = grpc_call_start_batch(g->call, ops, 4, &g->send_tag, NULL) == GRPC_CALL_OK;
     g->pending += sent;
     bool reading = sent && start_read(g);
     g->pending += reading;
@@ -821,11 +818,34 @@ static void group_timer(momento__timer *t)
         momento__timer_fire_soon(c, t);
 }
 
-void momento__subscription_event(void *tag, int success)
+/* The handlers of a stream's tags (open_stream), on the completion thread:
+ * the stream is over once its last batch is back. */
+static void batch_done(sub_group *g)
 {
-    uintptr_t kind = (uintptr_t)tag & 7;
-    sub_group *g = (sub_group *)((char *)tag - kind);
-    if (kind == 6 && success && g->recv_msg && g->call) {
+    if (--g->pending == 0)
+        stream_over(g);
+}
+
+/* The stream's status came: it has ended. */
+static void stream_status_done(momento__tag *tag, int success)
+{
+    (void)success; /* a failed batch still reports its status */
+    batch_done((sub_group *)((char *)tag - offsetof(sub_group, status_tag)));
+}
+
+/* The request went out, or could not. */
+static void stream_send_done(momento__tag *tag, int success)
+{
+    (void)success; /* a failure shows in the status */
+    batch_done((sub_group *)((char *)tag - offsetof(sub_group, send_tag)));
+}
+
+/* A read completed (the handler of read_tag, completion thread): hand the
+ * message to the members and read the next, or count the read done. */
+static void stream_read_done(momento__tag *tag, int success)
+{
+    sub_group *g = (sub_group *)((char *)tag - offsetof(sub_group, read_tag));
+    if (success && g->recv_msg && g->call) {
         grpc_byte_buffer *bb = g->recv_msg;
         g->recv_msg = NULL;
         grpc_slice body = momento__byte_buffer_slice(bb);
@@ -845,8 +865,7 @@ void momento__subscription_event(void *tag, int success)
                 return; /* this read's place in `pending` passes to the next */
         }
     }
-    if (--g->pending == 0)
-        stream_over(g);
+    batch_done(g);
 }
 
 /* ---- the API ------------------------------------------------------------- */
@@ -878,6 +897,9 @@ static sub_group *group_new(momento_client *c, const char *cache, const char *to
     }
     pthread_mutex_init(&g->lock, NULL);
     momento__timer_init(&g->timer, group_timer);
+    g->status_tag.cb = stream_status_done;
+    g->send_tag.cb = stream_send_done;
+    g->read_tag.cb = stream_read_done;
     g->track.wake = &g->timer;
     g->state = S_WAITING; /* its first stream opens on the completion thread */
     g->details = grpc_empty_slice();
