@@ -30,6 +30,13 @@ int64_t tu_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void tu_wait_pause(int n)
+{
+    int ms = n < 10 ? 1 : n < 100 ? 2 : 10;
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 int tu_time_scale(void)
 {
     const char *v = getenv("MOMENTO_TEST_TIME_SCALE");

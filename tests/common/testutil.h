@@ -92,6 +92,22 @@ void tu_assert_refusal(momento_result **r, int err);
 int tu_time_scale(void);
 #define TU_MS(ms) ((int64_t)(ms) * tu_time_scale())
 
+/* Evaluates `cond` until it holds or `timeout_ms` (scaled by
+ * tu_time_scale()) has passed, sleeping a millisecond or so between two
+ * looks. For what there is no callback or condition variable to wait on:
+ * a server's counters, a client's requests in flight, another thread's
+ * flag. A statement, not a check: the test asserts what it waits for after
+ * it, so that a timeout fails there and the message shows the value. */
+#define tu_wait_until(cond, timeout_ms)                                        \
+    do {                                                                       \
+        int64_t tu_until_ = tu_now_ms() + TU_MS(timeout_ms);                   \
+        for (int tu_look_ = 0; !(cond) && tu_now_ms() < tu_until_; tu_look_++) \
+            tu_wait_pause(tu_look_);                                           \
+    } while (0)
+/* tu_wait_until()'s sleep before look `n` + 1: 1 ms, up to 10 ms as the
+ * wait goes on (a long wait polls less). */
+void tu_wait_pause(int n);
+
 /* A server that accepts TCP connections on 127.0.0.1 and never answers:
  * it reads and drops what arrives, so every call on it runs to its
  * deadline (or its cancel). Aborts the test on failure. */

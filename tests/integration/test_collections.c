@@ -479,9 +479,7 @@ static void test_coalesced_reads(void **state)
     assert_int_equal(tu_counter_wait(&k, 13, (int)TU_MS(10000)), 13);
     assert_int_equal(k.ok, 13);
     tu_counter_destroy(&k);
-    int64_t until = tu_now_ms() + TU_MS(10000);
-    while (!kept_done(&after) && tu_now_ms() < until)
-        usleep(1000);
+    tu_wait_until(kept_done(&after), 10000);
     assert_non_null(after.r);
     assert_non_null(entry(after.r, "z"));
     momento_result_free(after.r);

@@ -291,8 +291,7 @@ static void test_early_deadline_exceeded_held_but_cancellable(void **state)
     req qg = {0}, qs = {0};
     assert_int_equal(momento_get(c, "c", "k", 1, &o, on_end, &qg), MOMENTO_OK);
     assert_int_equal(momento_set(c, "c", "k2", 2, "v", 1, 0, NULL, on_end, &qs), MOMENTO_OK);
-    for (int i = 0; i < 10000 && !atomic_load(&qs.calls); i++)
-        usleep(1000);
+    tu_wait_until(atomic_load(&qs.calls) > 0, 10000);
     assert_int_equal(atomic_load(&qs.calls), 1);
     assert_int_equal(atomic_load(&qs.error), MOMENTO_OK);
     assert_int_equal(atomic_load(&qg.calls), 0); /* still held: its deadline is a minute off */

@@ -104,10 +104,8 @@ static void test_queued_until_dispatched(void **state)
         assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &k), MOMENTO_OK);
     assert_true(readable(fd, (int)TU_MS(5000)));
     /* Answered, but nothing runs until the application dispatches. */
-    int64_t until = tu_now_ms() + TU_MS(2000);
-    while (momento_local_rpc_count(server, "Get", 0) < 10 && tu_now_ms() < until)
-        usleep(5000);
-    usleep(50 * 1000);
+    tu_wait_until(momento_local_rpc_count(server, "Get", 0) >= 10, 2000);
+    usleep(50 * 1000); /* time for a callback that would run without a dispatch */
     assert_int_equal(k.n, 0);
     assert_int_equal(momento_client_in_flight(c), 10);
     /* At most `max`: the fd stays readable for the rest. */
@@ -218,10 +216,8 @@ static void test_free_from_a_dispatched_callback(void **state)
     for (int i = 0; i < 6; i++)
         assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &k), MOMENTO_OK);
     int fd = momento_client_dispatch_fd(c);
-    int64_t until = tu_now_ms() + TU_MS(5000);
-    while (momento_local_rpc_count(server, "Get", 0) < 6 && tu_now_ms() < until)
-        usleep(5000);
-    usleep(50 * 1000);
+    tu_wait_until(momento_local_rpc_count(server, "Get", 0) >= 6, 5000);
+    usleep(50 * 1000); /* time for the answers to be queued for dispatch */
     assert_true(readable(fd, 0));
     /* The first callback frees the client; the queued rest still run, in
      * this dispatch, which then releases the client. */

@@ -1126,10 +1126,8 @@ static void conn_close(raw_conn *k)
  * `want`; returns the last count seen. */
 static uint64_t wait_parked(momento_local *s, uint64_t want, int64_t timeout_ms)
 {
-    int64_t until = tu_now_ms() + TU_MS(timeout_ms);
     uint64_t n;
-    while ((n = momento_local_parked_calls(s)) != want && tu_now_ms() < until)
-        usleep(5 * 1000);
+    tu_wait_until((n = momento_local_parked_calls(s)) == want, timeout_ms);
     return n;
 }
 
@@ -1633,9 +1631,7 @@ static void test_stream_limit_per_connection(void **state)
         assert_non_null(oc);
         assert_int_equal(oc->status, GRPC_STATUS_CANCELLED);
     }
-    int64_t until = tu_now_ms() + TU_MS(5000);
-    while (momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED) < EXTRA && tu_now_ms() < until)
-        usleep(5 * 1000);
+    tu_wait_until(momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED) >= EXTRA, 5000);
     assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED), EXTRA);
     assert_int_equal(wait_parked(s, L, 5000), L);
     for (int i = EXTRA; i < L + EXTRA; i++)
@@ -1659,10 +1655,8 @@ static void test_stream_limit_per_connection(void **state)
 static uint64_t wait_cancelled(momento_local *s, const char *method, uint64_t want,
                                int64_t timeout_ms)
 {
-    int64_t until = tu_now_ms() + TU_MS(timeout_ms);
     uint64_t n;
-    while ((n = momento_local_cancelled_calls(s, method)) != want && tu_now_ms() < until)
-        usleep(5 * 1000);
+    tu_wait_until((n = momento_local_cancelled_calls(s, method)) == want, timeout_ms);
     return n;
 }
 
@@ -1874,9 +1868,7 @@ static void test_stream_cancelled_midway(void **state)
     open_call oc;
     call_open(&k, &oc, SCS "GetBatch", cache_hdr, 1, body, len, 0);
     /* The server counts a call when it begins the reply. */
-    int64_t until = tu_now_ms() + TU_MS(5000);
-    while (momento_local_rpc_count(s, "GetBatch", -1) == 0 && tu_now_ms() < until)
-        usleep(5 * 1000);
+    tu_wait_until(momento_local_rpc_count(s, "GetBatch", -1) > 0, 5000);
     assert_int_equal(momento_local_rpc_count(s, "GetBatch", GRPC_STATUS_OK), 1);
     /* Whether or not it has stalled yet, its status cannot have gone out. */
     assert_null(conn_next(&k, TU_MS(200)));

@@ -699,18 +699,15 @@ static bool read_until(int fd, char *buf, size_t cap, const char *want, int ms)
     return strstr(buf, want) != NULL;
 }
 
-/* Exit status of `pid` within `ms`, or -1 (then it is killed). */
+/* Exit status of `pid` within `ms` (scaled), or -1 (then it is killed). */
 static int wait_exit(pid_t pid, int ms)
 {
-    int64_t end = tu_now_ms() + ms;
     int status;
     running = 0;
-    while (tu_now_ms() < end) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        usleep(20 * 1000);
-    }
+    pid_t w = 0;
+    tu_wait_until((w = waitpid(pid, &status, WNOHANG)) == pid, ms);
+    if (w == pid)
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
     return -1;
@@ -945,7 +942,7 @@ static void test_cli_bad_cache_name(void **state)
         child ch = spawn(argv);
         char err[1024];
         read_until(ch.err, err, sizeof(err), "\n", (int)TU_MS(5000));
-        int rc = wait_exit(ch.pid, (int)TU_MS(5000));
+        int rc = wait_exit(ch.pid, 5000);
         close(ch.out);
         close(ch.err);
         if (rc != 2)
@@ -1069,7 +1066,7 @@ static void test_fill_stays_within_memory(void **state)
     momento_client_free(c);
     free(val);
     kill(ch.pid, SIGTERM);
-    int rc = wait_exit(ch.pid, (int)TU_MS(10000));
+    int rc = wait_exit(ch.pid, 10000);
     close(ch.out);
     close(ch.err);
     assert_int_equal(rc, 0);
@@ -1106,7 +1103,7 @@ static child start_binary(const char *const *args, char *ep, size_t cap)
 static void stop_binary(child *ch)
 {
     kill(ch->pid, SIGTERM);
-    int rc = wait_exit(ch->pid, (int)TU_MS(10000));
+    int rc = wait_exit(ch->pid, 10000);
     close(ch->out);
     close(ch->err);
     assert_int_equal(rc, 0);
@@ -1131,10 +1128,8 @@ static momento_client *client_at(const char *ep)
  * freed; else the last reading. */
 static uint64_t rss_within(pid_t pid, uint64_t bound_kib)
 {
-    int64_t until = tu_now_ms() + TU_MS(3000);
     uint64_t rss;
-    while ((rss = proc_kib(pid, "VmRSS")) > bound_kib && tu_now_ms() < until)
-        usleep(100 * 1000);
+    tu_wait_until((rss = proc_kib(pid, "VmRSS")) <= bound_kib, 3000);
     return rss;
 }
 

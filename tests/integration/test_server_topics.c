@@ -427,9 +427,7 @@ static void expect_quiet(stream *x, int64_t ms)
 
 static void wait_subscriptions(momento_local *s, uint64_t n)
 {
-    int64_t until = tu_now_ms() + TU_MS(5000);
-    while (momento_local_subscriptions(s) != n && tu_now_ms() < until)
-        usleep(2000);
+    tu_wait_until(momento_local_subscriptions(s) == n, 5000);
     assert_int_equal(momento_local_subscriptions(s), n);
 }
 
@@ -892,9 +890,7 @@ static void test_client_cancel_removes_subscription(void **state)
     for (int i = 0; i < 5; i++)
         close_sub(&x[i]);
     wait_subscriptions(s, 0);
-    int64_t until = tu_now_ms() + TU_MS(5000);
-    while (momento_local_cancelled_calls(s, "TopicSubscribe") < 5 && tu_now_ms() < until)
-        usleep(2000);
+    tu_wait_until(momento_local_cancelled_calls(s, "TopicSubscribe") >= 5, 5000);
     assert_int_equal(momento_local_cancelled_calls(s, "TopicSubscribe"), 5);
     assert_int_equal(momento_local_rpc_count(s, "TopicSubscribe", GRPC_STATUS_CANCELLED), 5);
     /* Publishing to the topic left behind is fine. */
@@ -983,9 +979,7 @@ static void test_unary_faults_apply_to_topics(void **state)
     const char *delay[] = {"delay-ms", "300", "delay-rpcs", "topic-subscribe"};
     int64_t t0 = tu_now_ms();
     open_sub_hdrs(&x, ch, "c", "t", 0, 0, delay, 2);
-    int64_t until = tu_now_ms() + TU_MS(2000);
-    while (momento_local_parked_calls(s) == 0 && tu_now_ms() < until)
-        usleep(1000);
+    tu_wait_until(momento_local_parked_calls(s) > 0, 2000);
     assert_int_equal(momento_local_parked_calls(s), 1);
     expect_heartbeat(&x);
     assert_true(tu_now_ms() - t0 >= 280);
@@ -995,13 +989,9 @@ static void test_unary_faults_apply_to_topics(void **state)
     /* A parked Subscribe whose client leaves is dropped. */
     const char *long_delay[] = {"delay-ms", "60000", "delay-rpcs", "topic-subscribe"};
     open_sub_hdrs(&x, ch, "c", "t", 0, 0, long_delay, 2);
-    until = tu_now_ms() + TU_MS(2000);
-    while (momento_local_parked_calls(s) == 0 && tu_now_ms() < until)
-        usleep(1000);
+    tu_wait_until(momento_local_parked_calls(s) > 0, 2000);
     close_sub(&x);
-    until = tu_now_ms() + TU_MS(5000);
-    while (momento_local_parked_calls(s) != 0 && tu_now_ms() < until)
-        usleep(1000);
+    tu_wait_until(momento_local_parked_calls(s) == 0, 5000);
     assert_int_equal(momento_local_parked_calls(s), 0);
     grpc_channel_destroy(ch);
     momento_local_stop(s);
@@ -1074,9 +1064,7 @@ static void test_stats(void **state)
     assert_true(momento_local_topic_heartbeats(s) >= 1);
     assert_int_equal(delete_cache(ch, "c"), 0);
     assert_int_equal(status_of(&x, TU_MS(5000)), GRPC_STATUS_NOT_FOUND);
-    int64_t until = tu_now_ms() + TU_MS(5000);
-    while (momento_local_rpc_count(s, "TopicSubscribe", -1) == 0 && tu_now_ms() < until)
-        usleep(1000);
+    tu_wait_until(momento_local_rpc_count(s, "TopicSubscribe", -1) > 0, 5000);
     assert_int_equal(momento_local_rpc_count(s, "TopicSubscribe", GRPC_STATUS_NOT_FOUND), 1);
     close_sub(&x);
     usleep(50000);
@@ -1172,9 +1160,7 @@ static int flush_cache(grpc_channel *ch, const char *name)
 /* Waits (at most 5 s, scaled) for the server to have `n` topics. */
 static void wait_topics(momento_local *s, uint64_t n)
 {
-    int64_t until = tu_now_ms() + TU_MS(5000);
-    while (momento_local_topic_count(s) != n && tu_now_ms() < until)
-        usleep(2000);
+    tu_wait_until(momento_local_topic_count(s) == n, 5000);
     assert_int_equal(momento_local_topic_count(s), n);
 }
 

@@ -70,12 +70,8 @@ static int count_threads(const char *name, bool prefix, char *names, size_t name
 static void wait_threads(const char *name, bool prefix, int want)
 {
     char names[2048];
-    int64_t until = tu_now_ms() + TU_MS(5000);
     int n;
-    while ((n = count_threads(name, prefix, names, sizeof names)) != want && tu_now_ms() < until) {
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
-    }
+    tu_wait_until((n = count_threads(name, prefix, names, sizeof names)) == want, 5000);
     if (n != want)
         fail_msg("%d threads named %s%s, expected %d (threads: %s)", n, name, prefix ? "*" : "",
                  want, names);

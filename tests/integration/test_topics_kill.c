@@ -69,9 +69,7 @@ static pid_t spawn_server(int port)
     int rc = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     assert_int_equal(rc, 0);
-    int64_t until = tu_now_ms() + TU_MS(10000);
-    while (!port_open(port) && tu_now_ms() < until)
-        usleep(10000);
+    tu_wait_until(port_open(port), 10000);
     assert_true(port_open(port));
     return pid;
 }
@@ -116,6 +114,16 @@ static void on_event(momento_subscription *sub, const momento_topic_event *e, vo
                                             .page = e->new_sequence_page, .discontinuity = 1};
     }
     pthread_mutex_unlock(&sub_log.lock);
+}
+
+/* Whether the subscriber's last event is item `k`, in order. */
+static bool last_item_is(int k)
+{
+    pthread_mutex_lock(&sub_log.lock);
+    bool got = sub_log.n && !sub_log.items[sub_log.n - 1].discontinuity &&
+               sub_log.items[sub_log.n - 1].k == k;
+    pthread_mutex_unlock(&sub_log.lock);
+    return got;
 }
 
 typedef struct publisher {
@@ -181,17 +189,13 @@ static void test_kill_and_restart_mid_subscription(void **state)
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, publish_loop, &p), 0);
     /* Some items through the first server, then it dies. */
-    int64_t first_until = tu_now_ms() + TU_MS(10000);
-    while (atomic_load(&p.next) < 100 && tu_now_ms() < first_until)
-        usleep(1000);
+    tu_wait_until(atomic_load(&p.next) >= 100, 10000);
     assert_true(atomic_load(&p.next) >= 100);
     kill_server(pid);
     usleep(200000);
     pid = spawn_server(port);
     /* Some through the second, then stop. */
-    int64_t until = tu_now_ms() + TU_MS(15000);
-    while (atomic_load(&p.after_restart) < 200 && tu_now_ms() < until)
-        usleep(5000);
+    tu_wait_until(atomic_load(&p.after_restart) >= 200, 15000);
     atomic_store(&p.stop, true);
     pthread_join(th, NULL);
     assert_true(atomic_load(&p.after_restart) >= 200);
@@ -204,16 +208,7 @@ static void test_kill_and_restart_mid_subscription(void **state)
             last_k = k;
         }
     }
-    until = tu_now_ms() + TU_MS(10000);
-    for (;;) {
-        pthread_mutex_lock(&sub_log.lock);
-        bool got = sub_log.n && !sub_log.items[sub_log.n - 1].discontinuity &&
-                   sub_log.items[sub_log.n - 1].k == last_k;
-        pthread_mutex_unlock(&sub_log.lock);
-        if (got || tu_now_ms() >= until)
-            break;
-        usleep(5000);
-    }
+    tu_wait_until(last_item_is(last_k), 10000);
 
     momento_subscription_free(sub);
     momento_client_free(subc);
