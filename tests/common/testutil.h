@@ -119,6 +119,11 @@ void tu_silent_stop(tu_silent *s);
 /* A client of a tu_silent server, with `cfg` (NULL: defaults). */
 momento_client *tu_silent_client(const tu_silent *s, const momento_config *cfg);
 
+/* How many threads of this process are named `name` now (their
+ * /proc/self/task/N/comm): "momento-cq" counts the clients' completion
+ * threads. */
+int tu_threads_named(const char *name);
+
 /* CLOCK_MONOTONIC in nanoseconds (the clock gRPC's deadlines run on). */
 int64_t tu_now_ns(void);
 

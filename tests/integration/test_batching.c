@@ -75,15 +75,27 @@ static int calls_of(got *g)
     return n;
 }
 
-static void wait_all(got *gs, size_t n)
+static bool all_called(got *gs, size_t n)
 {
-    int64_t until = tu_now_ms() + TU_MS(10000);
     for (size_t i = 0; i < n; i++)
-        while (calls_of(&gs[i]) == 0 && tu_now_ms() < until)
-            usleep(1000);
-    usleep(30 * 1000); /* a second callback would come here */
+        if (calls_of(&gs[i]) == 0)
+            return false;
+    return true;
+}
+
+/* Each of `gs` has been called back once so far. After the client's free,
+ * which waits for every callback, "so far" is "ever": a test checks again
+ * then, for the duplicate callback that would come late. */
+static void assert_once(got *gs, size_t n)
+{
     for (size_t i = 0; i < n; i++)
         assert_int_equal(calls_of(&gs[i]), 1);
+}
+
+static void wait_all(got *gs, size_t n)
+{
+    tu_wait_until(all_called(gs, n), 10000);
+    assert_once(gs, n);
 }
 
 static momento_batching_counters stats(momento_client *c)
@@ -140,6 +152,7 @@ static void test_light_load_is_unchanged(void **state)
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 120);
     assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", -1), 0);
     momento_client_free(c);
+    assert_once(gs, 100);
 }
 
 /* Behind a held RPC, distinct gets and sets leave as one batch each, and
@@ -163,8 +176,7 @@ static void test_queued_requests_leave_as_batches(void **state)
     memset(gets, 0, sizeof(gets));
     memset(sets, 0, sizeof(sets));
     /* The last blocking set woke in its callback: let it retire. */
-    for (int w = 0; w < 1000 && momento_client_in_flight(c) > 0; w++)
-        usleep(1000);
+    tu_wait_until(momento_client_in_flight(c) == 0, 1000);
     assert_int_equal(momento_client_in_flight(c), 0);
     assert_int_equal(momento_get(c, "c", "k0", 2, NULL, got_cb, &held), MOMENTO_OK);
     for (int i = 0; i < N; i++) {
@@ -215,10 +227,12 @@ static void test_queued_requests_leave_as_batches(void **state)
     assert_memory_equal(v, "new7", 4);
     momento_result_free(r);
     /* Retired just after its callback returned (the blocking call woke in it). */
-    for (int w = 0; w < 1000 && momento_client_in_flight(c) > 0; w++)
-        usleep(1000);
+    tu_wait_until(momento_client_in_flight(c) == 0, 1000);
     assert_int_equal(momento_client_in_flight(c), 0);
     momento_client_free(c);
+    assert_once(&held, 1);
+    assert_once(gets, N);
+    assert_once(sets, N);
 }
 
 /* A queued request's deadline and token end it where it is: it never
@@ -262,6 +276,10 @@ static void test_queued_deadline_and_cancel(void **state)
     assert_int_equal(k.left_queue, 2);
     assert_int_equal(k.sent_alone, 1);
     momento_client_free(c);
+    assert_once(&held, 1);
+    assert_once(&late, 1);
+    assert_once(&cancelled, 1);
+    assert_once(&kept, 1);
 }
 
 /* A batch that fails as a whole fails each of its requests as a single
@@ -286,6 +304,8 @@ static void test_batch_failure_reaches_each_request(void **state)
     /* Retried as a get is: 3 attempts of the one batch. */
     assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", -1), 3);
     momento_client_free(c);
+    assert_once(&held, 1);
+    assert_once(gs, 5);
 }
 
 /* A delete issued after a queued set of the same key lands after it. */
@@ -312,6 +332,9 @@ static void test_writes_keep_their_order(void **state)
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
     momento_client_free(c);
+    assert_once(&held, 1);
+    assert_once(&set, 1);
+    assert_once(&del, 1);
 }
 
 /* Duplicates merge in the coalescer, distinct keys batch below it. */
@@ -342,6 +365,8 @@ static void test_coalescer_composes(void **state)
     assert_int_equal(stats(c).batched_keys, 10);
     momento_coalescer_free(co);
     momento_client_free(c);
+    assert_once(&held, 1);
+    assert_once(gs, 50);
 }
 
 /* A coalesced RPC that is queued when all its waiters leave is withdrawn:
@@ -376,9 +401,7 @@ static void test_abandoned_coalesced_rpc_is_withdrawn(void **state)
     for (int i = 0; i < 6; i++)
         assert_int_equal(gone[i].error, MOMENTO_ERR_CANCELLED);
     /* Their RPCs left the queue before the held get came back. */
-    int64_t until = tu_now_ms() + TU_MS(500);
-    while (momento__batcher_queued(c) != 2 && tu_now_ms() < until)
-        usleep(1000);
+    tu_wait_until(momento__batcher_queued(c) == 2, 500);
     assert_int_equal(momento__batcher_queued(c), 2);
     assert_int_equal(calls_of(&held), 0);
     wait_all(&held, 1);
@@ -397,6 +420,9 @@ static void test_abandoned_coalesced_rpc_is_withdrawn(void **state)
     assert_int_equal(kc.waiters_left, 6);
     momento_coalescer_free(co);
     momento_client_free(c);
+    assert_once(gone, 6);
+    assert_once(&held, 1);
+    assert_once(kept, 2);
 }
 
 /* Freed with requests queued: each is called back once, CANCELLED. */

@@ -103,9 +103,7 @@ static momento_coalescer_counters counters(momento_coalescer *co)
 /* Waits until the server has no parked call left (the cancel reached it). */
 static void wait_unparked(tu_fixture *f)
 {
-    int64_t until = tu_now_ms() + TU_MS(3000);
-    while (momento_local_parked_calls(f->server) > 0 && tu_now_ms() < until)
-        usleep(5000);
+    tu_wait_until(momento_local_parked_calls(f->server) == 0, 3000);
     assert_int_equal(momento_local_parked_calls(f->server), 0);
 }
 
@@ -236,11 +234,12 @@ static void test_cancel_from_another_thread(void **state)
     assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, &r), MOMENTO_ERR_CANCELLED);
     tu_assert_refusal(&r, MOMENTO_ERR_CANCELLED);
     momento_cancel(t); /* a second cancel does nothing */
-    usleep(20 * 1000);
+    /* The free waits for every callback, so none can come after it: a
+     * duplicate would have been counted by now. */
+    momento_client_free(c);
     for (int i = 0; i <= N; i++)
         assert_int_equal(rec_calls(&recs[i]), 1);
     momento_cancel_token_free(t);
-    momento_client_free(c);
 }
 
 /* Request A's callback cancels the token of request B. */
@@ -302,10 +301,8 @@ static void test_cancel_ends_a_waiting_retry(void **state)
     assert_int_equal(momento_get(c, "c", "k", 1, &o, rec_cb, &x), MOMENTO_OK);
     momento_cancel_token_free(t); /* the request keeps its own reference */
     /* The first attempt fails at once; the request then waits 10 s. */
-    int64_t until = tu_now_ms() + TU_MS(3000);
-    while (momento_local_rpc_count(f->server, "Get", 14) < 1 && tu_now_ms() < until)
-        usleep(2000);
-    usleep(50 * 1000);
+    tu_wait_until(momento_local_rpc_count(f->server, "Get", 14) >= 1, 3000);
+    usleep(50 * 1000); /* time for a callback that would come too early */
     assert_int_equal(rec_calls(&x), 0);
     int64_t t0 = tu_now_ms();
     momento_cancel(t); /* still alive: the request holds it */
@@ -348,12 +345,18 @@ static void test_cancel_races_completion(void **state)
                 cancelled++;
         }
     }
-    usleep(50 * 1000);
+    /* The last callback has returned a moment after it was recorded. */
+    tu_wait_until(momento_client_in_flight(f->client) == 0, 1000);
+    assert_int_equal(momento_client_in_flight(f->client), 0);
+    /* The free waits for every callback, so none can come after it: a
+     * duplicate would have been counted by now. (The teardown's free of
+     * NULL does nothing.) */
+    momento_client_free(f->client);
+    f->client = NULL;
     for (int round = 0; round < ROUNDS; round++)
         for (int i = 0; i < PER; i++)
             assert_int_equal(rec_calls(&recs[round][i]), 1);
     assert_int_equal(ok + cancelled, ROUNDS * PER);
-    assert_int_equal(momento_client_in_flight(f->client), 0);
 }
 
 static void test_control_and_batch_take_options(void **state)
@@ -495,10 +498,8 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
     assert_int_equal(rec_wait(&r3, TU_MS(2000)), 1);
     assert_int_equal(r3.error, MOMENTO_ERR_TIMEOUT);
     /* One waiter is left: the RPC is still held by the server. */
-    int64_t until = tu_now_ms() + TU_MS(3000);
-    while (momento_local_parked_calls(f->server) < 1 && tu_now_ms() < until)
-        usleep(2000);
-    usleep(50 * 1000);
+    tu_wait_until(momento_local_parked_calls(f->server) >= 1, 3000);
+    usleep(50 * 1000); /* time for a second parked call to show */
     assert_int_equal(momento_local_parked_calls(f->server), 1);
     assert_int_equal(counters(co).rpcs_abandoned, 0);
     momento_cancel(b);
@@ -586,11 +587,12 @@ static void test_spread_deadlines_on_one_rpc(void **state)
     }
     momento_coalescer_counters k = counters(co);
     assert_int_equal(k.get_requests, N);
-    usleep(20 * 1000);
+    momento_coalescer_free(co);
+    /* The free waits for every callback, so none can come after it: a
+     * duplicate would have been counted by now. */
+    momento_client_free(c);
     for (int i = 0; i < N; i++)
         assert_int_equal(rec_calls(&recs[i]), 1);
-    momento_coalescer_free(co);
-    momento_client_free(c);
 }
 
 int main(void)

@@ -271,7 +271,9 @@ static void test_submit_from_many_threads(void **state)
         assert_int_equal(subs[t].refused, 0);
     }
     assert_int_equal(tu_counter_wait(&k, 16000, 60000), 16000);
-    usleep(50 * 1000);
+    /* The free waits for every callback, so none can come after it: a
+     * duplicate would have been counted by now. */
+    momento_client_free(c);
     assert_int_equal(k.total, 16000);
     for (int e = 1; e < 64; e++)
         if (k.by_error[e])
@@ -279,7 +281,6 @@ static void test_submit_from_many_threads(void **state)
     assert_int_equal(k.ok, 16000);
     assert_int_equal(momento_local_rpc_count(f->server, "Set", 0), 8000);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 8000);
-    momento_client_free(c);
     tu_counter_destroy(&k);
 }
 
@@ -299,14 +300,17 @@ static void test_ten_thousand_in_flight(void **state)
     for (size_t i = 0; i < n; i++)
         assert_int_equal(momento_get(c, "c", "hot", 3, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, n, 60000), n);
-    usleep(50 * 1000); /* a duplicate callback would arrive here */
+    /* The last callback has counted, and returns a moment later. */
+    tu_wait_until(momento_client_in_flight(c) == 0, 5000);
+    assert_int_equal(momento_client_in_flight(c), 0);
+    /* The free waits for every callback, so none can come after it: a
+     * duplicate would have been counted by now. */
+    momento_client_free(c);
     assert_int_equal(k.total, n);
     assert_int_equal(k.ok, n);
     assert_int_equal(k.hits, n);
     assert_int_equal(k.bad_values, 0);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), n);
-    assert_int_equal(momento_client_in_flight(c), 0);
-    momento_client_free(c);
     tu_counter_destroy(&k);
 }
 
@@ -353,6 +357,7 @@ static void free_from_callback(const momento_result *r, void *ud)
 static void test_free_from_callback(void **state)
 {
     tu_fixture *f = *state;
+    int cq_threads = tu_threads_named("momento-cq");
     free_in_cb x;
     x.client = tu_client(f->server, NULL);
     tu_counter_init(&x.k);
@@ -366,7 +371,11 @@ static void test_free_from_callback(void **state)
      * must cancel the 20 delayed gets and call each back once. */
     assert_int_equal(momento_ping(c, NULL, free_from_callback, &x), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&x.k, 21, 2500), 21);
-    usleep(50 * 1000);
+    /* The release ends on the client's completion thread, which then
+     * exits: once it has gone no callback can come, and a duplicate would
+     * have been counted. */
+    tu_wait_until(tu_threads_named("momento-cq") == cq_threads, 5000);
+    assert_int_equal(tu_threads_named("momento-cq"), cq_threads);
     assert_int_equal(x.k.total, 21);
     assert_int_equal(tu_counter_errors(&x.k, MOMENTO_ERR_CANCELLED), 20);
     tu_counter_destroy(&x.k);

@@ -72,8 +72,7 @@ static void test_duplicate_gets_share_one_rpc(void **state)
     for (size_t i = 0; i < n; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, n, 10000), n);
-    usleep(50 * 1000);
-    assert_int_equal(k.total, n);       /* exactly once each */
+    assert_int_equal(k.total, n);
     assert_int_equal(k.hits, n);
     assert_int_equal(k.bad_values, 0);  /* identical bytes for all */
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
@@ -86,7 +85,10 @@ static void test_duplicate_gets_share_one_rpc(void **state)
     assert_int_equal(momento_coalescing_get_sync(co, "c", "k", 1, NULL, NULL), MOMENTO_OK);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
     momento_coalescer_free(co);
+    /* The free waits for every callback, so none can come after it: a
+     * duplicate would have been counted by now. */
     momento_client_free(c);
+    assert_int_equal(k.total, n); /* exactly once each */
     tu_counter_destroy(&k);
 }
 
@@ -258,12 +260,13 @@ static void test_error_fans_out(void **state)
     for (int i = 0; i < 20; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "e", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 20, 10000), 20);
-    usleep(50 * 1000);
+    momento_coalescer_free(co);
+    /* The free waits for every callback, so none can come after it: a
+     * duplicate would have been counted by now. */
+    momento_client_free(c);
     assert_int_equal(k.total, 20);
     assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_SERVER_UNAVAILABLE), 20);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 14), 3); /* one RPC, 3 attempts */
-    momento_coalescer_free(co);
-    momento_client_free(c);
     tu_counter_destroy(&k);
 }
 
@@ -285,15 +288,16 @@ static void test_retried_success_fans_out(void **state)
     for (int i = 0; i < 20; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "rs", 2, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 20, 10000), 20);
-    usleep(50 * 1000);
+    momento_coalescer_free(co);
+    /* The free waits for every callback, so none can come after it: a
+     * duplicate would have been counted by now. */
+    momento_client_free(c);
     assert_int_equal(k.total, 20);
     assert_int_equal(k.hits, 20);
     assert_int_equal(k.bad_values, 0);
     /* The shared RPC failed once and its retry succeeded; nobody saw the error. */
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 13), 1);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 1);
-    momento_coalescer_free(co);
-    momento_client_free(c);
     tu_counter_destroy(&k);
 }
 
@@ -414,9 +418,6 @@ static void test_eight_threads(void **state)
         assert_int_equal(w[i].refused, 0);
     }
     assert_int_equal(tu_counter_wait(&k, 80000, 120000), 80000);
-    usleep(50 * 1000);
-    assert_int_equal(k.total, 80000);
-    assert_int_equal(k.ok, 80000);
     momento_coalescer_counters s = counters(co);
     assert_int_equal(s.get_requests, 60000);
     assert_int_equal(s.set_requests, 20000);
@@ -424,10 +425,14 @@ static void test_eight_threads(void **state)
     /* Every request is either a leader (one RPC at the server) or joined one. */
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), s.get_requests - s.get_coalesced);
     assert_int_equal(momento_local_rpc_count(f->server, "Set", 0), s.set_requests - s.set_coalesced);
+    momento_coalescer_free(co);
+    /* The free waits for every callback, so none can come after it: a
+     * duplicate would have been counted by now. */
+    momento_client_free(c);
+    assert_int_equal(k.total, 80000);
+    assert_int_equal(k.ok, 80000);
     /* Hits carry the key itself as value (only that was ever written). */
     assert_int_equal(k.bad_values, 0);
-    momento_coalescer_free(co);
-    momento_client_free(c);
     tu_counter_destroy(&k);
 }
 
@@ -439,7 +444,7 @@ static void blocking_inside(const momento_result *r, void *ud)
 }
 
 /* Holds the completion thread in an unrelated callback until `release`
- * (or the client's free, with `until_closing`) - bounded at 10 s. */
+ * (or the client's free, with `until_closing`) - bounded at 10 s (scaled). */
 typedef struct blocker {
     momento_client *c;
     atomic_int started;
@@ -452,11 +457,8 @@ static void block_completion_thread(const momento_result *r, void *ud)
     (void)r;
     blocker *b = ud;
     atomic_store(&b->started, 1);
-    for (int i = 0; i < 10000; i++) {
-        if (b->until_closing ? momento__client_closing(b->c) : atomic_load(&b->release))
-            break;
-        usleep(1000);
-    }
+    tu_wait_until(b->until_closing ? momento__client_closing(b->c) : atomic_load(&b->release),
+                  10000);
 }
 
 /* Starts a request whose callback (after `timeout_ms`, on a server that
@@ -471,8 +473,7 @@ static void start_blocker(momento_client *c, blocker *b, uint32_t timeout_ms)
 
 static void wait_started(blocker *b)
 {
-    for (int i = 0; i < 10000 && !atomic_load(&b->started); i++)
-        usleep(1000);
+    tu_wait_until(atomic_load(&b->started), 10000);
     assert_true(atomic_load(&b->started));
 }
 
@@ -616,8 +617,7 @@ static void test_cancelled_joiners_are_not_timed_out(void **state)
         /* Under valgrind the busy reply may come after the deadlines: the
          * joiners must end CANCELLED either way; wait for its callback to
          * be over before its counter goes out of scope. */
-        for (int i = 0; i < 20000 && atomic_load(&busy) != 2; i++)
-            usleep(1000);
+        tu_wait_until(atomic_load(&busy) == 2, 20000);
         assert_int_equal(atomic_load(&busy), 2);
         assert_int_equal(tu_counter_errors(&k1.k, MOMENTO_ERR_TIMEOUT), 1);
         assert_int_equal(tu_counter_errors(&leader2, MOMENTO_ERR_TIMEOUT), 1);

@@ -121,10 +121,8 @@ static size_t count_kind(recorder *r, momento_topic_event_kind kind)
 /* Waits until `n` events of `kind` arrived; returns how many did. */
 static size_t wait_kind(recorder *r, momento_topic_event_kind kind, size_t n, int timeout_ms)
 {
-    int64_t until = tu_now_ms() + TU_MS(timeout_ms);
     size_t k;
-    while ((k = count_kind(r, kind)) < n && tu_now_ms() < until)
-        usleep(2000);
+    tu_wait_until((k = count_kind(r, kind)) >= n, timeout_ms);
     return k;
 }
 
@@ -370,7 +368,6 @@ static void test_unsubscribe_paths(void **state)
     publish_text(c, "t", "y");
     assert_int_equal(wait_kind(&a, MOMENTO_TOPIC_END, 1, 5000), 1);
     assert_int_equal(wait_kind(&b, MOMENTO_TOPIC_END, 1, 5000), 1);
-    usleep(TU_MS(100) * 1000);
     assert_int_equal(count_kind(&a, MOMENTO_TOPIC_ITEM), 1);
     assert_int_equal(count_kind(&b, MOMENTO_TOPIC_ITEM), 1);
     assert_int_equal(last_of(&a, MOMENTO_TOPIC_END)->error, MOMENTO_OK);
@@ -382,9 +379,16 @@ static void test_unsubscribe_paths(void **state)
     momento_subscription_free(sa);
     assert_int_equal(count_kind(&a, MOMENTO_TOPIC_END), 1);
 
+    /* The free waits for every callback, so none can come after it: an
+     * item after the END, or a second END, would have been counted by
+     * now. */
+    momento_client_free(c);
+    assert_int_equal(count_kind(&a, MOMENTO_TOPIC_ITEM), 1);
+    assert_int_equal(count_kind(&b, MOMENTO_TOPIC_ITEM), 1);
+    assert_int_equal(count_kind(&a, MOMENTO_TOPIC_END), 1);
+    assert_int_equal(count_kind(&b, MOMENTO_TOPIC_END), 1);
     rec_destroy(&a);
     rec_destroy(&b);
-    momento_client_free(c);
     momento_local_stop(s);
 }
 
@@ -732,9 +736,7 @@ static void test_blocking_subscribe_from_callback(void **state)
 
 static bool wait_server_subscriptions(momento_local *s, uint64_t n, int timeout_ms)
 {
-    int64_t until = tu_now_ms() + TU_MS(timeout_ms);
-    while (momento_local_subscriptions(s) != n && tu_now_ms() < until)
-        usleep(2000);
+    tu_wait_until(momento_local_subscriptions(s) == n, timeout_ms);
     return momento_local_subscriptions(s) == n;
 }
 
