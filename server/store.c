@@ -11,6 +11,7 @@
 #include "store.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -28,6 +29,10 @@
 #define MALLOC_MIN_CHUNK 32u
 /* Trim the heap once this much malloc'd item memory has been freed. */
 #define TRIM_AFTER_BYTES (4u * 1024u * 1024u)
+/* A collection this big that leaves the store is freed by the janitor:
+ * freeing a million elements takes tens of milliseconds, which the server
+ * thread would otherwise spend while every other call waited. */
+#define FREE_ASIDE_BYTES (256u * 1024u)
 
 int64_t store_now_ms(void)
 {
@@ -119,6 +124,8 @@ static void item_release(store *s, store_item *it)
 
 static void lru_unlink(store *s, store_item *it)
 {
+    if (s->sweep_at == it)
+        s->sweep_at = it->lru_prev;
     if (it->lru_prev)
         it->lru_prev->lru_next = it->lru_next;
     else
@@ -144,38 +151,134 @@ static void lru_push_head(store *s, store_item *it)
 /* Every way an item leaves the store (delete, replacement, eviction,
  * expiry, flush, cache deletion, destruction) comes through here, so a
  * collection's data is freed with its item wherever that happens. */
+static void *janitor_main(void *arg)
+{
+    store_janitor *j = arg;
+    pthread_mutex_lock(&j->mu);
+    for (;;) {
+        while (!j->queue && !j->trim && !j->quit)
+            pthread_cond_wait(&j->cv, &j->mu);
+        store_coll *q = j->queue;
+        bool trim = j->trim;
+        if (!q && !trim)
+            break; /* quit, with nothing left */
+        j->queue = NULL;
+        j->trim = false;
+        pthread_mutex_unlock(&j->mu);
+        while (q) {
+            store_coll *next = q->next_free;
+            q->destroy(q);
+            q = next;
+        }
+#ifdef __GLIBC__
+        if (trim)
+            malloc_trim(0);
+#endif
+        pthread_mutex_lock(&j->mu);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+/* Queues `coll` for the janitor (or a trim when NULL), starting it at first
+ * use. False when it cannot run (no thread): the caller does it itself. */
+static bool janitor_take(store *s, store_coll *coll)
+{
+    store_janitor *j = &s->janitor;
+    pthread_mutex_lock(&j->mu);
+    if (!j->started) {
+        if (pthread_create(&j->thread, NULL, janitor_main, j) != 0) {
+            pthread_mutex_unlock(&j->mu);
+            return false;
+        }
+        pthread_setname_np(j->thread, "momento-free");
+        j->started = true;
+    }
+    if (coll) {
+        coll->next_free = j->queue;
+        j->queue = coll;
+    } else {
+        j->trim = true;
+    }
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return true;
+}
+
+static void janitor_stop(store *s)
+{
+    store_janitor *j = &s->janitor;
+    pthread_mutex_lock(&j->mu);
+    j->quit = true;
+    pthread_cond_signal(&j->cv);
+    bool started = j->started;
+    pthread_mutex_unlock(&j->mu);
+    if (started)
+        pthread_join(j->thread, NULL);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+}
+
 static void item_free(store *s, store_item *it)
 {
     HASH_DELETE(hh, it->cache->items, it);
     lru_unlink(s, it);
     s->bytes -= it->cost;
     s->items--;
-    if (it->coll)
+    if (it->coll && (it->coll->bytes < FREE_ASIDE_BYTES || !janitor_take(s, it->coll)))
         it->coll->destroy(it->coll);
     item_release(s, it);
+}
+
+/* Whether a long request holds `it` (store_pin()). */
+static bool item_pinned(const store_item *it)
+{
+    return it->cache->pinned && store_pinned(it->cache, it->data, it->key_len);
 }
 
 void store_init(store *s, uint64_t max_bytes)
 {
     memset(s, 0, sizeof(*s));
     s->max_bytes = max_bytes;
+    pthread_mutex_init(&s->janitor.mu, NULL);
+    pthread_cond_init(&s->janitor.cv, NULL);
 }
 
+/* Frees a cache's items, giving the turn away between slices (the cache is
+ * pinned whole meanwhile). Always the first item: between slices eviction
+ * and the sweep may free any of the others. */
 static void cache_clear(store *s, store_cache *c)
 {
-    store_item *it, *tmp;
-    HASH_ITER(hh, c->items, it, tmp) item_free(s, it);
+    store_item *it;
+    while ((it = c->items)) {
+        item_free(s, it);
+        if (s->yield)
+            s->yield();
+    }
+}
+
+static void pins_clear(store_cache *c)
+{
+    store_pinned_key *p, *tmp;
+    HASH_ITER(hh, c->pins, p, tmp)
+    {
+        HASH_DELETE(hh, c->pins, p);
+        free(p);
+    }
 }
 
 void store_destroy(store *s)
 {
     store_cache *c, *tmp;
+    s->yield = NULL;
     HASH_ITER(hh, s->caches, c, tmp)
     {
         cache_clear(s, c);
+        pins_clear(c);
         HASH_DELETE(hh, s->caches, c);
         free(c);
     }
+    janitor_stop(s);
 }
 
 store_cache *store_find_cache(store *s, const char *name, size_t len)
@@ -204,6 +307,7 @@ int store_delete_cache(store *s, const char *name)
     if (!c)
         return -1;
     cache_clear(s, c);
+    pins_clear(c);
     HASH_DELETE(hh, s->caches, c);
     free(c);
     return 0;
@@ -265,9 +369,10 @@ static void make_room(store *s, uint64_t cost, const store_item *keep)
         s->reclaim(s->reclaim_ctx, s->bytes + s->outside - kept + cost - s->max_bytes);
     while (!fits(s, cost, kept)) {
         store_item *victim = s->lru_tail;
-        /* No items at all: outside memory alone is over the limit. */
-        if (victim && victim == keep)
+        /* Never `keep`, nor what a long request holds (a few items). */
+        while (victim && (victim == keep || (s->pins && item_pinned(victim))))
             victim = victim->lru_prev;
+        /* No items at all: outside memory alone is over the limit. */
         if (!victim)
             break;
         item_free(s, victim);
@@ -385,6 +490,12 @@ void store_coll_refresh_ttl(store_item *it, uint64_t ttl_ms, bool refresh, int64
         it->expires_ms = expiry(ttl_ms, now);
 }
 
+void store_free_aside(store *s, store_coll *coll)
+{
+    if (coll->bytes < FREE_ASIDE_BYTES || !janitor_take(s, coll))
+        coll->destroy(coll);
+}
+
 void store_remove(store *s, store_item *it)
 {
     item_free(s, it);
@@ -429,23 +540,86 @@ size_t store_sweep(store *s, int64_t now, size_t budget)
     /* Walk from the cold end: idle items are the likeliest to have expired,
      * and the walk is bounded so a huge store never stalls the server. */
     size_t freed = 0, seen = 0;
-    store_item *it = s->lru_tail;
+    store_item *it = s->sweep_at ? s->sweep_at : s->lru_tail;
     while (it && seen < budget) {
         store_item *prev = it->lru_prev;
-        if (expired(it, now)) {
+        if (expired(it, now) && !(s->pins && item_pinned(it))) {
             item_free(s, it);
             freed++;
         }
         seen++;
         it = prev;
     }
+    s->sweep_at = it;
 #ifdef __GLIBC__
     /* Freed small blocks stay resident in the heap until trimmed; trimming
-     * also releases the whole free pages inside it, not only its top. */
+     * also releases the whole free pages inside it, not only its top. On
+     * the janitor's thread: trimming a big heap takes milliseconds. */
     if (s->freed >= TRIM_AFTER_BYTES) {
-        malloc_trim(0);
+        if (!janitor_take(s, NULL))
+            malloc_trim(0);
         s->freed = 0;
     }
 #endif
     return freed;
+}
+
+/* ---- Pins ---- */
+
+int store_pin(store *s, store_cache *c, const uint8_t *key, size_t len)
+{
+    store_pinned_key *p = NULL;
+    HASH_FIND(hh, c->pins, key, len, p);
+    if (!p) {
+        p = malloc(sizeof(*p) + len + 1);
+        if (!p)
+            return STORE_NO_MEMORY;
+        p->count = 0;
+        p->len = len;
+        if (len)
+            memcpy(p->key, key, len);
+        HASH_ADD_KEYPTR(hh, c->pins, p->key, len, p);
+    }
+    p->count++;
+    c->pinned++;
+    s->pins++;
+    return 0;
+}
+
+void store_unpin(store *s, store_cache *c, const uint8_t *key, size_t len)
+{
+    store_pinned_key *p = NULL;
+    HASH_FIND(hh, c->pins, key, len, p);
+    if (!p)
+        return;
+    c->pinned--;
+    s->pins--;
+    if (--p->count == 0) {
+        HASH_DELETE(hh, c->pins, p);
+        free(p);
+    }
+}
+
+bool store_pinned(const store_cache *c, const uint8_t *key, size_t len)
+{
+    store_pinned_key *p = NULL;
+    if (!c->pinned)
+        return false;
+    HASH_FIND(hh, c->pins, key, len, p);
+    return p != NULL;
+}
+
+void store_pin_cache(store_cache *c)
+{
+    c->whole = true;
+}
+
+void store_unpin_cache(store_cache *c)
+{
+    c->whole = false;
+}
+
+void store_set_yield(store *s, void (*yield)(void))
+{
+    s->yield = yield;
 }

@@ -1,9 +1,12 @@
 /* The server's in-memory data: named caches of binary keys with millisecond
  * TTLs, one LRU order across all caches for eviction under --max-memory.
- * Single-threaded: only the server's own thread touches a store. */
+ * One thread at a time: the server thread holding the turn (srv_turns.h).
+ * Big collections that leave the store are freed on a thread of its own
+ * (the janitor), which touches nothing else. */
 #ifndef MOMENTO_LOCAL_STORE_H
 #define MOMENTO_LOCAL_STORE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,8 +29,9 @@ typedef enum store_kind {
  * this header, so that the store can free it and count it without knowing
  * the family. */
 typedef struct store_coll {
-    void (*destroy)(struct store_coll *coll); /* frees the whole structure */
+    void (*destroy)(struct store_coll *coll); /* frees the whole structure; touches nothing else */
     uint64_t bytes;  /* what it costs against max_bytes; set with store_coll_resize() */
+    struct store_coll *next_free; /* in the janitor's queue */
 } store_coll;
 
 typedef struct store_item {
@@ -45,11 +49,34 @@ typedef struct store_item {
     uint8_t data[];                         /* key bytes, then value bytes */
 } store_item;
 
+/* A key pinned in its cache (store_pin()). */
+typedef struct store_pinned_key {
+    UT_hash_handle hh;
+    unsigned count;
+    size_t len;
+    uint8_t key[];
+} store_pinned_key;
+
 struct store_cache {
     UT_hash_handle hh;
     store_item *items;
+    store_pinned_key *pins; /* keys long requests work on (uthash by key bytes) */
+    unsigned pinned;     /* store_pin() calls not yet undone, in this cache */
+    bool whole;          /* pinned whole (store_pin_cache()) */
     char name[];
 };
+
+/* Frees big collections off the server's threads: their destroy()s, and
+ * malloc_trim(), run on its thread, started at first use. */
+typedef struct store_janitor {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    store_coll *queue;
+    bool trim;           /* malloc_trim() wanted */
+    bool quit;
+    bool started;
+    pthread_t thread;
+} store_janitor;
 
 /* Gives back memory held outside the items (store_charge()'s) when
  * something needs room: frees what it can, aiming at `want` bytes, and
@@ -69,6 +96,14 @@ typedef struct store {
     uint64_t outside;
     store_reclaim_fn reclaim;
     void *reclaim_ctx;
+    /* Called once per item a cache's flush or deletion frees (srv_yield():
+     * the work gives its turn away between slices). */
+    void (*yield)(void);
+    unsigned pins;       /* keys pinned, all caches */
+    /* Where the next store_sweep() goes on from (toward the head); NULL:
+     * the tail. Moved off an item that leaves or moves. */
+    store_item *sweep_at;
+    store_janitor janitor;
 } store;
 
 int64_t store_now_ms(void);
@@ -149,6 +184,9 @@ int store_coll_resize(store *s, store_item *it, uint64_t new_bytes);
  * left alone. */
 void store_coll_refresh_ttl(store_item *it, uint64_t ttl_ms, bool refresh, int64_t now);
 
+/* Frees a collection no item holds: on the janitor's thread when big. */
+void store_free_aside(store *s, store_coll *coll);
+
 /* Removes `it` (a collection that became empty: Momento deletes it). */
 void store_remove(store *s, store_item *it);
 
@@ -179,9 +217,35 @@ void store_uncharge(store *s, uint64_t bytes);
  * (the binary maps such blocks; an estimate either way, within a page). */
 uint64_t store_alloc_cost(size_t n);
 
-/* Frees at most `budget` expired items; returns how many. Also gives freed
- * heap memory back to the system once enough has been freed since the last
- * time, so that evictions do not leave the process's RSS at its peak. */
+/* ---- Pins. A long request works on its keys in slices, other calls
+ * running between them (srv_turns.h). While a key is pinned, eviction and
+ * the sweep leave its item alone (the request holds it), and the server
+ * holds back the calls that name it. A key may be pinned without an item
+ * (one the request will create); pins count, so two pins need two
+ * unpins. */
+/* 0, or STORE_NO_MEMORY (nothing pinned). */
+int store_pin(store *s, store_cache *c, const uint8_t *key, size_t len);
+void store_unpin(store *s, store_cache *c, const uint8_t *key, size_t len);
+bool store_pinned(const store_cache *c, const uint8_t *key, size_t len);
+/* The whole cache, for a flush or deletion that runs in slices: every call
+ * that names it waits; its items may still be evicted or expire (they are
+ * leaving anyway). */
+void store_pin_cache(store_cache *c);
+void store_unpin_cache(store_cache *c);
+/* Pinned keys in it, or pinned whole. */
+static inline bool store_cache_busy(const store_cache *c)
+{
+    return c->pinned || c->whole;
+}
+/* Installs the hook (NULL: none). */
+void store_set_yield(store *s, void (*yield)(void));
+
+/* Looks at `budget` items for expired ones to free, from the LRU order's
+ * cold end, going on where the last sweep stopped (so that sweeps of a few
+ * thousand items, each well under a millisecond, still cover the whole
+ * store in turn); returns how many it freed. Also gives freed heap memory
+ * back to the system once enough has been freed since the last time, so
+ * that evictions do not leave the process's RSS at its peak. */
 size_t store_sweep(store *s, int64_t now, size_t budget);
 
 #endif
