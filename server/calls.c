@@ -48,8 +48,10 @@
 /* Calls requested per method ahead of arrival: enough that a burst does not
  * wait for the server thread to re-request. */
 #define REQUESTS_PER_METHOD 16
-#define SWEEP_INTERVAL_MS 1000
-#define SWEEP_BUDGET 200000
+/* 200,000 items a second, in sweeps well under a millisecond each: one of
+ * 200,000 took tens of milliseconds, which every call waited. */
+#define SWEEP_INTERVAL_MS 50
+#define SWEEP_BUDGET 10000
 /* Upper bound on how long the loop sleeps, so momento_local_stop() is seen
  * promptly even with no traffic. */
 #define MAX_WAIT_MS 50
@@ -111,6 +113,13 @@ typedef struct srv_call {
     bool client_gone;          /* that batch completed: send nothing more */
     bool finished;             /* nothing more to send; free when no batch is out */
     int outstanding;           /* batches started whose tags have not come back */
+    /* Held back behind a long request's pins (srv_turns.h): in
+     * s->deferred (or s->redo while answered again), and on the timer
+     * heap until its deadline if it has one. */
+    bool deferred;
+    struct srv_call_list *list;
+    struct srv_call *next, *prev;
+    uint64_t arrival;          /* order of arrival, kept in s->deferred */
     /* A subscription stream: its messages come from `sub`. */
     srv_sub *sub;
     bool sending;              /* its message batch is out */
@@ -138,8 +147,60 @@ static void heap_moved(void *item, size_t index)
 
 static void timer_remove(momento_local *s, srv_call *c);
 
+/* ---- calls held back behind pins ------------------------------------ */
+
+static void list_remove(srv_call *c)
+{
+    struct srv_call_list *l = c->list;
+    if (!l)
+        return;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        l->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        l->tail = c->prev;
+    c->next = c->prev = NULL;
+    c->list = NULL;
+}
+
+/* Into `l` in order of arrival: a call answered again and held back once
+ * more goes back before those that came after it. */
+static void list_insert(struct srv_call_list *l, srv_call *c)
+{
+    srv_call *after = l->tail;
+    while (after && after->arrival > c->arrival)
+        after = after->prev;
+    c->prev = after;
+    c->next = after ? after->next : l->head;
+    if (c->next)
+        c->next->prev = c;
+    else
+        l->tail = c;
+    if (after)
+        after->next = c;
+    else
+        l->head = c;
+    c->list = l;
+}
+
+/* Takes a held-back call off its list and the heap. */
+static void undefer(srv_call *c)
+{
+    if (c->heap_index != MOMENTO__HEAP_GONE)
+        timer_remove(c->s, c);
+    list_remove(c);
+    c->deferred = false;
+    c->reply.deferred = false;
+    atomic_fetch_sub_explicit(&c->s->waiting_calls, 1, memory_order_relaxed);
+}
+
 static void call_free(srv_call *c)
 {
+    if (c->deferred)
+        undefer(c);
     /* A stream may end (its cache deleted, an injected error, its client
      * gone) before its token expires: it leaves the heap with it. */
     if (c->heap_index != MOMENTO__HEAP_GONE)
@@ -334,7 +395,11 @@ static bool token_permits(srv_call *c, grpc_slice body)
                              srv_header(&c->md, "cache"), body, &c->reply);
 }
 
-/* Runs the handler (or the injected error) and replies. */
+static void defer(srv_call *c);
+static void redo_deferred(momento_local *s);
+
+/* Runs the handler (or the injected error) and replies; or holds the call
+ * back while a long request holds what it names (srv_turns.h). */
 static void answer(srv_call *c)
 {
     grpc_slice body;
@@ -344,19 +409,31 @@ static void answer(srv_call *c)
     } else if (!call_body(c, &body)) {
         srv_reply_error(&c->reply, GRPC_STATUS_INVALID_ARGUMENT, NULL, "request has no message");
     } else {
+        momento_local *s = c->s;
         const grpc_slice *cache = srv_header(&c->md, "cache");
+        srv_work w;
+        srv_work_begin(&w, &s->turns, &s->store);
         if (c->scope_checked || token_permits(c, body))
-            srv_dispatch(c->s, c->method, cache ? (const char *)GRPC_SLICE_START_PTR(*cache) : NULL,
+            srv_dispatch(s, c->method, cache ? (const char *)GRPC_SLICE_START_PTR(*cache) : NULL,
                          cache ? GRPC_SLICE_LENGTH(*cache) : 0, GRPC_SLICE_START_PTR(body),
                          GRPC_SLICE_LENGTH(body), &c->reply);
-        /* The request is done with: its memory goes back before the reply
-         * is sent. */
-        grpc_slice_unref(c->body);
-        c->body = grpc_empty_slice();
-        if (c->reply.sub) {
-            stream_start(c);
-            return;
+        bool released = srv_work_end(&w);
+        if (c->reply.deferred) {
+            defer(c);
+        } else {
+            /* The request is done with: its memory goes back before the
+             * reply is sent. */
+            grpc_slice_unref(c->body);
+            c->body = grpc_empty_slice();
+            if (c->reply.sub)
+                stream_start(c);
+            else
+                reply(c);
         }
+        /* `c` may be freed by now. */
+        if (released)
+            redo_deferred(s);
+        return;
     }
     reply(c);
 }
@@ -425,7 +502,7 @@ static bool timer_push(momento_local *s, srv_call *c)
     c->seq = s->timer_seq++;
     if (momento__heap_push(&s->timers, c) != 0)
         return false;
-    if (!c->sub)
+    if (!c->sub && !c->deferred)
         atomic_fetch_add_explicit(&s->parked, 1, memory_order_relaxed);
     return true;
 }
@@ -433,7 +510,7 @@ static bool timer_push(momento_local *s, srv_call *c)
 static void timer_remove(momento_local *s, srv_call *c)
 {
     momento__heap_remove(&s->timers, c->heap_index);
-    if (!c->sub)
+    if (!c->sub && !c->deferred)
         atomic_fetch_sub_explicit(&s->parked, 1, memory_order_relaxed);
 }
 
@@ -496,6 +573,54 @@ static bool park(srv_call *c, uint32_t delay_ms)
         return false;
     watch_close(c);
     return true;
+}
+
+/* Holds the call back until the long request that holds what it names is
+ * done (redo_deferred()), watching for its client going away meanwhile; if
+ * that comes after the call's deadline, it is answered DEADLINE_EXCEEDED
+ * then (as a delayed call is, park()). */
+static void defer(srv_call *c)
+{
+    momento_local *s = c->s;
+    c->deferred = true;
+    atomic_fetch_add_explicit(&s->waiting_calls, 1, memory_order_relaxed);
+    list_insert(&s->deferred, c);
+    c->deadline_ms = deadline_in_ms(c);
+    if (c->deadline_ms != INT64_MAX) {
+        c->due_ms = c->deadline_ms + DEADLINE_ANSWER_MS;
+        /* Without the timer it still ends: at the redo, or its client
+         * leaving. */
+        (void)timer_push(s, c);
+    }
+    if (!c->close_started)
+        watch_close(c);
+}
+
+/* A long request is done: the calls held back are answered again, in
+ * order of arrival (each may be held back again, behind another). Not
+ * re-entered: a redo that releases pins itself makes this loop go again. */
+static void redo_deferred(momento_local *s)
+{
+    if (s->redoing) {
+        s->redo_again = true;
+        return;
+    }
+    s->redoing = true;
+    do {
+        s->redo_again = false;
+        srv_call *c;
+        while ((c = s->deferred.head)) {
+            list_remove(c);
+            list_insert(&s->redo, c);
+        }
+        /* From the list, not a copy of it: while one is answered (a long
+         * one gives its turn away), the others may leave. */
+        while ((c = s->redo.head)) {
+            undefer(c);
+            answer(c);
+        }
+    } while (s->redo_again);
+    s->redoing = false;
 }
 
 /* ---- subscription streams ------------------------------------------- */
@@ -684,6 +809,7 @@ static void on_new_call(srv_call *c, bool ok)
     }
     if (!s->shut_down)
         request_call(s, c->method);
+    c->arrival = s->arrivals++;
     srv_stats_count_headers(s, &c->md);
 
     if (c->method == SRV_UNKNOWN) {
@@ -793,8 +919,11 @@ static void on_close(srv_call *c)
     momento_local *s = c->s;
     c->outstanding--;
     c->client_gone = true;
-    if (c->heap_index != MOMENTO__HEAP_GONE && !c->sub) {
-        timer_remove(s, c);
+    if (c->deferred || (c->heap_index != MOMENTO__HEAP_GONE && !c->sub)) {
+        if (c->deferred)
+            undefer(c);
+        else
+            timer_remove(s, c);
         grpc_status_code st = ended_by(c);
         srv_stats_count(s, c->method, st);
         if (st == GRPC_STATUS_CANCELLED)
@@ -816,6 +945,13 @@ static void run_timers(momento_local *s, int64_t now)
 {
     srv_call *c;
     while ((c = momento__heap_peek(&s->timers)) && c->due_ms <= now) {
+        if (c->deferred) {
+            undefer(c);
+            srv_reply_error(&c->reply, GRPC_STATUS_DEADLINE_EXCEEDED, NULL,
+                            "deadline exceeded waiting for a long request on the same key");
+            reply(c);
+            continue;
+        }
         timer_remove(s, c);
         if (c->sub) {
             stream_token_expired(c);
@@ -836,63 +972,127 @@ static void drop_timers(momento_local *s)
 {
     srv_call *c;
     while ((c = momento__heap_peek(&s->timers))) {
-        timer_remove(s, c);
+        if (c->deferred)
+            undefer(c);
+        else
+            timer_remove(s, c);
         if (!c->sub) {
             c->pending_error = GRPC_STATUS_UNAVAILABLE;
             answer(c);
         }
     }
+    /* Held back without a deadline. */
+    while ((c = s->deferred.head)) {
+        undefer(c);
+        c->pending_error = GRPC_STATUS_UNAVAILABLE;
+        answer(c);
+    }
 }
 
+static void handle(momento_local *s, grpc_event ev)
+{
+    tag_kind kind = *(tag_kind *)ev.tag;
+    if (kind == TAG_SHUTDOWN)
+        s->shut_down = true;
+    else if (kind == TAG_NEW_CALL)
+        on_new_call(ev.tag, ev.success);
+    else if (kind == TAG_CLOSE)
+        on_close((srv_call *)((char *)ev.tag - offsetof(srv_call, close_kind)));
+    else
+        on_batch(ev.tag, ev.success);
+}
+
+/* After each event: the stop's steps, timers, the sweep. */
+static void after_event(momento_local *s)
+{
+    int64_t now = store_now_ms();
+    if (atomic_load(&s->ending_streams) && !s->streams_ended) {
+        s->streams_ended = true;
+        srv_topics_end_all(s, GRPC_STATUS_UNAVAILABLE, "server stopping");
+    }
+    if (atomic_load(&s->stopping))
+        drop_timers(s);
+    else
+        run_timers(s, now);
+    if (now >= s->next_sweep_ms) {
+        store_sweep(&s->store, now, SWEEP_BUDGET);
+        s->next_sweep_ms = now + SWEEP_INTERVAL_MS;
+    }
+    if (s->shut_down && !s->queue_shut) {
+        grpc_completion_queue_shutdown(s->cq);
+        s->queue_shut = true;
+    }
+}
+
+/* How long the poller may wait for the next event: until the next timer,
+ * the topics' next heartbeat, or MAX_WAIT_MS. */
+static gpr_timespec next_wait(momento_local *s)
+{
+    int64_t now = store_now_ms();
+    int64_t wait = MAX_WAIT_MS;
+    const srv_call *next = momento__heap_peek(&s->timers);
+    if (next && next->due_ms - now < wait)
+        wait = next->due_ms - now;
+    int64_t heartbeat = srv_topics_tick(s, now);
+    if (heartbeat - now < wait)
+        wait = heartbeat - now;
+    if (wait < 0)
+        wait = 0;
+    return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(wait, GPR_TIMESPAN));
+}
+
+/* A long request waits for the turn: the poller answers what else has
+ * arrived meanwhile, for up to a slice, rather than one event per slice
+ * of the long request. */
+static void drain(momento_local *s)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_past(GPR_CLOCK_MONOTONIC), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN) {
+            s->queue_done = true;
+            return;
+        }
+        if (ev.type != GRPC_OP_COMPLETE)
+            return;
+        handle(s, ev);
+        after_event(s);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (!srv_turns_polling() ||
+            (t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec) >= SRV_SLICE_NS)
+            return;
+    }
+}
+
+/* Every server thread: polls while it has the poller's role (it loses it
+ * to a long request it answers, srv_turns.h), then waits to have it
+ * again. The server's state is touched only with the turn. */
 static void *server_loop(void *arg)
 {
     momento_local *s = arg;
-    bool queue_shut = false;
-    for (;;) {
-        int64_t now = store_now_ms();
-        int64_t wait = MAX_WAIT_MS;
-        const srv_call *next = momento__heap_peek(&s->timers);
-        if (next && next->due_ms - now < wait)
-            wait = next->due_ms - now;
-        int64_t heartbeat = srv_topics_tick(s, now);
-        if (heartbeat - now < wait)
-            wait = heartbeat - now;
-        if (wait < 0)
-            wait = 0;
-        gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                             gpr_time_from_millis(wait, GPR_TIMESPAN));
-        grpc_event ev = grpc_completion_queue_next(s->cq, deadline, NULL);
-        if (ev.type == GRPC_QUEUE_SHUTDOWN)
-            break;
-        if (ev.type == GRPC_OP_COMPLETE) {
-            tag_kind kind = *(tag_kind *)ev.tag;
-            if (kind == TAG_SHUTDOWN) {
-                s->shut_down = true;
-            } else if (kind == TAG_NEW_CALL) {
-                on_new_call(ev.tag, ev.success);
-            } else if (kind == TAG_CLOSE) {
-                on_close((srv_call *)((char *)ev.tag - offsetof(srv_call, close_kind)));
-            } else {
-                on_batch(ev.tag, ev.success);
+    srv_turns *t = &s->turns;
+    while (srv_turns_poll(t)) {
+        srv_turn_take(t);
+        while (srv_turns_polling() && !s->queue_done) {
+            gpr_timespec deadline = next_wait(s);
+            srv_turn_give(t);
+            grpc_event ev = grpc_completion_queue_next(s->cq, deadline, NULL);
+            srv_turn_take(t);
+            if (ev.type == GRPC_QUEUE_SHUTDOWN) {
+                s->queue_done = true;
+                break;
             }
+            if (ev.type == GRPC_OP_COMPLETE)
+                handle(s, ev);
+            after_event(s);
+            if (srv_turns_polling() && !s->queue_done && srv_turn_wanted(t))
+                drain(s);
         }
-        now = store_now_ms();
-        if (atomic_load(&s->ending_streams) && !s->streams_ended) {
-            s->streams_ended = true;
-            srv_topics_end_all(s, GRPC_STATUS_UNAVAILABLE, "server stopping");
-        }
-        if (atomic_load(&s->stopping))
-            drop_timers(s);
-        else
-            run_timers(s, now);
-        if (now >= s->next_sweep_ms) {
-            store_sweep(&s->store, now, SWEEP_BUDGET);
-            s->next_sweep_ms = now + SWEEP_INTERVAL_MS;
-        }
-        if (s->shut_down && !queue_shut) {
-            grpc_completion_queue_shutdown(s->cq);
-            queue_shut = true;
-        }
+        bool done = s->queue_done && srv_turns_polling();
+        srv_turn_give(t);
+        if (done)
+            break;
     }
     return NULL;
 }
@@ -918,20 +1118,25 @@ int srv_calls_start(momento_local *s)
 {
     momento__heap_init(&s->timers, due_before, NULL);
     momento__heap_track(&s->timers, heap_moved);
+    if (srv_turns_init(&s->turns, server_loop, s) != 0) {
+        shut_down(s);
+        s->shut_down = true;
+        momento__cq_drain(s->cq, discard, NULL);
+        return -1;
+    }
+    /* Long work gives its turn away between the items a flush or a
+     * cache's deletion frees, too. */
+    store_set_yield(&s->store, srv_yield);
     for (int m = 0; m < SRV_METHOD_COUNT; m++)
         for (int k = 0; k < REQUESTS_PER_METHOD; k++)
             request_call(s, (momento__rpc_id)m);
     s->next_sweep_ms = store_now_ms() + SWEEP_INTERVAL_MS;
-    if (pthread_create(&s->thread, NULL, server_loop, s) == 0) {
-        /* Named, so that the server's thread can be told from gRPC's (in a
-         * debugger, and by tests/integration/test_threads.c), before
-         * momento_local_start() returns. */
-        pthread_setname_np(s->thread, "momento-srv");
+    if (srv_turns_start(&s->turns) == 0)
         return 0;
-    }
     shut_down(s);
     s->shut_down = true;
     momento__cq_drain(s->cq, discard, NULL);
+    srv_turns_destroy(&s->turns);
     return -1;
 }
 
@@ -949,5 +1154,8 @@ void srv_calls_stop(momento_local *s)
         nanosleep(&ms, NULL);
     }
     shut_down(s);
-    pthread_join(s->thread, NULL);
+    /* Once the queue is shut down and drained the poller leaves; the
+     * others, waiting for its role, leave when told to quit. */
+    srv_turns_join(&s->turns);
+    srv_turns_destroy(&s->turns);
 }

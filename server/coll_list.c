@@ -1,6 +1,8 @@
 /* The list's ring buffer (coll_list.h). */
 #include "coll_list.h"
 
+#include "srv_yield.h"
+
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,8 +74,10 @@ static int resize_ring(clist *l, size_t cap)
         ring = malloc(cap * sizeof(*ring));
         if (!ring)
             return -1;
-        for (size_t i = 0; i < l->len; i++)
+        for (size_t i = 0; i < l->len; i++) {
             ring[i] = l->ring[slot(l, i)];
+            srv_yield();
+        }
     }
     free(l->ring);
     l->ring = ring;
@@ -186,8 +190,10 @@ void clist_drop_front(clist *l, size_t n)
 {
     if (n == 0)
         return;
-    for (size_t i = 0; i < n && l->len; i++)
+    for (size_t i = 0; i < n && l->len; i++) {
         free(take_front(l));
+        srv_yield();
+    }
     shrink(l);
 }
 
@@ -195,40 +201,50 @@ void clist_drop_back(clist *l, size_t n)
 {
     if (n == 0)
         return;
-    for (size_t i = 0; i < n && l->len; i++)
+    for (size_t i = 0; i < n && l->len; i++) {
         free(take_back(l));
+        srv_yield();
+    }
     shrink(l);
 }
 
 uint64_t clist_cost_front(const clist *l, size_t n)
 {
     uint64_t sum = 0;
-    for (size_t i = 0; i < n && i < l->len; i++)
+    for (size_t i = 0; i < n && i < l->len; i++) {
         sum += clist_elem_cost(clist_at(l, i)->len);
+        srv_yield();
+    }
     return sum;
 }
 
 uint64_t clist_cost_back(const clist *l, size_t n)
 {
     uint64_t sum = 0;
-    for (size_t i = 0; i < n && i < l->len; i++)
+    for (size_t i = 0; i < n && i < l->len; i++) {
         sum += clist_elem_cost(clist_at(l, l->len - 1 - i)->len);
+        srv_yield();
+    }
     return sum;
 }
 
 uint64_t clist_wire_front(const clist *l, size_t n)
 {
     uint64_t sum = 0;
-    for (size_t i = 0; i < n && i < l->len; i++)
+    for (size_t i = 0; i < n && i < l->len; i++) {
         sum += clist_elem_wire(clist_at(l, i)->len);
+        srv_yield();
+    }
     return sum;
 }
 
 uint64_t clist_wire_back(const clist *l, size_t n)
 {
     uint64_t sum = 0;
-    for (size_t i = 0; i < n && i < l->len; i++)
+    for (size_t i = 0; i < n && i < l->len; i++) {
         sum += clist_elem_wire(clist_at(l, l->len - 1 - i)->len);
+        srv_yield();
+    }
     return sum;
 }
 
@@ -249,6 +265,7 @@ static size_t filter(clist *l, bool (*drop)(const clist_elem *e, size_t i, const
         } else {
             l->ring[slot(l, kept++)] = e;
         }
+        srv_yield();
     }
     l->len = kept;
     if (gone)

@@ -6,8 +6,14 @@
 #include "srv_rpc.h"
 
 #include "srv_server.h"
+#include "srv_turns.h"
 
 #include <string.h>
+
+/* A request this big is decoded and freed without the turn
+ * (srv_let_go()): protobuf-c takes ~150 ms for a 5 MB one of tiny
+ * elements, all of which other calls would wait. */
+#define LET_GO_BYTES (64u * 1024u)
 
 static srv_handler *const handlers[MOMENTO__RPC_COUNT] = {
 #define MOMENTO_RPC(ID, fn, ...) [MOMENTO__RPC_##ID] = srv_##fn,
@@ -51,24 +57,37 @@ void srv_dispatch(momento_local *s, momento__rpc_id m, const char *cache, size_t
     if (momento__rpcs[m].plane == MOMENTO__PLANE_DATA &&
         !(c = named_cache(s, cache, cache_len, "request is missing the cache header", r)))
         return;
+    /* Every call naming a cache that a flush or deletion is emptying
+     * waits for it (srv_turns.h). */
+    if (c && c->whole) {
+        r->deferred = true;
+        return;
+    }
     /* The batches read their items in place (rpc_batch.c): unpacking would
      * allocate and copy each. Their requests hold no string field, so
      * srv_check_strings() has nothing to refuse in them. */
-    if (m == MOMENTO__RPC_GET_BATCH) {
-        srv_get_batch_wire(s, c, body, len, r);
+    if (m == MOMENTO__RPC_GET_BATCH || m == MOMENTO__RPC_SET_BATCH) {
+        srv_work_request(c, NULL, momento__rpcs[m].request, body, len);
+        if (srv_work_blocked())
+            r->deferred = true;
+        else
+            (m == MOMENTO__RPC_GET_BATCH ? srv_get_batch_wire : srv_set_batch_wire)(s, c, body,
+                                                                                   len, r);
+        srv_work_unpin();
         return;
     }
-    if (m == MOMENTO__RPC_SET_BATCH) {
-        srv_set_batch_wire(s, c, body, len, r);
-        return;
+    bool big = len >= LET_GO_BYTES;
+    bool let = big && srv_let_go();
+    ProtobufCMessage *req = NULL;
+    if (srv_check_strings(r, momento__rpcs[m].request, body, len)) {
+        req = protobuf_c_message_unpack(momento__rpcs[m].request, NULL, len, body);
+        if (!req)
+            srv_reply_undecodable(r);
     }
-    if (!srv_check_strings(r, momento__rpcs[m].request, body, len))
+    if (let)
+        srv_take_back();
+    if (!req)
         return;
-    ProtobufCMessage *req = protobuf_c_message_unpack(momento__rpcs[m].request, NULL, len, body);
-    if (!req) {
-        srv_reply_undecodable(r);
-        return;
-    }
     if (momento__rpcs[m].plane == MOMENTO__PLANE_TOPIC) {
         /* Both topic requests have it; protobuf-c decodes an absent one
          * as "". */
@@ -76,8 +95,19 @@ void srv_dispatch(momento_local *s, momento__rpc_id m, const char *cache, size_t
             protobuf_c_message_descriptor_get_field_by_name(momento__rpcs[m].request, "cache_name");
         const char *name = f ? *(char *const *)((const char *)req + f->offset) : NULL;
         c = named_cache(s, name, name ? strlen(name) : 0, "cache_name must not be empty", r);
+        if (c && c->whole)
+            r->deferred = true;
     }
-    if (c || momento__rpcs[m].plane != MOMENTO__PLANE_TOPIC)
-        handlers[m](s, c, req, r);
+    if (!r->deferred && (c || momento__rpcs[m].plane != MOMENTO__PLANE_TOPIC)) {
+        srv_work_request(c, req, NULL, NULL, 0);
+        if (srv_work_blocked())
+            r->deferred = true;
+        else
+            handlers[m](s, c, req, r);
+        srv_work_unpin();
+    }
+    let = big && srv_let_go();
     protobuf_c_message_free_unpacked(req, NULL);
+    if (let)
+        srv_take_back();
 }

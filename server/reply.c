@@ -3,6 +3,7 @@
  * trailers Momento answers
  * (docs/protocol.md "Errors momento-local returns", "Limits"). */
 #include "srv_reply.h"
+#include "srv_turns.h"
 
 #include "srv_server.h"
 #include "srv_topics.h"
@@ -69,14 +70,22 @@ int srv_reply_reserve(srv_reply *r, size_t n)
 
 int srv_reply_add(srv_reply *r, const ProtobufCMessage *m)
 {
+    /* A long request's reply holds its pinned keys' data (a fetch of a
+     * whole collection): sized and packed without the turn, which would
+     * otherwise be held for the whole pack. */
+    bool let = srv_work_long() && srv_let_go();
+    int rc = -1;
     size_t size = protobuf_c_message_get_packed_size(m);
-    if (!srv_check_reply_size(r, r->bytes + size) || srv_reply_reserve(r, 1) != 0)
-        return -1;
-    grpc_slice s = grpc_slice_malloc(size);
-    protobuf_c_message_pack(m, GRPC_SLICE_START_PTR(s));
-    r->msgs[r->n_msgs++] = s;
-    r->bytes += size;
-    return 0;
+    if (srv_check_reply_size(r, r->bytes + size) && srv_reply_reserve(r, 1) == 0) {
+        grpc_slice s = grpc_slice_malloc(size);
+        protobuf_c_message_pack(m, GRPC_SLICE_START_PTR(s));
+        r->msgs[r->n_msgs++] = s;
+        r->bytes += size;
+        rc = 0;
+    }
+    if (let)
+        srv_take_back();
+    return rc;
 }
 
 int srv_reply_add_static(srv_reply *r, const uint8_t *bytes, size_t len)

@@ -178,6 +178,7 @@ static long long check_all(momento_local *s, batch_items *b, srv_reply *r)
         if (ok)
             ok = b->set ? srv_check_item(s, r, &it.key, it.value.len) : srv_check_key(r, &it.key);
         n++;
+        srv_yield();
     }
     if (rc < 0) {
         srv_reply_undecodable(r);
@@ -192,10 +193,10 @@ static void get_batch(momento_local *s, store_cache *c, batch_items *b, srv_repl
     if (counted <= 0)
         return;
     size_t n = (size_t)counted;
-    /* The items found, between the lookups and the packing: nothing but
-     * these lookups touches the store in between, and a lookup frees only
-     * the expired item of its own key (all of them judged at the same
-     * `now`), so every pointer stays valid. */
+    /* The items found, between the lookups and the packing: a lookup
+     * frees only the expired item of its own key (all of them judged at
+     * the same `now`), and while other calls run between this one's slices
+     * (srv_turns.h) its keys are pinned, so every pointer stays valid. */
     const store_item *on_stack[FOUND_ON_STACK];
     const store_item **found = n <= FOUND_ON_STACK ? on_stack : malloc(n * sizeof(*found));
     if (!found) {
@@ -211,6 +212,7 @@ static void get_batch(momento_local *s, store_cache *c, batch_items *b, srv_repl
         found[i] = store_get(&s->store, c, it.key.data, it.key.len, now);
         scalars = scalars && (!found[i] || found[i]->kind == STORE_SCALAR);
         bytes += srv_get_response_size(found[i]);
+        srv_yield();
     }
     /* A collection among the keys fails the whole batch, as a Get of it
      * alone would fail. */
@@ -222,6 +224,7 @@ static void get_batch(momento_local *s, store_cache *c, batch_items *b, srv_repl
         uint8_t *end = srv_pack_get_response(p, found[i]);
         srv_reply_carve(r, (size_t)(end - p));
         p = end;
+        srv_yield();
     }
     if (found != on_stack)
         free(found);
@@ -244,6 +247,7 @@ static void set_batch(momento_local *s, store_cache *c, batch_items *b, srv_repl
         if (r->status != GRPC_STATUS_OK)
             return;
         srv_reply_set_ok(r); /* cannot fail: the room is reserved */
+        srv_yield();
     }
 }
 

@@ -109,17 +109,23 @@ void srv_set_if_not_exists(momento_local *s, store_cache *c, const ProtobufCMess
  * It is computed when asked for, not kept with the item: every way a value
  * gets written (Set, SetBatch, SetIf, Increment, ...) then has a hash with no
  * change to the store, no item pays 32 bytes for a feature few callers use,
- * and a digest costs well under a millisecond even at the 5 MB item limit. */
+ * and a digest costs a few milliseconds at most, at the 5 MB item limit
+ * (done then without the turn: the value is its key's, pinned). */
 #define HASH_LEN 32
+#define HASH_LET_GO_BYTES (256u * 1024u)
 
 /* false only when libcrypto fails (out of memory): the caller answers
  * RESOURCE_EXHAUSTED rather than a wrong hash. */
 static bool value_hash(const uint8_t *p, size_t n, uint8_t out[HASH_LEN])
 {
     unsigned int len = 0;
+    bool let = n >= HASH_LET_GO_BYTES && srv_let_go();
     /* EVP_Digest reads nothing for n == 0, so an empty value's NULL data is
      * fine. */
-    return EVP_Digest(p, n, out, &len, EVP_sha256(), NULL) == 1 && len == HASH_LEN;
+    bool ok = EVP_Digest(p, n, out, &len, EVP_sha256(), NULL) == 1 && len == HASH_LEN;
+    if (let)
+        srv_take_back();
+    return ok;
 }
 
 static bool hash_equals(const uint8_t h[HASH_LEN], const ProtobufCBinaryData *check)

@@ -3,6 +3,7 @@
 #include "srv_rpc.h"
 
 #include "srv_server.h"
+#include "srv_turns.h"
 
 #include "cacheping.pb-c.h"
 #include "controlclient.pb-c.h"
@@ -32,27 +33,42 @@ void srv_create_cache(momento_local *s, store_cache *c, const ProtobufCMessage *
     }
 }
 
-/* DeleteCache and FlushCache: `op` on the named cache, NOT_FOUND when it is
- * not there, else `resp` (an empty message). */
-static void on_cache(momento_local *s, const char *name, int (*op)(store *, const char *),
-                     const ProtobufCMessage *resp, srv_reply *r)
+/* DeleteCache and FlushCache: empties the named cache (and deletes it,
+ * with `drop`), NOT_FOUND when it is not there, else `resp` (an empty
+ * message). A big cache is emptied in slices, other calls running between
+ * them (srv_turns.h); meanwhile every call naming it waits, and this waits
+ * for a long request on its keys to be done. */
+static void on_cache(momento_local *s, const char *name, bool drop, const ProtobufCMessage *resp,
+                     srv_reply *r)
 {
     if (!check_name(r, name))
         return;
-    if (op(&s->store, name) < 0)
+    store_cache *c = store_find_cache(&s->store, name, strlen(name));
+    if (!c) {
         srv_reply_error(r, GRPC_STATUS_NOT_FOUND, NULL, "cache not found");
-    else
-        srv_reply_add(r, resp);
+        return;
+    }
+    if (!srv_work_pin_cache(c)) {
+        r->deferred = true;
+        return;
+    }
+    if (drop) {
+        store_delete_cache(&s->store, name); /* its pin goes with it */
+    } else {
+        store_flush_cache(&s->store, name);
+        srv_work_unpin_cache(c);
+    }
+    srv_reply_add(r, resp);
 }
 
 void srv_delete_cache(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)
 {
     const ControlClient__DeleteCacheRequest *req = (const ControlClient__DeleteCacheRequest *)msg;
     ControlClient__DeleteCacheResponse resp = CONTROL_CLIENT____DELETE_CACHE_RESPONSE__INIT;
-    on_cache(s, req->cache_name, store_delete_cache, &resp.base, r);
+    on_cache(s, req->cache_name, true, &resp.base, r);
     /* Momento ends a deleted cache's subscriptions with NOT_FOUND; its
      * topics go with it. */
-    if (r->status == GRPC_STATUS_OK)
+    if (r->status == GRPC_STATUS_OK && !r->deferred)
         srv_topics_drop_cache(s, req->cache_name);
 }
 
@@ -60,10 +76,10 @@ void srv_flush_cache(momento_local *s, store_cache *c, const ProtobufCMessage *m
 {
     const ControlClient__FlushCacheRequest *req = (const ControlClient__FlushCacheRequest *)msg;
     ControlClient__FlushCacheResponse resp = CONTROL_CLIENT____FLUSH_CACHE_RESPONSE__INIT;
-    on_cache(s, req->cache_name, store_flush_cache, &resp.base, r);
+    on_cache(s, req->cache_name, false, &resp.base, r);
     /* Topics without subscribers go, and resume buffers (subscriptions go
      * on): what a flush frees (docs/server.md "Topics"). */
-    if (r->status == GRPC_STATUS_OK)
+    if (r->status == GRPC_STATUS_OK && !r->deferred)
         srv_topics_flush_cache(s, req->cache_name);
 }
 

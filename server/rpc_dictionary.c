@@ -154,13 +154,16 @@ static void rollback(dictionary *d, dict_undo *undo, size_t n)
                             undo[n].replaced);
             d->wire += pair_wire(undo[n].replaced);
         }
+        srv_yield();
     }
 }
 
 static void commit(dict_undo *undo, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(undo[i].replaced);
+        srv_yield();
+    }
 }
 
 /* Writes `n` field/value pairs to the dictionary at `key`, creating it
@@ -198,6 +201,7 @@ static int write_fields(momento_local *s, store_cache *c, srv_reply *r,
             break;
         put_field(d, f, &undo[done]);
         bytes += f->cost - (undo[done].replaced ? undo[done].replaced->cost : 0);
+        srv_yield();
     }
     bool existed = it != NULL;
     int rc = done < n ? STORE_NO_MEMORY : 0;
@@ -239,9 +243,11 @@ static bool check_pairs(momento_local *s, srv_reply *r, const ProtobufCBinaryDat
 {
     if (!srv_check_item(s, r, key, 0))
         return false;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (!srv_check_element(r, pairs[i]->field.len + pairs[i]->value.len))
             return false;
+        srv_yield();
+    }
     return true;
 }
 
@@ -352,6 +358,7 @@ void srv_dictionary_get(momento_local *s, store_cache *c, const ProtobufCMessage
             parts[i].cache_body.len = f->value_len;
         }
         ptrs[i] = &parts[i];
+        srv_yield();
     }
     CacheClient__DictionaryGetResponse__Found found =
         CACHE_CLIENT____DICTIONARY_GET_RESPONSE____FOUND__INIT;
@@ -401,6 +408,7 @@ void srv_dictionary_fetch(momento_local *s, store_cache *c, const ProtobufCMessa
         pairs[i].value.data = f->value;
         pairs[i].value.len = f->value_len;
         ptrs[i] = &pairs[i];
+        srv_yield();
     }
     CacheClient__DictionaryFetchResponse__Found found =
         CACHE_CLIENT____DICTIONARY_FETCH_RESPONSE____FOUND__INIT;
@@ -428,6 +436,7 @@ static void remove_fields(momento_local *s, store_item *it, const ProtobufCBinar
             d->wire -= pair_wire(f);
             free(f);
         }
+        srv_yield();
     }
     if (!d->fields)
         store_remove(&s->store, it);

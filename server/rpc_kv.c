@@ -177,6 +177,7 @@ void srv_keys_exist(momento_local *s, store_cache *c, const ProtobufCMessage *ms
         if (ok)
             exists[i] = store_get(&s->store, c, req->cache_keys[i].data, req->cache_keys[i].len,
                                   now) != NULL;
+        srv_yield();
     }
     if (ok) {
         CacheClient__KeysExistResponse resp = CACHE_CLIENT____KEYS_EXIST_RESPONSE__INIT;

@@ -80,8 +80,10 @@ typedef struct list_add {
 
 static void free_elems(clist_elem **elems, size_t from, size_t to)
 {
-    for (size_t i = from; i < to; i++)
+    for (size_t i = from; i < to; i++) {
         clist_elem_free(elems[i]);
+        srv_yield();
+    }
 }
 
 /* Copies the values; NULL when out of memory. */
@@ -91,6 +93,7 @@ static clist_elem **copy_values(const list_add *a)
     if (!elems)
         return NULL;
     for (size_t i = 0; i < a->n; i++) {
+        srv_yield();
         elems[i] = clist_elem_new(a->values[i].data, a->values[i].len);
         if (!elems[i]) {
             free_elems(elems, 0, i);
@@ -129,13 +132,17 @@ static void commit(clist *l, const list_add *a, clist_elem **elems, size_t drop_
     size_t from, to;
     kept_range(a, drop_new, &from, &to);
     if (a->front) {
-        for (size_t i = to; i > from; i--)
+        for (size_t i = to; i > from; i--) {
             clist_push_front(l, elems[i - 1]);
+            srv_yield();
+        }
         free_elems(elems, to, a->n);
         clist_drop_back(l, drop_old);
     } else {
-        for (size_t i = from; i < to; i++)
+        for (size_t i = from; i < to; i++) {
             clist_push_back(l, elems[i]);
+            srv_yield();
+        }
         free_elems(elems, 0, from);
         clist_drop_front(l, drop_old);
     }
@@ -154,6 +161,7 @@ static int64_t add_values(momento_local *s, store_cache *c, srv_reply *r, const 
         if (!srv_check_element(r, a->values[i].len))
             return -1;
         payload += a->values[i].len;
+        srv_yield();
     }
     list_coll *fresh = NULL;
     clist_elem **elems = copy_values(a);
@@ -184,6 +192,7 @@ static int64_t add_values(momento_local *s, store_cache *c, srv_reply *r, const 
     for (size_t i = from; i < to; i++) {
         bytes += clist_elem_cost(a->values[i].len);
         wire += clist_elem_wire(a->values[i].len);
+        srv_yield();
     }
     if (!srv_check_collection_size(s, r, a->key->len, wire)) {
         free_elems(elems, 0, a->n);
@@ -402,6 +411,7 @@ void srv_list_fetch(momento_local *s, store_cache *c, const ProtobufCMessage *ms
         for (size_t i = from; i < to; i++) {
             const clist_elem *e = clist_at(list_of(it), i);
             values[i - from] = (ProtobufCBinaryData){e->len, (uint8_t *)e->data};
+            srv_yield();
         }
         found.n_values = to - from;
         found.values = values;
@@ -509,12 +519,14 @@ static bool erase_ranges(clist *l, const CacheClient__ListEraseRequest__ListRang
         size_t end = e < n ? (size_t)e : n;
         if (end > reach[b])
             reach[b] = end;
+        srv_yield();
     }
     size_t cover = 0; /* elements below this index are in some range */
     for (size_t i = 0; i < n; i++) {
         if (reach[i] > cover)
             cover = reach[i];
         marks[i] = i < cover;
+        srv_yield();
     }
     free(reach);
     clist_remove_marked(l, marks);

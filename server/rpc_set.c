@@ -145,8 +145,10 @@ static bool rehash(set *st, size_t cap)
     set_slot *t = calloc(cap, sizeof(*t));
     if (!t)
         return false;
-    for (size_t i = 0; i < st->n; i++)
+    for (size_t i = 0; i < st->n; i++) {
         slot_put(t, cap, st->elems[i]->hash, i);
+        srv_yield();
+    }
     free(st->table);
     st->table = t;
     st->table_cap = cap;
@@ -334,6 +336,7 @@ static ProtobufCBinaryData *views(set_elem *const *elems, size_t n)
         for (size_t i = 0; i < n; i++) {
             v[i].data = elems[i]->data;
             v[i].len = elems[i]->len;
+            srv_yield();
         }
     return v;
 }
@@ -373,6 +376,7 @@ void srv_set_union(momento_local *s, store_cache *c, const ProtobufCMessage *msg
     uint64_t bytes = st->coll.bytes;
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < req->n_elements; i++) {
+        srv_yield();
         uint64_t cost = elem_add(st, &req->elements[i]);
         if (cost == UINT64_MAX)
             rc = STORE_NO_MEMORY;
@@ -381,8 +385,10 @@ void srv_set_union(momento_local *s, store_cache *c, const ProtobufCMessage *msg
     }
     bool fits = rc != 0 || srv_check_collection_size(s, r, req->set_name.len, st->wire);
     if (!fits) {
-        while (st->n > before)
+        while (st->n > before) {
             elem_remove(st, st->elems[st->n - 1]);
+            srv_yield();
+        }
         if (!existed)
             set_destroy(&st->coll);
         return;
@@ -395,8 +401,10 @@ void srv_set_union(momento_local *s, store_cache *c, const ProtobufCMessage *msg
                             &st->coll, req->ttl_milliseconds, now, &it);
     }
     if (rc != 0) {
-        while (st->n > before)
+        while (st->n > before) {
             elem_remove(st, st->elems[st->n - 1]);
+            srv_yield();
+        }
         if (!existed)
             set_destroy(&st->coll);
         srv_reply_store_error(s, r, rc, (size_t)bytes);
@@ -412,6 +420,7 @@ static uint64_t subtract(set *st, const ProtobufCBinaryData *elements, size_t n)
 {
     uint64_t freed = 0;
     for (size_t i = 0; i < n && st->n; i++) {
+        srv_yield();
         set_elem *el = elem_find(st, &elements[i]);
         if (el)
             freed += elem_remove(st, el);
@@ -455,6 +464,7 @@ static int minuend(momento_local *s, store_item *it, const ProtobufCBinaryData *
     /* Both headers are alike, so the set's cost becomes next's. */
     uint64_t bytes = next->coll.bytes;
     for (size_t i = 0; i < n; i++) {
+        srv_yield();
         uint64_t cost = elem_find(st, &elements[i]) ? 0 : elem_add(next, &elements[i]);
         if (cost == UINT64_MAX) {
             set_destroy(&next->coll);
@@ -572,8 +582,10 @@ void srv_set_sample(momento_local *s, store_cache *c, const ProtobufCMessage *ms
     }
     set *st = (set *)it->coll;
     size_t k = req->limit < st->n ? (size_t)req->limit : st->n;
-    for (size_t i = 0; i < k; i++)
+    for (size_t i = 0; i < k; i++) {
         swap(st, i, i + random_below(st->n - i));
+        srv_yield();
+    }
     if (!(found.elements = views(st->elems, k))) {
         srv_reply_no_memory(r);
         return;
@@ -609,8 +621,10 @@ void srv_set_pop(momento_local *s, store_cache *c, const ProtobufCMessage *msg, 
     }
     set *st = (set *)it->coll;
     size_t k = req->count < st->n ? req->count : st->n;
-    for (size_t i = 0; i < k; i++)
+    for (size_t i = 0; i < k; i++) {
         swap(st, st->n - 1 - i, random_below(st->n - i));
+        srv_yield();
+    }
     if (!(found.elements = views(st->elems + st->n - k, k))) {
         srv_reply_no_memory(r);
         return;
@@ -623,8 +637,10 @@ void srv_set_pop(momento_local *s, store_cache *c, const ProtobufCMessage *msg, 
     if (added != 0)
         return; /* nothing sent, so nothing popped */
     uint64_t freed = 0;
-    for (size_t i = 0; i < k; i++)
+    for (size_t i = 0; i < k; i++) {
         freed += elem_remove(st, st->elems[st->n - 1]);
+        srv_yield();
+    }
     removed(s, it, freed);
 }
 
@@ -653,8 +669,10 @@ void srv_set_contains(momento_local *s, store_cache *c, const ProtobufCMessage *
         return;
     }
     const set *st = (const set *)it->coll;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         contains[i] = elem_find(st, &req->elements[i]) != NULL;
+        srv_yield();
+    }
     found.n_contains = n;
     found.contains = contains;
     resp.set_case = CACHE_CLIENT____SET_CONTAINS_RESPONSE__SET_FOUND;

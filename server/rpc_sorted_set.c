@@ -120,8 +120,10 @@ typedef struct zwrite {
 
 static void free_nodes(zset_node **nodes, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         zset_node_free(nodes[i]);
+        srv_yield();
+    }
     free(nodes);
 }
 
@@ -138,6 +140,7 @@ static zset_node **prepare_nodes(zset *z, const zwrite *w, uint64_t *cost, uint6
     *cost = 0;
     *wire = 0;
     for (size_t i = 0; i < w->n; i++) {
+        srv_yield();
         const ProtobufCBinaryData *v = &w->pairs[i].value;
         if (zset_find(z, v->data, v->len))
             continue;
@@ -161,6 +164,7 @@ static zset_node **prepare_nodes(zset *z, const zwrite *w, uint64_t *cost, uint6
 static void commit_pairs(zset *z, const zwrite *w, zset_node **nodes)
 {
     for (size_t i = 0; i < w->n; i++) {
+        srv_yield();
         const zpair *p = &w->pairs[i];
         zset_node *n = zset_find(z, p->value.data, p->value.len);
         if (n) {
@@ -243,6 +247,7 @@ void srv_sorted_set_put(momento_local *s, store_cache *c, const ProtobufCMessage
         pairs[i].value = req->elements[i]->value;
         pairs[i].score = req->elements[i]->score;
         ok = srv_check_element(r, pairs[i].value.len) && check_score(r, pairs[i].score, "score");
+        srv_yield();
     }
     zwrite w = {&req->set_name, pairs, req->n_elements, req->ttl_milliseconds, req->refresh_ttl};
     if (ok && write_pairs(s, c, r, it, &w, now)) {
@@ -384,6 +389,7 @@ static void reply_window(const zset *z, srv_reply *r, const zwindow *w, bool wit
         } else {
             values[i] = v;
         }
+        srv_yield();
     }
     if (with_scores) {
         vws.n_elements = w->k;
@@ -471,6 +477,7 @@ void srv_sorted_set_get_score(momento_local *s, store_cache *c, const ProtobufCM
             parts[i].result = node ? CACHE_CLIENT__ECACHE_RESULT__Hit : CACHE_CLIENT__ECACHE_RESULT__Miss;
             parts[i].score = node ? node->score : 0;
             ptrs[i] = &parts[i];
+            srv_yield();
         }
         found.n_elements = req->n_values;
         found.elements = ptrs;
@@ -608,6 +615,7 @@ void srv_sorted_set_remove(momento_local *s, store_cache *c, const ProtobufCMess
             zset_node *n = zset_find(z, req->some->values[i].data, req->some->values[i].len);
             if (n)
                 zset_remove(z, n);
+            srv_yield();
         }
         after_removal(s, it);
     }
@@ -672,6 +680,7 @@ static bool merge_source(zset *out, const zset *src, double weight,
     if (zset_reserve(out, src->len) != 0)
         return false;
     for (const zset_node *n = src->len ? zset_at(src, 0) : NULL; n; n = zset_next(n)) {
+        srv_yield();
         double v = weight * n->score;
         if (isnan(v))
             v = 0;
@@ -749,7 +758,8 @@ static bool replace_set(momento_local *s, srv_reply *r, store_item *dest, zset_c
     zset old = *set_of(dest);
     *set_of(dest) = out->z;
     out->z = old;
-    zcoll_destroy(&out->hdr);
+    out->hdr.bytes = set_bytes(&out->z); /* what is freed: the old elements */
+    store_free_aside(&s->store, &out->hdr);
     return true;
 }
 

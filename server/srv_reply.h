@@ -32,6 +32,10 @@ typedef struct srv_reply {
     /* The messages' bytes so far (a block's counted whole), held within
      * SRV_MAX_REPLY_BYTES. */
     uint64_t bytes;
+    /* Not answered: a long request holds a key the call names, or its
+     * cache (srv_turns.h). calls.c holds the call back and answers it
+     * again once that request is done. */
+    bool deferred;
 } srv_reply;
 
 /* Replaces the reply with an error; its messages are dropped. */

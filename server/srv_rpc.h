@@ -16,6 +16,7 @@
 
 #include "methods.h"
 #include "srv_reply.h"
+#include "srv_yield.h"
 #include "store.h"
 
 #include <protobuf-c/protobuf-c.h>

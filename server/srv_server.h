@@ -10,6 +10,7 @@
 #include "srv_faults.h"
 #include "srv_options.h"
 #include "srv_topics.h"
+#include "srv_turns.h"
 #include "store.h"
 
 #include <grpc/grpc.h>
@@ -43,7 +44,9 @@ struct momento_local {
     grpc_server *server;
     grpc_completion_queue *cq;
     void *registered[MOMENTO__RPC_COUNT]; /* grpc_server_register_method's handles */
-    pthread_t thread;
+    /* The server's threads (srv_turns.h): one polls, the others carry
+     * long requests; the state below is theirs, one at a time. */
+    srv_turns turns;
     atomic_bool stopping;
     int port;
     char endpoint[80];
@@ -60,6 +63,17 @@ struct momento_local {
     uint32_t rate_count;
     int64_t next_sweep_ms;
     bool shut_down;            /* the shutdown tag arrived */
+    bool queue_shut;           /* grpc_completion_queue_shutdown() called */
+    bool queue_done;           /* the completion queue is shut down and drained */
+    /* Calls held back behind a long request's pins (calls.c), in arrival
+     * order; `redo` those being answered again once it is done. */
+    struct srv_call_list {
+        struct srv_call *head, *tail;
+    } deferred, redo;
+    atomic_uint_fast64_t waiting_calls; /* deferred, for momento_local_waiting_calls() */
+    bool redoing;
+    bool redo_again;
+    uint64_t arrivals;
     srv_topics topics;
     bool streams_ended;        /* srv_topics_end_all() ran for the stop */
     /* Disposable tokens' signing key (tokens.c), drawn at first use. */
@@ -84,7 +98,7 @@ struct momento_local {
 };
 
 /* calls.c. After grpc_server_start(): requests every method's calls ahead
- * of arrival and starts the server thread. Returns 0, or -1 when the thread
+ * of arrival and starts the server's first thread. Returns 0, or -1 when the thread
  * could not be started; then the calls are cancelled and freed, and the
  * server and queue are left for the caller to destroy. */
 int srv_calls_start(momento_local *s);

@@ -105,6 +105,22 @@ uint64_t momento_local_parked_calls(const momento_local *s)
     return atomic_load_explicit(&ms->parked, memory_order_relaxed);
 }
 
+uint64_t momento_local_long_requests(const momento_local *s)
+{
+    if (!s)
+        return 0;
+    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
+    return atomic_load_explicit(&ms->turns.long_now, memory_order_relaxed);
+}
+
+uint64_t momento_local_waiting_calls(const momento_local *s)
+{
+    if (!s)
+        return 0;
+    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
+    return atomic_load_explicit(&ms->waiting_calls, memory_order_relaxed);
+}
+
 uint64_t momento_local_subscriptions(const momento_local *s)
 {
     if (!s)
@@ -155,11 +171,20 @@ uint64_t momento_local_queued_bytes(const momento_local *s)
 
 double momento_local_cpu_seconds(const momento_local *s)
 {
-    clockid_t cid;
-    struct timespec ts;
-    if (!s || pthread_getcpuclockid(s->thread, &cid) != 0 || clock_gettime(cid, &ts) != 0)
+    if (!s)
         return 0;
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    /* Every server thread's (srv_turns.h); each is set before it counts. */
+    momento_local *ms = (momento_local *)s;
+    unsigned n = atomic_load(&ms->turns.n_threads);
+    double total = 0;
+    for (unsigned i = 0; i < n; i++) {
+        clockid_t cid;
+        struct timespec ts;
+        if (pthread_getcpuclockid(ms->turns.threads[i], &cid) == 0 &&
+            clock_gettime(cid, &ts) == 0)
+            total += (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    }
+    return total;
 }
 
 void momento_local_reset_stats(momento_local *s)

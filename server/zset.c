@@ -5,6 +5,8 @@
  * elements that link passes; summing spans along a search path gives ranks. */
 #include "zset.h"
 
+#include "srv_yield.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,9 +159,11 @@ static int rehash(zset *z, size_t cap)
     zset_node **t = calloc(cap, sizeof(*t));
     if (!t)
         return -1;
-    for (size_t i = 0; i < z->table_cap; i++)
+    for (size_t i = 0; i < z->table_cap; i++) {
         if (z->table[i])
             table_put(t, cap, z->table[i]);
+        srv_yield();
+    }
     free(z->table);
     z->table = t;
     z->table_cap = cap;

@@ -6,7 +6,7 @@
  * Conventions are those of momento.h: opaque handles, inputs copied, 0 or a
  * negative momento_error returned, *ret untouched on failure, NULL-safe
  * frees. Every function may be called from any thread; the server answers
- * calls on its own thread.
+ * calls on its own threads (docs/server.md "Long requests").
  */
 #ifndef MOMENTO_LOCAL_H
 #define MOMENTO_LOCAL_H
@@ -173,6 +173,18 @@ MOMENTO_EXPORT uint64_t momento_local_header_count(const momento_local *s, const
 MOMENTO_EXPORT uint64_t momento_local_parked_calls(const momento_local *s);
 
 /*
+ * Long requests: a request whose work runs past a slice (1 ms) on the
+ * server thread goes on in slices, other calls answered between them, so
+ * that no request holds the others up (docs/server.md "Long requests").
+ * momento_local_long_requests() counts those running so right now;
+ * momento_local_waiting_calls() the calls waiting for one to be done
+ * because they name one of its keys, or a cache a flush or deletion is
+ * emptying. Any thread (atomic counters); 0 for a NULL server.
+ */
+MOMENTO_EXPORT uint64_t momento_local_long_requests(const momento_local *s);
+MOMENTO_EXPORT uint64_t momento_local_waiting_calls(const momento_local *s);
+
+/*
  * Topics: the subscriptions open right now (in a topic: a subscription
  * whose client cancelled or left, or that ended, no longer counts); the
  * items delivered to subscribers so far (one per subscriber an item is
@@ -195,8 +207,10 @@ MOMENTO_EXPORT uint64_t momento_local_topic_bytes(const momento_local *s);
 MOMENTO_EXPORT uint64_t momento_local_topic_count(const momento_local *s);
 MOMENTO_EXPORT uint64_t momento_local_queued_bytes(const momento_local *s);
 
-/* CPU seconds the server's own thread has used, so an embedding program can
- * tell its own CPU time from the server's. */
+/* CPU seconds the server's own threads have used (the one that answers
+ * calls and those that carry long requests; not gRPC's, nor the one that
+ * frees big collections), so an embedding program can tell its own CPU
+ * time from the server's. Any thread. */
 MOMENTO_EXPORT double momento_local_cpu_seconds(const momento_local *s);
 
 /* Zeroes the counters, momento_local_cancelled_calls()'s and the topic

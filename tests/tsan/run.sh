@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Races, checked by a tool: builds libmomento, momento-local and the stress
-# test with ThreadSanitizer (gcc, -Db_sanitize=thread -Dtsan=true) and runs
-# the test (tests/tsan/tsan_stress.c). Fails on any TSan report
+# tests with ThreadSanitizer (gcc, -Db_sanitize=thread -Dtsan=true) and runs
+# them: the client's (tests/tsan/tsan_stress.c), then momento-local's
+# threads (tests/tsan/tsan_server.c). Fails on any TSan report
 # (halt_on_error) and on any request called back twice or never.
 # docs/threading.md, "How races are checked", says what it does.
 #
@@ -18,7 +19,7 @@ src=$(pwd)
 if [ ! -f "$dir/build.ninja" ]; then
     CC=${CC:-gcc} meson setup "$dir" -Db_sanitize=thread -Db_lundef=false -Dtsan=true >/dev/null
 fi
-ninja -C "$dir" tests/tsan/tsan_stress >/dev/null
+ninja -C "$dir" tests/tsan/tsan_stress tests/tsan/tsan_server >/dev/null
 
 # halt_on_error: the first report ends the run with exitcode 66.
 # second_deadlock_stack: lock-order reports show both acquisitions.
@@ -28,26 +29,33 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 # The test bounds itself (its own watchdog ends it 120 s after the load);
 # timeout is the last resort.
+# run PROGRAM ARGS...: once, and again without address-space randomisation
+# if TSan's runtime cannot map its shadow memory under it (gcc 12 on some
+# kernels, vm.mmap_rnd_bits > 28). Fails the script on any report, a hang
+# or a failed check.
 run() {
-    TSAN_OPTIONS="$opts" timeout -k 10 $((secs + 180)) "$@" "$dir/tests/tsan/tsan_stress" \
-        "$secs" "$max" 2> "$log"
+    local prog=$1
+    shift
+    local status=0
+    TSAN_OPTIONS="$opts" timeout -k 10 $((secs + 180)) "$dir/tests/tsan/$prog" "$@" \
+        2> "$log" || status=$?
+    if [ $status -ne 0 ] && grep -q "unexpected memory mapping" "$log"; then
+        echo "(TSan cannot map its memory with ASLR on this kernel: retrying under setarch -R)"
+        status=0
+        TSAN_OPTIONS="$opts" timeout -k 10 $((secs + 180)) setarch "$(uname -m)" -R \
+            "$dir/tests/tsan/$prog" "$@" 2> "$log" || status=$?
+    fi
+    cat "$log" >&2
+    if [ $status -ne 0 ]; then
+        grep -q "WARNING: ThreadSanitizer" "$log" && echo "tsan: FAILED, ThreadSanitizer reported (above)"
+        [ $status -eq 124 ] && echo "tsan: FAILED, the test hung"
+        echo "tsan: FAILED ($prog, exit $status)"
+        exit 1
+    fi
 }
 echo "== ThreadSanitizer stress test: ${secs} s, at most ${max} requests"
-status=0
-run || status=$?
-# TSan's runtime in gcc 12 cannot map its shadow memory under the larger
-# address-space randomisation of some kernels (vm.mmap_rnd_bits > 28):
-# then run without randomisation.
-if [ $status -ne 0 ] && grep -q "unexpected memory mapping" "$log"; then
-    echo "(TSan cannot map its memory with ASLR on this kernel: retrying under setarch -R)"
-    status=0
-    run setarch "$(uname -m)" -R || status=$?
-fi
-cat "$log" >&2
-if [ $status -ne 0 ]; then
-    grep -q "WARNING: ThreadSanitizer" "$log" && echo "tsan: FAILED, ThreadSanitizer reported (above)"
-    [ $status -eq 124 ] && echo "tsan: FAILED, the test hung"
-    echo "tsan: FAILED (exit $status)"
-    exit 1
-fi
+run tsan_stress "$secs" "$max"
+# momento-local's own threads (long requests in slices, calls held back).
+echo "== ThreadSanitizer server stress: ${secs} s"
+run tsan_server "$secs"
 echo "tsan: passed"
