@@ -14,7 +14,7 @@
 # family at the 5 MiB item limit (of the smallest elements, the most per
 # byte), a 5 MB write, GetWithHash of a 5 MiB item.
 # The server is pinned to CPU 0 and the driver to CPU 1 when taskset is
-# there.
+# there (PIN=0: neither; the server's threads may then use both CPUs).
 # Usage: bench/hold.sh [BUILD_DIR] [SERVER_BINARY]   (defaults: build, and
 # BUILD_DIR's momento-local: pass an older binary to measure before a
 # change). SCENARIOS: names to run (default all, see hold_driver.c).
@@ -27,7 +27,10 @@ build=${1:-build}
 driver="$build/bench/hold_driver"
 [ -x "$driver" ] || { echo "build first: $driver is missing"; exit 1; }
 pin_server="" pin_driver=""
-if command -v taskset >/dev/null; then pin_server="taskset -c 0"; pin_driver="taskset -c 1"; fi
+if [ "${PIN:-1}" != 0 ] && command -v taskset >/dev/null; then
+    pin_server="taskset -c 0"
+    pin_driver="taskset -c 1"
+fi
 
 wrap=$pin_server start_server --cache bench
 args=()
