@@ -6,9 +6,10 @@
  * When every batch has completed, the status is mapped, the message(s)
  * decoded and the user's callback run on the completion thread.
  *
- * This file makes attempts; whether and when to make another is retry.c's,
- * and how long the request lives (accept, cancel at free, retire) is
- * client.c's. */
+ * This file makes attempts, and a call waits for its next one on a client
+ * timer (wait_retry); whether to make another, and after what delay, is
+ * retry.c's, and how long the request lives (accept, cancel at free,
+ * retire) is client.c's. */
 #include "call.h"
 
 #include "alloc.h"
@@ -62,7 +63,8 @@ struct momento__call {
     momento__channel *channel;
     gpr_timespec deadline;      /* the request's overall deadline */
     gpr_timespec attempt_deadline; /* this attempt's: the overall, or its own if sooner */
-    momento__retry_entry retry; /* while waiting for its next attempt */
+    momento__timer retry_timer; /* its next attempt, while it waits for it
+                                 * (wait_retry); set up at the first wait */
     /* The client's cap on requests in flight (momento_config_set_max_
      * concurrent_requests()): whether it waits for a place or holds one,
      * its place in the queue, and its first gRPC call while it waits. */
@@ -196,7 +198,9 @@ static int launch_attempt(momento__call *call, grpc_call *gc)
     return MOMENTO_OK;
 }
 
-int momento__call_attempt(momento__call *call)
+/* Starts the call's next attempt (a due retry). Returns 0, or an error
+ * when it could not start (then the caller gives up). */
+static int next_attempt(momento__call *call)
 {
     grpc_call *gc = new_attempt_call(call);
     if (!gc)
@@ -237,21 +241,22 @@ int momento__call_start(momento_client *c, momento__rpc_id m, const char *cache,
 
 void momento__call_cancel(momento__call *call, const char *why)
 {
-    momento__client_cancel(call->client, &call->track, &call->retry, why);
+    momento__client_cancel(call->client, &call->track, why);
 }
 
 /* The token was cancelled (any thread, under the token's lock). */
 static void on_token_cancelled(momento__cancel_hook *h)
 {
     momento__call *call = (momento__call *)((char *)h - offsetof(momento__call, hook));
-    momento__client_cancel(call->client, &call->track, &call->retry,
-                           "cancelled by the request's cancel token");
+    momento__client_cancel(call->client, &call->track, "cancelled by the request's cancel token");
 }
 
 static int64_t to_ns(gpr_timespec t)
 {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
+
+static void give_up(momento__call *call, grpc_status_code status, const char *why);
 
 /* The cap on requests in flight: a FIFO of accepted calls waiting for a
  * place. A queued call has its first gRPC call made but not started, and
@@ -266,7 +271,7 @@ static void gate_launch(momento__call *call)
     call->gate_gc = NULL;
     momento__client_publish(call->client, &call->track, gc);
     if (launch_attempt(call, gc) != MOMENTO_OK)
-        momento__call_give_up(call, GRPC_STATUS_UNAVAILABLE, "could not start the call");
+        give_up(call, GRPC_STATUS_UNAVAILABLE, "could not start the call");
 }
 
 /* A place is free: the calls at the head of the queue take them. */
@@ -376,9 +381,6 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
     memset(call, 0, sizeof(*call));
     call->client = c;
     call->method = m;
-    call->retry.call = call;
-    call->retry.index = MOMENTO__HEAP_GONE;
-    call->retry.track = &call->track;
     momento__timer_init(&call->gate_timer, gate_fire);
     momento__timer_init(&call->late_timer, deliver_late);
     call->cb = cb;
@@ -539,10 +541,10 @@ static void deliver_late(momento__timer *t)
     momento__call *call = (momento__call *)((char *)t - offsetof(momento__call, late_timer));
     momento_client *c = call->client;
     if (momento__client_closing(c)) /* as the free ends every request */
-        momento__call_give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
+        give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
     else if (momento__client_cancelled(c, &call->track)) /* its token, or a coalescer */
-        momento__call_give_up(call, GRPC_STATUS_CANCELLED,
-                              call->track.cancel_why ? call->track.cancel_why : "cancelled");
+        give_up(call, GRPC_STATUS_CANCELLED,
+                call->track.cancel_why ? call->track.cancel_why : "cancelled");
     else
         deliver(call);
 }
@@ -552,9 +554,9 @@ static void deliver_late(momento__timer *t)
  * one: its gRPC call, its place under the client's cap (the next queued
  * request starts), its count towards batching's threshold (the queue may
  * leave). A cancel or the client's free fires the timer at once (the
- * tracked request's `wake`), checked again after arming for one that came
- * in between. Returns false, with nothing changed, when the timer cannot
- * be armed (no memory): then the caller delivers now. */
+ * tracked request's `wake`; momento__client_wait_on() fires it for one
+ * that came before, too). Returns false, with nothing changed, when the
+ * timer cannot be armed (no memory): then the caller delivers now. */
 static bool wait_late(momento__call *call, int64_t due)
 {
     momento_client *c = call->client;
@@ -567,17 +569,60 @@ static bool wait_late(momento__call *call, int64_t due)
         gate_leave(c);
     }
     momento__batcher_rpc_done(c);
-    if (momento__client_cancelled(c, &call->track) || momento__client_closing(c))
-        momento__timer_fire_soon(c, &call->late_timer);
     return true;
 }
 
-void momento__call_give_up(momento__call *call, grpc_status_code status, const char *why)
+/* Ends a call that will make no further attempt, with a local status. */
+static void give_up(momento__call *call, grpc_status_code status, const char *why)
 {
     call->status = status;
     grpc_slice_unref(call->details);
     call->details = grpc_slice_from_static_string(why);
     deliver(call);
+}
+
+/* The call's next attempt is due (its retry timer, completion thread), or
+ * a cancel or the client's free cut its wait short: it makes the attempt,
+ * or ends as the cancel or the free would have ended the attempt. */
+static void retry_fire(momento__timer *t)
+{
+    momento__call *call = (momento__call *)((char *)t - offsetof(momento__call, retry_timer));
+    momento_client *c = call->client;
+    /* Nothing may fire the timer again from now on (one a cancel or a free
+     * queued meanwhile is taken back). A cancel or a free after this finds
+     * nothing to fire: one before the checks below ends the call there,
+     * one after them cancels the next attempt's gRPC call as it is
+     * published (momento__client_publish). */
+    momento__timer_disarm(c, momento__client_unwake(c, &call->track));
+    if (momento__client_closing(c))
+        give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
+    else if (momento__client_cancelled(c, &call->track))
+        give_up(call, GRPC_STATUS_CANCELLED, call->track.cancel_why);
+    else if (next_attempt(call) != MOMENTO_OK)
+        give_up(call, GRPC_STATUS_UNAVAILABLE, "could not start a retry");
+}
+
+/* Makes the next attempt after `delay_ns` (retry.c's answer): at once, or
+ * on a client timer, like any other wait of the completion thread. While
+ * it waits the request has no gRPC call, so a cancel or the client's free
+ * fires the timer at once (momento__client_wait_on): it ends then, with
+ * exactly one callback. */
+static void wait_retry(momento__call *call, int64_t now_ns, int64_t delay_ns)
+{
+    momento_client *c = call->client;
+    if (delay_ns == 0) {
+        if (next_attempt(call) != MOMENTO_OK)
+            give_up(call, GRPC_STATUS_UNAVAILABLE, "could not start a retry");
+        return;
+    }
+    if (!call->retry_timer.fire) /* not armed before: the call was zeroed */
+        momento__timer_init(&call->retry_timer, retry_fire);
+    if (momento__timer_arm(c, &call->retry_timer, now_ns + delay_ns, true) != MOMENTO_OK) {
+        /* As when a retry cannot start: the attempt's own failure. */
+        give_up(call, GRPC_STATUS_UNAVAILABLE, "could not queue a retry: out of memory");
+        return;
+    }
+    momento__client_wait_on(c, &call->track, &call->retry_timer); /* reset_attempt took its call */
 }
 
 /* Every batch of the attempt is done: retry, or deliver. */
@@ -592,7 +637,7 @@ static void finish(momento__call *call)
                                          (int)call->status, now, to_ns(call->deadline));
         if (delay >= 0) {
             reset_attempt(call);
-            momento__retry_later(c, &call->retry, now, delay);
+            wait_retry(call, now, delay);
             return;
         }
         int64_t due = to_ns(call->attempt_deadline);

@@ -74,10 +74,5 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
 /* Cancels an accepted call as its token would (any thread). Valid until
  * the call's callback has returned. */
 void momento__call_cancel(momento__call *call, const char *why);
-/* Starts the call's next attempt (a due retry). Returns 0, or an error
- * when it could not start (then the caller gives up). */
-int momento__call_attempt(momento__call *call);
-/* Ends a call that will make no further attempt, with a local status. */
-void momento__call_give_up(momento__call *call, grpc_status_code status, const char *why);
 
 #endif

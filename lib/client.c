@@ -7,8 +7,7 @@
  * the rest) it only marks the release as deferred, and the completion thread
  * releases the client after the last retirement. As hiredis's async.c keeps
  * its exactly-once and deferred-free rules in one place, nothing outside
- * this file touches the list, the count or `drained`, or writes `closing`
- * (retry.c reads it in the lock section that queues a retry). */
+ * this file touches the list, the count or `drained`, or writes `closing`. */
 #include "client.h"
 
 #include "alloc.h"
@@ -49,7 +48,6 @@ static void destroy(momento_client *c)
         momento__log_remove_secret(c->creds.token);
     momento__credentials_clear(&c->creds);
     momento__config_clear(&c->cfg);
-    momento__retries_clear(&c->retries);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->gate.lock);
     pthread_mutex_destroy(&c->co_lock);
@@ -68,8 +66,8 @@ void momento__client_destroy(momento_client *c)
 /* gRPC core has no way to post an event to a completion queue, but a call
  * on a lame channel fails at once and so posts its completion: that wakes
  * the completion thread when a timer is armed sooner than it would wake, or
- * a cancelled retry must end now. One kick at a time is enough, since a
- * woken loop looks at everything that is due. */
+ * must fire at once (a cancel, the client's free). One kick at a time is
+ * enough, since a woken loop looks at everything that is due. */
 static void kick(momento_client *c)
 {
     if (atomic_exchange(&c->kick_pending, true))
@@ -86,8 +84,9 @@ static void kick(momento_client *c)
     ops[1].data.recv_status_on_client.status_details = &c->kick_details;
     c->kick_call = gc;
     if (!gc || grpc_call_start_batch(gc, ops, 2, &c->kick_tag, NULL) != GRPC_CALL_OK) {
-        /* Not expected; the loop still wakes within WAKE_NS while anything
-         * waits (retry.c), only later. */
+        /* Not expected (no memory for the call): the loop then runs what
+         * is due when it next wakes, at the latest when the first timer on
+         * the heap is due. */
         if (gc)
             grpc_call_unref(gc);
         c->kick_call = NULL;
@@ -211,7 +210,7 @@ static void *completion_loop(void *arg)
     momento__current_client = c;
     gpr_timespec wake = gpr_inf_future(GPR_CLOCK_MONOTONIC);
     for (;;) {
-        /* Sleep until the next event, timer or delayed retry. */
+        /* Sleep until the next event or timer (a retry's among them). */
         grpc_event ev = grpc_completion_queue_next(c->cq, wake, NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
@@ -219,10 +218,7 @@ static void *completion_loop(void *arg)
             momento__tag *tag = ev.tag; /* every batch on c->cq carries one */
             tag->cb(tag, ev.success);
         }
-        gpr_timespec timers = timers_run(c);
-        wake = momento__retries_run(c);
-        if (gpr_time_cmp(timers, wake) < 0)
-            wake = timers;
+        wake = timers_run(c);
     }
     momento__current_client = NULL;
 
@@ -316,9 +312,9 @@ void momento_client_free(momento_client *c)
     pthread_mutex_unlock(&c->lock);
     momento__coalescers_detach_all(c);
     pthread_mutex_lock(&c->lock);
-    /* Each tracked call still completes, with CANCELLED, through its
-     * callback; calls waiting to retry have no gRPC call, and the next
-     * momento__retries_run() ends them. */
+    /* Each tracked request still completes, with CANCELLED, through its
+     * callback: its gRPC call is cancelled, or, without one, the timer it
+     * waits on (a retry's, a queued request's, ...) fires at once. */
     for (momento__tracked *t = c->in_flight; t; t = t->next) {
         if (t->call)
             grpc_call_cancel_with_status(t->call, GRPC_STATUS_CANCELLED,
@@ -393,7 +389,14 @@ grpc_call *momento__client_wait_on(momento_client *c, momento__tracked *t, momen
     grpc_call *old = t->call;
     t->call = NULL;
     t->wake = wake;
+    /* A cancel or the free's sweep that came while it had neither a gRPC
+     * call nor this timer found nothing to end: the wait ends at once. */
+    bool now = t->cancelled || c->closing;
+    if (now)
+        fire_soon_locked(c, wake);
     pthread_mutex_unlock(&c->lock);
+    if (now && momento__current_client != c)
+        kick(c);
     return old;
 }
 
@@ -406,8 +409,7 @@ momento__timer *momento__client_unwake(momento_client *c, momento__tracked *t)
     return wake;
 }
 
-void momento__client_cancel(momento_client *c, momento__tracked *t, momento__retry_entry *waiting,
-                            const char *why)
+void momento__client_cancel(momento_client *c, momento__tracked *t, const char *why)
 {
     pthread_mutex_lock(&c->lock);
     bool wake = false;
@@ -416,9 +418,7 @@ void momento__client_cancel(momento_client *c, momento__tracked *t, momento__ret
         t->cancel_why = why;
         if (t->call)
             grpc_call_cancel_with_status(t->call, GRPC_STATUS_CANCELLED, why, NULL);
-        else if (waiting && momento__retries_expedite_locked(&c->retries, waiting))
-            wake = true;
-        else if (t->wake) { /* queued under the cap, or delivered late (call.c) */
+        else if (t->wake) { /* queued under the cap, waiting to retry or delivered late */
             fire_soon_locked(c, t->wake);
             wake = true;
         }

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "credentials.h"
 #include "dispatch.h"
+#include "heap.h"
 #include "retry.h"
 #include "timer.h"
 
@@ -42,9 +43,11 @@ typedef struct momento__tracked {
     bool cancelled;  /* by its token: every later gRPC call is cancelled at once */
     bool answered;   /* no longer counted in n_rpcs (momento__client_answered) */
     const char *cancel_why;
-    /* Fired at momento_client_free() when the request has no gRPC call
-     * to cancel right then (a subscription waiting to resubscribe); NULL
-     * for others (a call waiting to retry: retry.c ends it). */
+    /* Fired by a cancel or momento_client_free() when the request has no
+     * gRPC call to cancel right then: the timer it waits on (a call queued
+     * under the cap, waiting to retry or holding an early
+     * DEADLINE_EXCEEDED; a subscription waiting to resubscribe; a member's
+     * END); NULL when there is nothing to fire. */
     struct momento__timer *wake;
 } momento__tracked;
 
@@ -80,8 +83,9 @@ struct momento_client {
     pthread_cond_t drained;
     momento__tracked *in_flight; /* doubly linked, for cancellation at free */
     size_t n_in_flight;
-    momento__retries retries;    /* calls waiting to retry */
-    momento__heap timers;        /* armed momento__timers, by due_ns */
+    momento__retries retries;    /* the retry policy's jitter (retry.c) */
+    momento__heap timers;        /* armed momento__timers, by due_ns: every
+                                  * wait of the completion thread, retries' too */
     momento__timer *soon;        /* timers due at once (no allocation: cannot fail) */
     momento__batcher batcher;    /* its own lock; queued requests are not in the list */
     momento__gate gate;          /* the cap on requests in flight (call.c) */
@@ -95,8 +99,7 @@ struct momento_client {
     atomic_size_t n_requests;
     pthread_cond_t idle;
     bool closing;                /* momento_client_free() has begun; written only
-                                  * by client.c, read by retry.c in the lock
-                                  * section that queues a retry */
+                                  * by client.c */
     bool free_deferred;          /* ...from the completion thread itself */
 
     /* Coalescers over this client (coalescer.c), told of its writes so that
@@ -147,10 +150,12 @@ int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc
  * that momento_client_free() cancels the right one; a call published once
  * the free has begun is cancelled at once. Returns the previous. */
 grpc_call *momento__client_publish(momento_client *c, momento__tracked *t, grpc_call *gc);
-/* The request's gRPC call is over but its callback waits on `wake` (a
- * timer of its own): it has no gRPC call from now on, and a cancel or
- * momento_client_free() fires `wake` at once instead. Returns the gRPC call
- * it had, for the caller to unref. Any thread. */
+/* The request's gRPC call is over and it waits on `wake` (a timer of its
+ * own, armed by the caller: its next attempt, or its callback): it has no
+ * gRPC call from now on, and a cancel or momento_client_free() fires
+ * `wake` at once instead - also one that came before this call, so that
+ * none is missed between the end of the gRPC call and the wait. Returns the
+ * gRPC call it had, for the caller to unref. Any thread. */
 grpc_call *momento__client_wait_on(momento_client *c, momento__tracked *t,
                                    struct momento__timer *wake);
 /* The request's `wake` is forgotten (under the lock, so no free's sweep
@@ -168,12 +173,11 @@ void momento__client_retire(momento_client *c, momento__tracked *t);
 bool momento__client_closing(momento_client *c);
 
 /* Cancels an accepted request (any thread, from a cancel token's hook): its
- * current gRPC call ends with CANCELLED and `why`; between attempts, a retry
- * waiting in `waiting` (when not NULL) is ended at once instead; and any later attempt is
- * cancelled as it starts. Also before acceptance: then the request is
- * cancelled as it is accepted. */
-void momento__client_cancel(momento_client *c, momento__tracked *t, momento__retry_entry *waiting,
-                            const char *why);
+ * current gRPC call ends with CANCELLED and `why`; without one, its `wake`
+ * fires at once instead (a retry waiting, say, ends now); and any later
+ * attempt is cancelled as it starts. Also before acceptance: then the
+ * request is cancelled as it is accepted. */
+void momento__client_cancel(momento_client *c, momento__tracked *t, const char *why);
 
 /* An application's request was accepted: counted until its callback has
  * returned (momento__request_done, from dispatch.c's momento__respond).

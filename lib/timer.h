@@ -1,6 +1,8 @@
 /* The client's timers (client.c): things its completion thread does at a
- * given time - a coalesced waiter's or a queued request's deadline, a
- * batch's linger - or at once, from another thread (a cancel). */
+ * given time - a call's next attempt (a retry), a coalesced waiter's or a
+ * queued request's deadline, a batch's linger, a subscription's resubscribe
+ * or idle check - or at once, from another thread (a cancel, the client's
+ * free). One structure for every wait of that thread. */
 #ifndef MOMENTO_TIMER_H
 #define MOMENTO_TIMER_H
 
