@@ -46,6 +46,10 @@ static atomic_bool stopping;
 static atomic_int failures;
 static atomic_size_t accepted, answered, twice;
 static atomic_size_t n_long, n_timeout, n_cancelled;
+/* A long thread's requests not yet answered: it keeps at most a few out,
+ * so that the server works on them rather than on a backlog. */
+#define LONG_IN_FLIGHT 3
+static atomic_int long_out[2];
 static momento_cancel_token *_Atomic slots[SLOTS];
 
 static int64_t now_ms(void)
@@ -74,6 +78,7 @@ static uint32_t rnd(uint32_t n)
 typedef struct req {
     atomic_int calls;
     bool length; /* a SetLength: HIT with a multiple of SET_N, or MISS */
+    atomic_int *out; /* a long thread's count of its requests out, or NULL */
 } req;
 
 static void on_result(const momento_result *r, void *userdata)
@@ -94,6 +99,8 @@ static void on_result(const momento_result *r, void *userdata)
     else if (q->length && o == MOMENTO_OUTCOME_HIT && momento_result_int(r) % SET_N != 0)
         fail("a SetLength saw part of a union");
     atomic_fetch_add(&answered, 1);
+    if (q->out)
+        atomic_fetch_sub(q->out, 1);
 }
 
 /* Records live until the end: a callback may come after its thread left. */
@@ -126,13 +133,20 @@ static size_t elem_lens[SET_N];
 static void *long_thread(void *arg)
 {
     momento_client *c = clients[(uintptr_t)arg];
+    atomic_int *out = &long_out[(uintptr_t)arg];
     rng = 0x9e3779b97f4a7c15ull ^ (uintptr_t)arg;
     static const char *const names[N_SETS] = {"L0", "L1", "L2"};
     while (!atomic_load(&stopping)) {
+        if (atomic_load(out) >= LONG_IN_FLIGHT) {
+            usleep(1000);
+            continue;
+        }
         unsigned k = rnd(N_SETS);
         req *q = new_req(false);
         if (!q)
             break;
+        q->out = out;
+        atomic_fetch_add(out, 1);
         int rc;
         switch (rnd(5)) {
         case 0:
@@ -163,10 +177,22 @@ static void *long_thread(void *arg)
             break;
         }
         }
+        if (rc != MOMENTO_OK)
+            atomic_fetch_sub(out, 1);
         count_submit(rc, q);
+    }
+    return NULL;
+}
+
+/* Counts the moments a long request runs, so that a run in which none did
+ * (nothing tested) fails. */
+static void *monitor(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stopping)) {
         if (momento_local_long_requests(server) > 0)
             atomic_fetch_add(&n_long, 1);
-        usleep(2000);
+        usleep(500);
     }
     return NULL;
 }
@@ -281,16 +307,17 @@ int main(int argc, char **argv)
     momento_local_options_free(opts);
     clients[0] = new_client();
     clients[1] = new_client();
-    pthread_t th[2 + N_SHORT];
+    pthread_t th[3 + N_SHORT];
     for (uintptr_t i = 0; i < 2; i++)
         pthread_create(&th[i], NULL, long_thread, (void *)i);
     for (uintptr_t i = 0; i < N_SHORT; i++)
         pthread_create(&th[2 + i], NULL, short_thread, (void *)i);
+    pthread_create(&th[2 + N_SHORT], NULL, monitor, NULL);
     int64_t end = now_ms() + (int64_t)secs * 1000;
     while (now_ms() < end && atomic_load(&n_reqs) < MAX_REQUESTS)
         usleep(10000);
     atomic_store(&stopping, true);
-    for (int i = 0; i < 2 + N_SHORT; i++)
+    for (int i = 0; i < 3 + N_SHORT; i++)
         pthread_join(th[i], NULL);
     /* Each free waits for its requests' callbacks. */
     momento_client_free(clients[0]);
