@@ -784,11 +784,16 @@ int64_t srv_topics_tick(momento_local *s, int64_t now)
     if (interval > 0) {
         srv_sub *sub;
         while ((sub = ts->idle_head) && sub->last_queued_ms + interval <= now) {
-            /* A subscriber with messages still queued is not idle: it
-             * only goes to the back. */
+            /* To the back first, also for a heartbeat that finds no slot;
+             * a subscriber with messages still queued is not idle: it only
+             * goes there. The heartbeat wakes the stream, which may end
+             * the subscription (the server stopping, srv_sub_end() taking
+             * it out of this order) or free it: touched after, it went
+             * back into the order it had left, and stayed there once
+             * freed. */
+            idle_touch(ts, sub, now);
             if (sub->q_n == 0)
                 queue_heartbeat(sub, now);
-            idle_touch(ts, sub, now); /* also if the heartbeat found no slot */
         }
         if (sub)
             due = sub->last_queued_ms + interval;
