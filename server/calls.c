@@ -697,9 +697,11 @@ static void stream_pump(srv_call *c)
     }
 }
 
-void srv_stream_wake(void *stream)
+/* The subscription has news (srv_sub_set_wake()): a message to send, or
+ * its end. Ignored while the stream is pumping (`pumping`). */
+static void stream_wake(void *arg)
 {
-    stream_pump(stream);
+    stream_pump(arg);
 }
 
 /* The handler left a subscription in the reply: the call becomes its
@@ -710,7 +712,7 @@ static void stream_start(srv_call *c)
     c->sub = c->reply.sub;
     c->reply.sub = NULL;
     atomic_fetch_add(&c->s->open_streams, 1);
-    srv_sub_set_stream(c->sub, c);
+    srv_sub_set_wake(c->sub, stream_wake, c);
     /* A parked call watches already. */
     if (!c->close_started)
         watch_close(c);

@@ -92,10 +92,18 @@ void srv_topics_destroy(momento_local *s);
 
 /* ---- One subscription, as calls.c drives it. */
 
-/* The stream that sends `sub`'s messages: srv_stream_wake(stream) is
- * called when a message is queued or the subscription ends. NULL until
- * set (no wake-ups). */
-void srv_sub_set_stream(srv_sub *sub, void *stream);
+/* What runs when a subscription has news: a message queued, or its end.
+ * It runs on the thread that holds the turn, inside the topics.c call that
+ * queued or ended (a publish, a subscribe's replay, a tick, an end). It may
+ * take messages (srv_sub_next()), end the subscription (srv_sub_end(),
+ * whose own wake is then the callback's to ignore) and, should its stream
+ * be broken, free it: topics.c touches the subscription no more after
+ * waking it. */
+typedef void srv_wake_fn(void *arg);
+/* Whom `sub` tells of its news: `wake(arg)` from now on, until it is
+ * freed or set again (NULL: nobody). calls.c gives its stream's: topics
+ * reaches the call loop only through this, never by name. */
+void srv_sub_set_wake(srv_sub *sub, srv_wake_fn *wake, void *arg);
 /* The next message to send, a reference handed to the caller; false when
  * none is queued. *more: another one is queued after it. Counts items and
  * heartbeats for the server's counters. */
@@ -107,8 +115,5 @@ bool srv_sub_ended(const srv_sub *sub, grpc_status_code *status, const char **de
 void srv_sub_end(srv_sub *sub, grpc_status_code status, const char *details);
 /* Leaves its topic and frees it. NULL-safe. */
 void srv_sub_free(srv_sub *sub);
-
-/* calls.c: `stream` (srv_sub_set_stream()'s) has something to send. */
-void srv_stream_wake(void *stream);
 
 #endif

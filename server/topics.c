@@ -86,7 +86,11 @@ struct srv_sub {
     bool ended;
     grpc_status_code end_status;
     char end_details[192];
-    void *stream;
+    /* Whom to tell that a message was queued or the subscription ended:
+     * the stream that sends it (calls.c), through the callback it gave
+     * (srv_sub_set_wake()). NULL until then: nobody is told. */
+    srv_wake_fn *wake;
+    void *wake_arg;
 };
 
 struct srv_topic {
@@ -541,8 +545,8 @@ static void queue_push(srv_sub *sub, tmsg *m, msg_kind kind, uint64_t seq, int64
     publish_counts(&s->topics);
     if (sub->topic)
         idle_touch(&s->topics, sub, now);
-    if (sub->stream)
-        srv_stream_wake(sub->stream);
+    if (sub->wake)
+        sub->wake(sub->wake_arg);
 }
 
 static size_t discontinuity_size(CacheClient__Pubsub__SubscriptionItem *m,
@@ -830,9 +834,10 @@ void srv_topics_destroy(momento_local *s)
 
 /* ---- one subscription ------------------------------------------------- */
 
-void srv_sub_set_stream(srv_sub *sub, void *stream)
+void srv_sub_set_wake(srv_sub *sub, srv_wake_fn *wake, void *arg)
 {
-    sub->stream = stream;
+    sub->wake = wake;
+    sub->wake_arg = arg;
 }
 
 bool srv_sub_next(srv_sub *sub, grpc_slice *ret_msg, bool *more)
@@ -891,8 +896,8 @@ void srv_sub_end(srv_sub *sub, grpc_status_code status, const char *details)
     leave_topic(sub);
     queue_clear(sub);
     queue_resize(sub, 0);
-    if (sub->stream)
-        srv_stream_wake(sub->stream);
+    if (sub->wake)
+        sub->wake(sub->wake_arg);
 }
 
 void srv_sub_free(srv_sub *sub)
