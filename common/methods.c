@@ -9,7 +9,8 @@
 
 const momento__rpc momento__rpcs[MOMENTO__RPC_COUNT] = {
 #define MOMENTO_RPC(ID, fn, ...) [MOMENTO__RPC_##ID] = {__VA_ARGS__},
-#define MOMENTO_RPC_SERVER_ONLY(ID, fn, ...) [MOMENTO__RPC_##ID] = {__VA_ARGS__},
+#define MOMENTO_RPC_SERVER_ONLY(ID, fn, ...)                                                       \
+    [MOMENTO__RPC_##ID] = {__VA_ARGS__, .server_only = true},
 #include "methods.def"
 #undef MOMENTO_RPC
 #undef MOMENTO_RPC_SERVER_ONLY

@@ -19,11 +19,28 @@ typedef enum momento__plane {
                              * token service reads */
 } momento__plane;
 
+/* What a disposable token's scope must grant for an RPC on the items (or
+ * the topic) it names (momento-local's server/tokens.c). Momento grants a
+ * write that reads (a condition, a returned value) only to CacheReadWrite:
+ * its CacheWriteOnly "doesn't allow conditional write APIs". */
+typedef enum momento__access {
+    /* No disposable token may make it: the control plane, the token service
+     * (and ping, which carries no token at all). What a row that leaves
+     * `.access` out gets. */
+    MOMENTO__ACCESS_NONE,
+    MOMENTO__ACCESS_READ,      /* a read-only or read-write grant */
+    MOMENTO__ACCESS_WRITE,     /* a write-only or read-write grant */
+    MOMENTO__ACCESS_READ_WRITE /* a read-write grant alone */
+} momento__access;
+
+/* One row of the table: constant, built at compile time (methods.c), read
+ * by any thread of either side. */
 typedef struct momento__rpc {
     const char *path;       /* "/package.Service/Method" */
     const char *name;       /* "ItemGetTtl": momento-local's stats */
     const char *fault_name; /* "item-get-ttl": fault-injection headers */
     momento__plane plane;
+    momento__access access; /* what a disposable token must grant */
     /* Safe to repeat: official clients retry only these, and only after
      * UNAVAILABLE or INTERNAL (docs/protocol.md "Retries"). */
     bool idempotent;
@@ -33,6 +50,10 @@ typedef struct momento__rpc {
     bool already_exists_is_outcome;
     const ProtobufCMessageDescriptor *request;
     const ProtobufCMessageDescriptor *response; /* one stream message's type */
+    /* A MOMENTO_RPC_SERVER_ONLY row: momento-local answers it, the library
+     * never makes it (no decoder; its channels do not register it). Set by
+     * the macro (methods.c), not written in the row. */
+    bool server_only;
 } momento__rpc;
 
 typedef enum momento__rpc_id {

@@ -7,7 +7,6 @@
 #include "alloc.h"
 #include "config.h"
 #include "credentials.h"
-#include "decode.h"
 #include "grpc_util.h"
 #include "validate.h"
 
@@ -87,7 +86,7 @@ static momento__channel *make_channel(const momento__channels *ch,
     }
     for (int m = 0; m < MOMENTO__RPC_COUNT; m++) {
         int e = (int)endpoint_of(momento__rpcs[m].plane);
-        if (momento__decoders[m] && (e == slot->ep || e == slot->also))
+        if (!momento__rpcs[m].server_only && (e == slot->ep || e == slot->also))
             mc->registered[m] =
                 grpc_channel_register_call(mc->channel, momento__rpcs[m].path, NULL, NULL);
     }

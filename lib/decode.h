@@ -46,7 +46,8 @@ typedef int (*momento__decode_fn)(momento_result *r, const grpc_slice *msgs, siz
 #undef MOMENTO_RPC
 #undef MOMENTO_RPC_SERVER_ONLY
 
-/* Indexed by momento__rpc_id; NULL for RPCs the library never makes. */
+/* Indexed by momento__rpc_id; NULL for RPCs the library never makes (the
+ * table's `server_only` rows). Constant; any thread. */
 extern const momento__decode_fn momento__decoders[MOMENTO__RPC_COUNT];
 
 /* Unpacks `msg` as a response message of RPC `m` (the table's descriptor)

@@ -220,83 +220,19 @@ int srv_token_authenticate(momento_local *s, const grpc_slice *auth, srv_reply *
 
 /* ----------------------------------------------------------------- scope */
 
-/* What an RPC does to the items it names. Momento grants a write that
- * reads (a condition, a returned value) only to CacheReadWrite: its
- * CacheWriteOnly "doesn't allow conditional write APIs". */
-enum access { ACC_NONE, ACC_READ, ACC_WRITE, ACC_READ_WRITE };
-
-static enum access access_of(momento__rpc_id m)
-{
-    switch (m) {
-    case MOMENTO__RPC_GET:
-    case MOMENTO__RPC_GET_WITH_HASH:
-    case MOMENTO__RPC_KEYS_EXIST:
-    case MOMENTO__RPC_ITEM_GET_TTL:
-    case MOMENTO__RPC_ITEM_GET_TYPE:
-    case MOMENTO__RPC_GET_BATCH:
-    case MOMENTO__RPC_DICTIONARY_GET:
-    case MOMENTO__RPC_DICTIONARY_FETCH:
-    case MOMENTO__RPC_DICTIONARY_LENGTH:
-    case MOMENTO__RPC_SET_FETCH:
-    case MOMENTO__RPC_SET_SAMPLE:
-    case MOMENTO__RPC_SET_CONTAINS:
-    case MOMENTO__RPC_SET_LENGTH:
-    case MOMENTO__RPC_LIST_FETCH:
-    case MOMENTO__RPC_LIST_LENGTH:
-    case MOMENTO__RPC_SORTED_SET_FETCH:
-    case MOMENTO__RPC_SORTED_SET_GET_SCORE:
-    case MOMENTO__RPC_SORTED_SET_GET_RANK:
-    case MOMENTO__RPC_SORTED_SET_LENGTH:
-    case MOMENTO__RPC_SORTED_SET_LENGTH_BY_SCORE:
-    case MOMENTO__RPC_TOPIC_SUBSCRIBE:
-        return ACC_READ;
-    case MOMENTO__RPC_SET:
-    case MOMENTO__RPC_DELETE:
-    case MOMENTO__RPC_SET_BATCH:
-    case MOMENTO__RPC_DICTIONARY_SET:
-    case MOMENTO__RPC_DICTIONARY_DELETE:
-    case MOMENTO__RPC_SET_UNION:
-    case MOMENTO__RPC_SET_DIFFERENCE:
-    case MOMENTO__RPC_LIST_PUSH_FRONT:
-    case MOMENTO__RPC_LIST_PUSH_BACK:
-    case MOMENTO__RPC_LIST_ERASE:
-    case MOMENTO__RPC_LIST_REMOVE:
-    case MOMENTO__RPC_LIST_CONCATENATE_FRONT:
-    case MOMENTO__RPC_LIST_CONCATENATE_BACK:
-    case MOMENTO__RPC_LIST_RETAIN:
-    case MOMENTO__RPC_SORTED_SET_PUT:
-    case MOMENTO__RPC_SORTED_SET_REMOVE:
-    case MOMENTO__RPC_TOPIC_PUBLISH:
-        return ACC_WRITE;
-    case MOMENTO__RPC_SET_IF:
-    case MOMENTO__RPC_SET_IF_NOT_EXISTS:
-    case MOMENTO__RPC_SET_IF_HASH:
-    case MOMENTO__RPC_INCREMENT:
-    case MOMENTO__RPC_UPDATE_TTL:
-    case MOMENTO__RPC_DICTIONARY_INCREMENT:
-    case MOMENTO__RPC_SET_POP:
-    case MOMENTO__RPC_LIST_POP_FRONT:
-    case MOMENTO__RPC_LIST_POP_BACK:
-    case MOMENTO__RPC_SORTED_SET_INCREMENT:
-    case MOMENTO__RPC_SORTED_SET_UNION_STORE:
-        return ACC_READ_WRITE;
-    default:
-        /* The control plane, the token service, and any RPC added to the
-         * table without a line here: a disposable token may not. */
-        return ACC_NONE;
-    }
-}
+/* What an RPC needs of a grant is its row's `.access` (common/methods.def):
+ * the table says it, beside the RPC's other properties. */
 
 /* Whether a grant's role covers `a`. CacheRole and TopicRole number their
  * roles alike: 1 read-write, 2 read-only, 3 write-only. */
-static bool role_allows(int role, enum access a)
+static bool role_allows(int role, momento__access a)
 {
     switch (a) {
-    case ACC_READ:
+    case MOMENTO__ACCESS_READ:
         return role == 1 || role == 2;
-    case ACC_WRITE:
+    case MOMENTO__ACCESS_WRITE:
         return role == 1 || role == 3;
-    case ACC_READ_WRITE:
+    case MOMENTO__ACCESS_READ_WRITE:
         return role == 1;
     default:
         return false;
@@ -325,7 +261,7 @@ static bool cache_matches(bool all, const CacheSel *sel, const char *cache, size
 
 /* Whether some cache grant allows `a` on `key` of `cache`. A NULL key asks
  * for a grant on every item (an RPC whose items cannot all be named). */
-static bool cache_allows(const PermissionMessages__ExplicitPermissions *ex, enum access a,
+static bool cache_allows(const PermissionMessages__ExplicitPermissions *ex, momento__access a,
                          const char *cache, size_t cache_len, const uint8_t *key, size_t key_len)
 {
     for (size_t i = 0; i < ex->n_permissions; i++) {
@@ -358,7 +294,7 @@ static bool cache_allows(const PermissionMessages__ExplicitPermissions *ex, enum
     return false;
 }
 
-static bool topic_allows(const PermissionMessages__ExplicitPermissions *ex, enum access a,
+static bool topic_allows(const PermissionMessages__ExplicitPermissions *ex, momento__access a,
                          const char *cache, size_t cache_len, const char *topic, size_t topic_len)
 {
     for (size_t i = 0; i < ex->n_permissions; i++) {
@@ -450,7 +386,7 @@ static bool each_field(const uint8_t *p, const uint8_t *end, uint32_t field, eac
 
 typedef struct key_check {
     const PermissionMessages__ExplicitPermissions *ex;
-    enum access a;
+    momento__access a;
     const char *cache;
     size_t cache_len;
     bool denied;
@@ -519,10 +455,10 @@ bool srv_token_permits(momento_local *s, momento__rpc_id m, const grpc_slice *au
     const PermissionMessages__ExplicitPermissions *ex =
         c.perms->kind_case == PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT ? c.perms->explicit_
                                                                               : NULL;
-    enum access a = access_of(m);
+    momento__access a = momento__rpcs[m].access;
     const uint8_t *p = GRPC_SLICE_START_PTR(body), *end = p + GRPC_SLICE_LENGTH(body);
     bool ok = false, decodes = true;
-    if (!ex || a == ACC_NONE) {
+    if (!ex || a == MOMENTO__ACCESS_NONE) {
         ok = false;
     } else if (momento__rpcs[m].plane == MOMENTO__PLANE_TOPIC) {
         string_field name = {0}, topic = {0};

@@ -66,7 +66,9 @@ static void test_every_method_is_complete(void **state)
         assert_non_null(info->fault_name);
         assert_non_null(info->request);
         assert_non_null(info->response);
-        /* A decoder exactly for the RPCs the library sends. */
+        /* A decoder exactly for the RPCs the library sends, and the row
+         * says which those are (channel.c registers those alone). */
+        assert_int_equal(info->server_only, !library_sends[m]);
         if (library_sends[m])
             assert_non_null(momento__decoders[m]);
         else
@@ -101,11 +103,89 @@ static void test_every_method_is_complete(void **state)
     assert_true(momento__rpcs[MOMENTO__RPC_CREATE_CACHE].already_exists_is_outcome);
 }
 
+/* What a disposable token must grant for each RPC (momento-local's
+ * tokens.c reads the row's `.access`), written out here for every row so
+ * that a row changed or added without its class fails: reads need a read
+ * grant, plain writes a write grant, writes that read (a condition, a
+ * returned value: SetIf, Increment, pops, UpdateTtl) read-write, and the
+ * control plane, ping and the token service are closed to such a token. */
+static void test_token_access_of_every_row(void **state)
+{
+    (void)state;
+    static const struct {
+        momento__rpc_id m;
+        momento__access access;
+    } want[] = {
+        {MOMENTO__RPC_GET, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_SET, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_DELETE, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_SET_IF, MOMENTO__ACCESS_READ_WRITE},
+        {MOMENTO__RPC_SET_IF_NOT_EXISTS, MOMENTO__ACCESS_READ_WRITE},
+        {MOMENTO__RPC_INCREMENT, MOMENTO__ACCESS_READ_WRITE},
+        {MOMENTO__RPC_KEYS_EXIST, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_ITEM_GET_TTL, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_UPDATE_TTL, MOMENTO__ACCESS_READ_WRITE},
+        {MOMENTO__RPC_GET_BATCH, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_SET_BATCH, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_PING, MOMENTO__ACCESS_NONE},
+        {MOMENTO__RPC_CREATE_CACHE, MOMENTO__ACCESS_NONE},
+        {MOMENTO__RPC_DELETE_CACHE, MOMENTO__ACCESS_NONE},
+        {MOMENTO__RPC_LIST_CACHES, MOMENTO__ACCESS_NONE},
+        {MOMENTO__RPC_FLUSH_CACHE, MOMENTO__ACCESS_NONE},
+        {MOMENTO__RPC_ITEM_GET_TYPE, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_DICTIONARY_GET, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_DICTIONARY_FETCH, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_DICTIONARY_SET, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_DICTIONARY_INCREMENT, MOMENTO__ACCESS_READ_WRITE},
+        {MOMENTO__RPC_DICTIONARY_DELETE, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_DICTIONARY_LENGTH, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_SET_FETCH, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_SET_SAMPLE, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_SET_UNION, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_SET_DIFFERENCE, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_SET_CONTAINS, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_SET_LENGTH, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_SET_POP, MOMENTO__ACCESS_READ_WRITE},
+        {MOMENTO__RPC_LIST_PUSH_FRONT, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_LIST_PUSH_BACK, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_LIST_POP_FRONT, MOMENTO__ACCESS_READ_WRITE},
+        {MOMENTO__RPC_LIST_POP_BACK, MOMENTO__ACCESS_READ_WRITE},
+        {MOMENTO__RPC_LIST_ERASE, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_LIST_REMOVE, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_LIST_FETCH, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_LIST_LENGTH, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_LIST_CONCATENATE_FRONT, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_LIST_CONCATENATE_BACK, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_LIST_RETAIN, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_SORTED_SET_PUT, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_SORTED_SET_FETCH, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_SORTED_SET_GET_SCORE, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_SORTED_SET_REMOVE, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_SORTED_SET_INCREMENT, MOMENTO__ACCESS_READ_WRITE},
+        {MOMENTO__RPC_SORTED_SET_GET_RANK, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_SORTED_SET_LENGTH, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_SORTED_SET_LENGTH_BY_SCORE, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_SORTED_SET_UNION_STORE, MOMENTO__ACCESS_READ_WRITE},
+        {MOMENTO__RPC_TOPIC_PUBLISH, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_TOPIC_SUBSCRIBE, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_GET_WITH_HASH, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_SET_IF_HASH, MOMENTO__ACCESS_READ_WRITE},
+        {MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN, MOMENTO__ACCESS_NONE},
+    };
+    assert_int_equal(sizeof(want) / sizeof(want[0]), MOMENTO__RPC_COUNT);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        /* In the table's order: each row is listed once. */
+        assert_int_equal(want[i].m, (momento__rpc_id)i);
+        assert_int_equal(momento__rpcs[want[i].m].access, want[i].access);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_retry_classification),
         cmocka_unit_test(test_every_method_is_complete),
+        cmocka_unit_test(test_token_access_of_every_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
