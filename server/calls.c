@@ -22,8 +22,9 @@
  * before the last failed (its client gone, the likely cause).
  *
  * A Subscribe stream (topics.c) is the exception to "answered, then
- * done": its handler leaves a subscription in the reply, and the call
- * sends what the subscription queues, one message per batch with one
+ * done": its handler leaves its subscription in the reply as an
+ * attachment (srv_attach.h), and the call sends what the subscription
+ * queues, one message per batch with one
  * batch out at a time, until the subscription ends (its cache deleted, an
  * injected stream error, the server stopping, the disposable token it was
  * opened with expiring: such a stream waits on the timer heap for the
@@ -120,8 +121,11 @@ typedef struct srv_call {
     struct srv_call_list *list;
     struct srv_call *next, *prev;
     uint64_t arrival;          /* order of arrival, kept in s->deferred */
-    /* A subscription stream: its messages come from `sub`. */
-    srv_sub *sub;
+    /* A stream: its messages come from `source`, the attachment its
+     * reply carried (srv_attach.h; Subscribe's subscription), which the
+     * call owns from stream_start() on and frees with itself. ops NULL:
+     * not a stream. */
+    srv_attachment source;
     bool sending;              /* its message batch is out */
     bool pumping;              /* in stream_pump(): a wake-up from below is ignored */
     int stream_error;          /* injected stream-error status, or -1 */
@@ -129,6 +133,17 @@ typedef struct srv_call {
 } srv_call;
 
 static tag_kind shutdown_tag = TAG_SHUTDOWN;
+
+static bool is_stream(const srv_call *c)
+{
+    return c->source.ops != NULL;
+}
+
+/* Ends the stream's source with `status`; it wakes the stream to send it. */
+static void source_end(srv_call *c, grpc_status_code status, const char *details)
+{
+    c->source.ops->end(c->source.obj, status, details);
+}
 
 /* Earlier due time first; equal due times in arrival order, so calls with
  * the same injected delay are answered in the order they came. */
@@ -205,8 +220,8 @@ static void call_free(srv_call *c)
      * gone) before its token expires: it leaves the heap with it. */
     if (c->heap_index != MOMENTO__HEAP_GONE)
         timer_remove(c->s, c);
-    if (c->sub) {
-        srv_sub_free(c->sub);
+    if (is_stream(c)) {
+        c->source.ops->free(c->source.obj);
         atomic_fetch_sub(&c->s->open_streams, 1);
     }
     if (c->call)
@@ -398,6 +413,13 @@ static bool token_permits(srv_call *c, grpc_slice body)
 static void defer(srv_call *c);
 static void redo_deferred(momento_local *s);
 
+/* This thread is in redo_deferred()'s loop; a release on it (a held call
+ * answered again that ran long) makes that loop go round again. Per
+ * thread: a long request ending on another thread redoes at once itself,
+ * rather than leave its waiters to a loop busy elsewhere. */
+static _Thread_local bool t_redoing;
+static _Thread_local bool t_redo_again;
+
 /* Runs the handler (or the injected error) and replies; or holds the call
  * back while a long request holds what it names (srv_turns.h). */
 static void answer(srv_call *c)
@@ -412,25 +434,35 @@ static void answer(srv_call *c)
         momento_local *s = c->s;
         const grpc_slice *cache = srv_header(&c->md, "cache");
         srv_work w;
+        /* A release seen while this call's work gave its turn away: if
+         * the call is then held back, the request it waited for may be
+         * done already, and no later release would wake it. */
+        uint64_t releases = s->turns.releases;
+        s->turns.answering++;
         srv_work_begin(&w, &s->turns, &s->store);
         if (c->scope_checked || token_permits(c, body))
             srv_dispatch(s, c->method, cache ? (const char *)GRPC_SLICE_START_PTR(*cache) : NULL,
                          cache ? GRPC_SLICE_LENGTH(*cache) : 0, GRPC_SLICE_START_PTR(body),
                          GRPC_SLICE_LENGTH(body), &c->reply);
         bool released = srv_work_end(&w);
+        if (released)
+            s->turns.releases++;
         if (c->reply.deferred) {
             defer(c);
+            if (s->turns.releases != releases)
+                released = true;
         } else {
             /* The request is done with: its memory goes back before the
              * reply is sent. */
             grpc_slice_unref(c->body);
             c->body = grpc_empty_slice();
-            if (c->reply.sub)
+            if (c->reply.attached.ops)
                 stream_start(c);
             else
                 reply(c);
         }
         /* `c` may be freed by now. */
+        s->turns.answering--;
         if (released)
             redo_deferred(s);
         return;
@@ -494,7 +526,7 @@ static int64_t expiry_in_ms(uint64_t valid_until)
 }
 
 /* The timer heap holds the calls parked by a delay and the subscription
- * streams waiting for their token to expire (`sub` set: a call becomes a
+ * streams waiting for their token to expire (is_stream(): a call becomes a
  * stream only once answered, so never while parked), one clock for both.
  * momento_local_parked_calls() counts the former. */
 static bool timer_push(momento_local *s, srv_call *c)
@@ -502,7 +534,7 @@ static bool timer_push(momento_local *s, srv_call *c)
     c->seq = s->timer_seq++;
     if (momento__heap_push(&s->timers, c) != 0)
         return false;
-    if (!c->sub && !c->deferred)
+    if (!is_stream(c) && !c->deferred)
         atomic_fetch_add_explicit(&s->parked, 1, memory_order_relaxed);
     return true;
 }
@@ -510,7 +542,7 @@ static bool timer_push(momento_local *s, srv_call *c)
 static void timer_remove(momento_local *s, srv_call *c)
 {
     momento__heap_remove(&s->timers, c->heap_index);
-    if (!c->sub && !c->deferred)
+    if (!is_stream(c) && !c->deferred)
         atomic_fetch_sub_explicit(&s->parked, 1, memory_order_relaxed);
 }
 
@@ -601,13 +633,13 @@ static void defer(srv_call *c)
  * re-entered: a redo that releases pins itself makes this loop go again. */
 static void redo_deferred(momento_local *s)
 {
-    if (s->redoing) {
-        s->redo_again = true;
+    if (t_redoing) {
+        t_redo_again = true;
         return;
     }
-    s->redoing = true;
+    t_redoing = true;
     do {
-        s->redo_again = false;
+        t_redo_again = false;
         srv_call *c;
         while ((c = s->deferred.head)) {
             list_remove(c);
@@ -619,8 +651,8 @@ static void redo_deferred(momento_local *s)
             undefer(c);
             answer(c);
         }
-    } while (s->redo_again);
-    s->redoing = false;
+    } while (t_redo_again);
+    t_redoing = false;
 }
 
 /* ---- subscription streams ------------------------------------------- */
@@ -636,15 +668,15 @@ static void stream_pump(srv_call *c)
     if (c->pumping || c->sending || c->final_sent || c->finished || c->client_gone)
         return;
     momento_local *s = c->s;
-    /* srv_sub_end() wakes this stream: `pumping` makes that a no-op, and
+    /* source_end() wakes this stream: `pumping` makes that a no-op, and
      * the status is sent below. */
     c->pumping = true;
     if (c->stream_error >= 0 && c->sent >= c->stream_error_after) {
-        srv_sub_end(c->sub, (grpc_status_code)c->stream_error, "injected error (stream-error)");
+        source_end(c, (grpc_status_code)c->stream_error, "injected error (stream-error)");
         c->stream_error = -1;
     }
     if (atomic_load(&s->ending_streams))
-        srv_sub_end(c->sub, GRPC_STATUS_UNAVAILABLE, "server stopping");
+        source_end(c, GRPC_STATUS_UNAVAILABLE, "server stopping");
     grpc_op ops[2];
     size_t n = 0;
     memset(ops, 0, sizeof(ops));
@@ -657,7 +689,7 @@ static void stream_pump(srv_call *c)
     const char *details;
     grpc_slice msg;
     bool more;
-    if (srv_sub_ended(c->sub, &status, &details)) {
+    if (c->source.ops->ended(c->source.obj, &status, &details)) {
         c->status_details = grpc_slice_from_copied_string(details);
         ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
         ops[n].data.send_status_from_server.status = status;
@@ -665,7 +697,7 @@ static void stream_pump(srv_call *c)
         n++;
         c->final_sent = true;
         srv_stats_count(s, c->method, status);
-    } else if (srv_sub_next(c->sub, &msg, &more)) {
+    } else if (c->source.ops->next(c->source.obj, &msg, &more)) {
         if (!c->out)
             c->out = grpc_raw_byte_buffer_create(NULL, 0);
         grpc_slice_buffer *sb = &c->out->data.raw.slice_buffer;
@@ -697,22 +729,21 @@ static void stream_pump(srv_call *c)
     }
 }
 
-/* The subscription has news (srv_sub_set_wake()): a message to send, or
+/* The source has news (its ops' set_wake): a message to send, or
  * its end. Ignored while the stream is pumping (`pumping`). */
 static void stream_wake(void *arg)
 {
     stream_pump(arg);
 }
 
-/* The handler left a subscription in the reply: the call becomes its
- * stream. A stream opened with a disposable token lasts until the token
+/* The handler left an attachment in the reply (Subscribe's subscription):
+ * the call becomes its stream, driven by the attachment's ops alone. A stream opened with a disposable token lasts until the token
  * expires (stream_token_expired()): it waits on the timer heap for that. */
 static void stream_start(srv_call *c)
 {
-    c->sub = c->reply.sub;
-    c->reply.sub = NULL;
+    c->source = srv_reply_take_attachment(&c->reply);
     atomic_fetch_add(&c->s->open_streams, 1);
-    srv_sub_set_wake(c->sub, stream_wake, c);
+    c->source.ops->set_wake(c->source.obj, stream_wake, c);
     /* A parked call watches already. */
     if (!c->close_started)
         watch_close(c);
@@ -720,7 +751,7 @@ static void stream_start(srv_call *c)
         c->due_ms = expiry_in_ms(c->token_valid_until);
         if (!timer_push(c->s, c)) {
             /* Without a timer it would outlive its token: it ends now. */
-            srv_sub_end(c->sub, GRPC_STATUS_RESOURCE_EXHAUSTED, "server out of memory");
+            source_end(c, GRPC_STATUS_RESOURCE_EXHAUSTED, "server out of memory");
         }
     }
     stream_pump(c);
@@ -731,7 +762,7 @@ static void stream_start(srv_call *c)
  * tokens"), within a millisecond or two of the expiry. */
 static void stream_token_expired(srv_call *c)
 {
-    srv_sub_end(c->sub, GRPC_STATUS_UNAUTHENTICATED, "auth token has expired");
+    source_end(c, GRPC_STATUS_UNAUTHENTICATED, "auth token has expired");
 }
 
 static void stream_batch_done(srv_call *c, bool ok)
@@ -775,7 +806,7 @@ static void stream_closed(srv_call *c)
     } else {
         count_if_client_cancelled(c);
     }
-    srv_sub_end(c->sub, GRPC_STATUS_CANCELLED, "the client went away");
+    source_end(c, GRPC_STATUS_CANCELLED, "the client went away");
     finish(c);
 }
 
@@ -883,7 +914,7 @@ static void on_new_call(srv_call *c, bool ok)
 static void on_batch(srv_call *c, bool ok)
 {
     c->outstanding--;
-    if (c->sub) {
+    if (is_stream(c)) {
         stream_batch_done(c, ok);
         return;
     }
@@ -921,7 +952,7 @@ static void on_close(srv_call *c)
     momento_local *s = c->s;
     c->outstanding--;
     c->client_gone = true;
-    if (c->deferred || (c->heap_index != MOMENTO__HEAP_GONE && !c->sub)) {
+    if (c->deferred || (c->heap_index != MOMENTO__HEAP_GONE && !is_stream(c))) {
         if (c->deferred)
             undefer(c);
         else
@@ -931,7 +962,7 @@ static void on_close(srv_call *c)
         if (st == GRPC_STATUS_CANCELLED)
             srv_stats_count_client_cancel(s, c->method);
         finish(c);
-    } else if (c->sub) {
+    } else if (is_stream(c)) {
         stream_closed(c);
     } else {
         count_if_client_cancelled(c);
@@ -955,7 +986,7 @@ static void run_timers(momento_local *s, int64_t now)
             continue;
         }
         timer_remove(s, c);
-        if (c->sub) {
+        if (is_stream(c)) {
             stream_token_expired(c);
         } else if (c->due_ms > c->deadline_ms) {
             srv_reply_error(&c->reply, GRPC_STATUS_DEADLINE_EXCEEDED, NULL,
@@ -978,7 +1009,7 @@ static void drop_timers(momento_local *s)
             undefer(c);
         else
             timer_remove(s, c);
-        if (!c->sub) {
+        if (!is_stream(c)) {
             c->pending_error = GRPC_STATUS_UNAVAILABLE;
             answer(c);
         }
@@ -1020,7 +1051,11 @@ static void after_event(momento_local *s)
         store_sweep(&s->store, now, SWEEP_BUDGET);
         s->next_sweep_ms = now + SWEEP_INTERVAL_MS;
     }
-    if (s->shut_down && !s->queue_shut) {
+    /* Not while a call is being answered (a long one, on another thread,
+     * or one decoding without the turn): its reply would start a batch on
+     * a queue shut down, which gRPC aborts on. The poller comes back
+     * within MAX_WAIT_MS. */
+    if (s->shut_down && !s->queue_shut && s->turns.answering == 0) {
         grpc_completion_queue_shutdown(s->cq);
         s->queue_shut = true;
     }

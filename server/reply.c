@@ -6,7 +6,6 @@
 #include "srv_turns.h"
 
 #include "srv_server.h"
-#include "srv_topics.h"
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -141,10 +140,26 @@ void srv_reply_carve(srv_reply *r, size_t len)
     r->block_used += len;
 }
 
+void srv_reply_attach(srv_reply *r, srv_attachment a)
+{
+    srv_attachment old = srv_reply_take_attachment(r);
+    if (old.ops) /* not expected: one per reply */
+        old.ops->free(old.obj);
+    r->attached = a;
+}
+
+srv_attachment srv_reply_take_attachment(srv_reply *r)
+{
+    srv_attachment a = r->attached;
+    r->attached = (srv_attachment){0};
+    return a;
+}
+
 void srv_reply_clear(srv_reply *r)
 {
-    srv_sub_free(r->sub);
-    r->sub = NULL;
+    srv_attachment a = srv_reply_take_attachment(r);
+    if (a.ops)
+        a.ops->free(a.obj);
     for (size_t i = 0; i < r->n_msgs; i++)
         grpc_slice_unref(r->msgs[i]);
     if (r->msgs != &r->one)

@@ -89,7 +89,7 @@ void srv_topic_subscribe(momento_local *s, store_cache *c, const ProtobufCMessag
         (const CacheClient__Pubsub__SubscriptionRequest *)msg;
     if (!check_topic(r, req->topic))
         return;
-    srv_sub *sub;
+    srv_attachment sub;
     int rc = srv_topics_subscribe(s, c->name, req->topic, req->resume_at_topic_sequence_number,
                                   req->sequence_page, &sub);
     if (rc == SRV_TOPICS_FULL) {
@@ -100,7 +100,7 @@ void srv_topic_subscribe(momento_local *s, store_cache *c, const ProtobufCMessag
         srv_reply_no_memory(r);
     } else {
         /* calls.c sends what the subscription queues, from its heartbeat
-         * on. */
-        r->sub = sub;
+         * on, as the stream the reply's attachment becomes. */
+        srv_reply_attach(r, sub);
     }
 }

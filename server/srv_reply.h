@@ -6,6 +6,7 @@
 #define MOMENTO_LOCAL_SRV_REPLY_H
 
 #include "momento/local.h"
+#include "srv_attach.h"
 #include "store.h"
 
 #include <grpc/grpc.h>
@@ -23,9 +24,11 @@ typedef struct srv_reply {
     grpc_slice *msgs;    /* the packed messages: `one`, or a malloc'd array */
     /* A unary reply's message lives here, so that it needs no array. */
     grpc_slice one;
-    /* A Subscribe's subscription (topics.c), which calls.c turns into its
-     * stream; freed with the reply if nothing takes it. */
-    struct srv_sub *sub;
+    /* What goes on answering after the handler (srv_attach.h; Subscribe's
+     * subscription), which calls.c turns into a stream; the reply owns it
+     * until taken (srv_reply_take_attachment()) and frees it if nobody
+     * does. ops NULL: none. */
+    srv_attachment attached;
     /* srv_reply_block()'s memory, which its messages are slices of. */
     grpc_slice block;
     size_t block_used;
@@ -62,8 +65,16 @@ int srv_reply_add_static(srv_reply *r, const uint8_t *bytes, size_t len);
 uint8_t *srv_reply_block(srv_reply *r, size_t n, size_t bytes);
 /* Appends the next `len` bytes of the block as a message. */
 void srv_reply_carve(srv_reply *r, size_t len);
-/* Frees the messages and resets the reply to an empty OK. */
+/* Frees the messages (and an attachment nobody took) and resets the reply
+ * to an empty OK. */
 void srv_reply_clear(srv_reply *r);
+/* Hands `a` to the reply, which owns it from here: an OK reply whose call
+ * becomes a stream fed by it (docs/server.md "Topics"). One per reply; an
+ * error set afterwards frees it. */
+void srv_reply_attach(srv_reply *r, srv_attachment a);
+/* The attachment, now the caller's; the reply holds none after. ops NULL
+ * when there is none. */
+srv_attachment srv_reply_take_attachment(srv_reply *r);
 
 /* Each check returns true when it passes, else sets the error reply. */
 /* Keys must be non-empty. */

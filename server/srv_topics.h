@@ -2,7 +2,10 @@
  * each with its sequence numbers, its sequence page and a buffer of its
  * most recent items for subscribers that resume, and the subscriptions:
  * one queue of packed _SubscriptionItem messages per Subscribe stream,
- * which calls.c drains one message per batch (docs/server.md "Topics").
+ * handed out as a reply's attachment (srv_attach.h), which calls.c's
+ * stream drains one message per batch (docs/server.md "Topics"). topics.c
+ * knows no call: it tells the stream of news through the wake callback
+ * the stream gives it.
  *
  * An item is packed once per publish; every subscriber's queue, and the
  * topic's buffer, hold a reference to the same message. Everything topics
@@ -13,6 +16,7 @@
 #define MOMENTO_LOCAL_SRV_TOPICS_H
 
 #include "momento/local.h"
+#include "srv_attach.h"
 
 #include <grpc/grpc.h>
 #include <protobuf-c/protobuf-c.h>
@@ -68,11 +72,16 @@ int srv_topics_publish(momento_local *s, const char *cache, const char *topic,
 /* A new subscription to `topic` of `cache` resuming at `resume` of page
  * `page` (0, 0: only what is published from now on), its first messages
  * queued: a heartbeat, then a discontinuity and replayed items as
- * docs/server.md "Topics" says. Sets *ret_sub and returns 0; or returns
- * SRV_TOPICS_FULL (the topic has max_subscribers already) or
- * SRV_TOPICS_NO_MEMORY. */
+ * docs/server.md "Topics" says. Sets *ret_sub to it as an attachment
+ * (srv_attach.h), which the caller owns: its ops give the queued messages
+ * one at a time (counting items and heartbeats for the server's
+ * counters), say whether it has ended (its cache deleted, the server
+ * stopping: srv_topics_end_all()), end it (it leaves its topic and drops
+ * what is queued) and free it (leaving its topic first, if it has not
+ * ended). Returns 0; or SRV_TOPICS_FULL (the topic has
+ * max_subscribers already) or SRV_TOPICS_NO_MEMORY, *ret_sub untouched. */
 int srv_topics_subscribe(momento_local *s, const char *cache, const char *topic, uint64_t resume,
-                         uint64_t page, srv_sub **ret_sub);
+                         uint64_t page, srv_attachment *ret_sub);
 
 /* Ends every subscription to a topic of `cache` with NOT_FOUND and forgets
  * its topics (the cache was deleted). */
@@ -89,31 +98,5 @@ void srv_topics_end_all(momento_local *s, grpc_status_code status, const char *d
 int64_t srv_topics_tick(momento_local *s, int64_t now);
 /* Frees every topic (at server destruction, once no stream is left). */
 void srv_topics_destroy(momento_local *s);
-
-/* ---- One subscription, as calls.c drives it. */
-
-/* What runs when a subscription has news: a message queued, or its end.
- * It runs on the thread that holds the turn, inside the topics.c call that
- * queued or ended (a publish, a subscribe's replay, a tick, an end). It may
- * take messages (srv_sub_next()), end the subscription (srv_sub_end(),
- * whose own wake is then the callback's to ignore) and, should its stream
- * be broken, free it: topics.c touches the subscription no more after
- * waking it. */
-typedef void srv_wake_fn(void *arg);
-/* Whom `sub` tells of its news: `wake(arg)` from now on, until it is
- * freed or set again (NULL: nobody). calls.c gives its stream's: topics
- * reaches the call loop only through this, never by name. */
-void srv_sub_set_wake(srv_sub *sub, srv_wake_fn *wake, void *arg);
-/* The next message to send, a reference handed to the caller; false when
- * none is queued. *more: another one is queued after it. Counts items and
- * heartbeats for the server's counters. */
-bool srv_sub_next(srv_sub *sub, grpc_slice *ret_msg, bool *more);
-/* Whether the subscription has ended; then *status and *details say how. */
-bool srv_sub_ended(const srv_sub *sub, grpc_status_code *status, const char **details);
-/* Ends it: leaves its topic, drops what is queued, and wakes its stream to
- * send `status`. A second end is ignored. */
-void srv_sub_end(srv_sub *sub, grpc_status_code status, const char *details);
-/* Leaves its topic and frees it. NULL-safe. */
-void srv_sub_free(srv_sub *sub);
 
 #endif

@@ -19,8 +19,9 @@
  * however many hold it, until the last lets go; what gRPC holds of it
  * after that is gRPC's.
  *
- * A subscription's queue is a ring of messages; calls.c takes them one at a
- * time (srv_sub_next()) as gRPC takes each message. A queue counts each
+ * A subscription's queue is a ring of messages; its stream (calls.c) takes
+ * them one at a time as gRPC takes each message, through the attachment
+ * Subscribe's reply carried (sub_ops: sub_next()). A queue counts each
  * message it holds at its full size plus its ring's slots, and may hold
  * the smaller of sub_queue_bytes and max_queued_bytes / subscriptions:
  * past that it loses its oldest entries, and the subscriber is told with a
@@ -88,7 +89,7 @@ struct srv_sub {
     char end_details[192];
     /* Whom to tell that a message was queued or the subscription ended:
      * the stream that sends it (calls.c), through the callback it gave
-     * (srv_sub_set_wake()). NULL until then: nobody is told. */
+     * (sub_ops.set_wake). NULL until then: nobody is told. */
     srv_wake_fn *wake;
     void *wake_arg;
 };
@@ -324,6 +325,9 @@ static void buffer_push(momento_local *s, srv_topic *t, tmsg *m)
 /* ---- topics ------------------------------------------------------------ */
 
 static uint64_t reclaim(void *ctx, uint64_t want);
+static void sub_end(void *obj, grpc_status_code status, const char *details);
+/* A subscription as its stream sees it (the ops of srv_attach.h). */
+static const srv_attachment_ops sub_ops;
 
 static srv_topic *topic_get(momento_local *s, const char *cache, const char *topic, bool create)
 {
@@ -561,7 +565,7 @@ static size_t discontinuity_size(CacheClient__Pubsub__SubscriptionItem *m,
     return protobuf_c_message_get_packed_size(&m->base);
 }
 
-/* A discontinuity sent at once (srv_sub_next()), not queued. */
+/* A discontinuity sent at once (sub_next()), not queued. */
 static grpc_slice pack_discontinuity(uint64_t last, uint64_t next, uint64_t page)
 {
     CacheClient__Pubsub__Discontinuity d = CACHE_CLIENT__PUBSUB____DISCONTINUITY__INIT;
@@ -572,7 +576,7 @@ static grpc_slice pack_discontinuity(uint64_t last, uint64_t next, uint64_t page
 }
 
 /* Queues a discontinuity; without room for it, marks items lost instead,
- * which makes srv_sub_next() say the same before the next item. */
+ * which makes sub_next() say the same before the next item. */
 static void queue_discontinuity(srv_sub *sub, uint64_t last, uint64_t next, int64_t now)
 {
     CacheClient__Pubsub__Discontinuity d = CACHE_CLIENT__PUBSUB____DISCONTINUITY__INIT;
@@ -663,7 +667,7 @@ int srv_topics_publish(momento_local *s, const char *cache, const char *topic,
 }
 
 int srv_topics_subscribe(momento_local *s, const char *cache, const char *topic, uint64_t resume,
-                         uint64_t page, srv_sub **ret_sub)
+                         uint64_t page, srv_attachment *ret_sub)
 {
     srv_topics *ts = &s->topics;
     srv_topic *t = topic_get(s, cache, topic, true);
@@ -731,7 +735,7 @@ int srv_topics_subscribe(momento_local *s, const char *cache, const char *topic,
     }
     topic_touch(ts, t, now);
     ts->pinned = was;
-    *ret_sub = sub;
+    *ret_sub = (srv_attachment){.ops = &sub_ops, .obj = sub};
     return 0;
 }
 
@@ -747,7 +751,7 @@ void srv_topics_drop_cache(momento_local *s, const char *cache)
             continue;
         for (srv_sub *sub = t->subs, *next; sub; sub = next) {
             next = sub->next;
-            srv_sub_end(sub, GRPC_STATUS_NOT_FOUND, details);
+            sub_end(sub, GRPC_STATUS_NOT_FOUND, details);
         }
         topic_remove(s, t);
     }
@@ -775,7 +779,7 @@ void srv_topics_end_all(momento_local *s, grpc_status_code status, const char *d
     {
         for (srv_sub *sub = t->subs, *next; sub; sub = next) {
             next = sub->next;
-            srv_sub_end(sub, status, details);
+            sub_end(sub, status, details);
         }
     }
 }
@@ -791,7 +795,7 @@ int64_t srv_topics_tick(momento_local *s, int64_t now)
             /* To the back first, also for a heartbeat that finds no slot;
              * a subscriber with messages still queued is not idle: it only
              * goes there. The heartbeat wakes the stream, which may end
-             * the subscription (the server stopping, srv_sub_end() taking
+             * the subscription (the server stopping, sub_end() taking
              * it out of this order) or free it: touched after, it went
              * back into the order it had left, and stayed there once
              * freed. */
@@ -832,16 +836,18 @@ void srv_topics_destroy(momento_local *s)
     }
 }
 
-/* ---- one subscription ------------------------------------------------- */
+/* ---- one subscription: a reply's attachment (srv_attach.h) ----------- */
 
-void srv_sub_set_wake(srv_sub *sub, srv_wake_fn *wake, void *arg)
+static void sub_set_wake(void *obj, srv_wake_fn *wake, void *arg)
 {
+    srv_sub *sub = obj;
     sub->wake = wake;
     sub->wake_arg = arg;
 }
 
-bool srv_sub_next(srv_sub *sub, grpc_slice *ret_msg, bool *more)
+static bool sub_next(void *obj, grpc_slice *ret_msg, bool *more)
 {
+    srv_sub *sub = obj;
     if (sub->ended || sub->q_n == 0)
         return false;
     queued *e = &sub->q[sub->q_head];
@@ -877,8 +883,9 @@ bool srv_sub_next(srv_sub *sub, grpc_slice *ret_msg, bool *more)
     return true;
 }
 
-bool srv_sub_ended(const srv_sub *sub, grpc_status_code *status, const char **details)
+static bool sub_ended(const void *obj, grpc_status_code *status, const char **details)
 {
+    const srv_sub *sub = obj;
     if (!sub->ended)
         return false;
     *status = sub->end_status;
@@ -886,8 +893,9 @@ bool srv_sub_ended(const srv_sub *sub, grpc_status_code *status, const char **de
     return true;
 }
 
-void srv_sub_end(srv_sub *sub, grpc_status_code status, const char *details)
+static void sub_end(void *obj, grpc_status_code status, const char *details)
 {
+    srv_sub *sub = obj;
     if (sub->ended)
         return;
     sub->ended = true;
@@ -900,8 +908,9 @@ void srv_sub_end(srv_sub *sub, grpc_status_code status, const char *details)
         sub->wake(sub->wake_arg);
 }
 
-void srv_sub_free(srv_sub *sub)
+static void sub_free(void *obj)
 {
+    srv_sub *sub = obj;
     if (!sub)
         return;
     leave_topic(sub);
@@ -910,3 +919,11 @@ void srv_sub_free(srv_sub *sub)
     uncharge(sub->s, sub->cost);
     free(sub);
 }
+
+static const srv_attachment_ops sub_ops = {
+    .set_wake = sub_set_wake,
+    .next = sub_next,
+    .ended = sub_ended,
+    .end = sub_end,
+    .free = sub_free,
+};
