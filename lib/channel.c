@@ -73,8 +73,8 @@ static int64_t now_ns(void)
  * it carries too (the token service on the control channel of a local
  * server), or the same. It holds the slot's reference; NULL if gRPC
  * refused. */
-static momento__channel *make_channel(const momento__channels *ch,
-                                      const momento__channel_slot *slot, int64_t now)
+static momento__channel *make_channel(const momento__channels *ch, momento__channel_slot *slot,
+                                      int64_t now)
 {
     momento__channel *mc = momento__calloc(1, sizeof(*mc));
     if (!mc)
@@ -91,6 +91,7 @@ static momento__channel *make_channel(const momento__channels *ch,
                 grpc_channel_register_call(mc->channel, momento__rpcs[m].path, NULL, NULL);
     }
     mc->born_ns = now;
+    mc->slot = slot;
     atomic_init(&mc->refs, 1);
     return mc;
 }
@@ -102,6 +103,7 @@ static int setup(momento__channels *ch, momento__channel_slot *slot, const char 
     slot->ep = (int)ep;
     slot->also = (int)also;
     atomic_init(&slot->last_used_ns, now);
+    atomic_init(&slot->taking, 0);
     momento__channel *mc = make_channel(ch, slot, now);
     atomic_init(&slot->current, mc);
     return mc ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
@@ -113,19 +115,26 @@ static void destroy(momento__channel *mc)
     free(mc);
 }
 
-/* How long a replaced channel outlives its last call at least: a thread
- * that loaded it as current just before the swap takes its reference a
- * few instructions later. */
-#define RETIRED_GRACE_NS (10 * 1000000000ll)
 #define LAST_USED_GRAIN_NS 1000000ll
 
+void (*momento__channel_take_pause)(void);
+
 /* With ch->lock: destroys the replaced channels no call uses any more
- * (all of them when closing). */
-static void sweep_locked(momento__channels *ch, int64_t now, bool all)
+ * (all of them when closing). A replaced channel with no reference may
+ * still be in a thread's hands between its load of `slot->current` and its
+ * reference (momento__channels_take); the slot's `taking` counts those
+ * threads. Read after the swap (both sequentially consistent), 0 means
+ * that every thread that loaded the old channel has made its reference
+ * (then `refs` shows it) and every later one loads the new channel. A
+ * nonzero count keeps the slot's replaced channels until a later sweep.
+ * (It replaces a 10 s grace period after the swap, which was a guess: a
+ * thread stopped longer than that between its load and its reference, by
+ * SIGSTOP or a VM or Lambda freeze, incremented a freed channel.) */
+static void sweep_locked(momento__channels *ch, bool all)
 {
     for (momento__channel **p = &ch->retired; *p;) {
         momento__channel *mc = *p;
-        if (all || (atomic_load(&mc->refs) == 0 && now - mc->retired_ns > RETIRED_GRACE_NS)) {
+        if (all || (atomic_load(&mc->slot->taking) == 0 && atomic_load(&mc->refs) == 0)) {
             *p = mc->next_retired;
             destroy(mc);
         } else {
@@ -143,14 +152,13 @@ static void renew(momento__channels *ch, momento__channel_slot *slot, momento__c
     if (atomic_load(&slot->current) == seen) {
         momento__channel *fresh = make_channel(ch, slot, now);
         if (fresh) {
-            atomic_store_explicit(&slot->current, fresh, memory_order_release);
-            seen->retired_ns = now;
+            atomic_store(&slot->current, fresh); /* seq_cst: see sweep_locked() */
             seen->next_retired = ch->retired;
             ch->retired = seen;
             atomic_fetch_sub(&seen->refs, 1); /* the slot's */
         }
     }
-    sweep_locked(ch, now, false);
+    sweep_locked(ch, false);
     pthread_mutex_unlock(&ch->lock);
 }
 
@@ -211,6 +219,21 @@ int momento__channels_open(momento__channels *ch, const momento_config *cfg,
     return MOMENTO_OK;
 }
 
+/* A reference to the slot's current channel, taken inside the slot's
+ * `taking` count, which keeps a channel replaced meanwhile from being
+ * destroyed before the reference shows (sweep_locked()). Any thread. */
+static inline momento__channel *ref_current(momento__channel_slot *slot)
+{
+    atomic_fetch_add(&slot->taking, 1);
+    momento__channel *mc = atomic_load(&slot->current); /* seq_cst: see sweep_locked() */
+    if (momento__channel_take_pause)
+        momento__channel_take_pause();
+    atomic_fetch_add_explicit(&mc->refs, 1, memory_order_relaxed);
+    /* Release: whoever reads the count back to 0 sees the reference. */
+    atomic_fetch_sub_explicit(&slot->taking, 1, memory_order_release);
+    return mc;
+}
+
 momento__channel *momento__channels_take(momento__channels *ch, momento__plane plane)
 {
     momento__channel_slot *slot;
@@ -220,7 +243,8 @@ momento__channel *momento__channels_take(momento__channels *ch, momento__plane p
         slot = atomic_load(&ch->token.current) ? &ch->token : &ch->control;
     else
         slot = &ch->data[atomic_fetch_add_explicit(&ch->next, 1, memory_order_relaxed) % ch->n_data];
-    momento__channel *mc = atomic_load_explicit(&slot->current, memory_order_acquire);
+    /* Everything below reads the channel after its reference is taken. */
+    momento__channel *mc = ref_current(slot);
     if (ch->max_idle_ns || ch->max_age_ns) {
         /* The SDKs' idle wrapper: a connection idle past a load balancer's
          * timeout, or from before a serverless freeze, may be dead without
@@ -235,11 +259,14 @@ momento__channel *momento__channels_take(momento__channels *ch, momento__plane p
             atomic_store_explicit(&slot->last_used_ns, now, memory_order_relaxed);
         if ((ch->max_idle_ns && now - last > ch->max_idle_ns) ||
             (ch->max_age_ns && now - mc->born_ns > ch->max_age_ns)) {
+            /* Renewing, this thread's reference keeps `mc` alive; the new
+             * channel's is taken as above, but not checked again: it is
+             * new. */
             renew(ch, slot, mc, now);
-            mc = atomic_load_explicit(&slot->current, memory_order_acquire);
+            momento__channel_put(mc);
+            mc = ref_current(slot);
         }
     }
-    atomic_fetch_add_explicit(&mc->refs, 1, memory_order_relaxed);
     return mc;
 }
 
@@ -269,7 +296,7 @@ void momento__channels_close(momento__channels *ch)
         close_slot(&ch->control);
         close_slot(&ch->token);
         pthread_mutex_lock(&ch->lock);
-        sweep_locked(ch, 0, true);
+        sweep_locked(ch, true);
         pthread_mutex_unlock(&ch->lock);
         pthread_mutex_destroy(&ch->lock);
         ch->cfg = NULL;

@@ -12,22 +12,34 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+struct momento__channel_slot;
+
 /* One gRPC channel: a slot's current one, or one it replaced, which lives
- * on while calls made on it do. */
+ * on while calls made on it do. Made and destroyed by channel.c alone
+ * (under momento__channels.lock, or at open and close); its fields are
+ * written once before it is published, but `refs` and `next_retired`. */
 typedef struct momento__channel {
     grpc_channel *channel;
     void *registered[MOMENTO__RPC_COUNT]; /* NULL for RPCs of the other plane */
     int64_t born_ns;                      /* monotonic */
-    /* The slot's reference (until replaced) + one per gRPC call made on it. */
+    struct momento__channel_slot *slot;   /* the slot it was made for */
+    /* The slot's reference (until replaced) + one per gRPC call made on it;
+     * any thread. */
     atomic_int refs;
-    int64_t retired_ns;                   /* when replaced */
-    struct momento__channel *next_retired;
+    struct momento__channel *next_retired; /* momento__channels.lock */
 } momento__channel;
 
-/* Where calls find a channel: the current one, swapped when it is renewed. */
+/* Where calls find a channel: the current one, swapped when it is renewed.
+ * Part of momento__channels, which owns it. */
 typedef struct momento__channel_slot {
-    _Atomic(momento__channel *) current; /* NULL: an unused token slot */
+    /* NULL: an unused token slot. Read by any thread; swapped under
+     * momento__channels.lock. */
+    _Atomic(momento__channel *) current;
     _Atomic int64_t last_used_ns;
+    /* Threads between their load of `current` and their reference on it
+     * (momento__channels_take): while any is, none of the slot's replaced
+     * channels is destroyed, since one may be the channel it loaded. */
+    atomic_int taking;
     const char *target;
     int ep, also;                        /* the endpoints whose RPCs it carries */
 } momento__channel_slot;
@@ -64,7 +76,15 @@ void momento__channels_close(momento__channels *ch);
  * The caller holds a reference: make the call at once and give it back with
  * momento__channel_put() once that gRPC call is unreferenced. Any thread. */
 momento__channel *momento__channels_take(momento__channels *ch, momento__plane plane);
-/* Gives back a reference from momento__channels_take(); NULL is ignored. */
+/* Gives back a reference from momento__channels_take(); NULL is ignored.
+ * Any thread. */
 void momento__channel_put(momento__channel *mc);
+
+/* Test hook (tests/unit/test_channel.c): when set, every
+ * momento__channels_take() calls it between its load of the slot's current
+ * channel and its reference on it, the window a replaced channel must
+ * survive. NULL (the default) in every program but that test; set it
+ * before any channel is used. */
+extern void (*momento__channel_take_pause)(void);
 
 #endif
