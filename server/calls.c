@@ -413,6 +413,13 @@ static bool token_permits(srv_call *c, grpc_slice body)
 static void defer(srv_call *c);
 static void redo_deferred(momento_local *s);
 
+/* This thread is in redo_deferred()'s loop; a release on it (a held call
+ * answered again that ran long) makes that loop go round again. Per
+ * thread: a long request ending on another thread redoes at once itself,
+ * rather than leave its waiters to a loop busy elsewhere. */
+static _Thread_local bool t_redoing;
+static _Thread_local bool t_redo_again;
+
 /* Runs the handler (or the injected error) and replies; or holds the call
  * back while a long request holds what it names (srv_turns.h). */
 static void answer(srv_call *c)
@@ -427,14 +434,23 @@ static void answer(srv_call *c)
         momento_local *s = c->s;
         const grpc_slice *cache = srv_header(&c->md, "cache");
         srv_work w;
+        /* A release seen while this call's work gave its turn away: if
+         * the call is then held back, the request it waited for may be
+         * done already, and no later release would wake it. */
+        uint64_t releases = s->turns.releases;
+        s->turns.answering++;
         srv_work_begin(&w, &s->turns, &s->store);
         if (c->scope_checked || token_permits(c, body))
             srv_dispatch(s, c->method, cache ? (const char *)GRPC_SLICE_START_PTR(*cache) : NULL,
                          cache ? GRPC_SLICE_LENGTH(*cache) : 0, GRPC_SLICE_START_PTR(body),
                          GRPC_SLICE_LENGTH(body), &c->reply);
         bool released = srv_work_end(&w);
+        if (released)
+            s->turns.releases++;
         if (c->reply.deferred) {
             defer(c);
+            if (s->turns.releases != releases)
+                released = true;
         } else {
             /* The request is done with: its memory goes back before the
              * reply is sent. */
@@ -446,6 +462,7 @@ static void answer(srv_call *c)
                 reply(c);
         }
         /* `c` may be freed by now. */
+        s->turns.answering--;
         if (released)
             redo_deferred(s);
         return;
@@ -616,13 +633,13 @@ static void defer(srv_call *c)
  * re-entered: a redo that releases pins itself makes this loop go again. */
 static void redo_deferred(momento_local *s)
 {
-    if (s->redoing) {
-        s->redo_again = true;
+    if (t_redoing) {
+        t_redo_again = true;
         return;
     }
-    s->redoing = true;
+    t_redoing = true;
     do {
-        s->redo_again = false;
+        t_redo_again = false;
         srv_call *c;
         while ((c = s->deferred.head)) {
             list_remove(c);
@@ -634,8 +651,8 @@ static void redo_deferred(momento_local *s)
             undefer(c);
             answer(c);
         }
-    } while (s->redo_again);
-    s->redoing = false;
+    } while (t_redo_again);
+    t_redoing = false;
 }
 
 /* ---- subscription streams ------------------------------------------- */
@@ -1035,7 +1052,11 @@ static void after_event(momento_local *s)
         store_sweep(&s->store, now, SWEEP_BUDGET);
         s->next_sweep_ms = now + SWEEP_INTERVAL_MS;
     }
-    if (s->shut_down && !s->queue_shut) {
+    /* Not while a call is being answered (a long one, on another thread,
+     * or one decoding without the turn): its reply would start a batch on
+     * a queue shut down, which gRPC aborts on. The poller comes back
+     * within MAX_WAIT_MS. */
+    if (s->shut_down && !s->queue_shut && s->turns.answering == 0) {
         grpc_completion_queue_shutdown(s->cq);
         s->queue_shut = true;
     }

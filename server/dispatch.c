@@ -73,7 +73,7 @@ void srv_dispatch(momento_local *s, momento__rpc_id m, const char *cache, size_t
         else
             (m == MOMENTO__RPC_GET_BATCH ? srv_get_batch_wire : srv_set_batch_wire)(s, c, body,
                                                                                    len, r);
-        srv_work_unpin();
+        srv_work_request_done();
         return;
     }
     bool big = len >= LET_GO_BYTES;
@@ -84,10 +84,23 @@ void srv_dispatch(momento_local *s, momento__rpc_id m, const char *cache, size_t
         if (!req)
             srv_reply_undecodable(r);
     }
-    if (let)
+    if (let) {
         srv_take_back();
-    if (!req)
+        /* Without the turn, a DeleteCache may have freed the cache (or
+         * a flush begun): it is looked up again. */
+        if (c && !(c = named_cache(s, cache, cache_len, "", r))) {
+            if (req)
+                protobuf_c_message_free_unpacked(req, NULL);
+            return;
+        }
+        if (c && c->whole)
+            r->deferred = true;
+    }
+    if (!req || r->deferred) {
+        if (req)
+            protobuf_c_message_free_unpacked(req, NULL); /* held back: decoded again later */
         return;
+    }
     if (momento__rpcs[m].plane == MOMENTO__PLANE_TOPIC) {
         /* Both topic requests have it; protobuf-c decodes an absent one
          * as "". */
@@ -104,7 +117,10 @@ void srv_dispatch(momento_local *s, momento__rpc_id m, const char *cache, size_t
             r->deferred = true;
         else
             handlers[m](s, c, req, r);
-        srv_work_unpin();
+        /* Its pins stay until the call is answered (srv_work_end()):
+         * what waits on them must not overtake it while the request is
+         * freed without the turn. */
+        srv_work_request_done();
     }
     let = big && srv_let_go();
     protobuf_c_message_free_unpacked(req, NULL);

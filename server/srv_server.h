@@ -71,8 +71,6 @@ struct momento_local {
         struct srv_call *head, *tail;
     } deferred, redo;
     atomic_uint_fast64_t waiting_calls; /* deferred, for momento_local_waiting_calls() */
-    bool redoing;
-    bool redo_again;
     uint64_t arrivals;
     srv_topics topics;
     bool streams_ended;        /* srv_topics_end_all() ran for the stop */

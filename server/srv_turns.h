@@ -57,6 +57,11 @@ typedef struct srv_turns {
     unsigned idle;              /* threads waiting for the role (under mu) */
     atomic_uint n_threads;      /* started; threads[0 .. n) are set before it grows */
     atomic_uint_fast64_t long_now; /* works that are long (momento_local_long_requests()) */
+    /* With the turn (calls.c): calls being answered now, on any thread
+     * (the queue is shut down only at 0), and how many works have
+     * released pins so far. */
+    unsigned answering;
+    uint64_t releases;
     pthread_t threads[SRV_MAX_THREADS];
     void *(*body)(void *);      /* every thread's */
     void *arg;
@@ -96,7 +101,12 @@ typedef struct srv_work {
     const uint8_t *body;                     /* ... and bytes */
     size_t len;
     ProtobufCMessage *unpacked;              /* that request decoded for its keys */
-    size_t n_pins;                           /* its keys pinned, in each_key()'s order */
+    /* Its pins, kept apart from the request so that they outlive it: a
+     * long request's waiters go only once its request is freed and its
+     * reply made, with no turn given away in between. */
+    store_cache *pin_cache;
+    store_pinned_key **pins;
+    size_t n_pins, cap_pins;
     int64_t slice_start_ns;
     unsigned ticks;
     bool passed;     /* it handed the poller's role on (or never had it) */
@@ -114,9 +124,10 @@ void srv_work_begin(srv_work *w, srv_turns *t, store *st);
  * pins. */
 void srv_work_request(store_cache *c, const ProtobufCMessage *req,
                       const ProtobufCMessageDescriptor *desc, const uint8_t *body, size_t len);
-/* Unpins the current work's keys: when its request is answered, before
- * the request is freed (dispatch.c). */
-void srv_work_unpin(void);
+/* The current work's request is answered and about to be freed
+ * (dispatch.c): it is not read again; its pins stay until
+ * srv_work_end(). */
+void srv_work_request_done(void);
 /* Unpins what is left and ends the work; returns whether it pinned
  * anything (then calls waiting behind pins should be tried again). */
 bool srv_work_end(srv_work *w);

@@ -566,14 +566,14 @@ size_t store_sweep(store *s, int64_t now, size_t budget)
 
 /* ---- Pins ---- */
 
-int store_pin(store *s, store_cache *c, const uint8_t *key, size_t len)
+store_pinned_key *store_pin(store *s, store_cache *c, const uint8_t *key, size_t len)
 {
     store_pinned_key *p = NULL;
     HASH_FIND(hh, c->pins, key, len, p);
     if (!p) {
         p = malloc(sizeof(*p) + len + 1);
         if (!p)
-            return STORE_NO_MEMORY;
+            return NULL;
         p->count = 0;
         p->len = len;
         if (len)
@@ -583,15 +583,11 @@ int store_pin(store *s, store_cache *c, const uint8_t *key, size_t len)
     p->count++;
     c->pinned++;
     s->pins++;
-    return 0;
+    return p;
 }
 
-void store_unpin(store *s, store_cache *c, const uint8_t *key, size_t len)
+void store_unpin(store *s, store_cache *c, store_pinned_key *p)
 {
-    store_pinned_key *p = NULL;
-    HASH_FIND(hh, c->pins, key, len, p);
-    if (!p)
-        return;
     c->pinned--;
     s->pins--;
     if (--p->count == 0) {

@@ -223,9 +223,11 @@ uint64_t store_alloc_cost(size_t n);
  * holds back the calls that name it. A key may be pinned without an item
  * (one the request will create); pins count, so two pins need two
  * unpins. */
-/* 0, or STORE_NO_MEMORY (nothing pinned). */
-int store_pin(store *s, store_cache *c, const uint8_t *key, size_t len);
-void store_unpin(store *s, store_cache *c, const uint8_t *key, size_t len);
+/* The key's pin record (the same for each pin of one key), or NULL when
+ * out of memory (nothing pinned). */
+store_pinned_key *store_pin(store *s, store_cache *c, const uint8_t *key, size_t len);
+/* Undoes one store_pin() that returned `p`. */
+void store_unpin(store *s, store_cache *c, store_pinned_key *p);
 bool store_pinned(const store_cache *c, const uint8_t *key, size_t len);
 /* The whole cache, for a flush or deletion that runs in slices: every call
  * that names it waits; its items may still be evicted or expire (they are

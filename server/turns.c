@@ -4,6 +4,7 @@
 #include "srv_turns.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -118,7 +119,11 @@ bool srv_turns_poll(srv_turns *t)
     while (t->poller_busy && !t->quit)
         pthread_cond_wait(&t->role_cv, &t->mu);
     t->idle--;
-    bool go = !t->quit;
+    /* A free role is taken even while quitting: a long request may have
+     * handed it on just before the stop, and the queue still needs its
+     * poller to drain it. Quitting sends away only the threads waiting
+     * while another polls. */
+    bool go = !t->poller_busy;
     if (go)
         t->poller_busy = t_polling = true;
     pthread_mutex_unlock(&t->mu);
@@ -249,36 +254,32 @@ bool srv_work_blocked(void)
     return !req || each_key(req, 2, key_blocked, w->cache) != 0;
 }
 
-typedef struct pin_walk {
-    srv_work *w;
-    size_t count; /* key_pin: keys pinned; key_unpin: keys left to unpin */
-} pin_walk;
+static void unpin_all(srv_work *w)
+{
+    for (size_t i = 0; i < w->n_pins; i++)
+        store_unpin(w->store, w->pin_cache, w->pins[i]);
+    free(w->pins);
+    w->pins = NULL;
+    w->n_pins = w->cap_pins = 0;
+}
 
+/* Pins one key, recording its pin (a key named twice is pinned twice). */
 static int key_pin(void *arg, const ProtobufCBinaryData *key)
 {
-    pin_walk *p = arg;
-    if (store_pin(p->w->store, p->w->cache, key->data, key->len) != 0)
+    srv_work *w = arg;
+    if (w->n_pins == w->cap_pins) {
+        size_t cap = w->cap_pins ? 2 * w->cap_pins : 8;
+        store_pinned_key **p = realloc(w->pins, cap * sizeof(*p));
+        if (!p)
+            return 1;
+        w->pins = p;
+        w->cap_pins = cap;
+    }
+    store_pinned_key *p = store_pin(w->store, w->pin_cache, key->data, key->len);
+    if (!p)
         return 1;
-    p->count++;
+    w->pins[w->n_pins++] = p;
     return 0;
-}
-
-static int key_unpin(void *arg, const ProtobufCBinaryData *key)
-{
-    pin_walk *p = arg;
-    if (p->count == 0)
-        return 1;
-    p->count--;
-    store_unpin(p->w->store, p->w->cache, key->data, key->len);
-    return 0;
-}
-
-/* Unpins the first `n` keys of the work's request, in the walk's order
- * (a key named twice was pinned twice). */
-static void unpin_first(srv_work *w, const ProtobufCMessage *req, size_t n)
-{
-    pin_walk p = {w, n};
-    each_key(req, 2, key_unpin, &p);
 }
 
 /* Pins the work's keys, so that it may give its turn away. A work that
@@ -295,12 +296,11 @@ static bool pin(srv_work *w)
         const ProtobufCMessage *req = work_request(w);
         if (!req)
             return false;
-        pin_walk p = {w, 0};
-        if (each_key(req, 2, key_pin, &p) != 0) {
-            unpin_first(w, req, p.count); /* out of memory part way */
+        w->pin_cache = w->cache;
+        if (each_key(req, 2, key_pin, w) != 0) {
+            unpin_all(w); /* out of memory part way */
             return false;
         }
-        w->n_pins = p.count;
         w->released = true;
     }
     w->pinned = true;
@@ -330,15 +330,11 @@ static bool go_long(srv_work *w)
     return true;
 }
 
-void srv_work_unpin(void)
+void srv_work_request_done(void)
 {
     srv_work *w = t_work;
     if (!w)
         return;
-    if (w->n_pins)
-        unpin_first(w, work_request(w), w->n_pins);
-    w->n_pins = 0;
-    w->pinned = false;
     if (w->unpacked) {
         protobuf_c_message_free_unpacked(w->unpacked, NULL);
         w->unpacked = NULL;
@@ -346,16 +342,14 @@ void srv_work_unpin(void)
     w->req = NULL;
     w->desc = NULL;
     w->body = NULL;
-    w->cache = NULL;
 }
 
 bool srv_work_end(srv_work *w)
 {
     if (w->counted)
         atomic_fetch_sub(&w->turns->long_now, 1);
-    srv_work_unpin();
-    if (w->unpacked)
-        protobuf_c_message_free_unpacked(w->unpacked, NULL);
+    srv_work_request_done();
+    unpin_all(w);
     t_work = w->outer;
     return w->released;
 }

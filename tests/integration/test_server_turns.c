@@ -296,6 +296,66 @@ static void test_more_long_requests_than_threads(void **state)
     momento_local_stop(s);
 }
 
+/* Stopped while a long request runs: it ends with its one answer (done, or
+ * UNAVAILABLE), and the stop waits for it. Before, the queue was shut
+ * down under it and its reply's batch aborted the process in gRPC. */
+static void test_stop_while_a_long_request_runs(void **state)
+{
+    (void)state;
+    big_set big;
+    big_set_init(&big, BIG_N, 0);
+    for (int round = 0; round < 3; round++) {
+        momento_local *s = tu_server_with_cache("c");
+        momento_client *a = tu_patient_client(s, 120000);
+        answer u = {0};
+        send_big_union(a, "big", &big, &u);
+        wait_long(s, &u);
+        momento_local_stop(s);
+        wait_answer(&u);
+        assert_true(u.error == MOMENTO_OK || u.error == MOMENTO_ERR_SERVER_UNAVAILABLE ||
+                    u.error == MOMENTO_ERR_CONNECTION || u.error == MOMENTO_ERR_CANCELLED);
+        momento_client_free(a);
+        assert_int_equal(atomic_load(&u.done), 1);
+    }
+    big_set_free(&big);
+}
+
+/* The cache deleted (and made again) over and over while big requests to
+ * it are decoded without the turn: each is answered (done, or NOT_FOUND),
+ * and the server never uses the freed cache (ASan saw a use after free
+ * here before: the cache was looked up before the decode only). */
+static void test_cache_deleted_while_a_big_request_is_decoded(void **state)
+{
+    (void)state;
+    momento_local *s = tu_server_with_cache("c");
+    momento_client *a = tu_patient_client(s, 120000);
+    momento_client *b = tu_patient_client(s, 120000);
+    big_set big;
+    big_set_init(&big, BIG_N / 8, 0);
+    for (int round = 0; round < 5; round++) {
+        momento_result *r = NULL;
+        assert_int_equal(momento_create_cache_sync(b, "x", NULL, &r), MOMENTO_OK);
+        momento_result_free(r);
+        answer u = {0};
+        assert_int_equal(momento_set_add_elements(a, "x", "big", 3, big.elems, big.lens, big.n,
+                                                  NULL, NULL, answer_cb, &u),
+                         MOMENTO_OK);
+        for (int i = 0; i < 200 && !atomic_load(&u.done); i++) {
+            assert_int_equal(momento_delete_cache_sync(b, "x", NULL, &r), MOMENTO_OK);
+            momento_result_free(r);
+            assert_int_equal(momento_create_cache_sync(b, "x", NULL, &r), MOMENTO_OK);
+            momento_result_free(r);
+        }
+        wait_answer(&u);
+        assert_true(u.error == MOMENTO_OK || u.error == MOMENTO_ERR_CACHE_NOT_FOUND);
+    }
+    momento_client_free(a);
+    momento_client_free(b);
+    big_set_free(&big);
+    assert_int_equal(momento_local_waiting_calls(s), 0);
+    momento_local_stop(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -304,6 +364,8 @@ int main(void)
         cmocka_unit_test(test_a_held_call_whose_client_leaves_is_let_go),
         cmocka_unit_test(test_a_flush_runs_in_slices),
         cmocka_unit_test(test_more_long_requests_than_threads),
+        cmocka_unit_test(test_stop_while_a_long_request_runs),
+        cmocka_unit_test(test_cache_deleted_while_a_big_request_is_decoded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
