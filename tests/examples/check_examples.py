@@ -190,16 +190,20 @@ with tempfile.TemporaryDirectory() as tmp:
     check("coalesced percentages are consistent", 0 < a["coalesced"]["pct_of_all"] <= 100)
     check("phase 2 sends fewer RPCs per request", a["server"]["total"] / a["requests"]
           < b["server"]["total"] / b["requests"], (a["server"], b["server"]))
-    # Rate-capped, both phases issue about the same number of requests, so
-    # phase 2 must send fewer RPCs outright.
+    # Rate-capped: phase 2 sends fewer server RPCs for what it is asked.
+    # Counted per request: on a loaded machine phase 1 falls short of the
+    # 20,000/s and phase 2 (cheaper, coalesced) does not, so the two phases
+    # need not issue the same number of requests. An outright comparison
+    # failed one fresh-clone run of ten (and one helper's run under ASan).
     out5 = os.path.join(tmp, "rc5.json")
     p = run([coalescing, "--duration", "2", "--rps", "20000", "--concurrency", "1000", "--quiet",
              "--json", out5])
     r = json.load(open(out5))
     b5, a5 = r["before"], r["after"]
-    check("rate-capped: phase 2 sends fewer server RPCs", p.returncode == 0
-          and a5["server"]["total"] < b5["server"]["total"] and a5["success"] == a5["requests"] > 0,
-          (b5["server"], a5["server"]))
+    check("rate-capped: phase 2 sends fewer server RPCs per request", p.returncode == 0
+          and a5["success"] == a5["requests"] > 0 and b5["requests"] > 0
+          and a5["server"]["total"] / a5["requests"] < b5["server"]["total"] / b5["requests"],
+          (b5["requests"], b5["server"], a5["requests"], a5["server"]))
     root = ET.parse(svg).getroot()
     lines = [e for e in root.iter() if e.tag.endswith("polyline")]
     check("SVG is well-formed with four series", len(lines) == 4)
