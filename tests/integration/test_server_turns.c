@@ -89,6 +89,17 @@ static void wait_long(momento_local *s, answer *a)
     assert_true(momento_local_long_requests(s) >= 1);
 }
 
+/* The set `name`'s length, read back (a sync SetLength that must HIT). */
+static int64_t set_length(momento_client *c, const char *name)
+{
+    momento_result *r = NULL;
+    assert_int_equal(momento_set_length_sync(c, "c", name, strlen(name), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    int64_t n = momento_result_int(r);
+    momento_result_free(r);
+    return n;
+}
+
 static void wait_answer(answer *a)
 {
     tu_wait_until(atomic_load(&a->done), 120000);
@@ -124,10 +135,7 @@ static void test_others_answered_while_a_long_request_runs(void **state)
     assert_int_equal(u.outcome, MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_local_long_requests(s), 0);
 
-    momento_result *r = NULL;
-    assert_int_equal(momento_set_length_sync(b, "c", "big", 3, NULL, &r), MOMENTO_OK);
-    assert_int_equal(momento_result_int(r), BIG_N);
-    momento_result_free(r);
+    assert_int_equal(set_length(b, "big"), BIG_N);
     momento_client_free(a);
     momento_client_free(b);
     big_set_free(&big);
@@ -165,10 +173,7 @@ static void test_a_call_on_its_key_waits_and_sees_all_of_it(void **state)
     assert_int_equal(len.value, BIG_N / 2);
     assert_int_equal(momento_local_waiting_calls(s), 0);
 
-    momento_result *r = NULL;
-    assert_int_equal(momento_set_length_sync(b, "c", "big", 3, NULL, &r), MOMENTO_OK);
-    assert_int_equal(momento_result_int(r), BIG_N);
-    momento_result_free(r);
+    assert_int_equal(set_length(b, "big"), BIG_N);
     momento_client_free(a);
     momento_client_free(b);
     big_set_free(&first);
@@ -280,11 +285,7 @@ static void test_more_long_requests_than_threads(void **state)
     for (int i = 0; i < N; i++) {
         char name[8];
         snprintf(name, sizeof(name), "s%d", i);
-        momento_result *r = NULL;
-        assert_int_equal(momento_set_length_sync(cl[0], "c", name, strlen(name), NULL, &r),
-                         MOMENTO_OK);
-        assert_int_equal(momento_result_int(r), BIG_N / 4);
-        momento_result_free(r);
+        assert_int_equal(set_length(cl[0], name), BIG_N / 4);
     }
     for (int i = 0; i < N; i++) {
         momento_client_free(cl[i]);
