@@ -4,8 +4,8 @@
  * input must be answered (OK with messages, or an error status) without a
  * crash, against a store that persists across inputs, with a small memory
  * limit so eviction runs too. */
-#include "srv_rpc.h"
-#include "srv_server.h"
+#include "core/srv_server.h"
+#include "rpc/srv_rpc.h"
 
 #include <stdlib.h>
 #include <string.h>

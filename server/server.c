@@ -2,7 +2,7 @@
  * caches created, credentials read, the gRPC server created with every
  * method of the RPC table registered and bound, and the server thread
  * (calls.c) started; stopping undoes it all. */
-#include "srv_server.h"
+#include "core/srv_server.h"
 
 #include "grpc_util.h"
 

@@ -8,10 +8,10 @@
 #include "cacheclient.pb-c.h"
 #include "cacheping.pb-c.h"
 #include "controlclient.pb-c.h"
+#include "core/srv_server.h" /* SRV_MAX_STREAMS_PER_CONNECTION */
 #include "permissionmessages.pb-c.h"
+#include "rpc/srv_rpc.h"    /* the hand-packed responses */
 #include "token.pb-c.h"
-#include "srv_rpc.h"    /* the hand-packed responses */
-#include "srv_server.h" /* SRV_MAX_STREAMS_PER_CONNECTION */
 
 #include <grpc/byte_buffer.h>
 #include <grpc/grpc.h>

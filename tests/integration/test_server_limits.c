@@ -2,11 +2,11 @@
  * names, stored values that are almost integers, a flood of fault-injection
  * sessions, and --max-memory under items larger than it and under a fill far
  * past it (a separate momento-local process, its RSS read from /proc). */
+#include "core/srv_faults.h"
+#include "core/srv_reply.h"
+#include "core/srv_server.h"
 #include "errors.h"
-#include "srv_faults.h"
-#include "srv_reply.h"
-#include "srv_rpc.h"
-#include "srv_server.h"
+#include "rpc/srv_rpc.h"
 #include "testutil.h"
 
 #include "cacheclient.pb-c.h"

@@ -4,9 +4,9 @@
  * out-of-range ends, truncation, CollectionTtl, the type mismatch, NaN and
  * other refused arguments, --max-memory, and a large sorted set checked
  * against a sort of the same data. */
-#include "srv_reply.h"
-#include "srv_rpc.h"
-#include "srv_server.h"
+#include "core/srv_reply.h"
+#include "core/srv_server.h"
+#include "rpc/srv_rpc.h"
 #include "testutil.h"
 
 #include "cacheclient.pb-c.h"

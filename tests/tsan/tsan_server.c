@@ -2,7 +2,7 @@
  * (tests/tsan/run.sh builds and runs it after tsan_stress).
  *
  * momento-local answers long requests in slices, other calls running
- * between them on other threads (server/srv_turns.h): the state those
+ * between them on other threads (server/core/srv_turns.h): the state those
  * threads share, the pins that hold a long request's keys, the calls held
  * back behind them and the janitor that frees big collections are what
  * this races. In one in-process server:

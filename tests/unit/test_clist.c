@@ -1,9 +1,9 @@
-/* The list's ring buffer (server/coll_list.c) against a naive model, a
+/* The list's ring buffer (server/data/coll_list.c) against a naive model, a
  * plain array, over random operations with a fixed seed: pushes and pops at
  * both ends, drops, removal by value and by mark, with the ring growing,
  * wrapping around and shrinking; contents, length and cost accounting must
  * agree after every step. */
-#include "coll_list.h"
+#include "data/coll_list.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,11 +1,11 @@
-/* The sorted set structure (server/zset.c) against a naive model, a sorted
+/* The sorted set structure (server/data/zset.c) against a naive model, a sorted
  * array, over random operations with a fixed seed: every query (find, rank,
  * element at a rank, count below a score, the neighbour links, the cost
  * accounting) must agree with the model after every write. Values are
  * drawn from a small alphabet that includes NUL and prefixes of each
  * other, and scores from a small set with infinities and repeats, so that
  * ties, prefix order and updates happen often. */
-#include "zset.h"
+#include "data/zset.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

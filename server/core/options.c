@@ -1,5 +1,5 @@
 /* Server options: defaults, validated setters, deep copy into a server. */
-#include "srv_options.h"
+#include "core/srv_options.h"
 
 #include <arpa/inet.h>
 #include <stdbool.h>

@@ -9,9 +9,9 @@
  * srv_tokens.h). The form is this server's own: Momento's clients never
  * look inside a token, they only wrap it (as base64 of {"endpoint",
  * "api_key"}) and send it back. */
-#include "srv_tokens.h"
+#include "core/srv_tokens.h"
 
-#include "srv_server.h"
+#include "core/srv_server.h"
 
 #include "permissionmessages.pb-c.h"
 

@@ -11,10 +11,10 @@
  *   a write to an existing one resets its TTL only with refresh_ttl.
  * A write is checked against --max-memory before it changes anything, so a
  * refused one leaves the list as it was. */
-#include "srv_rpc.h"
+#include "rpc/srv_rpc.h"
 
-#include "coll_list.h"
-#include "srv_server.h"
+#include "core/srv_server.h"
+#include "data/coll_list.h"
 
 #include "cacheclient.pb-c.h"
 

@@ -3,10 +3,10 @@
  * `cache_name`), the request decoded by the table's descriptor, the
  * handler the table names. The checks come in the order that
  * docs/protocol.md "Errors momento-local returns" lists them. */
-#include "srv_rpc.h"
+#include "rpc/srv_rpc.h"
 
-#include "srv_server.h"
-#include "srv_turns.h"
+#include "core/srv_server.h"
+#include "core/srv_turns.h"
 
 #include <string.h>
 

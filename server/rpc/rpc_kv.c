@@ -1,7 +1,7 @@
 /* The key-value RPCs: Get, Set, Delete, Increment, KeysExist, ItemGetType. */
-#include "srv_rpc.h"
+#include "rpc/srv_rpc.h"
 
-#include "srv_server.h"
+#include "core/srv_server.h"
 
 #include "cacheclient.pb-c.h"
 

@@ -28,9 +28,9 @@
  * discontinuity before the next item it gets. Subscriptions are also kept
  * in the order of their last queued message, so that the ones due a
  * heartbeat are found at the front without scanning. */
-#include "srv_topics.h"
+#include "core/srv_topics.h"
 
-#include "srv_server.h"
+#include "core/srv_server.h"
 
 #include "cachepubsub.pb-c.h"
 

@@ -1,9 +1,9 @@
 /* The TTL RPCs: ItemGetTtl, and UpdateTtl's increase, decrease and
  * overwrite. An item that never expires reports UINT64_MAX ms left
  * (docs/protocol.md "Limits"). */
-#include "srv_rpc.h"
+#include "rpc/srv_rpc.h"
 
-#include "srv_server.h"
+#include "core/srv_server.h"
 
 #include "cacheclient.pb-c.h"
 

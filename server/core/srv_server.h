@@ -4,14 +4,14 @@
 #ifndef MOMENTO_LOCAL_SRV_SERVER_H
 #define MOMENTO_LOCAL_SRV_SERVER_H
 
+#include "core/srv_faults.h"
+#include "core/srv_options.h"
+#include "core/srv_topics.h"
+#include "core/srv_turns.h"
+#include "data/store.h"
 #include "heap.h"
 #include "methods.h"
 #include "momento/local.h"
-#include "srv_faults.h"
-#include "srv_options.h"
-#include "srv_topics.h"
-#include "srv_turns.h"
-#include "store.h"
 
 #include <grpc/grpc.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* Taking turns (srv_turns.h): a FIFO lock for the server's state, the
  * poller's role passed from thread to thread, and the long request's
  * slices, pins and hand-overs. */
-#include "srv_turns.h"
+#include "core/srv_turns.h"
 
 #include <stdio.h>
 #include <stdlib.h>

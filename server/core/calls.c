@@ -31,13 +31,13 @@
  * expiry) or its client goes away. It watches for the latter from the
  * start, so that a subscriber that leaves leaves its topic at once, and it
  * is counted once, when it ends. */
-#include "srv_server.h"
+#include "core/srv_server.h"
 
+#include "core/srv_metadata.h"
+#include "core/srv_reply.h"
+#include "core/srv_tokens.h"
 #include "grpc_util.h"
-#include "srv_metadata.h"
-#include "srv_reply.h"
-#include "srv_rpc.h"
-#include "srv_tokens.h"
+#include "rpc/srv_rpc.h"
 
 #include <grpc/slice_buffer.h>
 #include <grpc/support/time.h>

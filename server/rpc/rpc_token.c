@@ -1,10 +1,10 @@
 /* The token service: GenerateDisposableToken (docs/server.md "Disposable
  * tokens"). The caller's key comes in the request body, as Momento's token
  * service reads it; the token it gets back is signed by tokens.c. */
-#include "srv_rpc.h"
+#include "rpc/srv_rpc.h"
 
-#include "srv_server.h"
-#include "srv_tokens.h"
+#include "core/srv_server.h"
+#include "core/srv_tokens.h"
 
 #include "permissionmessages.pb-c.h"
 #include "token.pb-c.h"

@@ -1,9 +1,9 @@
 /* The control plane (CreateCache, DeleteCache, ListCaches, FlushCache;
  * docs/protocol.md "Control plane") and Ping. */
-#include "srv_rpc.h"
+#include "rpc/srv_rpc.h"
 
-#include "srv_server.h"
-#include "srv_turns.h"
+#include "core/srv_server.h"
+#include "core/srv_turns.h"
 
 #include "cacheping.pb-c.h"
 #include "controlclient.pb-c.h"

@@ -20,9 +20,9 @@
  * - elements may be empty bytes (the Go SDK's tests store "" in a set);
  * - SetSample of 0 is a Hit with no elements; SetPop needs a count of at
  *   least 1. */
-#include "srv_rpc.h"
+#include "rpc/srv_rpc.h"
 
-#include "srv_server.h"
+#include "core/srv_server.h"
 
 #include "cacheclient.pb-c.h"
 

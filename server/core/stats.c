@@ -3,7 +3,7 @@
  * topics' memory, and their JSON summary. Written by the server
  * thread, read from any thread; relaxed atomics, as each counter stands
  * alone. */
-#include "srv_server.h"
+#include "core/srv_server.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * malloc, whose freed memory the sweep hands back with malloc_trim(). The
  * same budget holds memory charged from outside (store_charge(): topics),
  * whose owner is asked to give some back before items are evicted. */
-#include "store.h"
+#include "data/store.h"
 
 #include <malloc.h>
 #include <pthread.h>

@@ -2,10 +2,10 @@
  * before it touches the store, with the exact statuses, messages and `err`
  * trailers Momento answers
  * (docs/protocol.md "Errors momento-local returns", "Limits"). */
-#include "srv_reply.h"
-#include "srv_turns.h"
+#include "core/srv_reply.h"
+#include "core/srv_turns.h"
 
-#include "srv_server.h"
+#include "core/srv_server.h"
 
 #include <inttypes.h>
 #include <stdint.h>

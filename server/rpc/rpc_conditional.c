@@ -2,9 +2,9 @@
  * SetIfNotExists that official clients of some versions still send, and the
  * hash-based pair (GetWithHash, SetIfHash). The writes answer Stored or
  * NotStored; a write that does not happen is not an error. */
-#include "srv_rpc.h"
+#include "rpc/srv_rpc.h"
 
-#include "srv_server.h"
+#include "core/srv_server.h"
 
 #include "cacheclient.pb-c.h"
 

@@ -13,9 +13,9 @@
  * a key, about a tenth of what a key of a batch cost the server). The
  * table's handlers (srv_get_batch, srv_set_batch), which take protobuf-c's
  * unpacked request, run the same code; tests compare the two. */
-#include "srv_rpc.h"
+#include "rpc/srv_rpc.h"
 
-#include "srv_server.h"
+#include "core/srv_server.h"
 
 #include "cacheclient.pb-c.h"
 

@@ -14,10 +14,10 @@
 #ifndef MOMENTO_LOCAL_SRV_RPC_H
 #define MOMENTO_LOCAL_SRV_RPC_H
 
+#include "core/srv_reply.h"
+#include "data/srv_yield.h"
+#include "data/store.h"
 #include "methods.h"
-#include "srv_reply.h"
-#include "srv_yield.h"
-#include "store.h"
 
 #include <protobuf-c/protobuf-c.h>
 #include <stdbool.h>

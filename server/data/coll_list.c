@@ -1,7 +1,7 @@
 /* The list's ring buffer (coll_list.h). */
-#include "coll_list.h"
+#include "data/coll_list.h"
 
-#include "srv_yield.h"
+#include "data/srv_yield.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

@@ -2,10 +2,10 @@
  * "Topics"): the checks, with Momento's statuses, before topics.c
  * publishes or opens the subscription. The dispatcher has found the cache
  * the request's cache_name names. */
-#include "srv_rpc.h"
+#include "rpc/srv_rpc.h"
 
-#include "srv_server.h"
-#include "srv_topics.h"
+#include "core/srv_server.h"
+#include "core/srv_topics.h"
 
 #include "cachepubsub.pb-c.h"
 

@@ -1,6 +1,6 @@
 /* Header lookup in a call's request metadata. A call carries a handful of
  * headers, so a linear scan is the cheapest lookup there is. */
-#include "srv_metadata.h"
+#include "core/srv_metadata.h"
 
 #include <grpc/slice.h>
 

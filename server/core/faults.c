@@ -4,9 +4,9 @@
  * that concurrent tests do not disturb each other; the table of sessions is
  * bounded, and full it forgets the least recently used one, so that a flood
  * of new ids never resets the sessions still in use. */
-#include "srv_faults.h"
+#include "core/srv_faults.h"
 
-#include "srv_metadata.h"
+#include "core/srv_metadata.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

@@ -16,10 +16,10 @@
  *   lets through).
  * NaN is refused wherever a score enters (INVALID_ARGUMENT): it has no
  * place in the order. */
-#include "srv_rpc.h"
+#include "rpc/srv_rpc.h"
 
-#include "srv_server.h"
-#include "zset.h"
+#include "core/srv_server.h"
+#include "data/zset.h"
 
 #include "cacheclient.pb-c.h"
 

@@ -5,9 +5,9 @@
 #ifndef MOMENTO_LOCAL_SRV_TOKENS_H
 #define MOMENTO_LOCAL_SRV_TOKENS_H
 
+#include "core/srv_reply.h"
 #include "methods.h"
 #include "momento/local.h"
-#include "srv_reply.h"
 
 #include <grpc/grpc.h>
 #include <protobuf-c/protobuf-c.h>

@@ -27,8 +27,8 @@
 #ifndef MOMENTO_LOCAL_SRV_TURNS_H
 #define MOMENTO_LOCAL_SRV_TURNS_H
 
-#include "srv_yield.h"
-#include "store.h"
+#include "data/srv_yield.h"
+#include "data/store.h"
 
 #include <protobuf-c/protobuf-c.h>
 #include <pthread.h>

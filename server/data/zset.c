@@ -3,9 +3,9 @@
  * height (each further level with probability 1/4), and link i of a node
  * points to the next node of height > i, recording in `span` how many
  * elements that link passes; summing spans along a search path gives ranks. */
-#include "zset.h"
+#include "data/zset.h"
 
-#include "srv_yield.h"
+#include "data/srv_yield.h"
 
 #include <stdlib.h>
 #include <string.h>

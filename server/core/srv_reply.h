@@ -5,9 +5,9 @@
 #ifndef MOMENTO_LOCAL_SRV_REPLY_H
 #define MOMENTO_LOCAL_SRV_REPLY_H
 
+#include "core/srv_attach.h"
+#include "data/store.h"
 #include "momento/local.h"
-#include "srv_attach.h"
-#include "store.h"
 
 #include <grpc/grpc.h>
 #include <protobuf-c/protobuf-c.h>

@@ -16,9 +16,9 @@
  *   FAILED_PRECONDITION; an amount of 0 is allowed (it reads the number).
  * Fields and values may be empty bytes; one field and value together may
  * not exceed Momento's element limit (srv_check_element()). */
-#include "srv_rpc.h"
+#include "rpc/srv_rpc.h"
 
-#include "srv_server.h"
+#include "core/srv_server.h"
 
 #include "cacheclient.pb-c.h"
 

@@ -15,8 +15,8 @@
 #ifndef MOMENTO_LOCAL_SRV_TOPICS_H
 #define MOMENTO_LOCAL_SRV_TOPICS_H
 
+#include "core/srv_attach.h"
 #include "momento/local.h"
-#include "srv_attach.h"
 
 #include <grpc/grpc.h>
 #include <protobuf-c/protobuf-c.h>
