@@ -475,14 +475,14 @@ static int send_batch(momento_client *c, batch *bt)
             CacheClient__GetBatchRequest req = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
             req.n_items = bt->n;
             req.items = (CacheClient__GetRequest **)ptrs;
-            rc = momento__call_start_with(c, MOMENTO__RPC_GET_BATCH, cache, &req.base, &opts,
-                                          batch_done, bt);
+            rc = momento__call_start_with(c, MOMENTO__RPC_GET_BATCH, momento__decode_get_batch,
+                                          cache, &req.base, &opts, batch_done, bt);
         } else if (rc == MOMENTO_OK) {
             CacheClient__SetBatchRequest req = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
             req.n_items = bt->n;
             req.items = (CacheClient__SetRequest **)ptrs;
-            rc = momento__call_start_with(c, MOMENTO__RPC_SET_BATCH, cache, &req.base, &opts,
-                                          batch_done, bt);
+            rc = momento__call_start_with(c, MOMENTO__RPC_SET_BATCH, momento__decode_set_batch,
+                                          cache, &req.base, &opts, batch_done, bt);
         }
         free(items); /* packed at submit */
         free(ptrs);

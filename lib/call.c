@@ -16,12 +16,12 @@
 #include "cancel.h"
 #include "client.h"
 #include "compress.h"
-#include "decode.h"
 #include "errors.h"
 #include "grpc_util.h"
 #include "metrics.h"
 #include "result.h"
 #include "retry.h"
+#include "unpack.h"
 #include "validate.h"
 
 #include <grpc/slice.h>
@@ -46,6 +46,7 @@ struct momento__call {
     momento__tag tag, read_tag;
     momento_client *client;
     momento__rpc_id method;
+    momento__decode_fn decode; /* the op's decoder for `method` */
     momento_callback cb;
     void *userdata;
     grpc_slice request;         /* the packed request, kept for retries */
@@ -230,13 +231,13 @@ void momento__call_opts_from(const momento_client *c, const momento_request_opti
     }
 }
 
-int momento__call_start(momento_client *c, momento__rpc_id m, const char *cache,
-                        const ProtobufCMessage *req, const momento_request_options *opts,
-                        momento_callback cb, void *userdata)
+int momento__call_start(momento_client *c, momento__rpc_id m, momento__decode_fn decode,
+                        const char *cache, const ProtobufCMessage *req,
+                        const momento_request_options *opts, momento_callback cb, void *userdata)
 {
     momento__call_opts resolved;
     momento__call_opts_from(c, opts, &resolved);
-    return momento__call_start_with(c, m, cache, req, &resolved, cb, userdata);
+    return momento__call_start_with(c, m, decode, cache, req, &resolved, cb, userdata);
 }
 
 void momento__call_cancel(momento__call *call, const char *why)
@@ -362,9 +363,9 @@ static bool gate_enter(momento_client *c, momento__call *call, grpc_call *gc)
     return true;
 }
 
-int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *cache,
-                             const ProtobufCMessage *req, const momento__call_opts *opts,
-                             momento_callback cb, void *userdata)
+int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__decode_fn decode,
+                             const char *cache, const ProtobufCMessage *req,
+                             const momento__call_opts *opts, momento_callback cb, void *userdata)
 {
     momento__plane plane = momento__rpcs[m].plane;
     int rc;
@@ -381,6 +382,7 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *c
     memset(call, 0, sizeof(*call));
     call->client = c;
     call->method = m;
+    call->decode = decode;
     momento__timer_init(&call->gate_timer, gate_fire);
     momento__timer_init(&call->late_timer, deliver_late);
     call->cb = cb;
@@ -671,7 +673,7 @@ static void deliver(momento__call *call)
         if (!info->streaming && call->n_msgs != 1)
             r.error = MOMENTO_ERR_BAD_RESPONSE; /* a unary reply has exactly one message */
         else
-            r.error = momento__decoders[call->method](&r, call->msgs, call->n_msgs, &scratch);
+            r.error = call->decode(&r, call->msgs, call->n_msgs, &scratch);
     } else if (info->already_exists_is_outcome && call->status == GRPC_STATUS_ALREADY_EXISTS) {
         r.error = MOMENTO_OK;
         r.outcome = MOMENTO_OUTCOME_ALREADY_EXISTS;

@@ -5,6 +5,7 @@
 
 #include "methods.h"
 #include "momento/momento.h"
+#include "unpack.h"
 
 #include <grpc/grpc.h>
 #include <grpc/support/time.h>
@@ -59,18 +60,20 @@ typedef struct momento__call_opts {
 void momento__call_opts_from(const momento_client *c, const momento_request_options *opts,
                              momento__call_opts *out);
 
-/* Starts RPC `m`. `req` is packed at once; `cache` is sent as the `cache`
- * header for data-plane RPCs (NULL otherwise). Returns 0 when accepted
+/* Starts RPC `m`, whose reply `decode` reads (the op's decoder for that
+ * RPC: the call knows none by name). `req` is packed at once; `cache` is
+ * sent as the `cache` header for data-plane RPCs (NULL otherwise). Returns
+ * 0 when accepted
  * (exactly one callback follows), or MOMENTO_ERR_CANCELLED (the token is
  * already cancelled), MOMENTO_ERR_NO_MEMORY, MOMENTO_ERR_CLOSED or
  * MOMENTO_ERR_UNKNOWN (no callback). */
-int momento__call_start(momento_client *c, momento__rpc_id m, const char *cache,
-                        const ProtobufCMessage *req, const momento_request_options *opts,
-                        momento_callback cb, void *userdata);
+int momento__call_start(momento_client *c, momento__rpc_id m, momento__decode_fn decode,
+                        const char *cache, const ProtobufCMessage *req,
+                        const momento_request_options *opts, momento_callback cb, void *userdata);
 /* The same with resolved options. */
-int momento__call_start_with(momento_client *c, momento__rpc_id m, const char *cache,
-                             const ProtobufCMessage *req, const momento__call_opts *opts,
-                             momento_callback cb, void *userdata);
+int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__decode_fn decode,
+                             const char *cache, const ProtobufCMessage *req,
+                             const momento__call_opts *opts, momento_callback cb, void *userdata);
 /* Cancels an accepted call as its token would (any thread). Valid until
  * the call's callback has returned. */
 void momento__call_cancel(momento__call *call, const char *why);

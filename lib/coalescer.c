@@ -86,7 +86,8 @@ struct inflight {
     momento_coalescer *co;
     key_state *ks;
     co_op op;
-    momento__rpc_id rpc;    /* CO_READ: which read */
+    momento__rpc_id rpc;       /* CO_READ: which read... */
+    momento__decode_fn decode; /* ...and its decoder (the op's) */
     inflight *next_read;    /* CO_READ: in its key_state's open reads */
     uint64_t ttl_ms;        /* sets: effective TTL */
     gpr_timespec deadline;  /* the RPC's: its issuer's */
@@ -305,9 +306,10 @@ static void waiter_fire(momento__timer *t)
     waiter_deliver(co->client, w, &r);
 }
 
-static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc, const char *cache,
-                         size_t cache_len, const void *key, size_t key_len, const void *value,
-                         size_t value_len, uint64_t ttl_ms, waiter *w);
+static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
+                         momento__decode_fn decode, const char *cache, size_t cache_len,
+                         const void *key, size_t key_len, const void *value, size_t value_len,
+                         uint64_t ttl_ms, waiter *w);
 
 /* Whether `w`, still attached to `e` which ended with `r`, is to be issued
  * again: the RPC timed out, and this waiter has a later deadline than the
@@ -368,7 +370,7 @@ static void on_done(const momento_result *r, void *userdata)
         } else if (wants_again(e, w, r, now)) {
             w->state = W_PENDING;
             const char *cache = (const char *)ks->id;
-            int rc = submit_locked(co, e->op, e->rpc, cache, ks->cache_len,
+            int rc = submit_locked(co, e->op, e->rpc, e->decode, cache, ks->cache_len,
                                    ks->id + ks->cache_len + 1, ks->id_len - ks->cache_len - 1,
                                    e->value, e->value_len, e->ttl_ms, w);
             if (rc == MOMENTO_OK) {
@@ -490,9 +492,10 @@ static int64_t to_ns(gpr_timespec t)
  * flight that it may join, or issues one. With the lock held; on the
  * completion thread too (a waiter issued again). Returns 0, or an error
  * with `w` left pending and untouched. */
-static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc, const char *cache,
-                         size_t cache_len, const void *key, size_t key_len, const void *value,
-                         size_t value_len, uint64_t ttl_ms, waiter *w)
+static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
+                         momento__decode_fn decode, const char *cache, size_t cache_len,
+                         const void *key, size_t key_len, const void *value, size_t value_len,
+                         uint64_t ttl_ms, waiter *w)
 {
     int rc;
     bool fresh;
@@ -544,6 +547,7 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc, c
         e->ks = ks;
         e->op = op;
         e->rpc = rpc;
+        e->decode = decode;
         e->ttl_ms = ttl_ms;
         e->value_len = value_len;
         e->value = (uint8_t *)(e + 1);
@@ -567,7 +571,7 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc, c
         else if (op == CO_READ) {
             opts.packed = e->value;
             opts.packed_len = value_len;
-            rc = momento__call_start_with(co->client, rpc, cache, NULL, &opts, on_done, e);
+            rc = momento__call_start_with(co->client, rpc, decode, cache, NULL, &opts, on_done, e);
         }
         else
             rc = momento__send_delete(co->client, cache, key, key_len, &opts, on_done, e);
@@ -598,10 +602,10 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc, c
     return MOMENTO_OK;
 }
 
-static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, const char *cache,
-                   const void *key, size_t key_len, const void *value, size_t value_len,
-                   uint64_t ttl_ms, const momento__call_opts *resolved, momento_callback cb,
-                   void *userdata);
+static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, momento__decode_fn decode,
+                   const char *cache, const void *key, size_t key_len, const void *value,
+                   size_t value_len, uint64_t ttl_ms, const momento__call_opts *resolved,
+                   momento_callback cb, void *userdata);
 
 /* A write of (cache, key) goes past `co`'s table: newcomers no longer join
  * what the key has in flight (read-your-writes). Takes the lock. */
@@ -675,7 +679,7 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
         else
             rc = momento__send_delete(c, cache, key, key_len, &resolved, cb, userdata);
     } else {
-        rc = enqueue(co, op, MOMENTO__RPC_GET, cache, key, key_len, w.value,
+        rc = enqueue(co, op, MOMENTO__RPC_GET, NULL, cache, key, key_len, w.value,
                      op == CO_SET ? w.value_len : 0, w.ttl_ms, &resolved, cb, userdata);
     }
     momento__write_end(&w); /* copied at submit */
@@ -684,10 +688,10 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
 
 /* A checked request: a waiter for it, attached to an RPC of its own or one
  * it joins. Returns as the public calls. */
-static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, const char *cache,
-                   const void *key, size_t key_len, const void *value, size_t value_len,
-                   uint64_t ttl_ms, const momento__call_opts *resolved, momento_callback cb,
-                   void *userdata)
+static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, momento__decode_fn decode,
+                   const char *cache, const void *key, size_t key_len, const void *value,
+                   size_t value_len, uint64_t ttl_ms, const momento__call_opts *resolved,
+                   momento_callback cb, void *userdata)
 {
     int rc;
     waiter *w = momento__malloc(sizeof(*w));
@@ -733,7 +737,7 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, const c
     /* A freed coalescer takes no new request; the waiters it has may still
      * be issued again (submit_locked) and keep it until their end. */
     rc = co->closed ? momento__refuse(MOMENTO_ERR_CLOSED, "the coalescer is being freed")
-                    : submit_locked(co, op, rpc, cache, strlen(cache), key, key_len, value,
+                    : submit_locked(co, op, rpc, decode, cache, strlen(cache), key, key_len, value,
                                     value_len, ttl_ms, w);
     if (rc == MOMENTO_OK) {
         (*requests)++;
@@ -811,10 +815,10 @@ momento_client *momento__coalescer_client(const momento_coalescer *co)
     return co ? co->client : NULL;
 }
 
-int momento__coalesce_read(momento_coalescer *co, momento__rpc_id rpc, const char *cache,
-                           const void *name, size_t name_len, const ProtobufCMessage *req,
-                           const momento_request_options *opts, momento_callback cb,
-                           void *userdata)
+int momento__coalesce_read(momento_coalescer *co, momento__rpc_id rpc, momento__decode_fn decode,
+                           const char *cache, const void *name, size_t name_len,
+                           const ProtobufCMessage *req, const momento_request_options *opts,
+                           momento_callback cb, void *userdata)
 {
     /* The identity: the request as packed (protobuf-c packs fields in
      * number order, so equal requests pack to equal bytes). */
@@ -830,9 +834,10 @@ int momento__coalesce_read(momento_coalescer *co, momento__rpc_id rpc, const cha
     if (goes_alone(&resolved)) {
         resolved.packed = packed;
         resolved.packed_len = len;
-        rc = momento__call_start_with(co->client, rpc, cache, NULL, &resolved, cb, userdata);
+        rc = momento__call_start_with(co->client, rpc, decode, cache, NULL, &resolved, cb,
+                                      userdata);
     } else {
-        rc = enqueue(co, CO_READ, rpc, cache, name, name_len, packed, len, 0, &resolved, cb,
+        rc = enqueue(co, CO_READ, rpc, decode, cache, name, name_len, packed, len, 0, &resolved, cb,
                      userdata);
     }
     if (packed != stack)

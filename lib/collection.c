@@ -118,21 +118,24 @@ void momento__one_item_done(const momento_result *r, void *userdata)
     one.cb(&single, one.userdata);
 }
 
-int momento__coll_read(momento__target t, momento__rpc_id rpc, const char *cache,
-                       const void *name, size_t name_len, const ProtobufCMessage *req,
-                       const momento_request_options *opts, momento_callback cb, void *userdata)
+int momento__coll_read(momento__target t, momento__rpc_id rpc, momento__decode_fn decode,
+                       const char *cache, const void *name, size_t name_len,
+                       const ProtobufCMessage *req, const momento_request_options *opts,
+                       momento_callback cb, void *userdata)
 {
     if (t.co)
-        return momento__coalesce_read(t.co, rpc, cache, name, name_len, req, opts, cb, userdata);
-    return momento__call_start(t.client, rpc, cache, req, opts, cb, userdata);
+        return momento__coalesce_read(t.co, rpc, decode, cache, name, name_len, req, opts, cb,
+                                      userdata);
+    return momento__call_start(t.client, rpc, decode, cache, req, opts, cb, userdata);
 }
 
-int momento__coll_write(momento_client *c, momento__rpc_id rpc, const char *cache,
-                        const void *name, size_t name_len, const ProtobufCMessage *req,
-                        const momento_request_options *opts, momento_callback cb, void *userdata)
+int momento__coll_write(momento_client *c, momento__rpc_id rpc, momento__decode_fn decode,
+                        const char *cache, const void *name, size_t name_len,
+                        const ProtobufCMessage *req, const momento_request_options *opts,
+                        momento_callback cb, void *userdata)
 {
     momento__coalescers_note_write(c, NULL, cache, name, name_len);
-    return momento__call_start(c, rpc, cache, req, opts, cb, userdata);
+    return momento__call_start(c, rpc, decode, cache, req, opts, cb, userdata);
 }
 
 int momento__decode_values(momento_result *r, momento__scratch *scratch, size_t n,

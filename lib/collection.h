@@ -68,10 +68,10 @@ void momento__one_item_done(const momento_result *r, void *one);
  * by the caller: joins an identical read in flight (same RPC, same packed
  * request) or sends `req` as a new shared RPC. Returns as the public
  * calls. */
-int momento__coalesce_read(momento_coalescer *co, momento__rpc_id rpc, const char *cache,
-                           const void *name, size_t name_len, const ProtobufCMessage *req,
-                           const momento_request_options *opts, momento_callback cb,
-                           void *userdata);
+int momento__coalesce_read(momento_coalescer *co, momento__rpc_id rpc, momento__decode_fn decode,
+                           const char *cache, const void *name, size_t name_len,
+                           const ProtobufCMessage *req, const momento_request_options *opts,
+                           momento_callback cb, void *userdata);
 /* The client a coalescer sends through (NULL for NULL). */
 momento_client *momento__coalescer_client(const momento_coalescer *co);
 
@@ -95,14 +95,16 @@ static inline momento__target momento__to_coalescer(momento_coalescer *co)
 }
 
 /* Sends a checked read of `name` to `t`. */
-int momento__coll_read(momento__target t, momento__rpc_id rpc, const char *cache,
-                       const void *name, size_t name_len, const ProtobufCMessage *req,
-                       const momento_request_options *opts, momento_callback cb, void *userdata);
+int momento__coll_read(momento__target t, momento__rpc_id rpc, momento__decode_fn decode,
+                       const char *cache, const void *name, size_t name_len,
+                       const ProtobufCMessage *req, const momento_request_options *opts,
+                       momento_callback cb, void *userdata);
 /* Sends a checked write of `name` through `c`, closing the key's open reads
  * in its coalescers first (read-your-writes). */
-int momento__coll_write(momento_client *c, momento__rpc_id rpc, const char *cache,
-                        const void *name, size_t name_len, const ProtobufCMessage *req,
-                        const momento_request_options *opts, momento_callback cb, void *userdata);
+int momento__coll_write(momento_client *c, momento__rpc_id rpc, momento__decode_fn decode,
+                        const char *cache, const void *name, size_t name_len,
+                        const ProtobufCMessage *req, const momento_request_options *opts,
+                        momento_callback cb, void *userdata);
 
 /* A found collection's elements (set fetch, sample, pop; list fetch) as
  * `r`'s items, each a HIT with its value: outcome HIT. Returns 0 or

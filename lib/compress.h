@@ -6,8 +6,8 @@
 #define MOMENTO_COMPRESS_H
 
 #include "config.h"
-#include "decode.h"
 #include "momento/momento.h"
+#include "unpack.h"
 
 #include <stddef.h>
 #include <stdint.h>

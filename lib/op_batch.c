@@ -113,8 +113,8 @@ int momento_get_batch(momento_client *c, const char *cache, const void *const *k
     momento__call_opts resolved;
     momento__call_opts_from(c, opts, &resolved);
     resolved.expect_msgs = n;
-    int rc = momento__call_start_with(c, MOMENTO__RPC_GET_BATCH, cache, &req.base, &resolved, cb,
-                                      userdata);
+    int rc = momento__call_start_with(c, MOMENTO__RPC_GET_BATCH, momento__decode_get_batch, cache,
+                                      &req.base, &resolved, cb, userdata);
     free(items); /* packed at submit */
     free(ptrs);
     return rc;
@@ -165,8 +165,8 @@ int momento_set_batch(momento_client *c, const char *cache, const void *const *k
     momento__call_opts resolved;
     momento__call_opts_from(c, opts, &resolved);
     resolved.expect_msgs = n;
-    int rc = momento__call_start_with(c, MOMENTO__RPC_SET_BATCH, cache, &req.base, &resolved, cb,
-                                      userdata);
+    int rc = momento__call_start_with(c, MOMENTO__RPC_SET_BATCH, momento__decode_set_batch, cache,
+                                      &req.base, &resolved, cb, userdata);
     free(items);
     free(ptrs);
     momento__writes_end(&w); /* packed at submit */

@@ -87,7 +87,8 @@ static int send_set_if_hash(momento_client *c, const char *cache, const void *ke
         req.unconditional = &always;
         break;
     }
-    return momento__call_start(c, MOMENTO__RPC_SET_IF_HASH, cache, &req.base, opts, cb, userdata);
+    return momento__call_start(c, MOMENTO__RPC_SET_IF_HASH, momento__decode_set_if_hash, cache,
+                               &req.base, opts, cb, userdata);
 }
 
 int momento_set_if(momento_client *c, const char *cache, const void *key, size_t key_len,
@@ -153,7 +154,8 @@ int momento_set_if(momento_client *c, const char *cache, const void *key, size_t
         momento__write_end(&w);
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "unknown condition %d", (int)condition);
     }
-    rc = momento__call_start(c, MOMENTO__RPC_SET_IF, cache, &req.base, opts, cb, userdata);
+    rc = momento__call_start(c, MOMENTO__RPC_SET_IF, momento__decode_set_if, cache, &req.base, opts,
+                             cb, userdata);
     momento__write_end(&w); /* packed at submit */
     return rc;
 }
@@ -277,8 +279,8 @@ int momento_get_with_hash(momento_client *c, const char *cache, const void *key,
     MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
     CacheClient__GetWithHashRequest req = CACHE_CLIENT____GET_WITH_HASH_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
-    return momento__call_start(c, MOMENTO__RPC_GET_WITH_HASH, cache, &req.base, opts, cb,
-                               userdata);
+    return momento__call_start(c, MOMENTO__RPC_GET_WITH_HASH, momento__decode_get_with_hash, cache,
+                               &req.base, opts, cb, userdata);
 }
 
 /* ---- Blocking forms: each is its async call plus a wait. */

@@ -57,7 +57,8 @@ int momento_ping(momento_client *c, const momento_request_options *opts, momento
 {
     MOMENTO__CHECK(momento__check_request(c, opts, cb));
     CacheClient__PingRequest req = CACHE_CLIENT____PING_REQUEST__INIT;
-    return momento__call_start(c, MOMENTO__RPC_PING, NULL, &req.base, opts, cb, userdata);
+    return momento__call_start(c, MOMENTO__RPC_PING, momento__decode_ping, NULL, &req.base, opts,
+                               cb, userdata);
 }
 
 int momento_ping_sync(momento_client *c, const momento_request_options *opts, momento_result **ret)
@@ -70,8 +71,9 @@ int momento_ping_sync(momento_client *c, const momento_request_options *opts, mo
 /* CreateCache, DeleteCache and FlushCache share one request shape: a cache
  * name at field 1. The three request types are distinct protobuf-c
  * descriptors, so each is filled through its own init. */
-static int cache_name_call(momento_client *c, momento__rpc_id m, const char *cache,
-                           const momento_request_options *opts, momento_callback cb, void *userdata)
+static int cache_name_call(momento_client *c, momento__rpc_id m, momento__decode_fn decode,
+                           const char *cache, const momento_request_options *opts,
+                           momento_callback cb, void *userdata)
 {
     MOMENTO__CHECK(momento__check_cache_request(c, cache, opts, cb));
     union {
@@ -93,13 +95,14 @@ static int cache_name_call(momento_client *c, momento__rpc_id m, const char *cac
         req.flush.cache_name = (char *)cache;
         msg = &req.flush.base;
     }
-    return momento__call_start(c, m, NULL, msg, opts, cb, userdata);
+    return momento__call_start(c, m, decode, NULL, msg, opts, cb, userdata);
 }
 
 int momento_create_cache(momento_client *c, const char *cache, const momento_request_options *opts,
                          momento_callback cb, void *userdata)
 {
-    return cache_name_call(c, MOMENTO__RPC_CREATE_CACHE, cache, opts, cb, userdata);
+    return cache_name_call(c, MOMENTO__RPC_CREATE_CACHE, momento__decode_create_cache, cache, opts,
+                           cb, userdata);
 }
 
 int momento_create_cache_sync(momento_client *c, const char *cache,
@@ -113,7 +116,8 @@ int momento_create_cache_sync(momento_client *c, const char *cache,
 int momento_delete_cache(momento_client *c, const char *cache, const momento_request_options *opts,
                          momento_callback cb, void *userdata)
 {
-    return cache_name_call(c, MOMENTO__RPC_DELETE_CACHE, cache, opts, cb, userdata);
+    return cache_name_call(c, MOMENTO__RPC_DELETE_CACHE, momento__decode_delete_cache, cache, opts,
+                           cb, userdata);
 }
 
 int momento_delete_cache_sync(momento_client *c, const char *cache,
@@ -127,7 +131,8 @@ int momento_delete_cache_sync(momento_client *c, const char *cache,
 int momento_flush_cache(momento_client *c, const char *cache, const momento_request_options *opts,
                         momento_callback cb, void *userdata)
 {
-    return cache_name_call(c, MOMENTO__RPC_FLUSH_CACHE, cache, opts, cb, userdata);
+    return cache_name_call(c, MOMENTO__RPC_FLUSH_CACHE, momento__decode_flush_cache, cache, opts,
+                           cb, userdata);
 }
 
 int momento_flush_cache_sync(momento_client *c, const char *cache,
@@ -250,7 +255,8 @@ static int list_page(list_state *st, const char *token)
     st->pages++;
     ControlClient__ListCachesRequest req = CONTROL_CLIENT____LIST_CACHES_REQUEST__INIT;
     req.next_token = token ? st->token : "";
-    return momento__call_start_with(st->client, MOMENTO__RPC_LIST_CACHES, NULL, &req.base, &st->opts,
+    return momento__call_start_with(st->client, MOMENTO__RPC_LIST_CACHES,
+                                    momento__decode_list_caches, NULL, &req.base, &st->opts,
                                     list_page_done, st);
 }
 

@@ -145,8 +145,8 @@ int momento_dictionary_set_fields(momento_client *c, const char *cache, const vo
         }
         req.n_items = n;
         req.items = ptrs;
-        rc = momento__coll_write(c, MOMENTO__RPC_DICTIONARY_SET, cache, name, name_len, &req.base,
-                                 opts, cb, userdata);
+        rc = momento__coll_write(c, MOMENTO__RPC_DICTIONARY_SET, momento__decode_dictionary_set,
+                                 cache, name, name_len, &req.base, opts, cb, userdata);
     }
     free(pairs); /* the request was packed at submit */
     free(ptrs);
@@ -237,8 +237,8 @@ static int get_fields(momento__target t, const char *cache, const void *name, si
     }
     req.dictionary_name = momento__bytes(name, name_len);
     req.n_fields = n;
-    int rc = momento__coll_read(t, MOMENTO__RPC_DICTIONARY_GET, cache, name, name_len, &req.base,
-                                opts, fields_answer_done, fa);
+    int rc = momento__coll_read(t, MOMENTO__RPC_DICTIONARY_GET, momento__decode_dictionary_get,
+                                cache, name, name_len, &req.base, opts, fields_answer_done, fa);
     free(req.fields);
     if (rc != MOMENTO_OK)
         free(fa);
@@ -305,8 +305,8 @@ static int fetch(momento__target t, const char *cache, const void *name, size_t 
     MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
     CacheClient__DictionaryFetchRequest req = CACHE_CLIENT____DICTIONARY_FETCH_REQUEST__INIT;
     req.dictionary_name = momento__bytes(name, name_len);
-    return momento__coll_read(t, MOMENTO__RPC_DICTIONARY_FETCH, cache, name, name_len, &req.base,
-                              opts, cb, userdata);
+    return momento__coll_read(t, MOMENTO__RPC_DICTIONARY_FETCH, momento__decode_dictionary_fetch,
+                              cache, name, name_len, &req.base, opts, cb, userdata);
 }
 
 int momento_dictionary_fetch(momento_client *c, const char *cache, const void *name,
@@ -339,7 +339,8 @@ int momento_dictionary_increment(momento_client *c, const char *cache, const voi
     req.dictionary_name = momento__bytes(name, name_len);
     req.field = momento__bytes(field, field_len);
     req.amount = amount;
-    return momento__coll_write(c, MOMENTO__RPC_DICTIONARY_INCREMENT, cache, name, name_len,
+    return momento__coll_write(c, MOMENTO__RPC_DICTIONARY_INCREMENT,
+                               momento__decode_dictionary_increment, cache, name, name_len,
                                &req.base, opts, cb, userdata);
 }
 
@@ -362,8 +363,9 @@ int momento_dictionary_remove_fields(momento_client *c, const char *cache, const
     some.n_fields = n;
     req.delete_case = CACHE_CLIENT____DICTIONARY_DELETE_REQUEST__DELETE_SOME;
     req.some = &some;
-    int rc = momento__coll_write(c, MOMENTO__RPC_DICTIONARY_DELETE, cache, name, name_len,
-                                 &req.base, opts, cb, userdata);
+    int rc =
+        momento__coll_write(c, MOMENTO__RPC_DICTIONARY_DELETE, momento__decode_dictionary_delete,
+                            cache, name, name_len, &req.base, opts, cb, userdata);
     free(some.fields);
     return rc;
 }
@@ -383,8 +385,8 @@ static int length(momento__target t, const char *cache, const void *name, size_t
     MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
     CacheClient__DictionaryLengthRequest req = CACHE_CLIENT____DICTIONARY_LENGTH_REQUEST__INIT;
     req.dictionary_name = momento__bytes(name, name_len);
-    return momento__coll_read(t, MOMENTO__RPC_DICTIONARY_LENGTH, cache, name, name_len, &req.base,
-                              opts, cb, userdata);
+    return momento__coll_read(t, MOMENTO__RPC_DICTIONARY_LENGTH, momento__decode_dictionary_length,
+                              cache, name, name_len, &req.base, opts, cb, userdata);
 }
 
 int momento_dictionary_length(momento_client *c, const char *cache, const void *name,

@@ -139,7 +139,8 @@ int momento__send_get(momento_client *c, const char *cache, const void *key, siz
     }
     CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
-    return momento__call_start_with(c, MOMENTO__RPC_GET, cache, &req.base, opts, cb, userdata);
+    return momento__call_start_with(c, MOMENTO__RPC_GET, momento__decode_get, cache, &req.base,
+                                    opts, cb, userdata);
 }
 
 int momento__send_set(momento_client *c, const char *cache, const void *key, size_t key_len,
@@ -157,7 +158,8 @@ int momento__send_set(momento_client *c, const char *cache, const void *key, siz
     req.cache_key = momento__bytes(key, key_len);
     req.cache_body = momento__bytes(value, value_len);
     req.ttl_milliseconds = ttl;
-    return momento__call_start_with(c, MOMENTO__RPC_SET, cache, &req.base, opts, cb, userdata);
+    return momento__call_start_with(c, MOMENTO__RPC_SET, momento__decode_set, cache, &req.base,
+                                    opts, cb, userdata);
 }
 
 int momento__send_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
@@ -171,7 +173,8 @@ int momento__send_delete(momento_client *c, const char *cache, const void *key, 
     }
     CacheClient__DeleteRequest req = CACHE_CLIENT____DELETE_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
-    return momento__call_start_with(c, MOMENTO__RPC_DELETE, cache, &req.base, opts, cb, userdata);
+    return momento__call_start_with(c, MOMENTO__RPC_DELETE, momento__decode_delete, cache,
+                                    &req.base, opts, cb, userdata);
 }
 
 int momento_get(momento_client *c, const char *cache, const void *key, size_t key_len,
@@ -251,7 +254,8 @@ int momento_increment(momento_client *c, const char *cache, const void *key, siz
     req.amount = amount;
     req.ttl_milliseconds = momento__effective_ttl(&c->cfg, ttl_ms);
     momento__coalescers_note_write(c, NULL, cache, key, key_len); /* read-your-writes */
-    return momento__call_start(c, MOMENTO__RPC_INCREMENT, cache, &req.base, opts, cb, userdata);
+    return momento__call_start(c, MOMENTO__RPC_INCREMENT, momento__decode_increment, cache,
+                               &req.base, opts, cb, userdata);
 }
 
 int momento_increment_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
@@ -279,7 +283,8 @@ int momento_keys_exist(momento_client *c, const char *cache, const void *const *
     CacheClient__KeysExistRequest req = CACHE_CLIENT____KEYS_EXIST_REQUEST__INIT;
     req.n_cache_keys = n;
     req.cache_keys = list;
-    int rc = momento__call_start(c, MOMENTO__RPC_KEYS_EXIST, cache, &req.base, opts, cb, userdata);
+    int rc = momento__call_start(c, MOMENTO__RPC_KEYS_EXIST, momento__decode_keys_exist, cache,
+                                 &req.base, opts, cb, userdata);
     free(list); /* packed at submit */
     return rc;
 }
@@ -312,7 +317,8 @@ int momento_item_get_type(momento_client *c, const char *cache, const void *key,
     MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
     CacheClient__ItemGetTypeRequest req = CACHE_CLIENT____ITEM_GET_TYPE_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
-    return momento__call_start(c, MOMENTO__RPC_ITEM_GET_TYPE, cache, &req.base, opts, cb, userdata);
+    return momento__call_start(c, MOMENTO__RPC_ITEM_GET_TYPE, momento__decode_item_get_type, cache,
+                               &req.base, opts, cb, userdata);
 }
 
 int momento_item_get_type_sync(momento_client *c, const char *cache, const void *key,

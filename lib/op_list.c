@@ -145,8 +145,8 @@ int momento_list_push_front(momento_client *c, const char *cache, const void *na
     req.list_name = momento__bytes(name, name_len);
     req.value = momento__bytes(value, value_len);
     req.truncate_back_to_size = truncate_to_size;
-    return momento__coll_write(c, MOMENTO__RPC_LIST_PUSH_FRONT, cache, name, name_len, &req.base,
-                               opts, cb, userdata);
+    return momento__coll_write(c, MOMENTO__RPC_LIST_PUSH_FRONT, momento__decode_list_push_front,
+                               cache, name, name_len, &req.base, opts, cb, userdata);
 }
 
 int momento_list_push_back(momento_client *c, const char *cache, const void *name,
@@ -163,8 +163,8 @@ int momento_list_push_back(momento_client *c, const char *cache, const void *nam
     req.list_name = momento__bytes(name, name_len);
     req.value = momento__bytes(value, value_len);
     req.truncate_front_to_size = truncate_to_size;
-    return momento__coll_write(c, MOMENTO__RPC_LIST_PUSH_BACK, cache, name, name_len, &req.base,
-                               opts, cb, userdata);
+    return momento__coll_write(c, MOMENTO__RPC_LIST_PUSH_BACK, momento__decode_list_push_back,
+                               cache, name, name_len, &req.base, opts, cb, userdata);
 }
 
 int momento_list_concatenate_front(momento_client *c, const char *cache, const void *name,
@@ -186,7 +186,8 @@ int momento_list_concatenate_front(momento_client *c, const char *cache, const v
     if (!req.values)
         return MOMENTO_ERR_NO_MEMORY;
     req.n_values = n;
-    int rc = momento__coll_write(c, MOMENTO__RPC_LIST_CONCATENATE_FRONT, cache, name, name_len,
+    int rc = momento__coll_write(c, MOMENTO__RPC_LIST_CONCATENATE_FRONT,
+                                 momento__decode_list_concatenate_front, cache, name, name_len,
                                  &req.base, opts, cb, userdata);
     free(req.values); /* the request was packed at submit */
     return rc;
@@ -211,7 +212,8 @@ int momento_list_concatenate_back(momento_client *c, const char *cache, const vo
     if (!req.values)
         return MOMENTO_ERR_NO_MEMORY;
     req.n_values = n;
-    int rc = momento__coll_write(c, MOMENTO__RPC_LIST_CONCATENATE_BACK, cache, name, name_len,
+    int rc = momento__coll_write(c, MOMENTO__RPC_LIST_CONCATENATE_BACK,
+                                 momento__decode_list_concatenate_back, cache, name, name_len,
                                  &req.base, opts, cb, userdata);
     free(req.values);
     return rc;
@@ -224,8 +226,8 @@ int momento_list_pop_front(momento_client *c, const char *cache, const void *nam
     MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
     CacheClient__ListPopFrontRequest req = CACHE_CLIENT____LIST_POP_FRONT_REQUEST__INIT;
     req.list_name = momento__bytes(name, name_len);
-    return momento__coll_write(c, MOMENTO__RPC_LIST_POP_FRONT, cache, name, name_len, &req.base,
-                               opts, cb, userdata);
+    return momento__coll_write(c, MOMENTO__RPC_LIST_POP_FRONT, momento__decode_list_pop_front,
+                               cache, name, name_len, &req.base, opts, cb, userdata);
 }
 
 int momento_list_pop_back(momento_client *c, const char *cache, const void *name,
@@ -235,8 +237,8 @@ int momento_list_pop_back(momento_client *c, const char *cache, const void *name
     MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
     CacheClient__ListPopBackRequest req = CACHE_CLIENT____LIST_POP_BACK_REQUEST__INIT;
     req.list_name = momento__bytes(name, name_len);
-    return momento__coll_write(c, MOMENTO__RPC_LIST_POP_BACK, cache, name, name_len, &req.base,
-                               opts, cb, userdata);
+    return momento__coll_write(c, MOMENTO__RPC_LIST_POP_BACK, momento__decode_list_pop_back, cache,
+                               name, name_len, &req.base, opts, cb, userdata);
 }
 
 static int fetch(momento__target t, const char *cache, const void *name, size_t name_len,
@@ -262,8 +264,8 @@ static int fetch(momento__target t, const char *cache, const void *name, size_t 
         req.end_index_case = CACHE_CLIENT____LIST_FETCH_REQUEST__END_INDEX_EXCLUSIVE_END;
         req.exclusive_end = end;
     }
-    return momento__coll_read(t, MOMENTO__RPC_LIST_FETCH, cache, name, name_len, &req.base, opts,
-                              cb, userdata);
+    return momento__coll_read(t, MOMENTO__RPC_LIST_FETCH, momento__decode_list_fetch, cache, name,
+                              name_len, &req.base, opts, cb, userdata);
 }
 
 int momento_list_fetch(momento_client *c, const char *cache, const void *name, size_t name_len,
@@ -306,8 +308,8 @@ int momento_list_retain(momento_client *c, const char *cache, const void *name, 
         req.end_index_case = CACHE_CLIENT____LIST_RETAIN_REQUEST__END_INDEX_EXCLUSIVE_END;
         req.exclusive_end = end;
     }
-    return momento__coll_write(c, MOMENTO__RPC_LIST_RETAIN, cache, name, name_len, &req.base, opts,
-                               cb, userdata);
+    return momento__coll_write(c, MOMENTO__RPC_LIST_RETAIN, momento__decode_list_retain, cache,
+                               name, name_len, &req.base, opts, cb, userdata);
 }
 
 int momento_list_remove_value(momento_client *c, const char *cache, const void *name,
@@ -324,8 +326,8 @@ int momento_list_remove_value(momento_client *c, const char *cache, const void *
     req.list_name = momento__bytes(name, name_len);
     req.remove_case = CACHE_CLIENT____LIST_REMOVE_REQUEST__REMOVE_ALL_ELEMENTS_WITH_VALUE;
     req.all_elements_with_value = momento__bytes(value, value_len);
-    return momento__coll_write(c, MOMENTO__RPC_LIST_REMOVE, cache, name, name_len, &req.base, opts,
-                               cb, userdata);
+    return momento__coll_write(c, MOMENTO__RPC_LIST_REMOVE, momento__decode_list_remove, cache,
+                               name, name_len, &req.base, opts, cb, userdata);
 }
 
 /* Each range travels as a _ListRange of two varints: at most 14 bytes
@@ -354,8 +356,8 @@ int momento_list_erase(momento_client *c, const char *cache, const void *name, s
     if (n_ranges == 0) {
         req.erase_case = CACHE_CLIENT____LIST_ERASE_REQUEST__ERASE_ALL;
         req.all = &all;
-        return momento__coll_write(c, MOMENTO__RPC_LIST_ERASE, cache, name, name_len, &req.base,
-                                   opts, cb, userdata);
+        return momento__coll_write(c, MOMENTO__RPC_LIST_ERASE, momento__decode_list_erase, cache,
+                                   name, name_len, &req.base, opts, cb, userdata);
     }
     CacheClient__ListRange *ranges = momento__malloc(n_ranges * sizeof(*ranges));
     CacheClient__ListRange **ptrs = momento__malloc(n_ranges * sizeof(*ptrs));
@@ -371,8 +373,8 @@ int momento_list_erase(momento_client *c, const char *cache, const void *name, s
         some.ranges = ptrs;
         req.erase_case = CACHE_CLIENT____LIST_ERASE_REQUEST__ERASE_SOME;
         req.some = &some;
-        rc = momento__coll_write(c, MOMENTO__RPC_LIST_ERASE, cache, name, name_len, &req.base,
-                                 opts, cb, userdata);
+        rc = momento__coll_write(c, MOMENTO__RPC_LIST_ERASE, momento__decode_list_erase, cache,
+                                 name, name_len, &req.base, opts, cb, userdata);
     }
     free(ranges); /* the request was packed at submit */
     free(ptrs);
@@ -385,8 +387,8 @@ static int length(momento__target t, const char *cache, const void *name, size_t
     MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
     CacheClient__ListLengthRequest req = CACHE_CLIENT____LIST_LENGTH_REQUEST__INIT;
     req.list_name = momento__bytes(name, name_len);
-    return momento__coll_read(t, MOMENTO__RPC_LIST_LENGTH, cache, name, name_len, &req.base, opts,
-                              cb, userdata);
+    return momento__coll_read(t, MOMENTO__RPC_LIST_LENGTH, momento__decode_list_length, cache, name,
+                              name_len, &req.base, opts, cb, userdata);
 }
 
 int momento_list_length(momento_client *c, const char *cache, const void *name, size_t name_len,

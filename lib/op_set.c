@@ -110,8 +110,8 @@ int momento_set_add_elements(momento_client *c, const char *cache, const void *n
     if (!req.elements)
         return MOMENTO_ERR_NO_MEMORY;
     req.n_elements = n;
-    int rc = momento__coll_write(c, MOMENTO__RPC_SET_UNION, cache, name, name_len, &req.base, opts,
-                                 cb, userdata);
+    int rc = momento__coll_write(c, MOMENTO__RPC_SET_UNION, momento__decode_set_union, cache, name,
+                                 name_len, &req.base, opts, cb, userdata);
     free(req.elements);
     return rc;
 }
@@ -149,8 +149,8 @@ int momento_set_remove_elements(momento_client *c, const char *cache, const void
     req.set_name = momento__bytes(name, name_len);
     req.difference_case = CACHE_CLIENT____SET_DIFFERENCE_REQUEST__DIFFERENCE_SUBTRAHEND;
     req.subtrahend = &sub;
-    int rc = momento__coll_write(c, MOMENTO__RPC_SET_DIFFERENCE, cache, name, name_len, &req.base,
-                                 opts, cb, userdata);
+    int rc = momento__coll_write(c, MOMENTO__RPC_SET_DIFFERENCE, momento__decode_set_difference,
+                                 cache, name, name_len, &req.base, opts, cb, userdata);
     free(set.elements);
     return rc;
 }
@@ -170,8 +170,8 @@ static int fetch(momento__target t, const char *cache, const void *name, size_t 
     MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
     CacheClient__SetFetchRequest req = CACHE_CLIENT____SET_FETCH_REQUEST__INIT;
     req.set_name = momento__bytes(name, name_len);
-    return momento__coll_read(t, MOMENTO__RPC_SET_FETCH, cache, name, name_len, &req.base, opts,
-                              cb, userdata);
+    return momento__coll_read(t, MOMENTO__RPC_SET_FETCH, momento__decode_set_fetch, cache, name,
+                              name_len, &req.base, opts, cb, userdata);
 }
 
 int momento_set_fetch(momento_client *c, const char *cache, const void *name, size_t name_len,
@@ -195,7 +195,8 @@ int momento_set_sample(momento_client *c, const char *cache, const void *name, s
     CacheClient__SetSampleRequest req = CACHE_CLIENT____SET_SAMPLE_REQUEST__INIT;
     req.set_name = momento__bytes(name, name_len);
     req.limit = limit;
-    return momento__call_start(c, MOMENTO__RPC_SET_SAMPLE, cache, &req.base, opts, cb, userdata);
+    return momento__call_start(c, MOMENTO__RPC_SET_SAMPLE, momento__decode_set_sample, cache,
+                               &req.base, opts, cb, userdata);
 }
 
 int momento_set_pop(momento_client *c, const char *cache, const void *name, size_t name_len,
@@ -208,8 +209,8 @@ int momento_set_pop(momento_client *c, const char *cache, const void *name, size
     CacheClient__SetPopRequest req = CACHE_CLIENT____SET_POP_REQUEST__INIT;
     req.set_name = momento__bytes(name, name_len);
     req.count = count;
-    return momento__coll_write(c, MOMENTO__RPC_SET_POP, cache, name, name_len, &req.base, opts, cb,
-                               userdata);
+    return momento__coll_write(c, MOMENTO__RPC_SET_POP, momento__decode_set_pop, cache, name,
+                               name_len, &req.base, opts, cb, userdata);
 }
 
 static int contains(momento__target t, const char *cache, const void *name, size_t name_len,
@@ -225,8 +226,8 @@ static int contains(momento__target t, const char *cache, const void *name, size
     if (!req.elements)
         return MOMENTO_ERR_NO_MEMORY;
     req.n_elements = n;
-    int rc = momento__coll_read(t, MOMENTO__RPC_SET_CONTAINS, cache, name, name_len, &req.base,
-                                opts, cb, userdata);
+    int rc = momento__coll_read(t, MOMENTO__RPC_SET_CONTAINS, momento__decode_set_contains, cache,
+                                name, name_len, &req.base, opts, cb, userdata);
     free(req.elements);
     return rc;
 }
@@ -258,8 +259,8 @@ static int length(momento__target t, const char *cache, const void *name, size_t
     MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
     CacheClient__SetLengthRequest req = CACHE_CLIENT____SET_LENGTH_REQUEST__INIT;
     req.set_name = momento__bytes(name, name_len);
-    return momento__coll_read(t, MOMENTO__RPC_SET_LENGTH, cache, name, name_len, &req.base, opts,
-                              cb, userdata);
+    return momento__coll_read(t, MOMENTO__RPC_SET_LENGTH, momento__decode_set_length, cache, name,
+                              name_len, &req.base, opts, cb, userdata);
 }
 
 int momento_set_length(momento_client *c, const char *cache, const void *name, size_t name_len,

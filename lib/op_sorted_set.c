@@ -244,8 +244,8 @@ int momento_sorted_set_put_elements(momento_client *c, const char *cache, const 
         }
         req.n_elements = n;
         req.elements = ptrs;
-        rc = momento__coll_write(c, MOMENTO__RPC_SORTED_SET_PUT, cache, name, name_len,
-                                 &req.base, opts, cb, userdata);
+        rc = momento__coll_write(c, MOMENTO__RPC_SORTED_SET_PUT, momento__decode_sorted_set_put,
+                                 cache, name, name_len, &req.base, opts, cb, userdata);
     }
     free(elements); /* the request was packed at submit */
     free(ptrs);
@@ -296,8 +296,8 @@ static int fetch_by_rank(momento__target t, const char *cache, const void *name,
     req.with_scores = 1;
     req.range_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST__RANGE_BY_INDEX;
     req.by_index = &by_index;
-    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_FETCH, cache, name, name_len, &req.base,
-                              opts, cb, userdata);
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_FETCH, momento__decode_sorted_set_fetch,
+                              cache, name, name_len, &req.base, opts, cb, userdata);
 }
 
 int momento_sorted_set_fetch_by_rank(momento_client *c, const char *cache, const void *name,
@@ -360,8 +360,8 @@ static int fetch_by_score(momento__target t, const char *cache, const void *name
     req.with_scores = 1;
     req.range_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST__RANGE_BY_SCORE;
     req.by_score = &by_score;
-    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_FETCH, cache, name, name_len, &req.base,
-                              opts, cb, userdata);
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_FETCH, momento__decode_sorted_set_fetch,
+                              cache, name, name_len, &req.base, opts, cb, userdata);
 }
 
 int momento_sorted_set_fetch_by_score(momento_client *c, const char *cache, const void *name,
@@ -398,7 +398,8 @@ static int get_scores(momento__target t, const char *cache, const void *name, si
     if (!req.values)
         return MOMENTO_ERR_NO_MEMORY;
     req.n_values = n;
-    int rc = momento__coll_read(t, MOMENTO__RPC_SORTED_SET_GET_SCORE, cache, name, name_len,
+    int rc = momento__coll_read(t, MOMENTO__RPC_SORTED_SET_GET_SCORE,
+                                momento__decode_sorted_set_get_score, cache, name, name_len,
                                 &req.base, opts, cb, userdata);
     free(req.values);
     return rc;
@@ -472,8 +473,9 @@ static int get_rank(momento__target t, const char *cache, const void *name, size
     req.order = order == MOMENTO_DESCENDING
                     ? CACHE_CLIENT____SORTED_SET_GET_RANK_REQUEST__ORDER__DESCENDING
                     : CACHE_CLIENT____SORTED_SET_GET_RANK_REQUEST__ORDER__ASCENDING;
-    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_GET_RANK, cache, name, name_len,
-                              &req.base, opts, cb, userdata);
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_GET_RANK,
+                              momento__decode_sorted_set_get_rank, cache, name, name_len, &req.base,
+                              opts, cb, userdata);
 }
 
 int momento_sorted_set_get_rank(momento_client *c, const char *cache, const void *name,
@@ -511,7 +513,8 @@ int momento_sorted_set_increment_score(momento_client *c, const char *cache, con
     req.set_name = momento__bytes(name, name_len);
     req.value = momento__bytes(value, value_len);
     req.amount = amount;
-    return momento__coll_write(c, MOMENTO__RPC_SORTED_SET_INCREMENT, cache, name, name_len,
+    return momento__coll_write(c, MOMENTO__RPC_SORTED_SET_INCREMENT,
+                               momento__decode_sorted_set_increment, cache, name, name_len,
                                &req.base, opts, cb, userdata);
 }
 
@@ -534,8 +537,9 @@ int momento_sorted_set_remove_elements(momento_client *c, const char *cache, con
     some.n_values = n;
     req.remove_elements_case = CACHE_CLIENT____SORTED_SET_REMOVE_REQUEST__REMOVE_ELEMENTS_SOME;
     req.some = &some;
-    int rc = momento__coll_write(c, MOMENTO__RPC_SORTED_SET_REMOVE, cache, name, name_len,
-                                 &req.base, opts, cb, userdata);
+    int rc =
+        momento__coll_write(c, MOMENTO__RPC_SORTED_SET_REMOVE, momento__decode_sorted_set_remove,
+                            cache, name, name_len, &req.base, opts, cb, userdata);
     free(some.values);
     return rc;
 }
@@ -555,8 +559,8 @@ static int length(momento__target t, const char *cache, const void *name, size_t
     MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
     CacheClient__SortedSetLengthRequest req = CACHE_CLIENT____SORTED_SET_LENGTH_REQUEST__INIT;
     req.set_name = momento__bytes(name, name_len);
-    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_LENGTH, cache, name, name_len, &req.base,
-                              opts, cb, userdata);
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_LENGTH, momento__decode_sorted_set_length,
+                              cache, name, name_len, &req.base, opts, cb, userdata);
 }
 
 int momento_sorted_set_length(momento_client *c, const char *cache, const void *name,
@@ -599,7 +603,8 @@ static int length_by_score(momento__target t, const char *cache, const void *nam
         req.max_case = CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__MAX_INCLUSIVE_MAX;
         req.inclusive_max = max;
     }
-    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_LENGTH_BY_SCORE, cache, name, name_len,
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_LENGTH_BY_SCORE,
+                              momento__decode_sorted_set_length_by_score, cache, name, name_len,
                               &req.base, opts, cb, userdata);
 }
 

@@ -286,7 +286,8 @@ int momento_generate_disposable_token(momento_client *c, const momento_token_sco
     req.token_id = (char *)(token_id ? token_id : "");
 
     /* Packed before this returns: the messages above may go. */
-    int rc = momento__call_start(c, MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN, NULL, &req.base, opts,
+    int rc = momento__call_start(c, MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN,
+                                 momento__decode_generate_disposable_token, NULL, &req.base, opts,
                                  cb, userdata);
     free(msgs);
     free(types);

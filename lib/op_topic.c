@@ -55,8 +55,8 @@ static int publish(momento_client *c, const char *cache, const char *topic, cons
     req.topic = (char *)topic;
     req.value = &v;
     if (!text)
-        return momento__call_start(c, MOMENTO__RPC_TOPIC_PUBLISH, NULL, &req.base, opts, cb,
-                                   userdata);
+        return momento__call_start(c, MOMENTO__RPC_TOPIC_PUBLISH, momento__decode_topic_publish,
+                                   NULL, &req.base, opts, cb, userdata);
 
     /* Text: send the request packed here, the value as field 1. */
     size_t vsize = protobuf_c_message_get_packed_size(&v.base);
@@ -72,8 +72,8 @@ static int publish(momento_client *c, const char *cache, const char *topic, cons
     momento__call_opts_from(c, opts, &co);
     co.packed = packed;
     co.packed_len = len;
-    int rc = momento__call_start_with(c, MOMENTO__RPC_TOPIC_PUBLISH, NULL, NULL, &co, cb,
-                                      userdata);
+    int rc = momento__call_start_with(c, MOMENTO__RPC_TOPIC_PUBLISH, momento__decode_topic_publish,
+                                      NULL, NULL, &co, cb, userdata);
     free(packed);
     return rc;
 }

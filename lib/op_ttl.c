@@ -46,7 +46,8 @@ int momento_item_get_ttl(momento_client *c, const char *cache, const void *key, 
     MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
     CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
     req.cache_key = momento__bytes(key, key_len);
-    return momento__call_start(c, MOMENTO__RPC_ITEM_GET_TTL, cache, &req.base, opts, cb, userdata);
+    return momento__call_start(c, MOMENTO__RPC_ITEM_GET_TTL, momento__decode_item_get_ttl, cache,
+                               &req.base, opts, cb, userdata);
 }
 
 int momento_item_get_ttl_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
@@ -83,7 +84,8 @@ static int update_ttl(momento_client *c, const char *cache, const void *key, siz
     else
         req.overwrite_to_milliseconds = ttl_ms;
     momento__coalescers_note_write(c, NULL, cache, key, key_len); /* read-your-writes */
-    return momento__call_start(c, MOMENTO__RPC_UPDATE_TTL, cache, &req.base, opts, cb, userdata);
+    return momento__call_start(c, MOMENTO__RPC_UPDATE_TTL, momento__decode_update_ttl, cache,
+                               &req.base, opts, cb, userdata);
 }
 
 static int update_ttl_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
