@@ -1,10 +1,13 @@
 /* Starting and stopping a momento-local: options copied, the `--cache`
  * caches created, credentials read, the gRPC server created with every
  * method of the RPC table registered and bound, and the server thread
- * (calls.c) started; stopping undoes it all. */
+ * (core/calls.c) started with the rpc layer's dispatcher (rpc/dispatch.c);
+ * stopping undoes it all. The one file besides main.c above every folder:
+ * it puts the layers together, and nothing in them calls it. */
 #include "core/srv_server.h"
 
 #include "grpc_util.h"
+#include "rpc/srv_rpc.h"
 
 #include <grpc/grpc_security.h>
 #include <stdio.h>
@@ -142,7 +145,7 @@ int momento_local_start(momento_local **ret, const momento_local_options *opts)
         snprintf(s->endpoint, sizeof(s->endpoint), v6 ? "[%s]:%d" : "%s:%d", s->opts.bind,
                  s->port);
         grpc_server_start(s->server);
-        if (srv_calls_start(s) < 0) {
+        if (srv_calls_start(s, srv_dispatch) < 0) {
             grpc_server_destroy(s->server);
             rc = MOMENTO_ERR_NO_MEMORY;
         }

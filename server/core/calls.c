@@ -37,7 +37,6 @@
 #include "core/srv_reply.h"
 #include "core/srv_tokens.h"
 #include "grpc_util.h"
-#include "rpc/srv_rpc.h"
 
 #include <grpc/slice_buffer.h>
 #include <grpc/support/time.h>
@@ -441,9 +440,9 @@ static void answer(srv_call *c)
         s->turns.answering++;
         srv_work_begin(&w, &s->turns, &s->store);
         if (c->scope_checked || token_permits(c, body))
-            srv_dispatch(s, c->method, cache ? (const char *)GRPC_SLICE_START_PTR(*cache) : NULL,
-                         cache ? GRPC_SLICE_LENGTH(*cache) : 0, GRPC_SLICE_START_PTR(body),
-                         GRPC_SLICE_LENGTH(body), &c->reply);
+            s->dispatch(s, c->method, cache ? (const char *)GRPC_SLICE_START_PTR(*cache) : NULL,
+                        cache ? GRPC_SLICE_LENGTH(*cache) : 0, GRPC_SLICE_START_PTR(body),
+                        GRPC_SLICE_LENGTH(body), &c->reply);
         bool released = srv_work_end(&w);
         if (released)
             s->turns.releases++;
@@ -1152,8 +1151,9 @@ static void discard(void *tag, void *arg)
         call_free(tag);
 }
 
-int srv_calls_start(momento_local *s)
+int srv_calls_start(momento_local *s, srv_dispatch_fn *dispatch)
 {
+    s->dispatch = dispatch;
     momento__heap_init(&s->timers, due_before, NULL);
     momento__heap_track(&s->timers, heap_moved);
     if (srv_turns_init(&s->turns, server_loop, s) != 0) {

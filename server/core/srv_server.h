@@ -6,6 +6,7 @@
 
 #include "core/srv_faults.h"
 #include "core/srv_options.h"
+#include "core/srv_reply.h"
 #include "core/srv_topics.h"
 #include "core/srv_turns.h"
 #include "data/store.h"
@@ -39,11 +40,21 @@
  * commonly allow (100 to a few thousand). */
 #define SRV_MAX_STREAMS_PER_CONNECTION 1000
 
+/* Runs one call of RPC `m` that passed calls.c's checks: `cache` is its
+ * `cache` header's bytes (NULL when absent), `body` its request, `r` its
+ * reply. The core knows the RPC layer only as this function, which
+ * server.c hands to srv_calls_start(): rpc/dispatch.c's srv_dispatch().
+ * So the loop runs every handler knowing none of them, and rpc/ sits above
+ * the core without the core including it. */
+typedef void srv_dispatch_fn(momento_local *s, momento__rpc_id m, const char *cache,
+                             size_t cache_len, const uint8_t *body, size_t len, srv_reply *r);
+
 struct momento_local {
     momento_local_options opts;
     grpc_server *server;
     grpc_completion_queue *cq;
     void *registered[MOMENTO__RPC_COUNT]; /* grpc_server_register_method's handles */
+    srv_dispatch_fn *dispatch;            /* srv_calls_start()'s */
     /* The server's threads (srv_turns.h): one polls, the others carry
      * long requests; the state below is theirs, one at a time. */
     srv_turns turns;
@@ -96,10 +107,11 @@ struct momento_local {
 };
 
 /* calls.c. After grpc_server_start(): requests every method's calls ahead
- * of arrival and starts the server's first thread. Returns 0, or -1 when the thread
+ * of arrival and starts the server's first thread, which hands each call
+ * that passes its checks to `dispatch`. Returns 0, or -1 when the thread
  * could not be started; then the calls are cancelled and freed, and the
  * server and queue are left for the caller to destroy. */
-int srv_calls_start(momento_local *s);
+int srv_calls_start(momento_local *s, srv_dispatch_fn *dispatch);
 /* Shuts the server down, fails calls still delayed with UNAVAILABLE (counted
  * so, whether the stop's cancel or the UNAVAILABLE reply ends them) and
  * returns once the server thread has drained the queue. */

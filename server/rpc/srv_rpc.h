@@ -15,6 +15,7 @@
 #define MOMENTO_LOCAL_SRV_RPC_H
 
 #include "core/srv_reply.h"
+#include "core/srv_server.h"
 #include "data/srv_yield.h"
 #include "data/store.h"
 #include "methods.h"
@@ -35,9 +36,9 @@ typedef void srv_handler(momento_local *s, store_cache *c, const ProtobufCMessag
 
 /* Runs one call of RPC `m` whose auth, rate and fault checks have passed:
  * finds the cache a data-plane RPC names in `cache` (the header's bytes,
- * NULL when absent), decodes `body`, calls the handler. */
-void srv_dispatch(momento_local *s, momento__rpc_id m, const char *cache, size_t cache_len,
-                  const uint8_t *body, size_t len, srv_reply *r);
+ * NULL when absent), decodes `body`, calls the handler. The core's loop
+ * calls it as the srv_dispatch_fn server.c gives it (core/srv_server.h). */
+srv_dispatch_fn srv_dispatch;
 
 /* rpc_batch.c: GetBatch and SetBatch reading their request's wire bytes
  * in place, as the table's srv_get_batch / srv_set_batch do the unpacked
