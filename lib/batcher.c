@@ -28,9 +28,10 @@
 #include "alloc.h"
 #include "cancel.h"
 #include "client.h"
+#include "kv_send.h"
 #include "metrics.h"
-#include "op.h"
 #include "result.h"
+#include "validate.h"
 
 #include "cacheclient.pb-c.h"
 
@@ -236,10 +237,13 @@ void momento__batcher_withdraw(momento__bmember *m)
     pthread_mutex_unlock(&b->lock);
 }
 
-int momento__batcher_offer(momento_client *c, momento__bop op, const char *cache,
-                           const void *key, size_t key_len, const void *value, size_t value_len,
-                           uint64_t ttl_ms, const momento__call_opts *opts, momento_callback cb,
-                           void *userdata)
+/* Offers a checked get, set or delete with resolved options. Returns 1 when
+ * the batcher does not take it (the caller sends it as usual), else what
+ * the async call returns: 0 (queued: exactly one callback follows) or an
+ * error (refused, no callback). */
+static int offer(momento_client *c, momento__bop op, const char *cache, const void *key,
+                 size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
+                 const momento__call_opts *opts, momento_callback cb, void *userdata)
 {
     uint32_t n = c->cfg.batch_min_in_flight;
     if (n == 0)
@@ -335,6 +339,43 @@ int momento__batcher_offer(momento_client *c, momento__bop op, const char *cache
         free(m);
     }
     return rc;
+}
+
+int momento__batcher_get(momento_client *c, const char *cache, const void *key, size_t key_len,
+                         const momento__call_opts *opts, momento_callback cb, void *userdata)
+{
+    if (!opts->unbatched) {
+        int rc = offer(c, MOMENTO__BOP_GET, cache, key, key_len, NULL, 0, 0, opts, cb, userdata);
+        if (rc != 1)
+            return rc;
+    }
+    return momento__send_get(c, cache, key, key_len, opts, cb, userdata);
+}
+
+int momento__batcher_set(momento_client *c, const char *cache, const void *key, size_t key_len,
+                         const void *value, size_t value_len, uint64_t ttl_ms,
+                         const momento__call_opts *opts, momento_callback cb, void *userdata)
+{
+    if (!opts->unbatched) {
+        /* Queued with the TTL it would be sent with. */
+        uint64_t ttl = momento__effective_ttl(&c->cfg, ttl_ms);
+        int rc = offer(c, MOMENTO__BOP_SET, cache, key, key_len, value, value_len, ttl, opts, cb,
+                       userdata);
+        if (rc != 1)
+            return rc;
+    }
+    return momento__send_set(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb, userdata);
+}
+
+int momento__batcher_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
+                            const momento__call_opts *opts, momento_callback cb, void *userdata)
+{
+    if (!opts->unbatched) {
+        int rc = offer(c, MOMENTO__BOP_DELETE, cache, key, key_len, NULL, 0, 0, opts, cb, userdata);
+        if (rc != 1)
+            return rc;
+    }
+    return momento__send_delete(c, cache, key, key_len, opts, cb, userdata);
 }
 
 size_t momento__batcher_queued(momento_client *c)

@@ -31,14 +31,17 @@ typedef struct momento__batcher {
 void momento__batcher_init(momento__batcher *b);
 void momento__batcher_clear(momento__batcher *b);
 
-/* Offers a checked get, set or delete with resolved options. Returns 1 when
- * the batcher does not take it (the caller sends it as usual), else what
- * the async call returns: 0 (queued: exactly one callback follows) or an
- * error (refused, no callback). */
-int momento__batcher_offer(momento_client *c, momento__bop op, const char *cache,
-                           const void *key, size_t key_len, const void *value, size_t value_len,
-                           uint64_t ttl_ms, const momento__call_opts *opts, momento_callback cb,
-                           void *userdata);
+/* A checked get, set or delete with resolved options, through the
+ * batcher: queued for a batch when the client has enough RPCs in flight
+ * (never when `opts->unbatched`), else sent at once (kv_send.h). Return as
+ * momento_get() and friends. */
+int momento__batcher_get(momento_client *c, const char *cache, const void *key, size_t key_len,
+                         const momento__call_opts *opts, momento_callback cb, void *userdata);
+int momento__batcher_set(momento_client *c, const char *cache, const void *key, size_t key_len,
+                         const void *value, size_t value_len, uint64_t ttl_ms,
+                         const momento__call_opts *opts, momento_callback cb, void *userdata);
+int momento__batcher_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
+                            const momento__call_opts *opts, momento_callback cb, void *userdata);
 
 /* An RPC of `c` has been retired (client.c), with the in-flight RPC count
  * already lowered: sends what is queued. On the completion thread it sends

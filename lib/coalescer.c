@@ -33,12 +33,14 @@
 
 #include "alloc.h"
 #include "batcher.h"
+#include "blocking.h"
 #include "cancel.h"
 #include "collection.h"
+#include "kv_send.h"
 #include "metrics.h"
-#include "op.h"
 #include "result.h"
 #include "retry.h"
+#include "validate.h"
 #include "write.h"
 
 #include <stdlib.h>
@@ -564,17 +566,17 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
                                    .queued = &e->queued,
                                    .no_metrics = true}; /* each waiter is reported */
         if (op == CO_GET)
-            rc = momento__send_get(co->client, cache, key, key_len, &opts, on_done, e);
+            rc = momento__batcher_get(co->client, cache, key, key_len, &opts, on_done, e);
         else if (op == CO_SET)
-            rc = momento__send_set(co->client, cache, key, key_len, value, value_len, ttl_ms, &opts,
-                                   on_done, e);
+            rc = momento__batcher_set(co->client, cache, key, key_len, value, value_len, ttl_ms,
+                                      &opts, on_done, e);
         else if (op == CO_READ) {
             opts.packed = e->value;
             opts.packed_len = value_len;
             rc = momento__call_start_with(co->client, rpc, decode, cache, NULL, &opts, on_done, e);
         }
         else
-            rc = momento__send_delete(co->client, cache, key, key_len, &opts, on_done, e);
+            rc = momento__batcher_delete(co->client, cache, key, key_len, &opts, on_done, e);
     }
     if (rc != MOMENTO_OK) {
         if (e && !fresh)
@@ -672,12 +674,12 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
         close_key(co, cache, strlen(cache), key, key_len);
     if (alone) {
         if (op == CO_GET)
-            rc = momento__send_get(c, cache, key, key_len, &resolved, cb, userdata);
+            rc = momento__batcher_get(c, cache, key, key_len, &resolved, cb, userdata);
         else if (op == CO_SET)
-            rc = momento__send_set(c, cache, key, key_len, w.value, w.value_len, w.ttl_ms,
-                                   &resolved, cb, userdata);
+            rc = momento__batcher_set(c, cache, key, key_len, w.value, w.value_len, w.ttl_ms,
+                                      &resolved, cb, userdata);
         else
-            rc = momento__send_delete(c, cache, key, key_len, &resolved, cb, userdata);
+            rc = momento__batcher_delete(c, cache, key, key_len, &resolved, cb, userdata);
     } else {
         rc = enqueue(co, op, MOMENTO__RPC_GET, NULL, cache, key, key_len, w.value,
                      op == CO_SET ? w.value_len : 0, w.ttl_ms, &resolved, cb, userdata);

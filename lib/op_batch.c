@@ -1,6 +1,7 @@
 /* Get and set batches over Momento's server-streaming RPCs: one request
  * carrying every key, one response message per key, in order, gathered into
- * a single result whose items are the per-key results. */
+ * a single result whose items are the per-key results (the decoders are
+ * kv_send.c's, which the batcher's batches use too). */
 #include "op.h"
 #include "write.h"
 
@@ -9,83 +10,6 @@
 #include "cacheclient.pb-c.h"
 
 #include <stdlib.h>
-
-/* Unpacks every message as a response message of RPC `m` into
- * scratch->msgs, and allocates one item result per message into
- * scratch->mem. */
-static int unpack_all(momento__rpc_id m, const grpc_slice *msgs, size_t n,
-                      momento__scratch *scratch, momento_result **ret_items)
-{
-    scratch->msgs = momento__calloc(n + 1, sizeof(*scratch->msgs));
-    momento_result *items = momento__calloc(n + 1, sizeof(*items));
-    scratch->mem = items;
-    if (!scratch->msgs || !items)
-        return MOMENTO_ERR_NO_MEMORY;
-    for (size_t i = 0; i < n; i++) {
-        scratch->msgs[i] = protobuf_c_message_unpack(momento__rpcs[m].response, NULL,
-                                                     GRPC_SLICE_LENGTH(msgs[i]),
-                                                     GRPC_SLICE_START_PTR(msgs[i]));
-        if (!scratch->msgs[i])
-            return MOMENTO_ERR_BAD_RESPONSE;
-        scratch->n_msgs++;
-        items[i].grpc_status = 0;
-        items[i].message = "";
-    }
-    *ret_items = items;
-    return MOMENTO_OK;
-}
-
-MOMENTO__DECODER(get_batch)
-{
-    size_t n = n_msgs;
-    momento_result *items;
-    int rc = unpack_all(MOMENTO__RPC_GET_BATCH, msgs, n, scratch, &items);
-    if (rc != MOMENTO_OK)
-        return rc;
-    for (size_t i = 0; i < n; i++) {
-        const CacheClient__GetResponse *m = (const CacheClient__GetResponse *)scratch->msgs[i];
-        if (m->result == CACHE_CLIENT__ECACHE_RESULT__Hit) {
-            items[i].outcome = MOMENTO_OUTCOME_HIT;
-            items[i].value = m->cache_body.data;
-            items[i].value_len = m->cache_body.len;
-            /* A compressed value is returned decompressed (compress.c); one
-             * that fails fails its own item only, so that one bad value
-             * does not fail a batcher's unrelated gets. */
-            const char *why = NULL;
-            int drc = momento__decompress_hit(scratch, &items[i].value, &items[i].value_len, &why);
-            if (drc != MOMENTO_OK) {
-                items[i].error = drc;
-                items[i].outcome = MOMENTO_OUTCOME_ERROR;
-                items[i].message = why ? why : momento_strerror(drc);
-                items[i].value = NULL;
-                items[i].value_len = 0;
-            }
-        } else if (m->result == CACHE_CLIENT__ECACHE_RESULT__Miss) {
-            items[i].outcome = MOMENTO_OUTCOME_MISS;
-        } else {
-            return MOMENTO_ERR_BAD_RESPONSE;
-        }
-    }
-    r->items = items;
-    r->n_items = n;
-    r->outcome = MOMENTO_OUTCOME_SUCCESS;
-    return MOMENTO_OK;
-}
-
-MOMENTO__DECODER(set_batch)
-{
-    size_t n = n_msgs;
-    momento_result *items;
-    int rc = unpack_all(MOMENTO__RPC_SET_BATCH, msgs, n, scratch, &items);
-    if (rc != MOMENTO_OK)
-        return rc;
-    for (size_t i = 0; i < n; i++)
-        items[i].outcome = MOMENTO_OUTCOME_SUCCESS;
-    r->items = items;
-    r->n_items = n;
-    r->outcome = MOMENTO_OUTCOME_SUCCESS;
-    return MOMENTO_OK;
-}
 
 int momento_get_batch(momento_client *c, const char *cache, const void *const *keys,
                       const size_t *key_lens, size_t n, const momento_request_options *opts,

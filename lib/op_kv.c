@@ -1,67 +1,16 @@
 /* The key/value family: get, set, delete, increment, keys exist and item
- * type, async and blocking, with their decoders. */
+ * type, async and blocking, with their decoders. Get, set and delete go
+ * through the batcher, which sends them (kv_send.c, with their decoders)
+ * when it does not queue them. */
 #include "op.h"
 
 #include "alloc.h"
-#include "wire.h"
+#include "batcher.h"
 #include "write.h"
 
 #include "cacheclient.pb-c.h"
 
 #include <stdlib.h>
-
-/* _GetResponse, the hottest reply, is read straight off the wire: the value
- * a callback sees points into the received message. */
-MOMENTO__DECODER(get)
-{
-    const uint8_t *p = GRPC_SLICE_START_PTR(msgs[0]);
-    const uint8_t *end = p + GRPC_SLICE_LENGTH(msgs[0]);
-    uint64_t result = 0;
-    const uint8_t *body = NULL;
-    size_t body_len = 0;
-    while (p < end) {
-        uint64_t tag, v;
-        if (!momento__wire_varint(&p, end, &tag))
-            return MOMENTO_ERR_BAD_RESPONSE;
-        unsigned field = (unsigned)(tag >> 3), type = (unsigned)(tag & 7);
-        if (field == 1 && type == 0) { /* ECacheResult result */
-            if (!momento__wire_varint(&p, end, &result))
-                return MOMENTO_ERR_BAD_RESPONSE;
-        } else if (field == 2 && type == 2) { /* bytes cache_body: last one wins */
-            if (!momento__wire_varint(&p, end, &v) || v > (uint64_t)(end - p))
-                return MOMENTO_ERR_BAD_RESPONSE;
-            body = p;
-            body_len = (size_t)v;
-            p += v;
-        } else if (field == 0 || !momento__wire_skip(&p, end, type)) {
-            return MOMENTO_ERR_BAD_RESPONSE;
-        }
-    }
-    if (result == 2) { /* Hit */
-        r->outcome = MOMENTO_OUTCOME_HIT;
-        r->value = body ? body : (const uint8_t *)"";
-        r->value_len = body_len;
-        /* A compressed value is returned decompressed (compress.c). */
-        int rc = momento__decompress_hit(scratch, &r->value, &r->value_len, &scratch->message);
-        if (rc != MOMENTO_OK)
-            return rc;
-    } else if (result == 3) { /* Miss */
-        r->outcome = MOMENTO_OUTCOME_MISS;
-    } else {
-        return MOMENTO_ERR_BAD_RESPONSE;
-    }
-    return MOMENTO_OK;
-}
-
-MOMENTO__DECODER(set)
-{
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
-
-MOMENTO__DECODER(delete)
-{
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
 
 MOMENTO__DECODER(increment)
 {
@@ -126,64 +75,13 @@ MOMENTO__DECODER(item_get_type)
     return MOMENTO_OK;
 }
 
-/* The unchecked senders: arguments were validated by the caller (the public
- * functions below, or the coalescer, which validates once for both). */
-int momento__send_get(momento_client *c, const char *cache, const void *key, size_t key_len,
-                      const momento__call_opts *opts, momento_callback cb, void *userdata)
-{
-    if (!opts->unbatched) {
-        int rc = momento__batcher_offer(c, MOMENTO__BOP_GET, cache, key, key_len, NULL, 0, 0, opts,
-                                        cb, userdata);
-        if (rc != 1)
-            return rc;
-    }
-    CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
-    req.cache_key = momento__bytes(key, key_len);
-    return momento__call_start_with(c, MOMENTO__RPC_GET, momento__decode_get, cache, &req.base,
-                                    opts, cb, userdata);
-}
-
-int momento__send_set(momento_client *c, const char *cache, const void *key, size_t key_len,
-                      const void *value, size_t value_len, uint64_t ttl_ms,
-                      const momento__call_opts *opts, momento_callback cb, void *userdata)
-{
-    uint64_t ttl = momento__effective_ttl(&c->cfg, ttl_ms);
-    if (!opts->unbatched) {
-        int rc = momento__batcher_offer(c, MOMENTO__BOP_SET, cache, key, key_len, value,
-                                        value_len, ttl, opts, cb, userdata);
-        if (rc != 1)
-            return rc;
-    }
-    CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
-    req.cache_key = momento__bytes(key, key_len);
-    req.cache_body = momento__bytes(value, value_len);
-    req.ttl_milliseconds = ttl;
-    return momento__call_start_with(c, MOMENTO__RPC_SET, momento__decode_set, cache, &req.base,
-                                    opts, cb, userdata);
-}
-
-int momento__send_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
-                         const momento__call_opts *opts, momento_callback cb, void *userdata)
-{
-    if (!opts->unbatched) {
-        int rc = momento__batcher_offer(c, MOMENTO__BOP_DELETE, cache, key, key_len, NULL, 0, 0,
-                                        opts, cb, userdata);
-        if (rc != 1)
-            return rc;
-    }
-    CacheClient__DeleteRequest req = CACHE_CLIENT____DELETE_REQUEST__INIT;
-    req.cache_key = momento__bytes(key, key_len);
-    return momento__call_start_with(c, MOMENTO__RPC_DELETE, momento__decode_delete, cache,
-                                    &req.base, opts, cb, userdata);
-}
-
 int momento_get(momento_client *c, const char *cache, const void *key, size_t key_len,
                 const momento_request_options *opts, momento_callback cb, void *userdata)
 {
     MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
     momento__call_opts resolved;
     momento__call_opts_from(c, opts, &resolved);
-    return momento__send_get(c, cache, key, key_len, &resolved, cb, userdata);
+    return momento__batcher_get(c, cache, key, key_len, &resolved, cb, userdata);
 }
 
 int momento_get_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
@@ -206,8 +104,8 @@ int momento_set(momento_client *c, const char *cache, const void *key, size_t ke
                                         opts, cb));
     momento__call_opts resolved;
     momento__call_opts_from(c, opts, &resolved);
-    int rc = momento__send_set(c, cache, key, key_len, w.value, w.value_len, w.ttl_ms, &resolved,
-                               cb, userdata);
+    int rc = momento__batcher_set(c, cache, key, key_len, w.value, w.value_len, w.ttl_ms, &resolved,
+                                  cb, userdata);
     momento__write_end(&w); /* packed or copied at submit */
     return rc;
 }
@@ -231,7 +129,7 @@ int momento_delete(momento_client *c, const char *cache, const void *key, size_t
     momento__coalescers_note_write(c, NULL, cache, key, key_len); /* read-your-writes */
     momento__call_opts resolved;
     momento__call_opts_from(c, opts, &resolved);
-    return momento__send_delete(c, cache, key, key_len, &resolved, cb, userdata);
+    return momento__batcher_delete(c, cache, key, key_len, &resolved, cb, userdata);
 }
 
 int momento_delete_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
