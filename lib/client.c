@@ -50,7 +50,7 @@ static void destroy(momento_client *c)
     momento__config_clear(&c->cfg);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->gate.lock);
-    pthread_mutex_destroy(&c->co_lock);
+    pthread_mutex_destroy(&c->observers_lock);
     pthread_mutex_destroy(&c->topics_lock);
     pthread_cond_destroy(&c->drained);
     pthread_cond_destroy(&c->idle);
@@ -248,9 +248,9 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->gate.lock, NULL);
     momento__dispatcher_init(&c->dispatch);
-    pthread_mutex_init(&c->co_lock, NULL);
+    pthread_mutex_init(&c->observers_lock, NULL);
     pthread_mutex_init(&c->topics_lock, NULL);
-    atomic_init(&c->n_coalescers, 0);
+    atomic_init(&c->n_write_observers, 0);
     pthread_cond_init(&c->drained, NULL);
     pthread_cond_init(&c->idle, NULL);
     atomic_init(&c->n_requests, 0);
@@ -299,6 +299,49 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     return MOMENTO_OK;
 }
 
+void momento__client_observe_writes(momento_client *c, momento__write_observer *o)
+{
+    pthread_mutex_lock(&c->observers_lock);
+    DL_APPEND(c->write_observers, o);
+    atomic_fetch_add(&c->n_write_observers, 1);
+    pthread_mutex_unlock(&c->observers_lock);
+}
+
+void momento__client_unobserve_writes(momento_client *c, momento__write_observer *o)
+{
+    pthread_mutex_lock(&c->observers_lock);
+    DL_DELETE(c->write_observers, o);
+    atomic_fetch_sub(&c->n_write_observers, 1);
+    pthread_mutex_unlock(&c->observers_lock);
+}
+
+void momento__client_note_write(momento_client *c, const momento__write_observer *self,
+                                const char *cache, const void *key, size_t key_len)
+{
+    if (atomic_load(&c->n_write_observers) == 0)
+        return;
+    size_t cache_len = strlen(cache);
+    pthread_mutex_lock(&c->observers_lock);
+    for (momento__write_observer *o = c->write_observers; o; o = o->next)
+        if (o != self)
+            o->written(o, cache, cache_len, key, key_len);
+    pthread_mutex_unlock(&c->observers_lock);
+}
+
+/* The client goes before its observers: each is told (it may only be freed
+ * from now on, and then does not deregister). */
+static void detach_observers(momento_client *c)
+{
+    pthread_mutex_lock(&c->observers_lock);
+    for (momento__write_observer *o = c->write_observers, *next; o; o = next) {
+        next = o->next;
+        DL_DELETE(c->write_observers, o);
+        o->detached(o);
+    }
+    atomic_store(&c->n_write_observers, 0);
+    pthread_mutex_unlock(&c->observers_lock);
+}
+
 void momento_client_free(momento_client *c)
 {
     if (!c)
@@ -310,7 +353,7 @@ void momento_client_free(momento_client *c)
     }
     c->closing = true;
     pthread_mutex_unlock(&c->lock);
-    momento__coalescers_detach_all(c);
+    detach_observers(c);
     pthread_mutex_lock(&c->lock);
     /* Each tracked request still completes, with CANCELLED, through its
      * callback: its gRPC call is cancelled, or, without one, the timer it

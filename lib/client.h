@@ -62,6 +62,24 @@ typedef struct momento__gate {
     struct momento__call *head, *tail;
 } momento__gate;
 
+/* An optional part of the client that hears of every write submitted
+ * through it (a coalescer, coalescer.c: a read issued after a write must
+ * never join one issued before it). Embedded in its owner, which registers
+ * it (momento__client_observe_writes) and, in its destructor, deregisters
+ * it; the client knows nothing else of it. */
+typedef struct momento__write_observer {
+    struct momento__write_observer *prev, *next;
+    /* A write of (cache, key) is being submitted (momento__client_note_
+     * write): any thread, the client's observer lock held, so it takes only
+     * locks of its own. */
+    void (*written)(struct momento__write_observer *o, const char *cache, size_t cache_len,
+                    const void *key, size_t key_len);
+    /* The client is being freed while the observer is registered: it is
+     * off the list from now on and must not deregister. Under the same
+     * lock; on the freeing thread. */
+    void (*detached)(struct momento__write_observer *o);
+} momento__write_observer;
+
 #define MOMENTO__MAX_EXTRA_HEADERS 8
 
 struct momento_client {
@@ -102,11 +120,11 @@ struct momento_client {
                                   * by client.c */
     bool free_deferred;          /* ...from the completion thread itself */
 
-    /* Coalescers over this client (coalescer.c), told of its writes so that
-     * a read issued after a write never joins a read issued before it. */
-    pthread_mutex_t co_lock;
-    struct momento_coalescer *coalescers;
-    atomic_size_t n_coalescers;
+    /* What is told of the client's writes (momento__write_observer: its
+     * coalescers). The count spares the lock when there is none. */
+    pthread_mutex_t observers_lock;
+    momento__write_observer *write_observers;
+    atomic_size_t n_write_observers;
 
     /* Topic subscriptions' streams that newcomers to the same topic may
      * share (subscription.c); a short list: one per topic in use. */
@@ -123,16 +141,17 @@ struct momento_client {
     grpc_metadata_array kick_trailing;
 };
 
-/* coalescer.c: a write of (cache, key) is being submitted through `c`:
- * every coalescer over `c` but `self` (the one the write goes through,
- * which orders the key itself; NULL for none) closes that key's open reads
- * and writes to newcomers. One atomic load when there is none. Any thread,
- * holding no coalescer's lock; takes c->co_lock, then each coalescer's. */
-void momento__coalescers_note_write(momento_client *c, const struct momento_coalescer *self,
-                                    const char *cache, const void *key, size_t key_len);
-/* coalescer.c: `c` is being freed: its coalescers forget it (they may only
- * be freed from now on). */
-void momento__coalescers_detach_all(momento_client *c);
+/* Registers `o` to hear of the writes of `c`, until its owner deregisters
+ * it or the client's free detaches it (o->detached). Any thread. */
+void momento__client_observe_writes(momento_client *c, momento__write_observer *o);
+void momento__client_unobserve_writes(momento_client *c, momento__write_observer *o);
+/* A write of (cache, key) is being submitted through `c`: every observer
+ * but `self` (the one the write goes through, which orders the key itself;
+ * NULL for none) hears of it. One atomic load when there is none. Any
+ * thread, holding no observer's lock; takes the observer lock, then what
+ * each observer takes. */
+void momento__client_note_write(momento_client *c, const momento__write_observer *self,
+                                const char *cache, const void *key, size_t key_len);
 
 /* Releases everything (the end of momento_client_free(), or of the
  * dispatch whose callback called it: dispatch.c). Runs the callbacks still

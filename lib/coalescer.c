@@ -126,10 +126,29 @@ struct momento_coalescer {
     size_t delivering;      /* on_done calls still calling waiters back: their
                              * token hooks may still take our lock */
     momento_coalescer_counters counters;
-    /* In the client's list (c->co_lock): told of the client's writes. */
-    momento_coalescer *reg_prev, *reg_next;
-    atomic_bool detached;   /* the client was freed first: not in its list */
+    /* Registered with the client, which tells it of the client's writes. */
+    momento__write_observer observer;
+    atomic_bool detached; /* the client was freed first: not registered */
 };
+
+static void close_key(momento_coalescer *co, const char *cache, size_t cache_len, const void *key,
+                      size_t key_len);
+
+/* The client's observer hooks (client.h): a write of the client's closes
+ * the key here; a client freed first leaves this coalescer unregistered. */
+static void key_written(momento__write_observer *o, const char *cache, size_t cache_len,
+                        const void *key, size_t key_len)
+{
+    close_key((momento_coalescer *)((char *)o - offsetof(momento_coalescer, observer)), cache,
+              cache_len, key, key_len);
+}
+
+static void client_gone(momento__write_observer *o)
+{
+    momento_coalescer *co =
+        (momento_coalescer *)((char *)o - offsetof(momento_coalescer, observer));
+    atomic_store(&co->detached, true);
+}
 
 int momento_coalescer_new(momento_coalescer **ret, momento_client *client)
 {
@@ -141,10 +160,9 @@ int momento_coalescer_new(momento_coalescer **ret, momento_client *client)
     co->client = client;
     pthread_mutex_init(&co->lock, NULL);
     atomic_init(&co->detached, false);
-    pthread_mutex_lock(&client->co_lock);
-    DL_APPEND2(client->coalescers, co, reg_prev, reg_next);
-    atomic_fetch_add(&client->n_coalescers, 1);
-    pthread_mutex_unlock(&client->co_lock);
+    co->observer.written = key_written;
+    co->observer.detached = client_gone;
+    momento__client_observe_writes(client, &co->observer);
     *ret = co;
     return MOMENTO_OK;
 }
@@ -159,13 +177,9 @@ void momento_coalescer_free(momento_coalescer *co)
 {
     if (!co)
         return;
-    momento_client *c = co->client;
-    if (!atomic_load(&co->detached)) {
-        pthread_mutex_lock(&c->co_lock);
-        DL_DELETE2(c->coalescers, co, reg_prev, reg_next);
-        atomic_fetch_sub(&c->n_coalescers, 1);
-        pthread_mutex_unlock(&c->co_lock);
-    }
+    /* As every optional part of a client: its destructor deregisters. */
+    if (!atomic_load(&co->detached))
+        momento__client_unobserve_writes(co->client, &co->observer);
     pthread_mutex_lock(&co->lock);
     co->closed = true;
     bool drained = co->counters.keys_in_flight == 0 && co->delivering == 0;
@@ -659,14 +673,14 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
     momento__write w = {0};
     int rc;
     if (op == CO_SET)
-        rc = momento__write_begin(&w, c, co, cache, key, key_len, value, value_len, ttl_ms, opts,
-                                  cb);
+        rc = momento__write_begin(&w, c, &co->observer, cache, key, key_len, value, value_len,
+                                  ttl_ms, opts, cb);
     else
         rc = momento__check_key_request(c, cache, key, key_len, opts, cb);
     if (rc != MOMENTO_OK)
         return rc;
     if (op == CO_DELETE)
-        momento__coalescers_note_write(c, co, cache, key, key_len);
+        momento__client_note_write(c, &co->observer, cache, key, key_len);
     momento__call_opts resolved;
     momento__call_opts_from(c, opts, &resolved);
     bool alone = goes_alone(&resolved);
@@ -845,29 +859,4 @@ int momento__coalesce_read(momento_coalescer *co, momento__rpc_id rpc, momento__
     if (packed != stack)
         free(packed);
     return rc;
-}
-
-void momento__coalescers_note_write(momento_client *c, const momento_coalescer *self,
-                                    const char *cache, const void *key, size_t key_len)
-{
-    if (atomic_load(&c->n_coalescers) == 0)
-        return;
-    size_t cache_len = strlen(cache);
-    pthread_mutex_lock(&c->co_lock);
-    for (momento_coalescer *co = c->coalescers; co; co = co->reg_next)
-        if (co != self)
-            close_key(co, cache, cache_len, key, key_len);
-    pthread_mutex_unlock(&c->co_lock);
-}
-
-void momento__coalescers_detach_all(momento_client *c)
-{
-    pthread_mutex_lock(&c->co_lock);
-    for (momento_coalescer *co = c->coalescers, *next; co; co = next) {
-        next = co->reg_next;
-        atomic_store(&co->detached, true);
-        DL_DELETE2(c->coalescers, co, reg_prev, reg_next);
-    }
-    atomic_store(&c->n_coalescers, 0);
-    pthread_mutex_unlock(&c->co_lock);
 }

@@ -134,7 +134,7 @@ int momento__coll_write(momento_client *c, momento__rpc_id rpc, momento__decode_
                         const ProtobufCMessage *req, const momento_request_options *opts,
                         momento_callback cb, void *userdata)
 {
-    momento__coalescers_note_write(c, NULL, cache, name, name_len);
+    momento__client_note_write(c, NULL, cache, name, name_len);
     return momento__call_start(c, rpc, decode, cache, req, opts, cb, userdata);
 }
 

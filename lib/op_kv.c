@@ -126,7 +126,7 @@ int momento_delete(momento_client *c, const char *cache, const void *key, size_t
                    const momento_request_options *opts, momento_callback cb, void *userdata)
 {
     MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
-    momento__coalescers_note_write(c, NULL, cache, key, key_len); /* read-your-writes */
+    momento__client_note_write(c, NULL, cache, key, key_len); /* read-your-writes */
     momento__call_opts resolved;
     momento__call_opts_from(c, opts, &resolved);
     return momento__batcher_delete(c, cache, key, key_len, &resolved, cb, userdata);
@@ -151,7 +151,7 @@ int momento_increment(momento_client *c, const char *cache, const void *key, siz
     req.cache_key = momento__bytes(key, key_len);
     req.amount = amount;
     req.ttl_milliseconds = momento__effective_ttl(&c->cfg, ttl_ms);
-    momento__coalescers_note_write(c, NULL, cache, key, key_len); /* read-your-writes */
+    momento__client_note_write(c, NULL, cache, key, key_len); /* read-your-writes */
     return momento__call_start(c, MOMENTO__RPC_INCREMENT, momento__decode_increment, cache,
                                &req.base, opts, cb, userdata);
 }

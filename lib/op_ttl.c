@@ -83,7 +83,7 @@ static int update_ttl(momento_client *c, const char *cache, const void *key, siz
         req.decrease_to_milliseconds = ttl_ms;
     else
         req.overwrite_to_milliseconds = ttl_ms;
-    momento__coalescers_note_write(c, NULL, cache, key, key_len); /* read-your-writes */
+    momento__client_note_write(c, NULL, cache, key, key_len); /* read-your-writes */
     return momento__call_start(c, MOMENTO__RPC_UPDATE_TTL, momento__decode_update_ttl, cache,
                                &req.base, opts, cb, userdata);
 }

@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-int momento__write_begin(momento__write *w, momento_client *c, const momento_coalescer *self,
+int momento__write_begin(momento__write *w, momento_client *c, const momento__write_observer *self,
                          const char *cache, const void *key, size_t key_len, const void *value,
                          size_t value_len, uint64_t ttl_ms, const momento_request_options *opts,
                          momento_callback cb)
@@ -26,7 +26,7 @@ int momento__write_begin(momento__write *w, momento_client *c, const momento_coa
         return rc;
     }
     w->ttl_ms = momento__effective_ttl(&c->cfg, ttl_ms);
-    momento__coalescers_note_write(c, self, cache, key, key_len);
+    momento__client_note_write(c, self, cache, key, key_len);
     return MOMENTO_OK;
 }
 
@@ -60,7 +60,7 @@ int momento__writes_begin(momento__writes *w, momento_client *c, const char *cac
     }
     w->ttl_ms = momento__effective_ttl(&c->cfg, ttl_ms);
     for (size_t i = 0; i < n; i++)
-        momento__coalescers_note_write(c, NULL, cache, keys[i], key_lens[i]);
+        momento__client_note_write(c, NULL, cache, keys[i], key_lens[i]);
     return MOMENTO_OK;
 }
 

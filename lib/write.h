@@ -11,7 +11,6 @@
 #define MOMENTO_WRITE_H
 
 #include "client.h"
-#include "momento/coalescer.h"
 #include "momento/momento.h"
 
 #include <stddef.h>
@@ -26,14 +25,15 @@ typedef struct momento__write {
 } momento__write;
 
 /* Prepares a write of `value` to (cache, key), as momento_set() takes its
- * arguments. `self` is the coalescer the write goes through (it orders the
- * key itself), NULL for any other: every other coalescer of `c` closes the
- * key's open reads, so a read submitted after this call observes the write
- * (read-your-writes). Returns MOMENTO_OK with *w to send, then released by
+ * arguments. `self` is the observer of the coalescer the write goes
+ * through (it orders the key itself), NULL for any other: every other
+ * write observer of `c` (its coalescers) closes the key's open reads, so
+ * a read submitted after this call observes the write (read-your-writes).
+ * Returns MOMENTO_OK with *w to send, then released by
  * momento__write_end(); or MOMENTO_ERR_INVALID_ARGUMENT (the refusal says
  * why) or MOMENTO_ERR_NO_MEMORY, with nothing to release and no coalescer
  * told. Any thread. */
-int momento__write_begin(momento__write *w, momento_client *c, const momento_coalescer *self,
+int momento__write_begin(momento__write *w, momento_client *c, const momento__write_observer *self,
                          const char *cache, const void *key, size_t key_len, const void *value,
                          size_t value_len, uint64_t ttl_ms, const momento_request_options *opts,
                          momento_callback cb);
