@@ -96,23 +96,43 @@ static const uint8_t *m_value(const momento__bmember *m)
 static void linger_fire(momento__timer *t);
 static void deadline_fire(momento__timer *t);
 
-void momento__batcher_init(momento__batcher *b)
+static void rpc_done(momento__rpc_hook *h);
+
+static void release(momento__rpc_hook *h)
 {
-    memset(b, 0, sizeof(*b));
+    momento__batcher *b = (momento__batcher *)((char *)h - offsetof(momento__batcher, hook));
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+}
+
+/* The batcher of `c`, or NULL when it has none (yet). */
+static momento__batcher *batcher_of(momento_client *c)
+{
+    momento__rpc_hook *h = atomic_load(&c->rpc_hook);
+    return h && h->rpc_done == rpc_done
+               ? (momento__batcher *)((char *)h - offsetof(momento__batcher, hook))
+               : NULL;
+}
+
+/* The batcher of `c`, made and hung on the client the first time a request
+ * may queue (an unbatched client never has one). NULL without memory for
+ * it: the request then goes alone, as it would have without batching. */
+static momento__batcher *batcher_make(momento_client *c)
+{
+    momento__batcher *b = momento__calloc(1, sizeof(*b));
+    if (!b)
+        return NULL;
+    b->client = c;
+    b->hook.rpc_done = rpc_done;
+    b->hook.release = release;
     atomic_init(&b->n_queued_writes, 0);
     pthread_mutex_init(&b->lock, NULL);
     momento__timer_init(&b->linger, linger_fire);
     momento__timer_init(&b->deadline, deadline_fire);
-}
-
-void momento__batcher_clear(momento__batcher *b)
-{
-    pthread_mutex_destroy(&b->lock);
-}
-
-static momento_client *client_of(momento__batcher *b)
-{
-    return (momento_client *)((char *)b - offsetof(momento_client, batcher));
+    /* Another thread may have made one meanwhile: that one stays. */
+    if (momento__client_install_rpc_hook(c, &b->hook) != &b->hook)
+        release(&b->hook);
+    return batcher_of(c);
 }
 
 static int64_t to_ns(gpr_timespec t)
@@ -161,7 +181,7 @@ static void disarm(momento__bmember *m)
  * armed; then the request is not queued). */
 static int watch_deadline(momento_client *c, int64_t due_ns)
 {
-    momento__batcher *b = &c->batcher;
+    momento__batcher *b = batcher_of(c);
     if (b->deadline_armed && b->deadline.due_ns <= due_ns)
         return MOMENTO_OK;
     int rc = momento__timer_arm(c, &b->deadline, due_ns, true);
@@ -189,7 +209,7 @@ static void member_fire(momento__timer *t)
 {
     momento__bmember *m = (momento__bmember *)((char *)t - offsetof(momento__bmember, timer));
     momento_client *c = m->client;
-    momento__batcher *b = &c->batcher;
+    momento__batcher *b = batcher_of(c);
     pthread_mutex_lock(&b->lock);
     if (m->state == M_DONE) { /* its batch answered first */
         pthread_mutex_unlock(&b->lock);
@@ -225,7 +245,7 @@ static void member_cancelled(momento__cancel_hook *h)
  * refuses it). */
 void momento__batcher_withdraw(momento__bmember *m)
 {
-    momento__batcher *b = &m->client->batcher;
+    momento__batcher *b = batcher_of(m->client);
     pthread_mutex_lock(&b->lock);
     if (m->state != M_DONE && !m->cancelled) {
         m->cancelled = true;
@@ -248,16 +268,22 @@ static int offer(momento_client *c, momento__bop op, const char *cache, const vo
     uint32_t n = c->cfg.batch_min_in_flight;
     if (n == 0)
         return 1;
-    momento__batcher *b = &c->batcher;
     /* A first look without the lock: the usual answer under light load,
      * for gets... */
     if (op == MOMENTO__BOP_GET && atomic_load(&c->n_rpcs) < n)
         return 1;
-    /* ...and for writes when none is queued: a write this thread queued
-     * earlier is seen here, since it was counted before that call returned
-     * (writes of different threads have no order to keep). */
-    if (op != MOMENTO__BOP_GET && atomic_load(&b->n_queued_writes) == 0 &&
+    /* ...and for writes when none is queued (none is without a batcher): a
+     * write this thread queued earlier is seen here, since it was counted
+     * before that call returned (writes of different threads have no order
+     * to keep). */
+    momento__batcher *b = batcher_of(c);
+    if (op != MOMENTO__BOP_GET && (!b || atomic_load(&b->n_queued_writes) == 0) &&
         (op == MOMENTO__BOP_DELETE || atomic_load(&c->n_rpcs) < n))
+        return 1;
+    /* Made before the decision under its lock below, so that the
+     * retirement that lowers n_rpcs from what that decision reads hears of
+     * it (momento__client_install_rpc_hook). */
+    if (!b && !(b = batcher_make(c)))
         return 1;
     if (opts->token && momento_cancel_token_is_cancelled(opts->token))
         return momento__refuse(MOMENTO_ERR_CANCELLED,
@@ -297,7 +323,7 @@ static int offer(momento_client *c, momento__bop op, const char *cache, const vo
 
     pthread_mutex_lock(&b->lock);
     /* The decision under the lock that retirements take before sending the
-     * queue (momento__batcher_rpc_done), after lowering n_rpcs: whatever is
+     * queue (rpc_done, its client hook), after lowering n_rpcs: whatever is
      * queued here, some retirement still to come will send. */
     bool behind_write = op != MOMENTO__BOP_GET && b->n_queued_writes > 0;
     bool queue = behind_write || (op != MOMENTO__BOP_DELETE && atomic_load(&c->n_rpcs) >= n);
@@ -380,10 +406,31 @@ int momento__batcher_delete(momento_client *c, const char *cache, const void *ke
 
 size_t momento__batcher_queued(momento_client *c)
 {
-    pthread_mutex_lock(&c->batcher.lock);
-    size_t n = c->batcher.n_queued;
-    pthread_mutex_unlock(&c->batcher.lock);
+    momento__batcher *b = batcher_of(c);
+    if (!b)
+        return 0;
+    pthread_mutex_lock(&b->lock);
+    size_t n = b->n_queued;
+    pthread_mutex_unlock(&b->lock);
     return n;
+}
+
+int momento_client_batching_stats(const momento_client *c, momento_batching_counters *ret,
+                                  size_t size)
+{
+    if (!c || !ret)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    /* A client that never queued has no batcher yet: its counters are 0. */
+    momento_batching_counters snapshot;
+    memset(&snapshot, 0, sizeof(snapshot));
+    momento__batcher *b = batcher_of((momento_client *)c); /* read only */
+    if (b) {
+        pthread_mutex_lock(&b->lock);
+        snapshot = b->counters;
+        pthread_mutex_unlock(&b->lock);
+    }
+    memcpy(ret, &snapshot, size < sizeof(snapshot) ? size : sizeof(snapshot));
+    return MOMENTO_OK;
 }
 
 /* A batch's reply: each member still in it gets its own item, or the
@@ -393,7 +440,7 @@ static void batch_done(const momento_result *r, void *userdata)
 {
     batch *bt = userdata;
     momento_client *c = bt->client;
-    momento__batcher *b = &c->batcher;
+    momento__batcher *b = batcher_of(c);
     momento__bmember *done = NULL, **tail = &done;
     pthread_mutex_lock(&b->lock);
     gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
@@ -530,7 +577,7 @@ static int send_batch(momento_client *c, batch *bt)
     }
     if (rc != MOMENTO_OK)
         return rc;
-    momento__batcher *b = &c->batcher;
+    momento__batcher *b = batcher_of(c);
     for (size_t i = 0; i < bt->n; i++) {
         bt->members[i]->state = M_SENT;
         bt->members[i]->in = bt;
@@ -585,7 +632,7 @@ static void close_group(momento_client *c, group *g, momento__bmember ***failed,
 /* Sends the whole queue. On the completion thread. */
 static void flush(momento_client *c)
 {
-    momento__batcher *b = &c->batcher;
+    momento__batcher *b = batcher_of(c);
     momento__bmember *failed = NULL, **failed_tail = &failed;
     int why = MOMENTO_OK;
     group groups[OPEN_GROUPS];
@@ -679,7 +726,7 @@ static void flush(momento_client *c)
 static void deadline_fire(momento__timer *t)
 {
     momento__batcher *b = (momento__batcher *)((char *)t - offsetof(momento__batcher, deadline));
-    momento_client *c = client_of(b);
+    momento_client *c = b->client;
     momento__bmember *late = NULL, **tail = &late;
     pthread_mutex_lock(&b->lock);
     b->deadline_armed = false;
@@ -714,18 +761,20 @@ static void deadline_fire(momento__timer *t)
 static void linger_fire(momento__timer *t)
 {
     momento__batcher *b = (momento__batcher *)((char *)t - offsetof(momento__batcher, linger));
-    momento_client *c = client_of(b);
+    momento_client *c = b->client;
     pthread_mutex_lock(&b->lock);
     b->linger_armed = false;
     pthread_mutex_unlock(&b->lock);
     flush(c);
 }
 
-void momento__batcher_rpc_done(momento_client *c)
+/* An RPC of the client is over (its hook: client.c), with the in-flight
+ * RPC count already lowered: sends what is queued. On the completion
+ * thread it sends at once; elsewhere it asks that thread to. */
+static void rpc_done(momento__rpc_hook *h)
 {
-    momento__batcher *b = &c->batcher;
-    if (c->cfg.batch_min_in_flight == 0)
-        return;
+    momento__batcher *b = (momento__batcher *)((char *)h - offsetof(momento__batcher, hook));
+    momento_client *c = b->client;
     pthread_mutex_lock(&b->lock);
     bool pending = b->queue != NULL;
     pthread_mutex_unlock(&b->lock);

@@ -6,6 +6,7 @@
 #define MOMENTO_BATCHER_H
 
 #include "call.h"
+#include "client.h"
 #include "timer.h"
 
 #include <pthread.h>
@@ -15,7 +16,11 @@ typedef enum { MOMENTO__BOP_GET, MOMENTO__BOP_SET, MOMENTO__BOP_DELETE } momento
 
 typedef struct momento__bmember momento__bmember;
 
+/* A client's batcher: made the first time a request would queue, hung on
+ * the client as its RPC hook (client.h), released with the client. */
 typedef struct momento__batcher {
+    momento_client *client;
+    momento__rpc_hook hook;   /* rpc_done: sends the queue; release */
     pthread_mutex_t lock;     /* guards all below and every member's state */
     momento__bmember *queue;  /* FIFO */
     size_t n_queued;
@@ -28,9 +33,6 @@ typedef struct momento__batcher {
     momento_batching_counters counters;
 } momento__batcher;
 
-void momento__batcher_init(momento__batcher *b);
-void momento__batcher_clear(momento__batcher *b);
-
 /* A checked get, set or delete with resolved options, through the
  * batcher: queued for a batch when the client has enough RPCs in flight
  * (never when `opts->unbatched`), else sent at once (kv_send.h). Return as
@@ -42,11 +44,6 @@ int momento__batcher_set(momento_client *c, const char *cache, const void *key, 
                          const momento__call_opts *opts, momento_callback cb, void *userdata);
 int momento__batcher_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
                             const momento__call_opts *opts, momento_callback cb, void *userdata);
-
-/* An RPC of `c` has been retired (client.c), with the in-flight RPC count
- * already lowered: sends what is queued. On the completion thread it sends
- * at once; elsewhere it asks that thread to. */
-void momento__batcher_rpc_done(momento_client *c);
 
 /* Takes back a request queued with `opts->queued` set, whose answer nobody
  * wants any more (the coalescer's abandoned RPCs): queued, it leaves the

@@ -570,7 +570,7 @@ static bool wait_late(momento__call *call, int64_t due)
         call->gate = GATE_NONE;
         gate_leave(c);
     }
-    momento__batcher_rpc_done(c);
+    momento__client_rpc_ended(c);
     return true;
 }
 

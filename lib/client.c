@@ -36,7 +36,9 @@ static void destroy(momento_client *c)
     grpc_slice_unref(c->kick_details);
     grpc_metadata_array_destroy(&c->kick_trailing);
     momento__heap_clear(&c->timers);
-    momento__batcher_clear(&c->batcher);
+    momento__rpc_hook *hook = atomic_load(&c->rpc_hook);
+    if (hook) /* the optional part that hung itself on the client goes with it */
+        hook->release(hook);
     if (c->cq)
         grpc_completion_queue_destroy(c->cq);
     grpc_slice_unref(c->auth_value);
@@ -260,7 +262,7 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     grpc_metadata_array_init(&c->kick_trailing);
     momento__heap_init(&c->timers, due_before, momento__realloc);
     momento__heap_track(&c->timers, timer_moved);
-    momento__batcher_init(&c->batcher);
+    atomic_init(&c->rpc_hook, NULL);
     atomic_init(&c->n_rpcs, 0);
     momento__retries_init(&c->retries,
                           (uint64_t)(uintptr_t)c ^ (uint64_t)gpr_now(GPR_CLOCK_REALTIME).tv_nsec);
@@ -485,7 +487,7 @@ void momento__client_retire(momento_client *c, momento__tracked *t)
      * that the last retirement never finds work left behind (batcher.c). */
     if (!t->answered)
         atomic_fetch_sub(&c->n_rpcs, 1);
-    momento__batcher_rpc_done(c);
+    momento__client_rpc_ended(c);
     pthread_mutex_lock(&c->lock);
     DL_DELETE(c->in_flight, t);
     if (--c->n_in_flight == 0 && c->closing) {
@@ -496,6 +498,24 @@ void momento__client_retire(momento_client *c, momento__tracked *t)
             grpc_completion_queue_shutdown(c->cq);
     }
     pthread_mutex_unlock(&c->lock);
+}
+
+momento__rpc_hook *momento__client_install_rpc_hook(momento_client *c, momento__rpc_hook *h)
+{
+    momento__rpc_hook *none = NULL;
+    /* Sequentially consistent, as the n_rpcs updates: a part that installs
+     * its hook and then reads n_rpcs high is heard by the retirement that
+     * lowers it, which loads the hook after its decrement. */
+    if (atomic_compare_exchange_strong(&c->rpc_hook, &none, h))
+        return h;
+    return none;
+}
+
+void momento__client_rpc_ended(momento_client *c)
+{
+    momento__rpc_hook *h = atomic_load(&c->rpc_hook);
+    if (h)
+        h->rpc_done(h);
 }
 
 void momento__client_answered(momento_client *c, momento__tracked *t)
@@ -565,19 +585,6 @@ int momento_client_wait_idle(momento_client *c, uint32_t timeout_ms)
     bool idle = atomic_load(&c->n_requests) == 0;
     pthread_mutex_unlock(&c->lock);
     return idle ? MOMENTO_OK : MOMENTO_ERR_TIMEOUT;
-}
-
-int momento_client_batching_stats(const momento_client *c, momento_batching_counters *ret,
-                                  size_t size)
-{
-    if (!c || !ret)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    momento_client *mc = (momento_client *)c; /* the lock is not part of the value */
-    pthread_mutex_lock(&mc->batcher.lock);
-    momento_batching_counters snapshot = mc->batcher.counters;
-    pthread_mutex_unlock(&mc->batcher.lock);
-    memcpy(ret, &snapshot, size < sizeof(snapshot) ? size : sizeof(snapshot));
-    return MOMENTO_OK;
 }
 
 int momento__client_add_header(momento_client *c, const char *key, const char *value)

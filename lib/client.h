@@ -9,7 +9,6 @@
 #ifndef MOMENTO_CLIENT_H
 #define MOMENTO_CLIENT_H
 
-#include "batcher.h"
 #include "channel.h"
 #include "config.h"
 #include "credentials.h"
@@ -80,6 +79,20 @@ typedef struct momento__write_observer {
     void (*detached)(struct momento__write_observer *o);
 } momento__write_observer;
 
+/* The optional part of the client that hears of each RPC's end: the
+ * batcher (batcher.c), which sends its queue then. The client holds at most
+ * one, installed by the part itself the first time it is needed
+ * (momento__client_install_rpc_hook), and knows nothing else of it; the
+ * client's release is the part's too. */
+typedef struct momento__rpc_hook {
+    /* An RPC of the client is over (retired, or its reply held for a late
+     * delivery), n_rpcs already lowered. Any thread, no client lock held. */
+    void (*rpc_done)(struct momento__rpc_hook *h);
+    /* The client is being released, every request retired: the part frees
+     * itself. */
+    void (*release)(struct momento__rpc_hook *h);
+} momento__rpc_hook;
+
 #define MOMENTO__MAX_EXTRA_HEADERS 8
 
 struct momento_client {
@@ -105,7 +118,9 @@ struct momento_client {
     momento__heap timers;        /* armed momento__timers, by due_ns: every
                                   * wait of the completion thread, retries' too */
     momento__timer *soon;        /* timers due at once (no allocation: cannot fail) */
-    momento__batcher batcher;    /* its own lock; queued requests are not in the list */
+    /* Its RPC hook, or NULL: read once per retirement, so an unbatched
+     * client pays one load for it. */
+    _Atomic(momento__rpc_hook *) rpc_hook;
     momento__gate gate;          /* the cap on requests in flight (call.c) */
     momento__dispatcher dispatch; /* callbacks queued for momento_client_dispatch() */
     atomic_size_t n_rpcs;        /* accepted gRPC calls not yet retired (batching's N) */
@@ -140,6 +155,13 @@ struct momento_client {
     grpc_slice kick_details;
     grpc_metadata_array kick_trailing;
 };
+
+/* Installs `h` unless a hook is installed already; returns the one that is
+ * (then `h` is not used). Any thread. */
+momento__rpc_hook *momento__client_install_rpc_hook(momento_client *c, momento__rpc_hook *h);
+/* Tells the RPC hook that an RPC is over without its retirement (call.c:
+ * a reply held for a late delivery; momento__client_retire tells it too). */
+void momento__client_rpc_ended(momento_client *c);
 
 /* Registers `o` to hear of the writes of `c`, until its owner deregisters
  * it or the client's free detaches it (o->detached). Any thread. */
