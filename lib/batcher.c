@@ -30,6 +30,7 @@
 #include "client.h"
 #include "kv_send.h"
 #include "metrics.h"
+#include "respond.h"
 #include "result.h"
 #include "validate.h"
 

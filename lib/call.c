@@ -19,6 +19,7 @@
 #include "errors.h"
 #include "grpc_util.h"
 #include "metrics.h"
+#include "respond.h"
 #include "result.h"
 #include "retry.h"
 #include "unpack.h"

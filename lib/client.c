@@ -60,9 +60,11 @@ static void destroy(momento_client *c)
     grpc_shutdown();
 }
 
-void momento__client_destroy(momento_client *c)
+/* A queued callback of the application's has returned (the dispatcher's
+ * `ran`): its request is done. */
+static void dispatched(momento__dispatcher *d)
 {
-    destroy(c);
+    momento__request_done((momento_client *)((char *)d - offsetof(momento_client, dispatch)));
 }
 
 /* gRPC core has no way to post an event to a completion queue, but a call
@@ -249,7 +251,7 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     momento__config_defaults(&c->cfg);
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->gate.lock, NULL);
-    momento__dispatcher_init(&c->dispatch);
+    momento__dispatcher_init(&c->dispatch, dispatched);
     pthread_mutex_init(&c->observers_lock, NULL);
     pthread_mutex_init(&c->topics_lock, NULL);
     atomic_init(&c->n_write_observers, 0);
@@ -386,9 +388,9 @@ void momento_client_free(momento_client *c)
 
     grpc_completion_queue_shutdown(c->cq);
     pthread_join(c->thread, NULL);
-    if (momento__dispatch_running_here(c)) {
+    if (momento__dispatch_running_here(&c->dispatch)) {
         /* From a callback momento_client_dispatch() runs: that dispatch
-         * releases the client when it returns (dispatch.c). */
+         * releases the client when it returns (momento_client_dispatch). */
         c->dispatch.free_pending = true;
         return;
     }
@@ -557,7 +559,7 @@ int momento_client_wait_idle(momento_client *c, uint32_t timeout_ms)
     if (!c || timeout_ms > 86400000u)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     /* The callbacks it would wait for run on this very thread. */
-    if (momento__current_client == c || momento__dispatch_running_here(c))
+    if (momento__current_client == c || momento__dispatch_running_here(&c->dispatch))
         return MOMENTO_ERR_WOULD_DEADLOCK;
     int64_t until = momento__now_ns() + (int64_t)timeout_ms * 1000000;
     if (c->dispatch.on) {
@@ -585,6 +587,27 @@ int momento_client_wait_idle(momento_client *c, uint32_t timeout_ms)
     bool idle = atomic_load(&c->n_requests) == 0;
     pthread_mutex_unlock(&c->lock);
     return idle ? MOMENTO_OK : MOMENTO_ERR_TIMEOUT;
+}
+
+int momento_client_dispatch_fd(const momento_client *c)
+{
+    if (!c || !c->dispatch.on)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    return c->dispatch.fd;
+}
+
+int momento_client_dispatch(momento_client *c, size_t max)
+{
+    if (!c || !c->dispatch.on)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    bool last_out;
+    int ran = momento__dispatcher_run(&c->dispatch, max, &last_out);
+    /* momento_client_free() ran in one of those callbacks and left the
+     * release to the outermost dispatch, which this was: the callbacks
+     * still queued have run, and the client goes. */
+    if (last_out)
+        destroy(c);
+    return ran;
 }
 
 int momento__client_add_header(momento_client *c, const char *key, const char *value)

@@ -175,11 +175,6 @@ void momento__client_unobserve_writes(momento_client *c, momento__write_observer
 void momento__client_note_write(momento_client *c, const momento__write_observer *self,
                                 const char *cache, const void *key, size_t key_len);
 
-/* Releases everything (the end of momento_client_free(), or of the
- * dispatch whose callback called it: dispatch.c). Runs the callbacks still
- * queued for dispatch first, on this thread. */
-void momento__client_destroy(momento_client *c);
-
 /* The client whose completion thread is running this code, or NULL. */
 extern _Thread_local const momento_client *momento__current_client;
 
@@ -221,7 +216,8 @@ bool momento__client_closing(momento_client *c);
 void momento__client_cancel(momento_client *c, momento__tracked *t, const char *why);
 
 /* An application's request was accepted: counted until its callback has
- * returned (momento__request_done, from dispatch.c's momento__respond).
+ * returned (momento__request_done, from respond.c's momento__respond, or
+ * after a dispatched callback).
  * Called before the request can complete; a request refused after it
  * gives the count back with momento__request_done too. Any thread. */
 void momento__request_accepted(momento_client *c);

@@ -38,6 +38,7 @@
 #include "collection.h"
 #include "kv_send.h"
 #include "metrics.h"
+#include "respond.h"
 #include "result.h"
 #include "retry.h"
 #include "validate.h"

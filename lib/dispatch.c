@@ -8,14 +8,18 @@
  * momento_client_dispatch() runs the entries, in the order they completed,
  * on the caller's thread - libcurl's multi_socket and hiredis's adapters
  * give C event loops the same shape. The request itself has been retired
- * by then (its RPC is over), so nothing but the queue holds it: a client
- * freed with entries queued runs them in momento_client_free(), and a free
- * from a dispatched callback finishes when that dispatch returns. */
+ * by then (its RPC is over), so nothing but the queue holds it.
+ *
+ * This file is the queue and the eventfd, and knows no client: what to
+ * queue is decided by momento__respond() (respond.c), and the news that a
+ * queued callback returned goes up through the `ran` callback the owner
+ * gave. How long the client lives - a client freed with entries queued
+ * runs them in momento_client_free(), a free from a dispatched callback
+ * finishes when the outermost dispatch returns - is client.c's: the run
+ * only reports that it was the last out (momento__dispatcher_run). */
 #include "dispatch.h"
 
 #include "alloc.h"
-#include "blocking.h"
-#include "client.h"
 #include "result.h"
 
 #include <errno.h>
@@ -29,7 +33,6 @@ struct momento__deferred {
     void *userdata;
     /* A request's callback and its owned result (or `fallback`). */
     momento_callback cb;
-    momento_client *client;     /* whose request count it holds */
     momento_result *result;
     momento_result fallback;
     /* Or a subscription's event, its strings and bytes in `data`. */
@@ -40,14 +43,15 @@ struct momento__deferred {
     char data[];
 };
 
-/* The client whose momento_client_dispatch() runs on this thread, if any:
- * what tells a free from a dispatched callback. */
-static _Thread_local const momento_client *running_for;
+/* The dispatcher whose momento__dispatcher_run() runs on this thread, if
+ * any: what tells its owner's free from a dispatched callback. */
+static _Thread_local const momento__dispatcher *running_for;
 
-void momento__dispatcher_init(momento__dispatcher *d)
+void momento__dispatcher_init(momento__dispatcher *d, void (*ran)(momento__dispatcher *d))
 {
     memset(d, 0, sizeof(*d));
     d->fd = -1;
+    d->ran = ran;
     pthread_mutex_init(&d->lock, NULL);
 }
 
@@ -60,7 +64,7 @@ int momento__dispatcher_enable(momento__dispatcher *d)
     return MOMENTO_OK;
 }
 
-static void run(momento__deferred *e)
+static void run(momento__dispatcher *d, momento__deferred *e)
 {
     if (e->tcb) {
         e->tcb(e->sub, &e->ev, e->userdata);
@@ -69,7 +73,7 @@ static void run(momento__deferred *e)
         e->cb(e->result, e->userdata);
         if (e->result != &e->fallback)
             momento_result_free(e->result);
-        momento__request_done(e->client);
+        d->ran(d); /* news up: the owner counts the request done */
     }
     free(e);
 }
@@ -97,7 +101,7 @@ static void ran_one(momento__dispatcher *d)
 void momento__dispatcher_close(momento__dispatcher *d)
 {
     for (momento__deferred *e; (e = pop(d));) {
-        run(e);
+        run(d, e);
         ran_one(d);
     }
     if (d->fd >= 0)
@@ -132,29 +136,13 @@ static void enqueue(momento__dispatcher *d, momento__deferred *e)
         signal_fd(d);
 }
 
-void momento__respond(momento_client *c, momento_callback cb, const momento_result *r,
-                      void *userdata, bool internal)
+int momento__dispatcher_push(momento__dispatcher *d, momento_callback cb, const momento_result *r,
+                             void *userdata)
 {
-    momento__dispatcher *d = &c->dispatch;
-    if (internal) {
-        cb(r, userdata);
-        return;
-    }
-    if (!d->on || cb == momento__blocking_done) {
-        cb(r, userdata);
-        momento__request_done(c); /* only now: "in flight" until it returned */
-        return;
-    }
     momento__deferred *e = momento__malloc(sizeof(*e));
-    if (!e) {
-        /* No memory to queue it: calling back here, on the completion
-         * thread, breaks the mode's thread rule but not exactly-once. */
-        cb(r, userdata);
-        momento__request_done(c);
-        return;
-    }
+    if (!e)
+        return MOMENTO_ERR_NO_MEMORY;
     memset(e, 0, sizeof(*e));
-    e->client = c;
     e->cb = cb;
     e->userdata = userdata;
     if (momento_result_dup(r, &e->result) != MOMENTO_OK) {
@@ -164,6 +152,7 @@ void momento__respond(momento_client *c, momento_callback cb, const momento_resu
         e->result = &e->fallback;
     }
     enqueue(d, e);
+    return MOMENTO_OK;
 }
 
 /* Copies `s` (n bytes) into *cursor and advances it. */
@@ -176,23 +165,16 @@ static const void *keep(char **cursor, const void *s, size_t n)
     return at;
 }
 
-void momento__respond_topic(momento_client *c, momento_topic_callback cb, momento_subscription *sub,
-                            const momento_topic_event *ev, void *userdata,
-                            void (*ref)(momento_subscription *),
-                            void (*unref)(momento_subscription *))
+int momento__dispatcher_push_topic(momento__dispatcher *d, momento_topic_callback cb,
+                                   momento_subscription *sub, const momento_topic_event *ev,
+                                   void *userdata, void (*ref)(momento_subscription *),
+                                   void (*unref)(momento_subscription *))
 {
-    momento__dispatcher *d = &c->dispatch;
-    if (!d->on) {
-        cb(sub, ev, userdata);
-        return;
-    }
     size_t pub = ev->publisher_id ? strlen(ev->publisher_id) + 1 : 0;
     size_t msg = ev->message ? strlen(ev->message) + 1 : 0;
     momento__deferred *e = momento__malloc(sizeof(*e) + ev->value_len + pub + msg);
-    if (!e) {
-        cb(sub, ev, userdata); /* as momento__respond() */
-        return;
-    }
+    if (!e)
+        return MOMENTO_ERR_NO_MEMORY;
     memset(e, 0, sizeof(*e));
     e->tcb = cb;
     e->sub = sub;
@@ -207,44 +189,25 @@ void momento__respond_topic(momento_client *c, momento_topic_callback cb, moment
         e->ev.message = keep(&cursor, ev->message, msg);
     ref(sub); /* the event keeps its subscription until its callback returns */
     enqueue(d, e);
+    return MOMENTO_OK;
 }
 
-size_t momento__dispatch_pending(momento_client *c)
+bool momento__dispatch_running_here(const momento__dispatcher *d)
 {
-    momento__dispatcher *d = &c->dispatch;
-    if (!d->on)
-        return 0;
-    pthread_mutex_lock(&d->lock);
-    size_t n = d->pending;
-    pthread_mutex_unlock(&d->lock);
-    return n;
+    return running_for == d;
 }
 
-bool momento__dispatch_running_here(const momento_client *c)
+int momento__dispatcher_run(momento__dispatcher *d, size_t max, bool *ret_last_out)
 {
-    return running_for == c;
-}
-
-int momento_client_dispatch_fd(const momento_client *c)
-{
-    if (!c || !c->dispatch.on)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    return c->dispatch.fd;
-}
-
-int momento_client_dispatch(momento_client *c, size_t max)
-{
-    if (!c || !c->dispatch.on)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    momento__dispatcher *d = &c->dispatch;
+    *ret_last_out = false;
     /* Reset readability first: whatever is queued from here on is either
      * run below or signals again. */
     uint64_t count;
     ssize_t n = read(d->fd, &count, sizeof(count));
     (void)n; /* EAGAIN: nothing was signalled, which is fine */
 
-    const momento_client *outer = running_for;
-    running_for = c;
+    const momento__dispatcher *outer = running_for;
+    running_for = d;
     pthread_mutex_lock(&d->lock);
     d->depth++;
     pthread_mutex_unlock(&d->lock);
@@ -252,11 +215,11 @@ int momento_client_dispatch(momento_client *c, size_t max)
     int ran = 0;
     while (!max || (size_t)ran < max) {
         if (d->free_pending)
-            break; /* a callback freed the client: the rest run below */
+            break; /* a callback freed the owner: the rest run below */
         momento__deferred *e = pop(d);
         if (!e)
             break;
-        run(e);
+        run(d, e);
         ran_one(d);
         ran++;
     }
@@ -268,16 +231,16 @@ int momento_client_dispatch(momento_client *c, size_t max)
     pthread_mutex_unlock(&d->lock);
     running_for = outer;
     if (last_out) {
-        /* momento_client_free() ran in one of these callbacks and left the
-         * release to the outermost dispatch: the callbacks still queued run
-         * now (whatever `max` said: nothing can run them later), then the
-         * client goes. */
+        /* The owner's free ran in one of these callbacks and left its end
+         * to the outermost run: the callbacks still queued run now
+         * (whatever `max` said: nothing can run them later), and the caller
+         * finishes the free. */
         for (momento__deferred *e; (e = pop(d));) {
-            run(e);
+            run(d, e);
             ran_one(d);
             ran++;
         }
-        momento__client_destroy(c);
+        *ret_last_out = true;
         return ran;
     }
     if (more && !d->free_pending)

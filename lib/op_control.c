@@ -3,8 +3,8 @@
 #include "op.h"
 
 #include "alloc.h"
-#include "dispatch.h"
 #include "metrics.h"
+#include "respond.h"
 
 #include "cacheping.pb-c.h"
 #include "controlclient.pb-c.h"

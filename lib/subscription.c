@@ -33,6 +33,7 @@
 #include "alloc.h"
 #include "client.h"
 #include "grpc_util.h"
+#include "respond.h"
 #include "retry.h"
 #include "validate.h"
 #include "wire.h"
