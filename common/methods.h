@@ -20,7 +20,7 @@ typedef enum momento__plane {
 } momento__plane;
 
 /* What a disposable token's scope must grant for an RPC on the items (or
- * the topic) it names (momento-local's server/tokens.c). Momento grants a
+ * the topic) it names (momento-local's server/core/tokens.c). Momento grants a
  * write that reads (a condition, a returned value) only to CacheReadWrite:
  * its CacheWriteOnly "doesn't allow conditional write APIs". */
 typedef enum momento__access {
