@@ -40,20 +40,33 @@ def symbols(obj: Path):
     return defined, used
 
 
-def source_name(obj: Path) -> str:
-    # meson names objects after their source: ../lib/client.c -> lib_client.c.o
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def source_name(obj: Path, srcdir: str) -> str:
+    """The source path (from the library's folder) of a meson object.
+
+    meson flattens a source's path into its object's name, `/` becoming
+    `_`: ../lib/client.c -> client.c.o, server/rpc/rpc_kv.c -> rpc_rpc_kv.c.o
+    (older trees: lib_client.c.o). The `_` that stood for a `/` is the one
+    that names a file that exists."""
     name = obj.name[:-2]
     for prefix in ("lib_", "server_", "common_"):
-        if name.startswith(prefix):
-            return prefix[:-1] + "/" + name[len(prefix):]
+        if name.startswith(prefix) and not (ROOT / srcdir / name).exists():
+            name = name[len(prefix):]
+    parts = name.split("_")
+    for i in range(1, len(parts)):
+        cand = "/".join(["_".join(parts[:i]), "_".join(parts[i:])])
+        if (ROOT / srcdir / cand).exists():
+            return cand
     return name
 
 
-def graph(objs):
+def graph(objs, srcdir):
     owner, uses = {}, {}
     for o in objs:
         d, u = symbols(o)
-        f = source_name(o)
+        f = source_name(o, srcdir)
         uses[f] = u
         for s in d:
             owner[s] = f
@@ -106,9 +119,9 @@ def main():
     build = Path(sys.argv[1])
     fail = "--fail" in sys.argv[2:]
     found = 0
-    for label, pattern in (("libmomento", "lib/libmomento.so.*.p"),
-                           ("momento-local", "server/libmomento-local.a.p")):
-        edges = graph(objects(build, pattern))
+    for label, srcdir, pattern in (("libmomento", "lib", "lib/libmomento.so.*.p"),
+                                   ("momento-local", "server", "server/libmomento-local.a.p")):
+        edges = graph(objects(build, pattern), srcdir)
         cs = circles(edges)
         if not cs:
             print(f"{label}: no circle among {len(edges)} files")
