@@ -37,9 +37,10 @@ typedef struct momento__call_opts {
      * may then be NULL. Copied at submit. */
     const uint8_t *packed;
     size_t packed_len;
-    /* Sent as is: the batcher's own sends (momento__send_get and friends
-     * otherwise offer the request to the batcher first), and requests whose
-     * read concern is not the client's (a batch has one set of headers). */
+    /* Sent as is: the batcher's own sends (momento__batcher_get and
+     * friends otherwise offer the request to the batcher first), and
+     * requests whose read concern is not the client's (a batch has one set
+     * of headers). */
     bool unbatched;
     /* A momento_read_concern; 0: the client's (momento_config_set_read_concern()). */
     int read_concern;

@@ -4,9 +4,10 @@
  * whether they join an RPC, lead one or go alone - is prepared here exactly
  * once: its value compressed as the request asks, its arguments checked
  * against what is sent, its TTL made effective, and the client's other
- * coalescers told of the write. What is prepared is then sent by the
- * unchecked senders (op.h), which neither compress nor check again, so a
- * value can never be compressed twice. */
+ * coalescers told of the write (momento__client_note_write). What is
+ * prepared is then sent by the unchecked senders (kv_send.h; the set_if
+ * forms' own in op_conditional.c), which neither compress nor check again,
+ * so a value can never be compressed twice. */
 #ifndef MOMENTO_WRITE_H
 #define MOMENTO_WRITE_H
 
