@@ -25,7 +25,7 @@
  * momento__client_add_header(), so this links the static library, as
  * bench/lateness does. Loopback endpoints only; the run ends --seconds
  * after it starts, plus at most 30 s for the requests in flight. */
-#include "client.h"
+#include "engine/client.h"
 #include "histogram.h"
 #include "momento/momento.h"
 

@@ -25,7 +25,7 @@
  * error and message (which tells whether the client or the server gave up). Exits 1 if a request was not called back within
  * --max-ms + 10 s of the last submission, or did not time out. Bounded:
  * --requests per mode, then that wait. */
-#include "client.h"
+#include "engine/client.h"
 #include "momento/coalescer.h"
 #include "momento/local.h"
 #include "momento/momento.h"

@@ -6,8 +6,8 @@
  * may not appear in it. (A short key such as "endpoint" can coincide with a
  * word of a reason; the first fuzzing run found exactly that.) The JSON and
  * base64 readers and the host:port check get the raw bytes too. */
-#include "base64.h"
-#include "json.h"
+#include "base/base64.h"
+#include "base/json.h"
 #include "momento/momento.h"
 
 #include <stdlib.h>

@@ -4,8 +4,8 @@
  * the stored bytes as a client that does not decompress sees them, values
  * that are not compressed, values with the magic bytes and garbage after
  * them, decompression bombs, and the setters' ranges. */
-#include "alloc.h"
-#include "compress.h"
+#include "base/alloc.h"
+#include "codec/compress.h"
 #include "testutil.h"
 
 #include "momento/coalescer.h"

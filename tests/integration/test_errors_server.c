@@ -2,7 +2,7 @@
  * a MOMENTO_ERR_LIMIT_EXCEEDED hit (momento_result_limit_kind()), read from
  * the `err` trailer and, as official SDKs fall back to it, from the message
  * alone; and an eager connection that fails (MOMENTO_ERR_CONNECTION). */
-#include "errors.h"
+#include "model/errors.h"
 #include "testutil.h"
 
 #include "momento/collections.h"

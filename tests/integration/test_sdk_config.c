@@ -2,7 +2,7 @@
  * retry strategies (none, fixed count, exponential backoff), read concern
  * per client and per request, connection renewal after idle time or age,
  * and the cap on requests in flight. */
-#include "client.h" /* struct momento_client: its channels */
+#include "engine/client.h" /* struct momento_client: its channels */
 #include "momento/coalescer.h"
 #include "testing.h"
 #include "testutil.h"

@@ -5,7 +5,7 @@
 #include "core/srv_faults.h"
 #include "core/srv_reply.h"
 #include "core/srv_server.h"
-#include "errors.h"
+#include "model/errors.h"
 #include "rpc/srv_rpc.h"
 #include "testutil.h"
 

@@ -3,10 +3,10 @@
  * allows and refused (PERMISSION) the rest, expiry and forgery refused
  * (AUTHENTICATION), the library's and the server's argument checks
  * (INVALID_ARGUMENT), and the token endpoint the credentials derive. */
-#include "alloc.h"
-#include "base64.h"
-#include "credentials.h"
-#include "json.h"
+#include "base/alloc.h"
+#include "base/base64.h"
+#include "base/json.h"
+#include "model/credentials.h"
 #include "momento/collections.h"
 #include "momento/topics.h"
 #include "testutil.h"

@@ -1,8 +1,8 @@
 /* Credential parsing and endpoint derivation for every key format, and the
  * rejections: each must name what is wrong and never echo the key. */
-#include "base64.h"
-#include "json.h"
-#include "credentials.h"
+#include "base/base64.h"
+#include "base/json.h"
+#include "model/credentials.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,8 +1,8 @@
 /* errors.c past the bare status: the kinds official SDKs read from a reply's
  * `err` trailer and message (not found, client resource exhausted), the
  * limit a LIMIT_EXCEEDED names, and the names and texts of the new codes. */
-#include "errors.h"
-#include "result.h"
+#include "model/errors.h"
+#include "model/result.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
  * states them ("Retries": only idempotent RPCs are retried; SetIf,
  * Increment and UpdateTtl never), and a decoder for every RPC the library
  * makes. */
-#include "decode.h"
+#include "ops/decode.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

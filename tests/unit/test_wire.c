@@ -1,8 +1,8 @@
 /* The hand-written _GetResponse decoder and the well-formedness check
  * against protobuf-c's own encodings: hits, misses, empty and binary values,
  * unknown and repeated fields, and every truncation of a valid message. */
-#include "decode.h"
-#include "wire.h"
+#include "base/wire.h"
+#include "ops/decode.h"
 
 #include "cacheclient.pb-c.h"
 

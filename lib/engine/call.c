@@ -1,0 +1,807 @@
+/* One RPC from start to callback. The request is packed straight into a gRPC
+ * slice. A unary call is a single batch of six ops. A server-streaming call
+ * is a batch that sends and waits for the status, plus a chain of one-op
+ * batches that read messages until the stream ends, each kind with its own
+ * tag (client.h's momento__tag, whose handler the completion loop runs).
+ * When every batch has completed, the status is mapped, the message(s)
+ * decoded and the user's callback run on the completion thread.
+ *
+ * This file makes attempts, and a call waits for its next one on a client
+ * timer (wait_retry); whether to make another, and after what delay, is
+ * retry.c's, and how long the request lives (accept, cancel at free,
+ * retire) is client.c's. */
+#include "engine/call.h"
+
+#include "base/alloc.h"
+#include "codec/compress.h"
+#include "codec/unpack.h"
+#include "engine/client.h"
+#include "engine/respond.h"
+#include "engine/retry.h"
+#include "grpc_util.h"
+#include "model/cancel.h"
+#include "model/errors.h"
+#include "model/metrics.h"
+#include "model/result.h"
+#include "model/validate.h"
+
+#include <grpc/slice.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AGENT "c:cache:" MOMENTO_VERSION_STRING
+#ifdef __clang__
+#define RUNTIME "c:clang-" __clang_version__
+#else
+#define RUNTIME "c:gcc-" __VERSION__
+#endif
+
+struct momento__call {
+    momento__tracked track;     /* the client's view of the request */
+    /* The attempt's batches' tags: the unary batch or a stream's status
+     * batch (unary_done / stream_status_done), and a stream's reads
+     * (stream_read_done). Set per attempt, on the thread starting it. */
+    momento__tag tag, read_tag;
+    momento_client *client;
+    momento__rpc_id method;
+    momento__decode_fn decode; /* the op's decoder for `method` */
+    momento_callback cb;
+    void *userdata;
+    grpc_slice request;         /* the packed request, kept for retries */
+    grpc_byte_buffer *send_msg; /* per attempt: gRPC moves the slices out of it when sending */
+    grpc_byte_buffer *recv_msg;
+    int pending;                /* batches of the current attempt not yet completed */
+    int attempt;                /* 1-based */
+    size_t expect_msgs;         /* a stream's exact message count; 0 = any */
+    bool too_many;              /* the stream went past expect_msgs */
+    bool out_of_memory;         /* we ended it: no memory to keep a reply */
+    bool no_metrics;            /* its callback reports it (call.h) */
+    int64_t submitted_ns;       /* for the metrics hook */
+    size_t n_md;
+    uint8_t own_md, n_own_md;   /* md[own_md ..] are the request's own headers, copied */
+    momento__channel *channel;
+    gpr_timespec deadline;      /* the request's overall deadline */
+    gpr_timespec attempt_deadline; /* this attempt's: the overall, or its own if sooner */
+    momento__timer retry_timer; /* its next attempt, while it waits for it
+                                 * (wait_retry); set up at the first wait */
+    /* The client's cap on requests in flight (momento_config_set_max_
+     * concurrent_requests()): whether it waits for a place or holds one,
+     * its place in the queue, and its first gRPC call while it waits. */
+    enum { GATE_NONE, GATE_QUEUED, GATE_HOLDS } gate;
+    momento__call *gate_next;
+    grpc_call *gate_gc;
+    momento__timer gate_timer;  /* its deadline, or a cancel, while queued */
+    momento__timer late_timer;  /* a DEADLINE_EXCEEDED that came early: delivered
+                                 * at the deadline (finish()) */
+    momento_cancel_token *token; /* a reference, or NULL */
+    momento__cancel_hook hook;  /* on the token until delivery */
+    grpc_slice *msgs;           /* messages received so far: &msg0 until a
+                                 * stream brings a second one */
+    size_t n_msgs, cap_msgs;
+    grpc_slice msg0;            /* a unary reply's one message, without a malloc */
+    grpc_metadata_array recv_initial;
+    grpc_metadata_array recv_trailing;
+    grpc_status_code status;
+    grpc_slice details;
+    grpc_slice cache_value;
+    grpc_metadata md[]; /* sized per client: 4 + its extra headers */
+};
+
+static grpc_slice pack(const ProtobufCMessage *req)
+{
+    size_t size = protobuf_c_message_get_packed_size(req);
+    grpc_slice s = grpc_slice_malloc(size);
+    protobuf_c_message_pack(req, GRPC_SLICE_START_PTR(s));
+    return s;
+}
+
+static void release(momento__call *call)
+{
+    for (size_t i = 0; i < call->n_msgs; i++)
+        grpc_slice_unref(call->msgs[i]);
+    if (call->msgs != &call->msg0)
+        free(call->msgs);
+    if (call->send_msg)
+        grpc_byte_buffer_destroy(call->send_msg);
+    grpc_slice_unref(call->request);
+    if (call->recv_msg)
+        grpc_byte_buffer_destroy(call->recv_msg);
+    grpc_metadata_array_destroy(&call->recv_initial);
+    grpc_metadata_array_destroy(&call->recv_trailing);
+    grpc_slice_unref(call->details);
+    grpc_slice_unref(call->cache_value);
+    for (size_t i = call->own_md; i < (size_t)call->own_md + call->n_own_md; i++) {
+        grpc_slice_unref(call->md[i].key);
+        grpc_slice_unref(call->md[i].value);
+    }
+    if (call->track.call)
+        grpc_call_unref(call->track.call);
+    momento__channel_put(call->channel);
+    if (call->track.wake)
+        momento__timer_disarm(call->client, &call->gate_timer);
+    momento_cancel_token_free(call->token);
+    free(call);
+}
+
+/* Makes the gRPC call for the next attempt, on the next channel, with the
+ * request's deadline or the attempt's own if sooner. NULL if gRPC refused. */
+static grpc_call *new_attempt_call(momento__call *call)
+{
+    momento_client *c = call->client;
+    call->attempt++;
+    call->channel = momento__channels_take(&c->channels, momento__rpcs[call->method].plane);
+    gpr_timespec deadline = call->deadline;
+    if (c->cfg.retry_attempt_timeout_ms) {
+        gpr_timespec own = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                        gpr_time_from_millis(c->cfg.retry_attempt_timeout_ms,
+                                                             GPR_TIMESPAN));
+        if (gpr_time_cmp(own, deadline) < 0)
+            deadline = own;
+    }
+    call->attempt_deadline = deadline;
+    return grpc_channel_create_registered_call(call->channel->channel, NULL,
+                                               GRPC_PROPAGATE_DEFAULTS, c->cq,
+                                               call->channel->registered[call->method],
+                                               deadline, NULL);
+}
+
+static void unary_done(momento__tag *tag, int success);
+static void stream_status_done(momento__tag *tag, int success);
+static void stream_read_done(momento__tag *tag, int success);
+
+/* Starts the attempt's batches on gc, already published as the current call.
+ * Returns 0, or an error when gRPC refused (then no event will come). */
+static int launch_attempt(momento__call *call, grpc_call *gc)
+{
+    const momento__rpc *info = &momento__rpcs[call->method];
+    if (call->send_msg)
+        grpc_byte_buffer_destroy(call->send_msg);
+    call->send_msg = grpc_raw_byte_buffer_create(&call->request, 1); /* takes a ref */
+
+    grpc_op ops[6];
+    size_t n = 0;
+    memset(ops, 0, sizeof(ops));
+    ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[n].data.send_initial_metadata.count = call->n_md;
+    ops[n++].data.send_initial_metadata.metadata = call->md;
+    ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n++].data.send_message.send_message = call->send_msg;
+    ops[n++].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[n++].data.recv_initial_metadata.recv_initial_metadata = &call->recv_initial;
+    if (!info->streaming) {
+        ops[n].op = GRPC_OP_RECV_MESSAGE;
+        ops[n++].data.recv_message.recv_message = &call->recv_msg;
+    }
+    ops[n].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[n].data.recv_status_on_client.trailing_metadata = &call->recv_trailing;
+    ops[n].data.recv_status_on_client.status = &call->status;
+    ops[n++].data.recv_status_on_client.status_details = &call->details;
+
+    call->pending = info->streaming ? 2 : 1;
+    call->tag.cb = info->streaming ? stream_status_done : unary_done;
+    if (grpc_call_start_batch(gc, ops, n, &call->tag, NULL) != GRPC_CALL_OK)
+        return MOMENTO_ERR_UNKNOWN; /* only a programming error in this file */
+    if (info->streaming) {
+        grpc_op read;
+        memset(&read, 0, sizeof(read));
+        read.op = GRPC_OP_RECV_MESSAGE;
+        read.data.recv_message.recv_message = &call->recv_msg;
+        call->read_tag.cb = stream_read_done;
+        if (grpc_call_start_batch(gc, &read, 1, &call->read_tag, NULL) != GRPC_CALL_OK) {
+            /* The status batch is under way: let it finish the attempt. */
+            grpc_call_cancel(gc, NULL);
+            call->pending = 1;
+        }
+    }
+    return MOMENTO_OK;
+}
+
+/* Starts the call's next attempt (a due retry). Returns 0, or an error
+ * when it could not start (then the caller gives up). */
+static int next_attempt(momento__call *call)
+{
+    grpc_call *gc = new_attempt_call(call);
+    if (!gc)
+        return MOMENTO_ERR_NO_MEMORY;
+    momento__client_publish(call->client, &call->track, gc);
+    return launch_attempt(call, gc);
+}
+
+void momento__call_opts_from(const momento_client *c, const momento_request_options *opts,
+                             momento__call_opts *out)
+{
+    uint32_t ms = opts && opts->timeout_ms ? opts->timeout_ms : c->cfg.timeout_ms;
+    memset(out, 0, sizeof(*out));
+    gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
+    out->submitted_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    out->deadline = gpr_time_add(now, gpr_time_from_millis(ms, GPR_TIMESPAN));
+    out->token = opts ? opts->cancel : NULL;
+    int concern = MOMENTO__OPT(opts, read_concern);
+    if (concern && concern != c->cfg.read_concern) {
+        out->read_concern = concern;
+        out->unbatched = true;
+    }
+    out->n_headers = MOMENTO__OPT(opts, n_headers);
+    if (out->n_headers) {
+        out->headers = MOMENTO__OPT(opts, headers);
+        out->unbatched = true; /* a batch carries one set of headers */
+    }
+}
+
+int momento__call_start(momento_client *c, momento__rpc_id m, momento__decode_fn decode,
+                        const char *cache, const ProtobufCMessage *req,
+                        const momento_request_options *opts, momento_callback cb, void *userdata)
+{
+    momento__call_opts resolved;
+    momento__call_opts_from(c, opts, &resolved);
+    return momento__call_start_with(c, m, decode, cache, req, &resolved, cb, userdata);
+}
+
+void momento__call_cancel(momento__call *call, const char *why)
+{
+    momento__client_cancel(call->client, &call->track, why);
+}
+
+/* The token was cancelled (any thread, under the token's lock). */
+static void on_token_cancelled(momento__cancel_hook *h)
+{
+    momento__call *call = (momento__call *)((char *)h - offsetof(momento__call, hook));
+    momento__client_cancel(call->client, &call->track, "cancelled by the request's cancel token");
+}
+
+static int64_t to_ns(gpr_timespec t)
+{
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void give_up(momento__call *call, grpc_status_code status, const char *why);
+
+/* The cap on requests in flight: a FIFO of accepted calls waiting for a
+ * place. A queued call has its first gRPC call made but not started, and
+ * not published, so nothing can end it but this queue: it leaves when a
+ * place frees, or - over the cap - when its deadline passes, it is
+ * cancelled or the client is freed; gRPC then ends it at once with
+ * DEADLINE_EXCEEDED or CANCELLED through the usual path, so it needs no
+ * ending of its own. */
+static void gate_launch(momento__call *call)
+{
+    grpc_call *gc = call->gate_gc;
+    call->gate_gc = NULL;
+    momento__client_publish(call->client, &call->track, gc);
+    if (launch_attempt(call, gc) != MOMENTO_OK)
+        give_up(call, GRPC_STATUS_UNAVAILABLE, "could not start the call");
+}
+
+/* A place is free: the calls at the head of the queue take them. */
+static void gate_leave(momento_client *c)
+{
+    momento__gate *g = &c->gate;
+    momento__call *go = NULL, **tail = &go;
+    pthread_mutex_lock(&g->lock);
+    g->busy--;
+    while (g->head && g->busy < c->cfg.max_concurrent) {
+        momento__call *next = g->head;
+        g->head = next->gate_next;
+        if (!g->head)
+            g->tail = NULL;
+        g->queued--;
+        next->gate = GATE_HOLDS;
+        next->gate_next = NULL;
+        g->busy++;
+        momento__timer_disarm(c, &next->gate_timer);
+        *tail = next;
+        tail = &next->gate_next;
+    }
+    pthread_mutex_unlock(&g->lock);
+    while (go) {
+        momento__call *next = go->gate_next;
+        gate_launch(go);
+        go = next;
+    }
+}
+
+static void deliver_late(momento__timer *t);
+
+/* Its deadline passed, or it was cancelled, while queued (completion
+ * thread): it leaves over the cap, to be ended by gRPC at once. */
+static void gate_fire(momento__timer *t)
+{
+    momento__call *call = (momento__call *)((char *)t - offsetof(momento__call, gate_timer));
+    momento__gate *g = &call->client->gate;
+    pthread_mutex_lock(&g->lock);
+    bool queued = call->gate == GATE_QUEUED;
+    if (queued) {
+        momento__call **p = &g->head;
+        momento__call *prev = NULL;
+        while (*p != call) {
+            prev = *p;
+            p = &(*p)->gate_next;
+        }
+        *p = call->gate_next;
+        if (g->tail == call)
+            g->tail = prev;
+        g->queued--;
+        call->gate = GATE_HOLDS;
+        g->busy++;
+    }
+    pthread_mutex_unlock(&g->lock);
+    if (queued)
+        gate_launch(call);
+}
+
+/* Takes a place, or queues the call (returns true). Its deadline timer is
+ * armed under the queue's lock, so that no other thread can launch, end
+ * and free the call before it is armed. */
+static bool gate_enter(momento_client *c, momento__call *call, grpc_call *gc)
+{
+    momento__gate *g = &c->gate;
+    pthread_mutex_lock(&g->lock);
+    if (g->busy < c->cfg.max_concurrent) {
+        g->busy++;
+        call->gate = GATE_HOLDS;
+        pthread_mutex_unlock(&g->lock);
+        return false;
+    }
+    call->gate = GATE_QUEUED;
+    call->gate_gc = gc;
+    if (g->tail)
+        g->tail->gate_next = call;
+    else
+        g->head = call;
+    g->tail = call;
+    g->queued++;
+    /* A cancel or the client's free that came since the request was
+     * accepted found it not yet queued (gate_fire did nothing) and this
+     * arming would undo theirs: it leaves at once instead. */
+    if (momento__timer_arm(c, &call->gate_timer, to_ns(call->deadline), true) != MOMENTO_OK ||
+        momento__client_cancelled(c, &call->track) || momento__client_closing(c))
+        momento__timer_fire_soon(c, &call->gate_timer); /* leave over the cap at once */
+    pthread_mutex_unlock(&g->lock);
+    return true;
+}
+
+int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__decode_fn decode,
+                             const char *cache, const ProtobufCMessage *req,
+                             const momento__call_opts *opts, momento_callback cb, void *userdata)
+{
+    momento__plane plane = momento__rpcs[m].plane;
+    int rc;
+    if (opts->token && momento_cancel_token_is_cancelled(opts->token))
+        return momento__refuse(MOMENTO_ERR_CANCELLED,
+                               "the request's cancel token was already cancelled");
+    /* malloc, not calloc: glibc's calloc skips the per-thread cache, and
+     * the metadata array needs no zeroing. Sized to what this client sends,
+     * the struct stays small enough for that cache. */
+    size_t md_slots = 5 + c->n_extra_md + opts->n_headers;
+    momento__call *call = momento__malloc(sizeof(*call) + md_slots * sizeof(grpc_metadata));
+    if (!call)
+        return MOMENTO_ERR_NO_MEMORY;
+    memset(call, 0, sizeof(*call));
+    call->client = c;
+    call->method = m;
+    call->decode = decode;
+    momento__timer_init(&call->gate_timer, gate_fire);
+    momento__timer_init(&call->late_timer, deliver_late);
+    call->cb = cb;
+    call->userdata = userdata;
+    call->details = grpc_empty_slice();
+    call->cache_value = grpc_empty_slice();
+    grpc_metadata_array_init(&call->recv_initial);
+    grpc_metadata_array_init(&call->recv_trailing);
+    call->request = opts->packed ? grpc_slice_from_copied_buffer((const char *)opts->packed,
+                                                                 opts->packed_len)
+                                 : pack(req);
+
+    size_t n_md = 0;
+    if (plane != MOMENTO__PLANE_PING) {
+        call->md[n_md].key = grpc_slice_from_static_string("authorization");
+        call->md[n_md++].value = c->auth_value;
+    }
+    if (plane == MOMENTO__PLANE_DATA) {
+        call->cache_value = grpc_slice_from_copied_string(cache);
+        call->md[n_md].key = grpc_slice_from_static_string("cache");
+        call->md[n_md++].value = call->cache_value;
+        /* As the official SDKs: no header means BALANCED, so only
+         * CONSISTENT is sent. */
+        int concern = opts->read_concern ? opts->read_concern : c->cfg.read_concern;
+        if (concern == MOMENTO_READ_CONSISTENT) {
+            call->md[n_md].key = grpc_slice_from_static_string("read-concern");
+            call->md[n_md++].value = grpc_slice_from_static_string("consistent");
+        }
+    }
+
+    for (size_t i = 0; i < c->n_extra_md; i++)
+        call->md[n_md++] = c->extra_md[i];
+    /* The request's own headers: copied, since the caller's strings live
+     * only during this call; release() gives them back. */
+    call->own_md = (uint8_t)n_md;
+    for (size_t i = 0; i < opts->n_headers; i++) {
+        call->md[n_md].key = grpc_slice_from_copied_string(opts->headers[i].name);
+        call->md[n_md++].value = grpc_slice_from_copied_string(opts->headers[i].value);
+    }
+    call->n_own_md = (uint8_t)opts->n_headers;
+
+    call->deadline = opts->deadline;
+    call->expect_msgs = opts->expect_msgs;
+    call->submitted_ns = opts->submitted_ns;
+    call->no_metrics = opts->no_metrics;
+
+    grpc_call *gc = new_attempt_call(call);
+    if (!gc) {
+        release(call);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
+    /* Under a cap, the gRPC call is published when it leaves the queue. */
+    bool gated = c->cfg.max_concurrent != 0;
+    /* What a cancel or the client's free fires when the request has no gRPC
+     * call: while it is queued, that ends its wait (gate_fire); otherwise
+     * the fire finds nothing to do. Set before the token's hook is hung,
+     * which a cancel on another thread may fire at once. */
+    if (gated)
+        call->track.wake = &call->gate_timer;
+    if (opts->token) {
+        /* Hung before the request is accepted: a cancel from now on either
+         * finds it not yet accepted (then it is refused below) or ends its
+         * gRPC call. Either way nothing is lost. */
+        call->token = momento_cancel_token_ref(opts->token);
+        call->hook.fire = on_token_cancelled;
+        if (momento__cancel_hook_add(call->token, &call->hook) != MOMENTO_OK) {
+            grpc_call_unref(gc);
+            release(call);
+            return MOMENTO_ERR_CANCELLED;
+        }
+    }
+    rc = momento__client_accept(c, &call->track, gated ? NULL : gc);
+    if (rc != MOMENTO_OK) {
+        if (call->token)
+            momento__cancel_hook_remove(call->token, &call->hook);
+        grpc_call_unref(gc);
+        release(call);
+        return rc;
+    }
+    if (!call->no_metrics) /* the application's, not one the library made for itself */
+        momento__request_accepted(c);
+
+    /* The client introduces itself on its first accepted call. */
+    if (!atomic_load_explicit(&c->agent_sent, memory_order_relaxed) &&
+        !atomic_exchange(&c->agent_sent, true)) {
+        call->md[n_md].key = grpc_slice_from_static_string("agent");
+        call->md[n_md++].value = grpc_slice_from_static_string(AGENT);
+        call->md[n_md].key = grpc_slice_from_static_string("runtime-version");
+        call->md[n_md++].value = grpc_slice_from_static_string(RUNTIME);
+    }
+    call->n_md = n_md;
+
+    if (opts->started)
+        *opts->started = call;
+    if (gated) {
+        if (gate_enter(c, call, gc))
+            return MOMENTO_OK; /* accepted; it leaves the queue later */
+        momento__client_publish(c, &call->track, gc);
+    }
+    rc = launch_attempt(call, gc);
+    if (rc != MOMENTO_OK) {
+        /* Refuse the request rather than lose it: no callback follows. */
+        if (call->token)
+            momento__cancel_hook_remove(call->token, &call->hook);
+        if (gated)
+            gate_leave(c);
+        if (!call->no_metrics)
+            momento__request_done(c);
+        momento__client_retire(c, &call->track);
+        release(call);
+    }
+    return rc;
+}
+
+static char *trailer_value(const grpc_metadata_array *md, const char *key)
+{
+    for (size_t i = 0; i < md->count; i++)
+        if (grpc_slice_str_cmp(md->metadata[i].key, key) == 0)
+            return grpc_slice_to_c_string(md->metadata[i].value);
+    return NULL;
+}
+
+
+/* Clears what the last attempt received, so the next starts clean. */
+static void reset_attempt(momento__call *call)
+{
+    grpc_call_unref(momento__client_publish(call->client, &call->track, NULL));
+    momento__channel_put(call->channel);
+    call->channel = NULL;
+    for (size_t i = 0; i < call->n_msgs; i++)
+        grpc_slice_unref(call->msgs[i]);
+    call->n_msgs = 0;
+    if (call->recv_msg)
+        grpc_byte_buffer_destroy(call->recv_msg);
+    call->recv_msg = NULL;
+    grpc_metadata_array_destroy(&call->recv_initial);
+    grpc_metadata_array_destroy(&call->recv_trailing);
+    grpc_metadata_array_init(&call->recv_initial);
+    grpc_metadata_array_init(&call->recv_trailing);
+    grpc_slice_unref(call->details);
+    call->details = grpc_empty_slice();
+    call->status = GRPC_STATUS_OK;
+    call->too_many = false;
+    call->out_of_memory = false;
+}
+
+static void deliver(momento__call *call);
+
+/* A DEADLINE_EXCEEDED can come before the attempt's deadline: gRPC keeps
+ * its timers in whole milliseconds (0.4 ms early seen under load), and a
+ * server's deadline, taken from grpc-timeout when it read the headers, may
+ * run on a stale clock (16 ms early seen at momento-local under load).
+ * Such an end is delivered at the attempt's deadline instead, from a client
+ * timer: no request ends TIMEOUT before its own deadline (a fixed-timeout
+ * attempt's own, when no retry is left). */
+static void deliver_late(momento__timer *t)
+{
+    momento__call *call = (momento__call *)((char *)t - offsetof(momento__call, late_timer));
+    momento_client *c = call->client;
+    if (momento__client_closing(c)) /* as the free ends every request */
+        give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
+    else if (momento__client_cancelled(c, &call->track)) /* its token, or a coalescer */
+        give_up(call, GRPC_STATUS_CANCELLED,
+                call->track.cancel_why ? call->track.cancel_why : "cancelled");
+    else
+        deliver(call);
+}
+
+/* Holds an early DEADLINE_EXCEEDED until `due` (deliver_late()). The RPC
+ * is over on the wire, so the request gives back at once what it held as
+ * one: its gRPC call, its place under the client's cap (the next queued
+ * request starts), its count towards batching's threshold (the queue may
+ * leave). A cancel or the client's free fires the timer at once (the
+ * tracked request's `wake`; momento__client_wait_on() fires it for one
+ * that came before, too). Returns false, with nothing changed, when the
+ * timer cannot be armed (no memory): then the caller delivers now. */
+static bool wait_late(momento__call *call, int64_t due)
+{
+    momento_client *c = call->client;
+    if (momento__timer_arm(c, &call->late_timer, due, true) != MOMENTO_OK)
+        return false;
+    grpc_call_unref(momento__client_wait_on(c, &call->track, &call->late_timer));
+    momento__client_answered(c, &call->track);
+    if (call->gate == GATE_HOLDS) {
+        call->gate = GATE_NONE;
+        gate_leave(c);
+    }
+    momento__client_rpc_ended(c);
+    return true;
+}
+
+/* Ends a call that will make no further attempt, with a local status. */
+static void give_up(momento__call *call, grpc_status_code status, const char *why)
+{
+    call->status = status;
+    grpc_slice_unref(call->details);
+    call->details = grpc_slice_from_static_string(why);
+    deliver(call);
+}
+
+/* The call's next attempt is due (its retry timer, completion thread), or
+ * a cancel or the client's free cut its wait short: it makes the attempt,
+ * or ends as the cancel or the free would have ended the attempt. */
+static void retry_fire(momento__timer *t)
+{
+    momento__call *call = (momento__call *)((char *)t - offsetof(momento__call, retry_timer));
+    momento_client *c = call->client;
+    /* Nothing may fire the timer again from now on (one a cancel or a free
+     * queued meanwhile is taken back). A cancel or a free after this finds
+     * nothing to fire: one before the checks below ends the call there,
+     * one after them cancels the next attempt's gRPC call as it is
+     * published (momento__client_publish). */
+    momento__timer_disarm(c, momento__client_unwake(c, &call->track));
+    if (momento__client_closing(c))
+        give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
+    else if (momento__client_cancelled(c, &call->track))
+        give_up(call, GRPC_STATUS_CANCELLED, call->track.cancel_why);
+    else if (next_attempt(call) != MOMENTO_OK)
+        give_up(call, GRPC_STATUS_UNAVAILABLE, "could not start a retry");
+}
+
+/* Makes the next attempt after `delay_ns` (retry.c's answer): at once, or
+ * on a client timer, like any other wait of the completion thread. While
+ * it waits the request has no gRPC call, so a cancel or the client's free
+ * fires the timer at once (momento__client_wait_on): it ends then, with
+ * exactly one callback. */
+static void wait_retry(momento__call *call, int64_t now_ns, int64_t delay_ns)
+{
+    momento_client *c = call->client;
+    if (delay_ns == 0) {
+        if (next_attempt(call) != MOMENTO_OK)
+            give_up(call, GRPC_STATUS_UNAVAILABLE, "could not start a retry");
+        return;
+    }
+    if (!call->retry_timer.fire) /* not armed before: the call was zeroed */
+        momento__timer_init(&call->retry_timer, retry_fire);
+    if (momento__timer_arm(c, &call->retry_timer, now_ns + delay_ns, true) != MOMENTO_OK) {
+        /* As when a retry cannot start: the attempt's own failure. */
+        give_up(call, GRPC_STATUS_UNAVAILABLE, "could not queue a retry: out of memory");
+        return;
+    }
+    momento__client_wait_on(c, &call->track, &call->retry_timer); /* reset_attempt took its call */
+}
+
+/* Every batch of the attempt is done: retry, or deliver. */
+static void finish(momento__call *call)
+{
+    momento_client *c = call->client;
+    if (call->status != GRPC_STATUS_OK) {
+        int64_t now = momento__now_ns();
+        int64_t delay = -1;
+        if (!momento__client_closing(c) && !momento__client_cancelled(c, &call->track))
+            delay = momento__retry_delay(c, &momento__rpcs[call->method], call->attempt,
+                                         (int)call->status, now, to_ns(call->deadline));
+        if (delay >= 0) {
+            reset_attempt(call);
+            wait_retry(call, now, delay);
+            return;
+        }
+        int64_t due = to_ns(call->attempt_deadline);
+        if (call->status == GRPC_STATUS_DEADLINE_EXCEEDED && due > now && wait_late(call, due))
+            return; /* deliver_late() */
+    }
+    deliver(call);
+}
+
+/* Maps the status, decodes, calls back, and retires the call. */
+static void deliver(momento__call *call)
+{
+    momento_client *c = call->client;
+    const momento__rpc *info = &momento__rpcs[call->method];
+    momento_result r;
+    momento__scratch scratch;
+    memset(&scratch, 0, sizeof(scratch));
+    scratch.decompress_max = momento__decompress_limit(&c->cfg); /* gets' decoders read it */
+    memset(&r, 0, sizeof(r));
+    r.grpc_status = (int)call->status;
+    r.attempts = call->attempt;
+    r.rpc = (int)call->method + 1;
+    char *message = GRPC_SLICE_LENGTH(call->details) ? grpc_slice_to_c_string(call->details) : NULL;
+    char *detail = call->status != GRPC_STATUS_OK ? trailer_value(&call->recv_trailing, "err")
+                                                  : NULL;
+    if (call->too_many ||
+        (call->status == GRPC_STATUS_OK && call->expect_msgs && call->n_msgs != call->expect_msgs)) {
+        /* A batch answered with more or fewer replies than keys. */
+        r.error = MOMENTO_ERR_BAD_RESPONSE;
+    } else if (call->status == GRPC_STATUS_OK) {
+        if (!info->streaming && call->n_msgs != 1)
+            r.error = MOMENTO_ERR_BAD_RESPONSE; /* a unary reply has exactly one message */
+        else
+            r.error = call->decode(&r, call->msgs, call->n_msgs, &scratch);
+    } else if (info->already_exists_is_outcome && call->status == GRPC_STATUS_ALREADY_EXISTS) {
+        r.error = MOMENTO_OK;
+        r.outcome = MOMENTO_OUTCOME_ALREADY_EXISTS;
+    } else if (call->out_of_memory) {
+        /* The RESOURCE_EXHAUSTED is our own: no room for the reply. */
+        r.error = MOMENTO_ERR_CLIENT_RESOURCE_EXHAUSTED;
+    } else {
+        r.error = momento__error_from_reply((int)call->status, detail, message);
+    }
+    if (r.error != MOMENTO_OK) {
+        r.outcome = MOMENTO_OUTCOME_ERROR;
+        /* Nothing a failed decode left behind may be read. */
+        r.value = NULL;
+        r.value_len = 0;
+        r.n_caches = r.n_exists = r.n_items = 0;
+    }
+
+    r.message = message ? message
+                        : scratch.message ? scratch.message
+                        : (r.error == MOMENTO_ERR_BAD_RESPONSE ? momento_strerror(r.error) : "");
+    r.error_detail = detail;
+
+    /* From here a cancel cannot reach this request: it has its result. */
+    if (call->token)
+        momento__cancel_hook_remove(call->token, &call->hook);
+    if (call->track.wake) {
+        /* Nor may anything fire its timer (the gate's, or a late delivery's):
+         * the call is released after its callback, while a free's sweep may
+         * still find it tracked. One the sweep queued already is taken back. */
+        momento__timer_disarm(c, momento__client_unwake(c, &call->track));
+    }
+    if (!call->track.answered) /* wait_late() may have */
+        momento__client_answered(c, &call->track);
+    if (call->gate == GATE_HOLDS)
+        gate_leave(c); /* before the callback: a request it makes may take the place */
+    if (momento__metrics_on(&c->cfg) && !call->no_metrics)
+        momento__metrics_rpc(&c->cfg, call->method, call->cache_value, call->submitted_ns,
+                             call->request, call->msgs, call->n_msgs, &r);
+    momento__respond(c, call->cb, &r, call->userdata, call->no_metrics);
+
+    momento__scratch_free(&scratch);
+    gpr_free(message);
+    gpr_free(detail);
+
+    momento__client_retire(c, &call->track);
+    release(call);
+}
+
+/* Moves the received message (if any) into the call's list. */
+static bool take_message(momento__call *call)
+{
+    if (!call->recv_msg)
+        return false;
+    grpc_byte_buffer *bb = call->recv_msg;
+    grpc_slice body = momento__byte_buffer_slice(bb);
+    grpc_byte_buffer_destroy(bb);
+    call->recv_msg = NULL;
+    if (call->expect_msgs && call->n_msgs == call->expect_msgs) {
+        /* One message more than the request allows: stop reading (a
+         * misbehaving server could send any number) and end the call. */
+        grpc_slice_unref(body);
+        call->too_many = true;
+        grpc_call_cancel_with_status(call->track.call, GRPC_STATUS_DATA_LOSS,
+                                     "the server sent more replies than the request allows",
+                                     NULL);
+        return false;
+    }
+    if (!call->msgs) {
+        call->msgs = &call->msg0;
+        call->cap_msgs = 1;
+    }
+    /* A retry starts again at n_msgs 0 in whatever storage it had. */
+    if (call->n_msgs == call->cap_msgs) {
+        size_t cap = call->cap_msgs * 4;
+        bool was_inline = call->msgs == &call->msg0;
+        grpc_slice *grown = was_inline ? momento__malloc(cap * sizeof(*grown))
+                                       : momento__realloc(call->msgs, cap * sizeof(*grown));
+        if (!grown) {
+            grpc_slice_unref(body);
+            call->out_of_memory = true;
+            grpc_call_cancel_with_status(call->track.call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                                         "client out of memory for the response", NULL);
+            return false;
+        }
+        if (was_inline)
+            grown[0] = call->msg0;
+        call->msgs = grown;
+        call->cap_msgs = cap;
+    }
+    call->msgs[call->n_msgs++] = body;
+    return true;
+}
+
+/* The handlers of the attempt's tags (launch_attempt), on the completion
+ * thread. */
+
+/* A unary call's one batch completed: its reply, if any, and status. */
+static void unary_done(momento__tag *tag, int success)
+{
+    momento__call *call = (momento__call *)((char *)tag - offsetof(momento__call, tag));
+    take_message(call);
+    (void)success; /* a failed batch still reports its status */
+    if (--call->pending == 0)
+        finish(call);
+}
+
+/* A stream's status batch completed; the reads may still be under way. */
+static void stream_status_done(momento__tag *tag, int success)
+{
+    momento__call *call = (momento__call *)((char *)tag - offsetof(momento__call, tag));
+    (void)success; /* a failed batch still reports its status */
+    if (--call->pending == 0)
+        finish(call);
+}
+
+/* A stream read finished: keep reading until the stream ends. */
+static void stream_read_done(momento__tag *tag, int success)
+{
+    momento__call *call = (momento__call *)((char *)tag - offsetof(momento__call, read_tag));
+    if (success && take_message(call)) {
+        grpc_op read;
+        memset(&read, 0, sizeof(read));
+        read.op = GRPC_OP_RECV_MESSAGE;
+        read.data.recv_message.recv_message = &call->recv_msg;
+        if (grpc_call_start_batch(call->track.call, &read, 1, tag, NULL) == GRPC_CALL_OK)
+            return;
+    }
+    if (--call->pending == 0)
+        finish(call);
+}

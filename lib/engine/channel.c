@@ -1,0 +1,304 @@
+/* gRPC channels: one or more to the data endpoint, one to the control
+ * endpoint (and one to the token endpoint where that is another address),
+ * each with every method of its plane registered once so that calls skip
+ * per-call path parsing (registered calls). */
+#include "engine/channel.h"
+
+#include "base/alloc.h"
+#include "grpc_util.h"
+#include "model/config.h"
+#include "model/credentials.h"
+#include "model/validate.h"
+
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+#include <stdlib.h>
+#include <string.h>
+
+static grpc_channel *open_channel(const momento_config *cfg, const momento_credentials *creds,
+                                  const char *target)
+{
+    grpc_arg args[11];
+    size_t n = 0;
+    /* The library applies its own retry rule; gRPC's hidden retries would
+     * repeat non-idempotent RPCs and cost ~9,000 instructions per call. */
+    args[n++] = momento__int_arg(GRPC_ARG_ENABLE_RETRIES, 0);
+    /* Without a local subchannel pool, channels to one target share a single
+     * connection, which would defeat num_channels. */
+    args[n++] = momento__int_arg(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    /* gRPC backs off up to 120 s between reconnection attempts; a cache
+     * client should find a restarted server within seconds. (Not
+     * GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also uses that as the minimum
+     * connect timeout, and 250 ms would fail any slower handshake.) */
+    args[n++] = momento__int_arg(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 250);
+    args[n++] = momento__int_arg(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+    args[n++] = momento__int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, MOMENTO__MAX_MESSAGE_BYTES);
+    args[n++] = momento__int_arg(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, MOMENTO__MAX_MESSAGE_BYTES);
+    if (cfg->keepalive_ms) {
+        args[n++] = momento__int_arg(GRPC_ARG_KEEPALIVE_TIME_MS, (int)cfg->keepalive_ms);
+        args[n++] = momento__int_arg(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, (int)cfg->keepalive_timeout_ms);
+        args[n++] = momento__int_arg(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+        args[n++] = momento__int_arg(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    }
+    grpc_channel_args ch_args = {n, args};
+
+    grpc_channel_credentials *gc = creds->tls
+                                       ? grpc_ssl_credentials_create(cfg->tls_roots_pem, NULL, NULL, NULL)
+                                       : grpc_insecure_credentials_create();
+    if (!gc)
+        return NULL;
+    grpc_channel *ch = grpc_channel_create(target, gc, &ch_args);
+    grpc_channel_credentials_release(gc);
+    return ch;
+}
+
+/* Which channel an RPC of `plane` goes to. */
+enum endpoint { EP_DATA, EP_CONTROL, EP_TOKEN };
+
+static enum endpoint endpoint_of(momento__plane plane)
+{
+    return plane == MOMENTO__PLANE_CONTROL ? EP_CONTROL
+           : plane == MOMENTO__PLANE_TOKEN ? EP_TOKEN
+                                           : EP_DATA;
+}
+
+static int64_t now_ns(void)
+{
+    gpr_timespec t = gpr_now(GPR_CLOCK_MONOTONIC);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* A new channel for the slot, with the RPCs the library makes of the
+ * slot's endpoint registered, and of `also`, a second endpoint whose RPCs
+ * it carries too (the token service on the control channel of a local
+ * server), or the same. It holds the slot's reference; NULL if gRPC
+ * refused. */
+static momento__channel *make_channel(const momento__channels *ch, momento__channel_slot *slot,
+                                      int64_t now)
+{
+    momento__channel *mc = momento__calloc(1, sizeof(*mc));
+    if (!mc)
+        return NULL;
+    mc->channel = open_channel(ch->cfg, ch->creds, slot->target);
+    if (!mc->channel) {
+        free(mc);
+        return NULL;
+    }
+    for (int m = 0; m < MOMENTO__RPC_COUNT; m++) {
+        int e = (int)endpoint_of(momento__rpcs[m].plane);
+        if (!momento__rpcs[m].server_only && (e == slot->ep || e == slot->also))
+            mc->registered[m] =
+                grpc_channel_register_call(mc->channel, momento__rpcs[m].path, NULL, NULL);
+    }
+    mc->born_ns = now;
+    mc->slot = slot;
+    atomic_init(&mc->refs, 1);
+    return mc;
+}
+
+static int setup(momento__channels *ch, momento__channel_slot *slot, const char *target,
+                 enum endpoint ep, enum endpoint also, int64_t now)
+{
+    slot->target = target;
+    slot->ep = (int)ep;
+    slot->also = (int)also;
+    atomic_init(&slot->last_used_ns, now);
+    atomic_init(&slot->taking, 0);
+    momento__channel *mc = make_channel(ch, slot, now);
+    atomic_init(&slot->current, mc);
+    return mc ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
+}
+
+static void destroy(momento__channel *mc)
+{
+    grpc_channel_destroy(mc->channel);
+    free(mc);
+}
+
+#define LAST_USED_GRAIN_NS 1000000ll
+
+void (*momento__channel_take_pause)(void);
+
+/* With ch->lock: destroys the replaced channels no call uses any more
+ * (all of them when closing). A replaced channel with no reference may
+ * still be in a thread's hands between its load of `slot->current` and its
+ * reference (momento__channels_take); the slot's `taking` counts those
+ * threads. Read after the swap (both sequentially consistent), 0 means
+ * that every thread that loaded the old channel has made its reference
+ * (then `refs` shows it) and every later one loads the new channel. A
+ * nonzero count keeps the slot's replaced channels until a later sweep.
+ * (It replaces a 10 s grace period after the swap, which was a guess: a
+ * thread stopped longer than that between its load and its reference, by
+ * SIGSTOP or a VM or Lambda freeze, incremented a freed channel.) */
+static void sweep_locked(momento__channels *ch, bool all)
+{
+    for (momento__channel **p = &ch->retired; *p;) {
+        momento__channel *mc = *p;
+        if (all || (atomic_load(&mc->slot->taking) == 0 && atomic_load(&mc->refs) == 0)) {
+            *p = mc->next_retired;
+            destroy(mc);
+        } else {
+            p = &mc->next_retired;
+        }
+    }
+}
+
+/* Replaces the slot's channel `seen` unless another thread already did. If
+ * no new channel can be made, the old one stays: better than none. */
+static void renew(momento__channels *ch, momento__channel_slot *slot, momento__channel *seen,
+                  int64_t now)
+{
+    pthread_mutex_lock(&ch->lock);
+    if (atomic_load(&slot->current) == seen) {
+        momento__channel *fresh = make_channel(ch, slot, now);
+        if (fresh) {
+            atomic_store(&slot->current, fresh); /* seq_cst: see sweep_locked() */
+            seen->next_retired = ch->retired;
+            ch->retired = seen;
+            atomic_fetch_sub(&seen->refs, 1); /* the slot's */
+        }
+    }
+    sweep_locked(ch, false);
+    pthread_mutex_unlock(&ch->lock);
+}
+
+/* Waits until the channel is READY or the deadline passes. */
+static int connect_now(grpc_channel *ch, uint32_t timeout_ms)
+{
+    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                         gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
+    grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
+    /* The official SDKs' eager connection fails with CONNECTION_ERROR. */
+    int rc = MOMENTO_ERR_CONNECTION;
+    for (;;) {
+        grpc_connectivity_state st = grpc_channel_check_connectivity_state(ch, 1);
+        if (st == GRPC_CHANNEL_READY) {
+            rc = MOMENTO_OK;
+            break;
+        }
+        grpc_channel_watch_connectivity_state(ch, st, deadline, cq, NULL);
+        grpc_event ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        if (!ev.success) /* the deadline passed with no state change */
+            break;
+    }
+    momento__cq_drain(cq, NULL, NULL);
+    grpc_completion_queue_destroy(cq);
+    return rc;
+}
+
+int momento__channels_open(momento__channels *ch, const momento_config *cfg,
+                           const momento_credentials *creds)
+{
+    int64_t now = now_ns();
+    ch->cfg = cfg;
+    ch->creds = creds;
+    ch->max_idle_ns = (int64_t)cfg->max_idle_ms * 1000000;
+    ch->max_age_ns = (int64_t)cfg->max_client_age_ms * 1000000;
+    ch->retired = NULL;
+    pthread_mutex_init(&ch->lock, NULL);
+    ch->n_data = cfg->num_channels;
+    ch->data = momento__calloc(ch->n_data, sizeof(*ch->data));
+    if (!ch->data)
+        return MOMENTO_ERR_NO_MEMORY;
+    for (uint32_t i = 0; i < ch->n_data; i++)
+        if (setup(ch, &ch->data[i], creds->cache_endpoint, EP_DATA, EP_DATA, now) < 0)
+            return MOMENTO_ERR_NO_MEMORY;
+    /* One connection less for every client of a server that answers both
+     * services on one address. */
+    bool token_apart = strcmp(creds->token_endpoint, creds->control_endpoint) != 0;
+    if (setup(ch, &ch->control, creds->control_endpoint, EP_CONTROL,
+              token_apart ? EP_CONTROL : EP_TOKEN, now) < 0)
+        return MOMENTO_ERR_NO_MEMORY;
+    if (token_apart && setup(ch, &ch->token, creds->token_endpoint, EP_TOKEN, EP_TOKEN, now) < 0)
+        return MOMENTO_ERR_NO_MEMORY;
+    if (cfg->eager_connect_ms) {
+        for (uint32_t i = 0; i < ch->n_data; i++)
+            if (connect_now(atomic_load(&ch->data[i].current)->channel, cfg->eager_connect_ms) < 0)
+                return MOMENTO_ERR_CONNECTION;
+    }
+    return MOMENTO_OK;
+}
+
+/* A reference to the slot's current channel, taken inside the slot's
+ * `taking` count, which keeps a channel replaced meanwhile from being
+ * destroyed before the reference shows (sweep_locked()). Any thread. */
+static inline momento__channel *ref_current(momento__channel_slot *slot)
+{
+    atomic_fetch_add(&slot->taking, 1);
+    momento__channel *mc = atomic_load(&slot->current); /* seq_cst: see sweep_locked() */
+    if (momento__channel_take_pause)
+        momento__channel_take_pause();
+    atomic_fetch_add_explicit(&mc->refs, 1, memory_order_relaxed);
+    /* Release: whoever reads the count back to 0 sees the reference. */
+    atomic_fetch_sub_explicit(&slot->taking, 1, memory_order_release);
+    return mc;
+}
+
+momento__channel *momento__channels_take(momento__channels *ch, momento__plane plane)
+{
+    momento__channel_slot *slot;
+    if (plane == MOMENTO__PLANE_CONTROL)
+        slot = &ch->control;
+    else if (plane == MOMENTO__PLANE_TOKEN)
+        slot = atomic_load(&ch->token.current) ? &ch->token : &ch->control;
+    else
+        slot = &ch->data[atomic_fetch_add_explicit(&ch->next, 1, memory_order_relaxed) % ch->n_data];
+    /* Everything below reads the channel after its reference is taken. */
+    momento__channel *mc = ref_current(slot);
+    if (ch->max_idle_ns || ch->max_age_ns) {
+        /* The SDKs' idle wrapper: a connection idle past a load balancer's
+         * timeout, or from before a serverless freeze, may be dead without
+         * either side knowing; a new channel costs one connect instead of a
+         * request's whole deadline. */
+        int64_t now = now_ns();
+        int64_t last = atomic_load_explicit(&slot->last_used_ns, memory_order_relaxed);
+        /* Written at most once a millisecond: every call of every thread
+         * goes through here, and a shared line written per call costs
+         * more than the clock. */
+        if (now - last > LAST_USED_GRAIN_NS)
+            atomic_store_explicit(&slot->last_used_ns, now, memory_order_relaxed);
+        if ((ch->max_idle_ns && now - last > ch->max_idle_ns) ||
+            (ch->max_age_ns && now - mc->born_ns > ch->max_age_ns)) {
+            /* Renewing, this thread's reference keeps `mc` alive; the new
+             * channel's is taken as above, but not checked again: it is
+             * new. */
+            renew(ch, slot, mc, now);
+            momento__channel_put(mc);
+            mc = ref_current(slot);
+        }
+    }
+    return mc;
+}
+
+void momento__channel_put(momento__channel *mc)
+{
+    /* Destroying is left to the next renewal's sweep (or the close): this
+     * runs per call and must stay one atomic operation. */
+    if (mc)
+        atomic_fetch_sub_explicit(&mc->refs, 1, memory_order_relaxed);
+}
+
+static void close_slot(momento__channel_slot *slot)
+{
+    momento__channel *mc = atomic_load(&slot->current);
+    if (mc)
+        destroy(mc);
+    atomic_store(&slot->current, NULL);
+}
+
+void momento__channels_close(momento__channels *ch)
+{
+    for (uint32_t i = 0; ch->data && i < ch->n_data; i++)
+        close_slot(&ch->data[i]);
+    free(ch->data);
+    ch->data = NULL;
+    if (ch->cfg) {
+        close_slot(&ch->control);
+        close_slot(&ch->token);
+        pthread_mutex_lock(&ch->lock);
+        sweep_locked(ch, true);
+        pthread_mutex_unlock(&ch->lock);
+        pthread_mutex_destroy(&ch->lock);
+        ch->cfg = NULL;
+    }
+}

@@ -1,0 +1,621 @@
+/* Client lifecycle, and every rule about how long a request lives: a
+ * request is accepted into the in-flight list, its gRPC call is published
+ * there so that a shutdown can cancel it, and it is retired once its one
+ * callback has returned. momento_client_free() refuses new requests,
+ * cancels the tracked ones and waits until the last is retired; called from
+ * a callback (on the completion thread, which must keep running to deliver
+ * the rest) it only marks the release as deferred, and the completion thread
+ * releases the client after the last retirement. As hiredis's async.c keeps
+ * its exactly-once and deferred-free rules in one place, nothing outside
+ * this file touches the list, the count or `drained`, or writes `closing`. */
+#include "engine/client.h"
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "grpc_util.h"
+#include "model/validate.h"
+
+#include <errno.h>
+#include <grpc/support/time.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utlist.h>
+
+_Thread_local const momento_client *momento__current_client;
+
+static void destroy(momento_client *c)
+{
+    /* Callbacks still queued for dispatch run first, while the client can
+     * still refuse what they submit (it is closing). */
+    momento__dispatcher_close(&c->dispatch);
+    momento__channels_close(&c->channels);
+    if (c->kick_channel)
+        grpc_channel_destroy(c->kick_channel);
+    grpc_slice_unref(c->kick_details);
+    grpc_metadata_array_destroy(&c->kick_trailing);
+    momento__heap_clear(&c->timers);
+    momento__rpc_hook *hook = atomic_load(&c->rpc_hook);
+    if (hook) /* the optional part that hung itself on the client goes with it */
+        hook->release(hook);
+    if (c->cq)
+        grpc_completion_queue_destroy(c->cq);
+    grpc_slice_unref(c->auth_value);
+    for (size_t i = 0; i < c->n_extra_md; i++) {
+        grpc_slice_unref(c->extra_md[i].key);
+        grpc_slice_unref(c->extra_md[i].value);
+    }
+    if (c->token_in_log_filter)
+        momento__log_remove_secret(c->creds.token);
+    momento__credentials_clear(&c->creds);
+    momento__config_clear(&c->cfg);
+    pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->gate.lock);
+    pthread_mutex_destroy(&c->observers_lock);
+    pthread_mutex_destroy(&c->topics_lock);
+    pthread_cond_destroy(&c->drained);
+    pthread_cond_destroy(&c->idle);
+    free(c);
+    grpc_shutdown();
+}
+
+/* A queued callback of the application's has returned (the dispatcher's
+ * `ran`): its request is done. */
+static void dispatched(momento__dispatcher *d)
+{
+    momento__request_done((momento_client *)((char *)d - offsetof(momento_client, dispatch)));
+}
+
+/* gRPC core has no way to post an event to a completion queue, but a call
+ * on a lame channel fails at once and so posts its completion: that wakes
+ * the completion thread when a timer is armed sooner than it would wake, or
+ * must fire at once (a cancel, the client's free). One kick at a time is
+ * enough, since a woken loop looks at everything that is due. */
+static void kick(momento_client *c)
+{
+    if (atomic_exchange(&c->kick_pending, true))
+        return;
+    grpc_call *gc = grpc_channel_create_call(c->kick_channel, NULL, GRPC_PROPAGATE_DEFAULTS, c->cq,
+                                             grpc_slice_from_static_string("/momento.Kick/Kick"),
+                                             NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+    grpc_op ops[2];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[1].data.recv_status_on_client.trailing_metadata = &c->kick_trailing;
+    ops[1].data.recv_status_on_client.status = &c->kick_status;
+    ops[1].data.recv_status_on_client.status_details = &c->kick_details;
+    c->kick_call = gc;
+    if (!gc || grpc_call_start_batch(gc, ops, 2, &c->kick_tag, NULL) != GRPC_CALL_OK) {
+        /* Not expected (no memory for the call): the loop then runs what
+         * is due when it next wakes, at the latest when the first timer on
+         * the heap is due. */
+        if (gc)
+            grpc_call_unref(gc);
+        c->kick_call = NULL;
+        atomic_store(&c->kick_pending, false);
+    }
+}
+
+/* The kick's batch completed (its tag's handler): the loop, woken, runs
+ * what is due; the next kick may start. */
+static void kick_done(momento__tag *tag, int success)
+{
+    momento_client *c = (momento_client *)((char *)tag - offsetof(momento_client, kick_tag));
+    (void)success; /* it always fails: that is what it is for */
+    grpc_call_unref(c->kick_call);
+    c->kick_call = NULL;
+    grpc_slice_unref(c->kick_details);
+    c->kick_details = grpc_empty_slice();
+    grpc_metadata_array_destroy(&c->kick_trailing);
+    grpc_metadata_array_init(&c->kick_trailing);
+    atomic_store(&c->kick_pending, false);
+}
+
+static bool due_before(const void *a, const void *b)
+{
+    return ((const momento__timer *)a)->due_ns < ((const momento__timer *)b)->due_ns;
+}
+
+static void timer_moved(void *item, size_t index)
+{
+    ((momento__timer *)item)->index = index;
+}
+
+void momento__timer_init(momento__timer *t, void (*fire)(momento__timer *t))
+{
+    memset(t, 0, sizeof(*t));
+    t->index = MOMENTO__HEAP_GONE;
+    t->fire = fire;
+}
+
+/* With the lock held: off the heap and the soon list. */
+static void timer_unlink(momento_client *c, momento__timer *t)
+{
+    if (t->index != MOMENTO__HEAP_GONE)
+        momento__heap_remove(&c->timers, t->index);
+    if (t->soon) {
+        DL_DELETE(c->soon, t);
+        t->soon = false;
+    }
+}
+
+static void fire_soon_locked(momento_client *c, momento__timer *t)
+{
+    timer_unlink(c, t);
+    DL_APPEND(c->soon, t);
+    t->soon = true;
+}
+
+void momento__timer_fire_soon(momento_client *c, momento__timer *t)
+{
+    pthread_mutex_lock(&c->lock);
+    fire_soon_locked(c, t);
+    pthread_mutex_unlock(&c->lock);
+    if (momento__current_client != c)
+        kick(c);
+}
+
+int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns, bool wake)
+{
+    pthread_mutex_lock(&c->lock);
+    timer_unlink(c, t);
+    t->due_ns = due_ns;
+    int rc = momento__heap_push(&c->timers, t) == 0 ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
+    bool first = rc == MOMENTO_OK && t->index == 0;
+    pthread_mutex_unlock(&c->lock);
+    if (wake && first && momento__current_client != c)
+        kick(c); /* the loop may be asleep until later than this */
+    return rc;
+}
+
+void momento__timer_disarm(momento_client *c, momento__timer *t)
+{
+    pthread_mutex_lock(&c->lock);
+    timer_unlink(c, t);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Fires the timers that are due; returns when the next one is. */
+static gpr_timespec timers_run(momento_client *c)
+{
+    for (;;) {
+        pthread_mutex_lock(&c->lock);
+        momento__timer *t = c->soon;
+        if (t) {
+            DL_DELETE(c->soon, t);
+            t->soon = false;
+            pthread_mutex_unlock(&c->lock);
+            t->fire(t);
+            continue;
+        }
+        t = momento__heap_peek(&c->timers);
+        int64_t now = momento__now_ns();
+        if (!t || t->due_ns > now) {
+            /* Read under the lock: another thread may re-arm it. */
+            int64_t due = t ? t->due_ns : 0;
+            pthread_mutex_unlock(&c->lock);
+            if (!t)
+                return gpr_inf_future(GPR_CLOCK_MONOTONIC);
+            gpr_timespec at = {due / 1000000000, (int32_t)(due % 1000000000),
+                               GPR_CLOCK_MONOTONIC};
+            return at;
+        }
+        momento__heap_pop(&c->timers);
+        pthread_mutex_unlock(&c->lock);
+        t->fire(t);
+    }
+}
+
+static void *completion_loop(void *arg)
+{
+    momento_client *c = arg;
+    momento__current_client = c;
+    gpr_timespec wake = gpr_inf_future(GPR_CLOCK_MONOTONIC);
+    for (;;) {
+        /* Sleep until the next event or timer (a retry's among them). */
+        grpc_event ev = grpc_completion_queue_next(c->cq, wake, NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            break;
+        if (ev.type == GRPC_OP_COMPLETE) {
+            momento__tag *tag = ev.tag; /* every batch on c->cq carries one */
+            tag->cb(tag, ev.success);
+        }
+        wake = timers_run(c);
+    }
+    momento__current_client = NULL;
+
+    pthread_mutex_lock(&c->lock);
+    bool deferred = c->free_deferred;
+    pthread_mutex_unlock(&c->lock);
+    if (deferred) {
+        /* momento_client_free() was called from a callback: nobody will join
+         * this thread, so it releases the client itself. */
+        pthread_detach(pthread_self());
+        destroy(c);
+    }
+    return NULL;
+}
+
+int momento_client_new(momento_client **ret, const momento_config *cfg,
+                       const momento_credentials *creds)
+{
+    if (!ret || !creds)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    momento_client *c = momento__calloc(1, sizeof(*c));
+    if (!c)
+        return MOMENTO_ERR_NO_MEMORY;
+    momento__log_install();
+    grpc_init();
+    momento__config_defaults(&c->cfg);
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->gate.lock, NULL);
+    momento__dispatcher_init(&c->dispatch, dispatched);
+    pthread_mutex_init(&c->observers_lock, NULL);
+    pthread_mutex_init(&c->topics_lock, NULL);
+    atomic_init(&c->n_write_observers, 0);
+    pthread_cond_init(&c->drained, NULL);
+    pthread_cond_init(&c->idle, NULL);
+    atomic_init(&c->n_requests, 0);
+    c->auth_value = grpc_empty_slice();
+    c->kick_details = grpc_empty_slice();
+    c->kick_tag.cb = kick_done;
+    grpc_metadata_array_init(&c->kick_trailing);
+    momento__heap_init(&c->timers, due_before, momento__realloc);
+    momento__heap_track(&c->timers, timer_moved);
+    atomic_init(&c->rpc_hook, NULL);
+    atomic_init(&c->n_rpcs, 0);
+    momento__retries_init(&c->retries,
+                          (uint64_t)(uintptr_t)c ^ (uint64_t)gpr_now(GPR_CLOCK_REALTIME).tv_nsec);
+
+    int rc = cfg ? momento__config_copy(&c->cfg, cfg) : MOMENTO_OK;
+    if (rc == MOMENTO_OK && c->cfg.dispatch)
+        rc = momento__dispatcher_enable(&c->dispatch);
+    if (rc == MOMENTO_OK)
+        rc = momento__credentials_copy(&c->creds, creds);
+    if (rc == MOMENTO_OK) {
+        rc = momento__log_add_secret(c->creds.token);
+        c->token_in_log_filter = rc == MOMENTO_OK;
+    }
+    if (rc == MOMENTO_OK) {
+        c->auth_value = grpc_slice_from_copied_string(c->creds.token);
+        c->cq = grpc_completion_queue_create_for_next(NULL);
+        c->kick_channel = grpc_lame_client_channel_create(NULL, GRPC_STATUS_UNAVAILABLE, "kick");
+        rc = c->cq && c->kick_channel ? momento__channels_open(&c->channels, &c->cfg, &c->creds)
+                                      : MOMENTO_ERR_NO_MEMORY;
+    }
+    if (rc == MOMENTO_OK && pthread_create(&c->thread, NULL, completion_loop, c) != 0)
+        rc = MOMENTO_ERR_NO_MEMORY;
+    /* Named, so that libmomento's thread can be told from gRPC's (in a
+     * debugger, and by tests/integration/test_threads.c); here rather than
+     * in the thread, so it has its name before momento_client_new()
+     * returns. */
+    if (rc == MOMENTO_OK)
+        pthread_setname_np(c->thread, "momento-cq");
+    if (rc != MOMENTO_OK) {
+        if (c->cq)
+            momento__cq_drain(c->cq, NULL, NULL);
+        destroy(c);
+        return rc;
+    }
+    *ret = c;
+    return MOMENTO_OK;
+}
+
+void momento__client_observe_writes(momento_client *c, momento__write_observer *o)
+{
+    pthread_mutex_lock(&c->observers_lock);
+    DL_APPEND(c->write_observers, o);
+    atomic_fetch_add(&c->n_write_observers, 1);
+    pthread_mutex_unlock(&c->observers_lock);
+}
+
+void momento__client_unobserve_writes(momento_client *c, momento__write_observer *o)
+{
+    pthread_mutex_lock(&c->observers_lock);
+    DL_DELETE(c->write_observers, o);
+    atomic_fetch_sub(&c->n_write_observers, 1);
+    pthread_mutex_unlock(&c->observers_lock);
+}
+
+void momento__client_note_write(momento_client *c, const momento__write_observer *self,
+                                const char *cache, const void *key, size_t key_len)
+{
+    if (atomic_load(&c->n_write_observers) == 0)
+        return;
+    size_t cache_len = strlen(cache);
+    pthread_mutex_lock(&c->observers_lock);
+    for (momento__write_observer *o = c->write_observers; o; o = o->next)
+        if (o != self)
+            o->written(o, cache, cache_len, key, key_len);
+    pthread_mutex_unlock(&c->observers_lock);
+}
+
+/* The client goes before its observers: each is told (it may only be freed
+ * from now on, and then does not deregister). */
+static void detach_observers(momento_client *c)
+{
+    pthread_mutex_lock(&c->observers_lock);
+    for (momento__write_observer *o = c->write_observers, *next; o; o = next) {
+        next = o->next;
+        DL_DELETE(c->write_observers, o);
+        o->detached(o);
+    }
+    atomic_store(&c->n_write_observers, 0);
+    pthread_mutex_unlock(&c->observers_lock);
+}
+
+void momento_client_free(momento_client *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    if (c->closing) { /* a second free of the same client: ignore it */
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
+    c->closing = true;
+    pthread_mutex_unlock(&c->lock);
+    detach_observers(c);
+    pthread_mutex_lock(&c->lock);
+    /* Each tracked request still completes, with CANCELLED, through its
+     * callback: its gRPC call is cancelled, or, without one, the timer it
+     * waits on (a retry's, a queued request's, ...) fires at once. */
+    for (momento__tracked *t = c->in_flight; t; t = t->next) {
+        if (t->call)
+            grpc_call_cancel_with_status(t->call, GRPC_STATUS_CANCELLED,
+                                         "cancelled: the client was freed", NULL);
+        else if (t->wake)
+            fire_soon_locked(c, t->wake);
+    }
+    bool wake = c->soon != NULL;
+    if (momento__current_client == c) {
+        /* Inside one of our callbacks, which is itself still counted in
+         * flight: the completion thread finishes the job once it drains. */
+        c->free_deferred = true;
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
+    if (wake) {
+        pthread_mutex_unlock(&c->lock);
+        kick(c);
+        pthread_mutex_lock(&c->lock);
+    }
+    while (c->n_in_flight > 0)
+        pthread_cond_wait(&c->drained, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+
+    grpc_completion_queue_shutdown(c->cq);
+    pthread_join(c->thread, NULL);
+    if (momento__dispatch_running_here(&c->dispatch)) {
+        /* From a callback momento_client_dispatch() runs: that dispatch
+         * releases the client when it returns (momento_client_dispatch). */
+        c->dispatch.free_pending = true;
+        return;
+    }
+    destroy(c);
+}
+
+int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc)
+{
+    /* One lock section accepts the request and publishes its gRPC call,
+     * both of which momento_client_free() reads under the lock. */
+    pthread_mutex_lock(&c->lock);
+    if (c->closing) {
+        pthread_mutex_unlock(&c->lock);
+        return momento__refuse(MOMENTO_ERR_CLOSED, "the client is being freed");
+    }
+    DL_PREPEND(c->in_flight, t);
+    c->n_in_flight++;
+    atomic_fetch_add(&c->n_rpcs, 1);
+    t->call = gc;
+    if (gc && t->cancelled) /* its token fired while it was being submitted */
+        grpc_call_cancel_with_status(gc, GRPC_STATUS_CANCELLED, t->cancel_why, NULL);
+    pthread_mutex_unlock(&c->lock);
+    return MOMENTO_OK;
+}
+
+grpc_call *momento__client_publish(momento_client *c, momento__tracked *t, grpc_call *gc)
+{
+    pthread_mutex_lock(&c->lock);
+    grpc_call *old = t->call;
+    t->call = gc;
+    if (gc && t->cancelled)
+        grpc_call_cancel_with_status(gc, GRPC_STATUS_CANCELLED, t->cancel_why, NULL);
+    else if (gc && c->closing) /* the free's sweep of the list is over */
+        grpc_call_cancel_with_status(gc, GRPC_STATUS_CANCELLED, "cancelled: the client was freed",
+                                     NULL);
+    pthread_mutex_unlock(&c->lock);
+    return old;
+}
+
+grpc_call *momento__client_wait_on(momento_client *c, momento__tracked *t, momento__timer *wake)
+{
+    pthread_mutex_lock(&c->lock);
+    grpc_call *old = t->call;
+    t->call = NULL;
+    t->wake = wake;
+    /* A cancel or the free's sweep that came while it had neither a gRPC
+     * call nor this timer found nothing to end: the wait ends at once. */
+    bool now = t->cancelled || c->closing;
+    if (now)
+        fire_soon_locked(c, wake);
+    pthread_mutex_unlock(&c->lock);
+    if (now && momento__current_client != c)
+        kick(c);
+    return old;
+}
+
+momento__timer *momento__client_unwake(momento_client *c, momento__tracked *t)
+{
+    pthread_mutex_lock(&c->lock);
+    momento__timer *wake = t->wake;
+    t->wake = NULL;
+    pthread_mutex_unlock(&c->lock);
+    return wake;
+}
+
+void momento__client_cancel(momento_client *c, momento__tracked *t, const char *why)
+{
+    pthread_mutex_lock(&c->lock);
+    bool wake = false;
+    if (!t->cancelled) {
+        t->cancelled = true;
+        t->cancel_why = why;
+        if (t->call)
+            grpc_call_cancel_with_status(t->call, GRPC_STATUS_CANCELLED, why, NULL);
+        else if (t->wake) { /* queued under the cap, waiting to retry or delivered late */
+            fire_soon_locked(c, t->wake);
+            wake = true;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (wake)
+        kick(c);
+}
+
+bool momento__client_cancelled(momento_client *c, momento__tracked *t)
+{
+    pthread_mutex_lock(&c->lock);
+    bool cancelled = t->cancelled;
+    pthread_mutex_unlock(&c->lock);
+    return cancelled;
+}
+
+void momento__client_retire(momento_client *c, momento__tracked *t)
+{
+    /* Queued requests leave before this one stops counting in flight, so
+     * that the last retirement never finds work left behind (batcher.c). */
+    if (!t->answered)
+        atomic_fetch_sub(&c->n_rpcs, 1);
+    momento__client_rpc_ended(c);
+    pthread_mutex_lock(&c->lock);
+    DL_DELETE(c->in_flight, t);
+    if (--c->n_in_flight == 0 && c->closing) {
+        pthread_cond_broadcast(&c->drained);
+        /* A free deferred from a callback: the completion thread ends its
+         * loop and releases the client (completion_loop). */
+        if (c->free_deferred)
+            grpc_completion_queue_shutdown(c->cq);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+momento__rpc_hook *momento__client_install_rpc_hook(momento_client *c, momento__rpc_hook *h)
+{
+    momento__rpc_hook *none = NULL;
+    /* Sequentially consistent, as the n_rpcs updates: a part that installs
+     * its hook and then reads n_rpcs high is heard by the retirement that
+     * lowers it, which loads the hook after its decrement. */
+    if (atomic_compare_exchange_strong(&c->rpc_hook, &none, h))
+        return h;
+    return none;
+}
+
+void momento__client_rpc_ended(momento_client *c)
+{
+    momento__rpc_hook *h = atomic_load(&c->rpc_hook);
+    if (h)
+        h->rpc_done(h);
+}
+
+void momento__client_answered(momento_client *c, momento__tracked *t)
+{
+    t->answered = true;
+    atomic_fetch_sub(&c->n_rpcs, 1);
+}
+
+bool momento__client_closing(momento_client *c)
+{
+    pthread_mutex_lock(&c->lock);
+    bool closing = c->closing;
+    pthread_mutex_unlock(&c->lock);
+    return closing;
+}
+
+void momento__request_accepted(momento_client *c)
+{
+    atomic_fetch_add(&c->n_requests, 1);
+}
+
+void momento__request_done(momento_client *c)
+{
+    if (atomic_fetch_sub(&c->n_requests, 1) == 1) {
+        /* Under the lock, so a waiter that saw 1 is already waiting. */
+        pthread_mutex_lock(&c->lock);
+        pthread_cond_broadcast(&c->idle);
+        pthread_mutex_unlock(&c->lock);
+    }
+}
+
+size_t momento_client_in_flight(const momento_client *c)
+{
+    return c ? atomic_load(&((momento_client *)c)->n_requests) : 0;
+}
+
+int momento_client_wait_idle(momento_client *c, uint32_t timeout_ms)
+{
+    if (!c || timeout_ms > 86400000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    /* The callbacks it would wait for run on this very thread. */
+    if (momento__current_client == c || momento__dispatch_running_here(&c->dispatch))
+        return MOMENTO_ERR_WOULD_DEADLOCK;
+    int64_t until = momento__now_ns() + (int64_t)timeout_ms * 1000000;
+    if (c->dispatch.on) {
+        /* Dispatch mode: the callbacks wait for a dispatch, so waiting
+         * means running them here (an application that waits is its loop). */
+        struct pollfd p = {.fd = c->dispatch.fd, .events = POLLIN};
+        for (;;) {
+            momento_client_dispatch(c, 0);
+            if (atomic_load(&c->n_requests) == 0)
+                return MOMENTO_OK;
+            int64_t left = until - momento__now_ns();
+            if (left <= 0)
+                return MOMENTO_ERR_TIMEOUT;
+            int ms = (int)(left / 1000000) + 1;
+            (void)poll(&p, 1, ms < 50 ? ms : 50);
+        }
+    }
+    gpr_timespec deadline = {until / 1000000000, (int32_t)(until % 1000000000), GPR_CLOCK_MONOTONIC};
+    gpr_timespec abs = gpr_convert_clock_type(deadline, GPR_CLOCK_REALTIME);
+    struct timespec ts = {abs.tv_sec, abs.tv_nsec};
+    pthread_mutex_lock(&c->lock);
+    int rc = 0;
+    while (atomic_load(&c->n_requests) > 0 && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&c->idle, &c->lock, &ts);
+    bool idle = atomic_load(&c->n_requests) == 0;
+    pthread_mutex_unlock(&c->lock);
+    return idle ? MOMENTO_OK : MOMENTO_ERR_TIMEOUT;
+}
+
+int momento_client_dispatch_fd(const momento_client *c)
+{
+    if (!c || !c->dispatch.on)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    return c->dispatch.fd;
+}
+
+int momento_client_dispatch(momento_client *c, size_t max)
+{
+    if (!c || !c->dispatch.on)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    bool last_out;
+    int ran = momento__dispatcher_run(&c->dispatch, max, &last_out);
+    /* momento_client_free() ran in one of those callbacks and left the
+     * release to the outermost dispatch, which this was: the callbacks
+     * still queued have run, and the client goes. */
+    if (last_out)
+        destroy(c);
+    return ran;
+}
+
+int momento__client_add_header(momento_client *c, const char *key, const char *value)
+{
+    if (!c || !key || !value || c->n_extra_md == MOMENTO__MAX_EXTRA_HEADERS)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    c->extra_md[c->n_extra_md].key = grpc_slice_from_copied_string(key);
+    c->extra_md[c->n_extra_md].value = grpc_slice_from_copied_string(value);
+    c->n_extra_md++;
+    return MOMENTO_OK;
+}

@@ -1,0 +1,235 @@
+/* The client (client.c): its channels, its completion thread, and the one
+ * place that decides how long a request lives. A request is accepted
+ * (momento__client_accept), may change gRPC call between attempts
+ * (momento__client_publish), and is retired (momento__client_retire) once
+ * its callback has returned, or at once when it is refused after all.
+ * momento_client_free() cancels what is tracked and waits for the last
+ * retirement; called from a callback, it leaves the release to the
+ * completion thread. */
+#ifndef MOMENTO_CLIENT_H
+#define MOMENTO_CLIENT_H
+
+#include "engine/channel.h"
+#include "engine/dispatch.h"
+#include "engine/retry.h"
+#include "engine/timer.h"
+#include "heap.h"
+#include "model/config.h"
+#include "model/credentials.h"
+
+#include <grpc/grpc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+/* What every batch started on the client's completion queue carries as its
+ * tag: a pointer to one of these, embedded in its owner (a call, a
+ * subscription's stream, the kick), whose handler the completion loop
+ * runs. As libuv's uv__io_t carries its callback, the loop knows nothing
+ * of who owns the tag; the owner finds itself from the tag's address
+ * (offsetof). */
+typedef struct momento__tag {
+    /* On the completion thread, no lock held: the batch has completed;
+     * `success` as gRPC reports it. The owner must outlive every batch it
+     * started with this tag. */
+    void (*cb)(struct momento__tag *tag, int success);
+} momento__tag;
+
+/* One accepted request, as the client sees it: embedded in the call. */
+typedef struct momento__tracked {
+    struct momento__tracked *prev, *next;
+    grpc_call *call; /* the current attempt's gRPC call; NULL between attempts */
+    bool cancelled;  /* by its token: every later gRPC call is cancelled at once */
+    bool answered;   /* no longer counted in n_rpcs (momento__client_answered) */
+    const char *cancel_why;
+    /* Fired by a cancel or momento_client_free() when the request has no
+     * gRPC call to cancel right then: the timer it waits on (a call queued
+     * under the cap, waiting to retry or holding an early
+     * DEADLINE_EXCEEDED; a subscription waiting to resubscribe; a member's
+     * END); NULL when there is nothing to fire. */
+    struct momento__timer *wake;
+} momento__tracked;
+
+
+
+/* Requests waiting for a place under the client's cap (call.c). Lock
+ * order: this lock, then the client's. */
+typedef struct momento__gate {
+    pthread_mutex_t lock;
+    uint32_t busy;              /* places taken */
+    size_t queued;
+    struct momento__call *head, *tail;
+} momento__gate;
+
+/* An optional part of the client that hears of every write submitted
+ * through it (a coalescer, coalescer.c: a read issued after a write must
+ * never join one issued before it). Embedded in its owner, which registers
+ * it (momento__client_observe_writes) and, in its destructor, deregisters
+ * it; the client knows nothing else of it. */
+typedef struct momento__write_observer {
+    struct momento__write_observer *prev, *next;
+    /* A write of (cache, key) is being submitted (momento__client_note_
+     * write): any thread, the client's observer lock held, so it takes only
+     * locks of its own. */
+    void (*written)(struct momento__write_observer *o, const char *cache, size_t cache_len,
+                    const void *key, size_t key_len);
+    /* The client is being freed while the observer is registered: it is
+     * off the list from now on and must not deregister. Under the same
+     * lock; on the freeing thread. */
+    void (*detached)(struct momento__write_observer *o);
+} momento__write_observer;
+
+/* The optional part of the client that hears of each RPC's end: the
+ * batcher (batcher.c), which sends its queue then. The client holds at most
+ * one, installed by the part itself the first time it is needed
+ * (momento__client_install_rpc_hook), and knows nothing else of it; the
+ * client's release is the part's too. */
+typedef struct momento__rpc_hook {
+    /* An RPC of the client is over (retired, or its reply held for a late
+     * delivery), n_rpcs already lowered. Any thread, no client lock held. */
+    void (*rpc_done)(struct momento__rpc_hook *h);
+    /* The client is being released, every request retired: the part frees
+     * itself. */
+    void (*release)(struct momento__rpc_hook *h);
+} momento__rpc_hook;
+
+#define MOMENTO__MAX_EXTRA_HEADERS 8
+
+struct momento_client {
+    momento_config cfg;
+    momento_credentials creds;
+    grpc_completion_queue *cq;
+    pthread_t thread;
+    momento__channels channels;
+    atomic_bool agent_sent;
+    grpc_slice auth_value;
+    bool token_in_log_filter;    /* the token is cut out of log messages */
+
+    /* Extra request headers for tests (fault injection); set before the
+     * first call, see momento__client_add_header(). */
+    grpc_metadata extra_md[MOMENTO__MAX_EXTRA_HEADERS];
+    size_t n_extra_md;
+
+    pthread_mutex_t lock;        /* guards everything below */
+    pthread_cond_t drained;
+    momento__tracked *in_flight; /* doubly linked, for cancellation at free */
+    size_t n_in_flight;
+    momento__retries retries;    /* the retry policy's jitter (retry.c) */
+    momento__heap timers;        /* armed momento__timers, by due_ns: every
+                                  * wait of the completion thread, retries' too */
+    momento__timer *soon;        /* timers due at once (no allocation: cannot fail) */
+    /* Its RPC hook, or NULL: read once per retirement, so an unbatched
+     * client pays one load for it. */
+    _Atomic(momento__rpc_hook *) rpc_hook;
+    momento__gate gate;          /* the cap on requests in flight (call.c) */
+    momento__dispatcher dispatch; /* callbacks queued for momento_client_dispatch() */
+    atomic_size_t n_rpcs;        /* accepted gRPC calls not yet retired (batching's N) */
+    /* The application's requests accepted whose callback has not returned
+     * (momento_client_in_flight, momento_client_wait_idle): one per
+     * request, coalesced waiter, batched or queued one; never the RPCs the
+     * library makes for itself, nor subscriptions. `idle` is broadcast
+     * under `lock` when it drops to 0. */
+    atomic_size_t n_requests;
+    pthread_cond_t idle;
+    bool closing;                /* momento_client_free() has begun; written only
+                                  * by client.c */
+    bool free_deferred;          /* ...from the completion thread itself */
+
+    /* What is told of the client's writes (momento__write_observer: its
+     * coalescers). The count spares the lock when there is none. */
+    pthread_mutex_t observers_lock;
+    momento__write_observer *write_observers;
+    atomic_size_t n_write_observers;
+
+    /* Topic subscriptions' streams that newcomers to the same topic may
+     * share (subscription.c); a short list: one per topic in use. */
+    pthread_mutex_t topics_lock;
+    struct sub_group *topic_groups;
+
+    /* Waking the completion thread from another (client.c, kick()). */
+    grpc_channel *kick_channel;  /* a lame channel: its calls fail at once */
+    atomic_bool kick_pending;
+    momento__tag kick_tag;       /* the kick call's batch: kick_done() */
+    grpc_call *kick_call;
+    grpc_status_code kick_status;
+    grpc_slice kick_details;
+    grpc_metadata_array kick_trailing;
+};
+
+/* Installs `h` unless a hook is installed already; returns the one that is
+ * (then `h` is not used). Any thread. */
+momento__rpc_hook *momento__client_install_rpc_hook(momento_client *c, momento__rpc_hook *h);
+/* Tells the RPC hook that an RPC is over without its retirement (call.c:
+ * a reply held for a late delivery; momento__client_retire tells it too). */
+void momento__client_rpc_ended(momento_client *c);
+
+/* Registers `o` to hear of the writes of `c`, until its owner deregisters
+ * it or the client's free detaches it (o->detached). Any thread. */
+void momento__client_observe_writes(momento_client *c, momento__write_observer *o);
+void momento__client_unobserve_writes(momento_client *c, momento__write_observer *o);
+/* A write of (cache, key) is being submitted through `c`: every observer
+ * but `self` (the one the write goes through, which orders the key itself;
+ * NULL for none) hears of it. One atomic load when there is none. Any
+ * thread, holding no observer's lock; takes the observer lock, then what
+ * each observer takes. */
+void momento__client_note_write(momento_client *c, const momento__write_observer *self,
+                                const char *cache, const void *key, size_t key_len);
+
+/* The client whose completion thread is running this code, or NULL. */
+extern _Thread_local const momento_client *momento__current_client;
+
+/* Accepts a request whose first gRPC call is `gc`: from now on exactly one
+ * callback must follow, then momento__client_retire(). Returns 0, or
+ * MOMENTO_ERR_CLOSED once the client is being freed (nothing tracked). */
+int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc);
+/* Makes `gc` the request's current gRPC call (NULL between attempts), so
+ * that momento_client_free() cancels the right one; a call published once
+ * the free has begun is cancelled at once. Returns the previous. */
+grpc_call *momento__client_publish(momento_client *c, momento__tracked *t, grpc_call *gc);
+/* The request's gRPC call is over and it waits on `wake` (a timer of its
+ * own, armed by the caller: its next attempt, or its callback): it has no
+ * gRPC call from now on, and a cancel or momento_client_free() fires
+ * `wake` at once instead - also one that came before this call, so that
+ * none is missed between the end of the gRPC call and the wait. Returns the
+ * gRPC call it had, for the caller to unref. Any thread. */
+grpc_call *momento__client_wait_on(momento_client *c, momento__tracked *t,
+                                   struct momento__timer *wake);
+/* The request's `wake` is forgotten (under the lock, so no free's sweep
+ * fires it from now on); returns it, for the caller to disarm. */
+struct momento__timer *momento__client_unwake(momento_client *c, momento__tracked *t);
+/* The request's RPC is over and its callback about to run: it stops
+ * counting towards batching's threshold now, so that a request submitted
+ * from the callback, or by a thread the callback wakes, is not queued
+ * behind an RPC that is already done. On the completion thread. */
+void momento__client_answered(momento_client *c, momento__tracked *t);
+/* Forgets an accepted request: after its callback has returned, or when it
+ * is refused after all (then no callback runs). */
+void momento__client_retire(momento_client *c, momento__tracked *t);
+/* Whether momento_client_free() has begun. */
+bool momento__client_closing(momento_client *c);
+
+/* Cancels an accepted request (any thread, from a cancel token's hook): its
+ * current gRPC call ends with CANCELLED and `why`; without one, its `wake`
+ * fires at once instead (a retry waiting, say, ends now); and any later
+ * attempt is cancelled as it starts. Also before acceptance: then the
+ * request is cancelled as it is accepted. */
+void momento__client_cancel(momento_client *c, momento__tracked *t, const char *why);
+
+/* An application's request was accepted: counted until its callback has
+ * returned (momento__request_done, from respond.c's momento__respond, or
+ * after a dispatched callback).
+ * Called before the request can complete; a request refused after it
+ * gives the count back with momento__request_done too. Any thread. */
+void momento__request_accepted(momento_client *c);
+void momento__request_done(momento_client *c);
+
+/* Whether the request was cancelled by momento__client_cancel(). */
+bool momento__client_cancelled(momento_client *c, momento__tracked *t);
+
+
+
+/* Adds a header sent with every later call of `c`. For tests only: it is not
+ * locked, so call it before the client is used. Returns 0 or an error. */
+int momento__client_add_header(momento_client *c, const char *key, const char *value);
+
+#endif

@@ -1,0 +1,35 @@
+/* Calling an application back: at once, or queued for dispatch (respond.h).
+ * Above the client, whose request count a callback ends, the blocking
+ * calls, whose wake-ups never wait for a dispatch (the waiting thread may
+ * be the very one that would run it), and the queue. */
+#include "engine/respond.h"
+
+#include "engine/blocking.h"
+#include "engine/client.h"
+#include "engine/dispatch.h"
+
+void momento__respond(momento_client *c, momento_callback cb, const momento_result *r,
+                      void *userdata, bool internal)
+{
+    if (internal) {
+        cb(r, userdata);
+        return;
+    }
+    if (!c->dispatch.on || cb == momento__blocking_done ||
+        momento__dispatcher_push(&c->dispatch, cb, r, userdata) != MOMENTO_OK) {
+        /* Without memory to queue it, calling back here, on the completion
+         * thread, breaks the mode's thread rule but not exactly-once. */
+        cb(r, userdata);
+        momento__request_done(c); /* only now: "in flight" until it returned */
+    }
+}
+
+void momento__respond_topic(momento_client *c, momento_topic_callback cb, momento_subscription *sub,
+                            const momento_topic_event *ev, void *userdata,
+                            void (*ref)(momento_subscription *),
+                            void (*unref)(momento_subscription *))
+{
+    if (!c->dispatch.on || momento__dispatcher_push_topic(&c->dispatch, cb, sub, ev, userdata, ref,
+                                                          unref) != MOMENTO_OK)
+        cb(sub, ev, userdata); /* as momento__respond() */
+}

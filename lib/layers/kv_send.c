@@ -1,0 +1,178 @@
+/* A key/value RPC on the wire and back, as the layers above send it: the
+ * raw senders of a Get, Set or Delete (arguments checked by the caller, no
+ * batching: the batcher's own sends, and what it does not take), and the
+ * decoders of the five replies the layers read, Get, Set, Delete and their
+ * batches. They sit below the batcher and the coalescer, which send
+ * through them, so that the public functions of op_kv.c and op_batch.c
+ * can reach the batcher without a circle. */
+#include "layers/kv_send.h"
+
+#include "base/alloc.h"
+#include "base/wire.h"
+#include "codec/compress.h"
+#include "engine/client.h"
+
+#include "cacheclient.pb-c.h"
+
+#include <stdlib.h>
+
+/* _GetResponse, the hottest reply, is read straight off the wire: the value
+ * a callback sees points into the received message. */
+MOMENTO__DECODER(get)
+{
+    const uint8_t *p = GRPC_SLICE_START_PTR(msgs[0]);
+    const uint8_t *end = p + GRPC_SLICE_LENGTH(msgs[0]);
+    uint64_t result = 0;
+    const uint8_t *body = NULL;
+    size_t body_len = 0;
+    while (p < end) {
+        uint64_t tag, v;
+        if (!momento__wire_varint(&p, end, &tag))
+            return MOMENTO_ERR_BAD_RESPONSE;
+        unsigned field = (unsigned)(tag >> 3), type = (unsigned)(tag & 7);
+        if (field == 1 && type == 0) { /* ECacheResult result */
+            if (!momento__wire_varint(&p, end, &result))
+                return MOMENTO_ERR_BAD_RESPONSE;
+        } else if (field == 2 && type == 2) { /* bytes cache_body: last one wins */
+            if (!momento__wire_varint(&p, end, &v) || v > (uint64_t)(end - p))
+                return MOMENTO_ERR_BAD_RESPONSE;
+            body = p;
+            body_len = (size_t)v;
+            p += v;
+        } else if (field == 0 || !momento__wire_skip(&p, end, type)) {
+            return MOMENTO_ERR_BAD_RESPONSE;
+        }
+    }
+    if (result == 2) { /* Hit */
+        r->outcome = MOMENTO_OUTCOME_HIT;
+        r->value = body ? body : (const uint8_t *)"";
+        r->value_len = body_len;
+        /* A compressed value is returned decompressed (compress.c). */
+        int rc = momento__decompress_hit(scratch, &r->value, &r->value_len, &scratch->message);
+        if (rc != MOMENTO_OK)
+            return rc;
+    } else if (result == 3) { /* Miss */
+        r->outcome = MOMENTO_OUTCOME_MISS;
+    } else {
+        return MOMENTO_ERR_BAD_RESPONSE;
+    }
+    return MOMENTO_OK;
+}
+
+MOMENTO__DECODER(set)
+{
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
+}
+
+MOMENTO__DECODER(delete)
+{
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
+}
+
+/* Unpacks every message as a response message of RPC `m` into
+ * scratch->msgs, and allocates one item result per message into
+ * scratch->mem. */
+static int unpack_all(momento__rpc_id m, const grpc_slice *msgs, size_t n,
+                      momento__scratch *scratch, momento_result **ret_items)
+{
+    scratch->msgs = momento__calloc(n + 1, sizeof(*scratch->msgs));
+    momento_result *items = momento__calloc(n + 1, sizeof(*items));
+    scratch->mem = items;
+    if (!scratch->msgs || !items)
+        return MOMENTO_ERR_NO_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        scratch->msgs[i] = protobuf_c_message_unpack(momento__rpcs[m].response, NULL,
+                                                     GRPC_SLICE_LENGTH(msgs[i]),
+                                                     GRPC_SLICE_START_PTR(msgs[i]));
+        if (!scratch->msgs[i])
+            return MOMENTO_ERR_BAD_RESPONSE;
+        scratch->n_msgs++;
+        items[i].grpc_status = 0;
+        items[i].message = "";
+    }
+    *ret_items = items;
+    return MOMENTO_OK;
+}
+
+MOMENTO__DECODER(get_batch)
+{
+    size_t n = n_msgs;
+    momento_result *items;
+    int rc = unpack_all(MOMENTO__RPC_GET_BATCH, msgs, n, scratch, &items);
+    if (rc != MOMENTO_OK)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        const CacheClient__GetResponse *m = (const CacheClient__GetResponse *)scratch->msgs[i];
+        if (m->result == CACHE_CLIENT__ECACHE_RESULT__Hit) {
+            items[i].outcome = MOMENTO_OUTCOME_HIT;
+            items[i].value = m->cache_body.data;
+            items[i].value_len = m->cache_body.len;
+            /* A compressed value is returned decompressed (compress.c); one
+             * that fails fails its own item only, so that one bad value
+             * does not fail a batcher's unrelated gets. */
+            const char *why = NULL;
+            int drc = momento__decompress_hit(scratch, &items[i].value, &items[i].value_len, &why);
+            if (drc != MOMENTO_OK) {
+                items[i].error = drc;
+                items[i].outcome = MOMENTO_OUTCOME_ERROR;
+                items[i].message = why ? why : momento_strerror(drc);
+                items[i].value = NULL;
+                items[i].value_len = 0;
+            }
+        } else if (m->result == CACHE_CLIENT__ECACHE_RESULT__Miss) {
+            items[i].outcome = MOMENTO_OUTCOME_MISS;
+        } else {
+            return MOMENTO_ERR_BAD_RESPONSE;
+        }
+    }
+    r->items = items;
+    r->n_items = n;
+    r->outcome = MOMENTO_OUTCOME_SUCCESS;
+    return MOMENTO_OK;
+}
+
+MOMENTO__DECODER(set_batch)
+{
+    size_t n = n_msgs;
+    momento_result *items;
+    int rc = unpack_all(MOMENTO__RPC_SET_BATCH, msgs, n, scratch, &items);
+    if (rc != MOMENTO_OK)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        items[i].outcome = MOMENTO_OUTCOME_SUCCESS;
+    r->items = items;
+    r->n_items = n;
+    r->outcome = MOMENTO_OUTCOME_SUCCESS;
+    return MOMENTO_OK;
+}
+
+int momento__send_get(momento_client *c, const char *cache, const void *key, size_t key_len,
+                      const momento__call_opts *opts, momento_callback cb, void *userdata)
+{
+    CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
+    req.cache_key = momento__bytes(key, key_len);
+    return momento__call_start_with(c, MOMENTO__RPC_GET, momento__decode_get, cache, &req.base,
+                                    opts, cb, userdata);
+}
+
+int momento__send_set(momento_client *c, const char *cache, const void *key, size_t key_len,
+                      const void *value, size_t value_len, uint64_t ttl_ms,
+                      const momento__call_opts *opts, momento_callback cb, void *userdata)
+{
+    uint64_t ttl = momento__effective_ttl(&c->cfg, ttl_ms);
+    CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
+    req.cache_key = momento__bytes(key, key_len);
+    req.cache_body = momento__bytes(value, value_len);
+    req.ttl_milliseconds = ttl;
+    return momento__call_start_with(c, MOMENTO__RPC_SET, momento__decode_set, cache, &req.base,
+                                    opts, cb, userdata);
+}
+
+int momento__send_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
+                         const momento__call_opts *opts, momento_callback cb, void *userdata)
+{
+    CacheClient__DeleteRequest req = CACHE_CLIENT____DELETE_REQUEST__INIT;
+    req.cache_key = momento__bytes(key, key_len);
+    return momento__call_start_with(c, MOMENTO__RPC_DELETE, momento__decode_delete, cache,
+                                    &req.base, opts, cb, userdata);
+}

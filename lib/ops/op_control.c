@@ -1,0 +1,290 @@
+/* The control plane (create, delete, flush and list caches) and ping:
+ * requests about the service rather than about items. */
+#include "ops/op.h"
+
+#include "base/alloc.h"
+#include "engine/respond.h"
+#include "model/metrics.h"
+
+#include "cacheping.pb-c.h"
+#include "controlclient.pb-c.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+MOMENTO__DECODER(ping)
+{
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
+}
+
+MOMENTO__DECODER(create_cache)
+{
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_CREATED);
+}
+
+MOMENTO__DECODER(delete_cache)
+{
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
+}
+
+MOMENTO__DECODER(flush_cache)
+{
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
+}
+
+MOMENTO__DECODER(list_caches)
+{
+    const ControlClient__ListCachesResponse *m = momento__unpack_reply(MOMENTO__RPC_LIST_CACHES, &msgs[0], scratch);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    /* This page's names, pointing into the message; list_page_done() copies
+     * the ones it keeps. */
+    const char **names = momento__malloc((m->n_cache + 1) * sizeof(*names));
+    if (!names)
+        return MOMENTO_ERR_NO_MEMORY;
+    scratch->mem = names;
+    for (size_t i = 0; i < m->n_cache; i++)
+        names[i] = m->cache[i]->cache_name ? m->cache[i]->cache_name : "";
+    r->n_caches = m->n_cache;
+    r->caches = names;
+    r->next_token = m->next_token;
+    r->outcome = MOMENTO_OUTCOME_SUCCESS;
+    return MOMENTO_OK;
+}
+
+int momento_ping(momento_client *c, const momento_request_options *opts, momento_callback cb,
+                 void *userdata)
+{
+    MOMENTO__CHECK(momento__check_request(c, opts, cb));
+    CacheClient__PingRequest req = CACHE_CLIENT____PING_REQUEST__INIT;
+    return momento__call_start(c, MOMENTO__RPC_PING, momento__decode_ping, NULL, &req.base, opts,
+                               cb, userdata);
+}
+
+int momento_ping_sync(momento_client *c, const momento_request_options *opts, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b, momento_ping(c, opts, momento__blocking_done, &b), ret);
+}
+
+/* CreateCache, DeleteCache and FlushCache share one request shape: a cache
+ * name at field 1. The three request types are distinct protobuf-c
+ * descriptors, so each is filled through its own init. */
+static int cache_name_call(momento_client *c, momento__rpc_id m, momento__decode_fn decode,
+                           const char *cache, const momento_request_options *opts,
+                           momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_cache_request(c, cache, opts, cb));
+    union {
+        ControlClient__CreateCacheRequest create;
+        ControlClient__DeleteCacheRequest del;
+        ControlClient__FlushCacheRequest flush;
+    } req;
+    ProtobufCMessage *msg;
+    if (m == MOMENTO__RPC_CREATE_CACHE) {
+        control_client____create_cache_request__init(&req.create);
+        req.create.cache_name = (char *)cache;
+        msg = &req.create.base;
+    } else if (m == MOMENTO__RPC_DELETE_CACHE) {
+        control_client____delete_cache_request__init(&req.del);
+        req.del.cache_name = (char *)cache;
+        msg = &req.del.base;
+    } else {
+        control_client____flush_cache_request__init(&req.flush);
+        req.flush.cache_name = (char *)cache;
+        msg = &req.flush.base;
+    }
+    return momento__call_start(c, m, decode, NULL, msg, opts, cb, userdata);
+}
+
+int momento_create_cache(momento_client *c, const char *cache, const momento_request_options *opts,
+                         momento_callback cb, void *userdata)
+{
+    return cache_name_call(c, MOMENTO__RPC_CREATE_CACHE, momento__decode_create_cache, cache, opts,
+                           cb, userdata);
+}
+
+int momento_create_cache_sync(momento_client *c, const char *cache,
+                              const momento_request_options *opts, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b, momento_create_cache(c, cache, opts, momento__blocking_done, &b), ret);
+}
+
+int momento_delete_cache(momento_client *c, const char *cache, const momento_request_options *opts,
+                         momento_callback cb, void *userdata)
+{
+    return cache_name_call(c, MOMENTO__RPC_DELETE_CACHE, momento__decode_delete_cache, cache, opts,
+                           cb, userdata);
+}
+
+int momento_delete_cache_sync(momento_client *c, const char *cache,
+                              const momento_request_options *opts, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b, momento_delete_cache(c, cache, opts, momento__blocking_done, &b), ret);
+}
+
+int momento_flush_cache(momento_client *c, const char *cache, const momento_request_options *opts,
+                        momento_callback cb, void *userdata)
+{
+    return cache_name_call(c, MOMENTO__RPC_FLUSH_CACHE, momento__decode_flush_cache, cache, opts,
+                           cb, userdata);
+}
+
+int momento_flush_cache_sync(momento_client *c, const char *cache,
+                             const momento_request_options *opts, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b, momento_flush_cache(c, cache, opts, momento__blocking_done, &b), ret);
+}
+
+/* ListCaches may be paged. The user's request becomes a chain of page calls
+ * whose names are gathered here; the user's callback runs once, at the end,
+ * with all of them (or with the first error). The whole listing has one
+ * deadline, the first page's, and a server whose tokens repeat or never end
+ * cannot keep it going: a token equal to the previous one, or more than
+ * LIST_MAX_PAGES pages, ends it with MOMENTO_ERR_BAD_RESPONSE. */
+#define LIST_MAX_PAGES 1000
+
+typedef struct list_state {
+    momento_client *client;
+    momento_callback cb;
+    void *userdata;
+    momento__call_opts opts; /* the first page's deadline and the token, for every page */
+    char *token;        /* the token that asked for the page in flight */
+    size_t pages;
+    char **names;
+    size_t n, cap;
+} list_state;
+
+static void list_finish(list_state *st, const momento_result *r)
+{
+    momento_result out = *r;
+    out.next_token = NULL;
+    if (r->error == MOMENTO_OK) {
+        out.caches = (const char *const *)st->names;
+        out.n_caches = st->n;
+    } else {
+        out.caches = NULL;
+        out.n_caches = 0;
+    }
+    /* One report for the listing, however many pages it took. */
+    if (momento__metrics_on(&st->client->cfg))
+        momento__metrics_shared(&st->client->cfg, momento__rpcs[MOMENTO__RPC_LIST_CACHES].name,
+                                NULL, st->opts.submitted_ns, 0, &out);
+    momento__respond(st->client, st->cb, &out, st->userdata, false);
+    for (size_t i = 0; i < st->n; i++)
+        free(st->names[i]);
+    free(st->names);
+    free(st->token);
+    free(st);
+}
+
+static int list_page(list_state *st, const char *token);
+
+/* Keeps this page's names; 0 or NO_MEMORY. */
+static int list_keep(list_state *st, const momento_result *r)
+{
+    for (size_t i = 0; i < r->n_caches; i++) {
+        if (st->n == st->cap) {
+            size_t cap = st->cap ? st->cap * 2 : 16;
+            char **grown = momento__realloc(st->names, cap * sizeof(*grown));
+            if (!grown)
+                return MOMENTO_ERR_NO_MEMORY;
+            st->names = grown;
+            st->cap = cap;
+        }
+        size_t len = strlen(r->caches[i]) + 1;
+        st->names[st->n] = momento__malloc(len);
+        if (!st->names[st->n])
+            return MOMENTO_ERR_NO_MEMORY;
+        memcpy(st->names[st->n++], r->caches[i], len);
+    }
+    return MOMENTO_OK;
+}
+
+static void list_page_done(const momento_result *r, void *userdata)
+{
+    list_state *st = userdata;
+    if (r->error != MOMENTO_OK) {
+        list_finish(st, r);
+        return;
+    }
+    int err = list_keep(st, r);
+    const char *why = "listing caches stopped part-way";
+    const char *next = r->next_token;
+    if (err == MOMENTO_OK && next && *next) {
+        if (st->token && strcmp(st->token, next) == 0) {
+            err = MOMENTO_ERR_BAD_RESPONSE;
+            why = "the server answered a ListCaches page with the token that asked for it";
+        } else if (st->pages >= LIST_MAX_PAGES) {
+            err = MOMENTO_ERR_BAD_RESPONSE;
+            why = "the server's ListCaches reply ran past 1000 pages";
+        } else {
+            err = list_page(st, next);
+            if (err == MOMENTO_OK)
+                return;
+        }
+    }
+    if (err == MOMENTO_OK) {
+        list_finish(st, r);
+        return;
+    }
+    momento_result failed;
+    momento__result_local_error(&failed, err == MOMENTO_ERR_CLOSED ? MOMENTO_ERR_CANCELLED : err,
+                                why);
+    list_finish(st, &failed);
+}
+
+static int list_page(list_state *st, const char *token)
+{
+    if (token) {
+        size_t len = strlen(token) + 1;
+        char *copy = momento__malloc(len);
+        if (!copy)
+            return MOMENTO_ERR_NO_MEMORY;
+        memcpy(copy, token, len);
+        free(st->token);
+        st->token = copy;
+    }
+    st->pages++;
+    ControlClient__ListCachesRequest req = CONTROL_CLIENT____LIST_CACHES_REQUEST__INIT;
+    req.next_token = token ? st->token : "";
+    return momento__call_start_with(st->client, MOMENTO__RPC_LIST_CACHES,
+                                    momento__decode_list_caches, NULL, &req.base, &st->opts,
+                                    list_page_done, st);
+}
+
+int momento_list_caches(momento_client *c, const momento_request_options *opts, momento_callback cb,
+                        void *userdata)
+{
+    MOMENTO__CHECK(momento__check_request(c, opts, cb));
+    list_state *st = momento__calloc(1, sizeof(*st));
+    if (!st)
+        return MOMENTO_ERR_NO_MEMORY;
+    st->client = c;
+    st->cb = cb;
+    st->userdata = userdata;
+    momento__call_opts_from(c, opts, &st->opts); /* every page within the first's deadline */
+    st->opts.no_metrics = true;                  /* list_finish() reports the listing */
+    momento__request_accepted(c); /* the listing is one request, however many pages */
+    int rc = list_page(st, NULL);
+    if (rc != MOMENTO_OK) {
+        free(st);
+        momento__request_done(c);
+    }
+    return rc;
+}
+
+int momento_list_caches_sync(momento_client *c, const momento_request_options *opts,
+                             momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(&b, momento_list_caches(c, opts, momento__blocking_done, &b), ret);
+}

@@ -1,0 +1,742 @@
+/* Sorted sets: values with scores under one key (Momento's SortedSet*
+ * RPCs). The one-element calls are the many-element ones with n = 1, as the
+ * official SDKs send them; fetches always ask for the scores. Score bounds
+ * of -INFINITY / INFINITY travel as unbounded, rank slices as list slices
+ * (collection.h). Writes go through momento__coll_write, so that they close
+ * the key's coalesced reads in flight; each read serves both the client's
+ * call and the coalescer's. SortedSetUnionStore has no call here: the
+ * public API has none. */
+#include "ops/collection.h"
+
+#include "cacheclient.pb-c.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+MOMENTO__DECODER(sorted_set_put)
+{
+    (void)n_msgs;
+    (void)scratch;
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
+}
+
+MOMENTO__DECODER(sorted_set_remove)
+{
+    (void)n_msgs;
+    (void)scratch;
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
+}
+
+MOMENTO__DECODER(sorted_set_fetch)
+{
+    (void)n_msgs;
+    const CacheClient__SortedSetFetchResponse *m =
+        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_FETCH, &msgs[0], scratch);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    if (m->sorted_set_case == CACHE_CLIENT____SORTED_SET_FETCH_RESPONSE__SORTED_SET_MISSING) {
+        r->outcome = MOMENTO_OUTCOME_MISS;
+        return MOMENTO_OK;
+    }
+    if (m->sorted_set_case != CACHE_CLIENT____SORTED_SET_FETCH_RESPONSE__SORTED_SET_FOUND ||
+        !m->found)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    /* The request asked for scores: a reply of bare values cannot be
+     * answered as the header promises. No elements at all (a range that
+     * matched nothing) may come as an unset oneof. */
+    size_t n = 0;
+    CacheClient__SortedSetElement **elements = NULL;
+    switch (m->found->elements_case) {
+    case CACHE_CLIENT____SORTED_SET_FETCH_RESPONSE____FOUND__ELEMENTS_VALUES_WITH_SCORES:
+        if (!m->found->values_with_scores)
+            return MOMENTO_ERR_BAD_RESPONSE;
+        n = m->found->values_with_scores->n_elements;
+        elements = m->found->values_with_scores->elements;
+        break;
+    case CACHE_CLIENT____SORTED_SET_FETCH_RESPONSE____FOUND__ELEMENTS__NOT_SET:
+        break;
+    default:
+        return MOMENTO_ERR_BAD_RESPONSE;
+    }
+    momento_result *items = momento__items_new(scratch, n, MOMENTO_OUTCOME_HIT);
+    if (!items)
+        return MOMENTO_ERR_NO_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        items[i].value = momento__data(&elements[i]->value);
+        items[i].value_len = elements[i]->value.len;
+        items[i].score = elements[i]->score;
+    }
+    r->items = items;
+    r->n_items = n;
+    r->outcome = MOMENTO_OUTCOME_HIT;
+    return MOMENTO_OK;
+}
+
+MOMENTO__DECODER(sorted_set_get_score)
+{
+    (void)n_msgs;
+    const CacheClient__SortedSetGetScoreResponse *m =
+        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_GET_SCORE, &msgs[0], scratch);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    if (m->sorted_set_case == CACHE_CLIENT____SORTED_SET_GET_SCORE_RESPONSE__SORTED_SET_MISSING) {
+        r->outcome = MOMENTO_OUTCOME_MISS;
+        return MOMENTO_OK;
+    }
+    if (m->sorted_set_case != CACHE_CLIENT____SORTED_SET_GET_SCORE_RESPONSE__SORTED_SET_FOUND ||
+        !m->found)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    size_t n = m->found->n_elements;
+    momento_result *items = momento__items_new(scratch, n, MOMENTO_OUTCOME_MISS);
+    if (!items)
+        return MOMENTO_ERR_NO_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        const CacheClient__SortedSetGetScoreResponse__SortedSetGetScoreResponsePart *p =
+            m->found->elements[i];
+        if (p->result == CACHE_CLIENT__ECACHE_RESULT__Hit) {
+            items[i].outcome = MOMENTO_OUTCOME_HIT;
+            items[i].score = p->score;
+        } else if (p->result != CACHE_CLIENT__ECACHE_RESULT__Miss) {
+            return MOMENTO_ERR_BAD_RESPONSE;
+        }
+    }
+    r->items = items;
+    r->n_items = n;
+    r->outcome = MOMENTO_OUTCOME_HIT;
+    return MOMENTO_OK;
+}
+
+MOMENTO__DECODER(sorted_set_increment)
+{
+    (void)n_msgs;
+    const CacheClient__SortedSetIncrementResponse *m =
+        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_INCREMENT, &msgs[0], scratch);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    r->score = m->score;
+    r->outcome = MOMENTO_OUTCOME_SUCCESS;
+    return MOMENTO_OK;
+}
+
+MOMENTO__DECODER(sorted_set_get_rank)
+{
+    (void)n_msgs;
+    const CacheClient__SortedSetGetRankResponse *m =
+        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_GET_RANK, &msgs[0], scratch);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    if (m->rank_case == CACHE_CLIENT____SORTED_SET_GET_RANK_RESPONSE__RANK_MISSING) {
+        r->outcome = MOMENTO_OUTCOME_MISS;
+        return MOMENTO_OK;
+    }
+    if (m->rank_case != CACHE_CLIENT____SORTED_SET_GET_RANK_RESPONSE__RANK_ELEMENT_RANK ||
+        !m->element_rank)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    /* The set exists; the element's own hit or miss is the outcome. */
+    if (m->element_rank->result == CACHE_CLIENT__ECACHE_RESULT__Hit) {
+        if (m->element_rank->rank > INT64_MAX)
+            return MOMENTO_ERR_BAD_RESPONSE;
+        r->int_value = (int64_t)m->element_rank->rank;
+        r->outcome = MOMENTO_OUTCOME_HIT;
+    } else if (m->element_rank->result == CACHE_CLIENT__ECACHE_RESULT__Miss) {
+        r->outcome = MOMENTO_OUTCOME_MISS;
+    } else {
+        return MOMENTO_ERR_BAD_RESPONSE;
+    }
+    return MOMENTO_OK;
+}
+
+MOMENTO__DECODER(sorted_set_length)
+{
+    (void)n_msgs;
+    const CacheClient__SortedSetLengthResponse *m =
+        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_LENGTH, &msgs[0], scratch);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    if (m->sorted_set_case == CACHE_CLIENT____SORTED_SET_LENGTH_RESPONSE__SORTED_SET_FOUND &&
+        m->found) {
+        r->outcome = MOMENTO_OUTCOME_HIT;
+        r->int_value = m->found->length;
+    } else if (m->sorted_set_case ==
+               CACHE_CLIENT____SORTED_SET_LENGTH_RESPONSE__SORTED_SET_MISSING) {
+        r->outcome = MOMENTO_OUTCOME_MISS;
+    } else {
+        return MOMENTO_ERR_BAD_RESPONSE;
+    }
+    return MOMENTO_OK;
+}
+
+MOMENTO__DECODER(sorted_set_length_by_score)
+{
+    (void)n_msgs;
+    const CacheClient__SortedSetLengthByScoreResponse *m =
+        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_LENGTH_BY_SCORE, &msgs[0], scratch);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    if (m->sorted_set_case ==
+            CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_RESPONSE__SORTED_SET_FOUND &&
+        m->found) {
+        r->outcome = MOMENTO_OUTCOME_HIT;
+        r->int_value = m->found->length;
+    } else if (m->sorted_set_case ==
+               CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_RESPONSE__SORTED_SET_MISSING) {
+        r->outcome = MOMENTO_OUTCOME_MISS;
+    } else {
+        return MOMENTO_ERR_BAD_RESPONSE;
+    }
+    return MOMENTO_OK;
+}
+
+/* Argument checks shared by the calls below: each returns 0 or
+ * MOMENTO_ERR_INVALID_ARGUMENT. */
+
+static int check_order(momento_order order)
+{
+    return order == MOMENTO_ASCENDING || order == MOMENTO_DESCENDING
+               ? MOMENTO_OK
+               : momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "unknown order %d", (int)order);
+}
+
+static CacheClient__SortedSetFetchRequest__Order fetch_order(momento_order order)
+{
+    return order == MOMENTO_DESCENDING ? CACHE_CLIENT____SORTED_SET_FETCH_REQUEST__ORDER__DESCENDING
+                                       : CACHE_CLIENT____SORTED_SET_FETCH_REQUEST__ORDER__ASCENDING;
+}
+
+/* Score bounds: no NaN, min <= max (infinities allowed, as "no bound"). */
+static int check_score_range(double min, double max)
+{
+    if (isnan(min) || isnan(max))
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "a score bound is NaN");
+    if (min > max)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the score range is reversed (min %g > max %g)", min,
+                               max);
+    return MOMENTO_OK;
+}
+
+int momento_sorted_set_put_elements(momento_client *c, const char *cache, const void *name,
+                                    size_t name_len, const void *const *values,
+                                    const size_t *value_lens, const double *scores, size_t n,
+                                    const momento_collection_ttl *ttl,
+                                    const momento_request_options *opts, momento_callback cb,
+                                    void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
+    momento__size sz = {name_len};
+    MOMENTO__CHECK(momento__check_blobs(&sz, values, value_lens, n));
+    if (!scores)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the array of scores is NULL");
+    for (size_t i = 0; i < n; i++)
+        if (isnan(scores[i]))
+            return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "score %zu is NaN", i);
+    CacheClient__SortedSetPutRequest req = CACHE_CLIENT____SORTED_SET_PUT_REQUEST__INIT;
+    MOMENTO__CHECK(momento__coll_ttl(c, ttl, &req.ttl_milliseconds, &req.refresh_ttl));
+    req.set_name = momento__bytes(name, name_len);
+    CacheClient__SortedSetElement *elements = momento__malloc(n * sizeof(*elements));
+    CacheClient__SortedSetElement **ptrs = momento__malloc(n * sizeof(*ptrs));
+    int rc = MOMENTO_ERR_NO_MEMORY;
+    if (elements && ptrs) {
+        for (size_t i = 0; i < n; i++) {
+            cache_client____sorted_set_element__init(&elements[i]);
+            elements[i].value = momento__bytes(values[i], value_lens[i]);
+            elements[i].score = scores[i];
+            ptrs[i] = &elements[i];
+        }
+        req.n_elements = n;
+        req.elements = ptrs;
+        rc = momento__coll_write(c, MOMENTO__RPC_SORTED_SET_PUT, momento__decode_sorted_set_put,
+                                 cache, name, name_len, &req.base, opts, cb, userdata);
+    }
+    free(elements); /* the request was packed at submit */
+    free(ptrs);
+    return rc;
+}
+
+int momento_sorted_set_put_element(momento_client *c, const char *cache, const void *name,
+                                   size_t name_len, const void *value, size_t value_len,
+                                   double score, const momento_collection_ttl *ttl,
+                                   const momento_request_options *opts, momento_callback cb,
+                                   void *userdata)
+{
+    return momento_sorted_set_put_elements(c, cache, name, name_len, &value, &value_len, &score,
+                                           1, ttl, opts, cb, userdata);
+}
+
+static int fetch_by_rank(momento__target t, const char *cache, const void *name,
+                         size_t name_len, int32_t start, int32_t end, momento_order order,
+                         const momento_request_options *opts, momento_callback cb,
+                         void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
+    MOMENTO__CHECK(check_order(order));
+    MOMENTO__CHECK(momento__check_slice(start, end));
+    CacheClient__SortedSetFetchRequest req = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST__INIT;
+    CacheClient__SortedSetFetchRequest__ByIndex by_index =
+        CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_INDEX__INIT;
+    CacheClient__Unbounded unbounded = CACHE_CLIENT____UNBOUNDED__INIT;
+    if (start == 0) {
+        by_index.start_case =
+            CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_INDEX__START_UNBOUNDED_START;
+        by_index.unbounded_start = &unbounded;
+    } else {
+        by_index.start_case =
+            CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_INDEX__START_INCLUSIVE_START_INDEX;
+        by_index.inclusive_start_index = start;
+    }
+    if (end == MOMENTO_END) {
+        by_index.end_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_INDEX__END_UNBOUNDED_END;
+        by_index.unbounded_end = &unbounded;
+    } else {
+        by_index.end_case =
+            CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_INDEX__END_EXCLUSIVE_END_INDEX;
+        by_index.exclusive_end_index = end;
+    }
+    req.set_name = momento__bytes(name, name_len);
+    req.order = fetch_order(order);
+    req.with_scores = 1;
+    req.range_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST__RANGE_BY_INDEX;
+    req.by_index = &by_index;
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_FETCH, momento__decode_sorted_set_fetch,
+                              cache, name, name_len, &req.base, opts, cb, userdata);
+}
+
+int momento_sorted_set_fetch_by_rank(momento_client *c, const char *cache, const void *name,
+                                     size_t name_len, int32_t start, int32_t end,
+                                     momento_order order, const momento_request_options *opts,
+                                     momento_callback cb, void *userdata)
+{
+    return fetch_by_rank(momento__to_client(c), cache, name, name_len, start, end, order, opts, cb,
+                         userdata);
+}
+
+int momento_coalescing_sorted_set_fetch_by_rank(momento_coalescer *co, const char *cache,
+                                                const void *name, size_t name_len, int32_t start,
+                                                int32_t end, momento_order order,
+                                                const momento_request_options *opts,
+                                                momento_callback cb, void *userdata)
+{
+    return fetch_by_rank(momento__to_coalescer(co), cache, name, name_len, start, end, order, opts,
+                         cb, userdata);
+}
+
+static int fetch_by_score(momento__target t, const char *cache, const void *name,
+                          size_t name_len, double min, double max, momento_order order,
+                          uint32_t offset, uint32_t count, const momento_request_options *opts,
+                          momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
+    MOMENTO__CHECK(check_order(order));
+    MOMENTO__CHECK(check_score_range(min, max));
+    CacheClient__SortedSetFetchRequest req = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST__INIT;
+    CacheClient__SortedSetFetchRequest__ByScore by_score =
+        CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_SCORE__INIT;
+    CacheClient__SortedSetFetchRequest__ByScore__Score min_score =
+        CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_SCORE____SCORE__INIT;
+    CacheClient__SortedSetFetchRequest__ByScore__Score max_score =
+        CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_SCORE____SCORE__INIT;
+    CacheClient__Unbounded unbounded = CACHE_CLIENT____UNBOUNDED__INIT;
+    if (min == -INFINITY) {
+        by_score.min_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_SCORE__MIN_UNBOUNDED_MIN;
+        by_score.unbounded_min = &unbounded;
+    } else {
+        by_score.min_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_SCORE__MIN_MIN_SCORE;
+        min_score.score = min; /* inclusive, as the header's [min, max] */
+        by_score.min_score = &min_score;
+    }
+    if (max == INFINITY) {
+        by_score.max_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_SCORE__MAX_UNBOUNDED_MAX;
+        by_score.unbounded_max = &unbounded;
+    } else {
+        by_score.max_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_SCORE__MAX_MAX_SCORE;
+        max_score.score = max;
+        by_score.max_score = &max_score;
+    }
+    by_score.offset = offset;
+    /* The wire's count is signed, a negative one meaning "all": count 0
+     * (all) and counts beyond its range, which no set can exceed anyway. */
+    by_score.count = count == 0 || count > INT32_MAX ? -1 : (int32_t)count;
+    req.set_name = momento__bytes(name, name_len);
+    req.order = fetch_order(order);
+    req.with_scores = 1;
+    req.range_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST__RANGE_BY_SCORE;
+    req.by_score = &by_score;
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_FETCH, momento__decode_sorted_set_fetch,
+                              cache, name, name_len, &req.base, opts, cb, userdata);
+}
+
+int momento_sorted_set_fetch_by_score(momento_client *c, const char *cache, const void *name,
+                                      size_t name_len, double min, double max,
+                                      momento_order order, uint32_t offset, uint32_t count,
+                                      const momento_request_options *opts, momento_callback cb,
+                                      void *userdata)
+{
+    return fetch_by_score(momento__to_client(c), cache, name, name_len, min, max, order, offset,
+                          count, opts, cb, userdata);
+}
+
+int momento_coalescing_sorted_set_fetch_by_score(momento_coalescer *co, const char *cache,
+                                                 const void *name, size_t name_len, double min,
+                                                 double max, momento_order order, uint32_t offset,
+                                                 uint32_t count,
+                                                 const momento_request_options *opts,
+                                                 momento_callback cb, void *userdata)
+{
+    return fetch_by_score(momento__to_coalescer(co), cache, name, name_len, min, max, order,
+                          offset, count, opts, cb, userdata);
+}
+
+static int get_scores(momento__target t, const char *cache, const void *name, size_t name_len,
+                      const void *const *values, const size_t *value_lens, size_t n,
+                      const momento_request_options *opts, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
+    momento__size sz = {name_len};
+    MOMENTO__CHECK(momento__check_blobs(&sz, values, value_lens, n));
+    CacheClient__SortedSetGetScoreRequest req = CACHE_CLIENT____SORTED_SET_GET_SCORE_REQUEST__INIT;
+    req.set_name = momento__bytes(name, name_len);
+    req.values = momento__blob_array(values, value_lens, n);
+    if (!req.values)
+        return MOMENTO_ERR_NO_MEMORY;
+    req.n_values = n;
+    int rc = momento__coll_read(t, MOMENTO__RPC_SORTED_SET_GET_SCORE,
+                                momento__decode_sorted_set_get_score, cache, name, name_len,
+                                &req.base, opts, cb, userdata);
+    free(req.values);
+    return rc;
+}
+
+int momento_sorted_set_get_scores(momento_client *c, const char *cache, const void *name,
+                                  size_t name_len, const void *const *values,
+                                  const size_t *value_lens, size_t n,
+                                  const momento_request_options *opts, momento_callback cb,
+                                  void *userdata)
+{
+    return get_scores(momento__to_client(c), cache, name, name_len, values, value_lens, n, opts,
+                      cb, userdata);
+}
+
+int momento_coalescing_sorted_set_get_scores(momento_coalescer *co, const char *cache,
+                                             const void *name, size_t name_len,
+                                             const void *const *values, const size_t *value_lens,
+                                             size_t n, const momento_request_options *opts,
+                                             momento_callback cb, void *userdata)
+{
+    return get_scores(momento__to_coalescer(co), cache, name, name_len, values, value_lens, n,
+                      opts, cb, userdata);
+}
+
+static int get_score(momento__target t, const char *cache, const void *name, size_t name_len,
+                     const void *value, size_t value_len, const momento_request_options *opts,
+                     momento_callback cb, void *userdata)
+{
+    /* Checked here too, so that no allocation precedes a refusal. */
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
+    void *one = momento__one_item_new(cb, userdata);
+    if (!one)
+        return MOMENTO_ERR_NO_MEMORY;
+    int rc = get_scores(t, cache, name, name_len, &value, &value_len, 1, opts,
+                        momento__one_item_done, one);
+    if (rc != MOMENTO_OK)
+        free(one);
+    return rc;
+}
+
+int momento_sorted_set_get_score(momento_client *c, const char *cache, const void *name,
+                                 size_t name_len, const void *value, size_t value_len,
+                                 const momento_request_options *opts, momento_callback cb,
+                                 void *userdata)
+{
+    return get_score(momento__to_client(c), cache, name, name_len, value, value_len, opts, cb,
+                     userdata);
+}
+
+int momento_coalescing_sorted_set_get_score(momento_coalescer *co, const char *cache,
+                                            const void *name, size_t name_len, const void *value,
+                                            size_t value_len, const momento_request_options *opts,
+                                            momento_callback cb, void *userdata)
+{
+    return get_score(momento__to_coalescer(co), cache, name, name_len, value, value_len, opts, cb,
+                     userdata);
+}
+
+static int get_rank(momento__target t, const char *cache, const void *name, size_t name_len,
+                    const void *value, size_t value_len, momento_order order,
+                    const momento_request_options *opts, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
+    MOMENTO__CHECK(check_order(order));
+    momento__size sz = {name_len};
+    MOMENTO__CHECK(momento__check_blob(&sz, value, value_len));
+    CacheClient__SortedSetGetRankRequest req = CACHE_CLIENT____SORTED_SET_GET_RANK_REQUEST__INIT;
+    req.set_name = momento__bytes(name, name_len);
+    req.value = momento__bytes(value, value_len);
+    req.order = order == MOMENTO_DESCENDING
+                    ? CACHE_CLIENT____SORTED_SET_GET_RANK_REQUEST__ORDER__DESCENDING
+                    : CACHE_CLIENT____SORTED_SET_GET_RANK_REQUEST__ORDER__ASCENDING;
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_GET_RANK,
+                              momento__decode_sorted_set_get_rank, cache, name, name_len, &req.base,
+                              opts, cb, userdata);
+}
+
+int momento_sorted_set_get_rank(momento_client *c, const char *cache, const void *name,
+                                size_t name_len, const void *value, size_t value_len,
+                                momento_order order, const momento_request_options *opts,
+                                momento_callback cb, void *userdata)
+{
+    return get_rank(momento__to_client(c), cache, name, name_len, value, value_len, order, opts,
+                    cb, userdata);
+}
+
+int momento_coalescing_sorted_set_get_rank(momento_coalescer *co, const char *cache,
+                                           const void *name, size_t name_len, const void *value,
+                                           size_t value_len, momento_order order,
+                                           const momento_request_options *opts,
+                                           momento_callback cb, void *userdata)
+{
+    return get_rank(momento__to_coalescer(co), cache, name, name_len, value, value_len, order,
+                    opts, cb, userdata);
+}
+
+int momento_sorted_set_increment_score(momento_client *c, const char *cache, const void *name,
+                                       size_t name_len, const void *value, size_t value_len,
+                                       double amount, const momento_collection_ttl *ttl,
+                                       const momento_request_options *opts, momento_callback cb,
+                                       void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
+    momento__size sz = {name_len};
+    MOMENTO__CHECK(momento__check_blob(&sz, value, value_len));
+    if (isnan(amount))
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the amount is NaN");
+    CacheClient__SortedSetIncrementRequest req = CACHE_CLIENT____SORTED_SET_INCREMENT_REQUEST__INIT;
+    MOMENTO__CHECK(momento__coll_ttl(c, ttl, &req.ttl_milliseconds, &req.refresh_ttl));
+    req.set_name = momento__bytes(name, name_len);
+    req.value = momento__bytes(value, value_len);
+    req.amount = amount;
+    return momento__coll_write(c, MOMENTO__RPC_SORTED_SET_INCREMENT,
+                               momento__decode_sorted_set_increment, cache, name, name_len,
+                               &req.base, opts, cb, userdata);
+}
+
+int momento_sorted_set_remove_elements(momento_client *c, const char *cache, const void *name,
+                                       size_t name_len, const void *const *values,
+                                       const size_t *value_lens, size_t n,
+                                       const momento_request_options *opts, momento_callback cb,
+                                       void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(c, cache, name, name_len, opts, cb));
+    momento__size sz = {name_len};
+    MOMENTO__CHECK(momento__check_blobs(&sz, values, value_lens, n));
+    CacheClient__SortedSetRemoveRequest req = CACHE_CLIENT____SORTED_SET_REMOVE_REQUEST__INIT;
+    CacheClient__SortedSetRemoveRequest__Some some =
+        CACHE_CLIENT____SORTED_SET_REMOVE_REQUEST____SOME__INIT;
+    req.set_name = momento__bytes(name, name_len);
+    some.values = momento__blob_array(values, value_lens, n);
+    if (!some.values)
+        return MOMENTO_ERR_NO_MEMORY;
+    some.n_values = n;
+    req.remove_elements_case = CACHE_CLIENT____SORTED_SET_REMOVE_REQUEST__REMOVE_ELEMENTS_SOME;
+    req.some = &some;
+    int rc =
+        momento__coll_write(c, MOMENTO__RPC_SORTED_SET_REMOVE, momento__decode_sorted_set_remove,
+                            cache, name, name_len, &req.base, opts, cb, userdata);
+    free(some.values);
+    return rc;
+}
+
+int momento_sorted_set_remove_element(momento_client *c, const char *cache, const void *name,
+                                      size_t name_len, const void *value, size_t value_len,
+                                      const momento_request_options *opts, momento_callback cb,
+                                      void *userdata)
+{
+    return momento_sorted_set_remove_elements(c, cache, name, name_len, &value, &value_len, 1,
+                                              opts, cb, userdata);
+}
+
+static int length(momento__target t, const char *cache, const void *name, size_t name_len,
+                  const momento_request_options *opts, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
+    CacheClient__SortedSetLengthRequest req = CACHE_CLIENT____SORTED_SET_LENGTH_REQUEST__INIT;
+    req.set_name = momento__bytes(name, name_len);
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_LENGTH, momento__decode_sorted_set_length,
+                              cache, name, name_len, &req.base, opts, cb, userdata);
+}
+
+int momento_sorted_set_length(momento_client *c, const char *cache, const void *name,
+                              size_t name_len, const momento_request_options *opts,
+                              momento_callback cb, void *userdata)
+{
+    return length(momento__to_client(c), cache, name, name_len, opts, cb, userdata);
+}
+
+int momento_coalescing_sorted_set_length(momento_coalescer *co, const char *cache,
+                                         const void *name, size_t name_len,
+                                         const momento_request_options *opts, momento_callback cb,
+                                         void *userdata)
+{
+    return length(momento__to_coalescer(co), cache, name, name_len, opts, cb, userdata);
+}
+
+static int length_by_score(momento__target t, const char *cache, const void *name,
+                           size_t name_len, double min, double max,
+                           const momento_request_options *opts, momento_callback cb,
+                           void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
+    MOMENTO__CHECK(check_score_range(min, max));
+    CacheClient__SortedSetLengthByScoreRequest req =
+        CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__INIT;
+    CacheClient__Unbounded unbounded = CACHE_CLIENT____UNBOUNDED__INIT;
+    req.set_name = momento__bytes(name, name_len);
+    if (min == -INFINITY) {
+        req.min_case = CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__MIN_UNBOUNDED_MIN;
+        req.unbounded_min = &unbounded;
+    } else {
+        req.min_case = CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__MIN_INCLUSIVE_MIN;
+        req.inclusive_min = min;
+    }
+    if (max == INFINITY) {
+        req.max_case = CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__MAX_UNBOUNDED_MAX;
+        req.unbounded_max = &unbounded;
+    } else {
+        req.max_case = CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__MAX_INCLUSIVE_MAX;
+        req.inclusive_max = max;
+    }
+    return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_LENGTH_BY_SCORE,
+                              momento__decode_sorted_set_length_by_score, cache, name, name_len,
+                              &req.base, opts, cb, userdata);
+}
+
+int momento_sorted_set_length_by_score(momento_client *c, const char *cache, const void *name,
+                                       size_t name_len, double min, double max,
+                                       const momento_request_options *opts, momento_callback cb,
+                                       void *userdata)
+{
+    return length_by_score(momento__to_client(c), cache, name, name_len, min, max, opts, cb,
+                           userdata);
+}
+
+int momento_coalescing_sorted_set_length_by_score(momento_coalescer *co, const char *cache,
+                                                  const void *name, size_t name_len, double min,
+                                                  double max, const momento_request_options *opts,
+                                                  momento_callback cb, void *userdata)
+{
+    return length_by_score(momento__to_coalescer(co), cache, name, name_len, min, max, opts, cb,
+                           userdata);
+}
+
+/* Blocking forms. */
+
+int momento_sorted_set_put_element_sync(momento_client *c, const char *cache, const void *name,
+                                        size_t name_len, const void *value, size_t value_len,
+                                        double score, const momento_collection_ttl *ttl,
+                                        const momento_request_options *opts,
+                                        momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_put_element(c, cache, name, name_len, value, value_len, score,
+                                                 ttl, opts, MOMENTO__SYNC_CB));
+}
+
+int momento_sorted_set_put_elements_sync(momento_client *c, const char *cache, const void *name,
+                                         size_t name_len, const void *const *values,
+                                         const size_t *value_lens, const double *scores,
+                                         size_t n, const momento_collection_ttl *ttl,
+                                         const momento_request_options *opts,
+                                         momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_put_elements(c, cache, name, name_len, values, value_lens,
+                                                  scores, n, ttl, opts, MOMENTO__SYNC_CB));
+}
+
+int momento_sorted_set_fetch_by_rank_sync(momento_client *c, const char *cache, const void *name,
+                                          size_t name_len, int32_t start, int32_t end,
+                                          momento_order order,
+                                          const momento_request_options *opts,
+                                          momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_fetch_by_rank(c, cache, name, name_len, start, end, order,
+                                                   opts, MOMENTO__SYNC_CB));
+}
+
+int momento_sorted_set_fetch_by_score_sync(momento_client *c, const char *cache, const void *name,
+                                           size_t name_len, double min, double max,
+                                           momento_order order, uint32_t offset, uint32_t count,
+                                           const momento_request_options *opts,
+                                           momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_fetch_by_score(c, cache, name, name_len, min, max, order,
+                                                    offset, count, opts, MOMENTO__SYNC_CB));
+}
+
+int momento_sorted_set_get_score_sync(momento_client *c, const char *cache, const void *name,
+                                      size_t name_len, const void *value, size_t value_len,
+                                      const momento_request_options *opts, momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_get_score(c, cache, name, name_len, value, value_len, opts,
+                                               MOMENTO__SYNC_CB));
+}
+
+int momento_sorted_set_get_scores_sync(momento_client *c, const char *cache, const void *name,
+                                       size_t name_len, const void *const *values,
+                                       const size_t *value_lens, size_t n,
+                                       const momento_request_options *opts, momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_get_scores(c, cache, name, name_len, values, value_lens, n,
+                                                opts, MOMENTO__SYNC_CB));
+}
+
+int momento_sorted_set_get_rank_sync(momento_client *c, const char *cache, const void *name,
+                                     size_t name_len, const void *value, size_t value_len,
+                                     momento_order order, const momento_request_options *opts,
+                                     momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_get_rank(c, cache, name, name_len, value, value_len, order,
+                                              opts, MOMENTO__SYNC_CB));
+}
+
+int momento_sorted_set_increment_score_sync(momento_client *c, const char *cache,
+                                            const void *name, size_t name_len, const void *value,
+                                            size_t value_len, double amount,
+                                            const momento_collection_ttl *ttl,
+                                            const momento_request_options *opts,
+                                            momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_increment_score(c, cache, name, name_len, value, value_len,
+                                                     amount, ttl, opts, MOMENTO__SYNC_CB));
+}
+
+int momento_sorted_set_remove_element_sync(momento_client *c, const char *cache,
+                                           const void *name, size_t name_len, const void *value,
+                                           size_t value_len, const momento_request_options *opts,
+                                           momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_remove_element(c, cache, name, name_len, value, value_len,
+                                                    opts, MOMENTO__SYNC_CB));
+}
+
+int momento_sorted_set_remove_elements_sync(momento_client *c, const char *cache,
+                                            const void *name, size_t name_len,
+                                            const void *const *values, const size_t *value_lens,
+                                            size_t n, const momento_request_options *opts,
+                                            momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_remove_elements(c, cache, name, name_len, values, value_lens,
+                                                     n, opts, MOMENTO__SYNC_CB));
+}
+
+int momento_sorted_set_length_sync(momento_client *c, const char *cache, const void *name,
+                                   size_t name_len, const momento_request_options *opts,
+                                   momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_length(c, cache, name, name_len, opts, MOMENTO__SYNC_CB));
+}
+
+int momento_sorted_set_length_by_score_sync(momento_client *c, const char *cache,
+                                            const void *name, size_t name_len, double min,
+                                            double max, const momento_request_options *opts,
+                                            momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_length_by_score(c, cache, name, name_len, min, max, opts,
+                                                     MOMENTO__SYNC_CB));
+}

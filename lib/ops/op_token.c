@@ -1,0 +1,484 @@
+/* Disposable tokens (include/momento/tokens.h): the scope builder, the
+ * GenerateDisposableToken request to the token service, its decoder (which
+ * wraps the new token as the key form Momento's SDKs hand out), and
+ * credentials for a local server from such a key. A token is a secret:
+ * nothing here logs, and no error message holds any part of one. */
+#include "momento/tokens.h"
+
+#include "ops/op.h"
+
+#include "base/alloc.h"
+#include "base/base64.h"
+#include "base/json.h"
+#include "model/credentials.h"
+
+#include "permissionmessages.pb-c.h"
+#include "token.pb-c.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* protobuf-c's names for the permission messages and their oneof cases,
+ * shortened: PT(CACHE_PERMISSIONS__CACHE_ALL_CACHES) is
+ * PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_ALL_CACHES. */
+#define PT(name) PERMISSION_MESSAGES__PERMISSIONS_TYPE__##name
+typedef PermissionMessages__PermissionsType__CachePermissions CachePerm;
+typedef PermissionMessages__PermissionsType__TopicPermissions TopicPerm;
+typedef PermissionMessages__PermissionsType__CacheSelector CacheSel;
+typedef PermissionMessages__PermissionsType__CacheItemSelector ItemSel;
+typedef PermissionMessages__PermissionsType__TopicSelector TopicSel;
+typedef PermissionMessages__PermissionsType__All AllSel;
+
+/* ------------------------------------------------------------------ scope */
+
+enum grant_kind { GRANT_CACHE, GRANT_TOPIC };
+/* What part of a cache (items) or of its topics a grant covers. */
+enum grant_select { SELECT_ALL, SELECT_ONE, SELECT_PREFIX };
+
+typedef struct grant {
+    enum grant_kind kind;
+    momento_token_role role;
+    char *cache; /* NULL: every cache */
+    enum grant_select select;
+    uint8_t *name; /* the key, key prefix, topic or topic prefix */
+    size_t name_len;
+} grant;
+
+struct momento_token_scope {
+    grant *grants;
+    size_t n, cap;
+};
+
+int momento_token_scope_new(momento_token_scope **ret)
+{
+    if (!ret)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    momento_token_scope *s = momento__calloc(1, sizeof(*s));
+    if (!s)
+        return MOMENTO_ERR_NO_MEMORY;
+    *ret = s;
+    return MOMENTO_OK;
+}
+
+void momento_token_scope_free(momento_token_scope *scope)
+{
+    if (!scope)
+        return;
+    for (size_t i = 0; i < scope->n; i++) {
+        free(scope->grants[i].cache);
+        free(scope->grants[i].name);
+    }
+    free(scope->grants);
+    free(scope);
+}
+
+static bool role_ok(momento_token_role role)
+{
+    return role == MOMENTO_TOKEN_READ_WRITE || role == MOMENTO_TOKEN_READ_ONLY ||
+           role == MOMENTO_TOKEN_WRITE_ONLY;
+}
+
+/* Copies one grant in. Every argument is checked before anything is
+ * allocated, so a refused grant leaves the scope unchanged. `name` is
+ * copied with a NUL after it: topic names are protobuf strings. */
+static int add_grant(momento_token_scope *s, enum grant_kind kind, momento_token_role role,
+                     const char *cache, enum grant_select select, const void *name, size_t name_len)
+{
+    if (!s || !role_ok(role))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (cache && momento__check_cache_name(cache) < 0)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (select != SELECT_ALL && (!name || name_len == 0))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 4;
+        grant *g = momento__realloc(s->grants, cap * sizeof(*g));
+        if (!g)
+            return MOMENTO_ERR_NO_MEMORY;
+        s->grants = g;
+        s->cap = cap;
+    }
+    grant g = {.kind = kind, .role = role, .select = select, .name_len = name_len};
+    if (cache && !(g.cache = momento__malloc(strlen(cache) + 1)))
+        return MOMENTO_ERR_NO_MEMORY;
+    if (cache)
+        memcpy(g.cache, cache, strlen(cache) + 1);
+    if (select != SELECT_ALL) {
+        g.name = momento__malloc(name_len + 1);
+        if (!g.name) {
+            free(g.cache);
+            return MOMENTO_ERR_NO_MEMORY;
+        }
+        memcpy(g.name, name, name_len);
+        g.name[name_len] = '\0';
+    }
+    s->grants[s->n++] = g;
+    return MOMENTO_OK;
+}
+
+int momento_token_scope_add_cache(momento_token_scope *scope, momento_token_role role,
+                                  const char *cache)
+{
+    return add_grant(scope, GRANT_CACHE, role, cache, SELECT_ALL, NULL, 0);
+}
+
+int momento_token_scope_add_cache_key(momento_token_scope *scope, momento_token_role role,
+                                      const char *cache, const void *key, size_t key_len)
+{
+    if (key && momento__check_key(key, key_len) < 0)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    return add_grant(scope, GRANT_CACHE, role, cache, SELECT_ONE, key, key_len);
+}
+
+int momento_token_scope_add_cache_key_prefix(momento_token_scope *scope, momento_token_role role,
+                                             const char *cache, const void *prefix,
+                                             size_t prefix_len)
+{
+    if (prefix && momento__check_key(prefix, prefix_len) < 0)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    return add_grant(scope, GRANT_CACHE, role, cache, SELECT_PREFIX, prefix, prefix_len);
+}
+
+int momento_token_scope_add_topic(momento_token_scope *scope, momento_token_role role,
+                                  const char *cache, const char *topic)
+{
+    if (topic && momento__check_topic_name(topic) < 0)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    return add_grant(scope, GRANT_TOPIC, role, cache, topic ? SELECT_ONE : SELECT_ALL, topic,
+                     topic ? strlen(topic) : 0);
+}
+
+int momento_token_scope_add_topic_prefix(momento_token_scope *scope, momento_token_role role,
+                                         const char *cache, const char *prefix)
+{
+    if (!prefix || momento__check_topic_name(prefix) < 0)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    return add_grant(scope, GRANT_TOPIC, role, cache, SELECT_PREFIX, prefix, strlen(prefix));
+}
+
+/* ---------------------------------------------------------------- request */
+
+/* The messages of one grant, borrowing the scope's strings: they live only
+ * until the request is packed. */
+typedef struct grant_msgs {
+    PermissionMessages__PermissionsType type;
+    CachePerm cache_perm;
+    TopicPerm topic_perm;
+    CacheSel cache_sel;
+    ItemSel item_sel;
+    TopicSel topic_sel;
+} grant_msgs;
+
+static AllSel all_msg = PT(ALL__INIT);
+
+static void fill_grant(grant_msgs *m, const grant *g)
+{
+    permission_messages__permissions_type__init(&m->type);
+    permission_messages__permissions_type__cache_selector__init(&m->cache_sel);
+    if (g->cache) {
+        m->cache_sel.kind_case = PT(CACHE_SELECTOR__KIND_CACHE_NAME);
+        m->cache_sel.cache_name = g->cache;
+    }
+    if (g->kind == GRANT_CACHE) {
+        CachePerm *p = &m->cache_perm;
+        permission_messages__permissions_type__cache_permissions__init(p);
+        /* momento_token_role has Momento's CacheRole values. */
+        p->role = (PermissionMessages__CacheRole)g->role;
+        if (g->cache) {
+            p->cache_case = PT(CACHE_PERMISSIONS__CACHE_CACHE_SELECTOR);
+            p->cache_selector = &m->cache_sel;
+        } else {
+            p->cache_case = PT(CACHE_PERMISSIONS__CACHE_ALL_CACHES);
+            p->all_caches = &all_msg;
+        }
+        if (g->select == SELECT_ALL) {
+            p->cache_item_case = PT(CACHE_PERMISSIONS__CACHE_ITEM_ALL_ITEMS);
+            p->all_items = &all_msg;
+        } else {
+            permission_messages__permissions_type__cache_item_selector__init(&m->item_sel);
+            ProtobufCBinaryData b = {g->name_len, g->name};
+            if (g->select == SELECT_ONE) {
+                m->item_sel.kind_case = PT(CACHE_ITEM_SELECTOR__KIND_KEY);
+                m->item_sel.key = b;
+            } else {
+                m->item_sel.kind_case = PT(CACHE_ITEM_SELECTOR__KIND_KEY_PREFIX);
+                m->item_sel.key_prefix = b;
+            }
+            p->cache_item_case = PT(CACHE_PERMISSIONS__CACHE_ITEM_ITEM_SELECTOR);
+            p->item_selector = &m->item_sel;
+        }
+        m->type.kind_case = PT(KIND_CACHE_PERMISSIONS);
+        m->type.cache_permissions = p;
+        return;
+    }
+    TopicPerm *p = &m->topic_perm;
+    permission_messages__permissions_type__topic_permissions__init(p);
+    /* ... and TopicRole's: read = subscribe, write = publish. */
+    p->role = (PermissionMessages__TopicRole)g->role;
+    if (g->cache) {
+        p->cache_case = PT(TOPIC_PERMISSIONS__CACHE_CACHE_SELECTOR);
+        p->cache_selector = &m->cache_sel;
+    } else {
+        p->cache_case = PT(TOPIC_PERMISSIONS__CACHE_ALL_CACHES);
+        p->all_caches = &all_msg;
+    }
+    if (g->select == SELECT_ALL) {
+        p->topic_case = PT(TOPIC_PERMISSIONS__TOPIC_ALL_TOPICS);
+        p->all_topics = &all_msg;
+    } else {
+        permission_messages__permissions_type__topic_selector__init(&m->topic_sel);
+        if (g->select == SELECT_ONE) {
+            m->topic_sel.kind_case = PT(TOPIC_SELECTOR__KIND_TOPIC_NAME);
+            m->topic_sel.topic_name = (char *)g->name;
+        } else {
+            m->topic_sel.kind_case = PT(TOPIC_SELECTOR__KIND_TOPIC_NAME_PREFIX);
+            m->topic_sel.topic_name_prefix = (char *)g->name;
+        }
+        p->topic_case = PT(TOPIC_PERMISSIONS__TOPIC_TOPIC_SELECTOR);
+        p->topic_selector = &m->topic_sel;
+    }
+    m->type.kind_case = PT(KIND_TOPIC_PERMISSIONS);
+    m->type.topic_permissions = p;
+}
+
+int momento_generate_disposable_token(momento_client *c, const momento_token_scope *scope,
+                                      uint32_t expires_in_s, const char *token_id,
+                                      const momento_request_options *opts, momento_callback cb,
+                                      void *userdata)
+{
+    MOMENTO__CHECK(momento__check_request(c, opts, cb));
+    /* Momento refuses an empty scope, a token without an expiry and one
+     * that would outlive an hour; refusing here saves the round trip. */
+    if (!scope || scope->n == 0 || expires_in_s == 0 ||
+        expires_in_s > MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (token_id && (strlen(token_id) > MOMENTO_DISPOSABLE_TOKEN_ID_MAX ||
+                     momento__check_utf8(token_id, strlen(token_id)) < 0))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+
+    grant_msgs *msgs = momento__malloc(scope->n * sizeof(*msgs));
+    PermissionMessages__PermissionsType **types = momento__malloc(scope->n * sizeof(*types));
+    if (!msgs || !types) {
+        free(msgs);
+        free(types);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < scope->n; i++) {
+        fill_grant(&msgs[i], &scope->grants[i]);
+        types[i] = &msgs[i].type;
+    }
+    PermissionMessages__ExplicitPermissions explicit_ =
+        PERMISSION_MESSAGES__EXPLICIT_PERMISSIONS__INIT;
+    explicit_.n_permissions = scope->n;
+    explicit_.permissions = types;
+    PermissionMessages__Permissions perms = PERMISSION_MESSAGES__PERMISSIONS__INIT;
+    perms.kind_case = PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT;
+    perms.explicit_ = &explicit_;
+    Token__GenerateDisposableTokenRequest__Expires expires =
+        TOKEN____GENERATE_DISPOSABLE_TOKEN_REQUEST__EXPIRES__INIT;
+    expires.valid_for_seconds = expires_in_s;
+    Token__GenerateDisposableTokenRequest req = TOKEN____GENERATE_DISPOSABLE_TOKEN_REQUEST__INIT;
+    req.expires = &expires;
+    /* The token service reads the caller's key from the body; the call
+     * sends it as `authorization` too, as on every other plane. */
+    req.auth_token = c->creds.token;
+    req.permissions = &perms;
+    req.token_id = (char *)(token_id ? token_id : "");
+
+    /* Packed before this returns: the messages above may go. */
+    int rc = momento__call_start(c, MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN,
+                                 momento__decode_generate_disposable_token, NULL, &req.base, opts,
+                                 cb, userdata);
+    free(msgs);
+    free(types);
+    return rc;
+}
+
+int momento_generate_disposable_token_sync(momento_client *c, const momento_token_scope *scope,
+                                           uint32_t expires_in_s, const char *token_id,
+                                           const momento_request_options *opts,
+                                           momento_result **ret)
+{
+    MOMENTO__SYNC(momento_generate_disposable_token(c, scope, expires_in_s, token_id, opts,
+                                                    MOMENTO__SYNC_CB));
+}
+
+/* ---------------------------------------------------------------- decoder */
+
+static const char b64_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Standard base64 with padding (the v1 key form) of `n` bytes into `out`,
+ * which has room for 4 * ((n + 2) / 3) + 1 bytes; NUL-terminated. */
+static void b64_encode(const uint8_t *in, size_t n, char *out)
+{
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        *out++ = b64_alphabet[v >> 18];
+        *out++ = b64_alphabet[(v >> 12) & 63];
+        *out++ = b64_alphabet[(v >> 6) & 63];
+        *out++ = b64_alphabet[v & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
+        *out++ = b64_alphabet[v >> 18];
+        *out++ = b64_alphabet[(v >> 12) & 63];
+        *out++ = i + 1 < n ? b64_alphabet[(v >> 6) & 63] : '=';
+        *out++ = '=';
+    }
+    *out = '\0';
+}
+
+/* Appends `s` as a JSON string (quotes included) at `out`; returns the end.
+ * `out` has room for 6 bytes per byte of `s` plus 2. */
+static char *json_string(char *out, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    *out++ = '"';
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            *out++ = '\\';
+            *out++ = (char)*p;
+        } else if (*p < 0x20) {
+            memcpy(out, "\\u00", 4);
+            out[4] = hex[*p >> 4];
+            out[5] = hex[*p & 15];
+            out += 6;
+        } else {
+            *out++ = (char)*p;
+        }
+    }
+    *out++ = '"';
+    return out;
+}
+
+MOMENTO__DECODER(generate_disposable_token)
+{
+    (void)n_msgs;
+    const Token__GenerateDisposableTokenResponse *m =
+        momento__unpack_reply(MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN, &msgs[0], scratch);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    const char *endpoint = m->endpoint ? m->endpoint : "";
+    const char *api_key = m->api_key ? m->api_key : "";
+    if (!*api_key)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    /* The key form Momento's SDKs hand out for a disposable token (and
+     * momento_credentials_from_api_key() reads): base64 of
+     * {"endpoint": ..., "api_key": ...}. */
+    size_t json_cap =
+        sizeof("{\"endpoint\":,\"api_key\":}") + 6 * (strlen(endpoint) + strlen(api_key)) + 4;
+    char *json = momento__malloc(json_cap);
+    if (!json)
+        return MOMENTO_ERR_NO_MEMORY;
+    char *p = json;
+    memcpy(p, "{\"endpoint\":", 12);
+    p = json_string(p + 12, endpoint);
+    memcpy(p, ",\"api_key\":", 11);
+    p = json_string(p + 11, api_key);
+    *p++ = '}';
+    size_t json_len = (size_t)(p - json);
+    char *key = momento__malloc(4 * ((json_len + 2) / 3) + 1);
+    if (!key) {
+        free(json);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
+    b64_encode((const uint8_t *)json, json_len, key);
+    /* The JSON held the token in the clear: wiped, not just freed. */
+    memset(json, 0, json_cap);
+    free(json);
+    scratch->mem = key;
+    r->value = (const uint8_t *)key;
+    r->value_len = strlen(key);
+    r->field = (const uint8_t *)endpoint;
+    r->field_len = strlen(endpoint);
+    r->int_value = (int64_t)(m->valid_until > INT64_MAX ? INT64_MAX : m->valid_until);
+    r->outcome = MOMENTO_OUTCOME_SUCCESS;
+    return MOMENTO_OK;
+}
+
+/* The result of a token request (the fields read below are other
+ * operations' too): its outcome is SUCCESS and it has a key. */
+static bool holds_token(const momento_result *r)
+{
+    return r && r->rpc == MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN + 1 &&
+           r->outcome == MOMENTO_OUTCOME_SUCCESS && r->value && r->field;
+}
+
+const char *momento_result_token_api_key(const momento_result *r)
+{
+    return holds_token(r) ? (const char *)r->value : "";
+}
+
+const char *momento_result_token_endpoint(const momento_result *r)
+{
+    return holds_token(r) ? (const char *)r->field : "";
+}
+
+uint64_t momento_result_token_valid_until(const momento_result *r)
+{
+    return holds_token(r) ? (uint64_t)r->int_value : 0;
+}
+
+/* ------------------------------------------------------------ credentials */
+
+int momento_credentials_local_with_key(momento_credentials **ret, const char *host_port,
+                                       const char *api_key, const char **ret_reason)
+{
+    if (!ret || !host_port || !api_key) {
+        if (ret_reason)
+            *ret_reason = "a required argument is NULL";
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    }
+    /* A key in the v1 form carries its token as "api_key"; anything else is
+     * taken to be the bare token. */
+    char *token = NULL;
+    unsigned char *json;
+    size_t json_len;
+    int rc = momento__base64_decode(api_key, strlen(api_key), &json, &json_len);
+    if (rc == -2)
+        goto no_memory;
+    if (rc == 0) {
+        int got = momento__json_get_string((char *)json, json_len, "api_key", &token);
+        memset(json, 0, json_len);
+        free(json);
+        if (got == -2)
+            goto no_memory;
+        if (got != 1) {
+            free(token);
+            token = NULL;
+        }
+    }
+    const char *sent = token ? token : api_key;
+    for (const char *p = sent; *p; p++) {
+        if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f) {
+            free(token);
+            if (ret_reason)
+                *ret_reason = "the key's token contains whitespace or a non-ASCII character";
+            return MOMENTO_ERR_INVALID_ARGUMENT;
+        }
+    }
+    momento_credentials *creds;
+    rc = momento_credentials_local(&creds, host_port, ret_reason);
+    if (rc != MOMENTO_OK) {
+        free(token);
+        return rc;
+    }
+    char *copy = token;
+    if (!copy && (copy = momento__malloc(strlen(api_key) + 1)))
+        memcpy(copy, api_key, strlen(api_key) + 1);
+    if (!copy) {
+        momento_credentials_free(creds);
+        goto no_memory;
+    }
+    free(creds->token);
+    creds->token = copy;
+    *ret = creds;
+    return MOMENTO_OK;
+
+no_memory:
+    if (ret_reason)
+        *ret_reason = "out of memory";
+    return MOMENTO_ERR_NO_MEMORY;
+}

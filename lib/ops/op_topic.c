@@ -1,0 +1,109 @@
+/* Topics, the request side: publish (text or bytes), async and blocking,
+ * and the RPC table's decoders for the pubsub service. Subscriptions are
+ * long-lived streams with their own machinery (subscription.c). */
+#include "ops/op.h"
+
+#include "base/alloc.h"
+
+#include "cachepubsub.pb-c.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+MOMENTO__DECODER(topic_publish)
+{
+    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
+}
+
+/* A subscription reads each stream message as it arrives
+ * (momento__subscription_decode, subscription.c), never a whole reply: this
+ * decoder is never called. It exists because the table's rows and the
+ * channels' registered paths are keyed by the decoders the library has. */
+MOMENTO__DECODER(topic_subscribe)
+{
+    (void)r, (void)msgs, (void)n_msgs, (void)scratch;
+    return MOMENTO_ERR_BAD_RESPONSE;
+}
+
+static int publish(momento_client *c, const char *cache, const char *topic, const void *value,
+                   size_t value_len, bool text, const momento_request_options *opts,
+                   momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_cache_request(c, cache, opts, cb));
+    MOMENTO__CHECK(momento__check_topic_name(topic));
+    /* A NUL in a text is valid UTF-8, but momento-local refuses strings
+     * holding one (its protobuf-c strings end there), and a C text
+     * normally has none: refused here, with bytes as the way to send it. */
+    if (text && momento__check_utf8(value, value_len) != MOMENTO_OK)
+        return MOMENTO_ERR_INVALID_ARGUMENT; /* its reason says where */
+    if (text && value_len && memchr(value, 0, value_len))
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the text has a NUL byte (publish it as bytes)");
+    if (!value && value_len)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the value is NULL with a length of %zu", value_len);
+    if (value_len > MOMENTO__MAX_REQUEST_BYTES - strlen(topic) - strlen(cache))
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the value is over one request's %d bytes",
+                               MOMENTO__MAX_REQUEST_BYTES);
+
+    /* Packed as bytes either way (protobuf-c would strlen() a string: one
+     * pass more over the value); a text then has its field tag changed
+     * below, as a string and bytes share the wire type. */
+    CacheClient__Pubsub__TopicValue v = CACHE_CLIENT__PUBSUB____TOPIC_VALUE__INIT;
+    v.kind_case = CACHE_CLIENT__PUBSUB____TOPIC_VALUE__KIND_BINARY;
+    v.binary = momento__bytes(value_len ? value : "", value_len);
+    CacheClient__Pubsub__PublishRequest req = CACHE_CLIENT__PUBSUB____PUBLISH_REQUEST__INIT;
+    req.cache_name = (char *)cache;
+    req.topic = (char *)topic;
+    req.value = &v;
+    if (!text)
+        return momento__call_start(c, MOMENTO__RPC_TOPIC_PUBLISH, momento__decode_topic_publish,
+                                   NULL, &req.base, opts, cb, userdata);
+
+    /* Text: send the request packed here, the value as field 1. */
+    size_t vsize = protobuf_c_message_get_packed_size(&v.base);
+    uint8_t *packed = momento__malloc(protobuf_c_message_get_packed_size(&req.base) + 1);
+    if (!packed)
+        return MOMENTO_ERR_NO_MEMORY;
+    size_t len = protobuf_c_message_pack(&req.base, packed);
+    /* The value's first byte is its field tag: binary (2 << 3 | 2) becomes
+     * text (1 << 3 | 2). It sits at the end of the request, the value
+     * being its last field. */
+    packed[len - vsize] = (1 << 3) | 2;
+    momento__call_opts co;
+    momento__call_opts_from(c, opts, &co);
+    co.packed = packed;
+    co.packed_len = len;
+    int rc = momento__call_start_with(c, MOMENTO__RPC_TOPIC_PUBLISH, momento__decode_topic_publish,
+                                      NULL, NULL, &co, cb, userdata);
+    free(packed);
+    return rc;
+}
+
+int momento_topic_publish(momento_client *c, const char *cache, const char *topic,
+                          const void *value, size_t value_len, const momento_request_options *opts,
+                          momento_callback cb, void *userdata)
+{
+    return publish(c, cache, topic, value, value_len, false, opts, cb, userdata);
+}
+
+int momento_topic_publish_text(momento_client *c, const char *cache, const char *topic,
+                               const char *text, size_t text_len,
+                               const momento_request_options *opts, momento_callback cb,
+                               void *userdata)
+{
+    return publish(c, cache, topic, text, text_len, true, opts, cb, userdata);
+}
+
+int momento_topic_publish_sync(momento_client *c, const char *cache, const char *topic,
+                               const void *value, size_t value_len,
+                               const momento_request_options *opts, momento_result **ret)
+{
+    MOMENTO__SYNC(momento_topic_publish(c, cache, topic, value, value_len, opts, MOMENTO__SYNC_CB));
+}
+
+int momento_topic_publish_text_sync(momento_client *c, const char *cache, const char *topic,
+                                    const char *text, size_t text_len,
+                                    const momento_request_options *opts, momento_result **ret)
+{
+    MOMENTO__SYNC(
+        momento_topic_publish_text(c, cache, topic, text, text_len, opts, MOMENTO__SYNC_CB));
+}
