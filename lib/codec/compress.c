@@ -12,7 +12,6 @@
 #include "codec/compress.h"
 
 #include "base/alloc.h"
-#include "engine/client.h"
 #include "model/validate.h"
 
 #include <limits.h>
@@ -423,29 +422,29 @@ void momento__decompressed_free(void *chain)
 
 /* The algorithm a write uses: the request's, else the client's; NONE or
  * DEFAULT mean none. */
-static momento_compression write_algo(const momento_client *c, const momento_request_options *opts)
+static momento_compression write_algo(const momento_config *cfg, const momento_request_options *opts)
 {
     int algo = MOMENTO__OPT(opts, compression);
     if (algo == MOMENTO_COMPRESS_DEFAULT)
-        algo = c->cfg.compression;
+        algo = cfg->compression;
     return algo == MOMENTO_COMPRESS_GZIP || algo == MOMENTO_COMPRESS_ZSTD
                ? (momento_compression)algo
                : MOMENTO_COMPRESS_NONE;
 }
 
-int momento__compress_write(const momento_client *c, const momento_request_options *opts,
+int momento__compress_write(const momento_config *cfg, const momento_request_options *opts,
                             const void **value, size_t *value_len, void **owned)
 {
     *owned = NULL;
-    if (!c || momento__check_options(opts) != 0 || (!*value && *value_len) ||
+    if (!cfg || momento__check_options(opts) != 0 || (!*value && *value_len) ||
         *value_len > MOMENTO__COMPRESS_MAX_INPUT)
         return MOMENTO_OK; /* the argument check refuses these */
-    momento_compression algo = write_algo(c, opts);
+    momento_compression algo = write_algo(cfg, opts);
     if (algo == MOMENTO_COMPRESS_NONE)
         return MOMENTO_OK;
     uint8_t *out;
     size_t out_len;
-    int rc = momento__compress(algo, c->cfg.compression_level, *value, *value_len, &out, &out_len);
+    int rc = momento__compress(algo, cfg->compression_level, *value, *value_len, &out, &out_len);
     if (rc != MOMENTO_OK)
         return rc;
     *value = out;
@@ -462,7 +461,7 @@ typedef struct compressed_batch {
     void **bufs;
 } compressed_batch;
 
-int momento__compress_writes(const momento_client *c, const momento_request_options *opts,
+int momento__compress_writes(const momento_config *cfg, const momento_request_options *opts,
                              const void *const *values, const size_t *value_lens, size_t n,
                              const void *const **ret_values, const size_t **ret_lens,
                              void **owned)
@@ -470,8 +469,8 @@ int momento__compress_writes(const momento_client *c, const momento_request_opti
     *ret_values = values;
     *ret_lens = value_lens;
     *owned = NULL;
-    if (!c || !values || !value_lens || n == 0 || n > MOMENTO__MAX_REQUEST_BYTES / 4 ||
-        momento__check_options(opts) != 0 || write_algo(c, opts) == MOMENTO_COMPRESS_NONE)
+    if (!cfg || !values || !value_lens || n == 0 || n > MOMENTO__MAX_REQUEST_BYTES / 4 ||
+        momento__check_options(opts) != 0 || write_algo(cfg, opts) == MOMENTO_COMPRESS_NONE)
         return MOMENTO_OK; /* nothing to compress, or the argument check refuses it */
     compressed_batch *cb = momento__malloc(sizeof(*cb));
     if (!cb)
@@ -487,7 +486,7 @@ int momento__compress_writes(const momento_client *c, const momento_request_opti
     for (size_t i = 0; i < n; i++) {
         cb->values[i] = values[i];
         cb->lens[i] = value_lens[i];
-        int rc = momento__compress_write(c, opts, &cb->values[i], &cb->lens[i], &cb->bufs[i]);
+        int rc = momento__compress_write(cfg, opts, &cb->values[i], &cb->lens[i], &cb->bufs[i]);
         if (rc != MOMENTO_OK) {
             momento__compressed_free(cb);
             return rc;

@@ -55,18 +55,18 @@ int momento__decompress_hit(momento__scratch *s, const uint8_t **value, size_t *
 void momento__decompressed_free(void *chain);
 
 /* The value a scalar write sends: compressed as the request's options (or
- * else the client's configuration) ask. On return *value / *value_len are
+ * else `cfg`, the client's configuration) ask. On return *value / *value_len are
  * what to send and *owned is NULL or the buffer they point into, to free()
  * once the request is packed. Arguments the following check will refuse (a
- * NULL client, bad options, a NULL value with a length) are left alone.
+ * NULL configuration (no client), bad options, a NULL value with a length) are left alone.
  * Returns MOMENTO_OK or MOMENTO_ERR_NO_MEMORY. */
-int momento__compress_write(const momento_client *c, const momento_request_options *opts,
+int momento__compress_write(const momento_config *cfg, const momento_request_options *opts,
                             const void **value, size_t *value_len, void **owned);
 
 /* The same for the `n` values of a set batch: *ret_values / *ret_lens are
  * the arrays to send (the caller's when nothing is compressed), and *owned
  * is NULL or what momento__compressed_free() releases after packing. */
-int momento__compress_writes(const momento_client *c, const momento_request_options *opts,
+int momento__compress_writes(const momento_config *cfg, const momento_request_options *opts,
                              const void *const *values, const size_t *value_lens, size_t n,
                              const void *const **ret_values, const size_t **ret_lens,
                              void **owned);

@@ -13,6 +13,7 @@
 #include "engine/call.h"
 
 #include "base/alloc.h"
+#include "clock.h"
 #include "codec/compress.h"
 #include "codec/unpack.h"
 #include "engine/client.h"
@@ -217,7 +218,7 @@ void momento__call_opts_from(const momento_client *c, const momento_request_opti
     uint32_t ms = opts && opts->timeout_ms ? opts->timeout_ms : c->cfg.timeout_ms;
     memset(out, 0, sizeof(*out));
     gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
-    out->submitted_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    out->submitted_ns = momento__gpr_ns(now);
     out->deadline = gpr_time_add(now, gpr_time_from_millis(ms, GPR_TIMESPAN));
     out->token = opts ? opts->cancel : NULL;
     int concern = MOMENTO__OPT(opts, read_concern);
@@ -251,11 +252,6 @@ static void on_token_cancelled(momento__cancel_hook *h)
 {
     momento__call *call = (momento__call *)((char *)h - offsetof(momento__call, hook));
     momento__client_cancel(call->client, &call->track, "cancelled by the request's cancel token");
-}
-
-static int64_t to_ns(gpr_timespec t)
-{
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 static void give_up(momento__call *call, grpc_status_code status, const char *why);
@@ -357,7 +353,7 @@ static bool gate_enter(momento_client *c, momento__call *call, grpc_call *gc)
     /* A cancel or the client's free that came since the request was
      * accepted found it not yet queued (gate_fire did nothing) and this
      * arming would undo theirs: it leaves at once instead. */
-    if (momento__timer_arm(c, &call->gate_timer, to_ns(call->deadline), true) != MOMENTO_OK ||
+    if (momento__timer_arm(c, &call->gate_timer, momento__gpr_ns(call->deadline), true) != MOMENTO_OK ||
         momento__client_cancelled(c, &call->track) || momento__client_closing(c))
         momento__timer_fire_soon(c, &call->gate_timer); /* leave over the cap at once */
     pthread_mutex_unlock(&g->lock);
@@ -637,13 +633,13 @@ static void finish(momento__call *call)
         int64_t delay = -1;
         if (!momento__client_closing(c) && !momento__client_cancelled(c, &call->track))
             delay = momento__retry_delay(c, &momento__rpcs[call->method], call->attempt,
-                                         (int)call->status, now, to_ns(call->deadline));
+                                         (int)call->status, now, momento__gpr_ns(call->deadline));
         if (delay >= 0) {
             reset_attempt(call);
             wait_retry(call, now, delay);
             return;
         }
-        int64_t due = to_ns(call->attempt_deadline);
+        int64_t due = momento__gpr_ns(call->attempt_deadline);
         if (call->status == GRPC_STATUS_DEADLINE_EXCEEDED && due > now && wait_late(call, due))
             return; /* deliver_late() */
     }

@@ -5,6 +5,7 @@
 #include "engine/channel.h"
 
 #include "base/alloc.h"
+#include "clock.h"
 #include "grpc_util.h"
 #include "model/config.h"
 #include "model/credentials.h"
@@ -60,12 +61,6 @@ static enum endpoint endpoint_of(momento__plane plane)
     return plane == MOMENTO__PLANE_CONTROL ? EP_CONTROL
            : plane == MOMENTO__PLANE_TOKEN ? EP_TOKEN
                                            : EP_DATA;
-}
-
-static int64_t now_ns(void)
-{
-    gpr_timespec t = gpr_now(GPR_CLOCK_MONOTONIC);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 /* A new channel for the slot, with the RPCs the library makes of the
@@ -189,7 +184,7 @@ static int connect_now(grpc_channel *ch, uint32_t timeout_ms)
 int momento__channels_open(momento__channels *ch, const momento_config *cfg,
                            const momento_credentials *creds)
 {
-    int64_t now = now_ns();
+    int64_t now = momento__now_ns();
     ch->cfg = cfg;
     ch->creds = creds;
     ch->max_idle_ns = (int64_t)cfg->max_idle_ms * 1000000;
@@ -250,7 +245,7 @@ momento__channel *momento__channels_take(momento__channels *ch, momento__plane p
          * timeout, or from before a serverless freeze, may be dead without
          * either side knowing; a new channel costs one connect instead of a
          * request's whole deadline. */
-        int64_t now = now_ns();
+        int64_t now = momento__now_ns();
         int64_t last = atomic_load_explicit(&slot->last_used_ns, memory_order_relaxed);
         /* Written at most once a millisecond: every call of every thread
          * goes through here, and a shared line written per call costs

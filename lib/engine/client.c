@@ -12,6 +12,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "clock.h"
 #include "grpc_util.h"
 #include "model/validate.h"
 

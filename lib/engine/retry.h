@@ -20,12 +20,6 @@ typedef struct momento__retries {
 
 void momento__retries_init(momento__retries *r, uint64_t seed);
 
-static inline int64_t momento__now_ns(void)
-{
-    gpr_timespec t = gpr_now(GPR_CLOCK_MONOTONIC);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 /* Whether the attempt number `attempt` (1 = the first), which ended with
  * `status`, is tried again, by the rule of the official SDKs
  * (docs/protocol.md "Retries") and the client's strategy: the delay before

@@ -26,6 +26,7 @@
 #include "layers/batcher.h"
 
 #include "base/alloc.h"
+#include "clock.h"
 #include "engine/client.h"
 #include "engine/respond.h"
 #include "layers/kv_send.h"
@@ -134,11 +135,6 @@ static momento__batcher *batcher_make(momento_client *c)
     if (momento__client_install_rpc_hook(c, &b->hook) != &b->hook)
         release(&b->hook);
     return batcher_of(c);
-}
-
-static int64_t to_ns(gpr_timespec t)
-{
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 /* Calls `m` back with `r` and frees it: with no lock held, once it is
@@ -335,7 +331,7 @@ static int offer(momento_client *c, momento__bop op, const char *cache, const vo
     else if (queue && momento__client_closing(c))
         rc = MOMENTO_ERR_CLOSED;
     else if (queue)
-        rc = watch_deadline(c, to_ns(m->deadline));
+        rc = watch_deadline(c, momento__gpr_ns(m->deadline));
     if (rc == MOMENTO_OK) {
         if (!m->no_metrics) /* counted before any retirement can deliver it */
             momento__request_accepted(c);
@@ -462,7 +458,7 @@ static void batch_done(const momento_result *r, void *userdata)
             if (closing) {
                 m->own_error = MOMENTO_ERR_CANCELLED;
                 m->own_message = "cancelled: the client was freed";
-            } else if (watch_deadline(c, to_ns(m->deadline)) != MOMENTO_OK) {
+            } else if (watch_deadline(c, momento__gpr_ns(m->deadline)) != MOMENTO_OK) {
                 m->own_error = MOMENTO_ERR_NO_MEMORY;
                 m->own_message = "could not be queued again after its batch ran out of another "
                                  "request's time";
@@ -734,7 +730,7 @@ static void deadline_fire(momento__timer *t)
     int64_t now = momento__now_ns(), next = INT64_MAX;
     for (momento__bmember *m = b->queue, *after; m; m = after) {
         after = m->next;
-        int64_t due = to_ns(m->deadline);
+        int64_t due = momento__gpr_ns(m->deadline);
         if (due > now) {
             if (due < next)
                 next = due;

@@ -29,12 +29,12 @@
  * that is then refused, and it is never held while user callbacks run.
  * Lock order (cancel.h): a user's token, this lock, the batcher's, the
  * client's. */
-#include "momento/coalescer.h"
+#include "layers/coalescer.h"
 
 #include "base/alloc.h"
+#include "clock.h"
 #include "engine/blocking.h"
 #include "engine/respond.h"
-#include "engine/retry.h"
 #include "layers/batcher.h"
 #include "layers/kv_send.h"
 #include "layers/write.h"
@@ -42,7 +42,6 @@
 #include "model/metrics.h"
 #include "model/result.h"
 #include "model/validate.h"
-#include "ops/collection.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -500,11 +499,6 @@ static bool same_set(const inflight *e, const void *value, size_t value_len, uin
            (value_len == 0 || memcmp(e->value, value, value_len) == 0);
 }
 
-static int64_t to_ns(gpr_timespec t)
-{
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 /* Attaches pending waiter `w` to an RPC of its request: joins the one in
  * flight that it may join, or issues one. With the lock held; on the
  * completion thread too (a waiter issued again). Returns 0, or an error
@@ -538,7 +532,7 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
         momento__timer_fire_soon(co->client, &w->timer);
         w->armed = true;
     } else if (target && gpr_time_cmp(w->deadline, target->deadline) < 0) {
-        rc = momento__timer_arm(co->client, &w->timer, to_ns(w->deadline), true);
+        rc = momento__timer_arm(co->client, &w->timer, momento__gpr_ns(w->deadline), true);
         if (rc != MOMENTO_OK) {
             if (ks->refs == 0) {
                 HASH_DELETE(hh, co->table, ks);

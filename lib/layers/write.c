@@ -18,7 +18,7 @@ int momento__write_begin(momento__write *w, momento_client *c, const momento__wr
     memset(w, 0, sizeof(*w));
     w->value = value;
     w->value_len = value_len;
-    MOMENTO__CHECK(momento__compress_write(c, opts, &w->value, &w->value_len, &w->owned));
+    MOMENTO__CHECK(momento__compress_write(c ? &c->cfg : NULL, opts, &w->value, &w->value_len, &w->owned));
     int rc = momento__check_item_request(c, cache, key, key_len, w->value, w->value_len, ttl_ms,
                                          opts, cb);
     if (rc != MOMENTO_OK) {
@@ -50,7 +50,7 @@ int momento__writes_begin(momento__writes *w, momento_client *c, const char *cac
     MOMENTO__CHECK(momento__check_ttl(ttl_ms));
     w->values = values;
     w->value_lens = value_lens;
-    MOMENTO__CHECK(momento__compress_writes(c, opts, values, value_lens, n, &w->values,
+    MOMENTO__CHECK(momento__compress_writes(c ? &c->cfg : NULL, opts, values, value_lens, n, &w->values,
                                             &w->value_lens, &w->owned));
     int rc = momento__check_keys_request(c, cache, keys, key_lens, w->values, w->value_lens, n,
                                          opts, cb);

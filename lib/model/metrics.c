@@ -3,7 +3,7 @@
  * (momento/metrics.h has the promises; metrics.h, where it is called). */
 #include "model/metrics.h"
 
-#include "engine/retry.h"
+#include "clock.h"
 #include "model/result.h"
 
 #include <string.h>

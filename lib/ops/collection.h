@@ -5,9 +5,8 @@
 #define MOMENTO_COLLECTION_H
 
 #include "base/alloc.h"
+#include "layers/coalescer.h"
 #include "ops/op.h"
-
-#include "momento/coalescer.h"
 
 /* A request on one collection: the checks of a key request (momento.h),
  * the collection's name as its key. Returns 0 or an error to return. */
@@ -63,17 +62,6 @@ momento_result *momento__items_new(momento__scratch *scratch, size_t n, momento_
  * that submit fails (no callback follows then). The callback frees it. */
 void *momento__one_item_new(momento_callback cb, void *userdata);
 void momento__one_item_done(const momento_result *r, void *one);
-
-/* coalescer.c: a collection read of `name` through coalescer `co`, checked
- * by the caller: joins an identical read in flight (same RPC, same packed
- * request) or sends `req` as a new shared RPC. Returns as the public
- * calls. */
-int momento__coalesce_read(momento_coalescer *co, momento__rpc_id rpc, momento__decode_fn decode,
-                           const char *cache, const void *name, size_t name_len,
-                           const ProtobufCMessage *req, const momento_request_options *opts,
-                           momento_callback cb, void *userdata);
-/* The client a coalescer sends through (NULL for NULL). */
-momento_client *momento__coalescer_client(const momento_coalescer *co);
 
 /* Where a collection request goes: a client's plain call, or a
  * coalescer's shared read. */

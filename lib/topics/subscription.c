@@ -32,9 +32,9 @@
  * momento_subscription_free()). A group is freed once it has ended. */
 #include "base/alloc.h"
 #include "base/wire.h"
+#include "clock.h"
 #include "engine/client.h"
 #include "engine/respond.h"
-#include "engine/retry.h"
 #include "grpc_util.h"
 #include "model/validate.h"
 

@@ -33,6 +33,7 @@
  * is counted once, when it ends. */
 #include "core/srv_server.h"
 
+#include "clock.h"
 #include "core/srv_metadata.h"
 #include "core/srv_reply.h"
 #include "core/srv_tokens.h"
@@ -481,16 +482,8 @@ static bool rate_limited(momento_local *s)
     return ++s->rate_count > s->opts.max_rps;
 }
 
-/* store_now_ms()'s clock in nanoseconds. */
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* The first millisecond of store_now_ms()'s clock at or after `ns` of
- * now_ns()'s: a timer due then fires at `ns` or later, never before. */
+ * momento__mono_ns()'s: a timer due then fires at `ns` or later, never before. */
 static int64_t ms_at_or_after(int64_t ns)
 {
     return ns / 1000000 + (ns % 1000000 > 0);
@@ -509,7 +502,7 @@ static int64_t deadline_in_ms(const srv_call *c)
     if (left.tv_sec > INT32_MAX)
         return INT64_MAX;
     /* Read after gRPC's clock: the sum errs late, never early. */
-    return ms_at_or_after(now_ns() + (int64_t)left.tv_sec * 1000000000 + left.tv_nsec);
+    return ms_at_or_after(momento__mono_ns() + momento__gpr_ns(left));
 }
 
 /* When store_now_ms() reaches a disposable token's expiry, `valid_until`
@@ -519,9 +512,8 @@ static int64_t expiry_in_ms(uint64_t valid_until)
 {
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
-    int64_t left = (int64_t)valid_until * 1000000000 -
-                   ((int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec);
-    return ms_at_or_after(now_ns() + left);
+    int64_t left = (int64_t)valid_until * 1000000000 - momento__timespec_ns(wall);
+    return ms_at_or_after(momento__mono_ns() + left);
 }
 
 /* The timer heap holds the calls parked by a delay and the subscription

@@ -1,6 +1,7 @@
 /* Taking turns (srv_turns.h): a FIFO lock for the server's state, the
  * poller's role passed from thread to thread, and the long request's
  * slices, pins and hand-overs. */
+#include "clock.h"
 #include "core/srv_turns.h"
 
 #include <stdio.h>
@@ -10,13 +11,6 @@
 
 static _Thread_local bool t_polling;
 static _Thread_local srv_work *t_work;
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 int srv_turns_init(srv_turns *t, void *(*body)(void *), void *arg)
 {
@@ -158,7 +152,7 @@ void srv_work_begin(srv_work *w, srv_turns *t, store *st)
     w->turns = t;
     w->store = st;
     w->outer = t_work;
-    w->slice_start_ns = now_ns();
+    w->slice_start_ns = momento__mono_ns();
     t_work = w;
 }
 
@@ -382,7 +376,7 @@ void srv_yield(void)
     if (!w || ++w->ticks < SRV_YIELD_EVERY)
         return;
     w->ticks = 0;
-    int64_t now = now_ns();
+    int64_t now = momento__mono_ns();
     if (now - w->slice_start_ns < SRV_SLICE_NS)
         return;
     if (!go_long(w)) {
@@ -393,7 +387,7 @@ void srv_yield(void)
         srv_turn_give(w->turns);
         srv_turn_take(w->turns);
     }
-    w->slice_start_ns = now_ns();
+    w->slice_start_ns = momento__mono_ns();
 }
 
 bool srv_let_go(void)
@@ -409,5 +403,5 @@ void srv_take_back(void)
 {
     srv_work *w = t_work;
     srv_turn_take(w->turns);
-    w->slice_start_ns = now_ns();
+    w->slice_start_ns = momento__mono_ns();
 }
