@@ -1,10 +1,9 @@
-/* One RPC from start to callback. The request is packed straight into a gRPC
- * slice. A unary call is a single batch of six ops. A server-streaming call
- * is a batch that sends and waits for the status, plus a chain of one-op
- * batches that read messages until the stream ends, each kind with its own
- * tag (client.h's momento__tag, whose handler the completion loop runs).
- * When every batch has completed, the status is mapped, the message(s)
- * decoded and the user's callback run on the completion thread.
+/* One RPC from start to callback. The request is packed straight into a
+ * slice, kept for retries. Each attempt is the transport's (transport/
+ * transport.h; transport/grpc/ puts it on a gRPC call): this file prepares
+ * it, makes it cancellable, launches it, and hears of its end on the
+ * completion thread (attempt_done). Then the status is mapped, the
+ * message(s) decoded and the user's callback run on that thread.
  *
  * This file makes attempts, and a call waits for its next one on a client
  * timer (wait_retry); whether to make another, and after what delay, is
@@ -25,6 +24,7 @@
 #include "model/metrics.h"
 #include "model/result.h"
 #include "model/validate.h"
+#include "transport/transport.h"
 
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
@@ -42,52 +42,35 @@
 
 struct momento__call {
     momento__tracked track;     /* the client's view of the request */
-    /* The attempt's batches' tags: the unary batch or a stream's status
-     * batch (unary_done / stream_status_done), and a stream's reads
-     * (stream_read_done). Set per attempt, on the thread starting it. */
-    momento__tag tag, read_tag;
     momento_client *client;
-    momento__rpc_id method;
     momento__decode_fn decode; /* the op's decoder for `method` */
     momento_callback cb;
     void *userdata;
-    grpc_slice request;         /* the packed request, kept for retries */
-    grpc_byte_buffer *send_msg; /* per attempt: gRPC moves the slices out of it when sending */
-    grpc_byte_buffer *recv_msg;
-    int pending;                /* batches of the current attempt not yet completed */
+    /* What every attempt sends: the method, the packed request, the cache
+     * name, the headers (md) and a stream's exact message count. */
+    momento__wire_request rq;
+    /* The current attempt, the transport's, in this allocation after md[];
+     * its reply is read until the next attempt or the release. */
+    momento__attempt *att;
     int attempt;                /* 1-based */
-    size_t expect_msgs;         /* a stream's exact message count; 0 = any */
-    bool too_many;              /* the stream went past expect_msgs */
-    bool out_of_memory;         /* we ended it: no memory to keep a reply */
     bool no_metrics;            /* its callback reports it (call.h) */
     int64_t submitted_ns;       /* for the metrics hook */
-    size_t n_md;
     uint8_t own_md, n_own_md;   /* md[own_md ..] are the request's own headers, copied */
-    momento__channel *channel;
     gpr_timespec deadline;      /* the request's overall deadline */
     gpr_timespec attempt_deadline; /* this attempt's: the overall, or its own if sooner */
     momento__timer retry_timer; /* its next attempt, while it waits for it
                                  * (wait_retry); set up at the first wait */
     /* The client's cap on requests in flight (momento_config_set_max_
      * concurrent_requests()): whether it waits for a place or holds one,
-     * its place in the queue, and its first gRPC call while it waits. */
+     * and its place in the queue; while it waits, its first attempt is
+     * prepared, not launched. */
     enum { GATE_NONE, GATE_QUEUED, GATE_HOLDS } gate;
     momento__call *gate_next;
-    grpc_call *gate_gc;
     momento__timer gate_timer;  /* its deadline, or a cancel, while queued */
     momento__timer late_timer;  /* a DEADLINE_EXCEEDED that came early: delivered
-                                 * at the deadline (finish()) */
+                                 * at the deadline (attempt_done()) */
     momento_cancel_token *token; /* a reference, or NULL */
     momento__cancel_hook hook;  /* on the token until delivery */
-    grpc_slice *msgs;           /* messages received so far: &msg0 until a
-                                 * stream brings a second one */
-    size_t n_msgs, cap_msgs;
-    grpc_slice msg0;            /* a unary reply's one message, without a malloc */
-    grpc_metadata_array recv_initial;
-    grpc_metadata_array recv_trailing;
-    grpc_status_code status;
-    grpc_slice details;
-    grpc_slice cache_value;
     grpc_metadata md[]; /* sized per client: 4 + its extra headers */
 };
 
@@ -101,39 +84,25 @@ static grpc_slice pack(const ProtobufCMessage *req)
 
 static void release(momento__call *call)
 {
-    for (size_t i = 0; i < call->n_msgs; i++)
-        grpc_slice_unref(call->msgs[i]);
-    if (call->msgs != &call->msg0)
-        free(call->msgs);
-    if (call->send_msg)
-        grpc_byte_buffer_destroy(call->send_msg);
-    grpc_slice_unref(call->request);
-    if (call->recv_msg)
-        grpc_byte_buffer_destroy(call->recv_msg);
-    grpc_metadata_array_destroy(&call->recv_initial);
-    grpc_metadata_array_destroy(&call->recv_trailing);
-    grpc_slice_unref(call->details);
-    grpc_slice_unref(call->cache_value);
+    call->client->transport->ops->end(call->att);
+    grpc_slice_unref(call->rq.body);
+    grpc_slice_unref(call->rq.cache);
     for (size_t i = call->own_md; i < (size_t)call->own_md + call->n_own_md; i++) {
         grpc_slice_unref(call->md[i].key);
         grpc_slice_unref(call->md[i].value);
     }
-    if (call->track.call)
-        grpc_call_unref(call->track.call);
-    momento__channel_put(call->channel);
     if (call->track.wake)
         momento__timer_disarm(call->client, &call->gate_timer);
     momento_cancel_token_free(call->token);
     free(call);
 }
 
-/* Makes the gRPC call for the next attempt, on the next channel, with the
- * request's deadline or the attempt's own if sooner. NULL if gRPC refused. */
-static grpc_call *new_attempt_call(momento__call *call)
+/* Prepares the next attempt, with the request's deadline or the attempt's
+ * own if sooner. Returns 0 or an error (the transport's). */
+static int prepare_attempt(momento__call *call)
 {
     momento_client *c = call->client;
     call->attempt++;
-    call->channel = momento__channels_take(&c->channels, momento__rpcs[call->method].plane);
     gpr_timespec deadline = call->deadline;
     if (c->cfg.retry_attempt_timeout_ms) {
         gpr_timespec own = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
@@ -143,73 +112,26 @@ static grpc_call *new_attempt_call(momento__call *call)
             deadline = own;
     }
     call->attempt_deadline = deadline;
-    return grpc_channel_create_registered_call(call->channel->channel, NULL,
-                                               GRPC_PROPAGATE_DEFAULTS, c->cq,
-                                               call->channel->registered[call->method],
-                                               deadline, NULL);
+    return c->transport->ops->prepare(c->transport, call->att, &call->rq, deadline);
 }
 
-static void unary_done(momento__tag *tag, int success);
-static void stream_status_done(momento__tag *tag, int success);
-static void stream_read_done(momento__tag *tag, int success);
+static void attempt_done(momento__attempt *a);
 
-/* Starts the attempt's batches on gc, already published as the current call.
- * Returns 0, or an error when gRPC refused (then no event will come). */
-static int launch_attempt(momento__call *call, grpc_call *gc)
+/* Launches the prepared attempt, already published as the request's
+ * current one. Returns 0, or an error (then no attempt_done() follows). */
+static int launch_attempt(momento__call *call)
 {
-    const momento__rpc *info = &momento__rpcs[call->method];
-    if (call->send_msg)
-        grpc_byte_buffer_destroy(call->send_msg);
-    call->send_msg = grpc_raw_byte_buffer_create(&call->request, 1); /* takes a ref */
-
-    grpc_op ops[6];
-    size_t n = 0;
-    memset(ops, 0, sizeof(ops));
-    ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[n].data.send_initial_metadata.count = call->n_md;
-    ops[n++].data.send_initial_metadata.metadata = call->md;
-    ops[n].op = GRPC_OP_SEND_MESSAGE;
-    ops[n++].data.send_message.send_message = call->send_msg;
-    ops[n++].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-    ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
-    ops[n++].data.recv_initial_metadata.recv_initial_metadata = &call->recv_initial;
-    if (!info->streaming) {
-        ops[n].op = GRPC_OP_RECV_MESSAGE;
-        ops[n++].data.recv_message.recv_message = &call->recv_msg;
-    }
-    ops[n].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    ops[n].data.recv_status_on_client.trailing_metadata = &call->recv_trailing;
-    ops[n].data.recv_status_on_client.status = &call->status;
-    ops[n++].data.recv_status_on_client.status_details = &call->details;
-
-    call->pending = info->streaming ? 2 : 1;
-    call->tag.cb = info->streaming ? stream_status_done : unary_done;
-    if (grpc_call_start_batch(gc, ops, n, &call->tag, NULL) != GRPC_CALL_OK)
-        return MOMENTO_ERR_UNKNOWN; /* only a programming error in this file */
-    if (info->streaming) {
-        grpc_op read;
-        memset(&read, 0, sizeof(read));
-        read.op = GRPC_OP_RECV_MESSAGE;
-        read.data.recv_message.recv_message = &call->recv_msg;
-        call->read_tag.cb = stream_read_done;
-        if (grpc_call_start_batch(gc, &read, 1, &call->read_tag, NULL) != GRPC_CALL_OK) {
-            /* The status batch is under way: let it finish the attempt. */
-            grpc_call_cancel(gc, NULL);
-            call->pending = 1;
-        }
-    }
-    return MOMENTO_OK;
+    return call->client->transport->ops->launch(call->att);
 }
 
 /* Starts the call's next attempt (a due retry). Returns 0, or an error
  * when it could not start (then the caller gives up). */
 static int next_attempt(momento__call *call)
 {
-    grpc_call *gc = new_attempt_call(call);
-    if (!gc)
+    if (prepare_attempt(call) != MOMENTO_OK)
         return MOMENTO_ERR_NO_MEMORY;
-    momento__client_publish(call->client, &call->track, gc);
-    return launch_attempt(call, gc);
+    momento__client_publish(call->client, &call->track, call->att);
+    return launch_attempt(call);
 }
 
 void momento__call_opts_from(const momento_client *c, const momento_request_options *opts,
@@ -257,18 +179,16 @@ static void on_token_cancelled(momento__cancel_hook *h)
 static void give_up(momento__call *call, grpc_status_code status, const char *why);
 
 /* The cap on requests in flight: a FIFO of accepted calls waiting for a
- * place. A queued call has its first gRPC call made but not started, and
- * not published, so nothing can end it but this queue: it leaves when a
- * place frees, or - over the cap - when its deadline passes, it is
- * cancelled or the client is freed; gRPC then ends it at once with
- * DEADLINE_EXCEEDED or CANCELLED through the usual path, so it needs no
- * ending of its own. */
+ * place. A queued call has its first attempt prepared but not launched,
+ * and not published, so nothing can end it but this queue: it leaves when
+ * a place frees, or - over the cap - when its deadline passes, it is
+ * cancelled or the client is freed; the transport then ends it at once
+ * with DEADLINE_EXCEEDED or CANCELLED through the usual path, so it needs
+ * no ending of its own. */
 static void gate_launch(momento__call *call)
 {
-    grpc_call *gc = call->gate_gc;
-    call->gate_gc = NULL;
-    momento__client_publish(call->client, &call->track, gc);
-    if (launch_attempt(call, gc) != MOMENTO_OK)
+    momento__client_publish(call->client, &call->track, call->att);
+    if (launch_attempt(call) != MOMENTO_OK)
         give_up(call, GRPC_STATUS_UNAVAILABLE, "could not start the call");
 }
 
@@ -332,7 +252,7 @@ static void gate_fire(momento__timer *t)
 /* Takes a place, or queues the call (returns true). Its deadline timer is
  * armed under the queue's lock, so that no other thread can launch, end
  * and free the call before it is armed. */
-static bool gate_enter(momento_client *c, momento__call *call, grpc_call *gc)
+static bool gate_enter(momento_client *c, momento__call *call)
 {
     momento__gate *g = &c->gate;
     pthread_mutex_lock(&g->lock);
@@ -343,7 +263,6 @@ static bool gate_enter(momento_client *c, momento__call *call, grpc_call *gc)
         return false;
     }
     call->gate = GATE_QUEUED;
-    call->gate_gc = gc;
     if (g->tail)
         g->tail->gate_next = call;
     else
@@ -369,26 +288,32 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
     if (opts->token && momento_cancel_token_is_cancelled(opts->token))
         return momento__refuse(MOMENTO_ERR_CANCELLED,
                                "the request's cancel token was already cancelled");
-    /* malloc, not calloc: glibc's calloc skips the per-thread cache, and
-     * the metadata array needs no zeroing. Sized to what this client sends,
-     * the struct stays small enough for that cache. */
+    /* One block per request: the call, its metadata (sized to what this
+     * client sends) and the transport's attempt after it, which the seam
+     * has us zero (transport.h). malloc, not calloc: glibc's calloc skips
+     * the per-thread cache, and the metadata array needs no zeroing. */
     size_t md_slots = 5 + c->n_extra_md + opts->n_headers;
-    momento__call *call = momento__malloc(sizeof(*call) + md_slots * sizeof(grpc_metadata));
+    const momento__transport_ops *ops = c->transport->ops;
+    size_t att_at = sizeof(momento__call) + md_slots * sizeof(grpc_metadata);
+    att_at = (att_at + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+    momento__call *call = momento__malloc(att_at + ops->attempt_size);
     if (!call)
         return MOMENTO_ERR_NO_MEMORY;
     memset(call, 0, sizeof(*call));
+    call->att = (momento__attempt *)((char *)call + att_at);
+    memset(call->att, 0, ops->attempt_size);
+    call->att->data = call;
+    call->att->done = attempt_done;
+    call->track.cancel = ops->cancel;
     call->client = c;
-    call->method = m;
+    call->rq.method = m;
     call->decode = decode;
     momento__timer_init(&call->gate_timer, gate_fire);
     momento__timer_init(&call->late_timer, deliver_late);
     call->cb = cb;
     call->userdata = userdata;
-    call->details = grpc_empty_slice();
-    call->cache_value = grpc_empty_slice();
-    grpc_metadata_array_init(&call->recv_initial);
-    grpc_metadata_array_init(&call->recv_trailing);
-    call->request = opts->packed ? grpc_slice_from_copied_buffer((const char *)opts->packed,
+    call->rq.cache = grpc_empty_slice();
+    call->rq.body = opts->packed ? grpc_slice_from_copied_buffer((const char *)opts->packed,
                                                                  opts->packed_len)
                                  : pack(req);
 
@@ -398,9 +323,9 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
         call->md[n_md++].value = c->auth_value;
     }
     if (plane == MOMENTO__PLANE_DATA) {
-        call->cache_value = grpc_slice_from_copied_string(cache);
+        call->rq.cache = grpc_slice_from_copied_string(cache);
         call->md[n_md].key = grpc_slice_from_static_string("cache");
-        call->md[n_md++].value = call->cache_value;
+        call->md[n_md++].value = call->rq.cache;
         /* As the official SDKs: no header means BALANCED, so only
          * CONSISTENT is sent. */
         int concern = opts->read_concern ? opts->read_concern : c->cfg.read_concern;
@@ -421,13 +346,13 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
     }
     call->n_own_md = (uint8_t)opts->n_headers;
 
+    call->rq.headers = call->md;
     call->deadline = opts->deadline;
-    call->expect_msgs = opts->expect_msgs;
+    call->rq.expect_msgs = opts->expect_msgs;
     call->submitted_ns = opts->submitted_ns;
     call->no_metrics = opts->no_metrics;
 
-    grpc_call *gc = new_attempt_call(call);
-    if (!gc) {
+    if (prepare_attempt(call) != MOMENTO_OK) {
         release(call);
         return MOMENTO_ERR_NO_MEMORY;
     }
@@ -442,20 +367,18 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
     if (opts->token) {
         /* Hung before the request is accepted: a cancel from now on either
          * finds it not yet accepted (then it is refused below) or ends its
-         * gRPC call. Either way nothing is lost. */
+         * attempt. Either way nothing is lost. */
         call->token = momento_cancel_token_ref(opts->token);
         call->hook.fire = on_token_cancelled;
         if (momento__cancel_hook_add(call->token, &call->hook) != MOMENTO_OK) {
-            grpc_call_unref(gc);
             release(call);
             return MOMENTO_ERR_CANCELLED;
         }
     }
-    rc = momento__client_accept(c, &call->track, gated ? NULL : gc);
+    rc = momento__client_accept(c, &call->track, gated ? NULL : call->att);
     if (rc != MOMENTO_OK) {
         if (call->token)
             momento__cancel_hook_remove(call->token, &call->hook);
-        grpc_call_unref(gc);
         release(call);
         return rc;
     }
@@ -470,16 +393,16 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
         call->md[n_md].key = grpc_slice_from_static_string("runtime-version");
         call->md[n_md++].value = grpc_slice_from_static_string(RUNTIME);
     }
-    call->n_md = n_md;
+    call->rq.n_headers = n_md;
 
     if (opts->started)
         *opts->started = call;
     if (gated) {
-        if (gate_enter(c, call, gc))
+        if (gate_enter(c, call))
             return MOMENTO_OK; /* accepted; it leaves the queue later */
-        momento__client_publish(c, &call->track, gc);
+        momento__client_publish(c, &call->track, call->att);
     }
-    rc = launch_attempt(call, gc);
+    rc = launch_attempt(call);
     if (rc != MOMENTO_OK) {
         /* Refuse the request rather than lose it: no callback follows. */
         if (call->token)
@@ -494,36 +417,12 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
     return rc;
 }
 
-static char *trailer_value(const grpc_metadata_array *md, const char *key)
-{
-    for (size_t i = 0; i < md->count; i++)
-        if (grpc_slice_str_cmp(md->metadata[i].key, key) == 0)
-            return grpc_slice_to_c_string(md->metadata[i].value);
-    return NULL;
-}
-
-
-/* Clears what the last attempt received, so the next starts clean. */
+/* Ends the last attempt (unpublished first, so that no cancel reaches it
+ * while the transport gives it back), so the next starts clean. */
 static void reset_attempt(momento__call *call)
 {
-    grpc_call_unref(momento__client_publish(call->client, &call->track, NULL));
-    momento__channel_put(call->channel);
-    call->channel = NULL;
-    for (size_t i = 0; i < call->n_msgs; i++)
-        grpc_slice_unref(call->msgs[i]);
-    call->n_msgs = 0;
-    if (call->recv_msg)
-        grpc_byte_buffer_destroy(call->recv_msg);
-    call->recv_msg = NULL;
-    grpc_metadata_array_destroy(&call->recv_initial);
-    grpc_metadata_array_destroy(&call->recv_trailing);
-    grpc_metadata_array_init(&call->recv_initial);
-    grpc_metadata_array_init(&call->recv_trailing);
-    grpc_slice_unref(call->details);
-    call->details = grpc_empty_slice();
-    call->status = GRPC_STATUS_OK;
-    call->too_many = false;
-    call->out_of_memory = false;
+    momento__client_publish(call->client, &call->track, NULL);
+    call->client->transport->ops->end(call->att);
 }
 
 static void deliver(momento__call *call);
@@ -550,7 +449,7 @@ static void deliver_late(momento__timer *t)
 
 /* Holds an early DEADLINE_EXCEEDED until `due` (deliver_late()). The RPC
  * is over on the wire, so the request gives back at once what it held as
- * one: its gRPC call, its place under the client's cap (the next queued
+ * one: its place in the client's list of cancellable attempts, its place under the client's cap (the next queued
  * request starts), its count towards batching's threshold (the queue may
  * leave). A cancel or the client's free fires the timer at once (the
  * tracked request's `wake`; momento__client_wait_on() fires it for one
@@ -561,7 +460,7 @@ static bool wait_late(momento__call *call, int64_t due)
     momento_client *c = call->client;
     if (momento__timer_arm(c, &call->late_timer, due, true) != MOMENTO_OK)
         return false;
-    grpc_call_unref(momento__client_wait_on(c, &call->track, &call->late_timer));
+    momento__client_wait_on(c, &call->track, &call->late_timer); /* the attempt is unpublished */
     momento__client_answered(c, &call->track);
     if (call->gate == GATE_HOLDS) {
         call->gate = GATE_NONE;
@@ -574,9 +473,10 @@ static bool wait_late(momento__call *call, int64_t due)
 /* Ends a call that will make no further attempt, with a local status. */
 static void give_up(momento__call *call, grpc_status_code status, const char *why)
 {
-    call->status = status;
-    grpc_slice_unref(call->details);
-    call->details = grpc_slice_from_static_string(why);
+    momento__reply *r = &call->att->reply;
+    r->status = (int)status;
+    grpc_slice_unref(r->details);
+    r->details = grpc_slice_from_static_string(why);
     deliver(call);
 }
 
@@ -624,23 +524,25 @@ static void wait_retry(momento__call *call, int64_t now_ns, int64_t delay_ns)
     momento__client_wait_on(c, &call->track, &call->retry_timer); /* reset_attempt took its call */
 }
 
-/* Every batch of the attempt is done: retry, or deliver. */
-static void finish(momento__call *call)
+/* The attempt is over (the transport's done(), completion thread): retry,
+ * or deliver. */
+static void attempt_done(momento__attempt *a)
 {
+    momento__call *call = a->data;
     momento_client *c = call->client;
-    if (call->status != GRPC_STATUS_OK) {
+    if (a->reply.status != GRPC_STATUS_OK) {
         int64_t now = momento__now_ns();
         int64_t delay = -1;
         if (!momento__client_closing(c) && !momento__client_cancelled(c, &call->track))
-            delay = momento__retry_delay(c, &momento__rpcs[call->method], call->attempt,
-                                         (int)call->status, now, momento__gpr_ns(call->deadline));
+            delay = momento__retry_delay(c, &momento__rpcs[call->rq.method], call->attempt,
+                                         a->reply.status, now, momento__gpr_ns(call->deadline));
         if (delay >= 0) {
             reset_attempt(call);
             wait_retry(call, now, delay);
             return;
         }
         int64_t due = momento__gpr_ns(call->attempt_deadline);
-        if (call->status == GRPC_STATUS_DEADLINE_EXCEEDED && due > now && wait_late(call, due))
+        if (a->reply.status == GRPC_STATUS_DEADLINE_EXCEEDED && due > now && wait_late(call, due))
             return; /* deliver_late() */
     }
     deliver(call);
@@ -650,35 +552,36 @@ static void finish(momento__call *call)
 static void deliver(momento__call *call)
 {
     momento_client *c = call->client;
-    const momento__rpc *info = &momento__rpcs[call->method];
+    const momento__rpc *info = &momento__rpcs[call->rq.method];
+    const momento__reply *rep = &call->att->reply;
     momento_result r;
     momento__scratch scratch;
     memset(&scratch, 0, sizeof(scratch));
     scratch.decompress_max = momento__decompress_limit(&c->cfg); /* gets' decoders read it */
     memset(&r, 0, sizeof(r));
-    r.grpc_status = (int)call->status;
+    r.grpc_status = rep->status;
     r.attempts = call->attempt;
-    r.rpc = (int)call->method + 1;
-    char *message = GRPC_SLICE_LENGTH(call->details) ? grpc_slice_to_c_string(call->details) : NULL;
-    char *detail = call->status != GRPC_STATUS_OK ? trailer_value(&call->recv_trailing, "err")
-                                                  : NULL;
-    if (call->too_many ||
-        (call->status == GRPC_STATUS_OK && call->expect_msgs && call->n_msgs != call->expect_msgs)) {
+    r.rpc = (int)call->rq.method + 1;
+    char *message = GRPC_SLICE_LENGTH(rep->details) ? grpc_slice_to_c_string(rep->details) : NULL;
+    const char *detail = rep->status != GRPC_STATUS_OK ? rep->err : NULL;
+    if (rep->too_many ||
+        (rep->status == GRPC_STATUS_OK && call->rq.expect_msgs &&
+         rep->n_msgs != call->rq.expect_msgs)) {
         /* A batch answered with more or fewer replies than keys. */
         r.error = MOMENTO_ERR_BAD_RESPONSE;
-    } else if (call->status == GRPC_STATUS_OK) {
-        if (!info->streaming && call->n_msgs != 1)
+    } else if (rep->status == GRPC_STATUS_OK) {
+        if (!info->streaming && rep->n_msgs != 1)
             r.error = MOMENTO_ERR_BAD_RESPONSE; /* a unary reply has exactly one message */
         else
-            r.error = call->decode(&r, call->msgs, call->n_msgs, &scratch);
-    } else if (info->already_exists_is_outcome && call->status == GRPC_STATUS_ALREADY_EXISTS) {
+            r.error = call->decode(&r, rep->msgs, rep->n_msgs, &scratch);
+    } else if (info->already_exists_is_outcome && rep->status == GRPC_STATUS_ALREADY_EXISTS) {
         r.error = MOMENTO_OK;
         r.outcome = MOMENTO_OUTCOME_ALREADY_EXISTS;
-    } else if (call->out_of_memory) {
+    } else if (rep->out_of_memory) {
         /* The RESOURCE_EXHAUSTED is our own: no room for the reply. */
         r.error = MOMENTO_ERR_CLIENT_RESOURCE_EXHAUSTED;
     } else {
-        r.error = momento__error_from_reply((int)call->status, detail, message);
+        r.error = momento__error_from_reply(rep->status, detail, message);
     }
     if (r.error != MOMENTO_OK) {
         r.outcome = MOMENTO_OUTCOME_ERROR;
@@ -707,97 +610,13 @@ static void deliver(momento__call *call)
     if (call->gate == GATE_HOLDS)
         gate_leave(c); /* before the callback: a request it makes may take the place */
     if (momento__metrics_on(&c->cfg) && !call->no_metrics)
-        momento__metrics_rpc(&c->cfg, call->method, call->cache_value, call->submitted_ns,
-                             call->request, call->msgs, call->n_msgs, &r);
+        momento__metrics_rpc(&c->cfg, call->rq.method, call->rq.cache, call->submitted_ns,
+                             call->rq.body, rep->msgs, rep->n_msgs, &r);
     momento__respond(c, call->cb, &r, call->userdata, call->no_metrics);
 
     momento__scratch_free(&scratch);
     gpr_free(message);
-    gpr_free(detail);
 
     momento__client_retire(c, &call->track);
     release(call);
-}
-
-/* Moves the received message (if any) into the call's list. */
-static bool take_message(momento__call *call)
-{
-    if (!call->recv_msg)
-        return false;
-    grpc_byte_buffer *bb = call->recv_msg;
-    grpc_slice body = momento__byte_buffer_slice(bb);
-    grpc_byte_buffer_destroy(bb);
-    call->recv_msg = NULL;
-    if (call->expect_msgs && call->n_msgs == call->expect_msgs) {
-        /* One message more than the request allows: stop reading (a
-         * misbehaving server could send any number) and end the call. */
-        grpc_slice_unref(body);
-        call->too_many = true;
-        grpc_call_cancel_with_status(call->track.call, GRPC_STATUS_DATA_LOSS,
-                                     "the server sent more replies than the request allows",
-                                     NULL);
-        return false;
-    }
-    if (!call->msgs) {
-        call->msgs = &call->msg0;
-        call->cap_msgs = 1;
-    }
-    /* A retry starts again at n_msgs 0 in whatever storage it had. */
-    if (call->n_msgs == call->cap_msgs) {
-        size_t cap = call->cap_msgs * 4;
-        bool was_inline = call->msgs == &call->msg0;
-        grpc_slice *grown = was_inline ? momento__malloc(cap * sizeof(*grown))
-                                       : momento__realloc(call->msgs, cap * sizeof(*grown));
-        if (!grown) {
-            grpc_slice_unref(body);
-            call->out_of_memory = true;
-            grpc_call_cancel_with_status(call->track.call, GRPC_STATUS_RESOURCE_EXHAUSTED,
-                                         "client out of memory for the response", NULL);
-            return false;
-        }
-        if (was_inline)
-            grown[0] = call->msg0;
-        call->msgs = grown;
-        call->cap_msgs = cap;
-    }
-    call->msgs[call->n_msgs++] = body;
-    return true;
-}
-
-/* The handlers of the attempt's tags (launch_attempt), on the completion
- * thread. */
-
-/* A unary call's one batch completed: its reply, if any, and status. */
-static void unary_done(momento__tag *tag, int success)
-{
-    momento__call *call = (momento__call *)((char *)tag - offsetof(momento__call, tag));
-    take_message(call);
-    (void)success; /* a failed batch still reports its status */
-    if (--call->pending == 0)
-        finish(call);
-}
-
-/* A stream's status batch completed; the reads may still be under way. */
-static void stream_status_done(momento__tag *tag, int success)
-{
-    momento__call *call = (momento__call *)((char *)tag - offsetof(momento__call, tag));
-    (void)success; /* a failed batch still reports its status */
-    if (--call->pending == 0)
-        finish(call);
-}
-
-/* A stream read finished: keep reading until the stream ends. */
-static void stream_read_done(momento__tag *tag, int success)
-{
-    momento__call *call = (momento__call *)((char *)tag - offsetof(momento__call, read_tag));
-    if (success && take_message(call)) {
-        grpc_op read;
-        memset(&read, 0, sizeof(read));
-        read.op = GRPC_OP_RECV_MESSAGE;
-        read.data.recv_message.recv_message = &call->recv_msg;
-        if (grpc_call_start_batch(call->track.call, &read, 1, tag, NULL) == GRPC_CALL_OK)
-            return;
-    }
-    if (--call->pending == 0)
-        finish(call);
 }

@@ -1,6 +1,7 @@
 /* Client lifecycle, and every rule about how long a request lives: a
- * request is accepted into the in-flight list, its gRPC call is published
- * there so that a shutdown can cancel it, and it is retired once its one
+ * request is accepted into the in-flight list, its current attempt (a
+ * transport's, or a stream's gRPC call) is published there so that a
+ * shutdown can cancel it, and it is retired once its one
  * callback has returned. momento_client_free() refuses new requests,
  * cancels the tracked ones and waits until the last is retired; called from
  * a callback (on the completion thread, which must keep running to deliver
@@ -285,6 +286,10 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
         c->kick_channel = grpc_lame_client_channel_create(NULL, GRPC_STATUS_UNAVAILABLE, "kick");
         rc = c->cq && c->kick_channel ? momento__channels_open(&c->channels, &c->cfg, &c->creds)
                                       : MOMENTO_ERR_NO_MEMORY;
+        c->grpc.base.ops = &momento__grpc_ops;
+        c->grpc.cq = c->cq;
+        c->grpc.channels = &c->channels;
+        c->transport = &c->grpc.base;
     }
     if (rc == MOMENTO_OK && pthread_create(&c->thread, NULL, completion_loop, c) != 0)
         rc = MOMENTO_ERR_NO_MEMORY;
@@ -361,12 +366,11 @@ void momento_client_free(momento_client *c)
     detach_observers(c);
     pthread_mutex_lock(&c->lock);
     /* Each tracked request still completes, with CANCELLED, through its
-     * callback: its gRPC call is cancelled, or, without one, the timer it
-     * waits on (a retry's, a queued request's, ...) fires at once. */
+     * callback: its attempt is cancelled (t->cancel), or, without one, the
+     * timer it waits on (a retry's, a queued request's, ...) fires at once. */
     for (momento__tracked *t = c->in_flight; t; t = t->next) {
         if (t->call)
-            grpc_call_cancel_with_status(t->call, GRPC_STATUS_CANCELLED,
-                                         "cancelled: the client was freed", NULL);
+            t->cancel(t->call, "cancelled: the client was freed");
         else if (t->wake)
             fire_soon_locked(c, t->wake);
     }
@@ -398,9 +402,9 @@ void momento_client_free(momento_client *c)
     destroy(c);
 }
 
-int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc)
+int momento__client_accept(momento_client *c, momento__tracked *t, void *gc)
 {
-    /* One lock section accepts the request and publishes its gRPC call,
+    /* One lock section accepts the request and publishes its attempt,
      * both of which momento_client_free() reads under the lock. */
     pthread_mutex_lock(&c->lock);
     if (c->closing) {
@@ -412,29 +416,28 @@ int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc
     atomic_fetch_add(&c->n_rpcs, 1);
     t->call = gc;
     if (gc && t->cancelled) /* its token fired while it was being submitted */
-        grpc_call_cancel_with_status(gc, GRPC_STATUS_CANCELLED, t->cancel_why, NULL);
+        t->cancel(gc, t->cancel_why);
     pthread_mutex_unlock(&c->lock);
     return MOMENTO_OK;
 }
 
-grpc_call *momento__client_publish(momento_client *c, momento__tracked *t, grpc_call *gc)
+void *momento__client_publish(momento_client *c, momento__tracked *t, void *gc)
 {
     pthread_mutex_lock(&c->lock);
-    grpc_call *old = t->call;
+    void *old = t->call;
     t->call = gc;
     if (gc && t->cancelled)
-        grpc_call_cancel_with_status(gc, GRPC_STATUS_CANCELLED, t->cancel_why, NULL);
+        t->cancel(gc, t->cancel_why);
     else if (gc && c->closing) /* the free's sweep of the list is over */
-        grpc_call_cancel_with_status(gc, GRPC_STATUS_CANCELLED, "cancelled: the client was freed",
-                                     NULL);
+        t->cancel(gc, "cancelled: the client was freed");
     pthread_mutex_unlock(&c->lock);
     return old;
 }
 
-grpc_call *momento__client_wait_on(momento_client *c, momento__tracked *t, momento__timer *wake)
+void *momento__client_wait_on(momento_client *c, momento__tracked *t, momento__timer *wake)
 {
     pthread_mutex_lock(&c->lock);
-    grpc_call *old = t->call;
+    void *old = t->call;
     t->call = NULL;
     t->wake = wake;
     /* A cancel or the free's sweep that came while it had neither a gRPC
@@ -465,7 +468,7 @@ void momento__client_cancel(momento_client *c, momento__tracked *t, const char *
         t->cancelled = true;
         t->cancel_why = why;
         if (t->call)
-            grpc_call_cancel_with_status(t->call, GRPC_STATUS_CANCELLED, why, NULL);
+            t->cancel(t->call, why);
         else if (t->wake) { /* queued under the cap, waiting to retry or delivered late */
             fire_soon_locked(c, t->wake);
             wake = true;

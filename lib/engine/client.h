@@ -1,6 +1,7 @@
 /* The client (client.c): its channels, its completion thread, and the one
  * place that decides how long a request lives. A request is accepted
- * (momento__client_accept), may change gRPC call between attempts
+ * (momento__client_accept), may change what it has on the wire between
+ * attempts
  * (momento__client_publish), and is retired (momento__client_retire) once
  * its callback has returned, or at once when it is refused after all.
  * momento_client_free() cancels what is tracked and waits for the last
@@ -9,36 +10,30 @@
 #ifndef MOMENTO_CLIENT_H
 #define MOMENTO_CLIENT_H
 
-#include "engine/channel.h"
+#include "transport/grpc/channel.h"
 #include "engine/dispatch.h"
 #include "engine/retry.h"
 #include "engine/timer.h"
 #include "heap.h"
 #include "model/config.h"
 #include "model/credentials.h"
+#include "transport/grpc/channel.h"
+#include "transport/grpc/grpc_transport.h"
 
 #include <grpc/grpc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
-/* What every batch started on the client's completion queue carries as its
- * tag: a pointer to one of these, embedded in its owner (a call, a
- * subscription's stream, the kick), whose handler the completion loop
- * runs. As libuv's uv__io_t carries its callback, the loop knows nothing
- * of who owns the tag; the owner finds itself from the tag's address
- * (offsetof). */
-typedef struct momento__tag {
-    /* On the completion thread, no lock held: the batch has completed;
-     * `success` as gRPC reports it. The owner must outlive every batch it
-     * started with this tag. */
-    void (*cb)(struct momento__tag *tag, int success);
-} momento__tag;
 
 /* One accepted request, as the client sees it: embedded in the call. */
 typedef struct momento__tracked {
     struct momento__tracked *prev, *next;
-    grpc_call *call; /* the current attempt's gRPC call; NULL between attempts */
+    /* What is on the wire for it now, NULL between attempts: a call's
+     * transport attempt (transport/transport.h) or a subscription's gRPC
+     * call; ended by `cancel` (any thread, under the client's lock). */
+    void *call;
+    void (*cancel)(void *call, const char *why);
     bool cancelled;  /* by its token: every later gRPC call is cancelled at once */
     bool answered;   /* no longer counted in n_rpcs (momento__client_answered) */
     const char *cancel_why;
@@ -101,6 +96,10 @@ struct momento_client {
     grpc_completion_queue *cq;
     pthread_t thread;
     momento__channels channels;
+    /* Where calls make their attempts (call.c): &grpc.base, the only
+     * transport so far, over the queue and the channels above. */
+    momento__transport *transport;
+    momento__grpc_transport grpc;
     atomic_bool agent_sent;
     grpc_slice auth_value;
     bool token_in_log_filter;    /* the token is cut out of log messages */
@@ -178,21 +177,22 @@ void momento__client_note_write(momento_client *c, const momento__write_observer
 /* The client whose completion thread is running this code, or NULL. */
 extern _Thread_local const momento_client *momento__current_client;
 
-/* Accepts a request whose first gRPC call is `gc`: from now on exactly one
+/* Accepts a request whose first attempt (a transport's, or a subscription's
+ * gRPC call; `t->cancel` ends it) is `gc`: from now on exactly one
  * callback must follow, then momento__client_retire(). Returns 0, or
  * MOMENTO_ERR_CLOSED once the client is being freed (nothing tracked). */
-int momento__client_accept(momento_client *c, momento__tracked *t, grpc_call *gc);
-/* Makes `gc` the request's current gRPC call (NULL between attempts), so
+int momento__client_accept(momento_client *c, momento__tracked *t, void *gc);
+/* Makes `gc` the request's current attempt (NULL between attempts), so
  * that momento_client_free() cancels the right one; a call published once
  * the free has begun is cancelled at once. Returns the previous. */
-grpc_call *momento__client_publish(momento_client *c, momento__tracked *t, grpc_call *gc);
-/* The request's gRPC call is over and it waits on `wake` (a timer of its
+void *momento__client_publish(momento_client *c, momento__tracked *t, void *gc);
+/* The request's attempt is over and it waits on `wake` (a timer of its
  * own, armed by the caller: its next attempt, or its callback): it has no
  * gRPC call from now on, and a cancel or momento_client_free() fires
  * `wake` at once instead - also one that came before this call, so that
  * none is missed between the end of the gRPC call and the wait. Returns the
- * gRPC call it had, for the caller to unref. Any thread. */
-grpc_call *momento__client_wait_on(momento_client *c, momento__tracked *t,
+ * attempt it had, for the caller to give back. Any thread. */
+void *momento__client_wait_on(momento_client *c, momento__tracked *t,
                                    struct momento__timer *wake);
 /* The request's `wake` is forgotten (under the lock, so no free's sweep
  * fires it from now on); returns it, for the caller to disarm. */

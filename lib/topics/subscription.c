@@ -581,6 +581,13 @@ static void arm(sub_group *g, uint32_t ms)
         momento__timer_fire_soon(g->client, &g->timer);
 }
 
+/* The client's cancel of the stream's gRPC call, published as the group's
+ * (momento__tracked.cancel): any thread, under the client's lock. */
+static void cancel_stream(void *call, const char *why)
+{
+    grpc_call_cancel_with_status(call, GRPC_STATUS_CANCELLED, why, NULL);
+}
+
 static void release_stream(sub_group *g)
 {
     if (g->call) {
@@ -902,6 +909,7 @@ static sub_group *group_new(momento_client *c, const char *cache, const char *to
     g->send_tag.cb = stream_send_done;
     g->read_tag.cb = stream_read_done;
     g->track.wake = &g->timer;
+    g->track.cancel = cancel_stream;
     g->state = S_WAITING; /* its first stream opens on the completion thread */
     g->details = grpc_empty_slice();
     grpc_metadata_array_init(&g->recv_initial);

@@ -2,7 +2,7 @@
  * slot's current channel and its reference on it is not destroyed under
  * that thread. No server: gRPC channels connect lazily, and none is used
  * for a call here. */
-#include "engine/channel.h"
+#include "transport/grpc/channel.h"
 #include "momento/momento.h"
 
 #include <setjmp.h>

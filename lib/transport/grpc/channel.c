@@ -2,7 +2,7 @@
  * endpoint (and one to the token endpoint where that is another address),
  * each with every method of its plane registered once so that calls skip
  * per-call path parsing (registered calls). */
-#include "engine/channel.h"
+#include "transport/grpc/channel.h"
 
 #include "base/alloc.h"
 #include "clock.h"

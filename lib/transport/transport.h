@@ -1,0 +1,103 @@
+/* The transport seam (docs/transport.md): how the engine (call.c) makes an
+ * attempt of an RPC on the wire without knowing the wire. Everything above
+ * it - options, deadlines, cancel tokens, the cap, retries, metrics,
+ * decoding, delivery, the coalescer and the batcher - calls only these
+ * operations; everything of gRPC behind them is in transport/grpc/.
+ *
+ * As libuv's requests, an attempt lives in memory its caller owns: the
+ * engine allocates `attempt_size` bytes inside its call (no allocation of
+ * the transport's own per request), zeroed, whose first member is a
+ * momento__attempt. One attempt goes through
+ *
+ *     prepare -> [publish for cancel] -> launch -> ... -> done -> end
+ *
+ * and the engine may prepare it again after end (a retry). prepare and
+ * launch are two steps so that the engine can make the attempt cancellable
+ * (the client's in-flight list, client.h) before it can complete: once
+ * launched, it may complete on the completion thread at any time.
+ *
+ * Bytes cross the seam as grpc_slice (refcounted, the type decode.c and the
+ * metrics hook read) and headers as grpc_metadata: plain data types of
+ * gRPC's support library that any transport can make and read. */
+#ifndef MOMENTO_TRANSPORT_H
+#define MOMENTO_TRANSPORT_H
+
+#include "methods.h"
+#include "momento/momento.h"
+
+#include <grpc/grpc.h>
+#include <grpc/support/time.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* What an attempt ended with: written by the transport before done(), read
+ * by the engine until end(). The engine may overwrite `status` and
+ * `details` (a local end: a cancel the wire never saw, say); end() gives
+ * back whatever `details` then holds. */
+typedef struct momento__reply {
+    int status;         /* Momento's status codes (gRPC's numbering); 0: OK */
+    grpc_slice details; /* the status message; empty when none */
+    char *err;          /* the `err` detail (PROTOCOL.md), NUL-terminated, or NULL; set
+                         * only when status != 0; the transport's */
+    grpc_slice *msgs;   /* the reply's messages, n_msgs of them; the transport's */
+    size_t n_msgs;
+    bool too_many;      /* more messages came than expect_msgs: reading stopped */
+    bool out_of_memory; /* the transport ended it: no memory to keep the reply */
+} momento__reply;
+
+/* The head of every transport's attempt. */
+typedef struct momento__attempt {
+    void *data; /* the engine's: its call, for done() */
+    /* Set by the engine before launch: the attempt has completed, `reply`
+     * is filled. Called exactly once per successful launch, on the client's
+     * completion thread, no lock held. */
+    void (*done)(struct momento__attempt *a);
+    momento__reply reply;
+} momento__attempt;
+
+/* One request as every attempt of it sends it; the engine's, valid from
+ * prepare to end (the transport may keep the pointer). */
+typedef struct momento__wire_request {
+    momento__rpc_id method;          /* its row of momento__rpcs (methods.h) */
+    grpc_slice body;                 /* the packed request */
+    grpc_slice cache;                /* the cache name (data plane); empty otherwise */
+    const grpc_metadata *headers;    /* authorization, cache, read concern, the
+                                      * client's and the request's own, agent */
+    size_t n_headers;
+    size_t expect_msgs;              /* a stream's exact message count; 0 = any */
+} momento__wire_request;
+
+typedef struct momento__transport momento__transport;
+
+/* A transport's operations: a const table, one per kind of transport. */
+typedef struct momento__transport_ops {
+    const char *name;
+    size_t attempt_size; /* >= sizeof(momento__attempt); the engine zeroes it */
+    /* Readies attempt `a` of `rq` with its own deadline (GPR_CLOCK_MONOTONIC),
+     * on the submitting thread or the completion thread. Returns 0, or
+     * MOMENTO_ERR_NO_MEMORY (then only end() may follow). From 0 on,
+     * cancel() may be called from any thread. */
+    int (*prepare)(momento__transport *t, momento__attempt *a, const momento__wire_request *rq,
+                   gpr_timespec deadline);
+    /* Puts the prepared attempt on the wire. Returns 0: done() follows
+     * exactly once - with DEADLINE_EXCEEDED when launched past its
+     * deadline, CANCELLED when cancelled before or during; or an error:
+     * done() never runs. */
+    int (*launch)(momento__attempt *a);
+    /* Ends a prepared attempt with CANCELLED and `why` (static) unless it
+     * has ended already: any thread, possibly under the client's lock, so
+     * it takes no lock of the client's and does not call back. */
+    void (*cancel)(void *a, const char *why);
+    /* Gives back what the attempt holds (after done(), a failed launch, or
+     * a prepare never launched) and leaves it zeroed for the next prepare;
+     * on a zeroed attempt it does nothing; `data` and `done` stay. Nothing
+     * may cancel it after. */
+    void (*end)(momento__attempt *a);
+} momento__transport_ops;
+
+/* A transport's state, embedded first in its own (transport/grpc/). */
+struct momento__transport {
+    const momento__transport_ops *ops;
+};
+
+#endif
