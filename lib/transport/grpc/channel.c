@@ -268,9 +268,13 @@ momento__channel *momento__channels_take(momento__channels *ch, momento__plane p
 void momento__channel_put(momento__channel *mc)
 {
     /* Destroying is left to the next renewal's sweep (or the close): this
-     * runs per call and must stay one atomic operation. */
+     * runs per call and must stay one atomic operation. Release: the
+     * sweep's load that reads 0 (sequentially consistent, so an acquire)
+     * must see everything this holder did with the channel before it frees
+     * it (TSan caught a relaxed put racing the sweep's free). On x86 it is
+     * the same instruction. */
     if (mc)
-        atomic_fetch_sub_explicit(&mc->refs, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&mc->refs, 1, memory_order_release);
 }
 
 static void close_slot(momento__channel_slot *slot)
