@@ -71,7 +71,7 @@ struct momento__call {
                                  * at the deadline (attempt_done()) */
     momento_cancel_token *token; /* a reference, or NULL */
     momento__cancel_hook hook;  /* on the token until delivery */
-    grpc_metadata md[]; /* sized per client: 4 + its extra headers */
+    grpc_metadata md[]; /* sized per call: the headers it sends (momento__call_start_with) */
 };
 
 static grpc_slice pack(const ProtobufCMessage *req)
@@ -288,11 +288,21 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
     if (opts->token && momento_cancel_token_is_cancelled(opts->token))
         return momento__refuse(MOMENTO_ERR_CANCELLED,
                                "the request's cancel token was already cancelled");
-    /* One block per request: the call, its metadata (sized to what this
-     * client sends) and the transport's attempt after it, which the seam
-     * has us zero (transport.h). malloc, not calloc: glibc's calloc skips
-     * the per-thread cache, and the metadata array needs no zeroing. */
-    size_t md_slots = 5 + c->n_extra_md + opts->n_headers;
+    /* One block per request: the call, its metadata (sized to exactly what
+     * this call sends, below) and the transport's attempt after it, which
+     * the seam has us zero (transport.h). malloc, not calloc: glibc's calloc
+     * skips the per-thread cache, and the metadata array needs no zeroing.
+     * The block must stay within that cache's largest size (1032 bytes):
+     * past it each request's malloc and free cost ~550 instructions more
+     * (bench/client.sh, docs/performance.md). */
+    int concern = opts->read_concern ? opts->read_concern : c->cfg.read_concern;
+    size_t md_slots = (plane != MOMENTO__PLANE_PING) + (plane == MOMENTO__PLANE_DATA) +
+                      (plane == MOMENTO__PLANE_DATA && concern == MOMENTO_READ_CONSISTENT) +
+                      c->n_extra_md + opts->n_headers;
+    /* agent_sent only ever turns true: seen true here, the check below
+     * cannot find it false, and seen false, the slots may go unused. */
+    if (!atomic_load_explicit(&c->agent_sent, memory_order_relaxed))
+        md_slots += 2; /* agent, runtime-version */
     const momento__transport_ops *ops = c->transport->ops;
     size_t att_at = sizeof(momento__call) + md_slots * sizeof(grpc_metadata);
     att_at = (att_at + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
@@ -328,7 +338,6 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
         call->md[n_md++].value = call->rq.cache;
         /* As the official SDKs: no header means BALANCED, so only
          * CONSISTENT is sent. */
-        int concern = opts->read_concern ? opts->read_concern : c->cfg.read_concern;
         if (concern == MOMENTO_READ_CONSISTENT) {
             call->md[n_md].key = grpc_slice_from_static_string("read-concern");
             call->md[n_md++].value = grpc_slice_from_static_string("consistent");
