@@ -19,6 +19,10 @@ int momento__client_add_header(momento_client *c, const char *key, const char *v
 /* client.c: whether momento_client_free() of `c` has begun. */
 bool momento__client_closing(momento_client *c);
 
+/* client.c: callbacks of `c` queued for momento_client_dispatch() (or
+ * being run by it) now. */
+size_t momento__dispatch_queued(momento_client *c);
+
 /* batcher.c: requests of `c` queued for a batch now. */
 size_t momento__batcher_queued(momento_client *c);
 

@@ -623,3 +623,8 @@ int momento__client_add_header(momento_client *c, const char *key, const char *v
     c->n_extra_md++;
     return MOMENTO_OK;
 }
+
+size_t momento__dispatch_queued(momento_client *c)
+{
+    return momento__dispatcher_pending(&c->dispatch);
+}

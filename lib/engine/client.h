@@ -207,6 +207,9 @@ void momento__client_answered(momento_client *c, momento__tracked *t);
 void momento__client_retire(momento_client *c, momento__tracked *t);
 /* Whether momento_client_free() has begun. */
 bool momento__client_closing(momento_client *c);
+/* Callbacks of `c` queued for momento_client_dispatch(), or being run by
+ * it (tests, lib/testing.h). Any thread. */
+size_t momento__dispatch_queued(momento_client *c);
 
 /* Cancels an accepted request (any thread, from a cancel token's hook): its
  * current gRPC call ends with CANCELLED and `why`; without one, its `wake`

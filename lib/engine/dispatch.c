@@ -247,3 +247,11 @@ int momento__dispatcher_run(momento__dispatcher *d, size_t max, bool *ret_last_o
         signal_fd(d); /* stopped at `max`: stay readable */
     return ran;
 }
+
+size_t momento__dispatcher_pending(momento__dispatcher *d)
+{
+    pthread_mutex_lock(&d->lock);
+    size_t n = d->pending;
+    pthread_mutex_unlock(&d->lock);
+    return n;
+}

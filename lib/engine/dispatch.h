@@ -34,6 +34,8 @@ typedef struct momento__dispatcher {
 /* Off, until enabled (0 or MOMENTO_ERR_NO_MEMORY: no eventfd). */
 void momento__dispatcher_init(momento__dispatcher *d, void (*ran)(momento__dispatcher *d));
 int momento__dispatcher_enable(momento__dispatcher *d);
+/* Callbacks queued, or being run, now (tests: lib/testing.h). Any thread. */
+size_t momento__dispatcher_pending(momento__dispatcher *d);
 /* Runs whatever is still queued (on the calling thread), then releases. */
 void momento__dispatcher_close(momento__dispatcher *d);
 

@@ -105,7 +105,10 @@ static void test_queued_until_dispatched(void **state)
     assert_true(readable(fd, (int)TU_MS(5000)));
     /* Answered, but nothing runs until the application dispatches. */
     tu_wait_until(momento_local_rpc_count(server, "Get", 0) >= 10, 2000);
-    usleep(50 * 1000); /* time for a callback that would run without a dispatch */
+    /* All ten reach the queue (a fixed 50 ms was too short under valgrind
+     * with another test beside it), and none has run meanwhile. */
+    tu_wait_until(momento__dispatch_queued(c) >= 10, 5000);
+    assert_int_equal(momento__dispatch_queued(c), 10);
     assert_int_equal(k.n, 0);
     assert_int_equal(momento_client_in_flight(c), 10);
     /* At most `max`: the fd stays readable for the rest. */
