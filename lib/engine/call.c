@@ -541,10 +541,23 @@ static void attempt_done(momento__attempt *a)
     momento_client *c = call->client;
     if (a->reply.status != GRPC_STATUS_OK) {
         int64_t now = momento__now_ns();
-        int64_t delay = -1;
-        if (!momento__client_closing(c) && !momento__client_cancelled(c, &call->track))
-            delay = momento__retry_delay(c, &momento__rpcs[call->rq.method], call->attempt,
-                                         a->reply.status, now, momento__gpr_ns(call->deadline));
+        int64_t delay = momento__retry_delay(c, &momento__rpcs[call->rq.method], call->attempt,
+                                             a->reply.status, now, momento__gpr_ns(call->deadline));
+        /* A failure that would be retried ends as the cancel or the free that
+         * came meanwhile would have ended the wait for its retry: the request
+         * ends because of them, not of the failure. The cancel may have come
+         * after the server's answer reached gRPC (or after gRPC's own
+         * CANCELLED, which retry.c counts eligible), so its status can be
+         * either. */
+        if (delay >= 0 && momento__client_closing(c)) {
+            give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
+            return;
+        }
+        if (delay >= 0 && momento__client_cancelled(c, &call->track)) {
+            give_up(call, GRPC_STATUS_CANCELLED,
+                    call->track.cancel_why ? call->track.cancel_why : "cancelled");
+            return;
+        }
         if (delay >= 0) {
             reset_attempt(call);
             wait_retry(call, now, delay);

@@ -315,6 +315,69 @@ static void test_cancel_ends_a_waiting_retry(void **state)
     momento_client_free(c);
 }
 
+/* The ping's callback (completion thread) sends the get, waits until the
+ * server has failed it and the failure has had time to reach the client,
+ * and only then cancels: the failure is read after the cancel. */
+typedef struct fail_then_cancel {
+    momento_client *client;
+    tu_fixture *f;
+    momento_cancel_token *token;
+    rec got;
+    int sent;
+} fail_then_cancel;
+
+static void send_fail_then_cancel(const momento_result *r, void *ud)
+{
+    (void)r;
+    fail_then_cancel *x = ud;
+    momento_request_options o = with(0, x->token);
+    uint64_t before = momento_local_rpc_count(x->f->server, "Get", 14);
+    x->sent = momento_get(x->client, "c", "k", 1, &o, rec_cb, &x->got);
+    if (x->sent != MOMENTO_OK)
+        return;
+    int64_t until = tu_now_ms() + TU_MS(3000);
+    while (momento_local_rpc_count(x->f->server, "Get", 14) == before && tu_now_ms() < until)
+        usleep(1000);
+    usleep(TU_MS(100) * 1000);
+    momento_cancel(x->token);
+}
+
+/* A retryable failure that is read after the request's cancel ends
+ * CANCELLED, as the cancel would have ended the wait for its retry: the
+ * request ended because of the cancel, not of the failure. */
+static void test_cancel_wins_over_a_retryable_failure(void **state)
+{
+    tu_fixture *f = *state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, 60000);
+    momento_config_set_retry_fixed_timeout(cfg, 3, 5000, 10000);
+    momento_client *c = tu_client(f->server, cfg);
+    momento_config_free(cfg);
+    momento__client_add_header(c, "request-id", "cancel-after-failure");
+    momento__client_add_header(c, "return-error", "unavailable");
+    momento__client_add_header(c, "error-rpcs", "get");
+    enum { ROUNDS = 5 };
+    for (int i = 0; i < ROUNDS; i++) {
+        fail_then_cancel x;
+        memset(&x, 0, sizeof(x));
+        x.client = c;
+        x.f = f;
+        x.sent = -1;
+        assert_int_equal(momento_cancel_token_new(&x.token), MOMENTO_OK);
+        uint64_t gets = momento_local_rpc_count(f->server, "Get", -1);
+        assert_int_equal(momento_ping(c, NULL, send_fail_then_cancel, &x), MOMENTO_OK);
+        assert_int_equal(rec_wait(&x.got, TU_MS(5000)), 1);
+        assert_int_equal(x.sent, MOMENTO_OK);
+        assert_int_equal(x.got.error, MOMENTO_ERR_CANCELLED);
+        /* Not retried. */
+        usleep(100 * 1000);
+        assert_int_equal(momento_local_rpc_count(f->server, "Get", -1) - gets, 1);
+        momento_cancel_token_free(x.token);
+    }
+    momento_client_free(c);
+}
+
 /* Cancels racing completions: whichever wins, one callback each. */
 static void test_cancel_races_completion(void **state)
 {
@@ -608,6 +671,8 @@ int main(void)
                                         tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_cancel_ends_a_waiting_retry, tu_fixture_setup,
                                         tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_wins_over_a_retryable_failure,
+                                        tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_cancel_races_completion, tu_fixture_setup,
                                         tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_control_and_batch_take_options, tu_fixture_setup,
