@@ -5,6 +5,7 @@
 #ifndef MOMENTO_TESTING_H
 #define MOMENTO_TESTING_H
 
+#include "methods.h"
 #include "momento/momento.h"
 
 #include <stdatomic.h>
@@ -15,6 +16,13 @@
  * injection headers of momento-local: delay-ms, fail-rpcs, ...). Not
  * locked: call it before the client is used. Returns 0 or an error. */
 int momento__client_add_header(momento_client *c, const char *key, const char *value);
+
+/* client.c: sends the attempts of RPC `m` of `c` through transport `t`
+ * (transport/transport.h), which must outlive the client and complete
+ * them on a thread of its own through t->post, which this sets. Call it
+ * before `c` makes a call of `m`. Returns 0, or MOMENTO_ERR_INVALID_ARGUMENT. */
+struct momento__transport;
+int momento__client_route(momento_client *c, momento__rpc_id m, struct momento__transport *t);
 
 /* client.c: whether momento_client_free() of `c` has begun. */
 bool momento__client_closing(momento_client *c);

@@ -52,6 +52,7 @@ struct momento__call {
     /* The current attempt, the transport's, in this allocation after md[];
      * its reply is read until the next attempt or the release. */
     momento__attempt *att;
+    momento__transport *transport; /* the one its method is routed to */
     int attempt;                /* 1-based */
     bool no_metrics;            /* its callback reports it (call.h) */
     int64_t submitted_ns;       /* for the metrics hook */
@@ -84,7 +85,7 @@ static grpc_slice pack(const ProtobufCMessage *req)
 
 static void release(momento__call *call)
 {
-    call->client->transport->ops->end(call->att);
+    call->transport->ops->end(call->att);
     grpc_slice_unref(call->rq.body);
     grpc_slice_unref(call->rq.cache);
     for (size_t i = call->own_md; i < (size_t)call->own_md + call->n_own_md; i++) {
@@ -112,7 +113,7 @@ static int prepare_attempt(momento__call *call)
             deadline = own;
     }
     call->attempt_deadline = deadline;
-    return c->transport->ops->prepare(c->transport, call->att, &call->rq, deadline);
+    return call->transport->ops->prepare(call->transport, call->att, &call->rq, deadline);
 }
 
 static void attempt_done(momento__attempt *a);
@@ -121,7 +122,7 @@ static void attempt_done(momento__attempt *a);
  * current one. Returns 0, or an error (then no attempt_done() follows). */
 static int launch_attempt(momento__call *call)
 {
-    return call->client->transport->ops->launch(call->att);
+    return call->transport->ops->launch(call->att);
 }
 
 /* Starts the call's next attempt (a due retry). Returns 0, or an error
@@ -303,7 +304,8 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
      * cannot find it false, and seen false, the slots may go unused. */
     if (!atomic_load_explicit(&c->agent_sent, memory_order_relaxed))
         md_slots += 2; /* agent, runtime-version */
-    const momento__transport_ops *ops = c->transport->ops;
+    momento__transport *transport = c->routes[m];
+    const momento__transport_ops *ops = transport->ops;
     size_t att_at = sizeof(momento__call) + md_slots * sizeof(grpc_metadata);
     att_at = (att_at + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
     momento__call *call = momento__malloc(att_at + ops->attempt_size);
@@ -314,6 +316,7 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
     memset(call->att, 0, ops->attempt_size);
     call->att->data = call;
     call->att->done = attempt_done;
+    call->transport = transport;
     call->track.cancel = ops->cancel;
     call->client = c;
     call->rq.method = m;
@@ -431,7 +434,7 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
 static void reset_attempt(momento__call *call)
 {
     momento__client_publish(call->client, &call->track, NULL);
-    call->client->transport->ops->end(call->att);
+    call->transport->ops->end(call->att);
 }
 
 static void deliver(momento__call *call);

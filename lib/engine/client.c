@@ -14,7 +14,6 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "clock.h"
-#include "grpc_util.h"
 #include "model/validate.h"
 
 #include <errno.h>
@@ -32,17 +31,12 @@ static void destroy(momento_client *c)
     /* Callbacks still queued for dispatch run first, while the client can
      * still refuse what they submit (it is closing). */
     momento__dispatcher_close(&c->dispatch);
-    momento__channels_close(&c->channels);
-    if (c->kick_channel)
-        grpc_channel_destroy(c->kick_channel);
-    grpc_slice_unref(c->kick_details);
-    grpc_metadata_array_destroy(&c->kick_trailing);
+    if (c->transport)
+        c->transport->ops->close(c->transport);
     momento__heap_clear(&c->timers);
     momento__rpc_hook *hook = atomic_load(&c->rpc_hook);
     if (hook) /* the optional part that hung itself on the client goes with it */
         hook->release(hook);
-    if (c->cq)
-        grpc_completion_queue_destroy(c->cq);
     grpc_slice_unref(c->auth_value);
     for (size_t i = 0; i < c->n_extra_md; i++) {
         grpc_slice_unref(c->extra_md[i].key);
@@ -69,50 +63,12 @@ static void dispatched(momento__dispatcher *d)
     momento__request_done((momento_client *)((char *)d - offsetof(momento_client, dispatch)));
 }
 
-/* gRPC core has no way to post an event to a completion queue, but a call
- * on a lame channel fails at once and so posts its completion: that wakes
- * the completion thread when a timer is armed sooner than it would wake, or
- * must fire at once (a cancel, the client's free). One kick at a time is
- * enough, since a woken loop looks at everything that is due. */
+/* Wakes the completion thread (the transport's run() returns) when a timer
+ * is armed sooner than it would wake, or must fire at once (a cancel, the
+ * client's free). */
 static void kick(momento_client *c)
 {
-    if (atomic_exchange(&c->kick_pending, true))
-        return;
-    grpc_call *gc = grpc_channel_create_call(c->kick_channel, NULL, GRPC_PROPAGATE_DEFAULTS, c->cq,
-                                             grpc_slice_from_static_string("/momento.Kick/Kick"),
-                                             NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-    grpc_op ops[2];
-    memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[1].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    ops[1].data.recv_status_on_client.trailing_metadata = &c->kick_trailing;
-    ops[1].data.recv_status_on_client.status = &c->kick_status;
-    ops[1].data.recv_status_on_client.status_details = &c->kick_details;
-    c->kick_call = gc;
-    if (!gc || grpc_call_start_batch(gc, ops, 2, &c->kick_tag, NULL) != GRPC_CALL_OK) {
-        /* Not expected (no memory for the call): the loop then runs what
-         * is due when it next wakes, at the latest when the first timer on
-         * the heap is due. */
-        if (gc)
-            grpc_call_unref(gc);
-        c->kick_call = NULL;
-        atomic_store(&c->kick_pending, false);
-    }
-}
-
-/* The kick's batch completed (its tag's handler): the loop, woken, runs
- * what is due; the next kick may start. */
-static void kick_done(momento__tag *tag, int success)
-{
-    momento_client *c = (momento_client *)((char *)tag - offsetof(momento_client, kick_tag));
-    (void)success; /* it always fails: that is what it is for */
-    grpc_call_unref(c->kick_call);
-    c->kick_call = NULL;
-    grpc_slice_unref(c->kick_details);
-    c->kick_details = grpc_empty_slice();
-    grpc_metadata_array_destroy(&c->kick_trailing);
-    grpc_metadata_array_init(&c->kick_trailing);
-    atomic_store(&c->kick_pending, false);
+    c->transport->ops->wake(c->transport);
 }
 
 static bool due_before(const void *a, const void *b)
@@ -179,8 +135,54 @@ void momento__timer_disarm(momento_client *c, momento__timer *t)
     pthread_mutex_unlock(&c->lock);
 }
 
-/* Fires the timers that are due; returns when the next one is. */
-static gpr_timespec timers_run(momento_client *c)
+/* Another transport's thread finished attempt `a` (momento__transport.post):
+ * the completion thread calls its done(). */
+static void post_done(momento__transport *t, momento__attempt *a)
+{
+    momento_client *c = t->host;
+    pthread_mutex_lock(&c->lock);
+    a->posted = NULL;
+    if (c->posted_tail)
+        c->posted_tail->posted = a;
+    else
+        c->posted = a;
+    c->posted_tail = a;
+    pthread_mutex_unlock(&c->lock);
+    atomic_store_explicit(&c->any_posted, true, memory_order_release);
+    if (momento__current_client != c)
+        kick(c);
+}
+
+/* Runs done() of every attempt posted so far, oldest first. */
+static void posted_run(momento_client *c)
+{
+    /* Lowered before the list is taken: a post after this raises it again
+     * (and kicks), so none is left behind until the next post. */
+    atomic_store_explicit(&c->any_posted, false, memory_order_relaxed);
+    pthread_mutex_lock(&c->lock);
+    momento__attempt *a = c->posted;
+    c->posted = c->posted_tail = NULL;
+    pthread_mutex_unlock(&c->lock);
+    while (a) {
+        momento__attempt *next = a->posted; /* done() may end and reuse it */
+        a->done(a);
+        a = next;
+    }
+}
+
+int momento__client_route(momento_client *c, momento__rpc_id m, momento__transport *t)
+{
+    if (!c || !t || (unsigned)m >= MOMENTO__RPC_COUNT)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    t->post = post_done;
+    t->host = c;
+    c->routes[m] = t;
+    return MOMENTO_OK;
+}
+
+/* Fires the timers that are due; returns when the next one is (INT64_MAX:
+ * none waits). */
+static int64_t timers_run(momento_client *c)
 {
     for (;;) {
         pthread_mutex_lock(&c->lock);
@@ -196,13 +198,9 @@ static gpr_timespec timers_run(momento_client *c)
         /* The clock only when a timer waits: this runs after every event. */
         if (!t || t->due_ns > momento__now_ns()) {
             /* Read under the lock: another thread may re-arm it. */
-            int64_t due = t ? t->due_ns : 0;
+            int64_t due = t ? t->due_ns : INT64_MAX;
             pthread_mutex_unlock(&c->lock);
-            if (!t)
-                return gpr_inf_future(GPR_CLOCK_MONOTONIC);
-            gpr_timespec at = {due / 1000000000, (int32_t)(due % 1000000000),
-                               GPR_CLOCK_MONOTONIC};
-            return at;
+            return due;
         }
         momento__heap_pop(&c->timers);
         pthread_mutex_unlock(&c->lock);
@@ -214,16 +212,12 @@ static void *completion_loop(void *arg)
 {
     momento_client *c = arg;
     momento__current_client = c;
-    gpr_timespec wake = gpr_inf_future(GPR_CLOCK_MONOTONIC);
-    for (;;) {
-        /* Sleep until the next event or timer (a retry's among them). */
-        grpc_event ev = grpc_completion_queue_next(c->cq, wake, NULL);
-        if (ev.type == GRPC_QUEUE_SHUTDOWN)
-            break;
-        if (ev.type == GRPC_OP_COMPLETE) {
-            momento__tag *tag = ev.tag; /* every batch on c->cq carries one */
-            tag->cb(tag, ev.success);
-        }
+    momento__transport *t = c->transport;
+    /* Sleep until the transport's next event or the next timer (a retry's
+     * among them), until the transport is shut down and drained. */
+    for (int64_t wake = INT64_MAX; t->ops->run(t, wake);) {
+        if (atomic_load_explicit(&c->any_posted, memory_order_acquire))
+            posted_run(c);
         wake = timers_run(c);
     }
     momento__current_client = NULL;
@@ -261,13 +255,11 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     pthread_cond_init(&c->idle, NULL);
     atomic_init(&c->n_requests, 0);
     c->auth_value = grpc_empty_slice();
-    c->kick_details = grpc_empty_slice();
-    c->kick_tag.cb = kick_done;
-    grpc_metadata_array_init(&c->kick_trailing);
     momento__heap_init(&c->timers, due_before, momento__realloc);
     momento__heap_track(&c->timers, timer_moved);
     atomic_init(&c->rpc_hook, NULL);
     atomic_init(&c->n_rpcs, 0);
+    atomic_init(&c->any_posted, false);
     momento__retries_init(&c->retries,
                           (uint64_t)(uintptr_t)c ^ (uint64_t)gpr_now(GPR_CLOCK_REALTIME).tv_nsec);
 
@@ -282,14 +274,10 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     }
     if (rc == MOMENTO_OK) {
         c->auth_value = grpc_slice_from_copied_string(c->creds.token);
-        c->cq = grpc_completion_queue_create_for_next(NULL);
-        c->kick_channel = grpc_lame_client_channel_create(NULL, GRPC_STATUS_UNAVAILABLE, "kick");
-        rc = c->cq && c->kick_channel ? momento__channels_open(&c->channels, &c->cfg, &c->creds)
-                                      : MOMENTO_ERR_NO_MEMORY;
-        c->grpc.base.ops = &momento__grpc_ops;
-        c->grpc.cq = c->cq;
-        c->grpc.channels = &c->channels;
-        c->transport = &c->grpc.base;
+        c->transport = &c->grpc.base; /* destroy() closes what the open made */
+        for (size_t m = 0; m < MOMENTO__RPC_COUNT; m++)
+            c->routes[m] = c->transport;
+        rc = momento__grpc_transport_open(&c->grpc, &c->cfg, &c->creds);
     }
     if (rc == MOMENTO_OK && pthread_create(&c->thread, NULL, completion_loop, c) != 0)
         rc = MOMENTO_ERR_NO_MEMORY;
@@ -300,8 +288,6 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     if (rc == MOMENTO_OK)
         pthread_setname_np(c->thread, "momento-cq");
     if (rc != MOMENTO_OK) {
-        if (c->cq)
-            momento__cq_drain(c->cq, NULL, NULL);
         destroy(c);
         return rc;
     }
@@ -391,7 +377,7 @@ void momento_client_free(momento_client *c)
         pthread_cond_wait(&c->drained, &c->lock);
     pthread_mutex_unlock(&c->lock);
 
-    grpc_completion_queue_shutdown(c->cq);
+    c->transport->ops->shutdown(c->transport);
     pthread_join(c->thread, NULL);
     if (momento__dispatch_running_here(&c->dispatch)) {
         /* From a callback momento_client_dispatch() runs: that dispatch
@@ -501,7 +487,7 @@ void momento__client_retire(momento_client *c, momento__tracked *t)
         /* A free deferred from a callback: the completion thread ends its
          * loop and releases the client (completion_loop). */
         if (c->free_deferred)
-            grpc_completion_queue_shutdown(c->cq);
+            c->transport->ops->shutdown(c->transport);
     }
     pthread_mutex_unlock(&c->lock);
 }

@@ -93,13 +93,16 @@ typedef struct momento__rpc_hook {
 struct momento_client {
     momento_config cfg;
     momento_credentials creds;
-    grpc_completion_queue *cq;
     pthread_t thread;
-    momento__channels channels;
-    /* Where calls make their attempts (call.c): &grpc.base, the only
-     * transport so far, over the queue and the channels above. */
+    /* Where calls make their attempts (call.c), and what the completion
+     * thread runs (completion_loop): &grpc.base, the only transport so
+     * far. Subscriptions' streams still use grpc's queue and channels
+     * directly (docs/transport.md "What is not behind the seam yet"). */
     momento__transport *transport;
     momento__grpc_transport grpc;
+    /* The transport each RPC's attempts go through (call.c): `transport`
+     * for all but those momento__client_route() gave another. */
+    momento__transport *routes[MOMENTO__RPC_COUNT];
     atomic_bool agent_sent;
     grpc_slice auth_value;
     bool token_in_log_filter;    /* the token is cut out of log messages */
@@ -117,6 +120,10 @@ struct momento_client {
     momento__heap timers;        /* armed momento__timers, by due_ns: every
                                   * wait of the completion thread, retries' too */
     momento__timer *soon;        /* timers due at once (no allocation: cannot fail) */
+    /* Attempts other transports finished on their own threads, for the
+     * completion thread to call done() on (post_done; oldest first). */
+    momento__attempt *posted, *posted_tail;
+    atomic_bool any_posted;      /* not under the lock: the loop's cheap look */
     /* Its RPC hook, or NULL: read once per retirement, so an unbatched
      * client pays one load for it. */
     _Atomic(momento__rpc_hook *) rpc_hook;
@@ -144,15 +151,6 @@ struct momento_client {
      * share (subscription.c); a short list: one per topic in use. */
     pthread_mutex_t topics_lock;
     struct sub_group *topic_groups;
-
-    /* Waking the completion thread from another (client.c, kick()). */
-    grpc_channel *kick_channel;  /* a lame channel: its calls fail at once */
-    atomic_bool kick_pending;
-    momento__tag kick_tag;       /* the kick call's batch: kick_done() */
-    grpc_call *kick_call;
-    grpc_status_code kick_status;
-    grpc_slice kick_details;
-    grpc_metadata_array kick_trailing;
 };
 
 /* Installs `h` unless a hook is installed already; returns the one that is
@@ -230,6 +228,15 @@ void momento__request_done(momento_client *c);
 bool momento__client_cancelled(momento_client *c, momento__tracked *t);
 
 
+
+/* Sends the attempts of RPC `m` through `t` from now on, which must
+ * outlive the client (the client neither runs nor closes it: the
+ * transport's own thread completes them, through t->post, which this
+ * sets). Not locked: call it before `c` makes a call of `m`. For the tests
+ * of the seam (tests/integration/test_transport.c) until a second
+ * transport of the library's own is chosen by configuration. Returns 0, or
+ * MOMENTO_ERR_INVALID_ARGUMENT. */
+int momento__client_route(momento_client *c, momento__rpc_id m, momento__transport *t);
 
 /* Adds a header sent with every later call of `c`. For tests only: it is not
  * locked, so call it before the client is used. Returns 0 or an error. */

@@ -649,10 +649,10 @@ static int open_stream(sub_group *g)
     g->send_msg = grpc_raw_byte_buffer_create(&body, 1);
     grpc_slice_unref(body);
 
-    momento__channel *ch = momento__channels_take(&c->channels, MOMENTO__PLANE_TOPIC);
+    momento__channel *ch = momento__channels_take(&c->grpc.channels, MOMENTO__PLANE_TOPIC);
     g->channel = ch;
     g->call = grpc_channel_create_registered_call(
-        ch->channel, NULL, GRPC_PROPAGATE_DEFAULTS, c->cq,
+        ch->channel, NULL, GRPC_PROPAGATE_DEFAULTS, c->grpc.cq,
         ch->registered[MOMENTO__RPC_TOPIC_SUBSCRIBE], gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
     if (!g->call) {
         release_stream(g);

@@ -50,9 +50,11 @@ typedef struct momento__attempt {
     void *data; /* the engine's: its call, for done() */
     /* Set by the engine before launch: the attempt has completed, `reply`
      * is filled. Called exactly once per successful launch, on the client's
-     * completion thread, no lock held. */
+     * completion thread (by the transport's run(), or through post()), no
+     * lock held. */
     void (*done)(struct momento__attempt *a);
     momento__reply reply;
+    struct momento__attempt *posted; /* the engine's: its place in post()'s queue */
 } momento__attempt;
 
 /* One request as every attempt of it sends it; the engine's, valid from
@@ -93,11 +95,39 @@ typedef struct momento__transport_ops {
      * on a zeroed attempt it does nothing; `data` and `done` stay. Nothing
      * may cancel it after. */
     void (*end)(momento__attempt *a);
+
+    /* The client's completion thread (docs/transport.md "The loop"). */
+    /* Waits until one of the transport's events comes, wake() is called,
+     * or `until_ns` (momento__now_ns()'s clock; INT64_MAX: no limit)
+     * passes, and runs what came (an attempt's done(), say). Completion
+     * thread only. Returns false once shutdown() was called and everything
+     * the transport started has ended: the loop ends. */
+    bool (*run)(momento__transport *t, int64_t until_ns);
+    /* Makes the run() in progress, or the next, return soon. Any thread,
+     * under the client's lock or not: it takes none of the client's and
+     * cannot fail in a way that matters (a wake that cannot be made is
+     * made up for by the next event or the next timer). */
+    void (*wake)(momento__transport *t);
+    /* No attempt will be prepared any more: run() returns false once what
+     * is under way has ended. Any thread, once. */
+    void (*shutdown)(momento__transport *t);
+    /* Gives back everything it holds, after run() returned false, or when
+     * it was never run (then it shuts down and drains itself first). */
+    void (*close)(momento__transport *t);
 } momento__transport_ops;
 
 /* A transport's state, embedded first in its own (transport/grpc/). */
 struct momento__transport {
     const momento__transport_ops *ops;
+    /* Set by the engine when it routes RPCs to the transport, for one that
+     * completes attempts on a thread of its own: hands `a` to the client's
+     * completion thread, which then calls a->done(a) (done() runs nowhere
+     * else). Any thread; it never fails (the attempt's own memory queues
+     * it). It takes the client's lock, which cancel() may be called under:
+     * call it holding no lock that cancel() takes. A transport whose
+     * run() is the loop's (gRPC's) calls done() itself instead. */
+    void (*post)(struct momento__transport *t, momento__attempt *a);
+    void *host; /* the engine's: for post() */
 };
 
 #endif

@@ -286,7 +286,7 @@ static void test_read_concern(void **state)
 
 static momento__channel *data_channel(momento_client *c)
 {
-    return atomic_load(&c->channels.data[0].current);
+    return atomic_load(&c->grpc.channels.data[0].current);
 }
 
 static void test_connection_renewal(void **state)

@@ -19,7 +19,7 @@ src=$(pwd)
 if [ ! -f "$dir/build.ninja" ]; then
     CC=${CC:-gcc} meson setup "$dir" -Db_sanitize=thread -Db_lundef=false -Dtsan=true >/dev/null
 fi
-ninja -C "$dir" tests/tsan/tsan_stress tests/tsan/tsan_server >/dev/null
+ninja -C "$dir" tests/tsan/tsan_stress tests/tsan/tsan_server tests/tsan/tsan_transport >/dev/null
 
 # halt_on_error: the first report ends the run with exitcode 66.
 # second_deadlock_stack: lock-order reports show both acquisitions.
@@ -58,4 +58,11 @@ run tsan_stress "$secs" "$max"
 # momento-local's own threads (long requests in slices, calls held back).
 echo "== ThreadSanitizer server stress: ${secs} s"
 run tsan_server "$secs"
+# The transport seam with a transport that completes on its own thread
+# (tests/integration/test_transport.c, five times: its post()s race the
+# loop, cancels and the client's free).
+echo "== ThreadSanitizer transport seam: test_transport x5"
+for _ in 1 2 3 4 5; do
+    run tsan_transport
+done
 echo "tsan: passed"

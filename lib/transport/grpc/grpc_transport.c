@@ -9,6 +9,7 @@
 #include "transport/grpc/grpc_transport.h"
 
 #include "base/alloc.h"
+#include "clock.h"
 #include "grpc_util.h"
 
 #include <grpc/slice.h>
@@ -44,7 +45,7 @@ static int grpc_prepare(momento__transport *t, momento__attempt *a,
     momento__grpc_transport *g = (momento__grpc_transport *)t;
     grpc_attempt *ga = ATTEMPT(a);
     ga->rq = rq;
-    ga->channel = momento__channels_take(g->channels, momento__rpcs[rq->method].plane);
+    ga->channel = momento__channels_take(&g->channels, momento__rpcs[rq->method].plane);
     ga->call = grpc_channel_create_registered_call(ga->channel->channel, NULL,
                                                    GRPC_PROPAGATE_DEFAULTS, g->cq,
                                                    ga->channel->registered[rq->method],
@@ -237,6 +238,119 @@ static void stream_read_done(momento__tag *tag, int success)
         complete(ga);
 }
 
+/* ------------------------------------------------------------ the loop */
+
+/* gRPC core has no way to post an event to a completion queue, but a call
+ * on a lame channel fails at once and so posts its completion: that wakes
+ * the completion thread when a timer is armed sooner than it would wake, or
+ * must fire at once (a cancel, the client's free). One kick at a time is
+ * enough, since a woken loop looks at everything that is due. */
+static void grpc_wake(momento__transport *t)
+{
+    momento__grpc_transport *g = (momento__grpc_transport *)t;
+    if (atomic_exchange(&g->kick_pending, true))
+        return;
+    grpc_call *gc = grpc_channel_create_call(g->kick_channel, NULL, GRPC_PROPAGATE_DEFAULTS, g->cq,
+                                             grpc_slice_from_static_string("/momento.Kick/Kick"),
+                                             NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+    grpc_op ops[2];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[1].data.recv_status_on_client.trailing_metadata = &g->kick_trailing;
+    ops[1].data.recv_status_on_client.status = &g->kick_status;
+    ops[1].data.recv_status_on_client.status_details = &g->kick_details;
+    g->kick_call = gc;
+    if (!gc || grpc_call_start_batch(gc, ops, 2, &g->kick_tag, NULL) != GRPC_CALL_OK) {
+        /* Not expected (no memory for the call): the loop then runs what
+         * is due when it next wakes, at the latest when the first timer on
+         * the heap is due. */
+        if (gc)
+            grpc_call_unref(gc);
+        g->kick_call = NULL;
+        atomic_store(&g->kick_pending, false);
+    }
+}
+
+/* The kick's batch completed (its tag's handler): the loop, woken, runs
+ * what is due; the next kick may start. */
+static void kick_done(momento__tag *tag, int success)
+{
+    momento__grpc_transport *g =
+        (momento__grpc_transport *)((char *)tag - offsetof(momento__grpc_transport, kick_tag));
+    (void)success; /* it always fails: that is what it is for */
+    grpc_call_unref(g->kick_call);
+    g->kick_call = NULL;
+    grpc_slice_unref(g->kick_details);
+    g->kick_details = grpc_empty_slice();
+    grpc_metadata_array_destroy(&g->kick_trailing);
+    grpc_metadata_array_init(&g->kick_trailing);
+    atomic_store(&g->kick_pending, false);
+}
+
+/* One event of the queue: every batch on it carries a momento__tag
+ * (attempts', subscriptions' streams', the kick's), whose handler runs. */
+static bool grpc_run(momento__transport *t, int64_t until_ns)
+{
+    momento__grpc_transport *g = (momento__grpc_transport *)t;
+    gpr_timespec until = until_ns == INT64_MAX
+                             ? gpr_inf_future(GPR_CLOCK_MONOTONIC)
+                             : (gpr_timespec){until_ns / 1000000000,
+                                              (int32_t)(until_ns % 1000000000),
+                                              GPR_CLOCK_MONOTONIC};
+    grpc_event ev = grpc_completion_queue_next(g->cq, until, NULL);
+    if (ev.type == GRPC_QUEUE_SHUTDOWN) {
+        g->drained = true;
+        return false;
+    }
+    if (ev.type == GRPC_OP_COMPLETE) {
+        momento__tag *tag = ev.tag;
+        tag->cb(tag, ev.success);
+    }
+    return true;
+}
+
+static void grpc_shutdown_queue(momento__transport *t)
+{
+    grpc_completion_queue_shutdown(((momento__grpc_transport *)t)->cq);
+}
+
+static void grpc_close(momento__transport *t)
+{
+    momento__grpc_transport *g = (momento__grpc_transport *)t;
+    if (g->channels_open)
+        momento__channels_close(&g->channels);
+    g->channels_open = false;
+    if (g->kick_channel)
+        grpc_channel_destroy(g->kick_channel);
+    g->kick_channel = NULL;
+    grpc_slice_unref(g->kick_details);
+    g->kick_details = grpc_empty_slice();
+    grpc_metadata_array_destroy(&g->kick_trailing);
+    if (g->cq) {
+        if (!g->drained) /* never run: a client whose open failed */
+            momento__cq_drain(g->cq, NULL, NULL);
+        grpc_completion_queue_destroy(g->cq);
+    }
+    g->cq = NULL;
+}
+
+int momento__grpc_transport_open(momento__grpc_transport *g, const momento_config *cfg,
+                                 const momento_credentials *creds)
+{
+    g->base.ops = &momento__grpc_ops;
+    g->kick_details = grpc_empty_slice();
+    g->kick_tag.cb = kick_done;
+    grpc_metadata_array_init(&g->kick_trailing);
+    atomic_init(&g->kick_pending, false);
+    g->cq = grpc_completion_queue_create_for_next(NULL);
+    g->kick_channel = grpc_lame_client_channel_create(NULL, GRPC_STATUS_UNAVAILABLE, "kick");
+    if (!g->cq || !g->kick_channel)
+        return MOMENTO_ERR_NO_MEMORY;
+    g->channels_open = true; /* close() undoes a partial open too */
+    return momento__channels_open(&g->channels, cfg, creds);
+}
+
 const momento__transport_ops momento__grpc_ops = {
     .name = "grpc",
     .attempt_size = sizeof(grpc_attempt),
@@ -244,4 +358,8 @@ const momento__transport_ops momento__grpc_ops = {
     .launch = grpc_launch,
     .cancel = grpc_cancel,
     .end = grpc_end,
+    .run = grpc_run,
+    .wake = grpc_wake,
+    .shutdown = grpc_shutdown_queue,
+    .close = grpc_close,
 };

@@ -8,6 +8,8 @@
 #include "transport/transport.h"
 
 #include <grpc/grpc.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 
 /* What every batch started on the client's completion queue carries as its
  * tag: a pointer to one of these, embedded in its owner (an attempt, a
@@ -22,13 +24,34 @@ typedef struct momento__tag {
     void (*cb)(struct momento__tag *tag, int success);
 } momento__tag;
 
-/* The gRPC transport's state: the client's completion queue and channels,
- * which the client still opens, runs and closes (docs/transport.md). */
+/* The gRPC transport's state: the client's completion queue, its channels
+ * and the lame channel that wakes the queue (grpc_wake). Embedded in the
+ * client, opened with momento__grpc_transport_open(), run by the client's
+ * completion thread through the ops table (docs/transport.md). */
 typedef struct momento__grpc_transport {
     momento__transport base; /* first: base.ops is &momento__grpc_ops */
     grpc_completion_queue *cq;
-    momento__channels *channels;
+    momento__channels channels;
+    bool channels_open;
+    bool drained;            /* run() saw the queue's shutdown */
+
+    /* Waking the queue from another thread (grpc_wake): a call on a lame
+     * channel, which fails at once and so posts its completion. */
+    grpc_channel *kick_channel;
+    atomic_bool kick_pending;
+    momento__tag kick_tag;   /* the kick call's batch: kick_done() */
+    grpc_call *kick_call;
+    grpc_status_code kick_status;
+    grpc_slice kick_details;
+    grpc_metadata_array kick_trailing;
 } momento__grpc_transport;
+
+/* Opens `g` (zeroed by the caller) with the client's config and
+ * credentials, which must outlive it: the queue, the wake-up channel and
+ * every channel of the three planes. Returns MOMENTO_OK, or an error (then
+ * only the ops' close() may follow, which is also what undoes a success). */
+int momento__grpc_transport_open(momento__grpc_transport *g, const momento_config *cfg,
+                                 const momento_credentials *creds);
 
 extern const momento__transport_ops momento__grpc_ops;
 
