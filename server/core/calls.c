@@ -1126,13 +1126,24 @@ static void *server_loop(void *arg)
     return NULL;
 }
 
-/* Stops accepting calls and cancels those in progress; the shutdown tag
- * arrives once they are done. */
-static void shut_down(momento_local *s)
+/* Stops accepting calls (a new one is refused by gRPC, UNAVAILABLE); the
+ * shutdown tag arrives once those in progress are done. Once. */
+static void stop_accepting(momento_local *s)
+{
+    grpc_server_shutdown_and_notify(s->server, s->cq, &shutdown_tag);
+}
+
+/* Cancels the calls still in progress, after stop_accepting(). */
+static void cancel_the_rest(momento_local *s)
 {
     atomic_store(&s->stopping, true);
-    grpc_server_shutdown_and_notify(s->server, s->cq, &shutdown_tag);
     grpc_server_cancel_all_calls(s->server);
+}
+
+static void shut_down(momento_local *s)
+{
+    stop_accepting(s);
+    cancel_the_rest(s);
 }
 
 /* A requested call the queue gives back after shutdown, with no thread to
@@ -1177,13 +1188,21 @@ int srv_calls_start(momento_local *s, srv_dispatch_fn *dispatch)
 
 void srv_calls_stop(momento_local *s)
 {
+    /* No new call first: a subscriber told "server stopping" below comes
+     * back after its resubscribe delay, and must find the server refusing
+     * it (UNAVAILABLE, after which it tries again) rather than accept its
+     * stream and then, in cancel_the_rest(), cancel it (CANCELLED, after
+     * which the SDKs and libmomento end the subscription). Seen under
+     * valgrind: a resubscribe taken in that gap ended test_topics'
+     * subscription across a restart. */
+    stop_accepting(s);
     atomic_store(&s->ending_streams, true);
     int64_t until = store_now_ms() + END_STREAMS_WAIT_MS;
     while (atomic_load(&s->open_streams) > 0 && store_now_ms() < until) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
-    shut_down(s);
+    cancel_the_rest(s);
     /* Once the queue is shut down and drained the poller leaves; the
      * others, waiting for its role, leave when told to quit. */
     srv_turns_join(&s->turns);

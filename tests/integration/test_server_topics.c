@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1046,6 +1047,55 @@ static void test_slow_subscriber_gets_a_discontinuity(void **state)
     momento_local_stop(s);
 }
 
+typedef struct stopper {
+    momento_local *s;
+    atomic_bool returned;
+} stopper;
+
+static void *stop_server(void *arg)
+{
+    stopper *x = arg;
+    momento_local_stop(x->s);
+    atomic_store(&x->returned, true);
+    return NULL;
+}
+
+/* momento_local_stop() refuses new calls before it ends the subscription
+ * streams with "server stopping": a subscriber that resubscribes then is
+ * refused (UNAVAILABLE, retried), not taken in and then cancelled with the
+ * calls still in progress (CANCELLED, after which subscriptions end). A
+ * subscriber that does not read holds the stop in its wait for the
+ * streams' statuses (up to 1 s); a publish made meanwhile is refused. */
+static void test_stop_takes_no_new_call(void **state)
+{
+    (void)state;
+    momento_local *s = start(&(srv_opts){.heartbeat_ms = 60000});
+    grpc_channel *ch = channel_to(s);
+    grpc_channel *slow = channel_with(s, true);
+    stream x;
+    open_sub(&x, slow, "t", 0, 0);
+    expect_heartbeat(&x);
+    wait_subscriptions(s, 1);
+    static uint8_t value[1024];
+    memset(value, 'v', sizeof(value));
+    for (int i = 0; i < 2000; i++) /* more than gRPC holds for a reader that does not read */
+        assert_int_equal(publish_hdrs(ch, "c", "t", NULL, value, sizeof(value), NULL, 0, NULL), 0);
+    stopper st = {.s = s};
+    atomic_init(&st.returned, false);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, stop_server, &st), 0);
+    usleep(100 * 1000);
+    int status = publish(ch, "t", "late");
+    bool stop_was_waiting = !atomic_load(&st.returned);
+    pthread_join(th, NULL);
+    assert_int_equal(status, GRPC_STATUS_UNAVAILABLE);
+    /* Otherwise the stop was over and the refusal proves nothing. */
+    assert_true(stop_was_waiting);
+    close_sub(&x);
+    grpc_channel_destroy(slow);
+    grpc_channel_destroy(ch);
+}
+
 /* The stats: a Subscribe counted once, when it ends, with its status; a
  * Publish like any call. */
 static void test_stats(void **state)
@@ -1525,6 +1575,7 @@ int main(void)
         cmocka_unit_test(test_stream_error_fault),
         cmocka_unit_test(test_unary_faults_apply_to_topics),
         cmocka_unit_test(test_slow_subscriber_gets_a_discontinuity),
+        cmocka_unit_test(test_stop_takes_no_new_call),
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_no_buffer),
