@@ -199,8 +199,8 @@ int momento__check_item(const void *key, size_t key_len, const void *value, size
     if (value_len > MOMENTO_MAX_ITEM_BYTES - key_len)
         return momento__refuse(INVALID,
                                "key + value are %zu bytes, over Momento's item limit of %u bytes "
-                               "(MOMENTO_MAX_ITEM_BYTES; sent anyway, the server would answer "
-                               "LIMIT_EXCEEDED, item_size_limit_exceeded)",
+                               "(MOMENTO_MAX_ITEM_BYTES), which every Momento server refuses "
+                               "(LIMIT_EXCEEDED, item_size_limit_exceeded): not sent",
                                key_len + value_len, (unsigned)MOMENTO_MAX_ITEM_BYTES);
     return 0;
 }

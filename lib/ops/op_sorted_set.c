@@ -228,7 +228,7 @@ int momento_sorted_set_put_elements(momento_client *c, const char *cache, const 
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the array of scores is NULL");
     for (size_t i = 0; i < n; i++)
         if (isnan(scores[i]))
-            return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "score %zu is NaN", i);
+            return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the score at index %zu of the array is NaN", i);
     CacheClient__SortedSetPutRequest req = CACHE_CLIENT____SORTED_SET_PUT_REQUEST__INIT;
     MOMENTO__CHECK(momento__coll_ttl(c, ttl, &req.ttl_milliseconds, &req.refresh_ttl));
     req.set_name = momento__bytes(name, name_len);

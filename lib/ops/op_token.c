@@ -52,7 +52,7 @@ struct momento_token_scope {
 int momento_token_scope_new(momento_token_scope **ret)
 {
     if (!ret)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "ret is NULL");
     momento_token_scope *s = momento__calloc(1, sizeof(*s));
     if (!s)
         return MOMENTO_ERR_NO_MEMORY;
@@ -84,12 +84,18 @@ static bool role_ok(momento_token_role role)
 static int add_grant(momento_token_scope *s, enum grant_kind kind, momento_token_role role,
                      const char *cache, enum grant_select select, const void *name, size_t name_len)
 {
-    if (!s || !role_ok(role))
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (!s)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the scope is NULL");
+    if (!role_ok(role))
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "role %d is not a momento_token_role (READ_WRITE, READ_ONLY or "
+                               "WRITE_ONLY)",
+                               (int)role);
     if (cache && momento__check_cache_name(cache) < 0)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return MOMENTO_ERR_INVALID_ARGUMENT; /* the check said why */
     if (select != SELECT_ALL && (!name || name_len == 0))
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the %s is NULL or empty",
+                               select == SELECT_PREFIX ? "prefix" : "name");
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 4;
         grant *g = momento__realloc(s->grants, cap * sizeof(*g));
@@ -126,7 +132,7 @@ int momento_token_scope_add_cache_key(momento_token_scope *scope, momento_token_
                                       const char *cache, const void *key, size_t key_len)
 {
     if (key && momento__check_key(key, key_len) < 0)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return MOMENTO_ERR_INVALID_ARGUMENT; /* the check said why */
     return add_grant(scope, GRANT_CACHE, role, cache, SELECT_ONE, key, key_len);
 }
 
@@ -135,7 +141,7 @@ int momento_token_scope_add_cache_key_prefix(momento_token_scope *scope, momento
                                              size_t prefix_len)
 {
     if (prefix && momento__check_key(prefix, prefix_len) < 0)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return MOMENTO_ERR_INVALID_ARGUMENT; /* the check said why */
     return add_grant(scope, GRANT_CACHE, role, cache, SELECT_PREFIX, prefix, prefix_len);
 }
 
@@ -143,7 +149,7 @@ int momento_token_scope_add_topic(momento_token_scope *scope, momento_token_role
                                   const char *cache, const char *topic)
 {
     if (topic && momento__check_topic_name(topic) < 0)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+        return MOMENTO_ERR_INVALID_ARGUMENT; /* the check said why */
     return add_grant(scope, GRANT_TOPIC, role, cache, topic ? SELECT_ONE : SELECT_ALL, topic,
                      topic ? strlen(topic) : 0);
 }
@@ -151,8 +157,10 @@ int momento_token_scope_add_topic(momento_token_scope *scope, momento_token_role
 int momento_token_scope_add_topic_prefix(momento_token_scope *scope, momento_token_role role,
                                          const char *cache, const char *prefix)
 {
-    if (!prefix || momento__check_topic_name(prefix) < 0)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (!prefix)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the topic prefix is NULL");
+    if (momento__check_topic_name(prefix) < 0)
+        return MOMENTO_ERR_INVALID_ARGUMENT; /* the check said why */
     return add_grant(scope, GRANT_TOPIC, role, cache, SELECT_PREFIX, prefix, strlen(prefix));
 }
 
@@ -249,12 +257,27 @@ int momento_generate_disposable_token(momento_client *c, const momento_token_sco
     MOMENTO__CHECK(momento__check_request(c, opts, cb));
     /* Momento refuses an empty scope, a token without an expiry and one
      * that would outlive an hour; refusing here saves the round trip. */
-    if (!scope || scope->n == 0 || expires_in_s == 0 ||
-        expires_in_s > MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    if (token_id && (strlen(token_id) > MOMENTO_DISPOSABLE_TOKEN_ID_MAX ||
-                     momento__check_utf8(token_id, strlen(token_id)) < 0))
-        return MOMENTO_ERR_INVALID_ARGUMENT;
+    if (!scope)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the scope is NULL");
+    if (scope->n == 0)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "the scope grants nothing: add a cache or topic grant to it");
+    if (expires_in_s == 0)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "the token has no expiry (expires_in_s is 0): Momento gives "
+                               "disposable tokens 1 to %u s",
+                               (unsigned)MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS);
+    if (expires_in_s > MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "expires_in_s is %u, over the %u s a disposable token may live "
+                               "(MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS)",
+                               (unsigned)expires_in_s, (unsigned)MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS);
+    if (token_id && strlen(token_id) > MOMENTO_DISPOSABLE_TOKEN_ID_MAX)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "the token id is %zu bytes, over %u (MOMENTO_DISPOSABLE_TOKEN_ID_MAX)",
+                               strlen(token_id), (unsigned)MOMENTO_DISPOSABLE_TOKEN_ID_MAX);
+    if (token_id && momento__check_utf8(token_id, strlen(token_id)) < 0)
+        return MOMENTO_ERR_INVALID_ARGUMENT; /* the check said why */
 
     grant_msgs *msgs = momento__malloc(scope->n * sizeof(*msgs));
     PermissionMessages__PermissionsType **types = momento__malloc(scope->n * sizeof(*types));

@@ -539,6 +539,14 @@ static void test_server_with_token(void **state)
     momento_local_stop(srv);
 }
 
+/* `rc` is a refusal whose reason contains `why`. */
+static void assert_refused_why(int rc, const char *why)
+{
+    assert_int_equal(rc, MOMENTO_ERR_INVALID_ARGUMENT);
+    if (!strstr(momento_refusal_reason(), why))
+        fail_msg("refusal reason \"%s\" does not say \"%s\"", momento_refusal_reason(), why);
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -566,6 +574,33 @@ static void test_bad_input(void **state)
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_generate_disposable_token(admin, s, 60, NULL, NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
+    /* Each refusal says why (momento_refusal_reason()). */
+    momento_token_scope *empty = new_scope();
+    assert_refused_why(momento_generate_disposable_token(admin, NULL, 60, NULL, NULL, tu_count_cb,
+                                                         NULL),
+                       "the scope is NULL");
+    assert_refused_why(momento_generate_disposable_token(admin, empty, 60, NULL, NULL,
+                                                         tu_count_cb, NULL),
+                       "grants nothing");
+    assert_refused_why(
+        momento_generate_disposable_token(admin, s, 0, NULL, NULL, tu_count_cb, NULL),
+        "no expiry");
+    assert_refused_why(momento_generate_disposable_token(admin, s,
+                                                         MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS + 1,
+                                                         NULL, NULL, tu_count_cb, NULL),
+                       "expires_in_s is 3601, over the 3600 s");
+    assert_refused_why(
+        momento_generate_disposable_token(admin, s, 60, long_id, NULL, tu_count_cb, NULL),
+        "the token id is 65 bytes, over 64");
+    assert_refused_why(momento_token_scope_add_cache(NULL, MOMENTO_TOKEN_READ_ONLY, "c"),
+                       "the scope is NULL");
+    assert_refused_why(momento_token_scope_add_cache(empty, (momento_token_role)7, "c"),
+                       "role 7 is not a momento_token_role");
+    assert_refused_why(
+        momento_token_scope_add_topic_prefix(empty, MOMENTO_TOKEN_READ_ONLY, "c", NULL),
+        "the topic prefix is NULL");
+    assert_refused_why(momento_token_scope_new(NULL), "ret is NULL");
+    momento_token_scope_free(empty);
     /* The longest allowed id and expiry are fine. */
     long_id[MOMENTO_DISPOSABLE_TOKEN_ID_MAX] = '\0';
     momento_result *r = NULL;

@@ -67,6 +67,10 @@ static void test_async_refusals(void **state)
     REFUSED(momento_set(client, "c", "k", 0, "v", 1, 0, NULL, cb, NULL));
     REFUSED(momento_set(client, "c", "k", 1, NULL, 1, 0, NULL, cb, NULL));
     REFUSED(momento_set(client, "c", huge, 1, huge, big, 0, NULL, cb, NULL)); /* key+value > 5 MiB */
+    /* Its reason says that nothing went out. */
+    assert_non_null(strstr(momento_refusal_reason(), "over Momento's item limit"));
+    assert_non_null(strstr(momento_refusal_reason(), "not sent"));
+    assert_null(strstr(momento_refusal_reason(), "sent anyway"));
     REFUSED(momento_set(client, "c", huge, big + 1, "v", 1, 0, NULL, cb, NULL));
     REFUSED(momento_set(client, "c", "k", 1, "v", 1, (uint64_t)INT64_MAX + 1, NULL, cb, NULL));
     REFUSED(momento_set(client, "c", "k", 1, "v", SIZE_MAX, 0, NULL, cb, NULL));
