@@ -2,6 +2,14 @@
  * libmomento collections: Momento's dictionaries, sets, lists and sorted
  * sets, each stored under one cache key (its "name").
  *
+ * Names: `momento_set_*` means two things. momento_set(), momento_set_if*()
+ * and momento_set_with_hash() (momento.h) write a scalar value;
+ * momento_set_add_element(), momento_set_fetch(), momento_set_pop() and the
+ * other functions of the "set" section below work on a Set collection. A
+ * collection function always names its collection right after the prefix
+ * (momento_dictionary_, momento_set_add_/_remove_/_fetch/..., momento_list_,
+ * momento_sorted_set_).
+ *
  * Every function here follows the rules of momento.h: the same return codes
  * for async calls (MOMENTO_OK means exactly one callback follows), copy-in
  * arguments, results borrowed inside the callback (momento_result_dup() to

@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h> /* MOMENTO_STR's strlen */
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,7 +41,24 @@ extern "C" {
 #define MOMENTO_EXPORT
 #endif
 
-#define MOMENTO_VERSION_STRING "0.1.0"
+/* The version of this header, semantic versioning (CHANGELOG.md): while
+ * the major number is 0, a minor release may break the API, and every ABI
+ * break raises the shared library's soname (libmomento.so.N). */
+#define MOMENTO_VERSION_MAJOR 0
+#define MOMENTO_VERSION_MINOR 2
+#define MOMENTO_VERSION_PATCH 0
+#define MOMENTO_VERSION_STRING "0.2.0"
+/* One number to compare at compile time: 0x000200 for 0.2.0. */
+#define MOMENTO_VERSION_NUM                                                                   \
+    ((MOMENTO_VERSION_MAJOR << 16) | (MOMENTO_VERSION_MINOR << 8) | MOMENTO_VERSION_PATCH)
+
+/*
+ * A NUL-terminated string as the (pointer, length) pair that keys, values,
+ * fields and names take: momento_get(c, "cache", MOMENTO_STR("key"), NULL,
+ * cb, ud). Evaluates `s` twice: pass a name, not an expression with side
+ * effects. Keys are bytes; the terminating NUL is not part of them.
+ */
+#define MOMENTO_STR(s) (s), strlen(s)
 
 /* ------------------------------------------------------------------ errors */
 
@@ -91,6 +109,13 @@ typedef enum momento_error {
 
 /* A static, human-readable description of `err`. Never NULL. */
 MOMENTO_EXPORT const char *momento_strerror(int err);
+
+/*
+ * The version of the library running ("0.2.0"), which may differ from the
+ * MOMENTO_VERSION_STRING a program was compiled with (a newer shared
+ * library of the same soname). Static, never NULL; any thread.
+ */
+MOMENTO_EXPORT const char *momento_version(void);
 
 /*
  * The name official Momento SDKs give `err` ("TIMEOUT_ERROR", ...), or a

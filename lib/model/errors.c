@@ -50,6 +50,11 @@ static const struct error_info *find(int err)
     return NULL;
 }
 
+const char *momento_version(void)
+{
+    return MOMENTO_VERSION_STRING; /* this library's, compiled in */
+}
+
 const char *momento_strerror(int err)
 {
     const struct error_info *e = find(err);

@@ -36,8 +36,6 @@ static int teardown(void **state)
     return 0;
 }
 
-#define S(str) (str), strlen(str)
-
 /* Whether `r`'s item i has field `f` (NULL: any) and value `v`. */
 static int item_is(const momento_result *r, size_t i, const char *f, const char *v)
 {
@@ -69,11 +67,13 @@ static void test_dictionary_roundtrip(void **state)
 {
     (void)state;
     momento_result *r;
-    assert_int_equal(momento_dictionary_fetch_sync(client, "c", S("d1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_dictionary_fetch_sync(client, "c", MOMENTO_STR("d1"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
 
-    assert_int_equal(momento_dictionary_set_field_sync(client, "c", S("d1"), S("a"), S("1"), NULL,
+    assert_int_equal(momento_dictionary_set_field_sync(client, "c", MOMENTO_STR("d1"),
+                                                       MOMENTO_STR("a"), MOMENTO_STR("1"), NULL,
                                                        NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
@@ -82,12 +82,14 @@ static void test_dictionary_roundtrip(void **state)
     size_t field_lens[] = {1, 0, 1};
     const void *values[] = {"two", "empty-field", "one"};
     size_t value_lens[] = {3, 11, 3};
-    assert_int_equal(momento_dictionary_set_fields_sync(client, "c", S("d1"), fields, field_lens,
-                                                        values, value_lens, 3, NULL, NULL, NULL),
+    assert_int_equal(momento_dictionary_set_fields_sync(client, "c", MOMENTO_STR("d1"), fields,
+                                                        field_lens, values, value_lens, 3, NULL,
+                                                        NULL, NULL),
                      MOMENTO_OK);
 
     /* Fetch: every entry, "a" overwritten, the empty field kept. */
-    assert_int_equal(momento_dictionary_fetch_sync(client, "c", S("d1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_dictionary_fetch_sync(client, "c", MOMENTO_STR("d1"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_item_count(r), 3);
     const momento_result *e = entry(r, "a");
@@ -110,9 +112,9 @@ static void test_dictionary_roundtrip(void **state)
     /* Get fields: per field, in request order. */
     const void *ask[] = {"b", "zzz", "a"};
     size_t ask_lens[] = {1, 3, 1};
-    assert_int_equal(
-        momento_dictionary_get_fields_sync(client, "c", S("d1"), ask, ask_lens, 3, NULL, &r),
-        MOMENTO_OK);
+    assert_int_equal(momento_dictionary_get_fields_sync(client, "c", MOMENTO_STR("d1"), ask,
+                                                        ask_lens, 3, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_item_count(r), 3);
     assert_true(item_is(r, 0, "b", "two"));
@@ -126,37 +128,44 @@ static void test_dictionary_roundtrip(void **state)
     momento_result_free(copy);
     momento_result_free(r);
 
-    assert_int_equal(momento_dictionary_get_field_sync(client, "c", S("d1"), S("b"), NULL, &r),
+    assert_int_equal(momento_dictionary_get_field_sync(client, "c", MOMENTO_STR("d1"),
+                                                       MOMENTO_STR("b"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_memory_equal(momento_result_value(r, &len), "two", 3);
     momento_result_free(r);
-    assert_int_equal(momento_dictionary_get_field_sync(client, "c", S("d1"), S("no"), NULL, &r),
+    assert_int_equal(momento_dictionary_get_field_sync(client, "c", MOMENTO_STR("d1"),
+                                                       MOMENTO_STR("no"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_dictionary_get_field_sync(client, "c", S("none"), S("b"), NULL, &r),
+    assert_int_equal(momento_dictionary_get_field_sync(client, "c", MOMENTO_STR("none"),
+                                                       MOMENTO_STR("b"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
 
-    assert_int_equal(momento_dictionary_length_sync(client, "c", S("d1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_dictionary_length_sync(client, "c", MOMENTO_STR("d1"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_int(r), 3);
     momento_result_free(r);
 
     /* Removing every field deletes the dictionary: a miss, no type left. */
-    assert_int_equal(momento_dictionary_remove_fields_sync(client, "c", S("d1"), fields,
+    assert_int_equal(momento_dictionary_remove_fields_sync(client, "c", MOMENTO_STR("d1"), fields,
                                                            field_lens, 2, NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_dictionary_remove_field_sync(client, "c", S("d1"), S("a"), NULL, &r),
+    assert_int_equal(momento_dictionary_remove_field_sync(client, "c", MOMENTO_STR("d1"),
+                                                          MOMENTO_STR("a"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
-    assert_int_equal(momento_dictionary_length_sync(client, "c", S("d1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_dictionary_length_sync(client, "c", MOMENTO_STR("d1"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_item_get_type_sync(client, "c", S("d1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(client, "c", MOMENTO_STR("d1"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
 }
@@ -165,19 +174,20 @@ static void test_dictionary_increment(void **state)
 {
     (void)state;
     momento_result *r;
-    assert_int_equal(momento_dictionary_increment_sync(client, "c", S("d2"), S("n"), 5, NULL,
-                                                       NULL, &r),
+    assert_int_equal(momento_dictionary_increment_sync(client, "c", MOMENTO_STR("d2"),
+                                                       MOMENTO_STR("n"), 5, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_result_int(r), 5);
     momento_result_free(r);
-    assert_int_equal(momento_dictionary_increment_sync(client, "c", S("d2"), S("n"), -7, NULL,
-                                                       NULL, &r),
+    assert_int_equal(momento_dictionary_increment_sync(client, "c", MOMENTO_STR("d2"),
+                                                       MOMENTO_STR("n"), -7, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_int(r), -2);
     momento_result_free(r);
     /* Stored as base-10 text. */
-    assert_int_equal(momento_dictionary_get_field_sync(client, "c", S("d2"), S("n"), NULL, &r),
+    assert_int_equal(momento_dictionary_get_field_sync(client, "c", MOMENTO_STR("d2"),
+                                                       MOMENTO_STR("n"), NULL, &r),
                      MOMENTO_OK);
     size_t len;
     const void *v = momento_result_value(r, &len);
@@ -185,9 +195,10 @@ static void test_dictionary_increment(void **state)
     assert_memory_equal(v, "-2", 2);
     momento_result_free(r);
     /* A field that holds no integer. */
-    momento_dictionary_set_field_sync(client, "c", S("d2"), S("t"), S("text"), NULL, NULL, NULL);
-    assert_int_equal(momento_dictionary_increment_sync(client, "c", S("d2"), S("t"), 1, NULL, NULL,
-                                                       &r),
+    momento_dictionary_set_field_sync(client, "c", MOMENTO_STR("d2"), MOMENTO_STR("t"),
+                                      MOMENTO_STR("text"), NULL, NULL, NULL);
+    assert_int_equal(momento_dictionary_increment_sync(client, "c", MOMENTO_STR("d2"),
+                                                       MOMENTO_STR("t"), 1, NULL, NULL, &r),
                      MOMENTO_ERR_FAILED_PRECONDITION);
     momento_result_free(r);
 }
@@ -195,7 +206,8 @@ static void test_dictionary_increment(void **state)
 static uint64_t ttl_left(const char *key)
 {
     momento_result *r;
-    assert_int_equal(momento_item_get_ttl_sync(client, "c", S(key), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_ttl_sync(client, "c", MOMENTO_STR(key), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     uint64_t ms = momento_result_ttl_ms(r);
     momento_result_free(r);
@@ -210,20 +222,21 @@ static void test_collection_ttl(void **state)
     momento_collection_ttl long_ttl = {600000, 1};
     momento_collection_ttl short_keep = {5000, 0};
     momento_collection_ttl short_refresh = {5000, 1};
-    assert_int_equal(momento_set_add_element_sync(client, "c", S("s-ttl"), S("x"), &long_ttl, NULL,
-                                                  NULL),
+    assert_int_equal(momento_set_add_element_sync(client, "c", MOMENTO_STR("s-ttl"),
+                                                  MOMENTO_STR("x"), &long_ttl, NULL, NULL),
                      MOMENTO_OK);
     assert_true(ttl_left("s-ttl") > 500000);
-    assert_int_equal(momento_set_add_element_sync(client, "c", S("s-ttl"), S("y"), &short_keep,
-                                                  NULL, NULL),
+    assert_int_equal(momento_set_add_element_sync(client, "c", MOMENTO_STR("s-ttl"),
+                                                  MOMENTO_STR("y"), &short_keep, NULL, NULL),
                      MOMENTO_OK);
     assert_true(ttl_left("s-ttl") > 500000);
-    assert_int_equal(momento_set_add_element_sync(client, "c", S("s-ttl"), S("z"), &short_refresh,
-                                                  NULL, NULL),
+    assert_int_equal(momento_set_add_element_sync(client, "c", MOMENTO_STR("s-ttl"),
+                                                  MOMENTO_STR("z"), &short_refresh, NULL, NULL),
                      MOMENTO_OK);
     assert_true(ttl_left("s-ttl") <= 5000);
     /* Without refresh, a write that creates the collection still sets it. */
-    assert_int_equal(momento_dictionary_set_field_sync(client, "c", S("d-ttl"), S("f"), S("v"),
+    assert_int_equal(momento_dictionary_set_field_sync(client, "c", MOMENTO_STR("d-ttl"),
+                                                       MOMENTO_STR("f"), MOMENTO_STR("v"),
                                                        &short_keep, NULL, NULL),
                      MOMENTO_OK);
     assert_true(ttl_left("d-ttl") <= 5000);
@@ -243,39 +256,40 @@ static void test_set_roundtrip(void **state)
     momento_result *r;
     const void *els[] = {"a", "b", "c", "b", ""};
     size_t lens[] = {1, 1, 1, 1, 0};
-    assert_int_equal(momento_set_add_elements_sync(client, "c", S("s1"), els, lens, 5, NULL, NULL,
-                                                   &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_set_add_elements_sync(client, "c", MOMENTO_STR("s1"), els, lens, 5, NULL, NULL, &r),
+        MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
-    assert_int_equal(momento_set_fetch_sync(client, "c", S("s1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_fetch_sync(client, "c", MOMENTO_STR("s1"), NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_item_count(r), 4); /* duplicates once */
     assert_true(set_has(r, "a") && set_has(r, "b") && set_has(r, "c") && set_has(r, ""));
     momento_result_free(r);
-    assert_int_equal(momento_set_length_sync(client, "c", S("s1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_length_sync(client, "c", MOMENTO_STR("s1"), NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 4);
     momento_result_free(r);
 
     const void *ask[] = {"c", "q", ""};
     size_t ask_lens[] = {1, 1, 0};
-    assert_int_equal(
-        momento_set_contains_elements_sync(client, "c", S("s1"), ask, ask_lens, 3, NULL, &r),
-        MOMENTO_OK);
+    assert_int_equal(momento_set_contains_elements_sync(client, "c", MOMENTO_STR("s1"), ask,
+                                                        ask_lens, 3, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_exists_count(r), 3);
     assert_int_equal(momento_result_exists(r, 0), 1);
     assert_int_equal(momento_result_exists(r, 1), 0);
     assert_int_equal(momento_result_exists(r, 2), 1);
     momento_result_free(r);
-    assert_int_equal(
-        momento_set_contains_elements_sync(client, "c", S("nope"), ask, ask_lens, 3, NULL, &r),
-        MOMENTO_OK);
+    assert_int_equal(momento_set_contains_elements_sync(client, "c", MOMENTO_STR("nope"), ask,
+                                                        ask_lens, 3, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
 
     /* Sample: distinct members, min(limit, size) of them. */
-    assert_int_equal(momento_set_sample_sync(client, "c", S("s1"), 2, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_sample_sync(client, "c", MOMENTO_STR("s1"), 2, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_item_count(r), 2);
     assert_false(item_is(r, 0, NULL, "q"));
     size_t l0, l1;
@@ -283,29 +297,32 @@ static void test_set_roundtrip(void **state)
     const void *v1 = momento_result_value(momento_result_item(r, 1), &l1);
     assert_false(l0 == l1 && memcmp(v0, v1, l0) == 0);
     momento_result_free(r);
-    assert_int_equal(momento_set_sample_sync(client, "c", S("s1"), 100, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_sample_sync(client, "c", MOMENTO_STR("s1"), 100, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_item_count(r), 4);
     momento_result_free(r);
 
     /* Remove and pop down to nothing: the set is gone. */
-    assert_int_equal(momento_set_remove_element_sync(client, "c", S("s1"), S("a"), NULL, NULL),
+    assert_int_equal(momento_set_remove_element_sync(client, "c", MOMENTO_STR("s1"),
+                                                     MOMENTO_STR("a"), NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_set_pop_sync(client, "c", S("s1"), 2, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_pop_sync(client, "c", MOMENTO_STR("s1"), 2, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_item_count(r), 2);
     assert_false(set_has(r, "a"));
     momento_result_free(r);
-    assert_int_equal(momento_set_pop_sync(client, "c", S("s1"), 5, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_pop_sync(client, "c", MOMENTO_STR("s1"), 5, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_item_count(r), 1);
     momento_result_free(r);
-    assert_int_equal(momento_set_fetch_sync(client, "c", S("s1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_fetch_sync(client, "c", MOMENTO_STR("s1"), NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_set_pop_sync(client, "c", S("s1"), 1, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_pop_sync(client, "c", MOMENTO_STR("s1"), 1, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
     /* Removing from a missing set succeeds. */
-    assert_int_equal(momento_set_remove_element_sync(client, "c", S("s1"), S("a"), NULL, NULL),
+    assert_int_equal(momento_set_remove_element_sync(client, "c", MOMENTO_STR("s1"),
+                                                     MOMENTO_STR("a"), NULL, NULL),
                      MOMENTO_OK);
 }
 
@@ -314,32 +331,38 @@ static void test_type_mismatch(void **state)
 {
     (void)state;
     momento_result *r;
-    assert_int_equal(momento_set_sync(client, "c", S("scalar"), S("v"), 0, NULL, NULL),
-                     MOMENTO_OK);
-    momento_set_add_element_sync(client, "c", S("a-set"), S("x"), NULL, NULL, NULL);
-    assert_int_equal(momento_dictionary_fetch_sync(client, "c", S("scalar"), NULL, &r),
+    assert_int_equal(
+        momento_set_sync(client, "c", MOMENTO_STR("scalar"), MOMENTO_STR("v"), 0, NULL, NULL),
+        MOMENTO_OK);
+    momento_set_add_element_sync(client, "c", MOMENTO_STR("a-set"), MOMENTO_STR("x"), NULL, NULL,
+                                 NULL);
+    assert_int_equal(momento_dictionary_fetch_sync(client, "c", MOMENTO_STR("scalar"), NULL, &r),
                      MOMENTO_ERR_FAILED_PRECONDITION);
     assert_int_equal(momento_result_grpc_status(r), 9);
     momento_result_free(r);
-    assert_int_equal(momento_dictionary_set_field_sync(client, "c", S("a-set"), S("f"), S("v"),
-                                                       NULL, NULL, NULL),
+    assert_int_equal(momento_dictionary_set_field_sync(client, "c", MOMENTO_STR("a-set"),
+                                                       MOMENTO_STR("f"), MOMENTO_STR("v"), NULL,
+                                                       NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_set_length_sync(client, "c", S("scalar"), NULL, NULL),
+    assert_int_equal(momento_set_length_sync(client, "c", MOMENTO_STR("scalar"), NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_get_sync(client, "c", S("a-set"), NULL, NULL),
+    assert_int_equal(momento_get_sync(client, "c", MOMENTO_STR("a-set"), NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
     /* The set is unchanged by the refused writes. */
-    assert_int_equal(momento_item_get_type_sync(client, "c", S("a-set"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(client, "c", MOMENTO_STR("a-set"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_SET);
     momento_result_free(r);
-    assert_int_equal(momento_dictionary_set_field_sync(client, "c", S("a-dict"), S("f"), S("v"),
-                                                       NULL, NULL, NULL),
+    assert_int_equal(momento_dictionary_set_field_sync(client, "c", MOMENTO_STR("a-dict"),
+                                                       MOMENTO_STR("f"), MOMENTO_STR("v"), NULL,
+                                                       NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_item_get_type_sync(client, "c", S("a-dict"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(client, "c", MOMENTO_STR("a-dict"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_DICTIONARY);
     momento_result_free(r);
     /* An unknown cache. */
-    assert_int_equal(momento_set_fetch_sync(client, "nocache", S("s"), NULL, NULL),
+    assert_int_equal(momento_set_fetch_sync(client, "nocache", MOMENTO_STR("s"), NULL, NULL),
                      MOMENTO_ERR_CACHE_NOT_FOUND);
 }
 
@@ -360,45 +383,47 @@ static void test_refusals(void **state)
     size_t bad_len[] = {3};
     momento_collection_ttl huge = {MOMENTO_MAX_TTL_MS + 1, 1};
     uint64_t before = momento_local_rpc_count(server, "SetUnion", -1);
-    assert_int_equal(momento_set_add_element(client, "c", NULL, 0, S("x"), NULL, NULL, noop_cb,
-                                             NULL),
+    assert_int_equal(
+        momento_set_add_element(client, "c", NULL, 0, MOMENTO_STR("x"), NULL, NULL, noop_cb, NULL),
+        MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(
+        momento_set_add_element(client, "c", "", 0, MOMENTO_STR("x"), NULL, NULL, noop_cb, NULL),
+        MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(
+        momento_set_add_element(client, "c", MOMENTO_STR("s"), NULL, 1, NULL, NULL, noop_cb, NULL),
+        MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_set_add_elements(client, "c", MOMENTO_STR("s"), one, one_len, 0, NULL,
+                                              NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_element(client, "c", "", 0, S("x"), NULL, NULL, noop_cb, NULL),
+    assert_int_equal(momento_set_add_elements(client, "c", MOMENTO_STR("s"), bad, bad_len, 1, NULL,
+                                              NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_element(client, "c", S("s"), NULL, 1, NULL, NULL, noop_cb,
-                                             NULL),
+    assert_int_equal(momento_set_add_elements(client, "c", MOMENTO_STR("s"), NULL, one_len, 1, NULL,
+                                              NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_elements(client, "c", S("s"), one, one_len, 0, NULL, NULL,
-                                              noop_cb, NULL),
+    assert_int_equal(momento_set_add_element(client, "c", MOMENTO_STR("s"), MOMENTO_STR("x"), &huge,
+                                             NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_elements(client, "c", S("s"), bad, bad_len, 1, NULL, NULL,
-                                              noop_cb, NULL),
+    assert_int_equal(momento_set_add_element(client, "c\t", MOMENTO_STR("s"), MOMENTO_STR("x"),
+                                             NULL, NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_elements(client, "c", S("s"), NULL, one_len, 1, NULL, NULL,
-                                              noop_cb, NULL),
+    assert_int_equal(momento_set_add_element(client, "c", MOMENTO_STR("s"), MOMENTO_STR("x"), NULL,
+                                             NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_element(client, "c", S("s"), S("x"), &huge, NULL, noop_cb,
-                                             NULL),
+    assert_int_equal(momento_set_pop(client, "c", MOMENTO_STR("s"), 0, NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_element(client, "c\t", S("s"), S("x"), NULL, NULL, noop_cb,
-                                             NULL),
+    assert_int_equal(momento_dictionary_set_fields(client, "c", MOMENTO_STR("d"), one, one_len,
+                                                   NULL, one_len, 1, NULL, NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_element(client, "c", S("s"), S("x"), NULL, NULL, NULL, NULL),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_pop(client, "c", S("s"), 0, NULL, noop_cb, NULL),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_dictionary_set_fields(client, "c", S("d"), one, one_len, NULL,
-                                                   one_len, 1, NULL, NULL, noop_cb, NULL),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_dictionary_get_field(client, "c", S("d"), NULL, 2, NULL, noop_cb,
-                                                  NULL),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(
+        momento_dictionary_get_field(client, "c", MOMENTO_STR("d"), NULL, 2, NULL, noop_cb, NULL),
+        MOMENTO_ERR_INVALID_ARGUMENT);
     /* Larger than one request can carry. */
     size_t big = 11u * 1024 * 1024;
     char *v = calloc(1, big);
     assert_non_null(v);
-    assert_int_equal(momento_dictionary_set_field(client, "c", S("d"), S("f"), v, big, NULL, NULL,
-                                                  noop_cb, NULL),
+    assert_int_equal(momento_dictionary_set_field(client, "c", MOMENTO_STR("d"), MOMENTO_STR("f"),
+                                                  v, big, NULL, NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     free(v);
     momento_result *r = (momento_result *)1;
@@ -446,8 +471,8 @@ static void test_coalesced_reads(void **state)
     momento__client_add_header(c, "delay-count", "2");
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
-    assert_int_equal(momento_dictionary_set_field_sync(c, "c", S("cd"), S("a"), S("1"), NULL,
-                                                       NULL, NULL),
+    assert_int_equal(momento_dictionary_set_field_sync(c, "c", MOMENTO_STR("cd"), MOMENTO_STR("a"),
+                                                       MOMENTO_STR("1"), NULL, NULL, NULL),
                      MOMENTO_OK);
     uint64_t fetches = momento_local_rpc_count(server, "DictionaryFetch", -1);
     uint64_t gets = momento_local_rpc_count(server, "DictionaryGet", -1);
@@ -455,27 +480,28 @@ static void test_coalesced_reads(void **state)
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 10; i++)
-        assert_int_equal(momento_coalescing_dictionary_fetch(co, "c", S("cd"), NULL, tu_count_cb,
-                                                             &k),
-                         MOMENTO_OK);
+        assert_int_equal(
+            momento_coalescing_dictionary_fetch(co, "c", MOMENTO_STR("cd"), NULL, tu_count_cb, &k),
+            MOMENTO_OK);
     /* Two different get-fields requests: not the fetch, not each other. */
-    assert_int_equal(momento_coalescing_dictionary_get_field(co, "c", S("cd"), S("a"), NULL,
-                                                             tu_count_cb, &k),
+    assert_int_equal(momento_coalescing_dictionary_get_field(
+                         co, "c", MOMENTO_STR("cd"), MOMENTO_STR("a"), NULL, tu_count_cb, &k),
                      MOMENTO_OK);
-    assert_int_equal(momento_coalescing_dictionary_get_field(co, "c", S("cd"), S("b"), NULL,
-                                                             tu_count_cb, &k),
+    assert_int_equal(momento_coalescing_dictionary_get_field(
+                         co, "c", MOMENTO_STR("cd"), MOMENTO_STR("b"), NULL, tu_count_cb, &k),
                      MOMENTO_OK);
-    assert_int_equal(momento_coalescing_dictionary_get_field(co, "c", S("cd"), S("a"), NULL,
-                                                             tu_count_cb, &k),
+    assert_int_equal(momento_coalescing_dictionary_get_field(
+                         co, "c", MOMENTO_STR("cd"), MOMENTO_STR("a"), NULL, tu_count_cb, &k),
                      MOMENTO_OK);
     /* A write through the client, then a fetch: it must not join the
      * fetch in flight, and it sees the write. */
-    assert_int_equal(momento_dictionary_set_field_sync(c, "c", S("cd"), S("z"), S("26"), NULL,
-                                                       NULL, NULL),
+    assert_int_equal(momento_dictionary_set_field_sync(c, "c", MOMENTO_STR("cd"), MOMENTO_STR("z"),
+                                                       MOMENTO_STR("26"), NULL, NULL, NULL),
                      MOMENTO_OK);
     kept after = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
-    assert_int_equal(momento_coalescing_dictionary_fetch(co, "c", S("cd"), NULL, keep_cb, &after),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_coalescing_dictionary_fetch(co, "c", MOMENTO_STR("cd"), NULL, keep_cb, &after),
+        MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 13, (int)TU_MS(10000)), 13);
     assert_int_equal(k.ok, 13);
     tu_counter_destroy(&k);
@@ -497,12 +523,9 @@ static void test_coalesced_reads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dictionary_roundtrip),
-        cmocka_unit_test(test_dictionary_increment),
-        cmocka_unit_test(test_collection_ttl),
-        cmocka_unit_test(test_set_roundtrip),
-        cmocka_unit_test(test_type_mismatch),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_dictionary_roundtrip), cmocka_unit_test(test_dictionary_increment),
+        cmocka_unit_test(test_collection_ttl),       cmocka_unit_test(test_set_roundtrip),
+        cmocka_unit_test(test_type_mismatch),        cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_coalesced_reads),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -40,7 +40,6 @@ static int teardown(void **state)
     return 0;
 }
 
-#define S(str) (str), strlen(str)
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 static void check_score(double got, double want)
@@ -74,8 +73,8 @@ static void check_items(const momento_result *r, const char *want, int scored)
         const void *v = momento_result_value(it, &len);
         assert_non_null(v);
         if (len != strlen(tok) || memcmp(v, tok, len) != 0)
-            fail_msg("item %zu is \"%.*s\", want \"%s\" (of %s)", i, (int)len, (const char *)v,
-                     tok, want);
+            fail_msg("item %zu is \"%.*s\", want \"%s\" (of %s)", i, (int)len, (const char *)v, tok,
+                     want);
     }
     assert_int_equal(momento_result_item_count(r), i);
 }
@@ -83,7 +82,7 @@ static void check_items(const momento_result *r, const char *want, int scored)
 static void check_fetch(const char *list, int32_t start, int32_t end, const char *want)
 {
     momento_result *r;
-    assert_int_equal(momento_list_fetch_sync(client, "c", S(list), start, end, NULL, &r),
+    assert_int_equal(momento_list_fetch_sync(client, "c", MOMENTO_STR(list), start, end, NULL, &r),
                      MOMENTO_OK);
     if (momento_result_outcome(r) != MOMENTO_OUTCOME_HIT)
         fail_msg("fetch [%d, %d) of %s: outcome %d, want a HIT", start, end, list,
@@ -96,8 +95,8 @@ static void check_rank_fetch(const char *set, int32_t start, int32_t end, moment
                              const char *want)
 {
     momento_result *r;
-    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", S(set), start, end, order,
-                                                           NULL, &r),
+    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", MOMENTO_STR(set), start,
+                                                           end, order, NULL, &r),
                      MOMENTO_OK);
     check_items(r, want, 1);
     momento_result_free(r);
@@ -107,8 +106,8 @@ static void check_score_fetch(const char *set, double min, double max, momento_o
                               uint32_t offset, uint32_t count, const char *want)
 {
     momento_result *r;
-    assert_int_equal(momento_sorted_set_fetch_by_score_sync(client, "c", S(set), min, max, order,
-                                                            offset, count, NULL, &r),
+    assert_int_equal(momento_sorted_set_fetch_by_score_sync(client, "c", MOMENTO_STR(set), min, max,
+                                                            order, offset, count, NULL, &r),
                      MOMENTO_OK);
     check_items(r, want, 1);
     momento_result_free(r);
@@ -118,7 +117,8 @@ static void check_score_fetch(const char *set, double min, double max, momento_o
 static void check_list_length(const char *list, int64_t want)
 {
     momento_result *r;
-    assert_int_equal(momento_list_length_sync(client, "c", S(list), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_list_length_sync(client, "c", MOMENTO_STR(list), NULL, &r),
+                     MOMENTO_OK);
     if (want < 0) {
         assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     } else {
@@ -132,8 +132,8 @@ static void check_list_length(const char *list, int64_t want)
 static void push_back(const char *list, const char *value, uint32_t truncate, int64_t want_len)
 {
     momento_result *r;
-    assert_int_equal(momento_list_push_back_sync(client, "c", S(list), S(value), truncate, NULL,
-                                                 NULL, &r),
+    assert_int_equal(momento_list_push_back_sync(client, "c", MOMENTO_STR(list), MOMENTO_STR(value),
+                                                 truncate, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_result_int(r), want_len);
@@ -143,8 +143,8 @@ static void push_back(const char *list, const char *value, uint32_t truncate, in
 static void push_front(const char *list, const char *value, uint32_t truncate, int64_t want_len)
 {
     momento_result *r;
-    assert_int_equal(momento_list_push_front_sync(client, "c", S(list), S(value), truncate, NULL,
-                                                  NULL, &r),
+    assert_int_equal(momento_list_push_front_sync(client, "c", MOMENTO_STR(list),
+                                                  MOMENTO_STR(value), truncate, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_result_int(r), want_len);
@@ -157,8 +157,8 @@ static void make_digits(const char *list)
     const void *v[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
     size_t l[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     momento_result *r;
-    assert_int_equal(momento_list_concatenate_back_sync(client, "c", S(list), v, l, N(v), 0, NULL,
-                                                        NULL, &r),
+    assert_int_equal(momento_list_concatenate_back_sync(client, "c", MOMENTO_STR(list), v, l, N(v),
+                                                        0, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 10);
     momento_result_free(r);
@@ -169,13 +169,15 @@ static void test_list_push_fetch(void **state)
     (void)state;
     momento_result *r;
     /* No list yet: every read misses. */
-    assert_int_equal(momento_list_fetch_sync(client, "c", S("l1"), 0, MOMENTO_END, NULL, &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_list_fetch_sync(client, "c", MOMENTO_STR("l1"), 0, MOMENTO_END, NULL, &r),
+        MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     assert_int_equal(momento_result_item_count(r), 0);
     momento_result_free(r);
     check_list_length("l1", -1);
-    assert_int_equal(momento_list_pop_front_sync(client, "c", S("l1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_list_pop_front_sync(client, "c", MOMENTO_STR("l1"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     assert_null(momento_result_value(r, NULL));
     momento_result_free(r);
@@ -185,8 +187,8 @@ static void test_list_push_fetch(void **state)
     push_front("l1", "a", 0, 3);
     const void *back[] = {"d", "e"};
     size_t back_lens[] = {1, 1};
-    assert_int_equal(momento_list_concatenate_back_sync(client, "c", S("l1"), back, back_lens, 2,
-                                                        0, NULL, NULL, &r),
+    assert_int_equal(momento_list_concatenate_back_sync(client, "c", MOMENTO_STR("l1"), back,
+                                                        back_lens, 2, 0, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_result_int(r), 5);
@@ -194,22 +196,24 @@ static void test_list_push_fetch(void **state)
     /* Concatenated at the front, the values keep their own order. */
     const void *front[] = {"x", "y"};
     size_t front_lens[] = {1, 1};
-    assert_int_equal(momento_list_concatenate_front_sync(client, "c", S("l1"), front, front_lens,
-                                                         2, 0, NULL, NULL, &r),
+    assert_int_equal(momento_list_concatenate_front_sync(client, "c", MOMENTO_STR("l1"), front,
+                                                         front_lens, 2, 0, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 7);
     momento_result_free(r);
 
     check_fetch("l1", 0, MOMENTO_END, "x,y,a,b,c,d,e");
     check_list_length("l1", 7);
-    assert_int_equal(momento_item_get_type_sync(client, "c", S("l1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(client, "c", MOMENTO_STR("l1"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_LIST);
     momento_result_free(r);
 
     /* An empty value is an element like any other, and reads as present. */
     push_back("l1", "", 0, 8);
-    assert_int_equal(momento_list_fetch_sync(client, "c", S("l1"), -2, MOMENTO_END, NULL, &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_list_fetch_sync(client, "c", MOMENTO_STR("l1"), -2, MOMENTO_END, NULL, &r),
+        MOMENTO_OK);
     assert_int_equal(momento_result_item_count(r), 2);
     size_t len = 99;
     assert_non_null(momento_result_value(momento_result_item(r, 1), &len));
@@ -245,8 +249,8 @@ static void test_list_slices(void **state)
     int32_t empty[][2] = {{-2, 3}, {12, 20}, {-3, 0}};
     for (size_t i = 0; i < N(empty); i++) {
         momento_result *r;
-        assert_int_equal(momento_list_fetch_sync(client, "c", S("l2"), empty[i][0], empty[i][1],
-                                                 NULL, &r),
+        assert_int_equal(momento_list_fetch_sync(client, "c", MOMENTO_STR("l2"), empty[i][0],
+                                                 empty[i][1], NULL, &r),
                          MOMENTO_OK);
         assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
         assert_int_equal(momento_result_item_count(r), 0);
@@ -274,15 +278,15 @@ static void test_list_truncate(void **state)
 
     const void *abc[] = {"a", "b", "c"};
     size_t one[] = {1, 1, 1};
-    assert_int_equal(momento_list_concatenate_back_sync(client, "c", S("l3"), abc, one, 3, 4, NULL,
-                                                        NULL, &r),
+    assert_int_equal(momento_list_concatenate_back_sync(client, "c", MOMENTO_STR("l3"), abc, one, 3,
+                                                        4, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 4);
     momento_result_free(r);
     check_fetch("l3", 0, MOMENTO_END, "5,a,b,c");
     const void *pq[] = {"p", "q"};
-    assert_int_equal(momento_list_concatenate_front_sync(client, "c", S("l3"), pq, one, 2, 3, NULL,
-                                                         NULL, &r),
+    assert_int_equal(momento_list_concatenate_front_sync(client, "c", MOMENTO_STR("l3"), pq, one, 2,
+                                                         3, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 3);
     momento_result_free(r);
@@ -295,18 +299,21 @@ static void test_list_pop_remove_retain(void **state)
     momento_result *r;
     const void *v[] = {"a", "b", "a", "c", "a"};
     size_t l[] = {1, 1, 1, 1, 1};
-    assert_int_equal(momento_list_concatenate_back_sync(client, "c", S("l4"), v, l, N(v), 0, NULL,
-                                                        NULL, NULL),
+    assert_int_equal(momento_list_concatenate_back_sync(client, "c", MOMENTO_STR("l4"), v, l, N(v),
+                                                        0, NULL, NULL, NULL),
                      MOMENTO_OK);
     /* Every "a" goes; a value not in the list, or no list, is no error. */
-    assert_int_equal(momento_list_remove_value_sync(client, "c", S("l4"), S("a"), NULL, &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_list_remove_value_sync(client, "c", MOMENTO_STR("l4"), MOMENTO_STR("a"), NULL, &r),
+        MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
     check_fetch("l4", 0, MOMENTO_END, "b,c");
-    assert_int_equal(momento_list_remove_value_sync(client, "c", S("l4"), S("zz"), NULL, NULL),
+    assert_int_equal(momento_list_remove_value_sync(client, "c", MOMENTO_STR("l4"),
+                                                    MOMENTO_STR("zz"), NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_list_remove_value_sync(client, "c", S("no-list"), S("a"), NULL, &r),
+    assert_int_equal(momento_list_remove_value_sync(client, "c", MOMENTO_STR("no-list"),
+                                                    MOMENTO_STR("a"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
@@ -314,43 +321,50 @@ static void test_list_pop_remove_retain(void **state)
 
     /* Pops take from their own end; the last one deletes the list. */
     size_t len;
-    assert_int_equal(momento_list_pop_back_sync(client, "c", S("l4"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_list_pop_back_sync(client, "c", MOMENTO_STR("l4"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_memory_equal(momento_result_value(r, &len), "c", 1);
     assert_int_equal(len, 1);
     momento_result_free(r);
-    assert_int_equal(momento_list_pop_front_sync(client, "c", S("l4"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_list_pop_front_sync(client, "c", MOMENTO_STR("l4"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_memory_equal(momento_result_value(r, &len), "b", 1);
     momento_result_free(r);
-    assert_int_equal(momento_list_pop_front_sync(client, "c", S("l4"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_list_pop_front_sync(client, "c", MOMENTO_STR("l4"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_list_pop_back_sync(client, "c", S("l4"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_list_pop_back_sync(client, "c", MOMENTO_STR("l4"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
     check_list_length("l4", -1);
-    assert_int_equal(momento_list_fetch_sync(client, "c", S("l4"), 0, MOMENTO_END, NULL, &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_list_fetch_sync(client, "c", MOMENTO_STR("l4"), 0, MOMENTO_END, NULL, &r),
+        MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
 
     /* Retain keeps a slice, with the same index rules as fetch. */
     make_digits("l5");
-    assert_int_equal(momento_list_retain_sync(client, "c", S("l5"), 2, 8, NULL, NULL, &r),
+    assert_int_equal(momento_list_retain_sync(client, "c", MOMENTO_STR("l5"), 2, 8, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
     check_fetch("l5", 0, MOMENTO_END, "2,3,4,5,6,7");
     assert_int_equal(
-        momento_list_retain_sync(client, "c", S("l5"), -3, MOMENTO_END, NULL, NULL, NULL),
+        momento_list_retain_sync(client, "c", MOMENTO_STR("l5"), -3, MOMENTO_END, NULL, NULL, NULL),
         MOMENTO_OK);
     check_fetch("l5", 0, MOMENTO_END, "5,6,7");
-    assert_int_equal(momento_list_retain_sync(client, "c", S("l5"), 1, -1, NULL, NULL, NULL),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_list_retain_sync(client, "c", MOMENTO_STR("l5"), 1, -1, NULL, NULL, NULL),
+        MOMENTO_OK);
     check_fetch("l5", 0, MOMENTO_END, "6");
-    assert_int_equal(momento_list_retain_sync(client, "c", S("no-list"), 0, 2, NULL, NULL, &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_list_retain_sync(client, "c", MOMENTO_STR("no-list"), 0, 2, NULL, NULL, &r),
+        MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
 }
@@ -363,22 +377,24 @@ static void test_list_ttl(void **state)
     momento_result *r;
     momento_collection_ttl minute = {60000, 1};
     momento_collection_ttl hour_keep = {3600000, 0};
-    assert_int_equal(momento_list_push_back_sync(client, "c", S("l6"), S("v"), 0, &minute, NULL,
-                                                 NULL),
+    assert_int_equal(momento_list_push_back_sync(client, "c", MOMENTO_STR("l6"), MOMENTO_STR("v"),
+                                                 0, &minute, NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_list_push_back_sync(client, "c", S("l6"), S("w"), 0, &hour_keep, NULL,
-                                                 NULL),
+    assert_int_equal(momento_list_push_back_sync(client, "c", MOMENTO_STR("l6"), MOMENTO_STR("w"),
+                                                 0, &hour_keep, NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_item_get_ttl_sync(client, "c", S("l6"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_ttl_sync(client, "c", MOMENTO_STR("l6"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_true(momento_result_ttl_ms(r) <= 60000);
     assert_true(momento_result_ttl_ms(r) > 30000);
     momento_result_free(r);
     momento_collection_ttl hour = {3600000, 1};
-    assert_int_equal(momento_list_retain_sync(client, "c", S("l6"), 0, MOMENTO_END, &hour, NULL,
-                                              NULL),
+    assert_int_equal(
+        momento_list_retain_sync(client, "c", MOMENTO_STR("l6"), 0, MOMENTO_END, &hour, NULL, NULL),
+        MOMENTO_OK);
+    assert_int_equal(momento_item_get_ttl_sync(client, "c", MOMENTO_STR("l6"), NULL, &r),
                      MOMENTO_OK);
-    assert_int_equal(momento_item_get_ttl_sync(client, "c", S("l6"), NULL, &r), MOMENTO_OK);
     assert_true(momento_result_ttl_ms(r) > 60000);
     momento_result_free(r);
 }
@@ -389,9 +405,9 @@ static void put_scores(const char *set, const char *const *values, const double 
     for (size_t i = 0; i < n; i++)
         lens[i] = strlen(values[i]);
     momento_result *r;
-    assert_int_equal(momento_sorted_set_put_elements_sync(client, "c", S(set),
-                                                          (const void *const *)values, lens,
-                                                          scores, n, NULL, NULL, &r),
+    assert_int_equal(momento_sorted_set_put_elements_sync(client, "c", MOMENTO_STR(set),
+                                                          (const void *const *)values, lens, scores,
+                                                          n, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
@@ -402,22 +418,24 @@ static void test_sorted_set_put_fetch(void **state)
     (void)state;
     momento_result *r;
     /* No set: every read misses. */
-    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", S("z1"), 0, MOMENTO_END,
-                                                           MOMENTO_ASCENDING, NULL, &r),
+    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", MOMENTO_STR("z1"), 0,
+                                                           MOMENTO_END, MOMENTO_ASCENDING, NULL,
+                                                           &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_sorted_set_fetch_by_score_sync(client, "c", S("z1"), -INFINITY,
-                                                            INFINITY, MOMENTO_ASCENDING, 0, 0,
-                                                            NULL, &r),
+    assert_int_equal(momento_sorted_set_fetch_by_score_sync(client, "c", MOMENTO_STR("z1"),
+                                                            -INFINITY, INFINITY, MOMENTO_ASCENDING,
+                                                            0, 0, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_sorted_set_length_sync(client, "c", S("z1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_sorted_set_length_sync(client, "c", MOMENTO_STR("z1"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_sorted_set_length_by_score_sync(client, "c", S("z1"), -INFINITY,
-                                                             INFINITY, NULL, &r),
+    assert_int_equal(momento_sorted_set_length_by_score_sync(client, "c", MOMENTO_STR("z1"),
+                                                             -INFINITY, INFINITY, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
@@ -426,8 +444,8 @@ static void test_sorted_set_put_fetch(void **state)
     double s[] = {3, 1, 2, -1.5};
     put_scores("z1", v, s, 4);
     /* A put replaces an element's score. */
-    assert_int_equal(momento_sorted_set_put_element_sync(client, "c", S("z1"), S("b"), 5, NULL,
-                                                         NULL, &r),
+    assert_int_equal(momento_sorted_set_put_element_sync(client, "c", MOMENTO_STR("z1"),
+                                                         MOMENTO_STR("b"), 5, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
@@ -440,17 +458,20 @@ static void test_sorted_set_put_fetch(void **state)
     check_rank_fetch("z1", 3, 10, MOMENTO_ASCENDING, "b:5");
     check_rank_fetch("z1", 6, 10, MOMENTO_ASCENDING, "");
 
-    assert_int_equal(momento_sorted_set_length_sync(client, "c", S("z1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_sorted_set_length_sync(client, "c", MOMENTO_STR("z1"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_int(r), 4);
     momento_result_free(r);
-    assert_int_equal(momento_item_get_type_sync(client, "c", S("z1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(client, "c", MOMENTO_STR("z1"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_SORTED_SET);
     momento_result_free(r);
 
     /* Scores survive an owned copy. */
-    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", S("z1"), 0, MOMENTO_END,
-                                                           MOMENTO_DESCENDING, NULL, &r),
+    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", MOMENTO_STR("z1"), 0,
+                                                           MOMENTO_END, MOMENTO_DESCENDING, NULL,
+                                                           &r),
                      MOMENTO_OK);
     momento_result *copy;
     assert_int_equal(momento_result_dup(r, &copy), MOMENTO_OK);
@@ -488,11 +509,12 @@ static void test_sorted_set_by_score(void **state)
     struct {
         double min, max;
         int64_t want;
-    } lens[] = {{2, 4, 3}, {-INFINITY, INFINITY, 5}, {4.5, INFINITY, 1}, {-INFINITY, 1, 1},
-                {6, 7, 0}, {3, 3, 1}};
+    } lens[] = {{2, 4, 3},          {-INFINITY, INFINITY, 5},
+                {4.5, INFINITY, 1}, {-INFINITY, 1, 1},
+                {6, 7, 0},          {3, 3, 1}};
     for (size_t i = 0; i < N(lens); i++) {
-        assert_int_equal(momento_sorted_set_length_by_score_sync(client, "c", S("z2"), lens[i].min,
-                                                                 lens[i].max, NULL, &r),
+        assert_int_equal(momento_sorted_set_length_by_score_sync(
+                             client, "c", MOMENTO_STR("z2"), lens[i].min, lens[i].max, NULL, &r),
                          MOMENTO_OK);
         assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
         if (momento_result_int(r) != lens[i].want)
@@ -505,9 +527,9 @@ static void test_sorted_set_by_score(void **state)
 static void check_rank(const char *set, const char *value, momento_order order, int64_t want)
 {
     momento_result *r;
-    assert_int_equal(
-        momento_sorted_set_get_rank_sync(client, "c", S(set), S(value), order, NULL, &r),
-        MOMENTO_OK);
+    assert_int_equal(momento_sorted_set_get_rank_sync(client, "c", MOMENTO_STR(set),
+                                                      MOMENTO_STR(value), order, NULL, &r),
+                     MOMENTO_OK);
     if (want < 0) {
         assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     } else {
@@ -520,7 +542,8 @@ static void check_rank(const char *set, const char *value, momento_order order, 
 static void check_one_score(const char *set, const char *value, int hit, double want)
 {
     momento_result *r;
-    assert_int_equal(momento_sorted_set_get_score_sync(client, "c", S(set), S(value), NULL, &r),
+    assert_int_equal(momento_sorted_set_get_score_sync(client, "c", MOMENTO_STR(set),
+                                                       MOMENTO_STR(value), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), hit ? MOMENTO_OUTCOME_HIT : MOMENTO_OUTCOME_MISS);
     assert_int_equal(momento_result_item_count(r), 0);
@@ -542,8 +565,8 @@ static void test_sorted_set_scores_ranks(void **state)
     check_one_score("z3", "nope", 0, 0);
     const void *ask[] = {"e5", "nope", "e1"};
     size_t ask_lens[] = {2, 4, 2};
-    assert_int_equal(momento_sorted_set_get_scores_sync(client, "c", S("z3"), ask, ask_lens, 3,
-                                                        NULL, &r),
+    assert_int_equal(momento_sorted_set_get_scores_sync(client, "c", MOMENTO_STR("z3"), ask,
+                                                        ask_lens, 3, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_item_count(r), 3);
@@ -561,8 +584,8 @@ static void test_sorted_set_scores_ranks(void **state)
     check_rank("z3", "nope", MOMENTO_ASCENDING, -1);
 
     /* Increments answer the new score and move the element. */
-    assert_int_equal(momento_sorted_set_increment_score_sync(client, "c", S("z3"), S("e1"), 10.5,
-                                                             NULL, NULL, &r),
+    assert_int_equal(momento_sorted_set_increment_score_sync(
+                         client, "c", MOMENTO_STR("z3"), MOMENTO_STR("e1"), 10.5, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     check_score(momento_result_score(r), 11.5);
@@ -570,37 +593,38 @@ static void test_sorted_set_scores_ranks(void **state)
     check_rank("z3", "e1", MOMENTO_DESCENDING, 0);
     check_one_score("z3", "e1", 1, 11.5);
     /* A missing element, or set, starts from 0. */
-    assert_int_equal(momento_sorted_set_increment_score_sync(client, "c", S("z3"), S("new"), -2,
-                                                             NULL, NULL, &r),
+    assert_int_equal(momento_sorted_set_increment_score_sync(
+                         client, "c", MOMENTO_STR("z3"), MOMENTO_STR("new"), -2, NULL, NULL, &r),
                      MOMENTO_OK);
     check_score(momento_result_score(r), -2);
     momento_result_free(r);
     check_rank("z3", "new", MOMENTO_ASCENDING, 0);
-    assert_int_equal(momento_sorted_set_increment_score_sync(client, "c", S("z4"), S("x"), 0.25,
-                                                             NULL, NULL, &r),
+    assert_int_equal(momento_sorted_set_increment_score_sync(
+                         client, "c", MOMENTO_STR("z4"), MOMENTO_STR("x"), 0.25, NULL, NULL, &r),
                      MOMENTO_OK);
     check_score(momento_result_score(r), 0.25);
     momento_result_free(r);
     check_rank_fetch("z4", 0, MOMENTO_END, MOMENTO_ASCENDING, "x:0.25");
 
     /* Removes; missing elements are ignored; the last one deletes the set. */
-    assert_int_equal(momento_sorted_set_remove_element_sync(client, "c", S("z3"), S("e1"), NULL,
-                                                            &r),
+    assert_int_equal(momento_sorted_set_remove_element_sync(client, "c", MOMENTO_STR("z3"),
+                                                            MOMENTO_STR("e1"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
     const void *rm[] = {"e2", "nope", "e3"};
     size_t rm_lens[] = {2, 4, 2};
-    assert_int_equal(momento_sorted_set_remove_elements_sync(client, "c", S("z3"), rm, rm_lens, 3,
-                                                             NULL, NULL),
+    assert_int_equal(momento_sorted_set_remove_elements_sync(client, "c", MOMENTO_STR("z3"), rm,
+                                                             rm_lens, 3, NULL, NULL),
                      MOMENTO_OK);
     check_rank_fetch("z3", 0, MOMENTO_END, MOMENTO_ASCENDING, "new:-2,e4:4,e5:5");
     const void *rest[] = {"new", "e4", "e5"};
     size_t rest_lens[] = {3, 2, 2};
-    assert_int_equal(momento_sorted_set_remove_elements_sync(client, "c", S("z3"), rest, rest_lens,
-                                                             3, NULL, NULL),
+    assert_int_equal(momento_sorted_set_remove_elements_sync(client, "c", MOMENTO_STR("z3"), rest,
+                                                             rest_lens, 3, NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_sorted_set_length_sync(client, "c", S("z3"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_sorted_set_length_sync(client, "c", MOMENTO_STR("z3"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
     check_one_score("z3", "e4", 0, 0);
@@ -611,37 +635,38 @@ static void test_type_mismatch(void **state)
 {
     (void)state;
     momento_result *r;
-    assert_int_equal(momento_set_sync(client, "c", S("scalar"), S("v"), 0, NULL, NULL),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_set_sync(client, "c", MOMENTO_STR("scalar"), MOMENTO_STR("v"), 0, NULL, NULL),
+        MOMENTO_OK);
     push_back("a-list", "x", 0, 1);
-    assert_int_equal(momento_sorted_set_put_element_sync(client, "c", S("a-zset"), S("x"), 1, NULL,
-                                                         NULL, NULL),
+    assert_int_equal(momento_sorted_set_put_element_sync(client, "c", MOMENTO_STR("a-zset"),
+                                                         MOMENTO_STR("x"), 1, NULL, NULL, NULL),
                      MOMENTO_OK);
 
-    assert_int_equal(momento_list_push_back_sync(client, "c", S("scalar"), S("v"), 0, NULL, NULL,
-                                                 &r),
+    assert_int_equal(momento_list_push_back_sync(client, "c", MOMENTO_STR("scalar"),
+                                                 MOMENTO_STR("v"), 0, NULL, NULL, &r),
                      MOMENTO_ERR_FAILED_PRECONDITION);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_ERROR);
     assert_int_equal(momento_result_grpc_status(r), 9);
     momento_result_free(r);
     assert_int_equal(
-        momento_list_fetch_sync(client, "c", S("scalar"), 0, MOMENTO_END, NULL, NULL),
+        momento_list_fetch_sync(client, "c", MOMENTO_STR("scalar"), 0, MOMENTO_END, NULL, NULL),
         MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_list_length_sync(client, "c", S("a-zset"), NULL, NULL),
+    assert_int_equal(momento_list_length_sync(client, "c", MOMENTO_STR("a-zset"), NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_list_pop_front_sync(client, "c", S("a-zset"), NULL, NULL),
+    assert_int_equal(momento_list_pop_front_sync(client, "c", MOMENTO_STR("a-zset"), NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_sorted_set_put_element_sync(client, "c", S("a-list"), S("y"), 2, NULL,
-                                                         NULL, NULL),
+    assert_int_equal(momento_sorted_set_put_element_sync(client, "c", MOMENTO_STR("a-list"),
+                                                         MOMENTO_STR("y"), 2, NULL, NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", S("scalar"), 0,
+    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", MOMENTO_STR("scalar"), 0,
                                                            MOMENTO_END, MOMENTO_ASCENDING, NULL,
                                                            NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_sorted_set_get_score_sync(client, "c", S("a-list"), S("x"), NULL,
-                                                       NULL),
+    assert_int_equal(momento_sorted_set_get_score_sync(client, "c", MOMENTO_STR("a-list"),
+                                                       MOMENTO_STR("x"), NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_get_sync(client, "c", S("a-list"), NULL, NULL),
+    assert_int_equal(momento_get_sync(client, "c", MOMENTO_STR("a-list"), NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
     /* The refused writes changed nothing. */
     check_fetch("a-list", 0, MOMENTO_END, "x");
@@ -683,50 +708,53 @@ static void test_async(void **state)
     grab g = {0};
     tu_counter_init(&g.k);
     momento_result *r;
-    r = await(&g, momento_list_push_back(client, "c", S("l7"), S("one"), 0, NULL, NULL, grab_cb,
-                                         &g));
+    r = await(&g, momento_list_push_back(client, "c", MOMENTO_STR("l7"), MOMENTO_STR("one"), 0,
+                                         NULL, NULL, grab_cb, &g));
     assert_int_equal(momento_result_int(r), 1);
     momento_result_free(r);
     const void *v[] = {"two", "three"};
     size_t l[] = {3, 5};
-    r = await(&g, momento_list_concatenate_back(client, "c", S("l7"), v, l, 2, 0, NULL, NULL,
-                                                grab_cb, &g));
+    r = await(&g, momento_list_concatenate_back(client, "c", MOMENTO_STR("l7"), v, l, 2, 0, NULL,
+                                                NULL, grab_cb, &g));
     assert_int_equal(momento_result_int(r), 3);
     momento_result_free(r);
-    r = await(&g, momento_list_fetch(client, "c", S("l7"), 1, MOMENTO_END, NULL, grab_cb, &g));
+    r = await(
+        &g, momento_list_fetch(client, "c", MOMENTO_STR("l7"), 1, MOMENTO_END, NULL, grab_cb, &g));
     check_items(r, "two,three", 0);
     momento_result_free(r);
-    r = await(&g, momento_list_pop_back(client, "c", S("l7"), NULL, grab_cb, &g));
+    r = await(&g, momento_list_pop_back(client, "c", MOMENTO_STR("l7"), NULL, grab_cb, &g));
     size_t len;
     assert_memory_equal(momento_result_value(r, &len), "three", 5);
     momento_result_free(r);
-    r = await(&g, momento_list_length(client, "c", S("l7"), NULL, grab_cb, &g));
+    r = await(&g, momento_list_length(client, "c", MOMENTO_STR("l7"), NULL, grab_cb, &g));
     assert_int_equal(momento_result_int(r), 2);
     momento_result_free(r);
 
-    r = await(&g, momento_sorted_set_put_element(client, "c", S("z5"), S("m"), 7.25, NULL, NULL,
-                                                 grab_cb, &g));
+    r = await(&g, momento_sorted_set_put_element(client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
+                                                 7.25, NULL, NULL, grab_cb, &g));
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
-    r = await(&g, momento_sorted_set_get_score(client, "c", S("z5"), S("m"), NULL, grab_cb, &g));
+    r = await(&g, momento_sorted_set_get_score(client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
+                                               NULL, grab_cb, &g));
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     check_score(momento_result_score(r), 7.25);
     momento_result_free(r);
-    r = await(&g, momento_sorted_set_fetch_by_score(client, "c", S("z5"), 7, 8, MOMENTO_ASCENDING,
-                                                    0, 0, NULL, grab_cb, &g));
+    r = await(&g, momento_sorted_set_fetch_by_score(client, "c", MOMENTO_STR("z5"), 7, 8,
+                                                    MOMENTO_ASCENDING, 0, 0, NULL, grab_cb, &g));
     check_items(r, "m:7.25", 1);
     momento_result_free(r);
-    r = await(&g, momento_sorted_set_get_rank(client, "c", S("z5"), S("m"), MOMENTO_DESCENDING,
-                                              NULL, grab_cb, &g));
+    r = await(&g, momento_sorted_set_get_rank(client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
+                                              MOMENTO_DESCENDING, NULL, grab_cb, &g));
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_int(r), 0);
     momento_result_free(r);
-    r = await(&g, momento_sorted_set_increment_score(client, "c", S("z5"), S("m"), -0.25, NULL,
-                                                     NULL, grab_cb, &g));
+    r = await(&g,
+              momento_sorted_set_increment_score(client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
+                                                 -0.25, NULL, NULL, grab_cb, &g));
     check_score(momento_result_score(r), 7);
     momento_result_free(r);
-    r = await(&g, momento_sorted_set_length_by_score(client, "c", S("z5"), 7, 7, NULL, grab_cb,
-                                                     &g));
+    r = await(&g, momento_sorted_set_length_by_score(client, "c", MOMENTO_STR("z5"), 7, 7, NULL,
+                                                     grab_cb, &g));
     assert_int_equal(momento_result_int(r), 1);
     momento_result_free(r);
     tu_counter_destroy(&g.k);
@@ -757,76 +785,96 @@ static void test_refusals(void **state)
 #define CB NULL, never_cb, cb_ud
 
     /* Slices that are empty whatever the length. */
-    int32_t empty[][2] = {{0, 0}, {3, 3}, {5, 2}, {4, 0}, {-1, -1}, {-1, -3}, {-2, -5},
-                          {MOMENTO_END, MOMENTO_END}, {INT32_MIN, INT32_MIN}};
+    int32_t empty[][2] = {{0, 0},
+                          {3, 3},
+                          {5, 2},
+                          {4, 0},
+                          {-1, -1},
+                          {-1, -3},
+                          {-2, -5},
+                          {MOMENTO_END, MOMENTO_END},
+                          {INT32_MIN, INT32_MIN}};
     for (size_t i = 0; i < N(empty); i++) {
-        REFUSED(momento_list_fetch(client, "c", S("l"), empty[i][0], empty[i][1], CB));
-        REFUSED(momento_list_retain(client, "c", S("l"), empty[i][0], empty[i][1], NULL, CB));
-        REFUSED(momento_sorted_set_fetch_by_rank(client, "c", S("z"), empty[i][0], empty[i][1],
-                                                 MOMENTO_ASCENDING, CB));
+        REFUSED(momento_list_fetch(client, "c", MOMENTO_STR("l"), empty[i][0], empty[i][1], CB));
+        REFUSED(
+            momento_list_retain(client, "c", MOMENTO_STR("l"), empty[i][0], empty[i][1], NULL, CB));
+        REFUSED(momento_sorted_set_fetch_by_rank(client, "c", MOMENTO_STR("z"), empty[i][0],
+                                                 empty[i][1], MOMENTO_ASCENDING, CB));
     }
     /* Names and values. */
-    REFUSED(momento_list_push_back(client, "c", NULL, 0, S("v"), 0, NULL, CB));
-    REFUSED(momento_list_push_front(client, "c", "", 0, S("v"), 0, NULL, CB));
-    REFUSED(momento_list_push_front(client, "c", S("l"), NULL, 1, 0, NULL, CB));
-    REFUSED(momento_list_push_back(client, "c", S("l"), S("v"), 0, &huge, CB));
-    REFUSED(momento_list_push_back(client, "c\n", S("l"), S("v"), 0, NULL, CB));
-    REFUSED(momento_list_push_back(client, "c", S("l"), S("v"), 0, NULL, NULL, NULL, NULL));
-    REFUSED(momento_list_remove_value(client, "c", S("l"), NULL, 2, CB));
+    REFUSED(momento_list_push_back(client, "c", NULL, 0, MOMENTO_STR("v"), 0, NULL, CB));
+    REFUSED(momento_list_push_front(client, "c", "", 0, MOMENTO_STR("v"), 0, NULL, CB));
+    REFUSED(momento_list_push_front(client, "c", MOMENTO_STR("l"), NULL, 1, 0, NULL, CB));
+    REFUSED(momento_list_push_back(client, "c", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, &huge, CB));
+    REFUSED(momento_list_push_back(client, "c\n", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, NULL, CB));
+    REFUSED(momento_list_push_back(client, "c", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, NULL, NULL,
+                                   NULL, NULL));
+    REFUSED(momento_list_remove_value(client, "c", MOMENTO_STR("l"), NULL, 2, CB));
     REFUSED(momento_list_length(client, "c", NULL, 3, CB));
     REFUSED(momento_list_pop_front(client, "c", "", 0, CB));
-    REFUSED(momento_list_pop_back(client, NULL, S("l"), CB));
+    REFUSED(momento_list_pop_back(client, NULL, MOMENTO_STR("l"), CB));
     /* Erase: both arrays with n >= 1; neither with n == 0 (all). */
     uint32_t begin[] = {0}, count[] = {1};
-    REFUSED(momento_list_erase(client, "c", S("l"), NULL, NULL, 1, CB));
-    REFUSED(momento_list_erase(client, "c", S("l"), NULL, count, 1, CB));
-    REFUSED(momento_list_erase(client, "c", S("l"), begin, NULL, 1, CB));
-    REFUSED(momento_list_erase(client, "c", S("l"), begin, count, 0, CB));
-    REFUSED(momento_list_erase(client, "c", S("l"), NULL, count, 0, CB));
+    REFUSED(momento_list_erase(client, "c", MOMENTO_STR("l"), NULL, NULL, 1, CB));
+    REFUSED(momento_list_erase(client, "c", MOMENTO_STR("l"), NULL, count, 1, CB));
+    REFUSED(momento_list_erase(client, "c", MOMENTO_STR("l"), begin, NULL, 1, CB));
+    REFUSED(momento_list_erase(client, "c", MOMENTO_STR("l"), begin, count, 0, CB));
+    REFUSED(momento_list_erase(client, "c", MOMENTO_STR("l"), NULL, count, 0, CB));
     REFUSED(momento_list_erase(client, "c", "", 0, NULL, NULL, 0, CB));
-    REFUSED(momento_list_erase(client, "c", S("l"), begin, count, SIZE_MAX / 2, CB));
-    REFUSED(momento_list_erase(client, "c", S("l"), NULL, NULL, 0, NULL, NULL, NULL));
+    REFUSED(momento_list_erase(client, "c", MOMENTO_STR("l"), begin, count, SIZE_MAX / 2, CB));
+    REFUSED(momento_list_erase(client, "c", MOMENTO_STR("l"), NULL, NULL, 0, NULL, NULL, NULL));
     /* Arrays: NULL, n == 0, a NULL element with a length. */
-    REFUSED(momento_list_concatenate_back(client, "c", S("l"), one, one_len, 0, 0, NULL, CB));
-    REFUSED(momento_list_concatenate_back(client, "c", S("l"), NULL, one_len, 1, 0, NULL, CB));
-    REFUSED(momento_list_concatenate_front(client, "c", S("l"), one, NULL, 1, 0, NULL, CB));
-    REFUSED(momento_list_concatenate_front(client, "c", S("l"), bad, bad_len, 1, 0, NULL, CB));
-    REFUSED(momento_sorted_set_put_elements(client, "c", S("z"), one, one_len, score, 0, NULL,
-                                            CB));
-    REFUSED(momento_sorted_set_put_elements(client, "c", S("z"), one, one_len, NULL, 1, NULL,
-                                            CB));
-    REFUSED(momento_sorted_set_put_elements(client, "c", S("z"), bad, bad_len, score, 1, NULL,
-                                            CB));
-    REFUSED(momento_sorted_set_get_scores(client, "c", S("z"), one, one_len, 0, CB));
-    REFUSED(momento_sorted_set_get_scores(client, "c", S("z"), NULL, one_len, 1, CB));
-    REFUSED(momento_sorted_set_remove_elements(client, "c", S("z"), one, one_len, 0, CB));
-    REFUSED(momento_sorted_set_remove_elements(client, "c", S("z"), one, NULL, 1, CB));
-    REFUSED(momento_sorted_set_remove_element(client, "c", S("z"), NULL, 1, CB));
-    REFUSED(momento_sorted_set_get_score(client, "c", S("z"), NULL, 1, CB));
-    REFUSED(momento_sorted_set_get_score(client, "c", NULL, 0, S("x"), CB));
-    REFUSED(momento_sorted_set_get_rank(client, "c", S("z"), NULL, 4, MOMENTO_ASCENDING, CB));
+    REFUSED(
+        momento_list_concatenate_back(client, "c", MOMENTO_STR("l"), one, one_len, 0, 0, NULL, CB));
+    REFUSED(momento_list_concatenate_back(client, "c", MOMENTO_STR("l"), NULL, one_len, 1, 0, NULL,
+                                          CB));
+    REFUSED(
+        momento_list_concatenate_front(client, "c", MOMENTO_STR("l"), one, NULL, 1, 0, NULL, CB));
+    REFUSED(momento_list_concatenate_front(client, "c", MOMENTO_STR("l"), bad, bad_len, 1, 0, NULL,
+                                           CB));
+    REFUSED(momento_sorted_set_put_elements(client, "c", MOMENTO_STR("z"), one, one_len, score, 0,
+                                            NULL, CB));
+    REFUSED(momento_sorted_set_put_elements(client, "c", MOMENTO_STR("z"), one, one_len, NULL, 1,
+                                            NULL, CB));
+    REFUSED(momento_sorted_set_put_elements(client, "c", MOMENTO_STR("z"), bad, bad_len, score, 1,
+                                            NULL, CB));
+    REFUSED(momento_sorted_set_get_scores(client, "c", MOMENTO_STR("z"), one, one_len, 0, CB));
+    REFUSED(momento_sorted_set_get_scores(client, "c", MOMENTO_STR("z"), NULL, one_len, 1, CB));
+    REFUSED(momento_sorted_set_remove_elements(client, "c", MOMENTO_STR("z"), one, one_len, 0, CB));
+    REFUSED(momento_sorted_set_remove_elements(client, "c", MOMENTO_STR("z"), one, NULL, 1, CB));
+    REFUSED(momento_sorted_set_remove_element(client, "c", MOMENTO_STR("z"), NULL, 1, CB));
+    REFUSED(momento_sorted_set_get_score(client, "c", MOMENTO_STR("z"), NULL, 1, CB));
+    REFUSED(momento_sorted_set_get_score(client, "c", NULL, 0, MOMENTO_STR("x"), CB));
+    REFUSED(
+        momento_sorted_set_get_rank(client, "c", MOMENTO_STR("z"), NULL, 4, MOMENTO_ASCENDING, CB));
     /* NaN, inverted score ranges, unknown orders. */
-    REFUSED(momento_sorted_set_put_element(client, "c", S("z"), S("x"), NAN, NULL, CB));
-    REFUSED(momento_sorted_set_put_elements(client, "c", S("z"), one, one_len, nan_score, 1, NULL,
-                                            CB));
-    REFUSED(momento_sorted_set_increment_score(client, "c", S("z"), S("x"), NAN, NULL, CB));
-    REFUSED(momento_sorted_set_increment_score(client, "c", S("z"), S("x"), 1, &huge, CB));
-    REFUSED(momento_sorted_set_fetch_by_score(client, "c", S("z"), NAN, 1, MOMENTO_ASCENDING, 0, 0,
-                                              CB));
-    REFUSED(momento_sorted_set_fetch_by_score(client, "c", S("z"), 0, NAN, MOMENTO_ASCENDING, 0, 0,
-                                              CB));
-    REFUSED(momento_sorted_set_fetch_by_score(client, "c", S("z"), 3, 2, MOMENTO_ASCENDING, 0, 0,
-                                              CB));
-    REFUSED(momento_sorted_set_fetch_by_score(client, "c", S("z"), INFINITY, -INFINITY,
+    REFUSED(momento_sorted_set_put_element(client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"), NAN,
+                                           NULL, CB));
+    REFUSED(momento_sorted_set_put_elements(client, "c", MOMENTO_STR("z"), one, one_len, nan_score,
+                                            1, NULL, CB));
+    /* The reason names the element by its index, as such. */
+    assert_string_equal(momento_refusal_reason(), "the score at index 0 of the array is NaN");
+    REFUSED(momento_sorted_set_increment_score(client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"), NAN,
+                                               NULL, CB));
+    REFUSED(momento_sorted_set_increment_score(client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"), 1,
+                                               &huge, CB));
+    REFUSED(momento_sorted_set_fetch_by_score(client, "c", MOMENTO_STR("z"), NAN, 1,
+                                              MOMENTO_ASCENDING, 0, 0, CB));
+    REFUSED(momento_sorted_set_fetch_by_score(client, "c", MOMENTO_STR("z"), 0, NAN,
+                                              MOMENTO_ASCENDING, 0, 0, CB));
+    REFUSED(momento_sorted_set_fetch_by_score(client, "c", MOMENTO_STR("z"), 3, 2,
+                                              MOMENTO_ASCENDING, 0, 0, CB));
+    REFUSED(momento_sorted_set_fetch_by_score(client, "c", MOMENTO_STR("z"), INFINITY, -INFINITY,
                                               MOMENTO_DESCENDING, 0, 0, CB));
-    REFUSED(momento_sorted_set_fetch_by_score(client, "c", S("z"), 0, 1, (momento_order)2, 0, 0,
-                                              CB));
-    REFUSED(momento_sorted_set_length_by_score(client, "c", S("z"), NAN, 1, CB));
-    REFUSED(momento_sorted_set_length_by_score(client, "c", S("z"), 1, NAN, CB));
-    REFUSED(momento_sorted_set_length_by_score(client, "c", S("z"), 1, 0.5, CB));
-    REFUSED(momento_sorted_set_fetch_by_rank(client, "c", S("z"), 0, MOMENTO_END,
+    REFUSED(momento_sorted_set_fetch_by_score(client, "c", MOMENTO_STR("z"), 0, 1, (momento_order)2,
+                                              0, 0, CB));
+    REFUSED(momento_sorted_set_length_by_score(client, "c", MOMENTO_STR("z"), NAN, 1, CB));
+    REFUSED(momento_sorted_set_length_by_score(client, "c", MOMENTO_STR("z"), 1, NAN, CB));
+    REFUSED(momento_sorted_set_length_by_score(client, "c", MOMENTO_STR("z"), 1, 0.5, CB));
+    REFUSED(momento_sorted_set_fetch_by_rank(client, "c", MOMENTO_STR("z"), 0, MOMENTO_END,
                                              (momento_order)-1, CB));
-    REFUSED(momento_sorted_set_get_rank(client, "c", S("z"), S("x"), (momento_order)5, CB));
+    REFUSED(momento_sorted_set_get_rank(client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"),
+                                        (momento_order)5, CB));
     REFUSED(momento_sorted_set_length(client, "c", "", 0, CB));
     /* Larger than one request can carry, though each value fits. */
     size_t big = 6u * 1024 * 1024;
@@ -834,20 +882,21 @@ static void test_refusals(void **state)
     assert_non_null(blob);
     const void *two[] = {blob, blob};
     size_t two_lens[] = {big, big};
-    REFUSED(momento_list_concatenate_back(client, "c", S("l"), two, two_lens, 2, 0, NULL, CB));
-    REFUSED(momento_sorted_set_get_scores(client, "c", S("z"), two, two_lens, 2, CB));
+    REFUSED(momento_list_concatenate_back(client, "c", MOMENTO_STR("l"), two, two_lens, 2, 0, NULL,
+                                          CB));
+    REFUSED(momento_sorted_set_get_scores(client, "c", MOMENTO_STR("z"), two, two_lens, 2, CB));
     free(blob);
     /* The blocking forms refuse the same way, with a result saying why. */
     momento_result *r = (momento_result *)1;
-    REFUSED(momento_list_fetch_sync(client, "c", S("l"), 2, 1, NULL, &r));
+    REFUSED(momento_list_fetch_sync(client, "c", MOMENTO_STR("l"), 2, 1, NULL, &r));
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     r = (momento_result *)1;
-    REFUSED(momento_sorted_set_length_by_score_sync(client, "c", S("z"), 2, 1, NULL, &r));
+    REFUSED(momento_sorted_set_length_by_score_sync(client, "c", MOMENTO_STR("z"), 2, 1, NULL, &r));
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
-    REFUSED(momento_sorted_set_put_element_sync(client, "c", S("z"), S("x"), NAN, NULL, NULL,
-                                                NULL));
+    REFUSED(momento_sorted_set_put_element_sync(client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"),
+                                                NAN, NULL, NULL, NULL));
     r = (momento_result *)1;
-    REFUSED(momento_list_erase_sync(client, "c", S("l"), NULL, NULL, 2, NULL, &r));
+    REFUSED(momento_list_erase_sync(client, "c", MOMENTO_STR("l"), NULL, NULL, 2, NULL, &r));
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
 #undef CB
     assert_int_equal(momento_local_rpc_count(server, NULL, -1), before);
@@ -858,8 +907,9 @@ static void erase(const char *list, const uint32_t *begin, const uint32_t *count
                   momento_outcome want, int64_t want_len)
 {
     momento_result *r;
-    assert_int_equal(momento_list_erase_sync(client, "c", S(list), begin, count, n, NULL, &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_list_erase_sync(client, "c", MOMENTO_STR(list), begin, count, n, NULL, &r),
+        MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), want);
     if (want == MOMENTO_OUTCOME_SUCCESS)
         assert_int_equal(momento_result_int(r), want_len);
@@ -884,8 +934,9 @@ static void test_list_erase(void **state)
     erase("e1", NULL, NULL, 0, MOMENTO_OUTCOME_SUCCESS, 0);
     check_list_length("e1", -1);
     momento_result *r;
-    assert_int_equal(momento_list_fetch_sync(client, "c", S("e1"), 0, MOMENTO_END, NULL, &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_list_fetch_sync(client, "c", MOMENTO_STR("e1"), 0, MOMENTO_END, NULL, &r),
+        MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
     /* Ranges that cover every element delete the list too. */
@@ -899,18 +950,21 @@ static void test_list_erase(void **state)
     erase("no-list", b3, c3, N(b3), MOMENTO_OUTCOME_MISS, 0);
     check_list_length("no-list", -1);
     /* A key of another type. */
-    assert_int_equal(momento_set_sync(client, "c", S("e-scalar"), S("v"), 0, NULL, NULL),
-                     MOMENTO_OK);
-    assert_int_equal(momento_list_erase_sync(client, "c", S("e-scalar"), NULL, NULL, 0, NULL, NULL),
-                     MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(
+        momento_set_sync(client, "c", MOMENTO_STR("e-scalar"), MOMENTO_STR("v"), 0, NULL, NULL),
+        MOMENTO_OK);
+    assert_int_equal(
+        momento_list_erase_sync(client, "c", MOMENTO_STR("e-scalar"), NULL, NULL, 0, NULL, NULL),
+        MOMENTO_ERR_FAILED_PRECONDITION);
 
     /* The async form: one callback, the same result. */
     make_digits("e3");
     tu_counter k;
     tu_counter_init(&k);
     uint32_t b4[] = {0}, c4[] = {9};
-    assert_int_equal(momento_list_erase(client, "c", S("e3"), b4, c4, 1, NULL, tu_count_cb, &k),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_list_erase(client, "c", MOMENTO_STR("e3"), b4, c4, 1, NULL, tu_count_cb, &k),
+        MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 1, (int)TU_MS(10000)), 1);
     assert_int_equal(k.ok, 1);
     tu_counter_destroy(&k);
@@ -925,7 +979,7 @@ static void test_list_erase(void **state)
     momento__client_add_header(c, "error-count", "1");
     make_digits("e4");
     uint64_t before = momento_local_rpc_count(server, "ListErase", -1);
-    assert_int_equal(momento_list_erase_sync(c, "c", S("e4"), NULL, NULL, 0, NULL, &r),
+    assert_int_equal(momento_list_erase_sync(c, "c", MOMENTO_STR("e4"), NULL, NULL, 0, NULL, &r),
                      MOMENTO_ERR_SERVER_UNAVAILABLE);
     assert_int_equal(momento_result_attempts(r), 1);
     momento_result_free(r);
@@ -982,8 +1036,8 @@ static void test_coalesced_reads(void **state)
     (void)state;
     const void *abc[] = {"a", "b", "c"};
     size_t ones[] = {1, 1, 1};
-    assert_int_equal(momento_list_concatenate_back_sync(client, "c", S("cl"), abc, ones, 3, 0,
-                                                        NULL, NULL, NULL),
+    assert_int_equal(momento_list_concatenate_back_sync(client, "c", MOMENTO_STR("cl"), abc, ones,
+                                                        3, 0, NULL, NULL, NULL),
                      MOMENTO_OK);
     const char *zv[] = {"m", "n", "o"};
     double zs[] = {1, 2, 3};
@@ -994,10 +1048,9 @@ static void test_coalesced_reads(void **state)
                                 "sorted-set-get-rank sorted-set-length sorted-set-length-by-score");
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
-    static const char *const rpcs[] = {"ListFetch",         "ListLength",
-                                       "SortedSetFetch",    "SortedSetGetScore",
-                                       "SortedSetGetRank",  "SortedSetLength",
-                                       "SortedSetLengthByScore"};
+    static const char *const rpcs[] = {
+        "ListFetch",        "ListLength",      "SortedSetFetch",        "SortedSetGetScore",
+        "SortedSetGetRank", "SortedSetLength", "SortedSetLengthByScore"};
     /* RPCs each should take: two list fetches (two slices), three sorted-set
      * fetches (two orders by rank, one by score), two score gets (one
      * element, asked for by get_score and get_scores alike, and two). */
@@ -1018,30 +1071,33 @@ static void test_coalesced_reads(void **state)
 #define OK(call) assert_int_equal((call), MOMENTO_OK)
 #define TO(i) slot_cb, &sl[i]
     for (int i = 0; i < 5; i++)
-        OK(momento_coalescing_list_fetch(co, "c", S("cl"), 0, MOMENTO_END, NULL, TO(i)));
-    OK(momento_coalescing_list_fetch(co, "c", S("cl"), 1, MOMENTO_END, NULL, TO(5)));
+        OK(momento_coalescing_list_fetch(co, "c", MOMENTO_STR("cl"), 0, MOMENTO_END, NULL, TO(i)));
+    OK(momento_coalescing_list_fetch(co, "c", MOMENTO_STR("cl"), 1, MOMENTO_END, NULL, TO(5)));
     for (int i = 6; i < 9; i++)
-        OK(momento_coalescing_list_length(co, "c", S("cl"), NULL, TO(i)));
+        OK(momento_coalescing_list_length(co, "c", MOMENTO_STR("cl"), NULL, TO(i)));
     for (int i = 9; i < 12; i++)
-        OK(momento_coalescing_sorted_set_fetch_by_rank(co, "c", S("cz"), 0, MOMENTO_END,
+        OK(momento_coalescing_sorted_set_fetch_by_rank(co, "c", MOMENTO_STR("cz"), 0, MOMENTO_END,
                                                        MOMENTO_ASCENDING, NULL, TO(i)));
-    OK(momento_coalescing_sorted_set_fetch_by_rank(co, "c", S("cz"), 0, MOMENTO_END,
+    OK(momento_coalescing_sorted_set_fetch_by_rank(co, "c", MOMENTO_STR("cz"), 0, MOMENTO_END,
                                                    MOMENTO_DESCENDING, NULL, TO(12)));
     for (int i = 13; i < 15; i++)
-        OK(momento_coalescing_sorted_set_fetch_by_score(co, "c", S("cz"), 2, INFINITY,
+        OK(momento_coalescing_sorted_set_fetch_by_score(co, "c", MOMENTO_STR("cz"), 2, INFINITY,
                                                         MOMENTO_ASCENDING, 0, 0, NULL, TO(i)));
     for (int i = 15; i < 17; i++)
-        OK(momento_coalescing_sorted_set_get_score(co, "c", S("cz"), S("n"), NULL, TO(i)));
-    OK(momento_coalescing_sorted_set_get_scores(co, "c", S("cz"), one, one_len, 1, NULL, TO(17)));
-    OK(momento_coalescing_sorted_set_get_scores(co, "c", S("cz"), two, two_lens, 2, NULL,
+        OK(momento_coalescing_sorted_set_get_score(co, "c", MOMENTO_STR("cz"), MOMENTO_STR("n"),
+                                                   NULL, TO(i)));
+    OK(momento_coalescing_sorted_set_get_scores(co, "c", MOMENTO_STR("cz"), one, one_len, 1, NULL,
+                                                TO(17)));
+    OK(momento_coalescing_sorted_set_get_scores(co, "c", MOMENTO_STR("cz"), two, two_lens, 2, NULL,
                                                 TO(18)));
     for (int i = 19; i < 21; i++)
-        OK(momento_coalescing_sorted_set_get_rank(co, "c", S("cz"), S("o"), MOMENTO_DESCENDING,
-                                                  NULL, TO(i)));
+        OK(momento_coalescing_sorted_set_get_rank(co, "c", MOMENTO_STR("cz"), MOMENTO_STR("o"),
+                                                  MOMENTO_DESCENDING, NULL, TO(i)));
     for (int i = 21; i < 23; i++)
-        OK(momento_coalescing_sorted_set_length(co, "c", S("cz"), NULL, TO(i)));
+        OK(momento_coalescing_sorted_set_length(co, "c", MOMENTO_STR("cz"), NULL, TO(i)));
     for (int i = 23; i < 25; i++)
-        OK(momento_coalescing_sorted_set_length_by_score(co, "c", S("cz"), 1.5, 3, NULL, TO(i)));
+        OK(momento_coalescing_sorted_set_length_by_score(co, "c", MOMENTO_STR("cz"), 1.5, 3, NULL,
+                                                         TO(i)));
 #undef OK
 #undef TO
     assert_int_equal(tu_counter_wait(&k, N(sl), (int)TU_MS(10000)), N(sl));
@@ -1134,29 +1190,31 @@ static void check_write_closes_reads(momento_client *c, momento_coalescer *co, r
 
 static int read_list(momento_coalescer *co, slot *s)
 {
-    return momento_coalescing_list_fetch(co, "c", S("ryw"), 0, MOMENTO_END, NULL, slot_cb, s);
+    return momento_coalescing_list_fetch(co, "c", MOMENTO_STR("ryw"), 0, MOMENTO_END, NULL, slot_cb,
+                                         s);
 }
 
 static int push_y(momento_client *c, slot *s)
 {
-    return momento_list_push_back(c, "c", S("ryw"), S("y"), 0, NULL, NULL, slot_cb, s);
+    return momento_list_push_back(c, "c", MOMENTO_STR("ryw"), MOMENTO_STR("y"), 0, NULL, NULL,
+                                  slot_cb, s);
 }
 
 static int erase_all(momento_client *c, slot *s)
 {
-    return momento_list_erase(c, "c", S("ryw"), NULL, NULL, 0, NULL, slot_cb, s);
+    return momento_list_erase(c, "c", MOMENTO_STR("ryw"), NULL, NULL, 0, NULL, slot_cb, s);
 }
 
 static int read_zset(momento_coalescer *co, slot *s)
 {
-    return momento_coalescing_sorted_set_fetch_by_rank(co, "c", S("zryw"), 0, MOMENTO_END,
+    return momento_coalescing_sorted_set_fetch_by_rank(co, "c", MOMENTO_STR("zryw"), 0, MOMENTO_END,
                                                        MOMENTO_ASCENDING, NULL, slot_cb, s);
 }
 
 static int raise_m(momento_client *c, slot *s)
 {
-    return momento_sorted_set_increment_score(c, "c", S("zryw"), S("m"), 10, NULL, NULL,
-                                              slot_cb, s);
+    return momento_sorted_set_increment_score(c, "c", MOMENTO_STR("zryw"), MOMENTO_STR("m"), 10,
+                                              NULL, NULL, slot_cb, s);
 }
 
 static void test_coalesced_read_your_writes(void **state)
@@ -1173,8 +1231,7 @@ static void test_coalesced_read_your_writes(void **state)
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     check_write_closes_reads(c, co, read_list, push_y, "ListFetch", "x", "x,y", 0);
     check_write_closes_reads(c, co, read_list, erase_all, "ListFetch", "x,y", NULL, 0);
-    check_write_closes_reads(c, co, read_zset, raise_m, "SortedSetFetch", "m:1,n:2", "n:2,m:11",
-                             1);
+    check_write_closes_reads(c, co, read_zset, raise_m, "SortedSetFetch", "m:1,n:2", "n:2,m:11", 1);
     momento_coalescer_counters cc;
     momento_coalescer_stats(co, &cc, sizeof(cc));
     assert_int_equal(cc.read_requests, 6);

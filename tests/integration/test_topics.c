@@ -24,7 +24,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define S(str) (str), strlen(str)
 #define MAX_EVENTS 4096
 
 /* Every event a subscription delivered, copied. */
@@ -50,7 +49,7 @@ typedef struct recorder {
     momento_topic_event_kind act_on;
     int action;
     momento_subscription *own;
-    momento_client *client;     /* for the WOULD_DEADLOCK check */
+    momento_client *client; /* for the WOULD_DEADLOCK check */
     int sync_rc;
 } recorder;
 
@@ -156,7 +155,8 @@ static momento_local *start_server(int port)
 static void publish_text(momento_client *c, const char *topic, const char *text)
 {
     momento_result *r = NULL;
-    assert_int_equal(momento_topic_publish_text_sync(c, "c", topic, S(text), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_topic_publish_text_sync(c, "c", topic, MOMENTO_STR(text), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
 }
@@ -195,7 +195,8 @@ static void test_publish_and_receive_in_order(void **state)
 
     publish_text(c, "t", "one");
     momento_result *res = NULL;
-    assert_int_equal(momento_topic_publish_sync(c, "c", "t", "\x00\xff", 2, NULL, &res), MOMENTO_OK);
+    assert_int_equal(momento_topic_publish_sync(c, "c", "t", "\x00\xff", 2, NULL, &res),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(res), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(res);
     assert_int_equal(momento_topic_publish_text_sync(c, "c", "t", "", 0, NULL, &res), MOMENTO_OK);
@@ -333,7 +334,7 @@ static void test_unknown_cache(void **state)
     assert_int_equal(r2.ev[0].error, MOMENTO_ERR_CACHE_NOT_FOUND);
 
     momento_result *res = NULL;
-    assert_int_equal(momento_topic_publish_text_sync(c, "nope", "t", S("v"), NULL, &res),
+    assert_int_equal(momento_topic_publish_text_sync(c, "nope", "t", MOMENTO_STR("v"), NULL, &res),
                      MOMENTO_ERR_CACHE_NOT_FOUND);
     momento_result_free(res);
     rec_destroy(&r);
@@ -562,7 +563,8 @@ static void test_server_restart_nothing_lost_in_silence(void **state)
     int published = 0;
     for (int tries = 0; published < 3 && tries < 200; tries++) {
         momento_result *res = NULL;
-        if (momento_topic_publish_text_sync(c, "c", "t", S("after"), NULL, &res) == MOMENTO_OK)
+        if (momento_topic_publish_text_sync(c, "c", "t", MOMENTO_STR("after"), NULL, &res) ==
+            MOMENTO_OK)
             published++;
         else
             usleep(50 * 1000);

@@ -3,6 +3,7 @@
 #include "momento/momento.h"
 
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
@@ -60,6 +61,22 @@ static void test_strerror(void **state)
                             momento_strerror(MOMENTO_ERR_CANCELLED));
 }
 
+/* The library's version is the header's (this test is built with both),
+ * and the three numbers, the string and MOMENTO_VERSION_NUM agree. */
+static void test_version(void **state)
+{
+    (void)state;
+    assert_non_null(momento_version());
+    assert_string_equal(momento_version(), MOMENTO_VERSION_STRING);
+    char expect[32];
+    snprintf(expect, sizeof(expect), "%d.%d.%d", MOMENTO_VERSION_MAJOR, MOMENTO_VERSION_MINOR,
+             MOMENTO_VERSION_PATCH);
+    assert_string_equal(momento_version(), expect);
+    assert_int_equal(MOMENTO_VERSION_NUM, (MOMENTO_VERSION_MAJOR << 16) |
+                                              (MOMENTO_VERSION_MINOR << 8) | MOMENTO_VERSION_PATCH);
+    assert_true(MOMENTO_VERSION_NUM >= 0x000200); /* request options came with 0.2.0 */
+}
+
 static void test_config(void **state)
 {
     (void)state;
@@ -103,6 +120,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_mapping),
         cmocka_unit_test(test_strerror),
+        cmocka_unit_test(test_version),
         cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
