@@ -466,6 +466,11 @@ typedef struct momento_credentials momento_credentials;
  * or no endpoint can be found. On failure `*ret` is untouched and
  * `*ret_reason` (when not NULL) points to a static sentence naming what is
  * wrong; it never contains any part of the key. It is not written on success.
+ *
+ * Not for a local server: `endpoint` is a host name without a port, and a
+ * key that momento-local's token service issued names no Momento endpoint.
+ * Use momento_credentials_local_with_key() (tokens.h) for those keys, or
+ * momento_credentials_from_env() with MOMENTO_ENDPOINT=host:port.
  */
 MOMENTO_EXPORT int momento_credentials_from_api_key(momento_credentials **ret, const char *api_key,
                                                     const char *endpoint, const char **ret_reason);
@@ -476,6 +481,16 @@ MOMENTO_EXPORT int momento_credentials_from_api_key(momento_credentials **ret, c
  * for keys that carry their endpoint; set but empty counts as unset).
  * Returns as momento_credentials_from_api_key(), and
  * MOMENTO_ERR_INVALID_ARGUMENT when MOMENTO_API_KEY is unset or empty.
+ *
+ * A local server: a MOMENTO_ENDPOINT of the form host:port on this machine
+ * ("127.0.0.1:8080", "localhost:8080", "[::1]:8080") gives the credentials
+ * of momento_credentials_local_with_key() for it (plaintext, both planes
+ * there), sending MOMENTO_API_KEY's token if it is set (a server started
+ * with --auth-token needs it) and none otherwise. A host:port elsewhere is
+ * refused (MOMENTO_ERR_INVALID_ARGUMENT): Momento's endpoints are host names
+ * without a port, and a plaintext key must not cross a network; use
+ * momento_credentials_local() or _with_endpoints() in code for those.
+ *
  * Reads the environment: not safe against concurrent setenv().
  */
 MOMENTO_EXPORT int momento_credentials_from_env(momento_credentials **ret, const char **ret_reason);

@@ -4,10 +4,13 @@
  * a secret can ever reach an error message. */
 #include "model/credentials.h"
 
+#include "momento/tokens.h"
+
 #include "base/alloc.h"
 #include "base/base64.h"
 #include "base/json.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,16 +328,51 @@ int momento_credentials_from_api_key(momento_credentials **ret, const char *api_
     return rc;
 }
 
+/* Whether `host_port` (already checked as host:port) names this machine:
+ * localhost, 127.0.0.0/8 or [::1]. */
+static bool loopback(const char *host_port)
+{
+    if (strncmp(host_port, "localhost:", 10) == 0 || strncmp(host_port, "[::1]:", 6) == 0)
+        return true;
+    unsigned a, b, c, d;
+    char colon;
+    return sscanf(host_port, "%u.%u.%u.%u%c", &a, &b, &c, &d, &colon) == 5 && colon == ':' &&
+           a == 127 && b < 256 && c < 256 && d < 256;
+}
+
 int momento_credentials_from_env(momento_credentials **ret, const char **ret_reason)
 {
     const char *key = getenv("MOMENTO_API_KEY");
     const char *endpoint = getenv("MOMENTO_ENDPOINT");
-    if (!key || !*key) {
+    if (key && !*key)
+        key = NULL;
+    if (endpoint && !*endpoint)
+        endpoint = NULL;
+    /* A host:port is a local server (momento-local), plaintext: only on
+     * this machine, where no key travels over a network in the clear. */
+    if (endpoint && strchr(endpoint, ':')) {
+        if (!ret) {
+            set_reason(ret_reason, "a required argument is NULL");
+            return MOMENTO_ERR_INVALID_ARGUMENT;
+        }
+        const char *why = momento__check_host_port(endpoint);
+        if (why) {
+            set_reason(ret_reason, why);
+            return MOMENTO_ERR_INVALID_ARGUMENT;
+        }
+        if (!loopback(endpoint)) {
+            set_reason(ret_reason,
+                       "MOMENTO_ENDPOINT is a host:port that is not this machine: a host:port "
+                       "is taken for a local server (plaintext), on localhost, 127.x.x.x or [::1] "
+                       "only; Momento's endpoints are host names without a port");
+            return MOMENTO_ERR_INVALID_ARGUMENT;
+        }
+        return momento_credentials_local_with_key(ret, endpoint, key ? key : "", ret_reason);
+    }
+    if (!key) {
         set_reason(ret_reason, "MOMENTO_API_KEY is not set");
         return MOMENTO_ERR_INVALID_ARGUMENT;
     }
-    if (endpoint && !*endpoint)
-        endpoint = NULL;
     return momento_credentials_from_api_key(ret, key, endpoint, ret_reason);
 }
 
@@ -354,6 +392,68 @@ int momento_credentials_local(momento_credentials **ret, const char *host_port,
     if (rc != MOMENTO_OK)
         set_reason(ret_reason, "out of memory");
     return rc;
+}
+
+/* Declared in tokens.h, beside the disposable tokens whose keys it takes;
+ * here so that momento_credentials_from_env() can make the same. */
+int momento_credentials_local_with_key(momento_credentials **ret, const char *host_port,
+                                       const char *api_key, const char **ret_reason)
+{
+    if (!ret || !host_port || !api_key) {
+        if (ret_reason)
+            *ret_reason = "a required argument is NULL";
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    }
+    /* A key in the v1 form carries its token as "api_key"; anything else is
+     * taken to be the bare token. */
+    char *token = NULL;
+    unsigned char *json;
+    size_t json_len;
+    int rc = momento__base64_decode(api_key, strlen(api_key), &json, &json_len);
+    if (rc == -2)
+        goto no_memory;
+    if (rc == 0) {
+        int got = momento__json_get_string((char *)json, json_len, "api_key", &token);
+        memset(json, 0, json_len);
+        free(json);
+        if (got == -2)
+            goto no_memory;
+        if (got != 1) {
+            free(token);
+            token = NULL;
+        }
+    }
+    const char *sent = token ? token : api_key;
+    for (const char *p = sent; *p; p++) {
+        if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f) {
+            free(token);
+            if (ret_reason)
+                *ret_reason = "the key's token contains whitespace or a non-ASCII character";
+            return MOMENTO_ERR_INVALID_ARGUMENT;
+        }
+    }
+    momento_credentials *creds;
+    rc = momento_credentials_local(&creds, host_port, ret_reason);
+    if (rc != MOMENTO_OK) {
+        free(token);
+        return rc;
+    }
+    char *copy = token;
+    if (!copy && (copy = momento__malloc(strlen(api_key) + 1)))
+        memcpy(copy, api_key, strlen(api_key) + 1);
+    if (!copy) {
+        momento_credentials_free(creds);
+        goto no_memory;
+    }
+    free(creds->token);
+    creds->token = copy;
+    *ret = creds;
+    return MOMENTO_OK;
+
+no_memory:
+    if (ret_reason)
+        *ret_reason = "out of memory";
+    return MOMENTO_ERR_NO_MEMORY;
 }
 
 int momento_credentials_with_endpoints(momento_credentials **ret, const char *token,

@@ -8,8 +8,6 @@
 #include "ops/op.h"
 
 #include "base/alloc.h"
-#include "base/base64.h"
-#include "base/json.h"
 #include "model/credentials.h"
 
 #include "permissionmessages.pb-c.h"
@@ -444,64 +442,3 @@ uint64_t momento_result_token_valid_until(const momento_result *r)
     return holds_token(r) ? (uint64_t)r->int_value : 0;
 }
 
-/* ------------------------------------------------------------ credentials */
-
-int momento_credentials_local_with_key(momento_credentials **ret, const char *host_port,
-                                       const char *api_key, const char **ret_reason)
-{
-    if (!ret || !host_port || !api_key) {
-        if (ret_reason)
-            *ret_reason = "a required argument is NULL";
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    }
-    /* A key in the v1 form carries its token as "api_key"; anything else is
-     * taken to be the bare token. */
-    char *token = NULL;
-    unsigned char *json;
-    size_t json_len;
-    int rc = momento__base64_decode(api_key, strlen(api_key), &json, &json_len);
-    if (rc == -2)
-        goto no_memory;
-    if (rc == 0) {
-        int got = momento__json_get_string((char *)json, json_len, "api_key", &token);
-        memset(json, 0, json_len);
-        free(json);
-        if (got == -2)
-            goto no_memory;
-        if (got != 1) {
-            free(token);
-            token = NULL;
-        }
-    }
-    const char *sent = token ? token : api_key;
-    for (const char *p = sent; *p; p++) {
-        if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f) {
-            free(token);
-            if (ret_reason)
-                *ret_reason = "the key's token contains whitespace or a non-ASCII character";
-            return MOMENTO_ERR_INVALID_ARGUMENT;
-        }
-    }
-    momento_credentials *creds;
-    rc = momento_credentials_local(&creds, host_port, ret_reason);
-    if (rc != MOMENTO_OK) {
-        free(token);
-        return rc;
-    }
-    char *copy = token;
-    if (!copy && (copy = momento__malloc(strlen(api_key) + 1)))
-        memcpy(copy, api_key, strlen(api_key) + 1);
-    if (!copy) {
-        momento_credentials_free(creds);
-        goto no_memory;
-    }
-    free(creds->token);
-    creds->token = copy;
-    *ret = creds;
-    return MOMENTO_OK;
-
-no_memory:
-    if (ret_reason)
-        *ret_reason = "out of memory";
-    return MOMENTO_ERR_NO_MEMORY;
-}

@@ -184,6 +184,53 @@ static void test_from_env(void **state)
     free(key);
 }
 
+/* MOMENTO_ENDPOINT=host:port on this machine: a local server, plaintext,
+ * with or without a key; elsewhere, refused. */
+static void test_from_env_local(void **state)
+{
+    (void)state;
+    unsetenv("MOMENTO_API_KEY");
+    const char *local[] = {"127.0.0.1:8080", "localhost:9", "[::1]:8080", "127.9.9.9:1"};
+    for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++) {
+        setenv("MOMENTO_ENDPOINT", local[i], 1);
+        momento_credentials *c = NULL;
+        const char *why = "unset";
+        assert_int_equal(momento_credentials_from_env(&c, &why), MOMENTO_OK);
+        assert_string_equal(momento_credentials_cache_endpoint(c), local[i]);
+        assert_string_equal(momento_credentials_control_endpoint(c), local[i]);
+        assert_int_equal(momento_credentials_uses_tls(c), 0);
+        assert_string_equal(c->token, "");
+        momento_credentials_free(c);
+    }
+    /* A key, when set, is sent (a server with --auth-token). */
+    setenv("MOMENTO_API_KEY", "tok-local", 1);
+    setenv("MOMENTO_ENDPOINT", "127.0.0.1:8080", 1);
+    momento_credentials *c = NULL;
+    assert_int_equal(momento_credentials_from_env(&c, NULL), MOMENTO_OK);
+    assert_string_equal(c->token, "tok-local");
+    momento_credentials_free(c);
+    /* Not this machine, or not a host:port: refused, saying why. */
+    const char *refused[][2] = {
+        {"10.0.0.1:8080", "not this machine"},
+        {"example.com:443", "not this machine"},
+        {"128.0.0.1:80", "not this machine"},
+        {"127.0.0.1:", "port"},
+        {"127.0.0.1:99999", "port"},
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        setenv("MOMENTO_ENDPOINT", refused[i][0], 1);
+        const char *why = NULL;
+        c = (momento_credentials *)0x1;
+        assert_int_equal(momento_credentials_from_env(&c, &why), MOMENTO_ERR_INVALID_ARGUMENT);
+        assert_ptr_equal(c, (momento_credentials *)0x1); /* untouched */
+        assert_non_null(why);
+        if (!strstr(why, refused[i][1]))
+            fail_msg("%s: reason \"%s\" does not say \"%s\"", refused[i][0], why, refused[i][1]);
+    }
+    unsetenv("MOMENTO_API_KEY");
+    unsetenv("MOMENTO_ENDPOINT");
+}
+
 static void test_rejections(void **state)
 {
     (void)state;
@@ -304,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_legacy_jwt),
         cmocka_unit_test(test_current_key_needs_endpoint),
         cmocka_unit_test(test_from_env),
+        cmocka_unit_test(test_from_env_local),
         cmocka_unit_test(test_rejections),
         cmocka_unit_test(test_local_endpoints),
         cmocka_unit_test(test_base64_edges),
