@@ -313,7 +313,15 @@ MOMENTO_EXPORT int momento_list_concatenate_back(
     const momento_collection_ttl *ttl, const momento_request_options *opts, momento_callback cb,
     void *userdata);
 /* Removes and returns the first or last value: outcome HIT with it as
- * momento_result_value(), or MISS. Not idempotent: never retried. */
+ * momento_result_value(), or MISS. Not idempotent: never retried.
+ * Momento has no blocking pop: a MISS means the list is empty (or absent)
+ * now, and a queue consumer polls (with a delay of its own choosing; a
+ * topic can carry the "something was pushed" news). A pop whose reply is
+ * lost (a timeout, a connection dropped after the server ran it) may have
+ * removed its value: that value is gone, with no way to ask for it again;
+ * an application that must not lose one reads with momento_list_fetch()
+ * and removes with momento_list_remove_value() or momento_list_retain()
+ * once it has handled it. */
 MOMENTO_EXPORT int momento_list_pop_front(momento_client *c, const char *cache, const void *name,
                                           size_t name_len, const momento_request_options *opts,
                                           momento_callback cb, void *userdata);

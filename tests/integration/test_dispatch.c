@@ -146,6 +146,24 @@ static void test_refusals(void **state)
     momento_config_free(cfg);
 }
 
+/* A dispatched callback that makes a blocking call on its own client. */
+typedef struct nested {
+    rec k;
+    momento_client *c;
+    int rc;
+    bool hit;
+} nested;
+
+static void blocking_in_callback(const momento_result *r, void *ud)
+{
+    nested *x = ud;
+    momento_result *got = NULL;
+    x->rc = momento_get_sync(x->c, "c", "b", 1, NULL, &got);
+    x->hit = got && momento_result_is_hit(got);
+    momento_result_free(got);
+    rec_cb(r, &x->k);
+}
+
 static void test_blocking_calls_need_no_dispatch(void **state)
 {
     (void)state;
@@ -163,6 +181,16 @@ static void test_blocking_calls_need_no_dispatch(void **state)
     assert_int_equal(momento_list_caches_sync(c, NULL, &r), MOMENTO_OK);
     momento_result_free(r);
     assert_false(readable(momento_client_dispatch_fd(c), 0));
+    /* Inside a dispatched callback too: it runs on the dispatching thread,
+     * not the completion thread, and the blocking call's own answer never
+     * waits in the dispatch queue (docs/threading.md). */
+    nested x = {.k = {.expect = pthread_self()}, .c = c, .rc = 1};
+    assert_int_equal(momento_get(c, "c", "b", 1, NULL, blocking_in_callback, &x), MOMENTO_OK);
+    dispatch_until(c, &x.k, 1, 5000);
+    assert_int_equal(x.k.n, 1);
+    assert_int_equal(x.rc, MOMENTO_OK);
+    assert_true(x.hit);
+    assert_false(x.k.wrong_thread);
     momento_coalescer_free(co);
     momento_client_free(c);
 }

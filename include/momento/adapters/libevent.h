@@ -3,7 +3,9 @@
  * (momento_config_set_dispatch()) has its callbacks run by the loop's
  * thread, from a persistent read event on the client's eventfd.
  * Header-only, like hiredis's adapters: include it in the one file that
- * owns the event base and link libevent yourself.
+ * owns the event base and link libevent yourself: there is no adapter
+ * library, only the loop's own package,
+ * `cc app.c $(pkg-config --cflags --libs momento libevent)`.
  *
  *     momento_libevent a;
  *     momento_libevent_attach(&a, base, client);

@@ -3,7 +3,8 @@
  * (momento_config_set_dispatch()) has its callbacks run by the loop's
  * thread, from a uv_poll_t on the client's eventfd. Header-only, like
  * hiredis's adapters: include it in the one file that owns the loop and
- * link libuv yourself.
+ * link libuv yourself: there is no adapter library, only the loop's own
+ * package, `cc app.c $(pkg-config --cflags --libs momento libuv)`.
  *
  *     momento_uv a;
  *     momento_uv_attach(&a, uv_default_loop(), client);
