@@ -19,7 +19,8 @@ static int write_json(const char *path, const lg_options *o, const lg_result *r)
     return fclose(f);
 }
 
-static int write_plot(const char *path, bool log_y, const lg_result *r, const char *title)
+static int write_plot(const char *path, bool log_y, const lg_result *r, const char *title,
+                      const char *settings)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -28,20 +29,21 @@ static int write_plot(const char *path, bool log_y, const lg_result *r, const ch
         {"get", "#1f77b4", NULL, &r->stats.get},
         {"set", "#ff7f0e", "6,4", &r->stats.set},
     };
-    int rc = plot_svg(f, title, s, 2, log_y);
+    int rc = plot_svg(f, title, settings, s, 2, log_y);
     return fclose(f) == 0 ? rc : -1;
 }
 
 /* The JSON and the chart, when asked for; 0, or 1 after saying which
  * failed. */
-static int write_outputs(const lg_options *o, const lg_result *r, const char *title)
+static int write_outputs(const lg_options *o, const lg_result *r, const char *title,
+                         const char *settings)
 {
     int rc = 0;
     if (o->json_path && write_json(o->json_path, o, r) != 0) {
         fprintf(stderr, "load-gen: cannot write %s\n", o->json_path);
         rc = 1;
     }
-    if (o->plot_path && write_plot(o->plot_path, o->plot_log, r, title) != 0) {
+    if (o->plot_path && write_plot(o->plot_path, o->plot_log, r, title, settings) != 0) {
         fprintf(stderr, "load-gen: cannot write %s (or no request succeeded to plot)\n",
                 o->plot_path);
         rc = 1;
@@ -55,19 +57,21 @@ static int merge(const lg_options *o)
     lg_result r;
     int rc = lg_merge(o, &cfg, &r);
     if (rc == 0) {
-        char deadlines[64], batching[160];
-        printf("load-gen: merged %d run%s from %d file%s, started within %.3f s of each other; "
-               "%d workers, %s, %.1f s; %s%s\n",
-               r.merged_runs, r.merged_runs == 1 ? "" : "s", o->n_merge, o->n_merge == 1 ? "" : "s",
-               r.start_spread_s, cfg.concurrency,
-               cfg.rps ? "rate-limited" : "no rate limit", cfg.duration_s,
-               lg_describe_deadlines(&cfg, deadlines, sizeof(deadlines)),
-               lg_describe_batching(&cfg, batching, sizeof(batching)));
+        char deadlines[64], batching[160], settings[512];
+        snprintf(settings, sizeof(settings),
+                 "load-gen: merged %d run%s from %d file%s, started within %.3f s of each other; "
+                 "%d workers, %s, %.1f s; %s%s",
+                 r.merged_runs, r.merged_runs == 1 ? "" : "s", o->n_merge,
+                 o->n_merge == 1 ? "" : "s", r.start_spread_s, cfg.concurrency,
+                 cfg.rps ? "rate-limited" : "no rate limit", cfg.duration_s,
+                 lg_describe_deadlines(&cfg, deadlines, sizeof(deadlines)),
+                 lg_describe_batching(&cfg, batching, sizeof(batching)));
+        printf("%s\n", settings);
         lg_print_summary(stdout, "", &r);
         char title[96];
         snprintf(title, sizeof(title), "Latency by percentile, %d load-gen runs merged",
                  r.merged_runs);
-        rc = write_outputs(&cfg, &r, title);
+        rc = write_outputs(&cfg, &r, title, settings);
         if (rc == 0 && r.stats.success == 0) {
             fprintf(stderr, "load-gen: no request succeeded\n");
             rc = 1;
@@ -89,16 +93,19 @@ int main(int argc, char **argv)
     lg_target t;
     if (lg_target_open(&t, &o) != MOMENTO_OK)
         return 1;
-    char deadlines[64], batching[160];
-    printf("load-gen: target %s; %d workers, %s, %.1f s; %s%s\n", t.description, o.concurrency,
-           o.rps ? "rate-limited" : "no rate limit", o.duration_s,
-           lg_describe_deadlines(&o, deadlines, sizeof(deadlines)),
-           lg_describe_batching(&o, batching, sizeof(batching)));
+    /* The run's settings: printed first, and written under the chart's
+     * title, so a chart says what run it shows. */
+    char deadlines[64], batching[160], settings[512];
+    snprintf(settings, sizeof(settings), "load-gen: target %s; %d workers, %s, %.1f s; %s%s",
+             t.description, o.concurrency, o.rps ? "rate-limited" : "no rate limit", o.duration_s,
+             lg_describe_deadlines(&o, deadlines, sizeof(deadlines)),
+             lg_describe_batching(&o, batching, sizeof(batching)));
+    printf("%s\n", settings);
     lg_result r;
     rc = lg_run(&o, &t, false, "", &r);
     if (rc == MOMENTO_OK) {
         lg_print_summary(stdout, "", &r);
-        if (write_outputs(&o, &r, "Latency by percentile, load-gen") != 0)
+        if (write_outputs(&o, &r, "Latency by percentile, load-gen", settings) != 0)
             rc = 1;
     } else {
         fprintf(stderr, "load-gen: %s\n", momento_strerror(rc));

@@ -84,7 +84,8 @@ static int write_json(const char *path, const lg_options *o, const lg_result *b,
     return fclose(f);
 }
 
-static int write_plot(const char *path, bool log_y, const lg_result *b, const lg_result *a)
+static int write_plot(const char *path, bool log_y, const lg_result *b, const lg_result *a,
+                      const char *settings)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -95,7 +96,8 @@ static int write_plot(const char *path, bool log_y, const lg_result *b, const lg
         {"set, before", "#ff7f0e", "6,4", &b->stats.set},
         {"set, after", "#1f77b4", NULL, &a->stats.set},
     };
-    int rc = plot_svg(f, "Latency by percentile, before and after request coalescing", s, 4, log_y);
+    int rc = plot_svg(f, "Latency by percentile, before and after request coalescing", settings, s,
+                      4, log_y);
     return fclose(f) == 0 ? rc : -1;
 }
 
@@ -109,19 +111,27 @@ int main(int argc, char **argv)
     lg_target t;
     if (lg_target_open(&t, &o) != MOMENTO_OK)
         return 1;
-    char deadlines[64], batching[160];
-    printf("request-coalescing: target %s; %d workers on %d keys, %s, %.1f s per phase; %s%s\n",
-           t.description, o.concurrency, o.keys, o.rps ? "rate-limited" : "no rate limit",
-           o.duration_s, lg_describe_deadlines(&o, deadlines, sizeof(deadlines)),
-           lg_describe_batching(&o, batching, sizeof(batching)));
+    /* The run's settings: printed first, and written under the chart's
+     * title, so a chart says what run it shows. */
+    char deadlines[64], batching[160], settings[512];
+    snprintf(settings, sizeof(settings),
+             "request-coalescing: target %s; %d workers on %d keys, %s, %.1f s per phase; %s%s",
+             t.description, o.concurrency, o.keys, o.rps ? "rate-limited" : "no rate limit",
+             o.duration_s, lg_describe_deadlines(&o, deadlines, sizeof(deadlines)),
+             lg_describe_batching(&o, batching, sizeof(batching)));
+    printf("%s\n", settings);
 
     lg_result before, after;
-    printf("\nphase 1: without coalescing\n");
+    /* With --quiet only the final table is printed: a phase's heading
+     * would stand over nothing. */
+    if (!o.quiet)
+        printf("\nphase 1: without coalescing\n");
     rc = lg_run(&o, &t, false, "[before] ", &before);
     if (rc == MOMENTO_OK) {
-        if (!o.quiet)
+        if (!o.quiet) {
             lg_print_summary(stdout, "[before] ", &before);
-        printf("\nphase 2: with coalescing\n");
+            printf("\nphase 2: with coalescing\n");
+        }
         rc = lg_run(&o, &t, true, "[after] ", &after);
     }
     if (rc == MOMENTO_OK) {
@@ -132,7 +142,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "request-coalescing: cannot write %s\n", o.json_path);
             rc = 1;
         }
-        if (o.plot_path && write_plot(o.plot_path, o.plot_log, &before, &after) != 0) {
+        if (o.plot_path && write_plot(o.plot_path, o.plot_log, &before, &after, settings) != 0) {
             fprintf(stderr, "request-coalescing: cannot write %s\n", o.plot_path);
             rc = 1;
         }

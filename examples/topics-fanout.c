@@ -720,9 +720,14 @@ static double us_per(double cpu_s, uint64_t n) { return n ? cpu_s * 1e6 / (doubl
 
 static void print_hist(const char *name, const histogram *h)
 {
-    printf("%s (ms): p50 %.3f  p90 %.3f  p99 %.3f  p999 %.3f  max %.3f  (%llu samples)\n", name,
-           ms(hist_quantile(h, 0.5)), ms(hist_quantile(h, 0.9)), ms(hist_quantile(h, 0.99)),
-           ms(hist_quantile(h, 0.999)), ms(h->count ? h->max : 0), (unsigned long long)h->count);
+    /* p99 and p999 only where there are enough samples to tell them from
+     * the maximum ("-" otherwise; the JSON has them all). */
+    char p99[32], p999[32];
+    printf("%s (ms): p50 %.3f  p90 %.3f  p99 %s  p999 %s  max %.3f  (%llu samples)\n", name,
+           ms(hist_quantile(h, 0.5)), ms(hist_quantile(h, 0.9)),
+           hist_quantile_str(h, 0.99, 1000, p99, sizeof(p99)),
+           hist_quantile_str(h, 0.999, 1000, p999, sizeof(p999)), ms(h->count ? h->max : 0),
+           (unsigned long long)h->count);
 }
 
 static void print_report(const options *o, const report *r)

@@ -1,5 +1,7 @@
 #include "histogram.h"
 
+#include <stdio.h>
+
 #include <string.h>
 
 void hist_init(histogram *h)
@@ -88,4 +90,20 @@ uint64_t hist_quantile(const histogram *h, double q)
         }
     }
     return h->max;
+}
+
+int hist_has_quantile(const histogram *h, double q)
+{
+    return q < 1 && (double)h->count * (1 - q) >= 1 - 1e-9;
+}
+
+const char *hist_quantile_str(const histogram *h, double q, double scale, char *buf, size_t n)
+{
+    if (!hist_has_quantile(h, q))
+        snprintf(buf, n, "-");
+    else if (scale == 1)
+        snprintf(buf, n, "%llu", (unsigned long long)hist_quantile(h, q));
+    else
+        snprintf(buf, n, "%.3f", (double)hist_quantile(h, q) / scale);
+    return buf;
 }

@@ -6,6 +6,7 @@
 #ifndef LG_HISTOGRAM_H
 #define LG_HISTOGRAM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define HIST_LINEAR 256u      /* values below this have their own bucket */
@@ -29,6 +30,14 @@ void hist_merge(histogram *dst, const histogram *src);
  * bucket holding the ceil(q * count)-th smallest recording, clamped to
  * [min, max]. 0 when empty. */
 uint64_t hist_quantile(const histogram *h, double q);
+/* Whether quantile q says more than the maximum: at least 1 / (1 - q)
+ * recordings (100 for p99, 1000 for p99.9). A report prints "-" for one
+ * that does not. */
+int hist_has_quantile(const histogram *h, double q);
+/* hist_quantile() as text into buf ("-" when !hist_has_quantile());
+ * `scale` divides the value (1000 for microseconds shown as ms, printed
+ * with three decimals; 1 for whole units). Returns buf. */
+const char *hist_quantile_str(const histogram *h, double q, double scale, char *buf, size_t n);
 
 /* Bucket index and the value range a bucket stands for: the bucket's
  * [low, high] is what load-gen's JSON writes, so a reader rebuilds the

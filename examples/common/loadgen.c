@@ -80,7 +80,9 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "Timeouts are counted, and so are EARLY ones: a timeout reported before the\n"
             "request's own deadline had elapsed since its submission (a bug; expect 0).\n"
             "Example, deadlines spread over 50 ms to 2 s, and an overload of the local\n"
-            "server under which short deadlines expire (it cannot be asked to delay):\n"
+            "server under which short deadlines expire (momento-local's delay-ms header\n"
+            "would do it too, but a request with headers of its own is never coalesced\n"
+            "or batched, which is what these tools measure):\n"
             "  %s --timeout-ms 50:2000\n"
             "  %s --rps 0 --concurrency 1000 --timeout-ms 5:100\n",
             prog,
@@ -988,13 +990,16 @@ void lg_print_stats(FILE *f, const char *label, const lg_stats *s, double elapse
     const char *names[2] = {"set", "get"};
     for (int i = 0; i < 2; i++) {
         const histogram *h = hs[i];
+        /* p99 and p99.9 only where there are enough samples to tell them
+         * from the maximum. */
+        char p99[32], p999[32];
         fprintf(f,
-                "  %s latency us: count %llu min %llu p50 %llu p90 %llu p99 %llu p99.9 %llu max %llu\n",
+                "  %s latency us: count %llu min %llu p50 %llu p90 %llu p99 %s p99.9 %s max %llu\n",
                 names[i], (unsigned long long)h->count,
                 (unsigned long long)(h->count ? h->min : 0),
                 (unsigned long long)hist_quantile(h, 0.5), (unsigned long long)hist_quantile(h, 0.9),
-                (unsigned long long)hist_quantile(h, 0.99),
-                (unsigned long long)hist_quantile(h, 0.999), (unsigned long long)h->max);
+                hist_quantile_str(h, 0.99, 1, p99, sizeof(p99)),
+                hist_quantile_str(h, 0.999, 1, p999, sizeof(p999)), (unsigned long long)h->max);
     }
     /* Early timeouts are the bug this line exists to show: a request told
      * it ran out of time before the time it asked for had passed. */

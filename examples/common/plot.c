@@ -75,7 +75,23 @@ static void y_label(FILE *f, double y, double ms)
     fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", L - 8, y + 4, ms);
 }
 
-int plot_svg(FILE *f, const char *title, const plot_series *series, int n, bool log_y)
+/* `s` as SVG text: the XML specials escaped. */
+static void put_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '<')
+            fputs("&lt;", f);
+        else if (*s == '>')
+            fputs("&gt;", f);
+        else if (*s == '&')
+            fputs("&amp;", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+int plot_svg(FILE *f, const char *title, const char *settings, const plot_series *series, int n,
+             bool log_y)
 {
     uint64_t top = 0, bottom = UINT64_MAX;
     for (int i = 0; i < n; i++) {
@@ -97,7 +113,15 @@ int plot_svg(FILE *f, const char *title, const plot_series *series, int n, bool 
                "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"13\">\n",
             W, H, W, H);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
-    fprintf(f, "<text x=\"%d\" y=\"28\" font-size=\"17\" font-weight=\"bold\">%s</text>\n", L, title);
+    fprintf(f, "<text x=\"%d\" y=\"28\" font-size=\"17\" font-weight=\"bold\">", L);
+    put_text(f, title);
+    fprintf(f, "</text>\n");
+    if (settings) {
+        /* Under the title, above the plot area (which starts at T). */
+        fprintf(f, "<text id=\"settings\" x=\"%d\" y=\"46\" font-size=\"11\" fill=\"#555\">", L);
+        put_text(f, settings);
+        fprintf(f, "</text>\n");
+    }
     /* The latency axis: its grid and labels, its range for programs. */
     fprintf(f, "<g id=\"latency-axis\" data-scale=\"%s\" data-min-ms=\"%g\" data-max-ms=\"%g\" "
                "data-top=\"%d\" data-bottom=\"%d\">\n",

@@ -20,8 +20,11 @@ typedef struct plot_series {
     const histogram *h;
 } plot_series;
 
-/* Writes the chart, the latency axis on a log scale when `log_y`. Returns
- * 0, or -1 when there is nothing to plot. */
-int plot_svg(FILE *f, const char *title, const plot_series *series, int n, bool log_y);
+/* Writes the chart, the latency axis on a log scale when `log_y`, with
+ * `settings` (what the run was: target, workers, rate, duration,
+ * deadlines; NULL for none) in a line under the title, id "settings".
+ * Returns 0, or -1 when there is nothing to plot. */
+int plot_svg(FILE *f, const char *title, const char *settings, const plot_series *series, int n,
+             bool log_y);
 
 #endif

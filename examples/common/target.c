@@ -102,7 +102,14 @@ static void on_log(momento_log_level level, const char *message, void *ud)
         atomic_exchange(&handshake_reported, true))
         return;
     fprintf(stderr, "%s: TLS handshake with %s failed: %s\n", log_prog, log_target, message);
-    if (log_roots)
+    /* OpenSSL's words for a peer that answered in plaintext: no CA file
+     * helps there, the server is not speaking TLS at all. */
+    if (strstr(message, "wrong version number") || strstr(message, "packet length too long") ||
+        strstr(message, "http request") || strstr(message, "unknown protocol"))
+        fprintf(stderr, "%s: %s does not speak TLS; a plaintext server (momento-local without "
+                        "--tls-cert) needs --insecure\n",
+                log_prog, log_target);
+    else if (log_roots)
         fprintf(stderr, "%s: is %s the CA that signed the server's certificate, and does the "
                         "certificate name the host you connect to?\n",
                 log_prog, log_roots);

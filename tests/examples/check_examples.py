@@ -181,6 +181,8 @@ with tempfile.TemporaryDirectory() as tmp:
     check("request-coalescing exits 0", p.returncode == 0, p.stderr)
     check("request-coalescing prints the before/after table",
           "| set, p99" in p.stdout and "Before Coalescing" in p.stdout and "After Coalescing" in p.stdout)
+    check("--quiet prints no phase heading over nothing",
+          "phase 1:" not in p.stdout and "phase 2:" not in p.stdout, p.stdout)
     r = json.load(open(out4))
     b, a = r["before"], r["after"]
     for name, ph in (("before", b), ("after", a)):
@@ -208,6 +210,10 @@ with tempfile.TemporaryDirectory() as tmp:
     lines = [e for e in root.iter() if e.tag.endswith("polyline")]
     check("SVG is well-formed with four series", len(lines) == 4)
     check("SVG series have points", all(len(e.get("points").split()) > 100 for e in lines))
+    settings = [e for e in root.iter() if e.get("id") == "settings"]
+    check("SVG states the run's settings under its title", len(settings) == 1
+          and "200 workers" in settings[0].text and "no rate limit" in settings[0].text
+          and "2.0 s per phase" in settings[0].text, [e.text for e in settings])
 
     # Per-request deadlines spread over 50 ms .. 2 s (--timeout-ms A:B),
     # against the embedded server. Few requests time out here, but any that

@@ -129,10 +129,13 @@ class Hist:
                 "buckets": [[h_low(i), h_high(i), self.buckets[i]] for i in sorted(self.buckets)]}
 
     def text(self, name):
-        """lg_print_stats()'s latency line."""
+        """lg_print_stats()'s latency line: p99 and p99.9 only with enough
+        samples to tell them from the maximum (100, 1000), "-" otherwise."""
         q = self.quantile
+        p99 = q(0.99) if self.count >= 100 else "-"
+        p999 = q(0.999) if self.count >= 1000 else "-"
         return (f"  {name} latency us: count {self.count} min {self.min or 0} p50 {q(0.5)} p90 {q(0.9)} "
-                f"p99 {q(0.99)} p99.9 {q(0.999)} max {self.max or 0}")
+                f"p99 {p99} p99.9 {p999} max {self.max or 0}")
 
 
 def read_samples(path):

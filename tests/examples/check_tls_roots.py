@@ -8,7 +8,7 @@ test_tls.c makes its own):
 - without it, it fails clearly: exit 1, the handshake error on stderr with
   a hint naming --tls-roots, every request UNAVAILABLE, none reaching the
   server; with the roots of another CA, the hint asks whether that file is
-  the right CA;
+  the right CA; against a plaintext server the hint is --insecure;
 - request-coalescing, leaderboard, session-store, topics-fanout and
   metrics-prometheus each complete a short run with --tls-roots, and fail
   without it;
@@ -109,6 +109,17 @@ with tempfile.TemporaryDirectory() as d:
           and "pass it with --tls-roots FILE" in p.stderr, p.stderr)
     check("load-gen without --tls-roots: every request UNAVAILABLE",
           r.get("requests", 0) > 0 and r["success"] == 0 and r["errors"]["unavailable"] == r["requests"], r)
+
+    # A plaintext server (momento-local without --tls-cert) reached over TLS:
+    # the hint is --insecure, not a CA file.
+    plain = subprocess.Popen([server, "--port", "0"], stdout=subprocess.PIPE, text=True)
+    plain_ep = plain.stdout.readline().strip().replace("listening on ", "")
+    p = run([ex("load-gen"), "--endpoint", plain_ep, "--duration", "1", "--rps", "50",
+             "--timeout-ms", "3000", "--quiet"])
+    stop_server(plain)
+    check("load-gen over TLS to a plaintext server: exit 1, the hint is --insecure",
+          p.returncode == 1 and f"{plain_ep} does not speak TLS" in p.stderr
+          and "needs --insecure" in p.stderr and "--tls-roots FILE" not in p.stderr, p.stderr)
 
     # Another CA's roots: refused as well, and the hint is about that file.
     p = run([ex("load-gen"), "--endpoint", ep, "--tls-roots", other_ca, "--duration", "1", "--rps", "50",
