@@ -4,7 +4,9 @@
 # momento-local binary on a free loopback port. Then, from the same install:
 # embed.c, a program embedding momento-local, built with only
 # `pkg-config --cflags --libs momento-local`; the README's program, built as
-# it stands and run without credentials; the valgrind suppressions that
+# it stands, run without credentials and then against momento-local with
+# MOMENTO_ENDPOINT=host:port; the tools and momento-local on PATH with
+# their man pages; the valgrind suppressions that
 # `pkg-config --variable=suppressions momento` names.
 set -euo pipefail
 build_dir=$1
@@ -76,6 +78,47 @@ if [ "$rc" -ne 1 ] || [ "$(wc -l < "$dest/readme.err")" -ne 1 ] ||
     echo "README program without MOMENTO_API_KEY: exit $rc, not 1 with a credentials message"
     exit 1
 fi
+
+# ...and against the installed momento-local, as the README says:
+# MOMENTO_ENDPOINT=host:port and no key; it sets k, reads it back, prints v.
+"$server" --port 0 --cache my-cache > "$dest/server2.out" &
+server_pid=$!
+for _ in $(seq 50); do
+    grep -q "listening on" "$dest/server2.out" 2>/dev/null && break
+    sleep 0.1
+done
+endpoint=$(sed -n 's/^listening on //p' "$dest/server2.out")
+[ -n "$endpoint" ] || { echo "momento-local did not start"; exit 1; }
+out=$(env -u MOMENTO_API_KEY MOMENTO_ENDPOINT="$endpoint" LD_LIBRARY_PATH=$prefix_lib \
+      "$dest/readme")
+[ "$out" = "v" ] || { echo "README program against momento-local printed '$out', not v"; exit 1; }
+kill -TERM "$server_pid"
+wait "$server_pid"
+server_pid=""
+
+# The tools on PATH (bindir), each with its section 1 page, made from its
+# --help at build time: the page names the program, and renders cleanly.
+bindir=$(dirname "$server")
+man1=$(dirname "$(find "$dest" -name momento-local.1 | head -n1)")
+[ -d "$man1" ] || { echo "no man1 pages installed"; exit 1; }
+for tool in momento-local load-gen request-coalescing topics-fanout leaderboard session-store \
+            metrics-prometheus; do
+    [ -x "$bindir/$tool" ] || { echo "$tool was not installed in $bindir"; exit 1; }
+    LD_LIBRARY_PATH=$prefix_lib "$bindir/$tool" --help > "$dest/help.txt" ||
+        { echo "installed $tool --help failed"; exit 1; }
+    page="$man1/$tool.1"
+    [ -f "$page" ] || { echo "$tool has no man page"; exit 1; }
+    grep -q "^\.SH NAME" "$page" && grep -q "^${tool//-/\\\\-} \\\\- " "$page" ||
+        { echo "$page: no NAME line for $tool"; exit 1; }
+    # Every option of the --help is in the page.
+    for opt in $(grep -o -- '^  --[a-z-]*' "$dest/help.txt"); do
+        grep -q -- "^\.B ${opt//-/\\\\-}" "$page" || { echo "$page lacks $opt"; exit 1; }
+    done
+    if command -v man > /dev/null; then
+        warnings=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 > /dev/null)
+        [ -z "$warnings" ] || { echo "$page: $warnings"; exit 1; }
+    fi
+done
 
 # The valgrind suppressions, where the package says they are.
 supp=$(pkg-config --variable=suppressions momento)
