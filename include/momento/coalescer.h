@@ -52,12 +52,12 @@ typedef struct momento_coalescer momento_coalescer;
 MOMENTO_EXPORT int momento_coalescer_new(momento_coalescer **ret, momento_client *client);
 
 /*
- * Does not wait: returns at once. Requests already accepted still get their
- * callbacks (every waiter, with the shared result); the coalescer is released
- * after the last of them, or at once when none is in flight. The handle must
- * not be used after this call: submitting through it is a use after free, as
- * it may already be gone. NULL-safe. May be called from a callback, including
- * one of its own.
+ * Frees the coalescer without waiting: returns at once. Requests already
+ * accepted still get their callbacks (every waiter, with the shared result);
+ * the coalescer is released after the last of them, or at once when none is
+ * in flight. The handle must not be used after this call: submitting through
+ * it is a use after free, as it may already be gone. NULL-safe. May be called
+ * from a callback, including one of its own.
  *
  * Compare momento_client_free() (momento.h), which waits for every callback.
  */
@@ -203,8 +203,8 @@ typedef struct momento_coalescer_counters {
     uint64_t read_coalesced;    /* ...of which joined an identical read in flight */
 } momento_coalescer_counters;
 
-/* Fills *ret (at most `size` bytes of it). Returns 0, or
- * MOMENTO_ERR_INVALID_ARGUMENT when `co` or `ret` is NULL. */
+/* The coalescer's counters: fills *ret (at most `size` bytes of it). Returns
+ * 0, or MOMENTO_ERR_INVALID_ARGUMENT when `co` or `ret` is NULL. */
 MOMENTO_EXPORT int momento_coalescer_stats(const momento_coalescer *co,
                                            momento_coalescer_counters *ret, size_t size);
 

@@ -33,7 +33,7 @@ MOMENTO_EXPORT int momento_local_options_new(momento_local_options **ret);
 MOMENTO_EXPORT void momento_local_options_free(momento_local_options *o);
 /* A numeric IPv4 or IPv6 address; hostnames are refused. */
 MOMENTO_EXPORT int momento_local_options_set_bind(momento_local_options *o, const char *addr);
-/* 0 .. 65535; 0 picks a free port. */
+/* The port to listen on, 0 .. 65535; 0 picks a free port. */
 MOMENTO_EXPORT int momento_local_options_set_port(momento_local_options *o, int port);
 /* Require `authorization: token` on every call but Ping (UNAUTHENTICATED
  * otherwise). Fault-injection headers then apply only to calls carrying
@@ -62,8 +62,8 @@ MOMENTO_EXPORT int momento_local_options_set_max_rps(momento_local_options *o, u
 MOMENTO_EXPORT int momento_local_options_set_list_page_size(momento_local_options *o,
                                                            uint32_t n);
 /*
- * Topics (docs/server.md "Topics"). A subscription that has had no message
- * for `ms` milliseconds gets a heartbeat; 10 .. 3,600,000, default 1000
+ * Topic heartbeats (docs/server.md "Topics"): a subscription that has had no
+ * message for `ms` milliseconds gets a heartbeat; 10 .. 3,600,000, default 1000
  * (the official SDKs' tests expect one within about a second).
  */
 MOMENTO_EXPORT int momento_local_options_set_heartbeat_ms(momento_local_options *o, uint32_t ms);

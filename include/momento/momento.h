@@ -189,8 +189,9 @@ typedef enum momento_log_level {
 typedef void (*momento_log_fn)(momento_log_level level, const char *message, void *userdata);
 
 /*
- * The library prints nothing. Diagnostics, including those of the gRPC core
- * it runs on (failed TLS handshakes, lost connections), go to this callback
+ * Sets where the library's diagnostics go: it prints nothing.
+ * Diagnostics, including those of the gRPC core it runs on (failed TLS
+ * handshakes, lost connections), go to this callback
  * when one is set and are dropped otherwise. Messages never contain an API
  * key or token: the token of every client that exists is replaced by
  * "[token]" in every message, including gRPC's traces of request headers
@@ -435,7 +436,7 @@ MOMENTO_EXPORT uint64_t momento_config_default_ttl_ms(const momento_config *cfg)
 MOMENTO_EXPORT uint32_t momento_config_num_channels(const momento_config *cfg);
 MOMENTO_EXPORT uint32_t momento_config_keepalive_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint32_t momento_config_max_idle_ms(const momento_config *cfg);
-/* A momento_read_concern. */
+/* The read concern set (a momento_read_concern). */
 MOMENTO_EXPORT int momento_config_read_concern(const momento_config *cfg);
 
 /* ------------------------------------------------------------- credentials */
@@ -666,16 +667,17 @@ MOMENTO_EXPORT int momento_client_new(momento_client **ret, const momento_config
                                       const momento_credentials *creds);
 
 /*
- * Waits for every callback. From its start new requests are refused with
- * MOMENTO_ERR_CLOSED; every request in flight is cancelled (retries waiting
- * for their delay included), and each still gets its one callback - with
- * MOMENTO_ERR_CANCELLED, or with its real result if that had already arrived.
- * Only when the last callback has returned is the client released and this
- * function returns. Called from a callback of this client it cannot wait:
- * it returns at once, and the release is deferred until that callback and the
- * remaining ones have run. Callbacks still to run may use the client (and get
- * MOMENTO_ERR_CLOSED); nothing else may use it once this is called. A second
- * call while the first is under way is ignored. NULL-safe.
+ * Frees the client, waiting for every callback. From its start new requests
+ * are refused with MOMENTO_ERR_CLOSED; every request in flight is cancelled
+ * (retries waiting for their delay included), and each still gets its one
+ * callback - with MOMENTO_ERR_CANCELLED, or with its real result if that had
+ * already arrived. Only when the last callback has returned is the client
+ * released and this function returns. Called from a callback of this client
+ * it cannot wait: it returns at once, and the release is deferred until that
+ * callback and the remaining ones have run. Callbacks still to run may use
+ * the client (and get MOMENTO_ERR_CLOSED); nothing else may use it once this
+ * is called. A second call while the first is under way is ignored.
+ * NULL-safe.
  *
  * Compare momento_coalescer_free() (coalescer.h), which does not wait.
  */
@@ -696,8 +698,8 @@ typedef struct momento_batching_counters {
     uint64_t queued_ns_total;   /* time spent queued, summed over requests that left it */
     uint64_t queued_ns_max;
 } momento_batching_counters;
-/* Fills *ret (at most `size` bytes). Returns 0, or
- * MOMENTO_ERR_INVALID_ARGUMENT when `c` or `ret` is NULL. Any thread. */
+/* The client's batching counters: fills *ret (at most `size` bytes). Returns
+ * 0, or MOMENTO_ERR_INVALID_ARGUMENT when `c` or `ret` is NULL. Any thread. */
 MOMENTO_EXPORT int momento_client_batching_stats(const momento_client *c,
                                                  momento_batching_counters *ret, size_t size);
 
@@ -901,17 +903,19 @@ typedef enum momento_compression {
  * Errors after acceptance (server statuses, timeouts, cancellation) arrive in
  * the callback's result instead.
  */
-/* Outcome HIT (value via momento_result_value()) or MISS. */
+/* Reads the value stored at `key` in `cache`. Outcome HIT (value via
+ * momento_result_value()) or MISS. */
 MOMENTO_EXPORT int momento_get(momento_client *c, const char *cache, const void *key,
                                size_t key_len, const momento_request_options *opts,
                                momento_callback cb, void *userdata);
-/* ttl_ms = 0 uses the config's default TTL. Outcome SUCCESS. */
+/* Stores `value` at `key` in `cache` for `ttl_ms` (0: the config's default
+ * TTL). Outcome SUCCESS. */
 MOMENTO_EXPORT int momento_set(momento_client *c, const char *cache, const void *key,
                                size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
                                const momento_request_options *opts, momento_callback cb,
                                void *userdata);
-/* Arguments as momento_get(). Outcome SUCCESS; deleting a missing key
- * succeeds. */
+/* Deletes `key` from `cache`. Arguments as momento_get(). Outcome SUCCESS;
+ * deleting a missing key succeeds. */
 MOMENTO_EXPORT int momento_delete(momento_client *c, const char *cache, const void *key,
                                   size_t key_len, const momento_request_options *opts,
                                   momento_callback cb, void *userdata);
@@ -1099,28 +1103,30 @@ MOMENTO_EXPORT int momento_increment(momento_client *c, const char *cache, const
                                      const momento_request_options *opts, momento_callback cb,
                                      void *userdata);
 
-/* momento_keys_exist() with one key. Outcome SUCCESS; answers via
- * momento_result_exists(r, 0). */
+/* Asks whether `key` exists: momento_keys_exist() with one key. Outcome
+ * SUCCESS; the answer is momento_result_exists(r, 0). */
 MOMENTO_EXPORT int momento_key_exists(momento_client *c, const char *cache, const void *key,
                                       size_t key_len, const momento_request_options *opts,
                                       momento_callback cb, void *userdata);
-/* `keys[i]` of `key_lens[i]` bytes. Outcome SUCCESS, answers in request
- * order. MOMENTO_ERR_INVALID_ARGUMENT also for NULL `keys` or `key_lens`,
- * n == 0, any bad key, or more keys than fit one request (about 10 MiB). */
+/* Asks which of n keys exist: `keys[i]` of `key_lens[i]` bytes. Outcome
+ * SUCCESS, answers (momento_result_exists()) in request order.
+ * MOMENTO_ERR_INVALID_ARGUMENT also for NULL `keys` or `key_lens`, n == 0,
+ * any bad key, or more keys than fit one request (about 10 MiB). */
 MOMENTO_EXPORT int momento_keys_exist(momento_client *c, const char *cache, const void *const *keys,
                                       const size_t *key_lens, size_t n,
                                       const momento_request_options *opts, momento_callback cb,
                                       void *userdata);
 
-/* Arguments as momento_get(). Outcome HIT with momento_result_item_type()
+/* Reads what `key` holds. Arguments as momento_get(). Outcome HIT with
+ * momento_result_item_type()
  * (a scalar, or one of the collection types), or MISS. Idempotent: retried
  * as a get is. */
 MOMENTO_EXPORT int momento_item_get_type(momento_client *c, const char *cache, const void *key,
                                          size_t key_len, const momento_request_options *opts,
                                          momento_callback cb, void *userdata);
 
-/* Arguments as momento_get(). Outcome HIT with momento_result_ttl_ms(), or
- * MISS. */
+/* Reads the remaining TTL of `key`. Arguments as momento_get(). Outcome HIT
+ * with momento_result_ttl_ms(), or MISS. */
 MOMENTO_EXPORT int momento_item_get_ttl(momento_client *c, const char *cache, const void *key,
                                         size_t key_len, const momento_request_options *opts,
                                         momento_callback cb, void *userdata);

@@ -47,7 +47,7 @@ typedef struct momento_token_scope momento_token_scope;
 /* Returns 0 with an empty scope in *ret, MOMENTO_ERR_INVALID_ARGUMENT when
  * `ret` is NULL, or MOMENTO_ERR_NO_MEMORY (then *ret is untouched). */
 MOMENTO_EXPORT int momento_token_scope_new(momento_token_scope **ret);
-/* Accepts NULL. */
+/* Frees a scope (NULL is accepted). */
 MOMENTO_EXPORT void momento_token_scope_free(momento_token_scope *scope);
 
 /*

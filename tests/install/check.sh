@@ -6,7 +6,8 @@
 # `pkg-config --cflags --libs momento-local`; the README's program, built as
 # it stands, run without credentials and then against momento-local with
 # MOMENTO_ENDPOINT=host:port; the tools and momento-local on PATH with
-# their man pages; the valgrind suppressions that
+# their man pages; a section 3 page for every exported function, whose
+# examples build and run; the valgrind suppressions that
 # `pkg-config --variable=suppressions momento` names.
 set -euo pipefail
 build_dir=$1
@@ -119,6 +120,58 @@ for tool in momento-local load-gen request-coalescing topics-fanout leaderboard 
         [ -z "$warnings" ] || { echo "$page: $warnings"; exit 1; }
     fi
 done
+
+# Section 3: a page for every function the libraries export (link pages
+# for the names a group page documents), each group page with the sections
+# a C library's reference has, rendering cleanly; `man momento_get` works
+# with the install's man directory on MANPATH.
+man3=$(dirname "$(find "$dest" -name libmomento.3 | head -n1)")
+[ -d "$man3" ] || { echo "no man3 pages installed"; exit 1; }
+archive=$(find "$dest" -name libmomento-local.a | head -n1)
+{ nm -D --defined-only "$prefix_lib/libmomento.so" | awk '$2 == "T" { print $3 }' | sed 's/@.*//'
+  nm --defined-only "$archive" 2>/dev/null | awk '$2 == "T" && $3 ~ /^momento_local/ { print $3 }'
+} | sort -u > "$dest/exported.txt"
+[ "$(wc -l < "$dest/exported.txt")" -gt 300 ] || { echo "too few exported names read"; exit 1; }
+while read -r fn; do
+    [ -f "$man3/$fn.3" ] || { echo "$fn has no man page"; exit 1; }
+done < "$dest/exported.txt"
+for page in "$man3"/*.3; do
+    head -c 3 "$page" | grep -q '^\.so' && continue
+    for section in NAME SYNOPSIS DESCRIPTION "RETURN VALUE" THREADS "SEE ALSO"; do
+        [ "$(basename "$page")" = libmomento.3 ] && break
+        grep -q "^\.SH $section\$" "$page" || { echo "$page has no $section"; exit 1; }
+    done
+    if command -v man > /dev/null; then
+        warnings=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 > /dev/null)
+        [ -z "$warnings" ] || { echo "$page: $warnings"; exit 1; }
+    fi
+done
+if command -v man > /dev/null; then
+    [ "$(MANPATH=$(dirname "$man3") man -w momento_get)" = "$man3/momento_get.3" ] ||
+        { echo "man momento_get does not find its page"; exit 1; }
+fi
+
+# The pages' EXAMPLEs (docs/man/examples): each builds against the install
+# and runs against the installed momento-local.
+"$server" --port 0 --cache demo > "$dest/server3.out" &
+server_pid=$!
+for _ in $(seq 50); do
+    grep -q "listening on" "$dest/server3.out" 2>/dev/null && break
+    sleep 0.1
+done
+endpoint=$(sed -n 's/^listening on //p' "$dest/server3.out")
+[ -n "$endpoint" ] || { echo "momento-local did not start"; exit 1; }
+for ex in "$src_dir"/../../docs/man/examples/*.c; do
+    name=$(basename "$ex" .c)
+    grep -q "^\.SH EXAMPLE" "$man3/$name.3" || { echo "$name.3 lacks the example $ex"; exit 1; }
+    cc $san -Wall -Wextra -Werror -o "$dest/ex-$name" "$ex" $(pkg-config --cflags --libs momento)
+    env -u MOMENTO_API_KEY MOMENTO_ENDPOINT="$endpoint" LD_LIBRARY_PATH=$prefix_lib \
+        timeout 60 "$dest/ex-$name" > "$dest/ex-$name.out" ||
+        { cat "$dest/ex-$name.out"; echo "the example of $name.3 failed"; exit 1; }
+done
+kill -TERM "$server_pid"
+wait "$server_pid"
+server_pid=""
 
 # The valgrind suppressions, where the package says they are.
 supp=$(pkg-config --variable=suppressions momento)
