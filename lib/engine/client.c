@@ -314,7 +314,10 @@ void momento__client_unobserve_writes(momento_client *c, momento__write_observer
 void momento__client_note_write(momento_client *c, const momento__write_observer *self,
                                 const char *cache, const void *key, size_t key_len)
 {
-    if (atomic_load(&c->n_write_observers) == 0)
+    /* None to tell: no observer, or only `self`, registered for as long as
+     * its coalescer exists. (One that registers after this load cannot
+     * hold a read this write must close: its reads all began after.) */
+    if (atomic_load(&c->n_write_observers) <= (self ? 1u : 0u))
         return;
     size_t cache_len = strlen(cache);
     pthread_mutex_lock(&c->observers_lock);

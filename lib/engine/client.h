@@ -166,7 +166,8 @@ void momento__client_observe_writes(momento_client *c, momento__write_observer *
 void momento__client_unobserve_writes(momento_client *c, momento__write_observer *o);
 /* A write of (cache, key) is being submitted through `c`: every observer
  * but `self` (the one the write goes through, which orders the key itself;
- * NULL for none) hears of it. One atomic load when there is none. Any
+ * NULL for none; registered) hears of it. One atomic load when there is
+ * none but `self`. Any
  * thread, holding no observer's lock; takes the observer lock, then what
  * each observer takes. */
 void momento__client_note_write(momento_client *c, const momento__write_observer *self,
