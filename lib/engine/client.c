@@ -88,6 +88,14 @@ void momento__timer_init(momento__timer *t, void (*fire)(momento__timer *t))
     t->fire = fire;
 }
 
+/* With the lock held, after the heap or the soon list changed: whether
+ * any timer waits, for timers_run()'s look without the lock. */
+static void timers_changed_locked(momento_client *c)
+{
+    atomic_store_explicit(&c->any_timer, c->soon || momento__heap_peek(&c->timers),
+                          memory_order_release);
+}
+
 /* With the lock held: off the heap and the soon list. */
 static void timer_unlink(momento_client *c, momento__timer *t)
 {
@@ -97,6 +105,7 @@ static void timer_unlink(momento_client *c, momento__timer *t)
         DL_DELETE(c->soon, t);
         t->soon = false;
     }
+    timers_changed_locked(c);
 }
 
 static void fire_soon_locked(momento_client *c, momento__timer *t)
@@ -104,6 +113,7 @@ static void fire_soon_locked(momento_client *c, momento__timer *t)
     timer_unlink(c, t);
     DL_APPEND(c->soon, t);
     t->soon = true;
+    timers_changed_locked(c);
 }
 
 void momento__timer_fire_soon(momento_client *c, momento__timer *t)
@@ -122,6 +132,7 @@ int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns, boo
     t->due_ns = due_ns;
     int rc = momento__heap_push(&c->timers, t) == 0 ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
     bool first = rc == MOMENTO_OK && t->index == 0;
+    timers_changed_locked(c);
     pthread_mutex_unlock(&c->lock);
     if (wake && first && momento__current_client != c)
         kick(c); /* the loop may be asleep until later than this */
@@ -184,12 +195,17 @@ int momento__client_route(momento_client *c, momento__rpc_id m, momento__transpo
  * none waits). */
 static int64_t timers_run(momento_client *c)
 {
+    /* No lock when no timer waits: this runs after every event. One armed
+     * by another thread after this look wakes the loop (a kick) as before. */
+    if (!atomic_load_explicit(&c->any_timer, memory_order_acquire))
+        return INT64_MAX;
     for (;;) {
         pthread_mutex_lock(&c->lock);
         momento__timer *t = c->soon;
         if (t) {
             DL_DELETE(c->soon, t);
             t->soon = false;
+            timers_changed_locked(c);
             pthread_mutex_unlock(&c->lock);
             t->fire(t);
             continue;
@@ -203,6 +219,7 @@ static int64_t timers_run(momento_client *c)
             return due;
         }
         momento__heap_pop(&c->timers);
+        timers_changed_locked(c);
         pthread_mutex_unlock(&c->lock);
         t->fire(t);
     }
@@ -260,6 +277,7 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     atomic_init(&c->rpc_hook, NULL);
     atomic_init(&c->n_rpcs, 0);
     atomic_init(&c->any_posted, false);
+    atomic_init(&c->any_timer, false);
     momento__retries_init(&c->retries,
                           (uint64_t)(uintptr_t)c ^ (uint64_t)gpr_now(GPR_CLOCK_REALTIME).tv_nsec);
 

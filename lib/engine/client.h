@@ -124,6 +124,8 @@ struct momento_client {
      * completion thread to call done() on (post_done; oldest first). */
     momento__attempt *posted, *posted_tail;
     atomic_bool any_posted;      /* not under the lock: the loop's cheap look */
+    atomic_bool any_timer;       /* `timers` or `soon` holds one; written under the
+                                  * lock, read without it by timers_run() */
     /* Its RPC hook, or NULL: read once per retirement, so an unbatched
      * client pays one load for it. */
     _Atomic(momento__rpc_hook *) rpc_hook;
