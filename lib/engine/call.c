@@ -439,6 +439,23 @@ static void reset_attempt(momento__call *call)
 
 static void deliver(momento__call *call);
 
+/* Ends the call CANCELLED, as the client's free or the cancel (its token,
+ * or a coalescer) that came meanwhile ends every request, when one did;
+ * returns whether it did. For a call between attempts or holding a reply
+ * back, which no transport cancel can reach. */
+static bool give_up_if_cut(momento__call *call)
+{
+    momento_client *c = call->client;
+    if (momento__client_closing(c))
+        give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
+    else if (momento__client_cancelled(c, &call->track))
+        give_up(call, GRPC_STATUS_CANCELLED,
+                call->track.cancel_why ? call->track.cancel_why : "cancelled");
+    else
+        return false;
+    return true;
+}
+
 /* A DEADLINE_EXCEEDED can come before the attempt's deadline: gRPC keeps
  * its timers in whole milliseconds (0.4 ms early seen under load), and a
  * server's deadline, taken from grpc-timeout when it read the headers, may
@@ -449,13 +466,7 @@ static void deliver(momento__call *call);
 static void deliver_late(momento__timer *t)
 {
     momento__call *call = (momento__call *)((char *)t - offsetof(momento__call, late_timer));
-    momento_client *c = call->client;
-    if (momento__client_closing(c)) /* as the free ends every request */
-        give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
-    else if (momento__client_cancelled(c, &call->track)) /* its token, or a coalescer */
-        give_up(call, GRPC_STATUS_CANCELLED,
-                call->track.cancel_why ? call->track.cancel_why : "cancelled");
-    else
+    if (!give_up_if_cut(call))
         deliver(call);
 }
 
@@ -505,11 +516,7 @@ static void retry_fire(momento__timer *t)
      * one after them cancels the next attempt's gRPC call as it is
      * published (momento__client_publish). */
     momento__timer_disarm(c, momento__client_unwake(c, &call->track));
-    if (momento__client_closing(c))
-        give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
-    else if (momento__client_cancelled(c, &call->track))
-        give_up(call, GRPC_STATUS_CANCELLED, call->track.cancel_why);
-    else if (next_attempt(call) != MOMENTO_OK)
+    if (!give_up_if_cut(call) && next_attempt(call) != MOMENTO_OK)
         give_up(call, GRPC_STATUS_UNAVAILABLE, "could not start a retry");
 }
 
@@ -546,22 +553,15 @@ static void attempt_done(momento__attempt *a)
         int64_t now = momento__now_ns();
         int64_t delay = momento__retry_delay(c, &momento__rpcs[call->rq.method], call->attempt,
                                              a->reply.status, now, momento__gpr_ns(call->deadline));
-        /* A failure that would be retried ends as the cancel or the free that
-         * came meanwhile would have ended the wait for its retry: the request
-         * ends because of them, not of the failure. The cancel may have come
-         * after the server's answer reached gRPC (or after gRPC's own
-         * CANCELLED, which retry.c counts eligible), so its status can be
-         * either. */
-        if (delay >= 0 && momento__client_closing(c)) {
-            give_up(call, GRPC_STATUS_CANCELLED, "cancelled: the client was freed");
-            return;
-        }
-        if (delay >= 0 && momento__client_cancelled(c, &call->track)) {
-            give_up(call, GRPC_STATUS_CANCELLED,
-                    call->track.cancel_why ? call->track.cancel_why : "cancelled");
-            return;
-        }
         if (delay >= 0) {
+            /* A failure that would be retried ends as the cancel or the free
+             * that came meanwhile would have ended the wait for its retry:
+             * the request ends because of them, not of the failure. The
+             * cancel may have come after the server's answer reached gRPC
+             * (or after gRPC's own CANCELLED, which retry.c counts
+             * eligible), so its status can be either. */
+            if (give_up_if_cut(call))
+                return;
             reset_attempt(call);
             wait_retry(call, now, delay);
             return;

@@ -113,7 +113,7 @@ static void fire_soon_locked(momento_client *c, momento__timer *t)
     timer_unlink(c, t);
     DL_APPEND(c->soon, t);
     t->soon = true;
-    timers_changed_locked(c);
+    atomic_store_explicit(&c->any_timer, true, memory_order_release);
 }
 
 void momento__timer_fire_soon(momento_client *c, momento__timer *t)
@@ -132,7 +132,8 @@ int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns, boo
     t->due_ns = due_ns;
     int rc = momento__heap_push(&c->timers, t) == 0 ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
     bool first = rc == MOMENTO_OK && t->index == 0;
-    timers_changed_locked(c);
+    if (rc == MOMENTO_OK) /* timer_unlink() looked already, before the push */
+        atomic_store_explicit(&c->any_timer, true, memory_order_release);
     pthread_mutex_unlock(&c->lock);
     if (wake && first && momento__current_client != c)
         kick(c); /* the loop may be asleep until later than this */
