@@ -38,18 +38,29 @@ if nm -D "$prefix_lib/libmomento.so" | grep -E ' T ' | grep -v ' momento_' ; the
 fi
 
 server=$(find "$dest" -name momento-local -type f | head -n1)
-"$server" --port 0 > "$dest/server.out" &
-server_pid=$!
-for _ in $(seq 50); do
-    grep -q "listening on" "$dest/server.out" 2>/dev/null && break
-    sleep 0.1
-done
-endpoint=$(sed -n 's/^listening on //p' "$dest/server.out")
-[ -n "$endpoint" ] || { echo "momento-local did not start"; exit 1; }
+# start_server OUT [ARG...]: the installed momento-local on a free port,
+# its output in $dest/OUT; sets server_pid and endpoint.
+start_server() {
+    local out=$1
+    shift
+    "$server" --port 0 "$@" > "$dest/$out" &
+    server_pid=$!
+    for _ in $(seq 50); do
+        grep -q "listening on" "$dest/$out" 2>/dev/null && break
+        sleep 0.1
+    done
+    endpoint=$(sed -n 's/^listening on //p' "$dest/$out")
+    [ -n "$endpoint" ] || { echo "momento-local did not start"; exit 1; }
+}
+# stop_server: SIGTERM, and wait for it (it prints its counters then).
+stop_server() {
+    kill -TERM "$server_pid"
+    wait "$server_pid"
+    server_pid=""
+}
+start_server server.out
 LD_LIBRARY_PATH=$prefix_lib "$dest/roundtrip" "$endpoint"
-kill -TERM "$server_pid"
-wait "$server_pid"
-server_pid=""
+stop_server
 # The server printed its counters on SIGTERM: one Set and one Get arrived.
 grep -q '"Set": {"total": 1, "OK": 1}' "$dest/server.out"
 grep -q '"Get": {"total": 1, "OK": 1}' "$dest/server.out"
@@ -82,20 +93,11 @@ fi
 
 # ...and against the installed momento-local, as the README says:
 # MOMENTO_ENDPOINT=host:port and no key; it sets k, reads it back, prints v.
-"$server" --port 0 --cache my-cache > "$dest/server2.out" &
-server_pid=$!
-for _ in $(seq 50); do
-    grep -q "listening on" "$dest/server2.out" 2>/dev/null && break
-    sleep 0.1
-done
-endpoint=$(sed -n 's/^listening on //p' "$dest/server2.out")
-[ -n "$endpoint" ] || { echo "momento-local did not start"; exit 1; }
+start_server server2.out --cache my-cache
 out=$(env -u MOMENTO_API_KEY MOMENTO_ENDPOINT="$endpoint" LD_LIBRARY_PATH=$prefix_lib \
       "$dest/readme")
 [ "$out" = "v" ] || { echo "README program against momento-local printed '$out', not v"; exit 1; }
-kill -TERM "$server_pid"
-wait "$server_pid"
-server_pid=""
+stop_server
 
 # The tools on PATH (bindir), each with its section 1 page, made from its
 # --help at build time: the page names the program, and renders cleanly.
@@ -153,14 +155,7 @@ fi
 
 # The pages' EXAMPLEs (docs/man/examples): each builds against the install
 # and runs against the installed momento-local.
-"$server" --port 0 --cache demo > "$dest/server3.out" &
-server_pid=$!
-for _ in $(seq 50); do
-    grep -q "listening on" "$dest/server3.out" 2>/dev/null && break
-    sleep 0.1
-done
-endpoint=$(sed -n 's/^listening on //p' "$dest/server3.out")
-[ -n "$endpoint" ] || { echo "momento-local did not start"; exit 1; }
+start_server server3.out --cache demo
 for ex in "$src_dir"/../../docs/man/examples/*.c; do
     name=$(basename "$ex" .c)
     grep -q "^\.SH EXAMPLE" "$man3/$name.3" || { echo "$name.3 lacks the example $ex"; exit 1; }
@@ -169,9 +164,7 @@ for ex in "$src_dir"/../../docs/man/examples/*.c; do
         timeout 60 "$dest/ex-$name" > "$dest/ex-$name.out" ||
         { cat "$dest/ex-$name.out"; echo "the example of $name.3 failed"; exit 1; }
 done
-kill -TERM "$server_pid"
-wait "$server_pid"
-server_pid=""
+stop_server
 
 # The valgrind suppressions, where the package says they are.
 supp=$(pkg-config --variable=suppressions momento)

@@ -291,19 +291,26 @@ static void test_cancel_from_a_callback(void **state)
     momento_client_free(c);
 }
 
-static void test_cancel_ends_a_waiting_retry(void **state)
+/* A client whose gets the server fails UNAVAILABLE, retried 10 s apart
+ * (a cancel must not wait for the next attempt), in session `id`. */
+static momento_client *failing_client(tu_fixture *f, const char *id)
 {
-    tu_fixture *f = *state;
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_timeout_ms(cfg, 60000);
-    /* Attempts 10 s apart: a cancel must not wait for the next one. */
     momento_config_set_retry_fixed_timeout(cfg, 3, 5000, 10000);
     momento_client *c = tu_client(f->server, cfg);
     momento_config_free(cfg);
-    momento__client_add_header(c, "request-id", "cancel-retry");
+    momento__client_add_header(c, "request-id", id);
     momento__client_add_header(c, "return-error", "unavailable");
     momento__client_add_header(c, "error-rpcs", "get");
+    return c;
+}
+
+static void test_cancel_ends_a_waiting_retry(void **state)
+{
+    tu_fixture *f = *state;
+    momento_client *c = failing_client(f, "cancel-retry");
     momento_cancel_token *t;
     assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
     momento_request_options o = with(0, t);
@@ -359,15 +366,7 @@ static void send_fail_then_cancel(const momento_result *r, void *ud)
 static void test_cancel_wins_over_a_retryable_failure(void **state)
 {
     tu_fixture *f = *state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
-    momento_config_set_timeout_ms(cfg, 60000);
-    momento_config_set_retry_fixed_timeout(cfg, 3, 5000, 10000);
-    momento_client *c = tu_client(f->server, cfg);
-    momento_config_free(cfg);
-    momento__client_add_header(c, "request-id", "cancel-after-failure");
-    momento__client_add_header(c, "return-error", "unavailable");
-    momento__client_add_header(c, "error-rpcs", "get");
+    momento_client *c = failing_client(f, "cancel-after-failure");
     enum { ROUNDS = 5 };
     for (int i = 0; i < ROUNDS; i++) {
         fail_then_cancel x;
