@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "clock.h"
 #include "model/validate.h"
+#include "transport/grpc/grpc_transport.h" /* the transport the client opens */
 
 #include <errno.h>
 #include <grpc/support/time.h>
@@ -293,10 +294,9 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     }
     if (rc == MOMENTO_OK) {
         c->auth_value = grpc_slice_from_copied_string(c->creds.token);
-        c->transport = &c->grpc.base; /* destroy() closes what the open made */
+        rc = momento__grpc_transport_new(&c->transport, &c->cfg, &c->creds);
         for (size_t m = 0; m < MOMENTO__RPC_COUNT; m++)
             c->routes[m] = c->transport;
-        rc = momento__grpc_transport_open(&c->grpc, &c->cfg, &c->creds);
     }
     if (rc == MOMENTO_OK && pthread_create(&c->thread, NULL, completion_loop, c) != 0)
         rc = MOMENTO_ERR_NO_MEMORY;

@@ -10,15 +10,13 @@
 #ifndef MOMENTO_CLIENT_H
 #define MOMENTO_CLIENT_H
 
-#include "transport/grpc/channel.h"
 #include "engine/dispatch.h"
 #include "engine/retry.h"
 #include "engine/timer.h"
 #include "heap.h"
 #include "model/config.h"
 #include "model/credentials.h"
-#include "transport/grpc/channel.h"
-#include "transport/grpc/grpc_transport.h"
+#include "transport/transport.h"
 
 #include <grpc/grpc.h>
 #include <pthread.h>
@@ -29,9 +27,9 @@
 /* One accepted request, as the client sees it: embedded in the call. */
 typedef struct momento__tracked {
     struct momento__tracked *prev, *next;
-    /* What is on the wire for it now, NULL between attempts: a call's
-     * transport attempt (transport/transport.h) or a subscription's gRPC
-     * call; ended by `cancel` (any thread, under the client's lock). */
+    /* What is on the wire for it now, NULL between attempts: a call's or a
+     * subscription's stream's transport attempt (transport/transport.h);
+     * ended by `cancel` (any thread, under the client's lock). */
     void *call;
     void (*cancel)(void *call, const char *why);
     bool cancelled;  /* by its token: every later gRPC call is cancelled at once */
@@ -94,12 +92,11 @@ struct momento_client {
     momento_config cfg;
     momento_credentials creds;
     pthread_t thread;
-    /* Where calls make their attempts (call.c), and what the completion
-     * thread runs (completion_loop): &grpc.base, the only transport so
-     * far. Subscriptions' streams still use grpc's queue and channels
-     * directly (docs/transport.md "What is not behind the seam yet"). */
+    /* What the completion thread runs (completion_loop), and where every
+     * RPC's attempts and subscriptions' streams go unless routed
+     * elsewhere: the gRPC transport (momento__grpc_transport_new), the
+     * only one the client opens itself so far. */
     momento__transport *transport;
-    momento__grpc_transport grpc;
     /* The transport each RPC's attempts go through (call.c): `transport`
      * for all but those momento__client_route() gave another. */
     momento__transport *routes[MOMENTO__RPC_COUNT];

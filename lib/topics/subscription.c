@@ -35,8 +35,8 @@
 #include "clock.h"
 #include "engine/client.h"
 #include "engine/respond.h"
-#include "grpc_util.h"
 #include "model/validate.h"
+#include "transport/transport.h"
 
 #include "momento/topics.h"
 
@@ -44,6 +44,7 @@
 
 #include <grpc/support/time.h>
 #include <pthread.h>
+#include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,6 @@ struct momento_subscription {
 struct sub_group {
     momento__tracked track;     /* first: the client's view */
     momento_client *client;
-    momento__channel *channel;  /* the stream's, referenced (channel.c) */
     struct sub_group *next_shared; /* the client's joinable groups */
     bool shared;
     char *cache, *topic;
@@ -95,20 +95,18 @@ struct sub_group {
     uint64_t last_seq, page;
 
     /* The current stream, and the members' snapshot: completion thread. */
-    /* Its batches' tags (client.h): the status and the request's sending
-     * (stream_batch_done), a read (stream_read_done). Set once, at
-     * group_new(). */
-    momento__tag status_tag, send_tag, read_tag;
-    grpc_call *call;
-    int pending;                /* its batches not yet completed */
+    /* The stream is one attempt of the transport the client routes
+     * TopicSubscribe to (transport/transport.h), a live one (`on_msg`),
+     * in this allocation after the headers; prepared again for each
+     * stream. */
+    momento__transport *transport;
+    momento__attempt *att;
+    momento__wire_request rq;   /* the current stream's request */
+    bool on_wire;               /* prepared and not yet ended */
     bool got_message;           /* this stream brought a message */
     int64_t last_msg_ns;
-    grpc_byte_buffer *send_msg, *recv_msg;
-    grpc_metadata_array recv_initial, recv_trailing;
-    grpc_status_code status;
-    grpc_slice details;
     const char *local_why;      /* why we cancelled it ourselves, or NULL */
-    grpc_status_code local_status;
+    int local_status;           /* and the status it ends with for us */
     char *publisher;            /* the last item's publisher id, NUL-terminated */
     size_t publisher_cap;
     momento_subscription **snap; /* the members an event goes to */
@@ -581,58 +579,38 @@ static void arm(sub_group *g, uint32_t ms)
         momento__timer_fire_soon(g->client, &g->timer);
 }
 
-/* The client's cancel of the stream's gRPC call, published as the group's
- * (momento__tracked.cancel): any thread, under the client's lock. */
-static void cancel_stream(void *call, const char *why)
-{
-    grpc_call_cancel_with_status(call, GRPC_STATUS_CANCELLED, why, NULL);
-}
-
+/* Gives back the stream's attempt (unpublished first, so that no cancel
+ * reaches it after) and its request. */
 static void release_stream(sub_group *g)
 {
-    if (g->call) {
+    if (g->on_wire) {
         momento__client_publish(g->client, &g->track, NULL);
-        grpc_call_unref(g->call);
-        g->call = NULL;
+        g->transport->ops->end(g->att);
+        g->on_wire = false;
     }
-    momento__channel_put(g->channel);
-    g->channel = NULL;
-    if (g->send_msg)
-        grpc_byte_buffer_destroy(g->send_msg);
-    if (g->recv_msg)
-        grpc_byte_buffer_destroy(g->recv_msg);
-    g->send_msg = g->recv_msg = NULL;
-    grpc_metadata_array_destroy(&g->recv_initial);
-    grpc_metadata_array_destroy(&g->recv_trailing);
-    grpc_metadata_array_init(&g->recv_initial);
-    grpc_metadata_array_init(&g->recv_trailing);
-    grpc_slice_unref(g->details);
-    g->details = grpc_empty_slice();
+    grpc_slice_unref(g->rq.body);
+    g->rq.body = grpc_empty_slice();
 }
 
-static bool start_read(sub_group *g)
-{
-    grpc_op op;
-    memset(&op, 0, sizeof(op));
-    op.op = GRPC_OP_RECV_MESSAGE;
-    op.data.recv_message.recv_message = &g->recv_msg;
-    return grpc_call_start_batch(g->call, &op, 1, &g->read_tag, NULL) == GRPC_CALL_OK;
-}
-
-/* Ends the current stream from our side; its status completion follows. */
-static void cut(sub_group *g, grpc_status_code status, const char *why)
+/* Ends the current stream from our side, as `status` for us; the
+ * attempt's done() follows. */
+static void cut(sub_group *g, int status, const char *why)
 {
     g->local_status = status;
     g->local_why = why;
-    grpc_call_cancel_with_status(g->call, status, why, NULL);
+    g->transport->ops->cancel(g->att, why);
 }
 
+static void stream_done(momento__attempt *a);
+static bool stream_message(momento__attempt *a, const uint8_t *bytes, size_t len);
+
 /* Opens a stream from where the group stands. Completion thread only:
- * every batch of a stream starts and ends there, so `pending` needs no
- * lock. Returns 0 or MOMENTO_ERR_NO_MEMORY (nothing started). */
+ * the stream starts and ends there. Returns 0 or MOMENTO_ERR_NO_MEMORY
+ * (nothing started). */
 static int open_stream(sub_group *g)
 {
     momento_client *c = g->client;
+    const momento__transport_ops *ops = g->transport->ops;
     pthread_mutex_lock(&g->lock);
     uint64_t resume = g->have_position ? g->last_seq + 1 : 0;
     uint64_t page = g->have_position ? g->page : 0;
@@ -644,56 +622,31 @@ static int open_stream(sub_group *g)
     req.resume_at_topic_sequence_number = resume;
     req.sequence_page = page;
     size_t size = protobuf_c_message_get_packed_size(&req.base);
-    grpc_slice body = grpc_slice_malloc(size);
-    protobuf_c_message_pack(&req.base, GRPC_SLICE_START_PTR(body));
-    g->send_msg = grpc_raw_byte_buffer_create(&body, 1);
-    grpc_slice_unref(body);
+    g->rq.body = grpc_slice_malloc(size);
+    protobuf_c_message_pack(&req.base, GRPC_SLICE_START_PTR(g->rq.body));
 
-    momento__channel *ch = momento__channels_take(&c->grpc.channels, MOMENTO__PLANE_TOPIC);
-    g->channel = ch;
-    g->call = grpc_channel_create_registered_call(
-        ch->channel, NULL, GRPC_PROPAGATE_DEFAULTS, c->grpc.cq,
-        ch->registered[MOMENTO__RPC_TOPIC_SUBSCRIBE], gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-    if (!g->call) {
+    g->att->data = g;
+    g->att->done = stream_done;
+    g->att->on_msg = stream_message;
+    /* No deadline: the stream lives until it breaks or we cut it (the
+     * timers watch the first message and the heartbeats). */
+    if (ops->prepare(g->transport, g->att, &g->rq, gpr_inf_future(GPR_CLOCK_MONOTONIC)) != 0) {
+        ops->end(g->att);
         release_stream(g);
         return MOMENTO_ERR_NO_MEMORY;
     }
+    g->on_wire = true;
     g->got_message = false;
     g->local_why = NULL;
-    g->status = GRPC_STATUS_OK;
-
-    grpc_op ops[4];
-    memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    ops[0].data.recv_status_on_client.trailing_metadata = &g->recv_trailing;
-    ops[0].data.recv_status_on_client.status = &g->status;
-    ops[0].data.recv_status_on_client.status_details = &g->details;
-    if (grpc_call_start_batch(g->call, ops, 1, &g->status_tag, NULL) != GRPC_CALL_OK) {
-        release_stream(g);
-        return MOMENTO_ERR_NO_MEMORY;
-    }
-    g->pending = 1;
     pthread_mutex_lock(&g->lock);
     g->state = S_STARTING;
     pthread_mutex_unlock(&g->lock);
-    /* From here a free cancels it; the status batch ends the stream
-     * whatever happens to the others. */
-    momento__client_publish(c, &g->track, g->call);
-    memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[0].data.send_initial_metadata.count = g->n_md;
-    ops[0].data.send_initial_metadata.metadata = g->md;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = g->send_msg;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-    ops[3].data.recv_initial_metadata.recv_initial_metadata = &g->recv_initial;
-    bool sent = grpc_call_start_batch(g->call, ops, 4, &g->send_tag, NULL) == GRPC_CALL_OK;
-    g->pending += sent;
-    bool reading = sent && start_read(g);
-    g->pending += reading;
-    if (!reading)
-        cut(g, GRPC_STATUS_INTERNAL, "could not start the subscription's stream");
+    /* Published before it can complete: from here a free cancels it. */
+    momento__client_publish(c, &g->track, g->att);
+    if (ops->launch(g->att) != 0) {
+        release_stream(g);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
     arm(g, g->first_ms);
     return MOMENTO_OK;
 }
@@ -716,9 +669,9 @@ static void group_member_left(sub_group *g)
     pthread_mutex_unlock(&g->lock);
     if (!empty)
         return;
-    if (g->call && !g->local_why)
+    if (g->on_wire && !g->local_why)
         cut(g, GRPC_STATUS_CANCELLED, "no subscriber left");
-    else if (!g->call)
+    else if (!g->on_wire)
         momento__timer_fire_soon(g->client, &g->timer);
 }
 
@@ -730,22 +683,25 @@ static bool group_empty(sub_group *g)
     return empty;
 }
 
-/* Every batch of the stream is back: end or try again. */
-static void stream_over(sub_group *g)
+/* The stream has ended (its attempt's done(), completion thread): end or
+ * try again. */
+static void stream_done(momento__attempt *a)
 {
+    sub_group *g = a->data;
     momento_client *c = g->client;
-    int err = g->local_why ? momento_error_from_grpc_status((int)g->local_status)
-                           : momento_error_from_grpc_status((int)g->status);
-    if (g->local_why == NULL && g->status == GRPC_STATUS_OK)
+    const momento__reply *r = &a->reply;
+    int status = g->local_why ? g->local_status : r->status;
+    int err = momento_error_from_grpc_status(status);
+    if (g->local_why == NULL && status == GRPC_STATUS_OK)
         err = MOMENTO_ERR_SERVER_UNAVAILABLE; /* the server ended the stream: open another */
-    if (g->local_why && g->local_status == GRPC_STATUS_DATA_LOSS)
+    if (g->local_why && status == GRPC_STATUS_DATA_LOSS)
         err = MOMENTO_ERR_BAD_RESPONSE;
     char why[256];
     if (g->local_why)
         snprintf(why, sizeof(why), "%s", g->local_why);
     else
-        snprintf(why, sizeof(why), "%.*s", (int)GRPC_SLICE_LENGTH(g->details),
-                 (const char *)GRPC_SLICE_START_PTR(g->details));
+        snprintf(why, sizeof(why), "%.*s", (int)GRPC_SLICE_LENGTH(r->details),
+                 (const char *)GRPC_SLICE_START_PTR(r->details));
     release_stream(g);
 
     pthread_mutex_lock(&g->lock);
@@ -809,7 +765,7 @@ static void group_timer(momento__timer *t)
         }
         return;
     }
-    if (!g->call || g->local_why)
+    if (!g->on_wire || g->local_why)
         return; /* a stream open, being cut already */
     if (state == S_STARTING) {
         if (!g->got_message)
@@ -826,54 +782,22 @@ static void group_timer(momento__timer *t)
         momento__timer_fire_soon(c, t);
 }
 
-/* The handlers of a stream's tags (open_stream), on the completion thread:
- * the stream is over once its last batch is back. */
-static void batch_done(sub_group *g)
+/* A message of the stream (the attempt's on_msg, completion thread): to
+ * the members; false when it does not decode (the stream is cut). */
+static bool stream_message(momento__attempt *a, const uint8_t *bytes, size_t len)
 {
-    if (--g->pending == 0)
-        stream_over(g);
-}
-
-/* The stream's status came: it has ended. */
-static void stream_status_done(momento__tag *tag, int success)
-{
-    (void)success; /* a failed batch still reports its status */
-    batch_done((sub_group *)((char *)tag - offsetof(sub_group, status_tag)));
-}
-
-/* The request went out, or could not. */
-static void stream_send_done(momento__tag *tag, int success)
-{
-    (void)success; /* a failure shows in the status */
-    batch_done((sub_group *)((char *)tag - offsetof(sub_group, send_tag)));
-}
-
-/* A read completed (the handler of read_tag, completion thread): hand the
- * message to the members and read the next, or count the read done. */
-static void stream_read_done(momento__tag *tag, int success)
-{
-    sub_group *g = (sub_group *)((char *)tag - offsetof(sub_group, read_tag));
-    if (success && g->recv_msg && g->call) {
-        grpc_byte_buffer *bb = g->recv_msg;
-        g->recv_msg = NULL;
-        grpc_slice body = momento__byte_buffer_slice(bb);
-        grpc_byte_buffer_destroy(bb);
-        bool was_first = !g->got_message;
-        bool ok = on_message(g, GRPC_SLICE_START_PTR(body), GRPC_SLICE_LENGTH(body));
-        grpc_slice_unref(body);
-        if (!ok) {
-            cut(g, GRPC_STATUS_DATA_LOSS, "a subscription message did not decode");
-        } else {
-            /* From the first-message wait to the idle watch. */
-            if (was_first && g->idle_ms != UINT32_MAX)
-                arm(g, g->idle_ms);
-            else if (was_first)
-                momento__timer_disarm(g->client, &g->timer);
-            if (start_read(g))
-                return; /* this read's place in `pending` passes to the next */
-        }
+    sub_group *g = a->data;
+    bool was_first = !g->got_message;
+    if (!on_message(g, bytes, len)) {
+        cut(g, GRPC_STATUS_DATA_LOSS, "a subscription message did not decode");
+        return false;
     }
-    batch_done(g);
+    /* From the first-message wait to the idle watch. */
+    if (was_first && g->idle_ms != UINT32_MAX)
+        arm(g, g->idle_ms);
+    else if (was_first)
+        momento__timer_disarm(g->client, &g->timer);
+    return true;
 }
 
 /* ---- the API ------------------------------------------------------------- */
@@ -883,9 +807,16 @@ static sub_group *group_new(momento_client *c, const char *cache, const char *to
                             const momento_subscribe_options *o)
 {
     size_t md_slots = 1 + c->n_extra_md;
-    sub_group *g = momento__calloc(1, sizeof(*g) + md_slots * sizeof(grpc_metadata));
+    /* The loop's own transport: only it carries live streams (on_msg). */
+    momento__transport *tr = c->transport;
+    /* The headers, then the transport's attempt, aligned for any type. */
+    size_t att_at = sizeof(sub_group) + md_slots * sizeof(grpc_metadata);
+    att_at = (att_at + alignof(max_align_t) - 1) / alignof(max_align_t) * alignof(max_align_t);
+    sub_group *g = momento__calloc(1, att_at + tr->ops->attempt_size);
     if (!g)
         return NULL;
+    g->transport = tr;
+    g->att = (momento__attempt *)((char *)g + att_at);
     g->cache = strdup(cache);
     g->topic = strdup(topic);
     if (!g->cache || !g->topic) {
@@ -905,19 +836,16 @@ static sub_group *group_new(momento_client *c, const char *cache, const char *to
     }
     pthread_mutex_init(&g->lock, NULL);
     momento__timer_init(&g->timer, group_timer);
-    g->status_tag.cb = stream_status_done;
-    g->send_tag.cb = stream_send_done;
-    g->read_tag.cb = stream_read_done;
     g->track.wake = &g->timer;
-    g->track.cancel = cancel_stream;
+    g->track.cancel = tr->ops->cancel;
     g->state = S_WAITING; /* its first stream opens on the completion thread */
-    g->details = grpc_empty_slice();
-    grpc_metadata_array_init(&g->recv_initial);
-    grpc_metadata_array_init(&g->recv_trailing);
     g->md[g->n_md].key = grpc_slice_from_static_string("authorization");
     g->md[g->n_md++].value = c->auth_value;
     for (size_t i = 0; i < c->n_extra_md; i++)
         g->md[g->n_md++] = c->extra_md[i];
+    g->rq.method = MOMENTO__RPC_TOPIC_SUBSCRIBE;
+    g->rq.headers = g->md;
+    g->rq.n_headers = g->n_md; /* the cache travels in the body (PLANE_TOPIC) */
     return g;
 }
 

@@ -29,6 +29,7 @@
 #include <grpc/support/time.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* What an attempt ended with: written by the transport before done(), read
  * by the engine until end(). The engine may overwrite `status` and
@@ -53,6 +54,15 @@ typedef struct momento__attempt {
      * completion thread (by the transport's run(), or through post()), no
      * lock held. */
     void (*done)(struct momento__attempt *a);
+    /* A live stream (a topic subscription's): set by the engine before
+     * launch, NULL for every other attempt. Each message of the stream is
+     * handed over as it arrives - on the client's completion thread, in
+     * order, no lock held, the bytes borrowed for the call - instead of
+     * being kept in reply.msgs; the next is read only after it returns
+     * (the stream's pace is the reader's). false: stop reading, the
+     * engine has cancelled the attempt (done() still follows). Only the
+     * client's own, loop-running transport carries live streams. */
+    bool (*on_msg)(struct momento__attempt *a, const uint8_t *bytes, size_t len);
     momento__reply reply;
     struct momento__attempt *posted; /* the engine's: its place in post()'s queue */
 } momento__attempt;

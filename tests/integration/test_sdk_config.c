@@ -2,7 +2,8 @@
  * retry strategies (none, fixed count, exponential backoff), read concern
  * per client and per request, connection renewal after idle time or age,
  * and the cap on requests in flight. */
-#include "engine/client.h" /* struct momento_client: its channels */
+#include "engine/client.h" /* struct momento_client: its transport */
+#include "transport/grpc/grpc_transport.h" /* ...and the gRPC one's channels */
 #include "momento/coalescer.h"
 #include "testing.h"
 #include "testutil.h"
@@ -286,7 +287,7 @@ static void test_read_concern(void **state)
 
 static momento__channel *data_channel(momento_client *c)
 {
-    return atomic_load(&c->grpc.channels.data[0].current);
+    return atomic_load(&((momento__grpc_transport *)c->transport)->channels.data[0].current);
 }
 
 static void test_connection_renewal(void **state)

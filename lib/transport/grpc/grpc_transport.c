@@ -1,8 +1,9 @@
 /* The seam's operations over gRPC C core: one attempt of an RPC is one gRPC
  * call on the next channel of its plane. A unary attempt is a single batch
- * of six ops. A server-streaming one (GetBatch, SetBatch) is a batch that
- * sends and waits for the status, plus a chain of one-op batches that read
- * messages until the stream ends, each kind with its own tag, whose handler
+ * of six ops. A server-streaming one (GetBatch, SetBatch, a subscription's
+ * live stream) is a batch that sends and waits for the status, plus a
+ * chain of one-op batches that read messages until the stream ends, each
+ * kind with its own tag, whose handler
  * the client's completion loop runs. When every batch has completed, the
  * reply is filled and the engine's done() runs. What to do with it
  * (retry, decode, deliver) is the engine's (call.c). */
@@ -222,11 +223,26 @@ static void stream_status_done(momento__tag *tag, int success)
         complete(ga);
 }
 
-/* A stream read finished: keep reading until the stream ends. */
+/* Hands the received message (if any) to a live stream's reader. */
+static bool hand_message(grpc_attempt *ga)
+{
+    if (!ga->recv_msg)
+        return false;
+    grpc_byte_buffer *bb = ga->recv_msg;
+    ga->recv_msg = NULL;
+    grpc_slice body = momento__byte_buffer_slice(bb);
+    grpc_byte_buffer_destroy(bb);
+    bool more = ga->base.on_msg(&ga->base, GRPC_SLICE_START_PTR(body), GRPC_SLICE_LENGTH(body));
+    grpc_slice_unref(body);
+    return more;
+}
+
+/* A stream read finished: keep reading until the stream ends (or a live
+ * stream's reader says stop). */
 static void stream_read_done(momento__tag *tag, int success)
 {
     grpc_attempt *ga = (grpc_attempt *)((char *)tag - offsetof(grpc_attempt, read_tag));
-    if (success && take_message(ga)) {
+    if (success && (ga->base.on_msg ? hand_message(ga) : take_message(ga))) {
         grpc_op read;
         memset(&read, 0, sizeof(read));
         read.op = GRPC_OP_RECV_MESSAGE;
@@ -332,12 +348,16 @@ static void grpc_close(momento__transport *t)
             momento__cq_drain(g->cq, NULL, NULL);
         grpc_completion_queue_destroy(g->cq);
     }
-    g->cq = NULL;
+    free(g);
 }
 
-int momento__grpc_transport_open(momento__grpc_transport *g, const momento_config *cfg,
-                                 const momento_credentials *creds)
+int momento__grpc_transport_new(momento__transport **ret, const momento_config *cfg,
+                                const momento_credentials *creds)
 {
+    *ret = NULL;
+    momento__grpc_transport *g = momento__calloc(1, sizeof(*g));
+    if (!g)
+        return MOMENTO_ERR_NO_MEMORY;
     g->base.ops = &momento__grpc_ops;
     g->kick_details = grpc_empty_slice();
     g->kick_tag.cb = kick_done;
@@ -345,10 +365,17 @@ int momento__grpc_transport_open(momento__grpc_transport *g, const momento_confi
     atomic_init(&g->kick_pending, false);
     g->cq = grpc_completion_queue_create_for_next(NULL);
     g->kick_channel = grpc_lame_client_channel_create(NULL, GRPC_STATUS_UNAVAILABLE, "kick");
-    if (!g->cq || !g->kick_channel)
-        return MOMENTO_ERR_NO_MEMORY;
-    g->channels_open = true; /* close() undoes a partial open too */
-    return momento__channels_open(&g->channels, cfg, creds);
+    int rc = MOMENTO_ERR_NO_MEMORY;
+    if (g->cq && g->kick_channel) {
+        g->channels_open = true; /* close() undoes a partial open too */
+        rc = momento__channels_open(&g->channels, cfg, creds);
+    }
+    if (rc != MOMENTO_OK) {
+        grpc_close(&g->base);
+        return rc;
+    }
+    *ret = &g->base;
+    return MOMENTO_OK;
 }
 
 const momento__transport_ops momento__grpc_ops = {

@@ -25,9 +25,10 @@ typedef struct momento__tag {
 } momento__tag;
 
 /* The gRPC transport's state: the client's completion queue, its channels
- * and the lame channel that wakes the queue (grpc_wake). Embedded in the
- * client, opened with momento__grpc_transport_open(), run by the client's
- * completion thread through the ops table (docs/transport.md). */
+ * and the lame channel that wakes the queue (grpc_wake). Made by
+ * momento__grpc_transport_new(), run by the client's completion thread
+ * through the ops table (docs/transport.md), freed by its close(). The
+ * engine sees only `base`; tests may look inside. */
 typedef struct momento__grpc_transport {
     momento__transport base; /* first: base.ops is &momento__grpc_ops */
     grpc_completion_queue *cq;
@@ -46,12 +47,12 @@ typedef struct momento__grpc_transport {
     grpc_metadata_array kick_trailing;
 } momento__grpc_transport;
 
-/* Opens `g` (zeroed by the caller) with the client's config and
- * credentials, which must outlive it: the queue, the wake-up channel and
- * every channel of the three planes. Returns MOMENTO_OK, or an error (then
- * only the ops' close() may follow, which is also what undoes a success). */
-int momento__grpc_transport_open(momento__grpc_transport *g, const momento_config *cfg,
-                                 const momento_credentials *creds);
+/* Opens a gRPC transport with the client's config and credentials, which
+ * must outlive it: the queue, the wake-up channel and every channel of the
+ * three planes. Returns MOMENTO_OK with *ret set (its ops' close() undoes
+ * it), or an error with *ret NULL and nothing left open. */
+int momento__grpc_transport_new(momento__transport **ret, const momento_config *cfg,
+                                const momento_credentials *creds);
 
 extern const momento__transport_ops momento__grpc_ops;
 
