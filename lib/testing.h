@@ -23,6 +23,10 @@ int momento__client_add_header(momento_client *c, const char *key, const char *v
  * before `c` makes a call of `m`. Returns 0, or MOMENTO_ERR_INVALID_ARGUMENT. */
 struct momento__transport;
 int momento__client_route(momento_client *c, momento__rpc_id m, struct momento__transport *t);
+/* client.c: makes `t` the client's to shut down and close when it is
+ * freed, after its last request (engine/client.h). Returns 0, or
+ * MOMENTO_ERR_INVALID_ARGUMENT (then `t` is still the caller's). */
+int momento__client_adopt(momento_client *c, struct momento__transport *t);
 
 /* client.c: whether momento_client_free() of `c` has begun. */
 bool momento__client_closing(momento_client *c);

@@ -32,6 +32,13 @@ static void destroy(momento_client *c)
     /* Callbacks still queued for dispatch run first, while the client can
      * still refuse what they submit (it is closing). */
     momento__dispatcher_close(&c->dispatch);
+    /* Every request is retired and the loop has ended: nothing of the
+     * adopted transports is under way, and nothing posts any more. */
+    for (size_t i = 0; i < c->n_adopted; i++) {
+        momento__transport *t = c->adopted[i];
+        t->ops->shutdown(t);
+        t->ops->close(t);
+    }
     if (c->transport)
         c->transport->ops->close(c->transport);
     momento__heap_clear(&c->timers);
@@ -190,6 +197,14 @@ int momento__client_route(momento_client *c, momento__rpc_id m, momento__transpo
     t->post = post_done;
     t->host = c;
     c->routes[m] = t;
+    return MOMENTO_OK;
+}
+
+int momento__client_adopt(momento_client *c, momento__transport *t)
+{
+    if (!c || !t || !t->ops->shutdown || !t->ops->close || c->n_adopted == MOMENTO__MAX_ADOPTED)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    c->adopted[c->n_adopted++] = t;
     return MOMENTO_OK;
 }
 

@@ -87,6 +87,7 @@ typedef struct momento__rpc_hook {
 } momento__rpc_hook;
 
 #define MOMENTO__MAX_EXTRA_HEADERS 8
+#define MOMENTO__MAX_ADOPTED 4
 
 struct momento_client {
     momento_config cfg;
@@ -100,6 +101,10 @@ struct momento_client {
     /* The transport each RPC's attempts go through (call.c): `transport`
      * for all but those momento__client_route() gave another. */
     momento__transport *routes[MOMENTO__RPC_COUNT];
+    /* Transports besides `transport` that the client closes when freed
+     * (momento__client_adopt), oldest first. */
+    momento__transport *adopted[MOMENTO__MAX_ADOPTED];
+    size_t n_adopted;
     atomic_bool agent_sent;
     grpc_slice auth_value;
     bool token_in_log_filter;    /* the token is cut out of log messages */
@@ -237,6 +242,17 @@ bool momento__client_cancelled(momento_client *c, momento__tracked *t);
  * transport of the library's own is chosen by configuration. Returns 0, or
  * MOMENTO_ERR_INVALID_ARGUMENT. */
 int momento__client_route(momento_client *c, momento__rpc_id m, momento__transport *t);
+
+/* Makes `t` the client's to close: once momento_client_free() has seen
+ * every request retired and the completion thread end (so no attempt of
+ * `t` is under way and nothing will post), it calls t->ops->shutdown, then
+ * t->ops->close, which gives back everything `t` holds, its own thread
+ * included, and frees it. `t` is never run by the loop: its close drains
+ * what it has itself. Not locked: call it at the client's making, before
+ * any request; route RPCs to it with momento__client_route(). Returns 0,
+ * or MOMENTO_ERR_INVALID_ARGUMENT (NULL, no shutdown or close op, more than
+ * MOMENTO__MAX_ADOPTED) - then `t` is still the caller's. */
+int momento__client_adopt(momento_client *c, momento__transport *t);
 
 /* Adds a header sent with every later call of `c`. For tests only: it is not
  * locked, so call it before the client is used. Returns 0 or an error. */

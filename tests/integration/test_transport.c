@@ -434,6 +434,87 @@ static void test_free_ends_what_the_transport_holds(void **state)
     fake_free(f);
 }
 
+/* A transport the client owns (momento__client_adopt): the client's free
+ * shuts it down and closes it once every request has had its callback and
+ * every attempt has been given back - what the client will do with a
+ * transport chosen by configuration. What it saw at its close: */
+static struct {
+    int shutdowns, closes, calls, ended, prepared;
+    bool shut_down_first;
+} at_close;
+static rec *adopted_recs;
+static int n_adopted_recs;
+
+static void owned_shutdown(momento__transport *t)
+{
+    (void)t;
+    at_close.shutdowns++;
+}
+
+static void owned_close(momento__transport *t)
+{
+    fake *f = (fake *)t;
+    at_close.shut_down_first = at_close.shutdowns == 1;
+    at_close.closes++;
+    for (int i = 0; i < n_adopted_recs; i++)
+        at_close.calls += rec_calls(&adopted_recs[i]);
+    at_close.ended = fake_count(f, &f->ended);
+    at_close.prepared = fake_count(f, &f->prepared);
+    fake_free(f); /* the transport's memory goes with its close */
+}
+
+static const momento__transport_ops owned_ops = {
+    .name = "fake-owned",
+    .attempt_size = sizeof(fake_attempt),
+    .prepare = fake_prepare,
+    .launch = fake_launch,
+    .cancel = fake_cancel,
+    .end = fake_end,
+    .shutdown = owned_shutdown,
+    .close = owned_close,
+};
+
+static void test_client_closes_an_adopted_transport(void **state)
+{
+    tu_fixture *fx = *state;
+    memset(&at_close, 0, sizeof(at_close));
+    momento_client *c = tu_client(fx->server, NULL);
+
+    /* One the client could not close is refused, and stays the caller's. */
+    fake *plain = fake_new();
+    assert_int_equal(momento__client_adopt(c, &plain->base), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento__client_adopt(c, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    fake_free(plain);
+
+    fake *f = fake_new();
+    f->base.ops = &owned_ops;
+    f->hold = true; /* only the client's free ends what it holds */
+    assert_int_equal(momento__client_route(c, MOMENTO__RPC_GET, &f->base), MOMENTO_OK);
+    assert_int_equal(momento__client_adopt(c, &f->base), MOMENTO_OK);
+    enum { N = 20 };
+    static rec recs[N];
+    memset(recs, 0, sizeof(recs));
+    adopted_recs = recs;
+    n_adopted_recs = N;
+    for (int i = 0; i < N; i++)
+        assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &recs[i]), MOMENTO_OK);
+    tu_wait_until(fake_count(f, &f->in_queue) == N, 3000);
+    assert_int_equal(at_close.closes, 0);
+
+    momento_client_free(c); /* f is gone after this */
+    assert_int_equal(at_close.closes, 1);
+    assert_true(at_close.shut_down_first);
+    assert_int_equal(at_close.calls, N); /* every callback before the close */
+    assert_int_equal(at_close.ended, at_close.prepared);
+    assert_int_equal(at_close.prepared, N);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(recs[i].calls, 1);
+        assert_int_equal(recs[i].error, MOMENTO_ERR_CANCELLED);
+    }
+    adopted_recs = NULL;
+    n_adopted_recs = 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -444,6 +525,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_and_deadline_through_the_transport,
                                         tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_free_ends_what_the_transport_holds,
+                                        tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_client_closes_an_adopted_transport,
                                         tu_fixture_setup, tu_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
