@@ -32,9 +32,6 @@ typedef enum momento_token_role {
     MOMENTO_TOKEN_WRITE_ONLY = 3
 } momento_token_role;
 
-/* The most a disposable token may live, in seconds: one hour, as Momento's
- * token service allows. */
-#define MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS 3600u
 /* The longest token id, in bytes, as Momento allows. */
 #define MOMENTO_DISPOSABLE_TOKEN_ID_MAX 64u
 
@@ -99,8 +96,8 @@ MOMENTO_EXPORT int momento_token_scope_add_topic_prefix(momento_token_scope *sco
  * may not make tokens: a disposable token may not), MOMENTO_ERR_INVALID_ARGUMENT
  * (the service refused the scope), and the errors any request can end with.
  * Returns without calling back: MOMENTO_ERR_INVALID_ARGUMENT when `c`,
- * `scope` or `cb` is NULL, the scope has no grant, `expires_in_s` is 0 or
- * more than MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS, or `token_id` is too
+ * `scope` or `cb` is NULL, the scope has no grant, `expires_in_s` is 0 (a
+ * disposable token must expire; there is no upper bound), or `token_id` is too
  * long or not UTF-8; MOMENTO_ERR_NO_MEMORY; MOMENTO_ERR_CLOSED once
  * momento_client_free() has begun; MOMENTO_ERR_CANCELLED when the options'
  * cancel token has fired. Not retried: the official SDKs do not retry it.

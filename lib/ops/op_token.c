@@ -253,8 +253,9 @@ int momento_generate_disposable_token(momento_client *c, const momento_token_sco
                                       void *userdata)
 {
     MOMENTO__CHECK(momento__check_request(c, opts, cb));
-    /* Momento refuses an empty scope, a token without an expiry and one
-     * that would outlive an hour; refusing here saves the round trip. */
+    /* Momento refuses an empty scope and a token without an expiry;
+     * refusing here saves the round trip. There is no upper bound: the
+     * SDKs and the service dropped the one-hour cap in February 2026. */
     if (!scope)
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the scope is NULL");
     if (scope->n == 0)
@@ -262,14 +263,8 @@ int momento_generate_disposable_token(momento_client *c, const momento_token_sco
                                "the scope grants nothing: add a cache or topic grant to it");
     if (expires_in_s == 0)
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
-                               "the token has no expiry (expires_in_s is 0): Momento gives "
-                               "disposable tokens 1 to %u s",
-                               (unsigned)MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS);
-    if (expires_in_s > MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS)
-        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
-                               "expires_in_s is %u, over the %u s a disposable token may live "
-                               "(MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS)",
-                               (unsigned)expires_in_s, (unsigned)MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS);
+                               "the token has no expiry (expires_in_s is 0): a disposable "
+                               "token must expire, 1 s from now or later");
     if (token_id && strlen(token_id) > MOMENTO_DISPOSABLE_TOKEN_ID_MAX)
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
                                "the token id is %zu bytes, over %u (MOMENTO_DISPOSABLE_TOKEN_ID_MAX)",

@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The longest a token may live, and its id's longest, as Momento allows. */
-#define SRV_TOKEN_MAX_SECONDS 3600u
+/* A token id's longest, as Momento allows. A token's life has no upper
+ * bound since Momento dropped its one-hour cap (February 2026). */
 #define SRV_TOKEN_ID_MAX 64u
 
 /* The signing key: SRV_TOKEN_KEY_BYTES random bytes drawn the first time a

@@ -106,11 +106,6 @@ void srv_generate_disposable_token(momento_local *s, store_cache *c, const Proto
                         "disposable tokens must have an expiry");
         return;
     }
-    if (req->expires->valid_for_seconds > SRV_TOKEN_MAX_SECONDS) {
-        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
-                        "disposable tokens must expire within %u seconds", SRV_TOKEN_MAX_SECONDS);
-        return;
-    }
     if (req->token_id && strlen(req->token_id) > SRV_TOKEN_ID_MAX) {
         srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
                         "TokenID must be less than or equal to %u characters.", SRV_TOKEN_ID_MAX);

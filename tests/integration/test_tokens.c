@@ -119,10 +119,34 @@ static void test_result_and_key(void **state)
     int64_t before = (int64_t)time(NULL);
     assert_int_equal(momento_generate_disposable_token_sync(admin, s, 60, NULL, NULL, &r),
                      MOMENTO_OK);
-    momento_token_scope_free(s);
     assert_string_equal(momento_result_token_endpoint(r), momento_local_endpoint(server));
     uint64_t until = momento_result_token_valid_until(r);
     assert_true((int64_t)until >= before + 60 && (int64_t)until <= (int64_t)time(NULL) + 60);
+
+    /* Past the hour Momento once capped tokens at: 30 days, and a token of
+     * that life works. */
+    momento_result *month = NULL;
+    enum { DAYS30 = 30 * 86400 };
+    before = (int64_t)time(NULL);
+    assert_int_equal(momento_generate_disposable_token_sync(admin, s, DAYS30, NULL, NULL, &month),
+                     MOMENTO_OK);
+    momento_token_scope_free(s);
+    int64_t month_until = (int64_t)momento_result_token_valid_until(month);
+    assert_true(month_until >= before + DAYS30 && month_until <= (int64_t)time(NULL) + DAYS30);
+    momento_credentials *mc = NULL;
+    assert_int_equal(momento_credentials_local_with_key(&mc, momento_local_endpoint(server),
+                                                        momento_result_token_api_key(month), NULL),
+                     MOMENTO_OK);
+    momento_client *mclient = NULL;
+    assert_int_equal(momento_client_new(&mclient, NULL, mc), MOMENTO_OK);
+    momento_credentials_free(mc);
+    momento_result *w = NULL;
+    assert_int_equal(momento_set_sync(mclient, "c", MOMENTO_STR("month"), MOMENTO_STR("v"), 0,
+                                      NULL, &w),
+                     MOMENTO_OK);
+    momento_result_free(w);
+    momento_client_free(mclient);
+    momento_result_free(month);
     /* The key is the v1 form: base64 of {"endpoint", "api_key"}. */
     const char *key = momento_result_token_api_key(r);
     unsigned char *json;
@@ -553,7 +577,7 @@ static void test_bad_input(void **state)
     momento_token_scope *s = NULL;
     assert_int_equal(momento_token_scope_new(NULL), MOMENTO_ERR_INVALID_ARGUMENT);
     s = new_scope();
-    /* An empty scope, no expiry, beyond Momento's hour, a long token id. */
+    /* An empty scope, no expiry, a long token id. */
     assert_int_equal(
         momento_generate_disposable_token(admin, NULL, 60, NULL, NULL, tu_count_cb, NULL),
         MOMENTO_ERR_INVALID_ARGUMENT);
@@ -561,9 +585,6 @@ static void test_bad_input(void **state)
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_token_scope_add_cache(s, MOMENTO_TOKEN_READ_ONLY, "c"), MOMENTO_OK);
     assert_int_equal(momento_generate_disposable_token_sync(admin, s, 0, NULL, NULL, NULL),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_generate_disposable_token_sync(
-                         admin, s, MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS + 1, NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     char long_id[MOMENTO_DISPOSABLE_TOKEN_ID_MAX + 2];
     memset(long_id, 't', sizeof(long_id) - 1);
@@ -585,10 +606,6 @@ static void test_bad_input(void **state)
     assert_refused_why(
         momento_generate_disposable_token(admin, s, 0, NULL, NULL, tu_count_cb, NULL),
         "no expiry");
-    assert_refused_why(momento_generate_disposable_token(admin, s,
-                                                         MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS + 1,
-                                                         NULL, NULL, tu_count_cb, NULL),
-                       "expires_in_s is 3601, over the 3600 s");
     assert_refused_why(
         momento_generate_disposable_token(admin, s, 60, long_id, NULL, tu_count_cb, NULL),
         "the token id is 65 bytes, over 64");
@@ -601,11 +618,11 @@ static void test_bad_input(void **state)
         "the topic prefix is NULL");
     assert_refused_why(momento_token_scope_new(NULL), "ret is NULL");
     momento_token_scope_free(empty);
-    /* The longest allowed id and expiry are fine. */
+    /* The longest allowed id is fine, and so is the longest expiry the
+     * argument can say (no cap since February 2026). */
     long_id[MOMENTO_DISPOSABLE_TOKEN_ID_MAX] = '\0';
     momento_result *r = NULL;
-    assert_int_equal(momento_generate_disposable_token_sync(
-                         admin, s, MOMENTO_DISPOSABLE_TOKEN_MAX_SECONDS, long_id, NULL, &r),
+    assert_int_equal(momento_generate_disposable_token_sync(admin, s, UINT32_MAX, long_id, NULL, &r),
                      MOMENTO_OK);
     momento_result_free(r);
     /* Grants the builder refuses, leaving the scope as it was. */
@@ -740,7 +757,9 @@ static void test_server_checks(void **state)
     enum { OK = 0, INVALID_ARGUMENT = 3 };
     assert_int_equal(raw_generate(60, true, ""), OK);
     assert_int_equal(raw_generate(0, true, ""), INVALID_ARGUMENT);
-    assert_int_equal(raw_generate(3601, true, ""), INVALID_ARGUMENT);
+    /* No upper bound since Momento dropped its one-hour cap. */
+    assert_int_equal(raw_generate(3601, true, ""), OK);
+    assert_int_equal(raw_generate(UINT32_MAX, true, ""), OK);
     assert_int_equal(raw_generate(60, false, ""), INVALID_ARGUMENT);
     assert_int_equal(
         raw_generate(60, true,
