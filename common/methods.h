@@ -39,6 +39,10 @@ typedef struct momento__rpc {
     const char *path;       /* "/package.Service/Method" */
     const char *name;       /* "ItemGetTtl": momento-local's stats */
     const char *fault_name; /* "item-get-ttl": fault-injection headers */
+    /* A second name the official clients' tests send for it, or NULL:
+     * "list-remove" for ListErase, "set-if" for SetIfNotExists (the JS
+     * SDK's momento-rpc-method.ts, Python's momento_rpc_method.py). */
+    const char *fault_alias;
     momento__plane plane;
     momento__access access; /* what a disposable token must grant */
     /* Safe to repeat: official clients retry only these, and only after

@@ -889,7 +889,7 @@ static void on_new_call(srv_call *c, bool ok)
     if (faults_requested(&c->md) && may_inject_faults(c, auth, token_plane))
         (rpc->streaming && rpc->plane == MOMENTO__PLANE_TOPIC
              ? faults_plan_subscription
-             : faults_plan)(&s->sessions, &c->md, rpc->fault_name, &plan);
+             : faults_plan)(&s->sessions, &c->md, rpc, &plan);
     if (plan.bad_header) {
         srv_reply_error(&c->reply, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", plan.bad_header);
         reply(c);

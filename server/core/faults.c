@@ -49,10 +49,8 @@ static bool slice_is(const grpc_slice *v, const char *s)
 }
 
 /* Is `rpc` one of the space-separated names in `list`? No list = every RPC. */
-static bool listed(const grpc_slice *list, const char *rpc)
+static bool name_listed(const grpc_slice *list, const char *rpc)
 {
-    if (!list)
-        return true;
     const char *p = (const char *)GRPC_SLICE_START_PTR(*list);
     const char *end = p + GRPC_SLICE_LENGTH(*list);
     size_t n = strlen(rpc);
@@ -137,7 +135,14 @@ bool faults_requested(const grpc_metadata_array *md)
            srv_header(md, "stream-error");
 }
 
-static void plan(fault_session **sessions, const grpc_metadata_array *md, const char *rpc,
+/* ...by its name or its alias. */
+static bool listed(const grpc_slice *list, const momento__rpc *rpc)
+{
+    return !list || name_listed(list, rpc->fault_name) ||
+           (rpc->fault_alias && name_listed(list, rpc->fault_alias));
+}
+
+static void plan(fault_session **sessions, const grpc_metadata_array *md, const momento__rpc *rpc,
                  bool subscription, fault_plan *out)
 {
     out->error_status = -1;
@@ -203,14 +208,14 @@ static void plan(fault_session **sessions, const grpc_metadata_array *md, const 
     }
 }
 
-void faults_plan(fault_session **sessions, const grpc_metadata_array *md, const char *rpc,
+void faults_plan(fault_session **sessions, const grpc_metadata_array *md, const momento__rpc *rpc,
                  fault_plan *out)
 {
     plan(sessions, md, rpc, false, out);
 }
 
 void faults_plan_subscription(fault_session **sessions, const grpc_metadata_array *md,
-                              const char *rpc, fault_plan *out)
+                              const momento__rpc *rpc, fault_plan *out)
 {
     plan(sessions, md, rpc, true, out);
 }

@@ -3,6 +3,8 @@
 #ifndef MOMENTO_LOCAL_SRV_FAULTS_H
 #define MOMENTO_LOCAL_SRV_FAULTS_H
 
+#include "methods.h"
+
 #include <grpc/grpc.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -24,15 +26,15 @@ typedef struct fault_plan {
  * well-formed or not: calls.c checks who is asking only then. */
 bool faults_requested(const grpc_metadata_array *md);
 
-/* Decides what faults apply to one call of `rpc` (its fault name, as
- * momento__rpcs[].fault_name) with request metadata `md`, counting against
- * the call's request-id session. */
-void faults_plan(fault_session **sessions, const grpc_metadata_array *md, const char *rpc,
+/* Decides what faults apply to one call of `rpc` (named in the headers by
+ * its fault_name or its fault_alias) with request metadata `md`, counting
+ * against the call's request-id session. */
+void faults_plan(fault_session **sessions, const grpc_metadata_array *md, const momento__rpc *rpc,
                  fault_plan *out);
 /* The same for a Subscribe stream, the only kind of call the stream-error
  * headers apply to. */
 void faults_plan_subscription(fault_session **sessions, const grpc_metadata_array *md,
-                              const char *rpc, fault_plan *out);
+                              const momento__rpc *rpc, fault_plan *out);
 void faults_clear(fault_session **sessions);
 
 #endif

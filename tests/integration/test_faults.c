@@ -2,6 +2,8 @@
  * and restarting it: the error each status maps to, which are retried and
  * how often (counted at the server), deadlines, reconnection, and coalesced
  * waiters under each. */
+#include "cacheclient.pb-c.h"
+#include "momento/collections.h"
 #include "momento/coalescer.h"
 #include "testing.h"
 #include "testutil.h"
@@ -144,6 +146,50 @@ static void test_error_count_against_attempts(void **state)
     momento_config_free(cfg);
     assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
     momento_client_free(c);
+}
+
+/* The names the official clients' tests send (JS momento-rpc-method.ts):
+ * "list-remove" also names ListErase, "set-if" also SetIfNotExists, beside
+ * their own names. */
+static void test_fault_aliases(void **state)
+{
+    (void)state;
+    momento_result *r = NULL;
+    const uint32_t begin = 0, count = 1;
+    for (int i = 0; i < 2; i++) {
+        const char *names = i ? "list-erase" : "list-remove";
+        const char *h[] = {"return-error", "unavailable", "error-rpcs", names};
+        momento_client *c = faulty(NULL, h, 2);
+        assert_int_equal(momento_list_erase_sync(c, "c", MOMENTO_STR("alias-list"), &begin,
+                                                 &count, 1, NULL, &r),
+                         MOMENTO_ERR_SERVER_UNAVAILABLE);
+        momento_result_free(r);
+        /* ...and only ListErase among the list writes. */
+        assert_int_equal(momento_list_push_back_sync(c, "c", MOMENTO_STR("alias-list"),
+                                                     MOMENTO_STR("v"), 0, NULL, NULL, &r),
+                         MOMENTO_OK);
+        momento_result_free(r);
+        momento_client_free(c);
+    }
+    /* SetIfNotExists is server-only (the library sends SetIf): raw. */
+    CacheClient__SetIfNotExistsRequest req = CACHE_CLIENT____SET_IF_NOT_EXISTS_REQUEST__INIT;
+    req.cache_key.data = (uint8_t *)"alias-k";
+    req.cache_key.len = 7;
+    req.cache_body.data = (uint8_t *)"v";
+    req.cache_body.len = 1;
+    req.ttl_milliseconds = 60000;
+    const char *const by_alias[] = {"cache", "c", "request-id", "alias-set-if", "return-error",
+                                    "unavailable", "error-rpcs", "set-if"};
+    const char *const by_other[] = {"cache", "c", "request-id", "alias-other", "return-error",
+                                    "unavailable", "error-rpcs", "get"};
+    assert_int_equal(tu_raw_call_msg(momento_local_endpoint(server),
+                                     "/cache_client.Scs/SetIfNotExists", by_alias, 4, &req.base,
+                                     NULL),
+                     14);
+    assert_int_equal(tu_raw_call_msg(momento_local_endpoint(server),
+                                     "/cache_client.Scs/SetIfNotExists", by_other, 4, &req.base,
+                                     NULL),
+                     0);
 }
 
 static void test_deadline_is_precise_and_local(void **state)
@@ -383,6 +429,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_injected_error),
         cmocka_unit_test(test_error_count_against_attempts),
+        cmocka_unit_test(test_fault_aliases),
         cmocka_unit_test(test_deadline_is_precise_and_local),
         cmocka_unit_test(test_fixed_timeout_strategy),
         cmocka_unit_test(test_free_ends_a_waiting_retry),

@@ -406,7 +406,7 @@ static int plan_error(fault_session **sessions, const char *id)
     }
     grpc_metadata_array arr = {.count = 4, .capacity = 4, .metadata = md};
     fault_plan plan;
-    faults_plan(sessions, &arr, "get", &plan);
+    faults_plan(sessions, &arr, &momento__rpcs[MOMENTO__RPC_GET], &plan);
     for (size_t i = 0; i < 4; i++)
         grpc_slice_unref(md[i].value);
     assert_null(plan.bad_header);
