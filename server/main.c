@@ -27,6 +27,8 @@ static void usage(FILE *out)
             "  --topic-buffer-items N  items kept per topic for resuming subscribers\n"
             "                        (default 4096; 0 = none)\n"
             "  --max-subscribers N   subscriptions per topic (default 10000; 0 = no limit)\n"
+            "  --max-streams-per-connection N  concurrent calls one connection may hold\n"
+            "                        (default 100, as Momento; 1 .. 100000)\n"
             "  --topic-idle-ms N     forget a topic without subscribers or publishes for N ms\n"
             "                        (default 300000)\n"
             "  --subscriber-queue-bytes N  what one subscription may have queued (default\n"
@@ -93,6 +95,7 @@ int main(int argc, char **argv)
         {"topic-buffer-items", required_argument, NULL, 'T'},
         {"max-subscribers", required_argument, NULL, 'S'},
         {"topic-idle-ms", required_argument, NULL, 'I'},
+        {"max-streams-per-connection", required_argument, NULL, 'X'},
         {"subscriber-queue-bytes", required_argument, NULL, 'Q'},
         {"max-queued-bytes", required_argument, NULL, 'M'},
         {"tls-key", required_argument, NULL, 'k'},    {"cache", required_argument, NULL, 'C'},
@@ -152,6 +155,11 @@ int main(int argc, char **argv)
             if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
                 momento_local_options_set_max_subscribers(o, (uint32_t)v) < 0)
                 rc = bad("--max-subscribers", optarg);
+            break;
+        case 'X':
+            if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
+                momento_local_options_set_max_streams_per_connection(o, (uint32_t)v) < 0)
+                rc = bad("--max-streams-per-connection", optarg);
             break;
         case 'I':
             if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||

@@ -114,7 +114,7 @@ int momento_local_start(momento_local **ret, const momento_local_options *opts)
          * would split clients between them. */
         momento__int_arg(GRPC_ARG_ALLOW_REUSEPORT, 0),
         /* One connection cannot starve the others (srv_server.h). */
-        momento__int_arg(GRPC_ARG_MAX_CONCURRENT_STREAMS, SRV_MAX_STREAMS_PER_CONNECTION),
+        momento__int_arg(GRPC_ARG_MAX_CONCURRENT_STREAMS, (int)s->opts.max_streams),
         /* No server-side deadline timer of gRPC's own: its view of a
          * deadline can fall before the client's, and under CPU load it
          * ended calls DEADLINE_EXCEEDED 1-24 ms before their clients'

@@ -77,6 +77,14 @@ MOMENTO_EXPORT int momento_local_options_set_topic_buffer_items(momento_local_op
  * topic_subscriptions_limit_exceeded. 0 = no limit. */
 MOMENTO_EXPORT int momento_local_options_set_max_subscribers(momento_local_options *o,
                                                             uint32_t n);
+/* Concurrent calls (HTTP/2 streams) one connection may hold, announced in
+ * SETTINGS_MAX_CONCURRENT_STREAMS: 1 .. 100,000, default 100, Momento's
+ * own limit. A gRPC client queues calls past it until one ends (so a
+ * client that needs more opens more connections, as against Momento); the
+ * library keeps topic subscriptions on channels of their own for this
+ * reason (momento_config_set_stream_channels()). */
+MOMENTO_EXPORT int momento_local_options_set_max_streams_per_connection(momento_local_options *o,
+                                                                       uint32_t n);
 /* A topic without subscribers that nobody publishes to for `ms`
  * milliseconds is forgotten, its resume buffer with it: used again, it is
  * numbered from 1 on a new sequence page, so a subscriber resuming from

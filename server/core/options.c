@@ -14,6 +14,10 @@
 #define DEFAULT_HEARTBEAT_MS 1000u
 #define DEFAULT_TOPIC_BUFFER_ITEMS 4096u
 #define DEFAULT_MAX_SUBSCRIBERS 10000u
+/* Momento's own limit (the Go SDK's MAX_CONCURRENT_STREAMS_PER_CHANNEL,
+ * momento-proxy's listener): the SDKs open more connections for more. */
+#define DEFAULT_MAX_STREAMS 100u
+#define MAX_MAX_STREAMS 100000u
 /* A topic nobody subscribes or publishes to is forgotten after 5 minutes:
  * long past any resume after a reconnect (the SDKs wait 0.5 s). A
  * subscriber's queue holds up to 1 MiB (thousands of small items, as the
@@ -113,6 +117,7 @@ static void defaults(momento_local_options *o)
     o->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
     o->topic_buffer_items = DEFAULT_TOPIC_BUFFER_ITEMS;
     o->max_subscribers = DEFAULT_MAX_SUBSCRIBERS;
+    o->max_streams = DEFAULT_MAX_STREAMS;
     o->topic_idle_ms = DEFAULT_TOPIC_IDLE_MS;
     o->sub_queue_bytes = DEFAULT_SUB_QUEUE_BYTES;
     o->max_queued_bytes = DEFAULT_MAX_QUEUED_BYTES;
@@ -236,6 +241,14 @@ int momento_local_options_set_max_subscribers(momento_local_options *o, uint32_t
     if (!o)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     o->max_subscribers = n;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_max_streams_per_connection(momento_local_options *o, uint32_t n)
+{
+    if (!o || n == 0 || n > MAX_MAX_STREAMS)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->max_streams = n;
     return MOMENTO_OK;
 }
 

@@ -20,6 +20,7 @@ struct momento_local_options {
     uint32_t heartbeat_ms;       /* a subscription idle this long gets a heartbeat */
     uint32_t topic_buffer_items; /* items kept per topic for resuming; 0 = none */
     uint32_t max_subscribers;    /* per topic; 0 = no limit */
+    uint32_t max_streams;        /* concurrent HTTP/2 streams per connection */
     uint32_t topic_idle_ms;      /* a topic without subscribers or publishes this long goes */
     uint64_t sub_queue_bytes;    /* what one subscription may have queued */
     uint64_t max_queued_bytes;   /* ... every subscription together; 0 = no bound */

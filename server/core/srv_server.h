@@ -27,18 +27,15 @@
 #define SRV_STATUS_COUNT 17 /* gRPC status codes 0 (OK) .. 16 (UNAUTHENTICATED) */
 #define SRV_COUNTED_HEADERS 5
 
-/* HTTP/2 streams (calls in progress) one connection may hold: gRPC core
+/* HTTP/2 streams (calls in progress) one connection may hold
+ * (momento_local_options.max_streams, default 100 as Momento): gRPC core
  * advertises it in SETTINGS_MAX_CONCURRENT_STREAMS and refuses streams
  * beyond it; a well-behaved client (gRPC, h2load) queues the rest itself.
  * Without a limit one connection could open 50,000 streams, and since
  * gRPC core hands new calls to the server thread first come first served
  * across connections, every other client's calls waited behind them (1 s
  * deadlines timed out). With it, a call waits behind at most this many
- * calls per other connection: ~20 ms of server time at ~60,000 RPC/s.
- * 1000 because the library's benchmarks and tests keep up to 1000 calls in
- * flight on one channel (bench/client.sh), and it is within what servers
- * commonly allow (100 to a few thousand). */
-#define SRV_MAX_STREAMS_PER_CONNECTION 1000
+ * calls per other connection. */
 
 /* Runs one call of RPC `m` that passed calls.c's checks: `cache` is its
  * `cache` header's bytes (NULL when absent), `body` its request, `r` its

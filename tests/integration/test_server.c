@@ -1587,15 +1587,14 @@ static void test_stop_with_parked_calls(void **state)
     conn_close(&k);
 }
 
-/* One connection holds at most SRV_MAX_STREAMS_PER_CONNECTION calls: with
- * that many parked, its further calls wait in the client (gRPC queues
- * streams beyond the server's SETTINGS_MAX_CONCURRENT_STREAMS) and reach
- * the server as streams free up; another connection is served meanwhile. */
-static void test_stream_limit_per_connection(void **state)
+/* One connection holds at most `L` calls (the server's streams per
+ * connection): with that many parked, its further calls wait in the client
+ * (gRPC queues streams beyond the server's SETTINGS_MAX_CONCURRENT_STREAMS)
+ * and reach the server as streams free up; another connection is served
+ * meanwhile. `s` is stopped. */
+static void stream_limit(momento_local *s, int L)
 {
-    (void)state;
-    enum { L = SRV_MAX_STREAMS_PER_CONNECTION, EXTRA = 10 };
-    momento_local *s = tu_server_with_cache("c");
+    enum { EXTRA = 10 };
     const char *ep = momento_local_endpoint(s);
     raw_conn k;
     conn_open(&k, ep);
@@ -1615,7 +1614,7 @@ static void test_stream_limit_per_connection(void **state)
     assert_int_equal(wait_parked(s, L, 20000), L);
     usleep((useconds_t)TU_MS(300) * 1000);
     uint64_t parked = momento_local_parked_calls(s);
-    if (parked != L)
+    if (parked != (uint64_t)L)
         fail_msg("one connection got %llu calls to the server, want at most %d",
                  (unsigned long long)parked, L);
     /* Another connection is not held up. */
@@ -1646,6 +1645,26 @@ static void test_stream_limit_per_connection(void **state)
     conn_close(&k);
     assert_int_equal(wait_parked(s, 0, 5000), 0);
     momento_local_stop(s);
+}
+
+/* 100 by default, as Momento; what the option says otherwise. */
+static void test_stream_limit_per_connection(void **state)
+{
+    (void)state;
+    stream_limit(tu_server_with_cache("c"), 100);
+    momento_local_options *o = NULL;
+    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    assert_int_equal(momento_local_options_set_max_streams_per_connection(o, 0),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_max_streams_per_connection(o, 100001),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_max_streams_per_connection(NULL, 5),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_max_streams_per_connection(o, 250), MOMENTO_OK);
+    assert_int_equal(momento_local_options_add_cache(o, "c"), MOMENTO_OK);
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    stream_limit(s, 250);
 }
 
 /* ---- calls cancelled by their clients ---------------------------------- */
