@@ -240,6 +240,17 @@ MOMENTO_EXPORT int momento_config_set_default_ttl_ms(momento_config *cfg, uint64
 /* HTTP/2 connections to the data endpoint, 1 .. 64; requests rotate over
  * them. The control endpoint always gets one. */
 MOMENTO_EXPORT int momento_config_set_num_channels(momento_config *cfg, uint32_t n);
+/* HTTP/2 connections to the cache endpoint kept for topic subscriptions'
+ * streams, 1 .. 64, default 4 (the JS SDK's): subscriptions never share a
+ * connection with requests, so no request waits behind streams for one of
+ * Momento's MOMENTO_STREAMS_PER_CONNECTION places. Each carries at most
+ * that many streams; subscriptions sharing one stream (same topic, see
+ * momento_topic_subscribe()) count once. A subscription that would need a
+ * stream past n x MOMENTO_STREAMS_PER_CONNECTION is refused with
+ * MOMENTO_ERR_LIMIT_EXCEEDED, as the SDKs refuse it. */
+MOMENTO_EXPORT int momento_config_set_stream_channels(momento_config *cfg, uint32_t n);
+/* Concurrent streams (calls) Momento allows on one HTTP/2 connection. */
+#define MOMENTO_STREAMS_PER_CONNECTION 100u
 /* Keepalive ping interval and ack timeout, each 0 .. 86,400,000 ms.
  * Interval 0 turns keepalive off (the timeout is then unused); with keepalive
  * on, a timeout of 0 is refused. */
@@ -434,6 +445,7 @@ MOMENTO_EXPORT int momento_config_set_batching(momento_config *cfg, uint32_t min
 MOMENTO_EXPORT uint32_t momento_config_timeout_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint64_t momento_config_default_ttl_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint32_t momento_config_num_channels(const momento_config *cfg);
+MOMENTO_EXPORT uint32_t momento_config_stream_channels(const momento_config *cfg);
 MOMENTO_EXPORT uint32_t momento_config_keepalive_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint32_t momento_config_max_idle_ms(const momento_config *cfg);
 /* The read concern set (a momento_read_concern). */

@@ -168,7 +168,11 @@ typedef struct momento_subscribe_options {
  *    after the END. With `ret` NULL the subscription runs until an error or
  *    the client's free ends it.
  *  - MOMENTO_ERR_INVALID_ARGUMENT (bad arguments), MOMENTO_ERR_NO_MEMORY,
- *    MOMENTO_ERR_CLOSED: nothing started, no event, *ret untouched.
+ *    MOMENTO_ERR_CLOSED, or MOMENTO_ERR_LIMIT_EXCEEDED when it needs a
+ *    stream of its own and the client's stream channels hold as many as
+ *    Momento allows (momento_config_set_stream_channels() x
+ *    MOMENTO_STREAMS_PER_CONNECTION; momento_refusal_reason() says so):
+ *    nothing started, no event, *ret untouched.
  * Any thread.
  */
 MOMENTO_EXPORT int momento_topic_subscribe(momento_client *c, const char *cache,

@@ -155,6 +155,10 @@ struct momento_client {
      * share (subscription.c); a short list: one per topic in use. */
     pthread_mutex_t topics_lock;
     struct sub_group *topic_groups;
+    /* Streams the client's subscription groups hold places for (one per
+     * live group, shared or not), at most cfg.stream_channels x
+     * MOMENTO_STREAMS_PER_CONNECTION; under topics_lock. */
+    uint32_t n_streams;
 };
 
 /* Installs `h` unless a hook is installed already; returns the one that is

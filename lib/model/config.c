@@ -17,6 +17,7 @@ void momento__config_defaults(momento_config *cfg)
     cfg->timeout_ms = 5000;
     cfg->default_ttl_ms = 60000;
     cfg->num_channels = 1;
+    cfg->stream_channels = 4; /* the JS SDK's NUM_DEFAULT_STREAM_CLIENTS */
     cfg->keepalive_ms = 5000;
     cfg->keepalive_timeout_ms = 1000;
     cfg->eager_connect_ms = 0;
@@ -135,6 +136,14 @@ int momento_config_set_num_channels(momento_config *cfg, uint32_t n)
     if (!cfg || n == 0 || n > 64)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     cfg->num_channels = n;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_stream_channels(momento_config *cfg, uint32_t n)
+{
+    if (!cfg || n == 0 || n > 64)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->stream_channels = n;
     return MOMENTO_OK;
 }
 
@@ -296,6 +305,11 @@ uint64_t momento_config_default_ttl_ms(const momento_config *cfg)
 uint32_t momento_config_num_channels(const momento_config *cfg)
 {
     return cfg ? cfg->num_channels : 0;
+}
+
+uint32_t momento_config_stream_channels(const momento_config *cfg)
+{
+    return cfg ? cfg->stream_channels : 0;
 }
 
 uint32_t momento_config_keepalive_ms(const momento_config *cfg)

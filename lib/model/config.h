@@ -11,6 +11,7 @@ struct momento_config {
     uint32_t timeout_ms;
     uint64_t default_ttl_ms;
     uint32_t num_channels;
+    uint32_t stream_channels; /* topic subscriptions' own connections */
     uint32_t keepalive_ms;
     uint32_t keepalive_timeout_ms;
     uint32_t eager_connect_ms;

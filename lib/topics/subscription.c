@@ -283,6 +283,31 @@ static void broadcast(sub_group *g, momento_topic_event *ev, size_t stat_offset,
 
 #define STAT(field) offsetof(momento_subscription_stats, field), true
 
+/* A new group's place among the client's streams: as the SDKs, at most
+ * MOMENTO_STREAMS_PER_CONNECTION per stream channel, refused past that at
+ * once rather than queued behind other streams. Any thread. */
+static int stream_place_take(momento_client *c)
+{
+    uint32_t cap = c->cfg.stream_channels * MOMENTO_STREAMS_PER_CONNECTION;
+    pthread_mutex_lock(&c->topics_lock);
+    bool room = c->n_streams < cap;
+    c->n_streams += room;
+    pthread_mutex_unlock(&c->topics_lock);
+    if (room)
+        return MOMENTO_OK;
+    return momento__refuse(MOMENTO_ERR_LIMIT_EXCEEDED,
+                           "already at the maximum number of subscriptions: %u streams (%u "
+                           "stream channels x %u, momento_config_set_stream_channels())",
+                           cap, c->cfg.stream_channels, MOMENTO_STREAMS_PER_CONNECTION);
+}
+
+static void stream_place_free(momento_client *c)
+{
+    pthread_mutex_lock(&c->topics_lock);
+    c->n_streams--;
+    pthread_mutex_unlock(&c->topics_lock);
+}
+
 /* Ends the group: every member gets its END with `error` (none when it has
  * no members left), the client forgets the group, and it goes. Completion
  * thread, no stream open. */
@@ -321,6 +346,7 @@ static void group_end(sub_group *g, int error, const char *message)
     }
     momento__client_retire(c, &g->track);
     momento__timer_disarm(c, &g->timer);
+    stream_place_free(c);
     pthread_mutex_destroy(&g->lock);
     free(g->cache);
     free(g->topic);
@@ -915,7 +941,10 @@ int momento_topic_subscribe(momento_client *c, const char *cache, const char *to
     if (!own && join(c, m, cache, topic, first_ms, resubscribe_ms, idle_ms)) {
         momento__timer_fire_soon(c, &m->timer); /* its CONNECTED, on the completion thread */
     } else {
-        sub_group *g = group_new(c, cache, topic, first_ms, resubscribe_ms, idle_ms, opts);
+        rc = stream_place_take(c);
+        sub_group *g = rc == MOMENTO_OK
+                           ? group_new(c, cache, topic, first_ms, resubscribe_ms, idle_ms, opts)
+                           : NULL;
         if (!g || momento__client_accept(c, &g->track, NULL) != MOMENTO_OK) {
             if (g) {
                 pthread_mutex_destroy(&g->lock);
@@ -923,10 +952,12 @@ int momento_topic_subscribe(momento_client *c, const char *cache, const char *to
                 free(g->topic);
                 free(g);
             }
+            if (rc == MOMENTO_OK)
+                stream_place_free(c);
             momento__client_retire(c, &m->track);
             m->refs = 1;
             member_unref(m);
-            return g ? MOMENTO_ERR_CLOSED : MOMENTO_ERR_NO_MEMORY;
+            return rc != MOMENTO_OK ? rc : g ? MOMENTO_ERR_CLOSED : MOMENTO_ERR_NO_MEMORY;
         }
         momento__client_answered(c, &g->track);
         DL_APPEND(g->members, m);

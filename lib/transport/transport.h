@@ -86,9 +86,10 @@ typedef struct momento__transport_ops {
     const char *name;
     size_t attempt_size; /* >= sizeof(momento__attempt); the engine zeroes it */
     /* Readies attempt `a` of `rq` with its own deadline (GPR_CLOCK_MONOTONIC),
-     * on the submitting thread or the completion thread. Returns 0, or
-     * MOMENTO_ERR_NO_MEMORY (then only end() may follow). From 0 on,
-     * cancel() may be called from any thread. */
+     * on the submitting thread or the completion thread. Returns 0,
+     * MOMENTO_ERR_NO_MEMORY, or for a live stream MOMENTO_ERR_LIMIT_EXCEEDED
+     * (no connection has room for another stream); then only end() may
+     * follow. From 0 on, cancel() may be called from any thread. */
     int (*prepare)(momento__transport *t, momento__attempt *a, const momento__wire_request *rq,
                    gpr_timespec deadline);
     /* Puts the prepared attempt on the wire. Returns 0: done() follows

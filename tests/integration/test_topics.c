@@ -742,6 +742,88 @@ static bool wait_server_subscriptions(momento_local *s, uint64_t n, int timeout_
     return momento_local_subscriptions(s) == n;
 }
 
+/* Subscriptions have channels of their own, each with at most Momento's
+ * 100 streams (momento-local enforces 100 per connection by default): 150
+ * subscriptions on a default client, and a get is still answered - on a
+ * connection shared with the streams it would wait behind them for its
+ * whole deadline. With one stream channel the 101st stream is refused at
+ * once with LIMIT_EXCEEDED and a reason; a subscription sharing a stream
+ * is not; a place freed is taken again. */
+static void test_stream_channels(void **state)
+{
+    (void)state;
+    momento_local *s = start_server(0);
+    momento_client *c = tu_client(s, NULL);
+    enum { N = 150, CAP = 100 };
+    recorder *recs = calloc(N, sizeof(*recs));
+    momento_subscription **subs = calloc(N, sizeof(*subs));
+    char topic[32];
+    for (int i = 0; i < N; i++) {
+        rec_init(&recs[i]);
+        snprintf(topic, sizeof(topic), "t%d", i);
+        subs[i] = subscribe(c, topic, &recs[i], NULL);
+    }
+    assert_true(wait_server_subscriptions(s, N, 5000));
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.timeout_ms = (uint32_t)TU_MS(3000);
+    momento_result *r = NULL;
+    assert_int_equal(momento_get_sync(c, "c", MOMENTO_STR("k"), &o, &r), MOMENTO_OK);
+    momento_result_free(r);
+    for (int i = 0; i < N; i++) {
+        finish(subs[i], &recs[i]);
+        rec_destroy(&recs[i]);
+    }
+    momento_client_free(c);
+
+    momento_config *cfg;
+    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    assert_int_equal(momento_config_stream_channels(cfg), 4);
+    assert_int_equal(momento_config_set_stream_channels(cfg, 0), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_stream_channels(cfg, 65), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_stream_channels(NULL, 1), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_stream_channels(cfg, 1), MOMENTO_OK);
+    c = tu_client(s, cfg);
+    momento_config_free(cfg);
+    for (int i = 0; i < CAP; i++) {
+        rec_init(&recs[i]);
+        snprintf(topic, sizeof(topic), "u%d", i);
+        subs[i] = subscribe(c, topic, &recs[i], NULL);
+    }
+    recorder extra_rec;
+    rec_init(&extra_rec);
+    momento_subscription *extra = NULL;
+    assert_int_equal(momento_topic_subscribe(c, "c", "u-extra", NULL, on_event, &extra_rec, &extra),
+                     MOMENTO_ERR_LIMIT_EXCEEDED);
+    assert_null(extra);
+    assert_non_null(strstr(momento_refusal_reason(), "maximum number of subscriptions: 100"));
+    /* Sharing u0's stream needs no place of its own. */
+    recorder joined_rec;
+    rec_init(&joined_rec);
+    momento_subscription *joined = subscribe(c, "u0", &joined_rec, NULL);
+    finish(joined, &joined_rec);
+    rec_destroy(&joined_rec);
+    assert_int_equal(momento_local_subscriptions(s), CAP);
+    /* u0's stream ends with its last subscriber: its place is free again. */
+    finish(subs[0], &recs[0]);
+    int rc;
+    tu_wait_until((rc = momento_topic_subscribe(c, "c", "u-extra", NULL, on_event, &extra_rec,
+                                                &extra)) == MOMENTO_OK,
+                  5000);
+    assert_int_equal(rc, MOMENTO_OK);
+    assert_int_equal(wait_kind(&extra_rec, MOMENTO_TOPIC_CONNECTED, 1, 5000), 1);
+    finish(extra, &extra_rec);
+    rec_destroy(&extra_rec);
+    for (int i = 0; i < CAP; i++) {
+        if (i > 0)
+            finish(subs[i], &recs[i]);
+        rec_destroy(&recs[i]);
+    }
+    momento_client_free(c);
+    free(recs);
+    free(subs);
+    momento_local_stop(s);
+}
+
 /* Subscriptions of one client to one topic share a server stream; each
  * keeps its own events, stats and END; a joiner hears from its join on;
  * the stream goes when its last subscriber does; OWN_STREAM opts out. */
@@ -984,6 +1066,7 @@ int main(void)
         cmocka_unit_test(test_resume_from_position),
         cmocka_unit_test(test_blocking_subscribe_from_callback),
         cmocka_unit_test(test_subscriptions_share_a_stream),
+        cmocka_unit_test(test_stream_channels),
         cmocka_unit_test(test_gaps_repeats_and_garbage_from_a_server),
         cmocka_unit_test(test_invalid_utf8_text_is_bytes),
     };

@@ -99,6 +99,7 @@ static int setup(momento__channels *ch, momento__channel_slot *slot, const char 
     slot->also = (int)also;
     atomic_init(&slot->last_used_ns, now);
     atomic_init(&slot->taking, 0);
+    atomic_init(&slot->streams, 0);
     momento__channel *mc = make_channel(ch, slot, now);
     atomic_init(&slot->current, mc);
     return mc ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
@@ -198,6 +199,15 @@ int momento__channels_open(momento__channels *ch, const momento_config *cfg,
     for (uint32_t i = 0; i < ch->n_data; i++)
         if (setup(ch, &ch->data[i], creds->cache_endpoint, EP_DATA, EP_DATA, now) < 0)
             return MOMENTO_ERR_NO_MEMORY;
+    /* Connected on first use: a client that never subscribes never opens
+     * them. */
+    ch->n_stream = cfg->stream_channels;
+    ch->stream = momento__calloc(ch->n_stream, sizeof(*ch->stream));
+    if (!ch->stream)
+        return MOMENTO_ERR_NO_MEMORY;
+    for (uint32_t i = 0; i < ch->n_stream; i++)
+        if (setup(ch, &ch->stream[i], creds->cache_endpoint, EP_DATA, EP_DATA, now) < 0)
+            return MOMENTO_ERR_NO_MEMORY;
     /* One connection less for every client of a server that answers both
      * services on one address. */
     bool token_apart = strcmp(creds->token_endpoint, creds->control_endpoint) != 0;
@@ -229,6 +239,8 @@ static inline momento__channel *ref_current(momento__channel_slot *slot)
     return mc;
 }
 
+static momento__channel *take_slot(momento__channels *ch, momento__channel_slot *slot);
+
 momento__channel *momento__channels_take(momento__channels *ch, momento__plane plane)
 {
     momento__channel_slot *slot;
@@ -238,6 +250,43 @@ momento__channel *momento__channels_take(momento__channels *ch, momento__plane p
         slot = atomic_load(&ch->token.current) ? &ch->token : &ch->control;
     else
         slot = &ch->data[atomic_fetch_add_explicit(&ch->next, 1, memory_order_relaxed) % ch->n_data];
+    return take_slot(ch, slot);
+}
+
+momento__channel *momento__channels_take_stream(momento__channels *ch,
+                                                momento__channel_slot **ret_slot)
+{
+    /* The least loaded; a place taken with a compare-and-swap, so that two
+     * threads cannot both take a slot's last one. */
+    for (;;) {
+        momento__channel_slot *best = NULL;
+        unsigned n_best = MOMENTO_STREAMS_PER_CONNECTION;
+        for (uint32_t i = 0; i < ch->n_stream; i++) {
+            unsigned n = atomic_load_explicit(&ch->stream[i].streams, memory_order_relaxed);
+            if (n < n_best) {
+                best = &ch->stream[i];
+                n_best = n;
+            }
+        }
+        if (!best) {
+            *ret_slot = NULL;
+            return NULL;
+        }
+        if (atomic_compare_exchange_weak(&best->streams, &n_best, n_best + 1)) {
+            *ret_slot = best;
+            return take_slot(ch, best);
+        }
+    }
+}
+
+void momento__channels_stream_done(momento__channel_slot *slot)
+{
+    if (slot)
+        atomic_fetch_sub(&slot->streams, 1);
+}
+
+static momento__channel *take_slot(momento__channels *ch, momento__channel_slot *slot)
+{
     /* Everything below reads the channel after its reference is taken. */
     momento__channel *mc = ref_current(slot);
     if (ch->max_idle_ns || ch->max_age_ns) {
@@ -291,6 +340,10 @@ void momento__channels_close(momento__channels *ch)
         close_slot(&ch->data[i]);
     free(ch->data);
     ch->data = NULL;
+    for (uint32_t i = 0; ch->stream && i < ch->n_stream; i++)
+        close_slot(&ch->stream[i]);
+    free(ch->stream);
+    ch->stream = NULL;
     if (ch->cfg) {
         close_slot(&ch->control);
         close_slot(&ch->token);

@@ -40,6 +40,9 @@ typedef struct momento__channel_slot {
      * (momento__channels_take): while any is, none of the slot's replaced
      * channels is destroyed, since one may be the channel it loaded. */
     atomic_int taking;
+    /* A stream slot's live streams (momento__channels_take_stream); any
+     * thread. */
+    atomic_uint streams;
     const char *target;
     int ep, also;                        /* the endpoints whose RPCs it carries */
 } momento__channel_slot;
@@ -50,6 +53,11 @@ struct momento_credentials;
 typedef struct momento__channels {
     momento__channel_slot *data; /* n_data of them, used in turn */
     uint32_t n_data;
+    /* Topic subscriptions' own, n_stream of them, each with at most
+     * MOMENTO_STREAMS_PER_CONNECTION streams: the least loaded takes the
+     * next. Never used by a request. */
+    momento__channel_slot *stream;
+    uint32_t n_stream;
     atomic_uint next;       /* the data slot the next call takes */
     momento__channel_slot control;
     /* The token service's, when not on the control endpoint's address. */
@@ -79,6 +87,13 @@ momento__channel *momento__channels_take(momento__channels *ch, momento__plane p
 /* Gives back a reference from momento__channels_take(); NULL is ignored.
  * Any thread. */
 void momento__channel_put(momento__channel *mc);
+/* The channel for a new live stream: the stream slot with the fewest, its
+ * count raised, in *ret_slot; NULL when every one holds
+ * MOMENTO_STREAMS_PER_CONNECTION. Give it back with momento__channel_put()
+ * and the slot's place with momento__channels_stream_done(). Any thread. */
+momento__channel *momento__channels_take_stream(momento__channels *ch,
+                                                momento__channel_slot **ret_slot);
+void momento__channels_stream_done(momento__channel_slot *slot);
 
 /* Test hook (tests/unit/test_channel.c): when set, every
  * momento__channels_take() calls it between its load of the slot's current

@@ -28,6 +28,7 @@ typedef struct grpc_attempt {
     const momento__wire_request *rq;
     grpc_call *call;
     momento__channel *channel;
+    momento__channel_slot *stream_slot; /* a live stream's place, or NULL */
     grpc_byte_buffer *send_msg; /* gRPC moves the slices out of it when sending */
     grpc_byte_buffer *recv_msg;
     int pending;                /* batches not yet completed */
@@ -46,7 +47,15 @@ static int grpc_prepare(momento__transport *t, momento__attempt *a,
     momento__grpc_transport *g = (momento__grpc_transport *)t;
     grpc_attempt *ga = ATTEMPT(a);
     ga->rq = rq;
-    ga->channel = momento__channels_take(&g->channels, momento__rpcs[rq->method].plane);
+    if (a->on_msg) {
+        /* A live stream: on the subscriptions' own channels, within
+         * Momento's streams per connection. */
+        ga->channel = momento__channels_take_stream(&g->channels, &ga->stream_slot);
+        if (!ga->channel)
+            return MOMENTO_ERR_LIMIT_EXCEEDED;
+    } else {
+        ga->channel = momento__channels_take(&g->channels, momento__rpcs[rq->method].plane);
+    }
     ga->call = grpc_channel_create_registered_call(ga->channel->channel, NULL,
                                                    GRPC_PROPAGATE_DEFAULTS, g->cq,
                                                    ga->channel->registered[rq->method],
@@ -136,6 +145,8 @@ static void grpc_end(momento__attempt *a)
     ga->call = NULL;
     momento__channel_put(ga->channel);
     ga->channel = NULL;
+    momento__channels_stream_done(ga->stream_slot);
+    ga->stream_slot = NULL;
     /* The rest is written by every prepare and launch before it is read. */
 }
 
