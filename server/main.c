@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,9 @@ static void usage(FILE *out)
             "  --max-subscribers N   subscriptions per topic (default 10000; 0 = no limit)\n"
             "  --max-streams-per-connection N  concurrent calls one connection may hold\n"
             "                        (default 100, as Momento; 1 .. 100000)\n"
+            "  --enable-test-admin   serve the SDKs' test admin (GET /block, /unblock cut and\n"
+            "                        restore the data port) on 127.0.0.1 or --bind\n"
+            "  --test-admin-port N   its port (default 9090; 0 = any free port)\n"
             "  --topic-idle-ms N     forget a topic without subscribers or publishes for N ms\n"
             "                        (default 300000)\n"
             "  --subscriber-queue-bytes N  what one subscription may have queued (default\n"
@@ -96,6 +100,8 @@ int main(int argc, char **argv)
         {"max-subscribers", required_argument, NULL, 'S'},
         {"topic-idle-ms", required_argument, NULL, 'I'},
         {"max-streams-per-connection", required_argument, NULL, 'X'},
+        {"enable-test-admin", no_argument, NULL, 'A'},
+        {"test-admin-port", required_argument, NULL, 'P'},
         {"subscriber-queue-bytes", required_argument, NULL, 'Q'},
         {"max-queued-bytes", required_argument, NULL, 'M'},
         {"tls-key", required_argument, NULL, 'k'},    {"cache", required_argument, NULL, 'C'},
@@ -107,6 +113,8 @@ int main(int argc, char **argv)
         return 1;
     momento_local_options_set_port(o, 8080);
     const char *stats_path = NULL, *cert = NULL, *key = NULL;
+    bool admin = false;
+    int admin_port = 9090; /* the SDKs' TEST_ADMIN_PORT default */
     int ch, rc = 0;
     uint64_t v;
     while (rc == 0 && (ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -156,6 +164,13 @@ int main(int argc, char **argv)
                 momento_local_options_set_max_subscribers(o, (uint32_t)v) < 0)
                 rc = bad("--max-subscribers", optarg);
             break;
+        case 'A': admin = true; break;
+        case 'P':
+            if (parse_u64(optarg, &v) < 0 || v > 65535)
+                rc = bad("--test-admin-port", optarg);
+            else
+                admin_port = (int)v;
+            break;
         case 'X':
             if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
                 momento_local_options_set_max_streams_per_connection(o, (uint32_t)v) < 0)
@@ -201,6 +216,12 @@ int main(int argc, char **argv)
     }
     if (rc == 0 && cert)
         momento_local_options_set_tls(o, cert, key);
+    if (rc == 0 && admin)
+        momento_local_options_set_test_admin_port(o, admin_port);
+    if (rc == 0 && !admin && admin_port != 9090) {
+        fprintf(stderr, "momento-local: --test-admin-port needs --enable-test-admin\n");
+        rc = 2;
+    }
     if (rc != 0) {
         momento_local_options_free(o);
         return rc;
@@ -234,6 +255,12 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("listening on %s\n", momento_local_endpoint(s));
+    if (momento_local_test_admin_port(s) > 0) {
+        const char *ep = momento_local_endpoint(s);
+        const char *colon = strrchr(ep, ':');
+        printf("test admin listening on %.*s:%d\n", (int)(colon - ep), ep,
+               momento_local_test_admin_port(s));
+    }
     fflush(stdout);
 
     int sig;

@@ -88,6 +88,7 @@ int momento_local_start(momento_local **ret, const momento_local_options *opts)
     momento_local *s = calloc(1, sizeof(*s));
     if (!s)
         return MOMENTO_ERR_NO_MEMORY;
+    s->admin.fd = s->admin.wake[0] = s->admin.wake[1] = -1;
     grpc_init();
     int rc = momento__local_options_copy(&s->opts, opts);
     if (rc != MOMENTO_OK) {
@@ -148,6 +149,10 @@ int momento_local_start(momento_local **ret, const momento_local_options *opts)
         if (srv_calls_start(s, srv_dispatch) < 0) {
             grpc_server_destroy(s->server);
             rc = MOMENTO_ERR_NO_MEMORY;
+        } else if (srv_admin_start(s) < 0) {
+            srv_calls_stop(s);
+            grpc_server_destroy(s->server);
+            rc = MOMENTO_ERR_SERVER_UNAVAILABLE;
         }
     }
     if (rc != MOMENTO_OK) {
@@ -163,6 +168,7 @@ void momento_local_stop(momento_local *s)
 {
     if (!s)
         return;
+    srv_admin_stop(s); /* no block or unblock from here on */
     srv_calls_stop(s);
     grpc_server_destroy(s->server);
     grpc_completion_queue_destroy(s->cq);
@@ -177,4 +183,15 @@ int momento_local_port(const momento_local *s)
 const char *momento_local_endpoint(const momento_local *s)
 {
     return s ? s->endpoint : "";
+}
+
+int momento_local_test_admin_port(const momento_local *s)
+{
+    return s ? s->admin.port : 0;
+}
+
+void momento_local_block(momento_local *s, int blocked)
+{
+    if (s)
+        atomic_store(&s->blocked, blocked != 0);
 }

@@ -85,6 +85,13 @@ MOMENTO_EXPORT int momento_local_options_set_max_subscribers(momento_local_optio
  * reason (momento_config_set_stream_channels()). */
 MOMENTO_EXPORT int momento_local_options_set_max_streams_per_connection(momento_local_options *o,
                                                                        uint32_t n);
+/* The test admin the official SDKs' suites use (their TEST_ADMIN_PORT,
+ * 9090 by default there): an HTTP port on the bind address answering
+ * `GET /block` and `GET /unblock` as momento_local_block() does. -1 = off
+ * (the default), 0 = any free port (momento_local_test_admin_port()),
+ * else 1 .. 65535. momento_local_start() fails (SERVER_UNAVAILABLE) when
+ * the port cannot be bound. For tests: it has no authentication. */
+MOMENTO_EXPORT int momento_local_options_set_test_admin_port(momento_local_options *o, int port);
 /* A topic without subscribers that nobody publishes to for `ms`
  * milliseconds is forgotten, its resume buffer with it: used again, it is
  * numbered from 1 on a new sequence page, so a subscriber resuming from
@@ -129,6 +136,14 @@ MOMENTO_EXPORT void momento_local_stop(momento_local *s);
 /* The bound port, and "host:port" for momento_credentials_local(). */
 MOMENTO_EXPORT int momento_local_port(const momento_local *s);
 MOMENTO_EXPORT const char *momento_local_endpoint(const momento_local *s);
+/* The test admin's port, or 0 when it is off (or `s` is NULL). */
+MOMENTO_EXPORT int momento_local_test_admin_port(const momento_local *s);
+/* `blocked` non-zero cuts the data port as a network fault would, for
+ * tests: every call is answered UNAVAILABLE ("the data port is blocked")
+ * and every open subscription stream ends UNAVAILABLE, so clients see a
+ * lost connection and retry; 0 gives it back. Connections themselves stay
+ * open, and calls already being answered finish. Any thread; NULL-safe. */
+MOMENTO_EXPORT void momento_local_block(momento_local *s, int blocked);
 
 /*
  * Calls answered so far for `method` ("Get", "Set", "CreateCache", ...;

@@ -56,6 +56,8 @@
 /* Upper bound on how long the loop sleeps, so momento_local_stop() is seen
  * promptly even with no traffic. */
 #define MAX_WAIT_MS 50
+/* What a call meets while the data port is blocked (momento_local_block). */
+#define BLOCKED "the data port is blocked (test admin)"
 /* A call whose client goes away this close to its deadline (or later),
  * before its status was sent, ended at its deadline (a parked one counts
  * as DEADLINE_EXCEEDED), else its client cancelled it (a parked one counts
@@ -668,6 +670,8 @@ static void stream_pump(srv_call *c)
     }
     if (atomic_load(&s->ending_streams))
         source_end(c, GRPC_STATUS_UNAVAILABLE, "server stopping");
+    if (atomic_load_explicit(&s->blocked, memory_order_relaxed))
+        source_end(c, GRPC_STATUS_UNAVAILABLE, BLOCKED);
     grpc_op ops[2];
     size_t n = 0;
     memset(ops, 0, sizeof(ops));
@@ -837,6 +841,11 @@ static void on_new_call(srv_call *c, bool ok)
     c->arrival = s->arrivals++;
     srv_stats_count_headers(s, &c->md);
 
+    if (atomic_load_explicit(&s->blocked, memory_order_relaxed)) {
+        srv_reply_error(&c->reply, GRPC_STATUS_UNAVAILABLE, NULL, BLOCKED);
+        reply(c);
+        return;
+    }
     if (c->method == SRV_UNKNOWN) {
         srv_reply_error(&c->reply, GRPC_STATUS_UNIMPLEMENTED, NULL, "unknown method");
         reply(c);
@@ -1035,6 +1044,10 @@ static void after_event(momento_local *s)
         s->streams_ended = true;
         srv_topics_end_all(s, GRPC_STATUS_UNAVAILABLE, "server stopping");
     }
+    bool blocked = atomic_load_explicit(&s->blocked, memory_order_relaxed);
+    if (blocked && !s->block_applied)
+        srv_topics_end_all(s, GRPC_STATUS_UNAVAILABLE, BLOCKED);
+    s->block_applied = blocked;
     if (atomic_load(&s->stopping))
         drop_timers(s);
     else

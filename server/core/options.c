@@ -118,6 +118,7 @@ static void defaults(momento_local_options *o)
     o->topic_buffer_items = DEFAULT_TOPIC_BUFFER_ITEMS;
     o->max_subscribers = DEFAULT_MAX_SUBSCRIBERS;
     o->max_streams = DEFAULT_MAX_STREAMS;
+    o->test_admin_port = -1;
     o->topic_idle_ms = DEFAULT_TOPIC_IDLE_MS;
     o->sub_queue_bytes = DEFAULT_SUB_QUEUE_BYTES;
     o->max_queued_bytes = DEFAULT_MAX_QUEUED_BYTES;
@@ -249,6 +250,14 @@ int momento_local_options_set_max_streams_per_connection(momento_local_options *
     if (!o || n == 0 || n > MAX_MAX_STREAMS)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     o->max_streams = n;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_test_admin_port(momento_local_options *o, int port)
+{
+    if (!o || port < -1 || port > 65535)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->test_admin_port = port;
     return MOMENTO_OK;
 }
 

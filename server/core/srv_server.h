@@ -4,6 +4,7 @@
 #ifndef MOMENTO_LOCAL_SRV_SERVER_H
 #define MOMENTO_LOCAL_SRV_SERVER_H
 
+#include "core/srv_admin.h"
 #include "core/srv_faults.h"
 #include "core/srv_options.h"
 #include "core/srv_reply.h"
@@ -92,6 +93,12 @@ struct momento_local {
      * SDKs give up) and waits until `open_streams` is 0. */
     atomic_bool ending_streams;
     atomic_uint_fast64_t open_streams;  /* subscription streams not yet freed */
+    /* momento_local_block(): calls are refused and streams ended while set
+     * (calls.c); `block_applied` is the server thread's: the open streams
+     * were ended for the current block. */
+    atomic_bool blocked;
+    bool block_applied;
+    srv_admin admin;
     atomic_uint_fast64_t subscriptions; /* subscriptions in a topic */
     atomic_uint_fast64_t topic_deliveries;
     atomic_uint_fast64_t topic_heartbeats;

@@ -13,7 +13,10 @@
 
 #include "cachepubsub.pb-c.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <setjmp.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
@@ -681,6 +684,85 @@ static void test_heartbeats(void **state)
     momento_local_stop(s);
 }
 
+/* An HTTP GET of `path` on 127.0.0.1:`port`: the status code, or -1. */
+static int http_get(int port, const char *path)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    int code = -1;
+    char buf[512];
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+        int n = snprintf(buf, sizeof(buf), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+        if (send(fd, buf, (size_t)n, 0) == n) {
+            ssize_t got = recv(fd, buf, sizeof(buf) - 1, 0);
+            if (got > 0) {
+                buf[got] = '\0';
+                if (sscanf(buf, "HTTP/%*s %d", &code) != 1)
+                    code = -1;
+            }
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    return code;
+}
+
+/* The test admin of the official suites (momento-local
+ * --enable-test-admin): /block cuts the data port - the subscription
+ * loses its stream once, gets no heartbeat while blocked, and a get fails
+ * UNAVAILABLE - and /unblock gives it back: the subscription is up again on
+ * its own, and so are requests. */
+static void test_test_admin_blocks_and_unblocks(void **state)
+{
+    (void)state;
+    momento_local_options *o;
+    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    assert_int_equal(momento_local_options_set_test_admin_port(o, -2), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_test_admin_port(o, 65536),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_local_options_set_test_admin_port(o, 0), MOMENTO_OK);
+    assert_int_equal(momento_local_options_set_heartbeat_ms(o, 100), MOMENTO_OK);
+    assert_int_equal(momento_local_options_add_cache(o, "c"), MOMENTO_OK);
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    int admin = momento_local_test_admin_port(s);
+    assert_true(admin > 0);
+    momento_local *plain = start_server(0);
+    assert_int_equal(momento_local_test_admin_port(plain), 0); /* off unless asked for */
+    momento_local_stop(plain);
+
+    momento_client *c = tu_client(s, NULL);
+    recorder r;
+    rec_init(&r);
+    momento_subscribe_options so = MOMENTO_SUBSCRIBE_OPTIONS_INIT;
+    so.flags = MOMENTO_SUBSCRIBE_HEARTBEATS;
+    momento_subscription *sub = subscribe(c, "t", &r, &so);
+    assert_true(wait_kind(&r, MOMENTO_TOPIC_HEARTBEAT, 3, 5000) >= 3);
+
+    assert_int_equal(http_get(admin, "/block"), 200);
+    assert_int_equal(wait_kind(&r, MOMENTO_TOPIC_CONNECTION_LOST, 1, 5000), 1);
+    size_t heartbeats = count_kind(&r, MOMENTO_TOPIC_HEARTBEAT);
+    momento_result *res = NULL;
+    assert_int_equal(momento_get_sync(c, "c", MOMENTO_STR("k"), NULL, &res),
+                     MOMENTO_ERR_SERVER_UNAVAILABLE);
+    momento_result_free(res);
+    usleep((useconds_t)TU_MS(500) * 1000); /* five heartbeat intervals, two resubscribes */
+    assert_int_equal(count_kind(&r, MOMENTO_TOPIC_HEARTBEAT), heartbeats);
+    assert_int_equal(count_kind(&r, MOMENTO_TOPIC_CONNECTION_LOST), 1);
+
+    assert_int_equal(http_get(admin, "/unblock"), 200);
+    assert_true(wait_kind(&r, MOMENTO_TOPIC_HEARTBEAT, heartbeats + 1, 5000) > heartbeats);
+    assert_int_equal(count_kind(&r, MOMENTO_TOPIC_CONNECTED), 2);
+    assert_int_equal(momento_get_sync(c, "c", MOMENTO_STR("k"), NULL, &res), MOMENTO_OK);
+    momento_result_free(res);
+    assert_int_equal(http_get(admin, "/elsewhere"), 404);
+    finish(sub, &r);
+    rec_destroy(&r);
+    momento_client_free(c);
+    momento_local_stop(s);
+}
+
 /* A subscription that gives a position replays from it. */
 static void test_resume_from_position(void **state)
 {
@@ -1067,6 +1149,7 @@ int main(void)
         cmocka_unit_test(test_blocking_subscribe_from_callback),
         cmocka_unit_test(test_subscriptions_share_a_stream),
         cmocka_unit_test(test_stream_channels),
+        cmocka_unit_test(test_test_admin_blocks_and_unblocks),
         cmocka_unit_test(test_gaps_repeats_and_garbage_from_a_server),
         cmocka_unit_test(test_invalid_utf8_text_is_bytes),
     };
