@@ -705,13 +705,15 @@ MOMENTO_EXPORT int momento_client_batching_stats(const momento_client *c,
 
 /*
  * The application's requests accepted and not yet finished: each is counted
- * from the moment its call returns 0 (a blocking call's too) until its
- * callback has returned - so a callback sees its own request counted, and
- * once the last callback has returned the count is 0, exactly. One per
+ * from the moment its call returns 0 until its callback has returned (a
+ * blocking call: until it has its result, before it returns) - so a
+ * callback sees its own request counted, and once the last callback has
+ * returned the count is 0, exactly. One per
  * request: each coalesced waiter, each request in the batching queue, each
  * callback queued for dispatch counts once; the RPCs the library makes for
  * them (a shared RPC, a batch, a listing's pages) and topic subscriptions
- * do not. 0 for NULL. Any thread.
+ * do not. 0 for NULL. Any thread. To count only some requests (a thread's
+ * own), see momento_request_group_new().
  */
 MOMENTO_EXPORT size_t momento_client_in_flight(const momento_client *c);
 /*
@@ -809,6 +811,60 @@ MOMENTO_EXPORT void momento_cancel(momento_cancel_token *t);
 /* 1 once momento_cancel() has been called on `t`, else 0 (also for NULL). */
 MOMENTO_EXPORT int momento_cancel_token_is_cancelled(const momento_cancel_token *t);
 
+/* A request group (below): a count of some of the application's requests. */
+typedef struct momento_request_group momento_request_group;
+
+/*
+ * Request groups: waiting for some of the application's requests - a
+ * thread's own, one job's - where momento_client_wait_idle() waits for
+ * every request of the client, other threads' included (libcurl's multi
+ * handle plays this part for curl). A request joins the group its options
+ * name (momento_request_options.group, below) and is counted exactly as
+ * momento_client_in_flight() counts it: from the moment its call returns 0
+ * until its callback has returned (a blocking call: until it has its
+ * result), once per request - a coalesced waiter, a request in the
+ * batching queue or behind momento_config_set_max_concurrent_requests()'s
+ * cap, a callback queued for dispatch each count once, a listing once
+ * however many pages it takes; the RPCs the library makes for them do not.
+ * A group belongs to the client it was made for, and to that client's
+ * coalescers: a request of another client naming it is refused with
+ * MOMENTO_ERR_INVALID_ARGUMENT and a momento_refusal_reason().
+ *
+ * momento_request_group_new() creates an empty group of `c`'s requests.
+ * `c` is not copied: the group may be waited on only while `c` exists
+ * (freed and read with _in_flight() also after). Returns 0,
+ * MOMENTO_ERR_INVALID_ARGUMENT (`c` or `ret` NULL; *ret untouched) or
+ * MOMENTO_ERR_NO_MEMORY.
+ *
+ * momento_request_group_free() drops the caller's reference. Groups are
+ * reference counted, as cancel tokens are: each request counted holds a
+ * reference until its callback has returned, so the group may be freed
+ * with requests still in flight (their callbacks still run; it goes with
+ * the last). NULL-safe.
+ *
+ * momento_request_group_in_flight() returns the group's requests accepted
+ * and not yet finished; 0 for NULL.
+ *
+ * momento_request_group_wait() waits until that count is 0 - every request
+ * of the group accepted so far has finished - or `timeout_ms` (at most
+ * 86,400,000) has passed; the client's other requests are not waited for.
+ * Requests added to the group meanwhile (from callbacks too) are waited
+ * for as well. As momento_client_wait_idle(), which it mirrors, in
+ * dispatch mode it runs the client's queued callbacks on the calling
+ * thread while it waits - every group's, in order, as
+ * momento_client_dispatch() does (so one thread at a time per client, and
+ * none of them may free the client). Returns 0, MOMENTO_ERR_TIMEOUT,
+ * MOMENTO_ERR_INVALID_ARGUMENT (NULL, timeout out of range) or
+ * MOMENTO_ERR_WOULD_DEADLOCK from one of the client's callbacks (their
+ * thread is the one that ends the group's requests).
+ *
+ * Each may be called from any thread.
+ */
+MOMENTO_EXPORT int momento_request_group_new(momento_client *c, momento_request_group **ret);
+MOMENTO_EXPORT void momento_request_group_free(momento_request_group *g);
+MOMENTO_EXPORT size_t momento_request_group_in_flight(const momento_request_group *g);
+MOMENTO_EXPORT int momento_request_group_wait(momento_request_group *g, uint32_t timeout_ms);
+
 /*
  * Options for one request, the last argument before the callback of every
  * async call (before `ret` in blocking calls). NULL means the client's
@@ -849,6 +905,9 @@ typedef struct momento_request_options {
      * requests would not carry them). */
     const struct momento_header *headers;
     size_t n_headers;
+    /* Counts the request in this group (momento_request_group_new(), of the
+     * same client); NULL = none. Referenced, as the token is. */
+    momento_request_group *group;
 } momento_request_options;
 
 /* One request header (momento_request_options.headers): both strings are
@@ -859,7 +918,7 @@ typedef struct momento_header {
 } momento_header;
 #define MOMENTO_MAX_REQUEST_HEADERS 16
 
-#define MOMENTO_REQUEST_OPTIONS_INIT {sizeof(momento_request_options), 0, NULL, 0, 0, NULL, 0}
+#define MOMENTO_REQUEST_OPTIONS_INIT {sizeof(momento_request_options), 0, NULL, 0, 0, NULL, 0, NULL}
 
 /* Read concern, as the official SDKs name it: BALANCED (Momento's default)
  * may read a replica a moment behind a write; CONSISTENT reads what was
