@@ -359,8 +359,8 @@ int main(int argc, char **argv)
     int left = rn.active;
     pthread_mutex_unlock(&rn.lock);
     double wall = (double)(now_ns() - t0) / 1e9, cpu = cpu_s() - c0;
-    momento_batching_counters k;
-    momento_client_batching_stats(rn.client, &k, sizeof(k));
+    momento_client_batching_stats k;
+    momento_client_batching_stats_get(rn.client, &k, sizeof(k));
     if (left) {
         fprintf(stderr, "batching_rtt: %d workers still waiting after the run\n", left);
         return 1; /* the client cannot be freed safely under its own callbacks' feet here */

@@ -221,10 +221,10 @@ static int run_mode(const settings *st, const momento_credentials *creds, moment
     pthread_mutex_unlock(&rn.lock);
     double wall_s = (double)(now_ns() - t0) / 1e9;
 
-    momento_coalescer_counters k;
+    momento_coalescer_stats k;
     memset(&k, 0, sizeof(k));
     if (co)
-        momento_coalescer_stats(co, &k, sizeof(k));
+        momento_coalescer_stats_get(co, &k, sizeof(k));
     uint64_t server_gets = local ? momento_local_rpc_count(local, "Get", -1) : 0;
     /* Missing callbacks are counted first; the client's free then cancels
      * what is left and waits for those callbacks (they still count, as the

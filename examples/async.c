@@ -122,8 +122,8 @@ int main(void)
         for (int i = 0; i < 1000; i++)
             submitted(momento_coalescing_get(co, cache, "key-0", 5, NULL, on_done, &hot), &hot);
         crc = momento_client_wait_idle(client, 10000);
-        momento_coalescer_counters k;
-        momento_coalescer_stats(co, &k, sizeof(k));
+        momento_coalescer_stats k;
+        momento_coalescer_stats_get(co, &k, sizeof(k));
         printf("coalesced: %d gets ok (%d hits), %d errors, %llu of them joined an RPC in "
                "flight%s\n",
                atomic_load(&hot.ok), atomic_load(&hot.hits), atomic_load(&hot.errors),

@@ -22,6 +22,10 @@
  * - All functions may be called from any thread unless their comment says
  *   otherwise. Configuration and credential handles are not locked: do not
  *   modify one from two threads at once.
+ * - Statistics: an object's counters are a struct `momento_X_stats`, read
+ *   with `momento_X_stats_get(obj, &stats, sizeof(stats))` (the client's
+ *   batching, a coalescer's, a subscription's). Their fields are only
+ *   appended, so `size` tells which ones the program knows.
  * - The library never prints and never logs an API key.
  */
 #ifndef MOMENTO_MOMENTO_H
@@ -686,9 +690,9 @@ MOMENTO_EXPORT void momento_client_free(momento_client *c);
 /*
  * Adaptive batching's counters since the client was created
  * (momento_config_set_batching()). Fields are only appended: pass
- * sizeof(momento_batching_counters).
+ * sizeof(momento_client_batching_stats).
  */
-typedef struct momento_batching_counters {
+typedef struct momento_client_batching_stats {
     uint64_t queued;            /* requests that waited in the queue */
     uint64_t batches;           /* GetBatch and SetBatch RPCs sent from it */
     uint64_t batched_keys;      /* requests that left in those */
@@ -697,11 +701,12 @@ typedef struct momento_batching_counters {
     uint64_t keys_per_batch[8]; /* histogram: 2, 3-4, 5-8, 9-16, 17-32, 33-64, 65-128, more */
     uint64_t queued_ns_total;   /* time spent queued, summed over requests that left it */
     uint64_t queued_ns_max;
-} momento_batching_counters;
+} momento_client_batching_stats;
 /* The client's batching counters: fills *ret (at most `size` bytes). Returns
  * 0, or MOMENTO_ERR_INVALID_ARGUMENT when `c` or `ret` is NULL. Any thread. */
-MOMENTO_EXPORT int momento_client_batching_stats(const momento_client *c,
-                                                 momento_batching_counters *ret, size_t size);
+MOMENTO_EXPORT int momento_client_batching_stats_get(const momento_client *c,
+                                                     momento_client_batching_stats *ret,
+                                                     size_t size);
 
 /*
  * The application's requests accepted and not yet finished: each is counted

@@ -414,13 +414,13 @@ size_t momento__batcher_queued(momento_client *c)
     return n;
 }
 
-int momento_client_batching_stats(const momento_client *c, momento_batching_counters *ret,
-                                  size_t size)
+int momento_client_batching_stats_get(const momento_client *c,
+                                      momento_client_batching_stats *ret, size_t size)
 {
     if (!c || !ret)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     /* A client that never queued has no batcher yet: its counters are 0. */
-    momento_batching_counters snapshot;
+    momento_client_batching_stats snapshot;
     memset(&snapshot, 0, sizeof(snapshot));
     momento__batcher *b = batcher_of((momento_client *)c); /* read only */
     if (b) {

@@ -126,7 +126,7 @@ struct momento_coalescer {
     bool closed;
     size_t delivering;      /* on_done calls still calling waiters back: their
                              * token hooks may still take our lock */
-    momento_coalescer_counters counters;
+    momento_coalescer_stats counters;
     /* Registered with the client, which tells it of the client's writes. */
     momento__write_observer observer;
     atomic_bool detached; /* the client was freed first: not registered */
@@ -190,14 +190,14 @@ void momento_coalescer_free(momento_coalescer *co)
         destroy(co);
 }
 
-int momento_coalescer_stats(const momento_coalescer *co, momento_coalescer_counters *ret,
-                            size_t size)
+int momento_coalescer_stats_get(const momento_coalescer *co, momento_coalescer_stats *ret,
+                                size_t size)
 {
     if (!co || !ret)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     momento_coalescer *mco = (momento_coalescer *)co; /* the lock is not part of the value */
     pthread_mutex_lock(&mco->lock);
-    momento_coalescer_counters snapshot = co->counters;
+    momento_coalescer_stats snapshot = co->counters;
     pthread_mutex_unlock(&mco->lock);
     memcpy(ret, &snapshot, size < sizeof(snapshot) ? size : sizeof(snapshot));
     return MOMENTO_OK;

@@ -180,8 +180,8 @@ static void test_coalescer(void **state)
     assert_int_equal(momento_coalescing_get(f.co, "c", "held", 4, NULL, tu_count_cb, &f.k), MOMENTO_OK);
     f.accepted++;
     assert_true(for_every_allocation(submit_joiner, &f) >= 1);
-    momento_coalescer_counters s;
-    momento_coalescer_stats(f.co, &s, sizeof(s));
+    momento_coalescer_stats s;
+    momento_coalescer_stats_get(f.co, &s, sizeof(s));
     assert_true(s.get_coalesced >= 1);
 
     /* Every accepted request is called back exactly once; refusals never. */

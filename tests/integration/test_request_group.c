@@ -204,8 +204,8 @@ static void test_coalesced_waiters_counted(void **state)
     for (int i = 0; i < 100; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "hot", 3, &o, tu_count_cb, &k),
                          MOMENTO_OK);
-    momento_coalescer_counters s;
-    assert_int_equal(momento_coalescer_stats(co, &s, sizeof(s)), MOMENTO_OK);
+    momento_coalescer_stats s;
+    assert_int_equal(momento_coalescer_stats_get(co, &s, sizeof(s)), MOMENTO_OK);
     assert_int_equal(s.get_coalesced, 99); /* they did share one RPC */
     assert_int_equal(momento_request_group_in_flight(g), 100);
     cancel_and_drain(g, t, &k, 100);
@@ -246,8 +246,8 @@ static void test_batched_and_capped_counted(void **state)
                              MOMENTO_OK);
         }
         if (!capped) {
-            momento_batching_counters s;
-            assert_int_equal(momento_client_batching_stats(c, &s, sizeof(s)), MOMENTO_OK);
+            momento_client_batching_stats s;
+            assert_int_equal(momento_client_batching_stats_get(c, &s, sizeof(s)), MOMENTO_OK);
             assert_int_equal(s.queued, N - 1); /* behind the first, held */
         }
         assert_int_equal(momento_request_group_in_flight(g), N);

@@ -698,13 +698,13 @@ int main(int argc, char **argv)
      * what is still queued then runs inside the free. */
     atomic_store(&dispatcher_stop, true);
     pthread_join(dispatcher_thread, NULL);
-    momento_coalescer_counters k[N_CLIENTS];
-    momento_batching_counters bk[N_CLIENTS];
+    momento_coalescer_stats k[N_CLIENTS];
+    momento_client_batching_stats bk[N_CLIENTS];
     for (int i = 0; i < N_CLIENTS; i++) {
         if (i == SLOW_CLIENT)
             continue;
-        momento_coalescer_stats(coalescers[i], &k[i], sizeof(k[i]));
-        momento_client_batching_stats(clients[i], &bk[i], sizeof(bk[i]));
+        momento_coalescer_stats_get(coalescers[i], &k[i], sizeof(k[i]));
+        momento_client_batching_stats_get(clients[i], &bk[i], sizeof(bk[i]));
         momento_coalescer_free(coalescers[i]);
         momento_client_free(clients[i]);
     }
