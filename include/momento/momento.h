@@ -313,10 +313,19 @@ MOMENTO_EXPORT int momento_config_set_retry_exponential(momento_config *cfg,
                                                         uint32_t initial_delay_us,
                                                         uint32_t max_backoff_us);
 
-/* The client's read concern (enum momento_read_concern, below the request
- * options): BALANCED (the default) or CONSISTENT; a request's options may
- * override it. Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT. */
-MOMENTO_EXPORT int momento_config_set_read_concern(momento_config *cfg, int concern);
+/* Read concern, as the official SDKs name it: BALANCED (Momento's default)
+ * may read a replica a moment behind a write; CONSISTENT reads what was
+ * written before (sent as the `read-concern: consistent` header). */
+typedef enum momento_read_concern {
+    MOMENTO_READ_CONCERN_DEFAULT = 0, /* per request: the client's */
+    MOMENTO_READ_BALANCED = 1,
+    MOMENTO_READ_CONSISTENT = 2
+} momento_read_concern;
+/* The client's read concern: MOMENTO_READ_BALANCED (the default) or
+ * MOMENTO_READ_CONSISTENT; a request's options may override it. Returns 0,
+ * or MOMENTO_ERR_INVALID_ARGUMENT for another value (DEFAULT included). */
+MOMENTO_EXPORT int momento_config_set_read_concern(momento_config *cfg,
+                                                   momento_read_concern concern);
 
 /*
  * Connection lifetime, the SDKs' answer to load balancers and frozen
@@ -365,11 +374,19 @@ typedef enum momento_preset {
 } momento_preset;
 MOMENTO_EXPORT int momento_config_new_preset(momento_config **ret, momento_preset preset);
 
+/* Value compression, compatible with the JS SDK's compression extensions
+ * (gzip and zstd streams, recognised on read by their magic bytes). */
+typedef enum momento_compression {
+    MOMENTO_COMPRESS_DEFAULT = 0, /* per request: the client's */
+    MOMENTO_COMPRESS_NONE = 1,
+    MOMENTO_COMPRESS_GZIP = 2,
+    MOMENTO_COMPRESS_ZSTD = 3
+} momento_compression;
+
 /*
  * Value compression, in the formats of the JS SDK's compression extensions
  * (docs/api.md "Compression"). With `algo` MOMENTO_COMPRESS_GZIP or
- * MOMENTO_COMPRESS_ZSTD (enum momento_compression, below the request
- * options), every scalar write - set, the set_if family, set batches, a
+ * MOMENTO_COMPRESS_ZSTD, every scalar write - set, the set_if family, set batches, a
  * coalescer's sets - sends its value compressed (a request's options may
  * choose another algorithm, or MOMENTO_COMPRESS_NONE for that request);
  * MOMENTO_COMPRESS_NONE (the default; DEFAULT means the same here) turns it
@@ -383,7 +400,8 @@ MOMENTO_EXPORT int momento_config_new_preset(momento_config **ret, momento_prese
 #define MOMENTO_COMPRESS_LEVEL_BALANCED 0
 #define MOMENTO_COMPRESS_LEVEL_FASTEST (-1)
 #define MOMENTO_COMPRESS_LEVEL_SMALLEST (-2)
-MOMENTO_EXPORT int momento_config_set_compression(momento_config *cfg, int algo, int level);
+MOMENTO_EXPORT int momento_config_set_compression(momento_config *cfg, momento_compression algo,
+                                                  int level);
 /*
  * Automatic decompression of read values: a get's, a get batch's (each
  * item) and a coalesced get's hit whose value starts with gzip's (1f 8b)
@@ -434,14 +452,52 @@ MOMENTO_EXPORT int momento_config_set_batching(momento_config *cfg, uint32_t min
                                                uint32_t linger_us, uint32_t max_keys,
                                                uint32_t max_bytes);
 
+/*
+ * Dispatch mode, for applications with an event loop of their own (libuv,
+ * libevent, epoll; docs/threading.md): with momento_config_set_dispatch(cfg,
+ * 1) the client's callbacks - requests', coalesced waiters', a listing's and
+ * topic subscriptions' events - are not called on the client's completion
+ * thread but queued, with their result or event copied, in the order they
+ * completed, until the application calls momento_client_dispatch(). The
+ * results they get are valid until they return, as in the default mode.
+ * Blocking (_sync) calls work as always: they never wait for a dispatch.
+ * Adapters: momento/adapters/libuv.h and libevent.h. Off by default.
+ * Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT.
+ *
+ * Every guarantee of the default mode holds: exactly one callback per
+ * accepted request (with its error, a timeout, a cancellation or the
+ * client's free), for every coalesced waiter too. Callbacks still queued
+ * when momento_client_free() runs are run by it, on its thread, before it
+ * returns; momento_client_free() may be called from a dispatched callback
+ * (the dispatch running it releases the client when it returns: the
+ * caller must not use the client after that dispatch). The metrics hook
+ * (momento_config_set_metrics()) still runs on the completion thread, when
+ * the request completes. If the library cannot allocate the copy, it runs
+ * that callback on the completion thread instead rather than lose it.
+ */
+MOMENTO_EXPORT int momento_config_set_dispatch(momento_config *cfg, int enabled);
+
+/*
+ * The metrics hook (momento/metrics.h says what it promises and what the
+ * record holds): clients made from `cfg` call `fn(m, userdata)` once for
+ * each request they accept (NULL fn: no hook, the default). `userdata` must
+ * stay valid until every such client's momento_client_free() has returned.
+ * Returns 0, or MOMENTO_ERR_INVALID_ARGUMENT for a NULL cfg. Like every
+ * setter, it acts on clients created afterwards.
+ */
+typedef struct momento_request_metrics momento_request_metrics;
+typedef void (*momento_metrics_fn)(const momento_request_metrics *m, void *userdata);
+MOMENTO_EXPORT int momento_config_set_metrics(momento_config *cfg, momento_metrics_fn fn,
+                                              void *userdata);
+
 /* Getters; each returns 0 for a NULL `cfg`. */
 MOMENTO_EXPORT uint32_t momento_config_timeout_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint64_t momento_config_default_ttl_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint32_t momento_config_num_channels(const momento_config *cfg);
 MOMENTO_EXPORT uint32_t momento_config_keepalive_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint32_t momento_config_max_idle_ms(const momento_config *cfg);
-/* The read concern set (a momento_read_concern). */
-MOMENTO_EXPORT int momento_config_read_concern(const momento_config *cfg);
+/* The read concern set (MOMENTO_READ_BALANCED unless changed). */
+MOMENTO_EXPORT momento_read_concern momento_config_read_concern(const momento_config *cfg);
 
 /* ------------------------------------------------------------- credentials */
 
@@ -735,31 +791,8 @@ MOMENTO_EXPORT size_t momento_client_in_flight(const momento_client *c);
 MOMENTO_EXPORT int momento_client_wait_idle(momento_client *c, uint32_t timeout_ms);
 
 /*
- * Dispatch mode, for applications with an event loop of their own (libuv,
- * libevent, epoll; docs/threading.md): with momento_config_set_dispatch(cfg,
- * 1) the client's callbacks - requests', coalesced waiters', a listing's and
- * topic subscriptions' events - are not called on the client's completion
- * thread but queued, with their result or event copied, in the order they
- * completed, until the application calls momento_client_dispatch(). The
- * results they get are valid until they return, as in the default mode.
- * Blocking (_sync) calls work as always: they never wait for a dispatch.
- * Adapters: momento/adapters/libuv.h and libevent.h. Off by default.
- * Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT.
- *
- * Every guarantee of the default mode holds: exactly one callback per
- * accepted request (with its error, a timeout, a cancellation or the
- * client's free), for every coalesced waiter too. Callbacks still queued
- * when momento_client_free() runs are run by it, on its thread, before it
- * returns; momento_client_free() may be called from a dispatched callback
- * (the dispatch running it releases the client when it returns: the
- * caller must not use the client after that dispatch). The metrics hook
- * (momento_config_set_metrics()) still runs on the completion thread, when
- * the request completes. If the library cannot allocate the copy, it runs
- * that callback on the completion thread instead rather than lose it.
- */
-MOMENTO_EXPORT int momento_config_set_dispatch(momento_config *cfg, int enabled);
-/*
- * The client's eventfd (Linux): readable while callbacks wait for
+ * The client's eventfd (Linux), in dispatch mode (momento_config_set_dispatch()
+ * above says what it changes): readable while callbacks wait for
  * momento_client_dispatch(). Watch it for reading in your loop; do not read,
  * write or close it. MOMENTO_ERR_INVALID_ARGUMENT for NULL or a client not
  * in dispatch mode.
@@ -876,7 +909,8 @@ MOMENTO_EXPORT int momento_request_group_wait(momento_request_group *g, uint32_t
  * defaults. The struct is read during the call and not kept (the token is
  * referenced, see above), so it may live on the stack and be reused.
  *
- * Initialise it with MOMENTO_REQUEST_OPTIONS_INIT: `size` tells the library
+ * Initialise it with MOMENTO_REQUEST_OPTIONS_INIT or take a pointer from
+ * MOMENTO_REQUEST_OPTIONS(...) (both below): `size` tells the library
  * which fields the program knows, so fields can be appended without breaking
  * programs built against an older header (the openat2() rule). A `size`
  * below that of the first version, or a larger one whose unknown tail is not
@@ -891,14 +925,16 @@ typedef struct momento_request_options {
     /* Cancels the request when cancelled; NULL = none. */
     momento_cancel_token *cancel;
     /* Appended after the first version: a smaller `size` leaves them 0. */
-    /* Reads: a momento_read_concern; 0 = the client's
-     * (momento_config_set_read_concern()). Other requests ignore it. */
-    int read_concern;
+    /* Reads: MOMENTO_READ_CONCERN_DEFAULT (0) = the client's
+     * (momento_config_set_read_concern()). Other requests ignore it. Like
+     * every momento enum, an int in size under the platform's C ABI (it
+     * was declared `int` before 0.2.0's release: the layout is the same). */
+    momento_read_concern read_concern;
     /* Scalar writes (set, set_if and its named forms, set_with_hash, set
-     * batches, the coalescer's sets): a momento_compression;
-     * 0 = the client's (momento_config_set_compression()). Reads ignore it:
-     * whether they decompress is the client's setting. */
-    int compression;
+     * batches, the coalescer's sets): MOMENTO_COMPRESS_DEFAULT (0) = the
+     * client's (momento_config_set_compression()). Reads ignore it: whether
+     * they decompress is the client's setting. int-sized, as read_concern. */
+    momento_compression compression;
     /* Extra request headers (gRPC metadata) sent with this request and its
      * retries: tracing ids, or momento-local's fault injection
      * (docs/server.md). `n_headers` at most MOMENTO_MAX_REQUEST_HEADERS;
@@ -923,25 +959,28 @@ typedef struct momento_header {
 } momento_header;
 #define MOMENTO_MAX_REQUEST_HEADERS 16
 
-#define MOMENTO_REQUEST_OPTIONS_INIT {sizeof(momento_request_options), 0, NULL, 0, 0, NULL, 0, NULL}
+/*
+ * Initialisers that name only `size`, so they never change as fields are
+ * appended: every other field starts 0 (NULL), its default.
+ *
+ *   momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+ *   o.timeout_ms = 500;
+ *
+ * or, for one call, a pointer to options living until the end of the
+ * enclosing block (a C99 compound literal; the arguments are designated
+ * initializers):
+ *
+ *   momento_get(c, "cache", MOMENTO_STR("k"),
+ *               MOMENTO_REQUEST_OPTIONS(.timeout_ms = 500, .cancel = tok), cb, ud);
+ *
+ * Both are C (designated initializers are C++20's; in older C++ zero the
+ * struct and set `size`). Do not name `size` among the arguments.
+ */
+#define MOMENTO_REQUEST_OPTIONS_INIT {.size = sizeof(momento_request_options)}
+#define MOMENTO_REQUEST_OPTIONS(...)                                                              \
+    (&(const momento_request_options){.size = sizeof(momento_request_options), __VA_ARGS__})
 
-/* Read concern, as the official SDKs name it: BALANCED (Momento's default)
- * may read a replica a moment behind a write; CONSISTENT reads what was
- * written before (sent as the `read-concern: consistent` header). */
-typedef enum momento_read_concern {
-    MOMENTO_READ_CONCERN_DEFAULT = 0, /* per request: the client's */
-    MOMENTO_READ_BALANCED = 1,
-    MOMENTO_READ_CONSISTENT = 2
-} momento_read_concern;
 
-/* Value compression, compatible with the JS SDK's compression extensions
- * (gzip and zstd streams, recognised on read by their magic bytes). */
-typedef enum momento_compression {
-    MOMENTO_COMPRESS_DEFAULT = 0, /* per request: the client's */
-    MOMENTO_COMPRESS_NONE = 1,
-    MOMENTO_COMPRESS_GZIP = 2,
-    MOMENTO_COMPRESS_ZSTD = 3
-} momento_compression;
 
 /*
  * Data plane, async. Arguments: `cache` is a NUL-terminated name of 1..255
