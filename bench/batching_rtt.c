@@ -299,9 +299,8 @@ int main(int argc, char **argv)
     }
 
     momento_credentials *creds;
-    const char *why = NULL;
-    if (momento_credentials_local(&creds, endpoint, &why) != MOMENTO_OK) {
-        fprintf(stderr, "batching_rtt: %s\n", why ? why : "bad endpoint");
+    if (momento_credentials_local(&creds, endpoint) != MOMENTO_OK) {
+        fprintf(stderr, "batching_rtt: %s\n", momento_refusal_reason());
         return 2;
     }
     momento_config *cfg;

@@ -358,10 +358,8 @@ int main(int argc, char **argv)
         momento_local_options_free(lo);
     }
     momento_credentials *creds;
-    const char *why = NULL;
-    if (momento_credentials_local(&creds, st.endpoint ? st.endpoint : momento_local_endpoint(local),
-                                  &why) != MOMENTO_OK) {
-        fprintf(stderr, "lateness: %s\n", why ? why : "bad endpoint");
+    if (momento_credentials_local(&creds, st.endpoint ? st.endpoint : momento_local_endpoint(local)) != MOMENTO_OK) {
+        fprintf(stderr, "lateness: %s\n", momento_refusal_reason());
         momento_local_stop(local);
         return 2;
     }

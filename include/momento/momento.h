@@ -525,8 +525,8 @@ typedef struct momento_credentials momento_credentials;
  * forms or the host names it carries are invalid, a v1 key's "api_key"
  * holds a control or non-ASCII character (the token travels as a header),
  * or no endpoint can be found. On failure `*ret` is untouched and
- * `*ret_reason` (when not NULL) points to a static sentence naming what is
- * wrong; it never contains any part of the key. It is not written on success.
+ * momento_refusal_reason() names what is wrong (never with any part of the
+ * key), as for every other refusal; after a success it is "".
  *
  * Not for a local server: `endpoint` is a host name without a port, and a
  * key that momento-local's token service issued names no Momento endpoint.
@@ -534,7 +534,7 @@ typedef struct momento_credentials momento_credentials;
  * momento_credentials_from_env() with MOMENTO_ENDPOINT=host:port.
  */
 MOMENTO_EXPORT int momento_credentials_from_api_key(momento_credentials **ret, const char *api_key,
-                                                    const char *endpoint, const char **ret_reason);
+                                                    const char *endpoint);
 
 /*
  * As momento_credentials_from_api_key() with the key from environment
@@ -554,7 +554,7 @@ MOMENTO_EXPORT int momento_credentials_from_api_key(momento_credentials **ret, c
  *
  * Reads the environment: not safe against concurrent setenv().
  */
-MOMENTO_EXPORT int momento_credentials_from_env(momento_credentials **ret, const char **ret_reason);
+MOMENTO_EXPORT int momento_credentials_from_env(momento_credentials **ret);
 
 /*
  * Credentials for a local server: "host:port" ("[::1]:8080" for IPv6), both
@@ -562,11 +562,10 @@ MOMENTO_EXPORT int momento_credentials_from_env(momento_credentials **ret, const
  * MOMENTO_ERR_NO_MEMORY, or MOMENTO_ERR_INVALID_ARGUMENT when `ret` or
  * `host_port` is NULL or `host_port` is not host:port (empty host, a space or
  * '/' in it, an IPv6 address without brackets, a missing or non-numeric port,
- * a port outside 1 .. 65535). The host is not resolved here. `*ret_reason`
- * as for momento_credentials_from_api_key().
+ * a port outside 1 .. 65535). The host is not resolved here.
+ * momento_refusal_reason() as for momento_credentials_from_api_key().
  */
-MOMENTO_EXPORT int momento_credentials_local(momento_credentials **ret, const char *host_port,
-                                             const char **ret_reason);
+MOMENTO_EXPORT int momento_credentials_local(momento_credentials **ret, const char *host_port);
 
 /*
  * Credentials for explicit endpoints ("host:port" each), over TLS, sending
@@ -574,12 +573,12 @@ MOMENTO_EXPORT int momento_credentials_local(momento_credentials **ret, const ch
  * deployments and TLS tests. Returns 0, MOMENTO_ERR_NO_MEMORY, or
  * MOMENTO_ERR_INVALID_ARGUMENT when an argument is NULL, an endpoint is not
  * host:port (as for momento_credentials_local()), or `token` has a control or
- * non-ASCII character. `*ret_reason` as for momento_credentials_from_api_key().
+ * non-ASCII character. momento_refusal_reason() as for
+ * momento_credentials_from_api_key().
  */
 MOMENTO_EXPORT int momento_credentials_with_endpoints(momento_credentials **ret, const char *token,
                                                       const char *cache_host_port,
-                                                      const char *control_host_port,
-                                                      const char **ret_reason);
+                                                      const char *control_host_port);
 
 MOMENTO_EXPORT void momento_credentials_free(momento_credentials *creds);
 

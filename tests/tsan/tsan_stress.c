@@ -536,10 +536,9 @@ static momento_client *new_client(const char *id, const char *delay_ms, const ch
                                   int dispatch)
 {
     momento_credentials *creds = NULL;
-    const char *why = NULL;
     momento_config *cfg = NULL;
     momento_client *c = NULL;
-    if (momento_credentials_local(&creds, momento_local_endpoint(server), &why) != MOMENTO_OK ||
+    if (momento_credentials_local(&creds, momento_local_endpoint(server)) != MOMENTO_OK ||
         momento_config_new(&cfg) != MOMENTO_OK ||
         momento_config_set_timeout_ms(cfg, CLIENT_TIMEOUT_MS) != MOMENTO_OK ||
         /* No keepalive: a slow (instrumented) process must not lose its

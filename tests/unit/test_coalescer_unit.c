@@ -30,7 +30,7 @@ static void test_refusals_and_stats_abi(void **state)
     momento_credentials *creds;
     momento_client *client;
     momento_coalescer *co;
-    assert_int_equal(momento_credentials_local(&creds, "127.0.0.1:1", NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&creds, "127.0.0.1:1"), MOMENTO_OK);
     assert_int_equal(momento_client_new(&client, NULL, creds), MOMENTO_OK);
     momento_credentials_free(creds);
     assert_int_equal(momento_coalescer_new(&co, client), MOMENTO_OK);

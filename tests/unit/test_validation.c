@@ -29,7 +29,7 @@ static int setup(void **state)
 {
     (void)state;
     momento_credentials *creds;
-    assert_int_equal(momento_credentials_local(&creds, "127.0.0.1:1", NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&creds, "127.0.0.1:1"), MOMENTO_OK);
     assert_int_equal(momento_client_new(&client, NULL, creds), MOMENTO_OK);
     momento_credentials_free(creds);
     return 0;
@@ -205,12 +205,12 @@ static void test_config_and_local_refusals(void **state)
     REFUSED(momento_config_set_num_channels(NULL, 1));
     REFUSED(momento_config_set_default_ttl_ms(NULL, 1));
     momento_credentials *c = NULL;
-    REFUSED(momento_credentials_from_api_key(NULL, "k", NULL, NULL));
-    REFUSED(momento_credentials_from_api_key(&c, NULL, NULL, NULL));
-    REFUSED(momento_credentials_with_endpoints(&c, NULL, "a:1", "a:1", NULL));
-    REFUSED(momento_credentials_with_endpoints(&c, "", "a:0", "a:1", NULL));
-    REFUSED(momento_credentials_with_endpoints(&c, "", "a:1", "a", NULL));
-    REFUSED(momento_credentials_from_env(NULL, NULL));
+    REFUSED(momento_credentials_from_api_key(NULL, "k", NULL));
+    REFUSED(momento_credentials_from_api_key(&c, NULL, NULL));
+    REFUSED(momento_credentials_with_endpoints(&c, NULL, "a:1", "a:1"));
+    REFUSED(momento_credentials_with_endpoints(&c, "", "a:0", "a:1"));
+    REFUSED(momento_credentials_with_endpoints(&c, "", "a:1", "a"));
+    REFUSED(momento_credentials_from_env(NULL));
     assert_null(c);
     assert_string_equal(momento_credentials_cache_endpoint(NULL), "");
     assert_int_equal(momento_credentials_uses_tls(NULL), 0);

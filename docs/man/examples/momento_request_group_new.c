@@ -34,7 +34,7 @@ static void *worker(void *arg)
 int main(void)
 {
     momento_credentials *creds;
-    if (momento_credentials_from_env(&creds, NULL) != MOMENTO_OK)
+    if (momento_credentials_from_env(&creds) != MOMENTO_OK)
         return 1;
     int rc = momento_client_new(&client, NULL, creds);
     momento_credentials_free(creds);
