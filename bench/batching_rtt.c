@@ -299,9 +299,8 @@ int main(int argc, char **argv)
     }
 
     momento_credentials *creds;
-    const char *why = NULL;
-    if (momento_credentials_local(&creds, endpoint, &why) != MOMENTO_OK) {
-        fprintf(stderr, "batching_rtt: %s\n", why ? why : "bad endpoint");
+    if (momento_credentials_local(&creds, endpoint) != MOMENTO_OK) {
+        fprintf(stderr, "batching_rtt: %s\n", momento_refusal_reason());
         return 2;
     }
     momento_config *cfg;
@@ -359,8 +358,8 @@ int main(int argc, char **argv)
     int left = rn.active;
     pthread_mutex_unlock(&rn.lock);
     double wall = (double)(now_ns() - t0) / 1e9, cpu = cpu_s() - c0;
-    momento_batching_counters k;
-    momento_client_batching_stats(rn.client, &k, sizeof(k));
+    momento_client_batching_stats k;
+    momento_client_batching_stats_get(rn.client, &k, sizeof(k));
     if (left) {
         fprintf(stderr, "batching_rtt: %d workers still waiting after the run\n", left);
         return 1; /* the client cannot be freed safely under its own callbacks' feet here */

@@ -167,7 +167,7 @@ int main(int argc, char **argv)
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_timeout_ms(cfg, 15000);
-    if (momento_credentials_local(&creds, endpoint, NULL) != MOMENTO_OK ||
+    if (momento_credentials_local(&creds, endpoint) != MOMENTO_OK ||
         momento_client_new(&b.client, cfg, creds) != MOMENTO_OK) {
         fprintf(stderr, "coalesce_bench: cannot make a client for %s\n", endpoint);
         return 1;
@@ -201,8 +201,8 @@ int main(int argc, char **argv)
            mode, workers, keys, (unsigned long long)ops, (unsigned long long)atomic_load(&b.errors),
            wall, (double)ops / wall, cpu);
     if (b.co) {
-        momento_coalescer_counters s;
-        momento_coalescer_stats(b.co, &s, sizeof(s));
+        momento_coalescer_stats s;
+        momento_coalescer_stats_get(b.co, &s, sizeof(s));
         uint64_t req = s.get_requests + s.set_requests;
         uint64_t coal = s.get_coalesced + s.set_coalesced;
         printf(" requests=%llu coalesced=%llu coalesced_pct=%.2f rpcs=%llu",

@@ -486,7 +486,7 @@ int main(int argc, char **argv)
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_timeout_ms(cfg, 60000); /* callgrind slows the server ~50x */
-    if (momento_credentials_local(&creds, endpoint, NULL) != MOMENTO_OK ||
+    if (momento_credentials_local(&creds, endpoint) != MOMENTO_OK ||
         momento_client_new(&d.client, cfg, creds) != MOMENTO_OK) {
         fprintf(stderr, "coll_driver: cannot make a client for %s\n", endpoint);
         return 1;

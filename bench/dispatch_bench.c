@@ -112,12 +112,11 @@ int main(int argc, char **argv)
     }
     momento_credentials *creds = NULL;
     momento_config *cfg = NULL;
-    const char *why = NULL;
-    if (momento_credentials_local(&creds, endpoint, &why) != MOMENTO_OK ||
+    if (momento_credentials_local(&creds, endpoint) != MOMENTO_OK ||
         momento_config_new(&cfg) != MOMENTO_OK ||
         momento_config_set_dispatch(cfg, dispatch) != MOMENTO_OK ||
         momento_client_new(&client, cfg, creds) != MOMENTO_OK) {
-        fprintf(stderr, "dispatch_bench: cannot create a client: %s\n", why ? why : "");
+        fprintf(stderr, "dispatch_bench: cannot create a client: %s\n", momento_refusal_reason());
         return 1;
     }
     momento_config_free(cfg);

@@ -221,10 +221,10 @@ static int run_mode(const settings *st, const momento_credentials *creds, moment
     pthread_mutex_unlock(&rn.lock);
     double wall_s = (double)(now_ns() - t0) / 1e9;
 
-    momento_coalescer_counters k;
+    momento_coalescer_stats k;
     memset(&k, 0, sizeof(k));
     if (co)
-        momento_coalescer_stats(co, &k, sizeof(k));
+        momento_coalescer_stats_get(co, &k, sizeof(k));
     uint64_t server_gets = local ? momento_local_rpc_count(local, "Get", -1) : 0;
     /* Missing callbacks are counted first; the client's free then cancels
      * what is left and waits for those callbacks (they still count, as the
@@ -358,10 +358,8 @@ int main(int argc, char **argv)
         momento_local_options_free(lo);
     }
     momento_credentials *creds;
-    const char *why = NULL;
-    if (momento_credentials_local(&creds, st.endpoint ? st.endpoint : momento_local_endpoint(local),
-                                  &why) != MOMENTO_OK) {
-        fprintf(stderr, "lateness: %s\n", why ? why : "bad endpoint");
+    if (momento_credentials_local(&creds, st.endpoint ? st.endpoint : momento_local_endpoint(local)) != MOMENTO_OK) {
+        fprintf(stderr, "lateness: %s\n", momento_refusal_reason());
         momento_local_stop(local);
         return 2;
     }

@@ -55,10 +55,9 @@ int main(void)
     const char *cache = "async-example";
     momento_local *local = NULL;
     momento_credentials *creds = NULL;
-    const char *why = NULL;
     int rc;
     if (getenv("MOMENTO_API_KEY")) {
-        rc = momento_credentials_from_env(&creds, &why);
+        rc = momento_credentials_from_env(&creds);
     } else {
         momento_local_options *o = NULL;
         rc = momento_local_options_new(&o);
@@ -68,10 +67,10 @@ int main(void)
             rc = momento_local_start(&local, o);
         momento_local_options_free(o);
         if (rc == MOMENTO_OK)
-            rc = momento_credentials_local(&creds, momento_local_endpoint(local), &why);
+            rc = momento_credentials_local(&creds, momento_local_endpoint(local));
     }
     if (rc != MOMENTO_OK) {
-        fprintf(stderr, "async: no target: %s\n", why ? why : momento_strerror(rc));
+        fprintf(stderr, "async: no target: %s %s\n", momento_strerror(rc), momento_refusal_reason());
         momento_local_stop(local);
         return 1;
     }
@@ -122,8 +121,8 @@ int main(void)
         for (int i = 0; i < 1000; i++)
             submitted(momento_coalescing_get(co, cache, "key-0", 5, NULL, on_done, &hot), &hot);
         crc = momento_client_wait_idle(client, 10000);
-        momento_coalescer_counters k;
-        momento_coalescer_stats(co, &k, sizeof(k));
+        momento_coalescer_stats k;
+        momento_coalescer_stats_get(co, &k, sizeof(k));
         printf("coalesced: %d gets ok (%d hits), %d errors, %llu of them joined an RPC in "
                "flight%s\n",
                atomic_load(&hot.ok), atomic_load(&hot.hits), atomic_load(&hot.errors),

@@ -163,10 +163,9 @@ int main(int argc, char **argv)
 
     momento_local *local = NULL;
     momento_credentials *creds = NULL;
-    const char *why = NULL;
     int rc;
     if (getenv("MOMENTO_API_KEY")) {
-        rc = momento_credentials_from_env(&creds, &why);
+        rc = momento_credentials_from_env(&creds);
     } else {
         momento_local_options *o = NULL;
         rc = momento_local_options_new(&o);
@@ -176,10 +175,11 @@ int main(int argc, char **argv)
             rc = momento_local_start(&local, o);
         momento_local_options_free(o);
         if (rc == MOMENTO_OK)
-            rc = momento_credentials_local(&creds, momento_local_endpoint(local), &why);
+            rc = momento_credentials_local(&creds, momento_local_endpoint(local));
     }
     if (rc != MOMENTO_OK) {
-        fprintf(stderr, "event-loop: no target: %s\n", why ? why : momento_strerror(rc));
+        fprintf(stderr, "event-loop: no target: %s %s\n", momento_strerror(rc),
+                momento_refusal_reason());
         momento_local_stop(local);
         return 1;
     }

@@ -38,7 +38,6 @@ int main(void)
     momento_local *local = NULL;
     momento_credentials *creds = NULL;
     momento_client *c = NULL;
-    const char *why = NULL;
     int rc = momento_local_options_new(&o);
     if (rc == MOMENTO_OK)
         rc = momento_local_options_add_cache(o, "faults");
@@ -46,12 +45,13 @@ int main(void)
         rc = momento_local_start(&local, o);
     momento_local_options_free(o);
     if (rc == MOMENTO_OK)
-        rc = momento_credentials_local(&creds, momento_local_endpoint(local), &why);
+        rc = momento_credentials_local(&creds, momento_local_endpoint(local));
     if (rc == MOMENTO_OK)
         rc = momento_client_new(&c, NULL, creds);
     momento_credentials_free(creds);
     if (rc != MOMENTO_OK) {
-        fprintf(stderr, "faults: setup failed: %s %s\n", momento_strerror(rc), why ? why : "");
+        fprintf(stderr, "faults: setup failed: %s %s\n", momento_strerror(rc),
+                momento_refusal_reason());
         momento_local_stop(local);
         return 1;
     }

@@ -24,21 +24,20 @@ int main(void)
     const char *cache = "hello-cache";
     momento_local *local = NULL;
     momento_credentials *creds = NULL;
-    const char *why = NULL;
     int rc;
 
     if (getenv("MOMENTO_API_KEY")) {
-        rc = momento_credentials_from_env(&creds, &why);
+        rc = momento_credentials_from_env(&creds);
     } else {
         rc = momento_local_start(&local, NULL);
         if (rc != MOMENTO_OK)
             return fail("starting the local server", rc, NULL);
         printf("no MOMENTO_API_KEY: using the bundled local server at %s\n",
                momento_local_endpoint(local));
-        rc = momento_credentials_local(&creds, momento_local_endpoint(local), &why);
+        rc = momento_credentials_local(&creds, momento_local_endpoint(local));
     }
     if (rc != MOMENTO_OK) {
-        fprintf(stderr, "hello: bad credentials: %s\n", why);
+        fprintf(stderr, "hello: bad credentials: %s\n", momento_refusal_reason());
         momento_local_stop(local);
         return 1;
     }

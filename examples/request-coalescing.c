@@ -25,14 +25,14 @@ static uint64_t server_rpcs(const lg_result *r)
            r->server_set_batch_rpcs;
 }
 
-static double mean_batch(const momento_batching_counters *k)
+static double mean_batch(const momento_client_batching_stats *k)
 {
     return k->batches ? (double)k->batched_keys / (double)k->batches : 0.0;
 }
 
 static void table(const lg_result *b, const lg_result *a)
 {
-    const momento_coalescer_counters *k = &a->counters;
+    const momento_coalescer_stats *k = &a->counters;
     printf("\n| %-32s | %17s | %16s |\n", "Request type, metric (us)", "Before Coalescing",
            "After Coalescing");
     printf("|%.34s|%.19s|%.18s|\n", "----------------------------------",

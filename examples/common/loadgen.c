@@ -889,8 +889,8 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
     for (int i = 0; i < o->threads; i++) {
         group *g = &groups[i];
         if (g->co) {
-            momento_coalescer_counters k;
-            momento_coalescer_stats(g->co, &k, sizeof(k));
+            momento_coalescer_stats k;
+            momento_coalescer_stats_get(g->co, &k, sizeof(k));
             out->counters.get_requests += k.get_requests;
             out->counters.get_coalesced += k.get_coalesced;
             out->counters.set_requests += k.set_requests;
@@ -900,9 +900,9 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
             calls -= k.get_coalesced + k.set_coalesced;
         }
         if (g->client) {
-            momento_batching_counters b;
-            momento_client_batching_stats(g->client, &b, sizeof(b));
-            momento_batching_counters *sum = &out->batch_counters;
+            momento_client_batching_stats b;
+            momento_client_batching_stats_get(g->client, &b, sizeof(b));
+            momento_client_batching_stats *sum = &out->batch_counters;
             sum->queued += b.queued;
             sum->batches += b.batches;
             sum->batched_keys += b.batched_keys;
@@ -924,7 +924,7 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
     }
     /* A request that queued either left in a batch, left alone as a plain
      * call, or never reached the wire (deadline or cancel while queued). */
-    const momento_batching_counters *bc = &out->batch_counters;
+    const momento_client_batching_stats *bc = &out->batch_counters;
     uint64_t sent = calls + bc->sent_alone + bc->batches;
     out->rpcs = sent > bc->queued ? sent - bc->queued : 0;
     if (t->local) {
@@ -1048,11 +1048,11 @@ void lg_print_summary(FILE *f, const char *label, const lg_result *r)
                 (unsigned long long)r->server_set_rpcs);
 }
 
-/* The histogram buckets of momento_batching_counters.keys_per_batch. */
+/* The histogram buckets of momento_client_batching_stats.keys_per_batch. */
 static const char *const batch_buckets[8] = {"2", "3-4", "5-8", "9-16", "17-32", "33-64",
                                              "65-128", "129+"};
 
-void lg_print_batching(FILE *f, const momento_batching_counters *k)
+void lg_print_batching(FILE *f, const momento_client_batching_stats *k)
 {
     fprintf(f, "  batching: %llu requests queued; %llu batches carried %llu of them (%.1f keys "
                "per batch), %llu left alone, %llu ended while queued; queued mean %.0f us, max "
@@ -1162,7 +1162,7 @@ void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent)
     else
         fprintf(f, ",\n%s\"server\": null", pad);
     if (r->coalesced) {
-        const momento_coalescer_counters *k = &r->counters;
+        const momento_coalescer_stats *k = &r->counters;
         uint64_t req = k->get_requests + k->set_requests;
         fprintf(f,
                 ",\n%s\"coalesced\": {\"get\": %llu, \"set\": %llu, \"get_pct\": %.2f, "
@@ -1184,7 +1184,7 @@ void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent)
             pad, (unsigned long long)r->stats.wrong_results, pad, (unsigned long long)r->rpcs, pad,
             r->stats.requests ? (double)r->rpcs / (double)r->stats.requests : 0.0);
     if (r->batching) {
-        const momento_batching_counters *k = &r->batch_counters;
+        const momento_client_batching_stats *k = &r->batch_counters;
         fprintf(f,
                 ",\n%s\"batching\": {\"queued\": %llu, \"batches\": %llu, \"batched_keys\": %llu, "
                 "\"sent_alone\": %llu, \"left_queue\": %llu, \"queued_us_total\": %.1f, "

@@ -111,7 +111,7 @@ typedef struct lg_result {
     double cpu_s;
     long max_rss_kb;    /* the process's peak resident memory so far */
     bool coalesced;
-    momento_coalescer_counters counters; /* summed over threads, when coalesced */
+    momento_coalescer_stats counters; /* summed over threads, when coalesced */
     bool have_server;
     uint64_t server_get_rpcs, server_set_rpcs;
     /* Appended with adaptive batching (--batch). */
@@ -122,7 +122,7 @@ typedef struct lg_result {
      * First attempts only: retries and coalescer re-issues are not counted. */
     uint64_t rpcs;
     bool batching;
-    momento_batching_counters batch_counters; /* summed over threads, when batching */
+    momento_client_batching_stats batch_counters; /* summed over threads, when batching */
     /* When the run started, Unix time in seconds (a merge's: the earliest
      * run's), so a merge can tell how far apart its runs were. */
     double started_at;
@@ -146,7 +146,7 @@ const char *lg_describe_batching(const lg_options *o, char *buf, size_t len);
 /* Prints the summary of a run. */
 void lg_print_summary(FILE *f, const char *label, const lg_result *r);
 /* Prints adaptive batching's counters (two lines). */
-void lg_print_batching(FILE *f, const momento_batching_counters *k);
+void lg_print_batching(FILE *f, const momento_client_batching_stats *k);
 /* Prints stats in the interval format. */
 void lg_print_stats(FILE *f, const char *label, const lg_stats *s, double elapsed_s);
 

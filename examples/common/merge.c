@@ -151,7 +151,7 @@ static int read_run(const char *file, const jv *d, lg_result *r)
     }
     const jv *b = jv_get(d, "batching");
     if (b && b->kind == JV_OBJ) {
-        momento_batching_counters *k = &r->batch_counters;
+        momento_client_batching_stats *k = &r->batch_counters;
         double total_us, max_us;
         const jv *kpb = jv_get(b, "keys_per_batch");
         static const char *const kpb_keys[8] = {"2", "3-4", "5-8", "9-16", "17-32", "33-64",
@@ -308,8 +308,8 @@ int lg_merge(const lg_options *o, lg_options *cfg, lg_result *out)
         out->server_set_batch_rpcs += r.server_set_batch_rpcs;
         out->rpcs += r.rpcs;
         if (r.batching) {
-            momento_batching_counters *sum = &out->batch_counters;
-            const momento_batching_counters *b = &r.batch_counters;
+            momento_client_batching_stats *sum = &out->batch_counters;
+            const momento_client_batching_stats *b = &r.batch_counters;
             out->batching = true;
             sum->queued += b->queued;
             sum->batches += b->batches;

@@ -38,9 +38,8 @@ int ex_check_endpoint(const char *prog, const char *endpoint)
     /* The library's own parser decides, so an example accepts exactly the
      * endpoints the library does. */
     momento_credentials *probe;
-    const char *why = NULL;
-    if (momento_credentials_local(&probe, endpoint, &why) != MOMENTO_OK)
-        return ex_bad_option(prog, "--endpoint", endpoint, why ? why : "not HOST:PORT");
+    if (momento_credentials_local(&probe, endpoint) != MOMENTO_OK)
+        return ex_bad_option(prog, "--endpoint", endpoint, momento_refusal_reason());
     momento_credentials_free(probe);
     return 0;
 }
@@ -122,16 +121,15 @@ static void on_log(momento_log_level level, const char *message, void *ud)
 int ex_target_open(ex_target *t, const char *prog, const ex_target_options *o)
 {
     memset(t, 0, sizeof(*t));
-    const char *why = NULL;
     int rc;
     const char *endpoint = o->endpoint;
     if (endpoint) {
-        rc = o->insecure ? momento_credentials_local(&t->creds, endpoint, &why)
-                         : momento_credentials_with_endpoints(&t->creds, "", endpoint, endpoint, &why);
+        rc = o->insecure ? momento_credentials_local(&t->creds, endpoint)
+                         : momento_credentials_with_endpoints(&t->creds, "", endpoint, endpoint);
         snprintf(t->description, sizeof(t->description), "%s (%s%s)", endpoint,
                  o->insecure ? "plaintext" : "TLS", o->tls_roots ? ", trusting --tls-roots" : "");
     } else if (getenv("MOMENTO_API_KEY")) {
-        rc = momento_credentials_from_env(&t->creds, &why);
+        rc = momento_credentials_from_env(&t->creds);
         if (rc == MOMENTO_OK)
             snprintf(t->description, sizeof(t->description), "Momento at %s%s",
                      momento_credentials_cache_endpoint(t->creds),
@@ -139,14 +137,15 @@ int ex_target_open(ex_target *t, const char *prog, const ex_target_options *o)
     } else {
         rc = momento_local_start(&t->local, NULL);
         if (rc == MOMENTO_OK)
-            rc = momento_credentials_local(&t->creds, momento_local_endpoint(t->local), &why);
+            rc = momento_credentials_local(&t->creds, momento_local_endpoint(t->local));
         if (rc == MOMENTO_OK)
             snprintf(t->description, sizeof(t->description),
                      "the bundled local server at %s (no --endpoint or MOMENTO_API_KEY given)",
                      momento_local_endpoint(t->local));
     }
     if (rc != MOMENTO_OK) {
-        fprintf(stderr, "cannot set up the target: %s\n", why ? why : momento_strerror(rc));
+        fprintf(stderr, "cannot set up the target: %s %s\n", momento_strerror(rc),
+                momento_refusal_reason());
         ex_target_close(t);
         return rc;
     }

@@ -179,10 +179,10 @@ MOMENTO_EXPORT int momento_coalescing_sorted_set_length_by_score(
 
 /*
  * Counters since creation. Fields are only ever appended: pass
- * sizeof(momento_coalescer_counters) so a program built against an older header
+ * sizeof(momento_coalescer_stats) so a program built against an older header
  * keeps working.
  */
-typedef struct momento_coalescer_counters {
+typedef struct momento_coalescer_stats {
     uint64_t get_requests;      /* accepted coalescing gets */
     uint64_t get_coalesced;     /* ...of which joined an RPC in flight */
     uint64_t set_requests;
@@ -201,12 +201,12 @@ typedef struct momento_coalescer_counters {
     /* Appended with collections (docs/coalescing.md, "Collections"): */
     uint64_t read_requests;     /* accepted coalescing collection reads */
     uint64_t read_coalesced;    /* ...of which joined an identical read in flight */
-} momento_coalescer_counters;
+} momento_coalescer_stats;
 
 /* The coalescer's counters: fills *ret (at most `size` bytes of it). Returns
  * 0, or MOMENTO_ERR_INVALID_ARGUMENT when `co` or `ret` is NULL. */
-MOMENTO_EXPORT int momento_coalescer_stats(const momento_coalescer *co,
-                                           momento_coalescer_counters *ret, size_t size);
+MOMENTO_EXPORT int momento_coalescer_stats_get(const momento_coalescer *co,
+                                               momento_coalescer_stats *ret, size_t size);
 
 #ifdef __cplusplus
 }

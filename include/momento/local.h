@@ -119,6 +119,15 @@ MOMENTO_EXPORT int momento_local_options_set_tls(momento_local_options *o, const
 MOMENTO_EXPORT int momento_local_options_add_cache(momento_local_options *o, const char *name);
 
 /*
+ * A server's handle and the running server are one lifetime:
+ * momento_local_start() is the handle's `_new` (it creates the handle and
+ * binds the port, so every failure - a port in use, a bad TLS file - is
+ * reported where the handle would be made) and momento_local_stop() its
+ * `_free` (NULL-safe, as every `_free`). A `_new` / `_start` / `_stop` /
+ * `_free` split would add a handle that exists but serves nothing, which
+ * no caller has a use for; the names say what the calls do to the port.
+ * The options are an ordinary handle, momento_local_options_new() / _free().
+ *
  * Starts a server (NULL opts = defaults). Returns 0, MOMENTO_ERR_INVALID_ARGUMENT
  * (bad options, unreadable TLS files), MOMENTO_ERR_SERVER_UNAVAILABLE (the
  * address could not be bound) or MOMENTO_ERR_NO_MEMORY (also when a cache

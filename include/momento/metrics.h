@@ -1,6 +1,7 @@
 /*
  * libmomento metrics: a hook a client calls once for every request it
- * accepted, with the request's method, latency, status and attempts, for
+ * accepted (installed with momento_config_set_metrics(), in momento.h's
+ * configuration section, with its type momento_metrics_fn), with the request's method, latency, status and attempts, for
  * the application to count (examples/metrics-prometheus.c keeps
  * Prometheus-style counters and a latency histogram from it).
  *
@@ -60,7 +61,7 @@ enum {
  * you keep). Fields are only appended: a field is present when
  * offsetof(field) + sizeof(field) <= `size`.
  */
-typedef struct momento_request_metrics {
+struct momento_request_metrics { /* the typedef is momento.h's */
     size_t size;           /* sizeof(momento_request_metrics) of the library */
     /* The RPC's name as the protocol spells it: "Get", "SetIf",
      * "ListCaches", "DictionaryGet" (also for
@@ -105,20 +106,7 @@ typedef struct momento_request_metrics {
      * the collection was found, while the callback may get the element's
      * MISS. */
     const momento_result *result;
-} momento_request_metrics;
-
-/* Called once per accepted request, as described above. */
-typedef void (*momento_metrics_fn)(const momento_request_metrics *m, void *userdata);
-
-/*
- * Clients made from `cfg` call `fn(m, userdata)` for each request (NULL fn:
- * no hook, the default). `userdata` must stay valid until every such
- * client's momento_client_free() has returned. Returns 0, or
- * MOMENTO_ERR_INVALID_ARGUMENT for a NULL cfg. Like every setter, it acts
- * on clients created afterwards.
- */
-MOMENTO_EXPORT int momento_config_set_metrics(momento_config *cfg, momento_metrics_fn fn,
-                                              void *userdata);
+};
 
 #ifdef __cplusplus
 }

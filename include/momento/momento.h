@@ -22,6 +22,10 @@
  * - All functions may be called from any thread unless their comment says
  *   otherwise. Configuration and credential handles are not locked: do not
  *   modify one from two threads at once.
+ * - Statistics: an object's counters are a struct `momento_X_stats`, read
+ *   with `momento_X_stats_get(obj, &stats, sizeof(stats))` (the client's
+ *   batching, a coalescer's, a subscription's). Their fields are only
+ *   appended, so `size` tells which ones the program knows.
  * - The library never prints and never logs an API key.
  */
 #ifndef MOMENTO_MOMENTO_H
@@ -320,10 +324,19 @@ MOMENTO_EXPORT int momento_config_set_retry_exponential(momento_config *cfg,
                                                         uint32_t initial_delay_us,
                                                         uint32_t max_backoff_us);
 
-/* The client's read concern (enum momento_read_concern, below the request
- * options): BALANCED (the default) or CONSISTENT; a request's options may
- * override it. Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT. */
-MOMENTO_EXPORT int momento_config_set_read_concern(momento_config *cfg, int concern);
+/* Read concern, as the official SDKs name it: BALANCED (Momento's default)
+ * may read a replica a moment behind a write; CONSISTENT reads what was
+ * written before (sent as the `read-concern: consistent` header). */
+typedef enum momento_read_concern {
+    MOMENTO_READ_CONCERN_DEFAULT = 0, /* per request: the client's */
+    MOMENTO_READ_BALANCED = 1,
+    MOMENTO_READ_CONSISTENT = 2
+} momento_read_concern;
+/* The client's read concern: MOMENTO_READ_BALANCED (the default) or
+ * MOMENTO_READ_CONSISTENT; a request's options may override it. Returns 0,
+ * or MOMENTO_ERR_INVALID_ARGUMENT for another value (DEFAULT included). */
+MOMENTO_EXPORT int momento_config_set_read_concern(momento_config *cfg,
+                                                   momento_read_concern concern);
 
 /*
  * Connection lifetime, the SDKs' answer to load balancers and frozen
@@ -372,11 +385,19 @@ typedef enum momento_preset {
 } momento_preset;
 MOMENTO_EXPORT int momento_config_new_preset(momento_config **ret, momento_preset preset);
 
+/* Value compression, compatible with the JS SDK's compression extensions
+ * (gzip and zstd streams, recognised on read by their magic bytes). */
+typedef enum momento_compression {
+    MOMENTO_COMPRESS_DEFAULT = 0, /* per request: the client's */
+    MOMENTO_COMPRESS_NONE = 1,
+    MOMENTO_COMPRESS_GZIP = 2,
+    MOMENTO_COMPRESS_ZSTD = 3
+} momento_compression;
+
 /*
  * Value compression, in the formats of the JS SDK's compression extensions
  * (docs/api.md "Compression"). With `algo` MOMENTO_COMPRESS_GZIP or
- * MOMENTO_COMPRESS_ZSTD (enum momento_compression, below the request
- * options), every scalar write - set, the set_if family, set batches, a
+ * MOMENTO_COMPRESS_ZSTD, every scalar write - set, the set_if family, set batches, a
  * coalescer's sets - sends its value compressed (a request's options may
  * choose another algorithm, or MOMENTO_COMPRESS_NONE for that request);
  * MOMENTO_COMPRESS_NONE (the default; DEFAULT means the same here) turns it
@@ -390,7 +411,8 @@ MOMENTO_EXPORT int momento_config_new_preset(momento_config **ret, momento_prese
 #define MOMENTO_COMPRESS_LEVEL_BALANCED 0
 #define MOMENTO_COMPRESS_LEVEL_FASTEST (-1)
 #define MOMENTO_COMPRESS_LEVEL_SMALLEST (-2)
-MOMENTO_EXPORT int momento_config_set_compression(momento_config *cfg, int algo, int level);
+MOMENTO_EXPORT int momento_config_set_compression(momento_config *cfg, momento_compression algo,
+                                                  int level);
 /*
  * Automatic decompression of read values: a get's, a get batch's (each
  * item) and a coalesced get's hit whose value starts with gzip's (1f 8b)
@@ -441,6 +463,44 @@ MOMENTO_EXPORT int momento_config_set_batching(momento_config *cfg, uint32_t min
                                                uint32_t linger_us, uint32_t max_keys,
                                                uint32_t max_bytes);
 
+/*
+ * Dispatch mode, for applications with an event loop of their own (libuv,
+ * libevent, epoll; docs/threading.md): with momento_config_set_dispatch(cfg,
+ * 1) the client's callbacks - requests', coalesced waiters', a listing's and
+ * topic subscriptions' events - are not called on the client's completion
+ * thread but queued, with their result or event copied, in the order they
+ * completed, until the application calls momento_client_dispatch(). The
+ * results they get are valid until they return, as in the default mode.
+ * Blocking (_sync) calls work as always: they never wait for a dispatch.
+ * Adapters: momento/adapters/libuv.h and libevent.h. Off by default.
+ * Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT.
+ *
+ * Every guarantee of the default mode holds: exactly one callback per
+ * accepted request (with its error, a timeout, a cancellation or the
+ * client's free), for every coalesced waiter too. Callbacks still queued
+ * when momento_client_free() runs are run by it, on its thread, before it
+ * returns; momento_client_free() may be called from a dispatched callback
+ * (the dispatch running it releases the client when it returns: the
+ * caller must not use the client after that dispatch). The metrics hook
+ * (momento_config_set_metrics()) still runs on the completion thread, when
+ * the request completes. If the library cannot allocate the copy, it runs
+ * that callback on the completion thread instead rather than lose it.
+ */
+MOMENTO_EXPORT int momento_config_set_dispatch(momento_config *cfg, int enabled);
+
+/*
+ * The metrics hook (momento/metrics.h says what it promises and what the
+ * record holds): clients made from `cfg` call `fn(m, userdata)` once for
+ * each request they accept (NULL fn: no hook, the default). `userdata` must
+ * stay valid until every such client's momento_client_free() has returned.
+ * Returns 0, or MOMENTO_ERR_INVALID_ARGUMENT for a NULL cfg. Like every
+ * setter, it acts on clients created afterwards.
+ */
+typedef struct momento_request_metrics momento_request_metrics;
+typedef void (*momento_metrics_fn)(const momento_request_metrics *m, void *userdata);
+MOMENTO_EXPORT int momento_config_set_metrics(momento_config *cfg, momento_metrics_fn fn,
+                                              void *userdata);
+
 /* Getters; each returns 0 for a NULL `cfg`. */
 MOMENTO_EXPORT uint32_t momento_config_timeout_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint64_t momento_config_default_ttl_ms(const momento_config *cfg);
@@ -448,8 +508,8 @@ MOMENTO_EXPORT uint32_t momento_config_num_channels(const momento_config *cfg);
 MOMENTO_EXPORT uint32_t momento_config_stream_channels(const momento_config *cfg);
 MOMENTO_EXPORT uint32_t momento_config_keepalive_ms(const momento_config *cfg);
 MOMENTO_EXPORT uint32_t momento_config_max_idle_ms(const momento_config *cfg);
-/* The read concern set (a momento_read_concern). */
-MOMENTO_EXPORT int momento_config_read_concern(const momento_config *cfg);
+/* The read concern set (MOMENTO_READ_BALANCED unless changed). */
+MOMENTO_EXPORT momento_read_concern momento_config_read_concern(const momento_config *cfg);
 
 /* ------------------------------------------------------------- credentials */
 
@@ -477,8 +537,8 @@ typedef struct momento_credentials momento_credentials;
  * forms or the host names it carries are invalid, a v1 key's "api_key"
  * holds a control or non-ASCII character (the token travels as a header),
  * or no endpoint can be found. On failure `*ret` is untouched and
- * `*ret_reason` (when not NULL) points to a static sentence naming what is
- * wrong; it never contains any part of the key. It is not written on success.
+ * momento_refusal_reason() names what is wrong (never with any part of the
+ * key), as for every other refusal; after a success it is "".
  *
  * Not for a local server: `endpoint` is a host name without a port, and a
  * key that momento-local's token service issued names no Momento endpoint.
@@ -486,7 +546,7 @@ typedef struct momento_credentials momento_credentials;
  * momento_credentials_from_env() with MOMENTO_ENDPOINT=host:port.
  */
 MOMENTO_EXPORT int momento_credentials_from_api_key(momento_credentials **ret, const char *api_key,
-                                                    const char *endpoint, const char **ret_reason);
+                                                    const char *endpoint);
 
 /*
  * As momento_credentials_from_api_key() with the key from environment
@@ -506,7 +566,7 @@ MOMENTO_EXPORT int momento_credentials_from_api_key(momento_credentials **ret, c
  *
  * Reads the environment: not safe against concurrent setenv().
  */
-MOMENTO_EXPORT int momento_credentials_from_env(momento_credentials **ret, const char **ret_reason);
+MOMENTO_EXPORT int momento_credentials_from_env(momento_credentials **ret);
 
 /*
  * Credentials for a local server: "host:port" ("[::1]:8080" for IPv6), both
@@ -514,11 +574,10 @@ MOMENTO_EXPORT int momento_credentials_from_env(momento_credentials **ret, const
  * MOMENTO_ERR_NO_MEMORY, or MOMENTO_ERR_INVALID_ARGUMENT when `ret` or
  * `host_port` is NULL or `host_port` is not host:port (empty host, a space or
  * '/' in it, an IPv6 address without brackets, a missing or non-numeric port,
- * a port outside 1 .. 65535). The host is not resolved here. `*ret_reason`
- * as for momento_credentials_from_api_key().
+ * a port outside 1 .. 65535). The host is not resolved here.
+ * momento_refusal_reason() as for momento_credentials_from_api_key().
  */
-MOMENTO_EXPORT int momento_credentials_local(momento_credentials **ret, const char *host_port,
-                                             const char **ret_reason);
+MOMENTO_EXPORT int momento_credentials_local(momento_credentials **ret, const char *host_port);
 
 /*
  * Credentials for explicit endpoints ("host:port" each), over TLS, sending
@@ -526,12 +585,12 @@ MOMENTO_EXPORT int momento_credentials_local(momento_credentials **ret, const ch
  * deployments and TLS tests. Returns 0, MOMENTO_ERR_NO_MEMORY, or
  * MOMENTO_ERR_INVALID_ARGUMENT when an argument is NULL, an endpoint is not
  * host:port (as for momento_credentials_local()), or `token` has a control or
- * non-ASCII character. `*ret_reason` as for momento_credentials_from_api_key().
+ * non-ASCII character. momento_refusal_reason() as for
+ * momento_credentials_from_api_key().
  */
 MOMENTO_EXPORT int momento_credentials_with_endpoints(momento_credentials **ret, const char *token,
                                                       const char *cache_host_port,
-                                                      const char *control_host_port,
-                                                      const char **ret_reason);
+                                                      const char *control_host_port);
 
 MOMENTO_EXPORT void momento_credentials_free(momento_credentials *creds);
 
@@ -698,9 +757,9 @@ MOMENTO_EXPORT void momento_client_free(momento_client *c);
 /*
  * Adaptive batching's counters since the client was created
  * (momento_config_set_batching()). Fields are only appended: pass
- * sizeof(momento_batching_counters).
+ * sizeof(momento_client_batching_stats).
  */
-typedef struct momento_batching_counters {
+typedef struct momento_client_batching_stats {
     uint64_t queued;            /* requests that waited in the queue */
     uint64_t batches;           /* GetBatch and SetBatch RPCs sent from it */
     uint64_t batched_keys;      /* requests that left in those */
@@ -709,21 +768,24 @@ typedef struct momento_batching_counters {
     uint64_t keys_per_batch[8]; /* histogram: 2, 3-4, 5-8, 9-16, 17-32, 33-64, 65-128, more */
     uint64_t queued_ns_total;   /* time spent queued, summed over requests that left it */
     uint64_t queued_ns_max;
-} momento_batching_counters;
+} momento_client_batching_stats;
 /* The client's batching counters: fills *ret (at most `size` bytes). Returns
  * 0, or MOMENTO_ERR_INVALID_ARGUMENT when `c` or `ret` is NULL. Any thread. */
-MOMENTO_EXPORT int momento_client_batching_stats(const momento_client *c,
-                                                 momento_batching_counters *ret, size_t size);
+MOMENTO_EXPORT int momento_client_batching_stats_get(const momento_client *c,
+                                                     momento_client_batching_stats *ret,
+                                                     size_t size);
 
 /*
  * The application's requests accepted and not yet finished: each is counted
- * from the moment its call returns 0 (a blocking call's too) until its
- * callback has returned - so a callback sees its own request counted, and
- * once the last callback has returned the count is 0, exactly. One per
+ * from the moment its call returns 0 until its callback has returned (a
+ * blocking call: until it has its result, before it returns) - so a
+ * callback sees its own request counted, and once the last callback has
+ * returned the count is 0, exactly. One per
  * request: each coalesced waiter, each request in the batching queue, each
  * callback queued for dispatch counts once; the RPCs the library makes for
  * them (a shared RPC, a batch, a listing's pages) and topic subscriptions
- * do not. 0 for NULL. Any thread.
+ * do not. 0 for NULL. Any thread. To count only some requests (a thread's
+ * own), see momento_request_group_new().
  */
 MOMENTO_EXPORT size_t momento_client_in_flight(const momento_client *c);
 /*
@@ -740,31 +802,8 @@ MOMENTO_EXPORT size_t momento_client_in_flight(const momento_client *c);
 MOMENTO_EXPORT int momento_client_wait_idle(momento_client *c, uint32_t timeout_ms);
 
 /*
- * Dispatch mode, for applications with an event loop of their own (libuv,
- * libevent, epoll; docs/threading.md): with momento_config_set_dispatch(cfg,
- * 1) the client's callbacks - requests', coalesced waiters', a listing's and
- * topic subscriptions' events - are not called on the client's completion
- * thread but queued, with their result or event copied, in the order they
- * completed, until the application calls momento_client_dispatch(). The
- * results they get are valid until they return, as in the default mode.
- * Blocking (_sync) calls work as always: they never wait for a dispatch.
- * Adapters: momento/adapters/libuv.h and libevent.h. Off by default.
- * Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT.
- *
- * Every guarantee of the default mode holds: exactly one callback per
- * accepted request (with its error, a timeout, a cancellation or the
- * client's free), for every coalesced waiter too. Callbacks still queued
- * when momento_client_free() runs are run by it, on its thread, before it
- * returns; momento_client_free() may be called from a dispatched callback
- * (the dispatch running it releases the client when it returns: the
- * caller must not use the client after that dispatch). The metrics hook
- * (momento_config_set_metrics()) still runs on the completion thread, when
- * the request completes. If the library cannot allocate the copy, it runs
- * that callback on the completion thread instead rather than lose it.
- */
-MOMENTO_EXPORT int momento_config_set_dispatch(momento_config *cfg, int enabled);
-/*
- * The client's eventfd (Linux): readable while callbacks wait for
+ * The client's eventfd (Linux), in dispatch mode (momento_config_set_dispatch()
+ * above says what it changes): readable while callbacks wait for
  * momento_client_dispatch(). Watch it for reading in your loop; do not read,
  * write or close it. MOMENTO_ERR_INVALID_ARGUMENT for NULL or a client not
  * in dispatch mode.
@@ -821,13 +860,68 @@ MOMENTO_EXPORT void momento_cancel(momento_cancel_token *t);
 /* 1 once momento_cancel() has been called on `t`, else 0 (also for NULL). */
 MOMENTO_EXPORT int momento_cancel_token_is_cancelled(const momento_cancel_token *t);
 
+/* A request group (below): a count of some of the application's requests. */
+typedef struct momento_request_group momento_request_group;
+
+/*
+ * Request groups: waiting for some of the application's requests - a
+ * thread's own, one job's - where momento_client_wait_idle() waits for
+ * every request of the client, other threads' included (libcurl's multi
+ * handle plays this part for curl). A request joins the group its options
+ * name (momento_request_options.group, below) and is counted exactly as
+ * momento_client_in_flight() counts it: from the moment its call returns 0
+ * until its callback has returned (a blocking call: until it has its
+ * result), once per request - a coalesced waiter, a request in the
+ * batching queue or behind momento_config_set_max_concurrent_requests()'s
+ * cap, a callback queued for dispatch each count once, a listing once
+ * however many pages it takes; the RPCs the library makes for them do not.
+ * A group belongs to the client it was made for, and to that client's
+ * coalescers: a request of another client naming it is refused with
+ * MOMENTO_ERR_INVALID_ARGUMENT and a momento_refusal_reason().
+ *
+ * momento_request_group_new() creates an empty group of `c`'s requests.
+ * `c` is not copied: the group may be waited on only while `c` exists
+ * (freed and read with _in_flight() also after). Returns 0,
+ * MOMENTO_ERR_INVALID_ARGUMENT (`c` or `ret` NULL; *ret untouched) or
+ * MOMENTO_ERR_NO_MEMORY.
+ *
+ * momento_request_group_free() drops the caller's reference. Groups are
+ * reference counted, as cancel tokens are: each request counted holds a
+ * reference until its callback has returned, so the group may be freed
+ * with requests still in flight (their callbacks still run; it goes with
+ * the last). NULL-safe.
+ *
+ * momento_request_group_in_flight() returns the group's requests accepted
+ * and not yet finished; 0 for NULL.
+ *
+ * momento_request_group_wait() waits until that count is 0 - every request
+ * of the group accepted so far has finished - or `timeout_ms` (at most
+ * 86,400,000) has passed; the client's other requests are not waited for.
+ * Requests added to the group meanwhile (from callbacks too) are waited
+ * for as well. As momento_client_wait_idle(), which it mirrors, in
+ * dispatch mode it runs the client's queued callbacks on the calling
+ * thread while it waits - every group's, in order, as
+ * momento_client_dispatch() does (so one thread at a time per client, and
+ * none of them may free the client). Returns 0, MOMENTO_ERR_TIMEOUT,
+ * MOMENTO_ERR_INVALID_ARGUMENT (NULL, timeout out of range) or
+ * MOMENTO_ERR_WOULD_DEADLOCK from one of the client's callbacks (their
+ * thread is the one that ends the group's requests).
+ *
+ * Each may be called from any thread.
+ */
+MOMENTO_EXPORT int momento_request_group_new(momento_client *c, momento_request_group **ret);
+MOMENTO_EXPORT void momento_request_group_free(momento_request_group *g);
+MOMENTO_EXPORT size_t momento_request_group_in_flight(const momento_request_group *g);
+MOMENTO_EXPORT int momento_request_group_wait(momento_request_group *g, uint32_t timeout_ms);
+
 /*
  * Options for one request, the last argument before the callback of every
  * async call (before `ret` in blocking calls). NULL means the client's
  * defaults. The struct is read during the call and not kept (the token is
  * referenced, see above), so it may live on the stack and be reused.
  *
- * Initialise it with MOMENTO_REQUEST_OPTIONS_INIT: `size` tells the library
+ * Initialise it with MOMENTO_REQUEST_OPTIONS_INIT or take a pointer from
+ * MOMENTO_REQUEST_OPTIONS(...) (both below): `size` tells the library
  * which fields the program knows, so fields can be appended without breaking
  * programs built against an older header (the openat2() rule). A `size`
  * below that of the first version, or a larger one whose unknown tail is not
@@ -842,14 +936,16 @@ typedef struct momento_request_options {
     /* Cancels the request when cancelled; NULL = none. */
     momento_cancel_token *cancel;
     /* Appended after the first version: a smaller `size` leaves them 0. */
-    /* Reads: a momento_read_concern; 0 = the client's
-     * (momento_config_set_read_concern()). Other requests ignore it. */
-    int read_concern;
+    /* Reads: MOMENTO_READ_CONCERN_DEFAULT (0) = the client's
+     * (momento_config_set_read_concern()). Other requests ignore it. Like
+     * every momento enum, an int in size under the platform's C ABI (it
+     * was declared `int` before 0.2.0's release: the layout is the same). */
+    momento_read_concern read_concern;
     /* Scalar writes (set, set_if and its named forms, set_with_hash, set
-     * batches, the coalescer's sets): a momento_compression;
-     * 0 = the client's (momento_config_set_compression()). Reads ignore it:
-     * whether they decompress is the client's setting. */
-    int compression;
+     * batches, the coalescer's sets): MOMENTO_COMPRESS_DEFAULT (0) = the
+     * client's (momento_config_set_compression()). Reads ignore it: whether
+     * they decompress is the client's setting. int-sized, as read_concern. */
+    momento_compression compression;
     /* Extra request headers (gRPC metadata) sent with this request and its
      * retries: tracing ids, or momento-local's fault injection
      * (docs/server.md). `n_headers` at most MOMENTO_MAX_REQUEST_HEADERS;
@@ -861,6 +957,9 @@ typedef struct momento_request_options {
      * requests would not carry them). */
     const struct momento_header *headers;
     size_t n_headers;
+    /* Counts the request in this group (momento_request_group_new(), of the
+     * same client); NULL = none. Referenced, as the token is. */
+    momento_request_group *group;
 } momento_request_options;
 
 /* One request header (momento_request_options.headers): both strings are
@@ -871,25 +970,28 @@ typedef struct momento_header {
 } momento_header;
 #define MOMENTO_MAX_REQUEST_HEADERS 16
 
-#define MOMENTO_REQUEST_OPTIONS_INIT {sizeof(momento_request_options), 0, NULL, 0, 0, NULL, 0}
+/*
+ * Initialisers that name only `size`, so they never change as fields are
+ * appended: every other field starts 0 (NULL), its default.
+ *
+ *   momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+ *   o.timeout_ms = 500;
+ *
+ * or, for one call, a pointer to options living until the end of the
+ * enclosing block (a C99 compound literal; the arguments are designated
+ * initializers):
+ *
+ *   momento_get(c, "cache", MOMENTO_STR("k"),
+ *               MOMENTO_REQUEST_OPTIONS(.timeout_ms = 500, .cancel = tok), cb, ud);
+ *
+ * Both are C (designated initializers are C++20's; in older C++ zero the
+ * struct and set `size`). Do not name `size` among the arguments.
+ */
+#define MOMENTO_REQUEST_OPTIONS_INIT {.size = sizeof(momento_request_options)}
+#define MOMENTO_REQUEST_OPTIONS(...)                                                              \
+    (&(const momento_request_options){.size = sizeof(momento_request_options), __VA_ARGS__})
 
-/* Read concern, as the official SDKs name it: BALANCED (Momento's default)
- * may read a replica a moment behind a write; CONSISTENT reads what was
- * written before (sent as the `read-concern: consistent` header). */
-typedef enum momento_read_concern {
-    MOMENTO_READ_CONCERN_DEFAULT = 0, /* per request: the client's */
-    MOMENTO_READ_BALANCED = 1,
-    MOMENTO_READ_CONSISTENT = 2
-} momento_read_concern;
 
-/* Value compression, compatible with the JS SDK's compression extensions
- * (gzip and zstd streams, recognised on read by their magic bytes). */
-typedef enum momento_compression {
-    MOMENTO_COMPRESS_DEFAULT = 0, /* per request: the client's */
-    MOMENTO_COMPRESS_NONE = 1,
-    MOMENTO_COMPRESS_GZIP = 2,
-    MOMENTO_COMPRESS_ZSTD = 3
-} momento_compression;
 
 /*
  * Data plane, async. Arguments: `cache` is a NUL-terminated name of 1..255

@@ -136,12 +136,11 @@ MOMENTO_EXPORT uint64_t momento_result_token_valid_until(const momento_result *r
  * (the token inside it is sent), or a bare token (sent as it is). Returns 0,
  * MOMENTO_ERR_NO_MEMORY, or MOMENTO_ERR_INVALID_ARGUMENT when an argument is
  * NULL, `host_port` is not host:port, or the token has a control or non-ASCII
- * character. `*ret_reason` as for momento_credentials_from_api_key(): never
- * any part of the key.
+ * character; momento_refusal_reason() then says which, never with any part
+ * of the key.
  */
 MOMENTO_EXPORT int momento_credentials_local_with_key(momento_credentials **ret,
-                                                      const char *host_port, const char *api_key,
-                                                      const char **ret_reason);
+                                                      const char *host_port, const char *api_key);
 
 #ifdef __cplusplus
 }

@@ -155,7 +155,13 @@ typedef struct momento_subscribe_options {
     unsigned flags;                /* MOMENTO_SUBSCRIBE_* */
 } momento_subscribe_options;
 
-#define MOMENTO_SUBSCRIBE_OPTIONS_INIT {sizeof(momento_subscribe_options), 0, 0, 0, 0, 0, 0}
+/* Names only `size` (as MOMENTO_REQUEST_OPTIONS_INIT, momento.h): every
+ * other field starts 0, its default, however many are appended. C only,
+ * as that one is; MOMENTO_SUBSCRIBE_OPTIONS(...) gives a pointer to a
+ * compound literal with the designated initializers it is given. */
+#define MOMENTO_SUBSCRIBE_OPTIONS_INIT {.size = sizeof(momento_subscribe_options)}
+#define MOMENTO_SUBSCRIBE_OPTIONS(...)                                                            \
+    (&(const momento_subscribe_options){.size = sizeof(momento_subscribe_options), __VA_ARGS__})
 
 /*
  * Subscribes to `topic` of `cache` (arguments as momento_topic_publish();

@@ -55,6 +55,7 @@ struct momento__call {
     momento__transport *transport; /* the one its method is routed to */
     int attempt;                /* 1-based */
     bool no_metrics;            /* its callback reports it (call.h) */
+    momento_request_group *group; /* counted in it with the client (call.h) */
     int64_t submitted_ns;       /* for the metrics hook */
     uint8_t own_md, n_own_md;   /* md[own_md ..] are the request's own headers, copied */
     gpr_timespec deadline;      /* the request's overall deadline */
@@ -149,6 +150,7 @@ void momento__call_opts_from(const momento_client *c, const momento_request_opti
         out->read_concern = concern;
         out->unbatched = true;
     }
+    out->group = MOMENTO__OPT(opts, group);
     out->n_headers = MOMENTO__OPT(opts, n_headers);
     if (out->n_headers) {
         out->headers = MOMENTO__OPT(opts, headers);
@@ -363,6 +365,7 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
     call->rq.expect_msgs = opts->expect_msgs;
     call->submitted_ns = opts->submitted_ns;
     call->no_metrics = opts->no_metrics;
+    call->group = opts->group;
 
     if (prepare_attempt(call) != MOMENTO_OK) {
         release(call);
@@ -395,7 +398,7 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
         return rc;
     }
     if (!call->no_metrics) /* the application's, not one the library made for itself */
-        momento__request_accepted(c);
+        momento__request_accepted(c, call->group);
 
     /* The client introduces itself on its first accepted call. */
     if (!atomic_load_explicit(&c->agent_sent, memory_order_relaxed) &&
@@ -422,7 +425,7 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
         if (gated)
             gate_leave(c);
         if (!call->no_metrics)
-            momento__request_done(c);
+            momento__request_done(c, call->group);
         momento__client_retire(c, &call->track);
         release(call);
     }
@@ -637,7 +640,7 @@ static void deliver(momento__call *call)
     if (momento__metrics_on(&c->cfg) && !call->no_metrics)
         momento__metrics_rpc(&c->cfg, call->rq.method, call->rq.cache, call->submitted_ns,
                              call->rq.body, rep->msgs, rep->n_msgs, &r);
-    momento__respond(c, call->cb, &r, call->userdata, call->no_metrics);
+    momento__respond(c, call->group, call->cb, &r, call->userdata, call->no_metrics);
 
     momento__scratch_free(&scratch);
     gpr_free(message);

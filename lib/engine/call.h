@@ -54,6 +54,11 @@ typedef struct momento__call_opts {
      * a listing's own RPCs), so that each request is reported once. */
     int64_t submitted_ns;
     bool no_metrics;
+    /* The application's request group (momento_request_options.group),
+     * counted with the request wherever the client counts it; NULL for
+     * none, and for the RPCs the library makes for itself. Borrowed: the
+     * count takes a reference. */
+    momento_request_group *group;
 } momento__call_opts;
 
 /* Resolves a request's options (NULL: the client's defaults; already

@@ -14,6 +14,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "clock.h"
+#include "model/group.h"
 #include "model/validate.h"
 #include "transport/grpc/grpc_transport.h" /* the transport the client opens */
 
@@ -65,10 +66,10 @@ static void destroy(momento_client *c)
 }
 
 /* A queued callback of the application's has returned (the dispatcher's
- * `ran`): its request is done. */
-static void dispatched(momento__dispatcher *d)
+ * `ran`): its request is done. `tag` is the group respond.c pushed. */
+static void dispatched(momento__dispatcher *d, void *tag)
 {
-    momento__request_done((momento_client *)((char *)d - offsetof(momento_client, dispatch)));
+    momento__request_done((momento_client *)((char *)d - offsetof(momento_client, dispatch)), tag);
 }
 
 /* Wakes the completion thread (the transport's run() returns) when a timer
@@ -561,13 +562,16 @@ bool momento__client_closing(momento_client *c)
     return closing;
 }
 
-void momento__request_accepted(momento_client *c)
+void momento__request_accepted(momento_client *c, momento_request_group *g)
 {
+    momento__group_add(g);
     atomic_fetch_add(&c->n_requests, 1);
 }
 
-void momento__request_done(momento_client *c)
+void momento__request_done(momento_client *c, momento_request_group *g)
 {
+    /* The group first: once the client's count is 0, every group's is. */
+    momento__group_done(g);
     if (atomic_fetch_sub(&c->n_requests, 1) == 1) {
         /* Under the lock, so a waiter that saw 1 is already waiting. */
         pthread_mutex_lock(&c->lock);
@@ -581,10 +585,12 @@ size_t momento_client_in_flight(const momento_client *c)
     return c ? atomic_load(&((momento_client *)c)->n_requests) : 0;
 }
 
-int momento_client_wait_idle(momento_client *c, uint32_t timeout_ms)
+/* The one wait of momento_client_wait_idle() and momento_request_group_wait():
+ * until `*count` (broadcast on `zero` under `lock` when it drops to 0) is
+ * 0, or `timeout_ms`. */
+static int wait_zero(momento_client *c, atomic_size_t *count, pthread_mutex_t *lock,
+                     pthread_cond_t *zero, uint32_t timeout_ms)
 {
-    if (!c || timeout_ms > 86400000u)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
     /* The callbacks it would wait for run on this very thread. */
     if (momento__current_client == c || momento__dispatch_running_here(&c->dispatch))
         return MOMENTO_ERR_WOULD_DEADLOCK;
@@ -595,7 +601,7 @@ int momento_client_wait_idle(momento_client *c, uint32_t timeout_ms)
         struct pollfd p = {.fd = c->dispatch.fd, .events = POLLIN};
         for (;;) {
             momento_client_dispatch(c, 0);
-            if (atomic_load(&c->n_requests) == 0)
+            if (atomic_load(count) == 0)
                 return MOMENTO_OK;
             int64_t left = until - momento__now_ns();
             if (left <= 0)
@@ -607,13 +613,27 @@ int momento_client_wait_idle(momento_client *c, uint32_t timeout_ms)
     gpr_timespec deadline = {until / 1000000000, (int32_t)(until % 1000000000), GPR_CLOCK_MONOTONIC};
     gpr_timespec abs = gpr_convert_clock_type(deadline, GPR_CLOCK_REALTIME);
     struct timespec ts = {abs.tv_sec, abs.tv_nsec};
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(lock);
     int rc = 0;
-    while (atomic_load(&c->n_requests) > 0 && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&c->idle, &c->lock, &ts);
-    bool idle = atomic_load(&c->n_requests) == 0;
-    pthread_mutex_unlock(&c->lock);
+    while (atomic_load(count) > 0 && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(zero, lock, &ts);
+    bool idle = atomic_load(count) == 0;
+    pthread_mutex_unlock(lock);
     return idle ? MOMENTO_OK : MOMENTO_ERR_TIMEOUT;
+}
+
+int momento_client_wait_idle(momento_client *c, uint32_t timeout_ms)
+{
+    if (!c || timeout_ms > 86400000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    return wait_zero(c, &c->n_requests, &c->lock, &c->idle, timeout_ms);
+}
+
+int momento_request_group_wait(momento_request_group *g, uint32_t timeout_ms)
+{
+    if (!g || timeout_ms > 86400000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    return wait_zero(g->client, &g->n, &g->lock, &g->zero, timeout_ms);
 }
 
 int momento_client_dispatch_fd(const momento_client *c)

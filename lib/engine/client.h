@@ -227,11 +227,11 @@ void momento__client_cancel(momento_client *c, momento__tracked *t, const char *
 
 /* An application's request was accepted: counted until its callback has
  * returned (momento__request_done, from respond.c's momento__respond, or
- * after a dispatched callback).
- * Called before the request can complete; a request refused after it
+ * after a dispatched callback), and in its group `g` (NULL: none) as long
+ * (model/group.h). Called before the request can complete; a request refused after it
  * gives the count back with momento__request_done too. Any thread. */
-void momento__request_accepted(momento_client *c);
-void momento__request_done(momento_client *c);
+void momento__request_accepted(momento_client *c, momento_request_group *g);
+void momento__request_done(momento_client *c, momento_request_group *g);
 
 /* Whether the request was cancelled by momento__client_cancel(). */
 bool momento__client_cancelled(momento_client *c, momento__tracked *t);

@@ -35,6 +35,7 @@ struct momento__deferred {
     momento_callback cb;
     momento_result *result;
     momento_result fallback;
+    void *tag;                  /* the owner's, handed back to `ran` */
     /* Or a subscription's event, its strings and bytes in `data`. */
     momento_topic_callback tcb;
     momento_subscription *sub;
@@ -47,7 +48,8 @@ struct momento__deferred {
  * any: what tells its owner's free from a dispatched callback. */
 static _Thread_local const momento__dispatcher *running_for;
 
-void momento__dispatcher_init(momento__dispatcher *d, void (*ran)(momento__dispatcher *d))
+void momento__dispatcher_init(momento__dispatcher *d,
+                              void (*ran)(momento__dispatcher *d, void *tag))
 {
     memset(d, 0, sizeof(*d));
     d->fd = -1;
@@ -73,7 +75,7 @@ static void run(momento__dispatcher *d, momento__deferred *e)
         e->cb(e->result, e->userdata);
         if (e->result != &e->fallback)
             momento_result_free(e->result);
-        d->ran(d); /* news up: the owner counts the request done */
+        d->ran(d, e->tag); /* news up: the owner counts the request done */
     }
     free(e);
 }
@@ -137,7 +139,7 @@ static void enqueue(momento__dispatcher *d, momento__deferred *e)
 }
 
 int momento__dispatcher_push(momento__dispatcher *d, momento_callback cb, const momento_result *r,
-                             void *userdata)
+                             void *userdata, void *tag)
 {
     momento__deferred *e = momento__malloc(sizeof(*e));
     if (!e)
@@ -145,6 +147,7 @@ int momento__dispatcher_push(momento__dispatcher *d, momento_callback cb, const 
     memset(e, 0, sizeof(*e));
     e->cb = cb;
     e->userdata = userdata;
+    e->tag = tag;
     if (momento_result_dup(r, &e->result) != MOMENTO_OK) {
         momento__result_local_error(&e->fallback, MOMENTO_ERR_NO_MEMORY,
                                     "out of memory: the result could not be kept for dispatch");

@@ -21,8 +21,9 @@ typedef struct momento__dispatcher {
     bool on;                    /* the config's; fixed for the client's life */
     int fd;                     /* eventfd, readable while callbacks wait; -1 when off */
     /* After each queued application callback (not a topic event's) has
-     * returned, on the thread that ran it: its request is done. */
-    void (*ran)(struct momento__dispatcher *d);
+     * returned, on the thread that ran it: its request is done. `tag` is
+     * what the owner pushed with it. */
+    void (*ran)(struct momento__dispatcher *d, void *tag);
     pthread_mutex_t lock;       /* the queue and the counters below */
     momento__deferred *head, *tail;
     size_t pending;             /* queued, or being run */
@@ -32,7 +33,8 @@ typedef struct momento__dispatcher {
 } momento__dispatcher;
 
 /* Off, until enabled (0 or MOMENTO_ERR_NO_MEMORY: no eventfd). */
-void momento__dispatcher_init(momento__dispatcher *d, void (*ran)(momento__dispatcher *d));
+void momento__dispatcher_init(momento__dispatcher *d,
+                              void (*ran)(momento__dispatcher *d, void *tag));
 int momento__dispatcher_enable(momento__dispatcher *d);
 /* Callbacks queued, or being run, now (tests: lib/testing.h). Any thread. */
 size_t momento__dispatcher_pending(momento__dispatcher *d);
@@ -40,10 +42,11 @@ size_t momento__dispatcher_pending(momento__dispatcher *d);
 void momento__dispatcher_close(momento__dispatcher *d);
 
 /* Queues a copy of `r` (an error result saying so when it cannot be
- * copied) for `cb`. Returns 0, or MOMENTO_ERR_NO_MEMORY with nothing
- * queued: then the caller runs `cb` itself. Any thread. */
+ * copied) for `cb`, with the owner's `tag` for `ran` (the queue does not
+ * read it). Returns 0, or MOMENTO_ERR_NO_MEMORY with nothing queued: then
+ * the caller runs `cb` itself. Any thread. */
 int momento__dispatcher_push(momento__dispatcher *d, momento_callback cb, const momento_result *r,
-                             void *userdata);
+                             void *userdata, void *tag);
 /* The same for a subscription's event, copied with its bytes: `sub` is kept
  * alive (`ref` now, `unref` after the callback) while its event waits. */
 int momento__dispatcher_push_topic(momento__dispatcher *d, momento_topic_callback cb,

@@ -8,19 +8,28 @@
 #include "engine/client.h"
 #include "engine/dispatch.h"
 
-void momento__respond(momento_client *c, momento_callback cb, const momento_result *r,
-                      void *userdata, bool internal)
+void momento__respond(momento_client *c, momento_request_group *group, momento_callback cb,
+                      const momento_result *r, void *userdata, bool internal)
 {
     if (internal) {
         cb(r, userdata);
         return;
     }
-    if (!c->dispatch.on || cb == momento__blocking_done ||
-        momento__dispatcher_push(&c->dispatch, cb, r, userdata) != MOMENTO_OK) {
+    if (cb == momento__blocking_done) {
+        /* A blocking call counts until it has its result: given back before
+         * the wake-up, so that once the call has returned neither the client
+         * nor its group counts it any more. Never queued: the waiting
+         * thread may be the very one that would run the dispatch. */
+        momento__request_done(c, group);
+        cb(r, userdata);
+        return;
+    }
+    if (!c->dispatch.on ||
+        momento__dispatcher_push(&c->dispatch, cb, r, userdata, group) != MOMENTO_OK) {
         /* Without memory to queue it, calling back here, on the completion
          * thread, breaks the mode's thread rule but not exactly-once. */
         cb(r, userdata);
-        momento__request_done(c); /* only now: "in flight" until it returned */
+        momento__request_done(c, group); /* only now: "in flight" until it returned */
     }
 }
 

@@ -16,9 +16,10 @@
  * momento_client_dispatch(). The library's own callbacks (a coalescer's or
  * batcher's RPC, a listing's page, a blocking call's wake-up) always run at
  * once. An application's callback also ends its request's count
- * (momento__request_done) once it has returned. */
-void momento__respond(momento_client *c, momento_callback cb, const momento_result *r,
-                      void *userdata, bool internal);
+ * (momento__request_done), and in its `group` (NULL: none), once it has
+ * returned. */
+void momento__respond(momento_client *c, momento_request_group *group, momento_callback cb,
+                      const momento_result *r, void *userdata, bool internal);
 
 /* The same for a subscription's event: `sub` is kept alive (`ref`, then
  * `unref` after the callback) while its event waits. */

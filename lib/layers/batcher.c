@@ -67,6 +67,7 @@ struct momento__bmember {
     int64_t queued_ns;
     int64_t submitted_ns;          /* for the metrics hook */
     bool no_metrics;               /* a coalescer's RPC: its waiters are reported */
+    momento_request_group *group;  /* counted in it with the client (call.h) */
     uint64_t ttl_ms;
     size_t cache_len, key_len, value_len;
     uint8_t data[];                /* cache, NUL, key, value */
@@ -150,7 +151,7 @@ static void deliver(momento__bmember *m, const momento_result *r)
         momento__metrics_shared(&m->client->cfg, momento__rpcs[method].name, m_cache(m),
                                 m->submitted_ns, MOMENTO_METRICS_BATCHED, r);
     }
-    momento__respond(m->client, m->cb, r, m->userdata, m->no_metrics);
+    momento__respond(m->client, m->group, m->cb, r, m->userdata, m->no_metrics);
     momento_cancel_token_free(m->token);
     free(m);
 }
@@ -298,6 +299,7 @@ static int offer(momento_client *c, momento__bop op, const char *cache, const vo
     m->deadline = opts->deadline;
     m->submitted_ns = opts->submitted_ns;
     m->no_metrics = opts->no_metrics;
+    m->group = opts->group;
     m->ttl_ms = ttl_ms;
     m->cache_len = cache_len;
     m->key_len = key_len;
@@ -334,7 +336,7 @@ static int offer(momento_client *c, momento__bop op, const char *cache, const vo
         rc = watch_deadline(c, momento__gpr_ns(m->deadline));
     if (rc == MOMENTO_OK) {
         if (!m->no_metrics) /* counted before any retirement can deliver it */
-            momento__request_accepted(c);
+            momento__request_accepted(c, m->group);
         m->state = M_QUEUED;
         m->queued_ns = momento__now_ns();
         DL_APPEND(b->queue, m);
@@ -412,13 +414,13 @@ size_t momento__batcher_queued(momento_client *c)
     return n;
 }
 
-int momento_client_batching_stats(const momento_client *c, momento_batching_counters *ret,
-                                  size_t size)
+int momento_client_batching_stats_get(const momento_client *c,
+                                      momento_client_batching_stats *ret, size_t size)
 {
     if (!c || !ret)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     /* A client that never queued has no batcher yet: its counters are 0. */
-    momento_batching_counters snapshot;
+    momento_client_batching_stats snapshot;
     memset(&snapshot, 0, sizeof(snapshot));
     momento__batcher *b = batcher_of((momento_client *)c); /* read only */
     if (b) {

@@ -30,7 +30,7 @@ typedef struct momento__batcher {
     bool linger_armed;
     momento__timer deadline;  /* the earliest deadline in the queue */
     bool deadline_armed;
-    momento_batching_counters counters;
+    momento_client_batching_stats counters;
 } momento__batcher;
 
 /* A checked get, set or delete with resolved options, through the

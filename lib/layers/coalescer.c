@@ -69,6 +69,7 @@ typedef struct waiter {
     const char *method;
     int64_t submitted_ns;
     const char *cache;
+    momento_request_group *group;   /* counted in it with the client (call.h) */
     /* Guarded by the coalescer's lock: */
     waiter_state state;
     bool cancelled;
@@ -125,7 +126,7 @@ struct momento_coalescer {
     bool closed;
     size_t delivering;      /* on_done calls still calling waiters back: their
                              * token hooks may still take our lock */
-    momento_coalescer_counters counters;
+    momento_coalescer_stats counters;
     /* Registered with the client, which tells it of the client's writes. */
     momento__write_observer observer;
     atomic_bool detached; /* the client was freed first: not registered */
@@ -189,14 +190,14 @@ void momento_coalescer_free(momento_coalescer *co)
         destroy(co);
 }
 
-int momento_coalescer_stats(const momento_coalescer *co, momento_coalescer_counters *ret,
-                            size_t size)
+int momento_coalescer_stats_get(const momento_coalescer *co, momento_coalescer_stats *ret,
+                                size_t size)
 {
     if (!co || !ret)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     momento_coalescer *mco = (momento_coalescer *)co; /* the lock is not part of the value */
     pthread_mutex_lock(&mco->lock);
-    momento_coalescer_counters snapshot = co->counters;
+    momento_coalescer_stats snapshot = co->counters;
     pthread_mutex_unlock(&mco->lock);
     memcpy(ret, &snapshot, size < sizeof(snapshot) ? size : sizeof(snapshot));
     return MOMENTO_OK;
@@ -261,7 +262,7 @@ static void waiter_deliver(momento_client *c, waiter *w, const momento_result *r
     if (momento__metrics_on(&c->cfg))
         momento__metrics_shared(&c->cfg, w->method, w->cache, w->submitted_ns,
                                 MOMENTO_METRICS_COALESCED, r);
-    momento__respond(c, w->cb, r, w->userdata, false);
+    momento__respond(c, w->group, w->cb, r, w->userdata, false);
     waiter_free(w);
 }
 
@@ -714,6 +715,7 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, momento
     w->userdata = userdata;
     w->deadline = resolved->deadline;
     w->submitted_ns = resolved->submitted_ns;
+    w->group = resolved->group;
     w->method = momento__rpcs[op == CO_SET      ? MOMENTO__RPC_SET
                               : op == CO_DELETE ? MOMENTO__RPC_DELETE
                               : op == CO_READ   ? rpc
@@ -742,7 +744,7 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, momento
                                           : &co->counters.delete_coalesced;
 
     /* Counted before it can be answered; given back if refused. */
-    momento__request_accepted(co->client);
+    momento__request_accepted(co->client, w->group);
     pthread_mutex_lock(&co->lock);
     uint64_t in_flight = co->counters.keys_in_flight;
     /* A freed coalescer takes no new request; the waiters it has may still
@@ -759,8 +761,8 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, momento
     if (rc != MOMENTO_OK) {
         if (w->token)
             momento__cancel_hook_remove(w->token, &w->hook);
+        momento__request_done(co->client, w->group);
         waiter_free(w);
-        momento__request_done(co->client);
     }
     return rc;
 }

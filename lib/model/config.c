@@ -200,7 +200,7 @@ int momento_config_set_retry_exponential(momento_config *cfg, uint32_t max_attem
                         max_backoff_us);
 }
 
-int momento_config_set_read_concern(momento_config *cfg, int concern)
+int momento_config_set_read_concern(momento_config *cfg, momento_read_concern concern)
 {
     if (!cfg || (concern != MOMENTO_READ_BALANCED && concern != MOMENTO_READ_CONSISTENT))
         return MOMENTO_ERR_INVALID_ARGUMENT;
@@ -322,9 +322,9 @@ uint32_t momento_config_max_idle_ms(const momento_config *cfg)
     return cfg ? cfg->max_idle_ms : 0;
 }
 
-int momento_config_read_concern(const momento_config *cfg)
+momento_read_concern momento_config_read_concern(const momento_config *cfg)
 {
-    return cfg ? cfg->read_concern : 0;
+    return cfg ? (momento_read_concern)cfg->read_concern : MOMENTO_READ_CONCERN_DEFAULT;
 }
 
 int momento_config_set_metrics(momento_config *cfg, momento_metrics_fn fn, void *userdata)
@@ -336,8 +336,12 @@ int momento_config_set_metrics(momento_config *cfg, momento_metrics_fn fn, void 
     return MOMENTO_OK;
 }
 
-int momento_config_set_compression(momento_config *cfg, int algo, int level)
+int momento_config_set_compression(momento_config *cfg, momento_compression compression,
+                                   int level)
 {
+    /* As an int: a value outside the enum (its type may be unsigned) is
+     * refused, not wrapped. */
+    int algo = (int)compression;
     /* Raw levels as zlib (1..9) and zstd (1..22) take them; zstd's negative
      * "fast" levels are not offered: the SDK's levels do not reach them. */
     int max = algo == MOMENTO_COMPRESS_GZIP ? 9 : 22;

@@ -9,6 +9,7 @@
 #include "base/alloc.h"
 #include "base/base64.h"
 #include "base/json.h"
+#include "model/validate.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,10 +36,12 @@ static const char *check_token(const char *token)
     return NULL;
 }
 
-static void set_reason(const char **ret_reason, const char *why)
+/* Why credentials were refused, for momento_refusal_reason(): the one
+ * channel every refusal of the library uses. `why` is static and never
+ * holds any part of the key. */
+static void set_reason(const char *why)
 {
-    if (ret_reason)
-        *ret_reason = why;
+    momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "%s", why);
 }
 
 void momento__credentials_clear(momento_credentials *c)
@@ -262,26 +265,27 @@ static int parse_v1(const char *key, key_info *k, const char **why)
 }
 
 int momento_credentials_from_api_key(momento_credentials **ret, const char *api_key,
-                                     const char *endpoint, const char **ret_reason)
+                                     const char *endpoint)
 {
+    momento__refusal_clear(); /* a success leaves "", not an older reason */
     if (!ret || !api_key) {
-        set_reason(ret_reason, "a required argument is NULL");
+        set_reason("a required argument is NULL");
         return MOMENTO_ERR_INVALID_ARGUMENT;
     }
     if (!*api_key) {
-        set_reason(ret_reason, "the API key is empty");
+        set_reason("the API key is empty");
         return MOMENTO_ERR_INVALID_ARGUMENT;
     }
     for (const char *p = api_key; *p; p++) {
         if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f) {
-            set_reason(ret_reason, "the API key contains whitespace or a non-ASCII character");
+            set_reason("the API key contains whitespace or a non-ASCII character");
             return MOMENTO_ERR_INVALID_ARGUMENT;
         }
     }
     if (endpoint) {
         const char *why = check_base_endpoint(endpoint);
         if (why) {
-            set_reason(ret_reason, why);
+            set_reason(why);
             return MOMENTO_ERR_INVALID_ARGUMENT;
         }
     }
@@ -324,7 +328,7 @@ int momento_credentials_from_api_key(momento_credentials **ret, const char *api_
     if (rc == MOMENTO_ERR_NO_MEMORY)
         why = "out of memory";
     if (rc != MOMENTO_OK)
-        set_reason(ret_reason, why);
+        set_reason(why);
     return rc;
 }
 
@@ -340,8 +344,9 @@ static bool loopback(const char *host_port)
            a == 127 && b < 256 && c < 256 && d < 256;
 }
 
-int momento_credentials_from_env(momento_credentials **ret, const char **ret_reason)
+int momento_credentials_from_env(momento_credentials **ret)
 {
+    momento__refusal_clear(); /* a success leaves "", not an older reason */
     const char *key = getenv("MOMENTO_API_KEY");
     const char *endpoint = getenv("MOMENTO_ENDPOINT");
     if (key && !*key)
@@ -352,56 +357,55 @@ int momento_credentials_from_env(momento_credentials **ret, const char **ret_rea
      * this machine, where no key travels over a network in the clear. */
     if (endpoint && strchr(endpoint, ':')) {
         if (!ret) {
-            set_reason(ret_reason, "a required argument is NULL");
+            set_reason("a required argument is NULL");
             return MOMENTO_ERR_INVALID_ARGUMENT;
         }
         const char *why = momento__check_host_port(endpoint);
         if (why) {
-            set_reason(ret_reason, why);
+            set_reason(why);
             return MOMENTO_ERR_INVALID_ARGUMENT;
         }
         if (!loopback(endpoint)) {
-            set_reason(ret_reason,
-                       "MOMENTO_ENDPOINT is a host:port that is not this machine: a host:port "
+            set_reason("MOMENTO_ENDPOINT is a host:port that is not this machine: a host:port "
                        "is taken for a local server (plaintext), on localhost, 127.x.x.x or [::1] "
                        "only; Momento's endpoints are host names without a port");
             return MOMENTO_ERR_INVALID_ARGUMENT;
         }
-        return momento_credentials_local_with_key(ret, endpoint, key ? key : "", ret_reason);
+        return momento_credentials_local_with_key(ret, endpoint, key ? key : "");
     }
     if (!key) {
-        set_reason(ret_reason, "MOMENTO_API_KEY is not set");
+        set_reason("MOMENTO_API_KEY is not set");
         return MOMENTO_ERR_INVALID_ARGUMENT;
     }
-    return momento_credentials_from_api_key(ret, key, endpoint, ret_reason);
+    return momento_credentials_from_api_key(ret, key, endpoint);
 }
 
-int momento_credentials_local(momento_credentials **ret, const char *host_port,
-                              const char **ret_reason)
+int momento_credentials_local(momento_credentials **ret, const char *host_port)
 {
+    momento__refusal_clear(); /* a success leaves "", not an older reason */
     if (!ret || !host_port) {
-        set_reason(ret_reason, "a required argument is NULL");
+        set_reason("a required argument is NULL");
         return MOMENTO_ERR_INVALID_ARGUMENT;
     }
     const char *why = momento__check_host_port(host_port);
     if (why) {
-        set_reason(ret_reason, why);
+        set_reason(why);
         return MOMENTO_ERR_INVALID_ARGUMENT;
     }
     int rc = make_creds(ret, "", dup_str(host_port), dup_str(host_port), 0);
     if (rc != MOMENTO_OK)
-        set_reason(ret_reason, "out of memory");
+        set_reason("out of memory");
     return rc;
 }
 
 /* Declared in tokens.h, beside the disposable tokens whose keys it takes;
  * here so that momento_credentials_from_env() can make the same. */
 int momento_credentials_local_with_key(momento_credentials **ret, const char *host_port,
-                                       const char *api_key, const char **ret_reason)
+                                       const char *api_key)
 {
+    momento__refusal_clear(); /* a success leaves "", not an older reason */
     if (!ret || !host_port || !api_key) {
-        if (ret_reason)
-            *ret_reason = "a required argument is NULL";
+        set_reason("a required argument is NULL");
         return MOMENTO_ERR_INVALID_ARGUMENT;
     }
     /* A key in the v1 form carries its token as "api_key"; anything else is
@@ -427,13 +431,12 @@ int momento_credentials_local_with_key(momento_credentials **ret, const char *ho
     for (const char *p = sent; *p; p++) {
         if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f) {
             free(token);
-            if (ret_reason)
-                *ret_reason = "the key's token contains whitespace or a non-ASCII character";
+            set_reason("the key's token contains whitespace or a non-ASCII character");
             return MOMENTO_ERR_INVALID_ARGUMENT;
         }
     }
     momento_credentials *creds;
-    rc = momento_credentials_local(&creds, host_port, ret_reason);
+    rc = momento_credentials_local(&creds, host_port);
     if (rc != MOMENTO_OK) {
         free(token);
         return rc;
@@ -451,33 +454,32 @@ int momento_credentials_local_with_key(momento_credentials **ret, const char *ho
     return MOMENTO_OK;
 
 no_memory:
-    if (ret_reason)
-        *ret_reason = "out of memory";
+    set_reason("out of memory");
     return MOMENTO_ERR_NO_MEMORY;
 }
 
 int momento_credentials_with_endpoints(momento_credentials **ret, const char *token,
-                                       const char *cache_host_port, const char *control_host_port,
-                                       const char **ret_reason)
+                                       const char *cache_host_port, const char *control_host_port)
 {
+    momento__refusal_clear(); /* a success leaves "", not an older reason */
     if (!ret || !token || !cache_host_port || !control_host_port) {
-        set_reason(ret_reason, "a required argument is NULL");
+        set_reason("a required argument is NULL");
         return MOMENTO_ERR_INVALID_ARGUMENT;
     }
     const char *why = momento__check_host_port(cache_host_port);
     if (!why)
         why = momento__check_host_port(control_host_port);
     if (why) {
-        set_reason(ret_reason, why);
+        set_reason(why);
         return MOMENTO_ERR_INVALID_ARGUMENT;
     }
     if ((why = check_token(token)) != NULL) {
-        set_reason(ret_reason, why);
+        set_reason(why);
         return MOMENTO_ERR_INVALID_ARGUMENT;
     }
     int rc = make_creds(ret, token, dup_str(cache_host_port), dup_str(control_host_port), 1);
     if (rc != MOMENTO_OK)
-        set_reason(ret_reason, "out of memory");
+        set_reason("out of memory");
     return rc;
 }
 

@@ -2,6 +2,8 @@
  * uses which). */
 #include "model/validate.h"
 
+#include "model/group.h"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -274,7 +276,15 @@ int momento__check_request(const momento_client *c, const momento_request_option
         return momento__refuse(INVALID, "the client is NULL");
     if (!cb)
         return momento__refuse(INVALID, "the callback is NULL");
-    return momento__check_options(opts);
+    MOMENTO__CHECK(momento__check_options(opts));
+    /* A group counts one client's requests: another's would never let its
+     * wait end while the group's client runs (or would name a freed one). */
+    const momento_request_group *g = MOMENTO__OPT(opts, group);
+    if (g && g->client != c)
+        return momento__refuse(INVALID,
+                               "request options: the group belongs to another client "
+                               "(momento_request_group_new() of this one)");
+    return 0;
 }
 
 int momento__check_cache_request(const momento_client *c, const char *cache,

@@ -177,7 +177,7 @@ static void list_finish(list_state *st, const momento_result *r)
     if (momento__metrics_on(&st->client->cfg))
         momento__metrics_shared(&st->client->cfg, momento__rpcs[MOMENTO__RPC_LIST_CACHES].name,
                                 NULL, st->opts.submitted_ns, 0, &out);
-    momento__respond(st->client, st->cb, &out, st->userdata, false);
+    momento__respond(st->client, st->opts.group, st->cb, &out, st->userdata, false);
     for (size_t i = 0; i < st->n; i++)
         free(st->names[i]);
     free(st->names);
@@ -272,11 +272,13 @@ int momento_list_caches(momento_client *c, const momento_request_options *opts, 
     st->userdata = userdata;
     momento__call_opts_from(c, opts, &st->opts); /* every page within the first's deadline */
     st->opts.no_metrics = true;                  /* list_finish() reports the listing */
-    momento__request_accepted(c); /* the listing is one request, however many pages */
+    /* The listing is one request, however many pages: its pages are the
+     * library's own (no_metrics), so only this counts, in its group too. */
+    momento__request_accepted(c, st->opts.group);
     int rc = list_page(st, NULL);
     if (rc != MOMENTO_OK) {
+        momento__request_done(c, st->opts.group);
         free(st);
-        momento__request_done(c);
     }
     return rc;
 }

@@ -56,8 +56,7 @@ momento_local *tu_server(const momento_local_options *opts)
 momento_client *tu_client(momento_local *s, const momento_config *cfg)
 {
     momento_credentials *creds = NULL;
-    const char *why = NULL;
-    assert_int_equal(momento_credentials_local(&creds, momento_local_endpoint(s), &why), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&creds, momento_local_endpoint(s)), MOMENTO_OK);
     momento_client *c = NULL;
     assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
     momento_credentials_free(creds);
@@ -414,8 +413,7 @@ void tu_silent_stop(tu_silent *s)
 momento_client *tu_silent_client(const tu_silent *s, const momento_config *cfg)
 {
     momento_credentials *creds = NULL;
-    const char *why = NULL;
-    assert_int_equal(momento_credentials_local(&creds, s->endpoint, &why), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&creds, s->endpoint), MOMENTO_OK);
     momento_client *c = NULL;
     assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
     momento_credentials_free(creds);

@@ -22,7 +22,7 @@ int main(void)
 
     momento_credentials *creds;
     momento_client *c;
-    if (momento_credentials_local(&creds, momento_local_endpoint(srv), NULL) != MOMENTO_OK ||
+    if (momento_credentials_local(&creds, momento_local_endpoint(srv)) != MOMENTO_OK ||
         momento_client_new(&c, NULL, creds) != MOMENTO_OK) {
         fprintf(stderr, "embed: no client\n");
         momento_local_stop(srv);

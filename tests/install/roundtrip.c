@@ -10,7 +10,7 @@ int main(int argc, char **argv)
     momento_credentials *creds;
     momento_client *c;
     momento_result *r;
-    if (argc != 2 || momento_credentials_local(&creds, argv[1], NULL) != MOMENTO_OK ||
+    if (argc != 2 || momento_credentials_local(&creds, argv[1]) != MOMENTO_OK ||
         momento_client_new(&c, NULL, creds) != MOMENTO_OK)
         return 1;
     momento_credentials_free(creds);

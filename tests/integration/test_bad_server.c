@@ -32,7 +32,7 @@ static momento_client *client_for(tu_fake *f, uint32_t timeout_ms)
     momento_config_set_timeout_ms(cfg, timeout_ms);
     momento_config_set_retries(cfg, 1);
     momento_credentials *creds;
-    assert_int_equal(momento_credentials_local(&creds, tu_fake_endpoint(f), NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&creds, tu_fake_endpoint(f)), MOMENTO_OK);
     momento_client *c;
     assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
     momento_credentials_free(creds);

@@ -98,10 +98,10 @@ static void wait_all(got *gs, size_t n)
     assert_once(gs, n);
 }
 
-static momento_batching_counters stats(momento_client *c)
+static momento_client_batching_stats stats(momento_client *c)
 {
-    momento_batching_counters k;
-    assert_int_equal(momento_client_batching_stats(c, &k, sizeof(k)), MOMENTO_OK);
+    momento_client_batching_stats k;
+    assert_int_equal(momento_client_batching_stats_get(c, &k, sizeof(k)), MOMENTO_OK);
     return k;
 }
 
@@ -121,7 +121,8 @@ static void test_config_is_checked(void **state)
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_batching(cfg, 0, 0, 0, 0), MOMENTO_OK); /* off */
     momento_config_free(cfg);
-    assert_int_equal(momento_client_batching_stats(NULL, NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_client_batching_stats_get(NULL, NULL, 0),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
 }
 
 /* Off (the default) and under the threshold, nothing changes on the wire. */
@@ -213,7 +214,7 @@ static void test_queued_requests_leave_as_batches(void **state)
     assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", 0), 1);
     assert_int_equal(momento_local_rpc_count(f->server, "SetBatch", 0), 1);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
-    momento_batching_counters k = stats(c);
+    momento_client_batching_stats k = stats(c);
     assert_int_equal(k.queued, 2 * N);
     assert_int_equal(k.batches, 2);
     assert_int_equal(k.batched_keys, 2 * N);
@@ -272,7 +273,7 @@ static void test_queued_deadline_and_cancel(void **state)
     /* Only "d" left the queue: alone, as a plain Get. */
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
     assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", -1), 0);
-    momento_batching_counters k = stats(c);
+    momento_client_batching_stats k = stats(c);
     assert_int_equal(k.left_queue, 2);
     assert_int_equal(k.sent_alone, 1);
     momento_client_free(c);
@@ -358,8 +359,8 @@ static void test_coalescer_composes(void **state)
     wait_all(gs, 50);
     for (int i = 0; i < 50; i++)
         assert_int_equal(gs[i].error, MOMENTO_OK);
-    momento_coalescer_counters k;
-    momento_coalescer_stats(co, &k, sizeof(k));
+    momento_coalescer_stats k;
+    momento_coalescer_stats_get(co, &k, sizeof(k));
     assert_int_equal(k.get_coalesced, 40);
     assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", 0), 1);
     assert_int_equal(stats(c).batched_keys, 10);
@@ -411,11 +412,11 @@ static void test_abandoned_coalesced_rpc_is_withdrawn(void **state)
     /* On the wire: the held Get and one GetBatch of "p" and "q" only. */
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
     assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", -1), 1);
-    momento_batching_counters k = stats(c);
+    momento_client_batching_stats k = stats(c);
     assert_int_equal(k.left_queue, 3);
     assert_int_equal(k.batched_keys, 2);
-    momento_coalescer_counters kc;
-    momento_coalescer_stats(co, &kc, sizeof(kc));
+    momento_coalescer_stats kc;
+    momento_coalescer_stats_get(co, &kc, sizeof(kc));
     assert_int_equal(kc.rpcs_abandoned, 3);
     assert_int_equal(kc.waiters_left, 6);
     momento_coalescer_free(co);

@@ -93,10 +93,10 @@ static momento_request_options with(uint32_t timeout_ms, momento_cancel_token *t
     return o;
 }
 
-static momento_coalescer_counters counters(momento_coalescer *co)
+static momento_coalescer_stats counters(momento_coalescer *co)
 {
-    momento_coalescer_counters k;
-    assert_int_equal(momento_coalescer_stats(co, &k, sizeof(k)), MOMENTO_OK);
+    momento_coalescer_stats k;
+    assert_int_equal(momento_coalescer_stats_get(co, &k, sizeof(k)), MOMENTO_OK);
     return k;
 }
 
@@ -659,7 +659,7 @@ static void test_spread_deadlines_on_one_rpc(void **state)
             assert_int_equal(recs[i].outcome, MOMENTO_OUTCOME_MISS);
         }
     }
-    momento_coalescer_counters k = counters(co);
+    momento_coalescer_stats k = counters(co);
     assert_int_equal(k.get_requests, N);
     momento_coalescer_free(co);
     /* The free waits for every callback, so none can come after it: a

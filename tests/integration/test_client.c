@@ -491,7 +491,7 @@ static void test_eager_connect(void **state)
 
     /* Nobody listens on port 1: creation fails instead of a later call. */
     momento_credentials *creds;
-    momento_credentials_local(&creds, "127.0.0.1:1", NULL);
+    momento_credentials_local(&creds, "127.0.0.1:1");
     c = (momento_client *)0x1;
     momento_config_set_eager_connect(cfg, 300);
     assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_ERR_CONNECTION);

@@ -33,10 +33,10 @@ static momento_client *delayed_client(tu_fixture *f, const char *rpcs, int64_t m
     return c;
 }
 
-static momento_coalescer_counters counters(momento_coalescer *co)
+static momento_coalescer_stats counters(momento_coalescer *co)
 {
-    momento_coalescer_counters k;
-    assert_int_equal(momento_coalescer_stats(co, &k, sizeof(k)), MOMENTO_OK);
+    momento_coalescer_stats k;
+    assert_int_equal(momento_coalescer_stats_get(co, &k, sizeof(k)), MOMENTO_OK);
     return k;
 }
 
@@ -76,7 +76,7 @@ static void test_duplicate_gets_share_one_rpc(void **state)
     assert_int_equal(k.hits, n);
     assert_int_equal(k.bad_values, 0);  /* identical bytes for all */
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
-    momento_coalescer_counters s = counters(co);
+    momento_coalescer_stats s = counters(co);
     assert_int_equal(s.get_requests, n);
     assert_int_equal(s.get_coalesced, n - 1);
     assert_int_equal(s.peak_waiters, n);
@@ -113,7 +113,7 @@ static void test_different_values_are_separate_sets(void **state)
     assert_int_equal(tu_counter_wait(&k, 5, 10000), 5);
     assert_int_equal(k.ok, 5);
     assert_int_equal(momento_local_rpc_count(f->server, "Set", -1), 4);
-    momento_coalescer_counters s = counters(co);
+    momento_coalescer_stats s = counters(co);
     assert_int_equal(s.set_requests, 5);
     assert_int_equal(s.set_coalesced, 1);
     check_value(f->client, "s", "v1");
@@ -146,7 +146,7 @@ static void test_read_your_writes(void **state)
     assert_int_equal(len, 3);
     assert_memory_equal(v, "new", 3);
     momento_result_free(r);
-    momento_coalescer_counters s = counters(co);
+    momento_coalescer_stats s = counters(co);
     assert_int_equal(s.get_requests, 3);
     assert_int_equal(s.get_coalesced, 1);
     /* The server counts a call when it answers: wait for the held G1. */
@@ -418,7 +418,7 @@ static void test_eight_threads(void **state)
         assert_int_equal(w[i].refused, 0);
     }
     assert_int_equal(tu_counter_wait(&k, 80000, 120000), 80000);
-    momento_coalescer_counters s = counters(co);
+    momento_coalescer_stats s = counters(co);
     assert_int_equal(s.get_requests, 60000);
     assert_int_equal(s.set_requests, 20000);
     assert_int_equal(s.keys_in_flight, 0);
@@ -653,7 +653,7 @@ static void test_arguments_and_blocking(void **state)
     momento_result *r = (momento_result *)0x1;
     assert_int_equal(momento_coalescing_get_sync(NULL, "c", "k", 1, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_null(r);
-    assert_int_equal(momento_coalescer_stats(co, NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_coalescer_stats_get(co, NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(k.total, 0);
     assert_int_equal(counters(co).get_requests, 0); /* refusals are not requests */
 

@@ -512,8 +512,8 @@ static void test_coalesced_reads(void **state)
     assert_int_equal(momento_local_rpc_count(server, "DictionaryFetch", -1), fetches + 2);
     /* "a" (shared by two) and "b". */
     assert_int_equal(momento_local_rpc_count(server, "DictionaryGet", -1), gets + 2);
-    momento_coalescer_counters cc;
-    momento_coalescer_stats(co, &cc, sizeof(cc));
+    momento_coalescer_stats cc;
+    momento_coalescer_stats_get(co, &cc, sizeof(cc));
     assert_int_equal(cc.read_requests, 14);
     assert_int_equal(cc.read_coalesced, 10);
     momento_coalescer_free(co);

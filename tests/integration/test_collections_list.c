@@ -1143,8 +1143,8 @@ static void test_coalesced_reads(void **state)
                      (unsigned long long)want_rpcs[i]);
         total += sent;
     }
-    momento_coalescer_counters cc;
-    momento_coalescer_stats(co, &cc, sizeof(cc));
+    momento_coalescer_stats cc;
+    momento_coalescer_stats_get(co, &cc, sizeof(cc));
     assert_int_equal(cc.read_requests, N(sl));
     assert_int_equal(cc.read_coalesced, N(sl) - total);
     momento_coalescer_free(co);
@@ -1232,8 +1232,8 @@ static void test_coalesced_read_your_writes(void **state)
     check_write_closes_reads(c, co, read_list, push_y, "ListFetch", "x", "x,y", 0);
     check_write_closes_reads(c, co, read_list, erase_all, "ListFetch", "x,y", NULL, 0);
     check_write_closes_reads(c, co, read_zset, raise_m, "SortedSetFetch", "m:1,n:2", "n:2,m:11", 1);
-    momento_coalescer_counters cc;
-    momento_coalescer_stats(co, &cc, sizeof(cc));
+    momento_coalescer_stats cc;
+    momento_coalescer_stats_get(co, &cc, sizeof(cc));
     assert_int_equal(cc.read_requests, 6);
     assert_int_equal(cc.read_coalesced, 0);
     momento_coalescer_free(co);

@@ -188,7 +188,7 @@ static void test_connection_error(void **state)
 {
     (void)state;
     momento_credentials *creds;
-    assert_int_equal(momento_credentials_local(&creds, "127.0.0.1:1", NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&creds, "127.0.0.1:1"), MOMENTO_OK);
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_eager_connect(cfg, 300);

@@ -415,8 +415,8 @@ static void test_coalesced_waiters(void **state)
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &shorter, cb, NULL), MOMENTO_OK);
     assert_int_equal(wait_callbacks(3), 3);
     assert_in_order();
-    momento_coalescer_counters k;
-    assert_int_equal(momento_coalescer_stats(co, &k, sizeof(k)), MOMENTO_OK);
+    momento_coalescer_stats k;
+    assert_int_equal(momento_coalescer_stats_get(co, &k, sizeof(k)), MOMENTO_OK);
     assert_int_equal(k.get_coalesced, 2); /* the test's premise: one RPC for three */
 
     assert_rec(&R.recs[0], "Get", "c", MOMENTO_ERR_TIMEOUT, -1, 0);
@@ -448,8 +448,8 @@ static void test_batched_requests(void **state)
     }
     assert_int_equal(wait_callbacks(5), 5);
     assert_in_order();
-    momento_batching_counters k;
-    assert_int_equal(momento_client_batching_stats(c, &k, sizeof(k)), MOMENTO_OK);
+    momento_client_batching_stats k;
+    assert_int_equal(momento_client_batching_stats_get(c, &k, sizeof(k)), MOMENTO_OK);
     assert_int_equal(k.batches, 1); /* the test's premise */
 
     assert_rec(&R.recs[0], "Get", "c", MOMENTO_OK, 0, 1);

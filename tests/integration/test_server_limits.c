@@ -1000,8 +1000,7 @@ static void test_fill_stays_within_memory(void **state)
     snprintf(ep, sizeof(ep), "%.*s", (int)strcspn(at + 13, "\r\n"), at + 13);
 
     momento_credentials *creds;
-    const char *why;
-    assert_int_equal(momento_credentials_local(&creds, ep, &why), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&creds, ep), MOMENTO_OK);
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000));
@@ -1112,7 +1111,7 @@ static void stop_binary(child *ch)
 static momento_client *client_at(const char *ep)
 {
     momento_credentials *creds;
-    assert_int_equal(momento_credentials_local(&creds, ep, NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&creds, ep), MOMENTO_OK);
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000));

@@ -69,7 +69,7 @@ static momento_client *tls_client(momento_local *s, bool trust_ca)
         assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);
     momento_credentials *creds;
     const char *ep = momento_local_endpoint(s);
-    assert_int_equal(momento_credentials_with_endpoints(&creds, "", ep, ep, NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_with_endpoints(&creds, "", ep, ep), MOMENTO_OK);
     assert_int_equal(momento_credentials_uses_tls(creds), 1);
     momento_client *c;
     assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
@@ -154,9 +154,9 @@ static void test_roots_file_validation(void **state)
     assert_int_equal(momento_config_set_tls_roots_file(cfg, NULL), MOMENTO_OK);
     momento_config_free(cfg);
     momento_credentials *creds = NULL;
-    assert_int_equal(momento_credentials_with_endpoints(&creds, "t", "127.0.0.1", "127.0.0.1:1", NULL),
+    assert_int_equal(momento_credentials_with_endpoints(&creds, "t", "127.0.0.1", "127.0.0.1:1"),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_credentials_with_endpoints(&creds, "t\n", "a:1", "a:1", NULL),
+    assert_int_equal(momento_credentials_with_endpoints(&creds, "t\n", "a:1", "a:1"),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_null(creds);
 }
@@ -193,7 +193,7 @@ static momento_client *token_client(momento_local *s, const char *token)
     assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);
     momento_credentials *creds;
     const char *ep = momento_local_endpoint(s);
-    assert_int_equal(momento_credentials_with_endpoints(&creds, token, ep, ep, NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_with_endpoints(&creds, token, ep, ep), MOMENTO_OK);
     momento_client *c;
     assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
     momento_credentials_free(creds);

@@ -73,9 +73,8 @@ static char *issue(momento_token_scope *scope, uint32_t seconds)
 static momento_client *client_with(momento_local *s, const char *key)
 {
     momento_credentials *creds = NULL;
-    const char *why = NULL;
     assert_int_equal(
-        momento_credentials_local_with_key(&creds, momento_local_endpoint(s), key, &why),
+        momento_credentials_local_with_key(&creds, momento_local_endpoint(s), key),
         MOMENTO_OK);
     momento_client *c = NULL;
     assert_int_equal(momento_client_new(&c, NULL, creds), MOMENTO_OK);
@@ -135,7 +134,7 @@ static void test_result_and_key(void **state)
     assert_true(month_until >= before + DAYS30 && month_until <= (int64_t)time(NULL) + DAYS30);
     momento_credentials *mc = NULL;
     assert_int_equal(momento_credentials_local_with_key(&mc, momento_local_endpoint(server),
-                                                        momento_result_token_api_key(month), NULL),
+                                                        momento_result_token_api_key(month)),
                      MOMENTO_OK);
     momento_client *mclient = NULL;
     assert_int_equal(momento_client_new(&mclient, NULL, mc), MOMENTO_OK);
@@ -162,7 +161,7 @@ static void test_result_and_key(void **state)
     /* ...which momento_credentials_from_api_key() reads (with an endpoint:
      * a local server's host:port is no base endpoint). */
     momento_credentials *creds = NULL;
-    assert_int_equal(momento_credentials_from_api_key(&creds, key, "cell-1.example.com", NULL),
+    assert_int_equal(momento_credentials_from_api_key(&creds, key, "cell-1.example.com"),
                      MOMENTO_OK);
     assert_string_equal(creds->token, token);
     momento_credentials_free(creds);
@@ -691,7 +690,7 @@ static void test_out_of_memory(void **state)
     momento_token_scope_free(s);
     atomic_store(&momento__alloc_countdown, 0);
     momento_credentials *creds = NULL;
-    assert_int_equal(momento_credentials_local_with_key(&creds, "127.0.0.1:9", "t", NULL),
+    assert_int_equal(momento_credentials_local_with_key(&creds, "127.0.0.1:9", "t"),
                      MOMENTO_ERR_NO_MEMORY);
     atomic_store(&momento__alloc_countdown, -1);
     assert_null(creds);
@@ -774,26 +773,25 @@ static void test_token_endpoint(void **state)
     (void)state;
     momento_credentials *creds = NULL;
     assert_int_equal(
-        momento_credentials_from_api_key(&creds, "a.eyJ0IjoiZyJ9.c", "cell-1.example.com", NULL),
+        momento_credentials_from_api_key(&creds, "a.eyJ0IjoiZyJ9.c", "cell-1.example.com"),
         MOMENTO_OK);
     assert_string_equal(creds->token_endpoint, "token.cell-1.example.com:443");
     momento_credentials_free(creds);
-    assert_int_equal(momento_credentials_local(&creds, "127.0.0.1:9", NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&creds, "127.0.0.1:9"), MOMENTO_OK);
     assert_string_equal(creds->token_endpoint, "127.0.0.1:9");
     momento_credentials_free(creds);
     assert_int_equal(
-        momento_credentials_with_endpoints(&creds, "", "cache.x.io:443", "control.x.io:443", NULL),
+        momento_credentials_with_endpoints(&creds, "", "cache.x.io:443", "control.x.io:443"),
         MOMENTO_OK);
     assert_string_equal(creds->token_endpoint, "token.x.io:443");
     momento_credentials_free(creds);
-    const char *why = NULL;
-    assert_int_equal(momento_credentials_local_with_key(&creds, "127.0.0.1:9", "bad token", &why),
+    assert_int_equal(momento_credentials_local_with_key(&creds, "127.0.0.1:9", "bad token"),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_non_null(why);
-    assert_null(strstr(why, "bad token"));
-    assert_int_equal(momento_credentials_local_with_key(&creds, "no-port", "t", NULL),
+    assert_true(*momento_refusal_reason()); /* not "" */
+    assert_null(strstr(momento_refusal_reason(), "bad token"));
+    assert_int_equal(momento_credentials_local_with_key(&creds, "no-port", "t"),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_credentials_local_with_key(NULL, "127.0.0.1:9", "t", NULL),
+    assert_int_equal(momento_credentials_local_with_key(NULL, "127.0.0.1:9", "t"),
                      MOMENTO_ERR_INVALID_ARGUMENT);
 }
 

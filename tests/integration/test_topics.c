@@ -1045,7 +1045,7 @@ static bool fake_stream(void *arg, size_t call, size_t i, grpc_slice *msg)
 static momento_client *fake_client(const tu_fake *f)
 {
     momento_credentials *cr = NULL;
-    assert_int_equal(momento_credentials_local(&cr, tu_fake_endpoint(f), NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&cr, tu_fake_endpoint(f)), MOMENTO_OK);
     momento_client *c = NULL;
     assert_int_equal(momento_client_new(&c, NULL, cr), MOMENTO_OK);
     momento_credentials_free(cr);

@@ -193,7 +193,7 @@ static void test_kill_and_restart_mid_subscription(void **state)
     char endpoint[32];
     snprintf(endpoint, sizeof(endpoint), "127.0.0.1:%d", port);
     momento_credentials *cr = NULL;
-    assert_int_equal(momento_credentials_local(&cr, endpoint, NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&cr, endpoint), MOMENTO_OK);
     momento_client *subc = NULL, *pubc = NULL;
     assert_int_equal(momento_client_new(&subc, NULL, cr), MOMENTO_OK);
     assert_int_equal(momento_client_new(&pubc, NULL, cr), MOMENTO_OK);

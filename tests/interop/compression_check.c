@@ -55,7 +55,7 @@ static momento_client *client(const char *endpoint, int algo, int level, int dec
         momento_config_set_compression(cfg, algo, level);
     if (decompress >= 0)
         momento_config_set_decompression(cfg, decompress, 0);
-    if (momento_credentials_local(&creds, endpoint, NULL) != MOMENTO_OK ||
+    if (momento_credentials_local(&creds, endpoint) != MOMENTO_OK ||
         momento_client_new(&c, cfg, creds) != MOMENTO_OK)
         exit(1);
     momento_credentials_free(creds);

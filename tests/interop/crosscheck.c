@@ -561,7 +561,7 @@ int main(int argc, char **argv)
     }
     momento_credentials *creds;
     momento_client *c;
-    if (momento_credentials_local(&creds, argv[2], NULL) != MOMENTO_OK ||
+    if (momento_credentials_local(&creds, argv[2]) != MOMENTO_OK ||
         momento_client_new(&c, NULL, creds) != MOMENTO_OK)
         return 1;
     momento_credentials_free(creds);

@@ -267,10 +267,9 @@ static void *short_thread(void *arg)
 static momento_client *new_client(void)
 {
     momento_credentials *creds = NULL;
-    const char *why = NULL;
     momento_config *cfg = NULL;
     momento_client *c = NULL;
-    if (momento_credentials_local(&creds, momento_local_endpoint(server), &why) != MOMENTO_OK ||
+    if (momento_credentials_local(&creds, momento_local_endpoint(server)) != MOMENTO_OK ||
         momento_config_new(&cfg) != MOMENTO_OK ||
         momento_config_set_timeout_ms(cfg, 60000) != MOMENTO_OK ||
         momento_config_set_keepalive(cfg, 0, 0) != MOMENTO_OK ||

@@ -536,10 +536,9 @@ static momento_client *new_client(const char *id, const char *delay_ms, const ch
                                   int dispatch)
 {
     momento_credentials *creds = NULL;
-    const char *why = NULL;
     momento_config *cfg = NULL;
     momento_client *c = NULL;
-    if (momento_credentials_local(&creds, momento_local_endpoint(server), &why) != MOMENTO_OK ||
+    if (momento_credentials_local(&creds, momento_local_endpoint(server)) != MOMENTO_OK ||
         momento_config_new(&cfg) != MOMENTO_OK ||
         momento_config_set_timeout_ms(cfg, CLIENT_TIMEOUT_MS) != MOMENTO_OK ||
         /* No keepalive: a slow (instrumented) process must not lose its
@@ -698,13 +697,13 @@ int main(int argc, char **argv)
      * what is still queued then runs inside the free. */
     atomic_store(&dispatcher_stop, true);
     pthread_join(dispatcher_thread, NULL);
-    momento_coalescer_counters k[N_CLIENTS];
-    momento_batching_counters bk[N_CLIENTS];
+    momento_coalescer_stats k[N_CLIENTS];
+    momento_client_batching_stats bk[N_CLIENTS];
     for (int i = 0; i < N_CLIENTS; i++) {
         if (i == SLOW_CLIENT)
             continue;
-        momento_coalescer_stats(coalescers[i], &k[i], sizeof(k[i]));
-        momento_client_batching_stats(clients[i], &bk[i], sizeof(bk[i]));
+        momento_coalescer_stats_get(coalescers[i], &k[i], sizeof(k[i]));
+        momento_client_batching_stats_get(clients[i], &bk[i], sizeof(bk[i]));
         momento_coalescer_free(coalescers[i]);
         momento_client_free(clients[i]);
     }

@@ -72,7 +72,7 @@ static void test_replaced_in_the_window(void **state)
     momento_credentials *creds;
     grpc_init();
     assert_int_equal(momento_config_new(&cfg), 0);
-    assert_int_equal(momento_credentials_local(&creds, "127.0.0.1:9", NULL), 0);
+    assert_int_equal(momento_credentials_local(&creds, "127.0.0.1:9"), 0);
     assert_int_equal(momento__channels_open(&chans, cfg, creds), 0);
     chans.max_age_ns = 50 * 1000000ll; /* the config's least is 1 s */
     momento__channel_take_pause = pause_in_window;

@@ -57,14 +57,13 @@ static char *jwt(const char *claims)
 static void expect_reject(const char *key, const char *endpoint, const char *reason_part)
 {
     momento_credentials *c = (momento_credentials *)0x1;
-    const char *why = NULL;
-    assert_int_equal(momento_credentials_from_api_key(&c, key, endpoint, &why),
+    assert_int_equal(momento_credentials_from_api_key(&c, key, endpoint),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_ptr_equal(c, (momento_credentials *)0x1); /* untouched on failure */
-    assert_non_null(why);
-    if (reason_part && !strstr(why, reason_part))
-        fail_msg("reason '%s' does not mention '%s'", why, reason_part);
-    if (key && strlen(key) > 8 && strstr(why, key))
+    assert_true(*momento_refusal_reason()); /* not "" */
+    if (reason_part && !strstr(momento_refusal_reason(), reason_part))
+        fail_msg("reason '%s' does not mention '%s'", momento_refusal_reason(), reason_part);
+    if (key && strlen(key) > 8 && strstr(momento_refusal_reason(), key))
         fail_msg("reason echoes the key");
 }
 
@@ -73,7 +72,7 @@ static void test_v1_key(void **state)
     (void)state;
     char *key = b64("{\"endpoint\":\"cell-1.example.com\",\"api_key\":\"tok-123\"}", 0);
     momento_credentials *c = NULL;
-    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL), MOMENTO_OK);
     assert_string_equal(momento_credentials_cache_endpoint(c), "cache.cell-1.example.com:443");
     assert_string_equal(momento_credentials_control_endpoint(c), "control.cell-1.example.com:443");
     assert_string_equal(c->token, "tok-123");
@@ -81,7 +80,7 @@ static void test_v1_key(void **state)
     momento_credentials_free(c);
 
     /* An explicit endpoint overrides the key's own. */
-    assert_int_equal(momento_credentials_from_api_key(&c, key, "other.example.org", NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_from_api_key(&c, key, "other.example.org"), MOMENTO_OK);
     assert_string_equal(momento_credentials_cache_endpoint(c), "cache.other.example.org:443");
     assert_string_equal(c->token, "tok-123");
     momento_credentials_free(c);
@@ -93,7 +92,7 @@ static void test_v1_key_escapes_and_unpadded(void **state)
     (void)state;
     char *key = b64("{\"api_key\":\"a\\\"b\\u0041\",\"endpoint\":\"e.example.com\"}", 1);
     momento_credentials *c = NULL;
-    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL), MOMENTO_OK);
     assert_string_equal(c->token, "a\"bA");
     momento_credentials_free(c);
     free(key);
@@ -124,15 +123,14 @@ static void test_v1_token_characters(void **state)
     /* Every printable ASCII character is a usable token character. */
     char *key = b64("{\"api_key\":\"a ~!#$%&'()*+,-./:;<=>?@[]^_`{|}z\",\"endpoint\":\"e.example.com\"}", 0);
     momento_credentials *c = NULL;
-    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL), MOMENTO_OK);
     momento_credentials_free(c);
     free(key);
     /* The other constructors apply the same rule. */
-    const char *why = NULL;
-    assert_int_equal(momento_credentials_with_endpoints(&c, "t\x01k", "h:1", "h:1", &why),
+    assert_int_equal(momento_credentials_with_endpoints(&c, "t\x01k", "h:1", "h:1"),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(why, "control or non-ASCII"));
-    assert_int_equal(momento_credentials_from_api_key(&c, "a.b\x7f.c", "e.example.com", &why),
+    assert_non_null(strstr(momento_refusal_reason(), "control or non-ASCII"));
+    assert_int_equal(momento_credentials_from_api_key(&c, "a.b\x7f.c", "e.example.com"),
                      MOMENTO_ERR_INVALID_ARGUMENT);
 }
 
@@ -141,7 +139,7 @@ static void test_legacy_jwt(void **state)
     (void)state;
     char *key = jwt("{\"sub\":\"x\",\"c\":\"cache.cell-9.example.com\",\"cp\":\"control.cell-9.example.com\"}");
     momento_credentials *c = NULL;
-    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL), MOMENTO_OK);
     assert_string_equal(momento_credentials_cache_endpoint(c), "cache.cell-9.example.com:443");
     assert_string_equal(momento_credentials_control_endpoint(c), "control.cell-9.example.com:443");
     assert_string_equal(c->token, key); /* the whole JWT is the token */
@@ -155,7 +153,7 @@ static void test_current_key_needs_endpoint(void **state)
     char *key = jwt("{\"t\":\"g\",\"id\":\"abc\"}");
     expect_reject(key, NULL, "endpoint");
     momento_credentials *c = NULL;
-    assert_int_equal(momento_credentials_from_api_key(&c, key, "cell-4-us-west-2-1.prod.a.momentohq.com", NULL),
+    assert_int_equal(momento_credentials_from_api_key(&c, key, "cell-4-us-west-2-1.prod.a.momentohq.com"),
                      MOMENTO_OK);
     assert_string_equal(momento_credentials_cache_endpoint(c),
                         "cache.cell-4-us-west-2-1.prod.a.momentohq.com:443");
@@ -173,13 +171,12 @@ static void test_from_env(void **state)
     setenv("MOMENTO_API_KEY", key, 1);
     setenv("MOMENTO_ENDPOINT", "env.example.com", 1);
     momento_credentials *c = NULL;
-    assert_int_equal(momento_credentials_from_env(&c, NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_from_env(&c), MOMENTO_OK);
     assert_string_equal(momento_credentials_cache_endpoint(c), "cache.env.example.com:443");
     momento_credentials_free(c);
     unsetenv("MOMENTO_API_KEY");
-    const char *why = NULL;
-    assert_int_equal(momento_credentials_from_env(&c, &why), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(why, "MOMENTO_API_KEY"));
+    assert_int_equal(momento_credentials_from_env(&c), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(momento_refusal_reason(), "MOMENTO_API_KEY"));
     unsetenv("MOMENTO_ENDPOINT");
     free(key);
 }
@@ -194,8 +191,8 @@ static void test_from_env_local(void **state)
     for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++) {
         setenv("MOMENTO_ENDPOINT", local[i], 1);
         momento_credentials *c = NULL;
-        const char *why = "unset";
-        assert_int_equal(momento_credentials_from_env(&c, &why), MOMENTO_OK);
+        assert_int_equal(momento_credentials_from_env(&c), MOMENTO_OK);
+        assert_string_equal(momento_refusal_reason(), ""); /* no older reason */
         assert_string_equal(momento_credentials_cache_endpoint(c), local[i]);
         assert_string_equal(momento_credentials_control_endpoint(c), local[i]);
         assert_int_equal(momento_credentials_uses_tls(c), 0);
@@ -206,7 +203,7 @@ static void test_from_env_local(void **state)
     setenv("MOMENTO_API_KEY", "tok-local", 1);
     setenv("MOMENTO_ENDPOINT", "127.0.0.1:8080", 1);
     momento_credentials *c = NULL;
-    assert_int_equal(momento_credentials_from_env(&c, NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_from_env(&c), MOMENTO_OK);
     assert_string_equal(c->token, "tok-local");
     momento_credentials_free(c);
     /* Not this machine, or not a host:port: refused, saying why. */
@@ -219,13 +216,13 @@ static void test_from_env_local(void **state)
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         setenv("MOMENTO_ENDPOINT", refused[i][0], 1);
-        const char *why = NULL;
         c = (momento_credentials *)0x1;
-        assert_int_equal(momento_credentials_from_env(&c, &why), MOMENTO_ERR_INVALID_ARGUMENT);
+        assert_int_equal(momento_credentials_from_env(&c), MOMENTO_ERR_INVALID_ARGUMENT);
         assert_ptr_equal(c, (momento_credentials *)0x1); /* untouched */
-        assert_non_null(why);
-        if (!strstr(why, refused[i][1]))
-            fail_msg("%s: reason \"%s\" does not say \"%s\"", refused[i][0], why, refused[i][1]);
+        assert_true(*momento_refusal_reason()); /* not "" */
+        if (!strstr(momento_refusal_reason(), refused[i][1]))
+            fail_msg("%s: reason \"%s\" does not say \"%s\"", refused[i][0],
+                     momento_refusal_reason(), refused[i][1]);
     }
     unsetenv("MOMENTO_API_KEY");
     unsetenv("MOMENTO_ENDPOINT");
@@ -279,29 +276,28 @@ static void test_local_endpoints(void **state)
 {
     (void)state;
     momento_credentials *c = NULL;
-    assert_int_equal(momento_credentials_local(&c, "127.0.0.1:8080", NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&c, "127.0.0.1:8080"), MOMENTO_OK);
     assert_string_equal(momento_credentials_cache_endpoint(c), "127.0.0.1:8080");
     assert_string_equal(momento_credentials_control_endpoint(c), "127.0.0.1:8080");
     assert_int_equal(momento_credentials_uses_tls(c), 0);
     assert_string_equal(c->token, "");
     momento_credentials_free(c);
-    assert_int_equal(momento_credentials_local(&c, "[::1]:9", NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&c, "[::1]:9"), MOMENTO_OK);
     momento_credentials_free(c);
-    assert_int_equal(momento_credentials_local(&c, "localhost:1", NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&c, "localhost:1"), MOMENTO_OK);
     momento_credentials_free(c);
 
     static const char *bad[] = {"", "127.0.0.1", "127.0.0.1:", ":8080", "127.0.0.1:0",
                                 "127.0.0.1:65536", "127.0.0.1:80x", "::1:8080", "[::1]8080",
                                 "[]:80", "host name:80", "127.0.0.1:99999999999"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        const char *why = NULL;
         c = NULL;
-        assert_int_equal(momento_credentials_local(&c, bad[i], &why), MOMENTO_ERR_INVALID_ARGUMENT);
+        assert_int_equal(momento_credentials_local(&c, bad[i]), MOMENTO_ERR_INVALID_ARGUMENT);
         assert_null(c);
-        assert_non_null(why);
+        assert_true(*momento_refusal_reason()); /* not "" */
     }
-    assert_int_equal(momento_credentials_local(NULL, "127.0.0.1:1", NULL), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_credentials_local(&c, NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_credentials_local(NULL, "127.0.0.1:1"), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_credentials_local(&c, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
     momento_credentials_free(NULL);
 }
 

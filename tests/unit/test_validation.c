@@ -29,7 +29,7 @@ static int setup(void **state)
 {
     (void)state;
     momento_credentials *creds;
-    assert_int_equal(momento_credentials_local(&creds, "127.0.0.1:1", NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&creds, "127.0.0.1:1"), MOMENTO_OK);
     assert_int_equal(momento_client_new(&client, NULL, creds), MOMENTO_OK);
     momento_credentials_free(creds);
     return 0;
@@ -205,12 +205,12 @@ static void test_config_and_local_refusals(void **state)
     REFUSED(momento_config_set_num_channels(NULL, 1));
     REFUSED(momento_config_set_default_ttl_ms(NULL, 1));
     momento_credentials *c = NULL;
-    REFUSED(momento_credentials_from_api_key(NULL, "k", NULL, NULL));
-    REFUSED(momento_credentials_from_api_key(&c, NULL, NULL, NULL));
-    REFUSED(momento_credentials_with_endpoints(&c, NULL, "a:1", "a:1", NULL));
-    REFUSED(momento_credentials_with_endpoints(&c, "", "a:0", "a:1", NULL));
-    REFUSED(momento_credentials_with_endpoints(&c, "", "a:1", "a", NULL));
-    REFUSED(momento_credentials_from_env(NULL, NULL));
+    REFUSED(momento_credentials_from_api_key(NULL, "k", NULL));
+    REFUSED(momento_credentials_from_api_key(&c, NULL, NULL));
+    REFUSED(momento_credentials_with_endpoints(&c, NULL, "a:1", "a:1"));
+    REFUSED(momento_credentials_with_endpoints(&c, "", "a:0", "a:1"));
+    REFUSED(momento_credentials_with_endpoints(&c, "", "a:1", "a"));
+    REFUSED(momento_credentials_from_env(NULL));
     assert_null(c);
     assert_string_equal(momento_credentials_cache_endpoint(NULL), "");
     assert_int_equal(momento_credentials_uses_tls(NULL), 0);
@@ -225,6 +225,57 @@ static void test_config_and_local_refusals(void **state)
     assert_null(momento_result_item(NULL, 0));
     assert_int_equal(momento_result_item_count(NULL), 0);
     momento_set_log_callback(NULL, NULL);
+}
+
+/* The enums of the options' fields and setters are int-sized, so the
+ * struct's layout is the one it had with `int` fields. */
+_Static_assert(sizeof(momento_read_concern) == sizeof(int), "read concern is int-sized");
+_Static_assert(sizeof(momento_compression) == sizeof(int), "compression is int-sized");
+
+/* The initializers name only `size`: every other field is 0, and the
+ * compound-literal form passes options the library accepts as they are. */
+static void test_options_initializers(void **state)
+{
+    (void)state;
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT, zero;
+    memset(&zero, 0, sizeof(zero));
+    zero.size = sizeof(zero);
+    assert_int_equal(o.size, sizeof(momento_request_options));
+    assert_memory_equal(&o, &zero, sizeof(o));
+    momento_subscribe_options so = MOMENTO_SUBSCRIBE_OPTIONS_INIT;
+    assert_int_equal(so.size, sizeof(momento_subscribe_options));
+    assert_int_equal(so.resume_at_sequence_number + so.flags + so.idle_timeout_ms, 0);
+    assert_int_equal(MOMENTO_SUBSCRIBE_OPTIONS(.flags = 1)->flags, 1);
+
+    const momento_request_options *p = MOMENTO_REQUEST_OPTIONS(.timeout_ms = 250);
+    assert_int_equal(p->size, sizeof(momento_request_options));
+    assert_int_equal(p->timeout_ms, 250);
+    assert_null(p->cancel);
+    /* Refused for the field it sets, not for its size. */
+    REFUSED(momento_get(client, "c", "k", 1, MOMENTO_REQUEST_OPTIONS(.timeout_ms = 86400001u), cb,
+                        NULL));
+    assert_non_null(strstr(momento_refusal_reason(), "timeout_ms"));
+    REFUSED(momento_get(client, "c", "k", 1,
+                        MOMENTO_REQUEST_OPTIONS(.read_concern = (momento_read_concern)7), cb, NULL));
+    assert_non_null(strstr(momento_refusal_reason(), "read_concern"));
+    REFUSED(momento_set(client, "c", "k", 1, "v", 1, 0,
+                        MOMENTO_REQUEST_OPTIONS(.compression = (momento_compression)-1), cb, NULL));
+    assert_non_null(strstr(momento_refusal_reason(), "compression"));
+
+    /* The setters take the enums, and refuse what is not one of them. */
+    momento_config *cfg;
+    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    assert_int_equal(momento_config_read_concern(cfg), MOMENTO_READ_BALANCED);
+    assert_int_equal(momento_config_set_read_concern(cfg, MOMENTO_READ_CONSISTENT), MOMENTO_OK);
+    assert_int_equal(momento_config_read_concern(cfg), MOMENTO_READ_CONSISTENT);
+    REFUSED(momento_config_set_read_concern(cfg, MOMENTO_READ_CONCERN_DEFAULT));
+    REFUSED(momento_config_set_read_concern(cfg, (momento_read_concern)-1));
+    assert_int_equal(momento_config_read_concern(cfg), MOMENTO_READ_CONSISTENT);
+    assert_int_equal(momento_config_read_concern(NULL), MOMENTO_READ_CONCERN_DEFAULT);
+    assert_int_equal(momento_config_set_compression(cfg, MOMENTO_COMPRESS_ZSTD, 3), MOMENTO_OK);
+    REFUSED(momento_config_set_compression(cfg, (momento_compression)-1, 0));
+    REFUSED(momento_config_set_compression(cfg, (momento_compression)4, 0));
+    momento_config_free(cfg);
 }
 
 static void test_result_accessors_null_safe(void **state)
@@ -255,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_sync_refusals),
         cmocka_unit_test(test_scalar_and_batch_refusals),
         cmocka_unit_test(test_config_and_local_refusals),
+        cmocka_unit_test(test_options_initializers),
         cmocka_unit_test(test_result_accessors_null_safe),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);

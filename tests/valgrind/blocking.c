@@ -49,15 +49,14 @@ int main(int argc, char **argv)
     momento_config *cfg = NULL;
     momento_client *client = NULL;
     momento_result *r = NULL;
-    const char *why = NULL;
     int status = 1;
 
     int rc = momento_local_start(&local, NULL);
     if (rc != MOMENTO_OK)
         return fail("starting momento-local", rc);
-    rc = momento_credentials_local(&creds, momento_local_endpoint(local), &why);
+    rc = momento_credentials_local(&creds, momento_local_endpoint(local));
     if (rc != MOMENTO_OK) {
-        fprintf(stderr, "blocking: credentials: %s\n", why);
+        fprintf(stderr, "blocking: credentials: %s\n", momento_refusal_reason());
         goto out;
     }
     /* Valgrind runs everything many times slower: a generous deadline, so

@@ -13,7 +13,7 @@ int main(void)
 {
     momento_credentials *creds;
     momento_client *c;
-    if (momento_credentials_from_env(&creds, NULL) != MOMENTO_OK)
+    if (momento_credentials_from_env(&creds) != MOMENTO_OK)
         return 1;
     int rc = momento_client_new(&c, NULL, creds);
     momento_credentials_free(creds);

@@ -19,7 +19,7 @@ int main(void)
     momento_credentials *creds;
     momento_config *cfg;
     momento_client *c;
-    if (momento_credentials_from_env(&creds, NULL) != MOMENTO_OK ||
+    if (momento_credentials_from_env(&creds) != MOMENTO_OK ||
         momento_config_new(&cfg) != MOMENTO_OK)
         return 1;
     momento_config_set_dispatch(cfg, 1); /* before momento_client_new() */

@@ -12,8 +12,7 @@ int main(void)
     momento_client *c, *reader;
     momento_token_scope *scope;
     momento_result *r = NULL;
-    const char *why = NULL;
-    if (momento_credentials_from_env(&creds, &why) != MOMENTO_OK)
+    if (momento_credentials_from_env(&creds) != MOMENTO_OK)
         return 1;
     int rc = momento_client_new(&c, NULL, creds);
     momento_credentials_free(creds);
@@ -31,15 +30,17 @@ int main(void)
      * A local server's key carries no endpoint: name it. */
     const char *local = getenv("MOMENTO_ENDPOINT");
     rc = local ? momento_credentials_local_with_key(&token_creds, local,
-                                                    momento_result_token_api_key(r), &why)
+                                                    momento_result_token_api_key(r))
                : momento_credentials_from_api_key(&token_creds, momento_result_token_api_key(r),
-                                                  NULL, &why);
+                                                  NULL);
     momento_result_free(r);
     r = NULL;
-    if (rc != MOMENTO_OK || momento_client_new(&reader, NULL, token_creds) != MOMENTO_OK) {
-        fprintf(stderr, "credentials: %s\n", why ? why : momento_strerror(rc));
+    if (rc != MOMENTO_OK) {
+        fprintf(stderr, "credentials: %s\n", momento_refusal_reason()); /* why it was refused */
         return 1;
     }
+    if (momento_client_new(&reader, NULL, token_creds) != MOMENTO_OK)
+        return 1;
     momento_credentials_free(token_creds);
 
     int get = momento_get_sync(reader, "demo", MOMENTO_STR("k"), NULL, &r);

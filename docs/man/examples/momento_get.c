@@ -17,9 +17,8 @@ int main(void)
 {
     momento_credentials *creds;
     momento_client *c;
-    const char *why = NULL;
-    if (momento_credentials_from_env(&creds, &why) != MOMENTO_OK) {
-        fprintf(stderr, "credentials: %s\n", why);
+    if (momento_credentials_from_env(&creds) != MOMENTO_OK) {
+        fprintf(stderr, "credentials: %s\n", momento_refusal_reason());
         return 1;
     }
     int rc = momento_client_new(&c, NULL, creds);
