@@ -279,6 +279,24 @@ MOMENTO_EXPORT int momento_config_set_eager_connect(momento_config *cfg, uint32_
  * MOMENTO_ERR_NO_MEMORY. On failure the previous roots stay.
  */
 MOMENTO_EXPORT int momento_config_set_tls_roots_file(momento_config *cfg, const char *path);
+/*
+ * Whether TLS checks the server's certificate (its chain to the roots, and
+ * that it names the endpoint's host): 1, the default; 0 accepts any
+ * certificate, for test setups only (anyone between can read and change
+ * the traffic, the key included). Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT
+ * for a NULL `cfg`.
+ */
+MOMENTO_EXPORT int momento_config_set_tls_verify(momento_config *cfg, int verify);
+/*
+ * Connects every channel to `host_port` instead of each endpoint's own
+ * address, while TLS still sends (SNI), names (:authority) and verifies the
+ * endpoint's host from the credentials: a private endpoint (a VPC
+ * endpoint, a load balancer's address) in front of Momento. NULL returns
+ * to the endpoints. Returns 0, or MOMENTO_ERR_INVALID_ARGUMENT (NULL `cfg`;
+ * not host:port with a port 1 .. 65535; longer than 300 bytes), with
+ * momento_refusal_reason() saying which.
+ */
+MOMENTO_EXPORT int momento_config_set_connect_address(momento_config *cfg, const char *host_port);
 
 /*
  * Retries, as the official SDKs do them (their "fixed count" strategy, the

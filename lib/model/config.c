@@ -2,6 +2,8 @@
 #include "model/config.h"
 
 #include "base/alloc.h"
+#include "model/credentials.h"
+#include "model/validate.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@ void momento__config_defaults(momento_config *cfg)
     cfg->keepalive_timeout_ms = 1000;
     cfg->eager_connect_ms = 0;
     cfg->tls_roots_pem = NULL;
+    cfg->tls_verify = 1;
     cfg->retry_max_attempts = 3;
     cfg->retry_attempt_timeout_ms = 0;
     cfg->retry_delay_ms = 0;
@@ -85,6 +88,33 @@ void momento_config_free(momento_config *cfg)
 
 /* Roots files are small; anything past this is not a certificate bundle. */
 #define MAX_ROOTS_BYTES (16u * 1024u * 1024u)
+
+int momento_config_set_tls_verify(momento_config *cfg, int verify)
+{
+    if (!cfg)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "cfg is NULL");
+    cfg->tls_verify = verify != 0;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_connect_address(momento_config *cfg, const char *host_port)
+{
+    if (!cfg)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "cfg is NULL");
+    if (!host_port) {
+        cfg->connect_address[0] = '\0';
+        return MOMENTO_OK;
+    }
+    const char *why = momento__check_host_port(host_port);
+    if (why)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the connect address: %s", why);
+    if (strlen(host_port) > MOMENTO__HOST_PORT_MAX)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "the connect address is longer than %d bytes",
+                               MOMENTO__HOST_PORT_MAX);
+    strcpy(cfg->connect_address, host_port);
+    return MOMENTO_OK;
+}
 
 int momento_config_set_tls_roots_file(momento_config *cfg, const char *path)
 {

@@ -5,6 +5,9 @@
 #include "momento/metrics.h"
 #include "momento/momento.h"
 
+/* The longest "host:port" a config keeps. */
+#define MOMENTO__HOST_PORT_MAX 300
+
 #include <stdbool.h>
 
 struct momento_config {
@@ -16,6 +19,11 @@ struct momento_config {
     uint32_t keepalive_timeout_ms;
     uint32_t eager_connect_ms;
     char *tls_roots_pem;               /* NULL = system roots */
+    int tls_verify;                    /* 0: no certificate or name check (tests) */
+    /* Where every channel connects instead of its endpoint's host:port
+     * ("" = the endpoints themselves); TLS still names and verifies the
+     * endpoint's host. Copied by value with the struct. */
+    char connect_address[MOMENTO__HOST_PORT_MAX + 1];
     uint32_t retry_max_attempts;       /* 1 = no retries */
     uint32_t retry_attempt_timeout_ms; /* 0 = each attempt may use the whole deadline */
     uint32_t retry_delay_ms;           /* between attempts, +/-10% */

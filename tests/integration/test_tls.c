@@ -23,8 +23,9 @@ static const char *path(int slot, const char *name)
     return path_buf[slot];
 }
 
-/* A CA, a server certificate for localhost/127.0.0.1 and one for another
- * name, all signed by that CA. */
+/* A CA, a server certificate for localhost/127.0.0.1, one for another
+ * name and one for the cache and control endpoints of a made-up cell, all
+ * signed by that CA. */
 static int make_certs(void)
 {
     char cmd[4096];
@@ -32,11 +33,12 @@ static int make_certs(void)
              "set -e; cd %s; "
              "K='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes'; "
              "openssl req -x509 $K -keyout ca.key -out ca.pem -days 2 -subj /CN=libmomento-test-ca; "
-             "for n in good other; do "
+             "for n in good other vpc; do "
              "  openssl req $K -keyout $n.key -out $n.csr -subj /CN=$n; done; "
              "echo 'subjectAltName=DNS:localhost,IP:127.0.0.1' > good.ext; "
              "echo 'subjectAltName=DNS:other.example' > other.ext; "
-             "for n in good other; do "
+             "echo 'subjectAltName=DNS:cache.vpc.example,DNS:control.vpc.example' > vpc.ext; "
+             "for n in good other vpc; do "
              "  openssl x509 -req -in $n.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
              "    -out $n.pem -days 2 -extfile $n.ext; done",
              dir);
@@ -138,6 +140,104 @@ static void test_plaintext_client_refused(void **state)
     momento_client *c = tu_client(s, NULL);
     assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
     momento_client_free(c);
+    momento_local_stop(s);
+}
+
+/* A client whose endpoints are cache.vpc.example:PORT and
+ * control.vpc.example:PORT (names no resolver here knows), set to connect
+ * to the server's address. */
+static momento_client *vpc_client(momento_local *s, const char *connect_to, bool trust_ca)
+{
+    char cache[64], control[64];
+    int port = momento_local_port(s);
+    snprintf(cache, sizeof(cache), "cache.vpc.example:%d", port);
+    snprintf(control, sizeof(control), "control.vpc.example:%d", port);
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(3000));
+    if (trust_ca)
+        assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);
+    if (connect_to)
+        assert_int_equal(momento_config_set_connect_address(cfg, connect_to), MOMENTO_OK);
+    momento_credentials *creds;
+    assert_int_equal(momento_credentials_with_endpoints(&creds, "", cache, control), MOMENTO_OK);
+    momento_client *c;
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
+    momento_credentials_free(creds);
+    momento_config_free(cfg);
+    return c;
+}
+
+/* A private endpoint: connect to an address, verify the name the
+ * credentials give (both planes). The name is checked, not the address: a
+ * certificate for the address alone is refused. */
+static void test_connect_address_verifies_the_endpoint_name(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    assert_int_equal(momento_config_set_connect_address(cfg, "no-port"),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(momento_refusal_reason(), "the connect address"));
+    assert_int_equal(momento_config_set_connect_address(NULL, "127.0.0.1:1"),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_connect_address(cfg, NULL), MOMENTO_OK);
+    momento_config_free(cfg);
+
+    momento_local *s = tls_server("vpc");
+    const char *addr = momento_local_endpoint(s);
+    momento_client *c = vpc_client(s, addr, true);
+    assert_int_equal(momento_set_sync(c, "c", MOMENTO_STR("k"), MOMENTO_STR("vpc"), 0, NULL, NULL),
+                     MOMENTO_OK);
+    momento_result *r = NULL;
+    assert_int_equal(momento_get_sync(c, "c", MOMENTO_STR("k"), NULL, &r), MOMENTO_OK);
+    assert_true(momento_result_is_hit(r));
+    momento_result_free(r);
+    assert_int_equal(momento_list_caches_sync(c, NULL, NULL), MOMENTO_OK); /* control plane */
+    momento_client_free(c);
+    /* Without the address, the names lead nowhere. */
+    c = vpc_client(s, NULL, true);
+    assert_int_equal(momento_get_sync(c, "c", MOMENTO_STR("k"), NULL, NULL),
+                     MOMENTO_ERR_SERVER_UNAVAILABLE);
+    momento_client_free(c);
+    momento_local_stop(s);
+
+    s = tls_server("good"); /* valid for 127.0.0.1, not for cache.vpc.example */
+    uint64_t before = momento_local_rpc_count(s, NULL, -1);
+    c = vpc_client(s, momento_local_endpoint(s), true);
+    assert_int_equal(momento_get_sync(c, "c", MOMENTO_STR("k"), NULL, NULL),
+                     MOMENTO_ERR_SERVER_UNAVAILABLE);
+    momento_client_free(c);
+    assert_int_equal(momento_local_rpc_count(s, NULL, -1), before);
+    momento_local_stop(s);
+}
+
+/* TLS without verification (test setups): a certificate of an unknown CA
+ * for another name is accepted; with verification (the default) it is not. */
+static void test_tls_without_verification(void **state)
+{
+    (void)state;
+    momento_local *s = tls_server("other");
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(3000));
+    assert_int_equal(momento_config_set_tls_verify(NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_tls_verify(cfg, 0), MOMENTO_OK);
+    momento_credentials *creds;
+    const char *ep = momento_local_endpoint(s);
+    assert_int_equal(momento_credentials_with_endpoints(&creds, "", ep, ep), MOMENTO_OK);
+    momento_client *c;
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(c, "c", MOMENTO_STR("k"), MOMENTO_STR("v"), 0, NULL, NULL),
+                     MOMENTO_OK);
+    momento_client_free(c);
+    assert_int_equal(momento_config_set_tls_verify(cfg, 1), MOMENTO_OK);
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(c, "c", MOMENTO_STR("k"), NULL, NULL),
+                     MOMENTO_ERR_SERVER_UNAVAILABLE);
+    momento_client_free(c);
+    momento_credentials_free(creds);
+    momento_config_free(cfg);
     momento_local_stop(s);
 }
 
@@ -252,6 +352,8 @@ int main(void)
         cmocka_unit_test(test_hostname_mismatch_refused),
         cmocka_unit_test(test_plaintext_client_refused),
         cmocka_unit_test(test_roots_file_validation),
+        cmocka_unit_test(test_connect_address_verifies_the_endpoint_name),
+        cmocka_unit_test(test_tls_without_verification),
         cmocka_unit_test(test_no_log_line_holds_the_token),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,13 +13,41 @@
 
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* `target`'s host: without the port and an IPv6 address's brackets. */
+static void host_of(const char *target, char *out, size_t n)
+{
+    const char *colon = strrchr(target, ':');
+    size_t len = colon ? (size_t)(colon - target) : strlen(target);
+    if (len >= 2 && target[0] == '[' && target[len - 1] == ']') {
+        target++;
+        len -= 2;
+    }
+    snprintf(out, n, "%.*s", (int)len, target);
+}
+
+/* TLS that accepts any server certificate (momento_config_set_tls_verify(
+ * cfg, 0)): gRPC's TLS credentials with no verifier. */
+static grpc_channel_credentials *unverified_tls(void)
+{
+    grpc_tls_credentials_options *o = grpc_tls_credentials_options_create();
+    if (!o)
+        return NULL;
+    grpc_tls_certificate_verifier *v = grpc_tls_certificate_verifier_no_op_create();
+    grpc_tls_credentials_options_set_verify_server_cert(o, 0);
+    grpc_tls_credentials_options_set_check_call_host(o, 0);
+    grpc_tls_credentials_options_set_certificate_verifier(o, v);
+    grpc_tls_certificate_verifier_release(v); /* the options hold their own */
+    return grpc_tls_credentials_create(o); /* takes the options */
+}
 
 static grpc_channel *open_channel(const momento_config *cfg, const momento_credentials *creds,
                                   const char *target)
 {
-    grpc_arg args[11];
+    grpc_arg args[14];
     size_t n = 0;
     /* The library applies its own retry rule; gRPC's hidden retries would
      * repeat non-idempotent RPCs and cost ~9,000 instructions per call. */
@@ -27,6 +55,10 @@ static grpc_channel *open_channel(const momento_config *cfg, const momento_crede
     /* Without a local subchannel pool, channels to one target share a single
      * connection, which would defeat num_channels. */
     args[n++] = momento__int_arg(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    /* No service config from DNS TXT records, as every SDK set in 2025
+     * (JS #1523, Go #589): the library's own settings are the whole
+     * config, and a lookup per channel costs a connect's time. */
+    args[n++] = momento__int_arg(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
     /* gRPC backs off up to 120 s between reconnection attempts; a cache
      * client should find a restarted server within seconds. (Not
      * GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also uses that as the minimum
@@ -41,14 +73,30 @@ static grpc_channel *open_channel(const momento_config *cfg, const momento_crede
         args[n++] = momento__int_arg(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
         args[n++] = momento__int_arg(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
     }
+    /* A connect address: the endpoint's name still goes in SNI, the
+     * :authority and the certificate check. */
+    char host[MOMENTO__HOST_PORT_MAX + 1];
+    const char *dial = target;
+    if (cfg->connect_address[0]) {
+        dial = cfg->connect_address;
+        host_of(target, host, sizeof(host));
+        args[n++] = (grpc_arg){.type = GRPC_ARG_STRING,
+                               .key = GRPC_ARG_DEFAULT_AUTHORITY,
+                               .value.string = (char *)target};
+        if (creds->tls)
+            args[n++] = (grpc_arg){.type = GRPC_ARG_STRING,
+                                   .key = GRPC_SSL_TARGET_NAME_OVERRIDE_ARG,
+                                   .value.string = host};
+    }
     grpc_channel_args ch_args = {n, args};
 
-    grpc_channel_credentials *gc = creds->tls
-                                       ? grpc_ssl_credentials_create(cfg->tls_roots_pem, NULL, NULL, NULL)
-                                       : grpc_insecure_credentials_create();
+    grpc_channel_credentials *gc =
+        !creds->tls        ? grpc_insecure_credentials_create()
+        : cfg->tls_verify ? grpc_ssl_credentials_create(cfg->tls_roots_pem, NULL, NULL, NULL)
+                          : unverified_tls();
     if (!gc)
         return NULL;
-    grpc_channel *ch = grpc_channel_create(target, gc, &ch_args);
+    grpc_channel *ch = grpc_channel_create(dial, gc, &ch_args);
     grpc_channel_credentials_release(gc);
     return ch;
 }
