@@ -341,6 +341,26 @@ MOMENTO_EXPORT int momento_config_set_retry_exponential(momento_config *cfg,
                                                         uint32_t max_attempts,
                                                         uint32_t initial_delay_us,
                                                         uint32_t max_backoff_us);
+/*
+ * Opt-in, as in the Go SDK: also retry an idempotent request that a server
+ * answered DEADLINE_EXCEEDED (its own timeout, a proxy's), under whichever
+ * strategy is set, while the request's own deadline allows. Off by default
+ * (the SDKs' rule), as a server that timed out once may well again. A
+ * request whose own deadline passed is never retried. Returns 0, or
+ * MOMENTO_ERR_INVALID_ARGUMENT for a NULL `cfg`.
+ */
+MOMENTO_EXPORT int momento_config_set_retry_deadline_exceeded(momento_config *cfg, int enabled);
+/*
+ * The largest gRPC message the client sends or accepts, in bytes (the JS
+ * SDK's withMaxMessageLength): MOMENTO_MIN_MESSAGE_BYTES ..
+ * MOMENTO_MAX_MESSAGE_BYTES, default the maximum. A request past it fails
+ * with MOMENTO_ERR_CLIENT_RESOURCE_EXHAUSTED before it is sent, and so does
+ * a reply past it; nothing else changes. Returns 0, or
+ * MOMENTO_ERR_INVALID_ARGUMENT with momento_refusal_reason().
+ */
+#define MOMENTO_MIN_MESSAGE_BYTES 4096u
+#define MOMENTO_MAX_MESSAGE_BYTES (10u * 1024 * 1024)
+MOMENTO_EXPORT int momento_config_set_max_message_bytes(momento_config *cfg, uint32_t bytes);
 
 /* Read concern, as the official SDKs name it: BALANCED (Momento's default)
  * may read a replica a moment behind a write; CONSISTENT reads what was

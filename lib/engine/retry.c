@@ -37,6 +37,10 @@ int64_t momento__retry_delay(momento_client *c, const momento__rpc *rpc, int att
      * while the overall deadline allows. */
     if (cfg->retry_attempt_timeout_ms && status == GRPC_STATUS_DEADLINE_EXCEEDED)
         eligible = true;
+    /* Opted in: a server's DEADLINE_EXCEEDED too (one of the client's own
+     * deadline is not retried: the check below finds no time left). */
+    if (cfg->retry_deadline_exceeded && status == GRPC_STATUS_DEADLINE_EXCEEDED)
+        eligible = true;
     if (!eligible)
         return -1;
     int64_t delay = 0;

@@ -26,6 +26,7 @@ void momento__config_defaults(momento_config *cfg)
     cfg->tls_roots_pem = NULL;
     cfg->tls_verify = 1;
     cfg->retry_max_attempts = 3;
+    cfg->max_message_bytes = MOMENTO__MAX_MESSAGE_BYTES;
     cfg->retry_attempt_timeout_ms = 0;
     cfg->retry_delay_ms = 0;
     cfg->retry_backoff_initial_us = 0;
@@ -204,6 +205,27 @@ static int set_strategy(momento_config *cfg, uint32_t max_attempts, uint32_t att
     cfg->retry_delay_ms = delay_ms;
     cfg->retry_backoff_initial_us = backoff_initial_us;
     cfg->retry_backoff_max_us = backoff_max_us;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_retry_deadline_exceeded(momento_config *cfg, int enabled)
+{
+    if (!cfg)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "cfg is NULL");
+    cfg->retry_deadline_exceeded = enabled != 0;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_max_message_bytes(momento_config *cfg, uint32_t bytes)
+{
+    if (!cfg)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "cfg is NULL");
+    if (bytes < MOMENTO_MIN_MESSAGE_BYTES || bytes > MOMENTO_MAX_MESSAGE_BYTES)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "max message bytes %u is outside %u .. %u", (unsigned)bytes,
+                               (unsigned)MOMENTO_MIN_MESSAGE_BYTES,
+                               (unsigned)MOMENTO_MAX_MESSAGE_BYTES);
+    cfg->max_message_bytes = bytes;
     return MOMENTO_OK;
 }
 

@@ -31,6 +31,8 @@ struct momento_config {
      * the base delay doubles from the initial one up to the cap. */
     uint32_t retry_backoff_initial_us;
     uint32_t retry_backoff_max_us;
+    int retry_deadline_exceeded;       /* also retry a DEADLINE_EXCEEDED answer (opt-in) */
+    uint32_t max_message_bytes;        /* gRPC's send and receive limit per message */
     int read_concern;                  /* momento_read_concern, never DEFAULT */
     /* Channels older than this, or idle this long, are replaced before
      * their next call (channel.c); 0 = never. */

@@ -21,7 +21,7 @@
 /* gRPC message limits: room for a 5 MiB item plus framing, as the official
  * SDKs allow; requests beyond MOMENTO__MAX_REQUEST_BYTES are refused before
  * sending. */
-#define MOMENTO__MAX_MESSAGE_BYTES (10 * 1024 * 1024)
+#define MOMENTO__MAX_MESSAGE_BYTES ((int)MOMENTO_MAX_MESSAGE_BYTES)
 #define MOMENTO__MAX_REQUEST_BYTES (MOMENTO__MAX_MESSAGE_BYTES - 64 * 1024)
 
 /* Refusals say why (momento_refusal_reason(), a thread-local explanation,

@@ -156,6 +156,84 @@ static void test_retry_server_cancelled(void **state)
     momento_client_free(c);
 }
 
+/* Opted in, a server's DEADLINE_EXCEEDED is retried for an idempotent get
+ * (Go SDK #663), never for an increment; off (the default), it is the
+ * request's TIMEOUT, delivered at its deadline. */
+static void test_retry_deadline_exceeded(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    assert_int_equal(momento_config_set_retry_deadline_exceeded(NULL, 1),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_retry_deadline_exceeded(cfg, 1), MOMENTO_OK);
+    momento_client *c = failing_client(cfg, "retry-de", "deadline-exceeded", 2);
+    get_expect(c, MOMENTO_OK, 3);
+    momento_client_free(c);
+    c = tu_client(server, cfg);
+    momento__client_add_header(c, "request-id", "retry-de-incr");
+    momento__client_add_header(c, "return-error", "deadline-exceeded");
+    momento__client_add_header(c, "error-rpcs", "increment");
+    momento__client_add_header(c, "error-count", "1");
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.timeout_ms = (uint32_t)TU_MS(300);
+    momento_result *r = NULL;
+    assert_int_equal(momento_increment_sync(c, "c", "n", 1, 1, 0, &o, &r), MOMENTO_ERR_TIMEOUT);
+    assert_int_equal(momento_result_attempts(r), 1);
+    momento_result_free(r);
+    momento_client_free(c);
+    momento_config_free(cfg);
+
+    /* The default: not retried. */
+    c = failing_client(NULL, "retry-de-off", "deadline-exceeded", 1);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, &r), MOMENTO_ERR_TIMEOUT);
+    assert_int_equal(momento_result_attempts(r), 1);
+    momento_result_free(r);
+    momento_client_free(c);
+}
+
+/* A maximum message length (the JS SDK's withMaxMessageLength): a request
+ * or a reply past it fails CLIENT_RESOURCE_EXHAUSTED (the client's own
+ * limit, not the service's); smaller ones pass. */
+static void test_max_message_bytes(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    assert_int_equal(momento_config_set_max_message_bytes(cfg, MOMENTO_MIN_MESSAGE_BYTES - 1),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(momento_refusal_reason(), "outside"));
+    assert_int_equal(momento_config_set_max_message_bytes(cfg, MOMENTO_MAX_MESSAGE_BYTES + 1),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_max_message_bytes(cfg, 64 * 1024), MOMENTO_OK);
+    momento_client *small = tu_client(server, cfg);
+    momento_config_free(cfg);
+    momento_client *big = tu_client(server, NULL);
+    enum { BIG = 100 * 1024 };
+    char *v = malloc(BIG);
+    memset(v, 'v', BIG);
+    momento_result *r = NULL;
+    /* Sending past it. */
+    assert_int_equal(momento_set_sync(small, "c", MOMENTO_STR("mm-big"), v, BIG, 0, NULL, &r),
+                     MOMENTO_ERR_CLIENT_RESOURCE_EXHAUSTED);
+    momento_result_free(r);
+    /* Receiving past it: another client stored it. */
+    assert_int_equal(momento_set_sync(big, "c", MOMENTO_STR("mm-big"), v, BIG, 0, NULL, NULL),
+                     MOMENTO_OK);
+    assert_int_equal(momento_get_sync(small, "c", MOMENTO_STR("mm-big"), NULL, &r),
+                     MOMENTO_ERR_CLIENT_RESOURCE_EXHAUSTED);
+    momento_result_free(r);
+    /* Below it, as always. */
+    assert_int_equal(momento_set_sync(small, "c", MOMENTO_STR("mm-small"), v, 1000, 0, NULL, NULL),
+                     MOMENTO_OK);
+    assert_int_equal(momento_get_sync(small, "c", MOMENTO_STR("mm-small"), NULL, &r), MOMENTO_OK);
+    assert_true(momento_result_is_hit(r));
+    momento_result_free(r);
+    free(v);
+    momento_client_free(small);
+    momento_client_free(big);
+}
+
 static void test_retry_exponential(void **state)
 {
     (void)state;
@@ -444,6 +522,8 @@ int main(void)
         cmocka_unit_test(test_retry_none),
         cmocka_unit_test(test_retry_server_cancelled),
         cmocka_unit_test(test_retry_exponential),
+        cmocka_unit_test(test_retry_deadline_exceeded),
+        cmocka_unit_test(test_max_message_bytes),
         cmocka_unit_test(test_read_concern),
         cmocka_unit_test(test_connection_renewal),
         cmocka_unit_test(test_max_concurrent_queues),

@@ -65,8 +65,8 @@ static grpc_channel *open_channel(const momento_config *cfg, const momento_crede
      * connect timeout, and 250 ms would fail any slower handshake.) */
     args[n++] = momento__int_arg(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 250);
     args[n++] = momento__int_arg(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-    args[n++] = momento__int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, MOMENTO__MAX_MESSAGE_BYTES);
-    args[n++] = momento__int_arg(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, MOMENTO__MAX_MESSAGE_BYTES);
+    args[n++] = momento__int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, (int)cfg->max_message_bytes);
+    args[n++] = momento__int_arg(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, (int)cfg->max_message_bytes);
     if (cfg->keepalive_ms) {
         args[n++] = momento__int_arg(GRPC_ARG_KEEPALIVE_TIME_MS, (int)cfg->keepalive_ms);
         args[n++] = momento__int_arg(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, (int)cfg->keepalive_timeout_ms);
