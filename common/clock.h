@@ -25,6 +25,13 @@ static inline int64_t momento__now_ns(void)
     return momento__gpr_ns(gpr_now(GPR_CLOCK_MONOTONIC));
 }
 
+/* `ns` (of gRPC's monotonic clock) as the gpr_timespec gRPC takes. */
+static inline gpr_timespec momento__ns_gpr(int64_t ns)
+{
+    gpr_timespec t = {ns / 1000000000, (int32_t)(ns % 1000000000), GPR_CLOCK_MONOTONIC};
+    return t;
+}
+
 /* A struct timespec in nanoseconds. */
 static inline int64_t momento__timespec_ns(struct timespec ts)
 {

@@ -436,7 +436,10 @@ int momento__compress_write(const momento_config *cfg, const momento_request_opt
                             const void **value, size_t *value_len, void **owned)
 {
     *owned = NULL;
-    if (!cfg || momento__check_options(opts) != 0 || (!*value && *value_len) ||
+    /* The usual case, first: nothing asks for compression. */
+    if (!cfg || (!opts && cfg->compression == MOMENTO_COMPRESS_NONE))
+        return MOMENTO_OK;
+    if (momento__check_options(opts) != 0 || (!*value && *value_len) ||
         *value_len > MOMENTO__COMPRESS_MAX_INPUT)
         return MOMENTO_OK; /* the argument check refuses these */
     momento_compression algo = write_algo(cfg, opts);

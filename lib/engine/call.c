@@ -141,9 +141,11 @@ void momento__call_opts_from(const momento_client *c, const momento_request_opti
 {
     uint32_t ms = opts && opts->timeout_ms ? opts->timeout_ms : c->cfg.timeout_ms;
     memset(out, 0, sizeof(*out));
-    gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
-    out->submitted_ns = momento__gpr_ns(now);
-    out->deadline = gpr_time_add(now, gpr_time_from_millis(ms, GPR_TIMESPAN));
+    /* Plain arithmetic: gpr_time_add() and gpr_time_from_millis() are two
+     * calls into gRPC per request for what an addition does (ms is at most
+     * a day, so no overflow). */
+    out->submitted_ns = momento__now_ns();
+    out->deadline = momento__ns_gpr(out->submitted_ns + (int64_t)ms * 1000000);
     out->token = opts ? opts->cancel : NULL;
     int concern = MOMENTO__OPT(opts, read_concern);
     if (concern && concern != c->cfg.read_concern) {

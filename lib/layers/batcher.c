@@ -369,7 +369,8 @@ static int offer(momento_client *c, momento__bop op, const char *cache, const vo
 int momento__batcher_get(momento_client *c, const char *cache, const void *key, size_t key_len,
                          const momento__call_opts *opts, momento_callback cb, void *userdata)
 {
-    if (!opts->unbatched) {
+    /* Batching off (the default): straight to the wire. */
+    if (!opts->unbatched && c->cfg.batch_min_in_flight) {
         int rc = offer(c, MOMENTO__BOP_GET, cache, key, key_len, NULL, 0, 0, opts, cb, userdata);
         if (rc != 1)
             return rc;
@@ -381,7 +382,7 @@ int momento__batcher_set(momento_client *c, const char *cache, const void *key, 
                          const void *value, size_t value_len, uint64_t ttl_ms,
                          const momento__call_opts *opts, momento_callback cb, void *userdata)
 {
-    if (!opts->unbatched) {
+    if (!opts->unbatched && c->cfg.batch_min_in_flight) {
         /* Queued with the TTL it would be sent with. */
         uint64_t ttl = momento__effective_ttl(&c->cfg, ttl_ms);
         int rc = offer(c, MOMENTO__BOP_SET, cache, key, key_len, value, value_len, ttl, opts, cb,
@@ -395,7 +396,7 @@ int momento__batcher_set(momento_client *c, const char *cache, const void *key, 
 int momento__batcher_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
                             const momento__call_opts *opts, momento_callback cb, void *userdata)
 {
-    if (!opts->unbatched) {
+    if (!opts->unbatched && c->cfg.batch_min_in_flight) {
         int rc = offer(c, MOMENTO__BOP_DELETE, cache, key, key_len, NULL, 0, 0, opts, cb, userdata);
         if (rc != 1)
             return rc;

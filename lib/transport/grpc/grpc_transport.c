@@ -136,10 +136,15 @@ static void grpc_end(momento__attempt *a)
     if (ga->recv_msg)
         grpc_byte_buffer_destroy(ga->recv_msg);
     ga->recv_msg = NULL;
-    grpc_metadata_array_destroy(&ga->recv_initial);
-    grpc_metadata_array_destroy(&ga->recv_trailing);
-    grpc_metadata_array_init(&ga->recv_initial);
-    grpc_metadata_array_init(&ga->recv_trailing);
+    /* gRPC allocates an array only for metadata that came (usually none). */
+    if (ga->recv_initial.capacity) {
+        grpc_metadata_array_destroy(&ga->recv_initial);
+        grpc_metadata_array_init(&ga->recv_initial);
+    }
+    if (ga->recv_trailing.capacity) {
+        grpc_metadata_array_destroy(&ga->recv_trailing);
+        grpc_metadata_array_init(&ga->recv_trailing);
+    }
     if (ga->call)
         grpc_call_unref(ga->call);
     ga->call = NULL;
