@@ -632,6 +632,21 @@ MOMENTO_EXPORT int momento_credentials_with_endpoints(momento_credentials **ret,
 
 MOMENTO_EXPORT void momento_credentials_free(momento_credentials *creds);
 
+/*
+ * Puts `prefix` before the endpoints made from a base endpoint (a v1 key's,
+ * or the `endpoint` of momento_credentials_from_api_key()), as the SDKs'
+ * endpointPrefix: <prefix>.cache.<base>:443, <prefix>.control.<base>:443
+ * and <prefix>.token.<base>:443 (a private endpoint's names). Call it
+ * before making a client with `creds`; a second call replaces the first.
+ * Returns 0, or MOMENTO_ERR_INVALID_ARGUMENT (NULL; `prefix` not one DNS
+ * label of 1 to 63 letters, digits or '-'; credentials whose endpoints were
+ * named one by one: local, with_endpoints, legacy keys) or
+ * MOMENTO_ERR_NO_MEMORY, with momento_refusal_reason(); `creds` is
+ * unchanged then. Not thread-safe for the same `creds`.
+ */
+MOMENTO_EXPORT int momento_credentials_set_endpoint_prefix(momento_credentials *creds,
+                                                           const char *prefix);
+
 /* The gRPC targets these credentials lead to ("host:port"); never NULL
  * ("" for NULL `creds`). */
 MOMENTO_EXPORT const char *momento_credentials_cache_endpoint(const momento_credentials *creds);

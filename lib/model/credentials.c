@@ -11,6 +11,7 @@
 #include "base/json.h"
 #include "model/validate.h"
 
+#include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@ void momento__credentials_clear(momento_credentials *c)
     free(c->cache_endpoint);
     free(c->control_endpoint);
     free(c->token_endpoint);
+    free(c->base);
     memset(c, 0, sizeof(*c));
 }
 
@@ -60,8 +62,10 @@ int momento__credentials_copy(momento_credentials *dst, const momento_credential
     dst->cache_endpoint = dup_str(src->cache_endpoint);
     dst->control_endpoint = dup_str(src->control_endpoint);
     dst->token_endpoint = dup_str(src->token_endpoint);
+    dst->base = src->base ? dup_str(src->base) : NULL;
     dst->tls = src->tls;
-    if (!dst->token || !dst->cache_endpoint || !dst->control_endpoint || !dst->token_endpoint) {
+    if (!dst->token || !dst->cache_endpoint || !dst->control_endpoint || !dst->token_endpoint ||
+        (src->base && !dst->base)) {
         momento__credentials_clear(dst);
         return MOMENTO_ERR_NO_MEMORY;
     }
@@ -319,7 +323,11 @@ int momento_credentials_from_api_key(momento_credentials **ret, const char *api_
         }
         if (rc == MOMENTO_OK)
             rc = make_creds(ret, k.token, cache_ep, control_ep, 1);
-        else {
+        if (rc == MOMENTO_OK && base && !((*ret)->base = dup_str(base))) {
+            momento_credentials_free(*ret);
+            *ret = NULL;
+            rc = MOMENTO_ERR_NO_MEMORY;
+        } else if (rc != MOMENTO_OK && rc != MOMENTO_ERR_NO_MEMORY) {
             free(cache_ep);
             free(control_ep);
         }
@@ -504,4 +512,49 @@ const char *momento_credentials_control_endpoint(const momento_credentials *cred
 int momento_credentials_uses_tls(const momento_credentials *creds)
 {
     return creds ? creds->tls : 0;
+}
+
+int momento_credentials_set_endpoint_prefix(momento_credentials *c, const char *prefix)
+{
+    momento__refusal_clear();
+    if (!c || !prefix) {
+        set_reason("a required argument is NULL");
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    }
+    if (!c->base) {
+        set_reason("these credentials name their endpoints one by one: there is no base "
+                   "endpoint to prefix");
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    }
+    /* One DNS label: 1 to 63 letters, digits or '-', not at either end. */
+    size_t n = strlen(prefix);
+    bool ok = n >= 1 && n <= 63 && prefix[0] != '-' && prefix[n - 1] != '-';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isalnum((unsigned char)prefix[i]) || prefix[i] == '-';
+    if (!ok) {
+        set_reason("the endpoint prefix is not one DNS label (1-63 letters, digits or '-')");
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    }
+    /* As the JS SDK: <prefix>.cache.<base>, <prefix>.control.<base>,
+     * <prefix>.token.<base>. */
+    char *p[3] = {NULL, NULL, NULL};
+    const char *what[3] = {"cache.", "control.", "token."};
+    for (int i = 0; i < 3; i++) {
+        size_t len = n + 1 + strlen(what[i]) + strlen(c->base) + sizeof(":443");
+        if ((p[i] = momento__malloc(len)) != NULL)
+            snprintf(p[i], len, "%s.%s%s:443", prefix, what[i], c->base);
+    }
+    if (!p[0] || !p[1] || !p[2]) {
+        for (int i = 0; i < 3; i++)
+            free(p[i]);
+        set_reason("out of memory");
+        return MOMENTO_ERR_NO_MEMORY;
+    }
+    free(c->cache_endpoint);
+    free(c->control_endpoint);
+    free(c->token_endpoint);
+    c->cache_endpoint = p[0];
+    c->control_endpoint = p[1];
+    c->token_endpoint = p[2];
+    return MOMENTO_OK;
 }

@@ -12,6 +12,9 @@ struct momento_credentials {
      * control endpoint is control.<base>, else the control endpoint itself
      * (a local server answers every service on one port). */
     char *token_endpoint;
+    /* The base endpoint the three were made from (cache.<base>, ...), for
+     * an endpoint prefix; NULL when they were named one by one. */
+    char *base;
     int tls;
 };
 

@@ -87,6 +87,53 @@ static void test_v1_key(void **state)
     free(key);
 }
 
+/* The SDKs' endpointPrefix: <prefix>.cache.<base> and its siblings, for
+ * credentials made from a base endpoint only; a bad prefix leaves them as
+ * they were. */
+static void test_endpoint_prefix(void **state)
+{
+    (void)state;
+    char *key = b64("{\"endpoint\":\"cell-1.example.com\",\"api_key\":\"tok-123\"}", 0);
+    momento_credentials *c = NULL;
+    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL), MOMENTO_OK);
+    assert_int_equal(momento_credentials_set_endpoint_prefix(c, "vpc"), MOMENTO_OK);
+    assert_string_equal(momento_credentials_cache_endpoint(c), "vpc.cache.cell-1.example.com:443");
+    assert_string_equal(momento_credentials_control_endpoint(c),
+                        "vpc.control.cell-1.example.com:443");
+    assert_string_equal(c->token_endpoint, "vpc.token.cell-1.example.com:443");
+    /* A copy keeps the base: a second prefix replaces the first. */
+    momento_credentials copy;
+    assert_int_equal(momento__credentials_copy(&copy, c), MOMENTO_OK);
+    assert_int_equal(momento_credentials_set_endpoint_prefix(&copy, "p-2"), MOMENTO_OK);
+    assert_string_equal(copy.cache_endpoint, "p-2.cache.cell-1.example.com:443");
+    momento__credentials_clear(&copy);
+    const char *bad[] = {"", "-a", "a-", "a.b", "a b", "0123456789012345678901234567890123456789012345678901234567890123"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(momento_credentials_set_endpoint_prefix(c, bad[i]),
+                         MOMENTO_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(momento_refusal_reason(), "DNS label"));
+        assert_string_equal(momento_credentials_cache_endpoint(c),
+                            "vpc.cache.cell-1.example.com:443");
+    }
+    assert_int_equal(momento_credentials_set_endpoint_prefix(NULL, "vpc"),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_credentials_set_endpoint_prefix(c, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_credentials_free(c);
+    /* With an explicit endpoint, that is the base. */
+    assert_int_equal(momento_credentials_from_api_key(&c, key, "other.example.org"), MOMENTO_OK);
+    assert_int_equal(momento_credentials_set_endpoint_prefix(c, "x"), MOMENTO_OK);
+    assert_string_equal(momento_credentials_cache_endpoint(c), "x.cache.other.example.org:443");
+    momento_credentials_free(c);
+    free(key);
+    /* Endpoints named one by one have no base. */
+    assert_int_equal(momento_credentials_local(&c, "127.0.0.1:8080"), MOMENTO_OK);
+    assert_int_equal(momento_credentials_set_endpoint_prefix(c, "vpc"),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(momento_refusal_reason(), "no base"));
+    assert_string_equal(momento_credentials_cache_endpoint(c), "127.0.0.1:8080");
+    momento_credentials_free(c);
+}
+
 static void test_v1_key_escapes_and_unpadded(void **state)
 {
     (void)state;
@@ -342,6 +389,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_v1_key),
+        cmocka_unit_test(test_endpoint_prefix),
         cmocka_unit_test(test_v1_key_escapes_and_unpadded),
         cmocka_unit_test(test_v1_token_characters),
         cmocka_unit_test(test_legacy_jwt),
