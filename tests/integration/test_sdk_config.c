@@ -368,6 +368,49 @@ static momento__channel *data_channel(momento_client *c)
     return atomic_load(&((momento__grpc_transport *)c->transport)->channels.data[0].current);
 }
 
+/* A channel stuck in TRANSIENT_FAILURE (its server went away) is replaced
+ * at the call after a failure, not kept through gRPC's reconnect backoff
+ * (JS SDK #1540); with the server back on its port, the next call is
+ * answered. */
+static void test_stuck_channel_replaced(void **state)
+{
+    (void)state;
+    momento_local *s = tu_server_with_cache("c");
+    int port = momento_local_port(s);
+    momento_client *c = tu_client(s, NULL);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_OK);
+    momento__channel *first = data_channel(c);
+    momento_local_stop(s);
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.timeout_ms = (uint32_t)TU_MS(1000);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    tu_wait_until(grpc_channel_check_connectivity_state(first->channel, 0) ==
+                      GRPC_CHANNEL_TRANSIENT_FAILURE,
+                  5000);
+    assert_int_equal(grpc_channel_check_connectivity_state(first->channel, 0),
+                     GRPC_CHANNEL_TRANSIENT_FAILURE);
+    /* The last call failed on it: this one finds it stuck and replaces it. */
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    assert_ptr_not_equal(data_channel(c), first);
+
+    momento_local_options *lo;
+    momento_local_options_new(&lo);
+    momento_local_options_add_cache(lo, "c");
+    momento_local_options_set_port(lo, port);
+    momento_local *back = NULL;
+    for (int i = 0; i < 100 && momento_local_start(&back, lo) != MOMENTO_OK; i++)
+        usleep(20000); /* the port may take a moment to be free */
+    momento_local_options_free(lo);
+    assert_non_null(back);
+    /* Past the one replacement a second a slot may have: the next call
+     * after a failure gets a fresh channel, which connects at once. */
+    usleep(1100 * 1000);
+    o.timeout_ms = (uint32_t)TU_MS(5000);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, NULL), MOMENTO_OK);
+    momento_client_free(c);
+    momento_local_stop(back);
+}
+
 static void test_connection_renewal(void **state)
 {
     (void)state;
@@ -526,6 +569,7 @@ int main(void)
         cmocka_unit_test(test_max_message_bytes),
         cmocka_unit_test(test_read_concern),
         cmocka_unit_test(test_connection_renewal),
+        cmocka_unit_test(test_stuck_channel_replaced),
         cmocka_unit_test(test_max_concurrent_queues),
         cmocka_unit_test(test_max_concurrent_endings),
     };

@@ -148,6 +148,8 @@ static int setup(momento__channels *ch, momento__channel_slot *slot, const char 
     atomic_init(&slot->last_used_ns, now);
     atomic_init(&slot->taking, 0);
     atomic_init(&slot->streams, 0);
+    atomic_init(&slot->suspect, false);
+    atomic_init(&slot->stuck_renewed_ns, 0);
     momento__channel *mc = make_channel(ch, slot, now);
     atomic_init(&slot->current, mc);
     return mc ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
@@ -333,10 +335,40 @@ void momento__channels_stream_done(momento__channel_slot *slot)
         atomic_fetch_sub(&slot->streams, 1);
 }
 
+#define STUCK_RENEW_NS 1000000000ll
+
+void momento__channel_failed(momento__channel *mc)
+{
+    if (mc)
+        atomic_store_explicit(&mc->slot->suspect, true, memory_order_relaxed);
+}
+
+/* After a failure on the slot: a channel in TRANSIENT_FAILURE waits out
+ * gRPC's reconnect backoff (up to 2 s here) failing every call at once; a
+ * new one connects now. At most once a second per slot, so that a server
+ * that is down is not met with a connection per request. */
+static momento__channel *unstick(momento__channels *ch, momento__channel_slot *slot,
+                                 momento__channel *mc)
+{
+    if (!atomic_exchange(&slot->suspect, false) ||
+        grpc_channel_check_connectivity_state(mc->channel, 0) != GRPC_CHANNEL_TRANSIENT_FAILURE)
+        return mc;
+    int64_t now = momento__now_ns();
+    int64_t last = atomic_load(&slot->stuck_renewed_ns);
+    if (now - last < STUCK_RENEW_NS ||
+        !atomic_compare_exchange_strong(&slot->stuck_renewed_ns, &last, now))
+        return mc;
+    renew(ch, slot, mc, now);
+    momento__channel_put(mc);
+    return ref_current(slot);
+}
+
 static momento__channel *take_slot(momento__channels *ch, momento__channel_slot *slot)
 {
     /* Everything below reads the channel after its reference is taken. */
     momento__channel *mc = ref_current(slot);
+    if (atomic_load_explicit(&slot->suspect, memory_order_relaxed))
+        mc = unstick(ch, slot, mc);
     if (ch->max_idle_ns || ch->max_age_ns) {
         /* The SDKs' idle wrapper: a connection idle past a load balancer's
          * timeout, or from before a serverless freeze, may be dead without

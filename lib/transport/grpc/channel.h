@@ -43,6 +43,10 @@ typedef struct momento__channel_slot {
     /* A stream slot's live streams (momento__channels_take_stream); any
      * thread. */
     atomic_uint streams;
+    /* A call on it failed UNAVAILABLE (momento__channel_failed): the next
+     * take looks whether the channel is stuck in TRANSIENT_FAILURE. */
+    atomic_bool suspect;
+    _Atomic int64_t stuck_renewed_ns; /* the last such replacement */
     const char *target;
     int ep, also;                        /* the endpoints whose RPCs it carries */
 } momento__channel_slot;
@@ -94,6 +98,11 @@ void momento__channel_put(momento__channel *mc);
 momento__channel *momento__channels_take_stream(momento__channels *ch,
                                                 momento__channel_slot **ret_slot);
 void momento__channels_stream_done(momento__channel_slot *slot);
+/* A call made on `mc` ended UNAVAILABLE: its slot's next take replaces the
+ * channel if it is stuck in TRANSIENT_FAILURE (at most once a second), as
+ * the JS SDK does (#1540), rather than leave calls failing fast through
+ * gRPC's reconnect backoff. Any thread; one store. */
+void momento__channel_failed(momento__channel *mc);
 
 /* Test hook (tests/unit/test_channel.c): when set, every
  * momento__channels_take() calls it between its load of the slot's current

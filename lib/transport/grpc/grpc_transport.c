@@ -160,6 +160,8 @@ static void complete(grpc_attempt *ga)
 {
     momento__reply *r = &ga->base.reply;
     r->status = (int)ga->status;
+    if (ga->status == GRPC_STATUS_UNAVAILABLE)
+        momento__channel_failed(ga->channel);
     if (ga->status != GRPC_STATUS_OK) {
         const grpc_metadata_array *md = &ga->recv_trailing;
         for (size_t i = 0; i < md->count; i++)
