@@ -358,6 +358,19 @@ MOMENTO_EXPORT int momento_config_set_retry_deadline_exceeded(momento_config *cf
  * a reply past it; nothing else changes. Returns 0, or
  * MOMENTO_ERR_INVALID_ARGUMENT with momento_refusal_reason().
  */
+/*
+ * A header sent with every request of clients made with `cfg` - and their
+ * batches, coalesced RPCs and subscriptions, unlike a request's own
+ * (momento_request_options.headers), which keep a request out of them:
+ * tracing ids, a proxy's routing, momento-local's fault injection. The
+ * rules of a request's headers apply (name 1 .. 64 bytes of a-z 0-9 - _ .,
+ * none the library or gRPC sends; value at most 1024 printable ASCII
+ * bytes); both are copied. At most MOMENTO_MAX_CLIENT_HEADERS. Returns 0,
+ * or MOMENTO_ERR_INVALID_ARGUMENT with momento_refusal_reason().
+ */
+#define MOMENTO_MAX_CLIENT_HEADERS 8
+MOMENTO_EXPORT int momento_config_add_header(momento_config *cfg, const char *name,
+                                             const char *value);
 #define MOMENTO_MIN_MESSAGE_BYTES 4096u
 #define MOMENTO_MAX_MESSAGE_BYTES (10u * 1024 * 1024)
 MOMENTO_EXPORT int momento_config_set_max_message_bytes(momento_config *cfg, uint32_t bytes);

@@ -310,6 +310,10 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     }
     if (rc == MOMENTO_OK) {
         c->auth_value = grpc_slice_from_copied_string(c->creds.token);
+        for (size_t i = 0; rc == MOMENTO_OK && i < c->cfg.n_headers; i++)
+            rc = momento__client_add_header(c, c->cfg.headers[i].name, c->cfg.headers[i].value);
+    }
+    if (rc == MOMENTO_OK) {
         rc = momento__grpc_transport_new(&c->transport, &c->cfg, &c->creds);
         for (size_t m = 0; m < MOMENTO__RPC_COUNT; m++)
             c->routes[m] = c->transport;

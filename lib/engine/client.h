@@ -86,7 +86,8 @@ typedef struct momento__rpc_hook {
     void (*release)(struct momento__rpc_hook *h);
 } momento__rpc_hook;
 
-#define MOMENTO__MAX_EXTRA_HEADERS 8
+/* The config's (MOMENTO_MAX_CLIENT_HEADERS) and tests' own. */
+#define MOMENTO__MAX_EXTRA_HEADERS 16
 #define MOMENTO__MAX_ADOPTED 4
 
 struct momento_client {

@@ -208,6 +208,24 @@ static int set_strategy(momento_config *cfg, uint32_t max_attempts, uint32_t att
     return MOMENTO_OK;
 }
 
+int momento_config_add_header(momento_config *cfg, const char *name, const char *value)
+{
+    if (!cfg)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "cfg is NULL");
+    const char *why = momento__header_problem(name, value);
+    if (why)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "%s", why);
+    if (cfg->n_headers == MOMENTO_MAX_CLIENT_HEADERS)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "already MOMENTO_MAX_CLIENT_HEADERS (%d) headers",
+                               MOMENTO_MAX_CLIENT_HEADERS);
+    /* The checks bound both: 64 and 1024 bytes. */
+    snprintf(cfg->headers[cfg->n_headers].name, sizeof(cfg->headers[0].name), "%s", name);
+    snprintf(cfg->headers[cfg->n_headers].value, sizeof(cfg->headers[0].value), "%s", value);
+    cfg->n_headers++;
+    return MOMENTO_OK;
+}
+
 int momento_config_set_retry_deadline_exceeded(momento_config *cfg, int enabled)
 {
     if (!cfg)

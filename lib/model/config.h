@@ -33,6 +33,13 @@ struct momento_config {
     uint32_t retry_backoff_max_us;
     int retry_deadline_exceeded;       /* also retry a DEADLINE_EXCEEDED answer (opt-in) */
     uint32_t max_message_bytes;        /* gRPC's send and receive limit per message */
+    /* Headers sent with every request of the client (momento_config_add_
+     * header), copied by value with the struct. */
+    struct {
+        char name[65];
+        char value[1025];
+    } headers[MOMENTO_MAX_CLIENT_HEADERS];
+    size_t n_headers;
     int read_concern;                  /* momento_read_concern, never DEFAULT */
     /* Channels older than this, or idle this long, are replaced before
      * their next call (channel.c); 0 = never. */

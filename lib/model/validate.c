@@ -95,29 +95,36 @@ static const char *headers_problem(const momento_header *h, size_t n)
     if (n > MOMENTO_MAX_REQUEST_HEADERS)
         return "more than MOMENTO_MAX_REQUEST_HEADERS headers";
     for (size_t i = 0; i < n; i++) {
-        const char *name = h[i].name, *value = h[i].value;
-        if (!name || !value)
-            return "a header's name or value is NULL";
-        size_t len = strnlen(name, MAX_HEADER_NAME + 1);
-        if (len == 0 || len > MAX_HEADER_NAME)
-            return "a header name is empty or over 64 bytes";
-        /* gRPC metadata keys: lowercase; no "-bin" (values here are text). */
-        for (size_t k = 0; k < len; k++)
-            if (!((name[k] >= 'a' && name[k] <= 'z') || (name[k] >= '0' && name[k] <= '9') ||
-                  name[k] == '-' || name[k] == '_' || name[k] == '.'))
-                return "a header name has a character other than a-z 0-9 - _ .";
-        if (strncmp(name, "grpc-", 5) == 0 || (len > 4 && strcmp(name + len - 4, "-bin") == 0))
-            return "a header name is gRPC's (grpc-*) or binary (-bin)";
-        for (const char *const *r = reserved_headers; *r; r++)
-            if (strcmp(name, *r) == 0)
-                return "a header name is one the library or gRPC sends itself";
-        size_t vlen = strnlen(value, MAX_HEADER_VALUE + 1);
-        if (vlen > MAX_HEADER_VALUE)
-            return "a header value is over 1024 bytes";
-        for (size_t k = 0; k < vlen; k++)
-            if ((unsigned char)value[k] < 0x20 || (unsigned char)value[k] > 0x7e)
-                return "a header value has a byte outside printable ASCII";
+        const char *why = momento__header_problem(h[i].name, h[i].value);
+        if (why)
+            return why;
     }
+    return NULL;
+}
+
+const char *momento__header_problem(const char *name, const char *value)
+{
+    if (!name || !value)
+        return "a header's name or value is NULL";
+    size_t len = strnlen(name, MAX_HEADER_NAME + 1);
+    if (len == 0 || len > MAX_HEADER_NAME)
+        return "a header name is empty or over 64 bytes";
+    /* gRPC metadata keys: lowercase; no "-bin" (values here are text). */
+    for (size_t k = 0; k < len; k++)
+        if (!((name[k] >= 'a' && name[k] <= 'z') || (name[k] >= '0' && name[k] <= '9') ||
+              name[k] == '-' || name[k] == '_' || name[k] == '.'))
+            return "a header name has a character other than a-z 0-9 - _ .";
+    if (strncmp(name, "grpc-", 5) == 0 || (len > 4 && strcmp(name + len - 4, "-bin") == 0))
+        return "a header name is gRPC's (grpc-*) or binary (-bin)";
+    for (const char *const *r = reserved_headers; *r; r++)
+        if (strcmp(name, *r) == 0)
+            return "a header name is one the library or gRPC sends itself";
+    size_t vlen = strnlen(value, MAX_HEADER_VALUE + 1);
+    if (vlen > MAX_HEADER_VALUE)
+        return "a header value is over 1024 bytes";
+    for (size_t k = 0; k < vlen; k++)
+        if ((unsigned char)value[k] < 0x20 || (unsigned char)value[k] > 0x7e)
+            return "a header value has a byte outside printable ASCII";
     return NULL;
 }
 

@@ -34,6 +34,9 @@ void momento__refusal_clear(void);
 /* Single checks. Each returns 0 or MOMENTO_ERR_INVALID_ARGUMENT (after
  * momento__refuse() with what was wrong). */
 
+/* What is wrong with one extra header (a request's, or the config's), or
+ * NULL: the rules of momento_request_options.headers. */
+const char *momento__header_problem(const char *name, const char *value);
 /* 1..255 bytes of UTF-8 without control characters (it travels as a header). */
 int momento__check_cache_name(const char *cache);
 /* 1..MOMENTO_MAX_ITEM_BYTES bytes, not NULL. */

@@ -192,6 +192,40 @@ static void test_retry_deadline_exceeded(void **state)
     momento_client_free(c);
 }
 
+/* Client-wide headers (the SDKs' middleware headers): on every request of
+ * the client - here momento-local's fault headers, which fail the first get
+ * of their session; refused as a request's own would be. */
+static void test_client_headers(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    assert_int_equal(momento_config_add_header(cfg, "authorization", "x"),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(momento_refusal_reason(), "sends itself"));
+    assert_int_equal(momento_config_add_header(cfg, "Upper", "x"), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_add_header(cfg, "x-ok", "\x01"), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_add_header(NULL, "x-ok", "v"), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_add_header(cfg, "request-id", "client-headers"), MOMENTO_OK);
+    assert_int_equal(momento_config_add_header(cfg, "return-error", "invalid-argument"),
+                     MOMENTO_OK);
+    assert_int_equal(momento_config_add_header(cfg, "error-rpcs", "get"), MOMENTO_OK);
+    assert_int_equal(momento_config_add_header(cfg, "error-count", "1"), MOMENTO_OK);
+    momento_client *c = tu_client(server, cfg);
+    get_expect(c, MOMENTO_ERR_INVALID_ARGUMENT, 1);
+    get_expect(c, MOMENTO_OK, 1); /* the session's one failure is spent */
+    momento_client_free(c);
+    for (int i = 4; i < MOMENTO_MAX_CLIENT_HEADERS; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "x-h%d", i);
+        assert_int_equal(momento_config_add_header(cfg, name, "v"), MOMENTO_OK);
+    }
+    assert_int_equal(momento_config_add_header(cfg, "x-one-more", "v"),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(momento_refusal_reason(), "MOMENTO_MAX_CLIENT_HEADERS"));
+    momento_config_free(cfg);
+}
+
 /* A maximum message length (the JS SDK's withMaxMessageLength): a request
  * or a reply past it fails CLIENT_RESOURCE_EXHAUSTED (the client's own
  * limit, not the service's); smaller ones pass. */
@@ -567,6 +601,7 @@ int main(void)
         cmocka_unit_test(test_retry_exponential),
         cmocka_unit_test(test_retry_deadline_exceeded),
         cmocka_unit_test(test_max_message_bytes),
+        cmocka_unit_test(test_client_headers),
         cmocka_unit_test(test_read_concern),
         cmocka_unit_test(test_connection_renewal),
         cmocka_unit_test(test_stuck_channel_replaced),
