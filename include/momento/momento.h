@@ -1343,6 +1343,17 @@ MOMENTO_EXPORT int momento_set_batch(momento_client *c, const char *cache, const
                                      const size_t *value_lens, size_t n, uint64_t ttl_ms,
                                      const momento_request_options *opts, momento_callback cb,
                                      void *userdata);
+/* Deletes n keys (the SDKs' batchDelete helper: Momento has no DeleteBatch
+ * RPC): one Delete per key, all sent at once, sharing the request's
+ * deadline and cancel token; one callback when the last is over, outcome
+ * SUCCESS, with one item per key in request order whose error says how
+ * that key's delete ended (0, or its error). The keys are copied. Refused
+ * as momento_get_batch() is. One request for momento_client_in_flight()
+ * and the metrics hook (method "Delete"), however many keys. */
+MOMENTO_EXPORT int momento_delete_batch(momento_client *c, const char *cache,
+                                        const void *const *keys, const size_t *key_lens, size_t n,
+                                        const momento_request_options *opts, momento_callback cb,
+                                        void *userdata);
 
 /* Control plane, async: return codes as above, `cache` checked as for the
  * data plane. Never retried. */
@@ -1445,6 +1456,10 @@ MOMENTO_EXPORT int momento_get_batch_sync(momento_client *c, const char *cache,
                                           const void *const *keys, const size_t *key_lens, size_t n,
                                           const momento_request_options *opts,
                                           momento_result **ret);
+MOMENTO_EXPORT int momento_delete_batch_sync(momento_client *c, const char *cache,
+                                             const void *const *keys, const size_t *key_lens,
+                                             size_t n, const momento_request_options *opts,
+                                             momento_result **ret);
 MOMENTO_EXPORT int momento_set_batch_sync(momento_client *c, const char *cache,
                                           const void *const *keys, const size_t *key_lens,
                                           const void *const *values, const size_t *value_lens,

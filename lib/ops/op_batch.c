@@ -9,7 +9,13 @@
 
 #include "cacheclient.pb-c.h"
 
+#include "engine/respond.h"
+#include "model/metrics.h"
+#include "model/result.h"
+
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 int momento_get_batch(momento_client *c, const char *cache, const void *const *keys,
                       const size_t *key_lens, size_t n, const momento_request_options *opts,
@@ -108,4 +114,120 @@ int momento_set_batch_sync(momento_client *c, const char *cache, const void *con
                                   momento_set_batch(c, cache, keys, key_lens, values, value_lens,
                                                     n, ttl_ms, opts, momento__blocking_done, &b),
                                   ret);
+}
+
+/* A batch delete: n Delete calls of the library's own (no_metrics, not
+ * counted: the batch is the one request), each writing its own slot;
+ * whoever brings `pending` to 0 - the last delete's callback, or the
+ * submitter after its last send - answers. */
+typedef struct delete_batch {
+    momento_client *client;
+    momento_callback cb;
+    void *userdata;
+    momento__call_opts opts;
+    atomic_size_t pending;
+    size_t n;
+    momento_result *items;
+    struct delete_slot {
+        struct delete_batch *batch;
+        size_t i;
+    } *slots;
+} delete_batch;
+
+static void delete_batch_finish(delete_batch *b)
+{
+    momento_result out;
+    memset(&out, 0, sizeof(out));
+    out.outcome = MOMENTO_OUTCOME_SUCCESS;
+    out.message = "";
+    out.attempts = 1;
+    out.items = b->items;
+    out.n_items = b->n;
+    if (momento__metrics_on(&b->client->cfg))
+        momento__metrics_shared(&b->client->cfg, momento__rpcs[MOMENTO__RPC_DELETE].name, NULL,
+                                b->opts.submitted_ns, 0, &out);
+    momento__respond(b->client, b->opts.group, b->cb, &out, b->userdata, false);
+    free(b->items);
+    free(b->slots);
+    free(b);
+}
+
+static void delete_batch_one(delete_batch *b, size_t i, int err, int status, int attempts)
+{
+    momento_result *it = &b->items[i];
+    it->error = err;
+    it->grpc_status = status;
+    it->outcome = err == MOMENTO_OK ? MOMENTO_OUTCOME_SUCCESS : MOMENTO_OUTCOME_ERROR;
+    it->message = err == MOMENTO_OK ? "" : momento_strerror(err); /* static */
+    it->attempts = attempts;
+    if (atomic_fetch_sub_explicit(&b->pending, 1, memory_order_acq_rel) == 1)
+        delete_batch_finish(b);
+}
+
+static void delete_batch_done(const momento_result *r, void *userdata)
+{
+    struct delete_slot *s = userdata;
+    delete_batch_one(s->batch, s->i, r->error, r->grpc_status, r->attempts);
+}
+
+int momento_delete_batch(momento_client *c, const char *cache, const void *const *keys,
+                         const size_t *key_lens, size_t n, const momento_request_options *opts,
+                         momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_keys_request(c, cache, keys, key_lens, NULL, NULL, n, opts, cb));
+    delete_batch *b = momento__calloc(1, sizeof(*b));
+    momento_result *items = b ? momento__calloc(n, sizeof(*items)) : NULL;
+    struct delete_slot *slots = items ? momento__malloc(n * sizeof(*slots)) : NULL;
+    if (!slots) {
+        free(items);
+        free(b);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
+    b->client = c;
+    b->cb = cb;
+    b->userdata = userdata;
+    b->n = n;
+    b->items = items;
+    b->slots = slots;
+    momento__call_opts_from(c, opts, &b->opts); /* one deadline and token for every key */
+    b->opts.no_metrics = true;                  /* delete_batch_finish() reports the batch */
+    b->opts.unbatched = true;
+    /* The submitter's hold: no answer before every key is sent or refused. */
+    atomic_init(&b->pending, n + 1);
+    momento__request_accepted(c, b->opts.group);
+    for (size_t i = 0; i < n; i++) {
+        slots[i].batch = b;
+        slots[i].i = i;
+        int rc = momento__send_delete(c, cache, keys[i], key_lens[i], &b->opts, delete_batch_done,
+                                      &slots[i]);
+        if (rc == MOMENTO_OK)
+            continue;
+        if (i == 0) {
+            /* Nothing went out: refused whole, no callback. */
+            momento__request_done(c, b->opts.group);
+            free(slots);
+            free(items);
+            free(b);
+            return rc;
+        }
+        /* Some went: the rest end with this refusal (a client being freed,
+         * no memory), reported in their items. */
+        for (size_t k = i; k < n; k++)
+            delete_batch_one(b, k, rc, -1, 0);
+        break;
+    }
+    if (atomic_fetch_sub_explicit(&b->pending, 1, memory_order_acq_rel) == 1)
+        delete_batch_finish(b);
+    return MOMENTO_OK;
+}
+
+int momento_delete_batch_sync(momento_client *c, const char *cache, const void *const *keys,
+                              const size_t *key_lens, size_t n,
+                              const momento_request_options *opts, momento_result **ret)
+{
+    momento__blocking b;
+    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
+    return momento__blocking_wait(
+        &b, momento_delete_batch(c, cache, keys, key_lens, n, opts, momento__blocking_done, &b),
+        ret);
 }

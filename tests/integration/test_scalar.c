@@ -4,6 +4,7 @@
 #include "testing.h"
 #include "testutil.h"
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -358,6 +359,108 @@ static void test_batches_of_a_thousand(void **state)
     momento_result_free(r);
     assert_int_equal(momento_local_rpc_count(server, "GetBatch", 0), 1); /* one RPC for all */
     assert_int_equal(momento_local_rpc_count(server, "Get", -1), 0);
+}
+
+typedef struct batch_seen {
+    pthread_mutex_t lock;
+    int calls;
+    size_t n_items;
+    int errors[16];
+    size_t in_flight; /* momento_client_in_flight() inside the callback */
+} batch_seen;
+
+static void on_delete_batch(const momento_result *r, void *userdata)
+{
+    batch_seen *b = userdata;
+    pthread_mutex_lock(&b->lock);
+    b->calls++;
+    b->n_items = momento_result_item_count(r);
+    for (size_t i = 0; i < b->n_items && i < 16; i++)
+        b->errors[i] = momento_result_error(momento_result_item(r, i));
+    b->in_flight = momento_client_in_flight(client);
+    pthread_mutex_unlock(&b->lock);
+}
+
+static int batch_calls(batch_seen *b)
+{
+    pthread_mutex_lock(&b->lock);
+    int n = b->calls;
+    pthread_mutex_unlock(&b->lock);
+    return n;
+}
+
+/* The SDKs' batchDelete: one Delete per key, one callback with an item per
+ * key; one request however many keys; a key's failure is its item's. */
+static void test_delete_batch(void **state)
+{
+    (void)state;
+    enum { N = 300, D = 200 };
+    static char keybuf[N][16];
+    static const void *keys[N + 1], *values[N];
+    static size_t klens[N + 1], vlens[N];
+    for (int i = 0; i < N; i++) {
+        klens[i] = (size_t)snprintf(keybuf[i], sizeof(keybuf[i]), "del%d", i);
+        keys[i] = keybuf[i];
+        values[i] = "v";
+        vlens[i] = 1;
+    }
+    momento_result *r = NULL;
+    assert_int_equal(momento_set_batch_sync(client, "c", keys, klens, values, vlens, N, 0, NULL, &r),
+                     MOMENTO_OK);
+    momento_result_free(r);
+    momento_local_reset_stats(server);
+    /* The first D keys and one that never existed (a delete of nothing is
+     * a success, as Momento answers it). */
+    const void *dk[D + 1];
+    size_t dkl[D + 1];
+    memcpy(dk, keys, D * sizeof(dk[0]));
+    memcpy(dkl, klens, D * sizeof(dkl[0]));
+    dk[D] = "never-there";
+    dkl[D] = 11;
+    assert_int_equal(momento_delete_batch_sync(client, "c", dk, dkl, D + 1, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    assert_int_equal(momento_result_item_count(r), D + 1);
+    for (size_t i = 0; i <= D; i++)
+        assert_int_equal(momento_result_error(momento_result_item(r, i)), MOMENTO_OK);
+    momento_result_free(r);
+    assert_int_equal(momento_local_rpc_count(server, "Delete", 0), D + 1);
+    assert_int_equal(momento_get_batch_sync(client, "c", keys, klens, N, NULL, &r), MOMENTO_OK);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(momento_result_outcome(momento_result_item(r, (size_t)i)),
+                         i < D ? MOMENTO_OUTCOME_MISS : MOMENTO_OUTCOME_HIT);
+    momento_result_free(r);
+
+    /* Refused whole, no callback: as a get batch. */
+    batch_seen b = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    assert_int_equal(momento_delete_batch(client, "c", keys, klens, 0, NULL, on_delete_batch, &b),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_delete_batch(client, "c", NULL, klens, 3, NULL, on_delete_batch, &b),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_delete_batch(client, "c", keys, klens, 3, NULL, NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+
+    /* One key's failure is its item's; the batch counts as one request. */
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    momento_header h[] = {{"request-id", "delete-batch"}, {"return-error", "invalid-argument"},
+                          {"error-rpcs", "delete"},       {"error-count", "1"},
+                          {"delay-ms", "200"},            {"delay-rpcs", "delete"}};
+    o.headers = h;
+    o.n_headers = 6;
+    assert_int_equal(momento_delete_batch(client, "c", keys, klens, 5, &o, on_delete_batch, &b),
+                     MOMENTO_OK);
+    assert_int_equal(momento_client_in_flight(client), 1);
+    tu_wait_until(batch_calls(&b) == 1, 5000);
+    assert_int_equal(batch_calls(&b), 1);
+    assert_int_equal(b.n_items, 5);
+    int failed = 0;
+    for (int i = 0; i < 5; i++) {
+        failed += b.errors[i] == MOMENTO_ERR_INVALID_ARGUMENT;
+        assert_true(b.errors[i] == MOMENTO_OK || b.errors[i] == MOMENTO_ERR_INVALID_ARGUMENT);
+    }
+    assert_int_equal(failed, 1);
+    assert_int_equal(b.in_flight, 1); /* its own, while its callback runs */
+    tu_wait_until(momento_client_in_flight(client) == 0, 2000);
+    assert_int_equal(momento_client_in_flight(client), 0);
 }
 
 static void test_batch_refusals_and_errors(void **state)
@@ -890,6 +993,7 @@ int main(void)
         cmocka_unit_test(test_item_get_type),
         cmocka_unit_test(test_batches_of_a_thousand),
         cmocka_unit_test(test_batch_refusals_and_errors),
+        cmocka_unit_test(test_delete_batch),
         cmocka_unit_test(test_batch_result_survives_dup),
         cmocka_unit_test(test_hash_get_and_set),
         cmocka_unit_test(test_hash_conditions),
