@@ -193,5 +193,5 @@ int momento_local_test_admin_port(const momento_local *s)
 void momento_local_block(momento_local *s, int blocked)
 {
     if (s)
-        atomic_store(&s->blocked, blocked != 0);
+        srv_admin_block(s, blocked != 0);
 }

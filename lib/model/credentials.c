@@ -321,13 +321,15 @@ int momento_credentials_from_api_key(momento_credentials **ret, const char *api_
                   "(legacy tokens need both \"c\" and \"cp\" claims)";
             rc = MOMENTO_ERR_INVALID_ARGUMENT;
         }
+        momento_credentials *made = NULL;
         if (rc == MOMENTO_OK)
-            rc = make_creds(ret, k.token, cache_ep, control_ep, 1);
-        if (rc == MOMENTO_OK && base && !((*ret)->base = dup_str(base))) {
-            momento_credentials_free(*ret);
-            *ret = NULL;
+            rc = make_creds(&made, k.token, cache_ep, control_ep, 1);
+        if (rc == MOMENTO_OK && base && !(made->base = dup_str(base))) {
+            momento_credentials_free(made); /* *ret stays untouched on failure */
             rc = MOMENTO_ERR_NO_MEMORY;
-        } else if (rc != MOMENTO_OK && rc != MOMENTO_ERR_NO_MEMORY) {
+        } else if (rc == MOMENTO_OK) {
+            *ret = made;
+        } else if (rc != MOMENTO_ERR_NO_MEMORY) {
             free(cache_ep);
             free(control_ep);
         }

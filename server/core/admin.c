@@ -1,6 +1,7 @@
 /* The test admin: a tiny HTTP/1.0 server on a loopback port of its own,
  * one connection at a time on its own thread, so that nothing it does can
- * hold up a call. `GET /block` cuts the data port (momento_local_block():
+ * hold up a call. `GET /block` cuts the data port (srv_admin_block(), also
+ * momento_local_block():
  * every call from then on is answered UNAVAILABLE and every open
  * subscription stream ends UNAVAILABLE, as a port that stops answering
  * looks to a gRPC client); `GET /unblock` gives it back. Each answer is 200
@@ -57,14 +58,19 @@ static void serve(momento_local *s, int fd)
     if (sscanf(req, "%7s %63s", method, path) != 2) {
         answer(fd, "400 Bad Request", "bad request\n");
     } else if (strcmp(path, "/block") == 0) {
-        momento_local_block(s, 1);
+        srv_admin_block(s, true);
         answer(fd, "200 OK", "blocked\n");
     } else if (strcmp(path, "/unblock") == 0) {
-        momento_local_block(s, 0);
+        srv_admin_block(s, false);
         answer(fd, "200 OK", "unblocked\n");
     } else {
         answer(fd, "404 Not Found", "not found: /block and /unblock only\n");
     }
+}
+
+void srv_admin_block(momento_local *s, bool blocked)
+{
+    atomic_store(&s->blocked, blocked);
 }
 
 static void *admin_loop(void *arg)

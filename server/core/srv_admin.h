@@ -22,6 +22,9 @@ typedef struct srv_admin {
  * port could not be bound; nothing is left open). Nothing happens when the
  * options leave the admin off. */
 int srv_admin_start(struct momento_local *s);
+/* Cuts the data port (`blocked`) or gives it back: calls.c refuses calls
+ * and ends streams while it is cut. Any thread. */
+void srv_admin_block(struct momento_local *s, bool blocked);
 /* Stops and closes it; harmless when it never started. */
 void srv_admin_stop(struct momento_local *s);
 
