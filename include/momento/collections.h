@@ -526,6 +526,42 @@ MOMENTO_EXPORT int momento_sorted_set_length_by_score(momento_client *c, const c
                                                       const momento_request_options *opts,
                                                       momento_callback cb, void *userdata);
 
+/* One source of momento_sorted_set_union_store(): a sorted set's name and
+ * the weight its scores are multiplied by (zero and negative allowed;
+ * Momento's wire type is a float). */
+typedef struct momento_sorted_set_source {
+    const void *name;
+    size_t name_len;
+    float weight;
+} momento_sorted_set_source;
+/* How a union combines the weighted scores of an element in several sets. */
+typedef enum momento_aggregate {
+    MOMENTO_AGGREGATE_SUM = 0,
+    MOMENTO_AGGREGATE_MIN = 1,
+    MOMENTO_AGGREGATE_MAX = 2
+} momento_aggregate;
+#define MOMENTO_MAX_UNION_SOURCES 100
+/* Stores into `dest` the union of the `n` sources (1 ..
+ * MOMENTO_MAX_UNION_SOURCES; a missing one counts as empty), each score
+ * times its source's weight, an element in several combined by `agg`,
+ * replacing what `dest` held; `dest` gets `ttl_ms` (0 = the client's
+ * default TTL). The JS and Rust SDKs' sortedSetUnionStore. Outcome SUCCESS
+ * with the stored set's length as momento_result_int() (0: `dest` was
+ * removed, no source having an element). Refused as a collection write,
+ * and for NULL `sources`, n 0 or over the maximum, a source's name that
+ * is not a collection name, a weight that is NaN or infinite, or `agg` not
+ * a momento_aggregate. Not idempotent: never retried. */
+MOMENTO_EXPORT int momento_sorted_set_union_store(momento_client *c, const char *cache,
+                                                  const void *dest, size_t dest_len,
+                                                  const momento_sorted_set_source *sources,
+                                                  size_t n, momento_aggregate agg, uint64_t ttl_ms,
+                                                  const momento_request_options *opts,
+                                                  momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_sorted_set_union_store_sync(
+    momento_client *c, const char *cache, const void *dest, size_t dest_len,
+    const momento_sorted_set_source *sources, size_t n, momento_aggregate agg, uint64_t ttl_ms,
+    const momento_request_options *opts, momento_result **ret);
+
 MOMENTO_EXPORT int momento_sorted_set_put_element_sync(
     momento_client *c, const char *cache, const void *name, size_t name_len, const void *value,
     size_t value_len, double score, const momento_collection_ttl *ttl,

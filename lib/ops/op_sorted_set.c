@@ -11,6 +11,7 @@
 #include "cacheclient.pb-c.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 MOMENTO__DECODER(sorted_set_put)
@@ -163,6 +164,18 @@ MOMENTO__DECODER(sorted_set_length)
     } else {
         return MOMENTO_ERR_BAD_RESPONSE;
     }
+    return MOMENTO_OK;
+}
+
+MOMENTO__DECODER(sorted_set_union_store)
+{
+    (void)n_msgs;
+    const CacheClient__SortedSetUnionStoreResponse *m =
+        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_UNION_STORE, &msgs[0], scratch);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    r->int_value = m->length;
+    r->outcome = MOMENTO_OUTCOME_SUCCESS;
     return MOMENTO_OK;
 }
 
@@ -739,4 +752,71 @@ int momento_sorted_set_length_by_score_sync(momento_client *c, const char *cache
 {
     MOMENTO__SYNC(momento_sorted_set_length_by_score(c, cache, name, name_len, min, max, opts,
                                                      MOMENTO__SYNC_CB));
+}
+
+int momento_sorted_set_union_store(momento_client *c, const char *cache, const void *dest,
+                                   size_t dest_len, const momento_sorted_set_source *sources,
+                                   size_t n, momento_aggregate agg, uint64_t ttl_ms,
+                                   const momento_request_options *opts, momento_callback cb,
+                                   void *userdata)
+{
+    MOMENTO__CHECK(momento__check_coll_request(c, cache, dest, dest_len, opts, cb));
+    MOMENTO__CHECK(momento__check_ttl(ttl_ms));
+    if (!sources)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the sources are NULL");
+    if (n == 0 || n > MOMENTO_MAX_UNION_SOURCES)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "%zu sources: a union takes 1 to %d (MOMENTO_MAX_UNION_SOURCES)", n,
+                               MOMENTO_MAX_UNION_SOURCES);
+    if ((unsigned)agg > MOMENTO_AGGREGATE_MAX)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "aggregate %d is not a "
+                               "momento_aggregate", (int)agg);
+    for (size_t i = 0; i < n; i++) {
+        /* Each source is a collection name, checked as one. */
+        int rc = momento__check_coll_request(c, cache, sources[i].name, sources[i].name_len, opts,
+                                             cb);
+        if (rc != MOMENTO_OK) {
+            char why[200]; /* the reason's own buffer is what refuse() writes */
+            snprintf(why, sizeof(why), "%s", momento_refusal_reason());
+            return momento__refuse(rc, "source %zu: %s", i, why);
+        }
+        if (isnan(sources[i].weight) || isinf(sources[i].weight))
+            return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                                   "source %zu's weight is not a finite number", i);
+    }
+    CacheClient__SortedSetUnionStoreRequest__Source *items = momento__malloc(n * sizeof(*items));
+    CacheClient__SortedSetUnionStoreRequest__Source **ptrs = momento__malloc(n * sizeof(*ptrs));
+    if (!items || !ptrs) {
+        free(items);
+        free(ptrs);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        cache_client____sorted_set_union_store_request____source__init(&items[i]);
+        items[i].set_name = momento__bytes(sources[i].name, sources[i].name_len);
+        items[i].weight = sources[i].weight;
+        ptrs[i] = &items[i];
+    }
+    CacheClient__SortedSetUnionStoreRequest req =
+        CACHE_CLIENT____SORTED_SET_UNION_STORE_REQUEST__INIT;
+    req.set_name = momento__bytes(dest, dest_len);
+    req.n_sources = n;
+    req.sources = ptrs;
+    req.aggregate = (CacheClient__SortedSetUnionStoreRequest__AggregateFunction)agg;
+    req.ttl_milliseconds = momento__effective_ttl(&c->cfg, ttl_ms);
+    int rc = momento__coll_write(c, MOMENTO__RPC_SORTED_SET_UNION_STORE,
+                                 momento__decode_sorted_set_union_store, cache, dest, dest_len,
+                                 &req.base, opts, cb, userdata);
+    free(items); /* packed at submit */
+    free(ptrs);
+    return rc;
+}
+
+int momento_sorted_set_union_store_sync(momento_client *c, const char *cache, const void *dest,
+                                        size_t dest_len, const momento_sorted_set_source *sources,
+                                        size_t n, momento_aggregate agg, uint64_t ttl_ms,
+                                        const momento_request_options *opts, momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_union_store(c, cache, dest, dest_len, sources, n, agg, ttl_ms,
+                                                 opts, MOMENTO__SYNC_CB));
 }

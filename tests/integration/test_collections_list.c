@@ -631,6 +631,82 @@ static void test_sorted_set_scores_ranks(void **state)
 }
 
 /* A list or sorted-set operation on a key of another type. */
+/* An element's score in `name`, or NAN when it is not there. */
+static double score_of(const char *name, const char *element)
+{
+    momento_result *r = NULL;
+    double score = NAN;
+    assert_int_equal(momento_sorted_set_get_score_sync(client, "c", name, strlen(name),
+                                                       element, strlen(element), NULL, &r),
+                     MOMENTO_OK);
+    if (momento_result_outcome(r) == MOMENTO_OUTCOME_HIT)
+        score = momento_result_score(r);
+    momento_result_free(r);
+    return score;
+}
+
+/* SortedSetUnionStore from the library (the JS and Rust SDKs have it):
+ * weights, the three aggregates, a missing source, refusals. */
+static void test_sorted_set_union_store(void **state)
+{
+    (void)state;
+    const void *av[] = {"x", "y"}, *bv[] = {"y", "z"};
+    size_t lens[] = {1, 1};
+    double as[] = {1, 2}, bs[] = {10, 5};
+    assert_int_equal(momento_sorted_set_put_elements_sync(client, "c", MOMENTO_STR("u-a"), av, lens,
+                                                          as, 2, NULL, NULL, NULL),
+                     MOMENTO_OK);
+    assert_int_equal(momento_sorted_set_put_elements_sync(client, "c", MOMENTO_STR("u-b"), bv, lens,
+                                                          bs, 2, NULL, NULL, NULL),
+                     MOMENTO_OK);
+    momento_sorted_set_source src[] = {{"u-a", 3, 1.0f}, {"u-b", 3, 2.0f}, {"u-none", 6, 9.0f}};
+    momento_result *r = NULL;
+    assert_int_equal(momento_sorted_set_union_store_sync(client, "c", MOMENTO_STR("u-sum"), src, 3,
+                                                         MOMENTO_AGGREGATE_SUM, 0, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
+    assert_int_equal(momento_result_int(r), 3);
+    momento_result_free(r);
+    assert_true(score_of("u-sum", "x") == 1.0);
+    assert_true(score_of("u-sum", "y") == 2.0 + 20.0);
+    assert_true(score_of("u-sum", "z") == 10.0);
+    assert_int_equal(momento_sorted_set_union_store_sync(client, "c", MOMENTO_STR("u-min"), src, 2,
+                                                         MOMENTO_AGGREGATE_MIN, 0, NULL, NULL),
+                     MOMENTO_OK);
+    assert_true(score_of("u-min", "y") == 2.0);
+    assert_int_equal(momento_sorted_set_union_store_sync(client, "c", MOMENTO_STR("u-max"), src, 2,
+                                                         MOMENTO_AGGREGATE_MAX, 0, NULL, NULL),
+                     MOMENTO_OK);
+    assert_true(score_of("u-max", "y") == 20.0);
+
+    /* Refused before sending, with a reason. */
+    assert_int_equal(momento_sorted_set_union_store(client, "c", MOMENTO_STR("u"), NULL, 1,
+                                                    MOMENTO_AGGREGATE_SUM, 0, NULL, tu_count_cb,
+                                                    NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_sorted_set_union_store(client, "c", MOMENTO_STR("u"), src, 0,
+                                                    MOMENTO_AGGREGATE_SUM, 0, NULL, tu_count_cb,
+                                                    NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(momento_refusal_reason(), "MOMENTO_MAX_UNION_SOURCES"));
+    assert_int_equal(momento_sorted_set_union_store(client, "c", MOMENTO_STR("u"), src, 2,
+                                                    (momento_aggregate)3, 0, NULL, tu_count_cb,
+                                                    NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    momento_sorted_set_source bad[] = {{"u-a", 3, NAN}};
+    assert_int_equal(momento_sorted_set_union_store(client, "c", MOMENTO_STR("u"), bad, 1,
+                                                    MOMENTO_AGGREGATE_SUM, 0, NULL, tu_count_cb,
+                                                    NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(momento_refusal_reason(), "source 0's weight"));
+    momento_sorted_set_source empty_name[] = {{"", 0, 1.0f}};
+    assert_int_equal(momento_sorted_set_union_store(client, "c", MOMENTO_STR("u"), empty_name, 1,
+                                                    MOMENTO_AGGREGATE_SUM, 0, NULL, tu_count_cb,
+                                                    NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(momento_refusal_reason(), "source 0"));
+}
+
 static void test_type_mismatch(void **state)
 {
     (void)state;
@@ -1252,6 +1328,7 @@ int main(void)
         cmocka_unit_test(test_sorted_set_put_fetch),
         cmocka_unit_test(test_sorted_set_by_score),
         cmocka_unit_test(test_sorted_set_scores_ranks),
+        cmocka_unit_test(test_sorted_set_union_store),
         cmocka_unit_test(test_type_mismatch),
         cmocka_unit_test(test_async),
         cmocka_unit_test(test_list_erase),
