@@ -184,36 +184,54 @@ static void cancel_and_drain(momento_request_group *g, momento_cancel_token *t, 
     assert_int_equal(tu_counter_errors(k, MOMENTO_ERR_CANCELLED), n);
 }
 
+/* What most tests hold: a patient client, one group, one cancel token
+ * that ends what the group holds, and a counter of callbacks. */
+typedef struct held_set {
+    momento_client *c;
+    momento_request_group *g;
+    momento_cancel_token *t;
+    tu_counter k;
+} held_set;
+
+static void held_begin(held_set *h, momento_config *cfg)
+{
+    h->c = patient(cfg);
+    assert_int_equal(momento_request_group_new(h->c, &h->g), MOMENTO_OK);
+    assert_int_equal(momento_cancel_token_new(&h->t), MOMENTO_OK);
+    tu_counter_init(&h->k);
+}
+
+/* Frees what held_begin() made; the client last, after the group. */
+static void held_end(held_set *h)
+{
+    momento_cancel_token_free(h->t);
+    momento_request_group_free(h->g);
+    momento_client_free(h->c);
+    tu_counter_destroy(&h->k);
+}
+
 /* 100 coalesced waiters on one RPC count 100 in the group. */
 static void test_coalesced_waiters_counted(void **state)
 {
     (void)state;
-    momento_client *c = patient(NULL);
+    held_set h;
+    held_begin(&h, NULL);
     /* Client-wide: a request with headers of its own is never coalesced. */
-    momento__client_add_header(c, "delay-rpcs", "get");
-    momento__client_add_header(c, "delay-ms", HOLD_MS_STR);
+    momento__client_add_header(h.c, "delay-rpcs", "get");
+    momento__client_add_header(h.c, "delay-ms", HOLD_MS_STR);
     momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
-    momento_request_group *g;
-    momento_cancel_token *t;
-    assert_int_equal(momento_request_group_new(c, &g), MOMENTO_OK);
-    assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
-    tu_counter k;
-    tu_counter_init(&k);
-    momento_request_options o = opts_for(g, t, NULL);
+    assert_int_equal(momento_coalescer_new(&co, h.c), MOMENTO_OK);
+    momento_request_options o = opts_for(h.g, h.t, NULL);
     for (int i = 0; i < 100; i++)
-        assert_int_equal(momento_coalescing_get(co, "c", "hot", 3, &o, tu_count_cb, &k),
+        assert_int_equal(momento_coalescing_get(co, "c", "hot", 3, &o, tu_count_cb, &h.k),
                          MOMENTO_OK);
     momento_coalescer_stats s;
     assert_int_equal(momento_coalescer_stats_get(co, &s, sizeof(s)), MOMENTO_OK);
     assert_int_equal(s.get_coalesced, 99); /* they did share one RPC */
-    assert_int_equal(momento_request_group_in_flight(g), 100);
-    cancel_and_drain(g, t, &k, 100);
-    momento_cancel_token_free(t);
-    momento_request_group_free(g);
+    assert_int_equal(momento_request_group_in_flight(h.g), 100);
+    cancel_and_drain(h.g, h.t, &h.k, 100);
     momento_coalescer_free(co);
-    momento_client_free(c);
-    tu_counter_destroy(&k);
+    held_end(&h);
 }
 
 /* Requests waiting in the batching queue, and behind the cap on requests
@@ -228,34 +246,26 @@ static void test_batched_and_capped_counted(void **state)
             assert_int_equal(momento_config_set_max_concurrent_requests(cfg, 1), MOMENTO_OK);
         else
             assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1024 * 1024), MOMENTO_OK);
-        momento_client *c = patient(cfg);
+        held_set h;
+        held_begin(&h, cfg);
         momento_config_free(cfg);
-        momento__client_add_header(c, "delay-rpcs", "get get-batch");
-        momento__client_add_header(c, "delay-ms", HOLD_MS_STR);
-        momento_request_group *g;
-        momento_cancel_token *t;
-        assert_int_equal(momento_request_group_new(c, &g), MOMENTO_OK);
-        assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
-        tu_counter k;
-        tu_counter_init(&k);
-        momento_request_options o = opts_for(g, t, NULL);
+        momento__client_add_header(h.c, "delay-rpcs", "get get-batch");
+        momento__client_add_header(h.c, "delay-ms", HOLD_MS_STR);
+        momento_request_options o = opts_for(h.g, h.t, NULL);
         for (int i = 0; i < N; i++) {
             char key[8];
             snprintf(key, sizeof(key), "k%d", i);
-            assert_int_equal(momento_get(c, "c", MOMENTO_STR(key), &o, tu_count_cb, &k),
+            assert_int_equal(momento_get(h.c, "c", MOMENTO_STR(key), &o, tu_count_cb, &h.k),
                              MOMENTO_OK);
         }
         if (!capped) {
             momento_client_batching_stats s;
-            assert_int_equal(momento_client_batching_stats_get(c, &s, sizeof(s)), MOMENTO_OK);
+            assert_int_equal(momento_client_batching_stats_get(h.c, &s, sizeof(s)), MOMENTO_OK);
             assert_int_equal(s.queued, N - 1); /* behind the first, held */
         }
-        assert_int_equal(momento_request_group_in_flight(g), N);
-        cancel_and_drain(g, t, &k, N);
-        momento_cancel_token_free(t);
-        momento_request_group_free(g);
-        momento_client_free(c);
-        tu_counter_destroy(&k);
+        assert_int_equal(momento_request_group_in_flight(h.g), N);
+        cancel_and_drain(h.g, h.t, &h.k, N);
+        held_end(&h);
     }
 }
 
@@ -279,36 +289,28 @@ static void *get_sync_thread(void *arg)
 static void test_listing_and_blocking_counted(void **state)
 {
     (void)state;
-    momento_client *c = patient(NULL);
-    momento_request_group *g;
-    momento_cancel_token *t;
-    assert_int_equal(momento_request_group_new(c, &g), MOMENTO_OK);
-    assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
-    tu_counter k;
-    tu_counter_init(&k);
-    momento_request_options list = opts_for(g, t, hold_list);
-    assert_int_equal(momento_list_caches(c, &list, tu_count_cb, &k), MOMENTO_OK);
-    assert_int_equal(momento_request_group_in_flight(g), 1);
+    held_set h;
+    held_begin(&h, NULL);
+    momento_request_options list = opts_for(h.g, h.t, hold_list);
+    assert_int_equal(momento_list_caches(h.c, &list, tu_count_cb, &h.k), MOMENTO_OK);
+    assert_int_equal(momento_request_group_in_flight(h.g), 1);
 
-    blocked b = {.client = c, .opts = opts_for(g, t, hold_get)};
+    blocked b = {.client = h.c, .opts = opts_for(h.g, h.t, hold_get)};
     pthread_t th;
     pthread_create(&th, NULL, get_sync_thread, &b);
-    tu_wait_until(momento_request_group_in_flight(g) == 2, 20000);
-    assert_int_equal(momento_request_group_in_flight(g), 2);
-    momento_cancel(t);
+    tu_wait_until(momento_request_group_in_flight(h.g) == 2, 20000);
+    assert_int_equal(momento_request_group_in_flight(h.g), 2);
+    momento_cancel(h.t);
     pthread_join(th, NULL);
     assert_int_equal(b.rc, MOMENTO_ERR_CANCELLED);
-    assert_int_equal(momento_request_group_wait(g, (uint32_t)TU_MS(20000)), MOMENTO_OK);
-    assert_int_equal(k.total, 1);
-    assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_CANCELLED), 1);
+    assert_int_equal(momento_request_group_wait(h.g, (uint32_t)TU_MS(20000)), MOMENTO_OK);
+    assert_int_equal(h.k.total, 1);
+    assert_int_equal(tu_counter_errors(&h.k, MOMENTO_ERR_CANCELLED), 1);
     /* A blocking call done is counted no more. */
-    momento_request_options plain = opts_for(g, NULL, NULL);
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, &plain, NULL), MOMENTO_OK);
-    assert_int_equal(momento_request_group_in_flight(g), 0);
-    momento_cancel_token_free(t);
-    momento_request_group_free(g);
-    momento_client_free(c);
-    tu_counter_destroy(&k);
+    momento_request_options plain = opts_for(h.g, NULL, NULL);
+    assert_int_equal(momento_get_sync(h.c, "c", "k", 1, &plain, NULL), MOMENTO_OK);
+    assert_int_equal(momento_request_group_in_flight(h.g), 0);
+    held_end(&h);
 }
 
 /* The application drops its group while requests hold it: their callbacks

@@ -98,17 +98,25 @@ static void test_config_refusals(void **state)
 
 /* A client whose gets fail `failures` times with `status` (a fault-injection
  * session of its own), then succeed. */
-static momento_client *failing_client(momento_config *cfg, const char *id, const char *status,
-                                      int failures)
+/* A client whose first `failures` calls of `rpc` (a fault name) in
+ * session `id` are answered `status`. */
+static momento_client *failing_rpc_client(momento_config *cfg, const char *id, const char *status,
+                                          const char *rpc, int failures)
 {
     momento_client *c = tu_client(server, cfg);
     char n[16];
     snprintf(n, sizeof(n), "%d", failures);
     momento__client_add_header(c, "request-id", id);
     momento__client_add_header(c, "return-error", status);
-    momento__client_add_header(c, "error-rpcs", "get");
+    momento__client_add_header(c, "error-rpcs", rpc);
     momento__client_add_header(c, "error-count", n);
     return c;
+}
+
+static momento_client *failing_client(momento_config *cfg, const char *id, const char *status,
+                                      int failures)
+{
+    return failing_rpc_client(cfg, id, status, "get", failures);
 }
 
 static void get_expect(momento_client *c, int want_err, int want_attempts)
@@ -142,11 +150,7 @@ static void test_retry_server_cancelled(void **state)
     get_expect(c, MOMENTO_OK, 3);
     momento_client_free(c);
 
-    c = tu_client(server, NULL);
-    momento__client_add_header(c, "request-id", "retry-cancelled-incr");
-    momento__client_add_header(c, "return-error", "cancelled");
-    momento__client_add_header(c, "error-rpcs", "increment");
-    momento__client_add_header(c, "error-count", "1");
+    c = failing_rpc_client(NULL, "retry-cancelled-incr", "cancelled", "increment", 1);
     momento_result *r = NULL;
     assert_int_equal(momento_increment_sync(c, "c", "n", 1, 1, 0, NULL, &r),
                      MOMENTO_ERR_CANCELLED);
@@ -170,11 +174,7 @@ static void test_retry_deadline_exceeded(void **state)
     momento_client *c = failing_client(cfg, "retry-de", "deadline-exceeded", 2);
     get_expect(c, MOMENTO_OK, 3);
     momento_client_free(c);
-    c = tu_client(server, cfg);
-    momento__client_add_header(c, "request-id", "retry-de-incr");
-    momento__client_add_header(c, "return-error", "deadline-exceeded");
-    momento__client_add_header(c, "error-rpcs", "increment");
-    momento__client_add_header(c, "error-count", "1");
+    c = failing_rpc_client(cfg, "retry-de-incr", "deadline-exceeded", "increment", 1);
     momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
     o.timeout_ms = (uint32_t)TU_MS(300);
     momento_result *r = NULL;

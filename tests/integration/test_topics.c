@@ -175,6 +175,15 @@ static momento_subscription *subscribe(momento_client *c, const char *topic, rec
     return sub;
 }
 
+/* A subscription of `c` to `topic` that is given its heartbeats. */
+static momento_subscription *subscribe_heartbeats(momento_client *c, const char *topic,
+                                                  recorder *r)
+{
+    momento_subscribe_options o = MOMENTO_SUBSCRIBE_OPTIONS_INIT;
+    o.flags = MOMENTO_SUBSCRIBE_HEARTBEATS;
+    return subscribe(c, topic, r, &o);
+}
+
 /* Unsubscribes, checks the one END (error 0), frees. */
 static void finish(momento_subscription *sub, recorder *r)
 {
@@ -660,9 +669,7 @@ static void test_heartbeats(void **state)
     momento_client *c = tu_client(s, NULL);
     recorder r;
     rec_init(&r);
-    momento_subscribe_options o = MOMENTO_SUBSCRIBE_OPTIONS_INIT;
-    o.flags = MOMENTO_SUBSCRIBE_HEARTBEATS;
-    momento_subscription *sub = subscribe(c, "t", &r, &o);
+    momento_subscription *sub = subscribe_heartbeats(c, "t", &r);
     /* The first message, then one per second while idle. */
     assert_true(wait_kind(&r, MOMENTO_TOPIC_HEARTBEAT, 2, 5000) >= 2);
     momento_subscription_stats st;
@@ -735,9 +742,7 @@ static void test_test_admin_blocks_and_unblocks(void **state)
     momento_client *c = tu_client(s, NULL);
     recorder r;
     rec_init(&r);
-    momento_subscribe_options so = MOMENTO_SUBSCRIBE_OPTIONS_INIT;
-    so.flags = MOMENTO_SUBSCRIBE_HEARTBEATS;
-    momento_subscription *sub = subscribe(c, "t", &r, &so);
+    momento_subscription *sub = subscribe_heartbeats(c, "t", &r);
     assert_true(wait_kind(&r, MOMENTO_TOPIC_HEARTBEAT, 3, 5000) >= 3);
 
     assert_int_equal(http_get(admin, "/block"), 200);
