@@ -154,6 +154,12 @@ MOMENTO_EXPORT int momento_coalescing_sorted_set_fetch_by_score(
     momento_coalescer *co, const char *cache, const void *name, size_t name_len, double min,
     double max, momento_order order, uint32_t offset, uint32_t count,
     const momento_request_options *opts, momento_callback cb, void *userdata);
+/* Coalesces with a momento_coalescing_sorted_set_fetch_by_score() of the
+ * same inclusive range: both send the same request. */
+MOMENTO_EXPORT int momento_coalescing_sorted_set_fetch_by_score_range(
+    momento_coalescer *co, const char *cache, const void *name, size_t name_len,
+    const momento_score_range *range, momento_order order, uint32_t offset, uint32_t count,
+    const momento_request_options *opts, momento_callback cb, void *userdata);
 /* A get of one score is sent as a get of scores with n = 1 (as
  * momento_sorted_set_get_score() is): it shares an RPC with an identical
  * momento_coalescing_sorted_set_get_scores() of that one value, and each
@@ -176,6 +182,10 @@ MOMENTO_EXPORT int momento_coalescing_sorted_set_length(momento_coalescer *co, c
 MOMENTO_EXPORT int momento_coalescing_sorted_set_length_by_score(
     momento_coalescer *co, const char *cache, const void *name, size_t name_len, double min,
     double max, const momento_request_options *opts, momento_callback cb, void *userdata);
+MOMENTO_EXPORT int momento_coalescing_sorted_set_length_by_score_range(
+    momento_coalescer *co, const char *cache, const void *name, size_t name_len,
+    const momento_score_range *range, const momento_request_options *opts, momento_callback cb,
+    void *userdata);
 
 /*
  * Counters since creation. Fields are only ever appended: pass

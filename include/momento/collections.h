@@ -435,6 +435,31 @@ typedef enum momento_order {
     MOMENTO_DESCENDING = 1
 } momento_order;
 
+/* How one end of a score range is bounded. Zero is "no bound", so a range
+ * initialised by name leaves out the ends it does not name. */
+typedef enum momento_bound_kind {
+    MOMENTO_UNBOUNDED = 0,
+    MOMENTO_INCLUSIVE = 1, /* scores equal to the bound are in range */
+    MOMENTO_EXCLUSIVE = 2  /* scores equal to the bound are not */
+} momento_bound_kind;
+typedef struct momento_score_bound {
+    double score; /* ignored when `kind` is MOMENTO_UNBOUNDED */
+    momento_bound_kind kind;
+} momento_score_bound;
+/* A score range for momento_sorted_set_fetch_by_score_range() and
+ * momento_sorted_set_length_by_score_range(), the ends as Momento's wire
+ * has them. Read only during the call. For example, the scores in
+ * (10, 20]:
+ *
+ *   MOMENTO_SCORE_RANGE(.min = {10, MOMENTO_EXCLUSIVE},
+ *                       .max = {20, MOMENTO_INCLUSIVE})
+ */
+typedef struct momento_score_range {
+    momento_score_bound min;
+    momento_score_bound max;
+} momento_score_range;
+#define MOMENTO_SCORE_RANGE(...) (&(const momento_score_range){__VA_ARGS__})
+
 /* Puts elements with their scores (replacing an element's score; creating
  * the sorted set). Scores must not be NaN. Outcome SUCCESS. */
 MOMENTO_EXPORT int momento_sorted_set_put_element(momento_client *c, const char *cache,
@@ -470,6 +495,15 @@ MOMENTO_EXPORT int momento_sorted_set_fetch_by_score(momento_client *c, const ch
                                                      uint32_t offset, uint32_t count,
                                                      const momento_request_options *opts,
                                                      momento_callback cb, void *userdata);
+/* As momento_sorted_set_fetch_by_score(), with each end of the range
+ * inclusive, exclusive or open as `range` says (NULL: the whole set). A
+ * NaN bound, a bound kind outside the enum, or min above max is
+ * MOMENTO_ERR_INVALID_ARGUMENT; equal bounds with an exclusive end are an
+ * empty range (a HIT with no items). */
+MOMENTO_EXPORT int momento_sorted_set_fetch_by_score_range(
+    momento_client *c, const char *cache, const void *name, size_t name_len,
+    const momento_score_range *range, momento_order order, uint32_t offset, uint32_t count,
+    const momento_request_options *opts, momento_callback cb, void *userdata);
 /* Outcome HIT with the element's score as momento_result_score(), or MISS
  * (no sorted set, or no such element). */
 MOMENTO_EXPORT int momento_sorted_set_get_score(momento_client *c, const char *cache,
@@ -525,6 +559,12 @@ MOMENTO_EXPORT int momento_sorted_set_length_by_score(momento_client *c, const c
                                                       double min, double max,
                                                       const momento_request_options *opts,
                                                       momento_callback cb, void *userdata);
+/* As momento_sorted_set_length_by_score(), the range as
+ * momento_sorted_set_fetch_by_score_range() takes it. */
+MOMENTO_EXPORT int momento_sorted_set_length_by_score_range(
+    momento_client *c, const char *cache, const void *name, size_t name_len,
+    const momento_score_range *range, const momento_request_options *opts, momento_callback cb,
+    void *userdata);
 
 /* One source of momento_sorted_set_union_store(): a sorted set's name and
  * the weight its scores are multiplied by (zero and negative allowed;
@@ -580,6 +620,10 @@ MOMENTO_EXPORT int momento_sorted_set_fetch_by_score_sync(
     momento_client *c, const char *cache, const void *name, size_t name_len, double min,
     double max, momento_order order, uint32_t offset, uint32_t count,
     const momento_request_options *opts, momento_result **ret);
+MOMENTO_EXPORT int momento_sorted_set_fetch_by_score_range_sync(
+    momento_client *c, const char *cache, const void *name, size_t name_len,
+    const momento_score_range *range, momento_order order, uint32_t offset, uint32_t count,
+    const momento_request_options *opts, momento_result **ret);
 MOMENTO_EXPORT int momento_sorted_set_get_score_sync(momento_client *c, const char *cache,
                                                      const void *name, size_t name_len,
                                                      const void *value, size_t value_len,
@@ -621,6 +665,9 @@ MOMENTO_EXPORT int momento_sorted_set_length_by_score_sync(momento_client *c, co
                                                            double min, double max,
                                                            const momento_request_options *opts,
                                                            momento_result **ret);
+MOMENTO_EXPORT int momento_sorted_set_length_by_score_range_sync(
+    momento_client *c, const char *cache, const void *name, size_t name_len,
+    const momento_score_range *range, const momento_request_options *opts, momento_result **ret);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,7 @@
 #include "cacheclient.pb-c.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -217,13 +218,37 @@ static CacheClient__SortedSetFetchRequest__Order fetch_order(momento_order order
 }
 
 /* Score bounds: no NaN, min <= max (infinities allowed, as "no bound"). */
-static int check_score_range(double min, double max)
+/* The range a [min, max] pair means: inclusive ends, an infinite one open. */
+static momento_score_range inclusive_range(double min, double max)
 {
-    if (isnan(min) || isnan(max))
+    momento_score_range r = {.min = {min, MOMENTO_INCLUSIVE}, .max = {max, MOMENTO_INCLUSIVE}};
+    return r;
+}
+
+/* Whether the bound is sent: an inclusive bound at the infinity on its own
+ * side admits every score, so [-INFINITY, INFINITY] goes as the open range
+ * (as the [min, max] forms always sent it). An exclusive one does not: it
+ * leaves out the scores at that infinity. */
+static bool bounded(const momento_score_bound *b, double open_end)
+{
+    return b->kind == MOMENTO_EXCLUSIVE || (b->kind == MOMENTO_INCLUSIVE && b->score != open_end);
+}
+
+static int check_score_range(const momento_score_range *r)
+{
+    const momento_score_bound *lo = &r->min, *hi = &r->max;
+    if ((unsigned)lo->kind > MOMENTO_EXCLUSIVE || (unsigned)hi->kind > MOMENTO_EXCLUSIVE)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "a score bound's kind is not a momento_bound_kind");
+    if ((lo->kind != MOMENTO_UNBOUNDED && isnan(lo->score)) ||
+        (hi->kind != MOMENTO_UNBOUNDED && isnan(hi->score)))
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "a score bound is NaN");
-    if (min > max)
-        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the score range is reversed (min %g > max %g)", min,
-                               max);
+    /* An open end cannot reverse a range; -INFINITY as a maximum can (as
+     * INFINITY as a minimum), as the [min, max] forms always refused. */
+    if (lo->kind != MOMENTO_UNBOUNDED && hi->kind != MOMENTO_UNBOUNDED && lo->score > hi->score)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "the score range is reversed (min %g > max %g)", lo->score,
+                               hi->score);
     return MOMENTO_OK;
 }
 
@@ -333,13 +358,16 @@ int momento_coalescing_sorted_set_fetch_by_rank(momento_coalescer *co, const cha
 }
 
 static int fetch_by_score(momento__target t, const char *cache, const void *name,
-                          size_t name_len, double min, double max, momento_order order,
+                          size_t name_len, const momento_score_range *range, momento_order order,
                           uint32_t offset, uint32_t count, const momento_request_options *opts,
                           momento_callback cb, void *userdata)
 {
     MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
     MOMENTO__CHECK(check_order(order));
-    MOMENTO__CHECK(check_score_range(min, max));
+    static const momento_score_range everything;
+    if (!range)
+        range = &everything;
+    MOMENTO__CHECK(check_score_range(range));
     CacheClient__SortedSetFetchRequest req = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST__INIT;
     CacheClient__SortedSetFetchRequest__ByScore by_score =
         CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_SCORE__INIT;
@@ -348,20 +376,22 @@ static int fetch_by_score(momento__target t, const char *cache, const void *name
     CacheClient__SortedSetFetchRequest__ByScore__Score max_score =
         CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_SCORE____SCORE__INIT;
     CacheClient__Unbounded unbounded = CACHE_CLIENT____UNBOUNDED__INIT;
-    if (min == -INFINITY) {
+    if (!bounded(&range->min, -INFINITY)) {
         by_score.min_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_SCORE__MIN_UNBOUNDED_MIN;
         by_score.unbounded_min = &unbounded;
     } else {
         by_score.min_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_SCORE__MIN_MIN_SCORE;
-        min_score.score = min; /* inclusive, as the header's [min, max] */
+        min_score.score = range->min.score;
+        min_score.exclusive = range->min.kind == MOMENTO_EXCLUSIVE;
         by_score.min_score = &min_score;
     }
-    if (max == INFINITY) {
+    if (!bounded(&range->max, INFINITY)) {
         by_score.max_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_SCORE__MAX_UNBOUNDED_MAX;
         by_score.unbounded_max = &unbounded;
     } else {
         by_score.max_case = CACHE_CLIENT____SORTED_SET_FETCH_REQUEST____BY_SCORE__MAX_MAX_SCORE;
-        max_score.score = max;
+        max_score.score = range->max.score;
+        max_score.exclusive = range->max.kind == MOMENTO_EXCLUSIVE;
         by_score.max_score = &max_score;
     }
     by_score.offset = offset;
@@ -383,7 +413,19 @@ int momento_sorted_set_fetch_by_score(momento_client *c, const char *cache, cons
                                       const momento_request_options *opts, momento_callback cb,
                                       void *userdata)
 {
-    return fetch_by_score(momento__to_client(c), cache, name, name_len, min, max, order, offset,
+    momento_score_range range = inclusive_range(min, max);
+    return fetch_by_score(momento__to_client(c), cache, name, name_len, &range, order, offset,
+                          count, opts, cb, userdata);
+}
+
+int momento_sorted_set_fetch_by_score_range(momento_client *c, const char *cache,
+                                            const void *name, size_t name_len,
+                                            const momento_score_range *range,
+                                            momento_order order, uint32_t offset, uint32_t count,
+                                            const momento_request_options *opts,
+                                            momento_callback cb, void *userdata)
+{
+    return fetch_by_score(momento__to_client(c), cache, name, name_len, range, order, offset,
                           count, opts, cb, userdata);
 }
 
@@ -394,8 +436,18 @@ int momento_coalescing_sorted_set_fetch_by_score(momento_coalescer *co, const ch
                                                  const momento_request_options *opts,
                                                  momento_callback cb, void *userdata)
 {
-    return fetch_by_score(momento__to_coalescer(co), cache, name, name_len, min, max, order,
+    momento_score_range range = inclusive_range(min, max);
+    return fetch_by_score(momento__to_coalescer(co), cache, name, name_len, &range, order,
                           offset, count, opts, cb, userdata);
+}
+
+int momento_coalescing_sorted_set_fetch_by_score_range(
+    momento_coalescer *co, const char *cache, const void *name, size_t name_len,
+    const momento_score_range *range, momento_order order, uint32_t offset, uint32_t count,
+    const momento_request_options *opts, momento_callback cb, void *userdata)
+{
+    return fetch_by_score(momento__to_coalescer(co), cache, name, name_len, range, order, offset,
+                          count, opts, cb, userdata);
 }
 
 static int get_scores(momento__target t, const char *cache, const void *name, size_t name_len,
@@ -592,29 +644,40 @@ int momento_coalescing_sorted_set_length(momento_coalescer *co, const char *cach
 }
 
 static int length_by_score(momento__target t, const char *cache, const void *name,
-                           size_t name_len, double min, double max,
+                           size_t name_len, const momento_score_range *range,
                            const momento_request_options *opts, momento_callback cb,
                            void *userdata)
 {
     MOMENTO__CHECK(momento__check_coll_request(t.client, cache, name, name_len, opts, cb));
-    MOMENTO__CHECK(check_score_range(min, max));
+    static const momento_score_range everything;
+    if (!range)
+        range = &everything;
+    MOMENTO__CHECK(check_score_range(range));
     CacheClient__SortedSetLengthByScoreRequest req =
         CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__INIT;
     CacheClient__Unbounded unbounded = CACHE_CLIENT____UNBOUNDED__INIT;
     req.set_name = momento__bytes(name, name_len);
-    if (min == -INFINITY) {
+    /* The wire's inclusive and exclusive bounds share a union: setting
+     * either member sets the value, the case says which it is. */
+    if (!bounded(&range->min, -INFINITY)) {
         req.min_case = CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__MIN_UNBOUNDED_MIN;
         req.unbounded_min = &unbounded;
+    } else if (range->min.kind == MOMENTO_EXCLUSIVE) {
+        req.min_case = CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__MIN_EXCLUSIVE_MIN;
+        req.exclusive_min = range->min.score;
     } else {
         req.min_case = CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__MIN_INCLUSIVE_MIN;
-        req.inclusive_min = min;
+        req.inclusive_min = range->min.score;
     }
-    if (max == INFINITY) {
+    if (!bounded(&range->max, INFINITY)) {
         req.max_case = CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__MAX_UNBOUNDED_MAX;
         req.unbounded_max = &unbounded;
+    } else if (range->max.kind == MOMENTO_EXCLUSIVE) {
+        req.max_case = CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__MAX_EXCLUSIVE_MAX;
+        req.exclusive_max = range->max.score;
     } else {
         req.max_case = CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__MAX_INCLUSIVE_MAX;
-        req.inclusive_max = max;
+        req.inclusive_max = range->max.score;
     }
     return momento__coll_read(t, MOMENTO__RPC_SORTED_SET_LENGTH_BY_SCORE,
                               momento__decode_sorted_set_length_by_score, cache, name, name_len,
@@ -626,7 +689,18 @@ int momento_sorted_set_length_by_score(momento_client *c, const char *cache, con
                                        const momento_request_options *opts, momento_callback cb,
                                        void *userdata)
 {
-    return length_by_score(momento__to_client(c), cache, name, name_len, min, max, opts, cb,
+    momento_score_range range = inclusive_range(min, max);
+    return length_by_score(momento__to_client(c), cache, name, name_len, &range, opts, cb,
+                           userdata);
+}
+
+int momento_sorted_set_length_by_score_range(momento_client *c, const char *cache,
+                                             const void *name, size_t name_len,
+                                             const momento_score_range *range,
+                                             const momento_request_options *opts,
+                                             momento_callback cb, void *userdata)
+{
+    return length_by_score(momento__to_client(c), cache, name, name_len, range, opts, cb,
                            userdata);
 }
 
@@ -635,7 +709,18 @@ int momento_coalescing_sorted_set_length_by_score(momento_coalescer *co, const c
                                                   double max, const momento_request_options *opts,
                                                   momento_callback cb, void *userdata)
 {
-    return length_by_score(momento__to_coalescer(co), cache, name, name_len, min, max, opts, cb,
+    momento_score_range range = inclusive_range(min, max);
+    return length_by_score(momento__to_coalescer(co), cache, name, name_len, &range, opts, cb,
+                           userdata);
+}
+
+int momento_coalescing_sorted_set_length_by_score_range(momento_coalescer *co, const char *cache,
+                                                        const void *name, size_t name_len,
+                                                        const momento_score_range *range,
+                                                        const momento_request_options *opts,
+                                                        momento_callback cb, void *userdata)
+{
+    return length_by_score(momento__to_coalescer(co), cache, name, name_len, range, opts, cb,
                            userdata);
 }
 
@@ -680,6 +765,18 @@ int momento_sorted_set_fetch_by_score_sync(momento_client *c, const char *cache,
 {
     MOMENTO__SYNC(momento_sorted_set_fetch_by_score(c, cache, name, name_len, min, max, order,
                                                     offset, count, opts, MOMENTO__SYNC_CB));
+}
+
+int momento_sorted_set_fetch_by_score_range_sync(momento_client *c, const char *cache,
+                                                 const void *name, size_t name_len,
+                                                 const momento_score_range *range,
+                                                 momento_order order, uint32_t offset,
+                                                 uint32_t count,
+                                                 const momento_request_options *opts,
+                                                 momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_fetch_by_score_range(c, cache, name, name_len, range, order,
+                                                          offset, count, opts, MOMENTO__SYNC_CB));
 }
 
 int momento_sorted_set_get_score_sync(momento_client *c, const char *cache, const void *name,
@@ -752,6 +849,16 @@ int momento_sorted_set_length_by_score_sync(momento_client *c, const char *cache
 {
     MOMENTO__SYNC(momento_sorted_set_length_by_score(c, cache, name, name_len, min, max, opts,
                                                      MOMENTO__SYNC_CB));
+}
+
+int momento_sorted_set_length_by_score_range_sync(momento_client *c, const char *cache,
+                                                  const void *name, size_t name_len,
+                                                  const momento_score_range *range,
+                                                  const momento_request_options *opts,
+                                                  momento_result **ret)
+{
+    MOMENTO__SYNC(momento_sorted_set_length_by_score_range(c, cache, name, name_len, range, opts,
+                                                           MOMENTO__SYNC_CB));
 }
 
 int momento_sorted_set_union_store(momento_client *c, const char *cache, const void *dest,

@@ -524,6 +524,94 @@ static void test_sorted_set_by_score(void **state)
     }
 }
 
+static void check_range_fetch(const char *set, const momento_score_range *range,
+                              momento_order order, const char *want)
+{
+    momento_result *r;
+    assert_int_equal(momento_sorted_set_fetch_by_score_range_sync(client, "c", MOMENTO_STR(set),
+                                                                  range, order, 0, 0, NULL, &r),
+                     MOMENTO_OK);
+    check_items(r, want, 1);
+    momento_result_free(r);
+}
+
+static void check_range_length(const char *set, const momento_score_range *range, int64_t want)
+{
+    momento_result *r;
+    assert_int_equal(momento_sorted_set_length_by_score_range_sync(client, "c", MOMENTO_STR(set),
+                                                                   range, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    assert_int_equal(momento_result_int(r), want);
+    momento_result_free(r);
+}
+
+#define INC(x) {(x), MOMENTO_INCLUSIVE}
+#define EXC(x) {(x), MOMENTO_EXCLUSIVE}
+
+/* Each end inclusive, exclusive or open, for fetch and length alike; an
+ * exclusive infinity leaves out the elements scored at it. */
+static void test_sorted_set_exclusive_bounds(void **state)
+{
+    (void)state;
+    const char *v[] = {"lo", "e1", "e2", "e3", "e4", "hi"};
+    double s[] = {-INFINITY, 1, 2, 3, 4, INFINITY};
+    put_scores("zx", v, s, 6);
+
+    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = EXC(1), .max = EXC(4)),
+                      MOMENTO_ASCENDING, "e2:2,e3:3");
+    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = EXC(1), .max = INC(4)),
+                      MOMENTO_DESCENDING, "e4:4,e3:3,e2:2");
+    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = INC(1), .max = EXC(3)),
+                      MOMENTO_ASCENDING, "e1:1,e2:2");
+    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = EXC(3)), MOMENTO_ASCENDING,
+                      "e4:4,hi:inf");
+    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.max = EXC(2)), MOMENTO_ASCENDING,
+                      "lo:-inf,e1:1");
+    check_range_fetch("zx", NULL, MOMENTO_ASCENDING, "lo:-inf,e1:1,e2:2,e3:3,e4:4,hi:inf");
+    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = EXC(-INFINITY), .max = EXC(INFINITY)),
+                      MOMENTO_ASCENDING, "e1:1,e2:2,e3:3,e4:4");
+    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = INC(-INFINITY), .max = INC(INFINITY)),
+                      MOMENTO_ASCENDING, "lo:-inf,e1:1,e2:2,e3:3,e4:4,hi:inf");
+    /* Equal bounds: one element when both are inclusive, none otherwise. */
+    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = INC(2), .max = INC(2)),
+                      MOMENTO_ASCENDING, "e2:2");
+    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = EXC(2), .max = INC(2)),
+                      MOMENTO_ASCENDING, "");
+    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = INC(2), .max = EXC(2)),
+                      MOMENTO_ASCENDING, "");
+    /* Paging counts within the exclusive range. */
+    momento_result *r;
+    assert_int_equal(momento_sorted_set_fetch_by_score_range_sync(
+                         client, "c", MOMENTO_STR("zx"),
+                         MOMENTO_SCORE_RANGE(.min = EXC(1), .max = EXC(INFINITY)),
+                         MOMENTO_DESCENDING, 1, 2, NULL, &r),
+                     MOMENTO_OK);
+    check_items(r, "e3:3,e2:2", 1);
+    momento_result_free(r);
+
+    check_range_length("zx", MOMENTO_SCORE_RANGE(.min = EXC(1), .max = EXC(4)), 2);
+    check_range_length("zx", MOMENTO_SCORE_RANGE(.min = EXC(1), .max = INC(4)), 3);
+    check_range_length("zx", MOMENTO_SCORE_RANGE(.min = INC(1), .max = EXC(4)), 3);
+    check_range_length("zx", MOMENTO_SCORE_RANGE(.min = EXC(4)), 1);
+    check_range_length("zx", MOMENTO_SCORE_RANGE(.max = EXC(1)), 1);
+    check_range_length("zx", NULL, 6);
+    check_range_length("zx", MOMENTO_SCORE_RANGE(.min = EXC(-INFINITY), .max = EXC(INFINITY)),
+                       4);
+    check_range_length("zx", MOMENTO_SCORE_RANGE(.min = EXC(3), .max = EXC(3)), 0);
+
+    /* An open end ignores its score, NaN included. */
+    check_range_length("zx", MOMENTO_SCORE_RANGE(.min = {NAN, MOMENTO_UNBOUNDED}, .max = EXC(4)),
+                       4);
+    /* A missing set is a MISS whatever the range. */
+    assert_int_equal(momento_sorted_set_length_by_score_range_sync(
+                         client, "c", MOMENTO_STR("zx-none"),
+                         MOMENTO_SCORE_RANGE(.min = EXC(0)), NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+}
+
 static void check_rank(const char *set, const char *value, momento_order order, int64_t want)
 {
     momento_result *r;
@@ -947,6 +1035,21 @@ static void test_refusals(void **state)
     REFUSED(momento_sorted_set_length_by_score(client, "c", MOMENTO_STR("z"), NAN, 1, CB));
     REFUSED(momento_sorted_set_length_by_score(client, "c", MOMENTO_STR("z"), 1, NAN, CB));
     REFUSED(momento_sorted_set_length_by_score(client, "c", MOMENTO_STR("z"), 1, 0.5, CB));
+    /* The range forms: NaN, reversed, a kind outside the enum. */
+    REFUSED(momento_sorted_set_fetch_by_score_range(
+        client, "c", MOMENTO_STR("z"), MOMENTO_SCORE_RANGE(.min = {NAN, MOMENTO_EXCLUSIVE}),
+        MOMENTO_ASCENDING, 0, 0, CB));
+    REFUSED(momento_sorted_set_length_by_score_range(
+        client, "c", MOMENTO_STR("z"),
+        MOMENTO_SCORE_RANGE(.min = {2, MOMENTO_EXCLUSIVE}, .max = {1, MOMENTO_INCLUSIVE}), CB));
+    assert_string_equal(momento_refusal_reason(), "the score range is reversed (min 2 > max 1)");
+    REFUSED(momento_sorted_set_length_by_score_range(
+        client, "c", MOMENTO_STR("z"), MOMENTO_SCORE_RANGE(.max = {1, (momento_bound_kind)3}),
+        CB));
+    REFUSED(momento_sorted_set_fetch_by_score_range(client, "c", MOMENTO_STR("z"), NULL,
+                                                    (momento_order)2, 0, 0, CB));
+    REFUSED(momento_sorted_set_fetch_by_score_range(client, "c", NULL, 1, NULL,
+                                                    MOMENTO_ASCENDING, 0, 0, CB));
     REFUSED(momento_sorted_set_fetch_by_rank(client, "c", MOMENTO_STR("z"), 0, MOMENTO_END,
                                              (momento_order)-1, CB));
     REFUSED(momento_sorted_set_get_rank(client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"),
@@ -1156,9 +1259,12 @@ static void test_coalesced_reads(void **state)
                                                        MOMENTO_ASCENDING, NULL, TO(i)));
     OK(momento_coalescing_sorted_set_fetch_by_rank(co, "c", MOMENTO_STR("cz"), 0, MOMENTO_END,
                                                    MOMENTO_DESCENDING, NULL, TO(12)));
-    for (int i = 13; i < 15; i++)
-        OK(momento_coalescing_sorted_set_fetch_by_score(co, "c", MOMENTO_STR("cz"), 2, INFINITY,
-                                                        MOMENTO_ASCENDING, 0, 0, NULL, TO(i)));
+    /* The range form of the same inclusive range sends the same request. */
+    OK(momento_coalescing_sorted_set_fetch_by_score(co, "c", MOMENTO_STR("cz"), 2, INFINITY,
+                                                    MOMENTO_ASCENDING, 0, 0, NULL, TO(13)));
+    OK(momento_coalescing_sorted_set_fetch_by_score_range(
+        co, "c", MOMENTO_STR("cz"), MOMENTO_SCORE_RANGE(.min = {2, MOMENTO_INCLUSIVE}),
+        MOMENTO_ASCENDING, 0, 0, NULL, TO(14)));
     for (int i = 15; i < 17; i++)
         OK(momento_coalescing_sorted_set_get_score(co, "c", MOMENTO_STR("cz"), MOMENTO_STR("n"),
                                                    NULL, TO(i)));
@@ -1171,9 +1277,12 @@ static void test_coalesced_reads(void **state)
                                                   MOMENTO_DESCENDING, NULL, TO(i)));
     for (int i = 21; i < 23; i++)
         OK(momento_coalescing_sorted_set_length(co, "c", MOMENTO_STR("cz"), NULL, TO(i)));
-    for (int i = 23; i < 25; i++)
-        OK(momento_coalescing_sorted_set_length_by_score(co, "c", MOMENTO_STR("cz"), 1.5, 3, NULL,
-                                                         TO(i)));
+    OK(momento_coalescing_sorted_set_length_by_score(co, "c", MOMENTO_STR("cz"), 1.5, 3, NULL,
+                                                     TO(23)));
+    OK(momento_coalescing_sorted_set_length_by_score_range(
+        co, "c", MOMENTO_STR("cz"),
+        MOMENTO_SCORE_RANGE(.min = {1.5, MOMENTO_INCLUSIVE}, .max = {3, MOMENTO_INCLUSIVE}), NULL,
+        TO(24)));
 #undef OK
 #undef TO
     assert_int_equal(tu_counter_wait(&k, N(sl), (int)TU_MS(10000)), N(sl));
@@ -1327,6 +1436,7 @@ int main(void)
         cmocka_unit_test(test_list_ttl),
         cmocka_unit_test(test_sorted_set_put_fetch),
         cmocka_unit_test(test_sorted_set_by_score),
+        cmocka_unit_test(test_sorted_set_exclusive_bounds),
         cmocka_unit_test(test_sorted_set_scores_ranks),
         cmocka_unit_test(test_sorted_set_union_store),
         cmocka_unit_test(test_type_mismatch),
