@@ -772,6 +772,21 @@ MOMENTO_EXPORT const momento_result *momento_result_item(const momento_result *r
 /* List caches: how many names, and the i-th (NULL when i is out of range). */
 MOMENTO_EXPORT size_t momento_result_cache_count(const momento_result *r);
 MOMENTO_EXPORT const char *momento_result_cache_name(const momento_result *r, size_t i);
+/* The limits ListCaches reports for a cache; a field is 0 when the server
+ * did not report it. Fields are only ever appended. */
+typedef struct momento_cache_limits {
+    uint32_t max_traffic_rate;            /* operations per second */
+    uint32_t max_throughput_kbps;         /* KiB per second */
+    uint32_t max_item_size_kb;            /* KiB */
+    uint64_t max_ttl_seconds;
+    uint32_t max_publish_rate;            /* topic publishes per second */
+    uint32_t max_subscription_count;      /* topic subscriptions at once */
+    uint32_t max_publish_message_size_kb; /* KiB */
+} momento_cache_limits;
+/* The i-th cache's limits (the cache momento_result_cache_name() names at
+ * i), part of `r` and sharing its lifetime; NULL when i is out of range. */
+MOMENTO_EXPORT const momento_cache_limits *momento_result_cache_limits(const momento_result *r,
+                                                                       size_t i);
 
 /*
  * An owned deep copy of `r`, to keep beyond a callback. Returns 0,

@@ -163,19 +163,28 @@ const char *momento_result_cache_name(const momento_result *r, size_t i)
     return r->caches[i];
 }
 
+const momento_cache_limits *momento_result_cache_limits(const momento_result *r, size_t i)
+{
+    if (!r || i >= r->n_caches || !r->cache_limits)
+        return NULL;
+    return &r->cache_limits[i];
+}
+
 static size_t str_size(const char *s)
 {
     return s ? strlen(s) + 1 : 0;
 }
 
 /* A copy is laid out as: the struct, its items' structs, the cache-name
- * pointer array, then every byte string (names, message, detail, value,
+ * pointer array, the caches' limits, then every byte string (names, message, detail, value,
  * items' values, exists flags). Items are one level deep: an item has no
  * items of its own. */
 static size_t copy_size(const momento_result *r)
 {
     size_t size = sizeof(momento_result) + r->n_items * sizeof(momento_result);
     size += r->n_caches * sizeof(char *);
+    if (r->cache_limits)
+        size += r->n_caches * sizeof(momento_cache_limits);
     for (size_t i = 0; i < r->n_caches; i++)
         size += str_size(r->caches[i]);
     size += str_size(r->message) + str_size(r->error_detail) + r->value_len + 1;
@@ -206,7 +215,12 @@ int momento_result_dup(const momento_result *r, momento_result **ret)
     *d = *r;
     momento_result *items = d + 1;
     const char **names = (const char **)(items + r->n_items);
-    char *p = (char *)(names + r->n_caches);
+    /* Pointers and the limits' uint64_t share an alignment: no padding. */
+    momento_cache_limits *limits = (momento_cache_limits *)(names + r->n_caches);
+    char *p = (char *)(r->cache_limits ? limits + r->n_caches : (void *)limits);
+    if (r->cache_limits && r->n_caches)
+        memcpy(limits, r->cache_limits, r->n_caches * sizeof(*limits));
+    d->cache_limits = r->cache_limits && r->n_caches ? limits : NULL;
 
     for (size_t i = 0; i < r->n_caches; i++)
         names[i] = put_bytes(&p, r->caches[i], str_size(r->caches[i]));

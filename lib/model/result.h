@@ -19,6 +19,7 @@ struct momento_result {
     momento_item_type item_type; /* item_get_type */
     size_t n_caches;
     const char *const *caches;
+    const momento_cache_limits *cache_limits; /* n_caches of them, beside the names */
     size_t n_exists;          /* keys_exist / key_exists */
     const uint8_t *exists;
     const uint8_t *field;     /* a dictionary entry's field */

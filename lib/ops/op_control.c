@@ -37,16 +37,33 @@ MOMENTO__DECODER(list_caches)
     const ControlClient__ListCachesResponse *m = momento__unpack_reply(MOMENTO__RPC_LIST_CACHES, &msgs[0], scratch);
     if (!m)
         return MOMENTO_ERR_BAD_RESPONSE;
-    /* This page's names, pointing into the message; list_page_done() copies
-     * the ones it keeps. */
-    const char **names = momento__malloc((m->n_cache + 1) * sizeof(*names));
+    /* This page's names, pointing into the message, and their limits, in one
+     * block; list_page_done() copies what it keeps. */
+    const char **names = momento__malloc((m->n_cache + 1) * sizeof(*names) +
+                                         m->n_cache * sizeof(momento_cache_limits));
     if (!names)
         return MOMENTO_ERR_NO_MEMORY;
     scratch->mem = names;
-    for (size_t i = 0; i < m->n_cache; i++)
-        names[i] = m->cache[i]->cache_name ? m->cache[i]->cache_name : "";
+    momento_cache_limits *limits = (momento_cache_limits *)(names + m->n_cache + 1);
+    for (size_t i = 0; i < m->n_cache; i++) {
+        const ControlClient__Cache *e = m->cache[i];
+        names[i] = e->cache_name ? e->cache_name : "";
+        limits[i] = (momento_cache_limits){0};
+        if (e->cache_limits) {
+            limits[i].max_traffic_rate = e->cache_limits->max_traffic_rate;
+            limits[i].max_throughput_kbps = e->cache_limits->max_throughput_kbps;
+            limits[i].max_item_size_kb = e->cache_limits->max_item_size_kb;
+            limits[i].max_ttl_seconds = e->cache_limits->max_ttl_seconds;
+        }
+        if (e->topic_limits) {
+            limits[i].max_publish_rate = e->topic_limits->max_publish_rate;
+            limits[i].max_subscription_count = e->topic_limits->max_subscription_count;
+            limits[i].max_publish_message_size_kb = e->topic_limits->max_publish_message_size_kb;
+        }
+    }
     r->n_caches = m->n_cache;
     r->caches = names;
+    r->cache_limits = limits;
     r->next_token = m->next_token;
     r->outcome = MOMENTO_OUTCOME_SUCCESS;
     return MOMENTO_OK;
@@ -159,6 +176,7 @@ typedef struct list_state {
     char *token;        /* the token that asked for the page in flight */
     size_t pages;
     char **names;
+    momento_cache_limits *limits; /* beside names, as many */
     size_t n, cap;
 } list_state;
 
@@ -168,9 +186,11 @@ static void list_finish(list_state *st, const momento_result *r)
     out.next_token = NULL;
     if (r->error == MOMENTO_OK) {
         out.caches = (const char *const *)st->names;
+        out.cache_limits = st->limits;
         out.n_caches = st->n;
     } else {
         out.caches = NULL;
+        out.cache_limits = NULL;
         out.n_caches = 0;
     }
     /* One report for the listing, however many pages it took. */
@@ -181,6 +201,7 @@ static void list_finish(list_state *st, const momento_result *r)
     for (size_t i = 0; i < st->n; i++)
         free(st->names[i]);
     free(st->names);
+    free(st->limits);
     free(st->token);
     free(st);
 }
@@ -197,8 +218,13 @@ static int list_keep(list_state *st, const momento_result *r)
             if (!grown)
                 return MOMENTO_ERR_NO_MEMORY;
             st->names = grown;
+            momento_cache_limits *more = momento__realloc(st->limits, cap * sizeof(*more));
+            if (!more)
+                return MOMENTO_ERR_NO_MEMORY;
+            st->limits = more;
             st->cap = cap;
         }
+        st->limits[st->n] = r->cache_limits ? r->cache_limits[i] : (momento_cache_limits){0};
         size_t len = strlen(r->caches[i]) + 1;
         st->names[st->n] = momento__malloc(len);
         if (!st->names[st->n])

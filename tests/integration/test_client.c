@@ -179,6 +179,9 @@ static void test_list_caches_paged(void **state)
     momento_local_options *o;
     assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_list_page_size(o, 2), MOMENTO_OK);
+    /* Limits the server reports, which every cache's entry must carry. */
+    assert_int_equal(momento_local_options_set_max_item_bytes(o, 3u << 20), MOMENTO_OK);
+    assert_int_equal(momento_local_options_set_max_rps(o, 777), MOMENTO_OK);
     momento_local *s = tu_server(o);
     momento_local_options_free(o);
     momento_client *c = tu_client(s, NULL);
@@ -195,7 +198,21 @@ static void test_list_caches_paged(void **state)
             seen += strcmp(momento_result_cache_name(r, k), names[i]) == 0;
         assert_int_equal(seen, 1);
     }
+    /* Every page's limits, each beside its name, and kept by a copy. */
+    momento_result *copy;
+    assert_int_equal(momento_result_dup(r, &copy), MOMENTO_OK);
     momento_result_free(r);
+    for (size_t k = 0; k < 5; k++) {
+        const momento_cache_limits *l = momento_result_cache_limits(copy, k);
+        assert_non_null(l);
+        assert_int_equal(l->max_item_size_kb, 3 * 1024);
+        assert_int_equal(l->max_traffic_rate, 777);
+        assert_true(l->max_ttl_seconds > 0);
+        assert_true(l->max_subscription_count > 0);
+        assert_true(l->max_publish_message_size_kb > 0);
+    }
+    assert_null(momento_result_cache_limits(copy, 5));
+    momento_result_free(copy);
     /* It took three pages (2 + 2 + 1), each an OK ListCaches call. */
     assert_int_equal(momento_local_rpc_count(s, "ListCaches", 0), 3);
     assert_int_equal(momento_local_rpc_count(s, "ListCaches", -1), 3);
