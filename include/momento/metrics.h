@@ -104,7 +104,9 @@ struct momento_request_metrics { /* the typedef is momento.h's */
      * momento_dictionary_get_fields() are reported with the RPC's result,
      * before the library picks out the element: `outcome` HIT there means
      * the collection was found, while the callback may get the element's
-     * MISS. */
+     * MISS. The reply's trailing metadata is read from it with
+     * momento_result_trailer() (a coalesced or batched request: its shared
+     * RPC's), as the SDKs' middleware reads it. */
     const momento_result *result;
 };
 

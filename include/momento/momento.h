@@ -718,6 +718,23 @@ MOMENTO_EXPORT const char *momento_result_message(const momento_result *r);
 MOMENTO_EXPORT int momento_result_attempts(const momento_result *r);
 /* The server's `err` trailer (e.g. "item_size_limit_exceeded"), or NULL. */
 MOMENTO_EXPORT const char *momento_result_error_detail(const momento_result *r);
+/* One entry of a reply's metadata: bytes and lengths, since a binary
+ * entry's value (a name ending in "-bin") may hold any byte; names are
+ * lower case. Borrowed from the result it came from. */
+typedef struct momento_metadata {
+    const char *name;
+    size_t name_len;
+    const uint8_t *value;
+    size_t value_len;
+} momento_metadata;
+/* The trailing metadata of the reply the result came from (its last
+ * attempt's), as the SDKs' middleware sees it: how many entries, and the
+ * i-th in the order they came (NULL when out of range). Every waiter of a
+ * coalesced request and every item of a batch sees its shared RPC's.
+ * None for a result that never reached the wire. momento_result_dup()
+ * copies them. In the metrics hook, read them through its `result`. */
+MOMENTO_EXPORT size_t momento_result_trailer_count(const momento_result *r);
+MOMENTO_EXPORT const momento_metadata *momento_result_trailer(const momento_result *r, size_t i);
 /* For a MOMENTO_ERR_LIMIT_EXCEEDED result, the limit it hit (from the `err`
  * trailer, else the message; see momento_limit_kind); MOMENTO_LIMIT_NONE for
  * any other result and for NULL. */

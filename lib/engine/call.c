@@ -625,6 +625,8 @@ static void deliver(momento__call *call)
                         : scratch.message ? scratch.message
                         : (r.error == MOMENTO_ERR_BAD_RESPONSE ? momento_strerror(r.error) : "");
     r.error_detail = detail;
+    r.trailers = rep->trailers;
+    r.n_trailers = rep->n_trailers;
 
     /* From here a cancel cannot reach this request: it has its result. */
     if (call->token)

@@ -507,6 +507,8 @@ static void batch_done(const momento_result *r, void *userdata)
         if (item.error == MOMENTO_OK) /* a failed item keeps its own (compress.c) */
             item.message = r->message;
         item.error_detail = r->error_detail;
+        item.trailers = r->trailers;
+        item.n_trailers = r->n_trailers;
         deliver(m, &item);
     }
     free(bt);

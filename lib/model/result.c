@@ -170,13 +170,25 @@ const momento_cache_limits *momento_result_cache_limits(const momento_result *r,
     return &r->cache_limits[i];
 }
 
+size_t momento_result_trailer_count(const momento_result *r)
+{
+    return r ? r->n_trailers : 0;
+}
+
+const momento_metadata *momento_result_trailer(const momento_result *r, size_t i)
+{
+    if (!r || i >= r->n_trailers)
+        return NULL;
+    return &r->trailers[i];
+}
+
 static size_t str_size(const char *s)
 {
     return s ? strlen(s) + 1 : 0;
 }
 
 /* A copy is laid out as: the struct, its items' structs, the cache-name
- * pointer array, the caches' limits, then every byte string (names, message, detail, value,
+ * pointer array, the caches' limits, the trailers, then every byte string (names, message, detail, value,
  * items' values, exists flags). Items are one level deep: an item has no
  * items of its own. */
 static size_t copy_size(const momento_result *r)
@@ -185,6 +197,9 @@ static size_t copy_size(const momento_result *r)
     size += r->n_caches * sizeof(char *);
     if (r->cache_limits)
         size += r->n_caches * sizeof(momento_cache_limits);
+    size += r->n_trailers * sizeof(momento_metadata);
+    for (size_t i = 0; i < r->n_trailers; i++)
+        size += r->trailers[i].name_len + 1 + r->trailers[i].value_len + 1;
     for (size_t i = 0; i < r->n_caches; i++)
         size += str_size(r->caches[i]);
     size += str_size(r->message) + str_size(r->error_detail) + r->value_len + 1;
@@ -217,10 +232,24 @@ int momento_result_dup(const momento_result *r, momento_result **ret)
     const char **names = (const char **)(items + r->n_items);
     /* Pointers and the limits' uint64_t share an alignment: no padding. */
     momento_cache_limits *limits = (momento_cache_limits *)(names + r->n_caches);
-    char *p = (char *)(r->cache_limits ? limits + r->n_caches : (void *)limits);
+    momento_metadata *trailers =
+        (momento_metadata *)(r->cache_limits ? limits + r->n_caches : limits);
+    char *p = (char *)(trailers + r->n_trailers);
     if (r->cache_limits && r->n_caches)
         memcpy(limits, r->cache_limits, r->n_caches * sizeof(*limits));
     d->cache_limits = r->cache_limits && r->n_caches ? limits : NULL;
+    /* Each trailer's name and value NUL-terminated, for the reader's ease
+     * (the lengths stay the truth: a binary value may hold NULs). */
+    for (size_t i = 0; i < r->n_trailers; i++) {
+        trailers[i].name = put_bytes(&p, r->trailers[i].name, r->trailers[i].name_len);
+        trailers[i].name_len = r->trailers[i].name_len;
+        *p++ = '\0';
+        trailers[i].value =
+            (const uint8_t *)put_bytes(&p, r->trailers[i].value, r->trailers[i].value_len);
+        trailers[i].value_len = r->trailers[i].value_len;
+        *p++ = '\0';
+    }
+    d->trailers = r->n_trailers ? trailers : NULL;
 
     for (size_t i = 0; i < r->n_caches; i++)
         names[i] = put_bytes(&p, r->caches[i], str_size(r->caches[i]));
@@ -251,6 +280,8 @@ int momento_result_dup(const momento_result *r, momento_result **ret)
         *p++ = '\0';
         items[i].items = NULL;
         items[i].n_items = 0;
+        items[i].trailers = NULL; /* the reply's are the result's own */
+        items[i].n_trailers = 0;
     }
     d->items = r->n_items ? items : NULL;
     d->exists = r->n_exists ? (const uint8_t *)put_bytes(&p, r->exists, r->n_exists) : NULL;

@@ -42,6 +42,11 @@ typedef struct momento__reply {
                          * only when status != 0; the transport's */
     grpc_slice *msgs;   /* the reply's messages, n_msgs of them; the transport's */
     size_t n_msgs;
+    /* The reply's trailing metadata, whatever the status; the transport's,
+     * pointing into its buffers until end(). Empty when there was none, or
+     * no memory to list it (the reply stands without). */
+    const momento_metadata *trailers;
+    size_t n_trailers;
     bool too_many;      /* more messages came than expect_msgs: reading stopped */
     bool out_of_memory; /* the transport ended it: no memory to keep the reply */
 } momento__reply;

@@ -79,10 +79,25 @@ static void answer(tu_fake *f, grpc_call *call, size_t index)
     fin[0].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
     fin[0].data.send_status_from_server.status = GRPC_STATUS_OK;
     fin[0].data.send_status_from_server.status_details = &details;
+    /* Trailers on every reply, for the tests of a reply's metadata: the
+     * call's index in text, and binary bytes (a NUL among them). */
+    char index_text[32];
+    snprintf(index_text, sizeof(index_text), "%zu", index);
+    static const uint8_t bin[] = {0x00, 0xff, 'x'};
+    grpc_metadata trailers[2];
+    memset(trailers, 0, sizeof(trailers));
+    trailers[0].key = grpc_slice_from_static_string("fake-call");
+    trailers[0].value = grpc_slice_from_copied_string(index_text);
+    trailers[1].key = grpc_slice_from_static_string("fake-trailer-bin");
+    trailers[1].value = grpc_slice_from_static_buffer(bin, sizeof(bin));
+    fin[0].data.send_status_from_server.trailing_metadata_count = 2;
+    fin[0].data.send_status_from_server.trailing_metadata = trailers;
     fin[1].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
     fin[1].data.recv_close_on_server.cancelled = &cancelled;
     if (!run(f, call, fin, 2))
         grpc_call_cancel(call, NULL);
+    grpc_slice_unref(trailers[1].value);
+    grpc_slice_unref(trailers[0].value);
 }
 
 static void *loop(void *arg)

@@ -1,7 +1,9 @@
 /* A gRPC server for replies momento-local never sends: wrong message counts,
  * ListCaches tokens that repeat or never end, slow pages. It answers every
  * call, whatever its path, one call at a time, with the messages a test's
- * function produces and status OK. Loopback only. */
+ * function produces and status OK, and two trailers: `fake-call` (the
+ * call's 0-based index in decimal) and `fake-trailer-bin` (the bytes
+ * 00 ff 'x'). Loopback only. */
 #ifndef MOMENTO_FAKE_SERVER_H
 #define MOMENTO_FAKE_SERVER_H
 

@@ -4,6 +4,8 @@
  * the client's timeout. Each must end in one callback with a clear error,
  * bounded in time and memory. */
 #include "fake_server.h"
+#include "momento/coalescer.h"
+#include "momento/metrics.h"
 #include "testutil.h"
 
 #include "cacheclient.pb-c.h"
@@ -56,6 +58,167 @@ static bool hits(void *arg, size_t call, size_t i, grpc_slice *msg)
     m.cache_body.len = 1;
     *msg = pack(&m.base);
     return true;
+}
+
+/* ---- a reply's trailing metadata, in callbacks, hook and copies ------- */
+
+/* Whether `r` has the reply's trailers as the fake sends them for the
+ * call-th call (callbacks run on the client's thread: no assert there). */
+static bool trailers_ok(const momento_result *r, size_t call)
+{
+    char want[32];
+    snprintf(want, sizeof(want), "%zu", call);
+    const momento_metadata *a = momento_result_trailer(r, 0), *b = momento_result_trailer(r, 1);
+    return momento_result_trailer_count(r) == 2 && a && b && !momento_result_trailer(r, 2) &&
+           a->name_len == 9 && memcmp(a->name, "fake-call", 9) == 0 &&
+           a->value_len == strlen(want) && memcmp(a->value, want, a->value_len) == 0 &&
+           b->name_len == 16 && memcmp(b->name, "fake-trailer-bin", 16) == 0 &&
+           b->value_len == 3 && memcmp(b->value, "\x00\xffx", 3) == 0;
+}
+
+typedef struct trailer_seen {
+    tu_counter k;             /* first: tu_count_cb() takes it */
+    size_t call;              /* the fake call every result must come from */
+    _Atomic int hook_ok, hook_bad, cb_bad;
+} trailer_seen;
+
+static void trailer_hook(const momento_request_metrics *m, void *ud)
+{
+    trailer_seen *ts = ud;
+    if (trailers_ok(m->result, ts->call))
+        ts->hook_ok++;
+    else
+        ts->hook_bad++;
+}
+
+static void trailer_cb(const momento_result *r, void *ud)
+{
+    trailer_seen *ts = ud;
+    if (momento_result_outcome(r) != MOMENTO_OUTCOME_HIT || !trailers_ok(r, ts->call))
+        ts->cb_bad++;
+    tu_count_cb(r, &ts->k);
+}
+
+static void test_reply_trailers(void **state)
+{
+    (void)state;
+    hits_per_reply = 1;
+    /* Each reply waits 300 ms, long enough for the coalesced gets to
+     * share one call. */
+    tu_fake *f = tu_fake_start(hits, NULL, (int)TU_MS(300));
+    trailer_seen ts = {.call = 0};
+    tu_counter_init(&ts.k);
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
+    momento_config_set_metrics(cfg, trailer_hook, &ts);
+    momento_credentials *creds;
+    assert_int_equal(momento_credentials_local(&creds, tu_fake_endpoint(f)), MOMENTO_OK);
+    momento_client *c;
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
+    momento_credentials_free(creds);
+    momento_config_free(cfg);
+
+    /* A plain get: its callback and its hook call. */
+    assert_int_equal(momento_get(c, "c", MOMENTO_STR("k"), NULL, trailer_cb, &ts), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&ts.k, 1, (int)TU_MS(10000)), 1);
+    assert_int_equal(ts.hook_ok, 1);
+
+    /* Three coalesced waiters of one call: each sees that call's. */
+    ts.call = 1;
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(momento_coalescing_get(co, "c", MOMENTO_STR("k"), NULL, trailer_cb, &ts),
+                         MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&ts.k, 4, (int)TU_MS(10000)), 4);
+    assert_int_equal(ts.hook_ok, 4);
+    assert_int_equal(tu_fake_calls(f), 2);
+    momento_coalescer_free(co);
+
+    /* A blocking call's result is a copy: it keeps them, NUL-terminated. */
+    ts.call = 2;
+    momento_result *r;
+    assert_int_equal(momento_get_sync(c, "c", MOMENTO_STR("k"), NULL, &r), MOMENTO_OK);
+    assert_true(trailers_ok(r, 2));
+    assert_int_equal(momento_result_trailer(r, 0)->name[9], '\0');
+    momento_result *copy;
+    assert_int_equal(momento_result_dup(r, &copy), MOMENTO_OK);
+    momento_result_free(r);
+    assert_true(trailers_ok(copy, 2));
+    momento_result_free(copy);
+    assert_int_equal(ts.hook_ok, 5);
+    assert_int_equal(ts.hook_bad, 0);
+    assert_int_equal(ts.cb_bad, 0);
+
+    momento_client_free(c);
+    tu_fake_stop(f);
+    tu_counter_destroy(&ts.k);
+}
+
+/* Call 0 is a plain Get (one hit), call 1 the GetBatch of two. */
+static bool one_then_two(void *arg, size_t call, size_t i, grpc_slice *msg)
+{
+    (void)arg;
+    if (i >= call + 1)
+        return false;
+    CacheClient__GetResponse m = CACHE_CLIENT____GET_RESPONSE__INIT;
+    m.result = CACHE_CLIENT__ECACHE_RESULT__Hit;
+    m.cache_body.data = (uint8_t *)"v";
+    m.cache_body.len = 1;
+    *msg = pack(&m.base);
+    return true;
+}
+
+typedef struct expect_call {
+    tu_counter *k;
+    size_t call;
+    _Atomic int ok;
+} expect_call;
+
+static void expect_call_cb(const momento_result *r, void *ud)
+{
+    expect_call *e = ud;
+    e->ok = momento_result_outcome(r) == MOMENTO_OUTCOME_HIT && trailers_ok(r, e->call);
+    tu_count_cb(r, e->k);
+}
+
+/* Batched gets: each item of the GetBatch sees that RPC's trailers. */
+static void test_batched_reply_trailers(void **state)
+{
+    (void)state;
+    tu_fake *f = tu_fake_start(one_then_two, NULL, (int)TU_MS(300));
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
+    /* One RPC in flight is enough to queue: the next two wait for it. */
+    assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1u << 20), MOMENTO_OK);
+    momento_credentials *creds;
+    assert_int_equal(momento_credentials_local(&creds, tu_fake_endpoint(f)), MOMENTO_OK);
+    momento_client *c;
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
+    momento_credentials_free(creds);
+    momento_config_free(cfg);
+    tu_counter k;
+    tu_counter_init(&k);
+    expect_call e[3] = {{&k, 0, 0}, {&k, 1, 0}, {&k, 1, 0}};
+    assert_int_equal(momento_get(c, "c", MOMENTO_STR("a"), NULL, expect_call_cb, &e[0]),
+                     MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", MOMENTO_STR("b"), NULL, expect_call_cb, &e[1]),
+                     MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", MOMENTO_STR("d"), NULL, expect_call_cb, &e[2]),
+                     MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 3, (int)TU_MS(10000)), 3);
+    for (int i = 0; i < 3; i++)
+        assert_true(e[i].ok);
+    momento_client_batching_stats st;
+    assert_int_equal(momento_client_batching_stats_get(c, &st, sizeof(st)), MOMENTO_OK);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.batched_keys, 2);
+    assert_int_equal(tu_fake_calls(f), 2);
+    momento_client_free(c);
+    tu_fake_stop(f);
+    tu_counter_destroy(&k);
 }
 
 static void test_batch_reply_count_is_checked(void **state)
@@ -178,6 +341,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batch_reply_count_is_checked),
+        cmocka_unit_test(test_reply_trailers),
+        cmocka_unit_test(test_batched_reply_trailers),
         cmocka_unit_test(test_repeated_token_stops_the_listing),
         cmocka_unit_test(test_endless_pages_are_capped),
         cmocka_unit_test(test_listing_has_one_deadline),

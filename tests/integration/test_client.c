@@ -473,10 +473,19 @@ static void test_injected_error_and_trailer(void **state)
     assert_int_equal(momento_set_sync(c, "small", "k", 1, big, sizeof(big), 0, NULL, &r),
                      MOMENTO_ERR_LIMIT_EXCEEDED);
     assert_string_equal(momento_result_error_detail(r), "item_size_limit_exceeded");
+    /* The same `err`, as the reply's one trailer, for readers of metadata. */
+    assert_int_equal(momento_result_trailer_count(r), 1);
+    const momento_metadata *t = momento_result_trailer(r, 0);
+    assert_int_equal(t->name_len, 3);
+    assert_memory_equal(t->name, "err", 3);
+    assert_int_equal(t->value_len, strlen("item_size_limit_exceeded"));
+    assert_memory_equal(t->value, "item_size_limit_exceeded", t->value_len);
     momento_result *copy;
     assert_int_equal(momento_result_dup(r, &copy), MOMENTO_OK);
     momento_result_free(r);
     assert_string_equal(momento_result_error_detail(copy), "item_size_limit_exceeded");
+    assert_int_equal(momento_result_trailer_count(copy), 1);
+    assert_string_equal((const char *)momento_result_trailer(copy, 0)->value, "item_size_limit_exceeded");
     momento_result_free(copy);
     momento_client_free(c);
     momento_local_stop(s);

@@ -64,6 +64,8 @@ static void test_null_result(void **state)
     assert_int_equal(momento_result_cache_count(NULL), 0);
     assert_null(momento_result_cache_name(NULL, 0));
     assert_null(momento_result_cache_limits(NULL, 0));
+    assert_int_equal(momento_result_trailer_count(NULL), 0);
+    assert_null(momento_result_trailer(NULL, 0));
     momento_result_free(NULL);
 }
 

@@ -128,6 +128,7 @@ static void grpc_end(momento__attempt *a)
     if (r->msgs != &ga->msg0)
         free(r->msgs);
     gpr_free(r->err);
+    free((void *)r->trailers);
     grpc_slice_unref(r->details);
     memset(r, 0, sizeof(*r)); /* zeroes are an empty slice, no messages */
     if (ga->send_msg)
@@ -162,8 +163,23 @@ static void complete(grpc_attempt *ga)
     r->status = (int)ga->status;
     if (ga->status == GRPC_STATUS_UNAVAILABLE)
         momento__channel_failed(ga->channel);
+    const grpc_metadata_array *md = &ga->recv_trailing;
+    if (md->count) {
+        /* Listed only when some came (Momento's successes carry none): the
+         * entries point into gRPC's slices, alive until grpc_end(). */
+        momento_metadata *list = momento__malloc(md->count * sizeof(*list));
+        if (list) {
+            for (size_t i = 0; i < md->count; i++) {
+                const grpc_slice *k = &md->metadata[i].key, *v = &md->metadata[i].value;
+                list[i] = (momento_metadata){(const char *)GRPC_SLICE_START_PTR(*k),
+                                             GRPC_SLICE_LENGTH(*k), GRPC_SLICE_START_PTR(*v),
+                                             GRPC_SLICE_LENGTH(*v)};
+            }
+            r->trailers = list;
+            r->n_trailers = md->count;
+        }
+    }
     if (ga->status != GRPC_STATUS_OK) {
-        const grpc_metadata_array *md = &ga->recv_trailing;
         for (size_t i = 0; i < md->count; i++)
             if (grpc_slice_str_cmp(md->metadata[i].key, "err") == 0) {
                 r->err = grpc_slice_to_c_string(md->metadata[i].value);
