@@ -297,6 +297,41 @@ MOMENTO_EXPORT int momento_config_set_tls_verify(momento_config *cfg, int verify
  * momento_refusal_reason() saying which.
  */
 MOMENTO_EXPORT int momento_config_set_connect_address(momento_config *cfg, const char *host_port);
+/* Which protocol carries get, set and delete (momento_config_set_transport). */
+typedef enum momento_transport {
+    MOMENTO_TRANSPORT_GRPC = 0,       /* every RPC over gRPC (the default) */
+    MOMENTO_TRANSPORT_PROTOSOCKET = 1 /* get, set, delete over protosocket */
+} momento_transport;
+/*
+ * MOMENTO_TRANSPORT_PROTOSOCKET sends get, set and delete - plain,
+ * coalesced, queued by batching (each as its own pipelined command: the
+ * protocol has no batches), blocking - over Momento's protosocket protocol
+ * (docs/transport.md "Protosocket"): protobuf frames straight on TCP or
+ * TLS, pipelined and answered out of order, without HTTP/2. Every other
+ * RPC stays on gRPC in the same client. Results, errors, deadlines, cancel
+ * tokens, retries and the metrics hook are as on gRPC: an application
+ * cannot tell the transports apart but by speed. Returns 0 or
+ * MOMENTO_ERR_INVALID_ARGUMENT (NULL `cfg`, a value outside the enum).
+ */
+MOMENTO_EXPORT int momento_config_set_transport(momento_config *cfg, momento_transport t);
+/*
+ * Where protosocket connects: "host:port". Default: `cache.<endpoint>:9004`
+ * for credentials from an API key (the Rust SDK's), TLS naming and
+ * verifying `cache.<endpoint>` as gRPC does (momento_config_set_tls_verify(),
+ * momento_config_set_tls_roots_file() apply; a connect address applies
+ * when this is not set); credentials for a local server have no default
+ * (momento_client_new() refuses them with MOMENTO_ERR_INVALID_ARGUMENT):
+ * name momento-local's `--protosocket-port`. Plaintext exactly when the
+ * credentials are (momento_credentials_local()). NULL returns to the
+ * default. Returns 0, or MOMENTO_ERR_INVALID_ARGUMENT (NULL `cfg`, not
+ * host:port, longer than 300 bytes).
+ */
+MOMENTO_EXPORT int momento_config_set_protosocket_endpoint(momento_config *cfg,
+                                                           const char *host_port);
+/* Protosocket connections, 1 .. 64; default: half the CPUs, 1 .. 16 (the
+ * Rust SDK's). Requests go to the least loaded; each connection is made on
+ * first use and made again, with backoff, after it fails. */
+MOMENTO_EXPORT int momento_config_set_protosocket_connections(momento_config *cfg, uint32_t n);
 
 /*
  * Retries, as the official SDKs do them (their "fixed count" strategy, the

@@ -309,6 +309,11 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
     if (!atomic_load_explicit(&c->agent_sent, memory_order_relaxed))
         md_slots += 2; /* agent, runtime-version */
     momento__transport *transport = c->routes[m];
+    /* What a second transport's commands cannot carry - protosocket's have
+     * no metadata and no read concern - goes over the client's own (gRPC),
+     * which can: a request's own headers, a consistent read. */
+    if (transport != c->transport && (opts->n_headers || concern == MOMENTO_READ_CONSISTENT))
+        transport = c->transport;
     const momento__transport_ops *ops = transport->ops;
     size_t att_at = sizeof(momento__call) + md_slots * sizeof(grpc_metadata);
     att_at = (att_at + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);

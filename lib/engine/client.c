@@ -16,7 +16,8 @@
 #include "clock.h"
 #include "model/group.h"
 #include "model/validate.h"
-#include "transport/grpc/grpc_transport.h" /* the transport the client opens */
+#include "transport/grpc/grpc_transport.h" /* the transports the client opens */
+#include "transport/protosocket/ps_transport.h"
 
 #include <errno.h>
 #include <grpc/support/time.h>
@@ -209,6 +210,28 @@ int momento__client_adopt(momento_client *c, momento__transport *t)
     return MOMENTO_OK;
 }
 
+/* Get, set and delete over protosocket: its transport, adopted, routed
+ * those three. Batching steps aside - protosocket has no batch commands,
+ * and its pipelined frames share writes and reads as a batch would - so
+ * each request goes as its own command. */
+static int open_protosocket(momento_client *c)
+{
+    momento__transport *ps;
+    int rc = momento__ps_transport_new(&ps, &c->cfg, &c->creds);
+    if (rc != MOMENTO_OK)
+        return rc;
+    rc = momento__client_adopt(c, ps);
+    if (rc != MOMENTO_OK) {
+        ps->ops->close(ps);
+        return rc;
+    }
+    momento__client_route(c, MOMENTO__RPC_GET, ps);
+    momento__client_route(c, MOMENTO__RPC_SET, ps);
+    momento__client_route(c, MOMENTO__RPC_DELETE, ps);
+    c->cfg.batch_min_in_flight = 0;
+    return MOMENTO_OK;
+}
+
 /* Fires the timers that are due; returns when the next one is (INT64_MAX:
  * none waits). */
 static int64_t timers_run(momento_client *c)
@@ -318,6 +341,8 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
         for (size_t m = 0; m < MOMENTO__RPC_COUNT; m++)
             c->routes[m] = c->transport;
     }
+    if (rc == MOMENTO_OK && c->cfg.transport == MOMENTO_TRANSPORT_PROTOSOCKET)
+        rc = open_protosocket(c);
     if (rc == MOMENTO_OK && pthread_create(&c->thread, NULL, completion_loop, c) != 0)
         rc = MOMENTO_ERR_NO_MEMORY;
     /* Named, so that libmomento's thread can be told from gRPC's (in a

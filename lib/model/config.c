@@ -117,6 +117,47 @@ int momento_config_set_connect_address(momento_config *cfg, const char *host_por
     return MOMENTO_OK;
 }
 
+int momento_config_set_transport(momento_config *cfg, momento_transport t)
+{
+    if (!cfg)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "cfg is NULL");
+    if (t != MOMENTO_TRANSPORT_GRPC && t != MOMENTO_TRANSPORT_PROTOSOCKET)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "transport %d is not a momento_transport",
+                               (int)t);
+    cfg->transport = t;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_protosocket_endpoint(momento_config *cfg, const char *host_port)
+{
+    if (!cfg)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "cfg is NULL");
+    if (!host_port) {
+        cfg->protosocket_endpoint[0] = '\0';
+        return MOMENTO_OK;
+    }
+    const char *why = momento__check_host_port(host_port);
+    if (why)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the protosocket endpoint: %s", why);
+    if (strlen(host_port) > MOMENTO__HOST_PORT_MAX)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "the protosocket endpoint is longer than %d bytes",
+                               MOMENTO__HOST_PORT_MAX);
+    strcpy(cfg->protosocket_endpoint, host_port);
+    return MOMENTO_OK;
+}
+
+int momento_config_set_protosocket_connections(momento_config *cfg, uint32_t n)
+{
+    if (!cfg)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "cfg is NULL");
+    if (n < 1 || n > 64)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "protosocket connections must be 1 .. 64, not %u", n);
+    cfg->protosocket_connections = n;
+    return MOMENTO_OK;
+}
+
 int momento_config_set_tls_roots_file(momento_config *cfg, const char *path)
 {
     if (!cfg)

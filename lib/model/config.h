@@ -24,6 +24,9 @@ struct momento_config {
      * ("" = the endpoints themselves); TLS still names and verifies the
      * endpoint's host. Copied by value with the struct. */
     char connect_address[MOMENTO__HOST_PORT_MAX + 1];
+    momento_transport transport;        /* what carries get, set, delete */
+    char protosocket_endpoint[MOMENTO__HOST_PORT_MAX + 1]; /* "" = the default */
+    uint32_t protosocket_connections; /* 0 = the default (half the CPUs, 1 .. 16) */
     uint32_t retry_max_attempts;       /* 1 = no retries */
     uint32_t retry_attempt_timeout_ms; /* 0 = each attempt may use the whole deadline */
     uint32_t retry_delay_ms;           /* between attempts, +/-10% */
