@@ -214,10 +214,12 @@ static void conn_want_out(ps_conn *c, bool on)
     c->want_out = on;
 }
 
-/* Fails every request of `c` with UNAVAILABLE, closes it and puts it in
- * backoff: a later use makes it again. */
+/* Fails every request of `c` with UNAVAILABLE and closes it: a later use
+ * makes it again, at once if it was ready, after a backoff if it never
+ * got there. */
 static void conn_fail(ps_conn *c, const char *what, const char *detail)
 {
+    bool was_ready = c->state == C_READY;
     snprintf(c->last_error, sizeof(c->last_error), "%s%s%s", what, detail ? ": " : "",
              detail ? detail : "");
     char why[512];
@@ -245,6 +247,14 @@ static void conn_fail(ps_conn *c, const char *what, const char *detail)
     }
     c->want_out = false;
     c->rlen = c->wlen = c->woff = 0;
+    if (was_ready) {
+        /* It had worked: made again at once on its next use, as gRPC makes
+         * a dropped connection again. The backoff is for connections that
+         * cannot be made; here it would fail at once the very retries the
+         * UNAVAILABLE above asks for. */
+        c->state = C_IDLE;
+        return;
+    }
     c->state = C_BACKOFF;
     c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
     if (c->backoff_ms > BACKOFF_MAX_MS)
