@@ -100,6 +100,7 @@ struct ps_conn {
     int64_t retry_at_ns;  /* C_BACKOFF: when it may be made again */
     uint32_t backoff_ms;
     char last_error[160]; /* why it last failed, for the requests it fails */
+    int last_status;      /* and with what: UNAVAILABLE, or the auth refusal's */
     uint8_t *rbuf;
     size_t rlen, rcap;
     uint8_t *wbuf;
@@ -222,6 +223,7 @@ static void conn_fail(ps_conn *c, const char *what, const char *detail)
     bool was_ready = c->state == C_READY;
     snprintf(c->last_error, sizeof(c->last_error), "%s%s%s", what, detail ? ": " : "",
              detail ? detail : "");
+    c->last_status = GRPC_STATUS_UNAVAILABLE;
     char why[512];
     snprintf(why, sizeof(why), "protosocket connection to %s:%s: %s", c->t->host, c->t->port,
              c->last_error);
@@ -534,6 +536,7 @@ static bool on_response(ps_conn *c, const ps_response *r)
             finish(a, status, why[0] ? why : "the server refused the Authenticate command");
         }
         conn_fail(c, "authentication refused", why);
+        c->last_status = status; /* for what comes during the backoff */
         return false;
     }
     ps_attempt *a;
@@ -730,7 +733,9 @@ static void route(ps_transport *t, ps_attempt *a, int64_t now)
         char why[512];
         snprintf(why, sizeof(why), "protosocket: no connection to %s:%s (last: %s)", t->host,
                  t->port, t->conns[0].last_error);
-        finish(a, GRPC_STATUS_UNAVAILABLE, why);
+        /* A refused token is refused for every request, as on gRPC, not
+         * an UNAVAILABLE that the retry strategy would spend at once. */
+        finish(a, t->conns[0].last_status, why);
         return;
     }
     if (a->deadline_ns != INT64_MAX && momento__heap_push(&t->deadlines, a) != 0) {
@@ -1098,6 +1103,7 @@ int momento__ps_transport_new(momento__transport **ret, const momento_config *cf
             t->conns[i].t = t;
             t->conns[i].fd = -1;
             snprintf(t->conns[i].last_error, sizeof(t->conns[i].last_error), "not connected yet");
+            t->conns[i].last_status = GRPC_STATUS_UNAVAILABLE;
         }
     }
     if (rc == MOMENTO_OK) {
