@@ -373,8 +373,12 @@ int ps_command_decode(const uint8_t *body, size_t len, ps_command *out)
         case CMD_CONTROL: WANT(f, WT_VARINT); out->control = (uint32_t)f.v; break;
         case CMD_UNARY:
             WANT(f, WT_LEN);
-            /* A new unary replaces the previous one whole. */
+            /* A new unary replaces the previous one whole (protobuf-c's
+             * rule for a oneof member met again): its fields too, or an
+             * empty one would leave a kind-less command with a token. */
             out->kind = PS_NONE;
+            out->token = out->ns = out->key = out->value = (ps_bytes){0};
+            out->ttl_ms = 0;
             if (decode_unary(f.b, out) < 0)
                 return -1;
             break;

@@ -18,7 +18,7 @@ fi
 ninja -C build-fuzz >/dev/null
 mkdir -p fuzz/findings
 status=0
-for target in credentials server; do
+for target in credentials server ps_command ps_response; do
     work=$(mktemp -d)
     cp fuzz/corpus/$target/* "$work"/ 2>/dev/null || true
     echo "== fuzz_$target: ${secs} s"

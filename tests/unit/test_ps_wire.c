@@ -274,6 +274,47 @@ static void test_malformed_bodies(void **state)
     assert_int_equal(c.kind, PS_NONE);
 }
 
+/* A oneof member met twice: the second replaces the first whole, as
+ * protobuf-c reads it. fuzz_ps_command found an empty second unary after
+ * an Authenticate leaving kind NONE with the token still set (a command
+ * that re-encoded as another). */
+static void test_repeated_oneof_replaces(void **state)
+{
+    (void)state;
+    uint8_t b[64];
+    /* unary{auth{token "to\xff\xff_"}}, then unary{} */
+    size_t n = unhex("52 09 0a 07 0a 05 74 6f ff ff 5f 52 00", b);
+    ps_command c;
+    assert_int_equal(ps_command_decode(b, n, &c), 0);
+    Pscache__Command *m = pscache__command__unpack(NULL, n, b);
+    assert_non_null(m);
+    assert_int_equal(m->rpc_kind_case, PSCACHE__COMMAND__RPC_KIND_UNARY);
+    assert_int_equal(m->unary->command_case, PSCACHE__UNARY_COMMAND__COMMAND__NOT_SET);
+    assert_int_equal(c.kind, PS_NONE);
+    assert_int_equal(c.token.len, 0);
+    pscache__command__free_unpacked(m, NULL);
+    /* unary{get{ns "c"}}, then unary{delete{key "k"}}: the delete alone */
+    n = unhex("52 05 12 03 0a 01 63 52 05 22 03 12 01 6b", b);
+    assert_int_equal(ps_command_decode(b, n, &c), 0);
+    m = pscache__command__unpack(NULL, n, b);
+    assert_non_null(m);
+    assert_int_equal(m->unary->command_case, PSCACHE__UNARY_COMMAND__COMMAND_DELETE);
+    assert_int_equal(c.kind, PS_DELETE);
+    assert_int_equal(c.ns.len, strlen(m->unary->delete_->namespace_));
+    assert_int_equal(c.key.len, 1);
+    pscache__command__free_unpacked(m, NULL);
+    /* error{code 5}, then error{message "m"} */
+    n = unhex("4a 02 08 05 4a 03 12 01 6d", b);
+    ps_response r;
+    assert_int_equal(ps_response_decode(b, n, &r), 0);
+    Pscache__Response *pr = pscache__response__unpack(NULL, n, b);
+    assert_non_null(pr);
+    assert_int_equal(r.kind, PS_ERROR);
+    assert_int_equal(r.code, pr->error->code);
+    assert_int_equal(r.message.len, strlen(pr->error->message));
+    pscache__response__free_unpacked(pr, NULL);
+}
+
 /* Random bytes, bounded: decoders return 0 or -1 and what they return lies
  * inside the input (ASan/valgrind catch a read past it). */
 static void test_random_bytes(void **state)
@@ -313,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_frames_split_and_merged),
         cmocka_unit_test(test_frame_limits),
         cmocka_unit_test(test_malformed_bodies),
+        cmocka_unit_test(test_repeated_oneof_replaces),
         cmocka_unit_test(test_random_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
