@@ -39,6 +39,9 @@ static void usage(FILE *out)
             "                        1048576; past it the oldest items go, with a discontinuity)\n"
             "  --max-queued-bytes N  the same for all subscriptions together, shared out evenly\n"
             "                        (default 67108864; 0 = no such bound)\n"
+            "  --protosocket-port N  also serve Momento's protosocket protocol (Get, Set,\n"
+            "                        Delete) on port N of the bind address, 0 = any free port\n"
+            "                        (default: off); TLS with --tls-cert, as the gRPC port\n"
             "  --tls-cert FILE       serve TLS with this PEM certificate chain (needs --tls-key)\n"
             "  --tls-key FILE        private key for --tls-cert\n"
             "  --cache NAME          create this cache at start (repeatable; 1-255 bytes of\n"
@@ -46,7 +49,8 @@ static void usage(FILE *out)
             "  --stats-json PATH     also write the RPC counters here on exit\n"
             "  --help                show this text\n"
             "\n"
-            "Prints 'listening on HOST:PORT' once serving. Fault injection headers\n"
+            "Prints 'listening on HOST:PORT' once serving (then 'protosocket listening on\n"
+            "HOST:PORT' with --protosocket-port). Fault injection headers\n"
             "(return-error, error-rpcs, error-count, delay-ms, delay-rpcs, delay-count,\n"
             "stream-error, stream-error-rpcs, stream-error-message-limit, request-id)\n"
             "work as in Momento's local test server; see docs/server.md.\n");
@@ -102,6 +106,7 @@ int main(int argc, char **argv)
         {"max-streams-per-connection", required_argument, NULL, 'X'},
         {"enable-test-admin", no_argument, NULL, 'A'},
         {"test-admin-port", required_argument, NULL, 'P'},
+        {"protosocket-port", required_argument, NULL, 'W'},
         {"subscriber-queue-bytes", required_argument, NULL, 'Q'},
         {"max-queued-bytes", required_argument, NULL, 'M'},
         {"tls-key", required_argument, NULL, 'k'},    {"cache", required_argument, NULL, 'C'},
@@ -170,6 +175,11 @@ int main(int argc, char **argv)
                 rc = bad("--test-admin-port", optarg);
             else
                 admin_port = (int)v;
+            break;
+        case 'W':
+            if (parse_u64(optarg, &v) < 0 || v > 65535 ||
+                momento_local_options_set_protosocket_port(o, (int)v) < 0)
+                rc = bad("--protosocket-port", optarg);
             break;
         case 'X':
             if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
@@ -254,13 +264,16 @@ int main(int argc, char **argv)
                                                      : "out of memory");
         return 1;
     }
+    /* The gRPC line first: scripts read the first line for the endpoint. */
     printf("listening on %s\n", momento_local_endpoint(s));
-    if (momento_local_test_admin_port(s) > 0) {
-        const char *ep = momento_local_endpoint(s);
-        const char *colon = strrchr(ep, ':');
-        printf("test admin listening on %.*s:%d\n", (int)(colon - ep), ep,
+    const char *ep = momento_local_endpoint(s);
+    int host_len = (int)(strrchr(ep, ':') - ep); /* "[::1]" keeps its brackets */
+    if (momento_local_protosocket_port(s) > 0)
+        printf("protosocket listening on %.*s:%d\n", host_len, ep,
+               momento_local_protosocket_port(s));
+    if (momento_local_test_admin_port(s) > 0)
+        printf("test admin listening on %.*s:%d\n", host_len, ep,
                momento_local_test_admin_port(s));
-    }
     fflush(stdout);
 
     int sig;

@@ -1,9 +1,11 @@
 /* Starting and stopping a momento-local: options copied, the `--cache`
  * caches created, credentials read, the gRPC server created with every
  * method of the RPC table registered and bound, and the server thread
- * (core/calls.c) started with the rpc layer's dispatcher (rpc/dispatch.c);
- * stopping undoes it all. The one file besides main.c above every folder:
+ * (core/calls.c) started with the rpc layer's dispatcher (rpc/dispatch.c),
+ * then the protosocket port (core/protosocket.c), which answers through
+ * the same dispatcher; stopping undoes it all. The one file besides main.c above every folder:
  * it puts the layers together, and nothing in them calls it. */
+#include "core/srv_protosocket.h"
 #include "core/srv_server.h"
 
 #include "grpc_util.h"
@@ -153,6 +155,10 @@ int momento_local_start(momento_local **ret, const momento_local_options *opts)
             srv_calls_stop(s);
             grpc_server_destroy(s->server);
             rc = MOMENTO_ERR_SERVER_UNAVAILABLE;
+        } else if ((rc = srv_protosocket_start(s)) != MOMENTO_OK) {
+            srv_admin_stop(s);
+            srv_calls_stop(s);
+            grpc_server_destroy(s->server);
         }
     }
     if (rc != MOMENTO_OK) {
@@ -168,6 +174,8 @@ void momento_local_stop(momento_local *s)
 {
     if (!s)
         return;
+    /* First, while the calls it hands gRPC calls' pins to still run. */
+    srv_protosocket_stop(s);
     srv_admin_stop(s); /* no block or unblock from here on */
     srv_calls_stop(s);
     grpc_server_destroy(s->server);

@@ -113,6 +113,20 @@ MOMENTO_EXPORT int momento_local_options_set_max_queued_bytes(momento_local_opti
  * by momento_local_start()). NULL, NULL returns to plaintext. */
 MOMENTO_EXPORT int momento_local_options_set_tls(momento_local_options *o, const char *cert_file,
                                                 const char *key_file);
+/*
+ * Momento's protosocket protocol (docs/server.md "Protosocket port"): a
+ * second port, beside the gRPC one, answering Authenticate, Get, Set and
+ * Delete framed as Momento's Rust SDK sends them, on the same store, with
+ * the same checks, errors and counters as the gRPC port. -1 = off (the
+ * default), 0 = any free port (read it with
+ * momento_local_protosocket_port()), else 1 .. 65535; anything else is
+ * MOMENTO_ERR_INVALID_ARGUMENT. It binds the address the gRPC port binds
+ * and serves TLS with its certificate when momento_local_options_set_tls()
+ * is set, plaintext otherwise. momento_local_start() fails
+ * (SERVER_UNAVAILABLE) when the port cannot be bound.
+ */
+MOMENTO_EXPORT int momento_local_options_set_protosocket_port(momento_local_options *o,
+                                                             int port);
 /* A cache that exists from the start (may be called several times; a name
  * given twice is one cache). MOMENTO_ERR_INVALID_ARGUMENT unless `name` is 1
  * to 255 bytes of UTF-8 without control characters. */
@@ -145,6 +159,32 @@ MOMENTO_EXPORT void momento_local_stop(momento_local *s);
 /* The bound port, and "host:port" for momento_credentials_local(). */
 MOMENTO_EXPORT int momento_local_port(const momento_local *s);
 MOMENTO_EXPORT const char *momento_local_endpoint(const momento_local *s);
+/* The protosocket port bound, or -1 when it is off (or `s` is NULL). */
+MOMENTO_EXPORT int momento_local_protosocket_port(const momento_local *s);
+/*
+ * The fault headers' equivalent for the protosocket port, which has no
+ * headers: the next `count` commands whose RPC's fault name (docs/server.md
+ * "Fault injection": "get", "set", "delete") is in the space-separated
+ * `rpcs` ("" = every RPC) are held `delay_ms` milliseconds (0 = not at
+ * all) and then answered with a CommandError of code `grpc_status`
+ * (0 .. 16; -1 = no error: answered as usual after the delay). One rule
+ * per server, for every connection; a new call replaces the rule, and
+ * `rpcs` NULL clears it. A held command holds nothing else up: the
+ * connection's other commands and other connections are answered
+ * meanwhile; a cancel frame for it drops it unanswered (counted as a
+ * client's cancel, momento_local_cancelled_calls()), as does its
+ * connection closing; one still held when the server stops is answered
+ * UNAVAILABLE.
+ *
+ * Returns MOMENTO_OK; MOMENTO_ERR_INVALID_ARGUMENT for a NULL server, a
+ * status outside -1 .. 16 or a name that is not an RPC's fault name (the
+ * rule is then unchanged). On a server without a protosocket port the rule
+ * has nothing to apply to. Any thread; the rule applies to the commands
+ * that arrive after it returns.
+ */
+MOMENTO_EXPORT int momento_local_protosocket_fault(momento_local *s, const char *rpcs,
+                                                  int grpc_status, uint32_t delay_ms,
+                                                  uint32_t count);
 /* The test admin's port, or 0 when it is off (or `s` is NULL). */
 MOMENTO_EXPORT int momento_local_test_admin_port(const momento_local *s);
 /* `blocked` non-zero cuts the data port as a network fault would, for

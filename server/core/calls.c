@@ -648,6 +648,18 @@ static void redo_deferred(momento_local *s)
     t_redoing = false;
 }
 
+/* What the protosocket port (protosocket.c) shares with the calls: the
+ * one rate window, and the calls held behind pins its commands release. */
+bool srv_calls_rate_limited(momento_local *s)
+{
+    return rate_limited(s);
+}
+
+void srv_calls_redo(momento_local *s)
+{
+    redo_deferred(s);
+}
+
 /* ---- subscription streams ------------------------------------------- */
 
 /* Sends the subscription's next message, or its status once it has ended,

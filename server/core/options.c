@@ -119,6 +119,7 @@ static void defaults(momento_local_options *o)
     o->max_subscribers = DEFAULT_MAX_SUBSCRIBERS;
     o->max_streams = DEFAULT_MAX_STREAMS;
     o->test_admin_port = -1;
+    o->protosocket_port = -1;
     o->topic_idle_ms = DEFAULT_TOPIC_IDLE_MS;
     o->sub_queue_bytes = DEFAULT_SUB_QUEUE_BYTES;
     o->max_queued_bytes = DEFAULT_MAX_QUEUED_BYTES;
@@ -258,6 +259,14 @@ int momento_local_options_set_test_admin_port(momento_local_options *o, int port
     if (!o || port < -1 || port > 65535)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     o->test_admin_port = port;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_protosocket_port(momento_local_options *o, int port)
+{
+    if (!o || port < -1 || port > 65535)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->protosocket_port = port;
     return MOMENTO_OK;
 }
 

@@ -22,6 +22,7 @@ struct momento_local_options {
     uint32_t max_subscribers;    /* per topic; 0 = no limit */
     uint32_t max_streams;        /* concurrent HTTP/2 streams per connection */
     int test_admin_port;         /* the test admin's HTTP port; -1 = off */
+    int protosocket_port;        /* the protosocket port; -1 = off */
     uint32_t topic_idle_ms;      /* a topic without subscribers or publishes this long goes */
     uint64_t sub_queue_bytes;    /* what one subscription may have queued */
     uint64_t max_queued_bytes;   /* ... every subscription together; 0 = no bound */

@@ -99,6 +99,8 @@ struct momento_local {
     atomic_bool blocked;
     bool block_applied;
     srv_admin admin;
+    /* The protosocket port (protosocket.c), NULL when off. */
+    struct srv_protosocket *protosocket;
     atomic_uint_fast64_t subscriptions; /* subscriptions in a topic */
     atomic_uint_fast64_t topic_deliveries;
     atomic_uint_fast64_t topic_heartbeats;
@@ -120,6 +122,12 @@ int srv_calls_start(momento_local *s, srv_dispatch_fn *dispatch);
  * so, whether the stop's cancel or the UNAVAILABLE reply ends them) and
  * returns once the server thread has drained the queue. */
 void srv_calls_stop(momento_local *s);
+/* With the turn, from the protosocket port's thread: whether one more
+ * operation would pass --max-rps in this second (and counts it), as for a
+ * call; and answers again the calls held back behind pins that a command's
+ * work has just released (srv_work_end() returned true). */
+bool srv_calls_rate_limited(momento_local *s);
+void srv_calls_redo(momento_local *s);
 
 /* stats.c. Server thread only, though the counters may be read anywhere. */
 void srv_stats_count(momento_local *s, momento__rpc_id m, grpc_status_code status);
