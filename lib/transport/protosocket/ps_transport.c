@@ -32,6 +32,7 @@
 #include "model/validate.h"
 #include "ps_wire.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <grpc/slice.h>
 #include <grpc/status.h>
@@ -464,14 +465,26 @@ static void conn_connected(ps_conn *c)
         conn_send_auth(c);
         return;
     }
+    /* An address names the peer by its IP: no SNI for it (RFC 6066 has
+     * none for addresses) and the certificate's IP SAN checked, as gRPC
+     * checks an endpoint such as 127.0.0.1:8443. */
+    unsigned char ip[16];
+    bool is_ip = inet_pton(AF_INET, c->t->tls_name, ip) == 1 ||
+                 inet_pton(AF_INET6, c->t->tls_name, ip) == 1;
     c->ssl = SSL_new(c->t->ctx);
     if (!c->ssl || !SSL_set_fd(c->ssl, c->fd) ||
-        !SSL_set_tlsext_host_name(c->ssl, c->t->tls_name)) {
+        (!is_ip && !SSL_set_tlsext_host_name(c->ssl, c->t->tls_name))) {
         conn_fail(c, "no memory for TLS", NULL);
         return;
     }
-    if (SSL_CTX_get_verify_mode(c->t->ctx) != SSL_VERIFY_NONE)
-        SSL_set1_host(c->ssl, c->t->tls_name);
+    if (SSL_CTX_get_verify_mode(c->t->ctx) != SSL_VERIFY_NONE) {
+        int ok = is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), c->t->tls_name)
+                       : SSL_set1_host(c->ssl, c->t->tls_name);
+        if (ok != 1) {
+            conn_fail(c, "no memory for TLS", NULL);
+            return;
+        }
+    }
     c->state = C_TLS;
     conn_tls_step(c);
 }
