@@ -45,22 +45,173 @@ int tu_time_scale(void)
     return n >= 1 ? n : 1;
 }
 
+static void tu_header_forget(const momento_client *c);
+
+bool tu_protosocket(void)
+{
+    const char *v = getenv("MOMENTO_TEST_TRANSPORT");
+    return v && strcmp(v, "protosocket") == 0;
+}
+
 momento_local *tu_server(const momento_local_options *opts)
 {
+    momento_local_options *own = NULL;
+    if (tu_protosocket()) {
+        if (!opts) {
+            assert_int_equal(momento_local_options_new(&own), MOMENTO_OK);
+            opts = own;
+        }
+        /* The caller's options are its own to change: tests make them for
+         * one server. */
+        assert_int_equal(
+            momento_local_options_set_protosocket_port((momento_local_options *)opts, 0),
+            MOMENTO_OK);
+    }
     momento_local *s = NULL;
     assert_int_equal(momento_local_start(&s, opts), MOMENTO_OK);
+    momento_local_options_free(own);
     assert_true(momento_local_port(s) > 0);
+    if (tu_protosocket())
+        assert_true(momento_local_protosocket_port(s) > 0);
     return s;
 }
 
 momento_client *tu_client(momento_local *s, const momento_config *cfg)
 {
+    momento_config *own = NULL;
+    if (tu_protosocket()) {
+        if (!cfg) {
+            assert_int_equal(momento_config_new(&own), MOMENTO_OK);
+            cfg = own;
+        }
+        momento_config *w = (momento_config *)cfg; /* as in tu_server() */
+        char ep[64];
+        snprintf(ep, sizeof(ep), "127.0.0.1:%d", momento_local_protosocket_port(s));
+        assert_int_equal(momento_config_set_transport(w, MOMENTO_TRANSPORT_PROTOSOCKET),
+                         MOMENTO_OK);
+        assert_int_equal(momento_config_set_protosocket_endpoint(w, ep), MOMENTO_OK);
+    }
     momento_credentials *creds = NULL;
     assert_int_equal(momento_credentials_local(&creds, momento_local_endpoint(s)), MOMENTO_OK);
     momento_client *c = NULL;
     assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
     momento_credentials_free(creds);
+    momento_config_free(own);
+    tu_header_forget(c);
+    /* The rerun must really be on protosocket: its I/O thread is up. */
+    if (tu_protosocket())
+        assert_true(tu_threads_named("momento-ps") > 0);
     return c;
+}
+
+/* ---- Fault headers, and their protosocket rule. */
+
+/* What tu_header() has been told for one client. */
+typedef struct tu_faults {
+    const momento_client *client;
+    char delay_rpcs[128], error_rpcs[128], error[32];
+    long long delay_ms, delay_count, error_count;
+} tu_faults;
+
+static tu_faults tu_fault_table[32];
+static pthread_mutex_t tu_fault_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* gRPC's status for a `return-error` name (faults.c's names), or -1. */
+static int tu_status_named(const char *name)
+{
+    static const struct {
+        const char *name;
+        int status;
+    } names[] = {{"cancelled", 1},          {"unknown", 2},
+                 {"invalid-argument", 3},   {"deadline-exceeded", 4},
+                 {"not-found", 5},          {"already-exists", 6},
+                 {"permission-denied", 7},  {"resource-exhausted", 8},
+                 {"failed-precondition", 9}, {"internal", 13},
+                 {"unavailable", 14},       {"unauthenticated", 16}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(names[i].name, name) == 0)
+            return names[i].status;
+    return -1;
+}
+
+/* Whether `word` is in the space-separated `list` ("" = every RPC). */
+static bool tu_listed(const char *list, const char *word)
+{
+    if (!*list)
+        return true;
+    size_t n = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+static void tu_apply_ps_rule(momento_local *s, const tu_faults *f)
+{
+    static const char *const scalar[] = {"get", "set", "delete"};
+    char rpcs[32] = "";
+    bool erring = f->error[0] != '\0';
+    for (int i = 0; i < 3; i++) {
+        bool delayed = f->delay_ms > 0 && tu_listed(f->delay_rpcs, scalar[i]);
+        bool failed = erring && tu_listed(f->error_rpcs, scalar[i]);
+        if (delayed || failed) {
+            strcat(rpcs, rpcs[0] ? " " : "");
+            strcat(rpcs, scalar[i]);
+        }
+    }
+    if (!rpcs[0])
+        return;
+    long long count = erring ? f->error_count : f->delay_count;
+    assert_int_equal(momento_local_protosocket_fault(
+                         s, rpcs, erring ? tu_status_named(f->error) : -1,
+                         (uint32_t)(f->delay_ms > 0 ? f->delay_ms : 0),
+                         count < 0 || count > UINT32_MAX ? UINT32_MAX : (uint32_t)count),
+                     MOMENTO_OK);
+}
+
+/* A new client may have a freed one's address: it starts with no faults. */
+static void tu_header_forget(const momento_client *c)
+{
+    pthread_mutex_lock(&tu_fault_lock);
+    for (size_t i = 0; i < sizeof(tu_fault_table) / sizeof(tu_fault_table[0]); i++)
+        if (tu_fault_table[i].client == c)
+            memset(&tu_fault_table[i], 0, sizeof(tu_fault_table[i]));
+    pthread_mutex_unlock(&tu_fault_lock);
+}
+
+/* tu_header()'s protosocket half: in this file, which names nothing of the
+ * library's internals (test_adapters links libmomento's public symbols
+ * only); tu_header.c adds the header itself. */
+void tu__ps_fault_header(momento_local *s, const momento_client *c, const char *key,
+                         const char *value)
+{
+    if (!tu_protosocket())
+        return;
+    pthread_mutex_lock(&tu_fault_lock);
+    tu_faults *f = NULL;
+    for (size_t i = 0; i < sizeof(tu_fault_table) / sizeof(tu_fault_table[0]) && !f; i++)
+        if (tu_fault_table[i].client == c || !tu_fault_table[i].client)
+            f = &tu_fault_table[i];
+    assert_non_null(f);
+    if (f->client != c) {
+        memset(f, 0, sizeof(*f));
+        f->client = c;
+        f->delay_count = f->error_count = -1; /* no count: every call */
+    }
+    if (strcmp(key, "delay-rpcs") == 0)
+        snprintf(f->delay_rpcs, sizeof(f->delay_rpcs), "%s", value);
+    else if (strcmp(key, "error-rpcs") == 0)
+        snprintf(f->error_rpcs, sizeof(f->error_rpcs), "%s", value);
+    else if (strcmp(key, "return-error") == 0)
+        snprintf(f->error, sizeof(f->error), "%s", value);
+    else if (strcmp(key, "delay-ms") == 0)
+        f->delay_ms = atoll(value);
+    else if (strcmp(key, "delay-count") == 0)
+        f->delay_count = atoll(value);
+    else if (strcmp(key, "error-count") == 0)
+        f->error_count = atoll(value);
+    tu_apply_ps_rule(s, f);
+    pthread_mutex_unlock(&tu_fault_lock);
 }
 
 int tu_fixture_setup(void **state)

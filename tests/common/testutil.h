@@ -12,13 +12,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Whether this run's clients send get, set and delete over protosocket:
+ * MOMENTO_TEST_TRANSPORT=protosocket in the environment (tests/meson.build
+ * runs the suites of those calls a second time so). Then tu_server() opens
+ * the server's protosocket port too and tu_client() points its clients at
+ * it; everything else is as on gRPC. */
+bool tu_protosocket(void);
+
 /* Starts a server (NULL opts = defaults) on 127.0.0.1, port 0; aborts the
- * test on failure. */
+ * test on failure. With tu_protosocket(), also a protosocket port, port 0
+ * (set on `opts` itself when given). */
 momento_local *tu_server(const momento_local_options *opts);
 /* A server as tu_server() with one cache, `cache`. */
 momento_local *tu_server_with_cache(const char *cache);
-/* A client for `s` with `cfg` (NULL = defaults). */
+/* A client for `s` with `cfg` (NULL = defaults; with tu_protosocket(), the
+ * transport and endpoint are set on `cfg` itself when given). */
 momento_client *tu_client(momento_local *s, const momento_config *cfg);
+
+/* A fault-injection header for `c`'s calls (momento__client_add_header()):
+ * request-id, delay-rpcs, delay-ms, delay-count, return-error, error-rpcs,
+ * error-count. Protosocket has no headers: with tu_protosocket() the
+ * headers so far for `c` are also made momento-local's protosocket fault
+ * rule (momento_local_protosocket_fault()) for get, set and delete, as near
+ * as one rule comes - the delay and the error together, for error-count
+ * calls when an error is asked, else delay-count - and that rule holds for
+ * every client of `s`, not `c` alone. Call before `c` is used. */
+void tu_header(momento_local *s, momento_client *c, const char *key, const char *value);
+/* Its protosocket half (testutil.c), for tu_header.c. */
+void tu__ps_fault_header(momento_local *s, const momento_client *c, const char *key,
+                         const char *value);
 /* Creates `cache` through `c`, asserting success. */
 void tu_create_cache(momento_client *c, const char *cache);
 

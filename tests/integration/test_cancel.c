@@ -26,9 +26,9 @@ static momento_client *delayed_client(tu_fixture *f, const char *rpcs, int64_t m
     char id[32], ms_s[32];
     snprintf(id, sizeof(id), "cancel-%d", ++client_id);
     snprintf(ms_s, sizeof(ms_s), "%lld", (long long)ms);
-    momento__client_add_header(c, "request-id", id);
-    momento__client_add_header(c, "delay-rpcs", rpcs);
-    momento__client_add_header(c, "delay-ms", ms_s);
+    tu_header(f->server, c, "request-id", id);
+    tu_header(f->server, c, "delay-rpcs", rpcs);
+    tu_header(f->server, c, "delay-ms", ms_s);
     return c;
 }
 
@@ -301,9 +301,9 @@ static momento_client *failing_client(tu_fixture *f, const char *id)
     momento_config_set_retry_fixed_timeout(cfg, 3, 5000, 10000);
     momento_client *c = tu_client(f->server, cfg);
     momento_config_free(cfg);
-    momento__client_add_header(c, "request-id", id);
-    momento__client_add_header(c, "return-error", "unavailable");
-    momento__client_add_header(c, "error-rpcs", "get");
+    tu_header(f->server, c, "request-id", id);
+    tu_header(f->server, c, "return-error", "unavailable");
+    tu_header(f->server, c, "error-rpcs", "get");
     return c;
 }
 

@@ -26,10 +26,10 @@ static momento_client *delayed_client(tu_fixture *f, const char *rpcs, int64_t m
     snprintf(id, sizeof(id), "co-%d", ++counter_id);
     snprintf(ms_s, sizeof(ms_s), "%lld", (long long)ms);
     snprintf(count_s, sizeof(count_s), "%d", count);
-    momento__client_add_header(c, "request-id", id);
-    momento__client_add_header(c, "delay-rpcs", rpcs);
-    momento__client_add_header(c, "delay-ms", ms_s);
-    momento__client_add_header(c, "delay-count", count_s);
+    tu_header(f->server, c, "request-id", id);
+    tu_header(f->server, c, "delay-rpcs", rpcs);
+    tu_header(f->server, c, "delay-ms", ms_s);
+    tu_header(f->server, c, "delay-count", count_s);
     return c;
 }
 
@@ -249,9 +249,9 @@ static void test_error_fans_out(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get", TU_MS(500), 1);
-    momento__client_add_header(c, "return-error", "unavailable");
-    momento__client_add_header(c, "error-rpcs", "get");
-    momento__client_add_header(c, "error-count", "3"); /* outlasts all 3 attempts */
+    tu_header(f->server, c, "return-error", "unavailable");
+    tu_header(f->server, c, "error-rpcs", "get");
+    tu_header(f->server, c, "error-count", "3"); /* outlasts all 3 attempts */
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
     momento_local_reset_stats(f->server);
@@ -275,9 +275,9 @@ static void test_retried_success_fans_out(void **state)
     tu_fixture *f = *state;
     assert_int_equal(momento_set_sync(f->client, "c", "rs", 2, "ok", 2, 0, NULL, NULL), MOMENTO_OK);
     momento_client *c = delayed_client(f, "get", TU_MS(500), 1);
-    momento__client_add_header(c, "return-error", "internal");
-    momento__client_add_header(c, "error-rpcs", "get");
-    momento__client_add_header(c, "error-count", "1");
+    tu_header(f->server, c, "return-error", "internal");
+    tu_header(f->server, c, "error-rpcs", "get");
+    tu_header(f->server, c, "error-count", "1");
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
     momento_local_reset_stats(f->server);
@@ -566,10 +566,10 @@ static void test_cancelled_joiners_are_not_timed_out(void **state)
     assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1024 * 1024), MOMENTO_OK);
     momento_client *c = tu_client(f->server, cfg);
     momento_config_free(cfg);
-    momento__client_add_header(c, "request-id", "co-cancelled-joiners");
-    momento__client_add_header(c, "delay-rpcs", "get get-batch");
-    momento__client_add_header(c, "delay-ms", "60000");
-    momento__client_add_header(c, "delay-count", "1000");
+    tu_header(f->server, c, "request-id", "co-cancelled-joiners");
+    tu_header(f->server, c, "delay-rpcs", "get get-batch");
+    tu_header(f->server, c, "delay-ms", "60000");
+    tu_header(f->server, c, "delay-count", "1000");
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     for (int round = 0; round < 5; round++) {

@@ -215,10 +215,10 @@ static void test_server_held_calls(void **state)
         momento_config *cfg = config(batching);
         momento_client *c = tu_client(server, cfg);
         momento_config_free(cfg);
-        momento__client_add_header(c, "request-id", batching ? "deadlines-b" : "deadlines");
-        momento__client_add_header(c, "delay-rpcs", "get set delete get-batch set-batch");
-        momento__client_add_header(c, "delay-ms", "60000");
-        momento__client_add_header(c, "delay-count", "100000");
+        tu_header(server, c, "request-id", batching ? "deadlines-b" : "deadlines");
+        tu_header(server, c, "delay-rpcs", "get set delete get-batch set-batch");
+        tu_header(server, c, "delay-ms", "60000");
+        tu_header(server, c, "delay-count", "100000");
         tally k = run(c, true, 0);
         assert_true(k.timeouts > 0);
         assert_int_equal(k.cancelled, 0);
@@ -239,9 +239,9 @@ static momento_client *early_deadline_client(momento_local *server, uint32_t cap
         assert_int_equal(momento_config_set_max_concurrent_requests(cfg, cap), MOMENTO_OK);
     momento_client *c = tu_client(server, cfg);
     momento_config_free(cfg);
-    momento__client_add_header(c, "request-id", cap ? "early-cap" : "early");
-    momento__client_add_header(c, "return-error", "deadline-exceeded");
-    momento__client_add_header(c, "error-rpcs", "get");
+    tu_header(server, c, "request-id", cap ? "early-cap" : "early");
+    tu_header(server, c, "return-error", "deadline-exceeded");
+    tu_header(server, c, "error-rpcs", "get");
     return c;
 }
 

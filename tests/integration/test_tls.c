@@ -1,6 +1,7 @@
 /* TLS end to end: momento-local serving a certificate from a throwaway CA
  * made here with the openssl command; the library trusting that CA through
  * momento_config_set_tls_roots_file(), and refusing what it must refuse. */
+#include "testing.h"
 #include "testutil.h"
 
 #include <setjmp.h>
@@ -332,6 +333,121 @@ static void test_no_log_line_holds_the_token(void **state)
     pthread_mutex_unlock(&seen.lock);
 }
 
+/* ---- Protosocket over TLS: the same certificates, the same rules. */
+
+/* A TLS server with cert `name`, a protosocket port, and token "tok". */
+static momento_local *ps_tls_server(const char *name)
+{
+    char cert[64], key[64];
+    snprintf(cert, sizeof(cert), "%s.pem", name);
+    snprintf(key, sizeof(key), "%s.key", name);
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    assert_int_equal(momento_local_options_set_tls(o, path(0, cert), path(1, key)), MOMENTO_OK);
+    assert_int_equal(momento_local_options_set_protosocket_port(o, 0), MOMENTO_OK);
+    assert_int_equal(momento_local_options_set_auth_token(o, "tok"), MOMENTO_OK);
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    assert_true(momento_local_protosocket_port(s) > 0);
+    return s;
+}
+
+/* A protosocket client of `s` for endpoints `cache_ep` (NULL: the
+ * server's own), dialling 127.0.0.1 at its protosocket port; every gRPC
+ * Get and Set of it fails (a fault header protosocket does not carry), so
+ * a get or set that succeeds went over protosocket. */
+static momento_client *ps_tls_client(momento_local *s, const char *cache_ep, bool trust_ca,
+                                     const char *token)
+{
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(3000));
+    if (trust_ca)
+        assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);
+    char ps[64];
+    snprintf(ps, sizeof(ps), "127.0.0.1:%d", momento_local_protosocket_port(s));
+    assert_int_equal(momento_config_set_transport(cfg, MOMENTO_TRANSPORT_PROTOSOCKET), MOMENTO_OK);
+    assert_int_equal(momento_config_set_protosocket_endpoint(cfg, ps), MOMENTO_OK);
+    if (cache_ep) {
+        char connect[64];
+        snprintf(connect, sizeof(connect), "127.0.0.1:%d", momento_local_port(s));
+        assert_int_equal(momento_config_set_connect_address(cfg, connect), MOMENTO_OK);
+    }
+    const char *ep = cache_ep ? cache_ep : momento_local_endpoint(s);
+    momento_credentials *creds;
+    assert_int_equal(momento_credentials_with_endpoints(&creds, token, ep, ep), MOMENTO_OK);
+    momento_client *c;
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
+    momento_credentials_free(creds);
+    momento_config_free(cfg);
+    momento__client_add_header(c, "return-error", "internal");
+    momento__client_add_header(c, "error-rpcs", "get set");
+    return c;
+}
+
+static void test_protosocket_over_tls(void **state)
+{
+    (void)state;
+    momento_local *s = ps_tls_server("good");
+    momento_client *c = ps_tls_client(s, NULL, true, "tok");
+    assert_int_equal(momento_set_sync(c, "c", "k", 1, "over ps", 7, 0, NULL, NULL), MOMENTO_OK);
+    momento_result *r;
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
+    size_t len;
+    const void *v = momento_result_value(r, &len);
+    assert_int_equal(len, 7);
+    assert_memory_equal(v, "over ps", 7);
+    momento_result_free(r);
+    assert_int_equal(momento_local_rpc_count(s, "Get", 0), 1);
+    momento_client_free(c);
+
+    /* The wrong token: authentication refused, no data. */
+    c = ps_tls_client(s, NULL, true, "not-tok");
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_AUTHENTICATION);
+    momento_client_free(c);
+    assert_int_equal(momento_local_rpc_count(s, "Get", 0), 1);
+    momento_local_stop(s);
+}
+
+/* Untrusted, and trusted but for another name: refused before any data. */
+static void test_protosocket_tls_refusals(void **state)
+{
+    (void)state;
+    momento_local *s = ps_tls_server("good");
+    momento_client *c = ps_tls_client(s, NULL, false, "tok");
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    momento_client_free(c);
+    momento_local_stop(s);
+    s = ps_tls_server("other");
+    c = ps_tls_client(s, NULL, true, "tok");
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    momento_client_free(c);
+    assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
+    momento_local_stop(s);
+}
+
+/* A private endpoint: dial 127.0.0.1, verify cache.vpc.example (the
+ * endpoint's name), as gRPC does with the connect address. */
+static void test_protosocket_verifies_the_endpoint_name(void **state)
+{
+    (void)state;
+    momento_local *s = ps_tls_server("vpc");
+    char ep[64];
+    snprintf(ep, sizeof(ep), "cache.vpc.example:%d", momento_local_port(s));
+    momento_client *c = ps_tls_client(s, ep, true, "tok");
+    assert_int_equal(momento_set_sync(c, "c", "v", 1, "x", 1, 0, NULL, NULL), MOMENTO_OK);
+    momento_client_free(c);
+    momento_local_stop(s);
+    s = ps_tls_server("good"); /* localhost / 127.0.0.1 only */
+    snprintf(ep, sizeof(ep), "cache.vpc.example:%d", momento_local_port(s));
+    c = ps_tls_client(s, ep, true, "tok");
+    assert_int_equal(momento_set_sync(c, "c", "v", 1, "x", 1, 0, NULL, NULL),
+                     MOMENTO_ERR_SERVER_UNAVAILABLE);
+    momento_client_free(c);
+    momento_local_stop(s);
+}
+
 int main(void)
 {
     if (system("openssl version >/dev/null 2>&1") != 0) {
@@ -355,6 +471,9 @@ int main(void)
         cmocka_unit_test(test_connect_address_verifies_the_endpoint_name),
         cmocka_unit_test(test_tls_without_verification),
         cmocka_unit_test(test_no_log_line_holds_the_token),
+        cmocka_unit_test(test_protosocket_over_tls),
+        cmocka_unit_test(test_protosocket_tls_refusals),
+        cmocka_unit_test(test_protosocket_verifies_the_endpoint_name),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[400];
