@@ -57,7 +57,7 @@ static int merge(const lg_options *o)
     lg_result r;
     int rc = lg_merge(o, &cfg, &r);
     if (rc == 0) {
-        char deadlines[64], batching[160], settings[512];
+        char deadlines[64], batching[160], settings[1024];
         snprintf(settings, sizeof(settings),
                  "load-gen: merged %d run%s from %d file%s, started within %.3f s of each other; "
                  "%d workers, %s, %.1f s; %s%s",
@@ -95,7 +95,7 @@ int main(int argc, char **argv)
         return 1;
     /* The run's settings: printed first, and written under the chart's
      * title, so a chart says what run it shows. */
-    char deadlines[64], batching[160], settings[512];
+    char deadlines[64], batching[160], settings[1024];
     snprintf(settings, sizeof(settings), "load-gen: target %s; %d workers, %s, %.1f s; %s%s",
              t.description, o.concurrency, o.rps ? "rate-limited" : "no rate limit", o.duration_s,
              lg_describe_deadlines(&o, deadlines, sizeof(deadlines)),

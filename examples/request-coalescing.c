@@ -113,7 +113,7 @@ int main(int argc, char **argv)
         return 1;
     /* The run's settings: printed first, and written under the chart's
      * title, so a chart says what run it shows. */
-    char deadlines[64], batching[160], settings[512];
+    char deadlines[64], batching[160], settings[1024];
     snprintf(settings, sizeof(settings),
              "request-coalescing: target %s; %d workers on %d keys, %s, %.1f s per phase; %s%s",
              t.description, o.concurrency, o.keys, o.rps ? "rate-limited" : "no rate limit",

@@ -147,6 +147,8 @@ static int parse_options(int argc, char **argv, options *o)
         case EX_OPT_ENDPOINT:
         case EX_OPT_INSECURE:
         case EX_OPT_TLS_ROOTS:
+        case EX_OPT_TRANSPORT:
+        case EX_OPT_PS_ENDPOINT:
             if (ex_target_option(prog, ch, optarg, &o->target))
                 return 2;
             break;

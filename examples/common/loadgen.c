@@ -209,6 +209,8 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
         case EX_OPT_ENDPOINT:
         case EX_OPT_INSECURE:
         case EX_OPT_TLS_ROOTS:
+        case EX_OPT_TRANSPORT:
+        case EX_OPT_PS_ENDPOINT:
             if (ex_target_option(prog, ch, optarg, &o->target))
                 return 2;
             break;
@@ -1114,7 +1116,8 @@ void lg_json_config(FILE *f, const lg_options *o, int indent)
         json_string(f, o->target.endpoint);
     else
         fprintf(f, "null");
-    fprintf(f, ", \"cache\": ");
+    fprintf(f, ", \"transport\": \"%s\", \"cache\": ",
+            o->target.protosocket ? "protosocket" : "grpc");
     json_string(f, o->cache);
     fprintf(f,
             ", \"concurrency\": %d, \"rps\": %d, \"duration_s\": %g, \"payload_bytes\": %d, "

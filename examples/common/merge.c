@@ -194,6 +194,9 @@ static int read_config(const char *file, const jv *c, lg_options *o)
         !dist || dist->kind != JV_STR || !open || open->kind != JV_BOOL || !batch)
         return bad(file, "config incomplete");
     o->target.endpoint = ep && ep->kind == JV_STR ? ep->str : NULL;
+    /* Absent in files written before protosocket: gRPC then. */
+    const jv *tr = jv_get(c, "transport");
+    o->target.protosocket = tr && tr->kind == JV_STR && strcmp(tr->str, "protosocket") == 0;
     o->cache = cache->str;
     o->concurrency = (int)v[0];
     o->rps = (int)v[1];

@@ -3,6 +3,7 @@
 #include "target.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,23 @@ int ex_target_option(const char *prog, int ch, const char *arg, ex_target_option
         o->endpoint = arg;
         return 0;
     case EX_OPT_INSECURE: o->insecure = true; return 0;
+    case EX_OPT_TRANSPORT:
+        if (strcmp(arg, "grpc") != 0 && strcmp(arg, "protosocket") != 0)
+            return ex_bad_option(prog, "--transport", arg, "must be grpc or protosocket");
+        o->protosocket = strcmp(arg, "protosocket") == 0;
+        return 0;
+    case EX_OPT_PS_ENDPOINT: {
+        /* As for --tls-roots: the library's own setter decides now. */
+        momento_config *probe;
+        int rc = momento_config_new(&probe);
+        if (rc == MOMENTO_OK)
+            rc = momento_config_set_protosocket_endpoint(probe, arg);
+        momento_config_free(probe);
+        if (rc != MOMENTO_OK)
+            return ex_bad_option(prog, "--protosocket-endpoint", arg, "must be HOST:PORT");
+        o->ps_endpoint = arg;
+        return 0;
+    }
     case EX_OPT_TLS_ROOTS: {
         /* The library reads the file when it is set; setting it on a probe
          * configuration now turns a missing or wrong file into an option
@@ -83,6 +101,14 @@ int ex_check_target(const char *prog, const ex_target_options *o)
         return ex_bad_option(prog, "option", "--tls-roots",
                              "needs a TLS target (--endpoint without --insecure, or "
                              "MOMENTO_API_KEY); the bundled server is plaintext");
+    if (o->ps_endpoint && !o->protosocket)
+        return ex_bad_option(prog, "option", "--protosocket-endpoint",
+                             "goes with --transport protosocket");
+    /* A plaintext server's address says nothing of its protosocket port
+     * (Momento's is cache.<endpoint>:9004, a local server's is its own). */
+    if (o->protosocket && o->insecure && !o->ps_endpoint)
+        return ex_bad_option(prog, "option", "--transport protosocket",
+                             "with --insecure needs --protosocket-endpoint HOST:PORT");
     return 0;
 }
 
@@ -118,6 +144,35 @@ static void on_log(momento_log_level level, const char *message, void *ud)
                 log_prog);
 }
 
+/* The bundled server, on free loopback ports: gRPC's, and protosocket's
+ * when that transport is asked for (its address the default endpoint). */
+static int start_local(ex_target *t, bool protosocket)
+{
+    momento_local_options *lo = NULL;
+    int rc = momento_local_options_new(&lo);
+    if (rc == MOMENTO_OK && protosocket)
+        rc = momento_local_options_set_protosocket_port(lo, 0);
+    if (rc == MOMENTO_OK)
+        rc = momento_local_start(&t->local, lo);
+    momento_local_options_free(lo);
+    if (rc == MOMENTO_OK)
+        rc = momento_credentials_local(&t->creds, momento_local_endpoint(t->local));
+    if (rc != MOMENTO_OK)
+        return rc;
+    if (protosocket) {
+        /* The gRPC endpoint's host, the protosocket port. */
+        const char *ep = momento_local_endpoint(t->local);
+        const char *colon = strrchr(ep, ':');
+        snprintf(t->ps_endpoint, sizeof(t->ps_endpoint), "%.*s:%d",
+                 (int)(colon ? colon - ep : (ptrdiff_t)strlen(ep)), ep,
+                 momento_local_protosocket_port(t->local));
+    }
+    snprintf(t->description, sizeof(t->description),
+             "the bundled local server at %s (no --endpoint or MOMENTO_API_KEY given)",
+             momento_local_endpoint(t->local));
+    return MOMENTO_OK;
+}
+
 int ex_target_open(ex_target *t, const char *prog, const ex_target_options *o)
 {
     memset(t, 0, sizeof(*t));
@@ -135,13 +190,15 @@ int ex_target_open(ex_target *t, const char *prog, const ex_target_options *o)
                      momento_credentials_cache_endpoint(t->creds),
                      o->tls_roots ? " (trusting --tls-roots)" : "");
     } else {
-        rc = momento_local_start(&t->local, NULL);
-        if (rc == MOMENTO_OK)
-            rc = momento_credentials_local(&t->creds, momento_local_endpoint(t->local));
-        if (rc == MOMENTO_OK)
-            snprintf(t->description, sizeof(t->description),
-                     "the bundled local server at %s (no --endpoint or MOMENTO_API_KEY given)",
-                     momento_local_endpoint(t->local));
+        rc = start_local(t, o->protosocket);
+    }
+    if (rc == MOMENTO_OK && o->protosocket) {
+        if (o->ps_endpoint)
+            snprintf(t->ps_endpoint, sizeof(t->ps_endpoint), "%s", o->ps_endpoint);
+        size_t n = strlen(t->description);
+        snprintf(t->description + n, sizeof(t->description) - n,
+                 "; get, set and delete over protosocket to %s",
+                 t->ps_endpoint[0] ? t->ps_endpoint : "cache.<endpoint>:9004");
     }
     if (rc != MOMENTO_OK) {
         fprintf(stderr, "cannot set up the target: %s %s\n", momento_strerror(rc),
@@ -150,6 +207,7 @@ int ex_target_open(ex_target *t, const char *prog, const ex_target_options *o)
         return rc;
     }
     t->tls_roots = o->tls_roots;
+    t->protosocket = o->protosocket;
     t->tls = momento_credentials_uses_tls(t->creds) == 1;
     if (t->tls) {
         log_prog = prog;
@@ -169,6 +227,10 @@ int ex_target_config_new(const ex_target *t, momento_config **ret)
         return rc;
     if (t->tls_roots)
         rc = momento_config_set_tls_roots_file(cfg, t->tls_roots);
+    if (rc == MOMENTO_OK && t->protosocket)
+        rc = momento_config_set_transport(cfg, MOMENTO_TRANSPORT_PROTOSOCKET);
+    if (rc == MOMENTO_OK && t->ps_endpoint[0])
+        rc = momento_config_set_protosocket_endpoint(cfg, t->ps_endpoint);
     if (rc != MOMENTO_OK) {
         momento_config_free(cfg);
         return rc;

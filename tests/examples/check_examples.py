@@ -669,6 +669,54 @@ def check_topics_fanout():
               p.returncode == 2 and p.stderr.strip(), p)
 
 
+
+def check_transport_option(tmp_transport):
+    """--transport protosocket in load-gen and request-coalescing: with the
+    bundled server (its protosocket port opened for it) and with a separate
+    momento-local named by --protosocket-endpoint; the option errors."""
+    out = os.path.join(tmp_transport, "ps.json")
+    p = run([load_gen, "--transport", "protosocket", "--duration", "1", "--rps", "0",
+             "--concurrency", "50", "--quiet", "--json", out])
+    check("load-gen --transport protosocket exits 0", p.returncode == 0, p)
+    check("load-gen --transport protosocket names it in its first line",
+          "over protosocket to 127.0.0.1:" in p.stdout, p.stdout)
+    r = json.load(open(out))
+    check("load-gen --transport protosocket: JSON says so, every request right",
+          r["config"]["transport"] == "protosocket" and r["requests"] > 0
+          and r["success"] == r["requests"] and r["wrong_results"] == 0, r["config"])
+    p = run([load_gen, "--duration", "0.3", "--quiet", "--json", out])
+    check("load-gen JSON says grpc by default",
+          p.returncode == 0 and json.load(open(out))["config"]["transport"] == "grpc", p)
+    p = run([coalescing, "--transport", "protosocket", "--duration", "0.5", "--rps", "0",
+             "--concurrency", "100", "--quiet"])
+    check("request-coalescing --transport protosocket exits 0", p.returncode == 0, p)
+
+    srv = subprocess.Popen([server, "--port", "0", "--protosocket-port", "0"],
+                           stdout=subprocess.PIPE, text=True)
+    ep = srv.stdout.readline().strip().replace("listening on ", "")
+    line = srv.stdout.readline().strip()
+    check("momento-local --protosocket-port 0 prints its port",
+          line.startswith("protosocket listening on "), line)
+    ps_ep = line.replace("protosocket listening on ", "")
+    p = run([load_gen, "--endpoint", ep, "--insecure", "--transport", "protosocket",
+             "--protosocket-endpoint", ps_ep, "--duration", "0.5", "--quiet", "--json", out])
+    r = json.load(open(out)) if p.returncode == 0 else {}
+    check("load-gen --protosocket-endpoint to a separate server: every request right",
+          p.returncode == 0 and r["success"] == r["requests"] > 0, p)
+    stop_server(srv)
+
+    for args in (["--transport", "quic"], ["--transport", ""],
+                 ["--protosocket-endpoint", "nohost"],
+                 ["--protosocket-endpoint", "127.0.0.1:1"],
+                 ["--endpoint", "127.0.0.1:1", "--insecure", "--transport", "protosocket"]):
+        for prog in (load_gen, coalescing):
+            p = run([prog] + args)
+            check(f"{os.path.basename(prog)} {' '.join(args)} -> exit 2 with a message",
+                  p.returncode == 2 and p.stderr.strip(), p)
+
+
+with tempfile.TemporaryDirectory() as d:
+    check_transport_option(d)
 check_collection_examples()
 check_topics_fanout()
 print(f"{passed} passed, {failures} failed")
