@@ -308,7 +308,10 @@ typedef enum momento_transport {
  * protocol has no batches), blocking - over Momento's protosocket protocol
  * (docs/transport.md "Protosocket"): protobuf frames straight on TCP or
  * TLS, pipelined and answered out of order, without HTTP/2. Every other
- * RPC stays on gRPC in the same client. Results, errors, deadlines, cancel
+ * RPC stays on gRPC in the same client, and so does a get, set or delete
+ * that protosocket cannot carry: one with its own headers
+ * (momento_request_options.headers) or a consistent read. Client-wide
+ * headers (momento_config_add_header()) are not sent on protosocket. Results, errors, deadlines, cancel
  * tokens, retries and the metrics hook are as on gRPC: an application
  * cannot tell the transports apart but by speed. Returns 0 or
  * MOMENTO_ERR_INVALID_ARGUMENT (NULL `cfg`, a value outside the enum).
