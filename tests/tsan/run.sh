@@ -55,6 +55,8 @@ run() {
 }
 echo "== ThreadSanitizer stress test: ${secs} s, at most ${max} requests"
 run tsan_stress "$secs" "$max"
+echo "== ThreadSanitizer stress test over protosocket: ${secs} s, at most ${max} requests"
+MOMENTO_TSAN_TRANSPORT=protosocket run tsan_stress "$secs" "$max"
 # momento-local's own threads (long requests in slices, calls held back).
 echo "== ThreadSanitizer server stress: ${secs} s"
 run tsan_server "$secs"

@@ -531,6 +531,13 @@ static void *dispatcher(void *arg)
     return NULL;
 }
 
+/* With MOMENTO_TSAN_TRANSPORT=protosocket, get, set and delete go over
+ * protosocket to the server's protosocket port (tests/tsan/run.sh's second
+ * run): its I/O thread, cancel lists and posts race the rest. The fault
+ * headers do not travel there; the server's protosocket rule holds every
+ * client's gets 40 ms instead. */
+static char ps_endpoint[64];
+
 static momento_client *new_client(const char *id, const char *delay_ms, const char *rpcs,
                                   uint32_t batch_from, uint32_t cap, uint32_t max_age_ms,
                                   int dispatch)
@@ -557,13 +564,17 @@ static momento_client *new_client(const char *id, const char *delay_ms, const ch
         /* Dispatch mode: its callbacks (and topic events) queued for the
          * dispatcher thread, so the queue races the completion thread. */
         momento_config_set_dispatch(cfg, dispatch) != MOMENTO_OK ||
+        (ps_endpoint[0] &&
+         (momento_config_set_transport(cfg, MOMENTO_TRANSPORT_PROTOSOCKET) != MOMENTO_OK ||
+          momento_config_set_protosocket_connections(cfg, 2) != MOMENTO_OK ||
+          momento_config_set_protosocket_endpoint(cfg, ps_endpoint) != MOMENTO_OK)) ||
         momento_client_new(&c, cfg, creds) != MOMENTO_OK) {
         fprintf(stderr, "tsan_stress: cannot create a client\n");
         exit(2);
     }
     momento_config_free(cfg);
     momento_credentials_free(creds);
-    momento__client_add_header(c, "request-id", id);
+    momento__client_add_header(c, "request-id", id); /* gRPC's calls only on protosocket */
     if (delay_ms) {
         momento__client_add_header(c, "delay-ms", delay_ms);
         momento__client_add_header(c, "delay-rpcs", rpcs);
@@ -638,13 +649,23 @@ int main(int argc, char **argv)
         return 2;
 
     momento_local_options *o = NULL;
+    const char *transport = getenv("MOMENTO_TSAN_TRANSPORT");
+    bool ps = transport && strcmp(transport, "protosocket") == 0;
     if (momento_local_options_new(&o) != MOMENTO_OK ||
         momento_local_options_add_cache(o, CACHE) != MOMENTO_OK ||
+        (ps && momento_local_options_set_protosocket_port(o, 0) != MOMENTO_OK) ||
         momento_local_start(&server, o) != MOMENTO_OK) {
         fprintf(stderr, "tsan_stress: cannot start momento-local\n");
         return 2;
     }
     momento_local_options_free(o);
+    if (ps) {
+        snprintf(ps_endpoint, sizeof(ps_endpoint), "127.0.0.1:%d",
+                 momento_local_protosocket_port(server));
+        if (momento_local_protosocket_fault(server, "get", -1, 40, UINT32_MAX) != MOMENTO_OK)
+            return 2;
+        printf("tsan_stress: get, set and delete over protosocket (%s)\n", ps_endpoint);
+    }
 
     clients[0] = new_client("tsan-fast", NULL, NULL, 4, 0, 1000, 0);
     clients[1] = new_client("tsan-40ms", "40", "get set delete", 0, 8, 0, 1);
