@@ -484,7 +484,8 @@ static ps_held *held_new(ps_conn *c, momento__rpc_id m, uint64_t id, int error,
     h->error = error;
     h->heap_index = MOMENTO__HEAP_GONE;
     h->len = len;
-    memcpy(h->body, body, len);
+    if (len)
+        memcpy(h->body, body, len);
     h->next = c->held;
     if (c->held)
         c->held->prev = h;
@@ -769,7 +770,8 @@ static void authenticate(ps_conn *c, const ps_command *cmd)
         refuse(c, cmd->id, "server out of memory");
         return;
     }
-    memcpy(copy, cmd->token.data, cmd->token.len);
+    if (cmd->token.len) /* an empty token decodes with no data pointer */
+        memcpy(copy, cmd->token.data, cmd->token.len);
     copy[cmd->token.len] = '\0';
     free(c->token);
     c->token = copy;
