@@ -14,9 +14,12 @@ typedef enum momento__plane {
     MOMENTO__PLANE_PING,    /* cache endpoint; no headers of ours, no token */
     MOMENTO__PLANE_TOPIC,   /* cache endpoint; `authorization` only, the cache
                              * named in the request body (topics) */
-    MOMENTO__PLANE_TOKEN    /* token endpoint; the caller's key travels in the
+    MOMENTO__PLANE_TOKEN,   /* token endpoint; the caller's key travels in the
                              * request body (`auth_token`), which is what the
                              * token service reads */
+    MOMENTO__PLANE_AUTH     /* control endpoint, but like the token service
+                             * the caller's key travels in the body (API keys:
+                             * `auth_token`, or the key being refreshed) */
 } momento__plane;
 
 /* What a disposable token's scope must grant for an RPC on the items (or

@@ -79,6 +79,8 @@ static void destroy(momento_local *s)
     faults_clear(&s->sessions);
     momento__heap_clear(&s->timers);
     momento__local_options_clear(&s->opts);
+    pthread_mutex_destroy(&s->api_keys.mu);
+    free(s->api_keys.revoked);
     free(s);
     grpc_shutdown();
 }
@@ -90,10 +92,15 @@ int momento_local_start(momento_local **ret, const momento_local_options *opts)
     momento_local *s = calloc(1, sizeof(*s));
     if (!s)
         return MOMENTO_ERR_NO_MEMORY;
+    if (pthread_mutex_init(&s->api_keys.mu, NULL) != 0) {
+        free(s);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
     s->admin.fd = s->admin.wake[0] = s->admin.wake[1] = -1;
     grpc_init();
     int rc = momento__local_options_copy(&s->opts, opts);
     if (rc != MOMENTO_OK) {
+        pthread_mutex_destroy(&s->api_keys.mu);
         free(s);
         grpc_shutdown();
         return rc;

@@ -189,7 +189,7 @@ static size_t str_size(const char *s)
 
 /* A copy is laid out as: the struct, its items' structs, the cache-name
  * pointer array, the caches' limits, the trailers, then every byte string (names, message, detail, value,
- * items' values, exists flags). Items are one level deep: an item has no
+ * items' values, exists flags, hash, an API key's refresh token). Items are one level deep: an item has no
  * items of its own. */
 static size_t copy_size(const momento_result *r)
 {
@@ -208,6 +208,7 @@ static size_t copy_size(const momento_result *r)
                 str_size(r->items[i].message);
     size += r->field_len + 1;
     size += r->hash_len;
+    size += str_size(r->refresh_token);
     return size + r->n_exists;
 }
 
@@ -287,6 +288,8 @@ int momento_result_dup(const momento_result *r, momento_result **ret)
     d->exists = r->n_exists ? (const uint8_t *)put_bytes(&p, r->exists, r->n_exists) : NULL;
     d->hash = r->hash ? (const uint8_t *)put_bytes(&p, r->hash, r->hash_len) : NULL;
     d->next_token = NULL;
+    d->refresh_token =
+        r->refresh_token ? put_bytes(&p, r->refresh_token, strlen(r->refresh_token) + 1) : NULL;
     *ret = d;
     return MOMENTO_OK;
 }

@@ -30,6 +30,7 @@ struct momento_result {
     const char *next_token;   /* ListCaches paging; NULL or "" on the last page */
     const uint8_t *hash;      /* get_with_hash HIT, hash-conditional STORED; else NULL */
     size_t hash_len;
+    const char *refresh_token; /* an API key's (a secret); NULL for other results */
     const momento_metadata *trailers; /* the reply's trailing metadata, borrowed */
     size_t n_trailers;
     /* The RPC whose reply this is, + 1 (call.c); 0 for a result made

@@ -6,8 +6,11 @@
 #include "momento/tokens.h"
 
 #include "ops/op.h"
+#include "ops/token_shared.h"
 
 #include "base/alloc.h"
+#include "base/base64.h"
+#include "base/json.h"
 #include "model/credentials.h"
 
 #include "permissionmessages.pb-c.h"
@@ -45,6 +48,8 @@ typedef struct grant {
 struct momento_token_scope {
     grant *grants;
     size_t n, cap;
+    /* momento_token_scope_new_super_user(): no grants, every permission. */
+    bool super_user;
 };
 
 int momento_token_scope_new(momento_token_scope **ret)
@@ -56,6 +61,14 @@ int momento_token_scope_new(momento_token_scope **ret)
         return MOMENTO_ERR_NO_MEMORY;
     *ret = s;
     return MOMENTO_OK;
+}
+
+int momento_token_scope_new_super_user(momento_token_scope **ret)
+{
+    int rc = momento_token_scope_new(ret);
+    if (rc == MOMENTO_OK)
+        (*ret)->super_user = true;
+    return rc;
 }
 
 void momento_token_scope_free(momento_token_scope *scope)
@@ -84,6 +97,9 @@ static int add_grant(momento_token_scope *s, enum grant_kind kind, momento_token
 {
     if (!s)
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the scope is NULL");
+    if (s->super_user)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "a super-user scope already grants everything: it takes no grants");
     if (!role_ok(role))
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
                                "role %d is not a momento_token_role (READ_WRITE, READ_ONLY or "
@@ -150,6 +166,23 @@ int momento_token_scope_add_topic(momento_token_scope *scope, momento_token_role
         return MOMENTO_ERR_INVALID_ARGUMENT; /* the check said why */
     return add_grant(scope, GRANT_TOPIC, role, cache, topic ? SELECT_ONE : SELECT_ALL, topic,
                      topic ? strlen(topic) : 0);
+}
+
+int momento_token_scope_add_all_data_read_write(momento_token_scope *scope)
+{
+    /* The SDKs' AllDataReadWrite: read-write on every cache's items and
+     * topics (and functions, which this library does not grant). Both
+     * grants or neither, so a failure leaves the scope as it was. */
+    int rc = momento_token_scope_add_cache(scope, MOMENTO_TOKEN_READ_WRITE, NULL);
+    if (rc != MOMENTO_OK)
+        return rc;
+    rc = momento_token_scope_add_topic(scope, MOMENTO_TOKEN_READ_WRITE, NULL, NULL);
+    if (rc != MOMENTO_OK) {
+        scope->n--;
+        free(scope->grants[scope->n].cache);
+        free(scope->grants[scope->n].name);
+    }
+    return rc;
 }
 
 int momento_token_scope_add_topic_prefix(momento_token_scope *scope, momento_token_role role,
@@ -247,6 +280,54 @@ static void fill_grant(grant_msgs *m, const grant *g)
     m->type.topic_permissions = p;
 }
 
+size_t momento__scope_grants(const momento_token_scope *s)
+{
+    return s->n;
+}
+
+bool momento__scope_is_super_user(const momento_token_scope *s)
+{
+    return s->super_user;
+}
+
+int momento__scope_msgs_fill(momento__scope_msgs *m, const momento_token_scope *s)
+{
+    permission_messages__permissions__init(&m->perms);
+    permission_messages__explicit_permissions__init(&m->explicit_);
+    m->grants = NULL;
+    m->types = NULL;
+    if (s->super_user) {
+        m->perms.kind_case = PERMISSION_MESSAGES__PERMISSIONS__KIND_SUPER_USER;
+        m->perms.super_user = PERMISSION_MESSAGES__SUPER_USER_PERMISSIONS__SuperUser;
+        return MOMENTO_OK;
+    }
+    grant_msgs *msgs = momento__malloc((s->n ? s->n : 1) * sizeof(*msgs));
+    PermissionMessages__PermissionsType **types =
+        momento__malloc((s->n ? s->n : 1) * sizeof(*types));
+    if (!msgs || !types) {
+        free(msgs);
+        free(types);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        fill_grant(&msgs[i], &s->grants[i]);
+        types[i] = &msgs[i].type;
+    }
+    m->explicit_.n_permissions = s->n;
+    m->explicit_.permissions = types;
+    m->perms.kind_case = PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT;
+    m->perms.explicit_ = &m->explicit_;
+    m->grants = msgs;
+    m->types = types;
+    return MOMENTO_OK;
+}
+
+void momento__scope_msgs_free(momento__scope_msgs *m)
+{
+    free(m->grants);
+    free(m->types);
+}
+
 int momento_generate_disposable_token(momento_client *c, const momento_token_scope *scope,
                                       uint32_t expires_in_s, const char *token_id,
                                       const momento_request_options *opts, momento_callback cb,
@@ -258,6 +339,10 @@ int momento_generate_disposable_token(momento_client *c, const momento_token_sco
      * SDKs and the service dropped the one-hour cap in February 2026. */
     if (!scope)
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the scope is NULL");
+    if (scope->super_user)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "a disposable token cannot be a super user: give it explicit "
+                               "grants (momento_token_scope_add_*)");
     if (scope->n == 0)
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
                                "the scope grants nothing: add a cache or topic grant to it");
@@ -272,24 +357,9 @@ int momento_generate_disposable_token(momento_client *c, const momento_token_sco
     if (token_id && momento__check_utf8(token_id, strlen(token_id)) < 0)
         return MOMENTO_ERR_INVALID_ARGUMENT; /* the check said why */
 
-    grant_msgs *msgs = momento__malloc(scope->n * sizeof(*msgs));
-    PermissionMessages__PermissionsType **types = momento__malloc(scope->n * sizeof(*types));
-    if (!msgs || !types) {
-        free(msgs);
-        free(types);
+    momento__scope_msgs sm;
+    if (momento__scope_msgs_fill(&sm, scope) != MOMENTO_OK)
         return MOMENTO_ERR_NO_MEMORY;
-    }
-    for (size_t i = 0; i < scope->n; i++) {
-        fill_grant(&msgs[i], &scope->grants[i]);
-        types[i] = &msgs[i].type;
-    }
-    PermissionMessages__ExplicitPermissions explicit_ =
-        PERMISSION_MESSAGES__EXPLICIT_PERMISSIONS__INIT;
-    explicit_.n_permissions = scope->n;
-    explicit_.permissions = types;
-    PermissionMessages__Permissions perms = PERMISSION_MESSAGES__PERMISSIONS__INIT;
-    perms.kind_case = PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT;
-    perms.explicit_ = &explicit_;
     Token__GenerateDisposableTokenRequest__Expires expires =
         TOKEN____GENERATE_DISPOSABLE_TOKEN_REQUEST__EXPIRES__INIT;
     expires.valid_for_seconds = expires_in_s;
@@ -298,15 +368,14 @@ int momento_generate_disposable_token(momento_client *c, const momento_token_sco
     /* The token service reads the caller's key from the body; the call
      * sends it as `authorization` too, as on every other plane. */
     req.auth_token = c->creds.token;
-    req.permissions = &perms;
+    req.permissions = &sm.perms;
     req.token_id = (char *)(token_id ? token_id : "");
 
     /* Packed before this returns: the messages above may go. */
     int rc = momento__call_start(c, MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN,
                                  momento__decode_generate_disposable_token, NULL, &req.base, opts,
                                  cb, userdata);
-    free(msgs);
-    free(types);
+    momento__scope_msgs_free(&sm);
     return rc;
 }
 
@@ -369,20 +438,15 @@ static char *json_string(char *out, const char *s)
     return out;
 }
 
-MOMENTO__DECODER(generate_disposable_token)
+int momento__token_result(momento_result *r, momento__scratch *scratch, const char *endpoint,
+                          const char *api_key, const char *refresh_token, uint64_t valid_until)
 {
-    (void)n_msgs;
-    const Token__GenerateDisposableTokenResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN, &msgs[0], scratch);
-    if (!m)
+    endpoint = endpoint ? endpoint : "";
+    if (!api_key || !*api_key)
         return MOMENTO_ERR_BAD_RESPONSE;
-    const char *endpoint = m->endpoint ? m->endpoint : "";
-    const char *api_key = m->api_key ? m->api_key : "";
-    if (!*api_key)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    /* The key form Momento's SDKs hand out for a disposable token (and
-     * momento_credentials_from_api_key() reads): base64 of
-     * {"endpoint": ..., "api_key": ...}. */
+    /* The key form Momento's SDKs hand out for a disposable token and an
+     * API key alike (and momento_credentials_from_api_key() reads):
+     * base64 of {"endpoint": ..., "api_key": ...}. */
     size_t json_cap =
         sizeof("{\"endpoint\":,\"api_key\":}") + 6 * (strlen(endpoint) + strlen(api_key)) + 4;
     char *json = momento__malloc(json_cap);
@@ -409,16 +473,58 @@ MOMENTO__DECODER(generate_disposable_token)
     r->value_len = strlen(key);
     r->field = (const uint8_t *)endpoint;
     r->field_len = strlen(endpoint);
-    r->int_value = (int64_t)(m->valid_until > INT64_MAX ? INT64_MAX : m->valid_until);
+    r->refresh_token = refresh_token;
+    r->int_value = (int64_t)(valid_until > INT64_MAX ? INT64_MAX : valid_until);
     r->outcome = MOMENTO_OUTCOME_SUCCESS;
     return MOMENTO_OK;
 }
 
-/* The result of a token request (the fields read below are other
- * operations' too): its outcome is SUCCESS and it has a key. */
+MOMENTO__DECODER(generate_disposable_token)
+{
+    (void)n_msgs;
+    const Token__GenerateDisposableTokenResponse *m =
+        momento__unpack_reply(MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN, &msgs[0], scratch);
+    if (!m)
+        return MOMENTO_ERR_BAD_RESPONSE;
+    return momento__token_result(r, scratch, m->endpoint, m->api_key, NULL, m->valid_until);
+}
+
+char *momento__key_token(const char *api_key)
+{
+    /* A key in the v1 form carries its token as "api_key"; anything else
+     * is taken to be the bare token (as momento_credentials_local_with_key()
+     * reads it). */
+    unsigned char *json;
+    size_t json_len;
+    char *token = NULL;
+    int rc = momento__base64_decode(api_key, strlen(api_key), &json, &json_len);
+    if (rc == -2)
+        return NULL;
+    if (rc == 0) {
+        int got = momento__json_get_string((char *)json, json_len, "api_key", &token);
+        memset(json, 0, json_len);
+        free(json);
+        if (got == -2)
+            return NULL;
+        if (got == 1 && token && *token)
+            return token;
+        free(token);
+    }
+    size_t n = strlen(api_key) + 1;
+    token = momento__malloc(n);
+    if (token)
+        memcpy(token, api_key, n);
+    return token;
+}
+
+/* The result of a token or API-key request (the fields read below are
+ * other operations' too): its outcome is SUCCESS and it has a key. */
 static bool holds_token(const momento_result *r)
 {
-    return r && r->rpc == MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN + 1 &&
+    return r &&
+           (r->rpc == MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN + 1 ||
+            r->rpc == MOMENTO__RPC_GENERATE_API_TOKEN + 1 ||
+            r->rpc == MOMENTO__RPC_REFRESH_API_TOKEN + 1) &&
            r->outcome == MOMENTO_OUTCOME_SUCCESS && r->value && r->field;
 }
 
@@ -437,3 +543,8 @@ uint64_t momento_result_token_valid_until(const momento_result *r)
     return holds_token(r) ? (uint64_t)r->int_value : 0;
 }
 
+
+const char *momento_result_token_refresh_token(const momento_result *r)
+{
+    return holds_token(r) && r->refresh_token ? r->refresh_token : "";
+}

@@ -825,8 +825,8 @@ static bool holds_auth_token(const momento_local *s, const grpc_slice *auth)
 
 /* Whether the call's fault headers apply. On a server with --auth-token
  * only to a call holding that token: as `authorization`, or for the token
- * service, which reads its caller's key from the body (rpc_token.c), as
- * the request's key. Nobody else, a disposable token's holder included
+ * and auth services, which read their caller's key from the body
+ * (rpc_token.c, rpc_api_key.c), as the request's key. Nobody else, a disposable token's holder included
  * (Momento itself has no fault injection), can park calls on the server
  * or fail them: such a call is answered as if it had no fault headers,
  * even malformed ones. On a server without a token, anyone may. */
@@ -836,7 +836,8 @@ static bool may_inject_faults(srv_call *c, const grpc_slice *auth, bool token_pl
     if (!s->opts.auth_token || holds_auth_token(s, auth))
         return true;
     grpc_slice body;
-    return token_plane && call_body(c, &body) && srv_token_request_key_is(body, s->opts.auth_token);
+    return token_plane && call_body(c, &body) &&
+           srv_token_request_key_is(c->method, body, s->opts.auth_token);
 }
 
 /* The checks before a call is answered, in the order that
@@ -868,10 +869,11 @@ static void on_new_call(srv_call *c, bool ok)
     bool ping = rpc->plane == MOMENTO__PLANE_PING;
     bool authenticated = true;
     const grpc_slice *auth = srv_header(&c->md, "authorization");
-    /* A disposable token this server issued is a credential of its own
-     * (tokens.c): forged, altered or expired, the call ends here. The token
-     * service reads its caller's key from the body (rpc_token.c). */
-    bool token_plane = rpc->plane == MOMENTO__PLANE_TOKEN;
+    /* A disposable token or API key this server issued is a credential of
+     * its own (tokens.c): forged, altered, expired or refreshed away, the
+     * call ends here. The token and auth services read their caller's key
+     * from the body (rpc_token.c, rpc_api_key.c). */
+    bool token_plane = rpc->plane == MOMENTO__PLANE_TOKEN || rpc->plane == MOMENTO__PLANE_AUTH;
     int disposable = ping || token_plane
                          ? 0
                          : srv_token_authenticate(s, auth, &c->reply, &c->token_valid_until);

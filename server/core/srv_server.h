@@ -86,6 +86,17 @@ struct momento_local {
     /* Disposable tokens' signing key (tokens.c), drawn at first use. */
     bool token_key_set;
     unsigned char token_key[32];
+    /* API keys (tokens.c): the next id to issue, and the keys refreshed
+     * away (by id, each until its expiry, past which it fails anyway).
+     * Their own lock: the protosocket thread checks keys too. */
+    struct srv_api_keys {
+        pthread_mutex_t mu;
+        uint64_t next_id;
+        struct srv_revoked {
+            uint64_t id, valid_until;
+        } *revoked;
+        size_t n_revoked, cap;
+    } api_keys;
 
     /* momento_local_stop() asks the server thread to end every
      * subscription stream with UNAVAILABLE (clients resubscribe; a

@@ -1,14 +1,19 @@
-/* Disposable tokens: their form, their signature and the scope they hold a
- * call to. A token is
+/* Disposable tokens and API keys: their form, their signature and the
+ * scope they hold a call to. A disposable token is
  *
  *     "mlt1." base64url(claims) "." base64url(HMAC-SHA256(key, the part before the 2nd dot))
  *
  * with claims = valid_until (8 bytes, big-endian, seconds since the epoch)
  * followed by the packed permission_messages.Permissions it was issued
- * with. OpenSSL computes the MAC; the key is random per server (see
- * srv_tokens.h). The form is this server's own: Momento's clients never
- * look inside a token, they only wrap it (as base64 of {"endpoint",
- * "api_key"}) and send it back. */
+ * with. An API key is the same with "mlk1." and, between the expiry and
+ * the permissions, its id (8 bytes) and its lifetime in seconds (4 bytes;
+ * 0 and an expiry of UINT64_MAX for a key that never expires). Its refresh
+ * token is "mlr1." base64url(HMAC-SHA256(key, "refresh:" the key)): one
+ * per key, nothing to store. What does need storing is which keys a
+ * refresh retired: their ids (srv_server.h's api_keys). OpenSSL computes
+ * the MAC; the key is random per server (see srv_tokens.h). The forms are
+ * this server's own: Momento's clients never look inside a token, they
+ * only wrap it (as base64 of {"endpoint", "api_key"}) and send it back. */
 #include "core/srv_tokens.h"
 
 #include "core/srv_server.h"
@@ -35,7 +40,13 @@ typedef PermissionMessages__PermissionsType__TopicSelector TopicSel;
 typedef PermissionMessages__PermissionsType__All AllSel;
 
 #define PREFIX "mlt1."
-#define PREFIX_LEN 5
+#define KEY_PREFIX "mlk1."
+#define REFRESH_PREFIX "mlr1."
+#define PREFIX_LEN 5 /* each of the three */
+/* Claims before the permissions: a disposable token's expiry; an API
+ * key's expiry, id and lifetime. */
+#define TOKEN_HEAD 8
+#define KEY_HEAD 20
 #define MAC_LEN 32
 /* A token's claims beyond this are not ours (requests are at most a few
  * MB, but a scope worth signing is small). */
@@ -126,9 +137,35 @@ bool srv_token_is_disposable(const char *token, size_t len)
     return len > PREFIX_LEN && memcmp(token, PREFIX, PREFIX_LEN) == 0;
 }
 
-char *srv_token_sign(momento_local *s, const uint8_t *perms, size_t perms_len, uint64_t valid_until)
+static bool is_api_key(const char *token, size_t len)
 {
-    size_t claims_len = 8 + perms_len;
+    return len > PREFIX_LEN && memcmp(token, KEY_PREFIX, PREFIX_LEN) == 0;
+}
+
+bool srv_token_is_issued(const char *token, size_t len)
+{
+    return srv_token_is_disposable(token, len) || is_api_key(token, len);
+}
+
+static void put_be(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
+}
+
+static uint64_t get_be(const uint8_t *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* `prefix` base64url(head, perms) "." base64url(mac), malloc'd. */
+static char *sign(momento_local *s, const char *prefix, const uint8_t *head, size_t head_len,
+                  const uint8_t *perms, size_t perms_len)
+{
+    size_t claims_len = head_len + perms_len;
     uint8_t *claims = malloc(claims_len);
     char *out = malloc(PREFIX_LEN + b64_len(claims_len) + 1 + b64_len(MAC_LEN) + 1);
     if (!claims || !out) {
@@ -136,10 +173,10 @@ char *srv_token_sign(momento_local *s, const uint8_t *perms, size_t perms_len, u
         free(out);
         return NULL;
     }
-    for (int i = 0; i < 8; i++)
-        claims[i] = (uint8_t)(valid_until >> (56 - 8 * i));
-    memcpy(claims + 8, perms, perms_len);
-    memcpy(out, PREFIX, PREFIX_LEN);
+    memcpy(claims, head, head_len);
+    if (perms_len)
+        memcpy(claims + head_len, perms, perms_len);
+    memcpy(out, prefix, PREFIX_LEN);
     char *p = b64_encode(claims, claims_len, out + PREFIX_LEN);
     free(claims);
     uint8_t m[MAC_LEN];
@@ -153,11 +190,38 @@ char *srv_token_sign(momento_local *s, const uint8_t *perms, size_t perms_len, u
     return out;
 }
 
+char *srv_token_sign(momento_local *s, const uint8_t *perms, size_t perms_len, uint64_t valid_until)
+{
+    uint8_t head[TOKEN_HEAD];
+    put_be(head, valid_until, 8);
+    return sign(s, PREFIX, head, sizeof(head), perms, perms_len);
+}
+
 /* A verified token's scope. */
 typedef struct claims {
-    uint64_t valid_until;
+    uint64_t valid_until; /* UINT64_MAX: an API key that never expires */
     PermissionMessages__Permissions *perms;
+    bool api_key;
+    uint64_t id;       /* an API key's */
+    uint32_t lifetime; /* an API key's; 0: never expires */
 } claims;
+
+static bool revoked_locked(momento_local *s, uint64_t id)
+{
+    for (size_t i = 0; i < s->api_keys.n_revoked; i++)
+        if (s->api_keys.revoked[i].id == id)
+            return true;
+    return false;
+}
+
+/* Whether API key `id` has been refreshed away. */
+static bool revoked(momento_local *s, uint64_t id)
+{
+    pthread_mutex_lock(&s->api_keys.mu);
+    bool r = revoked_locked(s, id);
+    pthread_mutex_unlock(&s->api_keys.mu);
+    return r;
+}
 
 /* Checks `token`'s form, signature and expiry; fills `out` (its perms to
  * be freed) when all hold. NULL when valid, else why not. */
@@ -179,20 +243,28 @@ static const char *verify(momento_local *s, const char *token, size_t len, claim
     if (!raw)
         return "server out of memory";
     long n = b64_decode(token + PREFIX_LEN, claims_b64, raw);
-    if (n < 8) {
+    bool key = is_api_key(token, len);
+    size_t head = key ? KEY_HEAD : TOKEN_HEAD;
+    if (n < (long)head) {
         free(raw);
         return "invalid auth token";
     }
-    uint64_t until = 0;
-    for (int i = 0; i < 8; i++)
-        until = until << 8 | raw[i];
+    uint64_t until = get_be(raw, 8);
     /* Expired: AUTHENTICATION, as Momento answers an expired token. */
     if ((uint64_t)time(NULL) >= until) {
         free(raw);
         return "auth token has expired";
     }
     out->valid_until = until;
-    out->perms = permission_messages__permissions__unpack(NULL, (size_t)n - 8, raw + 8);
+    out->api_key = key;
+    out->id = key ? get_be(raw + 8, 8) : 0;
+    out->lifetime = key ? (uint32_t)get_be(raw + 16, 4) : 0;
+    /* Refreshed away: as a key that never was. */
+    if (key && revoked(s, out->id)) {
+        free(raw);
+        return "invalid auth token";
+    }
+    out->perms = permission_messages__permissions__unpack(NULL, (size_t)n - head, raw + head);
     free(raw);
     return out->perms ? NULL : "invalid auth token";
 }
@@ -204,7 +276,7 @@ int srv_token_authenticate(momento_local *s, const grpc_slice *auth, srv_reply *
         return 0;
     const char *token = (const char *)GRPC_SLICE_START_PTR(*auth);
     size_t len = GRPC_SLICE_LENGTH(*auth);
-    if (!srv_token_is_disposable(token, len))
+    if (!srv_token_is_issued(token, len))
         return 0;
     claims c;
     const char *why = verify(s, token, len, &c);
@@ -213,8 +285,9 @@ int srv_token_authenticate(momento_local *s, const grpc_slice *auth, srv_reply *
         return -1;
     }
     permission_messages__permissions__free_unpacked(c.perms, NULL);
+    /* 0 for a key that never expires: no expiry to end a stream at. */
     if (ret_valid_until)
-        *ret_valid_until = c.valid_until;
+        *ret_valid_until = c.valid_until == UINT64_MAX ? 0 : c.valid_until;
     return 1;
 }
 
@@ -419,15 +492,23 @@ static bool take_last(const uint8_t *v, size_t len, void *ctx)
     return true;
 }
 
-bool srv_token_request_key_is(grpc_slice body, const char *key)
+bool srv_token_request_key_is(momento__rpc_id m, grpc_slice body, const char *key)
 {
-    /* _GenerateDisposableTokenRequest.auth_token is field 2; protobuf's
-     * last occurrence wins, as protobuf-c's decoding (rpc_token.c) takes,
-     * and an absent one is "". */
+    /* The caller's key: _GenerateDisposableTokenRequest.auth_token is
+     * field 2, _GenerateApiTokenRequest.auth_token field 3, and
+     * _RefreshApiTokenRequest.api_key field 1. Protobuf's last occurrence
+     * wins, as protobuf-c's decoding (rpc_token.c) takes, and an absent
+     * one is "". */
+    uint32_t field = m == MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN ? 2
+                     : m == MOMENTO__RPC_GENERATE_API_TOKEN      ? 3
+                     : m == MOMENTO__RPC_REFRESH_API_TOKEN       ? 1
+                                                                 : 0;
+    if (!field)
+        return false;
     const uint8_t *p = GRPC_SLICE_START_PTR(body);
     string_field f = {0};
     size_t n = strlen(key);
-    return each_field(p, p + GRPC_SLICE_LENGTH(body), 2, take_last, &f) && f.len == n &&
+    return each_field(p, p + GRPC_SLICE_LENGTH(body), field, take_last, &f) && f.len == n &&
            (n == 0 || memcmp(f.v, key, n) == 0);
 }
 
@@ -440,17 +521,25 @@ static void deny(srv_reply *r)
 bool srv_token_permits(momento_local *s, momento__rpc_id m, const grpc_slice *auth,
                        const grpc_slice *cache, grpc_slice body, srv_reply *r)
 {
-    if (!auth || momento__rpcs[m].plane == MOMENTO__PLANE_PING)
+    /* The auth service judges the key in its request's body, whatever
+     * `authorization` holds (rpc_api_key.c): the SDKs send none. */
+    if (!auth || momento__rpcs[m].plane == MOMENTO__PLANE_PING ||
+        momento__rpcs[m].plane == MOMENTO__PLANE_AUTH)
         return true;
     const char *token = (const char *)GRPC_SLICE_START_PTR(*auth);
     size_t token_len = GRPC_SLICE_LENGTH(*auth);
-    if (!srv_token_is_disposable(token, token_len))
+    if (!srv_token_is_issued(token, token_len))
         return true;
     claims c;
     const char *why = verify(s, token, token_len, &c);
     if (why) {
         srv_reply_error(r, GRPC_STATUS_UNAUTHENTICATED, NULL, "%s", why);
         return false;
+    }
+    /* A super user's key may make every call. */
+    if (c.perms->kind_case == PERMISSION_MESSAGES__PERMISSIONS__KIND_SUPER_USER) {
+        permission_messages__permissions__free_unpacked(c.perms, NULL);
+        return true;
     }
     const PermissionMessages__ExplicitPermissions *ex =
         c.perms->kind_case == PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT ? c.perms->explicit_
@@ -496,4 +585,173 @@ bool srv_token_permits(momento_local *s, momento__rpc_id m, const grpc_slice *au
     if (!ok)
         deny(r);
     return ok;
+}
+
+/* --------------------------------------------------------------- API keys */
+
+int srv_token_inspect(momento_local *s, const char *key, srv_reply *r, srv_token_info *ret)
+{
+    size_t len = strlen(key);
+    memset(ret, 0, sizeof(*ret));
+    if (!srv_token_is_issued(key, len))
+        return 0;
+    claims c;
+    const char *why = verify(s, key, len, &c);
+    if (why) {
+        srv_reply_error(r, GRPC_STATUS_UNAUTHENTICATED, NULL, "%s", why);
+        return -1;
+    }
+    ret->api_key = c.api_key;
+    ret->super_user = c.perms->kind_case == PERMISSION_MESSAGES__PERMISSIONS__KIND_SUPER_USER;
+    permission_messages__permissions__free_unpacked(c.perms, NULL);
+    return 1;
+}
+
+/* The refresh token of API key `key` (len bytes): malloc'd, or NULL. */
+static char *refresh_token_of(momento_local *s, const char *key, size_t len)
+{
+    static const char label[] = "refresh:";
+    char *in = malloc(sizeof(label) - 1 + len);
+    char *out = malloc(PREFIX_LEN + b64_len(MAC_LEN) + 1);
+    uint8_t m[MAC_LEN];
+    if (!in || !out) {
+        free(in);
+        free(out);
+        return NULL;
+    }
+    memcpy(in, label, sizeof(label) - 1);
+    memcpy(in + sizeof(label) - 1, key, len);
+    bool ok = mac(s, in, sizeof(label) - 1 + len, m);
+    free(in);
+    if (!ok) {
+        free(out);
+        return NULL;
+    }
+    memcpy(out, REFRESH_PREFIX, PREFIX_LEN);
+    *b64_encode(m, MAC_LEN, out + PREFIX_LEN) = '\0';
+    return out;
+}
+
+int srv_api_key_issue(momento_local *s, const uint8_t *perms, size_t perms_len, uint32_t lifetime,
+                      srv_api_key *ret)
+{
+    pthread_mutex_lock(&s->api_keys.mu);
+    uint64_t id = ++s->api_keys.next_id;
+    pthread_mutex_unlock(&s->api_keys.mu);
+    uint64_t until = lifetime ? (uint64_t)time(NULL) + lifetime : UINT64_MAX;
+    uint8_t head[KEY_HEAD];
+    put_be(head, until, 8);
+    put_be(head + 8, id, 8);
+    put_be(head + 16, lifetime, 4);
+    ret->key = sign(s, KEY_PREFIX, head, sizeof(head), perms, perms_len);
+    ret->refresh_token = ret->key ? refresh_token_of(s, ret->key, strlen(ret->key)) : NULL;
+    if (!ret->refresh_token) {
+        free(ret->key);
+        ret->key = NULL;
+        return -1;
+    }
+    ret->valid_until = lifetime ? until : 0;
+    return 0;
+}
+
+void srv_api_key_clear(srv_api_key *k)
+{
+    /* Secrets: wiped before their memory goes back. */
+    if (k->key) {
+        memset(k->key, 0, strlen(k->key));
+        free(k->key);
+    }
+    if (k->refresh_token) {
+        memset(k->refresh_token, 0, strlen(k->refresh_token));
+        free(k->refresh_token);
+    }
+    k->key = k->refresh_token = NULL;
+}
+
+/* Records that key `id` (valid until `until`) was refreshed away; false
+ * when it already was (another refresh won) or there is no memory. Keys
+ * past their expiry are forgotten on the way: they fail anyway. */
+static bool revoke(momento_local *s, uint64_t id, uint64_t until, bool *ret_raced)
+{
+    struct srv_api_keys *k = &s->api_keys;
+    uint64_t now = (uint64_t)time(NULL);
+    bool ok = false;
+    pthread_mutex_lock(&k->mu);
+    *ret_raced = revoked_locked(s, id);
+    if (!*ret_raced) {
+        size_t kept = 0;
+        for (size_t i = 0; i < k->n_revoked; i++)
+            if (k->revoked[i].valid_until > now)
+                k->revoked[kept++] = k->revoked[i];
+        k->n_revoked = kept;
+        if (k->n_revoked == k->cap) {
+            size_t cap = k->cap ? k->cap * 2 : 16;
+            struct srv_revoked *grown = realloc(k->revoked, cap * sizeof(*grown));
+            if (grown) {
+                k->revoked = grown;
+                k->cap = cap;
+            }
+        }
+        if (k->n_revoked < k->cap) {
+            k->revoked[k->n_revoked++] = (struct srv_revoked){id, until};
+            ok = true;
+        }
+    }
+    pthread_mutex_unlock(&k->mu);
+    return ok;
+}
+
+int srv_api_key_refresh(momento_local *s, const char *key, const char *refresh_token,
+                        srv_reply *r, srv_api_key *ret)
+{
+    size_t len = strlen(key);
+    if (!is_api_key(key, len)) {
+        srv_reply_error(r, GRPC_STATUS_UNAUTHENTICATED, NULL,
+                        "invalid api key: only an API key this server issued can be refreshed");
+        return -1;
+    }
+    claims c;
+    const char *why = verify(s, key, len, &c);
+    if (why) {
+        srv_reply_error(r, GRPC_STATUS_UNAUTHENTICATED, NULL, "%s", why);
+        return -1;
+    }
+    char *want = refresh_token_of(s, key, len);
+    size_t n = strlen(refresh_token);
+    bool match = want && n == strlen(want) && CRYPTO_memcmp(want, refresh_token, n) == 0;
+    if (!want) {
+        permission_messages__permissions__free_unpacked(c.perms, NULL);
+        srv_reply_no_memory(r);
+        return -1;
+    }
+    free(want);
+    if (!match) {
+        permission_messages__permissions__free_unpacked(c.perms, NULL);
+        srv_reply_error(r, GRPC_STATUS_UNAUTHENTICATED, NULL, "invalid refresh token");
+        return -1;
+    }
+    /* The new key first, so that a failure leaves the old one working. */
+    size_t pn = permission_messages__permissions__get_packed_size(c.perms);
+    uint8_t *packed = malloc(pn ? pn : 1);
+    int rc = packed ? 0 : -1;
+    if (packed) {
+        permission_messages__permissions__pack(c.perms, packed);
+        rc = srv_api_key_issue(s, packed, pn, c.lifetime, ret);
+        free(packed);
+    }
+    permission_messages__permissions__free_unpacked(c.perms, NULL);
+    if (rc < 0) {
+        srv_reply_no_memory(r);
+        return -1;
+    }
+    bool raced;
+    if (!revoke(s, c.id, c.valid_until, &raced)) {
+        srv_api_key_clear(ret);
+        if (raced)
+            srv_reply_error(r, GRPC_STATUS_UNAUTHENTICATED, NULL, "invalid auth token");
+        else
+            srv_reply_no_memory(r);
+        return -1;
+    }
+    return 0;
 }

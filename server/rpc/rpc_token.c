@@ -2,6 +2,7 @@
  * tokens"). The caller's key comes in the request body, as Momento's token
  * service reads it; the token it gets back is signed by tokens.c. */
 #include "rpc/srv_rpc.h"
+#include "rpc/srv_grants.h"
 
 #include "core/srv_server.h"
 #include "core/srv_tokens.h"
@@ -78,6 +79,23 @@ static const char *check_grant(const PermissionMessages__PermissionsType *t)
     return "a permission is neither a cache nor a topic permission";
 }
 
+const char *srv_check_permissions(const PermissionMessages__Permissions *perms, bool super_user_ok)
+{
+    if (perms && perms->kind_case == PERMISSION_MESSAGES__PERMISSIONS__KIND_SUPER_USER)
+        return super_user_ok ? NULL : "disposable tokens cannot be super users";
+    if (!perms || perms->kind_case != PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT ||
+        !perms->explicit_ || perms->explicit_->n_permissions == 0)
+        return super_user_ok ? "an API key needs super-user or at least one explicit permission"
+                             : "disposable tokens need at least one explicit permission";
+    const PermissionMessages__ExplicitPermissions *ex = perms->explicit_;
+    for (size_t i = 0; i < ex->n_permissions; i++) {
+        const char *why = check_grant(ex->permissions[i]);
+        if (why)
+            return why;
+    }
+    return NULL;
+}
+
 void srv_generate_disposable_token(momento_local *s, store_cache *c, const ProtobufCMessage *msg,
                                    srv_reply *r)
 {
@@ -85,19 +103,19 @@ void srv_generate_disposable_token(momento_local *s, store_cache *c, const Proto
     const Token__GenerateDisposableTokenRequest *req =
         (const Token__GenerateDisposableTokenRequest *)msg;
     const char *key = req->auth_token ? req->auth_token : "";
-    size_t key_len = strlen(key);
-    /* The caller's key: a disposable token may not make more of itself;
-     * on a server with a token, only that token may make them. */
-    if (srv_token_is_disposable(key, key_len)) {
-        grpc_slice k = grpc_slice_from_copied_buffer(key, key_len);
-        int valid = srv_token_authenticate(s, &k, r, NULL);
-        grpc_slice_unref(k);
-        if (valid > 0)
-            srv_reply_error(r, GRPC_STATUS_PERMISSION_DENIED, NULL,
-                            "Insufficient permissions to perform this operation");
+    /* The caller's key: a disposable token may not make more of itself,
+     * nor an API key but a super user's; on a server with a token, only
+     * that token (or such a key) may make them. */
+    srv_token_info who;
+    int issued = srv_token_inspect(s, key, r, &who);
+    if (issued < 0)
+        return;
+    if (issued > 0 && !(who.api_key && who.super_user)) {
+        srv_reply_error(r, GRPC_STATUS_PERMISSION_DENIED, NULL,
+                        "Insufficient permissions to perform this operation");
         return;
     }
-    if (s->opts.auth_token && strcmp(key, s->opts.auth_token) != 0) {
+    if (!issued && s->opts.auth_token && strcmp(key, s->opts.auth_token) != 0) {
         srv_reply_error(r, GRPC_STATUS_UNAUTHENTICATED, NULL, "invalid auth token");
         return;
     }
@@ -112,19 +130,10 @@ void srv_generate_disposable_token(momento_local *s, store_cache *c, const Proto
         return;
     }
     const PermissionMessages__Permissions *perms = req->permissions;
-    if (!perms || perms->kind_case != PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT ||
-        !perms->explicit_ || perms->explicit_->n_permissions == 0) {
-        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
-                        "disposable tokens need at least one explicit permission");
+    const char *why = srv_check_permissions(perms, false);
+    if (why) {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", why);
         return;
-    }
-    const PermissionMessages__ExplicitPermissions *ex = perms->explicit_;
-    for (size_t i = 0; i < ex->n_permissions; i++) {
-        const char *why = check_grant(ex->permissions[i]);
-        if (why) {
-            srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", why);
-            return;
-        }
     }
     size_t n = permission_messages__permissions__get_packed_size(perms);
     uint8_t *packed = malloc(n ? n : 1);

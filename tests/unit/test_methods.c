@@ -104,6 +104,12 @@ static void test_every_method_is_complete(void **state)
     /* Ping carries no token, like the official clients'. */
     assert_int_equal(momento__rpcs[MOMENTO__RPC_PING].plane, MOMENTO__PLANE_PING);
     assert_true(momento__rpcs[MOMENTO__RPC_CREATE_CACHE].already_exists_is_outcome);
+    /* API keys: the control endpoint, the caller's key in the body; the
+     * SDKs retry neither (a refresh repeated would find its key retired). */
+    assert_int_equal(momento__rpcs[MOMENTO__RPC_GENERATE_API_TOKEN].plane, MOMENTO__PLANE_AUTH);
+    assert_int_equal(momento__rpcs[MOMENTO__RPC_REFRESH_API_TOKEN].plane, MOMENTO__PLANE_AUTH);
+    assert_false(momento__rpcs[MOMENTO__RPC_GENERATE_API_TOKEN].idempotent);
+    assert_false(momento__rpcs[MOMENTO__RPC_REFRESH_API_TOKEN].idempotent);
 }
 
 /* What a disposable token must grant for each RPC (momento-local's
@@ -174,6 +180,8 @@ static void test_token_access_of_every_row(void **state)
         {MOMENTO__RPC_GET_WITH_HASH, MOMENTO__ACCESS_READ},
         {MOMENTO__RPC_SET_IF_HASH, MOMENTO__ACCESS_READ_WRITE},
         {MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN, MOMENTO__ACCESS_NONE},
+        {MOMENTO__RPC_GENERATE_API_TOKEN, MOMENTO__ACCESS_NONE},
+        {MOMENTO__RPC_REFRESH_API_TOKEN, MOMENTO__ACCESS_NONE},
     };
     assert_int_equal(sizeof(want) / sizeof(want[0]), MOMENTO__RPC_COUNT);
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {

@@ -106,7 +106,7 @@ enum endpoint { EP_DATA, EP_CONTROL, EP_TOKEN };
 
 static enum endpoint endpoint_of(momento__plane plane)
 {
-    return plane == MOMENTO__PLANE_CONTROL ? EP_CONTROL
+    return plane == MOMENTO__PLANE_CONTROL || plane == MOMENTO__PLANE_AUTH ? EP_CONTROL
            : plane == MOMENTO__PLANE_TOKEN ? EP_TOKEN
                                            : EP_DATA;
 }
@@ -294,7 +294,7 @@ static momento__channel *take_slot(momento__channels *ch, momento__channel_slot 
 momento__channel *momento__channels_take(momento__channels *ch, momento__plane plane)
 {
     momento__channel_slot *slot;
-    if (plane == MOMENTO__PLANE_CONTROL)
+    if (plane == MOMENTO__PLANE_CONTROL || plane == MOMENTO__PLANE_AUTH)
         slot = &ch->control;
     else if (plane == MOMENTO__PLANE_TOKEN)
         slot = atomic_load(&ch->token.current) ? &ch->token : &ch->control;
