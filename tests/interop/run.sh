@@ -61,6 +61,8 @@ echo "# topics: the Node SDK's TopicClient"
 node "$here/topics.js" "$host" "$port" || status=1
 echo "# disposable tokens: the Node SDK's AuthClient, then a CacheClient with each token"
 node "$here/tokens.js" "$host" "$port" || status=1
+echo "# API keys: the Node SDK's AuthClient generates and refreshes, a CacheClient uses each key"
+node "$here/api_keys.js" "$host" "$port" || status=1
 # The same server state through both clients: each reads what the other wrote.
 echo "# cross-check: libmomento writes, the Node SDK reads"
 "$crosscheck_bin" write "$endpoint" || status=1
