@@ -79,15 +79,24 @@ static void test_every_method_is_complete(void **state)
         if (strncmp(info->path, "/control_client.", 16) == 0)
             assert_int_equal(info->plane, MOMENTO__PLANE_CONTROL);
     }
-    /* Exactly this row is momento-local's alone (the library sends SetIf
-     * for an absent key); SortedSetUnionStore is sent since
-     * momento_sorted_set_union_store(), a write that is never retried. */
+    /* Of the cache service's rows, exactly SetIfNotExists is momento-local's
+     * alone (the library sends SetIf for an absent key); SortedSetUnionStore
+     * is sent since momento_sorted_set_union_store(), a write that is never
+     * retried. The leaderboard rows may be either while the library's side
+     * of them is written. */
     int not_sent = 0;
     for (int m = 0; m < MOMENTO__RPC_COUNT; m++)
-        if (!library_sends[m])
+        if (!library_sends[m] && strncmp(momento__rpcs[m].path, "/leaderboard.", 13) != 0)
             not_sent++;
     assert_int_equal(not_sent, 1);
     assert_false(library_sends[MOMENTO__RPC_SET_IF_NOT_EXISTS]);
+    /* Leaderboards: the data plane's headers; no SDK retries them. */
+    for (int m = MOMENTO__RPC_DELETE_LEADERBOARD; m <= MOMENTO__RPC_GET_COMPETITION_RANK; m++) {
+        assert_int_equal(strncmp(momento__rpcs[m].path, "/leaderboard.Leaderboard/", 25), 0);
+        assert_int_equal(momento__rpcs[m].plane, MOMENTO__PLANE_DATA);
+        assert_false(momento__rpcs[m].idempotent);
+        assert_false(momento__rpcs[m].streaming);
+    }
     assert_true(library_sends[MOMENTO__RPC_SORTED_SET_UNION_STORE]);
     assert_false(momento__rpcs[MOMENTO__RPC_SORTED_SET_UNION_STORE].idempotent);
     /* Topics: the cache endpoint, the cache named in the body; a publish
@@ -182,6 +191,14 @@ static void test_token_access_of_every_row(void **state)
         {MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN, MOMENTO__ACCESS_NONE},
         {MOMENTO__RPC_GENERATE_API_TOKEN, MOMENTO__ACCESS_NONE},
         {MOMENTO__RPC_REFRESH_API_TOKEN, MOMENTO__ACCESS_NONE},
+        {MOMENTO__RPC_DELETE_LEADERBOARD, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_UPSERT_ELEMENTS, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_REMOVE_ELEMENTS, MOMENTO__ACCESS_WRITE},
+        {MOMENTO__RPC_GET_LEADERBOARD_LENGTH, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_GET_BY_RANK, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_GET_RANK, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_GET_BY_SCORE, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_GET_COMPETITION_RANK, MOMENTO__ACCESS_READ},
     };
     assert_int_equal(sizeof(want) / sizeof(want[0]), MOMENTO__RPC_COUNT);
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
