@@ -3,17 +3,20 @@
  * (docs/transport.md "Protosocket"; the wire is common/ps_wire.h).
  *
  * Threads. The seam's prepare, launch and cancel come from any thread;
- * everything else - sockets, TLS, message ids, deadlines, replies - belongs
- * to the transport's one I/O thread ("momento-ps"), which sleeps in
- * epoll_wait. Two lists cross between them under `lock`: attempts launched
- * and not yet taken (`launched`), and attempts whose cancel has not yet
- * been acted on (`cancels`); an eventfd wakes the thread when either goes
- * from empty to not. An attempt's `state` is read and written under the
- * same lock, so a cancel that comes after the end finds it DONE and does
- * nothing. The I/O thread ends an attempt by filling its reply and handing
- * it to the engine's post() - holding no lock, since the engine may call
- * cancel() under the client's lock and post() takes that lock - after
- * which it never touches it again.
+ * everything else - sockets, TLS, message ids, deadlines, replies - is
+ * worked under `loop`, which the transport's I/O thread ("momento-ps")
+ * holds except while it sleeps in epoll_wait. A launch that finds `loop`
+ * free sends its frame itself (one wake-up less per request); otherwise
+ * two lists cross to the thread under `lock`: attempts launched and not
+ * yet taken (`launched`), and attempts whose cancel has not yet been acted
+ * on (`cancels`); an eventfd wakes the thread when either goes from empty
+ * to not, a timerfd at the earliest deadline. An attempt's `state` is read
+ * and written under `lock`, so a cancel that comes after the end finds it
+ * DONE and does nothing. An attempt ends by its reply filled and handed to
+ * the engine's post() - holding `loop` but not `lock`, since the engine
+ * may call cancel() under the client's lock and post() takes that lock;
+ * nothing holding the client's lock waits for `loop` (launch only tries
+ * it) - after which it is never touched again.
  *
  * Each connection authenticates first and holds what is sent to it until
  * the server's auth reply; its in-flight requests are a hash by message
@@ -52,6 +55,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 #include <uthash.h>
 #include <utlist.h>
@@ -114,6 +118,11 @@ struct ps_conn {
 
 struct ps_transport {
     momento__transport base; /* first */
+    /* Held by whoever works the connections: the I/O thread whenever it
+     * is not asleep in epoll_wait, or a launching thread that found it
+     * free (ps_launch's inline send). Everything below marked "the I/O
+     * thread's" is under it. Taken before `lock`, never after. */
+    pthread_mutex_t loop;
     pthread_mutex_t lock;
     ps_attempt *launched, *launched_tail;
     ps_attempt *cancels;
@@ -130,13 +139,18 @@ struct ps_transport {
     SSL_CTX *ctx;
     char *token;
 
-    /* The I/O thread's. */
+    /* The I/O thread's (under `loop`). */
     ps_conn *conns;
     size_t n_conns;
     uint64_t next_id;
     momento__heap deadlines;
     ps_attempt *to_post;
+    int tfd;          /* a timerfd in the epoll set: the earliest deadline */
+    int64_t armed_ns; /* what it is set for; INT64_MAX: not set */
 };
+
+/* The timerfd's epoll tag (the eventfd's is NULL, a connection's itself). */
+static char timer_tag;
 
 /* ------------------------------------------------------------ endings */
 
@@ -735,13 +749,20 @@ static ps_conn *pick(ps_transport *t, int64_t now)
     return best;
 }
 
+static void route_on(ps_transport *t, ps_attempt *a, ps_conn *c);
+
 static void route(ps_transport *t, ps_attempt *a, int64_t now)
 {
     if (a->deadline_ns <= now) {
         finish(a, GRPC_STATUS_DEADLINE_EXCEEDED, "Deadline Exceeded");
         return;
     }
-    ps_conn *c = pick(t, now);
+    route_on(t, a, pick(t, now));
+}
+
+/* Puts `a` on connection `c` (NULL: every one is failing). */
+static void route_on(ps_transport *t, ps_attempt *a, ps_conn *c)
+{
     if (!c) {
         char why[512];
         snprintf(why, sizeof(why), "protosocket: no connection to %s:%s (last: %s)", t->host,
@@ -783,21 +804,43 @@ static int64_t next_wake(ps_transport *t)
     return a ? a->deadline_ns : INT64_MAX;
 }
 
+/* Sets the timer for the earliest deadline when it would fire later than
+ * that (`loop` held). It is never moved later: a timer whose deadline has
+ * gone fires early, finds nothing due, and is set again - cheaper than a
+ * system call for every reply. */
+static void arm_deadline(ps_transport *t)
+{
+    int64_t due = next_wake(t);
+    if (due >= t->armed_ns)
+        return;
+    int64_t rel = due - momento__now_ns();
+    if (rel < 1)
+        rel = 1; /* 0 would disarm it */
+    struct itimerspec its = {.it_value = {.tv_sec = rel / 1000000000, .tv_nsec = rel % 1000000000}};
+    if (timerfd_settime(t->tfd, 0, &its, NULL) == 0)
+        t->armed_ns = due;
+}
+
 static void *io_thread(void *arg)
 {
     ps_transport *t = arg;
     struct epoll_event evs[64];
+    pthread_mutex_lock(&t->loop);
     for (;;) {
-        int64_t due = next_wake(t), now = momento__now_ns();
-        int timeout = -1;
-        if (due != INT64_MAX)
-            timeout = due <= now ? 0 : (int)((due - now + 999999) / 1000000);
-        int n = epoll_wait(t->epfd, evs, 64, timeout);
+        arm_deadline(t);
+        /* Asleep, the connections are free for a launching thread to
+         * write on (ps_launch). */
+        pthread_mutex_unlock(&t->loop);
+        int n = epoll_wait(t->epfd, evs, 64, -1);
+        pthread_mutex_lock(&t->loop);
+        int64_t now;
         for (int i = 0; i < n; i++) {
-            if (!evs[i].data.ptr) {
+            if (!evs[i].data.ptr || evs[i].data.ptr == &timer_tag) {
                 uint64_t v;
-                ssize_t r = read(t->evfd, &v, sizeof(v));
+                ssize_t r = read(evs[i].data.ptr ? t->tfd : t->evfd, &v, sizeof(v));
                 (void)r;
+                if (evs[i].data.ptr)
+                    t->armed_ns = INT64_MAX; /* it fired: set it again below */
                 continue;
             }
             conn_event(evs[i].data.ptr, evs[i].events);
@@ -847,6 +890,7 @@ static void *io_thread(void *arg)
                 if (t->conns[i].fd >= 0 || t->conns[i].load)
                     conn_fail(&t->conns[i], "the client is shutting down", NULL);
             post_ends(t);
+            pthread_mutex_unlock(&t->loop);
             return NULL;
         }
     }
@@ -877,16 +921,57 @@ static int ps_prepare(momento__transport *tr, momento__attempt *base,
     return MOMENTO_OK;
 }
 
+/* The connection a launching thread may send on itself (`loop` held): the
+ * least loaded ready one, or NULL when there is none, or when one waits to
+ * be made - that (its name lookup, its connect) is the I/O thread's. */
+static ps_conn *pick_inline(ps_transport *t)
+{
+    ps_conn *best = NULL;
+    for (size_t i = 0; i < t->n_conns; i++) {
+        ps_conn *c = &t->conns[i];
+        if (c->state == C_IDLE)
+            return NULL;
+        if (c->state == C_READY && (!best || c->load < best->load))
+            best = c;
+    }
+    return best;
+}
+
 static int ps_launch(momento__attempt *base)
 {
     ps_attempt *a = (ps_attempt *)base;
     ps_transport *t = a->t;
+    /* With the I/O thread asleep, the launching thread writes the frame
+     * itself: one wake-up less on every request's path, the one that
+     * counts when few are in flight. Busy, the thread takes it from the
+     * list below with the others. */
+    bool inline_ok = pthread_mutex_trylock(&t->loop) == 0;
     pthread_mutex_lock(&t->lock);
     if (t->stopping) {
         pthread_mutex_unlock(&t->lock);
+        if (inline_ok)
+            pthread_mutex_unlock(&t->loop);
         return MOMENTO_ERR_CLOSED;
     }
     a->state = A_LAUNCHED;
+    ps_conn *c = inline_ok ? pick_inline(t) : NULL;
+    if (c) {
+        const char *why = a->cancel_why;
+        pthread_mutex_unlock(&t->lock);
+        int64_t now = momento__now_ns();
+        if (why)
+            finish(a, GRPC_STATUS_CANCELLED, why);
+        else if (a->deadline_ns <= now)
+            finish(a, GRPC_STATUS_DEADLINE_EXCEEDED, "Deadline Exceeded");
+        else
+            route_on(t, a, c);
+        if (c->fd >= 0 && c->wlen > c->woff && !c->want_out)
+            conn_flush(c);
+        arm_deadline(t);
+        post_ends(t);
+        pthread_mutex_unlock(&t->loop);
+        return MOMENTO_OK;
+    }
     bool first = !t->launched;
     a->qnext = NULL;
     if (t->launched_tail)
@@ -895,6 +980,8 @@ static int ps_launch(momento__attempt *base)
         t->launched = a;
     t->launched_tail = a;
     pthread_mutex_unlock(&t->lock);
+    if (inline_ok)
+        pthread_mutex_unlock(&t->loop);
     /* A list that was not empty has a wake on its way already. */
     if (first)
         wake(t);
@@ -975,8 +1062,11 @@ static void ps_close(momento__transport *tr)
         close(t->epfd);
     if (t->evfd >= 0)
         close(t->evfd);
+    if (t->tfd >= 0)
+        close(t->tfd);
     momento__heap_clear(&t->deadlines);
     pthread_mutex_destroy(&t->lock);
+    pthread_mutex_destroy(&t->loop);
     free(t->token);
     free(t);
 }
@@ -1081,8 +1171,10 @@ int momento__ps_transport_new(momento__transport **ret, const momento_config *cf
     if (!t)
         return MOMENTO_ERR_NO_MEMORY;
     t->base.ops = &momento__ps_ops;
-    t->epfd = t->evfd = -1;
+    t->epfd = t->evfd = t->tfd = -1;
+    t->armed_ns = INT64_MAX;
     pthread_mutex_init(&t->lock, NULL);
+    pthread_mutex_init(&t->loop, NULL);
     momento__heap_init(&t->deadlines, due_first, momento__realloc);
     momento__heap_track(&t->deadlines, heap_moved);
     int rc = MOMENTO_OK;
@@ -1122,8 +1214,12 @@ int momento__ps_transport_new(momento__transport **ret, const momento_config *cf
     if (rc == MOMENTO_OK) {
         t->epfd = epoll_create1(EPOLL_CLOEXEC);
         t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        t->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-        if (t->epfd < 0 || t->evfd < 0 || epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->evfd, &ev) != 0)
+        struct epoll_event tev = {.events = EPOLLIN, .data.ptr = &timer_tag};
+        if (t->epfd < 0 || t->evfd < 0 || t->tfd < 0 ||
+            epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->evfd, &ev) != 0 ||
+            epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->tfd, &tev) != 0)
             rc = MOMENTO_ERR_NO_MEMORY;
     }
     if (rc == MOMENTO_OK) {
