@@ -561,9 +561,13 @@ bool srv_token_permits(momento_local *s, momento__rpc_id m, const grpc_slice *au
     } else {
         key_check k = {ex, a, (const char *)GRPC_SLICE_START_PTR(*cache), GRPC_SLICE_LENGTH(*cache),
                        false};
-        if (m == MOMENTO__RPC_SORTED_SET_UNION_STORE) {
-            /* It reads sets named deep in its request: only a grant on
-             * every item covers them all. */
+        if (m == MOMENTO__RPC_SORTED_SET_UNION_STORE ||
+            strncmp(momento__rpcs[m].path, "/leaderboard.", 13) == 0) {
+            /* SortedSetUnionStore reads sets named deep in its request:
+             * only a grant on every item covers them all. A leaderboard is
+             * no item of its cache (its name is not a key), so a cache
+             * grant covers it only when it covers every item; an item or
+             * prefix grant, none. */
             ok = cache_allows(ex, a, k.cache, k.cache_len, NULL, 0);
         } else {
             /* Every data request names its key (a collection's name) in

@@ -179,6 +179,17 @@ static bool names_a_key(const char *field)
            !strcmp(field, "dictionary_name");
 }
 
+/* A leaderboard's name, a string field of every leaderboard request. A
+ * leaderboard is no item (its names are apart from the cache's keys,
+ * store.h), but it is pinned as a key of those bytes would be: a long
+ * request on it holds back the calls on it, and those on an item of the
+ * same name, which only wait. */
+static bool names_a_board(const ProtobufCFieldDescriptor *f)
+{
+    return f->type == PROTOBUF_C_TYPE_STRING && f->label != PROTOBUF_C_LABEL_REPEATED &&
+           !strcmp(f->name, "leaderboard");
+}
+
 typedef int key_fn(void *arg, const ProtobufCBinaryData *key);
 
 /* Calls `fn` for every key the message names, at its top level or in its
@@ -196,7 +207,13 @@ static int each_key(const ProtobufCMessage *m, int depth, key_fn *fn, void *arg)
         }
         bool repeated = f->label == PROTOBUF_C_LABEL_REPEATED;
         size_t n = repeated ? *(const size_t *)(base + f->quantifier_offset) : 1;
-        if (f->type == PROTOBUF_C_TYPE_BYTES && names_a_key(f->name)) {
+        if (names_a_board(f)) {
+            const char *name = *(const char *const *)(base + f->offset);
+            ProtobufCBinaryData v = {name ? strlen(name) : 0, (uint8_t *)name};
+            int rc = v.len ? fn(arg, &v) : 0;
+            if (rc)
+                return rc;
+        } else if (f->type == PROTOBUF_C_TYPE_BYTES && names_a_key(f->name)) {
             const ProtobufCBinaryData *v =
                 repeated ? *(ProtobufCBinaryData *const *)(base + f->offset)
                          : (const ProtobufCBinaryData *)(base + f->offset);

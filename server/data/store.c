@@ -255,6 +255,12 @@ static void cache_clear(store *s, store_cache *c)
         if (s->yield)
             s->yield();
     }
+    store_board *b;
+    while ((b = c->boards)) {
+        store_board_delete(s, c, b);
+        if (s->yield)
+            s->yield();
+    }
 }
 
 static void pins_clear(store_cache *c)
@@ -504,6 +510,51 @@ void store_remove(store *s, store_item *it)
 uint64_t store_block_cost(const void *block)
 {
     return malloc_usable_size((void *)block) + MALLOC_HEADER;
+}
+
+store_board *store_board_find(store_cache *c, const char *name, size_t len)
+{
+    store_board *b = NULL;
+    HASH_FIND(hh, c->boards, name, len, b);
+    return b;
+}
+
+int store_board_add(store *s, store_cache *c, const char *name, size_t len, store_coll *coll)
+{
+    store_board *b = malloc(sizeof(*b) + len + 1);
+    if (!b)
+        return STORE_NO_MEMORY;
+    b->own = store_block_cost(b) + STORE_ITEM_OVERHEAD;
+    if (store_charge(s, b->own + coll->bytes) != 0) {
+        free(b);
+        return STORE_NO_MEMORY;
+    }
+    b->coll = coll;
+    b->name_len = len;
+    memcpy(b->name, name, len);
+    b->name[len] = '\0';
+    HASH_ADD_KEYPTR(hh, c->boards, b->name, len, b);
+    return 0;
+}
+
+int store_board_resize(store *s, store_board *b, uint64_t bytes)
+{
+    if (bytes > b->coll->bytes) {
+        if (store_charge(s, bytes - b->coll->bytes) != 0)
+            return STORE_NO_MEMORY;
+    } else {
+        store_uncharge(s, b->coll->bytes - bytes);
+    }
+    b->coll->bytes = bytes;
+    return 0;
+}
+
+void store_board_delete(store *s, store_cache *c, store_board *b)
+{
+    HASH_DELETE(hh, c->boards, b);
+    store_uncharge(s, b->own + b->coll->bytes);
+    store_free_aside(s, b->coll);
+    free(b);
 }
 
 void store_set_reclaim(store *s, store_reclaim_fn fn, void *ctx)

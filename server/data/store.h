@@ -57,9 +57,22 @@ typedef struct store_pinned_key {
     uint8_t key[];
 } store_pinned_key;
 
+/* A leaderboard (rpc_leaderboard.c): named within its cache, but apart
+ * from its items, as Momento's leaderboard service keeps them (its own
+ * names, no TTL, never evicted, no ItemGetType). Its memory counts against
+ * max_bytes as memory outside the items (store_charge()). */
+typedef struct store_board {
+    UT_hash_handle hh;
+    store_coll *coll;    /* its data; coll->bytes is what is charged for it */
+    uint64_t own;        /* what this record itself is charged */
+    size_t name_len;
+    char name[];
+} store_board;
+
 struct store_cache {
     UT_hash_handle hh;
     store_item *items;
+    store_board *boards;
     store_pinned_key *pins; /* keys long requests work on (uthash by key bytes) */
     unsigned pinned;     /* store_pin() calls not yet undone, in this cache */
     bool whole;          /* pinned whole (store_pin_cache()) */
@@ -195,6 +208,22 @@ void store_remove(store *s, store_item *it);
  * families add up these, plus STORE_ITEM_OVERHEAD per entry for its share
  * of their hash tables, into coll->bytes. */
 uint64_t store_block_cost(const void *block);
+
+/* ---- Leaderboards (store_board above). A cache's flush or deletion
+ * drops its leaderboards with its items. */
+
+/* The leaderboard named so in `c`, or NULL. */
+store_board *store_board_find(store_cache *c, const char *name, size_t len);
+/* Adds `coll` (its bytes set) as the leaderboard `name`, which must be
+ * absent, charging it. Returns 0, or STORE_NO_MEMORY (the limit cannot
+ * hold it, or out of memory); on failure `coll` is NOT freed. */
+int store_board_add(store *s, store_cache *c, const char *name, size_t len, store_coll *coll);
+/* Its data's cost becomes `bytes`: charged more (which may evict items,
+ * and fails with STORE_NO_MEMORY when even that leaves no room, the cost
+ * unchanged) or given back. */
+int store_board_resize(store *s, store_board *b, uint64_t bytes);
+/* Removes it and frees its data (on the janitor's thread when big). */
+void store_board_delete(store *s, store_cache *c, store_board *b);
 
 /* ---- Memory outside the items. One budget, max_bytes, holds the items
  * and what store_charge() counts. When anything needs room, the reclaim
