@@ -8,6 +8,7 @@
 #include "token.pb-c.h"
 #include "auth.pb-c.h"
 #include "leaderboard.pb-c.h"
+#include "webhook.pb-c.h"
 
 const momento__rpc momento__rpcs[MOMENTO__RPC_COUNT] = {
 #define MOMENTO_RPC(ID, fn, ...) [MOMENTO__RPC_##ID] = {__VA_ARGS__},

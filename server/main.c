@@ -42,6 +42,10 @@ static void usage(FILE *out)
             "  --protosocket-port N  also serve Momento's protosocket protocol (Get, Set,\n"
             "                        Delete) on port N of the bind address, 0 = any free port\n"
             "                        (default: off); TLS with --tls-cert, as the gRPC port\n"
+            "  --webhook-timeout-ms N  a webhook delivery not answered within N ms is dropped\n"
+            "                        (default 5000, as Momento)\n"
+            "  --webhook-queue-items N  webhook deliveries that may wait (default 1024; past\n"
+            "                        it a publish's delivery is dropped and counted)\n"
             "  --tls-cert FILE       serve TLS with this PEM certificate chain (needs --tls-key)\n"
             "  --tls-key FILE        private key for --tls-cert\n"
             "  --cache NAME          create this cache at start (repeatable; 1-255 bytes of\n"
@@ -109,6 +113,8 @@ int main(int argc, char **argv)
         {"protosocket-port", required_argument, NULL, 'W'},
         {"subscriber-queue-bytes", required_argument, NULL, 'Q'},
         {"max-queued-bytes", required_argument, NULL, 'M'},
+        {"webhook-timeout-ms", required_argument, NULL, 'w'},
+        {"webhook-queue-items", required_argument, NULL, 'q'},
         {"tls-key", required_argument, NULL, 'k'},    {"cache", required_argument, NULL, 'C'},
         {"stats-json", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -199,6 +205,16 @@ int main(int argc, char **argv)
         case 'M':
             if (parse_u64(optarg, &v) < 0 || momento_local_options_set_max_queued_bytes(o, v) < 0)
                 rc = bad("--max-queued-bytes", optarg);
+            break;
+        case 'w':
+            if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
+                momento_local_options_set_webhook_timeout_ms(o, (uint32_t)v) < 0)
+                rc = bad("--webhook-timeout-ms", optarg);
+            break;
+        case 'q':
+            if (parse_u64(optarg, &v) < 0 || v > UINT32_MAX ||
+                momento_local_options_set_webhook_queue_items(o, (uint32_t)v) < 0)
+                rc = bad("--webhook-queue-items", optarg);
             break;
         case 'c': cert = optarg; break;
         case 'k': key = optarg; break;

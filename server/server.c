@@ -7,6 +7,7 @@
  * it puts the layers together, and nothing in them calls it. */
 #include "core/srv_protosocket.h"
 #include "core/srv_server.h"
+#include "core/srv_webhooks.h"
 
 #include "grpc_util.h"
 #include "rpc/srv_rpc.h"
@@ -74,6 +75,7 @@ static int create_caches(momento_local *s)
 
 static void destroy(momento_local *s)
 {
+    srv_webhooks_destroy(s);
     srv_topics_destroy(s);
     store_destroy(&s->store);
     faults_clear(&s->sessions);
@@ -106,7 +108,7 @@ int momento_local_start(momento_local **ret, const momento_local_options *opts)
         return rc;
     }
     store_init(&s->store, s->opts.max_memory);
-    rc = create_caches(s);
+    rc = srv_webhooks_init(s) < 0 ? MOMENTO_ERR_NO_MEMORY : create_caches(s);
     grpc_server_credentials *creds = rc == MOMENTO_OK ? server_credentials(&s->opts, &rc) : NULL;
     if (!creds) {
         destroy(s);

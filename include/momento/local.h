@@ -109,6 +109,17 @@ MOMENTO_EXPORT int momento_local_options_set_subscriber_queue_bytes(momento_loca
  * default 64 MiB. */
 MOMENTO_EXPORT int momento_local_options_set_max_queued_bytes(momento_local_options *o,
                                                              uint64_t bytes);
+/* How long a webhook delivery waits for its receiver's answer (connecting,
+ * sending and the status line together) before it counts as timed out:
+ * 10 .. 600,000 ms, default 5000, Momento's documented 5 s. Tests set less. */
+MOMENTO_EXPORT int momento_local_options_set_webhook_timeout_ms(momento_local_options *o,
+                                                               uint32_t ms);
+/* How many webhook deliveries may wait for the delivery thread (which sends
+ * one at a time): 1 .. 1,000,000, default 1024; they may also hold at most
+ * 64 MiB together. A publish that finds the queue full drops its delivery
+ * and counts it (momento_local_webhook_stats_get()); it never waits. */
+MOMENTO_EXPORT int momento_local_options_set_webhook_queue_items(momento_local_options *o,
+                                                                uint32_t n);
 /* Serve TLS with this PEM certificate chain and private key (files are read
  * by momento_local_start()). NULL, NULL returns to plaintext. */
 MOMENTO_EXPORT int momento_local_options_set_tls(momento_local_options *o, const char *cert_file,
@@ -267,6 +278,23 @@ MOMENTO_EXPORT uint64_t momento_local_waiting_calls(const momento_local *s);
 MOMENTO_EXPORT uint64_t momento_local_subscriptions(const momento_local *s);
 MOMENTO_EXPORT uint64_t momento_local_topic_deliveries(const momento_local *s);
 MOMENTO_EXPORT uint64_t momento_local_topic_heartbeats(const momento_local *s);
+/*
+ * Webhook deliveries (docs/server.md "Webhooks") since the server started:
+ * `queued` counts every delivery a publish made (one per webhook on the
+ * topic), and each ends as exactly one of `delivered` (answered 2xx),
+ * `rejected` (answered another status), `timed_out` (no answer within the
+ * timeout), `failed` (no connection, an unknown host, a connection closed
+ * without an answer) or `dropped` (the queue was full), unless it is still
+ * `pending` (waiting or being sent), or its webhook or cache was deleted
+ * first, or the server stopped. Fields are only ever appended.
+ */
+typedef struct momento_local_webhook_stats {
+    uint64_t queued, delivered, rejected, timed_out, failed, dropped, pending;
+} momento_local_webhook_stats;
+/* Fills *ret (all 0 for a NULL server; nothing for a NULL `ret`). Any
+ * thread. */
+MOMENTO_EXPORT void momento_local_webhook_stats_get(const momento_local *s,
+                                                    momento_local_webhook_stats *ret);
 /*
  * Topics' memory right now: the bytes topics hold and count against
  * --max-memory (topics, resume buffers, messages, subscriptions and their

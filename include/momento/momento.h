@@ -1547,5 +1547,7 @@ MOMENTO_EXPORT int momento_set_batch_sync(momento_client *c, const char *cache,
 #include "momento/metrics.h"
 /* Disposable tokens: scoped, short-lived keys. */
 #include "momento/tokens.h"
+/* Webhooks: topics' items POSTed to a URL, signed. */
+#include "momento/webhooks.h"
 
 #endif /* MOMENTO_MOMENTO_H */

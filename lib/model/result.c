@@ -5,6 +5,8 @@
 
 #include "base/alloc.h"
 
+#include "momento/webhooks.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,7 +191,8 @@ static size_t str_size(const char *s)
 
 /* A copy is laid out as: the struct, its items' structs, the cache-name
  * pointer array, the caches' limits, the trailers, then every byte string (names, message, detail, value,
- * items' values, exists flags, hash, an API key's refresh token). Items are one level deep: an item has no
+ * items' values, exists flags, hash, an API key's refresh token, a webhook's secret); a
+ * listing's webhooks sit after the trailers, their strings among the bytes. Items are one level deep: an item has no
  * items of its own. */
 static size_t copy_size(const momento_result *r)
 {
@@ -209,6 +212,11 @@ static size_t copy_size(const momento_result *r)
     size += r->field_len + 1;
     size += r->hash_len;
     size += str_size(r->refresh_token);
+    size += str_size(r->webhook_secret);
+    size += r->n_webhooks * sizeof(momento_webhook);
+    for (size_t i = 0; i < r->n_webhooks; i++)
+        size += str_size(r->webhooks[i].cache) + str_size(r->webhooks[i].name) +
+                str_size(r->webhooks[i].topic) + str_size(r->webhooks[i].url);
     return size + r->n_exists;
 }
 
@@ -235,7 +243,17 @@ int momento_result_dup(const momento_result *r, momento_result **ret)
     momento_cache_limits *limits = (momento_cache_limits *)(names + r->n_caches);
     momento_metadata *trailers =
         (momento_metadata *)(r->cache_limits ? limits + r->n_caches : limits);
-    char *p = (char *)(trailers + r->n_trailers);
+    /* A listing's webhooks: four pointers each, after the trailers (whose
+     * alignment is a pointer's too). */
+    momento_webhook *webhooks = (momento_webhook *)(trailers + r->n_trailers);
+    char *p = (char *)(webhooks + r->n_webhooks);
+    for (size_t i = 0; i < r->n_webhooks; i++) {
+        webhooks[i].cache = put_bytes(&p, r->webhooks[i].cache, str_size(r->webhooks[i].cache));
+        webhooks[i].name = put_bytes(&p, r->webhooks[i].name, str_size(r->webhooks[i].name));
+        webhooks[i].topic = put_bytes(&p, r->webhooks[i].topic, str_size(r->webhooks[i].topic));
+        webhooks[i].url = put_bytes(&p, r->webhooks[i].url, str_size(r->webhooks[i].url));
+    }
+    d->webhooks = r->n_webhooks ? webhooks : NULL;
     if (r->cache_limits && r->n_caches)
         memcpy(limits, r->cache_limits, r->n_caches * sizeof(*limits));
     d->cache_limits = r->cache_limits && r->n_caches ? limits : NULL;
@@ -290,6 +308,8 @@ int momento_result_dup(const momento_result *r, momento_result **ret)
     d->next_token = NULL;
     d->refresh_token =
         r->refresh_token ? put_bytes(&p, r->refresh_token, strlen(r->refresh_token) + 1) : NULL;
+    d->webhook_secret =
+        r->webhook_secret ? put_bytes(&p, r->webhook_secret, strlen(r->webhook_secret) + 1) : NULL;
     *ret = d;
     return MOMENTO_OK;
 }

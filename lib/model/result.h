@@ -31,6 +31,9 @@ struct momento_result {
     const uint8_t *hash;      /* get_with_hash HIT, hash-conditional STORED; else NULL */
     size_t hash_len;
     const char *refresh_token; /* an API key's (a secret); NULL for other results */
+    const char *webhook_secret; /* a webhook's signing secret (a secret); NULL for others */
+    const struct momento_webhook *webhooks; /* a webhook listing's, get_secret's one */
+    size_t n_webhooks;
     const momento_metadata *trailers; /* the reply's trailing metadata, borrowed */
     size_t n_trailers;
     /* The RPC whose reply this is, + 1 (call.c); 0 for a result made

@@ -26,6 +26,10 @@
 #define DEFAULT_TOPIC_IDLE_MS 300000u
 #define DEFAULT_SUB_QUEUE_BYTES (1u << 20)
 #define DEFAULT_MAX_QUEUED_BYTES (64u << 20)
+/* Momento drops a delivery not answered within 5 s (docs/server.md
+ * "Webhooks"). */
+#define DEFAULT_WEBHOOK_TIMEOUT_MS 5000u
+#define DEFAULT_WEBHOOK_QUEUE_ITEMS 1024u
 /* Below this a queue could not hold even a few small items. */
 #define MIN_QUEUE_BYTES 1024u
 
@@ -123,6 +127,8 @@ static void defaults(momento_local_options *o)
     o->topic_idle_ms = DEFAULT_TOPIC_IDLE_MS;
     o->sub_queue_bytes = DEFAULT_SUB_QUEUE_BYTES;
     o->max_queued_bytes = DEFAULT_MAX_QUEUED_BYTES;
+    o->webhook_timeout_ms = DEFAULT_WEBHOOK_TIMEOUT_MS;
+    o->webhook_queue_items = DEFAULT_WEBHOOK_QUEUE_ITEMS;
 }
 
 int momento_local_options_new(momento_local_options **ret)
@@ -291,6 +297,22 @@ int momento_local_options_set_max_queued_bytes(momento_local_options *o, uint64_
     if (!o || (bytes != 0 && bytes < MIN_QUEUE_BYTES))
         return MOMENTO_ERR_INVALID_ARGUMENT;
     o->max_queued_bytes = bytes;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_webhook_timeout_ms(momento_local_options *o, uint32_t ms)
+{
+    if (!o || ms < 10 || ms > 600000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->webhook_timeout_ms = ms;
+    return MOMENTO_OK;
+}
+
+int momento_local_options_set_webhook_queue_items(momento_local_options *o, uint32_t n)
+{
+    if (!o || n < 1 || n > 1000000u)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    o->webhook_queue_items = n;
     return MOMENTO_OK;
 }
 

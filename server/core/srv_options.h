@@ -26,6 +26,8 @@ struct momento_local_options {
     uint32_t topic_idle_ms;      /* a topic without subscribers or publishes this long goes */
     uint64_t sub_queue_bytes;    /* what one subscription may have queued */
     uint64_t max_queued_bytes;   /* ... every subscription together; 0 = no bound */
+    uint32_t webhook_timeout_ms; /* a delivery's answer is waited for this long */
+    uint32_t webhook_queue_items; /* deliveries waiting at most; past it, dropped */
     char *tls_cert;
     char *tls_key;
     char **caches;

@@ -82,6 +82,7 @@ struct momento_local {
     atomic_uint_fast64_t waiting_calls; /* deferred, for momento_local_waiting_calls() */
     uint64_t arrivals;
     srv_topics topics;
+    struct srv_webhooks *webhooks; /* webhooks.c: the registry, the delivery queue */
     bool streams_ended;        /* srv_topics_end_all() ran for the stop */
     /* Disposable tokens' signing key (tokens.c), drawn at first use. */
     bool token_key_set;

@@ -59,7 +59,8 @@ typedef struct srv_topics {
 #define SRV_TOPIC_BUFFER_MAX_BYTES (64u * 1024u * 1024u)
 
 /* Publishes `value` (a packed _TopicValue's message, borrowed) to `topic`
- * of `cache`: numbers it, buffers it, queues it for every subscriber.
+ * of `cache`: numbers it (its number in *ret_seq), buffers it, queues it
+ * for every subscriber.
  * Returns 0; SRV_TOPICS_TOO_BIG when the item alone would not fit in
  * --max-memory; SRV_TOPICS_NO_MEMORY when there is no room for it (nothing
  * published). */
@@ -67,7 +68,7 @@ typedef struct srv_topics {
 #define SRV_TOPICS_NO_MEMORY (-2)
 #define SRV_TOPICS_TOO_BIG (-3)
 int srv_topics_publish(momento_local *s, const char *cache, const char *topic,
-                       const ProtobufCMessage *value);
+                       const ProtobufCMessage *value, uint64_t *ret_seq);
 
 /* A new subscription to `topic` of `cache` resuming at `resume` of page
  * `page` (0, 0: only what is published from now on), its first messages

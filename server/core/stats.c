@@ -209,7 +209,7 @@ char *momento_local_stats_json(const momento_local *s)
     /* Room for every counter at its widest (20 digits), with a method name
      * of up to 64 bytes, so that no snprintf below can run past `cap`: the
      * statuses and "cancelled_by_client" take at most 48 bytes each. */
-    size_t cap = 128 + SRV_METHOD_COUNT * (128 + (SRV_STATUS_COUNT + 1) * 48), len = 0;
+    size_t cap = 128 + 7 * 48 + SRV_METHOD_COUNT * (128 + (SRV_STATUS_COUNT + 1) * 48), len = 0;
     char *out = malloc(cap);
     if (!out)
         return NULL;
@@ -242,7 +242,21 @@ char *momento_local_stats_json(const momento_local *s)
     }
     /* Appended after "methods" so that what came before is unchanged;
      * always there, so a reader can tell 0 from a server without it. */
-    snprintf(out + len, cap - len, "}, \"cancelled_by_client\": %llu}",
-             (unsigned long long)momento_local_cancelled_calls(s, NULL));
+    len += (size_t)snprintf(out + len, cap - len, "}, \"cancelled_by_client\": %llu",
+                            (unsigned long long)momento_local_cancelled_calls(s, NULL));
+    /* Webhook deliveries, once there have been any: a server without them
+     * prints what it printed before. */
+    momento_local_webhook_stats w;
+    momento_local_webhook_stats_get(s, &w);
+    if (w.queued)
+        len += (size_t)snprintf(out + len, cap - len,
+                                ", \"webhooks\": {\"queued\": %llu, \"delivered\": %llu, "
+                                "\"rejected\": %llu, \"timed_out\": %llu, \"failed\": %llu, "
+                                "\"dropped\": %llu, \"pending\": %llu}",
+                                (unsigned long long)w.queued, (unsigned long long)w.delivered,
+                                (unsigned long long)w.rejected, (unsigned long long)w.timed_out,
+                                (unsigned long long)w.failed, (unsigned long long)w.dropped,
+                                (unsigned long long)w.pending);
+    snprintf(out + len, cap - len, "}");
     return out;
 }

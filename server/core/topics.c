@@ -621,7 +621,7 @@ static void leave_topic(srv_sub *sub)
 /* ---- publish and subscribe --------------------------------------------- */
 
 int srv_topics_publish(momento_local *s, const char *cache, const char *topic,
-                       const ProtobufCMessage *value)
+                       const ProtobufCMessage *value, uint64_t *ret_seq)
 {
     srv_topics *ts = &s->topics;
     srv_topic *t = topic_get(s, cache, topic, true);
@@ -651,6 +651,7 @@ int srv_topics_publish(momento_local *s, const char *cache, const char *topic,
     }
     protobuf_c_message_pack(&pm.base, m->data);
     uint64_t seq = t->next_seq++;
+    *ret_seq = seq;
     int64_t now = store_now_ms();
     /* A subscriber's stream may end while it is woken (its batch would
      * not start): it leaves the list then, so the next one is read

@@ -4,6 +4,7 @@
 
 #include "core/srv_server.h"
 #include "core/srv_turns.h"
+#include "core/srv_webhooks.h"
 
 #include "cacheping.pb-c.h"
 #include "controlclient.pb-c.h"
@@ -67,9 +68,11 @@ void srv_delete_cache(momento_local *s, store_cache *c, const ProtobufCMessage *
     ControlClient__DeleteCacheResponse resp = CONTROL_CLIENT____DELETE_CACHE_RESPONSE__INIT;
     on_cache(s, req->cache_name, true, &resp.base, r);
     /* Momento ends a deleted cache's subscriptions with NOT_FOUND; its
-     * topics go with it. */
-    if (r->status == GRPC_STATUS_OK && !r->deferred)
+     * topics and webhooks go with it. */
+    if (r->status == GRPC_STATUS_OK && !r->deferred) {
         srv_topics_drop_cache(s, req->cache_name);
+        srv_webhooks_drop_cache(s, req->cache_name);
+    }
 }
 
 void srv_flush_cache(momento_local *s, store_cache *c, const ProtobufCMessage *msg, srv_reply *r)

@@ -6,6 +6,7 @@
 
 #include "core/srv_server.h"
 #include "core/srv_topics.h"
+#include "core/srv_webhooks.h"
 
 #include "cachepubsub.pb-c.h"
 
@@ -63,7 +64,8 @@ void srv_topic_publish(momento_local *s, store_cache *c, const ProtobufCMessage 
                         len, s->opts.max_item_bytes);
         return;
     }
-    int rc = srv_topics_publish(s, c->name, req->topic, &v->base);
+    uint64_t seq = 0;
+    int rc = srv_topics_publish(s, c->name, req->topic, &v->base, &seq);
     if (rc == SRV_TOPICS_TOO_BIG) {
         /* As for an item that could never fit (reply.c). */
         srv_reply_error(r, GRPC_STATUS_RESOURCE_EXHAUSTED, "item_size_limit_exceeded",
@@ -78,6 +80,10 @@ void srv_topic_publish(momento_local *s, store_cache *c, const ProtobufCMessage 
         srv_reply_no_memory(r);
         return;
     }
+    /* Queued for the topic's webhooks, never waited for. */
+    bool text = v->kind_case == CACHE_CLIENT__PUBSUB____TOPIC_VALUE__KIND_TEXT;
+    srv_webhooks_publish(s, c->name, req->topic, text ? (const void *)v->text : v->binary.data,
+                         len, text, seq);
     /* common._Empty: no bytes. */
     srv_reply_add_static(r, (const uint8_t *)"", 0);
 }

@@ -119,6 +119,11 @@ static void test_every_method_is_complete(void **state)
     assert_int_equal(momento__rpcs[MOMENTO__RPC_REFRESH_API_TOKEN].plane, MOMENTO__PLANE_AUTH);
     assert_false(momento__rpcs[MOMENTO__RPC_GENERATE_API_TOKEN].idempotent);
     assert_false(momento__rpcs[MOMENTO__RPC_REFRESH_API_TOKEN].idempotent);
+    /* Webhooks: the control plane, and not in the SDKs' retry list. */
+    for (int m = MOMENTO__RPC_PUT_WEBHOOK; m <= MOMENTO__RPC_ROTATE_WEBHOOK_SECRET; m++) {
+        assert_int_equal(momento__rpcs[m].plane, MOMENTO__PLANE_CONTROL);
+        assert_false(momento__rpcs[m].idempotent);
+    }
 }
 
 /* What a disposable token must grant for each RPC (momento-local's
@@ -199,6 +204,11 @@ static void test_token_access_of_every_row(void **state)
         {MOMENTO__RPC_GET_RANK, MOMENTO__ACCESS_READ},
         {MOMENTO__RPC_GET_BY_SCORE, MOMENTO__ACCESS_READ},
         {MOMENTO__RPC_GET_COMPETITION_RANK, MOMENTO__ACCESS_READ},
+        {MOMENTO__RPC_PUT_WEBHOOK, MOMENTO__ACCESS_NONE},
+        {MOMENTO__RPC_DELETE_WEBHOOK, MOMENTO__ACCESS_NONE},
+        {MOMENTO__RPC_LIST_WEBHOOKS, MOMENTO__ACCESS_NONE},
+        {MOMENTO__RPC_GET_WEBHOOK_SECRET, MOMENTO__ACCESS_NONE},
+        {MOMENTO__RPC_ROTATE_WEBHOOK_SECRET, MOMENTO__ACCESS_NONE},
     };
     assert_int_equal(sizeof(want) / sizeof(want[0]), MOMENTO__RPC_COUNT);
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
