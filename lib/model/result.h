@@ -24,7 +24,8 @@ struct momento_result {
     const uint8_t *exists;
     const uint8_t *field;     /* a dictionary entry's field */
     size_t field_len;
-    double score;             /* a sorted-set element's or score answer */
+    double score;             /* a sorted-set element's or score answer; a leaderboard element's */
+    uint32_t element_id;      /* a leaderboard element's id (its rank is int_value) */
     size_t n_items;           /* batches, in request order; a collection's elements */
     const momento_result *items;
     const char *next_token;   /* ListCaches paging; NULL or "" on the last page */
