@@ -1,11 +1,24 @@
-/* leaderboard: a game leaderboard in a Momento sorted set.
+/* leaderboard: a game leaderboard, in a Momento sorted set or in Momento's
+ * leaderboard service (--service leaderboard).
  *
  * One sorted set holds every player (the element) with their points (the
- * score). The program submits a score for each of --players players,
- * awards a few bonuses, and then asks the questions a game asks of its
+ * score); or one leaderboard holds every player's id with their points.
+ * The program submits a score for each of --players players, awards a few
+ * bonuses, and then asks the questions a game asks of its
  * board: the top 10, one player's rank and score, who scores within a band,
  * and how many do. Scores come from --seed, so a run can be repeated;
  * --verbose prints every score submitted.
+ *
+ * The two backends answer the same questions in different ways, and the
+ * differences are the point: a sorted set's elements are any bytes (here
+ * the players' names), it increments a score atomically, counts a score
+ * band in one call and expires with its TTL; a leaderboard's elements are
+ * numeric ids (player-0042 is id 42, the newcomer the next id after the
+ * last player), it has no increment (a bonus is a read and an upsert, so
+ * two writers could race), a band is counted by paging through it, and it
+ * has no TTL. In return it is built for ranking: one call gives an id's
+ * rank and score, and competition ranks (ties sharing a rank) come from
+ * momento_leaderboard_get_competition_rank().
  *
  * Every call here is the blocking (_sync) form. Each returns the request's
  * error code and, once the request was sent, a result this program owns and
@@ -18,14 +31,17 @@
  * Run with --help for the options. */
 #include "common/target.h"
 
+#include <momento/leaderboards.h>
+
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const prog = "leaderboard";
 
-/* The sorted set's key in the cache. */
+/* The sorted set's key in the cache, or the leaderboard's name. */
 static const char *const board = "weekly-scores";
 
 /* Scores are whole points from 0 to 99,999 before bonuses. */
@@ -44,14 +60,15 @@ typedef struct options {
     int band_min, band_max;
     bool verbose;
     bool keep;
+    bool service; /* --service leaderboard */
 } options;
 
 static void usage(void)
 {
     printf("Usage: %s [OPTION]...\n"
-           "A game leaderboard in a Momento sorted set: submits a score per player, awards\n"
-           "bonuses, then prints the top 10, one player's rank and score, and the players\n"
-           "in a score band.\n\n" EX_TARGET_HELP "\n"
+           "A game leaderboard in a Momento sorted set (or Momento's leaderboard service):\n"
+           "submits a score per player, awards bonuses, then prints the top 10, one\n"
+           "player's rank and score, and the players in a score band.\n\n" EX_TARGET_HELP "\n"
            "Leaderboard:\n"
            "  --cache NAME           cache to use, created if missing (default leaderboard)\n"
            "  --players N            players to submit scores for, 1 to 100000 (default 1000)\n"
@@ -60,6 +77,8 @@ static void usage(void)
            "  --band MIN:MAX         the score band to count and list (default 40000:49999)\n"
            "  --verbose              print every score submitted\n"
            "  --keep                 leave the board in the cache (default: delete it)\n"
+           "  --service KIND         sorted-set (default) or leaderboard: Momento's\n"
+           "                         leaderboard service, players as numeric ids\n"
            "  --help                 this text\n",
            prog);
 }
@@ -72,6 +91,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"seed", required_argument, NULL, 's'},     {"player", required_argument, NULL, 'p'},
         {"band", required_argument, NULL, 'b'},     {"verbose", no_argument, NULL, 'v'},
         {"keep", no_argument, NULL, 'k'},           {"help", no_argument, NULL, 'h'},
+        {"service", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof(*o));
@@ -128,6 +148,13 @@ static int parse_options(int argc, char **argv, options *o)
         }
         case 'v': o->verbose = true; break;
         case 'k': o->keep = true; break;
+        case 'S':
+            if (strcmp(optarg, "leaderboard") == 0)
+                o->service = true;
+            else if (strcmp(optarg, "sorted-set") != 0)
+                return ex_bad_option(prog, "--service", optarg,
+                                     "must be sorted-set or leaderboard");
+            break;
         case 'h': usage(); return 1;
         default: return 2;
         }
@@ -176,9 +203,200 @@ typedef struct app {
     unsigned long long rng;
 } app;
 
+/* ------------------------------------------------------------------------
+ * The same board in Momento's leaderboard service (--service leaderboard).
+ * Its name is the board's; it lives in the cache beside the keys, not as
+ * one of them. */
+
+/* A player's id: player-0042 is 42, the newcomer the id after the last
+ * player; 0 for a name that is neither (no id: not on the board). */
+static uint32_t player_id(const app *a, const char *player)
+{
+    if (strcmp(player, "newcomer") == 0)
+        return (uint32_t)a->o->players + 1;
+    int n;
+    if (strncmp(player, "player-", 7) != 0 || !ex_parse_int(player + 7, 1, a->o->players, &n))
+        return 0;
+    return (uint32_t)n;
+}
+
+static void id_name(const app *a, uint32_t id, char *buf, size_t size)
+{
+    if (id == (uint32_t)a->o->players + 1)
+        snprintf(buf, size, "newcomer");
+    else
+        player_name(buf, size, a->width, (int)id);
+}
+
+/* Prints a leaderboard read's elements: rank (when `with_rank`), name,
+ * score. Ranks come with each element, 0-based; people count from 1. */
+static void lb_print(const app *a, const momento_result *r, bool with_rank, const char *indent)
+{
+    for (size_t i = 0; i < momento_result_item_count(r); i++) {
+        momento_ranked_element e;
+        char name[32];
+        if (momento_result_ranked(r, i, &e) != MOMENTO_OK)
+            continue;
+        id_name(a, e.id, name, sizeof(name));
+        if (with_rank)
+            printf("%s%2u. %-16s %8.0f\n", indent, (unsigned)e.rank + 1, name, e.score);
+        else
+            printf("%s%-16s %8.0f\n", indent, name, e.score);
+    }
+}
+
+static int lb_submit_scores(app *a)
+{
+    momento_leaderboard_element elements[PUT_BATCH];
+    char name[32];
+    int calls = 0;
+    for (int first = 1; first <= a->o->players; first += PUT_BATCH) {
+        size_t n = 0;
+        for (int i = first; i <= a->o->players && n < PUT_BATCH; i++, n++) {
+            elements[n].id = (uint32_t)i;
+            elements[n].score = (double)(next_rand(&a->rng) % MAX_POINTS);
+            if (a->o->verbose) {
+                player_name(name, sizeof(name), a->width, i);
+                printf("  submit %s %.0f\n", name, elements[n].score);
+            }
+        }
+        momento_result *r;
+        int rc = momento_leaderboard_upsert_sync(a->client, a->o->cache, board, elements, n, NULL,
+                                                 &r);
+        if (rc != MOMENTO_OK)
+            return fail("leaderboard_upsert", rc, r);
+        momento_result_free(r);
+        calls++;
+    }
+    printf("submitted %d scores in %d leaderboard_upsert calls (up to %d each)\n", a->o->players,
+           calls, PUT_BATCH);
+    return 0;
+}
+
+/* No increment in a leaderboard: read the score (get_rank gives it with
+ * the rank), add, upsert. Another writer between the two calls would be
+ * overwritten; the sorted set's increment_score has no such window. */
+static int lb_award_bonus(app *a, const char *player, double amount)
+{
+    uint32_t id = player_id(a, player);
+    momento_result *r;
+    int rc = momento_leaderboard_get_rank_sync(a->client, a->o->cache, board, &id, 1,
+                                               MOMENTO_DESCENDING, NULL, &r);
+    if (rc != MOMENTO_OK)
+        return fail("leaderboard_get_rank", rc, r);
+    momento_ranked_element e = {0};
+    double score = momento_result_ranked(r, 0, &e) == MOMENTO_OK ? e.score : 0;
+    momento_result_free(r);
+    momento_leaderboard_element up = {.id = id, .score = score + amount};
+    rc = momento_leaderboard_upsert_sync(a->client, a->o->cache, board, &up, 1, NULL, &r);
+    if (rc != MOMENTO_OK)
+        return fail("leaderboard_upsert", rc, r);
+    momento_result_free(r);
+    printf("bonus %s +%.0f -> %.0f (get_rank, upsert)\n", player, amount, up.score);
+    return 0;
+}
+
+static int lb_show_size(app *a, int64_t *ret_size)
+{
+    momento_result *r;
+    int rc = momento_leaderboard_length_sync(a->client, a->o->cache, board, NULL, &r);
+    if (rc != MOMENTO_OK)
+        return fail("leaderboard_length", rc, r);
+    *ret_size = momento_result_int(r); /* no board reads as 0 */
+    printf("players on the board: %lld (length)\n", (long long)*ret_size);
+    momento_result_free(r);
+    return 0;
+}
+
+static int lb_show_top10(app *a)
+{
+    momento_result *r;
+    int rc = momento_leaderboard_fetch_by_rank_sync(a->client, a->o->cache, board, 0, 10,
+                                                    MOMENTO_DESCENDING, NULL, &r);
+    if (rc != MOMENTO_OK)
+        return fail("leaderboard_fetch_by_rank", rc, r);
+    printf("top 10 (fetch_by_rank, descending):\n");
+    if (momento_result_item_count(r) > 0)
+        lb_print(a, r, true, "  ");
+    else
+        printf("  (the board is empty)\n");
+    momento_result_free(r);
+    return 0;
+}
+
+static int lb_show_player(app *a, const char *player, int64_t size)
+{
+    uint32_t id = player_id(a, player);
+    momento_ranked_element e;
+    int found = 0;
+    if (id) {
+        momento_result *r;
+        int rc = momento_leaderboard_get_rank_sync(a->client, a->o->cache, board, &id, 1,
+                                                   MOMENTO_DESCENDING, NULL, &r);
+        if (rc != MOMENTO_OK)
+            return fail("leaderboard_get_rank", rc, r);
+        found = momento_result_ranked(r, 0, &e) == MOMENTO_OK;
+        momento_result_free(r);
+    }
+    /* One call answers both: ids not on the board are left out. */
+    if (found)
+        printf("%s: rank %u of %lld, score %.0f (get_rank descending)\n", player,
+               (unsigned)e.rank + 1, (long long)size, e.score);
+    else
+        printf("%s: not on the board (get_rank left it out)\n", player);
+    return 0;
+}
+
+static int lb_show_band(app *a)
+{
+    /* Whole points: [min, max + 1) is the band's [min, max]. */
+    double lo = a->o->band_min, hi = a->o->band_max + 1.0;
+    long long count = 0;
+    momento_result *r;
+    /* No count by score: page through the band, the most Momento returns
+     * at a time. */
+    for (uint32_t offset = 0;; offset += MOMENTO_LEADERBOARD_MAX_ELEMENTS) {
+        int rc = momento_leaderboard_fetch_by_score_sync(a->client, a->o->cache, board, lo, hi,
+                                                         MOMENTO_ASCENDING, offset, 0, NULL, &r);
+        if (rc != MOMENTO_OK)
+            return fail("leaderboard_fetch_by_score", rc, r);
+        size_t n = momento_result_item_count(r);
+        momento_result_free(r);
+        count += (long long)n;
+        if (n < MOMENTO_LEADERBOARD_MAX_ELEMENTS)
+            break;
+    }
+    printf("players scoring %d to %d: %lld (fetch_by_score pages)\n", a->o->band_min,
+           a->o->band_max, count);
+    int rc = momento_leaderboard_fetch_by_score_sync(a->client, a->o->cache, board, lo, hi,
+                                                     MOMENTO_DESCENDING, 0, 5, NULL, &r);
+    if (rc != MOMENTO_OK)
+        return fail("leaderboard_fetch_by_score", rc, r);
+    printf("the top 5 of them (fetch_by_score, descending, count 5):\n");
+    if (momento_result_item_count(r) > 0)
+        lb_print(a, r, false, "  ");
+    else
+        printf("  (nobody)\n");
+    momento_result_free(r);
+    return 0;
+}
+
+static int lb_delete_board(app *a, const char *why)
+{
+    momento_result *r;
+    int rc = momento_leaderboard_delete_sync(a->client, a->o->cache, board, NULL, &r);
+    if (rc != MOMENTO_OK)
+        return fail("leaderboard_delete", rc, r);
+    momento_result_free(r);
+    printf("leaderboard '%s' deleted (%s)\n", board, why);
+    return 0;
+}
+
 /* Submits one score per player, PUT_BATCH players per call. */
 static int submit_scores(app *a)
 {
+    if (a->o->service)
+        return lb_submit_scores(a);
     char names[PUT_BATCH][32];
     const void *values[PUT_BATCH];
     size_t lens[PUT_BATCH];
@@ -214,6 +432,8 @@ static int submit_scores(app *a)
  * from 0. The new score comes back in the same call. */
 static int award_bonus(app *a, const char *player, double amount)
 {
+    if (a->o->service)
+        return lb_award_bonus(a, player, amount);
     momento_result *r;
     int rc = momento_sorted_set_increment_score_sync(a->client, a->o->cache, board, strlen(board),
                                                      player, strlen(player), amount, &a->ttl,
@@ -260,6 +480,8 @@ static void print_elements(const momento_result *r, int first_rank, const char *
 
 static int show_size(app *a, int64_t *ret_size)
 {
+    if (a->o->service)
+        return lb_show_size(a, ret_size);
     momento_result *r;
     int rc = momento_sorted_set_length_sync(a->client, a->o->cache, board, strlen(board), NULL, &r);
     if (rc != MOMENTO_OK)
@@ -273,6 +495,8 @@ static int show_size(app *a, int64_t *ret_size)
 
 static int show_top10(app *a)
 {
+    if (a->o->service)
+        return lb_show_top10(a);
     momento_result *r;
     /* Ranks [0, 10) counted from the highest score. */
     int rc = momento_sorted_set_fetch_by_rank_sync(a->client, a->o->cache, board, strlen(board), 0,
@@ -290,6 +514,8 @@ static int show_top10(app *a)
 
 static int show_player(app *a, const char *player, int64_t size)
 {
+    if (a->o->service)
+        return lb_show_player(a, player, size);
     momento_result *rank, *score;
     int rc = momento_sorted_set_get_rank_sync(a->client, a->o->cache, board, strlen(board), player,
                                               strlen(player), MOMENTO_DESCENDING, NULL, &rank);
@@ -316,6 +542,8 @@ static int show_player(app *a, const char *player, int64_t size)
 
 static int show_band(app *a)
 {
+    if (a->o->service)
+        return lb_show_band(a);
     double lo = a->o->band_min, hi = a->o->band_max;
     momento_result *r;
     /* Both bounds are inclusive. */
@@ -344,6 +572,8 @@ static int show_band(app *a)
 /* A collection is one cache item: delete removes the whole board. */
 static int delete_board(app *a, const char *why)
 {
+    if (a->o->service)
+        return lb_delete_board(a, why);
     momento_result *r;
     int rc = momento_delete_sync(a->client, a->o->cache, board, strlen(board), NULL, &r);
     if (rc != MOMENTO_OK)
@@ -387,7 +617,8 @@ int main(int argc, char **argv)
     ex_target t;
     if (ex_target_open(&t, prog, &o.target) != MOMENTO_OK)
         return 1;
-    printf("%s: target %s; %d players, seed %llu\n", prog, t.description, o.players, o.seed);
+    printf("%s: target %s; %d players, seed %llu, %s\n", prog, t.description, o.players, o.seed,
+           o.service ? "leaderboard service" : "sorted set");
 
     app a = {.o = &o, .ttl = {3600 * 1000, 1}, .rng = o.seed};
     a.width = snprintf(NULL, 0, "%d", o.players);

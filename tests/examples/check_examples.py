@@ -408,14 +408,14 @@ def stop_server(srv):
 
 
 def parse_leaderboard(out):
-    """What a leaderboard transcript says: the scores it submitted (with
-    --verbose), its bonuses, and each answer it printed."""
+    """What a leaderboard transcript says (either backend): the scores it
+    submitted (with --verbose), its bonuses, and each answer it printed."""
     t = {"submitted": {}, "bonuses": [], "top": [], "band_top": [], "player": None}
     section = None
     for line in out.splitlines():
         if m := re.fullmatch(r"  submit (\S+) (\d+)", line):
             t["submitted"][m[1]] = int(m[2])
-        elif m := re.fullmatch(r"bonus (\S+) \+(\d+) -> (\d+) \(increment_score\)", line):
+        elif m := re.fullmatch(r"bonus (\S+) \+(\d+) -> (\d+) \((?:increment_score|get_rank, upsert)\)", line):
             t["bonuses"].append((m[1], int(m[2]), int(m[3])))
         elif m := re.fullmatch(r"players on the board: (\d+) \(length\)", line):
             t["size"] = int(m[1])
@@ -423,12 +423,12 @@ def parse_leaderboard(out):
             section = "top"
         elif line.startswith("the top 5 of them "):
             section = "band_top"
-        elif m := re.fullmatch(r"(\S+): rank (\d+) of (\d+), score (\d+) \(get_rank descending, get_score\)",
+        elif m := re.fullmatch(r"(\S+): rank (\d+) of (\d+), score (\d+) \(get_rank descending(?:, get_score)?\)",
                                line):
             t["player"] = (m[1], int(m[2]), int(m[3]), int(m[4]))
-        elif m := re.fullmatch(r"(\S+): not on the board \(get_rank and get_score missed\)", line):
+        elif m := re.fullmatch(r"(\S+): not on the board \((?:get_rank and get_score missed|get_rank left it out)\)", line):
             t["player"] = (m[1], None, None, None)
-        elif m := re.fullmatch(r"players scoring (\d+) to (\d+): (\d+) \(length_by_score\)", line):
+        elif m := re.fullmatch(r"players scoring (\d+) to (\d+): (\d+) \((?:length_by_score|fetch_by_score pages)\)", line):
             t["band"] = (int(m[1]), int(m[2]), int(m[3]))
         elif section == "top" and (m := re.fullmatch(r"\s+\d+\. (\S+)\s+(\d+)", line)):
             t["top"].append((m[1], int(m[2])))
@@ -490,6 +490,27 @@ def check_collection_examples():
                       "--player", "ghost", "--band", "200000:300000"]), player="ghost")
     check_leaderboard("leaderboard, the newcomer", run([leaderboard, "--players", "50", "--verbose",
                       "--player", "newcomer", "--band", "0:99999"]), player="newcomer")
+
+    # The same questions of Momento's leaderboard service: the same answers,
+    # recomputed the same way (its ties, by id, are the names' order).
+    p = run([leaderboard, "--service", "leaderboard", "--seed", "7", "--verbose"])
+    check_leaderboard("leaderboard --service leaderboard", p)
+    check("leaderboard --service leaderboard: 10 upsert calls",
+          "submitted 1000 scores in 10 leaderboard_upsert calls" in p.stdout, p.stdout[-500:])
+    check("leaderboard --service leaderboard deletes its leaderboard",
+          p.stdout.rstrip().endswith("leaderboard 'weekly-scores' deleted (done)"), p.stdout[-300:])
+    check_leaderboard("leaderboard --service leaderboard, 20 players, ghost",
+                      run([leaderboard, "--service", "leaderboard", "--players", "20", "--verbose",
+                           "--player", "ghost", "--band", "200000:300000"]), player="ghost")
+    check_leaderboard("leaderboard --service leaderboard, the newcomer",
+                      run([leaderboard, "--service", "leaderboard", "--players", "50", "--verbose",
+                           "--player", "newcomer", "--band", "0:99999"]), player="newcomer")
+    # A band wider than one page (8192): the count pages through it.
+    p = run([leaderboard, "--service", "leaderboard", "--players", "20000", "--verbose",
+             "--band", "0:99999"])
+    check_leaderboard("leaderboard --service leaderboard, a band of many pages", p,
+                      player="player-00001")
+    check("leaderboard --service: bad --service", run([leaderboard, "--service", "zset"]).returncode == 2)
 
     # Against a separate momento-local: the RPCs arrive there, and the
     # board is left with --keep.
