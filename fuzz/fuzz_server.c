@@ -15,7 +15,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* The first byte is the RPC's index in common/methods.def (mod 64) plus 64
  * times the header choice, so that a seed keeps its meaning as rows are
  * appended to the table (the committed seeds, fuzz/corpus/server, all have
- * header choice 0). Indices past the table are skipped. */
+ * header choice 0). Bytes 192-255, which would choose header 0 again, pick
+ * rows 64-127 instead (with header 0), so that the table can grow past 64
+ * rows without any seed changing its meaning. Indices past the table are
+ * skipped. */
 #define CHOICES 64
 
 static momento_local *server;
@@ -36,6 +39,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     int choice = data[0] % CHOICES;
     int header = (data[0] / CHOICES) % 3;
+    if (data[0] >= 3 * CHOICES) {
+        choice = CHOICES + data[0] % CHOICES;
+        header = 0;
+    }
     if (choice >= MOMENTO__RPC_COUNT)
         return 0;
     momento__rpc_id m = (momento__rpc_id)choice;
