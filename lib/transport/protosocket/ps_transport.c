@@ -147,6 +147,11 @@ struct ps_transport {
     ps_attempt *to_post;
     int tfd;          /* a timerfd in the epoll set: the earliest deadline */
     int64_t armed_ns; /* what it is set for; INT64_MAX: not set */
+    /* Set while the I/O thread sleeps with a connection idle: the hint
+     * that lets a launch skip trying `loop` when it would find nothing to
+     * send on - at many in flight, its trying would only make the thread
+     * wait for the lock as it wakes. */
+    atomic_bool inline_hint;
 };
 
 /* The timerfd's epoll tag (the eventfd's is NULL, a connection's itself). */
@@ -821,6 +826,17 @@ static void arm_deadline(ps_transport *t)
         t->armed_ns = due;
 }
 
+static ps_conn *pick_inline(ps_transport *t);
+
+/* Sets the hint, writing it only when it changes: every launch reads it,
+ * and at many in flight (where it stays false) a store on each of the
+ * thread's turns would move its cache line back and forth for nothing. */
+static void set_hint(ps_transport *t, bool on)
+{
+    if (atomic_load_explicit(&t->inline_hint, memory_order_relaxed) != on)
+        atomic_store_explicit(&t->inline_hint, on, memory_order_relaxed);
+}
+
 static void *io_thread(void *arg)
 {
     ps_transport *t = arg;
@@ -830,8 +846,10 @@ static void *io_thread(void *arg)
         arm_deadline(t);
         /* Asleep, the connections are free for a launching thread to
          * write on (ps_launch). */
+        set_hint(t, pick_inline(t) != NULL);
         pthread_mutex_unlock(&t->loop);
         int n = epoll_wait(t->epfd, evs, 64, -1);
+        set_hint(t, false);
         pthread_mutex_lock(&t->loop);
         int64_t now;
         for (int i = 0; i < n; i++) {
@@ -921,31 +939,35 @@ static int ps_prepare(momento__transport *tr, momento__attempt *base,
     return MOMENTO_OK;
 }
 
-/* The connection a launching thread may send on itself (`loop` held): the
- * least loaded ready one, or NULL when there is none, or when one waits to
- * be made - that (its name lookup, its connect) is the I/O thread's. */
+/* The connection a launching thread may send on itself (`loop` held): a
+ * ready one with nothing in flight, or NULL - when every ready one is busy
+ * (the I/O thread then writes this frame with the others, many per
+ * write: sent one by one from here they cost a system call each, and at
+ * 1000 in flight that cut the throughput to a third), or when one waits to
+ * be made (its name lookup, its connect are the I/O thread's). */
 static ps_conn *pick_inline(ps_transport *t)
 {
-    ps_conn *best = NULL;
+    ps_conn *idle = NULL;
     for (size_t i = 0; i < t->n_conns; i++) {
         ps_conn *c = &t->conns[i];
         if (c->state == C_IDLE)
             return NULL;
-        if (c->state == C_READY && (!best || c->load < best->load))
-            best = c;
+        if (c->state == C_READY && c->load == 0 && !idle)
+            idle = c;
     }
-    return best;
+    return idle;
 }
 
 static int ps_launch(momento__attempt *base)
 {
     ps_attempt *a = (ps_attempt *)base;
     ps_transport *t = a->t;
-    /* With the I/O thread asleep, the launching thread writes the frame
-     * itself: one wake-up less on every request's path, the one that
-     * counts when few are in flight. Busy, the thread takes it from the
-     * list below with the others. */
-    bool inline_ok = pthread_mutex_trylock(&t->loop) == 0;
+    /* With the I/O thread asleep and a connection idle, the launching
+     * thread writes the frame itself: one wake-up less on the request's
+     * path, the one that counts when few are in flight. Otherwise the
+     * thread takes it from the list below with the others. */
+    bool inline_ok = atomic_load_explicit(&t->inline_hint, memory_order_relaxed) &&
+                     pthread_mutex_trylock(&t->loop) == 0;
     pthread_mutex_lock(&t->lock);
     if (t->stopping) {
         pthread_mutex_unlock(&t->lock);
@@ -967,6 +989,8 @@ static int ps_launch(momento__attempt *base)
             route_on(t, a, c);
         if (c->fd >= 0 && c->wlen > c->woff && !c->want_out)
             conn_flush(c);
+        /* The next launch finds this connection busy. */
+        set_hint(t, pick_inline(t) != NULL);
         arm_deadline(t);
         post_ends(t);
         pthread_mutex_unlock(&t->loop);
@@ -1173,6 +1197,7 @@ int momento__ps_transport_new(momento__transport **ret, const momento_config *cf
     t->base.ops = &momento__ps_ops;
     t->epfd = t->evfd = t->tfd = -1;
     t->armed_ns = INT64_MAX;
+    atomic_init(&t->inline_hint, false);
     pthread_mutex_init(&t->lock, NULL);
     pthread_mutex_init(&t->loop, NULL);
     momento__heap_init(&t->deadlines, due_first, momento__realloc);
