@@ -291,9 +291,13 @@ static void test_retry_exponential(void **state)
     get_expect(c, MOMENTO_ERR_PERMISSION, 1);
     momento_client_free(c);
 
-    /* A delay that would end past the deadline is not waited for. */
-    momento_config_set_timeout_ms(cfg, 100);
-    assert_int_equal(momento_config_set_retry_exponential(cfg, 0, 500000, 1000000), MOMENTO_OK);
+    /* A delay that would end past the deadline is not waited for. Both
+     * scale with the run: under valgrind the first attempt alone can take
+     * longer than 100 ms, which ended it TIMEOUT instead. */
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(100));
+    assert_int_equal(momento_config_set_retry_exponential(cfg, 0, (uint32_t)TU_MS(500) * 1000,
+                                                          (uint32_t)TU_MS(1000) * 1000),
+                     MOMENTO_OK);
     c = failing_client(cfg, "retry-exp-deadline", "unavailable", 5);
     t0 = tu_now_ms();
     get_expect(c, MOMENTO_ERR_SERVER_UNAVAILABLE, 1);
