@@ -67,7 +67,7 @@ charged() {
     awk '/possibly lost in loss record/ { inside = 1; rec = "" }
          inside { rec = rec $0 "\n" }
          inside && /^==[0-9]+== *$/ {
-             if (rec ~ /allocate_dtv/ && rec ~ /momento_(client_new|local_start)/) found = 1
+             if (rec ~ /allocate_dtv/ && rec ~ /momento_(client_new|local_start)|leave_running/) found = 1
              inside = 0
          }
          END { exit !found }' "$log"
@@ -75,6 +75,10 @@ charged() {
 # Whether glibc hands those lingering threads a stack of libmomento's
 # depends on whether a gRPC thread holds it at that moment (every one of 70
 # runs here got one): so up to three runs, each of which must report a DTV.
+# Under load the DTV may instead be charged to the lingering thread's own
+# creation (blocking.c's leave_running): still the DTV of a thread alive at
+# exit, which is what the entry hides (.ci/run's clean clone failed on it
+# while the machine was loaded).
 for i in 1 2 3; do
     "${memcheck[@]}" --suppressions="$without" "$prog" --linger >"$log" 2>&1
     rc=$?
@@ -86,7 +90,7 @@ for i in 1 2 3; do
     charged && break
     if [ "$i" -eq 3 ]; then
         cat "$log"
-        echo "--linger without $entry: 3 runs, no DTV charged to momento_client_new or momento_local_start"
+        echo "--linger without $entry: 3 runs, no DTV charged to momento_client_new, momento_local_start or the lingering thread"
         exit 1
     fi
 done
