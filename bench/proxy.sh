@@ -1,0 +1,335 @@
+#!/usr/bin/env bash
+# momento-proxy's figures (issue 33 item 6), all in one run against one
+# momento-local started here:
+#   a. load-gen --batch on that server, ops/s at LG_CONC in flight (the
+#      proxy's -c 50 -P 16 is 800), unique keys and hot keys;
+#   b. redis-benchmark SET then GET through the proxy's RESP port: 50
+#      connections, -P 1 and -P 16, random keys (-r KEYS) and hot keys
+#      (-r HOT), after a prefill of every key (redis-cli --pipe) so GETs hit;
+#   c. bench/mc_load, the same matrix through the proxy's memcache port
+#      (its --prefill first);
+#   d. the same loads against redis-server and memcached themselves, for
+#      scale;
+#   e. the proxy's VmRSS / VmHWM (/proc/PID/status): at start, with IDLE
+#      (1000) idle connections held by mc_load --idle, after the loads,
+#      with IDLE idle connections again, and its peak over the run, which
+#      includes a GET run on 1000 busy connections (redis-benchmark -c 1000);
+#   f. at low load, one connection and no pipelining: GET p50 / p99 through
+#      the proxy (redis-benchmark -c 1 and mc_load --conns 1) against a
+#      direct libmomento get at concurrency 1 (load-gen, set-then-get,
+#      unbatched) on the same server, ROUNDS rounds alternating, medians;
+#      "added" is proxy minus direct.
+# Then the targets: proxy -P 16 GET rate >= 60 % of load-gen --batch's
+# ops/s (unique keys); with hot keys >= load-gen's (on the same hot keys);
+# RSS at 1000 connections <= 64 MB; p99 added <= 200 us.
+#
+# Usage: bench/proxy.sh [BUILD_DIR]   (default build; a -Dtests=false
+# debugoptimized build, as the other scripts). Needs redis-server,
+# redis-benchmark and redis-cli (redis-server, redis-tools) and memcached.
+# Without BUILD/proxy/momento-proxy the proxy's parts are skipped and the
+# rest runs. Loopback only; every load is bounded by a request count and
+# by a timeout (or, mc_load's, by --seconds), and the script stops by
+# itself. The client, the proxy and the server share this machine's cores:
+# unpinned by default; PIN=1 pins momento-local to CPU 0 and every other
+# process to CPU 1.
+# Environment: SECONDS_PER_RUN (5: load-gen and mc_load runs), RB_N1
+# (200000: redis-benchmark requests per test at -P 1), RB_N16 (1000000: at
+# -P 16), KEYS (100000), HOT (10), VALUE (100 bytes), LG_CONC (800), IDLE
+# (1000), ROUNDS (3: the low-load rounds), LOW_N (20000: requests per
+# low-load run), PROXY_ARGS (more options for momento-proxy), PIN (0).
+# Prints the runs as they go, a table, and RESULT lines. About 6 minutes.
+set -euo pipefail
+build=${1:-build}
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
+secs=${SECONDS_PER_RUN:-5}
+rb_n1=${RB_N1:-200000}
+rb_n16=${RB_N16:-1000000}
+keys=${KEYS:-100000}
+hot=${HOT:-10}
+value=${VALUE:-100}
+lg_conc=${LG_CONC:-800}
+idle=${IDLE:-1000}
+rounds=${ROUNDS:-3}
+low_n=${LOW_N:-20000}
+proxy="$build/proxy/momento-proxy"
+driver="$build/bench/mc_load"
+loadgen="$build/examples/load-gen"
+for f in "$driver" "$loadgen"; do [ -x "$f" ] || { echo "build first: $f is missing"; exit 1; }; done
+for c in redis-server redis-benchmark redis-cli memcached; do
+    command -v "$c" > /dev/null || { echo "$c is missing (Debian: redis-server redis-tools memcached)"; exit 1; }
+done
+have_proxy=0
+[ -x "$proxy" ] && have_proxy=1
+pin_s="" pin_c=""
+if [ "${PIN:-0}" = 1 ]; then pin_s="taskset -c 0"; pin_c="taskset -c 1"; fi
+
+redis_pid="" mc_pid="" proxy_pid="" idle_pid=""
+cleanup() {
+    for p in $idle_pid $proxy_pid $redis_pid $mc_pid; do kill "$p" 2> /dev/null || true; done
+    bench_cleanup
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2> /dev/null | awk '{s += $1} END {printf "%.0f\n", s}'; }
+status_kb() { awk -v k="$2:" '$1 == k {print $2}' /proc/"$1"/status; }
+mb() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
+wait_port() { # PORT: until something accepts on it (10 s at most)
+    for _ in $(seq 100); do
+        (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+declare -A fig   # name -> figure, for the table and the RESULT lines
+
+# --- the servers ---------------------------------------------------------
+wrap=$pin_s start_server --cache bench
+echo "momento-local on $ep (pid $pid)"
+redis_port=$(free_port)
+# shellcheck disable=SC2086 # $pin_c is a command prefix
+$pin_c redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
+    --protected-mode no --daemonize no --logfile "$work/redis.log" &
+redis_pid=$!
+mc_port=$(free_port)
+mc_user=()
+[ "$(id -u)" = 0 ] && mc_user=(-u nobody)
+# shellcheck disable=SC2086
+$pin_c memcached "${mc_user[@]}" -l 127.0.0.1 -p "$mc_port" -U 0 -m 1024 -c 4096 &
+mc_pid=$!
+wait_port "$redis_port" || { echo "redis-server did not start"; cat "$work/redis.log"; exit 1; }
+wait_port "$mc_port" || { echo "memcached did not start"; exit 1; }
+
+# --- load-gen (a, and f's direct figure) ---------------------------------
+# loadgen NAME ARGS...: one run; sets fig[NAME.ops] (all operations per s),
+# fig[NAME.get_ops], get p50/p99 and the server's CPU per operation.
+loadgen() {
+    local name=$1
+    shift
+    local c0 c1
+    c0=$(cpu_ns "$pid")
+    # shellcheck disable=SC2086
+    timeout $((secs * 4 + 60)) $pin_c "$loadgen" --endpoint "$ep" --insecure --cache bench --rps 0 \
+        --duration "$secs" --quiet --json "$work/lg.json" "$@" > /dev/null
+    c1=$(cpu_ns "$pid")
+    json "$work/lg.json" "'ok' if r['success'] == r['requests'] and r['wrong_results'] == 0 else 'bad'" |
+        grep -q ok || { echo "load-gen $name: a failed check"; cat "$work/lg.json"; exit 1; }
+    read -r ops gops p50 p99 req < <(json "$work/lg.json" \
+        "'%.0f %.0f %d %d %d' % (r['ops_per_sec'], r['get']['count'] / r['wall_s'], r['get']['p50_us'], r['get']['p99_us'], r['requests'])")
+    fig[$name.ops]=$ops fig[$name.get_ops]=$gops fig[$name.p50]=$p50 fig[$name.p99]=$p99
+    fig[$name.srv_us]=$(awk -v c=$((c1 - c0)) -v n="$req" 'BEGIN {printf "%.2f", c / 1e3 / n}')
+    echo "load-gen $name $*: $ops ops/s ($gops gets/s), get p50 $p50 / p99 $p99 us, server ${fig[$name.srv_us]} us CPU/op"
+}
+loadgen lg_batch_unique --concurrency "$lg_conc" --keys 0 --batch
+loadgen lg_batch_hot --concurrency "$lg_conc" --keys "$hot" --batch
+
+# --- RESP loads (b, d) -----------------------------------------------------
+resp_prefill() { # PORT: SET key:%012d of every key, KEYS of them, VALUE bytes
+    python3 - "$keys" "$value" << 'EOF' | timeout 120 redis-cli -h 127.0.0.1 -p "$1" --pipe > "$work/pipe.out"
+import sys
+n, vlen = int(sys.argv[1]), int(sys.argv[2])
+v = b'x' * vlen
+out = sys.stdout.buffer
+for i in range(n):
+    k = b'key:%012d' % i
+    out.write(b'*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n' % (len(k), k, len(v), v))
+EOF
+    grep -q "errors: 0, replies: $keys" "$work/pipe.out" || { echo "prefill through port $1 failed"; cat "$work/pipe.out"; exit 1; }
+}
+# rb NAME PORT PIPELINE RANGE [PID]: redis-benchmark SET then GET, 50
+# connections; fig[NAME.set|get] = rps, .p50/.p99 in us, and with PID that
+# process's CPU per request over both tests.
+rb() {
+    local name=$1 port=$2 p=$3 r=$4 who=${5:-} n c0 c1
+    n=$([ "$p" -gt 1 ] && echo "$rb_n16" || echo "$rb_n1")
+    [ -n "$who" ] && c0=$(cpu_ns "$who")
+    # shellcheck disable=SC2086
+    timeout 300 $pin_c redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -n "$n" -P "$p" -r "$r" -d "$value" \
+        -t set,get --csv > "$work/rb.csv" 2> "$work/rb.err" || { echo "redis-benchmark $name failed"; cat "$work/rb.err"; exit 1; }
+    [ -n "$who" ] && c1=$(cpu_ns "$who")
+    for t in SET GET; do
+        local l
+        l=$(grep "^\"$t\"" "$work/rb.csv") || { echo "redis-benchmark $name: no $t line"; cat "$work/rb.csv"; exit 1; }
+        local lt=${t,,}
+        fig[$name.$lt]=$(cut -d, -f2 <<< "$l" | tr -d '"' | awk '{printf "%.0f", $1}')
+        fig[$name.$lt.p50]=$(cut -d, -f5 <<< "$l" | tr -d '"' | awk '{printf "%.0f", $1 * 1000}')
+        fig[$name.$lt.p99]=$(cut -d, -f7 <<< "$l" | tr -d '"' | awk '{printf "%.0f", $1 * 1000}')
+    done
+    [ -n "$who" ] && fig[$name.cpu_us]=$(awk -v c=$((c1 - c0)) -v n="$n" 'BEGIN {printf "%.2f", c / 1e3 / (2 * n)}')
+    echo "redis-benchmark $name -P $p -r $r: SET ${fig[$name.set]}/s p99 ${fig[$name.set.p99]} us, GET ${fig[$name.get]}/s p50 ${fig[$name.get.p50]} p99 ${fig[$name.get.p99]} us${who:+, ${fig[$name.cpu_us]} us CPU per request}"
+}
+resp_matrix() { # PREFIX PORT [PID]
+    resp_prefill "$2"
+    rb "$1.p1.rand" "$2" 1 "$keys" "${3:-}"
+    rb "$1.p16.rand" "$2" 16 "$keys" "${3:-}"
+    rb "$1.p1.hot" "$2" 1 "$hot" "${3:-}"
+    rb "$1.p16.hot" "$2" 16 "$hot" "${3:-}"
+}
+
+# --- memcached loads (c, d) ------------------------------------------------
+# mc NAME PORT OP PIPELINE KEYS [PID] [--prefill]: one mc_load run, 50 connections.
+mc() {
+    local name=$1 port=$2 op=$3 p=$4 k=$5 who=${6:-} c0 c1 line
+    shift 6 || shift $#
+    [ -n "$who" ] && c0=$(cpu_ns "$who")
+    # shellcheck disable=SC2086
+    line=$(timeout $((secs * 2 + 150)) $pin_c "$driver" --port "$port" --conns 50 --pipeline "$p" --op "$op" \
+        --keys "$k" --value-bytes "$value" --requests "$rb_n16" --seconds "$secs" "$@" | grep '^RESULT') ||
+        { echo "mc_load $name $op failed: $line"; exit 1; }
+    [ -n "$who" ] && c1=$(cpu_ns "$who")
+    fig[$name.$op]=$(field ops_per_s "$line")
+    fig[$name.$op.p50]=$(field p50_us "$line")
+    fig[$name.$op.p99]=$(field p99_us "$line")
+    [ -n "$who" ] && fig[$name.$op.cpu_us]=$(awk -v c=$((c1 - c0)) -v n="$(field requests "$line")" 'BEGIN {printf "%.2f", c / 1e3 / n}')
+    echo "mc_load $name $op -P $p --keys $k: ${fig[$name.$op]}/s p50 ${fig[$name.$op.p50]} p99 ${fig[$name.$op.p99]} us, misses $(field misses "$line")${who:+, ${fig[$name.$op.cpu_us]} us CPU per request}"
+}
+mc_matrix() { # PREFIX PORT [PID]
+    local w=${3:-}
+    mc "$1.p1.rand" "$2" get 1 "$keys" "$w" --prefill
+    mc "$1.p1.rand" "$2" set 1 "$keys" "$w"
+    mc "$1.p16.rand" "$2" get 16 "$keys" "$w"
+    mc "$1.p16.rand" "$2" set 16 "$keys" "$w"
+    mc "$1.p1.hot" "$2" get 1 "$hot" "$w"
+    mc "$1.p1.hot" "$2" set 1 "$hot" "$w"
+    mc "$1.p16.hot" "$2" get 16 "$hot" "$w"
+    mc "$1.p16.hot" "$2" set 16 "$hot" "$w"
+}
+
+resp_matrix redis "$redis_port"
+mc_matrix memcached "$mc_port"
+
+# --- the proxy (b, c, e, f) ------------------------------------------------
+# idle_rss PORT NAME: holds IDLE idle connections to PORT, then the proxy's VmRSS.
+idle_rss() {
+    local line
+    : > "$work/idle.out"
+    "$driver" --port "$1" --idle "$idle" --hold 120 > "$work/idle.out" &
+    idle_pid=$!
+    for _ in $(seq 600); do grep -q '^ready' "$work/idle.out" && break; sleep 0.1; done
+    sleep 1 # what the proxy allocates as it settles its new connections
+    fig[$2]=$(status_kb "$proxy_pid" VmRSS)
+    kill -TERM "$idle_pid"
+    wait "$idle_pid" || true
+    idle_pid=""
+    line=$(grep '^RESULT' "$work/idle.out") || { echo "mc_load --idle: no result"; cat "$work/idle.out"; exit 1; }
+    fig[$2.alive]=$(field alive "$line")
+    echo "proxy VmRSS with $idle idle connections ($2): $(mb "${fig[$2]}") MB; $(field open "$line") opened, ${fig[$2.alive]} still served at the end"
+}
+median_of() { tr ' ' '\n' <<< "$1" | grep . | median; }
+
+if [ "$have_proxy" = 1 ]; then
+    # shellcheck disable=SC2086 # $pin_c is a command prefix, PROXY_ARGS options
+    $pin_c "$proxy" --endpoint "$ep" --insecure --cache bench --resp-port 0 --memcache-port 0 \
+        ${PROXY_ARGS:-} > "$work/proxy.out" 2> "$work/proxy.err" &
+    proxy_pid=$!
+    for _ in $(seq 300); do grep -q "^memcache listening on" "$work/proxy.out" 2> /dev/null && break; sleep 0.1; done
+    resp_ep=$(sed -n 's/^resp listening on //p' "$work/proxy.out")
+    mcp_ep=$(sed -n 's/^memcache listening on //p' "$work/proxy.out")
+    if [ -z "$resp_ep" ] || [ -z "$mcp_ep" ]; then
+        echo "momento-proxy did not start"
+        cat "$work/proxy.out" "$work/proxy.err"
+        exit 1
+    fi
+    resp_port=${resp_ep##*:} mcp_port=${mcp_ep##*:}
+    echo "momento-proxy (pid $proxy_pid): resp $resp_ep, memcache $mcp_ep"
+    sleep 0.5
+    fig[rss_start]=$(status_kb "$proxy_pid" VmRSS)
+    echo "proxy VmRSS at start: $(mb "${fig[rss_start]}") MB"
+    idle_rss "$mcp_port" rss_idle_fresh
+
+    resp_matrix proxy_resp "$resp_port" "$proxy_pid"
+    mc_matrix proxy_mc "$mcp_port" "$proxy_pid"
+
+    # 1000 busy connections, for the peak: GETs, no pipelining.
+    # shellcheck disable=SC2086
+    timeout 300 $pin_c redis-benchmark -h 127.0.0.1 -p "$resp_port" -c "$idle" -n "$rb_n1" -r "$keys" -d "$value" \
+        -t get --csv > "$work/rb.csv" 2> "$work/rb.err" || { echo "redis-benchmark -c $idle failed"; cat "$work/rb.err"; exit 1; }
+    fig[busy.get]=$(grep '^"GET"' "$work/rb.csv" | cut -d, -f2 | tr -d '"' | awk '{printf "%.0f", $1}')
+    echo "redis-benchmark GET on $idle connections through the proxy: ${fig[busy.get]}/s"
+    fig[rss_after]=$(status_kb "$proxy_pid" VmRSS)
+    echo "proxy VmRSS after the loads: $(mb "${fig[rss_after]}") MB"
+    idle_rss "$mcp_port" rss_idle_after
+    fig[hwm]=$(status_kb "$proxy_pid" VmHWM)
+    echo "proxy VmHWM (peak of the run): $(mb "${fig[hwm]}") MB"
+fi
+
+# --- low load (f): one connection, no pipelining, rounds alternating --------
+lg_p50s="" lg_p99s="" rp50s="" rp99s="" mp50s="" mp99s="" rr99s="" mr99s=""
+for r in $(seq "$rounds"); do
+    loadgen "lg_c1.$r" --concurrency 1 --keys 0
+    lg_p50s+=" ${fig[lg_c1.$r.p50]}" lg_p99s+=" ${fig[lg_c1.$r.p99]}"
+    # shellcheck disable=SC2086
+    timeout 120 $pin_c redis-benchmark -h 127.0.0.1 -p "$redis_port" -c 1 -n "$low_n" -r "$keys" -d "$value" -t get --csv > "$work/rb.csv"
+    rr99s+=" $(grep '^"GET"' "$work/rb.csv" | cut -d, -f7 | tr -d '"' | awk '{printf "%.0f", $1 * 1000}')"
+    # shellcheck disable=SC2086
+    line=$(timeout 120 $pin_c "$driver" --port "$mc_port" --conns 1 --pipeline 1 --keys "$keys" --requests "$low_n" --seconds 60 | grep '^RESULT')
+    mr99s+=" $(field p99_us "$line")"
+    if [ "$have_proxy" = 1 ]; then
+        # shellcheck disable=SC2086
+        timeout 120 $pin_c redis-benchmark -h 127.0.0.1 -p "$resp_port" -c 1 -n "$low_n" -r "$keys" -d "$value" -t get --csv > "$work/rb.csv"
+        l=$(grep '^"GET"' "$work/rb.csv")
+        rp50s+=" $(cut -d, -f5 <<< "$l" | tr -d '"' | awk '{printf "%.0f", $1 * 1000}')"
+        rp99s+=" $(cut -d, -f7 <<< "$l" | tr -d '"' | awk '{printf "%.0f", $1 * 1000}')"
+        # shellcheck disable=SC2086
+        line=$(timeout 120 $pin_c "$driver" --port "$mcp_port" --conns 1 --pipeline 1 --keys "$keys" --requests "$low_n" --seconds 60 | grep '^RESULT')
+        mp50s+=" $(field p50_us "$line")" mp99s+=" $(field p99_us "$line")"
+    fi
+    echo "low load, round $r: load-gen get p50/p99 ${fig[lg_c1.$r.p50]}/${fig[lg_c1.$r.p99]} us; redis-server p99 ${rr99s##* }, memcached p99 ${mr99s##* }${rp99s:+; proxy RESP p50/p99 ${rp50s##* }/${rp99s##* }, memcache ${mp50s##* }/${mp99s##* } us}"
+done
+fig[low.lg.p50]=$(median_of "$lg_p50s") fig[low.lg.p99]=$(median_of "$lg_p99s")
+fig[low.redis.p99]=$(median_of "$rr99s") fig[low.memcached.p99]=$(median_of "$mr99s")
+
+if [ "$have_proxy" = 1 ]; then
+    fig[low.resp.p50]=$(median_of "$rp50s") fig[low.resp.p99]=$(median_of "$rp99s")
+    fig[low.mc.p50]=$(median_of "$mp50s") fig[low.mc.p99]=$(median_of "$mp99s")
+    # SIGTERM: the proxy should drain and exit by itself.
+    t0=$(date +%s%N)
+    kill -TERM "$proxy_pid"
+    for _ in $(seq 100); do kill -0 "$proxy_pid" 2> /dev/null || break; sleep 0.1; done
+    if kill -0 "$proxy_pid" 2> /dev/null; then
+        echo "momento-proxy still running 10 s after SIGTERM"
+    else
+        wait "$proxy_pid" || true
+        echo "momento-proxy exited $((($(date +%s%N) - t0) / 1000000)) ms after SIGTERM"
+    fi
+    proxy_pid=""
+fi
+stop_server
+
+# --- the table and the targets ---------------------------------------------
+v() { echo "${fig[$1]:--}"; }
+echo
+echo "Machine: $(nproc) CPUs shared by client, proxy and servers (PIN=${PIN:-0}); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load-gen --batch, $lg_conc in flight: unique keys $(v lg_batch_unique.ops) ops/s ($(v lg_batch_unique.get_ops) gets/s, server $(v lg_batch_unique.srv_us) us CPU/op); hot keys $(v lg_batch_hot.ops) ops/s ($(v lg_batch_hot.get_ops) gets/s)"
+echo
+echo "| load (50 connections) | redis-server | proxy RESP | memcached | proxy memcache |"
+echo "|---|---|---|---|---|"
+for k in p1.rand p16.rand p1.hot p16.hot; do
+    for op in get set; do
+        echo "| ${op^^} ${k%%.*} ${k##*.} ops/s (p99 us) | $(v "redis.$k.$op") ($(v "redis.$k.$op.p99")) | $(v "proxy_resp.$k.$op") ($(v "proxy_resp.$k.$op.p99")) | $(v "memcached.$k.$op") ($(v "memcached.$k.$op.p99")) | $(v "proxy_mc.$k.$op") ($(v "proxy_mc.$k.$op.p99")) |"
+    done
+done
+echo
+echo "low load, 1 connection, GET p50 / p99 us (medians of $rounds): load-gen direct $(v low.lg.p50) / $(v low.lg.p99); proxy RESP $(v low.resp.p50) / $(v low.resp.p99); proxy memcache $(v low.mc.p50) / $(v low.mc.p99); redis-server p99 $(v low.redis.p99); memcached p99 $(v low.memcached.p99)"
+echo "RESULT proxy_loadgen batch_unique_ops_per_s=$(v lg_batch_unique.ops) batch_unique_gets_per_s=$(v lg_batch_unique.get_ops) batch_hot_ops_per_s=$(v lg_batch_hot.ops) c1_get_p50_us=$(v low.lg.p50) c1_get_p99_us=$(v low.lg.p99)"
+echo "RESULT proxy_scale redis_p16_get=$(v redis.p16.rand.get) redis_p16_hot_get=$(v redis.p16.hot.get) memcached_p16_get=$(v memcached.p16.rand.get) memcached_p16_hot_get=$(v memcached.p16.hot.get)"
+if [ "$have_proxy" = 1 ]; then
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+    mark() { awk -v x="$1" -v t="$2" -v le="${3:-0}" 'BEGIN {print ((le ? x <= t : x >= t) ? "met" : "NOT met")}'; }
+    r16=$(ratio "${fig[proxy_resp.p16.rand.get]}" "${fig[lg_batch_unique.ops]}")
+    rhot=$(ratio "${fig[proxy_resp.p16.hot.get]}" "${fig[lg_batch_hot.ops]}")
+    m16=$(ratio "${fig[proxy_mc.p16.rand.get]}" "${fig[lg_batch_unique.ops]}")
+    mhot=$(ratio "${fig[proxy_mc.p16.hot.get]}" "${fig[lg_batch_hot.ops]}")
+    rss_idle=${fig[rss_idle_fresh]}
+    [ "${fig[rss_idle_after]}" -gt "$rss_idle" ] && rss_idle=${fig[rss_idle_after]}
+    direct=${fig[low.lg.p99]}
+    added=$((${fig[low.resp.p99]} - direct))
+    added_mc=$((${fig[low.mc.p99]} - direct))
+    echo "RESULT proxy_resp p16_get=${fig[proxy_resp.p16.rand.get]} p16_hot_get=${fig[proxy_resp.p16.hot.get]} p1_get=${fig[proxy_resp.p1.rand.get]} cpu_us_per_req_p16=${fig[proxy_resp.p16.rand.cpu_us]} low_get_p50_us=${fig[low.resp.p50]} low_get_p99_us=${fig[low.resp.p99]}"
+    echo "RESULT proxy_mc p16_get=${fig[proxy_mc.p16.rand.get]} p16_hot_get=${fig[proxy_mc.p16.hot.get]} p1_get=${fig[proxy_mc.p1.rand.get]} cpu_us_per_req_p16=${fig[proxy_mc.p16.rand.get.cpu_us]} low_get_p50_us=${fig[low.mc.p50]} low_get_p99_us=${fig[low.mc.p99]}"
+    echo "RESULT proxy_rss start_mb=$(mb "${fig[rss_start]}") idle_${idle}_fresh_mb=$(mb "${fig[rss_idle_fresh]}") after_load_mb=$(mb "${fig[rss_after]}") idle_${idle}_after_mb=$(mb "${fig[rss_idle_after]}") peak_mb=$(mb "${fig[hwm]}") alive=${fig[rss_idle_fresh.alive]}/${fig[rss_idle_after.alive]}"
+    echo "RESULT proxy_targets p16_get_ratio=$r16 ($(mark "$r16" 0.60)) hot_get_ratio=$rhot ($(mark "$rhot" 1.00)) mc_p16_get_ratio=$m16 ($(mark "$m16" 0.60)) mc_hot_get_ratio=$mhot ($(mark "$mhot" 1.00)) rss_${idle}_mb=$(mb "$rss_idle") ($(mark "$rss_idle" 65536 1)) p99_added_us=$added ($(mark "$added" 200 1)) mc_p99_added_us=$added_mc ($(mark "$added_mc" 200 1))"
+else
+    echo "(no $proxy: the proxy's parts were skipped)"
+fi
