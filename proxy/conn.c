@@ -1,0 +1,559 @@
+/* Connections: reading, the reply order, writing, backpressure, closing
+ * (conn.h says what the order guarantees). */
+#include "conn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* A read takes at most this much per event, so one busy client cannot
+ * keep the loop from the others. */
+#define READ_CHUNK (64 * 1024)
+/* Input and output buffers above this are given back once empty, so an
+ * idle connection after a large value holds no more than this. */
+#define KEEP_BYTES (64 * 1024)
+
+typedef struct px_buf {
+    char *p;
+    size_t off; /* consumed (input) or written (output) */
+    size_t len; /* filled */
+    size_t cap;
+} px_buf;
+
+struct px_reply {
+    px_reply *next;
+    px_conn *conn;
+    px_buf buf; /* held until the reply reaches the head of the order */
+    bool ended;
+};
+
+struct px_conn {
+    px_watch watch; /* first: epoll's data.ptr */
+    px_conns *set;
+    const px_proto *proto;
+    void *state;
+    uint64_t id;
+    int fd;            /* -1 once closed */
+    uint32_t events;   /* what epoll watches now */
+    px_buf in, out;
+    px_reply *head, *tail;
+    unsigned pending;  /* begun, not ended */
+    bool close_after;  /* no more reading; close once written */
+    bool eof;          /* nothing more is read (the client shut its side,
+                          or SIGTERM): what is buffered is still served */
+    bool dirty;        /* on set->dirty */
+    bool paused;       /* stopped feeding at a limit: resume when drained */
+    px_conn *dirty_next;
+    px_conn *prev, *next; /* every connection not yet freed */
+};
+
+struct px_conns {
+    int epfd;
+    px_backend *b;
+    px_conn *all;
+    unsigned count;
+    px_conn *dirty;
+    uint64_t next_id;
+    bool draining;
+};
+
+/* ---- buffers ---- */
+
+static bool buf_reserve(px_buf *b, size_t more)
+{
+    if (b->off > 0 && b->off == b->len) {
+        b->off = b->len = 0;
+    }
+    if (b->len + more <= b->cap)
+        return true;
+    if (b->off > 0 && b->len - b->off + more <= b->cap) {
+        memmove(b->p, b->p + b->off, b->len - b->off);
+        b->len -= b->off;
+        b->off = 0;
+        return true;
+    }
+    size_t need = b->len - b->off + more;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < need)
+        cap *= 2;
+    char *p = malloc(cap);
+    if (!p)
+        return false;
+    if (b->p)
+        memcpy(p, b->p + b->off, b->len - b->off);
+    b->len -= b->off;
+    b->off = 0;
+    free(b->p);
+    b->p = p;
+    b->cap = cap;
+    return true;
+}
+
+static bool buf_add(px_buf *b, const void *p, size_t n)
+{
+    if (n == 0)
+        return true;
+    if (!buf_reserve(b, n))
+        return false;
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return true;
+}
+
+/* An empty buffer that grew past KEEP_BYTES is given back. */
+static void buf_trim(px_buf *b)
+{
+    if (b->off == b->len && b->cap > KEEP_BYTES) {
+        free(b->p);
+        *b = (px_buf){0};
+    }
+}
+
+static void buf_free(px_buf *b)
+{
+    free(b->p);
+    *b = (px_buf){0};
+}
+
+/* ---- the loop's view ---- */
+
+static void mark_dirty(px_conn *c)
+{
+    if (!c->dirty) {
+        c->dirty = true;
+        c->dirty_next = c->set->dirty;
+        c->set->dirty = c;
+    }
+}
+
+static void watch(px_conn *c, uint32_t events)
+{
+    if (c->fd < 0 || c->events == events)
+        return;
+    struct epoll_event ev = {.events = events, .data.ptr = &c->watch};
+    if (epoll_ctl(c->set->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0)
+        c->events = events;
+}
+
+/* The socket is closed now; the memory stays until no reply is pending. */
+static void conn_close(px_conn *c)
+{
+    if (c->fd < 0)
+        return;
+    epoll_ctl(c->set->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->fd = -1;
+    c->close_after = true;
+    c->set->b->stats.connections--;
+    buf_free(&c->in);
+    buf_free(&c->out);
+    for (px_reply *r = c->head; r; r = r->next)
+        buf_free(&r->buf);
+    if (c->proto->closed)
+        c->proto->closed(c);
+    c->state = NULL;
+    mark_dirty(c);
+}
+
+static void conn_free(px_conn *c)
+{
+    px_conns *s = c->set;
+    px_reply *r = c->head;
+    while (r) { /* all ended: pending is 0 */
+        px_reply *n = r->next;
+        buf_free(&r->buf);
+        free(r);
+        r = n;
+    }
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->all = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    s->count--;
+    free(c);
+}
+
+/* ---- replies ---- */
+
+px_reply *px_reply_begin(px_conn *c)
+{
+    if (c->fd < 0)
+        return NULL;
+    px_reply *r = calloc(1, sizeof(*r));
+    if (!r) {
+        conn_close(c);
+        return NULL;
+    }
+    r->conn = c;
+    if (c->tail)
+        c->tail->next = r;
+    else
+        c->head = r;
+    c->tail = r;
+    c->pending++;
+    return r;
+}
+
+void px_reply_put(px_reply *r, const void *p, size_t n)
+{
+    px_conn *c = r->conn;
+    if (c->fd < 0 || n == 0)
+        return;
+    bool ok;
+    if (r == c->head) {
+        ok = buf_add(&c->out, p, n);
+        mark_dirty(c);
+    } else {
+        ok = buf_add(&r->buf, p, n);
+    }
+    if (!ok)
+        conn_close(c);
+}
+
+void px_reply_puts(px_reply *r, const char *s)
+{
+    px_reply_put(r, s, strlen(s));
+}
+
+void px_reply_printf(px_reply *r, const char *fmt, ...)
+{
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof(small), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof(small)) {
+        px_reply_put(r, small, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        conn_close(r->conn);
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    px_reply_put(r, big, (size_t)n);
+    free(big);
+}
+
+void px_reply_end(px_reply *r)
+{
+    px_conn *c = r->conn;
+    r->ended = true;
+    c->pending--;
+    mark_dirty(c);
+    if (r != c->head)
+        return;
+    /* The head ended: every ended reply behind it is written now, and the
+     * first one still open becomes the head, its bytes so far with them. */
+    while (c->head && c->head->ended) {
+        px_reply *h = c->head;
+        c->head = h->next;
+        if (!c->head)
+            c->tail = NULL;
+        buf_free(&h->buf);
+        free(h);
+        px_reply *n = c->head;
+        if (n && c->fd >= 0 && n->buf.len > n->buf.off) {
+            if (!buf_add(&c->out, n->buf.p + n->buf.off, n->buf.len - n->buf.off))
+                conn_close(c);
+            buf_free(&n->buf);
+        }
+    }
+}
+
+px_conn *px_reply_conn(const px_reply *r)
+{
+    return r->conn;
+}
+
+/* ---- the connection, for protocols ---- */
+
+px_backend *px_conn_backend(const px_conn *c)
+{
+    return c->set->b;
+}
+
+bool px_conn_can_start(const px_conn *c)
+{
+    const px_limits *l = &c->set->b->limits;
+    return c->fd >= 0 && !c->close_after && c->pending < l->max_in_flight &&
+           c->out.len - c->out.off < l->max_output_bytes;
+}
+
+unsigned px_conn_pending(const px_conn *c)
+{
+    return c->pending;
+}
+
+void px_conn_close_after(px_conn *c)
+{
+    c->close_after = true;
+    mark_dirty(c);
+}
+
+void px_conn_abort(px_conn *c)
+{
+    conn_close(c);
+}
+
+bool px_conn_closing(const px_conn *c)
+{
+    return c->close_after || c->fd < 0;
+}
+
+void *px_conn_state(const px_conn *c)
+{
+    return c->state;
+}
+
+void px_conn_set_state(px_conn *c, void *state)
+{
+    c->state = state;
+}
+
+uint64_t px_conn_id(const px_conn *c)
+{
+    return c->id;
+}
+
+/* ---- reading and writing ---- */
+
+/* Feeds the protocol what is buffered; pauses at a limit. */
+static void conn_feed(px_conn *c)
+{
+    px_buf *in = &c->in;
+    while (c->fd >= 0 && in->len > in->off && px_conn_can_start(c)) {
+        size_t before = in->len - in->off;
+        size_t used = c->proto->feed(c, in->p + in->off, before);
+        if (c->fd < 0)
+            return; /* aborted: the buffer is gone */
+        in->off += used;
+        if (used == 0)
+            break; /* an incomplete command: wait for more */
+    }
+    if (c->fd < 0)
+        return;
+    if (in->len - in->off > c->set->b->limits.max_request_bytes + 1024) {
+        /* The protocol checks announced lengths itself; this catches a
+         * command that never ends (a line without its newline). */
+        c->set->b->stats.protocol_errors++;
+        conn_close(c);
+        return;
+    }
+    buf_trim(in);
+    c->paused = in->len > in->off && !px_conn_can_start(c) && !c->close_after;
+}
+
+/* Whether the connection is finished once its replies are written. */
+static bool conn_done(const px_conn *c)
+{
+    return c->close_after || (c->eof && !c->paused);
+}
+
+static void conn_read(px_conn *c)
+{
+    size_t got = 0;
+    while (c->fd >= 0 && got < READ_CHUNK) {
+        if (!buf_reserve(&c->in, 16 * 1024)) {
+            conn_close(c);
+            return;
+        }
+        ssize_t n = read(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len);
+        if (n > 0) {
+            c->in.len += (size_t)n;
+            got += (size_t)n;
+            c->set->b->stats.bytes_in += (uint64_t)n;
+            continue;
+        }
+        if (n == 0) {
+            /* The client is done sending: answer what it sent, then close. */
+            c->eof = true;
+            break;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            conn_close(c);
+        break;
+    }
+    if (c->fd < 0)
+        return;
+    conn_feed(c);
+    mark_dirty(c);
+}
+
+static void conn_write(px_conn *c)
+{
+    px_buf *out = &c->out;
+    while (c->fd >= 0 && out->len > out->off) {
+        ssize_t n = send(c->fd, out->p + out->off, out->len - out->off, MSG_NOSIGNAL);
+        if (n > 0) {
+            out->off += (size_t)n;
+            c->set->b->stats.bytes_out += (uint64_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        conn_close(c); /* the client went away */
+        return;
+    }
+    buf_trim(out);
+}
+
+/* What the connection waits for now. */
+static void conn_rewatch(px_conn *c)
+{
+    if (c->fd < 0)
+        return;
+    uint32_t ev = 0;
+    if (!c->close_after && !c->paused && !c->eof)
+        ev |= EPOLLIN;
+    if (c->out.len > c->out.off)
+        ev |= EPOLLOUT;
+    watch(c, ev);
+}
+
+/* ---- the set ---- */
+
+px_conns *px_conns_new(int epfd, px_backend *b)
+{
+    px_conns *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->epfd = epfd;
+    s->b = b;
+    s->next_id = 1;
+    return s;
+}
+
+void px_conns_accept(px_conns *s, int fd, const px_proto *p)
+{
+    px_backend *b = s->b;
+    if (s->draining || b->stats.connections >= b->limits.max_connections) {
+        b->stats.connections_rejected++;
+        if (p->refused)
+            (void)!send(fd, p->refused, strlen(p->refused), MSG_NOSIGNAL | MSG_DONTWAIT);
+        close(fd);
+        return;
+    }
+    px_conn *c = calloc(1, sizeof(*c));
+    if (!c) {
+        close(fd);
+        return;
+    }
+    c->watch.kind = PX_WATCH_CONN;
+    c->set = s;
+    c->proto = p;
+    c->fd = fd;
+    c->id = s->next_id++;
+    c->events = EPOLLIN;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &c->watch};
+    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(fd);
+        free(c);
+        return;
+    }
+    c->next = s->all;
+    if (s->all)
+        s->all->prev = c;
+    s->all = c;
+    s->count++;
+    b->stats.connections++;
+    b->stats.connections_total++;
+}
+
+void px_conns_event(px_conns *s, px_watch *w, uint32_t events)
+{
+    (void)s;
+    px_conn *c = (px_conn *)w;
+    if (c->fd < 0)
+        return;
+    if (events & EPOLLOUT) {
+        conn_write(c);
+        mark_dirty(c);
+    }
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+        conn_read(c);
+    /* Both directions are shut (or the socket failed): no reply can be
+     * delivered, and level-triggered HUP would wake the loop until the
+     * pending replies end. */
+    if (events & (EPOLLHUP | EPOLLERR))
+        conn_close(c);
+}
+
+void px_conns_flush(px_conns *s)
+{
+    /* Feeding can end replies at once (PING, errors), which dirties the
+     * connection again: loop until nothing is dirty. */
+    while (s->dirty) {
+        px_conn *list = s->dirty;
+        s->dirty = NULL;
+        for (px_conn *c = list; c;) {
+            px_conn *next = c->dirty_next;
+            c->dirty = false;
+            c->dirty_next = NULL;
+            if (c->fd >= 0) {
+                if (c->paused && px_conn_can_start(c))
+                    conn_feed(c);
+                conn_write(c);
+                if (c->fd >= 0 && conn_done(c) && c->pending == 0 && c->out.len == c->out.off)
+                    conn_close(c);
+                conn_rewatch(c);
+            }
+            if (c->fd < 0 && c->pending == 0 && !c->dirty)
+                conn_free(c);
+            c = next;
+        }
+    }
+}
+
+void px_conns_drain(px_conns *s)
+{
+    s->draining = true;
+    for (px_conn *c = s->all; c; c = c->next) {
+        c->eof = true;
+        mark_dirty(c);
+    }
+}
+
+unsigned px_conns_count(const px_conns *s)
+{
+    return s->count;
+}
+
+void px_conns_free(px_conns *s)
+{
+    if (!s)
+        return;
+    px_conn *c = s->all;
+    while (c) {
+        px_conn *n = c->next;
+        conn_close(c);
+        c = n;
+    }
+    s->dirty = NULL;
+    c = s->all;
+    while (c) {
+        px_conn *n = c->next;
+        c->dirty = false;
+        if (c->pending == 0)
+            conn_free(c);
+        c = n;
+    }
+    /* A connection still pending here would be reached by a callback of a
+     * client not yet freed: the caller frees the client first. */
+    free(s);
+}

@@ -1,0 +1,111 @@
+/* A client connection and the order of its replies.
+ *
+ * Commands are pipelined: a protocol module parses every whole command in
+ * the input (px_proto.feed), and each takes a place in the reply order with
+ * px_reply_begin() before it is sent to Momento. Its reply is written into
+ * that place, at once or from a library callback, and closed with
+ * px_reply_end(); the connection writes replies strictly in that order,
+ * whichever finishes first. Until a reply reaches the head of the order its
+ * bytes are held in the reply; at the head they go straight to the
+ * connection's output.
+ *
+ * A connection that is closed (the client went away, a protocol error)
+ * while replies are still pending keeps its memory until the last of them
+ * ends: their bytes are dropped. So a callback may always write into its
+ * reply and end it.
+ *
+ * Everything here runs on the proxy's one thread. */
+#ifndef PX_CONN_H
+#define PX_CONN_H
+
+#include "px.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct px_conn px_conn;
+typedef struct px_reply px_reply;
+
+/* What a listening port speaks. */
+typedef struct px_proto {
+    const char *name; /* "resp", "memcache": the "NAME listening on" line */
+    /* Parses and starts every whole command in data[0, len), stopping early
+     * when px_conn_can_start() turns false or the connection is closing.
+     * Returns the bytes consumed (whole commands only). A protocol error
+     * is answered and the connection closed with px_conn_close_after() or
+     * px_conn_abort(). */
+    size_t (*feed)(px_conn *c, const char *data, size_t len);
+    /* Written to a connection refused for --max-connections, then closed. */
+    const char *refused;
+    /* Frees the protocol's per-connection state (px_conn_state()); the
+     * connection's replies may still be pending. NULL: none. */
+    void (*closed)(px_conn *c);
+} px_proto;
+
+/* The next place in c's reply order. NULL only when out of memory: the
+ * connection is then being closed and the command must not be started. */
+px_reply *px_reply_begin(px_conn *c);
+/* Appends bytes to the reply. Out of memory closes the connection (its
+ * pending replies still end normally). */
+void px_reply_put(px_reply *r, const void *p, size_t n);
+void px_reply_puts(px_reply *r, const char *s);
+void px_reply_printf(px_reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The reply is complete: it is written once every reply before it is.
+ * `r` must not be used after. */
+void px_reply_end(px_reply *r);
+/* The connection a reply belongs to (it may be closed meanwhile). */
+px_conn *px_reply_conn(const px_reply *r);
+
+/* The backend and limits of every connection. */
+px_backend *px_conn_backend(const px_conn *c);
+/* Whether another command may start now: below --max-in-flight and the
+ * output limit, and not closing. A feed that sees false stops; the
+ * connection feeds it the rest when replies drain. */
+bool px_conn_can_start(const px_conn *c);
+/* Replies begun and not yet ended. */
+unsigned px_conn_pending(const px_conn *c);
+/* Closes the connection once every reply begun so far is written (QUIT,
+ * an error after which the protocol closes). Nothing more is read. */
+void px_conn_close_after(px_conn *c);
+/* Closes the connection now, dropping what is pending. */
+void px_conn_abort(px_conn *c);
+bool px_conn_closing(const px_conn *c);
+
+/* The protocol's per-connection state, freed by px_proto.closed. */
+void *px_conn_state(const px_conn *c);
+void px_conn_set_state(px_conn *c, void *state);
+/* A number unique to the connection for the proxy's life (CLIENT ID). */
+uint64_t px_conn_id(const px_conn *c);
+
+
+/* ---- for the event loop (loop.c) ---- */
+
+/* What epoll's data.ptr points at: a listener or a connection. */
+typedef enum { PX_WATCH_LISTENER = 1, PX_WATCH_CONN, PX_WATCH_OTHER } px_watch_kind;
+typedef struct px_watch {
+    px_watch_kind kind;
+} px_watch;
+
+/* Every connection of one proxy. */
+typedef struct px_conns px_conns;
+
+px_conns *px_conns_new(int epfd, px_backend *b);
+/* Takes an accepted, non-blocking socket: a new connection speaking `p`,
+ * or, over --max-connections, p->refused written and the socket closed. */
+void px_conns_accept(px_conns *s, int fd, const px_proto *p);
+/* An epoll event of a connection (its px_watch). */
+void px_conns_event(px_conns *s, px_watch *w, uint32_t events);
+/* After events and callbacks: writes what replies produced, feeds
+ * connections whose replies drained, frees closed ones. */
+void px_conns_flush(px_conns *s);
+/* SIGTERM: nothing more is read anywhere; each connection closes once its
+ * pending replies are written. */
+void px_conns_drain(px_conns *s);
+/* Connections not yet freed (closed ones awaiting callbacks count). */
+unsigned px_conns_count(const px_conns *s);
+/* Closes every connection; those with pending replies are freed when the
+ * last reply ends, so free the client (which ends them) before this. */
+void px_conns_free(px_conns *s);
+
+#endif

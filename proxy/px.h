@@ -1,0 +1,57 @@
+/* What every part of momento-proxy shares: the backend the commands reach
+ * Momento through, the limits, the counters INFO and stats report, and a
+ * borrowed byte string. The proxy is one thread: the event loop
+ * (loop.c) reads, parses and writes, and the library's callbacks run on
+ * the same thread through dispatch mode, so nothing here is locked. */
+#ifndef PX_H
+#define PX_H
+
+#include "momento/coalescer.h"
+#include "momento/momento.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A byte string borrowed from a connection's input buffer: valid only
+ * during the call it is passed to (the library copies what it sends). */
+typedef struct px_str {
+    const char *p;
+    size_t n;
+} px_str;
+
+typedef struct px_limits {
+    uint32_t max_connections;  /* open client connections, all ports */
+    size_t max_request_bytes;  /* one command, framing included */
+    uint32_t max_in_flight;    /* commands per connection awaiting a reply */
+    size_t max_output_bytes;   /* replies buffered for a client that reads
+                                  slowly: above it the connection is not read */
+} px_limits;
+
+/* Counters since start (INFO, stats). */
+typedef struct px_counters {
+    uint64_t connections_total;
+    uint64_t connections_rejected;
+    uint32_t connections;
+    uint64_t commands;
+    uint64_t backend_calls;
+    uint64_t backend_errors;
+    uint64_t hits;
+    uint64_t misses;
+    uint64_t protocol_errors;
+    uint64_t bytes_in;
+    uint64_t bytes_out;
+} px_counters;
+
+/* Where commands go. */
+typedef struct px_backend {
+    momento_client *client;   /* dispatch mode: callbacks run on the loop */
+    momento_coalescer *co;    /* duplicate reads in flight share one RPC */
+    const char *cache;
+    uint64_t default_ttl_ms;  /* a write without a TTL of its own */
+    px_limits limits;
+    px_counters stats;
+    int64_t started_ms;       /* CLOCK_REALTIME at start, for uptime */
+} px_backend;
+
+#endif

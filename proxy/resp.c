@@ -1,0 +1,564 @@
+/* RESP2: the protocol's feed (parse, look up, run), the reply encoders,
+ * and the connection-level commands (PING, ECHO, QUIT, SELECT, COMMAND,
+ * INFO, CLIENT, HELLO). */
+#include "resp.h"
+#include "resp_parse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- replies ---- */
+
+void resp_ok(px_reply *r)
+{
+    px_reply_put(r, "+OK\r\n", 5);
+}
+
+void resp_simple(px_reply *r, const char *s)
+{
+    px_reply_put(r, "+", 1);
+    px_reply_puts(r, s);
+    px_reply_put(r, "\r\n", 2);
+}
+
+/* Redis replaces newlines in an error with spaces: an error is one line. */
+void resp_error(px_reply *r, const char *msg)
+{
+    px_reply_put(r, "-", 1);
+    for (const char *p = msg; *p;) {
+        size_t n = strcspn(p, "\r\n");
+        px_reply_put(r, p, n);
+        p += n;
+        if (*p) {
+            px_reply_put(r, " ", 1);
+            p++;
+        }
+    }
+    px_reply_put(r, "\r\n", 2);
+}
+
+void resp_errorf(px_reply *r, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    resp_error(r, buf);
+}
+
+void resp_int(px_reply *r, long long v)
+{
+    char buf[32];
+    int n = snprintf(buf, sizeof(buf), ":%lld\r\n", v);
+    px_reply_put(r, buf, (size_t)n);
+}
+
+void resp_bulk(px_reply *r, const void *p, size_t n)
+{
+    char buf[32];
+    int h = snprintf(buf, sizeof(buf), "$%zu\r\n", n);
+    px_reply_put(r, buf, (size_t)h);
+    px_reply_put(r, p, n);
+    px_reply_put(r, "\r\n", 2);
+}
+
+void resp_bulk_str(px_reply *r, const char *s)
+{
+    resp_bulk(r, s, strlen(s));
+}
+
+void resp_nil(px_reply *r)
+{
+    px_reply_put(r, "$-1\r\n", 5);
+}
+
+void resp_array(px_reply *r, long long n)
+{
+    char buf[32];
+    int h = snprintf(buf, sizeof(buf), "*%lld\r\n", n);
+    px_reply_put(r, buf, (size_t)h);
+}
+
+void resp_nil_array(px_reply *r)
+{
+    px_reply_put(r, "*-1\r\n", 5);
+}
+
+void resp_format_double(double d, char *buf, size_t size)
+{
+    /* Redis 7.0's addReplyDouble: "%.17g", and inf / -inf (7.2 prints
+     * the shortest form instead; Debian 12 ships 7.0). */
+    if (isinf(d))
+        snprintf(buf, size, "%s", d > 0 ? "inf" : "-inf");
+    else
+        snprintf(buf, size, "%.17g", d);
+}
+
+void resp_double(px_reply *r, double d)
+{
+    char buf[64];
+    resp_format_double(d, buf, sizeof(buf));
+    resp_bulk_str(r, buf);
+}
+
+void resp_momento_error(px_reply *r, int rc, const momento_result *res)
+{
+    px_backend *b = px_conn_backend(px_reply_conn(r));
+    b->stats.backend_errors++;
+    if (rc == MOMENTO_OK)
+        rc = momento_result_error(res);
+    const char *msg = res ? momento_result_message(res) : NULL;
+    if (!msg || !*msg)
+        msg = momento_strerror(rc);
+    resp_errorf(r, "ERR momento %s: %s", momento_error_name(rc), msg);
+    px_reply_end(r);
+}
+
+void resp_end_error(px_reply *r, const char *msg)
+{
+    resp_error(r, msg);
+    px_reply_end(r);
+}
+
+void resp_end_wrongtype(px_reply *r)
+{
+    resp_end_error(r, "WRONGTYPE Operation against a key holding the wrong kind of value");
+}
+
+void resp_end_syntax(px_reply *r)
+{
+    resp_end_error(r, "ERR syntax error");
+}
+
+void resp_end_not_integer(px_reply *r)
+{
+    resp_end_error(r, "ERR value is not an integer or out of range");
+}
+
+bool resp_submitted(px_reply *r, int rc)
+{
+    if (rc == MOMENTO_OK) {
+        px_conn_backend(px_reply_conn(r))->stats.backend_calls++;
+        return true;
+    }
+    resp_momento_error(r, rc, NULL);
+    return false;
+}
+
+bool resp_is_wrongtype(const momento_result *res)
+{
+    return momento_result_error(res) == MOMENTO_ERR_FAILED_PRECONDITION;
+}
+
+/* ---- arguments ---- */
+
+bool resp_arg_is(const px_str *a, const char *lower)
+{
+    size_t n = strlen(lower);
+    if (a->n != n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (tolower((unsigned char)a->p[i]) != lower[i])
+            return false;
+    return true;
+}
+
+bool resp_arg_ll(const px_str *a, long long *out)
+{
+    char buf[32];
+    if (a->n == 0 || a->n >= sizeof(buf))
+        return false;
+    memcpy(buf, a->p, a->n);
+    buf[a->n] = '\0';
+    /* Redis's string2ll: no spaces, no '+', no leading zeros. */
+    if (buf[0] == '+' || isspace((unsigned char)buf[0]))
+        return false;
+    const char *digits = buf[0] == '-' ? buf + 1 : buf;
+    if (!*digits || (digits[0] == '0' && digits[1]))
+        return false;
+    if (buf[0] == '-' && digits[0] == '0')
+        return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(buf, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool resp_arg_double(const px_str *a, double *out)
+{
+    char buf[128];
+    if (a->n == 0 || a->n >= sizeof(buf))
+        return false;
+    memcpy(buf, a->p, a->n);
+    buf[a->n] = '\0';
+    if (isspace((unsigned char)buf[0]))
+        return false;
+    char *end;
+    errno = 0;
+    double d = strtod(buf, &end);
+    if (*end || isnan(d) || (errno == ERANGE && !isinf(d) && d != 0))
+        return false;
+    *out = d;
+    return true;
+}
+
+uint64_t resp_default_ttl(const px_reply *r)
+{
+    return px_conn_backend(px_reply_conn(r))->default_ttl_ms;
+}
+
+/* ---- the command table ---- */
+
+static const resp_cmd *const families[] = {
+    resp_server_cmds, resp_string_cmds, resp_keys_cmds, resp_hash_cmds,
+    resp_list_cmds,   resp_set_cmds,    resp_zset_cmds, resp_pubsub_cmds,
+};
+
+#define TABLE_SIZE 512 /* a power of two, over twice the commands */
+static const resp_cmd *table[TABLE_SIZE];
+static size_t command_count;
+
+static unsigned name_hash(const char *s, size_t n)
+{
+    unsigned h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)tolower((unsigned char)s[i])) * 16777619u;
+    return h;
+}
+
+static void table_build(void)
+{
+    for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++)
+        for (const resp_cmd *c = families[f]; c->name; c++) {
+            unsigned i = name_hash(c->name, strlen(c->name)) & (TABLE_SIZE - 1);
+            while (table[i])
+                i = (i + 1) & (TABLE_SIZE - 1);
+            table[i] = c;
+            command_count++;
+        }
+}
+
+const resp_cmd *resp_lookup(const char *name, size_t n)
+{
+    if (!command_count)
+        table_build();
+    if (n == 0 || n > 32)
+        return NULL;
+    unsigned i = name_hash(name, n) & (TABLE_SIZE - 1);
+    for (; table[i]; i = (i + 1) & (TABLE_SIZE - 1)) {
+        const char *t = table[i]->name;
+        if (strlen(t) == n) {
+            size_t k = 0;
+            while (k < n && tolower((unsigned char)name[k]) == t[k])
+                k++;
+            if (k == n)
+                return table[i];
+        }
+    }
+    return NULL;
+}
+
+size_t resp_command_count(void)
+{
+    if (!command_count)
+        table_build();
+    return command_count;
+}
+
+/* ---- the feed ---- */
+
+typedef struct resp_state {
+    resp_args args;
+} resp_state;
+
+static void unknown_command(px_reply *r, int argc, const px_str *argv)
+{
+    /* Redis 7: "unknown command 'NAME', with args beginning with: 'a' 'b' ",
+     * the arguments until 128 bytes of them are listed. */
+    char args[512];
+    size_t len = 0;
+    args[0] = '\0';
+    for (int i = 1; i < argc && len < 128; i++) {
+        int room = 128 - (int)len;
+        int n = snprintf(args + len, sizeof(args) - len, "'%.*s' ",
+                         (int)(argv[i].n < (size_t)room ? argv[i].n : (size_t)room), argv[i].p);
+        if (n < 0)
+            break;
+        len += (size_t)n;
+        if (len >= sizeof(args))
+            len = sizeof(args) - 1;
+    }
+    resp_errorf(r, "ERR unknown command '%.*s', with args beginning with: %s",
+                (int)(argv[0].n < 128 ? argv[0].n : 128), argv[0].p, args);
+    px_reply_end(r);
+}
+
+static void run_command(px_conn *c, int argc, const px_str *argv)
+{
+    px_backend *b = px_conn_backend(c);
+    px_reply *r = px_reply_begin(c);
+    if (!r)
+        return;
+    b->stats.commands++;
+    const resp_cmd *cmd = resp_lookup(argv[0].p, argv[0].n);
+    if (!cmd) {
+        unknown_command(r, argc, argv);
+        return;
+    }
+    if ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity)) {
+        resp_errorf(r, "ERR wrong number of arguments for '%s' command", cmd->name);
+        px_reply_end(r);
+        return;
+    }
+    cmd->run(r, argc, argv);
+}
+
+static size_t resp_feed(px_conn *c, const char *data, size_t len)
+{
+    resp_state *st = px_conn_state(c);
+    if (!st) {
+        st = calloc(1, sizeof(*st));
+        if (!st) {
+            px_conn_abort(c);
+            return 0;
+        }
+        px_conn_set_state(c, st);
+    }
+    px_backend *b = px_conn_backend(c);
+    size_t used = 0;
+    while (used < len && px_conn_can_start(c)) {
+        const char *err = NULL;
+        ssize_t n = resp_parse(data + used, len - used, b->limits.max_request_bytes, &st->args, &err);
+        if (n == 0)
+            break;
+        if (n < 0) {
+            px_reply *r = px_reply_begin(c);
+            if (r && n == -1) {
+                b->stats.protocol_errors++;
+                resp_errorf(r, "ERR %s", err);
+            }
+            if (r)
+                px_reply_end(r);
+            /* Redis answers a framing error and closes the connection. */
+            px_conn_close_after(c);
+            return len;
+        }
+        used += (size_t)n;
+        if (st->args.argc > 0)
+            run_command(c, st->args.argc, st->args.argv);
+        if (px_conn_closing(c))
+            break;
+    }
+    return used;
+}
+
+static void resp_closed(px_conn *c)
+{
+    resp_state *st = px_conn_state(c);
+    if (st) {
+        resp_args_free(&st->args);
+        free(st);
+    }
+}
+
+const px_proto resp_proto = {
+    .name = "resp",
+    .feed = resp_feed,
+    .refused = "-ERR max number of clients reached\r\n",
+    .closed = resp_closed,
+};
+
+/* ---- connection-level commands ---- */
+
+static void cmd_ping(px_reply *r, int argc, const px_str *argv)
+{
+    if (argc > 2) {
+        resp_end_error(r, "ERR wrong number of arguments for 'ping' command");
+        return;
+    }
+    if (argc == 2)
+        resp_bulk(r, argv[1].p, argv[1].n);
+    else
+        resp_simple(r, "PONG");
+    px_reply_end(r);
+}
+
+static void cmd_echo(px_reply *r, int argc, const px_str *argv)
+{
+    resp_bulk(r, argv[1].p, argv[1].n);
+    px_reply_end(r);
+}
+
+static void cmd_quit(px_reply *r, int argc, const px_str *argv)
+{
+    resp_ok(r);
+    px_reply_end(r);
+    px_conn_close_after(px_reply_conn(r));
+}
+
+static void cmd_select(px_reply *r, int argc, const px_str *argv)
+{
+    long long db;
+    if (!resp_arg_ll(&argv[1], &db)) {
+        resp_end_not_integer(r);
+        return;
+    }
+    /* Momento has one keyspace per cache: database 0 is the cache. */
+    if (db != 0) {
+        resp_end_error(r, "ERR DB index is out of range");
+        return;
+    }
+    resp_ok(r);
+    px_reply_end(r);
+}
+
+static void command_entry(px_reply *r, const resp_cmd *c)
+{
+    resp_array(r, 10);
+    resp_bulk_str(r, c->name);
+    resp_int(r, c->arity);
+    resp_array(r, 0); /* flags */
+    /* Key positions: most commands take one key, at 1. */
+    bool keyless = c->arity == 1 || strcmp(c->name, "ping") == 0 || strcmp(c->name, "echo") == 0 ||
+                   strcmp(c->name, "select") == 0 || strcmp(c->name, "command") == 0 ||
+                   strcmp(c->name, "info") == 0 || strcmp(c->name, "client") == 0 ||
+                   strcmp(c->name, "hello") == 0 || strcmp(c->name, "publish") == 0 ||
+                   strcmp(c->name, "subscribe") == 0 || strcmp(c->name, "unsubscribe") == 0;
+    resp_int(r, keyless ? 0 : 1);
+    resp_int(r, keyless ? 0 : 1);
+    resp_int(r, keyless ? 0 : 1);
+    resp_array(r, 0); /* ACL categories */
+    resp_array(r, 0); /* tips */
+    resp_array(r, 0); /* key specs */
+    resp_array(r, 0); /* subcommands */
+}
+
+static void cmd_command(px_reply *r, int argc, const px_str *argv)
+{
+    if (argc == 1) {
+        resp_array(r, (long long)resp_command_count());
+        for (unsigned i = 0; i < TABLE_SIZE; i++)
+            if (table[i])
+                command_entry(r, table[i]);
+    } else if (resp_arg_is(&argv[1], "count") && argc == 2) {
+        resp_int(r, (long long)resp_command_count());
+    } else if (resp_arg_is(&argv[1], "info")) {
+        resp_array(r, argc - 2);
+        for (int i = 2; i < argc; i++) {
+            const resp_cmd *c = resp_lookup(argv[i].p, argv[i].n);
+            if (c)
+                command_entry(r, c);
+            else
+                resp_nil_array(r);
+        }
+    } else if (resp_arg_is(&argv[1], "docs")) {
+        /* redis-cli asks for docs to draw hints; none is an answer. */
+        resp_array(r, 0);
+    } else {
+        resp_errorf(r, "ERR unknown subcommand '%.*s'. Try COMMAND HELP.",
+                    (int)(argv[1].n < 128 ? argv[1].n : 128), argv[1].p);
+    }
+    px_reply_end(r);
+}
+
+static void cmd_info(px_reply *r, int argc, const px_str *argv)
+{
+    px_backend *b = px_conn_backend(px_reply_conn(r));
+    const px_counters *s = &b->stats;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long now_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    char buf[2048];
+    int n = snprintf(buf, sizeof(buf),
+                     "# Server\r\n"
+                     "redis_version:7.0.0\r\n"
+                     "momento_proxy_version:%s\r\n"
+                     "uptime_in_seconds:%lld\r\n"
+                     "momento_cache:%s\r\n"
+                     "\r\n# Clients\r\n"
+                     "connected_clients:%u\r\n"
+                     "maxclients:%u\r\n"
+                     "\r\n# Stats\r\n"
+                     "total_connections_received:%llu\r\n"
+                     "rejected_connections:%llu\r\n"
+                     "total_commands_processed:%llu\r\n"
+                     "total_net_input_bytes:%llu\r\n"
+                     "total_net_output_bytes:%llu\r\n"
+                     "keyspace_hits:%llu\r\n"
+                     "keyspace_misses:%llu\r\n"
+                     "momento_calls:%llu\r\n"
+                     "momento_errors:%llu\r\n"
+                     "momento_in_flight:%zu\r\n"
+                     "protocol_errors:%llu\r\n",
+                     momento_version(), (now_ms - b->started_ms) / 1000, b->cache,
+                     s->connections, b->limits.max_connections,
+                     (unsigned long long)s->connections_total,
+                     (unsigned long long)s->connections_rejected,
+                     (unsigned long long)s->commands, (unsigned long long)s->bytes_in,
+                     (unsigned long long)s->bytes_out, (unsigned long long)s->hits,
+                     (unsigned long long)s->misses, (unsigned long long)s->backend_calls,
+                     (unsigned long long)s->backend_errors, momento_client_in_flight(b->client),
+                     (unsigned long long)s->protocol_errors);
+    resp_bulk(r, buf, (size_t)n);
+    px_reply_end(r);
+}
+
+static void cmd_client(px_reply *r, int argc, const px_str *argv)
+{
+    /* What client libraries send on connecting: answered, not acted on. */
+    if (resp_arg_is(&argv[1], "id") && argc == 2)
+        resp_int(r, (long long)px_conn_id(px_reply_conn(r)));
+    else if (resp_arg_is(&argv[1], "getname") && argc == 2)
+        resp_nil(r);
+    else if ((resp_arg_is(&argv[1], "setname") && argc == 3) ||
+             (resp_arg_is(&argv[1], "setinfo") && argc == 4))
+        resp_ok(r);
+    else
+        resp_errorf(r, "ERR unknown subcommand '%.*s'. Try CLIENT HELP.",
+                    (int)(argv[1].n < 128 ? argv[1].n : 128), argv[1].p);
+    px_reply_end(r);
+}
+
+static void cmd_hello(px_reply *r, int argc, const px_str *argv)
+{
+    long long ver = 2;
+    if (argc >= 2 && !resp_arg_ll(&argv[1], &ver)) {
+        resp_end_error(r, "ERR Protocol version is not an integer or out of range");
+        return;
+    }
+    if (ver != 2) {
+        resp_end_error(r, "NOPROTO unsupported protocol version");
+        return;
+    }
+    resp_array(r, 14);
+    resp_bulk_str(r, "server");
+    resp_bulk_str(r, "redis");
+    resp_bulk_str(r, "version");
+    resp_bulk_str(r, "7.0.0");
+    resp_bulk_str(r, "proto");
+    resp_int(r, 2);
+    resp_bulk_str(r, "id");
+    resp_int(r, (long long)px_conn_id(px_reply_conn(r)));
+    resp_bulk_str(r, "mode");
+    resp_bulk_str(r, "standalone");
+    resp_bulk_str(r, "role");
+    resp_bulk_str(r, "master");
+    resp_bulk_str(r, "modules");
+    resp_array(r, 0);
+    px_reply_end(r);
+}
+
+const resp_cmd resp_server_cmds[] = {
+    {"ping", -1, cmd_ping},       {"echo", 2, cmd_echo},     {"quit", -1, cmd_quit},
+    {"select", 2, cmd_select},    {"command", -1, cmd_command}, {"info", -1, cmd_info},
+    {"client", -2, cmd_client},   {"hello", -1, cmd_hello},  {NULL, 0, NULL},
+};
