@@ -1,0 +1,534 @@
+#!/usr/bin/env python3
+"""Every memcached command of issue 33 item 3, answered by momento-proxy
+as memcached answers it: the text protocol on a plain socket (the exact
+lines) and through pymemcache, the binary protocol through a small client
+here (the 24-byte header), and libmemcached-tools' memccp / memccat /
+memcrm / memcexist / memctouch / memcping, text and --binary.
+
+The script runs against a memcached this test starts, then against
+momento-proxy, and every step's answer is compared. Answers that are the
+server's own are compared by form: cas uniques (Momento's are not
+memcached's numbers; what must hold is checked by steps of their own: a
+unique from gets stores once, is refused after another write, and a cas
+on a missing key is NOT_FOUND), VERSION's text, STAT lines. Where the
+proxy must differ, EXPECT holds its answer and the reason.
+
+Usage: mc_script.py [--target reference|proxy|both] --memcached PATH
+                    --proxy PATH [--tools-dir DIR]
+Exits 77 when memcached or pymemcache is missing."""
+import hashlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proxytest as pt  # noqa: E402
+
+pt.require_modules("pymemcache")
+from pymemcache.client.base import Client  # noqa: E402
+import pymemcache.exceptions  # noqa: E402
+import rawmc as mc  # noqa: E402
+from rawmc import bin_request as breq, set_extras, incr_extras  # noqa: E402
+
+DEFAULT_TTL = 3600
+
+
+class Sub(list):
+    def add(self, name, answer):
+        self.append((name, answer))
+
+
+class Step:
+    def __init__(self, kind, name, payload):
+        self.kind, self.name, self.payload = kind, name, payload
+
+
+STEPS = []
+
+
+def T(name, data, *kinds):
+    """Text protocol: data sent as is, then one reply per kind ('line',
+    'items' up to END, 'stats' up to END)."""
+    STEPS.append(Step("text", "text: " + name, (data, kinds)))
+
+
+def TN(name, data, *kinds):
+    """As T, on a connection of its own closed after the replies read: for
+    errors after which the rest of what was sent is read as commands (the
+    data line of a refused set...), which malformed.py follows further."""
+    STEPS.append(Step("text-fresh", "text: " + name, (data, kinds)))
+
+
+def P(expr):
+    """A pymemcache expression over c (names it binds with := stay for the
+    steps after)."""
+    STEPS.append(Step("py", "py: " + expr, expr))
+
+
+def B(name, reqs, n):
+    """Binary protocol: the requests in one write, then n responses."""
+    STEPS.append(Step("bin", "binary: " + name, (b"".join(reqs), n)))
+
+
+def F(name, fn):
+    STEPS.append(Step("flow", "flow: " + name, fn))
+
+
+# --- text protocol ------------------------------------------------------------
+T("version", b"version\r\n", "line")
+T("set t:a", b"set t:a 0 0 1\r\na\r\n", "line")
+T("get t:a", b"get t:a\r\n", "items")
+T("get t:miss", b"get t:miss\r\n", "items")
+T("set t:b", b"set t:b 0 0 2\r\nbb\r\n", "line")
+T("get of many keys, a repeated one, a missing one", b"get t:a t:miss t:b t:a\r\n", "items")
+T("gets of many keys", b"gets t:a t:b t:miss\r\n", "items")
+T("set with flags 5", b"set t:f 5 0 3\r\nabc\r\n", "line")
+T("get gives flags 5 back", b"get t:f\r\n", "items")
+T("set with the largest flags", b"set t:fmax 4294967295 0 1\r\nx\r\n", "line")
+T("get t:fmax", b"get t:fmax\r\n", "items")
+T("set of an empty value", b"set t:e 0 0 0\r\n\r\n", "line")
+T("get t:e", b"get t:e\r\n", "items")
+T("set of a value holding CRLF and NUL", b"set t:bin 0 0 6\r\n\r\nEND\x00\r\n", "line")
+T("get t:bin", b"get t:bin\r\n", "items")
+T("set of 500 kB", b"set t:big 0 0 500000\r\n" + b"z" * 500000 + b"\r\n", "line")
+T("get t:big", b"get t:big\r\n", "items")
+T("add of an existing key", b"add t:a 0 0 1\r\nx\r\n", "line")
+T("add of a new key", b"add t:add 3 0 1\r\nn\r\n", "line")
+T("get t:add", b"get t:add\r\n", "items")
+T("replace of a missing key", b"replace t:rmiss 0 0 1\r\nx\r\n", "line")
+T("get t:rmiss", b"get t:rmiss\r\n", "items")
+T("replace of an existing key", b"replace t:a 9 0 2\r\nrr\r\n", "line")
+T("get t:a after replace", b"get t:a\r\n", "items")
+T("delete", b"delete t:b\r\n", "line")
+T("delete again", b"delete t:b\r\n", "line")
+T("get t:b after delete", b"get t:b\r\n", "items")
+T("set t:n 10", b"set t:n 0 0 2\r\n10\r\n", "line")
+T("incr t:n 5", b"incr t:n 5\r\n", "line")
+T("get t:n after incr", b"get t:n\r\n", "items")
+T("decr t:n 3", b"decr t:n 3\r\n", "line")
+T("decr below 0", b"decr t:n 100\r\n", "line")
+T("incr of a missing key", b"incr t:nmiss 1\r\n", "line")
+T("decr of a missing key", b"decr t:nmiss 1\r\n", "line")
+T("incr of a non-numeric value", b"incr t:a 1\r\n", "line")
+T("incr by a non-number", b"incr t:n abc\r\n", "line")
+T("incr by a negative number", b"incr t:n -1\r\n", "line")
+T("set t:max 2^64-1", b"set t:max 0 0 20\r\n18446744073709551615\r\n", "line")
+T("incr wraps at 2^64", b"incr t:max 1\r\n", "line")
+T("incr of a 64-bit delta", b"incr t:max 18446744073709551615\r\n", "line")
+T("touch", b"touch t:a 100\r\n", "line")
+T("touch of a missing key", b"touch t:miss 100\r\n", "line")
+T("gat", b"gat 100 t:a t:miss t:f\r\n", "items")
+T("gats", b"gats 100 t:a\r\n", "items")
+T("gat of missing keys", b"gat 100 t:miss t:miss2\r\n", "items")
+T("set with a negative exptime", b"set t:neg 0 -1 1\r\nx\r\n", "line")
+T("get t:neg (expired at once)", b"get t:neg\r\n", "items")
+T("set with an absolute exptime", b"set t:abs 0 %d 1\r\nx\r\n" % (int(time.time()) + 1000), "line")
+T("get t:abs", b"get t:abs\r\n", "items")
+T("noreply: set, add, replace, incr, decr, delete, touch, then get",
+  b"set t:nr 0 0 1 noreply\r\nx\r\nadd t:nr 0 0 1 noreply\r\ny\r\n"
+  b"replace t:nr 2 0 1 noreply\r\nz\r\nset t:nrn 0 0 1 noreply\r\n5\r\n"
+  b"incr t:nrn 10 noreply\r\ndecr t:nrn 1 noreply\r\ndelete t:miss noreply\r\n"
+  b"delete t:a noreply\r\ntouch t:nr 100 noreply\r\nget t:nr t:nrn t:a\r\n", "items")
+T("several commands in one write", b"set t:p 0 0 1\r\np\r\nget t:p\r\ndelete t:p\r\nget t:p\r\n",
+  "line", "items", "line", "items")
+T("stats", b"stats\r\n", "stats")
+TN("unknown command", b"bogus\r\n", "line")
+TN("get without a key", b"get\r\n", "line")
+TN("a key of 251 bytes", b"get " + b"k" * 251 + b"\r\n", "line")
+T("a key of 250 bytes", b"set " + b"k" * 250 + b" 0 0 1\r\nx\r\n", "line")
+TN("incr without a delta", b"incr t:n\r\n", "line")
+TN("delete without a key", b"delete\r\n", "line")
+TN("touch with a bad exptime", b"touch t:f abc\r\n", "line")
+TN("append (not in item 3)", b"append t:ap 0 0 1\r\nx\r\n", "line")
+TN("prepend (not in item 3)", b"prepend t:ap 0 0 1\r\nx\r\n", "line")
+TN("empty line", b"\r\n", "line")
+T("version after all that", b"version\r\n", "line")
+
+
+def cas_flow(ctx):
+    """gets/cas on the wire: the unique from gets stores once; the same
+    unique after that write answers EXISTS; a cas on a missing key
+    NOT_FOUND; each write changes the unique."""
+    conn = ctx.text
+    out = Sub()
+
+    class c:
+        @staticmethod
+        def text(*a):
+            return norm_text(conn.text(*a))
+
+    def unique(key):
+        # The unique itself, not normalised away.
+        r = conn.text(b"gets " + key + b"\r\n", "items")[0]
+        return r[0].split()[4] if r and r[0].startswith(b"VALUE") else None
+
+    out.add("set", c.text(b"set t:c 0 0 1\r\n1\r\n", "line"))
+    u1 = unique(b"t:c")
+    out.add("gets gives a unique", u1 is not None)
+    out.add("cas with it", c.text(b"cas t:c 0 0 1 " + (u1 or b"1") + b"\r\n2\r\n", "line"))
+    u2 = unique(b"t:c")
+    out.add("the unique changed with the write", u1 != u2)
+    out.add("cas with the old unique", c.text(b"cas t:c 0 0 1 " + (u1 or b"1") + b"\r\n3\r\n", "line"))
+    out.add("get after the refused cas", c.text(b"get t:c\r\n", "items"))
+    out.add("set by someone else", c.text(b"set t:c 0 0 1\r\n4\r\n", "line"))
+    out.add("cas with the unique from before that set",
+            c.text(b"cas t:c 0 0 1 " + (u2 or b"1") + b"\r\n5\r\n", "line"))
+    u3 = unique(b"t:c")
+    out.add("cas with flags 7 and noreply, then get",
+            c.text(b"cas t:c 7 0 1 " + (u3 or b"1") + b" noreply\r\n6\r\nget t:c\r\n", "items"))
+    out.add("cas on a missing key", c.text(b"cas t:cmiss 0 0 1 1\r\nx\r\n", "line"))
+    out.add("version after", c.text(b"version\r\n", "line"))
+    for name, data in (("cas with a bad unique", b"cas t:c 0 0 1 abc\r\nx\r\n"),
+                       ("cas without a unique", b"cas t:c 0 0 1\r\nx\r\n")):
+        # Their data line would be read as a command: a connection each.
+        own = mc.Conn(ctx.port)
+        try:
+            out.add(name, norm_text(own.text(data, "line")))
+        finally:
+            own.close()
+    return out
+
+
+F("cas", cas_flow)
+
+
+def quit_flow(ctx):
+    c = mc.Conn(ctx.port)
+    try:
+        c.send(b"quit\r\n")
+        c.line()
+        return "answered"
+    except mc.Closed:
+        return "closed"
+    except socket.timeout:
+        return "neither answered nor closed within 5 s"
+    finally:
+        c.close()
+
+
+F("quit closes the connection", quit_flow)
+
+# --- pymemcache ----------------------------------------------------------------
+P("c.set('p:a', b'1')")
+P("c.get('p:a')")
+P("c.get('p:miss')")
+P("c.set('p:b', b'2', expire=100)")
+P("c.get_many(['p:a', 'p:miss', 'p:b'])")
+P("c.set_many({'p:m1': b'x', 'p:m2': b'y'})")
+P("c.get_many(['p:m1', 'p:m2'])")
+P("c.add('p:a', b'2')")
+P("c.add('p:new', b'n')")
+P("c.replace('p:miss', b'x')")
+P("c.replace('p:a', b'r')")
+P("(g := c.gets('p:a'))[0]")
+P("c.cas('p:a', b'new', g[1])")
+P("c.cas('p:a', b'again', g[1])")
+P("c.get('p:a')")
+P("c.cas('p:miss', b'x', b'1')")
+P("c.gets('p:miss')")
+P("c.gets('p:a')[1] != g[1]")
+P("{k: v[0] for k, v in c.gets_many(['p:a', 'p:miss', 'p:b']).items()}")
+P("c.delete('p:a')")
+P("c.delete('p:a')")
+P("c.delete_many(['p:b', 'p:miss'])")
+P("c.incr('p:n', 1)")
+P("c.set('p:n', b'5')")
+P("c.incr('p:n', 3)")
+P("c.decr('p:n', 10)")
+P("c.touch('p:new', 100)")
+P("c.touch('p:miss', 100)")
+P("c.set('p:f', b'v', flags=5)")
+P("c.set('p:nr', b'v', noreply=True)")
+P("c.get('p:nr')")
+P("len(c.version()) > 0")
+P("(lambda s: isinstance(s, dict) and len(s) > 0)(c.stats())")
+P("c.quit()")
+P("c.get('p:nr')")
+P("c.get_many(['p:k%d' % i for i in range(50)])")
+P("c.set_many({'p:k%d' % i: b'%d' % i for i in range(0, 50, 2)})")
+P("sorted(c.get_many(['p:k%d' % i for i in range(50)]).items())")
+T("get of p:f (flags set through pymemcache)", b"get p:f\r\n", "items")
+
+# --- binary protocol -------------------------------------------------------------
+B("noop", [breq(mc.NOOP, opaque=1)], 1)
+B("version", [breq(mc.VERSION, opaque=2)], 1)
+B("set", [breq(mc.SET, "b:a", set_extras(7), "hello", opaque=3)], 1)
+B("get", [breq(mc.GET, "b:a", opaque=4)], 1)
+B("getk", [breq(mc.GETK, "b:a", opaque=5)], 1)
+B("get of a missing key", [breq(mc.GET, "b:miss", opaque=6)], 1)
+B("getk of a missing key", [breq(mc.GETK, "b:miss", opaque=7)], 1)
+B("getq: a miss, a hit, noop", [breq(mc.GETQ, "b:miss", opaque=8), breq(mc.GETQ, "b:a", opaque=9),
+                                breq(mc.NOOP, opaque=10)], 2)
+B("getkq: a miss, a hit, noop", [breq(mc.GETKQ, "b:miss", opaque=11),
+                                 breq(mc.GETKQ, "b:a", opaque=12), breq(mc.NOOP, opaque=13)], 2)
+B("add of an existing key", [breq(mc.ADD, "b:a", set_extras(0), "x", opaque=14)], 1)
+B("add of a new key", [breq(mc.ADD, "b:add", set_extras(1), "x", opaque=15)], 1)
+B("replace of a missing key", [breq(mc.REPLACE, "b:miss", set_extras(0), "x", opaque=16)], 1)
+B("replace of an existing key", [breq(mc.REPLACE, "b:a", set_extras(2), "rep", opaque=17)], 1)
+B("get after replace", [breq(mc.GET, "b:a", opaque=18)], 1)
+B("delete", [breq(mc.DELETE, "b:add", opaque=19)], 1)
+B("delete again", [breq(mc.DELETE, "b:add", opaque=20)], 1)
+B("increment creating the key with 10",
+  [breq(mc.INCREMENT, "b:n", incr_extras(1, 10, 0), opaque=21)], 1)
+B("increment by 5", [breq(mc.INCREMENT, "b:n", incr_extras(5, 0, 0), opaque=22)], 1)
+B("decrement by 20", [breq(mc.DECREMENT, "b:n", incr_extras(20, 0, 0), opaque=23)], 1)
+B("increment of a missing key, exptime 0xffffffff (no create)",
+  [breq(mc.INCREMENT, "b:nmiss", incr_extras(1, 0, 0xffffffff), opaque=24)], 1)
+B("increment of a non-numeric value", [breq(mc.INCREMENT, "b:a", incr_extras(1, 0, 0), opaque=25)], 1)
+B("set 2^64-1", [breq(mc.SET, "b:max", set_extras(0), "18446744073709551615", opaque=26)], 1)
+B("increment wraps at 2^64", [breq(mc.INCREMENT, "b:max", incr_extras(2, 0, 0), opaque=27)], 1)
+B("get of a counter", [breq(mc.GET, "b:n", opaque=28)], 1)
+B("set with a 0 value and flags 0", [breq(mc.SET, "b:e", set_extras(0), "", opaque=29)], 1)
+B("get of an empty value", [breq(mc.GET, "b:e", opaque=30)], 1)
+B("many requests in one write, opaques kept",
+  [breq(mc.SET, "b:m1", set_extras(1), "one", opaque=101), breq(mc.SET, "b:m2", set_extras(2), "two", opaque=102),
+   breq(mc.GETK, "b:m1", opaque=103), breq(mc.GETKQ, "b:miss", opaque=104),
+   breq(mc.GETK, "b:m2", opaque=105), breq(mc.DELETE, "b:m1", opaque=106),
+   breq(mc.GET, "b:m1", opaque=107), breq(mc.NOOP, opaque=108)], 7)
+T("text get of keys set in binary (flags 2 and 7...)", b"get b:a b:m2\r\n", "items")
+B("binary get of a key set in text (flags 5)", [breq(mc.GET, "t:f", opaque=31)], 1)
+
+
+def bin_cas_flow(ctx):
+    """The binary protocol's cas: a set carrying the cas from a get
+    stores; the same cas after that write is refused with 'exists'; a cas
+    on a missing key answers 'not found'."""
+    c = ctx.binary
+    out = Sub()
+    c.send(breq(mc.SET, "b:c", set_extras(0), "1", opaque=1))
+    out.add("set", norm_bin(c.bin_response()))
+    c.send(breq(mc.GET, "b:c", opaque=2))
+    r = c.bin_response()
+    cas1 = r["cas"]
+    c.send(breq(mc.SET, "b:c", set_extras(0), "2", cas=cas1, opaque=3))
+    r2 = c.bin_response()
+    out.add("set with the cas from get", norm_bin(r2))
+    out.add("the cas changed", r2["cas"] != cas1)
+    c.send(breq(mc.SET, "b:c", set_extras(0), "3", cas=cas1, opaque=4))
+    out.add("set with the old cas", norm_bin(c.bin_response()))
+    c.send(breq(mc.REPLACE, "b:c", set_extras(0), "4", cas=cas1, opaque=5))
+    out.add("replace with the old cas", norm_bin(c.bin_response()))
+    c.send(breq(mc.DELETE, "b:c", cas=cas1, opaque=6))
+    out.add("delete with the old cas", norm_bin(c.bin_response()))
+    c.send(breq(mc.GET, "b:c", opaque=7))
+    out.add("get after", norm_bin(c.bin_response()))
+    c.send(breq(mc.SET, "b:cmiss", set_extras(0), "x", cas=12345, opaque=8))
+    out.add("set with a cas on a missing key", norm_bin(c.bin_response()))
+    return out
+
+
+F("binary cas", bin_cas_flow)
+
+
+def bin_quit_flow(ctx):
+    c = mc.Conn(ctx.port)
+    out = Sub()
+    try:
+        c.send(breq(mc.NOOP, opaque=1) + breq(mc.QUIT, opaque=2))
+        out.add("noop", norm_bin(c.bin_response()))
+        out.add("quit", norm_bin(c.bin_response()))
+        try:
+            c.exact(1)
+            out.add("then", "more bytes")
+        except mc.Closed:
+            out.add("then", "closed")
+    except (mc.Closed, socket.timeout) as e:
+        out.add("connection", type(e).__name__)
+    c.close()
+    return out
+
+
+F("binary quit", bin_quit_flow)
+
+
+# --- libmemcached-tools ------------------------------------------------------------
+def tools_flow(ctx):
+    """memccp / memccat / memcexist / memctouch / memcrm / memcping, in the
+    text protocol and with --binary: exit codes and what they print (the
+    port taken out)."""
+    out = Sub()
+    if not ctx.tools:
+        out.add("tools", "libmemcached-tools not installed")
+        return out
+    d = tempfile.mkdtemp(prefix="mctools-")
+    try:
+        for mode in ([], ["--binary"]):
+            tag = "binary" if mode else "text"
+            key = f"tool-{tag}"
+            path = os.path.join(d, key)
+            with open(path, "wb") as f:
+                f.write(b"file content\nline two\n")
+            srv = [f"--servers=127.0.0.1:{ctx.port}"] + mode
+
+            def run(name, *args):
+                exe = os.path.join(ctx.tools, name)
+                try:
+                    p = subprocess.run([exe, *srv, *args], capture_output=True, timeout=10)
+                except subprocess.TimeoutExpired:
+                    return ("timed out after 10 s",)
+                clean = p.stdout.replace(str(ctx.port).encode(), b"PORT")
+                return (p.returncode, clean)
+
+            out.add(f"{tag} memccp --flag=9", run("memccp", "--flag=9", path))
+            out.add(f"{tag} memccat", run("memccat", key))
+            out.add(f"{tag} flags 9 as a text get sees them",
+                    norm_text(ctx.text.text(b"get " + key.encode() + b"\r\n", "items")))
+            out.add(f"{tag} memcexist", run("memcexist", key))
+            out.add(f"{tag} memctouch", run("memctouch", "--expire=100", key))
+            out.add(f"{tag} memccp --add of an existing key", run("memccp", "--add", path))
+            out.add(f"{tag} memccp --replace", run("memccp", "--replace", path))
+            out.add(f"{tag} memcrm", run("memcrm", key))
+            out.add(f"{tag} memccat of the removed key", run("memccat", key))
+            out.add(f"{tag} memcexist of the removed key", run("memcexist", key))
+            out.add(f"{tag} memcrm of a missing key", run("memcrm", key))
+        # memcping has no --binary.
+        p = subprocess.run([os.path.join(ctx.tools, "memcping"), f"--servers=127.0.0.1:{ctx.port}"],
+                           capture_output=True, timeout=10)
+        out.add("memcping", p.returncode)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return out
+
+
+F("libmemcached-tools", tools_flow)
+
+
+# --- answers compared by form, and the proxy's documented differences -------------
+def norm_text(lines):
+    out = []
+    for ln in lines:
+        if isinstance(ln, bytes) and len(ln) > 200:
+            out.append(f"<{len(ln)} bytes, sha1 {hashlib.sha1(ln).hexdigest()[:16]}>")
+        elif isinstance(ln, list):
+            out.append(norm_text(ln))
+        elif ln.startswith(b"VALUE ") and len(ln.split()) == 5:
+            out.append(b" ".join(ln.split()[:4]) + b" <cas>")
+        elif re.fullmatch(rb"VERSION \S+", ln):
+            out.append(b"VERSION <version>")
+        else:
+            out.append(ln)
+    if lines and isinstance(lines[0], bytes) and lines[0].startswith(b"STAT ") and lines[-1] == b"END":
+        if all(re.fullmatch(rb"STAT \S+ .*", x) for x in lines[:-1]):
+            return ["STAT lines", b"END"]
+    return out
+
+
+def norm_bin(r):
+    value = r["value"]
+    if r["op"] == mc.VERSION and r["status"] == 0:
+        value = "<version>" if re.fullmatch(rb"\S+", value) else value
+    return (hex(r["magic"]), mc.OPNAMES.get(r["op"], hex(r["op"])), r["status"], r["extras"].hex(),
+            r["key"], value, r["opaque"], "cas" if r["cas"] else 0, r["dtype"])
+
+
+NOT_LISTED = "not in issue 33 item 3: answered as memcached answers a command it does not know"
+EXPECT = {
+    "text: append (not in item 3)": pt.Expect([[b"ERROR"]], NOT_LISTED),
+    "text: prepend (not in item 3)": pt.Expect([[b"ERROR"]], NOT_LISTED),
+}
+
+
+class Ctx:
+    def __init__(self, port, tools):
+        self.port = port
+        self.tools = tools
+        self.text = mc.Conn(port)
+        self.binary = mc.Conn(port)
+        self.ns = {"c": Client(("127.0.0.1", port), default_noreply=False, timeout=5,
+                               connect_timeout=5)}
+
+
+def run_script(port, label, tools):
+    ctx = Ctx(port, tools)
+    out = []
+    stuck = 0
+    t0 = time.monotonic()
+    for st in STEPS:
+        if stuck >= 4:
+            out.append((st.name, ("not run", "4 steps timed out before")))
+            continue
+        try:
+            if st.kind == "text":
+                data, kinds = st.payload
+                ans = norm_text(ctx.text.text(data, *kinds))
+            elif st.kind == "text-fresh":
+                data, kinds = st.payload
+                own = mc.Conn(port)
+                try:
+                    ans = norm_text(own.text(data, *kinds))
+                finally:
+                    own.close()
+            elif st.kind == "bin":
+                data, n = st.payload
+                ctx.binary.send(data)
+                ans = [norm_bin(ctx.binary.bin_response()) for _ in range(n)]
+                ans = ans[0] if n == 1 else ans
+            elif st.kind == "py":
+                try:
+                    ans = eval(st.payload, ctx.ns)
+                except pymemcache.exceptions.MemcacheError as e:
+                    ans = (type(e).__name__, str(e))
+            else:
+                ans = st.payload(ctx)
+                if isinstance(ans, Sub):
+                    out.extend((f"{st.name} / {n}", a) for n, a in ans)
+                    continue
+        except (mc.Closed, socket.timeout, ConnectionError) as e:
+            if isinstance(e, socket.timeout):
+                stuck += 1
+            ans = ("connection", type(e).__name__)
+            # Fresh connections for the steps that follow.
+            for attr in ("text", "binary"):
+                try:
+                    getattr(ctx, attr).close()
+                    setattr(ctx, attr, mc.Conn(port))
+                except OSError:
+                    pass
+        except Exception as e:
+            ans = ("exception", type(e).__name__, str(e))
+        out.append((st.name, ans))
+    print(f"# {label}: {len(out)} steps in {time.monotonic() - t0:.2f} s")
+    return out
+
+
+def main():
+    a = pt.parse_common_args(sys.argv[1:], extra=["--tools-dir"])
+    pt.require_program(a.memcached, "memcached")
+    tools = a.tools_dir or os.path.dirname(shutil.which("memccp") or "")
+    if tools and not os.access(os.path.join(tools, "memccp"), os.X_OK):
+        tools = ""
+    if not tools:
+        print("# libmemcached-tools not found: their steps record that on both sides")
+    res = pt.Results()
+    ref_srv = pt.start_memcached(a.memcached)
+    try:
+        ref = run_script(ref_srv.port, "memcached", tools)
+    finally:
+        ref_srv.stop()
+    pt.check_ref_expects(res, ref, EXPECT, "memcached")
+    if a.target == "reference":
+        for name, ans in ref:
+            print(f"{name} -> {ans!r}"[:600])
+        res.check("memcached answered every step", all(
+            not (isinstance(x, tuple) and x and x[0] in ("connection", "exception", "not run"))
+            for _, x in ref), "see the steps above")
+        res.exit()
+    pt.require_program(a.proxy, "momento-proxy")
+    px = pt.start_proxy(a.proxy, resp=False, default_ttl=DEFAULT_TTL)
+    try:
+        got = run_script(px.ports["memcache"], "momento-proxy", tools)
+    finally:
+        status = px.stop()
+    pt.compare_records(res, "memcached", ref, got, EXPECT)
+    res.check("momento-proxy exits 0 on SIGTERM", status == 0,
+              f"exit status {status}; stderr:\n{px.log_tail()}")
+    res.exit()
+
+
+if __name__ == "__main__":
+    main()

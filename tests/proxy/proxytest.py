@@ -1,0 +1,358 @@
+"""What every proxy test shares: the servers it starts (redis-server,
+memcached, momento-proxy, momento-local), each on a free loopback port and
+killed at the end, bounded waits instead of sleeps, and the step-by-step
+comparison of a reference server's answers with the proxy's.
+
+A script of steps runs once against the reference server (redis-server or
+memcached, started by the test itself, so every expectation is proven by
+the real thing) and once against momento-proxy; each step's answer is
+recorded and the two records are compared. A step whose proxy answer is
+meant to differ (Momento has no item without expiry, no database but 0,
+its own cas uniques...) says so with an Expect: the answer the proxy must
+give there, and why. Nothing is skipped silently."""
+import atexit
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SKIP = 77
+
+
+def skip(reason):
+    print(f"SKIP: {reason}")
+    sys.exit(SKIP)
+
+
+def require_modules(*names):
+    for name in names:
+        try:
+            __import__(name)
+        except ImportError:
+            skip(f"python module {name} is missing for {sys.executable} "
+                 f"(Debian: python3-{name}; run the test with /usr/bin/python3)")
+
+
+def require_program(path, what):
+    if not path or not os.access(path, os.X_OK):
+        skip(f"{what} not found ({path or 'no path given'})")
+
+
+def free_port():
+    """A loopback port nobody listened on a moment ago. Servers that take a
+    port by number (redis-server, memcached) get one of these, and the start
+    is retried with another if someone took it in between."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(pred, timeout, what):
+    """Polls pred() until it is true, for at most timeout seconds."""
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout} s for {what}")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+_children = []
+
+
+def _kill_all():
+    for p in _children:
+        if p.poll() is None:
+            p.kill()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+atexit.register(_kill_all)
+
+
+def _on_signal(signum, frame):
+    _kill_all()
+    sys.exit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _on_signal)
+
+
+class Server:
+    """A server process this test started, with its port(s), its output
+    kept for diagnostics, and a stop that is also run at exit."""
+
+    def __init__(self, name, proc, log_path):
+        self.name = name
+        self.proc = proc
+        self.log_path = log_path
+        self.host = "127.0.0.1"
+        self.port = None          # the main port (RESP or memcache)
+        self.ports = {}
+        _children.append(proc)
+
+    def log_tail(self, n=30):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        """Sends sig and waits; returns the exit status (None if it had to
+        be killed)."""
+        if self.proc.poll() is not None:
+            return self.proc.returncode
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+            return None
+
+
+def _can_connect(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _start_by_port(name, argv_for_port, attempts=3):
+    """Starts a server that takes its port on the command line, waiting for
+    it to accept connections; another port is tried if it exits at start
+    (the port was taken in between)."""
+    last = ""
+    for _ in range(attempts):
+        port = free_port()
+        log = tempfile.NamedTemporaryFile(prefix=f"{name}-", suffix=".log", delete=False)
+        proc = subprocess.Popen(argv_for_port(port), stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+        srv = Server(name, proc, log.name)
+        srv.port = port
+        try:
+            wait_until(lambda: (not srv.alive()) or _can_connect(port), 15, f"{name} on {port}")
+        except TimeoutError:
+            srv.stop(signal.SIGKILL)
+            raise
+        if srv.alive():
+            return srv
+        last = srv.log_tail()
+    raise RuntimeError(f"{name} did not start: {last}")
+
+
+def start_redis(path):
+    return _start_by_port("redis-server", lambda p: [
+        path, "--port", str(p), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+        "--protected-mode", "no", "--daemonize", "no", "--loglevel", "warning"])
+
+
+def start_memcached(path, extra=()):
+    # -U 0: no UDP; -u root only matters when the test runs as root, which
+    # memcached refuses without it.
+    return _start_by_port("memcached", lambda p: [
+        path, "-p", str(p), "-l", "127.0.0.1", "-U", "0", "-u", "root", *extra])
+
+
+def _read_lines_until(proc, wanted, timeout):
+    """Reads proc's stdout line by line until every prefix in wanted was
+    seen (returns {prefix: rest of line}) or timeout passes; the lines read
+    are returned too, for the failure message."""
+    import selectors
+    found, seen, buf = {}, [], b""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    fd = proc.stdout.fileno()
+    while len(found) < len(wanted):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        if not sel.select(left):
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            text = line.decode(errors="replace")
+            seen.append(text)
+            for w in wanted:
+                if text.startswith(w):
+                    found[w] = text[len(w):].strip()
+    sel.close()
+    return found, seen
+
+
+def _drain(stream, sink):
+    for chunk in iter(lambda: stream.read1(4096), b""):
+        sink.append(chunk)
+
+
+def start_proxy(path, resp=True, memcache=True, cache="proxy-test", default_ttl=3600,
+                endpoint=None, extra=()):
+    """Starts momento-proxy on ports 0 and reads the ports it prints
+    (`resp listening on 127.0.0.1:PORT`, `memcache listening on ...`).
+    Without endpoint it runs its embedded momento-local."""
+    argv = [path, "--cache", cache, "--default-ttl", str(default_ttl), "--bind", "127.0.0.1"]
+    if resp:
+        argv += ["--resp-port", "0"]
+    if memcache:
+        argv += ["--memcache-port", "0"]
+    if endpoint:
+        argv += ["--endpoint", endpoint, "--insecure"]
+    argv += list(extra)
+    log = tempfile.NamedTemporaryFile(prefix="momento-proxy-", suffix=".log", delete=False)
+    env = {k: v for k, v in os.environ.items() if k not in ("MOMENTO_API_KEY", "MOMENTO_ENDPOINT")}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                            env=env)
+    srv = Server("momento-proxy", proc, log.name)
+    wanted = (["resp listening on "] if resp else []) + (["memcache listening on "] if memcache else [])
+    found, seen = _read_lines_until(proc, wanted, 30)
+    if len(found) < len(wanted):
+        srv.stop(signal.SIGKILL)
+        raise RuntimeError(f"momento-proxy printed {seen!r}, not {wanted!r}; stderr:\n{srv.log_tail()}")
+    # Keep reading stdout so that the proxy never blocks on a full pipe.
+    srv.stdout_rest = []
+    threading.Thread(target=_drain, args=(proc.stdout, srv.stdout_rest), daemon=True).start()
+    for w, addr in found.items():
+        host, _, port = addr.rpartition(":")
+        if host != "127.0.0.1":
+            srv.stop(signal.SIGKILL)
+            raise RuntimeError(f"momento-proxy listens on {addr}, not on 127.0.0.1")
+        srv.ports[w.split()[0]] = int(port)
+    srv.port = srv.ports.get("resp") or srv.ports.get("memcache")
+    return srv
+
+
+def start_momento_local(path, cache="proxy-test"):
+    log = tempfile.NamedTemporaryFile(prefix="momento-local-", suffix=".log", delete=False)
+    proc = subprocess.Popen([path, "--port", "0", "--cache", cache], stdout=subprocess.PIPE,
+                            stderr=log, stdin=subprocess.DEVNULL)
+    srv = Server("momento-local", proc, log.name)
+    found, seen = _read_lines_until(proc, ["listening on "], 30)
+    if not found:
+        srv.stop(signal.SIGKILL)
+        raise RuntimeError(f"momento-local printed {seen!r}")
+    srv.stdout_rest = []
+    threading.Thread(target=_drain, args=(proc.stdout, srv.stdout_rest), daemon=True).start()
+    srv.port = int(found["listening on "].rpartition(":")[2])
+    return srv
+
+
+class Expect:
+    """A step whose proxy answer differs from the reference server's on
+    purpose: `answer` is what the proxy must give (a value, or a function of
+    the answer returning True when acceptable, described by `shown`), and
+    `why` the documented reason."""
+
+    def __init__(self, answer, why, shown=None):
+        self.answer = answer
+        self.why = why
+        self.shown = shown
+
+    def accepts(self, got):
+        if callable(self.answer):
+            try:
+                return bool(self.answer(got))
+            except Exception:
+                return False
+        return got == self.answer
+
+    def describe(self):
+        return self.shown or repr(self.answer)
+
+
+class Results:
+    """Counts and prints TAP-like lines; exit() ends the test."""
+
+    def __init__(self):
+        self.failed = []
+        self.passed = 0
+
+    def ok(self, name):
+        self.passed += 1
+        print(f"ok - {name}")
+
+    def fail(self, name, detail):
+        self.failed.append(name)
+        print(f"not ok - {name}\n    {detail}")
+
+    def check(self, name, cond, detail=""):
+        if cond:
+            self.ok(name)
+        else:
+            self.fail(name, detail)
+        return cond
+
+    def exit(self):
+        print(f"# {self.passed} passed, {len(self.failed)} failed")
+        if self.failed:
+            print("# failed: " + ", ".join(self.failed))
+        sys.exit(1 if self.failed else 0)
+
+
+def compare_records(res, ref_name, ref, proxy, expects):
+    """ref and proxy: lists of (step name, answer) in script order (both
+    runs of the same script). expects: {step name: Expect}."""
+    if [n for n, _ in ref] != [n for n, _ in proxy]:
+        res.fail("same steps ran", f"{ref_name} ran {len(ref)} steps, the proxy {len(proxy)}")
+    pm = dict(proxy)
+    for name, want in ref:
+        if name not in pm:
+            res.fail(name, "the proxy run did not reach this step")
+            continue
+        got = pm[name]
+        e = expects.get(name)
+        if e is not None:
+            res.check(name, e.accepts(got),
+                      f"{ref_name}: {want!r}; proxy must give {e.describe()} ({e.why}); "
+                      f"proxy gave: {got!r}")
+        else:
+            res.check(name, got == want, f"{ref_name}: {want!r}; proxy: {got!r}")
+
+
+def check_ref_expects(res, ref, expects, ref_name):
+    """Every Expect names a step of the script (a misspelt one would never
+    apply and let the real difference go unnoticed)."""
+    names = {n for n, _ in ref}
+    for name in expects:
+        if name not in names:
+            res.fail(f"expectation {name}", f"no step of that name ran against {ref_name}")
+
+
+def parse_common_args(argv, extra=()):
+    """--target reference|proxy|both (default both), --proxy PATH,
+    --redis-server PATH, --memcached PATH, --momento-local PATH and
+    whatever names extra lists, as a dict."""
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--target", choices=["reference", "redis", "memcached", "proxy", "both"],
+                    default="both")
+    ap.add_argument("--proxy", default="")
+    ap.add_argument("--redis-server", default="")
+    ap.add_argument("--memcached", default="")
+    ap.add_argument("--momento-local", default="")
+    for e in extra:
+        ap.add_argument(e, default="")
+    a = ap.parse_args(argv)
+    if a.target in ("redis", "memcached"):
+        a.target = "reference"
+    return a

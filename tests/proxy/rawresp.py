@@ -1,0 +1,94 @@
+"""A RESP2 client over a plain socket that keeps the wire form of each
+reply: simple string, error, integer, bulk (or nil bulk), array (or nil
+array), as tagged tuples, so that a test sees what redis-py would fold
+together ($-1 and *-1 are both None to it, +OK and $2 OK both "OK")."""
+import socket
+
+
+def encode(args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if isinstance(a, str):
+            a = a.encode()
+        elif isinstance(a, int):
+            a = str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class Closed(Exception):
+    """The server closed the connection (EOF or reset)."""
+
+
+class RawConn:
+    def __init__(self, port, timeout=10.0, host="127.0.0.1"):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def close(self):
+        self.sock.close()
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def command(self, *args):
+        self.send(encode(args))
+        return self.reply()
+
+    def _fill(self):
+        try:
+            chunk = self.sock.recv(65536)
+        except ConnectionResetError:
+            chunk = b""
+        if not chunk:
+            raise Closed()
+        self.buf += chunk
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _exact(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+    def reply(self):
+        line = self._line()
+        t, rest = line[:1], line[1:]
+        if t == b"+":
+            return ("+", rest.decode(errors="replace"))
+        if t == b"-":
+            return ("-", rest.decode(errors="replace"))
+        if t == b":":
+            return (":", int(rest))
+        if t == b"$":
+            n = int(rest)
+            if n < 0:
+                return ("$", None)
+            data = self._exact(n + 2)
+            return ("$", data[:-2])
+        if t == b"*":
+            n = int(rest)
+            if n < 0:
+                return ("*", None)
+            return ("*", [self.reply() for _ in range(n)])
+        raise ValueError(f"not a RESP reply: {line!r}")
+
+    def closed_after(self, timeout=10.0):
+        """Whether the server closes this connection: sends a PING and
+        reads; EOF or reset means closed, a reply means open. Bounded by
+        the socket timeout (a server that neither answers nor closes
+        fails the wait)."""
+        try:
+            self.send(encode(["PING"]))
+            r = self.reply()
+            return ("open", r)
+        except (Closed, BrokenPipeError, ConnectionResetError):
+            return ("closed", None)
+        except socket.timeout:
+            return ("neither answered nor closed", None)
