@@ -39,6 +39,11 @@ DEFAULT_TTL = 3600
 
 
 class Sub(list):
+    """What a flow returns to be compared as steps of their own, one per
+    (sub-name, answer). A flow makes it with ctx.sub(), so that when the
+    flow fails half-way the sub-steps it reached are kept, the failure
+    added after them."""
+
     def add(self, name, answer):
         self.append((name, answer))
 
@@ -155,7 +160,7 @@ def cas_flow(ctx):
     unique after that write answers EXISTS; a cas on a missing key
     NOT_FOUND; each write changes the unique."""
     conn = ctx.text
-    out = Sub()
+    out = ctx.sub()
 
     class c:
         @staticmethod
@@ -299,7 +304,7 @@ def bin_cas_flow(ctx):
     stores; the same cas after that write is refused with 'exists'; a cas
     on a missing key answers 'not found'."""
     c = ctx.binary
-    out = Sub()
+    out = ctx.sub()
     c.send(breq(mc.SET, "b:c", set_extras(0), "1", opaque=1))
     out.add("set", norm_bin(c.bin_response()))
     c.send(breq(mc.GET, "b:c", opaque=2))
@@ -327,7 +332,7 @@ F("binary cas", bin_cas_flow)
 
 def bin_quit_flow(ctx):
     c = mc.Conn(ctx.port)
-    out = Sub()
+    out = ctx.sub()
     try:
         c.send(breq(mc.NOOP, opaque=1) + breq(mc.QUIT, opaque=2))
         out.add("noop", norm_bin(c.bin_response()))
@@ -351,7 +356,7 @@ def tools_flow(ctx):
     """memccp / memccat / memcexist / memctouch / memcrm / memcping, in the
     text protocol and with --binary: exit codes and what they print (the
     port taken out)."""
-    out = Sub()
+    out = ctx.sub()
     if not ctx.tools:
         out.add("tools", "libmemcached-tools not installed")
         return out
@@ -439,8 +444,17 @@ class Ctx:
         self.tools = tools
         self.text = mc.Conn(port)
         self.binary = mc.Conn(port)
+        self.current = None
         self.ns = {"c": Client(("127.0.0.1", port), default_noreply=False, timeout=5,
                                connect_timeout=5)}
+
+
+def _sub(self):
+    self.current = Sub()
+    return self.current
+
+
+Ctx.sub = _sub
 
 
 def run_script(port, label, tools):
@@ -449,6 +463,7 @@ def run_script(port, label, tools):
     stuck = 0
     t0 = time.monotonic()
     for st in STEPS:
+        ctx.current = None
         if stuck >= 4:
             out.append((st.name, ("not run", "4 steps timed out before")))
             continue
@@ -491,6 +506,12 @@ def run_script(port, label, tools):
                     pass
         except Exception as e:
             ans = ("exception", type(e).__name__, str(e))
+        if ctx.current is not None and not (ans is ctx.current):
+            # A flow that failed half-way: the sub-steps it reached, then
+            # the failure as one more.
+            out.extend((f"{st.name} / {n}", a) for n, a in ctx.current)
+            out.append((f"{st.name} / (failed here)", ans))
+            continue
         out.append((st.name, ans))
     print(f"# {label}: {len(out)} steps in {time.monotonic() - t0:.2f} s")
     return out

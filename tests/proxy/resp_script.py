@@ -36,7 +36,10 @@ DEFAULT_TTL = 3600
 
 class Sub(list):
     """What a flow returns to be compared as steps of their own, one per
-    (sub-name, answer)."""
+    (sub-name, answer). A flow makes it with ctx.sub(), so that when the
+    flow fails half-way the sub-steps it reached are kept, the failure
+    added after them."""
+
 
     def add(self, name, answer):
         self.append((name, answer))
@@ -100,7 +103,7 @@ R("GET s:empty")
 # Commands Redis has and item 2 does not list: the proxy answers them as
 # Redis answers a command it does not know (EXPECT).
 R("STRLEN s:a")
-R("APPEND s:a x")
+R("APPEND s:app x")
 R("KEYS *")
 R("SET s:ex v EX 100")
 P("90 <= r.ttl('s:ex') <= 100")
@@ -584,7 +587,7 @@ def pubsub_flow(ctx):
     publishes to its channels: the confirmations, the messages of each
     channel in their order, nothing of a channel it is not on, and the
     unsubscribe confirmation."""
-    events = Sub()
+    events = ctx.sub()
     sub = ctx.new_client().pubsub()
     pub = ctx.new_client()
 
@@ -622,7 +625,7 @@ def pubsub_raw_flow(ctx):
     connection back to normal afterwards."""
     c = RawConn(ctx.port, timeout=5)
     pub = ctx.new_client()
-    out = Sub()
+    out = ctx.sub()
     try:
         out.add("SUBSCRIBE pr:a", c.command("SUBSCRIBE", "pr:a"))
         out.add("SUBSCRIBE pr:b pr:a (1st reply)", c.command("SUBSCRIBE", "pr:b", "pr:a"))
@@ -689,7 +692,11 @@ def unknown(name, *args):
 
 EXPECT = {
     "raw: STRLEN s:a": unknown("STRLEN", "s:a"),
-    "raw: APPEND s:a x": unknown("APPEND", "s:a", "x"),
+    "raw: APPEND s:app x": unknown("APPEND", "s:app", "x"),
+    "raw: PERSIST t:a #1": pt.Expect((":", 0), "Momento keeps no item forever: PERSIST removes no "
+                                     "TTL and answers 0, as Redis does for a key without one"),
+    "raw: TTL t:a #2": pt.Expect(integer_in(190, 200), "PERSIST left the TTL PEXPIRE set (200 s)",
+                                 "an integer in [190, 200]"),
     "raw: KEYS *": unknown("KEYS", "*"),
     "raw: SELECT 1": pt.Expect(is_error, "the proxy serves database 0 only", "an error"),
     "raw: TTL t:a #1": pt.Expect(integer_in(DEFAULT_TTL - 100, DEFAULT_TTL), NO_PERSIST,
@@ -732,6 +739,10 @@ class Ctx:
         self.r = self.new_client()
         self.S = {}
 
+    def sub(self):
+        self.current = Sub()
+        return self.current
+
     def new_client(self):
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5,
                            socket_connect_timeout=5)
@@ -752,6 +763,7 @@ def run_script(port, label):
     stuck = 0
     t0 = time.monotonic()
     for st in STEPS:
+        ctx.current = None
         if stuck >= 4:
             out.append((st.name, ("not run", "4 steps timed out before")))
             continue
@@ -787,6 +799,12 @@ def run_script(port, label):
                 pass
         except Exception as e:  # a step's own failure is an answer too
             ans = ("exception", type(e).__name__, str(e))
+        if ctx.current is not None and not (ans is ctx.current):
+            # A flow that failed half-way: the sub-steps it reached, then
+            # the failure as one more.
+            out.extend((f"{st.name} / {n}", a) for n, a in ctx.current)
+            out.append((f"{st.name} / (failed here)", ans))
+            continue
         out.append((st.name, ans))
     print(f"# {label}: {len(out)} steps in {time.monotonic() - t0:.2f} s")
     return out

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Malformed input over raw sockets, answered as redis-server and memcached
+answer it: the same bytes go to the real server and to momento-proxy, each
+case on a connection of its own, followed by a probe (PING, version, a
+binary noop); what comes back up to the probe's answer - error lines, the
+probe's reply, or the connection closed - must be the same. A crash would
+show as every later case failing to connect, and is checked at the end
+(the proxy must still answer, and exit 0 on SIGTERM).
+
+Usage: malformed.py [--target reference|proxy|both] --redis-server PATH
+                    --memcached PATH --proxy PATH"""
+import os
+import socket
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proxytest as pt  # noqa: E402
+import rawmc as mc  # noqa: E402
+from rawresp import RawConn, Closed, encode  # noqa: E402
+
+READ_TIMEOUT = 5
+
+RESP_CASES = [
+    ("bad multibulk length *abc", b"*abc\r\n"),
+    ("negative bulk length $-5", b"*1\r\n$-5\r\n"),
+    ("bulk longer than announced", b"*1\r\n$3\r\nPINGX\r\n"),
+    ("second bulk longer than announced", b"*2\r\n$3\r\nGET\r\n$1\r\nab\r\n"),
+    ("bulk not ended by CRLF", b"*1\r\n$4\r\nPINGab"),
+    ("integer where a bulk should be", b"*1\r\n:5\r\n"),
+    ("simple string where a bulk should be", b"*2\r\n+GET\r\n$1\r\na\r\n"),
+    ("bulk length not a number", b"*1\r\n$x\r\n"),
+    ("bulk length over 512 MB", b"*1\r\n$600000000\r\n"),
+    ("multibulk length over 2^31", b"*3000000000\r\n"),
+    ("null multibulk *-1", b"*-1\r\n"),
+    ("empty multibulk *0", b"*0\r\n"),
+    ("a top-level bulk (read inline)", b"$5\r\nhellx\r\n"),
+    ("inline with unbalanced quotes", b"SET \"a\r\n"),
+    ("inline with a quote not followed by a space", b"GET \"a\"b\r\n"),
+    ("empty lines", b"\r\n\r\n\n"),
+    ("binary junk inline", b"\x01\xff\xfe\r\n"),
+    ("LF-only inline", b"PING\n"),
+    ("inline of 70,000 bytes without a newline", b"a" * 70000),
+    ("multibulk count line of 70,000 bytes", b"*" + b"1" * 70000),
+    ("a command of 1,000 arguments", encode(["MGET"] + [f"k{i}" for i in range(999)])),
+]
+
+MC_TEXT_CASES = [
+    ("set with a bad length", b"set k 0 0 abc\r\nxyz\r\n"),
+    ("set with a negative length", b"set k 0 0 -1\r\n"),
+    ("set with data longer than announced", b"set k 0 0 3\r\nabcd\r\n"),
+    ("set with data shorter than announced", b"set k 0 0 3\r\nab\r\n"),
+    ("set with bad flags", b"set k abc 0 1\r\nx\r\n"),
+    ("set with flags over 32 bits", b"set k 4294967296 0 1\r\nx\r\n"),
+    ("set with a bad exptime", b"set k 0 abc 1\r\nx\r\n"),
+    ("set with too few fields", b"set k 0 0\r\n"),
+    ("set with a key of 251 bytes", b"set " + b"k" * 251 + b" 0 0 1\r\nx\r\n"),
+    ("a line of 3000 bytes", b"x" * 3000 + b"\r\n"),
+    ("10,000 bytes without a newline", b"y" * 10000),
+    ("LF-only line", b"get k\n"),
+    ("a control character in a key", b"get a\x01b\r\n"),
+    ("a bad magic first byte (read as text)", b"\x90" + b"\x00" * 23),
+]
+
+
+def bin_header(magic=0x80, op=mc.NOOP, keylen=0, extlen=0, bodylen=0, opaque=0):
+    return mc.HEADER.pack(magic, op, keylen, extlen, 0, 0, bodylen, opaque, 0)
+
+
+MC_BIN_CASES = [
+    ("bad magic after a good packet", mc.bin_request(mc.NOOP, opaque=1) + bin_header(magic=0x90)),
+    ("a response magic after a good packet",
+     mc.bin_request(mc.NOOP, opaque=2) + bin_header(magic=0x81)),
+    ("an unknown opcode", bin_header(op=0x99, opaque=7)),
+    ("body shorter than key + extras", bin_header(op=mc.GET, keylen=10, bodylen=4) + b"abcd"),
+    ("set without its extras", mc.bin_request(mc.SET, "k", b"", "v", opaque=3)),
+    ("get with extras", mc.bin_request(mc.GET, "k", b"\x00" * 4, opaque=4)),
+    ("get with a key of 251 bytes", mc.bin_request(mc.GET, "k" * 251, opaque=5)),
+    ("get without a key", mc.bin_request(mc.GET, "", opaque=6)),
+    ("increment with short extras", mc.bin_request(mc.INCREMENT, "n", b"\x00" * 8, opaque=8)),
+    ("noop with a body", mc.bin_request(mc.NOOP, "", b"", "junk", opaque=9)),
+]
+
+
+def resp_case(port, data):
+    c = RawConn(port, timeout=READ_TIMEOUT)
+    out = []
+    try:
+        c.send(data)
+        c.send(encode(["PING"]))
+        for _ in range(8):
+            r = c.reply()
+            out.append(r)
+            if r == ("+", "PONG"):
+                break
+    except Closed:
+        out.append("closed")
+    except socket.timeout:
+        out.append(f"nothing more within {READ_TIMEOUT} s")
+    except (BrokenPipeError, ConnectionResetError):
+        out.append("closed")
+    except ValueError as e:
+        out.append(("not RESP", str(e)))
+    finally:
+        c.close()
+    return out
+
+
+def mc_text_case(port, data):
+    c = mc.Conn(port, timeout=READ_TIMEOUT)
+    out = []
+    try:
+        c.send(data)
+        # Twice: memcached swallows the rest of a line it refused, up to a
+        # newline, which can be the first probe's.
+        c.send(b"version\r\nversion\r\n")
+        for _ in range(8):
+            ln = c.line()
+            if ln.startswith(b"VERSION "):
+                out.append(b"VERSION <version>")
+                break
+            out.append(ln)
+    except mc.Closed:
+        out.append("closed")
+    except socket.timeout:
+        out.append(f"nothing more within {READ_TIMEOUT} s")
+    except (BrokenPipeError, ConnectionResetError):
+        out.append("closed")
+    finally:
+        c.close()
+    return out
+
+
+def mc_bin_case(port, data):
+    c = mc.Conn(port, timeout=READ_TIMEOUT)
+    out = []
+    try:
+        c.send(data)
+        c.send(mc.bin_request(mc.NOOP, opaque=0xabcd))
+        for _ in range(8):
+            r = c.bin_response()
+            out.append((hex(r["magic"]), hex(r["op"]), r["status"], r["value"], r["opaque"]))
+            if r["op"] == mc.NOOP and r["opaque"] == 0xabcd:
+                break
+    except mc.Closed:
+        out.append("closed")
+    except socket.timeout:
+        out.append(f"nothing more within {READ_TIMEOUT} s")
+    except (BrokenPipeError, ConnectionResetError):
+        out.append("closed")
+    finally:
+        c.close()
+    return out
+
+
+def run(resp_port, mc_port):
+    rec = []
+    t0 = time.monotonic()
+    for name, data in RESP_CASES:
+        rec.append((f"resp: {name}", resp_case(resp_port, data)))
+    for name, data in MC_TEXT_CASES:
+        rec.append((f"memcache text: {name}", mc_text_case(mc_port, data)))
+    for name, data in MC_BIN_CASES:
+        rec.append((f"memcache binary: {name}", mc_bin_case(mc_port, data)))
+    # Still serving after all of that.
+    rec.append(("resp: still answers", resp_case(resp_port, b"")))
+    rec.append(("memcache: still answers", mc_text_case(mc_port, b"")))
+    print(f"# {len(rec)} cases in {time.monotonic() - t0:.1f} s")
+    return rec
+
+
+def main():
+    a = pt.parse_common_args(sys.argv[1:])
+    pt.require_program(a.redis_server, "redis-server")
+    pt.require_program(a.memcached, "memcached")
+    res = pt.Results()
+    red = pt.start_redis(a.redis_server)
+    mcd = pt.start_memcached(a.memcached)
+    try:
+        ref = run(red.port, mcd.port)
+    finally:
+        red.stop()
+        mcd.stop()
+    if a.target == "reference":
+        for name, ans in ref:
+            print(f"{name} -> {str(ans)[:300]}")
+        res.exit()
+    pt.require_program(a.proxy, "momento-proxy")
+    px = pt.start_proxy(a.proxy)
+    try:
+        got = run(px.ports["resp"], px.ports["memcache"])
+    finally:
+        alive = px.alive()
+        status = px.stop()
+    pt.compare_records(res, "reference", ref, got, {})
+    res.check("momento-proxy still running after every case", alive, px.log_tail())
+    res.check("momento-proxy exits 0 on SIGTERM", status == 0, f"exit status {status}")
+    res.exit()
+
+
+if __name__ == "__main__":
+    main()
