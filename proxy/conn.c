@@ -291,6 +291,11 @@ bool px_conn_can_start(const px_conn *c)
            c->out.len - c->out.off < l->max_output_bytes;
 }
 
+size_t px_conn_output_bytes(const px_conn *c)
+{
+    return c->out.len - c->out.off;
+}
+
 unsigned px_conn_pending(const px_conn *c)
 {
     return c->pending;

@@ -63,6 +63,8 @@ px_backend *px_conn_backend(const px_conn *c);
  * output limit, and not closing. A feed that sees false stops; the
  * connection feeds it the rest when replies drain. */
 bool px_conn_can_start(const px_conn *c);
+/* Reply bytes written by the proxy and not yet taken by the client. */
+size_t px_conn_output_bytes(const px_conn *c);
 /* Replies begun and not yet ended. */
 unsigned px_conn_pending(const px_conn *c);
 /* Closes the connection once every reply begun so far is written (QUIT,

@@ -52,6 +52,7 @@ typedef struct px_backend {
     px_limits limits;
     px_counters stats;
     int64_t started_ms;       /* CLOCK_REALTIME at start, for uptime */
+    void *channels;           /* resp_pubsub.c: this proxy's subscribers by channel */
 } px_backend;
 
 #endif

@@ -278,7 +278,25 @@ size_t resp_command_count(void)
 
 typedef struct resp_state {
     resp_args args;
+    resp_pubsub *ps;
 } resp_state;
+
+resp_pubsub **resp_conn_pubsub(px_conn *c)
+{
+    resp_state *st = px_conn_state(c);
+    return st ? &st->ps : NULL;
+}
+
+/* What Redis allows a RESP2 connection with subscriptions. */
+static bool allowed_subscribed(const resp_cmd *cmd)
+{
+    static const char *const ok[] = {"subscribe", "unsubscribe", "psubscribe", "punsubscribe",
+                                     "ping", "quit", "reset", NULL};
+    for (int i = 0; ok[i]; i++)
+        if (strcmp(cmd->name, ok[i]) == 0)
+            return true;
+    return false;
+}
 
 static void unknown_command(px_reply *r, int argc, const px_str *argv)
 {
@@ -312,6 +330,15 @@ static void run_command(px_conn *c, int argc, const px_str *argv)
     const resp_cmd *cmd = resp_lookup(argv[0].p, argv[0].n);
     if (!cmd) {
         unknown_command(r, argc, argv);
+        return;
+    }
+    resp_state *st = px_conn_state(c);
+    if (st->ps && resp_pubsub_count(st->ps) > 0 && !allowed_subscribed(cmd)) {
+        resp_errorf(r,
+                    "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
+                    "QUIT / RESET are allowed in this context",
+                    cmd->name);
+        px_reply_end(r);
         return;
     }
     if ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity)) {
@@ -365,6 +392,8 @@ static void resp_closed(px_conn *c)
 {
     resp_state *st = px_conn_state(c);
     if (st) {
+        if (st->ps)
+            resp_pubsub_closed(st->ps);
         resp_args_free(&st->args);
         free(st);
     }
@@ -385,10 +414,17 @@ static void cmd_ping(px_reply *r, int argc, const px_str *argv)
         resp_end_error(r, "ERR wrong number of arguments for 'ping' command");
         return;
     }
-    if (argc == 2)
+    resp_pubsub **ps = resp_conn_pubsub(px_reply_conn(r));
+    if (ps && *ps && resp_pubsub_count(*ps) > 0) {
+        /* Subscribed, RESP2: ["pong", the argument or ""]. */
+        resp_array(r, 2);
+        resp_bulk_str(r, "pong");
+        resp_bulk(r, argc == 2 ? argv[1].p : "", argc == 2 ? argv[1].n : 0);
+    } else if (argc == 2) {
         resp_bulk(r, argv[1].p, argv[1].n);
-    else
+    } else {
         resp_simple(r, "PONG");
+    }
     px_reply_end(r);
 }
 

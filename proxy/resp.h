@@ -80,6 +80,17 @@ uint64_t resp_default_ttl(const px_reply *r);
 /* The outcome of a Momento result in Redis terms. */
 bool resp_is_wrongtype(const momento_result *res);
 
+/* ---- pub/sub (resp_pubsub.c) ---- */
+/* A connection's subscriptions, or NULL: resp.c keeps the pointer in its
+ * per-connection state and calls the two functions below. */
+typedef struct resp_pubsub resp_pubsub;
+resp_pubsub **resp_conn_pubsub(px_conn *c);
+/* Channels the connection is subscribed to: while not 0, only the
+ * commands of the subscribed context run (Redis's rule). */
+int resp_pubsub_count(const resp_pubsub *ps);
+/* The connection is closed: every subscription is ended. */
+void resp_pubsub_closed(resp_pubsub *ps);
+
 /* The whole table, for COMMAND and the fuzzer. */
 const resp_cmd *resp_lookup(const char *name, size_t n);
 size_t resp_command_count(void);
