@@ -182,6 +182,14 @@ def main():
     finally:
         red.stop()
         mcd.stop()
+    # Each case must end, against the real servers, with the probe's answer
+    # or the connection closed: a case that leaves them waiting would only
+    # measure this test's timeout.
+    for name, ans in ref:
+        last = ans[-1] if ans else None
+        ended = last in ("closed", ("+", "PONG"), b"VERSION <version>") or (
+            isinstance(last, tuple) and len(last) == 5 and last[4] == 0xabcd)
+        res.check(f"reference: {name} ends", ended, f"answer {str(ans)[:200]}")
     if a.target == "reference":
         for name, ans in ref:
             print(f"{name} -> {str(ans)[:300]}")
