@@ -18,7 +18,9 @@ fi
 ninja -C build-fuzz >/dev/null
 mkdir -p fuzz/findings
 status=0
-for target in credentials server ps_command ps_response; do
+# Every target has a seed folder: the folders name the targets.
+targets=$(cd fuzz/corpus && ls -d */ | tr -d /)
+for target in $targets; do
     work=$(mktemp -d)
     cp fuzz/corpus/$target/* "$work"/ 2>/dev/null || true
     echo "== fuzz_$target: ${secs} s"
