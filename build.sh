@@ -12,6 +12,11 @@ BUILD_PKGS=(gcc pkg-config meson ninja-build libgrpc-dev libprotobuf-c-dev
             libuv1-dev libevent-dev)
 # valgrind: the valgrind_clean test (the suppressions file users get).
 TEST_PKGS=(openssl valgrind)
+# The proxy's tests (tests/proxy/): clients no one here wrote, and the real
+# servers whose answers prove the expectations. Debian's Python modules are
+# for /usr/bin/python3, which the tests run.
+TEST_PKGS+=(python3 redis-server redis-tools memcached libmemcached-tools python3-redis
+            python3-pymemcache)
 # The interop suite runs Momento's official Node.js SDK. A machine whose
 # Node.js already ships npm (NodeSource builds do) must not get Debian's npm,
 # which conflicts with it.
