@@ -59,14 +59,20 @@ for f in "$driver" "$loadgen"; do [ -x "$f" ] || { echo "build first: $f is miss
 for c in redis-server redis-benchmark redis-cli memcached; do
     command -v "$c" > /dev/null || { echo "$c is missing (Debian: redis-server redis-tools memcached)"; exit 1; }
 done
-have_proxy=0
+have_proxy=0 have_mc=0
 [ -x "$proxy" ] && have_proxy=1
 pin_s="" pin_c=""
 if [ "${PIN:-0}" = 1 ]; then pin_s="taskset -c 0"; pin_c="taskset -c 1"; fi
 
 redis_pid="" mc_pid="" proxy_pid="" idle_pid=""
 cleanup() {
+    if [ -n "$proxy_pid" ] && ! kill -0 "$proxy_pid" 2> /dev/null; then
+        wait "$proxy_pid" 2> /dev/null
+        echo "momento-proxy exited early (status $?); its stderr:"
+        tail -20 "$work/proxy.err"
+    fi
     for p in $idle_pid $proxy_pid $redis_pid $mc_pid; do kill "$p" 2> /dev/null || true; done
+    for p in $idle_pid $proxy_pid $redis_pid $mc_pid; do wait "$p" 2> /dev/null || true; done
     bench_cleanup
 }
 trap cleanup EXIT
@@ -200,11 +206,14 @@ resp_matrix redis "$redis_port"
 mc_matrix memcached "$mc_port"
 
 # --- the proxy (b, c, e, f) ------------------------------------------------
-# idle_rss PORT NAME: holds IDLE idle connections to PORT, then the proxy's VmRSS.
+# idle_rss PORT NAME [--resp]: holds IDLE idle connections to PORT (each
+# checked with a memcached `version`, or a PING with --resp), then the
+# proxy's VmRSS.
 idle_rss() {
     local line
     : > "$work/idle.out"
-    "$driver" --port "$1" --idle "$idle" --hold 120 > "$work/idle.out" &
+    # shellcheck disable=SC2086 # $3 is an option or nothing
+    "$driver" --port "$1" --idle "$idle" --hold 120 ${3:-} > "$work/idle.out" &
     idle_pid=$!
     for _ in $(seq 600); do grep -q '^ready' "$work/idle.out" && break; sleep 0.1; done
     sleep 1 # what the proxy allocates as it settles its new connections
@@ -215,8 +224,11 @@ idle_rss() {
     line=$(grep '^RESULT' "$work/idle.out") || { echo "mc_load --idle: no result"; cat "$work/idle.out"; exit 1; }
     fig[$2.alive]=$(field alive "$line")
     echo "proxy VmRSS with $idle idle connections ($2): $(mb "${fig[$2]}") MB; $(field open "$line") opened, ${fig[$2.alive]} still served at the end"
+    [ "${fig[$2.alive]}" = "$idle" ] || { echo "the proxy did not hold $idle connections"; exit 1; }
 }
-median_of() { tr ' ' '\n' <<< "$1" | grep . | median; }
+median_of() { # the median of the numbers in $1, "-" if there are none
+    if [ -z "${1// /}" ]; then echo "-"; else tr ' ' '\n' <<< "$1" | grep . | median; fi
+}
 
 if [ "$have_proxy" = 1 ]; then
     # shellcheck disable=SC2086 # $pin_c is a command prefix, PROXY_ARGS options
@@ -236,10 +248,17 @@ if [ "$have_proxy" = 1 ]; then
     sleep 0.5
     fig[rss_start]=$(status_kb "$proxy_pid" VmRSS)
     echo "proxy VmRSS at start: $(mb "${fig[rss_start]}") MB"
-    idle_rss "$mcp_port" rss_idle_fresh
+    # Whether the memcache port serves yet (one connection, a `version`).
+    "$driver" --port "$mcp_port" --idle 1 --hold 0 | grep -q 'open=1 alive=1' && have_mc=1
+    [ "$have_mc" = 1 ] || echo "the proxy's memcache port does not answer \`version\`: its loads are skipped"
+    idle_rss "$resp_port" rss_idle_fresh --resp
+    if [ "$have_mc" = 1 ]; then
+        idle_rss "$mcp_port" rss_idle_fresh_mc
+        fig[rss_idle_fresh_mc]=$(mb "${fig[rss_idle_fresh_mc]}")
+    fi
 
     resp_matrix proxy_resp "$resp_port" "$proxy_pid"
-    mc_matrix proxy_mc "$mcp_port" "$proxy_pid"
+    if [ "$have_mc" = 1 ]; then mc_matrix proxy_mc "$mcp_port" "$proxy_pid"; fi
 
     # 1000 busy connections, for the peak: GETs, no pipelining.
     # shellcheck disable=SC2086
@@ -249,7 +268,7 @@ if [ "$have_proxy" = 1 ]; then
     echo "redis-benchmark GET on $idle connections through the proxy: ${fig[busy.get]}/s"
     fig[rss_after]=$(status_kb "$proxy_pid" VmRSS)
     echo "proxy VmRSS after the loads: $(mb "${fig[rss_after]}") MB"
-    idle_rss "$mcp_port" rss_idle_after
+    idle_rss "$resp_port" rss_idle_after --resp
     fig[hwm]=$(status_kb "$proxy_pid" VmHWM)
     echo "proxy VmHWM (peak of the run): $(mb "${fig[hwm]}") MB"
 fi
@@ -260,20 +279,22 @@ for r in $(seq "$rounds"); do
     loadgen "lg_c1.$r" --concurrency 1 --keys 0
     lg_p50s+=" ${fig[lg_c1.$r.p50]}" lg_p99s+=" ${fig[lg_c1.$r.p99]}"
     # shellcheck disable=SC2086
-    timeout 120 $pin_c redis-benchmark -h 127.0.0.1 -p "$redis_port" -c 1 -n "$low_n" -r "$keys" -d "$value" -t get --csv > "$work/rb.csv"
+    timeout 120 $pin_c redis-benchmark -h 127.0.0.1 -p "$redis_port" -c 1 -n "$low_n" -r "$keys" -d "$value" -t get --csv > "$work/rb.csv" 2> "$work/rb.err"
     rr99s+=" $(grep '^"GET"' "$work/rb.csv" | cut -d, -f7 | tr -d '"' | awk '{printf "%.0f", $1 * 1000}')"
     # shellcheck disable=SC2086
     line=$(timeout 120 $pin_c "$driver" --port "$mc_port" --conns 1 --pipeline 1 --keys "$keys" --requests "$low_n" --seconds 60 | grep '^RESULT')
     mr99s+=" $(field p99_us "$line")"
     if [ "$have_proxy" = 1 ]; then
         # shellcheck disable=SC2086
-        timeout 120 $pin_c redis-benchmark -h 127.0.0.1 -p "$resp_port" -c 1 -n "$low_n" -r "$keys" -d "$value" -t get --csv > "$work/rb.csv"
+        timeout 120 $pin_c redis-benchmark -h 127.0.0.1 -p "$resp_port" -c 1 -n "$low_n" -r "$keys" -d "$value" -t get --csv > "$work/rb.csv" 2> "$work/rb.err"
         l=$(grep '^"GET"' "$work/rb.csv")
         rp50s+=" $(cut -d, -f5 <<< "$l" | tr -d '"' | awk '{printf "%.0f", $1 * 1000}')"
         rp99s+=" $(cut -d, -f7 <<< "$l" | tr -d '"' | awk '{printf "%.0f", $1 * 1000}')"
-        # shellcheck disable=SC2086
-        line=$(timeout 120 $pin_c "$driver" --port "$mcp_port" --conns 1 --pipeline 1 --keys "$keys" --requests "$low_n" --seconds 60 | grep '^RESULT')
-        mp50s+=" $(field p50_us "$line")" mp99s+=" $(field p99_us "$line")"
+        if [ "$have_mc" = 1 ]; then
+            # shellcheck disable=SC2086
+            line=$(timeout 120 $pin_c "$driver" --port "$mcp_port" --conns 1 --pipeline 1 --keys "$keys" --requests "$low_n" --seconds 60 | grep '^RESULT')
+            mp50s+=" $(field p50_us "$line")" mp99s+=" $(field p99_us "$line")"
+        fi
     fi
     echo "low load, round $r: load-gen get p50/p99 ${fig[lg_c1.$r.p50]}/${fig[lg_c1.$r.p99]} us; redis-server p99 ${rr99s##* }, memcached p99 ${mr99s##* }${rp99s:+; proxy RESP p50/p99 ${rp50s##* }/${rp99s##* }, memcache ${mp50s##* }/${mp99s##* } us}"
 done
@@ -315,20 +336,21 @@ echo "low load, 1 connection, GET p50 / p99 us (medians of $rounds): load-gen di
 echo "RESULT proxy_loadgen batch_unique_ops_per_s=$(v lg_batch_unique.ops) batch_unique_gets_per_s=$(v lg_batch_unique.get_ops) batch_hot_ops_per_s=$(v lg_batch_hot.ops) c1_get_p50_us=$(v low.lg.p50) c1_get_p99_us=$(v low.lg.p99)"
 echo "RESULT proxy_scale redis_p16_get=$(v redis.p16.rand.get) redis_p16_hot_get=$(v redis.p16.hot.get) memcached_p16_get=$(v memcached.p16.rand.get) memcached_p16_hot_get=$(v memcached.p16.hot.get)"
 if [ "$have_proxy" = 1 ]; then
-    ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
-    mark() { awk -v x="$1" -v t="$2" -v le="${3:-0}" 'BEGIN {print ((le ? x <= t : x >= t) ? "met" : "NOT met")}'; }
-    r16=$(ratio "${fig[proxy_resp.p16.rand.get]}" "${fig[lg_batch_unique.ops]}")
-    rhot=$(ratio "${fig[proxy_resp.p16.hot.get]}" "${fig[lg_batch_hot.ops]}")
-    m16=$(ratio "${fig[proxy_mc.p16.rand.get]}" "${fig[lg_batch_unique.ops]}")
-    mhot=$(ratio "${fig[proxy_mc.p16.hot.get]}" "${fig[lg_batch_hot.ops]}")
-    rss_idle=${fig[rss_idle_fresh]}
-    [ "${fig[rss_idle_after]}" -gt "$rss_idle" ] && rss_idle=${fig[rss_idle_after]}
-    direct=${fig[low.lg.p99]}
-    added=$((${fig[low.resp.p99]} - direct))
-    added_mc=$((${fig[low.mc.p99]} - direct))
-    echo "RESULT proxy_resp p16_get=${fig[proxy_resp.p16.rand.get]} p16_hot_get=${fig[proxy_resp.p16.hot.get]} p1_get=${fig[proxy_resp.p1.rand.get]} cpu_us_per_req_p16=${fig[proxy_resp.p16.rand.cpu_us]} low_get_p50_us=${fig[low.resp.p50]} low_get_p99_us=${fig[low.resp.p99]}"
-    echo "RESULT proxy_mc p16_get=${fig[proxy_mc.p16.rand.get]} p16_hot_get=${fig[proxy_mc.p16.hot.get]} p1_get=${fig[proxy_mc.p1.rand.get]} cpu_us_per_req_p16=${fig[proxy_mc.p16.rand.get.cpu_us]} low_get_p50_us=${fig[low.mc.p50]} low_get_p99_us=${fig[low.mc.p99]}"
-    echo "RESULT proxy_rss start_mb=$(mb "${fig[rss_start]}") idle_${idle}_fresh_mb=$(mb "${fig[rss_idle_fresh]}") after_load_mb=$(mb "${fig[rss_after]}") idle_${idle}_after_mb=$(mb "${fig[rss_idle_after]}") peak_mb=$(mb "${fig[hwm]}") alive=${fig[rss_idle_fresh.alive]}/${fig[rss_idle_after.alive]}"
+    # ratio A B, minus A B, mark X TARGET [LE]: "-" where a figure is missing.
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b}'; }
+    minus() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "-" || b == "-") print "-"; else print a - b}'; }
+    mark() { awk -v x="$1" -v t="$2" -v le="${3:-0}" 'BEGIN {if (x == "-") print "not measured"; else print ((le ? x <= t : x >= t) ? "met" : "NOT met")}'; }
+    r16=$(ratio "$(v proxy_resp.p16.rand.get)" "$(v lg_batch_unique.ops)")
+    rhot=$(ratio "$(v proxy_resp.p16.hot.get)" "$(v lg_batch_hot.ops)")
+    m16=$(ratio "$(v proxy_mc.p16.rand.get)" "$(v lg_batch_unique.ops)")
+    mhot=$(ratio "$(v proxy_mc.p16.hot.get)" "$(v lg_batch_hot.ops)")
+    # The figure judged: the larger of the RESP-port readings, fresh and after the loads.
+    rss_idle=$(awk -v a="${fig[rss_idle_fresh]}" -v b="${fig[rss_idle_after]}" 'BEGIN {print (a > b ? a : b)}')
+    added=$(minus "$(v low.resp.p99)" "$(v low.lg.p99)")
+    added_mc=$(minus "$(v low.mc.p99)" "$(v low.lg.p99)")
+    echo "RESULT proxy_resp p16_get=$(v proxy_resp.p16.rand.get) p16_hot_get=$(v proxy_resp.p16.hot.get) p1_get=$(v proxy_resp.p1.rand.get) cpu_us_per_req_p16=$(v proxy_resp.p16.rand.cpu_us) cpu_us_per_req_p16_hot=$(v proxy_resp.p16.hot.cpu_us) low_get_p50_us=$(v low.resp.p50) low_get_p99_us=$(v low.resp.p99)"
+    echo "RESULT proxy_mc p16_get=$(v proxy_mc.p16.rand.get) p16_hot_get=$(v proxy_mc.p16.hot.get) p1_get=$(v proxy_mc.p1.rand.get) cpu_us_per_get_p16=$(v proxy_mc.p16.rand.get.cpu_us) low_get_p50_us=$(v low.mc.p50) low_get_p99_us=$(v low.mc.p99)"
+    echo "RESULT proxy_rss start_mb=$(mb "${fig[rss_start]}") idle_${idle}_fresh_mb=$(mb "${fig[rss_idle_fresh]}") idle_${idle}_memcache_mb=$(v rss_idle_fresh_mc) after_load_mb=$(mb "${fig[rss_after]}") idle_${idle}_after_mb=$(mb "${fig[rss_idle_after]}") peak_mb=$(mb "${fig[hwm]}")"
     echo "RESULT proxy_targets p16_get_ratio=$r16 ($(mark "$r16" 0.60)) hot_get_ratio=$rhot ($(mark "$rhot" 1.00)) mc_p16_get_ratio=$m16 ($(mark "$m16" 0.60)) mc_hot_get_ratio=$mhot ($(mark "$mhot" 1.00)) rss_${idle}_mb=$(mb "$rss_idle") ($(mark "$rss_idle" 65536 1)) p99_added_us=$added ($(mark "$added" 200 1)) mc_p99_added_us=$added_mc ($(mark "$added_mc" 200 1))"
 else
     echo "(no $proxy: the proxy's parts were skipped)"
