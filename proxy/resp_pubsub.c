@@ -34,6 +34,7 @@ typedef struct sub {
     momento_subscription *handle;
     px_reply *confirm;    /* the SUBSCRIBE reply, until the stream is up */
     bool counted;         /* in owner's count and the channel's */
+    int ack_count;        /* the count its confirmation reports */
     bool ending;          /* unsubscribed: waiting for its END */
     char name[];
 } sub;
@@ -117,10 +118,7 @@ static void on_event(momento_subscription *h, const momento_topic_event *ev, voi
     switch (ev->kind) {
     case MOMENTO_TOPIC_CONNECTED:
         if (s->confirm && ps) {
-            s->counted = true;
-            ps->count++;
-            channel_add(ps->b, s->name, 1);
-            write_ack(s->confirm, "subscribe", s->name, ps->count);
+            write_ack(s->confirm, "subscribe", s->name, s->ack_count);
             px_reply_end(s->confirm);
             s->confirm = NULL;
         }
@@ -143,13 +141,14 @@ static void on_event(momento_subscription *h, const momento_topic_event *ev, voi
     case MOMENTO_TOPIC_END: {
         px_backend *b = ps ? ps->b : NULL;
         if (s->confirm) {
-            /* The stream never came up: the channel's answer is the error. */
-            if (ev->error)
+            /* The stream never came up: the channel's answer is the error,
+             * unless an UNSUBSCRIBE ended it first. */
+            if (ev->error && !s->ending)
                 resp_errorf(s->confirm, "ERR momento %s: %s", momento_error_name(ev->error),
                             ev->message && *ev->message ? ev->message
                                                         : momento_strerror(ev->error));
             else
-                write_ack(s->confirm, "subscribe", s->name, ps ? ps->count : 0);
+                write_ack(s->confirm, "subscribe", s->name, s->ack_count);
             px_reply_end(s->confirm);
             s->confirm = NULL;
         }
@@ -235,8 +234,15 @@ static void cmd_subscribe(px_reply *r, int argc, const px_str *argv)
         memcpy(s->name, name, n + 1);
         s->owner = ps;
         s->confirm = ri;
+        /* Counted from now, as Redis counts: the confirmations report the
+         * channels in command order, whichever stream comes up first. */
+        s->counted = true;
+        ps->count++;
+        channel_add(b, s->name, 1);
+        s->ack_count = ps->count;
         int rc = momento_topic_subscribe(b->client, b->cache, name, NULL, on_event, s, &s->handle);
         if (rc != MOMENTO_OK) {
+            uncount(s, b);
             free(s);
             resp_momento_error(ri, rc, NULL);
             continue;
@@ -268,7 +274,7 @@ static void cmd_unsubscribe(px_reply *r, int argc, const px_str *argv)
         bool any = false;
         px_reply *ri = r;
         for (sub *s = ps->subs; s; s = s->next) {
-            if (s->ending || s->confirm)
+            if (s->ending)
                 continue;
             if (!ri && !(ri = px_reply_begin(c)))
                 return;
@@ -290,7 +296,7 @@ static void cmd_unsubscribe(px_reply *r, int argc, const px_str *argv)
             return;
         char name[1024];
         sub *s = channel_name(&argv[i], name, sizeof(name)) ? find_sub(ps, name) : NULL;
-        if (s && !s->confirm)
+        if (s)
             end_sub(ps, s);
         /* Redis names the channel whether or not it was subscribed. */
         resp_array(ri, 3);
