@@ -29,6 +29,10 @@ struct px_reply {
     px_conn *conn;
     px_buf buf; /* held until the reply reaches the head of the order */
     bool ended;
+    bool writes;      /* its command writes the claimed keys */
+    uint32_t nclaims; /* hashes of the keys its command touches */
+    uint64_t claim1;  /* the one key of most commands */
+    uint64_t *claims; /* more than one */
 };
 
 struct px_conn {
@@ -47,6 +51,7 @@ struct px_conn {
                           or SIGTERM): what is buffered is still served */
     bool dirty;        /* on set->dirty */
     bool paused;       /* stopped feeding at a limit: resume when drained */
+    bool waiting;      /* the feed stopped at a command that must wait */
     px_conn *dirty_next;
     px_conn *prev, *next; /* every connection not yet freed */
 };
@@ -119,6 +124,8 @@ static void buf_free(px_buf *b)
     *b = (px_buf){0};
 }
 
+static void reply_free(px_reply *r);
+
 /* ---- the loop's view ---- */
 
 static void mark_dirty(px_conn *c)
@@ -165,8 +172,7 @@ static void conn_free(px_conn *c)
     px_reply *r = c->head;
     while (r) { /* all ended: pending is 0 */
         px_reply *n = r->next;
-        buf_free(&r->buf);
-        free(r);
+        reply_free(r);
         r = n;
     }
     if (c->prev)
@@ -180,6 +186,71 @@ static void conn_free(px_conn *c)
 }
 
 /* ---- replies ---- */
+
+static void reply_free(px_reply *r)
+{
+    buf_free(&r->buf);
+    free(r->claims);
+    free(r);
+}
+
+static uint64_t key_hash(const px_str *k)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < k->n; i++)
+        h = (h ^ (unsigned char)k->p[i]) * 1099511628211ull;
+    return h;
+}
+
+static bool reply_has(const px_reply *r, uint64_t h)
+{
+    if (r->nclaims == 1)
+        return r->claim1 == h;
+    for (uint32_t i = 0; i < r->nclaims; i++)
+        if (r->claims[i] == h)
+            return true;
+    return false;
+}
+
+bool px_conn_keys_free(const px_conn *c, const px_str *keys, size_t n, size_t step, bool write)
+{
+    for (const px_reply *r = c->head; r; r = r->next) {
+        if (r->ended || r->nclaims == 0 || (!write && !r->writes))
+            continue;
+        for (size_t i = 0; i < n; i += step)
+            if (reply_has(r, key_hash(&keys[i])))
+                return false;
+    }
+    return true;
+}
+
+void px_reply_claim(px_reply *r, const px_str *keys, size_t n, size_t step, bool write)
+{
+    size_t count = step ? (n + step - 1) / step : 0;
+    r->writes = write;
+    if (count == 0)
+        return;
+    if (count == 1) {
+        r->claim1 = key_hash(&keys[0]);
+        r->nclaims = 1;
+        return;
+    }
+    r->claims = malloc(count * sizeof(*r->claims));
+    if (!r->claims) {
+        /* Without a record the command could be overtaken: close rather
+         * than risk answering out of order. */
+        conn_close(r->conn);
+        return;
+    }
+    for (size_t i = 0, k = 0; i < n; i += step)
+        r->claims[k++] = key_hash(&keys[i]);
+    r->nclaims = (uint32_t)count;
+}
+
+void px_conn_wait(px_conn *c)
+{
+    c->waiting = true;
+}
 
 px_reply *px_reply_begin(px_conn *c)
 {
@@ -261,8 +332,7 @@ void px_reply_end(px_reply *r)
         c->head = h->next;
         if (!c->head)
             c->tail = NULL;
-        buf_free(&h->buf);
-        free(h);
+        reply_free(h);
         px_reply *n = c->head;
         if (n && c->fd >= 0 && n->buf.len > n->buf.off) {
             if (!buf_add(&c->out, n->buf.p + n->buf.off, n->buf.len - n->buf.off))
@@ -338,7 +408,8 @@ uint64_t px_conn_id(const px_conn *c)
 static void conn_feed(px_conn *c)
 {
     px_buf *in = &c->in;
-    while (c->fd >= 0 && in->len > in->off && px_conn_can_start(c)) {
+    c->waiting = false;
+    while (c->fd >= 0 && in->len > in->off && px_conn_can_start(c) && !c->waiting) {
         size_t before = in->len - in->off;
         size_t used = c->proto->feed(c, in->p + in->off, before);
         if (c->fd < 0)
@@ -357,7 +428,7 @@ static void conn_feed(px_conn *c)
         return;
     }
     buf_trim(in);
-    c->paused = in->len > in->off && !px_conn_can_start(c) && !c->close_after;
+    c->paused = in->len > in->off && (!px_conn_can_start(c) || c->waiting) && !c->close_after;
 }
 
 /* Whether the connection is finished once its replies are written. */

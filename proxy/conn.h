@@ -74,6 +74,20 @@ void px_conn_close_after(px_conn *c);
 void px_conn_abort(px_conn *c);
 bool px_conn_closing(const px_conn *c);
 
+/* Order between a connection's commands. Redis and memcached run a
+ * connection's commands one after another; the proxy has many in flight
+ * at once, and Momento may apply them in any order. So a command that
+ * touches a key an earlier command still in flight touches, where either
+ * writes it, must wait for that one: the feed asks px_conn_keys_free()
+ * before starting it and, on false, calls px_conn_wait() and stops there;
+ * the connection feeds the rest once a reply ends. A started command
+ * records its keys with px_reply_claim(); they are released when its
+ * reply ends. Keys are compared by a 64-bit hash: a collision only makes
+ * a command wait. `keys` is every `step`-th of n strings. */
+bool px_conn_keys_free(const px_conn *c, const px_str *keys, size_t n, size_t step, bool write);
+void px_reply_claim(px_reply *r, const px_str *keys, size_t n, size_t step, bool write);
+void px_conn_wait(px_conn *c);
+
 /* The protocol's per-connection state, freed by px_proto.closed. */
 void *px_conn_state(const px_conn *c);
 void px_conn_set_state(px_conn *c, void *state);

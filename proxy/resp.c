@@ -320,17 +320,68 @@ static void unknown_command(px_reply *r, int argc, const px_str *argv)
     px_reply_end(r);
 }
 
-static void run_command(px_conn *c, int argc, const px_str *argv)
+static bool name_in(const char *name, const char *const *list)
+{
+    for (int i = 0; list[i]; i++)
+        if (strcmp(name, list[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Which arguments of a command are keys (every `step`-th from `first`,
+ * `n` strings in all) and whether it writes them: what orders it against
+ * the connection's commands in flight (conn.h). Unknown commands and
+ * commands without keys touch none. */
+static void command_keys(const resp_cmd *cmd, int argc, int *first, int *n, int *step,
+                         bool *write)
+{
+    static const char *const keyless[] = {
+        "ping", "echo", "quit", "select", "command", "info", "client", "hello",
+        "publish", "subscribe", "unsubscribe", NULL};
+    static const char *const reads[] = {
+        "get", "mget", "exists", "type", "ttl", "pttl", "hget", "hmget", "hgetall", "hlen",
+        "hkeys", "hvals", "hexists", "hstrlen", "lrange", "llen", "lindex", "smembers",
+        "sismember", "smismember", "scard", "srandmember", "zscore", "zmscore", "zrank",
+        "zrevrank", "zrange", "zrangebyscore", "zrevrange", "zcard", "zcount", NULL};
+    /* Every argument a key (or, for ZUNIONSTORE, possibly one: a number
+     * hashed as a key only makes a command wait). */
+    static const char *const all_keys[] = {"mget", "exists", "del", "unlink", "zunionstore",
+                                           NULL};
+    *first = 1;
+    *n = argc > 1 ? 1 : 0;
+    *step = 1;
+    *write = !name_in(cmd->name, reads);
+    if (!cmd || name_in(cmd->name, keyless)) {
+        *n = 0;
+    } else if (name_in(cmd->name, all_keys)) {
+        *n = argc - 1;
+    } else if (strcmp(cmd->name, "mset") == 0) {
+        *n = argc - 1;
+        *step = 2;
+    }
+}
+
+static bool run_command(px_conn *c, int argc, const px_str *argv)
 {
     px_backend *b = px_conn_backend(c);
+    const resp_cmd *cmd = resp_lookup(argv[0].p, argv[0].n);
+    int first = 1, nkeys = 0, step = 1;
+    bool write = false;
+    if (cmd)
+        command_keys(cmd, argc, &first, &nkeys, &step, &write);
+    if (nkeys > 0 && !px_conn_keys_free(c, argv + first, (size_t)nkeys, (size_t)step, write)) {
+        px_conn_wait(c);
+        return false;
+    }
     px_reply *r = px_reply_begin(c);
     if (!r)
-        return;
+        return true;
+    if (nkeys > 0)
+        px_reply_claim(r, argv + first, (size_t)nkeys, (size_t)step, write);
     b->stats.commands++;
-    const resp_cmd *cmd = resp_lookup(argv[0].p, argv[0].n);
     if (!cmd) {
         unknown_command(r, argc, argv);
-        return;
+        return true;
     }
     resp_state *st = px_conn_state(c);
     if (st->ps && resp_pubsub_count(st->ps) > 0 && !allowed_subscribed(cmd)) {
@@ -339,14 +390,15 @@ static void run_command(px_conn *c, int argc, const px_str *argv)
                     "QUIT / RESET are allowed in this context",
                     cmd->name);
         px_reply_end(r);
-        return;
+        return true;
     }
     if ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity)) {
         resp_errorf(r, "ERR wrong number of arguments for '%s' command", cmd->name);
         px_reply_end(r);
-        return;
+        return true;
     }
     cmd->run(r, argc, argv);
+    return true;
 }
 
 static size_t resp_feed(px_conn *c, const char *data, size_t len)
@@ -379,9 +431,10 @@ static size_t resp_feed(px_conn *c, const char *data, size_t len)
             px_conn_close_after(c);
             return len;
         }
+        /* A command that must wait is parsed again when it may run. */
+        if (st->args.argc > 0 && !run_command(c, st->args.argc, st->args.argv))
+            break;
         used += (size_t)n;
-        if (st->args.argc > 0)
-            run_command(c, st->args.argc, st->args.argv);
         if (px_conn_closing(c))
             break;
     }
