@@ -41,8 +41,10 @@ RESP_CASES = [
     ("empty lines", b"\r\n\r\n\n"),
     ("binary junk inline", b"\x01\xff\xfe\r\n"),
     ("LF-only inline", b"PING\n"),
-    ("inline of 70,000 bytes without a newline", b"a" * 70000),
-    ("multibulk count line of 70,000 bytes", b"*" + b"1" * 70000),
+    # These two wait for the answer before the probe: the limit applies to
+    # a line with no newline yet, and the probe's newline would end it.
+    ("inline of 70,000 bytes without a newline", b"a" * 70000, "answer first"),
+    ("multibulk count line of 70,000 bytes", b"*" + b"1" * 70000, "answer first"),
     ("a command of 1,000 arguments", encode(["MGET"] + [f"k{i}" for i in range(999)])),
 ]
 
@@ -57,7 +59,7 @@ MC_TEXT_CASES = [
     ("set with too few fields", b"set k 0 0\r\n"),
     ("set with a key of 251 bytes", b"set " + b"k" * 251 + b" 0 0 1\r\nx\r\n"),
     ("a line of 3000 bytes", b"x" * 3000 + b"\r\n"),
-    ("10,000 bytes without a newline", b"y" * 10000),
+    ("10,000 bytes without a newline", b"y" * 10000, "answer first"),
     ("LF-only line", b"get k\n"),
     ("a control character in a key", b"get a\x01b\r\n"),
     ("a bad magic first byte (read as text)", b"\x90" + b"\x00" * 23),
@@ -83,11 +85,13 @@ MC_BIN_CASES = [
 ]
 
 
-def resp_case(port, data):
+def resp_case(port, data, answer_first=False):
     c = RawConn(port, timeout=READ_TIMEOUT)
     out = []
     try:
         c.send(data)
+        if answer_first:
+            out.append(c.reply())
         c.send(encode(["PING"]))
         for _ in range(8):
             r = c.reply()
@@ -107,11 +111,13 @@ def resp_case(port, data):
     return out
 
 
-def mc_text_case(port, data):
+def mc_text_case(port, data, answer_first=False):
     c = mc.Conn(port, timeout=READ_TIMEOUT)
     out = []
     try:
         c.send(data)
+        if answer_first:
+            out.append(c.line())
         # Twice: memcached swallows the rest of a line it refused, up to a
         # newline, which can be the first probe's.
         c.send(b"version\r\nversion\r\n")
@@ -157,10 +163,10 @@ def mc_bin_case(port, data):
 def run(resp_port, mc_port):
     rec = []
     t0 = time.monotonic()
-    for name, data in RESP_CASES:
-        rec.append((f"resp: {name}", resp_case(resp_port, data)))
-    for name, data in MC_TEXT_CASES:
-        rec.append((f"memcache text: {name}", mc_text_case(mc_port, data)))
+    for name, data, *first in RESP_CASES:
+        rec.append((f"resp: {name}", resp_case(resp_port, data, bool(first))))
+    for name, data, *first in MC_TEXT_CASES:
+        rec.append((f"memcache text: {name}", mc_text_case(mc_port, data, bool(first))))
     for name, data in MC_BIN_CASES:
         rec.append((f"memcache binary: {name}", mc_bin_case(mc_port, data)))
     # Still serving after all of that.

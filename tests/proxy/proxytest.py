@@ -342,6 +342,18 @@ def check_ref_expects(res, ref, expects, ref_name):
             res.fail(f"expectation {name}", f"no step of that name ran against {ref_name}")
 
 
+def number_repeated(steps):
+    """Steps whose names repeat are numbered (#1, #2...) so that each has
+    a name of its own: the records are compared by name."""
+    names = [s.name for s in steps]
+    dup = {n for n in names if names.count(n) > 1}
+    seen = {}
+    for s in steps:
+        if s.name in dup:
+            seen[s.name] = seen.get(s.name, 0) + 1
+            s.name = f"{s.name} #{seen[s.name]}"
+
+
 def parse_common_args(argv, extra=()):
     """--target reference|proxy|both (default both), --proxy PATH,
     --redis-server PATH, --memcached PATH, --momento-local PATH and

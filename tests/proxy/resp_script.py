@@ -814,14 +814,7 @@ def main():
     a = pt.parse_common_args(sys.argv[1:])
     pt.require_program(a.redis_server, "redis-server")
     res = pt.Results()
-    names = [s.name for s in STEPS]
-    dup = {n for n in names if names.count(n) > 1}
-    # Repeated steps are numbered so that each has a name of its own.
-    seen = {}
-    for s in STEPS:
-        if s.name in dup:
-            seen[s.name] = seen.get(s.name, 0) + 1
-            s.name = f"{s.name} #{seen[s.name]}"
+    pt.number_repeated(STEPS)
     red = pt.start_redis(a.redis_server)
     try:
         ref = run_script(red.port, "redis-server")

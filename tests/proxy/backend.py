@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""momento-proxy when Momento is slow, failing or far behind the client
+(issue 33 item 4): no real server to compare with here, so each check
+states what must happen. momento-local's fault injection is driven by the
+proxy's --header (sent with every Momento call):
+
+- a slow backend never blocks other connections, and a connection's
+  replies stay in order behind a slow one;
+- Momento's errors and timeouts reach the client as errors, with the
+  reason, never as misses;
+- SIGTERM answers the commands in flight, refuses new connections, exits 0;
+- --max-connections refuses one more with Redis's error;
+- a client that sends without reading is not read past the limits: the
+  proxy's memory stays bounded, and every reply arrives once it reads;
+- a request over --max-request-bytes is refused as Redis refuses one over
+  proto-max-bulk-len.
+"""
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proxytest as pt  # noqa: E402
+from rawresp import Closed, RawConn, encode  # noqa: E402
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def slow_backend(res, proxy_path):
+    # Gets are held 1.5 s; everything else is immediate.
+    px = pt.start_proxy(proxy_path, memcache=False,
+                        extra=["--header", "delay-ms=1500", "--header", "delay-rpcs=get get-batch"])
+    try:
+        a, b = RawConn(px.port), RawConn(px.port)
+        a.command("SET", "slow:k", "v")
+        t0 = time.monotonic()
+        # A: a slow GET, then a SET pipelined behind it.
+        a.send(encode(["GET", "slow:k"]) + encode(["SET", "slow:other", "x"]))
+        # B: answered at once, while A's GET is held.
+        got_b = b.command("SET", "slow:b", "1")
+        b_time = time.monotonic() - t0
+        res.check("another connection is answered while a get is held",
+                  got_b == ("+", "OK") and b_time < 1.0, f"{got_b!r} after {b_time:.2f} s")
+        r1, r2 = a.reply(), a.reply()
+        a_time = time.monotonic() - t0
+        res.check("the held connection's replies arrive in order after the get",
+                  r1 == ("$", b"v") and r2 == ("+", "OK") and a_time >= 1.4,
+                  f"{r1!r}, {r2!r} after {a_time:.2f} s")
+
+        # SIGTERM with a get in flight: answered, then closed; exit 0.
+        c = RawConn(px.port)
+        c.send(encode(["GET", "slow:k"]))
+        time.sleep(0.3)  # the get is in flight (held 1.5 s by the server)
+        px.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        refused = False
+        try:
+            d = socket.create_connection(("127.0.0.1", px.port), timeout=2)
+            d.sendall(encode(["PING"]))
+            refused = d.recv(100) == b""
+            d.close()
+        except OSError:
+            refused = True
+        res.check("after SIGTERM no new connection is served", refused)
+        reply = c.reply()
+        res.check("after SIGTERM the get in flight is answered", reply == ("$", b"v"), repr(reply))
+        try:
+            c.reply()
+            closed = False
+        except Closed:
+            closed = True
+        res.check("then its connection is closed", closed)
+        status = px.proc.wait(timeout=20)
+        res.check("momento-proxy exits 0 after draining", status == 0, f"status {status}")
+    finally:
+        px.stop(signal.SIGKILL)
+
+
+def failing_backend(res, proxy_path):
+    px = pt.start_proxy(proxy_path, memcache=False,
+                        extra=["--header", "return-error=internal",
+                               "--header", "error-rpcs=get get-batch keys-exist"])
+    try:
+        c = RawConn(px.port)
+        got = c.command("SET", "err:k", "v")
+        res.check("with gets failing, a set still succeeds", got == ("+", "OK"), repr(got))
+        got = c.command("GET", "err:k")
+        res.check("a failed get is an error naming Momento's reason, not a miss",
+                  got[0] == "-" and got[1].startswith("ERR momento INTERNAL_SERVER_ERROR"),
+                  repr(got))
+        got = c.command("MGET", "err:k", "err:j")
+        res.check("a failed MGET is an error", got[0] == "-" and "momento" in got[1], repr(got))
+        got = c.command("EXISTS", "err:k")
+        res.check("a failed EXISTS is an error", got[0] == "-" and "momento" in got[1], repr(got))
+        got = c.command("PING")
+        res.check("the connection stays usable after errors", got == ("+", "PONG"), repr(got))
+    finally:
+        px.stop()
+    px = pt.start_proxy(proxy_path, memcache=False,
+                        extra=["--timeout-ms", "300", "--header", "delay-ms=2000",
+                               "--header", "delay-rpcs=get get-batch"])
+    try:
+        c = RawConn(px.port)
+        t0 = time.monotonic()
+        got = c.command("GET", "late:k")
+        took = time.monotonic() - t0
+        res.check("a get past --timeout-ms is a TIMEOUT error, not a miss",
+                  got[0] == "-" and "TIMEOUT" in got[1] and took < 1.9, f"{got!r} in {took:.2f} s")
+    finally:
+        px.stop()
+
+
+def limits(res, proxy_path):
+    px = pt.start_proxy(proxy_path, memcache=False,
+                        extra=["--max-connections", "2", "--max-request-bytes", "65536",
+                               "--max-in-flight", "8"])
+    try:
+        a, b = RawConn(px.port), RawConn(px.port)
+        a.command("PING"), b.command("PING")
+        c = RawConn(px.port)
+        try:
+            got = c.reply()
+        except Closed:
+            got = "closed"
+        res.check("a connection over --max-connections gets Redis's error",
+                  got == ("-", "ERR max number of clients reached"), repr(got))
+        res.check("and is closed", c.closed_after()[0] == "closed")
+        b.close()
+        deadline = time.monotonic() + 5
+        ok = False
+        while time.monotonic() < deadline and not ok:
+            d = RawConn(px.port)
+            try:
+                ok = d.command("PING") == ("+", "PONG")
+            except Closed:
+                time.sleep(0.05)
+            d.close()
+        res.check("a connection closing makes room for another", ok)
+
+        got = a.command("SET", "big", "x" * 70000)
+        res.check("a value over --max-request-bytes is refused as Redis refuses one",
+                  got == ("-", "ERR Protocol error: invalid bulk length"), repr(got))
+        res.check("and the connection is closed", a.closed_after()[0] == "closed")
+    finally:
+        px.stop()
+
+
+def slow_reader(res, proxy_path):
+    """A client that sends 20,000 GETs of a 64 KiB value (1.3 GB of replies)
+    and reads nothing for a while: the proxy stops reading it, so its memory
+    stays bounded; then every reply arrives, in order. With --max-in-flight
+    16 the proxy may read 16 commands past what the client took, and a few
+    reads' worth (64 KiB each, and the buffer's slack) into its buffer."""
+    px = pt.start_proxy(proxy_path, memcache=False, extra=["--max-in-flight", "16"])
+    try:
+        c = RawConn(px.port, timeout=60)
+        value = b"v" * 65536
+        c.command("SET", "wide", value)
+        base = rss_kb(px.proc.pid)
+        n = 20000
+        sent = threading.Event()
+
+        def send_all():
+            data = encode(["GET", "wide"]) * 500
+            try:
+                for _ in range(n // 500):
+                    c.sock.sendall(data)
+            except OSError:
+                pass
+            sent.set()
+
+        t = threading.Thread(target=send_all, daemon=True)
+        t.start()
+        time.sleep(2.0)  # not reading: the proxy must stop reading too
+        peak = rss_kb(px.proc.pid)
+        res.check("a client that does not read is not read: the proxy's memory stays bounded",
+                  peak - base < 128 * 1024, f"RSS grew {(peak - base) // 1024} MB")
+        # What the proxy read of it (INFO, from another connection): the
+        # rest waits in the kernel's buffers.
+        info = RawConn(px.port).command("INFO")[1].decode()
+        read = int(info.split("total_net_input_bytes:")[1].split()[0])
+        total = n * len(encode(["GET", "wide"]))
+        res.check("the proxy stopped reading the commands it cannot answer yet",
+                  read < 3 * 80 * 1024 < total, f"read {read} of {total} bytes")
+        good = 0
+        for i in range(n):
+            r = c.reply()
+            if r != ("$", value):
+                res.fail("every reply arrives once the client reads", f"reply {i}: {r!r:.80}")
+                break
+            good += 1
+        else:
+            res.ok("every reply arrives once the client reads")
+        t.join(timeout=10)
+    finally:
+        px.stop()
+
+
+def main():
+    args = pt.parse_common_args(sys.argv[1:])
+    pt.require_program(args.proxy, "momento-proxy")
+    res = pt.Results()
+    slow_backend(res, args.proxy)
+    failing_backend(res, args.proxy)
+    limits(res, args.proxy)
+    slow_reader(res, args.proxy)
+    res.exit()
+
+
+if __name__ == "__main__":
+    main()
