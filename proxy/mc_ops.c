@@ -1,0 +1,768 @@
+/* memcached's operations on Momento (mc_ops.h). One mc_op per operation
+ * holds the copied key and data and whatever a later call needs; it is
+ * freed when `done` has been called. */
+#include "mc_ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How often a read-modify-write (cas, incr, append, ...) starts again
+ * when another writer keeps changing the key between its read and its
+ * conditional write. */
+#define MC_TRIES 8
+/* The TTL of a write whose exptime is already past (then deleted). */
+#define EXPIRED_TTL_MS 1
+
+typedef enum { OP_GET, OP_GAT, OP_STORE, OP_RMW, OP_DELETE, OP_TOUCH, OP_FLUSH } op_kind;
+
+typedef struct mc_op {
+    px_backend *b;
+    mc_done done;
+    void *ud;
+    op_kind kind;
+    mc_store_mode mode;
+    uint32_t flags;
+    mc_ttl ttl;
+    uint64_t cas;
+    bool want_cas;
+    bool check;
+    /* incr / decr */
+    bool arith;
+    bool incr;
+    uint64_t delta;
+    bool has_initial;
+    bool creating;      /* the write under way stores `initial` */
+    uint64_t initial;
+    uint64_t number;    /* the counter being written */
+    int tries;
+    /* Two calls at once (a read-modify-write's read, gat): both end
+     * before the operation goes on. */
+    int pending;
+    bool failed;
+    mc_result fail;
+    char msg[256];      /* fail.message, copied out of its result */
+    bool hit;
+    bool ttl_hit;
+    uint64_t remaining_ms;
+    char *hash;
+    size_t hash_len;
+    char *val;          /* the value read, as stored (flags first) */
+    size_t val_len;
+    /* key and data, inline after the struct */
+    char *key;
+    size_t key_len;
+    char *data;
+    size_t data_len;
+} mc_op;
+
+static mc_op *op_new(px_backend *b, op_kind kind, px_str key, px_str data, mc_done done, void *ud)
+{
+    mc_op *op = calloc(1, sizeof(*op) + key.n + data.n + 1);
+    if (!op)
+        return NULL;
+    op->b = b;
+    op->kind = kind;
+    op->done = done;
+    op->ud = ud;
+    op->key = (char *)(op + 1);
+    op->key_len = key.n;
+    if (key.n)
+        memcpy(op->key, key.p, key.n);
+    op->data = op->key + key.n;
+    op->data_len = data.n;
+    if (data.n)
+        memcpy(op->data, data.p, data.n);
+    return op;
+}
+
+static void op_free(mc_op *op)
+{
+    free(op->hash);
+    free(op->val);
+    free(op);
+}
+
+static void finish(mc_op *op, const mc_result *res)
+{
+    op->done(res, op->ud);
+    op_free(op);
+}
+
+static void finish_status(mc_op *op, mc_status st)
+{
+    mc_result r = {.status = st, .message = ""};
+    finish(op, &r);
+}
+
+static void no_memory(px_backend *b, mc_done done, void *ud)
+{
+    mc_result r = {.status = MC_FAILED, .error = MOMENTO_ERR_NO_MEMORY, .message = "out of memory"};
+    b->stats.backend_errors++;
+    done(&r, ud);
+}
+
+void mc_result_failed(px_backend *b, mc_result *out, int rc, const momento_result *res)
+{
+    b->stats.backend_errors++;
+    if (rc == MOMENTO_OK)
+        rc = momento_result_error(res);
+    memset(out, 0, sizeof(*out));
+    out->status = MC_FAILED;
+    out->error = rc;
+    if (rc == MOMENTO_ERR_LIMIT_EXCEEDED && momento_result_limit_kind(res) == MOMENTO_LIMIT_ITEM_SIZE)
+        out->status = MC_TOO_LARGE;
+    const char *msg = res ? momento_result_message(res) : NULL;
+    out->message = msg && *msg ? msg : momento_strerror(rc);
+}
+
+/* The operation ends with this Momento failure. */
+static void finish_failed(mc_op *op, int rc, const momento_result *res)
+{
+    mc_result r;
+    mc_result_failed(op->b, &r, rc, res);
+    finish(op, &r);
+}
+
+/* Keeps the first failure of a pair of calls until both are over. */
+static void keep_failure(mc_op *op, int rc, const momento_result *res)
+{
+    if (op->failed) {
+        op->b->stats.backend_errors++;
+        return;
+    }
+    op->failed = true;
+    mc_result_failed(op->b, &op->fail, rc, res);
+    snprintf(op->msg, sizeof(op->msg), "%s", op->fail.message);
+    op->fail.message = op->msg;
+}
+
+/* A call's submission: false (and the operation finished) when refused. */
+static bool submitted(mc_op *op, int rc)
+{
+    if (rc == MOMENTO_OK) {
+        op->b->stats.backend_calls++;
+        return true;
+    }
+    finish_failed(op, rc, NULL);
+    return false;
+}
+
+uint64_t mc_ttl_ms(const px_backend *b, mc_ttl ttl)
+{
+    if (ttl.expired)
+        return EXPIRED_TTL_MS;
+    uint64_t ms = ttl.ms ? ttl.ms : b->default_ttl_ms;
+    return ms > MOMENTO_MAX_TTL_MS ? MOMENTO_MAX_TTL_MS : ms;
+}
+
+static bool copy_bytes(char **dst, size_t *dst_len, const void *src, size_t n)
+{
+    free(*dst);
+    *dst = malloc(n ? n : 1);
+    if (!*dst) {
+        *dst_len = 0;
+        return false;
+    }
+    if (n)
+        memcpy(*dst, src, n);
+    *dst_len = n;
+    return true;
+}
+
+/* The value to store: flags, then data. NULL when out of memory. */
+static char *encode(uint32_t flags, const char *data, size_t n)
+{
+    char *v = malloc(MC_FLAGS_BYTES + n);
+    if (v)
+        mc_value_encode(flags, data, n, v);
+    return v;
+}
+
+/* ---- get ---- */
+
+static void on_get(const momento_result *res, void *ud)
+{
+    mc_op *op = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        finish_failed(op, 0, res);
+        return;
+    }
+    mc_result r = {.status = MC_MISS, .message = ""};
+    size_t n;
+    const void *v = momento_result_value(res, &n);
+    if (momento_result_is_hit(res) && mc_value_decode(v, n, &r.flags, &r.data, &r.len)) {
+        r.status = MC_HIT;
+        if (op->want_cas) {
+            size_t hn;
+            const void *h = momento_result_hash(res, &hn);
+            r.cas = mc_cas_from_hash(h, hn);
+        }
+    }
+    finish(op, &r);
+}
+
+void mc_get(px_backend *b, px_str key, bool want_cas, mc_done done, void *ud)
+{
+    mc_op *op = op_new(b, OP_GET, key, (px_str){NULL, 0}, done, ud);
+    if (!op) {
+        no_memory(b, done, ud);
+        return;
+    }
+    op->want_cas = want_cas;
+    int rc;
+    if (want_cas)
+        rc = momento_get_with_hash(b->client, b->cache, op->key, op->key_len, NULL, on_get, op);
+    else if (b->co)
+        rc = momento_coalescing_get(b->co, b->cache, op->key, op->key_len, NULL, on_get, op);
+    else
+        rc = momento_get(b->client, b->cache, op->key, op->key_len, NULL, on_get, op);
+    submitted(op, rc);
+}
+
+/* ---- gat: a get and a TTL update at once ---- */
+
+static void gat_step(mc_op *op)
+{
+    if (--op->pending > 0)
+        return;
+    if (op->failed) {
+        finish(op, &op->fail);
+        return;
+    }
+    mc_result r = {.status = MC_MISS, .message = ""};
+    if (op->hit && mc_value_decode(op->val, op->val_len, &r.flags, &r.data, &r.len)) {
+        r.status = MC_HIT;
+        r.cas = op->want_cas ? mc_cas_from_hash(op->hash, op->hash_len) : 0;
+    }
+    finish(op, &r);
+}
+
+static void on_gat_get(const momento_result *res, void *ud)
+{
+    mc_op *op = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        keep_failure(op, 0, res);
+    } else if (momento_result_is_hit(res)) {
+        size_t n, hn;
+        const void *v = momento_result_value(res, &n);
+        const void *h = momento_result_hash(res, &hn);
+        op->hit = copy_bytes(&op->val, &op->val_len, v, n) &&
+                  copy_bytes(&op->hash, &op->hash_len, h, hn);
+        if (!op->hit)
+            keep_failure(op, MOMENTO_ERR_NO_MEMORY, NULL);
+    }
+    gat_step(op);
+}
+
+static void on_gat_ttl(const momento_result *res, void *ud)
+{
+    mc_op *op = ud;
+    if (momento_result_error(res) != MOMENTO_OK)
+        keep_failure(op, 0, res);
+    gat_step(op);
+}
+
+void mc_gat(px_backend *b, px_str key, mc_ttl ttl, bool want_cas, mc_done done, void *ud)
+{
+    mc_op *op = op_new(b, OP_GAT, key, (px_str){NULL, 0}, done, ud);
+    if (!op) {
+        no_memory(b, done, ud);
+        return;
+    }
+    op->want_cas = want_cas;
+    op->pending = 2;
+    int rc = want_cas
+                 ? momento_get_with_hash(b->client, b->cache, op->key, op->key_len, NULL, on_gat_get, op)
+                 : momento_get(b->client, b->cache, op->key, op->key_len, NULL, on_gat_get, op);
+    if (!submitted(op, rc))
+        return;
+    rc = momento_update_ttl(b->client, b->cache, op->key, op->key_len, mc_ttl_ms(b, ttl), NULL,
+                            on_gat_ttl, op);
+    if (rc == MOMENTO_OK) {
+        b->stats.backend_calls++;
+    } else {
+        keep_failure(op, rc, NULL);
+        op->pending--; /* the get still ends it */
+    }
+}
+
+/* ---- touch ---- */
+
+static void on_touched(const momento_result *res, void *ud)
+{
+    mc_op *op = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        finish_failed(op, 0, res);
+        return;
+    }
+    finish_status(op, momento_result_outcome(res) == MOMENTO_OUTCOME_MISS ? MC_NOT_FOUND : MC_TOUCHED);
+}
+
+void mc_touch(px_backend *b, px_str key, mc_ttl ttl, mc_done done, void *ud)
+{
+    mc_op *op = op_new(b, OP_TOUCH, key, (px_str){NULL, 0}, done, ud);
+    if (!op) {
+        no_memory(b, done, ud);
+        return;
+    }
+    submitted(op, momento_update_ttl(b->client, b->cache, op->key, op->key_len, mc_ttl_ms(b, ttl),
+                                     NULL, on_touched, op));
+}
+
+/* ---- delete ---- */
+
+static void on_deleted(const momento_result *res, void *ud)
+{
+    mc_op *op = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        finish_failed(op, 0, res);
+        return;
+    }
+    /* A store whose exptime was past ends here too. */
+    finish_status(op, op->kind == OP_DELETE ? MC_DELETED : MC_STORED);
+}
+
+static void delete_now(mc_op *op)
+{
+    submitted(op, momento_delete(op->b->client, op->b->cache, op->key, op->key_len, NULL,
+                                 on_deleted, op));
+}
+
+static void on_delete_checked(const momento_result *res, void *ud)
+{
+    mc_op *op = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        finish_failed(op, 0, res);
+        return;
+    }
+    bool there;
+    if (op->cas) {
+        size_t n, hn;
+        const void *v = momento_result_value(res, &n);
+        const void *h = momento_result_hash(res, &hn);
+        uint32_t flags;
+        const char *d;
+        size_t dn;
+        there = momento_result_is_hit(res) && mc_value_decode(v, n, &flags, &d, &dn);
+        if (there && mc_cas_from_hash(h, hn) != op->cas) {
+            finish_status(op, MC_EXISTS);
+            return;
+        }
+    } else {
+        there = momento_result_exists(res, 0) == 1;
+    }
+    if (!there) {
+        finish_status(op, MC_NOT_FOUND);
+        return;
+    }
+    delete_now(op);
+}
+
+void mc_delete(px_backend *b, px_str key, uint64_t cas, bool check, mc_done done, void *ud)
+{
+    mc_op *op = op_new(b, OP_DELETE, key, (px_str){NULL, 0}, done, ud);
+    if (!op) {
+        no_memory(b, done, ud);
+        return;
+    }
+    op->cas = cas;
+    if (cas)
+        submitted(op, momento_get_with_hash(b->client, b->cache, op->key, op->key_len, NULL,
+                                            on_delete_checked, op));
+    else if (check)
+        submitted(op, momento_key_exists(b->client, b->cache, op->key, op->key_len, NULL,
+                                         on_delete_checked, op));
+    else
+        delete_now(op);
+}
+
+/* ---- read-modify-write: incr, decr, append, prepend ---- */
+
+static void rmw_read(mc_op *op);
+static void finish_written(mc_op *op, const momento_result *res);
+
+static void rmw_retry(mc_op *op)
+{
+    if (++op->tries >= MC_TRIES) {
+        mc_result r = {.status = MC_FAILED, .error = MOMENTO_ERR_FAILED_PRECONDITION,
+                       .message = "the key kept changing during the update"};
+        op->b->stats.backend_errors++;
+        finish(op, &r);
+        return;
+    }
+    rmw_read(op);
+}
+
+static void on_rmw_written(const momento_result *res, void *ud)
+{
+    mc_op *op = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        finish_failed(op, 0, res);
+        return;
+    }
+    if (momento_result_outcome(res) == MOMENTO_OUTCOME_NOT_STORED) {
+        rmw_retry(op);
+        return;
+    }
+    finish_written(op, res);
+}
+
+/* Writes `nv` (encoded) if the key still holds what was read. */
+static void rmw_write(mc_op *op, char *nv, size_t n, uint64_t ttl_ms)
+{
+    px_backend *b = op->b;
+    int rc;
+    if (op->creating)
+        rc = momento_set_if_absent(b->client, b->cache, op->key, op->key_len, nv, n, ttl_ms, NULL,
+                                   on_rmw_written, op);
+    else
+        rc = momento_set_if_present_and_hash_equal(b->client, b->cache, op->key, op->key_len, nv, n,
+                                                   ttl_ms, op->hash, op->hash_len, NULL,
+                                                   on_rmw_written, op);
+    free(nv);
+    submitted(op, rc);
+}
+
+static void rmw_step(mc_op *op)
+{
+    if (--op->pending > 0)
+        return;
+    if (op->failed) {
+        finish(op, &op->fail);
+        return;
+    }
+    op->creating = false;
+    if (!op->hit) {
+        if (op->arith && op->has_initial) {
+            char digits[MC_COUNTER_MAX];
+            size_t n = mc_counter_format(op->initial, 0, digits);
+            char *nv = encode(0, digits, n);
+            if (!nv) {
+                no_memory(op->b, op->done, op->ud);
+                op_free(op);
+                return;
+            }
+            op->creating = true;
+            op->number = op->initial;
+            rmw_write(op, nv, MC_FLAGS_BYTES + n, mc_ttl_ms(op->b, op->ttl));
+            return;
+        }
+        finish_status(op, op->arith ? MC_NOT_FOUND : MC_NOT_STORED);
+        return;
+    }
+    if (!op->ttl_hit) {
+        rmw_retry(op); /* gone between the two reads */
+        return;
+    }
+    uint32_t flags;
+    const char *old;
+    size_t old_len;
+    if (!mc_value_decode(op->val, op->val_len, &flags, &old, &old_len)) {
+        finish_status(op, op->arith ? MC_NON_NUMERIC : MC_NOT_STORED);
+        return;
+    }
+    uint64_t ttl_ms = op->remaining_ms ? op->remaining_ms : mc_ttl_ms(op->b, (mc_ttl){0, false});
+    char *nv;
+    size_t n;
+    if (op->arith) {
+        uint64_t v;
+        if (!mc_counter_parse(old, old_len, &v)) {
+            finish_status(op, MC_NON_NUMERIC);
+            return;
+        }
+        if (op->incr)
+            v += op->delta; /* wraps at 2^64, as memcached's */
+        else
+            v = op->delta > v ? 0 : v - op->delta;
+        op->number = v;
+        size_t room = old_len > MC_COUNTER_MAX ? old_len : MC_COUNTER_MAX;
+        nv = malloc(MC_FLAGS_BYTES + room);
+        if (nv) {
+            n = mc_counter_format(v, old_len, nv + MC_FLAGS_BYTES);
+            mc_value_encode(flags, NULL, 0, nv);
+        }
+    } else {
+        n = old_len + op->data_len;
+        if (MC_FLAGS_BYTES + op->key_len + n > MOMENTO_MAX_ITEM_BYTES) {
+            finish_status(op, MC_TOO_LARGE);
+            return;
+        }
+        nv = malloc(MC_FLAGS_BYTES + n);
+        if (nv) {
+            mc_value_encode(flags, NULL, 0, nv);
+            char *d = nv + MC_FLAGS_BYTES;
+            if (op->mode == MC_MODE_APPEND) {
+                memcpy(d, old, old_len);
+                memcpy(d + old_len, op->data, op->data_len);
+            } else {
+                memcpy(d, op->data, op->data_len);
+                memcpy(d + op->data_len, old, old_len);
+            }
+        }
+    }
+    if (!nv) {
+        no_memory(op->b, op->done, op->ud);
+        op_free(op);
+        return;
+    }
+    rmw_write(op, nv, MC_FLAGS_BYTES + n, ttl_ms);
+}
+
+static void on_rmw_get(const momento_result *res, void *ud)
+{
+    mc_op *op = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        keep_failure(op, 0, res);
+    } else if (momento_result_is_hit(res)) {
+        size_t n, hn;
+        const void *v = momento_result_value(res, &n);
+        const void *h = momento_result_hash(res, &hn);
+        op->hit = copy_bytes(&op->val, &op->val_len, v, n) &&
+                  copy_bytes(&op->hash, &op->hash_len, h, hn);
+        if (!op->hit)
+            keep_failure(op, MOMENTO_ERR_NO_MEMORY, NULL);
+    }
+    rmw_step(op);
+}
+
+static void on_rmw_ttl(const momento_result *res, void *ud)
+{
+    mc_op *op = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        keep_failure(op, 0, res);
+    } else if (momento_result_is_hit(res)) {
+        op->ttl_hit = true;
+        op->remaining_ms = momento_result_ttl_ms(res);
+    }
+    rmw_step(op);
+}
+
+static void rmw_read(mc_op *op)
+{
+    px_backend *b = op->b;
+    op->hit = op->ttl_hit = false;
+    op->remaining_ms = 0;
+    op->pending = 2;
+    if (!submitted(op, momento_get_with_hash(b->client, b->cache, op->key, op->key_len, NULL,
+                                             on_rmw_get, op)))
+        return;
+    int rc = momento_item_get_ttl(b->client, b->cache, op->key, op->key_len, NULL, on_rmw_ttl, op);
+    if (rc == MOMENTO_OK) {
+        b->stats.backend_calls++;
+    } else {
+        keep_failure(op, rc, NULL);
+        op->pending--;
+    }
+}
+
+void mc_arith(px_backend *b, px_str key, bool incr, uint64_t delta, bool has_initial,
+              uint64_t initial, mc_ttl initial_ttl, bool want_cas, mc_done done, void *ud)
+{
+    mc_op *op = op_new(b, OP_RMW, key, (px_str){NULL, 0}, done, ud);
+    if (!op) {
+        no_memory(b, done, ud);
+        return;
+    }
+    op->arith = true;
+    op->incr = incr;
+    op->delta = delta;
+    op->has_initial = has_initial;
+    op->initial = initial;
+    op->ttl = initial_ttl;
+    op->want_cas = want_cas;
+    rmw_read(op);
+}
+
+/* ---- the unique of a value just written ---- */
+
+/* SetIf's absent / present conditions answer without the new value's
+ * hash; a binary client is owed a cas unique, so it is read back. Another
+ * writer in between makes it that writer's unique - then the answer is as
+ * if the other write had come first, which it did. */
+static void on_unique_read(const momento_result *res, void *ud)
+{
+    mc_op *op = ud;
+    mc_result r = {.status = op->arith ? MC_NUMBER : MC_STORED, .message = "",
+                   .number = op->number};
+    if (momento_result_error(res) == MOMENTO_OK && momento_result_is_hit(res)) {
+        size_t hn;
+        const void *h = momento_result_hash(res, &hn);
+        r.cas = mc_cas_from_hash(h, hn);
+    }
+    finish(op, &r);
+}
+
+/* Answers a write's success, reading the unique back when it is owed and
+ * the write's result did not carry it. */
+static void finish_written(mc_op *op, const momento_result *res)
+{
+    size_t hn;
+    const void *h = momento_result_hash(res, &hn);
+    if (op->want_cas && hn == 0) {
+        int rc = momento_get_with_hash(op->b->client, op->b->cache, op->key, op->key_len, NULL,
+                                       on_unique_read, op);
+        if (rc == MOMENTO_OK) {
+            op->b->stats.backend_calls++;
+            return;
+        }
+    }
+    mc_result r = {.status = op->arith ? MC_NUMBER : MC_STORED, .message = "",
+                   .number = op->number, .cas = mc_cas_from_hash(h, hn)};
+    finish(op, &r);
+}
+
+/* ---- set, add, replace, cas ---- */
+
+static void cas_read(mc_op *op);
+
+static void on_stored(const momento_result *res, void *ud)
+{
+    mc_op *op = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        finish_failed(op, 0, res);
+        return;
+    }
+    if (momento_result_outcome(res) == MOMENTO_OUTCOME_NOT_STORED) {
+        if (op->mode != MC_MODE_CAS) {
+            finish_status(op, MC_NOT_STORED);
+        } else if (++op->tries >= MC_TRIES) {
+            finish_status(op, MC_EXISTS); /* other writers kept winning */
+        } else {
+            cas_read(op); /* changed or gone since the read: look again */
+        }
+        return;
+    }
+    if (op->ttl.expired) {
+        /* Written with a 1 ms TTL for the answer; gone now. */
+        delete_now(op);
+        return;
+    }
+    finish_written(op, res);
+}
+
+static void store_write(mc_op *op, const char *hash, size_t hash_len)
+{
+    px_backend *b = op->b;
+    char *v = encode(op->flags, op->data, op->data_len);
+    if (!v) {
+        no_memory(b, op->done, op->ud);
+        op_free(op);
+        return;
+    }
+    size_t n = MC_FLAGS_BYTES + op->data_len;
+    uint64_t ttl = mc_ttl_ms(b, op->ttl);
+    int rc;
+    switch (op->mode) {
+    case MC_MODE_ADD:
+        rc = momento_set_if_absent(b->client, b->cache, op->key, op->key_len, v, n, ttl, NULL,
+                                   on_stored, op);
+        break;
+    case MC_MODE_REPLACE:
+        rc = momento_set_if_present(b->client, b->cache, op->key, op->key_len, v, n, ttl, NULL,
+                                    on_stored, op);
+        break;
+    case MC_MODE_CAS:
+        rc = momento_set_if_present_and_hash_equal(b->client, b->cache, op->key, op->key_len, v, n,
+                                                   ttl, hash, hash_len, NULL, on_stored, op);
+        break;
+    default:
+        rc = op->want_cas ? momento_set_with_hash(b->client, b->cache, op->key, op->key_len, v, n,
+                                                  ttl, NULL, on_stored, op)
+                          : momento_set(b->client, b->cache, op->key, op->key_len, v, n, ttl, NULL,
+                                        on_stored, op);
+        break;
+    }
+    free(v);
+    submitted(op, rc);
+}
+
+static void on_cas_read(const momento_result *res, void *ud)
+{
+    mc_op *op = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        finish_failed(op, 0, res);
+        return;
+    }
+    size_t n, hn;
+    const void *v = momento_result_value(res, &n);
+    const void *h = momento_result_hash(res, &hn);
+    uint32_t flags;
+    const char *d;
+    size_t dn;
+    if (!momento_result_is_hit(res) || !mc_value_decode(v, n, &flags, &d, &dn)) {
+        finish_status(op, MC_NOT_FOUND);
+        return;
+    }
+    if (!h || hn == 0 || mc_cas_from_hash(h, hn) != op->cas) {
+        finish_status(op, MC_EXISTS);
+        return;
+    }
+    /* The full hash, not the 8 bytes the client holds: the write happens
+     * only over exactly the value whose unique the client named. */
+    store_write(op, h, hn);
+}
+
+static void cas_read(mc_op *op)
+{
+    submitted(op, momento_get_with_hash(op->b->client, op->b->cache, op->key, op->key_len, NULL,
+                                        on_cas_read, op));
+}
+
+void mc_store(px_backend *b, mc_store_mode mode, px_str key, uint32_t flags, px_str data,
+              mc_ttl ttl, uint64_t cas, bool want_cas, mc_done done, void *ud)
+{
+    mc_op *op = op_new(b, mode == MC_MODE_APPEND || mode == MC_MODE_PREPEND ? OP_RMW : OP_STORE,
+                       key, data, done, ud);
+    if (!op) {
+        no_memory(b, done, ud);
+        return;
+    }
+    op->mode = mode;
+    op->flags = flags;
+    op->ttl = ttl;
+    op->cas = cas;
+    op->want_cas = want_cas;
+    switch (mode) {
+    case MC_MODE_APPEND:
+    case MC_MODE_PREPEND:
+        rmw_read(op);
+        break;
+    case MC_MODE_CAS:
+        cas_read(op);
+        break;
+    case MC_MODE_SET:
+        if (ttl.expired) {
+            /* memcached stores an item already expired: the key is gone. */
+            delete_now(op);
+            break;
+        }
+        store_write(op, NULL, 0);
+        break;
+    default:
+        store_write(op, NULL, 0);
+        break;
+    }
+}
+
+/* ---- flush_all ---- */
+
+static void on_flushed(const momento_result *res, void *ud)
+{
+    mc_op *op = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        finish_failed(op, 0, res);
+        return;
+    }
+    finish_status(op, MC_OK);
+}
+
+void mc_flush(px_backend *b, mc_done done, void *ud)
+{
+    mc_op *op = op_new(b, OP_FLUSH, (px_str){NULL, 0}, (px_str){NULL, 0}, done, ud);
+    if (!op) {
+        no_memory(b, done, ud);
+        return;
+    }
+    submitted(op, momento_flush_cache(b->client, b->cache, NULL, on_flushed, op));
+}

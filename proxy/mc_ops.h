@@ -1,0 +1,108 @@
+/* memcached's operations on Momento, shared by the text and the binary
+ * protocol: each takes its arguments (copied), runs one or more libmomento
+ * calls and reports one mc_result to `done`, exactly once - from a library
+ * callback, or before it returns when nothing could be sent. Values are
+ * kept as mc_value_encode() makes them (flags, then data).
+ *
+ * How memcached's semantics are built from Momento's calls:
+ *  - set: Set; add: SetIf absent; replace: SetIf present.
+ *  - cas: GetWithHash, then (when the unique is that hash's,
+ *    mc_cas_from_hash) SetIfHash present-and-hash-equal with the full hash;
+ *    a write that loses a race starts again from the read.
+ *  - incr, decr, append, prepend: GetWithHash and ItemGetTtl together,
+ *    then SetIfHash present-and-hash-equal with the new value and the
+ *    remaining TTL, again from the read when another writer came between
+ *    (Momento's Increment cannot be used: the value starts with the flags).
+ *  - delete: KeysExist then Delete (Momento's Delete does not say whether
+ *    the key was there); when nobody reads the answer, Delete alone.
+ *  - touch: UpdateTtl; gat: Get (or GetWithHash) and UpdateTtl together.
+ *  - exptime in the past: the write with a TTL of 1 ms followed by a
+ *    Delete (set: the Delete alone), so that the answer is what memcached
+ *    gives and the item is gone when it is given.
+ *
+ * Everything runs on the proxy's thread. */
+#ifndef PX_MC_OPS_H
+#define PX_MC_OPS_H
+
+#include "mc_parse.h"
+#include "px.h"
+
+typedef enum mc_status {
+    MC_STORED,
+    MC_NOT_STORED,
+    MC_EXISTS,
+    MC_NOT_FOUND,
+    MC_DELETED,
+    MC_TOUCHED,
+    MC_HIT,
+    MC_MISS,
+    MC_NUMBER,
+    MC_NON_NUMERIC,
+    MC_OK,
+    MC_TOO_LARGE, /* Momento refused the item for its size */
+    MC_FAILED,    /* a Momento error: `error` and `message` */
+} mc_status;
+
+typedef struct mc_result {
+    mc_status status;
+    uint32_t flags;      /* MC_HIT */
+    const char *data;    /* MC_HIT: borrowed until `done` returns */
+    size_t len;
+    uint64_t cas;        /* MC_HIT (asked for), MC_STORED, MC_NUMBER: 0 when unknown */
+    uint64_t number;     /* MC_NUMBER */
+    int error;           /* MC_FAILED: a momento_error */
+    const char *message; /* MC_FAILED: the reason, never NULL */
+} mc_result;
+
+typedef void (*mc_done)(const mc_result *res, void *ud);
+
+typedef enum mc_store_mode {
+    MC_MODE_SET,
+    MC_MODE_ADD,
+    MC_MODE_REPLACE,
+    MC_MODE_CAS,
+    MC_MODE_APPEND,
+    MC_MODE_PREPEND,
+} mc_store_mode;
+
+/* set / add / replace / cas (with `cas`) / append / prepend (which keep
+ * the item's flags and TTL, as memcached's do). want_cas: the answer
+ * carries the new value's unique (a binary reply does): a set is sent as a
+ * set with hash, and an add or replace, whose SetIf answers no hash, reads
+ * it back. */
+void mc_store(px_backend *b, mc_store_mode mode, px_str key, uint32_t flags, px_str data,
+              mc_ttl ttl, uint64_t cas, bool want_cas, mc_done done, void *ud);
+
+/* incr / decr by `delta` (decr stops at 0, incr wraps at 2^64, as
+ * memcached's). A missing key: MC_NOT_FOUND, or with `initial` (the binary
+ * protocol's) that value stored with `initial_ttl`. want_cas as for
+ * mc_store(). */
+void mc_arith(px_backend *b, px_str key, bool incr, uint64_t delta, bool has_initial,
+              uint64_t initial, mc_ttl initial_ttl, bool want_cas, mc_done done, void *ud);
+
+/* MC_DELETED or MC_NOT_FOUND; `cas` non-zero: MC_EXISTS unless it is the
+ * value's unique. check: find out whether the key was there (otherwise
+ * the answer is always MC_DELETED, for a caller that does not tell). */
+void mc_delete(px_backend *b, px_str key, uint64_t cas, bool check, mc_done done, void *ud);
+
+/* MC_TOUCHED or MC_NOT_FOUND. */
+void mc_touch(px_backend *b, px_str key, mc_ttl ttl, mc_done done, void *ud);
+
+/* MC_HIT or MC_MISS; want_cas: the unique too (a get with hash, which the
+ * coalescer does not share). */
+void mc_get(px_backend *b, px_str key, bool want_cas, mc_done done, void *ud);
+
+/* get and touch: MC_HIT (the value before the touch) or MC_MISS. */
+void mc_gat(px_backend *b, px_str key, mc_ttl ttl, bool want_cas, mc_done done, void *ud);
+
+/* flush_all: MC_OK. */
+void mc_flush(px_backend *b, mc_done done, void *ud);
+
+/* A Momento result as an mc_result: MC_FAILED (or MC_TOO_LARGE for an
+ * item over Momento's size limit); counts the error. */
+void mc_result_failed(px_backend *b, mc_result *out, int rc, const momento_result *res);
+
+/* The default TTL for ttl.ms == 0. */
+uint64_t mc_ttl_ms(const px_backend *b, mc_ttl ttl);
+
+#endif

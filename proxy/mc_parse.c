@@ -1,0 +1,645 @@
+/* memcached framing (mc_parse.h), following memcached 1.6's proto_text.c
+ * (tokenize_command, process_command_ascii and the process_*_command
+ * functions), util.c (safe_strto*) and proto_bin.c (dispatch_bin_command):
+ * the same answers for the same bytes. */
+#include "mc_parse.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- numbers, as memcached's util.c reads them ---- */
+
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/* strtoull's grammar over s[0, n): leading white space, a sign, digits.
+ * Returns the index after the digits (0 when none: str == endptr), with
+ * *overflow for ERANGE and the value negated for '-' as strtoull does. */
+static size_t scan_ull(const char *s, size_t n, uint64_t *out, bool *overflow, bool *neg)
+{
+    size_t i = 0;
+    while (i < n && is_space(s[i]))
+        i++;
+    *neg = false;
+    if (i < n && (s[i] == '+' || s[i] == '-')) {
+        *neg = s[i] == '-';
+        i++;
+    }
+    size_t start = i;
+    uint64_t v = 0;
+    *overflow = false;
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            *overflow = true;
+        v = v * 10 + d;
+    }
+    if (i == start)
+        return 0;
+    *out = *neg ? (uint64_t)0 - v : v;
+    return i;
+}
+
+/* After the number: the end of the token, or white space (memcached's
+ * `xisspace(*endptr) || *endptr == '\0'`; a token ends where memcached
+ * wrote its NUL). */
+static bool number_ends(const char *s, size_t n, size_t end)
+{
+    return end == n || is_space(s[end]) || s[end] == '\0';
+}
+
+bool mc_strtoull(const char *s, size_t n, uint64_t *out)
+{
+    uint64_t v;
+    bool overflow, neg;
+    size_t end = scan_ull(s, n, &v, &overflow, &neg);
+    if (end == 0 || overflow || !number_ends(s, n, end))
+        return false;
+    /* "-1" reads as a huge number: refused when it looks negative. */
+    if ((int64_t)v < 0 && memchr(s, '-', end))
+        return false;
+    *out = v;
+    return true;
+}
+
+bool mc_strtol32(const char *s, size_t n, int32_t *out)
+{
+    /* strtol: the same grammar, within long; then memcached refuses
+     * over INT_MAX and keeps the low 32 bits of the rest. */
+    uint64_t v;
+    bool overflow, neg;
+    size_t end = scan_ull(s, n, &v, &overflow, &neg);
+    if (end == 0 || !number_ends(s, n, end))
+        return false;
+    uint64_t mag = neg ? (uint64_t)0 - v : v;
+    if (overflow || (!neg && mag > (uint64_t)LONG_MAX) || (neg && mag > (uint64_t)LONG_MAX + 1))
+        return false; /* ERANGE */
+    int64_t l = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+    if (l > INT_MAX)
+        return false;
+    *out = (int32_t)(uint32_t)(uint64_t)l;
+    return true;
+}
+
+/* ---- the text protocol ---- */
+
+#define MAX_TOKENS 8 /* more than any command but the gets takes */
+
+typedef struct tokens {
+    px_str t[MAX_TOKENS];
+    size_t n;      /* tokens seen, even past MAX_TOKENS */
+} tokens;
+
+/* memcached's tokenize_command: words separated by spaces (only ' '). */
+static void tokenize(const char *p, size_t n, tokens *tk)
+{
+    tk->n = 0;
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && p[i] == ' ')
+            i++;
+        if (i == n)
+            break;
+        size_t s = i;
+        while (i < n && p[i] != ' ')
+            i++;
+        if (tk->n < MAX_TOKENS)
+            tk->t[tk->n] = (px_str){p + s, i - s};
+        tk->n++;
+    }
+}
+
+static bool tok_is(const px_str *t, const char *s)
+{
+    size_t n = strlen(s);
+    return t->n == n && memcmp(t->p, s, n) == 0;
+}
+
+/* memcached's set_noreply_maybe: the last token is "noreply". */
+static bool noreply_maybe(const tokens *tk)
+{
+    return tk->n > 1 && tk->n <= MAX_TOKENS && tok_is(&tk->t[tk->n - 1], "noreply");
+}
+
+static void fail(mc_text_cmd *cmd, const char *reply)
+{
+    cmd->kind = MC_T_ERROR;
+    cmd->reply = cmd->noreply ? NULL : reply;
+}
+
+static bool keys_room(mc_text_cmd *cmd, size_t n)
+{
+    if (n <= cmd->keys_cap)
+        return true;
+    size_t cap = cmd->keys_cap ? cmd->keys_cap : 16;
+    while (cap < n)
+        cap *= 2;
+    px_str *k = realloc(cmd->keys, cap * sizeof(*k));
+    if (!k)
+        return false;
+    cmd->keys = k;
+    cmd->keys_cap = cap;
+    return true;
+}
+
+/* get, gets, gat, gats: every word after the command (after the exptime
+ * for gat/gats) is a key; memcached reads any number of them. */
+static bool parse_keys(const char *line, size_t n, size_t skip_words, mc_text_cmd *cmd)
+{
+    size_t i = 0, word = 0;
+    cmd->nkeys = 0;
+    while (i < n) {
+        while (i < n && line[i] == ' ')
+            i++;
+        if (i == n)
+            break;
+        size_t s = i;
+        while (i < n && line[i] != ' ')
+            i++;
+        if (word++ < skip_words)
+            continue;
+        if (i - s > MC_KEY_MAX) {
+            fail(cmd, "CLIENT_ERROR bad command line format");
+            return true;
+        }
+        if (!keys_room(cmd, cmd->nkeys + 1))
+            return false;
+        cmd->keys[cmd->nkeys++] = (px_str){line + s, i - s};
+    }
+    return true;
+}
+
+/* set, add, replace, append, prepend, cas: the line, then the data block
+ * (process_update_command). Returns the bytes taken, 0 for more. */
+static ssize_t parse_storage(const char *p, size_t n, size_t line_len, const tokens *tk,
+                             size_t max_item, mc_text_cmd *cmd)
+{
+    bool cas = cmd->kind == MC_T_CAS;
+    cmd->noreply = noreply_maybe(tk);
+    cmd->key = tk->t[1];
+    if (cmd->key.n > MC_KEY_MAX) {
+        fail(cmd, "CLIENT_ERROR bad command line format");
+        return (ssize_t)line_len;
+    }
+    uint64_t flags;
+    int32_t exptime, vlen;
+    if (!mc_strtoull(tk->t[2].p, tk->t[2].n, &flags) ||
+        !mc_strtol32(tk->t[3].p, tk->t[3].n, &exptime) ||
+        !mc_strtol32(tk->t[4].p, tk->t[4].n, &vlen)) {
+        fail(cmd, "CLIENT_ERROR bad command line format");
+        return (ssize_t)line_len;
+    }
+    /* memcached keeps the flags in 32 bits, dropping the rest. */
+    cmd->flags = (uint32_t)flags;
+    cmd->exptime = exptime;
+    if (cas && !mc_strtoull(tk->t[5].p, tk->t[5].n, &cmd->cas)) {
+        fail(cmd, "CLIENT_ERROR bad command line format");
+        return (ssize_t)line_len;
+    }
+    if (vlen < 0 || vlen > INT_MAX - 2) {
+        fail(cmd, "CLIENT_ERROR bad command line format");
+        return (ssize_t)line_len;
+    }
+    size_t need = (size_t)vlen + 2;
+    if ((size_t)vlen > max_item || MC_FLAGS_BYTES + cmd->key.n + (size_t)vlen > max_item) {
+        /* Answered now; the data is skipped as it comes. */
+        cmd->too_large = true;
+        cmd->swallow = need;
+        return (ssize_t)line_len;
+    }
+    if (n - line_len < need)
+        return 0;
+    const char *d = p + line_len;
+    if (d[vlen] != '\r' || d[vlen + 1] != '\n') {
+        /* memcached reads exactly the announced bytes and then checks
+         * their end; it goes on reading commands after them. */
+        fail(cmd, "CLIENT_ERROR bad data chunk");
+        return (ssize_t)(line_len + need);
+    }
+    cmd->data = (px_str){d, (size_t)vlen};
+    return (ssize_t)(line_len + need);
+}
+
+static bool want(const tokens *tk, size_t a, size_t b)
+{
+    return tk->n == a || tk->n == b;
+}
+
+ssize_t mc_text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd *cmd)
+{
+    cmd->kind = MC_T_ERROR;
+    cmd->reply = NULL;
+    cmd->close = cmd->noreply = cmd->too_large = false;
+    cmd->swallow = 0;
+    cmd->nkeys = 0;
+    cmd->key = cmd->data = cmd->arg = (px_str){"", 0};
+    cmd->flags = 0;
+    cmd->exptime = 0;
+    cmd->cas = cmd->delta = 0;
+
+    const char *nl = memchr(p, '\n', n);
+    if (!nl) {
+        if (n > MC_LINE_MAX) {
+            /* memcached allows an endless line only to a multi-get; any
+             * other it hangs up on, without an answer. */
+            size_t s = 0;
+            while (s < n && p[s] == ' ')
+                s++;
+            if (s > 100 || !((n - s >= 4 && memcmp(p + s, "get ", 4) == 0) ||
+                             (n - s >= 5 && memcmp(p + s, "gets ", 5) == 0))) {
+                cmd->close = true;
+                return (ssize_t)n;
+            }
+        }
+        return 0;
+    }
+    size_t line_len = (size_t)(nl - p) + 1;
+    size_t len = line_len - 1;
+    if (len > 0 && p[len - 1] == '\r')
+        len--;
+
+    tokens tk;
+    tokenize(p, len, &tk);
+    if (tk.n == 0) {
+        fail(cmd, "ERROR");
+        return (ssize_t)line_len;
+    }
+    const px_str *c = &tk.t[0];
+
+    /* The get family: memcached's dispatch wants a key (or gat's exptime). */
+    if (c->n > 0 && c->p[0] == 'g') {
+        bool get = tok_is(c, "get"), gets = tok_is(c, "gets");
+        bool gat = tok_is(c, "gat"), gats = tok_is(c, "gats");
+        if (tk.n < 2 || !(get || gets || gat || gats)) {
+            fail(cmd, "ERROR");
+            return (ssize_t)line_len;
+        }
+        cmd->kind = get ? MC_T_GET : gets ? MC_T_GETS : gat ? MC_T_GAT : MC_T_GATS;
+        if ((gat || gats) && !mc_strtol32(tk.t[1].p, tk.t[1].n, &cmd->exptime)) {
+            fail(cmd, "CLIENT_ERROR invalid exptime argument");
+            return (ssize_t)line_len;
+        }
+        if (!parse_keys(p, len, (gat || gats) ? 2 : 1, cmd))
+            return -1;
+        return (ssize_t)line_len;
+    }
+
+    static const struct {
+        const char *name;
+        mc_text_kind kind;
+    } storage[] = {
+        {"set", MC_T_SET},         {"add", MC_T_ADD},         {"replace", MC_T_REPLACE},
+        {"append", MC_T_APPEND},   {"prepend", MC_T_PREPEND}, {"cas", MC_T_CAS},
+    };
+    for (size_t i = 0; i < sizeof(storage) / sizeof(storage[0]); i++) {
+        if (!tok_is(c, storage[i].name))
+            continue;
+        cmd->kind = storage[i].kind;
+        if (cmd->kind == MC_T_CAS ? !want(&tk, 6, 7) : !want(&tk, 5, 6)) {
+            fail(cmd, "ERROR");
+            return (ssize_t)line_len;
+        }
+        return parse_storage(p, n, line_len, &tk, max_item, cmd);
+    }
+
+    if (tok_is(c, "incr") || tok_is(c, "decr")) {
+        cmd->kind = c->p[0] == 'i' ? MC_T_INCR : MC_T_DECR;
+        if (!want(&tk, 3, 4)) {
+            fail(cmd, "ERROR");
+            return (ssize_t)line_len;
+        }
+        cmd->noreply = noreply_maybe(&tk);
+        cmd->key = tk.t[1];
+        if (cmd->key.n > MC_KEY_MAX)
+            fail(cmd, "CLIENT_ERROR bad command line format");
+        else if (!mc_strtoull(tk.t[2].p, tk.t[2].n, &cmd->delta))
+            fail(cmd, "CLIENT_ERROR invalid numeric delta argument");
+        return (ssize_t)line_len;
+    }
+    if (tok_is(c, "delete")) {
+        cmd->kind = MC_T_DELETE;
+        if (tk.n < 2 || tk.n > 4) {
+            fail(cmd, "ERROR");
+            return (ssize_t)line_len;
+        }
+        if (tk.n > 2) {
+            /* "delete <key> 0" is an old form memcached still takes. */
+            bool hold_zero = tok_is(&tk.t[2], "0");
+            cmd->noreply = noreply_maybe(&tk);
+            bool valid = (tk.n == 3 && (hold_zero || cmd->noreply)) ||
+                         (tk.n == 4 && hold_zero && cmd->noreply);
+            if (!valid) {
+                fail(cmd, "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]");
+                return (ssize_t)line_len;
+            }
+        }
+        cmd->key = tk.t[1];
+        if (cmd->key.n > MC_KEY_MAX)
+            fail(cmd, "CLIENT_ERROR bad command line format");
+        return (ssize_t)line_len;
+    }
+    if (tok_is(c, "touch")) {
+        cmd->kind = MC_T_TOUCH;
+        if (!want(&tk, 3, 4)) {
+            fail(cmd, "ERROR");
+            return (ssize_t)line_len;
+        }
+        cmd->noreply = noreply_maybe(&tk);
+        cmd->key = tk.t[1];
+        if (cmd->key.n > MC_KEY_MAX)
+            fail(cmd, "CLIENT_ERROR bad command line format");
+        else if (!mc_strtol32(tk.t[2].p, tk.t[2].n, &cmd->exptime))
+            fail(cmd, "CLIENT_ERROR invalid exptime argument");
+        return (ssize_t)line_len;
+    }
+    if (tok_is(c, "version")) {
+        cmd->kind = MC_T_VERSION;
+        return (ssize_t)line_len;
+    }
+    if (tok_is(c, "quit")) {
+        cmd->kind = MC_T_QUIT;
+        return (ssize_t)line_len;
+    }
+    if (tok_is(c, "stats")) {
+        cmd->kind = MC_T_STATS;
+        if (tk.n > 1)
+            cmd->arg = tk.t[1];
+        return (ssize_t)line_len;
+    }
+    if (tok_is(c, "verbosity")) {
+        cmd->kind = MC_T_VERBOSITY;
+        if (!want(&tk, 2, 3)) {
+            fail(cmd, "ERROR");
+            return (ssize_t)line_len;
+        }
+        cmd->noreply = noreply_maybe(&tk);
+        uint64_t level;
+        if (!mc_strtoull(tk.t[1].p, tk.t[1].n, &level))
+            fail(cmd, "CLIENT_ERROR bad command line format");
+        return (ssize_t)line_len;
+    }
+    if (tok_is(c, "flush_all")) {
+        cmd->kind = MC_T_FLUSH_ALL;
+        if (tk.n > 3) {
+            fail(cmd, "ERROR");
+            return (ssize_t)line_len;
+        }
+        cmd->noreply = noreply_maybe(&tk);
+        if (tk.n != (cmd->noreply ? 2u : 1u) &&
+            !mc_strtol32(tk.t[1].p, tk.t[1].n, &cmd->exptime))
+            fail(cmd, "CLIENT_ERROR invalid exptime argument");
+        return (ssize_t)line_len;
+    }
+    /* memcached hangs up on what looks like an HTTP request. */
+    if (tk.n <= MAX_TOKENS && tk.t[tk.n - 1].n >= 5 && memcmp(tk.t[tk.n - 1].p, "HTTP/", 5) == 0) {
+        cmd->close = true;
+        return (ssize_t)line_len;
+    }
+    fail(cmd, "ERROR");
+    return (ssize_t)line_len;
+}
+
+void mc_text_cmd_free(mc_text_cmd *cmd)
+{
+    free(cmd->keys);
+    cmd->keys = NULL;
+    cmd->keys_cap = cmd->nkeys = 0;
+}
+
+/* ---- the binary protocol ---- */
+
+static uint16_t be16(const unsigned char *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t be64(const unsigned char *p)
+{
+    return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
+
+ssize_t mc_bin_parse(const char *p, size_t n, size_t max_body, mc_bin_req *req)
+{
+    memset(req, 0, sizeof(*req));
+    /* memcached looks at the magic once a whole header is in. */
+    if (n < MC_BIN_HEADER)
+        return 0;
+    const unsigned char *h = (const unsigned char *)p;
+    if (h[0] != MC_BIN_REQ)
+        return -1;
+    req->opcode = h[1];
+    uint16_t keylen = be16(h + 2);
+    uint8_t extlen = h[4];
+    uint32_t bodylen = be32(h + 8);
+    req->opaque = be32(h + 12);
+    req->cas = be64(h + 16);
+
+    /* memcached: a key and extras longer than the body is a request it
+     * cannot frame; it answers UNKNOWN_COMMAND and hangs up. */
+    if ((uint64_t)keylen + extlen > bodylen) {
+        req->kind = MC_B_UNKNOWN;
+        req->hangup = true;
+        return MC_BIN_HEADER;
+    }
+    size_t vlen = bodylen - keylen - extlen;
+
+    uint8_t op = req->opcode;
+    switch (op) {
+    case MC_OP_GET: case MC_OP_GETQ: case MC_OP_GETK: case MC_OP_GETKQ:
+        req->kind = MC_B_GET;
+        req->quiet = op == MC_OP_GETQ || op == MC_OP_GETKQ;
+        req->with_key = op == MC_OP_GETK || op == MC_OP_GETKQ;
+        if (extlen != 0 || keylen == 0 || vlen != 0)
+            req->kind = MC_B_INVALID;
+        break;
+    case MC_OP_TOUCH: case MC_OP_GAT: case MC_OP_GATQ: case MC_OP_GATK: case MC_OP_GATKQ:
+        req->kind = MC_B_GAT;
+        req->quiet = op == MC_OP_GATQ || op == MC_OP_GATKQ;
+        req->with_key = op == MC_OP_GATK || op == MC_OP_GATKQ;
+        if (extlen != 4 || keylen == 0 || vlen != 0)
+            req->kind = MC_B_INVALID;
+        break;
+    case MC_OP_SET: case MC_OP_ADD: case MC_OP_REPLACE:
+    case MC_OP_SETQ: case MC_OP_ADDQ: case MC_OP_REPLACEQ:
+        req->kind = MC_B_SET;
+        req->quiet = op >= MC_OP_SETQ;
+        if (extlen != 8 || keylen == 0)
+            req->kind = MC_B_INVALID;
+        break;
+    case MC_OP_APPEND: case MC_OP_PREPEND: case MC_OP_APPENDQ: case MC_OP_PREPENDQ:
+        req->kind = MC_B_APPEND;
+        req->quiet = op >= MC_OP_APPENDQ;
+        if (extlen != 0 || keylen == 0)
+            req->kind = MC_B_INVALID;
+        break;
+    case MC_OP_DELETE: case MC_OP_DELETEQ:
+        req->kind = MC_B_DELETE;
+        req->quiet = op == MC_OP_DELETEQ;
+        if (extlen != 0 || keylen == 0 || vlen != 0)
+            req->kind = MC_B_INVALID;
+        break;
+    case MC_OP_INCREMENT: case MC_OP_DECREMENT: case MC_OP_INCREMENTQ: case MC_OP_DECREMENTQ:
+        req->kind = MC_B_ARITH;
+        req->quiet = op >= MC_OP_INCREMENTQ;
+        if (extlen != 20 || keylen == 0 || vlen != 0)
+            req->kind = MC_B_INVALID;
+        break;
+    case MC_OP_QUIT: case MC_OP_QUITQ:
+        req->kind = MC_B_QUIT;
+        req->quiet = op == MC_OP_QUITQ;
+        if (bodylen != 0)
+            req->kind = MC_B_INVALID;
+        break;
+    case MC_OP_FLUSH: case MC_OP_FLUSHQ:
+        req->kind = MC_B_FLUSH;
+        req->quiet = op == MC_OP_FLUSHQ;
+        if ((extlen != 0 && extlen != 4) || keylen != 0 || vlen != 0)
+            req->kind = MC_B_INVALID;
+        break;
+    case MC_OP_NOOP:
+        req->kind = MC_B_NOOP;
+        if (bodylen != 0)
+            req->kind = MC_B_INVALID;
+        break;
+    case MC_OP_VERSION:
+        req->kind = MC_B_VERSION;
+        if (bodylen != 0)
+            req->kind = MC_B_INVALID;
+        break;
+    case MC_OP_STAT:
+        req->kind = MC_B_STAT;
+        if (extlen != 0 || vlen != 0)
+            req->kind = MC_B_INVALID;
+        break;
+    case MC_OP_VERBOSITY:
+        req->kind = MC_B_VERBOSITY;
+        if (extlen != 4 || keylen != 0 || vlen != 0)
+            req->kind = MC_B_INVALID;
+        break;
+    default:
+        /* memcached answers and skips the body. */
+        req->kind = MC_B_UNKNOWN;
+        req->swallow = bodylen;
+        return MC_BIN_HEADER;
+    }
+    if (req->kind == MC_B_INVALID)
+        return MC_BIN_HEADER;
+    if (keylen > MC_KEY_MAX) {
+        req->kind = MC_B_INVALID;
+        return MC_BIN_HEADER;
+    }
+    if (bodylen > max_body) {
+        /* memcached refuses an item over its size limit with E2BIG and
+         * reads on past its body. The key is awaited (a set drops the
+         * old value), the rest skipped as it comes. */
+        size_t head = MC_BIN_HEADER + extlen + keylen;
+        if (n < head)
+            return 0;
+        req->too_large = true;
+        req->key = (px_str){p + MC_BIN_HEADER + extlen, keylen};
+        req->swallow = bodylen - extlen - keylen;
+        return (ssize_t)head;
+    }
+    if (n - MC_BIN_HEADER < bodylen)
+        return 0;
+    const unsigned char *b = h + MC_BIN_HEADER;
+    req->extras = (px_str){(const char *)b, extlen};
+    req->key = (px_str){(const char *)b + extlen, keylen};
+    req->value = (px_str){(const char *)b + extlen + keylen, vlen};
+    if (req->kind == MC_B_SET) {
+        req->flags = be32(b);
+        req->exptime = be32(b + 4);
+    } else if (req->kind == MC_B_ARITH) {
+        req->delta = be64(b);
+        req->initial = be64(b + 8);
+        req->exptime = be32(b + 16);
+    } else if (req->kind == MC_B_GAT || (req->kind == MC_B_FLUSH && extlen == 4)) {
+        req->exptime = be32(b);
+    }
+    return (ssize_t)(MC_BIN_HEADER + bodylen);
+}
+
+/* ---- values, cas uniques, counters, exptime ---- */
+
+void mc_value_encode(uint32_t flags, const void *data, size_t n, char *out)
+{
+    out[0] = (char)(flags >> 24);
+    out[1] = (char)(flags >> 16);
+    out[2] = (char)(flags >> 8);
+    out[3] = (char)flags;
+    if (n)
+        memcpy(out + MC_FLAGS_BYTES, data, n);
+}
+
+bool mc_value_decode(const void *v, size_t n, uint32_t *flags, const char **data, size_t *len)
+{
+    if (n < MC_FLAGS_BYTES || !v)
+        return false;
+    *flags = be32(v);
+    *data = (const char *)v + MC_FLAGS_BYTES;
+    *len = n - MC_FLAGS_BYTES;
+    return true;
+}
+
+uint64_t mc_cas_from_hash(const void *hash, size_t n)
+{
+    const unsigned char *h = hash;
+    uint64_t v = 0;
+    for (size_t i = 0; i < 8; i++)
+        v = v << 8 | (h && i < n ? h[i] : 0);
+    return v;
+}
+
+bool mc_counter_parse(const char *data, size_t n, uint64_t *out)
+{
+    /* memcached refuses an empty value, then runs safe_strtoull over the
+     * data followed by its "\r\n". */
+    if (n == 0)
+        return false;
+    return mc_strtoull(data, n, out);
+}
+
+size_t mc_counter_format(uint64_t v, size_t old_len, char *out)
+{
+    char tmp[MC_COUNTER_MAX + 1];
+    size_t k = 0;
+    do {
+        tmp[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < k; i++)
+        out[i] = tmp[k - 1 - i];
+    if (k >= old_len)
+        return k;
+    memset(out + k, ' ', old_len - k);
+    return old_len;
+}
+
+mc_ttl mc_exptime(int64_t exptime, int64_t now_s)
+{
+    mc_ttl t = {0, false};
+    if (exptime == 0)
+        return t;
+    if (exptime < 0) {
+        t.expired = true;
+        return t;
+    }
+    if (exptime > MC_MAXDELTA) {
+        if (exptime <= now_s) {
+            t.expired = true;
+            return t;
+        }
+        t.ms = (uint64_t)(exptime - now_s) * 1000;
+        return t;
+    }
+    t.ms = (uint64_t)exptime * 1000;
+    return t;
+}
