@@ -585,6 +585,11 @@ void px_conns_flush(px_conns *s)
                 if (c->paused && px_conn_can_start(c))
                     conn_feed(c);
                 conn_write(c);
+                /* Paused at the output limit, and the write just took it
+                 * below: feed again now, as nothing else would wake it
+                 * (no reply pending, nothing left to write). */
+                if (c->fd >= 0 && c->paused && px_conn_can_start(c))
+                    mark_dirty(c);
                 if (c->fd >= 0 && conn_done(c) && c->pending == 0 && c->out.len == c->out.off)
                     conn_close(c);
                 conn_rewatch(c);

@@ -50,6 +50,8 @@ typedef struct options {
     bool coalesce;
     int drain_s;
     px_limits limits;
+    const char *headers[MOMENTO_MAX_CLIENT_HEADERS]; /* "name=value" */
+    int nheaders;
 } options;
 
 static void usage(void)
@@ -73,7 +75,10 @@ static void usage(void)
            "                         (default 5000); a call past it answers an error\n"
            "  --batch N              with N calls in flight, gets and sets wait to share\n"
            "                         GetBatch / SetBatch calls; 0: never (default 16)\n"
-           "  --no-coalesce          give duplicate reads in flight a call each\n\n"
+           "  --no-coalesce          give duplicate reads in flight a call each\n"
+           "  --header NAME=VALUE    send this header with every Momento call (up to %d):\n"
+           "                         routing or tracing ids, momento-local's fault\n"
+           "                         injection (docs/server.md)\n\n"
            "Limits:\n"
            "  --max-connections N    client connections at once, 1 to 1000000 (default\n"
            "                         10000); one more is answered an error and closed\n"
@@ -84,7 +89,7 @@ static void usage(void)
            "  --drain-seconds N      at SIGTERM, wait up to N s for commands in flight\n"
            "                         (default 10)\n\n"
            "  --help                 print this help and exit\n",
-           prog);
+           prog, MOMENTO_MAX_CLIENT_HEADERS);
 }
 
 static int parse_options(int argc, char **argv, options *o)
@@ -103,6 +108,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"max-request-bytes", required_argument, NULL, 'q'},
         {"max-in-flight", required_argument, NULL, 'i'},
         {"drain-seconds", required_argument, NULL, 'd'},
+        {"header", required_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -179,6 +185,13 @@ static int parse_options(int argc, char **argv, options *o)
         case 'd':
             if (!ex_parse_int(optarg, 0, 3600, &o->drain_s))
                 return ex_bad_option(prog, "--drain-seconds", optarg, "must be 0 to 3600");
+            break;
+        case 'H':
+            if (!strchr(optarg, '=') || optarg[0] == '=')
+                return ex_bad_option(prog, "--header", optarg, "must be NAME=VALUE");
+            if (o->nheaders == MOMENTO_MAX_CLIENT_HEADERS)
+                return ex_bad_option(prog, "--header", optarg, "too many headers");
+            o->headers[o->nheaders++] = optarg;
             break;
         case 'h': usage(); return 1;
         default: return 2;
@@ -382,6 +395,27 @@ int main(int argc, char **argv)
         rc = momento_config_set_batching(cfg, (uint32_t)o.batch_min_in_flight, 0,
                                          MOMENTO_BATCH_DEFAULT_MAX_KEYS,
                                          MOMENTO_BATCH_DEFAULT_MAX_BYTES);
+    for (int i = 0; rc == MOMENTO_OK && i < o.nheaders; i++) {
+        char name[65];
+        const char *eq = strchr(o.headers[i], '=');
+        size_t n = (size_t)(eq - o.headers[i]);
+        if (n >= sizeof(name)) {
+            rc = ex_bad_option(prog, "--header", o.headers[i], "the name is over 64 bytes");
+            momento_config_free(cfg);
+            ex_target_close(&t);
+            return rc;
+        }
+        memcpy(name, o.headers[i], n);
+        name[n] = '\0';
+        rc = momento_config_add_header(cfg, name, eq + 1);
+        if (rc != MOMENTO_OK) {
+            fprintf(stderr, "%s: invalid --header '%s': %s (see --help)\n", prog, o.headers[i],
+                    momento_refusal_reason());
+            momento_config_free(cfg);
+            ex_target_close(&t);
+            return 2;
+        }
+    }
     if (rc == MOMENTO_OK)
         rc = momento_config_set_dispatch(cfg, 1);
     if (rc == MOMENTO_OK)

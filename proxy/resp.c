@@ -205,7 +205,9 @@ bool resp_arg_double(const px_str *a, double *out)
     char *end;
     errno = 0;
     double d = strtod(buf, &end);
-    if (*end || isnan(d) || (errno == ERANGE && !isinf(d) && d != 0))
+    /* As Redis's string2ld: an overflow (inf from finite text) or an
+     * underflow to 0 is not a float; a subnormal is. */
+    if (*end || isnan(d) || (errno == ERANGE && (isinf(d) || d == 0)))
         return false;
     *out = d;
     return true;
@@ -342,7 +344,8 @@ static void command_keys(const resp_cmd *cmd, int argc, int *first, int *n, int 
         "get", "mget", "exists", "type", "ttl", "pttl", "hget", "hmget", "hgetall", "hlen",
         "hkeys", "hvals", "hexists", "hstrlen", "lrange", "llen", "lindex", "smembers",
         "sismember", "smismember", "scard", "srandmember", "zscore", "zmscore", "zrank",
-        "zrevrank", "zrange", "zrangebyscore", "zrevrange", "zcard", "zcount", NULL};
+        "zrevrank", "zrange", "zrangebyscore", "zrevrange", "zrevrangebyscore", "zcard",
+        "zcount", NULL};
     /* Every argument a key (or, for ZUNIONSTORE, possibly one: a number
      * hashed as a key only makes a command wait). */
     static const char *const all_keys[] = {"mget", "exists", "del", "unlink", "zunionstore",

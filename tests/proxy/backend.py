@@ -193,7 +193,14 @@ def slow_reader(res, proxy_path):
                   read < 3 * 80 * 1024 < total, f"read {read} of {total} bytes")
         good = 0
         for i in range(n):
-            r = c.reply()
+            try:
+                r = c.reply()
+            except (socket.timeout, Closed) as e:
+                info = RawConn(px.port).command("INFO")[1].decode()
+                state = [l for l in info.split("\r\n") if "momento_" in l or "net_" in l]
+                res.fail("every reply arrives once the client reads",
+                         f"reply {i}: {e!r}; proxy: {state}")
+                break
             if r != ("$", value):
                 res.fail("every reply arrives once the client reads", f"reply {i}: {r!r:.80}")
                 break
