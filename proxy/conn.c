@@ -587,8 +587,10 @@ void px_conns_flush(px_conns *s)
                 conn_write(c);
                 /* Paused at the output limit, and the write just took it
                  * below: feed again now, as nothing else would wake it
-                 * (no reply pending, nothing left to write). */
-                if (c->fd >= 0 && c->paused && px_conn_can_start(c))
+                 * (no reply pending, nothing left to write). A connection
+                 * waiting on its own earlier commands' keys is woken when
+                 * those replies end, so it must not spin here. */
+                if (c->fd >= 0 && c->paused && !c->waiting && px_conn_can_start(c))
                     mark_dirty(c);
                 if (c->fd >= 0 && conn_done(c) && c->pending == 0 && c->out.len == c->out.off)
                     conn_close(c);

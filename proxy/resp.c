@@ -492,9 +492,10 @@ static void cmd_echo(px_reply *r, int argc, const px_str *argv)
 
 static void cmd_quit(px_reply *r, int argc, const px_str *argv)
 {
+    px_conn *c = px_reply_conn(r); /* the reply is gone once it ends */
     resp_ok(r);
     px_reply_end(r);
-    px_conn_close_after(px_reply_conn(r));
+    px_conn_close_after(c);
 }
 
 static void cmd_select(px_reply *r, int argc, const px_str *argv)

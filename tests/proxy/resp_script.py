@@ -703,6 +703,13 @@ EXPECT = {
                               f"an integer in ({DEFAULT_TTL - 100}, {DEFAULT_TTL}]"),
     "raw: PTTL t:a": pt.Expect(integer_in((DEFAULT_TTL - 100) * 1000, DEFAULT_TTL * 1000),
                                NO_PERSIST, "an integer in ms near the default TTL"),
+    "raw: INCR n:lead": pt.Expect((":", 8), "Momento's Increment reads \"007\" as 7 (Redis refuses "
+                                  "leading zeros); the proxy would need a read first to refuse it"),
+    "raw: ZUNIONSTORE z:us 2 z:b st:z": pt.Expect(
+        ("-", "WRONGTYPE Operation against a key holding the wrong kind of value"),
+        "Momento's union takes sorted sets only; Redis also counts a set's members at score 1"),
+    "raw: ZRANGE z:us 0 -1 WITHSCORES": pt.Expect(
+        ("*", []), "the ZUNIONSTORE before it, with a set as a source, stored nothing"),
     "raw: TTL t:d": pt.Expect(integer_in(DEFAULT_TTL - 100, DEFAULT_TTL), NO_PERSIST,
                               "an integer near the default TTL"),
 }
