@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* How often a read-modify-write (cas, incr, append, ...) starts again
  * when another writer keeps changing the key between its read and its
@@ -765,4 +766,19 @@ void mc_flush(px_backend *b, mc_done done, void *ud)
         return;
     }
     submitted(op, momento_flush_cache(b->client, b->cache, NULL, on_flushed, op));
+}
+
+/* ---- what both protocols use ---- */
+
+size_t mc_max_item(const px_backend *b)
+{
+    size_t m = b->limits.max_request_bytes;
+    return m < MOMENTO_MAX_ITEM_BYTES ? m : MOMENTO_MAX_ITEM_BYTES;
+}
+
+int64_t mc_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec;
 }

@@ -105,4 +105,11 @@ void mc_result_failed(px_backend *b, mc_result *out, int rc, const momento_resul
 /* The default TTL for ttl.ms == 0. */
 uint64_t mc_ttl_ms(const px_backend *b, mc_ttl ttl);
 
+/* The most a value (with its key and flags) may take: the proxy's
+ * request limit, within Momento's item limit. */
+size_t mc_max_item(const px_backend *b);
+
+/* Seconds since the epoch, for exptime. */
+int64_t mc_now_s(void);
+
 #endif

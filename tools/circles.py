@@ -9,7 +9,8 @@ connected component of more than one file): each can be understood, tested
 or replaced only with all the others.
 
 Usage: tools/circles.py BUILD_DIR [--fail]
-  prints each circle of lib/ (libmomento) and server/ (momento-local) with
+  prints each circle of lib/ (libmomento), server/ (momento-local) and
+  proxy/ (momento-proxy's protocols and connections) with
   the symbols that close it; with --fail exits 1 when there is any.
 """
 import subprocess
@@ -120,7 +121,8 @@ def main():
     fail = "--fail" in sys.argv[2:]
     found = 0
     for label, srcdir, pattern in (("libmomento", "lib", "lib/libmomento.so.*.p"),
-                                   ("momento-local", "server", "server/libmomento-local.a.p")):
+                                   ("momento-local", "server", "server/libmomento-local.a.p"),
+                                   ("momento-proxy", "proxy", "proxy/libpx-proto.a.p")):
         edges = graph(objects(build, pattern), srcdir)
         cs = circles(edges)
         if not cs:

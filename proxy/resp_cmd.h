@@ -1,0 +1,68 @@
+/* What every RESP command's handler uses: the reply encoders (RESP2),
+ * the argument readers as Redis reads them, Momento results in Redis terms,
+ * and the connection's state (resp_cmd.c). */
+#ifndef PX_RESP_CMD_H
+#define PX_RESP_CMD_H
+
+#include "conn.h"
+#include "resp_parse.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- replies (RESP2) ---- */
+void resp_ok(px_reply *r);                                /* +OK */
+void resp_simple(px_reply *r, const char *s);             /* +s */
+/* -msg: msg starts with its code word ("ERR ...", "WRONGTYPE ..."). */
+void resp_error(px_reply *r, const char *msg);
+void resp_errorf(px_reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void resp_int(px_reply *r, long long v);                  /* :v */
+void resp_bulk(px_reply *r, const void *p, size_t n);     /* $n data */
+void resp_bulk_str(px_reply *r, const char *s);
+void resp_nil(px_reply *r);                               /* $-1 */
+void resp_array(px_reply *r, long long n);                /* *n, then n values */
+void resp_nil_array(px_reply *r);                         /* *-1 */
+/* A double as Redis 7.0 prints a score ("%.17g": "1.5", "3",
+ * "0.10000000000000001"; "inf", "-inf"), as a bulk string. */
+void resp_double(px_reply *r, double d);
+void resp_format_double(double d, char *buf, size_t size);
+
+/* Ends r with an error for a failed Momento call (rc the submit's code, or
+ * the result's error when rc is MOMENTO_OK): "-ERR momento NAME: message".
+ * The reason reaches the client; a failure is never turned into a miss. */
+void resp_momento_error(px_reply *r, int rc, const momento_result *res);
+/* Common answers. Each writes the error and ends r. */
+void resp_end_error(px_reply *r, const char *msg);
+void resp_end_wrongtype(px_reply *r);  /* WRONGTYPE Operation against a key ... */
+void resp_end_syntax(px_reply *r);     /* ERR syntax error */
+void resp_end_not_integer(px_reply *r); /* ERR value is not an integer or out of range */
+
+/* A command's momento_callback gets its px_reply as userdata; if the call
+ * is refused at submit, the handler ends the reply with this. Returns
+ * true when rc is MOMENTO_OK (the callback will end r). */
+bool resp_submitted(px_reply *r, int rc);
+
+/* ---- arguments ---- */
+/* Case-insensitive comparison with a lower-case word. */
+bool resp_arg_is(const px_str *a, const char *lower);
+/* A whole argument as Redis's string2ll / string2ld read it. */
+bool resp_arg_ll(const px_str *a, long long *out);
+bool resp_arg_double(const px_str *a, double *out);
+/* Momento's TTL for a write that gives none: the proxy's default. */
+uint64_t resp_default_ttl(const px_reply *r);
+
+/* The outcome of a Momento result in Redis terms. */
+bool resp_is_wrongtype(const momento_result *res);
+
+/* ---- the connection's state ---- */
+/* A RESP connection's px_conn_state: the command being parsed (resp.c's
+ * feed) and the subscriptions (resp_pubsub.c). */
+typedef struct resp_pubsub resp_pubsub;
+typedef struct resp_state {
+    resp_args args;
+    resp_pubsub *ps;
+} resp_state;
+/* The connection's subscriptions' slot; NULL before its first command. */
+resp_pubsub **resp_conn_pubsub(px_conn *c);
+
+#endif
