@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Memory checks, run by CI after the README's test command:
 #   1. the whole suite built with ASan+UBSan (any report fails the test);
-#   2. unit and integration suites under valgrind memcheck;
+#   2. unit and integration suites under valgrind memcheck (and momento-proxy
+#      under its scripts);
 #   3. momento-local under valgrind, driven through every RPC by the interop
 #      scripts (topics too), then stopped with SIGTERM: a clean shutdown
 #      leaks nothing;
@@ -107,4 +108,29 @@ $vg build/examples/event-loop --requests 2000 --per-tick 20 > /dev/null
 $vg build/examples/async > /dev/null
 $vg build/examples/faults > /dev/null
 echo "examples: clean under valgrind"
+echo "== valgrind memcheck: momento-proxy under its scripts"
+# The proxy's scripts (every command, both protocols, malformed input)
+# with the proxy itself under valgrind: each script ends it with SIGTERM and
+# fails unless it exits 0, which valgrind's --error-exitcode makes 99 on any
+# error or leak. backend.py and pipeline.py stay out: they measure timing
+# (deadlines, drain windows, load), which valgrind's slowdown distorts.
+vgproxy=$(mktemp)
+printf '#!/bin/sh\nexec %s %s "$@"\n' "$vg" "$PWD/build/proxy/momento-proxy" > "$vgproxy"
+chmod +x "$vgproxy"
+for t in resp_script mc_script redis_cli malformed; do
+    out=$(mktemp)
+    if ! LD_LIBRARY_PATH=build/lib /usr/bin/python3 "tests/proxy/$t.py" --proxy "$vgproxy" \
+        --redis-server /usr/bin/redis-server --redis-cli /usr/bin/redis-cli \
+        --redis-benchmark /usr/bin/redis-benchmark --memcached /usr/bin/memcached \
+        --tools-dir /usr/bin > "$out" 2>&1; then
+        grep -v '^ok' "$out"
+        echo "valgrind memcheck: momento-proxy failed tests/proxy/$t.py (above)"
+        rm -f "$out" "$vgproxy"
+        exit 1
+    fi
+    echo "tests/proxy/$t.py: $(tail -n 1 "$out")"
+    rm -f "$out"
+done
+rm -f "$vgproxy"
+echo "momento-proxy: clean under valgrind"
 echo "memcheck passed"
