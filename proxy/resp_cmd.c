@@ -153,6 +153,59 @@ bool resp_is_wrongtype(const momento_result *res)
     return momento_result_error(res) == MOMENTO_ERR_FAILED_PRECONDITION;
 }
 
+void resp_end_failure(px_reply *r, const momento_result *res)
+{
+    if (resp_is_wrongtype(res))
+        resp_end_wrongtype(r);
+    else
+        resp_momento_error(r, 0, res);
+}
+
+/* The answers a length call decides (resp_cmd.h). */
+static bool length_failed(px_reply *r, const momento_result *res)
+{
+    if (momento_result_error(res) == MOMENTO_OK)
+        return false;
+    resp_end_failure(r, res);
+    return true;
+}
+
+void resp_on_length(const momento_result *res, void *ud)
+{
+    px_reply *r = ud;
+    if (length_failed(r, res))
+        return;
+    resp_int(r, momento_result_is_hit(res) ? (long long)momento_result_int(res) : 0);
+    px_reply_end(r);
+}
+
+void resp_on_type_then_empty(const momento_result *res, void *ud)
+{
+    px_reply *r = ud;
+    if (length_failed(r, res))
+        return;
+    resp_array(r, 0);
+    px_reply_end(r);
+}
+
+void resp_on_type_then_nil(const momento_result *res, void *ud)
+{
+    px_reply *r = ud;
+    if (length_failed(r, res))
+        return;
+    resp_nil(r);
+    px_reply_end(r);
+}
+
+void resp_on_type_then_zero(const momento_result *res, void *ud)
+{
+    px_reply *r = ud;
+    if (length_failed(r, res))
+        return;
+    resp_int(r, 0);
+    px_reply_end(r);
+}
+
 /* ---- arguments ---- */
 
 bool resp_arg_is(const px_str *a, const char *lower)

@@ -53,6 +53,20 @@ uint64_t resp_default_ttl(const px_reply *r);
 
 /* The outcome of a Momento result in Redis terms. */
 bool resp_is_wrongtype(const momento_result *res);
+/* Ends r for a failed call on a collection: WRONGTYPE for a key of another
+ * type (Momento's FAILED_PRECONDITION there), Momento's error otherwise. */
+void resp_end_failure(px_reply *r, const momento_result *res);
+
+/* momento_callbacks whose userdata is the px_reply they end, for answers
+ * that a length call decides: a failure as resp_end_failure(); on success
+ * resp_on_length answers the length (:0 for no key), and the others a fixed
+ * reply - the call is there only so that a key of another type answers
+ * WRONGTYPE, as Redis does, when the range or count asked for holds
+ * nothing in any collection. */
+void resp_on_length(const momento_result *res, void *ud);
+void resp_on_type_then_empty(const momento_result *res, void *ud); /* *0 */
+void resp_on_type_then_nil(const momento_result *res, void *ud);   /* $-1 */
+void resp_on_type_then_zero(const momento_result *res, void *ud);  /* :0 */
 
 /* ---- the connection's state ---- */
 /* A RESP connection's px_conn_state: the command being parsed (resp.c's

@@ -31,14 +31,6 @@ static void count_read(px_reply *r, bool hit)
 
 /* A failed call: a key of another type is Redis's WRONGTYPE, anything else
  * reaches the client as Momento's error. */
-static void fail(px_reply *r, const momento_result *res)
-{
-    if (resp_is_wrongtype(res))
-        resp_end_wrongtype(r);
-    else
-        resp_momento_error(r, 0, res);
-}
-
 /* A command's key, and the distinct fields it names (the last value of a
  * field named twice), copied for the calls after the first. */
 typedef struct hreq {
@@ -158,7 +150,7 @@ static bool hreq_submitted(hreq *q, int rc)
 
 static void hreq_fail(hreq *q, const momento_result *res)
 {
-    fail(q->r, res);
+    resp_end_failure(q->r, res);
     free(q);
 }
 
@@ -284,7 +276,7 @@ static void on_hget(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     bool hit = momento_result_is_hit(res);
@@ -303,7 +295,7 @@ static void on_hexists(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     resp_int(r, momento_result_is_hit(res) ? 1 : 0);
@@ -344,7 +336,7 @@ static void on_hmget(const momento_result *res, void *ud)
     size_t n = q->n;
     free(q);
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     /* No hash (a MISS, without items): every field is nil. */
@@ -404,7 +396,7 @@ enum { FETCH_BOTH = 3, FETCH_FIELDS = 1, FETCH_VALUES = 2 };
 static void on_fetch(const momento_result *res, int what, px_reply *r)
 {
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     bool hit = momento_result_is_hit(res);
@@ -581,24 +573,13 @@ static void cmd_hincrby(px_reply *r, int argc, const px_str *argv)
 
 /* ---- HLEN ---- */
 
-static void on_hlen(const momento_result *res, void *ud)
-{
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
-        return;
-    }
-    resp_int(r, momento_result_is_hit(res) ? (long long)momento_result_int(res) : 0);
-    px_reply_end(r);
-}
-
 static void cmd_hlen(px_reply *r, int argc, const px_str *argv)
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
     int rc = b->co ? momento_coalescing_dictionary_length(b->co, b->cache, argv[1].p, argv[1].n,
-                                                          NULL, on_hlen, r)
+                                                          NULL, resp_on_length, r)
                    : momento_dictionary_length(b->client, b->cache, argv[1].p, argv[1].n, NULL,
-                                               on_hlen, r);
+                                               resp_on_length, r);
     resp_submitted(r, rc);
 }
 

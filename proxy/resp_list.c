@@ -13,14 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void fail(px_reply *r, const momento_result *res)
-{
-    if (resp_is_wrongtype(res))
-        resp_end_wrongtype(r);
-    else
-        resp_momento_error(r, 0, res);
-}
-
 static int32_t clamp32(long long v)
 {
     return v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : (int32_t)v;
@@ -37,47 +29,12 @@ static bool to_slice(long long start, long long stop, int32_t *s, int32_t *e)
 
 /* ---- LLEN, and the empty answers that need only the type ---- */
 
-static void on_llen(const momento_result *res, void *ud)
-{
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
-        return;
-    }
-    resp_int(r, momento_result_is_hit(res) ? (long long)momento_result_int(res) : 0);
-    px_reply_end(r);
-}
-
-/* The reply for an existing list is fixed (an empty array, nil): the
- * length call only finds a key of another type. */
-static void on_type_then_empty(const momento_result *res, void *ud)
-{
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
-        return;
-    }
-    resp_array(r, 0);
-    px_reply_end(r);
-}
-
-static void on_type_then_nil(const momento_result *res, void *ud)
-{
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
-        return;
-    }
-    resp_nil(r);
-    px_reply_end(r);
-}
-
 /* LPOP key 0: an empty array for a list, a nil array for none. */
 static void on_type_then_pop0(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     if (momento_result_is_hit(res))
@@ -97,7 +54,7 @@ static void length(px_reply *r, const px_str *key, momento_callback cb)
 
 static void cmd_llen(px_reply *r, int argc, const px_str *argv)
 {
-    length(r, &argv[1], on_llen);
+    length(r, &argv[1], resp_on_length);
 }
 
 /* ---- LPUSH, RPUSH ---- */
@@ -106,7 +63,7 @@ static void on_pushed(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     resp_int(r, (long long)momento_result_int(res));
@@ -159,7 +116,7 @@ static void on_pop1(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     if (momento_result_is_hit(res)) {
@@ -217,7 +174,7 @@ static void on_pop_n(const momento_result *res, void *ud)
         /* Values already popped are gone from the list: they are the
          * answer. Only a first pop's failure is the command's. */
         if (q->n == 0) {
-            fail(q->r, res);
+            resp_end_failure(q->r, res);
             pop_req_free(q);
         } else {
             pop_reply(q);
@@ -331,7 +288,7 @@ static void on_lrange(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     /* A MISS is no list or nothing in the slice: an empty array both. */
@@ -349,7 +306,7 @@ static void on_lindex(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     if (momento_result_is_hit(res) && momento_result_item_count(res) > 0) {
@@ -382,7 +339,7 @@ static void cmd_lrange(px_reply *r, int argc, const px_str *argv)
     if (to_slice(start, stop, &s, &e))
         fetch(r, &argv[1], s, e, on_lrange);
     else
-        length(r, &argv[1], on_type_then_empty);
+        length(r, &argv[1], resp_on_type_then_empty);
 }
 
 static void cmd_lindex(px_reply *r, int argc, const px_str *argv)
@@ -397,7 +354,7 @@ static void cmd_lindex(px_reply *r, int argc, const px_str *argv)
     if (i >= INT32_MIN && i < INT32_MAX && to_slice(i, i, &s, &e))
         fetch(r, &argv[1], s, e, on_lindex);
     else
-        length(r, &argv[1], on_type_then_nil);
+        length(r, &argv[1], resp_on_type_then_nil);
 }
 
 const resp_cmd resp_list_cmds[] = {

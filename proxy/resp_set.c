@@ -13,14 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static void fail(px_reply *r, const momento_result *res)
-{
-    if (resp_is_wrongtype(res))
-        resp_end_wrongtype(r);
-    else
-        resp_momento_error(r, 0, res);
-}
-
 static int cmp_str(const void *a, const void *b)
 {
     const px_str *x = a, *y = b;
@@ -95,7 +87,7 @@ static void on_written(const momento_result *res, void *ud)
 {
     sreq *q = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(q->r, res);
+        resp_end_failure(q->r, res);
         free(q);
         return;
     }
@@ -106,7 +98,7 @@ static void on_written(const momento_result *res, void *ud)
 static void on_members_read(const momento_result *res, bool add, sreq *q)
 {
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(q->r, res);
+        resp_end_failure(q->r, res);
         free(q);
         return;
     }
@@ -175,7 +167,7 @@ static void on_ismember(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     resp_int(r, momento_result_is_hit(res) && momento_result_exists(res, 0) == 1 ? 1 : 0);
@@ -194,7 +186,7 @@ static void on_mismember(const momento_result *res, void *ud)
     size_t n = q->n;
     free(q);
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     bool found = momento_result_is_hit(res);
@@ -265,7 +257,7 @@ static void on_smembers(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     reply_elements(r, res);
@@ -282,30 +274,6 @@ static void cmd_smembers(px_reply *r, int argc, const px_str *argv)
     resp_submitted(r, rc);
 }
 
-static void on_scard(const momento_result *res, void *ud)
-{
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
-        return;
-    }
-    resp_int(r, momento_result_is_hit(res) ? (long long)momento_result_int(res) : 0);
-    px_reply_end(r);
-}
-
-/* SPOP key 0, SRANDMEMBER key 0: an empty array, or WRONGTYPE, which the
- * length call is there to find. */
-static void on_type_then_empty(const momento_result *res, void *ud)
-{
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
-        return;
-    }
-    resp_array(r, 0);
-    px_reply_end(r);
-}
-
 static void length(px_reply *r, const px_str *key, momento_callback cb)
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
@@ -316,7 +284,7 @@ static void length(px_reply *r, const px_str *key, momento_callback cb)
 
 static void cmd_scard(px_reply *r, int argc, const px_str *argv)
 {
-    length(r, &argv[1], on_scard);
+    length(r, &argv[1], resp_on_length);
 }
 
 /* ---- SPOP, SRANDMEMBER ---- */
@@ -326,7 +294,7 @@ static void on_one(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     if (momento_result_is_hit(res) && momento_result_item_count(res) > 0) {
@@ -353,7 +321,7 @@ static void cmd_spop(px_reply *r, int argc, const px_str *argv)
             return;
         }
         if (count == 0) {
-            length(r, &argv[1], on_type_then_empty);
+            length(r, &argv[1], resp_on_type_then_empty);
             return;
         }
     }
@@ -398,7 +366,7 @@ static void on_sample_repeats(const momento_result *res, void *ud)
     long long want = q->n;
     free(q);
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     size_t have = momento_result_is_hit(res) ? momento_result_item_count(res) : 0;
@@ -440,7 +408,7 @@ static void cmd_srandmember(px_reply *r, int argc, const px_str *argv)
         return;
     }
     if (count == 0) {
-        length(r, &argv[1], on_type_then_empty);
+        length(r, &argv[1], resp_on_type_then_empty);
         return;
     }
     if (count > 0) {

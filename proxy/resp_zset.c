@@ -20,14 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void fail(px_reply *r, const momento_result *res)
-{
-    if (resp_is_wrongtype(res))
-        resp_end_wrongtype(r);
-    else
-        resp_momento_error(r, 0, res);
-}
-
 static const momento_collection_ttl *write_ttl(const px_reply *r, momento_collection_ttl *t)
 {
     t->ttl_ms = resp_default_ttl(r);
@@ -186,7 +178,7 @@ static void on_zadd_put(const momento_result *res, void *ud)
 {
     zadd_req *q = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(q->r, res);
+        resp_end_failure(q->r, res);
     } else if (q->flags & Z_INCR) {
         resp_double(q->r, q->result);
         px_reply_end(q->r);
@@ -273,7 +265,7 @@ static void on_zadd_read(const momento_result *res, void *ud)
 {
     zadd_req *q = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(q->r, res);
+        resp_end_failure(q->r, res);
         free(q);
         return;
     }
@@ -293,7 +285,7 @@ static void on_incremented(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     resp_double(r, momento_result_score(res));
@@ -426,7 +418,7 @@ static void on_zrem_removed(const momento_result *res, void *ud)
 {
     zrem_req *q = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(q->r, res);
+        resp_end_failure(q->r, res);
     } else {
         resp_int(q->r, q->count);
         px_reply_end(q->r);
@@ -438,7 +430,7 @@ static void on_zrem_read(const momento_result *res, void *ud)
 {
     zrem_req *q = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(q->r, res);
+        resp_end_failure(q->r, res);
         free(q);
         return;
     }
@@ -485,7 +477,7 @@ static void on_zscore(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     if (momento_result_is_hit(res))
@@ -518,7 +510,7 @@ static void on_zmscore(const momento_result *res, void *ud)
     size_t n = q->n;
     free(q);
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     bool found = momento_result_is_hit(res);
@@ -569,7 +561,7 @@ static void on_zrank(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     if (momento_result_is_hit(res))
@@ -602,41 +594,6 @@ static void cmd_zrevrank(px_reply *r, int argc, const px_str *argv)
 
 /* ---- ZCARD, ZCOUNT, and the empty answers that need only the type ---- */
 
-static void on_zcard(const momento_result *res, void *ud)
-{
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
-        return;
-    }
-    resp_int(r, momento_result_is_hit(res) ? (long long)momento_result_int(res) : 0);
-    px_reply_end(r);
-}
-
-/* A range that holds nothing in any sorted set: the answer is fixed, and
- * the length call is there only to answer WRONGTYPE as Redis does. */
-static void on_type_then_empty(const momento_result *res, void *ud)
-{
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
-        return;
-    }
-    resp_array(r, 0);
-    px_reply_end(r);
-}
-
-static void on_type_then_zero(const momento_result *res, void *ud)
-{
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
-        return;
-    }
-    resp_int(r, 0);
-    px_reply_end(r);
-}
-
 static void length(px_reply *r, const px_str *key, momento_callback cb)
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
@@ -648,7 +605,7 @@ static void length(px_reply *r, const px_str *key, momento_callback cb)
 
 static void cmd_zcard(px_reply *r, int argc, const px_str *argv)
 {
-    length(r, &argv[1], on_zcard);
+    length(r, &argv[1], resp_on_length);
 }
 
 /* Redis's min and max as Momento's range; false with *empty when the range
@@ -683,14 +640,14 @@ static void cmd_zcount(px_reply *r, int argc, const px_str *argv)
         return;
     }
     if (empty) {
-        length(r, &argv[1], on_type_then_zero);
+        length(r, &argv[1], resp_on_type_then_zero);
         return;
     }
     px_backend *b = px_conn_backend(px_reply_conn(r));
     int rc = b->co ? momento_coalescing_sorted_set_length_by_score_range(
-                         b->co, b->cache, argv[1].p, argv[1].n, &range, NULL, on_zcard, r)
+                         b->co, b->cache, argv[1].p, argv[1].n, &range, NULL, resp_on_length, r)
                    : momento_sorted_set_length_by_score_range(b->client, b->cache, argv[1].p,
-                                                              argv[1].n, &range, NULL, on_zcard,
+                                                              argv[1].n, &range, NULL, resp_on_length,
                                                               r);
     resp_submitted(r, rc);
 }
@@ -712,7 +669,7 @@ static void on_range(const momento_result *res, void *ud)
     bool withscores = q->withscores;
     free(q);
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(r, res);
+        resp_end_failure(r, res);
         return;
     }
     size_t n = momento_result_is_hit(res) ? momento_result_item_count(res) : 0;
@@ -804,7 +761,7 @@ static void zrange(px_reply *r, int argc, const px_str *argv, int type, int dir)
         }
         int32_t s, e;
         if (!to_slice(start, stop, &s, &e)) {
-            length(r, &argv[1], on_type_then_empty);
+            length(r, &argv[1], resp_on_type_then_empty);
             return;
         }
         if (!(q = malloc(sizeof(*q)))) {
@@ -831,7 +788,7 @@ static void zrange(px_reply *r, int argc, const px_str *argv, int type, int dir)
         /* A negative offset, a count of 0 or an offset past any set
          * select nothing; a negative count is no limit. */
         if (empty || offset < 0 || limit == 0 || offset > UINT32_MAX) {
-            length(r, &argv[1], on_type_then_empty);
+            length(r, &argv[1], resp_on_type_then_empty);
             return;
         }
         uint32_t count = limit < 0 || limit > UINT32_MAX ? 0 : (uint32_t)limit;
@@ -905,7 +862,7 @@ static void on_union_dest_deleted(const momento_result *res, void *ud)
 {
     union_req *q = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(q->r, res);
+        resp_end_failure(q->r, res);
         free(q);
         return;
     }
@@ -917,7 +874,7 @@ static void on_union_source_type(const momento_result *res, void *ud)
 {
     union_req *q = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(q->r, res);
+        resp_end_failure(q->r, res);
         free(q);
         return;
     }
@@ -950,7 +907,7 @@ static void on_union_dest_type(const momento_result *res, void *ud)
 {
     union_req *q = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        fail(q->r, res);
+        resp_end_failure(q->r, res);
         free(q);
         return;
     }
@@ -977,7 +934,7 @@ static void on_union(const momento_result *res, void *ud)
         return;
     }
     if (!resp_is_wrongtype(res) || q->retried) {
-        fail(q->r, res);
+        resp_end_failure(q->r, res);
         free(q);
         return;
     }
