@@ -835,22 +835,47 @@ static void cmd_zrevrangebyscore(px_reply *r, int argc, const px_str *argv)
 /* Redis replaces a destination of any type; Momento refuses to store
  * over a key of another type, with the same FAILED_PRECONDITION as for a
  * source of another type. On that failure the proxy finds which: a source
- * of another type is Redis's WRONGTYPE; a destination of another type
- * alone is deleted and the union sent again (once). Those are separate
- * calls, not one atomic step. */
+ * that is neither a sorted set nor a set is Redis's WRONGTYPE; a
+ * destination of another type alone is deleted and the union sent again
+ * (once). Redis also takes plain sets as sources (each member at score 1),
+ * which Momento's union does not: with a set among the sources the proxy
+ * reads every source and computes the union itself (union_local), then
+ * replaces the destination. Those are separate calls, not one atomic step. */
+typedef struct union_elem {
+    char *member;
+    size_t len;
+    double score;
+    size_t source; /* its source's index: Redis aggregates in source order */
+} union_elem;
+
 typedef struct union_req {
     px_reply *r;
     momento_aggregate agg;
     bool retried;
+    bool dest_ok;        /* the destination's type is no obstacle */
+    bool has_set;        /* a source is a plain set */
     size_t checked;      /* sources whose type has been read */
     size_t n;
     momento_sorted_set_source *src;
+    double *weight;      /* Redis's weights (src's are Momento's floats) */
+    uint8_t *type;       /* each source's momento_item_type, once read */
     const char *dest;
     size_t dest_len;
+    union_elem *elems;   /* union_local: every source's elements read */
+    size_t nelems, cap;
 } union_req;
+
+static void union_free(union_req *q)
+{
+    for (size_t i = 0; i < q->nelems; i++)
+        free(q->elems[i].member);
+    free(q->elems);
+    free(q);
+}
 
 static void union_send(union_req *q);
 static void union_check_next(union_req *q);
+static void union_local_next(union_req *q, size_t i);
 
 static bool is_zset_or_none(const momento_result *res)
 {
@@ -863,7 +888,7 @@ static void on_union_dest_deleted(const momento_result *res, void *ud)
     union_req *q = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
         resp_end_failure(q->r, res);
-        free(q);
+        union_free(q);
         return;
     }
     q->retried = true;
@@ -875,32 +900,49 @@ static void on_union_source_type(const momento_result *res, void *ud)
     union_req *q = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
         resp_end_failure(q->r, res);
-        free(q);
+        union_free(q);
         return;
     }
-    if (!is_zset_or_none(res)) {
+    int t = momento_result_is_hit(res) ? momento_result_item_type(res) : MOMENTO_ITEM_TYPE_NONE;
+    if (t != MOMENTO_ITEM_TYPE_NONE && t != MOMENTO_ITEM_TYPE_SORTED_SET &&
+        t != MOMENTO_ITEM_TYPE_SET) {
         resp_end_wrongtype(q->r);
-        free(q);
+        union_free(q);
         return;
     }
+    q->type[q->checked] = (uint8_t)t;
+    q->has_set |= t == MOMENTO_ITEM_TYPE_SET;
     q->checked++;
     union_check_next(q);
 }
 
-/* The sources' types, one by one (a failure's path only); then, all of
- * them sorted sets, the destination is replaced. */
+/* The sources' types, one by one (a failure's path only); then, with a
+ * plain set among them, the union is computed here; otherwise, the
+ * destination being of another type, it is replaced and the union sent
+ * again. */
 static void union_check_next(union_req *q)
 {
     px_backend *b = px_conn_backend(px_reply_conn(q->r));
     int rc;
-    if (q->checked < q->n)
+    if (q->checked < q->n) {
         rc = momento_item_get_type(b->client, b->cache, q->src[q->checked].name,
                                    q->src[q->checked].name_len, NULL, on_union_source_type, q);
-    else
+    } else if (q->has_set) {
+        union_local_next(q, 0);
+        return;
+    } else if (q->dest_ok) {
+        /* Every source a sorted set, the destination too: Momento's
+         * refusal was not about types after all - a writer changed one
+         * between the calls. Redis would have seen the new types. */
+        resp_end_wrongtype(q->r);
+        union_free(q);
+        return;
+    } else {
         rc = momento_delete(b->client, b->cache, q->dest, q->dest_len, NULL,
                             on_union_dest_deleted, q);
+    }
     if (!resp_submitted(q->r, rc))
-        free(q);
+        union_free(q);
 }
 
 static void on_union_dest_type(const momento_result *res, void *ud)
@@ -908,18 +950,16 @@ static void on_union_dest_type(const momento_result *res, void *ud)
     union_req *q = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
         resp_end_failure(q->r, res);
-        free(q);
+        union_free(q);
         return;
     }
     bool dest_is_source = false;
     for (size_t i = 0; i < q->n && !dest_is_source; i++)
         dest_is_source = q->src[i].name_len == q->dest_len &&
                          memcmp(q->src[i].name, q->dest, q->dest_len) == 0;
-    if (is_zset_or_none(res) || dest_is_source) {
-        resp_end_wrongtype(q->r);
-        free(q);
-        return;
-    }
+    /* A destination that is a sorted set, nothing, or one of the sources
+     * is not what Momento refused: a source is. */
+    q->dest_ok = is_zset_or_none(res) || dest_is_source;
     q->checked = 0;
     union_check_next(q);
 }
@@ -930,19 +970,19 @@ static void on_union(const momento_result *res, void *ud)
     if (momento_result_error(res) == MOMENTO_OK) {
         resp_int(q->r, (long long)momento_result_int(res));
         px_reply_end(q->r);
-        free(q);
+        union_free(q);
         return;
     }
     if (!resp_is_wrongtype(res) || q->retried) {
         resp_end_failure(q->r, res);
-        free(q);
+        union_free(q);
         return;
     }
     px_backend *b = px_conn_backend(px_reply_conn(q->r));
     int rc = momento_item_get_type(b->client, b->cache, q->dest, q->dest_len, NULL,
                                    on_union_dest_type, q);
     if (!resp_submitted(q->r, rc))
-        free(q);
+        union_free(q);
 }
 
 static void union_send(union_req *q)
@@ -951,7 +991,169 @@ static void union_send(union_req *q)
     int rc = momento_sorted_set_union_store(b->client, b->cache, q->dest, q->dest_len, q->src,
                                             q->n, q->agg, b->default_ttl_ms, NULL, on_union, q);
     if (!resp_submitted(q->r, rc))
-        free(q);
+        union_free(q);
+}
+
+/* ---- ZUNIONSTORE with plain sets: the union computed here ---- */
+
+static bool union_add(union_req *q, size_t source, const void *m, size_t n, double score)
+{
+    if (q->nelems == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 64;
+        union_elem *e = realloc(q->elems, cap * sizeof(*e));
+        if (!e)
+            return false;
+        q->elems = e;
+        q->cap = cap;
+    }
+    char *copy = malloc(n ? n : 1);
+    if (!copy)
+        return false;
+    if (n)
+        memcpy(copy, m, n);
+    /* zunionInterDiffGenericCommand(): a weighted score that is NaN
+     * (inf times 0) counts as 0. */
+    double w = q->weight[source] * score;
+    q->elems[q->nelems++] = (union_elem){copy, n, isnan(w) ? 0 : w, source};
+    return true;
+}
+
+static void on_union_source_read(const momento_result *res, void *ud)
+{
+    union_req *q = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        resp_end_failure(q->r, res);
+        union_free(q);
+        return;
+    }
+    size_t i = q->checked; /* the source being read */
+    bool set = q->type[i] == MOMENTO_ITEM_TYPE_SET;
+    size_t count = momento_result_is_hit(res) ? momento_result_item_count(res) : 0;
+    for (size_t k = 0; k < count; k++) {
+        const momento_result *it = momento_result_item(res, k);
+        size_t n;
+        const void *m = momento_result_value(it, &n);
+        if (!union_add(q, i, m, n, set ? 1.0 : momento_result_score(it))) {
+            resp_end_error(q->r, "ERR out of memory");
+            union_free(q);
+            return;
+        }
+    }
+    union_local_next(q, i + 1);
+}
+
+static int elem_cmp(const void *a, const void *b)
+{
+    const union_elem *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->member, y->member, n) : 0;
+    if (c)
+        return c;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return x->source < y->source ? -1 : x->source > y->source;
+}
+
+/* zunionInterAggregate(): SUM (an inf minus inf is 0), MIN, MAX. */
+static double aggregate(momento_aggregate agg, double acc, double v)
+{
+    if (agg == MOMENTO_AGGREGATE_MIN)
+        return v < acc ? v : acc;
+    if (agg == MOMENTO_AGGREGATE_MAX)
+        return v > acc ? v : acc;
+    double sum = acc + v;
+    return isnan(sum) ? 0 : sum;
+}
+
+static void on_union_local_put(const momento_result *res, void *ud)
+{
+    union_req *q = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        resp_end_failure(q->r, res);
+    } else {
+        resp_int(q->r, (long long)q->nelems);
+        px_reply_end(q->r);
+    }
+    union_free(q);
+}
+
+/* The destination is gone: the union goes in its place. */
+static void on_union_local_cleared(const momento_result *res, void *ud)
+{
+    union_req *q = ud;
+    if (momento_result_error(res) != MOMENTO_OK || q->nelems == 0) {
+        if (momento_result_error(res) != MOMENTO_OK) {
+            resp_end_failure(q->r, res);
+        } else {
+            resp_int(q->r, 0); /* Redis deletes the destination of an empty union */
+            px_reply_end(q->r);
+        }
+        union_free(q);
+        return;
+    }
+    const void **values = malloc(q->nelems * sizeof(*values));
+    size_t *lens = malloc(q->nelems * sizeof(*lens));
+    double *scores = malloc(q->nelems * sizeof(*scores));
+    int rc = MOMENTO_ERR_NO_MEMORY;
+    if (values && lens && scores) {
+        for (size_t i = 0; i < q->nelems; i++) {
+            values[i] = q->elems[i].member;
+            lens[i] = q->elems[i].len;
+            scores[i] = q->elems[i].score;
+        }
+        px_backend *b = px_conn_backend(px_reply_conn(q->r));
+        momento_collection_ttl t;
+        /* The call copies its arguments before it returns. */
+        rc = momento_sorted_set_put_elements(b->client, b->cache, q->dest, q->dest_len, values,
+                                             lens, scores, q->nelems, write_ttl(q->r, &t), NULL,
+                                             on_union_local_put, q);
+    }
+    free(values);
+    free(lens);
+    free(scores);
+    if (!resp_submitted(q->r, rc))
+        union_free(q);
+}
+
+/* Reads source i onwards (a missing one has nothing to read); once all are
+ * read, merges equal members, aggregating in source order, and replaces the
+ * destination. */
+static void union_local_next(union_req *q, size_t i)
+{
+    px_backend *b = px_conn_backend(px_reply_conn(q->r));
+    while (i < q->n && q->type[i] == MOMENTO_ITEM_TYPE_NONE)
+        i++;
+    int rc;
+    if (i < q->n) {
+        q->checked = i;
+        const momento_sorted_set_source *s = &q->src[i];
+        if (q->type[i] == MOMENTO_ITEM_TYPE_SET)
+            rc = momento_set_fetch(b->client, b->cache, s->name, s->name_len, NULL,
+                                   on_union_source_read, q);
+        else
+            rc = momento_sorted_set_fetch_by_rank(b->client, b->cache, s->name, s->name_len, 0,
+                                                  MOMENTO_END, MOMENTO_ASCENDING, NULL,
+                                                  on_union_source_read, q);
+    } else {
+        if (q->nelems > 1)
+            qsort(q->elems, q->nelems, sizeof(*q->elems), elem_cmp);
+        size_t out = 0;
+        for (size_t k = 0; k < q->nelems; k++) {
+            union_elem *e = &q->elems[k];
+            if (out > 0 && q->elems[out - 1].len == e->len &&
+                memcmp(q->elems[out - 1].member, e->member, e->len) == 0) {
+                q->elems[out - 1].score = aggregate(q->agg, q->elems[out - 1].score, e->score);
+                free(e->member);
+            } else {
+                q->elems[out++] = *e;
+            }
+        }
+        q->nelems = out;
+        rc = momento_delete(b->client, b->cache, q->dest, q->dest_len, NULL,
+                            on_union_local_cleared, q);
+    }
+    if (!resp_submitted(q->r, rc))
+        union_free(q);
 }
 
 static void cmd_zunionstore(px_reply *r, int argc, const px_str *argv)
@@ -972,7 +1174,8 @@ static void cmd_zunionstore(px_reply *r, int argc, const px_str *argv)
     size_t n = (size_t)nkeys, bytes = argv[1].n;
     for (size_t i = 0; i < n; i++)
         bytes += argv[3 + i].n;
-    union_req *q = calloc(1, sizeof(*q) + n * sizeof(momento_sorted_set_source) + bytes + 1);
+    union_req *q = calloc(1, sizeof(*q) + n * (sizeof(momento_sorted_set_source) + sizeof(double) + 1) +
+                                 bytes + 1);
     if (!q) {
         resp_end_error(r, "ERR out of memory");
         return;
@@ -980,7 +1183,9 @@ static void cmd_zunionstore(px_reply *r, int argc, const px_str *argv)
     q->r = r;
     q->n = n;
     q->src = (momento_sorted_set_source *)(q + 1);
-    char *p = (char *)(q->src + n);
+    q->weight = (double *)(q->src + n);
+    q->type = (uint8_t *)(q->weight + n);
+    char *p = (char *)(q->type + n);
     memcpy(p, argv[1].p, argv[1].n);
     q->dest = p;
     q->dest_len = argv[1].n;
@@ -990,6 +1195,7 @@ static void cmd_zunionstore(px_reply *r, int argc, const px_str *argv)
         q->src[i].name = p;
         q->src[i].name_len = argv[3 + i].n;
         q->src[i].weight = 1;
+        q->weight[i] = 1;
         p += argv[3 + i].n;
     }
     q->agg = MOMENTO_AGGREGATE_SUM;
@@ -1006,6 +1212,7 @@ static void cmd_zunionstore(px_reply *r, int argc, const px_str *argv)
                 }
                 /* Momento's weights are floats: 0.1 is 0.100000001490116. */
                 q->src[i].weight = (float)w;
+                q->weight[i] = w;
             }
         } else if (left >= 2 && resp_arg_is(&argv[j], "aggregate")) {
             const px_str *a = &argv[j + 1];
