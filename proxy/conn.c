@@ -322,6 +322,10 @@ void px_reply_end(px_reply *r)
     px_conn *c = r->conn;
     r->ended = true;
     c->pending--;
+    /* This reply may be what the feed waits for (its keys, a flush): the
+     * next feed finds out, and waits again if it must. Left set, the flag
+     * could outlive its cause and leave the connection unwatched. */
+    c->waiting = false;
     mark_dirty(c);
     if (r != c->head)
         return;

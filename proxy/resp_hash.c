@@ -29,8 +29,6 @@ static void count_read(px_reply *r, bool hit)
         b->stats.misses++;
 }
 
-/* A failed call: a key of another type is Redis's WRONGTYPE, anything else
- * reaches the client as Momento's error. */
 /* A command's key, and the distinct fields it names (the last value of a
  * field named twice), copied for the calls after the first. */
 typedef struct hreq {

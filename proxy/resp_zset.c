@@ -838,15 +838,23 @@ static void cmd_zrevrangebyscore(px_reply *r, int argc, const px_str *argv)
  * that is neither a sorted set nor a set is Redis's WRONGTYPE; a
  * destination of another type alone is deleted and the union sent again
  * (once). Redis also takes plain sets as sources (each member at score 1),
- * which Momento's union does not: with a set among the sources the proxy
- * reads every source and computes the union itself (union_local), then
- * replaces the destination. Those are separate calls, not one atomic step. */
+ * which Momento's union does not: with a set among the sources (or a weight
+ * beyond a float, which Momento's union cannot carry) the proxy reads every
+ * source and computes the union itself (union_local), then replaces the
+ * destination. Those are separate calls, not one atomic step. */
 typedef struct union_elem {
     char *member;
     size_t len;
     double score;
-    size_t source; /* its source's index: Redis aggregates in source order */
+    size_t source; /* its source's index, then its place in Redis's order */
 } union_elem;
+
+/* What the local union may read of its sources (members, and per element
+ * its score and bookkeeping), so that one command cannot grow the proxy
+ * without bound: 100 sources of Momento's largest collection would be
+ * 500 MB. Momento's own union is bounded by its item limit. */
+#define UNION_READ_MAX (64u << 20)
+#define UNION_ELEM_COST (sizeof(union_elem) + 16)
 
 typedef struct union_req {
     px_reply *r;
@@ -854,6 +862,7 @@ typedef struct union_req {
     bool retried;
     bool dest_ok;        /* the destination's type is no obstacle */
     bool has_set;        /* a source is a plain set */
+    bool force_local;    /* a weight Momento's float cannot carry */
     size_t checked;      /* sources whose type has been read */
     size_t n;
     momento_sorted_set_source *src;
@@ -861,8 +870,10 @@ typedef struct union_req {
     uint8_t *type;       /* each source's momento_item_type, once read */
     const char *dest;
     size_t dest_len;
+    size_t *card;        /* union_local: each source's element count */
     union_elem *elems;   /* union_local: every source's elements read */
     size_t nelems, cap;
+    size_t read_bytes;   /* what the elements cost, against UNION_READ_MAX */
 } union_req;
 
 static void union_free(union_req *q)
@@ -927,7 +938,7 @@ static void union_check_next(union_req *q)
     if (q->checked < q->n) {
         rc = momento_item_get_type(b->client, b->cache, q->src[q->checked].name,
                                    q->src[q->checked].name_len, NULL, on_union_source_type, q);
-    } else if (q->has_set) {
+    } else if (q->has_set || q->force_local) {
         union_local_next(q, 0);
         return;
     } else if (q->dest_ok) {
@@ -996,26 +1007,30 @@ static void union_send(union_req *q)
 
 /* ---- ZUNIONSTORE with plain sets: the union computed here ---- */
 
-static bool union_add(union_req *q, size_t source, const void *m, size_t n, double score)
+/* 0, or -1 out of memory, or 1 past UNION_READ_MAX. */
+static int union_add(union_req *q, size_t source, const void *m, size_t n, double score)
 {
+    q->read_bytes += n + UNION_ELEM_COST;
+    if (q->read_bytes > UNION_READ_MAX)
+        return 1;
     if (q->nelems == q->cap) {
         size_t cap = q->cap ? q->cap * 2 : 64;
         union_elem *e = realloc(q->elems, cap * sizeof(*e));
         if (!e)
-            return false;
+            return -1;
         q->elems = e;
         q->cap = cap;
     }
     char *copy = malloc(n ? n : 1);
     if (!copy)
-        return false;
+        return -1;
     if (n)
         memcpy(copy, m, n);
     /* zunionInterDiffGenericCommand(): a weighted score that is NaN
      * (inf times 0) counts as 0. */
     double w = q->weight[source] * score;
     q->elems[q->nelems++] = (union_elem){copy, n, isnan(w) ? 0 : w, source};
-    return true;
+    return 0;
 }
 
 static void on_union_source_read(const momento_result *res, void *ud)
@@ -1029,12 +1044,20 @@ static void on_union_source_read(const momento_result *res, void *ud)
     size_t i = q->checked; /* the source being read */
     bool set = q->type[i] == MOMENTO_ITEM_TYPE_SET;
     size_t count = momento_result_is_hit(res) ? momento_result_item_count(res) : 0;
+    q->card[i] = count;
     for (size_t k = 0; k < count; k++) {
         const momento_result *it = momento_result_item(res, k);
         size_t n;
         const void *m = momento_result_value(it, &n);
-        if (!union_add(q, i, m, n, set ? 1.0 : momento_result_score(it))) {
-            resp_end_error(q->r, "ERR out of memory");
+        int rc = union_add(q, i, m, n, set ? 1.0 : momento_result_score(it));
+        if (rc != 0) {
+            /* Nothing has been written: the destination is as it was. */
+            if (rc < 0)
+                resp_error(q->r, "ERR out of memory");
+            else
+                resp_errorf(q->r, "ERR momento-proxy: ZUNIONSTORE with a plain set reads at "
+                                  "most %u MiB of its sources", UNION_READ_MAX >> 20);
+            px_reply_end(q->r);
             union_free(q);
             return;
         }
@@ -1135,6 +1158,23 @@ static void union_local_next(union_req *q, size_t i)
                                                   MOMENTO_END, MOMENTO_ASCENDING, NULL,
                                                   on_union_source_read, q);
     } else {
+        /* zunionInterDiffGenericCommand() sorts the sources by their size,
+         * smallest first, and aggregates in that order (which a SUM's
+         * rounding, or inf + -inf, can tell). Ties keep argument order. */
+        size_t *rank = malloc(q->n * sizeof(*rank));
+        if (!rank) {
+            resp_end_error(q->r, "ERR out of memory");
+            union_free(q);
+            return;
+        }
+        for (size_t k = 0; k < q->n; k++) {
+            rank[k] = 0;
+            for (size_t j = 0; j < q->n; j++)
+                rank[k] += q->card[j] < q->card[k] || (q->card[j] == q->card[k] && j < k);
+        }
+        for (size_t k = 0; k < q->nelems; k++)
+            q->elems[k].source = rank[q->elems[k].source];
+        free(rank);
         if (q->nelems > 1)
             qsort(q->elems, q->nelems, sizeof(*q->elems), elem_cmp);
         size_t out = 0;
@@ -1149,6 +1189,19 @@ static void union_local_next(union_req *q, size_t i)
             }
         }
         q->nelems = out;
+        /* Refused before anything is deleted: a union Momento would not
+         * store (its item limit, roughly: each member and its score). */
+        size_t bytes = q->dest_len;
+        for (size_t k = 0; k < q->nelems; k++)
+            bytes += q->elems[k].len + sizeof(double);
+        if (bytes > MOMENTO_MAX_ITEM_BYTES) {
+            resp_errorf(q->r, "ERR momento %s: the union (%zu bytes) is over Momento's item "
+                              "limit of %u bytes", momento_error_name(MOMENTO_ERR_LIMIT_EXCEEDED),
+                        bytes, (unsigned)MOMENTO_MAX_ITEM_BYTES);
+            px_reply_end(q->r);
+            union_free(q);
+            return;
+        }
         rc = momento_delete(b->client, b->cache, q->dest, q->dest_len, NULL,
                             on_union_local_cleared, q);
     }
@@ -1174,7 +1227,9 @@ static void cmd_zunionstore(px_reply *r, int argc, const px_str *argv)
     size_t n = (size_t)nkeys, bytes = argv[1].n;
     for (size_t i = 0; i < n; i++)
         bytes += argv[3 + i].n;
-    union_req *q = calloc(1, sizeof(*q) + n * (sizeof(momento_sorted_set_source) + sizeof(double) + 1) +
+    union_req *q = calloc(1, sizeof(*q) +
+                                 n * (sizeof(momento_sorted_set_source) + sizeof(double) +
+                                      sizeof(size_t) + 1) +
                                  bytes + 1);
     if (!q) {
         resp_end_error(r, "ERR out of memory");
@@ -1184,7 +1239,8 @@ static void cmd_zunionstore(px_reply *r, int argc, const px_str *argv)
     q->n = n;
     q->src = (momento_sorted_set_source *)(q + 1);
     q->weight = (double *)(q->src + n);
-    q->type = (uint8_t *)(q->weight + n);
+    q->card = (size_t *)(q->weight + n);
+    q->type = (uint8_t *)(q->card + n);
     char *p = (char *)(q->type + n);
     memcpy(p, argv[1].p, argv[1].n);
     q->dest = p;
@@ -1213,6 +1269,7 @@ static void cmd_zunionstore(px_reply *r, int argc, const px_str *argv)
                 /* Momento's weights are floats: 0.1 is 0.100000001490116. */
                 q->src[i].weight = (float)w;
                 q->weight[i] = w;
+                q->force_local |= !isfinite(q->src[i].weight);
             }
         } else if (left >= 2 && resp_arg_is(&argv[j], "aggregate")) {
             const px_str *a = &argv[j + 1];
@@ -1233,6 +1290,13 @@ static void cmd_zunionstore(px_reply *r, int argc, const px_str *argv)
             resp_end_syntax(r);
             return;
         }
+    }
+    if (q->force_local) {
+        /* Redis takes any double weight; Momento's union a finite float:
+         * read the types, then compute the union here. */
+        q->dest_ok = true;
+        union_check_next(q);
+        return;
     }
     union_send(q);
 }

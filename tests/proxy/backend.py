@@ -13,7 +13,9 @@ proxy's --header (sent with every Momento call):
 - a client that sends without reading is not read past the limits: the
   proxy's memory stays bounded, and every reply arrives once it reads;
 - a request over --max-request-bytes is refused as Redis refuses one over
-  proto-max-bulk-len.
+  proto-max-bulk-len;
+- ZUNIONSTORE over plain sets (computed by the proxy) whose union Momento
+  could not store is refused before the destination is touched.
 """
 import os
 import signal
@@ -212,6 +214,66 @@ def slow_reader(res, proxy_path):
         px.stop()
 
 
+def union_limit(res, proxy_path):
+    # Two sets of 3,000 distinct 1,000-byte members (3 MB each, within
+    # Momento's 5 MiB item limit); their union (6 MB) is not.
+    px = pt.start_proxy(proxy_path, memcache=False)
+    try:
+        c = RawConn(px.port, timeout=30)
+        for name in ("s1", "s2"):
+            for chunk in range(30):
+                members = [f"{name}-{chunk * 100 + i:06d}".ljust(1000, ".") for i in range(100)]
+                got = c.command("SADD", name, *members)
+                if got != (":", 100):
+                    res.check(f"SADD {name} chunk {chunk} adds 100", False, repr(got))
+                    return
+        c.command("ZADD", "zd", "7", "kept")
+        got = c.command("ZUNIONSTORE", "zd", "2", "s1", "s2")
+        res.check("a union over Momento's item limit is an error naming the limit",
+                  got[0] == "-" and "LIMIT_EXCEEDED" in got[1] and "item limit" in got[1],
+                  repr(got))
+        got = c.command("ZRANGE", "zd", "0", "-1", "WITHSCORES")
+        res.check("and the destination is as it was", got == ("*", [("$", b"kept"), ("$", b"7")]),
+                  repr(got)[:200])
+        got = c.command("ZUNIONSTORE", "zd", "1", "s1")
+        res.check("a union within the limit is stored", got == (":", 3000), repr(got))
+        got = c.command("ZCARD", "zd")
+        res.check("with every member", got == (":", 3000), repr(got))
+        c.close()
+    finally:
+        px.stop()
+
+
+def big_replies_before_a_wait(res, proxy_path):
+    # Replies over the output limit (4 MiB) ahead of a command that waits
+    # for an earlier write of its key: once they are written the waiting
+    # command must run (a stale wait once left such a connection unwatched).
+    px = pt.start_proxy(proxy_path, memcache=False)
+    try:
+        c = RawConn(px.port, timeout=20)
+        big = "b" * (4 << 20) + "x" * 100000
+        c.command("SET", "big", big)
+        ok, why = True, ""
+        for round_ in range(10):
+            cmds = [("GET", "big"), ("GET", "big"), ("SET", f"k{round_}", "v"),
+                    ("GET", f"k{round_}"), ("PING",)]
+            c.send(b"".join(encode(x) for x in cmds))
+            try:
+                got = [c.reply() for _ in cmds]
+            except (Closed, socket.timeout) as e:
+                ok, why = False, f"round {round_}: {type(e).__name__}"
+                break
+            want = [("$", big.encode()), ("$", big.encode()), ("+", "OK"), ("$", b"v"),
+                    ("+", "PONG")]
+            if got != want:
+                ok, why = False, f"round {round_}: {[repr(g)[:40] for g in got]}"
+                break
+        res.check("a command waiting on its key runs after replies over the output limit", ok, why)
+        c.close()
+    finally:
+        px.stop()
+
+
 def main():
     args = pt.parse_common_args(sys.argv[1:])
     pt.require_program(args.proxy, "momento-proxy")
@@ -220,6 +282,8 @@ def main():
     failing_backend(res, args.proxy)
     limits(res, args.proxy)
     slow_reader(res, args.proxy)
+    union_limit(res, args.proxy)
+    big_replies_before_a_wait(res, args.proxy)
     res.exit()
 
 

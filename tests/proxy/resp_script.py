@@ -483,6 +483,19 @@ R("ZRANGE st:self 0 -1 WITHSCORES")
 R("ZUNIONSTORE z:us 2 st:none z:none")
 R("EXISTS z:us")
 R("ZUNIONSTORE z:us 2 st:z s:a")
+# Redis sums in order of the sources' sizes, smallest first: here
+# -inf + 1 = -inf, then -inf + inf = NaN, stored as 0 (in argument order it
+# would be 1).
+R("ZADD z:c3 inf m 1 p 2 q")
+R("SADD st:c1 m")
+R("ZADD z:c2 1 m 5 p")
+R("ZUNIONSTORE z:us 3 z:c3 st:c1 z:c2 WEIGHTS 1 -inf 1")
+R("ZRANGE z:us 0 -1 WITHSCORES")
+# A weight no float holds, on sorted sets alone.
+R("ZUNIONSTORE z:us 2 z:c3 z:c2 WEIGHTS 1e300 1 AGGREGATE MAX")
+R("ZRANGE z:us 0 -1 WITHSCORES")
+R("ZUNIONSTORE z:us 1 z:c2 WEIGHTS inf")
+R("ZRANGE z:us 0 -1 WITHSCORES")
 R("ZUNIONSTORE z:u 1 s:a")
 R("ZADD z:inf +inf top -inf bottom 1.25 mid -3.5 neg")
 R("ZSCORE z:inf top")
