@@ -19,6 +19,9 @@
 #      direct libmomento get at concurrency 1 (load-gen, set-then-get,
 #      unbatched) on the same server, ROUNDS rounds alternating, medians;
 #      "added" is proxy minus direct.
+#   g. RATIO_ROUNDS rounds of load-gen --batch (unique, hot) alternating with
+#      -P 16 GETs through each port: the four ratios the targets judge, each
+#      within its round, and their medians.
 # Then the targets: proxy -P 16 GET rate >= 60 % of load-gen --batch's
 # ops/s (unique keys); with hot keys >= load-gen's (on the same hot keys);
 # RSS at 1000 connections <= 64 MB; p99 added <= 200 us.
@@ -36,8 +39,9 @@
 # (200000: redis-benchmark requests per test at -P 1), RB_N16 (1000000: at
 # -P 16), KEYS (100000), HOT (10), VALUE (100 bytes), LG_CONC (800), IDLE
 # (1000), ROUNDS (3: the low-load rounds), LOW_N (20000: requests per
-# low-load run), PROXY_ARGS (more options for momento-proxy), PIN (0).
-# Prints the runs as they go, a table, and RESULT lines. About 6 minutes.
+# low-load run), RATIO_ROUNDS (3: the ratio rounds, 0 = the first pass's
+# readings judge), PROXY_ARGS (more options for momento-proxy), PIN (0).
+# Prints the runs as they go, a table, and RESULT lines. About 20 minutes.
 set -euo pipefail
 build=${1:-build}
 # shellcheck source=bench/common.sh
@@ -51,6 +55,7 @@ value=${VALUE:-100}
 lg_conc=${LG_CONC:-800}
 idle=${IDLE:-1000}
 rounds=${ROUNDS:-3}
+ratio_rounds=${RATIO_ROUNDS:-3}
 low_n=${LOW_N:-20000}
 proxy="$build/proxy/momento-proxy"
 driver="$build/bench/mc_load"
@@ -273,6 +278,37 @@ if [ "$have_proxy" = 1 ]; then
     echo "proxy VmHWM (peak of the run): $(mb "${fig[hwm]}") MB"
 fi
 
+# --- the ratios (a against b, c): rounds alternating, medians --------------
+# One reading of each load moves more between runs than the distance to a
+# target, so the four ratios the targets judge are also taken RATIO_ROUNDS
+# times, load-gen and the proxy alternating, each ratio within its round;
+# the targets judge their medians.
+rat() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "" || b == 0) print ""; else printf "%.3f", a / b}'; }
+rb_get() { # NAME PORT RANGE: -P 16 GETs alone through PORT; fig[NAME]
+    # shellcheck disable=SC2086
+    timeout 300 $pin_c redis-benchmark -h 127.0.0.1 -p "$2" -c 50 -n "$rb_n16" -P 16 -r "$3" -d "$value" \
+        -t get --csv > "$work/rb.csv" 2> "$work/rb.err" || { echo "redis-benchmark $1 failed"; cat "$work/rb.err"; exit 1; }
+    fig[$1]=$(grep '^"GET"' "$work/rb.csv" | cut -d, -f2 | tr -d '"' | awk '{printf "%.0f", $1}')
+}
+r16s="" rhots="" m16s="" mhots=""
+if [ "$have_proxy" = 1 ]; then
+    for r in $(seq "$ratio_rounds"); do
+        loadgen "lg_u.$r" --concurrency "$lg_conc" --keys 0 --batch
+        rb_get "rg_u.$r" "$resp_port" "$keys"
+        loadgen "lg_h.$r" --concurrency "$lg_conc" --keys "$hot" --batch
+        rb_get "rg_h.$r" "$resp_port" "$hot"
+        r16s+=" $(rat "${fig[rg_u.$r]}" "${fig[lg_u.$r.ops]}")"
+        rhots+=" $(rat "${fig[rg_h.$r]}" "${fig[lg_h.$r.ops]}")"
+        if [ "$have_mc" = 1 ]; then
+            mc "mg_u.$r" "$mcp_port" get 16 "$keys"
+            mc "mg_h.$r" "$mcp_port" get 16 "$hot"
+            m16s+=" $(rat "${fig[mg_u.$r.get]}" "${fig[lg_u.$r.ops]}")"
+            mhots+=" $(rat "${fig[mg_h.$r.get]}" "${fig[lg_h.$r.ops]}")"
+        fi
+        echo "ratio round $r: RESP -P 16 GET ${fig[rg_u.$r]}/s vs load-gen ${fig[lg_u.$r.ops]} ops/s (${r16s##* }), hot ${fig[rg_h.$r]} vs ${fig[lg_h.$r.ops]} (${rhots##* })${m16s:+; memcache ${m16s##* }, hot ${mhots##* }}"
+    done
+fi
+
 # --- low load (f): one connection, no pipelining, rounds alternating --------
 lg_p50s="" lg_p99s="" rp50s="" rp99s="" mp50s="" mp99s="" rr99s="" mr99s=""
 for r in $(seq "$rounds"); do
@@ -340,10 +376,16 @@ if [ "$have_proxy" = 1 ]; then
     ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b}'; }
     minus() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "-" || b == "-") print "-"; else print a - b}'; }
     mark() { awk -v x="$1" -v t="$2" -v le="${3:-0}" 'BEGIN {if (x == "-") print "not measured"; else print ((le ? x <= t : x >= t) ? "met" : "NOT met")}'; }
-    r16=$(ratio "$(v proxy_resp.p16.rand.get)" "$(v lg_batch_unique.ops)")
-    rhot=$(ratio "$(v proxy_resp.p16.hot.get)" "$(v lg_batch_hot.ops)")
-    m16=$(ratio "$(v proxy_mc.p16.rand.get)" "$(v lg_batch_unique.ops)")
-    mhot=$(ratio "$(v proxy_mc.p16.hot.get)" "$(v lg_batch_hot.ops)")
+    # The first pass's single readings, and the rounds' medians, which the
+    # targets judge when there are rounds.
+    r16_1=$(ratio "$(v proxy_resp.p16.rand.get)" "$(v lg_batch_unique.ops)")
+    rhot_1=$(ratio "$(v proxy_resp.p16.hot.get)" "$(v lg_batch_hot.ops)")
+    m16_1=$(ratio "$(v proxy_mc.p16.rand.get)" "$(v lg_batch_unique.ops)")
+    mhot_1=$(ratio "$(v proxy_mc.p16.hot.get)" "$(v lg_batch_hot.ops)")
+    med2() { local m; m=$(median_of "$1"); [ "$m" = "-" ] && echo "$2" || awk -v x="$m" 'BEGIN {printf "%.2f", x}'; }
+    r16=$(med2 "$r16s" "$r16_1") rhot=$(med2 "$rhots" "$rhot_1")
+    m16=$(med2 "$m16s" "$m16_1") mhot=$(med2 "$mhots" "$mhot_1")
+    echo "RESULT proxy_ratios rounds=$ratio_rounds p16_get=[${r16s# }] hot_get=[${rhots# }] mc_p16_get=[${m16s# }] mc_hot_get=[${mhots# }] first_pass p16_get=$r16_1 hot_get=$rhot_1 mc_p16_get=$m16_1 mc_hot_get=$mhot_1"
     # The figure judged: the larger of the RESP-port readings, fresh and after the loads.
     rss_idle=$(awk -v a="${fig[rss_idle_fresh]}" -v b="${fig[rss_idle_after]}" 'BEGIN {print (a > b ? a : b)}')
     added=$(minus "$(v low.resp.p99)" "$(v low.lg.p99)")
