@@ -245,7 +245,7 @@ bool resp_arg_ll(const px_str *a, long long *out)
 
 bool resp_arg_double(const px_str *a, double *out)
 {
-    char buf[128];
+    char buf[256];
     if (a->n == 0 || a->n >= sizeof(buf))
         return false;
     memcpy(buf, a->p, a->n);

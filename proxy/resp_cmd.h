@@ -45,8 +45,11 @@ bool resp_submitted(px_reply *r, int rc);
 /* ---- arguments ---- */
 /* Case-insensitive comparison with a lower-case word. */
 bool resp_arg_is(const px_str *a, const char *lower);
-/* A whole argument as Redis's string2ll / string2ld read it. */
+/* A whole argument as Redis's string2ll reads it. */
 bool resp_arg_ll(const px_str *a, long long *out);
+/* A score or weight as Redis 7.0's getDoubleFromObject() reads one: no
+ * leading space, the whole string (under 256 bytes), no NaN, and an
+ * overflow or an underflow to zero refused. */
 bool resp_arg_double(const px_str *a, double *out);
 /* Momento's TTL for a write that gives none: the proxy's default. */
 uint64_t resp_default_ttl(const px_reply *r);

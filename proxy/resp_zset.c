@@ -27,25 +27,6 @@ static const momento_collection_ttl *write_ttl(const px_reply *r, momento_collec
     return t;
 }
 
-/* A score or weight as Redis 7.0's getDoubleFromObject() reads one: no
- * leading space, the whole string, no NaN, and an overflow or an
- * underflow to zero refused. */
-static bool arg_score(const px_str *a, double *out)
-{
-    char buf[256];
-    if (a->n == 0 || a->n >= sizeof(buf) || isspace((unsigned char)a->p[0]))
-        return false;
-    memcpy(buf, a->p, a->n);
-    buf[a->n] = '\0';
-    char *end;
-    errno = 0;
-    double d = strtod(buf, &end);
-    if (*end || isnan(d) || (errno == ERANGE && (isinf(d) || d == 0)))
-        return false;
-    *out = d;
-    return true;
-}
-
 /* One end of a score range as Redis's zslParseRange() reads it: "(x"
  * excludes x; strtod's own rules otherwise (leading spaces, "inf",
  * and an empty number as 0). */
@@ -344,7 +325,7 @@ static bool parse_scores(px_reply *r, int argc, const px_str *argv, int first, d
         return false;
     }
     for (size_t i = 0; i < pairs; i++)
-        if (!arg_score(&argv[first + 2 * (int)i], &s[i])) {
+        if (!resp_arg_double(&argv[first + 2 * (int)i], &s[i])) {
             free(s);
             resp_end_error(r, "ERR value is not a valid float");
             return false;
@@ -1261,7 +1242,7 @@ static void cmd_zunionstore(px_reply *r, int argc, const px_str *argv)
             j++;
             for (size_t i = 0; i < n; i++, j++) {
                 double w;
-                if (!arg_score(&argv[j], &w)) {
+                if (!resp_arg_double(&argv[j], &w)) {
                     free(q);
                     resp_end_error(r, "ERR weight value is not a float");
                     return;
