@@ -353,6 +353,13 @@ static void cmd_info(px_reply *r, int argc, const px_str *argv)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long long now_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    /* How the library shared the calls: zeros when batching or coalescing
+     * is off (--batch 0, --no-coalesce). */
+    momento_client_batching_stats bs = {0};
+    momento_client_batching_stats_get(b->client, &bs, sizeof(bs));
+    momento_coalescer_stats cs = {0};
+    if (b->co)
+        momento_coalescer_stats_get(b->co, &cs, sizeof(cs));
     char buf[2048];
     int n = snprintf(buf, sizeof(buf),
                      "# Server\r\n"
@@ -374,7 +381,10 @@ static void cmd_info(px_reply *r, int argc, const px_str *argv)
                      "momento_calls:%llu\r\n"
                      "momento_errors:%llu\r\n"
                      "momento_in_flight:%zu\r\n"
-                     "protocol_errors:%llu\r\n",
+                     "protocol_errors:%llu\r\n"
+                     "momento_batches:%llu\r\n"
+                     "momento_batched_keys:%llu\r\n"
+                     "momento_coalesced_gets:%llu\r\n",
                      momento_version(), (now_ms - b->started_ms) / 1000, b->cache,
                      s->connections, b->limits.max_connections,
                      (unsigned long long)s->connections_total,
@@ -383,7 +393,8 @@ static void cmd_info(px_reply *r, int argc, const px_str *argv)
                      (unsigned long long)s->bytes_out, (unsigned long long)s->hits,
                      (unsigned long long)s->misses, (unsigned long long)s->backend_calls,
                      (unsigned long long)s->backend_errors, momento_client_in_flight(b->client),
-                     (unsigned long long)s->protocol_errors);
+                     (unsigned long long)s->protocol_errors, (unsigned long long)bs.batches,
+                     (unsigned long long)bs.batched_keys, (unsigned long long)cs.get_coalesced);
     resp_bulk(r, buf, (size_t)n);
     px_reply_end(r);
 }

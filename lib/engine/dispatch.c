@@ -16,13 +16,24 @@
  * gave. How long the client lives - a client freed with entries queued
  * runs them in momento_client_free(), a free from a dispatched callback
  * finishes when the outermost dispatch returns - is client.c's: the run
- * only reports that it was the last out (momento__dispatcher_run). */
+ * only reports that it was the last out (momento__dispatcher_run).
+ *
+ * An entry is one allocation: the entry, then its result's copy. Entries
+ * of up to ENTRY_BLOCK bytes - a get's, a set's, most others - go back to
+ * the queue's recycler after their callback rather than to free(): made on
+ * the completion thread and freed on the application's, they would
+ * otherwise cross glibc's per-thread arenas one at a time, under the
+ * completion thread's arena lock (base/recycle.h). A run takes the queue
+ * whole and gives its entries back together, one lock round trip each. */
 #include "engine/dispatch.h"
 
 #include "base/alloc.h"
+#include "base/recycle.h"
 #include "model/result.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -30,6 +41,7 @@
 
 struct momento__deferred {
     momento__deferred *next;
+    bool recyclable;            /* ENTRY_BLOCK bytes: back to the recycler */
     void *userdata;
     /* A request's callback and its owned result (or `fallback`). */
     momento_callback cb;
@@ -41,8 +53,14 @@ struct momento__deferred {
     momento_subscription *sub;
     void (*unref)(momento_subscription *);
     momento_topic_event ev;
-    char data[];
+    _Alignas(max_align_t) char data[]; /* the result's copy, or the event's bytes */
 };
+
+/* The recycled entries' size, and how many an idle queue keeps: 512 KiB. */
+#define ENTRY_BLOCK 1024u
+#define ENTRIES_KEPT 512u
+/* A run gives back what ran every so many entries, and at its end. */
+#define RELEASE_EVERY 64u
 
 /* The dispatcher whose momento__dispatcher_run() runs on this thread, if
  * any: what tells its owner's free from a dispatched callback. */
@@ -55,6 +73,7 @@ void momento__dispatcher_init(momento__dispatcher *d,
     d->fd = -1;
     d->ran = ran;
     pthread_mutex_init(&d->lock, NULL);
+    momento__recycler_init(&d->spare, ENTRY_BLOCK, ENTRIES_KEPT);
 }
 
 int momento__dispatcher_enable(momento__dispatcher *d)
@@ -66,6 +85,7 @@ int momento__dispatcher_enable(momento__dispatcher *d)
     return MOMENTO_OK;
 }
 
+/* Runs `e`'s callback; the entry itself is the caller's to release. */
 static void run(momento__dispatcher *d, momento__deferred *e)
 {
     if (e->tcb) {
@@ -73,13 +93,52 @@ static void run(momento__dispatcher *d, momento__deferred *e)
         e->unref(e->sub);
     } else {
         e->cb(e->result, e->userdata);
-        if (e->result != &e->fallback)
-            momento_result_free(e->result);
         d->ran(d, e->tag); /* news up: the owner counts the request done */
     }
-    free(e);
 }
 
+/* Takes back `n` entries that have run (linked by `next`): recyclable ones
+ * to the recycler while it has room, the rest freed, outside the lock. */
+static void release(momento__dispatcher *d, momento__deferred *done, size_t n)
+{
+    if (!n)
+        return;
+    momento__deferred *unkept = NULL;
+    pthread_mutex_lock(&d->lock);
+    d->pending -= n;
+    for (momento__deferred *e = done, *next; e; e = next) {
+        next = e->next;
+        if (!e->recyclable || !momento__recycler_give(&d->spare, e)) {
+            e->next = unkept;
+            unkept = e;
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    for (momento__deferred *e = unkept, *next; e; e = next) {
+        next = e->next;
+        free(e);
+    }
+}
+
+/* A fresh entry with room for `extra` bytes of data, zeroed up to them. */
+static momento__deferred *entry_new(momento__dispatcher *d, size_t extra)
+{
+    size_t size = offsetof(momento__deferred, data) + extra;
+    momento__deferred *e = NULL;
+    bool recyclable = size <= ENTRY_BLOCK;
+    if (recyclable) {
+        pthread_mutex_lock(&d->lock);
+        e = momento__recycler_take(&d->spare);
+        pthread_mutex_unlock(&d->lock);
+    }
+    if (!e)
+        e = momento__malloc(recyclable ? ENTRY_BLOCK : size);
+    if (!e)
+        return NULL;
+    memset(e, 0, offsetof(momento__deferred, data));
+    e->recyclable = recyclable;
+    return e;
+}
 static momento__deferred *pop(momento__dispatcher *d)
 {
     pthread_mutex_lock(&d->lock);
@@ -93,22 +152,72 @@ static momento__deferred *pop(momento__dispatcher *d)
     return e;
 }
 
-static void ran_one(momento__dispatcher *d)
+/* The next entry to run, from those taken from the queue's head in one
+ * lock round trip (up to `want`). The taken ones are the dispatching
+ * thread's - one at a time per client, and a nested run is on the same
+ * thread and goes on where its caller was - so they need no lock. */
+static momento__deferred *take(momento__dispatcher *d, size_t want)
 {
+    if (!d->taken) {
+        pthread_mutex_lock(&d->lock);
+        momento__deferred *last = NULL;
+        size_t n = 0;
+        for (momento__deferred *e = d->head; e && n < want; e = e->next, n++)
+            last = e;
+        if (last) {
+            d->taken = d->head;
+            d->head = last->next;
+            if (!d->head)
+                d->tail = NULL;
+            last->next = NULL;
+        }
+        pthread_mutex_unlock(&d->lock);
+    }
+    momento__deferred *e = d->taken;
+    if (e)
+        d->taken = e->next;
+    return e;
+}
+
+/* Entries taken and not run go back to the queue's head, in order: a run
+ * stopped by `max` or by its owner's free leaves them queued. */
+static void put_back(momento__dispatcher *d)
+{
+    if (!d->taken)
+        return;
+    momento__deferred *last = d->taken;
+    while (last->next)
+        last = last->next;
     pthread_mutex_lock(&d->lock);
-    d->pending--;
+    last->next = d->head;
+    if (!d->head)
+        d->tail = last;
+    d->head = d->taken;
     pthread_mutex_unlock(&d->lock);
+    d->taken = NULL;
+}
+
+/* Runs every entry still queued, one at a time (each may queue more). */
+static int run_rest(momento__dispatcher *d)
+{
+    put_back(d);
+    int ran = 0;
+    for (momento__deferred *e; (e = pop(d));) {
+        run(d, e);
+        e->next = NULL;
+        release(d, e, 1);
+        ran++;
+    }
+    return ran;
 }
 
 void momento__dispatcher_close(momento__dispatcher *d)
 {
-    for (momento__deferred *e; (e = pop(d));) {
-        run(d, e);
-        ran_one(d);
-    }
+    run_rest(d);
     if (d->fd >= 0)
         close(d->fd);
     d->fd = -1;
+    momento__recycler_drain(&d->spare);
     pthread_mutex_destroy(&d->lock);
 }
 
@@ -141,19 +250,22 @@ static void enqueue(momento__dispatcher *d, momento__deferred *e)
 int momento__dispatcher_push(momento__dispatcher *d, momento_callback cb, const momento_result *r,
                              void *userdata, void *tag)
 {
-    momento__deferred *e = momento__malloc(sizeof(*e));
-    if (!e)
-        return MOMENTO_ERR_NO_MEMORY;
-    memset(e, 0, sizeof(*e));
-    e->cb = cb;
-    e->userdata = userdata;
-    e->tag = tag;
-    if (momento_result_dup(r, &e->result) != MOMENTO_OK) {
+    size_t copy = momento__result_copy_size(r);
+    momento__deferred *e = entry_new(d, copy);
+    if (!e) {
+        /* The entry alone, with the error saying so for the result. */
+        if (!(e = entry_new(d, 0)))
+            return MOMENTO_ERR_NO_MEMORY;
         momento__result_local_error(&e->fallback, MOMENTO_ERR_NO_MEMORY,
                                     "out of memory: the result could not be kept for dispatch");
         e->fallback.attempts = r->attempts;
         e->result = &e->fallback;
+    } else {
+        e->result = momento__result_copy_into(r, e->data);
     }
+    e->cb = cb;
+    e->userdata = userdata;
+    e->tag = tag;
     enqueue(d, e);
     return MOMENTO_OK;
 }
@@ -175,10 +287,9 @@ int momento__dispatcher_push_topic(momento__dispatcher *d, momento_topic_callbac
 {
     size_t pub = ev->publisher_id ? strlen(ev->publisher_id) + 1 : 0;
     size_t msg = ev->message ? strlen(ev->message) + 1 : 0;
-    momento__deferred *e = momento__malloc(sizeof(*e) + ev->value_len + pub + msg);
+    momento__deferred *e = entry_new(d, ev->value_len + pub + msg);
     if (!e)
         return MOMENTO_ERR_NO_MEMORY;
-    memset(e, 0, sizeof(*e));
     e->tcb = cb;
     e->sub = sub;
     e->unref = unref;
@@ -216,16 +327,26 @@ int momento__dispatcher_run(momento__dispatcher *d, size_t max, bool *ret_last_o
     pthread_mutex_unlock(&d->lock);
 
     int ran = 0;
+    momento__deferred *done = NULL;
+    size_t n_done = 0;
     while (!max || (size_t)ran < max) {
         if (d->free_pending)
             break; /* a callback freed the owner: the rest run below */
-        momento__deferred *e = pop(d);
+        momento__deferred *e = take(d, max ? max - (size_t)ran : SIZE_MAX);
         if (!e)
             break;
         run(d, e);
-        ran_one(d);
+        e->next = done;
+        done = e;
         ran++;
+        if (++n_done == RELEASE_EVERY) {
+            release(d, done, n_done);
+            done = NULL;
+            n_done = 0;
+        }
     }
+    release(d, done, n_done);
+    put_back(d);
 
     pthread_mutex_lock(&d->lock);
     d->depth--;
@@ -238,11 +359,7 @@ int momento__dispatcher_run(momento__dispatcher *d, size_t max, bool *ret_last_o
          * to the outermost run: the callbacks still queued run now
          * (whatever `max` said: nothing can run them later), and the caller
          * finishes the free. */
-        for (momento__deferred *e; (e = pop(d));) {
-            run(d, e);
-            ran_one(d);
-            ran++;
-        }
+        ran += run_rest(d);
         *ret_last_out = true;
         return ran;
     }

@@ -8,6 +8,7 @@
 #ifndef MOMENTO_DISPATCH_H
 #define MOMENTO_DISPATCH_H
 
+#include "base/recycle.h"
 #include "momento/momento.h"
 #include "momento/topics.h"
 
@@ -26,6 +27,8 @@ typedef struct momento__dispatcher {
     void (*ran)(struct momento__dispatcher *d, void *tag);
     pthread_mutex_t lock;       /* the queue and the counters below */
     momento__deferred *head, *tail;
+    momento__recycler spare;    /* run entries, for the next pushes */
+    momento__deferred *taken;   /* off the queue, to run next: the running thread's */
     size_t pending;             /* queued, or being run */
     int depth;                  /* momento__dispatcher_run() calls on the stack */
     bool free_pending;          /* the owner was freed from a dispatched callback:

@@ -194,7 +194,7 @@ static size_t str_size(const char *s)
  * items' values, exists flags, hash, an API key's refresh token, a webhook's secret); a
  * listing's webhooks sit after the trailers, their strings among the bytes. Items are one level deep: an item has no
  * items of its own. */
-static size_t copy_size(const momento_result *r)
+size_t momento__result_copy_size(const momento_result *r)
 {
     size_t size = sizeof(momento_result) + r->n_items * sizeof(momento_result);
     size += r->n_caches * sizeof(char *);
@@ -233,9 +233,16 @@ int momento_result_dup(const momento_result *r, momento_result **ret)
 {
     if (!r || !ret)
         return MOMENTO_ERR_INVALID_ARGUMENT;
-    momento_result *d = momento__malloc(copy_size(r));
-    if (!d)
+    void *mem = momento__malloc(momento__result_copy_size(r));
+    if (!mem)
         return MOMENTO_ERR_NO_MEMORY;
+    *ret = momento__result_copy_into(r, mem);
+    return MOMENTO_OK;
+}
+
+momento_result *momento__result_copy_into(const momento_result *r, void *mem)
+{
+    momento_result *d = mem;
     *d = *r;
     momento_result *items = d + 1;
     const char **names = (const char **)(items + r->n_items);
@@ -310,8 +317,7 @@ int momento_result_dup(const momento_result *r, momento_result **ret)
         r->refresh_token ? put_bytes(&p, r->refresh_token, strlen(r->refresh_token) + 1) : NULL;
     d->webhook_secret =
         r->webhook_secret ? put_bytes(&p, r->webhook_secret, strlen(r->webhook_secret) + 1) : NULL;
-    *ret = d;
-    return MOMENTO_OK;
+    return d;
 }
 
 void momento_result_free(momento_result *r)

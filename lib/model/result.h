@@ -46,4 +46,11 @@ struct momento_result {
 /* A result that failed before reaching gRPC. */
 void momento__result_local_error(momento_result *r, int err, const char *message);
 
+/* momento_result_dup() in two steps, for a caller that keeps the copy in
+ * memory of its own (the dispatch queue's entries): the bytes a copy of `r`
+ * takes, and the copy made in `mem` (that many bytes, aligned as
+ * malloc()'s). The copy points only into `mem`. */
+size_t momento__result_copy_size(const momento_result *r);
+momento_result *momento__result_copy_into(const momento_result *r, void *mem);
+
 #endif

@@ -237,26 +237,116 @@ static void test_endings(void **state)
     assert_false(f.wrong_thread);
 }
 
-static void test_free_from_a_dispatched_callback(void **state)
+/* Callbacks run in the order their results were queued, also when one of
+ * them dispatches (the nested run goes on where its caller was), and each
+ * sees its own value: the queue keeps results in entries it reuses, so a
+ * stale or mixed-up copy would show here. Values of 1,500 bytes and more
+ * take entries too large to reuse, the others reusable ones. */
+#define ORDER_N 20
+typedef struct order_rec {
+    momento_client *c;
+    int n, seen[ORDER_N + 4];
+    int round;
+    int nested_ran;
+    bool wrong_value;
+} order_rec;
+
+static size_t order_value(int round, int i, char *buf)
+{
+    size_t len = (size_t)(i % 4 == 3 ? 1500 + i : 10 + i * 7);
+    for (size_t j = 0; j < len; j++)
+        buf[j] = (char)('a' + (int)((j + (size_t)i + (size_t)round * 5) % 26));
+    return len;
+}
+
+typedef struct order_arg {
+    order_rec *k;
+    int i;
+} order_arg;
+
+static void order_cb(const momento_result *r, void *ud)
+{
+    order_arg *a = ud;
+    order_rec *k = a->k;
+    if (k->n < ORDER_N + 4)
+        k->seen[k->n] = a->i;
+    k->n++;
+    char want[2048];
+    size_t len = order_value(k->round, a->i, want);
+    size_t got_len = 0;
+    const void *got = momento_result_value(r, &got_len);
+    if (!momento_result_is_hit(r) || got_len != len || memcmp(got, want, len) != 0)
+        k->wrong_value = true;
+    if (a->i == 4)
+        k->nested_ran = momento_client_dispatch(k->c, 2);
+}
+
+static void test_order_nested_and_reused_entries(void **state)
 {
     (void)state;
     momento_client *c = dispatch_client();
-    assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
-    rec k = {.expect = pthread_self()};
-    momento_local_reset_stats(server);
-    for (int i = 0; i < 6; i++)
-        assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &k), MOMENTO_OK);
-    int fd = momento_client_dispatch_fd(c);
-    tu_wait_until(momento_local_rpc_count(server, "Get", 0) >= 6, 5000);
-    usleep(50 * 1000); /* time for the answers to be queued for dispatch */
-    assert_true(readable(fd, 0));
-    /* The first callback frees the client; the queued rest still run, in
-     * this dispatch, which then releases the client. */
-    k.free_me = c;
-    assert_int_equal(momento_client_dispatch(c, 1), 6);
-    assert_int_equal(k.n, 6);
-    assert_int_equal(k.hits, 6);
-    assert_false(k.wrong_thread);
+    char key[16], value[2048];
+    order_arg args[ORDER_N];
+    order_rec k = {.c = c};
+    for (int round = 0; round < 3; round++) {
+        memset(&k, 0, sizeof(k));
+        k.c = c;
+        k.round = round;
+        for (int i = 0; i < ORDER_N; i++) {
+            int kl = snprintf(key, sizeof(key), "o%d", i);
+            size_t vl = order_value(round, i, value);
+            assert_int_equal(momento_set_sync(c, "c", key, (size_t)kl, value, vl, 0, NULL, NULL),
+                             MOMENTO_OK);
+        }
+        /* One at a time, so the queue's order is the order of issue. */
+        for (int i = 0; i < ORDER_N; i++) {
+            int kl = snprintf(key, sizeof(key), "o%d", i);
+            args[i] = (order_arg){&k, i};
+            assert_int_equal(momento_get(c, "c", key, (size_t)kl, NULL, order_cb, &args[i]),
+                             MOMENTO_OK);
+            tu_wait_until(momento__dispatch_queued(c) >= (size_t)i + 1, 5000);
+            assert_int_equal(momento__dispatch_queued(c), (size_t)i + 1);
+        }
+        /* Ten of the outer run's own; the fifth runs two more inside. */
+        assert_int_equal(momento_client_dispatch(c, 10), 10);
+        assert_int_equal(k.nested_ran, 2);
+        assert_int_equal(k.n, 12);
+        assert_true(readable(momento_client_dispatch_fd(c), 0));
+        assert_int_equal(momento_client_dispatch(c, 0), ORDER_N - 12);
+        assert_int_equal(k.n, ORDER_N);
+        for (int i = 0; i < ORDER_N; i++)
+            assert_int_equal(k.seen[i], i);
+        assert_false(k.wrong_value);
+        assert_int_equal(momento__dispatch_queued(c), 0);
+        assert_int_equal(momento_client_in_flight(c), 0);
+    }
+    momento_client_free(c);
+}
+
+static void test_free_from_a_dispatched_callback(void **state)
+{
+    (void)state;
+    /* With max 1 the run takes one entry off the queue; with 0 it takes
+     * all six at once, and the five not run must go back for the free. */
+    const size_t maxes[] = {1, 0};
+    for (size_t m = 0; m < 2; m++) {
+        momento_client *c = dispatch_client();
+        assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+        rec k = {.expect = pthread_self()};
+        for (int i = 0; i < 6; i++)
+            assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &k), MOMENTO_OK);
+        int fd = momento_client_dispatch_fd(c);
+        tu_wait_until(momento__dispatch_queued(c) >= 6, 5000);
+        assert_int_equal(momento__dispatch_queued(c), 6);
+        assert_true(readable(fd, 0));
+        /* The first callback frees the client; the queued rest still run,
+         * in this dispatch, which then releases the client. */
+        k.free_me = c;
+        assert_int_equal(momento_client_dispatch(c, maxes[m]), 6);
+        assert_int_equal(k.n, 6);
+        assert_int_equal(k.hits, 6);
+        assert_false(k.wrong_thread);
+    }
 }
 
 typedef struct topic_rec {
@@ -325,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_blocking_calls_need_no_dispatch),
         cmocka_unit_test(test_endings),
+        cmocka_unit_test(test_order_nested_and_reused_entries),
         cmocka_unit_test(test_free_from_a_dispatched_callback),
         cmocka_unit_test(test_topic_events),
     };

@@ -274,6 +274,43 @@ def big_replies_before_a_wait(res, proxy_path):
         px.stop()
 
 
+def shared_calls(res, proxy_path):
+    # Gets held 300 ms, batching from 1 call in flight: the first GET goes
+    # alone; its duplicates join it (coalesced) and the distinct keys behind
+    # it wait, then leave together in one GetBatch when it is answered.
+    # INFO says so.
+    px = pt.start_proxy(proxy_path, memcache=False,
+                        extra=["--batch", "1", "--header", "delay-ms=300",
+                               "--header", "delay-rpcs=get get-batch"])
+    try:
+        a = RawConn(px.port)
+        keys = [f"share:{i}" for i in range(20)]
+        for k in ["share:hot"] + keys:
+            a.command("SET", k, k)
+        before = info_fields(px.port)
+        cmds = [["GET", "share:hot"]] * 5 + [["GET", k] for k in keys]
+        a.send(b"".join(encode(c) for c in cmds))
+        replies = [a.reply() for _ in cmds]
+        want = [("$", b"share:hot")] * 5 + [("$", k.encode()) for k in keys]
+        res.check("coalesced and batched gets answer each its own value", replies == want,
+                  repr(replies[:3]))
+        after = info_fields(px.port)
+        d = {f: after[f] - before[f] for f in
+             ("momento_coalesced_gets", "momento_batches", "momento_batched_keys")}
+        res.check("INFO counts the 4 duplicate gets as coalesced",
+                  d["momento_coalesced_gets"] == 4, repr(d))
+        res.check("INFO counts the 20 waiting gets as one batch of 20",
+                  d["momento_batches"] == 1 and d["momento_batched_keys"] == 20, repr(d))
+    finally:
+        px.stop(signal.SIGKILL)
+
+
+def info_fields(port):
+    info = RawConn(port).command("INFO")[1].decode()
+    return {k: int(v) for k, v in (l.split(":", 1) for l in info.split("\r\n") if ":" in l)
+            if v.isdigit()}
+
+
 def main():
     args = pt.parse_common_args(sys.argv[1:])
     pt.require_program(args.proxy, "momento-proxy")
@@ -284,6 +321,7 @@ def main():
     slow_reader(res, args.proxy)
     union_limit(res, args.proxy)
     big_replies_before_a_wait(res, args.proxy)
+    shared_calls(res, args.proxy)
     res.exit()
 
 
