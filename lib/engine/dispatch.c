@@ -229,10 +229,10 @@ static void signal_fd(momento__dispatcher *d)
     (void)n;
 }
 
-static void enqueue(momento__dispatcher *d, momento__deferred *e)
+/* Appends `e`, the lock held; whether the queue was empty before. */
+static bool link_locked(momento__dispatcher *d, momento__deferred *e)
 {
     e->next = NULL;
-    pthread_mutex_lock(&d->lock);
     bool was_empty = d->head == NULL;
     if (d->tail)
         d->tail->next = e;
@@ -240,6 +240,13 @@ static void enqueue(momento__dispatcher *d, momento__deferred *e)
         d->head = e;
     d->tail = e;
     d->pending++;
+    return was_empty;
+}
+
+static void enqueue(momento__dispatcher *d, momento__deferred *e)
+{
+    pthread_mutex_lock(&d->lock);
+    bool was_empty = link_locked(d, e);
     pthread_mutex_unlock(&d->lock);
     /* One write per empty-to-not-empty change: a dispatch runs the whole
      * queue, so the loop needs waking once, not once per callback. */
@@ -251,6 +258,28 @@ int momento__dispatcher_push(momento__dispatcher *d, momento_callback cb, const 
                              void *userdata, void *tag)
 {
     size_t copy = momento__result_copy_size(r);
+    if (offsetof(momento__deferred, data) + copy <= ENTRY_BLOCK) {
+        /* Most results: a reused entry, filled and queued in one lock
+         * round trip (the copy is a few hundred bytes). */
+        pthread_mutex_lock(&d->lock);
+        momento__deferred *e = momento__recycler_take(&d->spare);
+        bool was_empty = false;
+        if (e) {
+            memset(e, 0, offsetof(momento__deferred, data));
+            e->recyclable = true;
+            e->result = momento__result_copy_into(r, e->data);
+            e->cb = cb;
+            e->userdata = userdata;
+            e->tag = tag;
+            was_empty = link_locked(d, e);
+        }
+        pthread_mutex_unlock(&d->lock);
+        if (e) {
+            if (was_empty)
+                signal_fd(d);
+            return MOMENTO_OK;
+        }
+    }
     momento__deferred *e = entry_new(d, copy);
     if (!e) {
         /* The entry alone, with the error saying so for the result. */
