@@ -120,24 +120,43 @@ static void release(momento__dispatcher *d, momento__deferred *done, size_t n)
     }
 }
 
-/* A fresh entry with room for `extra` bytes of data, zeroed up to them. */
+/* A new entry of `size` bytes in all, its header zeroed: ENTRY_BLOCK bytes
+ * (and recyclable) when it fits in that. */
+static momento__deferred *entry_alloc(size_t size)
+{
+    bool recyclable = size <= ENTRY_BLOCK;
+    momento__deferred *e = momento__malloc(recyclable ? ENTRY_BLOCK : size);
+    if (e) {
+        memset(e, 0, offsetof(momento__deferred, data));
+        e->recyclable = recyclable;
+    }
+    return e;
+}
+
+/* A reused entry, its header zeroed, or NULL when none is kept. The lock
+ * held. */
+static momento__deferred *entry_reuse_locked(momento__dispatcher *d)
+{
+    momento__deferred *e = momento__recycler_take(&d->spare);
+    if (e) {
+        memset(e, 0, offsetof(momento__deferred, data));
+        e->recyclable = true;
+    }
+    return e;
+}
+
+/* An entry with room for `extra` bytes of data: reused when it fits. */
 static momento__deferred *entry_new(momento__dispatcher *d, size_t extra)
 {
     size_t size = offsetof(momento__deferred, data) + extra;
-    momento__deferred *e = NULL;
-    bool recyclable = size <= ENTRY_BLOCK;
-    if (recyclable) {
+    if (size <= ENTRY_BLOCK) {
         pthread_mutex_lock(&d->lock);
-        e = momento__recycler_take(&d->spare);
+        momento__deferred *e = entry_reuse_locked(d);
         pthread_mutex_unlock(&d->lock);
+        if (e)
+            return e;
     }
-    if (!e)
-        e = momento__malloc(recyclable ? ENTRY_BLOCK : size);
-    if (!e)
-        return NULL;
-    memset(e, 0, offsetof(momento__deferred, data));
-    e->recyclable = recyclable;
-    return e;
+    return entry_alloc(size);
 }
 static momento__deferred *pop(momento__dispatcher *d)
 {
@@ -257,16 +276,14 @@ static void enqueue(momento__dispatcher *d, momento__deferred *e)
 int momento__dispatcher_push(momento__dispatcher *d, momento_callback cb, const momento_result *r,
                              void *userdata, void *tag)
 {
-    size_t copy = momento__result_copy_size(r);
-    if (offsetof(momento__deferred, data) + copy <= ENTRY_BLOCK) {
+    size_t size = offsetof(momento__deferred, data) + momento__result_copy_size(r);
+    momento__deferred *e = NULL;
+    if (size <= ENTRY_BLOCK) {
         /* Most results: a reused entry, filled and queued in one lock
          * round trip (the copy is a few hundred bytes). */
-        pthread_mutex_lock(&d->lock);
-        momento__deferred *e = momento__recycler_take(&d->spare);
         bool was_empty = false;
-        if (e) {
-            memset(e, 0, offsetof(momento__deferred, data));
-            e->recyclable = true;
+        pthread_mutex_lock(&d->lock);
+        if ((e = entry_reuse_locked(d))) {
             e->result = momento__result_copy_into(r, e->data);
             e->cb = cb;
             e->userdata = userdata;
@@ -280,17 +297,16 @@ int momento__dispatcher_push(momento__dispatcher *d, momento_callback cb, const 
             return MOMENTO_OK;
         }
     }
-    momento__deferred *e = entry_new(d, copy);
-    if (!e) {
+    if ((e = entry_alloc(size))) {
+        e->result = momento__result_copy_into(r, e->data);
+    } else if ((e = entry_alloc(offsetof(momento__deferred, data)))) {
         /* The entry alone, with the error saying so for the result. */
-        if (!(e = entry_new(d, 0)))
-            return MOMENTO_ERR_NO_MEMORY;
         momento__result_local_error(&e->fallback, MOMENTO_ERR_NO_MEMORY,
                                     "out of memory: the result could not be kept for dispatch");
         e->fallback.attempts = r->attempts;
         e->result = &e->fallback;
     } else {
-        e->result = momento__result_copy_into(r, e->data);
+        return MOMENTO_ERR_NO_MEMORY;
     }
     e->cb = cb;
     e->userdata = userdata;
