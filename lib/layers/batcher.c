@@ -21,7 +21,10 @@
  * leave in order, on the channel round robin, as unqueued writes do.
  *
  * Members' states are guarded by the batcher's lock; callbacks run on the
- * completion thread with no lock held. Lock order: a token, this lock, the
+ * completion thread with no lock held. A flush takes the queue under the
+ * lock and sends it without (an offer on another thread never waits for an
+ * RPC's start); what else could touch the taken members runs on the
+ * completion thread too, after it. Lock order: a token, this lock, the
  * client's lock. */
 #include "layers/batcher.h"
 
@@ -78,6 +81,7 @@ struct batch {
     momento__bop op;
     momento__call *call;
     size_t n, attached;
+    batch *next_sent;            /* in its flush's list of batches sent */
     momento__bmember *members[]; /* NULL once that member left */
 };
 
@@ -514,8 +518,8 @@ static void batch_done(const momento_result *r, void *userdata)
     free(bt);
 }
 
-/* Sends `bt` (members in order, all M_QUEUED and out of the queue) with the
- * lock held. Returns 0, or an error: then nothing was sent. */
+/* Sends `bt` (members in order, all M_QUEUED and out of the queue), without
+ * the lock. Returns 0, or an error: then nothing was sent. */
 static int send_batch(momento_client *c, batch *bt)
 {
     momento__bmember *first = bt->members[0];
@@ -577,9 +581,13 @@ static int send_batch(momento_client *c, batch *bt)
         free(items); /* packed at submit */
         free(ptrs);
     }
-    if (rc != MOMENTO_OK)
-        return rc;
-    momento__batcher *b = batcher_of(c);
+    return rc;
+}
+
+/* With the lock held, after `bt` was sent: its members are M_SENT in it
+ * (withdraw and member_fire find them there), and it is counted. */
+static void mark_sent(momento__batcher *b, batch *bt)
+{
     for (size_t i = 0; i < bt->n; i++) {
         bt->members[i]->state = M_SENT;
         bt->members[i]->in = bt;
@@ -596,7 +604,6 @@ static int send_batch(momento_client *c, batch *bt)
     } else {
         b->counters.sent_alone++;
     }
-    return MOMENTO_OK;
 }
 
 /* Groups being filled by one flush: a batch each, still unsent. */
@@ -609,36 +616,54 @@ typedef struct group {
     batch *bt;
 } group;
 
-/* Sends group `g` (or, if that fails, ends its members with the error on
- * the failed list) and empties it. */
-static void close_group(momento_client *c, group *g, momento__bmember ***failed, int *why)
+/* What one flush did, for its last locked section: the batches it sent
+ * and the members it could not send. */
+typedef struct flushed {
+    batch *sent;
+    momento__bmember *failed, **failed_tail;
+    int why;
+} flushed;
+
+static void fail_member(flushed *f, momento__bmember *m, int why)
+{
+    m->next = NULL;
+    *f->failed_tail = m;
+    f->failed_tail = &m->next;
+    f->why = why;
+}
+
+/* Sends group `g` (or, if that fails, puts its members on the failed
+ * list) and empties it. Without the lock. */
+static void close_group(momento_client *c, group *g, flushed *f)
 {
     if (!g->bt)
         return;
-    int rc = send_batch(c, g->bt);
-    if (rc != MOMENTO_OK) {
-        for (size_t i = 0; i < g->bt->n; i++) {
-            momento__bmember *m = g->bt->members[i];
-            m->state = M_DONE;
-            disarm(m);
-            m->next = NULL;
-            **failed = m;
-            *failed = &m->next;
-        }
-        *why = rc;
-        free(g->bt);
-    }
+    batch *bt = g->bt;
     g->bt = NULL;
+    int rc = send_batch(c, bt);
+    if (rc != MOMENTO_OK) {
+        for (size_t i = 0; i < bt->n; i++)
+            fail_member(f, bt->members[i], rc);
+        free(bt);
+        return;
+    }
+    bt->next_sent = f->sent;
+    f->sent = bt;
 }
 
-/* Sends the whole queue. On the completion thread. */
+/* Sends the whole queue. On the completion thread. The queue is taken
+ * under the lock and sent without it, so that a request offered meanwhile
+ * (on the application's thread) waits for no RPC's start: it joins the
+ * next queue. Nothing else can touch the taken members meanwhile - their
+ * batches' replies, their timers and the next flush all run on this
+ * thread, and a cancel only marks them - but they count as queued writes
+ * until they have left, so that a later write queues behind them. */
 static void flush(momento_client *c)
 {
     momento__batcher *b = batcher_of(c);
-    momento__bmember *failed = NULL, **failed_tail = &failed;
-    int why = MOMENTO_OK;
+    flushed f = {.failed_tail = &f.failed, .why = MOMENTO_OK};
     group groups[OPEN_GROUPS];
-    size_t n_groups = 0;
+    size_t n_groups = 0, writes = 0;
     uint32_t max_keys = c->cfg.batch_max_keys, max_bytes = c->cfg.batch_max_bytes;
 
     pthread_mutex_lock(&b->lock);
@@ -651,16 +676,24 @@ static void flush(momento_client *c)
         b->deadline_armed = false;
     }
     bool closing = momento__client_closing(c);
-    while (b->queue) {
-        momento__bmember *m = b->queue;
-        unqueue(b, m);
+    momento__bmember *taken = b->queue;
+    int64_t now = momento__now_ns();
+    for (momento__bmember *m = taken; m; m = m->next) {
+        uint64_t waited = (uint64_t)(now - m->queued_ns);
+        b->counters.queued_ns_total += waited;
+        if (waited > b->counters.queued_ns_max)
+            b->counters.queued_ns_max = waited;
+        if (m->op != MOMENTO__BOP_GET)
+            writes++;
+    }
+    b->queue = NULL;
+    b->n_queued = 0;
+    pthread_mutex_unlock(&b->lock);
+
+    for (momento__bmember *m = taken, *next; m; m = next) {
+        next = m->next;
         if (closing) {
-            m->state = M_DONE;
-            disarm(m);
-            m->next = NULL;
-            *failed_tail = m;
-            failed_tail = &m->next;
-            why = MOMENTO_ERR_CANCELLED;
+            fail_member(&f, m, MOMENTO_ERR_CANCELLED);
             continue;
         }
         group *g = NULL;
@@ -668,7 +701,7 @@ static void flush(momento_client *c)
             /* Writes leave in order: the sets queued before it first. */
             for (size_t i = 0; i < n_groups; i++)
                 if (groups[i].op == MOMENTO__BOP_SET)
-                    close_group(c, &groups[i], &failed_tail, &why);
+                    close_group(c, &groups[i], &f);
         } else {
             for (size_t i = 0; i < n_groups && !g; i++)
                 if (groups[i].op == m->op && strcmp(groups[i].cache, m_cache(m)) == 0)
@@ -676,10 +709,10 @@ static void flush(momento_client *c)
         }
         size_t bytes = m->key_len + m->value_len;
         if (g && g->bt && (g->bt->n == max_keys || g->bytes + bytes > max_bytes))
-            close_group(c, g, &failed_tail, &why);
+            close_group(c, g, &f);
         if (!g) {
             if (n_groups == OPEN_GROUPS) { /* the oldest group leaves to make room */
-                close_group(c, &groups[0], &failed_tail, &why);
+                close_group(c, &groups[0], &f);
                 memmove(groups, groups + 1, (OPEN_GROUPS - 1) * sizeof(groups[0]));
                 n_groups--;
             }
@@ -691,12 +724,7 @@ static void flush(momento_client *c)
         if (!g->bt) {
             g->bt = momento__malloc(sizeof(batch) + max_keys * sizeof(momento__bmember *));
             if (!g->bt) {
-                m->state = M_DONE;
-                disarm(m);
-                m->next = NULL;
-                *failed_tail = m;
-                failed_tail = &m->next;
-                why = MOMENTO_ERR_NO_MEMORY;
+                fail_member(&f, m, MOMENTO_ERR_NO_MEMORY);
                 continue;
             }
             memset(g->bt, 0, sizeof(batch));
@@ -708,16 +736,31 @@ static void flush(momento_client *c)
         g->bt->members[g->bt->n++] = m;
         g->bytes += bytes;
         if (m->op == MOMENTO__BOP_DELETE)
-            close_group(c, g, &failed_tail, &why); /* deletes leave alone */
+            close_group(c, g, &f); /* deletes leave alone */
     }
     for (size_t i = 0; i < n_groups; i++)
-        close_group(c, &groups[i], &failed_tail, &why);
+        close_group(c, &groups[i], &f);
+
+    pthread_mutex_lock(&b->lock);
+    for (batch *bt = f.sent; bt; bt = bt->next_sent)
+        mark_sent(b, bt);
+    for (momento__bmember *m = f.failed; m; m = m->next) {
+        m->state = M_DONE;
+        disarm(m);
+    }
+    b->n_queued_writes -= writes;
+    /* A write queued behind these while they left, with none of them sent
+     * (no RPC will retire to send it): the completion thread sends it. */
+    if (b->queue && !f.sent && !b->linger_armed) {
+        momento__timer_fire_soon(c, &b->linger);
+        b->linger_armed = true;
+    }
     pthread_mutex_unlock(&b->lock);
 
-    for (momento__bmember *m = failed, *next; m; m = next) {
+    for (momento__bmember *m = f.failed, *next; m; m = next) {
         next = m->next;
-        deliver_local(m, why == MOMENTO_ERR_CLOSED ? MOMENTO_ERR_CANCELLED : why,
-                      why == MOMENTO_ERR_CANCELLED || why == MOMENTO_ERR_CLOSED
+        deliver_local(m, f.why == MOMENTO_ERR_CLOSED ? MOMENTO_ERR_CANCELLED : f.why,
+                      f.why == MOMENTO_ERR_CANCELLED || f.why == MOMENTO_ERR_CLOSED
                           ? "cancelled: the client was freed"
                           : "the batch could not be sent");
     }
