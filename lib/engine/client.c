@@ -585,10 +585,11 @@ void momento__client_answered(momento_client *c, momento__tracked *t)
 
 bool momento__client_closing(momento_client *c)
 {
-    pthread_mutex_lock(&c->lock);
-    bool closing = c->closing;
-    pthread_mutex_unlock(&c->lock);
-    return closing;
+    /* No lock: a free that begins just after this look is no different
+     * from one that begins just after the caller's decision, and each
+     * caller has a later check (the retirement that sends a queue, the
+     * attempt's start) for that. */
+    return atomic_load(&c->closing);
 }
 
 void momento__request_accepted(momento_client *c, momento_request_group *g)

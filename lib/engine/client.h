@@ -142,8 +142,10 @@ struct momento_client {
      * under `lock` when it drops to 0. */
     atomic_size_t n_requests;
     pthread_cond_t idle;
-    bool closing;                /* momento_client_free() has begun; written only
-                                  * by client.c */
+    atomic_bool closing;         /* momento_client_free() has begun; written only
+                                  * by client.c, under `lock`; read without it by
+                                  * momento__client_closing(), on every queued
+                                  * request's path */
     bool free_deferred;          /* ...from the completion thread itself */
 
     /* What is told of the client's writes (momento__write_observer: its
