@@ -55,6 +55,7 @@ struct momento__call {
     momento__transport *transport; /* the one its method is routed to */
     int attempt;                /* 1-based */
     bool no_metrics;            /* its callback reports it (call.h) */
+    bool late;                  /* ...and runs from the dispatch queue (call.h) */
     momento_request_group *group; /* counted in it with the client (call.h) */
     int64_t submitted_ns;       /* for the metrics hook */
     uint8_t own_md, n_own_md;   /* md[own_md ..] are the request's own headers, copied */
@@ -372,6 +373,7 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
     call->rq.expect_msgs = opts->expect_msgs;
     call->submitted_ns = opts->submitted_ns;
     call->no_metrics = opts->no_metrics;
+    call->late = opts->late && opts->no_metrics;
     call->group = opts->group;
 
     if (prepare_attempt(call) != MOMENTO_OK) {
@@ -583,6 +585,29 @@ static void attempt_done(momento__attempt *a)
     deliver(call);
 }
 
+/* An answer delivered late (call.h `late`): the result as decoded, with
+ * what it points into, until its callback has run on the dispatching
+ * thread. */
+typedef struct late_answer {
+    momento__call *call;
+    momento_result r;
+    momento__scratch scratch;
+    char *message;
+} late_answer;
+
+/* On the dispatching thread (or in the client's free): the callback, then
+ * the call goes, retired already. */
+static void deliver_late_answer(void *arg)
+{
+    late_answer *la = arg;
+    momento__call *call = la->call;
+    momento__respond_late(call->client, call->cb, &la->r, call->userdata);
+    momento__scratch_free(&la->scratch);
+    gpr_free(la->message);
+    release(call);
+    free(la);
+}
+
 /* Maps the status, decodes, calls back, and retires the call. */
 static void deliver(momento__call *call)
 {
@@ -649,6 +674,21 @@ static void deliver(momento__call *call)
     if (momento__metrics_on(&c->cfg) && !call->no_metrics)
         momento__metrics_rpc(&c->cfg, call->rq.method, call->rq.cache, call->submitted_ns,
                              call->rq.body, rep->msgs, rep->n_msgs, &r);
+    if (call->late && c->dispatch.on) {
+        late_answer *la = momento__malloc(sizeof(*la));
+        if (la) {
+            la->call = call;
+            la->r = r;
+            la->scratch = scratch;
+            la->message = message;
+            /* Retired first: once queued, the answer may run, and release
+             * the call, at any moment. */
+            momento__client_retire(c, &call->track);
+            if (momento__respond_later(c, deliver_late_answer, la) != MOMENTO_OK)
+                deliver_late_answer(la); /* no memory to queue it: here, now */
+            return;
+        }
+    }
     momento__respond(c, call->group, call->cb, &r, call->userdata, call->no_metrics);
 
     momento__scratch_free(&scratch);

@@ -54,6 +54,16 @@ typedef struct momento__call_opts {
      * a listing's own RPCs), so that each request is reported once. */
     int64_t submitted_ns;
     bool no_metrics;
+    /* A library callback (no_metrics) that calls many requests back: the
+     * batcher's and the coalescer's RPCs. In dispatch mode it runs on the
+     * dispatching thread, from the queue, with the result as decoded (the
+     * call lives until it has returned), and the requests it calls back
+     * are called at once there (respond.h): one queued entry for a whole
+     * batch instead of a copied result each, and their bookkeeping on the
+     * thread that submitted them instead of against it. Never set for an
+     * RPC a blocking call may wait on, since the waiting thread may be the
+     * one that dispatches (batcher.c, coalescer.c keep them apart). */
+    bool late;
     /* The application's request group (momento_request_options.group),
      * counted with the request wherever the client counts it; NULL for
      * none, and for the RPCs the library makes for itself. Borrowed: the

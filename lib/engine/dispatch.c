@@ -24,7 +24,11 @@
  * the completion thread and freed on the application's, they would
  * otherwise cross glibc's per-thread arenas one at a time, under the
  * completion thread's arena lock (base/recycle.h). A run takes the queue
- * whole and gives its entries back together, one lock round trip each. */
+ * whole and gives its entries back together, one lock round trip each.
+ *
+ * Besides the application's callbacks the queue carries functions of the
+ * library's (momento__dispatcher_push_fn): a batch's or a coalesced read's
+ * answer, delivered on this thread as a whole (call.h `late`). */
 #include "engine/dispatch.h"
 
 #include "base/alloc.h"
@@ -48,6 +52,9 @@ struct momento__deferred {
     momento_result *result;
     momento_result fallback;
     void *tag;                  /* the owner's, handed back to `ran` */
+    /* Or a function of the library's (momento__dispatcher_push_fn). */
+    void (*fn)(void *arg);
+    void *arg;
     /* Or a subscription's event, its strings and bytes in `data`. */
     momento_topic_callback tcb;
     momento_subscription *sub;
@@ -88,7 +95,9 @@ int momento__dispatcher_enable(momento__dispatcher *d)
 /* Runs `e`'s callback; the entry itself is the caller's to release. */
 static void run(momento__dispatcher *d, momento__deferred *e)
 {
-    if (e->tcb) {
+    if (e->fn) {
+        e->fn(e->arg);
+    } else if (e->tcb) {
         e->tcb(e->sub, &e->ev, e->userdata);
         e->unref(e->sub);
     } else {
@@ -311,6 +320,17 @@ int momento__dispatcher_push(momento__dispatcher *d, momento_callback cb, const 
     e->cb = cb;
     e->userdata = userdata;
     e->tag = tag;
+    enqueue(d, e);
+    return MOMENTO_OK;
+}
+
+int momento__dispatcher_push_fn(momento__dispatcher *d, void (*fn)(void *arg), void *arg)
+{
+    momento__deferred *e = entry_new(d, 0);
+    if (!e)
+        return MOMENTO_ERR_NO_MEMORY;
+    e->fn = fn;
+    e->arg = arg;
     enqueue(d, e);
     return MOMENTO_OK;
 }

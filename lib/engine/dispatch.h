@@ -50,6 +50,10 @@ void momento__dispatcher_close(momento__dispatcher *d);
  * the caller runs `cb` itself. Any thread. */
 int momento__dispatcher_push(momento__dispatcher *d, momento_callback cb, const momento_result *r,
                              void *userdata, void *tag);
+/* Queues `fn(arg)`, a function of the library's, to run in its turn on
+ * the dispatching thread (no request is counted done after it). Returns 0
+ * or MOMENTO_ERR_NO_MEMORY with nothing queued. Any thread. */
+int momento__dispatcher_push_fn(momento__dispatcher *d, void (*fn)(void *arg), void *arg);
 /* The same for a subscription's event, copied with its bytes: `sub` is kept
  * alive (`ref` now, `unref` after the callback) while its event waits. */
 int momento__dispatcher_push_topic(momento__dispatcher *d, momento_topic_callback cb,

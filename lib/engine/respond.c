@@ -8,6 +8,10 @@
 #include "engine/client.h"
 #include "engine/dispatch.h"
 
+/* The client whose late answer (momento__respond_late) runs on this
+ * thread, if any. */
+static _Thread_local const momento_client *late_for;
+
 void momento__respond(momento_client *c, momento_request_group *group, momento_callback cb,
                       const momento_result *r, void *userdata, bool internal)
 {
@@ -24,6 +28,12 @@ void momento__respond(momento_client *c, momento_request_group *group, momento_c
         cb(r, userdata);
         return;
     }
+    if (late_for == c) {
+        /* Already on the dispatching thread, in the queue's order. */
+        cb(r, userdata);
+        momento__request_done(c, group);
+        return;
+    }
     if (!c->dispatch.on ||
         momento__dispatcher_push(&c->dispatch, cb, r, userdata, group) != MOMENTO_OK) {
         /* Without memory to queue it, calling back here, on the completion
@@ -31,6 +41,20 @@ void momento__respond(momento_client *c, momento_request_group *group, momento_c
         cb(r, userdata);
         momento__request_done(c, group); /* only now: "in flight" until it returned */
     }
+}
+
+int momento__respond_later(momento_client *c, void (*fn)(void *arg), void *arg)
+{
+    return momento__dispatcher_push_fn(&c->dispatch, fn, arg);
+}
+
+void momento__respond_late(momento_client *c, momento_callback cb, const momento_result *r,
+                           void *userdata)
+{
+    const momento_client *outer = late_for;
+    late_for = c;
+    cb(r, userdata);
+    late_for = outer;
 }
 
 void momento__respond_topic(momento_client *c, momento_topic_callback cb, momento_subscription *sub,

@@ -21,6 +21,17 @@
 void momento__respond(momento_client *c, momento_request_group *group, momento_callback cb,
                       const momento_result *r, void *userdata, bool internal);
 
+/* In dispatch mode: runs `fn(arg)` on the dispatching thread, from the
+ * queue (a library callback delivered late, call.h `late`). Returns 0, or
+ * MOMENTO_ERR_NO_MEMORY with nothing queued. */
+int momento__respond_later(momento_client *c, void (*fn)(void *arg), void *arg);
+
+/* Runs library callback `cb` delivered late: the application's callbacks
+ * it calls through momento__respond() run at once, on this thread (the
+ * dispatching one), not queued again. */
+void momento__respond_late(momento_client *c, momento_callback cb, const momento_result *r,
+                           void *userdata);
+
 /* The same for a subscription's event: `sub` is kept alive (`ref`, then
  * `unref` after the callback) while its event waits. */
 void momento__respond_topic(momento_client *c, momento_topic_callback cb, momento_subscription *sub,

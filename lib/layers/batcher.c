@@ -21,7 +21,8 @@
  * leave in order, on the channel round robin, as unqueued writes do.
  *
  * Members' states are guarded by the batcher's lock; callbacks run on the
- * completion thread with no lock held. A flush takes the queue under the
+ * completion thread with no lock held (a batch's answer, in dispatch mode,
+ * on the dispatching thread: call.h `late`). A flush takes the queue under the
  * lock and sends it without (an offer on another thread never waits for an
  * RPC's start); what else could touch the taken members runs on the
  * completion thread too, after it. Lock order: a token, this lock, the
@@ -30,6 +31,7 @@
 
 #include "base/alloc.h"
 #include "clock.h"
+#include "engine/blocking.h"
 #include "engine/client.h"
 #include "engine/respond.h"
 #include "layers/kv_send.h"
@@ -270,6 +272,11 @@ static int offer(momento_client *c, momento__bop op, const char *cache, const vo
     uint32_t n = c->cfg.batch_min_in_flight;
     if (n == 0)
         return 1;
+    /* A blocking call in dispatch mode goes alone: a batch's answer runs
+     * on the dispatching thread (call.h `late`), which may be the one
+     * waiting. */
+    if (cb == momento__blocking_done && c->dispatch.on)
+        return 1;
     /* A first look without the lock: the usual answer under light load,
      * for gets... */
     if (op == MOMENTO__BOP_GET && atomic_load(&c->n_rpcs) < n)
@@ -449,6 +456,7 @@ static void batch_done(const momento_result *r, void *userdata)
     pthread_mutex_lock(&b->lock);
     gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
     bool closing = momento__client_closing(c);
+    bool requeued = false;
     for (size_t i = bt->n; i-- > 0;) { /* back to front: requeued ones keep their order */
         momento__bmember *m = bt->members[i];
         if (!m)
@@ -477,6 +485,7 @@ static void batch_done(const momento_result *r, void *userdata)
                 b->n_queued++;
                 if (m->op != MOMENTO__BOP_GET)
                     b->n_queued_writes++;
+                requeued = true;
                 continue;
             }
         }
@@ -485,6 +494,13 @@ static void batch_done(const momento_result *r, void *userdata)
         m->next = NULL;
         *tail = m;
         tail = &m->next;
+    }
+    /* On the completion thread this RPC's retirement, next, sends what was
+     * queued again; delivered late (dispatch mode) it retired already, so
+     * the completion thread is asked to. */
+    if (requeued && momento__current_client != c && !b->linger_armed) {
+        momento__timer_fire_soon(c, &b->linger);
+        b->linger_armed = true;
     }
     pthread_mutex_unlock(&b->lock);
 
@@ -530,7 +546,8 @@ static int send_batch(momento_client *c, batch *bt)
     momento__call_opts opts = {.deadline = deadline,
                                .started = &bt->call,
                                .unbatched = true,
-                               .no_metrics = true}; /* each member is reported */
+                               .no_metrics = true, /* each member is reported */
+                               .late = true};      /* no blocking call is a member */
     const char *cache = m_cache(first);
     int rc;
     if (bt->n == 1) { /* alone: a plain call */
@@ -655,8 +672,9 @@ static void close_group(momento_client *c, group *g, flushed *f)
  * under the lock and sent without it, so that a request offered meanwhile
  * (on the application's thread) waits for no RPC's start: it joins the
  * next queue. Nothing else can touch the taken members meanwhile - their
- * batches' replies, their timers and the next flush all run on this
- * thread, and a cancel only marks them - but they count as queued writes
+ * timers and the next flush run on this thread, a batch's answer (which
+ * may run on a dispatching thread) touches only its own members, sent
+ * already, and a cancel only marks them - but they count as queued writes
  * until they have left, so that a later write queues behind them. */
 static void flush(momento_client *c)
 {

@@ -22,13 +22,25 @@
  * joining a new RPC) rather than failed.
  *
  * A waiter is finished exactly once, under the lock: by the RPC's completion
- * (on_done), by its timer (waiter_fire), both on the completion thread. Its
- * token hook only marks it and makes its timer fire at once.
+ * (on_done: on the completion thread, or in dispatch mode on the
+ * dispatching thread, call.h `late`), by its timer (waiter_fire, on the
+ * completion thread). Its token hook only marks it and makes its timer
+ * fire at once.
  *
- * The lock is held while an RPC is submitted, so no request can join an RPC
- * that is then refused, and it is never held while user callbacks run.
- * Lock order (cancel.h): a user's token, this lock, the batcher's, the
- * client's. */
+ * A new RPC is started after the lock is let go (start_outside): starting
+ * one is the dearest step of a request (gRPC's call start, or the
+ * batcher's queue and lock), and the completion thread needs this lock
+ * for every answer, so holding it there made each side wait on the other.
+ * The inflight is in the table and its issuer attached before the start,
+ * marked `starting`: newcomers may join it meanwhile; an answer that comes
+ * before the starter is back leaves the inflight's memory to it
+ * (`finished`); waiters that all leave meanwhile leave the cancel to it;
+ * and a start that is refused gives the joiners that error as their
+ * callback, the issuer its return value. The re-issues of on_done still
+ * start under the lock (rare, and on the completion thread).
+ *
+ * The lock is never held while user callbacks run. Lock order (cancel.h):
+ * a user's token, this lock, the batcher's, the client's. */
 #include "layers/coalescer.h"
 
 #include "base/alloc.h"
@@ -54,7 +66,9 @@ typedef enum { CO_GET, CO_SET, CO_DELETE, CO_READ } co_op;
 
 typedef struct inflight inflight;
 
-typedef enum { W_PENDING, W_ATTACHED, W_DONE } waiter_state;
+/* W_REFUSED: it joined an RPC whose start was then refused; its timer
+ * calls it back with own_error on the completion thread. */
+typedef enum { W_PENDING, W_ATTACHED, W_REFUSED, W_DONE } waiter_state;
 
 typedef struct waiter {
     momento_coalescer *co;
@@ -101,6 +115,12 @@ struct inflight {
     uint8_t *value;
     size_t n_waiters;
     bool embedded;          /* lives inside its key_state's allocation */
+    /* A start outside the lock (start_outside): */
+    bool starting;          /* its starter is not back yet */
+    bool rpc_over;          /* on_done has taken its waiters: no cancel any more */
+    bool finished;          /* on_done is through while starting: the starter frees */
+    bool orphan_ks;         /* ...and with it the key_state, which nothing holds */
+    waiter *issuer;         /* the waiter that started it, while attached */
     waiter *waiters;        /* doubly linked, newest first */
 };
 
@@ -291,6 +311,15 @@ static void waiter_fire(momento__timer *t)
     waiter *w = (waiter *)((char *)t - offsetof(waiter, timer));
     momento_coalescer *co = w->co;
     pthread_mutex_lock(&co->lock);
+    if (w->state == W_REFUSED) {
+        w->state = W_DONE;
+        w->armed = false;
+        pthread_mutex_unlock(&co->lock);
+        momento_result refused;
+        momento__result_local_error(&refused, w->own_error, w->own_message);
+        waiter_deliver(co->client, w, &refused);
+        return;
+    }
     if (w->state != W_ATTACHED) { /* finished by its RPC meanwhile */
         pthread_mutex_unlock(&co->lock);
         return;
@@ -302,7 +331,10 @@ static void waiter_fire(momento__timer *t)
     detach(w);
     w->state = W_DONE;
     co->counters.waiters_left++;
-    if (e->n_waiters == 0) {
+    if (e->issuer == w)
+        e->issuer = NULL;
+    /* While it is being started, its starter does this when back. */
+    if (e->n_waiters == 0 && !e->starting) {
         /* Nobody wants the answer: end the RPC on the wire, and let nobody
          * join it meanwhile. on_done still comes, with no one to call. */
         close_to_newcomers(e);
@@ -326,7 +358,7 @@ static void waiter_fire(momento__timer *t)
 static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
                          momento__decode_fn decode, const char *cache, size_t cache_len,
                          const void *key, size_t key_len, const void *value, size_t value_len,
-                         uint64_t ttl_ms, waiter *w);
+                         uint64_t ttl_ms, waiter *w, inflight **to_start);
 
 /* Whether `w`, still attached to `e` which ended with `r`, is to be issued
  * again: the RPC timed out, and this waiter has a later deadline than the
@@ -353,6 +385,8 @@ static void on_done(const momento_result *r, void *userdata)
 
     pthread_mutex_lock(&co->lock);
     close_to_newcomers(e);
+    e->rpc_over = true; /* a starter not back yet must not cancel it now */
+    e->issuer = NULL;   /* every waiter is taken below */
     co->counters.keys_in_flight--;
     /* Until its waiters are called back their token hooks are on, and a
      * cancel may still take our lock: a momento_coalescer_free() meanwhile
@@ -389,7 +423,7 @@ static void on_done(const momento_result *r, void *userdata)
             const char *cache = (const char *)ks->id;
             int rc = submit_locked(co, e->op, e->rpc, e->decode, cache, ks->cache_len,
                                    ks->id + ks->cache_len + 1, ks->id_len - ks->cache_len - 1,
-                                   e->value, e->value_len, e->ttl_ms, w);
+                                   e->value, e->value_len, e->ttl_ms, w, NULL);
             if (rc == MOMENTO_OK) {
                 co->counters.reissued++;
                 continue;
@@ -425,15 +459,24 @@ static void on_done(const momento_result *r, void *userdata)
             waiter_deliver(c, w, r);
         }
     }
-    /* An embedded inflight goes with its key_state: only when the key has
-     * nothing left in flight (and so after this, its last callback). */
-    if (!e->embedded)
-        free(e);
-    if (free_ks)
-        free(ks);
     pthread_mutex_lock(&co->lock);
+    /* Its starter not back yet (it may answer that fast): the memory is
+     * the starter's to free, once back. */
+    bool handed = e->starting;
+    if (handed) {
+        e->finished = true;
+        e->orphan_ks = free_ks;
+    }
     bool release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
     pthread_mutex_unlock(&co->lock);
+    /* An embedded inflight goes with its key_state: only when the key has
+     * nothing left in flight (and so after this, its last callback). */
+    if (!handed) {
+        if (!e->embedded)
+            free(e);
+        if (free_ks)
+            free(ks);
+    }
     if (release)
         destroy(co);
 }
@@ -500,14 +543,51 @@ static bool same_set(const inflight *e, const void *value, size_t value_len, uin
            (value_len == 0 || memcmp(e->value, value, value_len) == 0);
 }
 
+/* Starts `e`'s RPC: through the batcher for gets, sets and deletes, as
+ * its own call for a collection read. `started` and `queued` receive what
+ * a cancel needs (the call, or the batcher's member). Returns as the
+ * batcher's calls: 0, or an error with nothing started. */
+static int start_rpc(momento_coalescer *co, inflight *e, momento__call **started,
+                     momento__bmember **queued)
+{
+    key_state *ks = e->ks;
+    const char *cache = (const char *)ks->id;
+    const uint8_t *key = ks->id + ks->cache_len + 1;
+    size_t key_len = ks->id_len - ks->cache_len - 1;
+    /* The RPC carries the issuer's deadline and no waiter's token. */
+    momento__call_opts opts = {.deadline = e->deadline,
+                               .started = started,
+                               .queued = queued,
+                               .no_metrics = true, /* each waiter is reported */
+                               .late = true};      /* no blocking call waits on it */
+    switch (e->op) {
+    case CO_GET:
+        return momento__batcher_get(co->client, cache, key, key_len, &opts, on_done, e);
+    case CO_SET:
+        return momento__batcher_set(co->client, cache, key, key_len, e->value, e->value_len,
+                                    e->ttl_ms, &opts, on_done, e);
+    case CO_READ:
+        opts.packed = e->value;
+        opts.packed_len = e->value_len;
+        return momento__call_start_with(co->client, e->rpc, e->decode, cache, NULL, &opts, on_done,
+                                        e);
+    case CO_DELETE:
+        break;
+    }
+    return momento__batcher_delete(co->client, cache, key, key_len, &opts, on_done, e);
+}
+
 /* Attaches pending waiter `w` to an RPC of its request: joins the one in
  * flight that it may join, or issues one. With the lock held; on the
- * completion thread too (a waiter issued again). Returns 0, or an error
- * with `w` left pending and untouched. */
+ * completion thread too (a waiter issued again). With `to_start`, a new
+ * RPC is not started here: it is set up, `w` attached, and left in
+ * *to_start for start_outside() once the lock is let go (*to_start stays
+ * NULL when `w` joined). Returns 0, or an error with `w` left pending and
+ * untouched. */
 static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
                          momento__decode_fn decode, const char *cache, size_t cache_len,
                          const void *key, size_t key_len, const void *value, size_t value_len,
-                         uint64_t ttl_ms, waiter *w)
+                         uint64_t ttl_ms, waiter *w, inflight **to_start)
 {
     int rc;
     bool fresh;
@@ -551,52 +631,47 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
     }
 
     inflight *e = fresh ? embedded_inflight(ks) : momento__malloc(sizeof(*e) + value_len);
-    if (e)
-        memset(e, 0, sizeof(*e));
-    rc = e ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
-    if (rc == MOMENTO_OK) {
-        e->co = co;
-        e->ks = ks;
-        e->op = op;
-        e->rpc = rpc;
-        e->decode = decode;
-        e->ttl_ms = ttl_ms;
-        e->value_len = value_len;
-        e->value = (uint8_t *)(e + 1);
-        if (value_len)
-            memcpy(e->value, value, value_len);
-        e->embedded = fresh;
-        e->deadline = w->deadline;
-
-        /* Submitted under the lock: on_done cannot run before we return, and
-         * nobody joins an RPC that ends up refused. The RPC carries the
-         * issuer's deadline and no waiter's token. */
-        momento__call_opts opts = {.deadline = w->deadline,
-                                   .started = &e->call,
-                                   .queued = &e->queued,
-                                   .no_metrics = true}; /* each waiter is reported */
-        if (op == CO_GET)
-            rc = momento__batcher_get(co->client, cache, key, key_len, &opts, on_done, e);
-        else if (op == CO_SET)
-            rc = momento__batcher_set(co->client, cache, key, key_len, value, value_len, ttl_ms,
-                                      &opts, on_done, e);
-        else if (op == CO_READ) {
-            opts.packed = e->value;
-            opts.packed_len = value_len;
-            rc = momento__call_start_with(co->client, rpc, decode, cache, NULL, &opts, on_done, e);
-        }
-        else
-            rc = momento__batcher_delete(co->client, cache, key, key_len, &opts, on_done, e);
-    }
-    if (rc != MOMENTO_OK) {
-        if (e && !fresh)
-            free(e);
+    if (!e) {
         if (ks->refs == 0) {
             HASH_DELETE(hh, co->table, ks);
             free(ks);
         }
         disarm(w);
-        return rc;
+        return MOMENTO_ERR_NO_MEMORY;
+    }
+    memset(e, 0, sizeof(*e));
+    e->co = co;
+    e->ks = ks;
+    e->op = op;
+    e->rpc = rpc;
+    e->decode = decode;
+    e->ttl_ms = ttl_ms;
+    e->value_len = value_len;
+    e->value = (uint8_t *)(e + 1);
+    if (value_len)
+        memcpy(e->value, value, value_len);
+    e->embedded = fresh;
+    e->deadline = w->deadline;
+
+    if (!to_start) {
+        /* Started under the lock: on_done cannot run before we return, and
+         * nobody joins an RPC that ends up refused. */
+        rc = start_rpc(co, e, &e->call, &e->queued);
+        if (rc != MOMENTO_OK) {
+            if (!fresh)
+                free(e);
+            if (ks->refs == 0) {
+                HASH_DELETE(hh, co->table, ks);
+                free(ks);
+            }
+            disarm(w);
+            return rc;
+        }
+    } else {
+        e->starting = true;
+        e->issuer = w;
+        co->delivering++; /* the starter comes back to the lock: keep it */
+        *to_start = e;
     }
     ks->refs++;
     if (op == CO_GET) {
@@ -612,6 +687,87 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
     co->counters.keys_in_flight++;
     attach(e, w);
     return MOMENTO_OK;
+}
+
+/* Starts `e`, which submit_locked() set up with its issuer `w` attached,
+ * without the lock, then settles with what happened meanwhile. Returns 0
+ * (the issuer has had or will have its one callback), or the start's
+ * error: then `w` is detached and pending again, for the caller to refuse,
+ * and every joiner has had that error as its callback. */
+static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
+{
+    momento__call *call = NULL;
+    momento__bmember *queued = NULL;
+    int rc = start_rpc(co, e, &call, &queued);
+    int start_rc = rc;
+
+    key_state *ks = e->ks;
+    bool free_e = false, free_ks = false;
+    pthread_mutex_lock(&co->lock);
+    e->starting = false;
+    if (rc == MOMENTO_OK) {
+        if (e->finished) {
+            /* Answered, and everyone called back, before we were back. */
+            free_e = !e->embedded;
+            free_ks = e->orphan_ks;
+        } else if (!e->rpc_over) {
+            e->call = call;
+            e->queued = queued;
+            if (e->n_waiters == 0) {
+                /* Everyone left meanwhile (waiter_fire left this to us). */
+                close_to_newcomers(e);
+                co->counters.rpcs_abandoned++;
+                if (e->call)
+                    momento__call_cancel(e->call, "cancelled: every request waiting on it left");
+                else if (e->queued)
+                    momento__batcher_withdraw(e->queued);
+            }
+        } /* else on_done is calling back; it frees */
+    } else {
+        /* Never started, so on_done never comes: undo, as if refused under
+         * the lock, but for those who joined meanwhile. */
+        close_to_newcomers(e);
+        co->counters.keys_in_flight--;
+        bool issuer_here = e->issuer == w;
+        for (waiter *x = e->waiters, *next; x; x = next) {
+            next = x->next;
+            detach(x);
+            if (issuer_here && x == w) {
+                disarm(x);
+                continue; /* pending again: the caller refuses it */
+            }
+            /* Called back on the completion thread, as every answer. */
+            x->state = W_REFUSED;
+            x->own_error = start_rc == MOMENTO_ERR_CLOSED ? MOMENTO_ERR_CANCELLED : start_rc;
+            x->own_message = start_rc == MOMENTO_ERR_CLOSED
+                                 ? "cancelled: the client was freed"
+                                 : "the shared RPC it joined could not be started";
+            momento__timer_fire_soon(co->client, &x->timer);
+            x->armed = true;
+        }
+        free_e = !e->embedded;
+        if (--ks->refs == 0) {
+            HASH_DELETE(hh, co->table, ks);
+            free_ks = true;
+        }
+        if (issuer_here)
+            w->state = W_PENDING;
+        else
+            rc = MOMENTO_OK; /* it left with its own callback meanwhile */
+    }
+    pthread_mutex_unlock(&co->lock);
+
+    if (free_e)
+        free(e);
+    if (free_ks)
+        free(ks);
+
+    pthread_mutex_lock(&co->lock);
+    bool release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
+    pthread_mutex_unlock(&co->lock);
+    if (release)
+        destroy(co);
+    return rc;
 }
 
 static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, momento__decode_fn decode,
@@ -646,10 +802,14 @@ static void close_key(momento_coalescer *co, const char *cache, size_t cache_len
 
 /* Another read concern than the client's, or headers of its own: the RPC
  * in flight may not answer as this request asked, so it goes alone, as the
- * client's own request. */
-static bool goes_alone(const momento__call_opts *resolved)
+ * client's own request. So does a blocking call in dispatch mode: a shared
+ * RPC's answer runs on the dispatching thread (call.h `late`), which may
+ * be the one waiting. */
+static bool goes_alone(const momento_client *c, const momento__call_opts *resolved,
+                       momento_callback cb)
 {
-    return resolved->read_concern || resolved->n_headers;
+    return resolved->read_concern || resolved->n_headers ||
+           (cb == momento__blocking_done && c->dispatch.on);
 }
 
 /* The one path for gets, sets and deletes. A write is prepared once
@@ -679,7 +839,7 @@ static int submit(momento_coalescer *co, co_op op, const char *cache, const void
         momento__client_note_write(c, &co->observer, cache, key, key_len);
     momento__call_opts resolved;
     momento__call_opts_from(c, opts, &resolved);
-    bool alone = goes_alone(&resolved);
+    bool alone = goes_alone(c, &resolved, cb);
     if (alone && op != CO_GET) /* not through the table: it must hear of it too */
         close_key(co, cache, strlen(cache), key, key_len);
     if (alone) {
@@ -749,15 +909,21 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, momento
     uint64_t in_flight = co->counters.keys_in_flight;
     /* A freed coalescer takes no new request; the waiters it has may still
      * be issued again (submit_locked) and keep it until their end. */
+    inflight *to_start = NULL;
     rc = co->closed ? momento__refuse(MOMENTO_ERR_CLOSED, "the coalescer is being freed")
                     : submit_locked(co, op, rpc, decode, cache, strlen(cache), key, key_len, value,
-                                    value_len, ttl_ms, w);
+                                    value_len, ttl_ms, w, &to_start);
     if (rc == MOMENTO_OK) {
         (*requests)++;
         if (co->counters.keys_in_flight == in_flight)
             (*coalesced)++; /* joined: no RPC was added */
     }
     pthread_mutex_unlock(&co->lock);
+    if (to_start && (rc = start_outside(co, to_start, w)) != MOMENTO_OK) {
+        pthread_mutex_lock(&co->lock);
+        (*requests)--; /* refused after all */
+        pthread_mutex_unlock(&co->lock);
+    }
     if (rc != MOMENTO_OK) {
         if (w->token)
             momento__cancel_hook_remove(w->token, &w->hook);
@@ -844,7 +1010,7 @@ int momento__coalesce_read(momento_coalescer *co, momento__rpc_id rpc, momento__
     momento__call_opts resolved;
     momento__call_opts_from(co->client, opts, &resolved);
     int rc;
-    if (goes_alone(&resolved)) {
+    if (goes_alone(co->client, &resolved, cb)) {
         resolved.packed = packed;
         resolved.packed_len = len;
         rc = momento__call_start_with(co->client, rpc, decode, cache, NULL, &resolved, cb,

@@ -323,6 +323,118 @@ static void test_order_nested_and_reused_entries(void **state)
     momento_client_free(c);
 }
 
+/* A batch's answer and a coalesced read's are delivered whole on the
+ * dispatching thread: one queued entry per RPC, not one per request, and
+ * their requests called back there, each once, with its own value. A
+ * blocking call from that same thread meanwhile goes alone - batched or
+ * coalesced it would wait on an answer that only this thread can run. */
+#define SHARED_KEYS 40
+#define SHARED_HOT 10
+typedef struct shared_arg {
+    rec *k;
+    int i; /* -1: the hot key */
+    bool wrong_value;
+} shared_arg;
+
+static void shared_cb(const momento_result *r, void *ud)
+{
+    shared_arg *a = ud;
+    char want[32];
+    int wl = a->i < 0 ? snprintf(want, sizeof(want), "hot") : snprintf(want, sizeof(want), "v%d", a->i);
+    size_t len = 0;
+    const void *got = momento_result_value(r, &len);
+    if (!momento_result_is_hit(r) || len != (size_t)wl || memcmp(got, want, len) != 0)
+        a->wrong_value = true;
+    rec_cb(r, a->k);
+}
+
+static void test_shared_answers_delivered_whole(void **state)
+{
+    (void)state;
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    assert_int_equal(momento_config_set_dispatch(cfg, 1), MOMENTO_OK);
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
+    /* Queue whenever one RPC is in flight: the first get goes alone, the
+     * rest leave together when it ends. */
+    assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1u << 20), MOMENTO_OK);
+    momento_client *c = tu_client(server, cfg);
+    momento_config_free(cfg);
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    char key[16], value[16];
+    for (int i = 0; i < SHARED_KEYS; i++) {
+        int kl = snprintf(key, sizeof(key), "s%d", i);
+        int vl = snprintf(value, sizeof(value), "v%d", i);
+        assert_int_equal(momento_set_sync(c, "c", key, (size_t)kl, value, (size_t)vl, 0, NULL, NULL),
+                         MOMENTO_OK);
+    }
+    assert_int_equal(momento_set_sync(c, "c", "hot", 3, "hot", 3, 0, NULL, NULL), MOMENTO_OK);
+    /* Every call held 200 ms by the server: the blocking calls below are
+     * made while the others are in flight, and would queue behind them. */
+    momento__client_add_header(c, "request-id", "dispatch-shared-whole");
+    momento__client_add_header(c, "delay-ms", "200");
+
+    rec k = {.expect = pthread_self()};
+    shared_arg args[SHARED_KEYS + SHARED_HOT];
+    for (int i = 0; i < SHARED_KEYS; i++) {
+        int kl = snprintf(key, sizeof(key), "s%d", i);
+        args[i] = (shared_arg){&k, i, false};
+        assert_int_equal(momento_get(c, "c", key, (size_t)kl, NULL, shared_cb, &args[i]),
+                         MOMENTO_OK);
+    }
+    for (int i = 0; i < SHARED_HOT; i++) {
+        args[SHARED_KEYS + i] = (shared_arg){&k, -1, false};
+        assert_int_equal(momento_coalescing_get(co, "c", "hot", 3, NULL, shared_cb,
+                                                &args[SHARED_KEYS + i]),
+                         MOMENTO_OK);
+    }
+    /* Blocking calls of keys with answers waiting for this thread: they
+     * return without a dispatch (or time out, failing the test). */
+    momento_request_options brief = MOMENTO_REQUEST_OPTIONS_INIT;
+    brief.timeout_ms = (uint32_t)TU_MS(2000);
+    momento_result *r = NULL;
+    assert_int_equal(momento_get_sync(c, "c", "s1", 2, &brief, &r), MOMENTO_OK);
+    assert_true(momento_result_is_hit(r));
+    momento_result_free(r);
+    assert_int_equal(momento_coalescing_get_sync(co, "c", "hot", 3, &brief, &r), MOMENTO_OK);
+    assert_true(momento_result_is_hit(r));
+    momento_result_free(r);
+    assert_int_equal(k.n, 0);
+
+    /* Every answer in: the 50 requests wait in one entry per RPC. 41 went
+     * to the batcher (the keys, and the hot key's one RPC): those offered
+     * while an RPC was in flight were queued and left in batches (or
+     * alone), the others were sent as they came. */
+    momento_client_batching_stats bs;
+    memset(&bs, 0, sizeof(bs));
+    int64_t until = tu_now_ms() + TU_MS(5000);
+    size_t rpcs = 0;
+    while (tu_now_ms() < until) {
+        assert_int_equal(momento_client_batching_stats_get(c, &bs, sizeof(bs)), MOMENTO_OK);
+        rpcs = (SHARED_KEYS + 1 - (size_t)bs.queued) + (size_t)bs.batches + (size_t)bs.sent_alone;
+        if (bs.batched_keys + bs.sent_alone == bs.queued && momento__dispatch_queued(c) >= rpcs)
+            break;
+        usleep(1000);
+    }
+    assert_true(bs.batches >= 1);
+    assert_int_equal(bs.batched_keys + bs.sent_alone, bs.queued);
+    assert_int_equal(momento__dispatch_queued(c), rpcs);
+    assert_true(rpcs < SHARED_KEYS);
+    assert_int_equal(k.n, 0);
+
+    dispatch_until(c, &k, SHARED_KEYS + SHARED_HOT, 5000);
+    assert_int_equal(k.n, SHARED_KEYS + SHARED_HOT);
+    assert_int_equal(k.hits, SHARED_KEYS + SHARED_HOT);
+    assert_false(k.wrong_thread);
+    for (int i = 0; i < SHARED_KEYS + SHARED_HOT; i++)
+        assert_false(args[i].wrong_value);
+    assert_int_equal(momento_client_in_flight(c), 0);
+    assert_int_equal(momento__dispatch_queued(c), 0);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+}
+
 static void test_free_from_a_dispatched_callback(void **state)
 {
     (void)state;
@@ -416,6 +528,7 @@ int main(void)
         cmocka_unit_test(test_blocking_calls_need_no_dispatch),
         cmocka_unit_test(test_endings),
         cmocka_unit_test(test_order_nested_and_reused_entries),
+        cmocka_unit_test(test_shared_answers_delivered_whole),
         cmocka_unit_test(test_free_from_a_dispatched_callback),
         cmocka_unit_test(test_topic_events),
     };
