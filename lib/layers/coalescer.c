@@ -36,7 +36,7 @@
  * before the starter is back leaves the inflight's memory to it
  * (`finished`); waiters that all leave meanwhile leave the cancel to it;
  * and a start that is refused gives the joiners that error as their
- * callback, the issuer its return value. The re-issues of on_done still
+ * callback (on the starter's thread), the issuer its return value. The re-issues of on_done still
  * start under the lock (rare, and on the completion thread).
  *
  * The lock is never held while user callbacks run. Lock order (cancel.h):
@@ -66,9 +66,7 @@ typedef enum { CO_GET, CO_SET, CO_DELETE, CO_READ } co_op;
 
 typedef struct inflight inflight;
 
-/* W_REFUSED: it joined an RPC whose start was then refused; its timer
- * calls it back with own_error on the completion thread. */
-typedef enum { W_PENDING, W_ATTACHED, W_REFUSED, W_DONE } waiter_state;
+typedef enum { W_PENDING, W_ATTACHED, W_DONE } waiter_state;
 
 typedef struct waiter {
     momento_coalescer *co;
@@ -311,15 +309,6 @@ static void waiter_fire(momento__timer *t)
     waiter *w = (waiter *)((char *)t - offsetof(waiter, timer));
     momento_coalescer *co = w->co;
     pthread_mutex_lock(&co->lock);
-    if (w->state == W_REFUSED) {
-        w->state = W_DONE;
-        w->armed = false;
-        pthread_mutex_unlock(&co->lock);
-        momento_result refused;
-        momento__result_local_error(&refused, w->own_error, w->own_message);
-        waiter_deliver(co->client, w, &refused);
-        return;
-    }
     if (w->state != W_ATTACHED) { /* finished by its RPC meanwhile */
         pthread_mutex_unlock(&co->lock);
         return;
@@ -703,6 +692,7 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
 
     key_state *ks = e->ks;
     bool free_e = false, free_ks = false;
+    waiter *refused = NULL; /* joiners of a start that was refused */
     pthread_mutex_lock(&co->lock);
     e->starting = false;
     if (rc == MOMENTO_OK) {
@@ -736,14 +726,20 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
                 disarm(x);
                 continue; /* pending again: the caller refuses it */
             }
-            /* Called back on the completion thread, as every answer. */
-            x->state = W_REFUSED;
             x->own_error = start_rc == MOMENTO_ERR_CLOSED ? MOMENTO_ERR_CANCELLED : start_rc;
             x->own_message = start_rc == MOMENTO_ERR_CLOSED
                                  ? "cancelled: the client was freed"
                                  : "the shared RPC it joined could not be started";
-            momento__timer_fire_soon(co->client, &x->timer);
-            x->armed = true;
+            /* Called back here, below: not through its timer, since the
+             * client's free (CLOSED) waits for RPCs, not for timers, and
+             * its cache name lives in the key state freed below. In the
+             * default mode this one callback runs on the submitting
+             * thread, like the one whose result could not be copied
+             * (docs/coalescing.md). */
+            x->state = W_DONE;
+            disarm(x);
+            x->next = refused;
+            refused = x;
         }
         free_e = !e->embedded;
         if (--ks->refs == 0) {
@@ -757,6 +753,12 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
     }
     pthread_mutex_unlock(&co->lock);
 
+    for (waiter *x = refused, *next; x; x = next) {
+        next = x->next;
+        momento_result r;
+        momento__result_local_error(&r, x->own_error, x->own_message);
+        waiter_deliver(co->client, x, &r);
+    }
     if (free_e)
         free(e);
     if (free_ks)
