@@ -668,7 +668,7 @@ int main(int argc, char **argv)
     }
 
     clients[0] = new_client("tsan-fast", NULL, NULL, 4, 0, 1000, 0);
-    clients[1] = new_client("tsan-40ms", "40", "get set delete", 0, 8, 0, 1);
+    clients[1] = new_client("tsan-40ms", "40", "get set delete", 2, 8, 0, 1);
     clients[2] = new_client("tsan-200ms", "200", "get", 2, 4, 1500, 0);
     pthread_t dispatcher_thread;
     pthread_create(&dispatcher_thread, NULL, dispatcher, clients[DISPATCH_CLIENT]);
