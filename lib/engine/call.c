@@ -373,7 +373,10 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
     call->rq.expect_msgs = opts->expect_msgs;
     call->submitted_ns = opts->submitted_ns;
     call->no_metrics = opts->no_metrics;
-    call->late = opts->late && opts->no_metrics;
+    /* Not with a metrics hook: it is promised the completion thread
+     * (metrics.h), and the requests' reports are made where they are
+     * called back. */
+    call->late = opts->late && opts->no_metrics && !momento__metrics_on(&c->cfg);
     call->group = opts->group;
 
     if (prepare_attempt(call) != MOMENTO_OK) {
