@@ -120,8 +120,8 @@ static int parse_options(int argc, char **argv, options *o)
     o->timeout_ms = 5000;
     /* Not the library's 16: a pipelining client's commands arrive as a
      * burst on one thread, and queuing from 2 RPCs in flight makes fewer,
-     * fuller GetBatches (docs/performance.md, "momento-proxy: shared
-     * answers delivered whole": +15 % -P 16 GETs). One request in flight
+     * fuller GetBatches (docs/performance.md, "Shared answers
+     * delivered whole": +15 % -P 16 GETs). One request in flight
      * still goes at once. */
     o->batch_min_in_flight = 2;
     o->coalesce = true;
