@@ -302,6 +302,19 @@ static void waiter_cancelled(momento__cancel_hook *h)
     pthread_mutex_unlock(&co->lock);
 }
 
+/* Nobody waits on `e` any more: end its RPC on the wire, and let nobody
+ * join it meanwhile. on_done still comes, with no one to call. With the
+ * lock held. */
+static void abandon(momento_coalescer *co, inflight *e)
+{
+    close_to_newcomers(e);
+    co->counters.rpcs_abandoned++;
+    if (e->call)
+        momento__call_cancel(e->call, "cancelled: every request waiting on it left");
+    else if (e->queued) /* alive: its callback, on_done, needs our lock */
+        momento__batcher_withdraw(e->queued);
+}
+
 /* The waiter's deadline came, or it was cancelled: it leaves its RPC with
  * its own callback. On the completion thread. */
 static void waiter_fire(momento__timer *t)
@@ -323,16 +336,8 @@ static void waiter_fire(momento__timer *t)
     if (e->issuer == w)
         e->issuer = NULL;
     /* While it is being started, its starter does this when back. */
-    if (e->n_waiters == 0 && !e->starting) {
-        /* Nobody wants the answer: end the RPC on the wire, and let nobody
-         * join it meanwhile. on_done still comes, with no one to call. */
-        close_to_newcomers(e);
-        co->counters.rpcs_abandoned++;
-        if (e->call)
-            momento__call_cancel(e->call, "cancelled: every request waiting on it left");
-        else if (e->queued) /* alive: its callback, on_done, needs our lock */
-            momento__batcher_withdraw(e->queued);
-    }
+    if (e->n_waiters == 0 && !e->starting)
+        abandon(co, e);
     bool cancelled = w->cancelled;
     pthread_mutex_unlock(&co->lock);
 
@@ -703,15 +708,8 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
         } else if (!e->rpc_over) {
             e->call = call;
             e->queued = queued;
-            if (e->n_waiters == 0) {
-                /* Everyone left meanwhile (waiter_fire left this to us). */
-                close_to_newcomers(e);
-                co->counters.rpcs_abandoned++;
-                if (e->call)
-                    momento__call_cancel(e->call, "cancelled: every request waiting on it left");
-                else if (e->queued)
-                    momento__batcher_withdraw(e->queued);
-            }
+            if (e->n_waiters == 0)
+                abandon(co, e); /* everyone left meanwhile (waiter_fire left it to us) */
         } /* else on_done is calling back; it frees */
     } else {
         /* Never started, so on_done never comes: undo, as if refused under
@@ -751,6 +749,11 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
         else
             rc = MOMENTO_OK; /* it left with its own callback meanwhile */
     }
+    /* The pin goes now, unless joiners are still to be called back (their
+     * token hooks may take our lock until then). */
+    bool release = false;
+    if (!refused)
+        release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
     pthread_mutex_unlock(&co->lock);
 
     for (waiter *x = refused, *next; x; x = next) {
@@ -763,10 +766,11 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
         free(e);
     if (free_ks)
         free(ks);
-
-    pthread_mutex_lock(&co->lock);
-    bool release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
-    pthread_mutex_unlock(&co->lock);
+    if (refused) {
+        pthread_mutex_lock(&co->lock);
+        release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
+        pthread_mutex_unlock(&co->lock);
+    }
     if (release)
         destroy(co);
     return rc;
