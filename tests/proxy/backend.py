@@ -20,6 +20,7 @@ proxy's --header (sent with every Momento call):
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -305,6 +306,34 @@ def shared_calls(res, proxy_path):
         px.stop(signal.SIGKILL)
 
 
+def batch_keys(res, proxy_path):
+    # --batch-keys 8: the same 20 waiting gets leave in three GetBatches
+    # (8, 8 and 4 keys) instead of one; a value out of range is refused.
+    px = pt.start_proxy(proxy_path, memcache=False,
+                        extra=["--batch", "1", "--batch-keys", "8", "--header", "delay-ms=300",
+                               "--header", "delay-rpcs=get get-batch"])
+    try:
+        a = RawConn(px.port)
+        keys = [f"bk:{i}" for i in range(21)]
+        for k in keys:
+            a.command("SET", k, k)
+        before = info_fields(px.port)
+        a.send(b"".join(encode(["GET", k]) for k in keys))
+        replies = [a.reply() for _ in keys]
+        res.check("gets batched 8 at a time answer each its own value",
+                  replies == [("$", k.encode()) for k in keys], repr(replies[:3]))
+        after = info_fields(px.port)
+        d = {f: after[f] - before[f] for f in ("momento_batches", "momento_batched_keys")}
+        res.check("--batch-keys 8: the 20 waiting gets leave as 3 batches",
+                  d["momento_batches"] == 3 and d["momento_batched_keys"] == 20, repr(d))
+    finally:
+        px.stop(signal.SIGKILL)
+    bad = subprocess.run([proxy_path, "--batch-keys", "1", "--resp-port", "0"],
+                         capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    res.check("--batch-keys 1 is refused with exit status 2 and the reason",
+              bad.returncode == 2 and "--batch-keys" in bad.stderr, repr((bad.returncode, bad.stderr)))
+
+
 def info_fields(port):
     info = RawConn(port).command("INFO")[1].decode()
     return {k: int(v) for k, v in (l.split(":", 1) for l in info.split("\r\n") if ":" in l)
@@ -322,6 +351,7 @@ def main():
     union_limit(res, args.proxy)
     big_replies_before_a_wait(res, args.proxy)
     shared_calls(res, args.proxy)
+    batch_keys(res, args.proxy)
     res.exit()
 
 
