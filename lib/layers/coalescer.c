@@ -116,8 +116,7 @@ struct inflight {
     /* A start outside the lock (start_outside): */
     bool starting;          /* its starter is not back yet */
     bool rpc_over;          /* on_done has taken its waiters: no cancel any more */
-    bool finished;          /* on_done is through while starting: the starter frees */
-    bool orphan_ks;         /* ...and with it the key_state, which nothing holds */
+    bool finished;          /* on_done is through while starting: the starter releases */
     waiter *issuer;         /* the waiter that started it, while attached */
     waiter *waiters;        /* doubly linked, newest first */
 };
@@ -368,6 +367,30 @@ static bool wants_again(const inflight *e, const waiter *w, const momento_result
     return gpr_time_cmp(w->deadline, e->deadline) > 0 && gpr_time_cmp(now, w->deadline) < 0;
 }
 
+/* `e` is over and called back: its reference on its key_state goes, and
+ * the key_state leaves the table when it was the last. Returns whether the
+ * key_state is to be freed (release_memory, after the lock). With the lock
+ * held. */
+static bool drop_ref(momento_coalescer *co, inflight *e)
+{
+    key_state *ks = e->ks;
+    if (--ks->refs > 0)
+        return false;
+    HASH_DELETE(hh, co->table, ks);
+    return true;
+}
+
+/* Frees `e` and, with `free_ks`, its key_state: an embedded `e` goes with
+ * it. Without the lock. */
+static void release_memory(inflight *e, bool free_ks)
+{
+    key_state *ks = e->ks;
+    if (!e->embedded)
+        free(e);
+    if (free_ks)
+        free(ks);
+}
+
 /* Completion of a shared RPC: issue again the waiters it failed for no
  * fault of theirs, detach it, then call the others back with the result. */
 static void on_done(const momento_result *r, void *userdata)
@@ -386,9 +409,10 @@ static void on_done(const momento_result *r, void *userdata)
      * cancel may still take our lock: a momento_coalescer_free() meanwhile
      * must not release us (`delivering`). */
     co->delivering++;
-    /* ks->refs still counts `e` until the re-issues below are made: a
-     * re-issue that is refused frees a key_state nothing holds, and `e` may
-     * live inside this one. */
+    /* ks->refs counts `e` until `e` is released, after its callbacks: an
+     * embedded `e` lives inside `ks`, and the waiters' cache names point
+     * into it, so another RPC of the key that ends meanwhile must not free
+     * it. (A re-issue refused below frees only a key_state nothing holds.) */
     gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
     /* The waiter with the most time left goes again first: its RPC lives
      * longest, so the others that join it are least likely to need a third. */
@@ -436,13 +460,10 @@ static void on_done(const momento_result *r, void *userdata)
         w->next = done;
         done = w;
     }
-    bool free_ks = --ks->refs == 0;
-    if (free_ks)
-        HASH_DELETE(hh, co->table, ks);
     pthread_mutex_unlock(&co->lock);
 
-    /* No lock held: a callback may submit again (a fresh RPC, since the
-     * entry has left the table) or free the coalescer. */
+    /* No lock held: a callback may submit again (a new RPC: `e` is closed
+     * to newcomers) or free the coalescer. */
     for (waiter *w = done, *next; w; w = next) {
         next = w->next;
         if (w->own_error) {
@@ -454,23 +475,17 @@ static void on_done(const momento_result *r, void *userdata)
         }
     }
     pthread_mutex_lock(&co->lock);
-    /* Its starter not back yet (it may answer that fast): the memory is
-     * the starter's to free, once back. */
-    bool handed = e->starting;
-    if (handed) {
+    /* Its starter not back yet (it may answer that fast): releasing `e` is
+     * the starter's, once back. */
+    bool handed = e->starting, free_ks = false;
+    if (handed)
         e->finished = true;
-        e->orphan_ks = free_ks;
-    }
+    else
+        free_ks = drop_ref(co, e);
     bool release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
     pthread_mutex_unlock(&co->lock);
-    /* An embedded inflight goes with its key_state: only when the key has
-     * nothing left in flight (and so after this, its last callback). */
-    if (!handed) {
-        if (!e->embedded)
-            free(e);
-        if (free_ks)
-            free(ks);
-    }
+    if (!handed)
+        release_memory(e, free_ks);
     if (release)
         destroy(co);
 }
@@ -695,16 +710,15 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
     int rc = start_rpc(co, e, &call, &queued);
     int start_rc = rc;
 
-    key_state *ks = e->ks;
-    bool free_e = false, free_ks = false;
+    bool release_e = false, free_ks = false;
     waiter *refused = NULL; /* joiners of a start that was refused */
     pthread_mutex_lock(&co->lock);
     e->starting = false;
     if (rc == MOMENTO_OK) {
         if (e->finished) {
             /* Answered, and everyone called back, before we were back. */
-            free_e = !e->embedded;
-            free_ks = e->orphan_ks;
+            release_e = true;
+            free_ks = drop_ref(co, e);
         } else if (!e->rpc_over) {
             e->call = call;
             e->queued = queued;
@@ -739,11 +753,8 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
             x->next = refused;
             refused = x;
         }
-        free_e = !e->embedded;
-        if (--ks->refs == 0) {
-            HASH_DELETE(hh, co->table, ks);
-            free_ks = true;
-        }
+        release_e = true;
+        free_ks = drop_ref(co, e);
         if (issuer_here)
             w->state = W_PENDING;
         else
@@ -762,10 +773,8 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
         momento__result_local_error(&r, x->own_error, x->own_message);
         waiter_deliver(co->client, x, &r);
     }
-    if (free_e)
-        free(e);
-    if (free_ks)
-        free(ks);
+    if (release_e)
+        release_memory(e, free_ks);
     if (refused) {
         pthread_mutex_lock(&co->lock);
         release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
