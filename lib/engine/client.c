@@ -22,9 +22,11 @@
 #include <errno.h>
 #include <grpc/support/time.h>
 #include <poll.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <utlist.h>
 
 _Thread_local const momento_client *momento__current_client;
@@ -232,6 +234,38 @@ static int open_protosocket(momento_client *c)
     return MOMENTO_OK;
 }
 
+/* Fires `t`, just taken off the heap or the soon list with the lock held,
+ * and lets the lock go for it. `firing` is set under the lock: a disarm by
+ * another thread, which takes the lock, sees it (momento__timer_settle). */
+#ifdef MOMENTO__TSAN
+/* Race-check builds only (-Dtsan=true): the stress test holds each fire
+ * this long before it runs, which widens the window in which another
+ * thread finishes and frees a timer's owner (momento__timer_settle). */
+atomic_int momento__tsan_fire_delay_us;
+#endif
+
+static void fire(momento_client *c, momento__timer *t)
+{
+    atomic_store_explicit(&c->firing, t, memory_order_relaxed);
+    pthread_mutex_unlock(&c->lock);
+#ifdef MOMENTO__TSAN
+    int delay_us = atomic_load_explicit(&momento__tsan_fire_delay_us, memory_order_relaxed);
+    if (delay_us > 0)
+        usleep((useconds_t)delay_us);
+#endif
+    t->fire(t);
+    atomic_store_explicit(&c->firing, NULL, memory_order_release);
+}
+
+void momento__timer_settle(momento_client *c, momento__timer *t)
+{
+    if (momento__current_client == c)
+        return; /* the completion thread: no other fire runs */
+    /* The fire only finds its owner's state done and returns: short. */
+    while (atomic_load_explicit(&c->firing, memory_order_acquire) == t)
+        sched_yield();
+}
+
 /* Fires the timers that are due; returns when the next one is (INT64_MAX:
  * none waits). */
 static int64_t timers_run(momento_client *c)
@@ -247,8 +281,7 @@ static int64_t timers_run(momento_client *c)
             DL_DELETE(c->soon, t);
             t->soon = false;
             timers_changed_locked(c);
-            pthread_mutex_unlock(&c->lock);
-            t->fire(t);
+            fire(c, t);
             continue;
         }
         t = momento__heap_peek(&c->timers);
@@ -261,8 +294,7 @@ static int64_t timers_run(momento_client *c)
         }
         momento__heap_pop(&c->timers);
         timers_changed_locked(c);
-        pthread_mutex_unlock(&c->lock);
-        t->fire(t);
+        fire(c, t);
     }
 }
 

@@ -129,6 +129,9 @@ struct momento_client {
     atomic_bool any_posted;      /* not under the lock: the loop's cheap look */
     atomic_bool any_timer;       /* `timers` or `soon` holds one; written under the
                                   * lock, read without it by timers_run() */
+    /* The timer whose fire runs now: set under the lock when it is taken,
+     * cleared (release) after its fire returns (momento__timer_settle). */
+    _Atomic(momento__timer *) firing;
     /* Its RPC hook, or NULL: read once per retirement, so an unbatched
      * client pays one load for it. */
     _Atomic(momento__rpc_hook *) rpc_hook;

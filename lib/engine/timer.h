@@ -35,5 +35,18 @@ int momento__timer_arm(struct momento_client *c, momento__timer *t, int64_t due_
  * any thread; unlike arming it needs no memory and cannot fail (a cancel). */
 void momento__timer_fire_soon(struct momento_client *c, momento__timer *t);
 void momento__timer_disarm(struct momento_client *c, momento__timer *t);
+/* Before the memory holding `t` is freed: on another thread than the
+ * completion thread, waits until a fire of `t` already under way has
+ * returned (its owner's state told it there was nothing to do). Call with
+ * no lock held that the fire takes, once `t` is disarmed: a fire taken
+ * before the disarm may still be about to take the owner's lock. Costs one
+ * atomic load when no such fire runs, the usual case. */
+void momento__timer_settle(struct momento_client *c, momento__timer *t);
+
+#ifdef MOMENTO__TSAN
+#include <stdatomic.h>
+/* Race-check builds only: microseconds each fire waits before it runs. */
+extern atomic_int momento__tsan_fire_delay_us;
+#endif
 
 #endif

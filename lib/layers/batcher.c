@@ -158,6 +158,9 @@ static void deliver(momento__bmember *m, const momento_result *r)
                                 m->submitted_ns, MOMENTO_METRICS_BATCHED, r);
     }
     momento__respond(m->client, m->group, m->cb, r, m->userdata, m->no_metrics);
+    /* Delivered in dispatch mode off the completion thread, a batch's
+     * answer may have disarmed a cancel's fire already taken. */
+    momento__timer_settle(m->client, &m->timer);
     momento_cancel_token_free(m->token);
     free(m);
 }

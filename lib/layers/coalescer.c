@@ -263,9 +263,13 @@ static void disarm(waiter *w)
     }
 }
 
-/* After its callback: the waiter's references go. */
+/* After its callback: the waiter's references go. A finisher on another
+ * thread than the completion thread (a start refused, an answer delivered
+ * in dispatch mode) may have disarmed the timer while its fire was already
+ * taken: that fire still reads the waiter. */
 static void waiter_free(waiter *w)
 {
+    momento__timer_settle(w->co->client, &w->timer);
     momento_cancel_token_free(w->token);
     free(w);
 }
@@ -367,28 +371,31 @@ static bool wants_again(const inflight *e, const waiter *w, const momento_result
     return gpr_time_cmp(w->deadline, e->deadline) > 0 && gpr_time_cmp(now, w->deadline) < 0;
 }
 
+/* What to free once the lock is let go: after that, `e` may already be
+ * gone with its key_state, which another RPC of the key frees. */
+typedef struct to_free {
+    inflight *e;  /* NULL when embedded */
+    key_state *ks; /* NULL while other RPCs of the key hold it */
+} to_free;
+
 /* `e` is over and called back: its reference on its key_state goes, and
- * the key_state leaves the table when it was the last. Returns whether the
- * key_state is to be freed (release_memory, after the lock). With the lock
- * held. */
-static bool drop_ref(momento_coalescer *co, inflight *e)
+ * the key_state leaves the table when it was the last. With the lock held;
+ * free_later() after it. */
+static to_free drop_ref(momento_coalescer *co, inflight *e)
 {
     key_state *ks = e->ks;
-    if (--ks->refs > 0)
-        return false;
-    HASH_DELETE(hh, co->table, ks);
-    return true;
+    to_free f = {e->embedded ? NULL : e, NULL};
+    if (--ks->refs == 0) {
+        HASH_DELETE(hh, co->table, ks);
+        f.ks = ks;
+    }
+    return f;
 }
 
-/* Frees `e` and, with `free_ks`, its key_state: an embedded `e` goes with
- * it. Without the lock. */
-static void release_memory(inflight *e, bool free_ks)
+static void free_later(to_free f)
 {
-    key_state *ks = e->ks;
-    if (!e->embedded)
-        free(e);
-    if (free_ks)
-        free(ks);
+    free(f.e);
+    free(f.ks);
 }
 
 /* Completion of a shared RPC: issue again the waiters it failed for no
@@ -477,15 +484,14 @@ static void on_done(const momento_result *r, void *userdata)
     pthread_mutex_lock(&co->lock);
     /* Its starter not back yet (it may answer that fast): releasing `e` is
      * the starter's, once back. */
-    bool handed = e->starting, free_ks = false;
-    if (handed)
+    to_free f = {NULL, NULL};
+    if (e->starting)
         e->finished = true;
     else
-        free_ks = drop_ref(co, e);
+        f = drop_ref(co, e);
     bool release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
     pthread_mutex_unlock(&co->lock);
-    if (!handed)
-        release_memory(e, free_ks);
+    free_later(f);
     if (release)
         destroy(co);
 }
@@ -710,15 +716,14 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
     int rc = start_rpc(co, e, &call, &queued);
     int start_rc = rc;
 
-    bool release_e = false, free_ks = false;
+    to_free f = {NULL, NULL};
     waiter *refused = NULL; /* joiners of a start that was refused */
     pthread_mutex_lock(&co->lock);
     e->starting = false;
     if (rc == MOMENTO_OK) {
         if (e->finished) {
             /* Answered, and everyone called back, before we were back. */
-            release_e = true;
-            free_ks = drop_ref(co, e);
+            f = drop_ref(co, e);
         } else if (!e->rpc_over) {
             e->call = call;
             e->queued = queued;
@@ -744,7 +749,7 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
                                  : "the shared RPC it joined could not be started";
             /* Called back here, below: not through its timer, since the
              * client's free (CLOSED) waits for RPCs, not for timers, and
-             * its cache name lives in the key state freed below. In the
+             * its cache name lives in the key state released after. In the
              * default mode this one callback runs on the submitting
              * thread, like the one whose result could not be copied
              * (docs/coalescing.md). */
@@ -753,8 +758,8 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
             x->next = refused;
             refused = x;
         }
-        release_e = true;
-        free_ks = drop_ref(co, e);
+        if (!refused) /* else once they are called back: their cache names live in ks */
+            f = drop_ref(co, e);
         if (issuer_here)
             w->state = W_PENDING;
         else
@@ -773,13 +778,13 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
         momento__result_local_error(&r, x->own_error, x->own_message);
         waiter_deliver(co->client, x, &r);
     }
-    if (release_e)
-        release_memory(e, free_ks);
     if (refused) {
         pthread_mutex_lock(&co->lock);
+        f = drop_ref(co, e);
         release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
         pthread_mutex_unlock(&co->lock);
     }
+    free_later(f);
     if (release)
         destroy(co);
     return rc;

@@ -28,6 +28,7 @@
  *
  * Usage: tsan_stress [SECONDS [MAX_REQUESTS]]   (default 10 s, 60000) */
 #include "testing.h"
+#include "engine/timer.h" /* momento__tsan_fire_delay_us */
 #include "momento/coalescer.h"
 #include "momento/local.h"
 #include "momento/momento.h"
@@ -647,6 +648,14 @@ int main(int argc, char **argv)
     recs = calloc(max_recs, sizeof(*recs));
     if (!recs)
         return 2;
+
+    /* With MOMENTO_TSAN_FIRE_DELAY_US, every client timer's fire waits
+     * that long: a request's cancel, already taken to fire, then meets its
+     * answer finished and freed on the dispatching thread far more often
+     * (the race momento__timer_settle closes). */
+    const char *delay = getenv("MOMENTO_TSAN_FIRE_DELAY_US");
+    if (delay)
+        atomic_store(&momento__tsan_fire_delay_us, atoi(delay));
 
     momento_local_options *o = NULL;
     const char *transport = getenv("MOMENTO_TSAN_TRANSPORT");
