@@ -15,7 +15,7 @@
 /* The TTL of a write whose exptime is already past (then deleted). */
 #define EXPIRED_TTL_MS 1
 
-typedef enum { OP_GET, OP_GAT, OP_STORE, OP_RMW, OP_DELETE, OP_TOUCH, OP_FLUSH } op_kind;
+typedef enum { OP_GAT, OP_STORE, OP_RMW, OP_DELETE, OP_TOUCH, OP_FLUSH } op_kind;
 
 typedef struct mc_op {
     px_backend *b;
@@ -182,43 +182,60 @@ static char *encode(uint32_t flags, const char *data, size_t n)
 
 /* ---- get ---- */
 
+/* A get needs none of mc_op's state (its key is copied by the library at
+ * submit): the commonest command gets a small allocation of its own. */
+typedef struct get_op {
+    px_backend *b;
+    mc_done done;
+    void *ud;
+    bool want_cas;
+} get_op;
+
 static void on_get(const momento_result *res, void *ud)
 {
-    mc_op *op = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        finish_failed(op, 0, res);
-        return;
-    }
+    get_op op = *(get_op *)ud;
+    free(ud);
     mc_result r = {.status = MC_MISS, .message = ""};
-    size_t n;
-    const void *v = momento_result_value(res, &n);
-    if (momento_result_is_hit(res) && mc_value_decode(v, n, &r.flags, &r.data, &r.len)) {
-        r.status = MC_HIT;
-        if (op->want_cas) {
-            size_t hn;
-            const void *h = momento_result_hash(res, &hn);
-            r.cas = mc_cas_from_hash(h, hn);
+    if (momento_result_error(res) != MOMENTO_OK) {
+        mc_result_failed(op.b, &r, 0, res);
+    } else {
+        size_t n;
+        const void *v = momento_result_value(res, &n);
+        if (momento_result_is_hit(res) && mc_value_decode(v, n, &r.flags, &r.data, &r.len)) {
+            r.status = MC_HIT;
+            if (op.want_cas) {
+                size_t hn;
+                const void *h = momento_result_hash(res, &hn);
+                r.cas = mc_cas_from_hash(h, hn);
+            }
         }
     }
-    finish(op, &r);
+    op.done(&r, op.ud);
 }
 
 void mc_get(px_backend *b, px_str key, bool want_cas, mc_done done, void *ud)
 {
-    mc_op *op = op_new(b, OP_GET, key, (px_str){NULL, 0}, done, ud);
+    get_op *op = malloc(sizeof(*op));
     if (!op) {
         no_memory(b, done, ud);
         return;
     }
-    op->want_cas = want_cas;
+    *op = (get_op){b, done, ud, want_cas};
     int rc;
     if (want_cas)
-        rc = momento_get_with_hash(b->client, b->cache, op->key, op->key_len, NULL, on_get, op);
+        rc = momento_get_with_hash(b->client, b->cache, key.p, key.n, NULL, on_get, op);
     else if (b->co)
-        rc = momento_coalescing_get(b->co, b->cache, op->key, op->key_len, NULL, on_get, op);
+        rc = momento_coalescing_get(b->co, b->cache, key.p, key.n, NULL, on_get, op);
     else
-        rc = momento_get(b->client, b->cache, op->key, op->key_len, NULL, on_get, op);
-    submitted(op, rc);
+        rc = momento_get(b->client, b->cache, key.p, key.n, NULL, on_get, op);
+    if (rc == MOMENTO_OK) {
+        b->stats.backend_calls++;
+        return;
+    }
+    free(op);
+    mc_result r;
+    mc_result_failed(b, &r, rc, NULL);
+    done(&r, ud);
 }
 
 /* ---- gat: a get and a TTL update at once ---- */
