@@ -191,25 +191,45 @@ typedef struct get_op {
     bool want_cas;
 } get_op;
 
+void mc_get_result(px_backend *b, const momento_result *res, bool want_cas, mc_result *out)
+{
+    *out = (mc_result){.status = MC_MISS, .message = ""};
+    if (momento_result_error(res) != MOMENTO_OK) {
+        mc_result_failed(b, out, 0, res);
+        return;
+    }
+    size_t n;
+    const void *v = momento_result_value(res, &n);
+    if (momento_result_is_hit(res) && mc_value_decode(v, n, &out->flags, &out->data, &out->len)) {
+        out->status = MC_HIT;
+        if (want_cas) {
+            size_t hn;
+            const void *h = momento_result_hash(res, &hn);
+            out->cas = mc_cas_from_hash(h, hn);
+        }
+    }
+}
+
+int mc_get_send(px_backend *b, px_str key, bool want_cas, momento_callback cb, void *ud)
+{
+    int rc;
+    if (want_cas)
+        rc = momento_get_with_hash(b->client, b->cache, key.p, key.n, NULL, cb, ud);
+    else if (b->co)
+        rc = momento_coalescing_get(b->co, b->cache, key.p, key.n, NULL, cb, ud);
+    else
+        rc = momento_get(b->client, b->cache, key.p, key.n, NULL, cb, ud);
+    if (rc == MOMENTO_OK)
+        b->stats.backend_calls++;
+    return rc;
+}
+
 static void on_get(const momento_result *res, void *ud)
 {
     get_op op = *(get_op *)ud;
     free(ud);
-    mc_result r = {.status = MC_MISS, .message = ""};
-    if (momento_result_error(res) != MOMENTO_OK) {
-        mc_result_failed(op.b, &r, 0, res);
-    } else {
-        size_t n;
-        const void *v = momento_result_value(res, &n);
-        if (momento_result_is_hit(res) && mc_value_decode(v, n, &r.flags, &r.data, &r.len)) {
-            r.status = MC_HIT;
-            if (op.want_cas) {
-                size_t hn;
-                const void *h = momento_result_hash(res, &hn);
-                r.cas = mc_cas_from_hash(h, hn);
-            }
-        }
-    }
+    mc_result r;
+    mc_get_result(op.b, res, op.want_cas, &r);
     op.done(&r, op.ud);
 }
 
@@ -221,17 +241,9 @@ void mc_get(px_backend *b, px_str key, bool want_cas, mc_done done, void *ud)
         return;
     }
     *op = (get_op){b, done, ud, want_cas};
-    int rc;
-    if (want_cas)
-        rc = momento_get_with_hash(b->client, b->cache, key.p, key.n, NULL, on_get, op);
-    else if (b->co)
-        rc = momento_coalescing_get(b->co, b->cache, key.p, key.n, NULL, on_get, op);
-    else
-        rc = momento_get(b->client, b->cache, key.p, key.n, NULL, on_get, op);
-    if (rc == MOMENTO_OK) {
-        b->stats.backend_calls++;
+    int rc = mc_get_send(b, key, want_cas, on_get, op);
+    if (rc == MOMENTO_OK)
         return;
-    }
     free(op);
     mc_result r;
     mc_result_failed(b, &r, rc, NULL);

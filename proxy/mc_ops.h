@@ -92,6 +92,14 @@ void mc_touch(px_backend *b, px_str key, mc_ttl ttl, mc_done done, void *ud);
  * coalescer does not share). */
 void mc_get(px_backend *b, px_str key, bool want_cas, mc_done done, void *ud);
 
+/* mc_get's two halves, for a caller with a context of its own to pass
+ * (the text protocol's one-key get): mc_get_send() submits a get (with
+ * the hash when want_cas) and returns as the library's call, counted as a
+ * backend call when accepted; mc_get_result() reads its answer into *out
+ * (MC_HIT, MC_MISS or a failure; out->data borrows from `res`). */
+int mc_get_send(px_backend *b, px_str key, bool want_cas, momento_callback cb, void *ud);
+void mc_get_result(px_backend *b, const momento_result *res, bool want_cas, mc_result *out);
+
 /* get and touch: MC_HIT (the value before the touch) or MC_MISS. */
 void mc_gat(px_backend *b, px_str key, mc_ttl ttl, bool want_cas, mc_done done, void *ud);
 

@@ -314,8 +314,8 @@ static void on_batch(const momento_result *res, void *ud)
     mget_answer(g);
 }
 
-/* `get KEY`, the commonest command: its key kept for the reply, and none
- * of mget's tables. */
+/* `get KEY`, the commonest command: one allocation, its key kept for the
+ * reply, and none of mget's tables. */
 typedef struct one_get {
     px_reply *r;
     px_backend *b;
@@ -323,10 +323,12 @@ typedef struct one_get {
     char keybuf[];
 } one_get;
 
-static void on_one(const mc_result *res, void *ud)
+static void on_one(const momento_result *answer, void *ud)
 {
     one_get *g = ud;
     px_reply *r = g->r;
+    mc_result result, *res = &result;
+    mc_get_result(g->b, answer, false, res);
     if (res->status == MC_HIT) {
         g->b->stats.hits++;
         mc_stats.get_hits++;
@@ -355,7 +357,14 @@ static void run_get_one(px_reply *r, px_backend *b, const px_str *key)
     g->b = b;
     memcpy(g->keybuf, key->p, key->n);
     g->key = (px_str){g->keybuf, key->n};
-    mc_get(b, g->key, false, on_one, g);
+    int rc = mc_get_send(b, g->key, false, on_one, g);
+    if (rc != MOMENTO_OK) {
+        mc_result f;
+        mc_result_failed(b, &f, rc, NULL);
+        put_failure(r, &f);
+        px_reply_end(r);
+        free(g);
+    }
 }
 
 static uint64_t key_hash(const char *p, size_t n)

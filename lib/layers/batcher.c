@@ -352,7 +352,9 @@ static int offer(momento_client *c, momento__bop op, const char *cache, const vo
         if (!m->no_metrics) /* counted before any retirement can deliver it */
             momento__request_accepted(c, m->group);
         m->state = M_QUEUED;
-        m->queued_ns = momento__now_ns();
+        /* The submission's clock reading when it has one: microseconds
+         * from now, and one clock read fewer per request. */
+        m->queued_ns = opts->submitted_ns ? opts->submitted_ns : momento__now_ns();
         DL_APPEND(b->queue, m);
         b->n_queued++;
         if (op != MOMENTO__BOP_GET)

@@ -106,6 +106,7 @@ struct inflight {
     inflight *next_read;    /* CO_READ: in its key_state's open reads */
     uint64_t ttl_ms;        /* sets: effective TTL */
     gpr_timespec deadline;  /* the RPC's: its issuer's */
+    int64_t submitted_ns;   /* its issuer's submission; 0 for a re-issue */
     momento__call *call;    /* the RPC, cancelled when the last waiter leaves... */
     momento__bmember *queued; /* ...or, batched, withdrawn from the batcher */
     size_t value_len;       /* sets: the value, kept to compare joiners and to re-issue;
@@ -420,7 +421,9 @@ static void on_done(const momento_result *r, void *userdata)
      * embedded `e` lives inside `ks`, and the waiters' cache names point
      * into it, so another RPC of the key that ends meanwhile must not free
      * it. (A re-issue refused below frees only a key_state nothing holds.) */
-    gpr_timespec now = gpr_now(GPR_CLOCK_MONOTONIC);
+    /* The clock only for an RPC that timed out: no one else goes again. */
+    gpr_timespec now = r->error == MOMENTO_ERR_TIMEOUT ? gpr_now(GPR_CLOCK_MONOTONIC)
+                                                       : gpr_inf_past(GPR_CLOCK_MONOTONIC);
     /* The waiter with the most time left goes again first: its RPC lives
      * longest, so the others that join it are least likely to need a third. */
     waiter *first = NULL;
@@ -571,6 +574,7 @@ static int start_rpc(momento_coalescer *co, inflight *e, momento__call **started
     size_t key_len = ks->id_len - ks->cache_len - 1;
     /* The RPC carries the issuer's deadline and no waiter's token. */
     momento__call_opts opts = {.deadline = e->deadline,
+                               .submitted_ns = e->submitted_ns, /* spares the batcher a clock read */
                                .started = started,
                                .queued = queued,
                                .no_metrics = true, /* each waiter is reported */
@@ -685,6 +689,7 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
     } else {
         e->starting = true;
         e->issuer = w;
+        e->submitted_ns = w->submitted_ns;
         co->delivering++; /* the starter comes back to the lock: keep it */
         *to_start = e;
     }

@@ -27,6 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
+import rawmc  # noqa: E402
 from rawresp import Closed, RawConn, encode  # noqa: E402
 
 
@@ -108,6 +109,31 @@ def failing_backend(res, proxy_path):
         res.check("the connection stays usable after errors", got == ("+", "PONG"), repr(got))
     finally:
         px.stop()
+    # The same through the memcache port: a one-key get, a multi-get and a
+    # binary get each answer the failure with Momento's reason.
+    px = pt.start_proxy(proxy_path, resp=False,
+                        extra=["--header", "return-error=internal",
+                               "--header", "error-rpcs=get get-batch get-with-hash"])
+    try:
+        m = rawmc.Conn(px.ports["memcache"])
+        got = m.text(b"set err:k 0 0 1\r\nv\r\n", "line")[0]
+        res.check("memcache: with gets failing, a set is STORED", got == [b"STORED"], repr(got))
+        for cmd in (b"get err:k\r\n", b"get err:k err:j\r\n"):
+            got = m.text(cmd, "items")[0]
+            res.check(f"memcache: a failed {cmd.strip().decode()!r} is SERVER_ERROR with the reason",
+                      len(got) == 1 and got[0].startswith(b"SERVER_ERROR momento INTERNAL_SERVER_ERROR"),
+                      repr(got))
+        mb = rawmc.Conn(px.ports["memcache"])  # the first byte picks the protocol
+        mb.send(rawmc.bin_request(rawmc.GET, "err:k", opaque=7))
+        r = mb.bin_response()
+        res.check("memcache binary: a failed get is an internal error (0x84) with the reason",
+                  r["status"] == 0x84 and r["opaque"] == 7 and b"INTERNAL_SERVER_ERROR" in r["value"],
+                  repr(r))
+        got = m.text(b"version\r\n", "line")[0]
+        res.check("memcache: the connection stays usable after errors",
+                  got[0].startswith(b"VERSION"), repr(got))
+    finally:
+        px.stop()
     px = pt.start_proxy(proxy_path, memcache=False,
                         extra=["--timeout-ms", "300", "--header", "delay-ms=2000",
                                "--header", "delay-rpcs=get get-batch"])
@@ -118,6 +144,19 @@ def failing_backend(res, proxy_path):
         took = time.monotonic() - t0
         res.check("a get past --timeout-ms is a TIMEOUT error, not a miss",
                   got[0] == "-" and "TIMEOUT" in got[1] and took < 1.9, f"{got!r} in {took:.2f} s")
+    finally:
+        px.stop()
+    px = pt.start_proxy(proxy_path, resp=False,
+                        extra=["--timeout-ms", "300", "--header", "delay-ms=2000",
+                               "--header", "delay-rpcs=get get-batch"])
+    try:
+        m = rawmc.Conn(px.ports["memcache"])
+        t0 = time.monotonic()
+        got = m.text(b"get late:k\r\n", "items")[0]
+        took = time.monotonic() - t0
+        res.check("memcache: a get past --timeout-ms is SERVER_ERROR ... TIMEOUT, not a miss",
+                  len(got) == 1 and got[0].startswith(b"SERVER_ERROR momento TIMEOUT") and took < 1.9,
+                  f"{got!r} in {took:.2f} s")
     finally:
         px.stop()
 
