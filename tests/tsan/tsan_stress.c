@@ -459,17 +459,17 @@ static void *subscriber(void *arg)
         if (i >= MAX_SUBS)
             break;
         subrec *q = &subrecs[i];
-        unsigned slot = rnd(8);
-        if (kept[slot]) {
+        unsigned pick = rnd(8);
+        if (kept[pick]) {
             /* Unsubscribe first or free straight away: both end it once. */
             if (rnd(2))
-                momento_topic_unsubscribe(kept[slot]);
-            momento_subscription_free(kept[slot]);
-            kept[slot] = NULL;
+                momento_topic_unsubscribe(kept[pick]);
+            momento_subscription_free(kept[pick]);
+            kept[pick] = NULL;
         }
         bool keep = rnd(4) != 0;
         int rc = momento_topic_subscribe(clients[rnd(N_CLIENTS)], CACHE, TOPIC, NULL, on_topic, q,
-                                         keep ? &kept[slot] : NULL);
+                                         keep ? &kept[pick] : NULL);
         q->accepted = rc == MOMENTO_OK;
         if (rc != MOMENTO_OK && rc != MOMENTO_ERR_CLOSED)
             fail("subscribe refused: %s", momento_error_name(rc));
