@@ -94,8 +94,12 @@ static void release(momento__call *call)
         grpc_slice_unref(call->md[i].key);
         grpc_slice_unref(call->md[i].value);
     }
-    if (call->track.wake)
+    if (call->track.wake) {
         momento__timer_disarm(call->client, &call->gate_timer);
+        /* A cancel's fire of it may be under way (a refused submit, or a
+         * late answer released on the dispatching thread). */
+        momento__timer_settle(call->client, &call->gate_timer);
+    }
     momento_cancel_token_free(call->token);
     free(call);
 }

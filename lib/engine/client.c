@@ -246,7 +246,7 @@ atomic_int momento__tsan_fire_delay_us;
 
 static void fire(momento_client *c, momento__timer *t)
 {
-    atomic_store_explicit(&c->firing, t, memory_order_relaxed);
+    atomic_store_explicit(&c->firing, t, memory_order_release);
     pthread_mutex_unlock(&c->lock);
 #ifdef MOMENTO__TSAN
     int delay_us = atomic_load_explicit(&momento__tsan_fire_delay_us, memory_order_relaxed);

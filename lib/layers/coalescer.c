@@ -129,7 +129,8 @@ struct key_state {
     inflight *open_get;
     inflight *open_reads;   /* collection reads newcomers may join (next_read) */
     inflight *last_write;
-    size_t refs;            /* in-flight RPCs of this key */
+    size_t refs;            /* in-flight RPCs of this key, and waiters being
+                             * called back by their timer (waiter_fire) */
     size_t cache_len;
     size_t id_len;
     uint8_t id[];           /* cache name, NUL, key bytes; then the embedded inflight */
@@ -264,13 +265,24 @@ static void disarm(waiter *w)
     }
 }
 
+/* A reference on `ks` goes; the last takes it out of the table. Returns
+ * `ks` when it is to be freed (after the lock), else NULL. With the lock
+ * held. */
+static key_state *ks_drop(momento_coalescer *co, key_state *ks)
+{
+    if (--ks->refs > 0)
+        return NULL;
+    HASH_DELETE(hh, co->table, ks);
+    return ks;
+}
+
 /* After its callback: the waiter's references go. A finisher on another
  * thread than the completion thread (a start refused, an answer delivered
  * in dispatch mode) may have disarmed the timer while its fire was already
  * taken: that fire still reads the waiter. */
-static void waiter_free(waiter *w)
+static void waiter_free(momento_client *c, waiter *w)
 {
-    momento__timer_settle(w->co->client, &w->timer);
+    momento__timer_settle(c, &w->timer);
     momento_cancel_token_free(w->token);
     free(w);
 }
@@ -285,7 +297,7 @@ static void waiter_deliver(momento_client *c, waiter *w, const momento_result *r
         momento__metrics_shared(&c->cfg, w->method, w->cache, w->submitted_ns,
                                 MOMENTO_METRICS_COALESCED, r);
     momento__respond(c, w->group, w->cb, r, w->userdata, false);
-    waiter_free(w);
+    waiter_free(c, w);
 }
 
 /* The waiter's token was cancelled: any thread, the token's lock held. The
@@ -330,6 +342,7 @@ static void waiter_fire(momento__timer *t)
         pthread_mutex_unlock(&co->lock);
         return;
     }
+    momento_client *c = co->client;
     /* A cancel may have re-armed the timer since it was taken to fire. */
     momento__timer_disarm(co->client, t);
     w->armed = false;
@@ -343,6 +356,13 @@ static void waiter_fire(momento__timer *t)
     if (e->n_waiters == 0 && !e->starting)
         abandon(co, e);
     bool cancelled = w->cancelled;
+    /* Its RPC may end on another thread while we call back (dispatch
+     * mode's whole answers, a refused start): held until then are the
+     * coalescer (a momento_coalescer_free() meanwhile leaves it to us) and
+     * the key_state its cache name points into (the metrics hook's). */
+    co->delivering++;
+    key_state *ks = e->ks;
+    ks->refs++;
     pthread_mutex_unlock(&co->lock);
 
     momento_result r;
@@ -350,7 +370,15 @@ static void waiter_fire(momento__timer *t)
         &r, cancelled ? MOMENTO_ERR_CANCELLED : MOMENTO_ERR_TIMEOUT,
         cancelled ? "cancelled by the request's cancel token"
                   : "the request's deadline passed while it waited on a shared RPC");
-    waiter_deliver(co->client, w, &r);
+    waiter_deliver(c, w, &r);
+
+    pthread_mutex_lock(&co->lock);
+    key_state *gone = ks_drop(co, ks);
+    bool release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
+    pthread_mutex_unlock(&co->lock);
+    free(gone);
+    if (release)
+        destroy(co);
 }
 
 static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
@@ -384,13 +412,7 @@ typedef struct to_free {
  * free_later() after it. */
 static to_free drop_ref(momento_coalescer *co, inflight *e)
 {
-    key_state *ks = e->ks;
-    to_free f = {e->embedded ? NULL : e, NULL};
-    if (--ks->refs == 0) {
-        HASH_DELETE(hh, co->table, ks);
-        f.ks = ks;
-    }
-    return f;
+    return (to_free){e->embedded ? NULL : e, ks_drop(co, e->ks)};
 }
 
 static void free_later(to_free f)
@@ -709,11 +731,23 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
     return MOMENTO_OK;
 }
 
+/* The starter's pin on `co` (submit_locked's `delivering`) goes, after a
+ * refused start's caller is done with `co`. */
+static void unpin(momento_coalescer *co)
+{
+    pthread_mutex_lock(&co->lock);
+    bool release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
+    pthread_mutex_unlock(&co->lock);
+    if (release)
+        destroy(co);
+}
+
 /* Starts `e`, which submit_locked() set up with its issuer `w` attached,
  * without the lock, then settles with what happened meanwhile. Returns 0
  * (the issuer has had or will have its one callback), or the start's
  * error: then `w` is detached and pending again, for the caller to refuse,
- * and every joiner has had that error as its callback. */
+ * every joiner has had that error as its callback, and the caller still
+ * holds the pin on `co` (unpin() when done with it). */
 static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
 {
     momento__call *call = NULL;
@@ -771,9 +805,10 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
             rc = MOMENTO_OK; /* it left with its own callback meanwhile */
     }
     /* The pin goes now, unless joiners are still to be called back (their
-     * token hooks may take our lock until then). */
-    bool release = false;
-    if (!refused)
+     * token hooks may take our lock until then), or the issuer is refused:
+     * then the caller still uses the coalescer, and lets go (unpin). */
+    bool keep_pin = rc != MOMENTO_OK, release = false;
+    if (!refused && !keep_pin)
         release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
     pthread_mutex_unlock(&co->lock);
 
@@ -786,7 +821,8 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
     if (refused) {
         pthread_mutex_lock(&co->lock);
         f = drop_ref(co, e);
-        release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
+        if (!keep_pin)
+            release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
         pthread_mutex_unlock(&co->lock);
     }
     free_later(f);
@@ -914,7 +950,7 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, momento
         w->token = momento_cancel_token_ref(resolved->token);
         w->hook.fire = waiter_cancelled;
         if (momento__cancel_hook_add(w->token, &w->hook) != MOMENTO_OK) {
-            waiter_free(w);
+            waiter_free(co->client, w);
             return MOMENTO_ERR_CANCELLED;
         }
     }
@@ -944,7 +980,9 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, momento
             (*coalesced)++; /* joined: no RPC was added */
     }
     pthread_mutex_unlock(&co->lock);
+    bool pinned = false; /* a refused start leaves us its pin on co */
     if (to_start && (rc = start_outside(co, to_start, w)) != MOMENTO_OK) {
+        pinned = true;
         pthread_mutex_lock(&co->lock);
         (*requests)--; /* refused after all */
         pthread_mutex_unlock(&co->lock);
@@ -953,8 +991,10 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, momento
         if (w->token)
             momento__cancel_hook_remove(w->token, &w->hook);
         momento__request_done(co->client, w->group);
-        waiter_free(w);
+        waiter_free(co->client, w); /* a cancel's fire may still take co's lock */
     }
+    if (pinned)
+        unpin(co);
     return rc;
 }
 

@@ -89,6 +89,13 @@ static int64_t t0_ms;
 static momento_local *server;
 static momento_client *clients[N_CLIENTS];
 static momento_coalescer *coalescers[N_CLIENTS];
+/* The dispatch-mode client's coalescer is freed while its requests are in
+ * flight and the dispatcher runs (its waiters' timers on the completion
+ * thread and its answers on the dispatching thread then race its release);
+ * callbacks still submitting hold this read lock around a submission and
+ * leave the coalescer alone once it is freed. */
+static pthread_rwlock_t dispatch_co_gate = PTHREAD_RWLOCK_INITIALIZER;
+static bool dispatch_co_freed;
 
 /* Result tallies, per client. */
 enum { R_HIT, R_MISS, R_WRITE_OK, R_CANCELLED, R_TIMEOUT, R_CLOSED, N_RESULTS };
@@ -258,6 +265,12 @@ static bool submit_one(unsigned client, bool from_callback)
     q->not_before_ns =
         now_ns() + (int64_t)(q->timeout_ms ? q->timeout_ms : CLIENT_TIMEOUT_MS) * 1000000;
     snprintf(dname, sizeof(dname), "d%s", key);
+    bool gated = client == DISPATCH_CLIENT;
+    if (gated) {
+        pthread_rwlock_rdlock(&dispatch_co_gate);
+        if (dispatch_co_freed)
+            q->coalescing = false;
+    }
     if (q->op == OP_DFETCH) {
         rc = q->coalescing ? momento_coalescing_dictionary_fetch(co, CACHE, dname, strlen(dname),
                                                                  &opts, on_result, q)
@@ -279,6 +292,8 @@ static bool submit_one(unsigned client, bool from_callback)
                                              &opts, on_result, q)
                                : momento_delete(c, CACHE, key, strlen(key), &opts, on_result, q);
     }
+    if (gated)
+        pthread_rwlock_unlock(&dispatch_co_gate);
     q->submit_rc = rc;
     q->returned = true;
     if (rc == MOMENTO_OK)
@@ -714,6 +729,16 @@ int main(int argc, char **argv)
     size_t in_flight_slow = momento_client_in_flight(clients[SLOW_CLIENT]);
     momento_coalescer_free(coalescers[SLOW_CLIENT]);
     momento_client_free(clients[SLOW_CLIENT]);
+    /* The dispatch-mode client's coalescer goes now too, with requests in
+     * flight (see dispatch_co_gate); the client stays until the end. */
+    momento_coalescer_stats k[N_CLIENTS];
+    size_t in_flight_dispatch = momento_client_in_flight(clients[DISPATCH_CLIENT]);
+    pthread_rwlock_wrlock(&dispatch_co_gate);
+    momento_coalescer_stats_get(coalescers[DISPATCH_CLIENT], &k[DISPATCH_CLIENT],
+                                sizeof(k[DISPATCH_CLIENT]));
+    dispatch_co_freed = true;
+    momento_coalescer_free(coalescers[DISPATCH_CLIENT]);
+    pthread_rwlock_unlock(&dispatch_co_gate);
     /* The others drain first: deadlines are at most CLIENT_TIMEOUT_MS. */
     if (!drain(30000)) {
         fail("requests still without a callback 30 s after the load stopped "
@@ -727,14 +752,15 @@ int main(int argc, char **argv)
      * what is still queued then runs inside the free. */
     atomic_store(&dispatcher_stop, true);
     pthread_join(dispatcher_thread, NULL);
-    momento_coalescer_stats k[N_CLIENTS];
     momento_client_batching_stats bk[N_CLIENTS];
     for (int i = 0; i < N_CLIENTS; i++) {
         if (i == SLOW_CLIENT)
             continue;
-        momento_coalescer_stats_get(coalescers[i], &k[i], sizeof(k[i]));
+        if (i != DISPATCH_CLIENT) {
+            momento_coalescer_stats_get(coalescers[i], &k[i], sizeof(k[i]));
+            momento_coalescer_free(coalescers[i]);
+        }
         momento_client_batching_stats_get(clients[i], &bk[i], sizeof(bk[i]));
-        momento_coalescer_free(coalescers[i]);
         momento_client_free(clients[i]);
     }
     for (int i = 0; i < N_SLOTS; i++) {
@@ -800,7 +826,12 @@ int main(int argc, char **argv)
         for (int j = 0; j < N_RESULTS; j++)
             printf(" %zu %s%s", atomic_load(&results[i][j]), result_names[j],
                    j + 1 < N_RESULTS ? "," : "");
-        printf(i == SLOW_CLIENT ? " (freed with %zu RPCs in flight)\n" : "\n", in_flight_slow);
+        if (i == SLOW_CLIENT)
+            printf(" (freed with %zu RPCs in flight)\n", in_flight_slow);
+        else if (i == DISPATCH_CLIENT)
+            printf(" (its coalescer freed with %zu requests in flight)\n", in_flight_dispatch);
+        else
+            printf("\n");
     }
     for (int i = 0; i < N_CLIENTS; i++)
         if (i != SLOW_CLIENT)
