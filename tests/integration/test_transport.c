@@ -8,6 +8,7 @@
 #include "cacheclient.pb-c.h"
 #include "clock.h"
 #include "testing.h"
+#include "momento/coalescer.h"
 #include "momento/momento.h"
 #include "testutil.h"
 #include "transport/transport.h"
@@ -45,6 +46,8 @@ typedef struct fake {
     pthread_t thread;
     /* What it does. */
     bool hold;      /* answer nothing: only a cancel or the deadline ends one */
+    bool hold_get, hold_set; /* answer no Get / no Set until lowered */
+    bool block_launch; /* a Get's launch returns only once this is lowered */
     int fail_first; /* the first N attempts fail UNAVAILABLE */
     /* What it saw (under lock). */
     int prepared, launched, completed, ended, failed;
@@ -82,12 +85,16 @@ static int fake_launch(momento__attempt *a)
 {
     fake *f = the_fake;
     fake_attempt *fa = (fake_attempt *)a;
+    bool get = fa->rq->method == MOMENTO__RPC_GET; /* `fa` may be answered and ended below */
     pthread_mutex_lock(&f->lock);
     f->launched++;
     f->in_queue++;
     fa->next = f->queue;
     f->queue = fa;
     pthread_cond_broadcast(&f->cond);
+    /* Launched (it may be answered meanwhile), but its launcher not back. */
+    while (f->block_launch && get)
+        pthread_cond_wait(&f->cond, &f->lock);
     pthread_mutex_unlock(&f->lock);
     return 0;
 }
@@ -175,12 +182,16 @@ static void *fake_thread(void *arg)
     while (!f->stop) {
         int64_t now = mono_ns();
         fake_attempt **p = &f->queue, *due = NULL;
-        for (; *p; p = &(*p)->next)
-            if (!f->hold || (*p)->cancelled || (*p)->deadline_ns <= now) {
+        for (; *p; p = &(*p)->next) {
+            momento__rpc_id m = (*p)->rq->method;
+            bool held = f->hold || (f->hold_get && m == MOMENTO__RPC_GET) ||
+                        (f->hold_set && m == MOMENTO__RPC_SET);
+            if (!held || (*p)->cancelled || (*p)->deadline_ns <= now) {
                 due = *p;
                 *p = due->next;
                 break;
             }
+        }
         if (!due) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
@@ -438,6 +449,86 @@ static void test_free_ends_what_the_transport_holds(void **state)
  * shuts it down and closes it once every request has had its callback and
  * every attempt has been given back - what the client will do with a
  * transport chosen by configuration. What it saw at its close: */
+/* Sets a field of the fake under its lock, and wakes its thread and a
+ * blocked launch. */
+static void fake_set(fake *f, bool *field, bool v)
+{
+    pthread_mutex_lock(&f->lock);
+    *field = v;
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+}
+
+typedef struct starter {
+    momento_coalescer *co;
+    rec *x;
+    int rc;
+} starter;
+
+static void *start_get(void *arg)
+{
+    starter *st = arg;
+    st->rc = momento_coalescing_get(st->co, "c", "k", 1, NULL, rec_cb, st->x);
+    return NULL;
+}
+
+/* A coalesced get whose RPC starts outside the coalescer's lock is
+ * answered, and another RPC of the same key ends, before its starter is
+ * back from the start: the key's state (which holds the get's own record)
+ * must live until the starter is done with it. CI's ASan run found this
+ * freed under the starter; here the order is forced, so ASan and valgrind
+ * see it every time. */
+static void test_coalesced_start_outlives_its_key(void **state)
+{
+    tu_fixture *fx = *state;
+    fake *f = fake_new();
+    fake_set(f, &f->hold_get, true);
+    fake_set(f, &f->hold_set, true);
+    fake_set(f, &f->block_launch, true);
+    momento_client *c = routed_client(fx, f, NULL);
+    momento_coalescer *co = NULL;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+
+    rec got, set;
+    memset(&got, 0, sizeof(got));
+    memset(&set, 0, sizeof(set));
+    starter st = {co, &got, -1};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, start_get, &st), 0);
+    tu_wait_until(fake_count(f, &f->launched) == 1, 3000); /* its starter held in launch */
+    /* A set of the same key: an RPC of its own, beside the get's. */
+    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, 0, NULL, rec_cb, &set),
+                     MOMENTO_OK);
+    tu_wait_until(fake_count(f, &f->launched) == 2, 3000);
+    fake_set(f, &f->hold_get, false); /* the get is answered first... */
+    tu_wait_until(rec_calls(&got) == 1, 3000);
+    assert_int_equal(got.error, MOMENTO_OK);
+    assert_string_equal(got.value, "fake:k");
+    fake_set(f, &f->hold_set, false); /* ...then the set, the key's last */
+    tu_wait_until(rec_calls(&set) == 1, 3000);
+    assert_int_equal(set.error, MOMENTO_OK);
+    fake_set(f, &f->block_launch, false); /* and only now is the starter back */
+    pthread_join(t, NULL);
+    assert_int_equal(st.rc, MOMENTO_OK);
+    assert_int_equal(rec_calls(&got), 1);
+    assert_int_equal(rec_calls(&set), 1);
+
+    /* The key is gone from the table: a new get is a new RPC. */
+    momento_result *r = NULL;
+    assert_int_equal(momento_coalescing_get_sync(co, "c", "k", 1, NULL, &r), MOMENTO_OK);
+    assert_true(momento_result_is_hit(r));
+    momento_result_free(r);
+    momento_coalescer_stats k;
+    assert_int_equal(momento_coalescer_stats_get(co, &k, sizeof(k)), MOMENTO_OK);
+    assert_int_equal(k.keys_in_flight, 0);
+    assert_int_equal(k.get_requests, 2);
+    assert_int_equal(k.get_coalesced, 0);
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    assert_int_equal(fake_count(f, &f->ended), fake_count(f, &f->prepared));
+    fake_free(f);
+}
+
 static struct {
     int shutdowns, closes, calls, ended, prepared;
     bool shut_down_first;
@@ -527,6 +618,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_free_ends_what_the_transport_holds,
                                         tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_client_closes_an_adopted_transport,
+                                        tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_coalesced_start_outlives_its_key,
                                         tu_fixture_setup, tu_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
