@@ -48,6 +48,7 @@ typedef struct fake {
     bool hold;      /* answer nothing: only a cancel or the deadline ends one */
     bool hold_get, hold_set; /* answer no Get / no Set until lowered */
     bool block_launch; /* a Get's launch returns only once this is lowered */
+    bool fail_get_launch; /* ...and then fails, with nothing launched */
     int fail_first; /* the first N attempts fail UNAVAILABLE */
     /* What it saw (under lock). */
     int prepared, launched, completed, ended, failed;
@@ -87,6 +88,15 @@ static int fake_launch(momento__attempt *a)
     fake_attempt *fa = (fake_attempt *)a;
     bool get = fa->rq->method == MOMENTO__RPC_GET; /* `fa` may be answered and ended below */
     pthread_mutex_lock(&f->lock);
+    if (get && f->fail_get_launch) {
+        f->launched++; /* counted, so that a test sees it arrive */
+        pthread_cond_broadcast(&f->cond);
+        while (f->block_launch)
+            pthread_cond_wait(&f->cond, &f->lock);
+        f->launched--;
+        pthread_mutex_unlock(&f->lock);
+        return MOMENTO_ERR_CONNECTION;
+    }
     f->launched++;
     f->in_queue++;
     fa->next = f->queue;
@@ -529,6 +539,83 @@ static void test_coalesced_start_outlives_its_key(void **state)
     fake_free(f);
 }
 
+/* A joiner's callback that stays until the test lets it go. */
+typedef struct held_cb {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool in, go, out;
+    int error;
+} held_cb;
+
+static void hold_cb(const momento_result *r, void *ud)
+{
+    held_cb *h = ud;
+    pthread_mutex_lock(&h->lock);
+    h->error = momento_result_error(r);
+    h->in = true;
+    pthread_cond_broadcast(&h->cond);
+    while (!h->go)
+        pthread_cond_wait(&h->cond, &h->lock);
+    h->out = true;
+    pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void held_wait(held_cb *h, bool *field)
+{
+    pthread_mutex_lock(&h->lock);
+    while (!*field)
+        pthread_cond_wait(&h->cond, &h->lock);
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* A joiner leaves at its deadline (waiter_fire, its callback on the
+ * completion thread) while, on another thread, the start of the RPC it
+ * joined is refused after the application freed the coalescer. Neither
+ * may release the coalescer (or the key's state) while the other still
+ * uses it: the starter keeps its pin until its caller is done, and the
+ * leaving joiner holds one of its own until after its callback. */
+static void test_refused_start_and_leaving_joiner_keep_the_coalescer(void **state)
+{
+    tu_fixture *fx = *state;
+    fake *f = fake_new();
+    fake_set(f, &f->fail_get_launch, true);
+    fake_set(f, &f->block_launch, true);
+    momento_client *c = routed_client(fx, f, NULL);
+    momento_coalescer *co = NULL;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+
+    rec issuer;
+    memset(&issuer, 0, sizeof(issuer));
+    starter st = {co, &issuer, -1};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, start_get, &st), 0);
+    tu_wait_until(fake_count(f, &f->launched) == 1, 3000); /* its starter held in launch */
+
+    /* A joiner with less time than the issuer: a timer of its own. */
+    held_cb h = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.timeout_ms = 50;
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &o, hold_cb, &h), MOMENTO_OK);
+    held_wait(&h, &h.in); /* it left at its deadline; its callback holds on */
+    assert_int_equal(h.error, MOMENTO_ERR_TIMEOUT);
+
+    momento_coalescer_free(co); /* allowed with requests in flight */
+    fake_set(f, &f->block_launch, false); /* the start is refused now */
+    pthread_join(t, NULL);
+    assert_int_not_equal(st.rc, MOMENTO_OK);
+    assert_int_equal(rec_calls(&issuer), 0); /* refused: no callback */
+
+    pthread_mutex_lock(&h.lock);
+    h.go = true;
+    pthread_cond_broadcast(&h.cond);
+    pthread_mutex_unlock(&h.lock);
+    held_wait(&h, &h.out);
+    momento_client_free(c); /* waits for the completion thread's work */
+    assert_int_equal(fake_count(f, &f->ended), fake_count(f, &f->prepared));
+    fake_free(f);
+}
+
 static struct {
     int shutdowns, closes, calls, ended, prepared;
     bool shut_down_first;
@@ -620,6 +707,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_client_closes_an_adopted_transport,
                                         tu_fixture_setup, tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_coalesced_start_outlives_its_key,
+                                        tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_refused_start_and_leaving_joiner_keep_the_coalescer,
                                         tu_fixture_setup, tu_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
