@@ -258,27 +258,34 @@ static void on_slot(const mc_result *res, void *ud)
         mget_answer(g);
 }
 
-/* A get of one distinct key: answered from the callback's buffer. */
-static void on_single(const mc_result *res, void *ud)
+/* The answer to a get of one distinct key asked `times` times (a hit as
+ * often as asked), from the callback's buffer. */
+static void put_single(px_reply *r, px_backend *b, const px_str *key, const mc_result *res,
+                       size_t times)
 {
-    mget *g = ud;
-    px_reply *r = g->r;
     if (res->status != MC_HIT && res->status != MC_MISS) {
         put_failure(r, res);
     } else {
-        for (size_t i = 0; i < g->n; i++) {
+        for (size_t i = 0; i < times; i++) {
             if (res->status == MC_HIT) {
-                g->b->stats.hits++;
+                b->stats.hits++;
                 mc_stats.get_hits++;
-                put_value(r, &g->ukeys[0], res->flags, res->data, res->len, false, 0);
+                put_value(r, key, res->flags, res->data, res->len, false, 0);
             } else {
-                g->b->stats.misses++;
+                b->stats.misses++;
                 mc_stats.get_misses++;
             }
         }
         px_reply_put(r, "END\r\n", 5);
     }
     px_reply_end(r);
+}
+
+/* A get of one distinct key, asked more than once. */
+static void on_single(const mc_result *res, void *ud)
+{
+    mget *g = ud;
+    put_single(g->r, g->b, &g->ukeys[0], res, g->n);
     mget_free(g);
 }
 
@@ -326,22 +333,9 @@ typedef struct one_get {
 static void on_one(const momento_result *answer, void *ud)
 {
     one_get *g = ud;
-    px_reply *r = g->r;
-    mc_result result, *res = &result;
-    mc_get_result(g->b, answer, false, res);
-    if (res->status == MC_HIT) {
-        g->b->stats.hits++;
-        mc_stats.get_hits++;
-        put_value(r, &g->key, res->flags, res->data, res->len, false, 0);
-        px_reply_put(r, "END\r\n", 5);
-    } else if (res->status == MC_MISS) {
-        g->b->stats.misses++;
-        mc_stats.get_misses++;
-        px_reply_put(r, "END\r\n", 5);
-    } else {
-        put_failure(r, res);
-    }
-    px_reply_end(r);
+    mc_result res;
+    mc_get_result(g->b, answer, false, &res);
+    put_single(g->r, g->b, &g->key, &res, 1);
     free(g);
 }
 

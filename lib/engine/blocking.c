@@ -86,3 +86,8 @@ int momento__blocking_wait(momento__blocking *b, int submitted, momento_result *
     pthread_cond_destroy(&b->cond);
     return rc;
 }
+
+bool momento__blocking_goes_alone(const momento_client *c, momento_callback cb)
+{
+    return cb == momento__blocking_done && c->dispatch.on;
+}

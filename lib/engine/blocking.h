@@ -38,6 +38,11 @@ void momento__blocking_done(const momento_result *r, void *b);
  * was accepted, hands over the result, and releases `b`. Returns the
  * request's error, or `submitted` when it was refused. */
 int momento__blocking_wait(momento__blocking *b, int submitted, momento_result **ret);
+/* Whether a request called back with `cb` must not share an RPC whose
+ * answer is delivered late (call.h `late`: a batch, a coalesced read): a
+ * blocking call on a dispatch-mode client, whose waiting thread may be the
+ * dispatching one. */
+bool momento__blocking_goes_alone(const momento_client *c, momento_callback cb);
 
 /* The whole body of a blocking function whose client is `c` and whose
  * result pointer is `ret`: `call` is its async call, with MOMENTO__SYNC_CB in

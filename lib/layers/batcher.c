@@ -278,7 +278,7 @@ static int offer(momento_client *c, momento__bop op, const char *cache, const vo
     /* A blocking call in dispatch mode goes alone: a batch's answer runs
      * on the dispatching thread (call.h `late`), which may be the one
      * waiting. */
-    if (cb == momento__blocking_done && c->dispatch.on)
+    if (momento__blocking_goes_alone(c, cb))
         return 1;
     /* A first look without the lock: the usual answer under light load,
      * for gets... */

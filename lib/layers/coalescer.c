@@ -36,8 +36,9 @@
  * before the starter is back leaves the inflight's memory to it
  * (`finished`); waiters that all leave meanwhile leave the cancel to it;
  * and a start that is refused gives the joiners that error as their
- * callback (on the starter's thread), the issuer its return value. The re-issues of on_done still
- * start under the lock (rare, and on the completion thread).
+ * callback (on the starter's thread), the issuer its return value. The
+ * re-issues of on_done still start under the lock (rare, and on the
+ * completion thread).
  *
  * The lock is never held while user callbacks run. Lock order (cancel.h):
  * a user's token, this lock, the batcher's, the client's. */
@@ -276,6 +277,24 @@ static key_state *ks_drop(momento_coalescer *co, key_state *ks)
     return ks;
 }
 
+/* A pin on `co` (`delivering`) goes. Returns whether `co` is to be
+ * destroyed now (after the lock): freed by the application, with nothing
+ * in flight and no other pin. With the lock held. */
+static bool unpin_locked(momento_coalescer *co)
+{
+    return --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
+}
+
+/* A key_state made for a request that was then refused, which nothing
+ * holds, goes again. With the lock held. */
+static void drop_if_unused(momento_coalescer *co, key_state *ks)
+{
+    if (ks->refs == 0) {
+        HASH_DELETE(hh, co->table, ks);
+        free(ks);
+    }
+}
+
 /* After its callback: the waiter's references go. A finisher on another
  * thread than the completion thread (a start refused, an answer delivered
  * in dispatch mode) may have disarmed the timer while its fire was already
@@ -374,7 +393,7 @@ static void waiter_fire(momento__timer *t)
 
     pthread_mutex_lock(&co->lock);
     key_state *gone = ks_drop(co, ks);
-    bool release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
+    bool release = unpin_locked(co);
     pthread_mutex_unlock(&co->lock);
     free(gone);
     if (release)
@@ -514,7 +533,7 @@ static void on_done(const momento_result *r, void *userdata)
         e->finished = true;
     else
         f = drop_ref(co, e);
-    bool release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
+    bool release = unpin_locked(co);
     pthread_mutex_unlock(&co->lock);
     free_later(f);
     if (release)
@@ -656,10 +675,7 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
     } else if (target && gpr_time_cmp(w->deadline, target->deadline) < 0) {
         rc = momento__timer_arm(co->client, &w->timer, momento__gpr_ns(w->deadline), true);
         if (rc != MOMENTO_OK) {
-            if (ks->refs == 0) {
-                HASH_DELETE(hh, co->table, ks);
-                free(ks);
-            }
+            drop_if_unused(co, ks);
             return rc;
         }
         w->armed = true;
@@ -673,10 +689,7 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
 
     inflight *e = fresh ? embedded_inflight(ks) : momento__malloc(sizeof(*e) + value_len);
     if (!e) {
-        if (ks->refs == 0) {
-            HASH_DELETE(hh, co->table, ks);
-            free(ks);
-        }
+        drop_if_unused(co, ks);
         disarm(w);
         return MOMENTO_ERR_NO_MEMORY;
     }
@@ -701,10 +714,7 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
         if (rc != MOMENTO_OK) {
             if (!fresh)
                 free(e);
-            if (ks->refs == 0) {
-                HASH_DELETE(hh, co->table, ks);
-                free(ks);
-            }
+            drop_if_unused(co, ks);
             disarm(w);
             return rc;
         }
@@ -736,7 +746,7 @@ static int submit_locked(momento_coalescer *co, co_op op, momento__rpc_id rpc,
 static void unpin(momento_coalescer *co)
 {
     pthread_mutex_lock(&co->lock);
-    bool release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
+    bool release = unpin_locked(co);
     pthread_mutex_unlock(&co->lock);
     if (release)
         destroy(co);
@@ -809,7 +819,7 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
      * then the caller still uses the coalescer, and lets go (unpin). */
     bool keep_pin = rc != MOMENTO_OK, release = false;
     if (!refused && !keep_pin)
-        release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
+        release = unpin_locked(co);
     pthread_mutex_unlock(&co->lock);
 
     for (waiter *x = refused, *next; x; x = next) {
@@ -822,7 +832,7 @@ static int start_outside(momento_coalescer *co, inflight *e, waiter *w)
         pthread_mutex_lock(&co->lock);
         f = drop_ref(co, e);
         if (!keep_pin)
-            release = --co->delivering == 0 && co->counters.keys_in_flight == 0 && co->closed;
+            release = unpin_locked(co);
         pthread_mutex_unlock(&co->lock);
     }
     free_later(f);
@@ -870,7 +880,7 @@ static bool goes_alone(const momento_client *c, const momento__call_opts *resolv
                        momento_callback cb)
 {
     return resolved->read_concern || resolved->n_headers ||
-           (cb == momento__blocking_done && c->dispatch.on);
+           momento__blocking_goes_alone(c, cb);
 }
 
 /* The one path for gets, sets and deletes. A write is prepared once
