@@ -24,6 +24,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* gRPC reports a failed assertion in its log just before it aborts the
+ * process, and the library hands its log to a callback only (it never
+ * prints): with none the abort is silent, as a CI run once showed. Every
+ * test prints the errors, so that a crash says why; a test that sets its
+ * own callback replaces this one. */
+static void tu_log_errors(momento_log_level level, const char *message, void *userdata)
+{
+    (void)userdata;
+    if (level == MOMENTO_LOG_ERROR)
+        fprintf(stderr, "log: %s\n", message);
+}
+
+__attribute__((constructor)) static void tu_log_install(void)
+{
+    momento_set_log_callback(tu_log_errors, NULL);
+}
+
 int64_t tu_now_ms(void)
 {
     struct timespec ts;
