@@ -269,6 +269,17 @@ static void request_call(momento_local *s, momento__rpc_id m)
         call_free(c);
 }
 
+/* Every batch of a call starts here. None may once the queue is shut:
+ * gRPC aborts the process on a batch for a shut queue, so it is refused as
+ * one that would not start, which every caller handles. (The queue is not
+ * shut while a call is answered off the poller, after_event().) */
+static bool start_batch(srv_call *c, const grpc_op *ops, size_t n, void *tag)
+{
+    if (c->s->queue_shut)
+        return false;
+    return grpc_call_start_batch(c->call, ops, n, tag, NULL) == GRPC_CALL_OK;
+}
+
 /* Starts RECV_CLOSE_ON_SERVER in a batch of its own (tag `close_kind`). It
  * completes when the client cancels or goes away, the deadline passes, the
  * server stops, or (after the reply) the call is over; on_close() reads
@@ -280,7 +291,7 @@ static void watch_close(srv_call *c)
     memset(&op, 0, sizeof(op));
     op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
     op.data.recv_close_on_server.cancelled = &c->cancelled;
-    if (grpc_call_start_batch(c->call, &op, 1, &c->close_kind, NULL) == GRPC_CALL_OK) {
+    if (start_batch(c, &op, 1, &c->close_kind)) {
         c->close_started = true;
         c->outstanding++;
     }
@@ -353,7 +364,7 @@ static bool send_next(srv_call *c)
         c->final_sent = true;
     }
     c->kind = TAG_BATCH;
-    if (grpc_call_start_batch(c->call, ops, n, c, NULL) != GRPC_CALL_OK) {
+    if (!start_batch(c, ops, n, c)) {
         /* finish() cancels the call, which its RECV_CLOSE_ON_SERVER (if
          * any is out) reports as cancelled: not the client's doing. */
         c->server_ended = true;
@@ -721,7 +732,7 @@ static void stream_pump(srv_call *c)
     bool ok = true;
     if (n) {
         c->kind = TAG_BATCH;
-        ok = grpc_call_start_batch(c->call, ops, n, c, NULL) == GRPC_CALL_OK;
+        ok = start_batch(c, ops, n, c);
         if (ok) {
             c->outstanding++;
             c->sending = true;
@@ -846,6 +857,15 @@ static void on_new_call(srv_call *c, bool ok)
 {
     momento_local *s = c->s;
     if (!ok) { /* the server is shutting down */
+        call_free(c);
+        return;
+    }
+    /* A call gRPC matched before the stop can still come after the
+     * shutdown tag, even after the queue is shut: any batch started for it
+     * then aborts the process in gRPC (seen with a client freed just
+     * before the stop: its delayed get was parked, watch_close()). It
+     * goes unanswered; the unref in call_free() cancels it. */
+    if (s->queue_shut) {
         call_free(c);
         return;
     }
@@ -1062,7 +1082,10 @@ static void after_event(momento_local *s)
     if (blocked && !s->block_applied)
         srv_topics_end_all(s, GRPC_STATUS_UNAVAILABLE, BLOCKED);
     s->block_applied = blocked;
-    if (atomic_load(&s->stopping))
+    /* Read once: the queue is shut below only after a drop_timers() that
+     * knew of the stop has answered every parked call. */
+    bool stopping = atomic_load(&s->stopping);
+    if (stopping)
         drop_timers(s);
     else
         run_timers(s, now);
@@ -1072,9 +1095,13 @@ static void after_event(momento_local *s)
     }
     /* Not while a call is being answered (a long one, on another thread,
      * or one decoding without the turn): its reply would start a batch on
-     * a queue shut down, which gRPC aborts on. The poller comes back
-     * within MAX_WAIT_MS. */
-    if (s->shut_down && !s->queue_shut && s->turns.answering == 0) {
+     * a queue shut down, which gRPC aborts on. Nor before the stop has
+     * dropped the parked calls: the shutdown tag comes once every channel
+     * is gone, which can be before momento_local_stop() sets `stopping`
+     * (its clients left first) and before a parked call of theirs has
+     * heard (on_close()); drop_timers() would then answer it on the shut
+     * queue. The poller comes back within MAX_WAIT_MS. */
+    if (stopping && s->shut_down && !s->queue_shut && s->turns.answering == 0) {
         grpc_completion_queue_shutdown(s->cq);
         s->queue_shut = true;
     }
