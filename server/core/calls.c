@@ -1057,11 +1057,31 @@ static void drop_timers(momento_local *s)
     }
 }
 
+/* Tests only (srv_test_hold_new_calls()). */
+static void hold_for_test(momento_local *s, srv_call *c)
+{
+    list_insert(&s->test_held, c);
+    atomic_fetch_add(&s->test_n_held, 1);
+}
+
+void srv_test_hold_new_calls(momento_local *s)
+{
+    atomic_store(&s->test_hold_new_calls, true);
+}
+
+uint64_t srv_test_held_calls(const momento_local *s)
+{
+    return atomic_load(&s->test_n_held);
+}
+
 static void handle(momento_local *s, grpc_event ev)
 {
     tag_kind kind = *(tag_kind *)ev.tag;
     if (kind == TAG_SHUTDOWN)
         s->shut_down = true;
+    else if (kind == TAG_NEW_CALL && ev.success && !s->queue_shut &&
+             atomic_load_explicit(&s->test_hold_new_calls, memory_order_relaxed))
+        hold_for_test(s, ev.tag);
     else if (kind == TAG_NEW_CALL)
         on_new_call(ev.tag, ev.success);
     else if (kind == TAG_CLOSE)
@@ -1104,6 +1124,11 @@ static void after_event(momento_local *s)
     if (stopping && s->shut_down && !s->queue_shut && s->turns.answering == 0) {
         grpc_completion_queue_shutdown(s->cq);
         s->queue_shut = true;
+        /* Tests only: the calls kept come now, as a late one would. */
+        for (srv_call *c; (c = s->test_held.head);) {
+            list_remove(c);
+            on_new_call(c, true);
+        }
     }
 }
 

@@ -80,6 +80,11 @@ struct momento_local {
         struct srv_call *head, *tail;
     } deferred, redo;
     atomic_uint_fast64_t waiting_calls; /* deferred, for momento_local_waiting_calls() */
+    /* Tests only (srv_test_hold_new_calls()): new calls kept unhandled
+     * until the queue is shut, and how many are. */
+    atomic_bool test_hold_new_calls;
+    struct srv_call_list test_held;
+    atomic_uint_fast64_t test_n_held;
     uint64_t arrivals;
     srv_topics topics;
     struct srv_webhooks *webhooks; /* webhooks.c: the registry, the delivery queue */
@@ -130,6 +135,12 @@ struct momento_local {
  * could not be started; then the calls are cancelled and freed, and the
  * server and queue are left for the caller to destroy. */
 int srv_calls_start(momento_local *s, srv_dispatch_fn *dispatch);
+/* Tests only: from now on each new call gRPC hands over is kept, not
+ * handled, until the completion queue is shut, and handled then: the order
+ * in which gRPC can deliver a call it matched before the stop (calls.c,
+ * on_new_call()), forced. srv_test_held_calls() counts those kept. */
+void srv_test_hold_new_calls(momento_local *s);
+uint64_t srv_test_held_calls(const momento_local *s);
 /* Shuts the server down, fails calls still delayed with UNAVAILABLE (counted
  * so, whether the stop's cancel or the UNAVAILABLE reply ends them) and
  * returns once the server thread has drained the queue. */

@@ -1587,6 +1587,36 @@ static void test_stop_with_parked_calls(void **state)
     conn_close(&k);
 }
 
+/* The order behind CI's abort, forced: a call gRPC matched before the
+ * stop comes after the completion queue is shut (srv_test_hold_new_calls()
+ * keeps it until then). It must go unanswered: a batch started for it
+ * aborted the process in gRPC. Its client, gone by then, was called back
+ * once, CANCELLED, at its free. */
+static void test_call_handed_over_after_the_queue_is_shut(void **state)
+{
+    (void)state;
+    const char *delays[] = {NULL, FOREVER_MS}; /* answered at once, then parked */
+    for (int i = 0; i < 2; i++) {
+        momento_local *s = tu_server_with_cache("c");
+        srv_test_hold_new_calls(s);
+        momento_client *c = tu_client(s, NULL);
+        if (delays[i]) {
+            tu_header(s, c, "delay-ms", delays[i]);
+            tu_header(s, c, "delay-rpcs", "get");
+        }
+        tu_counter k;
+        tu_counter_init(&k);
+        assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
+        tu_wait_until(srv_test_held_calls(s) == 1, TU_MS(5000));
+        assert_int_equal(srv_test_held_calls(s), 1);
+        momento_client_free(c);
+        assert_int_equal(k.total, 1);
+        assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_CANCELLED), 1);
+        tu_counter_destroy(&k);
+        momento_local_stop(s); /* the held call is handled in here */
+    }
+}
+
 /* Stopped just after its client left with delayed gets in flight, as
  * every test_client fixture's teardown does: gRPC can hand the server a
  * call it matched before the stop after the shutdown tag, even after the
@@ -2029,6 +2059,7 @@ int main(void)
         cmocka_unit_test(test_scope_checked_before_delay),
         cmocka_unit_test(test_delay_never_ends_before_deadline),
         cmocka_unit_test(test_stop_with_parked_calls),
+        cmocka_unit_test(test_call_handed_over_after_the_queue_is_shut),
         cmocka_unit_test(test_stop_just_after_clients_left),
         cmocka_unit_test(test_stream_limit_per_connection),
         cmocka_unit_test(test_parked_call_cancel_counted),
