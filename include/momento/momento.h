@@ -207,6 +207,11 @@ typedef void (*momento_log_fn)(momento_log_level level, const char *message, voi
  * gRPC core's log sink is process-wide: once a client exists, libmomento owns
  * it. A program that also uses gRPC directly and wants gRPC's messages gets
  * them through this callback.
+ *
+ * gRPC core reports a failed internal assertion here, at
+ * MOMENTO_LOG_ERROR, just before it aborts the process: without a callback
+ * that abort says nothing. Programs that want a crash to say why keep one
+ * that writes errors somewhere durable (libmomento's own tests print them).
  */
 MOMENTO_EXPORT void momento_set_log_callback(momento_log_fn fn, void *userdata);
 
