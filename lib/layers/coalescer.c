@@ -363,7 +363,7 @@ static void waiter_fire(momento__timer *t)
     }
     momento_client *c = co->client;
     /* A cancel may have re-armed the timer since it was taken to fire. */
-    momento__timer_disarm(co->client, t);
+    momento__timer_disarm(c, t);
     w->armed = false;
     inflight *e = w->e;
     detach(w);
@@ -990,9 +990,8 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, momento
             (*coalesced)++; /* joined: no RPC was added */
     }
     pthread_mutex_unlock(&co->lock);
-    bool pinned = false; /* a refused start leaves us its pin on co */
-    if (to_start && (rc = start_outside(co, to_start, w)) != MOMENTO_OK) {
-        pinned = true;
+    bool start_refused = to_start && (rc = start_outside(co, to_start, w)) != MOMENTO_OK;
+    if (start_refused) {
         pthread_mutex_lock(&co->lock);
         (*requests)--; /* refused after all */
         pthread_mutex_unlock(&co->lock);
@@ -1003,7 +1002,7 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, momento
         momento__request_done(co->client, w->group);
         waiter_free(co->client, w); /* a cancel's fire may still take co's lock */
     }
-    if (pinned)
+    if (start_refused) /* start_outside() left us its pin on co */
         unpin(co);
     return rc;
 }
