@@ -686,44 +686,15 @@ static void test_fault_injection(void **state)
     assert_int_equal(call(SCS "Get", h3, 2, &req.base, &r), 3);
     tu_raw_reply_free(&r);
 
-    /* Delay: the delayed call takes at least delay-ms; other calls meanwhile
-     * are not held up (the server is single-threaded, so this proves the
-     * delay is parked, not slept). */
+    /* Delay: the delayed call takes at least delay-ms (a lower bound the
+     * server's timer guarantees: it cannot fire before its time, however
+     * loaded the machine). That a delay holds nothing else up, and that
+     * delay-count is used up, is test_delay_does_not_block_others's. */
     const char *hd[] = {"cache", "c", "request-id", "delay-1", "delay-ms", "300", "delay-count", "1"};
     int64_t t0 = tu_now_ms();
     assert_int_equal(call(SCS "Get", hd, 4, &req.base, &r), 0);
     tu_raw_reply_free(&r);
     assert_true(tu_now_ms() - t0 >= 300);
-    t0 = tu_now_ms();
-    assert_int_equal(call(SCS "Get", hd, 4, &req.base, &r), 0); /* count used up */
-    tu_raw_reply_free(&r);
-    assert_true(tu_now_ms() - t0 < TU_MS(250));
-}
-
-static void *delayed_get(void *arg)
-{
-    (void)arg;
-    CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
-    req.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
-    char ms[32];
-    snprintf(ms, sizeof(ms), "%lld", (long long)TU_MS(1000));
-    const char *hd[] = {"cache", "c", "request-id", "delay-par", "delay-ms", ms};
-    tu_raw_reply r;
-    call(SCS "Get", hd, 3, &req.base, &r);
-    tu_raw_reply_free(&r);
-    return NULL;
-}
-
-static void test_delay_does_not_block_others(void **state)
-{
-    (void)state;
-    pthread_t t;
-    pthread_create(&t, NULL, delayed_get, NULL);
-    usleep((useconds_t)TU_MS(100) * 1000); /* let the delayed call arrive */
-    int64_t t0 = tu_now_ms();
-    assert_int_equal(set("free", "x", 60000), 0);
-    assert_true(tu_now_ms() - t0 < TU_MS(500));
-    pthread_join(t, NULL);
 }
 
 static void test_auth(void **state)
@@ -1135,6 +1106,38 @@ static uint64_t wait_parked(momento_local *s, uint64_t want, int64_t timeout_ms)
  * stopping ends it. */
 #define FOREVER_MS "999999999"
 
+/* A delayed call is parked, not slept (the server answers calls on one
+ * thread): while a call with a delay no test outlasts is held, a Set on
+ * another connection and a Get of the same request-id on the same
+ * connection - its delay-count of 1 used up - are both answered, and the
+ * held call is still parked after them. Order, not time: nothing here
+ * depends on how fast the machine is. */
+static void test_delay_does_not_block_others(void **state)
+{
+    (void)state;
+    raw_conn k;
+    conn_open(&k, target);
+    const char *hd[] = {"cache", "c", "request-id", "delay-par", "delay-ms", FOREVER_MS,
+                        "delay-count", "1"};
+    uint8_t get_body[] = {0x0a, 0x04, 'd', 'p', 'a', 'r'}; /* a key no other test sets */
+    open_call held, next;
+    call_open(&k, &held, SCS "Get", hd, 4, get_body, sizeof(get_body), 0);
+    assert_int_equal(wait_parked(server, 1, 10000), 1);
+    assert_int_equal(set("free", "x", 60000), 0);
+    call_open(&k, &next, SCS "Get", hd, 4, get_body, sizeof(get_body), 0);
+    assert_ptr_equal(conn_next(&k, TU_MS(30000)), &next);
+    assert_int_equal(next.status, GRPC_STATUS_OK);
+    assert_int_equal(momento_local_parked_calls(server), 1);
+    assert_false(held.done);
+    grpc_call_cancel(held.call, NULL);
+    assert_ptr_equal(conn_next(&k, TU_MS(30000)), &held);
+    assert_int_equal(held.status, GRPC_STATUS_CANCELLED);
+    assert_int_equal(wait_parked(server, 0, 10000), 0);
+    call_close(&held);
+    call_close(&next);
+    conn_close(&k);
+}
+
 /* A server with cache "c" that wants `token`. */
 static momento_local *server_with_token(const char *token)
 {
@@ -1219,12 +1222,12 @@ static void test_cancelled_parked_call_leaves(void **state)
     int order[3] = {1, 0, 2};
     for (int j = 0; j < 3; j++) {
         open_call *oc = &calls[order[j]];
-        int64_t t0 = tu_now_ms();
+        /* Its delay has no end: the count going down is the cancel's
+         * doing, whenever it comes. */
         grpc_call_cancel(oc->call, NULL);
         assert_ptr_equal(conn_next(&k, TU_MS(5000)), oc);
         assert_int_equal(oc->status, GRPC_STATUS_CANCELLED);
-        assert_int_equal(wait_parked(s, (uint64_t)(2 - j), 1000), 2 - j);
-        assert_true(tu_now_ms() - t0 < TU_MS(1000));
+        assert_int_equal(wait_parked(s, (uint64_t)(2 - j), 10000), 2 - j);
         assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED), (uint64_t)j + 1);
     }
     assert_int_equal(momento_local_rpc_count(s, NULL, -1), 3);
@@ -1251,11 +1254,12 @@ static void test_unauthenticated_ping_has_no_faults(void **state)
     const char *path = "/cache_client.Ping/Ping";
     tu_raw_reply r;
     const char *delay[] = {"delay-ms", FOREVER_MS, "authorization", "nope"};
-    for (size_t n = 1; n <= 2; n++) { /* no token, then a wrong one */
-        int64_t t0 = tu_now_ms();
+    /* No token, then a wrong one: answered OK, so not held by a delay that
+     * would outlast tu_raw_call()'s deadline (it would end
+     * DEADLINE_EXCEEDED). */
+    for (size_t n = 1; n <= 2; n++) {
         assert_int_equal(tu_raw_call(ep, path, delay, n, "", 0, &r), 0);
         tu_raw_reply_free(&r);
-        assert_true(tu_now_ms() - t0 < TU_MS(2000));
     }
     const char *fail[] = {"return-error", "unavailable"};
     assert_int_equal(tu_raw_call(ep, path, fail, 1, "", 0, &r), 0);
@@ -1994,22 +1998,35 @@ static void test_unanswered_call_cancel_counted(void **state)
     oc.md[0].value = grpc_slice_from_static_string("c");
     grpc_metadata_array_init(&oc.init_md);
     grpc_metadata_array_init(&oc.trailing);
+    /* The headers in a batch of their own, waited for: once gRPC reports
+     * them sent, the stream is on the wire, and the cancel that follows
+     * reaches the server as the end of a call it has begun to receive. (A
+     * fixed wait for that let a loaded machine cancel first: then nothing
+     * reached the server at all.) */
     grpc_op ops[3];
     memset(ops, 0, sizeof(ops));
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
     ops[0].data.send_initial_metadata.count = 1;
     ops[0].data.send_initial_metadata.metadata = oc.md;
-    ops[1].op = GRPC_OP_RECV_INITIAL_METADATA;
-    ops[1].data.recv_initial_metadata.recv_initial_metadata = &oc.init_md;
-    ops[2].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    ops[2].data.recv_status_on_client.trailing_metadata = &oc.trailing;
-    ops[2].data.recv_status_on_client.status = &oc.status;
-    ops[2].data.recv_status_on_client.status_details = &oc.details;
-    assert_int_equal(grpc_call_start_batch(oc.call, ops, 3, &oc, NULL), GRPC_CALL_OK);
-    /* Not needed for the outcome (the server has nothing to answer yet),
-     * but lets the headers reach it, so that the cancel is of a call it
-     * has begun to receive. */
-    assert_null(conn_next(&k, TU_MS(200)));
+    static char sent_tag;
+    assert_int_equal(grpc_call_start_batch(oc.call, ops, 1, &sent_tag, NULL), GRPC_CALL_OK);
+    grpc_event ev = grpc_completion_queue_next(
+        k.cq, gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(TU_MS(30000), GPR_TIMESPAN)),
+        NULL);
+    assert_int_equal(ev.type, GRPC_OP_COMPLETE);
+    assert_ptr_equal(ev.tag, &sent_tag);
+    assert_true(ev.success);
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[0].data.recv_initial_metadata.recv_initial_metadata = &oc.init_md;
+    ops[1].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[1].data.recv_status_on_client.trailing_metadata = &oc.trailing;
+    ops[1].data.recv_status_on_client.status = &oc.status;
+    ops[1].data.recv_status_on_client.status_details = &oc.details;
+    assert_int_equal(grpc_call_start_batch(oc.call, ops, 2, &oc, NULL), GRPC_CALL_OK);
+    /* Nothing to answer yet: the server takes a call once its message is
+     * in, or its stream has ended. */
+    assert_null(conn_next(&k, 0));
     assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
     grpc_call_cancel(oc.call, NULL);
     assert_ptr_equal(conn_next(&k, TU_MS(5000)), &oc);
