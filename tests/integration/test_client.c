@@ -87,11 +87,16 @@ static void test_ttl_expiry(void **state)
 {
     tu_fixture *f = *state;
     momento_result *r;
+    int64_t t0 = tu_now_ms();
     assert_int_equal(momento_set_sync(f->client, "c", "t", 1, "v", 1, 150, NULL, NULL), MOMENTO_OK);
     assert_int_equal(momento_get_sync(f->client, "c", "t", 1, NULL, &r), MOMENTO_OK);
-    assert_true(momento_result_is_hit(r));
+    /* A hit while the TTL cannot have run out (the server took the set
+     * after t0 and the get before now); a loaded machine may get there
+     * later, when a miss is right too. */
+    if (tu_now_ms() - t0 < 150)
+        assert_true(momento_result_is_hit(r));
     momento_result_free(r);
-    usleep(250 * 1000);
+    usleep(250 * 1000); /* past the TTL on any machine: a miss */
     assert_int_equal(momento_get_sync(f->client, "c", "t", 1, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
@@ -335,7 +340,7 @@ static void test_free_with_requests_in_flight(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = tu_client(f->server, NULL);
-    /* The server holds every get for 5 s, so all are in flight at free. */
+    /* The server holds every get for 60 s, so all are in flight at free. */
     assert_int_equal(momento__client_add_header(c, "delay-ms", "60000"), MOMENTO_OK);
     assert_int_equal(momento__client_add_header(c, "delay-rpcs", "get"), MOMENTO_OK);
     assert_int_equal(momento__client_add_header(c, "request-id", "free-in-flight"), MOMENTO_OK);
@@ -345,12 +350,12 @@ static void test_free_with_requests_in_flight(void **state)
     for (size_t i = 0; i < n; i++)
         assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(momento_client_in_flight(c), n);
-    int64_t t0 = tu_now_ms();
     momento_client_free(c);
-    /* Every callback ran, exactly once, before free returned. */
+    /* Every callback ran, exactly once, before free returned, and each was
+     * CANCELLED: the free ended them rather than wait for their answers
+     * (OK, after 60 s) or their deadlines (TIMEOUT). */
     assert_int_equal(k.total, n);
     assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_CANCELLED), n);
-    assert_true(tu_now_ms() - t0 < TU_MS(4000));
     tu_counter_destroy(&k);
 }
 
@@ -379,7 +384,8 @@ static void test_free_from_callback(void **state)
     x.client = tu_client(f->server, NULL);
     tu_counter_init(&x.k);
     momento_client *c = x.client;
-    assert_int_equal(momento__client_add_header(c, "delay-ms", "3000"), MOMENTO_OK);
+    /* Held for good: only the free can end them (CANCELLED, below). */
+    assert_int_equal(momento__client_add_header(c, "delay-ms", "999999999"), MOMENTO_OK);
     assert_int_equal(momento__client_add_header(c, "delay-rpcs", "get"), MOMENTO_OK);
     assert_int_equal(momento__client_add_header(c, "request-id", "free-in-cb"), MOMENTO_OK);
     for (int i = 0; i < 20; i++)
@@ -387,11 +393,11 @@ static void test_free_from_callback(void **state)
     /* The ping is answered at once; its callback frees the client, which
      * must cancel the 20 delayed gets and call each back once. */
     assert_int_equal(momento_ping(c, NULL, free_from_callback, &x), MOMENTO_OK);
-    assert_int_equal(tu_counter_wait(&x.k, 21, 2500), 21);
+    assert_int_equal(tu_counter_wait(&x.k, 21, 30000), 21);
     /* The release ends on the client's completion thread, which then
      * exits: once it has gone no callback can come, and a duplicate would
      * have been counted. */
-    tu_wait_until(tu_threads_named("momento-cq") == cq_threads, 5000);
+    tu_wait_until(tu_threads_named("momento-cq") == cq_threads, 30000);
     assert_int_equal(tu_threads_named("momento-cq"), cq_threads);
     assert_int_equal(x.k.total, 21);
     assert_int_equal(tu_counter_errors(&x.k, MOMENTO_ERR_CANCELLED), 20);
@@ -431,14 +437,17 @@ static void test_timeout(void **state)
     momento_config_set_timeout_ms(cfg, 200);
     momento_client *c = tu_client(f->server, cfg);
     momento_config_free(cfg);
-    momento__client_add_header(c, "delay-ms", "2000");
+    /* Held for good: only the deadline can end it. */
+    momento__client_add_header(c, "delay-ms", "999999999");
     momento__client_add_header(c, "request-id", "timeout");
     momento_result *r;
     int64_t t0 = tu_now_ms();
     assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_ERR_TIMEOUT);
     int64_t took = tu_now_ms() - t0;
     assert_int_equal(momento_result_grpc_status(r), 4);
-    assert_true(took >= 190 && took < TU_MS(1500));
+    /* Not before the deadline (a timer cannot fire early); how long after
+     * it is the machine's business. */
+    assert_true(took >= 190);
     momento_result_free(r);
     momento_client_free(c);
 }
@@ -498,12 +507,29 @@ static void test_server_down(void **state)
     momento_client *c = tu_client(s, NULL);
     momento_local_stop(s);
     momento_result *r;
-    int64_t t0 = tu_now_ms();
+    /* UNAVAILABLE, not TIMEOUT: it failed on the refused connection, not at
+     * the deadline. */
     assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_ERR_SERVER_UNAVAILABLE);
     assert_int_equal(momento_result_grpc_status(r), 14);
-    assert_true(tu_now_ms() - t0 < TU_MS(4000)); /* fails fast, not at the 5 s deadline */
     momento_result_free(r);
     momento_client_free(c);
+
+    /* With a 10-minute deadline it still fails fast: its callback comes
+     * within the watchdog's minute, so the deadline did not end it. */
+    momento_config *cfg;
+    momento_config_new(&cfg);
+    momento_config_set_timeout_ms(cfg, 600000);
+    s = tu_server(NULL);
+    c = tu_client(s, cfg);
+    momento_config_free(cfg);
+    momento_local_stop(s);
+    tu_counter k;
+    tu_counter_init(&k);
+    assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 1, (int)TU_MS(60000)), 1);
+    assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_SERVER_UNAVAILABLE), 1);
+    momento_client_free(c);
+    tu_counter_destroy(&k);
 }
 
 static void test_eager_connect(void **state)
