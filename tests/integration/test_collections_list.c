@@ -1353,9 +1353,16 @@ static void check_write_closes_reads(momento_client *c, momento_coalescer *co, r
     tu_counter k;
     tu_counter_init(&k);
     slot first = {&k, NULL}, write = {&k, NULL}, next = {&k, NULL};
+    uint64_t parked = momento_local_parked_calls(server);
     assert_int_equal(rd(co, &first), MOMENTO_OK);
-    /* Let the first read reach the server ahead of the write. */
-    usleep((useconds_t)TU_MS(50) * 1000);
+    /* The first read is at the server (held, or already answered on a
+     * machine slow enough to miss the hold) before the write is sent: the
+     * order the test needs, waited for rather than slept for. */
+    tu_wait_until(momento_local_parked_calls(server) > parked ||
+                      momento_local_rpc_count(server, rpc, -1) > before,
+                  10000);
+    assert_true(momento_local_parked_calls(server) > parked ||
+                momento_local_rpc_count(server, rpc, -1) > before);
     assert_int_equal(wr(c, &write), MOMENTO_OK);
     assert_int_equal(rd(co, &next), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 3, (int)TU_MS(10000)), 3);

@@ -215,18 +215,22 @@ static void test_ttl_operations(void **state)
     assert_int_equal(momento_set_sync(client, "c", "t", 1, "v", 1, 10000, NULL, NULL), MOMENTO_OK);
     uint64_t left = ttl_of("t", &o);
     assert_int_equal(o, MOMENTO_OUTCOME_HIT);
-    assert_true(left > 9000 && left <= 10000);
+    /* Bounds with seconds to spare, not a window a loaded machine can
+     * miss: more than the 5 s the next step compares with, and never more
+     * than was set; each later step checks that its TTL went past (or
+     * under) the one before it. */
+    assert_true(left > 5000 && left <= 10000);
     ttl_of("absent", &o);
     assert_int_equal(o, MOMENTO_OUTCOME_MISS);
 
     assert_int_equal(ttl_op(1, "t", 5000), MOMENTO_OUTCOME_TTL_NOT_UPDATED);  /* not longer */
     assert_int_equal(ttl_op(1, "t", 30000), MOMENTO_OUTCOME_TTL_UPDATED);
-    assert_true(ttl_of("t", &o) > 29000);
+    assert_true(ttl_of("t", &o) > 10000); /* more than it ever was */
     assert_int_equal(ttl_op(2, "t", 60000), MOMENTO_OUTCOME_TTL_NOT_UPDATED); /* not shorter */
     assert_int_equal(ttl_op(2, "t", 4000), MOMENTO_OUTCOME_TTL_UPDATED);
     assert_true(ttl_of("t", &o) <= 4000);
     assert_int_equal(ttl_op(0, "t", 20000), MOMENTO_OUTCOME_TTL_UPDATED);     /* always */
-    assert_true(ttl_of("t", &o) > 19000);
+    assert_true(ttl_of("t", &o) > 4000); /* up from the decrease's 4 s */
     for (int which = 0; which < 3; which++)
         assert_int_equal(ttl_op(which, "absent", 1000), MOMENTO_OUTCOME_MISS);
     /* A decrease takes effect: the item expires. */
