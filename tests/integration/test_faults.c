@@ -88,9 +88,11 @@ static void test_every_injected_error(void **state)
         momento_local_reset_stats(server);
         /* An idempotent get: retried up to 3 attempts when the rule says.
          * An injected DEADLINE_EXCEEDED is delivered at the request's
-         * deadline, never before it (call.c): a short one keeps this quick. */
+         * deadline, never before it (call.c): a short one keeps this quick.
+         * The others get a deadline no machine's load can reach before
+         * their 3 attempts are done. */
         momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
-        o.timeout_ms = (uint32_t)TU_MS(500);
+        o.timeout_ms = (uint32_t)(table[i].status == 4 ? TU_MS(500) : TU_MS(60000));
         momento_result *r;
         assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, &r), table[i].err);
         assert_int_equal(momento_result_grpc_status(r), table[i].status);
@@ -192,33 +194,44 @@ static void test_fault_aliases(void **state)
                      0);
 }
 
+/* A deadline is the call's own: a get held by the server for good does not
+ * hold up the sets on its channel (all answered while it is still
+ * outstanding), and a get with the client's 300 ms deadline times out, not
+ * before it (a timer cannot fire early). How soon after it is the
+ * machine's business, not a pass condition. */
 static void test_deadline_is_precise_and_local(void **state)
 {
     (void)state;
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(300));
-    const char *h[] = {"delay-ms", "5000", "delay-rpcs", "get"};
+    const char *h[] = {"delay-ms", "999999999", "delay-rpcs", "get"};
     momento_client *c = faulty(cfg, h, 2);
     momento_config_free(cfg);
-    tu_counter slow, fast;
-    tu_counter_init(&slow);
+    tu_counter held, timed, fast;
+    tu_counter_init(&held);
+    tu_counter_init(&timed);
     tu_counter_init(&fast);
-    int64_t t0 = tu_now_ms();
-    assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_count_cb, &slow), MOMENTO_OK);
-    /* Sets on the same channel meanwhile are answered at once. */
+    momento_request_options long_deadline = MOMENTO_REQUEST_OPTIONS_INIT;
+    long_deadline.timeout_ms = 600000;
+    assert_int_equal(momento_get(c, "c", "k", 1, &long_deadline, tu_count_cb, &held), MOMENTO_OK);
+    /* Sets on the same channel meanwhile are answered. */
     for (int i = 0; i < 20; i++)
         assert_int_equal(momento_set(c, "c", "k", 1, "v", 1, 0, NULL, tu_count_cb, &fast), MOMENTO_OK);
-    assert_int_equal(tu_counter_wait(&fast, 20, 5000), 20);
+    assert_int_equal(tu_counter_wait(&fast, 20, 30000), 20);
     assert_int_equal(fast.ok, 20);
-    assert_true(tu_now_ms() - t0 < TU_MS(300)); /* before the get's deadline */
-    assert_int_equal(slow.total, 0);
-    assert_int_equal(tu_counter_wait(&slow, 1, 5000), 1);
+    assert_int_equal(held.total, 0);
+    int64_t t0 = tu_now_ms();
+    assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_count_cb, &timed), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&timed, 1, 30000), 1);
     int64_t took = tu_now_ms() - t0;
-    assert_int_equal(tu_counter_errors(&slow, MOMENTO_ERR_TIMEOUT), 1);
-    assert_true(took >= TU_MS(300) - 5 && took <= TU_MS(300) + TU_MS(50)); /* within 50 ms */
-    momento_client_free(c);
-    tu_counter_destroy(&slow);
+    assert_int_equal(tu_counter_errors(&timed, MOMENTO_ERR_TIMEOUT), 1);
+    assert_true(took >= TU_MS(300) - 5);
+    assert_int_equal(held.total, 0);
+    momento_client_free(c); /* ends the held get */
+    assert_int_equal(tu_counter_errors(&held, MOMENTO_ERR_CANCELLED), 1);
+    tu_counter_destroy(&held);
+    tu_counter_destroy(&timed);
     tu_counter_destroy(&fast);
 }
 
@@ -227,11 +240,12 @@ static void test_fixed_timeout_strategy(void **state)
     (void)state;
     momento_config *cfg;
     momento_config_new(&cfg);
-    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(2000));
+    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(60000));
     assert_int_equal(momento_config_set_retry_fixed_timeout(cfg, 3, 0, 100), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_retry_fixed_timeout(cfg, 3, (uint32_t)TU_MS(150), 100), MOMENTO_OK);
-    /* The first two attempts are held past their own 150 ms; the third is not. */
-    const char *h[] = {"delay-ms", "1000", "delay-rpcs", "get", "delay-count", "2"};
+    /* The first two attempts are held for good, so only their own 150 ms
+     * end them; the third is not held. */
+    const char *h[] = {"delay-ms", "999999999", "delay-rpcs", "get", "delay-count", "2"};
     momento_client *c = faulty(cfg, h, 3);
     momento_config_free(cfg);
     momento_local_reset_stats(server);
@@ -241,23 +255,26 @@ static void test_fixed_timeout_strategy(void **state)
     int64_t took = tu_now_ms() - t0;
     assert_int_equal(momento_result_attempts(r), 3);
     momento_result_free(r);
-    /* Two attempt timeouts (150 ms each) and two pauses of 100 ms +/-10%. */
+    /* Two attempt timeouts (150 ms each) and two pauses of 100 ms +/-10%,
+     * a lower bound the timers guarantee. */
     assert_true(took >= 2 * 150 + 2 * 90 - 10);
-    assert_true(took < TU_MS(1500));
     momento_client_free(c);
 
     /* The overall deadline still bounds the whole. */
     momento_config_new(&cfg);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(400));
     momento_config_set_retry_fixed_timeout(cfg, 10, (uint32_t)TU_MS(150), 50);
-    const char *h2[] = {"delay-ms", "5000", "delay-rpcs", "get"};
+    const char *h2[] = {"delay-ms", "999999999", "delay-rpcs", "get"};
     c = faulty(cfg, h2, 2);
     momento_config_free(cfg);
     t0 = tu_now_ms();
     assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_ERR_TIMEOUT);
     took = tu_now_ms() - t0;
-    assert_true(momento_result_attempts(r) >= 2 && momento_result_attempts(r) <= 3);
-    assert_true(took < TU_MS(400) + TU_MS(100));
+    /* Not 10 attempts: a 4th could start 3 x (150 + 45) ms in at the
+     * earliest, past the 400 ms (timers do not fire early); a loaded
+     * machine may make fewer. And not before the deadline. */
+    assert_true(momento_result_attempts(r) >= 1 && momento_result_attempts(r) <= 3);
+    assert_true(took >= TU_MS(400) - 5);
     momento_result_free(r);
     momento_client_free(c);
 }
@@ -283,13 +300,12 @@ static void test_free_ends_a_waiting_retry(void **state)
     assert_int_equal(momento_local_rpc_count(server, "Get", 14), 1);
     usleep(100 * 1000);
     assert_int_equal(k.total, 0);
-    int64_t t0 = tu_now_ms();
     momento_client_free(c);
-    int64_t took = tu_now_ms() - t0;
+    /* CANCELLED: the free ended the wait. Had it waited for the retry, the
+     * retry (error-count 1 is used up) would have answered OK. */
     assert_int_equal(k.total, 1);
     assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_CANCELLED), 1);
-    /* Well before the retry was due (27 s at the earliest). */
-    assert_true(took < 10000);
+    assert_int_equal(momento_local_rpc_count(server, "Get", -1), 1);
     tu_counter_destroy(&k);
 }
 
@@ -299,7 +315,7 @@ static void test_coalesced_waiters_time_out_once(void **state)
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(300));
-    const char *h[] = {"delay-ms", "3000", "delay-rpcs", "get"};
+    const char *h[] = {"delay-ms", "999999999", "delay-rpcs", "get"}; /* only deadlines end them */
     momento_client *c = faulty(cfg, h, 2);
     momento_config_free(cfg);
     momento_coalescer *co;
@@ -308,7 +324,7 @@ static void test_coalesced_waiters_time_out_once(void **state)
     tu_counter_init(&k);
     for (int i = 0; i < 15; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
-    assert_int_equal(tu_counter_wait(&k, 15, 5000), 15);
+    assert_int_equal(tu_counter_wait(&k, 15, 30000), 15);
     momento_coalescer_free(co);
     /* The free waits for every callback, so none can come after it: a
      * duplicate would have been counted by now. */
@@ -329,31 +345,31 @@ static void test_server_stop_and_restart(void **state)
 
     momento_local_stop(server);
     server = NULL;
-    /* Down: calls fail fast, plain and coalesced alike, each waiter once. */
-    int64_t t0 = tu_now_ms();
+    /* Down: calls fail fast (UNAVAILABLE, not TIMEOUT), plain and
+     * coalesced alike, each waiter once. */
     assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
-    assert_true(tu_now_ms() - t0 < TU_MS(2000));
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 10; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
-    assert_int_equal(tu_counter_wait(&k, 10, 5000), 10);
+    assert_int_equal(tu_counter_wait(&k, 10, 30000), 10);
     assert_int_equal(k.total, 10);
     assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_SERVER_UNAVAILABLE), 10);
 
     /* Back on the same port (empty: a new process would be too). */
     server = start_on(port);
     assert_non_null(server);
-    t0 = tu_now_ms();
+    /* The same client recovers: tried until it does (gRPC's reconnect
+     * backoff decides when), a minute at most. */
+    int64_t t0 = tu_now_ms();
     int rc = -1;
-    while (tu_now_ms() - t0 < TU_MS(5000)) {
+    while (tu_now_ms() - t0 < TU_MS(60000)) {
         rc = momento_set_sync(c, "c", "k", 1, "again", 5, 0, NULL, NULL);
         if (rc == MOMENTO_OK)
             break;
         usleep(50 * 1000);
     }
-    assert_int_equal(rc, MOMENTO_OK); /* the same client recovered */
-    assert_true(tu_now_ms() - t0 < TU_MS(4000));
+    assert_int_equal(rc, MOMENTO_OK);
     assert_int_equal(momento_coalescing_get_sync(co, "c", "k", 1, NULL, NULL), MOMENTO_OK);
     momento_coalescer_free(co);
     /* The free waits for every callback, so none can come after it: a
@@ -404,19 +420,22 @@ static void test_restart_mid_load(void **state)
     memset(&l, 0, sizeof(l));
     tu_counter_init(&l.done);
     l.client = tu_client(server, NULL);
+    /* Each phase ends once its outcome was seen, not after a fixed time
+     * (a loaded machine may need longer to connect, or to reconnect after
+     * gRPC's backoff); a minute each at most. */
     for (int i = 0; i < 4; i++)
         load_submit(&l);
-    usleep((useconds_t)TU_MS(1000) * 1000);
+    tu_wait_until(atomic_load(&l.ok_before) > 0, 60000);
     atomic_store(&l.phase, 1);
     momento_local_stop(server);
     server = NULL;
-    usleep((useconds_t)TU_MS(1000) * 1000);
+    tu_wait_until(atomic_load(&l.err_during) > 0, 60000);
     server = start_on(port);
     assert_non_null(server);
     atomic_store(&l.phase, 2);
-    usleep((useconds_t)TU_MS(3000) * 1000);
+    tu_wait_until(atomic_load(&l.ok_after) > 0, 60000);
     atomic_store(&l.stop, true);
-    assert_int_equal(tu_counter_wait(&l.done, 4, 10000), 4);
+    assert_int_equal(tu_counter_wait(&l.done, 4, 30000), 4);
     assert_true(atomic_load(&l.ok_before) > 0);
     assert_true(atomic_load(&l.err_during) > 0);  /* the gap was seen... */
     assert_true(atomic_load(&l.ok_after) > 0);    /* ...and recovered from */
