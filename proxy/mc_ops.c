@@ -191,9 +191,20 @@ typedef struct get_op {
     bool want_cas;
 } get_op;
 
+/* memcached has no types: a key holding a collection (made through the
+ * RESP port), which fails a get with FAILED_PRECONDITION, holds nothing a
+ * memcached client can read, as a value shorter than the flags does -
+ * both are misses (issue 46). */
+static bool other_type(const momento_result *res)
+{
+    return momento_result_error(res) == MOMENTO_ERR_FAILED_PRECONDITION;
+}
+
 void mc_get_result(px_backend *b, const momento_result *res, bool want_cas, mc_result *out)
 {
     *out = (mc_result){.status = MC_MISS, .message = ""};
+    if (other_type(res))
+        return;
     if (momento_result_error(res) != MOMENTO_OK) {
         mc_result_failed(b, out, 0, res);
         return;
@@ -272,7 +283,10 @@ static void on_gat_get(const momento_result *res, void *ud)
 {
     mc_op *op = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
-        keep_failure(op, 0, res);
+        /* A key of another type is a miss; the TTL update beside the get
+         * still touches it, as touch does. */
+        if (!other_type(res))
+            keep_failure(op, 0, res);
     } else if (momento_result_is_hit(res)) {
         size_t n, hn;
         const void *v = momento_result_value(res, &n);

@@ -89,7 +89,9 @@ void mc_delete(px_backend *b, px_str key, uint64_t cas, bool check, mc_done done
 void mc_touch(px_backend *b, px_str key, mc_ttl ttl, mc_done done, void *ud);
 
 /* MC_HIT or MC_MISS; want_cas: the unique too (a get with hash, which the
- * coalescer does not share). */
+ * coalescer does not share). A key memcached cannot read - a value shorter
+ * than the flags, a collection made through the RESP port - is a miss, as
+ * it is to gat and to the text protocol's get of many keys. */
 void mc_get(px_backend *b, px_str key, bool want_cas, mc_done done, void *ud);
 
 /* mc_get's two halves, for a caller with a context of its own to pass

@@ -2,6 +2,7 @@
  * request for a get of many keys, duplicate keys asked once, values
  * answered in request order) and the answers of the others. */
 #include "mc_proto.h"
+#include "multiget.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,30 +290,17 @@ static void on_single(const mc_result *res, void *ud)
     mget_free(g);
 }
 
-/* A get of many: one GetBatch, answered from its items. */
-static void on_batch(const momento_result *res, void *ud)
+/* A get of many: one GetBatch, each key answered from its item or its
+ * get alone (multiget.h), as a one-key get answers it. */
+static void on_batch(const momento_result *const *items, size_t n, void *ud)
 {
     mget *g = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        mc_result f;
-        mc_result_failed(g->b, &f, 0, res);
-        keep_fail(g, &f);
-        mget_answer(g);
-        return;
-    }
-    for (size_t i = 0; i < g->nu && !g->failed; i++) {
-        const momento_result *it = momento_result_item(res, i);
-        if (momento_result_error(it) != MOMENTO_OK) {
-            mc_result f;
-            mc_result_failed(g->b, &f, 0, it);
-            keep_fail(g, &f);
-            break;
-        }
-        size_t n;
-        const void *v = momento_result_value(it, &n);
-        mc_result hit = {.status = MC_HIT, .message = ""};
-        if (momento_result_is_hit(it) && mc_value_decode(v, n, &hit.flags, &hit.data, &hit.len) &&
-            !slot_fill(&g->slots[i], &hit)) {
+    for (size_t i = 0; i < n && !g->failed; i++) {
+        mc_result res;
+        mc_get_result(g->b, items[i], false, &res);
+        if (res.status == MC_FAILED || res.status == MC_TOO_LARGE) {
+            keep_fail(g, &res);
+        } else if (res.status == MC_HIT && !slot_fill(&g->slots[i], &res)) {
             mc_result oom = {.status = MC_FAILED, .error = MOMENTO_ERR_NO_MEMORY,
                              .message = "out of memory"};
             keep_fail(g, &oom);
@@ -442,19 +430,7 @@ static void run_get(px_reply *r, px_backend *b, const mc_text_cmd *cmd)
         return;
     }
     if (cmd->kind == MC_T_GET) {
-        const void **keys = malloc(g->nu * sizeof(*keys));
-        size_t *lens = malloc(g->nu * sizeof(*lens));
-        int rc = MOMENTO_ERR_NO_MEMORY;
-        if (keys && lens) {
-            for (size_t i = 0; i < g->nu; i++) {
-                keys[i] = g->ukeys[i].p;
-                lens[i] = g->ukeys[i].n;
-            }
-            rc = momento_get_batch(b->client, b->cache, (const void *const *)keys, lens, g->nu,
-                                   NULL, on_batch, g);
-        }
-        free(keys);
-        free(lens);
+        int rc = px_multiget(b, g->ukeys, g->nu, on_batch, g);
         if (rc == MOMENTO_OK) {
             b->stats.backend_calls++;
         } else {

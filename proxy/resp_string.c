@@ -5,6 +5,7 @@
  * writes: read the old value, then write only if it is still that value
  * (set-if-equal) or still absent (set-if-absent), and start again if
  * another writer came between (a bounded number of times). */
+#include "multiget.h"
 #include "resp.h"
 
 #include <stdlib.h>
@@ -460,26 +461,22 @@ static void cmd_getdel(px_reply *r, int argc, const px_str *argv)
 
 /* ---- MGET, MSET ---- */
 
-static void on_mget(const momento_result *res, void *ud)
+/* Each key's answer, from its item of the batch or its get alone
+ * (multiget.h). A key of another type reads as nil, as in Redis's MGET.
+ * Any other failure of a key is the command's: Redis's MGET never answers
+ * in part, and a nil would say the key is absent. */
+static void on_mget(const momento_result *const *items, size_t n, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
-        return;
-    }
-    size_t n = momento_result_item_count(res);
-    /* One key's failure is the command's: no partial answers. A key of
-     * another type reads as nil, as in Redis's MGET. */
     for (size_t i = 0; i < n; i++) {
-        const momento_result *it = momento_result_item(res, i);
-        if (momento_result_error(it) != MOMENTO_OK && !resp_is_wrongtype(it)) {
-            resp_momento_error(r, 0, it);
+        if (momento_result_error(items[i]) != MOMENTO_OK && !resp_is_wrongtype(items[i])) {
+            resp_momento_error(r, 0, items[i]);
             return;
         }
     }
     resp_array(r, (long long)n);
     for (size_t i = 0; i < n; i++) {
-        const momento_result *it = momento_result_item(res, i);
+        const momento_result *it = items[i];
         bool hit = momento_result_error(it) == MOMENTO_OK && momento_result_is_hit(it);
         count_read(r, hit);
         if (hit) {
@@ -496,24 +493,7 @@ static void on_mget(const momento_result *res, void *ud)
 static void cmd_mget(px_reply *r, int argc, const px_str *argv)
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
-    size_t n = (size_t)argc - 1;
-    const void **keys = malloc(n * sizeof(*keys));
-    size_t *lens = malloc(n * sizeof(*lens));
-    if (!keys || !lens) {
-        free(keys);
-        free(lens);
-        resp_end_error(r, "ERR out of memory");
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        keys[i] = argv[i + 1].p;
-        lens[i] = argv[i + 1].n;
-    }
-    int rc = momento_get_batch(b->client, b->cache, (const void *const *)keys, lens, n, NULL,
-                               on_mget, r);
-    free(keys);
-    free(lens);
-    resp_submitted(r, rc);
+    resp_submitted(r, px_multiget(b, argv + 1, (size_t)argc - 1, on_mget, r));
 }
 
 static void on_mset(const momento_result *res, void *ud)
