@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ struct tu_fake {
     int delay_ms;
     atomic_bool stopping;
     atomic_size_t calls, messages;
+    atomic_size_t hold_from; /* SIZE_MAX: no hold */
+    atomic_bool released;
     char endpoint[64];
 };
 
@@ -56,6 +59,9 @@ static void answer(tu_fake *f, grpc_call *call, size_t index)
 {
     for (int waited = 0; waited < f->delay_ms && !atomic_load(&f->stopping); waited += 10)
         usleep(10 * 1000);
+    while (index >= atomic_load(&f->hold_from) && !atomic_load(&f->released) &&
+           !atomic_load(&f->stopping))
+        usleep(1000);
     grpc_op op;
     memset(&op, 0, sizeof(op));
     op.op = GRPC_OP_SEND_INITIAL_METADATA;
@@ -133,6 +139,7 @@ tu_fake *tu_fake_start(tu_fake_msg_fn fn, void *arg, int delay_ms)
     f->fn = fn;
     f->arg = arg;
     f->delay_ms = delay_ms;
+    atomic_store(&f->hold_from, SIZE_MAX);
     f->server = grpc_server_create(NULL, NULL);
     f->cq = grpc_completion_queue_create_for_next(NULL);
     grpc_server_register_completion_queue(f->server, f->cq, NULL);
@@ -149,6 +156,17 @@ tu_fake *tu_fake_start(tu_fake_msg_fn fn, void *arg, int delay_ms)
 const char *tu_fake_endpoint(const tu_fake *f)
 {
     return f->endpoint;
+}
+
+void tu_fake_hold_from(tu_fake *f, size_t call)
+{
+    atomic_store(&f->released, false);
+    atomic_store(&f->hold_from, call);
+}
+
+void tu_fake_release(tu_fake *f)
+{
+    atomic_store(&f->released, true);
 }
 
 size_t tu_fake_calls(tu_fake *f)

@@ -21,6 +21,12 @@ typedef bool (*tu_fake_msg_fn)(void *arg, size_t call, size_t i, grpc_slice *msg
 /* Starts a fake on 127.0.0.1 (free port) that waits `delay_ms` before each
  * reply. Aborts the test on failure. */
 tu_fake *tu_fake_start(tu_fake_msg_fn fn, void *arg, int delay_ms);
+/* From now on, the replies to calls with index >= `call` wait (after the
+ * delay) until tu_fake_release(), or until the fake stops: a reply that
+ * comes only after something the test does, so that what the test checks
+ * meanwhile is order, not time. */
+void tu_fake_hold_from(tu_fake *f, size_t call);
+void tu_fake_release(tu_fake *f);
 /* "127.0.0.1:port", for momento_credentials_local(). */
 const char *tu_fake_endpoint(const tu_fake *f);
 /* Calls answered so far, and messages sent in all. */

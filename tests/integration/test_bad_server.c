@@ -103,9 +103,7 @@ static void test_reply_trailers(void **state)
 {
     (void)state;
     hits_per_reply = 1;
-    /* Each reply waits 300 ms, long enough for the coalesced gets to
-     * share one call. */
-    tu_fake *f = tu_fake_start(hits, NULL, (int)TU_MS(300));
+    tu_fake *f = tu_fake_start(hits, NULL, 0);
     trailer_seen ts = {.call = 0};
     tu_counter_init(&ts.k);
     momento_config *cfg;
@@ -124,13 +122,18 @@ static void test_reply_trailers(void **state)
     assert_int_equal(tu_counter_wait(&ts.k, 1, (int)TU_MS(10000)), 1);
     assert_int_equal(ts.hook_ok, 1);
 
-    /* Three coalesced waiters of one call: each sees that call's. */
+    /* Three coalesced waiters of one call: each sees that call's. The
+     * fake holds the call's reply until all three are in, so they share
+     * it on any machine. */
     ts.call = 1;
+    tu_fake_hold_from(f, 1);
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     for (int i = 0; i < 3; i++)
         assert_int_equal(momento_coalescing_get(co, "c", MOMENTO_STR("k"), NULL, trailer_cb, &ts),
                          MOMENTO_OK);
+    tu_wait_until(tu_fake_calls(f) >= 2, 30000);
+    tu_fake_release(f);
     assert_int_equal(tu_counter_wait(&ts.k, 4, (int)TU_MS(10000)), 4);
     assert_int_equal(ts.hook_ok, 4);
     assert_int_equal(tu_fake_calls(f), 2);
@@ -187,12 +190,19 @@ static void expect_call_cb(const momento_result *r, void *ud)
 static void test_batched_reply_trailers(void **state)
 {
     (void)state;
-    tu_fake *f = tu_fake_start(one_then_two, NULL, (int)TU_MS(300));
+    tu_fake *f = tu_fake_start(one_then_two, NULL, 0);
+    /* The first get's reply waits until the next two are queued behind
+     * it, whatever the machine's speed. */
+    tu_fake_hold_from(f, 0);
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
     /* One RPC in flight is enough to queue: the next two wait for it. */
     assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1u << 20), MOMENTO_OK);
+    /* Connected before the first get: calls started while a channel
+     * connects go out in any order, and the fake numbers calls as they
+     * come. */
+    assert_int_equal(momento_config_set_eager_connect(cfg, (uint32_t)TU_MS(30000)), MOMENTO_OK);
     momento_credentials *creds;
     assert_int_equal(momento_credentials_local(&creds, tu_fake_endpoint(f)), MOMENTO_OK);
     momento_client *c;
@@ -208,6 +218,10 @@ static void test_batched_reply_trailers(void **state)
                      MOMENTO_OK);
     assert_int_equal(momento_get(c, "c", MOMENTO_STR("d"), NULL, expect_call_cb, &e[2]),
                      MOMENTO_OK);
+    /* Released once the fake has the first get (in flight, so the other
+     * two are queued behind it). */
+    tu_wait_until(tu_fake_calls(f) >= 1, 30000);
+    tu_fake_release(f);
     assert_int_equal(tu_counter_wait(&k, 3, (int)TU_MS(10000)), 3);
     for (int i = 0; i < 3; i++)
         assert_true(e[i].ok);
@@ -263,7 +277,8 @@ static void test_batch_reply_count_is_checked(void **state)
 
 /* ---- ListCaches: one deadline, and no endless paging ---------------- */
 
-typedef enum { SAME_TOKEN, NEW_TOKENS } token_mode;
+/* THREE_PAGES: new tokens on the first two pages, none on the third. */
+typedef enum { SAME_TOKEN, NEW_TOKENS, THREE_PAGES } token_mode;
 
 static bool page(void *arg, size_t call, size_t i, grpc_slice *msg)
 {
@@ -273,6 +288,8 @@ static bool page(void *arg, size_t call, size_t i, grpc_slice *msg)
     char name[32], token[32];
     snprintf(name, sizeof(name), "cache-%zu", call);
     snprintf(token, sizeof(token), mode == SAME_TOKEN ? "again" : "t%zu", call);
+    if (mode == THREE_PAGES && call >= 2)
+        token[0] = '\0';
     ControlClient__Cache cache = CONTROL_CLIENT____CACHE__INIT;
     cache.cache_name = name;
     ControlClient__Cache *caches[1] = {&cache};
@@ -320,21 +337,41 @@ static void test_endless_pages_are_capped(void **state)
 static void test_listing_has_one_deadline(void **state)
 {
     (void)state;
-    token_mode mode = NEW_TOKENS;
-    /* Each page takes 400 ms; the client's timeout is 1 s: the third page
-     * would end past it, and so the listing ends at 1 s, not 3 x 1 s. */
-    tu_fake *f = tu_fake_start(page, &mode, (int)TU_MS(400));
-    momento_client *c = client_for(f, (uint32_t)TU_MS(1000));
+    /* Three pages of 600 ms each against a 1 s timeout: one deadline for
+     * the listing ends it in the second page (TIMEOUT, the third page never
+     * asked for), where a deadline per page would let all three through
+     * (OK). The pages' 1.8 s are a lower bound (the fake sleeps them), so
+     * no machine's load can make the listing fit. */
+    token_mode mode = THREE_PAGES;
+    tu_fake *f = tu_fake_start(page, &mode, 600);
+    momento_client *c = client_for(f, 1000);
     int64_t t0 = tu_now_ms();
     momento_result *r;
     assert_int_equal(momento_list_caches_sync(c, NULL, &r), MOMENTO_ERR_TIMEOUT);
     int64_t took = tu_now_ms() - t0;
     momento_result_free(r);
-    assert_true(took >= TU_MS(1000) - 50);
-    assert_true(took < TU_MS(1000) + TU_MS(400)); /* the deadline, not a page later */
-    assert_true(tu_fake_calls(f) <= 3);
+    assert_true(took >= 1000 - 50); /* not before the deadline */
+    assert_true(tu_fake_calls(f) <= 2);
     momento_client_free(c);
     tu_fake_stop(f);
+
+    /* The deadline, not a page later: the second page is held until the
+     * test releases it, and the listing ends (TIMEOUT) while it is still
+     * held - the fake has sent the first page's message and no other. */
+    mode = NEW_TOKENS;
+    f = tu_fake_start(page, &mode, 0);
+    tu_fake_hold_from(f, 1);
+    c = client_for(f, 1000);
+    tu_counter k;
+    tu_counter_init(&k);
+    assert_int_equal(momento_list_caches(c, NULL, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&k, 1, (int)TU_MS(60000)), 1);
+    assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_TIMEOUT), 1);
+    assert_int_equal(tu_fake_messages(f), 1);
+    tu_fake_release(f);
+    momento_client_free(c);
+    tu_fake_stop(f);
+    tu_counter_destroy(&k);
 }
 
 int main(void)
