@@ -267,8 +267,11 @@ static bool cancelled_reach(momento_local *s, uint64_t n, int ms)
     return momento_local_cancelled_calls(s, "Get") >= n;
 }
 
-/* A deadline, and a cancel token, end a held get at once on the client and
- * tell the server with a cancel frame, which drops the command. */
+/* A deadline, and a cancel token, end a held get on the client and tell
+ * the server with a cancel frame, which drops the command. The server holds
+ * the gets for a minute, so TIMEOUT and CANCELLED are the deadline's and
+ * the cancel's doing however slow the machine; a timeout comes no earlier
+ * than its deadline (a timer cannot fire early). */
 static void test_deadline_and_cancel_tell_the_server(void **state)
 {
     (void)state;
@@ -284,9 +287,9 @@ static void test_deadline_and_cancel_tell_the_server(void **state)
     int64_t t0 = tu_now_ms();
     assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, &r), MOMENTO_ERR_TIMEOUT);
     int64_t took = tu_now_ms() - t0;
-    assert_true(took >= 290 && took < TU_MS(2000));
+    assert_true(took >= 290);
     momento_result_free(r);
-    assert_true(cancelled_reach(s, 1, 3000));
+    assert_true(cancelled_reach(s, 1, 20000));
 
     momento_cancel_token *tok;
     assert_int_equal(momento_cancel_token_new(&tok), MOMENTO_OK);
@@ -295,12 +298,10 @@ static void test_deadline_and_cancel_tell_the_server(void **state)
     tu_counter_init(&k);
     assert_int_equal(momento_get(c, "c", "k", 1, &oc, tu_count_cb, &k), MOMENTO_OK);
     tu_wait_pause(0);
-    t0 = tu_now_ms();
     momento_cancel(tok);
-    assert_int_equal(tu_counter_wait(&k, 1, 3000), 1);
-    assert_true(tu_now_ms() - t0 < TU_MS(1000));
+    assert_int_equal(tu_counter_wait(&k, 1, 20000), 1);
     assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_CANCELLED), 1);
-    assert_true(cancelled_reach(s, 2, 3000));
+    assert_true(cancelled_reach(s, 2, 20000));
     momento_cancel_token_free(tok);
     tu_counter_destroy(&k);
     /* The connection is still good. */
@@ -335,9 +336,9 @@ static void test_free_with_requests_in_flight(void **state)
                              MOMENTO_OK);
     }
     tu_wait_pause(100);
-    int64_t t0 = tu_now_ms();
     momento_client_free(c);
-    assert_true(tu_now_ms() - t0 < TU_MS(2000));
+    /* All CANCELLED: the free ended them; waiting for the server would
+     * have taken the minute it holds them and answered OK. */
     assert_int_equal(k.total, N);
     assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_CANCELLED), N);
     tu_counter_destroy(&k);
@@ -371,14 +372,15 @@ static void test_reconnects(void **state)
     assert_int_equal(momento_local_options_set_port(o, port), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_protosocket_port(o, ps_port), MOMENTO_OK);
     s = NULL;
-    int64_t until = tu_now_ms() + 10000;
+    int64_t until = tu_now_ms() + 30000;
     while (momento_local_start(&s, o) != MOMENTO_OK && tu_now_ms() < until)
         tu_wait_pause(100); /* the old sockets may linger a moment */
     momento_local_options_free(o);
     assert_non_null(s);
 
-    /* Back within the longest backoff (5 s) and a connect. */
-    until = tu_now_ms() + TU_MS(10000);
+    /* Back by itself: tried until it is (the longest backoff is 5 s), with
+     * a minute's watchdog, not a bound on how soon. */
+    until = tu_now_ms() + TU_MS(60000);
     do {
         rc = momento_set_sync(c, "c", "k2", 2, "w", 1, 0, NULL, NULL);
         if (rc != MOMENTO_OK)
