@@ -356,9 +356,18 @@ static void test_round_trip(void **state)
 
     ps_command ttl = cmd_set(7, "c", "brief", "x");
     ttl.ttl_ms = 100;
+    int64_t t0 = tu_now_ms();
     expect(c, ttl, PS_SET, 0);
-    expect(c, cmd_get(8, "c", "brief"), PS_GET, 0);
-    usleep(250 * 1000);
+    /* A hit while the TTL cannot have run out; on a machine too loaded for
+     * that, a miss is right too. */
+    ps_command get_brief = cmd_get(8, "c", "brief");
+    send_cmd(c, &get_brief);
+    recv_resp(c, &r, &keep);
+    assert_int_equal(r.id, 8);
+    if (tu_now_ms() - t0 < 100)
+        assert_int_equal(r.kind, PS_GET);
+    free(keep);
+    usleep(250 * 1000); /* past the TTL on any machine: a miss */
     expect(c, cmd_get(9, "c", "brief"), PS_ERROR, 5);
     conn_close(c);
     momento_local_stop(s);
@@ -467,17 +476,17 @@ static void test_pipelined(void **state)
     momento_local_stop(s);
 }
 
-/* A delayed command holds nothing back: the command after it on the same
- * connection, and another connection's, are answered first; it is
- * answered after its delay, with its injected error when it has one. */
+/* A delayed command holds nothing back: held for a minute, the command
+ * after it on the same connection, and another connection's, are answered
+ * while it is still held (order, not time); its connection closing drops
+ * it. A short delay ends in its answer, with its injected error, no sooner
+ * than the delay (the server's timer cannot fire early). */
 static void test_delay_holds_nothing_back(void **state)
 {
     (void)state;
     momento_local *s = ps_server();
     conn *c = ps_open(s), *other = ps_open(s);
-    int delay = (int)TU_MS(400);
-    assert_int_equal(momento_local_protosocket_fault(s, "get", 14, (uint32_t)delay, 1), MOMENTO_OK);
-    int64_t t0 = tu_now_ms();
+    assert_int_equal(momento_local_protosocket_fault(s, "get", 14, 60000, 1), MOMENTO_OK);
     ps_command two[] = {cmd_get(1, "c", "k"), cmd_set(2, "c", "k", "v")};
     send_cmds(c, two, 2);
     expect(other, cmd_set(3, "c", "k2", "w"), PS_SET, 0);
@@ -486,12 +495,18 @@ static void test_delay_holds_nothing_back(void **state)
     recv_resp(c, &r, &keep);
     assert_int_equal(r.id, 2); /* the later command's answer first */
     free(keep);
-    recv_resp(c, &r, &keep);
-    assert_int_equal(r.id, 1);
-    assert_int_equal(r.kind, PS_ERROR);
-    assert_int_equal(r.code, 14);
+    assert_int_equal(momento_local_parked_calls(s), 1);
+    conn_close(c);
+    tu_wait_until(momento_local_parked_calls(s) == 0, 20000);
+    assert_int_equal(momento_local_parked_calls(s), 0);
+    assert_int_equal(momento_local_rpc_count(s, "Get", 14), 0);
+
+    int delay = (int)TU_MS(100);
+    assert_int_equal(momento_local_protosocket_fault(s, "get", 14, (uint32_t)delay, 1), MOMENTO_OK);
+    c = ps_open(s);
+    int64_t t0 = tu_now_ms();
+    expect(c, cmd_get(4, "c", "k"), PS_ERROR, 14);
     assert_true(tu_now_ms() - t0 >= delay);
-    free(keep);
     assert_int_equal(momento_local_rpc_count(s, "Get", 14), 1);
     assert_int_equal(momento_local_parked_calls(s), 0);
     conn_close(other);
@@ -506,15 +521,15 @@ static void test_cancel(void **state)
     (void)state;
     momento_local *s = ps_server();
     conn *c = ps_open(s);
-    assert_int_equal(momento_local_protosocket_fault(s, "get", -1, 5000, 1), MOMENTO_OK);
+    assert_int_equal(momento_local_protosocket_fault(s, "get", -1, 60000, 1), MOMENTO_OK);
     send_cmd(c, &(ps_command){.id = 9, .control = PS_CONTROL_CANCEL}); /* nothing held */
     ps_command get = cmd_get(7, "c", "k");
     send_cmd(c, &get);
-    tu_wait_until(momento_local_parked_calls(s) == 1, 2000);
+    tu_wait_until(momento_local_parked_calls(s) == 1, 20000);
     assert_int_equal(momento_local_parked_calls(s), 1);
     send_cmd(c, &(ps_command){.id = 7, .control = PS_CONTROL_CANCEL});
     expect(c, cmd_get(8, "c", "k"), PS_ERROR, 5); /* the rule's one command is gone */
-    tu_wait_until(momento_local_cancelled_calls(s, "Get") == 1, 2000);
+    tu_wait_until(momento_local_cancelled_calls(s, "Get") == 1, 20000);
     assert_int_equal(momento_local_cancelled_calls(s, "Get"), 1);
     assert_int_equal(momento_local_rpc_count(s, "Get", 1), 1);
     assert_int_equal(momento_local_parked_calls(s), 0);
@@ -536,19 +551,19 @@ static void test_close_and_stop_with_held(void **state)
     assert_int_equal(momento_local_protosocket_fault(s, "set", -1, 60000, 2), MOMENTO_OK);
     ps_command set = cmd_set(1, "c", "k", "v");
     send_cmd(c, &set);
-    tu_wait_until(momento_local_parked_calls(s) == 1, 2000);
+    tu_wait_until(momento_local_parked_calls(s) == 1, 20000);
     conn_close(c);
-    tu_wait_until(momento_local_cancelled_calls(s, "Set") == 1, 2000);
+    tu_wait_until(momento_local_cancelled_calls(s, "Set") == 1, 20000);
     assert_int_equal(momento_local_cancelled_calls(s, "Set"), 1);
     assert_int_equal(momento_local_parked_calls(s), 0);
 
     c = ps_open(s);
     set.id = 2;
     send_cmd(c, &set);
-    tu_wait_until(momento_local_parked_calls(s) == 1, 2000);
-    int64_t t0 = tu_now_ms();
+    tu_wait_until(momento_local_parked_calls(s) == 1, 20000);
+    /* The answer is UNAVAILABLE, not the set's own after its minute: the
+     * stop did not wait for the delay. */
     momento_local_stop(s);
-    assert_true(tu_now_ms() - t0 < TU_MS(3000));
     ps_response r;
     uint8_t *keep = NULL;
     recv_resp(c, &r, &keep);
@@ -634,13 +649,18 @@ static void test_stats_and_rate(void **state)
     expect(c, cmd_get(3, "c", "missing"), PS_ERROR, 5);
     expect(c, cmd_delete(4, "c", "k"), PS_ERROR, 13);
     expect(c, cmd_delete(5, "c", "k"), PS_DELETE, 0);
-    /* Past the fifth operation in a second, refused as on gRPC. */
+    /* Past the fifth operation in a second, refused as on gRPC. Twelve
+     * sent at once, so they reach the server together: however slow the
+     * machine, no two one-second windows (ten operations) take them all. */
     ps_response r;
     uint8_t *keep = NULL;
     int limited = 0;
+    ps_command burst[12];
+    for (int i = 0; i < 12; i++)
+        burst[i] = (ps_command){.id = 10 + (uint64_t)i, .kind = PS_GET, .ns = str("c"),
+                                .key = str("k")};
+    send_cmds(c, burst, 12);
     for (int i = 0; i < 12; i++) {
-        send_cmd(c, &(ps_command){.id = 10 + (uint64_t)i, .kind = PS_GET, .ns = str("c"),
-                                  .key = str("k")});
         recv_resp(c, &r, &keep);
         if (r.kind == PS_ERROR && r.code == 8)
             limited++;
