@@ -7,6 +7,13 @@
  * touched or in one piece after it, and calls.c sends the messages
  * buffered, in as few writes as gRPC allows.
  *
+ * A key holding a collection is not a bad item: like a Get of it alone, it
+ * is that key's own failure, answered in its place in the stream as a
+ * _GetResponse{result: Invalid, message} while the other keys are answered
+ * as usual (docs/protocol.md "Errors momento-local returns": the official
+ * SDKs read such a response as that item's error; which failures Momento
+ * answers so is inferred).
+ *
  * The dispatcher hands these two RPCs their request's wire bytes
  * (srv_get_batch_wire, srv_set_batch_wire), read here in place: protobuf-c
  * would allocate every item and copy every key and value (two allocations
@@ -21,9 +28,28 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Batches up to this many keys keep the items found on the stack. */
 #define FOUND_ON_STACK 64
+
+/* The answer for a key of another type: _GetResponse{result: Invalid,
+ * message}, packed as protobuf-c packs it (proto3 leaves the zero `result`
+ * out: field 3, length, the text). The text is the single Get's
+ * FAILED_PRECONDITION message (srv_reply_wrong_type(), reply.c); a test
+ * holds the two together. */
+#define WRONG_TYPE_TEXT "The stored type for this key is not compatible with this operation"
+#define WRONG_TYPE_LEN (sizeof(WRONG_TYPE_TEXT) - 1)
+_Static_assert(WRONG_TYPE_LEN < 0x80, "the length is one varint byte");
+#define WRONG_TYPE_SIZE (2 + WRONG_TYPE_LEN)
+
+static uint8_t *pack_wrong_type(uint8_t *p)
+{
+    *p++ = 0x1a;
+    *p++ = (uint8_t)WRONG_TYPE_LEN;
+    memcpy(p, WRONG_TYPE_TEXT, WRONG_TYPE_LEN);
+    return p + WRONG_TYPE_LEN;
+}
 
 /* ---- reading the items ---------------------------------------------- */
 
@@ -187,6 +213,11 @@ static long long check_all(momento_local *s, batch_items *b, srv_reply *r)
     return ok ? n : -1;
 }
 
+static bool wrong_type(const store_item *it)
+{
+    return it && it->kind != STORE_SCALAR;
+}
+
 static void get_batch(momento_local *s, store_cache *c, batch_items *b, srv_reply *r)
 {
     long long counted = check_all(s, b, r);
@@ -207,21 +238,18 @@ static void get_batch(momento_local *s, store_cache *c, batch_items *b, srv_repl
     int64_t now = store_now_ms();
     size_t bytes = 0;
     batch_item it;
-    bool scalars = true;
     for (size_t i = 0; i < n && items_next(b, &it) > 0; i++) {
         found[i] = store_get(&s->store, c, it.key.data, it.key.len, now);
-        scalars = scalars && (!found[i] || found[i]->kind == STORE_SCALAR);
-        bytes += srv_get_response_size(found[i]);
+        bytes += wrong_type(found[i]) ? WRONG_TYPE_SIZE : srv_get_response_size(found[i]);
         srv_yield();
     }
-    /* A collection among the keys fails the whole batch, as a Get of it
-     * alone would fail. */
-    uint8_t *p = scalars ? srv_reply_block(r, n, bytes) : NULL;
-    if (!scalars)
-        srv_reply_wrong_type(r);
-    /* Every response packed back to back into one allocation. */
+    /* Every response packed back to back into one allocation; a key of
+     * another type is answered in its place, as a Get of it alone would
+     * fail alone. */
+    uint8_t *p = srv_reply_block(r, n, bytes);
     for (size_t i = 0; p && i < n; i++) {
-        uint8_t *end = srv_pack_get_response(p, found[i]);
+        uint8_t *end = wrong_type(found[i]) ? pack_wrong_type(p)
+                                            : srv_pack_get_response(p, found[i]);
         srv_reply_carve(r, (size_t)(end - p));
         p = end;
         srv_yield();
@@ -278,3 +306,4 @@ void srv_set_batch_wire(momento_local *s, store_cache *c, const uint8_t *body, s
     batch_items b = {.set = true, .wire = true, .body = body, .end = body + len, .p = body};
     set_batch(s, c, &b, r);
 }
+

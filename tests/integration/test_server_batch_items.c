@@ -1,0 +1,610 @@
+/* momento-local's batches item by item, and faults scoped to keys.
+ *
+ * a. A GetBatch naming a key of another type (a collection) answers that
+ *    key's item alone, _GetResponse{result: Invalid, message}, and every
+ *    other key as usual, in order; the checks about the request (a bad key,
+ *    undecodable bytes, a reply over 64 MiB) still fail the batch whole.
+ *    Both decode paths (the wire bytes read in place, protobuf-c's unpacked
+ *    request) answer byte for byte the same. A Set and a SetBatch both
+ *    replace a collection.
+ *
+ * Raw gRPC calls throughout (tu_raw_call()), so that the tests read the
+ * wire itself rather than the library's decoding of it. */
+#include "core/srv_faults.h"
+#include "core/srv_reply.h"
+#include "core/srv_server.h"
+#include "rpc/srv_rpc.h"
+#include "testutil.h"
+
+#include "cacheclient.pb-c.h"
+#include "controlclient.pb-c.h"
+
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SCS "/cache_client.Scs/"
+
+enum {
+    ST_OK = 0,
+    ST_INVALID_ARGUMENT = 3,
+    ST_RESOURCE_EXHAUSTED = 8,
+    ST_FAILED_PRECONDITION = 9,
+    ST_UNAVAILABLE = 14,
+};
+
+#define B(str) ((ProtobufCBinaryData){strlen(str), (uint8_t *)(str)})
+
+/* A delay longer than any test: only a cancel or the server's stop ends
+ * it. */
+#define FOREVER_MS "999999999"
+
+/* ---- requests ------------------------------------------------------------ */
+
+/* A GetBatch of `n` keys, packed; the caller frees it. */
+static uint8_t *get_batch_body(const char *const *keys, size_t n, size_t *ret_len)
+{
+    CacheClient__GetRequest items[32], *ptrs[32];
+    assert_true(n <= 32);
+    for (size_t i = 0; i < n; i++) {
+        items[i] = (CacheClient__GetRequest)CACHE_CLIENT____GET_REQUEST__INIT;
+        items[i].cache_key = B(keys[i]);
+        ptrs[i] = &items[i];
+    }
+    CacheClient__GetBatchRequest req = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
+    req.items = ptrs;
+    req.n_items = n;
+    *ret_len = protobuf_c_message_get_packed_size(&req.base);
+    uint8_t *buf = malloc(*ret_len + 1);
+    assert_non_null(buf);
+    protobuf_c_message_pack(&req.base, buf);
+    return buf;
+}
+
+/* A SetBatch of "key=value" items, packed; the caller frees it. */
+static uint8_t *set_batch_body(const char *const *kvs, size_t n, size_t *ret_len)
+{
+    CacheClient__SetRequest items[16], *ptrs[16];
+    char keys[16][64];
+    assert_true(n <= 16);
+    for (size_t i = 0; i < n; i++) {
+        const char *eq = strchr(kvs[i], '=');
+        snprintf(keys[i], sizeof(keys[i]), "%.*s", (int)(eq - kvs[i]), kvs[i]);
+        items[i] = (CacheClient__SetRequest)CACHE_CLIENT____SET_REQUEST__INIT;
+        items[i].cache_key = B(keys[i]);
+        items[i].cache_body = B(eq + 1);
+        items[i].ttl_milliseconds = 600000;
+        ptrs[i] = &items[i];
+    }
+    CacheClient__SetBatchRequest req = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
+    req.items = ptrs;
+    req.n_items = n;
+    *ret_len = protobuf_c_message_get_packed_size(&req.base);
+    uint8_t *buf = malloc(*ret_len + 1);
+    assert_non_null(buf);
+    protobuf_c_message_pack(&req.base, buf);
+    return buf;
+}
+
+/* A request whose only field is field 1, `key`: every scalar and
+ * collection request names its key there. */
+#define KEY_BODY_MAX 1100
+static size_t key_only_body(const char *key, uint8_t *out)
+{
+    size_t n = strlen(key), at = 0;
+    assert_true(n + 3 <= KEY_BODY_MAX);
+    out[at++] = 0x0a;
+    for (size_t v = n; ; v >>= 7) {
+        out[at++] = (uint8_t)(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
+        if (v < 0x80)
+            break;
+    }
+    memcpy(out + at, key, n);
+    return at + n;
+}
+
+/* Raw calls to the server's endpoint with `hdrs` (pairs); the reply is
+ * the caller's to free. */
+static int raw(const char *ep, const char *path, const char *const *hdrs, size_t n,
+               const void *body, size_t len, tu_raw_reply *out)
+{
+    return tu_raw_call(ep, path, hdrs, n, body, len, out);
+}
+
+static int raw_get_batch(const char *ep, const char *const *hdrs, size_t n_hdrs,
+                         const char *const *keys, size_t n, tu_raw_reply *out)
+{
+    size_t len;
+    uint8_t *body = get_batch_body(keys, n, &len);
+    int st = raw(ep, SCS "GetBatch", hdrs, n_hdrs, body, len, out);
+    free(body);
+    return st;
+}
+
+static int raw_set_batch(const char *ep, const char *const *hdrs, size_t n_hdrs,
+                         const char *const *kvs, size_t n, tu_raw_reply *out)
+{
+    size_t len;
+    uint8_t *body = set_batch_body(kvs, n, &len);
+    int st = raw(ep, SCS "SetBatch", hdrs, n_hdrs, body, len, out);
+    free(body);
+    return st;
+}
+
+static const char *const plain[] = {"cache", "c"};
+
+/* A Get without fault headers: 1 hit (its value in `out`), 0 miss, or
+ * -status. */
+static int peek(const char *ep, const char *key, char *out, size_t cap)
+{
+    uint8_t body[KEY_BODY_MAX];
+    tu_raw_reply r;
+    int st = raw(ep, SCS "Get", plain, 1, body, key_only_body(key, body), &r);
+    if (st != 0) {
+        tu_raw_reply_free(&r);
+        return -st;
+    }
+    assert_int_equal(r.n_msgs, 1);
+    CacheClient__GetResponse *g = cache_client____get_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    assert_non_null(g);
+    int ret = g->result == CACHE_CLIENT__ECACHE_RESULT__Hit;
+    if (ret && out) {
+        assert_true(g->cache_body.len < cap);
+        memcpy(out, g->cache_body.data, g->cache_body.len);
+        out[g->cache_body.len] = '\0';
+    }
+    cache_client____get_response__free_unpacked(g, NULL);
+    tu_raw_reply_free(&r);
+    return ret;
+}
+
+/* ---- the keys of every type, on a server and on a bare store ------------- */
+
+/* Unary calls that make one key of each kind: a scalar "hit" (value "v1"),
+ * an empty scalar "empty", a dictionary, a list, a set and a sorted set. */
+static void fill_over_grpc(const char *ep)
+{
+    CacheClient__SetRequest set = CACHE_CLIENT____SET_REQUEST__INIT;
+    set.cache_key = B("hit");
+    set.cache_body = B("v1");
+    assert_int_equal(tu_raw_call_msg(ep, SCS "Set", plain, 1, &set.base, NULL), 0);
+    set.cache_key = B("empty");
+    set.cache_body = B("");
+    assert_int_equal(tu_raw_call_msg(ep, SCS "Set", plain, 1, &set.base, NULL), 0);
+
+    CacheClient__DictionaryFieldValuePair pair = CACHE_CLIENT____DICTIONARY_FIELD_VALUE_PAIR__INIT;
+    CacheClient__DictionaryFieldValuePair *pairs[] = {&pair};
+    pair.field = B("f");
+    pair.value = B("x");
+    CacheClient__DictionarySetRequest ds = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
+    ds.dictionary_name = B("dict");
+    ds.items = pairs;
+    ds.n_items = 1;
+    assert_int_equal(tu_raw_call_msg(ep, SCS "DictionarySet", plain, 1, &ds.base, NULL), 0);
+
+    CacheClient__ListPushBackRequest lp = CACHE_CLIENT____LIST_PUSH_BACK_REQUEST__INIT;
+    lp.list_name = B("list");
+    lp.value = B("x");
+    assert_int_equal(tu_raw_call_msg(ep, SCS "ListPushBack", plain, 1, &lp.base, NULL), 0);
+
+    ProtobufCBinaryData el = B("x");
+    CacheClient__SetUnionRequest su = CACHE_CLIENT____SET_UNION_REQUEST__INIT;
+    su.set_name = B("set");
+    su.elements = &el;
+    su.n_elements = 1;
+    assert_int_equal(tu_raw_call_msg(ep, SCS "SetUnion", plain, 1, &su.base, NULL), 0);
+
+    CacheClient__SortedSetElement ze = CACHE_CLIENT____SORTED_SET_ELEMENT__INIT;
+    CacheClient__SortedSetElement *zes[] = {&ze};
+    ze.value = B("x");
+    ze.score = 1.5;
+    CacheClient__SortedSetPutRequest zp = CACHE_CLIENT____SORTED_SET_PUT_REQUEST__INIT;
+    zp.set_name = B("zset");
+    zp.elements = zes;
+    zp.n_elements = 1;
+    assert_int_equal(tu_raw_call_msg(ep, SCS "SortedSetPut", plain, 1, &zp.base, NULL), 0);
+}
+
+/* The same keys put into a bare store through the table's handlers, for
+ * the decode paths compared in-process. */
+static momento_local *bare_server(void)
+{
+    momento_local *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    store_init(&s->store, 0);
+    s->opts.max_item_bytes = 5u * 1024u * 1024u;
+    assert_int_equal(store_create_cache(&s->store, "c"), 0);
+    return s;
+}
+
+static void bare_server_free(momento_local *s)
+{
+    store_destroy(&s->store);
+    free(s);
+}
+
+static void handle(momento_local *s, srv_handler *h, const ProtobufCMessage *m)
+{
+    srv_reply r = {0};
+    h(s, store_find_cache(&s->store, "c", 1), m, &r);
+    assert_int_equal(r.status, GRPC_STATUS_OK);
+    srv_reply_clear(&r);
+}
+
+static void fill_bare(momento_local *s, size_t big_len)
+{
+    CacheClient__SetRequest set = CACHE_CLIENT____SET_REQUEST__INIT;
+    set.cache_key = B("hit");
+    set.cache_body = B("v1");
+    handle(s, srv_set, &set.base);
+    set.cache_key = B("empty");
+    set.cache_body = B("");
+    handle(s, srv_set, &set.base);
+    if (big_len) {
+        uint8_t *v = malloc(big_len);
+        assert_non_null(v);
+        memset(v, 'b', big_len);
+        set.cache_key = B("big");
+        set.cache_body = (ProtobufCBinaryData){big_len, v};
+        handle(s, srv_set, &set.base);
+        free(v);
+    }
+
+    CacheClient__DictionaryFieldValuePair pair = CACHE_CLIENT____DICTIONARY_FIELD_VALUE_PAIR__INIT;
+    CacheClient__DictionaryFieldValuePair *pairs[] = {&pair};
+    pair.field = B("f");
+    pair.value = B("x");
+    CacheClient__DictionarySetRequest ds = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
+    ds.dictionary_name = B("dict");
+    ds.items = pairs;
+    ds.n_items = 1;
+    handle(s, srv_dictionary_set, &ds.base);
+
+    CacheClient__ListPushBackRequest lp = CACHE_CLIENT____LIST_PUSH_BACK_REQUEST__INIT;
+    lp.list_name = B("list");
+    lp.value = B("x");
+    handle(s, srv_list_push_back, &lp.base);
+
+    ProtobufCBinaryData el = B("x");
+    CacheClient__SetUnionRequest su = CACHE_CLIENT____SET_UNION_REQUEST__INIT;
+    su.set_name = B("set");
+    su.elements = &el;
+    su.n_elements = 1;
+    handle(s, srv_set_union, &su.base);
+
+    CacheClient__SortedSetElement ze = CACHE_CLIENT____SORTED_SET_ELEMENT__INIT;
+    CacheClient__SortedSetElement *zes[] = {&ze};
+    ze.value = B("x");
+    ze.score = 1.5;
+    CacheClient__SortedSetPutRequest zp = CACHE_CLIENT____SORTED_SET_PUT_REQUEST__INIT;
+    zp.set_name = B("zset");
+    zp.elements = zes;
+    zp.n_elements = 1;
+    handle(s, srv_sorted_set_put, &zp.base);
+}
+
+/* ---- a. GetBatch item by item --------------------------------------------- */
+
+static const char *const wrong_type_text =
+    "The stored type for this key is not compatible with this operation";
+
+/* What one streamed _GetResponse must be. */
+typedef enum { HIT_V1, HIT_EMPTY, MISS, WRONG_TYPE } item_want;
+
+static void assert_item(const uint8_t *msg, size_t len, item_want want, size_t i)
+{
+    CacheClient__GetResponse *g = cache_client____get_response__unpack(NULL, len, msg);
+    if (!g)
+        fail_msg("item %zu does not decode", i);
+    switch (want) {
+    case HIT_V1:
+        assert_int_equal(g->result, CACHE_CLIENT__ECACHE_RESULT__Hit);
+        assert_int_equal(g->cache_body.len, 2);
+        assert_memory_equal(g->cache_body.data, "v1", 2);
+        break;
+    case HIT_EMPTY:
+        assert_int_equal(g->result, CACHE_CLIENT__ECACHE_RESULT__Hit);
+        assert_int_equal(g->cache_body.len, 0);
+        break;
+    case MISS:
+        assert_int_equal(g->result, CACHE_CLIENT__ECACHE_RESULT__Miss);
+        break;
+    case WRONG_TYPE: {
+        if (g->result != CACHE_CLIENT__ECACHE_RESULT__Invalid)
+            fail_msg("item %zu: result %d, want Invalid (0)", i, (int)g->result);
+        assert_string_equal(g->message, wrong_type_text);
+        assert_int_equal(g->cache_body.len, 0);
+        /* Byte for byte what protobuf-c packs of the same message. */
+        CacheClient__GetResponse want_msg = CACHE_CLIENT____GET_RESPONSE__INIT;
+        want_msg.result = CACHE_CLIENT__ECACHE_RESULT__Invalid;
+        want_msg.message = (char *)wrong_type_text;
+        uint8_t packed[128];
+        size_t n = protobuf_c_message_get_packed_size(&want_msg.base);
+        assert_true(n <= sizeof(packed));
+        protobuf_c_message_pack(&want_msg.base, packed);
+        assert_int_equal(len, n);
+        assert_memory_equal(msg, packed, n);
+        break;
+    }
+    }
+    cache_client____get_response__free_unpacked(g, NULL);
+}
+
+/* Over the wire: each key of another type is its own Invalid item with the
+ * single Get's message, the others Hit or Miss, in order, status OK. */
+static void test_get_batch_answers_wrong_type_per_item(void **state)
+{
+    (void)state;
+    momento_local *s = tu_server_with_cache("c");
+    const char *ep = momento_local_endpoint(s);
+    fill_over_grpc(ep);
+
+    const char *keys[] = {"hit", "dict", "miss", "list", "set", "zset", "empty", "hit", "dict"};
+    const item_want want[] = {HIT_V1, WRONG_TYPE, MISS,      WRONG_TYPE, WRONG_TYPE,
+                              WRONG_TYPE, HIT_EMPTY, HIT_V1, WRONG_TYPE};
+    size_t n = sizeof(keys) / sizeof(keys[0]);
+    tu_raw_reply r;
+    int st = raw_get_batch(ep, plain, 1, keys, n, &r);
+    if (st != ST_OK)
+        fail_msg("GetBatch with collections among its keys: status %d (%s), want OK per item", st,
+                 r.details);
+    assert_int_equal(r.n_msgs, n);
+    for (size_t i = 0; i < n; i++)
+        assert_item(r.msgs[i], r.lens[i], want[i], i);
+    tu_raw_reply_free(&r);
+
+    /* The item's message is the single Get's FAILED_PRECONDITION. */
+    uint8_t body[KEY_BODY_MAX];
+    assert_int_equal(raw(ep, SCS "Get", plain, 1, body, key_only_body("dict", body), &r),
+                     ST_FAILED_PRECONDITION);
+    assert_string_equal(r.details, wrong_type_text);
+    tu_raw_reply_free(&r);
+
+    /* A batch of collections alone: every item its own error. */
+    const char *colls[] = {"zset", "list"};
+    assert_int_equal(raw_get_batch(ep, plain, 1, colls, 2, &r), ST_OK);
+    assert_int_equal(r.n_msgs, 2);
+    assert_item(r.msgs[0], r.lens[0], WRONG_TYPE, 0);
+    assert_item(r.msgs[1], r.lens[1], WRONG_TYPE, 1);
+    tu_raw_reply_free(&r);
+
+    /* Nothing was changed by reading. */
+    assert_int_equal(peek(ep, "hit", NULL, 0), 1);
+    assert_int_equal(peek(ep, "dict", NULL, 0), -ST_FAILED_PRECONDITION);
+    momento_local_stop(s);
+}
+
+/* The checks about the request still fail the batch whole, a key of
+ * another type among its items or not: the same items answer per item
+ * until one bad item is added. */
+static void test_get_batch_request_checks_stay_whole(void **state)
+{
+    (void)state;
+    momento_local *s = tu_server_with_cache("c");
+    const char *ep = momento_local_endpoint(s);
+    fill_over_grpc(ep);
+    tu_raw_reply r;
+
+    const char *good[] = {"hit", "dict", "miss"};
+    assert_int_equal(raw_get_batch(ep, plain, 1, good, 3, &r), ST_OK);
+    assert_int_equal(r.n_msgs, 3);
+    assert_item(r.msgs[1], r.lens[1], WRONG_TYPE, 1);
+    tu_raw_reply_free(&r);
+
+    /* An empty key. */
+    const char *empty_key[] = {"hit", "dict", "miss", ""};
+    assert_int_equal(raw_get_batch(ep, plain, 1, empty_key, 4, &r), ST_INVALID_ARGUMENT);
+    assert_int_equal(r.n_msgs, 0);
+    tu_raw_reply_free(&r);
+
+    /* Bytes that do not decode, after the good items. */
+    size_t len;
+    uint8_t *body = get_batch_body(good, 3, &len);
+    uint8_t *damaged = malloc(len + 2);
+    assert_non_null(damaged);
+    memcpy(damaged, body, len);
+    damaged[len] = 0x0a; /* field 1, its length missing */
+    assert_int_equal(raw(ep, SCS "GetBatch", plain, 1, damaged, len + 1, &r), ST_INVALID_ARGUMENT);
+    assert_int_equal(r.n_msgs, 0);
+    assert_string_equal(r.details, "request could not be decoded");
+    tu_raw_reply_free(&r);
+    free(damaged);
+    free(body);
+    momento_local_stop(s);
+}
+
+/* A reply over 64 MiB is refused whole before anything is copied, a key
+ * of another type among the items or not (in-process: no 64 MiB goes over
+ * the wire). */
+static void test_get_batch_reply_limit_stays_whole(void **state)
+{
+    (void)state;
+    momento_local *s = bare_server();
+    fill_bare(s, 4u * 1024u * 1024u);
+    const char *fits[] = {"dict", "big", "hit"};
+    const char *over[17] = {"dict"};
+    for (size_t i = 1; i < 17; i++)
+        over[i] = "big"; /* 16 x 4 MiB and their framing: over 64 MiB */
+    struct {
+        const char *const *keys;
+        size_t n;
+        int status;
+    } cases[] = {{fits, 3, GRPC_STATUS_OK}, {over, 17, GRPC_STATUS_RESOURCE_EXHAUSTED}};
+    for (size_t k = 0; k < 2; k++) {
+        size_t len;
+        uint8_t *body = get_batch_body(cases[k].keys, cases[k].n, &len);
+        srv_reply a = {0}, b = {0};
+        srv_dispatch(s, MOMENTO__RPC_GET_BATCH, "c", 1, body, len, &a);
+        ProtobufCMessage *req =
+            protobuf_c_message_unpack(&cache_client____get_batch_request__descriptor, NULL, len, body);
+        assert_non_null(req);
+        srv_get_batch(s, store_find_cache(&s->store, "c", 1), req, &b);
+        protobuf_c_message_free_unpacked(req, NULL);
+        for (int path = 0; path < 2; path++) {
+            srv_reply *r = path ? &b : &a;
+            if ((int)r->status != cases[k].status)
+                fail_msg("case %zu, %s path: status %d (%s), want %d", k,
+                         path ? "unpacked" : "wire", (int)r->status, r->details, cases[k].status);
+            if (cases[k].status == GRPC_STATUS_OK) {
+                assert_int_equal(r->n_msgs, 3);
+                assert_item(GRPC_SLICE_START_PTR(r->msgs[0]), GRPC_SLICE_LENGTH(r->msgs[0]),
+                            WRONG_TYPE, 0);
+                assert_item(GRPC_SLICE_START_PTR(r->msgs[2]), GRPC_SLICE_LENGTH(r->msgs[2]),
+                            HIT_V1, 2);
+            } else {
+                assert_int_equal(r->n_msgs, 0);
+            }
+        }
+        srv_reply_clear(&a);
+        srv_reply_clear(&b);
+        free(body);
+    }
+    bare_server_free(s);
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static void assert_same_reply(const srv_reply *a, const srv_reply *b)
+{
+    assert_int_equal(a->status, b->status);
+    assert_string_equal(a->details, b->details);
+    assert_true(a->err == b->err || (a->err && b->err && strcmp(a->err, b->err) == 0));
+    assert_int_equal(a->n_msgs, b->n_msgs);
+    for (size_t i = 0; i < a->n_msgs; i++) {
+        assert_int_equal(GRPC_SLICE_LENGTH(a->msgs[i]), GRPC_SLICE_LENGTH(b->msgs[i]));
+        assert_memory_equal(GRPC_SLICE_START_PTR(a->msgs[i]), GRPC_SLICE_START_PTR(b->msgs[i]),
+                            GRPC_SLICE_LENGTH(a->msgs[i]));
+    }
+}
+
+/* Both decode paths, over random batches mixing every kind of key (now and
+ * then an empty key, or bytes cut short): the same replies, byte for byte,
+ * with the per-item answers among them. */
+static void test_get_batch_paths_agree(void **state)
+{
+    (void)state;
+    momento_local *wire = bare_server(), *unpacked = bare_server();
+    fill_bare(wire, 0);
+    fill_bare(unpacked, 0);
+    store_cache *c = store_find_cache(&unpacked->store, "c", 1);
+    static const char *const pool[] = {"hit", "empty", "miss", "dict", "list", "set", "zset"};
+    static const item_want pool_want[] = {HIT_V1,     HIT_EMPTY,  MISS,      WRONG_TYPE,
+                                          WRONG_TYPE, WRONG_TYPE, WRONG_TYPE};
+    size_t per_item = 0, refused = 0;
+    for (int round = 0; round < 3000; round++) {
+        const char *keys[12];
+        size_t picks[12] = {0};
+        size_t n = (size_t)(rng() % 13);
+        bool empty_key = false;
+        for (size_t i = 0; i < n; i++) {
+            if (rng() % 40 == 0) {
+                keys[i] = "";
+                empty_key = true;
+                continue;
+            }
+            picks[i] = (size_t)(rng() % 7);
+            keys[i] = pool[picks[i]];
+        }
+        size_t len;
+        uint8_t *body = get_batch_body(keys, n, &len);
+        bool cut = len > 0 && rng() % 10 == 0;
+        if (cut)
+            len -= 1 + (size_t)(rng() % (len < 3 ? len : 3));
+        srv_reply a = {0}, b = {0};
+        srv_dispatch(wire, MOMENTO__RPC_GET_BATCH, "c", 1, body, len, &a);
+        ProtobufCMessage *req =
+            protobuf_c_message_unpack(&cache_client____get_batch_request__descriptor, NULL, len, body);
+        if (!req) {
+            srv_reply_undecodable(&b);
+        } else {
+            srv_get_batch(unpacked, c, req, &b);
+            protobuf_c_message_free_unpacked(req, NULL);
+        }
+        assert_same_reply(&a, &b);
+        if (a.status != GRPC_STATUS_OK) {
+            refused++;
+        } else if (!cut && !empty_key) {
+            /* Uncut: the answers are the keys', in order. */
+            assert_int_equal(a.n_msgs, n);
+            for (size_t i = 0; i < n; i++) {
+                assert_item(GRPC_SLICE_START_PTR(a.msgs[i]), GRPC_SLICE_LENGTH(a.msgs[i]),
+                            pool_want[picks[i]], i);
+                per_item += pool_want[picks[i]] == WRONG_TYPE;
+            }
+        }
+        srv_reply_clear(&a);
+        srv_reply_clear(&b);
+        free(body);
+    }
+    /* The mix reached both outcomes. */
+    assert_true(per_item > 1000);
+    assert_true(refused > 100);
+    bare_server_free(wire);
+    bare_server_free(unpacked);
+}
+
+/* A Set replaces whatever a key holds, a collection included, and a
+ * SetBatch does the same item by item: every item Ok, each key a scalar
+ * after. */
+static void test_set_and_set_batch_replace_collections(void **state)
+{
+    (void)state;
+    momento_local *s = tu_server_with_cache("c");
+    const char *ep = momento_local_endpoint(s);
+    fill_over_grpc(ep);
+    char v[16];
+
+    CacheClient__SetRequest set = CACHE_CLIENT____SET_REQUEST__INIT;
+    set.cache_key = B("dict");
+    set.cache_body = B("d1");
+    assert_int_equal(tu_raw_call_msg(ep, SCS "Set", plain, 1, &set.base, NULL), ST_OK);
+    assert_int_equal(peek(ep, "dict", v, sizeof(v)), 1);
+    assert_string_equal(v, "d1");
+
+    const char *items[] = {"list=l1", "hit=h2", "set=s1", "zset=z1"};
+    tu_raw_reply r;
+    assert_int_equal(raw_set_batch(ep, plain, 1, items, 4, &r), ST_OK);
+    assert_int_equal(r.n_msgs, 4);
+    for (size_t i = 0; i < 4; i++) {
+        CacheClient__SetResponse *sr =
+            cache_client____set_response__unpack(NULL, r.lens[i], r.msgs[i]);
+        assert_non_null(sr);
+        assert_int_equal(sr->result, CACHE_CLIENT__ECACHE_RESULT__Ok);
+        cache_client____set_response__free_unpacked(sr, NULL);
+    }
+    tu_raw_reply_free(&r);
+    const char *want[][2] = {{"list", "l1"}, {"hit", "h2"}, {"set", "s1"}, {"zset", "z1"}};
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(peek(ep, want[i][0], v, sizeof(v)), 1);
+        assert_string_equal(v, want[i][1]);
+    }
+    momento_local_stop(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_get_batch_answers_wrong_type_per_item),
+        cmocka_unit_test(test_get_batch_request_checks_stay_whole),
+        cmocka_unit_test(test_get_batch_reply_limit_stays_whole),
+        cmocka_unit_test(test_get_batch_paths_agree),
+        cmocka_unit_test(test_set_and_set_batch_replace_collections),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
