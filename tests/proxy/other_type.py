@@ -20,6 +20,10 @@ RESP port):
   - get, gets, gat, gats of `a h` (and of h alone, twice, between a's): a's
     value and no VALUE line for h; binary getk, and getkq + noop (the
     binary multi-get); pymemcache's get_many and gets_many.
+A GetBatch failing as a whole (momento-local's fault injection, plain
+gets unharmed): FAILED_PRECONDITION - what a key of another type can do to
+a batch - has MGET and memcached's get of many ask each key alone and
+answer every value; any other error (INTERNAL) fails the command.
 Isolation, the same against the reference: 8 connections each GET their
 own string key 2,000 times (16 pipelined at a time) while a ninth GETs a
 hash key in a loop that starts before them and ends after them; every
@@ -284,6 +288,40 @@ def info_field(port, name):
     return int(m.group(1)) if m else None
 
 
+# --- a GetBatch failing as a whole (momento-local's fault injection) --------------
+def whole_batch_failures(res, proxy_path, label, extra):
+    """Every GetBatch fails, plain gets do not. FAILED_PRECONDITION (what
+    a key of another type can do to a whole batch): each key is asked
+    again alone and answers its own value. INTERNAL: the command fails,
+    and its keys are not asked again."""
+    for kind, again in (("failed-precondition", True), ("internal", False)):
+        px = pt.start_proxy(proxy_path, extra=list(extra) + [
+            "--header", f"return-error={kind}", "--header", "error-rpcs=get-batch"])
+        try:
+            c = RawConn(px.ports["resp"], timeout=10)
+            c.command("MSET", "wb:1", "one", "wb:2", "two")
+            m = mc.Conn(px.ports["memcache"], timeout=10)
+            m.text(b"set wb:a 0 0 1\r\na\r\nset wb:b 0 0 1\r\nb\r\n", "line", "line")
+            got = c.command("MGET", "wb:1", "wb:missing", "wb:2")
+            got_mc = m.text(b"get wb:a wb:missing wb:b\r\n", "items")[0]
+            if again:
+                res.check(f"{label}: every GetBatch failing {kind}: MGET asks each key alone",
+                          got == ("*", [("$", b"one"), ("$", None), ("$", b"two")]), repr(got))
+                res.check(f"{label}: every GetBatch failing {kind}: memcached's get of many too",
+                          got_mc == [b"VALUE wb:a 0 1", b"a", b"VALUE wb:b 0 1", b"b", b"END"],
+                          repr(got_mc))
+            else:
+                res.check(f"{label}: every GetBatch failing {kind}: MGET fails, its keys not "
+                          "asked again", got[0] == "-" and "INTERNAL" in got[1], repr(got))
+                res.check(f"{label}: every GetBatch failing {kind}: so does memcached's get of many",
+                          len(got_mc) == 1 and got_mc[0].startswith(
+                              b"SERVER_ERROR momento INTERNAL"), repr(got_mc))
+            c.close()
+            m.close()
+        finally:
+            px.stop()
+
+
 # --- the runs ---------------------------------------------------------------------
 def run_resp(port):
     rec = resp_steps(port)
@@ -379,6 +417,7 @@ def main():
                       (batches or 0) > 0, f"INFO momento_batches {batches}")
         res.check(f"{label}: momento-proxy exits 0 on SIGTERM", status == 0,
                   f"exit status {status}; stderr:\n{px.log_tail()}")
+        whole_batch_failures(res, a.proxy, label, extra)
     res.exit()
 
 
