@@ -54,6 +54,7 @@ typedef struct worker {
     req *reqs;
     unsigned seed;
     bool writes; /* some sets and deletes among the gets */
+    bool last_long; /* the last request's deadline a minute off */
 } worker;
 
 static void *work(void *arg)
@@ -62,7 +63,9 @@ static void *work(void *arg)
     for (int i = 0; i < PER_THREAD; i++) {
         req *q = &w->reqs[i];
         unsigned r = (unsigned)rand_r(&w->seed);
-        uint32_t timeout = 5 + r % 150;
+        /* With last_long, the last request outlives the client's free on
+         * any machine, so that the free provably ends one. */
+        uint32_t timeout = w->last_long && i == PER_THREAD - 1 ? 60000 : 5 + r % 150;
         char key[8];
         snprintf(key, sizeof(key), "k%u", (r >> 8) % KEYS);
         momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
@@ -105,7 +108,8 @@ static tally run(momento_client *c, bool writes, int free_at_ms)
     pthread_t th[THREADS];
     int64_t start = tu_now_ms();
     for (int t = 0; t < THREADS; t++) {
-        ws[t] = (worker){c, co, reqs + t * PER_THREAD, 1234u + (unsigned)t * 77u, writes};
+        ws[t] = (worker){c, co, reqs + t * PER_THREAD, 1234u + (unsigned)t * 77u, writes,
+                         free_at_ms != 0};
         assert_int_equal(pthread_create(&th[t], NULL, work, &ws[t]), 0);
     }
     for (int t = 0; t < THREADS; t++)
