@@ -157,6 +157,7 @@ int momento_local_start(momento_local **ret, const momento_local_options *opts)
         snprintf(s->endpoint, sizeof(s->endpoint), v6 ? "[%s]:%d" : "%s:%d", s->opts.bind,
                  s->port);
         grpc_server_start(s->server);
+        s->request_keys = srv_request_keys; /* for faults scoped to keys */
         if (srv_calls_start(s, srv_dispatch) < 0) {
             grpc_server_destroy(s->server);
             rc = MOMENTO_ERR_NO_MEMORY;

@@ -929,10 +929,20 @@ static void on_new_call(srv_call *c, bool ok)
         c->scope_checked = true;
     }
     fault_plan plan = {.error_status = -1, .stream_error_status = -1};
-    if (faults_requested(&c->md) && may_inject_faults(c, auth, token_plane))
-        (rpc->streaming && rpc->plane == MOMENTO__PLANE_TOPIC
-             ? faults_plan_subscription
-             : faults_plan)(&s->sessions, &c->md, rpc, &plan);
+    if (faults_requested(&c->md) && may_inject_faults(c, auth, token_plane)) {
+        if (rpc->streaming && rpc->plane == MOMENTO__PLANE_TOPIC) {
+            faults_plan_subscription(&s->sessions, &c->md, rpc, &plan);
+        } else {
+            /* The request, for faults scoped to keys (error-keys,
+             * delay-keys): read here only when faults are asked for. */
+            fault_request req = {.keys = s->request_keys, .m = c->method};
+            if (call_body(c, &body)) {
+                req.body = GRPC_SLICE_START_PTR(body);
+                req.len = GRPC_SLICE_LENGTH(body);
+            }
+            faults_plan_request(&s->sessions, &c->md, rpc, &req, &plan);
+        }
+    }
     if (plan.bad_header) {
         srv_reply_error(&c->reply, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", plan.bad_header);
         reply(c);

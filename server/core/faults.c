@@ -84,6 +84,77 @@ static int64_t count_of(const grpc_slice *v)
     return x;
 }
 
+/* The keys of `error-keys` or `delay-keys`: where each lies in the value. */
+typedef struct key_list {
+    size_t n;
+    struct {
+        const uint8_t *p;
+        size_t len;
+    } k[FAULT_KEYS_MAX];
+} key_list;
+
+/* Splits a keys header at its spaces: false when it is empty or only
+ * spaces, longer than FAULT_KEYS_MAX_BYTES, lists more than
+ * FAULT_KEYS_MAX keys, or holds a byte outside printable ASCII (which gRPC
+ * does not let through anyway). A comma is a byte of a key here, unlike
+ * in the RPC lists: keys are bytes as given. */
+static bool parse_keys(const grpc_slice *v, key_list *out)
+{
+    const uint8_t *p = GRPC_SLICE_START_PTR(*v);
+    const uint8_t *end = p + GRPC_SLICE_LENGTH(*v);
+    out->n = 0;
+    if (GRPC_SLICE_LENGTH(*v) > FAULT_KEYS_MAX_BYTES)
+        return false;
+    while (p < end) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        const uint8_t *w = p;
+        while (p < end && *p != ' ') {
+            if (*p < 0x21 || *p > 0x7e)
+                return false;
+            p++;
+        }
+        if (out->n == FAULT_KEYS_MAX)
+            return false;
+        out->k[out->n].p = w;
+        out->k[out->n].len = (size_t)(p - w);
+        out->n++;
+    }
+    return out->n > 0;
+}
+
+static bool key_in_list(const uint8_t *key, size_t len, void *ctx)
+{
+    const key_list *l = ctx;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->k[i].len == len && memcmp(l->k[i].p, key, len) == 0)
+            return true;
+    return false;
+}
+
+/* Whether the call's request names one of `keys`: its keys are read only
+ * now, for a call that a key-scoped fault would otherwise apply to. */
+static bool names_a_key(const fault_request *req, const key_list *keys)
+{
+    return req && req->keys && req->keys(req->m, req->body, req->len, key_in_list, (void *)keys);
+}
+
+/* Whether a fault whose keys header is `v` (NULL: not key-scoped) applies
+ * to the call; *bad set when the header is malformed. */
+static bool keys_match(const grpc_slice *v, const fault_request *req, bool *bad)
+{
+    if (!v)
+        return true;
+    key_list keys;
+    if (!parse_keys(v, &keys)) {
+        *bad = true;
+        return false;
+    }
+    return names_a_key(req, &keys);
+}
+
 /* Marks `fs` the most recently used: uthash keeps its elements in the order
  * they were added, so re-adding one moves it to the end. */
 static void touch(fault_session **sessions, fault_session *fs)
@@ -143,7 +214,7 @@ static bool listed(const grpc_slice *list, const momento__rpc *rpc)
 }
 
 static void plan(fault_session **sessions, const grpc_metadata_array *md, const momento__rpc *rpc,
-                 bool subscription, fault_plan *out)
+                 bool subscription, const fault_request *req, fault_plan *out)
 {
     out->error_status = -1;
     out->delay_ms = 0;
@@ -162,14 +233,24 @@ static void plan(fault_session **sessions, const grpc_metadata_array *md, const 
     if (!fs)
         return;
 
+    /* A key-scoped fault (error-keys, delay-keys) applies to the calls
+     * whose request names one of its keys, whichever RPC carries them, and
+     * only those count against error-count / delay-count. A batch naming
+     * one fails (or waits) whole. */
     if (ret_err && listed(srv_header(md, "error-rpcs"), rpc)) {
         int status = status_named(ret_err);
         int64_t limit = count_of(srv_header(md, "error-count"));
+        bool bad_keys = false;
+        bool keyed = status >= 0 && limit >= 0 &&
+                     keys_match(srv_header(md, "error-keys"), req, &bad_keys);
         if (status < 0)
             out->bad_header = "return-error names no known error";
         else if (limit < 0)
             out->bad_header = "error-count is not a number";
-        else if (fs->errors < limit) {
+        else if (bad_keys)
+            out->bad_header = "error-keys is not 1 to 64 space-separated keys of printable "
+                              "ASCII, at most 1024 bytes";
+        else if (keyed && fs->errors < limit) {
             fs->errors++;
             out->error_status = status;
         }
@@ -177,11 +258,17 @@ static void plan(fault_session **sessions, const grpc_metadata_array *md, const 
     if (delay && listed(srv_header(md, "delay-rpcs"), rpc)) {
         int64_t ms = count_of(delay);
         int64_t limit = count_of(srv_header(md, "delay-count"));
+        bool bad_keys = false;
+        bool keyed = ms >= 0 && ms != INT64_MAX && limit >= 0 &&
+                     keys_match(srv_header(md, "delay-keys"), req, &bad_keys);
         if (ms < 0 || ms == INT64_MAX)
             out->bad_header = "delay-ms is not a number of milliseconds";
         else if (limit < 0)
             out->bad_header = "delay-count is not a number";
-        else if (ms > 0 && fs->delays < limit) {
+        else if (bad_keys)
+            out->bad_header = "delay-keys is not 1 to 64 space-separated keys of printable "
+                              "ASCII, at most 1024 bytes";
+        else if (keyed && ms > 0 && fs->delays < limit) {
             fs->delays++;
             out->delay_ms = (uint32_t)ms;
         }
@@ -208,16 +295,23 @@ static void plan(fault_session **sessions, const grpc_metadata_array *md, const 
     }
 }
 
+void faults_plan_request(fault_session **sessions, const grpc_metadata_array *md,
+                         const momento__rpc *rpc, const fault_request *req, fault_plan *out)
+{
+    plan(sessions, md, rpc, false, req, out);
+}
+
 void faults_plan(fault_session **sessions, const grpc_metadata_array *md, const momento__rpc *rpc,
                  fault_plan *out)
 {
-    plan(sessions, md, rpc, false, out);
+    plan(sessions, md, rpc, false, NULL, out);
 }
 
+/* A Subscribe names a topic, no key. */
 void faults_plan_subscription(fault_session **sessions, const grpc_metadata_array *md,
                               const momento__rpc *rpc, fault_plan *out)
 {
-    plan(sessions, md, rpc, true, out);
+    plan(sessions, md, rpc, true, NULL, out);
 }
 
 void faults_clear(fault_session **sessions)

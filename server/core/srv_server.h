@@ -53,6 +53,7 @@ struct momento_local {
     grpc_completion_queue *cq;
     void *registered[MOMENTO__RPC_COUNT]; /* grpc_server_register_method's handles */
     srv_dispatch_fn *dispatch;            /* srv_calls_start()'s */
+    srv_keys_fn *request_keys;            /* rpc/'s reader of a request's keys (faults) */
     /* The server's threads (srv_turns.h): one polls, the others carry
      * long requests; the state below is theirs, one at a time. */
     srv_turns turns;

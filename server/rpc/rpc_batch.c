@@ -19,7 +19,9 @@
  * would allocate every item and copy every key and value (two allocations
  * a key, about a tenth of what a key of a batch cost the server). The
  * table's handlers (srv_get_batch, srv_set_batch), which take protobuf-c's
- * unpacked request, run the same code; tests compare the two. */
+ * unpacked request, run the same code; tests compare the two. The same
+ * reader gives fault injection the keys of any data request
+ * (srv_request_keys()). */
 #include "rpc/srv_rpc.h"
 
 #include "core/srv_server.h"
@@ -307,3 +309,39 @@ void srv_set_batch_wire(momento_local *s, store_cache *c, const uint8_t *body, s
     set_batch(s, c, &b, r);
 }
 
+/* ---- the keys a request names, for fault injection -------------------- */
+
+/* A batch's keys are its items' (read as the handlers read them); any other
+ * data request's is its field 1 when that is bytes: every scalar and
+ * collection RPC names its key (a collection's name) there, KeysExist all
+ * of its keys, SortedSetUnionStore its destination. A leaderboard's name
+ * is no key (its field 1 is absent or a string), nor is anything the other
+ * planes name. Every occurrence counts, though protobuf reads the last of
+ * a single field: a request that repeats its key is not one a client
+ * sends. Bytes that do not decode end the reading; the dispatcher refuses
+ * them later unless an injected fault answers first. */
+bool srv_request_keys(momento__rpc_id m, const uint8_t *body, size_t len, srv_key_fn *each,
+                      void *ctx)
+{
+    if (m == MOMENTO__RPC_GET_BATCH || m == MOMENTO__RPC_SET_BATCH) {
+        batch_items b = {.set = m == MOMENTO__RPC_SET_BATCH, .wire = true, .body = body,
+                         .end = body + len, .p = body};
+        batch_item it;
+        while (items_next(&b, &it) > 0)
+            if (each(it.key.data, it.key.len, ctx))
+                return true;
+        return false;
+    }
+    const momento__rpc *rpc = &momento__rpcs[m];
+    const ProtobufCFieldDescriptor *key =
+        rpc->plane == MOMENTO__PLANE_DATA ? protobuf_c_message_descriptor_get_field(rpc->request, 1)
+                                          : NULL;
+    if (!key || key->type != PROTOBUF_C_TYPE_BYTES)
+        return false;
+    const uint8_t *p = body, *end = body + len;
+    wire_field f;
+    while (p < end && wire_field_next(&p, end, &f))
+        if (f.number == 1 && f.type == 2 && each(f.data, f.len, ctx))
+            return true;
+    return false;
+}

@@ -49,6 +49,12 @@ void srv_get_batch_wire(momento_local *s, store_cache *c, const uint8_t *body, s
 void srv_set_batch_wire(momento_local *s, store_cache *c, const uint8_t *body, size_t len,
                         srv_reply *r);
 
+/* rpc_batch.c: the keys a request of RPC `m` names (`body` its wire
+ * bytes), each given to `each` until it returns true; whether it did. The
+ * core's fault injection reads them through momento_local.request_keys
+ * (srv_keys_fn, core/srv_faults.h), which server.c sets to this. */
+srv_keys_fn srv_request_keys;
+
 /* rpc_kv.c, for GetBatch and SetBatch too. */
 /* Adds the _GetResponse for `it` (NULL: a miss). Returns 0, or -1 (no
  * memory, reply set). */

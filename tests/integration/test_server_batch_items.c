@@ -7,9 +7,14 @@
  *    Both decode paths (the wire bytes read in place, protobuf-c's unpacked
  *    request) answer byte for byte the same. A Set and a SetBatch both
  *    replace a collection.
+ * b. `error-keys` / `delay-keys` make one key fail or wait in whatever call
+ *    names it (a scalar RPC, a collection RPC, a GetBatch or SetBatch, which
+ *    then fails or waits whole), and no call that does not; malformed lists
+ *    are refused.
  *
- * Raw gRPC calls throughout (tu_raw_call()), so that the tests read the
- * wire itself rather than the library's decoding of it. */
+ * Raw gRPC calls throughout (tu_raw_call(), and open calls on a connection
+ * of our own for the delays), so that the tests read the wire itself
+ * rather than the library's decoding of it. */
 #include "core/srv_faults.h"
 #include "core/srv_reply.h"
 #include "core/srv_server.h"
@@ -138,6 +143,22 @@ static int raw_set_batch(const char *ep, const char *const *hdrs, size_t n_hdrs,
     int st = raw(ep, SCS "SetBatch", hdrs, n_hdrs, body, len, out);
     free(body);
     return st;
+}
+
+/* The status of a call whose reply is of no interest. */
+static int status_of(const char *ep, const char *path, const char *const *hdrs, size_t n,
+                     const void *body, size_t len)
+{
+    tu_raw_reply r;
+    int st = raw(ep, path, hdrs, n, body, len, &r);
+    tu_raw_reply_free(&r);
+    return st;
+}
+
+static int get_key(const char *ep, const char *const *hdrs, size_t n, const char *key)
+{
+    uint8_t body[KEY_BODY_MAX];
+    return status_of(ep, SCS "Get", hdrs, n, body, key_only_body(key, body));
 }
 
 static const char *const plain[] = {"cache", "c"};
@@ -597,6 +618,434 @@ static void test_set_and_set_batch_replace_collections(void **state)
     momento_local_stop(s);
 }
 
+/* ---- b. faults scoped to keys --------------------------------------------- */
+
+/* `error-keys`: the keys' calls fail, whatever RPC carries them; the
+ * other calls are answered; a batch naming one fails whole, before
+ * anything of it is stored. */
+static void test_error_keys_fail_only_calls_naming_them(void **state)
+{
+    (void)state;
+    momento_local *s = tu_server_with_cache("c");
+    const char *ep = momento_local_endpoint(s);
+    const char *h[] = {"cache", "c", "request-id", "ek", "return-error", "unavailable",
+                       "error-keys", "bad k,2"};
+    tu_raw_reply r;
+
+    assert_int_equal(get_key(ep, h, 4, "good"), ST_OK);
+    uint8_t body[KEY_BODY_MAX];
+    assert_int_equal(raw(ep, SCS "Get", h, 4, body, key_only_body("bad", body), &r),
+                     ST_UNAVAILABLE);
+    assert_string_equal(r.details, "injected error (return-error)");
+    tu_raw_reply_free(&r);
+    /* A comma is a byte of a key, not a separator. */
+    assert_int_equal(get_key(ep, h, 4, "k,2"), ST_UNAVAILABLE);
+    assert_int_equal(get_key(ep, h, 4, "k"), ST_OK);
+    assert_int_equal(get_key(ep, h, 4, "2"), ST_OK);
+    /* A key of which a listed one is a prefix, or the other way round. */
+    assert_int_equal(get_key(ep, h, 4, "bad2"), ST_OK);
+    assert_int_equal(get_key(ep, h, 4, "ba"), ST_OK);
+
+    /* GetBatch: whole, only when one item names a listed key. */
+    const char *clean[] = {"good", "other", "more"};
+    assert_int_equal(raw_get_batch(ep, h, 4, clean, 3, &r), ST_OK);
+    assert_int_equal(r.n_msgs, 3);
+    tu_raw_reply_free(&r);
+    const char *dirty[] = {"good", "other", "bad", "more"};
+    assert_int_equal(raw_get_batch(ep, h, 4, dirty, 4, &r), ST_UNAVAILABLE);
+    assert_int_equal(r.n_msgs, 0);
+    tu_raw_reply_free(&r);
+
+    /* SetBatch: likewise, and nothing of the failed one is stored. */
+    const char *set_dirty[] = {"fresh=1", "bad=2"};
+    assert_int_equal(raw_set_batch(ep, h, 4, set_dirty, 2, &r), ST_UNAVAILABLE);
+    assert_int_equal(r.n_msgs, 0);
+    tu_raw_reply_free(&r);
+    assert_int_equal(peek(ep, "fresh", NULL, 0), 0);
+    const char *set_clean[] = {"fresh=1", "other=2"};
+    assert_int_equal(raw_set_batch(ep, h, 4, set_clean, 2, &r), ST_OK);
+    assert_int_equal(r.n_msgs, 2);
+    tu_raw_reply_free(&r);
+    assert_int_equal(peek(ep, "fresh", NULL, 0), 1);
+
+    /* KeysExist naming any of them. */
+    CacheClient__KeysExistRequest ke = CACHE_CLIENT____KEYS_EXIST_REQUEST__INIT;
+    ProtobufCBinaryData ks[] = {B("good"), B("bad")};
+    ke.cache_keys = ks;
+    ke.n_cache_keys = 2;
+    assert_int_equal(tu_raw_call_msg(ep, SCS "KeysExist", h, 4, &ke.base, NULL), ST_UNAVAILABLE);
+    ks[1] = B("other");
+    assert_int_equal(tu_raw_call_msg(ep, SCS "KeysExist", h, 4, &ke.base, NULL), ST_OK);
+
+    /* Every data RPC whose request names a key (or a collection's name) in
+     * its field 1: fails for a listed key, is answered (whatever its own
+     * answer to a bare request is) for another. A leaderboard's name is no
+     * key, and a control call names none. */
+    size_t keyed = 0;
+    for (int m = 0; m < MOMENTO__RPC_COUNT; m++) {
+        const momento__rpc *rpc = &momento__rpcs[m];
+        if (rpc->plane != MOMENTO__PLANE_DATA || rpc->streaming)
+            continue;
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(rpc->request, 1);
+        bool names_key = f && f->type == PROTOBUF_C_TYPE_BYTES;
+        int bad = status_of(ep, rpc->path, h, 4, body, key_only_body("bad", body));
+        int other = status_of(ep, rpc->path, h, 4, body, key_only_body("zzz", body));
+        if (names_key && bad != ST_UNAVAILABLE)
+            fail_msg("%s naming a listed key: status %d, want UNAVAILABLE", rpc->name, bad);
+        if (!names_key && bad == ST_UNAVAILABLE)
+            fail_msg("%s names no key but failed", rpc->name);
+        if (other == ST_UNAVAILABLE)
+            fail_msg("%s naming another key failed", rpc->name);
+        keyed += names_key;
+    }
+    assert_true(keyed >= 40); /* scalar, dictionary, set, list and sorted-set RPCs */
+    ControlClient__ListCachesRequest lc = CONTROL_CLIENT____LIST_CACHES_REQUEST__INIT;
+    assert_int_equal(
+        tu_raw_call_msg(ep, "/control_client.ScsControl/ListCaches", h + 2, 3, &lc.base, NULL),
+        ST_OK);
+    momento_local_stop(s);
+}
+
+/* `error-rpcs` and `error-count` still apply on top, and only calls naming
+ * a listed key count against the count. */
+static void test_error_keys_with_rpcs_and_count(void **state)
+{
+    (void)state;
+    momento_local *s = tu_server_with_cache("c");
+    const char *ep = momento_local_endpoint(s);
+    uint8_t body[KEY_BODY_MAX];
+
+    const char *rpcs[] = {"cache", "c", "request-id", "ek-rpcs", "return-error", "unavailable",
+                          "error-keys", "bad", "error-rpcs", "get"};
+    assert_int_equal(status_of(ep, SCS "Delete", rpcs, 5, body, key_only_body("bad", body)),
+                     ST_OK);
+    assert_int_equal(get_key(ep, rpcs, 5, "bad"), ST_UNAVAILABLE);
+    const char *bad_batch[] = {"bad"};
+    tu_raw_reply r;
+    assert_int_equal(raw_get_batch(ep, rpcs, 5, bad_batch, 1, &r), ST_OK); /* get-batch not listed */
+    tu_raw_reply_free(&r);
+
+    const char *count[] = {"cache", "c", "request-id", "ek-count", "return-error", "unavailable",
+                           "error-keys", "bad", "error-count", "1"};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(get_key(ep, count, 5, "good"), ST_OK); /* spends nothing */
+    assert_int_equal(raw_get_batch(ep, count, 5, bad_batch, 1, &r), ST_UNAVAILABLE);
+    tu_raw_reply_free(&r);
+    assert_int_equal(get_key(ep, count, 5, "bad"), ST_OK); /* the one error is spent */
+    momento_local_stop(s);
+}
+
+/* A value libmomento's client-wide headers let through
+ * (momento_config_add_header(): printable ASCII, at most 1024 bytes) and a
+ * client that sends it: its Get and GetBatch naming the key fail, the
+ * others do not. */
+static void test_error_keys_from_client_headers(void **state)
+{
+    (void)state;
+    momento_local *s = tu_server_with_cache("c");
+    momento_config *cfg = NULL;
+    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    /* 64 keys of 15 bytes and their 63 spaces: 1023 bytes. */
+    char many[1100];
+    size_t at = 0;
+    for (int i = 0; i < 64; i++)
+        at += (size_t)snprintf(many + at, sizeof(many) - at, "%skey-%011d", i ? " " : "", i);
+    assert_int_equal(strlen(many), 1023);
+    assert_int_equal(momento_config_add_header(cfg, "error-keys", many), MOMENTO_OK);
+    assert_int_equal(momento_config_add_header(cfg, "delay-keys", "bad"), MOMENTO_OK);
+    assert_int_equal(momento_config_add_header(cfg, "return-error", "permission-denied"),
+                     MOMENTO_OK);
+    assert_int_equal(momento_config_add_header(cfg, "request-id", "ek-client"), MOMENTO_OK);
+    momento_client *c = tu_client(s, cfg);
+
+    assert_int_equal(momento_get_sync(c, "c", "key-00000000063", 15, NULL, NULL),
+                     MOMENTO_ERR_PERMISSION);
+    assert_int_equal(momento_get_sync(c, "c", "key-00000000000", 15, NULL, NULL),
+                     MOMENTO_ERR_PERMISSION);
+    momento_result *res = NULL;
+    assert_int_equal(momento_get_sync(c, "c", "key-0000000006", 14, NULL, &res), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(res), MOMENTO_OUTCOME_MISS);
+    momento_result_free(res);
+
+    const void *keys[] = {"a", "key-00000000042", "b"};
+    size_t lens[] = {1, 15, 1};
+    assert_int_equal(momento_get_batch_sync(c, "c", keys, lens, 3, NULL, NULL),
+                     MOMENTO_ERR_PERMISSION);
+    keys[1] = "c";
+    lens[1] = 1;
+    assert_int_equal(momento_get_batch_sync(c, "c", keys, lens, 3, NULL, &res), MOMENTO_OK);
+    assert_int_equal(momento_result_item_count(res), 3);
+    momento_result_free(res);
+    momento_client_free(c);
+    momento_config_free(cfg);
+    momento_local_stop(s);
+}
+
+/* Malformed lists are refused with INVALID_ARGUMENT, as other malformed
+ * fault headers are, whatever keys the call names. */
+static void test_malformed_key_lists_refused(void **state)
+{
+    (void)state;
+    momento_local *s = tu_server_with_cache("c");
+    const char *ep = momento_local_endpoint(s);
+    static char too_many[64 * 3 + 8], too_long[1100];
+    size_t at = 0;
+    for (int i = 0; i < 65; i++)
+        at += (size_t)snprintf(too_many + at, sizeof(too_many) - at, "%s%d", i ? " " : "", i % 10);
+    memset(too_long, 'k', 1025);
+    too_long[1025] = '\0';
+    const char *bad_values[] = {"", "   ", too_many, too_long};
+    for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
+        const char *eh[] = {"cache",        "c", "return-error", "unavailable", "error-keys",
+                            bad_values[i]};
+        const char *dh[] = {"cache", "c", "delay-ms", "1", "delay-keys", bad_values[i]};
+        for (int d = 0; d < 2; d++) {
+            tu_raw_reply r;
+            uint8_t body[KEY_BODY_MAX];
+            int st = raw(ep, SCS "Get", d ? dh : eh, 3, body, key_only_body("k", body), &r);
+            if (st != ST_INVALID_ARGUMENT)
+                fail_msg("%s value %zu: status %d (%s), want INVALID_ARGUMENT",
+                         d ? "delay-keys" : "error-keys", i, st, r.details);
+            assert_non_null(strstr(r.details, d ? "delay-keys" : "error-keys"));
+            tu_raw_reply_free(&r);
+            /* A batch too, before any of its keys is looked at. */
+            const char *keys[] = {"k"};
+            assert_int_equal(raw_get_batch(ep, d ? dh : eh, 3, keys, 1, &r), ST_INVALID_ARGUMENT);
+            tu_raw_reply_free(&r);
+        }
+    }
+    /* At the limits: 64 keys, 1024 bytes, spaces around. */
+    char sixty_four[64 * 2 + 4], at_limit[1025];
+    at = 0;
+    for (int i = 0; i < 64; i++)
+        at += (size_t)snprintf(sixty_four + at, sizeof(sixty_four) - at, " %c", 'A' + i % 26);
+    memset(at_limit, 'k', 1024);
+    at_limit[1024] = '\0';
+    const char *ok_values[] = {sixty_four, at_limit, " a "};
+    for (size_t i = 0; i < sizeof(ok_values) / sizeof(ok_values[0]); i++) {
+        const char *eh[] = {"cache", "c", "return-error", "unavailable", "error-keys",
+                            ok_values[i]};
+        assert_int_equal(get_key(ep, eh, 3, "zz"), ST_OK);
+        assert_int_equal(get_key(ep, eh, 3, i == 0 ? "Z" : i == 1 ? at_limit : "a"),
+                         ST_UNAVAILABLE);
+    }
+    momento_local_stop(s);
+}
+
+/* ---- delays: open calls on a connection of the test's own ---------------- */
+
+typedef struct open_call {
+    grpc_call *call;
+    grpc_byte_buffer *send, *recv;
+    grpc_metadata md[8];
+    size_t n_md;
+    grpc_metadata_array init_md, trailing;
+    grpc_status_code status;
+    grpc_slice details;
+} open_call;
+
+typedef struct conn {
+    grpc_channel *ch;
+    grpc_completion_queue *cq;
+} conn;
+
+static void conn_open(conn *k, const char *ep)
+{
+    grpc_init();
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    grpc_arg arg = {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_ENABLE_RETRIES,
+                    .value.integer = 0};
+    grpc_channel_args args = {1, &arg};
+    k->ch = grpc_channel_create(ep, creds, &args);
+    grpc_channel_credentials_release(creds);
+    k->cq = grpc_completion_queue_create_for_next(NULL);
+}
+
+/* Every call of the connection must have ended and been closed. */
+static void conn_close(conn *k)
+{
+    grpc_channel_destroy(k->ch);
+    grpc_completion_queue_shutdown(k->cq);
+    while (grpc_completion_queue_next(k->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(k->cq);
+    grpc_shutdown();
+}
+
+/* Starts a call without a deadline; it completes as `oc` on the queue
+ * (with its first message, if any). */
+static void call_open(conn *k, open_call *oc, const char *path, const char *const *hdrs, size_t n,
+                      const void *body, size_t len)
+{
+    memset(oc, 0, sizeof(*oc));
+    grpc_slice method = grpc_slice_from_copied_string(path);
+    oc->call = grpc_channel_create_call(k->ch, NULL, GRPC_PROPAGATE_DEFAULTS, k->cq, method, NULL,
+                                        gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+    grpc_slice_unref(method);
+    assert_true(n <= 8);
+    oc->n_md = n;
+    for (size_t i = 0; i < n; i++) {
+        oc->md[i].key = grpc_slice_from_copied_string(hdrs[2 * i]);
+        oc->md[i].value = grpc_slice_from_copied_string(hdrs[2 * i + 1]);
+    }
+    grpc_slice sl = grpc_slice_from_copied_buffer(body, len);
+    oc->send = grpc_raw_byte_buffer_create(&sl, 1);
+    grpc_slice_unref(sl);
+    grpc_metadata_array_init(&oc->init_md);
+    grpc_metadata_array_init(&oc->trailing);
+    grpc_op ops[6];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].data.send_initial_metadata.count = n;
+    ops[0].data.send_initial_metadata.metadata = oc->md;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = oc->send;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &oc->init_md;
+    ops[4].op = GRPC_OP_RECV_MESSAGE;
+    ops[4].data.recv_message.recv_message = &oc->recv;
+    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[5].data.recv_status_on_client.trailing_metadata = &oc->trailing;
+    ops[5].data.recv_status_on_client.status = &oc->status;
+    ops[5].data.recv_status_on_client.status_details = &oc->details;
+    assert_int_equal(grpc_call_start_batch(oc->call, ops, 6, oc, NULL), GRPC_CALL_OK);
+}
+
+/* The next open call to end, or NULL after `timeout_ms` (0: whatever has
+ * ended already). */
+static open_call *conn_next(conn *k, int64_t timeout_ms)
+{
+    gpr_timespec until = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                      gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
+    grpc_event ev = grpc_completion_queue_next(k->cq, until, NULL);
+    return ev.type == GRPC_OP_COMPLETE ? ev.tag : NULL;
+}
+
+static void call_close(open_call *oc)
+{
+    grpc_byte_buffer_destroy(oc->send);
+    if (oc->recv)
+        grpc_byte_buffer_destroy(oc->recv);
+    grpc_metadata_array_destroy(&oc->init_md);
+    grpc_metadata_array_destroy(&oc->trailing);
+    grpc_slice_unref(oc->details);
+    for (size_t i = 0; i < oc->n_md; i++) {
+        grpc_slice_unref(oc->md[i].key);
+        grpc_slice_unref(oc->md[i].value);
+    }
+    grpc_call_unref(oc->call);
+}
+
+static uint64_t wait_parked(momento_local *s, uint64_t want, int64_t timeout_ms)
+{
+    uint64_t n;
+    tu_wait_until((n = momento_local_parked_calls(s)) == want, timeout_ms);
+    return n;
+}
+
+/* `delay-keys`: the calls naming a listed key wait (parked on the server),
+ * whole batches among them; the calls that name none are answered while
+ * those are still waiting. */
+static void test_delay_keys_hold_only_calls_naming_them(void **state)
+{
+    (void)state;
+    momento_local *s = tu_server_with_cache("c");
+    const char *ep = momento_local_endpoint(s);
+    const char *h[] = {"cache", "c", "request-id", "dk", "delay-ms", FOREVER_MS,
+                       "delay-keys", "slow other-slow"};
+    conn k;
+    conn_open(&k, ep);
+    open_call get_slow, batch_slow, set_batch_slow;
+    uint8_t body[KEY_BODY_MAX];
+    call_open(&k, &get_slow, SCS "Get", h, 4, body, key_only_body("slow", body));
+    assert_int_equal(wait_parked(s, 1, 10000), 1);
+
+    /* Answered while the slow Get waits: a Get, a GetBatch and a SetBatch
+     * of other keys. */
+    assert_int_equal(get_key(ep, h, 4, "fast"), ST_OK);
+    tu_raw_reply r;
+    const char *clean[] = {"fast", "other", "slo"};
+    assert_int_equal(raw_get_batch(ep, h, 4, clean, 3, &r), ST_OK);
+    assert_int_equal(r.n_msgs, 3);
+    tu_raw_reply_free(&r);
+    const char *set_clean[] = {"fast=1", "other=2"};
+    assert_int_equal(raw_set_batch(ep, h, 4, set_clean, 2, &r), ST_OK);
+    tu_raw_reply_free(&r);
+    assert_null(conn_next(&k, 0));
+    assert_int_equal(momento_local_parked_calls(s), 1);
+
+    /* A GetBatch and a SetBatch naming a slow key among others wait whole. */
+    size_t len;
+    const char *dirty[] = {"fast", "other-slow", "other"};
+    uint8_t *gb = get_batch_body(dirty, 3, &len);
+    call_open(&k, &batch_slow, SCS "GetBatch", h, 4, gb, len);
+    free(gb);
+    assert_int_equal(wait_parked(s, 2, 10000), 2);
+    const char *set_dirty[] = {"fast=3", "slow=4"};
+    uint8_t *sb = set_batch_body(set_dirty, 2, &len);
+    call_open(&k, &set_batch_slow, SCS "SetBatch", h, 4, sb, len);
+    free(sb);
+    assert_int_equal(wait_parked(s, 3, 10000), 3);
+
+    /* And still the others are answered, the waiting SetBatch having
+     * stored nothing yet. */
+    assert_int_equal(get_key(ep, h, 4, "other"), ST_OK);
+    char v[8];
+    assert_int_equal(peek(ep, "fast", v, sizeof(v)), 1);
+    assert_string_equal(v, "1");
+    assert_null(conn_next(&k, 0));
+    assert_int_equal(momento_local_parked_calls(s), 3);
+
+    /* The waiting calls end when their clients cancel them. */
+    grpc_call_cancel(get_slow.call, NULL);
+    grpc_call_cancel(batch_slow.call, NULL);
+    grpc_call_cancel(set_batch_slow.call, NULL);
+    for (int i = 0; i < 3; i++) {
+        open_call *oc = conn_next(&k, TU_MS(10000));
+        assert_non_null(oc);
+        assert_int_equal(oc->status, GRPC_STATUS_CANCELLED);
+    }
+    assert_int_equal(wait_parked(s, 0, 10000), 0);
+    assert_int_equal(peek(ep, "slow", NULL, 0), 0);
+    call_close(&get_slow);
+    call_close(&batch_slow);
+    call_close(&set_batch_slow);
+    conn_close(&k);
+    momento_local_stop(s);
+}
+
+/* `delay-count` counts only the calls naming a listed key. */
+static void test_delay_keys_with_count(void **state)
+{
+    (void)state;
+    momento_local *s = tu_server_with_cache("c");
+    const char *ep = momento_local_endpoint(s);
+    const char *h[] = {"cache", "c", "request-id", "dk-count", "delay-ms", FOREVER_MS,
+                       "delay-keys", "slow", "delay-count", "1"};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(get_key(ep, h, 5, "fast"), ST_OK); /* spends nothing */
+    conn k;
+    conn_open(&k, ep);
+    open_call held;
+    uint8_t body[KEY_BODY_MAX];
+    call_open(&k, &held, SCS "Get", h, 5, body, key_only_body("slow", body));
+    assert_int_equal(wait_parked(s, 1, 10000), 1);
+    /* The one delay is spent: the next Get of the key is answered while
+     * the first still waits. */
+    assert_int_equal(get_key(ep, h, 5, "slow"), ST_OK);
+    assert_null(conn_next(&k, 0));
+    assert_int_equal(momento_local_parked_calls(s), 1);
+    grpc_call_cancel(held.call, NULL);
+    open_call *oc = conn_next(&k, TU_MS(10000));
+    assert_ptr_equal(oc, &held);
+    assert_int_equal(oc->status, GRPC_STATUS_CANCELLED);
+    call_close(&held);
+    conn_close(&k);
+    momento_local_stop(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -605,6 +1054,12 @@ int main(void)
         cmocka_unit_test(test_get_batch_reply_limit_stays_whole),
         cmocka_unit_test(test_get_batch_paths_agree),
         cmocka_unit_test(test_set_and_set_batch_replace_collections),
+        cmocka_unit_test(test_error_keys_fail_only_calls_naming_them),
+        cmocka_unit_test(test_error_keys_with_rpcs_and_count),
+        cmocka_unit_test(test_error_keys_from_client_headers),
+        cmocka_unit_test(test_malformed_key_lists_refused),
+        cmocka_unit_test(test_delay_keys_hold_only_calls_naming_them),
+        cmocka_unit_test(test_delay_keys_with_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
