@@ -162,11 +162,13 @@ int momento_local_start(momento_local **ret, const momento_local_options *opts)
             grpc_server_destroy(s->server);
             rc = MOMENTO_ERR_NO_MEMORY;
         } else if (srv_admin_start(s) < 0) {
+            srv_webhooks_stop(s); /* a PutWebhook may have come in already */
             srv_calls_stop(s);
             grpc_server_destroy(s->server);
             rc = MOMENTO_ERR_SERVER_UNAVAILABLE;
         } else if ((rc = srv_protosocket_start(s)) != MOMENTO_OK) {
             srv_admin_stop(s);
+            srv_webhooks_stop(s);
             srv_calls_stop(s);
             grpc_server_destroy(s->server);
         }
@@ -184,6 +186,9 @@ void momento_local_stop(momento_local *s)
 {
     if (!s)
         return;
+    /* Before the server's threads stop: the delivery thread takes their
+     * turn to give memory back. */
+    srv_webhooks_stop(s);
     /* First, while the calls it hands gRPC calls' pins to still run. */
     srv_protosocket_stop(s);
     srv_admin_stop(s); /* no block or unblock from here on */

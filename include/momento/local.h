@@ -109,15 +109,18 @@ MOMENTO_EXPORT int momento_local_options_set_subscriber_queue_bytes(momento_loca
  * default 64 MiB. */
 MOMENTO_EXPORT int momento_local_options_set_max_queued_bytes(momento_local_options *o,
                                                              uint64_t bytes);
-/* How long a webhook delivery waits for its receiver's answer (connecting,
- * sending and the status line together) before it counts as timed out:
- * 10 .. 600,000 ms, default 5000, Momento's documented 5 s. Tests set less. */
+/* How long a webhook delivery waits for its receiver's answer (looking its
+ * host up, connecting, sending and the status line together) before it
+ * counts as timed out: 10 .. 600,000 ms, default 5000, Momento's
+ * documented 5 s. Tests set less. */
 MOMENTO_EXPORT int momento_local_options_set_webhook_timeout_ms(momento_local_options *o,
                                                                uint32_t ms);
-/* How many webhook deliveries may wait for the delivery thread (which sends
- * one at a time): 1 .. 1,000,000, default 1024; they may also hold at most
- * 64 MiB together. A publish that finds the queue full drops its delivery
- * and counts it (momento_local_webhook_stats_get()); it never waits. */
+/* How many deliveries each webhook may have waiting (it sends one at a
+ * time, webhooks concurrently): 1 .. 1,000,000, default 1024; they may also
+ * hold at most 8 MiB (always one, whatever its size), and all webhooks'
+ * 64 MiB together, or a quarter of --max-memory if less (docs/server.md
+ * "Webhooks"). A publish that finds no room drops a delivery and counts it
+ * (momento_local_webhook_stats_get()); it never waits. */
 MOMENTO_EXPORT int momento_local_options_set_webhook_queue_items(momento_local_options *o,
                                                                 uint32_t n);
 /* Serve TLS with this PEM certificate chain and private key (files are read
@@ -284,12 +287,21 @@ MOMENTO_EXPORT uint64_t momento_local_topic_heartbeats(const momento_local *s);
  * topic), and each ends as exactly one of `delivered` (answered 2xx),
  * `rejected` (answered another status), `timed_out` (no answer within the
  * timeout), `failed` (no connection, an unknown host, a connection closed
- * without an answer) or `dropped` (the queue was full), unless it is still
- * `pending` (waiting or being sent), or its webhook or cache was deleted
- * first, or the server stopped. Fields are only ever appended.
+ * without an answer) or `dropped` (before it was sent: no room), unless it
+ * is still `pending` (waiting or being sent), or its webhook or cache was
+ * deleted first, or the server stopped. `dropped` is the sum of
+ * `dropped_full` (its webhook's queue was full: the new delivery),
+ * `dropped_global` (all webhooks' deliveries held their bound, 64 MiB or a
+ * quarter of --max-memory: the oldest waiting delivery of the webhook with
+ * the most bytes waiting, or the new one when that is its own webhook) and
+ * `dropped_memory` (the same when the rest of --max-memory could not make
+ * room, or out of memory). Right now: `sending` of the pending are being
+ * sent, and `bytes` is what webhooks' deliveries count against
+ * --max-memory. Fields are only ever appended.
  */
 typedef struct momento_local_webhook_stats {
     uint64_t queued, delivered, rejected, timed_out, failed, dropped, pending;
+    uint64_t dropped_full, dropped_global, dropped_memory, sending, bytes;
 } momento_local_webhook_stats;
 /* Fills *ret (all 0 for a NULL server; nothing for a NULL `ret`). Any
  * thread. */

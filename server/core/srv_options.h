@@ -27,7 +27,7 @@ struct momento_local_options {
     uint64_t sub_queue_bytes;    /* what one subscription may have queued */
     uint64_t max_queued_bytes;   /* ... every subscription together; 0 = no bound */
     uint32_t webhook_timeout_ms; /* a delivery's answer is waited for this long */
-    uint32_t webhook_queue_items; /* deliveries waiting at most; past it, dropped */
+    uint32_t webhook_queue_items; /* deliveries waiting per webhook; past it, dropped */
     char *tls_cert;
     char *tls_key;
     char **caches;

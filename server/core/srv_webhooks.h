@@ -1,15 +1,17 @@
 /* Webhooks in momento-local (webhooks.c; docs/server.md "Webhooks"): each
  * cache's webhooks (name, topic, http:// URL, signing secret), and their
  * deliveries: every item published to a topic with webhooks is queued,
- * once per webhook, for the delivery thread, which POSTs it as Momento
- * does (its JSON body, `momento-signature`, Momento's User-Agent), once,
- * within the configured timeout. A publish only queues: a slow or dead
- * receiver never holds it up; a full queue drops the delivery and counts
- * it.
+ * once per webhook, in that webhook's own queue, from which the delivery
+ * thread POSTs it as Momento does (its JSON body, `momento-signature`,
+ * Momento's User-Agent), once, within the configured timeout. Webhooks are
+ * sent to concurrently, each one delivery at a time, in order. A publish
+ * only queues: a slow or dead receiver never holds it up, nor another
+ * webhook's deliveries; a delivery with no room is dropped and counted.
  *
- * The registry is the server's state (touched with the turn); the queue
- * has its own lock, taken after the turn, shared with the delivery thread,
- * which touches nothing else of the server. */
+ * The registry is the server's state (touched with the turn); the queues
+ * have their own lock, taken after the turn, shared with the delivery
+ * thread and its host-name lookups' thread, which touch nothing else of
+ * the server but the store's memory count, with the turn. */
 #ifndef MOMENTO_LOCAL_SRV_WEBHOOKS_H
 #define MOMENTO_LOCAL_SRV_WEBHOOKS_H
 
@@ -31,9 +33,13 @@ typedef struct srv_webhooks srv_webhooks;
 /* Makes s->webhooks (the delivery thread starts with the first webhook).
  * Returns 0, or -1 out of memory. */
 int srv_webhooks_init(momento_local *s);
-/* Stops the delivery thread (a delivery in progress is cut short) and frees
- * everything, queued deliveries included (they are not counted). NULL-safe
- * for a server whose init failed. */
+/* Stops the threads: every delivery in progress is cut short, nothing more
+ * is queued or sent (uncounted). While the server's threads still run: the
+ * delivery thread takes the turn to give memory back. Idempotent. */
+void srv_webhooks_stop(momento_local *s);
+/* Stops (if not yet) and frees everything, queued deliveries included
+ * (they are not counted), their memory uncharged. NULL-safe for a server
+ * whose init failed. */
 void srv_webhooks_destroy(momento_local *s);
 
 /* Why `url` will not do, as a static sentence, or NULL when momento-local
@@ -66,7 +72,8 @@ typedef struct srv_webhook_view {
 long srv_webhooks_list(momento_local *s, const char *cache, srv_webhook_view **ret);
 
 /* A publish of item `seq` to `topic` of `cache`: `value` (`len` bytes,
- * text or not) queued for every webhook on that topic. */
+ * text or not) queued for every webhook on that topic, its memory charged
+ * to the store (with the turn), or dropped and counted. */
 void srv_webhooks_publish(momento_local *s, const char *cache, const char *topic,
                           const void *value, size_t len, bool is_text, uint64_t seq);
 /* The cache is gone: its webhooks and their queued deliveries too. */

@@ -1,14 +1,35 @@
-/* Webhooks: the registry each cache's webhooks live in, and the delivery
- * thread (`momento-webhook`) that POSTs published items to them
- * (srv_webhooks.h; docs/server.md "Webhooks" says which parts of the
- * format are Momento's documented ones and which are inferred).
+/* Webhooks: the registry each cache's webhooks live in, and their
+ * deliveries, which POST published items to them (srv_webhooks.h;
+ * docs/server.md "Webhooks" says which parts of the format are Momento's
+ * documented ones and which are inferred).
  *
- * A delivery is built on the delivery thread from what the publish queued
- * (names, value, sequence number, the event's time, the URL's parts and
- * the secret of that moment), so a publish costs a copy and a lock. The
- * thread sends one delivery at a time, each once (Momento: "one time", no
- * redrive), giving up at the timeout; a stop cuts a delivery short through
- * the wake pipe its polls watch. */
+ * Each webhook has a *box*: its deliveries waiting, in publish order, and
+ * whether one is being sent. A publish only queues (a copy of the item and
+ * names, charged to the store before it is kept), into its webhook's box;
+ * the delivery thread (`momento-webhook`) sends from every box at once, at
+ * most one delivery per box at a time (so each webhook hears its items in
+ * order) and MAX_SENDING in all, over non-blocking connections it polls
+ * together: a receiver that never answers holds only its own box, until
+ * the timeout. Host names that are not addresses are looked up on a second
+ * thread (`momento-wh-dns`, started with the first), since getaddrinfo()
+ * blocks; addresses never wait for it. Each delivery is sent once
+ * (Momento: "one time", no redrive), giving up at the timeout; a stop cuts
+ * every one short through the wake pipe the thread polls.
+ *
+ * Room: a box holds at most max_items and BOX_MAX_BYTES waiting (but
+ * always one delivery, whatever its size); all deliveries together, waiting
+ * and being sent, at most ALL_MAX_BYTES, or a quarter of --max-memory if
+ * that is less (so that a dead receiver's backlog never leaves the store
+ * without room for publishes and items), and what the store can charge.
+ * When either of the last two is short, the box with the most bytes
+ * waiting gives up its oldest, unless that is the publishing webhook's own
+ * box: then its new delivery is dropped. So a webhook's backlog costs only
+ * its own deliveries.
+ *
+ * Memory is charged to the store with the server's turn (a publish) and
+ * given back with it: the delivery thread frees a sent delivery without
+ * the turn, and takes the turn to uncharge what it freed (a publish also
+ * settles what is owed before it charges). */
 #include "core/srv_webhooks.h"
 
 #include "core/srv_server.h"
@@ -28,20 +49,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #include <uthash.h>
 
 #define SECRET_BYTES 32
 #define SECRET_HEX (2 * SECRET_BYTES)
-/* What the queue may hold besides its count of deliveries: the values and
- * names it copied. */
-#define QUEUE_MAX_BYTES (64u * 1024u * 1024u)
+/* What all deliveries may hold together, waiting and being sent: their
+ * copies of the items and names and the buffers that send them; and the
+ * share of --max-memory they may hold, if that is less. */
+#define ALL_MAX_BYTES (64u * 1024u * 1024u)
+#define MEMORY_SHARE 4u
+/* What one webhook may have waiting: an eighth of ALL_MAX_BYTES, so that
+ * up to eight webhooks' full backlogs fit before that bound is reached. */
+#define BOX_MAX_BYTES (ALL_MAX_BYTES / 8u)
+/* Deliveries being sent at once (each a connection); beyond it, webhooks
+ * with deliveries waiting take their turn as one ends, first come first
+ * served. */
+#define MAX_SENDING 128
 /* Momento's, as its docs give it (docs/server.md "Webhooks"). */
 #define USER_AGENT "Momento/1.0 (Webhooks; +https://docs.momentohq.com/topics/webhooks)"
 
 typedef struct hook hook;
 typedef struct hook_topic hook_topic;
+typedef struct box box;
 
 /* A webhook. `key` is "cache\0name"; `cache` and `name` point into it. */
 struct hook {
@@ -52,7 +84,7 @@ struct hook {
     char *topic, *url;
     char *host, *port, *path; /* the URL's parts, as the delivery needs them */
     char secret[SECRET_HEX + 1];
-    uint64_t id;              /* its queued deliveries carry it */
+    box *box;                 /* its deliveries; kept when it is put again */
     hook_topic *t;
     hook *tprev, *tnext;
 };
@@ -65,36 +97,72 @@ struct hook_topic {
     hook *head;
 };
 
-/* One delivery waiting: everything the thread needs, owned. */
+/* One delivery: everything the thread needs, in one block. `cost` is what
+ * it is charged: this block and the connection (conn) that sends it, whose
+ * buffers' sizes are worked out here. */
 typedef struct job {
     struct job *next;
-    uint64_t hook_id;
-    size_t cost;
-    char *cache, *topic, *host, *port, *path;
+    uint64_t cost;
+    size_t head_cap, body_cap;
+    const char *cache, *topic, *host, *port, *path; /* into data, after the value */
     char secret[SECRET_HEX + 1];
     uint64_t seq;
     int64_t event_ms;
     bool is_text;
     size_t len;
-    unsigned char value[];
+    unsigned char data[];
 } job;
 
+/* One webhook's deliveries (under the queue's lock). Apart from the hook,
+ * so that a PutWebhook pointing the webhook elsewhere keeps its queue, and
+ * a delivery being sent when its webhook is deleted can finish: the box is
+ * freed then, by the thread. */
+struct box {
+    box *prev, *next;   /* every box */
+    box *rprev, *rnext; /* the ready list: something waiting, nothing being sent */
+    job *head, *tail;   /* waiting, oldest first */
+    size_t n;
+    uint64_t bytes;     /* their costs */
+    bool ready, sending, deleted;
+};
+
+/* A host name to look up, and then its answer. */
+typedef struct lookup {
+    struct lookup *next;
+    uint64_t conn_id;
+    struct addrinfo *ai;
+    int rc;
+    const char *port;
+    char host[];        /* then the port */
+} lookup;
+
 struct srv_webhooks {
+    momento_local *s;
     /* The registry: the server's state, with the turn. */
     hook *by_key;
     hook_topic *by_topic;
-    uint64_t next_id;
     uint32_t timeout_ms, max_items;
-    /* The queue, under `mu`. */
+    uint64_t max_bytes; /* ALL_MAX_BYTES, or the share of --max-memory */
+    /* The rest under `mu`, taken after the turn when both are. */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
-    job *head, *tail;
-    size_t n_items, bytes;
-    bool busy, stop, started;
+    box *boxes;
+    box *ready_head, *ready_tail;
+    size_t n_waiting, n_sending;
+    uint64_t held;      /* the costs of the deliveries waiting and being sent */
+    uint64_t unsettled; /* freed, and not yet uncharged (that takes the turn) */
+    bool stop, started, kicked;
     pthread_t thread;
-    int wake[2]; /* written at stop: a delivery's polls watch [0] */
+    int wake[2];        /* the delivery thread polls [0]: work, lookups done, stop */
+    /* The lookups' thread, started by the delivery thread. */
+    pthread_cond_t lookup_cv;
+    lookup *todo, *todo_tail, *done;
+    bool lookups_started;
+    pthread_t lookup_thread;
     atomic_uint_fast64_t queued, delivered, rejected, timed_out, failed, dropped;
+    atomic_uint_fast64_t dropped_full, dropped_global, dropped_memory;
 };
+
+typedef enum { KEPT, DROP_FULL, DROP_GLOBAL, DROP_MEMORY } admission;
 
 /* ---- time, text --------------------------------------------------------- */
 
@@ -122,7 +190,9 @@ static char *dup_n(const char *s, size_t n)
     return d;
 }
 
-/* A growing buffer for the body and the request. */
+/* A buffer of fixed capacity for the body and the request head; with no
+ * `p` it only counts, which is how a publish learns the capacities to
+ * charge. */
 typedef struct buf {
     char *p;
     size_t len, cap;
@@ -131,23 +201,13 @@ typedef struct buf {
 
 static void put(buf *b, const void *s, size_t n)
 {
-    if (b->failed)
-        return;
-    if (b->cap - b->len < n + 1) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->len < n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
+    if (b->p && !b->failed) {
+        if (b->cap - b->len < n)
             b->failed = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
+        else
+            memcpy(b->p + b->len, s, n);
     }
-    memcpy(b->p + b->len, s, n);
     b->len += n;
-    b->p[b->len] = '\0';
 }
 
 static void puts_(buf *b, const char *s)
@@ -192,175 +252,98 @@ static void put_base64(buf *b, const unsigned char *s, size_t n)
     }
 }
 
+/* What a body holds: its publish's, and the time it is sent. */
+typedef struct body_parts {
+    const char *cache, *topic;
+    int64_t event_ms, publish_ms;
+    uint64_t seq;
+    bool is_text;
+    const unsigned char *value;
+    size_t len;
+} body_parts;
+
 /* The body Momento documents, compact, its fields in the documented order;
  * a binary item carries its bytes as base64 in "binary" where a text item
  * has "text" (inferred: docs/server.md). */
-static void build_body(buf *b, const job *j, int64_t publish_ms)
+static void build_body(buf *b, const body_parts *p)
 {
     char num[32];
     puts_(b, "{\"cache\":");
-    put_json_string(b, (const unsigned char *)j->cache, strlen(j->cache));
+    put_json_string(b, (const unsigned char *)p->cache, strlen(p->cache));
     puts_(b, ",\"topic\":");
-    put_json_string(b, (const unsigned char *)j->topic, strlen(j->topic));
-    snprintf(num, sizeof(num), "%lld", (long long)j->event_ms);
+    put_json_string(b, (const unsigned char *)p->topic, strlen(p->topic));
+    snprintf(num, sizeof(num), "%lld", (long long)p->event_ms);
     puts_(b, ",\"event_timestamp\":");
     puts_(b, num);
-    snprintf(num, sizeof(num), "%lld", (long long)publish_ms);
+    snprintf(num, sizeof(num), "%lld", (long long)p->publish_ms);
     puts_(b, ",\"publish_timestamp\":");
     puts_(b, num);
-    snprintf(num, sizeof(num), "%llu", (unsigned long long)j->seq);
+    snprintf(num, sizeof(num), "%llu", (unsigned long long)p->seq);
     puts_(b, ",\"topic_sequence_number\":");
     puts_(b, num);
     /* momento-local's publishes carry no token id (their items' publisher
      * id is empty too): "" as Momento sends for a key without one. */
     puts_(b, ",\"token_id\":\"\"");
-    if (j->is_text) {
+    if (p->is_text) {
         puts_(b, ",\"text\":");
-        put_json_string(b, j->value, j->len);
+        put_json_string(b, p->value, p->len);
     } else {
         puts_(b, ",\"binary\":\"");
-        put_base64(b, j->value, j->len);
+        put_base64(b, p->value, p->len);
         puts_(b, "\"");
     }
     puts_(b, "}");
 }
 
-/* ---- the delivery --------------------------------------------------------- */
-
-typedef enum { SENT_OK, SENT_REJECTED, SENT_TIMEOUT, SENT_FAILED, SENT_STOPPED } sent;
-
-/* Waits for `events` on `fd` until `deadline`: 1 ready, 0 timed out, -1
- * stopped or failed (*stopped tells). */
-static int wait_fd(srv_webhooks *w, int fd, short events, int64_t deadline, bool *stopped)
+static void build_head(buf *b, const char *path, const char *host, const char *port,
+                       size_t body_len, const char *sig)
 {
-    for (;;) {
-        int64_t left = deadline - mono_ms();
-        if (left <= 0)
-            return 0;
-        struct pollfd p[2] = {{.fd = fd, .events = events}, {.fd = w->wake[0], .events = POLLIN}};
-        int n = poll(p, 2, (int)(left > 1000000 ? 1000000 : left));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        if (p[1].revents) {
-            *stopped = true;
-            return -1;
-        }
-        if (p[0].revents)
-            return 1;
+    char num[32];
+    snprintf(num, sizeof(num), "%zu", body_len);
+    puts_(b, "POST ");
+    puts_(b, path);
+    puts_(b, " HTTP/1.1\r\nHost: ");
+    puts_(b, host);
+    if (strcmp(port, "80") != 0) {
+        puts_(b, ":");
+        puts_(b, port);
     }
+    puts_(b, "\r\nUser-Agent: " USER_AGENT "\r\nContent-Type: application/json\r\n");
+    puts_(b, "Content-Length: ");
+    puts_(b, num);
+    puts_(b, "\r\nmomento-signature: ");
+    puts_(b, sig);
+    puts_(b, "\r\nConnection: close\r\n\r\n");
 }
 
-static sent deliver(srv_webhooks *w, const job *j)
-{
-    int64_t deadline = mono_ms() + w->timeout_ms;
-    bool stopped = false;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-    if (getaddrinfo(j->host, j->port, &hints, &ai) != 0 || !ai)
-        return SENT_FAILED;
-    int fd = -1;
-    sent result = SENT_FAILED;
-    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0)
-            continue;
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
-            break;
-        int err = errno, ready = -1;
-        if (err == EINPROGRESS) {
-            ready = wait_fd(w, fd, POLLOUT, deadline, &stopped);
-            socklen_t el = sizeof(err);
-            if (ready == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0)
-                break;
-        }
-        close(fd);
-        fd = -1;
-        if (stopped || ready == 0) {
-            result = stopped ? SENT_STOPPED : SENT_TIMEOUT;
-            break;
-        }
-    }
-    freeaddrinfo(ai);
-    if (fd < 0)
-        return result;
+/* ---- boxes (under mu) ------------------------------------------------------ */
 
-    buf body = {0}, req = {0};
-    build_body(&body, j, wall_ms());
-    unsigned char mac[32];
-    unsigned int mac_len = 0;
-    char sig[65];
-    if (!body.failed && HMAC(EVP_sha3_256(), j->secret, (int)strlen(j->secret),
-                             (const unsigned char *)body.p, body.len, mac, &mac_len) &&
-        mac_len == sizeof(mac)) {
-        for (size_t i = 0; i < sizeof(mac); i++)
-            snprintf(sig + 2 * i, 3, "%02x", mac[i]);
-        char head[256];
-        snprintf(head, sizeof(head), "Content-Length: %zu\r\n", body.len);
-        puts_(&req, "POST ");
-        puts_(&req, j->path);
-        puts_(&req, " HTTP/1.1\r\nHost: ");
-        puts_(&req, j->host);
-        if (strcmp(j->port, "80") != 0) {
-            puts_(&req, ":");
-            puts_(&req, j->port);
-        }
-        puts_(&req, "\r\nUser-Agent: " USER_AGENT "\r\nContent-Type: application/json\r\n");
-        puts_(&req, head);
-        puts_(&req, "momento-signature: ");
-        puts_(&req, sig);
-        puts_(&req, "\r\nConnection: close\r\n\r\n");
-        put(&req, body.p, body.len);
-    } else {
-        req.failed = true;
-    }
-    OPENSSL_cleanse(mac, sizeof(mac));
-    free(body.p);
-    result = SENT_FAILED;
-    size_t off = 0;
-    while (!req.failed && off < req.len) {
-        ssize_t n = send(fd, req.p + off, req.len - off, MSG_NOSIGNAL);
-        if (n > 0) {
-            off += (size_t)n;
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-            int ready = wait_fd(w, fd, POLLOUT, deadline, &stopped);
-            if (ready == 1)
-                continue;
-            result = stopped ? SENT_STOPPED : ready == 0 ? SENT_TIMEOUT : SENT_FAILED;
-        }
-        break;
-    }
-    if (!req.failed && off == req.len) {
-        /* The status line is all that is read: "HTTP/1.x NNN ...". */
-        char line[64];
-        size_t got = 0;
-        for (;;) {
-            ssize_t n = recv(fd, line + got, sizeof(line) - 1 - got, 0);
-            if (n > 0) {
-                got += (size_t)n;
-                line[got] = '\0';
-                if (strchr(line, '\n') || got == sizeof(line) - 1)
-                    break;
-                continue;
-            }
-            if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-                int ready = wait_fd(w, fd, POLLIN, deadline, &stopped);
-                if (ready == 1)
-                    continue;
-                result = stopped ? SENT_STOPPED : ready == 0 ? SENT_TIMEOUT : SENT_FAILED;
-            }
-            got = 0; /* closed or failed before a status line */
-            break;
-        }
-        int code = 0;
-        if (got && sscanf(line, "HTTP/1.%*1[01] %3d", &code) == 1)
-            result = code >= 200 && code <= 299 ? SENT_OK : SENT_REJECTED;
-    }
-    free(req.p);
-    close(fd);
-    return result;
+static void ready_push(srv_webhooks *w, box *b)
+{
+    b->ready = true;
+    b->rnext = NULL;
+    b->rprev = w->ready_tail;
+    if (w->ready_tail)
+        w->ready_tail->rnext = b;
+    else
+        w->ready_head = b;
+    w->ready_tail = b;
+}
+
+static void ready_remove(srv_webhooks *w, box *b)
+{
+    if (!b->ready)
+        return;
+    if (b->rprev)
+        b->rprev->rnext = b->rnext;
+    else
+        w->ready_head = b->rnext;
+    if (b->rnext)
+        b->rnext->rprev = b->rprev;
+    else
+        w->ready_tail = b->rprev;
+    b->rprev = b->rnext = NULL;
+    b->ready = false;
 }
 
 static void job_free(job *j)
@@ -368,44 +351,477 @@ static void job_free(job *j)
     if (!j)
         return;
     OPENSSL_cleanse(j->secret, sizeof(j->secret));
-    free(j->cache);
-    free(j->topic);
-    free(j->host);
-    free(j->port);
-    free(j->path);
     free(j);
+}
+
+/* Takes the oldest waiting delivery off `b`; its cost is still held. */
+static job *box_pop(srv_webhooks *w, box *b)
+{
+    job *j = b->head;
+    b->head = j->next;
+    if (!b->head) {
+        b->tail = NULL;
+        ready_remove(w, b);
+    }
+    b->n--;
+    b->bytes -= j->cost;
+    w->n_waiting--;
+    return j;
+}
+
+static void box_unlink(srv_webhooks *w, box *b)
+{
+    ready_remove(w, b);
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        w->boxes = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    free(b);
+}
+
+/* ---- a delivery, step by step -------------------------------------------- */
+
+typedef enum { SENT_OK, SENT_REJECTED, SENT_TIMEOUT, SENT_FAILED } sent;
+typedef enum { C_LOOKUP, C_CONNECTING, C_SENDING, C_READING, C_DONE } conn_state;
+
+/* A delivery being sent; its buffers (the head, then the body) follow it,
+ * in the capacities its job worked out. */
+typedef struct conn {
+    uint64_t id;
+    job *j;
+    box *b;
+    conn_state state;
+    sent result;
+    int fd;
+    int64_t deadline;
+    struct addrinfo *ai, *at; /* the addresses, and the one tried now */
+    char *head, *body;
+    size_t head_len, body_len, off;
+    char line[64];            /* the answer's status line */
+    size_t got;
+    char bufs[];
+} conn;
+
+static void conn_done(conn *c, sent r)
+{
+    c->state = C_DONE;
+    c->result = r;
+    if (c->fd >= 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
+}
+
+static void conn_read(conn *c)
+{
+    for (;;) {
+        ssize_t n = recv(c->fd, c->line + c->got, sizeof(c->line) - 1 - c->got, 0);
+        if (n > 0) {
+            c->got += (size_t)n;
+            c->line[c->got] = '\0';
+            /* The status line is all that is read: "HTTP/1.x NNN ...". */
+            if (strchr(c->line, '\n') || c->got == sizeof(c->line) - 1) {
+                int code = 0;
+                if (sscanf(c->line, "HTTP/1.%*1[01] %3d", &code) == 1)
+                    conn_done(c, code >= 200 && code <= 299 ? SENT_OK : SENT_REJECTED);
+                else
+                    conn_done(c, SENT_FAILED);
+                return;
+            }
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        conn_done(c, SENT_FAILED); /* closed or failed before a status line */
+        return;
+    }
+}
+
+static void conn_send(conn *c)
+{
+    size_t total = c->head_len + c->body_len;
+    while (c->off < total) {
+        struct iovec iov[2];
+        int n_iov = 0;
+        if (c->off < c->head_len) {
+            iov[n_iov++] = (struct iovec){c->head + c->off, c->head_len - c->off};
+            iov[n_iov++] = (struct iovec){c->body, c->body_len};
+        } else {
+            iov[n_iov++] = (struct iovec){c->body + (c->off - c->head_len), total - c->off};
+        }
+        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n_iov};
+        ssize_t n = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+        if (n > 0) {
+            c->off += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        conn_done(c, SENT_FAILED);
+        return;
+    }
+    c->state = C_READING;
+}
+
+/* Connected: the body, with the time it is sent, signed with the secret of
+ * its publish, and the head. */
+static void conn_connected(conn *c)
+{
+    const job *j = c->j;
+    buf body = {.p = c->bufs + j->head_cap, .cap = j->body_cap};
+    build_body(&body, &(body_parts){j->cache, j->topic, j->event_ms, wall_ms(), j->seq,
+                                    j->is_text, j->data, j->len});
+    unsigned char mac[32];
+    unsigned int mac_len = 0;
+    char sig[65];
+    buf head = {.p = c->bufs, .cap = j->head_cap};
+    if (!body.failed && HMAC(EVP_sha3_256(), j->secret, (int)strlen(j->secret),
+                             (const unsigned char *)body.p, body.len, mac, &mac_len) &&
+        mac_len == sizeof(mac)) {
+        for (size_t i = 0; i < sizeof(mac); i++)
+            snprintf(sig + 2 * i, 3, "%02x", mac[i]);
+        build_head(&head, j->path, j->host, j->port, body.len, sig);
+    } else {
+        head.failed = true;
+    }
+    OPENSSL_cleanse(mac, sizeof(mac));
+    if (head.failed) {
+        conn_done(c, SENT_FAILED);
+        return;
+    }
+    c->head = head.p;
+    c->head_len = head.len;
+    c->body = body.p;
+    c->body_len = body.len;
+    c->state = C_SENDING;
+    conn_send(c);
+}
+
+/* Tries the addresses from `at` on, until one connects or is connecting. */
+static void conn_connect(conn *c)
+{
+    for (; c->at; c->at = c->at->ai_next) {
+        const struct addrinfo *a = c->at;
+        int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0)
+            continue;
+        c->fd = fd;
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+            conn_connected(c);
+            return;
+        }
+        if (errno == EINPROGRESS) {
+            c->state = C_CONNECTING;
+            return;
+        }
+        close(fd);
+        c->fd = -1;
+    }
+    conn_done(c, SENT_FAILED);
+}
+
+static void conn_addresses(conn *c, int rc, struct addrinfo *ai)
+{
+    if (rc != 0 || !ai) {
+        if (ai)
+            freeaddrinfo(ai);
+        conn_done(c, SENT_FAILED);
+        return;
+    }
+    c->ai = c->at = ai;
+    conn_connect(c);
+}
+
+/* The socket is ready for what the state waits on (or has failed). */
+static void conn_ready(conn *c)
+{
+    if (c->state == C_CONNECTING) {
+        int err = 0;
+        socklen_t el = sizeof(err);
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0) {
+            conn_connected(c);
+            return;
+        }
+        close(c->fd);
+        c->fd = -1;
+        c->at = c->at->ai_next;
+        conn_connect(c);
+    } else if (c->state == C_SENDING) {
+        conn_send(c);
+    } else if (c->state == C_READING) {
+        conn_read(c);
+    }
+}
+
+static void *lookup_thread(void *arg);
+
+/* Asks the lookups' thread for `c`'s host (starting it with the first). */
+static void conn_lookup(srv_webhooks *w, conn *c)
+{
+    size_t hl = strlen(c->j->host) + 1, pl = strlen(c->j->port) + 1;
+    lookup *l = calloc(1, sizeof(*l) + hl + pl);
+    if (!l) {
+        conn_done(c, SENT_FAILED);
+        return;
+    }
+    l->conn_id = c->id;
+    memcpy(l->host, c->j->host, hl);
+    memcpy(l->host + hl, c->j->port, pl);
+    l->port = l->host + hl;
+    /* Only this thread starts it, and the stop reads the flag after
+     * joining this thread. */
+    if (!w->lookups_started) {
+        if (pthread_create(&w->lookup_thread, NULL, lookup_thread, w) != 0) {
+            free(l);
+            conn_done(c, SENT_FAILED);
+            return;
+        }
+        pthread_setname_np(w->lookup_thread, "momento-wh-dns");
+        w->lookups_started = true;
+    }
+    pthread_mutex_lock(&w->mu);
+    if (w->todo_tail)
+        w->todo_tail->next = l;
+    else
+        w->todo = l;
+    w->todo_tail = l;
+    pthread_cond_signal(&w->lookup_cv);
+    pthread_mutex_unlock(&w->mu);
+    c->state = C_LOOKUP;
+}
+
+static void conn_start(srv_webhooks *w, conn *c)
+{
+    c->deadline = mono_ms() + w->timeout_ms;
+    /* An address needs no lookup; a name goes to the lookups' thread. */
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV},
+                    *ai = NULL;
+    int rc = getaddrinfo(c->j->host, c->j->port, &hints, &ai);
+    if (rc == EAI_NONAME)
+        conn_lookup(w, c);
+    else
+        conn_addresses(c, rc, ai);
+}
+
+/* Wakes the delivery thread (under mu): once until it next looks. */
+static void kick(srv_webhooks *w)
+{
+    if (w->kicked)
+        return;
+    w->kicked = true;
+    ssize_t n = write(w->wake[1], "x", 1);
+    (void)n; /* a full pipe wakes it as well */
+}
+
+static void *lookup_thread(void *arg)
+{
+    srv_webhooks *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->stop && !w->todo)
+            pthread_cond_wait(&w->lookup_cv, &w->mu);
+        if (w->stop)
+            break;
+        lookup *l = w->todo;
+        w->todo = l->next;
+        if (!w->todo)
+            w->todo_tail = NULL;
+        pthread_mutex_unlock(&w->mu);
+        struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                                 .ai_socktype = SOCK_STREAM,
+                                 .ai_flags = AI_NUMERICSERV};
+        l->rc = getaddrinfo(l->host, l->port, &hints, &l->ai);
+        pthread_mutex_lock(&w->mu);
+        l->next = w->done;
+        w->done = l;
+        kick(w);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static void lookups_free(lookup *l)
+{
+    while (l) {
+        lookup *next = l->next;
+        if (l->ai)
+            freeaddrinfo(l->ai);
+        free(l);
+        l = next;
+    }
+}
+
+static void conn_free(conn *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    if (c->ai)
+        freeaddrinfo(c->ai);
+    job_free(c->j);
+    free(c);
+}
+
+/* A delivery ended (`j` sent, or failed without a connection): its box
+ * free for the next, its memory owed back to the store; the caller counts
+ * it once that is settled. */
+static void job_finish(srv_webhooks *w, job *j, box *b)
+{
+    uint64_t cost = j->cost;
+    job_free(j);
+    pthread_mutex_lock(&w->mu);
+    b->sending = false;
+    w->n_sending--;
+    w->held -= cost;
+    w->unsettled += cost;
+    if (b->deleted)
+        box_unlink(w, b);
+    else if (b->n)
+        ready_push(w, b);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static sent conn_finish(srv_webhooks *w, conn *c)
+{
+    job *j = c->j;
+    box *b = c->b;
+    sent r = c->result;
+    c->j = NULL;
+    conn_free(c);
+    job_finish(w, j, b);
+    return r;
+}
+
+/* Gives the store back what was freed. With the turn. */
+static void settle(srv_webhooks *w)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t owed = w->unsettled;
+    w->unsettled = 0;
+    pthread_mutex_unlock(&w->mu);
+    if (owed)
+        store_uncharge(&w->s->store, owed);
 }
 
 static void *delivery_thread(void *arg)
 {
     srv_webhooks *w = arg;
-    pthread_mutex_lock(&w->mu);
+    conn *cs[MAX_SENDING];
+    size_t n = 0;
+    uint64_t next_id = 1;
+    struct pollfd pfd[MAX_SENDING + 1];
+    conn *polled[MAX_SENDING + 1];
     for (;;) {
-        while (!w->stop && !w->head)
-            pthread_cond_wait(&w->cv, &w->mu);
-        if (w->stop)
-            break;
-        job *j = w->head;
-        w->head = j->next;
-        if (!w->head)
-            w->tail = NULL;
-        w->n_items--;
-        w->bytes -= j->cost;
-        w->busy = true;
-        pthread_mutex_unlock(&w->mu);
-        sent r = deliver(w, j);
-        atomic_uint_fast64_t *c = r == SENT_OK         ? &w->delivered
-                                  : r == SENT_REJECTED ? &w->rejected
-                                  : r == SENT_TIMEOUT  ? &w->timed_out
-                                  : r == SENT_FAILED   ? &w->failed
-                                                       : NULL;
-        if (c)
-            atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
-        job_free(j);
+        /* Emptied before looking: a kick after the look leaves a byte. */
+        char drain[64];
+        while (read(w->wake[0], drain, sizeof(drain)) > 0)
+            ;
+        job *fresh[MAX_SENDING];
+        box *fresh_box[MAX_SENDING];
+        size_t n_fresh = 0;
+        uint64_t ended[SENT_FAILED + 1] = {0};
         pthread_mutex_lock(&w->mu);
-        w->busy = false;
+        if (w->stop) {
+            pthread_mutex_unlock(&w->mu);
+            break;
+        }
+        w->kicked = false;
+        lookup *answers = w->done;
+        w->done = NULL;
+        while (n + n_fresh < MAX_SENDING && w->ready_head) {
+            box *b = w->ready_head;
+            fresh[n_fresh] = box_pop(w, b);
+            fresh_box[n_fresh++] = b;
+            ready_remove(w, b);
+            b->sending = true;
+            w->n_sending++;
+        }
+        pthread_mutex_unlock(&w->mu);
+
+        for (lookup *l = answers, *next; l; l = next) {
+            next = l->next;
+            for (size_t i = 0; i < n; i++)
+                if (cs[i]->id == l->conn_id && cs[i]->state == C_LOOKUP) {
+                    conn_addresses(cs[i], l->rc, l->ai);
+                    l->ai = NULL;
+                    break;
+                }
+            l->next = NULL;
+            lookups_free(l); /* the answer of one given up already, too */
+        }
+        for (size_t i = 0; i < n_fresh; i++) {
+            job *j = fresh[i];
+            conn *c = malloc(sizeof(*c) + j->head_cap + j->body_cap);
+            if (!c) {
+                /* Charged, but malloc() has nothing: it cannot be sent. */
+                job_finish(w, j, fresh_box[i]);
+                ended[SENT_FAILED]++;
+                continue;
+            }
+            *c = (conn){.id = next_id++, .j = j, .b = fresh_box[i], .fd = -1};
+            cs[n++] = c;
+            conn_start(w, c);
+        }
+
+        /* Past its deadline, whatever it waits on (a lookup too). */
+        int64_t now = mono_ms();
+        for (size_t i = 0; i < n; i++)
+            if (cs[i]->state != C_DONE && now >= cs[i]->deadline)
+                conn_done(cs[i], SENT_TIMEOUT);
+        size_t kept = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (cs[i]->state == C_DONE)
+                ended[conn_finish(w, cs[i])]++;
+            else
+                cs[kept++] = cs[i];
+        }
+        n = kept;
+        if (ended[SENT_OK] + ended[SENT_REJECTED] + ended[SENT_TIMEOUT] + ended[SENT_FAILED]) {
+            srv_turn_take(&w->s->turns);
+            settle(w);
+            srv_turn_give(&w->s->turns);
+            /* Counted once their memory is the store's again, so that a
+             * count seen says so too. */
+            atomic_uint_fast64_t *counter[] = {&w->delivered, &w->rejected, &w->timed_out,
+                                               &w->failed};
+            for (int r = SENT_OK; r <= SENT_FAILED; r++)
+                if (ended[r])
+                    atomic_fetch_add_explicit(counter[r], ended[r], memory_order_relaxed);
+            continue; /* their boxes' next deliveries may be ready */
+        }
+
+        size_t np = 0;
+        pfd[np++] = (struct pollfd){.fd = w->wake[0], .events = POLLIN};
+        int64_t first = INT64_MAX;
+        for (size_t i = 0; i < n; i++) {
+            conn *c = cs[i];
+            if (c->deadline < first)
+                first = c->deadline;
+            if (c->state == C_LOOKUP)
+                continue;
+            polled[np] = c;
+            pfd[np++] = (struct pollfd){.fd = c->fd,
+                                        .events = c->state == C_READING ? POLLIN : POLLOUT};
+        }
+        int wait = -1;
+        if (n) {
+            int64_t left = first - mono_ms();
+            wait = left <= 0 ? 0 : left > 1000000 ? 1000000 : (int)left;
+        }
+        if (poll(pfd, np, wait) > 0)
+            for (size_t i = 1; i < np; i++)
+                if (pfd[i].revents)
+                    conn_ready(polled[i]);
     }
-    pthread_mutex_unlock(&w->mu);
+    for (size_t i = 0; i < n; i++)
+        conn_free(cs[i]); /* stopped: cut short, uncounted */
     return NULL;
 }
 
@@ -421,22 +837,29 @@ int srv_webhooks_init(momento_local *s)
         free(w);
         return -1;
     }
-    if (pthread_cond_init(&w->cv, NULL) != 0) {
+    if (pthread_cond_init(&w->lookup_cv, NULL) != 0) {
         pthread_mutex_destroy(&w->mu);
         free(w);
         return -1;
     }
+    w->s = s;
     w->timeout_ms = s->opts.webhook_timeout_ms;
     w->max_items = s->opts.webhook_queue_items;
-    w->next_id = 1;
+    w->max_bytes = ALL_MAX_BYTES;
+    if (s->opts.max_memory && s->opts.max_memory / MEMORY_SHARE < w->max_bytes)
+        w->max_bytes = s->opts.max_memory / MEMORY_SHARE;
     s->webhooks = w;
     return 0;
 }
 
-/* The thread and its wake pipe, with the first webhook. */
+/* The delivery thread and its wake pipe, with the first webhook; none
+ * once stopped. */
 static int start_thread(srv_webhooks *w)
 {
-    if (w->started)
+    pthread_mutex_lock(&w->mu);
+    bool skip = w->started || w->stop;
+    pthread_mutex_unlock(&w->mu);
+    if (skip)
         return 0;
     if (pipe2(w->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
         w->wake[0] = w->wake[1] = -1;
@@ -449,7 +872,9 @@ static int start_thread(srv_webhooks *w)
         return -1;
     }
     pthread_setname_np(w->thread, "momento-webhook");
+    pthread_mutex_lock(&w->mu);
     w->started = true;
+    pthread_mutex_unlock(&w->mu);
     return 0;
 }
 
@@ -465,7 +890,6 @@ static void hook_free(hook *h)
     free(h);
 }
 
-/* Takes `h` off its topic, freeing the topic's entry when it was the last. */
 static void topic_unlink(srv_webhooks *w, hook *h)
 {
     hook_topic *t = h->t;
@@ -485,7 +909,6 @@ static void topic_unlink(srv_webhooks *w, hook *h)
         free(t);
     }
 }
-
 static char *pair_key(const char *a, const char *b, size_t *ret_len)
 {
     size_t al = strlen(a), bl = strlen(b);
@@ -497,7 +920,6 @@ static char *pair_key(const char *a, const char *b, size_t *ret_len)
     }
     return k;
 }
-
 static int topic_link(srv_webhooks *w, hook *h)
 {
     size_t len;
@@ -524,30 +946,6 @@ static int topic_link(srv_webhooks *w, hook *h)
     t->head = h;
     return 0;
 }
-
-/* Takes the queued deliveries of webhook `id` (0: of every webhook of
- * `cache`) off the queue, uncounted: a deleted webhook receives nothing
- * more. */
-static void purge(srv_webhooks *w, uint64_t id, const char *cache)
-{
-    pthread_mutex_lock(&w->mu);
-    job **at = &w->head, *last = NULL;
-    while (*at) {
-        job *j = *at;
-        if (id ? j->hook_id == id : strcmp(j->cache, cache) == 0) {
-            *at = j->next;
-            w->n_items--;
-            w->bytes -= j->cost;
-            job_free(j);
-        } else {
-            last = j;
-            at = &j->next;
-        }
-    }
-    w->tail = last;
-    pthread_mutex_unlock(&w->mu);
-}
-
 static hook *find(srv_webhooks *w, const char *cache, const char *name)
 {
     size_t len;
@@ -558,6 +956,28 @@ static hook *find(srv_webhooks *w, const char *cache, const char *name)
     HASH_FIND(hh, w->by_key, k, len, h);
     free(k);
     return h;
+}
+
+/* A webhook is gone (with the turn): its waiting deliveries go, uncounted,
+ * and their memory back; its box goes now, or, while one of its deliveries
+ * is being sent, once that ends. */
+static void box_release(srv_webhooks *w, box *b)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t freed = 0;
+    while (b->n) {
+        job *j = box_pop(w, b);
+        freed += j->cost;
+        job_free(j);
+    }
+    w->held -= freed;
+    if (b->sending)
+        b->deleted = true;
+    else
+        box_unlink(w, b);
+    pthread_mutex_unlock(&w->mu);
+    if (freed)
+        store_uncharge(&w->s->store, freed);
 }
 
 static bool new_secret(char out[SECRET_HEX + 1])
@@ -647,6 +1067,7 @@ static int split_url(hook *h, const char *url)
     return h->host && h->port && h->path ? 0 : -1;
 }
 
+
 int srv_webhooks_put(momento_local *s, const char *cache, const char *name, const char *topic,
                      const char *url, const char **ret_secret)
 {
@@ -667,25 +1088,32 @@ int srv_webhooks_put(momento_local *s, const char *cache, const char *name, cons
     fresh->name = fresh->key + strlen(cache) + 1;
     hook *old;
     HASH_FIND(hh, w->by_key, fresh->key, fresh->key_len, old);
+    box *b = NULL;
     if (old) {
-        /* The same webhook pointed elsewhere: its secret and id stay. */
+        /* The same webhook pointed elsewhere: its secret and box stay. */
         memcpy(fresh->secret, old->secret, sizeof(fresh->secret));
-        fresh->id = old->id;
-    } else {
-        if (!new_secret(fresh->secret)) {
-            hook_free(fresh);
-            return -1;
-        }
-        fresh->id = w->next_id++;
+    } else if (!new_secret(fresh->secret) || !(b = calloc(1, sizeof(*b)))) {
+        hook_free(fresh);
+        return -1;
     }
     if (topic_link(w, fresh) < 0) {
+        free(b);
         hook_free(fresh);
         return -1;
     }
     if (old) {
+        fresh->box = old->box;
         topic_unlink(w, old);
         HASH_DEL(w->by_key, old);
         hook_free(old);
+    } else {
+        pthread_mutex_lock(&w->mu);
+        b->next = w->boxes;
+        if (w->boxes)
+            w->boxes->prev = b;
+        w->boxes = b;
+        pthread_mutex_unlock(&w->mu);
+        fresh->box = b;
     }
     HASH_ADD_KEYPTR(hh, w->by_key, fresh->key, fresh->key_len, fresh);
     *ret_secret = fresh->secret;
@@ -694,6 +1122,7 @@ int srv_webhooks_put(momento_local *s, const char *cache, const char *name, cons
 
 static void remove_hook(srv_webhooks *w, hook *h)
 {
+    box_release(w, h->box);
     topic_unlink(w, h);
     HASH_DEL(w->by_key, h);
     hook_free(h);
@@ -705,7 +1134,6 @@ bool srv_webhooks_delete(momento_local *s, const char *cache, const char *name)
     hook *h = find(w, cache, name);
     if (!h)
         return false;
-    purge(w, h->id, NULL);
     remove_hook(w, h);
     return true;
 }
@@ -755,16 +1183,120 @@ long srv_webhooks_list(momento_local *s, const char *cache, srv_webhook_view **r
 void srv_webhooks_drop_cache(momento_local *s, const char *cache)
 {
     srv_webhooks *w = s->webhooks;
-    bool any = false;
     for (hook *h = w->by_key, *next; h; h = next) {
         next = h->hh.next;
-        if (strcmp(h->cache, cache) == 0) {
+        if (strcmp(h->cache, cache) == 0)
             remove_hook(w, h);
-            any = true;
-        }
     }
-    if (any)
-        purge(w, 0, cache);
+}
+
+/* ---- publishing: room, then the queue ------------------------------------ */
+
+/* The box other than `self` with the most bytes waiting, if it has more
+ * than `self`: the one to give way. Under mu. */
+static box *fullest_other(srv_webhooks *w, const box *self)
+{
+    box *most = NULL;
+    for (box *b = w->boxes; b; b = b->next)
+        if (b != self && b->n && (!most || b->bytes > most->bytes))
+            most = b;
+    return most && most->bytes > self->bytes ? most : NULL;
+}
+
+static void count_drop(srv_webhooks *w, admission why)
+{
+    atomic_fetch_add_explicit(&w->dropped, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(why == DROP_FULL     ? &w->dropped_full
+                              : why == DROP_GLOBAL ? &w->dropped_global
+                                                   : &w->dropped_memory,
+                              1, memory_order_relaxed);
+}
+
+/* Drops the oldest waiting delivery of `b` to make room (with the turn,
+ * under mu). */
+static void give_way(srv_webhooks *w, box *b, admission why)
+{
+    job *j = box_pop(w, b);
+    w->held -= j->cost;
+    store_uncharge(&w->s->store, j->cost);
+    job_free(j);
+    count_drop(w, why);
+}
+
+/* Whether a delivery costing `cost` may join `b`, making room for it as
+ * the file's head says; when it may, its cost is charged and held. With the
+ * turn, under mu. */
+static admission admit(srv_webhooks *w, box *b, uint64_t cost)
+{
+    if (b->n >= w->max_items || (b->n && b->bytes + cost > BOX_MAX_BYTES))
+        return DROP_FULL;
+    if (cost > w->max_bytes)
+        return DROP_GLOBAL;
+    while (w->held + cost > w->max_bytes) {
+        box *v = fullest_other(w, b);
+        if (!v)
+            return DROP_GLOBAL;
+        give_way(w, v, DROP_GLOBAL);
+    }
+    while (store_charge(&w->s->store, cost) != 0) {
+        box *v = fullest_other(w, b);
+        if (!v)
+            return DROP_MEMORY;
+        give_way(w, v, DROP_MEMORY);
+    }
+    w->held += cost;
+    return KEPT;
+}
+
+/* What a delivery of this publish to `h` will hold: its job's block, and
+ * the connection whose buffers hold the head and the body (sized for the
+ * longest send time and Content-Length). */
+static uint64_t delivery_cost(const hook *h, const body_parts *p, size_t *ret_block,
+                              size_t *ret_head_cap, size_t *ret_body_cap)
+{
+    body_parts most = *p;
+    most.publish_ms = INT64_MAX;
+    buf body = {0}, head = {0};
+    build_body(&body, &most);
+    char sig[65];
+    memset(sig, 'f', 64);
+    sig[64] = '\0';
+    build_head(&head, h->path, h->host, h->port, SIZE_MAX, sig);
+    *ret_block = sizeof(job) + p->len + strlen(p->cache) + strlen(p->topic) + strlen(h->host) +
+                 strlen(h->port) + strlen(h->path) + 5;
+    *ret_head_cap = head.len;
+    *ret_body_cap = body.len;
+    return store_alloc_cost(*ret_block) + store_alloc_cost(sizeof(conn) + head.len + body.len);
+}
+
+static char *place(char **at, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = memcpy(*at, s, n);
+    *at += n;
+    return d;
+}
+
+static job *job_new(const hook *h, const body_parts *p, size_t block)
+{
+    job *j = malloc(block);
+    if (!j)
+        return NULL;
+    memset(j, 0, sizeof(*j));
+    if (p->len)
+        memcpy(j->data, p->value, p->len);
+    char *at = (char *)j->data + p->len;
+    j->cache = place(&at, p->cache);
+    j->topic = place(&at, p->topic);
+    j->host = place(&at, h->host);
+    j->port = place(&at, h->port);
+    j->path = place(&at, h->path);
+    memcpy(j->secret, h->secret, sizeof(j->secret));
+    j->seq = p->seq;
+    j->event_ms = p->event_ms;
+    j->is_text = p->is_text;
+    j->len = p->len;
+    return j;
 }
 
 void srv_webhooks_publish(momento_local *s, const char *cache, const char *topic,
@@ -781,53 +1313,72 @@ void srv_webhooks_publish(momento_local *s, const char *cache, const char *topic
     free(k);
     if (!t)
         return;
-    int64_t now = wall_ms();
+    /* What the thread freed is the store's again before anything is
+     * charged. */
+    settle(w);
+    body_parts p = {cache, topic, wall_ms(), 0, seq, is_text, value, len};
     for (hook *h = t->head; h; h = h->tnext) {
+        size_t block, head_cap, body_cap;
+        uint64_t cost = delivery_cost(h, &p, &block, &head_cap, &body_cap);
+        pthread_mutex_lock(&w->mu);
+        if (w->stop) { /* the server is stopping: nothing more is queued */
+            pthread_mutex_unlock(&w->mu);
+            return;
+        }
         atomic_fetch_add_explicit(&w->queued, 1, memory_order_relaxed);
-        size_t cost = sizeof(job) + len + strlen(cache) + strlen(topic) + strlen(h->host) +
-                      strlen(h->port) + strlen(h->path) + 5;
-        pthread_mutex_lock(&w->mu);
-        bool full = w->n_items >= w->max_items || w->bytes + cost > QUEUE_MAX_BYTES;
-        pthread_mutex_unlock(&w->mu);
-        job *j = full ? NULL : calloc(1, sizeof(job) + len);
+        box *b = h->box;
+        admission why = admit(w, b, cost);
+        job *j = why == KEPT ? job_new(h, &p, block) : NULL;
+        if (why == KEPT && !j) {
+            /* No memory for it after all: dropped, as for the limit. */
+            w->held -= cost;
+            store_uncharge(&s->store, cost);
+            why = DROP_MEMORY;
+        }
         if (j) {
-            j->hook_id = h->id;
             j->cost = cost;
-            j->cache = strdup(cache);
-            j->topic = strdup(topic);
-            j->host = strdup(h->host);
-            j->port = strdup(h->port);
-            j->path = strdup(h->path);
-            memcpy(j->secret, h->secret, sizeof(j->secret));
-            j->seq = seq;
-            j->event_ms = now;
-            j->is_text = is_text;
-            j->len = len;
-            if (len)
-                memcpy(j->value, value, len);
-            if (!j->cache || !j->topic || !j->host || !j->port || !j->path) {
-                job_free(j);
-                j = NULL;
-            }
+            j->head_cap = head_cap;
+            j->body_cap = body_cap;
+            if (b->tail)
+                b->tail->next = j;
+            else
+                b->head = j;
+            b->tail = j;
+            b->n++;
+            b->bytes += cost;
+            w->n_waiting++;
+            if (!b->sending && !b->ready)
+                ready_push(w, b);
+            kick(w);
+        } else {
+            /* Dropped, never waited for. */
+            count_drop(w, why);
         }
-        if (!j) {
-            /* Full, or no memory for it: dropped, never waited for. */
-            atomic_fetch_add_explicit(&w->dropped, 1, memory_order_relaxed);
-            continue;
-        }
-        pthread_mutex_lock(&w->mu);
-        /* Only this thread (with the turn) adds: the room seen above is
-         * still there. */
-        if (w->tail)
-            w->tail->next = j;
-        else
-            w->head = j;
-        w->tail = j;
-        w->n_items++;
-        w->bytes += cost;
-        pthread_cond_signal(&w->cv);
         pthread_mutex_unlock(&w->mu);
     }
+}
+
+/* ---- stopping ------------------------------------------------------------ */
+
+void srv_webhooks_stop(momento_local *s)
+{
+    srv_webhooks *w = s->webhooks;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    bool was = w->stop, started = w->started;
+    w->stop = true;
+    pthread_cond_broadcast(&w->lookup_cv);
+    pthread_mutex_unlock(&w->mu);
+    if (was || !started)
+        return;
+    ssize_t n = write(w->wake[1], "x", 1);
+    (void)n;
+    pthread_join(w->thread, NULL);
+    /* Set by the delivery thread only, which is gone. A lookup in
+     * progress is waited for: getaddrinfo() cannot be cut short. */
+    if (w->lookups_started)
+        pthread_join(w->lookup_thread, NULL);
 }
 
 void srv_webhooks_destroy(momento_local *s)
@@ -835,26 +1386,34 @@ void srv_webhooks_destroy(momento_local *s)
     srv_webhooks *w = s->webhooks;
     if (!w)
         return;
-    if (w->started) {
-        pthread_mutex_lock(&w->mu);
-        w->stop = true;
-        pthread_cond_signal(&w->cv);
-        pthread_mutex_unlock(&w->mu);
-        ssize_t n = write(w->wake[1], "x", 1);
-        (void)n;
-        pthread_join(w->thread, NULL);
+    srv_webhooks_stop(s);
+    if (w->wake[0] >= 0) {
         close(w->wake[0]);
         close(w->wake[1]);
     }
-    for (job *j = w->head, *next; j; j = next) {
-        next = j->next;
-        job_free(j);
+    /* The threads are gone: what they shared is this thread's now. What
+     * is held (waiting, and what was being sent, which the delivery thread
+     * freed as it stopped) and what was freed but not settled go back. */
+    uint64_t owed = w->held + w->unsettled;
+    for (box *b = w->boxes, *next; b; b = next) {
+        next = b->next;
+        for (job *j = b->head, *jn; j; j = jn) {
+            jn = j->next;
+            job_free(j);
+        }
+        free(b);
     }
+    w->boxes = NULL;
+    lookups_free(w->todo);
+    lookups_free(w->done);
     for (hook *h = w->by_key, *next; h; h = next) {
         next = h->hh.next;
-        remove_hook(w, h);
+        topic_unlink(w, h);
+        HASH_DEL(w->by_key, h);
+        hook_free(h);
     }
-    pthread_cond_destroy(&w->cv);
+    store_uncharge(&s->store, owed);
+    pthread_cond_destroy(&w->lookup_cv);
     pthread_mutex_destroy(&w->mu);
     free(w);
     s->webhooks = NULL;
@@ -874,7 +1433,12 @@ void momento_local_webhook_stats_get(const momento_local *s, momento_local_webho
     ret->timed_out = atomic_load_explicit(&w->timed_out, memory_order_relaxed);
     ret->failed = atomic_load_explicit(&w->failed, memory_order_relaxed);
     ret->dropped = atomic_load_explicit(&w->dropped, memory_order_relaxed);
+    ret->dropped_full = atomic_load_explicit(&w->dropped_full, memory_order_relaxed);
+    ret->dropped_global = atomic_load_explicit(&w->dropped_global, memory_order_relaxed);
+    ret->dropped_memory = atomic_load_explicit(&w->dropped_memory, memory_order_relaxed);
     pthread_mutex_lock(&w->mu);
-    ret->pending = w->n_items + (w->busy ? 1 : 0);
+    ret->pending = w->n_waiting + w->n_sending;
+    ret->sending = w->n_sending;
+    ret->bytes = w->held + w->unsettled; /* what the store counts */
     pthread_mutex_unlock(&w->mu);
 }
