@@ -4,7 +4,11 @@
  * (momento_webhook_signature_valid()) and reads its JSON body: a rotated
  * secret signs what comes next, a deleted webhook hears nothing more, a
  * receiver that answers 500, never answers or is not there never holds a
- * publish up, and a full queue drops and counts. */
+ * publish up, and a full queue drops and counts. A receiver that never
+ * answers costs only its own webhook: another webhook hears everything,
+ * in order, while it still holds its first delivery (its queue's bound,
+ * the global one and --max-memory drop only its deliveries), and a stop
+ * cuts every held delivery short. */
 #include "momento/topics.h"
 #include "momento/webhooks.h"
 #include "testutil.h"
@@ -15,6 +19,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -27,9 +32,11 @@
 
 /* ---- the receiver -------------------------------------------------------- */
 
-typedef enum { ANSWER_200, ANSWER_500, ANSWER_NEVER } answer_mode;
+/* ANSWER_HOLD: the first delivery is answered 200 once receiver_release()
+ * is called, the rest at once. */
+typedef enum { ANSWER_200, ANSWER_500, ANSWER_NEVER, ANSWER_HOLD } answer_mode;
 
-#define MAX_DELIVERIES 64
+#define MAX_DELIVERIES 256
 
 typedef struct delivery {
     char *body;
@@ -50,6 +57,10 @@ typedef struct receiver {
     delivery got[MAX_DELIVERIES];
     size_t n;
     size_t malformed; /* requests that were not a POST with a body */
+    /* ANSWER_NEVER: held connections the sender has closed (seen by this
+     * thread as their end of file), as opposed to the receiver stopping. */
+    size_t closed;
+    bool released, quit; /* ANSWER_HOLD's, and the stop's for it */
 } receiver;
 
 static int64_t wall_ms(void)
@@ -59,13 +70,13 @@ static int64_t wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Reads from `fd` until `stop` is written or `want` bytes are in; -1 when
- * the peer closed or the receiver stops first. */
+/* Reads what `fd` has: -1 when the peer closed (or failed), -2 when the
+ * receiver stops first. */
 static ssize_t read_some(receiver *rv, int fd, char *buf, size_t cap)
 {
     struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = rv->wake[0], .events = POLLIN}};
     if (poll(p, 2, -1) <= 0 || p[1].revents)
-        return -1;
+        return -2;
     ssize_t n = recv(fd, buf, cap, 0);
     return n > 0 ? n : -1;
 }
@@ -141,14 +152,24 @@ static void serve_one(receiver *rv, int fd)
     else
         free(d.body);
     pthread_cond_broadcast(&rv->cv);
+    if (mode == ANSWER_HOLD && rv->n == 1)
+        while (!rv->released && !rv->quit)
+            pthread_cond_wait(&rv->cv, &rv->mu);
     pthread_mutex_unlock(&rv->mu);
     if (mode == ANSWER_NEVER) {
         /* Held until the sender gives up and closes, or the receiver stops. */
-        while (read_some(rv, fd, buf, sizeof(buf)) > 0)
+        ssize_t n;
+        while ((n = read_some(rv, fd, buf, sizeof(buf))) > 0)
             ;
+        if (n == -1) {
+            pthread_mutex_lock(&rv->mu);
+            rv->closed++;
+            pthread_cond_broadcast(&rv->cv);
+            pthread_mutex_unlock(&rv->mu);
+        }
         return;
     }
-    const char *reply = mode == ANSWER_200
+    const char *reply = mode != ANSWER_500
                             ? "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
                             : "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n";
     ssize_t n = send(fd, reply, strlen(reply), MSG_NOSIGNAL);
@@ -190,8 +211,20 @@ static receiver *receiver_start(answer_mode mode)
     return rv;
 }
 
+static void receiver_release(receiver *rv)
+{
+    pthread_mutex_lock(&rv->mu);
+    rv->released = true;
+    pthread_cond_broadcast(&rv->cv);
+    pthread_mutex_unlock(&rv->mu);
+}
+
 static void receiver_stop(receiver *rv)
 {
+    pthread_mutex_lock(&rv->mu);
+    rv->quit = true;
+    pthread_cond_broadcast(&rv->cv);
+    pthread_mutex_unlock(&rv->mu);
     ssize_t n = write(rv->wake[1], "x", 1);
     (void)n;
     pthread_join(rv->thread, NULL);
@@ -223,6 +256,27 @@ static size_t receiver_wait(receiver *rv, size_t n)
     size_t got = rv->n;
     pthread_mutex_unlock(&rv->mu);
     return got;
+}
+
+/* Waits until `n` held connections were closed by their sender (10 s,
+ * scaled); returns how many were. */
+static size_t receiver_wait_closed(receiver *rv, size_t n)
+{
+    int64_t until = tu_now_ms() + TU_MS(10000);
+    pthread_mutex_lock(&rv->mu);
+    while (rv->closed < n && tu_now_ms() < until) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 10 * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&rv->cv, &rv->mu, &ts);
+    }
+    size_t closed = rv->closed;
+    pthread_mutex_unlock(&rv->mu);
+    return closed;
 }
 
 static char *url_of(receiver *rv, const char *path)
@@ -628,8 +682,8 @@ static void test_rotate_and_delete(void **state)
     assert_int_equal(momento_webhook_signature_valid(d->body, d->len, d->signature, first), 0);
 
     /* Deleted: what is published to its topic afterwards goes nowhere.
-     * The delivery thread sends in order, so once b's delivery of an item
-     * published after it has arrived, a's would have come first. */
+     * A publish counts the deliveries it queues before it is answered, so
+     * `queued` staying at 3 says none was made for a. */
     assert_int_equal(momento_webhook_delete_sync(c, "c", "a", NULL, &r), MOMENTO_OK);
     momento_result_free(r);
     publish_text(c, "t1", "three");
@@ -715,20 +769,359 @@ static void test_failing_receivers(void **state)
     tu_wait_until(stats(s).failed == 1, 5000);
     assert_int_equal(stats(s).failed, 1);
 
-    /* A stop while a delivery is held is not held up by it. */
-    rv = receiver_start(ANSWER_NEVER);
     momento_client_free(c);
     momento_local_stop(s);
-    s = server_with(600000, 2);
-    c = tu_client(s, NULL);
-    free(put(c, "c", "w", "t", url_of(rv, "/")));
-    publish_quickly(c, "t", timeout);
-    assert_int_equal(receiver_wait(rv, 1), 1);
-    int64_t t0 = tu_now_ms();
+}
+
+/* ---- one receiver's trouble is its own ------------------------------------ */
+
+/* Long enough that no held delivery times out while a test runs, however
+ * slowly (the longest the option takes). */
+#define FOREVER_MS 600000u
+
+/* A server with caches "c", "a" and "b". */
+static momento_local *server_opts(uint32_t timeout_ms, uint32_t queue_items, uint64_t max_memory)
+{
+    momento_local_options *o;
+    momento_local_options_new(&o);
+    momento_local_options_add_cache(o, "c");
+    momento_local_options_add_cache(o, "a");
+    momento_local_options_add_cache(o, "b");
+    assert_int_equal(momento_local_options_set_webhook_timeout_ms(o, timeout_ms), MOMENTO_OK);
+    assert_int_equal(momento_local_options_set_webhook_queue_items(o, queue_items), MOMENTO_OK);
+    if (max_memory) {
+        assert_int_equal(momento_local_options_set_max_memory(o, max_memory), MOMENTO_OK);
+        /* No resume buffers: what a publish leaves behind is the webhooks'. */
+        assert_int_equal(momento_local_options_set_topic_buffer_items(o, 0), MOMENTO_OK);
+    }
+    momento_local *s = tu_server(o);
+    momento_local_options_free(o);
+    return s;
+}
+
+/* Publishes `len` bytes of text (`text`, padded with '.'), asserting it is
+ * accepted. */
+static void publish_to(momento_client *c, const char *cache, const char *topic, const char *text,
+                       size_t len)
+{
+    char *v = malloc(len + 1);
+    size_t tl = strlen(text);
+    memset(v, '.', len);
+    memcpy(v, text, tl < len ? tl : len);
+    v[len] = '\0';
+    momento_result *r = NULL;
+    int rc = momento_topic_publish_text_sync(c, cache, topic, v, len, NULL, &r);
+    if (rc != MOMENTO_OK)
+        fail_msg("publish to %s/%s: %s", cache, topic, momento_result_message(r));
+    momento_result_free(r);
+    free(v);
+}
+
+/* The receiver's deliveries and its held connections closed, together. */
+static void receiver_counts(receiver *rv, size_t *ret_n, size_t *ret_closed)
+{
+    pthread_mutex_lock(&rv->mu);
+    *ret_n = rv->n;
+    *ret_closed = rv->closed;
+    pthread_mutex_unlock(&rv->mu);
+}
+
+/* Delivery `i` of `rv` is item `seq` of its topic, and its text starts
+ * with `prefix` and `seq` - 1 ("b0" for item 1). */
+static void assert_item(receiver *rv, size_t i, const char *prefix, int64_t seq)
+{
+    const char *body = rv->got[i].body;
+    if (field_int(body, "topic_sequence_number") != seq)
+        fail_msg("delivery %zu is %s, not item %lld", i, body, (long long)seq);
+    char want[64];
+    snprintf(want, sizeof(want), "\"text\":\"%s%lld", prefix, (long long)seq - 1);
+    assert_has(body, want);
+}
+
+/* A receiver that takes the connection and never answers, on cache "a",
+ * holds its first delivery for as long as the test runs; a healthy
+ * receiver on cache "b" hears all of 100 deliveries meanwhile, in order,
+ * while the dead one's queue grows by as many. */
+static void test_dead_receiver_isolated(void **state)
+{
+    (void)state;
+    receiver *dead = receiver_start(ANSWER_NEVER);
+    receiver *ok = receiver_start(ANSWER_200);
+    momento_local *s = server_opts(FOREVER_MS, 1024, 0);
+    momento_client *c = tu_client(s, NULL);
+    free(put(c, "a", "dead", "t", url_of(dead, "/")));
+    free(put(c, "b", "ok", "t", url_of(ok, "/")));
+
+    publish_to(c, "a", "t", "d", 1);
+    assert_int_equal(receiver_wait(dead, 1), 1); /* held from now on */
+    char text[16];
+    for (int i = 0; i < 100; i++) {
+        publish_to(c, "a", "t", "d", 1);
+        snprintf(text, sizeof(text), "b%d", i);
+        publish_to(c, "b", "t", text, strlen(text));
+    }
+    assert_int_equal(receiver_wait(ok, 100), 100);
+    /* ... while the dead receiver still holds its first connection, open
+     * and unanswered: it has seen neither its end nor a second one. */
+    size_t n, closed;
+    receiver_counts(dead, &n, &closed);
+    assert_int_equal(closed, 0);
+    assert_int_equal(n, 1);
+    for (size_t i = 0; i < 100; i++)
+        assert_item(ok, i, "b", (int64_t)i + 1);
+
+    tu_wait_until(stats(s).delivered == 100, 10000);
+    momento_local_webhook_stats w = stats(s);
+    assert_int_equal(w.queued, 201);
+    assert_int_equal(w.delivered, 100);
+    assert_int_equal(w.dropped, 0);
+    assert_int_equal(w.pending, 101); /* the dead one's: one held, 100 waiting */
+    assert_int_equal(w.sending, 1);
+    assert_true(w.bytes > 0);
+    assert_int_equal(ok->malformed, 0);
+
     momento_client_free(c);
     momento_local_stop(s);
-    assert_true(tu_now_ms() - t0 < TU_MS(5000));
-    receiver_stop(rv);
+    receiver_stop(dead);
+    receiver_stop(ok);
+}
+
+/* With room for 4 waiting deliveries per webhook, the dead receiver's
+ * backlog past 4 is dropped and counted, and only its: the healthy
+ * receiver, published to between them, hears every one of its own. */
+static void test_full_queue_drops_only_its_own(void **state)
+{
+    (void)state;
+    receiver *dead = receiver_start(ANSWER_NEVER);
+    receiver *ok = receiver_start(ANSWER_200);
+    momento_local *s = server_opts(FOREVER_MS, 4, 0);
+    momento_client *c = tu_client(s, NULL);
+    free(put(c, "a", "dead", "t", url_of(dead, "/")));
+    free(put(c, "b", "ok", "t", url_of(ok, "/")));
+
+    publish_to(c, "a", "t", "d", 1);
+    assert_int_equal(receiver_wait(dead, 1), 1);
+    for (int i = 0; i < 10; i++)
+        publish_to(c, "a", "t", "d", 1);
+    /* One held, 4 waiting, 6 dropped, each as its publish came. */
+    momento_local_webhook_stats w = stats(s);
+    assert_int_equal(w.dropped, 6);
+    assert_int_equal(w.pending, 5);
+
+    /* One at a time, so that the healthy webhook's own bound of 4 is never
+     * what is tested. */
+    char text[16];
+    for (int i = 0; i < 50; i++) {
+        publish_to(c, "a", "t", "d", 1);
+        snprintf(text, sizeof(text), "b%d", i);
+        publish_to(c, "b", "t", text, strlen(text));
+        assert_int_equal(receiver_wait(ok, (size_t)i + 1), (size_t)i + 1);
+    }
+    size_t n, closed;
+    receiver_counts(dead, &n, &closed);
+    assert_int_equal(closed, 0);
+    assert_int_equal(n, 1);
+    for (size_t i = 0; i < 50; i++)
+        assert_item(ok, i, "b", (int64_t)i + 1);
+
+    tu_wait_until(stats(s).delivered == 50, 10000);
+    w = stats(s);
+    assert_int_equal(w.queued, 111);
+    assert_int_equal(w.delivered, 50);
+    assert_int_equal(w.dropped, 56);
+    assert_int_equal(w.dropped_full, 56);
+    assert_int_equal(w.dropped_global, 0);
+    assert_int_equal(w.dropped_memory, 0);
+    assert_int_equal(w.pending, 5);
+
+    momento_client_free(c);
+    momento_local_stop(s);
+    receiver_stop(dead);
+    receiver_stop(ok);
+}
+
+/* Each webhook hears its items in publish order, one delivery at a time:
+ * with a dead receiver on another webhook, a receiver that holds its first
+ * delivery has the other 19 waiting (not sent) while a third receiver
+ * hears all of its 20; released, it hears its 19 in order. */
+static void test_order_per_receiver(void **state)
+{
+    (void)state;
+    receiver *dead = receiver_start(ANSWER_NEVER);
+    receiver *held = receiver_start(ANSWER_HOLD);
+    receiver *ok = receiver_start(ANSWER_200);
+    momento_local *s = server_opts(FOREVER_MS, 1024, 0);
+    momento_client *c = tu_client(s, NULL);
+    free(put(c, "a", "dead", "t", url_of(dead, "/")));
+    free(put(c, "c", "held", "th", url_of(held, "/")));
+    free(put(c, "c", "ok", "to", url_of(ok, "/")));
+
+    publish_to(c, "a", "t", "d", 1);
+    assert_int_equal(receiver_wait(dead, 1), 1);
+    char text[16];
+    for (int i = 0; i < 20; i++) {
+        snprintf(text, sizeof(text), "h%d", i);
+        publish_to(c, "c", "th", text, strlen(text));
+        snprintf(text, sizeof(text), "o%d", i);
+        publish_to(c, "c", "to", text, strlen(text));
+        publish_to(c, "a", "t", "d", 1);
+    }
+    assert_int_equal(receiver_wait(ok, 20), 20);
+    assert_int_equal(receiver_wait(held, 1), 1);
+    for (size_t i = 0; i < 20; i++)
+        assert_item(ok, i, "o", (int64_t)i + 1);
+    tu_wait_until(stats(s).delivered == 20, 10000);
+    momento_local_webhook_stats w = stats(s);
+    assert_int_equal(w.delivered, 20);
+    /* Two being sent (the dead one's first and the held one's first); the
+     * held webhook's other 19 wait behind its first. */
+    assert_int_equal(w.sending, 2);
+    assert_int_equal(w.pending, 21 + 20);
+    assert_int_equal(held->n, 1);
+
+    receiver_release(held);
+    assert_int_equal(receiver_wait(held, 20), 20);
+    for (size_t i = 0; i < 20; i++)
+        assert_item(held, i, "h", (int64_t)i + 1);
+    size_t n, closed;
+    receiver_counts(dead, &n, &closed);
+    assert_int_equal(closed, 0);
+    assert_int_equal(n, 1);
+
+    momento_client_free(c);
+    momento_local_stop(s);
+    receiver_stop(dead);
+    receiver_stop(held);
+    receiver_stop(ok);
+}
+
+/* How many of this process's threads are named `name`. */
+static int threads_named(const char *name)
+{
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[320], comm[32] = "";
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue; /* gone meanwhile */
+        if (fgets(comm, sizeof(comm), f))
+            comm[strcspn(comm, "\n")] = '\0';
+        fclose(f);
+        n += strcmp(comm, name) == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Three receivers that never answer hold a delivery each, at once (one by
+ * a host name, looked up on the lookups' thread); a stop returns, having
+ * closed every held connection, and leaves no webhook thread behind. */
+static void test_stop_with_dead_receivers(void **state)
+{
+    (void)state;
+    receiver *dead[3];
+    momento_local *s = server_opts(FOREVER_MS, 1024, 0);
+    momento_client *c = tu_client(s, NULL);
+    for (int i = 0; i < 3; i++) {
+        dead[i] = receiver_start(ANSWER_NEVER);
+        char name[8], topic[8], url[128];
+        snprintf(name, sizeof(name), "w%d", i);
+        snprintf(topic, sizeof(topic), "t%d", i);
+        snprintf(url, sizeof(url), "http://%s:%d/", i == 2 ? "localhost" : "127.0.0.1",
+                 dead[i]->port);
+        free(put(c, "c", name, topic, url));
+        publish_to(c, "c", topic, "x", 1);
+        publish_to(c, "c", topic, "y", 1); /* and one waiting */
+    }
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(receiver_wait(dead[i], 1), 1);
+    assert_int_equal(stats(s).sending, 3);
+    assert_int_equal(threads_named("momento-webhook"), 1);
+    assert_int_equal(threads_named("momento-wh-dns"), 1);
+
+    momento_client_free(c);
+    momento_local_stop(s);
+    /* Returned: each held connection was closed by the stop (the receivers
+     * see its end), and the threads are gone. */
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(receiver_wait_closed(dead[i], 1), 1);
+        assert_int_equal(dead[i]->n, 1); /* the waiting one was never sent */
+    }
+    tu_wait_until(threads_named("momento-webhook") + threads_named("momento-wh-dns") == 0, 10000);
+    assert_int_equal(threads_named("momento-webhook"), 0);
+    assert_int_equal(threads_named("momento-wh-dns"), 0);
+    for (int i = 0; i < 3; i++)
+        receiver_stop(dead[i]);
+}
+
+/* Under --max-memory, webhooks' deliveries may hold a quarter of it: the
+ * dead receiver's backlog fills that share, and then its new deliveries
+ * are dropped (counted); a healthy webhook's delivery that finds no room
+ * takes it from the dead one's oldest, and hears all of its own; the cache
+ * keeps the rest. */
+static void test_memory_share_drops_only_its_own(void **state)
+{
+    (void)state;
+    const uint64_t limit = 256 * 1024;
+    receiver *dead = receiver_start(ANSWER_NEVER);
+    receiver *ok = receiver_start(ANSWER_200);
+    momento_local *s = server_opts(FOREVER_MS, 1024, limit);
+    momento_client *c = tu_client(s, NULL);
+    free(put(c, "a", "dead", "t", url_of(dead, "/")));
+    free(put(c, "b", "ok", "t", url_of(ok, "/")));
+
+    publish_to(c, "a", "t", "d", 500);
+    assert_int_equal(receiver_wait(dead, 1), 1);
+    int i = 0;
+    for (; i < 1000 && stats(s).dropped == 0; i++)
+        publish_to(c, "a", "t", "d", 500);
+    momento_local_webhook_stats w = stats(s);
+    assert_int_equal(w.dropped, 1);
+    assert_int_equal(w.dropped_global, 1);
+    assert_true(w.bytes <= limit / 4);
+    assert_true(w.pending > 10); /* its backlog took the share */
+    /* The rest is the cache's: an item of half the limit is kept. */
+    static char big[128 * 1024];
+    memset(big, 'v', sizeof(big));
+    momento_result *r = NULL;
+    assert_int_equal(momento_set_sync(c, "c", "k", 1, big, sizeof(big), 0, NULL, &r), MOMENTO_OK);
+    momento_result_free(r);
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
+    momento_result_free(r);
+
+    /* Each bigger than what the dead one's newest leaves: its oldest give
+     * way. One at a time: each is given back once it is counted. */
+    char text[16];
+    for (int k = 0; k < 20; k++) {
+        snprintf(text, sizeof(text), "b%d", k);
+        publish_to(c, "b", "t", text, 6000);
+        assert_int_equal(receiver_wait(ok, (size_t)k + 1), (size_t)k + 1);
+        tu_wait_until(stats(s).delivered == (uint64_t)k + 1, 10000);
+        assert_int_equal(stats(s).delivered, (uint64_t)k + 1);
+    }
+    for (size_t k = 0; k < 20; k++)
+        assert_item(ok, k, "b", (int64_t)k + 1);
+    w = stats(s);
+    assert_true(w.dropped_global > 1); /* the dead one's oldest */
+    assert_int_equal(w.dropped, w.dropped_global);
+    assert_int_equal(w.queued, (uint64_t)i + 1 + 20);
+    assert_int_equal(w.delivered, 20);
+    assert_true(w.bytes <= limit / 4);
+    size_t n, closed;
+    receiver_counts(dead, &n, &closed);
+    assert_int_equal(closed, 0);
+    assert_int_equal(n, 1);
+
+    momento_client_free(c);
+    momento_local_stop(s);
+    receiver_stop(dead);
+    receiver_stop(ok);
 }
 
 static void test_local_options(void **state)
@@ -759,6 +1152,11 @@ int main(void)
         cmocka_unit_test(test_delivery_format),
         cmocka_unit_test(test_rotate_and_delete),
         cmocka_unit_test(test_failing_receivers),
+        cmocka_unit_test(test_dead_receiver_isolated),
+        cmocka_unit_test(test_full_queue_drops_only_its_own),
+        cmocka_unit_test(test_order_per_receiver),
+        cmocka_unit_test(test_stop_with_dead_receivers),
+        cmocka_unit_test(test_memory_share_drops_only_its_own),
         cmocka_unit_test(test_local_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
