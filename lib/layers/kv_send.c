@@ -94,6 +94,22 @@ static int unpack_all(momento__rpc_id m, const grpc_slice *msgs, size_t n,
     return MOMENTO_OK;
 }
 
+/* An item the server answered with neither Hit nor Miss (a get) nor Ok (a
+ * set): that item's own error, the others unharmed. Momento's stream
+ * carries a per-item `result` and `message`; the official JS SDK
+ * (cache-data-client.ts, sendGetBatch / sendSetBatch) turns any other
+ * result into that item's UnknownError with the message, so this does too
+ * (docs/batching.md "One key's failure"). */
+static void item_error(momento_result *it, int result, const char *message)
+{
+    it->error = MOMENTO_ERR_UNKNOWN;
+    it->outcome = MOMENTO_OUTCOME_ERROR;
+    it->message = message && *message ? message
+                  : result == CACHE_CLIENT__ECACHE_RESULT__Invalid
+                      ? "the server answered this item with an invalid result"
+                      : "the server answered this item with an unexpected result";
+}
+
 MOMENTO__DECODER(get_batch)
 {
     size_t n = n_msgs;
@@ -122,7 +138,7 @@ MOMENTO__DECODER(get_batch)
         } else if (m->result == CACHE_CLIENT__ECACHE_RESULT__Miss) {
             items[i].outcome = MOMENTO_OUTCOME_MISS;
         } else {
-            return MOMENTO_ERR_BAD_RESPONSE;
+            item_error(&items[i], m->result, m->message);
         }
     }
     r->items = items;
@@ -138,8 +154,13 @@ MOMENTO__DECODER(set_batch)
     int rc = unpack_all(MOMENTO__RPC_SET_BATCH, msgs, n, scratch, &items);
     if (rc != MOMENTO_OK)
         return rc;
-    for (size_t i = 0; i < n; i++)
-        items[i].outcome = MOMENTO_OUTCOME_SUCCESS;
+    for (size_t i = 0; i < n; i++) {
+        const CacheClient__SetResponse *m = (const CacheClient__SetResponse *)scratch->msgs[i];
+        if (m->result == CACHE_CLIENT__ECACHE_RESULT__Ok)
+            items[i].outcome = MOMENTO_OUTCOME_SUCCESS;
+        else
+            item_error(&items[i], m->result, m->message);
+    }
     r->items = items;
     r->n_items = n;
     r->outcome = MOMENTO_OUTCOME_SUCCESS;
