@@ -556,6 +556,23 @@ MOMENTO_EXPORT int momento_config_set_decompression(momento_config *cfg, int ena
 MOMENTO_EXPORT int momento_config_set_batching(momento_config *cfg, uint32_t min_in_flight,
                                                uint32_t linger_us, uint32_t max_keys,
                                                uint32_t max_bytes);
+/*
+ * The bound on a batched request's wait in the queue (docs/batching.md
+ * "How long a request waits"): a request queued by adaptive batching
+ * leaves, in a batch or alone, at most `max_wait_us` after the first
+ * request of its queue was queued, however slow the RPCs in flight are -
+ * they decide when the queue leaves only when they complete sooner. With
+ * `linger_us` (momento_config_set_batching()) set too, the queue leaves at
+ * the earlier of the two. 0 = no bound: the queue waits for a completion
+ * or the linger (and each request at most for its deadline), as before
+ * 0.3.0. At most MOMENTO_MAX_BATCH_LINGER_US; the default is
+ * MOMENTO_BATCH_DEFAULT_MAX_WAIT_US, 1 ms. A request's own deadline still
+ * ends it earlier if it comes first. Returns 0 or
+ * MOMENTO_ERR_INVALID_ARGUMENT.
+ */
+#define MOMENTO_BATCH_DEFAULT_MAX_WAIT_US 1000u
+MOMENTO_EXPORT int momento_config_set_batching_max_wait(momento_config *cfg,
+                                                        uint32_t max_wait_us);
 
 /*
  * Dispatch mode, for applications with an event loop of their own (libuv,
@@ -909,6 +926,14 @@ typedef struct momento_client_batching_stats {
     uint64_t keys_per_batch[8]; /* histogram: 2, 3-4, 5-8, 9-16, 17-32, 33-64, 65-128, more */
     uint64_t queued_ns_total;   /* time spent queued, summed over requests that left it */
     uint64_t queued_ns_max;
+    /* Appended in 0.3.0. Requests asked again alone, as plain calls,
+     * because their batch's answer for them may have been another key's
+     * doing (docs/batching.md "One key's failure"). */
+    uint64_t asked_alone;
+    /* Times the queue left because its oldest request had waited the
+     * bound (momento_config_set_batching_max_wait()) with no RPC
+     * completing: a sign the RPCs in flight are slow. */
+    uint64_t wait_bound_reached;
 } momento_client_batching_stats;
 /* The client's batching counters: fills *ret (at most `size` bytes). Returns
  * 0, or MOMENTO_ERR_INVALID_ARGUMENT when `c` or `ret` is NULL. Any thread. */

@@ -64,6 +64,7 @@ struct momento__bmember {
     bool armed;                    /* ...and is on the client's list for that */
     member_state state;
     bool cancelled;
+    bool alone;                    /* re-asked: leaves as a plain call, never in a batch */
     int own_error;                 /* batch_done: ends with this local error, not
                                     * the batch's result (0: the result) */
     const char *own_message;
@@ -264,6 +265,17 @@ void momento__batcher_withdraw(momento__bmember *m)
     pthread_mutex_unlock(&b->lock);
 }
 
+/* How long a queue may wait for a completion before it leaves anyway: the
+ * linger L or the bound W, whichever is shorter and set; 0 = only
+ * completions send it. The bound is what keeps a slow RPC in flight from
+ * holding requests that have nothing to do with it (docs/batching.md "How
+ * long a request waits"). */
+static uint32_t queue_wait_us(const momento_config *cfg)
+{
+    uint32_t l = cfg->batch_linger_us, w = cfg->batch_max_wait_us;
+    return !l ? w : !w ? l : l < w ? l : w;
+}
+
 /* Offers a checked get, set or delete with resolved options. Returns 1 when
  * the batcher does not take it (the caller sends it as usual), else what
  * the async call returns: 0 (queued: exactly one callback follows) or an
@@ -362,12 +374,14 @@ static int offer(momento_client *c, momento__bop op, const char *cache, const vo
         b->counters.queued++;
         if (opts->queued)
             *opts->queued = m;
-        if (b->n_queued == 1 && c->cfg.batch_linger_us && !b->linger_armed) {
-            /* Best effort: without it the next completion sends the queue. */
-            b->linger_armed =
-                momento__timer_arm(c, &b->linger,
-                                   m->queued_ns + (int64_t)c->cfg.batch_linger_us * 1000,
-                                   true) == MOMENTO_OK;
+        uint32_t wait_us = queue_wait_us(&c->cfg);
+        if (b->n_queued == 1 && wait_us && !b->linger_armed) {
+            /* Best effort: without it the next completion sends the queue
+             * (and the request's deadline timer, armed above, still ends
+             * it in time). */
+            b->linger_armed = momento__timer_arm(c, &b->linger,
+                                                 m->queued_ns + (int64_t)wait_us * 1000,
+                                                 true) == MOMENTO_OK;
         }
     }
     pthread_mutex_unlock(&b->lock);
@@ -449,6 +463,33 @@ int momento_client_batching_stats_get(const momento_client *c,
     return MOMENTO_OK;
 }
 
+/* Whether member `i`'s answer from batch reply `r` may be another key's
+ * doing, so that alone it could have ended otherwise: its own item failed
+ * (a key of another type, a value that would not decompress...), or the
+ * whole batch failed with anything but what ends every request of the
+ * client alike - the transport (UNAVAILABLE, no connection), the
+ * credentials, a cancel, the client's free, memory - or the deadline,
+ * which batch_done judges member by member. Asking such a member again
+ * alone never sends more than the unbatched client would have: one plain
+ * call for it (docs/batching.md "One key's failure"). */
+static bool may_be_one_keys(const momento_result *r, size_t i)
+{
+    switch (r->error) {
+    case MOMENTO_OK:
+        return momento_result_item(r, i)->error != MOMENTO_OK;
+    case MOMENTO_ERR_TIMEOUT:
+    case MOMENTO_ERR_CANCELLED:
+    case MOMENTO_ERR_SERVER_UNAVAILABLE:
+    case MOMENTO_ERR_CONNECTION:
+    case MOMENTO_ERR_AUTHENTICATION:
+    case MOMENTO_ERR_NO_MEMORY:
+    case MOMENTO_ERR_CLOSED:
+        return false;
+    default:
+        return true;
+    }
+}
+
 /* A batch's reply: each member still in it gets its own item, or the
  * batch's error; one that has time left when the batch ran out of a shorter
  * deadline than its own is queued again. */
@@ -467,21 +508,31 @@ static void batch_done(const momento_result *r, void *userdata)
         if (!m)
             continue;
         /* A member never ends of another's deadline, nor ends TIMEOUT
-         * before its own: one cancelled meanwhile ends CANCELLED, one with
-         * time left is queued again, or ends as the client's free ends
-         * every request, or of the memory its deadline timer lacked. */
+         * before its own, nor of another's key: one cancelled meanwhile
+         * ends CANCELLED; one with time left is queued again, and one whose
+         * answer may be another member's doing is asked again alone (or
+         * ends as the client's free ends every request, or of the memory
+         * its deadline timer lacked). */
         m->own_error = 0;
+        bool again = false;
         if (m->cancelled) {
             m->own_error = MOMENTO_ERR_CANCELLED;
             m->own_message = "cancelled by the request's cancel token";
         } else if (r->error == MOMENTO_ERR_TIMEOUT && gpr_time_cmp(m->deadline, now) > 0) {
+            again = true;
+        } else if (bt->n > 1 && may_be_one_keys(r, m->index)) {
+            again = true;
+            m->alone = true;
+        }
+        if (again) {
             if (closing) {
                 m->own_error = MOMENTO_ERR_CANCELLED;
                 m->own_message = "cancelled: the client was freed";
             } else if (watch_deadline(c, momento__gpr_ns(m->deadline)) != MOMENTO_OK) {
                 m->own_error = MOMENTO_ERR_NO_MEMORY;
-                m->own_message = "could not be queued again after its batch ran out of another "
-                                 "request's time";
+                m->own_message = m->alone ? "could not be asked again alone after its batch failed"
+                                          : "could not be queued again after its batch ran out "
+                                            "of another request's time";
             } else {
                 m->state = M_QUEUED;
                 m->in = NULL;
@@ -490,6 +541,8 @@ static void batch_done(const momento_result *r, void *userdata)
                 b->n_queued++;
                 if (m->op != MOMENTO__BOP_GET)
                     b->n_queued_writes++;
+                if (m->alone)
+                    b->counters.asked_alone++;
                 requeued = true;
                 continue;
             }
@@ -720,9 +773,12 @@ static void flush(momento_client *c)
             continue;
         }
         group *g = NULL;
-        if (m->op == MOMENTO__BOP_DELETE) {
+        /* A delete (there is no delete batch) and a request asked again
+         * alone leave as plain calls. */
+        bool single = m->op == MOMENTO__BOP_DELETE || m->alone;
+        if (single) {
             /* Writes leave in order: the sets queued before it first. */
-            for (size_t i = 0; i < n_groups; i++)
+            for (size_t i = 0; m->op != MOMENTO__BOP_GET && i < n_groups; i++)
                 if (groups[i].op == MOMENTO__BOP_SET)
                     close_group(c, &groups[i], &f);
         } else {
@@ -758,8 +814,8 @@ static void flush(momento_client *c)
         }
         g->bt->members[g->bt->n++] = m;
         g->bytes += bytes;
-        if (m->op == MOMENTO__BOP_DELETE)
-            close_group(c, g, &f); /* deletes leave alone */
+        if (single)
+            close_group(c, g, &f);
     }
     for (size_t i = 0; i < n_groups; i++)
         close_group(c, &groups[i], &f);
@@ -832,6 +888,13 @@ static void linger_fire(momento__timer *t)
     momento_client *c = b->client;
     pthread_mutex_lock(&b->lock);
     b->linger_armed = false;
+    /* Fired at the bound W rather than asked to fire at once (a requeue,
+     * a refusal on another thread) or at a shorter linger: no RPC
+     * completed in W. */
+    uint32_t w = c->cfg.batch_max_wait_us;
+    if (b->queue && w && queue_wait_us(&c->cfg) == w &&
+        momento__now_ns() - b->queue->queued_ns >= (int64_t)w * 1000)
+        b->counters.wait_bound_reached++;
     pthread_mutex_unlock(&b->lock);
     flush(c);
 }

@@ -40,6 +40,7 @@ void momento__config_defaults(momento_config *cfg)
     cfg->batch_linger_us = 0;
     cfg->batch_max_keys = MOMENTO_BATCH_DEFAULT_MAX_KEYS;
     cfg->batch_max_bytes = MOMENTO_BATCH_DEFAULT_MAX_BYTES;
+    cfg->batch_max_wait_us = MOMENTO_BATCH_DEFAULT_MAX_WAIT_US;
     cfg->metrics_fn = NULL;
     cfg->metrics_userdata = NULL;
     cfg->compression = MOMENTO_COMPRESS_NONE;
@@ -391,6 +392,14 @@ int momento_config_set_batching(momento_config *cfg, uint32_t min_in_flight, uin
     cfg->batch_linger_us = linger_us;
     cfg->batch_max_keys = max_keys;
     cfg->batch_max_bytes = max_bytes;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_batching_max_wait(momento_config *cfg, uint32_t max_wait_us)
+{
+    if (!cfg || max_wait_us > MOMENTO_MAX_BATCH_LINGER_US)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->batch_max_wait_us = max_wait_us;
     return MOMENTO_OK;
 }
 

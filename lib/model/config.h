@@ -55,6 +55,7 @@ struct momento_config {
     uint32_t batch_linger_us;          /* L: send a queue this long after it started, at most */
     uint32_t batch_max_keys;           /* M */
     uint32_t batch_max_bytes;          /* B: keys + values of one batch */
+    uint32_t batch_max_wait_us;        /* W: a queue leaves this long after it started, at most */
     /* The metrics hook (metrics.c); NULL = none. */
     momento_metrics_fn metrics_fn;
     void *metrics_userdata;

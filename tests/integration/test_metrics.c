@@ -175,9 +175,12 @@ static momento_client *hooked(tu_fixture *f, uint32_t timeout_ms, uint32_t batch
     assert_int_equal(momento_config_set_metrics(cfg, hook, &R), MOMENTO_OK);
     if (timeout_ms)
         assert_int_equal(momento_config_set_timeout_ms(cfg, timeout_ms), MOMENTO_OK);
-    if (batch_n)
+    if (batch_n) {
         assert_int_equal(momento_config_set_batching(cfg, batch_n, 0, 64, 1024 * 1024),
                          MOMENTO_OK);
+        /* Completions only: the requests behind a held one share a batch. */
+        assert_int_equal(momento_config_set_batching_max_wait(cfg, 0), MOMENTO_OK);
+    }
     momento_client *c = tu_client(f->server, cfg);
     momento_config_free(cfg);
     char id[32];
