@@ -45,7 +45,8 @@ start_server() {
     shift
     "$server" --port 0 "$@" > "$dest/$out" &
     server_pid=$!
-    for _ in $(seq 50); do
+    # Up to 30 s: a loaded machine can take seconds to start a process.
+    for _ in $(seq 300); do
         grep -q "listening on" "$dest/$out" 2>/dev/null && break
         sleep 0.1
     done
@@ -161,7 +162,7 @@ for ex in "$src_dir"/../../docs/man/examples/*.c; do
     grep -q "^\.SH EXAMPLE" "$man3/$name.3" || { echo "$name.3 lacks the example $ex"; exit 1; }
     cc $san -Wall -Wextra -Werror -o "$dest/ex-$name" "$ex" $(pkg-config --cflags --libs momento)
     env -u MOMENTO_API_KEY MOMENTO_ENDPOINT="$endpoint" LD_LIBRARY_PATH=$prefix_lib \
-        timeout 60 "$dest/ex-$name" > "$dest/ex-$name.out" ||
+        timeout 240 "$dest/ex-$name" > "$dest/ex-$name.out" ||
         { cat "$dest/ex-$name.out"; echo "the example of $name.3 failed"; exit 1; }
 done
 stop_server
