@@ -28,7 +28,7 @@ opts="$opts suppressions=$src/tests/tsan/suppressions.txt"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 # The test bounds itself (its own watchdog ends it 120 s after the load);
-# timeout is the last resort.
+# timeout is the last resort, sized for a loaded machine (issue 46).
 # run PROGRAM ARGS...: once, and again without address-space randomisation
 # if TSan's runtime cannot map its shadow memory under it (gcc 12 on some
 # kernels, vm.mmap_rnd_bits > 28). Fails the script on any report, a hang
@@ -37,12 +37,12 @@ run() {
     local prog=$1
     shift
     local status=0
-    TSAN_OPTIONS="$opts" timeout -k 10 $((secs + 180)) "$dir/tests/tsan/$prog" "$@" \
+    TSAN_OPTIONS="$opts" timeout -k 10 $((secs + 600)) "$dir/tests/tsan/$prog" "$@" \
         2> "$log" || status=$?
     if [ $status -ne 0 ] && grep -q "unexpected memory mapping" "$log"; then
         echo "(TSan cannot map its memory with ASLR on this kernel: retrying under setarch -R)"
         status=0
-        TSAN_OPTIONS="$opts" timeout -k 10 $((secs + 180)) setarch "$(uname -m)" -R \
+        TSAN_OPTIONS="$opts" timeout -k 10 $((secs + 600)) setarch "$(uname -m)" -R \
             "$dir/tests/tsan/$prog" "$@" 2> "$log" || status=$?
     fi
     cat "$log" >&2
