@@ -10,9 +10,9 @@
  * A key holding a collection is not a bad item: like a Get of it alone, it
  * is that key's own failure, answered in its place in the stream as a
  * _GetResponse{result: Invalid, message} while the other keys are answered
- * as usual (docs/protocol.md "Errors momento-local returns": the official
- * SDKs read such a response as that item's error; which failures Momento
- * answers so is inferred).
+ * as usual (docs/protocol.md "Batch items": the official SDKs read such a
+ * response as that item's error; which failures Momento answers so is
+ * inferred).
  *
  * The dispatcher hands these two RPCs their request's wire bytes
  * (srv_get_batch_wire, srv_set_batch_wire), read here in place: protobuf-c
