@@ -536,12 +536,18 @@ MOMENTO_EXPORT int momento_config_set_decompression(momento_config *cfg, int ena
  * When on and the client already has `min_in_flight` RPCs in flight, new
  * gets and sets (plain and the coalescer's) wait in a queue instead of
  * starting their own RPC; when an RPC completes, or `linger_us` after the
- * first one queued if that comes first (0: only completions), the queued
- * gets leave as GetBatch RPCs and the sets as SetBatch RPCs, one per cache,
- * at most `max_keys` keys and `max_bytes` bytes of keys and values each.
- * Below `min_in_flight` nothing changes: plain Get and Set, no added
- * latency. Each request keeps its own callback, result, deadline and
- * cancel token. Ranges: min_in_flight 0 .. 100,000; linger_us 0 ..
+ * first one queued if that comes first (0: no linger), and at the latest
+ * the max wait after it (momento_config_set_batching_max_wait(), 1 ms by
+ * default), the queued gets leave as GetBatch RPCs and the sets as
+ * SetBatch RPCs, one per cache, at most `max_keys` keys and `max_bytes`
+ * bytes of keys and values each. Below `min_in_flight` nothing changes:
+ * plain Get and Set, no added latency. Each request keeps its own
+ * callback, result, deadline and cancel token, and its own answer: one
+ * whose batch answered it in a way that may be another key's doing (its
+ * item failed, or the batch failed but for UNAVAILABLE, the credentials,
+ * a cancel, the free or the deadline) is asked again alone, as a plain
+ * call, and ends with that call's result (docs/batching.md "One key's
+ * failure"). Ranges: min_in_flight 0 .. 100,000; linger_us 0 ..
  * MOMENTO_MAX_BATCH_LINGER_US; max_keys 2 .. 10,000; max_bytes 1024 ..
  * MOMENTO_MAX_BATCH_BYTES. Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT.
  * A batch stays under Momento's 5 MiB request limit (a larger one is
