@@ -349,7 +349,7 @@ static void test_routed_rpcs_go_through_the_transport(void **state)
     rec x;
     memset(&x, 0, sizeof(x));
     assert_int_equal(momento_get(c, "c", "xy", 2, NULL, rec_cb, &x), MOMENTO_OK);
-    tu_wait_until(rec_calls(&x) == 1, 3000);
+    tu_wait_until(rec_calls(&x) == 1, 20000);
     assert_int_equal(x.error, MOMENTO_OK);
     assert_string_equal(x.value, "fake:xy");
     assert_true(x.on_cq_thread);
@@ -382,7 +382,7 @@ static void test_retries_through_the_transport(void **state)
     rec x;
     memset(&x, 0, sizeof(x));
     assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &x), MOMENTO_OK);
-    tu_wait_until(rec_calls(&x) == 1, 3000);
+    tu_wait_until(rec_calls(&x) == 1, 20000);
     assert_int_equal(x.error, MOMENTO_OK);
     assert_int_equal(x.attempts, 3);
     assert_string_equal(x.value, "fake:k");
@@ -390,7 +390,7 @@ static void test_retries_through_the_transport(void **state)
     f->fail_first = 5;
     memset(&x, 0, sizeof(x));
     assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &x), MOMENTO_OK);
-    tu_wait_until(rec_calls(&x) == 1, 3000);
+    tu_wait_until(rec_calls(&x) == 1, 20000);
     assert_int_equal(x.error, MOMENTO_ERR_SERVER_UNAVAILABLE);
     assert_int_equal(x.attempts, 3);
     momento_client_free(c);
@@ -417,12 +417,12 @@ static void test_cancel_and_deadline_through_the_transport(void **state)
     d.timeout_ms = 200;
     int64_t t0 = tu_now_ms();
     assert_int_equal(momento_get(c, "c", "k", 1, &d, rec_cb, &timed_out), MOMENTO_OK);
-    tu_wait_until(fake_count(f, &f->in_queue) == 2, 3000);
+    tu_wait_until(fake_count(f, &f->in_queue) == 2, 20000);
     assert_int_equal(rec_calls(&cancelled), 0);
     momento_cancel(t);
-    tu_wait_until(rec_calls(&cancelled) == 1, 3000);
+    tu_wait_until(rec_calls(&cancelled) == 1, 20000);
     assert_int_equal(cancelled.error, MOMENTO_ERR_CANCELLED);
-    tu_wait_until(rec_calls(&timed_out) == 1, 3000);
+    tu_wait_until(rec_calls(&timed_out) == 1, 20000);
     assert_int_equal(timed_out.error, MOMENTO_ERR_TIMEOUT);
     assert_true(timed_out.at_ms - t0 >= 200); /* never before its deadline */
     momento_cancel_token_free(t);
@@ -445,7 +445,7 @@ static void test_free_ends_what_the_transport_holds(void **state)
     memset(recs, 0, sizeof(recs));
     for (int i = 0; i < N; i++)
         assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &recs[i]), MOMENTO_OK);
-    tu_wait_until(fake_count(f, &f->in_queue) == N, 3000);
+    tu_wait_until(fake_count(f, &f->in_queue) == N, 20000);
     momento_client_free(c);
     for (int i = 0; i < N; i++) {
         assert_int_equal(recs[i].calls, 1);
@@ -505,17 +505,17 @@ static void test_coalesced_start_outlives_its_key(void **state)
     starter st = {co, &got, -1};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, start_get, &st), 0);
-    tu_wait_until(fake_count(f, &f->launched) == 1, 3000); /* its starter held in launch */
+    tu_wait_until(fake_count(f, &f->launched) == 1, 20000); /* its starter held in launch */
     /* A set of the same key: an RPC of its own, beside the get's. */
     assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, 0, NULL, rec_cb, &set),
                      MOMENTO_OK);
-    tu_wait_until(fake_count(f, &f->launched) == 2, 3000);
+    tu_wait_until(fake_count(f, &f->launched) == 2, 20000);
     fake_set(f, &f->hold_get, false); /* the get is answered first... */
-    tu_wait_until(rec_calls(&got) == 1, 3000);
+    tu_wait_until(rec_calls(&got) == 1, 20000);
     assert_int_equal(got.error, MOMENTO_OK);
     assert_string_equal(got.value, "fake:k");
     fake_set(f, &f->hold_set, false); /* ...then the set, the key's last */
-    tu_wait_until(rec_calls(&set) == 1, 3000);
+    tu_wait_until(rec_calls(&set) == 1, 20000);
     assert_int_equal(set.error, MOMENTO_OK);
     fake_set(f, &f->block_launch, false); /* and only now is the starter back */
     pthread_join(t, NULL);
@@ -590,7 +590,7 @@ static void test_refused_start_and_leaving_joiner_keep_the_coalescer(void **stat
     starter st = {co, &issuer, -1};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, start_get, &st), 0);
-    tu_wait_until(fake_count(f, &f->launched) == 1, 3000); /* its starter held in launch */
+    tu_wait_until(fake_count(f, &f->launched) == 1, 20000); /* its starter held in launch */
 
     /* A joiner with less time than the issuer: a timer of its own. */
     held_cb h = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
@@ -676,7 +676,7 @@ static void test_client_closes_an_adopted_transport(void **state)
     n_adopted_recs = N;
     for (int i = 0; i < N; i++)
         assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &recs[i]), MOMENTO_OK);
-    tu_wait_until(fake_count(f, &f->in_queue) == N, 3000);
+    tu_wait_until(fake_count(f, &f->in_queue) == N, 20000);
     assert_int_equal(at_close.closes, 0);
 
     momento_client_free(c); /* f is gone after this */
