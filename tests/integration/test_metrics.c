@@ -408,7 +408,9 @@ static void test_coalesced_waiters(void **state)
 {
     tu_fixture *f = *state;
     reset();
-    const char *h[] = {"delay-rpcs", "get", "delay-ms", "300"};
+    /* Held 2 s: the three join one RPC, and the 50 ms waiter times out,
+     * long before its reply on any machine short of a 2 s stall. */
+    const char *h[] = {"delay-rpcs", "get", "delay-ms", "2000"};
     momento_client *c = hooked(f, 0, 0, h, 2);
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
