@@ -12,9 +12,10 @@
  *    then fails or waits whole), and no call that does not; malformed lists
  *    are refused.
  *
- * Raw gRPC calls throughout (tu_raw_call(), and open calls on a connection
- * of our own for the delays), so that the tests read the wire itself
- * rather than the library's decoding of it. */
+ * Raw gRPC calls (tu_raw_call(), and open calls on a connection of our own
+ * for the delays), so that the tests read the wire itself rather than the
+ * library's decoding of it; and the library once each way, as a client
+ * meets both. */
 #include "core/srv_faults.h"
 #include "core/srv_reply.h"
 #include "core/srv_server.h"
@@ -401,6 +402,36 @@ static void test_get_batch_answers_wrong_type_per_item(void **state)
     /* Nothing was changed by reading. */
     assert_int_equal(peek(ep, "hit", NULL, 0), 1);
     assert_int_equal(peek(ep, "dict", NULL, 0), -ST_FAILED_PRECONDITION);
+    momento_local_stop(s);
+}
+
+/* Through libmomento (its decoder reads an Invalid item as that item's
+ * MOMENTO_ERR_UNKNOWN with the server's message): the batch succeeds, the
+ * collection's item is its own error, the others a hit and a miss. */
+static void test_get_batch_wrong_type_through_library(void **state)
+{
+    (void)state;
+    momento_local *s = tu_server_with_cache("c");
+    fill_over_grpc(momento_local_endpoint(s));
+    momento_client *c = tu_client(s, NULL);
+    const void *keys[] = {"hit", "dict", "miss"};
+    size_t lens[] = {3, 4, 4};
+    momento_result *r = NULL;
+    assert_int_equal(momento_get_batch_sync(c, "c", keys, lens, 3, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_item_count(r), 3);
+    const momento_result *hit = momento_result_item(r, 0), *dict = momento_result_item(r, 1),
+                         *miss = momento_result_item(r, 2);
+    assert_int_equal(momento_result_outcome(hit), MOMENTO_OUTCOME_HIT);
+    size_t len;
+    const void *v = momento_result_value(hit, &len);
+    assert_int_equal(len, 2);
+    assert_memory_equal(v, "v1", 2);
+    assert_int_equal(momento_result_outcome(dict), MOMENTO_OUTCOME_ERROR);
+    assert_int_equal(momento_result_error(dict), MOMENTO_ERR_UNKNOWN);
+    assert_string_equal(momento_result_message(dict), wrong_type_text);
+    assert_int_equal(momento_result_outcome(miss), MOMENTO_OUTCOME_MISS);
+    momento_result_free(r);
+    momento_client_free(c);
     momento_local_stop(s);
 }
 
@@ -1050,6 +1081,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_get_batch_answers_wrong_type_per_item),
+        cmocka_unit_test(test_get_batch_wrong_type_through_library),
         cmocka_unit_test(test_get_batch_request_checks_stay_whole),
         cmocka_unit_test(test_get_batch_reply_limit_stays_whole),
         cmocka_unit_test(test_get_batch_paths_agree),
