@@ -303,7 +303,14 @@ static void build_head(buf *b, const char *path, const char *host, const char *p
     puts_(b, "POST ");
     puts_(b, path);
     puts_(b, " HTTP/1.1\r\nHost: ");
+    /* An IPv6 address (the only host with a colon) in its brackets, as in
+     * the URL (RFC 7230 5.4, RFC 3986 3.2.2): "[::1]:8080". */
+    bool v6 = strchr(host, ':') != NULL;
+    if (v6)
+        puts_(b, "[");
     puts_(b, host);
+    if (v6)
+        puts_(b, "]");
     if (strcmp(port, "80") != 0) {
         puts_(b, ":");
         puts_(b, port);
