@@ -208,8 +208,9 @@ char *momento_local_stats_json(const momento_local *s)
         return NULL;
     /* Room for every counter at its widest (20 digits), with a method name
      * of up to 64 bytes, so that no snprintf below can run past `cap`: the
-     * statuses and "cancelled_by_client" take at most 48 bytes each. */
-    size_t cap = 128 + 7 * 48 + SRV_METHOD_COUNT * (128 + (SRV_STATUS_COUNT + 1) * 48), len = 0;
+     * statuses, "cancelled_by_client" and the webhooks' 12 fields take at
+     * most 48 bytes each. */
+    size_t cap = 128 + 12 * 48 + SRV_METHOD_COUNT * (128 + (SRV_STATUS_COUNT + 1) * 48), len = 0;
     char *out = malloc(cap);
     if (!out)
         return NULL;
@@ -245,18 +246,23 @@ char *momento_local_stats_json(const momento_local *s)
     len += (size_t)snprintf(out + len, cap - len, "}, \"cancelled_by_client\": %llu",
                             (unsigned long long)momento_local_cancelled_calls(s, NULL));
     /* Webhook deliveries, once there have been any: a server without them
-     * prints what it printed before. */
+     * prints what it printed before. Every field of the struct, in its
+     * order: they are only ever appended, here too. */
     momento_local_webhook_stats w;
     momento_local_webhook_stats_get(s, &w);
     if (w.queued)
-        len += (size_t)snprintf(out + len, cap - len,
-                                ", \"webhooks\": {\"queued\": %llu, \"delivered\": %llu, "
-                                "\"rejected\": %llu, \"timed_out\": %llu, \"failed\": %llu, "
-                                "\"dropped\": %llu, \"pending\": %llu}",
-                                (unsigned long long)w.queued, (unsigned long long)w.delivered,
-                                (unsigned long long)w.rejected, (unsigned long long)w.timed_out,
-                                (unsigned long long)w.failed, (unsigned long long)w.dropped,
-                                (unsigned long long)w.pending);
+        len += (size_t)snprintf(
+            out + len, cap - len,
+            ", \"webhooks\": {\"queued\": %llu, \"delivered\": %llu, \"rejected\": %llu, "
+            "\"timed_out\": %llu, \"failed\": %llu, \"dropped\": %llu, \"pending\": %llu, "
+            "\"dropped_full\": %llu, \"dropped_global\": %llu, \"dropped_memory\": %llu, "
+            "\"sending\": %llu, \"bytes\": %llu}",
+            (unsigned long long)w.queued, (unsigned long long)w.delivered,
+            (unsigned long long)w.rejected, (unsigned long long)w.timed_out,
+            (unsigned long long)w.failed, (unsigned long long)w.dropped,
+            (unsigned long long)w.pending, (unsigned long long)w.dropped_full,
+            (unsigned long long)w.dropped_global, (unsigned long long)w.dropped_memory,
+            (unsigned long long)w.sending, (unsigned long long)w.bytes);
     snprintf(out + len, cap - len, "}");
     return out;
 }

@@ -1033,6 +1033,22 @@ static void test_full_queue_drops_only_its_own(void **state)
     assert_int_equal(w.dropped_global, 0);
     assert_int_equal(w.dropped_memory, 0);
     assert_int_equal(w.pending, 5);
+    assert_int_equal(w.sending, 1);
+    assert_true(w.bytes > 0);
+    /* The stats JSON (the exit report) has every field, in the struct's
+     * order, with the same counts (nothing moves now: the dead one holds). */
+    char want[512];
+    snprintf(want, sizeof(want),
+             ", \"webhooks\": {\"queued\": 111, \"delivered\": 50, \"rejected\": 0, "
+             "\"timed_out\": 0, \"failed\": 0, \"dropped\": 56, \"pending\": 5, "
+             "\"dropped_full\": 56, \"dropped_global\": 0, \"dropped_memory\": 0, "
+             "\"sending\": 1, \"bytes\": %llu}}",
+             (unsigned long long)w.bytes);
+    char *json = momento_local_stats_json(s);
+    assert_non_null(json);
+    if (!strstr(json, want))
+        fail_msg("%s lacks %s", json, want);
+    free(json);
 
     momento_client_free(c);
     momento_local_stop(s);
