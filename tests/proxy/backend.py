@@ -15,7 +15,13 @@ proxy's --header (sent with every Momento call):
 - a request over --max-request-bytes is refused as Redis refuses one over
   proto-max-bulk-len;
 - ZUNIONSTORE over plain sets (computed by the proxy) whose union Momento
-  could not store is refused before the destination is touched.
+  could not store is refused before the destination is touched;
+- duplicate gets in flight share a call, distinct ones GetBatch calls of
+  at most --batch-keys keys.
+
+Issue 46: no check asserts an elapsed time. Each asserts an order - what
+had or had not happened on one connection when something happened on
+another, while momento-local held a call - or the proxy's INFO counters.
 """
 import os
 import select
@@ -40,13 +46,14 @@ def rss_kb(pid):
     return 0
 
 
-# How long momento-local holds the gets of slow_backend. No check waits
-# for it or measures it: it is the window in which the test makes its
-# observations (another connection's reply, a refused connection), each a
-# loopback round trip of milliseconds even beside two CPU-bound jobs, and
-# each check also says whether it fell inside the window (the held
-# connection had no reply yet). Only its end releases the held calls, so
-# each hold costs the test this much.
+# How long momento-local holds the gets the tests hold. No check waits for
+# it or measures it: it is the window in which a test makes its
+# observations (another connection's reply, a refused connection, commands
+# read while the call is in flight), each a loopback round trip of
+# milliseconds even beside two CPU-bound jobs, and each check also says
+# whether it fell inside the window (the held connection had no reply yet,
+# the duplicates found the call in flight). Only its end releases the
+# held call, so each hold costs the test this much.
 HOLD_MS = 3000
 # How long momento-local holds the gets that must end at --timeout-ms 300:
 # below the proxy's default deadline (5000 ms), so that only the option's
@@ -389,57 +396,93 @@ def big_replies_before_a_wait(res, proxy_path):
         px.stop()
 
 
+# Why shared_calls and batch_keys assert no exact batch count: a queued get
+# leaves at most 1 ms after the first of its queue (libmomento's batching
+# wait bound, MOMENTO_BATCH_DEFAULT_MAX_WAIT_US), so whether 20 pipelined
+# gets leave as one batch or are split across two flushes depends on how
+# fast the proxy reads them - one batch of 20 asserted the proxy's speed.
+# What the order of events fixes is checked instead: a get sent while
+# another call is in flight (observed in INFO) with --batch 1 is queued,
+# never sent at once; gets of a key whose call is in flight join it; and
+# queued gets leave in GetBatch calls of at most --batch-keys keys.
+
+
+def held_then(a, port, first, rest):
+    """Sends `first` on a, waits until its call is in flight (held by the
+    server), then sends `rest`: every command of `rest` is read while that
+    call is held. Returns the replies to all of them, in order."""
+    a.send(encode(first))
+    wait_in_flight(port, f"{first} in flight")
+    a.send(b"".join(encode(c) for c in rest))
+    return [a.reply() for _ in range(1 + len(rest))]
+
+
 def shared_calls(res, proxy_path):
-    # Gets held 300 ms, batching from 1 call in flight: the first GET goes
-    # alone; its duplicates join it (coalesced) and the distinct keys behind
-    # it wait, then leave together in one GetBatch when it is answered.
-    # INFO says so.
+    # One GET of share:hot held by the server (delay-keys: no other key's
+    # call is held) and, once it is in flight, 4 more GETs of share:hot and
+    # GETs of 20 other keys, with batching from 1 call in flight: the
+    # duplicates join the held call (coalesced); the 20 others are queued
+    # and leave in GetBatch calls. INFO says so.
     px = pt.start_proxy(proxy_path, memcache=False,
-                        extra=["--batch", "1", "--header", "delay-ms=300",
-                               "--header", "delay-rpcs=get get-batch"])
+                        extra=["--batch", "1", "--header", f"delay-ms={HOLD_MS}",
+                               "--header", "delay-rpcs=get get-batch",
+                               "--header", "delay-keys=share:hot"])
     try:
         a = RawConn(px.port)
         keys = [f"share:{i}" for i in range(20)]
         for k in ["share:hot"] + keys:
             a.command("SET", k, k)
         before = info_fields(px.port)
-        cmds = [["GET", "share:hot"]] * 5 + [["GET", k] for k in keys]
-        a.send(b"".join(encode(c) for c in cmds))
-        replies = [a.reply() for _ in cmds]
+        replies = held_then(a, px.port, ["GET", "share:hot"],
+                            [["GET", "share:hot"]] * 4 + [["GET", k] for k in keys])
         want = [("$", b"share:hot")] * 5 + [("$", k.encode()) for k in keys]
         res.check("coalesced and batched gets answer each its own value", replies == want,
                   repr(replies[:3]))
         after = info_fields(px.port)
         d = {f: after[f] - before[f] for f in
              ("momento_coalesced_gets", "momento_batches", "momento_batched_keys")}
-        res.check("INFO counts the 4 duplicate gets as coalesced",
+        print(f"# shared calls: {d}")
+        res.check("INFO counts the 4 duplicates of the held get as coalesced",
                   d["momento_coalesced_gets"] == 4, repr(d))
-        res.check("INFO counts the 20 waiting gets as one batch of 20",
-                  d["momento_batches"] == 1 and d["momento_batched_keys"] == 20, repr(d))
+        # At least one batch: the 20 were read from one write and queued
+        # together; only 19 gaps of over 1 ms each between them would send
+        # every one alone. A batcher that is off counts none.
+        res.check("INFO counts GetBatch calls for the 20 gets queued behind it",
+                  d["momento_batches"] >= 1
+                  and 2 * d["momento_batches"] <= d["momento_batched_keys"] <= 20,
+                  repr(d))
     finally:
         px.stop(signal.SIGKILL)
 
 
 def batch_keys(res, proxy_path):
-    # --batch-keys 8: the same 20 waiting gets leave in three GetBatches
-    # (8, 8 and 4 keys) instead of one; a value out of range is refused.
+    # --batch-keys 8: the same 20 queued gets leave in GetBatches of at most
+    # 8 keys (three, when they leave together); a value out of range is
+    # refused.
     px = pt.start_proxy(proxy_path, memcache=False,
-                        extra=["--batch", "1", "--batch-keys", "8", "--header", "delay-ms=300",
-                               "--header", "delay-rpcs=get get-batch"])
+                        extra=["--batch", "1", "--batch-keys", "8",
+                               "--header", f"delay-ms={HOLD_MS}",
+                               "--header", "delay-rpcs=get get-batch",
+                               "--header", "delay-keys=bk:0"])
     try:
         a = RawConn(px.port)
         keys = [f"bk:{i}" for i in range(21)]
         for k in keys:
             a.command("SET", k, k)
         before = info_fields(px.port)
-        a.send(b"".join(encode(["GET", k]) for k in keys))
-        replies = [a.reply() for _ in keys]
+        replies = held_then(a, px.port, ["GET", keys[0]], [["GET", k] for k in keys[1:]])
         res.check("gets batched 8 at a time answer each its own value",
                   replies == [("$", k.encode()) for k in keys], repr(replies[:3]))
         after = info_fields(px.port)
         d = {f: after[f] - before[f] for f in ("momento_batches", "momento_batched_keys")}
-        res.check("--batch-keys 8: the 20 waiting gets leave as 3 batches",
-                  d["momento_batches"] == 3 and d["momento_batched_keys"] == 20, repr(d))
+        print(f"# --batch-keys 8: {d}")
+        # No batch over 8 keys: their sum is at most 8 per batch. (When
+        # the 20 leave in one flush, a proxy ignoring the option makes one
+        # batch of 20 and fails this.)
+        res.check("--batch-keys 8: the queued gets leave in batches of at most 8",
+                  d["momento_batches"] >= 1
+                  and d["momento_batched_keys"] <= 8 * d["momento_batches"],
+                  repr(d))
     finally:
         px.stop(signal.SIGKILL)
     bad = subprocess.run([proxy_path, "--batch-keys", "1", "--resp-port", "0"],
