@@ -73,14 +73,14 @@ def readable(conn):
 def wait_in_flight(port, what, n=1):
     """Waits (bounded) until the proxy's INFO shows n Momento requests in
     flight: commands sent before are then read and their calls made."""
-    pt.wait_until(lambda: info_fields(port)["momento_in_flight"] >= n, 30, what)
+    pt.wait_until(lambda: info_fields(port)["momento_in_flight"] >= n, pt.WATCHDOG, what)
 
 
 def refused_now(port):
     """One attempt at a new connection: True when it is refused or closed
     without an answer, False when a PING on it is answered."""
     try:
-        d = socket.create_connection(("127.0.0.1", port), timeout=30)
+        d = socket.create_connection(("127.0.0.1", port), timeout=pt.WATCHDOG)
     except OSError:
         return True
     try:
@@ -134,7 +134,7 @@ def slow_backend(res, proxy_path):
         # the signal. Refused is only meaningful while the get is held:
         # after it the proxy exits and refuses everything anyway.
         try:
-            pt.wait_until(lambda: refused_now(px.port), 30, "a new connection refused")
+            pt.wait_until(lambda: refused_now(px.port), pt.WATCHDOG, "a new connection refused")
             refused = True
         except TimeoutError:
             refused = False
@@ -154,7 +154,7 @@ def slow_backend(res, proxy_path):
         except Closed:
             closed = True
         res.check("then its connection is closed", closed)
-        status = px.proc.wait(timeout=60)
+        status = px.proc.wait(timeout=2 * pt.WATCHDOG)
         res.check("momento-proxy exits 0 after draining", status == 0, f"status {status}")
     finally:
         px.stop(signal.SIGKILL)
@@ -260,7 +260,7 @@ def limits(res, proxy_path):
             finally:
                 d.close()
         try:
-            ok = pt.wait_until(served, 30, "a connection served after one closed")
+            ok = pt.wait_until(served, pt.WATCHDOG, "a connection served after one closed")
         except TimeoutError:
             ok = False
         res.check("a connection closing makes room for another", ok)
@@ -341,7 +341,7 @@ def union_limit(res, proxy_path):
     # Momento's 5 MiB item limit); their union (6 MB) is not.
     px = pt.start_proxy(proxy_path, memcache=False)
     try:
-        c = RawConn(px.port, timeout=30)
+        c = RawConn(px.port, timeout=pt.WATCHDOG)
         for name in ("s1", "s2"):
             for chunk in range(30):
                 members = [f"{name}-{chunk * 100 + i:06d}".ljust(1000, ".") for i in range(100)]
@@ -372,7 +372,7 @@ def big_replies_before_a_wait(res, proxy_path):
     # command must run (a stale wait once left such a connection unwatched).
     px = pt.start_proxy(proxy_path, memcache=False)
     try:
-        c = RawConn(px.port, timeout=20)
+        c = RawConn(px.port, timeout=pt.WATCHDOG)
         big = "b" * (4 << 20) + "x" * 100000
         c.command("SET", "big", big)
         ok, why = True, ""
@@ -486,7 +486,8 @@ def batch_keys(res, proxy_path):
     finally:
         px.stop(signal.SIGKILL)
     bad = subprocess.run([proxy_path, "--batch-keys", "1", "--resp-port", "0"],
-                         capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+                         capture_output=True, text=True, timeout=pt.WATCHDOG,
+                         stdin=subprocess.DEVNULL)
     res.check("--batch-keys 1 is refused with exit status 2 and the reason",
               bad.returncode == 2 and "--batch-keys" in bad.stderr, repr((bad.returncode, bad.stderr)))
 

@@ -211,7 +211,7 @@ def quit_flow(ctx):
     except mc.Closed:
         return "closed"
     except socket.timeout:
-        return "neither answered nor closed within 5 s"
+        return f"neither answered nor closed within {pt.WATCHDOG} s"
     finally:
         c.close()
 
@@ -373,7 +373,7 @@ def tools_flow(ctx):
             def run(name, *args):
                 exe = os.path.join(ctx.tools, name)
                 try:
-                    p = subprocess.run([exe, *srv, *args], capture_output=True, timeout=10)
+                    p = subprocess.run([exe, *srv, *args], capture_output=True, timeout=pt.WATCHDOG)
                 except subprocess.TimeoutExpired:
                     return ("timed out after 10 s",)
                 clean = p.stdout.replace(str(ctx.port).encode(), b"PORT")
@@ -393,7 +393,7 @@ def tools_flow(ctx):
             out.add(f"{tag} memcrm of a missing key", run("memcrm", key))
         # memcping has no --binary.
         p = subprocess.run([os.path.join(ctx.tools, "memcping"), f"--servers=127.0.0.1:{ctx.port}"],
-                           capture_output=True, timeout=10)
+                           capture_output=True, timeout=pt.WATCHDOG)
         out.add("memcping", p.returncode)
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -448,8 +448,8 @@ class Ctx:
         self.text = mc.Conn(port)
         self.binary = mc.Conn(port)
         self.current = None
-        self.ns = {"c": Client(("127.0.0.1", port), default_noreply=False, timeout=5,
-                               connect_timeout=5)}
+        self.ns = {"c": Client(("127.0.0.1", port), default_noreply=False,
+                               timeout=pt.WATCHDOG, connect_timeout=pt.WATCHDOG)}
 
 
 def _sub(self):

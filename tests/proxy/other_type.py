@@ -72,8 +72,9 @@ def step(out, name, fn):
 # --- RESP steps ---------------------------------------------------------------
 def resp_steps(port):
     """[(step, answer)] in order, on one raw connection and one redis-py."""
-    c = RawConn(port, timeout=10)
-    r = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10, socket_connect_timeout=5)
+    c = RawConn(port, timeout=pt.WATCHDOG)
+    r = redis.Redis(host="127.0.0.1", port=port, socket_timeout=pt.WATCHDOG,
+                    socket_connect_timeout=pt.WATCHDOG)
     out = []
 
     def raw(*args):
@@ -133,7 +134,7 @@ def norm_bin(r):
 
 def mc_steps(port):
     """h is absent (memcached) or holds a hash (the proxy: made before)."""
-    c = mc.Conn(port, timeout=10)
+    c = mc.Conn(port, timeout=pt.WATCHDOG)
     out = []
 
     def text(data, kind="items"):
@@ -145,7 +146,7 @@ def mc_steps(port):
                 b"get h h", b"get a h a", b"get h a h", b"gets h", b"gets h a h",
                 b"gat 100 h", b"get a"):
         text(cmd + b"\r\n")
-    b = mc.Conn(port, timeout=10)
+    b = mc.Conn(port, timeout=pt.WATCHDOG)
     # The binary multi-get: quiet gets answer hits only, then the noop.
     b.send(mc.bin_request(mc.GETKQ, "a", opaque=1) + mc.bin_request(mc.GETKQ, "h", opaque=2) +
            mc.bin_request(mc.GETQ, "h", opaque=3) + mc.bin_request(mc.GETKQ, "a", opaque=4) +
@@ -162,7 +163,7 @@ def mc_steps(port):
         b.send(mc.bin_request(op, "h", opaque=9))
         step(out, f"binary: {name} h", lambda: norm_bin(b.bin_response()))
     b.close()
-    p = Client(("127.0.0.1", port), timeout=10, connect_timeout=5)
+    p = Client(("127.0.0.1", port), timeout=pt.WATCHDOG, connect_timeout=pt.WATCHDOG)
     step(out, "py: get_many(['a', 'h'])", lambda: sorted(p.get_many(["a", "h"]).items()))
     step(out, "py: gets_many(['h', 'a'])",
          lambda: sorted((k, v[0]) for k, v in p.gets_many(["h", "a"]).items()))
@@ -176,14 +177,14 @@ def isolation(port, proto):
     """8 victims GET their own keys while one attacker GETs a key of
     another type, from before the victims start to after they end."""
     if proto == "resp":
-        setup = RawConn(port, timeout=10)
+        setup = RawConn(port, timeout=pt.WATCHDOG)
         for i in range(VICTIMS):
             setup.command("SET", f"victim:{i}", f"value of victim {i}")
         setup.close()
         attack_cmd = encode(["GET", "attack"])
         attack_want = WRONGTYPE
     else:
-        setup = mc.Conn(port, timeout=10)
+        setup = mc.Conn(port, timeout=pt.WATCHDOG)
         for i in range(VICTIMS):
             v = b"value of victim %d" % i
             setup.text(b"set victim:%d 0 0 %d\r\n%s\r\n" % (i, len(v), v), "line")
@@ -201,7 +202,8 @@ def isolation(port, proto):
 
     def attack():
         try:
-            conn = RawConn(port, timeout=10) if proto == "resp" else mc.Conn(port, timeout=10)
+            conn = (RawConn(port, timeout=pt.WATCHDOG) if proto == "resp"
+                    else mc.Conn(port, timeout=pt.WATCHDOG))
             deadline = time.monotonic() + THREAD_DEADLINE
             while attacker["answers"] < ATTACKER_MAX and time.monotonic() < deadline:
                 conn.send(attack_cmd * DEPTH)
@@ -224,11 +226,11 @@ def isolation(port, proto):
         st = victims[i]
         try:
             if proto == "resp":
-                conn = RawConn(port, timeout=10)
+                conn = RawConn(port, timeout=pt.WATCHDOG)
                 cmd = encode(["GET", f"victim:{i}"])
                 want = ("$", b"value of victim %d" % i)
             else:
-                conn = mc.Conn(port, timeout=10)
+                conn = mc.Conn(port, timeout=pt.WATCHDOG)
                 cmd = b"get victim:%d\r\n" % i
                 v = b"value of victim %d" % i
                 want = [b"VALUE victim:%d 0 %d" % (i, len(v)), v, b"END"]
@@ -279,7 +281,7 @@ def isolation_ok(rec):
 
 
 def info_field(port, name):
-    c = RawConn(port, timeout=10)
+    c = RawConn(port, timeout=pt.WATCHDOG)
     try:
         kind, text = c.command("INFO")
     finally:
@@ -298,9 +300,9 @@ def whole_batch_failures(res, proxy_path, label, extra):
         px = pt.start_proxy(proxy_path, extra=list(extra) + [
             "--header", f"return-error={kind}", "--header", "error-rpcs=get-batch"])
         try:
-            c = RawConn(px.ports["resp"], timeout=10)
+            c = RawConn(px.ports["resp"], timeout=pt.WATCHDOG)
             c.command("MSET", "wb:1", "one", "wb:2", "two")
-            m = mc.Conn(px.ports["memcache"], timeout=10)
+            m = mc.Conn(px.ports["memcache"], timeout=pt.WATCHDOG)
             m.text(b"set wb:a 0 0 1\r\na\r\nset wb:b 0 0 1\r\nb\r\n", "line", "line")
             got = c.command("MGET", "wb:1", "wb:missing", "wb:2")
             got_mc = m.text(b"get wb:a wb:missing wb:b\r\n", "items")[0]
@@ -325,7 +327,7 @@ def whole_batch_failures(res, proxy_path, label, extra):
 # --- the runs ---------------------------------------------------------------------
 def run_resp(port):
     rec = resp_steps(port)
-    c = RawConn(port, timeout=10)
+    c = RawConn(port, timeout=pt.WATCHDOG)
     c.command("HSET", "attack", "f", "v")
     c.close()
     step(rec, "isolation: 8 victims GET their own keys, one attacker GETs a hash",
@@ -337,7 +339,7 @@ def run_mc(mc_port, resp_port):
     """resp_port: the proxy's, where h and attack are made hashes first;
     None for memcached, where they are simply absent."""
     if resp_port:
-        c = RawConn(resp_port, timeout=10)
+        c = RawConn(resp_port, timeout=pt.WATCHDOG)
         c.command("HSET", "h", "f", "v")
         c.command("HSET", "attack", "f", "v")
         c.close()
@@ -345,7 +347,7 @@ def run_mc(mc_port, resp_port):
     step(rec, "isolation: 8 victims get their own keys, one attacker gets a hash",
          lambda: isolation(mc_port, "memcache"))
     if resp_port:
-        c = RawConn(resp_port, timeout=10)
+        c = RawConn(resp_port, timeout=pt.WATCHDOG)
         rec.append(("(proxy) the hash h after memcached's reads: TYPE, HGET f",
                     [c.command("TYPE", "h"), c.command("HGET", "h", "f")]))
         c.close()

@@ -38,7 +38,8 @@ THREAD_DEADLINE = 60
 
 
 def client(port):
-    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=10, socket_connect_timeout=5)
+    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=pt.WATCHDOG,
+                       socket_connect_timeout=pt.WATCHDOG)
 
 
 def norm(v):
@@ -198,7 +199,7 @@ def flood(port, n=20000):
     """n commands written without waiting (another thread writes while
     this one reads), so the server must keep them in order while the
     client reads slower than it sends."""
-    c = RawConn(port, timeout=20)
+    c = RawConn(port, timeout=pt.WATCHDOG)
     value = b"x" * 100
     cmds = []
     for i in range(n):
@@ -231,7 +232,8 @@ def flood(port, n=20000):
 
 def mc_checks(port):
     out = {}
-    c = Client(("127.0.0.1", port), default_noreply=False, timeout=10, connect_timeout=5)
+    c = Client(("127.0.0.1", port), default_noreply=False, timeout=pt.WATCHDOG,
+               connect_timeout=pt.WATCHDOG)
     try:
         c.set_many({f"mm:{i}": b"%d" % i for i in range(0, 100, 2)})
         got = c.get_many([f"mm:{i}" for i in range(100)])
@@ -243,7 +245,7 @@ def mc_checks(port):
 
     def worker(n):
         try:
-            conn = mc.Conn(port, timeout=10)
+            conn = mc.Conn(port, timeout=pt.WATCHDOG)
             for batch in range(20):
                 data, kinds, want = b"", [], []
                 for j in range(10):
@@ -274,7 +276,7 @@ def mc_checks(port):
         t.join(THREAD_DEADLINE)
     out["20 connections x 200 text commands"] = {"finished": len(done), "errors": errors[:2]}
     try:
-        b = mc.Conn(port, timeout=10)
+        b = mc.Conn(port, timeout=pt.WATCHDOG)
         reqs = b"".join(mc.bin_request(mc.GETKQ, f"mm:{i}", opaque=i) for i in range(100))
         b.send(reqs + mc.bin_request(mc.NOOP, opaque=1000))
         hits = []

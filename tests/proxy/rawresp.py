@@ -21,7 +21,8 @@ class Closed(Exception):
 
 
 class RawConn:
-    def __init__(self, port, timeout=10.0, host="127.0.0.1"):
+    # 30 s: proxytest.WATCHDOG, a wait only a hang reaches.
+    def __init__(self, port, timeout=30.0, host="127.0.0.1"):
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""

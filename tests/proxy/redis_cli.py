@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
 
 
-def run_cli(cli, port, args, stdin=b"", timeout=15):
+def run_cli(cli, port, args, stdin=b"", timeout=pt.WATCHDOG):
     try:
         p = subprocess.run([cli, "-h", "127.0.0.1", "-p", str(port), *args], input=stdin,
                            capture_output=True, timeout=timeout)
@@ -29,7 +29,7 @@ def run_cli(cli, port, args, stdin=b"", timeout=15):
     return (p.returncode, clean(p.stdout), clean(p.stderr))
 
 
-def interactive(cli, port, lines, timeout=10):
+def interactive(cli, port, lines, timeout=pt.WATCHDOG):
     """redis-cli on a pty: waits for each prompt (bounded), types a line,
     keeps what it prints up to the next prompt."""
     master, slave = pty.openpty()
@@ -116,7 +116,8 @@ def script(cli, port):
     n = 1000
     mass = b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (
         len(b"cli:p%d" % i), b"cli:p%d" % i, len(b"%d" % i), b"%d" % i) for i in range(n))
-    add(f"--pipe of {n} SETs", run_cli(cli, port, ["--pipe"], stdin=mass, timeout=30))
+    add(f"--pipe of {n} SETs", run_cli(cli, port, ["--pipe"], stdin=mass,
+                                                  timeout=2 * pt.WATCHDOG))
     add("GET after --pipe", run_cli(cli, port, ["MGET", "cli:p0", "cli:p500", "cli:p999"]))
     info = run_cli(cli, port, ["INFO"])
     add("INFO (its text is the server's own)", (info[0], info[1].startswith(b"# ")))

@@ -625,9 +625,9 @@ def pubsub_flow(ctx):
     pub = ctx.new_client()
 
     def next_msg():
-        m = sub.get_message(timeout=5)
+        m = sub.get_message(timeout=pt.WATCHDOG)
         if m is None:
-            return ("no message within 5 s",)
+            return (f"no message within {pt.WATCHDOG} s",)
         return (m["type"], m["channel"], m["data"])
 
     sub.subscribe("ps:one", "ps:two")
@@ -656,7 +656,7 @@ def pubsub_raw_flow(ctx):
     """The subscribe-mode wire form: replies to SUBSCRIBE, PING in that
     mode, a refused command, a message, the unsubscribe replies, and the
     connection back to normal afterwards."""
-    c = RawConn(ctx.port, timeout=5)
+    c = RawConn(ctx.port, timeout=pt.WATCHDOG)
     pub = ctx.new_client()
     out = ctx.sub()
     try:
@@ -684,7 +684,7 @@ F("pub/sub on the wire", pubsub_raw_flow)
 
 
 def quit_flow(ctx):
-    c = RawConn(ctx.port, timeout=5)
+    c = RawConn(ctx.port, timeout=pt.WATCHDOG)
     try:
         first = c.command("QUIT")
     except Closed:
@@ -695,7 +695,7 @@ def quit_flow(ctx):
     except Closed:
         return (first, "closed")
     except socket.timeout:
-        return (first, "neither closed nor answered within 5 s")
+        return (first, f"neither closed nor answered within {pt.WATCHDOG} s")
     finally:
         c.close()
 
@@ -770,7 +770,7 @@ def sort_reply(step, ans):
 class Ctx:
     def __init__(self, port):
         self.port = port
-        self.raw = RawConn(port, timeout=5)
+        self.raw = RawConn(port, timeout=pt.WATCHDOG)
         self.r = self.new_client()
         self.S = {}
 
@@ -779,8 +779,8 @@ class Ctx:
         return self.current
 
     def new_client(self):
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5,
-                           socket_connect_timeout=5)
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=pt.WATCHDOG,
+                           socket_connect_timeout=pt.WATCHDOG)
 
 
 def py_answer(v):
@@ -829,7 +829,7 @@ def run_script(port, label):
             # A fresh connection for the steps that follow.
             try:
                 ctx.raw.close()
-                ctx.raw = RawConn(port, timeout=5)
+                ctx.raw = RawConn(port, timeout=pt.WATCHDOG)
             except OSError:
                 pass
         except Exception as e:  # a step's own failure is an answer too
