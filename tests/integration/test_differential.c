@@ -673,8 +673,9 @@ static void plan_make(plan *p, uint64_t seed, int round, bool grpc)
     }
 }
 
-/* One line naming a request, for a mismatch's report. */
-static void op_text(const plan *p, const op *o, char *out, size_t size)
+/* One line naming a request, for a mismatch's report (`coalescer`: in a
+ * configuration with one). */
+static void op_text(const plan *p, const op *o, bool coalescer, char *out, size_t size)
 {
     sb b = {0};
     sb_printf(&b, "%s", op_names[o->kind]);
@@ -706,8 +707,8 @@ static void op_text(const plan *p, const op *o, char *out, size_t size)
         sb_printf(&b, " cancelled after submit");
     if (o->bad == BAD_PRECANCELLED)
         sb_printf(&b, " token already cancelled");
-    if (o->via_coalescer)
-        sb_printf(&b, " via coalescer");
+    if (coalescer && o->via_coalescer)
+        sb_printf(&b, " via the coalescer");
     snprintf(out, size, "%s", b.p);
     free(b.p);
 }
@@ -1066,14 +1067,16 @@ static void report(ctx *t, const plan *p, int ci, const char *what, int i, const
     t->mismatches++;
     if (t->printed++ >= MAX_PRINTED)
         return;
-    char text[600] = "";
-    if (i >= 0)
-        op_text(p, &p->ops[i], text, sizeof(text));
+    char text[600] = "", req[620] = "";
+    if (i >= 0) {
+        op_text(p, &p->ops[i], configs[ci].coalescer, text, sizeof(text));
+        snprintf(req, sizeof(req), " request #%d %s", i, text);
+    }
     fprintf(stderr,
-            "MISMATCH seed %" PRIu64 " round %d config \"%s\" %s #%d %s\n"
+            "MISMATCH seed %" PRIu64 " round %d config \"%s\" %s%s\n"
             "  reference (\"%s\"): %s\n"
             "  this configuration:  %s\n",
-            t->seed, p->round, configs[ci].name, what, i, text, configs[configs[ci].reference].name,
+            t->seed, p->round, configs[ci].name, what, req, configs[configs[ci].reference].name,
             ref ? ref : "(none)", got ? got : "(none)");
 }
 
