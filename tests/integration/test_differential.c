@@ -804,12 +804,16 @@ typedef struct ctx {
     long outcomes[64]; /* the references' accepted requests, by -error */
 } ctx;
 
-static void check_ok(int rc, momento_result *r, const char *what)
+/* A blocking setup call's end: `*r` is its result, freed here. (The
+ * result is read after the call, not beside it in the same argument list,
+ * whose order C leaves open.) */
+static void check_ok(int rc, momento_result **r, const char *what)
 {
     if (rc != MOMENTO_OK)
         fprintf(stderr, "setup: %s: %s (%s)\n", what, momento_error_name(rc),
-                momento_result_message(r));
-    momento_result_free(r);
+                momento_result_message(*r));
+    momento_result_free(*r);
+    *r = NULL;
     assert_int_equal(rc, MOMENTO_OK);
 }
 
@@ -818,7 +822,8 @@ static void check_ok(int rc, momento_result *r, const char *what)
 static void set_up(ctx *t, const plan *p, const char *cache)
 {
     momento_result *r = NULL;
-    check_ok(momento_flush_cache_sync(t->admin, cache, NULL, &r), r, "flush");
+    int rc = momento_flush_cache_sync(t->admin, cache, NULL, &r);
+    check_ok(rc, &r, "flush");
     for (int i = 0; i < p->n_keys; i++) {
         const dkey *k = &p->keys[i];
         const void *f[MAX_ELEMS], *e[MAX_ELEMS];
@@ -831,35 +836,30 @@ static void set_up(ctx *t, const plan *p, const char *cache)
         }
         const uint8_t *nm = k->name.p;
         size_t nl = k->name.n;
-        r = NULL;
+        size_t n = (size_t)k->n;
         switch (k->type) {
         case K_ABSENT:
-            break;
+            continue;
         case K_STRING:
-            check_ok(momento_set_sync(t->admin, cache, nm, nl, k->value.p, k->value.n, 0, NULL, &r),
-                     r, "set");
+            rc = momento_set_sync(t->admin, cache, nm, nl, k->value.p, k->value.n, 0, NULL, &r);
             break;
         case K_DICT:
-            check_ok(momento_dictionary_set_fields_sync(t->admin, cache, nm, nl, f, fl, e, el,
-                                                        (size_t)k->n, NULL, NULL, &r),
-                     r, "dictionary");
+            rc = momento_dictionary_set_fields_sync(t->admin, cache, nm, nl, f, fl, e, el, n, NULL,
+                                                    NULL, &r);
             break;
         case K_LIST:
-            check_ok(momento_list_concatenate_back_sync(t->admin, cache, nm, nl, e, el,
-                                                        (size_t)k->n, 0, NULL, NULL, &r),
-                     r, "list");
+            rc = momento_list_concatenate_back_sync(t->admin, cache, nm, nl, e, el, n, 0, NULL,
+                                                    NULL, &r);
             break;
         case K_SET:
-            check_ok(momento_set_add_elements_sync(t->admin, cache, nm, nl, e, el, (size_t)k->n,
-                                                   NULL, NULL, &r),
-                     r, "set");
+            rc = momento_set_add_elements_sync(t->admin, cache, nm, nl, e, el, n, NULL, NULL, &r);
             break;
         case K_ZSET:
-            check_ok(momento_sorted_set_put_elements_sync(t->admin, cache, nm, nl, e, el, k->score,
-                                                          (size_t)k->n, NULL, NULL, &r),
-                     r, "sorted set");
+            rc = momento_sorted_set_put_elements_sync(t->admin, cache, nm, nl, e, el, k->score, n,
+                                                      NULL, NULL, &r);
             break;
         }
+        check_ok(rc, &r, ktype_names[k->type]);
     }
 }
 
