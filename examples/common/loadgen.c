@@ -59,10 +59,11 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "  --open-loop            start requests on a fixed schedule at --rps and count\n"
             "                         latency from the scheduled start (needs --rps > 0)\n"
             "  --threads N            client threads, each with its own client (default 1)\n"
-            "  --batch [N[:L[:M[:B]]]]  adaptive batching (default off): with N RPCs in flight,\n"
-            "                         new gets and sets queue and leave as GetBatch / SetBatch\n"
-            "                         RPCs when one completes (or after L us), at most M keys\n"
-            "                         and B bytes each; --batch alone is %u:0:%u:%u\n\n"
+            "  --batch [N[:L[:M[:B[:W]]]]]  adaptive batching (default off): with N RPCs in\n"
+            "                         flight, new gets and sets queue and leave as GetBatch /\n"
+            "                         SetBatch RPCs when one completes (or after L us, and at\n"
+            "                         the latest W us), at most M keys and B bytes each;\n"
+            "                         W 0 = no bound; --batch alone is %u:0:%u:%u:%u\n\n"
             "Output:\n"
             "  --stats-interval S     print cumulative stats every S seconds (default 5)\n"
             "  --json PATH            write the results as JSON, latency histograms included\n"
@@ -91,7 +92,7 @@ static void usage(FILE *f, const char *prog, bool coalescing)
                        : "Generates set-then-get load against Momento or a compatible server.",
             coalescing ? "request-coalescing" : "load-gen", coalescing ? " per phase" : "",
             coalescing ? 10 : 0, MOMENTO_BATCH_DEFAULT_MIN_IN_FLIGHT, MOMENTO_BATCH_DEFAULT_MAX_KEYS,
-            MOMENTO_BATCH_DEFAULT_MAX_BYTES,
+            MOMENTO_BATCH_DEFAULT_MAX_BYTES, MOMENTO_BATCH_DEFAULT_MAX_WAIT_US,
             coalescing ? ", before vs after" : ", get and set",
             coalescing ? ""
                        : "  --samples PATH         write every latency recorded, one per line\n"
@@ -138,17 +139,18 @@ static bool parse_secs(const char *s, double lo, double hi, double *out)
     return true;
 }
 
-/* --batch's "N[:L[:M[:B]]]": the fields given replace the defaults already
- * in `o`. Ranges as momento_config_set_batching() takes them, except that
- * N = 0 (batching off) is allowed. */
+/* --batch's "N[:L[:M[:B[:W]]]]": the fields given replace the defaults
+ * already in `o`. Ranges as momento_config_set_batching() and
+ * momento_config_set_batching_max_wait() take them, except that N = 0
+ * (batching off) is allowed. */
 static bool parse_batch(const char *s, lg_options *o)
 {
-    static const unsigned long lo[4] = {0, 0, 2, 1024};
-    static const unsigned long hi[4] = {100000, MOMENTO_MAX_BATCH_LINGER_US, 10000,
-                                        MOMENTO_MAX_BATCH_BYTES};
-    uint32_t *field[4] = {&o->batch_min_in_flight, &o->batch_linger_us, &o->batch_max_keys,
-                          &o->batch_max_bytes};
-    for (int i = 0; i < 4; i++) {
+    static const unsigned long lo[5] = {0, 0, 2, 1024, 0};
+    static const unsigned long hi[5] = {100000, MOMENTO_MAX_BATCH_LINGER_US, 10000,
+                                        MOMENTO_MAX_BATCH_BYTES, MOMENTO_MAX_BATCH_LINGER_US};
+    uint32_t *field[5] = {&o->batch_min_in_flight, &o->batch_linger_us, &o->batch_max_keys,
+                          &o->batch_max_bytes, &o->batch_max_wait_us};
+    for (int i = 0; i < 5; i++) {
         char *end;
         if (*s < '0' || *s > '9')
             return false;
@@ -160,7 +162,7 @@ static bool parse_batch(const char *s, lg_options *o)
             return true;
         s = end + 1;
     }
-    return false; /* a fifth field */
+    return false; /* a sixth field */
 }
 
 int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
@@ -194,6 +196,7 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
     o->batch_min_in_flight = MOMENTO_BATCH_DEFAULT_MIN_IN_FLIGHT;
     o->batch_max_keys = MOMENTO_BATCH_DEFAULT_MAX_KEYS;
     o->batch_max_bytes = MOMENTO_BATCH_DEFAULT_MAX_BYTES;
+    o->batch_max_wait_us = MOMENTO_BATCH_DEFAULT_MAX_WAIT_US;
     optind = 1;
     int ch;
     bool merge = false;
@@ -779,6 +782,8 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
     if (rc == MOMENTO_OK && o->batch)
         rc = momento_config_set_batching(cfg, o->batch_min_in_flight, o->batch_linger_us,
                                          o->batch_max_keys, o->batch_max_bytes);
+    if (rc == MOMENTO_OK && o->batch)
+        rc = momento_config_set_batching_max_wait(cfg, o->batch_max_wait_us);
     out->batching = o->batch;
     group *groups = calloc((size_t)o->threads, sizeof(*groups));
     worker *workers = calloc((size_t)o->concurrency, sizeof(*workers));
@@ -966,10 +971,12 @@ const char *lg_describe_batching(const lg_options *o, char *buf, size_t len)
     if (!o->batch)
         snprintf(buf, len, "%s", "");
     else
-        snprintf(buf, len, "; batching %u:%u:%u:%u (queue at %u in flight, linger %u us, %u keys, "
-                           "%u bytes)",
+        snprintf(buf, len,
+                 "; batching %u:%u:%u:%u:%u (queue at %u in flight, linger %u us, %u keys, "
+                 "%u bytes, wait at most %u us)",
                  o->batch_min_in_flight, o->batch_linger_us, o->batch_max_keys, o->batch_max_bytes,
-                 o->batch_min_in_flight, o->batch_linger_us, o->batch_max_keys, o->batch_max_bytes);
+                 o->batch_max_wait_us, o->batch_min_in_flight, o->batch_linger_us,
+                 o->batch_max_keys, o->batch_max_bytes, o->batch_max_wait_us);
     return buf;
 }
 
@@ -1127,8 +1134,11 @@ void lg_json_config(FILE *f, const lg_options *o, int indent)
             o->zipf ? "zipf" : "uniform", o->open_loop ? "true" : "false", o->threads,
             o->timeout_min_ms, o->timeout_ms);
     if (o->batch)
-        fprintf(f, "{\"min_in_flight\": %u, \"linger_us\": %u, \"max_keys\": %u, \"max_bytes\": %u}}",
-                o->batch_min_in_flight, o->batch_linger_us, o->batch_max_keys, o->batch_max_bytes);
+        fprintf(f,
+                "{\"min_in_flight\": %u, \"linger_us\": %u, \"max_keys\": %u, \"max_bytes\": %u, "
+                "\"max_wait_us\": %u}}",
+                o->batch_min_in_flight, o->batch_linger_us, o->batch_max_keys, o->batch_max_bytes,
+                o->batch_max_wait_us);
     else
         fprintf(f, "null}");
 }

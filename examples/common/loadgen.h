@@ -44,6 +44,7 @@ typedef struct lg_options {
      * min_in_flight, linger_us, max_keys, max_bytes); off unless `batch`. */
     bool batch;
     uint32_t batch_min_in_flight, batch_linger_us, batch_max_keys, batch_max_bytes;
+    uint32_t batch_max_wait_us; /* W: momento_config_set_batching_max_wait() */
 } lg_options;
 
 /* Process-wide tuning for a load tool: one glibc malloc arena (unless the

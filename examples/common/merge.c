@@ -217,6 +217,10 @@ static int read_config(const char *file, const jv *c, lg_options *o)
         o->batch_linger_us = (uint32_t)l;
         o->batch_max_keys = (uint32_t)m;
         o->batch_max_bytes = (uint32_t)b;
+        /* Written since 0.3.0; an older run's file has none: the bound then
+         * did not exist, 0. */
+        uint64_t w = 0;
+        o->batch_max_wait_us = get_uint(batch, "max_wait_us", &w) ? (uint32_t)w : 0;
     }
     return 0;
 }

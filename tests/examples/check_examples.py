@@ -286,23 +286,24 @@ with tempfile.TemporaryDirectory() as tmp:
                   ph["rpcs"] == srv["total"] == srv["Get"] + srv["Set"] + srv["GetBatch"] + srv["SetBatch"]
                   and srv["GetBatch"] + srv["SetBatch"] == k["batches"], (ph["rpcs"], srv, k))
 
-    defaults = {"min_in_flight": 16, "linger_us": 0, "max_keys": 64, "max_bytes": 1048576}
+    defaults = {"min_in_flight": 16, "linger_us": 0, "max_keys": 64, "max_bytes": 1048576,
+                "max_wait_us": 1000}
     out10 = os.path.join(tmp, "lg10.json")
     p = run([load_gen, "--duration", "2", "--rps", "0", "--concurrency", "500", "--batch", "--quiet",
              "--json", out10])
     check("load-gen --batch exits 0", p.returncode == 0, p.stderr)
     check("load-gen --batch says so and prints the counters",
-          "batching 16:0:64:1048576" in p.stdout and "batching: " in p.stdout and "keys per batch:" in p.stdout
+          "batching 16:0:64:1048576:1000" in p.stdout and "batching: " in p.stdout and "keys per batch:" in p.stdout
           and "get batch" in p.stdout, p.stdout)
     check_batched("load-gen --batch", json.load(open(out10)), defaults)
     # Every field given, on two threads, with a small M: no batch above 8 keys.
     out11 = os.path.join(tmp, "lg11.json")
     p = run([load_gen, "--duration", "2", "--rps", "0", "--concurrency", "400", "--threads", "2",
-             "--batch", "4:200:8:4096", "--quiet", "--json", out11])
+             "--batch", "4:200:8:4096:500", "--quiet", "--json", out11])
     r = json.load(open(out11))
-    check("load-gen --batch 4:200:8:4096 exits 0", p.returncode == 0, p.stderr)
-    check_batched("load-gen --batch 4:200:8:4096", r, {"min_in_flight": 4, "linger_us": 200,
-                  "max_keys": 8, "max_bytes": 4096})
+    check("load-gen --batch 4:200:8:4096:500 exits 0", p.returncode == 0, p.stderr)
+    check_batched("load-gen --batch 4:200:8:4096:500", r, {"min_in_flight": 4, "linger_us": 200,
+                  "max_keys": 8, "max_bytes": 4096, "max_wait_us": 500})
     check("max_keys 8: no batch of more than 8 keys",
           all(r["batching"]["keys_per_batch"][b] == 0 for b in ("9-16", "17-32", "33-64", "65-128", "129+")),
           r["batching"])
@@ -335,6 +336,8 @@ with tempfile.TemporaryDirectory() as tmp:
                                     and r[ph]["success"] == r[ph]["requests"] > 0 for ph in ("before", "after")), r)
     # Batched requests against a server that never answers: each times out
     # at its own deadline, queued ones too (they never reach the wire).
+    # With no bound on the queue's wait (W 0): with the default bound of
+    # 1 ms they leave the queue long before the shortest deadline.
     silent = _SilentServer(("127.0.0.1", 0), _Silent)
     threading.Thread(target=silent.serve_forever, daemon=True).start()
     silent_ep = f"127.0.0.1:{silent.server_address[1]}"
@@ -346,7 +349,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # three runs, for one in which requests waited; none such fails too.
     for attempt in range(3):
         p = run([load_gen, "--endpoint", silent_ep, "--insecure", "--duration", "1.5", "--rps", "0",
-                 "--concurrency", "50", "--timeout-ms", "20:300", "--batch", "4", "--quiet",
+                 "--concurrency", "50", "--timeout-ms", "20:300", "--batch", "4:0:64:1048576:0", "--quiet",
                  "--json", out15])
         r = json.load(open(out15))
         if r["batching"]["queued_us_max"] >= 20000:
@@ -367,7 +370,8 @@ with tempfile.TemporaryDirectory() as tmp:
                  ["--timeout-ms", "300:50"], ["--timeout-ms", "0:50"], ["--timeout-ms", "50:"],
                  ["--timeout-ms", ":50"], ["--timeout-ms", "5:x"], ["--timeout-ms", "1:3600001"],
                  ["--batch", "16:0:1"], ["--batch", "100001"], ["--batch", "1:2:3:4:5"], ["--batch=x"],
-                 ["--batch", "4:100001"], ["--batch", "4:0:64:1023"], ["--batch", "4:"], ["--batch=-1"]):
+                 ["--batch", "4:100001"], ["--batch", "4:0:64:1023"], ["--batch", "4:0:64:1024:100001"],
+                 ["--batch", "4:0:64:1024:0:1"], ["--batch", "4:"], ["--batch=-1"]):
         p = run([load_gen] + args)
         check(f"load-gen {' '.join(args)} -> exit 2 with a message", p.returncode == 2 and p.stderr.strip(), p)
     p = run([load_gen, "--plot-log"])
@@ -392,7 +396,7 @@ with tempfile.TemporaryDirectory() as tmp:
         check(f"{os.path.basename(prog)} --help documents defaults", p.returncode == 0
               and "(default 10)" in p.stdout and "--open-loop" in p.stdout
               and "--timeout-ms A[:B]" in p.stdout and "--timeout-ms 50:2000" in p.stdout
-              and "--batch [N[:L[:M[:B]]]]" in p.stdout and "16:0:64:1048576" in p.stdout)
+              and "--batch [N[:L[:M[:B[:W]]]]]" in p.stdout and "16:0:64:1048576:1000" in p.stdout)
 
 
 def start_server(*args):
