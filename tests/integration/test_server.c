@@ -4,6 +4,7 @@
  * delayed calls that must not outlive their clients, the per-connection
  * stream limit, the count of calls cancelled by their clients. */
 #include "testutil.h"
+#include "tu_raw_conn.h"
 
 #include "cacheclient.pb-c.h"
 #include "cacheping.pb-c.h"
@@ -13,9 +14,7 @@
 #include "rpc/srv_rpc.h"    /* the hand-packed responses */
 #include "token.pb-c.h"
 
-#include <grpc/byte_buffer.h>
 #include <grpc/grpc.h>
-#include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
@@ -961,146 +960,9 @@ static void test_duplicate_start_caches(void **state)
     momento_local_stop(s);
 }
 
-
 /* ---- calls left open: deadlines, cancels, many streams ---------------- */
 
-/* One connection of our own (a channel and a completion queue), for calls
- * started and then left running, unlike tu_raw_call's. */
-typedef struct raw_conn {
-    grpc_channel *ch;
-    grpc_completion_queue *cq;
-} raw_conn;
-
-typedef struct open_call {
-    grpc_call *call;
-    grpc_byte_buffer *send, *recv;
-    grpc_metadata md[8];
-    size_t n_md;
-    grpc_metadata_array init_md, trailing;
-    grpc_status_code status;
-    grpc_slice details;
-    gpr_timespec deadline; /* GPR_CLOCK_MONOTONIC; infinite for none */
-    bool done;
-} open_call;
-
-/* With `bdp` 0 the connection's receive window stays at HTTP/2's 64 KiB
- * instead of growing with the traffic: a reply the client does not read
- * then stalls in the server for good (see test_stream_cancelled_midway). */
-static void conn_open_bdp(raw_conn *k, const char *ep, int bdp)
-{
-    grpc_init();
-    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-    grpc_arg arg[3];
-    arg[0].type = arg[1].type = arg[2].type = GRPC_ARG_INTEGER;
-    arg[0].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
-    arg[1].key = (char *)GRPC_ARG_ENABLE_RETRIES;
-    arg[2].key = (char *)GRPC_ARG_HTTP2_BDP_PROBE;
-    arg[0].value.integer = 64 * 1024 * 1024;
-    arg[1].value.integer = 0;
-    arg[2].value.integer = bdp;
-    grpc_channel_args args = {3, arg};
-    k->ch = grpc_channel_create(ep, creds, &args);
-    grpc_channel_credentials_release(creds);
-    k->cq = grpc_completion_queue_create_for_next(NULL);
-}
-
-static void conn_open(raw_conn *k, const char *ep)
-{
-    conn_open_bdp(k, ep, 1);
-}
-
-/* Starts a unary call of `path` with headers (n pairs) and `body`;
- * deadline_ms 0 = none. Its completion is `oc` on the connection's queue. */
-static void call_open(raw_conn *k, open_call *oc, const char *path, const char *const *hdrs,
-                      size_t n, const void *body, size_t len, int64_t deadline_ms)
-{
-    memset(oc, 0, sizeof(*oc));
-    gpr_timespec deadline = deadline_ms ? gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                                       gpr_time_from_millis(deadline_ms, GPR_TIMESPAN))
-                                        : gpr_inf_future(GPR_CLOCK_MONOTONIC);
-    grpc_slice method = grpc_slice_from_copied_string(path);
-    oc->deadline = deadline;
-    oc->call = grpc_channel_create_call(k->ch, NULL, GRPC_PROPAGATE_DEFAULTS, k->cq, method, NULL,
-                                        deadline, NULL);
-    grpc_slice_unref(method);
-    assert_true(n <= 8);
-    oc->n_md = n;
-    for (size_t i = 0; i < n; i++) {
-        oc->md[i].key = grpc_slice_from_copied_string(hdrs[2 * i]);
-        oc->md[i].value = grpc_slice_from_copied_string(hdrs[2 * i + 1]);
-    }
-    grpc_slice sl = grpc_slice_from_copied_buffer(body, len);
-    oc->send = grpc_raw_byte_buffer_create(&sl, 1);
-    grpc_slice_unref(sl);
-    grpc_metadata_array_init(&oc->init_md);
-    grpc_metadata_array_init(&oc->trailing);
-    grpc_op ops[6];
-    memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[0].data.send_initial_metadata.count = n;
-    ops[0].data.send_initial_metadata.metadata = oc->md;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = oc->send;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-    ops[3].data.recv_initial_metadata.recv_initial_metadata = &oc->init_md;
-    ops[4].op = GRPC_OP_RECV_MESSAGE;
-    ops[4].data.recv_message.recv_message = &oc->recv;
-    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    ops[5].data.recv_status_on_client.trailing_metadata = &oc->trailing;
-    ops[5].data.recv_status_on_client.status = &oc->status;
-    ops[5].data.recv_status_on_client.status_details = &oc->details;
-    assert_int_equal(grpc_call_start_batch(oc->call, ops, 6, oc, NULL), GRPC_CALL_OK);
-}
-
-/* The next call of the connection to end, or NULL after `timeout_ms`. */
-static open_call *conn_next(raw_conn *k, int64_t timeout_ms)
-{
-    gpr_timespec until = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                      gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
-    grpc_event ev = grpc_completion_queue_next(k->cq, until, NULL);
-    if (ev.type != GRPC_OP_COMPLETE)
-        return NULL;
-    open_call *oc = ev.tag;
-    oc->done = true;
-    return oc;
-}
-
-static void call_close(open_call *oc)
-{
-    grpc_byte_buffer_destroy(oc->send);
-    if (oc->recv)
-        grpc_byte_buffer_destroy(oc->recv);
-    grpc_metadata_array_destroy(&oc->init_md);
-    grpc_metadata_array_destroy(&oc->trailing);
-    grpc_slice_unref(oc->details);
-    for (size_t i = 0; i < oc->n_md; i++) {
-        grpc_slice_unref(oc->md[i].key);
-        grpc_slice_unref(oc->md[i].value);
-    }
-    grpc_call_unref(oc->call);
-}
-
-/* Every call of the connection must have ended and been closed. */
-static void conn_close(raw_conn *k)
-{
-    grpc_channel_destroy(k->ch);
-    grpc_completion_queue_shutdown(k->cq);
-    while (grpc_completion_queue_next(k->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
-           GRPC_QUEUE_SHUTDOWN)
-        ;
-    grpc_completion_queue_destroy(k->cq);
-    grpc_shutdown();
-}
-
-/* Waits up to timeout_ms (scaled) for momento_local_parked_calls(s) to be
- * `want`; returns the last count seen. */
-static uint64_t wait_parked(momento_local *s, uint64_t want, int64_t timeout_ms)
-{
-    uint64_t n;
-    tu_wait_until((n = momento_local_parked_calls(s)) == want, timeout_ms);
-    return n;
-}
+/* On connections of the tests' own (tu_raw_conn.h), unlike tu_raw_call's. */
 
 /* A delay longer than any test: only a deadline, a cancel or the server
  * stopping ends it. */
@@ -1115,27 +977,27 @@ static uint64_t wait_parked(momento_local *s, uint64_t want, int64_t timeout_ms)
 static void test_delay_does_not_block_others(void **state)
 {
     (void)state;
-    raw_conn k;
-    conn_open(&k, target);
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, target);
     const char *hd[] = {"cache", "c", "request-id", "delay-par", "delay-ms", FOREVER_MS,
                         "delay-count", "1"};
     uint8_t get_body[] = {0x0a, 0x04, 'd', 'p', 'a', 'r'}; /* a key no other test sets */
-    open_call held, next;
-    call_open(&k, &held, SCS "Get", hd, 4, get_body, sizeof(get_body), 0);
-    assert_int_equal(wait_parked(server, 1, 10000), 1);
+    tu_open_call held, next;
+    tu_open_call_start(&k, &held, SCS "Get", hd, 4, get_body, sizeof(get_body), 0);
+    assert_int_equal(tu_wait_parked(server, 1, 10000), 1);
     assert_int_equal(set("free", "x", 60000), 0);
-    call_open(&k, &next, SCS "Get", hd, 4, get_body, sizeof(get_body), 0);
-    assert_ptr_equal(conn_next(&k, TU_MS(30000)), &next);
+    tu_open_call_start(&k, &next, SCS "Get", hd, 4, get_body, sizeof(get_body), 0);
+    assert_ptr_equal(tu_raw_conn_next(&k, TU_MS(30000)), &next);
     assert_int_equal(next.status, GRPC_STATUS_OK);
     assert_int_equal(momento_local_parked_calls(server), 1);
     assert_false(held.done);
     grpc_call_cancel(held.call, NULL);
-    assert_ptr_equal(conn_next(&k, TU_MS(30000)), &held);
+    assert_ptr_equal(tu_raw_conn_next(&k, TU_MS(30000)), &held);
     assert_int_equal(held.status, GRPC_STATUS_CANCELLED);
-    assert_int_equal(wait_parked(server, 0, 10000), 0);
-    call_close(&held);
-    call_close(&next);
-    conn_close(&k);
+    assert_int_equal(tu_wait_parked(server, 0, 10000), 0);
+    tu_open_call_close(&held);
+    tu_open_call_close(&next);
+    tu_raw_conn_close(&k);
 }
 
 /* A server with cache "c" that wants `token`. */
@@ -1157,14 +1019,14 @@ static void test_parked_calls_leave_at_deadline(void **state)
 {
     (void)state;
     momento_local *s = tu_server_with_cache("c");
-    raw_conn k;
-    conn_open(&k, momento_local_endpoint(s));
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, momento_local_endpoint(s));
     const char *h[] = {"cache", "c", "request-id", "park-deadline", "delay-ms", FOREVER_MS};
     enum { N = 20 };
-    static open_call calls[N + 1];
+    static tu_open_call calls[N + 1];
     uint8_t get_body[] = {0x0a, 0x01, 'k'};
     for (int i = 0; i < N; i++)
-        call_open(&k, &calls[i], SCS "Get", h, 3, get_body, sizeof(get_body), TU_MS(300));
+        tu_open_call_start(&k, &calls[i], SCS "Get", h, 3, get_body, sizeof(get_body), TU_MS(300));
     size_t big = 4 * 1024 * 1024;
     char *val = malloc(big);
     memset(val, 'v', big);
@@ -1174,16 +1036,16 @@ static void test_parked_calls_leave_at_deadline(void **state)
     size_t len = protobuf_c_message_get_packed_size(&sr.base);
     uint8_t *buf = malloc(len);
     protobuf_c_message_pack(&sr.base, buf);
-    call_open(&k, &calls[N], SCS "Set", h, 3, buf, len, TU_MS(300));
+    tu_open_call_start(&k, &calls[N], SCS "Set", h, 3, buf, len, TU_MS(300));
     free(buf);
     free(val);
     for (int i = 0; i <= N; i++) {
-        open_call *oc = conn_next(&k, TU_MS(5000));
+        tu_open_call *oc = tu_raw_conn_next(&k, TU_MS(5000));
         assert_non_null(oc);
         assert_int_equal(oc->status, GRPC_STATUS_DEADLINE_EXCEEDED);
     }
     /* The server lets go of them too, rather than at the end of the delay. */
-    assert_int_equal(wait_parked(s, 0, 2000), 0);
+    assert_int_equal(tu_wait_parked(s, 0, 2000), 0);
     uint64_t gets = momento_local_rpc_count(s, "Get", GRPC_STATUS_DEADLINE_EXCEEDED);
     uint64_t sets = momento_local_rpc_count(s, "Set", GRPC_STATUS_DEADLINE_EXCEEDED);
     if (tu_time_scale() == 1) {
@@ -1198,8 +1060,8 @@ static void test_parked_calls_leave_at_deadline(void **state)
     }
     assert_int_equal(momento_local_rpc_count(s, NULL, -1), N + 1);
     for (int i = 0; i <= N; i++)
-        call_close(&calls[i]);
-    conn_close(&k);
+        tu_open_call_close(&calls[i]);
+    tu_raw_conn_close(&k);
     momento_local_stop(s);
 }
 
@@ -1209,31 +1071,31 @@ static void test_cancelled_parked_call_leaves(void **state)
 {
     (void)state;
     momento_local *s = tu_server_with_cache("c");
-    raw_conn k;
-    conn_open(&k, momento_local_endpoint(s));
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, momento_local_endpoint(s));
     const char *h[] = {"cache", "c", "request-id", "park-cancel", "delay-ms", FOREVER_MS};
     uint8_t get_body[] = {0x0a, 0x01, 'k'};
-    open_call calls[3];
+    tu_open_call calls[3];
     for (int i = 0; i < 3; i++)
-        call_open(&k, &calls[i], SCS "Get", h, 3, get_body, sizeof(get_body), 0);
-    assert_int_equal(wait_parked(s, 3, 5000), 3);
+        tu_open_call_start(&k, &calls[i], SCS "Get", h, 3, get_body, sizeof(get_body), 0);
+    assert_int_equal(tu_wait_parked(s, 3, 5000), 3);
     /* The middle one first, then the others: removal from anywhere in the
      * heap. */
     int order[3] = {1, 0, 2};
     for (int j = 0; j < 3; j++) {
-        open_call *oc = &calls[order[j]];
+        tu_open_call *oc = &calls[order[j]];
         /* Its delay has no end: the count going down is the cancel's
          * doing, whenever it comes. */
         grpc_call_cancel(oc->call, NULL);
-        assert_ptr_equal(conn_next(&k, TU_MS(5000)), oc);
+        assert_ptr_equal(tu_raw_conn_next(&k, TU_MS(5000)), oc);
         assert_int_equal(oc->status, GRPC_STATUS_CANCELLED);
-        assert_int_equal(wait_parked(s, (uint64_t)(2 - j), 10000), 2 - j);
+        assert_int_equal(tu_wait_parked(s, (uint64_t)(2 - j), 10000), 2 - j);
         assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED), (uint64_t)j + 1);
     }
     assert_int_equal(momento_local_rpc_count(s, NULL, -1), 3);
     for (int i = 0; i < 3; i++)
-        call_close(&calls[i]);
-    conn_close(&k);
+        tu_open_call_close(&calls[i]);
+    tu_raw_conn_close(&k);
     /* Still serving, and a short delay still ends in an answer. */
     tu_raw_reply r;
     const char *hd[] = {"cache", "c", "delay-ms", "50"};
@@ -1375,18 +1237,18 @@ static void test_token_service_faults_need_the_token(void **state)
     (void)state;
     momento_local *s = server_with_token("sekrit");
     const char *ep = momento_local_endpoint(s);
-    raw_conn k;
-    conn_open(&k, ep);
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, ep);
     const char *h[] = {"delay-ms", "600000"};
     enum { N = 200 };
-    static open_call calls[N];
+    static tu_open_call calls[N];
     size_t len;
     uint8_t *buf = pack_token_request("", NULL, 256 * 1024, &len);
     for (int i = 0; i < N; i++)
-        call_open(&k, &calls[i], TOKEN_PATH, h, 1, buf, len, 0);
+        tu_open_call_start(&k, &calls[i], TOKEN_PATH, h, 1, buf, len, 0);
     free(buf);
     for (int i = 0; i < N; i++) {
-        open_call *oc = conn_next(&k, TU_MS(10000));
+        tu_open_call *oc = tu_raw_conn_next(&k, TU_MS(10000));
         if (!oc)
             fail_msg("%d of %d calls answered; %llu parked", i, N,
                      (unsigned long long)momento_local_parked_calls(s));
@@ -1396,8 +1258,8 @@ static void test_token_service_faults_need_the_token(void **state)
     assert_int_equal(momento_local_rpc_count(s, "GenerateDisposableToken", GRPC_STATUS_UNAUTHENTICATED),
                      N);
     for (int i = 0; i < N; i++)
-        call_close(&calls[i]);
-    conn_close(&k);
+        tu_open_call_close(&calls[i]);
+    tu_raw_conn_close(&k);
 
     tu_raw_reply r;
     uint8_t *no_key = pack_token_request("", NULL, 0, &len);
@@ -1437,27 +1299,27 @@ static void test_disposable_token_faults_ignored(void **state)
     momento_local *s = server_with_token("sekrit");
     const char *ep = momento_local_endpoint(s);
     char *token = mint_token(ep, "sekrit", "a");
-    raw_conn k;
-    conn_open(&k, ep);
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, ep);
     uint8_t get_a[] = {0x0a, 0x01, 'a'}, get_b[] = {0x0a, 0x01, 'b'};
     const char *h[] = {"cache", "c", "authorization", token, "delay-ms", FOREVER_MS,
                        "return-error", "unavailable"};
     const char *bad[] = {"cache", "c", "authorization", token, "return-error", "no-such-error"};
-    open_call calls[3];
-    call_open(&k, &calls[0], SCS "Get", h, 4, get_a, sizeof(get_a), TU_MS(5000));
-    call_open(&k, &calls[1], SCS "Get", h, 4, get_b, sizeof(get_b), TU_MS(5000));
-    call_open(&k, &calls[2], SCS "Get", bad, 3, get_a, sizeof(get_a), TU_MS(5000));
+    tu_open_call calls[3];
+    tu_open_call_start(&k, &calls[0], SCS "Get", h, 4, get_a, sizeof(get_a), TU_MS(5000));
+    tu_open_call_start(&k, &calls[1], SCS "Get", h, 4, get_b, sizeof(get_b), TU_MS(5000));
+    tu_open_call_start(&k, &calls[2], SCS "Get", bad, 3, get_a, sizeof(get_a), TU_MS(5000));
     grpc_status_code want[3] = {GRPC_STATUS_OK, GRPC_STATUS_PERMISSION_DENIED, GRPC_STATUS_OK};
     for (int i = 0; i < 3; i++) {
-        open_call *oc = conn_next(&k, TU_MS(10000));
+        tu_open_call *oc = tu_raw_conn_next(&k, TU_MS(10000));
         assert_non_null(oc);
         assert_int_equal(oc->status, want[oc - calls]);
     }
     assert_int_equal(momento_local_parked_calls(s), 0);
     assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_DEADLINE_EXCEEDED), 0);
     for (int i = 0; i < 3; i++)
-        call_close(&calls[i]);
-    conn_close(&k);
+        tu_open_call_close(&calls[i]);
+    tu_raw_conn_close(&k);
     free(token);
     momento_local_stop(s);
 }
@@ -1471,25 +1333,25 @@ static void test_scope_checked_before_delay(void **state)
     momento_local *s = tu_server_with_cache("c");
     const char *ep = momento_local_endpoint(s);
     char *token = mint_token(ep, "", "a");
-    raw_conn k;
-    conn_open(&k, ep);
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, ep);
     uint8_t get_a[] = {0x0a, 0x01, 'a'}, get_b[] = {0x0a, 0x01, 'b'};
     const char *forever[] = {"cache", "c", "authorization", token, "delay-ms", FOREVER_MS};
     const char *brief[] = {"cache", "c", "authorization", token, "delay-ms", "100"};
-    open_call out, in;
-    call_open(&k, &out, SCS "Get", forever, 3, get_b, sizeof(get_b), TU_MS(5000));
-    assert_ptr_equal(conn_next(&k, TU_MS(10000)), &out);
+    tu_open_call out, in;
+    tu_open_call_start(&k, &out, SCS "Get", forever, 3, get_b, sizeof(get_b), TU_MS(5000));
+    assert_ptr_equal(tu_raw_conn_next(&k, TU_MS(10000)), &out);
     assert_int_equal(out.status, GRPC_STATUS_PERMISSION_DENIED);
     assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_PERMISSION_DENIED), 1);
     /* In its scope the delay applies. */
     int64_t t0 = tu_now_ms();
-    call_open(&k, &in, SCS "Get", brief, 3, get_a, sizeof(get_a), TU_MS(5000));
-    assert_ptr_equal(conn_next(&k, TU_MS(10000)), &in);
+    tu_open_call_start(&k, &in, SCS "Get", brief, 3, get_a, sizeof(get_a), TU_MS(5000));
+    assert_ptr_equal(tu_raw_conn_next(&k, TU_MS(10000)), &in);
     assert_int_equal(in.status, GRPC_STATUS_OK);
     assert_true(tu_now_ms() - t0 >= 100);
-    call_close(&out);
-    call_close(&in);
-    conn_close(&k);
+    tu_open_call_close(&out);
+    tu_open_call_close(&in);
+    tu_raw_conn_close(&k);
     free(token);
     momento_local_stop(s);
 }
@@ -1509,24 +1371,25 @@ static void test_delay_never_ends_before_deadline(void **state)
 {
     (void)state;
     momento_local *s = tu_server_with_cache("c");
-    raw_conn k;
-    conn_open(&k, momento_local_endpoint(s));
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, momento_local_endpoint(s));
     char delay[16];
     snprintf(delay, sizeof(delay), "%lld", (long long)TU_MS(200));
     const char *h[] = {"cache", "c", "delay-ms", delay};
     uint8_t get_body[] = {0x0a, 0x01, 'k'};
     enum { ROUNDS = 5, N = 40 };
-    static open_call calls[N];
+    static tu_open_call calls[N];
     int early = 0;
     char why[160] = "";
     for (int round = 0; round < ROUNDS; round++) {
         usleep(1000 + 230 * round);
         for (int i = 0; i < N; i++) {
-            call_open(&k, &calls[i], SCS "Get", h, 2, get_body, sizeof(get_body), TU_MS(200));
+            tu_open_call_start(&k, &calls[i], SCS "Get", h, 2, get_body, sizeof(get_body),
+                               TU_MS(200));
             usleep(370);
         }
         for (int i = 0; i < N; i++) {
-            open_call *oc = conn_next(&k, TU_MS(5000));
+            tu_open_call *oc = tu_raw_conn_next(&k, TU_MS(5000));
             assert_non_null(oc);
             gpr_timespec at = gpr_now(GPR_CLOCK_MONOTONIC);
             /* An answer that beat the deadline is fine; a timeout never is. */
@@ -1543,11 +1406,11 @@ static void test_delay_never_ends_before_deadline(void **state)
             }
         }
         for (int i = 0; i < N; i++)
-            call_close(&calls[i]);
+            tu_open_call_close(&calls[i]);
     }
     if (early)
         fail_msg("%d of %d calls timed out early, e.g. %s", early, ROUNDS * N, why);
-    conn_close(&k);
+    tu_raw_conn_close(&k);
     momento_local_stop(s);
 }
 
@@ -1558,14 +1421,14 @@ static void test_stop_with_parked_calls(void **state)
 {
     (void)state;
     momento_local *s = tu_server_with_cache("c");
-    raw_conn k;
-    conn_open(&k, momento_local_endpoint(s));
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, momento_local_endpoint(s));
     const char *h[] = {"cache", "c", "delay-ms", FOREVER_MS};
     uint8_t get_body[] = {0x0a, 0x01, 'k'};
     enum { N = 10 };
-    static open_call calls[N + 1];
+    static tu_open_call calls[N + 1];
     for (int i = 0; i < N; i++)
-        call_open(&k, &calls[i], SCS "Get", h, 2, get_body, sizeof(get_body), 0);
+        tu_open_call_start(&k, &calls[i], SCS "Get", h, 2, get_body, sizeof(get_body), 0);
     size_t big = 4 * 1024 * 1024;
     char *val = malloc(big);
     memset(val, 'v', big);
@@ -1575,20 +1438,20 @@ static void test_stop_with_parked_calls(void **state)
     size_t len = protobuf_c_message_get_packed_size(&sr.base);
     uint8_t *buf = malloc(len);
     protobuf_c_message_pack(&sr.base, buf);
-    call_open(&k, &calls[N], SCS "Set", h, 2, buf, len, 0);
+    tu_open_call_start(&k, &calls[N], SCS "Set", h, 2, buf, len, 0);
     free(buf);
     free(val);
-    assert_int_equal(wait_parked(s, N + 1, 10000), N + 1);
+    assert_int_equal(tu_wait_parked(s, N + 1, 10000), N + 1);
     assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
     momento_local_stop(s);
     for (int i = 0; i <= N; i++) {
-        open_call *oc = conn_next(&k, TU_MS(5000));
+        tu_open_call *oc = tu_raw_conn_next(&k, TU_MS(5000));
         assert_non_null(oc);
         assert_int_not_equal(oc->status, GRPC_STATUS_OK);
     }
     for (int i = 0; i <= N; i++)
-        call_close(&calls[i]);
-    conn_close(&k);
+        tu_open_call_close(&calls[i]);
+    tu_raw_conn_close(&k);
 }
 
 /* The order behind CI's abort, forced: a call gRPC matched before the
@@ -1665,22 +1528,22 @@ static void stream_limit(momento_local *s, int L)
 {
     enum { EXTRA = 10 };
     const char *ep = momento_local_endpoint(s);
-    raw_conn k;
-    conn_open(&k, ep);
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, ep);
     const char *h[] = {"cache", "c", "delay-ms", FOREVER_MS};
     uint8_t get_body[] = {0x0a, 0x01, 'k'};
     /* Connected first, so that calls take streams in the order they are
      * made (calls made while the channel connects resume in any order). */
     const char *hc[] = {"cache", "c"};
-    open_call warm;
-    call_open(&k, &warm, SCS "Get", hc, 1, get_body, sizeof(get_body), 0);
-    assert_ptr_equal(conn_next(&k, TU_MS(5000)), &warm);
+    tu_open_call warm;
+    tu_open_call_start(&k, &warm, SCS "Get", hc, 1, get_body, sizeof(get_body), 0);
+    assert_ptr_equal(tu_raw_conn_next(&k, TU_MS(5000)), &warm);
     assert_int_equal(warm.status, GRPC_STATUS_OK);
-    call_close(&warm);
-    open_call *calls = calloc(L + EXTRA, sizeof(*calls));
+    tu_open_call_close(&warm);
+    tu_open_call *calls = calloc(L + EXTRA, sizeof(*calls));
     for (int i = 0; i < L + EXTRA; i++)
-        call_open(&k, &calls[i], SCS "Get", h, 2, get_body, sizeof(get_body), 0);
-    assert_int_equal(wait_parked(s, L, 20000), L);
+        tu_open_call_start(&k, &calls[i], SCS "Get", h, 2, get_body, sizeof(get_body), 0);
+    assert_int_equal(tu_wait_parked(s, L, 20000), L);
     usleep((useconds_t)TU_MS(300) * 1000);
     uint64_t parked = momento_local_parked_calls(s);
     if (parked != (uint64_t)L)
@@ -1695,24 +1558,24 @@ static void stream_limit(momento_local *s, int L)
     for (int i = 0; i < EXTRA; i++)
         grpc_call_cancel(calls[i].call, NULL);
     for (int i = 0; i < EXTRA; i++) {
-        open_call *oc = conn_next(&k, TU_MS(5000));
+        tu_open_call *oc = tu_raw_conn_next(&k, TU_MS(5000));
         assert_non_null(oc);
         assert_int_equal(oc->status, GRPC_STATUS_CANCELLED);
     }
     tu_wait_until(momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED) >= EXTRA, 5000);
     assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED), EXTRA);
-    assert_int_equal(wait_parked(s, L, 5000), L);
+    assert_int_equal(tu_wait_parked(s, L, 5000), L);
     for (int i = EXTRA; i < L + EXTRA; i++)
         grpc_call_cancel(calls[i].call, NULL);
     for (int i = EXTRA; i < L + EXTRA; i++)
-        assert_non_null(conn_next(&k, TU_MS(10000)));
+        assert_non_null(tu_raw_conn_next(&k, TU_MS(10000)));
     for (int i = 0; i < L + EXTRA; i++) {
         assert_true(calls[i].done);
-        call_close(&calls[i]);
+        tu_open_call_close(&calls[i]);
     }
     free(calls);
-    conn_close(&k);
-    assert_int_equal(wait_parked(s, 0, 5000), 0);
+    tu_raw_conn_close(&k);
+    assert_int_equal(tu_wait_parked(s, 0, 5000), 0);
     momento_local_stop(s);
 }
 
@@ -1753,18 +1616,18 @@ static uint64_t wait_cancelled(momento_local *s, const char *method, uint64_t wa
  * the server has counted it (`want` cancelled Gets in all). */
 static void park_and_cancel_get(momento_local *s, uint64_t want)
 {
-    raw_conn k;
-    conn_open(&k, momento_local_endpoint(s));
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, momento_local_endpoint(s));
     const char *h[] = {"cache", "c", "delay-ms", FOREVER_MS};
     uint8_t get_body[] = {0x0a, 0x01, 'k'};
-    open_call oc;
-    call_open(&k, &oc, SCS "Get", h, 2, get_body, sizeof(get_body), 0);
-    assert_int_equal(wait_parked(s, 1, 5000), 1);
+    tu_open_call oc;
+    tu_open_call_start(&k, &oc, SCS "Get", h, 2, get_body, sizeof(get_body), 0);
+    assert_int_equal(tu_wait_parked(s, 1, 5000), 1);
     grpc_call_cancel(oc.call, NULL);
-    assert_ptr_equal(conn_next(&k, TU_MS(5000)), &oc);
+    assert_ptr_equal(tu_raw_conn_next(&k, TU_MS(5000)), &oc);
     assert_int_equal(oc.status, GRPC_STATUS_CANCELLED);
-    call_close(&oc);
-    conn_close(&k);
+    tu_open_call_close(&oc);
+    tu_raw_conn_close(&k);
     assert_int_equal(wait_cancelled(s, "Get", want, 5000), want);
 }
 
@@ -1775,16 +1638,16 @@ static void test_parked_call_cancel_counted(void **state)
 {
     (void)state;
     momento_local *s = tu_server_with_cache("c");
-    raw_conn k;
-    conn_open(&k, momento_local_endpoint(s));
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, momento_local_endpoint(s));
     const char *h[] = {"cache", "c", "delay-ms", FOREVER_MS};
     uint8_t get_body[] = {0x0a, 0x01, 'k'};
     uint8_t set_body[] = {0x0a, 0x01, 'k', 0x12, 0x01, 'v'};
-    open_call calls[3];
-    call_open(&k, &calls[0], SCS "Get", h, 2, get_body, sizeof(get_body), 0);
-    call_open(&k, &calls[1], SCS "Get", h, 2, get_body, sizeof(get_body), 0);
-    call_open(&k, &calls[2], SCS "Set", h, 2, set_body, sizeof(set_body), 0);
-    assert_int_equal(wait_parked(s, 3, 5000), 3);
+    tu_open_call calls[3];
+    tu_open_call_start(&k, &calls[0], SCS "Get", h, 2, get_body, sizeof(get_body), 0);
+    tu_open_call_start(&k, &calls[1], SCS "Get", h, 2, get_body, sizeof(get_body), 0);
+    tu_open_call_start(&k, &calls[2], SCS "Set", h, 2, set_body, sizeof(set_body), 0);
+    assert_int_equal(tu_wait_parked(s, 3, 5000), 3);
     assert_int_equal(momento_local_cancelled_calls(s, NULL), 0);
     char *json = momento_local_stats_json(s);
     assert_non_null(json);
@@ -1792,13 +1655,13 @@ static void test_parked_call_cancel_counted(void **state)
     free(json);
 
     grpc_call_cancel(calls[0].call, NULL);
-    assert_ptr_equal(conn_next(&k, TU_MS(5000)), &calls[0]);
+    assert_ptr_equal(tu_raw_conn_next(&k, TU_MS(5000)), &calls[0]);
     assert_int_equal(calls[0].status, GRPC_STATUS_CANCELLED);
     assert_int_equal(wait_cancelled(s, "Get", 1, 5000), 1);
     assert_int_equal(momento_local_cancelled_calls(s, NULL), 1);
     assert_int_equal(momento_local_cancelled_calls(s, "Set"), 0);
     assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_CANCELLED), 1);
-    assert_int_equal(wait_parked(s, 2, 5000), 2);
+    assert_int_equal(tu_wait_parked(s, 2, 5000), 2);
     json = momento_local_stats_json(s);
     assert_string_equal(json, "{\"total\": 1, \"methods\": {\"Get\": {\"total\": 1, "
                               "\"CANCELLED\": 1, \"cancelled_by_client\": 1}}, "
@@ -1806,7 +1669,7 @@ static void test_parked_call_cancel_counted(void **state)
     free(json);
 
     grpc_call_cancel(calls[2].call, NULL);
-    assert_ptr_equal(conn_next(&k, TU_MS(5000)), &calls[2]);
+    assert_ptr_equal(tu_raw_conn_next(&k, TU_MS(5000)), &calls[2]);
     assert_int_equal(wait_cancelled(s, "Set", 1, 5000), 1);
     assert_int_equal(momento_local_cancelled_calls(s, "Get"), 1);
     assert_int_equal(momento_local_cancelled_calls(s, NULL), 2);
@@ -1830,12 +1693,12 @@ static void test_parked_call_cancel_counted(void **state)
     free(json);
 
     grpc_call_cancel(calls[1].call, NULL);
-    assert_ptr_equal(conn_next(&k, TU_MS(5000)), &calls[1]);
+    assert_ptr_equal(tu_raw_conn_next(&k, TU_MS(5000)), &calls[1]);
     assert_int_equal(wait_cancelled(s, NULL, 1, 5000), 1);
-    assert_int_equal(wait_parked(s, 0, 5000), 0);
+    assert_int_equal(tu_wait_parked(s, 0, 5000), 0);
     for (int i = 0; i < 3; i++)
-        call_close(&calls[i]);
-    conn_close(&k);
+        tu_open_call_close(&calls[i]);
+    tu_raw_conn_close(&k);
     momento_local_stop(s);
 }
 
@@ -1879,20 +1742,20 @@ static void test_answered_then_gone_not_counted(void **state)
 {
     (void)state;
     momento_local *s = tu_server_with_cache("c");
-    raw_conn k;
-    conn_open(&k, momento_local_endpoint(s));
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, momento_local_endpoint(s));
     const char *plain[] = {"cache", "c"};
     const char *delayed[] = {"cache", "c", "delay-ms", "50"};
     uint8_t get_body[] = {0x0a, 0x01, 'k'};
     /* GetBatchRequest{items: [GetRequest{cache_key: "k"}]}: one message,
-     * which is all call_open() reads. */
+     * which is all tu_open_call_start() reads. */
     uint8_t batch_body[] = {0x0a, 0x03, 0x0a, 0x01, 'k'};
-    open_call calls[3];
-    call_open(&k, &calls[0], SCS "Get", plain, 1, get_body, sizeof(get_body), 0);
-    call_open(&k, &calls[1], SCS "Get", delayed, 2, get_body, sizeof(get_body), 0);
-    call_open(&k, &calls[2], SCS "GetBatch", plain, 1, batch_body, sizeof(batch_body), 0);
+    tu_open_call calls[3];
+    tu_open_call_start(&k, &calls[0], SCS "Get", plain, 1, get_body, sizeof(get_body), 0);
+    tu_open_call_start(&k, &calls[1], SCS "Get", delayed, 2, get_body, sizeof(get_body), 0);
+    tu_open_call_start(&k, &calls[2], SCS "GetBatch", plain, 1, batch_body, sizeof(batch_body), 0);
     for (int i = 0; i < 3; i++) {
-        open_call *oc = conn_next(&k, TU_MS(5000));
+        tu_open_call *oc = tu_raw_conn_next(&k, TU_MS(5000));
         assert_non_null(oc);
         assert_int_equal(oc->status, GRPC_STATUS_OK);
         /* Cancelling a call that has its status changes nothing. */
@@ -1901,8 +1764,8 @@ static void test_answered_then_gone_not_counted(void **state)
     assert_int_equal(momento_local_rpc_count(s, "Get", GRPC_STATUS_OK), 2);
     assert_int_equal(momento_local_rpc_count(s, "GetBatch", GRPC_STATUS_OK), 1);
     for (int i = 0; i < 3; i++)
-        call_close(&calls[i]);
-    conn_close(&k); /* the client goes away */
+        tu_open_call_close(&calls[i]);
+    tu_raw_conn_close(&k); /* the client goes away */
     usleep((useconds_t)TU_MS(100) * 1000);
     assert_int_equal(momento_local_cancelled_calls(s, NULL), 0);
     park_and_cancel_get(s, 1);
@@ -1951,25 +1814,25 @@ static void test_stream_cancelled_midway(void **state)
     uint8_t body[ITEMS * 8];
     len = protobuf_c_message_pack(&gb.base, body);
 
-    raw_conn k;
-    conn_open_bdp(&k, ep, 0);
-    open_call oc;
-    call_open(&k, &oc, SCS "GetBatch", cache_hdr, 1, body, len, 0);
+    tu_raw_conn k;
+    tu_raw_conn_open_bdp(&k, ep, 0);
+    tu_open_call oc;
+    tu_open_call_start(&k, &oc, SCS "GetBatch", cache_hdr, 1, body, len, 0);
     /* The server counts a call when it begins the reply. */
     tu_wait_until(momento_local_rpc_count(s, "GetBatch", -1) > 0, 5000);
     assert_int_equal(momento_local_rpc_count(s, "GetBatch", GRPC_STATUS_OK), 1);
     /* Whether or not it has stalled yet, its status cannot have gone out. */
-    assert_null(conn_next(&k, TU_MS(200)));
+    assert_null(tu_raw_conn_next(&k, TU_MS(200)));
     assert_int_equal(momento_local_cancelled_calls(s, NULL), 0);
     grpc_call_cancel(oc.call, NULL);
-    assert_ptr_equal(conn_next(&k, TU_MS(5000)), &oc);
+    assert_ptr_equal(tu_raw_conn_next(&k, TU_MS(5000)), &oc);
     assert_int_equal(oc.status, GRPC_STATUS_CANCELLED);
     assert_int_equal(wait_cancelled(s, "GetBatch", 1, 5000), 1);
     assert_int_equal(momento_local_cancelled_calls(s, NULL), 1);
     /* Counted once in the RPC counts too, under the status it began with. */
     assert_int_equal(momento_local_rpc_count(s, "GetBatch", -1), 1);
-    call_close(&oc);
-    conn_close(&k);
+    tu_open_call_close(&oc);
+    tu_raw_conn_close(&k);
     /* Still serving. */
     assert_int_equal(tu_raw_call(ep, SCS "Get", cache_hdr, 1, (uint8_t[]){0x0a, 0x01, 'k'}, 3, &r),
                      0);
@@ -1986,9 +1849,9 @@ static void test_unanswered_call_cancel_counted(void **state)
 {
     (void)state;
     momento_local *s = tu_server_with_cache("c");
-    raw_conn k;
-    conn_open(&k, momento_local_endpoint(s));
-    open_call oc;
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, momento_local_endpoint(s));
+    tu_open_call oc;
     memset(&oc, 0, sizeof(oc));
     grpc_slice method = grpc_slice_from_static_string(SCS "Get");
     oc.call = grpc_channel_create_call(k.ch, NULL, GRPC_PROPAGATE_DEFAULTS, k.cq, method, NULL,
@@ -2026,10 +1889,10 @@ static void test_unanswered_call_cancel_counted(void **state)
     assert_int_equal(grpc_call_start_batch(oc.call, ops, 2, &oc, NULL), GRPC_CALL_OK);
     /* Nothing to answer yet: the server takes a call once its message is
      * in, or its stream has ended. */
-    assert_null(conn_next(&k, 0));
+    assert_null(tu_raw_conn_next(&k, 0));
     assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
     grpc_call_cancel(oc.call, NULL);
-    assert_ptr_equal(conn_next(&k, TU_MS(5000)), &oc);
+    assert_ptr_equal(tu_raw_conn_next(&k, TU_MS(5000)), &oc);
     assert_int_equal(oc.status, GRPC_STATUS_CANCELLED);
     assert_int_equal(wait_cancelled(s, "Get", 1, 5000), 1);
     usleep((useconds_t)TU_MS(100) * 1000);
@@ -2041,7 +1904,7 @@ static void test_unanswered_call_cancel_counted(void **state)
     grpc_metadata_array_destroy(&oc.trailing);
     grpc_slice_unref(oc.details);
     grpc_call_unref(oc.call);
-    conn_close(&k);
+    tu_raw_conn_close(&k);
     momento_local_stop(s);
 }
 

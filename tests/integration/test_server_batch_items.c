@@ -21,12 +21,12 @@
 #include "core/srv_server.h"
 #include "rpc/srv_rpc.h"
 #include "testutil.h"
+#include "tu_raw_conn.h"
 
 #include "cacheclient.pb-c.h"
 #include "controlclient.pb-c.h"
 
 #include <grpc/grpc.h>
-#include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 
 #include <setjmp.h>
@@ -865,117 +865,6 @@ static void test_malformed_key_lists_refused(void **state)
 
 /* ---- delays: open calls on a connection of the test's own ---------------- */
 
-typedef struct open_call {
-    grpc_call *call;
-    grpc_byte_buffer *send, *recv;
-    grpc_metadata md[8];
-    size_t n_md;
-    grpc_metadata_array init_md, trailing;
-    grpc_status_code status;
-    grpc_slice details;
-} open_call;
-
-typedef struct conn {
-    grpc_channel *ch;
-    grpc_completion_queue *cq;
-} conn;
-
-static void conn_open(conn *k, const char *ep)
-{
-    grpc_init();
-    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-    grpc_arg arg = {.type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_ENABLE_RETRIES,
-                    .value.integer = 0};
-    grpc_channel_args args = {1, &arg};
-    k->ch = grpc_channel_create(ep, creds, &args);
-    grpc_channel_credentials_release(creds);
-    k->cq = grpc_completion_queue_create_for_next(NULL);
-}
-
-/* Every call of the connection must have ended and been closed. */
-static void conn_close(conn *k)
-{
-    grpc_channel_destroy(k->ch);
-    grpc_completion_queue_shutdown(k->cq);
-    while (grpc_completion_queue_next(k->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
-           GRPC_QUEUE_SHUTDOWN)
-        ;
-    grpc_completion_queue_destroy(k->cq);
-    grpc_shutdown();
-}
-
-/* Starts a call without a deadline; it completes as `oc` on the queue
- * (with its first message, if any). */
-static void call_open(conn *k, open_call *oc, const char *path, const char *const *hdrs, size_t n,
-                      const void *body, size_t len)
-{
-    memset(oc, 0, sizeof(*oc));
-    grpc_slice method = grpc_slice_from_copied_string(path);
-    oc->call = grpc_channel_create_call(k->ch, NULL, GRPC_PROPAGATE_DEFAULTS, k->cq, method, NULL,
-                                        gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-    grpc_slice_unref(method);
-    assert_true(n <= 8);
-    oc->n_md = n;
-    for (size_t i = 0; i < n; i++) {
-        oc->md[i].key = grpc_slice_from_copied_string(hdrs[2 * i]);
-        oc->md[i].value = grpc_slice_from_copied_string(hdrs[2 * i + 1]);
-    }
-    grpc_slice sl = grpc_slice_from_copied_buffer(body, len);
-    oc->send = grpc_raw_byte_buffer_create(&sl, 1);
-    grpc_slice_unref(sl);
-    grpc_metadata_array_init(&oc->init_md);
-    grpc_metadata_array_init(&oc->trailing);
-    grpc_op ops[6];
-    memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[0].data.send_initial_metadata.count = n;
-    ops[0].data.send_initial_metadata.metadata = oc->md;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = oc->send;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-    ops[3].data.recv_initial_metadata.recv_initial_metadata = &oc->init_md;
-    ops[4].op = GRPC_OP_RECV_MESSAGE;
-    ops[4].data.recv_message.recv_message = &oc->recv;
-    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    ops[5].data.recv_status_on_client.trailing_metadata = &oc->trailing;
-    ops[5].data.recv_status_on_client.status = &oc->status;
-    ops[5].data.recv_status_on_client.status_details = &oc->details;
-    assert_int_equal(grpc_call_start_batch(oc->call, ops, 6, oc, NULL), GRPC_CALL_OK);
-}
-
-/* The next open call to end, or NULL after `timeout_ms` (0: whatever has
- * ended already). */
-static open_call *conn_next(conn *k, int64_t timeout_ms)
-{
-    gpr_timespec until = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                      gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
-    grpc_event ev = grpc_completion_queue_next(k->cq, until, NULL);
-    return ev.type == GRPC_OP_COMPLETE ? ev.tag : NULL;
-}
-
-static void call_close(open_call *oc)
-{
-    grpc_byte_buffer_destroy(oc->send);
-    if (oc->recv)
-        grpc_byte_buffer_destroy(oc->recv);
-    grpc_metadata_array_destroy(&oc->init_md);
-    grpc_metadata_array_destroy(&oc->trailing);
-    grpc_slice_unref(oc->details);
-    for (size_t i = 0; i < oc->n_md; i++) {
-        grpc_slice_unref(oc->md[i].key);
-        grpc_slice_unref(oc->md[i].value);
-    }
-    grpc_call_unref(oc->call);
-}
-
-static uint64_t wait_parked(momento_local *s, uint64_t want, int64_t timeout_ms)
-{
-    uint64_t n;
-    tu_wait_until((n = momento_local_parked_calls(s)) == want, timeout_ms);
-    return n;
-}
-
 /* `delay-keys`: the calls naming a listed key wait (parked on the server),
  * whole batches among them; the calls that name none are answered while
  * those are still waiting. */
@@ -986,12 +875,12 @@ static void test_delay_keys_hold_only_calls_naming_them(void **state)
     const char *ep = momento_local_endpoint(s);
     const char *h[] = {"cache", "c", "request-id", "dk", "delay-ms", FOREVER_MS,
                        "delay-keys", "slow other-slow"};
-    conn k;
-    conn_open(&k, ep);
-    open_call get_slow, batch_slow, set_batch_slow;
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, ep);
+    tu_open_call get_slow, batch_slow, set_batch_slow;
     uint8_t body[KEY_BODY_MAX];
-    call_open(&k, &get_slow, SCS "Get", h, 4, body, key_only_body("slow", body));
-    assert_int_equal(wait_parked(s, 1, 10000), 1);
+    tu_open_call_start(&k, &get_slow, SCS "Get", h, 4, body, key_only_body("slow", body), 0);
+    assert_int_equal(tu_wait_parked(s, 1, 10000), 1);
 
     /* Answered while the slow Get waits: a Get, a GetBatch and a SetBatch
      * of other keys. */
@@ -1004,21 +893,21 @@ static void test_delay_keys_hold_only_calls_naming_them(void **state)
     const char *set_clean[] = {"fast=1", "other=2"};
     assert_int_equal(raw_set_batch(ep, h, 4, set_clean, 2, &r), ST_OK);
     tu_raw_reply_free(&r);
-    assert_null(conn_next(&k, 0));
+    assert_null(tu_raw_conn_next(&k, 0));
     assert_int_equal(momento_local_parked_calls(s), 1);
 
     /* A GetBatch and a SetBatch naming a slow key among others wait whole. */
     size_t len;
     const char *dirty[] = {"fast", "other-slow", "other"};
     uint8_t *gb = get_batch_body(dirty, 3, &len);
-    call_open(&k, &batch_slow, SCS "GetBatch", h, 4, gb, len);
+    tu_open_call_start(&k, &batch_slow, SCS "GetBatch", h, 4, gb, len, 0);
     free(gb);
-    assert_int_equal(wait_parked(s, 2, 10000), 2);
+    assert_int_equal(tu_wait_parked(s, 2, 10000), 2);
     const char *set_dirty[] = {"fast=3", "slow=4"};
     uint8_t *sb = set_batch_body(set_dirty, 2, &len);
-    call_open(&k, &set_batch_slow, SCS "SetBatch", h, 4, sb, len);
+    tu_open_call_start(&k, &set_batch_slow, SCS "SetBatch", h, 4, sb, len, 0);
     free(sb);
-    assert_int_equal(wait_parked(s, 3, 10000), 3);
+    assert_int_equal(tu_wait_parked(s, 3, 10000), 3);
 
     /* And still the others are answered, the waiting SetBatch having
      * stored nothing yet. */
@@ -1026,7 +915,7 @@ static void test_delay_keys_hold_only_calls_naming_them(void **state)
     char v[8];
     assert_int_equal(peek(ep, "fast", v, sizeof(v)), 1);
     assert_string_equal(v, "1");
-    assert_null(conn_next(&k, 0));
+    assert_null(tu_raw_conn_next(&k, 0));
     assert_int_equal(momento_local_parked_calls(s), 3);
 
     /* The waiting calls end when their clients cancel them. */
@@ -1034,16 +923,16 @@ static void test_delay_keys_hold_only_calls_naming_them(void **state)
     grpc_call_cancel(batch_slow.call, NULL);
     grpc_call_cancel(set_batch_slow.call, NULL);
     for (int i = 0; i < 3; i++) {
-        open_call *oc = conn_next(&k, TU_MS(10000));
+        tu_open_call *oc = tu_raw_conn_next(&k, TU_MS(10000));
         assert_non_null(oc);
         assert_int_equal(oc->status, GRPC_STATUS_CANCELLED);
     }
-    assert_int_equal(wait_parked(s, 0, 10000), 0);
+    assert_int_equal(tu_wait_parked(s, 0, 10000), 0);
     assert_int_equal(peek(ep, "slow", NULL, 0), 0);
-    call_close(&get_slow);
-    call_close(&batch_slow);
-    call_close(&set_batch_slow);
-    conn_close(&k);
+    tu_open_call_close(&get_slow);
+    tu_open_call_close(&batch_slow);
+    tu_open_call_close(&set_batch_slow);
+    tu_raw_conn_close(&k);
     momento_local_stop(s);
 }
 
@@ -1057,23 +946,23 @@ static void test_delay_keys_with_count(void **state)
                        "delay-keys", "slow", "delay-count", "1"};
     for (int i = 0; i < 3; i++)
         assert_int_equal(get_key(ep, h, 5, "fast"), ST_OK); /* spends nothing */
-    conn k;
-    conn_open(&k, ep);
-    open_call held;
+    tu_raw_conn k;
+    tu_raw_conn_open(&k, ep);
+    tu_open_call held;
     uint8_t body[KEY_BODY_MAX];
-    call_open(&k, &held, SCS "Get", h, 5, body, key_only_body("slow", body));
-    assert_int_equal(wait_parked(s, 1, 10000), 1);
+    tu_open_call_start(&k, &held, SCS "Get", h, 5, body, key_only_body("slow", body), 0);
+    assert_int_equal(tu_wait_parked(s, 1, 10000), 1);
     /* The one delay is spent: the next Get of the key is answered while
      * the first still waits. */
     assert_int_equal(get_key(ep, h, 5, "slow"), ST_OK);
-    assert_null(conn_next(&k, 0));
+    assert_null(tu_raw_conn_next(&k, 0));
     assert_int_equal(momento_local_parked_calls(s), 1);
     grpc_call_cancel(held.call, NULL);
-    open_call *oc = conn_next(&k, TU_MS(10000));
+    tu_open_call *oc = tu_raw_conn_next(&k, TU_MS(10000));
     assert_ptr_equal(oc, &held);
     assert_int_equal(oc->status, GRPC_STATUS_CANCELLED);
-    call_close(&held);
-    conn_close(&k);
+    tu_open_call_close(&held);
+    tu_raw_conn_close(&k);
     momento_local_stop(s);
 }
 
