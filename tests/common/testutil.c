@@ -595,6 +595,15 @@ int64_t tu_now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+uint64_t tu_rng(void)
+{
+    static uint64_t state = 0x9e3779b97f4a7c15ull;
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+}
+
 int tu_threads_named(const char *name)
 {
     DIR *d = opendir("/proc/self/task");

@@ -149,4 +149,8 @@ int tu_threads_named(const char *name);
 /* CLOCK_MONOTONIC in nanoseconds (the clock gRPC's deadlines run on). */
 int64_t tu_now_ns(void);
 
+/* Random numbers for randomised tests: xorshift64 from a fixed seed, the
+ * same sequence every run of a test binary, so that a failure replays. */
+uint64_t tu_rng(void);
+
 #endif

@@ -22,6 +22,7 @@
 #include "rpc/srv_rpc.h"
 #include "testutil.h"
 #include "tu_raw_conn.h"
+#include "tu_srv.h"
 
 #include "cacheclient.pb-c.h"
 #include "controlclient.pb-c.h"
@@ -237,21 +238,11 @@ static void fill_over_grpc(const char *ep)
 }
 
 /* The same keys put into a bare store through the table's handlers, for
- * the decode paths compared in-process. */
+ * the decode paths compared in-process: a server's state without gRPC,
+ * with cache "c" and Momento's item limit. */
 static momento_local *bare_server(void)
 {
-    momento_local *s = calloc(1, sizeof(*s));
-    assert_non_null(s);
-    store_init(&s->store, 0);
-    s->opts.max_item_bytes = 5u * 1024u * 1024u;
-    assert_int_equal(store_create_cache(&s->store, "c"), 0);
-    return s;
-}
-
-static void bare_server_free(momento_local *s)
-{
-    store_destroy(&s->store);
-    free(s);
+    return tu_bare_server("c", 5u * 1024u * 1024u);
 }
 
 static void handle(momento_local *s, srv_handler *h, const ProtobufCMessage *m)
@@ -495,12 +486,7 @@ static void test_get_batch_reply_limit_stays_whole(void **state)
         size_t len;
         uint8_t *body = get_batch_body(cases[k].keys, cases[k].n, &len);
         srv_reply a = {0}, b = {0};
-        srv_dispatch(s, MOMENTO__RPC_GET_BATCH, "c", 1, body, len, &a);
-        ProtobufCMessage *req =
-            protobuf_c_message_unpack(&cache_client____get_batch_request__descriptor, NULL, len, body);
-        assert_non_null(req);
-        srv_get_batch(s, store_find_cache(&s->store, "c", 1), req, &b);
-        protobuf_c_message_free_unpacked(req, NULL);
+        assert_true(tu_batch_both_paths(s, s, false, body, len, &a, &b));
         for (int path = 0; path < 2; path++) {
             srv_reply *r = path ? &b : &a;
             if ((int)r->status != cases[k].status)
@@ -520,29 +506,7 @@ static void test_get_batch_reply_limit_stays_whole(void **state)
         srv_reply_clear(&b);
         free(body);
     }
-    bare_server_free(s);
-}
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rng(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-
-static void assert_same_reply(const srv_reply *a, const srv_reply *b)
-{
-    assert_int_equal(a->status, b->status);
-    assert_string_equal(a->details, b->details);
-    assert_true(a->err == b->err || (a->err && b->err && strcmp(a->err, b->err) == 0));
-    assert_int_equal(a->n_msgs, b->n_msgs);
-    for (size_t i = 0; i < a->n_msgs; i++) {
-        assert_int_equal(GRPC_SLICE_LENGTH(a->msgs[i]), GRPC_SLICE_LENGTH(b->msgs[i]));
-        assert_memory_equal(GRPC_SLICE_START_PTR(a->msgs[i]), GRPC_SLICE_START_PTR(b->msgs[i]),
-                            GRPC_SLICE_LENGTH(a->msgs[i]));
-    }
+    tu_bare_server_free(s);
 }
 
 /* Both decode paths, over random batches mixing every kind of key (now and
@@ -554,7 +518,6 @@ static void test_get_batch_paths_agree(void **state)
     momento_local *wire = bare_server(), *unpacked = bare_server();
     fill_bare(wire, 0);
     fill_bare(unpacked, 0);
-    store_cache *c = store_find_cache(&unpacked->store, "c", 1);
     static const char *const pool[] = {"hit", "empty", "miss", "dict", "list", "set", "zset"};
     static const item_want pool_want[] = {HIT_V1,     HIT_EMPTY,  MISS,      WRONG_TYPE,
                                           WRONG_TYPE, WRONG_TYPE, WRONG_TYPE};
@@ -562,33 +525,25 @@ static void test_get_batch_paths_agree(void **state)
     for (int round = 0; round < 3000; round++) {
         const char *keys[12];
         size_t picks[12] = {0};
-        size_t n = (size_t)(rng() % 13);
+        size_t n = (size_t)(tu_rng() % 13);
         bool empty_key = false;
         for (size_t i = 0; i < n; i++) {
-            if (rng() % 40 == 0) {
+            if (tu_rng() % 40 == 0) {
                 keys[i] = "";
                 empty_key = true;
                 continue;
             }
-            picks[i] = (size_t)(rng() % 7);
+            picks[i] = (size_t)(tu_rng() % 7);
             keys[i] = pool[picks[i]];
         }
         size_t len;
         uint8_t *body = get_batch_body(keys, n, &len);
-        bool cut = len > 0 && rng() % 10 == 0;
+        bool cut = len > 0 && tu_rng() % 10 == 0;
         if (cut)
-            len -= 1 + (size_t)(rng() % (len < 3 ? len : 3));
+            len -= 1 + (size_t)(tu_rng() % (len < 3 ? len : 3));
         srv_reply a = {0}, b = {0};
-        srv_dispatch(wire, MOMENTO__RPC_GET_BATCH, "c", 1, body, len, &a);
-        ProtobufCMessage *req =
-            protobuf_c_message_unpack(&cache_client____get_batch_request__descriptor, NULL, len, body);
-        if (!req) {
-            srv_reply_undecodable(&b);
-        } else {
-            srv_get_batch(unpacked, c, req, &b);
-            protobuf_c_message_free_unpacked(req, NULL);
-        }
-        assert_same_reply(&a, &b);
+        tu_batch_both_paths(wire, unpacked, false, body, len, &a, &b);
+        tu_assert_same_reply(&a, &b);
         if (a.status != GRPC_STATUS_OK) {
             refused++;
         } else if (!cut && !empty_key) {
@@ -607,8 +562,8 @@ static void test_get_batch_paths_agree(void **state)
     /* The mix reached both outcomes. */
     assert_true(per_item > 1000);
     assert_true(refused > 100);
-    bare_server_free(wire);
-    bare_server_free(unpacked);
+    tu_bare_server_free(wire);
+    tu_bare_server_free(unpacked);
 }
 
 /* A Set replaces whatever a key holds, a collection included, and a

@@ -8,6 +8,7 @@
 #include "model/errors.h"
 #include "rpc/srv_rpc.h"
 #include "testutil.h"
+#include "tu_srv.h"
 
 #include "cacheclient.pb-c.h"
 #include "cachepubsub.pb-c.h"
@@ -284,11 +285,7 @@ static void test_cache_names_control(void **state)
 static void test_cache_names_header(void **state)
 {
     (void)state;
-    momento_local *s = calloc(1, sizeof(*s));
-    assert_non_null(s);
-    store_init(&s->store, 0);
-    s->opts.max_item_bytes = 5u << 20;
-    assert_int_equal(store_create_cache(&s->store, "ab"), 0);
+    momento_local *s = tu_bare_server("ab", 5u << 20);
     CacheClient__GetRequest get = CACHE_CLIENT____GET_REQUEST__INIT;
     get.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
     uint8_t body[16];
@@ -308,8 +305,7 @@ static void test_cache_names_header(void **state)
     srv_dispatch(s, MOMENTO__RPC_GET, "caf\xc3\xa9", 5, body, len, &r);
     assert_int_equal(r.status, GRPC_STATUS_NOT_FOUND); /* a name, just not a cache */
     srv_reply_clear(&r);
-    store_destroy(&s->store);
-    free(s);
+    tu_bare_server_free(s);
 }
 
 static void test_cache_names_options(void **state)
@@ -726,34 +722,6 @@ static int stop_child(void **state)
 
 /* ---- batch requests read in place ------------------------------------ */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15u;
-
-static uint64_t rng(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-
-/* A server's state without gRPC: a store with cache "c", items of at most
- * 64 bytes (so that some items are refused). */
-static momento_local *bare_server(void)
-{
-    momento_local *s = calloc(1, sizeof(*s));
-    assert_non_null(s);
-    store_init(&s->store, 0);
-    s->opts.max_item_bytes = 64;
-    assert_int_equal(store_create_cache(&s->store, "c"), 0);
-    return s;
-}
-
-static void bare_server_free(momento_local *s)
-{
-    store_destroy(&s->store);
-    free(s);
-}
-
 /* A random batch request, packed by protobuf-c: keys from a small set (so
  * batches repeat keys and gets hit), now and then empty or too big, TTLs
  * that do not expire during the test. Returns its length. */
@@ -764,20 +732,20 @@ static size_t random_batch(bool set, uint8_t *out, size_t cap)
     CacheClient__SetRequest sets[MAX];
     CacheClient__GetRequest gets[MAX];
     void *ptrs[MAX];
-    size_t n = (size_t)(rng() % (MAX + 1));
+    size_t n = (size_t)(tu_rng() % (MAX + 1));
     static const uint64_t ttls[] = {0, 60000, UINT64_MAX, 1u << 31};
     for (size_t i = 0; i < n; i++) {
-        size_t klen = rng() % 16 == 0 ? 0 : 1 + rng() % 3;
+        size_t klen = tu_rng() % 16 == 0 ? 0 : 1 + tu_rng() % 3;
         for (size_t k = 0; k < klen; k++)
-            keys[i][k] = (char)('a' + rng() % 3);
-        size_t vlen = rng() % 8 == 0 ? 70 : rng() % 20;
-        memset(vals[i], (int)('A' + rng() % 26), vlen);
+            keys[i][k] = (char)('a' + tu_rng() % 3);
+        size_t vlen = tu_rng() % 8 == 0 ? 70 : tu_rng() % 20;
+        memset(vals[i], (int)('A' + tu_rng() % 26), vlen);
         ProtobufCBinaryData key = {klen, (uint8_t *)keys[i]};
         if (set) {
             cache_client____set_request__init(&sets[i]);
             sets[i].cache_key = key;
             sets[i].cache_body = (ProtobufCBinaryData){vlen, (uint8_t *)vals[i]};
-            sets[i].ttl_milliseconds = ttls[rng() % 4];
+            sets[i].ttl_milliseconds = ttls[tu_rng() % 4];
             ptrs[i] = &sets[i];
         } else {
             cache_client____get_request__init(&gets[i]);
@@ -800,29 +768,29 @@ static size_t random_batch(bool set, uint8_t *out, size_t cap)
  * unknown field appended. Returns the new length (at most `cap`). */
 static size_t mutate(uint8_t *b, size_t len, size_t cap)
 {
-    switch (rng() % 7) {
+    switch (tu_rng() % 7) {
     case 0: /* left alone */
         return len;
     case 1:
         if (len)
-            b[rng() % len] = (uint8_t)rng();
+            b[tu_rng() % len] = (uint8_t)tu_rng();
         return len;
     case 2:
-        return len ? (size_t)(rng() % len) : 0;
+        return len ? (size_t)(tu_rng() % len) : 0;
     case 3: {
         if (len + 1 > cap)
             return len;
-        size_t at = len ? (size_t)(rng() % (len + 1)) : 0;
+        size_t at = len ? (size_t)(tu_rng() % (len + 1)) : 0;
         memmove(b + at + 1, b + at, len - at);
-        b[at] = (uint8_t)rng();
+        b[at] = (uint8_t)tu_rng();
         return len + 1;
     }
     case 4: {
-        size_t extra = 1 + rng() % 6;
+        size_t extra = 1 + tu_rng() % 6;
         if (len + extra > cap)
             return len;
         for (size_t i = 0; i < extra; i++)
-            b[len + i] = (uint8_t)rng();
+            b[len + i] = (uint8_t)tu_rng();
         return len + extra;
     }
     case 5: { /* an item holding unknown fields and a second key */
@@ -841,19 +809,6 @@ static size_t mutate(uint8_t *b, size_t len, size_t cap)
         memcpy(b + len, unk, sizeof(unk));
         return len + sizeof(unk);
     }
-    }
-}
-
-static void assert_same_reply(const srv_reply *a, const srv_reply *b)
-{
-    assert_int_equal(a->status, b->status);
-    assert_string_equal(a->details, b->details);
-    assert_true(a->err == b->err || (a->err && b->err && strcmp(a->err, b->err) == 0));
-    assert_int_equal(a->n_msgs, b->n_msgs);
-    for (size_t i = 0; i < a->n_msgs; i++) {
-        assert_int_equal(GRPC_SLICE_LENGTH(a->msgs[i]), GRPC_SLICE_LENGTH(b->msgs[i]));
-        assert_memory_equal(GRPC_SLICE_START_PTR(a->msgs[i]), GRPC_SLICE_START_PTR(b->msgs[i]),
-                            GRPC_SLICE_LENGTH(a->msgs[i]));
     }
 }
 
@@ -892,30 +847,20 @@ static void assert_same_items(momento_local *x, momento_local *y)
 static void test_batches_read_in_place(void **state)
 {
     (void)state;
-    momento_local *in_place = bare_server(), *unpacked = bare_server();
-    store_cache *c = store_find_cache(&unpacked->store, "c", 1);
+    /* Items of at most 64 bytes, so that some items are refused. */
+    momento_local *in_place = tu_bare_server("c", 64), *unpacked = tu_bare_server("c", 64);
     uint8_t body[1024];
     size_t refused = 0, undecodable = 0;
     for (int round = 0; round < 20000; round++) {
-        bool set = rng() % 2;
+        bool set = tu_rng() % 2;
         size_t len = random_batch(set, body, sizeof(body) - 64);
         len = mutate(body, len, sizeof(body));
         srv_reply a = {0}, b = {0};
-        srv_dispatch(in_place, set ? MOMENTO__RPC_SET_BATCH : MOMENTO__RPC_GET_BATCH, "c", 1, body,
-                     len, &a);
-        const ProtobufCMessageDescriptor *d = set ? &cache_client____set_batch_request__descriptor
-                                                  : &cache_client____get_batch_request__descriptor;
-        ProtobufCMessage *req = protobuf_c_message_unpack(d, NULL, len, body);
-        if (!req) {
-            srv_reply_undecodable(&b);
+        if (!tu_batch_both_paths(in_place, unpacked, set, body, len, &a, &b))
             undecodable++;
-        } else {
-            (set ? srv_set_batch : srv_get_batch)(unpacked, c, req, &b);
-            protobuf_c_message_free_unpacked(req, NULL);
-        }
         if (b.status != GRPC_STATUS_OK)
             refused++;
-        assert_same_reply(&a, &b);
+        tu_assert_same_reply(&a, &b);
         assert_same_items(in_place, unpacked);
         srv_reply_clear(&a);
         srv_reply_clear(&b);
@@ -924,8 +869,8 @@ static void test_batches_read_in_place(void **state)
     assert_true(undecodable > 1000);
     assert_true(refused > undecodable + 1000);
     assert_true(unpacked->store.items > 0);
-    bare_server_free(in_place);
-    bare_server_free(unpacked);
+    tu_bare_server_free(in_place);
+    tu_bare_server_free(unpacked);
 }
 
 
