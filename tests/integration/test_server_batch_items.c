@@ -57,6 +57,17 @@ enum {
 
 /* ---- requests ------------------------------------------------------------ */
 
+/* `m` packed; the caller frees it. A byte more than it needs, so that an
+ * empty message (a batch of no items) still has a buffer. */
+static uint8_t *pack(const ProtobufCMessage *m, size_t *ret_len)
+{
+    *ret_len = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(*ret_len + 1);
+    assert_non_null(buf);
+    protobuf_c_message_pack(m, buf);
+    return buf;
+}
+
 /* A GetBatch of `n` keys, packed; the caller frees it. */
 static uint8_t *get_batch_body(const char *const *keys, size_t n, size_t *ret_len)
 {
@@ -70,11 +81,7 @@ static uint8_t *get_batch_body(const char *const *keys, size_t n, size_t *ret_le
     CacheClient__GetBatchRequest req = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
     req.items = ptrs;
     req.n_items = n;
-    *ret_len = protobuf_c_message_get_packed_size(&req.base);
-    uint8_t *buf = malloc(*ret_len + 1);
-    assert_non_null(buf);
-    protobuf_c_message_pack(&req.base, buf);
-    return buf;
+    return pack(&req.base, ret_len);
 }
 
 /* A SetBatch of "key=value" items, packed; the caller frees it. */
@@ -95,11 +102,7 @@ static uint8_t *set_batch_body(const char *const *kvs, size_t n, size_t *ret_len
     CacheClient__SetBatchRequest req = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
     req.items = ptrs;
     req.n_items = n;
-    *ret_len = protobuf_c_message_get_packed_size(&req.base);
-    uint8_t *buf = malloc(*ret_len + 1);
-    assert_non_null(buf);
-    protobuf_c_message_pack(&req.base, buf);
-    return buf;
+    return pack(&req.base, ret_len);
 }
 
 /* A request whose only field is field 1, `key`: every scalar and
@@ -192,83 +195,46 @@ static int peek(const char *ep, const char *key, char *out, size_t cap)
 
 /* ---- the keys of every type, on a server and on a bare store ------------- */
 
-/* Unary calls that make one key of each kind: a scalar "hit" (value "v1"),
- * an empty scalar "empty", a dictionary, a list, a set and a sorted set. */
-static void fill_over_grpc(const char *ep)
+/* Where fill() puts its keys: over gRPC to a server's endpoint `ep`, or
+ * (`ep` NULL) into `bare`'s store through the table's handlers, for the
+ * decode paths compared in-process. */
+typedef struct fill_to {
+    const char *ep;
+    momento_local *bare;
+} fill_to;
+
+/* One request `m` of RPC `path`, whose handler is `h`, asserted OK. */
+static void put(const fill_to *to, const char *path, srv_handler *h, const ProtobufCMessage *m)
 {
-    CacheClient__SetRequest set = CACHE_CLIENT____SET_REQUEST__INIT;
-    set.cache_key = B("hit");
-    set.cache_body = B("v1");
-    assert_int_equal(tu_raw_call_msg(ep, SCS "Set", plain, 1, &set.base, NULL), 0);
-    set.cache_key = B("empty");
-    set.cache_body = B("");
-    assert_int_equal(tu_raw_call_msg(ep, SCS "Set", plain, 1, &set.base, NULL), 0);
-
-    CacheClient__DictionaryFieldValuePair pair = CACHE_CLIENT____DICTIONARY_FIELD_VALUE_PAIR__INIT;
-    CacheClient__DictionaryFieldValuePair *pairs[] = {&pair};
-    pair.field = B("f");
-    pair.value = B("x");
-    CacheClient__DictionarySetRequest ds = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
-    ds.dictionary_name = B("dict");
-    ds.items = pairs;
-    ds.n_items = 1;
-    assert_int_equal(tu_raw_call_msg(ep, SCS "DictionarySet", plain, 1, &ds.base, NULL), 0);
-
-    CacheClient__ListPushBackRequest lp = CACHE_CLIENT____LIST_PUSH_BACK_REQUEST__INIT;
-    lp.list_name = B("list");
-    lp.value = B("x");
-    assert_int_equal(tu_raw_call_msg(ep, SCS "ListPushBack", plain, 1, &lp.base, NULL), 0);
-
-    ProtobufCBinaryData el = B("x");
-    CacheClient__SetUnionRequest su = CACHE_CLIENT____SET_UNION_REQUEST__INIT;
-    su.set_name = B("set");
-    su.elements = &el;
-    su.n_elements = 1;
-    assert_int_equal(tu_raw_call_msg(ep, SCS "SetUnion", plain, 1, &su.base, NULL), 0);
-
-    CacheClient__SortedSetElement ze = CACHE_CLIENT____SORTED_SET_ELEMENT__INIT;
-    CacheClient__SortedSetElement *zes[] = {&ze};
-    ze.value = B("x");
-    ze.score = 1.5;
-    CacheClient__SortedSetPutRequest zp = CACHE_CLIENT____SORTED_SET_PUT_REQUEST__INIT;
-    zp.set_name = B("zset");
-    zp.elements = zes;
-    zp.n_elements = 1;
-    assert_int_equal(tu_raw_call_msg(ep, SCS "SortedSetPut", plain, 1, &zp.base, NULL), 0);
-}
-
-/* The same keys put into a bare store through the table's handlers, for
- * the decode paths compared in-process: a server's state without gRPC,
- * with cache "c" and Momento's item limit. */
-static momento_local *bare_server(void)
-{
-    return tu_bare_server("c", 5u * 1024u * 1024u);
-}
-
-static void handle(momento_local *s, srv_handler *h, const ProtobufCMessage *m)
-{
+    if (to->ep) {
+        assert_int_equal(tu_raw_call_msg(to->ep, path, plain, 1, m, NULL), 0);
+        return;
+    }
     srv_reply r = {0};
-    h(s, store_find_cache(&s->store, "c", 1), m, &r);
+    h(to->bare, store_find_cache(&to->bare->store, "c", 1), m, &r);
     assert_int_equal(r.status, GRPC_STATUS_OK);
     srv_reply_clear(&r);
 }
 
-static void fill_bare(momento_local *s, size_t big_len)
+/* One key of each kind: a scalar "hit" (value "v1"), an empty scalar
+ * "empty", with `big_len` a scalar "big" of that many bytes, a dictionary,
+ * a list, a set and a sorted set. */
+static void fill(const fill_to *to, size_t big_len)
 {
     CacheClient__SetRequest set = CACHE_CLIENT____SET_REQUEST__INIT;
     set.cache_key = B("hit");
     set.cache_body = B("v1");
-    handle(s, srv_set, &set.base);
+    put(to, SCS "Set", srv_set, &set.base);
     set.cache_key = B("empty");
     set.cache_body = B("");
-    handle(s, srv_set, &set.base);
+    put(to, SCS "Set", srv_set, &set.base);
     if (big_len) {
         uint8_t *v = malloc(big_len);
         assert_non_null(v);
         memset(v, 'b', big_len);
         set.cache_key = B("big");
         set.cache_body = (ProtobufCBinaryData){big_len, v};
-        handle(s, srv_set, &set.base);
+        put(to, SCS "Set", srv_set, &set.base);
         free(v);
     }
 
@@ -280,19 +246,19 @@ static void fill_bare(momento_local *s, size_t big_len)
     ds.dictionary_name = B("dict");
     ds.items = pairs;
     ds.n_items = 1;
-    handle(s, srv_dictionary_set, &ds.base);
+    put(to, SCS "DictionarySet", srv_dictionary_set, &ds.base);
 
     CacheClient__ListPushBackRequest lp = CACHE_CLIENT____LIST_PUSH_BACK_REQUEST__INIT;
     lp.list_name = B("list");
     lp.value = B("x");
-    handle(s, srv_list_push_back, &lp.base);
+    put(to, SCS "ListPushBack", srv_list_push_back, &lp.base);
 
     ProtobufCBinaryData el = B("x");
     CacheClient__SetUnionRequest su = CACHE_CLIENT____SET_UNION_REQUEST__INIT;
     su.set_name = B("set");
     su.elements = &el;
     su.n_elements = 1;
-    handle(s, srv_set_union, &su.base);
+    put(to, SCS "SetUnion", srv_set_union, &su.base);
 
     CacheClient__SortedSetElement ze = CACHE_CLIENT____SORTED_SET_ELEMENT__INIT;
     CacheClient__SortedSetElement *zes[] = {&ze};
@@ -302,7 +268,26 @@ static void fill_bare(momento_local *s, size_t big_len)
     zp.set_name = B("zset");
     zp.elements = zes;
     zp.n_elements = 1;
-    handle(s, srv_sorted_set_put, &zp.base);
+    put(to, SCS "SortedSetPut", srv_sorted_set_put, &zp.base);
+}
+
+/* The keys as unary calls to the server at `ep` (no "big"). */
+static void fill_over_grpc(const char *ep)
+{
+    fill(&(fill_to){.ep = ep}, 0);
+}
+
+/* A server's state without gRPC (tu_srv.h): cache "c", Momento's item
+ * limit. */
+static momento_local *bare_server(void)
+{
+    return tu_bare_server("c", 5u * 1024u * 1024u);
+}
+
+/* The keys into `s`'s store through the table's handlers. */
+static void fill_bare(momento_local *s, size_t big_len)
+{
+    fill(&(fill_to){.bare = s}, big_len);
 }
 
 /* ---- a. GetBatch item by item --------------------------------------------- */
