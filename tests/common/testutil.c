@@ -308,13 +308,14 @@ void tu_count_cb(const momento_result *r, void *userdata)
     pthread_mutex_unlock(&k->lock);
 }
 
-size_t tu_counter_wait(tu_counter *k, size_t n, int timeout_ms)
+size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *count, size_t n,
+                     int timeout_ms)
 {
     /* Wake every 100 ms and check the clock: under valgrind a timed wait can
      * return early, and a lost wake-up must not end the wait either. */
-    int64_t deadline = tu_now_ms() + (int64_t)timeout_ms * tu_time_scale();
-    pthread_mutex_lock(&k->lock);
-    while (k->total < n && tu_now_ms() < deadline) {
+    int64_t deadline = tu_now_ms() + TU_MS(timeout_ms);
+    pthread_mutex_lock(mu);
+    while (*count < n && tu_now_ms() < deadline) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_nsec += 100 * 1000000L;
@@ -322,11 +323,16 @@ size_t tu_counter_wait(tu_counter *k, size_t n, int timeout_ms)
             until.tv_sec++;
             until.tv_nsec -= 1000000000L;
         }
-        pthread_cond_timedwait(&k->cond, &k->lock, &until);
+        pthread_cond_timedwait(cv, mu, &until);
     }
-    size_t got = k->total;
-    pthread_mutex_unlock(&k->lock);
+    size_t got = *count;
+    pthread_mutex_unlock(mu);
     return got;
+}
+
+size_t tu_counter_wait(tu_counter *k, size_t n, int timeout_ms)
+{
+    return tu_wait_count(&k->lock, &k->cond, &k->total, n, timeout_ms);
 }
 
 size_t tu_counter_errors(tu_counter *k, int err)

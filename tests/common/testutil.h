@@ -79,6 +79,13 @@ void tu_count_cb(const momento_result *r, void *userdata);
 size_t tu_counter_wait(tu_counter *k, size_t n, int timeout_ms);
 size_t tu_counter_errors(tu_counter *k, int err);
 
+/* Waits on `cv` until *count, which `mu` guards and whose every change is
+ * broadcast on `cv`, is at least `n`, or `timeout_ms` (scaled by
+ * tu_time_scale()) has passed; returns *count as last seen. For callbacks
+ * and threads that count what they saw (tu_counter_wait() is one). */
+size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *count, size_t n,
+                     int timeout_ms);
+
 /* A raw unary or server-streaming call. Sends `body` to `path` with the
  * given headers (pairs of key, value; n_headers pairs) and collects up to
  * `max_msgs` response messages. Returns the gRPC status. */

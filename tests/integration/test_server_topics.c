@@ -1350,21 +1350,7 @@ static void lib_event(momento_subscription *sub, const momento_topic_event *ev, 
 
 static size_t lib_wait(lib_events *e, size_t n)
 {
-    int64_t until = tu_now_ms() + TU_MS(5000);
-    pthread_mutex_lock(&e->lock);
-    while (e->n < n && tu_now_ms() < until) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 10 * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&e->cond, &e->lock, &ts);
-    }
-    size_t got = e->n;
-    pthread_mutex_unlock(&e->lock);
-    return got;
+    return tu_wait_count(&e->lock, &e->cond, &e->n, n, 5000);
 }
 
 /* The library copes with a forgotten topic: resumed from the old page it

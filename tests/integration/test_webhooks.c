@@ -279,42 +279,14 @@ static void receiver_stop(receiver *rv)
  * many did. */
 static size_t receiver_wait(receiver *rv, size_t n)
 {
-    int64_t until = tu_now_ms() + TU_MS(WATCHDOG_MS);
-    pthread_mutex_lock(&rv->mu);
-    while (rv->n < n && tu_now_ms() < until) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 10 * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&rv->cv, &rv->mu, &ts);
-    }
-    size_t got = rv->n;
-    pthread_mutex_unlock(&rv->mu);
-    return got;
+    return tu_wait_count(&rv->mu, &rv->cv, &rv->n, n, WATCHDOG_MS);
 }
 
 /* Waits until `n` held connections were closed by their sender (the
  * watchdog, scaled); returns how many were. */
 static size_t receiver_wait_closed(receiver *rv, size_t n)
 {
-    int64_t until = tu_now_ms() + TU_MS(WATCHDOG_MS);
-    pthread_mutex_lock(&rv->mu);
-    while (rv->closed < n && tu_now_ms() < until) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 10 * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&rv->cv, &rv->mu, &ts);
-    }
-    size_t closed = rv->closed;
-    pthread_mutex_unlock(&rv->mu);
-    return closed;
+    return tu_wait_count(&rv->mu, &rv->cv, &rv->closed, n, WATCHDOG_MS);
 }
 
 /* The receiver's deliveries and its held connections closed, together. */
