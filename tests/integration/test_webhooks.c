@@ -19,7 +19,6 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -296,6 +295,17 @@ static void receiver_counts(receiver *rv, size_t *ret_n, size_t *ret_closed)
     *ret_n = rv->n;
     *ret_closed = rv->closed;
     pthread_mutex_unlock(&rv->mu);
+}
+
+/* A receiver that never answers still holds its first delivery's
+ * connection, open and unanswered: it has seen neither that connection's
+ * end nor a second one. */
+static void assert_holds_first(receiver *rv)
+{
+    size_t n, closed;
+    receiver_counts(rv, &n, &closed);
+    assert_int_equal(closed, 0);
+    assert_int_equal(n, 1);
 }
 
 static char *url_of(receiver *rv, const char *path)
@@ -796,10 +806,7 @@ static void test_failing_receivers(void **state)
     assert_int_equal(receiver_wait(never, 1), 1); /* held from now on */
     for (int i = 0; i < 5; i++)
         publish_text(c, "t", "x");
-    size_t n, closed;
-    receiver_counts(never, &n, &closed);
-    assert_int_equal(closed, 0);
-    assert_int_equal(n, 1);
+    assert_holds_first(never);
     momento_local_webhook_stats w = stats(s);
     assert_int_equal(w.queued, 7);
     assert_int_equal(w.rejected, 1);
@@ -819,6 +826,7 @@ static void test_failing_receivers(void **state)
     publish_text(c, "t2", "x");
     tu_wait_until(stats(s).failed == 1, WATCHDOG_MS);
     assert_int_equal(stats(s).failed, 1);
+    size_t n, closed;
     receiver_counts(never, &n, &closed);
     assert_int_equal(closed, 0); /* still held */
 
@@ -935,10 +943,7 @@ static void test_dead_receiver_isolated(void **state)
     assert_int_equal(receiver_wait(ok, 100), 100);
     /* ... while the dead receiver still holds its first connection, open
      * and unanswered: it has seen neither its end nor a second one. */
-    size_t n, closed;
-    receiver_counts(dead, &n, &closed);
-    assert_int_equal(closed, 0);
-    assert_int_equal(n, 1);
+    assert_holds_first(dead);
     for (size_t i = 0; i < 100; i++)
         assert_item(ok, i, "b", (int64_t)i + 1);
 
@@ -989,10 +994,7 @@ static void test_full_queue_drops_only_its_own(void **state)
         publish_to(c, "b", "t", text, strlen(text));
         assert_int_equal(receiver_wait(ok, (size_t)i + 1), (size_t)i + 1);
     }
-    size_t n, closed;
-    receiver_counts(dead, &n, &closed);
-    assert_int_equal(closed, 0);
-    assert_int_equal(n, 1);
+    assert_holds_first(dead);
     for (size_t i = 0; i < 50; i++)
         assert_item(ok, i, "b", (int64_t)i + 1);
 
@@ -1071,39 +1073,13 @@ static void test_order_per_receiver(void **state)
     assert_int_equal(receiver_wait(held, 20), 20);
     for (size_t i = 0; i < 20; i++)
         assert_item(held, i, "h", (int64_t)i + 1);
-    size_t n, closed;
-    receiver_counts(dead, &n, &closed);
-    assert_int_equal(closed, 0);
-    assert_int_equal(n, 1);
+    assert_holds_first(dead);
 
     momento_client_free(c);
     momento_local_stop(s);
     receiver_stop(dead);
     receiver_stop(held);
     receiver_stop(ok);
-}
-
-/* How many of this process's threads are named `name`. */
-static int threads_named(const char *name)
-{
-    DIR *d = opendir("/proc/self/task");
-    assert_non_null(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[320], comm[32] = "";
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue; /* gone meanwhile */
-        if (fgets(comm, sizeof(comm), f))
-            comm[strcspn(comm, "\n")] = '\0';
-        fclose(f);
-        n += strcmp(comm, name) == 0;
-    }
-    closedir(d);
-    return n;
 }
 
 /* Three receivers that never answer hold a delivery each, at once (one by
@@ -1129,8 +1105,8 @@ static void test_stop_with_dead_receivers(void **state)
     for (int i = 0; i < 3; i++)
         assert_int_equal(receiver_wait(dead[i], 1), 1);
     assert_int_equal(stats(s).sending, 3);
-    assert_int_equal(threads_named("momento-webhook"), 1);
-    assert_int_equal(threads_named("momento-wh-dns"), 1);
+    assert_int_equal(tu_threads_named("momento-webhook"), 1);
+    assert_int_equal(tu_threads_named("momento-wh-dns"), 1);
 
     momento_client_free(c);
     momento_local_stop(s);
@@ -1140,10 +1116,10 @@ static void test_stop_with_dead_receivers(void **state)
         assert_int_equal(receiver_wait_closed(dead[i], 1), 1);
         assert_int_equal(dead[i]->n, 1); /* the waiting one was never sent */
     }
-    tu_wait_until(threads_named("momento-webhook") + threads_named("momento-wh-dns") == 0,
+    tu_wait_until(tu_threads_named("momento-webhook") + tu_threads_named("momento-wh-dns") == 0,
                   WATCHDOG_MS);
-    assert_int_equal(threads_named("momento-webhook"), 0);
-    assert_int_equal(threads_named("momento-wh-dns"), 0);
+    assert_int_equal(tu_threads_named("momento-webhook"), 0);
+    assert_int_equal(tu_threads_named("momento-wh-dns"), 0);
     for (int i = 0; i < 3; i++)
         receiver_stop(dead[i]);
 }
@@ -1202,10 +1178,7 @@ static void test_memory_share_drops_only_its_own(void **state)
     assert_int_equal(w.queued, (uint64_t)i + 1 + 20);
     assert_int_equal(w.delivered, 20);
     assert_true(w.bytes <= limit / 4);
-    size_t n, closed;
-    receiver_counts(dead, &n, &closed);
-    assert_int_equal(closed, 0);
-    assert_int_equal(n, 1);
+    assert_holds_first(dead);
 
     momento_client_free(c);
     momento_local_stop(s);
