@@ -918,6 +918,40 @@ static void assert_item(receiver *rv, size_t i, const char *prefix, int64_t seq)
     assert_has(body, want);
 }
 
+/* What most tests of this section start from: a receiver that takes the
+ * connection and never answers, behind webhook "dead" on cache "a", and a
+ * healthy one behind "ok" on cache "b", both on topic "t", on a server of
+ * server_opts(FOREVER_MS, queue_items, max_memory); the dead one already
+ * holds its first delivery (`first_len` bytes of text), and will for as
+ * long as the test runs. */
+typedef struct dead_and_ok {
+    receiver *dead, *ok;
+    momento_local *s;
+    momento_client *c;
+} dead_and_ok;
+
+static dead_and_ok dead_and_ok_start(uint32_t queue_items, uint64_t max_memory, size_t first_len)
+{
+    dead_and_ok t;
+    t.dead = receiver_start(ANSWER_NEVER);
+    t.ok = receiver_start(ANSWER_200);
+    t.s = server_opts(FOREVER_MS, queue_items, max_memory);
+    t.c = tu_client(t.s, NULL);
+    free(put(t.c, "a", "dead", "t", url_of(t.dead, "/")));
+    free(put(t.c, "b", "ok", "t", url_of(t.ok, "/")));
+    publish_to(t.c, "a", "t", "d", first_len);
+    assert_int_equal(receiver_wait(t.dead, 1), 1); /* held from now on */
+    return t;
+}
+
+static void dead_and_ok_stop(dead_and_ok *t)
+{
+    momento_client_free(t->c);
+    momento_local_stop(t->s);
+    receiver_stop(t->dead);
+    receiver_stop(t->ok);
+}
+
 /* A receiver that takes the connection and never answers, on cache "a",
  * holds its first delivery for as long as the test runs; a healthy
  * receiver on cache "b" hears all of 100 deliveries meanwhile, in order,
@@ -925,42 +959,31 @@ static void assert_item(receiver *rv, size_t i, const char *prefix, int64_t seq)
 static void test_dead_receiver_isolated(void **state)
 {
     (void)state;
-    receiver *dead = receiver_start(ANSWER_NEVER);
-    receiver *ok = receiver_start(ANSWER_200);
-    momento_local *s = server_opts(FOREVER_MS, 1024, 0);
-    momento_client *c = tu_client(s, NULL);
-    free(put(c, "a", "dead", "t", url_of(dead, "/")));
-    free(put(c, "b", "ok", "t", url_of(ok, "/")));
-
-    publish_to(c, "a", "t", "d", 1);
-    assert_int_equal(receiver_wait(dead, 1), 1); /* held from now on */
+    dead_and_ok t = dead_and_ok_start(1024, 0, 1);
     char text[16];
     for (int i = 0; i < 100; i++) {
-        publish_to(c, "a", "t", "d", 1);
+        publish_to(t.c, "a", "t", "d", 1);
         snprintf(text, sizeof(text), "b%d", i);
-        publish_to(c, "b", "t", text, strlen(text));
+        publish_to(t.c, "b", "t", text, strlen(text));
     }
-    assert_int_equal(receiver_wait(ok, 100), 100);
+    assert_int_equal(receiver_wait(t.ok, 100), 100);
     /* ... while the dead receiver still holds its first connection, open
      * and unanswered: it has seen neither its end nor a second one. */
-    assert_holds_first(dead);
+    assert_holds_first(t.dead);
     for (size_t i = 0; i < 100; i++)
-        assert_item(ok, i, "b", (int64_t)i + 1);
+        assert_item(t.ok, i, "b", (int64_t)i + 1);
 
-    tu_wait_until(stats(s).delivered == 100, WATCHDOG_MS);
-    momento_local_webhook_stats w = stats(s);
+    tu_wait_until(stats(t.s).delivered == 100, WATCHDOG_MS);
+    momento_local_webhook_stats w = stats(t.s);
     assert_int_equal(w.queued, 201);
     assert_int_equal(w.delivered, 100);
     assert_int_equal(w.dropped, 0);
     assert_int_equal(w.pending, 101); /* the dead one's: one held, 100 waiting */
     assert_int_equal(w.sending, 1);
     assert_true(w.bytes > 0);
-    assert_int_equal(ok->malformed, 0);
+    assert_int_equal(t.ok->malformed, 0);
 
-    momento_client_free(c);
-    momento_local_stop(s);
-    receiver_stop(dead);
-    receiver_stop(ok);
+    dead_and_ok_stop(&t);
 }
 
 /* With room for 4 waiting deliveries per webhook, the dead receiver's
@@ -969,19 +992,11 @@ static void test_dead_receiver_isolated(void **state)
 static void test_full_queue_drops_only_its_own(void **state)
 {
     (void)state;
-    receiver *dead = receiver_start(ANSWER_NEVER);
-    receiver *ok = receiver_start(ANSWER_200);
-    momento_local *s = server_opts(FOREVER_MS, 4, 0);
-    momento_client *c = tu_client(s, NULL);
-    free(put(c, "a", "dead", "t", url_of(dead, "/")));
-    free(put(c, "b", "ok", "t", url_of(ok, "/")));
-
-    publish_to(c, "a", "t", "d", 1);
-    assert_int_equal(receiver_wait(dead, 1), 1);
+    dead_and_ok t = dead_and_ok_start(4, 0, 1);
     for (int i = 0; i < 10; i++)
-        publish_to(c, "a", "t", "d", 1);
+        publish_to(t.c, "a", "t", "d", 1);
     /* One held, 4 waiting, 6 dropped, each as its publish came. */
-    momento_local_webhook_stats w = stats(s);
+    momento_local_webhook_stats w = stats(t.s);
     assert_int_equal(w.dropped, 6);
     assert_int_equal(w.pending, 5);
 
@@ -989,17 +1004,17 @@ static void test_full_queue_drops_only_its_own(void **state)
      * what is tested. */
     char text[16];
     for (int i = 0; i < 50; i++) {
-        publish_to(c, "a", "t", "d", 1);
+        publish_to(t.c, "a", "t", "d", 1);
         snprintf(text, sizeof(text), "b%d", i);
-        publish_to(c, "b", "t", text, strlen(text));
-        assert_int_equal(receiver_wait(ok, (size_t)i + 1), (size_t)i + 1);
+        publish_to(t.c, "b", "t", text, strlen(text));
+        assert_int_equal(receiver_wait(t.ok, (size_t)i + 1), (size_t)i + 1);
     }
-    assert_holds_first(dead);
+    assert_holds_first(t.dead);
     for (size_t i = 0; i < 50; i++)
-        assert_item(ok, i, "b", (int64_t)i + 1);
+        assert_item(t.ok, i, "b", (int64_t)i + 1);
 
-    tu_wait_until(stats(s).delivered == 50, WATCHDOG_MS);
-    w = stats(s);
+    tu_wait_until(stats(t.s).delivered == 50, WATCHDOG_MS);
+    w = stats(t.s);
     assert_int_equal(w.queued, 111);
     assert_int_equal(w.delivered, 50);
     assert_int_equal(w.dropped, 56);
@@ -1018,16 +1033,13 @@ static void test_full_queue_drops_only_its_own(void **state)
              "\"dropped_full\": 56, \"dropped_global\": 0, \"dropped_memory\": 0, "
              "\"sending\": 1, \"bytes\": %llu}}",
              (unsigned long long)w.bytes);
-    char *json = momento_local_stats_json(s);
+    char *json = momento_local_stats_json(t.s);
     assert_non_null(json);
     if (!strstr(json, want))
         fail_msg("%s lacks %s", json, want);
     free(json);
 
-    momento_client_free(c);
-    momento_local_stop(s);
-    receiver_stop(dead);
-    receiver_stop(ok);
+    dead_and_ok_stop(&t);
 }
 
 /* Each webhook hears its items in publish order, one delivery at a time:
@@ -1133,19 +1145,11 @@ static void test_memory_share_drops_only_its_own(void **state)
 {
     (void)state;
     const uint64_t limit = 256 * 1024;
-    receiver *dead = receiver_start(ANSWER_NEVER);
-    receiver *ok = receiver_start(ANSWER_200);
-    momento_local *s = server_opts(FOREVER_MS, 1024, limit);
-    momento_client *c = tu_client(s, NULL);
-    free(put(c, "a", "dead", "t", url_of(dead, "/")));
-    free(put(c, "b", "ok", "t", url_of(ok, "/")));
-
-    publish_to(c, "a", "t", "d", 500);
-    assert_int_equal(receiver_wait(dead, 1), 1);
+    dead_and_ok t = dead_and_ok_start(1024, limit, 500);
     int i = 0;
-    for (; i < 1000 && stats(s).dropped == 0; i++)
-        publish_to(c, "a", "t", "d", 500);
-    momento_local_webhook_stats w = stats(s);
+    for (; i < 1000 && stats(t.s).dropped == 0; i++)
+        publish_to(t.c, "a", "t", "d", 500);
+    momento_local_webhook_stats w = stats(t.s);
     assert_int_equal(w.dropped, 1);
     assert_int_equal(w.dropped_global, 1);
     assert_true(w.bytes <= limit / 4);
@@ -1154,9 +1158,9 @@ static void test_memory_share_drops_only_its_own(void **state)
     static char big[128 * 1024];
     memset(big, 'v', sizeof(big));
     momento_result *r = NULL;
-    assert_int_equal(momento_set_sync(c, "c", "k", 1, big, sizeof(big), 0, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(t.c, "c", "k", 1, big, sizeof(big), 0, NULL, &r), MOMENTO_OK);
     momento_result_free(r);
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(t.c, "c", "k", 1, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     momento_result_free(r);
 
@@ -1165,25 +1169,22 @@ static void test_memory_share_drops_only_its_own(void **state)
     char text[16];
     for (int k = 0; k < 20; k++) {
         snprintf(text, sizeof(text), "b%d", k);
-        publish_to(c, "b", "t", text, 6000);
-        assert_int_equal(receiver_wait(ok, (size_t)k + 1), (size_t)k + 1);
-        tu_wait_until(stats(s).delivered == (uint64_t)k + 1, WATCHDOG_MS);
-        assert_int_equal(stats(s).delivered, (uint64_t)k + 1);
+        publish_to(t.c, "b", "t", text, 6000);
+        assert_int_equal(receiver_wait(t.ok, (size_t)k + 1), (size_t)k + 1);
+        tu_wait_until(stats(t.s).delivered == (uint64_t)k + 1, WATCHDOG_MS);
+        assert_int_equal(stats(t.s).delivered, (uint64_t)k + 1);
     }
     for (size_t k = 0; k < 20; k++)
-        assert_item(ok, k, "b", (int64_t)k + 1);
-    w = stats(s);
+        assert_item(t.ok, k, "b", (int64_t)k + 1);
+    w = stats(t.s);
     assert_true(w.dropped_global > 1); /* the dead one's oldest */
     assert_int_equal(w.dropped, w.dropped_global);
     assert_int_equal(w.queued, (uint64_t)i + 1 + 20);
     assert_int_equal(w.delivered, 20);
     assert_true(w.bytes <= limit / 4);
-    assert_holds_first(dead);
+    assert_holds_first(t.dead);
 
-    momento_client_free(c);
-    momento_local_stop(s);
-    receiver_stop(dead);
-    receiver_stop(ok);
+    dead_and_ok_stop(&t);
 }
 
 static void test_local_options(void **state)
