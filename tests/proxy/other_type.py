@@ -192,6 +192,10 @@ def isolation(port, proto):
         attack_cmd = b"get attack\r\n"
         attack_want = [b"END"]
 
+    def connect():
+        return (RawConn(port, timeout=pt.WATCHDOG) if proto == "resp"
+                else mc.Conn(port, timeout=pt.WATCHDOG))
+
     def reply(conn):
         return conn.reply() if proto == "resp" else conn.text_reply("items")
 
@@ -200,42 +204,15 @@ def isolation(port, proto):
     victims = [{"answers": 0, "wrong": 0, "first wrong": None, "error": None}
                for _ in range(VICTIMS)]
 
-    def attack():
+    def pump(st, cmd, want, limit, after_round=lambda: False):
+        """One connection's loop: `cmd` DEPTH at a time, each answer
+        counted in `st` and checked against `want`, until `limit` answers,
+        THREAD_DEADLINE or after_round() says stop; a failure is st's
+        error."""
         try:
-            conn = (RawConn(port, timeout=pt.WATCHDOG) if proto == "resp"
-                    else mc.Conn(port, timeout=pt.WATCHDOG))
+            conn = connect()
             deadline = time.monotonic() + THREAD_DEADLINE
-            while attacker["answers"] < ATTACKER_MAX and time.monotonic() < deadline:
-                conn.send(attack_cmd * DEPTH)
-                for _ in range(DEPTH):
-                    got = reply(conn)
-                    attacker["answers"] += 1
-                    if got != attack_want:
-                        attacker["wrong"] += 1
-                        attacker["first wrong"] = attacker["first wrong"] or got
-                started.set()
-                if victims_done.is_set():
-                    break
-            conn.close()
-        except Exception as e:
-            attacker["error"] = repr(e)
-        finally:
-            started.set()
-
-    def victim(i):
-        st = victims[i]
-        try:
-            if proto == "resp":
-                conn = RawConn(port, timeout=pt.WATCHDOG)
-                cmd = encode(["GET", f"victim:{i}"])
-                want = ("$", b"value of victim %d" % i)
-            else:
-                conn = mc.Conn(port, timeout=pt.WATCHDOG)
-                cmd = b"get victim:%d\r\n" % i
-                v = b"value of victim %d" % i
-                want = [b"VALUE victim:%d 0 %d" % (i, len(v)), v, b"END"]
-            deadline = time.monotonic() + THREAD_DEADLINE
-            while st["answers"] < VICTIM_GETS and time.monotonic() < deadline:
+            while st["answers"] < limit and time.monotonic() < deadline:
                 conn.send(cmd * DEPTH)
                 for _ in range(DEPTH):
                     got = reply(conn)
@@ -243,9 +220,30 @@ def isolation(port, proto):
                     if got != want:
                         st["wrong"] += 1
                         st["first wrong"] = st["first wrong"] or got
+                if after_round():
+                    break
             conn.close()
         except Exception as e:
             st["error"] = repr(e)
+
+    def attack():
+        def after_round():
+            started.set()
+            return victims_done.is_set()
+
+        try:
+            pump(attacker, attack_cmd, attack_want, ATTACKER_MAX, after_round)
+        finally:
+            started.set()
+
+    def victim(i):
+        v = b"value of victim %d" % i
+        if proto == "resp":
+            cmd, want = encode(["GET", f"victim:{i}"]), ("$", v)
+        else:
+            cmd = b"get victim:%d\r\n" % i
+            want = [b"VALUE victim:%d 0 %d" % (i, len(v)), v, b"END"]
+        pump(victims[i], cmd, want, VICTIM_GETS)
 
     a = threading.Thread(target=attack, daemon=True)
     a.start()
