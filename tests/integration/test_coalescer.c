@@ -1,6 +1,15 @@
-/* The coalescer against the local server. Overlap is made deterministic with
- * the server's delay injection: the leader RPC is held, so every duplicate
- * provably arrives while it is in flight. */
+/* The coalescer against the local server. Overlap is made deterministic,
+ * never a matter of time (issue 46), in one of two ways:
+ *
+ * - A gate on the client's completion thread (gate_close()): while it is
+ *   closed no RPC of the client can complete, so the first RPC of a key
+ *   stays in flight, open to duplicates, until the test opens the gate -
+ *   however slow the machine is. For the tests whose requests must share
+ *   an RPC and then all get its answer.
+ * - The server's delay injection, for as long as the test lasts: the first
+ *   get is held until the test cancels it. For the tests that make
+ *   blocking calls while a get is in flight (which a closed gate would
+ *   hold up) and need no answer from the held get itself. */
 #include "momento/coalescer.h"
 #include "testing.h"
 #include "testutil.h"
@@ -18,27 +27,87 @@
 
 static int counter_id;
 
+/* A client (30 s deadline) under a fault-injection session of its own. */
+static momento_client *session_client(tu_fixture *f)
+{
+    momento_client *c = tu_patient_client(f->server, 30000);
+    char id[32];
+    snprintf(id, sizeof(id), "co-%d", ++counter_id);
+    tu_header(f->server, c, "request-id", id);
+    return c;
+}
+
 /* A client whose calls of `rpcs` are held `ms` by the server, `count` times. */
 static momento_client *delayed_client(tu_fixture *f, const char *rpcs, int64_t ms, int count)
 {
-    momento_client *c = tu_patient_client(f->server, 30000);
-    char id[32], ms_s[32], count_s[16];
-    snprintf(id, sizeof(id), "co-%d", ++counter_id);
+    momento_client *c = session_client(f);
+    char ms_s[32], count_s[16];
     snprintf(ms_s, sizeof(ms_s), "%lld", (long long)ms);
     snprintf(count_s, sizeof(count_s), "%d", count);
-    tu_header(f->server, c, "request-id", id);
     tu_header(f->server, c, "delay-rpcs", rpcs);
     tu_header(f->server, c, "delay-ms", ms_s);
     tu_header(f->server, c, "delay-count", count_s);
     return c;
 }
 
-/* How long the server holds the first RPC of a test whose requests must
- * meet it in flight (join it, or be ordered behind it): 2 s natively, so
- * that only a stall that long on a loaded machine could let it end before
- * they are all submitted (issue 46); under valgrind 500 ms scaled, as
- * before, which its waits allow for. */
-#define HOLD_MS (TU_MS(500) > 2000 ? TU_MS(500) : 2000)
+/* A hold longer than any test: the server caps a delay at its call's
+ * deadline (docs/protocol.md "Fault injection"), the client's 30 s, so
+ * only the test's cancel (or the client's free) ends such a get in time. */
+#define FOREVER_MS 600000
+
+/* Waits until the server holds one call more than `before`. */
+static void wait_parked(tu_fixture *f, uint64_t before)
+{
+    tu_wait_until(momento_local_parked_calls(f->server) > before, 20000);
+    assert_int_equal(momento_local_parked_calls(f->server), before + 1);
+}
+
+/* The gate: a request whose callback keeps the client's completion thread
+ * until gate_open(). Every completion of the client runs on that thread -
+ * the coalescer's, which takes an RPC out of its table, and a retry's
+ * scheduling too (docs/threading.md; protosocket posts its replies there
+ * as well, docs/transport.md) - so an RPC started while the gate is closed
+ * is still in flight, joinable, when the test has submitted everything
+ * else, and completes only once it is opened. The request is an
+ * ItemGetType, which no test's fault headers (get, set, delete) touch.
+ * Blocking calls on the client wait for that thread: none while closed.
+ * The callback gives up after 60 s (scaled), so a failing test ends; the
+ * gate is on the heap, freed by gate_open(), so a test that fails while
+ * it is closed leaves the callback nothing freed to read. */
+typedef struct gate {
+    atomic_int state; /* 1 while the callback holds the thread, 2 once it left */
+    atomic_int open;
+} gate;
+
+static void gate_cb(const momento_result *r, void *ud)
+{
+    (void)r;
+    gate *g = ud;
+    atomic_store(&g->state, 1);
+    tu_wait_until(atomic_load(&g->open), 60000);
+    atomic_store(&g->state, 2);
+}
+
+static gate *gate_close(momento_client *c)
+{
+    gate *g = calloc(1, sizeof(*g));
+    assert_non_null(g);
+    atomic_init(&g->state, 0);
+    atomic_init(&g->open, 0);
+    assert_int_equal(momento_item_get_type(c, "c", "gate", 4, NULL, gate_cb, g), MOMENTO_OK);
+    tu_wait_until(atomic_load(&g->state) == 1, 20000);
+    assert_int_equal(atomic_load(&g->state), 1);
+    return g;
+}
+
+/* Opens the gate and waits until its callback has left, then frees it. */
+static void gate_open(gate *g)
+{
+    atomic_store(&g->open, 1);
+    tu_wait_until(atomic_load(&g->state) == 2, 20000);
+    assert_int_equal(atomic_load(&g->state), 2);
+    free(g);
+}
 
 static momento_coalescer_stats counters(momento_coalescer *co)
 {
@@ -67,7 +136,7 @@ static void test_duplicate_gets_share_one_rpc(void **state)
 {
     tu_fixture *f = *state;
     assert_int_equal(momento_set_sync(f->client, "c", "k", 1, "shared bytes", 12, 0, NULL, NULL), MOMENTO_OK);
-    momento_client *c = delayed_client(f, "get", HOLD_MS, 1);
+    momento_client *c = session_client(f);
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     momento_local_reset_stats(f->server);
@@ -76,17 +145,24 @@ static void test_duplicate_gets_share_one_rpc(void **state)
     k.expect = "shared bytes";
     k.expect_len = 12;
     const size_t n = 50;
+    gate *g = gate_close(c);
     for (size_t i = 0; i < n; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
+    /* The first get's RPC cannot have completed: every other one joined it. */
+    momento_coalescer_stats s = counters(co);
+    assert_int_equal(s.get_requests, n);
+    assert_int_equal(s.get_coalesced, n - 1);
+    assert_int_equal(s.peak_waiters, n);
+    assert_int_equal(s.keys_in_flight, 1);
+    assert_int_equal(k.total, 0);
+    gate_open(g);
     assert_int_equal(tu_counter_wait(&k, n, 10000), n);
     assert_int_equal(k.total, n);
     assert_int_equal(k.hits, n);
     assert_int_equal(k.bad_values, 0);  /* identical bytes for all */
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
-    momento_coalescer_stats s = counters(co);
-    assert_int_equal(s.get_requests, n);
+    s = counters(co);
     assert_int_equal(s.get_coalesced, n - 1);
-    assert_int_equal(s.peak_waiters, n);
     assert_int_equal(s.keys_in_flight, 0);
     /* Nothing in flight now: the next get is a new RPC. */
     assert_int_equal(momento_coalescing_get_sync(co, "c", "k", 1, NULL, NULL), MOMENTO_OK);
@@ -102,12 +178,14 @@ static void test_duplicate_gets_share_one_rpc(void **state)
 static void test_different_values_are_separate_sets(void **state)
 {
     tu_fixture *f = *state;
-    momento_client *c = delayed_client(f, "set", HOLD_MS, 4);
+    momento_client *c = session_client(f);
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
     momento_local_reset_stats(f->server);
     tu_counter k;
     tu_counter_init(&k);
+    /* Every set below is submitted while the ones before it are in flight. */
+    gate *g = gate_close(c);
     assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v1", 2, 0, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v2", 2, 0, NULL, tu_count_cb, &k), MOMENTO_OK);
     /* Identical to the latest write: joins it. */
@@ -117,32 +195,69 @@ static void test_different_values_are_separate_sets(void **state)
     /* Identical to the first set, but later writes overtook it: its own RPC,
      * so the caller's intent (v1 last) holds. */
     assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v1", 2, 0, NULL, tu_count_cb, &k), MOMENTO_OK);
-    assert_int_equal(tu_counter_wait(&k, 5, 10000), 5);
-    assert_int_equal(k.ok, 5);
-    assert_int_equal(momento_local_rpc_count(f->server, "Set", -1), 4);
     momento_coalescer_stats s = counters(co);
     assert_int_equal(s.set_requests, 5);
     assert_int_equal(s.set_coalesced, 1);
+    gate_open(g);
+    assert_int_equal(tu_counter_wait(&k, 5, 10000), 5);
+    assert_int_equal(k.ok, 5);
+    assert_int_equal(momento_local_rpc_count(f->server, "Set", -1), 4);
+    assert_int_equal(counters(co).set_coalesced, 1);
     check_value(f->client, "s", "v1");
     momento_coalescer_free(co);
     momento_client_free(c);
     tu_counter_destroy(&k);
 }
 
+/* Starts a get of `key` through `co` that the server holds (delayed_client
+ * with FOREVER_MS, count 1) until `tok` is cancelled, and waits until the
+ * server holds it: a cancel that came first would leave the session's one
+ * delay to a later get. */
+static void held_get(tu_fixture *f, momento_coalescer *co, const char *key,
+                     momento_cancel_token *tok, tu_counter *k)
+{
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.cancel = tok;
+    uint64_t parked = momento_local_parked_calls(f->server);
+    assert_int_equal(momento_coalescing_get(co, "c", key, strlen(key), &o, tu_count_cb, k),
+                     MOMENTO_OK);
+    wait_parked(f, parked);
+}
+
+/* Ends what held_get() started, and its joiners with the same token: all
+ * leave, so the coalescer cancels the RPC on the wire (docs/coalescing.md,
+ * "The last to leave"), and the server counts it CANCELLED. */
+static void release_get(tu_fixture *f, momento_cancel_token *tok, tu_counter *k, size_t waiters)
+{
+    uint64_t cancelled = momento_local_rpc_count(f->server, "Get", 1);
+    momento_cancel(tok);
+    assert_int_equal(tu_counter_wait(k, waiters, 10000), waiters);
+    assert_int_equal(tu_counter_errors(k, MOMENTO_ERR_CANCELLED), waiters);
+    /* The server counts the cancel when gRPC reports it, a moment after. */
+    tu_wait_until(momento_local_rpc_count(f->server, "Get", 1) > cancelled, 10000);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", 1), cancelled + 1);
+    momento_cancel_token_free(tok);
+}
+
 static void test_read_your_writes(void **state)
 {
     tu_fixture *f = *state;
     assert_int_equal(momento_set_sync(f->client, "c", "r", 1, "old", 3, 0, NULL, NULL), MOMENTO_OK);
-    momento_client *c = delayed_client(f, "get", HOLD_MS, 1);
+    momento_client *c = delayed_client(f, "get", FOREVER_MS, 1);
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
     momento_local_reset_stats(f->server);
     tu_counter early;
     tu_counter_init(&early);
+    momento_cancel_token *t;
+    assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
     /* G1 is held by the server; a duplicate issued before any write joins it. */
-    assert_int_equal(momento_coalescing_get(co, "c", "r", 1, NULL, tu_count_cb, &early), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_get(co, "c", "r", 1, NULL, tu_count_cb, &early), MOMENTO_OK);
-    /* The write returns while G1 is still in flight... */
+    held_get(f, co, "r", t, &early);
+    momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
+    o.cancel = t;
+    assert_int_equal(momento_coalescing_get(co, "c", "r", 1, &o, tu_count_cb, &early), MOMENTO_OK);
+    /* The write returns while G1 is still in flight (held until the
+     * cancel below)... */
     assert_int_equal(momento_coalescing_set_sync(co, "c", "r", 1, "new", 3, 0, NULL, NULL), MOMENTO_OK);
     assert_int_equal(counters(co).keys_in_flight, 1);
     /* ...so a get issued now must not join G1: it is a new RPC and sees it. */
@@ -156,8 +271,9 @@ static void test_read_your_writes(void **state)
     momento_coalescer_stats s = counters(co);
     assert_int_equal(s.get_requests, 3);
     assert_int_equal(s.get_coalesced, 1);
-    /* The server counts a call when it answers: wait for the held G1. */
-    assert_int_equal(tu_counter_wait(&early, 2, 10000), 2);
+    assert_int_equal(early.total, 0); /* G1 was held all along */
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 1);
+    release_get(f, t, &early, 2);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
     momento_coalescer_free(co);
     momento_client_free(c);
@@ -174,15 +290,16 @@ static void test_read_your_writes_across_coalescers(void **state)
     for (int op = 0; op < 2; op++) {
         assert_int_equal(momento_set_sync(f->client, "c", "rx", 2, "old", 3, 0, NULL, NULL),
                          MOMENTO_OK);
-        momento_client *c = delayed_client(f, "get", HOLD_MS, 1);
+        momento_client *c = delayed_client(f, "get", FOREVER_MS, 1);
         momento_coalescer *a, *b;
         assert_int_equal(momento_coalescer_new(&a, c), MOMENTO_OK);
         assert_int_equal(momento_coalescer_new(&b, c), MOMENTO_OK);
         tu_counter early;
         tu_counter_init(&early);
-        /* Held by the server: it reads "old". */
-        assert_int_equal(momento_coalescing_get(b, "c", "rx", 2, NULL, tu_count_cb, &early),
-                         MOMENTO_OK);
+        momento_cancel_token *t;
+        assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
+        /* Held by the server until the test cancels it. */
+        held_get(f, b, "rx", t, &early);
         if (op == 0)
             assert_int_equal(momento_coalescing_set_sync(a, "c", "rx", 2, "new", 3, 0, NULL, NULL),
                              MOMENTO_OK);
@@ -201,7 +318,8 @@ static void test_read_your_writes_across_coalescers(void **state)
         }
         momento_result_free(r);
         assert_int_equal(counters(b).get_coalesced, 0);
-        assert_int_equal(tu_counter_wait(&early, 1, 10000), 1);
+        assert_int_equal(counters(b).keys_in_flight, 1); /* the first get, still held */
+        release_get(f, t, &early, 1);
         momento_coalescer_free(a);
         momento_coalescer_free(b);
         momento_client_free(c);
@@ -213,19 +331,26 @@ static void test_delete_invalidates(void **state)
 {
     tu_fixture *f = *state;
     assert_int_equal(momento_set_sync(f->client, "c", "d", 1, "x", 1, 0, NULL, NULL), MOMENTO_OK);
-    momento_client *c = delayed_client(f, "get", HOLD_MS, 1);
+    momento_client *c = delayed_client(f, "get", FOREVER_MS, 1);
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
     momento_local_reset_stats(f->server);
     tu_counter early;
     tu_counter_init(&early);
-    assert_int_equal(momento_coalescing_get(co, "c", "d", 1, NULL, tu_count_cb, &early), MOMENTO_OK);
+    momento_cancel_token *t;
+    assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
+    held_get(f, co, "d", t, &early);
     assert_int_equal(momento_coalescing_delete_sync(co, "c", "d", 1, NULL, NULL), MOMENTO_OK);
+    /* Issued after the delete, while the first get is still held: its own
+     * RPC, which sees the delete. */
     momento_result *r;
     assert_int_equal(momento_coalescing_get_sync(co, "c", "d", 1, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(tu_counter_wait(&early, 1, 10000), 1);
+    assert_int_equal(counters(co).get_coalesced, 0);
+    assert_int_equal(early.total, 0);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 1);
+    release_get(f, t, &early, 1);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
     momento_coalescer_free(co);
     momento_client_free(c);
@@ -235,14 +360,17 @@ static void test_delete_invalidates(void **state)
 static void test_duplicate_deletes_share(void **state)
 {
     tu_fixture *f = *state;
-    momento_client *c = delayed_client(f, "delete", HOLD_MS, 1);
+    momento_client *c = session_client(f);
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
     momento_local_reset_stats(f->server);
     tu_counter k;
     tu_counter_init(&k);
+    gate *g = gate_close(c);
     for (int i = 0; i < 5; i++)
         assert_int_equal(momento_coalescing_delete(co, "c", "x", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(counters(co).delete_coalesced, 4); /* the first still in flight */
+    gate_open(g);
     assert_int_equal(tu_counter_wait(&k, 5, 10000), 5);
     assert_int_equal(k.ok, 5);
     assert_int_equal(momento_local_rpc_count(f->server, "Delete", -1), 1);
@@ -255,7 +383,7 @@ static void test_duplicate_deletes_share(void **state)
 static void test_error_fans_out(void **state)
 {
     tu_fixture *f = *state;
-    momento_client *c = delayed_client(f, "get", HOLD_MS, 1);
+    momento_client *c = session_client(f);
     tu_header(f->server, c, "return-error", "unavailable");
     tu_header(f->server, c, "error-rpcs", "get");
     tu_header(f->server, c, "error-count", "3"); /* outlasts all 3 attempts */
@@ -264,8 +392,11 @@ static void test_error_fans_out(void **state)
     momento_local_reset_stats(f->server);
     tu_counter k;
     tu_counter_init(&k);
+    gate *g = gate_close(c);
     for (int i = 0; i < 20; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "e", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
+    assert_int_equal(counters(co).get_coalesced, 19); /* the first still in flight */
+    gate_open(g);
     assert_int_equal(tu_counter_wait(&k, 20, 10000), 20);
     momento_coalescer_free(co);
     /* The free waits for every callback, so none can come after it: a
@@ -281,7 +412,7 @@ static void test_retried_success_fans_out(void **state)
 {
     tu_fixture *f = *state;
     assert_int_equal(momento_set_sync(f->client, "c", "rs", 2, "ok", 2, 0, NULL, NULL), MOMENTO_OK);
-    momento_client *c = delayed_client(f, "get", HOLD_MS, 1);
+    momento_client *c = session_client(f);
     tu_header(f->server, c, "return-error", "internal");
     tu_header(f->server, c, "error-rpcs", "get");
     tu_header(f->server, c, "error-count", "1");
@@ -292,8 +423,12 @@ static void test_retried_success_fans_out(void **state)
     tu_counter_init(&k);
     k.expect = "ok";
     k.expect_len = 2;
+    gate *g = gate_close(c);
     for (int i = 0; i < 20; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "rs", 2, NULL, tu_count_cb, &k), MOMENTO_OK);
+    /* Joined the first attempt: the retry is the completion thread's. */
+    assert_int_equal(counters(co).get_coalesced, 19);
+    gate_open(g);
     assert_int_equal(tu_counter_wait(&k, 20, 10000), 20);
     momento_coalescer_free(co);
     /* The free waits for every callback, so none can come after it: a
@@ -311,7 +446,7 @@ static void test_retried_success_fans_out(void **state)
 static void test_client_freed_with_waiters(void **state)
 {
     tu_fixture *f = *state;
-    momento_client *c = delayed_client(f, "get set", TU_MS(60000), 100);
+    momento_client *c = delayed_client(f, "get set", FOREVER_MS, 100);
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
     tu_counter k;
@@ -337,14 +472,17 @@ static void test_client_freed_with_waiters(void **state)
 static void test_coalescer_freed_first(void **state)
 {
     tu_fixture *f = *state;
-    momento_client *c = delayed_client(f, "get", HOLD_MS, 1);
+    momento_client *c = session_client(f);
     momento_coalescer *co;
     momento_coalescer_new(&co, c);
     tu_counter k;
     tu_counter_init(&k);
+    gate *g = gate_close(c);
     for (int i = 0; i < 10; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "f", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
-    momento_coalescer_free(co); /* released by the last completion */
+    momento_coalescer_free(co); /* released by the last completion, after the gate */
+    assert_int_equal(k.total, 0);
+    gate_open(g);
     assert_int_equal(tu_counter_wait(&k, 10, 10000), 10);
     assert_int_equal(k.ok, 10);
     momento_client_free(c);
