@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,44 @@ static momento_coalescer_stats counters(momento_coalescer *co)
     momento_coalescer_stats k;
     assert_int_equal(momento_coalescer_stats_get(co, &k, sizeof(k)), MOMENTO_OK);
     return k;
+}
+
+/* A gate on a client's completion thread (as in test_coalescer.c): an
+ * ItemGetType, which no fault header here touches, whose callback keeps
+ * that thread until gate_open(). Every completion of the client is handled
+ * there, so while it is closed no RPC's end reaches its waiters, and a
+ * cancel made meanwhile always comes first. On the heap: a test failing
+ * while it is closed leaves the callback nothing freed to read. */
+typedef struct gate {
+    atomic_int state; /* 1 while the callback holds the thread, 2 once it left */
+    atomic_int open;
+} gate;
+
+static void gate_cb(const momento_result *r, void *ud)
+{
+    (void)r;
+    gate *g = ud;
+    atomic_store(&g->state, 1);
+    tu_wait_until(atomic_load(&g->open), 60000);
+    atomic_store(&g->state, 2);
+}
+
+static gate *gate_close(momento_client *c)
+{
+    gate *g = calloc(1, sizeof(*g));
+    assert_non_null(g);
+    assert_int_equal(momento_item_get_type(c, "c", "gate", 4, NULL, gate_cb, g), MOMENTO_OK);
+    tu_wait_until(atomic_load(&g->state) == 1, 20000);
+    assert_int_equal(atomic_load(&g->state), 1);
+    return g;
+}
+
+static void gate_open(gate *g)
+{
+    atomic_store(&g->open, 1);
+    tu_wait_until(atomic_load(&g->state) == 2, 20000);
+    assert_int_equal(atomic_load(&g->state), 2);
+    free(g);
 }
 
 /* Waits until the server has no parked call left (the cancel reached it). */
@@ -530,7 +569,16 @@ static void test_joiner_called_back_at_its_own_deadline(void **state)
     momento_client_free(c);
 }
 
-/* The leader's cancel does not reach the joiners. */
+/* The leader's cancel does not reach the joiners. The server holds their
+ * RPC 800 ms, and the leader is cancelled while it does: the RPC must go
+ * on for the joiner (a cancel reaching the wire would end it CANCELLED at
+ * the server, and for the joiner). A gate keeps the client's completion
+ * thread meanwhile, so the order of the two endings is the test's, not
+ * the machine's: the cancel marks the leader before the RPC's end can
+ * reach it, and such a waiter ends CANCELLED whatever the RPC brought
+ * (docs/coalescing.md, "Own cancel"). Were the machine to stall 800 ms
+ * between the server taking the call and the cancel, the reply would come
+ * first and the test would prove less, but still pass. */
 static void test_leader_cancel_does_not_poison_joiners(void **state)
 {
     tu_fixture *f = *state;
@@ -543,12 +591,24 @@ static void test_leader_cancel_does_not_poison_joiners(void **state)
     memset(&lead, 0, sizeof(lead));
     memset(&join, 0, sizeof(join));
     momento_request_options lo = with(0, t);
+    gate *g = gate_close(c);
+    uint64_t parked = momento_local_parked_calls(f->server);
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, rec_cb, &lead), MOMENTO_OK);
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, rec_cb, &join), MOMENTO_OK);
-    usleep(100 * 1000);
+    /* At the server (held, or answered already after a stall). */
+    tu_wait_until(momento_local_parked_calls(f->server) > parked ||
+                      momento_local_rpc_count(f->server, "Get", -1) > 0,
+                  20000);
+    assert_true(momento_local_parked_calls(f->server) > parked ||
+                momento_local_rpc_count(f->server, "Get", -1) > 0);
     momento_cancel(t);
-    /* CANCELLED is the cancel's doing (the reply is OK), and it comes
-     * first: the reply waits for the server's 800 ms. */
+    /* The RPC leaves the server: answered after its 800 ms (or cancelled,
+     * were the leader's cancel to reach it). */
+    tu_wait_until(momento_local_rpc_count(f->server, "Get", -1) == 1, 20000);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
+    assert_int_equal(rec_calls(&lead) + rec_calls(&join), 0);
+    gate_open(g);
+    /* CANCELLED is the cancel's doing (the reply is OK). */
     assert_int_equal(rec_wait(&lead, TU_MS(20000)), 1);
     assert_int_equal(lead.error, MOMENTO_ERR_CANCELLED);
     assert_int_equal(rec_wait(&join, TU_MS(20000)), 1);
