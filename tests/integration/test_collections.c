@@ -459,15 +459,26 @@ static int kept_done(kept *k)
     return d;
 }
 
+/* Waits until the server holds `want` calls. */
+static void wait_parked(uint64_t want)
+{
+    tu_wait_until(momento_local_parked_calls(server) == want, 20000);
+    assert_int_equal(momento_local_parked_calls(server), want);
+}
+
 /* Coalesced collection reads: identical reads share one RPC, different
- * ones do not, and a write of the key closes the reads in flight. */
+ * ones do not, and a write of the key closes the reads in flight. The
+ * server holds the first fetch and the first get-fields of "a" until the
+ * test cancels them (delay-count 2; the client's 30 s deadline caps the
+ * 600 s), so their duplicates, and the write, provably come while they
+ * are in flight (issue 46: a 300 ms hold was a window). */
 static void test_coalesced_reads(void **state)
 {
     (void)state;
-    momento_client *c = tu_client(server, NULL);
+    momento_client *c = tu_patient_client(server, 30000);
     momento__client_add_header(c, "request-id", "coalesced-reads");
     momento__client_add_header(c, "delay-rpcs", "dictionary-fetch dictionary-get");
-    momento__client_add_header(c, "delay-ms", "300");
+    momento__client_add_header(c, "delay-ms", "600000");
     momento__client_add_header(c, "delay-count", "2");
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
@@ -476,23 +487,39 @@ static void test_coalesced_reads(void **state)
                      MOMENTO_OK);
     uint64_t fetches = momento_local_rpc_count(server, "DictionaryFetch", -1);
     uint64_t gets = momento_local_rpc_count(server, "DictionaryGet", -1);
+    uint64_t parked = momento_local_parked_calls(server);
 
-    tu_counter k;
-    tu_counter_init(&k);
-    for (int i = 0; i < 10; i++)
+    /* `held`: the fetch and the get of "a", each with its duplicates,
+     * ended by cancelling their tokens. */
+    tu_counter held, b;
+    tu_counter_init(&held);
+    tu_counter_init(&b);
+    momento_cancel_token *tf, *ta;
+    assert_int_equal(momento_cancel_token_new(&tf), MOMENTO_OK);
+    assert_int_equal(momento_cancel_token_new(&ta), MOMENTO_OK);
+    momento_request_options of = MOMENTO_REQUEST_OPTIONS_INIT, oa = of;
+    of.cancel = tf;
+    oa.cancel = ta;
+    for (int i = 0; i < 10; i++) {
         assert_int_equal(
-            momento_coalescing_dictionary_fetch(co, "c", MOMENTO_STR("cd"), NULL, tu_count_cb, &k),
+            momento_coalescing_dictionary_fetch(co, "c", MOMENTO_STR("cd"), &of, tu_count_cb, &held),
             MOMENTO_OK);
+        if (i == 0) /* the first delay is the fetch's */
+            wait_parked(parked + 1);
+    }
     /* Two different get-fields requests: not the fetch, not each other. */
     assert_int_equal(momento_coalescing_dictionary_get_field(
-                         co, "c", MOMENTO_STR("cd"), MOMENTO_STR("a"), NULL, tu_count_cb, &k),
+                         co, "c", MOMENTO_STR("cd"), MOMENTO_STR("a"), &oa, tu_count_cb, &held),
+                     MOMENTO_OK);
+    wait_parked(parked + 2);
+    assert_int_equal(momento_coalescing_dictionary_get_field(
+                         co, "c", MOMENTO_STR("cd"), MOMENTO_STR("b"), NULL, tu_count_cb, &b),
                      MOMENTO_OK);
     assert_int_equal(momento_coalescing_dictionary_get_field(
-                         co, "c", MOMENTO_STR("cd"), MOMENTO_STR("b"), NULL, tu_count_cb, &k),
+                         co, "c", MOMENTO_STR("cd"), MOMENTO_STR("a"), &oa, tu_count_cb, &held),
                      MOMENTO_OK);
-    assert_int_equal(momento_coalescing_dictionary_get_field(
-                         co, "c", MOMENTO_STR("cd"), MOMENTO_STR("a"), NULL, tu_count_cb, &k),
-                     MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&b, 1, (int)TU_MS(10000)), 1);
+    assert_int_equal(b.ok, 1);
     /* A write through the client, then a fetch: it must not join the
      * fetch in flight, and it sees the write. */
     assert_int_equal(momento_dictionary_set_field_sync(c, "c", MOMENTO_STR("cd"), MOMENTO_STR("z"),
@@ -502,20 +529,33 @@ static void test_coalesced_reads(void **state)
     assert_int_equal(
         momento_coalescing_dictionary_fetch(co, "c", MOMENTO_STR("cd"), NULL, keep_cb, &after),
         MOMENTO_OK);
-    assert_int_equal(tu_counter_wait(&k, 13, (int)TU_MS(10000)), 13);
-    assert_int_equal(k.ok, 13);
-    tu_counter_destroy(&k);
     tu_wait_until(kept_done(&after), 10000);
     assert_non_null(after.r);
     assert_non_null(entry(after.r, "z"));
     momento_result_free(after.r);
-    assert_int_equal(momento_local_rpc_count(server, "DictionaryFetch", -1), fetches + 2);
-    /* "a" (shared by two) and "b". */
-    assert_int_equal(momento_local_rpc_count(server, "DictionaryGet", -1), gets + 2);
+    /* The first fetch and get of "a" were in flight all along. */
+    assert_int_equal(held.total, 0);
+    assert_int_equal(momento_local_parked_calls(server), parked + 2);
     momento_coalescer_stats cc;
     momento_coalescer_stats_get(co, &cc, sizeof(cc));
     assert_int_equal(cc.read_requests, 14);
     assert_int_equal(cc.read_coalesced, 10);
+
+    momento_cancel(tf);
+    momento_cancel(ta);
+    assert_int_equal(tu_counter_wait(&held, 12, (int)TU_MS(10000)), 12);
+    assert_int_equal(tu_counter_errors(&held, MOMENTO_ERR_CANCELLED), 12);
+    tu_counter_destroy(&held);
+    tu_counter_destroy(&b);
+    momento_cancel_token_free(tf);
+    momento_cancel_token_free(ta);
+    /* Counted as they leave the server, a moment after the cancels. */
+    tu_wait_until(momento_local_rpc_count(server, "DictionaryFetch", -1) == fetches + 2 &&
+                      momento_local_rpc_count(server, "DictionaryGet", -1) == gets + 2,
+                  10000);
+    assert_int_equal(momento_local_rpc_count(server, "DictionaryFetch", -1), fetches + 2);
+    /* "a" (shared by two) and "b". */
+    assert_int_equal(momento_local_rpc_count(server, "DictionaryGet", -1), gets + 2);
     momento_coalescer_free(co);
     momento_client_free(c);
 }
