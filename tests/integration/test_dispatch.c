@@ -199,9 +199,15 @@ static void test_endings(void **state)
 {
     (void)state;
     momento_client *c = dispatch_client();
+    /* The gets of t, x and f are held until their deadline, cancel or the
+     * client's free, whichever the test makes come (issue 46: a 300 ms
+     * hold let a slow cancel or free meet an answer instead); those of w
+     * are answered at once. The deadlines of x and f are 30 s: the server
+     * caps a hold at the call's deadline. */
     momento__client_add_header(c, "request-id", "dispatch-endings");
     momento__client_add_header(c, "delay-rpcs", "get");
-    momento__client_add_header(c, "delay-ms", "300");
+    momento__client_add_header(c, "delay-ms", "600000");
+    momento__client_add_header(c, "delay-keys", "t x f");
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     rec k = {.expect = pthread_self()};
@@ -211,6 +217,7 @@ static void test_endings(void **state)
     momento_cancel_token_new(&tok);
     momento_request_options tokened = MOMENTO_REQUEST_OPTIONS_INIT;
     tokened.cancel = tok;
+    tokened.timeout_ms = (uint32_t)TU_MS(30000);
     assert_int_equal(momento_get(c, "c", "t", 1, &quick, rec_cb, &k), MOMENTO_OK);
     assert_int_equal(momento_get(c, "c", "x", 1, &tokened, rec_cb, &k), MOMENTO_OK);
     /* Three coalesced waiters on one RPC: three callbacks. */
@@ -228,8 +235,10 @@ static void test_endings(void **state)
     /* Freed with requests in flight and callbacks queued: the free runs
      * them all, once each, on its own thread. */
     rec f = {.expect = pthread_self()};
+    momento_request_options held = MOMENTO_REQUEST_OPTIONS_INIT;
+    held.timeout_ms = (uint32_t)TU_MS(30000);
     for (int i = 0; i < 4; i++)
-        assert_int_equal(momento_get(c, "c", "f", 1, NULL, rec_cb, &f), MOMENTO_OK);
+        assert_int_equal(momento_get(c, "c", "f", 1, &held, rec_cb, &f), MOMENTO_OK);
     momento_coalescer_free(co);
     momento_client_free(c);
     assert_int_equal(f.n, 4);
