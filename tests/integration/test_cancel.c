@@ -2,8 +2,10 @@
  * and for coalesced waiters, against the local server. The server's delay
  * injection holds replies, so a deadline or a cancel always comes while the
  * request is provably in flight: a fast server cannot make these pass. */
+#include "clock.h"
 #include "momento/coalescer.h"
 #include "testing.h"
+#include "transport/grpc/grpc_transport.h" /* the client's queue, woken late */
 #include "testutil.h"
 
 #include <setjmp.h>
@@ -779,6 +781,57 @@ static void test_spread_deadlines_on_one_rpc(void **state)
         assert_int_equal(rec_calls(&recs[i]), 1);
 }
 
+/* Another transport's thread (the protosocket I/O thread's post) wakes
+ * the gRPC loop holding no lock of the client's: by then the completion
+ * thread may have run what it posted, the last request retired and the
+ * client's free shut the gRPC queue down. That late wake must do nothing:
+ * a kick started on the shut queue aborted the process in gRPC
+ * (grpc_cq_begin_op, about 1 run in 50 of cancel_ps, at a client's free).
+ * Forced here on the transport itself: a wake that comes after the
+ * shutdown, from another thread, and the loop still drains and ends. */
+static void *wake_from_another_thread(void *arg)
+{
+    momento__transport *t = arg;
+    t->ops->wake(t);
+    return NULL;
+}
+
+static void test_wake_after_the_queue_is_shut(void **state)
+{
+    tu_fixture *f = *state;
+    momento_config *cfg = NULL;
+    momento_credentials *creds = NULL;
+    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    assert_int_equal(momento_credentials_local(&creds, momento_local_endpoint(f->server)),
+                     MOMENTO_OK);
+    momento__transport *t = NULL;
+    assert_int_equal(momento__grpc_transport_new(&t, cfg, creds), MOMENTO_OK);
+    momento__grpc_transport *g = (momento__grpc_transport *)t;
+    int64_t until = momento__now_ns() + 10 * 1000000000LL;
+
+    /* A wake before the shutdown is a kick, which the loop runs: the next
+     * wake is free to kick again. */
+    t->ops->wake(t);
+    for (int i = 0; i < 100 && atomic_load(&g->kick_pending) && momento__now_ns() < until; i++)
+        assert_true(t->ops->run(t, until));
+    assert_false(atomic_load(&g->kick_pending));
+
+    t->ops->shutdown(t);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, wake_from_another_thread, t), 0);
+    pthread_join(th, NULL);
+
+    /* Nothing was started on the shut queue: it drains at once. */
+    bool running = true;
+    for (int i = 0; i < 100 && running && momento__now_ns() < until; i++)
+        running = t->ops->run(t, until);
+    assert_false(running);
+    assert_true(g->drained);
+    t->ops->close(t);
+    momento_credentials_free(creds);
+    momento_config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -794,6 +847,8 @@ int main(void)
                                         tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_cancel_wins_over_a_retryable_failure,
                                         tu_fixture_setup, tu_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_wake_after_the_queue_is_shut, tu_fixture_setup,
+                                        tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_cancel_races_completion, tu_fixture_setup,
                                         tu_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_control_and_batch_take_options, tu_fixture_setup,

@@ -300,6 +300,17 @@ static void grpc_wake(momento__transport *t)
     momento__grpc_transport *g = (momento__grpc_transport *)t;
     if (atomic_exchange(&g->kick_pending, true))
         return;
+    /* Another thread may wake the loop just as the client's free shuts the
+     * queue down: the protosocket I/O thread's post_done() kicks after it
+     * has let the client's lock go, by when the completion thread may have
+     * run the attempt it posted, the last request retired and the free
+     * shut the queue. Nothing is left to wake then (the loop drains and
+     * ends), but a batch started on the shut queue aborts the process. */
+    pthread_mutex_lock(&g->shut_lock);
+    if (g->shut) {
+        pthread_mutex_unlock(&g->shut_lock);
+        return; /* kick_pending stays up: no kick is made any more */
+    }
     grpc_call *gc = grpc_channel_create_call(g->kick_channel, NULL, GRPC_PROPAGATE_DEFAULTS, g->cq,
                                              grpc_slice_from_static_string("/momento.Kick/Kick"),
                                              NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
@@ -320,6 +331,7 @@ static void grpc_wake(momento__transport *t)
         g->kick_call = NULL;
         atomic_store(&g->kick_pending, false);
     }
+    pthread_mutex_unlock(&g->shut_lock);
 }
 
 /* The kick's batch completed (its tag's handler): the loop, woken, runs
@@ -360,9 +372,14 @@ static bool grpc_run(momento__transport *t, int64_t until_ns)
     return true;
 }
 
+/* After every kick started before it; none starts after (grpc_wake). */
 static void grpc_shutdown_queue(momento__transport *t)
 {
-    grpc_completion_queue_shutdown(((momento__grpc_transport *)t)->cq);
+    momento__grpc_transport *g = (momento__grpc_transport *)t;
+    pthread_mutex_lock(&g->shut_lock);
+    g->shut = true;
+    grpc_completion_queue_shutdown(g->cq);
+    pthread_mutex_unlock(&g->shut_lock);
 }
 
 static void grpc_close(momento__transport *t)
@@ -382,6 +399,7 @@ static void grpc_close(momento__transport *t)
             momento__cq_drain(g->cq, NULL, NULL);
         grpc_completion_queue_destroy(g->cq);
     }
+    pthread_mutex_destroy(&g->shut_lock);
     free(g);
 }
 
@@ -397,6 +415,7 @@ int momento__grpc_transport_new(momento__transport **ret, const momento_config *
     g->kick_tag.cb = kick_done;
     grpc_metadata_array_init(&g->kick_trailing);
     atomic_init(&g->kick_pending, false);
+    pthread_mutex_init(&g->shut_lock, NULL);
     g->cq = grpc_completion_queue_create_for_next(NULL);
     g->kick_channel = grpc_lame_client_channel_create(NULL, GRPC_STATUS_UNAVAILABLE, "kick");
     int rc = MOMENTO_ERR_NO_MEMORY;

@@ -8,6 +8,7 @@
 #include "transport/transport.h"
 
 #include <grpc/grpc.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -45,6 +46,11 @@ typedef struct momento__grpc_transport {
     grpc_status_code kick_status;
     grpc_slice kick_details;
     grpc_metadata_array kick_trailing;
+    /* A kick's batch must not start on a queue shut down: gRPC aborts the
+     * process on that. shut_lock orders each kick's start before the
+     * shutdown or after it (then `shut`, and the kick is not made). */
+    pthread_mutex_t shut_lock;
+    bool shut;
 } momento__grpc_transport;
 
 /* Opens a gRPC transport with the client's config and credentials, which
