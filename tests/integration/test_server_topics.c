@@ -1071,7 +1071,7 @@ static void *stop_server(void *arg)
 /* One round of test_stop_takes_no_new_call: whether the publish came while
  * the stop was still waiting (else the round shows nothing), and its
  * status. */
-static bool stop_round(int *status)
+static bool stop_round(int pause_ms, int *status)
 {
     momento_local *s = start(&(srv_opts){.heartbeat_ms = 60000});
     grpc_channel *ch = channel_to(s);
@@ -1088,9 +1088,17 @@ static bool stop_round(int *status)
     atomic_init(&st.returned, false);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, stop_server, &st), 0);
-    usleep(100 * 1000);
+    /* A pause, then a probe (a publish to a topic nobody reads, answered
+     * at once while calls are taken) tells whether the stop has begun
+     * refusing: if not yet (under valgrind the stop thread may be that
+     * slow), the round shows nothing. The pause stays below the stop's
+     * 1 s wait for its streams, so a stop that takes new calls during that
+     * wait (the bug of c65becc) has every probe answered: no round is
+     * conclusive and the test fails. */
+    usleep((useconds_t)pause_ms * 1000);
+    bool refusing = publish(ch, "probe", "p") == GRPC_STATUS_UNAVAILABLE;
     *status = publish(ch, "t", "late");
-    bool stop_was_waiting = !atomic_load(&st.returned);
+    bool stop_was_waiting = refusing && !atomic_load(&st.returned);
     pthread_join(th, NULL);
     close_sub(&x);
     grpc_channel_destroy(slow);
@@ -1101,13 +1109,16 @@ static bool stop_round(int *status)
 static void test_stop_takes_no_new_call(void **state)
 {
     (void)state;
-    /* The publish must come within the stop's wait (up to 1 s); a machine
-     * too loaded for that makes a round that shows nothing, and the test
-     * tries again (5 rounds at most) rather than pass or fail on it. */
+    /* The publish must come within the stop's wait (up to 1 s), after the
+     * stop began refusing; a machine too loaded for that makes a round that
+     * shows nothing, and the test tries again (5 rounds at most, each
+     * pausing longer, never as long as the wait) rather than pass or fail
+     * on it. */
+    static const int pause_ms[5] = {100, 200, 400, 600, 800};
     int conclusive = 0;
     for (int round = 0; round < 5 && !conclusive; round++) {
         int status = -1;
-        if (stop_round(&status)) {
+        if (stop_round(pause_ms[round], &status)) {
             assert_int_equal(status, GRPC_STATUS_UNAVAILABLE);
             conclusive = 1;
         }
