@@ -8,6 +8,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <cmocka.h>
 
@@ -633,4 +634,38 @@ int tu_threads_named(const char *name)
     }
     closedir(d);
     return n;
+}
+
+struct tu_gate {
+    atomic_int state; /* 1 while the callback holds the thread, 2 once it left */
+    atomic_int open;
+};
+
+static void gate_cb(const momento_result *r, void *ud)
+{
+    (void)r;
+    tu_gate *g = ud;
+    atomic_store(&g->state, 1);
+    tu_wait_until(atomic_load(&g->open), 60000);
+    atomic_store(&g->state, 2);
+}
+
+tu_gate *tu_gate_close(momento_client *c)
+{
+    tu_gate *g = calloc(1, sizeof(*g));
+    assert_non_null(g);
+    atomic_init(&g->state, 0);
+    atomic_init(&g->open, 0);
+    assert_int_equal(momento_item_get_type(c, "c", "gate", 4, NULL, gate_cb, g), MOMENTO_OK);
+    tu_wait_until(atomic_load(&g->state) == 1, 20000);
+    assert_int_equal(atomic_load(&g->state), 1);
+    return g;
+}
+
+void tu_gate_open(tu_gate *g)
+{
+    atomic_store(&g->open, 1);
+    tu_wait_until(atomic_load(&g->state) == 2, 20000);
+    assert_int_equal(atomic_load(&g->state), 2);
+    free(g);
 }

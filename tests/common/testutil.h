@@ -160,4 +160,22 @@ int64_t tu_now_ns(void);
  * same sequence every run of a test binary, so that a failure replays. */
 uint64_t tu_rng(void);
 
+/* A gate on a client's completion thread: a request (an ItemGetType of
+ * "gate" in cache "c", which no test's fault headers touch) whose callback
+ * keeps that thread until tu_gate_open(). Every completion of the client
+ * runs on that thread - the coalescer's, which takes an RPC out of its
+ * table, a retry's scheduling, protosocket's posted replies - so an RPC
+ * started while the gate is closed is still in flight, joinable, when the
+ * test has submitted everything else, and a cancel made meanwhile always
+ * comes before the RPC's end. Blocking calls on the client wait for that
+ * thread: none while it is closed. The callback gives up after 60 s
+ * (scaled), so a failing test ends; the gate is on the heap, freed by
+ * tu_gate_open(), so a test failing while it is closed leaves the
+ * callback nothing freed to read. */
+typedef struct tu_gate tu_gate;
+/* Closes a gate on `c`: returns once its callback holds the thread. */
+tu_gate *tu_gate_close(momento_client *c);
+/* Opens it, waits until its callback has left, and frees it. */
+void tu_gate_open(tu_gate *g);
+
 #endif

@@ -110,44 +110,6 @@ static momento_coalescer_stats counters(momento_coalescer *co)
     return k;
 }
 
-/* A gate on a client's completion thread (as in test_coalescer.c): an
- * ItemGetType, which no fault header here touches, whose callback keeps
- * that thread until gate_open(). Every completion of the client is handled
- * there, so while it is closed no RPC's end reaches its waiters, and a
- * cancel made meanwhile always comes first. On the heap: a test failing
- * while it is closed leaves the callback nothing freed to read. */
-typedef struct gate {
-    atomic_int state; /* 1 while the callback holds the thread, 2 once it left */
-    atomic_int open;
-} gate;
-
-static void gate_cb(const momento_result *r, void *ud)
-{
-    (void)r;
-    gate *g = ud;
-    atomic_store(&g->state, 1);
-    tu_wait_until(atomic_load(&g->open), 60000);
-    atomic_store(&g->state, 2);
-}
-
-static gate *gate_close(momento_client *c)
-{
-    gate *g = calloc(1, sizeof(*g));
-    assert_non_null(g);
-    assert_int_equal(momento_item_get_type(c, "c", "gate", 4, NULL, gate_cb, g), MOMENTO_OK);
-    tu_wait_until(atomic_load(&g->state) == 1, 20000);
-    assert_int_equal(atomic_load(&g->state), 1);
-    return g;
-}
-
-static void gate_open(gate *g)
-{
-    atomic_store(&g->open, 1);
-    tu_wait_until(atomic_load(&g->state) == 2, 20000);
-    assert_int_equal(atomic_load(&g->state), 2);
-    free(g);
-}
-
 /* Waits until the server has no parked call left (the cancel reached it). */
 static void wait_unparked(tu_fixture *f)
 {
@@ -593,7 +555,7 @@ static void test_leader_cancel_does_not_poison_joiners(void **state)
     memset(&lead, 0, sizeof(lead));
     memset(&join, 0, sizeof(join));
     momento_request_options lo = with(0, t);
-    gate *g = gate_close(c);
+    tu_gate *g = tu_gate_close(c);
     uint64_t parked = momento_local_parked_calls(f->server);
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, rec_cb, &lead), MOMENTO_OK);
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, rec_cb, &join), MOMENTO_OK);
@@ -609,7 +571,7 @@ static void test_leader_cancel_does_not_poison_joiners(void **state)
     tu_wait_until(momento_local_rpc_count(f->server, "Get", -1) == 1, 20000);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
     assert_int_equal(rec_calls(&lead) + rec_calls(&join), 0);
-    gate_open(g);
+    tu_gate_open(g);
     /* CANCELLED is the cancel's doing (the reply is OK). */
     assert_int_equal(rec_wait(&lead, TU_MS(20000)), 1);
     assert_int_equal(lead.error, MOMENTO_ERR_CANCELLED);

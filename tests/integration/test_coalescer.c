@@ -1,7 +1,7 @@
 /* The coalescer against the local server. Overlap is made deterministic,
  * never a matter of time (issue 46), in one of two ways:
  *
- * - A gate on the client's completion thread (gate_close()): while it is
+ * - A gate on the client's completion thread (tu_gate_close()): while it is
  *   closed no RPC of the client can complete, so the first RPC of a key
  *   stays in flight, open to duplicates, until the test opens the gate -
  *   however slow the machine is. For the tests whose requests must share
@@ -62,53 +62,6 @@ static void wait_parked(tu_fixture *f, uint64_t before)
     assert_int_equal(momento_local_parked_calls(f->server), before + 1);
 }
 
-/* The gate: a request whose callback keeps the client's completion thread
- * until gate_open(). Every completion of the client runs on that thread -
- * the coalescer's, which takes an RPC out of its table, and a retry's
- * scheduling too (docs/threading.md; protosocket posts its replies there
- * as well, docs/transport.md) - so an RPC started while the gate is closed
- * is still in flight, joinable, when the test has submitted everything
- * else, and completes only once it is opened. The request is an
- * ItemGetType, which no test's fault headers (get, set, delete) touch.
- * Blocking calls on the client wait for that thread: none while closed.
- * The callback gives up after 60 s (scaled), so a failing test ends; the
- * gate is on the heap, freed by gate_open(), so a test that fails while
- * it is closed leaves the callback nothing freed to read. */
-typedef struct gate {
-    atomic_int state; /* 1 while the callback holds the thread, 2 once it left */
-    atomic_int open;
-} gate;
-
-static void gate_cb(const momento_result *r, void *ud)
-{
-    (void)r;
-    gate *g = ud;
-    atomic_store(&g->state, 1);
-    tu_wait_until(atomic_load(&g->open), 60000);
-    atomic_store(&g->state, 2);
-}
-
-static gate *gate_close(momento_client *c)
-{
-    gate *g = calloc(1, sizeof(*g));
-    assert_non_null(g);
-    atomic_init(&g->state, 0);
-    atomic_init(&g->open, 0);
-    assert_int_equal(momento_item_get_type(c, "c", "gate", 4, NULL, gate_cb, g), MOMENTO_OK);
-    tu_wait_until(atomic_load(&g->state) == 1, 20000);
-    assert_int_equal(atomic_load(&g->state), 1);
-    return g;
-}
-
-/* Opens the gate and waits until its callback has left, then frees it. */
-static void gate_open(gate *g)
-{
-    atomic_store(&g->open, 1);
-    tu_wait_until(atomic_load(&g->state) == 2, 20000);
-    assert_int_equal(atomic_load(&g->state), 2);
-    free(g);
-}
-
 static momento_coalescer_stats counters(momento_coalescer *co)
 {
     momento_coalescer_stats k;
@@ -145,7 +98,7 @@ static void test_duplicate_gets_share_one_rpc(void **state)
     k.expect = "shared bytes";
     k.expect_len = 12;
     const size_t n = 50;
-    gate *g = gate_close(c);
+    tu_gate *g = tu_gate_close(c);
     for (size_t i = 0; i < n; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     /* The first get's RPC cannot have completed: every other one joined it. */
@@ -155,7 +108,7 @@ static void test_duplicate_gets_share_one_rpc(void **state)
     assert_int_equal(s.peak_waiters, n);
     assert_int_equal(s.keys_in_flight, 1);
     assert_int_equal(k.total, 0);
-    gate_open(g);
+    tu_gate_open(g);
     assert_int_equal(tu_counter_wait(&k, n, 10000), n);
     assert_int_equal(k.total, n);
     assert_int_equal(k.hits, n);
@@ -185,7 +138,7 @@ static void test_different_values_are_separate_sets(void **state)
     tu_counter k;
     tu_counter_init(&k);
     /* Every set below is submitted while the ones before it are in flight. */
-    gate *g = gate_close(c);
+    tu_gate *g = tu_gate_close(c);
     assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v1", 2, 0, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v2", 2, 0, NULL, tu_count_cb, &k), MOMENTO_OK);
     /* Identical to the latest write: joins it. */
@@ -198,7 +151,7 @@ static void test_different_values_are_separate_sets(void **state)
     momento_coalescer_stats s = counters(co);
     assert_int_equal(s.set_requests, 5);
     assert_int_equal(s.set_coalesced, 1);
-    gate_open(g);
+    tu_gate_open(g);
     assert_int_equal(tu_counter_wait(&k, 5, 10000), 5);
     assert_int_equal(k.ok, 5);
     assert_int_equal(momento_local_rpc_count(f->server, "Set", -1), 4);
@@ -366,11 +319,11 @@ static void test_duplicate_deletes_share(void **state)
     momento_local_reset_stats(f->server);
     tu_counter k;
     tu_counter_init(&k);
-    gate *g = gate_close(c);
+    tu_gate *g = tu_gate_close(c);
     for (int i = 0; i < 5; i++)
         assert_int_equal(momento_coalescing_delete(co, "c", "x", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(counters(co).delete_coalesced, 4); /* the first still in flight */
-    gate_open(g);
+    tu_gate_open(g);
     assert_int_equal(tu_counter_wait(&k, 5, 10000), 5);
     assert_int_equal(k.ok, 5);
     assert_int_equal(momento_local_rpc_count(f->server, "Delete", -1), 1);
@@ -392,11 +345,11 @@ static void test_error_fans_out(void **state)
     momento_local_reset_stats(f->server);
     tu_counter k;
     tu_counter_init(&k);
-    gate *g = gate_close(c);
+    tu_gate *g = tu_gate_close(c);
     for (int i = 0; i < 20; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "e", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     assert_int_equal(counters(co).get_coalesced, 19); /* the first still in flight */
-    gate_open(g);
+    tu_gate_open(g);
     assert_int_equal(tu_counter_wait(&k, 20, 10000), 20);
     momento_coalescer_free(co);
     /* The free waits for every callback, so none can come after it: a
@@ -423,12 +376,12 @@ static void test_retried_success_fans_out(void **state)
     tu_counter_init(&k);
     k.expect = "ok";
     k.expect_len = 2;
-    gate *g = gate_close(c);
+    tu_gate *g = tu_gate_close(c);
     for (int i = 0; i < 20; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "rs", 2, NULL, tu_count_cb, &k), MOMENTO_OK);
     /* Joined the first attempt: the retry is the completion thread's. */
     assert_int_equal(counters(co).get_coalesced, 19);
-    gate_open(g);
+    tu_gate_open(g);
     assert_int_equal(tu_counter_wait(&k, 20, 10000), 20);
     momento_coalescer_free(co);
     /* The free waits for every callback, so none can come after it: a
@@ -477,12 +430,12 @@ static void test_coalescer_freed_first(void **state)
     momento_coalescer_new(&co, c);
     tu_counter k;
     tu_counter_init(&k);
-    gate *g = gate_close(c);
+    tu_gate *g = tu_gate_close(c);
     for (int i = 0; i < 10; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "f", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
-    momento_coalescer_free(co); /* released by the last completion, after the gate */
+    momento_coalescer_free(co); /* released by the last completion, after the tu_gate */
     assert_int_equal(k.total, 0);
-    gate_open(g);
+    tu_gate_open(g);
     assert_int_equal(tu_counter_wait(&k, 10, 10000), 10);
     assert_int_equal(k.ok, 10);
     momento_client_free(c);

@@ -1200,45 +1200,6 @@ static momento_client *delaying_client(const char *id, const char *rpcs)
     return c;
 }
 
-/* A gate on a client's completion thread (as in test_coalescer.c): an
- * ItemGetType, which no fault header here touches, whose callback keeps
- * that thread until gate_open(). Every completion of the client is handled
- * there - the coalescer's, which takes an RPC out of its table, too - so an
- * RPC started while it is closed stays in flight, joinable, however slow
- * the machine, until it is opened. On the heap: a test failing while it
- * is closed leaves the callback nothing freed to read. */
-typedef struct gate {
-    atomic_int state; /* 1 while the callback holds the thread, 2 once it left */
-    atomic_int open;
-} gate;
-
-static void gate_cb(const momento_result *r, void *ud)
-{
-    (void)r;
-    gate *g = ud;
-    atomic_store(&g->state, 1);
-    tu_wait_until(atomic_load(&g->open), 60000);
-    atomic_store(&g->state, 2);
-}
-
-static gate *gate_close(momento_client *c)
-{
-    gate *g = calloc(1, sizeof(*g));
-    assert_non_null(g);
-    assert_int_equal(momento_item_get_type(c, "c", "gate", 4, NULL, gate_cb, g), MOMENTO_OK);
-    tu_wait_until(atomic_load(&g->state) == 1, 20000);
-    assert_int_equal(atomic_load(&g->state), 1);
-    return g;
-}
-
-static void gate_open(gate *g)
-{
-    atomic_store(&g->open, 1);
-    tu_wait_until(atomic_load(&g->state) == 2, 20000);
-    assert_int_equal(atomic_load(&g->state), 2);
-    free(g);
-}
-
 static void check_int(const momento_result *r, momento_outcome outcome, int64_t want)
 {
     assert_non_null(r);
@@ -1289,7 +1250,7 @@ static void test_coalesced_reads(void **state)
     size_t two_lens[] = {1, 1};
 #define OK(call) assert_int_equal((call), MOMENTO_OK)
 #define TO(i) slot_cb, &sl[i]
-    gate *g = gate_close(c);
+    tu_gate *g = tu_gate_close(c);
     for (int i = 0; i < 5; i++)
         OK(momento_coalescing_list_fetch(co, "c", MOMENTO_STR("cl"), 0, MOMENTO_END, NULL, TO(i)));
     OK(momento_coalescing_list_fetch(co, "c", MOMENTO_STR("cl"), 1, MOMENTO_END, NULL, TO(5)));
@@ -1334,7 +1295,7 @@ static void test_coalesced_reads(void **state)
         want_total += want_rpcs[i];
     assert_int_equal(cc.read_coalesced, N(sl) - want_total);
     assert_int_equal(k.total, 0);
-    gate_open(g);
+    tu_gate_open(g);
     assert_int_equal(tu_counter_wait(&k, N(sl), (int)TU_MS(10000)), N(sl));
     assert_int_equal(k.ok, N(sl));
     tu_counter_destroy(&k);

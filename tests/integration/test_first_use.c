@@ -111,44 +111,6 @@ static void seen_cb(const momento_result *r, void *ud)
     tu_count_cb(r, &s->k);
 }
 
-/* A gate on a client's completion thread (as in test_coalescer.c): an
- * ItemGetType whose callback keeps that thread until gate_open(). No
- * request of the client can complete meanwhile, however slow the machine
- * (issue 46: a 300 ms hold was a window); the gate's own request counts
- * as in flight until its callback returns. On the heap: a test failing
- * while it is closed leaves the callback nothing freed to read. */
-typedef struct gate {
-    atomic_int state; /* 1 while the callback holds the thread, 2 once it left */
-    atomic_int open;
-} gate;
-
-static void gate_cb(const momento_result *r, void *ud)
-{
-    (void)r;
-    gate *g = ud;
-    atomic_store(&g->state, 1);
-    tu_wait_until(atomic_load(&g->open), 60000);
-    atomic_store(&g->state, 2);
-}
-
-static gate *gate_close(momento_client *c)
-{
-    gate *g = calloc(1, sizeof(*g));
-    assert_non_null(g);
-    assert_int_equal(momento_item_get_type(c, "c", "gate", 4, NULL, gate_cb, g), MOMENTO_OK);
-    tu_wait_until(atomic_load(&g->state) == 1, 20000);
-    assert_int_equal(atomic_load(&g->state), 1);
-    return g;
-}
-
-static void gate_open(gate *g)
-{
-    atomic_store(&g->open, 1);
-    tu_wait_until(atomic_load(&g->state) == 2, 20000);
-    assert_int_equal(atomic_load(&g->state), 2);
-    free(g);
-}
-
 static void test_in_flight_counts_requests(void **state)
 {
     (void)state;
@@ -157,7 +119,7 @@ static void test_in_flight_counts_requests(void **state)
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     seen s = {.client = c};
     tu_counter_init(&s.k);
-    gate *g = gate_close(c);
+    tu_gate *g = tu_gate_close(c);
     /* 1000 coalesced callers share one RPC, but are 1000 requests (and
      * the gate one more). */
     for (int i = 0; i < 1000; i++)
@@ -165,7 +127,7 @@ static void test_in_flight_counts_requests(void **state)
     assert_int_equal(momento_client_in_flight(c), 1001);
     /* Not done yet: waiting gives up at its timeout. */
     assert_int_equal(momento_client_wait_idle(c, 50), MOMENTO_ERR_TIMEOUT);
-    gate_open(g);
+    tu_gate_open(g);
     /* Done: every callback has returned, so the count is exactly 0. */
     assert_int_equal(momento_client_wait_idle(c, (uint32_t)TU_MS(10000)), MOMENTO_OK);
     assert_int_equal(momento_client_in_flight(c), 0);

@@ -394,44 +394,6 @@ static int batch_calls(batch_seen *b)
     return n;
 }
 
-/* A gate on a client's completion thread (as in test_coalescer.c): an
- * ItemGetType whose callback keeps that thread until gate_open(). No
- * request of the client can complete meanwhile, however slow the machine;
- * the gate's own request counts as in flight until its callback returns.
- * On the heap: a test failing while it is closed leaves the callback
- * nothing freed to read. */
-typedef struct gate {
-    atomic_int state; /* 1 while the callback holds the thread, 2 once it left */
-    atomic_int open;
-} gate;
-
-static void gate_cb(const momento_result *r, void *ud)
-{
-    (void)r;
-    gate *g = ud;
-    atomic_store(&g->state, 1);
-    tu_wait_until(atomic_load(&g->open), 60000);
-    atomic_store(&g->state, 2);
-}
-
-static gate *gate_close(momento_client *c)
-{
-    gate *g = calloc(1, sizeof(*g));
-    assert_non_null(g);
-    assert_int_equal(momento_item_get_type(c, "c", "gate", 4, NULL, gate_cb, g), MOMENTO_OK);
-    tu_wait_until(atomic_load(&g->state) == 1, 20000);
-    assert_int_equal(atomic_load(&g->state), 1);
-    return g;
-}
-
-static void gate_open(gate *g)
-{
-    atomic_store(&g->open, 1);
-    tu_wait_until(atomic_load(&g->state) == 2, 20000);
-    assert_int_equal(atomic_load(&g->state), 2);
-    free(g);
-}
-
 /* The SDKs' batchDelete: one Delete per key, one callback with an item per
  * key; one request however many keys; a key's failure is its item's. */
 static void test_delete_batch(void **state)
@@ -493,11 +455,11 @@ static void test_delete_batch(void **state)
                           {"error-count", "1"}};
     o.headers = h;
     o.n_headers = 4;
-    gate *g = gate_close(client);
+    tu_gate *g = tu_gate_close(client);
     assert_int_equal(momento_delete_batch(client, "c", keys, klens, 5, &o, on_delete_batch, &b),
                      MOMENTO_OK);
     assert_int_equal(momento_client_in_flight(client), 2);
-    gate_open(g);
+    tu_gate_open(g);
     tu_wait_until(batch_calls(&b) == 1, 5000);
     assert_int_equal(batch_calls(&b), 1);
     assert_int_equal(b.n_items, 5);

@@ -327,45 +327,6 @@ static uint64_t concern_headers(void)
     return momento_local_header_count(server, "read-concern");
 }
 
-/* A gate on a client's completion thread (as in test_coalescer.c): an
- * ItemGetType whose callback keeps that thread until gate_open(). Every
- * completion of the client is handled there - the coalescer's, which
- * takes an RPC out of its table, too - so an RPC started while it is
- * closed stays in flight, joinable, however slow the machine. On the
- * heap: a test failing while it is closed leaves the callback nothing
- * freed to read. */
-typedef struct gate {
-    atomic_int state; /* 1 while the callback holds the thread, 2 once it left */
-    atomic_int open;
-} gate;
-
-static void gate_cb(const momento_result *r, void *ud)
-{
-    (void)r;
-    gate *g = ud;
-    atomic_store(&g->state, 1);
-    tu_wait_until(atomic_load(&g->open), 60000);
-    atomic_store(&g->state, 2);
-}
-
-static gate *gate_close(momento_client *c)
-{
-    gate *g = calloc(1, sizeof(*g));
-    assert_non_null(g);
-    assert_int_equal(momento_item_get_type(c, "c", "gate", 4, NULL, gate_cb, g), MOMENTO_OK);
-    tu_wait_until(atomic_load(&g->state) == 1, 20000);
-    assert_int_equal(atomic_load(&g->state), 1);
-    return g;
-}
-
-static void gate_open(gate *g)
-{
-    atomic_store(&g->open, 1);
-    tu_wait_until(atomic_load(&g->state) == 2, 20000);
-    assert_int_equal(atomic_load(&g->state), 2);
-    free(g);
-}
-
 static void test_read_concern(void **state)
 {
     (void)state;
@@ -424,7 +385,7 @@ static void test_read_concern(void **state)
     tu_counter_init(&kc);
     before = concern_headers();
     uint64_t gets = momento_local_rpc_count(server, "Get", 0);
-    gate *g = gate_close(c);
+    tu_gate *g = tu_gate_close(c);
     for (int i = 0; i < 6; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "cc", 2, i < 3 ? &consistent : NULL,
                                                 tu_count_cb, &kc),
@@ -432,7 +393,7 @@ static void test_read_concern(void **state)
     momento_coalescer_stats cs;
     assert_int_equal(momento_coalescer_stats_get(co, &cs, sizeof(cs)), MOMENTO_OK);
     assert_int_equal(cs.get_coalesced, 2);
-    gate_open(g);
+    tu_gate_open(g);
     assert_int_equal(tu_counter_wait(&kc, 6, (int)TU_MS(5000)), 6);
     assert_int_equal(kc.ok, 6);
     assert_int_equal(concern_headers(), before + 3);
