@@ -1,6 +1,7 @@
 /* Adaptive batching. A get or set offered while the client has N RPCs in
  * flight becomes a queued member (with copies of its cache, key and value);
- * each RPC retirement then sends the whole queue: gets as GetBatch and sets
+ * each RPC retirement - or, at the latest, the bound W after the queue
+ * started (the linger timer) - then sends the whole queue: gets as GetBatch and sets
  * as SetBatch RPCs, one per cache, split at M keys and B bytes, in the order
  * of their first member. A group of one leaves as a plain Get or Set. Light
  * load never queues, so it sees no added latency.
@@ -14,7 +15,10 @@
  *   runs out of another's is queued again;
  * - its token: a cancel ends it at once (queued: it is never sent; sent: it
  *   leaves the batch, and the last to leave cancels the RPC on the wire);
- * - retries: GetBatch and SetBatch are idempotent, like Get and Set.
+ * - retries: GetBatch and SetBatch are idempotent, like Get and Set;
+ * - its own answer: a member whose item failed, or whose batch failed in a
+ *   way that may be another key's doing, is queued again `alone` and
+ *   leaves as a plain call (may_be_one_keys()).
  * Write order: once a set or delete is queued, every later set and delete
  * of the client queues behind it (a delete leaves alone, after the sets
  * queued before it have left), so two writes of one key issued in order
