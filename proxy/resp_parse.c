@@ -63,9 +63,10 @@ static bool args_room(resp_args *a, long long n)
 
 /* The line at p: where its '\r' is (Redis looks for '\r' and needs one
  * byte after it), or NULL when not all here. */
-static const char *find_cr(const char *p, size_t n)
+static const char *find_cr(const char *p, size_t n, resp_args *a)
 {
     const char *cr = memchr(p, '\r', n);
+    a->scanned += cr ? (size_t)(cr - p) + 1 : n;
     if (!cr || (size_t)(cr - p) + 2 > n)
         return NULL;
     return cr;
@@ -74,7 +75,7 @@ static const char *find_cr(const char *p, size_t n)
 static ssize_t parse_multibulk(const char *p, size_t n, size_t max_bulk, resp_args *a,
                                const char **err)
 {
-    const char *cr = find_cr(p, n);
+    const char *cr = find_cr(p, n, a);
     if (!cr) {
         if (n > RESP_MAX_INLINE) {
             *err = "Protocol error: too big mbulk count string";
@@ -97,7 +98,7 @@ static ssize_t parse_multibulk(const char *p, size_t n, size_t max_bulk, resp_ar
         if (pos >= n)
             return 0;
         const char *q = p + pos;
-        cr = find_cr(q, n - pos);
+        cr = find_cr(q, n - pos, a);
         if (!cr) {
             if (n - pos > RESP_MAX_INLINE) {
                 *err = "Protocol error: too big bulk count string";
@@ -236,6 +237,7 @@ static int split_inline(const char *line, size_t n, resp_args *a)
 static ssize_t parse_inline(const char *p, size_t n, resp_args *a, const char **err)
 {
     const char *nl = memchr(p, '\n', n);
+    a->scanned += nl ? (size_t)(nl - p) + 1 : n;
     if (!nl) {
         if (n > RESP_MAX_INLINE) {
             *err = "Protocol error: too big inline request";

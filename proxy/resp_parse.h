@@ -24,6 +24,9 @@ typedef struct resp_args {
     char *scratch; /* unescaped inline arguments */
     size_t scratch_cap;
     char errbuf[64]; /* *err when it names a byte of the input */
+    /* Bytes of input the parser has looked at, over its life: what a test
+     * checks to see that parsing stays linear however the input arrives. */
+    size_t scanned;
 } resp_args;
 
 /* Parses the first command of p[0, n). Returns the bytes it takes (> 0;
