@@ -268,6 +268,13 @@ uint64_t resp_default_ttl(const px_reply *r)
     return px_conn_backend(px_reply_conn(r))->default_ttl_ms;
 }
 
+const momento_collection_ttl *resp_keep_ttl(const px_reply *r, momento_collection_ttl *t)
+{
+    t->ttl_ms = resp_default_ttl(r);
+    t->refresh = 0;
+    return t;
+}
+
 /* ---- the connection's state ---- */
 
 resp_pubsub **resp_conn_pubsub(px_conn *c)

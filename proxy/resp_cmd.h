@@ -5,6 +5,7 @@
 #define PX_RESP_CMD_H
 
 #include "conn.h"
+#include "momento/collections.h"
 #include "resp_parse.h"
 
 #include <stdbool.h>
@@ -53,6 +54,11 @@ bool resp_arg_ll(const px_str *a, long long *out);
 bool resp_arg_double(const px_str *a, double *out);
 /* Momento's TTL for a write that gives none: the proxy's default. */
 uint64_t resp_default_ttl(const px_reply *r);
+/* A collection write's TTL as Redis keeps it: a write that creates the
+ * key gives it the default TTL (Redis: none, which Momento does not have);
+ * a write to an existing key leaves its TTL alone (refresh off), as every
+ * Redis write but a replacing one does. Fills *t and returns it. */
+const momento_collection_ttl *resp_keep_ttl(const px_reply *r, momento_collection_ttl *t);
 
 /* The outcome of a Momento result in Redis terms. */
 bool resp_is_wrongtype(const momento_result *res);

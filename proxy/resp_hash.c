@@ -12,14 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const momento_collection_ttl *write_ttl(const px_reply *r, momento_collection_ttl *t)
-{
-    /* The default TTL, refreshed on every write, as Momento's SDKs do. */
-    t->ttl_ms = resp_default_ttl(r);
-    t->refresh = 1;
-    return t;
-}
-
 static void count_read(px_reply *r, bool hit)
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
@@ -182,7 +174,7 @@ static void hset_write(hreq *q)
     momento_collection_ttl t;
     int rc = momento_dictionary_set_fields(
         b->client, b->cache, q->key, q->key_len, (const void *const *)q->fields, q->field_lens,
-        (const void *const *)q->values, q->value_lens, q->n, write_ttl(q->r, &t), NULL,
+        (const void *const *)q->values, q->value_lens, q->n, resp_keep_ttl(q->r, &t), NULL,
         on_hset_written, q);
     hreq_submitted(q, rc);
 }
@@ -564,7 +556,7 @@ static void cmd_hincrby(px_reply *r, int argc, const px_str *argv)
     px_backend *b = px_conn_backend(px_reply_conn(r));
     momento_collection_ttl t;
     int rc = momento_dictionary_increment(b->client, b->cache, q->key, q->key_len, q->fields[0],
-                                          q->field_lens[0], by, write_ttl(r, &t), NULL,
+                                          q->field_lens[0], by, resp_keep_ttl(r, &t), NULL,
                                           on_hincrby, q);
     hreq_submitted(q, rc);
 }

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A command over many keys keeps them for its second call. */
 typedef struct keys_req {
@@ -213,11 +214,58 @@ static void on_incr(const momento_result *res, void *ud)
         resp_momento_error(r, 0, res);
 }
 
+/* INCR keeps the key's TTL, as Redis does: Momento's increment sets the
+ * TTL it is given, so the remaining TTL is read first and given back (the
+ * default for a key that is not there). Two calls, not one atomic step: a
+ * TTL another client sets between them is replaced by the one read, and a
+ * key that expires between them comes back with the few milliseconds it
+ * had left (docs/proxy.md). */
+typedef struct incr_req {
+    px_reply *r;
+    long long delta;
+    size_t key_len;
+    char key[];
+} incr_req;
+
+static void on_incr_ttl(const momento_result *res, void *ud)
+{
+    incr_req *q = ud;
+    px_reply *r = q->r;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        resp_momento_error(r, 0, res);
+        free(q);
+        return;
+    }
+    px_backend *b = px_conn_backend(px_reply_conn(r));
+    uint64_t ttl = b->default_ttl_ms;
+    if (momento_result_outcome(res) == MOMENTO_OUTCOME_HIT) {
+        ttl = momento_result_ttl_ms(res);
+        /* 0 would mean the default: a key about to expire keeps 1 ms. */
+        if (ttl == 0)
+            ttl = 1;
+        if (ttl > MOMENTO_MAX_TTL_MS)
+            ttl = MOMENTO_MAX_TTL_MS;
+    }
+    resp_submitted(r, momento_increment(b->client, b->cache, q->key, q->key_len, q->delta, ttl,
+                                        NULL, on_incr, r));
+    free(q);
+}
+
 static void incr(px_reply *r, const px_str *key, long long delta)
 {
+    incr_req *q = malloc(sizeof(*q) + key->n);
+    if (!q) {
+        resp_end_error(r, "ERR out of memory");
+        return;
+    }
+    q->r = r;
+    q->delta = delta;
+    q->key_len = key->n;
+    memcpy(q->key, key->p, key->n);
     px_backend *b = px_conn_backend(px_reply_conn(r));
-    resp_submitted(r, momento_increment(b->client, b->cache, key->p, key->n, delta,
-                                        b->default_ttl_ms, NULL, on_incr, r));
+    int rc = momento_item_get_ttl(b->client, b->cache, q->key, q->key_len, NULL, on_incr_ttl, q);
+    if (!resp_submitted(r, rc))
+        free(q);
 }
 
 static void cmd_incr(px_reply *r, int argc, const px_str *argv)
@@ -308,15 +356,18 @@ static void on_expire_exists(const momento_result *res, void *ud)
         free(q);
 }
 
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void expire(px_reply *r, int argc, const px_str *argv, long long unit_ms, const char *name)
 {
-    long long t;
-    if (!resp_arg_ll(&argv[2], &t)) {
-        resp_end_not_integer(r);
-        return;
-    }
-    /* NX: only a key without a TTL (Momento has none); XX: only one with
-     * (every key); GT, LT: only longer, only shorter. */
+    /* Redis reads the options before the time: "EXPIRE k abc BAD" is
+     * about BAD. NX: only a key without a TTL; XX: only one with; GT, LT:
+     * only longer, only shorter. */
     bool nx = false, xx = false, gt = false, lt = false;
     for (int i = 3; i < argc; i++) {
         if (resp_arg_is(&argv[i], "nx"))
@@ -328,7 +379,7 @@ static void expire(px_reply *r, int argc, const px_str *argv, long long unit_ms,
         else if (resp_arg_is(&argv[i], "lt"))
             lt = true;
         else {
-            resp_errorf(r, "ERR Unsupported option %.*s", (int)(argv[i].n < 64 ? argv[i].n : 64),
+            resp_errorf(r, "ERR Unsupported option %.*s", (int)(argv[i].n < 400 ? argv[i].n : 400),
                         argv[i].p);
             px_reply_end(r);
             return;
@@ -342,20 +393,28 @@ static void expire(px_reply *r, int argc, const px_str *argv, long long unit_ms,
         resp_end_error(r, "ERR GT and LT options at the same time are not compatible");
         return;
     }
-    if (unit_ms == 1000 && (t > INT64_MAX / 1000 || t < INT64_MIN / 1000)) {
+    long long t;
+    if (!resp_arg_ll(&argv[2], &t)) {
+        resp_end_not_integer(r);
+        return;
+    }
+    /* Redis refuses a time whose milliseconds, or whose absolute time,
+     * would overflow. */
+    if ((unit_ms == 1000 && (t > INT64_MAX / 1000 || t < INT64_MIN / 1000)) ||
+        t * unit_ms > INT64_MAX - now_ms()) {
         resp_errorf(r, "ERR invalid expire time in '%s' command", name);
         px_reply_end(r);
         return;
     }
     px_backend *b = px_conn_backend(px_reply_conn(r));
     long long ms = t * unit_ms;
-    if (nx) {
-        /* Every Momento item has a TTL: NX never applies. A missing key is
-         * 0 as well. */
-        resp_int(r, 0);
-        px_reply_end(r);
-        return;
-    }
+    /* Every Momento item has a TTL, the default one when it was given
+     * none, so NX cannot ask "no TTL yet". It is taken as LT: it sets the
+     * TTL only where that shortens it, which is what "INCR k; EXPIRE k 2
+     * NX" needs (a new key's default TTL is shortened once; later NXs
+     * leave the running window alone). docs/proxy.md. */
+    if (nx)
+        lt = true;
     if (ms <= 0) {
         if (gt) { /* no TTL is shorter than a past one: nothing to do */
             resp_int(r, 0);

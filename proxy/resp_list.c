@@ -89,7 +89,8 @@ static void push(px_reply *r, int argc, const px_str *argv, bool front)
         values[i] = v->p;
         lens[i] = v->n;
     }
-    momento_collection_ttl t = {resp_default_ttl(r), 1};
+    momento_collection_ttl t;
+    resp_keep_ttl(r, &t);
     const void *const *vs = (const void *const *)values;
     int rc = front ? momento_list_concatenate_front(b->client, b->cache, argv[1].p, argv[1].n, vs,
                                                     lens, n, 0, &t, NULL, on_pushed, r)
@@ -342,11 +343,29 @@ static void cmd_lrange(px_reply *r, int argc, const px_str *argv)
         length(r, &argv[1], resp_on_type_then_empty);
 }
 
+/* LINDEX with an index that is not a number: Redis looks the key up
+ * first, so a missing key answers nil and one of another type WRONGTYPE;
+ * only a list gets the number's error. */
+static void on_lindex_bad_index(const momento_result *res, void *ud)
+{
+    px_reply *r = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        resp_end_failure(r, res);
+        return;
+    }
+    if (momento_result_is_hit(res)) {
+        resp_end_not_integer(r);
+        return;
+    }
+    resp_nil(r);
+    px_reply_end(r);
+}
+
 static void cmd_lindex(px_reply *r, int argc, const px_str *argv)
 {
     long long i;
     if (!resp_arg_ll(&argv[2], &i)) {
-        resp_end_not_integer(r);
+        length(r, &argv[1], on_lindex_bad_index);
         return;
     }
     int32_t s, e;

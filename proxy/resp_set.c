@@ -115,7 +115,8 @@ static void on_members_read(const momento_result *res, bool add, sreq *q)
     }
     px_backend *b = px_conn_backend(px_reply_conn(q->r));
     const void *const *els = (const void *const *)q->els;
-    momento_collection_ttl t = {resp_default_ttl(q->r), 1};
+    momento_collection_ttl t;
+    resp_keep_ttl(q->r, &t);
     int rc = add ? momento_set_add_elements(b->client, b->cache, q->key, q->key_len, els, q->lens,
                                             q->n, &t, NULL, on_written, q)
                  : momento_set_remove_elements(b->client, b->cache, q->key, q->key_len, els,

@@ -67,6 +67,7 @@ typedef struct set_ctx {
     bool get;           /* GET: reply the old value */
     bool keepttl;       /* KEEPTTL: the key's TTL, read first */
     bool int_reply;     /* SETNX: :1 / :0 instead of +OK / nil */
+    bool past;          /* EXAT / PXAT already past: nothing is written */
     uint64_t ttl_ms;    /* 0: the default (or the kept TTL) */
     int tries;
     /* For GET: the old value the conditional write compares with. */
@@ -178,6 +179,73 @@ static void set_write(set_ctx *s)
     }
     if (rc != MOMENTO_OK)
         set_submit_failed(s, rc);
+    else
+        b->stats.backend_calls++;
+}
+
+/* An expiry already past (SET ... EXAT / PXAT): Redis writes the key and
+ * it is expired at once, so the answer is as if written and the key ends
+ * absent. The proxy writes nothing - a value written then deleted could be
+ * read in between - and deletes what the write would have replaced. */
+static void on_past_deleted(const momento_result *res, void *ud)
+{
+    set_ctx *s = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        set_fail(s, res);
+        return;
+    }
+    if (!s->get)
+        resp_ok(s->r);
+    else if (s->old_hit)
+        resp_bulk(s->r, s->old, s->old_len);
+    else
+        resp_nil(s->r);
+    px_reply_end(s->r);
+    set_ctx_free(s);
+}
+
+static void past_delete(set_ctx *s)
+{
+    px_backend *b = px_conn_backend(px_reply_conn(s->r));
+    int rc = momento_delete(b->client, b->cache, s->key, s->key_len, NULL, on_past_deleted, s);
+    if (!resp_submitted(s->r, rc))
+        set_ctx_free(s);
+}
+
+/* The write's condition held (or there was none): the key goes. With GET
+ * the value was read first: a write another client makes between that
+ * read and the delete is deleted unseen, as with GETDEL. */
+static void past_end(set_ctx *s)
+{
+    if (s->get && !s->old_hit) {
+        /* Nothing there to replace: nothing to do. */
+        resp_nil(s->r);
+        px_reply_end(s->r);
+        set_ctx_free(s);
+        return;
+    }
+    past_delete(s);
+}
+
+/* SET NX / XX without GET: whether the key is there decides the answer. */
+static void on_past_exists(const momento_result *res, void *ud)
+{
+    set_ctx *s = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        set_fail(s, res);
+        return;
+    }
+    bool exists = momento_result_exists(res, 0) == 1;
+    if (s->cond == SET_NX && !exists) {
+        resp_ok(s->r); /* written and expired: nothing to delete */
+    } else if (s->cond == SET_XX && exists) {
+        past_delete(s);
+        return;
+    } else {
+        resp_nil(s->r);
+    }
+    px_reply_end(s->r);
+    set_ctx_free(s);
 }
 
 /* SET ... GET: the old value read. */
@@ -215,7 +283,10 @@ static void on_old(const momento_result *res, void *ud)
         set_ctx_free(s);
         return;
     }
-    set_write(s);
+    if (s->past)
+        past_end(s);
+    else
+        set_write(s);
 }
 
 /* KEEPTTL: the key's TTL read. */
@@ -231,6 +302,8 @@ static void on_ttl(const momento_result *res, void *ud)
     s->ttl_ms = momento_result_outcome(res) == MOMENTO_OUTCOME_HIT ? momento_result_ttl_ms(res) : 0;
     if (s->ttl_ms == 0 && momento_result_outcome(res) == MOMENTO_OUTCOME_HIT)
         s->ttl_ms = 1;
+    if (s->ttl_ms > MOMENTO_MAX_TTL_MS)
+        s->ttl_ms = MOMENTO_MAX_TTL_MS;
     set_start(s);
 }
 
@@ -243,6 +316,11 @@ static void set_start(set_ctx *s)
     } else if (s->get) {
         s->tries++;
         rc = momento_get(b->client, b->cache, s->key, s->key_len, NULL, on_old, s);
+    } else if (s->past && s->cond == SET_ALWAYS) {
+        past_delete(s);
+        return;
+    } else if (s->past) {
+        rc = momento_key_exists(b->client, b->cache, s->key, s->key_len, NULL, on_past_exists, s);
     } else {
         set_write(s);
         return;
@@ -267,71 +345,65 @@ static uint64_t clamp_ttl(long long ms)
     return (unsigned long long)ms > MOMENTO_MAX_TTL_MS ? MOMENTO_MAX_TTL_MS : (uint64_t)ms;
 }
 
-static void on_deleted_ok(const momento_result *res, void *ud)
-{
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
-        return;
-    }
-    resp_ok(r);
-    px_reply_end(r);
-}
-
 static void cmd_set(px_reply *r, int argc, const px_str *argv)
 {
+    /* Redis 7.0's parse: every option first (a repeated one is allowed,
+     * the last expiry wins), the expiry's number only after - so
+     * "SET k v EX abc PX 0" is a syntax error, not a bad number. */
     int cond = SET_ALWAYS;
-    bool get = false, keepttl = false, have_expire = false;
-    long long expire = 0;
-    int unit_ms = 1000;
-    bool absolute = false;
+    bool get = false, keepttl = false;
+    const px_str *expire_arg = NULL;
+    char expire_kind = 0; /* 'e' EX, 'p' PX, 'E' EXAT, 'P' PXAT */
     for (int i = 3; i < argc; i++) {
         const px_str *a = &argv[i];
         bool more = i + 1 < argc;
-        if (resp_arg_is(a, "nx") && cond == SET_ALWAYS) {
+        char kind = resp_arg_is(a, "ex")     ? 'e'
+                    : resp_arg_is(a, "px")   ? 'p'
+                    : resp_arg_is(a, "exat") ? 'E'
+                    : resp_arg_is(a, "pxat") ? 'P'
+                                             : 0;
+        if (resp_arg_is(a, "nx") && cond != SET_XX) {
             cond = SET_NX;
-        } else if (resp_arg_is(a, "xx") && cond == SET_ALWAYS) {
+        } else if (resp_arg_is(a, "xx") && cond != SET_NX) {
             cond = SET_XX;
-        } else if (resp_arg_is(a, "get") && !get) {
+        } else if (resp_arg_is(a, "get")) {
             get = true;
-        } else if (resp_arg_is(a, "keepttl") && !keepttl && !have_expire) {
+        } else if (resp_arg_is(a, "keepttl") && !expire_kind) {
             keepttl = true;
-        } else if ((resp_arg_is(a, "ex") || resp_arg_is(a, "px") || resp_arg_is(a, "exat") ||
-                    resp_arg_is(a, "pxat")) &&
-                   !keepttl && !have_expire && more) {
-            have_expire = true;
-            unit_ms = (a->p[0] == 'p' || a->p[0] == 'P') ? 1 : 1000;
-            absolute = a->n == 4;
-            if (!resp_arg_ll(&argv[++i], &expire)) {
-                resp_end_not_integer(r);
-                return;
-            }
+        } else if (kind && !keepttl && (!expire_kind || expire_kind == kind) && more) {
+            expire_kind = kind;
+            expire_arg = &argv[++i];
         } else {
             resp_end_syntax(r);
             return;
         }
     }
     uint64_t ttl_ms = 0;
-    if (have_expire) {
-        /* Redis: a non-positive expiry, or one that overflows in ms. */
-        if (expire <= 0 || (unit_ms == 1000 && expire > (long long)(INT64_MAX / 1000))) {
+    bool past = false;
+    if (expire_kind) {
+        long long expire;
+        if (!resp_arg_ll(expire_arg, &expire)) {
+            resp_end_not_integer(r);
+            return;
+        }
+        bool seconds = expire_kind == 'e' || expire_kind == 'E';
+        bool absolute = expire_kind == 'E' || expire_kind == 'P';
+        int64_t now = now_ms();
+        /* Redis: a non-positive expiry, or one whose milliseconds or whose
+         * absolute time overflow. */
+        if (expire <= 0 || (seconds && expire > (long long)(INT64_MAX / 1000)) ||
+            (!absolute && expire * (seconds ? 1000 : 1) > INT64_MAX - now)) {
             resp_end_error(r, "ERR invalid expire time in 'set' command");
             return;
         }
-        long long ms = expire * unit_ms;
-        if (absolute) {
-            ms -= now_ms();
-            if (ms <= 0 && !get && cond == SET_ALWAYS) {
-                /* Already past: Redis sets and expires it at once. */
-                px_backend *b = px_conn_backend(px_reply_conn(r));
-                resp_submitted(r, momento_delete(b->client, b->cache, argv[1].p, argv[1].n, NULL,
-                                                 on_deleted_ok, r));
-                return;
-            }
-            if (ms <= 0)
-                ms = 1;
-        }
-        ttl_ms = clamp_ttl(ms);
+        long long ms = expire * (seconds ? 1000 : 1);
+        if (absolute)
+            ms -= now;
+        /* Already past: Redis writes a key that is expired at once; the
+         * proxy writes nothing it would have to delete (set_start). */
+        past = ms <= 0;
+        if (!past)
+            ttl_ms = clamp_ttl(ms);
     }
     set_ctx *s = set_ctx_new(r, &argv[1], &argv[2]);
     if (!s) {
@@ -341,8 +413,8 @@ static void cmd_set(px_reply *r, int argc, const px_str *argv)
     s->cond = cond;
     s->get = get;
     s->keepttl = keepttl;
+    s->past = past;
     s->ttl_ms = ttl_ms;
-    px_conn_backend(px_reply_conn(r))->stats.backend_calls++;
     set_start(s);
 }
 

@@ -20,7 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const momento_collection_ttl *write_ttl(const px_reply *r, momento_collection_ttl *t)
+/* The union's destination is replaced, as Redis replaces it (its TTL
+ * goes): the default TTL, whatever the key had. Other writes keep the
+ * key's TTL (resp_keep_ttl). */
+static const momento_collection_ttl *replace_ttl(const px_reply *r, momento_collection_ttl *t)
 {
     t->ttl_ms = resp_default_ttl(r);
     t->refresh = 1;
@@ -237,7 +240,7 @@ static void zadd_decide(zadd_req *q)
     momento_collection_ttl t;
     int rc = momento_sorted_set_put_elements(b->client, b->cache, q->ms->key, q->ms->key_len,
                                              (const void *const *)q->ms->ps, q->ms->lens, q->cur,
-                                             n, write_ttl(q->r, &t), NULL, on_zadd_put, q);
+                                             n, resp_keep_ttl(q->r, &t), NULL, on_zadd_put, q);
     if (!resp_submitted(q->r, rc))
         free(q);
 }
@@ -255,7 +258,8 @@ static void on_zadd_read(const momento_result *res, void *ud)
             const momento_result *it = momento_result_item(res, u);
             if (momento_result_is_hit(it)) {
                 q->exists[u] = true;
-                q->cur[u] = momento_result_score(it);
+                /* + 0.0: a stored -0 reads back as 0 in Redis. */
+                q->cur[u] = momento_result_score(it) + 0.0;
             }
         }
     zadd_decide(q);
@@ -279,12 +283,17 @@ static void zadd_start(px_reply *r, int argc, const px_str *argv, int first, int
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
     size_t pairs = (size_t)(argc - first) / 2;
-    if ((flags & Z_INCR) && !(flags & (Z_NX | Z_XX | Z_GT | Z_LT)) && isfinite(scores[0])) {
+    /* An increment of -0 answers -0 for a new member (Redis answers the
+     * increment itself there) and the score for an existing one; Momento's
+     * increment answers 0 + -0 = 0 for both, so that one reads first. */
+    bool minus_zero = scores[0] == 0 && signbit(scores[0]);
+    if ((flags & Z_INCR) && !(flags & (Z_NX | Z_XX | Z_GT | Z_LT)) && isfinite(scores[0]) &&
+        !minus_zero) {
         momento_collection_ttl t;
         const px_str *m = &argv[first + 1];
         int rc = momento_sorted_set_increment_score(b->client, b->cache, argv[1].p, argv[1].n,
-                                                    m->p, m->n, scores[0], write_ttl(r, &t), NULL,
-                                                    on_incremented, r);
+                                                    m->p, m->n, scores[0], resp_keep_ttl(r, &t),
+                                                    NULL, on_incremented, r);
         resp_submitted(r, rc);
         return;
     }
@@ -1109,7 +1118,7 @@ static void on_union_local_cleared(const momento_result *res, void *ud)
         momento_collection_ttl t;
         /* The call copies its arguments before it returns. */
         rc = momento_sorted_set_put_elements(b->client, b->cache, q->dest, q->dest_len, values,
-                                             lens, scores, q->nelems, write_ttl(q->r, &t), NULL,
+                                             lens, scores, q->nelems, replace_ttl(q->r, &t), NULL,
                                              on_union_local_put, q);
     }
     free(values);
