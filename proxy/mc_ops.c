@@ -14,6 +14,12 @@
 #define MC_TRIES 8
 /* The TTL of a write whose exptime is already past (then deleted). */
 #define EXPIRED_TTL_MS 1
+/* The cas unique a binary write answers when its exptime is already past:
+ * memcached answers the unique of an item already gone, which no later
+ * cas can match; Momento has no hash of a value never stored, so any
+ * non-zero number serves (a value whose hash begins with it is a 2^-64
+ * chance). */
+#define GONE_CAS 1
 
 typedef enum { OP_GAT, OP_STORE, OP_RMW, OP_DELETE, OP_TOUCH, OP_FLUSH } op_kind;
 
@@ -44,6 +50,7 @@ typedef struct mc_op {
     mc_result fail;
     char msg[256];      /* fail.message, copied out of its result */
     bool hit;
+    bool other;         /* gat: the key holds a collection (a miss) */
     bool ttl_hit;
     uint64_t remaining_ms;
     char *hash;
@@ -263,14 +270,11 @@ void mc_get(px_backend *b, px_str key, bool want_cas, mc_done done, void *ud)
 
 /* ---- gat: a get and a TTL update at once ---- */
 
-static void gat_step(mc_op *op)
+static void on_deleted(const momento_result *res, void *ud);
+
+/* The value read (or a miss), as gat answers it. */
+static void gat_answer(mc_op *op)
 {
-    if (--op->pending > 0)
-        return;
-    if (op->failed) {
-        finish(op, &op->fail);
-        return;
-    }
     mc_result r = {.status = MC_MISS, .message = ""};
     if (op->hit && mc_value_decode(op->val, op->val_len, &r.flags, &r.data, &r.len)) {
         r.status = MC_HIT;
@@ -279,13 +283,33 @@ static void gat_step(mc_op *op)
     finish(op, &r);
 }
 
+static void gat_step(mc_op *op)
+{
+    if (--op->pending > 0)
+        return;
+    if (op->failed) {
+        finish(op, &op->fail);
+        return;
+    }
+    if (op->ttl.expired && (op->hit || op->other)) {
+        /* memcached answers the value and the item is gone: deleted before
+         * the answer, so that nothing after it can see the value. */
+        submitted(op, momento_delete(op->b->client, op->b->cache, op->key, op->key_len, NULL,
+                                     on_deleted, op));
+        return;
+    }
+    gat_answer(op);
+}
+
 static void on_gat_get(const momento_result *res, void *ud)
 {
     mc_op *op = ud;
     if (momento_result_error(res) != MOMENTO_OK) {
         /* A key of another type is a miss; the TTL update beside the get
-         * still touches it, as touch does. */
-        if (!other_type(res))
+         * still touches it, as touch does (a past exptime deletes it). */
+        if (other_type(res))
+            op->other = true;
+        else
             keep_failure(op, 0, res);
     } else if (momento_result_is_hit(res)) {
         size_t n, hn;
@@ -315,11 +339,14 @@ void mc_gat(px_backend *b, px_str key, mc_ttl ttl, bool want_cas, mc_done done, 
         return;
     }
     op->want_cas = want_cas;
-    op->pending = 2;
+    op->ttl = ttl;
+    /* An exptime already past: the get alone, then a Delete on a hit
+     * (gat_step) - no TTL of 1 ms that a get could still meet. */
+    op->pending = ttl.expired ? 1 : 2;
     int rc = want_cas
                  ? momento_get_with_hash(b->client, b->cache, op->key, op->key_len, NULL, on_gat_get, op)
                  : momento_get(b->client, b->cache, op->key, op->key_len, NULL, on_gat_get, op);
-    if (!submitted(op, rc))
+    if (!submitted(op, rc) || ttl.expired)
         return;
     rc = momento_update_ttl(b->client, b->cache, op->key, op->key_len, mc_ttl_ms(b, ttl), NULL,
                             on_gat_ttl, op);
@@ -333,6 +360,8 @@ void mc_gat(px_backend *b, px_str key, mc_ttl ttl, bool want_cas, mc_done done, 
 
 /* ---- touch ---- */
 
+static void delete_now(mc_op *op);
+
 static void on_touched(const momento_result *res, void *ud)
 {
     mc_op *op = ud;
@@ -340,14 +369,30 @@ static void on_touched(const momento_result *res, void *ud)
         finish_failed(op, 0, res);
         return;
     }
-    finish_status(op, momento_result_outcome(res) == MOMENTO_OUTCOME_MISS ? MC_NOT_FOUND : MC_TOUCHED);
+    if (momento_result_outcome(res) == MOMENTO_OUTCOME_MISS) {
+        finish_status(op, MC_NOT_FOUND);
+        return;
+    }
+    if (op->ttl.expired) {
+        /* Its TTL is now 1 ms: deleted before TOUCHED is answered, so that
+         * no read after the answer meets it in that millisecond. */
+        delete_now(op);
+        return;
+    }
+    finish_status(op, MC_TOUCHED);
 }
 
-void mc_touch(px_backend *b, px_str key, mc_ttl ttl, mc_done done, void *ud)
+void mc_touch(px_backend *b, px_str key, mc_ttl ttl, bool check, mc_done done, void *ud)
 {
     mc_op *op = op_new(b, OP_TOUCH, key, (px_str){NULL, 0}, done, ud);
     if (!op) {
         no_memory(b, done, ud);
+        return;
+    }
+    op->ttl = ttl;
+    if (ttl.expired && !check) {
+        /* Nobody reads the answer: the Delete alone. */
+        delete_now(op);
         return;
     }
     submitted(op, momento_update_ttl(b->client, b->cache, op->key, op->key_len, mc_ttl_ms(b, ttl),
@@ -363,8 +408,23 @@ static void on_deleted(const momento_result *res, void *ud)
         finish_failed(op, 0, res);
         return;
     }
-    /* A store whose exptime was past ends here too. */
-    finish_status(op, op->kind == OP_DELETE ? MC_DELETED : MC_STORED);
+    /* A store, touch or gat whose exptime was past ends here too. */
+    switch (op->kind) {
+    case OP_DELETE:
+        finish_status(op, MC_DELETED);
+        break;
+    case OP_TOUCH:
+        finish_status(op, MC_TOUCHED);
+        break;
+    case OP_GAT:
+        gat_answer(op);
+        break;
+    default: {
+        mc_result r = {.status = MC_STORED, .message = "", .cas = op->want_cas ? GONE_CAS : 0};
+        finish(op, &r);
+        break;
+    }
+    }
 }
 
 static void delete_now(mc_op *op)
@@ -479,6 +539,16 @@ static void rmw_step(mc_op *op)
     op->creating = false;
     if (!op->hit) {
         if (op->arith && op->has_initial) {
+            op->number = op->initial;
+            if (op->ttl.expired) {
+                /* memcached creates it already expired: the answer is the
+                 * initial value and nothing is left, so nothing is written
+                 * (no 1 ms in which a read could meet it). */
+                mc_result r = {.status = MC_NUMBER, .message = "", .number = op->number,
+                               .cas = op->want_cas ? GONE_CAS : 0};
+                finish(op, &r);
+                return;
+            }
             char digits[MC_COUNTER_MAX];
             size_t n = mc_counter_format(op->initial, 0, digits);
             char *nv = encode(0, digits, n);
@@ -488,7 +558,6 @@ static void rmw_step(mc_op *op)
                 return;
             }
             op->creating = true;
-            op->number = op->initial;
             rmw_write(op, nv, MC_FLAGS_BYTES + n, mc_ttl_ms(op->b, op->ttl));
             return;
         }
@@ -506,7 +575,9 @@ static void rmw_step(mc_op *op)
         finish_status(op, op->arith ? MC_NON_NUMERIC : MC_NOT_STORED);
         return;
     }
-    uint64_t ttl_ms = op->remaining_ms ? op->remaining_ms : mc_ttl_ms(op->b, (mc_ttl){0, false});
+    /* The item keeps the TTL it has left, as memcached's keeps its
+     * exptime; one reported with 0 ms left is at its end, not new. */
+    uint64_t ttl_ms = op->remaining_ms ? op->remaining_ms : EXPIRED_TTL_MS;
     char *nv;
     size_t n;
     if (op->arith) {
@@ -747,6 +818,23 @@ static void on_cas_read(const momento_result *res, void *ud)
     store_write(op, h, hn);
 }
 
+/* add with an exptime already past: memcached stores an item that is
+ * gone at once, so only whether the key was there shows (NOT_STORED). */
+static void on_add_expired(const momento_result *res, void *ud)
+{
+    mc_op *op = ud;
+    if (momento_result_error(res) != MOMENTO_OK) {
+        finish_failed(op, 0, res);
+        return;
+    }
+    if (momento_result_exists(res, 0) == 1) {
+        finish_status(op, MC_NOT_STORED);
+        return;
+    }
+    mc_result r = {.status = MC_STORED, .message = "", .cas = op->want_cas ? GONE_CAS : 0};
+    finish(op, &r);
+}
+
 static void cas_read(mc_op *op)
 {
     submitted(op, momento_get_with_hash(op->b->client, op->b->cache, op->key, op->key_len, NULL,
@@ -779,6 +867,16 @@ void mc_store(px_backend *b, mc_store_mode mode, px_str key, uint32_t flags, px_
         if (ttl.expired) {
             /* memcached stores an item already expired: the key is gone. */
             delete_now(op);
+            break;
+        }
+        store_write(op, NULL, 0);
+        break;
+    case MC_MODE_ADD:
+        if (ttl.expired) {
+            /* Nothing to write: one call, and no millisecond in which a
+             * read could meet the value. */
+            submitted(op, momento_key_exists(b->client, b->cache, op->key, op->key_len, NULL,
+                                             on_add_expired, op));
             break;
         }
         store_write(op, NULL, 0);

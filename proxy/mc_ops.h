@@ -16,9 +16,13 @@
  *  - delete: KeysExist then Delete (Momento's Delete does not say whether
  *    the key was there); when nobody reads the answer, Delete alone.
  *  - touch: UpdateTtl; gat: Get (or GetWithHash) and UpdateTtl together.
- *  - exptime in the past: the write with a TTL of 1 ms followed by a
- *    Delete (set: the Delete alone), so that the answer is what memcached
- *    gives and the item is gone when it is given.
+ *  - exptime in the past, so that the answer is what memcached gives and
+ *    the item is gone when it is given: set: Delete alone; add:
+ *    KeyExists alone (nothing is written); replace, cas: the write with a
+ *    TTL of 1 ms, then a Delete; touch: UpdateTtl
+ *    to 1 ms, then a Delete when the key was there (noreply: the Delete
+ *    alone); gat: the Get alone, then a Delete on a hit; a binary incr
+ *    creating the key: nothing written (it would expire at once).
  *
  * Everything runs on the proxy's thread. */
 #ifndef PX_MC_OPS_H
@@ -85,8 +89,9 @@ void mc_arith(px_backend *b, px_str key, bool incr, uint64_t delta, bool has_ini
  * the answer is always MC_DELETED, for a caller that does not tell). */
 void mc_delete(px_backend *b, px_str key, uint64_t cas, bool check, mc_done done, void *ud);
 
-/* MC_TOUCHED or MC_NOT_FOUND. */
-void mc_touch(px_backend *b, px_str key, mc_ttl ttl, mc_done done, void *ud);
+/* MC_TOUCHED or MC_NOT_FOUND. check: find out whether the key was there; without it (noreply) an
+ * exptime already past is a Delete alone, answered MC_TOUCHED. */
+void mc_touch(px_backend *b, px_str key, mc_ttl ttl, bool check, mc_done done, void *ud);
 
 /* MC_HIT or MC_MISS; want_cas: the unique too (a get with hash, which the
  * coalescer does not share). A key memcached cannot read - a value shorter

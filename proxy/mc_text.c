@@ -558,7 +558,8 @@ static void run_command(px_conn *c, mc_state *st, const px_str *keys, size_t nke
     case MC_T_TOUCH:
         mc_stats.cmd_touch++;
         if ((x = line_new(r, cmd)))
-            mc_touch(b, cmd->key, mc_exptime(cmd->exptime, mc_now_s()), on_line, x);
+            mc_touch(b, cmd->key, mc_exptime(cmd->exptime, mc_now_s()), !cmd->noreply, on_line,
+                     x);
         return;
     case MC_T_VERSION:
         put_line(r, "VERSION " MC_VERSION);
