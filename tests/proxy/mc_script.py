@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -349,6 +350,139 @@ def bin_quit_flow(ctx):
 
 
 F("binary quit", bin_quit_flow)
+
+
+# --- an exptime already past, and the TTL a write keeps (issue 47) ---------------
+# Binary opcodes rawmc does not name.
+TOUCH, GAT, GATQ, GATK = 0x1c, 0x1d, 0x1e, 0x23
+# An absolute exptime long past: above 30 days, so a unix time (1970).
+PAST = 60 * 60 * 24 * 30 + 5
+TRIES = 200
+
+
+def past_text_cases():
+    """(name, setup before the command, the command): each sent with a
+    `get` of its key in one write. memcached answers the command and the
+    key is gone for the get; the proxy must do both, every time."""
+    s = b"set K 0 0 1\r\nv\r\n"
+    d = b"delete K\r\n"
+    return [
+        ("touch K -1", s, b"touch K -1\r\n", ["line"]),
+        ("touch K <past unix time>", s, b"touch K %d\r\n" % PAST, ["line"]),
+        ("touch K -1 noreply", s, b"touch K -1 noreply\r\n", []),
+        ("touch of a missing key, -1", d, b"touch K -1\r\n", ["line"]),
+        ("gat -1 K", s, b"gat -1 K\r\n", ["items"]),
+        ("gats -1 K", s, b"gats -1 K\r\n", ["items"]),
+        ("gat <past unix time> K", s, b"gat %d K\r\n" % PAST, ["items"]),
+        ("gat -1 of a missing key", d, b"gat -1 K\r\n", ["items"]),
+        ("set K 0 -1 over a value", s, b"set K 0 -1 1\r\nx\r\n", ["line"]),
+        ("set K 0 <past> over a value", s, b"set K 0 %d 1\r\nx\r\n" % PAST, ["line"]),
+        ("add K 0 -1 of a missing key", d, b"add K 0 -1 1\r\nx\r\n", ["line"]),
+        ("replace K 0 -1", s, b"replace K 0 -1 1\r\nx\r\n", ["line"]),
+    ]
+
+
+def past_bin_cases():
+    s = lambda k: breq(mc.SET, k, set_extras(0), "v")  # noqa: E731
+    d = lambda k: breq(mc.DELETE, k)  # noqa: E731
+    ex = struct.pack(">I", PAST)
+    return [
+        ("touch <past>", s, lambda k: breq(TOUCH, k, ex)),
+        ("gat <past>", s, lambda k: breq(GAT, k, ex)),
+        ("gatk <past>", s, lambda k: breq(GATK, k, ex)),
+        ("gatq <past>", s, lambda k: breq(GATQ, k, ex)),
+        ("touch <past> of a missing key", d, lambda k: breq(TOUCH, k, ex)),
+        ("set <past> over a value", s, lambda k: breq(mc.SET, k, set_extras(0, PAST), "x")),
+        ("add <past> of a missing key", d, lambda k: breq(mc.ADD, k, set_extras(0, PAST), "x")),
+        ("replace <past>", s, lambda k: breq(mc.REPLACE, k, set_extras(0, PAST), "x")),
+        ("increment creating the key, exptime <past>", d,
+         lambda k: breq(mc.INCREMENT, k, incr_extras(1, 5, PAST))),
+    ]
+
+
+def past_flow(ctx):
+    """An exptime already past never shows the value: the command and a
+    `get` of its key go in one write, TRIES times; memcached answers the
+    command as it does and the get misses every time. Each sub-step is
+    (the command's distinct answers, the gets that saw a value)."""
+    out = ctx.sub()
+    conn = ctx.text
+    for name, setup, cmd, kinds in past_text_cases():
+        key = b"x:" + name.split()[0].encode()
+        answers, seen = set(), 0
+        for _ in range(TRIES):
+            first = [conn.text(setup.replace(b"K", key), "line")]
+            r = conn.text(cmd.replace(b"K", key) + b"get " + key + b"\r\n", *kinds, "items")
+            answers.add(repr(norm_text(first + r[:-1])))
+            seen += r[-1] != [b"END"]
+        out.add(f"text {name}", (sorted(answers), f"seen {seen} of {TRIES}"))
+    conn = ctx.binary
+    for name, setup, req in past_bin_cases():
+        key = b"bx:" + name.split()[0].encode()
+        answers, seen = set(), 0
+        for _ in range(TRIES):
+            # The setup, the command, a get, then a noop: a quiet command
+            # answers nothing, so the replies are read up to the noop's.
+            conn.send(setup(key) + req(key) + breq(mc.GET, key) + breq(mc.NOOP))
+            rs = []
+            while True:
+                r = conn.bin_response()
+                if r["op"] == mc.NOOP:
+                    break
+                rs.append(norm_bin(r))
+            answers.add(repr(rs[:-1]))
+            seen += rs[-1][2] == 0 if rs else 1
+        out.add(f"binary {name}", (sorted(answers), f"seen {seen} of {TRIES}"))
+    return out
+
+
+F("an exptime already past never shows the value", past_flow)
+
+
+def ttl_kept_flow(ctx):
+    """incr, decr, append, prepend keep the item's exptime (memcached
+    rewrites the item with the exptime it had): items set to expire in 3 s
+    are written once each, then read until every one is gone. A write that
+    gave the item a new TTL (the proxy's --default-ttl is an hour) keeps
+    it past the watchdog, which only such a fault reaches. No elapsed time
+    is asserted: only that the writes found their items and that the
+    items then went."""
+    out = ctx.sub()
+    t, b = ctx.text, ctx.binary
+    text_writes = [("incr", b"ek:incr", b"10", b"incr ek:incr 5\r\n"),
+                   ("decr", b"ek:decr", b"10", b"decr ek:decr 3\r\n"),
+                   ("append", b"ek:app", b"a", b"append ek:app 0 0 1\r\nz\r\n"),
+                   ("prepend", b"ek:pre", b"a", b"prepend ek:pre 0 0 1\r\nz\r\n")]
+    bin_writes = [("increment", b"ebk:incr", b"10", breq(mc.INCREMENT, "ebk:incr", incr_extras(5, 0, 0))),
+                  ("decrement", b"ebk:decr", b"10", breq(mc.DECREMENT, "ebk:decr", incr_extras(3, 0, 0))),
+                  ("append", b"ebk:app", b"a", breq(0x0e, "ebk:app", b"", "z")),
+                  ("prepend", b"ebk:pre", b"a", breq(0x0f, "ebk:pre", b"", "z"))]
+    keys = [k for _, k, _, _ in text_writes + bin_writes]
+    for _, key, value, _ in text_writes:
+        t.text(b"set %s 0 3 %d\r\n%s\r\n" % (key, len(value), value), "line")
+    for _, key, value, _ in bin_writes:
+        b.send(breq(mc.SET, key, set_extras(0, 3), value))
+        b.bin_response()
+    for name, _, _, cmd in text_writes:
+        out.add(f"text {name}", norm_text(t.text(cmd, "line")))
+    for name, _, _, req in bin_writes:
+        b.send(req)
+        out.add(f"binary {name}", norm_bin(b.bin_response()))
+    out.add("all there after the writes",
+            norm_text(t.text(b"get " + b" ".join(keys) + b"\r\n", "items")))
+
+    def left():
+        r = t.text(b"get " + b" ".join(keys) + b"\r\n", "items")[0]
+        return [ln.split()[1] for ln in r if ln.startswith(b"VALUE ")]
+    try:
+        pt.wait_until(lambda: not left(), pt.WATCHDOG, "the items to expire")
+        out.add("then every item expired", True)
+    except TimeoutError:
+        out.add("then every item expired", f"still there: {left()!r}")
+    return out
+
+
+F("incr, decr, append, prepend keep the TTL", ttl_kept_flow)
 
 
 # --- libmemcached-tools ------------------------------------------------------------
