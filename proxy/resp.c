@@ -200,6 +200,9 @@ static size_t resp_feed(px_conn *c, const char *data, size_t len)
     }
     px_backend *b = px_conn_backend(c);
     size_t used = 0;
+    /* st->args holds the parse of the command at data[used]: an
+     * unfinished one resumes where the last read left it, and one that
+     * had to wait is returned again as it was (resp_parse.h). */
     while (used < len && px_conn_can_start(c)) {
         const char *err = NULL;
         ssize_t n = resp_parse(data + used, len - used, b->limits.max_request_bytes, &st->args, &err);
@@ -217,9 +220,10 @@ static size_t resp_feed(px_conn *c, const char *data, size_t len)
             px_conn_close_after(c);
             return len;
         }
-        /* A command that must wait is parsed again when it may run. */
+        /* A command that must wait stays parsed until it may run. */
         if (st->args.argc > 0 && !run_command(c, st->args.argc, st->args.argv))
             break;
+        resp_parse_done(&st->args);
         used += (size_t)n;
         if (px_conn_closing(c))
             break;
