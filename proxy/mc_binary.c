@@ -360,7 +360,7 @@ size_t mc_bin_feed(px_conn *c, mc_state *st, const char *data, size_t len)
             continue;
         }
         mc_bin_req q;
-        ssize_t n = mc_bin_parse(data + used, len - used, mc_max_item(b), &q);
+        ssize_t n = mc_bin_parse(data + used, len - used, mc_max_item(b), &q, &st->resume);
         if (n == 0)
             break;
         if (n < 0) {

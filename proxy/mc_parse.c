@@ -8,6 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef MC_PARSE_COUNT
+size_t mc_parse_examined;
+#define EXAMINED(k) (mc_parse_examined += (size_t)(k))
+#else
+#define EXAMINED(k) ((void)0)
+#endif
+
 /* ---- numbers, as memcached's util.c reads them ---- */
 
 static bool is_space(char c)
@@ -96,6 +103,7 @@ typedef struct tokens {
 /* memcached's tokenize_command: words separated by spaces (only ' '). */
 static void tokenize(const char *p, size_t n, tokens *tk)
 {
+    EXAMINED(n);
     tk->n = 0;
     size_t i = 0;
     while (i < n) {
@@ -151,6 +159,7 @@ static bool parse_keys(const char *line, size_t n, size_t skip_words, mc_text_cm
 {
     size_t i = 0, word = 0;
     cmd->nkeys = 0;
+    EXAMINED(n);
     while (i < n) {
         while (i < n && line[i] == ' ')
             i++;
@@ -175,7 +184,7 @@ static bool parse_keys(const char *line, size_t n, size_t skip_words, mc_text_cm
 /* set, add, replace, append, prepend, cas: the line, then the data block
  * (process_update_command). Returns the bytes taken, 0 for more. */
 static ssize_t parse_storage(const char *p, size_t n, size_t line_len, const tokens *tk,
-                             size_t max_item, mc_text_cmd *cmd)
+                             size_t max_item, mc_text_cmd *cmd, mc_resume *rs)
 {
     bool cas = cmd->kind == MC_T_CAS;
     cmd->noreply = noreply_maybe(tk);
@@ -210,8 +219,13 @@ static ssize_t parse_storage(const char *p, size_t n, size_t line_len, const tok
         cmd->swallow = need;
         return (ssize_t)line_len;
     }
-    if (n - line_len < need)
+    if (n - line_len < need) {
+        /* Not looked at again until the data block is all here. */
+        if (rs)
+            rs->need = line_len + need;
         return 0;
+    }
+    EXAMINED(2);
     const char *d = p + line_len;
     if (d[vlen] != '\r' || d[vlen + 1] != '\n') {
         /* memcached reads exactly the announced bytes and then checks
@@ -228,7 +242,8 @@ static bool want(const tokens *tk, size_t a, size_t b)
     return tk->n == a || tk->n == b;
 }
 
-ssize_t mc_text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd *cmd)
+static ssize_t text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd *cmd,
+                          mc_resume *rs)
 {
     cmd->kind = MC_T_ERROR;
     cmd->reply = NULL;
@@ -240,20 +255,30 @@ ssize_t mc_text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd *cmd
     cmd->exptime = 0;
     cmd->cas = cmd->delta = 0;
 
-    const char *nl = memchr(p, '\n', n);
+    if (rs && n < rs->need)
+        return 0;
+    /* The bytes searched before hold no newline: search on after them. */
+    size_t from = rs && rs->scanned < n ? rs->scanned : 0;
+    const char *nl = memchr(p + from, '\n', n - from);
+    EXAMINED(nl ? (size_t)(nl - p) + 1 - from : n - from);
     if (!nl) {
-        if (n > MC_LINE_MAX) {
+        /* A line already let past MC_LINE_MAX is a multi-get's. */
+        bool let_past = rs && rs->scanned > MC_LINE_MAX;
+        if (n > MC_LINE_MAX && !let_past) {
             /* memcached allows an endless line only to a multi-get; any
              * other it hangs up on, without an answer. */
             size_t s = 0;
             while (s < n && p[s] == ' ')
                 s++;
+            EXAMINED(s + 5);
             if (s > 100 || !((n - s >= 4 && memcmp(p + s, "get ", 4) == 0) ||
                              (n - s >= 5 && memcmp(p + s, "gets ", 5) == 0))) {
                 cmd->close = true;
                 return (ssize_t)n;
             }
         }
+        if (rs)
+            rs->scanned = n;
         return 0;
     }
     size_t line_len = (size_t)(nl - p) + 1;
@@ -302,7 +327,7 @@ ssize_t mc_text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd *cmd
             fail(cmd, "ERROR");
             return (ssize_t)line_len;
         }
-        return parse_storage(p, n, line_len, &tk, max_item, cmd);
+        return parse_storage(p, n, line_len, &tk, max_item, cmd, rs);
     }
 
     if (tok_is(c, "incr") || tok_is(c, "decr")) {
@@ -402,6 +427,14 @@ ssize_t mc_text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd *cmd
     return (ssize_t)line_len;
 }
 
+ssize_t mc_text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd *cmd, mc_resume *rs)
+{
+    ssize_t k = text_parse(p, n, max_item, cmd, rs);
+    if (k != 0 && rs)
+        *rs = (mc_resume){0, 0}; /* the next call starts a new command */
+    return k;
+}
+
 void mc_text_cmd_free(mc_text_cmd *cmd)
 {
     free(cmd->keys);
@@ -426,12 +459,19 @@ static uint64_t be64(const unsigned char *p)
     return (uint64_t)be32(p) << 32 | be32(p + 4);
 }
 
-ssize_t mc_bin_parse(const char *p, size_t n, size_t max_body, mc_bin_req *req)
+static ssize_t bin_parse(const char *p, size_t n, size_t max_body, mc_bin_req *req,
+                         mc_resume *rs)
 {
     memset(req, 0, sizeof(*req));
-    /* memcached looks at the magic once a whole header is in. */
-    if (n < MC_BIN_HEADER)
+    if (rs && n < rs->need)
         return 0;
+    /* memcached looks at the magic once a whole header is in. */
+    if (n < MC_BIN_HEADER) {
+        if (rs)
+            rs->need = MC_BIN_HEADER;
+        return 0;
+    }
+    EXAMINED(MC_BIN_HEADER);
     const unsigned char *h = (const unsigned char *)p;
     if (h[0] != MC_BIN_REQ)
         return -1;
@@ -541,15 +581,23 @@ ssize_t mc_bin_parse(const char *p, size_t n, size_t max_body, mc_bin_req *req)
          * reads on past its body. The key is awaited (a set drops the
          * old value), the rest skipped as it comes. */
         size_t head = MC_BIN_HEADER + extlen + keylen;
-        if (n < head)
+        if (n < head) {
+            if (rs)
+                rs->need = head;
             return 0;
+        }
         req->too_large = true;
         req->key = (px_str){p + MC_BIN_HEADER + extlen, keylen};
         req->swallow = bodylen - extlen - keylen;
         return (ssize_t)head;
     }
-    if (n - MC_BIN_HEADER < bodylen)
+    if (n - MC_BIN_HEADER < bodylen) {
+        /* The header is not read again until the body is all here. */
+        if (rs)
+            rs->need = MC_BIN_HEADER + (size_t)bodylen;
         return 0;
+    }
+    EXAMINED(extlen);
     const unsigned char *b = h + MC_BIN_HEADER;
     req->extras = (px_str){(const char *)b, extlen};
     req->key = (px_str){(const char *)b + extlen, keylen};
@@ -565,6 +613,14 @@ ssize_t mc_bin_parse(const char *p, size_t n, size_t max_body, mc_bin_req *req)
         req->exptime = be32(b);
     }
     return (ssize_t)(MC_BIN_HEADER + bodylen);
+}
+
+ssize_t mc_bin_parse(const char *p, size_t n, size_t max_body, mc_bin_req *req, mc_resume *rs)
+{
+    ssize_t k = bin_parse(p, n, max_body, req, rs);
+    if (k != 0 && rs)
+        *rs = (mc_resume){0, 0};
+    return k;
 }
 
 /* ---- values, cas uniques, counters, exptime ---- */

@@ -24,6 +24,27 @@
 #define MC_MAXDELTA (60 * 60 * 24 * 30) /* exptime above it is a unix time */
 #define MC_COUNTER_MAX 20 /* digits of the largest 64-bit counter */
 
+/* Where a parse that answered "not whole yet" stopped looking, so that the
+ * next call over the same command - the same first bytes, more after them -
+ * goes on from there instead of from its first byte: a command costs about
+ * its bytes however its reads split it, not its bytes times its reads.
+ * The caller keeps one per connection, zeroed at first; the parsers zero
+ * it when they take a command (or fail), and it must be zeroed by the
+ * caller too if it ever hands them other first bytes. NULL: no memory
+ * between calls (every call starts from the first byte). */
+typedef struct mc_resume {
+    size_t scanned; /* text: bytes searched for the line's newline */
+    size_t need;    /* the command is not looked at again below this many
+                       bytes: its data block's or binary body's end */
+} mc_resume;
+
+#ifdef MC_PARSE_COUNT
+/* Bytes the parsers have looked at (each pass over a byte counts), for a
+ * test that the cost of a command does not grow with its reads. Built in
+ * only where MC_PARSE_COUNT is defined (the unit test), not in the proxy. */
+extern size_t mc_parse_examined;
+#endif
+
 /* ---- the text protocol ---- */
 
 typedef enum mc_text_kind {
@@ -80,8 +101,8 @@ typedef struct mc_text_cmd {
  * command's data not all here), or -1 when out of memory. A data block is
  * awaited only up to max_item: the key, the flags and the data together
  * (MC_FLAGS_BYTES + key + data) over it make `too_large`, answered as soon
- * as the line is here. */
-ssize_t mc_text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd *cmd);
+ * as the line is here. `rs`: see mc_resume. */
+ssize_t mc_text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd *cmd, mc_resume *rs);
 void mc_text_cmd_free(mc_text_cmd *cmd);
 
 /* ---- the binary protocol ---- */
@@ -161,7 +182,7 @@ typedef struct mc_bin_req {
  * 0 when it is not whole yet, or -1 for a header memcached hangs up on
  * without an answer (a magic other than 0x80). A body over max_body is
  * not awaited. */
-ssize_t mc_bin_parse(const char *p, size_t n, size_t max_body, mc_bin_req *req);
+ssize_t mc_bin_parse(const char *p, size_t n, size_t max_body, mc_bin_req *req, mc_resume *rs);
 
 /* ---- values, cas uniques, counters, exptime ---- */
 

@@ -21,6 +21,8 @@ typedef struct mc_state {
                             nothing starts beside it (it waited for the
                             connection's commands before it) */
     mc_text_cmd cmd;
+    mc_resume resume;    /* how far the parser looked into the command at
+                            the head of the input (mc_parse.h) */
 } mc_state;
 
 

@@ -616,7 +616,7 @@ size_t mc_text_feed(px_conn *c, mc_state *st, const char *data, size_t len)
             used += k;
             continue;
         }
-        ssize_t n = mc_text_parse(data + used, len - used, mc_max_item(b), &st->cmd);
+        ssize_t n = mc_text_parse(data + used, len - used, mc_max_item(b), &st->cmd, &st->resume);
         if (n == 0)
             break;
         if (n < 0) {
