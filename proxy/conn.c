@@ -16,6 +16,15 @@
 /* Input and output buffers above this are given back once empty, so an
  * idle connection after a large value holds no more than this. */
 #define KEEP_BYTES (64 * 1024)
+/* Replies whose size is unknown when their command starts (a GET's value)
+ * reserve at least this share of the reply budget each: so at most this
+ * many such commands of one connection are in flight while nothing is
+ * held, and a connection holds at most the budget plus this many of the
+ * largest item however its client behaves. 16 keeps a redis-benchmark
+ * -P 16 pipeline whole. */
+#define RESERVE_SHARE 16
+/* What a reply known to be small (a status, a number, an error) reserves. */
+#define SMALL_REPLY 64
 
 typedef struct px_buf {
     char *p;
@@ -29,6 +38,11 @@ struct px_reply {
     px_conn *conn;
     px_buf buf; /* held until the reply reaches the head of the order */
     bool ended;
+    bool small;       /* px_reply_small(): its reply is a status, a number
+                         or an error, so it reserves next to nothing */
+    size_t reserve;   /* what it holds of the connection's budget while
+                         open (reply_reserve()) */
+    size_t size;      /* bytes put so far */
     bool writes;      /* its command writes the claimed keys */
     uint32_t nclaims; /* hashes of the keys its command touches */
     uint64_t claim1;  /* the one key of most commands */
@@ -46,6 +60,14 @@ struct px_conn {
     px_buf in, out;
     px_reply *head, *tail;
     unsigned pending;  /* begun, not ended */
+    /* The reply budget (--max-output-bytes; "Bounds" in docs/proxy.md):
+     * what the client has not read (out), what finished replies hold
+     * while an earlier one is open (held), and what the replies still
+     * open are expected to bring (reserved, each at most `est`). */
+    size_t held;
+    size_t reserved;
+    size_t est;        /* a reply's expected size: the largest of recent
+                          replies, never below the budget's 1/RESERVE_SHARE */
     bool close_after;  /* no more reading; close once written */
     bool eof;          /* nothing more is read (the client shut its side,
                           or SIGTERM): what is buffered is still served */
@@ -160,6 +182,7 @@ static void conn_close(px_conn *c)
     buf_free(&c->out);
     for (px_reply *r = c->head; r; r = r->next)
         buf_free(&r->buf);
+    c->held = 0;
     if (c->proto->closed)
         c->proto->closed(c);
     c->state = NULL;
@@ -262,6 +285,8 @@ px_reply *px_reply_begin(px_conn *c)
         return NULL;
     }
     r->conn = c;
+    r->reserve = c->est;
+    c->reserved += r->reserve;
     if (c->tail)
         c->tail->next = r;
     else
@@ -277,11 +302,13 @@ void px_reply_put(px_reply *r, const void *p, size_t n)
     if (c->fd < 0 || n == 0)
         return;
     bool ok;
+    r->size += n;
     if (r == c->head) {
         ok = buf_add(&c->out, p, n);
         mark_dirty(c);
     } else {
         ok = buf_add(&r->buf, p, n);
+        c->held += n;
     }
     if (!ok)
         conn_close(c);
@@ -317,11 +344,38 @@ void px_reply_printf(px_reply *r, const char *fmt, ...)
     free(big);
 }
 
+void px_reply_small(px_reply *r)
+{
+    if (r->ended || r->reserve <= SMALL_REPLY)
+        return;
+    r->conn->reserved -= r->reserve - SMALL_REPLY;
+    r->reserve = SMALL_REPLY;
+    r->small = true;
+}
+
+/* The expected size of a reply whose command is about to start: the
+ * largest of recent replies, forgotten slowly (an eighth of the way down
+ * per smaller reply), never below the floor. */
+static void learn_size(px_conn *c, size_t size)
+{
+    size_t floor = c->set->b->limits.max_output_bytes / RESERVE_SHARE;
+    if (size < floor)
+        size = floor;
+    if (size >= c->est)
+        c->est = size;
+    else
+        c->est -= (c->est - size) / 8;
+}
+
 void px_reply_end(px_reply *r)
 {
     px_conn *c = r->conn;
     r->ended = true;
     c->pending--;
+    c->reserved -= r->reserve;
+    r->reserve = 0;
+    if (!r->small)
+        learn_size(c, r->size);
     /* This reply may be what the feed waits for (its keys, a flush): the
      * next feed finds out, and waits again if it must. Left set, the flag
      * could outlive its cause and leave the connection unwatched. */
@@ -339,6 +393,7 @@ void px_reply_end(px_reply *r)
         reply_free(h);
         px_reply *n = c->head;
         if (n && c->fd >= 0 && n->buf.len > n->buf.off) {
+            c->held -= n->buf.len - n->buf.off;
             if (!buf_add(&c->out, n->buf.p + n->buf.off, n->buf.len - n->buf.off))
                 conn_close(c);
             buf_free(&n->buf);
@@ -361,8 +416,20 @@ px_backend *px_conn_backend(const px_conn *c)
 bool px_conn_can_start(const px_conn *c)
 {
     const px_limits *l = &c->set->b->limits;
-    return c->fd >= 0 && !c->close_after && c->pending < l->max_in_flight &&
-           c->out.len - c->out.off < l->max_output_bytes;
+    if (c->fd < 0 || c->close_after || c->pending >= l->max_in_flight)
+        return false;
+    size_t unread = c->out.len - c->out.off;
+    if (unread >= l->max_output_bytes)
+        return false;
+    /* The next command's reply must fit beside what is unread, held and
+     * expected; the first command in flight always may start, or a reply
+     * larger than the budget could never be asked for. */
+    return c->pending == 0 || unread + c->held + c->reserved + c->est <= l->max_output_bytes;
+}
+
+size_t px_conn_held_bytes(const px_conn *c)
+{
+    return c->out.len - c->out.off + c->held;
 }
 
 size_t px_conn_output_bytes(const px_conn *c)
@@ -539,6 +606,7 @@ void px_conns_accept(px_conns *s, int fd, const px_proto *p)
     c->proto = p;
     c->fd = fd;
     c->id = s->next_id++;
+    c->est = b->limits.max_output_bytes / RESERVE_SHARE;
     c->events = EPOLLIN;
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &c->watch};
     if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {

@@ -51,6 +51,12 @@ px_reply *px_reply_begin(px_conn *c);
 void px_reply_put(px_reply *r, const void *p, size_t n);
 void px_reply_puts(px_reply *r, const char *s);
 void px_reply_printf(px_reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The reply will be a status, a number or an error: small whatever the
+ * data, so it takes next to nothing of the connection's reply budget
+ * (px_conn_can_start()). A reply not so marked is expected to be as large
+ * as the connection's recent replies. Call it at most once, before the
+ * reply ends. */
+void px_reply_small(px_reply *r);
 /* The reply is complete: it is written once every reply before it is.
  * `r` must not be used after. */
 void px_reply_end(px_reply *r);
@@ -59,12 +65,19 @@ px_conn *px_reply_conn(const px_reply *r);
 
 /* The backend and limits of every connection. */
 px_backend *px_conn_backend(const px_conn *c);
-/* Whether another command may start now: below --max-in-flight and the
- * output limit, and not closing. A feed that sees false stops; the
- * connection feeds it the rest when replies drain. */
+/* Whether another command may start now: not closing, below
+ * --max-in-flight, and its reply fits the connection's reply budget
+ * (limits.max_output_bytes) beside the replies the client has not read,
+ * those finished behind an open one, and those still open (each expected
+ * as large as the recent replies, at least 1/16 of the budget, unless
+ * px_reply_small()). With nothing in flight a command may always start. A
+ * feed that sees false stops; the connection feeds it the rest when
+ * replies drain. */
 bool px_conn_can_start(const px_conn *c);
 /* Reply bytes written by the proxy and not yet taken by the client. */
 size_t px_conn_output_bytes(const px_conn *c);
+/* Those and the bytes of finished replies waiting behind an open one. */
+size_t px_conn_held_bytes(const px_conn *c);
 /* Replies begun and not yet ended. */
 unsigned px_conn_pending(const px_conn *c);
 /* Closes the connection once every reply begun so far is written (QUIT,
