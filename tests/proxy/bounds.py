@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""momento-proxy's reply budget (issue 47 item 3): replies of commands
+already started count towards the bound on what a connection holds for its
+client, so a client that pipelines large reads and never reads the replies
+costs the proxy that bound, not --max-in-flight of its values.
+
+Each check, on the RESP port and the memcache port:
+- 300 pipelined gets of a 1 MiB value, never read (about 6 KB sent): the
+  proxy starts only what fits the budget (INFO's / stats' command count),
+  its memory stays near the budget (VmRSS, VmHWM), another connection is
+  answered meanwhile, and once the client reads, all 300 replies arrive, in
+  order, each the value;
+- three such clients at once: each held to its own budget.
+
+No check asserts an elapsed time. The one wait (until the proxy has no
+Momento call in flight and has started nothing new) is bounded by the
+watchdog and gates no pass on its length.
+"""
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proxytest as pt  # noqa: E402
+from rawresp import RawConn, encode  # noqa: E402
+
+VALUE = b"v" * (1 << 20)
+GETS = 300
+# The budget is 4 MiB (--max-output-bytes' default); a reply of unknown
+# size reserves at least 1/16 of it, so at most 16 gets start before the
+# first value arrives, and none after it (the values are larger than the
+# reservation). 16 values held plus the proxy's own allocations and the
+# allocator's slack stay under this; without the budget the 300 values
+# (301 MB) are held.
+HELD_MB = 64
+# Peak: the held values plus the copies a value has while it is decoded
+# and written (gRPC's message, the library's, the reply's).
+PEAK_MB = 160
+
+
+def status_kb(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+_infos = [0]
+
+
+def resp_counts(port):
+    """Commands processed, not counting the INFOs asked here, and calls in
+    flight."""
+    info = RawConn(port).command("INFO")[1].decode()
+    _infos[0] += 1
+    f = {k: v for k, v in (l.split(":", 1) for l in info.split("\r\n") if ":" in l)}
+    return int(f["total_commands_processed"]) - _infos[0], int(f["momento_in_flight"])
+
+
+def mc_counts(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=pt.WATCHDOG)
+    s.sendall(b"stats\r\n")
+    data = b""
+    while not data.endswith(b"END\r\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    f = {}
+    for line in data.decode().split("\r\n"):
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "STAT":
+            f[parts[1]] = parts[2]
+    cmds = sum(int(f.get(k, 0)) for k in ("cmd_get", "cmd_set", "cmd_touch"))
+    return cmds, int(f.get("momento_in_flight", 0))
+
+
+def settled(counts):
+    """Waits until the proxy has no Momento call in flight and its command
+    count stays the same across two readings: it has started all it will
+    start. Returns that count."""
+    last = [None]
+
+    def still():
+        n, in_flight = counts()
+        same = in_flight == 0 and n == last[0]
+        last[0] = n
+        if not same:
+            time.sleep(0.2)
+        return same
+
+    pt.wait_until(still, pt.WATCHDOG, "the proxy to stop starting commands")
+    return last[0]
+
+
+def hog(port, request):
+    # The kernel's socket buffers take a few MB of what the proxy writes;
+    # the rest is the proxy's to hold.
+    h = socket.create_connection(("127.0.0.1", port), timeout=pt.WATCHDOG)
+    h.sendall(request * GETS)
+    return h
+
+
+def read_exactly(sock, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(1 << 20, n - len(buf)))
+        if not chunk:
+            raise EOFError(f"closed after {len(buf)} of {n} bytes")
+        buf += chunk
+    return bytes(buf)
+
+
+def check_port(res, px, proto):
+    if proto == "resp":
+        port = px.ports["resp"]
+        c = RawConn(port, timeout=pt.WATCHDOG)
+        c.command("SET", "big", VALUE)
+        c.command("SET", "small", "s")
+        request = encode(["GET", "big"])
+        one_reply = b"$%d\r\n" % len(VALUE) + VALUE + b"\r\n"
+        counts = lambda: resp_counts(port)  # noqa: E731
+
+        def probe():
+            return c.command("GET", "small") == ("$", b"s")
+    else:
+        port = px.ports["memcache"]
+        c = socket.create_connection(("127.0.0.1", port), timeout=pt.WATCHDOG)
+        c.sendall(b"set big 0 0 %d\r\n" % len(VALUE) + VALUE + b"\r\nset small 0 0 1\r\ns\r\n")
+        read_exactly(c, len(b"STORED\r\nSTORED\r\n"))
+        request = b"get big\r\n"
+        one_reply = b"VALUE big 0 %d\r\n" % len(VALUE) + VALUE + b"\r\nEND\r\n"
+        counts = lambda: mc_counts(port)  # noqa: E731
+
+        def probe():
+            c.sendall(b"get small\r\n")
+            return read_exactly(c, len(b"VALUE small 0 1\r\ns\r\nEND\r\n")) == \
+                b"VALUE small 0 1\r\ns\r\nEND\r\n"
+
+    for nhogs in (1, 3):
+        before, _ = counts()
+        base = status_kb(px.proc.pid, "VmRSS")
+        hogs = [hog(port, request) for _ in range(nhogs)]
+        started = settled(counts) - before
+        held = (status_kb(px.proc.pid, "VmRSS") - base) // 1024
+        peak = (status_kb(px.proc.pid, "VmHWM") - base) // 1024
+        what = f"{proto}, {nhogs} client(s) pipelining {GETS} gets of 1 MiB, reading nothing"
+        res.check(f"{what}: the proxy starts only what fits each one's budget",
+                  started <= nhogs * (16 + 2), f"{started} commands started")
+        res.check(f"{what}: the proxy holds about the budget each",
+                  held < nhogs * HELD_MB, f"VmRSS grew {held} MB")
+        if nhogs == 1:
+            res.check(f"{what}: its peak stays near it", peak < PEAK_MB, f"VmHWM {peak} MB over the start")
+        res.check(f"{what}: another connection is answered meanwhile", probe())
+        for i, h in enumerate(hogs):
+            try:
+                got = read_exactly(h, len(one_reply) * GETS)
+                ok = got == one_reply * GETS
+                why = "" if ok else "a reply differs"
+            except (OSError, EOFError) as e:
+                ok, why = False, repr(e)
+            res.check(f"{what}: once client {i + 1} reads, its {GETS} replies arrive in order", ok, why)
+            h.close()
+    c.close()
+
+
+def main():
+    args = pt.parse_common_args(sys.argv[1:])
+    pt.require_program(args.proxy, "momento-proxy")
+    res = pt.Results()
+    px = pt.start_proxy(args.proxy)
+    try:
+        check_port(res, px, "resp")
+        check_port(res, px, "memcache")
+    finally:
+        px.stop()
+    res.exit()
+
+
+if __name__ == "__main__":
+    main()
