@@ -107,14 +107,17 @@ static bool buf_reserve(px_buf *b, size_t more)
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < need)
         cap *= 2;
-    char *p = malloc(cap);
+    /* realloc, not malloc-copy-free: a large buffer grows in place (glibc
+     * remaps it), so an unfinished 8 MB command does not leave the smaller
+     * buffers it outgrew resident beside it. */
+    if (b->off > 0) {
+        memmove(b->p, b->p + b->off, b->len - b->off);
+        b->len -= b->off;
+        b->off = 0;
+    }
+    char *p = realloc(b->p, cap);
     if (!p)
         return false;
-    if (b->p)
-        memcpy(p, b->p + b->off, b->len - b->off);
-    b->len -= b->off;
-    b->off = 0;
-    free(b->p);
     b->p = p;
     b->cap = cap;
     return true;
