@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Two momento-proxy binaries, A and B, on the same momento-local, rounds
+# alternating: what a change to the proxy costs its GET rate (issue 47:
+# "none of this costs more than 5 % of the GET rate").
+#
+# Each round, for A then B (B then A on even rounds, so neither always
+# runs second): redis-benchmark -P 16 GETs (50 connections, random keys of
+# KEYS, every one prefilled so GETs hit) through the RESP port, and
+# bench/mc_load -P 16 gets through the memcache port. The medians of
+# ROUNDS rounds, and B / A for each.
+#
+# Usage: bench/proxy_ab.sh BUILD_DIR PROXY_A [PROXY_B]
+#   BUILD_DIR gives momento-local and mc_load (a -Dtests=false
+#   debugoptimized build, as the other scripts); PROXY_B defaults to
+#   BUILD_DIR/proxy/momento-proxy. PROXY_A is typically the proxy built at
+#   the commit before the change (git worktree add, meson setup, ninja).
+# Environment: ROUNDS (5), KEYS (100000), VALUE (100 bytes), RB_N (600000
+#   requests per redis-benchmark run), SECONDS_PER_RUN (5: mc_load).
+# Loopback only; every run is bounded by a request count and a timeout.
+set -euo pipefail
+build=${1:?usage: bench/proxy_ab.sh BUILD_DIR PROXY_A [PROXY_B]}
+proxy_a=${2:?usage: bench/proxy_ab.sh BUILD_DIR PROXY_A [PROXY_B]}
+proxy_b=${3:-$build/proxy/momento-proxy}
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
+rounds=${ROUNDS:-5}
+keys=${KEYS:-100000}
+value=${VALUE:-100}
+rb_n=${RB_N:-600000}
+secs=${SECONDS_PER_RUN:-5}
+driver="$build/bench/mc_load"
+for f in "$proxy_a" "$proxy_b" "$driver"; do [ -x "$f" ] || { echo "missing: $f"; exit 1; }; done
+for c in redis-benchmark redis-cli; do
+    command -v "$c" > /dev/null || { echo "$c is missing (Debian: redis-tools)"; exit 1; }
+done
+
+pids=()
+ab_cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; bench_cleanup; }
+trap ab_cleanup EXIT
+
+start_server --cache bench
+echo "momento-local on $ep (pid $pid)"
+
+declare -A port_resp port_mc
+start_proxy() { # NAME BINARY
+    "$2" --endpoint "$ep" --insecure --cache bench --resp-port 0 --memcache-port 0 \
+        > "$work/$1.out" 2> "$work/$1.err" &
+    pids+=($!)
+    for _ in $(seq 300); do grep -q "^memcache listening on" "$work/$1.out" 2> /dev/null && break; sleep 0.1; done
+    local r m
+    r=$(sed -n 's/^resp listening on //p' "$work/$1.out")
+    m=$(sed -n 's/^memcache listening on //p' "$work/$1.out")
+    [ -n "$r" ] && [ -n "$m" ] || { echo "proxy $1 did not start"; cat "$work/$1.err"; exit 1; }
+    port_resp[$1]=${r##*:} port_mc[$1]=${m##*:}
+    echo "proxy $1 ($2): resp $r, memcache $m"
+}
+start_proxy A "$proxy_a"
+start_proxy B "$proxy_b"
+
+# Every key, through A (the cache is shared): GETs hit on both.
+python3 - "$keys" "$value" << 'EOF' | timeout 120 redis-cli -h 127.0.0.1 -p "${port_resp[A]}" --pipe > "$work/pipe.out"
+import sys
+n, vlen = int(sys.argv[1]), int(sys.argv[2])
+v = b'x' * vlen
+out = sys.stdout.buffer
+for i in range(n):
+    k = b'key:%012d' % i
+    out.write(b'*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n' % (len(k), k, len(v), v))
+EOF
+grep -q "errors: 0, replies: $keys" "$work/pipe.out" || { echo "prefill failed"; cat "$work/pipe.out"; exit 1; }
+# mc_load's keys are its own; its prefill makes them hit too.
+timeout 300 "$driver" --port "${port_mc[A]}" --conns 50 --keys "$keys" --value-bytes "$value" --prefill \
+    --requests 1 --seconds 1 --op get > /dev/null
+
+declare -A runs
+rb_get() { # NAME PORT
+    timeout 300 redis-benchmark -h 127.0.0.1 -p "$2" -c 50 -n "$rb_n" -P 16 -r "$keys" -d "$value" \
+        -t get --csv > "$work/rb.csv" 2> "$work/rb.err" || { echo "redis-benchmark failed"; cat "$work/rb.err"; exit 1; }
+    grep '^"GET"' "$work/rb.csv" | cut -d, -f2 | tr -d '"' | awk '{printf "%.0f", $1}'
+}
+mc_get() { # PORT
+    local line
+    line=$(timeout $((secs * 2 + 150)) "$driver" --port "$1" --conns 50 --pipeline 16 --op get \
+        --keys "$keys" --value-bytes "$value" --requests "$rb_n" --seconds "$secs" | grep '^RESULT') ||
+        { echo "mc_load failed: $line"; exit 1; }
+    [ "$(field misses "$line")" = 0 ] || { echo "mc_load: misses ($line)"; exit 1; }
+    field ops_per_s "$line"
+}
+for r in $(seq "$rounds"); do
+    order="A B"
+    [ $((r % 2)) = 0 ] && order="B A"
+    for w in $order; do
+        g=$(rb_get "$w" "${port_resp[$w]}")
+        m=$(mc_get "${port_mc[$w]}")
+        runs[$w.resp]+=" $g" runs[$w.mc]+=" $m"
+        echo "round $r $w: RESP -P 16 GET $g/s, memcache -P 16 get $m/s"
+    done
+done
+med() { tr ' ' '\n' <<< "$1" | grep . | median; }
+for p in resp mc; do
+    a=$(med "${runs[A.$p]}") b=$(med "${runs[B.$p]}")
+    ra=${runs[A.$p]# } rb=${runs[B.$p]# }
+    echo "RESULT port=$p a_median=$a b_median=$b b_over_a=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b / a}') a_runs=${ra// /,} b_runs=${rb// /,}"
+done
