@@ -438,7 +438,10 @@ static void setex(px_reply *r, const px_str *argv, int unit_ms, const char *name
         resp_end_not_integer(r);
         return;
     }
-    if (t <= 0 || (unit_ms == 1000 && t > (long long)(INT64_MAX / 1000))) {
+    /* Redis's checks, as SET EX/PX: a non-positive time, or one whose
+     * milliseconds or whose absolute time (now + ms) would overflow. */
+    if (t <= 0 || (unit_ms == 1000 && t > (long long)(INT64_MAX / 1000)) ||
+        t * unit_ms > INT64_MAX - now_ms()) {
         resp_errorf(r, "ERR invalid expire time in '%s' command", name);
         px_reply_end(r);
         return;
