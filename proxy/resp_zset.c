@@ -864,6 +864,8 @@ typedef struct union_req {
     union_elem *elems;   /* union_local: every source's elements read */
     size_t nelems, cap;
     size_t read_bytes;   /* what the elements cost, against UNION_READ_MAX */
+    const char *opt_error; /* a WEIGHTS / AGGREGATE error, answered once
+                              every source's type is seen to be no WRONGTYPE */
 } union_req;
 
 static void union_free(union_req *q)
@@ -928,6 +930,10 @@ static void union_check_next(union_req *q)
     if (q->checked < q->n) {
         rc = momento_item_get_type(b->client, b->cache, q->src[q->checked].name,
                                    q->src[q->checked].name_len, NULL, on_union_source_type, q);
+    } else if (q->opt_error) {
+        resp_end_error(q->r, q->opt_error);
+        union_free(q);
+        return;
     } else if (q->has_set || q->force_local) {
         union_local_next(q, 0);
         return;
@@ -1252,9 +1258,8 @@ static void cmd_zunionstore(px_reply *r, int argc, const px_str *argv)
             for (size_t i = 0; i < n; i++, j++) {
                 double w;
                 if (!resp_arg_double(&argv[j], &w)) {
-                    free(q);
-                    resp_end_error(r, "ERR weight value is not a float");
-                    return;
+                    q->opt_error = "ERR weight value is not a float";
+                    break;
                 }
                 /* Momento's weights are floats: 0.1 is 0.100000001490116. */
                 q->src[i].weight = (float)w;
@@ -1270,14 +1275,19 @@ static void cmd_zunionstore(px_reply *r, int argc, const px_str *argv)
             } else if (resp_arg_is(a, "max")) {
                 q->agg = MOMENTO_AGGREGATE_MAX;
             } else {
-                free(q);
-                resp_end_syntax(r);
-                return;
+                q->opt_error = "ERR syntax error";
             }
             j += 2;
         } else {
-            free(q);
-            resp_end_syntax(r);
+            q->opt_error = "ERR syntax error";
+        }
+        if (q->opt_error) {
+            /* Redis looks the sources up before it reads the options: a
+             * source of another type is WRONGTYPE whatever follows. Their
+             * types are read on this path only, so a valid command costs
+             * nothing more. */
+            q->dest_ok = true;
+            union_check_next(q);
             return;
         }
     }
