@@ -147,6 +147,29 @@ static void command_keys(const resp_cmd *cmd, int argc, int *first, int *n, int 
     }
 }
 
+/* Whether a command names the empty key. Momento refuses an empty key
+ * (INVALID_ARGUMENT), so no such key can be written or exist: every
+ * command naming one, read or write, gets one error saying so before any
+ * call (docs/proxy.md "The empty key"). Keys as command_keys gives them,
+ * but ZUNIONSTORE's exactly: its destination and its numkeys sources. */
+static bool names_empty_key(const resp_cmd *cmd, int argc, const px_str *argv, int first,
+                            int nkeys, int step)
+{
+    if (strcmp(cmd->name, "zunionstore") == 0) {
+        long long n;
+        if (argv[1].n == 0)
+            return true;
+        if (!resp_arg_ll(&argv[2], &n) || n < 1 || n > argc - 3)
+            return false;
+        nkeys = (int)n;
+        first = 3;
+    }
+    for (int i = 0; i < nkeys; i += step)
+        if (first + i < argc && argv[first + i].n == 0)
+            return true;
+    return false;
+}
+
 static bool run_command(px_conn *c, int argc, const px_str *argv)
 {
     px_backend *b = px_conn_backend(c);
@@ -181,6 +204,10 @@ static bool run_command(px_conn *c, int argc, const px_str *argv)
     if ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity)) {
         resp_errorf(r, "ERR wrong number of arguments for '%s' command", cmd->name);
         px_reply_end(r);
+        return true;
+    }
+    if (nkeys > 0 && names_empty_key(cmd, argc, argv, first, nkeys, step)) {
+        resp_end_error(r, "ERR momento-proxy: Momento does not allow an empty key");
         return true;
     }
     cmd->run(r, argc, argv);
@@ -403,6 +430,20 @@ static void cmd_info(px_reply *r, int argc, const px_str *argv)
     px_reply_end(r);
 }
 
+/* Redis's check of a client name (CLIENT SETNAME, HELLO SETNAME): only
+ * '!' to '~', so that CLIENT LIST stays one line per client; empty is
+ * allowed (it clears the name). */
+static bool client_name_ok(const px_str *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if ((unsigned char)a->p[i] < '!' || (unsigned char)a->p[i] > '~')
+            return false;
+    return true;
+}
+
+static const char bad_client_name[] =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
 static void cmd_client(px_reply *r, int argc, const px_str *argv)
 {
     /* What client libraries send on connecting: answered, not acted on. */
@@ -410,6 +451,8 @@ static void cmd_client(px_reply *r, int argc, const px_str *argv)
         resp_int(r, (long long)px_conn_id(px_reply_conn(r)));
     else if (resp_arg_is(&argv[1], "getname") && argc == 2)
         resp_nil(r);
+    else if (resp_arg_is(&argv[1], "setname") && argc == 3 && !client_name_ok(&argv[2]))
+        resp_error(r, bad_client_name);
     else if ((resp_arg_is(&argv[1], "setname") && argc == 3) ||
              (resp_arg_is(&argv[1], "setinfo") && argc == 4))
         resp_ok(r);
@@ -421,11 +464,44 @@ static void cmd_client(px_reply *r, int argc, const px_str *argv)
 
 static void cmd_hello(px_reply *r, int argc, const px_str *argv)
 {
+    /* Redis 7.0's order: the version (2 or 3), then each option as it
+     * comes - AUTH user pass, SETNAME name - the first bad one answered. */
     long long ver = 2;
-    if (argc >= 2 && !resp_arg_ll(&argv[1], &ver)) {
-        resp_end_error(r, "ERR Protocol version is not an integer or out of range");
-        return;
+    if (argc >= 2) {
+        if (!resp_arg_ll(&argv[1], &ver)) {
+            resp_end_error(r, "ERR Protocol version is not an integer or out of range");
+            return;
+        }
+        if (ver < 2 || ver > 3) {
+            resp_end_error(r, "NOPROTO unsupported protocol version");
+            return;
+        }
     }
+    for (int i = 2; i < argc; i++) {
+        int more = argc - 1 - i;
+        if (resp_arg_is(&argv[i], "auth") && more >= 2) {
+            /* The proxy has no users: it answers as a Redis without a
+             * password does, whose only user is "default" (nopass). */
+            if (argv[i + 1].n != 7 || memcmp(argv[i + 1].p, "default", 7) != 0) {
+                resp_end_error(r, "WRONGPASS invalid username-password pair or user is disabled.");
+                return;
+            }
+            i += 2;
+        } else if (resp_arg_is(&argv[i], "setname") && more >= 1) {
+            if (!client_name_ok(&argv[i + 1])) {
+                resp_end_error(r, bad_client_name);
+                return;
+            }
+            i++;
+        } else {
+            resp_errorf(r, "ERR Syntax error in HELLO option '%.*s'",
+                        (int)(argv[i].n < 400 ? argv[i].n : 400), argv[i].p);
+            px_reply_end(r);
+            return;
+        }
+    }
+    /* RESP3 is not served: a client asking for it falls back to RESP2 on
+     * this answer, as it does with a Redis older than 6. */
     if (ver != 2) {
         resp_end_error(r, "NOPROTO unsupported protocol version");
         return;
