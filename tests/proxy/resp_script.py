@@ -90,6 +90,27 @@ R("INFO")
 R("INFO server")
 R("COMMAND")
 R("COMMAND COUNT")
+# Issue 47: HELLO's options as Redis 7.0 reads them - each in its turn,
+# the first bad one answered (AUTH's user, SETNAME's name, anything else).
+def hello(*args):
+    """HELLO's answer; its map by keys and proto (the values are each
+    server's own: version, id)."""
+    def f(ctx):
+        a = ctx.raw.command("HELLO", *args)
+        if a[0] == "*" and a[1]:
+            m = dict(zip(a[1][0::2], a[1][1::2]))
+            return ("map", a[1][0::2], m.get(("$", b"proto")))
+        return a
+    return f
+
+
+for h in ["", "2", "1", "4 x", "abc", "2 x", "3 x", "2 AUTH default pw", "2 AUTH bob pw",
+          "2 AUTH default", "2 SETNAME fz", "2 SETNAME", "2 SETNAME 'a b'", "2 setname fz auth default pw",
+          "2 SETNAME 'a b' AUTH bob pw", "2 AUTH bob pw SETNAME 'a b'", "2 SETNAME 'a b' x",
+          "2 x SETNAME 'a b'"]:
+    F(f"HELLO {h}", hello(*shlex.split(h)))
+R("CLIENT SETNAME 'a b'")
+R("CLIENT SETNAME ''")
 W("inline PING", b"PING\r\n")
 W("inline ECHO with quotes", b"ECHO \"a b\"\r\n")
 W("two inline commands in one write", b"PING\r\nECHO x\r\n", 2)
@@ -161,6 +182,10 @@ P("90 <= r.ttl('s:e') <= 100")
 R("SETEX s:e 0 v")
 R("SETEX s:e abc v")
 R("SETEX s:e 100")
+# Issue 47: now + the time overflows.
+R("SETEX s:e 9223372036854775 v")
+R("PSETEX s:p 9223372036854775807 v")
+R("PSETEX s:p 9223372036854775000 v")
 R("PSETEX s:p 100000 v")
 P("90000 <= r.pttl('s:p') <= 100000")
 R("PSETEX s:p -1 v")
@@ -270,6 +295,29 @@ P("90 <= r.ttl('t:nx') <= 100")
 R("EXPIRE t:nx 200 NX")
 R("EXPIRE t:nx 50 NX")
 R("EXPIRE t:missing 50 NX")
+# XX, GT, LT on a key written without an expiry (Redis: no TTL, counted
+# as infinite by GT and LT; the proxy: --default-ttl, 3600 s here).
+R("SET t:xx v")
+R("EXPIRE t:xx 100 XX")
+R("SET t:gt v")
+R("EXPIRE t:gt 100000 GT")
+R("SET t:gt2 v")
+R("EXPIRE t:gt2 100 GT")
+R("SET t:lt v")
+R("EXPIRE t:lt 100000 LT")
+R("SET t:lt2 v")
+R("EXPIRE t:lt2 100 LT")
+R("SET t:nx2 v")
+R("EXPIRE t:nx2 100000 NX")
+R("SET t:xp v")
+R("EXPIRE t:xp 0 XX")
+R("EXISTS t:xp")
+R("SET t:gp v")
+R("EXPIRE t:gp -1 GT")
+R("EXISTS t:gp")
+R("SET t:np v")
+R("PEXPIRE t:np 0 NX")
+R("EXISTS t:np")
 
 
 def expires_soon(ctx):
@@ -290,6 +338,21 @@ def expires_soon(ctx):
 
 
 F("a PX 300 key expires", expires_soon)
+
+# --- the empty key ------------------------------------------------------------
+# Momento refuses an empty key: every command naming one as a key answers
+# one error saying so (EXPECT); an empty value, field or weight is no key.
+for c in ["SET '' v", "GET ''", "MGET e:a ''", "MSET e:a 1 '' 2", "DEL e:a ''", "EXISTS ''",
+          "TTL ''", "EXPIRE '' 100", "INCR ''", "HSET '' f v", "RPUSH '' a", "SADD '' a",
+          "ZADD '' 1 a", "ZUNIONSTORE '' 1 z:none", "ZUNIONSTORE e:z 1 ''",
+          "LINDEX '' abc", "SET '' v BOGUS"]:
+    R(c)
+R("EXISTS e:a")
+R("MSET e:a ''")
+R("GET e:a")
+R("HSET e:h '' v")
+R("HGET e:h ''")
+R("ZUNIONSTORE e:z 1 z:none WEIGHTS ''")
 
 # --- hashes -----------------------------------------------------------------
 R("HSET h:a f1 v1 f2 v2")
@@ -547,6 +610,19 @@ R("ZRANGE z:us 0 -1 WITHSCORES")
 R("ZUNIONSTORE z:us 1 z:c2 WEIGHTS inf")
 R("ZRANGE z:us 0 -1 WITHSCORES")
 R("ZUNIONSTORE z:u 1 s:a")
+# Issue 47: Redis looks every source up before it reads WEIGHTS and
+# AGGREGATE: a source of another type is WRONGTYPE whatever follows; with
+# every source of a right type (or missing), the option's own error.
+R("SET zu:str x")
+R("HSET zu:h f v")
+R("ZUNIONSTORE z:u 2 z:a zu:str AGGREGATE BAD")
+R("ZUNIONSTORE z:u 2 z:a zu:h WEIGHTS 1 abc")
+R("ZUNIONSTORE z:u 2 zu:h z:a WEIGHTS")
+R("ZUNIONSTORE z:u 3 z:missing st:z zu:str WEIGHTS 1 2 3 x")
+R("ZUNIONSTORE z:u 2 z:a st:z AGGREGATE BAD")
+R("ZUNIONSTORE z:u 2 z:a z:missing WEIGHTS 1 abc")
+R("ZUNIONSTORE zu:str 1 z:a AGGREGATE")
+R("TYPE zu:str")
 R("ZADD z:inf +inf top -inf bottom 1.25 mid -3.5 neg")
 R("ZSCORE z:inf top")
 R("ZSCORE z:inf bottom")
@@ -764,6 +840,14 @@ def is_error(a):
 
 NO_PERSIST = ("Momento has no item without expiry: a key set without EX has the proxy's "
               f"--default-ttl ({DEFAULT_TTL} s here)")
+NO_TTL_XX = ('docs/proxy.md "EXPIRE / PEXPIRE NX, XX, GT, LT": a key written without an '
+             'expiry has --default-ttl here, so XX finds a TTL and applies (Redis: no TTL, 0)')
+NO_TTL_GTLT = ('docs/proxy.md "EXPIRE / PEXPIRE NX, XX, GT, LT": GT, LT and NX (taken as LT) '
+               f'compare with the --default-ttl ({DEFAULT_TTL} s) a key written without an '
+               'expiry has here, where Redis counts no TTL as infinite')
+EMPTY_KEY_ERR = "ERR momento-proxy: Momento does not allow an empty key"
+EMPTY_KEY = ('docs/proxy.md "The empty key": Momento refuses an empty key, so every command '
+             'naming one answers this error')
 NOT_LISTED = "a command issue 33 does not list: Redis's answer to a command it does not know"
 
 
@@ -792,6 +876,18 @@ EXPECT = {
                                    "it); the proxy would need a read first to refuse it"),
     "raw: EXPIRE t:nx 50 NX": pt.Expect((":", 1), "every Momento key has a TTL: the proxy takes "
                                         "EXPIRE NX as LT, so that INCR + EXPIRE NX keeps its window"),
+    "raw: EXPIRE t:xx 100 XX": pt.Expect((":", 1), NO_TTL_XX),
+    "raw: EXPIRE t:gt 100000 GT": pt.Expect((":", 1), NO_TTL_GTLT),
+    "raw: EXPIRE t:lt 100000 LT": pt.Expect((":", 0), NO_TTL_GTLT),
+    "raw: EXPIRE t:nx2 100000 NX": pt.Expect((":", 0), NO_TTL_GTLT),
+    "raw: EXPIRE t:xp 0 XX": pt.Expect((":", 1), NO_TTL_XX),
+    "raw: EXISTS t:xp": pt.Expect((":", 0), NO_TTL_XX + ": the past time deleted the key"),
+    **{f"raw: {c}": pt.Expect(("-", EMPTY_KEY_ERR), EMPTY_KEY)
+       for c in ["SET '' v", "GET ''", "MGET e:a ''", "MSET e:a 1 '' 2", "DEL e:a ''",
+                 "EXISTS ''", "TTL ''", "EXPIRE '' 100", "INCR ''", "HSET '' f v", "RPUSH '' a",
+                 "SADD '' a", "ZADD '' 1 a", "ZUNIONSTORE '' 1 z:none", "ZUNIONSTORE e:z 1 ''",
+                 "LINDEX '' abc", "SET '' v BOGUS"]},
+    "raw: EXISTS e:a": pt.Expect((":", 0), EMPTY_KEY + ": MSET e:a 1 '' 2 wrote nothing"),
     "raw: TTL t:d": pt.Expect(integer_in(DEFAULT_TTL - 100, DEFAULT_TTL), NO_PERSIST,
                               "an integer near the default TTL"),
 }
