@@ -349,6 +349,16 @@ static void command_entry(px_reply *r, const resp_cmd *c)
     resp_array(r, 0); /* subcommands */
 }
 
+/* Redis 7's answer to a known subcommand given the wrong number of
+ * arguments: the arity is the subcommand's own. */
+static bool subcommand_arity(px_reply *r, const char *cmd, const char *sub, int argc, int arity)
+{
+    if (argc == arity)
+        return true;
+    resp_errorf(r, "ERR wrong number of arguments for '%s|%s' command", cmd, sub);
+    return false;
+}
+
 static void cmd_command(px_reply *r, int argc, const px_str *argv)
 {
     if (argc == 1) {
@@ -356,8 +366,9 @@ static void cmd_command(px_reply *r, int argc, const px_str *argv)
         for (unsigned i = 0; i < TABLE_SIZE; i++)
             if (table[i])
                 command_entry(r, table[i]);
-    } else if (resp_arg_is(&argv[1], "count") && argc == 2) {
-        resp_int(r, (long long)resp_command_count());
+    } else if (resp_arg_is(&argv[1], "count")) {
+        if (subcommand_arity(r, "command", "count", argc, 2))
+            resp_int(r, (long long)resp_command_count());
     } else if (resp_arg_is(&argv[1], "info")) {
         resp_array(r, argc - 2);
         for (int i = 2; i < argc; i++) {
@@ -447,14 +458,21 @@ static const char bad_client_name[] =
 static void cmd_client(px_reply *r, int argc, const px_str *argv)
 {
     /* What client libraries send on connecting: answered, not acted on. */
-    if (resp_arg_is(&argv[1], "id") && argc == 2)
-        resp_int(r, (long long)px_conn_id(px_reply_conn(r)));
-    else if (resp_arg_is(&argv[1], "getname") && argc == 2)
-        resp_nil(r);
-    else if (resp_arg_is(&argv[1], "setname") && argc == 3 && !client_name_ok(&argv[2]))
-        resp_error(r, bad_client_name);
-    else if ((resp_arg_is(&argv[1], "setname") && argc == 3) ||
-             (resp_arg_is(&argv[1], "setinfo") && argc == 4))
+    if (resp_arg_is(&argv[1], "id")) {
+        if (subcommand_arity(r, "client", "id", argc, 2))
+            resp_int(r, (long long)px_conn_id(px_reply_conn(r)));
+    } else if (resp_arg_is(&argv[1], "getname")) {
+        if (subcommand_arity(r, "client", "getname", argc, 2))
+            resp_nil(r);
+    } else if (resp_arg_is(&argv[1], "setname")) {
+        if (subcommand_arity(r, "client", "setname", argc, 3)) {
+            if (client_name_ok(&argv[2]))
+                resp_ok(r);
+            else
+                resp_error(r, bad_client_name);
+        }
+    } else if (resp_arg_is(&argv[1], "setinfo") && argc == 4)
+        /* Redis 7.2's (what redis-py sends on connecting); 7.0 has none. */
         resp_ok(r);
     else
         resp_errorf(r, "ERR unknown subcommand '%.*s'. Try CLIENT HELP.",
