@@ -111,6 +111,15 @@ for h in ["", "2", "1", "4 x", "abc", "2 x", "3 x", "2 AUTH default pw", "2 AUTH
     F(f"HELLO {h}", hello(*shlex.split(h)))
 R("CLIENT SETNAME 'a b'")
 R("CLIENT SETNAME ''")
+# A known subcommand with the wrong number of arguments (Redis 7: its own
+# arity), an unknown one.
+R("CLIENT SETNAME fz x")
+R("CLIENT SETNAME")
+R("CLIENT ID x")
+R("CLIENT GETNAME x")
+R("CLIENT BOGUS x")
+R("COMMAND COUNT x")
+R("COMMAND BOGUS")
 W("inline PING", b"PING\r\n")
 W("inline ECHO with quotes", b"ECHO \"a b\"\r\n")
 W("two inline commands in one write", b"PING\r\nECHO x\r\n", 2)
