@@ -66,8 +66,15 @@ SHRINK_SECONDS = 15
 # Each rule's text names the docs/proxy.md bullet it stands on.
 R_FOREVER = ('proxy.md "Nothing lives forever.": a key Redis keeps without TTL has '
              '--default-ttl on the proxy (TTL never -1; PERSIST answers 0)')
-R_INCR007 = ('proxy.md "INCR and HINCRBY use Momento\'s increment, which reads `007` as 7 '
-             'where Redis refuses leading zeros" (the values then differ: the round stops here)')
+R_INCR007 = ('proxy.md "INCR and HINCRBY use Momento\'s increment, which reads a stored `007` '
+             'as 7 and `-0` as 0 where Redis refuses them" (the values then differ: the round '
+             'stops here)')
+R_NOTTL = ('proxy.md "EXPIRE / PEXPIRE NX, XX, GT, LT on a key written without an expiry.": '
+           'the proxy answers as for a key with --default-ttl left (XX 1; GT 1 only if longer; '
+           'LT and NX 1 only if shorter; a past time: XX and NX/LT 1, GT 0); the TTLs then '
+           'differ: the round stops here')
+R_EMPTY = ('proxy.md "The empty key.": a command naming "" as a key answers the proxy\'s error '
+           '(after a write the states differ: the round stops there)')
 R_UNORDERED = 'proxy.md "HGETALL, HKEYS, HVALS, SMEMBERS answer in Momento\'s order": compared as multisets'
 R_RANDOM = ('SPOP / SRANDMEMBER pick at random in Redis too (proxy.md "SRANDMEMBER with a '
             'negative count"): the picks are checked for validity against the set, not equality')
@@ -258,6 +265,16 @@ RESP_GENS = [
     (0.5, lambda g: g.r.choice([["COMMAND", "COUNT"], ["COMMAND", "INFO", "get"], ["INFO"],
                                 ["INFO", "server"], ["HELLO", "2"], ["HELLO", "4"],
                                 ["CLIENT", "SETNAME", "fz"], ["HELLO", "abc"]])),
+    # HELLO's options. Never HELLO 3: Redis would switch the connection to
+    # RESP3, which this script does not read (the proxy answers NOPROTO,
+    # proxy.md's table: RESP2 only).
+    (0.5, lambda g: g.r.choice([["HELLO"], ["HELLO", "2", "x"], ["HELLO", "1"],
+                                ["HELLO", "2", "AUTH", "default", "pw"],
+                                ["HELLO", "2", "AUTH", "bob", "pw"], ["HELLO", "2", "AUTH", "default"],
+                                ["HELLO", "2", "SETNAME", "fz"], ["HELLO", "2", "SETNAME", "a b"],
+                                ["HELLO", "2", "SETNAME", "a b", "AUTH", "bob", "pw"],
+                                ["HELLO", "2", "SETNAME", "fz", "x"], ["CLIENT", "SETNAME", "a b"],
+                                ["HELLO", "3", "x"]])),
     # strings
     (6, lambda g: ["GET", g.key()]),
     (6, resp_set),
@@ -473,7 +490,62 @@ def run_resp(port, cmds, mode, rng, subscribe, reference, px=None):
 
 
 # --- RESP: comparing ---------------------------------------------------------------
-LEADING_ZERO = re.compile(rb"-?0\d+")
+# What proxy.md's INCR bullet names: leading zeros (`007`) and `-0`.
+LEADING_ZERO = re.compile(rb"-?0\d+|-0")
+EMPTY_KEY_ERR = "ERR momento-proxy: Momento does not allow an empty key"
+# Commands that write nothing: after one of them refused for the empty key,
+# both servers still hold the same keys.
+RESP_READS = {b"GET", b"MGET", b"EXISTS", b"TYPE", b"TTL", b"PTTL", b"HGET", b"HMGET", b"HGETALL",
+              b"HLEN", b"HKEYS", b"HVALS", b"HEXISTS", b"LRANGE", b"LLEN", b"LINDEX",
+              b"SMEMBERS", b"SISMEMBER", b"SMISMEMBER", b"SCARD", b"SRANDMEMBER", b"ZSCORE",
+              b"ZMSCORE", b"ZRANK", b"ZREVRANK", b"ZRANGE", b"ZRANGEBYSCORE", b"ZREVRANGE",
+              b"ZREVRANGEBYSCORE", b"ZCARD", b"ZCOUNT"}
+RESP_KEYLESS = {b"PING", b"ECHO", b"SELECT", b"COMMAND", b"INFO", b"CLIENT", b"HELLO",
+                b"PUBLISH", b"SUBSCRIBE", b"UNSUBSCRIBE", b"QUIT"}
+
+
+def resp_keys(cmd):
+    """The arguments of cmd that are keys (as proxy.md's empty-key bullet
+    counts them: every key of MGET, DEL, UNLINK, EXISTS, MSET's keys,
+    ZUNIONSTORE's destination and numkeys sources)."""
+    name = cmd[0].upper()
+    if name in RESP_KEYLESS:
+        return []
+    if name in (b"MGET", b"DEL", b"UNLINK", b"EXISTS"):
+        return cmd[1:]
+    if name == b"MSET":
+        return cmd[1::2]
+    if name == b"ZUNIONSTORE" and len(cmd) > 2:
+        try:
+            n = int(cmd[2])
+        except ValueError:
+            n = 0
+        return cmd[1:2] + (cmd[3:3 + n] if 1 <= n <= len(cmd) - 3 else [])
+    return cmd[1:2]
+
+
+def expire_no_ttl(cmd):
+    """What proxy.md's bullet "EXPIRE / PEXPIRE NX, XX, GT, LT on a key
+    written without an expiry" says the proxy answers to cmd on such a key
+    (its --default-ttl left), or None where the bullet does not decide (no
+    option, a time within TTL_SLACK_MS of the default: time passing)."""
+    name = cmd[0].upper()
+    opts = {a.upper() for a in cmd[3:]}
+    if not opts & {b"NX", b"XX", b"GT", b"LT"}:
+        return None
+    try:
+        new = int(cmd[2]) * (1000 if name == b"EXPIRE" else 1)
+    except ValueError:
+        return None
+    if new <= 0:
+        return 0 if b"GT" in opts else 1
+    if abs(new - DEFAULT_TTL * 1000) <= TTL_SLACK_MS:
+        return None
+    if b"GT" in opts:
+        return int(new > DEFAULT_TTL * 1000)
+    if opts & {b"LT", b"NX"}:
+        return int(new < DEFAULT_TTL * 1000)
+    return 1
 
 
 def is_int(a):
@@ -536,7 +608,13 @@ def compare_resp(cmd, probe, ref, got):
         if ref[1] >= 0 and got[1] >= 0 and abs(ref[1] - got[1]) * scale <= TTL_SLACK_MS:
             return (R_TIME, False)
     if name == b"PERSIST" and ref == (":", 1) and got == (":", 0):
-        return (R_FOREVER, False)
+        # Redis dropped the TTL, the proxy kept it: they differ from here.
+        return (R_FOREVER, True)
+    if got == ("-", EMPTY_KEY_ERR) and b"" in resp_keys(cmd):
+        return (R_EMPTY, name not in RESP_READS)
+    if name in (b"EXPIRE", b"PEXPIRE") and probe == -1 and is_int(ref) and is_int(got) \
+            and got == (":", expire_no_ttl(cmd)):
+        return (R_NOTTL, True)
     if name in (b"EXPIRE", b"PEXPIRE") and opts & {b"GT", b"LT"} and is_int(ref) and is_int(got) \
             and isinstance(probe, int) and probe > 0:
         try:
@@ -1038,7 +1116,7 @@ class Divergence:
         self.proto, self.cmds, self.idx, self.ref, self.got = proto, cmds, idx, ref, got
         self.atoms, self.params, self.note = atoms, params, note
         if proto == "resp" and idx < len(cmds) and isinstance(got, tuple) and got[0] == "-" \
-                and "INVALID_ARGUMENT" in got[1] and b"" in cmds[idx][1:]:
+                and ("INVALID_ARGUMENT" in got[1] or "empty key" in got[1]) and b"" in cmds[idx][1:]:
             # One cause, whatever the command: Momento refuses an empty key.
             self.cls = f"{proto}: (empty key): {shape(proto, ref)[:1]} vs {shape(proto, got)}"
         elif idx < len(cmds):
