@@ -74,8 +74,10 @@ bool mc_strtoull(const char *s, size_t n, uint64_t *out)
 
 bool mc_strtol32(const char *s, size_t n, int32_t *out)
 {
-    /* strtol: the same grammar, within long; then memcached refuses
-     * over INT_MAX and keeps the low 32 bits of the rest. */
+    /* strtol: the same grammar, within long; then memcached 1.6.18 keeps
+     * the low 32 bits (`*out = l`, no INT_MAX check): exptime 4102444800
+     * is a negative time, expired at once; 4294967396 is 100 seconds;
+     * flush_all 4294967296 is a flush now. */
     uint64_t v;
     bool overflow, neg;
     size_t end = scan_ull(s, n, &v, &overflow, &neg);
@@ -85,8 +87,6 @@ bool mc_strtol32(const char *s, size_t n, int32_t *out)
     if (overflow || (!neg && mag > (uint64_t)LONG_MAX) || (neg && mag > (uint64_t)LONG_MAX + 1))
         return false; /* ERANGE */
     int64_t l = neg ? (int64_t)(0 - mag) : (int64_t)mag;
-    if (l > INT_MAX)
-        return false;
     *out = (int32_t)(uint32_t)(uint64_t)l;
     return true;
 }
@@ -242,6 +242,18 @@ static bool want(const tokens *tk, size_t a, size_t b)
     return tk->n == a || tk->n == b;
 }
 
+/* Whether memcached lets a line run past MC_LINE_MAX: only a get or gets
+ * (after at most 100 spaces) may. */
+static bool long_line_allowed(const char *p, size_t n)
+{
+    size_t s = 0;
+    while (s < n && p[s] == ' ')
+        s++;
+    EXAMINED(s + 5);
+    return s <= 100 && ((n - s >= 4 && memcmp(p + s, "get ", 4) == 0) ||
+                        (n - s >= 5 && memcmp(p + s, "gets ", 5) == 0));
+}
+
 static ssize_t text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd *cmd,
                           mc_resume *rs)
 {
@@ -264,24 +276,24 @@ static ssize_t text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd 
     if (!nl) {
         /* A line already let past MC_LINE_MAX is a multi-get's. */
         bool let_past = rs && rs->scanned > MC_LINE_MAX;
-        if (n > MC_LINE_MAX && !let_past) {
+        if (n > MC_LINE_MAX && !let_past && !long_line_allowed(p, n)) {
             /* memcached allows an endless line only to a multi-get; any
              * other it hangs up on, without an answer. */
-            size_t s = 0;
-            while (s < n && p[s] == ' ')
-                s++;
-            EXAMINED(s + 5);
-            if (s > 100 || !((n - s >= 4 && memcmp(p + s, "get ", 4) == 0) ||
-                             (n - s >= 5 && memcmp(p + s, "gets ", 5) == 0))) {
-                cmd->close = true;
-                return (ssize_t)n;
-            }
+            cmd->close = true;
+            return (ssize_t)n;
         }
         if (rs)
             rs->scanned = n;
         return 0;
     }
     size_t line_len = (size_t)(nl - p) + 1;
+    if (line_len > MC_READ_BUF && !long_line_allowed(p, line_len)) {
+        /* Whole, but longer than memcached's read buffer: memcached never
+         * sees its newline, so it hangs up whatever the reads (a shorter
+         * line past MC_LINE_MAX it serves when it comes in one read). */
+        cmd->close = true;
+        return (ssize_t)line_len;
+    }
     size_t len = line_len - 1;
     if (len > 0 && p[len - 1] == '\r')
         len--;

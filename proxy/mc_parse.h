@@ -20,6 +20,8 @@
 
 #define MC_KEY_MAX 250   /* memcached's KEY_MAX_LENGTH */
 #define MC_LINE_MAX 2048 /* a line without a newline past which memcached hangs up */
+#define MC_READ_BUF 16384 /* memcached 1.6's read buffer: a longer line (not a
+                             get's) never has its newline in it, so always a hang-up */
 #define MC_FLAGS_BYTES 4 /* the client flags before the data, big-endian */
 #define MC_MAXDELTA (60 * 60 * 24 * 30) /* exptime above it is a unix time */
 #define MC_COUNTER_MAX 20 /* digits of the largest 64-bit counter */
