@@ -154,6 +154,9 @@ struct mget {
     slot *slots;
     slot_ref *refs;
     size_t pending;
+    bool once;         /* gat/gats with an exptime already past: memcached
+                          expires the item as it answers the key, so a key
+                          asked again in the command misses */
     bool failed;
     mc_result fail;
     char msg[256];
@@ -196,7 +199,10 @@ static void mget_answer(mget *g)
     } else {
         for (size_t i = 0; i < g->n; i++) {
             slot *s = &g->slots[g->map[i]];
-            if (s->hit) {
+            bool hit = s->hit;
+            if (g->once)
+                s->hit = false;
+            if (hit) {
                 g->b->stats.hits++;
                 mc_stats.get_hits++;
                 put_value(r, &g->ukeys[g->map[i]], s->flags, s->data, s->len, with_cas, s->cas);
@@ -205,7 +211,7 @@ static void mget_answer(mget *g)
                 mc_stats.get_misses++;
             }
             if (g->kind == MC_T_GAT || g->kind == MC_T_GATS) {
-                if (s->hit)
+                if (hit)
                     mc_stats.touch_hits++;
                 else
                     mc_stats.touch_misses++;
@@ -450,6 +456,7 @@ static void run_get(px_reply *r, px_backend *b, const mc_text_cmd *cmd)
         return;
     }
     mc_ttl ttl = mc_exptime(cmd->exptime, mc_now_s());
+    g->once = cmd->kind != MC_T_GETS && ttl.expired;
     bool with_cas = cmd->kind == MC_T_GETS || cmd->kind == MC_T_GATS;
     g->pending = g->nu + 1; /* held until every call is sent */
     for (size_t i = 0; i < g->nu; i++) {
