@@ -438,6 +438,89 @@ def past_flow(ctx):
 
 F("an exptime already past never shows the value", past_flow)
 
+# An exptime above 2^31-1: memcached 1.6.18 keeps its low 32 bits (no
+# INT_MAX check), so 4102444800 (the year 2100) is a negative time, the
+# item expired at once, and 2^32+100 is 100 seconds (differential.py
+# finding 10). The length field wraps the same way.
+T("set with exptime 4102444800: stored, expired at once",
+  b"set t:x32 0 4102444800 1\r\nx\r\nget t:x32\r\n", "line", "items")
+T("set with exptime 2^32+100: stored for 100 s",
+  b"set t:x33 0 4294967396 1\r\nx\r\nget t:x33\r\n", "line", "items")
+T("set noreply with exptime 4102444800, its data line not read as a command",
+  b"set t:x34 0 4102444800 1 noreply\r\nx\r\nget t:x34\r\n", "items")
+T("touch with exptime 4102444800: touched, then gone",
+  b"set t:x35 0 0 1\r\nx\r\ntouch t:x35 4102444800\r\nget t:x35\r\n", "line", "line", "items")
+T("gat 4102444800: the value, then gone",
+  b"set t:x36 0 0 1\r\nx\r\ngat 4102444800 t:x36\r\nget t:x36\r\n", "line", "items", "items")
+T("set with a length of 2^32+1 (1)", b"set t:x37 0 0 4294967297\r\nx\r\nget t:x37\r\n",
+  "line", "items")
+# gat/gats with an exptime already past and a key asked twice: memcached
+# expires the item as it answers the key, so the second asking misses
+# (finding 17).
+T("gat -1 of a key asked twice: one VALUE",
+  b"set t:g2 0 0 1\r\nx\r\ngat -1 t:g2 t:g2\r\nget t:g2\r\n", "line", "items", "items")
+T("gats <past> of two keys asked twice each: each once",
+  b"set t:g3 0 0 1\r\nx\r\nset t:g4 0 0 1\r\ny\r\ngats %d t:g4 t:g3 t:g3 t:g4\r\n" % PAST,
+  "line", "line", "items")
+T("gat of a key asked twice, a future exptime: both answered",
+  b"set t:g5 0 0 1\r\nx\r\ngat 100 t:g5 t:g5\r\n", "line", "items")
+# A line longer than memcached's 16384-byte read buffer (not a get's):
+# memcached never finds its newline and hangs up, whatever the reads
+# (finding 12).
+TN("a set line of 16385 bytes: closed without an answer",
+   b"set t:long 0 0 1 " + b"y" * 16366 + b"\r\nz\r\n", "line")
+TN("an unknown command of 16383 bytes and its CRLF: closed", b"x" * 16383 + b"\r\n", "line")
+TN("an unknown command of 16382 bytes and its CRLF: ERROR", b"x" * 16382 + b"\r\n", "line")
+
+
+def dribble_flow(ctx):
+    """A pipeline sent one byte a write before anything is read, a request
+    memcached hangs up on in its middle: every request before it answered,
+    in order, then its answer (binary) and the close; nothing after it.
+    The sends after the server closed may fail: that is how memcached
+    treats such a client too (differential.py finding 18: a close the
+    fuzzer recorded at the batch's first request was its own send
+    failing)."""
+    out = ctx.sub()
+    bad_bin = breq(mc.GETK, "d:k", b"\0", opaque=99)  # extras on a get: EINVAL, then closed
+    streams = [
+        ("binary", [breq(mc.SET, "d:%d" % i, set_extras(i), "v%d" % i, opaque=i) for i in range(20)]
+         + [breq(mc.GETK, "d:%d" % i, opaque=100 + i) for i in range(20)]
+         + [breq(mc.NOOP, opaque=50), bad_bin] + [breq(mc.NOOP, opaque=60)] * 200),
+        ("text", [b"set d:%d %d 0 2\r\nv%d\r\n" % (i, i, i % 10) for i in range(20)]
+         + [b"get d:%d d:%d\r\n" % (i, 19 - i) for i in range(20)]
+         + [b"version\r\n", b"set d:long 0 0 1 " + b"y" * 16400 + b"\r\nz\r\n"]
+         + [b"version\r\n"] * 200),
+    ]
+    for name, reqs in streams:
+        c = mc.Conn(ctx.port)
+        blob = b"".join(reqs)
+        sent = 0
+        try:
+            for i in range(len(blob)):
+                c.send(blob[i:i + 1])
+                sent += 1
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        got = []
+        try:
+            while True:
+                if name == "binary":
+                    got.append(norm_bin(c.bin_response()))
+                else:
+                    got.extend(norm_text([c.line()]))
+        except (mc.Closed, socket.timeout) as e:
+            got.append(type(e).__name__)
+        finally:
+            c.close()
+        # The values answered, then what ends the stream.
+        out.add(f"{name}: every answer up to the bad request's, then the close",
+                got)
+    return out
+
+
+F("a pipeline one byte a write, a request memcached hangs up on in its middle", dribble_flow)
+
 
 def ttl_kept_flow(ctx):
     """incr, decr, append, prepend keep the item's exptime (memcached
