@@ -171,6 +171,12 @@ static bool parse_keys(const char *line, size_t n, size_t skip_words, mc_text_cm
         if (word++ < skip_words)
             continue;
         if (i - s > MC_KEY_MAX) {
+            if ((cmd->kind == MC_T_GAT || cmd->kind == MC_T_GATS) && cmd->nkeys > 0) {
+                /* memcached has touched the keys before it when it finds
+                 * it too long: they are touched, the answer the error. */
+                cmd->bad_key = true;
+                return true;
+            }
             fail(cmd, "CLIENT_ERROR bad command line format");
             return true;
         }
@@ -259,7 +265,7 @@ static ssize_t text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd 
 {
     cmd->kind = MC_T_ERROR;
     cmd->reply = NULL;
-    cmd->close = cmd->noreply = cmd->too_large = false;
+    cmd->close = cmd->noreply = cmd->too_large = cmd->bad_key = false;
     cmd->swallow = 0;
     cmd->nkeys = 0;
     cmd->key = cmd->data = cmd->arg = (px_str){"", 0};

@@ -88,6 +88,9 @@ typedef struct mc_text_cmd {
     size_t swallow;
     px_str key;         /* storage, delete, incr/decr, touch */
     px_str *keys;       /* get, gets, gat, gats: in request order */
+    bool bad_key;       /* gat, gats: a key after `keys` is too long; the
+                           keys are touched and the answer is "CLIENT_ERROR
+                           bad command line format", as memcached does */
     size_t nkeys;
     size_t keys_cap;
     uint32_t flags;     /* storage */

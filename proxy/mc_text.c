@@ -154,6 +154,7 @@ struct mget {
     slot *slots;
     slot_ref *refs;
     size_t pending;
+    bool bad_key;      /* mc_text_cmd.bad_key: touched, answered the error */
     bool once;         /* gat/gats with an exptime already past: memcached
                           expires the item as it answers the key, so a key
                           asked again in the command misses */
@@ -194,7 +195,9 @@ static void mget_answer(mget *g)
 {
     px_reply *r = g->r;
     bool with_cas = g->kind == MC_T_GETS || g->kind == MC_T_GATS;
-    if (g->failed) {
+    if (g->bad_key) {
+        put_line(r, "CLIENT_ERROR bad command line format");
+    } else if (g->failed) {
         put_failure(r, &g->fail);
     } else {
         for (size_t i = 0; i < g->n; i++) {
@@ -457,6 +460,7 @@ static void run_get(px_reply *r, px_backend *b, const mc_text_cmd *cmd)
     }
     mc_ttl ttl = mc_exptime(cmd->exptime, mc_now_s());
     g->once = cmd->kind != MC_T_GETS && ttl.expired;
+    g->bad_key = cmd->bad_key;
     bool with_cas = cmd->kind == MC_T_GETS || cmd->kind == MC_T_GATS;
     g->pending = g->nu + 1; /* held until every call is sent */
     for (size_t i = 0; i < g->nu; i++) {
