@@ -73,6 +73,9 @@ R_NOTTL = ('proxy.md "EXPIRE / PEXPIRE NX, XX, GT, LT on a key written without a
            'the proxy answers as for a key with --default-ttl left (XX 1; GT 1 only if longer; '
            'LT and NX 1 only if shorter; a past time: XX and NX/LT 1, GT 0); the TTLs then '
            'differ: the round stops here')
+R_NX_TTL = ('proxy.md "EXPIRE / PEXPIRE NX, XX, GT, LT on a key written without an expiry.": '
+            '"on a key given a TTL explicitly ... NX applies where it shortens that TTL, where '
+            'Redis answers 0"; the TTLs then differ: the round stops here')
 R_EMPTY = ('proxy.md "The empty key.": a command naming "" as a key answers the proxy\'s error '
            '(after a write the states differ: the round stops there)')
 R_UNORDERED = 'proxy.md "HGETALL, HKEYS, HVALS, SMEMBERS answer in Momento\'s order": compared as multisets'
@@ -265,16 +268,16 @@ RESP_GENS = [
     (0.5, lambda g: g.r.choice([["COMMAND", "COUNT"], ["COMMAND", "INFO", "get"], ["INFO"],
                                 ["INFO", "server"], ["HELLO", "2"], ["HELLO", "4"],
                                 ["CLIENT", "SETNAME", "fz"], ["HELLO", "abc"]])),
-    # HELLO's options. Never HELLO 3: Redis would switch the connection to
-    # RESP3, which this script does not read (the proxy answers NOPROTO,
-    # proxy.md's table: RESP2 only).
+    # HELLO's options. Never HELLO 3 (nor "HELLO 3 x", which the wrong-arity
+    # mutation could cut to it): Redis would switch the connection to RESP3,
+    # which this script does not read (the proxy answers NOPROTO, proxy.md's
+    # table: RESP2 only).
     (0.5, lambda g: g.r.choice([["HELLO"], ["HELLO", "2", "x"], ["HELLO", "1"],
                                 ["HELLO", "2", "AUTH", "default", "pw"],
                                 ["HELLO", "2", "AUTH", "bob", "pw"], ["HELLO", "2", "AUTH", "default"],
                                 ["HELLO", "2", "SETNAME", "fz"], ["HELLO", "2", "SETNAME", "a b"],
                                 ["HELLO", "2", "SETNAME", "a b", "AUTH", "bob", "pw"],
-                                ["HELLO", "2", "SETNAME", "fz", "x"], ["CLIENT", "SETNAME", "a b"],
-                                ["HELLO", "3", "x"]])),
+                                ["HELLO", "2", "SETNAME", "fz", "x"], ["CLIENT", "SETNAME", "a b"]])),
     # strings
     (6, lambda g: ["GET", g.key()]),
     (6, resp_set),
@@ -615,6 +618,14 @@ def compare_resp(cmd, probe, ref, got):
     if name in (b"EXPIRE", b"PEXPIRE") and probe == -1 and is_int(ref) and is_int(got) \
             and got == (":", expire_no_ttl(cmd)):
         return (R_NOTTL, True)
+    if name in (b"EXPIRE", b"PEXPIRE") and b"NX" in opts and isinstance(probe, int) and probe > 0 \
+            and ref == (":", 0) and got == (":", 1):
+        try:
+            new = int(cmd[2]) * (1000 if name == b"EXPIRE" else 1)
+        except ValueError:
+            new = None
+        if new is not None and new < probe - TTL_SLACK_MS:
+            return (R_NX_TTL, True)
     if name in (b"EXPIRE", b"PEXPIRE") and opts & {b"GT", b"LT"} and is_int(ref) and is_int(got) \
             and isinstance(probe, int) and probe > 0:
         try:
@@ -624,7 +635,8 @@ def compare_resp(cmd, probe, ref, got):
         except ValueError:
             pass
     if name in (b"INCR", b"DECR", b"INCRBY", b"DECRBY", b"HINCRBY") and isinstance(probe, bytes) \
-            and LEADING_ZERO.fullmatch(probe) and ref[0] == "-" and is_int(got):
+            and LEADING_ZERO.fullmatch(probe) and ref[0] == "-" \
+            and (is_int(got) or got == ("-", "ERR increment or decrement would overflow")):
         return (R_INCR007, True)
     if name in (b"HKEYS", b"HVALS", b"SMEMBERS") and multiset(ref) == multiset(got):
         return (R_UNORDERED, False)
