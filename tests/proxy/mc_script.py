@@ -479,54 +479,6 @@ TN("an unknown command of 16383 bytes and its CRLF: closed", b"x" * 16383 + b"\r
 TN("an unknown command of 16382 bytes and its CRLF: ERROR", b"x" * 16382 + b"\r\n", "line")
 
 
-def dribble_flow(ctx):
-    """A pipeline sent one byte a write before anything is read, a request
-    memcached hangs up on in its middle: every request before it answered,
-    in order, then its answer (binary) and the close; nothing after it.
-    The sends after the server closed may fail: that is how memcached
-    treats such a client too (differential.py finding 18: a close the
-    fuzzer recorded at the batch's first request was its own send
-    failing)."""
-    out = ctx.sub()
-    bad_bin = breq(mc.GETK, "d:k", b"\0", opaque=99)  # extras on a get: EINVAL, then closed
-    streams = [
-        ("binary", [breq(mc.SET, "d:%d" % i, set_extras(i), "v%d" % i, opaque=i) for i in range(20)]
-         + [breq(mc.GETK, "d:%d" % i, opaque=100 + i) for i in range(20)]
-         + [breq(mc.NOOP, opaque=50), bad_bin] + [breq(mc.NOOP, opaque=60)] * 200),
-        ("text", [b"set d:%d %d 0 2\r\nv%d\r\n" % (i, i, i % 10) for i in range(20)]
-         + [b"get d:%d d:%d\r\n" % (i, 19 - i) for i in range(20)]
-         + [b"version\r\n", b"set d:long 0 0 1 " + b"y" * 16400 + b"\r\nz\r\n"]
-         + [b"version\r\n"] * 200),
-    ]
-    for name, reqs in streams:
-        c = mc.Conn(ctx.port)
-        blob = b"".join(reqs)
-        sent = 0
-        try:
-            for i in range(len(blob)):
-                c.send(blob[i:i + 1])
-                sent += 1
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        got = []
-        try:
-            while True:
-                if name == "binary":
-                    got.append(norm_bin(c.bin_response()))
-                else:
-                    got.extend(norm_text([c.line()]))
-        except (mc.Closed, socket.timeout) as e:
-            got.append(type(e).__name__)
-        finally:
-            c.close()
-        # The values answered, then what ends the stream.
-        out.add(f"{name}: every answer up to the bad request's, then the close",
-                got)
-    return out
-
-
-F("a pipeline one byte a write, a request memcached hangs up on in its middle", dribble_flow)
-
 
 def ttl_kept_flow(ctx):
     """incr, decr, append, prepend keep the item's exptime (memcached
