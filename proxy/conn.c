@@ -25,6 +25,9 @@
 #define RESERVE_SHARE 16
 /* What a reply known to be small (a status, a number, an error) reserves. */
 #define SMALL_REPLY 64
+/* What a closing connection reads and drops, at most, of what its client
+ * still sends after the write side is shut (conn_finish()). */
+#define LINGER_BYTES (1024 * 1024)
 
 typedef struct px_buf {
     char *p;
@@ -74,6 +77,10 @@ struct px_conn {
     bool dirty;        /* on set->dirty */
     bool paused;       /* stopped feeding at a limit: resume when drained */
     bool waiting;      /* the feed stopped at a command that must wait */
+    bool lingering;    /* replies written and the write side shut: what
+                          the client still sends is dropped until it
+                          closes (conn_finish()) */
+    size_t linger_left;
     px_conn *dirty_next;
     px_conn *prev, *next; /* every connection not yet freed */
 };
@@ -505,6 +512,43 @@ static void conn_feed(px_conn *c)
     c->paused = in->len > in->off && (!px_conn_can_start(c) || c->waiting) && !c->close_after;
 }
 
+/* Every reply is written and the connection is to close. A client still
+ * sending (a pipeline past a protocol error, commands after QUIT) would
+ * make close() answer with a reset, and a reset can reach the client
+ * before it has read the replies written just before it: the last
+ * replies would be lost. So the write side is shut first (the replies,
+ * then FIN), and what the client still sends is read and dropped until
+ * it closes, LINGER_BYTES at most. A client that already shut its side,
+ * or a SIGTERM drain, closes at once. */
+static void conn_finish(px_conn *c)
+{
+    if (c->eof || c->set->draining || shutdown(c->fd, SHUT_WR) != 0) {
+        conn_close(c);
+        return;
+    }
+    c->lingering = true;
+    c->linger_left = LINGER_BYTES;
+    buf_free(&c->in);
+}
+
+static void conn_linger_read(px_conn *c)
+{
+    char sink[16 * 1024];
+    for (;;) {
+        ssize_t n = read(c->fd, sink, sizeof(sink));
+        if (n > 0 && (size_t)n < c->linger_left) {
+            c->linger_left -= (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        conn_close(c); /* its end, an error, or more than LINGER_BYTES */
+        return;
+    }
+}
+
 /* Whether the connection is finished once its replies are written. */
 static bool conn_done(const px_conn *c)
 {
@@ -568,6 +612,10 @@ static void conn_rewatch(px_conn *c)
 {
     if (c->fd < 0)
         return;
+    if (c->lingering) {
+        watch(c, EPOLLIN);
+        return;
+    }
     uint32_t ev = 0;
     if (!c->close_after && !c->paused && !c->eof)
         ev |= EPOLLIN;
@@ -632,6 +680,11 @@ void px_conns_event(px_conns *s, px_watch *w, uint32_t events)
     px_conn *c = (px_conn *)w;
     if (c->fd < 0)
         return;
+    if (c->lingering) {
+        conn_linger_read(c);
+        mark_dirty(c);
+        return;
+    }
     if (events & EPOLLOUT) {
         conn_write(c);
         mark_dirty(c);
@@ -667,8 +720,9 @@ void px_conns_flush(px_conns *s)
                  * those replies end, so it must not spin here. */
                 if (c->fd >= 0 && c->paused && !c->waiting && px_conn_can_start(c))
                     mark_dirty(c);
-                if (c->fd >= 0 && conn_done(c) && c->pending == 0 && c->out.len == c->out.off)
-                    conn_close(c);
+                if (c->fd >= 0 && !c->lingering && conn_done(c) && c->pending == 0 &&
+                    c->out.len == c->out.off)
+                    conn_finish(c);
                 conn_rewatch(c);
             }
             if (c->fd < 0 && c->pending == 0 && !c->dirty)
@@ -683,6 +737,8 @@ void px_conns_drain(px_conns *s)
     s->draining = true;
     for (px_conn *c = s->all; c; c = c->next) {
         c->eof = true;
+        if (c->lingering)
+            conn_close(c);
         mark_dirty(c);
     }
 }

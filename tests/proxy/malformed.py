@@ -178,6 +178,53 @@ def run(resp_port, mc_port):
     return rec
 
 
+def replies_before_a_close(port, pipeline, bad):
+    """A client with a small receive window sends `pipeline` and then `bad`
+    (input after which the proxy closes), and once the first reply byte
+    shows the proxy has read them, more bytes the proxy will never read.
+    Returns every byte the client then reads up to the end, and how it
+    ended. A close() with unread input answers with a reset, and the
+    replies still queued behind the small window went with it."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(READ_TIMEOUT)
+    s.connect(("127.0.0.1", port))
+    data, end = b"", "EOF"
+    try:
+        s.sendall(pipeline + bad)
+        data = s.recv(1)
+        try:
+            s.sendall(b"\0" * 4096)
+        except OSError:
+            pass  # already closed: the read below tells what arrived
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except ConnectionResetError:
+        end = "reset"
+    finally:
+        s.close()
+    return data, end
+
+
+def closing_cases(res, px):
+    """Issue 47: every command keeps exactly one reply, in order, and the
+    replies before an input that closes the connection reach the client
+    (the proxy shuts its write side and drops what still arrives)."""
+    n = 5000
+    data, end = replies_before_a_close(px.ports["resp"], b"PING\r\n" * n, b"*abc\r\n")
+    want = b"+PONG\r\n" * n + b"-ERR Protocol error: invalid multibulk length\r\n"
+    res.check("resp: 5000 replies and the error before a protocol error's close all arrive",
+              data == want and end == "EOF",
+              f"{data.count(b'+PONG')} PONGs, error line {data.endswith(want[-48:])}, ended by {end}")
+    noop = bin_header(op=mc.NOOP)
+    data, end = replies_before_a_close(px.ports["memcache"], noop * n, bin_header(magic=0x00))
+    res.check("memcache binary: 5000 noop answers before a bad magic byte's close all arrive",
+              len(data) == 24 * n and end == "EOF", f"{len(data) // 24} answers, ended by {end}")
+
+
 def main():
     a = pt.parse_common_args(sys.argv[1:])
     pt.require_program(a.redis_server, "redis-server")
@@ -206,6 +253,7 @@ def main():
     px = pt.start_proxy(a.proxy)
     try:
         got = run(px.ports["resp"], px.ports["memcache"])
+        closing_cases(res, px)
     finally:
         alive = px.alive()
         status = px.stop()
