@@ -238,6 +238,11 @@ static void run_request(px_conn *c, mc_state *st, const mc_bin_req *q, bool keye
         return;
     if (keyed)
         px_reply_claim(r, &q->key, 1, 1, q->kind != MC_B_GET);
+    /* Only gets and gats answer values; every other answer is a header
+     * and a short body (stat's few dozen packets, about 2 KB, are written
+     * at once). */
+    if (q->kind != MC_B_GET && q->kind != MC_B_GAT)
+        px_reply_small(r);
     b->stats.commands++;
     bin_ctx *x;
     mc_ttl ttl = mc_exptime((int64_t)q->exptime, mc_now_s());

@@ -528,6 +528,10 @@ static void run_command(px_conn *c, mc_state *st, const px_str *keys, size_t nke
         return;
     if (nkeys)
         px_reply_claim(r, keys, nkeys, 1, write);
+    /* Only the reads answer values; every other answer is a line. */
+    if (cmd->kind != MC_T_GET && cmd->kind != MC_T_GETS && cmd->kind != MC_T_GAT &&
+        cmd->kind != MC_T_GATS)
+        px_reply_small(r);
     b->stats.commands++;
     line_ctx *x;
     switch (cmd->kind) {

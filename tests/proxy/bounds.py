@@ -17,6 +17,7 @@ Momento call in flight and has started nothing new) is bounded by the
 watchdog and gates no pass on its length.
 """
 import os
+import select
 import socket
 import sys
 import time
@@ -167,6 +168,44 @@ def check_port(res, px, proto):
     c.close()
 
 
+# How long momento-local holds the sets of small_replies(): the window in
+# which the proxy must have started them all. No check measures it.
+HOLD_MS = 3000
+DEEP = 100
+
+
+def small_replies(res, proxy_path):
+    """Writes answer a line or a number: they take next to nothing of the
+    budget, so a deep pipeline of them is not cut to 16 in flight. With
+    every set held by momento-local and --batch 0 (one call per set), all
+    100 sets of a pipeline are in flight at once (stats / INFO)."""
+    px = pt.start_proxy(proxy_path, extra=["--batch", "0", "--header", f"delay-ms={HOLD_MS}",
+                                           "--header", "delay-rpcs=set"])
+    try:
+        cases = [("memcache", b"".join(b"set deep%d 0 0 1\r\nv\r\n" % i for i in range(DEEP)),
+                  lambda: mc_counts(px.ports["memcache"])[1], b"STORED\r\n" * DEEP)]
+        for name, request, in_flight, want in cases:
+            s = socket.create_connection(("127.0.0.1", px.ports[name]), timeout=pt.WATCHDOG)
+            s.sendall(request)
+            most = [0]
+
+            def all_started_or_answered():
+                most[0] = max(most[0], in_flight())
+                if most[0] >= DEEP:
+                    return True
+                r, _, _ = select.select([s], [], [], 0.05)
+                return bool(r)  # the first answers: the hold is over
+
+            pt.wait_until(all_started_or_answered, pt.WATCHDOG, "the sets to start")
+            res.check(f"{name}: {DEEP} pipelined sets are all in flight at once (small replies)",
+                      most[0] >= DEEP, f"at most {most[0]} in flight")
+            got = read_exactly(s, len(want))
+            res.check(f"{name}: and each is answered", got == want, repr(got[:80]))
+            s.close()
+    finally:
+        px.stop()
+
+
 def main():
     args = pt.parse_common_args(sys.argv[1:])
     pt.require_program(args.proxy, "momento-proxy")
@@ -177,6 +216,7 @@ def main():
         check_port(res, px, "memcache")
     finally:
         px.stop()
+    small_replies(res, args.proxy)
     res.exit()
 
 
