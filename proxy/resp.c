@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 /* ---- the command table ---- */
@@ -21,7 +22,21 @@ static const resp_cmd *const families[] = {
 
 #define TABLE_SIZE 512 /* a power of two, over twice the commands */
 static const resp_cmd *table[TABLE_SIZE];
+static bool small_reply[TABLE_SIZE]; /* table[i]'s reply is small */
 static size_t command_count;
+
+/* Commands whose reply is a status, a number, a short array of numbers or
+ * an error whatever the data: they take next to nothing of a connection's
+ * reply budget (px_reply_small(); conn.h). The others answer values, or
+ * arrays of them, of a size known only once Momento answers. SET is here
+ * and asks for its budget itself when it has GET (run_command()). */
+static const char *const small_replies[] = {
+    "ping", "quit", "select", "client", "hello", "set", "setnx", "setex", "psetex", "mset",
+    "del", "unlink", "exists", "type", "expire", "pexpire", "ttl", "pttl", "persist", "incr",
+    "incrby", "decr", "decrby", "hset", "hmset", "hsetnx", "hdel", "hincrby", "hlen",
+    "hexists", "hstrlen", "lpush", "rpush", "llen", "sadd", "srem", "sismember",
+    "smismember", "scard", "zadd", "zrem", "zscore", "zincrby", "zrank", "zrevrank", "zcard",
+    "zcount", "zunionstore", "publish", NULL};
 
 static unsigned name_hash(const char *s, size_t n)
 {
@@ -39,16 +54,20 @@ static void table_build(void)
             while (table[i])
                 i = (i + 1) & (TABLE_SIZE - 1);
             table[i] = c;
+            for (int k = 0; small_replies[k]; k++)
+                if (strcmp(c->name, small_replies[k]) == 0)
+                    small_reply[i] = true;
             command_count++;
         }
 }
 
-const resp_cmd *resp_lookup(const char *name, size_t n)
+/* The table slot of a command, or -1. */
+static int lookup_slot(const char *name, size_t n)
 {
     if (!command_count)
         table_build();
     if (n == 0 || n > 32)
-        return NULL;
+        return -1;
     unsigned i = name_hash(name, n) & (TABLE_SIZE - 1);
     for (; table[i]; i = (i + 1) & (TABLE_SIZE - 1)) {
         const char *t = table[i]->name;
@@ -57,10 +76,25 @@ const resp_cmd *resp_lookup(const char *name, size_t n)
             while (k < n && tolower((unsigned char)name[k]) == t[k])
                 k++;
             if (k == n)
-                return table[i];
+                return (int)i;
         }
     }
-    return NULL;
+    return -1;
+}
+
+const resp_cmd *resp_lookup(const char *name, size_t n)
+{
+    int i = lookup_slot(name, n);
+    return i < 0 ? NULL : table[i];
+}
+
+/* SET ... GET answers the old value. */
+static bool set_with_get(int argc, const px_str *argv)
+{
+    for (int i = 3; i < argc; i++)
+        if (argv[i].n == 3 && strncasecmp(argv[i].p, "get", 3) == 0)
+            return true;
+    return false;
 }
 
 size_t resp_command_count(void)
@@ -173,7 +207,8 @@ static bool names_empty_key(const resp_cmd *cmd, int argc, const px_str *argv, i
 static bool run_command(px_conn *c, int argc, const px_str *argv)
 {
     px_backend *b = px_conn_backend(c);
-    const resp_cmd *cmd = resp_lookup(argv[0].p, argv[0].n);
+    int slot = lookup_slot(argv[0].p, argv[0].n);
+    const resp_cmd *cmd = slot < 0 ? NULL : table[slot];
     int first = 1, nkeys = 0, step = 1;
     bool write = false;
     if (cmd)
@@ -187,6 +222,9 @@ static bool run_command(px_conn *c, int argc, const px_str *argv)
         return true;
     if (nkeys > 0)
         px_reply_claim(r, argv + first, (size_t)nkeys, (size_t)step, write);
+    /* An unknown command's error is small too. */
+    if (!cmd || (small_reply[slot] && !(strcmp(cmd->name, "set") == 0 && set_with_get(argc, argv))))
+        px_reply_small(r);
     b->stats.commands++;
     if (!cmd) {
         unknown_command(r, argc, argv);

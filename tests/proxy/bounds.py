@@ -183,7 +183,9 @@ def small_replies(res, proxy_path):
                                            "--header", "delay-rpcs=set"])
     try:
         cases = [("memcache", b"".join(b"set deep%d 0 0 1\r\nv\r\n" % i for i in range(DEEP)),
-                  lambda: mc_counts(px.ports["memcache"])[1], b"STORED\r\n" * DEEP)]
+                  lambda: mc_counts(px.ports["memcache"])[1], b"STORED\r\n" * DEEP),
+                 ("resp", b"".join(encode(["SET", f"deep{i}", "v"]) for i in range(DEEP)),
+                  lambda: resp_counts(px.ports["resp"])[1], b"+OK\r\n" * DEEP)]
         for name, request, in_flight, want in cases:
             s = socket.create_connection(("127.0.0.1", px.ports[name]), timeout=pt.WATCHDOG)
             s.sendall(request)
