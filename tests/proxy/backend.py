@@ -38,14 +38,6 @@ import rawmc  # noqa: E402
 from rawresp import Closed, RawConn, encode  # noqa: E402
 
 
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 # How long momento-local holds the gets the tests hold. No check waits for
 # it or measures it: it is the window in which a test makes its
 # observations (another connection's reply, a refused connection, commands
@@ -284,7 +276,7 @@ def slow_reader(res, proxy_path):
         c = RawConn(px.port, timeout=60)
         value = b"v" * 65536
         c.command("SET", "wide", value)
-        base = rss_kb(px.proc.pid)
+        base = pt.status_kb(px.proc.pid)
         n = 20000
         sent = threading.Event()
 
@@ -305,7 +297,7 @@ def slow_reader(res, proxy_path):
         # that reads on is given to cross them (all 480 KB of GETs in a
         # fraction of it, when idle).
         time.sleep(2.0)
-        peak = rss_kb(px.proc.pid)
+        peak = pt.status_kb(px.proc.pid)
         res.check("a client that does not read is not read: the proxy's memory stays bounded",
                   peak - base < 128 * 1024, f"RSS grew {(peak - base) // 1024} MB")
         # What the proxy read of it (INFO, from another connection): the

@@ -40,14 +40,6 @@ HELD_MB = 64
 PEAK_MB = 160
 
 
-def status_kb(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
 _infos = [0]
 
 
@@ -143,11 +135,11 @@ def check_port(res, px, proto):
 
     for nhogs in (1, 3):
         before, _ = counts()
-        base = status_kb(px.proc.pid, "VmRSS")
+        base = pt.status_kb(px.proc.pid, "VmRSS")
         hogs = [hog(port, request) for _ in range(nhogs)]
         started = settled(counts) - before
-        held = (status_kb(px.proc.pid, "VmRSS") - base) // 1024
-        peak = (status_kb(px.proc.pid, "VmHWM") - base) // 1024
+        held = (pt.status_kb(px.proc.pid, "VmRSS") - base) // 1024
+        peak = (pt.status_kb(px.proc.pid, "VmHWM") - base) // 1024
         what = f"{proto}, {nhogs} client(s) pipelining {GETS} gets of 1 MiB, reading nothing"
         res.check(f"{what}: the proxy starts only what fits each one's budget",
                   started <= nhogs * (16 + 2), f"{started} commands started")

@@ -41,14 +41,6 @@ PIECE = 4096         # what each send carries: many reads on the proxy's side
 SLACK = 2 * MiB
 
 
-def status_kb(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/{pid}/status")
-
-
 def rchar(pid):
     with open(f"/proc/{pid}/io") as f:
         for line in f:
@@ -72,7 +64,7 @@ class Probe:
 
     def start(self):
         if self.pid:
-            self.rss0 = status_kb(self.pid, "VmRSS") * 1024
+            self.rss0 = pt.status_kb(self.pid, "VmRSS") * 1024
             self.read0 = rchar(self.pid)
 
     def grew_after_reading(self, sent):
@@ -80,7 +72,7 @@ class Probe:
             return None
         pt.wait_until(lambda: rchar(self.pid) - self.read0 >= sent, pt.WATCHDOG,
                       f"the proxy to read the {sent} bytes sent")
-        return status_kb(self.pid, "VmRSS") * 1024 - self.rss0
+        return pt.status_kb(self.pid, "VmRSS") * 1024 - self.rss0
 
 
 def held_sets(port, probe):

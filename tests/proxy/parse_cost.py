@@ -28,14 +28,6 @@ ARG = b"abc"
 NARGS = 888_000  # 9 bytes each on the wire: 8 MB, under RESP_MAX_MULTIBULK
 
 
-def status_kb(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/{pid}/status")
-
-
 def rx_queue(local_port, remote_port):
     """The receive queue of the proxy's socket of this connection, from
     /proc/net/tcp (None when it is not listed)."""
@@ -71,8 +63,8 @@ def main():
         # allocations made).
         probe.command("PING")
         time.sleep(0.2)
-        base_kb = status_kb(pid, "VmRSS")
-        base_hwm_kb = status_kb(pid, "VmHWM")
+        base_kb = pt.status_kb(pid, "VmRSS")
+        base_hwm_kb = pt.status_kb(pid, "VmHWM")
 
         head = b"*%d\r\n" % (NARGS + 3) + encode(["COMMAND", "INFO"])[4:]
         one = b"$%d\r\n%s\r\n" % (len(ARG), ARG)
@@ -82,10 +74,10 @@ def main():
         my_port = big.getsockname()[1]
         pt.wait_until(lambda: unsent(big) == 0 and rx_queue(px.port, my_port) == 0,
                       pt.WATCHDOG, "the proxy to read the held command")
-        grown = (status_kb(pid, "VmRSS") - base_kb) * 1024
+        grown = (pt.status_kb(pid, "VmRSS") - base_kb) * 1024
         ratio = grown / len(held)
         print(f"# {len(held)} bytes held, {NARGS + 2} arguments: VmRSS +{grown} bytes "
-              f"({ratio:.2f}x); VmHWM {base_hwm_kb} -> {status_kb(pid, 'VmHWM')} kB")
+              f"({ratio:.2f}x); VmHWM {base_hwm_kb} -> {pt.status_kb(pid, 'VmHWM')} kB")
         res.check("the held bytes are in the proxy's memory (>= 0.8x)", ratio >= 0.8,
                   f"VmRSS grew by {grown} bytes for {len(held)} held: the measure missed them")
         res.check("an unfinished command costs about its bytes (< 1.6x)", ratio < 1.6,

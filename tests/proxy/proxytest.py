@@ -47,6 +47,15 @@ def require_program(path, what):
         skip(f"{what} not found ({path or 'no path given'})")
 
 
+def status_kb(pid, field="VmRSS"):
+    """A process's /proc/PID/status field in kB: VmRSS, VmHWM."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/{pid}/status")
+
+
 def free_port():
     """A loopback port nobody listened on a moment ago. Servers that take a
     port by number (redis-server, memcached) get one of these, and the start
