@@ -9,6 +9,8 @@
 #   json FILE EXPR        a Python expression over r = the JSON in FILE.
 #   median                the median of numbers on stdin, one per line.
 #   cg_total FILE         total instructions in a callgrind output file.
+#   resp_prefill_keys PORT KEYS VALUE  SET key:%012d, KEYS keys of VALUE bytes,
+#                         through a RESP port (redis-cli --pipe).
 server="$build/server/momento-local"
 [ -x "$server" ] || { echo "build first: $server is missing"; exit 1; }
 work=$(mktemp -d)
@@ -31,4 +33,16 @@ json() { python3 -c "import json,sys; r=json.load(open('$1')); print($2)"; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 cg_total() {
     callgrind_annotate "$1" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
+}
+resp_prefill_keys() { # PORT KEYS VALUE: SET key:%012d for KEYS keys of VALUE bytes (redis-cli --pipe)
+    python3 - "$2" "$3" << 'EOF' | timeout 120 redis-cli -h 127.0.0.1 -p "$1" --pipe > "$work/pipe.out"
+import sys
+n, vlen = int(sys.argv[1]), int(sys.argv[2])
+v = b'x' * vlen
+out = sys.stdout.buffer
+for i in range(n):
+    k = b'key:%012d' % i
+    out.write(b'*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n' % (len(k), k, len(v), v))
+EOF
+    grep -q "errors: 0, replies: $2" "$work/pipe.out" || { echo "prefill through port $1 failed"; cat "$work/pipe.out"; exit 1; }
 }

@@ -137,18 +137,7 @@ loadgen lg_batch_unique --concurrency "$lg_conc" --keys 0 --batch
 loadgen lg_batch_hot --concurrency "$lg_conc" --keys "$hot" --batch
 
 # --- RESP loads (b, d) -----------------------------------------------------
-resp_prefill() { # PORT: SET key:%012d of every key, KEYS of them, VALUE bytes
-    python3 - "$keys" "$value" << 'EOF' | timeout 120 redis-cli -h 127.0.0.1 -p "$1" --pipe > "$work/pipe.out"
-import sys
-n, vlen = int(sys.argv[1]), int(sys.argv[2])
-v = b'x' * vlen
-out = sys.stdout.buffer
-for i in range(n):
-    k = b'key:%012d' % i
-    out.write(b'*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n' % (len(k), k, len(v), v))
-EOF
-    grep -q "errors: 0, replies: $keys" "$work/pipe.out" || { echo "prefill through port $1 failed"; cat "$work/pipe.out"; exit 1; }
-}
+resp_prefill() { resp_prefill_keys "$1" "$keys" "$value"; } # PORT
 # rb NAME PORT PIPELINE RANGE [PID]: redis-benchmark SET then GET, 50
 # connections; fig[NAME.set|get] = rps, .p50/.p99 in us, and with PID that
 # process's CPU per request over both tests.

@@ -58,16 +58,7 @@ start_proxy A "$proxy_a"
 start_proxy B "$proxy_b"
 
 # Every key, through A (the cache is shared): GETs hit on both.
-python3 - "$keys" "$value" << 'EOF' | timeout 120 redis-cli -h 127.0.0.1 -p "${port_resp[A]}" --pipe > "$work/pipe.out"
-import sys
-n, vlen = int(sys.argv[1]), int(sys.argv[2])
-v = b'x' * vlen
-out = sys.stdout.buffer
-for i in range(n):
-    k = b'key:%012d' % i
-    out.write(b'*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n' % (len(k), k, len(v), v))
-EOF
-grep -q "errors: 0, replies: $keys" "$work/pipe.out" || { echo "prefill failed"; cat "$work/pipe.out"; exit 1; }
+resp_prefill_keys "${port_resp[A]}" "$keys" "$value"
 # mc_load's keys are its own; its prefill makes them hit too.
 timeout 300 "$driver" --port "${port_mc[A]}" --conns 50 --keys "$keys" --value-bytes "$value" --prefill \
     --requests 1 --seconds 1 --op get > /dev/null
