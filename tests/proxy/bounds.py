@@ -143,10 +143,10 @@ def check_port(res, px, proto):
         what = f"{proto}, {nhogs} client(s) pipelining {GETS} gets of 1 MiB, reading nothing"
         res.check(f"{what}: the proxy starts only what fits each one's budget",
                   started <= nhogs * (16 + 2), f"{started} commands started")
-        res.check(f"{what}: the proxy holds about the budget each",
+        res.check_memory(px.proc.args[0], f"{what}: the proxy holds about the budget each",
                   held < nhogs * HELD_MB, f"VmRSS grew {held} MB")
         if nhogs == 1:
-            res.check(f"{what}: its peak stays near it", peak < PEAK_MB, f"VmHWM {peak} MB over the start")
+            res.check_memory(px.proc.args[0], f"{what}: its peak stays near it", peak < PEAK_MB, f"VmHWM {peak} MB over the start")
         res.check(f"{what}: another connection is answered meanwhile", probe())
         for i, h in enumerate(hogs):
             try:

@@ -175,22 +175,22 @@ def main():
     answers, grew, sent = got["sets"]
     res.check("three unfinished 4 MB sets: answered as memcached answers them",
               answers == ref["sets"][0], f"memcached {ref['sets'][0]!r}, proxy {answers!r}")
-    res.check("three unfinished 4 MB sets cost the proxy at most 2x their bytes",
+    res.check_memory(a.proxy, "three unfinished 4 MB sets cost the proxy at most 2x their bytes",
               grew <= 2 * sent + SLACK, f"VmRSS grew {grew} bytes for {sent} bytes held")
     answers, grew, sent = got["binary"]
     res.check("an unfinished binary set of 4 MB: answered as memcached answers it",
               answers == ref["binary"][0], f"memcached {ref['binary'][0]!r}, proxy {answers!r}")
-    res.check("an unfinished binary set of 4 MB costs at most 2x its bytes",
+    res.check_memory(a.proxy, "an unfinished binary set of 4 MB costs at most 2x its bytes",
               grew <= 2 * sent + SLACK, f"VmRSS grew {grew} bytes for {sent} bytes held")
     answers, grew = got["refused"]
     res.check("a set of 8 MB: refused at its line, its data skipped, as memcached does",
               answers == ref["refused"][0], f"memcached {ref['refused'][0]!r}, proxy {answers!r}")
-    res.check("the refused set's 8 MB of data are not kept",
+    res.check_memory(a.proxy, "the refused set's 8 MB of data are not kept",
               grew <= SLACK, f"VmRSS grew {grew} bytes while its data was read")
     answers, grew, sent = got["get line"]
     res.check("a 7.5 MB get line without its newline: the server serves others after",
               answers == ref["get line"][0], f"memcached {ref['get line'][0]!r}, proxy {answers!r}")
-    res.check("a 7.5 MB get line without its newline costs at most 2x its bytes",
+    res.check_memory(a.proxy, "a 7.5 MB get line without its newline costs at most 2x its bytes",
               grew <= 2 * sent + SLACK, f"VmRSS grew {grew} bytes for {sent} bytes held")
     for name, v in got.items():
         print(f"# proxy {name}: VmRSS grew {v[1]} bytes" + (f" for {v[2]} sent" if len(v) > 2 else ""))

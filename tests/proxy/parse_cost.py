@@ -78,9 +78,9 @@ def main():
         ratio = grown / len(held)
         print(f"# {len(held)} bytes held, {NARGS + 2} arguments: VmRSS +{grown} bytes "
               f"({ratio:.2f}x); VmHWM {base_hwm_kb} -> {pt.status_kb(pid, 'VmHWM')} kB")
-        res.check("the held bytes are in the proxy's memory (>= 0.8x)", ratio >= 0.8,
+        res.check_memory(args.proxy, "the held bytes are in the proxy's memory (>= 0.8x)", ratio >= 0.8,
                   f"VmRSS grew by {grown} bytes for {len(held)} held: the measure missed them")
-        res.check("an unfinished command costs about its bytes (< 1.6x)", ratio < 1.6,
+        res.check_memory(args.proxy, "an unfinished command costs about its bytes (< 1.6x)", ratio < 1.6,
                   f"VmRSS grew by {grown} bytes for {len(held)} held ({ratio:.2f}x)")
 
         # Another connection is served while the command is unfinished.
