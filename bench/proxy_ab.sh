@@ -7,7 +7,9 @@
 # runs second): redis-benchmark -P 16 GETs (50 connections, random keys of
 # KEYS, every one prefilled so GETs hit) through the RESP port, and
 # bench/mc_load -P 16 gets through the memcache port. The medians of
-# ROUNDS rounds, and B / A for each.
+# ROUNDS rounds, and B / A for each. Then, at low load (one connection, no
+# pipelining: redis-benchmark -c 1, LOW_N GETs), each side's GET p50 and
+# p99 in the same alternation, their medians and B / A.
 #
 # Usage: bench/proxy_ab.sh BUILD_DIR PROXY_A [PROXY_B]
 #   BUILD_DIR gives momento-local and mc_load (a -Dtests=false
@@ -15,7 +17,8 @@
 #   BUILD_DIR/proxy/momento-proxy. PROXY_A is typically the proxy built at
 #   the commit before the change (git worktree add, meson setup, ninja).
 # Environment: ROUNDS (5), KEYS (100000), VALUE (100 bytes), RB_N (600000
-#   requests per redis-benchmark run), SECONDS_PER_RUN (5: mc_load).
+#   requests per redis-benchmark run), SECONDS_PER_RUN (5: mc_load),
+#   LOW_N (20000: requests per low-load run).
 # Loopback only; every run is bounded by a request count and a timeout.
 set -euo pipefail
 build=${1:?usage: bench/proxy_ab.sh BUILD_DIR PROXY_A [PROXY_B]}
@@ -27,6 +30,7 @@ rounds=${ROUNDS:-5}
 keys=${KEYS:-100000}
 value=${VALUE:-100}
 rb_n=${RB_N:-600000}
+low_n=${LOW_N:-20000}
 secs=${SECONDS_PER_RUN:-5}
 driver="$build/bench/mc_load"
 for f in "$proxy_a" "$proxy_b" "$driver"; do [ -x "$f" ] || { echo "missing: $f"; exit 1; }; done
@@ -87,8 +91,22 @@ for r in $(seq "$rounds"); do
         echo "round $r $w: RESP -P 16 GET $g/s, memcache -P 16 get $m/s"
     done
 done
+rb_low() { # PORT: "p50 p99" in us of GETs on one connection, no pipelining
+    timeout 300 redis-benchmark -h 127.0.0.1 -p "$1" -c 1 -n "$low_n" -r "$keys" -d "$value" \
+        -t get --csv > "$work/rb.csv" 2> "$work/rb.err" || { echo "redis-benchmark failed"; cat "$work/rb.err"; exit 1; }
+    grep '^"GET"' "$work/rb.csv" | tr -d '"' | awk -F, '{printf "%.0f %.0f\n", $5 * 1000, $7 * 1000}'
+}
+for r in $(seq "$rounds"); do
+    order="A B"
+    [ $((r % 2)) = 0 ] && order="B A"
+    for w in $order; do
+        read -r p50 p99 < <(rb_low "${port_resp[$w]}")
+        runs[$w.p50]+=" $p50" runs[$w.p99]+=" $p99"
+        echo "low load round $r $w: GET p50 $p50 us, p99 $p99 us"
+    done
+done
 med() { tr ' ' '\n' <<< "$1" | grep . | median; }
-for p in resp mc; do
+for p in resp mc p50 p99; do
     a=$(med "${runs[A.$p]}") b=$(med "${runs[B.$p]}")
     ra=${runs[A.$p]# } rb=${runs[B.$p]# }
     echo "RESULT port=$p a_median=$a b_median=$b b_over_a=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b / a}') a_runs=${ra// /,} b_runs=${rb// /,}"
