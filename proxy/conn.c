@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A read takes at most this much per event, so one busy client cannot
@@ -28,6 +29,11 @@
 /* What a closing connection reads and drops, at most, of what its client
  * still sends after the write side is shut (conn_finish()). */
 #define LINGER_BYTES (1024 * 1024)
+/* And for how long: a client that neither closes nor sends holds a
+ * connection slot no longer than this once its replies are written. */
+#define LINGER_MS 2000
+/* How often lingering connections are looked at (px_conns_timeout_ms()). */
+#define LINGER_TICK_MS 250
 
 typedef struct px_buf {
     char *p;
@@ -63,7 +69,8 @@ struct px_conn {
     px_buf in, out;
     px_reply *head, *tail;
     unsigned pending;  /* begun, not ended */
-    /* The reply budget (--max-output-bytes; "Bounds" in docs/proxy.md):
+    /* The reply budget (limits.max_output_bytes, 4 MiB; docs/proxy.md
+     * "Pipelining, ordering, backpressure"):
      * what the client has not read (out), what finished replies hold
      * while an earlier one is open (held), and what the replies still
      * open are expected to bring (reserved, each at most `est`). */
@@ -81,6 +88,7 @@ struct px_conn {
                           the client still sends is dropped until it
                           closes (conn_finish()) */
     size_t linger_left;
+    int64_t linger_until; /* CLOCK_MONOTONIC ms */
     px_conn *dirty_next;
     px_conn *prev, *next; /* every connection not yet freed */
 };
@@ -92,8 +100,16 @@ struct px_conns {
     unsigned count;
     px_conn *dirty;
     uint64_t next_id;
+    unsigned lingering; /* connections in conn_finish()'s linger */
     bool draining;
 };
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* ---- buffers ---- */
 
@@ -187,13 +203,17 @@ static void conn_close(px_conn *c)
     close(c->fd);
     c->fd = -1;
     c->close_after = true;
+    if (c->lingering) {
+        c->lingering = false;
+        c->set->lingering--;
+    }
     c->set->b->stats.connections--;
     buf_free(&c->in);
     buf_free(&c->out);
     for (px_reply *r = c->head; r; r = r->next)
         buf_free(&r->buf);
     c->held = 0;
-    if (c->proto->closed)
+    if (c->proto->closed && c->state)
         c->proto->closed(c);
     c->state = NULL;
     mark_dirty(c);
@@ -527,8 +547,15 @@ static void conn_finish(px_conn *c)
         return;
     }
     c->lingering = true;
+    c->set->lingering++;
     c->linger_left = LINGER_BYTES;
+    c->linger_until = mono_ms() + LINGER_MS;
     buf_free(&c->in);
+    /* Nothing more is served: the protocol's state (subscriptions among
+     * it) ends now, not when the client closes. */
+    if (c->proto->closed && c->state)
+        c->proto->closed(c);
+    c->state = NULL;
 }
 
 static void conn_linger_read(px_conn *c)
@@ -730,6 +757,23 @@ void px_conns_flush(px_conns *s)
             c = next;
         }
     }
+}
+
+int px_conns_timeout_ms(const px_conns *s)
+{
+    return s->lingering ? LINGER_TICK_MS : -1;
+}
+
+void px_conns_expire(px_conns *s)
+{
+    if (!s->lingering)
+        return;
+    int64_t now = mono_ms();
+    for (px_conn *c = s->all; c; c = c->next)
+        if (c->lingering && now >= c->linger_until) {
+            conn_close(c);
+            mark_dirty(c);
+        }
 }
 
 void px_conns_drain(px_conns *s)

@@ -128,6 +128,11 @@ void px_conns_event(px_conns *s, px_watch *w, uint32_t events);
 /* After events and callbacks: writes what replies produced, feeds
  * connections whose replies drained, frees closed ones. */
 void px_conns_flush(px_conns *s);
+/* How long the loop may wait for events before px_conns_expire() has work:
+ * -1 (no limit) unless a closed connection lingers (conn.c conn_finish()). */
+int px_conns_timeout_ms(const px_conns *s);
+/* Closes the lingering connections whose time is up; call it each pass. */
+void px_conns_expire(px_conns *s);
 /* SIGTERM: nothing more is read anywhere; each connection closes once its
  * pending replies are written. */
 void px_conns_drain(px_conns *s);

@@ -328,7 +328,10 @@ static int serve(px_backend *b, listener *ls, int nls, int drain_s)
             if (px_conns_count(conns) == 0 || now_ms(CLOCK_MONOTONIC) >= drain_until)
                 break;
         }
-        int n = epoll_wait(epfd, evs, 256, drain_until ? 100 : -1);
+        int timeout = px_conns_timeout_ms(conns);
+        if (drain_until && (timeout < 0 || timeout > 100))
+            timeout = 100;
+        int n = epoll_wait(epfd, evs, 256, timeout);
         if (n < 0 && errno != EINTR) {
             fprintf(stderr, "%s: epoll_wait: %s\n", prog, strerror(errno));
             break;
@@ -365,6 +368,7 @@ static int serve(px_backend *b, listener *ls, int nls, int drain_s)
          * bounded number per pass, so reading goes on under load. */
         if (dispatch)
             momento_client_dispatch(b->client, 4096);
+        px_conns_expire(conns);
         px_conns_flush(conns);
     }
     /* Freeing the client ends every request still in flight (their

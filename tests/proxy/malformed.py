@@ -223,6 +223,36 @@ def closing_cases(res, px):
     data, end = replies_before_a_close(px.ports["memcache"], noop * n, bin_header(magic=0x00))
     res.check("memcache binary: 5000 noop answers before a bad magic byte's close all arrive",
               len(data) == 24 * n and end == "EOF", f"{len(data) // 24} answers, ended by {end}")
+    # A client that neither closes nor sends after the error: its
+    # connection, lingering to drop what it might still send, gives its
+    # slot back all the same (conn.c LINGER_MS), seen in INFO from another
+    # connection. The wait is the watchdog's; no time is asserted.
+    info = RawConn(px.ports["resp"], timeout=READ_TIMEOUT)
+
+    def clients():
+        text = info.command("INFO")[1].decode()
+        return int(text.split("connected_clients:")[1].split()[0])
+
+    before = clients()
+    s = socket.create_connection(("127.0.0.1", px.ports["resp"]), timeout=READ_TIMEOUT)
+    s.sendall(b"PING\r\n*abc\r\n")
+    got = b""
+    while not got.endswith(b"length\r\n"):
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        got += chunk
+    s.sendall(b"PING\r\n")  # after the error: read and dropped
+    held = clients()
+    try:
+        pt.wait_until(lambda: clients() == before, pt.WATCHDOG, "the silent client's slot back")
+        back = True
+    except TimeoutError:
+        back = False
+    res.check("resp: a client silent after a protocol error holds its connection slot only for a while",
+              back, f"clients {before}, with it {held}, given back {back}")
+    s.close()
+    info.close()
 
 
 def main():
