@@ -25,8 +25,8 @@ static const resp_cmd *table[TABLE_SIZE];
 static bool small_reply[TABLE_SIZE]; /* table[i]'s reply is small */
 static size_t command_count;
 
-/* Commands whose reply is a status, a number, a short array of numbers or
- * an error whatever the data: they take next to nothing of a connection's
+/* Commands whose reply is a status, a number or an error whatever the
+ * data: they take next to nothing of a connection's
  * reply budget (px_reply_small(); conn.h). The others answer values, or
  * arrays of them, of a size known only once Momento answers. SET is here
  * and asks for its budget itself when it has GET (run_command()). */
@@ -35,7 +35,7 @@ static const char *const small_replies[] = {
     "del", "unlink", "exists", "type", "expire", "pexpire", "ttl", "pttl", "persist", "incr",
     "incrby", "decr", "decrby", "hset", "hmset", "hsetnx", "hdel", "hincrby", "hlen",
     "hexists", "hstrlen", "lpush", "rpush", "llen", "sadd", "srem", "sismember",
-    "smismember", "scard", "zadd", "zrem", "zscore", "zincrby", "zrank", "zrevrank", "zcard",
+    "scard", "zadd", "zrem", "zscore", "zincrby", "zrank", "zrevrank", "zcard",
     "zcount", "zunionstore", "publish", NULL};
 
 static unsigned name_hash(const char *s, size_t n)
@@ -288,6 +288,9 @@ static size_t resp_feed(px_conn *c, const char *data, size_t len)
         /* A command that must wait stays parsed until it may run. */
         if (st->args.argc > 0 && !run_command(c, st->args.argc, st->args.argv))
             break;
+        /* Out of memory closes the connection, which frees st. */
+        if (px_conn_state(c) != st)
+            return used;
         resp_parse_done(&st->args);
         used += (size_t)n;
         if (px_conn_closing(c))

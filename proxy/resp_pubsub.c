@@ -134,7 +134,9 @@ static void on_event(momento_subscription *h, const momento_topic_event *ev, voi
             resp_bulk_str(r, s->name);
             resp_bulk(r, ev->value, ev->value_len);
             px_reply_end(r);
-            if (px_conn_output_bytes(c) > px_conn_backend(c)->limits.max_output_bytes)
+            /* Messages held behind an open reply (a SUBSCRIBE waiting for
+             * its stream) count as the unread ones do. */
+            if (px_conn_held_bytes(c) > px_conn_backend(c)->limits.max_output_bytes)
                 px_conn_abort(c); /* ends every subscription: resp_pubsub_closed() */
         }
         break;
