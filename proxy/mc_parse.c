@@ -276,7 +276,7 @@ static ssize_t text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd 
     if (rs && n < rs->need)
         return 0;
     /* The bytes searched before hold no newline: search on after them. */
-    size_t from = rs && rs->scanned < n ? rs->scanned : 0;
+    size_t from = rs && rs->scanned <= n ? rs->scanned : 0;
     const char *nl = memchr(p + from, '\n', n - from);
     EXAMINED(nl ? (size_t)(nl - p) + 1 - from : n - from);
     if (!nl) {

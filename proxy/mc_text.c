@@ -653,6 +653,10 @@ size_t mc_text_feed(px_conn *c, mc_state *st, const char *data, size_t len)
         run_command(c, st, keys, nkeys, write);
         if (px_conn_closing(c))
             break;
+        /* A huge multi-get's key array is not kept for the connection's
+         * life (run_get copied the keys it needs). */
+        if (st->cmd.keys_cap > 1024)
+            mc_text_cmd_free(&st->cmd);
     }
     return used;
 }
