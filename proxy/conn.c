@@ -84,6 +84,18 @@ struct px_conn {
     bool dirty;        /* on set->dirty */
     bool paused;       /* stopped feeding at a limit: resume when drained */
     bool waiting;      /* the feed stopped at a command that must wait */
+    /* That command, when it has many keys or many claims to check
+     * (px_conn_keys_free()): its keys' hashes sorted, and how many claims
+     * of the replies in flight hit them. A reply that ends takes its hits
+     * off, so each claim is looked at once while the command waits, and
+     * asking again costs nothing. */
+    struct {
+        uint64_t *hashes;
+        size_t n;
+        size_t hits;
+        uint64_t first; /* the first key's hash: the same command asked again */
+        bool write;
+    } waiter;
     bool lingering;    /* replies written and the write side shut: what
                           the client still sends is dropped until it
                           closes (conn_finish()) */
@@ -219,8 +231,16 @@ static void conn_close(px_conn *c)
     mark_dirty(c);
 }
 
+static void waiter_clear(px_conn *c)
+{
+    free(c->waiter.hashes);
+    c->waiter.hashes = NULL;
+    c->waiter.n = c->waiter.hits = 0;
+}
+
 static void conn_free(px_conn *c)
 {
+    waiter_clear(c);
     px_conns *s = c->set;
     px_reply *r = c->head;
     while (r) { /* all ended: pending is 0 */
@@ -265,15 +285,86 @@ static bool reply_has(const px_reply *r, uint64_t h)
     return false;
 }
 
-bool px_conn_keys_free(const px_conn *c, const px_str *keys, size_t n, size_t step, bool write)
+static uint64_t claim_at(const px_reply *r, uint32_t i)
 {
-    for (const px_reply *r = c->head; r; r = r->next) {
-        if (r->ended || r->nclaims == 0 || (!write && !r->writes))
-            continue;
-        for (size_t i = 0; i < n; i += step)
-            if (reply_has(r, key_hash(&keys[i])))
-                return false;
+    return r->nclaims == 1 ? r->claim1 : r->claims[i];
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* How many claims of r hit the waiter's keys. */
+static size_t waiter_hits(const px_conn *c, const px_reply *r)
+{
+    size_t hits = 0;
+    for (uint32_t i = 0; i < r->nclaims; i++) {
+        uint64_t h = claim_at(r, i);
+        if (bsearch(&h, c->waiter.hashes, c->waiter.n, sizeof(h), cmp_u64))
+            hits++;
     }
+    return hits;
+}
+
+/* Whether an open reply's claims can stop a command that writes (or only
+ * reads) its keys. */
+static bool may_block(const px_reply *r, bool write)
+{
+    return !r->ended && r->nclaims > 0 && (write || r->writes);
+}
+
+bool px_conn_keys_free(px_conn *c, const px_str *keys, size_t n, size_t step, bool write)
+{
+    size_t nk = step ? (n + step - 1) / step : 0;
+    if (nk == 0)
+        return true;
+    uint64_t first = key_hash(&keys[0]);
+    if (c->waiter.hashes) {
+        if (c->waiter.n == nk && c->waiter.first == first && c->waiter.write == write) {
+            if (c->waiter.hits > 0)
+                return false;
+            waiter_clear(c);
+            return true;
+        }
+        waiter_clear(c); /* another command: not the one that waited */
+    }
+    size_t claims = 0;
+    for (const px_reply *r = c->head; r; r = r->next)
+        if (may_block(r, write))
+            claims += r->nclaims;
+    if (claims == 0)
+        return true;
+    uint64_t *h = nk * claims > 256 ? malloc(nk * sizeof(*h)) : NULL;
+    if (!h) {
+        /* Few keys against few claims: compare them all. */
+        for (const px_reply *r = c->head; r; r = r->next) {
+            if (!may_block(r, write))
+                continue;
+            for (size_t i = 0; i < n; i += step)
+                if (reply_has(r, i == 0 ? first : key_hash(&keys[i])))
+                    return false;
+        }
+        return true;
+    }
+    /* Many: sort the command's hashes once and look each claim up, so one
+     * command of a million keys behind a million claims costs about
+     * (keys + claims) log keys, not their product. */
+    for (size_t i = 0, k = 0; i < n; i += step)
+        h[k++] = i == 0 ? first : key_hash(&keys[i]);
+    qsort(h, nk, sizeof(*h), cmp_u64);
+    c->waiter.hashes = h;
+    c->waiter.n = nk;
+    c->waiter.first = first;
+    c->waiter.write = write;
+    c->waiter.hits = 0;
+    for (const px_reply *r = c->head; r; r = r->next)
+        if (may_block(r, write))
+            c->waiter.hits += waiter_hits(c, r);
+    if (c->waiter.hits > 0)
+        return false;
+    waiter_clear(c);
     return true;
 }
 
@@ -400,6 +491,8 @@ static void learn_size(px_conn *c, size_t size)
 void px_reply_end(px_reply *r)
 {
     px_conn *c = r->conn;
+    if (c->waiter.hashes && may_block(r, c->waiter.write))
+        c->waiter.hits -= waiter_hits(c, r);
     r->ended = true;
     c->pending--;
     c->reserved -= r->reserve;

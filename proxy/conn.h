@@ -96,8 +96,11 @@ bool px_conn_closing(const px_conn *c);
  * the connection feeds the rest once a reply ends. A started command
  * records its keys with px_reply_claim(); they are released when its
  * reply ends. Keys are compared by a 64-bit hash: a collision only makes
- * a command wait. `keys` is every `step`-th of n strings. */
-bool px_conn_keys_free(const px_conn *c, const px_str *keys, size_t n, size_t step, bool write);
+ * a command wait. `keys` is every `step`-th of n strings. The check costs
+ * about (keys + claims in flight) log keys, and a command asked again
+ * after a wait (the feed must ask for the same command first) costs
+ * nothing more: each ending reply takes its own claims off. */
+bool px_conn_keys_free(px_conn *c, const px_str *keys, size_t n, size_t step, bool write);
 void px_reply_claim(px_reply *r, const px_str *keys, size_t n, size_t step, bool write);
 void px_conn_wait(px_conn *c);
 

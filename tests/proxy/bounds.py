@@ -200,6 +200,39 @@ def small_replies(res, proxy_path):
         px.stop()
 
 
+def many_keys_in_order(res, proxy_path):
+    """A command of many keys behind many commands in flight on them waits
+    for exactly those (conn.c's waiter: each claim looked at once, not
+    every key against every claim), and answers what they wrote. With every
+    set held by momento-local, 300 pipelined SETs are in flight when an
+    MGET of 50,000 keys, 300 of them theirs, arrives; then a DEL of those
+    keys and a GET of one. Redis would answer the same."""
+    px = pt.start_proxy(proxy_path, memcache=False,
+                        extra=["--batch", "0", "--header", "delay-ms=500",
+                               "--header", "delay-rpcs=set"])
+    try:
+        c = RawConn(px.ports["resp"], timeout=pt.WATCHDOG)
+        mine = [f"mk{i}" for i in range(300)]
+        keys = [f"other{i}" for i in range(50_000 - len(mine))] + mine
+        cmds = [["SET", k, "v" + k] for k in mine] + [["MGET"] + keys] + \
+            [["DEL"] + keys, ["GET", mine[-1]]]
+        c.send(b"".join(encode(x) for x in cmds))
+        replies = [c.reply() for _ in cmds]
+        sets_ok = all(r == ("+", "OK") for r in replies[:len(mine)])
+        mget = replies[len(mine)]
+        values = mget[1] if mget[0] == "*" else []
+        want = [("$", None)] * (len(keys) - len(mine)) + [("$", ("v" + k).encode()) for k in mine]
+        res.check("an MGET of 50,000 keys behind 300 SETs of its keys in flight reads what they wrote",
+                  sets_ok and values == want,
+                  f"sets ok {sets_ok}, MGET {str(mget)[:120]}")
+        res.check("then the DEL of those keys, then a GET of one answers nil",
+                  replies[-2] == (":", len(mine)) and replies[-1] == ("$", None),
+                  f"{replies[-2]!r} {replies[-1]!r}")
+        c.close()
+    finally:
+        px.stop()
+
+
 def main():
     args = pt.parse_common_args(sys.argv[1:])
     pt.require_program(args.proxy, "momento-proxy")
@@ -211,6 +244,7 @@ def main():
     finally:
         px.stop()
     small_replies(res, args.proxy)
+    many_keys_in_order(res, args.proxy)
     res.exit()
 
 
