@@ -291,12 +291,13 @@ static void cmd_incrby(px_reply *r, int argc, const px_str *argv)
 static void cmd_decrby(px_reply *r, int argc, const px_str *argv)
 {
     long long d;
-    if (!resp_arg_ll(&argv[2], &d) || d == INT64_MIN) {
+    if (!resp_arg_ll(&argv[2], &d)) {
+        resp_end_not_integer(r);
+        return;
+    }
+    if (d == INT64_MIN) {
         /* Redis: "decrement would overflow" for LLONG_MIN. */
-        if (d == INT64_MIN)
-            resp_end_error(r, "ERR decrement would overflow");
-        else
-            resp_end_not_integer(r);
+        resp_end_error(r, "ERR decrement would overflow");
         return;
     }
     incr(r, &argv[1], -d);
