@@ -312,6 +312,37 @@ def sanitized(path):
     return _sanitized[path]
 
 
+def run_against_redis(a, res, run, expect, default_ttl, reference_check=None):
+    """A RESP script's run: `run(port, name)` against a redis-server it
+    starts (its answers checked against EXPECT's notes), then, unless
+    --target reference, against momento-proxy, and the two compared step
+    by step; ends the test. `reference_check(res, ref)` adds checks of the
+    reference run alone."""
+    require_program(a.redis_server, "redis-server")
+    red = start_redis(a.redis_server)
+    try:
+        ref = run(red.port, "redis-server")
+    finally:
+        red.stop()
+    check_ref_expects(res, ref, expect, "redis-server")
+    if a.target == "reference":
+        for name, ans in ref:
+            print(f"{name} -> {ans!r}")
+        if reference_check:
+            reference_check(res, ref)
+        res.exit()
+    require_program(a.proxy, "momento-proxy")
+    px = start_proxy(a.proxy, memcache=False, default_ttl=default_ttl)
+    try:
+        got = run(px.ports["resp"], "momento-proxy")
+    finally:
+        status = px.stop()
+    compare_records(res, "redis-server", ref, got, expect)
+    res.check("momento-proxy exits 0 on SIGTERM", status == 0,
+              f"exit status {status}; stderr:\n{px.log_tail()}")
+    res.exit()
+
+
 class Results:
     """Counts and prints TAP-like lines; exit() ends the test."""
 

@@ -1004,34 +1004,16 @@ def run_script(port, label):
     return out
 
 
+def every_step_answered(res, ref):
+    res.check("redis-server answered every step", all(
+        not (isinstance(x, tuple) and x and x[0] in ("connection", "exception", "not run"))
+        for _, x in ref), "see the steps above")
+
+
 def main():
     a = pt.parse_common_args(sys.argv[1:])
-    pt.require_program(a.redis_server, "redis-server")
-    res = pt.Results()
     pt.number_repeated(STEPS)
-    red = pt.start_redis(a.redis_server)
-    try:
-        ref = run_script(red.port, "redis-server")
-    finally:
-        red.stop()
-    pt.check_ref_expects(res, ref, EXPECT, "redis-server")
-    if a.target == "reference":
-        for name, ans in ref:
-            print(f"{name} -> {ans!r}")
-        res.check("redis-server answered every step", all(
-            not (isinstance(x, tuple) and x and x[0] in ("connection", "exception", "not run"))
-            for _, x in ref), "see the steps above")
-        res.exit()
-    pt.require_program(a.proxy, "momento-proxy")
-    px = pt.start_proxy(a.proxy, memcache=False, default_ttl=DEFAULT_TTL)
-    try:
-        got = run_script(px.ports["resp"], "momento-proxy")
-    finally:
-        status = px.stop()
-    pt.compare_records(res, "redis-server", ref, got, EXPECT)
-    res.check("momento-proxy exits 0 on SIGTERM", status == 0,
-              f"exit status {status}; stderr:\n{px.log_tail()}")
-    res.exit()
+    pt.run_against_redis(a, pt.Results(), run_script, EXPECT, DEFAULT_TTL, every_step_answered)
 
 
 if __name__ == "__main__":

@@ -255,28 +255,7 @@ EXPECT["kept: ZUNIONSTORE over it then TTL"] = pt.Expect(
 
 def main():
     a = pt.parse_common_args(sys.argv[1:])
-    pt.require_program(a.redis_server, "redis-server")
-    res = pt.Results()
-    red = pt.start_redis(a.redis_server)
-    try:
-        ref = run(red.port, "redis-server")
-    finally:
-        red.stop()
-    pt.check_ref_expects(res, ref, EXPECT, "redis-server")
-    if a.target == "reference":
-        for name, ans in ref:
-            print(f"{name} -> {ans!r}")
-        res.exit()
-    pt.require_program(a.proxy, "momento-proxy")
-    px = pt.start_proxy(a.proxy, memcache=False, default_ttl=DEFAULT_TTL)
-    try:
-        got = run(px.ports["resp"], "momento-proxy")
-    finally:
-        status = px.stop()
-    pt.compare_records(res, "redis-server", ref, got, EXPECT)
-    res.check("momento-proxy exits 0 on SIGTERM", status == 0,
-              f"exit status {status}; stderr:\n{px.log_tail()}")
-    res.exit()
+    pt.run_against_redis(a, pt.Results(), run, EXPECT, DEFAULT_TTL)
 
 
 if __name__ == "__main__":
