@@ -667,7 +667,13 @@ def compare_resp(cmd, probe, ref, got):
 
 
 # --- memcached text -------------------------------------------------------------------
-MC_VALUES = [b"1", b"10", b"0", b"007", b"-1", b"18446744073709551615", b"18446744073709551616",
+# No stored value of 20 digits (2^64-1, 2^64): memcached 1.6.18 answers
+# incr/decr of such an item "non-numeric" at some moments and computes it
+# at others (seen under load, the same answer on an immediate replay, a
+# number minutes later), so it is no reference for them; mc_script.py
+# checks the wrap at 2^64 in fixed steps. Deltas and results of that size
+# are still generated.
+MC_VALUES = [b"1", b"10", b"0", b"007", b"-1", b"9223372036854775808",
              b"v", b"", b"hello world", b" 1", b"1.5", b"a\r\nb", b"\x00\xff"]
 MC_FLAGS = [b"0", b"0", b"5", b"4294967295"]
 MC_BAD_FLAGS = [b"4294967296", b"-1", b"abc"]
@@ -932,7 +938,8 @@ def bin_cmd(g):
     elif base in ("append", "prepend"):
         d["value"] = mc_val(g)
     elif base in ("incr", "decr"):
-        d["extras"] = struct.pack(">QQI", g.r.choice(B_DELTAS), g.r.choice([0, 10, 2 ** 64 - 1]),
+        # Initial values: not 2^64-1 (MC_VALUES says why).
+        d["extras"] = struct.pack(">QQI", g.r.choice(B_DELTAS), g.r.choice([0, 10, 2 ** 63]),
                                   g.r.choice(B_EXP) & 0xffffffff)
     elif base in ("touch", "gat", "gatk"):
         d["extras"] = struct.pack(">I", g.r.choice(B_EXP) & 0xffffffff)
