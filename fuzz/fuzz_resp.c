@@ -55,6 +55,18 @@ static void record(outcome *o, const resp_args *a)
 }
 
 /* The input in one piece, with the per-command checks. */
+/* o->err points into the parser's resp_args, gone with it: copy it to a
+ * buffer of the caller's own (one per parse, as the two outcomes are
+ * compared). */
+static void keep_err(outcome *o, char copy[64])
+{
+    if (o->err) {
+        strncpy(copy, o->err, 63);
+        copy[63] = '\0';
+        o->err = copy;
+    }
+}
+
 static void parse_whole(const char *p, size_t size, outcome *o)
 {
     resp_args a = {0}, b = {0};
@@ -95,11 +107,7 @@ static void parse_whole(const char *p, size_t size, outcome *o)
     o->used = off;
     /* The error's text lives in a's errbuf for "expected '$'": keep a copy. */
     static char errcopy[64];
-    if (o->err) {
-        strncpy(errcopy, o->err, sizeof(errcopy) - 1);
-        errcopy[sizeof(errcopy) - 1] = '\0';
-        o->err = errcopy;
-    }
+    keep_err(o, errcopy);
     resp_args_free(&a);
     resp_args_free(&b);
 }
@@ -163,11 +171,7 @@ static void parse_split(const char *p, size_t size, uint64_t seed, outcome *o)
     }
     o->used = off;
     static char errcopy[64];
-    if (o->err) {
-        strncpy(errcopy, o->err, sizeof(errcopy) - 1);
-        errcopy[sizeof(errcopy) - 1] = '\0';
-        o->err = errcopy;
-    }
+    keep_err(o, errcopy);
     resp_args_free(&a);
     free(buf);
 }

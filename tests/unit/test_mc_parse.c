@@ -12,6 +12,7 @@
  * the machine's speed. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,8 +43,9 @@ static cost text_whole(const char *p, size_t n, mc_text_cmd *cmd)
     return c;
 }
 
-/* Feeds p[0, n) as growing prefixes, `step` more bytes each time. */
-static cost text_split(const char *p, size_t n, size_t step, mc_text_cmd *cmd)
+/* Feeds p[0, n) as growing prefixes, `step` more bytes each time, to one
+ * of the two parsers (out: its mc_text_cmd or mc_bin_req). */
+static cost split(const char *p, size_t n, size_t step, bool binary, void *out)
 {
     mc_resume rs = {0, 0};
     cost c = {0, 0, 0};
@@ -51,7 +53,8 @@ static cost text_split(const char *p, size_t n, size_t step, mc_text_cmd *cmd)
     for (size_t m = step; ; m += step) {
         if (m > n)
             m = n;
-        c.k = mc_text_parse(p, m, MAX_ITEM, cmd, &rs);
+        c.k = binary ? mc_bin_parse(p, m, MAX_ITEM, out, &rs)
+                     : mc_text_parse(p, m, MAX_ITEM, out, &rs);
         c.calls++;
         if (c.k != 0 || m == n)
             break;
@@ -60,21 +63,14 @@ static cost text_split(const char *p, size_t n, size_t step, mc_text_cmd *cmd)
     return c;
 }
 
+static cost text_split(const char *p, size_t n, size_t step, mc_text_cmd *cmd)
+{
+    return split(p, n, step, false, cmd);
+}
+
 static cost bin_split(const char *p, size_t n, size_t step, mc_bin_req *req)
 {
-    mc_resume rs = {0, 0};
-    cost c = {0, 0, 0};
-    mc_parse_examined = 0;
-    for (size_t m = step; ; m += step) {
-        if (m > n)
-            m = n;
-        c.k = mc_bin_parse(p, m, MAX_ITEM, req, &rs);
-        c.calls++;
-        if (c.k != 0 || m == n)
-            break;
-    }
-    c.examined = mc_parse_examined;
-    return c;
+    return split(p, n, step, true, req);
 }
 
 /* `set k 0 0 8000000` and its data, one byte a read: the data block is
