@@ -101,13 +101,14 @@ struct px_conn {
                           closes (conn_finish()) */
     size_t linger_left;
     int64_t linger_until; /* CLOCK_MONOTONIC ms */
+    px_backend *b;        /* its listener's: the cache it serves */
     px_conn *dirty_next;
     px_conn *prev, *next; /* every connection not yet freed */
 };
 
 struct px_conns {
     int epfd;
-    px_backend *b;
+    px_backend *b; /* the limits and counters every backend shares */
     px_conn *all;
     unsigned count;
     px_conn *dirty;
@@ -219,7 +220,7 @@ static void conn_close(px_conn *c)
         c->lingering = false;
         c->set->lingering--;
     }
-    c->set->b->stats.connections--;
+    c->b->stats->connections--;
     buf_free(&c->in);
     buf_free(&c->out);
     for (px_reply *r = c->head; r; r = r->next)
@@ -479,7 +480,7 @@ void px_reply_small(px_reply *r)
  * per smaller reply), never below the floor. */
 static void learn_size(px_conn *c, size_t size)
 {
-    size_t floor = c->set->b->limits.max_output_bytes / RESERVE_SHARE;
+    size_t floor = c->b->limits.max_output_bytes / RESERVE_SHARE;
     if (size < floor)
         size = floor;
     if (size >= c->est)
@@ -533,12 +534,12 @@ px_conn *px_reply_conn(const px_reply *r)
 
 px_backend *px_conn_backend(const px_conn *c)
 {
-    return c->set->b;
+    return c->b;
 }
 
 bool px_conn_can_start(const px_conn *c)
 {
-    const px_limits *l = &c->set->b->limits;
+    const px_limits *l = &c->b->limits;
     if (c->fd < 0 || c->close_after || c->pending >= l->max_in_flight)
         return false;
     size_t unread = c->out.len - c->out.off;
@@ -614,10 +615,10 @@ static void conn_feed(px_conn *c)
     }
     if (c->fd < 0)
         return;
-    if (in->len - in->off > c->set->b->limits.max_request_bytes + 1024) {
+    if (in->len - in->off > c->b->limits.max_request_bytes + 1024) {
         /* The protocol checks announced lengths itself; this catches a
          * command that never ends (a line without its newline). */
-        c->set->b->stats.protocol_errors++;
+        c->b->stats->protocol_errors++;
         conn_close(c);
         return;
     }
@@ -687,7 +688,7 @@ static void conn_read(px_conn *c)
         if (n > 0) {
             c->in.len += (size_t)n;
             got += (size_t)n;
-            c->set->b->stats.bytes_in += (uint64_t)n;
+            c->b->stats->bytes_in += (uint64_t)n;
             continue;
         }
         if (n == 0) {
@@ -714,7 +715,7 @@ static void conn_write(px_conn *c)
         ssize_t n = send(c->fd, out->p + out->off, out->len - out->off, MSG_NOSIGNAL);
         if (n > 0) {
             out->off += (size_t)n;
-            c->set->b->stats.bytes_out += (uint64_t)n;
+            c->b->stats->bytes_out += (uint64_t)n;
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -757,11 +758,10 @@ px_conns *px_conns_new(int epfd, px_backend *b)
     return s;
 }
 
-void px_conns_accept(px_conns *s, int fd, const px_proto *p)
+void px_conns_accept(px_conns *s, int fd, const px_proto *p, px_backend *b)
 {
-    px_backend *b = s->b;
-    if (s->draining || b->stats.connections >= b->limits.max_connections) {
-        b->stats.connections_rejected++;
+    if (s->draining || b->stats->connections >= b->limits.max_connections) {
+        b->stats->connections_rejected++;
         if (p->refused)
             (void)!send(fd, p->refused, strlen(p->refused), MSG_NOSIGNAL | MSG_DONTWAIT);
         close(fd);
@@ -774,6 +774,7 @@ void px_conns_accept(px_conns *s, int fd, const px_proto *p)
     }
     c->watch.kind = PX_WATCH_CONN;
     c->set = s;
+    c->b = b;
     c->proto = p;
     c->fd = fd;
     c->id = s->next_id++;
@@ -790,8 +791,8 @@ void px_conns_accept(px_conns *s, int fd, const px_proto *p)
         s->all->prev = c;
     s->all = c;
     s->count++;
-    b->stats.connections++;
-    b->stats.connections_total++;
+    b->stats->connections++;
+    b->stats->connections_total++;
 }
 
 void px_conns_event(px_conns *s, px_watch *w, uint32_t events)

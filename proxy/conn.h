@@ -111,7 +111,7 @@ void px_conn_set_state(px_conn *c, void *state);
 uint64_t px_conn_id(const px_conn *c);
 
 
-/* ---- for the event loop (loop.c) ---- */
+/* ---- for the event loop (main.c) ---- */
 
 /* What epoll's data.ptr points at: a listener or a connection. */
 typedef enum { PX_WATCH_LISTENER = 1, PX_WATCH_CONN, PX_WATCH_OTHER } px_watch_kind;
@@ -122,10 +122,13 @@ typedef struct px_watch {
 /* Every connection of one proxy. */
 typedef struct px_conns px_conns;
 
+/* `b` gives the limits and the counters, which every listener's backend
+ * shares (px_backend.stats points to one px_counters). */
 px_conns *px_conns_new(int epfd, px_backend *b);
-/* Takes an accepted, non-blocking socket: a new connection speaking `p`,
- * or, over --max-connections, p->refused written and the socket closed. */
-void px_conns_accept(px_conns *s, int fd, const px_proto *p);
+/* Takes an accepted, non-blocking socket: a new connection speaking `p` to
+ * the cache of `b` (its listener's backend), or, over --max-connections,
+ * p->refused written and the socket closed. */
+void px_conns_accept(px_conns *s, int fd, const px_proto *p, px_backend *b);
 /* An epoll event of a connection (its px_watch). */
 void px_conns_event(px_conns *s, px_watch *w, uint32_t events);
 /* After events and callbacks: writes what replies produced, feeds

@@ -109,7 +109,7 @@ static void on_done(const mc_result *res, void *ud)
     case MC_HIT:
         if (x->kind == MC_B_GET || x->kind == MC_B_GAT) {
             mc_stats.get_hits++;
-            px_conn_backend(px_reply_conn(r))->stats.hits++;
+            px_conn_backend(px_reply_conn(r))->stats->hits++;
         }
         put_be32(ext, res->flags);
         /* touch answers the flags without the value, as memcached does. */
@@ -119,7 +119,7 @@ static void on_done(const mc_result *res, void *ud)
         break;
     case MC_MISS:
         mc_stats.get_misses++;
-        px_conn_backend(px_reply_conn(r))->stats.misses++;
+        px_conn_backend(px_reply_conn(r))->stats->misses++;
         if (x->quiet)
             break;
         if (x->with_key)
@@ -243,18 +243,18 @@ static void run_request(px_conn *c, mc_state *st, const mc_bin_req *q, bool keye
      * at once). */
     if (q->kind != MC_B_GET && q->kind != MC_B_GAT)
         px_reply_small(r);
-    b->stats.commands++;
+    b->stats->commands++;
     bin_ctx *x;
     mc_ttl ttl = mc_exptime((int64_t)q->exptime, mc_now_s());
     switch (q->kind) {
     case MC_B_INVALID:
-        b->stats.protocol_errors++;
+        b->stats->protocol_errors++;
         respond_status(r, q->opcode, q->opaque, MC_ST_EINVAL, "Invalid arguments");
         px_reply_end(r);
         px_conn_close_after(c);
         return;
     case MC_B_UNKNOWN:
-        b->stats.protocol_errors++;
+        b->stats->protocol_errors++;
         respond_status(r, q->opcode, q->opaque, MC_ST_UNKNOWN_COMMAND, "Unknown command");
         px_reply_end(r);
         if (q->hangup)
@@ -370,7 +370,7 @@ size_t mc_bin_feed(px_conn *c, mc_state *st, const char *data, size_t len)
             break;
         if (n < 0) {
             /* Not a request header: memcached hangs up without a word. */
-            b->stats.protocol_errors++;
+            b->stats->protocol_errors++;
             px_conn_close_after(c);
             return len;
         }

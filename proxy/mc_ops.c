@@ -106,13 +106,13 @@ static void finish_status(mc_op *op, mc_status st)
 static void no_memory(px_backend *b, mc_done done, void *ud)
 {
     mc_result r = {.status = MC_FAILED, .error = MOMENTO_ERR_NO_MEMORY, .message = "out of memory"};
-    b->stats.backend_errors++;
+    b->stats->backend_errors++;
     done(&r, ud);
 }
 
 void mc_result_failed(px_backend *b, mc_result *out, int rc, const momento_result *res)
 {
-    b->stats.backend_errors++;
+    b->stats->backend_errors++;
     if (rc == MOMENTO_OK)
         rc = momento_result_error(res);
     memset(out, 0, sizeof(*out));
@@ -136,7 +136,7 @@ static void finish_failed(mc_op *op, int rc, const momento_result *res)
 static void keep_failure(mc_op *op, int rc, const momento_result *res)
 {
     if (op->failed) {
-        op->b->stats.backend_errors++;
+        op->b->stats->backend_errors++;
         return;
     }
     op->failed = true;
@@ -149,7 +149,7 @@ static void keep_failure(mc_op *op, int rc, const momento_result *res)
 static bool submitted(mc_op *op, int rc)
 {
     if (rc == MOMENTO_OK) {
-        op->b->stats.backend_calls++;
+        op->b->stats->backend_calls++;
         return true;
     }
     finish_failed(op, rc, NULL);
@@ -238,7 +238,7 @@ int mc_get_send(px_backend *b, px_str key, bool want_cas, momento_callback cb, v
     else
         rc = momento_get(b->client, b->cache, key.p, key.n, NULL, cb, ud);
     if (rc == MOMENTO_OK)
-        b->stats.backend_calls++;
+        b->stats->backend_calls++;
     return rc;
 }
 
@@ -351,7 +351,7 @@ void mc_gat(px_backend *b, px_str key, mc_ttl ttl, bool want_cas, mc_done done, 
     rc = momento_update_ttl(b->client, b->cache, op->key, op->key_len, mc_ttl_ms(b, ttl), NULL,
                             on_gat_ttl, op);
     if (rc == MOMENTO_OK) {
-        b->stats.backend_calls++;
+        b->stats->backend_calls++;
     } else {
         keep_failure(op, rc, NULL);
         op->pending--; /* the get still ends it */
@@ -491,7 +491,7 @@ static void rmw_retry(mc_op *op)
     if (++op->tries >= MC_TRIES) {
         mc_result r = {.status = MC_FAILED, .error = MOMENTO_ERR_FAILED_PRECONDITION,
                        .message = "the key kept changing during the update"};
-        op->b->stats.backend_errors++;
+        op->b->stats->backend_errors++;
         finish(op, &r);
         return;
     }
@@ -664,7 +664,7 @@ static void rmw_read(mc_op *op)
         return;
     int rc = momento_item_get_ttl(b->client, b->cache, op->key, op->key_len, NULL, on_rmw_ttl, op);
     if (rc == MOMENTO_OK) {
-        b->stats.backend_calls++;
+        b->stats->backend_calls++;
     } else {
         keep_failure(op, rc, NULL);
         op->pending--;
@@ -718,7 +718,7 @@ static void finish_written(mc_op *op, const momento_result *res)
         int rc = momento_get_with_hash(op->b->client, op->b->cache, op->key, op->key_len, NULL,
                                        on_unique_read, op);
         if (rc == MOMENTO_OK) {
-            op->b->stats.backend_calls++;
+            op->b->stats->backend_calls++;
             return;
         }
     }

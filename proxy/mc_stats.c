@@ -53,7 +53,7 @@ void mc_count_result(mc_text_kind kind, const mc_result *res)
 
 void mc_stats_each(px_backend *b, mc_stat_fn fn, void *ud)
 {
-    const px_counters *s = &b->stats;
+    const px_counters *s = b->stats;
     char v[64];
 #define STAT_U(name, val)                                                                          \
     do {                                                                                           \

@@ -206,11 +206,11 @@ static void mget_answer(mget *g)
             if (g->once)
                 s->hit = false;
             if (hit) {
-                g->b->stats.hits++;
+                g->b->stats->hits++;
                 mc_stats.get_hits++;
                 put_value(r, &g->ukeys[g->map[i]], s->flags, s->data, s->len, with_cas, s->cas);
             } else {
-                g->b->stats.misses++;
+                g->b->stats->misses++;
                 mc_stats.get_misses++;
             }
             if (g->kind == MC_T_GAT || g->kind == MC_T_GATS) {
@@ -278,11 +278,11 @@ static void put_single(px_reply *r, px_backend *b, const px_str *key, const mc_r
     } else {
         for (size_t i = 0; i < times; i++) {
             if (res->status == MC_HIT) {
-                b->stats.hits++;
+                b->stats->hits++;
                 mc_stats.get_hits++;
                 put_value(r, key, res->flags, res->data, res->len, false, 0);
             } else {
-                b->stats.misses++;
+                b->stats->misses++;
                 mc_stats.get_misses++;
             }
         }
@@ -441,7 +441,7 @@ static void run_get(px_reply *r, px_backend *b, const mc_text_cmd *cmd)
     if (cmd->kind == MC_T_GET) {
         int rc = px_multiget(b, g->ukeys, g->nu, on_batch, g);
         if (rc == MOMENTO_OK) {
-            b->stats.backend_calls++;
+            b->stats->backend_calls++;
         } else {
             mc_result f;
             mc_result_failed(b, &f, rc, NULL);
@@ -532,11 +532,11 @@ static void run_command(px_conn *c, mc_state *st, const px_str *keys, size_t nke
     if (cmd->kind != MC_T_GET && cmd->kind != MC_T_GETS && cmd->kind != MC_T_GAT &&
         cmd->kind != MC_T_GATS)
         px_reply_small(r);
-    b->stats.commands++;
+    b->stats->commands++;
     line_ctx *x;
     switch (cmd->kind) {
     case MC_T_ERROR:
-        b->stats.protocol_errors++;
+        b->stats->protocol_errors++;
         if (cmd->reply)
             put_line(r, cmd->reply);
         px_reply_end(r);

@@ -135,7 +135,7 @@ static void on_batch(const momento_result *res, void *ud)
         /* A get refused (no memory, the client closing): the key keeps
          * its batch answer. */
         if (rc == MOMENTO_OK) {
-            b->stats.backend_calls++;
+            b->stats->backend_calls++;
             g->pending++;
         }
     }

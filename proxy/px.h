@@ -1,7 +1,7 @@
 /* What every part of momento-proxy shares: the backend the commands reach
  * Momento through, the limits, the counters INFO and stats report, and a
  * borrowed byte string. The proxy is one thread: the event loop
- * (loop.c) reads, parses and writes, and the library's callbacks run on
+ * (main.c) reads, parses and writes, and the library's callbacks run on
  * the same thread through dispatch mode, so nothing here is locked. */
 #ifndef PX_H
 #define PX_H
@@ -43,14 +43,19 @@ typedef struct px_counters {
     uint64_t bytes_out;
 } px_counters;
 
-/* Where commands go. */
+/* Where commands go: one per listener (each listener serves one cache);
+ * the client, the coalescer, the limits and the counters are shared. */
 typedef struct px_backend {
     momento_client *client;   /* dispatch mode: callbacks run on the loop */
     momento_coalescer *co;    /* duplicate reads in flight share one RPC */
     const char *cache;
+    /* The password a connection must give (AUTH, HELLO AUTH, memcached
+     * binary SASL PLAIN) before other commands; NULL: none. Never written
+     * anywhere (logs, INFO, metrics). */
+    const char *requirepass;
     uint64_t default_ttl_ms;  /* a write without a TTL of its own */
     px_limits limits;
-    px_counters stats;
+    px_counters *stats;       /* shared by every listener */
     int64_t started_ms;       /* CLOCK_REALTIME at start, for uptime */
     void *channels;           /* resp_pubsub.c: this proxy's subscribers by channel */
 } px_backend;

@@ -225,7 +225,7 @@ static bool run_command(px_conn *c, int argc, const px_str *argv)
     /* An unknown command's error is small too. */
     if (!cmd || (small_reply[slot] && !(strcmp(cmd->name, "set") == 0 && set_with_get(argc, argv))))
         px_reply_small(r);
-    b->stats.commands++;
+    b->stats->commands++;
     if (!cmd) {
         unknown_command(r, argc, argv);
         return true;
@@ -276,7 +276,7 @@ static size_t resp_feed(px_conn *c, const char *data, size_t len)
         if (n < 0) {
             px_reply *r = px_reply_begin(c);
             if (r && n == -1) {
-                b->stats.protocol_errors++;
+                b->stats->protocol_errors++;
                 resp_errorf(r, "ERR %s", err);
             }
             if (r)
@@ -432,7 +432,7 @@ static void cmd_command(px_reply *r, int argc, const px_str *argv)
 static void cmd_info(px_reply *r, int argc, const px_str *argv)
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
-    const px_counters *s = &b->stats;
+    const px_counters *s = b->stats;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long long now_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;

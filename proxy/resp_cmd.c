@@ -107,7 +107,7 @@ void resp_double(px_reply *r, double d)
 void resp_momento_error(px_reply *r, int rc, const momento_result *res)
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
-    b->stats.backend_errors++;
+    b->stats->backend_errors++;
     if (rc == MOMENTO_OK)
         rc = momento_result_error(res);
     const char *msg = res ? momento_result_message(res) : NULL;
@@ -141,7 +141,7 @@ void resp_end_not_integer(px_reply *r)
 bool resp_submitted(px_reply *r, int rc)
 {
     if (rc == MOMENTO_OK) {
-        px_conn_backend(px_reply_conn(r))->stats.backend_calls++;
+        px_conn_backend(px_reply_conn(r))->stats->backend_calls++;
         return true;
     }
     resp_momento_error(r, rc, NULL);

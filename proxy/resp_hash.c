@@ -16,9 +16,9 @@ static void count_read(px_reply *r, bool hit)
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
     if (hit)
-        b->stats.hits++;
+        b->stats->hits++;
     else
-        b->stats.misses++;
+        b->stats->misses++;
 }
 
 /* A command's key, and the distinct fields it names (the last value of a

@@ -226,7 +226,7 @@ static void pop_next(pop_req *q)
                       : momento_list_pop_back(b->client, b->cache, q->key, q->key_len, NULL,
                                               on_pop_n, q);
     if (rc == MOMENTO_OK) {
-        b->stats.backend_calls++;
+        b->stats->backend_calls++;
     } else if (q->n == 0) {
         resp_submitted(q->r, rc);
         pop_req_free(q);

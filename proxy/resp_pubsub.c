@@ -249,7 +249,7 @@ static void cmd_subscribe(px_reply *r, int argc, const px_str *argv)
             resp_momento_error(ri, rc, NULL);
             continue;
         }
-        b->stats.backend_calls++;
+        b->stats->backend_calls++;
         s->next = ps->subs;
         ps->subs = s;
     }

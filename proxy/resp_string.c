@@ -20,9 +20,9 @@ static void count_read(px_reply *r, bool hit)
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
     if (hit)
-        b->stats.hits++;
+        b->stats->hits++;
     else
-        b->stats.misses++;
+        b->stats->misses++;
 }
 
 /* ---- GET ---- */
@@ -180,7 +180,7 @@ static void set_write(set_ctx *s)
     if (rc != MOMENTO_OK)
         set_submit_failed(s, rc);
     else
-        b->stats.backend_calls++;
+        b->stats->backend_calls++;
 }
 
 /* An expiry already past (SET ... EXAT / PXAT): Redis writes the key and
@@ -328,7 +328,7 @@ static void set_start(set_ctx *s)
     if (rc != MOMENTO_OK)
         set_submit_failed(s, rc);
     else
-        b->stats.backend_calls++;
+        b->stats->backend_calls++;
 }
 
 static int64_t now_ms(void)
