@@ -35,8 +35,8 @@ static const char *const small_replies[] = {
     "del", "unlink", "exists", "type", "expire", "pexpire", "ttl", "pttl", "persist", "incr",
     "incrby", "decr", "decrby", "hset", "hmset", "hsetnx", "hdel", "hincrby", "hlen",
     "hexists", "hstrlen", "lpush", "rpush", "llen", "sadd", "srem", "sismember",
-    "scard", "zadd", "zrem", "zscore", "zincrby", "zrank", "zrevrank", "zcard",
-    "zcount", "zunionstore", "publish", NULL};
+    "scard", "sinterstore", "sunionstore", "sdiffstore", "zadd", "zrem", "zscore", "zincrby",
+    "zrank", "zrevrank", "zcard", "zcount", "zunionstore", "publish", NULL};
 
 static unsigned name_hash(const char *s, size_t n)
 {
@@ -160,13 +160,15 @@ static void command_keys(const resp_cmd *cmd, int argc, int *first, int *n, int 
     static const char *const reads[] = {
         "get", "mget", "exists", "type", "ttl", "pttl", "hget", "hmget", "hgetall", "hlen",
         "hkeys", "hvals", "hexists", "hstrlen", "lrange", "llen", "lindex", "smembers",
-        "sismember", "smismember", "scard", "srandmember", "zscore", "zmscore", "zrank",
+        "sismember", "smismember", "scard", "srandmember", "sinter", "sunion", "sdiff",
+        "zscore", "zmscore", "zrank",
         "zrevrank", "zrange", "zrangebyscore", "zrevrange", "zrevrangebyscore", "zcard",
         "zcount", NULL};
     /* Every argument a key (or, for ZUNIONSTORE, possibly one: a number
      * hashed as a key only makes a command wait). */
     static const char *const all_keys[] = {"mget", "exists", "del", "unlink", "zunionstore",
-                                           NULL};
+                                           "sinter", "sunion", "sdiff", "sinterstore",
+                                           "sunionstore", "sdiffstore", NULL};
     *first = 1;
     *n = argc > 1 ? 1 : 0;
     *step = 1;
