@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 
 BUILD_PKGS=(gcc pkg-config meson ninja-build libgrpc-dev libprotobuf-c-dev
             protobuf-c-compiler libssl-dev uthash-dev libcmocka-dev zlib1g-dev libzstd-dev
-            libuv1-dev libevent-dev)
+            libuv1-dev libevent-dev libyaml-dev)
 # valgrind: the valgrind_clean test (the suppressions file users get).
 TEST_PKGS=(openssl valgrind)
 # The proxy's tests (tests/proxy/): clients no one here wrote, and the real

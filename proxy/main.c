@@ -14,6 +14,7 @@
  * The proxy keeps no state of its own beyond connections: any number of
  * proxies can serve one cache behind a load balancer. */
 #include "target.h"
+#include "config.h"
 #include "conn.h"
 #include "memcache.h"
 #include "options.h"
@@ -287,6 +288,15 @@ int main(int argc, char **argv)
     px_options o;
     px_options_init(&o);
     int rc = px_options_parse(&o, argc, argv);
+    /* --config FILE, wherever it stands: the file is read first, then the
+     * command line again over it, so that the command line overrides it. */
+    if (rc == 0 && o.config) {
+        const char *config = o.config;
+        px_options_init(&o);
+        rc = px_config_load(&o, config);
+        if (rc == 0)
+            rc = px_options_parse(&o, argc, argv);
+    }
     if (rc == 0)
         rc = px_options_finish(&o);
     if (rc)
@@ -351,5 +361,6 @@ int main(int argc, char **argv)
         momento_client_free(base.client);
     }
     ex_target_close(&t);
+    px_config_free();
     return status;
 }

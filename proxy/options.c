@@ -328,6 +328,15 @@ int px_options_finish(px_options *o)
                              "needs --tls-key and --tls-cert together");
     if (o->tls_ca && !o->tls_cert)
         return ex_bad_option(prog, "--tls-ca", o->tls_ca, "needs --tls-cert and --tls-key");
+    /* A config file's listener that names no cache serves --cache, and
+     * one given as a bare port listens on --bind, whether the file or the
+     * command line gave them (config.h). */
+    for (int i = 0; i < o->nlisteners; i++) {
+        if (!o->listeners[i].cache)
+            o->listeners[i].cache = o->cache;
+        if (!o->listeners[i].host)
+            o->listeners[i].host = o->bind;
+    }
     /* The ports options add to the config file's listeners: a command
      * line can add a port to a file's set. */
     if (o->resp_port >= 0 && o->nlisteners < PX_MAX_LISTENERS)
