@@ -1,7 +1,9 @@
 /* RESP2: the protocol's feed (parse, look up, run), the command table,
- * and the connection-level commands (PING, ECHO, QUIT, SELECT, COMMAND,
- * INFO, CLIENT, HELLO). */
+ * the connection-level commands (PING, ECHO, QUIT, SELECT, COMMAND, INFO,
+ * CLIENT, HELLO, AUTH) and transactions (MULTI, EXEC, DISCARD, WATCH,
+ * UNWATCH). */
 #include "resp.h"
+#include "auth.h"
 #include "resp_parse.h"
 
 #include <ctype.h>
@@ -36,7 +38,8 @@ static const char *const small_replies[] = {
     "incrby", "decr", "decrby", "hset", "hmset", "hsetnx", "hdel", "hincrby", "hlen",
     "hexists", "hstrlen", "lpush", "rpush", "llen", "sadd", "srem", "sismember",
     "scard", "sinterstore", "sunionstore", "sdiffstore", "zadd", "zrem", "zscore", "zincrby",
-    "zrank", "zrevrank", "zcard", "zcount", "zunionstore", "publish", NULL};
+    "zrank", "zrevrank", "zcard", "zcount", "zunionstore", "publish", "auth", "multi",
+    "discard", "watch", "unwatch", NULL};
 
 static unsigned name_hash(const char *s, size_t n)
 {
@@ -117,10 +120,10 @@ static bool allowed_subscribed(const resp_cmd *cmd)
     return false;
 }
 
-static void unknown_command(px_reply *r, int argc, const px_str *argv)
+/* Redis 7's "unknown command 'NAME', with args beginning with: 'a' 'b' ",
+ * the arguments until 128 bytes of them are listed, into out. */
+static void unknown_command(char *out, size_t size, int argc, const px_str *argv)
 {
-    /* Redis 7: "unknown command 'NAME', with args beginning with: 'a' 'b' ",
-     * the arguments until 128 bytes of them are listed. */
     char args[512];
     size_t len = 0;
     args[0] = '\0';
@@ -134,9 +137,8 @@ static void unknown_command(px_reply *r, int argc, const px_str *argv)
         if (len >= sizeof(args))
             len = sizeof(args) - 1;
     }
-    resp_errorf(r, "ERR unknown command '%.*s', with args beginning with: %s",
-                (int)(argv[0].n < 128 ? argv[0].n : 128), argv[0].p, args);
-    px_reply_end(r);
+    snprintf(out, size, "ERR unknown command '%.*s', with args beginning with: %s",
+             (int)(argv[0].n < 128 ? argv[0].n : 128), argv[0].p, args);
 }
 
 static bool name_in(const char *name, const char *const *list)
@@ -156,7 +158,8 @@ static void command_keys(const resp_cmd *cmd, int argc, int *first, int *n, int 
 {
     static const char *const keyless[] = {
         "ping", "echo", "quit", "select", "command", "info", "client", "hello",
-        "publish", "subscribe", "unsubscribe", NULL};
+        "publish", "subscribe", "unsubscribe", "auth", "multi", "exec", "discard", "watch",
+        "unwatch", NULL};
     static const char *const reads[] = {
         "get", "mget", "exists", "type", "ttl", "pttl", "hget", "hmget", "hgetall", "hlen",
         "hkeys", "hvals", "hexists", "hstrlen", "lrange", "llen", "lindex", "smembers",
@@ -206,15 +209,16 @@ static bool names_empty_key(const resp_cmd *cmd, int argc, const px_str *argv, i
     return false;
 }
 
-static bool run_command(px_conn *c, int argc, const px_str *argv)
+/* Starts a command that passed run_command()'s checks, in its turn among
+ * the connection's commands on its keys (conn.h): false when it must wait
+ * for an earlier one (px_conn_wait() is called; ask again with the same
+ * command). A queued command of a transaction starts here too, at EXEC. */
+static bool start_command(px_conn *c, int slot, int argc, const px_str *argv)
 {
-    px_backend *b = px_conn_backend(c);
-    int slot = lookup_slot(argv[0].p, argv[0].n);
-    const resp_cmd *cmd = slot < 0 ? NULL : table[slot];
+    const resp_cmd *cmd = table[slot];
     int first = 1, nkeys = 0, step = 1;
     bool write = false;
-    if (cmd)
-        command_keys(cmd, argc, &first, &nkeys, &step, &write);
+    command_keys(cmd, argc, &first, &nkeys, &step, &write);
     if (nkeys > 0 && !px_conn_keys_free(c, argv + first, (size_t)nkeys, (size_t)step, write)) {
         px_conn_wait(c);
         return false;
@@ -224,34 +228,246 @@ static bool run_command(px_conn *c, int argc, const px_str *argv)
         return true;
     if (nkeys > 0)
         px_reply_claim(r, argv + first, (size_t)nkeys, (size_t)step, write);
-    /* An unknown command's error is small too. */
-    if (!cmd || (small_reply[slot] && !(strcmp(cmd->name, "set") == 0 && set_with_get(argc, argv))))
+    if (small_reply[slot] && !(strcmp(cmd->name, "set") == 0 && set_with_get(argc, argv)))
         px_reply_small(r);
-    b->stats->commands++;
-    if (!cmd) {
-        unknown_command(r, argc, argv);
-        return true;
-    }
-    resp_state *st = px_conn_state(c);
-    if (st->ps && resp_pubsub_count(st->ps) > 0 && !allowed_subscribed(cmd)) {
-        resp_errorf(r,
-                    "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
-                    "QUIT / RESET are allowed in this context",
-                    cmd->name);
-        px_reply_end(r);
-        return true;
-    }
-    if ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity)) {
-        resp_errorf(r, "ERR wrong number of arguments for '%s' command", cmd->name);
-        px_reply_end(r);
-        return true;
-    }
+    px_conn_backend(c)->stats->commands++;
     if (nkeys > 0 && names_empty_key(cmd, argc, argv, first, nkeys, step)) {
         resp_end_error(r, "ERR momento-proxy: Momento does not allow an empty key");
         return true;
     }
     cmd->run(r, argc, argv);
     return true;
+}
+
+/* ---- transactions ---- */
+
+/* What one MULTI may queue. Past either bound the command is refused and
+ * the transaction is discarded at EXEC, as Redis discards one with a
+ * command refused while queueing, and the queue is freed at once: a client
+ * that sends MULTI and then commands forever holds no more than this. The
+ * bytes are the arguments plus what keeping them costs (QUEUED_COST a
+ * command, a px_str an argument), bounded by --max-request-bytes: the
+ * transaction is held as one request would be. */
+#define MULTI_MAX_COMMANDS 100000
+#define QUEUED_COST 64
+
+typedef struct queued {
+    int slot;     /* the command's table slot */
+    int argc;
+    px_str *argv; /* the arguments' bytes follow them: one allocation */
+} queued;
+
+struct resp_multi {
+    queued *cmds;
+    size_t n, cap;
+    size_t bytes;  /* what the queue holds, as counted above */
+    bool dirty;    /* a command was refused while queueing: EXEC aborts */
+    bool running;  /* EXEC answered its array's header and is starting the
+                      commands, one after another */
+    size_t next;   /* the next of them to start */
+};
+
+static void queue_clear(resp_multi *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        free(m->cmds[i].argv);
+    free(m->cmds);
+    m->cmds = NULL;
+    m->n = m->cap = m->bytes = 0;
+}
+
+static void multi_end(resp_state *st)
+{
+    if (st->multi) {
+        queue_clear(st->multi);
+        free(st->multi);
+        st->multi = NULL;
+    }
+}
+
+/* A command refused while queueing: EXEC will abort, so nothing queued is
+ * kept from now on. */
+static void multi_flag(resp_multi *m)
+{
+    m->dirty = true;
+    queue_clear(m);
+}
+
+/* Queues a copy of the command; writes why not into err (and the
+ * transaction is then flagged) when it is over the bounds or out of
+ * memory. */
+static bool multi_queue(resp_multi *m, const px_limits *l, int slot, int argc, const px_str *argv,
+                        char *err, size_t size)
+{
+    if (m->dirty)
+        return true; /* answered QUEUED, as Redis does, and kept nowhere */
+    size_t data = 0;
+    for (int i = 0; i < argc; i++)
+        data += argv[i].n;
+    size_t cost = QUEUED_COST + (size_t)argc * sizeof(px_str) + data;
+    if (m->n >= MULTI_MAX_COMMANDS || m->bytes + cost > l->max_request_bytes) {
+        snprintf(err, size,
+                 "ERR momento-proxy: a transaction queues at most %d commands and "
+                 "--max-request-bytes (%zu) of arguments; this one will be discarded at EXEC",
+                 MULTI_MAX_COMMANDS, l->max_request_bytes);
+        multi_flag(m);
+        return false;
+    }
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 16;
+        queued *cmds = realloc(m->cmds, cap * sizeof(*cmds));
+        if (!cmds)
+            goto no_memory;
+        m->cmds = cmds;
+        m->cap = cap;
+    }
+    px_str *v = malloc((size_t)argc * sizeof(px_str) + data + 1);
+    if (!v)
+        goto no_memory;
+    char *p = (char *)(v + argc);
+    for (int i = 0; i < argc; i++) {
+        if (argv[i].n)
+            memcpy(p, argv[i].p, argv[i].n);
+        v[i] = (px_str){p, argv[i].n};
+        p += argv[i].n;
+    }
+    m->cmds[m->n++] = (queued){slot, argc, v};
+    m->bytes += cost;
+    return true;
+no_memory:
+    snprintf(err, size, "ERR momento-proxy: out of memory queueing the command; the "
+                        "transaction will be discarded at EXEC");
+    multi_flag(m);
+    return false;
+}
+
+/* EXEC's commands, from the next one not started: each in its turn, as if
+ * the client had pipelined them (within the connection's limits, after
+ * the earlier commands on its keys). False when one must wait: the feed
+ * stops at the EXEC, which it runs again later, and this goes on where it
+ * stopped. Their replies are the elements of EXEC's array, whose header
+ * went first: the connection writes replies in order. */
+static bool exec_run(px_conn *c, resp_state *st)
+{
+    resp_multi *m = st->multi;
+    while (m->next < m->n) {
+        if (!px_conn_can_start(c))
+            return false;
+        queued *q = &m->cmds[m->next];
+        if (!start_command(c, q->slot, q->argc, q->argv))
+            return false;
+        if (px_conn_state(c) != st)
+            return true; /* out of memory closed the connection: st is gone */
+        free(q->argv);
+        q->argv = NULL;
+        m->next++;
+    }
+    multi_end(st);
+    return true;
+}
+
+static void exec_start(px_conn *c, resp_state *st)
+{
+    px_reply *r = px_reply_begin(c);
+    if (!r)
+        return;
+    px_reply_small(r);
+    px_conn_backend(c)->stats->commands++;
+    resp_multi *m = st->multi;
+    if (!m) {
+        resp_end_error(r, "ERR EXEC without MULTI");
+        return;
+    }
+    if (m->dirty) {
+        multi_end(st);
+        resp_end_error(r, "EXECABORT Transaction discarded because of previous errors.");
+        return;
+    }
+    resp_array(r, (long long)m->n);
+    px_reply_end(r);
+    m->running = true;
+}
+
+static void cmd_exec(px_reply *r, int argc, const px_str *argv);
+
+/* What runs before AUTH (Redis 7's no-auth commands); HELLO answers NOAUTH
+ * itself when its own AUTH option does not authenticate. */
+static bool runs_unauthenticated(const resp_cmd *cmd)
+{
+    return strcmp(cmd->name, "auth") == 0 || strcmp(cmd->name, "hello") == 0 ||
+           strcmp(cmd->name, "quit") == 0;
+}
+
+/* What runs at once inside MULTI; every other command is queued. */
+static bool runs_in_multi(const resp_cmd *cmd)
+{
+    static const char *const now[] = {"exec", "discard", "multi", "watch", "quit", NULL};
+    return name_in(cmd->name, now);
+}
+
+/* One command from the client: Redis 7's checks in Redis's order - the
+ * name, the arity, authentication, the subscribed context - then queued
+ * inside MULTI, or started. A refused command flags the transaction it
+ * came in (EXEC then aborts), and EXEC refused discards it. False: the
+ * command must wait (start_command(), exec_run()). */
+static bool run_command(px_conn *c, int argc, const px_str *argv)
+{
+    px_backend *b = px_conn_backend(c);
+    resp_state *st = px_conn_state(c);
+    int slot = lookup_slot(argv[0].p, argv[0].n);
+    const resp_cmd *cmd = slot < 0 ? NULL : table[slot];
+    bool exec = cmd && cmd->run == cmd_exec;
+    /* An EXEC that stopped for a command that had to wait goes on. */
+    if (exec && st->multi && st->multi->running)
+        return exec_run(c, st);
+    char refusal[512] = "";
+    if (!cmd)
+        unknown_command(refusal, sizeof(refusal), argc, argv);
+    else if ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity))
+        snprintf(refusal, sizeof(refusal), "ERR wrong number of arguments for '%s' command",
+                 cmd->name);
+    else if (b->requirepass && !st->authed && !runs_unauthenticated(cmd))
+        snprintf(refusal, sizeof(refusal), "NOAUTH Authentication required.");
+    else if (st->ps && resp_pubsub_count(st->ps) > 0 && !allowed_subscribed(cmd))
+        snprintf(refusal, sizeof(refusal),
+                 "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / "
+                 "QUIT / RESET are allowed in this context",
+                 cmd->name);
+    bool queue = !refusal[0] && st->multi && !runs_in_multi(cmd);
+    if (refusal[0] || queue) {
+        px_reply *r = px_reply_begin(c);
+        if (!r)
+            return true;
+        px_reply_small(r);
+        if (queue) {
+            if (multi_queue(st->multi, &b->limits, slot, argc, argv, refusal, sizeof(refusal)))
+                resp_simple(r, "QUEUED");
+            else
+                resp_error(r, refusal);
+            px_reply_end(r);
+            return true;
+        }
+        b->stats->commands++;
+        if (exec) {
+            /* Redis: the reason, without its ERR, and no transaction. */
+            resp_errorf(r, "EXECABORT Transaction discarded because of: %s",
+                        strncmp(refusal, "ERR ", 4) == 0 ? refusal + 4 : refusal);
+            multi_end(st);
+        } else {
+            if (st->multi)
+                multi_flag(st->multi);
+            resp_error(r, refusal);
+        }
+        px_reply_end(r);
+        return true;
+    }
+    if (exec) {
+        exec_start(c, st);
+        if (px_conn_state(c) != st || !st->multi || !st->multi->running)
+            return true;
+        return exec_run(c, st);
+    }
+    return start_command(c, slot, argc, argv);
 }
 
 static size_t resp_feed(px_conn *c, const char *data, size_t len)
@@ -307,6 +523,7 @@ static void resp_closed(px_conn *c)
     if (st) {
         if (st->ps)
             resp_pubsub_closed(st->ps);
+        multi_end(st);
         resp_args_free(&st->args);
         free(st);
     }
@@ -382,6 +599,7 @@ static void command_entry(px_reply *r, const resp_cmd *c)
                    strcmp(c->name, "select") == 0 || strcmp(c->name, "command") == 0 ||
                    strcmp(c->name, "info") == 0 || strcmp(c->name, "client") == 0 ||
                    strcmp(c->name, "hello") == 0 || strcmp(c->name, "publish") == 0 ||
+                   strcmp(c->name, "auth") == 0 ||
                    strcmp(c->name, "subscribe") == 0 || strcmp(c->name, "unsubscribe") == 0;
     resp_int(r, keyless ? 0 : 1);
     resp_int(r, keyless ? 0 : 1);
@@ -523,10 +741,113 @@ static void cmd_client(px_reply *r, int argc, const px_str *argv)
     px_reply_end(r);
 }
 
+/* ---- authentication ---- */
+
+static const char wrongpass[] = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/* Redis's check of a user and a password: the proxy's one user is
+ * "default", whose password is --requirepass; without one, any password
+ * is the default user's (Redis's "nopass"). */
+static bool auth_ok(const px_backend *b, const px_str *user, const px_str *pass)
+{
+    if (user->n != 7 || memcmp(user->p, "default", 7) != 0)
+        return false;
+    return !b->requirepass || px_secret_equal(b->requirepass, pass);
+}
+
+static void cmd_auth(px_reply *r, int argc, const px_str *argv)
+{
+    px_conn *c = px_reply_conn(r);
+    px_backend *b = px_conn_backend(c);
+    resp_state *st = px_conn_state(c);
+    if (argc > 3) {
+        resp_end_syntax(r);
+        return;
+    }
+    if (argc == 2 && !b->requirepass) {
+        resp_end_error(r, "ERR AUTH <password> called without any password configured for the "
+                          "default user. Are you sure your configuration is correct?");
+        return;
+    }
+    static const px_str default_user = {"default", 7};
+    /* A failed AUTH leaves the connection as it was, as in Redis. */
+    if (!auth_ok(b, argc == 3 ? &argv[1] : &default_user, &argv[argc - 1])) {
+        resp_end_error(r, wrongpass);
+        return;
+    }
+    st->authed = true;
+    resp_ok(r);
+    px_reply_end(r);
+}
+
+/* ---- transactions' commands (run_command() starts EXEC's) ---- */
+
+static void cmd_multi(px_reply *r, int argc, const px_str *argv)
+{
+    resp_state *st = px_conn_state(px_reply_conn(r));
+    if (st->multi) {
+        /* Answered, and the transaction goes on, as in Redis. */
+        resp_end_error(r, "ERR MULTI calls can not be nested");
+        return;
+    }
+    st->multi = calloc(1, sizeof(*st->multi));
+    if (!st->multi) {
+        resp_end_error(r, "ERR momento-proxy: out of memory");
+        return;
+    }
+    resp_ok(r);
+    px_reply_end(r);
+}
+
+static void cmd_exec(px_reply *r, int argc, const px_str *argv)
+{
+    /* Never called: run_command() runs EXEC (its commands may wait). */
+    resp_end_error(r, "ERR EXEC without MULTI");
+}
+
+static void cmd_discard(px_reply *r, int argc, const px_str *argv)
+{
+    resp_state *st = px_conn_state(px_reply_conn(r));
+    if (!st->multi) {
+        resp_end_error(r, "ERR DISCARD without MULTI");
+        return;
+    }
+    multi_end(st);
+    resp_ok(r);
+    px_reply_end(r);
+}
+
+static void cmd_watch(px_reply *r, int argc, const px_str *argv)
+{
+    resp_state *st = px_conn_state(px_reply_conn(r));
+    if (st->multi) {
+        resp_end_error(r, "ERR WATCH inside MULTI is not allowed");
+        return;
+    }
+    /* Refused rather than answered OK: EXEC could never abort when a
+     * watched key changed, so a client's check-and-set would silently
+     * lose updates. */
+    resp_end_error(r, "ERR momento-proxy: WATCH is not supported: Momento has no optimistic "
+                      "locking (no version of a key to check at EXEC), so the proxy could not "
+                      "abort a transaction whose watched key changed");
+}
+
+static void cmd_unwatch(px_reply *r, int argc, const px_str *argv)
+{
+    /* Nothing is ever watched (WATCH is refused), so there is nothing to
+     * forget: Redis's answer. Clients send it when they clean up. */
+    resp_ok(r);
+    px_reply_end(r);
+}
+
 static void cmd_hello(px_reply *r, int argc, const px_str *argv)
 {
     /* Redis 7.0's order: the version (2 or 3), then each option as it
-     * comes - AUTH user pass, SETNAME name - the first bad one answered. */
+     * comes - AUTH user pass, SETNAME name - the first bad one answered;
+     * an AUTH before it has authenticated all the same. */
+    px_conn *c = px_reply_conn(r);
+    px_backend *b = px_conn_backend(c);
+    resp_state *st = px_conn_state(c);
     long long ver = 2;
     if (argc >= 2) {
         if (!resp_arg_ll(&argv[1], &ver)) {
@@ -541,12 +862,11 @@ static void cmd_hello(px_reply *r, int argc, const px_str *argv)
     for (int i = 2; i < argc; i++) {
         int more = argc - 1 - i;
         if (resp_arg_is(&argv[i], "auth") && more >= 2) {
-            /* The proxy has no users: it answers as a Redis without a
-             * password does, whose only user is "default" (nopass). */
-            if (argv[i + 1].n != 7 || memcmp(argv[i + 1].p, "default", 7) != 0) {
-                resp_end_error(r, "WRONGPASS invalid username-password pair or user is disabled.");
+            if (!auth_ok(b, &argv[i + 1], &argv[i + 2])) {
+                resp_end_error(r, wrongpass);
                 return;
             }
+            st->authed = true;
             i += 2;
         } else if (resp_arg_is(&argv[i], "setname") && more >= 1) {
             if (!client_name_ok(&argv[i + 1])) {
@@ -561,8 +881,16 @@ static void cmd_hello(px_reply *r, int argc, const px_str *argv)
             return;
         }
     }
+    if (b->requirepass && !st->authed) {
+        resp_end_error(r, "NOAUTH HELLO must be called with the client already authenticated, "
+                          "otherwise the HELLO AUTH <user> <pass> option can be used to "
+                          "authenticate the client and select the RESP protocol version at the "
+                          "same time");
+        return;
+    }
     /* RESP3 is not served: a client asking for it falls back to RESP2 on
-     * this answer, as it does with a Redis older than 6. */
+     * this answer, as it does with a Redis older than 6 (an AUTH option
+     * has authenticated, so the AUTH such a client sends next succeeds). */
     if (ver != 2) {
         resp_end_error(r, "NOPROTO unsupported protocol version");
         return;
@@ -575,7 +903,7 @@ static void cmd_hello(px_reply *r, int argc, const px_str *argv)
     resp_bulk_str(r, "proto");
     resp_int(r, 2);
     resp_bulk_str(r, "id");
-    resp_int(r, (long long)px_conn_id(px_reply_conn(r)));
+    resp_int(r, (long long)px_conn_id(c));
     resp_bulk_str(r, "mode");
     resp_bulk_str(r, "standalone");
     resp_bulk_str(r, "role");
@@ -588,5 +916,7 @@ static void cmd_hello(px_reply *r, int argc, const px_str *argv)
 const resp_cmd resp_server_cmds[] = {
     {"ping", -1, cmd_ping},       {"echo", 2, cmd_echo},     {"quit", -1, cmd_quit},
     {"select", 2, cmd_select},    {"command", -1, cmd_command}, {"info", -1, cmd_info},
-    {"client", -2, cmd_client},   {"hello", -1, cmd_hello},  {NULL, 0, NULL},
+    {"client", -2, cmd_client},   {"hello", -1, cmd_hello},  {"auth", -2, cmd_auth},
+    {"multi", 1, cmd_multi},      {"exec", 1, cmd_exec},     {"discard", 1, cmd_discard},
+    {"watch", -2, cmd_watch},     {"unwatch", 1, cmd_unwatch}, {NULL, 0, NULL},
 };

@@ -27,7 +27,7 @@ typedef struct resp_cmd {
 } resp_cmd;
 
 /* The families' tables, each ended by a {NULL} entry. */
-extern const resp_cmd resp_server_cmds[];  /* resp.c: PING, ECHO, QUIT, SELECT, COMMAND, INFO */
+extern const resp_cmd resp_server_cmds[];  /* resp.c: PING ... HELLO, AUTH, MULTI ... UNWATCH */
 extern const resp_cmd resp_string_cmds[];  /* resp_string.c */
 extern const resp_cmd resp_keys_cmds[];    /* resp_keys.c: DEL, EXISTS, TYPE, TTL family, INCR family */
 extern const resp_cmd resp_hash_cmds[];    /* resp_hash.c */

@@ -79,11 +79,19 @@ void resp_on_type_then_zero(const momento_result *res, void *ud);  /* :0 */
 
 /* ---- the connection's state ---- */
 /* A RESP connection's px_conn_state: the command being parsed (resp.c's
- * feed) and the subscriptions (resp_pubsub.c). */
+ * feed), the subscriptions (resp_pubsub.c), whether it has authenticated
+ * and its transaction (resp.c). */
 typedef struct resp_pubsub resp_pubsub;
+typedef struct resp_multi resp_multi;
 typedef struct resp_state {
     resp_args args;
     resp_pubsub *ps;
+    /* AUTH or HELLO AUTH gave px_backend.requirepass (meaningless when
+     * there is none): until then only AUTH, HELLO and QUIT run. */
+    bool authed;
+    /* Between MULTI and EXEC / DISCARD: the commands queued; NULL outside
+     * a transaction. */
+    resp_multi *multi;
 } resp_state;
 /* The connection's subscriptions' slot; NULL before its first command. */
 resp_pubsub **resp_conn_pubsub(px_conn *c);
