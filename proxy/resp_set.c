@@ -479,7 +479,7 @@ typedef struct alg_block {
 
 typedef struct alg_req {
     px_reply *r;
-    const char *name;    /* the command, lower case, for the bound's error */
+    const char *name;    /* the command, for the bound's error */
     alg_op op;
     bool store;
     bool failed;         /* the reply ended with an error: calls in flight drain */
@@ -801,13 +801,14 @@ static void alg_finish(alg_req *q)
  * within a submit, so this never runs inside itself. */
 static void alg_pump(alg_req *q)
 {
-    px_backend *b = px_conn_backend(px_reply_conn(q->r));
-    /* A STORE's reads decide a write: not shared with another command's. */
-    momento_coalescer *co = q->store ? NULL : b->co;
+    /* Once failed, the reply has ended and q->r must not be used. */
     while (!q->failed && q->inflight < ALG_WINDOW && q->next < q->n) {
         /* SDIFF subtracts from its first source: that one first. */
         if (q->op == ALG_DIFF && q->next > 0 && q->arrivals == 0 && !q->empty)
             break;
+        px_backend *b = px_conn_backend(px_reply_conn(q->r));
+        /* A STORE's reads decide a write: not shared with another command's. */
+        momento_coalescer *co = q->store ? NULL : b->co;
         const char *k = q->keys[q->next];
         size_t len = q->lens[q->next];
         int rc;
@@ -871,32 +872,32 @@ static void set_algebra(px_reply *r, int argc, const px_str *argv, alg_op op, bo
 
 static void cmd_sinter(px_reply *r, int argc, const px_str *argv)
 {
-    set_algebra(r, argc, argv, ALG_INTER, false, "sinter");
+    set_algebra(r, argc, argv, ALG_INTER, false, "SINTER");
 }
 
 static void cmd_sunion(px_reply *r, int argc, const px_str *argv)
 {
-    set_algebra(r, argc, argv, ALG_UNION, false, "sunion");
+    set_algebra(r, argc, argv, ALG_UNION, false, "SUNION");
 }
 
 static void cmd_sdiff(px_reply *r, int argc, const px_str *argv)
 {
-    set_algebra(r, argc, argv, ALG_DIFF, false, "sdiff");
+    set_algebra(r, argc, argv, ALG_DIFF, false, "SDIFF");
 }
 
 static void cmd_sinterstore(px_reply *r, int argc, const px_str *argv)
 {
-    set_algebra(r, argc, argv, ALG_INTER, true, "sinterstore");
+    set_algebra(r, argc, argv, ALG_INTER, true, "SINTERSTORE");
 }
 
 static void cmd_sunionstore(px_reply *r, int argc, const px_str *argv)
 {
-    set_algebra(r, argc, argv, ALG_UNION, true, "sunionstore");
+    set_algebra(r, argc, argv, ALG_UNION, true, "SUNIONSTORE");
 }
 
 static void cmd_sdiffstore(px_reply *r, int argc, const px_str *argv)
 {
-    set_algebra(r, argc, argv, ALG_DIFF, true, "sdiffstore");
+    set_algebra(r, argc, argv, ALG_DIFF, true, "SDIFFSTORE");
 }
 
 const resp_cmd resp_set_cmds[] = {
