@@ -12,6 +12,7 @@ its own cas uniques...) says so with an Expect: the answer the proxy must
 give there, and why. Nothing is skipped silently."""
 import atexit
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -254,6 +255,57 @@ def start_proxy(path, resp=True, memcache=True, cache="proxy-test", default_ttl=
             raise RuntimeError(f"momento-proxy listens on {addr}, not on 127.0.0.1")
         srv.ports[w.split()[0]] = int(port)
     srv.port = srv.ports.get("resp") or srv.ports.get("memcache")
+    return srv
+
+
+# A port's line: "resp listening on 127.0.0.1:6379", "... on [::1]:6379",
+# then " cache NAME" when the listeners serve several caches.
+_LISTENING = re.compile(r"^(resp|memcache) listening on (\[[^\]]+\]|[^\s\[\]]+):(\d+)"
+                        r"(?: cache (.+))?$")
+
+
+def start_proxy_config(path, config, listeners, before=(), after=()):
+    """Starts momento-proxy --config CONFIG (options `before` and `after`
+    it on the command line) and reads the `listening on` line of each of
+    its `listeners` ports: srv.listeners lists (protocol, host, port,
+    cache or None) in the order printed, which is the order the proxy
+    opens them (the file's listeners, then --resp-port, --memcache-port).
+    The cache is named when the listeners serve more than one."""
+    argv = [path, *before, "--config", config, *after]
+    log = tempfile.NamedTemporaryFile(prefix="momento-proxy-", suffix=".log", delete=False)
+    env = {k: v for k, v in os.environ.items() if k not in ("MOMENTO_API_KEY", "MOMENTO_ENDPOINT")}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                            env=env)
+    srv = Server("momento-proxy", proc, log.name)
+    import selectors
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + WATCHDOG
+    fd = proc.stdout.fileno()
+    seen, buf, found = [], b"", []
+    while len(found) < listeners and time.monotonic() < deadline:
+        if not sel.select(deadline - time.monotonic()):
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            text = line.decode(errors="replace")
+            seen.append(text)
+            m = _LISTENING.match(text)
+            if m:
+                found.append((m.group(1), m.group(2).strip("[]"), int(m.group(3)), m.group(4)))
+    sel.close()
+    if len(found) < listeners:
+        srv.stop(signal.SIGKILL)
+        raise RuntimeError(f"momento-proxy printed {seen!r}, not {listeners} 'listening on' "
+                           f"lines; stderr:\n{srv.log_tail()}")
+    srv.stdout_rest = [buf]
+    threading.Thread(target=_drain, args=(proc.stdout, srv.stdout_rest), daemon=True).start()
+    srv.listeners = found
+    srv.host, srv.port = found[0][1], found[0][2]
     return srv
 
 
