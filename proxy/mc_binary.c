@@ -1,12 +1,18 @@
 /* memcached's binary protocol: the feed and the answers, with memcached
  * 1.6's status codes and texts. Quiet requests answer only failures (a
  * quiet get: only hits); a noop is answered in its turn, after every
- * reply before it, which is what clients wait for. */
+ * reply before it, which is what clients wait for. With a password
+ * (px_backend.requirepass), SASL PLAIN as memcached -S asks for it. */
+#include "auth.h"
 #include "mc_proto.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+/* memcached's MAX_SASL_MECH_LEN: a longer mechanism name is refused. */
+#define SASL_MECH_MAX 32
 
 typedef struct bin_ctx {
     px_reply *r;
@@ -210,6 +216,80 @@ static void stat_packet(void *ud, const char *name, const char *value)
             strlen(value));
 }
 
+/* ---- SASL (memcached 1.6's proto_bin.c, with Cyrus SASL's PLAIN) ---- */
+
+/* SASL PLAIN's message: [authzid] NUL authcid NUL password. The proxy has
+ * one secret and no users: any user name is taken with the password
+ * --requirepass; an authorization identity other than the user's own is
+ * refused, as Cyrus SASL refuses it by default. */
+static bool plain_ok(const px_backend *b, const px_str *msg)
+{
+    const char *p = msg->p, *end = msg->p + msg->n;
+    const char *nul1 = msg->n ? memchr(p, '\0', msg->n) : NULL;
+    if (!nul1)
+        return false;
+    const char *user = nul1 + 1;
+    const char *nul2 = memchr(user, '\0', (size_t)(end - user));
+    if (!nul2 || nul2 == user)
+        return false;
+    size_t zn = (size_t)(nul1 - p), un = (size_t)(nul2 - user);
+    if (zn && (zn != un || memcmp(p, user, un) != 0))
+        return false;
+    px_str pass = {nul2 + 1, (size_t)(end - nul2 - 1)};
+    return px_secret_equal(b->requirepass, &pass);
+}
+
+/* SASL auth (a mechanism and its first data) or step (more data). As in
+ * memcached, each starts a new authentication: the connection is not
+ * authenticated until one succeeds. */
+static void sasl_auth(px_reply *r, mc_state *st, const px_backend *b, const mc_bin_req *q)
+{
+    if (q->key.n > SASL_MECH_MAX) {
+        respond_status(r, q->opcode, q->opaque, MC_ST_EINVAL, "Invalid arguments");
+        st->swallow = q->swallow;
+        return;
+    }
+    if (q->too_large) {
+        respond_status(r, q->opcode, q->opaque, MC_ST_ENOMEM, "Out of memory");
+        st->swallow = q->swallow;
+        return;
+    }
+    st->authed = false;
+    bool ok = false;
+    if (q->opcode == MC_OP_SASL_STEP) {
+        ok = st->sasl_started && plain_ok(b, &q->value);
+        st->sasl_started = false;
+    } else {
+        st->sasl_started = false;
+        if (q->key.n == 5 && strncasecmp(q->key.p, "plain", 5) == 0) {
+            if (q->value.n == 0) {
+                /* PLAIN without its data: the client sends it as a step. */
+                st->sasl_started = true;
+                respond(r, q->opcode, q->opaque, MC_ST_AUTH_CONTINUE, 0, NULL, 0, NULL, 0, NULL,
+                        0);
+                return;
+            }
+            ok = plain_ok(b, &q->value);
+        }
+    }
+    if (ok) {
+        st->authed = true;
+        respond(r, q->opcode, q->opaque, MC_ST_OK, 0, NULL, 0, NULL, 0, "Authenticated", 13);
+    } else {
+        respond_status(r, q->opcode, q->opaque, MC_ST_AUTH_ERROR, "Auth failure.");
+    }
+}
+
+/* What memcached -S answers before authentication: the SASL requests,
+ * version, and the framing error it answers before looking at the
+ * request at all. */
+static bool runs_unauthenticated(const mc_bin_req *q)
+{
+    return q->opcode == MC_OP_SASL_LIST_MECHS || q->opcode == MC_OP_SASL_AUTH ||
+           q->opcode == MC_OP_SASL_STEP || q->opcode == MC_OP_VERSION ||
+           (q->kind == MC_B_UNKNOWN && q->hangup);
+}
+
 static mc_store_mode store_mode(const mc_bin_req *q)
 {
     /* memcached: a set, add or replace that names a cas is a cas. */
@@ -262,6 +342,24 @@ static void run_request(px_conn *c, mc_state *st, const mc_bin_req *q, bool keye
         else
             st->swallow = q->swallow;
         return;
+    case MC_B_SASL_LIST:
+    case MC_B_SASL_AUTH:
+        if (!b->requirepass) {
+            /* memcached without -S knows no SASL request. */
+            b->stats->protocol_errors++;
+            respond_status(r, q->opcode, q->opaque, MC_ST_UNKNOWN_COMMAND, "Unknown command");
+            st->swallow = q->swallow;
+            break;
+        }
+        if (q->kind == MC_B_SASL_AUTH) {
+            sasl_auth(r, st, b, q);
+            break;
+        }
+        /* Listing starts a new authentication too (memcached's
+         * init_sasl_conn()). */
+        st->authed = st->sasl_started = false;
+        respond(r, q->opcode, q->opaque, MC_ST_OK, 0, NULL, 0, NULL, 0, "PLAIN", 5);
+        break;
     case MC_B_GET:
         mc_stats.cmd_get++;
         if ((x = ctx_new(r, q, MC_T_GET)))
@@ -373,6 +471,19 @@ size_t mc_bin_feed(px_conn *c, mc_state *st, const char *data, size_t len)
             b->stats->protocol_errors++;
             px_conn_close_after(c);
             return len;
+        }
+        if (b->requirepass && !st->authed && !runs_unauthenticated(&q)) {
+            /* memcached -S: "Auth failure." and the connection closed. */
+            used += (size_t)n;
+            px_reply *r = px_reply_begin(c);
+            if (r) {
+                px_reply_small(r);
+                b->stats->commands++;
+                respond_status(r, q.opcode, q.opaque, MC_ST_AUTH_ERROR, "Auth failure.");
+                px_reply_end(r);
+            }
+            px_conn_close_after(c);
+            break;
         }
         /* Ordered after the connection's earlier requests on its key
          * (conn.h); only a get leaves the key as it is. */

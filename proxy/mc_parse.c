@@ -582,6 +582,16 @@ static ssize_t bin_parse(const char *p, size_t n, size_t max_body, mc_bin_req *r
         if (extlen != 4 || keylen != 0 || vlen != 0)
             req->kind = MC_B_INVALID;
         break;
+    case MC_OP_SASL_LIST_MECHS:
+        req->kind = MC_B_SASL_LIST;
+        if (bodylen != 0)
+            req->kind = MC_B_INVALID;
+        break;
+    case MC_OP_SASL_AUTH: case MC_OP_SASL_STEP:
+        req->kind = MC_B_SASL_AUTH;
+        if (extlen != 0 || keylen == 0)
+            req->kind = MC_B_INVALID;
+        break;
     default:
         /* memcached answers and skips the body. */
         req->kind = MC_B_UNKNOWN;

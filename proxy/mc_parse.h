@@ -124,8 +124,8 @@ enum {
     MC_OP_STAT = 0x10, MC_OP_SETQ = 0x11, MC_OP_ADDQ = 0x12, MC_OP_REPLACEQ = 0x13,
     MC_OP_DELETEQ = 0x14, MC_OP_INCREMENTQ = 0x15, MC_OP_DECREMENTQ = 0x16, MC_OP_QUITQ = 0x17,
     MC_OP_FLUSHQ = 0x18, MC_OP_APPENDQ = 0x19, MC_OP_PREPENDQ = 0x1a, MC_OP_VERBOSITY = 0x1b,
-    MC_OP_TOUCH = 0x1c, MC_OP_GAT = 0x1d, MC_OP_GATQ = 0x1e, MC_OP_GATK = 0x23,
-    MC_OP_GATKQ = 0x24,
+    MC_OP_TOUCH = 0x1c, MC_OP_GAT = 0x1d, MC_OP_GATQ = 0x1e, MC_OP_SASL_LIST_MECHS = 0x20,
+    MC_OP_SASL_AUTH = 0x21, MC_OP_SASL_STEP = 0x22, MC_OP_GATK = 0x23, MC_OP_GATKQ = 0x24,
 };
 
 enum {
@@ -136,6 +136,8 @@ enum {
     MC_ST_EINVAL = 0x0004,
     MC_ST_NOT_STORED = 0x0005,
     MC_ST_DELTA_BADVAL = 0x0006,
+    MC_ST_AUTH_ERROR = 0x0020,
+    MC_ST_AUTH_CONTINUE = 0x0021,
     MC_ST_UNKNOWN_COMMAND = 0x0081,
     MC_ST_ENOMEM = 0x0082,
     MC_ST_EINTERNAL = 0x0084,
@@ -159,6 +161,9 @@ typedef enum mc_bin_kind {
     MC_B_VERSION,
     MC_B_STAT,
     MC_B_VERBOSITY,
+    MC_B_SASL_LIST,   /* SASL list mechanisms */
+    MC_B_SASL_AUTH,   /* SASL auth and SASL step: the mechanism is the key,
+                         the client's data the value */
 } mc_bin_kind;
 
 typedef struct mc_bin_req {

@@ -20,6 +20,9 @@ typedef struct mc_state {
     bool flushing;       /* a flush is in flight: it touches every key, so
                             nothing starts beside it (it waited for the
                             connection's commands before it) */
+    bool authed;         /* SASL PLAIN gave px_backend.requirepass */
+    bool sasl_started;   /* a SASL PLAIN auth came without its data: the
+                            SASL step brings it */
     mc_text_cmd cmd;
     mc_resume resume;    /* how far the parser looked into the command at
                             the head of the input (mc_parse.h) */

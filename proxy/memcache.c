@@ -1,5 +1,7 @@
 /* The memcached port: which protocol a connection speaks (its first byte,
- * as memcached decides), and its state. */
+ * as memcached decides), and its state. A port with a password
+ * (px_backend.requirepass) speaks binary only, with SASL, as memcached -S
+ * does. */
 #include "memcache.h"
 #include "mc_proto.h"
 
@@ -19,6 +21,15 @@ static size_t mc_feed(px_conn *c, const char *data, size_t len)
     if (!st->decided && len > 0) {
         st->decided = true;
         st->binary = (unsigned char)data[0] == MC_BIN_REQ;
+        if (!st->binary && px_conn_backend(c)->requirepass) {
+            /* memcached -S takes only the binary protocol and hangs up
+             * without a word on anything else (once 24 bytes are in: a
+             * short text command waits for more that never come; the
+             * proxy need not wait). */
+            px_conn_backend(c)->stats->protocol_errors++;
+            px_conn_close_after(c);
+            return len;
+        }
     }
     return st->binary ? mc_bin_feed(c, st, data, len) : mc_text_feed(c, st, data, len);
 }
