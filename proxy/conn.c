@@ -1,6 +1,7 @@
 /* Connections: reading, the reply order, writing, backpressure, closing
  * (conn.h says what the order guarantees). */
 #include "conn.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -34,6 +35,10 @@
 #define LINGER_MS 2000
 /* How often lingering connections are looked at (px_conns_timeout_ms()). */
 #define LINGER_TICK_MS 250
+/* A TLS client's handshake must finish within this, or its connection is
+ * closed: a client that connects and never speaks (or speaks too slowly)
+ * holds a slot of --max-connections no longer than this. */
+#define HANDSHAKE_MS 10000
 
 typedef struct px_buf {
     char *p;
@@ -102,6 +107,20 @@ struct px_conn {
     size_t linger_left;
     int64_t linger_until; /* CLOCK_MONOTONIC ms */
     px_backend *b;        /* its listener's: the cache it serves */
+    /* TLS (tls.h); NULL: plaintext. Reads and writes go through the
+     * session once its handshake is done. */
+    SSL *tls;
+    bool handshaking;      /* on set's handshake list, until hs_until */
+    uint32_t hs_events;    /* what the handshake's next step waits for */
+    int64_t hs_until;      /* CLOCK_MONOTONIC ms */
+    px_conn *hs_prev, *hs_next;
+    bool tls_starved;      /* the last read found the session and the socket
+                              empty: only epoll can tell of more */
+    bool tls_read_wants_write; /* a read waits for the socket to be writable */
+    bool tls_write_wants_read; /* a write waits for it to be readable */
+    bool tls_ready;        /* on set->ready: the session holds bytes epoll
+                              will not report (px_conns_expire() reads them) */
+    px_conn *ready_next;
     px_conn *dirty_next;
     px_conn *prev, *next; /* every connection not yet freed */
 };
@@ -114,6 +133,10 @@ struct px_conns {
     px_conn *dirty;
     uint64_t next_id;
     unsigned lingering; /* connections in conn_finish()'s linger */
+    /* TLS handshakes under way, oldest first: each has the same time to
+     * finish, so the list is in deadline order too. */
+    px_conn *hs_head, *hs_tail;
+    px_conn *ready;     /* TLS connections with bytes buffered in the session */
     bool draining;
 };
 
@@ -207,12 +230,39 @@ static void watch(px_conn *c, uint32_t events)
         c->events = events;
 }
 
+/* Takes a connection off the handshake list (its handshake is done, or it
+ * closes). */
+static void hs_remove(px_conn *c)
+{
+    if (!c->handshaking)
+        return;
+    px_conns *s = c->set;
+    if (c->hs_prev)
+        c->hs_prev->hs_next = c->hs_next;
+    else
+        s->hs_head = c->hs_next;
+    if (c->hs_next)
+        c->hs_next->hs_prev = c->hs_prev;
+    else
+        s->hs_tail = c->hs_prev;
+    c->hs_prev = c->hs_next = NULL;
+    c->handshaking = false;
+}
+
 /* The socket is closed now; the memory stays until no reply is pending. */
 static void conn_close(px_conn *c)
 {
     if (c->fd < 0)
         return;
     epoll_ctl(c->set->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    if (c->tls) {
+        /* Best effort: the client can tell the end of the replies from a
+         * cut stream. Nothing is sent after a failed handshake. */
+        px_tls_close_notify(c->tls);
+        px_tls_session_free(c->tls);
+        c->tls = NULL;
+    }
+    hs_remove(c);
     close(c->fd);
     c->fd = -1;
     c->close_after = true;
@@ -633,10 +683,24 @@ static void conn_feed(px_conn *c)
  * replies would be lost. So the write side is shut first (the replies,
  * then FIN), and what the client still sends is read and dropped until
  * it closes, LINGER_BYTES at most. A client that already shut its side,
- * or a SIGTERM drain, closes at once. */
+ * or a SIGTERM drain, closes at once. Over TLS the same, with close_notify
+ * written before the write side is shut, and what the client sends after
+ * it read from the socket as it is, undecrypted. */
 static void conn_finish(px_conn *c)
 {
-    if (c->eof || c->set->draining || shutdown(c->fd, SHUT_WR) != 0) {
+    if (c->eof || c->set->draining) {
+        conn_close(c);
+        return;
+    }
+    if (c->tls) {
+        /* TLS's end of the replies before TCP's; what the client still
+         * sends is dropped unread (conn_linger_read()), so the session
+         * and its buffers go now. */
+        px_tls_close_notify(c->tls);
+        px_tls_session_free(c->tls);
+        c->tls = NULL;
+    }
+    if (shutdown(c->fd, SHUT_WR) != 0) {
         conn_close(c);
         return;
     }
@@ -676,15 +740,69 @@ static bool conn_done(const px_conn *c)
     return c->close_after || (c->eof && !c->paused);
 }
 
+/* What conn_recv() and conn_send() return when they move no bytes. */
+#define IO_AGAIN (-1) /* nothing now: epoll says when */
+#define IO_ERROR (-2) /* the connection is unusable */
+
+/* Reads into p[0, n) from the socket, or through its TLS session: the
+ * bytes read, 0 at the client's end of stream (TLS: its close_notify, or
+ * its end of the TCP stream), or IO_AGAIN / IO_ERROR. */
+static ssize_t conn_recv(px_conn *c, char *p, size_t n)
+{
+    if (c->tls) {
+        ssize_t r = px_tls_read(c->tls, p, n);
+        switch (r) {
+        case PX_TLS_WANT_READ: c->tls_starved = true; return IO_AGAIN;
+        case PX_TLS_WANT_WRITE: c->tls_read_wants_write = true; return IO_AGAIN;
+        case PX_TLS_CLOSED: return 0;
+        case PX_TLS_FAILED: return IO_ERROR;
+        default: return r;
+        }
+    }
+    for (;;) {
+        ssize_t r = read(c->fd, p, n);
+        if (r >= 0)
+            return r;
+        if (errno != EINTR)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? IO_AGAIN : IO_ERROR;
+    }
+}
+
+/* Writes from p[0, n) to the socket or its TLS session: the bytes taken,
+ * or IO_AGAIN / IO_ERROR. After IO_AGAIN over TLS the next call must offer
+ * the same bytes again (and maybe more after them), which the output
+ * buffer does: its offset moves only when bytes are taken. */
+static ssize_t conn_send(px_conn *c, const char *p, size_t n)
+{
+    if (c->tls) {
+        ssize_t r = px_tls_write(c->tls, p, n);
+        switch (r) {
+        case PX_TLS_WANT_WRITE: return IO_AGAIN;
+        case PX_TLS_WANT_READ: c->tls_write_wants_read = true; return IO_AGAIN;
+        case PX_TLS_CLOSED:
+        case PX_TLS_FAILED: return IO_ERROR;
+        default: return r;
+        }
+    }
+    for (;;) {
+        ssize_t r = send(c->fd, p, n, MSG_NOSIGNAL);
+        if (r >= 0)
+            return r;
+        if (errno != EINTR)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? IO_AGAIN : IO_ERROR;
+    }
+}
+
 static void conn_read(px_conn *c)
 {
     size_t got = 0;
+    c->tls_starved = c->tls_read_wants_write = false;
     while (c->fd >= 0 && got < READ_CHUNK) {
         if (!buf_reserve(&c->in, 16 * 1024)) {
             conn_close(c);
             return;
         }
-        ssize_t n = read(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len);
+        ssize_t n = conn_recv(c, c->in.p + c->in.len, c->in.cap - c->in.len);
         if (n > 0) {
             c->in.len += (size_t)n;
             got += (size_t)n;
@@ -696,9 +814,7 @@ static void conn_read(px_conn *c)
             c->eof = true;
             break;
         }
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
+        if (n == IO_ERROR)
             conn_close(c);
         break;
     }
@@ -711,21 +827,42 @@ static void conn_read(px_conn *c)
 static void conn_write(px_conn *c)
 {
     px_buf *out = &c->out;
+    if (c->handshaking)
+        return; /* nothing was read yet, so nothing is to be written */
+    c->tls_write_wants_read = false;
     while (c->fd >= 0 && out->len > out->off) {
-        ssize_t n = send(c->fd, out->p + out->off, out->len - out->off, MSG_NOSIGNAL);
+        ssize_t n = conn_send(c, out->p + out->off, out->len - out->off);
         if (n > 0) {
             out->off += (size_t)n;
             c->b->stats->bytes_out += (uint64_t)n;
             continue;
         }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        if (n == IO_AGAIN)
             break;
         conn_close(c); /* the client went away */
         return;
     }
     buf_trim(out);
+}
+
+/* The TLS handshake's next step; once done, what the client sent after
+ * it, which the session may already hold, is read at once. */
+static void conn_handshake(px_conn *c)
+{
+    int r = px_tls_handshake(c->tls);
+    if (r == 1) {
+        hs_remove(c);
+        conn_read(c);
+        return;
+    }
+    if (r == PX_TLS_WANT_READ || r == PX_TLS_WANT_WRITE) {
+        c->hs_events = r == PX_TLS_WANT_READ ? EPOLLIN : EPOLLOUT;
+        return;
+    }
+    /* Plaintext on a TLS port, a client certificate refused, a client gone:
+     * closed, nothing answered (as redis-server does). */
+    c->b->stats->tls_handshake_failures++;
+    conn_close(c);
 }
 
 /* What the connection waits for now. */
@@ -737,11 +874,33 @@ static void conn_rewatch(px_conn *c)
         watch(c, EPOLLIN);
         return;
     }
+    if (c->handshaking) {
+        watch(c, c->hs_events);
+        return;
+    }
     uint32_t ev = 0;
-    if (!c->close_after && !c->paused && !c->eof)
+    bool reading = !c->close_after && !c->paused && !c->eof;
+    bool writing = c->out.len > c->out.off;
+    if (reading)
         ev |= EPOLLIN;
-    if (c->out.len > c->out.off)
+    if (writing)
         ev |= EPOLLOUT;
+    if (c->tls) {
+        if (reading && c->tls_read_wants_write)
+            ev |= EPOLLOUT;
+        if (writing && c->tls_write_wants_read)
+            ev |= EPOLLIN;
+        /* Bytes the session read ahead, or decrypted and a read stopped
+         * short of (READ_CHUNK, a pause), are not in the socket: epoll
+         * would never wake for them, and a client waiting for the replies
+         * to a command held there would wait forever. */
+        if (reading && !c->tls_starved && !c->tls_read_wants_write && !c->tls_ready &&
+            px_tls_buffered(c->tls)) {
+            c->tls_ready = true;
+            c->ready_next = c->set->ready;
+            c->set->ready = c;
+        }
+    }
     watch(c, ev);
 }
 
@@ -758,17 +917,24 @@ px_conns *px_conns_new(int epfd, px_backend *b)
     return s;
 }
 
-void px_conns_accept(px_conns *s, int fd, const px_proto *p, px_backend *b)
+void px_conns_accept(px_conns *s, int fd, const px_proto *p, px_backend *b, px_tls *tls)
 {
     if (s->draining || b->stats->connections >= b->limits.max_connections) {
         b->stats->connections_rejected++;
-        if (p->refused)
+        /* A TLS client is not answered in plaintext, and its handshake is
+         * not waited for: the refusal is the close. */
+        if (p->refused && !tls)
             (void)!send(fd, p->refused, strlen(p->refused), MSG_NOSIGNAL | MSG_DONTWAIT);
         close(fd);
         return;
     }
     px_conn *c = calloc(1, sizeof(*c));
     if (!c) {
+        close(fd);
+        return;
+    }
+    if (tls && !(c->tls = px_tls_session(tls, fd))) {
+        free(c);
         close(fd);
         return;
     }
@@ -782,9 +948,22 @@ void px_conns_accept(px_conns *s, int fd, const px_proto *p, px_backend *b)
     c->events = EPOLLIN;
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &c->watch};
     if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        px_tls_session_free(c->tls);
         close(fd);
         free(c);
         return;
+    }
+    if (c->tls) {
+        /* The client speaks first (its ClientHello). */
+        c->handshaking = true;
+        c->hs_events = EPOLLIN;
+        c->hs_until = mono_ms() + HANDSHAKE_MS;
+        c->hs_prev = s->hs_tail;
+        if (s->hs_tail)
+            s->hs_tail->hs_next = c;
+        else
+            s->hs_head = c;
+        s->hs_tail = c;
     }
     c->next = s->all;
     if (s->all)
@@ -806,11 +985,20 @@ void px_conns_event(px_conns *s, px_watch *w, uint32_t events)
         mark_dirty(c);
         return;
     }
-    if (events & EPOLLOUT) {
+    if (c->handshaking) {
+        conn_handshake(c);
+        mark_dirty(c);
+        return; /* a dead socket fails the handshake's next step */
+    }
+    /* A TLS read or write may wait for the other direction. */
+    bool in = events & (EPOLLIN | EPOLLHUP | EPOLLERR), out = events & EPOLLOUT;
+    bool write_now = out || (in && c->tls_write_wants_read);
+    bool read_now = in || (out && c->tls_read_wants_write);
+    if (write_now) {
         conn_write(c);
         mark_dirty(c);
     }
-    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+    if (read_now)
         conn_read(c);
     /* Both directions are shut (or the socket failed): no reply can be
      * delivered, and level-triggered HUP would wake the loop until the
@@ -846,7 +1034,9 @@ void px_conns_flush(px_conns *s)
                     conn_finish(c);
                 conn_rewatch(c);
             }
-            if (c->fd < 0 && c->pending == 0 && !c->dirty)
+            /* One on the ready list is freed once px_conns_expire() has
+             * taken it off (it marks it dirty). */
+            if (c->fd < 0 && c->pending == 0 && !c->dirty && !c->tls_ready)
                 conn_free(c);
             c = next;
         }
@@ -855,14 +1045,45 @@ void px_conns_flush(px_conns *s)
 
 int px_conns_timeout_ms(const px_conns *s)
 {
-    return s->lingering ? LINGER_TICK_MS : -1;
+    if (s->ready)
+        return 0;
+    int ms = s->lingering ? LINGER_TICK_MS : -1;
+    if (s->hs_head) {
+        int64_t left = s->hs_head->hs_until - mono_ms();
+        if (left < 0)
+            left = 0;
+        if (ms < 0 || left < ms)
+            ms = (int)left;
+    }
+    return ms;
 }
 
 void px_conns_expire(px_conns *s)
 {
-    if (!s->lingering)
+    /* TLS bytes epoll does not report: a read each, as an event would
+     * give (READ_CHUNK at most), so other connections take their turns. */
+    px_conn *ready = s->ready;
+    s->ready = NULL;
+    while (ready) {
+        px_conn *c = ready;
+        ready = c->ready_next;
+        c->ready_next = NULL;
+        c->tls_ready = false;
+        if (c->fd >= 0 && c->tls && !c->lingering)
+            conn_read(c);
+        mark_dirty(c);
+    }
+    if (!s->lingering && !s->hs_head)
         return;
     int64_t now = mono_ms();
+    while (s->hs_head && now >= s->hs_head->hs_until) {
+        px_conn *c = s->hs_head;
+        c->b->stats->tls_handshake_timeouts++;
+        conn_close(c); /* takes it off the list */
+        mark_dirty(c);
+    }
+    if (!s->lingering)
+        return;
     for (px_conn *c = s->all; c; c = c->next)
         if (c->lingering && now >= c->linger_until) {
             conn_close(c);
@@ -897,6 +1118,9 @@ void px_conns_free(px_conns *s)
         c = n;
     }
     s->dirty = NULL;
+    for (c = s->all; c; c = c->next)
+        c->tls_ready = false;
+    s->ready = NULL;
     c = s->all;
     while (c) {
         px_conn *n = c->next;

@@ -19,6 +19,7 @@
 #define PX_CONN_H
 
 #include "px.h"
+#include "tls.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -127,17 +128,24 @@ typedef struct px_conns px_conns;
 px_conns *px_conns_new(int epfd, px_backend *b);
 /* Takes an accepted, non-blocking socket: a new connection speaking `p` to
  * the cache of `b` (its listener's backend), or, over --max-connections,
- * p->refused written and the socket closed. */
-void px_conns_accept(px_conns *s, int fd, const px_proto *p, px_backend *b);
+ * p->refused written and the socket closed. With `tls` (tls.h; NULL:
+ * plaintext) the connection speaks TLS with the context current now: its
+ * handshake first, closed unanswered if it fails or is not done within
+ * 10 s; a refused one is closed without a word. */
+void px_conns_accept(px_conns *s, int fd, const px_proto *p, px_backend *b, px_tls *tls);
 /* An epoll event of a connection (its px_watch). */
 void px_conns_event(px_conns *s, px_watch *w, uint32_t events);
 /* After events and callbacks: writes what replies produced, feeds
  * connections whose replies drained, frees closed ones. */
 void px_conns_flush(px_conns *s);
 /* How long the loop may wait for events before px_conns_expire() has work:
- * -1 (no limit) unless a closed connection lingers (conn.c conn_finish()). */
+ * -1 (no limit) unless a closed connection lingers (conn.c conn_finish()),
+ * a TLS handshake is under way, or a TLS session holds bytes the socket no
+ * longer shows (0). */
 int px_conns_timeout_ms(const px_conns *s);
-/* Closes the lingering connections whose time is up; call it each pass. */
+/* Reads the TLS bytes epoll does not report, closes the lingering
+ * connections and the TLS handshakes whose time is up; call it each pass,
+ * before px_conns_flush(). */
 void px_conns_expire(px_conns *s);
 /* SIGTERM: nothing more is read anywhere; each connection closes once its
  * pending replies are written. */

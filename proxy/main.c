@@ -20,6 +20,7 @@
 #include "options.h"
 #include "px.h"
 #include "resp.h"
+#include "tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -47,6 +48,7 @@ typedef struct listener {
     int fd;
     const px_proto *proto;
     px_backend b; /* its cache; the client, the limits and the counters shared */
+    px_tls *tls;  /* its clients speak TLS (--tls-cert); NULL: plaintext */
 } listener;
 
 /* Binds `addr`:`port` (port 0: any), prints "NAME listening on HOST:PORT".
@@ -108,7 +110,7 @@ static void accept_all(px_conns *conns, listener *l)
             return; /* EAGAIN, or a connection that died in the queue */
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        px_conns_accept(conns, fd, l->proto, &l->b);
+        px_conns_accept(conns, fd, l->proto, &l->b, l->tls);
     }
 }
 
@@ -121,13 +123,14 @@ static int64_t now_ms(clockid_t clock)
 
 /* ---- the loop ---- */
 
-static int serve(px_backend *b, listener *ls, int nls, int drain_s)
+static int serve(px_backend *b, listener *ls, int nls, int drain_s, px_tls *tls)
 {
     int epfd = epoll_create1(EPOLL_CLOEXEC);
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
     int sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
     px_conns *conns = epfd >= 0 ? px_conns_new(epfd, b) : NULL;
     if (epfd < 0 || sfd < 0 || !conns) {
@@ -165,9 +168,17 @@ static int serve(px_backend *b, listener *ls, int nls, int drain_s)
             px_watch *w = evs[i].data.ptr;
             if (w == &sig_watch) {
                 struct signalfd_siginfo si;
+                bool stop = false;
                 while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+                    /* SIGHUP: new connections get the certificate and key
+                     * as the files now are; without TLS it does nothing,
+                     * as redis-server ignores it. */
+                    if (si.ssi_signo != SIGHUP)
+                        stop = true;
+                    else if (tls)
+                        px_tls_reload(tls);
                 }
-                if (!drain_until) {
+                if (stop && !drain_until) {
                     /* Stop taking connections and commands; finish the rest. */
                     for (int k = 0; k < nls; k++) {
                         epoll_ctl(epfd, EPOLL_CTL_DEL, ls[k].fd, NULL);
@@ -308,6 +319,7 @@ int main(int argc, char **argv)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -331,6 +343,11 @@ int main(int argc, char **argv)
         return 1;
     }
     int status = create_caches(base.client, &o, t.description);
+    /* Every listener speaks TLS when a certificate is given: its files
+     * are read before any port opens, so a bad one stops the start. */
+    px_tls *tls = NULL;
+    if (status == 0 && o.tls_cert && !(tls = px_tls_new(prog, o.tls_cert, o.tls_key, o.tls_ca)))
+        status = 1;
 
     listener *ls = calloc((size_t)o.nlisteners, sizeof(*ls));
     if (!ls && status == 0) {
@@ -346,16 +363,18 @@ int main(int argc, char **argv)
         l->proto = lo->kind == PX_LISTEN_RESP ? &resp_proto : &memcache_proto;
         l->b = base;
         l->b.cache = lo->cache;
+        l->tls = tls;
         l->fd = listen_on(lo->host, lo->port, l->proto->name, named ? lo->cache : NULL);
         if (l->fd < 0)
             status = 1;
     }
     if (status == 0)
-        status = serve(&base, ls, nls, o.drain_s);
+        status = serve(&base, ls, nls, o.drain_s, tls);
     for (int i = 0; i < nls; i++)
         if (ls[i].fd >= 0)
             close(ls[i].fd);
     free(ls);
+    px_tls_free(tls);
     if (base.client) {
         momento_coalescer_free(base.co);
         momento_client_free(base.client);

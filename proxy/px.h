@@ -41,6 +41,11 @@ typedef struct px_counters {
     uint64_t protocol_errors;
     uint64_t bytes_in;
     uint64_t bytes_out;
+    /* TLS handshakes that failed (plaintext on a TLS port, a client
+     * certificate refused, a client gone mid-handshake) and those that did
+     * not finish within the deadline (conn.c HANDSHAKE_MS). */
+    uint64_t tls_handshake_failures;
+    uint64_t tls_handshake_timeouts;
 } px_counters;
 
 /* Where commands go: one per listener (each listener serves one cache);
