@@ -420,7 +420,8 @@ static bool run_command(px_conn *c, int argc, const px_str *argv)
     /* An EXEC that stopped for a command that had to wait goes on. */
     if (exec && st->multi && st->multi->running)
         return exec_run(c, st);
-    char refusal[512] = "";
+    char refusal[512]; /* the reason a command is refused, or "" */
+    refusal[0] = '\0';
     if (!cmd)
         unknown_command(refusal, sizeof(refusal), argc, argv);
     else if ((cmd->arity > 0 && argc != cmd->arity) || (cmd->arity < 0 && argc < -cmd->arity))
