@@ -12,10 +12,12 @@ happen.
               the example is the file, and it lists every option of --help.
   override    the command line over the file, wherever --config stands:
               --default-ttl, --cache (a listener naming none serves it) and
-              --bind (a bare-port listener listens on it).
+              --bind (a bare-port listener listens on it); --resp-port adds
+              a port beside the file's listeners.
   spellings   `default_ttl` and `max-connections` in one file both apply.
   headers     `headers:` as a mapping and `header:` as a list reach
-              Momento (momento-local's fault injection answers by them).
+              Momento (momento-local's fault injection answers by them);
+              --header adds to the file's.
   requirepass a file holding it that every user can read is warned about,
               one that only its owner reads is not; the secret is never
               printed.
@@ -176,6 +178,14 @@ def override(res, proxy):
     res.check("--cache after --config is the cache of a listener naming none",
               "cache 'from-cli' on " in log and "from-file" not in log, log)
 
+    # --resp-port beside a file's listeners: one port more, on --bind,
+    # serving --cache (here the file's).
+    px = pt.start_proxy_config(proxy, path, 2, after=["--resp-port", "0"])
+    px.stop()
+    res.check("--resp-port adds a port beside the file's listeners",
+              [(p, h) for p, h, _, _ in px.listeners] == [("resp", "127.0.0.1")] * 2
+              and px.listeners[0][2] != px.listeners[1][2], repr(px.listeners))
+
 
 def spellings(res, proxy):
     px = pt.start_proxy_config(proxy, write_config("default_ttl: 100\n"
@@ -205,8 +215,13 @@ def headers(res, proxy):
         "headers: as a mapping": "headers:\n  return-error: internal\n  error-keys: bad:k\n",
         "header: as a list": "header:\n  - return-error=internal\n  - error-keys=bad:k\n",
     }
+    # The command line's --header adds to the file's: only both together
+    # make GET bad:k fail.
+    forms["headers: in the file and --header beside it"] = "headers:\n  return-error: internal\n"
     for form, text in forms.items():
-        px = pt.start_proxy_config(proxy, write_config(text + "listeners:\n  - resp: 0\n"), 1)
+        after = ["--header", "error-keys=bad:k"] if "--header" in form else []
+        px = pt.start_proxy_config(proxy, write_config(text + "listeners:\n  - resp: 0\n"), 1,
+                                   after=after)
         try:
             c = RawConn(px.listeners[0][2])
             ok = (c.command("SET", "good:k", "v"), c.command("GET", "good:k"))
