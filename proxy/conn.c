@@ -1,6 +1,7 @@
 /* Connections: reading, the reply order, writing, backpressure, closing
  * (conn.h says what the order guarantees). */
 #include "conn.h"
+#include "metrics.h"
 #include "tls.h"
 
 #include <errno.h>
@@ -61,6 +62,9 @@ struct px_reply {
     uint32_t nclaims; /* hashes of the keys its command touches */
     uint64_t claim1;  /* the one key of most commands */
     uint64_t *claims; /* more than one */
+    px_cmd_metrics *cmd;   /* px_reply_command(); NULL: not counted */
+    int64_t began_ns;      /* the loop pass that began it (metrics.h) */
+    unsigned char lead[8]; /* its first bytes: whether it is an error */
 };
 
 struct px_conn {
@@ -457,6 +461,7 @@ px_reply *px_reply_begin(px_conn *c)
         return NULL;
     }
     r->conn = c;
+    r->began_ns = px_metrics_pass_ns;
     r->reserve = c->est;
     c->reserved += r->reserve;
     if (c->tail)
@@ -474,6 +479,9 @@ void px_reply_put(px_reply *r, const void *p, size_t n)
     if (c->fd < 0 || n == 0)
         return;
     bool ok;
+    if (r->size < sizeof(r->lead))
+        memcpy(r->lead + r->size, p,
+               n < sizeof(r->lead) - r->size ? n : sizeof(r->lead) - r->size);
     r->size += n;
     if (r == c->head) {
         ok = buf_add(&c->out, p, n);
@@ -550,6 +558,8 @@ void px_reply_end(px_reply *r)
     r->reserve = 0;
     if (!r->small)
         learn_size(c, r->size);
+    if (r->cmd)
+        px_metrics_observe(r->cmd, r->lead, r->size, r->began_ns);
     /* This reply may be what the feed waits for (its keys, a flush): the
      * next feed finds out, and waits again if it must. Left set, the flag
      * could outlive its cause and leave the connection unwatched. */
@@ -578,6 +588,11 @@ void px_reply_end(px_reply *r)
 px_conn *px_reply_conn(const px_reply *r)
 {
     return r->conn;
+}
+
+void px_reply_command(px_reply *r, px_cmd_metrics *m)
+{
+    r->cmd = m;
 }
 
 /* ---- the connection, for protocols ---- */
@@ -645,6 +660,18 @@ void px_conn_set_state(px_conn *c, void *state)
 uint64_t px_conn_id(const px_conn *c)
 {
     return c->id;
+}
+
+const px_proto *px_conn_proto(const px_conn *c)
+{
+    return c->proto;
+}
+
+void px_conns_each(const px_conns *s, void (*fn)(const px_conn *c, void *ud), void *ud)
+{
+    for (const px_conn *c = s->all; c; c = c->next)
+        if (c->fd >= 0)
+            fn(c, ud);
 }
 
 /* ---- reading and writing ---- */

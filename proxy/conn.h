@@ -63,6 +63,14 @@ void px_reply_small(px_reply *r);
 void px_reply_end(px_reply *r);
 /* The connection a reply belongs to (it may be closed meanwhile). */
 px_conn *px_reply_conn(const px_reply *r);
+/* The command the reply answers, for the metrics (metrics.h): call it once
+ * per command, after px_reply_begin(), with the protocol's counters of that
+ * command (px_metrics_resp_command(), ...). When the reply ends it is
+ * counted, timed from the loop pass that began it, and counted as an error
+ * when its first bytes are the protocol's error. A reply not tagged is not
+ * counted. */
+typedef struct px_cmd_metrics px_cmd_metrics;
+void px_reply_command(px_reply *r, px_cmd_metrics *m);
 
 /* The backend and limits of every connection. */
 px_backend *px_conn_backend(const px_conn *c);
@@ -110,18 +118,28 @@ void *px_conn_state(const px_conn *c);
 void px_conn_set_state(px_conn *c, void *state);
 /* A number unique to the connection for the proxy's life (CLIENT ID). */
 uint64_t px_conn_id(const px_conn *c);
+/* What the connection speaks (its listener's protocol). */
+const px_proto *px_conn_proto(const px_conn *c);
 
 
 /* ---- for the event loop (main.c) ---- */
 
 /* What epoll's data.ptr points at: a listener or a connection. */
-typedef enum { PX_WATCH_LISTENER = 1, PX_WATCH_CONN, PX_WATCH_OTHER } px_watch_kind;
+typedef enum {
+    PX_WATCH_LISTENER = 1,
+    PX_WATCH_CONN,
+    PX_WATCH_OTHER,
+    PX_WATCH_HTTP, /* the metrics port and its connections (http.h) */
+} px_watch_kind;
 typedef struct px_watch {
     px_watch_kind kind;
 } px_watch;
 
 /* Every connection of one proxy. */
 typedef struct px_conns px_conns;
+/* Calls fn for each open connection: a metrics scrape's walk (the held
+ * bytes and connections per protocol cost nothing per command this way). */
+void px_conns_each(const px_conns *s, void (*fn)(const px_conn *c, void *ud), void *ud);
 
 /* `b` gives the limits and the counters, which every listener's backend
  * shares (px_backend.stats points to one px_counters). */

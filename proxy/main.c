@@ -16,7 +16,9 @@
 #include "target.h"
 #include "config.h"
 #include "conn.h"
+#include "http.h"
 #include "memcache.h"
+#include "metrics.h"
 #include "options.h"
 #include "px.h"
 #include "resp.h"
@@ -40,6 +42,8 @@
 #include <unistd.h>
 
 static const char *const prog = "momento-proxy";
+/* --metrics: the listening socket, until serve() hands it to http.c. */
+static int metrics_fd = -1;
 
 /* ---- listening ---- */
 
@@ -147,6 +151,11 @@ static int serve(px_backend *b, listener *ls, int nls, int drain_s, px_tls *tls)
         ev.data.ptr = &ls[i].watch;
         epoll_ctl(epfd, EPOLL_CTL_ADD, ls[i].fd, &ev);
     }
+    px_metrics_source msrc = {.stats = b->stats, .limits = &b->limits, .client = b->client,
+                              .co = b->co, .conns = conns, .started_ms = b->started_ms};
+    px_http *http = metrics_fd >= 0 ? px_http_new(epfd, metrics_fd, px_metrics_render, &msrc)
+                                    : NULL;
+    metrics_fd = -1;
 
     int64_t drain_until = 0;
     struct epoll_event evs[256];
@@ -156,9 +165,13 @@ static int serve(px_backend *b, listener *ls, int nls, int drain_s, px_tls *tls)
                 break;
         }
         int timeout = px_conns_timeout_ms(conns);
+        int http_timeout = px_http_timeout_ms(http);
+        if (http_timeout >= 0 && (timeout < 0 || http_timeout < timeout))
+            timeout = http_timeout;
         if (drain_until && (timeout < 0 || timeout > 100))
             timeout = 100;
         int n = epoll_wait(epfd, evs, 256, timeout);
+        px_metrics_tick(); /* the start of the commands this pass reads */
         if (n < 0 && errno != EINTR) {
             fprintf(stderr, "%s: epoll_wait: %s\n", prog, strerror(errno));
             break;
@@ -186,12 +199,15 @@ static int serve(px_backend *b, listener *ls, int nls, int drain_s, px_tls *tls)
                         ls[k].fd = -1;
                     }
                     px_conns_drain(conns);
+                    px_http_stop(http);
                     drain_until = now_ms(CLOCK_MONOTONIC) + (int64_t)drain_s * 1000;
                     if (drain_until == 0)
                         drain_until = 1;
                 }
             } else if (w == &dispatch_watch) {
                 dispatch = true;
+            } else if (w->kind == PX_WATCH_HTTP) {
+                px_http_event(http, w, evs[i].events);
             } else if (w->kind == PX_WATCH_LISTENER) {
                 accept_all(conns, (listener *)w);
             } else {
@@ -204,6 +220,7 @@ static int serve(px_backend *b, listener *ls, int nls, int drain_s, px_tls *tls)
         if (dispatch)
             momento_client_dispatch(b->client, 4096);
         px_conns_expire(conns);
+        px_http_expire(http);
         px_conns_flush(conns);
     }
     /* Freeing the client ends every request still in flight (their
@@ -214,6 +231,7 @@ static int serve(px_backend *b, listener *ls, int nls, int drain_s, px_tls *tls)
     b->client = NULL;
     px_conns_flush(conns);
     px_conns_free(conns);
+    px_http_free(http);
     close(sfd);
     close(epfd);
     return 0;
@@ -282,6 +300,9 @@ static int client_new(const px_options *o, const ex_target *t, momento_client **
             return 2;
         }
     }
+    /* Momento's requests by method and outcome, for the metrics port. */
+    if (rc == MOMENTO_OK && o->metrics_port >= 0)
+        rc = momento_config_set_metrics(cfg, px_metrics_momento_hook, NULL);
     if (rc == MOMENTO_OK)
         rc = momento_config_set_dispatch(cfg, 1);
     if (rc == MOMENTO_OK)
@@ -368,12 +389,17 @@ int main(int argc, char **argv)
         if (l->fd < 0)
             status = 1;
     }
+    if (status == 0 && o.metrics_port >= 0 &&
+        (metrics_fd = listen_on(o.metrics_host, o.metrics_port, "metrics", NULL)) < 0)
+        status = 1;
     if (status == 0)
         status = serve(&base, ls, nls, o.drain_s, tls);
     for (int i = 0; i < nls; i++)
         if (ls[i].fd >= 0)
             close(ls[i].fd);
     free(ls);
+    if (metrics_fd >= 0)
+        close(metrics_fd); /* serve() did not run */
     px_tls_free(tls);
     if (base.client) {
         momento_coalescer_free(base.co);

@@ -5,6 +5,7 @@
  * (px_backend.requirepass), SASL PLAIN as memcached -S asks for it. */
 #include "auth.h"
 #include "mc_proto.h"
+#include "metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -324,6 +325,7 @@ static void run_request(px_conn *c, mc_state *st, const mc_bin_req *q, bool keye
     if (q->kind != MC_B_GET && q->kind != MC_B_GAT)
         px_reply_small(r);
     b->stats->commands++;
+    px_reply_command(r, px_metrics_mc_binary_command(q->opcode));
     bin_ctx *x;
     mc_ttl ttl = mc_exptime((int64_t)q->exptime, mc_now_s());
     switch (q->kind) {
@@ -479,6 +481,7 @@ size_t mc_bin_feed(px_conn *c, mc_state *st, const char *data, size_t len)
             if (r) {
                 px_reply_small(r);
                 b->stats->commands++;
+                px_reply_command(r, px_metrics_mc_binary_command(q.opcode));
                 respond_status(r, q.opcode, q.opaque, MC_ST_AUTH_ERROR, "Auth failure.");
                 px_reply_end(r);
             }

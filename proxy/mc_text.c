@@ -2,6 +2,7 @@
  * request for a get of many keys, duplicate keys asked once, values
  * answered in request order) and the answers of the others. */
 #include "mc_proto.h"
+#include "metrics.h"
 #include "multiget.h"
 
 #include <stdio.h>
@@ -533,6 +534,7 @@ static void run_command(px_conn *c, mc_state *st, const px_str *keys, size_t nke
         cmd->kind != MC_T_GATS)
         px_reply_small(r);
     b->stats->commands++;
+    px_reply_command(r, px_metrics_mc_text_command(cmd->kind));
     line_ctx *x;
     switch (cmd->kind) {
     case MC_T_ERROR:

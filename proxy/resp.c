@@ -4,6 +4,7 @@
  * UNWATCH). */
 #include "resp.h"
 #include "auth.h"
+#include "metrics.h"
 #include "resp_parse.h"
 
 #include <ctype.h>
@@ -231,6 +232,7 @@ static bool start_command(px_conn *c, int slot, int argc, const px_str *argv)
     if (small_reply[slot] && !(strcmp(cmd->name, "set") == 0 && set_with_get(argc, argv)))
         px_reply_small(r);
     px_conn_backend(c)->stats->commands++;
+    px_reply_command(r, px_metrics_resp_command(slot, cmd->name));
     if (nkeys > 0 && names_empty_key(cmd, argc, argv, first, nkeys, step)) {
         resp_end_error(r, "ERR momento-proxy: Momento does not allow an empty key");
         return true;
@@ -373,6 +375,7 @@ static void exec_start(px_conn *c, resp_state *st)
         return;
     px_reply_small(r);
     px_conn_backend(c)->stats->commands++;
+    px_reply_command(r, px_metrics_resp_command(-1, "exec"));
     resp_multi *m = st->multi;
     if (!m) {
         resp_end_error(r, "ERR EXEC without MULTI");
@@ -449,6 +452,7 @@ static bool run_command(px_conn *c, int argc, const px_str *argv)
             return true;
         }
         b->stats->commands++;
+        px_reply_command(r, px_metrics_resp_command(slot, cmd ? cmd->name : NULL));
         if (exec) {
             /* Redis: the reason, without its ERR, and no transaction. */
             resp_errorf(r, "EXECABORT Transaction discarded because of: %s",
