@@ -70,6 +70,7 @@ static void conn_close(px_http *h, hconn *c)
     c->fd = -1;
     c->state = H_FREE;
     h->open--;
+    px_metrics_http_open = h->open;
 }
 
 static void conn_watch(px_http *h, hconn *c, uint32_t events)
@@ -242,6 +243,7 @@ static int judge(const char *p, size_t end, bool *head_only)
 /* ---- one connection ---- */
 
 static void conn_write(px_http *h, hconn *c);
+static void conn_read(px_http *h, hconn *c);
 
 static void respond(px_http *h, hconn *c, int code, bool head_only)
 {
@@ -278,16 +280,24 @@ static void conn_write(px_http *h, hconn *c)
             return;
         }
     }
-    /* Answered: Connection: close. The write side is shut so the client
-     * sees the end; what it still sends is read and dropped until it
-     * closes (a close with unread bytes would reset the connection, and
-     * the client could lose the answer). */
+    /* Answered: Connection: close. With nothing more from the client the
+     * socket closes now, which frees its place at once. A client still
+     * sending (a body, an oversized head) has its bytes read and dropped
+     * until it closes, the write side shut so that it sees the end: a
+     * close with unread bytes would reset the connection, and the client
+     * could lose the answer. */
     free(c->out);
     c->out = NULL;
     shutdown(c->fd, SHUT_WR);
     c->state = H_DRAINING;
     c->drained = 0;
-    conn_watch(h, c, EPOLLIN);
+    conn_read(h, c);
+    if (c->state != H_DRAINING)
+        return; /* closed: the client's end, or too much */
+    if (c->drained == 0)
+        conn_close(h, c);
+    else
+        conn_watch(h, c, EPOLLIN);
 }
 
 static void conn_read(px_http *h, hconn *c)
@@ -387,6 +397,7 @@ static void accept_all(px_http *h)
         c->head_until = now + HEAD_MS;
         c->close_until = now + LIFE_MS;
         h->open++;
+        px_metrics_http_open = h->open;
     }
 }
 

@@ -153,15 +153,21 @@ void px_metrics_tick(void)
 
 /* Whether a reply is an error by its first bytes: RESP's begin with '-';
  * memcached's text errors are ERROR, CLIENT_ERROR and SERVER_ERROR lines,
- * and a binary response (magic 0x81) has its status in bytes 6-7. */
+ * and a binary response (magic 0x81) has its status in bytes 6-7: an error
+ * unless it is one the text protocol answers without an error line (not
+ * found, exists, not stored: NOT_FOUND, EXISTS, NOT_STORED, a miss's END)
+ * or SASL's "go on". */
 static bool is_error(px_metrics_protocol p, const unsigned char *lead, size_t size)
 {
     if (size == 0)
         return false;
     if (p == PX_METRICS_RESP)
         return lead[0] == '-';
-    if (lead[0] == 0x81)
-        return size >= 8 && (lead[6] | lead[7]) != 0;
+    if (lead[0] == 0x81) {
+        unsigned status = size >= 8 ? (unsigned)lead[6] << 8 | lead[7] : 0;
+        return status != 0x00 && status != 0x01 && status != 0x02 && status != 0x05 &&
+               status != 0x21;
+    }
     return (size >= 5 && memcmp(lead, "ERROR", 5) == 0) ||
            (size >= 7 && (memcmp(lead, "CLIENT_", 7) == 0 || memcmp(lead, "SERVER_", 7) == 0));
 }
@@ -305,6 +311,7 @@ void px_metrics_momento_hook(const momento_request_metrics *m, void *userdata)
 static const int http_codes[] = {200, 400, 404, 405, 408, 431, 500, 503, 505};
 #define HTTP_CODES (sizeof(http_codes) / sizeof(http_codes[0]))
 static uint64_t http_answers[HTTP_CODES];
+unsigned px_metrics_http_open;
 
 void px_metrics_http_answered(int code)
 {
@@ -650,6 +657,9 @@ char *px_metrics_render(void *ud, size_t *len)
     render_connections(&t, src);
     render_momento(&t, src);
     render_batching(&t, src);
+    one(&t, "metrics_connections", "gauge",
+        "Connections open on the metrics port now (this scrape's included).",
+        px_metrics_http_open);
     family(&t, "metrics_responses_total", "counter", "The metrics port's answers, by status.");
     for (size_t i = 0; i < HTTP_CODES; i++)
         put(&t, "momento_proxy_metrics_responses_total{code=\"%d\"} %llu\n", http_codes[i],

@@ -81,6 +81,8 @@ typedef struct px_metrics_source {
 
 /* The metrics port answered `code` (http.c): counted by code. */
 void px_metrics_http_answered(int code);
+/* Its connections open now (http.c keeps it). */
+extern unsigned px_metrics_http_open;
 
 /* The whole exposition for `src` (a px_metrics_source: the shape of
  * http.h's px_http_render_fn), malloc'd (*len bytes, NUL-terminated), or
