@@ -16,7 +16,7 @@ TEST_PKGS=(openssl valgrind)
 # servers whose answers prove the expectations. Debian's Python modules are
 # for /usr/bin/python3, which the tests run.
 TEST_PKGS+=(python3 redis-server redis-tools memcached libmemcached-tools python3-redis
-            python3-pymemcache)
+            python3-pymemcache prometheus)
 # The interop suite runs Momento's official Node.js SDK. A machine whose
 # Node.js already ships npm (NodeSource builds do) must not get Debian's npm,
 # which conflicts with it.
