@@ -248,6 +248,10 @@ static int note_key(loader *l, const yaml_node_t *k, const char *name)
 static int set_option(loader *l, const yaml_node_t *k, const char *name, const yaml_node_t *v)
 {
     const char *key = key_text(k);
+    /* A misspelt key is named as such, whatever its value. */
+    if (!px_option_known(name))
+        return refuse(l, line_of(k), key,
+                      "unknown key (the keys are --help's long options, and listeners)");
     int rc = check_value(l, v, key);
     if (rc)
         return rc;

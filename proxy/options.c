@@ -158,8 +158,10 @@ static int flag_value(const char *v)
     return -1;
 }
 
-/* "HOST:PORT", "[V6]:PORT", or ":PORT" (host left as is). */
-static int set_host_port(const char *where, const char *v, const char **host, int *port)
+/* "HOST:PORT", "[V6]:PORT", or ":PORT" (host left as is); the host is
+ * copied into buf. */
+static int set_host_port(const char *where, const char *v, char *buf, size_t size,
+                         const char **host, int *port)
 {
     const char *colon = v ? strrchr(v, ':') : NULL;
     if (!colon || !ex_parse_int(colon + 1, 0, 65535, port))
@@ -173,11 +175,20 @@ static int set_host_port(const char *where, const char *v, const char **host, in
         v++;
         hn -= 2;
     }
-    char *h = strndup(v, hn);
-    if (!h)
-        return bad(where, v, "out of memory");
-    *host = h; /* lives as long as the process: options are read once */
+    if (hn >= size)
+        return bad(where, v, "has a host over 255 bytes");
+    memcpy(buf, v, hn);
+    buf[hn] = '\0';
+    *host = buf;
     return 0;
+}
+
+bool px_option_known(const char *name)
+{
+    for (size_t i = 0; i < NDEFS; i++)
+        if (strcmp(defs[i].name, name) == 0)
+            return strcmp(name, "help") != 0;
+    return false;
 }
 
 int px_option_set(px_options *o, const char *name, const char *value, const char *where)
@@ -280,7 +291,8 @@ int px_option_set(px_options *o, const char *name, const char *value, const char
     } else if (strcmp(name, "metrics") == 0) {
         const char *host = "127.0.0.1";
         int port;
-        if (set_host_port(where, value, &host, &port))
+        if (set_host_port(where, value, o->metrics_host_buf, sizeof(o->metrics_host_buf), &host,
+                          &port))
             return 2;
         o->metrics_host = host;
         o->metrics_port = port;

@@ -44,6 +44,7 @@ typedef struct px_options {
     const char *tls_ca;       /* clients must present a certificate it signed */
     const char *metrics_host; /* --metrics HOST:PORT or --metrics-port N */
     int metrics_port;         /* -1: off */
+    char metrics_host_buf[256]; /* --metrics's host, cut from its value */
     const char *config;       /* --config FILE, read before the command line */
     /* The config file's `listeners:`; with none, --resp-port and
      * --memcache-port on --bind serve --cache. */
@@ -63,6 +64,9 @@ void px_options_init(px_options *o);
  * stderr for a bad value, -1 for a name that is no option (nothing
  * printed: the caller says it its way). */
 int px_option_set(px_options *o, const char *name, const char *value, const char *where);
+
+/* Whether NAME is an option px_option_set() takes (not "help"). */
+bool px_option_known(const char *name);
 
 /* Parses argv (after --config FILE has been applied, whatever its place).
  * Returns 0 to run, 1 after --help, 2 after printing an error. */
