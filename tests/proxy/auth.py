@@ -538,12 +538,14 @@ def main():
         output = f.read() + b"".join(px.stdout_rest)
     res.check("momento-proxy exits 0 on SIGTERM", status == 0,
               f"exit status {status}; stderr:\n{px.log_tail()}")
-    px = pt.start_proxy(a.proxy)
+    px2 = pt.start_proxy(a.proxy)
     try:
-        got["nopass"] = nopass_run(px.ports["resp"])
-        got["nosasl"] = nosasl_run(px.ports["memcache"])
+        got["nopass"] = nopass_run(px2.ports["resp"])
+        got["nosasl"] = nosasl_run(px2.ports["memcache"])
     finally:
-        px.stop()
+        status = px2.stop()
+    res.check("momento-proxy without a password exits 0 on SIGTERM", status == 0,
+              f"exit status {status}; stderr:\n{px2.log_tail()}")
 
     compare(res, "redis-server --requirepass", ref["resp"], got["resp"], EXPECT)
     compare(res, "redis-server", ref["nopass"], got["nopass"], {})

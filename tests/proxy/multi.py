@@ -240,12 +240,15 @@ def bound_steps(res, proxy):
         res.check("bound: EXEC then answers EXECABORT", c.command("EXEC") ==
                   ("-", "EXECABORT Transaction discarded because of previous errors."), "")
         res.check("bound: nothing of it was run", c.command("EXISTS", "b:0") == (":", 0), "")
+        print(f"# VmRSS {rss0} kB before the MULTI, {rss1} kB after 24 MiB queued")
         res.check_memory(proxy, "bound: 24 MiB of queued SETs raised VmRSS by under 8 MiB",
                          rss1 - rss0 < 8 * 1024, f"{rss0} kB -> {rss1} kB")
         res.check("bound: the connection serves on", c.command("PING") == ("+", "PONG"), "")
         c.close()
     finally:
-        px.stop()
+        status = px.stop()
+    res.check("momento-proxy --max-request-bytes 1 MiB exits 0 on SIGTERM", status == 0,
+              f"exit status {status}; stderr:\n{px.log_tail()}")
     px = pt.start_proxy(proxy, memcache=False, extra=["--max-request-bytes", str(64 << 20)])
     try:
         c = RawConn(px.ports["resp"], timeout=pt.WATCHDOG)
@@ -267,7 +270,9 @@ def bound_steps(res, proxy):
                   ("-", "EXECABORT Transaction discarded because of previous errors."), "")
         c.close()
     finally:
-        px.stop()
+        status = px.stop()
+    res.check("momento-proxy --max-request-bytes 64 MiB exits 0 on SIGTERM", status == 0,
+              f"exit status {status}; stderr:\n{px.log_tail()}")
 
 
 def main():
