@@ -25,7 +25,9 @@ static const char *ssl_why(char *buf, size_t n)
     ERR_clear_error();
     if (e == 0)
         return "unknown error";
-    const char *r = ERR_reason_error_string(e);
+    /* A file that cannot be read is a system error, which OpenSSL 3
+     * carries as errno and has no text for. */
+    const char *r = ERR_SYSTEM_ERROR(e) ? strerror(ERR_GET_REASON(e)) : ERR_reason_error_string(e);
     if (r)
         snprintf(buf, n, "%s", r);
     else
@@ -34,10 +36,13 @@ static const char *ssl_why(char *buf, size_t n)
 }
 
 /* An encrypted key would make OpenSSL ask for its pass phrase on the
- * terminal, stopping the event loop at a SIGHUP: refuse it instead. */
+ * terminal, stopping the event loop at a SIGHUP: refuse it instead, and
+ * note that it was asked for (`u`), to say so. */
 static int no_pass_phrase(char *buf, int size, int rwflag, void *u)
 {
-    (void)buf, (void)size, (void)rwflag, (void)u;
+    (void)buf, (void)size, (void)rwflag;
+    if (u)
+        *(bool *)u = true;
     return -1;
 }
 
@@ -46,6 +51,7 @@ static SSL_CTX *ctx_new(const px_tls *t, const char *when)
 {
     char why[256];
     const char *file = NULL;
+    bool encrypted = false, mismatch = false;
     ERR_clear_error();
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     if (!ctx) {
@@ -68,6 +74,7 @@ static SSL_CTX *ctx_new(const px_tls *t, const char *when)
                               SSL_MODE_RELEASE_BUFFERS);
     SSL_CTX_set_read_ahead(ctx, 1);
     SSL_CTX_set_default_passwd_cb(ctx, no_pass_phrase);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, &encrypted);
     /* Sessions resumed (TLS 1.2 session ids) must have been made by this
      * proxy's verification settings: OpenSSL refuses to resume a verified
      * session without an id context. */
@@ -79,7 +86,10 @@ static SSL_CTX *ctx_new(const px_tls *t, const char *when)
     } else if (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1) {
         file = t->key;
     } else if (SSL_CTX_check_private_key(ctx) != 1) {
+        /* A key of another type than the certificate's lands in a slot of
+         * its own, and OpenSSL then speaks of a missing certificate. */
         file = t->key;
+        mismatch = true;
     } else if (t->ca) {
         STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(t->ca);
         if (!names || SSL_CTX_load_verify_locations(ctx, t->ca, NULL) != 1) {
@@ -92,10 +102,22 @@ static SSL_CTX *ctx_new(const px_tls *t, const char *when)
         }
     }
     if (file) {
-        fprintf(stderr, "%s: TLS%s: %s: %s\n", t->prog, when, file, ssl_why(why, sizeof(why)));
+        if (encrypted) {
+            ERR_clear_error();
+            snprintf(why, sizeof(why), "the key is encrypted: give it unencrypted (chmod 600)");
+        } else if (mismatch) {
+            ERR_clear_error();
+            snprintf(why, sizeof(why), "not the key of the certificate in %s", t->cert);
+        } else {
+            ssl_why(why, sizeof(why));
+        }
+        fprintf(stderr, "%s: TLS%s: %s: %s\n", t->prog, when, file, why);
         SSL_CTX_free(ctx);
         return NULL;
     }
+    /* The flag lives on this stack: a later call of the callback (none
+     * is expected) must not reach it. */
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL);
     return ctx;
 }
 
