@@ -27,7 +27,7 @@ answer and why (docs/proxy.md, the set algebra bullet).
              limit, answer an error and leave the destination as it was.
   ttl        a STORE's destination has no TTL in Redis, the proxy's
              default (--default-ttl) here.
-  order      pipelined writes and set algebra on the same keys, 20 rounds:
+  order      pipelined writes and set algebra on the same keys, 8 rounds:
              the answers are those of the commands run one by one. The proxy
              here has momento-local hold every call naming s2 (delay-ms),
              so a command that did not wait for an earlier write of s2 (its
@@ -51,7 +51,7 @@ from rawresp import RawConn, encode  # noqa: E402
 DEFAULT_TTL = 600
 DELAY_MS = 10
 DELAYED_KEYS = "s2"
-ORDER_ROUNDS = 20
+ORDER_ROUNDS = 8
 # Past ALG_READ_MAX (proxy/resp_set.c): a set of BIG_N members of BIG_LEN
 # bytes is under Momento's 5 MiB item limit, and READ_TIMES of it are over
 # 64 MiB of reading; two of them (distinct members) are over the item limit.
