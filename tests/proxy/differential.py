@@ -84,6 +84,8 @@ R_NX_TTL = ('proxy.md "EXPIRE / PEXPIRE NX, XX, GT, LT on a key written without 
 R_EMPTY = ('proxy.md "The empty key.": a command naming "" as a key answers the proxy\'s error '
            '(after a write the states differ: the round stops there)')
 R_UNORDERED = 'proxy.md "HGETALL, HKEYS, HVALS, SMEMBERS answer in Momento\'s order": compared as multisets'
+R_SETALG = ('proxy.md "SINTER, SUNION, SDIFF and their STORE forms": "The members come in the '
+            'proxy\'s order, not Redis\'s": compared as multisets')
 R_RANDOM = ('SPOP / SRANDMEMBER pick at random in Redis too (proxy.md "SRANDMEMBER with a '
             'negative count"): the picks are checked for validity against the set, not equality')
 R_OWN = ('answers that are each server\'s own (INFO: proxy.md "INFO reports the proxy\'s '
@@ -326,6 +328,9 @@ RESP_GENS = [
     (1, lambda g: ["SMISMEMBER", g.key()] + g.some(g.member)),
     (1, lambda g: ["SCARD", g.key()]),
     (1, resp_spop),
+    (1, lambda g: [g.r.choice(["SINTER", "SUNION", "SDIFF"])] + g.keys(1, 3)),
+    (1, lambda g: [g.r.choice(["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]), g.key()]
+     + g.keys(1, 3)),
     (1, lambda g: ["SRANDMEMBER", g.key()]
      + ([g.r.choice(["1", "3", "10", "-3", "-10", "0", "abc"])] if g.p(0.7) else [])),
     # sorted sets
@@ -505,7 +510,8 @@ EMPTY_KEY_ERR = "ERR momento-proxy: Momento does not allow an empty key"
 # both servers still hold the same keys.
 RESP_READS = {b"GET", b"MGET", b"EXISTS", b"TYPE", b"TTL", b"PTTL", b"HGET", b"HMGET", b"HGETALL",
               b"HLEN", b"HKEYS", b"HVALS", b"HEXISTS", b"LRANGE", b"LLEN", b"LINDEX",
-              b"SMEMBERS", b"SISMEMBER", b"SMISMEMBER", b"SCARD", b"SRANDMEMBER", b"ZSCORE",
+              b"SMEMBERS", b"SISMEMBER", b"SMISMEMBER", b"SCARD", b"SRANDMEMBER", b"SINTER",
+              b"SUNION", b"SDIFF", b"ZSCORE",
               b"ZMSCORE", b"ZRANK", b"ZREVRANK", b"ZRANGE", b"ZRANGEBYSCORE", b"ZREVRANGE",
               b"ZREVRANGEBYSCORE", b"ZCARD", b"ZCOUNT"}
 RESP_KEYLESS = {b"PING", b"ECHO", b"SELECT", b"COMMAND", b"INFO", b"CLIENT", b"HELLO",
@@ -514,12 +520,13 @@ RESP_KEYLESS = {b"PING", b"ECHO", b"SELECT", b"COMMAND", b"INFO", b"CLIENT", b"H
 
 def resp_keys(cmd):
     """The arguments of cmd that are keys (as proxy.md's empty-key bullet
-    counts them: every key of MGET, DEL, UNLINK, EXISTS, MSET's keys,
+    counts them: every key of MGET, DEL, UNLINK, EXISTS, the set algebra, MSET's keys,
     ZUNIONSTORE's destination and numkeys sources)."""
     name = cmd[0].upper()
     if name in RESP_KEYLESS:
         return []
-    if name in (b"MGET", b"DEL", b"UNLINK", b"EXISTS"):
+    if name in (b"MGET", b"DEL", b"UNLINK", b"EXISTS", b"SINTER", b"SUNION", b"SDIFF",
+                b"SINTERSTORE", b"SUNIONSTORE", b"SDIFFSTORE"):
         return cmd[1:]
     if name == b"MSET":
         return cmd[1::2]
@@ -647,6 +654,8 @@ def compare_resp(cmd, probe, ref, got):
         return (R_INCR007, True)
     if name in (b"HKEYS", b"HVALS", b"SMEMBERS") and multiset(ref) == multiset(got):
         return (R_UNORDERED, False)
+    if name in (b"SINTER", b"SUNION", b"SDIFF") and multiset(ref) == multiset(got):
+        return (R_SETALG, False)
     if name == b"HGETALL" and hash_pairs(ref) == hash_pairs(got):
         return (R_UNORDERED, False)
     if name in (b"SPOP", b"SRANDMEMBER"):
