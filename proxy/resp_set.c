@@ -447,10 +447,10 @@ static void cmd_srandmember(px_reply *r, int argc, const px_str *argv)
  * the order; SDIFF's first source is read before the others).
  *
  * Bounds: a command reads at most ALG_READ_MAX of its sources' elements
- * (each counted with its bookkeeping), as ZUNIONSTORE's own union does,
- * so that one command over many large sets cannot grow the proxy without
- * bound; past it the remaining sources are only type-checked and the
- * command answers an error. A STORE whose answer is over Momento's item
+ * (each counted with its bookkeeping), as ZUNIONSTORE's union with a
+ * plain set does, so that one command over many large sets cannot grow the
+ * proxy without bound; past it the remaining sources are only
+ * type-checked and the command answers an error. A STORE whose answer is over Momento's item
  * limit is refused before the destination is touched. */
 #define ALG_READ_MAX (64u << 20)
 #define ALG_WINDOW 4
