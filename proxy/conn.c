@@ -1096,7 +1096,9 @@ void px_conns_expire(px_conns *s)
         ready = c->ready_next;
         c->ready_next = NULL;
         c->tls_ready = false;
-        if (c->fd >= 0 && c->tls && !c->lingering)
+        /* As conn_rewatch() left it: still reading (an event of this
+         * pass may have paused or closed it since). */
+        if (c->fd >= 0 && c->tls && !c->lingering && !c->close_after && !c->paused && !c->eof)
             conn_read(c);
         mark_dirty(c);
     }
