@@ -69,8 +69,22 @@ px_cmd_metrics *px_metrics_resp_command(int slot, const char *name)
             resp_unknown = intern(PX_METRICS_RESP, "unknown");
         return resp_unknown;
     }
-    if (slot < 0 || slot >= RESP_SLOTS)
-        return intern(PX_METRICS_RESP, name);
+    if (slot < 0 || slot >= RESP_SLOTS) {
+        /* Found by the name's address after the first search. */
+        static struct {
+            const char *name;
+            px_cmd_metrics *m;
+        } seen[8];
+        static unsigned next;
+        for (unsigned i = 0; i < 8; i++)
+            if (seen[i].name == name)
+                return seen[i].m;
+        px_cmd_metrics *m = intern(PX_METRICS_RESP, name);
+        seen[next].name = name;
+        seen[next].m = m;
+        next = (next + 1) % 8;
+        return m;
+    }
     if (!resp_slot[slot])
         resp_slot[slot] = intern(PX_METRICS_RESP, name);
     return resp_slot[slot];
@@ -237,7 +251,11 @@ typedef struct cache_row {
 static cache_row *rows[ROWS];
 static cache_row no_cache;
 
-#define ADD(field, n) __atomic_fetch_add(&(field), (n), __ATOMIC_RELAXED)
+/* One writer (the hook's calls never overlap), so an add is a relaxed load
+ * and store, not a locked read-modify-write: the scrape reads whole values
+ * either way, and the hook costs the completion thread a few plain adds. */
+#define ADD(field, n) \
+    __atomic_store_n(&(field), __atomic_load_n(&(field), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
 #define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 static cache_row *row_of(const char *cache)
