@@ -438,7 +438,7 @@ static void render_commands(text *t)
         put(t, "momento_proxy_command_errors_total{protocol=\"%s\",command=\"%s\"} %llu\n",
             protocol_label[pool[i].protocol], pool[i].name, (unsigned long long)pool[i].errors);
     family(t, "command_duration_seconds", "histogram",
-           "From the loop pass that read a command to the end of its reply.");
+           "From the start of the loop pass that began a command to the end of its reply.");
     for (unsigned i = 0; i < npool; i++) {
         char labels[128];
         snprintf(labels, sizeof(labels), "protocol=\"%s\",command=\"%s\",",
