@@ -98,7 +98,20 @@ static void usage(void)
            "                         100000 (default 1024); more are read once replies drain\n"
            "  --drain-seconds N      at SIGTERM, wait up to N s for commands in flight\n"
            "                         (default 10)\n\n"
-           "  --help                 print this help and exit\n",
+           "  --help                 print this help and exit\n\n"
+           "SIGTERM or SIGINT: stop taking connections, answer the commands in flight,\n"
+           "exit. SIGHUP: read --tls-cert and --tls-key again (new connections use them).\n\n"
+           "A password given as --requirepass is visible to every user of the machine in\n"
+           "the process's command line; give it in a --config file only its owner can\n"
+           "read. The config file is YAML: its keys are the long options above (timeout-ms\n"
+           "or timeout_ms), and its listeners serve several caches on several ports:\n"
+           "  requirepass: \"a long secret\"\n"
+           "  metrics: 127.0.0.1:9121\n"
+           "  listeners:\n"
+           "    - {cache: sessions, resp: 127.0.0.1:6379}\n"
+           "    - {cache: pages, memcache: 127.0.0.1:11211}\n\n"
+           "docs/proxy.md has the whole example, every command served, the metrics, and\n"
+           "where the answers differ from Redis's and memcached's, and why.\n",
            prog, MOMENTO_MAX_CLIENT_HEADERS);
 }
 

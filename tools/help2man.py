@@ -93,7 +93,8 @@ def convert(help_text, name, version):
                 if not in_example:
                     out += [".PP", ".nf"] if not in_text else [".nf"]
                     in_example = True
-                out.append(roff(line.strip()))
+                # Two spaces mark an example; deeper ones are its own.
+                out.append(roff(line[2:].rstrip()))
                 continue
             if in_example:
                 out.append(".fi")
