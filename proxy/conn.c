@@ -1,7 +1,6 @@
 /* Connections: reading, the reply order, writing, backpressure, closing
  * (conn.h says what the order guarantees). */
 #include "conn.h"
-#include "metrics.h"
 #include "tls.h"
 
 #include <errno.h>
@@ -131,6 +130,8 @@ struct px_conn {
 
 struct px_conns {
     int epfd;
+    int64_t pass_ns;             /* px_conns_tick(): when this loop pass began */
+    px_reply_observer observer;  /* told of each tagged reply's end */
     px_backend *b; /* the limits and counters every backend shares */
     px_conn *all;
     unsigned count;
@@ -461,7 +462,7 @@ px_reply *px_reply_begin(px_conn *c)
         return NULL;
     }
     r->conn = c;
-    r->began_ns = px_metrics_pass_ns;
+    r->began_ns = c->set->pass_ns;
     r->reserve = c->est;
     c->reserved += r->reserve;
     if (c->tail)
@@ -558,8 +559,8 @@ void px_reply_end(px_reply *r)
     r->reserve = 0;
     if (!r->small)
         learn_size(c, r->size);
-    if (r->cmd)
-        px_metrics_observe(r->cmd, r->lead, r->size, r->began_ns);
+    if (r->cmd && c->set->observer)
+        c->set->observer(r->cmd, r->lead, r->size, r->began_ns);
     /* This reply may be what the feed waits for (its keys, a flush): the
      * next feed finds out, and waits again if it must. Left set, the flag
      * could outlive its cause and leave the connection unwatched. */
@@ -1118,6 +1119,18 @@ void px_conns_expire(px_conns *s)
             conn_close(c);
             mark_dirty(c);
         }
+}
+
+void px_conns_tick(px_conns *s)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    s->pass_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void px_conns_observe(px_conns *s, px_reply_observer fn)
+{
+    s->observer = fn;
 }
 
 void px_conns_drain(px_conns *s)

@@ -24,6 +24,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct px_conn px_conn;
 typedef struct px_reply px_reply;
@@ -140,6 +141,18 @@ typedef struct px_conns px_conns;
 /* Calls fn for each open connection: a metrics scrape's walk (the held
  * bytes and connections per protocol cost nothing per command this way). */
 void px_conns_each(const px_conns *s, void (*fn)(const px_conn *c, void *ud), void *ud);
+
+/* The start of a loop pass (CLOCK_MONOTONIC, read here): every reply
+ * begun until the next pass is timed from it, so the metrics cost one
+ * clock read per command (its end). The loop calls it after each wait. */
+void px_conns_tick(px_conns *s);
+/* Told of each tagged reply (px_reply_command()) as it ends: its command,
+ * its first min(size, 8) bytes (which tell an error), its size, the pass
+ * that began it. metrics.c's px_metrics_observe(); NULL: none. A hook, so
+ * that conn.c, below the metrics, never calls up into them. */
+typedef void (*px_reply_observer)(px_cmd_metrics *m, const unsigned char *lead, size_t size,
+                                  int64_t began_ns);
+void px_conns_observe(px_conns *s, px_reply_observer fn);
 
 /* `b` gives the limits and the counters, which every listener's backend
  * shares (px_backend.stats points to one px_counters). */

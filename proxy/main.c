@@ -141,6 +141,9 @@ static int serve(px_backend *b, listener *ls, int nls, int drain_s, px_tls *tls)
         fprintf(stderr, "%s: event loop: %s\n", prog, strerror(errno));
         return 1;
     }
+    /* Every command is counted, metrics port or not (INFO could show it);
+     * a port only makes them readable. */
+    px_conns_observe(conns, px_metrics_observe);
     static px_watch sig_watch = {PX_WATCH_OTHER}, dispatch_watch = {PX_WATCH_OTHER};
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &sig_watch};
     epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &ev);
@@ -171,7 +174,7 @@ static int serve(px_backend *b, listener *ls, int nls, int drain_s, px_tls *tls)
         if (drain_until && (timeout < 0 || timeout > 100))
             timeout = 100;
         int n = epoll_wait(epfd, evs, 256, timeout);
-        px_metrics_tick(); /* the start of the commands this pass reads */
+        px_conns_tick(conns); /* the start of the commands this pass reads */
         if (n < 0 && errno != EINTR) {
             fprintf(stderr, "%s: epoll_wait: %s\n", prog, strerror(errno));
             break;

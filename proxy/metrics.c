@@ -151,18 +151,11 @@ px_cmd_metrics *px_metrics_mc_binary_command(uint8_t opcode)
     return mc_binary_slot[opcode];
 }
 
-int64_t px_metrics_pass_ns;
-
 static int64_t mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-void px_metrics_tick(void)
-{
-    px_metrics_pass_ns = mono_ns();
 }
 
 /* Whether a reply is an error by its first bytes: RESP's begin with '-';

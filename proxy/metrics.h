@@ -12,7 +12,7 @@
  *    metrics hook (px_metrics_momento_hook(), momento/metrics.h), with
  *    relaxed atomics, which the scrape reads the same way.
  * The per-command cost is one clock read (at the reply's end; its start is
- * the loop pass's stamp, px_metrics_tick()), a few compares and adds: no
+ * the loop pass's stamp, px_conns_tick()), a few compares and adds: no
  * allocation, no lock, no system call. */
 #ifndef PX_METRICS_H
 #define PX_METRICS_H
@@ -52,11 +52,6 @@ px_cmd_metrics *px_metrics_mc_text_command(int kind);
  * as the text protocol names it; an opcode the proxy does not serve as
  * "unknown"). */
 px_cmd_metrics *px_metrics_mc_binary_command(uint8_t opcode);
-
-/* The loop's stamp: called once per loop pass (after epoll_wait()), it is
- * the start of every command the pass begins. */
-extern int64_t px_metrics_pass_ns;
-void px_metrics_tick(void);
 
 /* A reply tagged with m ended: `lead` holds the first min(size, 8) bytes
  * it was given (what tells an error), `began_ns` its start. */
