@@ -1,13 +1,17 @@
-/* A memcached text-protocol load driver (bench/proxy.sh, issue 33 item 6),
- * in the manner of memtier_benchmark, which Debian does not package: one
- * thread, epoll, N connections, each keeping P requests pipelined, `get`
- * or `set` of keys drawn uniformly from a key space, so that the same load
- * can be put on memcached itself and on momento-proxy's memcache port.
+/* A memcached load driver (bench/proxy.sh, issue 33 item 6), in the manner
+ * of memtier_benchmark, which Debian does not package: one thread, epoll, N
+ * connections, each keeping P requests pipelined, `get` or `set` of keys
+ * drawn uniformly from a key space, so that the same load can be put on
+ * memcached itself and on momento-proxy's memcache port. The text protocol
+ * by default; --binary speaks the binary one, which a port with a password
+ * requires (memcached -S, momento-proxy --requirepass: issue 48).
  *
  *   mc_load --port N [--host 127.0.0.1] [--conns 50] [--pipeline 1]
  *           [--op get|set] [--keys 100000] [--value-bytes 100]
  *           [--multi 1] [--requests 1000000] [--seconds 10] [--prefill]
- *   mc_load --port N --idle C [--hold 60] [--resp]
+ *           [--binary [--sasl-pass PASS [--sasl-user bench]]]
+ *   mc_load --port N --idle C [--hold 60]
+ *           [--binary [--sasl-pass PASS] | --resp [--auth PASS]]
  *
  * Load mode. Keys are "key:%012u", as redis-benchmark's `key:__rand_int__`
  * writes them, and every value is its key padded with '.' to --value-bytes,
@@ -22,10 +26,24 @@
  * of one read share it). Prints one line:
  *   RESULT mc_load op= conns= pipeline= keys= ... ops_per_s= p50_us= p99_us=
  *
+ * --binary: a get is a GETK (its answer names its key), a set a SET with
+ * flags and expiry 0, each request's opaque the number of its key; the
+ * quiet forms are not used, every request has its answer. An answer is
+ * checked as a text one is: a hit's value must be its key padded (and its
+ * key the one asked for), a miss (status 1) is counted as a miss, any
+ * other status as an error; an answer out of order (another opcode or
+ * opaque) drops the connection. --multi is text only. With --sasl-pass,
+ * each connection first authenticates, SASL PLAIN "\0USER\0PASS" (the
+ * answer must be status 0, "Authenticated"); a refusal stops the run
+ * (exit 1) with the server's answer.
+ *
  * Idle mode (--idle C): opens C connections, checks each is served (a
- * `version`, or a RESP PING with --resp), prints "ready open=N" on stdout,
- * then holds them without traffic until --hold seconds pass or SIGTERM /
- * SIGINT arrives; it then checks each once more and prints
+ * `version`, a binary version with --binary, or a RESP PING with --resp),
+ * after authenticating it first with --sasl-pass (--binary) or --auth
+ * (--resp: AUTH PASS, answered +OK; a refusal stops the run), prints
+ * "ready open=N" on stdout, then holds them without traffic until --hold
+ * seconds pass or SIGTERM / SIGINT arrives; it then checks each once more
+ * and prints
  *   RESULT mc_idle connections=C open=N alive=M
  *
  * Loopback use only; every run is bounded in requests and in time. */
@@ -52,6 +70,18 @@
 #define KEY_LEN 16
 #define DRAIN_NS 2000000000LL
 
+/* The binary protocol (memcached's protocol_binary.h). */
+#define BIN_HDR 24
+#define BIN_REQ 0x80
+#define BIN_RES 0x81
+#define OP_GET_K 0x0c
+#define OP_SET 0x01
+#define OP_VERSION 0x0b
+#define OP_SASL_AUTH 0x21
+#define ST_OK 0x0000
+#define ST_KEY_ENOENT 0x0001
+#define BIN_BODY_MAX (64u << 20) /* more is no answer of ours: the stream is lost */
+
 typedef struct conn {
     int fd;
     int open;
@@ -60,6 +90,7 @@ typedef struct conn {
     char *wbuf;
     size_t wlen, woff, wcap;
     int64_t *sent; /* queue times of the requests in flight, a ring of P */
+    uint32_t *keys; /* --binary: their keys' numbers, the opaques (same ring) */
     unsigned head, inflight;
     int watching_out;
 } conn;
@@ -78,6 +109,10 @@ static int prefill;
 static int idle_conns;
 static double hold_s = 60;
 static int resp_probe;
+static int binary;
+static const char *sasl_pass;
+static const char *sasl_user = "bench";
+static const char *resp_pass;
 
 static conn *conns;
 static int epfd;
@@ -157,10 +192,72 @@ static void put_value(conn *c, const char *key)
     c->wlen += value_bytes;
 }
 
+static void put_be16(char *p, uint16_t v)
+{
+    p[0] = (char)(v >> 8);
+    p[1] = (char)v;
+}
+
+static void put_be32(char *p, uint32_t v)
+{
+    p[0] = (char)(v >> 24);
+    p[1] = (char)(v >> 16);
+    p[2] = (char)(v >> 8);
+    p[3] = (char)v;
+}
+
+static uint16_t be16(const char *p)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    return (uint16_t)(u[0] << 8 | u[1]);
+}
+
+static uint32_t be32(const char *p)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
+}
+
+/* A binary request's header: no data type, vbucket or cas. */
+static void bin_header(char *h, uint8_t op, uint16_t keylen, uint8_t extlen, uint32_t body,
+                       uint32_t opaque)
+{
+    memset(h, 0, BIN_HDR);
+    h[0] = (char)BIN_REQ;
+    h[1] = (char)op;
+    put_be16(h + 2, keylen);
+    h[4] = (char)extlen;
+    put_be32(h + 8, body);
+    put_be32(h + 12, opaque);
+}
+
+/* --binary: a GETK or a SET (flags and expiry 0) of key number k, whose
+ * opaque is k: its answer must carry it back. */
+static void queue_bin(conn *c, uint32_t k, int is_set)
+{
+    char key[KEY_LEN + 1], h[BIN_HDR + 8];
+    snprintf(key, sizeof(key), KEY_FMT, k);
+    if (is_set) {
+        bin_header(h, OP_SET, KEY_LEN, 8, (uint32_t)(8 + KEY_LEN + value_bytes), k);
+        memset(h + BIN_HDR, 0, 8);
+        wappend(c, h, BIN_HDR + 8);
+        wappend(c, key, KEY_LEN);
+        put_value(c, key);
+    } else {
+        bin_header(h, OP_GET_K, KEY_LEN, 0, KEY_LEN, k);
+        wappend(c, h, BIN_HDR);
+        wappend(c, key, KEY_LEN);
+    }
+    c->keys[(c->head + c->inflight) % pipeline] = k;
+}
+
 static void queue_request(conn *c, int64_t t)
 {
     char key[KEY_LEN + 1], line[64];
-    if (phase_prefill || op_set) {
+    if (binary) {
+        int is_set = phase_prefill || op_set;
+        queue_bin(c, phase_prefill ? seq_next++ : next_key(), is_set);
+    } else if (phase_prefill || op_set) {
         uint32_t k = phase_prefill ? seq_next++ : next_key();
         snprintf(key, sizeof(key), KEY_FMT, k);
         int n = snprintf(line, sizeof(line), "set %s 0 0 %zu\r\n", key, value_bytes);
@@ -315,6 +412,57 @@ static long parse_reply(const char *p, const char *end, int is_get)
     return p - start;
 }
 
+/* --binary: parses the answer to c's oldest request at p, as
+ * parse_reply() does a text one: its length, 0 if it is not all there yet,
+ * -1 if it is no answer to that request (another opcode or opaque, a
+ * garbled header). */
+static long parse_bin(const conn *c, const char *p, const char *end, int is_get)
+{
+    if (end - p < BIN_HDR)
+        return 0;
+    uint32_t body = be32(p + 8);
+    uint16_t keylen = be16(p + 2), status = be16(p + 6);
+    uint8_t extlen = (uint8_t)p[4];
+    uint32_t want = c->keys[c->head];
+    if ((uint8_t)p[0] != BIN_RES || (uint8_t)p[1] != (is_get ? OP_GET_K : OP_SET) ||
+        body > BIN_BODY_MAX || (uint32_t)extlen + keylen > body || be32(p + 12) != want)
+        return -1;
+    if ((size_t)(end - p) < BIN_HDR + (size_t)body)
+        return 0;
+    if (status == ST_KEY_ENOENT && is_get) {
+        misses++;
+    } else if (status != ST_OK) {
+        errors++;
+    } else if (is_get) {
+        const char *k = p + BIN_HDR + extlen, *data = k + keylen;
+        size_t bytes = body - extlen - keylen;
+        char asked[KEY_LEN + 1];
+        snprintf(asked, sizeof(asked), KEY_FMT, want);
+        size_t cmp = value_bytes < KEY_LEN ? value_bytes : KEY_LEN;
+        if (bytes != value_bytes || keylen != KEY_LEN || memcmp(k, asked, KEY_LEN) != 0 ||
+            memcmp(data, k, cmp) != 0)
+            wrong++;
+        else
+            hits++;
+    }
+    return BIN_HDR + (long)body;
+}
+
+/* What came that made no sense, for the message: text as it is, binary in
+ * hex (its first header). */
+static void print_unexpected(const char *what, const char *p, const char *end)
+{
+    long n = end - p > 80 ? 80 : end - p;
+    if (!binary) {
+        fprintf(stderr, "mc_load: %s: %.*s\n", what, (int)n, p);
+        return;
+    }
+    fprintf(stderr, "mc_load: %s:", what);
+    for (long i = 0; i < n && i < BIN_HDR; i++)
+        fprintf(stderr, " %02x", (unsigned char)p[i]);
+    fprintf(stderr, "\n");
+}
+
 static void on_readable(conn *c, int64_t *now)
 {
     for (;;) {
@@ -335,11 +483,12 @@ static void on_readable(conn *c, int64_t *now)
         c->rlen += (size_t)n;
         const char *p = c->rbuf, *end = c->rbuf + c->rlen;
         while (c->inflight > 0) {
-            long used = parse_reply(p, end, !(phase_prefill || op_set));
+            int is_get = !(phase_prefill || op_set);
+            long used = binary ? parse_bin(c, p, end, is_get) : parse_reply(p, end, is_get);
             if (used == 0)
                 break;
             if (used < 0) {
-                fprintf(stderr, "mc_load: unexpected reply: %.*s\n", (int)(end - p > 80 ? 80 : end - p), p);
+                print_unexpected("unexpected reply", p, end);
                 close_conn(c);
                 return;
             }
@@ -352,7 +501,7 @@ static void on_readable(conn *c, int64_t *now)
             last_done_ns = *now;
         }
         if (c->inflight == 0 && p < end) {
-            fprintf(stderr, "mc_load: reply without a request: %.*s\n", (int)(end - p > 80 ? 80 : end - p), p);
+            print_unexpected("reply without a request", p, end);
             close_conn(c);
             return;
         }
@@ -378,6 +527,118 @@ static int connect_one(void)
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     return fd;
+}
+
+/* Blocking I/O on a connection not yet in the loop (its receive timeout
+ * bounds each read): 1 when all n bytes went or came, 0 if not. */
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return 0;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 1;
+}
+
+static int read_full(int fd, char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return 0;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 1;
+}
+
+/* One binary request on fd and its answer's header; the answer's body
+ * (up to cap bytes of it; the rest is read and dropped) into body.
+ * Returns the answer's status, or -1 if none came (closed, 5 s of
+ * silence, not an answer to op). */
+static int bin_call(int fd, const char *req, size_t n, uint8_t op, char *body, size_t cap,
+                    size_t *body_len)
+{
+    char h[BIN_HDR];
+    if (!write_all(fd, req, n) || !read_full(fd, h, BIN_HDR) || (uint8_t)h[0] != BIN_RES ||
+        (uint8_t)h[1] != op)
+        return -1;
+    uint32_t len = be32(h + 8);
+    if (len > BIN_BODY_MAX)
+        return -1;
+    size_t keep = len < cap ? len : cap;
+    if (!read_full(fd, body, keep))
+        return -1;
+    for (uint32_t left = len - (uint32_t)keep; left > 0;) {
+        char skip[256];
+        size_t k = left < sizeof(skip) ? left : sizeof(skip);
+        if (!read_full(fd, skip, k))
+            return -1;
+        left -= (uint32_t)k;
+    }
+    *body_len = keep;
+    return be16(h + 6);
+}
+
+/* SASL PLAIN on connection i (blocking, fd's receive timeout set): the
+ * run goes on only if the server answers status 0. A refusal is no load
+ * figure: the run stops, with the server's answer. */
+static void sasl_plain(int fd, int i)
+{
+    size_t ul = strlen(sasl_user), pl = strlen(sasl_pass);
+    size_t vlen = 1 + ul + 1 + pl, body = 5 + vlen;
+    char *m = malloc(BIN_HDR + body);
+    if (!m)
+        die("malloc");
+    bin_header(m, OP_SASL_AUTH, 5, 0, (uint32_t)body, 0);
+    memcpy(m + BIN_HDR, "PLAIN", 5);
+    char *v = m + BIN_HDR + 5;
+    v[0] = '\0';
+    memcpy(v + 1, sasl_user, ul);
+    v[1 + ul] = '\0';
+    memcpy(v + 2 + ul, sasl_pass, pl);
+    char ans[128];
+    size_t an = 0;
+    int st = bin_call(fd, m, BIN_HDR + body, OP_SASL_AUTH, ans, sizeof(ans), &an);
+    free(m);
+    if (st == ST_OK)
+        return;
+    if (st < 0)
+        fprintf(stderr, "mc_load: SASL PLAIN auth on connection %d: no answer (closed, or 5 s of silence)\n", i);
+    else
+        fprintf(stderr, "mc_load: SASL PLAIN auth on connection %d refused: status 0x%04x \"%.*s\"\n", i, st,
+                (int)an, ans);
+    exit(1);
+}
+
+/* --resp --auth: AUTH PASS on connection i, answered +OK, or the run stops. */
+static void resp_auth(int fd, int i)
+{
+    char req[512], line[256];
+    size_t pl = strlen(resp_pass);
+    int n = snprintf(req, sizeof(req), "*2\r\n$4\r\nAUTH\r\n$%zu\r\n%s\r\n", pl, resp_pass);
+    if (n < 0 || (size_t)n >= sizeof(req)) {
+        fprintf(stderr, "mc_load: --auth: the password is too long\n");
+        exit(2);
+    }
+    size_t got = 0;
+    int ok = write_all(fd, req, (size_t)n);
+    while (ok && got < sizeof(line) - 1 && !(got >= 2 && line[got - 2] == '\r' && line[got - 1] == '\n'))
+        ok = read_full(fd, line + got++, 1);
+    if (ok && got == 5 && memcmp(line, "+OK\r\n", 5) == 0)
+        return;
+    if (!ok)
+        fprintf(stderr, "mc_load: AUTH on connection %d: no answer (closed, or 5 s of silence)\n", i);
+    else
+        fprintf(stderr, "mc_load: AUTH on connection %d refused: %.*s\n", i, (int)(got > 2 ? got - 2 : got), line);
+    exit(1);
 }
 
 /* One phase: prefill (sets of keys 0..keyspace-1) or the measured load. */
@@ -448,10 +709,17 @@ static void run_load(void)
     for (int i = 0; i < nconns; i++) {
         conn *c = &conns[i];
         c->fd = connect_one();
+        if (sasl_pass) { /* before the loop: blocking, each read bounded */
+            struct timeval tv = {.tv_sec = 5};
+            setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+            sasl_plain(c->fd, i);
+        }
         fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
         c->open = 1;
         c->sent = calloc(pipeline, sizeof(int64_t));
         if (!c->sent)
+            die("calloc");
+        if (binary && !(c->keys = calloc(pipeline, sizeof(uint32_t))))
             die("calloc");
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
         if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
@@ -471,18 +739,25 @@ static void run_load(void)
     char p50[32], p99[32], p999[32];
     printf("RESULT mc_load op=%s conns=%d pipeline=%u keys=%u value_bytes=%zu multi=%u requests=%llu "
            "seconds=%.2f ops_per_s=%.0f p50_us=%s p99_us=%s p999_us=%s max_us=%llu hits=%llu misses=%llu "
-           "errors=%llu wrong=%llu closed=%llu\n",
+           "errors=%llu wrong=%llu closed=%llu protocol=%s\n",
            op_set ? "set" : "get", nconns, pipeline, keyspace, value_bytes, op_set ? 1 : multi,
            (unsigned long long)completed, el, el > 0 ? completed / el : 0.0, hist_quantile_str(&hist, 0.5, 1, p50, sizeof(p50)),
            hist_quantile_str(&hist, 0.99, 1, p99, sizeof(p99)), hist_quantile_str(&hist, 0.999, 1, p999, sizeof(p999)),
            (unsigned long long)hist.max, (unsigned long long)hits, (unsigned long long)misses,
-           (unsigned long long)errors, (unsigned long long)wrong, (unsigned long long)closed_conns);
+           (unsigned long long)errors, (unsigned long long)wrong, (unsigned long long)closed_conns,
+           binary ? "binary" : "text");
 }
 
 /* Sends the probe on fd and reads its reply's first line: 1 if it is the
  * expected one, 0 if not (closed, refused, an error, 5 s of silence). */
 static int probe(int fd)
 {
+    if (binary) {
+        char h[BIN_HDR], body[64];
+        size_t n;
+        bin_header(h, OP_VERSION, 0, 0, 0, 0);
+        return bin_call(fd, h, BIN_HDR, OP_VERSION, body, sizeof(body), &n) == ST_OK;
+    }
     const char *req = resp_probe ? "PING\r\n" : "version\r\n";
     const char *want = resp_probe ? "+PONG\r\n" : "VERSION ";
     if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
@@ -523,6 +798,10 @@ static void run_idle(void)
     for (int i = 0; i < idle_conns; i++) {
         fds[i] = connect_one();
         setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (sasl_pass)
+            sasl_plain(fds[i], i);
+        if (resp_pass)
+            resp_auth(fds[i], i);
         open += probe(fds[i]);
     }
     printf("ready open=%d\n", open);
@@ -545,7 +824,10 @@ static void usage(void)
     fprintf(stderr, "usage: mc_load --port N [--host A] [--conns N] [--pipeline P] [--op get|set]\n"
                     "               [--keys K] [--value-bytes V] [--multi M] [--requests N]\n"
                     "               [--seconds S] [--prefill]\n"
-                    "       mc_load --port N --idle C [--hold S] [--resp]\n");
+                    "               [--binary [--sasl-pass PASS [--sasl-user USER]]]\n"
+                    "       mc_load --port N --idle C [--hold S]\n"
+                    "               [--binary [--sasl-pass PASS] | --resp [--auth PASS]]\n"
+                    "--multi is text only (M > 1 with --binary is refused).\n");
     exit(2);
 }
 
@@ -559,6 +841,8 @@ int main(int argc, char **argv)
         {"requests", required_argument, 0, 'n'},    {"seconds", required_argument, 0, 's'},
         {"prefill", no_argument, 0, 'f'},           {"idle", required_argument, 0, 'i'},
         {"hold", required_argument, 0, 'H'},        {"resp", no_argument, 0, 'r'},
+        {"binary", no_argument, 0, 'b'},            {"sasl-pass", required_argument, 0, 'S'},
+        {"sasl-user", required_argument, 0, 'U'},   {"auth", required_argument, 0, 'a'},
         {0, 0, 0, 0},
     };
     int o;
@@ -582,11 +866,19 @@ int main(int argc, char **argv)
         case 'i': idle_conns = atoi(optarg); break;
         case 'H': hold_s = atof(optarg); break;
         case 'r': resp_probe = 1; break;
+        case 'b': binary = 1; break;
+        case 'S': sasl_pass = optarg; break;
+        case 'U': sasl_user = optarg; break;
+        case 'a': resp_pass = optarg; break;
         default: usage();
         }
     }
     if (port <= 0 || port > 65535 || nconns < 1 || pipeline < 1 || keyspace < 1 || multi < 1 || multi > 1000 ||
         seconds <= 0 || idle_conns < 0 || value_bytes > (1u << 20))
+        usage();
+    /* Each credential goes with its protocol; a binary get names one key. */
+    if ((sasl_pass && !binary) || (resp_pass && !resp_probe) || (binary && resp_probe) ||
+        (binary && multi > 1))
         usage();
     /* 1000 connections and more need descriptors past a default soft limit. */
     struct rlimit rl;
