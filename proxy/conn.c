@@ -1149,6 +1149,12 @@ unsigned px_conns_count(const px_conns *s)
     return s->count;
 }
 
+void px_conns_close_all(px_conns *s)
+{
+    for (px_conn *c = s->all; c; c = c->next)
+        conn_close(c);
+}
+
 void px_conns_free(px_conns *s)
 {
     if (!s)

@@ -183,6 +183,11 @@ void px_conns_expire(px_conns *s);
 void px_conns_drain(px_conns *s);
 /* Connections not yet freed (closed ones awaiting callbacks count). */
 unsigned px_conns_count(const px_conns *s);
+/* Closes every connection now: nothing more is read, fed or written; a
+ * connection with replies pending keeps its memory until they end. Call it
+ * before freeing the client, whose free ends them: a connection still open
+ * then would feed its buffered commands to a freed client. */
+void px_conns_close_all(px_conns *s);
 /* Closes every connection; those with pending replies are freed when the
  * last reply ends, so free the client (which ends them) before this. */
 void px_conns_free(px_conns *s);

@@ -226,8 +226,12 @@ static int serve(px_backend *b, listener *ls, int nls, int drain_s, px_tls *tls)
         px_http_expire(http);
         px_conns_flush(conns);
     }
-    /* Freeing the client ends every request still in flight (their
-     * callbacks run here and end their replies); then the connections go. */
+    /* The drain is over: the connections close first, so that nothing
+     * buffered is fed to the client being freed (a paused connection would
+     * be, at the next flush). Freeing the client then ends every request
+     * still in flight (their callbacks run here and end their replies into
+     * closed connections); then the connections go. */
+    px_conns_close_all(conns);
     if (b->co)
         momento_coalescer_free(b->co);
     momento_client_free(b->client);
