@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
-# momento-proxy's figures (issue 33 item 6), all in one run against one
-# momento-local started here:
+# momento-proxy's figures (issue 33 item 6; issue 48's "Performance": with
+# auth, TLS off and metrics on), all in one run against one momento-local
+# started here. The proxy runs as an operator would run it: with
+# --requirepass (a fixed bench password: every RESP load authenticates,
+# redis-benchmark and redis-cli with it, and the memcache port, which then
+# takes the binary protocol only, is loaded with mc_load --binary
+# --sasl-pass, SASL PLAIN on each connection) and --metrics-port 0 (its
+# /metrics is read once at the end, to show it served); no TLS
+# (bench/proxy_tls.sh measures that). AUTH=0 and METRICS=0 give the runs
+# before issue 48: no password, the memcache loads in the text protocol.
 #   a. load-gen --batch on that server, ops/s at LG_CONC in flight (the
 #      proxy's -c 50 -P 16 is 800), unique keys and hot keys;
 #   b. redis-benchmark SET then GET through the proxy's RESP port: 50
@@ -9,11 +17,15 @@
 #   c. bench/mc_load, the same matrix through the proxy's memcache port
 #      (its --prefill first);
 #   d. the same loads against redis-server and memcached themselves, for
-#      scale;
+#      scale (no password: memcached -S needs a SASL database; memcached
+#      is loaded in the protocol the proxy's port is, binary with AUTH=1);
 #   e. the proxy's VmRSS / VmHWM (/proc/PID/status): at start, with IDLE
 #      (1000) idle connections held by mc_load --idle, after the loads,
 #      with IDLE idle connections again, and its peak over the run, which
 #      includes a GET run on 1000 busy connections (redis-benchmark -c 1000);
+#      with AUTH=1 each idle connection authenticates first, as a client
+#      does on connecting (without it the proxy answers its probe NOAUTH,
+#      or on the memcache port hangs up);
 #   f. at low load, one connection and no pipelining: GET p50 / p99 through
 #      the proxy (redis-benchmark -c 1 and mc_load --conns 1) against a
 #      direct libmomento get at concurrency 1 (load-gen, set-then-get,
@@ -22,9 +34,10 @@
 #   g. RATIO_ROUNDS rounds of load-gen --batch (unique, hot) alternating with
 #      -P 16 GETs through each port: the four ratios the targets judge, each
 #      within its round, and their medians.
-# Then the targets: proxy -P 16 GET rate >= 60 % of load-gen --batch's
-# ops/s (unique keys); with hot keys >= load-gen's (on the same hot keys);
-# RSS at 1000 connections <= 64 MB; p99 added <= 200 us.
+# Then issue 48's targets: both ports' -P 16 GET rate >= 1.0 of load-gen
+# --batch's ops/s (unique keys), and with hot keys >= load-gen's (on the
+# same hot keys); p99 added at one connection <= 100 us on both ports; RSS
+# at 1000 connections <= 64 MB.
 #
 # Usage: bench/proxy.sh [BUILD_DIR]   (default build; a -Dtests=false
 # debugoptimized build, as the other scripts). Needs redis-server,
@@ -40,7 +53,9 @@
 # -P 16), KEYS (100000), HOT (10), VALUE (100 bytes), LG_CONC (800), IDLE
 # (1000), ROUNDS (3: the low-load rounds), LOW_N (20000: requests per
 # low-load run), RATIO_ROUNDS (3: the ratio rounds, 0 = the first pass's
-# readings judge), PROXY_ARGS (more options for momento-proxy), PIN (0).
+# readings judge), PROXY_ARGS (more options for momento-proxy), PIN (0),
+# AUTH (1: --requirepass, as above; 0: none, text on the memcache ports),
+# METRICS (1: --metrics-port 0; 0: no metrics port).
 # Prints the runs as they go, a table, and RESULT lines. About 4 minutes
 # on two cores (2026-12-06; 20 when the proxy was slower).
 set -euo pipefail
@@ -58,6 +73,10 @@ idle=${IDLE:-1000}
 rounds=${ROUNDS:-3}
 ratio_rounds=${RATIO_ROUNDS:-3}
 low_n=${LOW_N:-20000}
+auth=${AUTH:-1}
+metrics=${METRICS:-1}
+# The proxy's password with AUTH=1. Fixed, not secret: loopback only.
+pass=bench-proxy-requirepass
 proxy="$build/proxy/momento-proxy"
 driver="$build/bench/mc_load"
 loadgen="$build/examples/load-gen"
@@ -95,6 +114,10 @@ wait_port() { # PORT: until something accepts on it (10 s at most)
     return 1
 }
 declare -A fig   # name -> figure, for the table and the RESULT lines
+# What a port asks of its clients, set as each server starts: rpass[PORT]
+# the RESP password (redis-benchmark -a, redis-cli's REDISCLI_AUTH, mc_load
+# --auth), mcopt[PORT] mc_load's protocol options (--binary, --sasl-pass).
+declare -A rpass mcopt
 
 # --- the servers ---------------------------------------------------------
 wrap=$pin_s start_server --cache bench
@@ -110,6 +133,7 @@ mc_user=()
 # shellcheck disable=SC2086
 $pin_c memcached "${mc_user[@]}" -l 127.0.0.1 -p "$mc_port" -U 0 -m 1024 -c 4096 &
 mc_pid=$!
+[ "$auth" = 1 ] && mcopt[$mc_port]=--binary
 wait_port "$redis_port" || { echo "redis-server did not start"; cat "$work/redis.log"; exit 1; }
 wait_port "$mc_port" || { echo "memcached did not start"; exit 1; }
 
@@ -137,7 +161,14 @@ loadgen lg_batch_unique --concurrency "$lg_conc" --keys 0 --batch
 loadgen lg_batch_hot --concurrency "$lg_conc" --keys "$hot" --batch
 
 # --- RESP loads (b, d) -----------------------------------------------------
-resp_prefill() { resp_prefill_keys "$1" "$keys" "$value"; } # PORT
+resp_prefill() { # PORT; redis-cli takes the password from REDISCLI_AUTH, as from -a
+    if [ -n "${rpass[$1]:-}" ]; then
+        REDISCLI_AUTH=${rpass[$1]} resp_prefill_keys "$1" "$keys" "$value"
+    else
+        resp_prefill_keys "$1" "$keys" "$value"
+    fi
+}
+ra() { [ -z "${rpass[$1]:-}" ] || echo "-a ${rpass[$1]}"; } # PORT: redis-benchmark's -a PASS, if it asks
 # rb NAME PORT PIPELINE RANGE [PID]: redis-benchmark SET then GET, 50
 # connections; fig[NAME.set|get] = rps, .p50/.p99 in us, and with PID that
 # process's CPU per request over both tests.
@@ -145,8 +176,8 @@ rb() {
     local name=$1 port=$2 p=$3 r=$4 who=${5:-} n c0 c1
     n=$([ "$p" -gt 1 ] && echo "$rb_n16" || echo "$rb_n1")
     [ -n "$who" ] && c0=$(cpu_ns "$who")
-    # shellcheck disable=SC2086
-    timeout 300 $pin_c redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -n "$n" -P "$p" -r "$r" -d "$value" \
+    # shellcheck disable=SC2086,SC2046 # $pin_c a prefix, $(ra) -a PASS or nothing
+    timeout 300 $pin_c redis-benchmark -h 127.0.0.1 -p "$port" $(ra "$port") -c 50 -n "$n" -P "$p" -r "$r" -d "$value" \
         -t set,get --csv > "$work/rb.csv" 2> "$work/rb.err" || { echo "redis-benchmark $name failed"; cat "$work/rb.err"; exit 1; }
     [ -n "$who" ] && c1=$(cpu_ns "$who")
     for t in SET GET; do
@@ -175,7 +206,7 @@ mc() {
     shift 6 || shift $#
     [ -n "$who" ] && c0=$(cpu_ns "$who")
     # shellcheck disable=SC2086
-    line=$(timeout $((secs * 2 + 150)) $pin_c "$driver" --port "$port" --conns 50 --pipeline "$p" --op "$op" \
+    line=$(timeout $((secs * 2 + 150)) $pin_c "$driver" --port "$port" ${mcopt[$port]:-} --conns 50 --pipeline "$p" --op "$op" \
         --keys "$k" --value-bytes "$value" --requests "$rb_n16" --seconds "$secs" "$@" | grep '^RESULT') ||
         { echo "mc_load $name $op failed: $line"; exit 1; }
     [ -n "$who" ] && c1=$(cpu_ns "$who")
@@ -202,15 +233,20 @@ mc_matrix memcached "$mc_port"
 
 # --- the proxy (b, c, e, f) ------------------------------------------------
 # idle_rss PORT NAME [--resp]: holds IDLE idle connections to PORT (each
-# checked with a memcached `version`, or a PING with --resp), then the
-# proxy's VmRSS.
+# checked with a memcached `version`, or a PING with --resp; authenticated
+# first where the port asks it), then the proxy's VmRSS.
 idle_rss() {
-    local line
+    local line opts=${mcopt[$1]:-}
+    [ "${3:-}" = --resp ] && opts="--resp${rpass[$1]:+ --auth ${rpass[$1]}}"
     : > "$work/idle.out"
-    # shellcheck disable=SC2086 # $3 is an option or nothing
-    "$driver" --port "$1" --idle "$idle" --hold 120 ${3:-} > "$work/idle.out" &
+    # shellcheck disable=SC2086 # $opts are options or nothing
+    "$driver" --port "$1" --idle "$idle" --hold 120 $opts > "$work/idle.out" &
     idle_pid=$!
-    for _ in $(seq 600); do grep -q '^ready' "$work/idle.out" && break; sleep 0.1; done
+    for _ in $(seq 600); do
+        grep -q '^ready' "$work/idle.out" && break
+        kill -0 "$idle_pid" 2> /dev/null || break # it stopped: an auth refused (its stderr says)
+        sleep 0.1
+    done
     sleep 1 # what the proxy allocates as it settles its new connections
     fig[$2]=$(status_kb "$proxy_pid" VmRSS)
     kill -TERM "$idle_pid"
@@ -225,26 +261,36 @@ median_of() { # the median of the numbers in $1, "-" if there are none
     if [ -z "${1// /}" ]; then echo "-"; else tr ' ' '\n' <<< "$1" | grep . | median; fi
 }
 
+metrics_ep="" metrics_scrape="off"
 if [ "$have_proxy" = 1 ]; then
+    px_opts=() last=memcache # the last port the proxy prints: it serves them all then
+    [ "$auth" = 1 ] && px_opts+=(--requirepass "$pass")
+    [ "$metrics" = 1 ] && px_opts+=(--metrics-port 0) && last=metrics
     # shellcheck disable=SC2086 # $pin_c is a command prefix, PROXY_ARGS options
     $pin_c "$proxy" --endpoint "$ep" --insecure --cache bench --resp-port 0 --memcache-port 0 \
-        ${PROXY_ARGS:-} > "$work/proxy.out" 2> "$work/proxy.err" &
+        "${px_opts[@]}" ${PROXY_ARGS:-} > "$work/proxy.out" 2> "$work/proxy.err" &
     proxy_pid=$!
-    for _ in $(seq 300); do grep -q "^memcache listening on" "$work/proxy.out" 2> /dev/null && break; sleep 0.1; done
+    for _ in $(seq 300); do grep -q "^$last listening on" "$work/proxy.out" 2> /dev/null && break; sleep 0.1; done
     resp_ep=$(sed -n 's/^resp listening on //p' "$work/proxy.out")
     mcp_ep=$(sed -n 's/^memcache listening on //p' "$work/proxy.out")
-    if [ -z "$resp_ep" ] || [ -z "$mcp_ep" ]; then
+    metrics_ep=$(sed -n 's/^metrics listening on //p' "$work/proxy.out")
+    if [ -z "$resp_ep" ] || [ -z "$mcp_ep" ] || { [ "$metrics" = 1 ] && [ -z "$metrics_ep" ]; }; then
         echo "momento-proxy did not start"
         cat "$work/proxy.out" "$work/proxy.err"
         exit 1
     fi
     resp_port=${resp_ep##*:} mcp_port=${mcp_ep##*:}
-    echo "momento-proxy (pid $proxy_pid): resp $resp_ep, memcache $mcp_ep"
+    if [ "$auth" = 1 ]; then
+        rpass[$resp_port]=$pass
+        mcopt[$mcp_port]="--binary --sasl-pass $pass"
+    fi
+    echo "momento-proxy (pid $proxy_pid): resp $resp_ep, memcache $mcp_ep${metrics_ep:+, metrics $metrics_ep}; AUTH=$auth METRICS=$metrics, memcache loads $([ "$auth" = 1 ] && echo "binary, SASL PLAIN" || echo text)"
     sleep 0.5
     fig[rss_start]=$(status_kb "$proxy_pid" VmRSS)
     echo "proxy VmRSS at start: $(mb "${fig[rss_start]}") MB"
     # Whether the memcache port serves yet (one connection, a `version`).
-    "$driver" --port "$mcp_port" --idle 1 --hold 0 | grep -q 'open=1 alive=1' && have_mc=1
+    # shellcheck disable=SC2086 # mc_load's protocol options
+    "$driver" --port "$mcp_port" ${mcopt[$mcp_port]:-} --idle 1 --hold 0 | grep -q 'open=1 alive=1' && have_mc=1
     [ "$have_mc" = 1 ] || echo "the proxy's memcache port does not answer \`version\`: its loads are skipped"
     idle_rss "$resp_port" rss_idle_fresh --resp
     if [ "$have_mc" = 1 ]; then
@@ -256,8 +302,8 @@ if [ "$have_proxy" = 1 ]; then
     if [ "$have_mc" = 1 ]; then mc_matrix proxy_mc "$mcp_port" "$proxy_pid"; fi
 
     # 1000 busy connections, for the peak: GETs, no pipelining.
-    # shellcheck disable=SC2086
-    timeout 300 $pin_c redis-benchmark -h 127.0.0.1 -p "$resp_port" -c "$idle" -n "$rb_n1" -r "$keys" -d "$value" \
+    # shellcheck disable=SC2086,SC2046 # $pin_c a prefix, $(ra) -a PASS or nothing
+    timeout 300 $pin_c redis-benchmark -h 127.0.0.1 -p "$resp_port" $(ra "$resp_port") -c "$idle" -n "$rb_n1" -r "$keys" -d "$value" \
         -t get --csv > "$work/rb.csv" 2> "$work/rb.err" || { echo "redis-benchmark -c $idle failed"; cat "$work/rb.err"; exit 1; }
     fig[busy.get]=$(grep '^"GET"' "$work/rb.csv" | cut -d, -f2 | tr -d '"' | awk '{printf "%.0f", $1}')
     echo "redis-benchmark GET on $idle connections through the proxy: ${fig[busy.get]}/s"
@@ -275,8 +321,8 @@ fi
 # the targets judge their medians.
 rat() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "" || b == 0) print ""; else printf "%.3f", a / b}'; }
 rb_get() { # NAME PORT RANGE: -P 16 GETs alone through PORT; fig[NAME]
-    # shellcheck disable=SC2086
-    timeout 300 $pin_c redis-benchmark -h 127.0.0.1 -p "$2" -c 50 -n "$rb_n16" -P 16 -r "$3" -d "$value" \
+    # shellcheck disable=SC2086,SC2046 # $pin_c a prefix, $(ra) -a PASS or nothing
+    timeout 300 $pin_c redis-benchmark -h 127.0.0.1 -p "$2" $(ra "$2") -c 50 -n "$rb_n16" -P 16 -r "$3" -d "$value" \
         -t get --csv > "$work/rb.csv" 2> "$work/rb.err" || { echo "redis-benchmark $1 failed"; cat "$work/rb.err"; exit 1; }
     fig[$1]=$(grep '^"GET"' "$work/rb.csv" | cut -d, -f2 | tr -d '"' | awk '{printf "%.0f", $1}')
 }
@@ -308,17 +354,17 @@ for r in $(seq "$rounds"); do
     timeout 120 $pin_c redis-benchmark -h 127.0.0.1 -p "$redis_port" -c 1 -n "$low_n" -r "$keys" -d "$value" -t get --csv > "$work/rb.csv" 2> "$work/rb.err"
     rr99s+=" $(grep '^"GET"' "$work/rb.csv" | cut -d, -f7 | tr -d '"' | awk '{printf "%.0f", $1 * 1000}')"
     # shellcheck disable=SC2086
-    line=$(timeout 120 $pin_c "$driver" --port "$mc_port" --conns 1 --pipeline 1 --keys "$keys" --requests "$low_n" --seconds 60 | grep '^RESULT')
+    line=$(timeout 120 $pin_c "$driver" --port "$mc_port" ${mcopt[$mc_port]:-} --conns 1 --pipeline 1 --keys "$keys" --requests "$low_n" --seconds 60 | grep '^RESULT')
     mr99s+=" $(field p99_us "$line")"
     if [ "$have_proxy" = 1 ]; then
-        # shellcheck disable=SC2086
-        timeout 120 $pin_c redis-benchmark -h 127.0.0.1 -p "$resp_port" -c 1 -n "$low_n" -r "$keys" -d "$value" -t get --csv > "$work/rb.csv" 2> "$work/rb.err"
+        # shellcheck disable=SC2086,SC2046 # $pin_c a prefix, $(ra) -a PASS or nothing
+        timeout 120 $pin_c redis-benchmark -h 127.0.0.1 -p "$resp_port" $(ra "$resp_port") -c 1 -n "$low_n" -r "$keys" -d "$value" -t get --csv > "$work/rb.csv" 2> "$work/rb.err"
         l=$(grep '^"GET"' "$work/rb.csv")
         rp50s+=" $(cut -d, -f5 <<< "$l" | tr -d '"' | awk '{printf "%.0f", $1 * 1000}')"
         rp99s+=" $(cut -d, -f7 <<< "$l" | tr -d '"' | awk '{printf "%.0f", $1 * 1000}')"
         if [ "$have_mc" = 1 ]; then
             # shellcheck disable=SC2086
-            line=$(timeout 120 $pin_c "$driver" --port "$mcp_port" --conns 1 --pipeline 1 --keys "$keys" --requests "$low_n" --seconds 60 | grep '^RESULT')
+            line=$(timeout 120 $pin_c "$driver" --port "$mcp_port" ${mcopt[$mcp_port]:-} --conns 1 --pipeline 1 --keys "$keys" --requests "$low_n" --seconds 60 | grep '^RESULT')
             mp50s+=" $(field p50_us "$line")" mp99s+=" $(field p99_us "$line")"
         fi
     fi
@@ -330,6 +376,32 @@ fig[low.redis.p99]=$(median_of "$rr99s") fig[low.memcached.p99]=$(median_of "$mr
 if [ "$have_proxy" = 1 ]; then
     fig[low.resp.p50]=$(median_of "$rp50s") fig[low.resp.p99]=$(median_of "$rp99s")
     fig[low.mc.p50]=$(median_of "$mp50s") fig[low.mc.p99]=$(median_of "$mp99s")
+    # The metrics port, read once: it served all along (what it costs is in
+    # the figures above), and it counted the loads' GETs.
+    if [ -n "$metrics_ep" ]; then
+        if python3 - "$metrics_ep" > "$work/metrics.sum" 2> "$work/metrics.err" << 'EOF'
+import sys, urllib.request
+body = urllib.request.urlopen('http://%s/metrics' % sys.argv[1], timeout=10).read().decode()
+gets = {}
+samples = 0
+for line in body.splitlines():
+    if not line or line.startswith('#'):
+        continue
+    samples += 1
+    name, _, val = line.rpartition(' ')
+    if name.startswith('momento_proxy_commands_total{') and 'command="get"' in name:
+        proto = name.split('protocol="', 1)[1].split('"', 1)[0]
+        gets[proto] = gets.get(proto, 0) + float(val)
+print(samples, ' '.join('%s=%.0f' % kv for kv in sorted(gets.items())))
+EOF
+        then
+            metrics_scrape=ok
+            echo "metrics at $metrics_ep/metrics: $(cut -d' ' -f1 "$work/metrics.sum") samples; GETs counted: $(cut -d' ' -f2- "$work/metrics.sum")"
+        else
+            metrics_scrape=failed
+            echo "metrics at $metrics_ep/metrics: no answer: $(tail -1 "$work/metrics.err")"
+        fi
+    fi
     # SIGTERM: the proxy should drain and exit by itself.
     t0=$(date +%s%N)
     kill -TERM "$proxy_pid"
@@ -348,6 +420,12 @@ stop_server
 v() { echo "${fig[$1]:--}"; }
 echo
 echo "Machine: $(nproc) CPUs shared by client, proxy and servers (PIN=${PIN:-0}); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "$auth" = 1 ]; then
+    auth_s="--requirepass: RESP loads AUTH, memcache loads SASL PLAIN in the binary protocol (memcached's binary too)"
+else
+    auth_s="no password: memcache loads in the text protocol"
+fi
+echo "Proxy: AUTH=$auth ($auth_s); METRICS=$metrics (/metrics read at the end: $metrics_scrape); TLS off${PROXY_ARGS:+; PROXY_ARGS: $PROXY_ARGS}"
 echo "load-gen --batch, $lg_conc in flight: unique keys $(v lg_batch_unique.ops) ops/s ($(v lg_batch_unique.get_ops) gets/s, server $(v lg_batch_unique.srv_us) us CPU/op); hot keys $(v lg_batch_hot.ops) ops/s ($(v lg_batch_hot.get_ops) gets/s)"
 echo
 echo "| load (50 connections) | redis-server | proxy RESP | memcached | proxy memcache |"
@@ -383,7 +461,8 @@ if [ "$have_proxy" = 1 ]; then
     echo "RESULT proxy_resp p16_get=$(v proxy_resp.p16.rand.get) p16_hot_get=$(v proxy_resp.p16.hot.get) p1_get=$(v proxy_resp.p1.rand.get) cpu_us_per_req_p16=$(v proxy_resp.p16.rand.cpu_us) cpu_us_per_req_p16_hot=$(v proxy_resp.p16.hot.cpu_us) low_get_p50_us=$(v low.resp.p50) low_get_p99_us=$(v low.resp.p99)"
     echo "RESULT proxy_mc p16_get=$(v proxy_mc.p16.rand.get) p16_hot_get=$(v proxy_mc.p16.hot.get) p1_get=$(v proxy_mc.p1.rand.get) cpu_us_per_get_p16=$(v proxy_mc.p16.rand.get.cpu_us) low_get_p50_us=$(v low.mc.p50) low_get_p99_us=$(v low.mc.p99)"
     echo "RESULT proxy_rss start_mb=$(mb "${fig[rss_start]}") idle_${idle}_fresh_mb=$(mb "${fig[rss_idle_fresh]}") idle_${idle}_memcache_mb=$(v rss_idle_fresh_mc) after_load_mb=$(mb "${fig[rss_after]}") idle_${idle}_after_mb=$(mb "${fig[rss_idle_after]}") peak_mb=$(mb "${fig[hwm]}")"
-    echo "RESULT proxy_targets p16_get_ratio=$r16 ($(mark "$r16" 0.60)) hot_get_ratio=$rhot ($(mark "$rhot" 1.00)) mc_p16_get_ratio=$m16 ($(mark "$m16" 0.60)) mc_hot_get_ratio=$mhot ($(mark "$mhot" 1.00)) rss_${idle}_mb=$(mb "$rss_idle") ($(mark "$rss_idle" 65536 1)) p99_added_us=$added ($(mark "$added" 200 1)) mc_p99_added_us=$added_mc ($(mark "$added_mc" 200 1))"
+    echo "RESULT proxy_config auth=$auth metrics=$metrics tls=0 memcache_protocol=$([ "$auth" = 1 ] && echo binary_sasl || echo text) metrics_scrape=$metrics_scrape proxy_args=$([ -n "${PROXY_ARGS:-}" ] && echo yes || echo no)"
+    echo "RESULT proxy_targets p16_get_ratio=$r16 ($(mark "$r16" 1.00)) mc_p16_get_ratio=$m16 ($(mark "$m16" 1.00)) hot_get_ratio=$rhot ($(mark "$rhot" 1.00)) mc_hot_get_ratio=$mhot ($(mark "$mhot" 1.00)) p99_added_us=$added ($(mark "$added" 100 1)) mc_p99_added_us=$added_mc ($(mark "$added_mc" 100 1)) rss_${idle}_mb=$(mb "$rss_idle") ($(mark "$rss_idle" 65536 1))"
 else
     echo "(no $proxy: the proxy's parts were skipped)"
 fi
