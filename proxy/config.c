@@ -218,6 +218,12 @@ static int check_value(const loader *l, const yaml_node_t *v, const char *key)
 {
     if (v->type != YAML_SCALAR_NODE)
         return refuse(l, line_of(v), key, "must be one value, not %s", kind_name(v));
+    /* A tag would change what the text means (!!binary: base64) while the
+     * option read the text as written: refused rather than misread. */
+    const char *tag = (const char *)v->tag;
+    if (tag && strcmp(tag, YAML_STR_TAG) != 0 && strcmp(tag, YAML_INT_TAG) != 0 &&
+        strcmp(tag, YAML_BOOL_TAG) != 0)
+        return refuse(l, line_of(v), key, "has a YAML tag (%s): give the value plain", tag);
     const char *s = scalar(v);
     if (v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
         (!*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||

@@ -53,6 +53,8 @@ typedef struct listener {
     const px_proto *proto;
     px_backend b; /* its cache; the client, the limits and the counters shared */
     px_tls *tls;  /* its clients speak TLS (--tls-cert); NULL: plaintext */
+    void *channels; /* b.channels of every listener of its cache points here
+                       (the first such listener's) */
 } listener;
 
 /* Binds `addr`:`port` (port 0: any), prints "NAME listening on HOST:PORT".
@@ -391,6 +393,12 @@ int main(int argc, char **argv)
         l->proto = lo->kind == PX_LISTEN_RESP ? &resp_proto : &memcache_proto;
         l->b = base;
         l->b.cache = lo->cache;
+        l->b.channels = &l->channels;
+        for (int k = 0; k < nls - 1; k++)
+            if (strcmp(ls[k].b.cache, lo->cache) == 0) {
+                l->b.channels = ls[k].b.channels;
+                break;
+            }
         l->tls = tls;
         l->fd = listen_on(lo->host, lo->port, l->proto->name, named ? lo->cache : NULL);
         if (l->fd < 0)

@@ -364,10 +364,17 @@ int px_options_finish(px_options *o)
     }
     /* The ports options add to the config file's listeners: a command
      * line can add a port to a file's set. */
-    if (o->resp_port >= 0 && o->nlisteners < PX_MAX_LISTENERS)
+    int more = (o->resp_port >= 0) + (o->memcache_port >= 0);
+    if (o->nlisteners + more > PX_MAX_LISTENERS) {
+        char port[16];
+        snprintf(port, sizeof(port), "%d", o->resp_port >= 0 ? o->resp_port : o->memcache_port);
+        return ex_bad_option(prog, o->resp_port >= 0 ? "--resp-port" : "--memcache-port", port,
+                             "beside the config file's listeners makes over 64");
+    }
+    if (o->resp_port >= 0)
         o->listeners[o->nlisteners++] =
             (px_listen_opt){PX_LISTEN_RESP, o->cache, o->bind, o->resp_port};
-    if (o->memcache_port >= 0 && o->nlisteners < PX_MAX_LISTENERS)
+    if (o->memcache_port >= 0)
         o->listeners[o->nlisteners++] =
             (px_listen_opt){PX_LISTEN_MEMCACHE, o->cache, o->bind, o->memcache_port};
     if (o->nlisteners == 0)

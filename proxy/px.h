@@ -62,7 +62,10 @@ typedef struct px_backend {
     px_limits limits;
     px_counters *stats;       /* shared by every listener */
     int64_t started_ms;       /* CLOCK_REALTIME at start, for uptime */
-    void *channels;           /* resp_pubsub.c: this proxy's subscribers by channel */
+    /* resp_pubsub.c: this proxy's subscribers to this cache's topics, by
+     * channel: one slot shared by every listener of the cache (PUBLISH on
+     * one port counts the subscribers of another). */
+    void **channels;
 } px_backend;
 
 #endif

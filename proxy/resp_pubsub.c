@@ -48,14 +48,14 @@ struct resp_pubsub {
 
 static channel_count *channel_find(px_backend *b, const char *name)
 {
-    channel_count *head = b->channels, *c = NULL;
+    channel_count *head = *b->channels, *c = NULL;
     HASH_FIND_STR(head, name, c);
     return c;
 }
 
 static void channel_add(px_backend *b, const char *name, int delta)
 {
-    channel_count *head = b->channels;
+    channel_count *head = *b->channels;
     channel_count *c = channel_find(b, name);
     if (!c && delta > 0) {
         size_t n = strlen(name);
@@ -72,7 +72,7 @@ static void channel_add(px_backend *b, const char *name, int delta)
         HASH_DEL(head, c);
         free(c);
     }
-    b->channels = head;
+    *b->channels = head;
 }
 
 int resp_pubsub_count(const resp_pubsub *ps)

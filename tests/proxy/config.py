@@ -363,6 +363,23 @@ def refusals(res):
     res.check("refused: a bad endpoint, with the file and line",
               p.returncode == 2 and err.startswith(f"momento-proxy: {path}:1: invalid --endpoint"),
               f"exit {p.returncode}; stderr {err!r}")
+    # A YAML tag would change what the text means (the review: !!binary
+    # made the password the base64 text itself).
+    path = write_config("requirepass: !!binary c2VjcmV0\nlisteners:\n  - resp: 0\n")
+    check_refused(res, "a value with a YAML tag", path,
+                  f"momento-proxy: {path}:1: requirepass: has a YAML tag "
+                  "(tag:yaml.org,2002:binary): give the value plain")
+    # 64 listeners in the file leave no room for --resp-port: refused, not
+    # dropped (the review: it served the 64 and ignored the port).
+    path = write_config("listeners:\n" + "".join(
+        f"  - {{cache: c, resp: 127.0.0.1:{20000 + i}}}\n" for i in range(64)))
+    p = subprocess.run([proxy_path, "--config", path, "--resp-port", "0"], capture_output=True,
+                       stdin=subprocess.DEVNULL, timeout=pt.WATCHDOG)
+    err = p.stderr.decode(errors="replace")
+    res.check("refused: --resp-port beside 64 listeners",
+              p.returncode == 2 and "invalid --resp-port '0': beside the config file's "
+              "listeners makes over 64" in err and not p.stdout,
+              f"exit {p.returncode}; stderr {err!r}")
     path = os.path.join(TMP.name, "missing.yaml")
     check_refused(res, "a missing file", path, f"momento-proxy: --config {path}: No such file or "
                   "directory")
@@ -399,6 +416,41 @@ def refusals(res):
 proxy_path = None
 
 
+def shared_channels(res, proxy):
+    """PUBLISH counts the subscribers of every listener of its cache, and
+    none of another cache's (the review found each listener counting its
+    own: PUBLISH on a second port of one cache answered 0 while the
+    subscriber on the first received the message)."""
+    text = ("listeners:\n  - {cache: pa, resp: 127.0.0.1:0}\n"
+            "  - {cache: pa, resp: 127.0.0.1:0}\n  - {cache: pb, resp: 127.0.0.1:0}\n")
+    px = pt.start_proxy_config(proxy, write_config(text), 3)
+    try:
+        a1, a2, b = px.listeners
+        sub = rconn(a1).pubsub()
+        sub.subscribe("ch")
+        first = sub.get_message(timeout=pt.WATCHDOG)
+        res.check("pub/sub: the subscription is confirmed",
+                  first is not None and first.get("type") == "subscribe", repr(first))
+        res.check("pub/sub: PUBLISH on the subscriber's port counts it",
+                  rconn(a1).publish("ch", "m1") == 1)
+        res.check("pub/sub: PUBLISH on another port of the same cache counts it",
+                  rconn(a2).publish("ch", "m2") == 1)
+        res.check("pub/sub: PUBLISH on another cache's port counts none",
+                  rconn(b).publish("ch", "m3") == 0)
+        got = []
+        while len(got) < 2:
+            m = sub.get_message(timeout=pt.WATCHDOG)
+            if m is None:
+                break
+            if m.get("type") == "message":
+                got.append(m["data"])
+        res.check("pub/sub: the subscriber hears its cache's two messages, in order",
+                  got == [b"m1", b"m2"], repr(got))
+        sub.close()
+    finally:
+        px.stop()
+
+
 def main():
     global proxy_path
     a = pt.parse_common_args(sys.argv[1:])
@@ -411,6 +463,7 @@ def main():
     spellings(res, a.proxy)
     headers(res, a.proxy)
     requirepass(res, a.proxy)
+    shared_channels(res, a.proxy)
     res.exit()
 
 
