@@ -492,6 +492,13 @@ static void render_connections(text *t, const px_metrics_source *src)
         "Input that broke the protocol's framing (answered, then the connection closed) or "
         "was not a command.",
         s->protocol_errors);
+    one(t, "tls_handshake_failures_total", "counter",
+        "TLS handshakes that failed (plaintext on a TLS port, a refused or missing client "
+        "certificate, a bad hello); the connection closed.",
+        s->tls_handshake_failures);
+    one(t, "tls_handshake_timeouts_total", "counter",
+        "TLS handshakes not finished in 10 s; the connection closed.",
+        s->tls_handshake_timeouts);
     one(t, "hits_total", "counter", "Reads that found their key.", s->hits);
     one(t, "misses_total", "counter", "Reads that did not.", s->misses);
 }
