@@ -245,8 +245,10 @@ def start_proxy(path, resp=True, memcache=True, cache="proxy-test", default_ttl=
     if len(found) < len(wanted):
         srv.stop(signal.SIGKILL)
         raise RuntimeError(f"momento-proxy printed {seen!r}, not {wanted!r}; stderr:\n{srv.log_tail()}")
-    # Keep reading stdout so that the proxy never blocks on a full pipe.
-    srv.stdout_rest = []
+    # Keep reading stdout so that the proxy never blocks on a full pipe;
+    # the lines read so far stay readable there (a later line, "metrics
+    # listening on", may have come in the same read as the ports').
+    srv.stdout_rest = [("\n".join(seen) + "\n").encode()]
     threading.Thread(target=_drain, args=(proc.stdout, srv.stdout_rest), daemon=True).start()
     for w, addr in found.items():
         host, _, port = addr.rpartition(":")

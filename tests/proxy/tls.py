@@ -327,6 +327,29 @@ def memcache_over_tls(res, px, certs):
               (data, how) == (b"", "closed"), f"{data!r}, {how}")
 
 
+def handshake_metrics(res, px):
+    """The metrics port counts what the steps before did: plaintext on the
+    TLS ports failed handshakes (at least the memcache port's `version`),
+    and the two silent clients' handshakes timed out."""
+    import re
+    import urllib.request
+    found = {}
+
+    def port_printed():
+        m = re.search(rb"metrics listening on [^\n]*:(\d+)\n", b"".join(px.stdout_rest))
+        if m:
+            found["port"] = int(m.group(1))
+        return bool(m)
+    pt.wait_until(port_printed, pt.WATCHDOG, "the metrics port's line")
+    body = urllib.request.urlopen(f"http://127.0.0.1:{found['port']}/metrics",
+                                  timeout=pt.WATCHDOG).read().decode()
+    values = dict(re.findall(r"^momento_proxy_(tls_handshake_\w+_total) (\d+)$", body, re.M))
+    res.check("metrics: failed TLS handshakes counted",
+              int(values.get("tls_handshake_failures_total", 0)) >= 1, repr(values))
+    res.check("metrics: the two silent clients' handshakes counted as timed out",
+              int(values.get("tls_handshake_timeouts_total", 0)) == 2, repr(values))
+
+
 def wait_log(px, text, after):
     """Waits until the proxy's stderr, past offset `after`, has `text`."""
     def seen():
@@ -599,7 +622,8 @@ def main():
     try:
         certs = make_certs(d)
         compared(res, a, certs)
-        px = start_tls_proxy(a, certs["server_a.crt"], certs["server_a.key"])
+        px = start_tls_proxy(a, certs["server_a.crt"], certs["server_a.key"],
+                             extra=["--metrics-port", "0"])
         try:
             mute, partial = silent_clients(res, px, certs)
             memcache_over_tls(res, px, certs)
@@ -607,6 +631,7 @@ def main():
             slow_reader(res, px, certs, 300, "slow reader over TLS")
             buffered_records(res, px, certs)
             handshake_deadline(res, mute, partial)
+            handshake_metrics(res, px)
             res.check("the proxy is still running", px.alive(), px.log_tail())
         finally:
             status = px.stop()
