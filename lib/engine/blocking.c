@@ -6,6 +6,7 @@
 
 #include "base/alloc.h"
 #include "engine/client.h"
+#include "model/metrics.h"
 #include "model/result.h"
 #include "model/validate.h"
 
@@ -23,6 +24,12 @@ int momento__blocking_begin(momento__blocking *b, const momento_client *owner,
         return momento__refuse(MOMENTO_ERR_WOULD_DEADLOCK,
                                "a blocking call from one of this client's callbacks would wait "
                                "for the thread that runs it");
+    /* So would a hook call holding the client's metrics lock (dispatch
+     * mode), for the completion thread waiting on that lock. */
+    if (owner->cfg.metrics_lock && momento__metrics_hook_running(&owner->cfg))
+        return momento__refuse(MOMENTO_ERR_WOULD_DEADLOCK,
+                               "a blocking call from this client's metrics hook would wait for "
+                               "the thread that reports its answer");
     b->spare = momento__malloc(sizeof(*b->spare));
     if (!b->spare)
         return MOMENTO_ERR_NO_MEMORY;

@@ -62,6 +62,7 @@ static void destroy(momento_client *c)
     pthread_mutex_destroy(&c->gate.lock);
     pthread_mutex_destroy(&c->observers_lock);
     pthread_mutex_destroy(&c->topics_lock);
+    pthread_mutex_destroy(&c->metrics_lock);
     pthread_cond_destroy(&c->drained);
     pthread_cond_destroy(&c->idle);
     free(c);
@@ -340,6 +341,7 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     momento__dispatcher_init(&c->dispatch, dispatched);
     pthread_mutex_init(&c->observers_lock, NULL);
     pthread_mutex_init(&c->topics_lock, NULL);
+    pthread_mutex_init(&c->metrics_lock, NULL);
     atomic_init(&c->n_write_observers, 0);
     pthread_cond_init(&c->drained, NULL);
     pthread_cond_init(&c->idle, NULL);
@@ -357,6 +359,13 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     int rc = cfg ? momento__config_copy(&c->cfg, cfg) : MOMENTO_OK;
     if (rc == MOMENTO_OK && c->cfg.dispatch)
         rc = momento__dispatcher_enable(&c->dispatch);
+    /* Dispatch mode calls the hook on two threads: the completion thread
+     * for a request with an RPC of its own, the dispatching one for those a
+     * shared answer calls back there (call.h `late`). One lock keeps their
+     * calls apart. The default mode calls it on the completion thread
+     * (but for two rare ends, momento/metrics.h) and takes none. */
+    if (rc == MOMENTO_OK && c->cfg.dispatch && c->cfg.metrics_fn)
+        c->cfg.metrics_lock = &c->metrics_lock;
     if (rc == MOMENTO_OK)
         rc = momento__credentials_copy(&c->creds, creds);
     if (rc == MOMENTO_OK) {

@@ -137,6 +137,9 @@ struct momento_client {
     _Atomic(momento__rpc_hook *) rpc_hook;
     momento__gate gate;          /* the cap on requests in flight (call.c) */
     momento__dispatcher dispatch; /* callbacks queued for momento_client_dispatch() */
+    /* cfg.metrics_lock in dispatch mode with a hook (config.h): its hook
+     * calls run on the completion thread and on the dispatching one. */
+    pthread_mutex_t metrics_lock;
     atomic_size_t n_rpcs;        /* accepted gRPC calls not yet retired (batching's N) */
     /* The application's requests accepted whose callback has not returned
      * (momento_client_in_flight, momento_client_wait_idle): one per

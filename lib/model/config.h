@@ -8,6 +8,7 @@
 /* The longest "host:port" a config keeps. */
 #define MOMENTO__HOST_PORT_MAX 300
 
+#include <pthread.h>
 #include <stdbool.h>
 
 struct momento_config {
@@ -59,6 +60,12 @@ struct momento_config {
     /* The metrics hook (metrics.c); NULL = none. */
     momento_metrics_fn metrics_fn;
     void *metrics_userdata;
+    /* Taken around each hook call when they may come from two threads at
+     * once (dispatch mode: the completion thread's and the dispatching
+     * thread's, momento/metrics.h); NULL, never taken, otherwise. Only a
+     * client's own copy has one, its client's (client.c): an application's
+     * config keeps the NULL of momento__config_defaults(). */
+    pthread_mutex_t *metrics_lock;
     /* Value compression (compress.c). */
     int compression;                   /* momento_compression of writes; NONE = off */
     int compression_level;             /* as momento_config_set_compression() takes it */

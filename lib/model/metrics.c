@@ -1,12 +1,22 @@
 /* The metrics hook: one record per accepted request, handed to the
- * application on the completion thread just before the request's callback
- * (momento/metrics.h has the promises; metrics.h, where it is called). */
+ * application just before the request's callback - on the completion
+ * thread, or in dispatch mode on the dispatching thread for the requests a
+ * shared answer calls back there - one call at a time (momento/metrics.h
+ * has the promises; metrics.h, where it is called). */
 #include "model/metrics.h"
 
 #include "clock.h"
 #include "model/result.h"
 
 #include <string.h>
+
+/* The config whose hook this thread is running under its lock, if any. */
+static _Thread_local const momento_config *hook_running;
+
+bool momento__metrics_hook_running(const momento_config *cfg)
+{
+    return hook_running == cfg;
+}
 
 static void emit(const momento_config *cfg, momento_request_metrics *m, int64_t submitted_ns,
                  const momento_result *r)
@@ -21,7 +31,19 @@ static void emit(const momento_config *cfg, momento_request_metrics *m, int64_t 
      * rather than the age of the clock. */
     m->latency_ns = submitted_ns > 0 && now > submitted_ns ? (uint64_t)(now - submitted_ns) : 0;
     m->result = r;
+    /* Without a lock only one thread calls the hook. With one, a hook call
+     * of this thread's already holding it (a request the hook submitted
+     * that ended at once: momento/metrics.h asks it not to) goes on
+     * without it, rather than wait for itself. */
+    if (!cfg->metrics_lock || hook_running == cfg) {
+        cfg->metrics_fn(m, cfg->metrics_userdata);
+        return;
+    }
+    pthread_mutex_lock(cfg->metrics_lock);
+    hook_running = cfg;
     cfg->metrics_fn(m, cfg->metrics_userdata);
+    hook_running = NULL;
+    pthread_mutex_unlock(cfg->metrics_lock);
 }
 
 void momento__metrics_rpc(const momento_config *cfg, momento__rpc_id method, grpc_slice cache,

@@ -4,7 +4,9 @@
  * with an RPC of its own, coalescer.c and batcher.c for their waiters and
  * members, op_control.c for a paged listing. Requests whose callback is
  * one of those internal ones are marked `no_metrics` (call.h), so each
- * accepted request is reported once. */
+ * accepted request is reported once. Where the config has a metrics_lock
+ * (config.h: dispatch mode, whose hook calls come from two threads), each
+ * call holds it. */
 #ifndef MOMENTO_METRICS_INTERNAL_H
 #define MOMENTO_METRICS_INTERNAL_H
 
@@ -21,6 +23,12 @@ static inline bool momento__metrics_on(const momento_config *cfg)
 {
     return __builtin_expect(cfg->metrics_fn != NULL, 0);
 }
+
+/* Whether this thread is inside a hook call of `cfg` that holds its
+ * metrics_lock: a blocking call of its client made there would wait for
+ * the completion thread, which may be waiting for that lock to report the
+ * very answer (blocking.c refuses it). */
+bool momento__metrics_hook_running(const momento_config *cfg);
 
 /* A request that had an RPC of its own: `cache` is its `cache` header's
  * value (empty for other planes), `request` the packed request, `msgs` the
