@@ -21,15 +21,39 @@
  *    request. Topic subscriptions are streams, not requests, and are not
  *    reported (their events and momento_subscription_stats_get() are);
  *    a publish is.
- *  - On the client's completion thread, immediately before the request's
- *    callback: when a callback runs, its request has already been counted.
- *    So a program that counts in the hook and waits for its callbacks sees
- *    exact counts. Hook calls of one client never overlap each other or
- *    any callback of that client.
+ *  - Before the request's callback: when a callback runs, its request has
+ *    already been counted. So a program that counts in the hook and waits
+ *    for its callbacks sees exact counts.
+ *  - On which thread. In the default mode, on the client's completion
+ *    thread, immediately before the callback, which runs there too (so the
+ *    two never overlap). In dispatch mode (momento_config_set_dispatch())
+ *    callbacks run on the thread that runs the queue (momento_client_
+ *    dispatch(), or momento_client_wait_idle() and momento_client_free()
+ *    for what they run: the dispatching thread), and the hook where the
+ *    request ends: a request with an RPC of its own on the completion
+ *    thread when that RPC completes (its callback runs later); a batched or
+ *    coalesced request answered by its shared RPC (a GetBatch or SetBatch,
+ *    a coalesced call) on the dispatching thread, immediately before its
+ *    callback there, since that answer is queued whole, one entry for all
+ *    of its requests (on the completion thread if that entry cannot be
+ *    allocated); one that ends without that answer (its deadline or cancel
+ *    while it waits) on the completion thread. So in dispatch mode a hook
+ *    call may run while a callback does. Two rare ends run on the
+ *    submitting thread, in either mode: a momento_delete_batch() whose
+ *    every key was answered before the submitting call returned, and the
+ *    coalesced requests that had joined a shared RPC that then could not
+ *    be started (the client being freed, no memory).
+ *  - Hook calls of one client never overlap each other: in dispatch mode a
+ *    lock of the client's, taken around each call, keeps them apart and
+ *    orders them (a counter only the hook writes needs no atomic add; one
+ *    another thread reads needs atomic loads and stores); in the default
+ *    mode the completion thread makes them one at a time (the two rare
+ *    ends above excepted: that mode takes no lock).
  *  - The hook must not block and must not call blocking libmomento
- *    functions (on its own client they would return
- *    MOMENTO_ERR_WOULD_DEADLOCK; on any client they hold up every callback
- *    of this one). It should only record: update counters, push to a queue.
+ *    functions (on its own client they return MOMENTO_ERR_WOULD_DEADLOCK,
+ *    on either thread; on any client they hold up every callback of this
+ *    one, and in dispatch mode every hook call of this one). It should
+ *    only record: update counters, push to a queue.
  *    It may not free the client. It is called only between
  *    momento_client_new() and the return of momento_client_free().
  *  - Nothing when unset: the library then costs one predictable branch per

@@ -599,9 +599,14 @@ MOMENTO_EXPORT int momento_config_set_batching_max_wait(momento_config *cfg,
  * returns; momento_client_free() may be called from a dispatched callback
  * (the dispatch running it releases the client when it returns: the
  * caller must not use the client after that dispatch). The metrics hook
- * (momento_config_set_metrics()) still runs on the completion thread, when
- * the request completes. If the library cannot allocate the copy, it runs
- * that callback on the completion thread instead rather than lose it.
+ * (momento_config_set_metrics()) runs before each request's callback, one
+ * call at a time per client (a lock of the client's keeps them apart), on
+ * the completion thread when a request with an RPC of its own completes,
+ * and on the dispatching thread, just before the callback, for the batched
+ * and coalesced requests whose shared RPC's answer is delivered there
+ * (momento/metrics.h says which runs where). If the library cannot
+ * allocate the copy, it runs that callback on the completion thread
+ * instead rather than lose it.
  */
 MOMENTO_EXPORT int momento_config_set_dispatch(momento_config *cfg, int enabled);
 

@@ -377,10 +377,11 @@ int momento__call_start_with(momento_client *c, momento__rpc_id m, momento__deco
     call->rq.expect_msgs = opts->expect_msgs;
     call->submitted_ns = opts->submitted_ns;
     call->no_metrics = opts->no_metrics;
-    /* Not with a metrics hook: it is promised the completion thread
-     * (metrics.h), and the requests' reports are made where they are
-     * called back. */
-    call->late = opts->late && opts->no_metrics && !momento__metrics_on(&c->cfg);
+    /* With a metrics hook too: its requests' reports are then made on
+     * the dispatching thread, each just before its callback, under the
+     * client's metrics lock (metrics.c), which keeps them apart from the
+     * completion thread's. */
+    call->late = opts->late && opts->no_metrics;
     call->group = opts->group;
 
     if (prepare_attempt(call) != MOMENTO_OK) {

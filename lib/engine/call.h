@@ -62,9 +62,10 @@ typedef struct momento__call_opts {
      * batch instead of a copied result each, and their bookkeeping on the
      * thread that submitted them instead of against it. Never set for an
      * RPC a blocking call may wait on, since the waiting thread may be the
-     * one that dispatches (batcher.c, coalescer.c keep them apart); without
-     * effect when a metrics hook is set (its reports stay on the
-     * completion thread, as metrics.h promises). */
+     * one that dispatches (batcher.c, coalescer.c keep them apart). With a
+     * metrics hook its requests are reported there too, each just before
+     * its callback (the client's metrics lock keeps those hook calls apart
+     * from the completion thread's: metrics.c). */
     bool late;
     /* The application's request group (momento_request_options.group),
      * counted with the request wherever the client counts it; NULL for
