@@ -18,7 +18,12 @@
 #   the commit before the change (git worktree add, meson setup, ninja).
 # Environment: ROUNDS (5), KEYS (100000), VALUE (100 bytes), RB_N (600000
 #   requests per redis-benchmark run), SECONDS_PER_RUN (5: mc_load),
-#   LOW_N (20000: requests per low-load run).
+#   LOW_N (20000: requests per low-load run), PROXY_ARGS (more options for
+#   both proxies), AUTH (1: both run with --requirepass, as bench/proxy.sh:
+#   redis-benchmark and redis-cli authenticate, mc_load speaks the binary
+#   protocol with SASL PLAIN; 0: no password, mc_load in text), METRICS
+#   (1: both with --metrics-port 0; 0: none). A proxy built before issue 48
+#   knows neither option: AUTH=0 METRICS=0 then.
 # Loopback only; every run is bounded by a request count and a timeout.
 set -euo pipefail
 build=${1:?usage: bench/proxy_ab.sh BUILD_DIR PROXY_A [PROXY_B]}
@@ -32,6 +37,16 @@ value=${VALUE:-100}
 rb_n=${RB_N:-600000}
 low_n=${LOW_N:-20000}
 secs=${SECONDS_PER_RUN:-5}
+auth=${AUTH:-1}
+metrics=${METRICS:-1}
+pass=bench-proxy-requirepass # fixed, not secret: loopback only
+px_opts=() last=memcache     # the last port a proxy prints: it serves them all then
+rb_auth=() mc_opts=()
+if [ "$auth" = 1 ]; then
+    px_opts+=(--requirepass "$pass") rb_auth=(-a "$pass") mc_opts=(--binary --sasl-pass "$pass")
+    export REDISCLI_AUTH=$pass # the prefill's redis-cli: as -a
+fi
+[ "$metrics" = 1 ] && px_opts+=(--metrics-port 0) && last=metrics
 driver="$build/bench/mc_load"
 for f in "$proxy_a" "$proxy_b" "$driver"; do [ -x "$f" ] || { echo "missing: $f"; exit 1; }; done
 for c in redis-benchmark redis-cli; do
@@ -47,16 +62,21 @@ echo "momento-local on $ep (pid $pid)"
 
 declare -A port_resp port_mc
 start_proxy() { # NAME BINARY
-    "$2" --endpoint "$ep" --insecure --cache bench --resp-port 0 --memcache-port 0 \
-        > "$work/$1.out" 2> "$work/$1.err" &
+    # shellcheck disable=SC2086 # PROXY_ARGS are options
+    "$2" --endpoint "$ep" --insecure --cache bench --resp-port 0 --memcache-port 0 "${px_opts[@]}" \
+        ${PROXY_ARGS:-} > "$work/$1.out" 2> "$work/$1.err" &
     pids+=($!)
-    for _ in $(seq 300); do grep -q "^memcache listening on" "$work/$1.out" 2> /dev/null && break; sleep 0.1; done
+    for _ in $(seq 300); do grep -q "^$last listening on" "$work/$1.out" 2> /dev/null && break; sleep 0.1; done
     local r m
     r=$(sed -n 's/^resp listening on //p' "$work/$1.out")
     m=$(sed -n 's/^memcache listening on //p' "$work/$1.out")
-    [ -n "$r" ] && [ -n "$m" ] || { echo "proxy $1 did not start"; cat "$work/$1.err"; exit 1; }
+    if [ -z "$r" ] || [ -z "$m" ] || ! grep -q "^$last listening on" "$work/$1.out"; then
+        echo "proxy $1 did not start"
+        cat "$work/$1.err"
+        exit 1
+    fi
     port_resp[$1]=${r##*:} port_mc[$1]=${m##*:}
-    echo "proxy $1 ($2): resp $r, memcache $m"
+    echo "proxy $1 ($2): resp $r, memcache $m; AUTH=$auth METRICS=$metrics${PROXY_ARGS:+ PROXY_ARGS: $PROXY_ARGS}"
 }
 start_proxy A "$proxy_a"
 start_proxy B "$proxy_b"
@@ -64,18 +84,18 @@ start_proxy B "$proxy_b"
 # Every key, through A (the cache is shared): GETs hit on both.
 resp_prefill_keys "${port_resp[A]}" "$keys" "$value"
 # mc_load's keys are its own; its prefill makes them hit too.
-timeout 300 "$driver" --port "${port_mc[A]}" --conns 50 --keys "$keys" --value-bytes "$value" --prefill \
+timeout 300 "$driver" --port "${port_mc[A]}" "${mc_opts[@]}" --conns 50 --keys "$keys" --value-bytes "$value" --prefill \
     --requests 1 --seconds 1 --op get > /dev/null
 
 declare -A runs
 rb_get() { # NAME PORT
-    timeout 300 redis-benchmark -h 127.0.0.1 -p "$2" -c 50 -n "$rb_n" -P 16 -r "$keys" -d "$value" \
+    timeout 300 redis-benchmark -h 127.0.0.1 -p "$2" "${rb_auth[@]}" -c 50 -n "$rb_n" -P 16 -r "$keys" -d "$value" \
         -t get --csv > "$work/rb.csv" 2> "$work/rb.err" || { echo "redis-benchmark failed"; cat "$work/rb.err"; exit 1; }
     grep '^"GET"' "$work/rb.csv" | cut -d, -f2 | tr -d '"' | awk '{printf "%.0f", $1}'
 }
 mc_get() { # PORT
     local line
-    line=$(timeout $((secs * 2 + 150)) "$driver" --port "$1" --conns 50 --pipeline 16 --op get \
+    line=$(timeout $((secs * 2 + 150)) "$driver" --port "$1" "${mc_opts[@]}" --conns 50 --pipeline 16 --op get \
         --keys "$keys" --value-bytes "$value" --requests "$rb_n" --seconds "$secs" | grep '^RESULT') ||
         { echo "mc_load failed: $line"; exit 1; }
     [ "$(field misses "$line")" = 0 ] || { echo "mc_load: misses ($line)"; exit 1; }
@@ -92,7 +112,7 @@ for r in $(seq "$rounds"); do
     done
 done
 rb_low() { # PORT: "p50 p99" in us of GETs on one connection, no pipelining
-    timeout 300 redis-benchmark -h 127.0.0.1 -p "$1" -c 1 -n "$low_n" -r "$keys" -d "$value" \
+    timeout 300 redis-benchmark -h 127.0.0.1 -p "$1" "${rb_auth[@]}" -c 1 -n "$low_n" -r "$keys" -d "$value" \
         -t get --csv > "$work/rb.csv" 2> "$work/rb.err" || { echo "redis-benchmark failed"; cat "$work/rb.err"; exit 1; }
     grep '^"GET"' "$work/rb.csv" | tr -d '"' | awk -F, '{printf "%.0f %.0f\n", $5 * 1000, $7 * 1000}'
 }
