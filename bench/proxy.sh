@@ -56,8 +56,9 @@
 # readings judge), PROXY_ARGS (more options for momento-proxy), PIN (0),
 # AUTH (1: --requirepass, as above; 0: none, text on the memcache ports),
 # METRICS (1: --metrics-port 0; 0: no metrics port).
-# Prints the runs as they go, a table, and RESULT lines. About 4 minutes
-# on two cores (2026-12-06; 20 when the proxy was slower).
+# Prints the runs as they go, a table, and RESULT lines. About 5 minutes
+# on two cores (4 min 43 s on 2026-12-07 with auth and metrics, load
+# average 6-9; 20 when the proxy was slower).
 set -euo pipefail
 build=${1:-build}
 # shellcheck source=bench/common.sh
