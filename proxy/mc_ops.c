@@ -16,9 +16,9 @@
 #define EXPIRED_TTL_MS 1
 /* The cas unique a binary write answers when its exptime is already past:
  * memcached answers the unique of an item already gone, which no later
- * cas can match; Momento has no hash of a value never stored, so any
- * non-zero number serves (a value whose hash begins with it is a 2^-64
- * chance). */
+ * cas can match. Nothing is stored to take a unique from, so any non-zero
+ * number serves: a later value whose unique (mc_unique) is 1 - a 2^-63
+ * chance, as a hash of 0 is made 1 too - would match it. */
 #define GONE_CAS 1
 
 typedef enum { OP_GAT, OP_STORE, OP_RMW, OP_DELETE, OP_TOUCH, OP_FLUSH } op_kind;
@@ -33,6 +33,7 @@ typedef struct mc_op {
     mc_ttl ttl;
     uint64_t cas;
     bool want_cas;
+    uint64_t unique;    /* the value being written's (want_cas) */
     bool check;
     /* incr / decr */
     bool arith;
@@ -187,6 +188,72 @@ static char *encode(uint32_t flags, const char *data, size_t n)
     return v;
 }
 
+/* ---- the cas unique ---- */
+
+/* SplitMix64's finalizer (Steele, Lea and Flood, "Fast splittable
+ * pseudorandom number generators", 2014): a bijection of 64-bit words in
+ * which every input bit changes about half of the output bits. */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ x >> 31;
+}
+
+/* Eight bytes as a little-endian number on every host, so that proxies on
+ * different machines give one value the same unique. */
+static uint64_t load_le64(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof(w));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return w;
+}
+
+/* The cas unique of a stored value (flags, then data: mc_value_encode's
+ * form): a 64-bit hash of its bytes, computed here rather than read from
+ * Momento, so that a get owing a unique is a plain get (coalesced and
+ * batched) and a write knows its unique without asking. The same bytes
+ * give the same unique in every proxy; different bytes the same one with
+ * a chance of about 2^-64 (it is not a cryptographic hash: a client that
+ * crafts two values with one unique fools only cas, which anyone who can
+ * write the key can already overwrite). Never 0, which means "no cas" in
+ * both protocols. Four lanes of eight bytes each, so that a large value
+ * is read at several bytes a cycle; each step, mix64(lane ^ word), is a
+ * bijection of the lane, so two values of one length that differ in one
+ * word never meet. */
+static uint64_t mc_unique(const void *value, size_t n)
+{
+    const unsigned char *p = value;
+    /* 1 to 4 times 2^64 over the golden ratio: distinct lanes, so that
+     * words moved from one lane to another change the unique. */
+    uint64_t lane[4] = {0x9e3779b97f4a7c15ull, 0x3c6ef372fe94f82aull, 0xdaa66d2c7ddf743full,
+                        0x78dde6e5fd29f054ull};
+    size_t i = 0;
+    for (; n - i >= 32; i += 32)
+        for (int j = 0; j < 4; j++)
+            lane[j] = mix64(lane[j] ^ load_le64(p + i + 8 * j));
+    int j = 0;
+    for (; n - i >= 8; i += 8, j++)
+        lane[j] = mix64(lane[j] ^ load_le64(p + i));
+    if (i < n) {
+        /* The last bytes, zero-padded: the length, mixed in below, tells
+         * them from a value that has those zeros. */
+        uint64_t w = 0;
+        for (size_t k = 0; i + k < n; k++)
+            w |= (uint64_t)p[i + k] << (8 * k);
+        lane[j] = mix64(lane[j] ^ w);
+    }
+    uint64_t h = mix64((uint64_t)n);
+    for (j = 0; j < 4; j++)
+        h = mix64(h ^ lane[j]);
+    return h ? h : 1;
+}
+
 /* ---- get ---- */
 
 /* A get needs none of mc_op's state (its key is copied by the library at
@@ -220,20 +287,15 @@ void mc_get_result(px_backend *b, const momento_result *res, bool want_cas, mc_r
     const void *v = momento_result_value(res, &n);
     if (momento_result_is_hit(res) && mc_value_decode(v, n, &out->flags, &out->data, &out->len)) {
         out->status = MC_HIT;
-        if (want_cas) {
-            size_t hn;
-            const void *h = momento_result_hash(res, &hn);
-            out->cas = mc_cas_from_hash(h, hn);
-        }
+        if (want_cas)
+            out->cas = mc_unique(v, n);
     }
 }
 
-int mc_get_send(px_backend *b, px_str key, bool want_cas, momento_callback cb, void *ud)
+int mc_get_send(px_backend *b, px_str key, momento_callback cb, void *ud)
 {
     int rc;
-    if (want_cas)
-        rc = momento_get_with_hash(b->client, b->cache, key.p, key.n, NULL, cb, ud);
-    else if (b->co)
+    if (b->co)
         rc = momento_coalescing_get(b->co, b->cache, key.p, key.n, NULL, cb, ud);
     else
         rc = momento_get(b->client, b->cache, key.p, key.n, NULL, cb, ud);
@@ -259,7 +321,7 @@ void mc_get(px_backend *b, px_str key, bool want_cas, mc_done done, void *ud)
         return;
     }
     *op = (get_op){b, done, ud, want_cas};
-    int rc = mc_get_send(b, key, want_cas, on_get, op);
+    int rc = mc_get_send(b, key, on_get, op);
     if (rc == MOMENTO_OK)
         return;
     free(op);
@@ -278,7 +340,7 @@ static void gat_answer(mc_op *op)
     mc_result r = {.status = MC_MISS, .message = ""};
     if (op->hit && mc_value_decode(op->val, op->val_len, &r.flags, &r.data, &r.len)) {
         r.status = MC_HIT;
-        r.cas = op->want_cas ? mc_cas_from_hash(op->hash, op->hash_len) : 0;
+        r.cas = op->want_cas ? mc_unique(op->val, op->val_len) : 0;
     }
     finish(op, &r);
 }
@@ -312,11 +374,9 @@ static void on_gat_get(const momento_result *res, void *ud)
         else
             keep_failure(op, 0, res);
     } else if (momento_result_is_hit(res)) {
-        size_t n, hn;
+        size_t n;
         const void *v = momento_result_value(res, &n);
-        const void *h = momento_result_hash(res, &hn);
-        op->hit = copy_bytes(&op->val, &op->val_len, v, n) &&
-                  copy_bytes(&op->hash, &op->hash_len, h, hn);
+        op->hit = copy_bytes(&op->val, &op->val_len, v, n);
         if (!op->hit)
             keep_failure(op, MOMENTO_ERR_NO_MEMORY, NULL);
     }
@@ -343,9 +403,7 @@ void mc_gat(px_backend *b, px_str key, mc_ttl ttl, bool want_cas, mc_done done, 
     /* An exptime already past: the get alone, then a Delete on a hit
      * (gat_step) - no TTL of 1 ms that a get could still meet. */
     op->pending = ttl.expired ? 1 : 2;
-    int rc = want_cas
-                 ? momento_get_with_hash(b->client, b->cache, op->key, op->key_len, NULL, on_gat_get, op)
-                 : momento_get(b->client, b->cache, op->key, op->key_len, NULL, on_gat_get, op);
+    int rc = momento_get(b->client, b->cache, op->key, op->key_len, NULL, on_gat_get, op);
     if (!submitted(op, rc) || ttl.expired)
         return;
     rc = momento_update_ttl(b->client, b->cache, op->key, op->key_len, mc_ttl_ms(b, ttl), NULL,
@@ -442,14 +500,13 @@ static void on_delete_checked(const momento_result *res, void *ud)
     }
     bool there;
     if (op->cas) {
-        size_t n, hn;
+        size_t n;
         const void *v = momento_result_value(res, &n);
-        const void *h = momento_result_hash(res, &hn);
         uint32_t flags;
         const char *d;
         size_t dn;
         there = momento_result_is_hit(res) && mc_value_decode(v, n, &flags, &d, &dn);
-        if (there && mc_cas_from_hash(h, hn) != op->cas) {
+        if (there && mc_unique(v, n) != op->cas) {
             finish_status(op, MC_EXISTS);
             return;
         }
@@ -471,9 +528,11 @@ void mc_delete(px_backend *b, px_str key, uint64_t cas, bool check, mc_done done
         return;
     }
     op->cas = cas;
+    /* A plain Get: the unique is the value's (mc_unique), and Momento has
+     * no Delete conditioned on a hash for the server's hash to serve. */
     if (cas)
-        submitted(op, momento_get_with_hash(b->client, b->cache, op->key, op->key_len, NULL,
-                                            on_delete_checked, op));
+        submitted(op, momento_get(b->client, b->cache, op->key, op->key_len, NULL,
+                                  on_delete_checked, op));
     else if (check)
         submitted(op, momento_key_exists(b->client, b->cache, op->key, op->key_len, NULL,
                                          on_delete_checked, op));
@@ -484,7 +543,7 @@ void mc_delete(px_backend *b, px_str key, uint64_t cas, bool check, mc_done done
 /* ---- read-modify-write: incr, decr, append, prepend ---- */
 
 static void rmw_read(mc_op *op);
-static void finish_written(mc_op *op, const momento_result *res);
+static void finish_written(mc_op *op);
 
 static void rmw_retry(mc_op *op)
 {
@@ -509,13 +568,14 @@ static void on_rmw_written(const momento_result *res, void *ud)
         rmw_retry(op);
         return;
     }
-    finish_written(op, res);
+    finish_written(op);
 }
 
 /* Writes `nv` (encoded) if the key still holds what was read. */
 static void rmw_write(mc_op *op, char *nv, size_t n, uint64_t ttl_ms)
 {
     px_backend *b = op->b;
+    op->unique = op->want_cas ? mc_unique(nv, n) : 0;
     int rc;
     if (op->creating)
         rc = momento_set_if_absent(b->client, b->cache, op->key, op->key_len, nv, n, ttl_ms, NULL,
@@ -689,41 +749,16 @@ void mc_arith(px_backend *b, px_str key, bool incr, uint64_t delta, bool has_ini
     rmw_read(op);
 }
 
-/* ---- the unique of a value just written ---- */
+/* ---- the answer to a write ---- */
 
-/* SetIf's absent / present conditions answer without the new value's
- * hash; a binary client is owed a cas unique, so it is read back. Another
- * writer in between makes it that writer's unique - then the answer is as
- * if the other write had come first, which it did. */
-static void on_unique_read(const momento_result *res, void *ud)
+/* The write's success, with the unique of the value it wrote (op->unique,
+ * computed as it was sent). A writer after it changes the key's unique:
+ * then the answer is as memcached's, the unique of a value since
+ * replaced, which a cas no longer matches. */
+static void finish_written(mc_op *op)
 {
-    mc_op *op = ud;
     mc_result r = {.status = op->arith ? MC_NUMBER : MC_STORED, .message = "",
-                   .number = op->number};
-    if (momento_result_error(res) == MOMENTO_OK && momento_result_is_hit(res)) {
-        size_t hn;
-        const void *h = momento_result_hash(res, &hn);
-        r.cas = mc_cas_from_hash(h, hn);
-    }
-    finish(op, &r);
-}
-
-/* Answers a write's success, reading the unique back when it is owed and
- * the write's result did not carry it. */
-static void finish_written(mc_op *op, const momento_result *res)
-{
-    size_t hn;
-    const void *h = momento_result_hash(res, &hn);
-    if (op->want_cas && hn == 0) {
-        int rc = momento_get_with_hash(op->b->client, op->b->cache, op->key, op->key_len, NULL,
-                                       on_unique_read, op);
-        if (rc == MOMENTO_OK) {
-            op->b->stats->backend_calls++;
-            return;
-        }
-    }
-    mc_result r = {.status = op->arith ? MC_NUMBER : MC_STORED, .message = "",
-                   .number = op->number, .cas = mc_cas_from_hash(h, hn)};
+                   .number = op->number, .cas = op->unique};
     finish(op, &r);
 }
 
@@ -753,7 +788,7 @@ static void on_stored(const momento_result *res, void *ud)
         delete_now(op);
         return;
     }
-    finish_written(op, res);
+    finish_written(op);
 }
 
 static void store_write(mc_op *op, const char *hash, size_t hash_len)
@@ -767,6 +802,7 @@ static void store_write(mc_op *op, const char *hash, size_t hash_len)
     }
     size_t n = MC_FLAGS_BYTES + op->data_len;
     uint64_t ttl = mc_ttl_ms(b, op->ttl);
+    op->unique = op->want_cas ? mc_unique(v, n) : 0;
     int rc;
     switch (op->mode) {
     case MC_MODE_ADD:
@@ -782,10 +818,7 @@ static void store_write(mc_op *op, const char *hash, size_t hash_len)
                                                    ttl, hash, hash_len, NULL, on_stored, op);
         break;
     default:
-        rc = op->want_cas ? momento_set_with_hash(b->client, b->cache, op->key, op->key_len, v, n,
-                                                  ttl, NULL, on_stored, op)
-                          : momento_set(b->client, b->cache, op->key, op->key_len, v, n, ttl, NULL,
-                                        on_stored, op);
+        rc = momento_set(b->client, b->cache, op->key, op->key_len, v, n, ttl, NULL, on_stored, op);
         break;
     }
     free(v);
@@ -809,12 +842,13 @@ static void on_cas_read(const momento_result *res, void *ud)
         finish_status(op, MC_NOT_FOUND);
         return;
     }
-    if (!h || hn == 0 || mc_cas_from_hash(h, hn) != op->cas) {
+    if (!h || hn == 0 || mc_unique(v, n) != op->cas) {
         finish_status(op, MC_EXISTS);
         return;
     }
-    /* The full hash, not the 8 bytes the client holds: the write happens
-     * only over exactly the value whose unique the client named. */
+    /* The unique matched the bytes read; the write is conditioned on
+     * Momento's hash of those same bytes, so that it lands only over them
+     * and not over a write that came after the read. */
     store_write(op, h, hn);
 }
 

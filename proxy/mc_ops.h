@@ -4,17 +4,25 @@
  * callback, or before it returns when nothing could be sent. Values are
  * kept as mc_value_encode() makes them (flags, then data).
  *
+ * A cas unique is the proxy's own 64-bit hash of a value's stored bytes
+ * (flags and data), never 0: a read computes it from the bytes it got, a
+ * write from the bytes it sent, so neither needs Momento's hash of the
+ * value - which only GetWithHash and SetWithHash answer, one call per key,
+ * neither batched nor coalesced. Only the conditional writes read
+ * Momento's hash, to condition their write on it.
+ *
  * How memcached's semantics are built from Momento's calls:
  *  - set: Set; add: SetIf absent; replace: SetIf present.
- *  - cas: GetWithHash, then (when the unique is that hash's,
- *    mc_cas_from_hash) SetIfHash present-and-hash-equal with the full hash;
- *    a write that loses a race starts again from the read.
+ *  - cas: GetWithHash, then (when the unique is the unique of the bytes
+ *    read) SetIfHash present-and-hash-equal with Momento's hash of those
+ *    bytes; a write that loses a race starts again from the read.
  *  - incr, decr, append, prepend: GetWithHash and ItemGetTtl together,
  *    then SetIfHash present-and-hash-equal with the new value and the
  *    remaining TTL, again from the read when another writer came between
  *    (Momento's Increment cannot be used: the value starts with the flags).
  *  - delete: KeysExist then Delete (Momento's Delete does not say whether
- *    the key was there); when nobody reads the answer, Delete alone.
+ *    the key was there); when nobody reads the answer, Delete alone; with
+ *    a unique, Get then (when it matches) Delete.
  *  - touch: UpdateTtl; gat: Get (or GetWithHash) and UpdateTtl together.
  *  - exptime in the past, so that the answer is what memcached gives and
  *    the item is gone when it is given: set: Delete alone; add:
@@ -52,7 +60,7 @@ typedef struct mc_result {
     uint32_t flags;      /* MC_HIT */
     const char *data;    /* MC_HIT: borrowed until `done` returns */
     size_t len;
-    uint64_t cas;        /* MC_HIT (asked for), MC_STORED, MC_NUMBER: 0 when unknown */
+    uint64_t cas;        /* MC_HIT, MC_STORED, MC_NUMBER: when asked for (want_cas), else 0 */
     uint64_t number;     /* MC_NUMBER */
     int error;           /* MC_FAILED: a momento_error */
     const char *message; /* MC_FAILED: the reason, never NULL */
@@ -71,9 +79,8 @@ typedef enum mc_store_mode {
 
 /* set / add / replace / cas (with `cas`) / append / prepend (which keep
  * the item's flags and TTL, as memcached's do). want_cas: the answer
- * carries the new value's unique (a binary reply does): a set is sent as a
- * set with hash, and an add or replace, whose SetIf answers no hash, reads
- * it back. */
+ * carries the new value's unique (a binary reply does), computed from the
+ * value sent; the calls are the same as without it. */
 void mc_store(px_backend *b, mc_store_mode mode, px_str key, uint32_t flags, px_str data,
               mc_ttl ttl, uint64_t cas, bool want_cas, mc_done done, void *ud);
 
@@ -93,18 +100,19 @@ void mc_delete(px_backend *b, px_str key, uint64_t cas, bool check, mc_done done
  * exptime already past is a Delete alone, answered MC_TOUCHED. */
 void mc_touch(px_backend *b, px_str key, mc_ttl ttl, bool check, mc_done done, void *ud);
 
-/* MC_HIT or MC_MISS; want_cas: the unique too (a get with hash, which the
- * coalescer does not share). A key memcached cannot read - a value shorter
+/* MC_HIT or MC_MISS; want_cas: the unique too (computed from the value:
+ * the get is the same coalesced or batched Get). A key memcached cannot read - a value shorter
  * than the flags, a collection made through the RESP port - is a miss, as
  * it is to gat and to the text protocol's get of many keys. */
 void mc_get(px_backend *b, px_str key, bool want_cas, mc_done done, void *ud);
 
 /* mc_get's two halves, for a caller with a context of its own to pass
- * (the text protocol's one-key get): mc_get_send() submits a get (with
- * the hash when want_cas) and returns as the library's call, counted as a
- * backend call when accepted; mc_get_result() reads its answer into *out
- * (MC_HIT, MC_MISS or a failure; out->data borrows from `res`). */
-int mc_get_send(px_backend *b, px_str key, bool want_cas, momento_callback cb, void *ud);
+ * (the text protocol's one-key get): mc_get_send() submits a get
+ * (coalesced when the backend has a coalescer) and returns as the
+ * library's call, counted as a backend call when accepted; mc_get_result()
+ * reads its answer into *out (MC_HIT, MC_MISS or a failure; out->data
+ * borrows from `res`; with want_cas, out->cas the value's unique). */
+int mc_get_send(px_backend *b, px_str key, momento_callback cb, void *ud);
 void mc_get_result(px_backend *b, const momento_result *res, bool want_cas, mc_result *out);
 
 /* get and touch: MC_HIT (the value before the touch) or MC_MISS. */
