@@ -19,7 +19,9 @@ Exits 77 when memcached or pymemcache is missing."""
 import hashlib
 import os
 import re
+import select
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -35,8 +37,12 @@ from pymemcache.client.base import Client  # noqa: E402
 import pymemcache.exceptions  # noqa: E402
 import rawmc as mc  # noqa: E402
 from rawmc import bin_request as breq, set_extras, incr_extras  # noqa: E402
+from rawresp import RawConn  # noqa: E402
 
 DEFAULT_TTL = 3600
+# Binary opcodes rawmc does not name.
+TOUCH, GAT, GATQ, GATK = 0x1c, 0x1d, 0x1e, 0x23
+APPEND, PREPEND = 0x0e, 0x0f
 
 
 class Sub(list):
@@ -331,6 +337,141 @@ def bin_cas_flow(ctx):
 F("binary cas", bin_cas_flow)
 
 
+def cas_across_flow(ctx):
+    """One item's unique wherever it is answered: a binary get's, getk's
+    and gat's, a text gets's and gats's, and the one a binary set, add,
+    replace, increment or append answers for what it wrote, are the same
+    number; each is accepted once by a cas (binary or text) and refused
+    after any other write, also another client's. The proxy computes a
+    unique from the value's bytes on every path (proxy.md's cas bullet):
+    a path that hashed other bytes than the rest, or answered a unique of
+    something else than the value written, fails these."""
+    t, b = ctx.text, ctx.binary
+    other = mc.Conn(ctx.port)
+    out = ctx.sub()
+
+    def gets(key):
+        r = t.text(b"gets " + key + b"\r\n", "items")[0]
+        return int(r[0].split()[4]) if r and r[0].startswith(b"VALUE") else None
+
+    def bn(req, conn=b):
+        conn.send(req)
+        return conn.bin_response()
+
+    def text_cas(key, unique, value):
+        line = b"cas %s 0 0 %d %d\r\n%s\r\n" % (key, len(value), unique or 1, value)
+        return norm_text(t.text(line, "line"))
+
+    try:
+        k = b"x:c"
+        s1 = bn(breq(mc.SET, k, set_extras(3), "v1"))
+        out.add("binary set", norm_bin(s1))
+        out.add("binary set's cas is gets's", s1["cas"] != 0 and s1["cas"] == gets(k))
+        g = bn(breq(mc.GET, k))
+        out.add("binary get's cas is gets's", g["cas"] != 0 and g["cas"] == gets(k))
+        gk = bn(breq(mc.GETK, k))
+        out.add("binary getk's cas is gets's", gk["cas"] == gets(k))
+        ga = bn(breq(GAT, k, struct.pack(">I", 100)))
+        out.add("binary gat's cas is gets's", ga["cas"] != 0 and ga["cas"] == gets(k))
+        r = t.text(b"gats 100 " + k + b"\r\n", "items")[0]
+        out.add("text gats's cas is gets's", int(r[0].split()[4]) == gets(k))
+        out.add("text cas with the binary set's cas", text_cas(k, s1["cas"], b"v2"))
+        out.add("text cas with it again", text_cas(k, s1["cas"], b"v3"))
+
+        g = bn(breq(mc.GET, k))
+        w1 = bn(breq(mc.SET, k, set_extras(0), "v4", cas=g["cas"]))
+        out.add("binary set with a binary get's cas", norm_bin(w1))
+        out.add("... answers the cas of what it wrote", w1["cas"] == gets(k))
+        out.add("binary set with that get's cas again", norm_bin(bn(breq(mc.SET, k, set_extras(0), "v5",
+                                                                        cas=g["cas"]))))
+        out.add("binary set with the cas the set answered",
+                norm_bin(bn(breq(mc.SET, k, set_extras(0), "v6", cas=w1["cas"]))))
+
+        g = bn(breq(mc.GET, k))
+        out.add("another client's binary set", norm_bin(bn(breq(mc.SET, k, set_extras(0), "v7"), other)))
+        out.add("binary set with a cas from before it",
+                norm_bin(bn(breq(mc.SET, k, set_extras(0), "v8", cas=g["cas"]))))
+        out.add("binary delete with a cas from before it", norm_bin(bn(breq(mc.DELETE, k, cas=g["cas"]))))
+        u = gets(k)
+        # A connection speaks the protocol of its first byte: another one.
+        other_text = mc.Conn(ctx.port)
+        try:
+            out.add("another client's text set", other_text.text(b"set x:c 0 0 2\r\nv9\r\n", "line"))
+        finally:
+            other_text.close()
+        out.add("text cas with a unique from before it", text_cas(k, u, b"va"))
+        out.add("binary delete with the current cas",
+                norm_bin(bn(breq(mc.DELETE, k, cas=bn(breq(mc.GET, k))["cas"]))))
+        out.add("get after", norm_bin(bn(breq(mc.GET, k))))
+
+        a = b"x:a"
+        bn(breq(mc.DELETE, a))
+        ad = bn(breq(mc.ADD, a, set_extras(0), "1"))
+        out.add("binary add", norm_bin(ad))
+        out.add("add's cas is gets's", ad["cas"] != 0 and ad["cas"] == gets(a))
+        rp = bn(breq(mc.REPLACE, a, set_extras(0), "2"))
+        out.add("binary replace", norm_bin(rp))
+        out.add("replace's cas is gets's", rp["cas"] != 0 and rp["cas"] == gets(a))
+        out.add("binary replace with add's cas", norm_bin(bn(breq(mc.REPLACE, a, set_extras(0), "3",
+                                                                  cas=ad["cas"]))))
+        out.add("binary replace with replace's cas", norm_bin(bn(breq(mc.REPLACE, a, set_extras(0), "4",
+                                                                      cas=rp["cas"]))))
+
+        n = b"x:n"
+        before = bn(breq(mc.SET, n, set_extras(0), "10"))
+        inc = bn(breq(mc.INCREMENT, n, incr_extras(5, 0, 0)))
+        out.add("binary increment", norm_bin(inc))
+        out.add("increment's cas is gets's", inc["cas"] != 0 and inc["cas"] == gets(n))
+        out.add("text cas with the cas from before the increment", text_cas(n, before["cas"], b"0"))
+        dec = bn(breq(mc.DECREMENT, n, incr_extras(1, 0, 0)))
+        out.add("decrement's cas is gets's", dec["cas"] == gets(n))
+        out.add("binary set with increment's cas (a decrement came after)",
+                norm_bin(bn(breq(mc.SET, n, set_extras(0), "1", cas=inc["cas"]))))
+        out.add("binary set with decrement's cas", norm_bin(bn(breq(mc.SET, n, set_extras(0), "2",
+                                                                    cas=dec["cas"]))))
+        bn(breq(mc.DELETE, n))
+        cr = bn(breq(mc.INCREMENT, n, incr_extras(1, 7, 0)))
+        out.add("binary increment creating the key", norm_bin(cr))
+        out.add("... its cas is gets's", cr["cas"] != 0 and cr["cas"] == gets(n))
+        t.text(b"incr x:n 1\r\n", "line")
+        out.add("text cas with it after a text incr", text_cas(n, cr["cas"], b"9"))
+
+        ap = b"x:ap"
+        old = bn(breq(mc.SET, ap, set_extras(6), "ab"))
+        apr = bn(breq(APPEND, ap, b"", "cd"))
+        out.add("binary append", norm_bin(apr))
+        out.add("append's cas is gets's", apr["cas"] != 0 and apr["cas"] == gets(ap))
+        pre = bn(breq(PREPEND, ap, b"", "zz"))
+        out.add("prepend's cas is gets's", pre["cas"] != 0 and pre["cas"] == gets(ap))
+        out.add("binary set with the cas from before the append",
+                norm_bin(bn(breq(mc.SET, ap, set_extras(0), "x", cas=old["cas"]))))
+        out.add("text append, then a cas with prepend's cas",
+                (norm_text(t.text(b"append x:ap 0 0 1\r\n!\r\n", "line")), text_cas(ap, pre["cas"], b"y")))
+        out.add("getk of the appended item", norm_bin(bn(breq(mc.GETK, ap))))
+    finally:
+        other.close()
+    return out
+
+
+F("cas across commands and protocols", cas_across_flow)
+
+
+def cas_rewrite_flow(ctx):
+    """A value written again as it was: memcached's unique is a version,
+    so a cas with the unique from before the rewrite is EXISTS; the
+    proxy's is a hash of the value, the same again (EXPECT, proxy.md's
+    cas bullet)."""
+    t = ctx.text
+    t.text(b"set x:aba 0 0 4\r\nsame\r\n", "line")
+    r = t.text(b"gets x:aba\r\n", "items")[0]
+    u = r[0].split()[4]
+    t.text(b"set x:aba 0 0 4\r\nsame\r\n", "line")
+    return t.text(b"cas x:aba 0 0 3 " + u + b"\r\nnew\r\n", "line")
+
+
+F("cas with a unique from before the same value was written again", cas_rewrite_flow)
+
+
 def bin_quit_flow(ctx):
     c = mc.Conn(ctx.port)
     out = ctx.sub()
@@ -353,8 +494,6 @@ F("binary quit", bin_quit_flow)
 
 
 # --- an exptime already past, and the TTL a write keeps (issue 47) ---------------
-# Binary opcodes rawmc does not name.
-TOUCH, GAT, GATQ, GATK = 0x1c, 0x1d, 0x1e, 0x23
 # An absolute exptime long past: above 30 days, so a unix time (1970).
 PAST = 60 * 60 * 24 * 30 + 5
 TRIES = 200
@@ -609,6 +748,9 @@ def norm_bin(r):
 NOT_LISTED = ("not in issue 33 item 3: either answered as memcached answers a command it does "
               "not know, or served as memcached serves it")
 EXPECT = {
+    "flow: cas with a unique from before the same value was written again": pt.Expect(
+        [[b"STORED"]], 'proxy.md memcached "cas.": a unique is a hash of the value, so a value '
+        'written again as it was has its unique again (memcached\'s is a version: EXISTS)'),
     "text: append (not in item 3)": pt.Expect(lambda a: a in ([[b"ERROR"]], [[b"NOT_STORED"]]),
                                               NOT_LISTED, "ERROR or memcached's NOT_STORED"),
     "text: prepend (not in item 3)": pt.Expect(lambda a: a in ([[b"ERROR"]], [[b"NOT_STORED"]]),
@@ -695,6 +837,71 @@ def run_script(port, label, tools):
     return out
 
 
+# --- the proxy alone: binary gets share calls ---------------------------------------
+# How long momento-local holds the calls naming the hot key: the window in
+# which the duplicates are sent, each a loopback write. No check waits for
+# it or measures it; only its end answers the held get.
+HOLD_MS = 3000
+SHARED = 8
+
+
+def info_fields(port):
+    info = RawConn(port).command("INFO")[1].decode()
+    return {k: int(v) for k, v in (ln.split(":", 1) for ln in info.split("\r\n") if ":" in ln)
+            if v.isdigit()}
+
+
+def shared_binary_gets(res, proxy_path):
+    """SHARED connections each send a binary GET of one key whose calls
+    momento-local holds (delay-keys), the others once the first one's call
+    is in flight: a binary GET owes a cas, and the proxy computes it from
+    the value, so the GETs are plain gets the coalescer shares - one Get
+    call, the others joined to it (INFO's momento_coalesced_gets). Before,
+    each read with GetWithHash, which nothing shares: SHARED calls, none
+    coalesced."""
+    px = pt.start_proxy(proxy_path, default_ttl=DEFAULT_TTL,
+                        extra=["--header", f"delay-ms={HOLD_MS}",
+                               "--header", "delay-rpcs=get get-with-hash get-batch",
+                               "--header", "delay-keys=hot"])
+    conns = []
+    try:
+        port = px.ports["memcache"]
+        conns = [mc.Conn(port) for _ in range(SHARED)]
+        conns[0].send(breq(mc.SET, "hot", set_extras(5), "the value", opaque=1))
+        stored = conns[0].bin_response()
+        before = info_fields(px.ports["resp"])
+        conns[0].send(breq(mc.GET, "hot", opaque=2))
+        pt.wait_until(lambda: info_fields(px.ports["resp"])["momento_in_flight"] >= 1, pt.WATCHDOG,
+                      "the first binary GET's call in flight")
+        for c in conns[1:]:
+            c.send(breq(mc.GET, "hot", opaque=2))
+        sent_while_held = not _readable(conns[0])
+        replies = [c.bin_response() for c in conns]
+        after = info_fields(px.ports["resp"])
+        joined = after["momento_coalesced_gets"] - before["momento_coalesced_gets"]
+        print(f"# {SHARED} binary GETs of a held key: {joined} joined the first one's call")
+        res.check("the duplicates were sent while the first GET's call was held", sent_while_held,
+                  "the first GET was answered before the others were sent")
+        res.check(f"{SHARED} binary GETs of one key: each its value, flags and the set's cas",
+                  all(r["status"] == 0 and r["value"] == b"the value" and r["extras"] == b"\0\0\0\5"
+                      and r["cas"] == stored["cas"] != 0 for r in replies),
+                  repr([(r["status"], r["value"], r["cas"]) for r in replies][:3]) + f" set's cas {stored['cas']}")
+        res.check(f"{SHARED} binary GETs of one key share one call: {SHARED - 1} coalesced (INFO)",
+                  joined == SHARED - 1, f"momento_coalesced_gets rose by {joined}")
+    finally:
+        for c in conns:
+            c.close()
+        px.stop(signal.SIGKILL)
+
+
+def _readable(conn):
+    """Whether conn has bytes (or EOF) waiting now, without waiting."""
+    if conn.buf:
+        return True
+    r, _, _ = select.select([conn.sock], [], [], 0)
+    return bool(r)
+
+
 def main():
     a = pt.parse_common_args(sys.argv[1:], extra=["--tools-dir"])
     pt.require_program(a.memcached, "memcached")
@@ -727,6 +934,7 @@ def main():
     pt.compare_records(res, "memcached", ref, got, EXPECT)
     res.check("momento-proxy exits 0 on SIGTERM", status == 0,
               f"exit status {status}; stderr:\n{px.log_tail()}")
+    shared_binary_gets(res, a.proxy)
     res.exit()
 
 
