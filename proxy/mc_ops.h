@@ -23,7 +23,7 @@
  *  - delete: KeysExist then Delete (Momento's Delete does not say whether
  *    the key was there); when nobody reads the answer, Delete alone; with
  *    a unique, Get then (when it matches) Delete.
- *  - touch: UpdateTtl; gat: Get (or GetWithHash) and UpdateTtl together.
+ *  - touch: UpdateTtl; gat: Get and UpdateTtl together.
  *  - exptime in the past, so that the answer is what memcached gives and
  *    the item is gone when it is given: set: Delete alone; add:
  *    KeyExists alone (nothing is written); replace, cas: the write with a

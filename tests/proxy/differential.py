@@ -94,9 +94,9 @@ R_OWN = ('answers that are each server\'s own (INFO: proxy.md "INFO reports the 
          'proxy.md "Many proxies") compared by form')
 R_SELECT = 'proxy.md "SELECT 0 only": another valid index is an error'
 R_BYLEX = 'proxy.md ZUNIONSTORE bullet: "BYLEX ranges are refused"'
-R_CAS = ('proxy.md memcached "cas.": a unique is Momento\'s hash of the value, so a value '
+R_CAS = ('proxy.md memcached "cas.": a unique is a hash of the value as stored, so a value '
          'written again as it was keeps its unique (memcached: EXISTS); the round stops here')
-R_CASFORM = 'proxy.md memcached "cas.": uniques are Momento\'s hashes, compared by form'
+R_CASFORM = 'proxy.md memcached "cas.": uniques are the proxy\'s hashes, compared by form'
 R_TIME = ('not a proxy difference: the two runs are at different moments, so TTLs are '
           f'compared within {TTL_SLACK_MS} ms (proxy.md "TTL precision.")')
 R_GTLT_TIE = ('not a proxy difference: GT/LT between expiries within TTL_SLACK_MS of each '
