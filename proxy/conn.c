@@ -121,6 +121,11 @@ struct px_conn {
                               empty: only epoll can tell of more */
     bool tls_read_wants_write; /* a read waits for the socket to be writable */
     bool tls_write_wants_read; /* a write waits for it to be readable */
+    /* A TLS record is half written (the socket was full): no read until it
+     * is out. OpenSSL's read may have to answer a TLS 1.3 KeyUpdate, and
+     * with a record still pending that write fails the session ("bad
+     * length"): the review's client lost 0.7 MB of replies that way. */
+    bool tls_write_blocked;
     bool tls_ready;        /* on set->ready: the session holds bytes epoll
                               will not report (px_conns_expire() reads them) */
     px_conn *ready_next;
@@ -805,7 +810,7 @@ static ssize_t conn_send(px_conn *c, const char *p, size_t n)
     if (c->tls) {
         ssize_t r = px_tls_write(c->tls, p, n);
         switch (r) {
-        case PX_TLS_WANT_WRITE: return IO_AGAIN;
+        case PX_TLS_WANT_WRITE: c->tls_write_blocked = true; return IO_AGAIN;
         case PX_TLS_WANT_READ: c->tls_write_wants_read = true; return IO_AGAIN;
         case PX_TLS_CLOSED:
         case PX_TLS_FAILED: return IO_ERROR;
@@ -823,6 +828,8 @@ static ssize_t conn_send(px_conn *c, const char *p, size_t n)
 
 static void conn_read(px_conn *c)
 {
+    if (c->tls_write_blocked)
+        return; /* the pending record first (tls_write_blocked) */
     size_t got = 0;
     c->tls_starved = c->tls_read_wants_write = false;
     while (c->fd >= 0 && got < READ_CHUNK) {
@@ -857,7 +864,7 @@ static void conn_write(px_conn *c)
     px_buf *out = &c->out;
     if (c->handshaking)
         return; /* nothing was read yet, so nothing is to be written */
-    c->tls_write_wants_read = false;
+    c->tls_write_wants_read = c->tls_write_blocked = false;
     while (c->fd >= 0 && out->len > out->off) {
         ssize_t n = conn_send(c, out->p + out->off, out->len - out->off);
         if (n > 0) {
@@ -907,7 +914,7 @@ static void conn_rewatch(px_conn *c)
         return;
     }
     uint32_t ev = 0;
-    bool reading = !c->close_after && !c->paused && !c->eof;
+    bool reading = !c->close_after && !c->paused && !c->eof && !c->tls_write_blocked;
     bool writing = c->out.len > c->out.off;
     if (reading)
         ev |= EPOLLIN;

@@ -497,7 +497,7 @@ def parse_common_args(argv, extra=()):
     ap.add_argument("--momento-local", default="")
     # Every script takes every program, so that meson gives them all one
     # argument list.
-    for e in ("--redis-cli", "--redis-benchmark", "--tools-dir", *extra):
+    for e in ("--redis-cli", "--redis-benchmark", "--tools-dir", "--tls-keyupdate", *extra):
         if e not in ap._option_string_actions:
             ap.add_argument(e, default="")
     a = ap.parse_args(argv)

@@ -350,6 +350,24 @@ def handshake_metrics(res, px):
               int(values.get("tls_handshake_timeouts_total", 0)) == 2, repr(values))
 
 
+def key_updates(res, a, px):
+    """TLS 1.3 KeyUpdates that ask the proxy to update its keys too, sent
+    while the proxy cannot write (its client reads nothing until then): the
+    proxy answers one while a reply record is half written. Every reply
+    must still arrive (the review: OpenSSL failed the session, 'bad length',
+    and the client lost the rest of 5 MB of replies)."""
+    if not a.tls_keyupdate or not os.access(a.tls_keyupdate, os.X_OK):
+        res.skipped += 1
+        print("skip - KeyUpdate while the proxy's write is blocked: no tls_keyupdate client")
+        return
+    for n, k in ((5000, 5), (8000, 50)):
+        p = subprocess.run([a.tls_keyupdate, str(px.ports["resp"]), str(n), str(k), "1000"],
+                           capture_output=True, timeout=120)
+        out = p.stdout.decode(errors="replace")
+        res.check(f"{k} KeyUpdates after {n} pipelined GETs of 1000 bytes: every reply arrives",
+                  p.returncode == 0 and out.startswith("all "), out[-500:])
+
+
 def wait_log(px, text, after):
     """Waits until the proxy's stderr, past offset `after`, has `text`."""
     def seen():
@@ -632,6 +650,7 @@ def main():
             buffered_records(res, px, certs)
             handshake_deadline(res, mute, partial)
             handshake_metrics(res, px)
+            key_updates(res, a, px)
             res.check("the proxy is still running", px.alive(), px.log_tail())
         finally:
             status = px.stop()
