@@ -140,7 +140,12 @@ static bool tchar(unsigned char ch)
  * ends a line as well as CRLF (RFC 9112 section 2.2). */
 static size_t head_end(const char *p, size_t len)
 {
-    for (size_t i = 0; i < len; i++) {
+    /* Empty lines before the request line are not its end (judge() skips
+     * them, RFC 9112 2.2). */
+    size_t start = 0;
+    while (start < len && (p[start] == '\r' || p[start] == '\n'))
+        start++;
+    for (size_t i = start; i < len; i++) {
         if (p[i] != '\n')
             continue;
         size_t j = i + 1;
@@ -178,6 +183,9 @@ static int judge(const char *p, size_t end, bool *head_only)
         m++;
     if (m == 0 || m == n || line[m] != ' ')
         return 400;
+    /* A HEAD's answer has no body, whatever its status (RFC 9110 9.3.2). */
+    if (m == 4 && memcmp(line, "HEAD", 4) == 0)
+        *head_only = true;
     size_t t0 = m + 1, t1 = t0;
     while (t1 < n && line[t1] > ' ' && line[t1] < 0x7f)
         t1++;

@@ -414,6 +414,8 @@ def bad_http(res, px):
         ("HTTP/1.0 with bare LFs", b"GET /metrics HTTP/1.0\n\n", 200),
         ("an absolute-form target with a query",
          b"GET http://127.0.0.1/metrics?x=1 HTTP/1.1\r\nHost: x\r\n\r\n", 200),
+        ("two empty lines before the request line",
+         b"\r\n\r\nGET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 200),
     ]
     for name, req, code in cases:
         status, headers, body, raw = http(mp, req)
@@ -426,6 +428,14 @@ def bad_http(res, px):
     res.check("HEAD: 200, the length of the body it does not send",
               status == 200 and body == b"" and int(headers.get("content-length", 0)) > 1000,
               repr(raw[:300]))
+    for name, req, code in (("HEAD of an unknown path", b"HEAD /nope HTTP/1.0\r\n\r\n", 404),
+                            ("HEAD without Host", b"HEAD /metrics HTTP/1.1\r\n\r\n", 400),
+                            ("HEAD of HTTP/2.0", b"HEAD /metrics HTTP/2.0\r\nHost: x\r\n\r\n",
+                             505)):
+        status, headers, body, raw = http(mp, req)
+        res.check(f"{name}: {code} without a body (RFC 9110 9.3.2)",
+                  status == code and body == b"" and int(headers.get("content-length", 0)) > 0,
+                  repr(raw[:300]))
     status, headers, body, raw = http(
         mp, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
     res.check("two requests in one write: one answer, then closed",
@@ -481,8 +491,8 @@ def bad_http(res, px):
     codes = {dict(k)["code"]: v for (n, k), v in s.items()
              if n == "momento_proxy_metrics_responses_total"}
     res.check("the port's answers counted by status",
-              codes.get("400", 0) == 5 and codes.get("405", 0) == 2 and
-              codes.get("404", 0) == 1 and codes.get("505", 0) == 1 and
+              codes.get("400", 0) == 6 and codes.get("405", 0) == 2 and
+              codes.get("404", 0) == 2 and codes.get("505", 0) == 2 and
               codes.get("431", 0) == 1 and codes.get("408", 0) == 1 and
               codes.get("503", 0) == 1, repr(codes))
     r.close()
