@@ -6,7 +6,8 @@
  * arriving in pieces - split at points drawn from the input itself, the
  * buffer moving between reads as proxy/conn.c's does - give the same
  * commands and the same error as in one piece (the parser resumes where a
- * read left it). */
+ * read left it). Odd-sized inputs are parsed with the bounds of a
+ * connection that has not authenticated yet. */
 #include "resp_parse.h"
 
 #include <stdint.h>
@@ -67,14 +68,14 @@ static void keep_err(outcome *o, char copy[64])
     }
 }
 
-static void parse_whole(const char *p, size_t size, outcome *o)
+static void parse_whole(const char *p, size_t size, const resp_limits *lim, outcome *o)
 {
     resp_args a = {0}, b = {0};
     *o = (outcome){.hash = 14695981039346656037ull};
     size_t off = 0;
     while (off < size && o->cmds < MAX_CMDS) {
         const char *err = NULL;
-        ssize_t n = resp_parse(p + off, size - off, MAX_BULK, &a, &err);
+        ssize_t n = resp_parse(p + off, size - off, lim, &a, &err);
         if (n == 0)
             break;
         if (n < 0) {
@@ -90,7 +91,7 @@ static void parse_whole(const char *p, size_t size, outcome *o)
         record(o, &a);
         if ((size_t)n <= RESP_MAX_INLINE) {
             const char *err2 = NULL;
-            if (resp_parse(p + off, (size_t)n - 1, MAX_BULK, &b, &err2) > 0)
+            if (resp_parse(p + off, (size_t)n - 1, lim, &b, &err2) > 0)
                 abort(); /* a shorter input cannot hold the same command */
             resp_args_free(&b); /* b's parse is of another input next time */
         }
@@ -98,7 +99,7 @@ static void parse_whole(const char *p, size_t size, outcome *o)
          * same command, at the same place. */
         int argc = a.argc;
         const char *first = argc ? a.argv[0].p : NULL;
-        if (resp_parse(p + off, size - off, MAX_BULK, &a, &err) != n || a.argc != argc ||
+        if (resp_parse(p + off, size - off, lim, &a, &err) != n || a.argc != argc ||
             (argc && a.argv[0].p != first))
             abort();
         resp_parse_done(&a);
@@ -122,7 +123,8 @@ static uint64_t next_rand(uint64_t *s)
 
 /* The input as a connection reads it: pieces of random sizes appended to
  * a buffer that loses its consumed commands and sometimes moves. */
-static void parse_split(const char *p, size_t size, uint64_t seed, outcome *o)
+static void parse_split(const char *p, size_t size, const resp_limits *lim, uint64_t seed,
+                        outcome *o)
 {
     resp_args a = {0};
     *o = (outcome){.hash = 14695981039346656037ull};
@@ -151,7 +153,7 @@ static void parse_split(const char *p, size_t size, uint64_t seed, outcome *o)
         size_t used = 0;
         while (o->cmds < MAX_CMDS) {
             const char *err = NULL;
-            ssize_t n = resp_parse(buf + used, avail - off - used, MAX_BULK, &a, &err);
+            ssize_t n = resp_parse(buf + used, avail - off - used, lim, &a, &err);
             if (n == 0)
                 break;
             if (n < 0) {
@@ -180,8 +182,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *p = (const char *)data;
+    resp_limits lim = {MAX_BULK, size % 2 == 1};
     outcome whole;
-    parse_whole(p, size, &whole);
+    parse_whole(p, size, &lim, &whole);
     /* Over 64 KiB buffered a line not yet ended is "too big": where that
      * happens depends on the reads, as in Redis. Below, nothing does. */
     if (size == 0 || size > RESP_MAX_INLINE || whole.cmds >= MAX_CMDS)
@@ -193,7 +196,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hash_bytes(&seed, p, size);
     for (int round = 0; round < 2; round++) {
         outcome split;
-        parse_split(p, size, seed + (uint64_t)round, &split);
+        parse_split(p, size, &lim, seed + (uint64_t)round, &split);
         if (split.hash != whole.hash || split.cmds != whole.cmds || split.used != whole.used ||
             split.last != whole.last || (whole.err == NULL) != (split.err == NULL) ||
             (whole.err && strcmp(errwhole, split.err) != 0))

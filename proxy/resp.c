@@ -493,7 +493,11 @@ static size_t resp_feed(px_conn *c, const char *data, size_t len)
      * had to wait is returned again as it was (resp_parse.h). */
     while (used < len && px_conn_can_start(c)) {
         const char *err = NULL;
-        ssize_t n = resp_parse(data + used, len - used, b->limits.max_request_bytes, &st->args, &err);
+        /* Before AUTH, Redis's small bounds: an unauthenticated client is
+         * refused at the line announcing more, before its data is held.
+         * Read again for every command, as AUTH may have run. */
+        resp_limits lim = {b->limits.max_request_bytes, b->requirepass && !st->authed};
+        ssize_t n = resp_parse(data + used, len - used, &lim, &st->args, &err);
         if (n == 0)
             break;
         if (n < 0) {

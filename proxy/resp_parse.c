@@ -111,7 +111,7 @@ static bool list_multibulk(const char *p, resp_args *a)
  * processMultibulkBuffer resumes from its client's multibulklen and
  * bulklen: the same checks in the same order, so the same error for the
  * same bytes. */
-static ssize_t parse_multibulk(const char *p, size_t n, size_t max_bulk, resp_args *a,
+static ssize_t parse_multibulk(const char *p, size_t n, const resp_limits *lim, resp_args *a,
                                const char **err)
 {
     if (a->count == 0) {
@@ -129,9 +129,16 @@ static ssize_t parse_multibulk(const char *p, size_t n, size_t max_bulk, resp_ar
         long long count;
         /* Redis 7 takes up to INT_MAX arguments; Redis 6 took 1024*1024,
          * the bound kept here: with it, listing a whole command's argv
-         * costs at most 16 MiB, whatever max_bulk allows. */
-        if (!to_ll(p + 1, cr - 1, &count) || count > RESP_MAX_MULTIBULK) {
+         * costs at most 16 MiB, whatever max_bulk allows. Before AUTH,
+         * Redis 7's own order: over INT_MAX is invalid, over its
+         * unauthenticated bound is that. */
+        bool ok = to_ll(p + 1, cr - 1, &count);
+        if (!ok || count > (lim->unauthenticated ? INT_MAX : RESP_MAX_MULTIBULK)) {
             *err = "Protocol error: invalid multibulk length";
+            return -1;
+        }
+        if (lim->unauthenticated && count > RESP_UNAUTH_MAX_MULTIBULK) {
+            *err = "Protocol error: unauthenticated multibulk length";
             return -1;
         }
         if (count <= 0)
@@ -166,8 +173,12 @@ static ssize_t parse_multibulk(const char *p, size_t n, size_t max_bulk, resp_ar
             }
             long long len;
             if (!to_ll(q + 1, cr - a->pos - 1, &len) || len < 0 ||
-                (unsigned long long)len > max_bulk) {
+                (unsigned long long)len > lim->max_bulk) {
                 *err = "Protocol error: invalid bulk length";
+                return -1;
+            }
+            if (lim->unauthenticated && len > RESP_UNAUTH_MAX_BULK) {
+                *err = "Protocol error: unauthenticated bulk length";
                 return -1;
             }
             a->bulk = len;
@@ -326,7 +337,8 @@ static void reset(resp_args *a)
     a->whole_inline = false;
 }
 
-ssize_t resp_parse(const char *p, size_t n, size_t max_bulk, resp_args *a, const char **err)
+ssize_t resp_parse(const char *p, size_t n, const resp_limits *lim, resp_args *a,
+                   const char **err)
 {
     if (a->whole && n >= a->whole) {
         /* Asked again for the command it returned (it had to wait): the
@@ -342,7 +354,7 @@ ssize_t resp_parse(const char *p, size_t n, size_t max_bulk, resp_args *a, const
     a->argc = 0;
     if (n == 0)
         return 0;
-    ssize_t r = p[0] == '*' ? parse_multibulk(p, n, max_bulk, a, err) : parse_inline(p, n, a, err);
+    ssize_t r = p[0] == '*' ? parse_multibulk(p, n, lim, a, err) : parse_inline(p, n, a, err);
     if (r > 0) {
         a->whole = (size_t)r;
         a->base = p;

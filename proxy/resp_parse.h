@@ -20,6 +20,21 @@
 /* Redis's own limits on what precedes the data. */
 #define RESP_MAX_INLINE (64 * 1024)      /* an inline command's line */
 #define RESP_MAX_MULTIBULK (1024 * 1024) /* arguments of one command (Redis 6's bound) */
+/* Redis 7's bounds for a client that has not authenticated yet
+ * (processMultibulkBuffer's authRequired() checks), applied where Redis
+ * applies them: at the `*N` and `$N` lines, before any data is awaited, so
+ * that an unauthenticated connection cannot make the proxy hold more than
+ * about ten such arguments. */
+#define RESP_UNAUTH_MAX_MULTIBULK 10   /* arguments */
+#define RESP_UNAUTH_MAX_BULK 16384     /* bytes of one argument */
+
+/* What a connection may send, as the caller knows it at each call. */
+typedef struct resp_limits {
+    size_t max_bulk;      /* a longer bulk: "invalid bulk length", as over
+                             Redis's proto-max-bulk-len */
+    bool unauthenticated; /* the connection must still AUTH: Redis's
+                             RESP_UNAUTH_* bounds, with their errors */
+} resp_limits;
 
 /* One parsed command, and the parse of the next one so far. argv[i]
  * points into the input (multibulk) or into `scratch` (inline: every word
@@ -55,14 +70,21 @@ typedef struct resp_args {
  * argc 0 for an empty command, which Redis skips without a reply), 0 when
  * it is not whole yet, or -1 for a protocol error, with *err the text
  * Redis gives after "-ERR " (the connection is then closed, as Redis
- * does). A bulk longer than max_bulk is a protocol error, as over Redis's
- * proto-max-bulk-len. -2: out of memory.
+ * does). A bulk longer than lim->max_bulk is a protocol error, as over
+ * Redis's proto-max-bulk-len; with lim->unauthenticated, so is a command
+ * of more than RESP_UNAUTH_MAX_MULTIBULK arguments ("unauthenticated
+ * multibulk length") or a bulk of more than RESP_UNAUTH_MAX_BULK bytes
+ * ("unauthenticated bulk length"). -2: out of memory.
  *
  * Between calls the caller keeps p[0] the same byte of its stream (p
  * itself may change) and n never shrinks, until the command returned is
  * consumed: resp_parse_done(), after which p[0] is the byte after it. A
- * call before that returns the same command again, without parsing it. */
-ssize_t resp_parse(const char *p, size_t n, size_t max_bulk, resp_args *a, const char **err);
+ * call before that returns the same command again, without parsing it.
+ * Each `*N` or `$N` line is checked against the limits of the call that
+ * reads it (Redis too checks each line as it comes, against the client's
+ * state then). */
+ssize_t resp_parse(const char *p, size_t n, const resp_limits *lim, resp_args *a,
+                   const char **err);
 
 /* The command resp_parse() returned is consumed: the next call parses the
  * command after it. Gives back an argv grown for a large command. */

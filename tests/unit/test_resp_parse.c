@@ -20,6 +20,11 @@
 
 #define MAX_BULK (8u << 20)
 
+/* An authenticated connection's limits (or one on a port without a
+ * password), and one that has still to AUTH. */
+static const resp_limits LIM = {MAX_BULK, false};
+static const resp_limits UNAUTH = {MAX_BULK, true};
+
 /* A growable byte string. */
 typedef struct text {
     char *p;
@@ -103,7 +108,7 @@ static void feed(const char *in, size_t len, const size_t *pieces, size_t npiece
         for (;;) {
             const char *err = NULL;
             const char *p = bufs[cur] + used;
-            ssize_t n = resp_parse(p, avail - off - used, MAX_BULK, &a, &err);
+            ssize_t n = resp_parse(p, avail - off - used, &LIM, &a, &err);
             if (n < 0) {
                 assert_int_equal(n, -1);
                 putf(&o->log, "error: %s\n", err);
@@ -230,33 +235,95 @@ static void test_redis_limits(void **state)
     resp_args a = {0};
     const char *err = NULL;
     const char *max = "*1048576\r\n$4\r\nPING\r\n";
-    assert_int_equal(resp_parse(max, strlen(max), MAX_BULK, &a, &err), 0);
+    assert_int_equal(resp_parse(max, strlen(max), &LIM, &a, &err), 0);
     resp_args_free(&a);
     const char *over = "*1048577\r\n";
-    assert_int_equal(resp_parse(over, strlen(over), MAX_BULK, &a, &err), -1);
+    assert_int_equal(resp_parse(over, strlen(over), &LIM, &a, &err), -1);
     assert_string_equal(err, "Protocol error: invalid multibulk length");
     resp_args_free(&a);
 
     const char nul_count[] = "*1\0\r\n$4\r\nPING\r\n";
-    assert_int_equal(resp_parse(nul_count, sizeof(nul_count) - 1, MAX_BULK, &a, &err), 0);
+    assert_int_equal(resp_parse(nul_count, sizeof(nul_count) - 1, &LIM, &a, &err), 0);
     resp_args_free(&a);
     const char nul_inline[] = "PI\0NG\r\n";
-    assert_int_equal(resp_parse(nul_inline, sizeof(nul_inline) - 1, MAX_BULK, &a, &err), 0);
+    assert_int_equal(resp_parse(nul_inline, sizeof(nul_inline) - 1, &LIM, &a, &err), 0);
     resp_args_free(&a);
     char *big = calloc(1, RESP_MAX_INLINE + 16);
     assert_non_null(big);
     memcpy(big, "PING", 4);
-    assert_int_equal(resp_parse(big, RESP_MAX_INLINE + 16, MAX_BULK, &a, &err), -1);
+    assert_int_equal(resp_parse(big, RESP_MAX_INLINE + 16, &LIM, &a, &err), -1);
     assert_string_equal(err, "Protocol error: too big inline request");
     resp_args_free(&a);
     free(big);
     /* A NUL inside an argument's data is data. */
     const char nul_data[] = "*1\r\n$3\r\na\0b\r\n";
-    assert_int_equal(resp_parse(nul_data, sizeof(nul_data) - 1, MAX_BULK, &a, &err),
+    assert_int_equal(resp_parse(nul_data, sizeof(nul_data) - 1, &LIM, &a, &err),
                      (ssize_t)sizeof(nul_data) - 1);
     assert_int_equal(a.argc, 1);
     assert_memory_equal(a.argv[0].p, "a\0b", 3);
     resp_args_free(&a);
+}
+
+/* Before AUTH, Redis 7's bounds (redis-server --requirepass answers the
+ * same bytes the same way; tests/proxy/auth.py compares them): refused at
+ * the line that announces too much, with only that line in, so nothing
+ * past it is awaited; the proto-max-bulk-len check comes first, as in
+ * Redis. Authenticated, the same lines are taken. */
+static void test_unauthenticated_limits(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        const char *err; /* NULL: accepted (a command, or more awaited) */
+    } cases[] = {
+        {"*10\r\n", NULL},
+        {"*11\r\n", "Protocol error: unauthenticated multibulk length"},
+        {"*2147483647\r\n", "Protocol error: unauthenticated multibulk length"},
+        {"*2147483648\r\n", "Protocol error: invalid multibulk length"},
+        {"*2\r\n$3\r\nGET\r\n$16384\r\n", NULL},
+        {"*2\r\n$3\r\nGET\r\n$16385\r\n", "Protocol error: unauthenticated bulk length"},
+        {"*1\r\n$8388000\r\n", "Protocol error: unauthenticated bulk length"},
+        {"*1\r\n$8388609\r\n", "Protocol error: invalid bulk length"},
+        {"*-1\r\n", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        resp_args a = {0};
+        const char *err = NULL;
+        const char *in = cases[i].in;
+        ssize_t n = resp_parse(in, strlen(in), &UNAUTH, &a, &err);
+        if (cases[i].err) {
+            assert_int_equal(n, -1);
+            assert_string_equal(err, cases[i].err);
+        } else {
+            assert_true(n >= 0);
+        }
+        resp_args_free(&a);
+        /* The unauthenticated bounds only: authenticated, the same
+         * lines are taken (but for what is over proto-max-bulk-len). */
+        bool over_max = cases[i].err && strstr(cases[i].err, "invalid");
+        bool over_auth_max = strcmp(in, "*2147483647\r\n") == 0; /* RESP_MAX_MULTIBULK */
+        if (!over_max && !over_auth_max)
+            assert_true(resp_parse(in, strlen(in), &LIM, &a, &err) >= 0);
+        resp_args_free(&a);
+    }
+    /* Ten arguments of 16384 bytes: a whole command before AUTH. */
+    text t = {0};
+    putf(&t, "*10\r\n");
+    char *arg = malloc(RESP_UNAUTH_MAX_BULK);
+    assert_non_null(arg);
+    memset(arg, 'a', RESP_UNAUTH_MAX_BULK);
+    for (int i = 0; i < 10; i++) {
+        putf(&t, "$%d\r\n", RESP_UNAUTH_MAX_BULK);
+        put(&t, arg, RESP_UNAUTH_MAX_BULK);
+        put(&t, "\r\n", 2);
+    }
+    resp_args a = {0};
+    const char *err = NULL;
+    assert_int_equal(resp_parse(t.p, t.n, &UNAUTH, &a, &err), (ssize_t)t.n);
+    assert_int_equal(a.argc, 10);
+    resp_args_free(&a);
+    free(arg);
+    free(t.p);
 }
 
 /* A command that must wait (its keys are in use) is asked for again,
@@ -268,7 +335,7 @@ static void test_waiting_command_not_parsed_again(void **state)
     big_command(&in, 5000);
     resp_args a = {0};
     const char *err = NULL;
-    ssize_t n = resp_parse(in.p, in.n, MAX_BULK, &a, &err);
+    ssize_t n = resp_parse(in.p, in.n, &LIM, &a, &err);
     assert_int_equal(n, (ssize_t)in.n);
     assert_int_equal(a.argc, 5000);
     size_t scanned = a.scanned;
@@ -282,7 +349,7 @@ static void test_waiting_command_not_parsed_again(void **state)
             memcpy(in.p, moved, in.n);
         else
             memset(in.p, 0, in.n);
-        assert_int_equal(resp_parse(p, in.n, MAX_BULK, &a, &err), (ssize_t)in.n);
+        assert_int_equal(resp_parse(p, in.n, &LIM, &a, &err), (ssize_t)in.n);
         assert_int_equal(a.argc, 5000);
         assert_ptr_equal(a.argv[4999].p, p + in.n - 2 - a.argv[4999].n);
         assert_memory_equal(a.argv[4999].p, "arg4999-", 8);
@@ -300,6 +367,7 @@ int main(void)
         cmocka_unit_test(test_large_command_in_pieces),
         cmocka_unit_test(test_every_split_same_outcome),
         cmocka_unit_test(test_redis_limits),
+        cmocka_unit_test(test_unauthenticated_limits),
         cmocka_unit_test(test_waiting_command_not_parsed_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
