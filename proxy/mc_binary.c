@@ -14,6 +14,14 @@
 
 /* memcached's MAX_SASL_MECH_LEN: a longer mechanism name is refused. */
 #define SASL_MECH_MAX 32
+/* The longest body (mechanism and data) of a SASL request the proxy
+ * reads: PLAIN's authzid, user name and password (at most 512 bytes:
+ * options.c) fit several times over. A longer one is answered at its
+ * header, as a wrong password, and skipped, not held: before
+ * authentication a client can make the proxy hold no more than this, or
+ * another request's header, extras and key (body_max()), where memcached
+ * holds a SASL body up to an item's chunk (512 KB). */
+#define SASL_DATA_MAX 4096
 
 typedef struct bin_ctx {
     px_reply *r;
@@ -240,9 +248,13 @@ static bool plain_ok(const px_backend *b, const px_str *msg)
     return px_secret_equal(b->requirepass, &pass);
 }
 
-/* SASL auth (a mechanism and its first data) or step (more data). As in
- * memcached, each starts a new authentication: the connection is not
- * authenticated until one succeeds. */
+/* SASL auth (a mechanism and its first data) or step (more data), answered
+ * as memcached -S answers them with Cyrus SASL's PLAIN. Every exchange
+ * that completes leaves the connection unauthenticated until it succeeds.
+ * An exchange begun (PLAIN, with or without data) takes steps until one
+ * succeeds: a wrong step can be followed by the right one. Once one has
+ * succeeded (Cyrus's done flag), a later step fails, and so does the next
+ * auth with data, which clears the flag; PLAIN without data keeps it. */
 static void sasl_auth(px_reply *r, mc_state *st, const px_backend *b, const mc_bin_req *q)
 {
     if (q->key.n > SASL_MECH_MAX) {
@@ -250,31 +262,33 @@ static void sasl_auth(px_reply *r, mc_state *st, const px_backend *b, const mc_b
         st->swallow = q->swallow;
         return;
     }
-    if (q->too_large) {
+    /* The body, when it was not awaited (over SASL_DATA_MAX): the
+     * mechanism is the key, there are no extras. */
+    size_t body = q->key.n + q->swallow;
+    if (q->too_large && body > mc_max_item(b)) {
         respond_status(r, q->opcode, q->opaque, MC_ST_ENOMEM, "Out of memory");
         st->swallow = q->swallow;
         return;
     }
     st->authed = false;
-    bool ok = false;
+    if (q->too_large)
+        st->swallow = q->swallow; /* answered now, as a wrong password */
+    bool plain = q->key.n == 5 && strncasecmp(q->key.p, "plain", 5) == 0;
+    bool ok;
     if (q->opcode == MC_OP_SASL_STEP) {
-        ok = st->sasl_started && plain_ok(b, &q->value);
-        st->sasl_started = false;
+        ok = st->sasl_started && !st->sasl_done && !q->too_large && plain_ok(b, &q->value);
+    } else if (plain && q->value.n == 0 && !q->too_large) {
+        /* PLAIN without its data: the client sends it as a step. */
+        st->sasl_started = true;
+        respond(r, q->opcode, q->opaque, MC_ST_AUTH_CONTINUE, 0, NULL, 0, NULL, 0, NULL, 0);
+        return;
     } else {
-        st->sasl_started = false;
-        if (q->key.n == 5 && strncasecmp(q->key.p, "plain", 5) == 0) {
-            if (q->value.n == 0) {
-                /* PLAIN without its data: the client sends it as a step. */
-                st->sasl_started = true;
-                respond(r, q->opcode, q->opaque, MC_ST_AUTH_CONTINUE, 0, NULL, 0, NULL, 0, NULL,
-                        0);
-                return;
-            }
-            ok = plain_ok(b, &q->value);
-        }
+        ok = !st->sasl_done && plain && !q->too_large && plain_ok(b, &q->value);
+        st->sasl_started = ok;
+        st->sasl_done = false;
     }
     if (ok) {
-        st->authed = true;
+        st->authed = st->sasl_done = true;
         respond(r, q->opcode, q->opaque, MC_ST_OK, 0, NULL, 0, NULL, 0, "Authenticated", 13);
     } else {
         respond_status(r, q->opcode, q->opaque, MC_ST_AUTH_ERROR, "Auth failure.");
@@ -357,9 +371,9 @@ static void run_request(px_conn *c, mc_state *st, const mc_bin_req *q, bool keye
             sasl_auth(r, st, b, q);
             break;
         }
-        /* Listing starts a new authentication too (memcached's
-         * init_sasl_conn()). */
-        st->authed = st->sasl_started = false;
+        /* Listing unauthenticates, as in memcached (its init_sasl_conn());
+         * an exchange begun goes on. */
+        st->authed = false;
         respond(r, q->opcode, q->opaque, MC_ST_OK, 0, NULL, 0, NULL, 0, "PLAIN", 5);
         break;
     case MC_B_GET:
@@ -448,6 +462,19 @@ static void run_request(px_conn *c, mc_state *st, const mc_bin_req *q, bool keye
     px_reply_end(r);
 }
 
+/* The largest body the request at p[0, n) is awaited with. Before
+ * authentication memcached -S answers every request but the SASL ones and
+ * version at its header (its key and extras in), so its body is not held:
+ * 0. A SASL request's data is bounded. */
+static size_t body_max(const px_backend *b, const mc_state *st, const char *p, size_t n)
+{
+    size_t max = mc_max_item(b);
+    uint8_t op = n >= 2 ? (uint8_t)p[1] : 0;
+    if (op == MC_OP_SASL_AUTH || op == MC_OP_SASL_STEP)
+        return max < SASL_DATA_MAX ? max : SASL_DATA_MAX;
+    return b->requirepass && !st->authed ? 0 : max;
+}
+
 size_t mc_bin_feed(px_conn *c, mc_state *st, const char *data, size_t len)
 {
     px_backend *b = px_conn_backend(c);
@@ -465,7 +492,8 @@ size_t mc_bin_feed(px_conn *c, mc_state *st, const char *data, size_t len)
             continue;
         }
         mc_bin_req q;
-        ssize_t n = mc_bin_parse(data + used, len - used, mc_max_item(b), &q, &st->resume);
+        ssize_t n = mc_bin_parse(data + used, len - used, body_max(b, st, data + used, len - used),
+                                 &q, &st->resume);
         if (n == 0)
             break;
         if (n < 0) {

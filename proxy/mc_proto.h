@@ -21,8 +21,10 @@ typedef struct mc_state {
                             nothing starts beside it (it waited for the
                             connection's commands before it) */
     bool authed;         /* SASL PLAIN gave px_backend.requirepass */
-    bool sasl_started;   /* a SASL PLAIN auth came without its data: the
-                            SASL step brings it */
+    bool sasl_started;   /* a SASL PLAIN exchange was begun: a SASL step
+                            may bring (or bring again) its data */
+    bool sasl_done;      /* ...and it succeeded: Cyrus SASL refuses a
+                            step after that (mc_binary.c, sasl_auth()) */
     mc_text_cmd cmd;
     mc_resume resume;    /* how far the parser looked into the command at
                             the head of the input (mc_parse.h) */
