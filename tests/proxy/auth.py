@@ -14,24 +14,35 @@ answers and why.
                wrong and near passwords, HELLO 2 AUTH with SETNAME and the
                order of HELLO's options, a failed AUTH leaving the connection
                as it was, a pipeline after a failed AUTH, AUTH queued in
-               MULTI, inline commands; redis-py with and without the
-               password, redis-cli -a.
+               MULTI, inline commands; Redis's bounds before AUTH (over 10
+               arguments, a bulk over 16384 bytes: refused at the line that
+               announces them, the data never sent, and the connection
+               closed); redis-py with and without the password, redis-cli -a.
   nopass       redis-server and the proxy without a password: AUTH PASS is
                Redis's "called without any password configured" error, AUTH
                default PASS any password, another user WRONGPASS.
   memcached    memcached -S (a Cyrus sasldb made for the test through
                libsasl2's own sasl_setpass) vs the proxy --requirepass, on
                the binary protocol: list mechanisms, PLAIN good and bad,
-               PLAIN without data then a SASL step, requests before auth
-               (Auth failure, then the connection closed), version before
-               auth, listing or a new auth dropping an earlier one, a
-               pipeline after a failed auth, the text protocol hung up on;
+               PLAIN without data then SASL steps (a wrong step, then the
+               right one), what a step, a list or a new auth does after a
+               success, requests before auth (Auth failure, then the
+               connection closed; a set's header is answered with its body
+               not sent), version before auth, listing or a new auth
+               dropping an earlier one, a pipeline after a failed auth,
+               PLAIN with 5000 bytes of data, the text protocol hung up on;
                libmemcached's memcping, memccp and memccat with --username
                / --password. And memcached without -S vs the proxy without
                a password: the SASL requests answer Unknown command.
   secret       the password never shows in what the proxy writes: its
                stderr and stdout, INFO, the memcached port's stats, and
                every answer recorded above.
+  memory       the proxy only: connections that have not authenticated,
+               each announcing an 8 MB argument (RESP) or a 4 MB set
+               (memcached) and sending it, raise the proxy's VmRSS by
+               little (skipped for a sanitizer build); a SASL auth
+               announcing more data than the proxy takes is answered at
+               its header.
 
 Usage: auth.py [--target reference|proxy|both] --redis-server PATH
                --memcached PATH --proxy PATH [--redis-cli PATH] [--tools-dir DIR]
@@ -43,6 +54,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
@@ -93,6 +105,57 @@ def resp_pipelined(port, cmds):
         return out
     finally:
         c.close()
+
+
+def resp_unanswered_steps(port, steps):
+    """Each (name, bytes, replies) on a connection of its own, all sent
+    before any is read, so that a server that waits for data never sent
+    costs one WATCHDOG, not one each. A step's record: its replies, then
+    whether the connection was closed after them (closed_after())."""
+    conns = [RawConn(port, timeout=pt.WATCHDOG) for _ in steps]
+    out = []
+    try:
+        for c, (_, data, _) in zip(conns, steps):
+            c.send(data)
+        deadline = time.monotonic() + pt.WATCHDOG
+        for c, (name, _, n) in zip(conns, steps):
+            c.sock.settimeout(max(0.1, deadline - time.monotonic()))
+            got = []
+            try:
+                for _ in range(n):
+                    got.append(c.reply())
+            except RespClosed:
+                got.append("closed")
+            except socket.timeout:
+                got.append("no reply: the data not sent awaited")
+            else:
+                c.sock.settimeout(pt.WATCHDOG)
+                got.append(c.closed_after()[0])
+            out.append((name, got))
+    finally:
+        for c in conns:
+            c.close()
+    return out
+
+
+def bulk_line(n):
+    return b"$%d\r\n" % n
+
+
+# Before AUTH Redis 7 takes at most 10 arguments and 16384 bytes an
+# argument, refused at the line announcing more: nothing after it is sent.
+UNAUTH_LIMITS = [
+    ("*11, alone", b"*11\r\n", 1),
+    ("*2000000, alone", b"*2000000\r\n", 1),
+    ("*2147483648, alone", b"*2147483648\r\n", 1),
+    ("10 arguments, whole", encode(("PING",) + ("a",) * 9), 1),
+    ("GET and $16385, alone", b"*2\r\n$3\r\nGET\r\n" + bulk_line(16385), 1),
+    ("GET and $8388000, alone", b"*2\r\n$3\r\nGET\r\n" + bulk_line(8388000), 1),
+    ("a first argument of $16385, alone", b"*1\r\n" + bulk_line(16385), 1),
+    ("GET and 16384 bytes, whole", encode(("GET", "k" * 16384)), 1),
+    ("AUTH WRONG, then ECHO's $20000 alone, pipelined",
+     encode(("AUTH", WRONG)) + b"*2\r\n$4\r\nECHO\r\n" + bulk_line(20000), 2),
+]
 
 
 def hello_map(reply):
@@ -227,6 +290,13 @@ def resp_run(port, cli):
     c.send(b"PING\r\nAUTH " + SECRET.encode() + b"\r\nPING\r\n")
     out.append(("inline PING, AUTH PASS, PING", [c.reply(), c.reply(), c.reply()]))
     c.close()
+    for name, ans in resp_unanswered_steps(port, UNAUTH_LIMITS):
+        out.append(("before AUTH: " + name, ans))
+    # After AUTH the limits are the authenticated ones, from the next
+    # command on (a failed AUTH leaves them: UNAUTH_LIMITS's last step).
+    big = "a" * 20000
+    out.append(("AUTH PASS, then ECHO of 20000 bytes and 11 arguments, pipelined",
+                resp_pipelined(port, [("AUTH", SECRET), ("ECHO", big), ("PING",) + ("a",) * 10])))
     redis_py_steps(port, out)
     redis_cli_steps(cli, port, out)
     return out
@@ -273,6 +343,36 @@ def mc_session(port, reqs):
     return out
 
 
+def mc_unanswered_steps(port, steps):
+    """Each (name, bytes) on a connection of its own, all sent before any
+    is read (one WATCHDOG in all for a server that waits for bytes never
+    sent). A step's record: the response, then a noop's response or
+    'closed'."""
+    conns = [rawmc.Conn(port, timeout=pt.WATCHDOG) for _ in steps]
+    out = []
+    try:
+        for c, (_, data) in zip(conns, steps):
+            c.send(data)
+        deadline = time.monotonic() + pt.WATCHDOG
+        for c, (name, _) in zip(conns, steps):
+            c.sock.settimeout(max(0.1, deadline - time.monotonic()))
+            got = []
+            try:
+                got.append(mc_show(c.bin_response()))
+                c.sock.settimeout(pt.WATCHDOG)
+                c.send(req(rawmc.NOOP))
+                got.append(mc_show(c.bin_response()))
+            except (rawmc.Closed, BrokenPipeError, ConnectionResetError):
+                got.append("closed")
+            except socket.timeout:
+                got.append("no response: the body not sent awaited")
+            out.append((name, got))
+    finally:
+        for c in conns:
+            c.close()
+    return out
+
+
 def plain(user, password, authzid=b""):
     return authzid + b"\0" + user.encode() + b"\0" + password.encode()
 
@@ -285,8 +385,36 @@ def good_auth():
     return req(SASL_AUTH, "PLAIN", plain(MC_USER, SECRET))
 
 
+# SASL exchanges, each on a connection, then a noop: G a PLAIN auth with the
+# password, W with a wrong one, E PLAIN without data (answered "continue"),
+# SG / SW a step with the right / a wrong password, L list mechanisms.
+# memcached -S (Cyrus SASL) takes a step again after a wrong one; after a
+# success it refuses a step, and the next auth with data, once.
+SASL_SEQUENCES = ["E SW SG", "E SW SW SG", "E SG SG", "E SW E SG", "E L SG", "E W SG", "E SG E SG",
+                  "G G", "G G G", "G W E SG", "G E SG", "G L E SG", "E SW SG G E SG"]
+
+
+def sasl_sequence(seq):
+    step = {"G": good_auth(), "W": req(SASL_AUTH, "PLAIN", plain(MC_USER, WRONG)),
+            "E": req(SASL_AUTH, "PLAIN"), "SG": req(SASL_STEP, "PLAIN", plain(MC_USER, SECRET)),
+            "SW": req(SASL_STEP, "PLAIN", plain(MC_USER, WRONG)), "L": req(SASL_LIST)}
+    return [step[w] for w in seq.split()] + [req(rawmc.NOOP)]
+
+
 def sasl_run(port, tools):
     out = []
+    for seq in SASL_SEQUENCES:
+        out.append(("sasl exchange: " + seq + ", noop", mc_session(port, sasl_sequence(seq))))
+    # Before auth memcached -S answers at the header (and key) of a request
+    # that is not SASL's: its body is not awaited.
+    for name, ans in mc_unanswered_steps(port, [
+            ("a set's header, extras and key, its 4 MB body not sent",
+             rawmc.bin_request(rawmc.SET, "k", rawmc.set_extras(),
+                               b"v" * 4000000)[:24 + 8 + 1])]):
+        out.append(("sasl: " + name, ans))
+    out.append(("sasl: PLAIN with 5000 bytes of data, then noop",
+                mc_session(port, [req(SASL_AUTH, "PLAIN", plain(MC_USER, "x" * 5000)),
+                                  req(rawmc.NOOP)])))
     S = [("list mechanisms", req(SASL_LIST)), ("version", req(rawmc.VERSION)),
          ("get before auth", req(rawmc.GET, "k")), ("noop after it", req(rawmc.NOOP))]
     for (n, _), a in zip(S, mc_session(port, [q for _, q in S])):
@@ -386,6 +514,87 @@ def proxy_only_sasl(res, port):
     c.close()
     res.check("proxy: 'version' (9 bytes) on a SASL port is hung up on at once", got == "closed",
               f"got {got!r}")
+    # SASL data over the proxy's bound (mc_binary.c's SASL_DATA_MAX) is not
+    # held: the auth is answered at its header, the data skipped as it
+    # comes (memcached reads up to its item chunk, 512 KB, first).
+    c = rawmc.Conn(port, timeout=pt.WATCHDOG)
+    data = plain(MC_USER, "x" * 100000)
+    whole = req(SASL_AUTH, "PLAIN", data)
+    c.send(whole[:24 + 5])
+    c.sock.settimeout(pt.WATCHDOG)
+    try:
+        first = mc_show(c.bin_response())
+        c.send(whole[24 + 5:] + good_auth() + req(rawmc.NOOP))
+        rest = [mc_show(c.bin_response()), mc_show(c.bin_response())]
+    except (rawmc.Closed, socket.timeout) as e:
+        first, rest = repr(e), []
+    c.close()
+    res.check("proxy: a SASL auth announcing 100000 bytes of data is answered at its header",
+              first == ("0x21", "0x20", b"Auth failure."), f"got {first!r}")
+    res.check("proxy: ...its data is skipped: the auth after it authenticates, a noop is answered",
+              rest == [("0x21", "0x0", b"Authenticated"), ("0xa", "0x0", b"")], f"got {rest!r}")
+
+
+# The memory check: this many connections that have not authenticated,
+# each announcing ANNOUNCED bytes and sending them. Held, they would take
+# the proxy's VmRSS up by CONNS * ANNOUNCED (64 MB, 32 MB); refused at the
+# header, by the little a closing connection reads and drops.
+MEMORY_CONNS = 8
+MEMORY_GROWTH_MB = 16
+
+
+def announce_and_send(port, header, announced):
+    """MEMORY_CONNS connections each send `header`, then `announced` bytes
+    in 64 KiB pieces, taking turns; one the proxy has closed stops. Returns
+    the open sockets (the caller closes them)."""
+    socks = []
+    for _ in range(MEMORY_CONNS):
+        s = socket.create_connection(("127.0.0.1", port), timeout=pt.WATCHDOG)
+        s.sendall(header)
+        socks.append(s)
+    piece = b"a" * 65536
+    live = list(socks)
+    for _ in range(announced // len(piece)):  # whole pieces: less than announced
+        for s in list(live):
+            try:
+                s.sendall(piece)
+            except OSError:
+                live.remove(s)
+        if not live:
+            break
+    return socks
+
+
+def proxy_only_memory(res, binary):
+    """Each protocol on a proxy of its own, so that memory one part freed
+    (and the allocator kept) does not hide what the other holds."""
+    for proto, header, announced in (
+            ("resp", b"*2\r\n$3\r\nGET\r\n" + bulk_line(8388000), 8388000),
+            ("memcache",
+             rawmc.bin_request(rawmc.SET, "k", rawmc.set_extras(), b"v" * 4000000)[:24 + 8 + 1],
+             4000000)):
+        px = pt.start_proxy(binary, resp=proto == "resp", memcache=proto == "memcache",
+                            extra=["--requirepass", SECRET])
+        try:
+            base = pt.status_kb(px.proc.pid)
+            # Less than announced is sent: a proxy that awaited the data
+            # would hold it all still (but for what the sockets' buffers
+            # keep, a few MB at most).
+            socks = announce_and_send(px.ports[proto], header, announced)
+            after = pt.status_kb(px.proc.pid)
+            for s in socks:
+                s.close()
+        finally:
+            status = px.stop()
+        grown = (after - base) // 1024
+        print(f"# {proto}: VmRSS {base} kB, then {after} kB with the connections open")
+        res.check_memory(binary,
+                         f"memory: {MEMORY_CONNS} unauthenticated {proto} connections each "
+                         f"announcing and sending {announced} bytes grow VmRSS under "
+                         f"{MEMORY_GROWTH_MB} MB", grown < MEMORY_GROWTH_MB,
+                         f"VmRSS {base} -> {after} kB")
+        res.check(f"memory: the {proto} proxy exits 0 on SIGTERM", status == 0,
+                  f"exit status {status}; stderr:\n{px.log_tail()}")
 
 
 def nosasl_run(port):
@@ -395,7 +604,9 @@ def nosasl_run(port):
                                           req(rawmc.NOOP)]),
                     ("step, noop", [req(SASL_STEP, "PLAIN", b"x"), req(rawmc.NOOP)]),
                     ("list mechanisms with a body, noop", [req(SASL_LIST, value=b"x"),
-                                                           req(rawmc.NOOP)])):
+                                                           req(rawmc.NOOP)]),
+                    ("auth PLAIN with 5000 bytes of data, noop",
+                     [req(SASL_AUTH, "PLAIN", plain(MC_USER, "x" * 5000)), req(rawmc.NOOP)])):
         out.append(("no SASL: " + n, mc_session(port, reqs)))
     return out
 
@@ -546,6 +757,8 @@ def main():
         status = px2.stop()
     res.check("momento-proxy without a password exits 0 on SIGTERM", status == 0,
               f"exit status {status}; stderr:\n{px2.log_tail()}")
+
+    proxy_only_memory(res, a.proxy)
 
     compare(res, "redis-server --requirepass", ref["resp"], got["resp"], EXPECT)
     compare(res, "redis-server", ref["nopass"], got["nopass"], {})
