@@ -60,6 +60,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
 import rawmc  # noqa: E402
 from rawresp import Closed as RespClosed, RawConn, encode  # noqa: E402
+from rawresp import pipelined as resp_pipelined, session as resp_session  # noqa: E402
 
 pt.require_modules("redis")
 import redis  # noqa: E402
@@ -72,39 +73,6 @@ SASL_LIST, SASL_AUTH, SASL_STEP = 0x20, 0x21, 0x22
 
 
 # ---- RESP ------------------------------------------------------------------
-
-def resp_session(port, cmds):
-    """Sends each command on one fresh connection, in turn; a command's
-    record is its reply in wire form, or 'closed'."""
-    c = RawConn(port, timeout=pt.WATCHDOG)
-    out = []
-    try:
-        for cmd in cmds:
-            try:
-                out.append(c.command(*cmd))
-            except (RespClosed, BrokenPipeError, ConnectionResetError):
-                out.append("closed")
-                break
-    finally:
-        c.close()
-    return out
-
-
-def resp_pipelined(port, cmds):
-    """Every command in one write, then every reply."""
-    c = RawConn(port, timeout=pt.WATCHDOG)
-    try:
-        c.send(b"".join(encode(cmd) for cmd in cmds))
-        out = []
-        for _ in cmds:
-            try:
-                out.append(c.reply())
-            except RespClosed:
-                out.append("closed")
-                break
-        return out
-    finally:
-        c.close()
 
 
 def resp_unanswered_steps(port, steps):

@@ -40,36 +40,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
-from rawresp import Closed as RespClosed, RawConn, encode  # noqa: E402
+from rawresp import RawConn, encode, pipelined, session  # noqa: E402
 
 pt.require_modules("redis")
 import redis  # noqa: E402
 
 MANY = 2000
-
-
-def session(port, cmds):
-    c = RawConn(port, timeout=pt.WATCHDOG)
-    out = []
-    try:
-        for cmd in cmds:
-            try:
-                out.append(c.command(*cmd))
-            except (RespClosed, BrokenPipeError, ConnectionResetError):
-                out.append("closed")
-                break
-    finally:
-        c.close()
-    return out
-
-
-def pipelined(port, cmds):
-    c = RawConn(port, timeout=pt.WATCHDOG)
-    try:
-        c.send(b"".join(encode(cmd) for cmd in cmds))
-        return [c.reply() for _ in cmds]
-    finally:
-        c.close()
 
 
 WIRE = [

@@ -93,3 +93,38 @@ class RawConn:
             return ("closed", None)
         except socket.timeout:
             return ("neither answered nor closed", None)
+
+
+def session(port, cmds, timeout=30.0):
+    """Sends each command on one fresh connection, in turn; a command's
+    record is its reply (RawConn.reply()'s form), or "closed" - and nothing
+    after it - once the server has closed the connection."""
+    c = RawConn(port, timeout=timeout)
+    out = []
+    try:
+        for cmd in cmds:
+            try:
+                out.append(c.command(*cmd))
+            except (Closed, BrokenPipeError, ConnectionResetError):
+                out.append("closed")
+                break
+    finally:
+        c.close()
+    return out
+
+
+def pipelined(port, cmds, timeout=30.0):
+    """Every command in one write, then every reply, as session()."""
+    c = RawConn(port, timeout=timeout)
+    try:
+        c.send(b"".join(encode(cmd) for cmd in cmds))
+        out = []
+        for _ in cmds:
+            try:
+                out.append(c.reply())
+            except Closed:
+                out.append("closed")
+                break
+        return out
+    finally:
+        c.close()
