@@ -673,15 +673,6 @@ bool mc_value_decode(const void *v, size_t n, uint32_t *flags, const char **data
     return true;
 }
 
-uint64_t mc_cas_from_hash(const void *hash, size_t n)
-{
-    const unsigned char *h = hash;
-    uint64_t v = 0;
-    for (size_t i = 0; i < 8; i++)
-        v = v << 8 | (h && i < n ? h[i] : 0);
-    return v;
-}
-
 bool mc_counter_parse(const char *data, size_t n, uint64_t *out)
 {
     /* memcached refuses an empty value, then runs safe_strtoull over the

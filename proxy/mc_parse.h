@@ -204,10 +204,6 @@ void mc_value_encode(uint32_t flags, const void *data, size_t n, char *out);
  * hold flags (not written by a memcached client): a miss. */
 bool mc_value_decode(const void *v, size_t n, uint32_t *flags, const char **data, size_t *len);
 
-/* A cas unique for Momento's hash of a value: its first 8 bytes,
- * big-endian (zero-padded when shorter). 0 for no hash. */
-uint64_t mc_cas_from_hash(const void *hash, size_t n);
-
 /* The counter in a value's data, as memcached's incr reads it
  * (strtoull: leading spaces, digits, then the end, a space or a NUL). */
 bool mc_counter_parse(const char *data, size_t n, uint64_t *out);
