@@ -8,9 +8,11 @@
  *    command (px_reply_command(), conn.h) and conn.c observes it when the
  *    reply ends (px_metrics_observe()). Plain counters: only that thread
  *    writes them, and the scrape runs on it too.
- *  - the library's completion thread counts Momento requests through the
- *    metrics hook (px_metrics_momento_hook(), momento/metrics.h), with
- *    relaxed atomics, which the scrape reads the same way.
+ *  - the library counts Momento requests through the metrics hook
+ *    (px_metrics_momento_hook(), momento/metrics.h), on its completion
+ *    thread or, for the requests a shared RPC answered, on the loop's; in
+ *    dispatch mode its calls never overlap (a lock of the library's), so
+ *    relaxed atomics suffice, which the scrape reads the same way.
  * The per-command cost is one clock read (at the reply's end; its start is
  * the loop pass's stamp, px_conns_tick()), a few compares and adds: no
  * allocation, no lock, no system call. */
@@ -61,7 +63,8 @@ void px_metrics_observe(px_cmd_metrics *m, const unsigned char *lead, size_t siz
 /* The metrics hook (momento_config_set_metrics(cfg, px_metrics_momento_hook,
  * NULL)): Momento requests by method, cache and gRPC status, by error,
  * their attempts and a latency histogram. Runs on the library's completion
- * thread. */
+ * thread, or on the loop's for the requests a shared RPC answered; never
+ * two at once. */
 void px_metrics_momento_hook(const momento_request_metrics *m, void *userdata);
 
 /* What a scrape reads besides the counters above. */
