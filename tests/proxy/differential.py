@@ -30,7 +30,10 @@ divergence while exploring: a run given it never passes.
 A divergence whose reference answer the reference server does not repeat
 when the round is run on it again (memcached's incr and decr on 20-digit
 values: reference_steady()) is printed and not compared: it says nothing
-about the proxy.
+about the proxy. So is one in a memcached round where the reference did
+incr or decr that may have met a number with bit 63 set
+(reference_arith_unsure()): memcached's answer there differed between
+machines, steady on each.
 
 On a divergence the script shrinks the sequence (drops commands while the
 same divergence remains), prints the seed, the round, the minimal
@@ -1232,6 +1235,43 @@ def reference_steady(P, servers, d, tries=2):
     return True
 
 
+TOP_BIT = 2 ** 63
+
+
+def _big(tok):
+    """Whether a token or value is a decimal number with bit 63 set."""
+    return isinstance(tok, (bytes, bytearray)) and tok.isdigit() and int(tok) >= TOP_BIT
+
+
+def reference_arith_unsure(P, d):
+    """Whether the reference did incr or decr, before or at the diverging
+    command, where a number with bit 63 set may have been met (a stored
+    value, a delta, a binary initial value, or a result). memcached 1.6.18
+    is no reference there: it answered incr of a stored 2^63 and decr of a
+    stored 2^64-1 as if the item were not numeric on one machine under load
+    and computed them on every replay elsewhere (CI, 2026-12-07; earlier,
+    f60d6a2), and with noreply the miss only shows at a later read. The
+    proxy's arithmetic at 2^63 and 2^64 is checked in fixed steps by
+    mc_script.py instead."""
+    cmds = d.cmds[:d.idx + 1]
+    if P.name == "text":
+        arith = any(c["line"].split()[:1] in ([b"incr"], [b"decr"]) for c in cmds)
+        big = any(_big(c.get("data")) or any(_big(t) for t in c["line"].split()[1:])
+                  for c in cmds)
+    elif P.name == "binary":
+        arith = any(c["op"].rstrip("q") in ("incr", "decr") for c in cmds)
+        big = False
+        for c in cmds:
+            if _big(c["value"]):
+                big = True
+            if c["op"].rstrip("q") in ("incr", "decr") and len(c["extras"]) == 20:
+                delta, initial, _ = struct.unpack(">QQI", c["extras"])
+                big = big or delta >= TOP_BIT or initial >= TOP_BIT
+    else:
+        return False
+    return arith and big
+
+
 def same(d1, d2):
     return d2 is not None and d2.cls == d1.cls
 
@@ -1349,7 +1389,7 @@ def main():
     plain = pt.start_proxy(a.proxy, default_ttl=DEFAULT_TTL)
     delayed = pt.start_proxy(a.proxy, default_ttl=DEFAULT_TTL, extra=[
         "--header", f"delay-ms={DELAY_MS}", "--header", f"delay-keys={DELAYED_KEYS}"])
-    failed, seen, ignored, unsteady = 0, {}, 0, 0
+    failed, seen, ignored, unsteady, unsure = 0, {}, 0, 0, 0
     rule_counts = {}
     for proto in protos:
         P = PROTOS[proto]
@@ -1377,6 +1417,10 @@ def main():
                     ignored += 1
                 elif d.cls in seen:
                     seen[d.cls] += 1
+                elif reference_arith_unsure(P, d):
+                    unsure += 1
+                    print(f"# {d.cls}: after incr/decr near 2^63 on the reference (round {rnd}, "
+                          f"reference_arith_unsure()): not compared")
                 elif not reference_steady(P, servers, d):
                     unsteady += 1
                     print(f"# {d.cls}: the reference answered otherwise when the round was run "
@@ -1410,6 +1454,9 @@ def main():
     if unsteady:
         print(f"# {unsteady} divergences where the reference did not repeat its own answer "
               f"(reference_steady()): not compared")
+    if unsure:
+        print(f"# {unsure} divergences after incr/decr near 2^63 on the reference "
+              f"(reference_arith_unsure()): not compared")
     if ignored:
         print(f"# {ignored} divergences ignored by --ignore: NOT a pass")
     print(f"# seed {seed}: {'FAILED' if failed or ignored else 'no divergence'}")
