@@ -226,8 +226,13 @@ def start_proxy(path, resp=True, memcache=True, cache="proxy-test", default_ttl=
                 endpoint=None, extra=()):
     """Starts momento-proxy on ports 0 and reads the ports it prints
     (`resp listening on 127.0.0.1:PORT`, `memcache listening on ...`).
-    Without endpoint it runs its embedded momento-local."""
+    Without endpoint it runs its embedded momento-local; with
+    MOMENTO_PROXY_TEST_TRANSPORT=protosocket in the environment (meson's
+    NAME_ps reruns) that server serves protosocket too and the proxy sends
+    its gets, sets and deletes there."""
     argv = [path, "--cache", cache, "--default-ttl", str(default_ttl), "--bind", "127.0.0.1"]
+    if not endpoint and os.environ.get("MOMENTO_PROXY_TEST_TRANSPORT") == "protosocket":
+        argv += ["--transport", "protosocket"]
     if resp:
         argv += ["--resp-port", "0"]
     if memcache:
