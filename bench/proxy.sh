@@ -55,7 +55,12 @@
 # low-load run), RATIO_ROUNDS (3: the ratio rounds, 0 = the first pass's
 # readings judge), PROXY_ARGS (more options for momento-proxy), PIN (0),
 # AUTH (1: --requirepass, as above; 0: none, text on the memcache ports),
-# METRICS (1: --metrics-port 0; 0: no metrics port).
+# METRICS (1: --metrics-port 0; 0: no metrics port), TRANSPORT (grpc: the
+# proxy's gets, sets and deletes over gRPC; protosocket: over momento-local's
+# protosocket port, `--transport protosocket`; the issue's baseline,
+# load-gen --batch over gRPC, stays, and the ratio rounds also run load-gen
+# --batch over protosocket for the same-transport ratios; the low-load
+# direct figure is load-gen over the proxy's transport).
 # Prints the runs as they go, a table, and RESULT lines. About 5 minutes
 # on two cores (4 min 43 s on 2026-12-07 with auth and metrics, load
 # average 6-9; 20 when the proxy was slower).
@@ -76,6 +81,8 @@ ratio_rounds=${RATIO_ROUNDS:-3}
 low_n=${LOW_N:-20000}
 auth=${AUTH:-1}
 metrics=${METRICS:-1}
+transport=${TRANSPORT:-grpc}
+case "$transport" in grpc | protosocket) ;; *) echo "TRANSPORT must be grpc or protosocket"; exit 1 ;; esac
 # The proxy's password with AUTH=1. Fixed, not secret: loopback only.
 pass=bench-proxy-requirepass
 proxy="$build/proxy/momento-proxy"
@@ -121,8 +128,17 @@ declare -A fig   # name -> figure, for the table and the RESULT lines
 declare -A rpass mcopt
 
 # --- the servers ---------------------------------------------------------
-wrap=$pin_s start_server --cache bench
-echo "momento-local on $ep (pid $pid)"
+lg_ps=() px_ps=() # the transport's options for load-gen and the proxy
+if [ "$transport" = protosocket ]; then
+    wrap=$pin_s start_server --cache bench --protosocket-port 0
+    ps_ep=$(sed -n 's/^protosocket listening on //p' "$work/out")
+    [ -n "$ps_ep" ] || { echo "momento-local printed no protosocket port"; cat "$work/out"; exit 1; }
+    lg_ps=(--transport protosocket --protosocket-endpoint "$ps_ep")
+    px_ps=("${lg_ps[@]}")
+else
+    wrap=$pin_s start_server --cache bench
+fi
+echo "momento-local on $ep (pid $pid)${ps_ep:+, protosocket $ps_ep}"
 redis_port=$(free_port)
 # shellcheck disable=SC2086 # $pin_c is a command prefix
 $pin_c redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no \
@@ -269,7 +285,7 @@ if [ "$have_proxy" = 1 ]; then
     [ "$metrics" = 1 ] && px_opts+=(--metrics-port 0) && last=metrics
     # shellcheck disable=SC2086 # $pin_c is a command prefix, PROXY_ARGS options
     $pin_c "$proxy" --endpoint "$ep" --insecure --cache bench --resp-port 0 --memcache-port 0 \
-        "${px_opts[@]}" ${PROXY_ARGS:-} > "$work/proxy.out" 2> "$work/proxy.err" &
+        "${px_opts[@]}" "${px_ps[@]}" ${PROXY_ARGS:-} > "$work/proxy.out" 2> "$work/proxy.err" &
     proxy_pid=$!
     for _ in $(seq 300); do grep -q "^$last listening on" "$work/proxy.out" 2> /dev/null && break; sleep 0.1; done
     resp_ep=$(sed -n 's/^resp listening on //p' "$work/proxy.out")
@@ -327,10 +343,13 @@ rb_get() { # NAME PORT RANGE: -P 16 GETs alone through PORT; fig[NAME]
         -t get --csv > "$work/rb.csv" 2> "$work/rb.err" || { echo "redis-benchmark $1 failed"; cat "$work/rb.err"; exit 1; }
     fig[$1]=$(grep '^"GET"' "$work/rb.csv" | cut -d, -f2 | tr -d '"' | awk '{printf "%.0f", $1}')
 }
-r16s="" rhots="" m16s="" mhots=""
+r16s="" rhots="" m16s="" mhots="" r16ps="" m16ps=""
 if [ "$have_proxy" = 1 ]; then
     for r in $(seq "$ratio_rounds"); do
         loadgen "lg_u.$r" --concurrency "$lg_conc" --keys 0 --batch
+        if [ "$transport" = protosocket ]; then
+            loadgen "lg_pu.$r" --concurrency "$lg_conc" --keys 0 --batch "${lg_ps[@]}"
+        fi
         rb_get "rg_u.$r" "$resp_port" "$keys"
         loadgen "lg_h.$r" --concurrency "$lg_conc" --keys "$hot" --batch
         rb_get "rg_h.$r" "$resp_port" "$hot"
@@ -342,6 +361,11 @@ if [ "$have_proxy" = 1 ]; then
             m16s+=" $(rat "${fig[mg_u.$r.get]}" "${fig[lg_u.$r.ops]}")"
             mhots+=" $(rat "${fig[mg_h.$r.get]}" "${fig[lg_h.$r.ops]}")"
         fi
+        if [ "$transport" = protosocket ]; then
+            r16ps+=" $(rat "${fig[rg_u.$r]}" "${fig[lg_pu.$r.ops]}")"
+            [ "$have_mc" = 1 ] && m16ps+=" $(rat "${fig[mg_u.$r.get]}" "${fig[lg_pu.$r.ops]}")"
+            echo "ratio round $r, same transport: load-gen --batch over protosocket ${fig[lg_pu.$r.ops]} ops/s; RESP ${r16ps##* }${m16ps:+, memcache ${m16ps##* }}"
+        fi
         echo "ratio round $r: RESP -P 16 GET ${fig[rg_u.$r]}/s vs load-gen ${fig[lg_u.$r.ops]} ops/s (${r16s##* }), hot ${fig[rg_h.$r]} vs ${fig[lg_h.$r.ops]} (${rhots##* })${m16s:+; memcache ${m16s##* }, hot ${mhots##* }}"
     done
 fi
@@ -349,7 +373,7 @@ fi
 # --- low load (f): one connection, no pipelining, rounds alternating --------
 lg_p50s="" lg_p99s="" rp50s="" rp99s="" mp50s="" mp99s="" rr99s="" mr99s=""
 for r in $(seq "$rounds"); do
-    loadgen "lg_c1.$r" --concurrency 1 --keys 0
+    loadgen "lg_c1.$r" --concurrency 1 --keys 0 "${lg_ps[@]}"
     lg_p50s+=" ${fig[lg_c1.$r.p50]}" lg_p99s+=" ${fig[lg_c1.$r.p99]}"
     # shellcheck disable=SC2086
     timeout 120 $pin_c redis-benchmark -h 127.0.0.1 -p "$redis_port" -c 1 -n "$low_n" -r "$keys" -d "$value" -t get --csv > "$work/rb.csv" 2> "$work/rb.err"
@@ -426,7 +450,7 @@ if [ "$auth" = 1 ]; then
 else
     auth_s="no password: memcache loads in the text protocol"
 fi
-echo "Proxy: AUTH=$auth ($auth_s); METRICS=$metrics (/metrics read at the end: $metrics_scrape); TLS off${PROXY_ARGS:+; PROXY_ARGS: $PROXY_ARGS}"
+echo "Proxy: AUTH=$auth ($auth_s); METRICS=$metrics (/metrics read at the end: $metrics_scrape); TRANSPORT=$transport; TLS off${PROXY_ARGS:+; PROXY_ARGS: $PROXY_ARGS}"
 echo "load-gen --batch, $lg_conc in flight: unique keys $(v lg_batch_unique.ops) ops/s ($(v lg_batch_unique.get_ops) gets/s, server $(v lg_batch_unique.srv_us) us CPU/op); hot keys $(v lg_batch_hot.ops) ops/s ($(v lg_batch_hot.get_ops) gets/s)"
 echo
 echo "| load (50 connections) | redis-server | proxy RESP | memcached | proxy memcache |"
@@ -454,7 +478,8 @@ if [ "$have_proxy" = 1 ]; then
     med2() { local m; m=$(median_of "$1"); [ "$m" = "-" ] && echo "$2" || awk -v x="$m" 'BEGIN {printf "%.2f", x}'; }
     r16=$(med2 "$r16s" "$r16_1") rhot=$(med2 "$rhots" "$rhot_1")
     m16=$(med2 "$m16s" "$m16_1") mhot=$(med2 "$mhots" "$mhot_1")
-    echo "RESULT proxy_ratios rounds=$ratio_rounds p16_get=[${r16s# }] hot_get=[${rhots# }] mc_p16_get=[${m16s# }] mc_hot_get=[${mhots# }] first_pass p16_get=$r16_1 hot_get=$rhot_1 mc_p16_get=$m16_1 mc_hot_get=$mhot_1"
+    [ "$transport" = protosocket ] && echo "RESULT proxy_ratios_same_transport rounds=$ratio_rounds p16_get_over_lg_protosocket=[${r16ps# }] median=$(med2 "$r16ps" -) mc_p16_get_over_lg_protosocket=[${m16ps# }] median=$(med2 "$m16ps" -)"
+    echo "RESULT proxy_ratios transport=$transport rounds=$ratio_rounds p16_get=[${r16s# }] hot_get=[${rhots# }] mc_p16_get=[${m16s# }] mc_hot_get=[${mhots# }] first_pass p16_get=$r16_1 hot_get=$rhot_1 mc_p16_get=$m16_1 mc_hot_get=$mhot_1"
     # The figure judged: the larger of the RESP-port readings, fresh and after the loads.
     rss_idle=$(awk -v a="${fig[rss_idle_fresh]}" -v b="${fig[rss_idle_after]}" 'BEGIN {print (a > b ? a : b)}')
     added=$(minus "$(v low.resp.p99)" "$(v low.lg.p99)")
