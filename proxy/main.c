@@ -58,8 +58,12 @@ typedef struct listener {
 } listener;
 
 /* Binds `addr`:`port` (port 0: any), prints "NAME listening on HOST:PORT".
- * Returns the socket or -1 after printing why. */
-static int listen_on(const char *addr, int port, const char *name, const char *cache)
+ * With `reuseport`, other sockets with SO_REUSEPORT (other proxies started
+ * with --reuseport, of the same user) may bind the same port, and the
+ * kernel spreads new connections among them. Returns the socket or -1
+ * after printing why. */
+static int listen_on(const char *addr, int port, const char *name, const char *cache,
+                     bool reuseport)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
@@ -74,6 +78,7 @@ static int listen_on(const char *addr, int port, const char *name, const char *c
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) ||
         bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
         fprintf(stderr, "%s: %s port %s:%d: %s\n", prog, name, addr, port, strerror(errno));
         if (fd >= 0)
@@ -400,12 +405,13 @@ int main(int argc, char **argv)
                 break;
             }
         l->tls = tls;
-        l->fd = listen_on(lo->host, lo->port, l->proto->name, named ? lo->cache : NULL);
+        l->fd = listen_on(lo->host, lo->port, l->proto->name, named ? lo->cache : NULL,
+                          o.reuseport);
         if (l->fd < 0)
             status = 1;
     }
     if (status == 0 && o.metrics_port >= 0 &&
-        (metrics_fd = listen_on(o.metrics_host, o.metrics_port, "metrics", NULL)) < 0)
+        (metrics_fd = listen_on(o.metrics_host, o.metrics_port, "metrics", NULL, false)) < 0)
         status = 1;
     if (status == 0)
         status = serve(&base, ls, nls, o.drain_s, tls);

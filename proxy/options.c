@@ -28,6 +28,7 @@ static const option_def defs[] = {
     {"config", VALUE, 0},
     {"cache", VALUE, 0},
     {"bind", VALUE, 0},
+    {"reuseport", FLAG, 0},
     {"resp-port", VALUE, 0},
     {"memcache-port", VALUE, 0},
     {"default-ttl", VALUE, 0},
@@ -66,6 +67,10 @@ static void usage(void)
            "  --memcache-port N      serve memcached clients, text and binary protocol,\n"
            "                         on port N (0: any free port)\n"
            "  --bind ADDR            the address to listen on (default 127.0.0.1)\n"
+           "  --reuseport            share the Redis and memcached ports with other\n"
+           "                         momento-proxy processes started with it\n"
+           "                         (SO_REUSEPORT): the kernel spreads new connections\n"
+           "                         among them\n"
            "  --metrics-port N       serve Prometheus metrics at /metrics on port N of\n"
            "                         127.0.0.1 (0: any free port)\n"
            "  --metrics HOST:PORT    the same on another address\n\n"
@@ -258,6 +263,11 @@ int px_option_set(px_options *o, const char *name, const char *value, const char
         return set_int(where, value, 0, 100000, &o->batch_min_in_flight, "must be 0 to 100000");
     } else if (strcmp(name, "batch-keys") == 0) {
         return set_int(where, value, 2, 10000, &o->batch_max_keys, "must be 2 to 10000");
+    } else if (strcmp(name, "reuseport") == 0) {
+        int f = flag_value(value);
+        if (f < 0)
+            return bad(where, value, "must be true or false");
+        o->reuseport = f;
     } else if (strcmp(name, "no-coalesce") == 0) {
         int f = flag_value(value);
         if (f < 0)

@@ -34,6 +34,7 @@ typedef struct px_options {
     int batch_min_in_flight;
     int batch_max_keys;
     bool coalesce;
+    bool reuseport; /* SO_REUSEPORT on the data ports: N processes share them */
     int drain_s;
     px_limits limits;
     const char *headers[MOMENTO_MAX_CLIENT_HEADERS]; /* "name=value" */

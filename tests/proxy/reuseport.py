@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""momento-proxy --reuseport (issue 48's "N processes with SO_REUSEPORT"):
+two proxies serve one RESP port, in front of one momento-local.
+
+No reference server: what is checked is the sharing itself.
+  - a second proxy with --reuseport binds the first one's port; a third
+    without it is refused at start, naming the port;
+  - 40 connections to the port are spread by the kernel over both proxies
+    (each proxy's /metrics counts its accepted connections: both take
+    some, and together exactly 40 - with two listeners the chance that
+    one gets none of 40 is 2 in 2^40);
+  - every connection's SET is read back through another connection, so
+    most reads go through the other proxy: the data is the cache's, not a
+    proxy's;
+  - after the first proxy exits (SIGTERM), new connections to the port
+    are all served by the second.
+
+Usage: reuseport.py --proxy PATH"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proxytest as pt  # noqa: E402
+
+CONNS = 40
+
+
+def cmd(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a.encode() if isinstance(a, str) else a
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+def ask(s, *args):
+    """Sends one command, returns its whole reply (simple, or one bulk)."""
+    s.sendall(cmd(*args))
+    got = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return got
+        got += chunk
+        if got.startswith(b"$") and b"\r\n" in got:
+            n = int(got[1:got.index(b"\r\n")])
+            if n < 0 or len(got) >= got.index(b"\r\n") + 2 + n + 2:
+                return got
+        elif got.endswith(b"\r\n"):
+            return got
+
+
+def metrics_port(px):
+    found = []
+
+    def seen():
+        m = re.search(rb"metrics listening on [^\n]*:(\d+)\n", b"".join(px.stdout_rest))
+        if m:
+            found.append(int(m.group(1)))
+        return bool(found)
+    pt.wait_until(seen, pt.WATCHDOG, "the proxy's metrics port")
+    return found[0]
+
+
+def accepted(port):
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                  timeout=pt.WATCHDOG).read().decode()
+    m = re.search(r"^momento_proxy_connections_accepted_total (\d+)", body, re.M)
+    return int(m.group(1)) if m else -1
+
+
+def start_pair(proxy):
+    """Proxy A (its bundled momento-local) and B (A's server) on one port;
+    a few attempts, in case another process takes the free port first."""
+    for _ in range(3):
+        port = pt.free_port()
+        a = pt.start_proxy(proxy, memcache=False,
+                           extra=["--resp-port", str(port), "--reuseport", "--metrics-port", "0"])
+        if a.ports.get("resp") != port:
+            a.stop(signal.SIGKILL)
+            continue
+        m = None
+
+        def bundled():
+            nonlocal m
+            with open(a.log_path) as f:
+                m = re.search(r"bundled local server at (\S+) ", f.read())
+            return m is not None
+        pt.wait_until(bundled, pt.WATCHDOG, "the first proxy naming its bundled server")
+        try:
+            b = pt.start_proxy(proxy, memcache=False, endpoint=m.group(1),
+                               extra=["--resp-port", str(port), "--reuseport",
+                                      "--metrics-port", "0"])
+        except RuntimeError:
+            a.stop(signal.SIGKILL)
+            raise
+        return port, m.group(1), a, b
+    raise RuntimeError("no free port could be shared")
+
+
+def main():
+    a_ = pt.parse_common_args(sys.argv[1:])
+    pt.require_program(a_.proxy, "momento-proxy")
+    res = pt.Results()
+    port, endpoint, a, b = start_pair(a_.proxy)
+    try:
+        res.check("a second proxy with --reuseport serves the same port", b.ports["resp"] == port,
+                  f"it printed port {b.ports.get('resp')}")
+        # Without --reuseport the port is taken: refused at start.
+        third = subprocess.run([a_.proxy, "--endpoint", endpoint, "--insecure", "--cache",
+                                "proxy-test", "--bind", "127.0.0.1", "--resp-port", str(port)],
+                               capture_output=True, timeout=pt.WATCHDOG, stdin=subprocess.DEVNULL)
+        err = third.stderr.decode(errors="replace")
+        res.check("a proxy without --reuseport is refused the shared port",
+                  third.returncode != 0 and str(port) in err and "in use" in err,
+                  f"exit {third.returncode}, stderr {err!r}")
+
+        ma, mb = metrics_port(a), metrics_port(b)
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=pt.WATCHDOG)
+                 for _ in range(CONNS)]
+        try:
+            sets = [ask(s, "SET", f"reuse:{i}", f"value-{i}") for i, s in enumerate(socks)]
+            res.check(f"{CONNS} connections' SETs answered +OK", all(r == b"+OK\r\n" for r in sets),
+                      repr(sets))
+            gets = [ask(socks[(i + 1) % CONNS], "GET", f"reuse:{i}") for i in range(CONNS)]
+            want = [b"$%d\r\nvalue-%d\r\n" % (len(f"value-{i}"), i) for i in range(CONNS)]
+            res.check("each value read back through another connection",
+                      gets == want, repr([g for g, w in zip(gets, want) if g != w][:5]))
+            na, nb = accepted(ma), accepted(mb)
+            res.check(f"the kernel gave both proxies some of the {CONNS} connections",
+                      na > 0 and nb > 0 and na + nb == CONNS, f"accepted: {na} and {nb}")
+        finally:
+            for s in socks:
+                s.close()
+
+        status = a.stop(signal.SIGTERM)
+        res.check("the first proxy exits 0 on SIGTERM", status == 0, f"exit {status}")
+        # A's bundled server went with it: B's calls now fail, but B still
+        # takes and answers every new connection on the port.
+        before = accepted(mb)
+        answers = []
+        for _ in range(10):
+            with socket.create_connection(("127.0.0.1", port), timeout=pt.WATCHDOG) as s:
+                answers.append(ask(s, "PING"))
+        res.check("after it, the second proxy answers every new connection",
+                  answers == [b"+PONG\r\n"] * 10 and accepted(mb) == before + 10,
+                  f"{answers!r}; accepted {before} -> {accepted(mb)}")
+    finally:
+        for p in (b, a):
+            if p.proc.poll() is None:
+                p.stop(signal.SIGTERM)
+    res.exit()
+
+
+if __name__ == "__main__":
+    main()
