@@ -19,40 +19,15 @@ Usage: reuseport.py --proxy PATH"""
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
+from rawresp import RawConn  # noqa: E402
 
 CONNS = 40
-
-
-def cmd(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a.encode() if isinstance(a, str) else a
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
-
-
-def ask(s, *args):
-    """Sends one command, returns its whole reply (simple, or one bulk)."""
-    s.sendall(cmd(*args))
-    got = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            return got
-        got += chunk
-        if got.startswith(b"$") and b"\r\n" in got:
-            n = int(got[1:got.index(b"\r\n")])
-            if n < 0 or len(got) >= got.index(b"\r\n") + 2 + n + 2:
-                return got
-        elif got.endswith(b"\r\n"):
-            return got
 
 
 def metrics_port(px):
@@ -121,22 +96,21 @@ def main():
                   f"exit {third.returncode}, stderr {err!r}")
 
         ma, mb = metrics_port(a), metrics_port(b)
-        socks = [socket.create_connection(("127.0.0.1", port), timeout=pt.WATCHDOG)
-                 for _ in range(CONNS)]
+        conns = [RawConn(port, timeout=pt.WATCHDOG) for _ in range(CONNS)]
         try:
-            sets = [ask(s, "SET", f"reuse:{i}", f"value-{i}") for i, s in enumerate(socks)]
-            res.check(f"{CONNS} connections' SETs answered +OK", all(r == b"+OK\r\n" for r in sets),
-                      repr(sets))
-            gets = [ask(socks[(i + 1) % CONNS], "GET", f"reuse:{i}") for i in range(CONNS)]
-            want = [b"$%d\r\nvalue-%d\r\n" % (len(f"value-{i}"), i) for i in range(CONNS)]
+            sets = [c.command("SET", f"reuse:{i}", f"value-{i}") for i, c in enumerate(conns)]
+            res.check(f"{CONNS} connections' SETs answered +OK",
+                      all(r == ("+", "OK") for r in sets), repr(sets))
+            gets = [conns[(i + 1) % CONNS].command("GET", f"reuse:{i}") for i in range(CONNS)]
+            want = [("$", b"value-%d" % i) for i in range(CONNS)]
             res.check("each value read back through another connection",
                       gets == want, repr([g for g, w in zip(gets, want) if g != w][:5]))
             na, nb = accepted(ma), accepted(mb)
             res.check(f"the kernel gave both proxies some of the {CONNS} connections",
                       na > 0 and nb > 0 and na + nb == CONNS, f"accepted: {na} and {nb}")
         finally:
-            for s in socks:
-                s.close()
+            for c in conns:
+                c.close()
 
         status = a.stop(signal.SIGTERM)
         res.check("the first proxy exits 0 on SIGTERM", status == 0, f"exit {status}")
@@ -145,10 +119,11 @@ def main():
         before = accepted(mb)
         answers = []
         for _ in range(10):
-            with socket.create_connection(("127.0.0.1", port), timeout=pt.WATCHDOG) as s:
-                answers.append(ask(s, "PING"))
+            c = RawConn(port, timeout=pt.WATCHDOG)
+            answers.append(c.command("PING"))
+            c.close()
         res.check("after it, the second proxy answers every new connection",
-                  answers == [b"+PONG\r\n"] * 10 and accepted(mb) == before + 10,
+                  answers == [("+", "PONG")] * 10 and accepted(mb) == before + 10,
                   f"{answers!r}; accepted {before} -> {accepted(mb)}")
     finally:
         for p in (b, a):

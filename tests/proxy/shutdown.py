@@ -21,6 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
+from rawresp import encode  # noqa: E402
 
 CONNS = 20
 PIPELINE = 1500
@@ -28,11 +29,7 @@ TRIALS = 6
 
 
 def cmd(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a.encode() if isinstance(a, str) else a
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
+    return encode(args)
 
 
 def trial(res, proxy, n):
