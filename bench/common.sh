@@ -28,6 +28,14 @@ start_server() {
     [ -n "$ep" ] || { echo "momento-local did not start"; cat "$work/err"; exit 1; }
 }
 stop_server() { kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=""; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { # PORT: until something accepts on it (10 s at most)
+    for _ in $(seq 100); do
+        (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 json() { python3 -c "import json,sys; r=json.load(open('$1')); print($2)"; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

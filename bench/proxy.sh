@@ -110,17 +110,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2> /dev/null | awk '{s += $1} END {printf "%.0f\n", s}'; }
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' /proc/"$1"/status; }
 mb() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
-wait_port() { # PORT: until something accepts on it (10 s at most)
-    for _ in $(seq 100); do
-        (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
 declare -A fig   # name -> figure, for the table and the RESULT lines
 # What a port asks of its clients, set as each server starts: rpass[PORT]
 # the RESP password (redis-benchmark -a, redis-cli's REDISCLI_AUTH, mc_load
@@ -128,13 +120,12 @@ declare -A fig   # name -> figure, for the table and the RESULT lines
 declare -A rpass mcopt
 
 # --- the servers ---------------------------------------------------------
-lg_ps=() px_ps=() # the transport's options for load-gen and the proxy
+ps_opts=() # the transport's options, for load-gen and the proxy alike
 if [ "$transport" = protosocket ]; then
     wrap=$pin_s start_server --cache bench --protosocket-port 0
     ps_ep=$(sed -n 's/^protosocket listening on //p' "$work/out")
     [ -n "$ps_ep" ] || { echo "momento-local printed no protosocket port"; cat "$work/out"; exit 1; }
-    lg_ps=(--transport protosocket --protosocket-endpoint "$ps_ep")
-    px_ps=("${lg_ps[@]}")
+    ps_opts=(--transport protosocket --protosocket-endpoint "$ps_ep")
 else
     wrap=$pin_s start_server --cache bench
 fi
@@ -285,7 +276,7 @@ if [ "$have_proxy" = 1 ]; then
     [ "$metrics" = 1 ] && px_opts+=(--metrics-port 0) && last=metrics
     # shellcheck disable=SC2086 # $pin_c is a command prefix, PROXY_ARGS options
     $pin_c "$proxy" --endpoint "$ep" --insecure --cache bench --resp-port 0 --memcache-port 0 \
-        "${px_opts[@]}" "${px_ps[@]}" ${PROXY_ARGS:-} > "$work/proxy.out" 2> "$work/proxy.err" &
+        "${px_opts[@]}" "${ps_opts[@]}" ${PROXY_ARGS:-} > "$work/proxy.out" 2> "$work/proxy.err" &
     proxy_pid=$!
     for _ in $(seq 300); do grep -q "^$last listening on" "$work/proxy.out" 2> /dev/null && break; sleep 0.1; done
     resp_ep=$(sed -n 's/^resp listening on //p' "$work/proxy.out")
@@ -348,7 +339,7 @@ if [ "$have_proxy" = 1 ]; then
     for r in $(seq "$ratio_rounds"); do
         loadgen "lg_u.$r" --concurrency "$lg_conc" --keys 0 --batch
         if [ "$transport" = protosocket ]; then
-            loadgen "lg_pu.$r" --concurrency "$lg_conc" --keys 0 --batch "${lg_ps[@]}"
+            loadgen "lg_pu.$r" --concurrency "$lg_conc" --keys 0 --batch "${ps_opts[@]}"
         fi
         rb_get "rg_u.$r" "$resp_port" "$keys"
         loadgen "lg_h.$r" --concurrency "$lg_conc" --keys "$hot" --batch
@@ -373,7 +364,7 @@ fi
 # --- low load (f): one connection, no pipelining, rounds alternating --------
 lg_p50s="" lg_p99s="" rp50s="" rp99s="" mp50s="" mp99s="" rr99s="" mr99s=""
 for r in $(seq "$rounds"); do
-    loadgen "lg_c1.$r" --concurrency 1 --keys 0 "${lg_ps[@]}"
+    loadgen "lg_c1.$r" --concurrency 1 --keys 0 "${ps_opts[@]}"
     lg_p50s+=" ${fig[lg_c1.$r.p50]}" lg_p99s+=" ${fig[lg_c1.$r.p99]}"
     # shellcheck disable=SC2086
     timeout 120 $pin_c redis-benchmark -h 127.0.0.1 -p "$redis_port" -c 1 -n "$low_n" -r "$keys" -d "$value" -t get --csv > "$work/rb.csv" 2> "$work/rb.err"

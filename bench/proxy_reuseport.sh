@@ -46,14 +46,6 @@ cleanup() {
     bench_cleanup
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
 
 px_ps=()
 if [ "$transport" = protosocket ]; then
