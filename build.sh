@@ -49,7 +49,7 @@ demo)
     install_missing "${BUILD_PKGS[@]}"
     build
     # The seed's request-coalescing demo, shortened; no account needed.
-    exec ./build/examples/request-coalescing --duration 5 --rps 0 --concurrency 1000 \
+    exec ./build/apps/request-coalescing --duration 5 --rps 0 --concurrency 1000 \
         --stats-interval 5 --quiet --plot request-coalescing.svg
     ;;
 test)

@@ -47,7 +47,7 @@
 #   ONLY (sections: throughput latency instructions sweep moderate rtt node)
 set -euo pipefail
 build=${1:-build}
-lg="$build/examples/load-gen"
+lg="$build/apps/load-gen"
 [ -x "$lg" ] || { echo "build first: $lg is missing"; exit 1; }
 command -v taskset >/dev/null || { echo "taskset is missing: apt-get install util-linux"; exit 1; }
 . "$(dirname "$0")/common.sh"

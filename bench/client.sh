@@ -18,7 +18,7 @@
 set -euo pipefail
 build=${1:-build}
 secs=${SECONDS_PER_RUN:-10}
-lg="$build/examples/load-gen"
+lg="$build/apps/load-gen"
 raw="$build/bench/raw_client"
 drv="$build/bench/coalesce_bench"
 for b in "$lg" "$raw" "$drv"; do [ -x "$b" ] || { echo "build first: $b"; exit 1; }; done

@@ -20,7 +20,7 @@ command -v h2load >/dev/null || {
     echo "h2load is missing: apt-get install nghttp2-client (Debian/Ubuntu)"; exit 1; }
 command -v taskset >/dev/null || { echo "taskset is missing: apt-get install util-linux"; exit 1; }
 . "$(dirname "$0")/common.sh"
-loadgen="$build/examples/load-gen"
+loadgen="$build/apps/load-gen"
 [ -x "$loadgen" ] || { echo "build first: $loadgen is missing"; exit 1; }
 
 FLOOD_STREAMS=${FLOOD_STREAMS:-50000}

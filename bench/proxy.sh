@@ -87,7 +87,7 @@ case "$transport" in grpc | protosocket) ;; *) echo "TRANSPORT must be grpc or p
 pass=bench-proxy-requirepass
 proxy="$build/proxy/momento-proxy"
 driver="$build/bench/mc_load"
-loadgen="$build/examples/load-gen"
+loadgen="$build/apps/load-gen"
 for f in "$driver" "$loadgen"; do [ -x "$f" ] || { echo "build first: $f is missing"; exit 1; }; done
 for c in redis-server redis-benchmark redis-cli memcached; do
     command -v "$c" > /dev/null || { echo "$c is missing (Debian: redis-server redis-tools memcached)"; exit 1; }

@@ -34,7 +34,7 @@ lg_conc=${LG_CONC:-800}
 secs=${SECONDS_PER_RUN:-5}
 pass=bench-proxy-requirepass
 proxy="$build/proxy/momento-proxy"
-loadgen="$build/examples/load-gen"
+loadgen="$build/apps/load-gen"
 for f in "$proxy" "$loadgen"; do [ -x "$f" ] || { echo "build first: $f is missing"; exit 1; }; done
 command -v redis-benchmark > /dev/null || { echo "redis-benchmark is missing (Debian: redis-tools)"; exit 1; }
 case "$transport" in grpc | protosocket) ;; *) echo "TRANSPORT must be grpc or protosocket"; exit 1 ;; esac

@@ -27,7 +27,7 @@ one() { # BUILD TRANSPORT -> "p50 ops cpu"
     local extra=()
     [ "$2" = protosocket ] && extra=(--transport protosocket --protosocket-endpoint "$ps_ep")
     # shellcheck disable=SC2086 # $pin_c is a command prefix
-    timeout $((secs * 4 + 60)) $pin_c "$1/examples/load-gen" --endpoint "$ep" --insecure \
+    timeout $((secs * 4 + 60)) $pin_c "$1/apps/load-gen" --endpoint "$ep" --insecure \
         --concurrency "$n" --rps 0 --duration "$secs" --keys 0 --quiet "${extra[@]}" \
         --json "$work/r.json" > /dev/null
     json "$work/r.json" "'ok' if r['success'] == r['requests'] and r['wrong_results'] == 0 else 'bad'" |

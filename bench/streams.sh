@@ -18,7 +18,7 @@ rounds=${ROUNDS:-3}
 secs=${SECONDS_PER_RUN:-5}
 # shellcheck source=bench/common.sh
 source "$(dirname "$0")/common.sh"
-loadgen="$build/examples/load-gen"
+loadgen="$build/apps/load-gen"
 pin_s="" pin_c=""
 if command -v taskset > /dev/null; then pin_s="taskset -c 0"; pin_c="taskset -c 1"; fi
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Topics fan-out (issue item 5): one publisher, 100 subscribers on one
-# topic, examples/topics-fanout against momento-local on loopback (a
+# topic, apps/topics-fanout against momento-local on loopback (a
 # separate process, so its CPU time is its own: /proc/PID/stat).
 #   1. The highest deliveries per second with nothing lost: the publish
 #      rate (× 100 subscribers = deliveries/s) starts at STEP messages/s
@@ -29,7 +29,7 @@
 set -euo pipefail
 build=${1:-build}
 . "$(dirname "$0")/common.sh"
-fanout="$build/examples/topics-fanout"
+fanout="$build/apps/topics-fanout"
 [ -x "$fanout" ] || { echo "build first: $fanout is missing"; exit 1; }
 subs=${SUBSCRIBERS:-100}
 step=${STEP:-100}

@@ -98,14 +98,14 @@ else
 fi
 echo "== valgrind memcheck: the examples"
 $vg build/examples/hello > /dev/null
-$vg build/examples/load-gen --duration 2 --rps 200 --quiet > /dev/null
-$vg build/examples/request-coalescing --duration 1 --rps 0 --concurrency 50 --quiet \
+$vg build/apps/load-gen --duration 2 --rps 200 --quiet > /dev/null
+$vg build/apps/request-coalescing --duration 1 --rps 0 --concurrency 50 --quiet \
     --json /tmp/memcheck-rc.json --plot /tmp/memcheck-rc.svg > /dev/null
 rm -f /tmp/memcheck-rc.json /tmp/memcheck-rc.svg
-$vg build/examples/leaderboard --players 200 > /dev/null
-$vg build/examples/session-store > /dev/null
-$vg build/examples/topics-fanout --duration 1 --subscribers 3 --clients 2 --rate 100 --quiet > /dev/null
-$vg build/examples/metrics-prometheus --requests 500 > /dev/null
+$vg build/apps/leaderboard --players 200 > /dev/null
+$vg build/apps/session-store > /dev/null
+$vg build/apps/topics-fanout --duration 1 --subscribers 3 --clients 2 --rate 100 --quiet > /dev/null
+$vg build/apps/metrics-prometheus --requests 500 > /dev/null
 $vg build/examples/event-loop --requests 2000 --per-tick 20 > /dev/null
 $vg build/examples/async > /dev/null
 $vg build/examples/faults > /dev/null

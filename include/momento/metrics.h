@@ -2,7 +2,7 @@
  * libmomento metrics: a hook a client calls once for every request it
  * accepted (installed with momento_config_set_metrics(), in momento.h's
  * configuration section, with its type momento_metrics_fn), with the request's method, latency, status and attempts, for
- * the application to count (examples/metrics-prometheus.c keeps
+ * the application to count (apps/metrics-prometheus.c keeps
  * Prometheus-style counters and a latency histogram from it).
  *
  * What the hook promises:

@@ -27,11 +27,11 @@ import threading
 import xml.etree.ElementTree as ET
 
 build = sys.argv[1]
-load_gen = os.path.join(build, "examples", "load-gen")
-coalescing = os.path.join(build, "examples", "request-coalescing")
-leaderboard = os.path.join(build, "examples", "leaderboard")
-session_store = os.path.join(build, "examples", "session-store")
-fanout = os.path.join(build, "examples", "topics-fanout")
+load_gen = os.path.join(build, "apps", "load-gen")
+coalescing = os.path.join(build, "apps", "request-coalescing")
+leaderboard = os.path.join(build, "apps", "leaderboard")
+session_store = os.path.join(build, "apps", "session-store")
+fanout = os.path.join(build, "apps", "topics-fanout")
 server = os.path.join(build, "server", "momento-local")
 failures = 0
 passed = 0

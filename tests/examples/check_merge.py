@@ -5,7 +5,7 @@ Three load-gen processes run at the same time (two against one
 momento-local, one against another that refuses past 50 requests/s, so
 there are errors to sum), each writing its --json and, with --samples, every
 latency it recorded. This script rebuilds the histograms from those samples
-with its own implementation of examples/common/histogram.c, and checks:
+with its own implementation of apps/common/histogram.c, and checks:
 
 - each run's JSON histograms (buckets, count, min, max, sum, percentiles)
   are exactly the histogram of that run's samples: the JSON is lossless;
@@ -32,8 +32,8 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 build = sys.argv[1]
-load_gen = os.path.join(build, "examples", "load-gen")
-coalescing = os.path.join(build, "examples", "request-coalescing")
+load_gen = os.path.join(build, "apps", "load-gen")
+coalescing = os.path.join(build, "apps", "request-coalescing")
 server = os.path.join(build, "server", "momento-local")
 env = {k: v for k, v in os.environ.items() if k not in ("MOMENTO_API_KEY", "MOMENTO_ENDPOINT")}
 failures = passed = 0

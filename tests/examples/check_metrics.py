@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs examples/metrics-prometheus against its in-process local server and
+"""Runs apps/metrics-prometheus against its in-process local server and
 checks what it prints: valid Prometheus text exposition (format 0.0.4), and
 numbers that agree with the load it was asked for. Everything it prints comes
 from the library's metrics hook, so this checks the hook end to end too.

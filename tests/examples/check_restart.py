@@ -13,7 +13,7 @@ import time
 
 build = sys.argv[1]
 server = os.path.join(build, "server", "momento-local")
-load_gen = os.path.join(build, "examples", "load-gen")
+load_gen = os.path.join(build, "apps", "load-gen")
 passed = failed = 0
 
 

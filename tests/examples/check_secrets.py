@@ -59,14 +59,14 @@ runs = [
     ("hello, current key", [f"{build}/examples/hello"], {"MOMENTO_API_KEY": jwt, "MOMENTO_ENDPOINT": "localhost"}),
     ("hello, v1 key", [f"{build}/examples/hello"], {"MOMENTO_API_KEY": v1}),
     ("hello, legacy token", [f"{build}/examples/hello"], {"MOMENTO_API_KEY": legacy}),
-    ("load-gen", [f"{build}/examples/load-gen", "--duration", "1", "--timeout-ms", "300",
+    ("load-gen", [f"{build}/apps/load-gen", "--duration", "1", "--timeout-ms", "300",
                   "--stats-interval", "0.5"], {"MOMENTO_API_KEY": jwt, "MOMENTO_ENDPOINT": "localhost"}),
-    ("request-coalescing", [f"{build}/examples/request-coalescing", "--duration", "0.5",
+    ("request-coalescing", [f"{build}/apps/request-coalescing", "--duration", "0.5",
                             "--timeout-ms", "300"], {"MOMENTO_API_KEY": v1}),
     # Malformed keys: the reason must name the problem, never the key.
     ("truncated v1 key", [f"{build}/examples/hello"], {"MOMENTO_API_KEY": v1[:-3]}),
     ("current key without endpoint", [f"{build}/examples/hello"], {"MOMENTO_API_KEY": jwt}),
-    ("key with a space", [f"{build}/examples/load-gen", "--duration", "0.5"], {"MOMENTO_API_KEY": MARK + " x"}),
+    ("key with a space", [f"{build}/apps/load-gen", "--duration", "0.5"], {"MOMENTO_API_KEY": MARK + " x"}),
 ]
 for name, args, extra in runs:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MOMENTO_")}

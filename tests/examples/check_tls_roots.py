@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""--tls-roots FILE in every example that takes a target (examples/common/
+"""--tls-roots FILE in every example that takes a target (apps/common/
 target.c), against momento-local serving TLS with a certificate from a
 private CA made here with the openssl command (as tests/integration/
 test_tls.c makes its own):
@@ -26,7 +26,7 @@ import sys
 import tempfile
 
 build = sys.argv[1]
-ex = lambda name: os.path.join(build, "examples", name)  # noqa: E731
+ex = lambda name: os.path.join(build, "apps", name)  # noqa: E731
 server = os.path.join(build, "server", "momento-local")
 env = {k: v for k, v in os.environ.items() if k not in ("MOMENTO_API_KEY", "MOMENTO_ENDPOINT")}
 failures = passed = 0
