@@ -1,4 +1,4 @@
-/* libFuzzer target: the proxy's memcached framing (proxy/mc_parse.c). The
+/* libFuzzer target: the proxy's memcached framing (proxy/memcache/mc_parse.c). The
  * input is a byte stream from a client, cut into commands as the
  * memcached port's feed cuts it - once as the text protocol, once as the
  * binary one - skipping what a refused command asks to skip. Whatever the
@@ -9,7 +9,7 @@
  * fed in growing pieces with an mc_resume, as the feed gives it its reads,
  * parses as it does whole; and the value, counter and exptime helpers keep
  * their round trips. */
-#include "mc_parse.h"
+#include "memcache/mc_parse.h"
 
 #include <stdlib.h>
 #include <string.h>

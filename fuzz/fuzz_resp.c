@@ -1,4 +1,4 @@
-/* libFuzzer target: the proxy's RESP2 request framing (proxy/resp_parse.c)
+/* libFuzzer target: the proxy's RESP2 request framing (proxy/resp/resp_parse.c)
  * on arbitrary bytes, as a client's stream. Besides memory errors it checks
  * what the connection relies on: a command's size never exceeds the input,
  * every argument lies inside the input or the scratch buffer, a whole
@@ -8,7 +8,7 @@
  * commands and the same error as in one piece (the parser resumes where a
  * read left it). Odd-sized inputs are parsed with the bounds of a
  * connection that has not authenticated yet. */
-#include "resp_parse.h"
+#include "resp/resp_parse.h"
 
 #include <stdint.h>
 #include <stdlib.h>

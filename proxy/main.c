@@ -17,11 +17,11 @@
 #include "config.h"
 #include "conn.h"
 #include "http.h"
-#include "memcache.h"
+#include "memcache/memcache.h"
 #include "metrics.h"
 #include "options.h"
 #include "px.h"
-#include "resp.h"
+#include "resp/resp.h"
 #include "tls.h"
 
 #include <arpa/inet.h>

@@ -1,6 +1,6 @@
 /* The proxy's Prometheus metrics (metrics.h; docs/proxy.md "Metrics"). */
 #include "metrics.h"
-#include "mc_parse.h"
+#include "memcache/mc_parse.h"
 
 #include "momento/coalescer.h"
 #include "momento/metrics.h"

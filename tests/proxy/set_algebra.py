@@ -52,7 +52,7 @@ DEFAULT_TTL = 600
 DELAY_MS = 10
 DELAYED_KEYS = "s2"
 ORDER_ROUNDS = 8
-# Past ALG_READ_MAX (proxy/resp_set.c): a set of BIG_N members of BIG_LEN
+# Past ALG_READ_MAX (proxy/resp/resp_set.c): a set of BIG_N members of BIG_LEN
 # bytes is under Momento's 5 MiB item limit, and READ_TIMES of it are over
 # 64 MiB of reading; two of them (distinct members) are over the item limit.
 BIG_N = 70000

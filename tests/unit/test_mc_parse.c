@@ -1,5 +1,5 @@
 /* The memcached framing's cost does not grow with how a command is split
- * across reads (issue 47): proxy/mc_parse.c is built here with
+ * across reads (issue 47): proxy/memcache/mc_parse.c is built here with
  * MC_PARSE_COUNT, which counts every byte its passes look at, and each
  * command is parsed once whole and once fed as the proxy's feed gives it
  * its reads - the same first bytes, more after them, an mc_resume kept
@@ -22,7 +22,7 @@
 /* The parser itself, built into this test with its counter on (before
  * cmocka.h, whose fail() macro would rename the parser's fail()). */
 #define MC_PARSE_COUNT
-#include "../../proxy/mc_parse.c"
+#include "../../proxy/memcache/mc_parse.c"
 
 #include <cmocka.h>
 

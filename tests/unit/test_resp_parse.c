@@ -1,4 +1,4 @@
-/* The proxy's RESP2 request framing (proxy/resp_parse.c) fed the way a
+/* The proxy's RESP2 request framing (proxy/resp/resp_parse.c) fed the way a
  * connection feeds it: the unconsumed input grows by one read at a time,
  * may move between reads (proxy/conn.c compacts and reallocates its
  * buffer), and only whole commands are consumed. Whatever the split, the
@@ -7,7 +7,7 @@
  * item 4: an unfinished command was parsed again from its first byte on
  * every read), and an unfinished command must not cost a record per
  * argument (item 5). */
-#include "../../proxy/resp_parse.h"
+#include "../../proxy/resp/resp_parse.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

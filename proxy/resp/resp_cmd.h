@@ -6,7 +6,7 @@
 
 #include "conn.h"
 #include "momento/collections.h"
-#include "resp_parse.h"
+#include "resp/resp_parse.h"
 
 #include <stdbool.h>
 #include <stdint.h>

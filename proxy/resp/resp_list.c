@@ -7,7 +7,7 @@
  * (MOMENTO_END). A slice that is empty whatever the list's length is
  * refused by Momento; the proxy answers it itself, after asking the
  * list's length only to answer WRONGTYPE as Redis does. */
-#include "resp.h"
+#include "resp/resp.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
 #ifndef PX_RESP_H
 #define PX_RESP_H
 
-#include "resp_cmd.h"
+#include "resp/resp_cmd.h"
 
 #include <stdbool.h>
 #include <stdint.h>

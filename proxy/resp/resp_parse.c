@@ -1,6 +1,6 @@
 /* RESP2 request framing, following Redis 7's processMultibulkBuffer and
  * processInlineBuffer: the same errors for the same bytes. */
-#include "resp_parse.h"
+#include "resp/resp_parse.h"
 
 #include <ctype.h>
 #include <limits.h>

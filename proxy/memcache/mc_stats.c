@@ -1,7 +1,7 @@
 /* The counters memcached's `stats` reports (mc_stats.h), kept by both
  * protocols of the memcached port. */
-#include "mc_stats.h"
-#include "mc_proto.h"
+#include "memcache/mc_stats.h"
+#include "memcache/mc_proto.h"
 
 #include <stdio.h>
 #include <unistd.h>

@@ -6,7 +6,7 @@
  * (set-if-equal) or still absent (set-if-absent), and start again if
  * another writer came between (a bounded number of times). */
 #include "multiget.h"
-#include "resp.h"
+#include "resp/resp.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* memcached's text protocol: the feed, the retrieval commands (one batched
  * request for a get of many keys, duplicate keys asked once, values
  * answered in request order) and the answers of the others. */
-#include "mc_proto.h"
+#include "memcache/mc_proto.h"
 #include "metrics.h"
 #include "multiget.h"
 

@@ -1,7 +1,7 @@
 /* memcached's operations on Momento (mc_ops.h). One mc_op per operation
  * holds the copied key and data and whatever a later call needs; it is
  * freed when `done` has been called. */
-#include "mc_ops.h"
+#include "memcache/mc_ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  * two calls, not one atomic step, so a writer that comes between them can
  * make the count (or HSETNX's decision) stale. The write itself is never
  * lost or doubled. */
-#include "resp.h"
+#include "resp/resp.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
  * ZADD INCR are Momento's atomic increment; with a condition (or an
  * infinite increment, whose NaN Redis refuses) they read first too. ZREM
  * reads which members exist to count them. */
-#include "resp.h"
+#include "resp/resp.h"
 
 #include <errno.h>
 #include <ctype.h>

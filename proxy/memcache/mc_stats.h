@@ -4,7 +4,7 @@
 #ifndef PX_MC_STATS_H
 #define PX_MC_STATS_H
 
-#include "mc_ops.h"
+#include "memcache/mc_ops.h"
 
 /* memcached's per-command counters, for the memcached port's clients
  * (the proxy's own counters are px_backend.stats). */

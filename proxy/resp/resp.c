@@ -2,10 +2,10 @@
  * the connection-level commands (PING, ECHO, QUIT, SELECT, COMMAND, INFO,
  * CLIENT, HELLO, AUTH) and transactions (MULTI, EXEC, DISCARD, WATCH,
  * UNWATCH). */
-#include "resp.h"
+#include "resp/resp.h"
 #include "auth.h"
 #include "metrics.h"
-#include "resp_parse.h"
+#include "resp/resp_parse.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -2,8 +2,8 @@
  * as memcached decides), and its state. A port with a password
  * (px_backend.requirepass) speaks binary only, with SASL, as memcached -S
  * does. */
-#include "memcache.h"
-#include "mc_proto.h"
+#include "memcache/memcache.h"
+#include "memcache/mc_proto.h"
 
 #include <stdlib.h>
 

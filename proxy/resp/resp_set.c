@@ -10,7 +10,7 @@
  * Momento has no set algebra: SINTER, SUNION and SDIFF read their sources
  * (SetFetch) and compute the answer here; the STORE forms then replace the
  * destination (a delete, then one SetUnion of the answer). */
-#include "resp.h"
+#include "resp/resp.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * (tokenize_command, process_command_ascii and the process_*_command
  * functions), util.c (safe_strto*) and proto_bin.c (dispatch_bin_command):
  * the same answers for the same bytes. */
-#include "mc_parse.h"
+#include "memcache/mc_parse.h"
 
 #include <limits.h>
 #include <stdlib.h>

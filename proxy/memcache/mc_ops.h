@@ -36,7 +36,7 @@
 #ifndef PX_MC_OPS_H
 #define PX_MC_OPS_H
 
-#include "mc_parse.h"
+#include "memcache/mc_parse.h"
 #include "px.h"
 
 typedef enum mc_status {

@@ -1,6 +1,6 @@
 /* What every RESP command's handler uses (resp_cmd.h): the reply
  * encoders, the argument readers, the connection's state. */
-#include "resp_cmd.h"
+#include "resp/resp_cmd.h"
 
 #include <ctype.h>
 #include <errno.h>

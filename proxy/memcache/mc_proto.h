@@ -5,9 +5,9 @@
 #define PX_MC_PROTO_H
 
 #include "conn.h"
-#include "mc_ops.h"
-#include "mc_parse.h"
-#include "mc_stats.h"
+#include "memcache/mc_ops.h"
+#include "memcache/mc_parse.h"
+#include "memcache/mc_stats.h"
 
 /* The version `version` answers: memcached's whose protocol the port
  * follows (clients parse it as numbers), then who answers. */

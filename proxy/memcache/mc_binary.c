@@ -4,7 +4,7 @@
  * reply before it, which is what clients wait for. With a password
  * (px_backend.requirepass), SASL PLAIN as memcached -S asks for it. */
 #include "auth.h"
-#include "mc_proto.h"
+#include "memcache/mc_proto.h"
 #include "metrics.h"
 
 #include <stdio.h>

@@ -13,7 +13,7 @@
  * Momento does not say how many there are in all (docs/proxy.md). It
  * publishes a value as text when it is valid UTF-8 (other Momento SDKs'
  * subscribers then see a string), as bytes otherwise. */
-#include "resp.h"
+#include "resp/resp.h"
 
 #include "momento/topics.h"
 

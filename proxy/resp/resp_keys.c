@@ -1,7 +1,7 @@
 /* RESP: commands on keys of any type - DEL, UNLINK, EXISTS, TYPE, the
  * TTL family (EXPIRE, PEXPIRE, TTL, PTTL, PERSIST) - and the counters
  * (INCR, INCRBY, DECR, DECRBY) on Momento's increment. */
-#include "resp.h"
+#include "resp/resp.h"
 
 #include <stdlib.h>
 #include <string.h>
