@@ -1,4 +1,4 @@
-/* Value compression (lib/compress.c) against the local server: round trips
+/* Value compression (lib/codec/compress.c) against the local server: round trips
  * with gzip and zstd through every write and read path (set, set_if, set
  * and get batches, the coalescer, the batcher), the per-request override,
  * the stored bytes as a client that does not decompress sees them, values
