@@ -1385,7 +1385,9 @@ MOMENTO_EXPORT int momento_set_if_absent_or_hash_not_equal_sync(
     const momento_request_options *opts, momento_result **ret);
 
 /* Adds `amount` to the base-10 integer stored at `key` (a missing key counts
- * as 0) and stores the result as text with `ttl_ms` (0 = default). Outcome
+ * as 0) and stores the result as text with `ttl_ms` (0 = default): every
+ * increment sets the TTL anew, as Momento's does - an existing key's
+ * remaining TTL is not kept. Outcome
  * SUCCESS, value via momento_result_int(). A value that is not an integer:
  * MOMENTO_ERR_FAILED_PRECONDITION in the callback. Not idempotent: never
  * retried. Arguments as momento_get(), plus the TTL limit. */

@@ -140,7 +140,8 @@ typedef void (*momento_topic_callback)(momento_subscription *sub, const momento_
 typedef struct momento_subscribe_options {
     size_t size;                   /* sizeof(momento_subscribe_options) */
     /* Start from this sequence number of this page (a subscriber that
-     * kept them from an earlier subscription); 0, 0 = from now on. */
+     * kept them from an earlier subscription: the last sequence number it
+     * saw plus one, and that item's page); 0, 0 = from now on. */
     uint64_t resume_at_sequence_number;
     uint64_t sequence_page;
     /* How long each stream may take to bring its first message; 0 = the
