@@ -22,12 +22,13 @@
  * passes OUT_CAP, or that holds MAX_HELD commands or HELD_BYTES_CAP of
  * their bytes, is not read until that drains; a frame over PS_MAX_FRAME,
  * a bad varint or a body that does not decode closes it. */
-#include "core/srv_protosocket.h"
+#include "front/srv_protosocket.h"
 
 #include "clock.h"
 #include "core/srv_server.h"
 #include "core/srv_tokens.h"
 #include "core/srv_turns.h"
+#include "front/srv_calls.h"
 #include "heap.h"
 #include "ps_wire.h"
 

@@ -1,7 +1,9 @@
-/* The server thread: it owns the completion queue, the store and a timer
- * heap. Every call is requested as a registered method with its payload
- * already read, checked (auth, rate, a disposable token's scope, faults -
- * which only the --auth-token's holder may inject on a server with one),
+/* The gRPC call layer (srv_calls.h), one of the two network front ends
+ * (the other is protosocket.c): the server thread owns the completion
+ * queue, the store and a timer heap. Every call is requested as a
+ * registered method with its payload already read, checked (auth, rate,
+ * a disposable token's scope, faults - which only the --auth-token's
+ * holder may inject on a server with one),
  * handed to the dispatcher, answered (a unary call with one batch, a
  * stream with one batch per message, the status riding with the last) and
  * counted.
@@ -31,7 +33,7 @@
  * expiry) or its client goes away. It watches for the latter from the
  * start, so that a subscriber that leaves leaves its topic at once, and it
  * is counted once, when it ends. */
-#include "core/srv_server.h"
+#include "front/srv_calls.h"
 
 #include "clock.h"
 #include "core/srv_metadata.h"
