@@ -29,6 +29,10 @@
 #define SRV_STATUS_COUNT 17 /* gRPC status codes 0 (OK) .. 16 (UNAUTHENTICATED) */
 #define SRV_COUNTED_HEADERS 5
 
+/* The front end a call came by (front/), for the stats' count of each
+ * RPC by transport. */
+typedef enum { SRV_VIA_GRPC, SRV_VIA_PROTOSOCKET, SRV_TRANSPORT_COUNT } srv_transport;
+
 /* HTTP/2 streams (calls in progress) one connection may hold
  * (momento_local_options.max_streams, default 100 as Momento): gRPC core
  * advertises it in SETTINGS_MAX_CONCURRENT_STREAMS and refuses streams
@@ -125,6 +129,9 @@ struct momento_local {
     atomic_uint_fast64_t topic_heartbeats;
 
     atomic_uint_fast64_t stats[SRV_METHOD_COUNT][SRV_STATUS_COUNT];
+    /* The same calls again, by the front end they came by (all statuses):
+     * for each method the transports' counts add up to its total. */
+    atomic_uint_fast64_t by_transport[SRV_TRANSPORT_COUNT][SRV_METHOD_COUNT];
     /* Calls per method that their client cancelled (or left) before the
      * server had sent their status; each is in `stats` as well. */
     atomic_uint_fast64_t client_cancels[SRV_METHOD_COUNT];
@@ -141,8 +148,11 @@ struct momento_local {
 void srv_test_hold_new_calls(momento_local *s);
 uint64_t srv_test_held_calls(const momento_local *s);
 
-/* stats.c. Server thread only, though the counters may be read anywhere. */
-void srv_stats_count(momento_local *s, momento__rpc_id m, grpc_status_code status);
+/* stats.c. Written by the front ends' threads and read from any thread
+ * (relaxed atomics). A call of `m` that came by `via`, answered with
+ * `status`. */
+void srv_stats_count(momento_local *s, srv_transport via, momento__rpc_id m,
+                     grpc_status_code status);
 /* A call of `m` its client cancelled before its status was sent. */
 void srv_stats_count_client_cancel(momento_local *s, momento__rpc_id m);
 void srv_stats_count_headers(momento_local *s, const grpc_metadata_array *md);

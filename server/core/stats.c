@@ -1,7 +1,8 @@
 /* The server's counters: calls per method and gRPC status, calls per
+ * method by the transport they came by (gRPC or protosocket), calls per
  * method cancelled by their clients, calls carrying each of a few headers,
- * topics' memory, and their JSON summary. Written by the server
- * thread, read from any thread; relaxed atomics, as each counter stands
+ * topics' memory, and their JSON summary. Written by the server's
+ * threads, read from any thread; relaxed atomics, as each counter stands
  * alone. */
 #include "core/srv_server.h"
 
@@ -25,10 +26,16 @@ static const char *method_name(int m)
     return m == SRV_UNKNOWN ? "Unimplemented" : momento__rpcs[m].name;
 }
 
-void srv_stats_count(momento_local *s, momento__rpc_id m, grpc_status_code status)
+/* The transports' names in the stats' "by_transport". */
+static const char *const transport_names[SRV_TRANSPORT_COUNT] = {"grpc", "protosocket"};
+
+void srv_stats_count(momento_local *s, srv_transport via, momento__rpc_id m,
+                     grpc_status_code status)
 {
-    if ((unsigned)status < SRV_STATUS_COUNT)
-        atomic_fetch_add_explicit(&s->stats[m][status], 1, memory_order_relaxed);
+    if ((unsigned)status >= SRV_STATUS_COUNT)
+        return;
+    atomic_fetch_add_explicit(&s->stats[m][status], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->by_transport[via][m], 1, memory_order_relaxed);
 }
 
 void srv_stats_count_client_cancel(momento_local *s, momento__rpc_id m)
@@ -196,10 +203,39 @@ void momento_local_reset_stats(momento_local *s)
             atomic_store(&s->stats[m][st], 0);
     for (int m = 0; m < SRV_METHOD_COUNT; m++)
         atomic_store(&s->client_cancels[m], 0);
+    for (int t = 0; t < SRV_TRANSPORT_COUNT; t++)
+        for (int m = 0; m < SRV_METHOD_COUNT; m++)
+            atomic_store(&s->by_transport[t][m], 0);
     for (int h = 0; h < SRV_COUNTED_HEADERS; h++)
         atomic_store(&s->header_counts[h], 0);
     atomic_store(&s->topic_deliveries, 0);
     atomic_store(&s->topic_heartbeats, 0);
+}
+
+/* `"by_transport": {"grpc": {"total": 2, "methods": {"Get": 2}}, ...}`,
+ * each transport's methods with counts, appended at out + len. */
+static size_t by_transport_json(momento_local *s, char *out, size_t cap)
+{
+    size_t len = (size_t)snprintf(out, cap, ", \"by_transport\": {");
+    for (int t = 0; t < SRV_TRANSPORT_COUNT; t++) {
+        uint64_t total = 0;
+        for (int m = 0; m < SRV_METHOD_COUNT; m++)
+            total += atomic_load_explicit(&s->by_transport[t][m], memory_order_relaxed);
+        len += (size_t)snprintf(out + len, cap - len, "%s\"%s\": {\"total\": %llu, \"methods\": {",
+                                t ? ", " : "", transport_names[t], (unsigned long long)total);
+        bool first = true;
+        for (int m = 0; m < SRV_METHOD_COUNT; m++) {
+            uint64_t n = atomic_load_explicit(&s->by_transport[t][m], memory_order_relaxed);
+            if (!n)
+                continue;
+            len += (size_t)snprintf(out + len, cap - len, "%s\"%s\": %llu", first ? "" : ", ",
+                                    method_name(m), (unsigned long long)n);
+            first = false;
+        }
+        len += (size_t)snprintf(out + len, cap - len, "}}");
+    }
+    len += (size_t)snprintf(out + len, cap - len, "}");
+    return len;
 }
 
 char *momento_local_stats_json(const momento_local *s)
@@ -209,8 +245,10 @@ char *momento_local_stats_json(const momento_local *s)
     /* Room for every counter at its widest (20 digits), with a method name
      * of up to 64 bytes, so that no snprintf below can run past `cap`: the
      * statuses, "cancelled_by_client" and the webhooks' 12 fields take at
-     * most 48 bytes each. */
-    size_t cap = 128 + 12 * 48 + SRV_METHOD_COUNT * (128 + (SRV_STATUS_COUNT + 1) * 48), len = 0;
+     * most 48 bytes each; each transport's line of a method, at most 96. */
+    size_t cap = 128 + 12 * 48 + SRV_METHOD_COUNT * (128 + (SRV_STATUS_COUNT + 1) * 48) +
+                 SRV_TRANSPORT_COUNT * (128 + SRV_METHOD_COUNT * 96),
+           len = 0;
     char *out = malloc(cap);
     if (!out)
         return NULL;
@@ -263,6 +301,11 @@ char *momento_local_stats_json(const momento_local *s)
             (unsigned long long)w.pending, (unsigned long long)w.dropped_full,
             (unsigned long long)w.dropped_global, (unsigned long long)w.dropped_memory,
             (unsigned long long)w.sending, (unsigned long long)w.bytes);
+    /* The count by transport, last, on a server with a protosocket port:
+     * a server without one (every call gRPC's) prints what it printed
+     * before, and one with it prints that, then this. */
+    if (s->opts.protosocket_port >= 0)
+        len += by_transport_json((momento_local *)s, out + len, cap - len);
     snprintf(out + len, cap - len, "}");
     return out;
 }

@@ -393,7 +393,7 @@ static void stream_start(srv_call *c);
 
 static void reply(srv_call *c)
 {
-    srv_stats_count(c->s, c->method, c->reply.status);
+    srv_stats_count(c->s, SRV_VIA_GRPC, c->method, c->reply.status);
     if (!send_next(c))
         finish(c);
 }
@@ -716,7 +716,7 @@ static void stream_pump(srv_call *c)
         ops[n].data.send_status_from_server.status_details = &c->status_details;
         n++;
         c->final_sent = true;
-        srv_stats_count(s, c->method, status);
+        srv_stats_count(s, SRV_VIA_GRPC, c->method, status);
     } else if (c->source.ops->next(c->source.obj, &msg, &more)) {
         if (!c->out)
             c->out = grpc_raw_byte_buffer_create(NULL, 0);
@@ -802,7 +802,7 @@ static void stream_batch_done(srv_call *c, bool ok)
         /* Its client is gone: the close watch says so and ends it. Should
          * that watch not be out, nothing else would. */
         if (!c->close_started) {
-            srv_stats_count(c->s, c->method, ended_by(c));
+            srv_stats_count(c->s, SRV_VIA_GRPC, c->method, ended_by(c));
             c->final_sent = true;
             finish(c);
         }
@@ -820,7 +820,7 @@ static void stream_closed(srv_call *c)
 {
     if (!c->final_sent) {
         grpc_status_code st = ended_by(c);
-        srv_stats_count(c->s, c->method, st);
+        srv_stats_count(c->s, SRV_VIA_GRPC, c->method, st);
         if (st == GRPC_STATUS_CANCELLED && !c->server_ended)
             srv_stats_count_client_cancel(c->s, c->method);
         c->final_sent = true; /* nothing more goes out */
@@ -1005,7 +1005,7 @@ static void on_close(srv_call *c)
         else
             timer_remove(s, c);
         grpc_status_code st = ended_by(c);
-        srv_stats_count(s, c->method, st);
+        srv_stats_count(s, SRV_VIA_GRPC, c->method, st);
         if (st == GRPC_STATUS_CANCELLED)
             srv_stats_count_client_cancel(s, c->method);
         finish(c);

@@ -281,7 +281,7 @@ static void send_error(ps_conn *c, uint64_t id, int code, const char *fmt, ...)
 
 static void count(srv_protosocket *ps, momento__rpc_id m, int status)
 {
-    srv_stats_count(ps->s, m, (grpc_status_code)status);
+    srv_stats_count(ps->s, SRV_VIA_PROTOSOCKET, m, (grpc_status_code)status);
 }
 
 /* A command answered with an error, counted under its status. */
