@@ -39,6 +39,7 @@
 #include "core/srv_metadata.h"
 #include "core/srv_reply.h"
 #include "core/srv_tokens.h"
+#include "data/srv_list.h"
 #include "grpc_util.h"
 
 #include <grpc/slice_buffer.h>
@@ -173,15 +174,7 @@ static void list_remove(srv_call *c)
     struct srv_call_list *l = c->list;
     if (!l)
         return;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        l->head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else
-        l->tail = c->prev;
-    c->next = c->prev = NULL;
+    SRV_QUEUE_REMOVE(l->head, l->tail, c, prev, next);
     c->list = NULL;
 }
 

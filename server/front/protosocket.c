@@ -28,6 +28,7 @@
 #include "core/srv_server.h"
 #include "core/srv_tokens.h"
 #include "core/srv_turns.h"
+#include "data/srv_list.h"
 #include "front/srv_calls.h"
 #include "heap.h"
 #include "ps_wire.h"
@@ -487,10 +488,7 @@ static ps_held *held_new(ps_conn *c, momento__rpc_id m, uint64_t id, int error,
     h->len = len;
     if (len)
         memcpy(h->body, body, len);
-    h->next = c->held;
-    if (c->held)
-        c->held->prev = h;
-    c->held = h;
+    SRV_LIST_PUSH(c->held, h, prev, next);
     c->n_held++;
     c->held_bytes += len;
     return h;
@@ -500,15 +498,7 @@ static void deferred_remove(srv_protosocket *ps, ps_held *h)
 {
     if (!h->deferred)
         return;
-    if (h->dprev)
-        h->dprev->dnext = h->dnext;
-    else
-        ps->deferred_head = h->dnext;
-    if (h->dnext)
-        h->dnext->dprev = h->dprev;
-    else
-        ps->deferred_tail = h->dprev;
-    h->dprev = h->dnext = NULL;
+    SRV_QUEUE_REMOVE(ps->deferred_head, ps->deferred_tail, h, dprev, dnext);
     h->deferred = false;
     atomic_fetch_sub_explicit(&ps->s->waiting_calls, 1, memory_order_relaxed);
 }
@@ -518,13 +508,7 @@ static void defer(ps_held *h)
 {
     srv_protosocket *ps = h->conn->ps;
     h->deferred = true;
-    h->dnext = NULL;
-    h->dprev = ps->deferred_tail;
-    if (ps->deferred_tail)
-        ps->deferred_tail->dnext = h;
-    else
-        ps->deferred_head = h;
-    ps->deferred_tail = h;
+    SRV_QUEUE_APPEND(ps->deferred_head, ps->deferred_tail, h, dprev, dnext);
     atomic_fetch_add_explicit(&ps->s->waiting_calls, 1, memory_order_relaxed);
 }
 
@@ -541,12 +525,7 @@ static void held_free(ps_held *h)
     ps_conn *c = h->conn;
     timer_remove(c->ps, h);
     deferred_remove(c->ps, h);
-    if (h->prev)
-        h->prev->next = h->next;
-    else
-        c->held = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
+    SRV_LIST_REMOVE(c->held, h, prev, next);
     c->n_held--;
     c->held_bytes -= h->len;
     free(h);
@@ -1039,12 +1018,7 @@ static void conn_free(ps_conn *c)
     if (c->ssl)
         SSL_free(c->ssl);
     close(c->fd);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        ps->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    SRV_LIST_REMOVE(ps->conns, c, prev, next);
     free(c->in.data);
     free(c->out.data);
     free(c->token);
@@ -1097,10 +1071,7 @@ static void conn_new(srv_protosocket *ps, int fd)
         close(fd);
         return;
     }
-    c->next = ps->conns;
-    if (ps->conns)
-        ps->conns->prev = c;
-    ps->conns = c;
+    SRV_LIST_PUSH(ps->conns, c, prev, next);
 }
 
 static void accept_all(srv_protosocket *ps)
