@@ -25,6 +25,7 @@
 #include "front/srv_protosocket.h"
 
 #include "clock.h"
+#include "core/srv_listen.h"
 #include "core/srv_server.h"
 #include "core/srv_tokens.h"
 #include "core/srv_turns.h"
@@ -1186,38 +1187,8 @@ static int tls_context(srv_protosocket *ps)
 static int listen_on(srv_protosocket *ps)
 {
     const momento_local_options *o = &ps->s->opts;
-    bool v6 = strchr(o->bind, ':') != NULL;
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    memset(&ss, 0, sizeof(ss));
-    if (v6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons((uint16_t)o->protosocket_port);
-        if (inet_pton(AF_INET6, o->bind, &in6->sin6_addr) != 1)
-            return -1;
-        sl = sizeof(*in6);
-    } else {
-        struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
-        in4->sin_family = AF_INET;
-        in4->sin_port = htons((uint16_t)o->protosocket_port);
-        if (inet_pton(AF_INET, o->bind, &in4->sin_addr) != 1)
-            return -1;
-        sl = sizeof(*in4);
-    }
-    ps->listen_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    /* SO_REUSEADDR: a server restarted on its port binds it again at once,
-     * past the old connections' TIME_WAIT (Linux still refuses a second
-     * listener on it). */
-    int one = 1;
-    if (ps->listen_fd < 0 ||
-        setsockopt(ps->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(ps->listen_fd, (struct sockaddr *)&ss, sl) < 0 || listen(ps->listen_fd, 128) < 0 ||
-        getsockname(ps->listen_fd, (struct sockaddr *)&ss, &sl) < 0)
-        return -1;
-    ps->port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                        : ((struct sockaddr_in *)&ss)->sin_port);
-    return 0;
+    ps->listen_fd = srv_listen(o->bind, o->protosocket_port, true, 128, &ps->port);
+    return ps->listen_fd < 0 ? -1 : 0;
 }
 
 static int add_fd(srv_protosocket *ps, int fd, void *ptr)
