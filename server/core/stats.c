@@ -26,6 +26,13 @@ static const char *method_name(int m)
     return m == SRV_UNKNOWN ? "Unimplemented" : momento__rpcs[m].name;
 }
 
+/* One counter, read from any thread: an atomic, so reading it through a
+ * const server is safe (relaxed, as each stands alone). */
+static uint64_t counter(const atomic_uint_fast64_t *a)
+{
+    return atomic_load_explicit((atomic_uint_fast64_t *)a, memory_order_relaxed);
+}
+
 /* The transports' names in the stats' "by_transport". */
 static const char *const transport_names[SRV_TRANSPORT_COUNT] = {"grpc", "protosocket"};
 
@@ -55,10 +62,9 @@ uint64_t momento_local_header_count(const momento_local *s, const char *name)
 {
     if (!s || !name)
         return 0;
-    momento_local *ms = (momento_local *)s; /* counters are atomics, read-only here */
     for (int h = 0; h < SRV_COUNTED_HEADERS; h++)
         if (strcmp(name, counted_headers[h]) == 0)
-            return atomic_load_explicit(&ms->header_counts[h], memory_order_relaxed);
+            return counter(&s->header_counts[h]);
     return 0;
 }
 
@@ -70,110 +76,83 @@ static int method_index(const char *name)
     return -1;
 }
 
+/* The methods a count covers, [*first, *end): every one for NULL, else
+ * the one named; false for a name that is none. */
+static bool methods_of(const char *method, int *first, int *end)
+{
+    *first = method ? method_index(method) : 0;
+    *end = method ? *first + 1 : SRV_METHOD_COUNT;
+    return *first >= 0;
+}
+
 uint64_t momento_local_rpc_count(const momento_local *s, const char *method, int grpc_status)
 {
-    if (!s || grpc_status < -1 || grpc_status >= SRV_STATUS_COUNT)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* counters are atomics, read-only here */
-    int only = method ? method_index(method) : -1;
-    if (method && only < 0)
+    int first, end;
+    if (!s || grpc_status < -1 || grpc_status >= SRV_STATUS_COUNT ||
+        !methods_of(method, &first, &end))
         return 0;
     uint64_t total = 0;
-    for (int m = 0; m < SRV_METHOD_COUNT; m++) {
-        if (only >= 0 && m != only)
-            continue;
+    for (int m = first; m < end; m++)
         for (int st = 0; st < SRV_STATUS_COUNT; st++)
             if (grpc_status < 0 || st == grpc_status)
-                total += atomic_load_explicit(&ms->stats[m][st], memory_order_relaxed);
-    }
+                total += counter(&s->stats[m][st]);
     return total;
 }
 
 uint64_t momento_local_cancelled_calls(const momento_local *s, const char *method)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* counters are atomics, read-only here */
-    int only = method ? method_index(method) : -1;
-    if (method && only < 0)
+    int first, end;
+    if (!s || !methods_of(method, &first, &end))
         return 0;
     uint64_t total = 0;
-    for (int m = 0; m < SRV_METHOD_COUNT; m++)
-        if (only < 0 || m == only)
-            total += atomic_load_explicit(&ms->client_cancels[m], memory_order_relaxed);
+    for (int m = first; m < end; m++)
+        total += counter(&s->client_cancels[m]);
     return total;
 }
 
 uint64_t momento_local_parked_calls(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->parked, memory_order_relaxed);
+    return s ? counter(&s->parked) : 0;
 }
 
 uint64_t momento_local_long_requests(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->turns.long_now, memory_order_relaxed);
+    return s ? counter(&s->turns.long_now) : 0;
 }
 
 uint64_t momento_local_waiting_calls(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->waiting_calls, memory_order_relaxed);
+    return s ? counter(&s->waiting_calls) : 0;
 }
 
 uint64_t momento_local_subscriptions(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->subscriptions, memory_order_relaxed);
+    return s ? counter(&s->subscriptions) : 0;
 }
 
 uint64_t momento_local_topic_deliveries(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->topic_deliveries, memory_order_relaxed);
+    return s ? counter(&s->topic_deliveries) : 0;
 }
 
 uint64_t momento_local_topic_heartbeats(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->topic_heartbeats, memory_order_relaxed);
+    return s ? counter(&s->topic_heartbeats) : 0;
 }
 
 uint64_t momento_local_topic_bytes(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->topics.bytes_seen, memory_order_relaxed);
+    return s ? counter(&s->topics.bytes_seen) : 0;
 }
 
 uint64_t momento_local_topic_count(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->topics.count_seen, memory_order_relaxed);
+    return s ? counter(&s->topics.count_seen) : 0;
 }
 
 uint64_t momento_local_queued_bytes(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->topics.queued_seen, memory_order_relaxed);
+    return s ? counter(&s->topics.queued_seen) : 0;
 }
 
 double momento_local_cpu_seconds(const momento_local *s)
@@ -214,18 +193,18 @@ void momento_local_reset_stats(momento_local *s)
 
 /* `"by_transport": {"grpc": {"total": 2, "methods": {"Get": 2}}, ...}`,
  * each transport's methods with counts, appended at out + len. */
-static size_t by_transport_json(momento_local *s, char *out, size_t cap)
+static size_t by_transport_json(const momento_local *s, char *out, size_t cap)
 {
     size_t len = (size_t)snprintf(out, cap, ", \"by_transport\": {");
     for (int t = 0; t < SRV_TRANSPORT_COUNT; t++) {
         uint64_t total = 0;
         for (int m = 0; m < SRV_METHOD_COUNT; m++)
-            total += atomic_load_explicit(&s->by_transport[t][m], memory_order_relaxed);
+            total += counter(&s->by_transport[t][m]);
         len += (size_t)snprintf(out + len, cap - len, "%s\"%s\": {\"total\": %llu, \"methods\": {",
                                 t ? ", " : "", transport_names[t], (unsigned long long)total);
         bool first = true;
         for (int m = 0; m < SRV_METHOD_COUNT; m++) {
-            uint64_t n = atomic_load_explicit(&s->by_transport[t][m], memory_order_relaxed);
+            uint64_t n = counter(&s->by_transport[t][m]);
             if (!n)
                 continue;
             len += (size_t)snprintf(out + len, cap - len, "%s\"%s\": %llu", first ? "" : ", ",
@@ -305,7 +284,7 @@ char *momento_local_stats_json(const momento_local *s)
      * a server without one (every call gRPC's) prints what it printed
      * before, and one with it prints that, then this. */
     if (s->opts.protosocket_port >= 0)
-        len += by_transport_json((momento_local *)s, out + len, cap - len);
+        len += by_transport_json(s, out + len, cap - len);
     snprintf(out + len, cap - len, "}");
     return out;
 }
