@@ -34,7 +34,6 @@
 #include "heap.h"
 #include "ps_wire.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
