@@ -1,13 +1,15 @@
 /* Starting and stopping a momento-local: options copied, the `--cache`
  * caches created, credentials read, the gRPC server created with every
  * method of the RPC table registered and bound, and the server thread
- * (core/calls.c) started with the rpc layer's dispatcher (rpc/dispatch.c),
- * then the protosocket port (core/protosocket.c), which answers through
- * the same dispatcher; stopping undoes it all. The one file besides main.c above every folder:
+ * (the gRPC call layer, front/calls.c) started with the rpc layer's
+ * dispatcher (rpc/dispatch.c), then the protosocket port
+ * (front/protosocket.c), which answers through the same dispatcher;
+ * stopping undoes it all. The one file besides main.c above every folder:
  * it puts the layers together, and nothing in them calls it. */
-#include "core/srv_protosocket.h"
 #include "core/srv_server.h"
 #include "core/srv_webhooks.h"
+#include "front/srv_calls.h"
+#include "front/srv_protosocket.h"
 
 #include "grpc_util.h"
 #include "rpc/srv_rpc.h"

@@ -9,12 +9,11 @@
  * within a second and fit in 2 KiB. */
 #include "core/srv_admin.h"
 
+#include "core/srv_listen.h"
 #include "core/srv_server.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -100,35 +99,11 @@ int srv_admin_start(momento_local *s)
     a->wake[0] = a->wake[1] = -1;
     if (s->opts.test_admin_port < 0)
         return 0;
-    bool v6 = strchr(s->opts.bind, ':') != NULL;
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    memset(&ss, 0, sizeof(ss));
-    if (v6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons((uint16_t)s->opts.test_admin_port);
-        if (inet_pton(AF_INET6, s->opts.bind, &in6->sin6_addr) != 1)
-            return -1;
-        sl = sizeof(*in6);
-    } else {
-        struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
-        in4->sin_family = AF_INET;
-        in4->sin_port = htons((uint16_t)s->opts.test_admin_port);
-        if (inet_pton(AF_INET, s->opts.bind, &in4->sin_addr) != 1)
-            return -1;
-        sl = sizeof(*in4);
-    }
-    a->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (a->fd < 0 || setsockopt(a->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(a->fd, (struct sockaddr *)&ss, sl) < 0 || listen(a->fd, 16) < 0 ||
-        getsockname(a->fd, (struct sockaddr *)&ss, &sl) < 0 || pipe2(a->wake, O_CLOEXEC) < 0) {
+    a->fd = srv_listen(s->opts.bind, s->opts.test_admin_port, false, 16, &a->port);
+    if (a->fd < 0 || pipe2(a->wake, O_CLOEXEC) < 0) {
         srv_admin_stop(s);
         return -1;
     }
-    a->port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                       : ((struct sockaddr_in *)&ss)->sin_port);
     if (pthread_create(&a->thread, NULL, admin_loop, s) != 0) {
         srv_admin_stop(s);
         return -1;

@@ -1,6 +1,7 @@
 /* What one running momento-local is, and what its modules share: the
- * lifecycle (server.c), the server thread's call loop (calls.c) and the
- * counters (stats.c). Handlers read `opts` and `store` from here too. */
+ * state of the lifecycle (server.c), of the network front ends (front/:
+ * the gRPC call layer, the protosocket port) and the counters (stats.c).
+ * Handlers read `opts` and `store` from here too. */
 #ifndef MOMENTO_LOCAL_SRV_SERVER_H
 #define MOMENTO_LOCAL_SRV_SERVER_H
 
@@ -28,6 +29,10 @@
 #define SRV_STATUS_COUNT 17 /* gRPC status codes 0 (OK) .. 16 (UNAUTHENTICATED) */
 #define SRV_COUNTED_HEADERS 5
 
+/* The front end a call came by (front/), for the stats' count of each
+ * RPC by transport. */
+typedef enum { SRV_VIA_GRPC, SRV_VIA_PROTOSOCKET, SRV_TRANSPORT_COUNT } srv_transport;
+
 /* HTTP/2 streams (calls in progress) one connection may hold
  * (momento_local_options.max_streams, default 100 as Momento): gRPC core
  * advertises it in SETTINGS_MAX_CONCURRENT_STREAMS and refuses streams
@@ -38,12 +43,12 @@
  * deadlines timed out). With it, a call waits behind at most this many
  * calls per other connection. */
 
-/* Runs one call of RPC `m` that passed calls.c's checks: `cache` is its
- * `cache` header's bytes (NULL when absent), `body` its request, `r` its
- * reply. The core knows the RPC layer only as this function, which
- * server.c hands to srv_calls_start(): rpc/dispatch.c's srv_dispatch().
- * So the loop runs every handler knowing none of them, and rpc/ sits above
- * the core without the core including it. */
+/* Runs one call of RPC `m` that passed a front end's checks (front/):
+ * `cache` is its `cache` header's bytes (NULL when absent), `body` its
+ * request, `r` its reply. The front ends know the RPC layer only as this
+ * function, which server.c hands to srv_calls_start(): rpc/dispatch.c's
+ * srv_dispatch(). So the loops run every handler knowing none of them,
+ * and neither front/ nor rpc/ includes the other. */
 typedef void srv_dispatch_fn(momento_local *s, momento__rpc_id m, const char *cache,
                              size_t cache_len, const uint8_t *body, size_t len, srv_reply *r);
 
@@ -75,8 +80,8 @@ struct momento_local {
     bool shut_down;            /* the shutdown tag arrived */
     bool queue_shut;           /* grpc_completion_queue_shutdown() called */
     bool queue_done;           /* the completion queue is shut down and drained */
-    /* Calls held back behind a long request's pins (calls.c), in arrival
-     * order; `redo` those being answered again once it is done. */
+    /* Calls held back behind a long request's pins (front/calls.c), in
+     * arrival order; `redo` those being answered again once it is done. */
     struct srv_call_list {
         struct srv_call *head, *tail;
     } deferred, redo;
@@ -112,49 +117,42 @@ struct momento_local {
     atomic_bool ending_streams;
     atomic_uint_fast64_t open_streams;  /* subscription streams not yet freed */
     /* momento_local_block(): calls are refused and streams ended while set
-     * (calls.c); `block_applied` is the server thread's: the open streams
+     * (front/calls.c); `block_applied` is the server thread's: the open streams
      * were ended for the current block. */
     atomic_bool blocked;
     bool block_applied;
     srv_admin admin;
-    /* The protosocket port (protosocket.c), NULL when off. */
+    /* The protosocket port (front/protosocket.c), NULL when off. */
     struct srv_protosocket *protosocket;
     atomic_uint_fast64_t subscriptions; /* subscriptions in a topic */
     atomic_uint_fast64_t topic_deliveries;
     atomic_uint_fast64_t topic_heartbeats;
 
     atomic_uint_fast64_t stats[SRV_METHOD_COUNT][SRV_STATUS_COUNT];
+    /* The same calls again, by the front end they came by (all statuses):
+     * for each method the transports' counts add up to its total. */
+    atomic_uint_fast64_t by_transport[SRV_TRANSPORT_COUNT][SRV_METHOD_COUNT];
     /* Calls per method that their client cancelled (or left) before the
      * server had sent their status; each is in `stats` as well. */
     atomic_uint_fast64_t client_cancels[SRV_METHOD_COUNT];
     atomic_uint_fast64_t header_counts[SRV_COUNTED_HEADERS];
 };
 
-/* calls.c. After grpc_server_start(): requests every method's calls ahead
- * of arrival and starts the server's first thread, which hands each call
- * that passes its checks to `dispatch`. Returns 0, or -1 when the thread
- * could not be started; then the calls are cancelled and freed, and the
- * server and queue are left for the caller to destroy. */
-int srv_calls_start(momento_local *s, srv_dispatch_fn *dispatch);
-/* Tests only: from now on each new call gRPC hands over is kept, not
- * handled, until the completion queue is shut, and handled then: the order
- * in which gRPC can deliver a call it matched before the stop (calls.c,
- * on_new_call()), forced. srv_test_held_calls() counts those kept. */
+/* Tests only, defined by the gRPC call layer (front/calls.c; its other
+ * functions are in front/srv_calls.h): from now on each new call gRPC
+ * hands over is kept, not handled, until the completion queue is shut,
+ * and handled then: the order in which gRPC can deliver a call it matched
+ * before the stop (on_new_call()), forced. srv_test_held_calls() counts
+ * those kept. Declared here, where the tests already look for the
+ * server's insides; nothing below the front ends calls them. */
 void srv_test_hold_new_calls(momento_local *s);
 uint64_t srv_test_held_calls(const momento_local *s);
-/* Shuts the server down, fails calls still delayed with UNAVAILABLE (counted
- * so, whether the stop's cancel or the UNAVAILABLE reply ends them) and
- * returns once the server thread has drained the queue. */
-void srv_calls_stop(momento_local *s);
-/* With the turn, from the protosocket port's thread: whether one more
- * operation would pass --max-rps in this second (and counts it), as for a
- * call; and answers again the calls held back behind pins that a command's
- * work has just released (srv_work_end() returned true). */
-bool srv_calls_rate_limited(momento_local *s);
-void srv_calls_redo(momento_local *s);
 
-/* stats.c. Server thread only, though the counters may be read anywhere. */
-void srv_stats_count(momento_local *s, momento__rpc_id m, grpc_status_code status);
+/* stats.c. Written by the front ends' threads and read from any thread
+ * (relaxed atomics). A call of `m` that came by `via`, answered with
+ * `status`. */
+void srv_stats_count(momento_local *s, srv_transport via, momento__rpc_id m,
+                     grpc_status_code status);
 /* A call of `m` its client cancelled before its status was sent. */
 void srv_stats_count_client_cancel(momento_local *s, momento__rpc_id m);
 void srv_stats_count_headers(momento_local *s, const grpc_metadata_array *md);

@@ -1,7 +1,8 @@
 /* The server's counters: calls per method and gRPC status, calls per
+ * method by the transport they came by (gRPC or protosocket), calls per
  * method cancelled by their clients, calls carrying each of a few headers,
- * topics' memory, and their JSON summary. Written by the server
- * thread, read from any thread; relaxed atomics, as each counter stands
+ * topics' memory, and their JSON summary. Written by the server's
+ * threads, read from any thread; relaxed atomics, as each counter stands
  * alone. */
 #include "core/srv_server.h"
 
@@ -25,10 +26,23 @@ static const char *method_name(int m)
     return m == SRV_UNKNOWN ? "Unimplemented" : momento__rpcs[m].name;
 }
 
-void srv_stats_count(momento_local *s, momento__rpc_id m, grpc_status_code status)
+/* One counter, read from any thread: an atomic, so reading it through a
+ * const server is safe (relaxed, as each stands alone). */
+static uint64_t counter(const atomic_uint_fast64_t *a)
 {
-    if ((unsigned)status < SRV_STATUS_COUNT)
-        atomic_fetch_add_explicit(&s->stats[m][status], 1, memory_order_relaxed);
+    return atomic_load_explicit((atomic_uint_fast64_t *)a, memory_order_relaxed);
+}
+
+/* The transports' names in the stats' "by_transport". */
+static const char *const transport_names[SRV_TRANSPORT_COUNT] = {"grpc", "protosocket"};
+
+void srv_stats_count(momento_local *s, srv_transport via, momento__rpc_id m,
+                     grpc_status_code status)
+{
+    if ((unsigned)status >= SRV_STATUS_COUNT)
+        return;
+    atomic_fetch_add_explicit(&s->stats[m][status], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->by_transport[via][m], 1, memory_order_relaxed);
 }
 
 void srv_stats_count_client_cancel(momento_local *s, momento__rpc_id m)
@@ -48,10 +62,9 @@ uint64_t momento_local_header_count(const momento_local *s, const char *name)
 {
     if (!s || !name)
         return 0;
-    momento_local *ms = (momento_local *)s; /* counters are atomics, read-only here */
     for (int h = 0; h < SRV_COUNTED_HEADERS; h++)
         if (strcmp(name, counted_headers[h]) == 0)
-            return atomic_load_explicit(&ms->header_counts[h], memory_order_relaxed);
+            return counter(&s->header_counts[h]);
     return 0;
 }
 
@@ -63,110 +76,83 @@ static int method_index(const char *name)
     return -1;
 }
 
+/* The methods a count covers, [*first, *end): every one for NULL, else
+ * the one named; false for a name that is none. */
+static bool methods_of(const char *method, int *first, int *end)
+{
+    *first = method ? method_index(method) : 0;
+    *end = method ? *first + 1 : SRV_METHOD_COUNT;
+    return *first >= 0;
+}
+
 uint64_t momento_local_rpc_count(const momento_local *s, const char *method, int grpc_status)
 {
-    if (!s || grpc_status < -1 || grpc_status >= SRV_STATUS_COUNT)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* counters are atomics, read-only here */
-    int only = method ? method_index(method) : -1;
-    if (method && only < 0)
+    int first, end;
+    if (!s || grpc_status < -1 || grpc_status >= SRV_STATUS_COUNT ||
+        !methods_of(method, &first, &end))
         return 0;
     uint64_t total = 0;
-    for (int m = 0; m < SRV_METHOD_COUNT; m++) {
-        if (only >= 0 && m != only)
-            continue;
+    for (int m = first; m < end; m++)
         for (int st = 0; st < SRV_STATUS_COUNT; st++)
             if (grpc_status < 0 || st == grpc_status)
-                total += atomic_load_explicit(&ms->stats[m][st], memory_order_relaxed);
-    }
+                total += counter(&s->stats[m][st]);
     return total;
 }
 
 uint64_t momento_local_cancelled_calls(const momento_local *s, const char *method)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* counters are atomics, read-only here */
-    int only = method ? method_index(method) : -1;
-    if (method && only < 0)
+    int first, end;
+    if (!s || !methods_of(method, &first, &end))
         return 0;
     uint64_t total = 0;
-    for (int m = 0; m < SRV_METHOD_COUNT; m++)
-        if (only < 0 || m == only)
-            total += atomic_load_explicit(&ms->client_cancels[m], memory_order_relaxed);
+    for (int m = first; m < end; m++)
+        total += counter(&s->client_cancels[m]);
     return total;
 }
 
 uint64_t momento_local_parked_calls(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->parked, memory_order_relaxed);
+    return s ? counter(&s->parked) : 0;
 }
 
 uint64_t momento_local_long_requests(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->turns.long_now, memory_order_relaxed);
+    return s ? counter(&s->turns.long_now) : 0;
 }
 
 uint64_t momento_local_waiting_calls(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->waiting_calls, memory_order_relaxed);
+    return s ? counter(&s->waiting_calls) : 0;
 }
 
 uint64_t momento_local_subscriptions(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->subscriptions, memory_order_relaxed);
+    return s ? counter(&s->subscriptions) : 0;
 }
 
 uint64_t momento_local_topic_deliveries(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->topic_deliveries, memory_order_relaxed);
+    return s ? counter(&s->topic_deliveries) : 0;
 }
 
 uint64_t momento_local_topic_heartbeats(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->topic_heartbeats, memory_order_relaxed);
+    return s ? counter(&s->topic_heartbeats) : 0;
 }
 
 uint64_t momento_local_topic_bytes(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->topics.bytes_seen, memory_order_relaxed);
+    return s ? counter(&s->topics.bytes_seen) : 0;
 }
 
 uint64_t momento_local_topic_count(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->topics.count_seen, memory_order_relaxed);
+    return s ? counter(&s->topics.count_seen) : 0;
 }
 
 uint64_t momento_local_queued_bytes(const momento_local *s)
 {
-    if (!s)
-        return 0;
-    momento_local *ms = (momento_local *)s; /* an atomic, read-only here */
-    return atomic_load_explicit(&ms->topics.queued_seen, memory_order_relaxed);
+    return s ? counter(&s->topics.queued_seen) : 0;
 }
 
 double momento_local_cpu_seconds(const momento_local *s)
@@ -196,10 +182,39 @@ void momento_local_reset_stats(momento_local *s)
             atomic_store(&s->stats[m][st], 0);
     for (int m = 0; m < SRV_METHOD_COUNT; m++)
         atomic_store(&s->client_cancels[m], 0);
+    for (int t = 0; t < SRV_TRANSPORT_COUNT; t++)
+        for (int m = 0; m < SRV_METHOD_COUNT; m++)
+            atomic_store(&s->by_transport[t][m], 0);
     for (int h = 0; h < SRV_COUNTED_HEADERS; h++)
         atomic_store(&s->header_counts[h], 0);
     atomic_store(&s->topic_deliveries, 0);
     atomic_store(&s->topic_heartbeats, 0);
+}
+
+/* `"by_transport": {"grpc": {"total": 2, "methods": {"Get": 2}}, ...}`,
+ * each transport's methods with counts, appended at out + len. */
+static size_t by_transport_json(const momento_local *s, char *out, size_t cap)
+{
+    size_t len = (size_t)snprintf(out, cap, ", \"by_transport\": {");
+    for (int t = 0; t < SRV_TRANSPORT_COUNT; t++) {
+        uint64_t total = 0;
+        for (int m = 0; m < SRV_METHOD_COUNT; m++)
+            total += counter(&s->by_transport[t][m]);
+        len += (size_t)snprintf(out + len, cap - len, "%s\"%s\": {\"total\": %llu, \"methods\": {",
+                                t ? ", " : "", transport_names[t], (unsigned long long)total);
+        bool first = true;
+        for (int m = 0; m < SRV_METHOD_COUNT; m++) {
+            uint64_t n = counter(&s->by_transport[t][m]);
+            if (!n)
+                continue;
+            len += (size_t)snprintf(out + len, cap - len, "%s\"%s\": %llu", first ? "" : ", ",
+                                    method_name(m), (unsigned long long)n);
+            first = false;
+        }
+        len += (size_t)snprintf(out + len, cap - len, "}}");
+    }
+    len += (size_t)snprintf(out + len, cap - len, "}");
+    return len;
 }
 
 char *momento_local_stats_json(const momento_local *s)
@@ -209,8 +224,10 @@ char *momento_local_stats_json(const momento_local *s)
     /* Room for every counter at its widest (20 digits), with a method name
      * of up to 64 bytes, so that no snprintf below can run past `cap`: the
      * statuses, "cancelled_by_client" and the webhooks' 12 fields take at
-     * most 48 bytes each. */
-    size_t cap = 128 + 12 * 48 + SRV_METHOD_COUNT * (128 + (SRV_STATUS_COUNT + 1) * 48), len = 0;
+     * most 48 bytes each; each transport's line of a method, at most 96. */
+    size_t cap = 128 + 12 * 48 + SRV_METHOD_COUNT * (128 + (SRV_STATUS_COUNT + 1) * 48) +
+                 SRV_TRANSPORT_COUNT * (128 + SRV_METHOD_COUNT * 96),
+           len = 0;
     char *out = malloc(cap);
     if (!out)
         return NULL;
@@ -263,6 +280,11 @@ char *momento_local_stats_json(const momento_local *s)
             (unsigned long long)w.pending, (unsigned long long)w.dropped_full,
             (unsigned long long)w.dropped_global, (unsigned long long)w.dropped_memory,
             (unsigned long long)w.sending, (unsigned long long)w.bytes);
+    /* The count by transport, last, on a server with a protosocket port:
+     * a server without one (every call gRPC's) prints what it printed
+     * before, and one with it prints that, then this. */
+    if (s->opts.protosocket_port >= 0)
+        len += by_transport_json(s, out + len, cap - len);
     snprintf(out + len, cap - len, "}");
     return out;
 }

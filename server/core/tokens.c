@@ -16,6 +16,7 @@
  * only wrap it (as base64 of {"endpoint", "api_key"}) and send it back. */
 #include "core/srv_tokens.h"
 
+#include "core/srv_perms.h"
 #include "core/srv_server.h"
 
 #include "permissionmessages.pb-c.h"
@@ -27,17 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* protobuf-c's names for the permission messages and their oneof cases,
- * shortened: PT(CACHE_PERMISSIONS__CACHE_ALL_CACHES) is
- * PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_ALL_CACHES. */
-#define PT(name) PERMISSION_MESSAGES__PERMISSIONS_TYPE__##name
-typedef PermissionMessages__PermissionsType__CachePermissions CachePerm;
-typedef PermissionMessages__PermissionsType__TopicPermissions TopicPerm;
-typedef PermissionMessages__PermissionsType__CacheSelector CacheSel;
-typedef PermissionMessages__PermissionsType__CacheItemSelector ItemSel;
-typedef PermissionMessages__PermissionsType__TopicSelector TopicSel;
-typedef PermissionMessages__PermissionsType__All AllSel;
 
 #define PREFIX "mlt1."
 #define KEY_PREFIX "mlk1."

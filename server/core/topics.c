@@ -31,6 +31,7 @@
 #include "core/srv_topics.h"
 
 #include "core/srv_server.h"
+#include "data/srv_list.h"
 
 #include "cachepubsub.pb-c.h"
 
@@ -211,27 +212,14 @@ static void list_unlink(srv_topic *t)
     srv_topic_list *l = t->list;
     if (!l)
         return;
-    if (t->list_prev)
-        t->list_prev->list_next = t->list_next;
-    else
-        l->head = t->list_next;
-    if (t->list_next)
-        t->list_next->list_prev = t->list_prev;
-    else
-        l->tail = t->list_prev;
-    t->list_prev = t->list_next = NULL;
+    SRV_QUEUE_REMOVE(l->head, l->tail, t, list_prev, list_next);
     t->list = NULL;
 }
 
 static void list_push_head(srv_topic_list *l, srv_topic *t)
 {
     list_unlink(t);
-    t->list_next = l->head;
-    if (l->head)
-        l->head->list_prev = t;
-    l->head = t;
-    if (!l->tail)
-        l->tail = t;
+    SRV_QUEUE_PREPEND(l->head, l->tail, t, list_prev, list_next);
     t->list = l;
 }
 
@@ -423,12 +411,7 @@ static void idle_touch(srv_topics *ts, srv_sub *sub, int64_t now)
     if (ts->idle_tail == sub)
         return;
     idle_unlink(ts, sub);
-    sub->idle_prev = ts->idle_tail;
-    if (ts->idle_tail)
-        ts->idle_tail->idle_next = sub;
-    else
-        ts->idle_head = sub;
-    ts->idle_tail = sub;
+    SRV_QUEUE_APPEND(ts->idle_head, ts->idle_tail, sub, idle_prev, idle_next);
 }
 
 /* What a queue counts against its bound: its messages, each at its full
@@ -603,13 +586,7 @@ static void leave_topic(srv_sub *sub)
     srv_topic *t = sub->topic;
     if (!t)
         return;
-    if (sub->prev)
-        sub->prev->next = sub->next;
-    else
-        t->subs = sub->next;
-    if (sub->next)
-        sub->next->prev = sub->prev;
-    sub->prev = sub->next = NULL;
+    SRV_LIST_REMOVE(t->subs, sub, prev, next);
     t->n_subs--;
     sub->topic = NULL;
     idle_unlink(&sub->s->topics, sub);
@@ -697,10 +674,7 @@ int srv_topics_subscribe(momento_local *s, const char *cache, const char *topic,
     }
     sub->topic = t;
     sub->page = t->page;
-    sub->next = t->subs;
-    if (t->subs)
-        t->subs->prev = sub;
-    t->subs = sub;
+    SRV_LIST_PUSH(t->subs, sub, prev, next);
     t->n_subs++;
     atomic_fetch_add_explicit(&s->subscriptions, 1, memory_order_relaxed);
 

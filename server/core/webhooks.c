@@ -33,6 +33,7 @@
 #include "core/srv_webhooks.h"
 
 #include "core/srv_server.h"
+#include "data/srv_list.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -328,28 +329,14 @@ static void build_head(buf *b, const char *path, const char *host, const char *p
 static void ready_push(srv_webhooks *w, box *b)
 {
     b->ready = true;
-    b->rnext = NULL;
-    b->rprev = w->ready_tail;
-    if (w->ready_tail)
-        w->ready_tail->rnext = b;
-    else
-        w->ready_head = b;
-    w->ready_tail = b;
+    SRV_QUEUE_APPEND(w->ready_head, w->ready_tail, b, rprev, rnext);
 }
 
 static void ready_remove(srv_webhooks *w, box *b)
 {
     if (!b->ready)
         return;
-    if (b->rprev)
-        b->rprev->rnext = b->rnext;
-    else
-        w->ready_head = b->rnext;
-    if (b->rnext)
-        b->rnext->rprev = b->rprev;
-    else
-        w->ready_tail = b->rprev;
-    b->rprev = b->rnext = NULL;
+    SRV_QUEUE_REMOVE(w->ready_head, w->ready_tail, b, rprev, rnext);
     b->ready = false;
 }
 
@@ -379,12 +366,7 @@ static job *box_pop(srv_webhooks *w, box *b)
 static void box_unlink(srv_webhooks *w, box *b)
 {
     ready_remove(w, b);
-    if (b->prev)
-        b->prev->next = b->next;
-    else
-        w->boxes = b->next;
-    if (b->next)
-        b->next->prev = b->prev;
+    SRV_LIST_REMOVE(w->boxes, b, prev, next);
     free(b);
 }
 
@@ -902,13 +884,7 @@ static void topic_unlink(srv_webhooks *w, hook *h)
     hook_topic *t = h->t;
     if (!t)
         return;
-    if (h->tprev)
-        h->tprev->tnext = h->tnext;
-    else
-        t->head = h->tnext;
-    if (h->tnext)
-        h->tnext->tprev = h->tprev;
-    h->tprev = h->tnext = NULL;
+    SRV_LIST_REMOVE(t->head, h, tprev, tnext);
     h->t = NULL;
     if (!t->head) {
         HASH_DEL(w->by_topic, t);
@@ -947,10 +923,7 @@ static int topic_link(srv_webhooks *w, hook *h)
         HASH_ADD_KEYPTR(hh, w->by_topic, t->key, t->key_len, t);
     }
     h->t = t;
-    h->tnext = t->head;
-    if (t->head)
-        t->head->tprev = h;
-    t->head = h;
+    SRV_LIST_PUSH(t->head, h, tprev, tnext);
     return 0;
 }
 static hook *find(srv_webhooks *w, const char *cache, const char *name)
@@ -1115,10 +1088,7 @@ int srv_webhooks_put(momento_local *s, const char *cache, const char *name, cons
         hook_free(old);
     } else {
         pthread_mutex_lock(&w->mu);
-        b->next = w->boxes;
-        if (w->boxes)
-            w->boxes->prev = b;
-        w->boxes = b;
+        SRV_LIST_PUSH(w->boxes, b, prev, next);
         pthread_mutex_unlock(&w->mu);
         fresh->box = b;
     }

@@ -10,6 +10,8 @@
  * whose owner is asked to give some back before items are evicted. */
 #include "data/store.h"
 
+#include "data/srv_list.h"
+
 #include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -126,26 +128,12 @@ static void lru_unlink(store *s, store_item *it)
 {
     if (s->sweep_at == it)
         s->sweep_at = it->lru_prev;
-    if (it->lru_prev)
-        it->lru_prev->lru_next = it->lru_next;
-    else
-        s->lru_head = it->lru_next;
-    if (it->lru_next)
-        it->lru_next->lru_prev = it->lru_prev;
-    else
-        s->lru_tail = it->lru_prev;
-    it->lru_prev = it->lru_next = NULL;
+    SRV_QUEUE_REMOVE(s->lru_head, s->lru_tail, it, lru_prev, lru_next);
 }
 
 static void lru_push_head(store *s, store_item *it)
 {
-    it->lru_prev = NULL;
-    it->lru_next = s->lru_head;
-    if (s->lru_head)
-        s->lru_head->lru_prev = it;
-    s->lru_head = it;
-    if (!s->lru_tail)
-        s->lru_tail = it;
+    SRV_QUEUE_PREPEND(s->lru_head, s->lru_tail, it, lru_prev, lru_next);
 }
 
 /* Every way an item leaves the store (delete, replacement, eviction,

@@ -68,23 +68,10 @@ void srv_generate_api_token(momento_local *s, store_cache *c, const ProtobufCMes
                         "an API key needs an expiry: never, or a positive validForSeconds");
         return;
     }
-    if (req->token_id && strlen(req->token_id) > SRV_TOKEN_ID_MAX) {
-        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
-                        "TokenID must be less than or equal to %u characters.", SRV_TOKEN_ID_MAX);
+    size_t n;
+    uint8_t *packed = srv_grants_pack(r, req->token_id, perms, true, &n);
+    if (!packed)
         return;
-    }
-    const char *why = srv_check_permissions(perms, true);
-    if (why) {
-        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", why);
-        return;
-    }
-    size_t n = permission_messages__permissions__get_packed_size(perms);
-    uint8_t *packed = malloc(n ? n : 1);
-    if (!packed) {
-        srv_reply_no_memory(r);
-        return;
-    }
-    permission_messages__permissions__pack(perms, packed);
     srv_api_key k;
     int rc = srv_api_key_issue(s, packed, n, lifetime, &k);
     free(packed);

@@ -4,6 +4,7 @@
 #include "rpc/srv_rpc.h"
 #include "rpc/srv_grants.h"
 
+#include "core/srv_perms.h"
 #include "core/srv_server.h"
 #include "core/srv_tokens.h"
 
@@ -13,17 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* protobuf-c's names for the permission messages and their oneof cases,
- * shortened: PT(CACHE_PERMISSIONS__CACHE_ALL_CACHES) is
- * PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_ALL_CACHES. */
-#define PT(name) PERMISSION_MESSAGES__PERMISSIONS_TYPE__##name
-typedef PermissionMessages__PermissionsType__CachePermissions CachePerm;
-typedef PermissionMessages__PermissionsType__TopicPermissions TopicPerm;
-typedef PermissionMessages__PermissionsType__CacheSelector CacheSel;
-typedef PermissionMessages__PermissionsType__CacheItemSelector ItemSel;
-typedef PermissionMessages__PermissionsType__TopicSelector TopicSel;
-typedef PermissionMessages__PermissionsType__All AllSel;
 
 static bool role_ok(int role)
 {
@@ -83,7 +73,9 @@ static const char *check_grant(const PermissionMessages__PermissionsType *t)
     return "a permission is neither a cache, a topic nor a function permission";
 }
 
-const char *srv_check_permissions(const PermissionMessages__Permissions *perms, bool super_user_ok)
+/* NULL when `perms` is a scope srv_grants_pack() takes, else why not. */
+static const char *check_permissions(const PermissionMessages__Permissions *perms,
+                                     bool super_user_ok)
 {
     if (perms && perms->kind_case == PERMISSION_MESSAGES__PERMISSIONS__KIND_SUPER_USER)
         return super_user_ok ? NULL : "disposable tokens cannot be super users";
@@ -98,6 +90,31 @@ const char *srv_check_permissions(const PermissionMessages__Permissions *perms, 
             return why;
     }
     return NULL;
+}
+
+uint8_t *srv_grants_pack(srv_reply *r, const char *token_id,
+                         const PermissionMessages__Permissions *perms, bool super_user_ok,
+                         size_t *ret_len)
+{
+    if (token_id && strlen(token_id) > SRV_TOKEN_ID_MAX) {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
+                        "TokenID must be less than or equal to %u characters.", SRV_TOKEN_ID_MAX);
+        return NULL;
+    }
+    const char *why = check_permissions(perms, super_user_ok);
+    if (why) {
+        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", why);
+        return NULL;
+    }
+    size_t n = permission_messages__permissions__get_packed_size(perms);
+    uint8_t *packed = malloc(n ? n : 1);
+    if (!packed) {
+        srv_reply_no_memory(r);
+        return NULL;
+    }
+    permission_messages__permissions__pack(perms, packed);
+    *ret_len = n;
+    return packed;
 }
 
 void srv_generate_disposable_token(momento_local *s, store_cache *c, const ProtobufCMessage *msg,
@@ -128,24 +145,10 @@ void srv_generate_disposable_token(momento_local *s, store_cache *c, const Proto
                         "disposable tokens must have an expiry");
         return;
     }
-    if (req->token_id && strlen(req->token_id) > SRV_TOKEN_ID_MAX) {
-        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
-                        "TokenID must be less than or equal to %u characters.", SRV_TOKEN_ID_MAX);
+    size_t n;
+    uint8_t *packed = srv_grants_pack(r, req->token_id, req->permissions, false, &n);
+    if (!packed)
         return;
-    }
-    const PermissionMessages__Permissions *perms = req->permissions;
-    const char *why = srv_check_permissions(perms, false);
-    if (why) {
-        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "%s", why);
-        return;
-    }
-    size_t n = permission_messages__permissions__get_packed_size(perms);
-    uint8_t *packed = malloc(n ? n : 1);
-    if (!packed) {
-        srv_reply_no_memory(r);
-        return;
-    }
-    permission_messages__permissions__pack(perms, packed);
     uint64_t valid_until = (uint64_t)time(NULL) + req->expires->valid_for_seconds;
     char *token = srv_token_sign(s, packed, n, valid_until);
     free(packed);

@@ -14,7 +14,7 @@
 #include <string.h>
 
 /* protobuf-c decodes an absent string as "". */
-static bool check_topic(srv_reply *r, const char *topic)
+bool srv_check_topic(srv_reply *r, const char *topic)
 {
     size_t len = topic ? strlen(topic) : 0;
     if (len == 0 || strspn(topic, " \t\r\n\v\f") == len) {
@@ -38,7 +38,7 @@ void srv_topic_publish(momento_local *s, store_cache *c, const ProtobufCMessage 
 {
     const CacheClient__Pubsub__PublishRequest *req =
         (const CacheClient__Pubsub__PublishRequest *)msg;
-    if (!check_topic(r, req->topic))
+    if (!srv_check_topic(r, req->topic))
         return;
     const CacheClient__Pubsub__TopicValue *v = req->value;
     size_t len;
@@ -93,7 +93,7 @@ void srv_topic_subscribe(momento_local *s, store_cache *c, const ProtobufCMessag
 {
     const CacheClient__Pubsub__SubscriptionRequest *req =
         (const CacheClient__Pubsub__SubscriptionRequest *)msg;
-    if (!check_topic(r, req->topic))
+    if (!srv_check_topic(r, req->topic))
         return;
     srv_attachment sub;
     int rc = srv_topics_subscribe(s, c->name, req->topic, req->resume_at_topic_sequence_number,

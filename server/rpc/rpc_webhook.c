@@ -45,27 +45,6 @@ static bool check_webhook_name(srv_reply *r, const char *name)
     return true;
 }
 
-/* A topic as Publish takes one (rpc_topics.c). */
-static bool check_topic(srv_reply *r, const char *topic)
-{
-    size_t len = topic ? strlen(topic) : 0;
-    if (len == 0 || strspn(topic, " \t\r\n\v\f") == len) {
-        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
-                        len ? "topic name must not be blank" : "topic name must not be empty");
-        return false;
-    }
-    if (len > SRV_TOPIC_NAME_MAX_BYTES) {
-        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL,
-                        "topic name must be at most %u bytes", SRV_TOPIC_NAME_MAX_BYTES);
-        return false;
-    }
-    if (!momento__local_utf8_valid(topic, len)) {
-        srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "topic name must be valid UTF-8");
-        return false;
-    }
-    return true;
-}
-
 /* The webhook a request names: its cache exists and its name is one. */
 static bool check_id(momento_local *s, srv_reply *r, const Webhook__WebhookId *id)
 {
@@ -85,7 +64,7 @@ void srv_put_webhook(momento_local *s, store_cache *c, const ProtobufCMessage *m
         srv_reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, NULL, "webhook must be given");
         return;
     }
-    if (!check_id(s, r, w->webhook_id) || !check_topic(r, w->topic_name))
+    if (!check_id(s, r, w->webhook_id) || !srv_check_topic(r, w->topic_name))
         return;
     const Webhook__WebhookDestination *d = w->destination;
     if (!d || d->kind_case != WEBHOOK____WEBHOOK_DESTINATION__KIND_POST_URL || !d->post_url ||

@@ -72,4 +72,9 @@ int srv_reply_set_ok(srv_reply *r);
  * one. For DictionaryIncrement too. */
 bool srv_parse_int64(const uint8_t *p, size_t n, int64_t *out);
 
+/* rpc_topics.c, for PutWebhook's topic too (rpc_webhook.c): whether
+ * `topic` (NULL or "" when absent) is a topic name Publish and Subscribe
+ * take; false with INVALID_ARGUMENT set in `r` when it is not. */
+bool srv_check_topic(srv_reply *r, const char *topic);
+
 #endif

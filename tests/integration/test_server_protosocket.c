@@ -679,6 +679,43 @@ static void test_stats_and_rate(void **state)
     momento_local_stop(s);
 }
 
+/* The count by transport: a protosocket Get is counted under protosocket
+ * and a gRPC one under gRPC, while the per-method counts keep counting
+ * both. */
+static void test_stats_by_transport(void **state)
+{
+    (void)state;
+    momento_local *s = ps_server();
+    momento_client *g = tu_client(s, NULL);
+    conn *c = ps_open(s);
+    momento_local_reset_stats(s);
+    expect(c, cmd_set(1, "c", "k", "v"), PS_SET, 0);
+    expect(c, cmd_get(2, "c", "k"), PS_GET, 0);
+    expect(c, cmd_get(3, "c", "k"), PS_GET, 0);
+    momento_result *r = NULL;
+    assert_int_equal(momento_get_sync(g, "c", "k", 1, NULL, &r), MOMENTO_OK);
+    assert_true(momento_result_is_hit(r));
+    momento_result_free(r);
+    assert_int_equal(momento_local_rpc_count(s, "Get", -1), 3);
+    char *json = momento_local_stats_json(s);
+    assert_non_null(strstr(json, "\"Get\": {\"total\": 3, \"OK\": 3}"));
+    assert_non_null(strstr(json, ", \"by_transport\": {"
+                                 "\"grpc\": {\"total\": 1, \"methods\": {\"Get\": 1}}, "
+                                 "\"protosocket\": {\"total\": 3, \"methods\": "
+                                 "{\"Get\": 2, \"Set\": 1}}}}"));
+    free(json);
+    /* Zeroed with the rest; still there, so that 0 reads as 0. */
+    momento_local_reset_stats(s);
+    json = momento_local_stats_json(s);
+    assert_non_null(strstr(json, ", \"by_transport\": {"
+                                 "\"grpc\": {\"total\": 0, \"methods\": {}}, "
+                                 "\"protosocket\": {\"total\": 0, \"methods\": {}}}}"));
+    free(json);
+    conn_close(c);
+    momento_client_free(g);
+    momento_local_stop(s);
+}
+
 /* ---- TLS ------------------------------------------------------------ */
 
 static char dir[] = "/tmp/momento-ps-tls-XXXXXX";
@@ -766,6 +803,7 @@ int main(void)
         cmocka_unit_test(test_malformed_closes_one_connection),
         cmocka_unit_test(test_same_store_as_grpc),
         cmocka_unit_test(test_stats_and_rate),
+        cmocka_unit_test(test_stats_by_transport),
         cmocka_unit_test(test_tls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,16 +22,18 @@
  * passes OUT_CAP, or that holds MAX_HELD commands or HELD_BYTES_CAP of
  * their bytes, is not read until that drains; a frame over PS_MAX_FRAME,
  * a bad varint or a body that does not decode closes it. */
-#include "core/srv_protosocket.h"
+#include "front/srv_protosocket.h"
 
 #include "clock.h"
+#include "core/srv_listen.h"
 #include "core/srv_server.h"
 #include "core/srv_tokens.h"
 #include "core/srv_turns.h"
+#include "data/srv_list.h"
+#include "front/srv_calls.h"
 #include "heap.h"
 #include "ps_wire.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -280,7 +282,7 @@ static void send_error(ps_conn *c, uint64_t id, int code, const char *fmt, ...)
 
 static void count(srv_protosocket *ps, momento__rpc_id m, int status)
 {
-    srv_stats_count(ps->s, m, (grpc_status_code)status);
+    srv_stats_count(ps->s, SRV_VIA_PROTOSOCKET, m, (grpc_status_code)status);
 }
 
 /* A command answered with an error, counted under its status. */
@@ -486,10 +488,7 @@ static ps_held *held_new(ps_conn *c, momento__rpc_id m, uint64_t id, int error,
     h->len = len;
     if (len)
         memcpy(h->body, body, len);
-    h->next = c->held;
-    if (c->held)
-        c->held->prev = h;
-    c->held = h;
+    SRV_LIST_PUSH(c->held, h, prev, next);
     c->n_held++;
     c->held_bytes += len;
     return h;
@@ -499,15 +498,7 @@ static void deferred_remove(srv_protosocket *ps, ps_held *h)
 {
     if (!h->deferred)
         return;
-    if (h->dprev)
-        h->dprev->dnext = h->dnext;
-    else
-        ps->deferred_head = h->dnext;
-    if (h->dnext)
-        h->dnext->dprev = h->dprev;
-    else
-        ps->deferred_tail = h->dprev;
-    h->dprev = h->dnext = NULL;
+    SRV_QUEUE_REMOVE(ps->deferred_head, ps->deferred_tail, h, dprev, dnext);
     h->deferred = false;
     atomic_fetch_sub_explicit(&ps->s->waiting_calls, 1, memory_order_relaxed);
 }
@@ -517,13 +508,7 @@ static void defer(ps_held *h)
 {
     srv_protosocket *ps = h->conn->ps;
     h->deferred = true;
-    h->dnext = NULL;
-    h->dprev = ps->deferred_tail;
-    if (ps->deferred_tail)
-        ps->deferred_tail->dnext = h;
-    else
-        ps->deferred_head = h;
-    ps->deferred_tail = h;
+    SRV_QUEUE_APPEND(ps->deferred_head, ps->deferred_tail, h, dprev, dnext);
     atomic_fetch_add_explicit(&ps->s->waiting_calls, 1, memory_order_relaxed);
 }
 
@@ -540,12 +525,7 @@ static void held_free(ps_held *h)
     ps_conn *c = h->conn;
     timer_remove(c->ps, h);
     deferred_remove(c->ps, h);
-    if (h->prev)
-        h->prev->next = h->next;
-    else
-        c->held = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
+    SRV_LIST_REMOVE(c->held, h, prev, next);
     c->n_held--;
     c->held_bytes -= h->len;
     free(h);
@@ -1038,12 +1018,7 @@ static void conn_free(ps_conn *c)
     if (c->ssl)
         SSL_free(c->ssl);
     close(c->fd);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        ps->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    SRV_LIST_REMOVE(ps->conns, c, prev, next);
     free(c->in.data);
     free(c->out.data);
     free(c->token);
@@ -1096,10 +1071,7 @@ static void conn_new(srv_protosocket *ps, int fd)
         close(fd);
         return;
     }
-    c->next = ps->conns;
-    if (ps->conns)
-        ps->conns->prev = c;
-    ps->conns = c;
+    SRV_LIST_PUSH(ps->conns, c, prev, next);
 }
 
 static void accept_all(srv_protosocket *ps)
@@ -1214,38 +1186,8 @@ static int tls_context(srv_protosocket *ps)
 static int listen_on(srv_protosocket *ps)
 {
     const momento_local_options *o = &ps->s->opts;
-    bool v6 = strchr(o->bind, ':') != NULL;
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    memset(&ss, 0, sizeof(ss));
-    if (v6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons((uint16_t)o->protosocket_port);
-        if (inet_pton(AF_INET6, o->bind, &in6->sin6_addr) != 1)
-            return -1;
-        sl = sizeof(*in6);
-    } else {
-        struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
-        in4->sin_family = AF_INET;
-        in4->sin_port = htons((uint16_t)o->protosocket_port);
-        if (inet_pton(AF_INET, o->bind, &in4->sin_addr) != 1)
-            return -1;
-        sl = sizeof(*in4);
-    }
-    ps->listen_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    /* SO_REUSEADDR: a server restarted on its port binds it again at once,
-     * past the old connections' TIME_WAIT (Linux still refuses a second
-     * listener on it). */
-    int one = 1;
-    if (ps->listen_fd < 0 ||
-        setsockopt(ps->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(ps->listen_fd, (struct sockaddr *)&ss, sl) < 0 || listen(ps->listen_fd, 128) < 0 ||
-        getsockname(ps->listen_fd, (struct sockaddr *)&ss, &sl) < 0)
-        return -1;
-    ps->port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                        : ((struct sockaddr_in *)&ss)->sin_port);
-    return 0;
+    ps->listen_fd = srv_listen(o->bind, o->protosocket_port, true, 128, &ps->port);
+    return ps->listen_fd < 0 ? -1 : 0;
 }
 
 static int add_fd(srv_protosocket *ps, int fd, void *ptr)

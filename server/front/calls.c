@@ -1,7 +1,9 @@
-/* The server thread: it owns the completion queue, the store and a timer
- * heap. Every call is requested as a registered method with its payload
- * already read, checked (auth, rate, a disposable token's scope, faults -
- * which only the --auth-token's holder may inject on a server with one),
+/* The gRPC call layer (srv_calls.h), one of the two network front ends
+ * (the other is protosocket.c): the server thread owns the completion
+ * queue, the store and a timer heap. Every call is requested as a
+ * registered method with its payload already read, checked (auth, rate,
+ * a disposable token's scope, faults - which only the --auth-token's
+ * holder may inject on a server with one),
  * handed to the dispatcher, answered (a unary call with one batch, a
  * stream with one batch per message, the status riding with the last) and
  * counted.
@@ -31,12 +33,13 @@
  * expiry) or its client goes away. It watches for the latter from the
  * start, so that a subscriber that leaves leaves its topic at once, and it
  * is counted once, when it ends. */
-#include "core/srv_server.h"
+#include "front/srv_calls.h"
 
 #include "clock.h"
 #include "core/srv_metadata.h"
 #include "core/srv_reply.h"
 #include "core/srv_tokens.h"
+#include "data/srv_list.h"
 #include "grpc_util.h"
 
 #include <grpc/slice_buffer.h>
@@ -171,15 +174,7 @@ static void list_remove(srv_call *c)
     struct srv_call_list *l = c->list;
     if (!l)
         return;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        l->head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else
-        l->tail = c->prev;
-    c->next = c->prev = NULL;
+    SRV_QUEUE_REMOVE(l->head, l->tail, c, prev, next);
     c->list = NULL;
 }
 
@@ -391,7 +386,7 @@ static void stream_start(srv_call *c);
 
 static void reply(srv_call *c)
 {
-    srv_stats_count(c->s, c->method, c->reply.status);
+    srv_stats_count(c->s, SRV_VIA_GRPC, c->method, c->reply.status);
     if (!send_next(c))
         finish(c);
 }
@@ -714,7 +709,7 @@ static void stream_pump(srv_call *c)
         ops[n].data.send_status_from_server.status_details = &c->status_details;
         n++;
         c->final_sent = true;
-        srv_stats_count(s, c->method, status);
+        srv_stats_count(s, SRV_VIA_GRPC, c->method, status);
     } else if (c->source.ops->next(c->source.obj, &msg, &more)) {
         if (!c->out)
             c->out = grpc_raw_byte_buffer_create(NULL, 0);
@@ -800,7 +795,7 @@ static void stream_batch_done(srv_call *c, bool ok)
         /* Its client is gone: the close watch says so and ends it. Should
          * that watch not be out, nothing else would. */
         if (!c->close_started) {
-            srv_stats_count(c->s, c->method, ended_by(c));
+            srv_stats_count(c->s, SRV_VIA_GRPC, c->method, ended_by(c));
             c->final_sent = true;
             finish(c);
         }
@@ -818,7 +813,7 @@ static void stream_closed(srv_call *c)
 {
     if (!c->final_sent) {
         grpc_status_code st = ended_by(c);
-        srv_stats_count(c->s, c->method, st);
+        srv_stats_count(c->s, SRV_VIA_GRPC, c->method, st);
         if (st == GRPC_STATUS_CANCELLED && !c->server_ended)
             srv_stats_count_client_cancel(c->s, c->method);
         c->final_sent = true; /* nothing more goes out */
@@ -1003,7 +998,7 @@ static void on_close(srv_call *c)
         else
             timer_remove(s, c);
         grpc_status_code st = ended_by(c);
-        srv_stats_count(s, c->method, st);
+        srv_stats_count(s, SRV_VIA_GRPC, c->method, st);
         if (st == GRPC_STATUS_CANCELLED)
             srv_stats_count_client_cancel(s, c->method);
         finish(c);
