@@ -120,6 +120,13 @@ def main():
         if "/" in p and first in TOP:
             if not exists(p.rstrip("/"), near):
                 missing.append((where, "file", p))
+        elif "/" in p and re.fullmatch(r"[A-Za-z0-9_./+-]+\.[ch]", p):
+            # core/calls.c: named from its tree's root (server/, lib/,
+            # proxy/, ...), as the includes name it
+            system = os.path.exists("/usr/include/" + p) or os.path.exists(
+                "/usr/include/x86_64-linux-gnu/" + p)
+            if not any(f.endswith("/" + p) for f in paths) and not system:
+                missing.append((where, "file", p))
         elif "/" not in p and re.fullmatch(r"[A-Za-z0-9_.+-]+\.[ch]", p):
             system = os.path.exists("/usr/include/" + p) or any(
                 os.path.exists(os.path.join("/usr/include", d, p))
@@ -127,7 +134,7 @@ def main():
             if p not in basenames and not system:
                 missing.append((where, "file", p))
 
-    path_re = re.compile(r"(?<![\w./-])((?:%s)/[A-Za-z0-9_./+-]*|[A-Za-z0-9_+-]+\.[ch])(?![\w/])"
+    path_re = re.compile(r"(?<![\w./-])((?:%s)/[A-Za-z0-9_./+-]*|[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*\.[ch])(?![\w/])"
                          % "|".join(re.escape(t) for t in TOP))
     for f in docs:
         with open(f, encoding="utf-8") as fh:
