@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """--tls-roots FILE in every example that takes a target (apps/common/
 target.c), against momento-local serving TLS with a certificate from a
-private CA made here with the openssl command (as tests/integration/
+private CA made here with the openssl command (as tests/lib/
 test_tls.c makes its own):
 
 - load-gen with --tls-roots CA succeeds, every request through TLS;
