@@ -232,22 +232,33 @@ void tu__ps_fault_header(momento_local *s, const momento_client *c, const char *
     pthread_mutex_unlock(&tu_fault_lock);
 }
 
+tu_fixture tu_fx;
+
 int tu_fixture_setup(void **state)
 {
-    tu_fixture *f = calloc(1, sizeof(*f));
-    f->server = tu_server(NULL);
-    f->client = tu_client(f->server, NULL);
-    tu_create_cache(f->client, "c");
-    *state = f;
+    tu_fx.server = tu_server(NULL);
+    tu_fx.target = momento_local_endpoint(tu_fx.server);
+    tu_fx.client = tu_client(tu_fx.server, NULL);
+    tu_create_cache(tu_fx.client, "c");
+    *state = &tu_fx;
+    return 0;
+}
+
+int tu_fixture_setup_server(void **state)
+{
+    tu_fx.server = tu_server_with_cache("c");
+    tu_fx.target = momento_local_endpoint(tu_fx.server);
+    tu_fx.client = NULL;
+    *state = &tu_fx;
     return 0;
 }
 
 int tu_fixture_teardown(void **state)
 {
-    tu_fixture *f = *state;
-    momento_client_free(f->client);
-    momento_local_stop(f->server);
-    free(f);
+    (void)state;
+    momento_client_free(tu_fx.client);
+    momento_local_stop(tu_fx.server);
+    memset(&tu_fx, 0, sizeof(tu_fx));
     return 0;
 }
 

@@ -44,13 +44,21 @@ void tu__ps_fault_header(momento_local *s, const momento_client *c, const char *
 /* Creates `cache` through `c`, asserting success. */
 void tu_create_cache(momento_client *c, const char *cache);
 
-/* The usual integration fixture: a server, a client, and cache "c". For
- * cmocka setup/teardown; *state points to a tu_fixture. */
+/* The usual integration fixture: a server with cache "c" and a client of
+ * it. For cmocka setup/teardown: *state points to tu_fx, the running
+ * test's fixture, which a file's helpers may also reach by that name (tests
+ * run one at a time in a process). */
 typedef struct tu_fixture {
     momento_local *server;
-    momento_client *client;
+    momento_client *client; /* NULL after tu_fixture_setup_server() */
+    const char *target;     /* the server's "127.0.0.1:port", for tu_raw_call() */
 } tu_fixture;
+extern tu_fixture tu_fx;
 int tu_fixture_setup(void **state);
+/* The same server without a client: for tests that make their own clients
+ * or call the server raw. */
+int tu_fixture_setup_server(void **state);
+/* Frees the client (if any) and stops the server, after either setup. */
 int tu_fixture_teardown(void **state);
 
 /* A client for `s` with a `timeout_ms` deadline and keepalive, both scaled

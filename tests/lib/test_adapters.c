@@ -17,29 +17,13 @@
 #include <stdio.h>
 #include <string.h>
 
-static momento_local *server;
-
-static int setup(void **state)
-{
-    (void)state;
-    server = tu_server_with_cache("c");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    momento_local_stop(server);
-    return 0;
-}
-
 static momento_client *dispatch_client(void)
 {
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_dispatch(cfg, 1);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
-    momento_client *c = tu_client(server, cfg);
+    momento_client *c = tu_client(tu_fx.server, cfg);
     momento_config_free(cfg);
     return c;
 }
@@ -129,7 +113,7 @@ static void test_libuv_loop(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 
     /* A client not in dispatch mode cannot be attached. */
-    momento_client *plain = tu_client(server, NULL);
+    momento_client *plain = tu_client(tu_fx.server, NULL);
     momento_uv a;
     uv_loop_init(&loop);
     assert_int_equal(momento_uv_attach(&a, &loop, plain), MOMENTO_ERR_INVALID_ARGUMENT);
@@ -167,7 +151,7 @@ static void test_libevent_loop(void **state)
     assert_false(k.outside_loop);
     event_base_free(base);
 
-    momento_client *plain = tu_client(server, NULL);
+    momento_client *plain = tu_client(tu_fx.server, NULL);
     momento_libevent a;
     base = event_base_new();
     assert_int_equal(momento_libevent_attach(&a, base, plain), MOMENTO_ERR_INVALID_ARGUMENT);
@@ -181,5 +165,5 @@ int main(void)
         cmocka_unit_test(test_libuv_loop),
         cmocka_unit_test(test_libevent_loop),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_fixture_setup_server, tu_fixture_teardown);
 }

@@ -17,25 +17,6 @@
 #include <pthread.h>
 #include <unistd.h>
 
-static momento_local *server;
-static momento_client *client;
-
-static int setup(void **state)
-{
-    (void)state;
-    server = tu_server_with_cache("c");
-    client = tu_client(server, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    momento_client_free(client);
-    momento_local_stop(server);
-    return 0;
-}
-
 /* Whether `r`'s item i has field `f` (NULL: any) and value `v`. */
 static int item_is(const momento_result *r, size_t i, const char *f, const char *v)
 {
@@ -67,12 +48,12 @@ static void test_dictionary_roundtrip(void **state)
 {
     (void)state;
     momento_result *r;
-    assert_int_equal(momento_dictionary_fetch_sync(client, "c", MOMENTO_STR("d1"), NULL, &r),
+    assert_int_equal(momento_dictionary_fetch_sync(tu_fx.client, "c", MOMENTO_STR("d1"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
 
-    assert_int_equal(momento_dictionary_set_field_sync(client, "c", MOMENTO_STR("d1"),
+    assert_int_equal(momento_dictionary_set_field_sync(tu_fx.client, "c", MOMENTO_STR("d1"),
                                                        MOMENTO_STR("a"), MOMENTO_STR("1"), NULL,
                                                        NULL, &r),
                      MOMENTO_OK);
@@ -82,13 +63,13 @@ static void test_dictionary_roundtrip(void **state)
     size_t field_lens[] = {1, 0, 1};
     const void *values[] = {"two", "empty-field", "one"};
     size_t value_lens[] = {3, 11, 3};
-    assert_int_equal(momento_dictionary_set_fields_sync(client, "c", MOMENTO_STR("d1"), fields,
+    assert_int_equal(momento_dictionary_set_fields_sync(tu_fx.client, "c", MOMENTO_STR("d1"), fields,
                                                         field_lens, values, value_lens, 3, NULL,
                                                         NULL, NULL),
                      MOMENTO_OK);
 
     /* Fetch: every entry, "a" overwritten, the empty field kept. */
-    assert_int_equal(momento_dictionary_fetch_sync(client, "c", MOMENTO_STR("d1"), NULL, &r),
+    assert_int_equal(momento_dictionary_fetch_sync(tu_fx.client, "c", MOMENTO_STR("d1"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_item_count(r), 3);
@@ -112,7 +93,7 @@ static void test_dictionary_roundtrip(void **state)
     /* Get fields: per field, in request order. */
     const void *ask[] = {"b", "zzz", "a"};
     size_t ask_lens[] = {1, 3, 1};
-    assert_int_equal(momento_dictionary_get_fields_sync(client, "c", MOMENTO_STR("d1"), ask,
+    assert_int_equal(momento_dictionary_get_fields_sync(tu_fx.client, "c", MOMENTO_STR("d1"), ask,
                                                         ask_lens, 3, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
@@ -128,43 +109,43 @@ static void test_dictionary_roundtrip(void **state)
     momento_result_free(copy);
     momento_result_free(r);
 
-    assert_int_equal(momento_dictionary_get_field_sync(client, "c", MOMENTO_STR("d1"),
+    assert_int_equal(momento_dictionary_get_field_sync(tu_fx.client, "c", MOMENTO_STR("d1"),
                                                        MOMENTO_STR("b"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_memory_equal(momento_result_value(r, &len), "two", 3);
     momento_result_free(r);
-    assert_int_equal(momento_dictionary_get_field_sync(client, "c", MOMENTO_STR("d1"),
+    assert_int_equal(momento_dictionary_get_field_sync(tu_fx.client, "c", MOMENTO_STR("d1"),
                                                        MOMENTO_STR("no"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_dictionary_get_field_sync(client, "c", MOMENTO_STR("none"),
+    assert_int_equal(momento_dictionary_get_field_sync(tu_fx.client, "c", MOMENTO_STR("none"),
                                                        MOMENTO_STR("b"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
 
-    assert_int_equal(momento_dictionary_length_sync(client, "c", MOMENTO_STR("d1"), NULL, &r),
+    assert_int_equal(momento_dictionary_length_sync(tu_fx.client, "c", MOMENTO_STR("d1"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_int(r), 3);
     momento_result_free(r);
 
     /* Removing every field deletes the dictionary: a miss, no type left. */
-    assert_int_equal(momento_dictionary_remove_fields_sync(client, "c", MOMENTO_STR("d1"), fields,
+    assert_int_equal(momento_dictionary_remove_fields_sync(tu_fx.client, "c", MOMENTO_STR("d1"), fields,
                                                            field_lens, 2, NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_dictionary_remove_field_sync(client, "c", MOMENTO_STR("d1"),
+    assert_int_equal(momento_dictionary_remove_field_sync(tu_fx.client, "c", MOMENTO_STR("d1"),
                                                           MOMENTO_STR("a"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
-    assert_int_equal(momento_dictionary_length_sync(client, "c", MOMENTO_STR("d1"), NULL, &r),
+    assert_int_equal(momento_dictionary_length_sync(tu_fx.client, "c", MOMENTO_STR("d1"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_item_get_type_sync(client, "c", MOMENTO_STR("d1"), NULL, &r),
+    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", MOMENTO_STR("d1"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
@@ -174,19 +155,19 @@ static void test_dictionary_increment(void **state)
 {
     (void)state;
     momento_result *r;
-    assert_int_equal(momento_dictionary_increment_sync(client, "c", MOMENTO_STR("d2"),
+    assert_int_equal(momento_dictionary_increment_sync(tu_fx.client, "c", MOMENTO_STR("d2"),
                                                        MOMENTO_STR("n"), 5, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_result_int(r), 5);
     momento_result_free(r);
-    assert_int_equal(momento_dictionary_increment_sync(client, "c", MOMENTO_STR("d2"),
+    assert_int_equal(momento_dictionary_increment_sync(tu_fx.client, "c", MOMENTO_STR("d2"),
                                                        MOMENTO_STR("n"), -7, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_int(r), -2);
     momento_result_free(r);
     /* Stored as base-10 text. */
-    assert_int_equal(momento_dictionary_get_field_sync(client, "c", MOMENTO_STR("d2"),
+    assert_int_equal(momento_dictionary_get_field_sync(tu_fx.client, "c", MOMENTO_STR("d2"),
                                                        MOMENTO_STR("n"), NULL, &r),
                      MOMENTO_OK);
     size_t len;
@@ -195,9 +176,9 @@ static void test_dictionary_increment(void **state)
     assert_memory_equal(v, "-2", 2);
     momento_result_free(r);
     /* A field that holds no integer. */
-    momento_dictionary_set_field_sync(client, "c", MOMENTO_STR("d2"), MOMENTO_STR("t"),
+    momento_dictionary_set_field_sync(tu_fx.client, "c", MOMENTO_STR("d2"), MOMENTO_STR("t"),
                                       MOMENTO_STR("text"), NULL, NULL, NULL);
-    assert_int_equal(momento_dictionary_increment_sync(client, "c", MOMENTO_STR("d2"),
+    assert_int_equal(momento_dictionary_increment_sync(tu_fx.client, "c", MOMENTO_STR("d2"),
                                                        MOMENTO_STR("t"), 1, NULL, NULL, &r),
                      MOMENTO_ERR_FAILED_PRECONDITION);
     momento_result_free(r);
@@ -206,7 +187,7 @@ static void test_dictionary_increment(void **state)
 static uint64_t ttl_left(const char *key)
 {
     momento_result *r;
-    assert_int_equal(momento_item_get_ttl_sync(client, "c", MOMENTO_STR(key), NULL, &r),
+    assert_int_equal(momento_item_get_ttl_sync(tu_fx.client, "c", MOMENTO_STR(key), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     uint64_t ms = momento_result_ttl_ms(r);
@@ -222,20 +203,20 @@ static void test_collection_ttl(void **state)
     momento_collection_ttl long_ttl = {600000, 1};
     momento_collection_ttl short_keep = {5000, 0};
     momento_collection_ttl short_refresh = {5000, 1};
-    assert_int_equal(momento_set_add_element_sync(client, "c", MOMENTO_STR("s-ttl"),
+    assert_int_equal(momento_set_add_element_sync(tu_fx.client, "c", MOMENTO_STR("s-ttl"),
                                                   MOMENTO_STR("x"), &long_ttl, NULL, NULL),
                      MOMENTO_OK);
     assert_true(ttl_left("s-ttl") > 500000);
-    assert_int_equal(momento_set_add_element_sync(client, "c", MOMENTO_STR("s-ttl"),
+    assert_int_equal(momento_set_add_element_sync(tu_fx.client, "c", MOMENTO_STR("s-ttl"),
                                                   MOMENTO_STR("y"), &short_keep, NULL, NULL),
                      MOMENTO_OK);
     assert_true(ttl_left("s-ttl") > 500000);
-    assert_int_equal(momento_set_add_element_sync(client, "c", MOMENTO_STR("s-ttl"),
+    assert_int_equal(momento_set_add_element_sync(tu_fx.client, "c", MOMENTO_STR("s-ttl"),
                                                   MOMENTO_STR("z"), &short_refresh, NULL, NULL),
                      MOMENTO_OK);
     assert_true(ttl_left("s-ttl") <= 5000);
     /* Without refresh, a write that creates the collection still sets it. */
-    assert_int_equal(momento_dictionary_set_field_sync(client, "c", MOMENTO_STR("d-ttl"),
+    assert_int_equal(momento_dictionary_set_field_sync(tu_fx.client, "c", MOMENTO_STR("d-ttl"),
                                                        MOMENTO_STR("f"), MOMENTO_STR("v"),
                                                        &short_keep, NULL, NULL),
                      MOMENTO_OK);
@@ -257,22 +238,22 @@ static void test_set_roundtrip(void **state)
     const void *els[] = {"a", "b", "c", "b", ""};
     size_t lens[] = {1, 1, 1, 1, 0};
     assert_int_equal(
-        momento_set_add_elements_sync(client, "c", MOMENTO_STR("s1"), els, lens, 5, NULL, NULL, &r),
+        momento_set_add_elements_sync(tu_fx.client, "c", MOMENTO_STR("s1"), els, lens, 5, NULL, NULL, &r),
         MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
-    assert_int_equal(momento_set_fetch_sync(client, "c", MOMENTO_STR("s1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_fetch_sync(tu_fx.client, "c", MOMENTO_STR("s1"), NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_item_count(r), 4); /* duplicates once */
     assert_true(set_has(r, "a") && set_has(r, "b") && set_has(r, "c") && set_has(r, ""));
     momento_result_free(r);
-    assert_int_equal(momento_set_length_sync(client, "c", MOMENTO_STR("s1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_length_sync(tu_fx.client, "c", MOMENTO_STR("s1"), NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 4);
     momento_result_free(r);
 
     const void *ask[] = {"c", "q", ""};
     size_t ask_lens[] = {1, 1, 0};
-    assert_int_equal(momento_set_contains_elements_sync(client, "c", MOMENTO_STR("s1"), ask,
+    assert_int_equal(momento_set_contains_elements_sync(tu_fx.client, "c", MOMENTO_STR("s1"), ask,
                                                         ask_lens, 3, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
@@ -281,14 +262,14 @@ static void test_set_roundtrip(void **state)
     assert_int_equal(momento_result_exists(r, 1), 0);
     assert_int_equal(momento_result_exists(r, 2), 1);
     momento_result_free(r);
-    assert_int_equal(momento_set_contains_elements_sync(client, "c", MOMENTO_STR("nope"), ask,
+    assert_int_equal(momento_set_contains_elements_sync(tu_fx.client, "c", MOMENTO_STR("nope"), ask,
                                                         ask_lens, 3, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
 
     /* Sample: distinct members, min(limit, size) of them. */
-    assert_int_equal(momento_set_sample_sync(client, "c", MOMENTO_STR("s1"), 2, NULL, &r),
+    assert_int_equal(momento_set_sample_sync(tu_fx.client, "c", MOMENTO_STR("s1"), 2, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_item_count(r), 2);
     assert_false(item_is(r, 0, NULL, "q"));
@@ -297,31 +278,31 @@ static void test_set_roundtrip(void **state)
     const void *v1 = momento_result_value(momento_result_item(r, 1), &l1);
     assert_false(l0 == l1 && memcmp(v0, v1, l0) == 0);
     momento_result_free(r);
-    assert_int_equal(momento_set_sample_sync(client, "c", MOMENTO_STR("s1"), 100, NULL, &r),
+    assert_int_equal(momento_set_sample_sync(tu_fx.client, "c", MOMENTO_STR("s1"), 100, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_item_count(r), 4);
     momento_result_free(r);
 
     /* Remove and pop down to nothing: the set is gone. */
-    assert_int_equal(momento_set_remove_element_sync(client, "c", MOMENTO_STR("s1"),
+    assert_int_equal(momento_set_remove_element_sync(tu_fx.client, "c", MOMENTO_STR("s1"),
                                                      MOMENTO_STR("a"), NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_set_pop_sync(client, "c", MOMENTO_STR("s1"), 2, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_pop_sync(tu_fx.client, "c", MOMENTO_STR("s1"), 2, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_item_count(r), 2);
     assert_false(set_has(r, "a"));
     momento_result_free(r);
-    assert_int_equal(momento_set_pop_sync(client, "c", MOMENTO_STR("s1"), 5, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_pop_sync(tu_fx.client, "c", MOMENTO_STR("s1"), 5, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_item_count(r), 1);
     momento_result_free(r);
-    assert_int_equal(momento_set_fetch_sync(client, "c", MOMENTO_STR("s1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_fetch_sync(tu_fx.client, "c", MOMENTO_STR("s1"), NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_set_pop_sync(client, "c", MOMENTO_STR("s1"), 1, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_pop_sync(tu_fx.client, "c", MOMENTO_STR("s1"), 1, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
     /* Removing from a missing set succeeds. */
-    assert_int_equal(momento_set_remove_element_sync(client, "c", MOMENTO_STR("s1"),
+    assert_int_equal(momento_set_remove_element_sync(tu_fx.client, "c", MOMENTO_STR("s1"),
                                                      MOMENTO_STR("a"), NULL, NULL),
                      MOMENTO_OK);
 }
@@ -332,37 +313,37 @@ static void test_type_mismatch(void **state)
     (void)state;
     momento_result *r;
     assert_int_equal(
-        momento_set_sync(client, "c", MOMENTO_STR("scalar"), MOMENTO_STR("v"), 0, NULL, NULL),
+        momento_set_sync(tu_fx.client, "c", MOMENTO_STR("scalar"), MOMENTO_STR("v"), 0, NULL, NULL),
         MOMENTO_OK);
-    momento_set_add_element_sync(client, "c", MOMENTO_STR("a-set"), MOMENTO_STR("x"), NULL, NULL,
+    momento_set_add_element_sync(tu_fx.client, "c", MOMENTO_STR("a-set"), MOMENTO_STR("x"), NULL, NULL,
                                  NULL);
-    assert_int_equal(momento_dictionary_fetch_sync(client, "c", MOMENTO_STR("scalar"), NULL, &r),
+    assert_int_equal(momento_dictionary_fetch_sync(tu_fx.client, "c", MOMENTO_STR("scalar"), NULL, &r),
                      MOMENTO_ERR_FAILED_PRECONDITION);
     assert_int_equal(momento_result_grpc_status(r), 9);
     momento_result_free(r);
-    assert_int_equal(momento_dictionary_set_field_sync(client, "c", MOMENTO_STR("a-set"),
+    assert_int_equal(momento_dictionary_set_field_sync(tu_fx.client, "c", MOMENTO_STR("a-set"),
                                                        MOMENTO_STR("f"), MOMENTO_STR("v"), NULL,
                                                        NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_set_length_sync(client, "c", MOMENTO_STR("scalar"), NULL, NULL),
+    assert_int_equal(momento_set_length_sync(tu_fx.client, "c", MOMENTO_STR("scalar"), NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_get_sync(client, "c", MOMENTO_STR("a-set"), NULL, NULL),
+    assert_int_equal(momento_get_sync(tu_fx.client, "c", MOMENTO_STR("a-set"), NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
     /* The set is unchanged by the refused writes. */
-    assert_int_equal(momento_item_get_type_sync(client, "c", MOMENTO_STR("a-set"), NULL, &r),
+    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", MOMENTO_STR("a-set"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_SET);
     momento_result_free(r);
-    assert_int_equal(momento_dictionary_set_field_sync(client, "c", MOMENTO_STR("a-dict"),
+    assert_int_equal(momento_dictionary_set_field_sync(tu_fx.client, "c", MOMENTO_STR("a-dict"),
                                                        MOMENTO_STR("f"), MOMENTO_STR("v"), NULL,
                                                        NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_item_get_type_sync(client, "c", MOMENTO_STR("a-dict"), NULL, &r),
+    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", MOMENTO_STR("a-dict"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_DICTIONARY);
     momento_result_free(r);
     /* An unknown cache. */
-    assert_int_equal(momento_set_fetch_sync(client, "nocache", MOMENTO_STR("s"), NULL, NULL),
+    assert_int_equal(momento_set_fetch_sync(tu_fx.client, "nocache", MOMENTO_STR("s"), NULL, NULL),
                      MOMENTO_ERR_CACHE_NOT_FOUND);
 }
 
@@ -382,55 +363,55 @@ static void test_refusals(void **state)
     const void *bad[] = {NULL};
     size_t bad_len[] = {3};
     momento_collection_ttl huge = {MOMENTO_MAX_TTL_MS + 1, 1};
-    uint64_t before = momento_local_rpc_count(server, "SetUnion", -1);
+    uint64_t before = momento_local_rpc_count(tu_fx.server, "SetUnion", -1);
     assert_int_equal(
-        momento_set_add_element(client, "c", NULL, 0, MOMENTO_STR("x"), NULL, NULL, noop_cb, NULL),
+        momento_set_add_element(tu_fx.client, "c", NULL, 0, MOMENTO_STR("x"), NULL, NULL, noop_cb, NULL),
         MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(
-        momento_set_add_element(client, "c", "", 0, MOMENTO_STR("x"), NULL, NULL, noop_cb, NULL),
+        momento_set_add_element(tu_fx.client, "c", "", 0, MOMENTO_STR("x"), NULL, NULL, noop_cb, NULL),
         MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(
-        momento_set_add_element(client, "c", MOMENTO_STR("s"), NULL, 1, NULL, NULL, noop_cb, NULL),
+        momento_set_add_element(tu_fx.client, "c", MOMENTO_STR("s"), NULL, 1, NULL, NULL, noop_cb, NULL),
         MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_elements(client, "c", MOMENTO_STR("s"), one, one_len, 0, NULL,
+    assert_int_equal(momento_set_add_elements(tu_fx.client, "c", MOMENTO_STR("s"), one, one_len, 0, NULL,
                                               NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_elements(client, "c", MOMENTO_STR("s"), bad, bad_len, 1, NULL,
+    assert_int_equal(momento_set_add_elements(tu_fx.client, "c", MOMENTO_STR("s"), bad, bad_len, 1, NULL,
                                               NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_elements(client, "c", MOMENTO_STR("s"), NULL, one_len, 1, NULL,
+    assert_int_equal(momento_set_add_elements(tu_fx.client, "c", MOMENTO_STR("s"), NULL, one_len, 1, NULL,
                                               NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_element(client, "c", MOMENTO_STR("s"), MOMENTO_STR("x"), &huge,
+    assert_int_equal(momento_set_add_element(tu_fx.client, "c", MOMENTO_STR("s"), MOMENTO_STR("x"), &huge,
                                              NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_element(client, "c\t", MOMENTO_STR("s"), MOMENTO_STR("x"),
+    assert_int_equal(momento_set_add_element(tu_fx.client, "c\t", MOMENTO_STR("s"), MOMENTO_STR("x"),
                                              NULL, NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_element(client, "c", MOMENTO_STR("s"), MOMENTO_STR("x"), NULL,
+    assert_int_equal(momento_set_add_element(tu_fx.client, "c", MOMENTO_STR("s"), MOMENTO_STR("x"), NULL,
                                              NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_pop(client, "c", MOMENTO_STR("s"), 0, NULL, noop_cb, NULL),
+    assert_int_equal(momento_set_pop(tu_fx.client, "c", MOMENTO_STR("s"), 0, NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_dictionary_set_fields(client, "c", MOMENTO_STR("d"), one, one_len,
+    assert_int_equal(momento_dictionary_set_fields(tu_fx.client, "c", MOMENTO_STR("d"), one, one_len,
                                                    NULL, one_len, 1, NULL, NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(
-        momento_dictionary_get_field(client, "c", MOMENTO_STR("d"), NULL, 2, NULL, noop_cb, NULL),
+        momento_dictionary_get_field(tu_fx.client, "c", MOMENTO_STR("d"), NULL, 2, NULL, noop_cb, NULL),
         MOMENTO_ERR_INVALID_ARGUMENT);
     /* Larger than one request can carry. */
     size_t big = 11u * 1024 * 1024;
     char *v = calloc(1, big);
     assert_non_null(v);
-    assert_int_equal(momento_dictionary_set_field(client, "c", MOMENTO_STR("d"), MOMENTO_STR("f"),
+    assert_int_equal(momento_dictionary_set_field(tu_fx.client, "c", MOMENTO_STR("d"), MOMENTO_STR("f"),
                                                   v, big, NULL, NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     free(v);
     momento_result *r = (momento_result *)1;
-    assert_int_equal(momento_set_length_sync(client, "c", NULL, 1, NULL, &r),
+    assert_int_equal(momento_set_length_sync(tu_fx.client, "c", NULL, 1, NULL, &r),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_rpc_count(server, "SetUnion", -1), before);
+    assert_int_equal(momento_local_rpc_count(tu_fx.server, "SetUnion", -1), before);
 }
 
 /* A result kept past its callback. */
@@ -462,8 +443,8 @@ static int kept_done(kept *k)
 /* Waits until the server holds `want` calls. */
 static void wait_parked(uint64_t want)
 {
-    tu_wait_until(momento_local_parked_calls(server) == want, 20000);
-    assert_int_equal(momento_local_parked_calls(server), want);
+    tu_wait_until(momento_local_parked_calls(tu_fx.server) == want, 20000);
+    assert_int_equal(momento_local_parked_calls(tu_fx.server), want);
 }
 
 /* Coalesced collection reads: identical reads share one RPC, different
@@ -475,7 +456,7 @@ static void wait_parked(uint64_t want)
 static void test_coalesced_reads(void **state)
 {
     (void)state;
-    momento_client *c = tu_patient_client(server, 30000);
+    momento_client *c = tu_patient_client(tu_fx.server, 30000);
     momento__client_add_header(c, "request-id", "coalesced-reads");
     momento__client_add_header(c, "delay-rpcs", "dictionary-fetch dictionary-get");
     momento__client_add_header(c, "delay-ms", "600000");
@@ -485,9 +466,9 @@ static void test_coalesced_reads(void **state)
     assert_int_equal(momento_dictionary_set_field_sync(c, "c", MOMENTO_STR("cd"), MOMENTO_STR("a"),
                                                        MOMENTO_STR("1"), NULL, NULL, NULL),
                      MOMENTO_OK);
-    uint64_t fetches = momento_local_rpc_count(server, "DictionaryFetch", -1);
-    uint64_t gets = momento_local_rpc_count(server, "DictionaryGet", -1);
-    uint64_t parked = momento_local_parked_calls(server);
+    uint64_t fetches = momento_local_rpc_count(tu_fx.server, "DictionaryFetch", -1);
+    uint64_t gets = momento_local_rpc_count(tu_fx.server, "DictionaryGet", -1);
+    uint64_t parked = momento_local_parked_calls(tu_fx.server);
 
     /* `held`: the fetch and the get of "a", each with its duplicates,
      * ended by cancelling their tokens. */
@@ -535,7 +516,7 @@ static void test_coalesced_reads(void **state)
     momento_result_free(after.r);
     /* The first fetch and get of "a" were in flight all along. */
     assert_int_equal(held.total, 0);
-    assert_int_equal(momento_local_parked_calls(server), parked + 2);
+    assert_int_equal(momento_local_parked_calls(tu_fx.server), parked + 2);
     momento_coalescer_stats cc;
     momento_coalescer_stats_get(co, &cc, sizeof(cc));
     assert_int_equal(cc.read_requests, 14);
@@ -550,12 +531,12 @@ static void test_coalesced_reads(void **state)
     momento_cancel_token_free(tf);
     momento_cancel_token_free(ta);
     /* Counted as they leave the server, a moment after the cancels. */
-    tu_wait_until(momento_local_rpc_count(server, "DictionaryFetch", -1) == fetches + 2 &&
-                      momento_local_rpc_count(server, "DictionaryGet", -1) == gets + 2,
+    tu_wait_until(momento_local_rpc_count(tu_fx.server, "DictionaryFetch", -1) == fetches + 2 &&
+                      momento_local_rpc_count(tu_fx.server, "DictionaryGet", -1) == gets + 2,
                   10000);
-    assert_int_equal(momento_local_rpc_count(server, "DictionaryFetch", -1), fetches + 2);
+    assert_int_equal(momento_local_rpc_count(tu_fx.server, "DictionaryFetch", -1), fetches + 2);
     /* "a" (shared by two) and "b". */
-    assert_int_equal(momento_local_rpc_count(server, "DictionaryGet", -1), gets + 2);
+    assert_int_equal(momento_local_rpc_count(tu_fx.server, "DictionaryGet", -1), gets + 2);
     momento_coalescer_free(co);
     momento_client_free(c);
 }
@@ -568,5 +549,5 @@ int main(void)
         cmocka_unit_test(test_type_mismatch),        cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_coalesced_reads),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_fixture_setup, tu_fixture_teardown);
 }

@@ -22,25 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static momento_local *server;
-static momento_client *client;
-
-static int setup(void **state)
-{
-    (void)state;
-    server = tu_server_with_cache("c");
-    client = tu_client(server, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    momento_client_free(client);
-    momento_local_stop(server);
-    return 0;
-}
-
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 static void check_score(double got, double want)
@@ -83,7 +64,7 @@ static void check_items(const momento_result *r, const char *want, int scored)
 static void check_fetch(const char *list, int32_t start, int32_t end, const char *want)
 {
     momento_result *r;
-    assert_int_equal(momento_list_fetch_sync(client, "c", MOMENTO_STR(list), start, end, NULL, &r),
+    assert_int_equal(momento_list_fetch_sync(tu_fx.client, "c", MOMENTO_STR(list), start, end, NULL, &r),
                      MOMENTO_OK);
     if (momento_result_outcome(r) != MOMENTO_OUTCOME_HIT)
         fail_msg("fetch [%d, %d) of %s: outcome %d, want a HIT", start, end, list,
@@ -96,7 +77,7 @@ static void check_rank_fetch(const char *set, int32_t start, int32_t end, moment
                              const char *want)
 {
     momento_result *r;
-    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", MOMENTO_STR(set), start,
+    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(tu_fx.client, "c", MOMENTO_STR(set), start,
                                                            end, order, NULL, &r),
                      MOMENTO_OK);
     check_items(r, want, 1);
@@ -107,7 +88,7 @@ static void check_score_fetch(const char *set, double min, double max, momento_o
                               uint32_t offset, uint32_t count, const char *want)
 {
     momento_result *r;
-    assert_int_equal(momento_sorted_set_fetch_by_score_sync(client, "c", MOMENTO_STR(set), min, max,
+    assert_int_equal(momento_sorted_set_fetch_by_score_sync(tu_fx.client, "c", MOMENTO_STR(set), min, max,
                                                             order, offset, count, NULL, &r),
                      MOMENTO_OK);
     check_items(r, want, 1);
@@ -118,7 +99,7 @@ static void check_score_fetch(const char *set, double min, double max, momento_o
 static void check_list_length(const char *list, int64_t want)
 {
     momento_result *r;
-    assert_int_equal(momento_list_length_sync(client, "c", MOMENTO_STR(list), NULL, &r),
+    assert_int_equal(momento_list_length_sync(tu_fx.client, "c", MOMENTO_STR(list), NULL, &r),
                      MOMENTO_OK);
     if (want < 0) {
         assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
@@ -133,7 +114,7 @@ static void check_list_length(const char *list, int64_t want)
 static void push_back(const char *list, const char *value, uint32_t truncate, int64_t want_len)
 {
     momento_result *r;
-    assert_int_equal(momento_list_push_back_sync(client, "c", MOMENTO_STR(list), MOMENTO_STR(value),
+    assert_int_equal(momento_list_push_back_sync(tu_fx.client, "c", MOMENTO_STR(list), MOMENTO_STR(value),
                                                  truncate, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
@@ -144,7 +125,7 @@ static void push_back(const char *list, const char *value, uint32_t truncate, in
 static void push_front(const char *list, const char *value, uint32_t truncate, int64_t want_len)
 {
     momento_result *r;
-    assert_int_equal(momento_list_push_front_sync(client, "c", MOMENTO_STR(list),
+    assert_int_equal(momento_list_push_front_sync(tu_fx.client, "c", MOMENTO_STR(list),
                                                   MOMENTO_STR(value), truncate, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
@@ -158,7 +139,7 @@ static void make_digits(const char *list)
     const void *v[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
     size_t l[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     momento_result *r;
-    assert_int_equal(momento_list_concatenate_back_sync(client, "c", MOMENTO_STR(list), v, l, N(v),
+    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR(list), v, l, N(v),
                                                         0, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 10);
@@ -171,13 +152,13 @@ static void test_list_push_fetch(void **state)
     momento_result *r;
     /* No list yet: every read misses. */
     assert_int_equal(
-        momento_list_fetch_sync(client, "c", MOMENTO_STR("l1"), 0, MOMENTO_END, NULL, &r),
+        momento_list_fetch_sync(tu_fx.client, "c", MOMENTO_STR("l1"), 0, MOMENTO_END, NULL, &r),
         MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     assert_int_equal(momento_result_item_count(r), 0);
     momento_result_free(r);
     check_list_length("l1", -1);
-    assert_int_equal(momento_list_pop_front_sync(client, "c", MOMENTO_STR("l1"), NULL, &r),
+    assert_int_equal(momento_list_pop_front_sync(tu_fx.client, "c", MOMENTO_STR("l1"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     assert_null(momento_result_value(r, NULL));
@@ -188,7 +169,7 @@ static void test_list_push_fetch(void **state)
     push_front("l1", "a", 0, 3);
     const void *back[] = {"d", "e"};
     size_t back_lens[] = {1, 1};
-    assert_int_equal(momento_list_concatenate_back_sync(client, "c", MOMENTO_STR("l1"), back,
+    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR("l1"), back,
                                                         back_lens, 2, 0, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
@@ -197,7 +178,7 @@ static void test_list_push_fetch(void **state)
     /* Concatenated at the front, the values keep their own order. */
     const void *front[] = {"x", "y"};
     size_t front_lens[] = {1, 1};
-    assert_int_equal(momento_list_concatenate_front_sync(client, "c", MOMENTO_STR("l1"), front,
+    assert_int_equal(momento_list_concatenate_front_sync(tu_fx.client, "c", MOMENTO_STR("l1"), front,
                                                          front_lens, 2, 0, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 7);
@@ -205,7 +186,7 @@ static void test_list_push_fetch(void **state)
 
     check_fetch("l1", 0, MOMENTO_END, "x,y,a,b,c,d,e");
     check_list_length("l1", 7);
-    assert_int_equal(momento_item_get_type_sync(client, "c", MOMENTO_STR("l1"), NULL, &r),
+    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", MOMENTO_STR("l1"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_LIST);
     momento_result_free(r);
@@ -213,7 +194,7 @@ static void test_list_push_fetch(void **state)
     /* An empty value is an element like any other, and reads as present. */
     push_back("l1", "", 0, 8);
     assert_int_equal(
-        momento_list_fetch_sync(client, "c", MOMENTO_STR("l1"), -2, MOMENTO_END, NULL, &r),
+        momento_list_fetch_sync(tu_fx.client, "c", MOMENTO_STR("l1"), -2, MOMENTO_END, NULL, &r),
         MOMENTO_OK);
     assert_int_equal(momento_result_item_count(r), 2);
     size_t len = 99;
@@ -250,7 +231,7 @@ static void test_list_slices(void **state)
     int32_t empty[][2] = {{-2, 3}, {12, 20}, {-3, 0}};
     for (size_t i = 0; i < N(empty); i++) {
         momento_result *r;
-        assert_int_equal(momento_list_fetch_sync(client, "c", MOMENTO_STR("l2"), empty[i][0],
+        assert_int_equal(momento_list_fetch_sync(tu_fx.client, "c", MOMENTO_STR("l2"), empty[i][0],
                                                  empty[i][1], NULL, &r),
                          MOMENTO_OK);
         assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
@@ -279,14 +260,14 @@ static void test_list_truncate(void **state)
 
     const void *abc[] = {"a", "b", "c"};
     size_t one[] = {1, 1, 1};
-    assert_int_equal(momento_list_concatenate_back_sync(client, "c", MOMENTO_STR("l3"), abc, one, 3,
+    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR("l3"), abc, one, 3,
                                                         4, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 4);
     momento_result_free(r);
     check_fetch("l3", 0, MOMENTO_END, "5,a,b,c");
     const void *pq[] = {"p", "q"};
-    assert_int_equal(momento_list_concatenate_front_sync(client, "c", MOMENTO_STR("l3"), pq, one, 2,
+    assert_int_equal(momento_list_concatenate_front_sync(tu_fx.client, "c", MOMENTO_STR("l3"), pq, one, 2,
                                                          3, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 3);
@@ -300,20 +281,20 @@ static void test_list_pop_remove_retain(void **state)
     momento_result *r;
     const void *v[] = {"a", "b", "a", "c", "a"};
     size_t l[] = {1, 1, 1, 1, 1};
-    assert_int_equal(momento_list_concatenate_back_sync(client, "c", MOMENTO_STR("l4"), v, l, N(v),
+    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR("l4"), v, l, N(v),
                                                         0, NULL, NULL, NULL),
                      MOMENTO_OK);
     /* Every "a" goes; a value not in the list, or no list, is no error. */
     assert_int_equal(
-        momento_list_remove_value_sync(client, "c", MOMENTO_STR("l4"), MOMENTO_STR("a"), NULL, &r),
+        momento_list_remove_value_sync(tu_fx.client, "c", MOMENTO_STR("l4"), MOMENTO_STR("a"), NULL, &r),
         MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
     check_fetch("l4", 0, MOMENTO_END, "b,c");
-    assert_int_equal(momento_list_remove_value_sync(client, "c", MOMENTO_STR("l4"),
+    assert_int_equal(momento_list_remove_value_sync(tu_fx.client, "c", MOMENTO_STR("l4"),
                                                     MOMENTO_STR("zz"), NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_list_remove_value_sync(client, "c", MOMENTO_STR("no-list"),
+    assert_int_equal(momento_list_remove_value_sync(tu_fx.client, "c", MOMENTO_STR("no-list"),
                                                     MOMENTO_STR("a"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
@@ -322,49 +303,49 @@ static void test_list_pop_remove_retain(void **state)
 
     /* Pops take from their own end; the last one deletes the list. */
     size_t len;
-    assert_int_equal(momento_list_pop_back_sync(client, "c", MOMENTO_STR("l4"), NULL, &r),
+    assert_int_equal(momento_list_pop_back_sync(tu_fx.client, "c", MOMENTO_STR("l4"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_memory_equal(momento_result_value(r, &len), "c", 1);
     assert_int_equal(len, 1);
     momento_result_free(r);
-    assert_int_equal(momento_list_pop_front_sync(client, "c", MOMENTO_STR("l4"), NULL, &r),
+    assert_int_equal(momento_list_pop_front_sync(tu_fx.client, "c", MOMENTO_STR("l4"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_memory_equal(momento_result_value(r, &len), "b", 1);
     momento_result_free(r);
-    assert_int_equal(momento_list_pop_front_sync(client, "c", MOMENTO_STR("l4"), NULL, &r),
+    assert_int_equal(momento_list_pop_front_sync(tu_fx.client, "c", MOMENTO_STR("l4"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_list_pop_back_sync(client, "c", MOMENTO_STR("l4"), NULL, &r),
+    assert_int_equal(momento_list_pop_back_sync(tu_fx.client, "c", MOMENTO_STR("l4"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
     check_list_length("l4", -1);
     assert_int_equal(
-        momento_list_fetch_sync(client, "c", MOMENTO_STR("l4"), 0, MOMENTO_END, NULL, &r),
+        momento_list_fetch_sync(tu_fx.client, "c", MOMENTO_STR("l4"), 0, MOMENTO_END, NULL, &r),
         MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
 
     /* Retain keeps a slice, with the same index rules as fetch. */
     make_digits("l5");
-    assert_int_equal(momento_list_retain_sync(client, "c", MOMENTO_STR("l5"), 2, 8, NULL, NULL, &r),
+    assert_int_equal(momento_list_retain_sync(tu_fx.client, "c", MOMENTO_STR("l5"), 2, 8, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
     check_fetch("l5", 0, MOMENTO_END, "2,3,4,5,6,7");
     assert_int_equal(
-        momento_list_retain_sync(client, "c", MOMENTO_STR("l5"), -3, MOMENTO_END, NULL, NULL, NULL),
+        momento_list_retain_sync(tu_fx.client, "c", MOMENTO_STR("l5"), -3, MOMENTO_END, NULL, NULL, NULL),
         MOMENTO_OK);
     check_fetch("l5", 0, MOMENTO_END, "5,6,7");
     assert_int_equal(
-        momento_list_retain_sync(client, "c", MOMENTO_STR("l5"), 1, -1, NULL, NULL, NULL),
+        momento_list_retain_sync(tu_fx.client, "c", MOMENTO_STR("l5"), 1, -1, NULL, NULL, NULL),
         MOMENTO_OK);
     check_fetch("l5", 0, MOMENTO_END, "6");
     assert_int_equal(
-        momento_list_retain_sync(client, "c", MOMENTO_STR("no-list"), 0, 2, NULL, NULL, &r),
+        momento_list_retain_sync(tu_fx.client, "c", MOMENTO_STR("no-list"), 0, 2, NULL, NULL, &r),
         MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
@@ -378,13 +359,13 @@ static void test_list_ttl(void **state)
     momento_result *r;
     momento_collection_ttl minute = {60000, 1};
     momento_collection_ttl hour_keep = {3600000, 0};
-    assert_int_equal(momento_list_push_back_sync(client, "c", MOMENTO_STR("l6"), MOMENTO_STR("v"),
+    assert_int_equal(momento_list_push_back_sync(tu_fx.client, "c", MOMENTO_STR("l6"), MOMENTO_STR("v"),
                                                  0, &minute, NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_list_push_back_sync(client, "c", MOMENTO_STR("l6"), MOMENTO_STR("w"),
+    assert_int_equal(momento_list_push_back_sync(tu_fx.client, "c", MOMENTO_STR("l6"), MOMENTO_STR("w"),
                                                  0, &hour_keep, NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_item_get_ttl_sync(client, "c", MOMENTO_STR("l6"), NULL, &r),
+    assert_int_equal(momento_item_get_ttl_sync(tu_fx.client, "c", MOMENTO_STR("l6"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_true(momento_result_ttl_ms(r) <= 60000);
@@ -392,9 +373,9 @@ static void test_list_ttl(void **state)
     momento_result_free(r);
     momento_collection_ttl hour = {3600000, 1};
     assert_int_equal(
-        momento_list_retain_sync(client, "c", MOMENTO_STR("l6"), 0, MOMENTO_END, &hour, NULL, NULL),
+        momento_list_retain_sync(tu_fx.client, "c", MOMENTO_STR("l6"), 0, MOMENTO_END, &hour, NULL, NULL),
         MOMENTO_OK);
-    assert_int_equal(momento_item_get_ttl_sync(client, "c", MOMENTO_STR("l6"), NULL, &r),
+    assert_int_equal(momento_item_get_ttl_sync(tu_fx.client, "c", MOMENTO_STR("l6"), NULL, &r),
                      MOMENTO_OK);
     assert_true(momento_result_ttl_ms(r) > 60000);
     momento_result_free(r);
@@ -406,7 +387,7 @@ static void put_scores(const char *set, const char *const *values, const double 
     for (size_t i = 0; i < n; i++)
         lens[i] = strlen(values[i]);
     momento_result *r;
-    assert_int_equal(momento_sorted_set_put_elements_sync(client, "c", MOMENTO_STR(set),
+    assert_int_equal(momento_sorted_set_put_elements_sync(tu_fx.client, "c", MOMENTO_STR(set),
                                                           (const void *const *)values, lens, scores,
                                                           n, NULL, NULL, &r),
                      MOMENTO_OK);
@@ -419,23 +400,23 @@ static void test_sorted_set_put_fetch(void **state)
     (void)state;
     momento_result *r;
     /* No set: every read misses. */
-    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", MOMENTO_STR("z1"), 0,
+    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(tu_fx.client, "c", MOMENTO_STR("z1"), 0,
                                                            MOMENTO_END, MOMENTO_ASCENDING, NULL,
                                                            &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_sorted_set_fetch_by_score_sync(client, "c", MOMENTO_STR("z1"),
+    assert_int_equal(momento_sorted_set_fetch_by_score_sync(tu_fx.client, "c", MOMENTO_STR("z1"),
                                                             -INFINITY, INFINITY, MOMENTO_ASCENDING,
                                                             0, 0, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_sorted_set_length_sync(client, "c", MOMENTO_STR("z1"), NULL, &r),
+    assert_int_equal(momento_sorted_set_length_sync(tu_fx.client, "c", MOMENTO_STR("z1"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_sorted_set_length_by_score_sync(client, "c", MOMENTO_STR("z1"),
+    assert_int_equal(momento_sorted_set_length_by_score_sync(tu_fx.client, "c", MOMENTO_STR("z1"),
                                                              -INFINITY, INFINITY, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
@@ -445,7 +426,7 @@ static void test_sorted_set_put_fetch(void **state)
     double s[] = {3, 1, 2, -1.5};
     put_scores("z1", v, s, 4);
     /* A put replaces an element's score. */
-    assert_int_equal(momento_sorted_set_put_element_sync(client, "c", MOMENTO_STR("z1"),
+    assert_int_equal(momento_sorted_set_put_element_sync(tu_fx.client, "c", MOMENTO_STR("z1"),
                                                          MOMENTO_STR("b"), 5, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
@@ -459,18 +440,18 @@ static void test_sorted_set_put_fetch(void **state)
     check_rank_fetch("z1", 3, 10, MOMENTO_ASCENDING, "b:5");
     check_rank_fetch("z1", 6, 10, MOMENTO_ASCENDING, "");
 
-    assert_int_equal(momento_sorted_set_length_sync(client, "c", MOMENTO_STR("z1"), NULL, &r),
+    assert_int_equal(momento_sorted_set_length_sync(tu_fx.client, "c", MOMENTO_STR("z1"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_int(r), 4);
     momento_result_free(r);
-    assert_int_equal(momento_item_get_type_sync(client, "c", MOMENTO_STR("z1"), NULL, &r),
+    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", MOMENTO_STR("z1"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_SORTED_SET);
     momento_result_free(r);
 
     /* Scores survive an owned copy. */
-    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", MOMENTO_STR("z1"), 0,
+    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(tu_fx.client, "c", MOMENTO_STR("z1"), 0,
                                                            MOMENTO_END, MOMENTO_DESCENDING, NULL,
                                                            &r),
                      MOMENTO_OK);
@@ -515,7 +496,7 @@ static void test_sorted_set_by_score(void **state)
                 {6, 7, 0},          {3, 3, 1}};
     for (size_t i = 0; i < N(lens); i++) {
         assert_int_equal(momento_sorted_set_length_by_score_sync(
-                             client, "c", MOMENTO_STR("z2"), lens[i].min, lens[i].max, NULL, &r),
+                             tu_fx.client, "c", MOMENTO_STR("z2"), lens[i].min, lens[i].max, NULL, &r),
                          MOMENTO_OK);
         assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
         if (momento_result_int(r) != lens[i].want)
@@ -529,7 +510,7 @@ static void check_range_fetch(const char *set, const momento_score_range *range,
                               momento_order order, const char *want)
 {
     momento_result *r;
-    assert_int_equal(momento_sorted_set_fetch_by_score_range_sync(client, "c", MOMENTO_STR(set),
+    assert_int_equal(momento_sorted_set_fetch_by_score_range_sync(tu_fx.client, "c", MOMENTO_STR(set),
                                                                   range, order, 0, 0, NULL, &r),
                      MOMENTO_OK);
     check_items(r, want, 1);
@@ -539,7 +520,7 @@ static void check_range_fetch(const char *set, const momento_score_range *range,
 static void check_range_length(const char *set, const momento_score_range *range, int64_t want)
 {
     momento_result *r;
-    assert_int_equal(momento_sorted_set_length_by_score_range_sync(client, "c", MOMENTO_STR(set),
+    assert_int_equal(momento_sorted_set_length_by_score_range_sync(tu_fx.client, "c", MOMENTO_STR(set),
                                                                    range, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
@@ -584,7 +565,7 @@ static void test_sorted_set_exclusive_bounds(void **state)
     /* Paging counts within the exclusive range. */
     momento_result *r;
     assert_int_equal(momento_sorted_set_fetch_by_score_range_sync(
-                         client, "c", MOMENTO_STR("zx"),
+                         tu_fx.client, "c", MOMENTO_STR("zx"),
                          MOMENTO_SCORE_RANGE(.min = EXC(1), .max = EXC(INFINITY)),
                          MOMENTO_DESCENDING, 1, 2, NULL, &r),
                      MOMENTO_OK);
@@ -606,7 +587,7 @@ static void test_sorted_set_exclusive_bounds(void **state)
                        4);
     /* A missing set is a MISS whatever the range. */
     assert_int_equal(momento_sorted_set_length_by_score_range_sync(
-                         client, "c", MOMENTO_STR("zx-none"),
+                         tu_fx.client, "c", MOMENTO_STR("zx-none"),
                          MOMENTO_SCORE_RANGE(.min = EXC(0)), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
@@ -616,7 +597,7 @@ static void test_sorted_set_exclusive_bounds(void **state)
 static void check_rank(const char *set, const char *value, momento_order order, int64_t want)
 {
     momento_result *r;
-    assert_int_equal(momento_sorted_set_get_rank_sync(client, "c", MOMENTO_STR(set),
+    assert_int_equal(momento_sorted_set_get_rank_sync(tu_fx.client, "c", MOMENTO_STR(set),
                                                       MOMENTO_STR(value), order, NULL, &r),
                      MOMENTO_OK);
     if (want < 0) {
@@ -631,7 +612,7 @@ static void check_rank(const char *set, const char *value, momento_order order, 
 static void check_one_score(const char *set, const char *value, int hit, double want)
 {
     momento_result *r;
-    assert_int_equal(momento_sorted_set_get_score_sync(client, "c", MOMENTO_STR(set),
+    assert_int_equal(momento_sorted_set_get_score_sync(tu_fx.client, "c", MOMENTO_STR(set),
                                                        MOMENTO_STR(value), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), hit ? MOMENTO_OUTCOME_HIT : MOMENTO_OUTCOME_MISS);
@@ -654,7 +635,7 @@ static void test_sorted_set_scores_ranks(void **state)
     check_one_score("z3", "nope", 0, 0);
     const void *ask[] = {"e5", "nope", "e1"};
     size_t ask_lens[] = {2, 4, 2};
-    assert_int_equal(momento_sorted_set_get_scores_sync(client, "c", MOMENTO_STR("z3"), ask,
+    assert_int_equal(momento_sorted_set_get_scores_sync(tu_fx.client, "c", MOMENTO_STR("z3"), ask,
                                                         ask_lens, 3, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
@@ -674,7 +655,7 @@ static void test_sorted_set_scores_ranks(void **state)
 
     /* Increments answer the new score and move the element. */
     assert_int_equal(momento_sorted_set_increment_score_sync(
-                         client, "c", MOMENTO_STR("z3"), MOMENTO_STR("e1"), 10.5, NULL, NULL, &r),
+                         tu_fx.client, "c", MOMENTO_STR("z3"), MOMENTO_STR("e1"), 10.5, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     check_score(momento_result_score(r), 11.5);
@@ -683,36 +664,36 @@ static void test_sorted_set_scores_ranks(void **state)
     check_one_score("z3", "e1", 1, 11.5);
     /* A missing element, or set, starts from 0. */
     assert_int_equal(momento_sorted_set_increment_score_sync(
-                         client, "c", MOMENTO_STR("z3"), MOMENTO_STR("new"), -2, NULL, NULL, &r),
+                         tu_fx.client, "c", MOMENTO_STR("z3"), MOMENTO_STR("new"), -2, NULL, NULL, &r),
                      MOMENTO_OK);
     check_score(momento_result_score(r), -2);
     momento_result_free(r);
     check_rank("z3", "new", MOMENTO_ASCENDING, 0);
     assert_int_equal(momento_sorted_set_increment_score_sync(
-                         client, "c", MOMENTO_STR("z4"), MOMENTO_STR("x"), 0.25, NULL, NULL, &r),
+                         tu_fx.client, "c", MOMENTO_STR("z4"), MOMENTO_STR("x"), 0.25, NULL, NULL, &r),
                      MOMENTO_OK);
     check_score(momento_result_score(r), 0.25);
     momento_result_free(r);
     check_rank_fetch("z4", 0, MOMENTO_END, MOMENTO_ASCENDING, "x:0.25");
 
     /* Removes; missing elements are ignored; the last one deletes the set. */
-    assert_int_equal(momento_sorted_set_remove_element_sync(client, "c", MOMENTO_STR("z3"),
+    assert_int_equal(momento_sorted_set_remove_element_sync(tu_fx.client, "c", MOMENTO_STR("z3"),
                                                             MOMENTO_STR("e1"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
     const void *rm[] = {"e2", "nope", "e3"};
     size_t rm_lens[] = {2, 4, 2};
-    assert_int_equal(momento_sorted_set_remove_elements_sync(client, "c", MOMENTO_STR("z3"), rm,
+    assert_int_equal(momento_sorted_set_remove_elements_sync(tu_fx.client, "c", MOMENTO_STR("z3"), rm,
                                                              rm_lens, 3, NULL, NULL),
                      MOMENTO_OK);
     check_rank_fetch("z3", 0, MOMENTO_END, MOMENTO_ASCENDING, "new:-2,e4:4,e5:5");
     const void *rest[] = {"new", "e4", "e5"};
     size_t rest_lens[] = {3, 2, 2};
-    assert_int_equal(momento_sorted_set_remove_elements_sync(client, "c", MOMENTO_STR("z3"), rest,
+    assert_int_equal(momento_sorted_set_remove_elements_sync(tu_fx.client, "c", MOMENTO_STR("z3"), rest,
                                                              rest_lens, 3, NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_sorted_set_length_sync(client, "c", MOMENTO_STR("z3"), NULL, &r),
+    assert_int_equal(momento_sorted_set_length_sync(tu_fx.client, "c", MOMENTO_STR("z3"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
@@ -725,7 +706,7 @@ static double score_of(const char *name, const char *element)
 {
     momento_result *r = NULL;
     double score = NAN;
-    assert_int_equal(momento_sorted_set_get_score_sync(client, "c", name, strlen(name),
+    assert_int_equal(momento_sorted_set_get_score_sync(tu_fx.client, "c", name, strlen(name),
                                                        element, strlen(element), NULL, &r),
                      MOMENTO_OK);
     if (momento_result_outcome(r) == MOMENTO_OUTCOME_HIT)
@@ -742,15 +723,15 @@ static void test_sorted_set_union_store(void **state)
     const void *av[] = {"x", "y"}, *bv[] = {"y", "z"};
     size_t lens[] = {1, 1};
     double as[] = {1, 2}, bs[] = {10, 5};
-    assert_int_equal(momento_sorted_set_put_elements_sync(client, "c", MOMENTO_STR("u-a"), av, lens,
+    assert_int_equal(momento_sorted_set_put_elements_sync(tu_fx.client, "c", MOMENTO_STR("u-a"), av, lens,
                                                           as, 2, NULL, NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_sorted_set_put_elements_sync(client, "c", MOMENTO_STR("u-b"), bv, lens,
+    assert_int_equal(momento_sorted_set_put_elements_sync(tu_fx.client, "c", MOMENTO_STR("u-b"), bv, lens,
                                                           bs, 2, NULL, NULL, NULL),
                      MOMENTO_OK);
     momento_sorted_set_source src[] = {{"u-a", 3, 1.0f}, {"u-b", 3, 2.0f}, {"u-none", 6, 9.0f}};
     momento_result *r = NULL;
-    assert_int_equal(momento_sorted_set_union_store_sync(client, "c", MOMENTO_STR("u-sum"), src, 3,
+    assert_int_equal(momento_sorted_set_union_store_sync(tu_fx.client, "c", MOMENTO_STR("u-sum"), src, 3,
                                                          MOMENTO_AGGREGATE_SUM, 0, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
@@ -759,37 +740,37 @@ static void test_sorted_set_union_store(void **state)
     assert_true(score_of("u-sum", "x") == 1.0);
     assert_true(score_of("u-sum", "y") == 2.0 + 20.0);
     assert_true(score_of("u-sum", "z") == 10.0);
-    assert_int_equal(momento_sorted_set_union_store_sync(client, "c", MOMENTO_STR("u-min"), src, 2,
+    assert_int_equal(momento_sorted_set_union_store_sync(tu_fx.client, "c", MOMENTO_STR("u-min"), src, 2,
                                                          MOMENTO_AGGREGATE_MIN, 0, NULL, NULL),
                      MOMENTO_OK);
     assert_true(score_of("u-min", "y") == 2.0);
-    assert_int_equal(momento_sorted_set_union_store_sync(client, "c", MOMENTO_STR("u-max"), src, 2,
+    assert_int_equal(momento_sorted_set_union_store_sync(tu_fx.client, "c", MOMENTO_STR("u-max"), src, 2,
                                                          MOMENTO_AGGREGATE_MAX, 0, NULL, NULL),
                      MOMENTO_OK);
     assert_true(score_of("u-max", "y") == 20.0);
 
     /* Refused before sending, with a reason. */
-    assert_int_equal(momento_sorted_set_union_store(client, "c", MOMENTO_STR("u"), NULL, 1,
+    assert_int_equal(momento_sorted_set_union_store(tu_fx.client, "c", MOMENTO_STR("u"), NULL, 1,
                                                     MOMENTO_AGGREGATE_SUM, 0, NULL, tu_count_cb,
                                                     NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_sorted_set_union_store(client, "c", MOMENTO_STR("u"), src, 0,
+    assert_int_equal(momento_sorted_set_union_store(tu_fx.client, "c", MOMENTO_STR("u"), src, 0,
                                                     MOMENTO_AGGREGATE_SUM, 0, NULL, tu_count_cb,
                                                     NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(momento_refusal_reason(), "MOMENTO_MAX_UNION_SOURCES"));
-    assert_int_equal(momento_sorted_set_union_store(client, "c", MOMENTO_STR("u"), src, 2,
+    assert_int_equal(momento_sorted_set_union_store(tu_fx.client, "c", MOMENTO_STR("u"), src, 2,
                                                     (momento_aggregate)3, 0, NULL, tu_count_cb,
                                                     NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     momento_sorted_set_source bad[] = {{"u-a", 3, NAN}};
-    assert_int_equal(momento_sorted_set_union_store(client, "c", MOMENTO_STR("u"), bad, 1,
+    assert_int_equal(momento_sorted_set_union_store(tu_fx.client, "c", MOMENTO_STR("u"), bad, 1,
                                                     MOMENTO_AGGREGATE_SUM, 0, NULL, tu_count_cb,
                                                     NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(momento_refusal_reason(), "source 0's weight"));
     momento_sorted_set_source empty_name[] = {{"", 0, 1.0f}};
-    assert_int_equal(momento_sorted_set_union_store(client, "c", MOMENTO_STR("u"), empty_name, 1,
+    assert_int_equal(momento_sorted_set_union_store(tu_fx.client, "c", MOMENTO_STR("u"), empty_name, 1,
                                                     MOMENTO_AGGREGATE_SUM, 0, NULL, tu_count_cb,
                                                     NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
@@ -801,37 +782,37 @@ static void test_type_mismatch(void **state)
     (void)state;
     momento_result *r;
     assert_int_equal(
-        momento_set_sync(client, "c", MOMENTO_STR("scalar"), MOMENTO_STR("v"), 0, NULL, NULL),
+        momento_set_sync(tu_fx.client, "c", MOMENTO_STR("scalar"), MOMENTO_STR("v"), 0, NULL, NULL),
         MOMENTO_OK);
     push_back("a-list", "x", 0, 1);
-    assert_int_equal(momento_sorted_set_put_element_sync(client, "c", MOMENTO_STR("a-zset"),
+    assert_int_equal(momento_sorted_set_put_element_sync(tu_fx.client, "c", MOMENTO_STR("a-zset"),
                                                          MOMENTO_STR("x"), 1, NULL, NULL, NULL),
                      MOMENTO_OK);
 
-    assert_int_equal(momento_list_push_back_sync(client, "c", MOMENTO_STR("scalar"),
+    assert_int_equal(momento_list_push_back_sync(tu_fx.client, "c", MOMENTO_STR("scalar"),
                                                  MOMENTO_STR("v"), 0, NULL, NULL, &r),
                      MOMENTO_ERR_FAILED_PRECONDITION);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_ERROR);
     assert_int_equal(momento_result_grpc_status(r), 9);
     momento_result_free(r);
     assert_int_equal(
-        momento_list_fetch_sync(client, "c", MOMENTO_STR("scalar"), 0, MOMENTO_END, NULL, NULL),
+        momento_list_fetch_sync(tu_fx.client, "c", MOMENTO_STR("scalar"), 0, MOMENTO_END, NULL, NULL),
         MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_list_length_sync(client, "c", MOMENTO_STR("a-zset"), NULL, NULL),
+    assert_int_equal(momento_list_length_sync(tu_fx.client, "c", MOMENTO_STR("a-zset"), NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_list_pop_front_sync(client, "c", MOMENTO_STR("a-zset"), NULL, NULL),
+    assert_int_equal(momento_list_pop_front_sync(tu_fx.client, "c", MOMENTO_STR("a-zset"), NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_sorted_set_put_element_sync(client, "c", MOMENTO_STR("a-list"),
+    assert_int_equal(momento_sorted_set_put_element_sync(tu_fx.client, "c", MOMENTO_STR("a-list"),
                                                          MOMENTO_STR("y"), 2, NULL, NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(client, "c", MOMENTO_STR("scalar"), 0,
+    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(tu_fx.client, "c", MOMENTO_STR("scalar"), 0,
                                                            MOMENTO_END, MOMENTO_ASCENDING, NULL,
                                                            NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_sorted_set_get_score_sync(client, "c", MOMENTO_STR("a-list"),
+    assert_int_equal(momento_sorted_set_get_score_sync(tu_fx.client, "c", MOMENTO_STR("a-list"),
                                                        MOMENTO_STR("x"), NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_get_sync(client, "c", MOMENTO_STR("a-list"), NULL, NULL),
+    assert_int_equal(momento_get_sync(tu_fx.client, "c", MOMENTO_STR("a-list"), NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
     /* The refused writes changed nothing. */
     check_fetch("a-list", 0, MOMENTO_END, "x");
@@ -873,52 +854,52 @@ static void test_async(void **state)
     grab g = {0};
     tu_counter_init(&g.k);
     momento_result *r;
-    r = await(&g, momento_list_push_back(client, "c", MOMENTO_STR("l7"), MOMENTO_STR("one"), 0,
+    r = await(&g, momento_list_push_back(tu_fx.client, "c", MOMENTO_STR("l7"), MOMENTO_STR("one"), 0,
                                          NULL, NULL, grab_cb, &g));
     assert_int_equal(momento_result_int(r), 1);
     momento_result_free(r);
     const void *v[] = {"two", "three"};
     size_t l[] = {3, 5};
-    r = await(&g, momento_list_concatenate_back(client, "c", MOMENTO_STR("l7"), v, l, 2, 0, NULL,
+    r = await(&g, momento_list_concatenate_back(tu_fx.client, "c", MOMENTO_STR("l7"), v, l, 2, 0, NULL,
                                                 NULL, grab_cb, &g));
     assert_int_equal(momento_result_int(r), 3);
     momento_result_free(r);
     r = await(
-        &g, momento_list_fetch(client, "c", MOMENTO_STR("l7"), 1, MOMENTO_END, NULL, grab_cb, &g));
+        &g, momento_list_fetch(tu_fx.client, "c", MOMENTO_STR("l7"), 1, MOMENTO_END, NULL, grab_cb, &g));
     check_items(r, "two,three", 0);
     momento_result_free(r);
-    r = await(&g, momento_list_pop_back(client, "c", MOMENTO_STR("l7"), NULL, grab_cb, &g));
+    r = await(&g, momento_list_pop_back(tu_fx.client, "c", MOMENTO_STR("l7"), NULL, grab_cb, &g));
     size_t len;
     assert_memory_equal(momento_result_value(r, &len), "three", 5);
     momento_result_free(r);
-    r = await(&g, momento_list_length(client, "c", MOMENTO_STR("l7"), NULL, grab_cb, &g));
+    r = await(&g, momento_list_length(tu_fx.client, "c", MOMENTO_STR("l7"), NULL, grab_cb, &g));
     assert_int_equal(momento_result_int(r), 2);
     momento_result_free(r);
 
-    r = await(&g, momento_sorted_set_put_element(client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
+    r = await(&g, momento_sorted_set_put_element(tu_fx.client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
                                                  7.25, NULL, NULL, grab_cb, &g));
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
-    r = await(&g, momento_sorted_set_get_score(client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
+    r = await(&g, momento_sorted_set_get_score(tu_fx.client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
                                                NULL, grab_cb, &g));
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     check_score(momento_result_score(r), 7.25);
     momento_result_free(r);
-    r = await(&g, momento_sorted_set_fetch_by_score(client, "c", MOMENTO_STR("z5"), 7, 8,
+    r = await(&g, momento_sorted_set_fetch_by_score(tu_fx.client, "c", MOMENTO_STR("z5"), 7, 8,
                                                     MOMENTO_ASCENDING, 0, 0, NULL, grab_cb, &g));
     check_items(r, "m:7.25", 1);
     momento_result_free(r);
-    r = await(&g, momento_sorted_set_get_rank(client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
+    r = await(&g, momento_sorted_set_get_rank(tu_fx.client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
                                               MOMENTO_DESCENDING, NULL, grab_cb, &g));
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_int(r), 0);
     momento_result_free(r);
     r = await(&g,
-              momento_sorted_set_increment_score(client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
+              momento_sorted_set_increment_score(tu_fx.client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
                                                  -0.25, NULL, NULL, grab_cb, &g));
     check_score(momento_result_score(r), 7);
     momento_result_free(r);
-    r = await(&g, momento_sorted_set_length_by_score(client, "c", MOMENTO_STR("z5"), 7, 7, NULL,
+    r = await(&g, momento_sorted_set_length_by_score(tu_fx.client, "c", MOMENTO_STR("z5"), 7, 7, NULL,
                                                      grab_cb, &g));
     assert_int_equal(momento_result_int(r), 1);
     momento_result_free(r);
@@ -945,7 +926,7 @@ static void test_refusals(void **state)
     double score[] = {1};
     double nan_score[] = {NAN};
     momento_collection_ttl huge = {MOMENTO_MAX_TTL_MS + 1, 1};
-    uint64_t before = momento_local_rpc_count(server, NULL, -1);
+    uint64_t before = momento_local_rpc_count(tu_fx.server, NULL, -1);
     void *cb_ud = NULL;
 #define CB NULL, never_cb, cb_ud
 
@@ -960,126 +941,126 @@ static void test_refusals(void **state)
                           {MOMENTO_END, MOMENTO_END},
                           {INT32_MIN, INT32_MIN}};
     for (size_t i = 0; i < N(empty); i++) {
-        REFUSED(momento_list_fetch(client, "c", MOMENTO_STR("l"), empty[i][0], empty[i][1], CB));
+        REFUSED(momento_list_fetch(tu_fx.client, "c", MOMENTO_STR("l"), empty[i][0], empty[i][1], CB));
         REFUSED(
-            momento_list_retain(client, "c", MOMENTO_STR("l"), empty[i][0], empty[i][1], NULL, CB));
-        REFUSED(momento_sorted_set_fetch_by_rank(client, "c", MOMENTO_STR("z"), empty[i][0],
+            momento_list_retain(tu_fx.client, "c", MOMENTO_STR("l"), empty[i][0], empty[i][1], NULL, CB));
+        REFUSED(momento_sorted_set_fetch_by_rank(tu_fx.client, "c", MOMENTO_STR("z"), empty[i][0],
                                                  empty[i][1], MOMENTO_ASCENDING, CB));
     }
     /* Names and values. */
-    REFUSED(momento_list_push_back(client, "c", NULL, 0, MOMENTO_STR("v"), 0, NULL, CB));
-    REFUSED(momento_list_push_front(client, "c", "", 0, MOMENTO_STR("v"), 0, NULL, CB));
-    REFUSED(momento_list_push_front(client, "c", MOMENTO_STR("l"), NULL, 1, 0, NULL, CB));
-    REFUSED(momento_list_push_back(client, "c", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, &huge, CB));
-    REFUSED(momento_list_push_back(client, "c\n", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, NULL, CB));
-    REFUSED(momento_list_push_back(client, "c", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, NULL, NULL,
+    REFUSED(momento_list_push_back(tu_fx.client, "c", NULL, 0, MOMENTO_STR("v"), 0, NULL, CB));
+    REFUSED(momento_list_push_front(tu_fx.client, "c", "", 0, MOMENTO_STR("v"), 0, NULL, CB));
+    REFUSED(momento_list_push_front(tu_fx.client, "c", MOMENTO_STR("l"), NULL, 1, 0, NULL, CB));
+    REFUSED(momento_list_push_back(tu_fx.client, "c", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, &huge, CB));
+    REFUSED(momento_list_push_back(tu_fx.client, "c\n", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, NULL, CB));
+    REFUSED(momento_list_push_back(tu_fx.client, "c", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, NULL, NULL,
                                    NULL, NULL));
-    REFUSED(momento_list_remove_value(client, "c", MOMENTO_STR("l"), NULL, 2, CB));
-    REFUSED(momento_list_length(client, "c", NULL, 3, CB));
-    REFUSED(momento_list_pop_front(client, "c", "", 0, CB));
-    REFUSED(momento_list_pop_back(client, NULL, MOMENTO_STR("l"), CB));
+    REFUSED(momento_list_remove_value(tu_fx.client, "c", MOMENTO_STR("l"), NULL, 2, CB));
+    REFUSED(momento_list_length(tu_fx.client, "c", NULL, 3, CB));
+    REFUSED(momento_list_pop_front(tu_fx.client, "c", "", 0, CB));
+    REFUSED(momento_list_pop_back(tu_fx.client, NULL, MOMENTO_STR("l"), CB));
     /* Erase: both arrays with n >= 1; neither with n == 0 (all). */
     uint32_t begin[] = {0}, count[] = {1};
-    REFUSED(momento_list_erase(client, "c", MOMENTO_STR("l"), NULL, NULL, 1, CB));
-    REFUSED(momento_list_erase(client, "c", MOMENTO_STR("l"), NULL, count, 1, CB));
-    REFUSED(momento_list_erase(client, "c", MOMENTO_STR("l"), begin, NULL, 1, CB));
-    REFUSED(momento_list_erase(client, "c", MOMENTO_STR("l"), begin, count, 0, CB));
-    REFUSED(momento_list_erase(client, "c", MOMENTO_STR("l"), NULL, count, 0, CB));
-    REFUSED(momento_list_erase(client, "c", "", 0, NULL, NULL, 0, CB));
-    REFUSED(momento_list_erase(client, "c", MOMENTO_STR("l"), begin, count, SIZE_MAX / 2, CB));
-    REFUSED(momento_list_erase(client, "c", MOMENTO_STR("l"), NULL, NULL, 0, NULL, NULL, NULL));
+    REFUSED(momento_list_erase(tu_fx.client, "c", MOMENTO_STR("l"), NULL, NULL, 1, CB));
+    REFUSED(momento_list_erase(tu_fx.client, "c", MOMENTO_STR("l"), NULL, count, 1, CB));
+    REFUSED(momento_list_erase(tu_fx.client, "c", MOMENTO_STR("l"), begin, NULL, 1, CB));
+    REFUSED(momento_list_erase(tu_fx.client, "c", MOMENTO_STR("l"), begin, count, 0, CB));
+    REFUSED(momento_list_erase(tu_fx.client, "c", MOMENTO_STR("l"), NULL, count, 0, CB));
+    REFUSED(momento_list_erase(tu_fx.client, "c", "", 0, NULL, NULL, 0, CB));
+    REFUSED(momento_list_erase(tu_fx.client, "c", MOMENTO_STR("l"), begin, count, SIZE_MAX / 2, CB));
+    REFUSED(momento_list_erase(tu_fx.client, "c", MOMENTO_STR("l"), NULL, NULL, 0, NULL, NULL, NULL));
     /* Arrays: NULL, n == 0, a NULL element with a length. */
     REFUSED(
-        momento_list_concatenate_back(client, "c", MOMENTO_STR("l"), one, one_len, 0, 0, NULL, CB));
-    REFUSED(momento_list_concatenate_back(client, "c", MOMENTO_STR("l"), NULL, one_len, 1, 0, NULL,
+        momento_list_concatenate_back(tu_fx.client, "c", MOMENTO_STR("l"), one, one_len, 0, 0, NULL, CB));
+    REFUSED(momento_list_concatenate_back(tu_fx.client, "c", MOMENTO_STR("l"), NULL, one_len, 1, 0, NULL,
                                           CB));
     REFUSED(
-        momento_list_concatenate_front(client, "c", MOMENTO_STR("l"), one, NULL, 1, 0, NULL, CB));
-    REFUSED(momento_list_concatenate_front(client, "c", MOMENTO_STR("l"), bad, bad_len, 1, 0, NULL,
+        momento_list_concatenate_front(tu_fx.client, "c", MOMENTO_STR("l"), one, NULL, 1, 0, NULL, CB));
+    REFUSED(momento_list_concatenate_front(tu_fx.client, "c", MOMENTO_STR("l"), bad, bad_len, 1, 0, NULL,
                                            CB));
-    REFUSED(momento_sorted_set_put_elements(client, "c", MOMENTO_STR("z"), one, one_len, score, 0,
+    REFUSED(momento_sorted_set_put_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len, score, 0,
                                             NULL, CB));
-    REFUSED(momento_sorted_set_put_elements(client, "c", MOMENTO_STR("z"), one, one_len, NULL, 1,
+    REFUSED(momento_sorted_set_put_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len, NULL, 1,
                                             NULL, CB));
-    REFUSED(momento_sorted_set_put_elements(client, "c", MOMENTO_STR("z"), bad, bad_len, score, 1,
+    REFUSED(momento_sorted_set_put_elements(tu_fx.client, "c", MOMENTO_STR("z"), bad, bad_len, score, 1,
                                             NULL, CB));
-    REFUSED(momento_sorted_set_get_scores(client, "c", MOMENTO_STR("z"), one, one_len, 0, CB));
-    REFUSED(momento_sorted_set_get_scores(client, "c", MOMENTO_STR("z"), NULL, one_len, 1, CB));
-    REFUSED(momento_sorted_set_remove_elements(client, "c", MOMENTO_STR("z"), one, one_len, 0, CB));
-    REFUSED(momento_sorted_set_remove_elements(client, "c", MOMENTO_STR("z"), one, NULL, 1, CB));
-    REFUSED(momento_sorted_set_remove_element(client, "c", MOMENTO_STR("z"), NULL, 1, CB));
-    REFUSED(momento_sorted_set_get_score(client, "c", MOMENTO_STR("z"), NULL, 1, CB));
-    REFUSED(momento_sorted_set_get_score(client, "c", NULL, 0, MOMENTO_STR("x"), CB));
+    REFUSED(momento_sorted_set_get_scores(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len, 0, CB));
+    REFUSED(momento_sorted_set_get_scores(tu_fx.client, "c", MOMENTO_STR("z"), NULL, one_len, 1, CB));
+    REFUSED(momento_sorted_set_remove_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len, 0, CB));
+    REFUSED(momento_sorted_set_remove_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, NULL, 1, CB));
+    REFUSED(momento_sorted_set_remove_element(tu_fx.client, "c", MOMENTO_STR("z"), NULL, 1, CB));
+    REFUSED(momento_sorted_set_get_score(tu_fx.client, "c", MOMENTO_STR("z"), NULL, 1, CB));
+    REFUSED(momento_sorted_set_get_score(tu_fx.client, "c", NULL, 0, MOMENTO_STR("x"), CB));
     REFUSED(
-        momento_sorted_set_get_rank(client, "c", MOMENTO_STR("z"), NULL, 4, MOMENTO_ASCENDING, CB));
+        momento_sorted_set_get_rank(tu_fx.client, "c", MOMENTO_STR("z"), NULL, 4, MOMENTO_ASCENDING, CB));
     /* NaN, inverted score ranges, unknown orders. */
-    REFUSED(momento_sorted_set_put_element(client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"), NAN,
+    REFUSED(momento_sorted_set_put_element(tu_fx.client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"), NAN,
                                            NULL, CB));
-    REFUSED(momento_sorted_set_put_elements(client, "c", MOMENTO_STR("z"), one, one_len, nan_score,
+    REFUSED(momento_sorted_set_put_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len, nan_score,
                                             1, NULL, CB));
     /* The reason names the element by its index, as such. */
     assert_string_equal(momento_refusal_reason(), "the score at index 0 of the array is NaN");
-    REFUSED(momento_sorted_set_increment_score(client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"), NAN,
+    REFUSED(momento_sorted_set_increment_score(tu_fx.client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"), NAN,
                                                NULL, CB));
-    REFUSED(momento_sorted_set_increment_score(client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"), 1,
+    REFUSED(momento_sorted_set_increment_score(tu_fx.client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"), 1,
                                                &huge, CB));
-    REFUSED(momento_sorted_set_fetch_by_score(client, "c", MOMENTO_STR("z"), NAN, 1,
+    REFUSED(momento_sorted_set_fetch_by_score(tu_fx.client, "c", MOMENTO_STR("z"), NAN, 1,
                                               MOMENTO_ASCENDING, 0, 0, CB));
-    REFUSED(momento_sorted_set_fetch_by_score(client, "c", MOMENTO_STR("z"), 0, NAN,
+    REFUSED(momento_sorted_set_fetch_by_score(tu_fx.client, "c", MOMENTO_STR("z"), 0, NAN,
                                               MOMENTO_ASCENDING, 0, 0, CB));
-    REFUSED(momento_sorted_set_fetch_by_score(client, "c", MOMENTO_STR("z"), 3, 2,
+    REFUSED(momento_sorted_set_fetch_by_score(tu_fx.client, "c", MOMENTO_STR("z"), 3, 2,
                                               MOMENTO_ASCENDING, 0, 0, CB));
-    REFUSED(momento_sorted_set_fetch_by_score(client, "c", MOMENTO_STR("z"), INFINITY, -INFINITY,
+    REFUSED(momento_sorted_set_fetch_by_score(tu_fx.client, "c", MOMENTO_STR("z"), INFINITY, -INFINITY,
                                               MOMENTO_DESCENDING, 0, 0, CB));
-    REFUSED(momento_sorted_set_fetch_by_score(client, "c", MOMENTO_STR("z"), 0, 1, (momento_order)2,
+    REFUSED(momento_sorted_set_fetch_by_score(tu_fx.client, "c", MOMENTO_STR("z"), 0, 1, (momento_order)2,
                                               0, 0, CB));
-    REFUSED(momento_sorted_set_length_by_score(client, "c", MOMENTO_STR("z"), NAN, 1, CB));
-    REFUSED(momento_sorted_set_length_by_score(client, "c", MOMENTO_STR("z"), 1, NAN, CB));
-    REFUSED(momento_sorted_set_length_by_score(client, "c", MOMENTO_STR("z"), 1, 0.5, CB));
+    REFUSED(momento_sorted_set_length_by_score(tu_fx.client, "c", MOMENTO_STR("z"), NAN, 1, CB));
+    REFUSED(momento_sorted_set_length_by_score(tu_fx.client, "c", MOMENTO_STR("z"), 1, NAN, CB));
+    REFUSED(momento_sorted_set_length_by_score(tu_fx.client, "c", MOMENTO_STR("z"), 1, 0.5, CB));
     /* The range forms: NaN, reversed, a kind outside the enum. */
     REFUSED(momento_sorted_set_fetch_by_score_range(
-        client, "c", MOMENTO_STR("z"), MOMENTO_SCORE_RANGE(.min = {NAN, MOMENTO_EXCLUSIVE}),
+        tu_fx.client, "c", MOMENTO_STR("z"), MOMENTO_SCORE_RANGE(.min = {NAN, MOMENTO_EXCLUSIVE}),
         MOMENTO_ASCENDING, 0, 0, CB));
     REFUSED(momento_sorted_set_length_by_score_range(
-        client, "c", MOMENTO_STR("z"),
+        tu_fx.client, "c", MOMENTO_STR("z"),
         MOMENTO_SCORE_RANGE(.min = {2, MOMENTO_EXCLUSIVE}, .max = {1, MOMENTO_INCLUSIVE}), CB));
     assert_string_equal(momento_refusal_reason(), "the score range is reversed (min 2 > max 1)");
     REFUSED(momento_sorted_set_length_by_score_range(
-        client, "c", MOMENTO_STR("z"), MOMENTO_SCORE_RANGE(.max = {1, (momento_bound_kind)3}),
+        tu_fx.client, "c", MOMENTO_STR("z"), MOMENTO_SCORE_RANGE(.max = {1, (momento_bound_kind)3}),
         CB));
-    REFUSED(momento_sorted_set_fetch_by_score_range(client, "c", MOMENTO_STR("z"), NULL,
+    REFUSED(momento_sorted_set_fetch_by_score_range(tu_fx.client, "c", MOMENTO_STR("z"), NULL,
                                                     (momento_order)2, 0, 0, CB));
-    REFUSED(momento_sorted_set_fetch_by_score_range(client, "c", NULL, 1, NULL,
+    REFUSED(momento_sorted_set_fetch_by_score_range(tu_fx.client, "c", NULL, 1, NULL,
                                                     MOMENTO_ASCENDING, 0, 0, CB));
-    REFUSED(momento_sorted_set_fetch_by_rank(client, "c", MOMENTO_STR("z"), 0, MOMENTO_END,
+    REFUSED(momento_sorted_set_fetch_by_rank(tu_fx.client, "c", MOMENTO_STR("z"), 0, MOMENTO_END,
                                              (momento_order)-1, CB));
-    REFUSED(momento_sorted_set_get_rank(client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"),
+    REFUSED(momento_sorted_set_get_rank(tu_fx.client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"),
                                         (momento_order)5, CB));
-    REFUSED(momento_sorted_set_length(client, "c", "", 0, CB));
+    REFUSED(momento_sorted_set_length(tu_fx.client, "c", "", 0, CB));
     /* Larger than one request can carry, though each value fits. */
     size_t big = 6u * 1024 * 1024;
     char *blob = calloc(1, big);
     assert_non_null(blob);
     const void *two[] = {blob, blob};
     size_t two_lens[] = {big, big};
-    REFUSED(momento_list_concatenate_back(client, "c", MOMENTO_STR("l"), two, two_lens, 2, 0, NULL,
+    REFUSED(momento_list_concatenate_back(tu_fx.client, "c", MOMENTO_STR("l"), two, two_lens, 2, 0, NULL,
                                           CB));
-    REFUSED(momento_sorted_set_get_scores(client, "c", MOMENTO_STR("z"), two, two_lens, 2, CB));
+    REFUSED(momento_sorted_set_get_scores(tu_fx.client, "c", MOMENTO_STR("z"), two, two_lens, 2, CB));
     free(blob);
     /* The blocking forms refuse the same way, with a result saying why. */
     momento_result *r = (momento_result *)1;
-    REFUSED(momento_list_fetch_sync(client, "c", MOMENTO_STR("l"), 2, 1, NULL, &r));
+    REFUSED(momento_list_fetch_sync(tu_fx.client, "c", MOMENTO_STR("l"), 2, 1, NULL, &r));
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     r = (momento_result *)1;
-    REFUSED(momento_sorted_set_length_by_score_sync(client, "c", MOMENTO_STR("z"), 2, 1, NULL, &r));
+    REFUSED(momento_sorted_set_length_by_score_sync(tu_fx.client, "c", MOMENTO_STR("z"), 2, 1, NULL, &r));
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
-    REFUSED(momento_sorted_set_put_element_sync(client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"),
+    REFUSED(momento_sorted_set_put_element_sync(tu_fx.client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"),
                                                 NAN, NULL, NULL, NULL));
     r = (momento_result *)1;
-    REFUSED(momento_list_erase_sync(client, "c", MOMENTO_STR("l"), NULL, NULL, 2, NULL, &r));
+    REFUSED(momento_list_erase_sync(tu_fx.client, "c", MOMENTO_STR("l"), NULL, NULL, 2, NULL, &r));
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
 #undef CB
-    assert_int_equal(momento_local_rpc_count(server, NULL, -1), before);
+    assert_int_equal(momento_local_rpc_count(tu_fx.server, NULL, -1), before);
 }
 
 /* The outcome of an erase, and the length it answers when SUCCESS. */
@@ -1088,7 +1069,7 @@ static void erase(const char *list, const uint32_t *begin, const uint32_t *count
 {
     momento_result *r;
     assert_int_equal(
-        momento_list_erase_sync(client, "c", MOMENTO_STR(list), begin, count, n, NULL, &r),
+        momento_list_erase_sync(tu_fx.client, "c", MOMENTO_STR(list), begin, count, n, NULL, &r),
         MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), want);
     if (want == MOMENTO_OUTCOME_SUCCESS)
@@ -1115,7 +1096,7 @@ static void test_list_erase(void **state)
     check_list_length("e1", -1);
     momento_result *r;
     assert_int_equal(
-        momento_list_fetch_sync(client, "c", MOMENTO_STR("e1"), 0, MOMENTO_END, NULL, &r),
+        momento_list_fetch_sync(tu_fx.client, "c", MOMENTO_STR("e1"), 0, MOMENTO_END, NULL, &r),
         MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
@@ -1131,10 +1112,10 @@ static void test_list_erase(void **state)
     check_list_length("no-list", -1);
     /* A key of another type. */
     assert_int_equal(
-        momento_set_sync(client, "c", MOMENTO_STR("e-scalar"), MOMENTO_STR("v"), 0, NULL, NULL),
+        momento_set_sync(tu_fx.client, "c", MOMENTO_STR("e-scalar"), MOMENTO_STR("v"), 0, NULL, NULL),
         MOMENTO_OK);
     assert_int_equal(
-        momento_list_erase_sync(client, "c", MOMENTO_STR("e-scalar"), NULL, NULL, 0, NULL, NULL),
+        momento_list_erase_sync(tu_fx.client, "c", MOMENTO_STR("e-scalar"), NULL, NULL, 0, NULL, NULL),
         MOMENTO_ERR_FAILED_PRECONDITION);
 
     /* The async form: one callback, the same result. */
@@ -1143,7 +1124,7 @@ static void test_list_erase(void **state)
     tu_counter_init(&k);
     uint32_t b4[] = {0}, c4[] = {9};
     assert_int_equal(
-        momento_list_erase(client, "c", MOMENTO_STR("e3"), b4, c4, 1, NULL, tu_count_cb, &k),
+        momento_list_erase(tu_fx.client, "c", MOMENTO_STR("e3"), b4, c4, 1, NULL, tu_count_cb, &k),
         MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 1, (int)TU_MS(10000)), 1);
     assert_int_equal(k.ok, 1);
@@ -1152,18 +1133,18 @@ static void test_list_erase(void **state)
 
     /* Not idempotent: an UNAVAILABLE (which an idempotent call retries)
      * ends the call at its first attempt. */
-    momento_client *c = tu_client(server, NULL);
+    momento_client *c = tu_client(tu_fx.server, NULL);
     momento__client_add_header(c, "request-id", "list-erase-not-retried");
     momento__client_add_header(c, "return-error", "unavailable");
     momento__client_add_header(c, "error-rpcs", "list-erase");
     momento__client_add_header(c, "error-count", "1");
     make_digits("e4");
-    uint64_t before = momento_local_rpc_count(server, "ListErase", -1);
+    uint64_t before = momento_local_rpc_count(tu_fx.server, "ListErase", -1);
     assert_int_equal(momento_list_erase_sync(c, "c", MOMENTO_STR("e4"), NULL, NULL, 0, NULL, &r),
                      MOMENTO_ERR_SERVER_UNAVAILABLE);
     assert_int_equal(momento_result_attempts(r), 1);
     momento_result_free(r);
-    assert_int_equal(momento_local_rpc_count(server, "ListErase", -1), before + 1);
+    assert_int_equal(momento_local_rpc_count(tu_fx.server, "ListErase", -1), before + 1);
     check_list_length("e4", 10);
     momento_client_free(c);
 }
@@ -1190,7 +1171,7 @@ static momento_client *delaying_client(const char *id, const char *rpcs)
 {
     /* Patient: the held calls must not reach the client's deadline under a
      * slow wrapper (valgrind scales the hold by 20). */
-    momento_client *c = tu_patient_client(server, (uint32_t)TU_MS(20000));
+    momento_client *c = tu_patient_client(tu_fx.server, (uint32_t)TU_MS(20000));
     char ms[32];
     snprintf(ms, sizeof(ms), "%lld", (long long)TU_MS(300));
     momento__client_add_header(c, "request-id", id);
@@ -1218,14 +1199,14 @@ static void test_coalesced_reads(void **state)
     (void)state;
     const void *abc[] = {"a", "b", "c"};
     size_t ones[] = {1, 1, 1};
-    assert_int_equal(momento_list_concatenate_back_sync(client, "c", MOMENTO_STR("cl"), abc, ones,
+    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR("cl"), abc, ones,
                                                         3, 0, NULL, NULL, NULL),
                      MOMENTO_OK);
     const char *zv[] = {"m", "n", "o"};
     double zs[] = {1, 2, 3};
     put_scores("cz", zv, zs, 3);
 
-    momento_client *c = tu_patient_client(server, 20000);
+    momento_client *c = tu_patient_client(tu_fx.server, 20000);
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     static const char *const rpcs[] = {
@@ -1237,7 +1218,7 @@ static void test_coalesced_reads(void **state)
     static const uint64_t want_rpcs[] = {2, 1, 3, 2, 1, 1, 1};
     uint64_t before[N(rpcs)];
     for (size_t i = 0; i < N(rpcs); i++)
-        before[i] = momento_local_rpc_count(server, rpcs[i], -1);
+        before[i] = momento_local_rpc_count(tu_fx.server, rpcs[i], -1);
 
     tu_counter k;
     tu_counter_init(&k);
@@ -1333,7 +1314,7 @@ static void test_coalesced_reads(void **state)
 
     uint64_t total = 0;
     for (size_t i = 0; i < N(rpcs); i++) {
-        uint64_t sent = momento_local_rpc_count(server, rpcs[i], -1) - before[i];
+        uint64_t sent = momento_local_rpc_count(tu_fx.server, rpcs[i], -1) - before[i];
         if (sent != want_rpcs[i])
             fail_msg("%s: %llu RPCs, want %llu", rpcs[i], (unsigned long long)sent,
                      (unsigned long long)want_rpcs[i]);
@@ -1359,20 +1340,20 @@ static void check_write_closes_reads(momento_client *c, momento_coalescer *co, r
                                      write_fn wr, const char *rpc, const char *want_before,
                                      const char *want_after, int scored)
 {
-    uint64_t before = momento_local_rpc_count(server, rpc, -1);
+    uint64_t before = momento_local_rpc_count(tu_fx.server, rpc, -1);
     tu_counter k;
     tu_counter_init(&k);
     slot first = {&k, NULL}, write = {&k, NULL}, next = {&k, NULL};
-    uint64_t parked = momento_local_parked_calls(server);
+    uint64_t parked = momento_local_parked_calls(tu_fx.server);
     assert_int_equal(rd(co, &first), MOMENTO_OK);
     /* The first read is at the server (held, or already answered on a
      * machine slow enough to miss the hold) before the write is sent: the
      * order the test needs, waited for rather than slept for. */
-    tu_wait_until(momento_local_parked_calls(server) > parked ||
-                      momento_local_rpc_count(server, rpc, -1) > before,
+    tu_wait_until(momento_local_parked_calls(tu_fx.server) > parked ||
+                      momento_local_rpc_count(tu_fx.server, rpc, -1) > before,
                   10000);
-    assert_true(momento_local_parked_calls(server) > parked ||
-                momento_local_rpc_count(server, rpc, -1) > before);
+    assert_true(momento_local_parked_calls(tu_fx.server) > parked ||
+                momento_local_rpc_count(tu_fx.server, rpc, -1) > before);
     assert_int_equal(wr(c, &write), MOMENTO_OK);
     assert_int_equal(rd(co, &next), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 3, (int)TU_MS(10000)), 3);
@@ -1387,7 +1368,7 @@ static void check_write_closes_reads(momento_client *c, momento_coalescer *co, r
     momento_result_free(first.r);
     momento_result_free(write.r);
     momento_result_free(next.r);
-    assert_int_equal(momento_local_rpc_count(server, rpc, -1), before + 2);
+    assert_int_equal(momento_local_rpc_count(tu_fx.server, rpc, -1), before + 2);
 }
 
 static int read_list(momento_coalescer *co, slot *s)
@@ -1462,5 +1443,5 @@ int main(void)
         cmocka_unit_test(test_coalesced_reads),
         cmocka_unit_test(test_coalesced_read_your_writes),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_fixture_setup, tu_fixture_teardown);
 }

@@ -21,25 +21,6 @@
 #include <zlib.h>
 #include <zstd.h>
 
-static momento_local *server;
-static momento_client *plain; /* no compression, so no decompression: sees stored bytes */
-
-static int setup(void **state)
-{
-    (void)state;
-    server = tu_server_with_cache("c");
-    plain = tu_client(server, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    momento_client_free(plain);
-    momento_local_stop(server);
-    return 0;
-}
-
 /* A client that compresses with `algo` at `level`; decompression as
  * `decompress` says (-1: left at its default). */
 static momento_client *compressing(int algo, int level, int decompress, size_t max_bytes)
@@ -49,7 +30,7 @@ static momento_client *compressing(int algo, int level, int decompress, size_t m
     assert_int_equal(momento_config_set_compression(cfg, algo, level), MOMENTO_OK);
     if (decompress >= 0)
         assert_int_equal(momento_config_set_decompression(cfg, decompress, max_bytes), MOMENTO_OK);
-    momento_client *c = tu_client(server, cfg);
+    momento_client *c = tu_client(tu_fx.server, cfg);
     momento_config_free(cfg);
     return c;
 }
@@ -96,7 +77,7 @@ static void assert_stored_compressed(const char *key, momento_compression algo, 
                                      size_t want_len)
 {
     size_t len;
-    uint8_t *v = get_value(plain, key, &len);
+    uint8_t *v = get_value(tu_fx.client, key, &len);
     assert_int_equal(momento__compression_detect(v, len), algo);
     assert_true(len < want_len);
     uint8_t *out;
@@ -158,7 +139,7 @@ static void round_trip(int algo)
     put(c, "rt-empty", "", 0, NULL);
     assert_reads(c, "rt-empty", "", 0);
     size_t len;
-    uint8_t *raw = get_value(plain, "rt-empty", &len);
+    uint8_t *raw = get_value(tu_fx.client, "rt-empty", &len);
     assert_int_equal(momento__compression_detect(raw, len), algo);
     free(raw);
 
@@ -213,7 +194,7 @@ static void test_levels(void **state)
             momento_client *c = compressing(algos[a], levels[l], -1, 0);
             put(c, "lv", v, n, NULL);
             assert_reads(c, "lv", v, n);
-            uint8_t *raw = get_value(plain, "lv", &sizes[l]);
+            uint8_t *raw = get_value(tu_fx.client, "lv", &sizes[l]);
             free(raw);
             momento_client_free(c);
         }
@@ -265,7 +246,7 @@ static void test_setter_ranges(void **state)
     /* A request's compression outside the enum is refused before sending. */
     momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
     o.compression = 4;
-    assert_int_equal(momento_set(plain, "c", "k", 1, "v", 1, 0, &o, tu_count_cb, NULL),
+    assert_int_equal(momento_set(tu_fx.client, "c", "k", 1, "v", 1, 0, &o, tu_count_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
 }
 
@@ -286,7 +267,7 @@ static void test_per_request(void **state)
 
     o.compression = MOMENTO_COMPRESS_NONE;
     put(c, "pr-none", v, n, &o);
-    assert_reads(plain, "pr-none", v, n); /* stored as given */
+    assert_reads(tu_fx.client, "pr-none", v, n); /* stored as given */
     assert_reads(c, "pr-none", v, n);
 
     o.compression = MOMENTO_COMPRESS_DEFAULT;
@@ -296,7 +277,7 @@ static void test_per_request(void **state)
     /* The client without compression compresses this one request; it does
      * not decompress (its default), so it reads the stored bytes. */
     o.compression = MOMENTO_COMPRESS_GZIP;
-    put(plain, "pr-plain", v, n, &o);
+    put(tu_fx.client, "pr-plain", v, n, &o);
     assert_stored_compressed("pr-plain", MOMENTO_COMPRESS_GZIP, v, n);
     assert_reads(c, "pr-plain", v, n);
 
@@ -311,7 +292,7 @@ static void test_per_request(void **state)
     assert_int_equal(momento_set_if_present_sync(c, "c", "pr-if", 5, v, n, 0, &o, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
     momento_result_free(r);
-    assert_reads(plain, "pr-if", v, n);
+    assert_reads(tu_fx.client, "pr-if", v, n);
 
     momento_client_free(c);
     free(v);
@@ -338,7 +319,7 @@ static void test_decompression_off(void **state)
     momento_client *on = compressing(MOMENTO_COMPRESS_NONE, 0, 1, 0);
     assert_reads(on, "off", v, n);
     put(on, "on-plain", v, n, NULL);
-    assert_reads(plain, "on-plain", v, n);
+    assert_reads(tu_fx.client, "on-plain", v, n);
     momento_client_free(on);
     momento_client_free(off);
     free(v);
@@ -350,13 +331,13 @@ static void test_not_compressed(void **state)
 {
     (void)state;
     momento_client *c = compressing(MOMENTO_COMPRESS_ZSTD, MOMENTO_COMPRESS_LEVEL_BALANCED, -1, 0);
-    put(plain, "nc", "hello", 5, NULL);
+    put(tu_fx.client, "nc", "hello", 5, NULL);
     assert_reads(c, "nc", "hello", 5);
-    put(plain, "nc1", "\x1f", 1, NULL);
+    put(tu_fx.client, "nc1", "\x1f", 1, NULL);
     assert_reads(c, "nc1", "\x1f", 1);
-    put(plain, "nc3", "\x28\xb5\x2f", 3, NULL);
+    put(tu_fx.client, "nc3", "\x28\xb5\x2f", 3, NULL);
     assert_reads(c, "nc3", "\x28\xb5\x2f", 3);
-    put(plain, "nc0", "", 0, NULL);
+    put(tu_fx.client, "nc0", "", 0, NULL);
     assert_reads(c, "nc0", "", 0);
     momento_client_free(c);
 }
@@ -371,11 +352,11 @@ static void test_garbage_after_magic(void **state)
     momento_client *c = compressing(MOMENTO_COMPRESS_GZIP, MOMENTO_COMPRESS_LEVEL_BALANCED, -1, 0);
     static const char gz_junk[] = "\x1f\x8bnot gzip at all, just text";
     static const char zs_junk[] = "\x28\xb5\x2f\xfdnot zstd either";
-    put(plain, "gz-junk", gz_junk, sizeof(gz_junk) - 1, NULL);
-    put(plain, "zs-junk", zs_junk, sizeof(zs_junk) - 1, NULL);
+    put(tu_fx.client, "gz-junk", gz_junk, sizeof(gz_junk) - 1, NULL);
+    put(tu_fx.client, "zs-junk", zs_junk, sizeof(zs_junk) - 1, NULL);
     assert_read_fails(c, "gz-junk", "gzip");
     assert_read_fails(c, "zs-junk", "zstd");
-    assert_reads(plain, "gz-junk", gz_junk, sizeof(gz_junk) - 1);
+    assert_reads(tu_fx.client, "gz-junk", gz_junk, sizeof(gz_junk) - 1);
 
     /* Valid streams cut in half. */
     size_t n = 20000;
@@ -384,7 +365,7 @@ static void test_garbage_after_magic(void **state)
         uint8_t *z;
         size_t zlen;
         assert_int_equal(momento__compress(algo, 0, (const uint8_t *)v, n, &z, &zlen), MOMENTO_OK);
-        put(plain, "cut", z, zlen / 2, NULL);
+        put(tu_fx.client, "cut", z, zlen / 2, NULL);
         assert_read_fails(c, "cut", algo == MOMENTO_COMPRESS_GZIP ? "gzip" : "zstd");
         free(z);
     }
@@ -446,22 +427,22 @@ static void test_bomb_bounded(void **state)
         size_t zlen;
         assert_int_equal(momento__compress(algo, 0, zeros, 4 * limit, &z, &zlen), MOMENTO_OK);
         assert_true(zlen < 8192);
-        put(plain, "bomb", z, zlen, NULL);
+        put(tu_fx.client, "bomb", z, zlen, NULL);
         free(z);
         assert_read_fails(c, "bomb", "limit");
         assert_int_equal(momento__compress(algo, 0, zeros, limit, &z, &zlen), MOMENTO_OK);
-        put(plain, "at-limit", z, zlen, NULL);
+        put(tu_fx.client, "at-limit", z, zlen, NULL);
         free(z);
         assert_reads(c, "at-limit", zeros, limit);
     }
     size_t zlen;
     uint8_t *z = zstd_unsized(zeros, 4 * limit, &zlen);
     assert_int_equal(ZSTD_getFrameContentSize(z, zlen), ZSTD_CONTENTSIZE_UNKNOWN);
-    put(plain, "bomb-unsized", z, zlen, NULL);
+    put(tu_fx.client, "bomb-unsized", z, zlen, NULL);
     free(z);
     assert_read_fails(c, "bomb-unsized", "limit");
     z = zstd_unsized(zeros, limit, &zlen);
-    put(plain, "unsized", z, zlen, NULL);
+    put(tu_fx.client, "unsized", z, zlen, NULL);
     free(z);
     assert_reads(c, "unsized", zeros, limit);
     momento_client_free(c);
@@ -476,7 +457,7 @@ static void test_bomb_bounded(void **state)
                                        big, &z, &zlen),
                      MOMENTO_OK);
     free(many);
-    put(plain, "bomb-default", z, zlen, NULL);
+    put(tu_fx.client, "bomb-default", z, zlen, NULL);
     free(z);
     assert_read_fails(c, "bomb-default", "limit");
     momento_client_free(c);
@@ -508,7 +489,7 @@ static void test_bombs_bounded_per_reply(void **state)
         snprintf(names[i], sizeof(names[i]), "bomb%d", i);
         keys[i] = names[i];
         key_lens[i] = strlen(names[i]);
-        put(plain, names[i], z, zlen, NULL);
+        put(tu_fx.client, names[i], z, zlen, NULL);
     }
     free(z);
     momento_result *r;
@@ -530,7 +511,7 @@ static void test_bombs_bounded_per_reply(void **state)
     assert_int_equal(momento__compress(MOMENTO_COMPRESS_GZIP, 0, zeros, limit / 4, &z, &zlen),
                      MOMENTO_OK);
     for (int i = 0; i < 5; i++)
-        put(plain, names[i], z, zlen, NULL);
+        put(tu_fx.client, names[i], z, zlen, NULL);
     free(z);
     assert_int_equal(momento_get_batch_sync(c, "c", keys, key_lens, 5, NULL, &r), MOMENTO_OK);
     for (int i = 0; i < 4; i++) {
@@ -551,7 +532,7 @@ static void test_bombs_bounded_per_reply(void **state)
     assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1024 * 1024), MOMENTO_OK);
     /* Completions only: the gets provably share batches. */
     assert_int_equal(momento_config_set_batching_max_wait(cfg, 0), MOMENTO_OK);
-    c = tu_client(server, cfg);
+    c = tu_client(tu_fx.server, cfg);
     momento_config_free(cfg);
     tu_counter k;
     tu_counter_init(&k);
@@ -688,7 +669,7 @@ static void test_batcher(void **state)
     assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
     assert_int_equal(momento_config_set_compression(cfg, MOMENTO_COMPRESS_GZIP, 0), MOMENTO_OK);
     assert_int_equal(momento_config_set_batching(cfg, 1, 2000, 64, 1024 * 1024), MOMENTO_OK);
-    momento_client *c = tu_client(server, cfg);
+    momento_client *c = tu_client(tu_fx.server, cfg);
     momento_config_free(cfg);
 
     enum { N = 64 };
@@ -734,10 +715,10 @@ static void test_every_write_path_compresses_once(void **state)
     momento_config *cfg;
     assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
     assert_int_equal(momento_config_set_compression(cfg, MOMENTO_COMPRESS_GZIP, 0), MOMENTO_OK);
-    momento_client *c = tu_client(server, cfg);
+    momento_client *c = tu_client(tu_fx.server, cfg);
     /* The same with adaptive batching: its sets leave in SetBatch. */
     assert_int_equal(momento_config_set_batching(cfg, 1, 2000, 64, 1024 * 1024), MOMENTO_OK);
-    momento_client *batching = tu_client(server, cfg);
+    momento_client *batching = tu_client(tu_fx.server, cfg);
     momento_config_free(cfg);
     momento_coalescer *co, *bco;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
@@ -897,5 +878,7 @@ int main(void)
         cmocka_unit_test(test_limit_applies_to_compressed),
         cmocka_unit_test(test_allocation_failures),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    /* tu_fx.client compresses nothing, so decompresses nothing: it sees the
+     * stored bytes. */
+    return cmocka_run_group_tests(tests, tu_fixture_setup, tu_fixture_teardown);
 }

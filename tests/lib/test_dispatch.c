@@ -21,29 +21,13 @@
 #include <string.h>
 #include <unistd.h>
 
-static momento_local *server;
-
-static int setup(void **state)
-{
-    (void)state;
-    server = tu_server_with_cache("c");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    momento_local_stop(server);
-    return 0;
-}
-
 static momento_client *dispatch_client(void)
 {
     momento_config *cfg;
     momento_config_new(&cfg);
     assert_int_equal(momento_config_set_dispatch(cfg, 1), MOMENTO_OK);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
-    momento_client *c = tu_client(server, cfg);
+    momento_client *c = tu_client(tu_fx.server, cfg);
     momento_config_free(cfg);
     return c;
 }
@@ -99,12 +83,12 @@ static void test_queued_until_dispatched(void **state)
     assert_true(fd >= 0);
     assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
     rec k = {.expect = pthread_self()};
-    momento_local_reset_stats(server);
+    momento_local_reset_stats(tu_fx.server);
     for (int i = 0; i < 10; i++)
         assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &k), MOMENTO_OK);
     assert_true(readable(fd, (int)TU_MS(20000)));
     /* Answered, but nothing runs until the application dispatches. */
-    tu_wait_until(momento_local_rpc_count(server, "Get", 0) >= 10, 20000);
+    tu_wait_until(momento_local_rpc_count(tu_fx.server, "Get", 0) >= 10, 20000);
     /* All ten reach the queue (a fixed 50 ms was too short under valgrind
      * with another test beside it), and none has run meanwhile. */
     tu_wait_until(momento__dispatch_queued(c) >= 10, 20000);
@@ -128,7 +112,7 @@ static void test_queued_until_dispatched(void **state)
 static void test_refusals(void **state)
 {
     (void)state;
-    momento_client *plain = tu_client(server, NULL);
+    momento_client *plain = tu_client(tu_fx.server, NULL);
     assert_int_equal(momento_client_dispatch_fd(plain), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_client_dispatch(plain, 0), MOMENTO_ERR_INVALID_ARGUMENT);
     momento_client_free(plain);
@@ -138,7 +122,7 @@ static void test_refusals(void **state)
     momento_config_new(&cfg);
     /* Off unless asked, from a config as from none (a config is not
      * zeroed memory: every field needs its default). */
-    momento_client *from_cfg = tu_client(server, cfg);
+    momento_client *from_cfg = tu_client(tu_fx.server, cfg);
     assert_int_equal(momento_client_dispatch_fd(from_cfg), MOMENTO_ERR_INVALID_ARGUMENT);
     momento_client_free(from_cfg);
     assert_int_equal(momento_config_set_dispatch(cfg, 2), MOMENTO_ERR_INVALID_ARGUMENT);
@@ -367,7 +351,7 @@ static void test_shared_answers_delivered_whole(void **state)
     /* Queue whenever one RPC is in flight: the first get goes alone, the
      * rest leave together when it ends. */
     assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1u << 20), MOMENTO_OK);
-    momento_client *c = tu_client(server, cfg);
+    momento_client *c = tu_client(tu_fx.server, cfg);
     momento_config_free(cfg);
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
@@ -541,5 +525,5 @@ int main(void)
         cmocka_unit_test(test_free_from_a_dispatched_callback),
         cmocka_unit_test(test_topic_events),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_fixture_setup_server, tu_fixture_teardown);
 }

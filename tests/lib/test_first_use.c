@@ -17,22 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static momento_local *server;
-
-static int setup(void **state)
-{
-    (void)state;
-    server = tu_server_with_cache("c");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    momento_local_stop(server);
-    return 0;
-}
-
 /* A blocking set refused for `cache` / `value_len`: its result's message
  * must contain `want`. */
 static void refused_set(momento_client *c, const char *cache, size_t value_len, const char *want)
@@ -53,7 +37,7 @@ static void refused_set(momento_client *c, const char *cache, size_t value_len, 
 static void test_refusals_say_why(void **state)
 {
     (void)state;
-    momento_client *c = tu_client(server, NULL);
+    momento_client *c = tu_client(tu_fx.server, NULL);
     /* The four the issue names, each distinct. */
     refused_set(c, "", 1, "cache name is empty");
     refused_set(c, "a\tb", 1, "control character (0x09) at byte 1");
@@ -114,7 +98,7 @@ static void seen_cb(const momento_result *r, void *ud)
 static void test_in_flight_counts_requests(void **state)
 {
     (void)state;
-    momento_client *c = tu_client(server, NULL);
+    momento_client *c = tu_client(tu_fx.server, NULL);
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     seen s = {.client = c};
@@ -156,7 +140,7 @@ static void wait_from_callback(const momento_result *r, void *ud)
 static void test_wait_idle_from_a_callback(void **state)
 {
     (void)state;
-    momento_client *c = tu_client(server, NULL);
+    momento_client *c = tu_client(tu_fx.server, NULL);
     assert_int_equal(momento_get(c, "c", "k", 1, NULL, wait_from_callback, c), MOMENTO_OK);
     assert_int_equal(momento_client_wait_idle(c, (uint32_t)TU_MS(5000)), MOMENTO_OK);
     assert_int_equal(deadlock_rc, MOMENTO_ERR_WOULD_DEADLOCK);
@@ -168,7 +152,7 @@ static void test_wait_idle_from_a_callback(void **state)
 static void test_request_headers(void **state)
 {
     (void)state;
-    momento_client *c = tu_client(server, NULL);
+    momento_client *c = tu_client(tu_fx.server, NULL);
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     momento_header fail_once[] = {{"request-id", "first-use-headers"},
@@ -250,5 +234,5 @@ int main(void)
         cmocka_unit_test(test_in_flight_counts_requests),
         cmocka_unit_test(test_wait_idle_from_a_callback),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_fixture_setup_server, tu_fixture_teardown);
 }

@@ -18,23 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static momento_local *server;
-static momento_client *client;
-
+/* tests/common's fixture, and a second cache. */
 static int setup(void **state)
 {
-    (void)state;
-    server = tu_server_with_cache("c");
-    client = tu_client(server, NULL);
-    tu_create_cache(client, "c2");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    momento_client_free(client);
-    momento_local_stop(server);
+    tu_fixture_setup(state);
+    tu_create_cache(tu_fx.client, "c2");
     return 0;
 }
 
@@ -49,7 +37,7 @@ static void upsert(const char *cache, const char *lb, const momento_leaderboard_
                    size_t n)
 {
     momento_result *r;
-    assert_int_equal(momento_leaderboard_upsert_sync(client, cache, lb, e, n, NULL, &r),
+    assert_int_equal(momento_leaderboard_upsert_sync(tu_fx.client, cache, lb, e, n, NULL, &r),
                      MOMENTO_OK);
     ok(r);
     momento_result_free(r);
@@ -76,7 +64,7 @@ static void assert_elements(momento_result *r, const momento_ranked_element *wan
 static uint64_t length(const char *cache, const char *lb)
 {
     momento_result *r;
-    assert_int_equal(momento_leaderboard_length_sync(client, cache, lb, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_leaderboard_length_sync(tu_fx.client, cache, lb, NULL, &r), MOMENTO_OK);
     ok(r);
     int64_t n = momento_result_int(r);
     momento_result_free(r);
@@ -94,14 +82,14 @@ static void test_rank_orders_and_updates(void **state)
     (void)state;
     upsert("c", "orders", four, 4);
     momento_result *r;
-    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(client, "c", "orders", 0, 10,
+    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(tu_fx.client, "c", "orders", 0, 10,
                                                             MOMENTO_ASCENDING, NULL, &r),
                      MOMENTO_OK);
     assert_elements(r,
                     (momento_ranked_element[]){
                         {4, 0, -5}, {1, 1, 10.5}, {2, 2, 20}, {3, 3, 30}},
                     4);
-    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(client, "c", "orders", 1, 3,
+    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(tu_fx.client, "c", "orders", 1, 3,
                                                             MOMENTO_DESCENDING, NULL, &r),
                      MOMENTO_OK);
     assert_elements(r, (momento_ranked_element[]){{2, 1, 20}, {1, 2, 10.5}}, 2);
@@ -109,18 +97,18 @@ static void test_rank_orders_and_updates(void **state)
     /* An upsert of an existing id moves it; a new id joins. */
     upsert("c", "orders",
            (momento_leaderboard_element[]){{.id = 3, .score = -100}, {.id = 9, .score = 15}}, 2);
-    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(client, "c", "orders", 0, 2,
+    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(tu_fx.client, "c", "orders", 0, 2,
                                                             MOMENTO_ASCENDING, NULL, &r),
                      MOMENTO_OK);
     assert_elements(r, (momento_ranked_element[]){{3, 0, -100}, {4, 1, -5}}, 2);
     assert_int_equal(length("c", "orders"), 5);
 
     /* Past the end: fewer, or none. */
-    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(client, "c", "orders", 4, 100,
+    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(tu_fx.client, "c", "orders", 4, 100,
                                                             MOMENTO_ASCENDING, NULL, &r),
                      MOMENTO_OK);
     assert_elements(r, (momento_ranked_element[]){{2, 4, 20}}, 1);
-    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(client, "c", "orders", 50, 60,
+    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(tu_fx.client, "c", "orders", 50, 60,
                                                             MOMENTO_ASCENDING, NULL, &r),
                      MOMENTO_OK);
     assert_elements(r, NULL, 0);
@@ -132,12 +120,12 @@ static void test_fetch_by_score(void **state)
     upsert("c", "scores", four, 4);
     momento_result *r;
     /* [10.5, 30): the minimum in, the maximum out. */
-    assert_int_equal(momento_leaderboard_fetch_by_score_sync(client, "c", "scores", 10.5, 30,
+    assert_int_equal(momento_leaderboard_fetch_by_score_sync(tu_fx.client, "c", "scores", 10.5, 30,
                                                              MOMENTO_ASCENDING, 0, 0, NULL, &r),
                      MOMENTO_OK);
     assert_elements(r, (momento_ranked_element[]){{1, 1, 10.5}, {2, 2, 20}}, 2);
     /* Open ends; ranks are the whole leaderboard's, in the order asked. */
-    assert_int_equal(momento_leaderboard_fetch_by_score_sync(client, "c", "scores", -INFINITY,
+    assert_int_equal(momento_leaderboard_fetch_by_score_sync(tu_fx.client, "c", "scores", -INFINITY,
                                                              INFINITY, MOMENTO_DESCENDING, 0, 0,
                                                              NULL, &r),
                      MOMENTO_OK);
@@ -146,20 +134,20 @@ static void test_fetch_by_score(void **state)
                         {3, 0, 30}, {2, 1, 20}, {1, 2, 10.5}, {4, 3, -5}},
                     4);
     /* Paging: skip one, take two. */
-    assert_int_equal(momento_leaderboard_fetch_by_score_sync(client, "c", "scores", -INFINITY,
+    assert_int_equal(momento_leaderboard_fetch_by_score_sync(tu_fx.client, "c", "scores", -INFINITY,
                                                              INFINITY, MOMENTO_ASCENDING, 1, 2,
                                                              NULL, &r),
                      MOMENTO_OK);
     assert_elements(r, (momento_ranked_element[]){{1, 1, 10.5}, {2, 2, 20}}, 2);
     /* min == max is an empty range, not an error. */
-    assert_int_equal(momento_leaderboard_fetch_by_score_sync(client, "c", "scores", 20, 20,
+    assert_int_equal(momento_leaderboard_fetch_by_score_sync(tu_fx.client, "c", "scores", 20, 20,
                                                              MOMENTO_ASCENDING, 0, 0, NULL, &r),
                      MOMENTO_OK);
     assert_elements(r, NULL, 0);
     /* Full double precision survives the trip. */
     double fine = 0.1 + 0.2;
     upsert("c", "precise", (momento_leaderboard_element[]){{.id = 7, .score = fine}}, 1);
-    assert_int_equal(momento_leaderboard_fetch_by_score_sync(client, "c", "precise", -INFINITY,
+    assert_int_equal(momento_leaderboard_fetch_by_score_sync(tu_fx.client, "c", "precise", -INFINITY,
                                                              INFINITY, MOMENTO_ASCENDING, 0, 0,
                                                              NULL, &r),
                      MOMENTO_OK);
@@ -178,7 +166,7 @@ static void test_get_rank_and_competition_rank(void **state)
     momento_result *r;
     /* Ids not there are left out; the others keep the order asked. */
     uint32_t ids[] = {4, 1, 77};
-    assert_int_equal(momento_leaderboard_get_rank_sync(client, "c", "ties", ids, 3,
+    assert_int_equal(momento_leaderboard_get_rank_sync(tu_fx.client, "c", "ties", ids, 3,
                                                        MOMENTO_ASCENDING, NULL, &r),
                      MOMENTO_OK);
     ok(r);
@@ -198,7 +186,7 @@ static void test_get_rank_and_competition_rank(void **state)
     /* Competition ranks, descending: 30 first, the two 20s share rank 1,
      * and 10 comes after three elements. */
     uint32_t all[] = {1, 2, 3, 4};
-    assert_int_equal(momento_leaderboard_get_competition_rank_sync(client, "c", "ties", all, 4,
+    assert_int_equal(momento_leaderboard_get_competition_rank_sync(tu_fx.client, "c", "ties", all, 4,
                                                                    MOMENTO_DESCENDING, NULL, &r),
                      MOMENTO_OK);
     ok(r);
@@ -211,7 +199,7 @@ static void test_get_rank_and_competition_rank(void **state)
         assert_int_equal(e.rank, want_desc[e.id]);
     }
     momento_result_free(r);
-    assert_int_equal(momento_leaderboard_get_competition_rank_sync(client, "c", "ties", all, 4,
+    assert_int_equal(momento_leaderboard_get_competition_rank_sync(tu_fx.client, "c", "ties", all, 4,
                                                                    MOMENTO_ASCENDING, NULL, &r),
                      MOMENTO_OK);
     ok(r);
@@ -232,7 +220,7 @@ static void test_remove_delete_and_separation(void **state)
     upsert("c", "apart", four, 4);
     upsert("c2", "apart", four, 2);
     momento_result *r;
-    assert_int_equal(momento_set_sync(client, "c", MOMENTO_STR("apart"), MOMENTO_STR("v"), 0,
+    assert_int_equal(momento_set_sync(tu_fx.client, "c", MOMENTO_STR("apart"), MOMENTO_STR("v"), 0,
                                       NULL, &r),
                      MOMENTO_OK);
     momento_result_free(r);
@@ -240,7 +228,7 @@ static void test_remove_delete_and_separation(void **state)
     assert_int_equal(length("c2", "apart"), 2);
 
     uint32_t gone[] = {1, 3, 1000};
-    assert_int_equal(momento_leaderboard_remove_elements_sync(client, "c", "apart", gone, 3, NULL,
+    assert_int_equal(momento_leaderboard_remove_elements_sync(tu_fx.client, "c", "apart", gone, 3, NULL,
                                                               &r),
                      MOMENTO_OK);
     ok(r);
@@ -248,28 +236,28 @@ static void test_remove_delete_and_separation(void **state)
     assert_int_equal(length("c", "apart"), 2);
     assert_int_equal(length("c2", "apart"), 2);
 
-    assert_int_equal(momento_leaderboard_delete_sync(client, "c", "apart", NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_leaderboard_delete_sync(tu_fx.client, "c", "apart", NULL, &r), MOMENTO_OK);
     ok(r);
     momento_result_free(r);
     assert_int_equal(length("c", "apart"), 0);
     assert_int_equal(length("c2", "apart"), 2);
-    assert_int_equal(momento_get_sync(client, "c", MOMENTO_STR("apart"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(tu_fx.client, "c", MOMENTO_STR("apart"), NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     momento_result_free(r);
 
     /* A leaderboard that does not exist reads as empty; its removal and
      * delete succeed. */
     assert_int_equal(length("c", "never"), 0);
-    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(client, "c", "never", 0, 5,
+    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(tu_fx.client, "c", "never", 0, 5,
                                                             MOMENTO_ASCENDING, NULL, &r),
                      MOMENTO_OK);
     assert_elements(r, NULL, 0);
-    assert_int_equal(momento_leaderboard_remove_elements_sync(client, "c", "never", gone, 1, NULL,
+    assert_int_equal(momento_leaderboard_remove_elements_sync(tu_fx.client, "c", "never", gone, 1, NULL,
                                                               &r),
                      MOMENTO_OK);
     ok(r);
     momento_result_free(r);
-    assert_int_equal(momento_leaderboard_delete_sync(client, "c", "never", NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_leaderboard_delete_sync(tu_fx.client, "c", "never", NULL, &r), MOMENTO_OK);
     ok(r);
     momento_result_free(r);
 }
@@ -279,13 +267,13 @@ static void test_server_limits_and_unknown_cache(void **state)
     (void)state;
     momento_result *r;
     /* A rank range of 8193 ranks: Momento's limit, the server's answer. */
-    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(client, "c", "limits", 0,
+    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(tu_fx.client, "c", "limits", 0,
                                                             MOMENTO_LEADERBOARD_MAX_ELEMENTS + 1,
                                                             MOMENTO_ASCENDING, NULL, &r),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_result_grpc_status(r), 3);
     momento_result_free(r);
-    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(client, "c", "limits", 0,
+    assert_int_equal(momento_leaderboard_fetch_by_rank_sync(tu_fx.client, "c", "limits", 0,
                                                             MOMENTO_LEADERBOARD_MAX_ELEMENTS,
                                                             MOMENTO_ASCENDING, NULL, &r),
                      MOMENTO_OK);
@@ -297,7 +285,7 @@ static void test_server_limits_and_unknown_cache(void **state)
     assert_non_null(many);
     for (size_t i = 0; i < n; i++)
         many[i] = (momento_leaderboard_element){.id = (uint32_t)i, .score = (double)i};
-    assert_int_equal(momento_leaderboard_upsert_sync(client, "c", "limits", many, n, NULL, &r),
+    assert_int_equal(momento_leaderboard_upsert_sync(tu_fx.client, "c", "limits", many, n, NULL, &r),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_result_grpc_status(r), 3);
     momento_result_free(r);
@@ -307,10 +295,10 @@ static void test_server_limits_and_unknown_cache(void **state)
     free(many);
 
     /* An unknown cache, as for every data call. */
-    assert_int_equal(momento_leaderboard_length_sync(client, "no-such-cache", "x", NULL, &r),
+    assert_int_equal(momento_leaderboard_length_sync(tu_fx.client, "no-such-cache", "x", NULL, &r),
                      MOMENTO_ERR_CACHE_NOT_FOUND);
     momento_result_free(r);
-    assert_int_equal(momento_leaderboard_upsert_sync(client, "no-such-cache", "x", four, 1, NULL,
+    assert_int_equal(momento_leaderboard_upsert_sync(tu_fx.client, "no-such-cache", "x", four, 1, NULL,
                                                      &r),
                      MOMENTO_ERR_CACHE_NOT_FOUND);
     momento_result_free(r);
@@ -328,41 +316,41 @@ static void test_refusals(void **state)
         assert_int_equal((call), MOMENTO_ERR_INVALID_ARGUMENT);                                   \
         tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);                                       \
     } while (0)
-    REFUSED(momento_leaderboard_length_sync(client, "c", NULL, NULL, &r));
-    REFUSED(momento_leaderboard_length_sync(client, "c", "", NULL, &r));
-    REFUSED(momento_leaderboard_length_sync(client, "c", "bad\xff", NULL, &r));
-    REFUSED(momento_leaderboard_length_sync(client, NULL, "x", NULL, &r));
-    REFUSED(momento_leaderboard_upsert_sync(client, "c", "x", NULL, 1, NULL, &r));
-    REFUSED(momento_leaderboard_upsert_sync(client, "c", "x", four, 0, NULL, &r));
-    REFUSED(momento_leaderboard_upsert_sync(client, "c", "x", &nan_score, 1, NULL, &r));
-    REFUSED(momento_leaderboard_upsert_sync(client, "c", "x", &inf_score, 1, NULL, &r));
-    REFUSED(momento_leaderboard_remove_elements_sync(client, "c", "x", NULL, 1, NULL, &r));
-    REFUSED(momento_leaderboard_remove_elements_sync(client, "c", "x", &id, 0, NULL, &r));
-    REFUSED(momento_leaderboard_get_rank_sync(client, "c", "x", &id, 0, MOMENTO_ASCENDING, NULL,
+    REFUSED(momento_leaderboard_length_sync(tu_fx.client, "c", NULL, NULL, &r));
+    REFUSED(momento_leaderboard_length_sync(tu_fx.client, "c", "", NULL, &r));
+    REFUSED(momento_leaderboard_length_sync(tu_fx.client, "c", "bad\xff", NULL, &r));
+    REFUSED(momento_leaderboard_length_sync(tu_fx.client, NULL, "x", NULL, &r));
+    REFUSED(momento_leaderboard_upsert_sync(tu_fx.client, "c", "x", NULL, 1, NULL, &r));
+    REFUSED(momento_leaderboard_upsert_sync(tu_fx.client, "c", "x", four, 0, NULL, &r));
+    REFUSED(momento_leaderboard_upsert_sync(tu_fx.client, "c", "x", &nan_score, 1, NULL, &r));
+    REFUSED(momento_leaderboard_upsert_sync(tu_fx.client, "c", "x", &inf_score, 1, NULL, &r));
+    REFUSED(momento_leaderboard_remove_elements_sync(tu_fx.client, "c", "x", NULL, 1, NULL, &r));
+    REFUSED(momento_leaderboard_remove_elements_sync(tu_fx.client, "c", "x", &id, 0, NULL, &r));
+    REFUSED(momento_leaderboard_get_rank_sync(tu_fx.client, "c", "x", &id, 0, MOMENTO_ASCENDING, NULL,
                                               &r));
-    REFUSED(momento_leaderboard_get_rank_sync(client, "c", "x", &id, 1, (momento_order)7, NULL,
+    REFUSED(momento_leaderboard_get_rank_sync(tu_fx.client, "c", "x", &id, 1, (momento_order)7, NULL,
                                               &r));
-    REFUSED(momento_leaderboard_get_competition_rank_sync(client, "c", "x", NULL, 1,
+    REFUSED(momento_leaderboard_get_competition_rank_sync(tu_fx.client, "c", "x", NULL, 1,
                                                           MOMENTO_DESCENDING, NULL, &r));
-    REFUSED(momento_leaderboard_fetch_by_rank_sync(client, "c", "x", 5, 5, MOMENTO_ASCENDING,
+    REFUSED(momento_leaderboard_fetch_by_rank_sync(tu_fx.client, "c", "x", 5, 5, MOMENTO_ASCENDING,
                                                    NULL, &r));
-    REFUSED(momento_leaderboard_fetch_by_rank_sync(client, "c", "x", 6, 5, MOMENTO_ASCENDING,
+    REFUSED(momento_leaderboard_fetch_by_rank_sync(tu_fx.client, "c", "x", 6, 5, MOMENTO_ASCENDING,
                                                    NULL, &r));
-    REFUSED(momento_leaderboard_fetch_by_score_sync(client, "c", "x", 2, 1, MOMENTO_ASCENDING, 0,
+    REFUSED(momento_leaderboard_fetch_by_score_sync(tu_fx.client, "c", "x", 2, 1, MOMENTO_ASCENDING, 0,
                                                     0, NULL, &r));
-    REFUSED(momento_leaderboard_fetch_by_score_sync(client, "c", "x", NAN, 1, MOMENTO_ASCENDING,
+    REFUSED(momento_leaderboard_fetch_by_score_sync(tu_fx.client, "c", "x", NAN, 1, MOMENTO_ASCENDING,
                                                     0, 0, NULL, &r));
 #undef REFUSED
     /* The async form refuses with no callback. */
     tu_counter k;
     tu_counter_init(&k);
-    assert_int_equal(momento_leaderboard_upsert(client, "c", "x", &nan_score, 1, NULL,
+    assert_int_equal(momento_leaderboard_upsert(tu_fx.client, "c", "x", &nan_score, 1, NULL,
                                                 tu_count_cb, &k),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(tu_counter_wait(&k, 1, 50), 0);
     tu_counter_destroy(&k);
     /* momento_result_ranked() of a result that is not a leaderboard read's. */
-    assert_int_equal(momento_get_sync(client, "c", MOMENTO_STR("k"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(tu_fx.client, "c", MOMENTO_STR("k"), NULL, &r), MOMENTO_OK);
     momento_ranked_element e = {.id = 5};
     assert_int_equal(momento_result_ranked(r, 0, &e), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(e.id, 0);
@@ -390,7 +378,7 @@ static void test_async_and_dup(void **state)
     upsert("c", "async", four, 4);
     kept kp = {.copy = NULL};
     tu_counter_init(&kp.k);
-    assert_int_equal(momento_leaderboard_fetch_by_rank(client, "c", "async", 0, 2,
+    assert_int_equal(momento_leaderboard_fetch_by_rank(tu_fx.client, "c", "async", 0, 2,
                                                        MOMENTO_DESCENDING, NULL, keep_cb, &kp),
                      MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&kp.k, 1, 5000), 1);
@@ -418,5 +406,5 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_async_and_dup),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tu_fixture_teardown);
 }

@@ -25,22 +25,6 @@
 #define HOLD_MS_STR "600000"
 #define N 20
 
-static momento_local *server;
-
-static int setup(void **state)
-{
-    (void)state;
-    server = tu_server_with_cache("c");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    momento_local_stop(server);
-    return 0;
-}
-
 /* A client whose own deadline outlasts the hold. */
 static momento_client *patient(momento_config *cfg)
 {
@@ -50,7 +34,7 @@ static momento_client *patient(momento_config *cfg)
         cfg = own;
     }
     assert_int_equal(momento_config_set_timeout_ms(cfg, HOLD_MS + 60000u), MOMENTO_OK);
-    momento_client *c = tu_client(server, cfg);
+    momento_client *c = tu_client(tu_fx.server, cfg);
     momento_config_free(own);
     return c;
 }
@@ -344,7 +328,7 @@ static void test_freed_with_requests_in_flight(void **state)
     assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_CANCELLED), 2 * N);
 
     /* A group may also go after its client. */
-    c = tu_client(server, NULL);
+    c = tu_client(tu_fx.server, NULL);
     assert_int_equal(momento_request_group_new(c, &g), MOMENTO_OK);
     momento_client_free(c);
     assert_int_equal(momento_request_group_in_flight(g), 0);
@@ -415,8 +399,8 @@ static void wait_from_callback(const momento_result *r, void *ud)
 static void test_refusals(void **state)
 {
     (void)state;
-    momento_client *c = tu_client(server, NULL);
-    momento_client *other = tu_client(server, NULL);
+    momento_client *c = tu_client(tu_fx.server, NULL);
+    momento_client *other = tu_client(tu_fx.server, NULL);
     momento_request_group *g, *theirs;
     assert_int_equal(momento_request_group_new(NULL, &g), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_request_group_new(c, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
@@ -475,5 +459,5 @@ int main(void)
         cmocka_unit_test(test_dispatch_mode),
         cmocka_unit_test(test_refusals),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_fixture_setup_server, tu_fixture_teardown);
 }

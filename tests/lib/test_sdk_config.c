@@ -19,22 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static momento_local *server;
-
-static int setup(void **state)
-{
-    (void)state;
-    server = tu_server_with_cache("c");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    momento_local_stop(server);
-    return 0;
-}
-
 static void test_presets(void **state)
 {
     (void)state;
@@ -55,7 +39,7 @@ static void test_presets(void **state)
         assert_int_equal(momento_config_max_idle_ms(cfg), MOMENTO_DEFAULT_MAX_IDLE_MS);
         assert_int_equal(momento_config_read_concern(cfg), MOMENTO_READ_BALANCED);
         /* A preset is a working config. */
-        momento_client *c = tu_client(server, cfg);
+        momento_client *c = tu_client(tu_fx.server, cfg);
         assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
         momento_client_free(c);
         momento_config_free(cfg);
@@ -104,7 +88,7 @@ static void test_config_refusals(void **state)
 static momento_client *failing_rpc_client(momento_config *cfg, const char *id, const char *status,
                                           const char *rpc, int failures)
 {
-    momento_client *c = tu_client(server, cfg);
+    momento_client *c = tu_client(tu_fx.server, cfg);
     char n[16];
     snprintf(n, sizeof(n), "%d", failures);
     momento__client_add_header(c, "request-id", id);
@@ -212,7 +196,7 @@ static void test_client_headers(void **state)
                      MOMENTO_OK);
     assert_int_equal(momento_config_add_header(cfg, "error-rpcs", "get"), MOMENTO_OK);
     assert_int_equal(momento_config_add_header(cfg, "error-count", "1"), MOMENTO_OK);
-    momento_client *c = tu_client(server, cfg);
+    momento_client *c = tu_client(tu_fx.server, cfg);
     get_expect(c, MOMENTO_ERR_INVALID_ARGUMENT, 1);
     get_expect(c, MOMENTO_OK, 1); /* the session's one failure is spent */
     momento_client_free(c);
@@ -241,9 +225,9 @@ static void test_max_message_bytes(void **state)
     assert_int_equal(momento_config_set_max_message_bytes(cfg, MOMENTO_MAX_MESSAGE_BYTES + 1),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_max_message_bytes(cfg, 64 * 1024), MOMENTO_OK);
-    momento_client *small = tu_client(server, cfg);
+    momento_client *small = tu_client(tu_fx.server, cfg);
     momento_config_free(cfg);
-    momento_client *big = tu_client(server, NULL);
+    momento_client *big = tu_client(tu_fx.server, NULL);
     enum { BIG = 100 * 1024 };
     char *v = malloc(BIG);
     memset(v, 'v', BIG);
@@ -324,7 +308,7 @@ static void test_retry_exponential(void **state)
 
 static uint64_t concern_headers(void)
 {
-    return momento_local_header_count(server, "read-concern");
+    return momento_local_header_count(tu_fx.server, "read-concern");
 }
 
 static void test_read_concern(void **state)
@@ -337,7 +321,7 @@ static void test_read_concern(void **state)
     momento_result *r = NULL;
 
     /* Default client: BALANCED, which is sent as no header at all. */
-    momento_client *c = tu_client(server, NULL);
+    momento_client *c = tu_client(tu_fx.server, NULL);
     uint64_t before = concern_headers();
     assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
     momento_result_free(r);
@@ -360,7 +344,7 @@ static void test_read_concern(void **state)
     momento_config *cfg;
     momento_config_new(&cfg);
     assert_int_equal(momento_config_set_read_concern(cfg, MOMENTO_READ_CONSISTENT), MOMENTO_OK);
-    c = tu_client(server, cfg);
+    c = tu_client(tu_fx.server, cfg);
     before = concern_headers();
     assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
     assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
@@ -378,13 +362,13 @@ static void test_read_concern(void **state)
      * RPC in flight; the rest share one. Each keeps its callback. All are
      * submitted behind a gate, so every RPC is still in flight when the
      * next request comes (issue 46: a 100 ms hold was a window). */
-    c = tu_client(server, NULL);
+    c = tu_client(tu_fx.server, NULL);
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     tu_counter kc;
     tu_counter_init(&kc);
     before = concern_headers();
-    uint64_t gets = momento_local_rpc_count(server, "Get", 0);
+    uint64_t gets = momento_local_rpc_count(tu_fx.server, "Get", 0);
     tu_gate *g = tu_gate_close(c);
     for (int i = 0; i < 6; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "cc", 2, i < 3 ? &consistent : NULL,
@@ -397,7 +381,7 @@ static void test_read_concern(void **state)
     assert_int_equal(tu_counter_wait(&kc, 6, (int)TU_MS(5000)), 6);
     assert_int_equal(kc.ok, 6);
     assert_int_equal(concern_headers(), before + 3);
-    assert_int_equal(momento_local_rpc_count(server, "Get", 0) - gets, 4);
+    assert_int_equal(momento_local_rpc_count(tu_fx.server, "Get", 0) - gets, 4);
     tu_counter_destroy(&kc);
     momento_coalescer_free(co);
     momento_client_free(c);
@@ -406,7 +390,7 @@ static void test_read_concern(void **state)
      * batch has one set of headers) and still answered. */
     momento_config_set_read_concern(cfg, MOMENTO_READ_BALANCED);
     momento_config_set_batching(cfg, 1, 0, 64, 1024 * 1024);
-    c = tu_client(server, cfg);
+    c = tu_client(tu_fx.server, cfg);
     tu_counter k;
     tu_counter_init(&k);
     before = concern_headers();
@@ -481,7 +465,7 @@ static void test_connection_renewal(void **state)
      * than 100 ms, and the busy part below needs calls well inside it. */
     uint32_t max_idle = (uint32_t)TU_MS(100);
     assert_int_equal(momento_config_set_connection_lifetime(cfg, max_idle, 0), MOMENTO_OK);
-    momento_client *c = tu_client(server, cfg);
+    momento_client *c = tu_client(tu_fx.server, cfg);
     assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
     momento_result_free(r);
     momento__channel *first = data_channel(c);
@@ -511,7 +495,7 @@ static void test_connection_renewal(void **state)
     /* Older than max age: replaced even though busy. */
     uint32_t max_age = (uint32_t)TU_MS(1000);
     assert_int_equal(momento_config_set_connection_lifetime(cfg, 0, max_age), MOMENTO_OK);
-    c = tu_client(server, cfg);
+    c = tu_client(tu_fx.server, cfg);
     first = data_channel(c);
     /* Until it is replaced; a minute's watchdog, not a bound on when. */
     int64_t t0 = tu_now_ms();
@@ -526,7 +510,7 @@ static void test_connection_renewal(void **state)
 
     /* Off: never replaced. */
     assert_int_equal(momento_config_set_connection_lifetime(cfg, 0, 0), MOMENTO_OK);
-    c = tu_client(server, cfg);
+    c = tu_client(tu_fx.server, cfg);
     first = data_channel(c);
     usleep(200 * 1000);
     assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
@@ -544,7 +528,7 @@ static momento_client *capped_client(uint32_t cap, const char *id, const char *d
     momento_config_new(&cfg);
     assert_int_equal(momento_config_set_max_concurrent_requests(cfg, cap), MOMENTO_OK);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(10000));
-    momento_client *c = tu_client(server, cfg);
+    momento_client *c = tu_client(tu_fx.server, cfg);
     momento_config_free(cfg);
     momento__client_add_header(c, "request-id", id);
     momento__client_add_header(c, "delay-rpcs", "get");
@@ -569,7 +553,7 @@ static void test_max_concurrent_queues(void **state)
     tu_counter held, k;
     tu_counter_init(&held);
     tu_counter_init(&k);
-    uint64_t gets = momento_local_rpc_count(server, "Get", -1);
+    uint64_t gets = momento_local_rpc_count(tu_fx.server, "Get", -1);
     for (int i = 0; i < 2; i++)
         assert_int_equal(momento_get(c, "c", "k", 1, &first, tu_count_cb, &held), MOMENTO_OK);
     for (int i = 0; i < 4; i++)
@@ -577,13 +561,13 @@ static void test_max_concurrent_queues(void **state)
     /* Every request is in flight for the client; the server holds the
      * cap's two. */
     assert_int_equal(momento_client_in_flight(c), 6);
-    tu_wait_until(momento_local_parked_calls(server) == 2, 20000);
-    assert_int_equal(momento_local_parked_calls(server), 2);
+    tu_wait_until(momento_local_parked_calls(tu_fx.server) == 2, 20000);
+    assert_int_equal(momento_local_parked_calls(tu_fx.server), 2);
     usleep(100 * 1000); /* time for a call past the cap to show */
     /* One sent past the cap would have been answered at once. */
     assert_int_equal(k.total, 0);
-    assert_int_equal(momento_local_rpc_count(server, "Get", -1), gets);
-    assert_int_equal(momento_local_parked_calls(server), 2);
+    assert_int_equal(momento_local_rpc_count(tu_fx.server, "Get", -1), gets);
+    assert_int_equal(momento_local_parked_calls(tu_fx.server), 2);
     momento_cancel(tok);
     assert_int_equal(tu_counter_wait(&held, 2, 30000), 2);
     assert_int_equal(tu_counter_errors(&held, MOMENTO_ERR_CANCELLED), 2);
@@ -663,5 +647,5 @@ int main(void)
         cmocka_unit_test(test_max_concurrent_queues),
         cmocka_unit_test(test_max_concurrent_endings),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_fixture_setup_server, tu_fixture_teardown);
 }

@@ -28,9 +28,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static momento_local *server;
-static const char *target;
-
 #define SCS "/cache_client.Scs/"
 #define CTL "/control_client.ScsControl/"
 
@@ -41,9 +38,8 @@ static const char *cache_hdr[] = {"cache", "c"};
 static int call(const char *path, const char *const *hdrs, size_t n, const ProtobufCMessage *m,
                 tu_raw_reply *out)
 {
-    return tu_raw_call_msg(target, path, hdrs, n, m, out);
+    return tu_raw_call_msg(tu_fx.target, path, hdrs, n, m, out);
 }
-
 
 static int set(const char *key, const char *val, uint64_t ttl)
 {
@@ -87,21 +83,6 @@ static int get(const char *key, char *out, size_t cap)
     protobuf_c_message_free_unpacked(&resp->base, NULL);
     tu_raw_reply_free(&r);
     return hit;
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    server = tu_server_with_cache("c");
-    target = momento_local_endpoint(server);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    momento_local_stop(server);
-    return 0;
 }
 
 static void test_get_set_delete(void **state)
@@ -615,9 +596,9 @@ static void test_errors(void **state)
     tu_raw_reply_free(&r);
     free(big);
     /* Unknown methods, in a known service and outside any. */
-    assert_int_equal(tu_raw_call(target, SCS "NoSuchMethod", cache_hdr, 1, "", 0, &r), 12);
+    assert_int_equal(tu_raw_call(tu_fx.target, SCS "NoSuchMethod", cache_hdr, 1, "", 0, &r), 12);
     tu_raw_reply_free(&r);
-    assert_int_equal(tu_raw_call(target, "/nope.Nope/Nope", NULL, 0, "", 0, &r), 12);
+    assert_int_equal(tu_raw_call(tu_fx.target, "/nope.Nope/Nope", NULL, 0, "", 0, &r), 12);
     tu_raw_reply_free(&r);
 }
 
@@ -639,7 +620,7 @@ static void test_malformed_protobuf(void **state)
     for (size_t p = 0; p < sizeof(paths) / sizeof(paths[0]); p++) {
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
             tu_raw_reply r;
-            int st = tu_raw_call(target, paths[p], cache_hdr, 1, bad[i].bytes, bad[i].len, &r);
+            int st = tu_raw_call(tu_fx.target, paths[p], cache_hdr, 1, bad[i].bytes, bad[i].len, &r);
             if (st != 3)
                 fail_msg("%s with malformed body %zu: status %d, want 3", paths[p], i, st);
             tu_raw_reply_free(&r);
@@ -978,23 +959,23 @@ static void test_delay_does_not_block_others(void **state)
 {
     (void)state;
     tu_raw_conn k;
-    tu_raw_conn_open(&k, target);
+    tu_raw_conn_open(&k, tu_fx.target);
     const char *hd[] = {"cache", "c", "request-id", "delay-par", "delay-ms", FOREVER_MS,
                         "delay-count", "1"};
     uint8_t get_body[] = {0x0a, 0x04, 'd', 'p', 'a', 'r'}; /* a key no other test sets */
     tu_open_call held, next;
     tu_open_call_start(&k, &held, SCS "Get", hd, 4, get_body, sizeof(get_body), 0);
-    assert_int_equal(tu_wait_parked(server, 1, 10000), 1);
+    assert_int_equal(tu_wait_parked(tu_fx.server, 1, 10000), 1);
     assert_int_equal(set("free", "x", 60000), 0);
     tu_open_call_start(&k, &next, SCS "Get", hd, 4, get_body, sizeof(get_body), 0);
     assert_ptr_equal(tu_raw_conn_next(&k, TU_MS(30000)), &next);
     assert_int_equal(next.status, GRPC_STATUS_OK);
-    assert_int_equal(momento_local_parked_calls(server), 1);
+    assert_int_equal(momento_local_parked_calls(tu_fx.server), 1);
     assert_false(held.done);
     grpc_call_cancel(held.call, NULL);
     assert_ptr_equal(tu_raw_conn_next(&k, TU_MS(30000)), &held);
     assert_int_equal(held.status, GRPC_STATUS_CANCELLED);
-    assert_int_equal(tu_wait_parked(server, 0, 10000), 0);
+    assert_int_equal(tu_wait_parked(tu_fx.server, 0, 10000), 0);
     tu_open_call_close(&held);
     tu_open_call_close(&next);
     tu_raw_conn_close(&k);
@@ -1948,5 +1929,5 @@ int main(void)
         cmocka_unit_test(test_stream_cancelled_midway),
         cmocka_unit_test(test_unanswered_call_cancel_counted),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_fixture_setup_server, tu_fixture_teardown);
 }

@@ -29,9 +29,6 @@ static const char *const cache_hdr[] = {"cache", "c"};
 static const char *const mismatch =
     "The stored type for this key is not compatible with this operation";
 
-static momento_local *server;
-static const char *target;
-
 #define B(str) ((ProtobufCBinaryData){strlen(str), (uint8_t *)(str)})
 
 /* Packs `m` and calls `path` with the cache header at `ep`; returns the
@@ -43,7 +40,7 @@ static int call_at(const char *ep, const char *path, const ProtobufCMessage *m, 
 
 static int call(const char *path, const ProtobufCMessage *m, tu_raw_reply *out)
 {
-    return call_at(target, path, m, out);
+    return call_at(tu_fx.target, path, m, out);
 }
 
 /* Calls and expects the error `status` with `details` (NULL: any). */
@@ -55,21 +52,6 @@ static void expect_error(const char *path, const ProtobufCMessage *m, int status
     if (details)
         assert_string_equal(r.details, details);
     tu_raw_reply_free(&r);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    server = tu_server_with_cache("c");
-    target = momento_local_endpoint(server);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    momento_local_stop(server);
-    return 0;
 }
 
 /* ---- Requests ------------------------------------------------------------ */
@@ -103,7 +85,7 @@ static int dict_set_at(const char *ep, const char *name, uint64_t ttl, bool refr
 }
 
 #define dict_set(name, ttl, refresh, ...)                                                         \
-    dict_set_at(target, name, ttl, refresh, (const char *const[]){__VA_ARGS__, NULL})
+    dict_set_at(tu_fx.target, name, ttl, refresh, (const char *const[]){__VA_ARGS__, NULL})
 
 /* DictionaryGet of one field: 1 hit (value in out), 0 miss, -1 dictionary
  * missing, or -status. */
@@ -492,7 +474,7 @@ static void test_collection_ttl(void **state)
 static void test_types(void **state)
 {
     (void)state;
-    assert_int_equal(scalar_set_at(target, "sc", "1", 1), 0);
+    assert_int_equal(scalar_set_at(tu_fx.target, "sc", "1", 1), 0);
     assert_int_equal(dict_set("dc", 60000, false, "a=1"), 0);
     assert_int_equal(SET_ADD("st", "a"), 0);
     assert_int_equal(item_type("sc"), CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SCALAR);
@@ -542,7 +524,7 @@ static void test_types(void **state)
     assert_int_equal(set_length("st"), 1);
 
     /* Set replaces a collection, and Delete removes one, as any key. */
-    assert_int_equal(scalar_set_at(target, "dc", "v", 1), 0);
+    assert_int_equal(scalar_set_at(tu_fx.target, "dc", "v", 1), 0);
     assert_int_equal(item_type("dc"), CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SCALAR);
     CacheClient__DeleteRequest del = CACHE_CLIENT____DELETE_REQUEST__INIT;
     del.cache_key = B("st");
@@ -1172,33 +1154,33 @@ static void test_union_store_limits(void **state)
     enum { N = 50000 };
     ProtobufCBinaryData *vals = make_elems(N, 16);
     tu_raw_reply r;
-    assert_int_equal(zput_at(target, "zbig", vals, N, &r), 0);
+    assert_int_equal(zput_at(tu_fx.target, "zbig", vals, N, &r), 0);
     tu_raw_reply_free(&r);
     free_elems(vals);
     const char *big[] = {"zbig"}, *missing[] = {"nozset"};
     long len;
 
-    assert_int_equal(zunion_at(target, "zu", big, 1, 1000, &r, &len), ST_INVALID_ARGUMENT);
+    assert_int_equal(zunion_at(tu_fx.target, "zu", big, 1, 1000, &r, &len), ST_INVALID_ARGUMENT);
     assert_string_equal(r.details, "SortedSetUnionStore takes at most 100 sources, not 1000");
     tu_raw_reply_free(&r);
-    assert_int_equal(zunion_at(target, "zu", missing, 1, 101, &r, &len), ST_INVALID_ARGUMENT);
+    assert_int_equal(zunion_at(tu_fx.target, "zu", missing, 1, 101, &r, &len), ST_INVALID_ARGUMENT);
     tu_raw_reply_free(&r);
-    assert_int_equal(zunion_at(target, "zu", missing, 1, 100, &r, &len), 0);
+    assert_int_equal(zunion_at(tu_fx.target, "zu", missing, 1, 100, &r, &len), 0);
     tu_raw_reply_free(&r);
     assert_int_equal(len, 0);
 
-    assert_int_equal(zunion_at(target, "zu", big, 1, 4, &r, &len), ST_RESOURCE_EXHAUSTED);
+    assert_int_equal(zunion_at(tu_fx.target, "zu", big, 1, 4, &r, &len), ST_RESOURCE_EXHAUSTED);
     assert_string_equal(r.err, "");
     assert_string_equal(r.details, "SortedSetUnionStore's sources hold 5800000 bytes, more than"
                                    " the item limit of 5242880 bytes one union may read");
     tu_raw_reply_free(&r);
     assert_int_equal(item_type("zu"), -1);
-    assert_int_equal(zunion_at(target, "zu", big, 1, 3, &r, &len), 0);
+    assert_int_equal(zunion_at(tu_fx.target, "zu", big, 1, 3, &r, &len), 0);
     tu_raw_reply_free(&r);
     assert_int_equal(len, N);
     /* A source that is missing or empty adds nothing to the count. */
     const char *mixed[] = {"zbig", "nozset", "nozset", "zbig", "zbig"};
-    assert_int_equal(zunion_at(target, "zu2", mixed, 5, 5, &r, &len), 0);
+    assert_int_equal(zunion_at(tu_fx.target, "zu2", mixed, 5, 5, &r, &len), 0);
     tu_raw_reply_free(&r);
     assert_int_equal(len, N);
 }
@@ -1364,7 +1346,7 @@ static void test_reply_limit(void **state)
     char *v = malloc(mib);
     assert_non_null(v);
     memset(v, 'v', mib);
-    assert_int_equal(scalar_set_at(target, "one_mib", v, mib), 0);
+    assert_int_equal(scalar_set_at(tu_fx.target, "one_mib", v, mib), 0);
     CacheClient__GetRequest g = CACHE_CLIENT____GET_REQUEST__INIT, *gp[100];
     g.cache_key = B("one_mib");
     for (size_t i = 0; i < 100; i++)
@@ -1444,5 +1426,5 @@ int main(void)
         cmocka_unit_test(test_reply_limit),
         cmocka_unit_test(test_flush),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_fixture_setup_server, tu_fixture_teardown);
 }

@@ -34,31 +34,26 @@ static const char *const cache_hdr[] = {"cache", "c"};
 static const char *const mismatch =
     "The stored type for this key is not compatible with this operation";
 
-static momento_local *server;
-static const char *target;
 /* One reply at a time, off the stack: tu_raw_reply holds two arrays of
  * 2,048 entries. */
 static tu_raw_reply *reply;
 
-#define B(str) ((ProtobufCBinaryData){strlen(str), (uint8_t *)(str)})
-
+/* tests/common's fixture, and the reply buffer. */
 static int setup(void **state)
 {
-    (void)state;
-    server = tu_server_with_cache("c");
-    target = momento_local_endpoint(server);
+    tu_fixture_setup_server(state);
     reply = calloc(1, sizeof(*reply));
     return reply ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
-    (void)state;
     tu_raw_reply_free(reply);
     free(reply);
-    momento_local_stop(server);
-    return 0;
+    return tu_fixture_teardown(state);
 }
+
+#define B(str) ((ProtobufCBinaryData){strlen(str), (uint8_t *)(str)})
 
 /* Packs `m` and calls `path` with `headers` (pairs); the reply is left in
  * `reply` until the next call. Returns the status. */
@@ -66,7 +61,7 @@ static int call_with(const char *path, const ProtobufCMessage *m, const char *co
                      size_t n_headers)
 {
     tu_raw_reply_free(reply);
-    return tu_raw_call_msg(target, path, headers, n_headers, m, reply);
+    return tu_raw_call_msg(tu_fx.target, path, headers, n_headers, m, reply);
 }
 
 static int call(const char *path, const ProtobufCMessage *m)

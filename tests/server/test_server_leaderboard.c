@@ -33,26 +33,21 @@ enum { ST_OK = 0, ST_INVALID_ARGUMENT = 3, ST_NOT_FOUND = 5, ST_PERMISSION_DENIE
 
 static const char *const cache_hdr[] = {"cache", "c"};
 
-static momento_local *server;
-static const char *target;
 static tu_raw_reply *reply; /* off the stack: two arrays of 2,048 entries */
 
+/* tests/common's fixture, and the reply buffer. */
 static int setup(void **state)
 {
-    (void)state;
-    server = tu_server_with_cache("c");
-    target = momento_local_endpoint(server);
+    tu_fixture_setup_server(state);
     reply = calloc(1, sizeof(*reply));
     return reply ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
-    (void)state;
     tu_raw_reply_free(reply);
     free(reply);
-    momento_local_stop(server);
-    return 0;
+    return tu_fixture_teardown(state);
 }
 
 static int call_to(const char *ep, const char *path, const ProtobufCMessage *m,
@@ -64,7 +59,7 @@ static int call_to(const char *ep, const char *path, const ProtobufCMessage *m,
 
 static int call(const char *path, const ProtobufCMessage *m)
 {
-    return call_to(target, path, m, cache_hdr, 1);
+    return call_to(tu_fx.target, path, m, cache_hdr, 1);
 }
 
 /* ---- Requests ------------------------------------------------------------ */
@@ -106,7 +101,7 @@ static int upsert_to(const char *ep, const char *const *h, size_t nh, const char
 
 static int upsert(const char *name, const in *els, size_t n)
 {
-    return upsert_to(target, cache_hdr, 1, name, els, n);
+    return upsert_to(tu_fx.target, cache_hdr, 1, name, els, n);
 }
 
 static int remove_ids(const char *name, const uint32_t *ids, size_t n)
@@ -460,13 +455,13 @@ static void test_refusals(void **state)
     /* No cache, an unknown one; a body that does not decode. */
     Leaderboard__GetLeaderboardLengthRequest len = LEADERBOARD____GET_LEADERBOARD_LENGTH_REQUEST__INIT;
     len.leaderboard = "ok";
-    assert_int_equal(call_to(target, LB "GetLeaderboardLength", &len.base, NULL, 0),
+    assert_int_equal(call_to(tu_fx.target, LB "GetLeaderboardLength", &len.base, NULL, 0),
                      ST_INVALID_ARGUMENT);
     const char *nope[] = {"cache", "nope"};
-    assert_int_equal(call_to(target, LB "GetLeaderboardLength", &len.base, nope, 1),
+    assert_int_equal(call_to(tu_fx.target, LB "GetLeaderboardLength", &len.base, nope, 1),
                      ST_NOT_FOUND);
     tu_raw_reply_free(reply);
-    assert_int_equal(tu_raw_call(target, LB "UpsertElements", cache_hdr, 1, "\x1a\x05\x08", 3,
+    assert_int_equal(tu_raw_call(tu_fx.target, LB "UpsertElements", cache_hdr, 1, "\x1a\x05\x08", 3,
                                  reply),
                      ST_INVALID_ARGUMENT);
     assert_int_equal(delete_board("ok"), ST_OK);
@@ -599,7 +594,7 @@ static int control(const char *path, const char *cache)
 {
     ControlClient__DeleteCacheRequest req = CONTROL_CLIENT____DELETE_CACHE_REQUEST__INIT;
     req.cache_name = (char *)cache; /* the three requests: field 1, cache_name */
-    return call_to(target, path, &req.base, NULL, 0);
+    return call_to(tu_fx.target, path, &req.base, NULL, 0);
 }
 
 /* A leaderboard's name is not a key of its cache: an item of that name
@@ -636,13 +631,13 @@ static void test_names_and_caches(void **state)
 
     assert_int_equal(control("/control_client.ScsControl/CreateCache", "gone"), ST_OK);
     const char *gone[] = {"cache", "gone"};
-    assert_int_equal(upsert_to(target, gone, 1, "lb", els, 2), ST_OK);
+    assert_int_equal(upsert_to(tu_fx.target, gone, 1, "lb", els, 2), ST_OK);
     assert_int_equal(control("/control_client.ScsControl/DeleteCache", "gone"), ST_OK);
-    assert_int_equal(upsert_to(target, gone, 1, "lb", els, 1), ST_NOT_FOUND);
+    assert_int_equal(upsert_to(tu_fx.target, gone, 1, "lb", els, 1), ST_NOT_FOUND);
     assert_int_equal(control("/control_client.ScsControl/CreateCache", "gone"), ST_OK);
     Leaderboard__GetLeaderboardLengthRequest len = LEADERBOARD____GET_LEADERBOARD_LENGTH_REQUEST__INIT;
     len.leaderboard = "lb";
-    assert_int_equal(call_to(target, LB "GetLeaderboardLength", &len.base, gone, 1), ST_OK);
+    assert_int_equal(call_to(tu_fx.target, LB "GetLeaderboardLength", &len.base, gone, 1), ST_OK);
     Leaderboard__GetLeaderboardLengthResponse *resp =
         leaderboard____get_leaderboard_length_response__unpack(NULL, reply->lens[0],
                                                                reply->msgs[0]);
@@ -736,7 +731,7 @@ static char *mint(int role, const char *item)
     req.expires = &exp;
     req.auth_token = "";
     req.permissions = &perms;
-    assert_int_equal(call_to(target, "/token.Token/GenerateDisposableToken", &req.base, NULL, 0),
+    assert_int_equal(call_to(tu_fx.target, "/token.Token/GenerateDisposableToken", &req.base, NULL, 0),
                      ST_OK);
     Token__GenerateDisposableTokenResponse *resp =
         token____generate_disposable_token_response__unpack(NULL, reply->lens[0], reply->msgs[0]);
@@ -774,9 +769,9 @@ static void test_token_scopes(void **state)
     for (size_t i = 0; i < N_OF(cases); i++) {
         char *token = mint(cases[i].role, cases[i].item);
         const char *h[] = {"cache", "c", "authorization", token};
-        assert_int_equal(upsert_to(target, h, 2, "scoped", els, 1), cases[i].write);
-        assert_int_equal(call_to(target, LB "GetRank", &rank.base, h, 2), cases[i].read);
-        assert_int_equal(call_to(target, LB "GetCompetitionRank", &comp.base, h, 2),
+        assert_int_equal(upsert_to(tu_fx.target, h, 2, "scoped", els, 1), cases[i].write);
+        assert_int_equal(call_to(tu_fx.target, LB "GetRank", &rank.base, h, 2), cases[i].read);
+        assert_int_equal(call_to(tu_fx.target, LB "GetCompetitionRank", &comp.base, h, 2),
                          cases[i].read);
         if (cases[i].read == ST_PERMISSION_DENIED)
             assert_string_equal(reply->details,
@@ -793,15 +788,15 @@ static void test_fault_names(void **state)
     const in els[] = {{1, 1}};
     const char *h[] = {"cache", "c", "return-error", "unavailable", "error-rpcs",
                        "leaderboard-upsert leaderboard-get-competition-rank"};
-    assert_int_equal(upsert_to(target, h, 3, "faults", els, 1), ST_UNAVAILABLE);
+    assert_int_equal(upsert_to(tu_fx.target, h, 3, "faults", els, 1), ST_UNAVAILABLE);
     Leaderboard__GetLeaderboardLengthRequest len = LEADERBOARD____GET_LEADERBOARD_LENGTH_REQUEST__INIT;
     len.leaderboard = "faults";
-    assert_int_equal(call_to(target, LB "GetLeaderboardLength", &len.base, h, 3), ST_OK);
+    assert_int_equal(call_to(tu_fx.target, LB "GetLeaderboardLength", &len.base, h, 3), ST_OK);
     Leaderboard__GetCompetitionRankRequest comp = LEADERBOARD____GET_COMPETITION_RANK_REQUEST__INIT;
     comp.leaderboard = "faults";
-    assert_int_equal(call_to(target, LB "GetCompetitionRank", &comp.base, h, 3), ST_UNAVAILABLE);
-    assert_true(momento_local_rpc_count(server, "UpsertElements", ST_UNAVAILABLE) >= 1);
-    assert_true(momento_local_rpc_count(server, "GetLeaderboardLength", ST_OK) >= 1);
+    assert_int_equal(call_to(tu_fx.target, LB "GetCompetitionRank", &comp.base, h, 3), ST_UNAVAILABLE);
+    assert_true(momento_local_rpc_count(tu_fx.server, "UpsertElements", ST_UNAVAILABLE) >= 1);
+    assert_true(momento_local_rpc_count(tu_fx.server, "GetLeaderboardLength", ST_OK) >= 1);
 }
 
 int main(void)

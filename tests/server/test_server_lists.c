@@ -28,8 +28,6 @@ enum { ST_OK = 0, ST_INVALID_ARGUMENT = 3, ST_RESOURCE_EXHAUSTED = 8, ST_FAILED_
 #define MISSING (-1)
 #define ERR(st) (-1000 - (st)) /* an error status as a helper's return */
 
-static momento_local *server;
-static const char *target;
 static const char *cache_hdr[] = {"cache", "c"};
 
 /* Packs `m`, calls the Scs method at the current target; returns the
@@ -38,7 +36,7 @@ static int rpc(const char *method, const ProtobufCMessage *m, tu_raw_reply *out)
 {
     char path[96];
     snprintf(path, sizeof(path), "/cache_client.Scs/%s", method);
-    int st = tu_raw_call_msg(target, path, cache_hdr, 1, m, out);
+    int st = tu_raw_call_msg(tu_fx.target, path, cache_hdr, 1, m, out);
     if (st == 0)
         assert_int_equal(out->n_msgs, 1);
     return st;
@@ -400,21 +398,6 @@ static int64_t ttl_left(const char *key)
     return left;
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    server = tu_server_with_cache("c");
-    target = momento_local_endpoint(server);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    momento_local_stop(server);
-    return 0;
-}
-
 /* ---- List tests ---- */
 
 static void test_list_push_fetch_pop(void **state)
@@ -621,8 +604,8 @@ static void test_list_max_memory(void **state)
     momento_local_options_set_max_memory(o, 256 * 1024);
     momento_local *small = tu_server(o);
     momento_local_options_free(o);
-    const char *saved = target;
-    target = momento_local_endpoint(small);
+    const char *saved = tu_fx.target;
+    tu_fx.target = momento_local_endpoint(small);
 
     char *big = malloc(100 * 1024 + 1);
     memset(big, 'x', 100 * 1024);
@@ -661,7 +644,7 @@ static void test_list_max_memory(void **state)
     tu_raw_reply_free(&r);
     free(huge);
     free(big);
-    target = saved;
+    tu_fx.target = saved;
     momento_local_stop(small);
 }
 
@@ -1350,5 +1333,5 @@ int main(void)
         cmocka_unit_test(test_sorted_set_union_store),
         cmocka_unit_test(test_sorted_set_large_against_sort),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_fixture_setup_server, tu_fixture_teardown);
 }
