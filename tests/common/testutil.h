@@ -60,6 +60,8 @@ int tu_fixture_setup(void **state);
 int tu_fixture_setup_server(void **state);
 /* Frees the client (if any) and stops the server, after either setup. */
 int tu_fixture_teardown(void **state);
+/* A cmocka test with a fixture of its own (tu_fixture_setup()). */
+#define tu_fixture_test(f) cmocka_unit_test_setup_teardown(f, tu_fixture_setup, tu_fixture_teardown)
 
 /* A client for `s` with a `timeout_ms` deadline and keepalive, both scaled
  * by tu_time_scale(): gRPC sets TCP_USER_TIMEOUT from the keepalive timeout,

@@ -198,8 +198,7 @@ static void finish(momento_subscription *sub, recorder *r)
 static void test_publish_and_receive_in_order(void **state)
 {
     (void)state;
-    momento_local *s = start_server(0);
-    momento_client *c = tu_client(s, NULL);
+    momento_client *c = tu_fx.client;
     recorder r;
     rec_init(&r);
     momento_subscription *sub = subscribe(c, "t", &r, NULL);
@@ -249,15 +248,12 @@ static void test_publish_and_receive_in_order(void **state)
 
     finish(sub, &r);
     rec_destroy(&r);
-    momento_client_free(c);
-    momento_local_stop(s);
 }
 
 static void test_refusals(void **state)
 {
     (void)state;
-    momento_local *s = start_server(0);
-    momento_client *c = tu_client(s, NULL);
+    momento_client *c = tu_fx.client;
     recorder r;
     rec_init(&r);
     momento_subscription *sub = (momento_subscription *)&r; /* must stay untouched */
@@ -318,15 +314,12 @@ static void test_refusals(void **state)
     assert_int_equal(r.ev[1].value_len, 5);
     finish(ok, &r);
     rec_destroy(&r);
-    momento_client_free(c);
-    momento_local_stop(s);
 }
 
 static void test_unknown_cache(void **state)
 {
     (void)state;
-    momento_local *s = start_server(0);
-    momento_client *c = tu_client(s, NULL);
+    momento_client *c = tu_fx.client;
     recorder r;
     rec_init(&r);
     momento_subscription *sub = NULL;
@@ -351,8 +344,6 @@ static void test_unknown_cache(void **state)
     momento_result_free(res);
     rec_destroy(&r);
     rec_destroy(&r2);
-    momento_client_free(c);
-    momento_local_stop(s);
 }
 
 /* Unsubscribing from the callback, freeing from it, unsubscribing twice,
@@ -360,8 +351,7 @@ static void test_unknown_cache(void **state)
 static void test_unsubscribe_paths(void **state)
 {
     (void)state;
-    momento_local *s = start_server(0);
-    momento_client *c = tu_client(s, NULL);
+    momento_client *c = tu_fx.client;
 
     recorder a;
     rec_init(&a);
@@ -396,13 +386,13 @@ static void test_unsubscribe_paths(void **state)
      * item after the END, or a second END, would have been counted by
      * now. */
     momento_client_free(c);
+    tu_fx.client = NULL; /* freed: not the teardown's to free */
     assert_int_equal(count_kind(&a, MOMENTO_TOPIC_ITEM), 1);
     assert_int_equal(count_kind(&b, MOMENTO_TOPIC_ITEM), 1);
     assert_int_equal(count_kind(&a, MOMENTO_TOPIC_END), 1);
     assert_int_equal(count_kind(&b, MOMENTO_TOPIC_END), 1);
     rec_destroy(&a);
     rec_destroy(&b);
-    momento_local_stop(s);
 }
 
 /* The client's free ends every subscription with MOMENTO_ERR_CLOSED:
@@ -410,8 +400,8 @@ static void test_unsubscribe_paths(void **state)
 static void test_client_free_ends_subscriptions(void **state)
 {
     (void)state;
-    momento_local *s = start_server(0);
-    momento_client *c = tu_client(s, NULL);
+    momento_local *s = tu_fx.server;
+    momento_client *c = tu_fx.client;
     recorder a, b;
     rec_init(&a);
     rec_init(&b);
@@ -440,6 +430,7 @@ static void test_client_free_ends_subscriptions(void **state)
     assert_int_equal(last_of(&w, MOMENTO_TOPIC_END)->error, MOMENTO_ERR_CLOSED);
 
     momento_client_free(c);
+    tu_fx.client = NULL; /* freed: not the teardown's to free */
     assert_int_equal(count_kind(&a, MOMENTO_TOPIC_END), 1);
     assert_int_equal(last_of(&a, MOMENTO_TOPIC_END)->error, MOMENTO_ERR_CLOSED);
     assert_int_equal(count_kind(&b, MOMENTO_TOPIC_END), 1);
@@ -448,7 +439,6 @@ static void test_client_free_ends_subscriptions(void **state)
     rec_destroy(&a);
     rec_destroy(&b);
     rec_destroy(&w);
-    momento_local_stop(s);
 }
 
 /* Checks that the ITEM events carry, in order, every number of `page`
@@ -487,8 +477,8 @@ static size_t check_nothing_lost_in_silence(recorder *r)
 static void test_resubscribes_after_stream_error(void **state)
 {
     (void)state;
-    momento_local *s = start_server(0);
-    momento_client *pub = tu_client(s, NULL);
+    momento_local *s = tu_fx.server;
+    momento_client *pub = tu_fx.client;
     momento_client *c = tu_client(s, NULL);
     assert_int_equal(momento__client_add_header(c, "request-id", "resub-1"), MOMENTO_OK);
     assert_int_equal(momento__client_add_header(c, "stream-error", "unavailable"), MOMENTO_OK);
@@ -520,16 +510,13 @@ static void test_resubscribes_after_stream_error(void **state)
     finish(sub, &r);
     rec_destroy(&r);
     momento_client_free(c);
-    momento_client_free(pub);
-    momento_local_stop(s);
 }
 
 /* An error the SDKs do not retry ends an established subscription. */
 static void test_unrecoverable_stream_error_ends(void **state)
 {
     (void)state;
-    momento_local *s = start_server(0);
-    momento_client *c = tu_client(s, NULL);
+    momento_client *c = tu_fx.client;
     assert_int_equal(momento__client_add_header(c, "stream-error", "not-found"), MOMENTO_OK);
     assert_int_equal(momento__client_add_header(c, "stream-error-rpcs", "topic-subscribe"),
                      MOMENTO_OK);
@@ -543,8 +530,6 @@ static void test_unrecoverable_stream_error_ends(void **state)
     assert_int_equal(count_kind(&r, MOMENTO_TOPIC_CONNECTION_LOST), 0);
     momento_subscription_free(sub);
     rec_destroy(&r);
-    momento_client_free(c);
-    momento_local_stop(s);
 }
 
 /* The server restarts mid-subscription (a new process would do the same:
@@ -640,8 +625,7 @@ static void test_idle_stream_is_resubscribed(void **state)
 static void test_first_message_timeout(void **state)
 {
     (void)state;
-    momento_local *s = start_server(0);
-    momento_client *c = tu_client(s, NULL);
+    momento_client *c = tu_fx.client;
     /* Held for good: only the first message's timeout can end it. */
     assert_int_equal(momento__client_add_header(c, "delay-ms", "999999999"), MOMENTO_OK);
     assert_int_equal(momento__client_add_header(c, "delay-rpcs", "topic-subscribe"), MOMENTO_OK);
@@ -660,16 +644,13 @@ static void test_first_message_timeout(void **state)
                  (int)r.ev[0].kind, (int)r.ev[1].kind, r.ev[0].error, r.ev[1].error);
     assert_int_equal(r.ev[0].error, MOMENTO_ERR_TIMEOUT);
     rec_destroy(&r);
-    momento_client_free(c);
-    momento_local_stop(s);
 }
 
 /* Heartbeats are counted, and delivered when asked for. */
 static void test_heartbeats(void **state)
 {
     (void)state;
-    momento_local *s = start_server(0);
-    momento_client *c = tu_client(s, NULL);
+    momento_client *c = tu_fx.client;
     recorder r;
     rec_init(&r);
     momento_subscription *sub = subscribe_heartbeats(c, "t", &r);
@@ -692,8 +673,6 @@ static void test_heartbeats(void **state)
     finish(sub, &q);
     rec_destroy(&r);
     rec_destroy(&q);
-    momento_client_free(c);
-    momento_local_stop(s);
 }
 
 /* An HTTP GET of `path` on 127.0.0.1:`port`: the status code, or -1. */
@@ -777,8 +756,7 @@ static void test_test_admin_blocks_and_unblocks(void **state)
 static void test_resume_from_position(void **state)
 {
     (void)state;
-    momento_local *s = start_server(0);
-    momento_client *c = tu_client(s, NULL);
+    momento_client *c = tu_fx.client;
     recorder r;
     rec_init(&r);
     momento_subscription *sub = subscribe(c, "t", &r, NULL);
@@ -802,8 +780,6 @@ static void test_resume_from_position(void **state)
     finish(sub, &q);
     rec_destroy(&r);
     rec_destroy(&q);
-    momento_client_free(c);
-    momento_local_stop(s);
 }
 
 /* A blocking subscribe from a subscription's own callback would wait for
@@ -811,8 +787,7 @@ static void test_resume_from_position(void **state)
 static void test_blocking_subscribe_from_callback(void **state)
 {
     (void)state;
-    momento_local *s = start_server(0);
-    momento_client *c = tu_client(s, NULL);
+    momento_client *c = tu_fx.client;
     recorder r;
     rec_init(&r);
     r.client = c;
@@ -824,8 +799,6 @@ static void test_blocking_subscribe_from_callback(void **state)
     r.client = NULL;
     finish(sub, &r);
     rec_destroy(&r);
-    momento_client_free(c);
-    momento_local_stop(s);
 }
 
 static bool wait_server_subscriptions(momento_local *s, uint64_t n, int timeout_ms)
@@ -844,8 +817,8 @@ static bool wait_server_subscriptions(momento_local *s, uint64_t n, int timeout_
 static void test_stream_channels(void **state)
 {
     (void)state;
-    momento_local *s = start_server(0);
-    momento_client *c = tu_client(s, NULL);
+    momento_local *s = tu_fx.server;
+    momento_client *c = tu_fx.client;
     enum { N = 150, CAP = 100 };
     recorder *recs = calloc(N, sizeof(*recs));
     momento_subscription **subs = calloc(N, sizeof(*subs));
@@ -866,6 +839,7 @@ static void test_stream_channels(void **state)
         rec_destroy(&recs[i]);
     }
     momento_client_free(c);
+    tu_fx.client = NULL; /* freed: not the teardown's to free */
 
     momento_config *cfg;
     assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
@@ -910,10 +884,8 @@ static void test_stream_channels(void **state)
             finish(subs[i], &recs[i]);
         rec_destroy(&recs[i]);
     }
-    momento_client_free(c);
     free(recs);
     free(subs);
-    momento_local_stop(s);
 }
 
 /* Subscriptions of one client to one topic share a server stream; each
@@ -922,8 +894,8 @@ static void test_stream_channels(void **state)
 static void test_subscriptions_share_a_stream(void **state)
 {
     (void)state;
-    momento_local *s = start_server(0);
-    momento_client *c = tu_client(s, NULL);
+    momento_local *s = tu_fx.server;
+    momento_client *c = tu_fx.client;
     /* Static: five recorders of MAX_EVENTS events are too much stack for
      * valgrind's main thread. */
     static recorder a, b, own;
@@ -995,8 +967,6 @@ static void test_subscriptions_share_a_stream(void **state)
     rec_destroy(&own);
     rec_destroy(&d1);
     rec_destroy(&d2);
-    momento_client_free(c);
-    momento_local_stop(s);
 }
 
 /* ---- against a fake server: what momento-local never sends --------------- */
@@ -1144,21 +1114,21 @@ static void test_invalid_utf8_text_is_bytes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_publish_and_receive_in_order),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_unknown_cache),
-        cmocka_unit_test(test_unsubscribe_paths),
-        cmocka_unit_test(test_client_free_ends_subscriptions),
-        cmocka_unit_test(test_resubscribes_after_stream_error),
-        cmocka_unit_test(test_unrecoverable_stream_error_ends),
+        tu_fixture_test(test_publish_and_receive_in_order),
+        tu_fixture_test(test_refusals),
+        tu_fixture_test(test_unknown_cache),
+        tu_fixture_test(test_unsubscribe_paths),
+        tu_fixture_test(test_client_free_ends_subscriptions),
+        tu_fixture_test(test_resubscribes_after_stream_error),
+        tu_fixture_test(test_unrecoverable_stream_error_ends),
         cmocka_unit_test(test_server_restart_nothing_lost_in_silence),
-        cmocka_unit_test(test_first_message_timeout),
+        tu_fixture_test(test_first_message_timeout),
         cmocka_unit_test(test_idle_stream_is_resubscribed),
-        cmocka_unit_test(test_heartbeats),
-        cmocka_unit_test(test_resume_from_position),
-        cmocka_unit_test(test_blocking_subscribe_from_callback),
-        cmocka_unit_test(test_subscriptions_share_a_stream),
-        cmocka_unit_test(test_stream_channels),
+        tu_fixture_test(test_heartbeats),
+        tu_fixture_test(test_resume_from_position),
+        tu_fixture_test(test_blocking_subscribe_from_callback),
+        tu_fixture_test(test_subscriptions_share_a_stream),
+        tu_fixture_test(test_stream_channels),
         cmocka_unit_test(test_test_admin_blocks_and_unblocks),
         cmocka_unit_test(test_gaps_repeats_and_garbage_from_a_server),
         cmocka_unit_test(test_invalid_utf8_text_is_bytes),
