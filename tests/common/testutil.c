@@ -234,22 +234,27 @@ void tu__ps_fault_header(momento_local *s, const momento_client *c, const char *
 
 tu_fixture tu_fx;
 
+/* tu_fx around `s`, for both setups; *state points to it. */
+static void fixture_begin(void **state, momento_local *s)
+{
+    tu_fx.server = s;
+    tu_fx.target = momento_local_endpoint(s);
+    tu_fx.reply = calloc(1, sizeof(*tu_fx.reply));
+    assert_non_null(tu_fx.reply);
+    *state = &tu_fx;
+}
+
 int tu_fixture_setup(void **state)
 {
-    tu_fx.server = tu_server(NULL);
-    tu_fx.target = momento_local_endpoint(tu_fx.server);
+    fixture_begin(state, tu_server(NULL));
     tu_fx.client = tu_client(tu_fx.server, NULL);
     tu_create_cache(tu_fx.client, "c");
-    *state = &tu_fx;
     return 0;
 }
 
 int tu_fixture_setup_server(void **state)
 {
-    tu_fx.server = tu_server_with_cache("c");
-    tu_fx.target = momento_local_endpoint(tu_fx.server);
-    tu_fx.client = NULL;
-    *state = &tu_fx;
+    fixture_begin(state, tu_server_with_cache("c"));
     return 0;
 }
 
@@ -258,6 +263,8 @@ int tu_fixture_teardown(void **state)
     (void)state;
     momento_client_free(tu_fx.client);
     momento_local_stop(tu_fx.server);
+    tu_raw_reply_free(tu_fx.reply);
+    free(tu_fx.reply);
     memset(&tu_fx, 0, sizeof(tu_fx));
     return 0;
 }

@@ -34,34 +34,15 @@ static const char *const cache_hdr[] = {"cache", "c"};
 static const char *const mismatch =
     "The stored type for this key is not compatible with this operation";
 
-/* One reply at a time, off the stack: tu_raw_reply holds two arrays of
- * 2,048 entries. */
-static tu_raw_reply *reply;
-
-/* tests/common's fixture, and the reply buffer. */
-static int setup(void **state)
-{
-    tu_fixture_setup_server(state);
-    reply = calloc(1, sizeof(*reply));
-    return reply ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    tu_raw_reply_free(reply);
-    free(reply);
-    return tu_fixture_teardown(state);
-}
-
 #define B(str) ((ProtobufCBinaryData){strlen(str), (uint8_t *)(str)})
 
 /* Packs `m` and calls `path` with `headers` (pairs); the reply is left in
- * `reply` until the next call. Returns the status. */
+ * `tu_fx.reply` until the next call. Returns the status. */
 static int call_with(const char *path, const ProtobufCMessage *m, const char *const *headers,
                      size_t n_headers)
 {
-    tu_raw_reply_free(reply);
-    return tu_raw_call_msg(tu_fx.target, path, headers, n_headers, m, reply);
+    tu_raw_reply_free(tu_fx.reply);
+    return tu_raw_call_msg(tu_fx.target, path, headers, n_headers, m, tu_fx.reply);
 }
 
 static int call(const char *path, const ProtobufCMessage *m)
@@ -88,9 +69,9 @@ static found get_with_hash(const ProtobufCBinaryData *key)
     found f = {.status = call(SCS "GetWithHash", &req.base)};
     if (f.status != ST_OK)
         return f;
-    assert_int_equal(reply->n_msgs, 1);
+    assert_int_equal(tu_fx.reply->n_msgs, 1);
     CacheClient__GetWithHashResponse *resp =
-        cache_client____get_with_hash_response__unpack(NULL, reply->lens[0], reply->msgs[0]);
+        cache_client____get_with_hash_response__unpack(NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
     assert_non_null(resp);
     if (resp->result_case == CACHE_CLIENT____GET_WITH_HASH_RESPONSE__RESULT_FOUND) {
         f.hit = true;
@@ -173,9 +154,9 @@ static stored set_if_hash_hdr(const ProtobufCBinaryData *key, const ProtobufCBin
     stored s = {.status = call_with(SCS "SetIfHash", &req.base, headers, n_headers)};
     if (s.status != ST_OK)
         return s;
-    assert_int_equal(reply->n_msgs, 1);
+    assert_int_equal(tu_fx.reply->n_msgs, 1);
     CacheClient__SetIfHashResponse *resp =
-        cache_client____set_if_hash_response__unpack(NULL, reply->lens[0], reply->msgs[0]);
+        cache_client____set_if_hash_response__unpack(NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
     assert_non_null(resp);
     if (resp->result_case == CACHE_CLIENT____SET_IF_HASH_RESPONSE__RESULT_STORED) {
         s.stored = true;
@@ -302,7 +283,7 @@ static void test_ttl_is_applied(void **state)
     req.cache_key = k;
     assert_int_equal(call(SCS "ItemGetTtl", &req.base), ST_OK);
     CacheClient__ItemGetTtlResponse *resp =
-        cache_client____item_get_ttl_response__unpack(NULL, reply->lens[0], reply->msgs[0]);
+        cache_client____item_get_ttl_response__unpack(NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
     assert_non_null(resp);
     assert_int_equal(resp->result_case, CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND);
     assert_true(resp->found->remaining_ttl_millis <= 100000);
@@ -338,7 +319,7 @@ static void test_refusals(void **state)
     ProtobufCBinaryData bv = {big, body};
     assert_int_equal(set_if_hash_hdr(&k, &bv, 0, UNCOND, NULL, 0, cache_hdr, 1).status,
                      ST_RESOURCE_EXHAUSTED);
-    assert_string_equal(reply->err, "item_size_limit_exceeded");
+    assert_string_equal(tu_fx.reply->err, "item_size_limit_exceeded");
     free(body);
 }
 
@@ -353,12 +334,12 @@ static void test_collection_is_a_type_mismatch(void **state)
     assert_int_equal(call(SCS "SetUnion", &add.base), ST_OK);
     found f = get_str("coll");
     assert_int_equal(f.status, ST_FAILED_PRECONDITION);
-    assert_string_equal(reply->details, mismatch);
+    assert_string_equal(tu_fx.reply->details, mismatch);
     static const cond hash_conds[] = {PRESENT_EQ, PRESENT_NE, ABSENT_OR_EQ, ABSENT_OR_NE};
     for (size_t i = 0; i < 4; i++) {
         assert_int_equal(set_if_hash("coll", "v", hash_conds[i], sha_abc, 32).status,
                          ST_FAILED_PRECONDITION);
-        assert_string_equal(reply->details, mismatch);
+        assert_string_equal(tu_fx.reply->details, mismatch);
     }
     /* Unconditional replaces it, as Set does. */
     stored s = set_if_hash("coll", "abc", UNCOND, NULL, 0);
@@ -428,5 +409,5 @@ int main(void)
         cmocka_unit_test(test_value_near_the_limit),
         cmocka_unit_test(test_fault_names),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_fixture_setup_server, tu_fixture_teardown);
 }

@@ -33,28 +33,11 @@ enum { ST_OK = 0, ST_INVALID_ARGUMENT = 3, ST_NOT_FOUND = 5, ST_PERMISSION_DENIE
 
 static const char *const cache_hdr[] = {"cache", "c"};
 
-static tu_raw_reply *reply; /* off the stack: two arrays of 2,048 entries */
-
-/* tests/common's fixture, and the reply buffer. */
-static int setup(void **state)
-{
-    tu_fixture_setup_server(state);
-    reply = calloc(1, sizeof(*reply));
-    return reply ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    tu_raw_reply_free(reply);
-    free(reply);
-    return tu_fixture_teardown(state);
-}
-
 static int call_to(const char *ep, const char *path, const ProtobufCMessage *m,
                    const char *const *headers, size_t n_headers)
 {
-    tu_raw_reply_free(reply);
-    return tu_raw_call_msg(ep, path, headers, n_headers, m, reply);
+    tu_raw_reply_free(tu_fx.reply);
+    return tu_raw_call_msg(ep, path, headers, n_headers, m, tu_fx.reply);
 }
 
 static int call(const char *path, const ProtobufCMessage *m)
@@ -129,10 +112,10 @@ static long length_of(const char *name)
     int st = call(LB "GetLeaderboardLength", &req.base);
     if (st != ST_OK)
         return -1 - st;
-    assert_int_equal(reply->n_msgs, 1);
+    assert_int_equal(tu_fx.reply->n_msgs, 1);
     Leaderboard__GetLeaderboardLengthResponse *resp =
-        leaderboard____get_leaderboard_length_response__unpack(NULL, reply->lens[0],
-                                                               reply->msgs[0]);
+        leaderboard____get_leaderboard_length_response__unpack(NULL, tu_fx.reply->lens[0],
+                                                               tu_fx.reply->msgs[0]);
     assert_non_null(resp);
     long n = resp->count;
     leaderboard____get_leaderboard_length_response__free_unpacked(resp, NULL);
@@ -144,9 +127,9 @@ static long length_of(const char *name)
  * for `cap`); their number. */
 static size_t ranked_of(el *out, size_t cap)
 {
-    assert_int_equal(reply->n_msgs, 1);
+    assert_int_equal(tu_fx.reply->n_msgs, 1);
     Leaderboard__GetByRankResponse *resp =
-        leaderboard____get_by_rank_response__unpack(NULL, reply->lens[0], reply->msgs[0]);
+        leaderboard____get_by_rank_response__unpack(NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
     assert_non_null(resp);
     size_t n = resp->n_elements;
     assert_true(n <= cap);
@@ -460,9 +443,9 @@ static void test_refusals(void **state)
     const char *nope[] = {"cache", "nope"};
     assert_int_equal(call_to(tu_fx.target, LB "GetLeaderboardLength", &len.base, nope, 1),
                      ST_NOT_FOUND);
-    tu_raw_reply_free(reply);
+    tu_raw_reply_free(tu_fx.reply);
     assert_int_equal(tu_raw_call(tu_fx.target, LB "UpsertElements", cache_hdr, 1, "\x1a\x05\x08", 3,
-                                 reply),
+                                 tu_fx.reply),
                      ST_INVALID_ARGUMENT);
     assert_int_equal(delete_board("ok"), ST_OK);
 }
@@ -620,7 +603,7 @@ static void test_names_and_caches(void **state)
     get.cache_key = set.cache_key;
     assert_int_equal(call("/cache_client.Scs/Get", &get.base), ST_OK);
     CacheClient__GetResponse *g =
-        cache_client____get_response__unpack(NULL, reply->lens[0], reply->msgs[0]);
+        cache_client____get_response__unpack(NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
     assert_non_null(g);
     assert_int_equal(g->result, CACHE_CLIENT__ECACHE_RESULT__Hit);
     cache_client____get_response__free_unpacked(g, NULL);
@@ -639,8 +622,8 @@ static void test_names_and_caches(void **state)
     len.leaderboard = "lb";
     assert_int_equal(call_to(tu_fx.target, LB "GetLeaderboardLength", &len.base, gone, 1), ST_OK);
     Leaderboard__GetLeaderboardLengthResponse *resp =
-        leaderboard____get_leaderboard_length_response__unpack(NULL, reply->lens[0],
-                                                               reply->msgs[0]);
+        leaderboard____get_leaderboard_length_response__unpack(NULL, tu_fx.reply->lens[0],
+                                                               tu_fx.reply->msgs[0]);
     assert_non_null(resp);
     assert_int_equal(resp->count, 0); /* a new cache of that name: empty */
     leaderboard____get_leaderboard_length_response__free_unpacked(resp, NULL);
@@ -678,8 +661,8 @@ static void test_max_memory(void **state)
     len.leaderboard = "big";
     assert_int_equal(call_to(ep, LB "GetLeaderboardLength", &len.base, cache_hdr, 1), ST_OK);
     Leaderboard__GetLeaderboardLengthResponse *resp =
-        leaderboard____get_leaderboard_length_response__unpack(NULL, reply->lens[0],
-                                                               reply->msgs[0]);
+        leaderboard____get_leaderboard_length_response__unpack(NULL, tu_fx.reply->lens[0],
+                                                               tu_fx.reply->msgs[0]);
     assert_non_null(resp);
     assert_int_equal(resp->count, (pages - 1) * PAGE); /* the refused page left no trace */
     leaderboard____get_leaderboard_length_response__free_unpacked(resp, NULL);
@@ -734,7 +717,7 @@ static char *mint(int role, const char *item)
     assert_int_equal(call_to(tu_fx.target, "/token.Token/GenerateDisposableToken", &req.base, NULL, 0),
                      ST_OK);
     Token__GenerateDisposableTokenResponse *resp =
-        token____generate_disposable_token_response__unpack(NULL, reply->lens[0], reply->msgs[0]);
+        token____generate_disposable_token_response__unpack(NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
     assert_non_null(resp);
     char *token = strdup(resp->api_key);
     token____generate_disposable_token_response__free_unpacked(resp, NULL);
@@ -774,7 +757,7 @@ static void test_token_scopes(void **state)
         assert_int_equal(call_to(tu_fx.target, LB "GetCompetitionRank", &comp.base, h, 2),
                          cases[i].read);
         if (cases[i].read == ST_PERMISSION_DENIED)
-            assert_string_equal(reply->details,
+            assert_string_equal(tu_fx.reply->details,
                                 "Insufficient permissions to perform this operation");
         free(token);
     }
@@ -814,5 +797,5 @@ int main(void)
         cmocka_unit_test(test_token_scopes),
         cmocka_unit_test(test_fault_names),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_fixture_setup_server, tu_fixture_teardown);
 }
