@@ -50,8 +50,8 @@ void tu_create_cache(momento_client *c, const char *cache);
  * run one at a time in a process). */
 typedef struct tu_fixture {
     momento_local *server;
-    momento_client *client; /* NULL after tu_fixture_setup_server() */
-    const char *target;     /* the server's "127.0.0.1:port", for tu_raw_call() */
+    momento_client *client;     /* NULL after tu_fixture_setup_server() */
+    const char *target;         /* the server's "127.0.0.1:port", for tu_raw_call() */
     struct tu_raw_reply *reply; /* a raw call's reply, off the stack (it is large) */
 } tu_fixture;
 extern tu_fixture tu_fx;

@@ -63,9 +63,9 @@ static void test_dictionary_roundtrip(void **state)
     size_t field_lens[] = {1, 0, 1};
     const void *values[] = {"two", "empty-field", "one"};
     size_t value_lens[] = {3, 11, 3};
-    assert_int_equal(momento_dictionary_set_fields_sync(tu_fx.client, "c", MOMENTO_STR("d1"), fields,
-                                                        field_lens, values, value_lens, 3, NULL,
-                                                        NULL, NULL),
+    assert_int_equal(momento_dictionary_set_fields_sync(tu_fx.client, "c", MOMENTO_STR("d1"),
+                                                        fields, field_lens, values, value_lens, 3,
+                                                        NULL, NULL, NULL),
                      MOMENTO_OK);
 
     /* Fetch: every entry, "a" overwritten, the empty field kept. */
@@ -133,8 +133,8 @@ static void test_dictionary_roundtrip(void **state)
     momento_result_free(r);
 
     /* Removing every field deletes the dictionary: a miss, no type left. */
-    assert_int_equal(momento_dictionary_remove_fields_sync(tu_fx.client, "c", MOMENTO_STR("d1"), fields,
-                                                           field_lens, 2, NULL, NULL),
+    assert_int_equal(momento_dictionary_remove_fields_sync(tu_fx.client, "c", MOMENTO_STR("d1"),
+                                                           fields, field_lens, 2, NULL, NULL),
                      MOMENTO_OK);
     assert_int_equal(momento_dictionary_remove_field_sync(tu_fx.client, "c", MOMENTO_STR("d1"),
                                                           MOMENTO_STR("a"), NULL, &r),
@@ -237,17 +237,19 @@ static void test_set_roundtrip(void **state)
     momento_result *r;
     const void *els[] = {"a", "b", "c", "b", ""};
     size_t lens[] = {1, 1, 1, 1, 0};
-    assert_int_equal(
-        momento_set_add_elements_sync(tu_fx.client, "c", MOMENTO_STR("s1"), els, lens, 5, NULL, NULL, &r),
-        MOMENTO_OK);
+    assert_int_equal(momento_set_add_elements_sync(tu_fx.client, "c", MOMENTO_STR("s1"), els, lens,
+                                                   5, NULL, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
-    assert_int_equal(momento_set_fetch_sync(tu_fx.client, "c", MOMENTO_STR("s1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_fetch_sync(tu_fx.client, "c", MOMENTO_STR("s1"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_item_count(r), 4); /* duplicates once */
     assert_true(set_has(r, "a") && set_has(r, "b") && set_has(r, "c") && set_has(r, ""));
     momento_result_free(r);
-    assert_int_equal(momento_set_length_sync(tu_fx.client, "c", MOMENTO_STR("s1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_length_sync(tu_fx.client, "c", MOMENTO_STR("s1"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 4);
     momento_result_free(r);
 
@@ -287,18 +289,22 @@ static void test_set_roundtrip(void **state)
     assert_int_equal(momento_set_remove_element_sync(tu_fx.client, "c", MOMENTO_STR("s1"),
                                                      MOMENTO_STR("a"), NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_set_pop_sync(tu_fx.client, "c", MOMENTO_STR("s1"), 2, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_pop_sync(tu_fx.client, "c", MOMENTO_STR("s1"), 2, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_item_count(r), 2);
     assert_false(set_has(r, "a"));
     momento_result_free(r);
-    assert_int_equal(momento_set_pop_sync(tu_fx.client, "c", MOMENTO_STR("s1"), 5, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_pop_sync(tu_fx.client, "c", MOMENTO_STR("s1"), 5, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_item_count(r), 1);
     momento_result_free(r);
-    assert_int_equal(momento_set_fetch_sync(tu_fx.client, "c", MOMENTO_STR("s1"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_fetch_sync(tu_fx.client, "c", MOMENTO_STR("s1"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
-    assert_int_equal(momento_set_pop_sync(tu_fx.client, "c", MOMENTO_STR("s1"), 1, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_set_pop_sync(tu_fx.client, "c", MOMENTO_STR("s1"), 1, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
     /* Removing from a missing set succeeds. */
@@ -315,10 +321,11 @@ static void test_type_mismatch(void **state)
     assert_int_equal(
         momento_set_sync(tu_fx.client, "c", MOMENTO_STR("scalar"), MOMENTO_STR("v"), 0, NULL, NULL),
         MOMENTO_OK);
-    momento_set_add_element_sync(tu_fx.client, "c", MOMENTO_STR("a-set"), MOMENTO_STR("x"), NULL, NULL,
-                                 NULL);
-    assert_int_equal(momento_dictionary_fetch_sync(tu_fx.client, "c", MOMENTO_STR("scalar"), NULL, &r),
-                     MOMENTO_ERR_FAILED_PRECONDITION);
+    momento_set_add_element_sync(tu_fx.client, "c", MOMENTO_STR("a-set"), MOMENTO_STR("x"), NULL,
+                                 NULL, NULL);
+    assert_int_equal(
+        momento_dictionary_fetch_sync(tu_fx.client, "c", MOMENTO_STR("scalar"), NULL, &r),
+        MOMENTO_ERR_FAILED_PRECONDITION);
     assert_int_equal(momento_result_grpc_status(r), 9);
     momento_result_free(r);
     assert_int_equal(momento_dictionary_set_field_sync(tu_fx.client, "c", MOMENTO_STR("a-set"),
@@ -364,47 +371,49 @@ static void test_refusals(void **state)
     size_t bad_len[] = {3};
     momento_collection_ttl huge = {MOMENTO_MAX_TTL_MS + 1, 1};
     uint64_t before = momento_local_rpc_count(tu_fx.server, "SetUnion", -1);
-    assert_int_equal(
-        momento_set_add_element(tu_fx.client, "c", NULL, 0, MOMENTO_STR("x"), NULL, NULL, noop_cb, NULL),
-        MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(
-        momento_set_add_element(tu_fx.client, "c", "", 0, MOMENTO_STR("x"), NULL, NULL, noop_cb, NULL),
-        MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(
-        momento_set_add_element(tu_fx.client, "c", MOMENTO_STR("s"), NULL, 1, NULL, NULL, noop_cb, NULL),
-        MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_elements(tu_fx.client, "c", MOMENTO_STR("s"), one, one_len, 0, NULL,
-                                              NULL, noop_cb, NULL),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_elements(tu_fx.client, "c", MOMENTO_STR("s"), bad, bad_len, 1, NULL,
-                                              NULL, noop_cb, NULL),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_elements(tu_fx.client, "c", MOMENTO_STR("s"), NULL, one_len, 1, NULL,
-                                              NULL, noop_cb, NULL),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_element(tu_fx.client, "c", MOMENTO_STR("s"), MOMENTO_STR("x"), &huge,
+    assert_int_equal(momento_set_add_element(tu_fx.client, "c", NULL, 0, MOMENTO_STR("x"), NULL,
                                              NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_element(tu_fx.client, "c\t", MOMENTO_STR("s"), MOMENTO_STR("x"),
-                                             NULL, NULL, noop_cb, NULL),
+    assert_int_equal(momento_set_add_element(tu_fx.client, "c", "", 0, MOMENTO_STR("x"), NULL, NULL,
+                                             noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_add_element(tu_fx.client, "c", MOMENTO_STR("s"), MOMENTO_STR("x"), NULL,
-                                             NULL, NULL, NULL),
+    assert_int_equal(momento_set_add_element(tu_fx.client, "c", MOMENTO_STR("s"), NULL, 1, NULL,
+                                             NULL, noop_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_set_add_elements(tu_fx.client, "c", MOMENTO_STR("s"), one, one_len, 0,
+                                              NULL, NULL, noop_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_set_add_elements(tu_fx.client, "c", MOMENTO_STR("s"), bad, bad_len, 1,
+                                              NULL, NULL, noop_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_set_add_elements(tu_fx.client, "c", MOMENTO_STR("s"), NULL, one_len, 1,
+                                              NULL, NULL, noop_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_set_add_element(tu_fx.client, "c", MOMENTO_STR("s"), MOMENTO_STR("x"),
+                                             &huge, NULL, noop_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_set_add_element(tu_fx.client, "c\t", MOMENTO_STR("s"),
+                                             MOMENTO_STR("x"), NULL, NULL, noop_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_set_add_element(tu_fx.client, "c", MOMENTO_STR("s"), MOMENTO_STR("x"),
+                                             NULL, NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_set_pop(tu_fx.client, "c", MOMENTO_STR("s"), 0, NULL, noop_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_dictionary_set_fields(tu_fx.client, "c", MOMENTO_STR("d"), one, one_len,
-                                                   NULL, one_len, 1, NULL, NULL, noop_cb, NULL),
+    assert_int_equal(momento_dictionary_set_fields(tu_fx.client, "c", MOMENTO_STR("d"), one,
+                                                   one_len, NULL, one_len, 1, NULL, NULL, noop_cb,
+                                                   NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(
-        momento_dictionary_get_field(tu_fx.client, "c", MOMENTO_STR("d"), NULL, 2, NULL, noop_cb, NULL),
-        MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_dictionary_get_field(tu_fx.client, "c", MOMENTO_STR("d"), NULL, 2,
+                                                  NULL, noop_cb, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
     /* Larger than one request can carry. */
     size_t big = 11u * 1024 * 1024;
     char *v = calloc(1, big);
     assert_non_null(v);
-    assert_int_equal(momento_dictionary_set_field(tu_fx.client, "c", MOMENTO_STR("d"), MOMENTO_STR("f"),
-                                                  v, big, NULL, NULL, noop_cb, NULL),
+    assert_int_equal(momento_dictionary_set_field(tu_fx.client, "c", MOMENTO_STR("d"),
+                                                  MOMENTO_STR("f"), v, big, NULL, NULL, noop_cb,
+                                                  NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     free(v);
     momento_result *r = (momento_result *)1;

@@ -64,8 +64,9 @@ static void check_items(const momento_result *r, const char *want, int scored)
 static void check_fetch(const char *list, int32_t start, int32_t end, const char *want)
 {
     momento_result *r;
-    assert_int_equal(momento_list_fetch_sync(tu_fx.client, "c", MOMENTO_STR(list), start, end, NULL, &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_list_fetch_sync(tu_fx.client, "c", MOMENTO_STR(list), start, end, NULL, &r),
+        MOMENTO_OK);
     if (momento_result_outcome(r) != MOMENTO_OUTCOME_HIT)
         fail_msg("fetch [%d, %d) of %s: outcome %d, want a HIT", start, end, list,
                  (int)momento_result_outcome(r));
@@ -77,8 +78,8 @@ static void check_rank_fetch(const char *set, int32_t start, int32_t end, moment
                              const char *want)
 {
     momento_result *r;
-    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(tu_fx.client, "c", MOMENTO_STR(set), start,
-                                                           end, order, NULL, &r),
+    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(tu_fx.client, "c", MOMENTO_STR(set),
+                                                           start, end, order, NULL, &r),
                      MOMENTO_OK);
     check_items(r, want, 1);
     momento_result_free(r);
@@ -88,8 +89,9 @@ static void check_score_fetch(const char *set, double min, double max, momento_o
                               uint32_t offset, uint32_t count, const char *want)
 {
     momento_result *r;
-    assert_int_equal(momento_sorted_set_fetch_by_score_sync(tu_fx.client, "c", MOMENTO_STR(set), min, max,
-                                                            order, offset, count, NULL, &r),
+    assert_int_equal(momento_sorted_set_fetch_by_score_sync(tu_fx.client, "c", MOMENTO_STR(set),
+                                                            min, max, order, offset, count, NULL,
+                                                            &r),
                      MOMENTO_OK);
     check_items(r, want, 1);
     momento_result_free(r);
@@ -114,8 +116,8 @@ static void check_list_length(const char *list, int64_t want)
 static void push_back(const char *list, const char *value, uint32_t truncate, int64_t want_len)
 {
     momento_result *r;
-    assert_int_equal(momento_list_push_back_sync(tu_fx.client, "c", MOMENTO_STR(list), MOMENTO_STR(value),
-                                                 truncate, NULL, NULL, &r),
+    assert_int_equal(momento_list_push_back_sync(tu_fx.client, "c", MOMENTO_STR(list),
+                                                 MOMENTO_STR(value), truncate, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_result_int(r), want_len);
@@ -139,8 +141,8 @@ static void make_digits(const char *list)
     const void *v[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
     size_t l[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     momento_result *r;
-    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR(list), v, l, N(v),
-                                                        0, NULL, NULL, &r),
+    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR(list), v, l,
+                                                        N(v), 0, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 10);
     momento_result_free(r);
@@ -178,8 +180,8 @@ static void test_list_push_fetch(void **state)
     /* Concatenated at the front, the values keep their own order. */
     const void *front[] = {"x", "y"};
     size_t front_lens[] = {1, 1};
-    assert_int_equal(momento_list_concatenate_front_sync(tu_fx.client, "c", MOMENTO_STR("l1"), front,
-                                                         front_lens, 2, 0, NULL, NULL, &r),
+    assert_int_equal(momento_list_concatenate_front_sync(tu_fx.client, "c", MOMENTO_STR("l1"),
+                                                         front, front_lens, 2, 0, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 7);
     momento_result_free(r);
@@ -260,15 +262,15 @@ static void test_list_truncate(void **state)
 
     const void *abc[] = {"a", "b", "c"};
     size_t one[] = {1, 1, 1};
-    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR("l3"), abc, one, 3,
-                                                        4, NULL, NULL, &r),
+    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR("l3"), abc,
+                                                        one, 3, 4, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 4);
     momento_result_free(r);
     check_fetch("l3", 0, MOMENTO_END, "5,a,b,c");
     const void *pq[] = {"p", "q"};
-    assert_int_equal(momento_list_concatenate_front_sync(tu_fx.client, "c", MOMENTO_STR("l3"), pq, one, 2,
-                                                         3, NULL, NULL, &r),
+    assert_int_equal(momento_list_concatenate_front_sync(tu_fx.client, "c", MOMENTO_STR("l3"), pq,
+                                                         one, 2, 3, NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_int(r), 3);
     momento_result_free(r);
@@ -281,13 +283,13 @@ static void test_list_pop_remove_retain(void **state)
     momento_result *r;
     const void *v[] = {"a", "b", "a", "c", "a"};
     size_t l[] = {1, 1, 1, 1, 1};
-    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR("l4"), v, l, N(v),
-                                                        0, NULL, NULL, NULL),
+    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR("l4"), v, l,
+                                                        N(v), 0, NULL, NULL, NULL),
                      MOMENTO_OK);
     /* Every "a" goes; a value not in the list, or no list, is no error. */
-    assert_int_equal(
-        momento_list_remove_value_sync(tu_fx.client, "c", MOMENTO_STR("l4"), MOMENTO_STR("a"), NULL, &r),
-        MOMENTO_OK);
+    assert_int_equal(momento_list_remove_value_sync(tu_fx.client, "c", MOMENTO_STR("l4"),
+                                                    MOMENTO_STR("a"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
     check_fetch("l4", 0, MOMENTO_END, "b,c");
@@ -331,14 +333,15 @@ static void test_list_pop_remove_retain(void **state)
 
     /* Retain keeps a slice, with the same index rules as fetch. */
     make_digits("l5");
-    assert_int_equal(momento_list_retain_sync(tu_fx.client, "c", MOMENTO_STR("l5"), 2, 8, NULL, NULL, &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_list_retain_sync(tu_fx.client, "c", MOMENTO_STR("l5"), 2, 8, NULL, NULL, &r),
+        MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
     check_fetch("l5", 0, MOMENTO_END, "2,3,4,5,6,7");
-    assert_int_equal(
-        momento_list_retain_sync(tu_fx.client, "c", MOMENTO_STR("l5"), -3, MOMENTO_END, NULL, NULL, NULL),
-        MOMENTO_OK);
+    assert_int_equal(momento_list_retain_sync(tu_fx.client, "c", MOMENTO_STR("l5"), -3, MOMENTO_END,
+                                              NULL, NULL, NULL),
+                     MOMENTO_OK);
     check_fetch("l5", 0, MOMENTO_END, "5,6,7");
     assert_int_equal(
         momento_list_retain_sync(tu_fx.client, "c", MOMENTO_STR("l5"), 1, -1, NULL, NULL, NULL),
@@ -359,11 +362,11 @@ static void test_list_ttl(void **state)
     momento_result *r;
     momento_collection_ttl minute = {60000, 1};
     momento_collection_ttl hour_keep = {3600000, 0};
-    assert_int_equal(momento_list_push_back_sync(tu_fx.client, "c", MOMENTO_STR("l6"), MOMENTO_STR("v"),
-                                                 0, &minute, NULL, NULL),
+    assert_int_equal(momento_list_push_back_sync(tu_fx.client, "c", MOMENTO_STR("l6"),
+                                                 MOMENTO_STR("v"), 0, &minute, NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_list_push_back_sync(tu_fx.client, "c", MOMENTO_STR("l6"), MOMENTO_STR("w"),
-                                                 0, &hour_keep, NULL, NULL),
+    assert_int_equal(momento_list_push_back_sync(tu_fx.client, "c", MOMENTO_STR("l6"),
+                                                 MOMENTO_STR("w"), 0, &hour_keep, NULL, NULL),
                      MOMENTO_OK);
     assert_int_equal(momento_item_get_ttl_sync(tu_fx.client, "c", MOMENTO_STR("l6"), NULL, &r),
                      MOMENTO_OK);
@@ -372,9 +375,9 @@ static void test_list_ttl(void **state)
     assert_true(momento_result_ttl_ms(r) > 30000);
     momento_result_free(r);
     momento_collection_ttl hour = {3600000, 1};
-    assert_int_equal(
-        momento_list_retain_sync(tu_fx.client, "c", MOMENTO_STR("l6"), 0, MOMENTO_END, &hour, NULL, NULL),
-        MOMENTO_OK);
+    assert_int_equal(momento_list_retain_sync(tu_fx.client, "c", MOMENTO_STR("l6"), 0, MOMENTO_END,
+                                              &hour, NULL, NULL),
+                     MOMENTO_OK);
     assert_int_equal(momento_item_get_ttl_sync(tu_fx.client, "c", MOMENTO_STR("l6"), NULL, &r),
                      MOMENTO_OK);
     assert_true(momento_result_ttl_ms(r) > 60000);
@@ -495,8 +498,9 @@ static void test_sorted_set_by_score(void **state)
                 {4.5, INFINITY, 1}, {-INFINITY, 1, 1},
                 {6, 7, 0},          {3, 3, 1}};
     for (size_t i = 0; i < N(lens); i++) {
-        assert_int_equal(momento_sorted_set_length_by_score_sync(
-                             tu_fx.client, "c", MOMENTO_STR("z2"), lens[i].min, lens[i].max, NULL, &r),
+        assert_int_equal(momento_sorted_set_length_by_score_sync(tu_fx.client, "c",
+                                                                 MOMENTO_STR("z2"), lens[i].min,
+                                                                 lens[i].max, NULL, &r),
                          MOMENTO_OK);
         assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
         if (momento_result_int(r) != lens[i].want)
@@ -510,8 +514,8 @@ static void check_range_fetch(const char *set, const momento_score_range *range,
                               momento_order order, const char *want)
 {
     momento_result *r;
-    assert_int_equal(momento_sorted_set_fetch_by_score_range_sync(tu_fx.client, "c", MOMENTO_STR(set),
-                                                                  range, order, 0, 0, NULL, &r),
+    assert_int_equal(momento_sorted_set_fetch_by_score_range_sync(
+                         tu_fx.client, "c", MOMENTO_STR(set), range, order, 0, 0, NULL, &r),
                      MOMENTO_OK);
     check_items(r, want, 1);
     momento_result_free(r);
@@ -520,8 +524,8 @@ static void check_range_fetch(const char *set, const momento_score_range *range,
 static void check_range_length(const char *set, const momento_score_range *range, int64_t want)
 {
     momento_result *r;
-    assert_int_equal(momento_sorted_set_length_by_score_range_sync(tu_fx.client, "c", MOMENTO_STR(set),
-                                                                   range, NULL, &r),
+    assert_int_equal(momento_sorted_set_length_by_score_range_sync(
+                         tu_fx.client, "c", MOMENTO_STR(set), range, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_int(r), want);
@@ -586,10 +590,10 @@ static void test_sorted_set_exclusive_bounds(void **state)
     check_range_length("zx", MOMENTO_SCORE_RANGE(.min = {NAN, MOMENTO_UNBOUNDED}, .max = EXC(4)),
                        4);
     /* A missing set is a MISS whatever the range. */
-    assert_int_equal(momento_sorted_set_length_by_score_range_sync(
-                         tu_fx.client, "c", MOMENTO_STR("zx-none"),
-                         MOMENTO_SCORE_RANGE(.min = EXC(0)), NULL, &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_sorted_set_length_by_score_range_sync(tu_fx.client, "c", MOMENTO_STR("zx-none"),
+                                                      MOMENTO_SCORE_RANGE(.min = EXC(0)), NULL, &r),
+        MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
 }
@@ -654,8 +658,9 @@ static void test_sorted_set_scores_ranks(void **state)
     check_rank("z3", "nope", MOMENTO_ASCENDING, -1);
 
     /* Increments answer the new score and move the element. */
-    assert_int_equal(momento_sorted_set_increment_score_sync(
-                         tu_fx.client, "c", MOMENTO_STR("z3"), MOMENTO_STR("e1"), 10.5, NULL, NULL, &r),
+    assert_int_equal(momento_sorted_set_increment_score_sync(tu_fx.client, "c", MOMENTO_STR("z3"),
+                                                             MOMENTO_STR("e1"), 10.5, NULL, NULL,
+                                                             &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     check_score(momento_result_score(r), 11.5);
@@ -663,14 +668,16 @@ static void test_sorted_set_scores_ranks(void **state)
     check_rank("z3", "e1", MOMENTO_DESCENDING, 0);
     check_one_score("z3", "e1", 1, 11.5);
     /* A missing element, or set, starts from 0. */
-    assert_int_equal(momento_sorted_set_increment_score_sync(
-                         tu_fx.client, "c", MOMENTO_STR("z3"), MOMENTO_STR("new"), -2, NULL, NULL, &r),
+    assert_int_equal(momento_sorted_set_increment_score_sync(tu_fx.client, "c", MOMENTO_STR("z3"),
+                                                             MOMENTO_STR("new"), -2, NULL, NULL,
+                                                             &r),
                      MOMENTO_OK);
     check_score(momento_result_score(r), -2);
     momento_result_free(r);
     check_rank("z3", "new", MOMENTO_ASCENDING, 0);
-    assert_int_equal(momento_sorted_set_increment_score_sync(
-                         tu_fx.client, "c", MOMENTO_STR("z4"), MOMENTO_STR("x"), 0.25, NULL, NULL, &r),
+    assert_int_equal(momento_sorted_set_increment_score_sync(tu_fx.client, "c", MOMENTO_STR("z4"),
+                                                             MOMENTO_STR("x"), 0.25, NULL, NULL,
+                                                             &r),
                      MOMENTO_OK);
     check_score(momento_result_score(r), 0.25);
     momento_result_free(r);
@@ -684,14 +691,14 @@ static void test_sorted_set_scores_ranks(void **state)
     momento_result_free(r);
     const void *rm[] = {"e2", "nope", "e3"};
     size_t rm_lens[] = {2, 4, 2};
-    assert_int_equal(momento_sorted_set_remove_elements_sync(tu_fx.client, "c", MOMENTO_STR("z3"), rm,
-                                                             rm_lens, 3, NULL, NULL),
+    assert_int_equal(momento_sorted_set_remove_elements_sync(tu_fx.client, "c", MOMENTO_STR("z3"),
+                                                             rm, rm_lens, 3, NULL, NULL),
                      MOMENTO_OK);
     check_rank_fetch("z3", 0, MOMENTO_END, MOMENTO_ASCENDING, "new:-2,e4:4,e5:5");
     const void *rest[] = {"new", "e4", "e5"};
     size_t rest_lens[] = {3, 2, 2};
-    assert_int_equal(momento_sorted_set_remove_elements_sync(tu_fx.client, "c", MOMENTO_STR("z3"), rest,
-                                                             rest_lens, 3, NULL, NULL),
+    assert_int_equal(momento_sorted_set_remove_elements_sync(tu_fx.client, "c", MOMENTO_STR("z3"),
+                                                             rest, rest_lens, 3, NULL, NULL),
                      MOMENTO_OK);
     assert_int_equal(momento_sorted_set_length_sync(tu_fx.client, "c", MOMENTO_STR("z3"), NULL, &r),
                      MOMENTO_OK);
@@ -723,16 +730,17 @@ static void test_sorted_set_union_store(void **state)
     const void *av[] = {"x", "y"}, *bv[] = {"y", "z"};
     size_t lens[] = {1, 1};
     double as[] = {1, 2}, bs[] = {10, 5};
-    assert_int_equal(momento_sorted_set_put_elements_sync(tu_fx.client, "c", MOMENTO_STR("u-a"), av, lens,
-                                                          as, 2, NULL, NULL, NULL),
+    assert_int_equal(momento_sorted_set_put_elements_sync(tu_fx.client, "c", MOMENTO_STR("u-a"), av,
+                                                          lens, as, 2, NULL, NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_sorted_set_put_elements_sync(tu_fx.client, "c", MOMENTO_STR("u-b"), bv, lens,
-                                                          bs, 2, NULL, NULL, NULL),
+    assert_int_equal(momento_sorted_set_put_elements_sync(tu_fx.client, "c", MOMENTO_STR("u-b"), bv,
+                                                          lens, bs, 2, NULL, NULL, NULL),
                      MOMENTO_OK);
     momento_sorted_set_source src[] = {{"u-a", 3, 1.0f}, {"u-b", 3, 2.0f}, {"u-none", 6, 9.0f}};
     momento_result *r = NULL;
-    assert_int_equal(momento_sorted_set_union_store_sync(tu_fx.client, "c", MOMENTO_STR("u-sum"), src, 3,
-                                                         MOMENTO_AGGREGATE_SUM, 0, NULL, &r),
+    assert_int_equal(momento_sorted_set_union_store_sync(tu_fx.client, "c", MOMENTO_STR("u-sum"),
+                                                         src, 3, MOMENTO_AGGREGATE_SUM, 0, NULL,
+                                                         &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_result_int(r), 3);
@@ -740,12 +748,14 @@ static void test_sorted_set_union_store(void **state)
     assert_true(score_of("u-sum", "x") == 1.0);
     assert_true(score_of("u-sum", "y") == 2.0 + 20.0);
     assert_true(score_of("u-sum", "z") == 10.0);
-    assert_int_equal(momento_sorted_set_union_store_sync(tu_fx.client, "c", MOMENTO_STR("u-min"), src, 2,
-                                                         MOMENTO_AGGREGATE_MIN, 0, NULL, NULL),
+    assert_int_equal(momento_sorted_set_union_store_sync(tu_fx.client, "c", MOMENTO_STR("u-min"),
+                                                         src, 2, MOMENTO_AGGREGATE_MIN, 0, NULL,
+                                                         NULL),
                      MOMENTO_OK);
     assert_true(score_of("u-min", "y") == 2.0);
-    assert_int_equal(momento_sorted_set_union_store_sync(tu_fx.client, "c", MOMENTO_STR("u-max"), src, 2,
-                                                         MOMENTO_AGGREGATE_MAX, 0, NULL, NULL),
+    assert_int_equal(momento_sorted_set_union_store_sync(tu_fx.client, "c", MOMENTO_STR("u-max"),
+                                                         src, 2, MOMENTO_AGGREGATE_MAX, 0, NULL,
+                                                         NULL),
                      MOMENTO_OK);
     assert_true(score_of("u-max", "y") == 20.0);
 
@@ -770,8 +780,8 @@ static void test_sorted_set_union_store(void **state)
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(momento_refusal_reason(), "source 0's weight"));
     momento_sorted_set_source empty_name[] = {{"", 0, 1.0f}};
-    assert_int_equal(momento_sorted_set_union_store(tu_fx.client, "c", MOMENTO_STR("u"), empty_name, 1,
-                                                    MOMENTO_AGGREGATE_SUM, 0, NULL, tu_count_cb,
+    assert_int_equal(momento_sorted_set_union_store(tu_fx.client, "c", MOMENTO_STR("u"), empty_name,
+                                                    1, MOMENTO_AGGREGATE_SUM, 0, NULL, tu_count_cb,
                                                     NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(momento_refusal_reason(), "source 0"));
@@ -795,18 +805,19 @@ static void test_type_mismatch(void **state)
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_ERROR);
     assert_int_equal(momento_result_grpc_status(r), 9);
     momento_result_free(r);
-    assert_int_equal(
-        momento_list_fetch_sync(tu_fx.client, "c", MOMENTO_STR("scalar"), 0, MOMENTO_END, NULL, NULL),
-        MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(momento_list_fetch_sync(tu_fx.client, "c", MOMENTO_STR("scalar"), 0,
+                                             MOMENTO_END, NULL, NULL),
+                     MOMENTO_ERR_FAILED_PRECONDITION);
     assert_int_equal(momento_list_length_sync(tu_fx.client, "c", MOMENTO_STR("a-zset"), NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_list_pop_front_sync(tu_fx.client, "c", MOMENTO_STR("a-zset"), NULL, NULL),
-                     MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(
+        momento_list_pop_front_sync(tu_fx.client, "c", MOMENTO_STR("a-zset"), NULL, NULL),
+        MOMENTO_ERR_FAILED_PRECONDITION);
     assert_int_equal(momento_sorted_set_put_element_sync(tu_fx.client, "c", MOMENTO_STR("a-list"),
                                                          MOMENTO_STR("y"), 2, NULL, NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
-    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(tu_fx.client, "c", MOMENTO_STR("scalar"), 0,
-                                                           MOMENTO_END, MOMENTO_ASCENDING, NULL,
+    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(tu_fx.client, "c", MOMENTO_STR("scalar"),
+                                                           0, MOMENTO_END, MOMENTO_ASCENDING, NULL,
                                                            NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
     assert_int_equal(momento_sorted_set_get_score_sync(tu_fx.client, "c", MOMENTO_STR("a-list"),
@@ -854,18 +865,18 @@ static void test_async(void **state)
     grab g = {0};
     tu_counter_init(&g.k);
     momento_result *r;
-    r = await(&g, momento_list_push_back(tu_fx.client, "c", MOMENTO_STR("l7"), MOMENTO_STR("one"), 0,
-                                         NULL, NULL, grab_cb, &g));
+    r = await(&g, momento_list_push_back(tu_fx.client, "c", MOMENTO_STR("l7"), MOMENTO_STR("one"),
+                                         0, NULL, NULL, grab_cb, &g));
     assert_int_equal(momento_result_int(r), 1);
     momento_result_free(r);
     const void *v[] = {"two", "three"};
     size_t l[] = {3, 5};
-    r = await(&g, momento_list_concatenate_back(tu_fx.client, "c", MOMENTO_STR("l7"), v, l, 2, 0, NULL,
-                                                NULL, grab_cb, &g));
+    r = await(&g, momento_list_concatenate_back(tu_fx.client, "c", MOMENTO_STR("l7"), v, l, 2, 0,
+                                                NULL, NULL, grab_cb, &g));
     assert_int_equal(momento_result_int(r), 3);
     momento_result_free(r);
-    r = await(
-        &g, momento_list_fetch(tu_fx.client, "c", MOMENTO_STR("l7"), 1, MOMENTO_END, NULL, grab_cb, &g));
+    r = await(&g, momento_list_fetch(tu_fx.client, "c", MOMENTO_STR("l7"), 1, MOMENTO_END, NULL,
+                                     grab_cb, &g));
     check_items(r, "two,three", 0);
     momento_result_free(r);
     r = await(&g, momento_list_pop_back(tu_fx.client, "c", MOMENTO_STR("l7"), NULL, grab_cb, &g));
@@ -876,12 +887,12 @@ static void test_async(void **state)
     assert_int_equal(momento_result_int(r), 2);
     momento_result_free(r);
 
-    r = await(&g, momento_sorted_set_put_element(tu_fx.client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
-                                                 7.25, NULL, NULL, grab_cb, &g));
+    r = await(&g, momento_sorted_set_put_element(tu_fx.client, "c", MOMENTO_STR("z5"),
+                                                 MOMENTO_STR("m"), 7.25, NULL, NULL, grab_cb, &g));
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
-    r = await(&g, momento_sorted_set_get_score(tu_fx.client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
-                                               NULL, grab_cb, &g));
+    r = await(&g, momento_sorted_set_get_score(tu_fx.client, "c", MOMENTO_STR("z5"),
+                                               MOMENTO_STR("m"), NULL, grab_cb, &g));
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     check_score(momento_result_score(r), 7.25);
     momento_result_free(r);
@@ -889,18 +900,19 @@ static void test_async(void **state)
                                                     MOMENTO_ASCENDING, 0, 0, NULL, grab_cb, &g));
     check_items(r, "m:7.25", 1);
     momento_result_free(r);
-    r = await(&g, momento_sorted_set_get_rank(tu_fx.client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
-                                              MOMENTO_DESCENDING, NULL, grab_cb, &g));
+    r = await(&g,
+              momento_sorted_set_get_rank(tu_fx.client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
+                                          MOMENTO_DESCENDING, NULL, grab_cb, &g));
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_int(r), 0);
     momento_result_free(r);
     r = await(&g,
-              momento_sorted_set_increment_score(tu_fx.client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
-                                                 -0.25, NULL, NULL, grab_cb, &g));
+              momento_sorted_set_increment_score(tu_fx.client, "c", MOMENTO_STR("z5"),
+                                                 MOMENTO_STR("m"), -0.25, NULL, NULL, grab_cb, &g));
     check_score(momento_result_score(r), 7);
     momento_result_free(r);
-    r = await(&g, momento_sorted_set_length_by_score(tu_fx.client, "c", MOMENTO_STR("z5"), 7, 7, NULL,
-                                                     grab_cb, &g));
+    r = await(&g, momento_sorted_set_length_by_score(tu_fx.client, "c", MOMENTO_STR("z5"), 7, 7,
+                                                     NULL, grab_cb, &g));
     assert_int_equal(momento_result_int(r), 1);
     momento_result_free(r);
     tu_counter_destroy(&g.k);
@@ -941,9 +953,10 @@ static void test_refusals(void **state)
                           {MOMENTO_END, MOMENTO_END},
                           {INT32_MIN, INT32_MIN}};
     for (size_t i = 0; i < N(empty); i++) {
-        REFUSED(momento_list_fetch(tu_fx.client, "c", MOMENTO_STR("l"), empty[i][0], empty[i][1], CB));
         REFUSED(
-            momento_list_retain(tu_fx.client, "c", MOMENTO_STR("l"), empty[i][0], empty[i][1], NULL, CB));
+            momento_list_fetch(tu_fx.client, "c", MOMENTO_STR("l"), empty[i][0], empty[i][1], CB));
+        REFUSED(momento_list_retain(tu_fx.client, "c", MOMENTO_STR("l"), empty[i][0], empty[i][1],
+                                    NULL, CB));
         REFUSED(momento_sorted_set_fetch_by_rank(tu_fx.client, "c", MOMENTO_STR("z"), empty[i][0],
                                                  empty[i][1], MOMENTO_ASCENDING, CB));
     }
@@ -951,10 +964,12 @@ static void test_refusals(void **state)
     REFUSED(momento_list_push_back(tu_fx.client, "c", NULL, 0, MOMENTO_STR("v"), 0, NULL, CB));
     REFUSED(momento_list_push_front(tu_fx.client, "c", "", 0, MOMENTO_STR("v"), 0, NULL, CB));
     REFUSED(momento_list_push_front(tu_fx.client, "c", MOMENTO_STR("l"), NULL, 1, 0, NULL, CB));
-    REFUSED(momento_list_push_back(tu_fx.client, "c", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, &huge, CB));
-    REFUSED(momento_list_push_back(tu_fx.client, "c\n", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, NULL, CB));
-    REFUSED(momento_list_push_back(tu_fx.client, "c", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, NULL, NULL,
-                                   NULL, NULL));
+    REFUSED(momento_list_push_back(tu_fx.client, "c", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, &huge,
+                                   CB));
+    REFUSED(momento_list_push_back(tu_fx.client, "c\n", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, NULL,
+                                   CB));
+    REFUSED(momento_list_push_back(tu_fx.client, "c", MOMENTO_STR("l"), MOMENTO_STR("v"), 0, NULL,
+                                   NULL, NULL, NULL));
     REFUSED(momento_list_remove_value(tu_fx.client, "c", MOMENTO_STR("l"), NULL, 2, CB));
     REFUSED(momento_list_length(tu_fx.client, "c", NULL, 3, CB));
     REFUSED(momento_list_pop_front(tu_fx.client, "c", "", 0, CB));
@@ -967,53 +982,59 @@ static void test_refusals(void **state)
     REFUSED(momento_list_erase(tu_fx.client, "c", MOMENTO_STR("l"), begin, count, 0, CB));
     REFUSED(momento_list_erase(tu_fx.client, "c", MOMENTO_STR("l"), NULL, count, 0, CB));
     REFUSED(momento_list_erase(tu_fx.client, "c", "", 0, NULL, NULL, 0, CB));
-    REFUSED(momento_list_erase(tu_fx.client, "c", MOMENTO_STR("l"), begin, count, SIZE_MAX / 2, CB));
-    REFUSED(momento_list_erase(tu_fx.client, "c", MOMENTO_STR("l"), NULL, NULL, 0, NULL, NULL, NULL));
+    REFUSED(
+        momento_list_erase(tu_fx.client, "c", MOMENTO_STR("l"), begin, count, SIZE_MAX / 2, CB));
+    REFUSED(
+        momento_list_erase(tu_fx.client, "c", MOMENTO_STR("l"), NULL, NULL, 0, NULL, NULL, NULL));
     /* Arrays: NULL, n == 0, a NULL element with a length. */
+    REFUSED(momento_list_concatenate_back(tu_fx.client, "c", MOMENTO_STR("l"), one, one_len, 0, 0,
+                                          NULL, CB));
+    REFUSED(momento_list_concatenate_back(tu_fx.client, "c", MOMENTO_STR("l"), NULL, one_len, 1, 0,
+                                          NULL, CB));
+    REFUSED(momento_list_concatenate_front(tu_fx.client, "c", MOMENTO_STR("l"), one, NULL, 1, 0,
+                                           NULL, CB));
+    REFUSED(momento_list_concatenate_front(tu_fx.client, "c", MOMENTO_STR("l"), bad, bad_len, 1, 0,
+                                           NULL, CB));
+    REFUSED(momento_sorted_set_put_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len,
+                                            score, 0, NULL, CB));
+    REFUSED(momento_sorted_set_put_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len, NULL,
+                                            1, NULL, CB));
+    REFUSED(momento_sorted_set_put_elements(tu_fx.client, "c", MOMENTO_STR("z"), bad, bad_len,
+                                            score, 1, NULL, CB));
     REFUSED(
-        momento_list_concatenate_back(tu_fx.client, "c", MOMENTO_STR("l"), one, one_len, 0, 0, NULL, CB));
-    REFUSED(momento_list_concatenate_back(tu_fx.client, "c", MOMENTO_STR("l"), NULL, one_len, 1, 0, NULL,
-                                          CB));
+        momento_sorted_set_get_scores(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len, 0, CB));
     REFUSED(
-        momento_list_concatenate_front(tu_fx.client, "c", MOMENTO_STR("l"), one, NULL, 1, 0, NULL, CB));
-    REFUSED(momento_list_concatenate_front(tu_fx.client, "c", MOMENTO_STR("l"), bad, bad_len, 1, 0, NULL,
-                                           CB));
-    REFUSED(momento_sorted_set_put_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len, score, 0,
-                                            NULL, CB));
-    REFUSED(momento_sorted_set_put_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len, NULL, 1,
-                                            NULL, CB));
-    REFUSED(momento_sorted_set_put_elements(tu_fx.client, "c", MOMENTO_STR("z"), bad, bad_len, score, 1,
-                                            NULL, CB));
-    REFUSED(momento_sorted_set_get_scores(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len, 0, CB));
-    REFUSED(momento_sorted_set_get_scores(tu_fx.client, "c", MOMENTO_STR("z"), NULL, one_len, 1, CB));
-    REFUSED(momento_sorted_set_remove_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len, 0, CB));
-    REFUSED(momento_sorted_set_remove_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, NULL, 1, CB));
+        momento_sorted_set_get_scores(tu_fx.client, "c", MOMENTO_STR("z"), NULL, one_len, 1, CB));
+    REFUSED(momento_sorted_set_remove_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len, 0,
+                                               CB));
+    REFUSED(
+        momento_sorted_set_remove_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, NULL, 1, CB));
     REFUSED(momento_sorted_set_remove_element(tu_fx.client, "c", MOMENTO_STR("z"), NULL, 1, CB));
     REFUSED(momento_sorted_set_get_score(tu_fx.client, "c", MOMENTO_STR("z"), NULL, 1, CB));
     REFUSED(momento_sorted_set_get_score(tu_fx.client, "c", NULL, 0, MOMENTO_STR("x"), CB));
-    REFUSED(
-        momento_sorted_set_get_rank(tu_fx.client, "c", MOMENTO_STR("z"), NULL, 4, MOMENTO_ASCENDING, CB));
+    REFUSED(momento_sorted_set_get_rank(tu_fx.client, "c", MOMENTO_STR("z"), NULL, 4,
+                                        MOMENTO_ASCENDING, CB));
     /* NaN, inverted score ranges, unknown orders. */
-    REFUSED(momento_sorted_set_put_element(tu_fx.client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"), NAN,
-                                           NULL, CB));
-    REFUSED(momento_sorted_set_put_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len, nan_score,
-                                            1, NULL, CB));
+    REFUSED(momento_sorted_set_put_element(tu_fx.client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"),
+                                           NAN, NULL, CB));
+    REFUSED(momento_sorted_set_put_elements(tu_fx.client, "c", MOMENTO_STR("z"), one, one_len,
+                                            nan_score, 1, NULL, CB));
     /* The reason names the element by its index, as such. */
     assert_string_equal(momento_refusal_reason(), "the score at index 0 of the array is NaN");
-    REFUSED(momento_sorted_set_increment_score(tu_fx.client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"), NAN,
-                                               NULL, CB));
-    REFUSED(momento_sorted_set_increment_score(tu_fx.client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"), 1,
-                                               &huge, CB));
+    REFUSED(momento_sorted_set_increment_score(tu_fx.client, "c", MOMENTO_STR("z"),
+                                               MOMENTO_STR("x"), NAN, NULL, CB));
+    REFUSED(momento_sorted_set_increment_score(tu_fx.client, "c", MOMENTO_STR("z"),
+                                               MOMENTO_STR("x"), 1, &huge, CB));
     REFUSED(momento_sorted_set_fetch_by_score(tu_fx.client, "c", MOMENTO_STR("z"), NAN, 1,
                                               MOMENTO_ASCENDING, 0, 0, CB));
     REFUSED(momento_sorted_set_fetch_by_score(tu_fx.client, "c", MOMENTO_STR("z"), 0, NAN,
                                               MOMENTO_ASCENDING, 0, 0, CB));
     REFUSED(momento_sorted_set_fetch_by_score(tu_fx.client, "c", MOMENTO_STR("z"), 3, 2,
                                               MOMENTO_ASCENDING, 0, 0, CB));
-    REFUSED(momento_sorted_set_fetch_by_score(tu_fx.client, "c", MOMENTO_STR("z"), INFINITY, -INFINITY,
-                                              MOMENTO_DESCENDING, 0, 0, CB));
-    REFUSED(momento_sorted_set_fetch_by_score(tu_fx.client, "c", MOMENTO_STR("z"), 0, 1, (momento_order)2,
-                                              0, 0, CB));
+    REFUSED(momento_sorted_set_fetch_by_score(tu_fx.client, "c", MOMENTO_STR("z"), INFINITY,
+                                              -INFINITY, MOMENTO_DESCENDING, 0, 0, CB));
+    REFUSED(momento_sorted_set_fetch_by_score(tu_fx.client, "c", MOMENTO_STR("z"), 0, 1,
+                                              (momento_order)2, 0, 0, CB));
     REFUSED(momento_sorted_set_length_by_score(tu_fx.client, "c", MOMENTO_STR("z"), NAN, 1, CB));
     REFUSED(momento_sorted_set_length_by_score(tu_fx.client, "c", MOMENTO_STR("z"), 1, NAN, CB));
     REFUSED(momento_sorted_set_length_by_score(tu_fx.client, "c", MOMENTO_STR("z"), 1, 0.5, CB));
@@ -1043,19 +1064,21 @@ static void test_refusals(void **state)
     assert_non_null(blob);
     const void *two[] = {blob, blob};
     size_t two_lens[] = {big, big};
-    REFUSED(momento_list_concatenate_back(tu_fx.client, "c", MOMENTO_STR("l"), two, two_lens, 2, 0, NULL,
-                                          CB));
-    REFUSED(momento_sorted_set_get_scores(tu_fx.client, "c", MOMENTO_STR("z"), two, two_lens, 2, CB));
+    REFUSED(momento_list_concatenate_back(tu_fx.client, "c", MOMENTO_STR("l"), two, two_lens, 2, 0,
+                                          NULL, CB));
+    REFUSED(
+        momento_sorted_set_get_scores(tu_fx.client, "c", MOMENTO_STR("z"), two, two_lens, 2, CB));
     free(blob);
     /* The blocking forms refuse the same way, with a result saying why. */
     momento_result *r = (momento_result *)1;
     REFUSED(momento_list_fetch_sync(tu_fx.client, "c", MOMENTO_STR("l"), 2, 1, NULL, &r));
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     r = (momento_result *)1;
-    REFUSED(momento_sorted_set_length_by_score_sync(tu_fx.client, "c", MOMENTO_STR("z"), 2, 1, NULL, &r));
+    REFUSED(momento_sorted_set_length_by_score_sync(tu_fx.client, "c", MOMENTO_STR("z"), 2, 1, NULL,
+                                                    &r));
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
-    REFUSED(momento_sorted_set_put_element_sync(tu_fx.client, "c", MOMENTO_STR("z"), MOMENTO_STR("x"),
-                                                NAN, NULL, NULL, NULL));
+    REFUSED(momento_sorted_set_put_element_sync(tu_fx.client, "c", MOMENTO_STR("z"),
+                                                MOMENTO_STR("x"), NAN, NULL, NULL, NULL));
     r = (momento_result *)1;
     REFUSED(momento_list_erase_sync(tu_fx.client, "c", MOMENTO_STR("l"), NULL, NULL, 2, NULL, &r));
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
@@ -1111,12 +1134,12 @@ static void test_list_erase(void **state)
     erase("no-list", b3, c3, N(b3), MOMENTO_OUTCOME_MISS, 0);
     check_list_length("no-list", -1);
     /* A key of another type. */
-    assert_int_equal(
-        momento_set_sync(tu_fx.client, "c", MOMENTO_STR("e-scalar"), MOMENTO_STR("v"), 0, NULL, NULL),
-        MOMENTO_OK);
-    assert_int_equal(
-        momento_list_erase_sync(tu_fx.client, "c", MOMENTO_STR("e-scalar"), NULL, NULL, 0, NULL, NULL),
-        MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(momento_set_sync(tu_fx.client, "c", MOMENTO_STR("e-scalar"), MOMENTO_STR("v"),
+                                      0, NULL, NULL),
+                     MOMENTO_OK);
+    assert_int_equal(momento_list_erase_sync(tu_fx.client, "c", MOMENTO_STR("e-scalar"), NULL, NULL,
+                                             0, NULL, NULL),
+                     MOMENTO_ERR_FAILED_PRECONDITION);
 
     /* The async form: one callback, the same result. */
     make_digits("e3");
@@ -1199,8 +1222,8 @@ static void test_coalesced_reads(void **state)
     (void)state;
     const void *abc[] = {"a", "b", "c"};
     size_t ones[] = {1, 1, 1};
-    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR("cl"), abc, ones,
-                                                        3, 0, NULL, NULL, NULL),
+    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR("cl"), abc,
+                                                        ones, 3, 0, NULL, NULL, NULL),
                      MOMENTO_OK);
     const char *zv[] = {"m", "n", "o"};
     double zs[] = {1, 2, 3};

@@ -64,7 +64,8 @@ static void assert_elements(momento_result *r, const momento_ranked_element *wan
 static uint64_t length(const char *cache, const char *lb)
 {
     momento_result *r;
-    assert_int_equal(momento_leaderboard_length_sync(tu_fx.client, cache, lb, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_leaderboard_length_sync(tu_fx.client, cache, lb, NULL, &r),
+                     MOMENTO_OK);
     ok(r);
     int64_t n = momento_result_int(r);
     momento_result_free(r);
@@ -147,9 +148,9 @@ static void test_fetch_by_score(void **state)
     /* Full double precision survives the trip. */
     double fine = 0.1 + 0.2;
     upsert("c", "precise", (momento_leaderboard_element[]){{.id = 7, .score = fine}}, 1);
-    assert_int_equal(momento_leaderboard_fetch_by_score_sync(tu_fx.client, "c", "precise", -INFINITY,
-                                                             INFINITY, MOMENTO_ASCENDING, 0, 0,
-                                                             NULL, &r),
+    assert_int_equal(momento_leaderboard_fetch_by_score_sync(tu_fx.client, "c", "precise",
+                                                             -INFINITY, INFINITY, MOMENTO_ASCENDING,
+                                                             0, 0, NULL, &r),
                      MOMENTO_OK);
     assert_elements(r, (momento_ranked_element[]){{7, 0, fine}}, 1);
 }
@@ -186,8 +187,8 @@ static void test_get_rank_and_competition_rank(void **state)
     /* Competition ranks, descending: 30 first, the two 20s share rank 1,
      * and 10 comes after three elements. */
     uint32_t all[] = {1, 2, 3, 4};
-    assert_int_equal(momento_leaderboard_get_competition_rank_sync(tu_fx.client, "c", "ties", all, 4,
-                                                                   MOMENTO_DESCENDING, NULL, &r),
+    assert_int_equal(momento_leaderboard_get_competition_rank_sync(tu_fx.client, "c", "ties", all,
+                                                                   4, MOMENTO_DESCENDING, NULL, &r),
                      MOMENTO_OK);
     ok(r);
     assert_int_equal(momento_result_item_count(r), 4);
@@ -199,8 +200,8 @@ static void test_get_rank_and_competition_rank(void **state)
         assert_int_equal(e.rank, want_desc[e.id]);
     }
     momento_result_free(r);
-    assert_int_equal(momento_leaderboard_get_competition_rank_sync(tu_fx.client, "c", "ties", all, 4,
-                                                                   MOMENTO_ASCENDING, NULL, &r),
+    assert_int_equal(momento_leaderboard_get_competition_rank_sync(tu_fx.client, "c", "ties", all,
+                                                                   4, MOMENTO_ASCENDING, NULL, &r),
                      MOMENTO_OK);
     ok(r);
     uint32_t want_asc[5] = {0, 0, 1, 1, 3};
@@ -220,28 +221,30 @@ static void test_remove_delete_and_separation(void **state)
     upsert("c", "apart", four, 4);
     upsert("c2", "apart", four, 2);
     momento_result *r;
-    assert_int_equal(momento_set_sync(tu_fx.client, "c", MOMENTO_STR("apart"), MOMENTO_STR("v"), 0,
-                                      NULL, &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_set_sync(tu_fx.client, "c", MOMENTO_STR("apart"), MOMENTO_STR("v"), 0, NULL, &r),
+        MOMENTO_OK);
     momento_result_free(r);
     assert_int_equal(length("c", "apart"), 4);
     assert_int_equal(length("c2", "apart"), 2);
 
     uint32_t gone[] = {1, 3, 1000};
-    assert_int_equal(momento_leaderboard_remove_elements_sync(tu_fx.client, "c", "apart", gone, 3, NULL,
-                                                              &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_leaderboard_remove_elements_sync(tu_fx.client, "c", "apart", gone, 3, NULL, &r),
+        MOMENTO_OK);
     ok(r);
     momento_result_free(r);
     assert_int_equal(length("c", "apart"), 2);
     assert_int_equal(length("c2", "apart"), 2);
 
-    assert_int_equal(momento_leaderboard_delete_sync(tu_fx.client, "c", "apart", NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_leaderboard_delete_sync(tu_fx.client, "c", "apart", NULL, &r),
+                     MOMENTO_OK);
     ok(r);
     momento_result_free(r);
     assert_int_equal(length("c", "apart"), 0);
     assert_int_equal(length("c2", "apart"), 2);
-    assert_int_equal(momento_get_sync(tu_fx.client, "c", MOMENTO_STR("apart"), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(tu_fx.client, "c", MOMENTO_STR("apart"), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     momento_result_free(r);
 
@@ -252,12 +255,13 @@ static void test_remove_delete_and_separation(void **state)
                                                             MOMENTO_ASCENDING, NULL, &r),
                      MOMENTO_OK);
     assert_elements(r, NULL, 0);
-    assert_int_equal(momento_leaderboard_remove_elements_sync(tu_fx.client, "c", "never", gone, 1, NULL,
-                                                              &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_leaderboard_remove_elements_sync(tu_fx.client, "c", "never", gone, 1, NULL, &r),
+        MOMENTO_OK);
     ok(r);
     momento_result_free(r);
-    assert_int_equal(momento_leaderboard_delete_sync(tu_fx.client, "c", "never", NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_leaderboard_delete_sync(tu_fx.client, "c", "never", NULL, &r),
+                     MOMENTO_OK);
     ok(r);
     momento_result_free(r);
 }
@@ -285,8 +289,9 @@ static void test_server_limits_and_unknown_cache(void **state)
     assert_non_null(many);
     for (size_t i = 0; i < n; i++)
         many[i] = (momento_leaderboard_element){.id = (uint32_t)i, .score = (double)i};
-    assert_int_equal(momento_leaderboard_upsert_sync(tu_fx.client, "c", "limits", many, n, NULL, &r),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(
+        momento_leaderboard_upsert_sync(tu_fx.client, "c", "limits", many, n, NULL, &r),
+        MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_result_grpc_status(r), 3);
     momento_result_free(r);
     assert_int_equal(length("c", "limits"), 0);
@@ -298,9 +303,9 @@ static void test_server_limits_and_unknown_cache(void **state)
     assert_int_equal(momento_leaderboard_length_sync(tu_fx.client, "no-such-cache", "x", NULL, &r),
                      MOMENTO_ERR_CACHE_NOT_FOUND);
     momento_result_free(r);
-    assert_int_equal(momento_leaderboard_upsert_sync(tu_fx.client, "no-such-cache", "x", four, 1, NULL,
-                                                     &r),
-                     MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(
+        momento_leaderboard_upsert_sync(tu_fx.client, "no-such-cache", "x", four, 1, NULL, &r),
+        MOMENTO_ERR_CACHE_NOT_FOUND);
     momento_result_free(r);
 }
 
@@ -326,27 +331,27 @@ static void test_refusals(void **state)
     REFUSED(momento_leaderboard_upsert_sync(tu_fx.client, "c", "x", &inf_score, 1, NULL, &r));
     REFUSED(momento_leaderboard_remove_elements_sync(tu_fx.client, "c", "x", NULL, 1, NULL, &r));
     REFUSED(momento_leaderboard_remove_elements_sync(tu_fx.client, "c", "x", &id, 0, NULL, &r));
-    REFUSED(momento_leaderboard_get_rank_sync(tu_fx.client, "c", "x", &id, 0, MOMENTO_ASCENDING, NULL,
-                                              &r));
-    REFUSED(momento_leaderboard_get_rank_sync(tu_fx.client, "c", "x", &id, 1, (momento_order)7, NULL,
-                                              &r));
+    REFUSED(momento_leaderboard_get_rank_sync(tu_fx.client, "c", "x", &id, 0, MOMENTO_ASCENDING,
+                                              NULL, &r));
+    REFUSED(momento_leaderboard_get_rank_sync(tu_fx.client, "c", "x", &id, 1, (momento_order)7,
+                                              NULL, &r));
     REFUSED(momento_leaderboard_get_competition_rank_sync(tu_fx.client, "c", "x", NULL, 1,
                                                           MOMENTO_DESCENDING, NULL, &r));
     REFUSED(momento_leaderboard_fetch_by_rank_sync(tu_fx.client, "c", "x", 5, 5, MOMENTO_ASCENDING,
                                                    NULL, &r));
     REFUSED(momento_leaderboard_fetch_by_rank_sync(tu_fx.client, "c", "x", 6, 5, MOMENTO_ASCENDING,
                                                    NULL, &r));
-    REFUSED(momento_leaderboard_fetch_by_score_sync(tu_fx.client, "c", "x", 2, 1, MOMENTO_ASCENDING, 0,
-                                                    0, NULL, &r));
-    REFUSED(momento_leaderboard_fetch_by_score_sync(tu_fx.client, "c", "x", NAN, 1, MOMENTO_ASCENDING,
+    REFUSED(momento_leaderboard_fetch_by_score_sync(tu_fx.client, "c", "x", 2, 1, MOMENTO_ASCENDING,
                                                     0, 0, NULL, &r));
+    REFUSED(momento_leaderboard_fetch_by_score_sync(tu_fx.client, "c", "x", NAN, 1,
+                                                    MOMENTO_ASCENDING, 0, 0, NULL, &r));
 #undef REFUSED
     /* The async form refuses with no callback. */
     tu_counter k;
     tu_counter_init(&k);
-    assert_int_equal(momento_leaderboard_upsert(tu_fx.client, "c", "x", &nan_score, 1, NULL,
-                                                tu_count_cb, &k),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(
+        momento_leaderboard_upsert(tu_fx.client, "c", "x", &nan_score, 1, NULL, tu_count_cb, &k),
+        MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(tu_counter_wait(&k, 1, 50), 0);
     tu_counter_destroy(&k);
     /* momento_result_ranked() of a result that is not a leaderboard read's. */

@@ -18,8 +18,9 @@
 
 static void put(const char *key, const char *value)
 {
-    assert_int_equal(momento_set_sync(tu_fx.client, "c", key, strlen(key), value, strlen(value), 0, NULL, NULL),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_set_sync(tu_fx.client, "c", key, strlen(key), value, strlen(value), 0, NULL, NULL),
+        MOMENTO_OK);
 }
 
 static void check_value(const char *key, const char *want)
@@ -108,14 +109,22 @@ static void test_named_conditional_sets_async(void **state)
         assert_int_equal(tu_counter_wait(&b.k, waited, 5000), waited);                             \
         assert_int_equal(b.outcome, (want));                                                       \
     } while (0)
-    RUN(momento_set_if_not_exists(tu_fx.client, "c", "n1", 2, "v", 1, 0, NULL, keep_outcome, &b), MOMENTO_OUTCOME_STORED);
-    RUN(momento_set_if_absent(tu_fx.client, "c", "n1", 2, "w", 1, 0, NULL, keep_outcome, &b), MOMENTO_OUTCOME_NOT_STORED);
-    RUN(momento_set_if_present(tu_fx.client, "c", "n1", 2, "w", 1, 0, NULL, keep_outcome, &b), MOMENTO_OUTCOME_STORED);
-    RUN(momento_set_if_equal(tu_fx.client, "c", "n1", 2, "x", 1, 0, "w", 1, NULL, keep_outcome, &b), MOMENTO_OUTCOME_STORED);
-    RUN(momento_set_if_not_equal(tu_fx.client, "c", "n1", 2, "y", 1, 0, "x", 1, NULL, keep_outcome, &b), MOMENTO_OUTCOME_NOT_STORED);
-    RUN(momento_set_if_present_and_not_equal(tu_fx.client, "c", "n1", 2, "y", 1, 0, "q", 1, NULL, keep_outcome, &b),
+    RUN(momento_set_if_not_exists(tu_fx.client, "c", "n1", 2, "v", 1, 0, NULL, keep_outcome, &b),
         MOMENTO_OUTCOME_STORED);
-    RUN(momento_set_if_absent_or_equal(tu_fx.client, "c", "n1", 2, "z", 1, 0, "y", 1, NULL, keep_outcome, &b),
+    RUN(momento_set_if_absent(tu_fx.client, "c", "n1", 2, "w", 1, 0, NULL, keep_outcome, &b),
+        MOMENTO_OUTCOME_NOT_STORED);
+    RUN(momento_set_if_present(tu_fx.client, "c", "n1", 2, "w", 1, 0, NULL, keep_outcome, &b),
+        MOMENTO_OUTCOME_STORED);
+    RUN(momento_set_if_equal(tu_fx.client, "c", "n1", 2, "x", 1, 0, "w", 1, NULL, keep_outcome, &b),
+        MOMENTO_OUTCOME_STORED);
+    RUN(momento_set_if_not_equal(tu_fx.client, "c", "n1", 2, "y", 1, 0, "x", 1, NULL, keep_outcome,
+                                 &b),
+        MOMENTO_OUTCOME_NOT_STORED);
+    RUN(momento_set_if_present_and_not_equal(tu_fx.client, "c", "n1", 2, "y", 1, 0, "q", 1, NULL,
+                                             keep_outcome, &b),
+        MOMENTO_OUTCOME_STORED);
+    RUN(momento_set_if_absent_or_equal(tu_fx.client, "c", "n1", 2, "z", 1, 0, "y", 1, NULL,
+                                       keep_outcome, &b),
         MOMENTO_OUTCOME_STORED);
 #undef RUN
     check_value("n1", "z");
@@ -126,20 +135,24 @@ static void test_increment(void **state)
 {
     (void)state;
     momento_result *r;
-    assert_int_equal(momento_increment_sync(tu_fx.client, "c", "ctr", 3, 5, 0, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_increment_sync(tu_fx.client, "c", "ctr", 3, 5, 0, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_result_int(r), 5);
     momento_result_free(r);
-    assert_int_equal(momento_increment_sync(tu_fx.client, "c", "ctr", 3, -12, 0, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_increment_sync(tu_fx.client, "c", "ctr", 3, -12, 0, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_int(r), -7);
     momento_result_free(r);
     check_value("ctr", "-7");
     put("text", "abc");
-    assert_int_equal(momento_increment_sync(tu_fx.client, "c", "text", 4, 1, 0, NULL, &r), MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(momento_increment_sync(tu_fx.client, "c", "text", 4, 1, 0, NULL, &r),
+                     MOMENTO_ERR_FAILED_PRECONDITION);
     assert_int_equal(momento_result_grpc_status(r), 9);
     momento_result_free(r);
     put("big", "9223372036854775807");
-    assert_int_equal(momento_increment_sync(tu_fx.client, "c", "big", 3, 1, 0, NULL, NULL), MOMENTO_ERR_FAILED_PRECONDITION);
+    assert_int_equal(momento_increment_sync(tu_fx.client, "c", "big", 3, 1, 0, NULL, NULL),
+                     MOMENTO_ERR_FAILED_PRECONDITION);
 }
 
 static void test_keys_exist(void **state)
@@ -150,7 +163,8 @@ static void test_keys_exist(void **state)
     const void *keys[4] = {"e1", "e2", "e3", "e1"};
     size_t lens[4] = {2, 2, 2, 2};
     momento_result *r;
-    assert_int_equal(momento_keys_exist_sync(tu_fx.client, "c", keys, lens, 4, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_keys_exist_sync(tu_fx.client, "c", keys, lens, 4, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_exists_count(r), 4);
     assert_int_equal(momento_result_exists(r, 0), 1);
     assert_int_equal(momento_result_exists(r, 1), 0);
@@ -162,16 +176,19 @@ static void test_keys_exist(void **state)
     assert_int_equal(momento_result_exists_count(r), 1);
     assert_int_equal(momento_result_exists(r, 0), 0);
     momento_result_free(r);
-    assert_int_equal(momento_keys_exist_sync(tu_fx.client, "c", keys, lens, 0, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_keys_exist_sync(tu_fx.client, "c", keys, lens, 0, NULL, &r),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     size_t bad[2] = {2, 0};
-    assert_int_equal(momento_keys_exist_sync(tu_fx.client, "c", keys, bad, 2, NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_keys_exist_sync(tu_fx.client, "c", keys, bad, 2, NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
 }
 
 static uint64_t ttl_of(const char *key, momento_outcome *outcome)
 {
     momento_result *r;
-    assert_int_equal(momento_item_get_ttl_sync(tu_fx.client, "c", key, strlen(key), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_ttl_sync(tu_fx.client, "c", key, strlen(key), NULL, &r),
+                     MOMENTO_OK);
     *outcome = momento_result_outcome(r);
     uint64_t v = momento_result_ttl_ms(r);
     momento_result_free(r);
@@ -181,9 +198,10 @@ static uint64_t ttl_of(const char *key, momento_outcome *outcome)
 static momento_outcome ttl_op(int which, const char *key, uint64_t ms)
 {
     momento_result *r;
-    int rc = which == 0   ? momento_update_ttl_sync(tu_fx.client, "c", key, strlen(key), ms, NULL, &r)
-             : which == 1 ? momento_increase_ttl_sync(tu_fx.client, "c", key, strlen(key), ms, NULL, &r)
-                          : momento_decrease_ttl_sync(tu_fx.client, "c", key, strlen(key), ms, NULL, &r);
+    int rc = which == 0 ? momento_update_ttl_sync(tu_fx.client, "c", key, strlen(key), ms, NULL, &r)
+             : which == 1
+                 ? momento_increase_ttl_sync(tu_fx.client, "c", key, strlen(key), ms, NULL, &r)
+                 : momento_decrease_ttl_sync(tu_fx.client, "c", key, strlen(key), ms, NULL, &r);
     assert_int_equal(rc, MOMENTO_OK);
     momento_outcome o = momento_result_outcome(r);
     momento_result_free(r);
@@ -194,7 +212,8 @@ static void test_ttl_operations(void **state)
 {
     (void)state;
     momento_outcome o;
-    assert_int_equal(momento_set_sync(tu_fx.client, "c", "t", 1, "v", 1, 10000, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(tu_fx.client, "c", "t", 1, "v", 1, 10000, NULL, NULL),
+                     MOMENTO_OK);
     uint64_t left = ttl_of("t", &o);
     assert_int_equal(o, MOMENTO_OUTCOME_HIT);
     /* Bounds with seconds to spare, not a window a loaded machine can
@@ -219,7 +238,8 @@ static void test_ttl_operations(void **state)
     assert_int_equal(ttl_op(2, "t", 100), MOMENTO_OUTCOME_TTL_UPDATED);
     usleep(200 * 1000);
     check_value("t", NULL);
-    assert_int_equal(momento_update_ttl_sync(tu_fx.client, "c", "t", 1, 0, NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_update_ttl_sync(tu_fx.client, "c", "t", 1, 0, NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
 }
 
 static void type_cb(const momento_result *r, void *userdata)
@@ -235,25 +255,30 @@ static void test_item_get_type(void **state)
     (void)state;
     put("typed", "v");
     momento_result *r;
-    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", "typed", 5, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", "typed", 5, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_SCALAR);
     assert_int_equal(momento_result_attempts(r), 1);
     momento_result_free(r);
 
-    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", "untyped", 7, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", "untyped", 7, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     assert_int_equal(momento_result_item_type(r), MOMENTO_ITEM_TYPE_NONE);
     momento_result_free(r);
 
     /* An expired item is a miss; so is a deleted one. */
-    assert_int_equal(momento_set_sync(tu_fx.client, "c", "brief", 5, "v", 1, 50, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(momento_set_sync(tu_fx.client, "c", "brief", 5, "v", 1, 50, NULL, NULL),
+                     MOMENTO_OK);
     usleep(120 * 1000);
-    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", "brief", 5, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", "brief", 5, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
     assert_int_equal(momento_delete_sync(tu_fx.client, "c", "typed", 5, NULL, NULL), MOMENTO_OK);
-    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", "typed", 5, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", "typed", 5, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
 
@@ -262,7 +287,8 @@ static void test_item_get_type(void **state)
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 50; i++)
-        assert_int_equal(momento_item_get_type(tu_fx.client, "c", "typed", 5, NULL, type_cb, &k), MOMENTO_OK);
+        assert_int_equal(momento_item_get_type(tu_fx.client, "c", "typed", 5, NULL, type_cb, &k),
+                         MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&k, 50, 5000), 50);
     assert_int_equal(k.ok, 50);
     assert_int_equal(k.bad_values, 0);
@@ -271,9 +297,11 @@ static void test_item_get_type(void **state)
     /* Refusals, an unknown cache, and the server's count of the RPC. */
     assert_int_equal(momento_item_get_type(tu_fx.client, "c", "k", 1, NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", "", 0, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", "", 0, NULL, &r),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "", "k", 1, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "", "k", 1, NULL, &r),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_item_get_type_sync(NULL, "c", "k", 1, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_item_get_type_sync(tu_fx.client, "nope", "k", 1, NULL, &r),
@@ -319,14 +347,17 @@ static void test_batches_of_a_thousand(void **state)
         evl[i] = vlens[2 * i];
     }
     momento_result *r;
-    assert_int_equal(momento_set_batch_sync(tu_fx.client, "c", ek, ekl, ev, evl, N / 2, 0, NULL, &r), MOMENTO_OK);
+    assert_int_equal(
+        momento_set_batch_sync(tu_fx.client, "c", ek, ekl, ev, evl, N / 2, 0, NULL, &r),
+        MOMENTO_OK);
     assert_int_equal(momento_result_item_count(r), N / 2);
     for (size_t i = 0; i < N / 2; i++)
         assert_int_equal(momento_result_outcome(momento_result_item(r, i)), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
     momento_local_reset_stats(tu_fx.server);
     /* ...then read all 1,000: hits and misses alternate, in request order. */
-    assert_int_equal(momento_get_batch_sync(tu_fx.client, "c", keys, klens, N, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_batch_sync(tu_fx.client, "c", keys, klens, N, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_item_count(r), N);
     for (int i = 0; i < N; i++) {
         const momento_result *it = momento_result_item(r, (size_t)i);
@@ -391,8 +422,9 @@ static void test_delete_batch(void **state)
         vlens[i] = 1;
     }
     momento_result *r = NULL;
-    assert_int_equal(momento_set_batch_sync(tu_fx.client, "c", keys, klens, values, vlens, N, 0, NULL, &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_set_batch_sync(tu_fx.client, "c", keys, klens, values, vlens, N, 0, NULL, &r),
+        MOMENTO_OK);
     momento_result_free(r);
     momento_local_reset_stats(tu_fx.server);
     /* The first D keys and one that never existed (a delete of nothing is
@@ -403,14 +435,16 @@ static void test_delete_batch(void **state)
     memcpy(dkl, klens, D * sizeof(dkl[0]));
     dk[D] = "never-there";
     dkl[D] = 11;
-    assert_int_equal(momento_delete_batch_sync(tu_fx.client, "c", dk, dkl, D + 1, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_delete_batch_sync(tu_fx.client, "c", dk, dkl, D + 1, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_result_item_count(r), D + 1);
     for (size_t i = 0; i <= D; i++)
         assert_int_equal(momento_result_error(momento_result_item(r, i)), MOMENTO_OK);
     momento_result_free(r);
     assert_int_equal(momento_local_rpc_count(tu_fx.server, "Delete", 0), D + 1);
-    assert_int_equal(momento_get_batch_sync(tu_fx.client, "c", keys, klens, N, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_batch_sync(tu_fx.client, "c", keys, klens, N, NULL, &r),
+                     MOMENTO_OK);
     for (int i = 0; i < N; i++)
         assert_int_equal(momento_result_outcome(momento_result_item(r, (size_t)i)),
                          i < D ? MOMENTO_OUTCOME_MISS : MOMENTO_OUTCOME_HIT);
@@ -418,10 +452,12 @@ static void test_delete_batch(void **state)
 
     /* Refused whole, no callback: as a get batch. */
     batch_seen b = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    assert_int_equal(momento_delete_batch(tu_fx.client, "c", keys, klens, 0, NULL, on_delete_batch, &b),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_delete_batch(tu_fx.client, "c", NULL, klens, 3, NULL, on_delete_batch, &b),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(
+        momento_delete_batch(tu_fx.client, "c", keys, klens, 0, NULL, on_delete_batch, &b),
+        MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(
+        momento_delete_batch(tu_fx.client, "c", NULL, klens, 3, NULL, on_delete_batch, &b),
+        MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_delete_batch(tu_fx.client, "c", keys, klens, 3, NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
 
@@ -437,8 +473,9 @@ static void test_delete_batch(void **state)
     o.headers = h;
     o.n_headers = 4;
     tu_gate *g = tu_gate_close(tu_fx.client);
-    assert_int_equal(momento_delete_batch(tu_fx.client, "c", keys, klens, 5, &o, on_delete_batch, &b),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_delete_batch(tu_fx.client, "c", keys, klens, 5, &o, on_delete_batch, &b),
+        MOMENTO_OK);
     assert_int_equal(momento_client_in_flight(tu_fx.client), 2);
     tu_gate_open(g);
     tu_wait_until(batch_calls(&b) == 1, 5000);
@@ -464,16 +501,21 @@ static void test_batch_refusals_and_errors(void **state)
     size_t vlens[2] = {1, 1};
     momento_result *r = (momento_result *)0x1;
     /* Empty batches are refused, documented in the header. */
-    assert_int_equal(momento_get_batch_sync(tu_fx.client, "c", keys, lens, 0, NULL, &r), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_get_batch_sync(tu_fx.client, "c", keys, lens, 0, NULL, &r),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_batch_sync(tu_fx.client, "c", keys, lens, vals, vlens, 0, 0, NULL, NULL),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(
+        momento_set_batch_sync(tu_fx.client, "c", keys, lens, vals, vlens, 0, 0, NULL, NULL),
+        MOMENTO_ERR_INVALID_ARGUMENT);
     /* One bad key refuses the whole batch, before sending. */
-    assert_int_equal(momento_get_batch_sync(tu_fx.client, "c", keys, lens, 2, NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_batch_sync(tu_fx.client, "c", keys, lens, NULL, vlens, 1, 0, NULL, NULL),
+    assert_int_equal(momento_get_batch_sync(tu_fx.client, "c", keys, lens, 2, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(
+        momento_set_batch_sync(tu_fx.client, "c", keys, lens, NULL, vlens, 1, 0, NULL, NULL),
+        MOMENTO_ERR_INVALID_ARGUMENT);
     /* Unknown cache: the stream's status reaches the caller. */
-    assert_int_equal(momento_get_batch_sync(tu_fx.client, "nope", keys, lens, 1, NULL, &r), MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_get_batch_sync(tu_fx.client, "nope", keys, lens, 1, NULL, &r),
+                     MOMENTO_ERR_CACHE_NOT_FOUND);
     assert_int_equal(momento_result_item_count(r), 0);
     momento_result_free(r);
     /* Over the item limit inside a batch: the server's answer. */
@@ -481,22 +523,33 @@ static void test_batch_refusals_and_errors(void **state)
     char *bigval = calloc(1, big);
     const void *bv[1] = {bigval};
     size_t bvl[1] = {big};
-    assert_int_equal(momento_set_batch_sync(tu_fx.client, "c", keys, lens, bv, bvl, 1, 0, NULL, NULL), MOMENTO_OK);
+    assert_int_equal(
+        momento_set_batch_sync(tu_fx.client, "c", keys, lens, bv, bvl, 1, 0, NULL, NULL),
+        MOMENTO_OK);
     free(bigval);
     /* Conditions and TTLs checked up front. */
-    assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "k", 1, "v", 1, 0, (momento_condition)99, NULL, 0, NULL, NULL),
+    assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "k", 1, "v", 1, 0,
+                                         (momento_condition)99, NULL, 0, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "k", 1, "v", 1, 0, MOMENTO_IF_EQUAL, NULL, 3, NULL, NULL),
+    assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "k", 1, "v", 1, 0, MOMENTO_IF_EQUAL,
+                                         NULL, 3, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_increment_sync(tu_fx.client, "", "k", 1, 1, 0, NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_item_get_ttl_sync(tu_fx.client, "c", NULL, 1, NULL, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_increment_sync(tu_fx.client, "", "k", 1, 1, 0, NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_item_get_ttl_sync(tu_fx.client, "c", NULL, 1, NULL, NULL),
+                     MOMENTO_ERR_INVALID_ARGUMENT);
     /* Unknown cache on each scalar op. */
-    assert_int_equal(momento_increment_sync(tu_fx.client, "nope", "k", 1, 1, 0, NULL, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
-    assert_int_equal(momento_set_if_sync(tu_fx.client, "nope", "k", 1, "v", 1, 0, MOMENTO_IF_ABSENT, NULL, 0, NULL, NULL),
+    assert_int_equal(momento_increment_sync(tu_fx.client, "nope", "k", 1, 1, 0, NULL, NULL),
                      MOMENTO_ERR_CACHE_NOT_FOUND);
-    assert_int_equal(momento_item_get_ttl_sync(tu_fx.client, "nope", "k", 1, NULL, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
-    assert_int_equal(momento_update_ttl_sync(tu_fx.client, "nope", "k", 1, 5, NULL, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
-    assert_int_equal(momento_key_exists_sync(tu_fx.client, "nope", "k", 1, NULL, NULL), MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_set_if_sync(tu_fx.client, "nope", "k", 1, "v", 1, 0, MOMENTO_IF_ABSENT,
+                                         NULL, 0, NULL, NULL),
+                     MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_item_get_ttl_sync(tu_fx.client, "nope", "k", 1, NULL, NULL),
+                     MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_update_ttl_sync(tu_fx.client, "nope", "k", 1, 5, NULL, NULL),
+                     MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_key_exists_sync(tu_fx.client, "nope", "k", 1, NULL, NULL),
+                     MOMENTO_ERR_CACHE_NOT_FOUND);
 }
 
 /* ---- Hashes: GetWithHash, setWithHash and the hash conditions. */
@@ -526,8 +579,8 @@ static bool same_hash(const hash_buf *a, const hash_buf *b)
 static hash_buf set_hashed(const char *key, const char *value)
 {
     momento_result *r;
-    assert_int_equal(momento_set_with_hash_sync(tu_fx.client, "c", key, strlen(key), value, strlen(value),
-                                                0, NULL, &r),
+    assert_int_equal(momento_set_with_hash_sync(tu_fx.client, "c", key, strlen(key), value,
+                                                strlen(value), 0, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
     hash_buf h;
@@ -540,7 +593,8 @@ static hash_buf set_hashed(const char *key, const char *value)
 static hash_buf get_hashed(const char *key, const char *want)
 {
     momento_result *r;
-    assert_int_equal(momento_get_with_hash_sync(tu_fx.client, "c", key, strlen(key), NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_with_hash_sync(tu_fx.client, "c", key, strlen(key), NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     size_t len;
     const void *v = momento_result_value(r, &len);
@@ -557,8 +611,8 @@ static momento_outcome hash_set(const char *key, const char *value, momento_cond
                                 const hash_buf *h, hash_buf *ret)
 {
     momento_result *r;
-    assert_int_equal(momento_set_if_sync(tu_fx.client, "c", key, strlen(key), value, strlen(value), 0, cond,
-                                         h->bytes, h->len, NULL, &r),
+    assert_int_equal(momento_set_if_sync(tu_fx.client, "c", key, strlen(key), value, strlen(value),
+                                         0, cond, h->bytes, h->len, NULL, &r),
                      MOMENTO_OK);
     momento_outcome o = momento_result_outcome(r);
     if (o == MOMENTO_OUTCOME_STORED) {
@@ -581,7 +635,8 @@ static void test_hash_get_and_set(void **state)
     (void)state;
     momento_result *r;
     /* A miss has no value and no hash. */
-    assert_int_equal(momento_get_with_hash_sync(tu_fx.client, "c", "hmiss", 5, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_with_hash_sync(tu_fx.client, "c", "hmiss", 5, NULL, &r),
+                     MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     size_t len = 99;
     assert_null(momento_result_hash(r, &len));
@@ -684,8 +739,8 @@ static void test_hash_conditions(void **state)
 
     /* The value conditions still answer without a hash. */
     momento_result *r;
-    assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "hc", 2, "seven", 5, 0, MOMENTO_IF_EQUAL, "six",
-                                         3, NULL, &r),
+    assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "hc", 2, "seven", 5, 0,
+                                         MOMENTO_IF_EQUAL, "six", 3, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
     assert_null(momento_result_hash(r, NULL));
@@ -729,20 +784,22 @@ static void test_hash_async_and_named(void **state)
         MOMENTO_OUTCOME_STORED);
     hash_buf v1 = b.hash;
     assert_true(v1.len > 0);
-    RUN(momento_get_with_hash(tu_fx.client, "c", "ha", 2, NULL, keep_hash, &b), MOMENTO_OUTCOME_HIT);
+    RUN(momento_get_with_hash(tu_fx.client, "c", "ha", 2, NULL, keep_hash, &b),
+        MOMENTO_OUTCOME_HIT);
     assert_true(same_hash(&v1, &b.hash));
-    RUN(momento_get_with_hash(tu_fx.client, "c", "ha-none", 7, NULL, keep_hash, &b), MOMENTO_OUTCOME_MISS);
+    RUN(momento_get_with_hash(tu_fx.client, "c", "ha-none", 7, NULL, keep_hash, &b),
+        MOMENTO_OUTCOME_MISS);
     assert_int_equal(b.hash.len, 0);
-    RUN(momento_set_if_present_and_hash_equal(tu_fx.client, "c", "ha", 2, "v2", 2, 0, v1.bytes, v1.len,
-                                              NULL, keep_hash, &b),
+    RUN(momento_set_if_present_and_hash_equal(tu_fx.client, "c", "ha", 2, "v2", 2, 0, v1.bytes,
+                                              v1.len, NULL, keep_hash, &b),
         MOMENTO_OUTCOME_STORED);
     hash_buf v2 = b.hash;
     assert_false(same_hash(&v1, &v2));
     RUN(momento_set_if_present_and_hash_not_equal(tu_fx.client, "c", "ha", 2, "v3", 2, 0, v2.bytes,
                                                   v2.len, NULL, keep_hash, &b),
         MOMENTO_OUTCOME_NOT_STORED);
-    RUN(momento_set_if_absent_or_hash_equal(tu_fx.client, "c", "ha", 2, "v3", 2, 0, v2.bytes, v2.len,
-                                            NULL, keep_hash, &b),
+    RUN(momento_set_if_absent_or_hash_equal(tu_fx.client, "c", "ha", 2, "v3", 2, 0, v2.bytes,
+                                            v2.len, NULL, keep_hash, &b),
         MOMENTO_OUTCOME_STORED);
     hash_buf v3 = b.hash;
     RUN(momento_set_if_absent_or_hash_not_equal(tu_fx.client, "c", "ha", 2, "v4", 2, 0, v3.bytes,
@@ -760,30 +817,34 @@ static void test_hash_async_and_named(void **state)
         assert_int_equal(momento_result_outcome(r), (want));                                       \
         momento_result_free(r);                                                                    \
     } while (0)
-    SYNC(momento_set_if_absent_sync(tu_fx.client, "c", "hs", 2, "a", 1, 0, NULL, &r), MOMENTO_OUTCOME_STORED);
+    SYNC(momento_set_if_absent_sync(tu_fx.client, "c", "hs", 2, "a", 1, 0, NULL, &r),
+         MOMENTO_OUTCOME_STORED);
     SYNC(momento_set_if_not_exists_sync(tu_fx.client, "c", "hs", 2, "b", 1, 0, NULL, &r),
          MOMENTO_OUTCOME_NOT_STORED);
-    SYNC(momento_set_if_present_sync(tu_fx.client, "c", "hs", 2, "b", 1, 0, NULL, &r), MOMENTO_OUTCOME_STORED);
+    SYNC(momento_set_if_present_sync(tu_fx.client, "c", "hs", 2, "b", 1, 0, NULL, &r),
+         MOMENTO_OUTCOME_STORED);
     SYNC(momento_set_if_equal_sync(tu_fx.client, "c", "hs", 2, "c", 1, 0, "b", 1, NULL, &r),
          MOMENTO_OUTCOME_STORED);
     SYNC(momento_set_if_not_equal_sync(tu_fx.client, "c", "hs", 2, "d", 1, 0, "c", 1, NULL, &r),
          MOMENTO_OUTCOME_NOT_STORED);
-    SYNC(momento_set_if_present_and_not_equal_sync(tu_fx.client, "c", "hs", 2, "d", 1, 0, "x", 1, NULL, &r),
+    SYNC(momento_set_if_present_and_not_equal_sync(tu_fx.client, "c", "hs", 2, "d", 1, 0, "x", 1,
+                                                   NULL, &r),
          MOMENTO_OUTCOME_STORED);
-    SYNC(momento_set_if_absent_or_equal_sync(tu_fx.client, "c", "hs", 2, "e", 1, 0, "d", 1, NULL, &r),
+    SYNC(momento_set_if_absent_or_equal_sync(tu_fx.client, "c", "hs", 2, "e", 1, 0, "d", 1, NULL,
+                                             &r),
          MOMENTO_OUTCOME_STORED);
     hash_buf e = get_hashed("hs", "e");
-    SYNC(momento_set_if_present_and_hash_equal_sync(tu_fx.client, "c", "hs", 2, "f", 1, 0, e.bytes, e.len,
-                                                    NULL, &r),
+    SYNC(momento_set_if_present_and_hash_equal_sync(tu_fx.client, "c", "hs", 2, "f", 1, 0, e.bytes,
+                                                    e.len, NULL, &r),
          MOMENTO_OUTCOME_STORED);
-    SYNC(momento_set_if_present_and_hash_not_equal_sync(tu_fx.client, "c", "hs", 2, "g", 1, 0, e.bytes,
-                                                        e.len, NULL, &r),
+    SYNC(momento_set_if_present_and_hash_not_equal_sync(tu_fx.client, "c", "hs", 2, "g", 1, 0,
+                                                        e.bytes, e.len, NULL, &r),
          MOMENTO_OUTCOME_STORED);
-    SYNC(momento_set_if_absent_or_hash_equal_sync(tu_fx.client, "c", "hs", 2, "h", 1, 0, e.bytes, e.len,
-                                                  NULL, &r),
+    SYNC(momento_set_if_absent_or_hash_equal_sync(tu_fx.client, "c", "hs", 2, "h", 1, 0, e.bytes,
+                                                  e.len, NULL, &r),
          MOMENTO_OUTCOME_NOT_STORED);
-    SYNC(momento_set_if_absent_or_hash_not_equal_sync(tu_fx.client, "c", "hs-new", 6, "h", 1, 0, e.bytes,
-                                                      e.len, NULL, &r),
+    SYNC(momento_set_if_absent_or_hash_not_equal_sync(tu_fx.client, "c", "hs-new", 6, "h", 1, 0,
+                                                      e.bytes, e.len, NULL, &r),
          MOMENTO_OUTCOME_STORED);
 #undef SYNC
     check_value("hs", "g");
@@ -802,29 +863,29 @@ static void test_hash_refusals_and_errors(void **state)
     momento_result *r = (momento_result *)(void *)&sentinel;
     for (size_t i = 0; i < sizeof(hash_conds) / sizeof(hash_conds[0]); i++) {
         /* A hash is never NULL or empty. */
-        assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "k", 1, "v", 1, 0, hash_conds[i], NULL, 32,
-                                             NULL, &r),
+        assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "k", 1, "v", 1, 0, hash_conds[i],
+                                             NULL, 32, NULL, &r),
                          MOMENTO_ERR_INVALID_ARGUMENT);
         tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
-        assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "k", 1, "v", 1, 0, hash_conds[i], NULL, 0,
-                                             NULL, NULL),
+        assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "k", 1, "v", 1, 0, hash_conds[i],
+                                             NULL, 0, NULL, NULL),
                          MOMENTO_ERR_INVALID_ARGUMENT);
-        assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "k", 1, "v", 1, 0, hash_conds[i], h, 0,
-                                             NULL, NULL),
+        assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "k", 1, "v", 1, 0, hash_conds[i], h,
+                                             0, NULL, NULL),
                          MOMENTO_ERR_INVALID_ARGUMENT);
     }
-    assert_int_equal(momento_set_if_present_and_hash_equal_sync(tu_fx.client, "c", "k", 1, "v", 1, 0, NULL,
-                                                                0, NULL, NULL),
+    assert_int_equal(momento_set_if_present_and_hash_equal_sync(tu_fx.client, "c", "k", 1, "v", 1,
+                                                                0, NULL, 0, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_if_absent_or_hash_not_equal(tu_fx.client, "c", "k", 1, "v", 1, 0, h, 0,
-                                                             NULL, tu_count_cb, NULL),
+    assert_int_equal(momento_set_if_absent_or_hash_not_equal(tu_fx.client, "c", "k", 1, "v", 1, 0,
+                                                             h, 0, NULL, tu_count_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     /* Conditions outside the enum, on either side of it. */
-    assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "k", 1, "v", 1, 0, (momento_condition)0, h, 32,
-                                         NULL, NULL),
+    assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "k", 1, "v", 1, 0, (momento_condition)0,
+                                         h, 32, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "k", 1, "v", 1, 0, (momento_condition)11, h,
-                                         32, NULL, NULL),
+    assert_int_equal(momento_set_if_sync(tu_fx.client, "c", "k", 1, "v", 1, 0,
+                                         (momento_condition)11, h, 32, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     /* The key, cache and value checks every request makes. */
     assert_int_equal(momento_get_with_hash_sync(tu_fx.client, "c", NULL, 1, NULL, NULL),
@@ -843,10 +904,11 @@ static void test_hash_refusals_and_errors(void **state)
      * scalar value is needed. */
     assert_int_equal(momento_get_with_hash_sync(tu_fx.client, "nope", "k", 1, NULL, NULL),
                      MOMENTO_ERR_CACHE_NOT_FOUND);
-    assert_int_equal(momento_set_with_hash_sync(tu_fx.client, "nope", "k", 1, "v", 1, 0, NULL, NULL),
-                     MOMENTO_ERR_CACHE_NOT_FOUND);
-    assert_int_equal(momento_dictionary_set_field_sync(tu_fx.client, "c", "hdict", 5, "f", 1, "v", 1, NULL,
-                                                       NULL, NULL),
+    assert_int_equal(
+        momento_set_with_hash_sync(tu_fx.client, "nope", "k", 1, "v", 1, 0, NULL, NULL),
+        MOMENTO_ERR_CACHE_NOT_FOUND);
+    assert_int_equal(momento_dictionary_set_field_sync(tu_fx.client, "c", "hdict", 5, "f", 1, "v",
+                                                       1, NULL, NULL, NULL),
                      MOMENTO_OK);
     assert_int_equal(momento_get_with_hash_sync(tu_fx.client, "c", "hdict", 5, NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
@@ -854,8 +916,9 @@ static void test_hash_refusals_and_errors(void **state)
                                          MOMENTO_IF_ABSENT_OR_HASH_EQUAL, h, 32, NULL, NULL),
                      MOMENTO_ERR_FAILED_PRECONDITION);
     /* setWithHash replaces a collection, as set does. */
-    assert_int_equal(momento_set_with_hash_sync(tu_fx.client, "c", "hdict", 5, "v", 1, 0, NULL, NULL),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_set_with_hash_sync(tu_fx.client, "c", "hdict", 5, "v", 1, 0, NULL, NULL),
+        MOMENTO_OK);
     check_value("hdict", "v");
 }
 
@@ -930,8 +993,9 @@ static void test_hash_with_compression(void **state)
     momento_result_free(r);
 
     /* So the hash conditions work across the two. */
-    assert_int_equal(momento_set_if_present_and_hash_equal_sync(tu_fx.client, "c", "hz", 2, "plain", 5, 0,
-                                                                stored.bytes, stored.len, NULL, &r),
+    assert_int_equal(momento_set_if_present_and_hash_equal_sync(tu_fx.client, "c", "hz", 2, "plain",
+                                                                5, 0, stored.bytes, stored.len,
+                                                                NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
     momento_result_free(r);
@@ -961,7 +1025,8 @@ static void test_batch_result_survives_dup(void **state)
     size_t lens[3] = {2, 2, 2};
     dup_box b = {.copy = NULL};
     tu_counter_init(&b.k);
-    assert_int_equal(momento_get_batch(tu_fx.client, "c", keys, lens, 3, NULL, keep_copy, &b), MOMENTO_OK);
+    assert_int_equal(momento_get_batch(tu_fx.client, "c", keys, lens, 3, NULL, keep_copy, &b),
+                     MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&b.k, 1, 5000), 1);
     /* The callback's buffers are gone; the copy must stand alone. */
     assert_int_equal(momento_result_item_count(b.copy), 3);

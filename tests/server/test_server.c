@@ -620,7 +620,8 @@ static void test_malformed_protobuf(void **state)
     for (size_t p = 0; p < sizeof(paths) / sizeof(paths[0]); p++) {
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
             tu_raw_reply r;
-            int st = tu_raw_call(tu_fx.target, paths[p], cache_hdr, 1, bad[i].bytes, bad[i].len, &r);
+            int st =
+                tu_raw_call(tu_fx.target, paths[p], cache_hdr, 1, bad[i].bytes, bad[i].len, &r);
             if (st != 3)
                 fail_msg("%s with malformed body %zu: status %d, want 3", paths[p], i, st);
             tu_raw_reply_free(&r);

@@ -84,7 +84,7 @@ static int dict_set_at(const char *ep, const char *name, uint64_t ttl, bool refr
     return st;
 }
 
-#define dict_set(name, ttl, refresh, ...)                                                         \
+#define dict_set(name, ttl, refresh, ...)                                                          \
     dict_set_at(tu_fx.target, name, ttl, refresh, (const char *const[]){__VA_ARGS__, NULL})
 
 /* DictionaryGet of one field: 1 hit (value in out), 0 miss, -1 dictionary

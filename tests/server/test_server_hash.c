@@ -70,8 +70,8 @@ static found get_with_hash(const ProtobufCBinaryData *key)
     if (f.status != ST_OK)
         return f;
     assert_int_equal(tu_fx.reply->n_msgs, 1);
-    CacheClient__GetWithHashResponse *resp =
-        cache_client____get_with_hash_response__unpack(NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
+    CacheClient__GetWithHashResponse *resp = cache_client____get_with_hash_response__unpack(
+        NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
     assert_non_null(resp);
     if (resp->result_case == CACHE_CLIENT____GET_WITH_HASH_RESPONSE__RESULT_FOUND) {
         f.hit = true;
@@ -155,8 +155,8 @@ static stored set_if_hash_hdr(const ProtobufCBinaryData *key, const ProtobufCBin
     if (s.status != ST_OK)
         return s;
     assert_int_equal(tu_fx.reply->n_msgs, 1);
-    CacheClient__SetIfHashResponse *resp =
-        cache_client____set_if_hash_response__unpack(NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
+    CacheClient__SetIfHashResponse *resp = cache_client____set_if_hash_response__unpack(
+        NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
     assert_non_null(resp);
     if (resp->result_case == CACHE_CLIENT____SET_IF_HASH_RESPONSE__RESULT_STORED) {
         s.stored = true;
@@ -282,8 +282,8 @@ static void test_ttl_is_applied(void **state)
     CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
     req.cache_key = k;
     assert_int_equal(call(SCS "ItemGetTtl", &req.base), ST_OK);
-    CacheClient__ItemGetTtlResponse *resp =
-        cache_client____item_get_ttl_response__unpack(NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
+    CacheClient__ItemGetTtlResponse *resp = cache_client____item_get_ttl_response__unpack(
+        NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
     assert_non_null(resp);
     assert_int_equal(resp->result_case, CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND);
     assert_true(resp->found->remaining_ttl_millis <= 100000);

@@ -128,8 +128,8 @@ static long length_of(const char *name)
 static size_t ranked_of(el *out, size_t cap)
 {
     assert_int_equal(tu_fx.reply->n_msgs, 1);
-    Leaderboard__GetByRankResponse *resp =
-        leaderboard____get_by_rank_response__unpack(NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
+    Leaderboard__GetByRankResponse *resp = leaderboard____get_by_rank_response__unpack(
+        NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
     assert_non_null(resp);
     size_t n = resp->n_elements;
     assert_true(n <= cap);
@@ -714,10 +714,11 @@ static char *mint(int role, const char *item)
     req.expires = &exp;
     req.auth_token = "";
     req.permissions = &perms;
-    assert_int_equal(call_to(tu_fx.target, "/token.Token/GenerateDisposableToken", &req.base, NULL, 0),
-                     ST_OK);
+    assert_int_equal(
+        call_to(tu_fx.target, "/token.Token/GenerateDisposableToken", &req.base, NULL, 0), ST_OK);
     Token__GenerateDisposableTokenResponse *resp =
-        token____generate_disposable_token_response__unpack(NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
+        token____generate_disposable_token_response__unpack(NULL, tu_fx.reply->lens[0],
+                                                            tu_fx.reply->msgs[0]);
     assert_non_null(resp);
     char *token = strdup(resp->api_key);
     token____generate_disposable_token_response__free_unpacked(resp, NULL);
@@ -777,7 +778,8 @@ static void test_fault_names(void **state)
     assert_int_equal(call_to(tu_fx.target, LB "GetLeaderboardLength", &len.base, h, 3), ST_OK);
     Leaderboard__GetCompetitionRankRequest comp = LEADERBOARD____GET_COMPETITION_RANK_REQUEST__INIT;
     comp.leaderboard = "faults";
-    assert_int_equal(call_to(tu_fx.target, LB "GetCompetitionRank", &comp.base, h, 3), ST_UNAVAILABLE);
+    assert_int_equal(call_to(tu_fx.target, LB "GetCompetitionRank", &comp.base, h, 3),
+                     ST_UNAVAILABLE);
     assert_true(momento_local_rpc_count(tu_fx.server, "UpsertElements", ST_UNAVAILABLE) >= 1);
     assert_true(momento_local_rpc_count(tu_fx.server, "GetLeaderboardLength", ST_OK) >= 1);
 }
