@@ -23,29 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static momento_local *server;
-static momento_client *admin; /* the ordinary (empty) token: a session's */
-
-static int setup(void **state)
-{
-    (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
-    server = tu_server(o);
-    momento_local_options_free(o);
-    admin = tu_client(server, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    momento_client_free(admin);
-    momento_local_stop(server);
-    return 0;
-}
-
 static momento_client *client_with(momento_local *s, const char *key)
 {
     momento_credentials *creds = NULL;
@@ -90,7 +67,7 @@ static pair take(momento_result *r)
     pair p = {strdup(momento_result_token_api_key(r)),
               strdup(momento_result_token_refresh_token(r)), momento_result_token_valid_until(r)};
     assert_true(strlen(p.key) > 0 && strlen(p.refresh) > 0);
-    assert_string_equal(momento_result_token_endpoint(r), momento_local_endpoint(server));
+    assert_string_equal(momento_result_token_endpoint(r), momento_local_endpoint(tu_fx.server));
     momento_result_free(r);
     return p;
 }
@@ -115,7 +92,7 @@ static int issue_from(momento_client *from, momento_token_scope *scope, uint32_t
 static pair issue(momento_token_scope *scope, uint32_t seconds)
 {
     pair p;
-    assert_int_equal(issue_from(admin, scope, seconds, &p), MOMENTO_OK);
+    assert_int_equal(issue_from(tu_fx.client, scope, seconds, &p), MOMENTO_OK);
     return p;
 }
 
@@ -154,7 +131,7 @@ static void test_super_user_never_expires(void **state)
     pair k = issue(super_user(), MOMENTO_API_KEY_NEVER_EXPIRES);
     /* Never expiring: valid_until 0, as Momento's reply says "never". */
     assert_int_equal(k.valid_until, 0);
-    momento_client *c = client_with(server, k.key);
+    momento_client *c = client_with(tu_fx.server, k.key);
     assert_int_equal(do_set(c, "su"), MOMENTO_OK);
     assert_int_equal(do_get(c, "su"), MOMENTO_OK);
     /* The control plane too. */
@@ -184,7 +161,7 @@ static void test_all_data_read_write(void **state)
     pair k = issue(all_data(), 60);
     assert_true((int64_t)k.valid_until >= before + 60 &&
                 (int64_t)k.valid_until <= (int64_t)time(NULL) + 60);
-    momento_client *c = client_with(server, k.key);
+    momento_client *c = client_with(tu_fx.server, k.key);
     assert_int_equal(do_set(c, "adrw"), MOMENTO_OK);
     assert_int_equal(do_get(c, "adrw"), MOMENTO_OK);
     momento_result *r = NULL;
@@ -207,8 +184,8 @@ static void test_explicit_scope(void **state)
                                                               "ro-", 3),
                      MOMENTO_OK);
     pair k = issue(s, 60);
-    assert_int_equal(do_set(admin, "ro-x"), MOMENTO_OK);
-    momento_client *c = client_with(server, k.key);
+    assert_int_equal(do_set(tu_fx.client, "ro-x"), MOMENTO_OK);
+    momento_client *c = client_with(tu_fx.server, k.key);
     assert_int_equal(do_get(c, "ro-x"), MOMENTO_OK);
     assert_int_equal(do_set(c, "ro-x"), MOMENTO_ERR_PERMISSION);
     assert_int_equal(do_get(c, "rw-x"), MOMENTO_ERR_PERMISSION);
@@ -220,7 +197,7 @@ static void test_refresh(void **state)
 {
     (void)state;
     pair k1 = issue(all_data(), 100);
-    momento_client *c1 = client_with(server, k1.key);
+    momento_client *c1 = client_with(tu_fx.server, k1.key);
     /* As the SDKs do: the client's own key (NULL) is the one refreshed. */
     pair k2;
     int64_t before = (int64_t)time(NULL);
@@ -230,7 +207,7 @@ static void test_refresh(void **state)
     /* As long again from now as the old key was made for. */
     assert_true((int64_t)k2.valid_until >= before + 100 &&
                 (int64_t)k2.valid_until <= (int64_t)time(NULL) + 100);
-    momento_client *c2 = client_with(server, k2.key);
+    momento_client *c2 = client_with(tu_fx.server, k2.key);
     assert_int_equal(do_set(c2, "refreshed"), MOMENTO_OK);
     /* Same scope: still no control plane. */
     assert_int_equal(create_cache(c2, "refreshed-may-not"), MOMENTO_ERR_PERMISSION);
@@ -238,19 +215,19 @@ static void test_refresh(void **state)
     assert_int_equal(do_set(c1, "old"), MOMENTO_ERR_AUTHENTICATION);
     pair k3;
     assert_int_equal(refresh(c1, NULL, k1.refresh, &k3), MOMENTO_ERR_AUTHENTICATION);
-    assert_int_equal(refresh(admin, k2.key, k1.refresh, &k3), MOMENTO_ERR_AUTHENTICATION);
+    assert_int_equal(refresh(tu_fx.client, k2.key, k1.refresh, &k3), MOMENTO_ERR_AUTHENTICATION);
     /* A refresh token that was never issued, and one of another key. */
-    assert_int_equal(refresh(admin, k2.key, "mlr1.not-a-refresh-token", &k3),
+    assert_int_equal(refresh(tu_fx.client, k2.key, "mlr1.not-a-refresh-token", &k3),
                      MOMENTO_ERR_AUTHENTICATION);
     pair other = issue(all_data(), 100);
-    assert_int_equal(refresh(admin, k2.key, other.refresh, &k3), MOMENTO_ERR_AUTHENTICATION);
+    assert_int_equal(refresh(tu_fx.client, k2.key, other.refresh, &k3), MOMENTO_ERR_AUTHENTICATION);
     /* Neither failure spent k2's refresh: it still works, from a client
      * whose own key is another (the key named, in the SDKs' form). */
-    assert_int_equal(refresh(admin, k2.key, k2.refresh, &k3), MOMENTO_OK);
+    assert_int_equal(refresh(tu_fx.client, k2.key, k2.refresh, &k3), MOMENTO_OK);
     assert_int_equal(do_set(c2, "k2-gone"), MOMENTO_ERR_AUTHENTICATION);
     /* Only an API key this server issued is refreshed. */
     pair none;
-    assert_int_equal(refresh(admin, "some-other-key", k3.refresh, &none),
+    assert_int_equal(refresh(tu_fx.client, "some-other-key", k3.refresh, &none),
                      MOMENTO_ERR_AUTHENTICATION);
     momento_client_free(c1);
     momento_client_free(c2);
@@ -261,9 +238,9 @@ static void test_refresh(void **state)
 
     /* A key that never expires stays so. */
     pair n1 = issue(super_user(), MOMENTO_API_KEY_NEVER_EXPIRES), n2;
-    assert_int_equal(refresh(admin, n1.key, n1.refresh, &n2), MOMENTO_OK);
+    assert_int_equal(refresh(tu_fx.client, n1.key, n1.refresh, &n2), MOMENTO_OK);
     assert_int_equal(n2.valid_until, 0);
-    momento_client *cn = client_with(server, n2.key);
+    momento_client *cn = client_with(tu_fx.server, n2.key);
     assert_int_equal(create_cache(cn, "never-refreshed"), MOMENTO_OK);
     momento_client_free(cn);
     pair_free(&n1);
@@ -278,7 +255,7 @@ static void test_expired(void **state)
      * the second, so at least 2 s), 12 s under valgrind (a time scale
      * above 1). */
     pair k = issue(all_data(), tu_time_scale() > 1 ? 12 : 3);
-    momento_client *c = client_with(server, k.key);
+    momento_client *c = client_with(tu_fx.server, k.key);
     assert_int_equal(do_set(c, "soon"), MOMENTO_OK);
     /* Expired once the clock reaches valid_until (on the second). */
     while ((uint64_t)time(NULL) < k.valid_until)
@@ -297,10 +274,10 @@ static void test_disposable_token_makes_no_keys(void **state)
     momento_token_scope_new(&ts);
     momento_token_scope_add_cache(ts, MOMENTO_TOKEN_READ_WRITE, NULL);
     momento_result *r = NULL;
-    assert_int_equal(momento_generate_disposable_token_sync(admin, ts, 60, NULL, NULL, &r),
+    assert_int_equal(momento_generate_disposable_token_sync(tu_fx.client, ts, 60, NULL, NULL, &r),
                      MOMENTO_OK);
     momento_token_scope_free(ts);
-    momento_client *c = client_with(server, momento_result_token_api_key(r));
+    momento_client *c = client_with(tu_fx.server, momento_result_token_api_key(r));
     /* A disposable token has no refresh token. */
     assert_string_equal(momento_result_token_refresh_token(r), "");
     momento_result_free(r);
@@ -342,24 +319,24 @@ static void test_arguments(void **state)
     momento_result *r = NULL;
     momento_token_scope *empty = NULL, *su = super_user();
     momento_token_scope_new(&empty);
-    assert_int_equal(momento_generate_api_key_sync(admin, NULL, 60, NULL, &r),
+    assert_int_equal(momento_generate_api_key_sync(tu_fx.client, NULL, 60, NULL, &r),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_generate_api_key_sync(admin, empty, 60, NULL, &r),
+    assert_int_equal(momento_generate_api_key_sync(tu_fx.client, empty, 60, NULL, &r),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_generate_api_key_sync(admin, su, 0, NULL, &r),
+    assert_int_equal(momento_generate_api_key_sync(tu_fx.client, su, 0, NULL, &r),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_generate_api_key(NULL, su, 60, NULL, tu_count_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_generate_api_key(admin, su, 60, NULL, NULL, NULL),
+    assert_int_equal(momento_generate_api_key(tu_fx.client, su, 60, NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     /* A super user's scope takes no grants, and makes no disposable token. */
     assert_int_equal(momento_token_scope_add_cache(su, MOMENTO_TOKEN_READ_ONLY, "c"),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_token_scope_add_all_data_read_write(su), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_generate_disposable_token_sync(admin, su, 60, NULL, NULL, &r),
+    assert_int_equal(momento_generate_disposable_token_sync(tu_fx.client, su, 60, NULL, NULL, &r),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_token_scope_add_all_data_read_write(NULL),
@@ -367,25 +344,27 @@ static void test_arguments(void **state)
 
     /* Refresh: the refresh token and the key are checked, and the reason
      * never quotes either. */
-    assert_int_equal(momento_refresh_api_key_sync(admin, "k", NULL, NULL, &r),
+    assert_int_equal(momento_refresh_api_key_sync(tu_fx.client, "k", NULL, NULL, &r),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_refresh_api_key_sync(admin, "k", "", NULL, &r),
+    assert_int_equal(momento_refresh_api_key_sync(tu_fx.client, "k", "", NULL, &r),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_refresh_api_key(admin, "k", "secret part", NULL, tu_count_cb, NULL),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(
+        momento_refresh_api_key(tu_fx.client, "k", "secret part", NULL, tu_count_cb, NULL),
+        MOMENTO_ERR_INVALID_ARGUMENT);
     assert_null(strstr(momento_refusal_reason(), "secret"));
-    assert_int_equal(momento_refresh_api_key(admin, "key\tpart", "rt", NULL, tu_count_cb, NULL),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(
+        momento_refresh_api_key(tu_fx.client, "key\tpart", "rt", NULL, tu_count_cb, NULL),
+        MOMENTO_ERR_INVALID_ARGUMENT);
     assert_null(strstr(momento_refusal_reason(), "part"));
-    assert_int_equal(momento_refresh_api_key(admin, "", "rt", NULL, tu_count_cb, NULL),
+    assert_int_equal(momento_refresh_api_key(tu_fx.client, "", "rt", NULL, tu_count_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     /* The admin client's own key is "" (a local server's): nothing to
      * refresh. */
-    assert_int_equal(momento_refresh_api_key(admin, NULL, "rt", NULL, tu_count_cb, NULL),
+    assert_int_equal(momento_refresh_api_key(tu_fx.client, NULL, "rt", NULL, tu_count_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_refresh_api_key(admin, "k", "rt", NULL, NULL, NULL),
+    assert_int_equal(momento_refresh_api_key(tu_fx.client, "k", "rt", NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     momento_token_scope_free(empty);
     momento_token_scope_free(su);
@@ -410,7 +389,7 @@ static void keep_cb(const momento_result *r, void *userdata)
 static void test_async_and_dup(void **state)
 {
     (void)state;
-    momento_client *c = tu_client(server, NULL);
+    momento_client *c = tu_client(tu_fx.server, NULL);
     kept w = {0};
     tu_counter_init(&w.k);
     momento_token_scope *s = super_user();
@@ -429,7 +408,7 @@ static void test_async_and_dup(void **state)
     assert_true(strlen(momento_result_token_api_key(w.copy)) > 0);
     /* The copy's refresh token works. */
     pair k;
-    assert_int_equal(refresh(admin, momento_result_token_api_key(w.copy),
+    assert_int_equal(refresh(tu_fx.client, momento_result_token_api_key(w.copy),
                              momento_result_token_refresh_token(w.copy), &k),
                      MOMENTO_OK);
     pair_free(&k);
@@ -466,8 +445,8 @@ static int raw_generate(int expiry, bool with_permissions, bool super_user_scope
     req.auth_token = "";
     req.permissions = with_permissions ? &perms : NULL;
     tu_raw_reply *out = calloc(1, sizeof(*out));
-    int st = tu_raw_call_msg(momento_local_endpoint(server), "/auth.Auth/GenerateApiToken", NULL,
-                             0, &req.base, out);
+    int st = tu_raw_call_msg(momento_local_endpoint(tu_fx.server), "/auth.Auth/GenerateApiToken",
+                             NULL, 0, &req.base, out);
     if (st == 0) {
         assert_int_equal(out->n_msgs, 1);
         Auth__GenerateApiTokenResponse *resp =
@@ -508,5 +487,6 @@ int main(void)
         cmocka_unit_test(test_async_and_dup),
         cmocka_unit_test(test_server_checks),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    /* tu_fx.client holds the ordinary (empty) token: a session's. */
+    return cmocka_run_group_tests(tests, tu_fixture_setup, tu_fixture_teardown);
 }

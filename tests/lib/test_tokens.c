@@ -26,27 +26,12 @@
 #include <time.h>
 #include <unistd.h>
 
-static momento_local *server;
-static momento_client *admin; /* the ordinary (empty) token */
-
+/* tests/common's fixture (tu_fx.client holds the ordinary, empty, token)
+ * and a second cache. */
 static int setup(void **state)
 {
-    (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
-    momento_local_options_add_cache(o, "other");
-    server = tu_server(o);
-    momento_local_options_free(o);
-    admin = tu_client(server, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    momento_client_free(admin);
-    momento_local_stop(server);
+    tu_fixture_setup(state);
+    tu_create_cache(tu_fx.client, "other");
     return 0;
 }
 
@@ -67,7 +52,7 @@ static char *issue_from(momento_client *from, momento_token_scope *scope, uint32
 
 static char *issue(momento_token_scope *scope, uint32_t seconds)
 {
-    return issue_from(admin, scope, seconds);
+    return issue_from(tu_fx.client, scope, seconds);
 }
 
 static momento_client *client_with(momento_local *s, const char *key)
@@ -116,9 +101,9 @@ static void test_result_and_key(void **state)
     assert_int_equal(momento_token_scope_add_cache(s, MOMENTO_TOKEN_READ_WRITE, "c"), MOMENTO_OK);
     momento_result *r = NULL;
     int64_t before = (int64_t)time(NULL);
-    assert_int_equal(momento_generate_disposable_token_sync(admin, s, 60, NULL, NULL, &r),
+    assert_int_equal(momento_generate_disposable_token_sync(tu_fx.client, s, 60, NULL, NULL, &r),
                      MOMENTO_OK);
-    assert_string_equal(momento_result_token_endpoint(r), momento_local_endpoint(server));
+    assert_string_equal(momento_result_token_endpoint(r), momento_local_endpoint(tu_fx.server));
     uint64_t until = momento_result_token_valid_until(r);
     assert_true((int64_t)until >= before + 60 && (int64_t)until <= (int64_t)time(NULL) + 60);
 
@@ -127,13 +112,14 @@ static void test_result_and_key(void **state)
     momento_result *month = NULL;
     enum { DAYS30 = 30 * 86400 };
     before = (int64_t)time(NULL);
-    assert_int_equal(momento_generate_disposable_token_sync(admin, s, DAYS30, NULL, NULL, &month),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_generate_disposable_token_sync(tu_fx.client, s, DAYS30, NULL, NULL, &month),
+        MOMENTO_OK);
     momento_token_scope_free(s);
     int64_t month_until = (int64_t)momento_result_token_valid_until(month);
     assert_true(month_until >= before + DAYS30 && month_until <= (int64_t)time(NULL) + DAYS30);
     momento_credentials *mc = NULL;
-    assert_int_equal(momento_credentials_local_with_key(&mc, momento_local_endpoint(server),
+    assert_int_equal(momento_credentials_local_with_key(&mc, momento_local_endpoint(tu_fx.server),
                                                         momento_result_token_api_key(month)),
                      MOMENTO_OK);
     momento_client *mclient = NULL;
@@ -154,7 +140,7 @@ static void test_result_and_key(void **state)
     char *endpoint = NULL, *token = NULL;
     assert_int_equal(momento__json_get_string((char *)json, json_len, "endpoint", &endpoint), 1);
     assert_int_equal(momento__json_get_string((char *)json, json_len, "api_key", &token), 1);
-    assert_string_equal(endpoint, momento_local_endpoint(server));
+    assert_string_equal(endpoint, momento_local_endpoint(tu_fx.server));
     assert_true(strlen(token) > 20);
     free(json);
     free(endpoint);
@@ -172,11 +158,11 @@ static void test_result_and_key(void **state)
     momento_result_free(r);
     assert_string_equal(momento_result_token_api_key(copy), saved);
     free(saved);
-    assert_string_equal(momento_result_token_endpoint(copy), momento_local_endpoint(server));
+    assert_string_equal(momento_result_token_endpoint(copy), momento_local_endpoint(tu_fx.server));
     assert_int_equal(momento_result_token_valid_until(copy), until);
     momento_result_free(copy);
     /* The bare token works as a key too. */
-    momento_client *c = client_with(server, token);
+    momento_client *c = client_with(tu_fx.server, token);
     free(token);
     assert_int_equal(do_set(c, "c", "x"), MOMENTO_OK);
     momento_client_free(c);
@@ -184,12 +170,13 @@ static void test_result_and_key(void **state)
      * fields a token result reuses) are set. */
     assert_string_equal(momento_result_token_api_key(NULL), "");
     assert_int_equal(momento_result_token_valid_until(NULL), 0);
-    assert_int_equal(momento_dictionary_set_field_sync(admin, "c", "d", 1, "f", 1, "v", 1, NULL,
-                                                       NULL, NULL),
+    assert_int_equal(momento_dictionary_set_field_sync(tu_fx.client, "c", "d", 1, "f", 1, "v", 1,
+                                                       NULL, NULL, NULL),
                      MOMENTO_OK);
     momento_result *other = NULL;
-    assert_int_equal(momento_dictionary_get_field_sync(admin, "c", "d", 1, "f", 1, NULL, &other),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_dictionary_get_field_sync(tu_fx.client, "c", "d", 1, "f", 1, NULL, &other),
+        MOMENTO_OK);
     assert_true(momento_result_is_hit(other));
     assert_string_equal(momento_result_token_api_key(other), "");
     assert_string_equal(momento_result_token_endpoint(other), "");
@@ -202,7 +189,7 @@ static void test_cache_scope(void **state)
     momento_token_scope *s = new_scope();
     assert_int_equal(momento_token_scope_add_cache(s, MOMENTO_TOKEN_READ_WRITE, "c"), MOMENTO_OK);
     char *key = issue(s, 60);
-    momento_client *c = client_with(server, key);
+    momento_client *c = client_with(tu_fx.server, key);
     free(key);
     assert_int_equal(do_set(c, "c", "a"), MOMENTO_OK);
     assert_int_equal(do_get(c, "c", "a"), MOMENTO_OK);
@@ -234,7 +221,7 @@ static void test_key_scope(void **state)
     assert_int_equal(momento_token_scope_add_cache_key(s, MOMENTO_TOKEN_READ_WRITE, NULL, "k1", 2),
                      MOMENTO_OK);
     char *key = issue(s, 60);
-    momento_client *c = client_with(server, key);
+    momento_client *c = client_with(tu_fx.server, key);
     free(key);
     assert_int_equal(do_set(c, "c", "k1"), MOMENTO_OK);
     assert_int_equal(do_set(c, "other", "k1"), MOMENTO_OK);
@@ -264,14 +251,14 @@ static void test_key_scope(void **state)
 static void test_prefix_read_only(void **state)
 {
     (void)state;
-    assert_int_equal(do_set(admin, "c", "pet-cat"), MOMENTO_OK);
-    assert_int_equal(do_set(admin, "c", "cow"), MOMENTO_OK);
+    assert_int_equal(do_set(tu_fx.client, "c", "pet-cat"), MOMENTO_OK);
+    assert_int_equal(do_set(tu_fx.client, "c", "cow"), MOMENTO_OK);
     momento_token_scope *s = new_scope();
     assert_int_equal(
         momento_token_scope_add_cache_key_prefix(s, MOMENTO_TOKEN_READ_ONLY, "c", "pet", 3),
         MOMENTO_OK);
     char *key = issue(s, 60);
-    momento_client *c = client_with(server, key);
+    momento_client *c = client_with(tu_fx.server, key);
     free(key);
     assert_int_equal(do_get(c, "c", "pet-cat"), MOMENTO_OK);
     assert_int_equal(do_get(c, "c", "pet-dog"), MOMENTO_OK); /* a miss, but allowed */
@@ -290,7 +277,7 @@ static void test_write_only(void **state)
     momento_token_scope *s = new_scope();
     assert_int_equal(momento_token_scope_add_cache(s, MOMENTO_TOKEN_WRITE_ONLY, "c"), MOMENTO_OK);
     char *key = issue(s, 60);
-    momento_client *c = client_with(server, key);
+    momento_client *c = client_with(tu_fx.server, key);
     free(key);
     assert_int_equal(do_set(c, "c", "w"), MOMENTO_OK);
     assert_int_equal(momento_delete_sync(c, "c", "w", 1, NULL, NULL), MOMENTO_OK);
@@ -312,7 +299,7 @@ static void test_several_grants(void **state)
         momento_token_scope_add_cache_key_prefix(s, MOMENTO_TOKEN_READ_WRITE, "other", "pet", 3),
         MOMENTO_OK);
     char *key = issue(s, 60);
-    momento_client *c = client_with(server, key);
+    momento_client *c = client_with(tu_fx.server, key);
     free(key);
     assert_int_equal(do_set(c, "c", "cow"), MOMENTO_OK);
     assert_int_equal(do_get(c, "c", "cow"), MOMENTO_ERR_PERMISSION);
@@ -333,7 +320,7 @@ static void test_topics(void **state)
         momento_token_scope_add_topic_prefix(s, MOMENTO_TOKEN_READ_WRITE, NULL, "chat-"),
         MOMENTO_OK);
     char *key = issue(s, 60);
-    momento_client *c = client_with(server, key);
+    momento_client *c = client_with(tu_fx.server, key);
     free(key);
     assert_int_equal(momento_topic_publish_text_sync(c, "c", "news", "hi", 2, NULL, NULL),
                      MOMENTO_OK);
@@ -358,7 +345,7 @@ static void test_expiry(void **state)
      * must fit before the expiry on a loaded machine too. */
     uint32_t seconds = 3 * (uint32_t)tu_time_scale();
     char *key = issue(s, seconds);
-    momento_client *c = client_with(server, key);
+    momento_client *c = client_with(tu_fx.server, key);
     free(key);
     assert_int_equal(do_set(c, "c", "e"), MOMENTO_OK);
     /* valid_until is a whole second: wait past the next one. */
@@ -430,11 +417,12 @@ static void test_subscription_ends_at_expiry(void **state)
      * client, subscribing and one delivery must fit before the expiry. */
     uint32_t seconds = 4 * (uint32_t)tu_time_scale();
     momento_result *r = NULL;
-    assert_int_equal(momento_generate_disposable_token_sync(admin, s, seconds, NULL, NULL, &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_generate_disposable_token_sync(tu_fx.client, s, seconds, NULL, NULL, &r),
+        MOMENTO_OK);
     momento_token_scope_free(s);
     uint64_t valid_until = momento_result_token_valid_until(r);
-    momento_client *c = client_with(server, momento_result_token_api_key(r));
+    momento_client *c = client_with(tu_fx.server, momento_result_token_api_key(r));
     momento_result_free(r);
     sub_seen w;
     memset(&w, 0, sizeof(w));
@@ -442,9 +430,9 @@ static void test_subscription_ends_at_expiry(void **state)
     momento_subscription *sub = NULL;
     assert_int_equal(
         momento_topic_subscribe_sync(c, "c", "expiring", NULL, on_sub_event, &w, &sub), MOMENTO_OK);
-    assert_int_equal(momento_local_subscriptions(server), 1);
+    assert_int_equal(momento_local_subscriptions(tu_fx.server), 1);
     assert_int_equal(
-        momento_topic_publish_text_sync(admin, "c", "expiring", "before", 6, NULL, NULL),
+        momento_topic_publish_text_sync(tu_fx.client, "c", "expiring", "before", 6, NULL, NULL),
         MOMENTO_OK);
     assert_int_equal(wait_count(&w, &w.items, 1, TU_MS(5000)), 1);
     /* The library's idle timeout (30 s) is far off: only the server can
@@ -462,9 +450,9 @@ static void test_subscription_ends_at_expiry(void **state)
                        w.end_at.tv_nsec / 1000000;
     pthread_mutex_unlock(&w.lock);
     assert_true(after_ms >= 0);
-    assert_int_equal(momento_local_rpc_count(server, "TopicSubscribe", 16 /* UNAUTHENTICATED */),
-                     1);
-    assert_int_equal(momento_local_subscriptions(server), 0);
+    assert_int_equal(
+        momento_local_rpc_count(tu_fx.server, "TopicSubscribe", 16 /* UNAUTHENTICATED */), 1);
+    assert_int_equal(momento_local_subscriptions(tu_fx.server), 0);
     momento_subscription_free(sub);
     /* The client's free waits for every callback: none came after. */
     momento_client_free(c);
@@ -501,7 +489,7 @@ static void test_forged(void **state)
     char *key = issue(s, 60);
     char *token = bare_token(key);
     free(key);
-    assert_int_equal(get_with_token(server, token), MOMENTO_OK);
+    assert_int_equal(get_with_token(tu_fx.server, token), MOMENTO_OK);
     size_t len = strlen(token);
     size_t dot2 = len; /* where the signature's dot is */
     while (dot2 > 0 && token[dot2 - 1] != '.')
@@ -512,16 +500,16 @@ static void test_forged(void **state)
      * token: each refused. */
     char *t = strdup(token);
     t[6] = t[6] == 'A' ? 'B' : 'A';
-    assert_int_equal(get_with_token(server, t), MOMENTO_ERR_AUTHENTICATION);
+    assert_int_equal(get_with_token(tu_fx.server, t), MOMENTO_ERR_AUTHENTICATION);
     strcpy(t, token);
     t[len - 2] = t[len - 2] == 'A' ? 'B' : 'A';
-    assert_int_equal(get_with_token(server, t), MOMENTO_ERR_AUTHENTICATION);
+    assert_int_equal(get_with_token(tu_fx.server, t), MOMENTO_ERR_AUTHENTICATION);
     strcpy(t, token);
     t[len - 1] = '\0';
-    assert_int_equal(get_with_token(server, t), MOMENTO_ERR_AUTHENTICATION);
+    assert_int_equal(get_with_token(tu_fx.server, t), MOMENTO_ERR_AUTHENTICATION);
     strcpy(t, token);
     t[dot2] = '\0';
-    assert_int_equal(get_with_token(server, t), MOMENTO_ERR_AUTHENTICATION);
+    assert_int_equal(get_with_token(tu_fx.server, t), MOMENTO_ERR_AUTHENTICATION);
     free(t);
     /* Another server signs with another key. */
     momento_local *second = tu_server_with_cache("c");
@@ -579,35 +567,36 @@ static void test_bad_input(void **state)
     s = new_scope();
     /* An empty scope, no expiry, a long token id. */
     assert_int_equal(
-        momento_generate_disposable_token(admin, NULL, 60, NULL, NULL, tu_count_cb, NULL),
+        momento_generate_disposable_token(tu_fx.client, NULL, 60, NULL, NULL, tu_count_cb, NULL),
         MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_generate_disposable_token_sync(admin, s, 60, NULL, NULL, NULL),
+    assert_int_equal(momento_generate_disposable_token_sync(tu_fx.client, s, 60, NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_token_scope_add_cache(s, MOMENTO_TOKEN_READ_ONLY, "c"), MOMENTO_OK);
-    assert_int_equal(momento_generate_disposable_token_sync(admin, s, 0, NULL, NULL, NULL),
+    assert_int_equal(momento_generate_disposable_token_sync(tu_fx.client, s, 0, NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     char long_id[MOMENTO_DISPOSABLE_TOKEN_ID_MAX + 2];
     memset(long_id, 't', sizeof(long_id) - 1);
     long_id[sizeof(long_id) - 1] = '\0';
-    assert_int_equal(momento_generate_disposable_token_sync(admin, s, 60, long_id, NULL, NULL),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(
+        momento_generate_disposable_token_sync(tu_fx.client, s, 60, long_id, NULL, NULL),
+        MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_generate_disposable_token(NULL, s, 60, NULL, NULL, tu_count_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_generate_disposable_token(admin, s, 60, NULL, NULL, NULL, NULL),
+    assert_int_equal(momento_generate_disposable_token(tu_fx.client, s, 60, NULL, NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     /* Each refusal says why (momento_refusal_reason()). */
     momento_token_scope *empty = new_scope();
-    assert_refused_why(momento_generate_disposable_token(admin, NULL, 60, NULL, NULL, tu_count_cb,
-                                                         NULL),
-                       "the scope is NULL");
-    assert_refused_why(momento_generate_disposable_token(admin, empty, 60, NULL, NULL,
-                                                         tu_count_cb, NULL),
-                       "grants nothing");
     assert_refused_why(
-        momento_generate_disposable_token(admin, s, 0, NULL, NULL, tu_count_cb, NULL),
+        momento_generate_disposable_token(tu_fx.client, NULL, 60, NULL, NULL, tu_count_cb, NULL),
+        "the scope is NULL");
+    assert_refused_why(
+        momento_generate_disposable_token(tu_fx.client, empty, 60, NULL, NULL, tu_count_cb, NULL),
+        "grants nothing");
+    assert_refused_why(
+        momento_generate_disposable_token(tu_fx.client, s, 0, NULL, NULL, tu_count_cb, NULL),
         "no expiry");
     assert_refused_why(
-        momento_generate_disposable_token(admin, s, 60, long_id, NULL, tu_count_cb, NULL),
+        momento_generate_disposable_token(tu_fx.client, s, 60, long_id, NULL, tu_count_cb, NULL),
         "the token id is 65 bytes, over 64");
     assert_refused_why(momento_token_scope_add_cache(NULL, MOMENTO_TOKEN_READ_ONLY, "c"),
                        "the scope is NULL");
@@ -622,8 +611,9 @@ static void test_bad_input(void **state)
      * argument can say (no cap since February 2026). */
     long_id[MOMENTO_DISPOSABLE_TOKEN_ID_MAX] = '\0';
     momento_result *r = NULL;
-    assert_int_equal(momento_generate_disposable_token_sync(admin, s, UINT32_MAX, long_id, NULL, &r),
-                     MOMENTO_OK);
+    assert_int_equal(
+        momento_generate_disposable_token_sync(tu_fx.client, s, UINT32_MAX, long_id, NULL, &r),
+        MOMENTO_OK);
     momento_result_free(r);
     /* Grants the builder refuses, leaving the scope as it was. */
     assert_int_equal(momento_token_scope_add_cache(NULL, MOMENTO_TOKEN_READ_ONLY, "c"),
@@ -665,7 +655,7 @@ static void test_out_of_memory(void **state)
         if (rc == MOMENTO_OK)
             rc = momento_token_scope_add_topic(s, MOMENTO_TOKEN_READ_WRITE, NULL, "t");
         if (rc == MOMENTO_OK)
-            rc = momento_generate_disposable_token_sync(admin, s, 60, "id", NULL, NULL);
+            rc = momento_generate_disposable_token_sync(tu_fx.client, s, 60, "id", NULL, NULL);
         bool failed_one = atomic_load(&momento__alloc_countdown) < 0;
         atomic_store(&momento__alloc_countdown, -1);
         if (failed_one) {
@@ -683,10 +673,10 @@ static void test_out_of_memory(void **state)
     assert_int_equal(momento_token_scope_add_cache(s, MOMENTO_TOKEN_READ_ONLY, "c"),
                      MOMENTO_ERR_NO_MEMORY);
     atomic_store(&momento__alloc_countdown, -1);
-    assert_int_equal(momento_generate_disposable_token_sync(admin, s, 60, NULL, NULL, NULL),
+    assert_int_equal(momento_generate_disposable_token_sync(tu_fx.client, s, 60, NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT); /* still empty */
     assert_int_equal(momento_token_scope_add_cache(s, MOMENTO_TOKEN_READ_ONLY, "c"), MOMENTO_OK);
-    assert_int_equal(momento_generate_disposable_token_sync(admin, s, 60, NULL, NULL, NULL),
+    assert_int_equal(momento_generate_disposable_token_sync(tu_fx.client, s, 60, NULL, NULL, NULL),
                      MOMENTO_OK);
     momento_token_scope_free(s);
     atomic_store(&momento__alloc_countdown, 0);
@@ -735,8 +725,8 @@ static int raw_generate(uint32_t seconds, bool with_grant, const char *token_id)
     tu_raw_reply *out = calloc(1, sizeof(*out));
     /* No authorization header: the official SDKs' token client sends
      * none, the key is in the body. */
-    int st = tu_raw_call(momento_local_endpoint(server), "/token.Token/GenerateDisposableToken",
-                         NULL, 0, buf, len, out);
+    int st = tu_raw_call(momento_local_endpoint(tu_fx.server),
+                         "/token.Token/GenerateDisposableToken", NULL, 0, buf, len, out);
     if (st == 0) {
         assert_int_equal(out->n_msgs, 1);
         Token__GenerateDisposableTokenResponse *resp =
@@ -815,5 +805,5 @@ int main(void)
         cmocka_unit_test(test_server_checks),
         cmocka_unit_test(test_token_endpoint),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tu_fixture_teardown);
 }
