@@ -121,6 +121,17 @@ int tu_raw_call_msg(const char *target, const char *path, const char *const *hea
 
 int64_t tu_now_ms(void);
 
+/* Asserts that the blocking call `call`, which sets the result `r`,
+ * returned MOMENTO_OK with outcome `outcome`; then frees `r` and sets it to
+ * NULL. A macro, so that a failure names the test's line. */
+#define tu_expect(call, r, outcome)                                                                \
+    do {                                                                                           \
+        assert_int_equal((call), MOMENTO_OK);                                                      \
+        assert_int_equal(momento_result_outcome(r), (int)(outcome));                               \
+        momento_result_free(r);                                                                    \
+        (r) = NULL;                                                                                \
+    } while (0)
+
 /* A blocking call refused before sending set *r to an error result whose
  * message says why (more than momento_strerror() says): asserts that, for
  * error `err`, then frees it and sets *r to NULL. */

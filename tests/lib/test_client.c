@@ -73,12 +73,8 @@ static void test_miss_and_delete(void **state)
     momento_result_free(r);
 
     assert_int_equal(momento_set_sync(f->client, "c", "d", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
-    assert_int_equal(momento_delete_sync(f->client, "c", "d", 1, NULL, &r), MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
-    momento_result_free(r);
-    assert_int_equal(momento_get_sync(f->client, "c", "d", 1, NULL, &r), MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_delete_sync(f->client, "c", "d", 1, NULL, &r), r, MOMENTO_OUTCOME_SUCCESS);
+    tu_expect(momento_get_sync(f->client, "c", "d", 1, NULL, &r), r, MOMENTO_OUTCOME_MISS);
     /* Deleting a missing key succeeds. */
     assert_int_equal(momento_delete_sync(f->client, "c", "d", 1, NULL, NULL), MOMENTO_OK);
 }
@@ -97,9 +93,7 @@ static void test_ttl_expiry(void **state)
         assert_true(momento_result_is_hit(r));
     momento_result_free(r);
     usleep(250 * 1000); /* past the TTL on any machine: a miss */
-    assert_int_equal(momento_get_sync(f->client, "c", "t", 1, NULL, &r), MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_get_sync(f->client, "c", "t", 1, NULL, &r), r, MOMENTO_OUTCOME_MISS);
 }
 
 static void test_default_ttl_from_config(void **state)
@@ -113,9 +107,7 @@ static void test_default_ttl_from_config(void **state)
     assert_int_equal(momento_set_sync(c, "c", "dt", 2, "v", 1, 0, NULL, NULL), MOMENTO_OK);
     usleep(200 * 1000);
     momento_result *r;
-    assert_int_equal(momento_get_sync(c, "c", "dt", 2, NULL, &r), MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_get_sync(c, "c", "dt", 2, NULL, &r), r, MOMENTO_OUTCOME_MISS);
     momento_client_free(c);
 }
 
@@ -146,9 +138,7 @@ static void test_control_plane(void **state)
 {
     tu_fixture *f = *state;
     momento_result *r;
-    assert_int_equal(momento_create_cache_sync(f->client, "second", NULL, &r), MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_CREATED);
-    momento_result_free(r);
+    tu_expect(momento_create_cache_sync(f->client, "second", NULL, &r), r, MOMENTO_OUTCOME_CREATED);
     /* Creating it again is not a failure, but a distinct outcome. */
     assert_int_equal(momento_create_cache_sync(f->client, "second", NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_ALREADY_EXISTS);
@@ -163,9 +153,7 @@ static void test_control_plane(void **state)
 
     assert_int_equal(momento_set_sync(f->client, "second", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
     assert_int_equal(momento_flush_cache_sync(f->client, "second", NULL, NULL), MOMENTO_OK);
-    assert_int_equal(momento_get_sync(f->client, "second", "k", 1, NULL, &r), MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_get_sync(f->client, "second", "k", 1, NULL, &r), r, MOMENTO_OUTCOME_MISS);
 
     assert_int_equal(momento_delete_cache_sync(f->client, "second", NULL, NULL), MOMENTO_OK);
     assert_int_equal(momento_delete_cache_sync(f->client, "second", NULL, &r), MOMENTO_ERR_CACHE_NOT_FOUND);
@@ -230,9 +218,7 @@ static void test_ping(void **state)
 {
     tu_fixture *f = *state;
     momento_result *r;
-    assert_int_equal(momento_ping_sync(f->client, NULL, &r), MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
-    momento_result_free(r);
+    tu_expect(momento_ping_sync(f->client, NULL, &r), r, MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_local_rpc_count(f->server, "Ping", 0), 1);
 }
 

@@ -48,17 +48,12 @@ static void test_dictionary_roundtrip(void **state)
 {
     (void)state;
     momento_result *r;
-    assert_int_equal(momento_dictionary_fetch_sync(tu_fx.client, "c", MOMENTO_STR("d1"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_dictionary_fetch_sync(tu_fx.client, "c", MOMENTO_STR("d1"), NULL, &r), r,
+              MOMENTO_OUTCOME_MISS);
 
-    assert_int_equal(momento_dictionary_set_field_sync(tu_fx.client, "c", MOMENTO_STR("d1"),
-                                                       MOMENTO_STR("a"), MOMENTO_STR("1"), NULL,
-                                                       NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
-    momento_result_free(r);
+    tu_expect(momento_dictionary_set_field_sync(tu_fx.client, "c", MOMENTO_STR("d1"),
+                                                MOMENTO_STR("a"), MOMENTO_STR("1"), NULL, NULL, &r),
+              r, MOMENTO_OUTCOME_SUCCESS);
     const void *fields[] = {"b", "", "a"};
     size_t field_lens[] = {1, 0, 1};
     const void *values[] = {"two", "empty-field", "one"};
@@ -115,16 +110,12 @@ static void test_dictionary_roundtrip(void **state)
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_memory_equal(momento_result_value(r, &len), "two", 3);
     momento_result_free(r);
-    assert_int_equal(momento_dictionary_get_field_sync(tu_fx.client, "c", MOMENTO_STR("d1"),
-                                                       MOMENTO_STR("no"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
-    assert_int_equal(momento_dictionary_get_field_sync(tu_fx.client, "c", MOMENTO_STR("none"),
-                                                       MOMENTO_STR("b"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_dictionary_get_field_sync(tu_fx.client, "c", MOMENTO_STR("d1"),
+                                                MOMENTO_STR("no"), NULL, &r),
+              r, MOMENTO_OUTCOME_MISS);
+    tu_expect(momento_dictionary_get_field_sync(tu_fx.client, "c", MOMENTO_STR("none"),
+                                                MOMENTO_STR("b"), NULL, &r),
+              r, MOMENTO_OUTCOME_MISS);
 
     assert_int_equal(momento_dictionary_length_sync(tu_fx.client, "c", MOMENTO_STR("d1"), NULL, &r),
                      MOMENTO_OK);
@@ -136,19 +127,13 @@ static void test_dictionary_roundtrip(void **state)
     assert_int_equal(momento_dictionary_remove_fields_sync(tu_fx.client, "c", MOMENTO_STR("d1"),
                                                            fields, field_lens, 2, NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_dictionary_remove_field_sync(tu_fx.client, "c", MOMENTO_STR("d1"),
-                                                          MOMENTO_STR("a"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
-    momento_result_free(r);
-    assert_int_equal(momento_dictionary_length_sync(tu_fx.client, "c", MOMENTO_STR("d1"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
-    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", MOMENTO_STR("d1"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_dictionary_remove_field_sync(tu_fx.client, "c", MOMENTO_STR("d1"),
+                                                   MOMENTO_STR("a"), NULL, &r),
+              r, MOMENTO_OUTCOME_SUCCESS);
+    tu_expect(momento_dictionary_length_sync(tu_fx.client, "c", MOMENTO_STR("d1"), NULL, &r), r,
+              MOMENTO_OUTCOME_MISS);
+    tu_expect(momento_item_get_type_sync(tu_fx.client, "c", MOMENTO_STR("d1"), NULL, &r), r,
+              MOMENTO_OUTCOME_MISS);
 }
 
 static void test_dictionary_increment(void **state)
@@ -237,11 +222,9 @@ static void test_set_roundtrip(void **state)
     momento_result *r;
     const void *els[] = {"a", "b", "c", "b", ""};
     size_t lens[] = {1, 1, 1, 1, 0};
-    assert_int_equal(momento_set_add_elements_sync(tu_fx.client, "c", MOMENTO_STR("s1"), els, lens,
-                                                   5, NULL, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
-    momento_result_free(r);
+    tu_expect(momento_set_add_elements_sync(tu_fx.client, "c", MOMENTO_STR("s1"), els, lens, 5,
+                                            NULL, NULL, &r),
+              r, MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_set_fetch_sync(tu_fx.client, "c", MOMENTO_STR("s1"), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
@@ -264,11 +247,9 @@ static void test_set_roundtrip(void **state)
     assert_int_equal(momento_result_exists(r, 1), 0);
     assert_int_equal(momento_result_exists(r, 2), 1);
     momento_result_free(r);
-    assert_int_equal(momento_set_contains_elements_sync(tu_fx.client, "c", MOMENTO_STR("nope"), ask,
-                                                        ask_lens, 3, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_set_contains_elements_sync(tu_fx.client, "c", MOMENTO_STR("nope"), ask,
+                                                 ask_lens, 3, NULL, &r),
+              r, MOMENTO_OUTCOME_MISS);
 
     /* Sample: distinct members, min(limit, size) of them. */
     assert_int_equal(momento_set_sample_sync(tu_fx.client, "c", MOMENTO_STR("s1"), 2, NULL, &r),
@@ -299,14 +280,10 @@ static void test_set_roundtrip(void **state)
                      MOMENTO_OK);
     assert_int_equal(momento_result_item_count(r), 1);
     momento_result_free(r);
-    assert_int_equal(momento_set_fetch_sync(tu_fx.client, "c", MOMENTO_STR("s1"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
-    assert_int_equal(momento_set_pop_sync(tu_fx.client, "c", MOMENTO_STR("s1"), 1, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_set_fetch_sync(tu_fx.client, "c", MOMENTO_STR("s1"), NULL, &r), r,
+              MOMENTO_OUTCOME_MISS);
+    tu_expect(momento_set_pop_sync(tu_fx.client, "c", MOMENTO_STR("s1"), 1, NULL, &r), r,
+              MOMENTO_OUTCOME_MISS);
     /* Removing from a missing set succeeds. */
     assert_int_equal(momento_set_remove_element_sync(tu_fx.client, "c", MOMENTO_STR("s1"),
                                                      MOMENTO_STR("a"), NULL, NULL),

@@ -287,20 +287,16 @@ static void test_list_pop_remove_retain(void **state)
                                                         N(v), 0, NULL, NULL, NULL),
                      MOMENTO_OK);
     /* Every "a" goes; a value not in the list, or no list, is no error. */
-    assert_int_equal(momento_list_remove_value_sync(tu_fx.client, "c", MOMENTO_STR("l4"),
-                                                    MOMENTO_STR("a"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
-    momento_result_free(r);
+    tu_expect(momento_list_remove_value_sync(tu_fx.client, "c", MOMENTO_STR("l4"), MOMENTO_STR("a"),
+                                             NULL, &r),
+              r, MOMENTO_OUTCOME_SUCCESS);
     check_fetch("l4", 0, MOMENTO_END, "b,c");
     assert_int_equal(momento_list_remove_value_sync(tu_fx.client, "c", MOMENTO_STR("l4"),
                                                     MOMENTO_STR("zz"), NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_list_remove_value_sync(tu_fx.client, "c", MOMENTO_STR("no-list"),
-                                                    MOMENTO_STR("a"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
-    momento_result_free(r);
+    tu_expect(momento_list_remove_value_sync(tu_fx.client, "c", MOMENTO_STR("no-list"),
+                                             MOMENTO_STR("a"), NULL, &r),
+              r, MOMENTO_OUTCOME_SUCCESS);
     check_fetch("l4", 0, MOMENTO_END, "b,c");
 
     /* Pops take from their own end; the last one deletes the list. */
@@ -316,14 +312,10 @@ static void test_list_pop_remove_retain(void **state)
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_memory_equal(momento_result_value(r, &len), "b", 1);
     momento_result_free(r);
-    assert_int_equal(momento_list_pop_front_sync(tu_fx.client, "c", MOMENTO_STR("l4"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
-    assert_int_equal(momento_list_pop_back_sync(tu_fx.client, "c", MOMENTO_STR("l4"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_list_pop_front_sync(tu_fx.client, "c", MOMENTO_STR("l4"), NULL, &r), r,
+              MOMENTO_OUTCOME_MISS);
+    tu_expect(momento_list_pop_back_sync(tu_fx.client, "c", MOMENTO_STR("l4"), NULL, &r), r,
+              MOMENTO_OUTCOME_MISS);
     check_list_length("l4", -1);
     assert_int_equal(
         momento_list_fetch_sync(tu_fx.client, "c", MOMENTO_STR("l4"), 0, MOMENTO_END, NULL, &r),
@@ -390,12 +382,10 @@ static void put_scores(const char *set, const char *const *values, const double 
     for (size_t i = 0; i < n; i++)
         lens[i] = strlen(values[i]);
     momento_result *r;
-    assert_int_equal(momento_sorted_set_put_elements_sync(tu_fx.client, "c", MOMENTO_STR(set),
-                                                          (const void *const *)values, lens, scores,
-                                                          n, NULL, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
-    momento_result_free(r);
+    tu_expect(momento_sorted_set_put_elements_sync(tu_fx.client, "c", MOMENTO_STR(set),
+                                                   (const void *const *)values, lens, scores, n,
+                                                   NULL, NULL, &r),
+              r, MOMENTO_OUTCOME_SUCCESS);
 }
 
 static void test_sorted_set_put_fetch(void **state)
@@ -403,37 +393,26 @@ static void test_sorted_set_put_fetch(void **state)
     (void)state;
     momento_result *r;
     /* No set: every read misses. */
-    assert_int_equal(momento_sorted_set_fetch_by_rank_sync(tu_fx.client, "c", MOMENTO_STR("z1"), 0,
-                                                           MOMENTO_END, MOMENTO_ASCENDING, NULL,
-                                                           &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
-    assert_int_equal(momento_sorted_set_fetch_by_score_sync(tu_fx.client, "c", MOMENTO_STR("z1"),
-                                                            -INFINITY, INFINITY, MOMENTO_ASCENDING,
-                                                            0, 0, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
-    assert_int_equal(momento_sorted_set_length_sync(tu_fx.client, "c", MOMENTO_STR("z1"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
-    assert_int_equal(momento_sorted_set_length_by_score_sync(tu_fx.client, "c", MOMENTO_STR("z1"),
-                                                             -INFINITY, INFINITY, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_sorted_set_fetch_by_rank_sync(tu_fx.client, "c", MOMENTO_STR("z1"), 0,
+                                                    MOMENTO_END, MOMENTO_ASCENDING, NULL, &r),
+              r, MOMENTO_OUTCOME_MISS);
+    tu_expect(momento_sorted_set_fetch_by_score_sync(tu_fx.client, "c", MOMENTO_STR("z1"),
+                                                     -INFINITY, INFINITY, MOMENTO_ASCENDING, 0, 0,
+                                                     NULL, &r),
+              r, MOMENTO_OUTCOME_MISS);
+    tu_expect(momento_sorted_set_length_sync(tu_fx.client, "c", MOMENTO_STR("z1"), NULL, &r), r,
+              MOMENTO_OUTCOME_MISS);
+    tu_expect(momento_sorted_set_length_by_score_sync(tu_fx.client, "c", MOMENTO_STR("z1"),
+                                                      -INFINITY, INFINITY, NULL, &r),
+              r, MOMENTO_OUTCOME_MISS);
 
     const char *v[] = {"a", "b", "c", "d"};
     double s[] = {3, 1, 2, -1.5};
     put_scores("z1", v, s, 4);
     /* A put replaces an element's score. */
-    assert_int_equal(momento_sorted_set_put_element_sync(tu_fx.client, "c", MOMENTO_STR("z1"),
-                                                         MOMENTO_STR("b"), 5, NULL, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
-    momento_result_free(r);
+    tu_expect(momento_sorted_set_put_element_sync(tu_fx.client, "c", MOMENTO_STR("z1"),
+                                                  MOMENTO_STR("b"), 5, NULL, NULL, &r),
+              r, MOMENTO_OUTCOME_SUCCESS);
 
     check_rank_fetch("z1", 0, MOMENTO_END, MOMENTO_ASCENDING, "d:-1.5,c:2,a:3,b:5");
     check_rank_fetch("z1", 0, MOMENTO_END, MOMENTO_DESCENDING, "b:5,a:3,c:2,d:-1.5");
@@ -684,11 +663,9 @@ static void test_sorted_set_scores_ranks(void **state)
     check_rank_fetch("z4", 0, MOMENTO_END, MOMENTO_ASCENDING, "x:0.25");
 
     /* Removes; missing elements are ignored; the last one deletes the set. */
-    assert_int_equal(momento_sorted_set_remove_element_sync(tu_fx.client, "c", MOMENTO_STR("z3"),
-                                                            MOMENTO_STR("e1"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
-    momento_result_free(r);
+    tu_expect(momento_sorted_set_remove_element_sync(tu_fx.client, "c", MOMENTO_STR("z3"),
+                                                     MOMENTO_STR("e1"), NULL, &r),
+              r, MOMENTO_OUTCOME_SUCCESS);
     const void *rm[] = {"e2", "nope", "e3"};
     size_t rm_lens[] = {2, 4, 2};
     assert_int_equal(momento_sorted_set_remove_elements_sync(tu_fx.client, "c", MOMENTO_STR("z3"),
@@ -700,10 +677,8 @@ static void test_sorted_set_scores_ranks(void **state)
     assert_int_equal(momento_sorted_set_remove_elements_sync(tu_fx.client, "c", MOMENTO_STR("z3"),
                                                              rest, rest_lens, 3, NULL, NULL),
                      MOMENTO_OK);
-    assert_int_equal(momento_sorted_set_length_sync(tu_fx.client, "c", MOMENTO_STR("z3"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_sorted_set_length_sync(tu_fx.client, "c", MOMENTO_STR("z3"), NULL, &r), r,
+              MOMENTO_OUTCOME_MISS);
     check_one_score("z3", "e4", 0, 0);
 }
 

@@ -129,9 +129,8 @@ static void round_trip(int algo)
     momento_result *r;
     assert_int_equal(momento_delete_sync(c, "c", "rt-if", 5, NULL, &r), MOMENTO_OK);
     momento_result_free(r);
-    assert_int_equal(momento_set_if_absent_sync(c, "c", "rt-if", 5, v, n, 0, NULL, &r), MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
-    momento_result_free(r);
+    tu_expect(momento_set_if_absent_sync(c, "c", "rt-if", 5, v, n, 0, NULL, &r), r,
+              MOMENTO_OUTCOME_STORED);
     assert_reads(c, "rt-if", v, n);
     assert_stored_compressed("rt-if", (momento_compression)algo, v, n);
 
@@ -284,14 +283,12 @@ static void test_per_request(void **state)
     /* A set_if with a per-request algorithm, and one with NONE. */
     momento_result *r;
     o.compression = MOMENTO_COMPRESS_ZSTD;
-    assert_int_equal(momento_set_if_absent_sync(c, "c", "pr-if", 5, v, n, 0, &o, &r), MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
-    momento_result_free(r);
+    tu_expect(momento_set_if_absent_sync(c, "c", "pr-if", 5, v, n, 0, &o, &r), r,
+              MOMENTO_OUTCOME_STORED);
     assert_stored_compressed("pr-if", MOMENTO_COMPRESS_ZSTD, v, n);
     o.compression = MOMENTO_COMPRESS_NONE;
-    assert_int_equal(momento_set_if_present_sync(c, "c", "pr-if", 5, v, n, 0, &o, &r), MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
-    momento_result_free(r);
+    tu_expect(momento_set_if_present_sync(c, "c", "pr-if", 5, v, n, 0, &o, &r), r,
+              MOMENTO_OUTCOME_STORED);
     assert_reads(tu_fx.client, "pr-if", v, n);
 
     momento_client_free(c);
@@ -761,16 +758,12 @@ static void test_every_write_path_compresses_once(void **state)
         }
 
         snprintf(key, sizeof(key), "once-if-%zu", i);
-        assert_int_equal(momento_set_if_absent_sync(c, "c", key, strlen(key), v, n, 0, o, &r),
-                         MOMENTO_OK);
-        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
-        momento_result_free(r);
+        tu_expect(momento_set_if_absent_sync(c, "c", key, strlen(key), v, n, 0, o, &r), r,
+                  MOMENTO_OUTCOME_STORED);
         assert_stored_compressed(key, MOMENTO_COMPRESS_GZIP, v, n);
-        assert_int_equal(momento_set_if_present_and_not_equal_sync(c, "c", key, strlen(key), v, n,
-                                                                   0, "x", 1, o, &r),
-                         MOMENTO_OK);
-        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
-        momento_result_free(r);
+        tu_expect(momento_set_if_present_and_not_equal_sync(c, "c", key, strlen(key), v, n, 0, "x",
+                                                            1, o, &r),
+                  r, MOMENTO_OUTCOME_STORED);
         assert_stored_compressed(key, MOMENTO_COMPRESS_GZIP, v, n);
 
         snprintf(key, sizeof(key), "once-hash-%zu", i);
@@ -779,11 +772,9 @@ static void test_every_write_path_compresses_once(void **state)
         assert_int_equal(momento_result_error(r), MOMENTO_OK);
         momento_result_free(r);
         assert_stored_compressed(key, MOMENTO_COMPRESS_GZIP, v, n);
-        assert_int_equal(momento_set_if_absent_or_hash_not_equal_sync(c, "c", key, strlen(key), v,
-                                                                     n, 0, "h", 1, o, &r),
-                         MOMENTO_OK);
-        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
-        momento_result_free(r);
+        tu_expect(momento_set_if_absent_or_hash_not_equal_sync(c, "c", key, strlen(key), v, n, 0,
+                                                               "h", 1, o, &r),
+                  r, MOMENTO_OUTCOME_STORED);
         assert_stored_compressed(key, MOMENTO_COMPRESS_GZIP, v, n);
 
         snprintf(key, sizeof(key), "once-batch-%zu", i);

@@ -243,10 +243,8 @@ static void test_remove_delete_and_separation(void **state)
     momento_result_free(r);
     assert_int_equal(length("c", "apart"), 0);
     assert_int_equal(length("c2", "apart"), 2);
-    assert_int_equal(momento_get_sync(tu_fx.client, "c", MOMENTO_STR("apart"), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
-    momento_result_free(r);
+    tu_expect(momento_get_sync(tu_fx.client, "c", MOMENTO_STR("apart"), NULL, &r), r,
+              MOMENTO_OUTCOME_HIT);
 
     /* A leaderboard that does not exist reads as empty; its removal and
      * delete succeed. */

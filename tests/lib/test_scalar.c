@@ -272,15 +272,11 @@ static void test_item_get_type(void **state)
     assert_int_equal(momento_set_sync(tu_fx.client, "c", "brief", 5, "v", 1, 50, NULL, NULL),
                      MOMENTO_OK);
     usleep(120 * 1000);
-    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", "brief", 5, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_item_get_type_sync(tu_fx.client, "c", "brief", 5, NULL, &r), r,
+              MOMENTO_OUTCOME_MISS);
     assert_int_equal(momento_delete_sync(tu_fx.client, "c", "typed", 5, NULL, NULL), MOMENTO_OK);
-    assert_int_equal(momento_item_get_type_sync(tu_fx.client, "c", "typed", 5, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_item_get_type_sync(tu_fx.client, "c", "typed", 5, NULL, &r), r,
+              MOMENTO_OUTCOME_MISS);
 
     /* Async, many at once, each called back once with the type. */
     put("typed", "v");
@@ -993,12 +989,9 @@ static void test_hash_with_compression(void **state)
     momento_result_free(r);
 
     /* So the hash conditions work across the two. */
-    assert_int_equal(momento_set_if_present_and_hash_equal_sync(tu_fx.client, "c", "hz", 2, "plain",
-                                                                5, 0, stored.bytes, stored.len,
-                                                                NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_STORED);
-    momento_result_free(r);
+    tu_expect(momento_set_if_present_and_hash_equal_sync(tu_fx.client, "c", "hz", 2, "plain", 5, 0,
+                                                         stored.bytes, stored.len, NULL, &r),
+              r, MOMENTO_OUTCOME_STORED);
     check_value("hz", "plain");
     free(value);
     momento_client_free(zc);

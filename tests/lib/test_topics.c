@@ -158,10 +158,8 @@ static momento_local *start_server(int port)
 static void publish_text(momento_client *c, const char *topic, const char *text)
 {
     momento_result *r = NULL;
-    assert_int_equal(momento_topic_publish_text_sync(c, "c", topic, MOMENTO_STR(text), NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
-    momento_result_free(r);
+    tu_expect(momento_topic_publish_text_sync(c, "c", topic, MOMENTO_STR(text), NULL, &r), r,
+              MOMENTO_OUTCOME_SUCCESS);
 }
 
 static momento_subscription *subscribe(momento_client *c, const char *topic, recorder *r,
@@ -206,10 +204,8 @@ static void test_publish_and_receive_in_order(void **state)
 
     publish_text(c, "t", "one");
     momento_result *res = NULL;
-    assert_int_equal(momento_topic_publish_sync(c, "c", "t", "\x00\xff", 2, NULL, &res),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(res), MOMENTO_OUTCOME_SUCCESS);
-    momento_result_free(res);
+    tu_expect(momento_topic_publish_sync(c, "c", "t", "\x00\xff", 2, NULL, &res), res,
+              MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_topic_publish_text_sync(c, "c", "t", "", 0, NULL, &res), MOMENTO_OK);
     momento_result_free(res);
     /* Another topic's item does not reach this subscription. */

@@ -122,12 +122,9 @@ static void test_others_answered_while_a_long_request_runs(void **state)
     wait_long(s, &u);
     for (int i = 0; i < 3; i++) {
         momento_result *r = NULL;
-        assert_int_equal(momento_set_sync(b, "c", "other", 5, "v", 1, 0, NULL, &r), MOMENTO_OK);
-        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
-        momento_result_free(r);
-        assert_int_equal(momento_get_sync(b, "c", "other", 5, NULL, &r), MOMENTO_OK);
-        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
-        momento_result_free(r);
+        tu_expect(momento_set_sync(b, "c", "other", 5, "v", 1, 0, NULL, &r), r,
+                  MOMENTO_OUTCOME_SUCCESS);
+        tu_expect(momento_get_sync(b, "c", "other", 5, NULL, &r), r, MOMENTO_OUTCOME_HIT);
     }
     /* All of them answered while the union still ran. */
     assert_int_equal(atomic_load(&u.done), 0);
@@ -244,9 +241,7 @@ static void test_a_flush_runs_in_slices(void **state)
     assert_int_equal(momento_flush_cache(a, "big", NULL, answer_cb, &f), MOMENTO_OK);
     wait_long(s, &f);
     momento_result *r = NULL;
-    assert_int_equal(momento_get_sync(b, "c", "other", 5, NULL, &r), MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    momento_result_free(r);
+    tu_expect(momento_get_sync(b, "c", "other", 5, NULL, &r), r, MOMENTO_OUTCOME_MISS);
     assert_int_equal(momento_get(b, "big", "k0", 2, NULL, answer_cb, &g), MOMENTO_OK);
     wait_answer(&f);
     wait_answer(&g);
