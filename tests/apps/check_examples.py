@@ -26,6 +26,8 @@ import tempfile
 import threading
 import xml.etree.ElementTree as ET
 
+from appcheck import check, finish, run
+
 build = sys.argv[1]
 load_gen = os.path.join(build, "apps", "load-gen")
 coalescing = os.path.join(build, "apps", "request-coalescing")
@@ -33,23 +35,6 @@ leaderboard = os.path.join(build, "apps", "leaderboard")
 session_store = os.path.join(build, "apps", "session-store")
 fanout = os.path.join(build, "apps", "topics-fanout")
 server = os.path.join(build, "server", "momento-local")
-failures = 0
-passed = 0
-env = {k: v for k, v in os.environ.items() if k not in ("MOMENTO_API_KEY", "MOMENTO_ENDPOINT")}
-
-
-def check(name, cond, detail=""):
-    global failures, passed
-    if cond:
-        passed += 1
-        print(f"ok - {name}")
-    else:
-        failures += 1
-        print(f"not ok - {name} {detail}")
-
-
-def run(args, timeout=120):
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 class _Silent(socketserver.BaseRequestHandler):
@@ -694,7 +679,6 @@ def check_topics_fanout():
               p.returncode == 2 and p.stderr.strip(), p)
 
 
-
 def check_transport_option(tmp_transport):
     """--transport protosocket in load-gen and request-coalescing: with the
     bundled server (its protosocket port opened for it) and with a separate
@@ -744,5 +728,4 @@ with tempfile.TemporaryDirectory() as d:
     check_transport_option(d)
 check_collection_examples()
 check_topics_fanout()
-print(f"{passed} passed, {failures} failed")
-sys.exit(1 if failures or not passed else 0)
+finish()

@@ -31,26 +31,15 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
+from appcheck import check, env, finish, run
+import appcheck
+
+appcheck.detail_limit = 3000
+
 build = sys.argv[1]
 load_gen = os.path.join(build, "apps", "load-gen")
 coalescing = os.path.join(build, "apps", "request-coalescing")
 server = os.path.join(build, "server", "momento-local")
-env = {k: v for k, v in os.environ.items() if k not in ("MOMENTO_API_KEY", "MOMENTO_ENDPOINT")}
-failures = passed = 0
-
-
-def check(name, cond, detail=""):
-    global failures, passed
-    if cond:
-        passed += 1
-        print(f"ok - {name}")
-    else:
-        failures += 1
-        print(f"not ok - {name} {str(detail)[:3000]}")
-
-
-def run(args, timeout=120):
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 # ------------------------------------------------ histogram.c, in Python
@@ -347,5 +336,4 @@ with tempfile.TemporaryDirectory() as tmp:
           and all(o in p.stdout for o in ("--merge", "--plot PATH.svg", "--plot-log", "--samples PATH")),
           p.stdout)
 
-print(f"{passed} passed, {failures} failed")
-sys.exit(1 if failures or not passed else 0)
+finish()

@@ -11,17 +11,11 @@ import sys
 import tempfile
 import time
 
+from appcheck import check, finish
+
 build = sys.argv[1]
 server = os.path.join(build, "server", "momento-local")
 load_gen = os.path.join(build, "apps", "load-gen")
-passed = failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    passed += bool(cond)
-    failed += not cond
-    print(f"{'ok' if cond else 'not ok'} - {name}{'' if cond else ' ' + str(detail)}")
 
 
 def start(port, stats):
@@ -58,5 +52,4 @@ with tempfile.TemporaryDirectory() as tmp:
     ok2 = s2["methods"].get("Set", {}).get("OK", 0) + s2["methods"].get("Get", {}).get("OK", 0)
     check("the first server answered before the stop", s1["total"] > 0, s1)
     check("the same client recovered: the second server answered", ok2 > 0, s2)
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed or not passed else 0)
+finish()

@@ -15,15 +15,9 @@ import os
 import subprocess
 import sys
 
+from appcheck import check, finish
+
 build = sys.argv[1]
-passed = failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    passed += bool(cond)
-    failed += not cond
-    print(f"{'ok' if cond else 'not ok'} - {name}{'' if cond else ' ' + detail}")
 
 
 def b64url(obj):
@@ -77,5 +71,4 @@ for name, args, extra in runs:
     check(f"{name}: output holds no part of the key", not leaks(out), str(leaks(out)))
     if name.startswith(("truncated", "current key without", "key with")):
         check(f"{name}: refused with a reason", p.returncode != 0 and ("key" in out.lower()), out)
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed or not passed else 0)
+finish()

@@ -25,29 +25,18 @@ import subprocess
 import sys
 import tempfile
 
+from appcheck import check, finish, run
+import appcheck
+
+appcheck.detail_limit = 3000
+
 build = sys.argv[1]
 ex = lambda name: os.path.join(build, "apps", name)  # noqa: E731
 server = os.path.join(build, "server", "momento-local")
-env = {k: v for k, v in os.environ.items() if k not in ("MOMENTO_API_KEY", "MOMENTO_ENDPOINT")}
-failures = passed = 0
 
 if not shutil.which("openssl"):
     print("SKIP: the openssl command is not installed; it makes the test certificates")
     sys.exit(77)
-
-
-def check(name, cond, detail=""):
-    global failures, passed
-    if cond:
-        passed += 1
-        print(f"ok - {name}")
-    else:
-        failures += 1
-        print(f"not ok - {name} {str(detail)[:3000]}")
-
-
-def run(args, timeout=120):
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def make_certs(d):
@@ -167,5 +156,4 @@ with tempfile.TemporaryDirectory() as d:
         p = run([ex(name), "--help"])
         check(f"{name} --help lists --tls-roots", p.returncode == 0 and "--tls-roots FILE" in p.stdout, p.stdout)
 
-print(f"{passed} passed, {failures} failed")
-sys.exit(1 if failures or not passed else 0)
+finish()
