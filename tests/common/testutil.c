@@ -629,11 +629,14 @@ uint64_t tu_rng(void)
     return state;
 }
 
-int tu_threads_named(const char *name)
+int tu_count_threads(const char *name, bool prefix, char *names, size_t names_size)
 {
     DIR *d = opendir("/proc/self/task");
     assert_non_null(d);
     int n = 0;
+    size_t used = 0;
+    if (names_size)
+        names[0] = '\0';
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
@@ -648,10 +651,21 @@ int tu_threads_named(const char *name)
             comm[0] = '\0';
         fclose(f);
         comm[strcspn(comm, "\n")] = '\0';
-        n += strcmp(comm, name) == 0;
+        if (prefix ? strncmp(comm, name, strlen(name)) == 0 : strcmp(comm, name) == 0)
+            n++;
+        if (used < names_size) {
+            int w = snprintf(names + used, names_size - used, "%s%s", used ? ", " : "", comm);
+            if (w > 0)
+                used += (size_t)w;
+        }
     }
     closedir(d);
     return n;
+}
+
+int tu_threads_named(const char *name)
+{
+    return tu_count_threads(name, false, NULL, 0);
 }
 
 struct tu_gate {

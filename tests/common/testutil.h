@@ -174,6 +174,10 @@ momento_client *tu_silent_client(const tu_silent *s, const momento_config *cfg);
  * /proc/self/task/N/comm): "momento-cq" counts the clients' completion
  * threads. */
 int tu_threads_named(const char *name);
+/* The same for names that start with `name` when `prefix`; `names`
+ * (names_size bytes, 0: none) gets every thread's name, for a failure
+ * message. */
+int tu_count_threads(const char *name, bool prefix, char *names, size_t names_size);
 
 /* CLOCK_MONOTONIC in nanoseconds (the clock gRPC's deadlines run on). */
 int64_t tu_now_ns(void);

@@ -16,49 +16,12 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #define CQ_THREAD "momento-cq"
 #define SERVER_THREAD "momento-srv"
-
-/* Threads of this process whose name is `name`, or (prefix) starts with it.
- * `names` gets every thread's name, for a failure message. */
-static int count_threads(const char *name, bool prefix, char *names, size_t names_size)
-{
-    DIR *d = opendir("/proc/self/task");
-    assert_non_null(d);
-    int n = 0;
-    size_t used = 0;
-    if (names_size)
-        names[0] = '\0';
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[300];
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue; /* the thread ended since readdir() saw it */
-        char comm[32] = "";
-        if (!fgets(comm, sizeof comm, f))
-            comm[0] = '\0';
-        fclose(f);
-        comm[strcspn(comm, "\n")] = '\0';
-        if (prefix ? strncmp(comm, name, strlen(name)) == 0 : strcmp(comm, name) == 0)
-            n++;
-        if (used < names_size) {
-            int w = snprintf(names + used, names_size - used, "%s%s", used ? ", " : "", comm);
-            if (w > 0)
-                used += (size_t)w;
-        }
-    }
-    closedir(d);
-    return n;
-}
 
 /* Waits until `want` threads are named `name` (or, prefix, start with it),
  * within a bound long enough that only a count that really stays wrong can
@@ -71,7 +34,7 @@ static void wait_threads(const char *name, bool prefix, int want)
 {
     char names[2048];
     int n;
-    tu_wait_until((n = count_threads(name, prefix, names, sizeof names)) == want, 5000);
+    tu_wait_until((n = tu_count_threads(name, prefix, names, sizeof names)) == want, 5000);
     if (n != want)
         fail_msg("%d threads named %s%s, expected %d (threads: %s)", n, name, prefix ? "*" : "",
                  want, names);
