@@ -30,3 +30,16 @@ def run(args, timeout=120):
 def finish():
     print(f"{passed} passed, {failures} failed")
     sys.exit(1 if failures or not passed else 0)
+
+
+def start_server(server, *args):
+    """A separate momento-local (the binary `server`, with `args`) on a
+    free port: (process, "host:port")."""
+    srv = subprocess.Popen([server, "--port", "0", *args], stdout=subprocess.PIPE, text=True)
+    return srv, srv.stdout.readline().strip().replace("listening on ", "")
+
+
+def stop_server(srv):
+    """Stops it; returns the RPC counters it prints on the way out."""
+    srv.terminate()
+    return srv.communicate(timeout=10)[0]

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import xml.etree.ElementTree as ET
 
-from appcheck import check, finish, run
+from appcheck import check, finish, run, start_server, stop_server
 
 build = sys.argv[1]
 load_gen = os.path.join(build, "apps", "load-gen")
@@ -384,18 +384,6 @@ with tempfile.TemporaryDirectory() as tmp:
               and "--batch [N[:L[:M[:B[:W]]]]]" in p.stdout and "16:0:64:1048576:1000" in p.stdout)
 
 
-def start_server(*args):
-    """A separate momento-local on a free port: (process, "host:port")."""
-    srv = subprocess.Popen([server, "--port", "0", *args], stdout=subprocess.PIPE, text=True)
-    return srv, srv.stdout.readline().strip().replace("listening on ", "")
-
-
-def stop_server(srv):
-    """Stops it; returns the RPC counters it prints on the way out."""
-    srv.terminate()
-    return srv.communicate(timeout=10)[0]
-
-
 def parse_leaderboard(out):
     """What a leaderboard transcript says (either backend): the scores it
     submitted (with --verbose), its bonuses, and each answer it printed."""
@@ -503,7 +491,7 @@ def check_collection_examples():
 
     # Against a separate momento-local: the RPCs arrive there, and the
     # board is left with --keep.
-    srv, endpoint = start_server()
+    srv, endpoint = start_server(server)
     p = run([leaderboard, "--endpoint", endpoint, "--insecure", "--keep", "--verbose"])
     stats = stop_server(srv)
     check_leaderboard("leaderboard --endpoint --insecure", p)
@@ -544,7 +532,7 @@ def check_collection_examples():
           all(final.get(f"session:{i}") == "gone" for i in (2, 3, 4)), final)
     check("session-store ends the last session", out.rstrip().endswith("session:1 deleted (delete)"), out)
 
-    srv, endpoint = start_server()
+    srv, endpoint = start_server(server)
     p = run([session_store, "--endpoint", endpoint, "--insecure", "--ttl-ms", "1500"])
     stats = stop_server(srv)
     check("session-store --endpoint --insecure exits 0", p.returncode == 0, p.stderr)
@@ -555,7 +543,7 @@ def check_collection_examples():
     # Errors reach the user: a server that refuses past a few calls per
     # second makes some call fail; each program says which and exits 1.
     for prog, args in ((leaderboard, []), (session_store, ["--sessions", "40"])):
-        srv, endpoint = start_server("--max-rps", "10")
+        srv, endpoint = start_server(server, "--max-rps", "10")
         p = run([prog, "--endpoint", endpoint, "--insecure", *args])
         stop_server(srv)
         check(f"{os.path.basename(prog)} reports a refused call and exits 1", p.returncode == 1
@@ -639,7 +627,7 @@ def check_topics_fanout():
         # subscriptions of one client share one server stream; with
         # --own-streams each has its own.
         for own, streams in (([], 1), (["--own-streams"], 2)):
-            srv, endpoint = start_server()
+            srv, endpoint = start_server(server)
             p = run([fanout, "--endpoint", endpoint, "--insecure", "--duration", "1", "--subscribers",
                      "2", "--rate", "100", "--quiet", "--json", out] + own)
             stats = stop_server(srv)
@@ -657,7 +645,7 @@ def check_topics_fanout():
 
         # Publishes refused by the server (--max-rps): counted as failed,
         # reported, and the run fails.
-        srv, endpoint = start_server("--max-rps", "20")
+        srv, endpoint = start_server(server, "--max-rps", "20")
         p = run([fanout, "--endpoint", endpoint, "--insecure", "--duration", "1", "--subscribers", "2",
                  "--rate", "100", "--quiet", "--json", out])
         stop_server(srv)

@@ -31,7 +31,7 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
-from appcheck import check, env, finish, run
+from appcheck import check, env, finish, run, start_server, stop_server
 import appcheck
 
 appcheck.detail_limit = 3000
@@ -185,20 +185,10 @@ def check_svg(name, path, hists, log):
 
 # ------------------------------------------------------------- the runs
 
-def start_server(*args):
-    srv = subprocess.Popen([server, "--port", "0", *args], stdout=subprocess.PIPE, text=True)
-    return srv, srv.stdout.readline().strip().replace("listening on ", "")
-
-
-def stop_server(srv):
-    srv.terminate()
-    srv.communicate(timeout=10)
-
-
 with tempfile.TemporaryDirectory() as tmp:
     f = lambda name: os.path.join(tmp, name)  # noqa: E731
-    srv, ep = start_server()
-    limited, ep_limited = start_server("--max-rps", "50")
+    srv, ep = start_server(server)
+    limited, ep_limited = start_server(server, "--max-rps", "50")
     # Three processes at once, each its own load; the third is refused
     # past 50 requests/s, so the merge has errors to add.
     runs = {

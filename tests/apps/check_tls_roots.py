@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-from appcheck import check, finish, run
+from appcheck import check, finish, run, start_server, stop_server
 import appcheck
 
 appcheck.detail_limit = 3000
@@ -58,21 +58,16 @@ def make_certs(d):
         subprocess.run(["openssl", *s], cwd=d, check=True, capture_output=True, timeout=60)
 
 
-def start_server(d):
-    srv = subprocess.Popen([server, "--port", "0", "--tls-cert", os.path.join(d, "srv.pem"),
-                            "--tls-key", os.path.join(d, "srv.key")], stdout=subprocess.PIPE, text=True)
-    return srv, srv.stdout.readline().strip().replace("listening on ", "")
-
-
-def stop_server(srv):
-    srv.terminate()
-    return srv.communicate(timeout=10)[0]
+def start_tls_server(d):
+    """momento-local serving TLS with the certificate make_certs() made."""
+    return start_server(server, "--tls-cert", os.path.join(d, "srv.pem"),
+                        "--tls-key", os.path.join(d, "srv.key"))
 
 
 with tempfile.TemporaryDirectory() as d:
     make_certs(d)
     ca, other_ca = os.path.join(d, "ca.pem"), os.path.join(d, "other-ca.pem")
-    srv, ep = start_server(d)
+    srv, ep = start_tls_server(d)
     out = os.path.join(d, "lg.json")
 
     # load-gen, trusting the CA: every request succeeds over TLS.
@@ -130,7 +125,7 @@ with tempfile.TemporaryDirectory() as d:
         ("topics-fanout", ["--duration", "0.5", "--subscribers", "2", "--rate", "50", "--quiet"]),
         ("metrics-prometheus", ["--requests", "200"]),
     ]
-    srv, ep = start_server(d)
+    srv, ep = start_tls_server(d)
     for name, args in others:
         p = run([ex(name), "--endpoint", ep, "--tls-roots", ca] + args)
         check(f"{name} --tls-roots CA: exit 0", p.returncode == 0, (p.returncode, p.stdout[-1500:], p.stderr[-1500:]))
