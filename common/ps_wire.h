@@ -7,7 +7,7 @@
  * Hand-coded rather than protobuf-c: the envelope is four fields deep and
  * the transport's point is to cost little per request, so encoding writes
  * straight into the caller's buffer and decoding borrows from the frame
- * without allocating. tests/unit/test_ps_wire.c checks both directions
+ * without allocating. tests/lib/test_ps_wire.c checks both directions
  * against protobuf-c's code for the same messages (proto/pscache.proto).
  *
  * Decoders read proto3 as protobuf does: fields in any order, unknown

@@ -37,7 +37,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
     meson test -C build-asan --print-errorlogs --timeout-multiplier 3
 
 echo "== valgrind memcheck: unit and integration suites"
-ninja -C build >/dev/null
+# What the tests run (meson-test-prereq: not built by default, as not
+# installed; the runs below say --no-rebuild) and the examples run last.
+ninja -C build all meson-test-prereq examples/hello examples/event-loop examples/async \
+    examples/faults >/dev/null
 # Three tests at a time, each in its own `meson test`, the slowest first.
 # Under valgrind a process runs one thread at a time, so one test keeps one
 # core busy at most, and most of its time is spent waiting (deadlines,

@@ -38,7 +38,7 @@ static int start_thread(srv_turns *t)
     if (n == SRV_MAX_THREADS || pthread_create(&t->threads[n], NULL, t->body, t->arg) != 0)
         return -1;
     /* Named, so that the server's threads can be told from gRPC's (in a
-     * debugger, and by tests/integration/test_threads.c): the first one
+     * debugger, and by tests/lib/test_threads.c): the first one
      * before momento_local_start() returns. */
     char name[16] = "momento-srv";
     if (n > 0) /* n < SRV_MAX_THREADS: one digit */

@@ -232,22 +232,40 @@ void tu__ps_fault_header(momento_local *s, const momento_client *c, const char *
     pthread_mutex_unlock(&tu_fault_lock);
 }
 
+tu_fixture tu_fx;
+
+/* tu_fx around `s`, for both setups; *state points to it. */
+static void fixture_begin(void **state, momento_local *s)
+{
+    tu_fx.server = s;
+    tu_fx.target = momento_local_endpoint(s);
+    tu_fx.reply = calloc(1, sizeof(*tu_fx.reply));
+    assert_non_null(tu_fx.reply);
+    *state = &tu_fx;
+}
+
 int tu_fixture_setup(void **state)
 {
-    tu_fixture *f = calloc(1, sizeof(*f));
-    f->server = tu_server(NULL);
-    f->client = tu_client(f->server, NULL);
-    tu_create_cache(f->client, "c");
-    *state = f;
+    fixture_begin(state, tu_server(NULL));
+    tu_fx.client = tu_client(tu_fx.server, NULL);
+    tu_create_cache(tu_fx.client, "c");
+    return 0;
+}
+
+int tu_fixture_setup_server(void **state)
+{
+    fixture_begin(state, tu_server_with_cache("c"));
     return 0;
 }
 
 int tu_fixture_teardown(void **state)
 {
-    tu_fixture *f = *state;
-    momento_client_free(f->client);
-    momento_local_stop(f->server);
-    free(f);
+    (void)state;
+    momento_client_free(tu_fx.client);
+    momento_local_stop(tu_fx.server);
+    tu_raw_reply_free(tu_fx.reply);
+    free(tu_fx.reply);
+    memset(&tu_fx, 0, sizeof(tu_fx));
     return 0;
 }
 
@@ -611,11 +629,14 @@ uint64_t tu_rng(void)
     return state;
 }
 
-int tu_threads_named(const char *name)
+int tu_count_threads(const char *name, bool prefix, char *names, size_t names_size)
 {
     DIR *d = opendir("/proc/self/task");
     assert_non_null(d);
     int n = 0;
+    size_t used = 0;
+    if (names_size)
+        names[0] = '\0';
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
@@ -630,10 +651,21 @@ int tu_threads_named(const char *name)
             comm[0] = '\0';
         fclose(f);
         comm[strcspn(comm, "\n")] = '\0';
-        n += strcmp(comm, name) == 0;
+        if (prefix ? strncmp(comm, name, strlen(name)) == 0 : strcmp(comm, name) == 0)
+            n++;
+        if (used < names_size) {
+            int w = snprintf(names + used, names_size - used, "%s%s", used ? ", " : "", comm);
+            if (w > 0)
+                used += (size_t)w;
+        }
     }
     closedir(d);
     return n;
+}
+
+int tu_threads_named(const char *name)
+{
+    return tu_count_threads(name, false, NULL, 0);
 }
 
 struct tu_gate {

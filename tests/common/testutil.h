@@ -44,14 +44,25 @@ void tu__ps_fault_header(momento_local *s, const momento_client *c, const char *
 /* Creates `cache` through `c`, asserting success. */
 void tu_create_cache(momento_client *c, const char *cache);
 
-/* The usual integration fixture: a server, a client, and cache "c". For
- * cmocka setup/teardown; *state points to a tu_fixture. */
+/* The usual integration fixture: a server with cache "c" and a client of
+ * it. For cmocka setup/teardown: *state points to tu_fx, the running
+ * test's fixture, which a file's helpers may also reach by that name (tests
+ * run one at a time in a process). */
 typedef struct tu_fixture {
     momento_local *server;
-    momento_client *client;
+    momento_client *client;     /* NULL after tu_fixture_setup_server() */
+    const char *target;         /* the server's "127.0.0.1:port", for tu_raw_call() */
+    struct tu_raw_reply *reply; /* a raw call's reply, off the stack (it is large) */
 } tu_fixture;
+extern tu_fixture tu_fx;
 int tu_fixture_setup(void **state);
+/* The same server without a client: for tests that make their own clients
+ * or call the server raw. */
+int tu_fixture_setup_server(void **state);
+/* Frees the client (if any) and stops the server, after either setup. */
 int tu_fixture_teardown(void **state);
+/* A cmocka test with a fixture of its own (tu_fixture_setup()). */
+#define tu_fixture_test(f) cmocka_unit_test_setup_teardown(f, tu_fixture_setup, tu_fixture_teardown)
 
 /* A client for `s` with a `timeout_ms` deadline and keepalive, both scaled
  * by tu_time_scale(): gRPC sets TCP_USER_TIMEOUT from the keepalive timeout,
@@ -110,6 +121,17 @@ int tu_raw_call_msg(const char *target, const char *path, const char *const *hea
 
 int64_t tu_now_ms(void);
 
+/* Asserts that the blocking call `call`, which sets the result `r`,
+ * returned MOMENTO_OK with outcome `outcome`; then frees `r` and sets it to
+ * NULL. A macro, so that a failure names the test's line. */
+#define tu_expect(call, r, outcome)                                                                \
+    do {                                                                                           \
+        assert_int_equal((call), MOMENTO_OK);                                                      \
+        assert_int_equal(momento_result_outcome(r), (int)(outcome));                               \
+        momento_result_free(r);                                                                    \
+        (r) = NULL;                                                                                \
+    } while (0)
+
 /* A blocking call refused before sending set *r to an error result whose
  * message says why (more than momento_strerror() says): asserts that, for
  * error `err`, then frees it and sets *r to NULL. */
@@ -152,6 +174,10 @@ momento_client *tu_silent_client(const tu_silent *s, const momento_config *cfg);
  * /proc/self/task/N/comm): "momento-cq" counts the clients' completion
  * threads. */
 int tu_threads_named(const char *name);
+/* The same for names that start with `name` when `prefix`; `names`
+ * (names_size bytes, 0: none) gets every thread's name, for a failure
+ * message. */
+int tu_count_threads(const char *name, bool prefix, char *names, size_t names_size);
 
 /* CLOCK_MONOTONIC in nanoseconds (the clock gRPC's deadlines run on). */
 int64_t tu_now_ns(void);

@@ -8,25 +8,8 @@ set -euo pipefail
 server_bin=$1
 check_bin=$2
 here=$(cd "$(dirname "$0")" && pwd)
-if ! command -v node >/dev/null 2>&1; then
-    echo "SKIP: node is not installed; the interop suite needs Node.js"
-    exit 77
-fi
-if [ ! -d "$here/node_modules/@gomomento/sdk-nodejs-compression" ]; then
-    (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
-fi
-out=$(mktemp)
-"$server_bin" --port 0 > "$out" &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f "$out"' EXIT
-for _ in $(seq 50); do
-    grep -q "listening on" "$out" && break
-    sleep 0.1
-done
-endpoint=$(sed -n 's/^listening on //p' "$out")
-[ -n "$endpoint" ] || { echo "momento-local did not start"; exit 1; }
-host=${endpoint%:*}
-port=${endpoint##*:}
+# shellcheck source=server.sh
+source "$here/server.sh" @gomomento/sdk-nodejs-compression
 status=0
 echo "# libmomento compresses, the Node SDK decompresses"
 "$check_bin" write "$endpoint" || status=1

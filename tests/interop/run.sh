@@ -6,25 +6,8 @@ set -euo pipefail
 server_bin=$1
 crosscheck_bin=$2
 here=$(cd "$(dirname "$0")" && pwd)
-if ! command -v node >/dev/null 2>&1; then
-    echo "SKIP: node is not installed; the interop suite needs Node.js"
-    exit 77
-fi
-if [ ! -d "$here/node_modules/@gomomento/sdk" ]; then
-    (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
-fi
-out=$(mktemp)
-"$server_bin" --port 0 > "$out" &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f "$out"' EXIT
-for _ in $(seq 50); do
-    grep -q "listening on" "$out" && break
-    sleep 0.1
-done
-endpoint=$(sed -n 's/^listening on //p' "$out")
-[ -n "$endpoint" ] || { echo "momento-local did not start"; exit 1; }
-host=${endpoint%:*}
-port=${endpoint##*:}
+# shellcheck source=server.sh
+source "$here/server.sh" @gomomento/sdk
 # Topics across both clients: a subscriber runs in the background until it
 # prints "ready" (at most 10 s, else it is stopped), then the publisher runs;
 # the subscriber then ends by its own bounded waits. Its lines follow the

@@ -19,7 +19,7 @@ VmRSS is read:
 Each command is then finished (or the connection closed) and its answer
 compared with memcached's (started with -I 5m, so that it takes a 4 MB
 item as the proxy does). How the CPU cost of such a command does not
-grow with its reads is tests/unit/test_mc_parse.c's (counted, not timed).
+grow with its reads is tests/proxy/test_mc_parse.c's (counted, not timed).
 No check asserts an elapsed time; every wait is bounded by the watchdog.
 
 Usage: mc_bounds.py --memcached PATH --proxy PATH

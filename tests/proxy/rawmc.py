@@ -2,8 +2,10 @@
 reply as the client receives it: text replies as their lines (data blocks
 included), binary responses as their header fields, extras, key and
 value."""
-import socket
 import struct
+
+import rawconn
+from rawconn import Closed  # noqa: F401 (rawmc.Closed, for the scripts)
 
 # Binary protocol opcodes (memcached's protocol_binary.h).
 GET, SET, ADD, REPLACE, DELETE, INCREMENT, DECREMENT, QUIT = 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07
@@ -14,44 +16,7 @@ OPNAMES = {GET: "get", SET: "set", ADD: "add", REPLACE: "replace", DELETE: "dele
 HEADER = struct.Struct(">BBHBBHIIQ")
 
 
-class Closed(Exception):
-    """The server closed the connection (EOF or reset)."""
-
-
-class Conn:
-    # 30 s: proxytest.WATCHDOG, a wait only a hang reaches.
-    def __init__(self, port, timeout=30.0, host="127.0.0.1"):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buf = b""
-
-    def close(self):
-        self.sock.close()
-
-    def send(self, data):
-        self.sock.sendall(data)
-
-    def _fill(self):
-        try:
-            chunk = self.sock.recv(65536)
-        except ConnectionResetError:
-            chunk = b""
-        if not chunk:
-            raise Closed()
-        self.buf += chunk
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            self._fill()
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
-
-    def exact(self, n):
-        while len(self.buf) < n:
-            self._fill()
-        data, self.buf = self.buf[:n], self.buf[n:]
-        return data
-
+class Conn(rawconn.Conn):
     # --- text -------------------------------------------------------------
     def text_reply(self, kind):
         """One reply: kind 'line' (storage, delete, incr, touch, version...)

@@ -4,6 +4,9 @@ array), as tagged tuples, so that a test sees what redis-py would fold
 together ($-1 and *-1 are both None to it, +OK and $2 OK both "OK")."""
 import socket
 
+import rawconn
+from rawconn import Closed
+
 
 def encode(args):
     out = [b"*%d\r\n" % len(args)]
@@ -16,50 +19,13 @@ def encode(args):
     return b"".join(out)
 
 
-class Closed(Exception):
-    """The server closed the connection (EOF or reset)."""
-
-
-class RawConn:
-    # 30 s: proxytest.WATCHDOG, a wait only a hang reaches.
-    def __init__(self, port, timeout=30.0, host="127.0.0.1"):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buf = b""
-
-    def close(self):
-        self.sock.close()
-
-    def send(self, data):
-        self.sock.sendall(data)
-
+class RawConn(rawconn.Conn):
     def command(self, *args):
         self.send(encode(args))
         return self.reply()
 
-    def _fill(self):
-        try:
-            chunk = self.sock.recv(65536)
-        except ConnectionResetError:
-            chunk = b""
-        if not chunk:
-            raise Closed()
-        self.buf += chunk
-
-    def _line(self):
-        while b"\r\n" not in self.buf:
-            self._fill()
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
-
-    def _exact(self, n):
-        while len(self.buf) < n:
-            self._fill()
-        data, self.buf = self.buf[:n], self.buf[n:]
-        return data
-
     def reply(self):
-        line = self._line()
+        line = self.line()
         t, rest = line[:1], line[1:]
         if t == b"+":
             return ("+", rest.decode(errors="replace"))
@@ -71,7 +37,7 @@ class RawConn:
             n = int(rest)
             if n < 0:
                 return ("$", None)
-            data = self._exact(n + 2)
+            data = self.exact(n + 2)
             return ("$", data[:-2])
         if t == b"*":
             n = int(rest)

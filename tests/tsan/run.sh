@@ -66,7 +66,7 @@ MOMENTO_TSAN_FIRE_DELAY_US=300 run tsan_stress "$secs" "$max"
 echo "== ThreadSanitizer server stress: ${secs} s"
 run tsan_server "$secs"
 # The transport seam with a transport that completes on its own thread
-# (tests/integration/test_transport.c, five times: its post()s race the
+# (tests/lib/test_transport.c, five times: its post()s race the
 # loop, cancels and the client's free).
 echo "== ThreadSanitizer transport seam: test_transport x5"
 for _ in 1 2 3 4 5; do

@@ -13,7 +13,7 @@
 #   3. one run that leaks a result libmomento allocated, which must still be
 #      reported: the suppressions hide nothing of libmomento's.
 # That the thread left running at exit is never one of libmomento's own is
-# tests/integration/test_threads.c's part.
+# tests/lib/test_threads.c's part.
 # Exits 77 (skipped) when valgrind is not installed.
 set -uo pipefail
 supp=$1
