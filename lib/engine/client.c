@@ -16,8 +16,7 @@
 #include "clock.h"
 #include "model/group.h"
 #include "model/validate.h"
-#include "transport/grpc/grpc_transport.h" /* the transports the client opens */
-#include "transport/protosocket/ps_transport.h"
+#include "transport/transports.h"
 
 #include <errno.h>
 #include <grpc/support/time.h>
@@ -213,25 +212,32 @@ int momento__client_adopt(momento_client *c, momento__transport *t)
     return MOMENTO_OK;
 }
 
-/* Get, set and delete over protosocket: its transport, adopted, routed
- * those three. Batching steps aside - protosocket has no batch commands,
- * and its pipelined frames share writes and reads as a batch would - so
- * each request goes as its own command. */
-static int open_protosocket(momento_client *c)
+/* Opens the transports the configuration asks for (transports.c, the one
+ * place that names them), adopts those with threads of their own and
+ * routes each RPC as it says. */
+static int open_transports(momento_client *c)
 {
-    momento__transport *ps;
-    int rc = momento__ps_transport_new(&ps, &c->cfg, &c->creds);
+    _Static_assert(MOMENTO__MAX_OWN_THREAD_TRANSPORTS <= MOMENTO__MAX_ADOPTED,
+                   "room to adopt every transport with a thread of its own");
+    momento__transports ts;
+    int rc = momento__transports_open(&ts, &c->cfg, &c->creds);
     if (rc != MOMENTO_OK)
         return rc;
-    rc = momento__client_adopt(c, ps);
-    if (rc != MOMENTO_OK) {
-        ps->ops->close(ps);
-        return rc;
+    c->transport = ts.loop;
+    for (size_t i = 0; i < ts.n_own_thread; i++) {
+        /* Cannot fail: each has shutdown and close, and there is room. */
+        momento__client_adopt(c, ts.own_thread[i]);
     }
-    momento__client_route(c, MOMENTO__RPC_GET, ps);
-    momento__client_route(c, MOMENTO__RPC_SET, ps);
-    momento__client_route(c, MOMENTO__RPC_DELETE, ps);
-    c->cfg.batch_min_in_flight = 0;
+    for (size_t m = 0; m < MOMENTO__RPC_COUNT; m++) {
+        if (ts.routes[m] == ts.loop)
+            c->routes[m] = ts.loop;
+        else
+            momento__client_route(c, (momento__rpc_id)m, ts.routes[m]);
+    }
+    /* Batching steps aside where get, set and delete have no batch
+     * commands: each request goes as its own command. */
+    if (ts.unbatched)
+        c->cfg.batch_min_in_flight = 0;
     return MOMENTO_OK;
 }
 
@@ -377,13 +383,8 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
         for (size_t i = 0; rc == MOMENTO_OK && i < c->cfg.n_headers; i++)
             rc = momento__client_add_header(c, c->cfg.headers[i].name, c->cfg.headers[i].value);
     }
-    if (rc == MOMENTO_OK) {
-        rc = momento__grpc_transport_new(&c->transport, &c->cfg, &c->creds);
-        for (size_t m = 0; m < MOMENTO__RPC_COUNT; m++)
-            c->routes[m] = c->transport;
-    }
-    if (rc == MOMENTO_OK && c->cfg.transport == MOMENTO_TRANSPORT_PROTOSOCKET)
-        rc = open_protosocket(c);
+    if (rc == MOMENTO_OK)
+        rc = open_transports(c);
     if (rc == MOMENTO_OK && pthread_create(&c->thread, NULL, completion_loop, c) != 0)
         rc = MOMENTO_ERR_NO_MEMORY;
     /* Named, so that libmomento's thread can be told from gRPC's (in a

@@ -96,8 +96,8 @@ struct momento_client {
     pthread_t thread;
     /* What the completion thread runs (completion_loop), and where every
      * RPC's attempts and subscriptions' streams go unless routed
-     * elsewhere: the gRPC transport (momento__grpc_transport_new), the
-     * only one the client opens itself so far. */
+     * elsewhere: the gRPC transport, opened with the others by
+     * momento__transports_open() (transport/transports.h). */
     momento__transport *transport;
     /* The transport each RPC's attempts go through (call.c): `transport`
      * for all but those momento__client_route() gave another. */
@@ -250,9 +250,9 @@ bool momento__client_cancelled(momento_client *c, momento__tracked *t);
 /* Sends the attempts of RPC `m` through `t` from now on, which must
  * outlive the client (the client neither runs nor closes it: the
  * transport's own thread completes them, through t->post, which this
- * sets). Not locked: call it before `c` makes a call of `m`. For the tests
- * of the seam (tests/integration/test_transport.c) until a second
- * transport of the library's own is chosen by configuration. Returns 0, or
+ * sets). Not locked: call it before `c` makes a call of `m`. The client
+ * routes what momento__transports_open() says with it; the tests of the
+ * seam (tests/integration/test_transport.c) route their own. Returns 0, or
  * MOMENTO_ERR_INVALID_ARGUMENT. */
 int momento__client_route(momento_client *c, momento__rpc_id m, momento__transport *t);
 
