@@ -37,6 +37,7 @@
 #include "clock.h"
 #include "engine/blocking.h"
 #include "engine/client.h"
+#include "engine/completion.h"
 #include "engine/respond.h"
 #include "layers/kv_send.h"
 #include "model/cancel.h"

@@ -34,6 +34,7 @@
 #include "base/wire.h"
 #include "clock.h"
 #include "engine/client.h"
+#include "engine/completion.h"
 #include "engine/respond.h"
 #include "model/validate.h"
 #include "transport/transport.h"

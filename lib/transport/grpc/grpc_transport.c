@@ -301,10 +301,10 @@ static void grpc_wake(momento__transport *t)
     if (atomic_exchange(&g->kick_pending, true))
         return;
     /* Another thread may wake the loop just as the client's free shuts the
-     * queue down: the protosocket I/O thread's post_done() kicks after it
-     * has let the client's lock go, by when the completion thread may have
-     * run the attempt it posted, the last request retired and the free
-     * shut the queue. Nothing is left to wake then (the loop drains and
+     * queue down: the protosocket I/O thread's post (momento__completion_
+     * post) kicks after it has let the client's lock go, by when the
+     * completion thread may have run the attempt it posted, the last
+     * request retired and the free shut the queue. Nothing is left to wake then (the loop drains and
      * ends), but a batch started on the shut queue aborts the process. */
     pthread_mutex_lock(&g->shut_lock);
     if (g->shut) {
