@@ -629,6 +629,8 @@ static void deliver(momento__call *call)
     memset(&r, 0, sizeof(r));
     r.grpc_status = rep->status;
     r.attempts = call->attempt;
+    if (call->attempt > 0) /* else it never reached the wire: NONE */
+        r.transport = call->transport->ops->metrics_kind;
     r.rpc = (int)call->rq.method + 1;
     char *message = GRPC_SLICE_LENGTH(rep->details) ? grpc_slice_to_c_string(rep->details) : NULL;
     const char *detail = rep->status != GRPC_STATUS_OK ? rep->err : NULL;

@@ -313,6 +313,7 @@ int momento__dispatcher_push(momento__dispatcher *d, momento_callback cb, const 
         momento__result_local_error(&e->fallback, MOMENTO_ERR_NO_MEMORY,
                                     "out of memory: the result could not be kept for dispatch");
         e->fallback.attempts = r->attempts;
+        e->fallback.transport = r->transport; /* its metrics record may come after */
         e->result = &e->fallback;
     } else {
         return MOMENTO_ERR_NO_MEMORY;

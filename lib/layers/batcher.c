@@ -587,6 +587,7 @@ static void batch_done(const momento_result *r, void *userdata)
         momento_result item = *momento_result_item(r, m->index);
         item.grpc_status = r->grpc_status;
         item.attempts = r->attempts;
+        item.transport = r->transport;
         if (item.error == MOMENTO_OK) /* a failed item keeps its own (compress.c) */
             item.message = r->message;
         item.error_detail = r->error_detail;

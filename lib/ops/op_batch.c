@@ -143,6 +143,10 @@ static void delete_batch_finish(delete_batch *b)
     out.attempts = 1;
     out.items = b->items;
     out.n_items = b->n;
+    /* Every delete goes the same way: the first that reached the wire
+     * says which. */
+    for (size_t i = 0; i < b->n && !out.transport; i++)
+        out.transport = b->items[i].transport;
     if (momento__metrics_on(&b->client->cfg))
         momento__metrics_shared(&b->client->cfg, momento__rpcs[MOMENTO__RPC_DELETE].name, NULL,
                                 b->opts.submitted_ns, 0, &out);
@@ -152,7 +156,8 @@ static void delete_batch_finish(delete_batch *b)
     free(b);
 }
 
-static void delete_batch_one(delete_batch *b, size_t i, int err, int status, int attempts)
+static void delete_batch_one(delete_batch *b, size_t i, int err, int status, int attempts,
+                             int transport)
 {
     momento_result *it = &b->items[i];
     it->error = err;
@@ -160,6 +165,7 @@ static void delete_batch_one(delete_batch *b, size_t i, int err, int status, int
     it->outcome = err == MOMENTO_OK ? MOMENTO_OUTCOME_SUCCESS : MOMENTO_OUTCOME_ERROR;
     it->message = err == MOMENTO_OK ? "" : momento_strerror(err); /* static */
     it->attempts = attempts;
+    it->transport = transport;
     if (atomic_fetch_sub_explicit(&b->pending, 1, memory_order_acq_rel) == 1)
         delete_batch_finish(b);
 }
@@ -167,7 +173,7 @@ static void delete_batch_one(delete_batch *b, size_t i, int err, int status, int
 static void delete_batch_done(const momento_result *r, void *userdata)
 {
     struct delete_slot *s = userdata;
-    delete_batch_one(s->batch, s->i, r->error, r->grpc_status, r->attempts);
+    delete_batch_one(s->batch, s->i, r->error, r->grpc_status, r->attempts, r->transport);
 }
 
 int momento_delete_batch(momento_client *c, const char *cache, const void *const *keys,
@@ -213,7 +219,7 @@ int momento_delete_batch(momento_client *c, const char *cache, const void *const
         /* Some went: the rest end with this refusal (a client being freed,
          * no memory), reported in their items. */
         for (size_t k = i; k < n; k++)
-            delete_batch_one(b, k, rc, -1, 0);
+            delete_batch_one(b, k, rc, -1, 0, MOMENTO_METRICS_TRANSPORT_NONE);
         break;
     }
     if (atomic_fetch_sub_explicit(&b->pending, 1, memory_order_acq_rel) == 1)

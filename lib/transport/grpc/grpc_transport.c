@@ -12,6 +12,7 @@
 #include "base/alloc.h"
 #include "clock.h"
 #include "grpc_util.h"
+#include "momento/metrics.h" /* the kind the metrics record reports */
 
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
@@ -433,6 +434,7 @@ int momento__grpc_transport_new(momento__transport **ret, const momento_config *
 
 const momento__transport_ops momento__grpc_ops = {
     .name = "grpc",
+    .metrics_kind = MOMENTO_METRICS_TRANSPORT_GRPC,
     .attempt_size = sizeof(grpc_attempt),
     .prepare = grpc_prepare,
     .launch = grpc_launch,

@@ -33,6 +33,7 @@
 #include "heap.h"
 #include "methods.h"
 #include "model/validate.h"
+#include "momento/metrics.h" /* the kind the metrics record reports */
 #include "ps_wire.h"
 
 #include <arpa/inet.h>
@@ -1097,6 +1098,7 @@ static void ps_close(momento__transport *tr)
 
 const momento__transport_ops momento__ps_ops = {
     .name = "protosocket",
+    .metrics_kind = MOMENTO_METRICS_TRANSPORT_PROTOSOCKET,
     .attempt_size = sizeof(ps_attempt),
     .prepare = ps_prepare,
     .launch = ps_launch,
