@@ -12,6 +12,7 @@
 #include "engine/call.h"
 
 #include "base/alloc.h"
+#include "base/fifo.h"
 #include "clock.h"
 #include "codec/compress.h"
 #include "codec/unpack.h"
@@ -273,11 +274,7 @@ static bool gate_enter(momento_client *c, momento__call *call)
         return false;
     }
     call->gate = GATE_QUEUED;
-    if (g->tail)
-        g->tail->gate_next = call;
-    else
-        g->head = call;
-    g->tail = call;
+    MOMENTO__FIFO_APPEND(g->head, g->tail, call, gate_next);
     g->queued++;
     /* A cancel or the client's free that came since the request was
      * accepted found it not yet queued (gate_fire did nothing) and this

@@ -6,6 +6,7 @@
  * structure (timer.c) serves retries, deadlines and lingers alike. */
 #include "engine/completion.h"
 
+#include "base/fifo.h"
 #include "clock.h"
 #include "engine/client.h"
 
@@ -31,12 +32,7 @@ void momento__completion_post(momento__transport *t, momento__attempt *a)
 {
     momento_client *c = t->host;
     pthread_mutex_lock(&c->lock);
-    a->posted = NULL;
-    if (c->posted_tail)
-        c->posted_tail->posted = a;
-    else
-        c->posted = a;
-    c->posted_tail = a;
+    MOMENTO__FIFO_APPEND(c->posted, c->posted_tail, a, posted);
     pthread_mutex_unlock(&c->lock);
     atomic_store_explicit(&c->any_posted, true, memory_order_release);
     if (momento__current_client != c)

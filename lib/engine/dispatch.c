@@ -32,6 +32,7 @@
 #include "engine/dispatch.h"
 
 #include "base/alloc.h"
+#include "base/fifo.h"
 #include "base/recycle.h"
 #include "model/result.h"
 
@@ -260,13 +261,8 @@ static void signal_fd(momento__dispatcher *d)
 /* Appends `e`, the lock held; whether the queue was empty before. */
 static bool link_locked(momento__dispatcher *d, momento__deferred *e)
 {
-    e->next = NULL;
     bool was_empty = d->head == NULL;
-    if (d->tail)
-        d->tail->next = e;
-    else
-        d->head = e;
-    d->tail = e;
+    MOMENTO__FIFO_APPEND(d->head, d->tail, e, next);
     d->pending++;
     return was_empty;
 }

@@ -28,6 +28,7 @@
 #include "transport/protosocket/ps_transport.h"
 
 #include "base/alloc.h"
+#include "base/fifo.h"
 #include "base/wire.h"
 #include "clock.h"
 #include "heap.h"
@@ -998,12 +999,7 @@ static int ps_launch(momento__attempt *base)
         return MOMENTO_OK;
     }
     bool first = !t->launched;
-    a->qnext = NULL;
-    if (t->launched_tail)
-        t->launched_tail->qnext = a;
-    else
-        t->launched = a;
-    t->launched_tail = a;
+    MOMENTO__FIFO_APPEND(t->launched, t->launched_tail, a, qnext);
     pthread_mutex_unlock(&t->lock);
     if (inline_ok)
         pthread_mutex_unlock(&t->loop);
