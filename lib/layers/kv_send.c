@@ -26,19 +26,15 @@ MOMENTO__DECODER(get)
     const uint8_t *body = NULL;
     size_t body_len = 0;
     while (p < end) {
-        uint64_t tag, v;
-        if (!momento__wire_varint(&p, end, &tag))
+        unsigned field, type;
+        if (!momento__wire_tag(&p, end, &field, &type))
             return MOMENTO_ERR_BAD_RESPONSE;
-        unsigned field = (unsigned)(tag >> 3), type = (unsigned)(tag & 7);
         if (field == 1 && type == 0) { /* ECacheResult result */
             if (!momento__wire_varint(&p, end, &result))
                 return MOMENTO_ERR_BAD_RESPONSE;
         } else if (field == 2 && type == 2) { /* bytes cache_body: last one wins */
-            if (!momento__wire_varint(&p, end, &v) || v > (uint64_t)(end - p))
+            if (!momento__wire_bytes(&p, end, &body, &body_len))
                 return MOMENTO_ERR_BAD_RESPONSE;
-            body = p;
-            body_len = (size_t)v;
-            p += v;
         } else if (field == 0 || !momento__wire_skip(&p, end, type)) {
             return MOMENTO_ERR_BAD_RESPONSE;
         }
