@@ -193,3 +193,51 @@ int momento__send_delete(momento_client *c, const char *cache, const void *key, 
     return momento__call_start_with(c, MOMENTO__RPC_DELETE, momento__decode_delete, cache,
                                     &req.base, opts, cb, userdata);
 }
+
+int momento__send_batch(momento_client *c, bool set, const char *cache, size_t n,
+                        void (*at)(const void *src, size_t i, momento__batch_item *out),
+                        const void *src, const momento__call_opts *opts, momento_callback cb,
+                        void *userdata)
+{
+    momento__call_opts one_per_key = *opts;
+    one_per_key.expect_msgs = n;
+    size_t item_size = set ? sizeof(CacheClient__SetRequest) : sizeof(CacheClient__GetRequest);
+    uint8_t *items = momento__malloc(n * item_size);
+    void **ptrs = momento__malloc(n * sizeof(*ptrs));
+    int rc = MOMENTO_ERR_NO_MEMORY;
+    if (items && ptrs) {
+        for (size_t i = 0; i < n; i++) {
+            momento__batch_item it;
+            at(src, i, &it);
+            if (set) {
+                CacheClient__SetRequest *s = (CacheClient__SetRequest *)(items + i * item_size);
+                cache_client____set_request__init(s);
+                s->cache_key = momento__bytes(it.key, it.key_len);
+                s->cache_body = momento__bytes(it.value, it.value_len);
+                s->ttl_milliseconds = it.ttl_ms;
+                ptrs[i] = s;
+            } else {
+                CacheClient__GetRequest *g = (CacheClient__GetRequest *)(items + i * item_size);
+                cache_client____get_request__init(g);
+                g->cache_key = momento__bytes(it.key, it.key_len);
+                ptrs[i] = g;
+            }
+        }
+        if (set) {
+            CacheClient__SetBatchRequest req = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
+            req.n_items = n;
+            req.items = (CacheClient__SetRequest **)ptrs;
+            rc = momento__call_start_with(c, MOMENTO__RPC_SET_BATCH, momento__decode_set_batch,
+                                          cache, &req.base, &one_per_key, cb, userdata);
+        } else {
+            CacheClient__GetBatchRequest req = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
+            req.n_items = n;
+            req.items = (CacheClient__GetRequest **)ptrs;
+            rc = momento__call_start_with(c, MOMENTO__RPC_GET_BATCH, momento__decode_get_batch,
+                                          cache, &req.base, &one_per_key, cb, userdata);
+        }
+    }
+    free(items); /* packed at submit */
+    free(ptrs);
+    return rc;
+}
