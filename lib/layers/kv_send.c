@@ -65,31 +65,6 @@ MOMENTO__DECODER(delete)
     return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
 }
 
-/* Unpacks every message as a response message of RPC `m` into
- * scratch->msgs, and allocates one item result per message into
- * scratch->mem. */
-static int unpack_all(momento__rpc_id m, const grpc_slice *msgs, size_t n,
-                      momento__scratch *scratch, momento_result **ret_items)
-{
-    scratch->msgs = momento__calloc(n + 1, sizeof(*scratch->msgs));
-    momento_result *items = momento__calloc(n + 1, sizeof(*items));
-    scratch->mem = items;
-    if (!scratch->msgs || !items)
-        return MOMENTO_ERR_NO_MEMORY;
-    for (size_t i = 0; i < n; i++) {
-        scratch->msgs[i] = protobuf_c_message_unpack(momento__rpcs[m].response, NULL,
-                                                     GRPC_SLICE_LENGTH(msgs[i]),
-                                                     GRPC_SLICE_START_PTR(msgs[i]));
-        if (!scratch->msgs[i])
-            return MOMENTO_ERR_BAD_RESPONSE;
-        scratch->n_msgs++;
-        items[i].grpc_status = 0;
-        items[i].message = "";
-    }
-    *ret_items = items;
-    return MOMENTO_OK;
-}
-
 /* An item the server answered with neither Hit nor Miss (a get) nor Ok (a
  * set): that item's own error, the others unharmed. Momento's stream
  * carries a per-item `result` and `message`; the official JS SDK
@@ -106,61 +81,82 @@ static void item_error(momento_result *it, int result, const char *message)
                       : "the server answered this item with an unexpected result";
 }
 
-MOMENTO__DECODER(get_batch)
+/* A GetBatch's or SetBatch's reply: every message unpacked as a response
+ * message of RPC `m` (into scratch->msgs), each made its key's item by
+ * `item`, the whole a result of n items (allocated in scratch->mem), in
+ * order. */
+static int decode_batch(momento_result *r, momento__rpc_id m, const grpc_slice *msgs, size_t n,
+                        momento__scratch *scratch,
+                        void (*item)(momento_result *it, const ProtobufCMessage *msg,
+                                     momento__scratch *scratch))
 {
-    size_t n = n_msgs;
-    momento_result *items;
-    int rc = unpack_all(MOMENTO__RPC_GET_BATCH, msgs, n, scratch, &items);
-    if (rc != MOMENTO_OK)
-        return rc;
+    scratch->msgs = momento__calloc(n + 1, sizeof(*scratch->msgs));
+    momento_result *items = momento__calloc(n + 1, sizeof(*items));
+    scratch->mem = items;
+    if (!scratch->msgs || !items)
+        return MOMENTO_ERR_NO_MEMORY;
     for (size_t i = 0; i < n; i++) {
-        const CacheClient__GetResponse *m = (const CacheClient__GetResponse *)scratch->msgs[i];
-        if (m->result == CACHE_CLIENT__ECACHE_RESULT__Hit) {
-            items[i].outcome = MOMENTO_OUTCOME_HIT;
-            items[i].value = m->cache_body.data;
-            items[i].value_len = m->cache_body.len;
-            /* A compressed value is returned decompressed (compress.c); one
-             * that fails fails its own item only, so that one bad value
-             * does not fail a batcher's unrelated gets. */
-            const char *why = NULL;
-            int drc = momento__decompress_hit(scratch, &items[i].value, &items[i].value_len, &why);
-            if (drc != MOMENTO_OK) {
-                items[i].error = drc;
-                items[i].outcome = MOMENTO_OUTCOME_ERROR;
-                items[i].message = why ? why : momento_strerror(drc);
-                items[i].value = NULL;
-                items[i].value_len = 0;
-            }
-        } else if (m->result == CACHE_CLIENT__ECACHE_RESULT__Miss) {
-            items[i].outcome = MOMENTO_OUTCOME_MISS;
-        } else {
-            item_error(&items[i], m->result, m->message);
-        }
+        scratch->msgs[i] = protobuf_c_message_unpack(momento__rpcs[m].response, NULL,
+                                                     GRPC_SLICE_LENGTH(msgs[i]),
+                                                     GRPC_SLICE_START_PTR(msgs[i]));
+        if (!scratch->msgs[i])
+            return MOMENTO_ERR_BAD_RESPONSE;
+        scratch->n_msgs++;
+        items[i].grpc_status = 0;
+        items[i].message = "";
     }
+    for (size_t i = 0; i < n; i++)
+        item(&items[i], scratch->msgs[i], scratch);
     r->items = items;
     r->n_items = n;
     r->outcome = MOMENTO_OUTCOME_SUCCESS;
     return MOMENTO_OK;
 }
 
+static void get_item(momento_result *it, const ProtobufCMessage *msg, momento__scratch *scratch)
+{
+    const CacheClient__GetResponse *m = (const CacheClient__GetResponse *)msg;
+    if (m->result == CACHE_CLIENT__ECACHE_RESULT__Hit) {
+        it->outcome = MOMENTO_OUTCOME_HIT;
+        it->value = m->cache_body.data;
+        it->value_len = m->cache_body.len;
+        /* A compressed value is returned decompressed (compress.c); one
+         * that fails fails its own item only, so that one bad value does
+         * not fail a batcher's unrelated gets. */
+        const char *why = NULL;
+        int drc = momento__decompress_hit(scratch, &it->value, &it->value_len, &why);
+        if (drc != MOMENTO_OK) {
+            it->error = drc;
+            it->outcome = MOMENTO_OUTCOME_ERROR;
+            it->message = why ? why : momento_strerror(drc);
+            it->value = NULL;
+            it->value_len = 0;
+        }
+    } else if (m->result == CACHE_CLIENT__ECACHE_RESULT__Miss) {
+        it->outcome = MOMENTO_OUTCOME_MISS;
+    } else {
+        item_error(it, m->result, m->message);
+    }
+}
+
+static void set_item(momento_result *it, const ProtobufCMessage *msg, momento__scratch *scratch)
+{
+    (void)scratch;
+    const CacheClient__SetResponse *m = (const CacheClient__SetResponse *)msg;
+    if (m->result == CACHE_CLIENT__ECACHE_RESULT__Ok)
+        it->outcome = MOMENTO_OUTCOME_SUCCESS;
+    else
+        item_error(it, m->result, m->message);
+}
+
+MOMENTO__DECODER(get_batch)
+{
+    return decode_batch(r, MOMENTO__RPC_GET_BATCH, msgs, n_msgs, scratch, get_item);
+}
+
 MOMENTO__DECODER(set_batch)
 {
-    size_t n = n_msgs;
-    momento_result *items;
-    int rc = unpack_all(MOMENTO__RPC_SET_BATCH, msgs, n, scratch, &items);
-    if (rc != MOMENTO_OK)
-        return rc;
-    for (size_t i = 0; i < n; i++) {
-        const CacheClient__SetResponse *m = (const CacheClient__SetResponse *)scratch->msgs[i];
-        if (m->result == CACHE_CLIENT__ECACHE_RESULT__Ok)
-            items[i].outcome = MOMENTO_OUTCOME_SUCCESS;
-        else
-            item_error(&items[i], m->result, m->message);
-    }
-    r->items = items;
-    r->n_items = n;
-    r->outcome = MOMENTO_OUTCOME_SUCCESS;
-    return MOMENTO_OK;
+    return decode_batch(r, MOMENTO__RPC_SET_BATCH, msgs, n_msgs, scratch, set_item);
 }
 
 int momento__send_get(momento_client *c, const char *cache, const void *key, size_t key_len,
