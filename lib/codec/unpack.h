@@ -53,4 +53,15 @@ void *momento__unpack_reply(momento__rpc_id m, const grpc_slice *msg, momento__s
  * ping, most control calls): checks that without allocating. */
 int momento__decode_empty(momento_result *r, const grpc_slice *msg, momento_outcome outcome);
 
+/* Defines the decoder of such an RPC, momento__decode_<fn>: the decoder
+ * table (ops/decode.c) names one per RPC, and these are all this one body,
+ * written once here rather than in each family's file. */
+#define MOMENTO__EMPTY_DECODER(fn, outcome)                                                        \
+    MOMENTO__DECODER(fn)                                                                           \
+    {                                                                                              \
+        (void)n_msgs;                                                                              \
+        (void)scratch;                                                                             \
+        return momento__decode_empty(r, &msgs[0], (outcome));                                      \
+    }
+
 #endif

@@ -55,15 +55,9 @@ MOMENTO__DECODER(get)
     return MOMENTO_OK;
 }
 
-MOMENTO__DECODER(set)
-{
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(set, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(delete)
-{
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(delete, MOMENTO_OUTCOME_SUCCESS)
 
 /* An item the server answered with neither Hit nor Miss (a get) nor Ok (a
  * set): that item's own error, the others unharmed. Momento's stream

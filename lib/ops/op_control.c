@@ -12,25 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-MOMENTO__DECODER(ping)
-{
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(ping, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(create_cache)
-{
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_CREATED);
-}
+MOMENTO__EMPTY_DECODER(create_cache, MOMENTO_OUTCOME_CREATED)
 
-MOMENTO__DECODER(delete_cache)
-{
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(delete_cache, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(flush_cache)
-{
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(flush_cache, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(list_caches)
 {

@@ -72,12 +72,7 @@ MOMENTO__DECODER(dictionary_fetch)
     return MOMENTO_OK;
 }
 
-MOMENTO__DECODER(dictionary_set)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(dictionary_set, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(dictionary_increment)
 {
@@ -91,12 +86,7 @@ MOMENTO__DECODER(dictionary_increment)
     return MOMENTO_OK;
 }
 
-MOMENTO__DECODER(dictionary_delete)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(dictionary_delete, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(dictionary_length)
 {

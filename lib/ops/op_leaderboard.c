@@ -16,26 +16,11 @@
 
 /* ------------------------------------------------------------ decoders */
 
-MOMENTO__DECODER(delete_leaderboard)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(delete_leaderboard, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(upsert_elements)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(upsert_elements, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(remove_elements)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(remove_elements, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(get_leaderboard_length)
 {

@@ -31,12 +31,7 @@ ELEMENTS_DECODER(set_sample, SET_SAMPLE, CacheClient__SetSampleResponse,
 ELEMENTS_DECODER(set_pop, SET_POP, CacheClient__SetPopResponse,
                  CACHE_CLIENT____SET_POP_RESPONSE__SET)
 
-MOMENTO__DECODER(set_union)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(set_union, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(set_difference)
 {

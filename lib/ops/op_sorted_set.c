@@ -15,19 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-MOMENTO__DECODER(sorted_set_put)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(sorted_set_put, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(sorted_set_remove)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(sorted_set_remove, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(sorted_set_fetch)
 {

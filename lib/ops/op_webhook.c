@@ -168,11 +168,7 @@ MOMENTO__DECODER(put_webhook)
     return m ? secret_result(r, m->secret_string) : MOMENTO_ERR_BAD_RESPONSE;
 }
 
-MOMENTO__DECODER(delete_webhook)
-{
-    (void)n_msgs, (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(delete_webhook, MOMENTO_OUTCOME_SUCCESS)
 
 static const char *or_empty(const char *s)
 {
