@@ -49,10 +49,7 @@ int momento_get_batch_sync(momento_client *c, const char *cache, const void *con
                            const size_t *key_lens, size_t n, const momento_request_options *opts,
                            momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(
-        &b, momento_get_batch(c, cache, keys, key_lens, n, opts, momento__blocking_done, &b), ret);
+    MOMENTO__SYNC(momento_get_batch(c, cache, keys, key_lens, n, opts, MOMENTO__SYNC_CB));
 }
 
 int momento_set_batch(momento_client *c, const char *cache, const void *const *keys,
@@ -78,12 +75,8 @@ int momento_set_batch_sync(momento_client *c, const char *cache, const void *con
                            const size_t *value_lens, size_t n, uint64_t ttl_ms,
                            const momento_request_options *opts, momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b,
-                                  momento_set_batch(c, cache, keys, key_lens, values, value_lens,
-                                                    n, ttl_ms, opts, momento__blocking_done, &b),
-                                  ret);
+    MOMENTO__SYNC(momento_set_batch(c, cache, keys, key_lens, values, value_lens, n, ttl_ms, opts,
+                                    MOMENTO__SYNC_CB));
 }
 
 /* A batch delete: n Delete calls of the library's own (no_metrics, not
@@ -201,9 +194,5 @@ int momento_delete_batch_sync(momento_client *c, const char *cache, const void *
                               const size_t *key_lens, size_t n,
                               const momento_request_options *opts, momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(
-        &b, momento_delete_batch(c, cache, keys, key_lens, n, opts, momento__blocking_done, &b),
-        ret);
+    MOMENTO__SYNC(momento_delete_batch(c, cache, keys, key_lens, n, opts, MOMENTO__SYNC_CB));
 }
