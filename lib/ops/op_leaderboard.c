@@ -280,14 +280,24 @@ int momento_leaderboard_fetch_by_score(momento_client *c, const char *cache,
                                momento__decode_get_by_score, cache, &req.base, opts, cb, userdata);
 }
 
+/* The checks of the two rank reads, which take the same arguments: the
+ * request, its ids (an array that fits a request, check_count()) and an
+ * order. */
+static int check_rank_request(momento_client *c, const char *cache, const char *leaderboard,
+                              const uint32_t *ids, size_t n, momento_order order,
+                              const momento_request_options *opts, momento_callback cb)
+{
+    MOMENTO__CHECK(check_request(c, cache, leaderboard, opts, cb));
+    MOMENTO__CHECK(check_order(order));
+    return check_count(ids, n, 8);
+}
+
 int momento_leaderboard_get_rank(momento_client *c, const char *cache, const char *leaderboard,
                                  const uint32_t *ids, size_t n, momento_order order,
                                  const momento_request_options *opts, momento_callback cb,
                                  void *userdata)
 {
-    MOMENTO__CHECK(check_request(c, cache, leaderboard, opts, cb));
-    MOMENTO__CHECK(check_order(order));
-    MOMENTO__CHECK(check_count(ids, n, 8));
+    MOMENTO__CHECK(check_rank_request(c, cache, leaderboard, ids, n, order, opts, cb));
     Leaderboard__GetRankRequest req = LEADERBOARD____GET_RANK_REQUEST__INIT;
     req.leaderboard = (char *)leaderboard; /* packed at submit */
     req.n_ids = n;
@@ -303,9 +313,7 @@ int momento_leaderboard_get_competition_rank(momento_client *c, const char *cach
                                              const momento_request_options *opts,
                                              momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(check_request(c, cache, leaderboard, opts, cb));
-    MOMENTO__CHECK(check_order(order));
-    MOMENTO__CHECK(check_count(ids, n, 8));
+    MOMENTO__CHECK(check_rank_request(c, cache, leaderboard, ids, n, order, opts, cb));
     Leaderboard__GetCompetitionRankRequest req = LEADERBOARD____GET_COMPETITION_RANK_REQUEST__INIT;
     req.leaderboard = (char *)leaderboard; /* packed at submit */
     req.n_ids = n;
