@@ -59,10 +59,7 @@ static int ranked_items(momento_result *r, momento__scratch *scratch, size_t n,
 #define RANKED_DECODER(fn, ID, Type)                                                               \
     MOMENTO__DECODER(fn)                                                                           \
     {                                                                                              \
-        (void)n_msgs;                                                                              \
-        const Type *m = momento__unpack_reply(MOMENTO__RPC_##ID, &msgs[0], scratch);               \
-        if (!m)                                                                                    \
-            return MOMENTO_ERR_BAD_RESPONSE;                                                       \
+        MOMENTO__UNPACK_ONE(Type, ID);                                                             \
         return ranked_items(r, scratch, m->n_elements, m->elements);                               \
     }
 RANKED_DECODER(get_by_rank, GET_BY_RANK, Leaderboard__GetByRankResponse)
