@@ -80,6 +80,19 @@ enum {
     MOMENTO_METRICS_BATCHED = 1u << 1,
 };
 
+/* Values of momento_request_metrics.transport: the protocol that carried
+ * the request's last attempt (momento_config_set_transport() decides which
+ * requests may leave gRPC; the others always go over gRPC). */
+typedef enum momento_metrics_transport {
+    /* No transport carried it: it ended before reaching the wire
+     * (`attempts` 0: refused locally, ended in a queue, left a shared RPC
+     * before it was sent). Also what a record of a library older than the
+     * field reads, having no such field (check `size`). */
+    MOMENTO_METRICS_TRANSPORT_NONE = 0,
+    MOMENTO_METRICS_TRANSPORT_GRPC = 1,        /* gRPC (HTTP/2) */
+    MOMENTO_METRICS_TRANSPORT_PROTOSOCKET = 2, /* protosocket: get, set, delete */
+} momento_metrics_transport;
+
 /*
  * One request's record, borrowed by the hook until it returns (copy what
  * you keep). Fields are only appended: a field is present when
@@ -132,6 +145,13 @@ struct momento_request_metrics { /* the typedef is momento.h's */
      * momento_result_trailer() (a coalesced or batched request: its shared
      * RPC's), as the SDKs' middleware reads it. */
     const momento_result *result;
+    /* Which protocol carried its last attempt: a momento_metrics_transport
+     * value (an int, so that a value added later keeps the record's
+     * layout). A coalesced or batched request reports its shared RPC's,
+     * as it does its attempts; a delete_batch the one its deletes went
+     * over. A plain value, borrowed with the record like every field.
+     * Present when `size` covers it (the library is newer than 0.2.0). */
+    int transport;
 };
 
 #ifdef __cplusplus

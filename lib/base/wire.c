@@ -1,6 +1,7 @@
 /* Just enough of the protobuf wire format to decode the hottest response,
- * _GetResponse (op_kv.c), without an allocation or a copy, and to check
- * that an empty reply is well-formed. Everything else uses protobuf-c. */
+ * _GetResponse (kv_send.c), and a subscription's messages
+ * (subscription.c) without an allocation or a copy, and to check that an
+ * empty reply is well-formed. Everything else uses protobuf-c. */
 #include "base/wire.h"
 
 bool momento__wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret)
@@ -43,13 +44,34 @@ bool momento__wire_skip(const uint8_t **p, const uint8_t *end, unsigned wire_typ
     }
 }
 
+bool momento__wire_tag(const uint8_t **p, const uint8_t *end, unsigned *field, unsigned *type)
+{
+    uint64_t tag;
+    if (!momento__wire_varint(p, end, &tag))
+        return false;
+    *field = (unsigned)(tag >> 3);
+    *type = (unsigned)(tag & 7);
+    return true;
+}
+
+bool momento__wire_bytes(const uint8_t **p, const uint8_t *end, const uint8_t **out, size_t *len)
+{
+    uint64_t n;
+    if (!momento__wire_varint(p, end, &n) || n > (uint64_t)(end - *p))
+        return false;
+    *out = *p;
+    *len = (size_t)n;
+    *p += n;
+    return true;
+}
+
 bool momento__wire_valid(const uint8_t *p, size_t n)
 {
     const uint8_t *end = p + n;
     while (p < end) {
-        uint64_t tag;
-        if (!momento__wire_varint(&p, end, &tag) || (tag >> 3) == 0 ||
-            !momento__wire_skip(&p, end, (unsigned)(tag & 7)))
+        unsigned field, type;
+        if (!momento__wire_tag(&p, end, &field, &type) || field == 0 ||
+            !momento__wire_skip(&p, end, type))
             return false;
     }
     return true;

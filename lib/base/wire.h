@@ -11,6 +11,13 @@
  * false on malformed input. */
 bool momento__wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret);
 bool momento__wire_skip(const uint8_t **p, const uint8_t *end, unsigned wire_type);
+/* Read a field's tag: its number and wire type. Advances *p; false on
+ * malformed input. */
+bool momento__wire_tag(const uint8_t **p, const uint8_t *end, unsigned *field, unsigned *type);
+/* Read the length-delimited field's bytes (wire type 2) at *p, borrowed
+ * from the message: *out, *len. Advances *p past them; false on malformed
+ * input. */
+bool momento__wire_bytes(const uint8_t **p, const uint8_t *end, const uint8_t **out, size_t *len);
 /* Whether n bytes at p are a well-formed message (every field parses). */
 bool momento__wire_valid(const uint8_t *p, size_t n);
 

@@ -49,8 +49,29 @@ typedef int (*momento__decode_fn)(momento_result *r, const grpc_slice *msgs, siz
  * does not decode. */
 void *momento__unpack_reply(momento__rpc_id m, const grpc_slice *msg, momento__scratch *scratch);
 
+/* The opening of a decoder-defining macro's body for an RPC with one
+ * reply message: `m`, a const Type *, is that message unpacked as RPC
+ * ID's response (left in `scratch`), or the decoder returns
+ * MOMENTO_ERR_BAD_RESPONSE. */
+#define MOMENTO__UNPACK_ONE(Type, ID)                                                              \
+    (void)n_msgs;                                                                                  \
+    const Type *m = momento__unpack_reply(MOMENTO__RPC_##ID, &msgs[0], scratch);                   \
+    if (!m)                                                                                        \
+        return MOMENTO_ERR_BAD_RESPONSE
+
 /* For replies that carry nothing beyond being well-formed (set, delete,
  * ping, most control calls): checks that without allocating. */
 int momento__decode_empty(momento_result *r, const grpc_slice *msg, momento_outcome outcome);
+
+/* Defines the decoder of such an RPC, momento__decode_<fn>: the decoder
+ * table (ops/decode.c) names one per RPC, and these are all this one body,
+ * written once here rather than in each family's file. */
+#define MOMENTO__EMPTY_DECODER(fn, outcome)                                                        \
+    MOMENTO__DECODER(fn)                                                                           \
+    {                                                                                              \
+        (void)n_msgs;                                                                              \
+        (void)scratch;                                                                             \
+        return momento__decode_empty(r, &msgs[0], (outcome));                                      \
+    }
 
 #endif

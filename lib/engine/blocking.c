@@ -6,6 +6,7 @@
 
 #include "base/alloc.h"
 #include "engine/client.h"
+#include "engine/completion.h"
 #include "model/metrics.h"
 #include "model/result.h"
 #include "model/validate.h"

@@ -12,6 +12,7 @@
 #include "engine/call.h"
 
 #include "base/alloc.h"
+#include "base/fifo.h"
 #include "clock.h"
 #include "codec/compress.h"
 #include "codec/unpack.h"
@@ -273,11 +274,7 @@ static bool gate_enter(momento_client *c, momento__call *call)
         return false;
     }
     call->gate = GATE_QUEUED;
-    if (g->tail)
-        g->tail->gate_next = call;
-    else
-        g->head = call;
-    g->tail = call;
+    MOMENTO__FIFO_APPEND(g->head, g->tail, call, gate_next);
     g->queued++;
     /* A cancel or the client's free that came since the request was
      * accepted found it not yet queued (gate_fire did nothing) and this
@@ -629,6 +626,8 @@ static void deliver(momento__call *call)
     memset(&r, 0, sizeof(r));
     r.grpc_status = rep->status;
     r.attempts = call->attempt;
+    if (call->attempt > 0) /* else it never reached the wire: NONE */
+        r.transport = call->transport->ops->metrics_kind;
     r.rpc = (int)call->rq.method + 1;
     char *message = GRPC_SLICE_LENGTH(rep->details) ? grpc_slice_to_c_string(rep->details) : NULL;
     const char *detail = rep->status != GRPC_STATUS_OK ? rep->err : NULL;

@@ -14,22 +14,18 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "clock.h"
+#include "engine/completion.h"
 #include "model/group.h"
 #include "model/validate.h"
-#include "transport/grpc/grpc_transport.h" /* the transports the client opens */
-#include "transport/protosocket/ps_transport.h"
+#include "transport/transports.h"
 
 #include <errno.h>
 #include <grpc/support/time.h>
 #include <poll.h>
-#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <utlist.h>
-
-_Thread_local const momento_client *momento__current_client;
 
 static void destroy(momento_client *c)
 {
@@ -45,7 +41,7 @@ static void destroy(momento_client *c)
     }
     if (c->transport)
         c->transport->ops->close(c->transport);
-    momento__heap_clear(&c->timers);
+    momento__timers_clear(c);
     momento__rpc_hook *hook = atomic_load(&c->rpc_hook);
     if (hook) /* the optional part that hung itself on the client goes with it */
         hook->release(hook);
@@ -76,130 +72,11 @@ static void dispatched(momento__dispatcher *d, void *tag)
     momento__request_done((momento_client *)((char *)d - offsetof(momento_client, dispatch)), tag);
 }
 
-/* Wakes the completion thread (the transport's run() returns) when a timer
- * is armed sooner than it would wake, or must fire at once (a cancel, the
- * client's free). */
-static void kick(momento_client *c)
-{
-    c->transport->ops->wake(c->transport);
-}
-
-static bool due_before(const void *a, const void *b)
-{
-    return ((const momento__timer *)a)->due_ns < ((const momento__timer *)b)->due_ns;
-}
-
-static void timer_moved(void *item, size_t index)
-{
-    ((momento__timer *)item)->index = index;
-}
-
-void momento__timer_init(momento__timer *t, void (*fire)(momento__timer *t))
-{
-    memset(t, 0, sizeof(*t));
-    t->index = MOMENTO__HEAP_GONE;
-    t->fire = fire;
-}
-
-/* With the lock held, after the heap or the soon list changed: whether
- * any timer waits, for timers_run()'s look without the lock. */
-static void timers_changed_locked(momento_client *c)
-{
-    atomic_store_explicit(&c->any_timer, c->soon || momento__heap_peek(&c->timers),
-                          memory_order_release);
-}
-
-/* With the lock held: off the heap and the soon list. */
-static void timer_unlink(momento_client *c, momento__timer *t)
-{
-    if (t->index != MOMENTO__HEAP_GONE)
-        momento__heap_remove(&c->timers, t->index);
-    if (t->soon) {
-        DL_DELETE(c->soon, t);
-        t->soon = false;
-    }
-    timers_changed_locked(c);
-}
-
-static void fire_soon_locked(momento_client *c, momento__timer *t)
-{
-    timer_unlink(c, t);
-    DL_APPEND(c->soon, t);
-    t->soon = true;
-    atomic_store_explicit(&c->any_timer, true, memory_order_release);
-}
-
-void momento__timer_fire_soon(momento_client *c, momento__timer *t)
-{
-    pthread_mutex_lock(&c->lock);
-    fire_soon_locked(c, t);
-    pthread_mutex_unlock(&c->lock);
-    if (momento__current_client != c)
-        kick(c);
-}
-
-int momento__timer_arm(momento_client *c, momento__timer *t, int64_t due_ns, bool wake)
-{
-    pthread_mutex_lock(&c->lock);
-    timer_unlink(c, t);
-    t->due_ns = due_ns;
-    int rc = momento__heap_push(&c->timers, t) == 0 ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
-    bool first = rc == MOMENTO_OK && t->index == 0;
-    if (rc == MOMENTO_OK) /* timer_unlink() looked already, before the push */
-        atomic_store_explicit(&c->any_timer, true, memory_order_release);
-    pthread_mutex_unlock(&c->lock);
-    if (wake && first && momento__current_client != c)
-        kick(c); /* the loop may be asleep until later than this */
-    return rc;
-}
-
-void momento__timer_disarm(momento_client *c, momento__timer *t)
-{
-    pthread_mutex_lock(&c->lock);
-    timer_unlink(c, t);
-    pthread_mutex_unlock(&c->lock);
-}
-
-/* Another transport's thread finished attempt `a` (momento__transport.post):
- * the completion thread calls its done(). */
-static void post_done(momento__transport *t, momento__attempt *a)
-{
-    momento_client *c = t->host;
-    pthread_mutex_lock(&c->lock);
-    a->posted = NULL;
-    if (c->posted_tail)
-        c->posted_tail->posted = a;
-    else
-        c->posted = a;
-    c->posted_tail = a;
-    pthread_mutex_unlock(&c->lock);
-    atomic_store_explicit(&c->any_posted, true, memory_order_release);
-    if (momento__current_client != c)
-        kick(c);
-}
-
-/* Runs done() of every attempt posted so far, oldest first. */
-static void posted_run(momento_client *c)
-{
-    /* Lowered before the list is taken: a post after this raises it again
-     * (and kicks), so none is left behind until the next post. */
-    atomic_store_explicit(&c->any_posted, false, memory_order_relaxed);
-    pthread_mutex_lock(&c->lock);
-    momento__attempt *a = c->posted;
-    c->posted = c->posted_tail = NULL;
-    pthread_mutex_unlock(&c->lock);
-    while (a) {
-        momento__attempt *next = a->posted; /* done() may end and reuse it */
-        a->done(a);
-        a = next;
-    }
-}
-
 int momento__client_route(momento_client *c, momento__rpc_id m, momento__transport *t)
 {
     if (!c || !t || (unsigned)m >= MOMENTO__RPC_COUNT)
         return MOMENTO_ERR_INVALID_ARGUMENT;
-    t->post = post_done;
+    t->post = momento__completion_post;
     t->host = c;
     c->routes[m] = t;
     return MOMENTO_OK;
@@ -213,116 +90,33 @@ int momento__client_adopt(momento_client *c, momento__transport *t)
     return MOMENTO_OK;
 }
 
-/* Get, set and delete over protosocket: its transport, adopted, routed
- * those three. Batching steps aside - protosocket has no batch commands,
- * and its pipelined frames share writes and reads as a batch would - so
- * each request goes as its own command. */
-static int open_protosocket(momento_client *c)
+/* Opens the transports the configuration asks for (transports.c, the one
+ * place that names them), adopts those with threads of their own and
+ * routes each RPC as it says. */
+static int open_transports(momento_client *c)
 {
-    momento__transport *ps;
-    int rc = momento__ps_transport_new(&ps, &c->cfg, &c->creds);
+    _Static_assert(MOMENTO__MAX_OWN_THREAD_TRANSPORTS <= MOMENTO__MAX_ADOPTED,
+                   "room to adopt every transport with a thread of its own");
+    momento__transports ts;
+    int rc = momento__transports_open(&ts, &c->cfg, &c->creds);
     if (rc != MOMENTO_OK)
         return rc;
-    rc = momento__client_adopt(c, ps);
-    if (rc != MOMENTO_OK) {
-        ps->ops->close(ps);
-        return rc;
+    c->transport = ts.loop;
+    for (size_t i = 0; i < ts.n_own_thread; i++) {
+        /* Cannot fail: each has shutdown and close, and there is room. */
+        momento__client_adopt(c, ts.own_thread[i]);
     }
-    momento__client_route(c, MOMENTO__RPC_GET, ps);
-    momento__client_route(c, MOMENTO__RPC_SET, ps);
-    momento__client_route(c, MOMENTO__RPC_DELETE, ps);
-    c->cfg.batch_min_in_flight = 0;
+    for (size_t m = 0; m < MOMENTO__RPC_COUNT; m++) {
+        if (ts.routes[m] == ts.loop)
+            c->routes[m] = ts.loop;
+        else
+            momento__client_route(c, (momento__rpc_id)m, ts.routes[m]);
+    }
+    /* Batching steps aside where get, set and delete have no batch
+     * commands: each request goes as its own command. */
+    if (ts.unbatched)
+        c->cfg.batch_min_in_flight = 0;
     return MOMENTO_OK;
-}
-
-/* Fires `t`, just taken off the heap or the soon list with the lock held,
- * and lets the lock go for it. `firing` is set under the lock: a disarm by
- * another thread, which takes the lock, sees it (momento__timer_settle). */
-#ifdef MOMENTO__TSAN
-/* Race-check builds only (-Dtsan=true): the stress test holds each fire
- * this long before it runs, which widens the window in which another
- * thread finishes and frees a timer's owner (momento__timer_settle). */
-atomic_int momento__tsan_fire_delay_us;
-#endif
-
-static void fire(momento_client *c, momento__timer *t)
-{
-    atomic_store_explicit(&c->firing, t, memory_order_release);
-    pthread_mutex_unlock(&c->lock);
-#ifdef MOMENTO__TSAN
-    int delay_us = atomic_load_explicit(&momento__tsan_fire_delay_us, memory_order_relaxed);
-    if (delay_us > 0)
-        usleep((useconds_t)delay_us);
-#endif
-    t->fire(t);
-    atomic_store_explicit(&c->firing, NULL, memory_order_release);
-}
-
-void momento__timer_settle(momento_client *c, momento__timer *t)
-{
-    if (momento__current_client == c)
-        return; /* the completion thread: no other fire runs */
-    /* The fire only finds its owner's state done and returns: short. */
-    while (atomic_load_explicit(&c->firing, memory_order_acquire) == t)
-        sched_yield();
-}
-
-/* Fires the timers that are due; returns when the next one is (INT64_MAX:
- * none waits). */
-static int64_t timers_run(momento_client *c)
-{
-    /* No lock when no timer waits: this runs after every event. One armed
-     * by another thread after this look wakes the loop (a kick) as before. */
-    if (!atomic_load_explicit(&c->any_timer, memory_order_acquire))
-        return INT64_MAX;
-    for (;;) {
-        pthread_mutex_lock(&c->lock);
-        momento__timer *t = c->soon;
-        if (t) {
-            DL_DELETE(c->soon, t);
-            t->soon = false;
-            timers_changed_locked(c);
-            fire(c, t);
-            continue;
-        }
-        t = momento__heap_peek(&c->timers);
-        /* The clock only when a timer waits: this runs after every event. */
-        if (!t || t->due_ns > momento__now_ns()) {
-            /* Read under the lock: another thread may re-arm it. */
-            int64_t due = t ? t->due_ns : INT64_MAX;
-            pthread_mutex_unlock(&c->lock);
-            return due;
-        }
-        momento__heap_pop(&c->timers);
-        timers_changed_locked(c);
-        fire(c, t);
-    }
-}
-
-static void *completion_loop(void *arg)
-{
-    momento_client *c = arg;
-    momento__current_client = c;
-    momento__transport *t = c->transport;
-    /* Sleep until the transport's next event or the next timer (a retry's
-     * among them), until the transport is shut down and drained. */
-    for (int64_t wake = INT64_MAX; t->ops->run(t, wake);) {
-        if (atomic_load_explicit(&c->any_posted, memory_order_acquire))
-            posted_run(c);
-        wake = timers_run(c);
-    }
-    momento__current_client = NULL;
-
-    pthread_mutex_lock(&c->lock);
-    bool deferred = c->free_deferred;
-    pthread_mutex_unlock(&c->lock);
-    if (deferred) {
-        /* momento_client_free() was called from a callback: nobody will join
-         * this thread, so it releases the client itself. */
-        pthread_detach(pthread_self());
-        destroy(c);
-    }
-    return NULL;
 }
 
 int momento_client_new(momento_client **ret, const momento_config *cfg,
@@ -347,12 +141,10 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     pthread_cond_init(&c->idle, NULL);
     atomic_init(&c->n_requests, 0);
     c->auth_value = grpc_empty_slice();
-    momento__heap_init(&c->timers, due_before, momento__realloc);
-    momento__heap_track(&c->timers, timer_moved);
+    momento__timers_init(c);
     atomic_init(&c->rpc_hook, NULL);
     atomic_init(&c->n_rpcs, 0);
     atomic_init(&c->any_posted, false);
-    atomic_init(&c->any_timer, false);
     momento__retries_init(&c->retries,
                           (uint64_t)(uintptr_t)c ^ (uint64_t)gpr_now(GPR_CLOCK_REALTIME).tv_nsec);
 
@@ -377,21 +169,10 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
         for (size_t i = 0; rc == MOMENTO_OK && i < c->cfg.n_headers; i++)
             rc = momento__client_add_header(c, c->cfg.headers[i].name, c->cfg.headers[i].value);
     }
-    if (rc == MOMENTO_OK) {
-        rc = momento__grpc_transport_new(&c->transport, &c->cfg, &c->creds);
-        for (size_t m = 0; m < MOMENTO__RPC_COUNT; m++)
-            c->routes[m] = c->transport;
-    }
-    if (rc == MOMENTO_OK && c->cfg.transport == MOMENTO_TRANSPORT_PROTOSOCKET)
-        rc = open_protosocket(c);
-    if (rc == MOMENTO_OK && pthread_create(&c->thread, NULL, completion_loop, c) != 0)
-        rc = MOMENTO_ERR_NO_MEMORY;
-    /* Named, so that libmomento's thread can be told from gRPC's (in a
-     * debugger, and by tests/integration/test_threads.c); here rather than
-     * in the thread, so it has its name before momento_client_new()
-     * returns. */
     if (rc == MOMENTO_OK)
-        pthread_setname_np(c->thread, "momento-cq");
+        rc = open_transports(c);
+    if (rc == MOMENTO_OK)
+        rc = momento__completion_start(c, destroy);
     if (rc != MOMENTO_OK) {
         destroy(c);
         return rc;
@@ -466,7 +247,7 @@ void momento_client_free(momento_client *c)
         if (t->call)
             t->cancel(t->call, "cancelled: the client was freed");
         else if (t->wake)
-            fire_soon_locked(c, t->wake);
+            momento__timer_fire_soon_locked(c, t->wake);
     }
     bool wake = c->soon != NULL;
     if (momento__current_client == c) {
@@ -478,15 +259,14 @@ void momento_client_free(momento_client *c)
     }
     if (wake) {
         pthread_mutex_unlock(&c->lock);
-        kick(c);
+        momento__completion_kick(c);
         pthread_mutex_lock(&c->lock);
     }
     while (c->n_in_flight > 0)
         pthread_cond_wait(&c->drained, &c->lock);
     pthread_mutex_unlock(&c->lock);
 
-    c->transport->ops->shutdown(c->transport);
-    pthread_join(c->thread, NULL);
+    momento__completion_stop(c);
     if (momento__dispatch_running_here(&c->dispatch)) {
         /* From a callback momento_client_dispatch() runs: that dispatch
          * releases the client when it returns (momento_client_dispatch). */
@@ -538,10 +318,10 @@ void *momento__client_wait_on(momento_client *c, momento__tracked *t, momento__t
      * call nor this timer found nothing to end: the wait ends at once. */
     bool now = t->cancelled || c->closing;
     if (now)
-        fire_soon_locked(c, wake);
+        momento__timer_fire_soon_locked(c, wake);
     pthread_mutex_unlock(&c->lock);
     if (now && momento__current_client != c)
-        kick(c);
+        momento__completion_kick(c);
     return old;
 }
 
@@ -564,13 +344,13 @@ void momento__client_cancel(momento_client *c, momento__tracked *t, const char *
         if (t->call)
             t->cancel(t->call, why);
         else if (t->wake) { /* queued under the cap, waiting to retry or delivered late */
-            fire_soon_locked(c, t->wake);
+            momento__timer_fire_soon_locked(c, t->wake);
             wake = true;
         }
     }
     pthread_mutex_unlock(&c->lock);
     if (wake)
-        kick(c);
+        momento__completion_kick(c);
 }
 
 bool momento__client_cancelled(momento_client *c, momento__tracked *t)
@@ -593,7 +373,7 @@ void momento__client_retire(momento_client *c, momento__tracked *t)
     if (--c->n_in_flight == 0 && c->closing) {
         pthread_cond_broadcast(&c->drained);
         /* A free deferred from a callback: the completion thread ends its
-         * loop and releases the client (completion_loop). */
+         * loop and releases the client (completion.c). */
         if (c->free_deferred)
             c->transport->ops->shutdown(c->transport);
     }

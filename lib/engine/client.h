@@ -1,5 +1,6 @@
-/* The client (client.c): its channels, its completion thread, and the one
- * place that decides how long a request lives. A request is accepted
+/* The client (client.c): its transports, the state its completion thread
+ * (completion.c) and timers (timer.c) share, and the one place that
+ * decides how long a request lives. A request is accepted
  * (momento__client_accept), may change what it has on the wire between
  * attempts
  * (momento__client_publish), and is retired (momento__client_retire) once
@@ -94,10 +95,10 @@ struct momento_client {
     momento_config cfg;
     momento_credentials creds;
     pthread_t thread;
-    /* What the completion thread runs (completion_loop), and where every
+    /* What the completion thread runs (completion.c), and where every
      * RPC's attempts and subscriptions' streams go unless routed
-     * elsewhere: the gRPC transport (momento__grpc_transport_new), the
-     * only one the client opens itself so far. */
+     * elsewhere: the gRPC transport, opened with the others by
+     * momento__transports_open() (transport/transports.h). */
     momento__transport *transport;
     /* The transport each RPC's attempts go through (call.c): `transport`
      * for all but those momento__client_route() gave another. */
@@ -124,11 +125,12 @@ struct momento_client {
                                   * wait of the completion thread, retries' too */
     momento__timer *soon;        /* timers due at once (no allocation: cannot fail) */
     /* Attempts other transports finished on their own threads, for the
-     * completion thread to call done() on (post_done; oldest first). */
+     * completion thread to call done() on (momento__completion_post;
+     * oldest first). */
     momento__attempt *posted, *posted_tail;
     atomic_bool any_posted;      /* not under the lock: the loop's cheap look */
     atomic_bool any_timer;       /* `timers` or `soon` holds one; written under the
-                                  * lock, read without it by timers_run() */
+                                  * lock, read without it by the loop (completion.c) */
     /* The timer whose fire runs now: set under the lock when it is taken,
      * cleared (release) after its fire returns (momento__timer_settle). */
     _Atomic(momento__timer *) firing;
@@ -153,6 +155,9 @@ struct momento_client {
                                   * momento__client_closing(), on every queued
                                   * request's path */
     bool free_deferred;          /* ...from the completion thread itself */
+    /* What frees the client (client.c's): the completion thread calls it
+     * as it ends after a deferred free (momento__completion_start). */
+    void (*release)(momento_client *c);
 
     /* What is told of the client's writes (momento__write_observer: its
      * coalescers). The count spares the lock when there is none. */
@@ -189,9 +194,6 @@ void momento__client_unobserve_writes(momento_client *c, momento__write_observer
  * each observer takes. */
 void momento__client_note_write(momento_client *c, const momento__write_observer *self,
                                 const char *cache, const void *key, size_t key_len);
-
-/* The client whose completion thread is running this code, or NULL. */
-extern _Thread_local const momento_client *momento__current_client;
 
 /* Accepts a request whose first attempt (a transport's, or a subscription's
  * gRPC call; `t->cancel` ends it) is `gc`: from now on exactly one
@@ -250,9 +252,9 @@ bool momento__client_cancelled(momento_client *c, momento__tracked *t);
 /* Sends the attempts of RPC `m` through `t` from now on, which must
  * outlive the client (the client neither runs nor closes it: the
  * transport's own thread completes them, through t->post, which this
- * sets). Not locked: call it before `c` makes a call of `m`. For the tests
- * of the seam (tests/integration/test_transport.c) until a second
- * transport of the library's own is chosen by configuration. Returns 0, or
+ * sets). Not locked: call it before `c` makes a call of `m`. The client
+ * routes what momento__transports_open() says with it; the tests of the
+ * seam (tests/integration/test_transport.c) route their own. Returns 0, or
  * MOMENTO_ERR_INVALID_ARGUMENT. */
 int momento__client_route(momento_client *c, momento__rpc_id m, momento__transport *t);
 

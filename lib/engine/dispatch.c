@@ -32,6 +32,7 @@
 #include "engine/dispatch.h"
 
 #include "base/alloc.h"
+#include "base/fifo.h"
 #include "base/recycle.h"
 #include "model/result.h"
 
@@ -260,13 +261,8 @@ static void signal_fd(momento__dispatcher *d)
 /* Appends `e`, the lock held; whether the queue was empty before. */
 static bool link_locked(momento__dispatcher *d, momento__deferred *e)
 {
-    e->next = NULL;
     bool was_empty = d->head == NULL;
-    if (d->tail)
-        d->tail->next = e;
-    else
-        d->head = e;
-    d->tail = e;
+    MOMENTO__FIFO_APPEND(d->head, d->tail, e, next);
     d->pending++;
     return was_empty;
 }
@@ -313,6 +309,7 @@ int momento__dispatcher_push(momento__dispatcher *d, momento_callback cb, const 
         momento__result_local_error(&e->fallback, MOMENTO_ERR_NO_MEMORY,
                                     "out of memory: the result could not be kept for dispatch");
         e->fallback.attempts = r->attempts;
+        e->fallback.transport = r->transport; /* its metrics record may come after */
         e->result = &e->fallback;
     } else {
         return MOMENTO_ERR_NO_MEMORY;

@@ -1,4 +1,4 @@
-/* The client's timers (client.c): things its completion thread does at a
+/* The client's timers (timer.c; completion.c fires them): things its completion thread does at a
  * given time - a call's next attempt (a retry), a coalesced waiter's or a
  * queued request's deadline, a batch's linger, a subscription's resubscribe
  * or idle check - or at once, from another thread (a cancel, the client's
@@ -34,6 +34,10 @@ int momento__timer_arm(struct momento_client *c, momento__timer *t, int64_t due_
 /* Makes `t` fire as soon as the completion thread can, armed or not, from
  * any thread; unlike arming it needs no memory and cannot fail (a cancel). */
 void momento__timer_fire_soon(struct momento_client *c, momento__timer *t);
+/* The same with the client's lock held (client.c's cancels and free),
+ * without the wake-up: the caller kicks the completion thread
+ * (momento__completion_kick) once it has let the lock go. */
+void momento__timer_fire_soon_locked(struct momento_client *c, momento__timer *t);
 void momento__timer_disarm(struct momento_client *c, momento__timer *t);
 /* Before the memory holding `t` is freed: on another thread than the
  * completion thread, waits until a fire of `t` already under way has
@@ -43,9 +47,14 @@ void momento__timer_disarm(struct momento_client *c, momento__timer *t);
  * atomic load when no such fire runs, the usual case. */
 void momento__timer_settle(struct momento_client *c, momento__timer *t);
 
+/* The client's heap of timers, made and given back with the client. */
+void momento__timers_init(struct momento_client *c);
+void momento__timers_clear(struct momento_client *c);
+
 #ifdef MOMENTO__TSAN
 #include <stdatomic.h>
-/* Race-check builds only: microseconds each fire waits before it runs. */
+/* Race-check builds only: microseconds each fire waits before it runs
+ * (completion.c, which fires). */
 extern atomic_int momento__tsan_fire_delay_us;
 #endif
 

@@ -37,6 +37,7 @@
 #include "clock.h"
 #include "engine/blocking.h"
 #include "engine/client.h"
+#include "engine/completion.h"
 #include "engine/respond.h"
 #include "layers/kv_send.h"
 #include "model/cancel.h"
@@ -586,6 +587,7 @@ static void batch_done(const momento_result *r, void *userdata)
         momento_result item = *momento_result_item(r, m->index);
         item.grpc_status = r->grpc_status;
         item.attempts = r->attempts;
+        item.transport = r->transport;
         if (item.error == MOMENTO_OK) /* a failed item keeps its own (compress.c) */
             item.message = r->message;
         item.error_detail = r->error_detail;
@@ -594,6 +596,17 @@ static void batch_done(const momento_result *r, void *userdata)
         deliver(m, &item);
     }
     free(bt);
+}
+
+/* Member i of batch `src` for momento__send_batch(). */
+static void member_at(const void *src, size_t i, momento__batch_item *out)
+{
+    const momento__bmember *m = ((const batch *)src)->members[i];
+    out->key = m_key(m);
+    out->key_len = m->key_len;
+    out->value = m_value(m);
+    out->value_len = m->value_len;
+    out->ttl_ms = m->ttl_ms;
 }
 
 /* Sends `bt` (members in order, all M_QUEUED and out of the queue), without
@@ -622,43 +635,8 @@ static int send_batch(momento_client *c, batch *bt)
             rc = momento__send_delete(c, cache, m_key(first), first->key_len, &opts, batch_done,
                                       bt);
     } else {
-        opts.expect_msgs = bt->n;
-        size_t item_size = bt->op == MOMENTO__BOP_GET ? sizeof(CacheClient__GetRequest)
-                                                      : sizeof(CacheClient__SetRequest);
-        uint8_t *items = momento__malloc(bt->n * item_size);
-        void **ptrs = momento__malloc(bt->n * sizeof(*ptrs));
-        rc = items && ptrs ? MOMENTO_OK : MOMENTO_ERR_NO_MEMORY;
-        for (size_t i = 0; rc == MOMENTO_OK && i < bt->n; i++) {
-            momento__bmember *m = bt->members[i];
-            if (bt->op == MOMENTO__BOP_GET) {
-                CacheClient__GetRequest *g = (CacheClient__GetRequest *)(items + i * item_size);
-                cache_client____get_request__init(g);
-                g->cache_key = momento__bytes(m_key(m), m->key_len);
-                ptrs[i] = g;
-            } else {
-                CacheClient__SetRequest *s = (CacheClient__SetRequest *)(items + i * item_size);
-                cache_client____set_request__init(s);
-                s->cache_key = momento__bytes(m_key(m), m->key_len);
-                s->cache_body = momento__bytes(m_value(m), m->value_len);
-                s->ttl_milliseconds = m->ttl_ms;
-                ptrs[i] = s;
-            }
-        }
-        if (rc == MOMENTO_OK && bt->op == MOMENTO__BOP_GET) {
-            CacheClient__GetBatchRequest req = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
-            req.n_items = bt->n;
-            req.items = (CacheClient__GetRequest **)ptrs;
-            rc = momento__call_start_with(c, MOMENTO__RPC_GET_BATCH, momento__decode_get_batch,
-                                          cache, &req.base, &opts, batch_done, bt);
-        } else if (rc == MOMENTO_OK) {
-            CacheClient__SetBatchRequest req = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
-            req.n_items = bt->n;
-            req.items = (CacheClient__SetRequest **)ptrs;
-            rc = momento__call_start_with(c, MOMENTO__RPC_SET_BATCH, momento__decode_set_batch,
-                                          cache, &req.base, &opts, batch_done, bt);
-        }
-        free(items); /* packed at submit */
-        free(ptrs);
+        rc = momento__send_batch(c, bt->op != MOMENTO__BOP_GET, cache, bt->n, member_at, bt, &opts,
+                                 batch_done, bt);
     }
     return rc;
 }

@@ -1034,10 +1034,8 @@ int momento_coalescing_get_sync(momento_coalescer *co, const char *cache, const 
                                 size_t key_len, const momento_request_options *opts,
                                 momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, co ? co->client : NULL, ret));
-    return momento__blocking_wait(
-        &b, momento_coalescing_get(co, cache, key, key_len, opts, momento__blocking_done, &b), ret);
+    momento_client *c = co ? co->client : NULL; /* the client MOMENTO__SYNC waits on */
+    MOMENTO__SYNC(momento_coalescing_get(co, cache, key, key_len, opts, MOMENTO__SYNC_CB));
 }
 
 int momento_coalescing_set_sync(momento_coalescer *co, const char *cache, const void *key,
@@ -1045,22 +1043,17 @@ int momento_coalescing_set_sync(momento_coalescer *co, const char *cache, const 
                                 uint64_t ttl_ms, const momento_request_options *opts,
                                 momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, co ? co->client : NULL, ret));
-    return momento__blocking_wait(&b,
-                                  momento_coalescing_set(co, cache, key, key_len, value, value_len,
-                                                         ttl_ms, opts, momento__blocking_done, &b),
-                                  ret);
+    momento_client *c = co ? co->client : NULL; /* the client MOMENTO__SYNC waits on */
+    MOMENTO__SYNC(momento_coalescing_set(co, cache, key, key_len, value, value_len, ttl_ms, opts,
+                                         MOMENTO__SYNC_CB));
 }
 
 int momento_coalescing_delete_sync(momento_coalescer *co, const char *cache, const void *key,
                                    size_t key_len, const momento_request_options *opts,
                                    momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, co ? co->client : NULL, ret));
-    return momento__blocking_wait(
-        &b, momento_coalescing_delete(co, cache, key, key_len, opts, momento__blocking_done, &b), ret);
+    momento_client *c = co ? co->client : NULL; /* the client MOMENTO__SYNC waits on */
+    MOMENTO__SYNC(momento_coalescing_delete(co, cache, key, key_len, opts, MOMENTO__SYNC_CB));
 }
 
 momento_client *momento__coalescer_client(const momento_coalescer *co)

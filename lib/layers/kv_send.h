@@ -29,6 +29,27 @@ int momento__send_set(momento_client *c, const char *cache, const void *key, siz
 int momento__send_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
                          const momento__call_opts *opts, momento_callback cb, void *userdata);
 
+/* One key of a batch (and a set's value and TTL, sent as they are), as
+ * its source hands it over. */
+typedef struct momento__batch_item {
+    const void *key;
+    size_t key_len;
+    const void *value;
+    size_t value_len;
+    uint64_t ttl_ms;
+} momento__batch_item;
+
+/* Sends `n` gets (`set` false) or sets as one GetBatch or SetBatch, item i
+ * as at(src, i) gives it: momento_get_batch() and momento_set_batch() from
+ * their arrays, the batcher from its queued members. The reply must hold
+ * one message per key, in order (a misbehaving server could send any
+ * number): the call ends BAD_RESPONSE otherwise. Returns as
+ * momento__call_start_with(), or MOMENTO_ERR_NO_MEMORY. */
+int momento__send_batch(momento_client *c, bool set, const char *cache, size_t n,
+                        void (*at)(const void *src, size_t i, momento__batch_item *out),
+                        const void *src, const momento__call_opts *opts, momento_callback cb,
+                        void *userdata);
+
 /* The decoders of those replies and of GetBatch / SetBatch (each a result
  * of items, one per key, in order), which the batcher sends too. */
 MOMENTO__DECODER(get);

@@ -45,6 +45,13 @@ static void set_reason(const char *why)
     momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "%s", why);
 }
 
+/* Refuses the call: `why` for momento_refusal_reason(), and the code. */
+static int invalid(const char *why)
+{
+    set_reason(why);
+    return MOMENTO_ERR_INVALID_ARGUMENT;
+}
+
 void momento__credentials_clear(momento_credentials *c)
 {
     free(c->token);
@@ -272,26 +279,18 @@ int momento_credentials_from_api_key(momento_credentials **ret, const char *api_
                                      const char *endpoint)
 {
     momento__refusal_clear(); /* a success leaves "", not an older reason */
-    if (!ret || !api_key) {
-        set_reason("a required argument is NULL");
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    }
-    if (!*api_key) {
-        set_reason("the API key is empty");
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    }
+    if (!ret || !api_key)
+        return invalid("a required argument is NULL");
+    if (!*api_key)
+        return invalid("the API key is empty");
     for (const char *p = api_key; *p; p++) {
-        if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f) {
-            set_reason("the API key contains whitespace or a non-ASCII character");
-            return MOMENTO_ERR_INVALID_ARGUMENT;
-        }
+        if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
+            return invalid("the API key contains whitespace or a non-ASCII character");
     }
     if (endpoint) {
         const char *why = check_base_endpoint(endpoint);
-        if (why) {
-            set_reason(why);
-            return MOMENTO_ERR_INVALID_ARGUMENT;
-        }
+        if (why)
+            return invalid(why);
     }
 
     key_info k = {0};
@@ -366,46 +365,55 @@ int momento_credentials_from_env(momento_credentials **ret)
     /* A host:port is a local server (momento-local), plaintext: only on
      * this machine, where no key travels over a network in the clear. */
     if (endpoint && strchr(endpoint, ':')) {
-        if (!ret) {
-            set_reason("a required argument is NULL");
-            return MOMENTO_ERR_INVALID_ARGUMENT;
-        }
+        if (!ret)
+            return invalid("a required argument is NULL");
         const char *why = momento__check_host_port(endpoint);
-        if (why) {
-            set_reason(why);
-            return MOMENTO_ERR_INVALID_ARGUMENT;
-        }
+        if (why)
+            return invalid(why);
         if (!loopback(endpoint)) {
-            set_reason("MOMENTO_ENDPOINT is a host:port that is not this machine: a host:port "
-                       "is taken for a local server (plaintext), on localhost, 127.x.x.x or [::1] "
-                       "only; Momento's endpoints are host names without a port");
-            return MOMENTO_ERR_INVALID_ARGUMENT;
+            return invalid("MOMENTO_ENDPOINT is a host:port that is not this machine: a host:port "
+                           "is taken for a local server (plaintext), on localhost, 127.x.x.x or "
+                           "[::1] only; Momento's endpoints are host names without a port");
         }
         return momento_credentials_local_with_key(ret, endpoint, key ? key : "");
     }
-    if (!key) {
-        set_reason("MOMENTO_API_KEY is not set");
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    }
+    if (!key)
+        return invalid("MOMENTO_API_KEY is not set");
     return momento_credentials_from_api_key(ret, key, endpoint);
 }
 
 int momento_credentials_local(momento_credentials **ret, const char *host_port)
 {
     momento__refusal_clear(); /* a success leaves "", not an older reason */
-    if (!ret || !host_port) {
-        set_reason("a required argument is NULL");
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    }
+    if (!ret || !host_port)
+        return invalid("a required argument is NULL");
     const char *why = momento__check_host_port(host_port);
-    if (why) {
-        set_reason(why);
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    }
+    if (why)
+        return invalid(why);
     int rc = make_creds(ret, "", dup_str(host_port), dup_str(host_port), 0);
     if (rc != MOMENTO_OK)
         set_reason("out of memory");
     return rc;
+}
+
+int momento__key_field(const char *api_key, char **ret)
+{
+    *ret = NULL;
+    unsigned char *json;
+    size_t json_len;
+    int rc = momento__base64_decode(api_key, strlen(api_key), &json, &json_len);
+    if (rc != 0)
+        return rc == -2 ? -2 : 0; /* not base64: a bare token */
+    char *field = NULL;
+    int got = momento__json_get_string((char *)json, json_len, "api_key", &field);
+    memset(json, 0, json_len);
+    free(json);
+    if (got == 1) {
+        *ret = field;
+        return 1;
+    }
+    free(field);
+    return got == -2 ? -2 : 0;
 }
 
 /* Declared in tokens.h, beside the disposable tokens whose keys it takes;
@@ -414,35 +422,19 @@ int momento_credentials_local_with_key(momento_credentials **ret, const char *ho
                                        const char *api_key)
 {
     momento__refusal_clear(); /* a success leaves "", not an older reason */
-    if (!ret || !host_port || !api_key) {
-        set_reason("a required argument is NULL");
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    }
+    if (!ret || !host_port || !api_key)
+        return invalid("a required argument is NULL");
     /* A key in the v1 form carries its token as "api_key"; anything else is
      * taken to be the bare token. */
-    char *token = NULL;
-    unsigned char *json;
-    size_t json_len;
-    int rc = momento__base64_decode(api_key, strlen(api_key), &json, &json_len);
+    char *token;
+    int rc = momento__key_field(api_key, &token);
     if (rc == -2)
         goto no_memory;
-    if (rc == 0) {
-        int got = momento__json_get_string((char *)json, json_len, "api_key", &token);
-        memset(json, 0, json_len);
-        free(json);
-        if (got == -2)
-            goto no_memory;
-        if (got != 1) {
-            free(token);
-            token = NULL;
-        }
-    }
     const char *sent = token ? token : api_key;
     for (const char *p = sent; *p; p++) {
         if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f) {
             free(token);
-            set_reason("the key's token contains whitespace or a non-ASCII character");
-            return MOMENTO_ERR_INVALID_ARGUMENT;
+            return invalid("the key's token contains whitespace or a non-ASCII character");
         }
     }
     momento_credentials *creds;
@@ -472,21 +464,15 @@ int momento_credentials_with_endpoints(momento_credentials **ret, const char *to
                                        const char *cache_host_port, const char *control_host_port)
 {
     momento__refusal_clear(); /* a success leaves "", not an older reason */
-    if (!ret || !token || !cache_host_port || !control_host_port) {
-        set_reason("a required argument is NULL");
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    }
+    if (!ret || !token || !cache_host_port || !control_host_port)
+        return invalid("a required argument is NULL");
     const char *why = momento__check_host_port(cache_host_port);
     if (!why)
         why = momento__check_host_port(control_host_port);
-    if (why) {
-        set_reason(why);
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    }
-    if ((why = check_token(token)) != NULL) {
-        set_reason(why);
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    }
+    if (why)
+        return invalid(why);
+    if ((why = check_token(token)) != NULL)
+        return invalid(why);
     int rc = make_creds(ret, token, dup_str(cache_host_port), dup_str(control_host_port), 1);
     if (rc != MOMENTO_OK)
         set_reason("out of memory");
@@ -519,24 +505,18 @@ int momento_credentials_uses_tls(const momento_credentials *creds)
 int momento_credentials_set_endpoint_prefix(momento_credentials *c, const char *prefix)
 {
     momento__refusal_clear();
-    if (!c || !prefix) {
-        set_reason("a required argument is NULL");
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    }
-    if (!c->base) {
-        set_reason("these credentials name their endpoints one by one: there is no base "
-                   "endpoint to prefix");
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    }
+    if (!c || !prefix)
+        return invalid("a required argument is NULL");
+    if (!c->base)
+        return invalid("these credentials name their endpoints one by one: there is no base "
+                       "endpoint to prefix");
     /* One DNS label: 1 to 63 letters, digits or '-', not at either end. */
     size_t n = strlen(prefix);
     bool ok = n >= 1 && n <= 63 && prefix[0] != '-' && prefix[n - 1] != '-';
     for (size_t i = 0; ok && i < n; i++)
         ok = isalnum((unsigned char)prefix[i]) || prefix[i] == '-';
-    if (!ok) {
-        set_reason("the endpoint prefix is not one DNS label (1-63 letters, digits or '-')");
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    }
+    if (!ok)
+        return invalid("the endpoint prefix is not one DNS label (1-63 letters, digits or '-')");
     /* As the JS SDK: <prefix>.cache.<base>, <prefix>.control.<base>,
      * <prefix>.token.<base>. */
     char *p[3] = {NULL, NULL, NULL};

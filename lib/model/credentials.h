@@ -22,6 +22,13 @@ struct momento_credentials {
 int momento__credentials_copy(momento_credentials *dst, const momento_credentials *src);
 void momento__credentials_clear(momento_credentials *c);
 
+/* Reads the token out of an API key in the v1 form (base64 of JSON whose
+ * "api_key" is the token). Returns 1 with *ret the field (its own copy,
+ * possibly empty), 0 when the key is not in that form (then it is the bare
+ * token; *ret NULL), or -2 when out of memory. The decoded JSON is wiped
+ * before it is freed: it holds the secret. */
+int momento__key_field(const char *api_key, char **ret);
+
 /* Checks "host:port": host non-empty (brackets for IPv6), port 1..65535.
  * Returns NULL when valid, else a static reason. */
 const char *momento__check_host_port(const char *s);

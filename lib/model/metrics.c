@@ -27,6 +27,7 @@ static void emit(const momento_config *cfg, momento_request_metrics *m, int64_t 
     m->grpc_status = r->grpc_status;
     m->outcome = (int)r->outcome;
     m->attempts = r->attempts > 0 ? (uint32_t)r->attempts : 0;
+    m->transport = r->transport;
     /* A request whose submitter left no time (none does today) reads 0
      * rather than the age of the clock. */
     m->latency_ns = submitted_ns > 0 && now > submitted_ns ? (uint64_t)(now - submitted_ns) : 0;

@@ -14,6 +14,10 @@ struct momento_result {
     const uint8_t *value;
     size_t value_len;
     int attempts;             /* how many tries it took */
+    /* The momento_metrics_transport of the last attempt (for the metrics
+     * record; no getter): set with `attempts` by call.c, carried where a
+     * result stands for a shared RPC's; 0 (NONE) on a local result. */
+    int transport;
     int64_t int_value;        /* increment */
     uint64_t ttl_ms;          /* item_get_ttl */
     momento_item_type item_type; /* item_get_type */

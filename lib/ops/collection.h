@@ -1,6 +1,6 @@
 /* What the collection families (op_dictionary.c, op_set.c, op_list.c,
  * op_sorted_set.c) share: argument checks, CollectionTtl, request arrays and
- * result items (collection.c). */
+ * result items (collection.c), the length reads' decoder. */
 #ifndef MOMENTO_COLLECTION_H
 #define MOMENTO_COLLECTION_H
 
@@ -106,5 +106,25 @@ static inline const uint8_t *momento__data(const ProtobufCBinaryData *b)
 {
     return b->data ? b->data : (const uint8_t *)"";
 }
+
+/* Defines the decoder of a collection's length read (ListLength,
+ * SetLength, DictionaryLength, SortedSetLength): the reply is found, with
+ * the length (HIT, momento_result_int()), or missing (MISS). `which` is the
+ * reply's oneof case member, PREFIX its cases' common prefix. The four
+ * families' replies differ only in those names. */
+#define MOMENTO__LENGTH_READ_DECODER(fn, ID, Type, which, PREFIX)                                  \
+    MOMENTO__DECODER(fn)                                                                           \
+    {                                                                                              \
+        MOMENTO__UNPACK_ONE(Type, ID);                                                             \
+        if (m->which == PREFIX##_FOUND && m->found) {                                              \
+            r->outcome = MOMENTO_OUTCOME_HIT;                                                      \
+            r->int_value = m->found->length;                                                       \
+        } else if (m->which == PREFIX##_MISSING) {                                                 \
+            r->outcome = MOMENTO_OUTCOME_MISS;                                                     \
+        } else {                                                                                   \
+            return MOMENTO_ERR_BAD_RESPONSE;                                                       \
+        }                                                                                          \
+        return MOMENTO_OK;                                                                         \
+    }
 
 #endif

@@ -1,14 +1,12 @@
 /* Get and set batches over Momento's server-streaming RPCs: one request
  * carrying every key, one response message per key, in order, gathered into
- * a single result whose items are the per-key results (the decoders are
- * kv_send.c's, which the batcher's batches use too). */
+ * a single result whose items are the per-key results (built, sent and
+ * decoded by kv_send.c, which the batcher's batches go through too); and
+ * delete batches, one Delete per key. */
 #include "layers/write.h"
 #include "ops/op.h"
 
 #include "base/alloc.h"
-
-#include "cacheclient.pb-c.h"
-
 #include "engine/respond.h"
 #include "model/metrics.h"
 #include "model/result.h"
@@ -17,47 +15,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The caller's arrays, as momento__send_batch() reads them. */
+typedef struct batch_arrays {
+    const void *const *keys;
+    const size_t *key_lens;
+    const void *const *values; /* a set's; NULL for a get */
+    const size_t *value_lens;
+    uint64_t ttl_ms;
+} batch_arrays;
+
+static void array_at(const void *src, size_t i, momento__batch_item *out)
+{
+    const batch_arrays *a = src;
+    out->key = a->keys[i];
+    out->key_len = a->key_lens[i];
+    out->value = a->values ? a->values[i] : NULL;
+    out->value_len = a->values ? a->value_lens[i] : 0;
+    out->ttl_ms = a->ttl_ms;
+}
+
 int momento_get_batch(momento_client *c, const char *cache, const void *const *keys,
                       const size_t *key_lens, size_t n, const momento_request_options *opts,
                       momento_callback cb, void *userdata)
 {
     MOMENTO__CHECK(momento__check_keys_request(c, cache, keys, key_lens, NULL, NULL, n, opts, cb));
-    CacheClient__GetRequest *items = momento__malloc(n * sizeof(*items));
-    CacheClient__GetRequest **ptrs = momento__malloc(n * sizeof(*ptrs));
-    if (!items || !ptrs) {
-        free(items);
-        free(ptrs);
-        return MOMENTO_ERR_NO_MEMORY;
-    }
-    for (size_t i = 0; i < n; i++) {
-        cache_client____get_request__init(&items[i]);
-        items[i].cache_key.data = (uint8_t *)keys[i];
-        items[i].cache_key.len = key_lens[i];
-        ptrs[i] = &items[i];
-    }
-    CacheClient__GetBatchRequest req = CACHE_CLIENT____GET_BATCH_REQUEST__INIT;
-    req.n_items = n;
-    req.items = ptrs;
-    /* One reply per key, no more, no less (a misbehaving server could send
-     * any number). */
+    batch_arrays a = {.keys = keys, .key_lens = key_lens};
     momento__call_opts resolved;
     momento__call_opts_from(c, opts, &resolved);
-    resolved.expect_msgs = n;
-    int rc = momento__call_start_with(c, MOMENTO__RPC_GET_BATCH, momento__decode_get_batch, cache,
-                                      &req.base, &resolved, cb, userdata);
-    free(items); /* packed at submit */
-    free(ptrs);
-    return rc;
+    return momento__send_batch(c, false, cache, n, array_at, &a, &resolved, cb, userdata);
 }
 
 int momento_get_batch_sync(momento_client *c, const char *cache, const void *const *keys,
                            const size_t *key_lens, size_t n, const momento_request_options *opts,
                            momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(
-        &b, momento_get_batch(c, cache, keys, key_lens, n, opts, momento__blocking_done, &b), ret);
+    MOMENTO__SYNC(momento_get_batch(c, cache, keys, key_lens, n, opts, MOMENTO__SYNC_CB));
 }
 
 int momento_set_batch(momento_client *c, const char *cache, const void *const *keys,
@@ -69,36 +61,11 @@ int momento_set_batch(momento_client *c, const char *cache, const void *const *k
     momento__writes w;
     MOMENTO__CHECK(momento__writes_begin(&w, c, cache, keys, key_lens, values, value_lens, n,
                                          ttl_ms, opts, cb));
-    values = w.values;
-    value_lens = w.value_lens;
-    CacheClient__SetRequest *items = momento__malloc(n * sizeof(*items));
-    CacheClient__SetRequest **ptrs = momento__malloc(n * sizeof(*ptrs));
-    if (!items || !ptrs) {
-        free(items);
-        free(ptrs);
-        momento__writes_end(&w);
-        return MOMENTO_ERR_NO_MEMORY;
-    }
-    uint64_t ttl = w.ttl_ms;
-    for (size_t i = 0; i < n; i++) {
-        cache_client____set_request__init(&items[i]);
-        items[i].cache_key.data = (uint8_t *)keys[i];
-        items[i].cache_key.len = key_lens[i];
-        items[i].cache_body.data = (uint8_t *)values[i];
-        items[i].cache_body.len = value_lens[i];
-        items[i].ttl_milliseconds = ttl;
-        ptrs[i] = &items[i];
-    }
-    CacheClient__SetBatchRequest req = CACHE_CLIENT____SET_BATCH_REQUEST__INIT;
-    req.n_items = n;
-    req.items = ptrs;
+    /* The values as prepared (compressed), with the effective TTL. */
+    batch_arrays a = {keys, key_lens, w.values, w.value_lens, w.ttl_ms};
     momento__call_opts resolved;
     momento__call_opts_from(c, opts, &resolved);
-    resolved.expect_msgs = n;
-    int rc = momento__call_start_with(c, MOMENTO__RPC_SET_BATCH, momento__decode_set_batch, cache,
-                                      &req.base, &resolved, cb, userdata);
-    free(items);
-    free(ptrs);
+    int rc = momento__send_batch(c, true, cache, n, array_at, &a, &resolved, cb, userdata);
     momento__writes_end(&w); /* packed at submit */
     return rc;
 }
@@ -108,12 +75,8 @@ int momento_set_batch_sync(momento_client *c, const char *cache, const void *con
                            const size_t *value_lens, size_t n, uint64_t ttl_ms,
                            const momento_request_options *opts, momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b,
-                                  momento_set_batch(c, cache, keys, key_lens, values, value_lens,
-                                                    n, ttl_ms, opts, momento__blocking_done, &b),
-                                  ret);
+    MOMENTO__SYNC(momento_set_batch(c, cache, keys, key_lens, values, value_lens, n, ttl_ms, opts,
+                                    MOMENTO__SYNC_CB));
 }
 
 /* A batch delete: n Delete calls of the library's own (no_metrics, not
@@ -143,6 +106,10 @@ static void delete_batch_finish(delete_batch *b)
     out.attempts = 1;
     out.items = b->items;
     out.n_items = b->n;
+    /* Every delete goes the same way: the first that reached the wire
+     * says which. */
+    for (size_t i = 0; i < b->n && !out.transport; i++)
+        out.transport = b->items[i].transport;
     if (momento__metrics_on(&b->client->cfg))
         momento__metrics_shared(&b->client->cfg, momento__rpcs[MOMENTO__RPC_DELETE].name, NULL,
                                 b->opts.submitted_ns, 0, &out);
@@ -152,7 +119,8 @@ static void delete_batch_finish(delete_batch *b)
     free(b);
 }
 
-static void delete_batch_one(delete_batch *b, size_t i, int err, int status, int attempts)
+static void delete_batch_one(delete_batch *b, size_t i, int err, int status, int attempts,
+                             int transport)
 {
     momento_result *it = &b->items[i];
     it->error = err;
@@ -160,6 +128,7 @@ static void delete_batch_one(delete_batch *b, size_t i, int err, int status, int
     it->outcome = err == MOMENTO_OK ? MOMENTO_OUTCOME_SUCCESS : MOMENTO_OUTCOME_ERROR;
     it->message = err == MOMENTO_OK ? "" : momento_strerror(err); /* static */
     it->attempts = attempts;
+    it->transport = transport;
     if (atomic_fetch_sub_explicit(&b->pending, 1, memory_order_acq_rel) == 1)
         delete_batch_finish(b);
 }
@@ -167,7 +136,7 @@ static void delete_batch_one(delete_batch *b, size_t i, int err, int status, int
 static void delete_batch_done(const momento_result *r, void *userdata)
 {
     struct delete_slot *s = userdata;
-    delete_batch_one(s->batch, s->i, r->error, r->grpc_status, r->attempts);
+    delete_batch_one(s->batch, s->i, r->error, r->grpc_status, r->attempts, r->transport);
 }
 
 int momento_delete_batch(momento_client *c, const char *cache, const void *const *keys,
@@ -213,7 +182,7 @@ int momento_delete_batch(momento_client *c, const char *cache, const void *const
         /* Some went: the rest end with this refusal (a client being freed,
          * no memory), reported in their items. */
         for (size_t k = i; k < n; k++)
-            delete_batch_one(b, k, rc, -1, 0);
+            delete_batch_one(b, k, rc, -1, 0, MOMENTO_METRICS_TRANSPORT_NONE);
         break;
     }
     if (atomic_fetch_sub_explicit(&b->pending, 1, memory_order_acq_rel) == 1)
@@ -225,9 +194,5 @@ int momento_delete_batch_sync(momento_client *c, const char *cache, const void *
                               const size_t *key_lens, size_t n,
                               const momento_request_options *opts, momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(
-        &b, momento_delete_batch(c, cache, keys, key_lens, n, opts, momento__blocking_done, &b),
-        ret);
+    MOMENTO__SYNC(momento_delete_batch(c, cache, keys, key_lens, n, opts, MOMENTO__SYNC_CB));
 }

@@ -165,13 +165,8 @@ int momento_set_if_sync(momento_client *c, const char *cache, const void *key, s
                         momento_condition condition, const void *compare, size_t compare_len,
                         const momento_request_options *opts, momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b,
-                                  momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms,
-                                                 condition, compare, compare_len,
-                                                 opts, momento__blocking_done, &b),
-                                  ret);
+    MOMENTO__SYNC(momento_set_if(c, cache, key, key_len, value, value_len, ttl_ms, condition,
+                                 compare, compare_len, opts, MOMENTO__SYNC_CB));
 }
 
 /* The same, one name per condition, as the official SDKs spell them (the
@@ -289,10 +284,7 @@ int momento_get_with_hash_sync(momento_client *c, const char *cache, const void 
                                size_t key_len, const momento_request_options *opts,
                                momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(
-        &b, momento_get_with_hash(c, cache, key, key_len, opts, momento__blocking_done, &b), ret);
+    MOMENTO__SYNC(momento_get_with_hash(c, cache, key, key_len, opts, MOMENTO__SYNC_CB));
 }
 
 int momento_set_with_hash_sync(momento_client *c, const char *cache, const void *key,
@@ -300,10 +292,6 @@ int momento_set_with_hash_sync(momento_client *c, const char *cache, const void 
                                uint64_t ttl_ms, const momento_request_options *opts,
                                momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b,
-                                  momento_set_with_hash(c, cache, key, key_len, value, value_len,
-                                                        ttl_ms, opts, momento__blocking_done, &b),
-                                  ret);
+    MOMENTO__SYNC(momento_set_with_hash(c, cache, key, key_len, value, value_len, ttl_ms, opts,
+                                        MOMENTO__SYNC_CB));
 }

@@ -12,25 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-MOMENTO__DECODER(ping)
-{
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(ping, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(create_cache)
-{
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_CREATED);
-}
+MOMENTO__EMPTY_DECODER(create_cache, MOMENTO_OUTCOME_CREATED)
 
-MOMENTO__DECODER(delete_cache)
-{
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(delete_cache, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(flush_cache)
-{
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(flush_cache, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(list_caches)
 {
@@ -80,9 +68,7 @@ int momento_ping(momento_client *c, const momento_request_options *opts, momento
 
 int momento_ping_sync(momento_client *c, const momento_request_options *opts, momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b, momento_ping(c, opts, momento__blocking_done, &b), ret);
+    MOMENTO__SYNC(momento_ping(c, opts, MOMENTO__SYNC_CB));
 }
 
 /* CreateCache, DeleteCache and FlushCache share one request shape: a cache
@@ -125,9 +111,7 @@ int momento_create_cache(momento_client *c, const char *cache, const momento_req
 int momento_create_cache_sync(momento_client *c, const char *cache,
                               const momento_request_options *opts, momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b, momento_create_cache(c, cache, opts, momento__blocking_done, &b), ret);
+    MOMENTO__SYNC(momento_create_cache(c, cache, opts, MOMENTO__SYNC_CB));
 }
 
 int momento_delete_cache(momento_client *c, const char *cache, const momento_request_options *opts,
@@ -140,9 +124,7 @@ int momento_delete_cache(momento_client *c, const char *cache, const momento_req
 int momento_delete_cache_sync(momento_client *c, const char *cache,
                               const momento_request_options *opts, momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b, momento_delete_cache(c, cache, opts, momento__blocking_done, &b), ret);
+    MOMENTO__SYNC(momento_delete_cache(c, cache, opts, MOMENTO__SYNC_CB));
 }
 
 int momento_flush_cache(momento_client *c, const char *cache, const momento_request_options *opts,
@@ -155,9 +137,7 @@ int momento_flush_cache(momento_client *c, const char *cache, const momento_requ
 int momento_flush_cache_sync(momento_client *c, const char *cache,
                              const momento_request_options *opts, momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b, momento_flush_cache(c, cache, opts, momento__blocking_done, &b), ret);
+    MOMENTO__SYNC(momento_flush_cache(c, cache, opts, MOMENTO__SYNC_CB));
 }
 
 /* ListCaches may be paged. The user's request becomes a chain of page calls
@@ -312,7 +292,5 @@ int momento_list_caches(momento_client *c, const momento_request_options *opts, 
 int momento_list_caches_sync(momento_client *c, const momento_request_options *opts,
                              momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b, momento_list_caches(c, opts, momento__blocking_done, &b), ret);
+    MOMENTO__SYNC(momento_list_caches(c, opts, MOMENTO__SYNC_CB));
 }

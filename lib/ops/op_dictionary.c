@@ -72,12 +72,7 @@ MOMENTO__DECODER(dictionary_fetch)
     return MOMENTO_OK;
 }
 
-MOMENTO__DECODER(dictionary_set)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(dictionary_set, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(dictionary_increment)
 {
@@ -91,32 +86,11 @@ MOMENTO__DECODER(dictionary_increment)
     return MOMENTO_OK;
 }
 
-MOMENTO__DECODER(dictionary_delete)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(dictionary_delete, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(dictionary_length)
-{
-    (void)n_msgs;
-    const CacheClient__DictionaryLengthResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_DICTIONARY_LENGTH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->dictionary_case == CACHE_CLIENT____DICTIONARY_LENGTH_RESPONSE__DICTIONARY_FOUND &&
-        m->found) {
-        r->outcome = MOMENTO_OUTCOME_HIT;
-        r->int_value = m->found->length;
-    } else if (m->dictionary_case ==
-               CACHE_CLIENT____DICTIONARY_LENGTH_RESPONSE__DICTIONARY_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-    } else {
-        return MOMENTO_ERR_BAD_RESPONSE;
-    }
-    return MOMENTO_OK;
-}
+MOMENTO__LENGTH_READ_DECODER(dictionary_length, DICTIONARY_LENGTH,
+                             CacheClient__DictionaryLengthResponse, dictionary_case,
+                             CACHE_CLIENT____DICTIONARY_LENGTH_RESPONSE__DICTIONARY)
 
 int momento_dictionary_set_fields(momento_client *c, const char *cache, const void *name,
                                   size_t name_len, const void *const *fields,

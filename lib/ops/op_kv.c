@@ -87,10 +87,7 @@ int momento_get(momento_client *c, const char *cache, const void *key, size_t ke
 int momento_get_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
                      const momento_request_options *opts, momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(
-        &b, momento_get(c, cache, key, key_len, opts, momento__blocking_done, &b), ret);
+    MOMENTO__SYNC(momento_get(c, cache, key, key_len, opts, MOMENTO__SYNC_CB));
 }
 
 int momento_set(momento_client *c, const char *cache, const void *key, size_t key_len,
@@ -114,12 +111,8 @@ int momento_set_sync(momento_client *c, const char *cache, const void *key, size
                      const void *value, size_t value_len, uint64_t ttl_ms,
                      const momento_request_options *opts, momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b,
-                                  momento_set(c, cache, key, key_len, value, value_len, ttl_ms,
-                                              opts, momento__blocking_done, &b),
-                                  ret);
+    MOMENTO__SYNC(momento_set(c, cache, key, key_len, value, value_len, ttl_ms, opts,
+                              MOMENTO__SYNC_CB));
 }
 
 int momento_delete(momento_client *c, const char *cache, const void *key, size_t key_len,
@@ -135,10 +128,7 @@ int momento_delete(momento_client *c, const char *cache, const void *key, size_t
 int momento_delete_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
                         const momento_request_options *opts, momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(
-        &b, momento_delete(c, cache, key, key_len, opts, momento__blocking_done, &b), ret);
+    MOMENTO__SYNC(momento_delete(c, cache, key, key_len, opts, MOMENTO__SYNC_CB));
 }
 
 int momento_increment(momento_client *c, const char *cache, const void *key, size_t key_len,
@@ -160,12 +150,8 @@ int momento_increment_sync(momento_client *c, const char *cache, const void *key
                            int64_t amount, uint64_t ttl_ms, const momento_request_options *opts,
                            momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(&b,
-                                  momento_increment(c, cache, key, key_len, amount, ttl_ms,
-                                                    opts, momento__blocking_done, &b),
-                                  ret);
+    MOMENTO__SYNC(momento_increment(c, cache, key, key_len, amount, ttl_ms, opts,
+                                    MOMENTO__SYNC_CB));
 }
 
 int momento_keys_exist(momento_client *c, const char *cache, const void *const *keys,
@@ -191,10 +177,7 @@ int momento_keys_exist_sync(momento_client *c, const char *cache, const void *co
                             const size_t *key_lens, size_t n, const momento_request_options *opts,
                             momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(
-        &b, momento_keys_exist(c, cache, keys, key_lens, n, opts, momento__blocking_done, &b), ret);
+    MOMENTO__SYNC(momento_keys_exist(c, cache, keys, key_lens, n, opts, MOMENTO__SYNC_CB));
 }
 
 int momento_key_exists(momento_client *c, const char *cache, const void *key, size_t key_len,
@@ -223,8 +206,5 @@ int momento_item_get_type_sync(momento_client *c, const char *cache, const void 
                                size_t key_len, const momento_request_options *opts,
                                momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(
-        &b, momento_item_get_type(c, cache, key, key_len, opts, momento__blocking_done, &b), ret);
+    MOMENTO__SYNC(momento_item_get_type(c, cache, key, key_len, opts, MOMENTO__SYNC_CB));
 }

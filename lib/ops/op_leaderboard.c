@@ -16,26 +16,11 @@
 
 /* ------------------------------------------------------------ decoders */
 
-MOMENTO__DECODER(delete_leaderboard)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(delete_leaderboard, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(upsert_elements)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(upsert_elements, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(remove_elements)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(remove_elements, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(get_leaderboard_length)
 {
@@ -74,10 +59,7 @@ static int ranked_items(momento_result *r, momento__scratch *scratch, size_t n,
 #define RANKED_DECODER(fn, ID, Type)                                                               \
     MOMENTO__DECODER(fn)                                                                           \
     {                                                                                              \
-        (void)n_msgs;                                                                              \
-        const Type *m = momento__unpack_reply(MOMENTO__RPC_##ID, &msgs[0], scratch);               \
-        if (!m)                                                                                    \
-            return MOMENTO_ERR_BAD_RESPONSE;                                                       \
+        MOMENTO__UNPACK_ONE(Type, ID);                                                             \
         return ranked_items(r, scratch, m->n_elements, m->elements);                               \
     }
 RANKED_DECODER(get_by_rank, GET_BY_RANK, Leaderboard__GetByRankResponse)
@@ -295,14 +277,24 @@ int momento_leaderboard_fetch_by_score(momento_client *c, const char *cache,
                                momento__decode_get_by_score, cache, &req.base, opts, cb, userdata);
 }
 
+/* The checks of the two rank reads, which take the same arguments: the
+ * request, its ids (an array that fits a request, check_count()) and an
+ * order. */
+static int check_rank_request(momento_client *c, const char *cache, const char *leaderboard,
+                              const uint32_t *ids, size_t n, momento_order order,
+                              const momento_request_options *opts, momento_callback cb)
+{
+    MOMENTO__CHECK(check_request(c, cache, leaderboard, opts, cb));
+    MOMENTO__CHECK(check_order(order));
+    return check_count(ids, n, 8);
+}
+
 int momento_leaderboard_get_rank(momento_client *c, const char *cache, const char *leaderboard,
                                  const uint32_t *ids, size_t n, momento_order order,
                                  const momento_request_options *opts, momento_callback cb,
                                  void *userdata)
 {
-    MOMENTO__CHECK(check_request(c, cache, leaderboard, opts, cb));
-    MOMENTO__CHECK(check_order(order));
-    MOMENTO__CHECK(check_count(ids, n, 8));
+    MOMENTO__CHECK(check_rank_request(c, cache, leaderboard, ids, n, order, opts, cb));
     Leaderboard__GetRankRequest req = LEADERBOARD____GET_RANK_REQUEST__INIT;
     req.leaderboard = (char *)leaderboard; /* packed at submit */
     req.n_ids = n;
@@ -318,9 +310,7 @@ int momento_leaderboard_get_competition_rank(momento_client *c, const char *cach
                                              const momento_request_options *opts,
                                              momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(check_request(c, cache, leaderboard, opts, cb));
-    MOMENTO__CHECK(check_order(order));
-    MOMENTO__CHECK(check_count(ids, n, 8));
+    MOMENTO__CHECK(check_rank_request(c, cache, leaderboard, ids, n, order, opts, cb));
     Leaderboard__GetCompetitionRankRequest req = LEADERBOARD____GET_COMPETITION_RANK_REQUEST__INIT;
     req.leaderboard = (char *)leaderboard; /* packed at submit */
     req.n_ids = n;

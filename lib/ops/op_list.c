@@ -13,10 +13,7 @@
 #define LENGTH_DECODER(fn, ID, Type)                                                               \
     MOMENTO__DECODER(fn)                                                                           \
     {                                                                                              \
-        (void)n_msgs;                                                                              \
-        const Type *m = momento__unpack_reply(MOMENTO__RPC_##ID, &msgs[0], scratch);               \
-        if (!m)                                                                                    \
-            return MOMENTO_ERR_BAD_RESPONSE;                                                       \
+        MOMENTO__UNPACK_ONE(Type, ID);                                                             \
         r->int_value = m->list_length;                                                             \
         r->outcome = MOMENTO_OUTCOME_SUCCESS;                                                      \
         return MOMENTO_OK;                                                                         \
@@ -33,10 +30,7 @@ LENGTH_DECODER(list_concatenate_back, LIST_CONCATENATE_BACK,
 #define POP_DECODER(fn, ID, Type, PREFIX, end)                                                     \
     MOMENTO__DECODER(fn)                                                                           \
     {                                                                                              \
-        (void)n_msgs;                                                                              \
-        const Type *m = momento__unpack_reply(MOMENTO__RPC_##ID, &msgs[0], scratch);               \
-        if (!m)                                                                                    \
-            return MOMENTO_ERR_BAD_RESPONSE;                                                       \
+        MOMENTO__UNPACK_ONE(Type, ID);                                                             \
         if (m->list_case == PREFIX##_MISSING) {                                                    \
             r->outcome = MOMENTO_OUTCOME_MISS;                                                     \
             return MOMENTO_OK;                                                                     \
@@ -110,23 +104,9 @@ MOMENTO__DECODER(list_fetch)
     return momento__decode_values(r, scratch, m->found->n_values, m->found->values);
 }
 
-MOMENTO__DECODER(list_length)
-{
-    (void)n_msgs;
-    const CacheClient__ListLengthResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_LIST_LENGTH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->list_case == CACHE_CLIENT____LIST_LENGTH_RESPONSE__LIST_FOUND && m->found) {
-        r->outcome = MOMENTO_OUTCOME_HIT;
-        r->int_value = m->found->length;
-    } else if (m->list_case == CACHE_CLIENT____LIST_LENGTH_RESPONSE__LIST_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-    } else {
-        return MOMENTO_ERR_BAD_RESPONSE;
-    }
-    return MOMENTO_OK;
-}
+MOMENTO__LENGTH_READ_DECODER(list_length, LIST_LENGTH,
+                             CacheClient__ListLengthResponse, list_case,
+                             CACHE_CLIENT____LIST_LENGTH_RESPONSE__LIST)
 
 /* Push and concatenate: the four differ in their RPC, and in which end
  * the truncation cuts (always the one opposite to the write). */

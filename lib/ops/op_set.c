@@ -11,10 +11,7 @@
 #define ELEMENTS_DECODER(fn, ID, Type, PREFIX)                                                     \
     MOMENTO__DECODER(fn)                                                                           \
     {                                                                                              \
-        (void)n_msgs;                                                                              \
-        const Type *m = momento__unpack_reply(MOMENTO__RPC_##ID, &msgs[0], scratch);               \
-        if (!m)                                                                                    \
-            return MOMENTO_ERR_BAD_RESPONSE;                                                       \
+        MOMENTO__UNPACK_ONE(Type, ID);                                                             \
         if (m->set_case == PREFIX##_MISSING) {                                                     \
             r->outcome = MOMENTO_OUTCOME_MISS;                                                     \
             return MOMENTO_OK;                                                                     \
@@ -31,12 +28,7 @@ ELEMENTS_DECODER(set_sample, SET_SAMPLE, CacheClient__SetSampleResponse,
 ELEMENTS_DECODER(set_pop, SET_POP, CacheClient__SetPopResponse,
                  CACHE_CLIENT____SET_POP_RESPONSE__SET)
 
-MOMENTO__DECODER(set_union)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(set_union, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(set_difference)
 {
@@ -76,23 +68,9 @@ MOMENTO__DECODER(set_contains)
     return MOMENTO_OK;
 }
 
-MOMENTO__DECODER(set_length)
-{
-    (void)n_msgs;
-    const CacheClient__SetLengthResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SET_LENGTH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->set_case == CACHE_CLIENT____SET_LENGTH_RESPONSE__SET_FOUND && m->found) {
-        r->outcome = MOMENTO_OUTCOME_HIT;
-        r->int_value = m->found->length;
-    } else if (m->set_case == CACHE_CLIENT____SET_LENGTH_RESPONSE__SET_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-    } else {
-        return MOMENTO_ERR_BAD_RESPONSE;
-    }
-    return MOMENTO_OK;
-}
+MOMENTO__LENGTH_READ_DECODER(set_length, SET_LENGTH,
+                             CacheClient__SetLengthResponse, set_case,
+                             CACHE_CLIENT____SET_LENGTH_RESPONSE__SET)
 
 int momento_set_add_elements(momento_client *c, const char *cache, const void *name,
                              size_t name_len, const void *const *elements,

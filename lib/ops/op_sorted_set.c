@@ -15,19 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-MOMENTO__DECODER(sorted_set_put)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(sorted_set_put, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(sorted_set_remove)
-{
-    (void)n_msgs;
-    (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(sorted_set_remove, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(sorted_set_fetch)
 {
@@ -148,25 +138,9 @@ MOMENTO__DECODER(sorted_set_get_rank)
     return MOMENTO_OK;
 }
 
-MOMENTO__DECODER(sorted_set_length)
-{
-    (void)n_msgs;
-    const CacheClient__SortedSetLengthResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_LENGTH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->sorted_set_case == CACHE_CLIENT____SORTED_SET_LENGTH_RESPONSE__SORTED_SET_FOUND &&
-        m->found) {
-        r->outcome = MOMENTO_OUTCOME_HIT;
-        r->int_value = m->found->length;
-    } else if (m->sorted_set_case ==
-               CACHE_CLIENT____SORTED_SET_LENGTH_RESPONSE__SORTED_SET_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-    } else {
-        return MOMENTO_ERR_BAD_RESPONSE;
-    }
-    return MOMENTO_OK;
-}
+MOMENTO__LENGTH_READ_DECODER(sorted_set_length, SORTED_SET_LENGTH,
+                             CacheClient__SortedSetLengthResponse, sorted_set_case,
+                             CACHE_CLIENT____SORTED_SET_LENGTH_RESPONSE__SORTED_SET)
 
 MOMENTO__DECODER(sorted_set_union_store)
 {

@@ -9,8 +9,6 @@
 #include "ops/token_shared.h"
 
 #include "base/alloc.h"
-#include "base/base64.h"
-#include "base/json.h"
 #include "model/credentials.h"
 
 #include "permissionmessages.pb-c.h"
@@ -491,25 +489,16 @@ MOMENTO__DECODER(generate_disposable_token)
 
 char *momento__key_token(const char *api_key)
 {
-    /* A key in the v1 form carries its token as "api_key"; anything else
-     * is taken to be the bare token (as momento_credentials_local_with_key()
-     * reads it). */
-    unsigned char *json;
-    size_t json_len;
-    char *token = NULL;
-    int rc = momento__base64_decode(api_key, strlen(api_key), &json, &json_len);
+    /* A key in the v1 form carries its token as "api_key" (read as
+     * momento_credentials_local_with_key() reads it, momento__key_field);
+     * anything else, or an empty field, is taken to be the bare token. */
+    char *token;
+    int rc = momento__key_field(api_key, &token);
     if (rc == -2)
         return NULL;
-    if (rc == 0) {
-        int got = momento__json_get_string((char *)json, json_len, "api_key", &token);
-        memset(json, 0, json_len);
-        free(json);
-        if (got == -2)
-            return NULL;
-        if (got == 1 && token && *token)
-            return token;
-        free(token);
-    }
+    if (rc == 1 && token && *token)
+        return token;
+    free(token);
     size_t n = strlen(api_key) + 1;
     token = momento__malloc(n);
     if (token)

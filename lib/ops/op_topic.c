@@ -10,10 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-MOMENTO__DECODER(topic_publish)
-{
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(topic_publish, MOMENTO_OUTCOME_SUCCESS)
 
 /* A subscription reads each stream message as it arrives
  * (momento__subscription_decode, subscription.c), never a whole reply: this

@@ -53,10 +53,7 @@ int momento_item_get_ttl(momento_client *c, const char *cache, const void *key, 
 int momento_item_get_ttl_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
                               const momento_request_options *opts, momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(
-        &b, momento_item_get_ttl(c, cache, key, key_len, opts, momento__blocking_done, &b), ret);
+    MOMENTO__SYNC(momento_item_get_ttl(c, cache, key, key_len, opts, MOMENTO__SYNC_CB));
 }
 
 /* The three updates differ only in which field of the oneof carries the TTL. */
@@ -92,10 +89,7 @@ static int update_ttl_sync(momento_client *c, const char *cache, const void *key
                            uint64_t ttl_ms, ttl_mode mode, const momento_request_options *opts,
                            momento_result **ret)
 {
-    momento__blocking b;
-    MOMENTO__CHECK(momento__blocking_begin(&b, c, ret));
-    return momento__blocking_wait(
-        &b, update_ttl(c, cache, key, key_len, ttl_ms, mode, opts, momento__blocking_done, &b), ret);
+    MOMENTO__SYNC(update_ttl(c, cache, key, key_len, ttl_ms, mode, opts, MOMENTO__SYNC_CB));
 }
 
 int momento_update_ttl(momento_client *c, const char *cache, const void *key, size_t key_len,

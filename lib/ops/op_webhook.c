@@ -39,17 +39,28 @@ static int check_url(const char *url)
     return momento__check_utf8(url, strlen(url));
 }
 
+/* Checks a request about webhook `name` of `cache` and fills `id` with
+ * them (borrowed: packed at submit). Returns 0 or the refusal. */
+static int webhook_id(momento_client *c, const char *cache, const char *name,
+                      const momento_request_options *opts, momento_callback cb,
+                      Webhook__WebhookId *id)
+{
+    MOMENTO__CHECK(momento__check_cache_request(c, cache, opts, cb));
+    MOMENTO__CHECK(check_name(name));
+    webhook____webhook_id__init(id);
+    id->cache_name = (char *)cache;
+    id->webhook_name = (char *)name;
+    return MOMENTO_OK;
+}
+
 int momento_webhook_put(momento_client *c, const char *cache, const char *name, const char *topic,
                         const char *url, const momento_request_options *opts, momento_callback cb,
                         void *userdata)
 {
-    MOMENTO__CHECK(momento__check_cache_request(c, cache, opts, cb));
-    MOMENTO__CHECK(check_name(name));
+    Webhook__WebhookId id;
+    MOMENTO__CHECK(webhook_id(c, cache, name, opts, cb, &id));
     MOMENTO__CHECK(momento__check_topic_name(topic));
     MOMENTO__CHECK(check_url(url));
-    Webhook__WebhookId id = WEBHOOK____WEBHOOK_ID__INIT;
-    id.cache_name = (char *)cache;
-    id.webhook_name = (char *)name;
     Webhook__WebhookDestination dest = WEBHOOK____WEBHOOK_DESTINATION__INIT;
     dest.kind_case = WEBHOOK____WEBHOOK_DESTINATION__KIND_POST_URL;
     dest.post_url = (char *)url;
@@ -74,11 +85,8 @@ int momento_webhook_delete(momento_client *c, const char *cache, const char *nam
                            const momento_request_options *opts, momento_callback cb,
                            void *userdata)
 {
-    MOMENTO__CHECK(momento__check_cache_request(c, cache, opts, cb));
-    MOMENTO__CHECK(check_name(name));
-    Webhook__WebhookId id = WEBHOOK____WEBHOOK_ID__INIT;
-    id.cache_name = (char *)cache;
-    id.webhook_name = (char *)name;
+    Webhook__WebhookId id;
+    MOMENTO__CHECK(webhook_id(c, cache, name, opts, cb, &id));
     Webhook__DeleteWebhookRequest req = WEBHOOK____DELETE_WEBHOOK_REQUEST__INIT;
     req.webhook_id = &id;
     return momento__call_start(c, MOMENTO__RPC_DELETE_WEBHOOK, momento__decode_delete_webhook,
@@ -131,11 +139,8 @@ int momento_webhook_rotate_secret(momento_client *c, const char *cache, const ch
                                   const momento_request_options *opts, momento_callback cb,
                                   void *userdata)
 {
-    MOMENTO__CHECK(momento__check_cache_request(c, cache, opts, cb));
-    MOMENTO__CHECK(check_name(name));
-    Webhook__WebhookId id = WEBHOOK____WEBHOOK_ID__INIT;
-    id.cache_name = (char *)cache;
-    id.webhook_name = (char *)name;
+    Webhook__WebhookId id;
+    MOMENTO__CHECK(webhook_id(c, cache, name, opts, cb, &id));
     Webhook__RotateWebhookSecretRequest req = WEBHOOK____ROTATE_WEBHOOK_SECRET_REQUEST__INIT;
     req.webhook_id = &id;
     return momento__call_start(c, MOMENTO__RPC_ROTATE_WEBHOOK_SECRET,
@@ -168,11 +173,7 @@ MOMENTO__DECODER(put_webhook)
     return m ? secret_result(r, m->secret_string) : MOMENTO_ERR_BAD_RESPONSE;
 }
 
-MOMENTO__DECODER(delete_webhook)
-{
-    (void)n_msgs, (void)scratch;
-    return momento__decode_empty(r, &msgs[0], MOMENTO_OUTCOME_SUCCESS);
-}
+MOMENTO__EMPTY_DECODER(delete_webhook, MOMENTO_OUTCOME_SUCCESS)
 
 static const char *or_empty(const char *s)
 {

@@ -34,6 +34,7 @@
 #include "base/wire.h"
 #include "clock.h"
 #include "engine/client.h"
+#include "engine/completion.h"
 #include "engine/respond.h"
 #include "model/validate.h"
 #include "transport/transport.h"
@@ -368,27 +369,14 @@ typedef struct sub_msg {
     uint64_t d_last, d_new, d_page;
 } sub_msg;
 
-/* Reads the length-delimited field at *p. */
-static bool wire_bytes(const uint8_t **p, const uint8_t *end, const uint8_t **out, size_t *len)
-{
-    uint64_t n;
-    if (!momento__wire_varint(p, end, &n) || n > (uint64_t)(end - *p))
-        return false;
-    *out = *p;
-    *len = (size_t)n;
-    *p += n;
-    return true;
-}
-
 static bool decode_value(const uint8_t *p, const uint8_t *end, sub_msg *m)
 {
     while (p < end) {
-        uint64_t tag;
-        if (!momento__wire_varint(&p, end, &tag))
+        unsigned field, type;
+        if (!momento__wire_tag(&p, end, &field, &type))
             return false;
-        unsigned field = (unsigned)(tag >> 3), type = (unsigned)(tag & 7);
         if ((field == 1 || field == 2) && type == 2) { /* text, binary: the last wins */
-            if (!wire_bytes(&p, end, &m->value, &m->value_len))
+            if (!momento__wire_bytes(&p, end, &m->value, &m->value_len))
                 return false;
             /* is_text means valid UTF-8: a server's "text" that is not is
              * delivered as the bytes it is. */
@@ -404,20 +392,19 @@ static bool decode_value(const uint8_t *p, const uint8_t *end, sub_msg *m)
 static bool decode_item(const uint8_t *p, const uint8_t *end, sub_msg *m)
 {
     while (p < end) {
-        uint64_t tag;
-        if (!momento__wire_varint(&p, end, &tag))
+        unsigned field, type;
+        if (!momento__wire_tag(&p, end, &field, &type))
             return false;
-        unsigned field = (unsigned)(tag >> 3), type = (unsigned)(tag & 7);
-        const uint8_t *b;
-        size_t n;
         if (field == 1 && type == 0) {
             if (!momento__wire_varint(&p, end, &m->seq))
                 return false;
         } else if (field == 2 && type == 2) {
-            if (!wire_bytes(&p, end, &b, &n) || !decode_value(b, b + n, m))
+            const uint8_t *b;
+            size_t n;
+            if (!momento__wire_bytes(&p, end, &b, &n) || !decode_value(b, b + n, m))
                 return false;
         } else if (field == 3 && type == 2) {
-            if (!wire_bytes(&p, end, &m->publisher, &m->publisher_len))
+            if (!momento__wire_bytes(&p, end, &m->publisher, &m->publisher_len))
                 return false;
         } else if (field == 4 && type == 0) {
             if (!momento__wire_varint(&p, end, &m->page))
@@ -432,10 +419,9 @@ static bool decode_item(const uint8_t *p, const uint8_t *end, sub_msg *m)
 static bool decode_discontinuity(const uint8_t *p, const uint8_t *end, sub_msg *m)
 {
     while (p < end) {
-        uint64_t tag;
-        if (!momento__wire_varint(&p, end, &tag))
+        unsigned field, type;
+        if (!momento__wire_tag(&p, end, &field, &type))
             return false;
-        unsigned field = (unsigned)(tag >> 3), type = (unsigned)(tag & 7);
         uint64_t *dst = field == 1 ? &m->d_last : field == 2 ? &m->d_new : &m->d_page;
         if (field >= 1 && field <= 3 && type == 0) {
             if (!momento__wire_varint(&p, end, dst))
@@ -454,14 +440,13 @@ static bool decode(const uint8_t *p, size_t len, sub_msg *m)
     const uint8_t *end = p + len;
     memset(m, 0, sizeof(*m));
     while (p < end) {
-        uint64_t tag;
-        if (!momento__wire_varint(&p, end, &tag))
+        unsigned field, type;
+        if (!momento__wire_tag(&p, end, &field, &type))
             return false;
-        unsigned field = (unsigned)(tag >> 3), type = (unsigned)(tag & 7);
-        const uint8_t *b;
-        size_t n;
         if (field >= 1 && field <= 3 && type == 2) { /* oneof kind: the last wins */
-            if (!wire_bytes(&p, end, &b, &n))
+            const uint8_t *b;
+            size_t n;
+            if (!momento__wire_bytes(&p, end, &b, &n))
                 return false;
             sub_msg fresh;
             memset(&fresh, 0, sizeof(fresh));

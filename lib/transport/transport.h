@@ -89,6 +89,10 @@ typedef struct momento__transport momento__transport;
 /* A transport's operations: a const table, one per kind of transport. */
 typedef struct momento__transport_ops {
     const char *name;
+    /* What the metrics hook reports for the attempts it carries: a
+     * momento_metrics_transport (momento/metrics.h). A transport of the
+     * tests' that leaves it 0 reads as NONE. */
+    int metrics_kind;
     size_t attempt_size; /* >= sizeof(momento__attempt); the engine zeroes it */
     /* Readies attempt `a` of `rq` with its own deadline (GPR_CLOCK_MONOTONIC),
      * on the submitting thread or the completion thread. Returns 0,

@@ -186,6 +186,7 @@ typedef struct seen {
     pthread_mutex_t lock;
     int n, get_hits, get_misses, sets, deletes;
     int bad_status;
+    int over_ps, over_grpc; /* by the record's transport */
 } seen;
 
 static void on_metrics(const momento_request_metrics *m, void *ud)
@@ -203,10 +204,16 @@ static void on_metrics(const momento_request_metrics *m, void *ud)
         w->deletes++;
     if (m->grpc_status != 0 || m->attempts != 1 || !m->cache || strcmp(m->cache, "c") != 0)
         w->bad_status++;
+    if (m->transport == MOMENTO_METRICS_TRANSPORT_PROTOSOCKET)
+        w->over_ps++;
+    else if (m->transport == MOMENTO_METRICS_TRANSPORT_GRPC)
+        w->over_grpc++;
     pthread_mutex_unlock(&w->lock);
 }
 
-/* The metrics hook sees protosocket's requests as it sees gRPC's. */
+/* The metrics hook sees protosocket's requests as it sees gRPC's, and its
+ * record says which carried each: get, set and delete protosocket, an
+ * increment (which protosocket does not speak) gRPC. */
 static void test_metrics_hook(void **state)
 {
     (void)state;
@@ -220,8 +227,11 @@ static void test_metrics_hook(void **state)
     assert_int_equal(get_expect(c, "m", "x"), MOMENTO_OK);
     assert_int_equal(momento_delete_sync(c, "c", "m", 1, NULL, NULL), MOMENTO_OK);
     assert_int_equal(get_expect(c, "m", NULL), MOMENTO_OK);
+    assert_int_equal(momento_increment_sync(c, "c", "n", 1, 1, 0, NULL, NULL), MOMENTO_OK);
     momento_client_free(c); /* the hook has run for every request by now */
-    assert_int_equal(w.n, 4);
+    assert_int_equal(w.n, 5);
+    assert_int_equal(w.over_ps, 4);
+    assert_int_equal(w.over_grpc, 1);
     assert_int_equal(w.sets, 1);
     assert_int_equal(w.get_hits, 1);
     assert_int_equal(w.deletes, 1);

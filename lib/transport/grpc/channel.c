@@ -232,6 +232,21 @@ static int connect_now(grpc_channel *ch, uint32_t timeout_ms)
     return rc;
 }
 
+/* `n` slots on the cache endpoint into *ret, data calls' or streams' alike
+ * (a stream is a data-plane call). Returns 0, or -1 when out of memory;
+ * *ret is stored before any slot is set up, so that
+ * momento__channels_close() gives back what a failure left. */
+static int pool_open(momento__channels *ch, momento__channel_slot **ret, uint32_t n, int64_t now)
+{
+    momento__channel_slot *slots = *ret = momento__calloc(n, sizeof(*slots));
+    if (!slots)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        if (setup(ch, &slots[i], ch->creds->cache_endpoint, EP_DATA, EP_DATA, now) < 0)
+            return -1;
+    return 0;
+}
+
 int momento__channels_open(momento__channels *ch, const momento_config *cfg,
                            const momento_credentials *creds)
 {
@@ -243,21 +258,13 @@ int momento__channels_open(momento__channels *ch, const momento_config *cfg,
     ch->retired = NULL;
     pthread_mutex_init(&ch->lock, NULL);
     ch->n_data = cfg->num_channels;
-    ch->data = momento__calloc(ch->n_data, sizeof(*ch->data));
-    if (!ch->data)
+    if (pool_open(ch, &ch->data, ch->n_data, now) < 0)
         return MOMENTO_ERR_NO_MEMORY;
-    for (uint32_t i = 0; i < ch->n_data; i++)
-        if (setup(ch, &ch->data[i], creds->cache_endpoint, EP_DATA, EP_DATA, now) < 0)
-            return MOMENTO_ERR_NO_MEMORY;
     /* Connected on first use: a client that never subscribes never opens
      * them. */
     ch->n_stream = cfg->stream_channels;
-    ch->stream = momento__calloc(ch->n_stream, sizeof(*ch->stream));
-    if (!ch->stream)
+    if (pool_open(ch, &ch->stream, ch->n_stream, now) < 0)
         return MOMENTO_ERR_NO_MEMORY;
-    for (uint32_t i = 0; i < ch->n_stream; i++)
-        if (setup(ch, &ch->stream[i], creds->cache_endpoint, EP_DATA, EP_DATA, now) < 0)
-            return MOMENTO_ERR_NO_MEMORY;
     /* One connection less for every client of a server that answers both
      * services on one address. */
     bool token_apart = strcmp(creds->token_endpoint, creds->control_endpoint) != 0;

@@ -12,6 +12,7 @@
 #include "base/alloc.h"
 #include "clock.h"
 #include "grpc_util.h"
+#include "momento/metrics.h" /* the kind the metrics record reports */
 
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
@@ -301,10 +302,10 @@ static void grpc_wake(momento__transport *t)
     if (atomic_exchange(&g->kick_pending, true))
         return;
     /* Another thread may wake the loop just as the client's free shuts the
-     * queue down: the protosocket I/O thread's post_done() kicks after it
-     * has let the client's lock go, by when the completion thread may have
-     * run the attempt it posted, the last request retired and the free
-     * shut the queue. Nothing is left to wake then (the loop drains and
+     * queue down: the protosocket I/O thread's post (momento__completion_
+     * post) kicks after it has let the client's lock go, by when the
+     * completion thread may have run the attempt it posted, the last
+     * request retired and the free shut the queue. Nothing is left to wake then (the loop drains and
      * ends), but a batch started on the shut queue aborts the process. */
     pthread_mutex_lock(&g->shut_lock);
     if (g->shut) {
@@ -433,6 +434,7 @@ int momento__grpc_transport_new(momento__transport **ret, const momento_config *
 
 const momento__transport_ops momento__grpc_ops = {
     .name = "grpc",
+    .metrics_kind = MOMENTO_METRICS_TRANSPORT_GRPC,
     .attempt_size = sizeof(grpc_attempt),
     .prepare = grpc_prepare,
     .launch = grpc_launch,

@@ -28,11 +28,13 @@
 #include "transport/protosocket/ps_transport.h"
 
 #include "base/alloc.h"
+#include "base/fifo.h"
 #include "base/wire.h"
 #include "clock.h"
 #include "heap.h"
 #include "methods.h"
 #include "model/validate.h"
+#include "momento/metrics.h" /* the kind the metrics record reports */
 #include "ps_wire.h"
 
 #include <arpa/inet.h>
@@ -997,12 +999,7 @@ static int ps_launch(momento__attempt *base)
         return MOMENTO_OK;
     }
     bool first = !t->launched;
-    a->qnext = NULL;
-    if (t->launched_tail)
-        t->launched_tail->qnext = a;
-    else
-        t->launched = a;
-    t->launched_tail = a;
+    MOMENTO__FIFO_APPEND(t->launched, t->launched_tail, a, qnext);
     pthread_mutex_unlock(&t->lock);
     if (inline_ok)
         pthread_mutex_unlock(&t->loop);
@@ -1097,6 +1094,7 @@ static void ps_close(momento__transport *tr)
 
 const momento__transport_ops momento__ps_ops = {
     .name = "protosocket",
+    .metrics_kind = MOMENTO_METRICS_TRANSPORT_PROTOSOCKET,
     .attempt_size = sizeof(ps_attempt),
     .prepare = ps_prepare,
     .launch = ps_launch,
