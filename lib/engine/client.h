@@ -254,7 +254,7 @@ bool momento__client_cancelled(momento_client *c, momento__tracked *t);
  * transport's own thread completes them, through t->post, which this
  * sets). Not locked: call it before `c` makes a call of `m`. The client
  * routes what momento__transports_open() says with it; the tests of the
- * seam (tests/integration/test_transport.c) route their own. Returns 0, or
+ * seam (tests/lib/test_transport.c) route their own. Returns 0, or
  * MOMENTO_ERR_INVALID_ARGUMENT. */
 int momento__client_route(momento_client *c, momento__rpc_id m, momento__transport *t);
 

@@ -143,7 +143,7 @@ int momento__completion_start(momento_client *c, void (*release)(momento_client 
     if (pthread_create(&c->thread, NULL, completion_loop, c) != 0)
         return MOMENTO_ERR_NO_MEMORY;
     /* Named, so that libmomento's thread can be told from gRPC's (in a
-     * debugger, and by tests/integration/test_threads.c); here rather than
+     * debugger, and by tests/lib/test_threads.c); here rather than
      * in the thread, so it has its name before momento_client_new()
      * returns. */
     pthread_setname_np(c->thread, "momento-cq");

@@ -1,7 +1,7 @@
 /* The decoder table (decode.c): each RPC's decoder, named by the RPC table
  * (common/methods.def) as momento__decode_<fn> and defined in the op file
  * of its family, which hands it to the call it starts. The table itself is
- * what proves, at link time and in tests/unit/test_methods.c, that every
+ * what proves, at link time and in tests/lib/test_methods.c, that every
  * RPC the library makes has one; nothing on a request's path reads it, so
  * the engine knows no operation. */
 #ifndef MOMENTO_DECODE_H

@@ -1,7 +1,7 @@
 /* The one place that knows which transports exist (transports.c): given a
  * client's configuration it opens the ones it asks for and says which RPC
  * goes through which, so that the engine names no transport of its own
- * (as curl's multi handle meets its TLS backends through vtls.c alone). */
+ * (as curl's multi handle meets its TLS backends through its vtls layer alone). */
 #ifndef MOMENTO_TRANSPORTS_H
 #define MOMENTO_TRANSPORTS_H
 

@@ -731,7 +731,7 @@ static const config_def configs[] = {
     {"coalescer", false, 0, 0, 0, true, 0},
     {"coalescer+batching(1, 8 keys)", false, 1, 8, 256 * 1024, true, 0},
     /* Batching steps aside on protosocket (its pipelined commands share
-     * writes and reads as a batch would; client.c open_protosocket()):
+     * writes and reads as a batch would; transports.c, momento__transports_open()):
      * these two check that a batching configuration there changes no
      * answer either. */
     {"ps plain", true, 0, 0, 0, false, 5},

@@ -104,7 +104,7 @@ void momento__channels_stream_done(momento__channel_slot *slot);
  * gRPC's reconnect backoff. Any thread; one store. */
 void momento__channel_failed(momento__channel *mc);
 
-/* Test hook (tests/unit/test_channel.c): when set, every
+/* Test hook (tests/lib/test_channel.c): when set, every
  * momento__channels_take() calls it between its load of the slot's current
  * channel and its reference on it, the window a replaced channel must
  * survive. NULL (the default) in every program but that test; set it
