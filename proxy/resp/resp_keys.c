@@ -54,8 +54,7 @@ static bool same_key(const keys_req *q, size_t i, size_t j)
 static void on_deleted(const momento_result *res, void *ud)
 {
     keys_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(q->r, 0, res);
+    if (resp_end_if_error(q->r, res)) {
         keys_req_free(q);
         return;
     }
@@ -67,8 +66,7 @@ static void on_deleted(const momento_result *res, void *ud)
             return;
         }
     }
-    resp_int(q->r, q->count);
-    px_reply_end(q->r);
+    resp_end_int(q->r, q->count);
     keys_req_free(q);
 }
 
@@ -77,8 +75,7 @@ static void on_deleted(const momento_result *res, void *ud)
 static void on_del_exist(const momento_result *res, void *ud)
 {
     keys_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(q->r, 0, res);
+    if (resp_end_if_error(q->r, res)) {
         keys_req_free(q);
         return;
     }
@@ -93,8 +90,7 @@ static void on_del_exist(const momento_result *res, void *ud)
             q->count++;
     }
     if (q->count == 0) {
-        resp_int(q->r, 0);
-        px_reply_end(q->r);
+        resp_end_int(q->r, 0);
         keys_req_free(q);
         return;
     }
@@ -124,31 +120,22 @@ static void cmd_del(px_reply *r, int argc, const px_str *argv)
 static void on_exists(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
+    if (resp_end_if_error(r, res))
         return;
-    }
     long long n = 0;
     for (size_t i = 0; i < momento_result_exists_count(res); i++)
         n += momento_result_exists(res, i) == 1;
-    resp_int(r, n);
-    px_reply_end(r);
+    resp_end_int(r, n);
 }
 
 static void cmd_exists(px_reply *r, int argc, const px_str *argv)
 {
     size_t n = (size_t)argc - 1;
-    const void **keys = malloc(n * sizeof(*keys));
-    size_t *lens = malloc(n * sizeof(*lens));
-    if (!keys || !lens) {
-        free(keys);
-        free(lens);
+    const void **keys;
+    size_t *lens;
+    if (!resp_str_arrays(argv + 1, n, &keys, &lens)) {
         resp_end_error(r, "ERR out of memory");
         return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        keys[i] = argv[i + 1].p;
-        lens[i] = argv[i + 1].n;
     }
     px_backend *b = px_conn_backend(px_reply_conn(r));
     /* Each key counts as often as it is named, as in Redis. */
@@ -164,10 +151,8 @@ static void cmd_exists(px_reply *r, int argc, const px_str *argv)
 static void on_type(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
+    if (resp_end_if_error(r, res))
         return;
-    }
     const char *t = "none";
     if (momento_result_outcome(res) == MOMENTO_OUTCOME_HIT) {
         switch (momento_result_item_type(res)) {
@@ -197,8 +182,7 @@ static void on_incr(const momento_result *res, void *ud)
     px_reply *r = ud;
     int err = momento_result_error(res);
     if (err == MOMENTO_OK) {
-        resp_int(r, (long long)momento_result_int(res));
-        px_reply_end(r);
+        resp_end_int(r, (long long)momento_result_int(res));
         return;
     }
     /* Momento answers FAILED_PRECONDITION both for a key of another type
@@ -231,8 +215,7 @@ static void on_incr_ttl(const momento_result *res, void *ud)
 {
     incr_req *q = ud;
     px_reply *r = q->r;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
+    if (resp_end_if_error(r, res)) {
         free(q);
         return;
     }
@@ -308,12 +291,9 @@ static void cmd_decrby(px_reply *r, int argc, const px_str *argv)
 static void on_expire(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
+    if (resp_end_if_error(r, res))
         return;
-    }
-    resp_int(r, momento_result_outcome(res) == MOMENTO_OUTCOME_TTL_UPDATED ? 1 : 0);
-    px_reply_end(r);
+    resp_end_int(r, momento_result_outcome(res) == MOMENTO_OUTCOME_TTL_UPDATED ? 1 : 0);
 }
 
 /* EXPIRE to a time already past deletes the key: 1 if it existed. */
@@ -327,27 +307,20 @@ typedef struct expire_del {
 static void on_expire_deleted(const momento_result *res, void *ud)
 {
     expire_del *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(q->r, 0, res);
-    } else {
-        resp_int(q->r, q->existed ? 1 : 0);
-        px_reply_end(q->r);
-    }
+    resp_end_int_or_error(q->r, res, q->existed ? 1 : 0);
     free(q);
 }
 
 static void on_expire_exists(const momento_result *res, void *ud)
 {
     expire_del *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(q->r, 0, res);
+    if (resp_end_if_error(q->r, res)) {
         free(q);
         return;
     }
     q->existed = momento_result_exists(res, 0) == 1;
     if (!q->existed) {
-        resp_int(q->r, 0);
-        px_reply_end(q->r);
+        resp_end_int(q->r, 0);
         free(q);
         return;
     }
@@ -418,8 +391,7 @@ static void expire(px_reply *r, int argc, const px_str *argv, long long unit_ms,
         lt = true;
     if (ms <= 0) {
         if (gt) { /* no TTL is shorter than a past one: nothing to do */
-            resp_int(r, 0);
-            px_reply_end(r);
+            resp_end_int(r, 0);
             return;
         }
         expire_del *q = calloc(1, sizeof(*q) + argv[1].n);
@@ -464,10 +436,8 @@ static void cmd_pexpire(px_reply *r, int argc, const px_str *argv)
 static void on_ttl_s(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
+    if (resp_end_if_error(r, res))
         return;
-    }
     if (momento_result_outcome(res) != MOMENTO_OUTCOME_HIT)
         resp_int(r, -2);
     else /* rounded as Redis rounds: (ms + 500) / 1000 */
@@ -478,10 +448,8 @@ static void on_ttl_s(const momento_result *res, void *ud)
 static void on_ttl_ms(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
+    if (resp_end_if_error(r, res))
         return;
-    }
     if (momento_result_outcome(res) != MOMENTO_OUTCOME_HIT)
         resp_int(r, -2);
     else
@@ -508,8 +476,7 @@ static void cmd_persist(px_reply *r, int argc, const px_str *argv)
     /* Momento keeps no item forever, so no TTL is ever removed: 0, which
      * Redis answers for a key without one (docs/proxy.md). */
     (void)argv;
-    resp_int(r, 0);
-    px_reply_end(r);
+    resp_end_int(r, 0);
 }
 
 const resp_cmd resp_keys_cmds[] = {

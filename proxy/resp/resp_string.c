@@ -16,15 +16,6 @@
  * the key between its read and its conditional write. */
 #define GETSET_TRIES 8
 
-static void count_read(px_reply *r, bool hit)
-{
-    px_backend *b = px_conn_backend(px_reply_conn(r));
-    if (hit)
-        b->stats->hits++;
-    else
-        b->stats->misses++;
-}
-
 /* ---- GET ---- */
 
 static void on_get(const momento_result *res, void *ud)
@@ -32,15 +23,7 @@ static void on_get(const momento_result *res, void *ud)
     px_reply *r = ud;
     int err = momento_result_error(res);
     if (err == MOMENTO_OK) {
-        bool hit = momento_result_is_hit(res);
-        count_read(r, hit);
-        if (hit) {
-            size_t n;
-            const void *v = momento_result_value(res, &n);
-            resp_bulk(r, v, n);
-        } else {
-            resp_nil(r);
-        }
+        resp_read_value(r, res, momento_result_is_hit(res));
         px_reply_end(r);
     } else if (resp_is_wrongtype(res)) {
         resp_end_wrongtype(r);
@@ -499,7 +482,7 @@ static void on_getdel_read(const momento_result *res, void *ud)
         free(q);
         return;
     }
-    count_read(r, true);
+    resp_count_read(r, true);
     size_t n;
     const void *v = momento_result_value(res, &n);
     q->value = malloc(n ? n : 1);
@@ -552,15 +535,7 @@ static void on_mget(const momento_result *const *items, size_t n, void *ud)
     resp_array(r, (long long)n);
     for (size_t i = 0; i < n; i++) {
         const momento_result *it = items[i];
-        bool hit = momento_result_error(it) == MOMENTO_OK && momento_result_is_hit(it);
-        count_read(r, hit);
-        if (hit) {
-            size_t len;
-            const void *v = momento_result_value(it, &len);
-            resp_bulk(r, v, len);
-        } else {
-            resp_nil(r);
-        }
+        resp_read_value(r, it, momento_result_error(it) == MOMENTO_OK && momento_result_is_hit(it));
     }
     px_reply_end(r);
 }
@@ -574,10 +549,8 @@ static void cmd_mget(px_reply *r, int argc, const px_str *argv)
 static void on_mset(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
+    if (resp_end_if_error(r, res))
         return;
-    }
     for (size_t i = 0; i < momento_result_item_count(res); i++) {
         const momento_result *it = momento_result_item(res, i);
         if (momento_result_error(it) != MOMENTO_OK) {
@@ -600,11 +573,9 @@ static void cmd_mset(px_reply *r, int argc, const px_str *argv)
     }
     px_backend *b = px_conn_backend(px_reply_conn(r));
     size_t n = (size_t)(argc - 1) / 2;
-    const void **keys = malloc(2 * n * sizeof(*keys));
-    size_t *lens = malloc(2 * n * sizeof(*lens));
-    if (!keys || !lens) {
-        free(keys);
-        free(lens);
+    const void **keys;
+    size_t *lens;
+    if (!resp_arrays_new(2 * n, &keys, &lens)) {
         resp_end_error(r, "ERR out of memory");
         return;
     }
