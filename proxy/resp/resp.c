@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 /* ---- the command table ---- */
 
@@ -662,9 +661,7 @@ static void cmd_info(px_reply *r, int argc, const px_str *argv)
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
     const px_counters *s = b->stats;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    long long now_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    long long now_ms = resp_now_ms();
     /* How the library shared the calls: zeros when batching or coalescing
      * is off (--batch 0, --no-coalesce). */
     momento_client_batching_stats bs = {0};

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- replies ---- */
 
@@ -344,14 +345,36 @@ bool resp_str_arrays(const px_str *strs, size_t n, const void ***ret_ps, size_t 
     return true;
 }
 
-void resp_read_many(px_reply *r, int argc, const px_str *argv, momento_item_type type,
-                    momento_callback cb)
+/* resp_read_many()'s call: what its callback needs to answer. */
+typedef struct many_req {
+    px_reply *r;
+    size_t n;
+    bool array;
+    resp_each_fn each;
+} many_req;
+
+static void on_many(const momento_result *res, void *ud)
 {
+    many_req q = *(many_req *)ud;
+    free(ud);
+    if (resp_end_if_failed(q.r, res))
+        return;
+    if (q.array)
+        resp_array(q.r, (long long)q.n);
+    for (size_t i = 0; i < q.n; i++)
+        q.each(q.r, res, i);
+    px_reply_end(q.r);
+}
+
+void resp_read_many(px_reply *r, int argc, const px_str *argv, momento_item_type type, bool array,
+                    resp_each_fn each)
+{
+    momento_callback cb = on_many;
     px_backend *b = px_conn_backend(px_reply_conn(r));
     momento_coalescer *co = b->co;
     const px_str *key = &argv[1];
     size_t n = (size_t)argc - 2;
-    resp_nreq *q = malloc(sizeof(*q));
+    many_req *q = malloc(sizeof(*q));
     const void **ps;
     size_t *lens;
     if (!q || !resp_str_arrays(argv + 2, n, &ps, &lens)) {
@@ -359,8 +382,7 @@ void resp_read_many(px_reply *r, int argc, const px_str *argv, momento_item_type
         resp_end_error(r, "ERR out of memory");
         return;
     }
-    q->r = r;
-    q->n = n;
+    *q = (many_req){r, n, array, each};
     const void *const *v = (const void *const *)ps;
     int rc;
     switch (type) {
@@ -387,14 +409,6 @@ void resp_read_many(px_reply *r, int argc, const px_str *argv, momento_item_type
     free(lens);
     if (!resp_submitted(r, rc))
         free(q);
-}
-
-bool resp_nreq_take(resp_nreq *q, const momento_result *res, px_reply **ret_r, size_t *ret_n)
-{
-    *ret_r = q->r;
-    *ret_n = q->n;
-    free(q);
-    return !resp_end_if_failed(*ret_r, res);
 }
 
 bool resp_store_cleared(px_reply *r, const momento_result *res, size_t n)
@@ -462,6 +476,13 @@ bool resp_arg_double(const px_str *a, double *out)
         return false;
     *out = d;
     return true;
+}
+
+int64_t resp_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 uint64_t resp_default_ttl(const px_reply *r)

@@ -52,6 +52,9 @@ bool resp_arg_ll(const px_str *a, long long *out);
  * leading space, the whole string (under 256 bytes), no NaN, and an
  * overflow or an underflow to zero refused. */
 bool resp_arg_double(const px_str *a, double *out);
+/* The time now, as the milliseconds of CLOCK_REALTIME: the clock of
+ * Redis's absolute expiry times (EXAT, PXAT) and of px_backend.started_ms. */
+int64_t resp_now_ms(void);
 /* Momento's TTL for a write that gives none: the proxy's default. */
 uint64_t resp_default_ttl(const px_reply *r);
 /* A collection write's TTL as Redis keeps it: a write that creates the
@@ -121,24 +124,19 @@ void resp_on_first_or_nil(const momento_result *res, void *ud);
  * nothing to free. resp_arrays_new() only allocates them. */
 bool resp_arrays_new(size_t n, const void ***ret_ps, size_t **ret_lens);
 bool resp_str_arrays(const px_str *strs, size_t n, const void ***ret_ps, size_t **ret_lens);
-/* A callback's userdata when it answers n values whatever the result holds
- * (HMGET, ZMSCORE, SMISMEMBER, SRANDMEMBER's picks): the reply and n. */
-typedef struct resp_nreq {
-    px_reply *r;
-    size_t n;
-} resp_nreq;
+/* Writes the answer about the i-th field or member a read asked for, from
+ * the read's result (a HIT of the collection, or a MISS: there is none). */
+typedef void (*resp_each_fn)(px_reply *r, const momento_result *res, size_t i);
 /* A read of the fields or members argv[2..argc) of the key argv[1], for
  * an answer about each of them, through the coalescer when there is one:
  * the values of a dictionary's fields (type MOMENTO_ITEM_TYPE_DICTIONARY:
  * HMGET), the scores of a sorted set's members (SORTED_SET: ZMSCORE),
- * whether a set holds the elements (SET: SISMEMBER, SMISMEMBER). cb gets a
- * resp_nreq (n: argc - 2) and starts with resp_nreq_take(). Out of memory
- * or refused at submit, r ends here. */
-void resp_read_many(px_reply *r, int argc, const px_str *argv, momento_item_type type,
-                    momento_callback cb);
-/* Frees q, giving its reply and count; false when res failed (r has ended
- * as resp_end_failure()). */
-bool resp_nreq_take(resp_nreq *q, const momento_result *res, px_reply **ret_r, size_t *ret_n);
+ * whether a set holds the elements (SET: SISMEMBER, SMISMEMBER). `each`
+ * writes the answers, as an array or, when `array` is false, the one
+ * answer alone (SISMEMBER). A failure ends r as resp_end_failure(); out of
+ * memory, or refused at submit, r ends here. */
+void resp_read_many(px_reply *r, int argc, const px_str *argv, momento_item_type type, bool array,
+                    resp_each_fn each);
 /* A STORE command (SINTERSTORE and its family, ZUNIONSTORE computed here)
  * has deleted its destination (res) to write its answer of n elements in
  * its place: true when the caller writes them; false when r has ended, the

@@ -287,25 +287,16 @@ static void cmd_hexists(px_reply *r, int argc, const px_str *argv)
 
 /* ---- HMGET ---- */
 
-static void on_hmget(const momento_result *res, void *ud)
+static void hmget_each(px_reply *r, const momento_result *res, size_t i)
 {
-    px_reply *r;
-    size_t n;
-    if (!resp_nreq_take(ud, res, &r, &n))
-        return;
     /* No hash (a MISS, without items): every field is nil. */
-    bool found = momento_result_is_hit(res);
-    resp_array(r, (long long)n);
-    for (size_t i = 0; i < n; i++) {
-        const momento_result *it = found ? momento_result_item(res, i) : NULL;
-        resp_read_value(r, it, it && momento_result_is_hit(it));
-    }
-    px_reply_end(r);
+    const momento_result *it = momento_result_is_hit(res) ? momento_result_item(res, i) : NULL;
+    resp_read_value(r, it, it && momento_result_is_hit(it));
 }
 
 static void cmd_hmget(px_reply *r, int argc, const px_str *argv)
 {
-    resp_read_many(r, argc, argv, MOMENTO_ITEM_TYPE_DICTIONARY, on_hmget);
+    resp_read_many(r, argc, argv, MOMENTO_ITEM_TYPE_DICTIONARY, true, hmget_each);
 }
 
 /* ---- HGETALL, HKEYS, HVALS ---- */

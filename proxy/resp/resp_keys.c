@@ -5,7 +5,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* A command over many keys keeps them for its second call. */
 typedef struct keys_req {
@@ -330,13 +329,6 @@ static void on_expire_exists(const momento_result *res, void *ud)
         free(q);
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void expire(px_reply *r, int argc, const px_str *argv, long long unit_ms, const char *name)
 {
     /* Redis reads the options before the time: "EXPIRE k abc BAD" is
@@ -375,7 +367,7 @@ static void expire(px_reply *r, int argc, const px_str *argv, long long unit_ms,
     /* Redis refuses a time whose milliseconds, or whose absolute time,
      * would overflow. */
     if ((unit_ms == 1000 && (t > INT64_MAX / 1000 || t < INT64_MIN / 1000)) ||
-        t * unit_ms > INT64_MAX - now_ms()) {
+        t * unit_ms > INT64_MAX - resp_now_ms()) {
         resp_errorf(r, "ERR invalid expire time in '%s' command", name);
         px_reply_end(r);
         return;

@@ -158,36 +158,19 @@ static void cmd_srem(px_reply *r, int argc, const px_str *argv)
 
 /* ---- SISMEMBER, SMISMEMBER ---- */
 
-static void on_ismember(const momento_result *res, void *ud)
+static void ismember_each(px_reply *r, const momento_result *res, size_t i)
 {
-    px_reply *r;
-    size_t n;
-    if (!resp_nreq_take(ud, res, &r, &n))
-        return;
-    resp_end_int(r, momento_result_is_hit(res) && momento_result_exists(res, 0) == 1 ? 1 : 0);
-}
-
-static void on_mismember(const momento_result *res, void *ud)
-{
-    px_reply *r;
-    size_t n;
-    if (!resp_nreq_take(ud, res, &r, &n))
-        return;
-    bool found = momento_result_is_hit(res);
-    resp_array(r, (long long)n);
-    for (size_t i = 0; i < n; i++)
-        resp_int(r, found && momento_result_exists(res, i) == 1 ? 1 : 0);
-    px_reply_end(r);
+    resp_int(r, momento_result_is_hit(res) && momento_result_exists(res, i) == 1 ? 1 : 0);
 }
 
 static void cmd_sismember(px_reply *r, int argc, const px_str *argv)
 {
-    resp_read_many(r, argc, argv, MOMENTO_ITEM_TYPE_SET, on_ismember);
+    resp_read_many(r, argc, argv, MOMENTO_ITEM_TYPE_SET, false, ismember_each);
 }
 
 static void cmd_smismember(px_reply *r, int argc, const px_str *argv)
 {
-    resp_read_many(r, argc, argv, MOMENTO_ITEM_TYPE_SET, on_mismember);
+    resp_read_many(r, argc, argv, MOMENTO_ITEM_TYPE_SET, true, ismember_each);
 }
 
 /* ---- SMEMBERS, SCARD ---- */
@@ -237,8 +220,12 @@ static void cmd_spop(px_reply *r, int argc, const px_str *argv)
  * distinct elements; the n picks are drawn, with repeats, from a sample of
  * n of them (the whole set when it is smaller), so each pick is any
  * element with equal chance, as in Redis, though picks are not
- * independent of each other in a set larger than n. The callback's
- * userdata is a resp_nreq (resp_cmd.h) whose n is the picks. */
+ * independent of each other in a set larger than n. */
+typedef struct rand_req {
+    px_reply *r;
+    size_t n;
+} rand_req;
+
 static uint64_t rand_state;
 
 static uint64_t next_rand(void)
@@ -259,9 +246,11 @@ static uint64_t next_rand(void)
 
 static void on_sample_repeats(const momento_result *res, void *ud)
 {
-    px_reply *r;
-    size_t want;
-    if (!resp_nreq_take(ud, res, &r, &want))
+    rand_req *q = ud;
+    px_reply *r = q->r;
+    size_t want = q->n;
+    free(q);
+    if (resp_end_if_failed(r, res))
         return;
     size_t have = momento_result_is_hit(res) ? momento_result_item_count(res) : 0;
     if (have == 0) {
@@ -306,7 +295,7 @@ static void cmd_srandmember(px_reply *r, int argc, const px_str *argv)
                                              (uint64_t)count, NULL, resp_on_values, r));
         return;
     }
-    resp_nreq *q = malloc(sizeof(*q));
+    rand_req *q = malloc(sizeof(*q));
     if (!q) {
         resp_end_error(r, "ERR out of memory");
         return;

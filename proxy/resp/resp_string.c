@@ -10,7 +10,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* How often SET ... GET starts again when another writer keeps changing
  * the key between its read and its conditional write. */
@@ -314,13 +313,6 @@ static void set_start(set_ctx *s)
         b->stats->backend_calls++;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Momento's TTLs stop at MOMENTO_MAX_TTL_MS; a longer Redis expiry is
  * held to it. */
 static uint64_t clamp_ttl(long long ms)
@@ -371,7 +363,7 @@ static void cmd_set(px_reply *r, int argc, const px_str *argv)
         }
         bool seconds = expire_kind == 'e' || expire_kind == 'E';
         bool absolute = expire_kind == 'E' || expire_kind == 'P';
-        int64_t now = now_ms();
+        int64_t now = resp_now_ms();
         /* Redis: a non-positive expiry, or one whose milliseconds or whose
          * absolute time overflow. */
         if (expire <= 0 || (seconds && expire > (long long)(INT64_MAX / 1000)) ||
@@ -424,7 +416,7 @@ static void setex(px_reply *r, const px_str *argv, int unit_ms, const char *name
     /* Redis's checks, as SET EX/PX: a non-positive time, or one whose
      * milliseconds or whose absolute time (now + ms) would overflow. */
     if (t <= 0 || (unit_ms == 1000 && t > (long long)(INT64_MAX / 1000)) ||
-        t * unit_ms > INT64_MAX - now_ms()) {
+        t * unit_ms > INT64_MAX - resp_now_ms()) {
         resp_errorf(r, "ERR invalid expire time in '%s' command", name);
         px_reply_end(r);
         return;

@@ -472,27 +472,18 @@ static void cmd_zscore(px_reply *r, int argc, const px_str *argv)
     resp_submitted(r, rc);
 }
 
-static void on_zmscore(const momento_result *res, void *ud)
+static void zmscore_each(px_reply *r, const momento_result *res, size_t i)
 {
-    px_reply *r;
-    size_t n;
-    if (!resp_nreq_take(ud, res, &r, &n))
-        return;
-    bool found = momento_result_is_hit(res);
-    resp_array(r, (long long)n);
-    for (size_t i = 0; i < n; i++) {
-        const momento_result *it = found ? momento_result_item(res, i) : NULL;
-        if (it && momento_result_is_hit(it))
-            resp_double(r, momento_result_score(it));
-        else
-            resp_nil(r);
-    }
-    px_reply_end(r);
+    const momento_result *it = momento_result_is_hit(res) ? momento_result_item(res, i) : NULL;
+    if (it && momento_result_is_hit(it))
+        resp_double(r, momento_result_score(it));
+    else
+        resp_nil(r);
 }
 
 static void cmd_zmscore(px_reply *r, int argc, const px_str *argv)
 {
-    resp_read_many(r, argc, argv, MOMENTO_ITEM_TYPE_SORTED_SET, on_zmscore);
+    resp_read_many(r, argc, argv, MOMENTO_ITEM_TYPE_SORTED_SET, true, zmscore_each);
 }
 
 static void on_zrank(const momento_result *res, void *ud)
