@@ -248,6 +248,24 @@ static bool want(const tokens *tk, size_t a, size_t b)
     return tk->n == a || tk->n == b;
 }
 
+/* incr, decr and touch: `<command> <key> <number> [noreply]`, refused as
+ * memcached refuses them. False when the line has failed (cmd says how);
+ * true when the number, tk->t[2], is the command's to read. */
+static bool key_number_line(const tokens *tk, mc_text_cmd *cmd)
+{
+    if (!want(tk, 3, 4)) {
+        fail(cmd, "ERROR");
+        return false;
+    }
+    cmd->noreply = noreply_maybe(tk);
+    cmd->key = tk->t[1];
+    if (cmd->key.n > MC_KEY_MAX) {
+        fail(cmd, "CLIENT_ERROR bad command line format");
+        return false;
+    }
+    return true;
+}
+
 /* Whether memcached lets a line run past MC_LINE_MAX: only a get or gets
  * (after at most 100 spaces) may. */
 static bool long_line_allowed(const char *p, size_t n)
@@ -350,15 +368,7 @@ static ssize_t text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd 
 
     if (tok_is(c, "incr") || tok_is(c, "decr")) {
         cmd->kind = c->p[0] == 'i' ? MC_T_INCR : MC_T_DECR;
-        if (!want(&tk, 3, 4)) {
-            fail(cmd, "ERROR");
-            return (ssize_t)line_len;
-        }
-        cmd->noreply = noreply_maybe(&tk);
-        cmd->key = tk.t[1];
-        if (cmd->key.n > MC_KEY_MAX)
-            fail(cmd, "CLIENT_ERROR bad command line format");
-        else if (!mc_strtoull(tk.t[2].p, tk.t[2].n, &cmd->delta))
+        if (key_number_line(&tk, cmd) && !mc_strtoull(tk.t[2].p, tk.t[2].n, &cmd->delta))
             fail(cmd, "CLIENT_ERROR invalid numeric delta argument");
         return (ssize_t)line_len;
     }
@@ -386,15 +396,7 @@ static ssize_t text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd 
     }
     if (tok_is(c, "touch")) {
         cmd->kind = MC_T_TOUCH;
-        if (!want(&tk, 3, 4)) {
-            fail(cmd, "ERROR");
-            return (ssize_t)line_len;
-        }
-        cmd->noreply = noreply_maybe(&tk);
-        cmd->key = tk.t[1];
-        if (cmd->key.n > MC_KEY_MAX)
-            fail(cmd, "CLIENT_ERROR bad command line format");
-        else if (!mc_strtol32(tk.t[2].p, tk.t[2].n, &cmd->exptime))
+        if (key_number_line(&tk, cmd) && !mc_strtol32(tk.t[2].p, tk.t[2].n, &cmd->exptime))
             fail(cmd, "CLIENT_ERROR invalid exptime argument");
         return (ssize_t)line_len;
     }

@@ -476,15 +476,9 @@ static bool run_command(px_conn *c, int argc, const px_str *argv)
 
 static size_t resp_feed(px_conn *c, const char *data, size_t len)
 {
-    resp_state *st = px_conn_state(c);
-    if (!st) {
-        st = calloc(1, sizeof(*st));
-        if (!st) {
-            px_conn_abort(c);
-            return 0;
-        }
-        px_conn_set_state(c, st);
-    }
+    resp_state *st = px_conn_state_or_new(c, sizeof(*st));
+    if (!st)
+        return 0;
     px_backend *b = px_conn_backend(c);
     size_t used = 0;
     /* st->args holds the parse of the command at data[used]: an
