@@ -52,13 +52,15 @@ static int cmp_field_ref(const void *a, const void *b)
 /* Copies argv[1] (the key) and the fields argv[first], argv[first +
  * stride], ... with, for stride 2, the value after each. A field named more
  * than once is kept once, with its last value, as Redis applies them in
- * order. NULL when out of memory. */
+ * order. NULL when out of memory, r then ended with that error. */
 static hreq *hreq_new(px_reply *r, int argc, const px_str *argv, int first, int stride)
 {
     size_t m = (size_t)(argc - first) / (size_t)stride;
     field_ref *refs = malloc((m ? m : 1) * sizeof(*refs));
-    if (!refs)
+    if (!refs) {
+        resp_end_error(r, "ERR out of memory");
         return NULL;
+    }
     for (size_t i = 0; i < m; i++) {
         refs[i].s = argv[first + (int)i * stride];
         refs[i].pos = first + (int)i * stride;
@@ -86,6 +88,7 @@ static hreq *hreq_new(px_reply *r, int argc, const px_str *argv, int first, int 
     hreq *q = calloc(1, sizeof(*q) + arrays * n * (sizeof(void *) + sizeof(size_t)) + bytes + 1);
     if (!q) {
         free(refs);
+        resp_end_error(r, "ERR out of memory");
         return NULL;
     }
     q->r = r;
@@ -127,12 +130,6 @@ static bool hreq_submitted(hreq *q, int rc)
         return true;
     free(q);
     return false;
-}
-
-static void hreq_fail(hreq *q, const momento_result *res)
-{
-    resp_end_failure(q->r, res);
-    free(q);
 }
 
 static void hreq_end_int(hreq *q, long long v)
@@ -189,10 +186,8 @@ static void hset(px_reply *r, int argc, const px_str *argv, bool count_new, cons
         return;
     }
     hreq *q = hreq_new(r, argc, argv, 2, 2);
-    if (!q) {
-        resp_end_error(r, "ERR out of memory");
+    if (!q)
         return;
-    }
     if (!count_new) {
         q->count = -1; /* HMSET: +OK */
         hset_write(q);
@@ -235,10 +230,8 @@ static void on_hsetnx_read(const momento_result *res, void *ud)
 static void cmd_hsetnx(px_reply *r, int argc, const px_str *argv)
 {
     hreq *q = hreq_new(r, argc, argv, 2, 2);
-    if (!q) {
-        resp_end_error(r, "ERR out of memory");
+    if (!q)
         return;
-    }
     /* Momento has no set-if-absent for a field: read, then write. */
     px_backend *b = px_conn_backend(px_reply_conn(r));
     int rc = momento_dictionary_get_field(b->client, b->cache, q->key, q->key_len, q->fields[0],
@@ -396,10 +389,8 @@ static void on_hdel_read(const momento_result *res, void *ud)
 static void cmd_hdel(px_reply *r, int argc, const px_str *argv)
 {
     hreq *q = hreq_new(r, argc, argv, 2, 1);
-    if (!q) {
-        resp_end_error(r, "ERR out of memory");
+    if (!q)
         return;
-    }
     px_backend *b = px_conn_backend(px_reply_conn(r));
     int rc = momento_dictionary_get_fields(b->client, b->cache, q->key, q->key_len,
                                            (const void *const *)q->fields, q->field_lens, q->n,
@@ -442,7 +433,8 @@ static void on_hincrby(const momento_result *res, void *ud)
         return;
     }
     if (!resp_is_wrongtype(res)) {
-        hreq_fail(q, res);
+        resp_end_failure(q->r, res);
+        free(q);
         return;
     }
     px_backend *b = px_conn_backend(px_reply_conn(q->r));
@@ -459,10 +451,8 @@ static void cmd_hincrby(px_reply *r, int argc, const px_str *argv)
         return;
     }
     hreq *q = hreq_new(r, 3, argv, 2, 1);
-    if (!q) {
-        resp_end_error(r, "ERR out of memory");
+    if (!q)
         return;
-    }
     px_backend *b = px_conn_backend(px_reply_conn(r));
     momento_collection_ttl t;
     int rc = momento_dictionary_increment(b->client, b->cache, q->key, q->key_len, q->fields[0],

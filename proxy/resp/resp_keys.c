@@ -425,42 +425,45 @@ static void cmd_pexpire(px_reply *r, int argc, const px_str *argv)
     expire(r, argc, argv, 1, "pexpire");
 }
 
-static void on_ttl_s(const momento_result *res, void *ud)
+/* TTL and PTTL: -2 for no key, else what is left of its TTL (every
+ * Momento item has one), in seconds rounded as Redis rounds them
+ * ((ms + 500) / 1000) or in milliseconds. */
+static void end_ttl(const momento_result *res, px_reply *r, bool seconds)
 {
-    px_reply *r = ud;
     if (resp_end_if_error(r, res))
         return;
-    if (momento_result_outcome(res) != MOMENTO_OUTCOME_HIT)
-        resp_int(r, -2);
-    else /* rounded as Redis rounds: (ms + 500) / 1000 */
-        resp_int(r, (long long)((momento_result_ttl_ms(res) + 500) / 1000));
-    px_reply_end(r);
+    if (momento_result_outcome(res) != MOMENTO_OUTCOME_HIT) {
+        resp_end_int(r, -2);
+        return;
+    }
+    uint64_t ms = momento_result_ttl_ms(res);
+    resp_end_int(r, (long long)(seconds ? (ms + 500) / 1000 : ms));
+}
+
+static void on_ttl_s(const momento_result *res, void *ud)
+{
+    end_ttl(res, ud, true);
 }
 
 static void on_ttl_ms(const momento_result *res, void *ud)
 {
-    px_reply *r = ud;
-    if (resp_end_if_error(r, res))
-        return;
-    if (momento_result_outcome(res) != MOMENTO_OUTCOME_HIT)
-        resp_int(r, -2);
-    else
-        resp_int(r, (long long)momento_result_ttl_ms(res));
-    px_reply_end(r);
+    end_ttl(res, ud, false);
+}
+
+static void ttl(px_reply *r, const px_str *key, momento_callback cb)
+{
+    px_backend *b = px_conn_backend(px_reply_conn(r));
+    resp_submitted(r, momento_item_get_ttl(b->client, b->cache, key->p, key->n, NULL, cb, r));
 }
 
 static void cmd_ttl(px_reply *r, int argc, const px_str *argv)
 {
-    px_backend *b = px_conn_backend(px_reply_conn(r));
-    resp_submitted(r, momento_item_get_ttl(b->client, b->cache, argv[1].p, argv[1].n, NULL,
-                                           on_ttl_s, r));
+    ttl(r, &argv[1], on_ttl_s);
 }
 
 static void cmd_pttl(px_reply *r, int argc, const px_str *argv)
 {
-    px_backend *b = px_conn_backend(px_reply_conn(r));
-    resp_submitted(r, momento_item_get_ttl(b->client, b->cache, argv[1].p, argv[1].n, NULL,
-                                           on_ttl_ms, r));
+    ttl(r, &argv[1], on_ttl_ms);
 }
 
 static void cmd_persist(px_reply *r, int argc, const px_str *argv)

@@ -68,11 +68,14 @@ static void set_ctx_free(set_ctx *s)
     free(s);
 }
 
+/* NULL out of memory, r then ended with that error. */
 static set_ctx *set_ctx_new(px_reply *r, const px_str *key, const px_str *value)
 {
     set_ctx *s = calloc(1, sizeof(*s) + key->n + value->n);
-    if (!s)
+    if (!s) {
+        resp_end_error(r, "ERR out of memory");
         return NULL;
+    }
     s->r = r;
     s->key = (char *)(s + 1);
     s->key_len = key->n;
@@ -81,15 +84,6 @@ static set_ctx *set_ctx_new(px_reply *r, const px_str *key, const px_str *value)
     s->value_len = value->n;
     memcpy(s->value, value->p, value->n);
     return s;
-}
-
-static void set_fail(set_ctx *s, const momento_result *res)
-{
-    if (resp_is_wrongtype(res))
-        resp_end_wrongtype(s->r);
-    else
-        resp_momento_error(s->r, 0, res);
-    set_ctx_free(s);
 }
 
 static void set_submit_failed(set_ctx *s, int rc)
@@ -104,8 +98,8 @@ static void set_start(set_ctx *s);
 static void on_written(const momento_result *res, void *ud)
 {
     set_ctx *s = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        set_fail(s, res);
+    if (resp_end_if_failed(s->r, res)) {
+        set_ctx_free(s);
         return;
     }
     bool stored = momento_result_outcome(res) != MOMENTO_OUTCOME_NOT_STORED;
@@ -172,8 +166,8 @@ static void set_write(set_ctx *s)
 static void on_past_deleted(const momento_result *res, void *ud)
 {
     set_ctx *s = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        set_fail(s, res);
+    if (resp_end_if_failed(s->r, res)) {
+        set_ctx_free(s);
         return;
     }
     if (!s->get)
@@ -213,8 +207,8 @@ static void past_end(set_ctx *s)
 static void on_past_exists(const momento_result *res, void *ud)
 {
     set_ctx *s = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        set_fail(s, res);
+    if (resp_end_if_failed(s->r, res)) {
+        set_ctx_free(s);
         return;
     }
     bool exists = momento_result_exists(res, 0) == 1;
@@ -234,8 +228,8 @@ static void on_past_exists(const momento_result *res, void *ud)
 static void on_old(const momento_result *res, void *ud)
 {
     set_ctx *s = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        set_fail(s, res);
+    if (resp_end_if_failed(s->r, res)) {
+        set_ctx_free(s);
         return;
     }
     free(s->old);
@@ -275,8 +269,8 @@ static void on_old(const momento_result *res, void *ud)
 static void on_ttl(const momento_result *res, void *ud)
 {
     set_ctx *s = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        set_fail(s, res);
+    if (resp_end_if_failed(s->r, res)) {
+        set_ctx_free(s);
         return;
     }
     s->keepttl = false;
@@ -381,10 +375,8 @@ static void cmd_set(px_reply *r, int argc, const px_str *argv)
             ttl_ms = clamp_ttl(ms);
     }
     set_ctx *s = set_ctx_new(r, &argv[1], &argv[2]);
-    if (!s) {
-        resp_end_error(r, "ERR out of memory");
+    if (!s)
         return;
-    }
     s->cond = cond;
     s->get = get;
     s->keepttl = keepttl;
@@ -396,10 +388,8 @@ static void cmd_set(px_reply *r, int argc, const px_str *argv)
 static void cmd_setnx(px_reply *r, int argc, const px_str *argv)
 {
     set_ctx *s = set_ctx_new(r, &argv[1], &argv[2]);
-    if (!s) {
-        resp_end_error(r, "ERR out of memory");
+    if (!s)
         return;
-    }
     s->cond = SET_NX;
     s->int_reply = true;
     set_start(s);
@@ -422,10 +412,8 @@ static void setex(px_reply *r, const px_str *argv, int unit_ms, const char *name
         return;
     }
     set_ctx *s = set_ctx_new(r, &argv[1], &argv[3]);
-    if (!s) {
-        resp_end_error(r, "ERR out of memory");
+    if (!s)
         return;
-    }
     s->ttl_ms = clamp_ttl(t * unit_ms);
     set_start(s);
 }
