@@ -411,6 +411,17 @@ void resp_read_many(px_reply *r, int argc, const px_str *argv, momento_item_type
         free(q);
 }
 
+bool resp_store_fits(px_reply *r, const char *what, size_t bytes)
+{
+    if (bytes <= MOMENTO_MAX_ITEM_BYTES)
+        return true;
+    resp_errorf(r, "ERR momento %s: the %s (%zu bytes) is over Momento's item limit of %u bytes",
+                momento_error_name(MOMENTO_ERR_LIMIT_EXCEEDED), what, bytes,
+                (unsigned)MOMENTO_MAX_ITEM_BYTES);
+    px_reply_end(r);
+    return false;
+}
+
 bool resp_store_cleared(px_reply *r, const momento_result *res, size_t n)
 {
     if (resp_end_if_failed(r, res))

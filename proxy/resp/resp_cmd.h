@@ -109,7 +109,7 @@ void resp_count_read(px_reply *r, bool hit);
  * element's). */
 void resp_bulk_value(px_reply *r, const momento_result *it);
 /* One value read for a client (GET, HGET, each of HMGET's and MGET's):
- * it's value when hit, else nil, counted as a hit or a miss. */
+ * the value of `it` when hit, else nil, counted as a hit or a miss. */
 void resp_read_value(px_reply *r, const momento_result *it, bool hit);
 /* momento_callbacks whose userdata is the px_reply they end, after
  * resp_end_if_failed(): resp_on_values answers the values of a HIT as an
@@ -137,6 +137,11 @@ typedef void (*resp_each_fn)(px_reply *r, const momento_result *res, size_t i);
  * memory, or refused at submit, r ends here. */
 void resp_read_many(px_reply *r, int argc, const px_str *argv, momento_item_type type, bool array,
                     resp_each_fn each);
+/* A STORE command's answer, `bytes` long as Momento counts an item, is
+ * refused before its destination is touched when Momento would not store
+ * it: false then, r ended with Momento's LIMIT_EXCEEDED error naming the
+ * answer (`what`: "set", "union"); true when it fits. */
+bool resp_store_fits(px_reply *r, const char *what, size_t bytes);
 /* A STORE command (SINTERSTORE and its family, ZUNIONSTORE computed here)
  * has deleted its destination (res) to write its answer of n elements in
  * its place: true when the caller writes them; false when r has ended, the

@@ -644,11 +644,7 @@ static void alg_finish(alg_req *q)
             for (size_t v = n; v >= 0x80; v >>= 7)
                 bytes++;
         }
-    if (q->live > 0 && bytes > MOMENTO_MAX_ITEM_BYTES) {
-        resp_errorf(q->r, "ERR momento %s: the set (%zu bytes) is over Momento's item limit "
-                          "of %u bytes", momento_error_name(MOMENTO_ERR_LIMIT_EXCEEDED), bytes,
-                    (unsigned)MOMENTO_MAX_ITEM_BYTES);
-        px_reply_end(q->r);
+    if (q->live > 0 && !resp_store_fits(q->r, "set", bytes)) {
         alg_free(q);
         return;
     }

@@ -1098,11 +1098,7 @@ static void union_local_next(union_req *q, size_t i)
         size_t bytes = q->dest_len;
         for (size_t k = 0; k < q->nelems; k++)
             bytes += q->elems[k].len + sizeof(double);
-        if (bytes > MOMENTO_MAX_ITEM_BYTES) {
-            resp_errorf(q->r, "ERR momento %s: the union (%zu bytes) is over Momento's item "
-                              "limit of %u bytes", momento_error_name(MOMENTO_ERR_LIMIT_EXCEEDED),
-                        bytes, (unsigned)MOMENTO_MAX_ITEM_BYTES);
-            px_reply_end(q->r);
+        if (!resp_store_fits(q->r, "union", bytes)) {
             union_free(q);
             return;
         }
