@@ -658,9 +658,14 @@ void *px_conn_state(const px_conn *c)
     return c->state;
 }
 
-void px_conn_set_state(px_conn *c, void *state)
+void *px_conn_state_or_new(px_conn *c, size_t size)
 {
-    c->state = state;
+    if (!c->state) {
+        c->state = calloc(1, size);
+        if (!c->state)
+            px_conn_abort(c);
+    }
+    return c->state;
 }
 
 uint64_t px_conn_id(const px_conn *c)

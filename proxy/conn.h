@@ -116,7 +116,10 @@ void px_conn_wait(px_conn *c);
 
 /* The protocol's per-connection state, freed by px_proto.closed. */
 void *px_conn_state(const px_conn *c);
-void px_conn_set_state(px_conn *c, void *state);
+/* The state, made (size bytes, zeroed) at the connection's first feed,
+ * as each protocol's feed starts; NULL out of memory, the connection
+ * then aborted. */
+void *px_conn_state_or_new(px_conn *c, size_t size);
 /* A number unique to the connection for the proxy's life (CLIENT ID). */
 uint64_t px_conn_id(const px_conn *c);
 /* What the connection speaks (its listener's protocol). */

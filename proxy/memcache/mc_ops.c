@@ -65,11 +65,22 @@ typedef struct mc_op {
     size_t data_len;
 } mc_op;
 
+static void no_memory(px_backend *b, mc_done done, void *ud)
+{
+    mc_result r = {.status = MC_FAILED, .error = MOMENTO_ERR_NO_MEMORY, .message = "out of memory"};
+    b->stats->backend_errors++;
+    done(&r, ud);
+}
+
+/* NULL out of memory, done having been told so (no_memory): every
+ * operation answers that failure alike. */
 static mc_op *op_new(px_backend *b, op_kind kind, px_str key, px_str data, mc_done done, void *ud)
 {
     mc_op *op = calloc(1, sizeof(*op) + key.n + data.n + 1);
-    if (!op)
+    if (!op) {
+        no_memory(b, done, ud);
         return NULL;
+    }
     op->b = b;
     op->kind = kind;
     op->done = done;
@@ -104,13 +115,6 @@ static void finish_status(mc_op *op, mc_status st)
     finish(op, &r);
 }
 
-static void no_memory(px_backend *b, mc_done done, void *ud)
-{
-    mc_result r = {.status = MC_FAILED, .error = MOMENTO_ERR_NO_MEMORY, .message = "out of memory"};
-    b->stats->backend_errors++;
-    done(&r, ud);
-}
-
 void mc_result_failed(px_backend *b, mc_result *out, int rc, const momento_result *res)
 {
     b->stats->backend_errors++;
@@ -131,6 +135,16 @@ static void finish_failed(mc_op *op, int rc, const momento_result *res)
     mc_result r;
     mc_result_failed(op->b, &r, rc, res);
     finish(op, &r);
+}
+
+/* When res failed, ends the operation with it and returns true: the first
+ * line of most callbacks. */
+static bool finish_if_failed(mc_op *op, const momento_result *res)
+{
+    if (momento_result_error(res) == MOMENTO_OK)
+        return false;
+    finish_failed(op, 0, res);
+    return true;
 }
 
 /* Keeps the first failure of a pair of calls until both are over. */
@@ -394,10 +408,8 @@ static void on_gat_ttl(const momento_result *res, void *ud)
 void mc_gat(px_backend *b, px_str key, mc_ttl ttl, bool want_cas, mc_done done, void *ud)
 {
     mc_op *op = op_new(b, OP_GAT, key, (px_str){NULL, 0}, done, ud);
-    if (!op) {
-        no_memory(b, done, ud);
+    if (!op)
         return;
-    }
     op->want_cas = want_cas;
     op->ttl = ttl;
     /* An exptime already past: the get alone, then a Delete on a hit
@@ -423,10 +435,8 @@ static void delete_now(mc_op *op);
 static void on_touched(const momento_result *res, void *ud)
 {
     mc_op *op = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        finish_failed(op, 0, res);
+    if (finish_if_failed(op, res))
         return;
-    }
     if (momento_result_outcome(res) == MOMENTO_OUTCOME_MISS) {
         finish_status(op, MC_NOT_FOUND);
         return;
@@ -443,10 +453,8 @@ static void on_touched(const momento_result *res, void *ud)
 void mc_touch(px_backend *b, px_str key, mc_ttl ttl, bool check, mc_done done, void *ud)
 {
     mc_op *op = op_new(b, OP_TOUCH, key, (px_str){NULL, 0}, done, ud);
-    if (!op) {
-        no_memory(b, done, ud);
+    if (!op)
         return;
-    }
     op->ttl = ttl;
     if (ttl.expired && !check) {
         /* Nobody reads the answer: the Delete alone. */
@@ -462,10 +470,8 @@ void mc_touch(px_backend *b, px_str key, mc_ttl ttl, bool check, mc_done done, v
 static void on_deleted(const momento_result *res, void *ud)
 {
     mc_op *op = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        finish_failed(op, 0, res);
+    if (finish_if_failed(op, res))
         return;
-    }
     /* A store, touch or gat whose exptime was past ends here too. */
     switch (op->kind) {
     case OP_DELETE:
@@ -494,10 +500,8 @@ static void delete_now(mc_op *op)
 static void on_delete_checked(const momento_result *res, void *ud)
 {
     mc_op *op = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        finish_failed(op, 0, res);
+    if (finish_if_failed(op, res))
         return;
-    }
     bool there;
     if (op->cas) {
         size_t n;
@@ -523,10 +527,8 @@ static void on_delete_checked(const momento_result *res, void *ud)
 void mc_delete(px_backend *b, px_str key, uint64_t cas, bool check, mc_done done, void *ud)
 {
     mc_op *op = op_new(b, OP_DELETE, key, (px_str){NULL, 0}, done, ud);
-    if (!op) {
-        no_memory(b, done, ud);
+    if (!op)
         return;
-    }
     op->cas = cas;
     /* A plain Get: the unique is the value's (mc_unique), and Momento has
      * no Delete conditioned on a hash for the server's hash to serve. */
@@ -560,10 +562,8 @@ static void rmw_retry(mc_op *op)
 static void on_rmw_written(const momento_result *res, void *ud)
 {
     mc_op *op = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        finish_failed(op, 0, res);
+    if (finish_if_failed(op, res))
         return;
-    }
     if (momento_result_outcome(res) == MOMENTO_OUTCOME_NOT_STORED) {
         rmw_retry(op);
         return;
@@ -735,10 +735,8 @@ void mc_arith(px_backend *b, px_str key, bool incr, uint64_t delta, bool has_ini
               uint64_t initial, mc_ttl initial_ttl, bool want_cas, mc_done done, void *ud)
 {
     mc_op *op = op_new(b, OP_RMW, key, (px_str){NULL, 0}, done, ud);
-    if (!op) {
-        no_memory(b, done, ud);
+    if (!op)
         return;
-    }
     op->arith = true;
     op->incr = incr;
     op->delta = delta;
@@ -769,10 +767,8 @@ static void cas_read(mc_op *op);
 static void on_stored(const momento_result *res, void *ud)
 {
     mc_op *op = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        finish_failed(op, 0, res);
+    if (finish_if_failed(op, res))
         return;
-    }
     if (momento_result_outcome(res) == MOMENTO_OUTCOME_NOT_STORED) {
         if (op->mode != MC_MODE_CAS) {
             finish_status(op, MC_NOT_STORED);
@@ -828,10 +824,8 @@ static void store_write(mc_op *op, const char *hash, size_t hash_len)
 static void on_cas_read(const momento_result *res, void *ud)
 {
     mc_op *op = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        finish_failed(op, 0, res);
+    if (finish_if_failed(op, res))
         return;
-    }
     size_t n, hn;
     const void *v = momento_result_value(res, &n);
     const void *h = momento_result_hash(res, &hn);
@@ -857,10 +851,8 @@ static void on_cas_read(const momento_result *res, void *ud)
 static void on_add_expired(const momento_result *res, void *ud)
 {
     mc_op *op = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        finish_failed(op, 0, res);
+    if (finish_if_failed(op, res))
         return;
-    }
     if (momento_result_exists(res, 0) == 1) {
         finish_status(op, MC_NOT_STORED);
         return;
@@ -880,10 +872,8 @@ void mc_store(px_backend *b, mc_store_mode mode, px_str key, uint32_t flags, px_
 {
     mc_op *op = op_new(b, mode == MC_MODE_APPEND || mode == MC_MODE_PREPEND ? OP_RMW : OP_STORE,
                        key, data, done, ud);
-    if (!op) {
-        no_memory(b, done, ud);
+    if (!op)
         return;
-    }
     op->mode = mode;
     op->flags = flags;
     op->ttl = ttl;
@@ -926,20 +916,16 @@ void mc_store(px_backend *b, mc_store_mode mode, px_str key, uint32_t flags, px_
 static void on_flushed(const momento_result *res, void *ud)
 {
     mc_op *op = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        finish_failed(op, 0, res);
+    if (finish_if_failed(op, res))
         return;
-    }
     finish_status(op, MC_OK);
 }
 
 void mc_flush(px_backend *b, mc_done done, void *ud)
 {
     mc_op *op = op_new(b, OP_FLUSH, (px_str){NULL, 0}, (px_str){NULL, 0}, done, ud);
-    if (!op) {
-        no_memory(b, done, ud);
+    if (!op)
         return;
-    }
     submitted(op, momento_flush_cache(b->client, b->cache, NULL, on_flushed, op));
 }
 

@@ -100,22 +100,33 @@ typedef struct tokens {
     size_t n;      /* tokens seen, even past MAX_TOKENS */
 } tokens;
 
-/* memcached's tokenize_command: words separated by spaces (only ' '). */
+/* The next word of p[0..n) from *i on, words being separated by spaces
+ * (only ' ', as memcached's tokenize_command has them): false when there
+ * is none; else the word, *i then past it. A command line and a get's
+ * keys are read alike. */
+static bool next_word(const char *p, size_t n, size_t *i, px_str *word)
+{
+    while (*i < n && p[*i] == ' ')
+        (*i)++;
+    if (*i == n)
+        return false;
+    size_t s = *i;
+    while (*i < n && p[*i] != ' ')
+        (*i)++;
+    *word = (px_str){p + s, *i - s};
+    return true;
+}
+
+/* memcached's tokenize_command: the line's words. */
 static void tokenize(const char *p, size_t n, tokens *tk)
 {
     EXAMINED(n);
     tk->n = 0;
     size_t i = 0;
-    while (i < n) {
-        while (i < n && p[i] == ' ')
-            i++;
-        if (i == n)
-            break;
-        size_t s = i;
-        while (i < n && p[i] != ' ')
-            i++;
+    px_str w;
+    while (next_word(p, n, &i, &w)) {
         if (tk->n < MAX_TOKENS)
-            tk->t[tk->n] = (px_str){p + s, i - s};
+            tk->t[tk->n] = w;
         tk->n++;
     }
 }
@@ -160,17 +171,11 @@ static bool parse_keys(const char *line, size_t n, size_t skip_words, mc_text_cm
     size_t i = 0, word = 0;
     cmd->nkeys = 0;
     EXAMINED(n);
-    while (i < n) {
-        while (i < n && line[i] == ' ')
-            i++;
-        if (i == n)
-            break;
-        size_t s = i;
-        while (i < n && line[i] != ' ')
-            i++;
+    px_str w;
+    while (next_word(line, n, &i, &w)) {
         if (word++ < skip_words)
             continue;
-        if (i - s > MC_KEY_MAX) {
+        if (w.n > MC_KEY_MAX) {
             if ((cmd->kind == MC_T_GAT || cmd->kind == MC_T_GATS) && cmd->nkeys > 0) {
                 /* memcached has touched the keys before it when it finds
                  * it too long: they are touched, the answer the error. */
@@ -182,7 +187,7 @@ static bool parse_keys(const char *line, size_t n, size_t skip_words, mc_text_cm
         }
         if (!keys_room(cmd, cmd->nkeys + 1))
             return false;
-        cmd->keys[cmd->nkeys++] = (px_str){line + s, i - s};
+        cmd->keys[cmd->nkeys++] = w;
     }
     return true;
 }
@@ -246,6 +251,24 @@ static ssize_t parse_storage(const char *p, size_t n, size_t line_len, const tok
 static bool want(const tokens *tk, size_t a, size_t b)
 {
     return tk->n == a || tk->n == b;
+}
+
+/* incr, decr and touch: `<command> <key> <number> [noreply]`, refused as
+ * memcached refuses them. False when the line has failed (cmd says how);
+ * true when the number, tk->t[2], is the command's to read. */
+static bool key_number_line(const tokens *tk, mc_text_cmd *cmd)
+{
+    if (!want(tk, 3, 4)) {
+        fail(cmd, "ERROR");
+        return false;
+    }
+    cmd->noreply = noreply_maybe(tk);
+    cmd->key = tk->t[1];
+    if (cmd->key.n > MC_KEY_MAX) {
+        fail(cmd, "CLIENT_ERROR bad command line format");
+        return false;
+    }
+    return true;
 }
 
 /* Whether memcached lets a line run past MC_LINE_MAX: only a get or gets
@@ -350,15 +373,7 @@ static ssize_t text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd 
 
     if (tok_is(c, "incr") || tok_is(c, "decr")) {
         cmd->kind = c->p[0] == 'i' ? MC_T_INCR : MC_T_DECR;
-        if (!want(&tk, 3, 4)) {
-            fail(cmd, "ERROR");
-            return (ssize_t)line_len;
-        }
-        cmd->noreply = noreply_maybe(&tk);
-        cmd->key = tk.t[1];
-        if (cmd->key.n > MC_KEY_MAX)
-            fail(cmd, "CLIENT_ERROR bad command line format");
-        else if (!mc_strtoull(tk.t[2].p, tk.t[2].n, &cmd->delta))
+        if (key_number_line(&tk, cmd) && !mc_strtoull(tk.t[2].p, tk.t[2].n, &cmd->delta))
             fail(cmd, "CLIENT_ERROR invalid numeric delta argument");
         return (ssize_t)line_len;
     }
@@ -386,15 +401,7 @@ static ssize_t text_parse(const char *p, size_t n, size_t max_item, mc_text_cmd 
     }
     if (tok_is(c, "touch")) {
         cmd->kind = MC_T_TOUCH;
-        if (!want(&tk, 3, 4)) {
-            fail(cmd, "ERROR");
-            return (ssize_t)line_len;
-        }
-        cmd->noreply = noreply_maybe(&tk);
-        cmd->key = tk.t[1];
-        if (cmd->key.n > MC_KEY_MAX)
-            fail(cmd, "CLIENT_ERROR bad command line format");
-        else if (!mc_strtol32(tk.t[2].p, tk.t[2].n, &cmd->exptime))
+        if (key_number_line(&tk, cmd) && !mc_strtol32(tk.t[2].p, tk.t[2].n, &cmd->exptime))
             fail(cmd, "CLIENT_ERROR invalid exptime argument");
         return (ssize_t)line_len;
     }

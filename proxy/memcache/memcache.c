@@ -9,15 +9,9 @@
 
 static size_t mc_feed(px_conn *c, const char *data, size_t len)
 {
-    mc_state *st = px_conn_state(c);
-    if (!st) {
-        st = calloc(1, sizeof(*st));
-        if (!st) {
-            px_conn_abort(c);
-            return 0;
-        }
-        px_conn_set_state(c, st);
-    }
+    mc_state *st = px_conn_state_or_new(c, sizeof(*st));
+    if (!st)
+        return 0;
     if (!st->decided && len > 0) {
         st->decided = true;
         st->binary = (unsigned char)data[0] == MC_BIN_REQ;

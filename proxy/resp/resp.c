@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 /* ---- the command table ---- */
 
@@ -477,15 +476,9 @@ static bool run_command(px_conn *c, int argc, const px_str *argv)
 
 static size_t resp_feed(px_conn *c, const char *data, size_t len)
 {
-    resp_state *st = px_conn_state(c);
-    if (!st) {
-        st = calloc(1, sizeof(*st));
-        if (!st) {
-            px_conn_abort(c);
-            return 0;
-        }
-        px_conn_set_state(c, st);
-    }
+    resp_state *st = px_conn_state_or_new(c, sizeof(*st));
+    if (!st)
+        return 0;
     px_backend *b = px_conn_backend(c);
     size_t used = 0;
     /* st->args holds the parse of the command at data[used]: an
@@ -662,9 +655,7 @@ static void cmd_info(px_reply *r, int argc, const px_str *argv)
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
     const px_counters *s = b->stats;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    long long now_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    long long now_ms = resp_now_ms();
     /* How the library shared the calls: zeros when batching or coalescing
      * is off (--batch 0, --no-coalesce). */
     momento_client_batching_stats bs = {0};

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- replies ---- */
 
@@ -162,27 +163,18 @@ void resp_end_failure(px_reply *r, const momento_result *res)
 }
 
 /* The answers a length call decides (resp_cmd.h). */
-static bool length_failed(px_reply *r, const momento_result *res)
-{
-    if (momento_result_error(res) == MOMENTO_OK)
-        return false;
-    resp_end_failure(r, res);
-    return true;
-}
-
 void resp_on_length(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (length_failed(r, res))
+    if (resp_end_if_failed(r, res))
         return;
-    resp_int(r, momento_result_is_hit(res) ? (long long)momento_result_int(res) : 0);
-    px_reply_end(r);
+    resp_end_int(r, momento_result_is_hit(res) ? (long long)momento_result_int(res) : 0);
 }
 
 void resp_on_type_then_empty(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (length_failed(r, res))
+    if (resp_end_if_failed(r, res))
         return;
     resp_array(r, 0);
     px_reply_end(r);
@@ -191,7 +183,7 @@ void resp_on_type_then_empty(const momento_result *res, void *ud)
 void resp_on_type_then_nil(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (length_failed(r, res))
+    if (resp_end_if_failed(r, res))
         return;
     resp_nil(r);
     px_reply_end(r);
@@ -200,10 +192,244 @@ void resp_on_type_then_nil(const momento_result *res, void *ud)
 void resp_on_type_then_zero(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (length_failed(r, res))
+    if (resp_end_if_failed(r, res))
         return;
-    resp_int(r, 0);
+    resp_end_int(r, 0);
+}
+
+void resp_length(px_reply *r, const px_str *key, momento_item_type type, momento_callback cb)
+{
+    px_backend *b = px_conn_backend(px_reply_conn(r));
+    momento_coalescer *co = b->co;
+    int rc;
+    switch (type) {
+    case MOMENTO_ITEM_TYPE_SET:
+        rc = co ? momento_coalescing_set_length(co, b->cache, key->p, key->n, NULL, cb, r)
+                : momento_set_length(b->client, b->cache, key->p, key->n, NULL, cb, r);
+        break;
+    case MOMENTO_ITEM_TYPE_SORTED_SET:
+        rc = co ? momento_coalescing_sorted_set_length(co, b->cache, key->p, key->n, NULL, cb, r)
+                : momento_sorted_set_length(b->client, b->cache, key->p, key->n, NULL, cb, r);
+        break;
+    case MOMENTO_ITEM_TYPE_LIST:
+        rc = co ? momento_coalescing_list_length(co, b->cache, key->p, key->n, NULL, cb, r)
+                : momento_list_length(b->client, b->cache, key->p, key->n, NULL, cb, r);
+        break;
+    default: /* MOMENTO_ITEM_TYPE_DICTIONARY */
+        rc = co ? momento_coalescing_dictionary_length(co, b->cache, key->p, key->n, NULL, cb, r)
+                : momento_dictionary_length(b->client, b->cache, key->p, key->n, NULL, cb, r);
+        break;
+    }
+    resp_submitted(r, rc);
+}
+
+/* ---- answering a result ---- */
+
+bool resp_end_if_failed(px_reply *r, const momento_result *res)
+{
+    if (momento_result_error(res) == MOMENTO_OK)
+        return false;
+    resp_end_failure(r, res);
+    return true;
+}
+
+bool resp_end_if_error(px_reply *r, const momento_result *res)
+{
+    if (momento_result_error(res) == MOMENTO_OK)
+        return false;
+    resp_momento_error(r, 0, res);
+    return true;
+}
+
+void resp_end_int(px_reply *r, long long v)
+{
+    resp_int(r, v);
     px_reply_end(r);
+}
+
+void resp_end_int_or_failure(px_reply *r, const momento_result *res, long long v)
+{
+    if (!resp_end_if_failed(r, res))
+        resp_end_int(r, v);
+}
+
+void resp_end_int_or_error(px_reply *r, const momento_result *res, long long v)
+{
+    if (!resp_end_if_error(r, res))
+        resp_end_int(r, v);
+}
+
+size_t resp_count_hits(const momento_result *res)
+{
+    size_t hits = 0;
+    if (momento_result_is_hit(res))
+        for (size_t i = 0; i < momento_result_item_count(res); i++)
+            if (momento_result_is_hit(momento_result_item(res, i)))
+                hits++;
+    return hits;
+}
+
+void resp_count_read(px_reply *r, bool hit)
+{
+    px_backend *b = px_conn_backend(px_reply_conn(r));
+    if (hit)
+        b->stats->hits++;
+    else
+        b->stats->misses++;
+}
+
+void resp_bulk_value(px_reply *r, const momento_result *it)
+{
+    size_t len;
+    const void *v = momento_result_value(it, &len);
+    resp_bulk(r, v, len);
+}
+
+void resp_read_value(px_reply *r, const momento_result *it, bool hit)
+{
+    resp_count_read(r, hit);
+    if (hit)
+        resp_bulk_value(r, it);
+    else
+        resp_nil(r);
+}
+
+void resp_on_values(const momento_result *res, void *ud)
+{
+    px_reply *r = ud;
+    if (resp_end_if_failed(r, res))
+        return;
+    size_t n = momento_result_is_hit(res) ? momento_result_item_count(res) : 0;
+    resp_array(r, (long long)n);
+    for (size_t i = 0; i < n; i++)
+        resp_bulk_value(r, momento_result_item(res, i));
+    px_reply_end(r);
+}
+
+void resp_on_first_or_nil(const momento_result *res, void *ud)
+{
+    px_reply *r = ud;
+    if (resp_end_if_failed(r, res))
+        return;
+    if (momento_result_is_hit(res) && momento_result_item_count(res) > 0)
+        resp_bulk_value(r, momento_result_item(res, 0));
+    else
+        resp_nil(r);
+    px_reply_end(r);
+}
+
+/* ---- multi-field reads and STORE writes ---- */
+
+bool resp_arrays_new(size_t n, const void ***ret_ps, size_t **ret_lens)
+{
+    const void **ps = malloc(n * sizeof(*ps));
+    size_t *lens = malloc(n * sizeof(*lens));
+    if (!ps || !lens) {
+        free(ps);
+        free(lens);
+        return false;
+    }
+    *ret_ps = ps;
+    *ret_lens = lens;
+    return true;
+}
+
+bool resp_str_arrays(const px_str *strs, size_t n, const void ***ret_ps, size_t **ret_lens)
+{
+    if (!resp_arrays_new(n, ret_ps, ret_lens))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        (*ret_ps)[i] = strs[i].p;
+        (*ret_lens)[i] = strs[i].n;
+    }
+    return true;
+}
+
+/* resp_read_many()'s call: what its callback needs to answer. */
+typedef struct many_req {
+    px_reply *r;
+    size_t n;
+    bool array;
+    resp_each_fn each;
+} many_req;
+
+static void on_many(const momento_result *res, void *ud)
+{
+    many_req q = *(many_req *)ud;
+    free(ud);
+    if (resp_end_if_failed(q.r, res))
+        return;
+    if (q.array)
+        resp_array(q.r, (long long)q.n);
+    for (size_t i = 0; i < q.n; i++)
+        q.each(q.r, res, i);
+    px_reply_end(q.r);
+}
+
+void resp_read_many(px_reply *r, int argc, const px_str *argv, momento_item_type type, bool array,
+                    resp_each_fn each)
+{
+    momento_callback cb = on_many;
+    px_backend *b = px_conn_backend(px_reply_conn(r));
+    momento_coalescer *co = b->co;
+    const px_str *key = &argv[1];
+    size_t n = (size_t)argc - 2;
+    many_req *q = malloc(sizeof(*q));
+    const void **ps;
+    size_t *lens;
+    if (!q || !resp_str_arrays(argv + 2, n, &ps, &lens)) {
+        free(q);
+        resp_end_error(r, "ERR out of memory");
+        return;
+    }
+    *q = (many_req){r, n, array, each};
+    const void *const *v = (const void *const *)ps;
+    int rc;
+    switch (type) {
+    case MOMENTO_ITEM_TYPE_SET:
+        rc = co ? momento_coalescing_set_contains_elements(co, b->cache, key->p, key->n, v, lens, n,
+                                                           NULL, cb, q)
+                : momento_set_contains_elements(b->client, b->cache, key->p, key->n, v, lens, n,
+                                                NULL, cb, q);
+        break;
+    case MOMENTO_ITEM_TYPE_SORTED_SET:
+        rc = co ? momento_coalescing_sorted_set_get_scores(co, b->cache, key->p, key->n, v, lens, n,
+                                                           NULL, cb, q)
+                : momento_sorted_set_get_scores(b->client, b->cache, key->p, key->n, v, lens, n,
+                                                NULL, cb, q);
+        break;
+    default: /* MOMENTO_ITEM_TYPE_DICTIONARY */
+        rc = co ? momento_coalescing_dictionary_get_fields(co, b->cache, key->p, key->n, v, lens, n,
+                                                           NULL, cb, q)
+                : momento_dictionary_get_fields(b->client, b->cache, key->p, key->n, v, lens, n,
+                                                NULL, cb, q);
+        break;
+    }
+    free(ps);
+    free(lens);
+    if (!resp_submitted(r, rc))
+        free(q);
+}
+
+bool resp_store_fits(px_reply *r, const char *what, size_t bytes)
+{
+    if (bytes <= MOMENTO_MAX_ITEM_BYTES)
+        return true;
+    resp_errorf(r, "ERR momento %s: the %s (%zu bytes) is over Momento's item limit of %u bytes",
+                momento_error_name(MOMENTO_ERR_LIMIT_EXCEEDED), what, bytes,
+                (unsigned)MOMENTO_MAX_ITEM_BYTES);
+    px_reply_end(r);
+    return false;
+}
+
+bool resp_store_cleared(px_reply *r, const momento_result *res, size_t n)
+{
+    if (resp_end_if_failed(r, res))
+        return false;
+    if (n > 0)
+        return true;
+    resp_end_int(r, 0); /* Redis deletes the destination of an empty answer */
+    return false;
 }
 
 /* ---- arguments ---- */
@@ -261,6 +487,13 @@ bool resp_arg_double(const px_str *a, double *out)
         return false;
     *out = d;
     return true;
+}
+
+int64_t resp_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 uint64_t resp_default_ttl(const px_reply *r)

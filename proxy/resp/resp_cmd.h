@@ -52,6 +52,9 @@ bool resp_arg_ll(const px_str *a, long long *out);
  * leading space, the whole string (under 256 bytes), no NaN, and an
  * overflow or an underflow to zero refused. */
 bool resp_arg_double(const px_str *a, double *out);
+/* The time now, as the milliseconds of CLOCK_REALTIME: the clock of
+ * Redis's absolute expiry times (EXAT, PXAT) and of px_backend.started_ms. */
+int64_t resp_now_ms(void);
 /* Momento's TTL for a write that gives none: the proxy's default. */
 uint64_t resp_default_ttl(const px_reply *r);
 /* A collection write's TTL as Redis keeps it: a write that creates the
@@ -76,6 +79,75 @@ void resp_on_length(const momento_result *res, void *ud);
 void resp_on_type_then_empty(const momento_result *res, void *ud); /* *0 */
 void resp_on_type_then_nil(const momento_result *res, void *ud);   /* $-1 */
 void resp_on_type_then_zero(const momento_result *res, void *ud);  /* :0 */
+/* The length of the collection at key, of the given type (a set, a sorted
+ * set, a list or a dictionary), through the coalescer when there is one:
+ * cb gets r as userdata. Every family asks it, for its own length command
+ * and for the answers above. */
+void resp_length(px_reply *r, const px_str *key, momento_item_type type, momento_callback cb);
+
+/* ---- answering a result ----
+ * What most callbacks say once their call is back, written once. */
+/* When res failed, ends r as resp_end_failure() and returns true: the
+ * first line of a collection command's callback. */
+bool resp_end_if_failed(px_reply *r, const momento_result *res);
+/* The same for a command on keys of any type, where no failure is
+ * WRONGTYPE: Momento's error as it is (resp_momento_error()). */
+bool resp_end_if_error(px_reply *r, const momento_result *res);
+void resp_end_int(px_reply *r, long long v);  /* :v, and r ends */
+/* A write whose answer was decided before it was made (SADD's count, a
+ * STORE's size, DEL's count): :v once it succeeded, else the failure as
+ * resp_end_if_failed() (resp_end_int_or_error: as resp_end_if_error()). */
+void resp_end_int_or_failure(px_reply *r, const momento_result *res, long long v);
+void resp_end_int_or_error(px_reply *r, const momento_result *res, long long v);
+/* The items of a HIT that are hits themselves: of the fields or members a
+ * read named, those that exist (what HSET does not add, what HDEL and ZREM
+ * remove); 0 for a MISS. */
+size_t resp_count_hits(const momento_result *res);
+/* A read's hit or miss, for INFO's keyspace_hits and keyspace_misses. */
+void resp_count_read(px_reply *r, bool hit);
+/* The bulk string of a result's value (a scalar's, a field's, an
+ * element's). */
+void resp_bulk_value(px_reply *r, const momento_result *it);
+/* One value read for a client (GET, HGET, each of HMGET's and MGET's):
+ * the value of `it` when hit, else nil, counted as a hit or a miss. */
+void resp_read_value(px_reply *r, const momento_result *it, bool hit);
+/* momento_callbacks whose userdata is the px_reply they end, after
+ * resp_end_if_failed(): resp_on_values answers the values of a HIT as an
+ * array (SMEMBERS, LRANGE; none for a MISS), resp_on_first_or_nil the
+ * first of them, or nil for none (SPOP and LINDEX's one value). */
+void resp_on_values(const momento_result *res, void *ud);
+void resp_on_first_or_nil(const momento_result *res, void *ud);
+
+/* ---- multi-field reads and STORE writes ---- */
+/* Momento's arrays for n strings, (*ret_ps)[i] and (*ret_lens)[i] being
+ * strs[i]'s: true, the caller then freeing both; false out of memory, with
+ * nothing to free. resp_arrays_new() only allocates them. */
+bool resp_arrays_new(size_t n, const void ***ret_ps, size_t **ret_lens);
+bool resp_str_arrays(const px_str *strs, size_t n, const void ***ret_ps, size_t **ret_lens);
+/* Writes the answer about the i-th field or member a read asked for, from
+ * the read's result (a HIT of the collection, or a MISS: there is none). */
+typedef void (*resp_each_fn)(px_reply *r, const momento_result *res, size_t i);
+/* A read of the fields or members argv[2..argc) of the key argv[1], for
+ * an answer about each of them, through the coalescer when there is one:
+ * the values of a dictionary's fields (type MOMENTO_ITEM_TYPE_DICTIONARY:
+ * HMGET), the scores of a sorted set's members (SORTED_SET: ZMSCORE),
+ * whether a set holds the elements (SET: SISMEMBER, SMISMEMBER). `each`
+ * writes the answers, as an array or, when `array` is false, the one
+ * answer alone (SISMEMBER). A failure ends r as resp_end_failure(); out of
+ * memory, or refused at submit, r ends here. */
+void resp_read_many(px_reply *r, int argc, const px_str *argv, momento_item_type type, bool array,
+                    resp_each_fn each);
+/* A STORE command's answer, `bytes` long as Momento counts an item, is
+ * refused before its destination is touched when Momento would not store
+ * it: false then, r ended with Momento's LIMIT_EXCEEDED error naming the
+ * answer (`what`: "set", "union"); true when it fits. */
+bool resp_store_fits(px_reply *r, const char *what, size_t bytes);
+/* A STORE command (SINTERSTORE and its family, ZUNIONSTORE computed here)
+ * has deleted its destination (res) to write its answer of n elements in
+ * its place: true when the caller writes them; false when r has ended, the
+ * delete having failed or the answer being empty (Redis deletes the
+ * destination of an empty answer and answers 0). */
+bool resp_store_cleared(px_reply *r, const momento_result *res, size_t n);
 
 /* ---- the connection's state ---- */
 /* A RESP connection's px_conn_state: the command being parsed (resp.c's

@@ -12,15 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void count_read(px_reply *r, bool hit)
-{
-    px_backend *b = px_conn_backend(px_reply_conn(r));
-    if (hit)
-        b->stats->hits++;
-    else
-        b->stats->misses++;
-}
-
 /* A command's key, and the distinct fields it names (the last value of a
  * field named twice), copied for the calls after the first. */
 typedef struct hreq {
@@ -61,13 +52,15 @@ static int cmp_field_ref(const void *a, const void *b)
 /* Copies argv[1] (the key) and the fields argv[first], argv[first +
  * stride], ... with, for stride 2, the value after each. A field named more
  * than once is kept once, with its last value, as Redis applies them in
- * order. NULL when out of memory. */
+ * order. NULL when out of memory, r then ended with that error. */
 static hreq *hreq_new(px_reply *r, int argc, const px_str *argv, int first, int stride)
 {
     size_t m = (size_t)(argc - first) / (size_t)stride;
     field_ref *refs = malloc((m ? m : 1) * sizeof(*refs));
-    if (!refs)
+    if (!refs) {
+        resp_end_error(r, "ERR out of memory");
         return NULL;
+    }
     for (size_t i = 0; i < m; i++) {
         refs[i].s = argv[first + (int)i * stride];
         refs[i].pos = first + (int)i * stride;
@@ -95,6 +88,7 @@ static hreq *hreq_new(px_reply *r, int argc, const px_str *argv, int first, int 
     hreq *q = calloc(1, sizeof(*q) + arrays * n * (sizeof(void *) + sizeof(size_t)) + bytes + 1);
     if (!q) {
         free(refs);
+        resp_end_error(r, "ERR out of memory");
         return NULL;
     }
     q->r = r;
@@ -138,16 +132,9 @@ static bool hreq_submitted(hreq *q, int rc)
     return false;
 }
 
-static void hreq_fail(hreq *q, const momento_result *res)
-{
-    resp_end_failure(q->r, res);
-    free(q);
-}
-
 static void hreq_end_int(hreq *q, long long v)
 {
-    resp_int(q->r, v);
-    px_reply_end(q->r);
+    resp_end_int(q->r, v);
     free(q);
 }
 
@@ -156,8 +143,8 @@ static void hreq_end_int(hreq *q, long long v)
 static void on_hset_written(const momento_result *res, void *ud)
 {
     hreq *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        hreq_fail(q, res);
+    if (resp_end_if_failed(q->r, res)) {
+        free(q);
         return;
     }
     if (q->count < 0)
@@ -183,15 +170,11 @@ static void hset_write(hreq *q)
 static void on_hset_read(const momento_result *res, void *ud)
 {
     hreq *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        hreq_fail(q, res);
+    if (resp_end_if_failed(q->r, res)) {
+        free(q);
         return;
     }
-    q->count = (long long)q->n;
-    if (momento_result_is_hit(res))
-        for (size_t i = 0; i < momento_result_item_count(res); i++)
-            if (momento_result_is_hit(momento_result_item(res, i)))
-                q->count--;
+    q->count = (long long)(q->n - resp_count_hits(res));
     hset_write(q);
 }
 
@@ -203,10 +186,8 @@ static void hset(px_reply *r, int argc, const px_str *argv, bool count_new, cons
         return;
     }
     hreq *q = hreq_new(r, argc, argv, 2, 2);
-    if (!q) {
-        resp_end_error(r, "ERR out of memory");
+    if (!q)
         return;
-    }
     if (!count_new) {
         q->count = -1; /* HMSET: +OK */
         hset_write(q);
@@ -234,8 +215,8 @@ static void cmd_hmset(px_reply *r, int argc, const px_str *argv)
 static void on_hsetnx_read(const momento_result *res, void *ud)
 {
     hreq *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        hreq_fail(q, res);
+    if (resp_end_if_failed(q->r, res)) {
+        free(q);
         return;
     }
     if (momento_result_is_hit(res)) {
@@ -249,10 +230,8 @@ static void on_hsetnx_read(const momento_result *res, void *ud)
 static void cmd_hsetnx(px_reply *r, int argc, const px_str *argv)
 {
     hreq *q = hreq_new(r, argc, argv, 2, 2);
-    if (!q) {
-        resp_end_error(r, "ERR out of memory");
+    if (!q)
         return;
-    }
     /* Momento has no set-if-absent for a field: read, then write. */
     px_backend *b = px_conn_backend(px_reply_conn(r));
     int rc = momento_dictionary_get_field(b->client, b->cache, q->key, q->key_len, q->fields[0],
@@ -265,31 +244,18 @@ static void cmd_hsetnx(px_reply *r, int argc, const px_str *argv)
 static void on_hget(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
+    if (resp_end_if_failed(r, res))
         return;
-    }
-    bool hit = momento_result_is_hit(res);
-    count_read(r, hit);
-    if (hit) {
-        size_t n;
-        const void *v = momento_result_value(res, &n);
-        resp_bulk(r, v, n);
-    } else {
-        resp_nil(r);
-    }
+    resp_read_value(r, res, momento_result_is_hit(res));
     px_reply_end(r);
 }
 
 static void on_hexists(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
+    if (resp_end_if_failed(r, res))
         return;
-    }
-    resp_int(r, momento_result_is_hit(res) ? 1 : 0);
-    px_reply_end(r);
+    resp_end_int(r, momento_result_is_hit(res) ? 1 : 0);
 }
 
 static void get_field(px_reply *r, const px_str *argv, momento_callback cb)
@@ -314,69 +280,16 @@ static void cmd_hexists(px_reply *r, int argc, const px_str *argv)
 
 /* ---- HMGET ---- */
 
-typedef struct hmget_req {
-    px_reply *r;
-    size_t n;
-} hmget_req;
-
-static void on_hmget(const momento_result *res, void *ud)
+static void hmget_each(px_reply *r, const momento_result *res, size_t i)
 {
-    hmget_req *q = ud;
-    px_reply *r = q->r;
-    size_t n = q->n;
-    free(q);
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
-        return;
-    }
     /* No hash (a MISS, without items): every field is nil. */
-    bool found = momento_result_is_hit(res);
-    resp_array(r, (long long)n);
-    for (size_t i = 0; i < n; i++) {
-        const momento_result *it = found ? momento_result_item(res, i) : NULL;
-        bool hit = it && momento_result_is_hit(it);
-        count_read(r, hit);
-        if (hit) {
-            size_t len;
-            const void *v = momento_result_value(it, &len);
-            resp_bulk(r, v, len);
-        } else {
-            resp_nil(r);
-        }
-    }
-    px_reply_end(r);
+    const momento_result *it = momento_result_is_hit(res) ? momento_result_item(res, i) : NULL;
+    resp_read_value(r, it, it && momento_result_is_hit(it));
 }
 
 static void cmd_hmget(px_reply *r, int argc, const px_str *argv)
 {
-    px_backend *b = px_conn_backend(px_reply_conn(r));
-    size_t n = (size_t)argc - 2;
-    hmget_req *q = malloc(sizeof(*q));
-    const void **fields = malloc(n * sizeof(*fields));
-    size_t *lens = malloc(n * sizeof(*lens));
-    if (!q || !fields || !lens) {
-        free(q);
-        free(fields);
-        free(lens);
-        resp_end_error(r, "ERR out of memory");
-        return;
-    }
-    q->r = r;
-    q->n = n;
-    for (size_t i = 0; i < n; i++) {
-        fields[i] = argv[i + 2].p;
-        lens[i] = argv[i + 2].n;
-    }
-    const void *const *f = (const void *const *)fields;
-    int rc = b->co ? momento_coalescing_dictionary_get_fields(b->co, b->cache, argv[1].p,
-                                                              argv[1].n, f, lens, n, NULL,
-                                                              on_hmget, q)
-                   : momento_dictionary_get_fields(b->client, b->cache, argv[1].p, argv[1].n, f,
-                                                   lens, n, NULL, on_hmget, q);
-    free(fields);
-    free(lens);
-    if (!resp_submitted(r, rc))
-        free(q);
+    resp_read_many(r, argc, argv, MOMENTO_ITEM_TYPE_DICTIONARY, true, hmget_each);
 }
 
 /* ---- HGETALL, HKEYS, HVALS ---- */
@@ -385,12 +298,10 @@ enum { FETCH_BOTH = 3, FETCH_FIELDS = 1, FETCH_VALUES = 2 };
 
 static void on_fetch(const momento_result *res, int what, px_reply *r)
 {
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
+    if (resp_end_if_failed(r, res))
         return;
-    }
     bool hit = momento_result_is_hit(res);
-    count_read(r, hit);
+    resp_count_read(r, hit);
     size_t n = hit ? momento_result_item_count(res) : 0;
     resp_array(r, (long long)(what == FETCH_BOTH ? 2 * n : n));
     for (size_t i = 0; i < n; i++) {
@@ -400,10 +311,8 @@ static void on_fetch(const momento_result *res, int what, px_reply *r)
             const void *f = momento_result_field(it, &len);
             resp_bulk(r, f, len);
         }
-        if (what & FETCH_VALUES) {
-            const void *v = momento_result_value(it, &len);
-            resp_bulk(r, v, len);
-        }
+        if (what & FETCH_VALUES)
+            resp_bulk_value(r, it);
     }
     px_reply_end(r);
 }
@@ -453,25 +362,19 @@ static void cmd_hvals(px_reply *r, int argc, const px_str *argv)
 static void on_hdel_removed(const momento_result *res, void *ud)
 {
     hreq *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK)
-        hreq_fail(q, res);
-    else
-        hreq_end_int(q, q->count);
+    resp_end_int_or_failure(q->r, res, q->count);
+    free(q);
 }
 
 /* HDEL's read: the fields that exist are the ones it removes. */
 static void on_hdel_read(const momento_result *res, void *ud)
 {
     hreq *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        hreq_fail(q, res);
+    if (resp_end_if_failed(q->r, res)) {
+        free(q);
         return;
     }
-    q->count = 0;
-    if (momento_result_is_hit(res))
-        for (size_t i = 0; i < momento_result_item_count(res); i++)
-            if (momento_result_is_hit(momento_result_item(res, i)))
-                q->count++;
+    q->count = (long long)resp_count_hits(res);
     if (q->count == 0) {
         hreq_end_int(q, 0);
         return;
@@ -486,10 +389,8 @@ static void on_hdel_read(const momento_result *res, void *ud)
 static void cmd_hdel(px_reply *r, int argc, const px_str *argv)
 {
     hreq *q = hreq_new(r, argc, argv, 2, 1);
-    if (!q) {
-        resp_end_error(r, "ERR out of memory");
+    if (!q)
         return;
-    }
     px_backend *b = px_conn_backend(px_reply_conn(r));
     int rc = momento_dictionary_get_fields(b->client, b->cache, q->key, q->key_len,
                                            (const void *const *)q->fields, q->field_lens, q->n,
@@ -505,8 +406,8 @@ static void cmd_hdel(px_reply *r, int argc, const px_str *argv)
 static void on_hincrby_why(const momento_result *res, void *ud)
 {
     hreq *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        hreq_fail(q, res);
+    if (resp_end_if_failed(q->r, res)) {
+        free(q);
         return;
     }
     if (!momento_result_is_hit(res)) {
@@ -532,7 +433,8 @@ static void on_hincrby(const momento_result *res, void *ud)
         return;
     }
     if (!resp_is_wrongtype(res)) {
-        hreq_fail(q, res);
+        resp_end_failure(q->r, res);
+        free(q);
         return;
     }
     px_backend *b = px_conn_backend(px_reply_conn(q->r));
@@ -549,10 +451,8 @@ static void cmd_hincrby(px_reply *r, int argc, const px_str *argv)
         return;
     }
     hreq *q = hreq_new(r, 3, argv, 2, 1);
-    if (!q) {
-        resp_end_error(r, "ERR out of memory");
+    if (!q)
         return;
-    }
     px_backend *b = px_conn_backend(px_reply_conn(r));
     momento_collection_ttl t;
     int rc = momento_dictionary_increment(b->client, b->cache, q->key, q->key_len, q->fields[0],
@@ -565,12 +465,7 @@ static void cmd_hincrby(px_reply *r, int argc, const px_str *argv)
 
 static void cmd_hlen(px_reply *r, int argc, const px_str *argv)
 {
-    px_backend *b = px_conn_backend(px_reply_conn(r));
-    int rc = b->co ? momento_coalescing_dictionary_length(b->co, b->cache, argv[1].p, argv[1].n,
-                                                          NULL, resp_on_length, r)
-                   : momento_dictionary_length(b->client, b->cache, argv[1].p, argv[1].n, NULL,
-                                               resp_on_length, r);
-    resp_submitted(r, rc);
+    resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_DICTIONARY, resp_on_length);
 }
 
 const resp_cmd resp_hash_cmds[] = {

@@ -5,7 +5,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* A command over many keys keeps them for its second call. */
 typedef struct keys_req {
@@ -54,8 +53,7 @@ static bool same_key(const keys_req *q, size_t i, size_t j)
 static void on_deleted(const momento_result *res, void *ud)
 {
     keys_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(q->r, 0, res);
+    if (resp_end_if_error(q->r, res)) {
         keys_req_free(q);
         return;
     }
@@ -67,8 +65,7 @@ static void on_deleted(const momento_result *res, void *ud)
             return;
         }
     }
-    resp_int(q->r, q->count);
-    px_reply_end(q->r);
+    resp_end_int(q->r, q->count);
     keys_req_free(q);
 }
 
@@ -77,8 +74,7 @@ static void on_deleted(const momento_result *res, void *ud)
 static void on_del_exist(const momento_result *res, void *ud)
 {
     keys_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(q->r, 0, res);
+    if (resp_end_if_error(q->r, res)) {
         keys_req_free(q);
         return;
     }
@@ -93,8 +89,7 @@ static void on_del_exist(const momento_result *res, void *ud)
             q->count++;
     }
     if (q->count == 0) {
-        resp_int(q->r, 0);
-        px_reply_end(q->r);
+        resp_end_int(q->r, 0);
         keys_req_free(q);
         return;
     }
@@ -124,31 +119,22 @@ static void cmd_del(px_reply *r, int argc, const px_str *argv)
 static void on_exists(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
+    if (resp_end_if_error(r, res))
         return;
-    }
     long long n = 0;
     for (size_t i = 0; i < momento_result_exists_count(res); i++)
         n += momento_result_exists(res, i) == 1;
-    resp_int(r, n);
-    px_reply_end(r);
+    resp_end_int(r, n);
 }
 
 static void cmd_exists(px_reply *r, int argc, const px_str *argv)
 {
     size_t n = (size_t)argc - 1;
-    const void **keys = malloc(n * sizeof(*keys));
-    size_t *lens = malloc(n * sizeof(*lens));
-    if (!keys || !lens) {
-        free(keys);
-        free(lens);
+    const void **keys;
+    size_t *lens;
+    if (!resp_str_arrays(argv + 1, n, &keys, &lens)) {
         resp_end_error(r, "ERR out of memory");
         return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        keys[i] = argv[i + 1].p;
-        lens[i] = argv[i + 1].n;
     }
     px_backend *b = px_conn_backend(px_reply_conn(r));
     /* Each key counts as often as it is named, as in Redis. */
@@ -164,10 +150,8 @@ static void cmd_exists(px_reply *r, int argc, const px_str *argv)
 static void on_type(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
+    if (resp_end_if_error(r, res))
         return;
-    }
     const char *t = "none";
     if (momento_result_outcome(res) == MOMENTO_OUTCOME_HIT) {
         switch (momento_result_item_type(res)) {
@@ -197,8 +181,7 @@ static void on_incr(const momento_result *res, void *ud)
     px_reply *r = ud;
     int err = momento_result_error(res);
     if (err == MOMENTO_OK) {
-        resp_int(r, (long long)momento_result_int(res));
-        px_reply_end(r);
+        resp_end_int(r, (long long)momento_result_int(res));
         return;
     }
     /* Momento answers FAILED_PRECONDITION both for a key of another type
@@ -231,8 +214,7 @@ static void on_incr_ttl(const momento_result *res, void *ud)
 {
     incr_req *q = ud;
     px_reply *r = q->r;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
+    if (resp_end_if_error(r, res)) {
         free(q);
         return;
     }
@@ -308,12 +290,9 @@ static void cmd_decrby(px_reply *r, int argc, const px_str *argv)
 static void on_expire(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
+    if (resp_end_if_error(r, res))
         return;
-    }
-    resp_int(r, momento_result_outcome(res) == MOMENTO_OUTCOME_TTL_UPDATED ? 1 : 0);
-    px_reply_end(r);
+    resp_end_int(r, momento_result_outcome(res) == MOMENTO_OUTCOME_TTL_UPDATED ? 1 : 0);
 }
 
 /* EXPIRE to a time already past deletes the key: 1 if it existed. */
@@ -327,27 +306,20 @@ typedef struct expire_del {
 static void on_expire_deleted(const momento_result *res, void *ud)
 {
     expire_del *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(q->r, 0, res);
-    } else {
-        resp_int(q->r, q->existed ? 1 : 0);
-        px_reply_end(q->r);
-    }
+    resp_end_int_or_error(q->r, res, q->existed ? 1 : 0);
     free(q);
 }
 
 static void on_expire_exists(const momento_result *res, void *ud)
 {
     expire_del *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(q->r, 0, res);
+    if (resp_end_if_error(q->r, res)) {
         free(q);
         return;
     }
     q->existed = momento_result_exists(res, 0) == 1;
     if (!q->existed) {
-        resp_int(q->r, 0);
-        px_reply_end(q->r);
+        resp_end_int(q->r, 0);
         free(q);
         return;
     }
@@ -355,13 +327,6 @@ static void on_expire_exists(const momento_result *res, void *ud)
     int rc = momento_delete(b->client, b->cache, q->key, q->key_len, NULL, on_expire_deleted, q);
     if (!resp_submitted(q->r, rc))
         free(q);
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void expire(px_reply *r, int argc, const px_str *argv, long long unit_ms, const char *name)
@@ -402,7 +367,7 @@ static void expire(px_reply *r, int argc, const px_str *argv, long long unit_ms,
     /* Redis refuses a time whose milliseconds, or whose absolute time,
      * would overflow. */
     if ((unit_ms == 1000 && (t > INT64_MAX / 1000 || t < INT64_MIN / 1000)) ||
-        t * unit_ms > INT64_MAX - now_ms()) {
+        t * unit_ms > INT64_MAX - resp_now_ms()) {
         resp_errorf(r, "ERR invalid expire time in '%s' command", name);
         px_reply_end(r);
         return;
@@ -418,8 +383,7 @@ static void expire(px_reply *r, int argc, const px_str *argv, long long unit_ms,
         lt = true;
     if (ms <= 0) {
         if (gt) { /* no TTL is shorter than a past one: nothing to do */
-            resp_int(r, 0);
-            px_reply_end(r);
+            resp_end_int(r, 0);
             return;
         }
         expire_del *q = calloc(1, sizeof(*q) + argv[1].n);
@@ -461,46 +425,45 @@ static void cmd_pexpire(px_reply *r, int argc, const px_str *argv)
     expire(r, argc, argv, 1, "pexpire");
 }
 
-static void on_ttl_s(const momento_result *res, void *ud)
+/* TTL and PTTL: -2 for no key, else what is left of its TTL (every
+ * Momento item has one), in seconds rounded as Redis rounds them
+ * ((ms + 500) / 1000) or in milliseconds. */
+static void end_ttl(const momento_result *res, px_reply *r, bool seconds)
 {
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
+    if (resp_end_if_error(r, res))
+        return;
+    if (momento_result_outcome(res) != MOMENTO_OUTCOME_HIT) {
+        resp_end_int(r, -2);
         return;
     }
-    if (momento_result_outcome(res) != MOMENTO_OUTCOME_HIT)
-        resp_int(r, -2);
-    else /* rounded as Redis rounds: (ms + 500) / 1000 */
-        resp_int(r, (long long)((momento_result_ttl_ms(res) + 500) / 1000));
-    px_reply_end(r);
+    uint64_t ms = momento_result_ttl_ms(res);
+    resp_end_int(r, (long long)(seconds ? (ms + 500) / 1000 : ms));
+}
+
+static void on_ttl_s(const momento_result *res, void *ud)
+{
+    end_ttl(res, ud, true);
 }
 
 static void on_ttl_ms(const momento_result *res, void *ud)
 {
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
-        return;
-    }
-    if (momento_result_outcome(res) != MOMENTO_OUTCOME_HIT)
-        resp_int(r, -2);
-    else
-        resp_int(r, (long long)momento_result_ttl_ms(res));
-    px_reply_end(r);
+    end_ttl(res, ud, false);
+}
+
+static void ttl(px_reply *r, const px_str *key, momento_callback cb)
+{
+    px_backend *b = px_conn_backend(px_reply_conn(r));
+    resp_submitted(r, momento_item_get_ttl(b->client, b->cache, key->p, key->n, NULL, cb, r));
 }
 
 static void cmd_ttl(px_reply *r, int argc, const px_str *argv)
 {
-    px_backend *b = px_conn_backend(px_reply_conn(r));
-    resp_submitted(r, momento_item_get_ttl(b->client, b->cache, argv[1].p, argv[1].n, NULL,
-                                           on_ttl_s, r));
+    ttl(r, &argv[1], on_ttl_s);
 }
 
 static void cmd_pttl(px_reply *r, int argc, const px_str *argv)
 {
-    px_backend *b = px_conn_backend(px_reply_conn(r));
-    resp_submitted(r, momento_item_get_ttl(b->client, b->cache, argv[1].p, argv[1].n, NULL,
-                                           on_ttl_ms, r));
+    ttl(r, &argv[1], on_ttl_ms);
 }
 
 static void cmd_persist(px_reply *r, int argc, const px_str *argv)
@@ -508,8 +471,7 @@ static void cmd_persist(px_reply *r, int argc, const px_str *argv)
     /* Momento keeps no item forever, so no TTL is ever removed: 0, which
      * Redis answers for a key without one (docs/proxy.md). */
     (void)argv;
-    resp_int(r, 0);
-    px_reply_end(r);
+    resp_end_int(r, 0);
 }
 
 const resp_cmd resp_keys_cmds[] = {

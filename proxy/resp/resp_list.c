@@ -33,10 +33,8 @@ static bool to_slice(long long start, long long stop, int32_t *s, int32_t *e)
 static void on_type_then_pop0(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
+    if (resp_end_if_failed(r, res))
         return;
-    }
     if (momento_result_is_hit(res))
         resp_array(r, 0);
     else
@@ -44,17 +42,9 @@ static void on_type_then_pop0(const momento_result *res, void *ud)
     px_reply_end(r);
 }
 
-static void length(px_reply *r, const px_str *key, momento_callback cb)
-{
-    px_backend *b = px_conn_backend(px_reply_conn(r));
-    int rc = b->co ? momento_coalescing_list_length(b->co, b->cache, key->p, key->n, NULL, cb, r)
-                   : momento_list_length(b->client, b->cache, key->p, key->n, NULL, cb, r);
-    resp_submitted(r, rc);
-}
-
 static void cmd_llen(px_reply *r, int argc, const px_str *argv)
 {
-    length(r, &argv[1], resp_on_length);
+    resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_LIST, resp_on_length);
 }
 
 /* ---- LPUSH, RPUSH ---- */
@@ -62,23 +52,18 @@ static void cmd_llen(px_reply *r, int argc, const px_str *argv)
 static void on_pushed(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
+    if (resp_end_if_failed(r, res))
         return;
-    }
-    resp_int(r, (long long)momento_result_int(res));
-    px_reply_end(r);
+    resp_end_int(r, (long long)momento_result_int(res));
 }
 
 static void push(px_reply *r, int argc, const px_str *argv, bool front)
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
     size_t n = (size_t)argc - 2;
-    const void **values = malloc(n * sizeof(*values));
-    size_t *lens = malloc(n * sizeof(*lens));
-    if (!values || !lens) {
-        free(values);
-        free(lens);
+    const void **values;
+    size_t *lens;
+    if (!resp_arrays_new(n, &values, &lens)) {
         resp_end_error(r, "ERR out of memory");
         return;
     }
@@ -116,17 +101,12 @@ static void cmd_rpush(px_reply *r, int argc, const px_str *argv)
 static void on_pop1(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
+    if (resp_end_if_failed(r, res))
         return;
-    }
-    if (momento_result_is_hit(res)) {
-        size_t n;
-        const void *v = momento_result_value(res, &n);
-        resp_bulk(r, v, n);
-    } else {
+    if (momento_result_is_hit(res))
+        resp_bulk_value(r, res);
+    else
         resp_nil(r);
-    }
     px_reply_end(r);
 }
 
@@ -257,7 +237,7 @@ static void pop(px_reply *r, int argc, const px_str *argv, bool front)
         return;
     }
     if (count == 0) {
-        length(r, &argv[1], on_type_then_pop0);
+        resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_LIST, on_type_then_pop0);
         return;
     }
     pop_req *q = calloc(1, sizeof(*q) + argv[1].n);
@@ -285,41 +265,6 @@ static void cmd_rpop(px_reply *r, int argc, const px_str *argv)
 
 /* ---- LRANGE, LINDEX ---- */
 
-static void on_lrange(const momento_result *res, void *ud)
-{
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
-        return;
-    }
-    /* A MISS is no list or nothing in the slice: an empty array both. */
-    size_t n = momento_result_is_hit(res) ? momento_result_item_count(res) : 0;
-    resp_array(r, (long long)n);
-    for (size_t i = 0; i < n; i++) {
-        size_t len;
-        const void *v = momento_result_value(momento_result_item(res, i), &len);
-        resp_bulk(r, v, len);
-    }
-    px_reply_end(r);
-}
-
-static void on_lindex(const momento_result *res, void *ud)
-{
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
-        return;
-    }
-    if (momento_result_is_hit(res) && momento_result_item_count(res) > 0) {
-        size_t len;
-        const void *v = momento_result_value(momento_result_item(res, 0), &len);
-        resp_bulk(r, v, len);
-    } else {
-        resp_nil(r);
-    }
-    px_reply_end(r);
-}
-
 static void fetch(px_reply *r, const px_str *key, int32_t s, int32_t e, momento_callback cb)
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
@@ -337,10 +282,11 @@ static void cmd_lrange(px_reply *r, int argc, const px_str *argv)
         return;
     }
     int32_t s, e;
+    /* A MISS is no list or nothing in the slice: an empty array both. */
     if (to_slice(start, stop, &s, &e))
-        fetch(r, &argv[1], s, e, on_lrange);
+        fetch(r, &argv[1], s, e, resp_on_values);
     else
-        length(r, &argv[1], resp_on_type_then_empty);
+        resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_LIST, resp_on_type_then_empty);
 }
 
 /* LINDEX with an index that is not a number: Redis looks the key up
@@ -349,10 +295,8 @@ static void cmd_lrange(px_reply *r, int argc, const px_str *argv)
 static void on_lindex_bad_index(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
+    if (resp_end_if_failed(r, res))
         return;
-    }
     if (momento_result_is_hit(res)) {
         resp_end_not_integer(r);
         return;
@@ -365,15 +309,15 @@ static void cmd_lindex(px_reply *r, int argc, const px_str *argv)
 {
     long long i;
     if (!resp_arg_ll(&argv[2], &i)) {
-        length(r, &argv[1], on_lindex_bad_index);
+        resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_LIST, on_lindex_bad_index);
         return;
     }
     int32_t s, e;
     /* An index past what a slice can name is past any list's end. */
     if (i >= INT32_MIN && i < INT32_MAX && to_slice(i, i, &s, &e))
-        fetch(r, &argv[1], s, e, on_lindex);
+        fetch(r, &argv[1], s, e, resp_on_first_or_nil);
     else
-        length(r, &argv[1], resp_on_type_then_nil);
+        resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_LIST, resp_on_type_then_nil);
 }
 
 const resp_cmd resp_list_cmds[] = {

@@ -373,12 +373,7 @@ typedef struct publish_ctx {
 static void on_published(const momento_result *res, void *ud)
 {
     publish_ctx *p = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(p->r, 0, res);
-    } else {
-        resp_int(p->r, p->receivers);
-        px_reply_end(p->r);
-    }
+    resp_end_int_or_error(p->r, res, p->receivers);
     free(p);
 }
 

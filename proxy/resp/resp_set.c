@@ -79,31 +79,19 @@ static sreq *sreq_new(px_reply *r, int argc, const px_str *argv)
     return q;
 }
 
-static void sreq_end_int(sreq *q, long long v)
-{
-    resp_int(q->r, v);
-    px_reply_end(q->r);
-    free(q);
-}
-
 /* ---- SADD, SREM ---- */
 
 static void on_written(const momento_result *res, void *ud)
 {
     sreq *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(q->r, res);
-        free(q);
-        return;
-    }
-    sreq_end_int(q, q->count);
+    resp_end_int_or_failure(q->r, res, q->count);
+    free(q);
 }
 
 /* Which elements are members: SADD counts the others, SREM these. */
 static void on_members_read(const momento_result *res, bool add, sreq *q)
 {
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(q->r, res);
+    if (resp_end_if_failed(q->r, res)) {
         free(q);
         return;
     }
@@ -115,7 +103,8 @@ static void on_members_read(const momento_result *res, bool add, sreq *q)
     q->count = add ? (long long)q->n - members : members;
     if (q->count == 0) {
         /* Nothing changes, as in Redis, which writes nothing either. */
-        sreq_end_int(q, 0);
+        resp_end_int(q->r, 0);
+        free(q);
         return;
     }
     px_backend *b = px_conn_backend(px_reply_conn(q->r));
@@ -169,149 +158,39 @@ static void cmd_srem(px_reply *r, int argc, const px_str *argv)
 
 /* ---- SISMEMBER, SMISMEMBER ---- */
 
-static void on_ismember(const momento_result *res, void *ud)
+static void ismember_each(px_reply *r, const momento_result *res, size_t i)
 {
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
-        return;
-    }
-    resp_int(r, momento_result_is_hit(res) && momento_result_exists(res, 0) == 1 ? 1 : 0);
-    px_reply_end(r);
-}
-
-typedef struct mismember_req {
-    px_reply *r;
-    size_t n;
-} mismember_req;
-
-static void on_mismember(const momento_result *res, void *ud)
-{
-    mismember_req *q = ud;
-    px_reply *r = q->r;
-    size_t n = q->n;
-    free(q);
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
-        return;
-    }
-    bool found = momento_result_is_hit(res);
-    resp_array(r, (long long)n);
-    for (size_t i = 0; i < n; i++)
-        resp_int(r, found && momento_result_exists(res, i) == 1 ? 1 : 0);
-    px_reply_end(r);
-}
-
-static int contains(px_reply *r, const px_str *key, const px_str *els, size_t n,
-                    momento_callback cb, void *ud)
-{
-    px_backend *b = px_conn_backend(px_reply_conn(r));
-    const void **ps = malloc(n * sizeof(*ps));
-    size_t *lens = malloc(n * sizeof(*lens));
-    if (!ps || !lens) {
-        free(ps);
-        free(lens);
-        return MOMENTO_ERR_NO_MEMORY;
-    }
-    for (size_t i = 0; i < n; i++) {
-        ps[i] = els[i].p;
-        lens[i] = els[i].n;
-    }
-    const void *const *e = (const void *const *)ps;
-    int rc = b->co ? momento_coalescing_set_contains_elements(b->co, b->cache, key->p, key->n, e,
-                                                              lens, n, NULL, cb, ud)
-                   : momento_set_contains_elements(b->client, b->cache, key->p, key->n, e, lens,
-                                                   n, NULL, cb, ud);
-    free(ps);
-    free(lens);
-    return rc;
+    resp_int(r, momento_result_is_hit(res) && momento_result_exists(res, i) == 1 ? 1 : 0);
 }
 
 static void cmd_sismember(px_reply *r, int argc, const px_str *argv)
 {
-    resp_submitted(r, contains(r, &argv[1], &argv[2], 1, on_ismember, r));
+    resp_read_many(r, argc, argv, MOMENTO_ITEM_TYPE_SET, false, ismember_each);
 }
 
 static void cmd_smismember(px_reply *r, int argc, const px_str *argv)
 {
-    mismember_req *q = malloc(sizeof(*q));
-    if (!q) {
-        resp_end_error(r, "ERR out of memory");
-        return;
-    }
-    q->r = r;
-    q->n = (size_t)argc - 2;
-    if (!resp_submitted(r, contains(r, &argv[1], &argv[2], q->n, on_mismember, q)))
-        free(q);
+    resp_read_many(r, argc, argv, MOMENTO_ITEM_TYPE_SET, true, ismember_each);
 }
 
 /* ---- SMEMBERS, SCARD ---- */
-
-/* The elements of a HIT as an array (none for a MISS). */
-static void reply_elements(px_reply *r, const momento_result *res)
-{
-    size_t n = momento_result_is_hit(res) ? momento_result_item_count(res) : 0;
-    resp_array(r, (long long)n);
-    for (size_t i = 0; i < n; i++) {
-        size_t len;
-        const void *v = momento_result_value(momento_result_item(res, i), &len);
-        resp_bulk(r, v, len);
-    }
-}
-
-static void on_smembers(const momento_result *res, void *ud)
-{
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
-        return;
-    }
-    reply_elements(r, res);
-    px_reply_end(r);
-}
 
 static void cmd_smembers(px_reply *r, int argc, const px_str *argv)
 {
     px_backend *b = px_conn_backend(px_reply_conn(r));
     int rc = b->co ? momento_coalescing_set_fetch(b->co, b->cache, argv[1].p, argv[1].n, NULL,
-                                                  on_smembers, r)
+                                                  resp_on_values, r)
                    : momento_set_fetch(b->client, b->cache, argv[1].p, argv[1].n, NULL,
-                                       on_smembers, r);
-    resp_submitted(r, rc);
-}
-
-static void length(px_reply *r, const px_str *key, momento_callback cb)
-{
-    px_backend *b = px_conn_backend(px_reply_conn(r));
-    int rc = b->co ? momento_coalescing_set_length(b->co, b->cache, key->p, key->n, NULL, cb, r)
-                   : momento_set_length(b->client, b->cache, key->p, key->n, NULL, cb, r);
+                                       resp_on_values, r);
     resp_submitted(r, rc);
 }
 
 static void cmd_scard(px_reply *r, int argc, const px_str *argv)
 {
-    length(r, &argv[1], resp_on_length);
+    resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_SET, resp_on_length);
 }
 
 /* ---- SPOP, SRANDMEMBER ---- */
-
-/* One element (the form without a count): bulk, or nil for no set. */
-static void on_one(const momento_result *res, void *ud)
-{
-    px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
-        return;
-    }
-    if (momento_result_is_hit(res) && momento_result_item_count(res) > 0) {
-        size_t len;
-        const void *v = momento_result_value(momento_result_item(res, 0), &len);
-        resp_bulk(r, v, len);
-    } else {
-        resp_nil(r);
-    }
-    px_reply_end(r);
-}
 
 static void cmd_spop(px_reply *r, int argc, const px_str *argv)
 {
@@ -327,13 +206,13 @@ static void cmd_spop(px_reply *r, int argc, const px_str *argv)
             return;
         }
         if (count == 0) {
-            length(r, &argv[1], resp_on_type_then_empty);
+            resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_SET, resp_on_type_then_empty);
             return;
         }
     }
     uint32_t n = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
     int rc = momento_set_pop(b->client, b->cache, argv[1].p, argv[1].n, n, NULL,
-                             argc == 3 ? on_smembers : on_one, r);
+                             argc == 3 ? resp_on_values : resp_on_first_or_nil, r);
     resp_submitted(r, rc);
 }
 
@@ -344,7 +223,7 @@ static void cmd_spop(px_reply *r, int argc, const px_str *argv)
  * independent of each other in a set larger than n. */
 typedef struct rand_req {
     px_reply *r;
-    long long n;
+    size_t n;
 } rand_req;
 
 static uint64_t rand_state;
@@ -369,25 +248,19 @@ static void on_sample_repeats(const momento_result *res, void *ud)
 {
     rand_req *q = ud;
     px_reply *r = q->r;
-    long long want = q->n;
+    size_t want = q->n;
     free(q);
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
+    if (resp_end_if_failed(r, res))
         return;
-    }
     size_t have = momento_result_is_hit(res) ? momento_result_item_count(res) : 0;
     if (have == 0) {
         resp_array(r, 0);
         px_reply_end(r);
         return;
     }
-    resp_array(r, want);
-    for (long long i = 0; i < want; i++) {
-        size_t len;
-        const momento_result *it = momento_result_item(res, (size_t)(next_rand() % have));
-        const void *v = momento_result_value(it, &len);
-        resp_bulk(r, v, len);
-    }
+    resp_array(r, (long long)want);
+    for (size_t i = 0; i < want; i++)
+        resp_bulk_value(r, momento_result_item(res, (size_t)(next_rand() % have)));
     px_reply_end(r);
 }
 
@@ -400,7 +273,7 @@ static void cmd_srandmember(px_reply *r, int argc, const px_str *argv)
     }
     if (argc == 2) {
         resp_submitted(r, momento_set_sample(b->client, b->cache, argv[1].p, argv[1].n, 1, NULL,
-                                             on_one, r));
+                                             resp_on_first_or_nil, r));
         return;
     }
     long long count;
@@ -414,12 +287,12 @@ static void cmd_srandmember(px_reply *r, int argc, const px_str *argv)
         return;
     }
     if (count == 0) {
-        length(r, &argv[1], resp_on_type_then_empty);
+        resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_SET, resp_on_type_then_empty);
         return;
     }
     if (count > 0) {
         resp_submitted(r, momento_set_sample(b->client, b->cache, argv[1].p, argv[1].n,
-                                             (uint64_t)count, NULL, on_smembers, r));
+                                             (uint64_t)count, NULL, resp_on_values, r));
         return;
     }
     rand_req *q = malloc(sizeof(*q));
@@ -428,7 +301,7 @@ static void cmd_srandmember(px_reply *r, int argc, const px_str *argv)
         return;
     }
     q->r = r;
-    q->n = -count;
+    q->n = (size_t)-count;
     int rc = momento_set_sample(b->client, b->cache, argv[1].p, argv[1].n, (uint64_t)q->n, NULL,
                                 on_sample_repeats, q);
     if (!resp_submitted(r, rc))
@@ -705,12 +578,7 @@ static void alg_on_length(const momento_result *res, void *ud)
 static void alg_on_stored(const momento_result *res, void *ud)
 {
     alg_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(q->r, res);
-    } else {
-        resp_int(q->r, (long long)q->live);
-        px_reply_end(q->r);
-    }
+    resp_end_int_or_failure(q->r, res, (long long)q->live);
     alg_free(q);
 }
 
@@ -719,20 +587,14 @@ static void alg_on_stored(const momento_result *res, void *ud)
 static void alg_on_cleared(const momento_result *res, void *ud)
 {
     alg_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK || q->live == 0) {
-        if (momento_result_error(res) != MOMENTO_OK) {
-            resp_end_failure(q->r, res);
-        } else {
-            resp_int(q->r, 0); /* Redis deletes the destination of an empty answer */
-            px_reply_end(q->r);
-        }
+    if (!resp_store_cleared(q->r, res, q->live)) {
         alg_free(q);
         return;
     }
-    const void **values = malloc(q->live * sizeof(*values));
-    size_t *lens = malloc(q->live * sizeof(*lens));
+    const void **values = NULL;
+    size_t *lens = NULL;
     int rc = MOMENTO_ERR_NO_MEMORY;
-    if (values && lens) {
+    if (resp_arrays_new(q->live, &values, &lens)) {
         size_t m = 0;
         for (size_t k = 0; k < q->nel; k++)
             if (q->el[k].mark == q->cur) {
@@ -782,11 +644,7 @@ static void alg_finish(alg_req *q)
             for (size_t v = n; v >= 0x80; v >>= 7)
                 bytes++;
         }
-    if (q->live > 0 && bytes > MOMENTO_MAX_ITEM_BYTES) {
-        resp_errorf(q->r, "ERR momento %s: the set (%zu bytes) is over Momento's item limit "
-                          "of %u bytes", momento_error_name(MOMENTO_ERR_LIMIT_EXCEEDED), bytes,
-                    (unsigned)MOMENTO_MAX_ITEM_BYTES);
-        px_reply_end(q->r);
+    if (q->live > 0 && !resp_store_fits(q->r, "set", bytes)) {
         alg_free(q);
         return;
     }

@@ -10,20 +10,10 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* How often SET ... GET starts again when another writer keeps changing
  * the key between its read and its conditional write. */
 #define GETSET_TRIES 8
-
-static void count_read(px_reply *r, bool hit)
-{
-    px_backend *b = px_conn_backend(px_reply_conn(r));
-    if (hit)
-        b->stats->hits++;
-    else
-        b->stats->misses++;
-}
 
 /* ---- GET ---- */
 
@@ -32,15 +22,7 @@ static void on_get(const momento_result *res, void *ud)
     px_reply *r = ud;
     int err = momento_result_error(res);
     if (err == MOMENTO_OK) {
-        bool hit = momento_result_is_hit(res);
-        count_read(r, hit);
-        if (hit) {
-            size_t n;
-            const void *v = momento_result_value(res, &n);
-            resp_bulk(r, v, n);
-        } else {
-            resp_nil(r);
-        }
+        resp_read_value(r, res, momento_result_is_hit(res));
         px_reply_end(r);
     } else if (resp_is_wrongtype(res)) {
         resp_end_wrongtype(r);
@@ -86,11 +68,14 @@ static void set_ctx_free(set_ctx *s)
     free(s);
 }
 
+/* NULL out of memory, r then ended with that error. */
 static set_ctx *set_ctx_new(px_reply *r, const px_str *key, const px_str *value)
 {
     set_ctx *s = calloc(1, sizeof(*s) + key->n + value->n);
-    if (!s)
+    if (!s) {
+        resp_end_error(r, "ERR out of memory");
         return NULL;
+    }
     s->r = r;
     s->key = (char *)(s + 1);
     s->key_len = key->n;
@@ -99,15 +84,6 @@ static set_ctx *set_ctx_new(px_reply *r, const px_str *key, const px_str *value)
     s->value_len = value->n;
     memcpy(s->value, value->p, value->n);
     return s;
-}
-
-static void set_fail(set_ctx *s, const momento_result *res)
-{
-    if (resp_is_wrongtype(res))
-        resp_end_wrongtype(s->r);
-    else
-        resp_momento_error(s->r, 0, res);
-    set_ctx_free(s);
 }
 
 static void set_submit_failed(set_ctx *s, int rc)
@@ -122,8 +98,8 @@ static void set_start(set_ctx *s);
 static void on_written(const momento_result *res, void *ud)
 {
     set_ctx *s = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        set_fail(s, res);
+    if (resp_end_if_failed(s->r, res)) {
+        set_ctx_free(s);
         return;
     }
     bool stored = momento_result_outcome(res) != MOMENTO_OUTCOME_NOT_STORED;
@@ -190,8 +166,8 @@ static void set_write(set_ctx *s)
 static void on_past_deleted(const momento_result *res, void *ud)
 {
     set_ctx *s = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        set_fail(s, res);
+    if (resp_end_if_failed(s->r, res)) {
+        set_ctx_free(s);
         return;
     }
     if (!s->get)
@@ -231,8 +207,8 @@ static void past_end(set_ctx *s)
 static void on_past_exists(const momento_result *res, void *ud)
 {
     set_ctx *s = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        set_fail(s, res);
+    if (resp_end_if_failed(s->r, res)) {
+        set_ctx_free(s);
         return;
     }
     bool exists = momento_result_exists(res, 0) == 1;
@@ -252,8 +228,8 @@ static void on_past_exists(const momento_result *res, void *ud)
 static void on_old(const momento_result *res, void *ud)
 {
     set_ctx *s = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        set_fail(s, res);
+    if (resp_end_if_failed(s->r, res)) {
+        set_ctx_free(s);
         return;
     }
     free(s->old);
@@ -293,8 +269,8 @@ static void on_old(const momento_result *res, void *ud)
 static void on_ttl(const momento_result *res, void *ud)
 {
     set_ctx *s = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        set_fail(s, res);
+    if (resp_end_if_failed(s->r, res)) {
+        set_ctx_free(s);
         return;
     }
     s->keepttl = false;
@@ -329,13 +305,6 @@ static void set_start(set_ctx *s)
         set_submit_failed(s, rc);
     else
         b->stats->backend_calls++;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Momento's TTLs stop at MOMENTO_MAX_TTL_MS; a longer Redis expiry is
@@ -388,7 +357,7 @@ static void cmd_set(px_reply *r, int argc, const px_str *argv)
         }
         bool seconds = expire_kind == 'e' || expire_kind == 'E';
         bool absolute = expire_kind == 'E' || expire_kind == 'P';
-        int64_t now = now_ms();
+        int64_t now = resp_now_ms();
         /* Redis: a non-positive expiry, or one whose milliseconds or whose
          * absolute time overflow. */
         if (expire <= 0 || (seconds && expire > (long long)(INT64_MAX / 1000)) ||
@@ -406,10 +375,8 @@ static void cmd_set(px_reply *r, int argc, const px_str *argv)
             ttl_ms = clamp_ttl(ms);
     }
     set_ctx *s = set_ctx_new(r, &argv[1], &argv[2]);
-    if (!s) {
-        resp_end_error(r, "ERR out of memory");
+    if (!s)
         return;
-    }
     s->cond = cond;
     s->get = get;
     s->keepttl = keepttl;
@@ -421,10 +388,8 @@ static void cmd_set(px_reply *r, int argc, const px_str *argv)
 static void cmd_setnx(px_reply *r, int argc, const px_str *argv)
 {
     set_ctx *s = set_ctx_new(r, &argv[1], &argv[2]);
-    if (!s) {
-        resp_end_error(r, "ERR out of memory");
+    if (!s)
         return;
-    }
     s->cond = SET_NX;
     s->int_reply = true;
     set_start(s);
@@ -441,16 +406,14 @@ static void setex(px_reply *r, const px_str *argv, int unit_ms, const char *name
     /* Redis's checks, as SET EX/PX: a non-positive time, or one whose
      * milliseconds or whose absolute time (now + ms) would overflow. */
     if (t <= 0 || (unit_ms == 1000 && t > (long long)(INT64_MAX / 1000)) ||
-        t * unit_ms > INT64_MAX - now_ms()) {
+        t * unit_ms > INT64_MAX - resp_now_ms()) {
         resp_errorf(r, "ERR invalid expire time in '%s' command", name);
         px_reply_end(r);
         return;
     }
     set_ctx *s = set_ctx_new(r, &argv[1], &argv[3]);
-    if (!s) {
-        resp_end_error(r, "ERR out of memory");
+    if (!s)
         return;
-    }
     s->ttl_ms = clamp_ttl(t * unit_ms);
     set_start(s);
 }
@@ -499,7 +462,7 @@ static void on_getdel_read(const momento_result *res, void *ud)
         free(q);
         return;
     }
-    count_read(r, true);
+    resp_count_read(r, true);
     size_t n;
     const void *v = momento_result_value(res, &n);
     q->value = malloc(n ? n : 1);
@@ -552,15 +515,7 @@ static void on_mget(const momento_result *const *items, size_t n, void *ud)
     resp_array(r, (long long)n);
     for (size_t i = 0; i < n; i++) {
         const momento_result *it = items[i];
-        bool hit = momento_result_error(it) == MOMENTO_OK && momento_result_is_hit(it);
-        count_read(r, hit);
-        if (hit) {
-            size_t len;
-            const void *v = momento_result_value(it, &len);
-            resp_bulk(r, v, len);
-        } else {
-            resp_nil(r);
-        }
+        resp_read_value(r, it, momento_result_error(it) == MOMENTO_OK && momento_result_is_hit(it));
     }
     px_reply_end(r);
 }
@@ -574,10 +529,8 @@ static void cmd_mget(px_reply *r, int argc, const px_str *argv)
 static void on_mset(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_momento_error(r, 0, res);
+    if (resp_end_if_error(r, res))
         return;
-    }
     for (size_t i = 0; i < momento_result_item_count(res); i++) {
         const momento_result *it = momento_result_item(res, i);
         if (momento_result_error(it) != MOMENTO_OK) {
@@ -600,11 +553,9 @@ static void cmd_mset(px_reply *r, int argc, const px_str *argv)
     }
     px_backend *b = px_conn_backend(px_reply_conn(r));
     size_t n = (size_t)(argc - 1) / 2;
-    const void **keys = malloc(2 * n * sizeof(*keys));
-    size_t *lens = malloc(2 * n * sizeof(*lens));
-    if (!keys || !lens) {
-        free(keys);
-        free(lens);
+    const void **keys;
+    size_t *lens;
+    if (!resp_arrays_new(2 * n, &keys, &lens)) {
         resp_end_error(r, "ERR out of memory");
         return;
     }

@@ -248,8 +248,7 @@ static void zadd_decide(zadd_req *q)
 static void on_zadd_read(const momento_result *res, void *ud)
 {
     zadd_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(q->r, res);
+    if (resp_end_if_failed(q->r, res)) {
         free(q);
         return;
     }
@@ -269,10 +268,8 @@ static void on_zadd_read(const momento_result *res, void *ud)
 static void on_incremented(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
+    if (resp_end_if_failed(r, res))
         return;
-    }
     resp_double(r, momento_result_score(res));
     px_reply_end(r);
 }
@@ -407,31 +404,20 @@ typedef struct zrem_req {
 static void on_zrem_removed(const momento_result *res, void *ud)
 {
     zrem_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(q->r, res);
-    } else {
-        resp_int(q->r, q->count);
-        px_reply_end(q->r);
-    }
+    resp_end_int_or_failure(q->r, res, q->count);
     free(q);
 }
 
 static void on_zrem_read(const momento_result *res, void *ud)
 {
     zrem_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(q->r, res);
+    if (resp_end_if_failed(q->r, res)) {
         free(q);
         return;
     }
-    q->count = 0;
-    if (momento_result_is_hit(res))
-        for (size_t i = 0; i < momento_result_item_count(res); i++)
-            if (momento_result_is_hit(momento_result_item(res, i)))
-                q->count++;
+    q->count = (long long)resp_count_hits(res);
     if (q->count == 0) {
-        resp_int(q->r, 0);
-        px_reply_end(q->r);
+        resp_end_int(q->r, 0);
         free(q);
         return;
     }
@@ -466,10 +452,8 @@ static void cmd_zrem(px_reply *r, int argc, const px_str *argv)
 static void on_zscore(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
+    if (resp_end_if_failed(r, res))
         return;
-    }
     if (momento_result_is_hit(res))
         resp_double(r, momento_result_score(res));
     else
@@ -488,72 +472,25 @@ static void cmd_zscore(px_reply *r, int argc, const px_str *argv)
     resp_submitted(r, rc);
 }
 
-typedef struct zmscore_req {
-    px_reply *r;
-    size_t n;
-} zmscore_req;
-
-static void on_zmscore(const momento_result *res, void *ud)
+static void zmscore_each(px_reply *r, const momento_result *res, size_t i)
 {
-    zmscore_req *q = ud;
-    px_reply *r = q->r;
-    size_t n = q->n;
-    free(q);
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
-        return;
-    }
-    bool found = momento_result_is_hit(res);
-    resp_array(r, (long long)n);
-    for (size_t i = 0; i < n; i++) {
-        const momento_result *it = found ? momento_result_item(res, i) : NULL;
-        if (it && momento_result_is_hit(it))
-            resp_double(r, momento_result_score(it));
-        else
-            resp_nil(r);
-    }
-    px_reply_end(r);
+    const momento_result *it = momento_result_is_hit(res) ? momento_result_item(res, i) : NULL;
+    if (it && momento_result_is_hit(it))
+        resp_double(r, momento_result_score(it));
+    else
+        resp_nil(r);
 }
 
 static void cmd_zmscore(px_reply *r, int argc, const px_str *argv)
 {
-    px_backend *b = px_conn_backend(px_reply_conn(r));
-    size_t n = (size_t)argc - 2;
-    zmscore_req *q = malloc(sizeof(*q));
-    const void **ps = malloc(n * sizeof(*ps));
-    size_t *lens = malloc(n * sizeof(*lens));
-    if (!q || !ps || !lens) {
-        free(q);
-        free(ps);
-        free(lens);
-        resp_end_error(r, "ERR out of memory");
-        return;
-    }
-    q->r = r;
-    q->n = n;
-    for (size_t i = 0; i < n; i++) {
-        ps[i] = argv[2 + i].p;
-        lens[i] = argv[2 + i].n;
-    }
-    const void *const *v = (const void *const *)ps;
-    int rc = b->co ? momento_coalescing_sorted_set_get_scores(b->co, b->cache, argv[1].p,
-                                                              argv[1].n, v, lens, n, NULL,
-                                                              on_zmscore, q)
-                   : momento_sorted_set_get_scores(b->client, b->cache, argv[1].p, argv[1].n, v,
-                                                   lens, n, NULL, on_zmscore, q);
-    free(ps);
-    free(lens);
-    if (!resp_submitted(r, rc))
-        free(q);
+    resp_read_many(r, argc, argv, MOMENTO_ITEM_TYPE_SORTED_SET, true, zmscore_each);
 }
 
 static void on_zrank(const momento_result *res, void *ud)
 {
     px_reply *r = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
+    if (resp_end_if_failed(r, res))
         return;
-    }
     if (momento_result_is_hit(res))
         resp_int(r, (long long)momento_result_int(res));
     else
@@ -584,18 +521,9 @@ static void cmd_zrevrank(px_reply *r, int argc, const px_str *argv)
 
 /* ---- ZCARD, ZCOUNT, and the empty answers that need only the type ---- */
 
-static void length(px_reply *r, const px_str *key, momento_callback cb)
-{
-    px_backend *b = px_conn_backend(px_reply_conn(r));
-    int rc = b->co ? momento_coalescing_sorted_set_length(b->co, b->cache, key->p, key->n, NULL,
-                                                          cb, r)
-                   : momento_sorted_set_length(b->client, b->cache, key->p, key->n, NULL, cb, r);
-    resp_submitted(r, rc);
-}
-
 static void cmd_zcard(px_reply *r, int argc, const px_str *argv)
 {
-    length(r, &argv[1], resp_on_length);
+    resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_SORTED_SET, resp_on_length);
 }
 
 /* Redis's min and max as Momento's range; false with *empty when the range
@@ -630,7 +558,7 @@ static void cmd_zcount(px_reply *r, int argc, const px_str *argv)
         return;
     }
     if (empty) {
-        length(r, &argv[1], resp_on_type_then_zero);
+        resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_SORTED_SET, resp_on_type_then_zero);
         return;
     }
     px_backend *b = px_conn_backend(px_reply_conn(r));
@@ -658,17 +586,13 @@ static void on_range(const momento_result *res, void *ud)
     px_reply *r = q->r;
     bool withscores = q->withscores;
     free(q);
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(r, res);
+    if (resp_end_if_failed(r, res))
         return;
-    }
     size_t n = momento_result_is_hit(res) ? momento_result_item_count(res) : 0;
     resp_array(r, (long long)(withscores ? 2 * n : n));
     for (size_t i = 0; i < n; i++) {
         const momento_result *it = momento_result_item(res, i);
-        size_t len;
-        const void *v = momento_result_value(it, &len);
-        resp_bulk(r, v, len);
+        resp_bulk_value(r, it);
         if (withscores)
             resp_double(r, momento_result_score(it));
     }
@@ -751,7 +675,7 @@ static void zrange(px_reply *r, int argc, const px_str *argv, int type, int dir)
         }
         int32_t s, e;
         if (!to_slice(start, stop, &s, &e)) {
-            length(r, &argv[1], resp_on_type_then_empty);
+            resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_SORTED_SET, resp_on_type_then_empty);
             return;
         }
         if (!(q = malloc(sizeof(*q)))) {
@@ -778,7 +702,7 @@ static void zrange(px_reply *r, int argc, const px_str *argv, int type, int dir)
         /* A negative offset, a count of 0 or an offset past any set
          * select nothing; a negative count is no limit. */
         if (empty || offset < 0 || limit == 0 || offset > UINT32_MAX) {
-            length(r, &argv[1], resp_on_type_then_empty);
+            resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_SORTED_SET, resp_on_type_then_empty);
             return;
         }
         uint32_t count = limit < 0 || limit > UINT32_MAX ? 0 : (uint32_t)limit;
@@ -889,8 +813,7 @@ static bool is_zset_or_none(const momento_result *res)
 static void on_union_dest_deleted(const momento_result *res, void *ud)
 {
     union_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(q->r, res);
+    if (resp_end_if_failed(q->r, res)) {
         union_free(q);
         return;
     }
@@ -901,8 +824,7 @@ static void on_union_dest_deleted(const momento_result *res, void *ud)
 static void on_union_source_type(const momento_result *res, void *ud)
 {
     union_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(q->r, res);
+    if (resp_end_if_failed(q->r, res)) {
         union_free(q);
         return;
     }
@@ -955,8 +877,7 @@ static void union_check_next(union_req *q)
 static void on_union_dest_type(const momento_result *res, void *ud)
 {
     union_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(q->r, res);
+    if (resp_end_if_failed(q->r, res)) {
         union_free(q);
         return;
     }
@@ -975,8 +896,7 @@ static void on_union(const momento_result *res, void *ud)
 {
     union_req *q = ud;
     if (momento_result_error(res) == MOMENTO_OK) {
-        resp_int(q->r, (long long)momento_result_int(res));
-        px_reply_end(q->r);
+        resp_end_int(q->r, (long long)momento_result_int(res));
         union_free(q);
         return;
     }
@@ -1032,8 +952,7 @@ static int union_add(union_req *q, size_t source, const void *m, size_t n, doubl
 static void on_union_source_read(const momento_result *res, void *ud)
 {
     union_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(q->r, res);
+    if (resp_end_if_failed(q->r, res)) {
         union_free(q);
         return;
     }
@@ -1087,12 +1006,7 @@ static double aggregate(momento_aggregate agg, double acc, double v)
 static void on_union_local_put(const momento_result *res, void *ud)
 {
     union_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK) {
-        resp_end_failure(q->r, res);
-    } else {
-        resp_int(q->r, (long long)q->nelems);
-        px_reply_end(q->r);
-    }
+    resp_end_int_or_failure(q->r, res, (long long)q->nelems);
     union_free(q);
 }
 
@@ -1100,21 +1014,15 @@ static void on_union_local_put(const momento_result *res, void *ud)
 static void on_union_local_cleared(const momento_result *res, void *ud)
 {
     union_req *q = ud;
-    if (momento_result_error(res) != MOMENTO_OK || q->nelems == 0) {
-        if (momento_result_error(res) != MOMENTO_OK) {
-            resp_end_failure(q->r, res);
-        } else {
-            resp_int(q->r, 0); /* Redis deletes the destination of an empty union */
-            px_reply_end(q->r);
-        }
+    if (!resp_store_cleared(q->r, res, q->nelems)) {
         union_free(q);
         return;
     }
-    const void **values = malloc(q->nelems * sizeof(*values));
-    size_t *lens = malloc(q->nelems * sizeof(*lens));
+    const void **values = NULL;
+    size_t *lens = NULL;
     double *scores = malloc(q->nelems * sizeof(*scores));
     int rc = MOMENTO_ERR_NO_MEMORY;
-    if (values && lens && scores) {
+    if (scores && resp_arrays_new(q->nelems, &values, &lens)) {
         for (size_t i = 0; i < q->nelems; i++) {
             values[i] = q->elems[i].member;
             lens[i] = q->elems[i].len;
@@ -1190,11 +1098,7 @@ static void union_local_next(union_req *q, size_t i)
         size_t bytes = q->dest_len;
         for (size_t k = 0; k < q->nelems; k++)
             bytes += q->elems[k].len + sizeof(double);
-        if (bytes > MOMENTO_MAX_ITEM_BYTES) {
-            resp_errorf(q->r, "ERR momento %s: the union (%zu bytes) is over Momento's item "
-                              "limit of %u bytes", momento_error_name(MOMENTO_ERR_LIMIT_EXCEEDED),
-                        bytes, (unsigned)MOMENTO_MAX_ITEM_BYTES);
-            px_reply_end(q->r);
+        if (!resp_store_fits(q->r, "union", bytes)) {
             union_free(q);
             return;
         }
