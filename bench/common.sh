@@ -13,6 +13,10 @@
 #                         through a RESP port (redis-cli --pipe).
 server="$build/server/momento-local"
 [ -x "$server" ] || { echo "build first: $server is missing"; exit 1; }
+# The drivers (mc_load, raw_client, ...) are not built by default: nothing
+# here is installed. Build them now, as a script would need them.
+ninja -C "$build" bench-programs > /dev/null ||
+    { echo "ninja -C $build bench-programs failed"; exit 1; }
 work=$(mktemp -d)
 pid=""
 bench_cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"; }
