@@ -112,7 +112,10 @@ static const char *header(const char *head, const char *name, char *out, size_t 
 
 static void serve_one(receiver *rv, int fd)
 {
-    static char buf[1 << 16]; /* this thread's alone; off its stack */
+    /* Each receiver's thread its own (a plain static was every receiver's:
+     * two serving at once wrote into each other's request, and a held
+     * receiver recorded another webhook's delivery); off the stack. */
+    static _Thread_local char buf[1 << 16];
     size_t got = 0;
     char *end = NULL;
     buf[0] = '\0';
