@@ -327,6 +327,41 @@ void tu_count_cb(const momento_result *r, void *userdata)
     pthread_mutex_unlock(&k->lock);
 }
 
+void tu_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cv, mu, &until);
+}
+
+void tu_assert_get(momento_client *c, const char *cache, const void *key, size_t key_len,
+                   const void *want, size_t want_len)
+{
+    momento_result *r = NULL;
+    assert_int_equal(momento_get_sync(c, cache, key, key_len, NULL, &r), MOMENTO_OK);
+    if (want) {
+        size_t len = 0;
+        const void *v = momento_result_value(r, &len);
+        assert_true(momento_result_is_hit(r));
+        assert_int_equal(len, want_len);
+        assert_memory_equal(v, want, len);
+    } else {
+        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    }
+    momento_result_free(r);
+}
+
+void tu_assert_get_str(momento_client *c, const char *cache, const char *key, const char *want)
+{
+    tu_assert_get(c, cache, key, strlen(key), want, want ? strlen(want) : 0);
+}
+
 size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *count, size_t n,
                      int timeout_ms)
 {
@@ -334,16 +369,8 @@ size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *coun
      * return early, and a lost wake-up must not end the wait either. */
     int64_t deadline = tu_now_ms() + TU_MS(timeout_ms);
     pthread_mutex_lock(mu);
-    while (*count < n && tu_now_ms() < deadline) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 100 * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(cv, mu, &until);
-    }
+    while (*count < n && tu_now_ms() < deadline)
+        tu_cond_wait_ms(cv, mu, 100);
     size_t got = *count;
     pthread_mutex_unlock(mu);
     return got;

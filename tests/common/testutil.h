@@ -97,6 +97,27 @@ size_t tu_counter_errors(tu_counter *k, int err);
 size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *count, size_t n,
                      int timeout_ms);
 
+/* One pthread_cond_timedwait() on `cv` (with `mu` held) of at most `ms`
+ * milliseconds, unscaled: the slice of a wait loop that looks at its own
+ * condition and clock between two slices, so that neither an early return
+ * nor a lost wake-up ends the wait. */
+void tu_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms);
+
+/* Gets `key` (key_len bytes) from `cache` through `c`, asserting that the
+ * call succeeded and was a hit holding exactly the `want_len` bytes at
+ * `want` or, with `want` NULL, a miss. The one read-back check that most
+ * tests end a write with. */
+void tu_assert_get(momento_client *c, const char *cache, const void *key, size_t key_len,
+                   const void *want, size_t want_len);
+/* The same with a string key and value (`want` NULL: a miss). */
+void tu_assert_get_str(momento_client *c, const char *cache, const char *key, const char *want);
+
+/* Adds fault headers to `c` (tu_header()): "request-id" `request_id`, then
+ * `n` pairs of key, value from `headers`. A fresh request-id puts the
+ * client's calls in a fault session of their own on the server. */
+void tu_headers(momento_local *s, momento_client *c, const char *request_id,
+                const char *const *headers, size_t n);
+
 /* A raw unary or server-streaming call. Sends `body` to `path` with the
  * given headers (pairs of key, value; n_headers pairs) and collects up to
  * `max_msgs` response messages. Returns the gRPC status. */

@@ -253,13 +253,7 @@ static void test_queued_requests_leave_as_batches(void **state)
     assert_int_equal(k.batched_keys, 2 * N);
     assert_int_equal(k.keys_per_batch[5], 2); /* 33..64 keys */
     assert_true(k.queued_ns_max > 0);
-    momento_result *r;
-    assert_int_equal(momento_get_sync(c, "c", "k7", 2, NULL, &r), MOMENTO_OK);
-    size_t len;
-    const char *v = momento_result_value(r, &len);
-    assert_int_equal(len, 4);
-    assert_memory_equal(v, "new7", 4);
-    momento_result_free(r);
+    tu_assert_get(c, "c", "k7", 2, "new7", 4);
     /* Retired just after its callback returned (the blocking call woke in it). */
     tu_wait_until(momento_client_in_flight(c) == 0, 10000);
     assert_int_equal(momento_client_in_flight(c), 0);

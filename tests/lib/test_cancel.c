@@ -72,16 +72,8 @@ static int rec_wait(rec *x, int64_t ms)
 {
     int64_t until = tu_now_ms() + ms;
     pthread_mutex_lock(&rec_lock);
-    while (x->calls == 0 && tu_now_ms() < until) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 5 * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&rec_cond, &rec_lock, &ts);
-    }
+    while (x->calls == 0 && tu_now_ms() < until)
+        tu_cond_wait_ms(&rec_cond, &rec_lock, 5);
     int n = x->calls;
     pthread_mutex_unlock(&rec_lock);
     return n;

@@ -50,13 +50,7 @@ static void test_one_mebibyte(void **state)
     for (size_t i = 0; i < n; i++)
         val[i] = (unsigned char)(i * 31 + 7);
     assert_int_equal(momento_set_sync(f->client, "c", "big", 3, val, n, 0, NULL, NULL), MOMENTO_OK);
-    momento_result *r;
-    assert_int_equal(momento_get_sync(f->client, "c", "big", 3, NULL, &r), MOMENTO_OK);
-    size_t len;
-    const void *v = momento_result_value(r, &len);
-    assert_int_equal(len, n);
-    assert_memory_equal(v, val, n);
-    momento_result_free(r);
+    tu_assert_get(f->client, "c", "big", 3, val, n);
     free(val);
 }
 

@@ -69,21 +69,6 @@ static momento_coalescer_stats counters(momento_coalescer *co)
     return k;
 }
 
-static void check_value(momento_client *c, const char *key, const char *want)
-{
-    momento_result *r;
-    assert_int_equal(momento_get_sync(c, "c", key, strlen(key), NULL, &r), MOMENTO_OK);
-    if (want) {
-        size_t len;
-        const void *v = momento_result_value(r, &len);
-        assert_true(momento_result_is_hit(r));
-        assert_int_equal(len, strlen(want));
-        assert_memory_equal(v, want, len);
-    } else {
-        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    }
-    momento_result_free(r);
-}
 
 static void test_duplicate_gets_share_one_rpc(void **state)
 {
@@ -156,7 +141,7 @@ static void test_different_values_are_separate_sets(void **state)
     assert_int_equal(k.ok, 5);
     assert_int_equal(momento_local_rpc_count(f->server, "Set", -1), 4);
     assert_int_equal(counters(co).set_coalesced, 1);
-    check_value(f->client, "s", "v1");
+    tu_assert_get_str(f->client, "c", "s", "v1");
     momento_coalescer_free(co);
     momento_client_free(c);
     tu_counter_destroy(&k);

@@ -393,14 +393,7 @@ static void *submit_loop(void *arg)
     for (int n = 0; n < PER_SUBMITTER && tu_now_ms() < until; n++) {
         pthread_mutex_lock(&l->lock);
         while (l->in_flight[sb->index] >= IN_FLIGHT_CAP && tu_now_ms() < until) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 10 * 1000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-            pthread_cond_timedwait(&l->cond, &l->lock, &ts);
+            tu_cond_wait_ms(&l->cond, &l->lock, 10);
         }
         l->in_flight[sb->index]++;
         pthread_mutex_unlock(&l->lock);

@@ -25,18 +25,7 @@ static void put(const char *key, const char *value)
 
 static void check_value(const char *key, const char *want)
 {
-    momento_result *r;
-    assert_int_equal(momento_get_sync(tu_fx.client, "c", key, strlen(key), NULL, &r), MOMENTO_OK);
-    if (!want) {
-        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    } else {
-        size_t len;
-        const void *v = momento_result_value(r, &len);
-        assert_true(momento_result_is_hit(r));
-        assert_int_equal(len, strlen(want));
-        assert_memory_equal(v, want, len);
-    }
-    momento_result_free(r);
+    tu_assert_get_str(tu_fx.client, "c", key, want);
 }
 
 /* Runs a conditional set and returns its outcome. */

@@ -87,13 +87,7 @@ static void test_trusted_ca_connects(void **state)
     momento_local *s = tls_server("good");
     momento_client *c = tls_client(s, true);
     assert_int_equal(momento_set_sync(c, "c", "k", 1, "over tls", 8, 0, NULL, NULL), MOMENTO_OK);
-    momento_result *r;
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
-    size_t len;
-    const void *v = momento_result_value(r, &len);
-    assert_int_equal(len, 8);
-    assert_memory_equal(v, "over tls", 8);
-    momento_result_free(r);
+    tu_assert_get(c, "c", "k", 1, "over tls", 8);
     assert_int_equal(momento_list_caches_sync(c, NULL, NULL), MOMENTO_OK); /* control plane too */
     momento_client_free(c);
     momento_local_stop(s);
@@ -392,13 +386,7 @@ static void test_protosocket_over_tls(void **state)
     momento_local *s = ps_tls_server("good");
     momento_client *c = ps_tls_client(s, NULL, true, "tok");
     assert_int_equal(momento_set_sync(c, "c", "k", 1, "over ps", 7, 0, NULL, NULL), MOMENTO_OK);
-    momento_result *r;
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
-    size_t len;
-    const void *v = momento_result_value(r, &len);
-    assert_int_equal(len, 7);
-    assert_memory_equal(v, "over ps", 7);
-    momento_result_free(r);
+    tu_assert_get(c, "c", "k", 1, "over ps", 7);
     assert_int_equal(momento_local_rpc_count(s, "Get", 0), 1);
     momento_client_free(c);
 
