@@ -362,6 +362,49 @@ void tu_assert_get_str(momento_client *c, const char *cache, const char *key, co
     tu_assert_get(c, cache, key, strlen(key), want, want ? strlen(want) : 0);
 }
 
+static pthread_mutex_t tu_rec_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tu_rec_cond = PTHREAD_COND_INITIALIZER;
+static int tu_rec_seq;
+
+void tu_rec_cb(const momento_result *r, void *userdata)
+{
+    tu_rec *x = userdata;
+    size_t len = 0;
+    const void *v = momento_result_value(r, &len);
+    pthread_mutex_lock(&tu_rec_lock);
+    x->calls++;
+    x->error = momento_result_error(r);
+    x->outcome = momento_result_outcome(r);
+    x->attempts = momento_result_attempts(r);
+    x->value_len = v ? (len < sizeof(x->value) ? len : sizeof(x->value) - 1) : 0;
+    if (x->value_len)
+        memcpy(x->value, v, x->value_len);
+    x->value[x->value_len] = 0;
+    x->at_ms = tu_now_ms();
+    x->seq = ++tu_rec_seq;
+    pthread_cond_broadcast(&tu_rec_cond);
+    pthread_mutex_unlock(&tu_rec_lock);
+}
+
+int tu_rec_calls(const tu_rec *x)
+{
+    pthread_mutex_lock(&tu_rec_lock);
+    int n = x->calls;
+    pthread_mutex_unlock(&tu_rec_lock);
+    return n;
+}
+
+int tu_rec_wait(const tu_rec *x, int timeout_ms)
+{
+    int64_t until = tu_now_ms() + TU_MS(timeout_ms);
+    pthread_mutex_lock(&tu_rec_lock);
+    while (x->calls == 0 && tu_now_ms() < until)
+        tu_cond_wait_ms(&tu_rec_cond, &tu_rec_lock, 5);
+    int n = x->calls;
+    pthread_mutex_unlock(&tu_rec_lock);
+    return n;
+}
+
 size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *count, size_t n,
                      int timeout_ms)
 {

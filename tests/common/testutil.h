@@ -90,6 +90,27 @@ void tu_count_cb(const momento_result *r, void *userdata);
 size_t tu_counter_wait(tu_counter *k, size_t n, int timeout_ms);
 size_t tu_counter_errors(tu_counter *k, int err);
 
+/* What one request's callback said, recorded by tu_rec_cb() (userdata: a
+ * zeroed tu_rec): for tests that look at each request's answer, where a
+ * tu_counter counts answers by kind. Every tu_rec is written under one lock
+ * of testutil's: read `calls` with tu_rec_calls() or tu_rec_wait() while a
+ * callback may still come, and the rest once they say it came. */
+typedef struct tu_rec {
+    int calls;
+    int error;
+    momento_outcome outcome;
+    int attempts;
+    char value[64];   /* the result's value, cut to fit, NUL-terminated */
+    size_t value_len; /* of `value` */
+    int64_t at_ms;    /* tu_now_ms() when the callback ran */
+    int seq;          /* its place among every tu_rec_cb() call: order, not time */
+} tu_rec;
+void tu_rec_cb(const momento_result *r, void *userdata);
+int tu_rec_calls(const tu_rec *x);
+/* Waits until `x` was called back or `timeout_ms` (scaled by
+ * tu_time_scale()) passed; returns its calls. */
+int tu_rec_wait(const tu_rec *x, int timeout_ms);
+
 /* Waits on `cv` until *count, which `mu` guards and whose every change is
  * broadcast on `cv`, is at least `n`, or `timeout_ms` (scaled by
  * tu_time_scale()) has passed; returns *count as last seen. For callbacks
