@@ -369,6 +369,8 @@ static int tu_rec_seq;
 void tu_rec_cb(const momento_result *r, void *userdata)
 {
     tu_rec *x = userdata;
+    char name[16] = "";
+    pthread_getname_np(pthread_self(), name, sizeof(name));
     size_t len = 0;
     const void *v = momento_result_value(r, &len);
     pthread_mutex_lock(&tu_rec_lock);
@@ -382,6 +384,7 @@ void tu_rec_cb(const momento_result *r, void *userdata)
     x->value[x->value_len] = 0;
     x->at_ms = tu_now_ms();
     x->seq = ++tu_rec_seq;
+    memcpy(x->thread, name, sizeof(x->thread));
     pthread_cond_broadcast(&tu_rec_cond);
     pthread_mutex_unlock(&tu_rec_lock);
 }

@@ -104,6 +104,7 @@ typedef struct tu_rec {
     size_t value_len; /* of `value` */
     int64_t at_ms;    /* tu_now_ms() when the callback ran */
     int seq;          /* its place among every tu_rec_cb() call: order, not time */
+    char thread[16];  /* the name of the thread it ran on ("momento-cq": a client's) */
 } tu_rec;
 void tu_rec_cb(const momento_result *r, void *userdata);
 int tu_rec_calls(const tu_rec *x);
