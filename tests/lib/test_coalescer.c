@@ -177,23 +177,51 @@ static void release_get(tu_fixture *f, momento_cancel_token *tok, tu_counter *k,
     momento_cancel_token_free(tok);
 }
 
+/* The start of a read-your-writes test: `key` set to `old`, then a client
+ * whose first get the server holds, a coalescer of it, and that get, held
+ * (held_get()) with the token `t`; `early` counts its callbacks. */
+typedef struct held_read {
+    momento_client *c;
+    momento_coalescer *co;
+    momento_cancel_token *t;
+    tu_counter early;
+} held_read;
+
+static void held_start(tu_fixture *f, held_read *h, const char *key, const char *old)
+{
+    assert_int_equal(momento_set_sync(f->client, "c", key, strlen(key), old, strlen(old), 0, NULL,
+                                      NULL),
+                     MOMENTO_OK);
+    h->c = delayed_client(f, "get", FOREVER_MS, 1);
+    assert_int_equal(momento_coalescer_new(&h->co, h->c), MOMENTO_OK);
+    momento_local_reset_stats(f->server);
+    tu_counter_init(&h->early);
+    assert_int_equal(momento_cancel_token_new(&h->t), MOMENTO_OK);
+    held_get(f, h->co, key, h->t, &h->early);
+}
+
+/* Its end: the held get and its `waiters` joiners released (release_get()),
+ * two Gets on the server in all (the held one and the one after the
+ * write), and everything freed. */
+static void held_end(tu_fixture *f, held_read *h, size_t waiters)
+{
+    release_get(f, h->t, &h->early, waiters);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
+    momento_coalescer_free(h->co);
+    momento_client_free(h->c);
+    tu_counter_destroy(&h->early);
+}
+
 static void test_read_your_writes(void **state)
 {
     tu_fixture *f = *state;
-    assert_int_equal(momento_set_sync(f->client, "c", "r", 1, "old", 3, 0, NULL, NULL), MOMENTO_OK);
-    momento_client *c = delayed_client(f, "get", FOREVER_MS, 1);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
-    momento_local_reset_stats(f->server);
-    tu_counter early;
-    tu_counter_init(&early);
-    momento_cancel_token *t;
-    assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
+    held_read h;
     /* G1 is held by the server; a duplicate issued before any write joins it. */
-    held_get(f, co, "r", t, &early);
+    held_start(f, &h, "r", "old");
+    momento_coalescer *co = h.co;
     momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
-    o.cancel = t;
-    assert_int_equal(momento_coalescing_get(co, "c", "r", 1, &o, tu_count_cb, &early), MOMENTO_OK);
+    o.cancel = h.t;
+    assert_int_equal(momento_coalescing_get(co, "c", "r", 1, &o, tu_count_cb, &h.early), MOMENTO_OK);
     /* The write returns while G1 is still in flight (held until the
      * cancel below)... */
     assert_int_equal(momento_coalescing_set_sync(co, "c", "r", 1, "new", 3, 0, NULL, NULL), MOMENTO_OK);
@@ -209,13 +237,9 @@ static void test_read_your_writes(void **state)
     momento_coalescer_stats s = counters(co);
     assert_int_equal(s.get_requests, 3);
     assert_int_equal(s.get_coalesced, 1);
-    assert_int_equal(early.total, 0); /* G1 was held all along */
+    assert_int_equal(h.early.total, 0); /* G1 was held all along */
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 1);
-    release_get(f, t, &early, 2);
-    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
-    momento_coalescer_free(co);
-    momento_client_free(c);
-    tu_counter_destroy(&early);
+    held_end(f, &h, 2);
 }
 
 /* A write through one coalescer closes the key's open reads in the client's
@@ -268,29 +292,18 @@ static void test_read_your_writes_across_coalescers(void **state)
 static void test_delete_invalidates(void **state)
 {
     tu_fixture *f = *state;
-    assert_int_equal(momento_set_sync(f->client, "c", "d", 1, "x", 1, 0, NULL, NULL), MOMENTO_OK);
-    momento_client *c = delayed_client(f, "get", FOREVER_MS, 1);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
-    momento_local_reset_stats(f->server);
-    tu_counter early;
-    tu_counter_init(&early);
-    momento_cancel_token *t;
-    assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
-    held_get(f, co, "d", t, &early);
+    held_read h;
+    held_start(f, &h, "d", "x");
+    momento_coalescer *co = h.co;
     assert_int_equal(momento_coalescing_delete_sync(co, "c", "d", 1, NULL, NULL), MOMENTO_OK);
     /* Issued after the delete, while the first get is still held: its own
      * RPC, which sees the delete. */
     momento_result *r;
     tu_expect(momento_coalescing_get_sync(co, "c", "d", 1, NULL, &r), r, MOMENTO_OUTCOME_MISS);
     assert_int_equal(counters(co).get_coalesced, 0);
-    assert_int_equal(early.total, 0);
+    assert_int_equal(h.early.total, 0);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 1);
-    release_get(f, t, &early, 1);
-    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
-    momento_coalescer_free(co);
-    momento_client_free(c);
-    tu_counter_destroy(&early);
+    held_end(f, &h, 1);
 }
 
 static void test_duplicate_deletes_share(void **state)
