@@ -73,10 +73,24 @@ static void test_conditional_sets(void **state)
     assert_int_equal(cond_set("empty", "y", MOMENTO_IF_EQUAL, ""), MOMENTO_OUTCOME_STORED);
 }
 
+/* An async call's outcome, kept by keep_outcome(); `waited` counts the
+ * callbacks RUN_ASYNC() has waited for. */
 typedef struct outcome_box {
     tu_counter k;
     momento_outcome outcome;
+    size_t waited;
 } outcome_box;
+
+/* Asserts that the async `call` (its callback keeping its outcome in the
+ * outcome_box `box`) was accepted, waits for that callback and asserts its
+ * outcome is `want`. A macro, so that a failure names the test's line. */
+#define RUN_ASYNC(box, call, want)                                                                 \
+    do {                                                                                           \
+        assert_int_equal((call), MOMENTO_OK);                                                      \
+        (box)->waited++;                                                                           \
+        assert_int_equal(tu_counter_wait(&(box)->k, (box)->waited, 5000), (box)->waited);          \
+        assert_int_equal((box)->outcome, (want));                                                  \
+    } while (0)
 
 static void keep_outcome(const momento_result *r, void *ud)
 {
@@ -88,16 +102,9 @@ static void keep_outcome(const momento_result *r, void *ud)
 static void test_named_conditional_sets_async(void **state)
 {
     (void)state;
-    outcome_box b;
+    outcome_box b = {.waited = 0};
     tu_counter_init(&b.k);
-    size_t waited = 0;
-#define RUN(call, want)                                                                            \
-    do {                                                                                           \
-        assert_int_equal((call), MOMENTO_OK);                                                      \
-        waited++;                                                                                  \
-        assert_int_equal(tu_counter_wait(&b.k, waited, 5000), waited);                             \
-        assert_int_equal(b.outcome, (want));                                                       \
-    } while (0)
+#define RUN(call, want) RUN_ASYNC(&b, call, want)
     RUN(momento_set_if_not_exists(tu_fx.client, "c", "n1", 2, "v", 1, 0, NULL, keep_outcome, &b),
         MOMENTO_OUTCOME_STORED);
     RUN(momento_set_if_absent(tu_fx.client, "c", "n1", 2, "w", 1, 0, NULL, keep_outcome, &b),
@@ -735,36 +742,27 @@ static void test_hash_conditions(void **state)
 /* The async forms: the hash is borrowed in the callback, so it is copied
  * there. */
 typedef struct hash_box {
-    tu_counter k;
-    momento_outcome outcome;
+    outcome_box o;
     hash_buf hash;
 } hash_box;
 
 static void keep_hash(const momento_result *r, void *ud)
 {
     hash_box *b = ud;
-    b->outcome = momento_result_outcome(r);
     size_t len = 0;
     const void *p = momento_result_hash(r, &len);
     b->hash.len = p && len <= sizeof(b->hash.bytes) ? len : 0;
     if (b->hash.len)
         memcpy(b->hash.bytes, p, len);
-    tu_count_cb(r, &b->k);
+    keep_outcome(r, &b->o); /* last: it wakes the test */
 }
 
 static void test_hash_async_and_named(void **state)
 {
     (void)state;
-    hash_box b;
-    tu_counter_init(&b.k);
-    size_t waited = 0;
-#define RUN(call, want)                                                                            \
-    do {                                                                                           \
-        assert_int_equal((call), MOMENTO_OK);                                                      \
-        waited++;                                                                                  \
-        assert_int_equal(tu_counter_wait(&b.k, waited, 5000), waited);                             \
-        assert_int_equal(b.outcome, (want));                                                       \
-    } while (0)
+    hash_box b = {.o.waited = 0};
+    tu_counter_init(&b.o.k);
+#define RUN(call, want) RUN_ASYNC(&b.o, call, want)
     RUN(momento_set_with_hash(tu_fx.client, "c", "ha", 2, "v1", 2, 0, NULL, keep_hash, &b),
         MOMENTO_OUTCOME_STORED);
     hash_buf v1 = b.hash;
@@ -792,7 +790,7 @@ static void test_hash_async_and_named(void **state)
         MOMENTO_OUTCOME_NOT_STORED);
 #undef RUN
     check_value("ha", "v3");
-    tu_counter_destroy(&b.k);
+    tu_counter_destroy(&b.o.k);
 
     /* Every named conditional set has a blocking form. */
     momento_result *r;
