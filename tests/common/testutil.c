@@ -109,11 +109,7 @@ momento_client *tu_client(momento_local *s, const momento_config *cfg)
                          MOMENTO_OK);
         assert_int_equal(momento_config_set_protosocket_endpoint(w, ep), MOMENTO_OK);
     }
-    momento_credentials *creds = NULL;
-    assert_int_equal(momento_credentials_local(&creds, momento_local_endpoint(s)), MOMENTO_OK);
-    momento_client *c = NULL;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
+    momento_client *c = tu_client_at(momento_local_endpoint(s), cfg);
     momento_config_free(own);
     tu_header_forget(c);
     /* The rerun must really be on protosocket: its I/O thread is up. */
@@ -279,6 +275,32 @@ momento_client *tu_patient_client(momento_local *s, uint32_t timeout_ms)
     momento_client *c = tu_client(s, cfg);
     momento_config_free(cfg);
     return c;
+}
+
+/* Both: a client of `creds`, which it frees. */
+static momento_client *client_of(momento_credentials *creds, const momento_config *cfg)
+{
+    momento_client *c = NULL;
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
+    momento_credentials_free(creds);
+    return c;
+}
+
+momento_client *tu_client_at(const char *endpoint, const momento_config *cfg)
+{
+    momento_credentials *creds = NULL;
+    assert_int_equal(momento_credentials_local(&creds, endpoint), MOMENTO_OK);
+    return client_of(creds, cfg);
+}
+
+momento_client *tu_client_with_endpoints(const char *token, const char *cache_endpoint,
+                                         const char *control_endpoint, const momento_config *cfg)
+{
+    momento_credentials *creds = NULL;
+    assert_int_equal(
+        momento_credentials_with_endpoints(&creds, token, cache_endpoint, control_endpoint),
+        MOMENTO_OK);
+    return client_of(creds, cfg);
 }
 
 void tu_create_cache(momento_client *c, const char *cache)
@@ -678,12 +700,7 @@ void tu_silent_stop(tu_silent *s)
 
 momento_client *tu_silent_client(const tu_silent *s, const momento_config *cfg)
 {
-    momento_credentials *creds = NULL;
-    assert_int_equal(momento_credentials_local(&creds, s->endpoint), MOMENTO_OK);
-    momento_client *c = NULL;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
-    return c;
+    return tu_client_at(s->endpoint, cfg);
 }
 
 int64_t tu_now_ns(void)

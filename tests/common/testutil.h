@@ -29,6 +29,15 @@ momento_local *tu_server_with_cache(const char *cache);
  * transport and endpoint are set on `cfg` itself when given). */
 momento_client *tu_client(momento_local *s, const momento_config *cfg);
 
+/* A client with `cfg` (NULL: defaults) of the plaintext server at
+ * `endpoint` ("host:port", local credentials), asserting success: for fakes
+ * and servers tu_client() does not know (it never switches the transport). */
+momento_client *tu_client_at(const char *endpoint, const momento_config *cfg);
+/* The same with the credentials momento_credentials_with_endpoints() makes
+ * of `token` and the two endpoints: for TLS servers and named endpoints. */
+momento_client *tu_client_with_endpoints(const char *token, const char *cache_endpoint,
+                                         const char *control_endpoint, const momento_config *cfg);
+
 /* A fault-injection header for `c`'s calls (momento__client_add_header()):
  * request-id, delay-rpcs, delay-ms, delay-count, return-error, error-rpcs,
  * error-count. Protosocket has no headers: with tu_protosocket() the

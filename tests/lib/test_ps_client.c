@@ -49,12 +49,7 @@ static momento_config *ps_config(momento_local *s)
 
 static momento_client *ps_client(momento_local *s, momento_config *cfg)
 {
-    momento_credentials *creds;
-    assert_int_equal(momento_credentials_local(&creds, momento_local_endpoint(s)), MOMENTO_OK);
-    momento_client *c;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
-    return c;
+    return tu_client_at(momento_local_endpoint(s), cfg);
 }
 
 

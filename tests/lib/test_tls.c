@@ -154,11 +154,7 @@ static momento_client *vpc_client(momento_local *s, const char *connect_to, bool
         assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);
     if (connect_to)
         assert_int_equal(momento_config_set_connect_address(cfg, connect_to), MOMENTO_OK);
-    momento_credentials *creds;
-    assert_int_equal(momento_credentials_with_endpoints(&creds, "", cache, control), MOMENTO_OK);
-    momento_client *c;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
+    momento_client *c = tu_client_with_endpoints("", cache, control, cfg);
     momento_config_free(cfg);
     return c;
 }
@@ -286,12 +282,8 @@ static momento_client *token_client(momento_local *s, const char *token)
     momento_config *cfg;
     momento_config_new(&cfg);
     assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);
-    momento_credentials *creds;
     const char *ep = momento_local_endpoint(s);
-    assert_int_equal(momento_credentials_with_endpoints(&creds, token, ep, ep), MOMENTO_OK);
-    momento_client *c;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
+    momento_client *c = tu_client_with_endpoints(token, ep, ep, cfg);
     momento_config_free(cfg);
     return c;
 }
@@ -369,11 +361,7 @@ static momento_client *ps_tls_client(momento_local *s, const char *cache_ep, boo
         assert_int_equal(momento_config_set_connect_address(cfg, connect), MOMENTO_OK);
     }
     const char *ep = cache_ep ? cache_ep : momento_local_endpoint(s);
-    momento_credentials *creds;
-    assert_int_equal(momento_credentials_with_endpoints(&creds, token, ep, ep), MOMENTO_OK);
-    momento_client *c;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
+    momento_client *c = tu_client_with_endpoints(token, ep, ep, cfg);
     momento_config_free(cfg);
     momento__client_add_header(c, "return-error", "internal");
     momento__client_add_header(c, "error-rpcs", "get set");
