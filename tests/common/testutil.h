@@ -50,6 +50,15 @@ void tu_header(momento_local *s, momento_client *c, const char *key, const char 
 /* Its protosocket half (testutil.c), for tu_header.c. */
 void tu__ps_fault_header(momento_local *s, const momento_client *c, const char *key,
                          const char *value);
+/* For the dispatch tests (a client with a dispatch queue and batching,
+ * `keys` distinct keys and one hot key's RPC offered to its batcher, every
+ * answer on its way to the queue): waits until every queued request left
+ * in a batch or alone and the queue holds an entry per RPC, or 20 s
+ * (scaled) passed. Sets *ret_stats to the batcher's last counters and
+ * returns the RPCs they make: (keys + 1 - queued) sent as they came, plus
+ * the batches, plus those sent alone. The caller asserts what it waited
+ * for. Reaches the library's test hooks (tu_header.c). */
+size_t tu_wait_dispatched(momento_client *c, size_t keys, momento_client_batching_stats *ret_stats);
 /* Creates `cache` through `c`, asserting success. */
 void tu_create_cache(momento_client *c, const char *cache);
 

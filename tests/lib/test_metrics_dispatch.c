@@ -200,16 +200,7 @@ static void test_shared_answer_reported_on_dispatch(void **state)
      * one sent alone from the queue, the hot key's - or, for a get that
      * was never queued, its own result's. */
     momento_client_batching_stats bs;
-    memset(&bs, 0, sizeof(bs));
-    size_t rpcs = 0;
-    int64_t until = tu_now_ms() + TU_MS(20000);
-    while (tu_now_ms() < until) {
-        assert_int_equal(momento_client_batching_stats_get(c, &bs, sizeof(bs)), MOMENTO_OK);
-        rpcs = (SHARED_KEYS + 1 - (size_t)bs.queued) + (size_t)bs.batches + (size_t)bs.sent_alone;
-        if (bs.batched_keys + bs.sent_alone == bs.queued && momento__dispatch_queued(c) >= rpcs)
-            break;
-        usleep(1000);
-    }
+    size_t rpcs = tu_wait_dispatched(c, SHARED_KEYS, &bs);
     assert_true(bs.batches >= 1); /* the premise: a GetBatch answered several */
     assert_int_equal(bs.batched_keys + bs.sent_alone, bs.queued);
     assert_int_equal(momento__dispatch_queued(c), rpcs); /* one entry per RPC */
