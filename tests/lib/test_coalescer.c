@@ -70,16 +70,32 @@ static momento_coalescer_stats counters(momento_coalescer *co)
 }
 
 
+/* A test's coalescer of `c`, with the server's counters reset and `k`
+ * ready to count its callbacks. */
+static momento_coalescer *coalescer_begin(tu_fixture *f, momento_client *c, tu_counter *k)
+{
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_local_reset_stats(f->server);
+    tu_counter_init(k);
+    return co;
+}
+
+/* Frees what coalescer_begin() made, and `c`. */
+static void coalescer_end(momento_coalescer *co, momento_client *c, tu_counter *k)
+{
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    tu_counter_destroy(k);
+}
+
 static void test_duplicate_gets_share_one_rpc(void **state)
 {
     tu_fixture *f = *state;
     assert_int_equal(momento_set_sync(f->client, "c", "k", 1, "shared bytes", 12, 0, NULL, NULL), MOMENTO_OK);
     momento_client *c = session_client(f);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
-    momento_local_reset_stats(f->server);
     tu_counter k;
-    tu_counter_init(&k);
+    momento_coalescer *co = coalescer_begin(f, c, &k);
     k.expect = "shared bytes";
     k.expect_len = 12;
     const size_t n = 50;
@@ -117,11 +133,8 @@ static void test_different_values_are_separate_sets(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = session_client(f);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
-    momento_local_reset_stats(f->server);
     tu_counter k;
-    tu_counter_init(&k);
+    momento_coalescer *co = coalescer_begin(f, c, &k);
     /* Every set below is submitted while the ones before it are in flight. */
     tu_gate *g = tu_gate_close(c);
     assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v1", 2, 0, NULL, tu_count_cb, &k), MOMENTO_OK);
@@ -142,9 +155,7 @@ static void test_different_values_are_separate_sets(void **state)
     assert_int_equal(momento_local_rpc_count(f->server, "Set", -1), 4);
     assert_int_equal(counters(co).set_coalesced, 1);
     tu_assert_get_str(f->client, "c", "s", "v1");
-    momento_coalescer_free(co);
-    momento_client_free(c);
-    tu_counter_destroy(&k);
+    coalescer_end(co, c, &k);
 }
 
 /* Starts a get of `key` through `co` that the server holds (delayed_client
@@ -193,9 +204,7 @@ static void held_start(tu_fixture *f, held_read *h, const char *key, const char 
                                       NULL),
                      MOMENTO_OK);
     h->c = delayed_client(f, "get", FOREVER_MS, 1);
-    assert_int_equal(momento_coalescer_new(&h->co, h->c), MOMENTO_OK);
-    momento_local_reset_stats(f->server);
-    tu_counter_init(&h->early);
+    h->co = coalescer_begin(f, h->c, &h->early);
     assert_int_equal(momento_cancel_token_new(&h->t), MOMENTO_OK);
     held_get(f, h->co, key, h->t, &h->early);
 }
@@ -207,9 +216,7 @@ static void held_end(tu_fixture *f, held_read *h, size_t waiters)
 {
     release_get(f, h->t, &h->early, waiters);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
-    momento_coalescer_free(h->co);
-    momento_client_free(h->c);
-    tu_counter_destroy(&h->early);
+    coalescer_end(h->co, h->c, &h->early);
 }
 
 static void test_read_your_writes(void **state)
@@ -310,11 +317,8 @@ static void test_duplicate_deletes_share(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = session_client(f);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
-    momento_local_reset_stats(f->server);
     tu_counter k;
-    tu_counter_init(&k);
+    momento_coalescer *co = coalescer_begin(f, c, &k);
     tu_gate *g = tu_gate_close(c);
     for (int i = 0; i < 5; i++)
         assert_int_equal(momento_coalescing_delete(co, "c", "x", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
@@ -324,9 +328,7 @@ static void test_duplicate_deletes_share(void **state)
     assert_int_equal(k.ok, 5);
     assert_int_equal(momento_local_rpc_count(f->server, "Delete", -1), 1);
     assert_int_equal(counters(co).delete_coalesced, 4);
-    momento_coalescer_free(co);
-    momento_client_free(c);
-    tu_counter_destroy(&k);
+    coalescer_end(co, c, &k);
 }
 
 static void test_error_fans_out(void **state)
@@ -336,11 +338,8 @@ static void test_error_fans_out(void **state)
     tu_header(f->server, c, "return-error", "unavailable");
     tu_header(f->server, c, "error-rpcs", "get");
     tu_header(f->server, c, "error-count", "3"); /* outlasts all 3 attempts */
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
-    momento_local_reset_stats(f->server);
     tu_counter k;
-    tu_counter_init(&k);
+    momento_coalescer *co = coalescer_begin(f, c, &k);
     tu_gate *g = tu_gate_close(c);
     for (int i = 0; i < 20; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "e", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
@@ -365,11 +364,8 @@ static void test_retried_success_fans_out(void **state)
     tu_header(f->server, c, "return-error", "internal");
     tu_header(f->server, c, "error-rpcs", "get");
     tu_header(f->server, c, "error-count", "1");
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
-    momento_local_reset_stats(f->server);
     tu_counter k;
-    tu_counter_init(&k);
+    momento_coalescer *co = coalescer_begin(f, c, &k);
     k.expect = "ok";
     k.expect_len = 2;
     tu_gate *g = tu_gate_close(c);
@@ -496,11 +492,8 @@ static void test_eight_threads(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = tu_patient_client(f->server, 60000);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
-    momento_local_reset_stats(f->server);
     tu_counter k;
-    tu_counter_init(&k);
+    momento_coalescer *co = coalescer_begin(f, c, &k);
     pthread_t t[8];
     worker w[8];
     for (int i = 0; i < 8; i++) {
