@@ -112,27 +112,34 @@ static void check_list_length(const char *list, int64_t want)
     momento_result_free(r);
 }
 
-/* Pushes or concatenates and checks the new length it answers. */
-static void push_back(const char *list, const char *value, uint32_t truncate, int64_t want_len)
+/* momento_list_push_back_sync() or momento_list_push_front_sync(). */
+typedef int (*list_push_sync_fn)(momento_client *c, const char *cache, const void *name,
+                                 size_t name_len, const void *value, size_t value_len,
+                                 uint32_t truncate_to_size, const momento_collection_ttl *ttl,
+                                 const momento_request_options *opts, momento_result **ret);
+
+/* Pushes `value` onto one end of `list` with `push_sync` and checks the
+ * new length it answers. */
+static void push(list_push_sync_fn push_sync, const char *list, const char *value,
+                 uint32_t truncate, int64_t want_len)
 {
     momento_result *r;
-    assert_int_equal(momento_list_push_back_sync(tu_fx.client, "c", MOMENTO_STR(list),
-                                                 MOMENTO_STR(value), truncate, NULL, NULL, &r),
+    assert_int_equal(push_sync(tu_fx.client, "c", MOMENTO_STR(list), MOMENTO_STR(value), truncate,
+                               NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_result_int(r), want_len);
     momento_result_free(r);
 }
 
+static void push_back(const char *list, const char *value, uint32_t truncate, int64_t want_len)
+{
+    push(momento_list_push_back_sync, list, value, truncate, want_len);
+}
+
 static void push_front(const char *list, const char *value, uint32_t truncate, int64_t want_len)
 {
-    momento_result *r;
-    assert_int_equal(momento_list_push_front_sync(tu_fx.client, "c", MOMENTO_STR(list),
-                                                  MOMENTO_STR(value), truncate, NULL, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
-    assert_int_equal(momento_result_int(r), want_len);
-    momento_result_free(r);
+    push(momento_list_push_front_sync, list, value, truncate, want_len);
 }
 
 /* A list "0".."9". */
