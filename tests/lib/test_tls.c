@@ -117,15 +117,22 @@ static void test_untrusted_certificate_refused(void **state)
     momento_local_stop(s);
 }
 
+/* `c`'s call to `s` fails, refused at the handshake before any RPC
+ * reached the server; frees both. */
+static void assert_refused(momento_local *s, momento_client *c)
+{
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    momento_client_free(c);
+    assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
+    momento_local_stop(s);
+}
+
 static void test_hostname_mismatch_refused(void **state)
 {
     (void)state;
     momento_local *s = tls_server("other"); /* valid chain, wrong name */
     momento_client *c = tls_client(s, true);
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
-    momento_client_free(c);
-    assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
-    momento_local_stop(s);
+    assert_refused(s, c);
 }
 
 static void test_plaintext_client_refused(void **state)
@@ -133,9 +140,7 @@ static void test_plaintext_client_refused(void **state)
     (void)state;
     momento_local *s = tls_server("good");
     momento_client *c = tu_client(s, NULL);
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
-    momento_client_free(c);
-    momento_local_stop(s);
+    assert_refused(s, c);
 }
 
 /* A client whose endpoints are cache.vpc.example:PORT and
@@ -392,15 +397,10 @@ static void test_protosocket_tls_refusals(void **state)
     (void)state;
     momento_local *s = ps_tls_server("good");
     momento_client *c = ps_tls_client(s, NULL, false, "tok");
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
-    momento_client_free(c);
-    momento_local_stop(s);
+    assert_refused(s, c);
     s = ps_tls_server("other");
     c = ps_tls_client(s, NULL, true, "tok");
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
-    momento_client_free(c);
-    assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
-    momento_local_stop(s);
+    assert_refused(s, c);
 }
 
 /* A private endpoint: dial 127.0.0.1, verify cache.vpc.example (the
