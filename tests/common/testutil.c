@@ -595,6 +595,15 @@ void tu_raw_reply_free(tu_raw_reply *r)
     r->n_msgs = 0;
 }
 
+momento_outcome tu_outcome(int rc, momento_result **r)
+{
+    assert_int_equal(rc, MOMENTO_OK);
+    momento_outcome o = momento_result_outcome(*r);
+    momento_result_free(*r);
+    *r = NULL;
+    return o;
+}
+
 void tu_assert_refusal(momento_result **r, int err)
 {
     assert_non_null(*r);

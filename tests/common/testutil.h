@@ -193,6 +193,13 @@ int64_t tu_now_ms(void);
         (r) = NULL;                                                                                \
     } while (0)
 
+/* Asserts that a blocking call returned MOMENTO_OK (`rc`) and returns the
+ * outcome of its result *r, which it frees and sets to NULL: for helpers
+ * that hand an outcome back to the test (tu_expect() checks a known one).
+ * `r` goes by address, so that it is read after the call that sets it
+ * (C evaluates a function's arguments in no set order). */
+momento_outcome tu_outcome(int rc, momento_result **r);
+
 /* A blocking call refused before sending set *r to an error result whose
  * message says why (more than momento_strerror() says): asserts that, for
  * error `err`, then frees it and sets *r to NULL. */

@@ -35,10 +35,7 @@ static momento_outcome cond_set(const char *key, const char *value, momento_cond
     momento_result *r;
     int rc = momento_set_if_sync(tu_fx.client, "c", key, strlen(key), value, strlen(value), 0, cond,
                                  compare, compare ? strlen(compare) : 0, NULL, &r);
-    assert_int_equal(rc, MOMENTO_OK);
-    momento_outcome o = momento_result_outcome(r);
-    momento_result_free(r);
-    return o;
+    return tu_outcome(rc, &r);
 }
 
 static void test_conditional_sets(void **state)
@@ -198,10 +195,7 @@ static momento_outcome ttl_op(int which, const char *key, uint64_t ms)
              : which == 1
                  ? momento_increase_ttl_sync(tu_fx.client, "c", key, strlen(key), ms, NULL, &r)
                  : momento_decrease_ttl_sync(tu_fx.client, "c", key, strlen(key), ms, NULL, &r);
-    assert_int_equal(rc, MOMENTO_OK);
-    momento_outcome o = momento_result_outcome(r);
-    momento_result_free(r);
-    return o;
+    return tu_outcome(rc, &r);
 }
 
 static void test_ttl_operations(void **state)
