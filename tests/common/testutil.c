@@ -293,6 +293,14 @@ momento_client *tu_client_at(const char *endpoint, const momento_config *cfg)
     return client_of(creds, cfg);
 }
 
+momento_client *tu_client_with_key(momento_local *s, const char *key)
+{
+    momento_credentials *creds = NULL;
+    assert_int_equal(momento_credentials_local_with_key(&creds, momento_local_endpoint(s), key),
+                     MOMENTO_OK);
+    return client_of(creds, NULL);
+}
+
 momento_client *tu_client_with_endpoints(const char *token, const char *cache_endpoint,
                                          const char *control_endpoint, const momento_config *cfg)
 {
