@@ -438,6 +438,18 @@ int tu_rec_wait(const tu_rec *x, int timeout_ms)
     return n;
 }
 
+void tu_keep_cb(const momento_result *r, void *userdata)
+{
+    tu_kept *x = userdata;
+    momento_result *copy = NULL;
+    if (momento_result_dup(r, &copy) != MOMENTO_OK)
+        copy = NULL;
+    pthread_mutex_lock(&x->k.lock);
+    x->copy = copy;
+    pthread_mutex_unlock(&x->k.lock);
+    tu_count_cb(r, &x->k);
+}
+
 size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *count, size_t n,
                      int timeout_ms)
 {

@@ -133,6 +133,17 @@ int tu_rec_calls(const tu_rec *x);
  * tu_time_scale()) passed; returns its calls. */
 int tu_rec_wait(const tu_rec *x, int timeout_ms);
 
+/* An async call's result kept past its callback: tu_keep_cb() (userdata:
+ * a tu_kept whose `k` is initialised) sets `copy` to a copy of the result
+ * (momento_result_dup(); NULL if that failed), then counts the callback in
+ * `k`. The copy is the test's to free; read it once `k` says the callback
+ * came. For tests that a result outlives its callback. */
+typedef struct tu_kept {
+    tu_counter k;
+    momento_result *copy;
+} tu_kept;
+void tu_keep_cb(const momento_result *r, void *userdata);
+
 /* Waits on `cv` until *count, which `mu` guards and whose every change is
  * broadcast on `cv`, is at least `n`, or `timeout_ms` (scaled by
  * tu_time_scale()) has passed; returns *count as last seen. For callbacks
