@@ -450,6 +450,17 @@ void tu_keep_cb(const momento_result *r, void *userdata)
     tu_count_cb(r, &x->k);
 }
 
+void tu_free_client_cb(const momento_result *r, void *userdata)
+{
+    tu_freer *x = userdata;
+    if (x->client) {
+        momento_client *c = x->client;
+        x->client = NULL;
+        momento_client_free(c);
+    }
+    tu_count_cb(r, &x->k);
+}
+
 size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *count, size_t n,
                      int timeout_ms)
 {

@@ -144,6 +144,17 @@ typedef struct tu_kept {
 } tu_kept;
 void tu_keep_cb(const momento_result *r, void *userdata);
 
+/* Frees a client from inside its own callback: tu_free_client_cb()
+ * (userdata: a tu_freer) frees `client` the first time it runs and sets it
+ * to NULL (a free from a callback is deferred until the callback returns),
+ * then counts the callback in `k`, last: the test may drop the tu_freer
+ * once `k` has counted every callback. */
+typedef struct tu_freer {
+    momento_client *client;
+    tu_counter k;
+} tu_freer;
+void tu_free_client_cb(const momento_result *r, void *userdata);
+
 /* Waits on `cv` until *count, which `mu` guards and whose every change is
  * broadcast on `cv`, is at least `n`, or `timeout_ms` (scaled by
  * tu_time_scale()) has passed; returns *count as last seen. For callbacks
