@@ -52,6 +52,14 @@ static momento_client *ps_client(momento_local *s, momento_config *cfg)
     return tu_client_at(momento_local_endpoint(s), cfg);
 }
 
+/* A client of `s` on protosocket with nothing else set. */
+static momento_client *ps_plain_client(momento_local *s)
+{
+    momento_config *cfg = ps_config(s);
+    momento_client *c = ps_client(s, cfg);
+    momento_config_free(cfg);
+    return c;
+}
 
 /* The configuration's refusals, and a local client without an endpoint. */
 static void test_config_refusals(void **state)
@@ -93,9 +101,7 @@ static void test_scalar_calls_leave_grpc(void **state)
 {
     (void)state;
     momento_local *s = ps_server();
-    momento_config *cfg = ps_config(s);
-    momento_client *c = ps_client(s, cfg);
-    momento_config_free(cfg);
+    momento_client *c = ps_plain_client(s);
     momento__client_add_header(c, "return-error", "unavailable");
     momento__client_add_header(c, "error-rpcs", "get set delete increment");
     momento_local_reset_stats(s);
@@ -228,9 +234,7 @@ static void test_retry(void **state)
 {
     (void)state;
     momento_local *s = ps_server();
-    momento_config *cfg = ps_config(s);
-    momento_client *c = ps_client(s, cfg);
-    momento_config_free(cfg);
+    momento_client *c = ps_plain_client(s);
     assert_int_equal(momento_set_sync(c, "c", "r", 1, "ok", 2, 0, NULL, NULL), MOMENTO_OK);
     momento_local_reset_stats(s);
     assert_int_equal(momento_local_protosocket_fault(s, "get", 14, 0, 1), MOMENTO_OK);
@@ -267,9 +271,7 @@ static void test_deadline_and_cancel_tell_the_server(void **state)
 {
     (void)state;
     momento_local *s = ps_server();
-    momento_config *cfg = ps_config(s);
-    momento_client *c = ps_client(s, cfg);
-    momento_config_free(cfg);
+    momento_client *c = ps_plain_client(s);
     tu_assert_get_str(c, "c", "warm", NULL); /* connected */
     assert_int_equal(momento_local_protosocket_fault(s, "get", -1, 60000, 2), MOMENTO_OK);
 
@@ -389,9 +391,7 @@ static void test_frame_limit(void **state)
 {
     (void)state;
     momento_local *s = ps_server();
-    momento_config *cfg = ps_config(s);
-    momento_client *c = ps_client(s, cfg);
-    momento_config_free(cfg);
+    momento_client *c = ps_plain_client(s);
     size_t big = 4u * 1024 * 1024 + 1024, fits = 3u * 1024 * 1024;
     char *v = malloc(big);
     for (size_t i = 0; i < big; i++)
