@@ -33,13 +33,13 @@ momento_client *tu_client(momento_local *s, const momento_config *cfg);
  * `endpoint` ("host:port", local credentials), asserting success: for fakes
  * and servers tu_client() does not know (it never switches the transport). */
 momento_client *tu_client_at(const char *endpoint, const momento_config *cfg);
-/* A client of `s` (defaults, gRPC) that sends `key` as its API key
- * (momento_credentials_local_with_key()): for tests of keys and tokens. */
-momento_client *tu_client_with_key(momento_local *s, const char *key);
 /* The same with the credentials momento_credentials_with_endpoints() makes
  * of `token` and the two endpoints: for TLS servers and named endpoints. */
 momento_client *tu_client_with_endpoints(const char *token, const char *cache_endpoint,
                                          const char *control_endpoint, const momento_config *cfg);
+/* A client of `s` (defaults, gRPC) that sends `key` as its API key
+ * (momento_credentials_local_with_key()): for tests of keys and tokens. */
+momento_client *tu_client_with_key(momento_local *s, const char *key);
 
 /* A fault-injection header for `c`'s calls (momento__client_add_header()):
  * request-id, delay-rpcs, delay-ms, delay-count, return-error, error-rpcs,
