@@ -109,11 +109,7 @@ momento_client *tu_client(momento_local *s, const momento_config *cfg)
                          MOMENTO_OK);
         assert_int_equal(momento_config_set_protosocket_endpoint(w, ep), MOMENTO_OK);
     }
-    momento_credentials *creds = NULL;
-    assert_int_equal(momento_credentials_local(&creds, momento_local_endpoint(s)), MOMENTO_OK);
-    momento_client *c = NULL;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
+    momento_client *c = tu_client_at(momento_local_endpoint(s), cfg);
     momento_config_free(own);
     tu_header_forget(c);
     /* The rerun must really be on protosocket: its I/O thread is up. */
@@ -281,6 +277,40 @@ momento_client *tu_patient_client(momento_local *s, uint32_t timeout_ms)
     return c;
 }
 
+/* Both: a client of `creds`, which it frees. */
+static momento_client *client_of(momento_credentials *creds, const momento_config *cfg)
+{
+    momento_client *c = NULL;
+    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
+    momento_credentials_free(creds);
+    return c;
+}
+
+momento_client *tu_client_at(const char *endpoint, const momento_config *cfg)
+{
+    momento_credentials *creds = NULL;
+    assert_int_equal(momento_credentials_local(&creds, endpoint), MOMENTO_OK);
+    return client_of(creds, cfg);
+}
+
+momento_client *tu_client_with_key(momento_local *s, const char *key)
+{
+    momento_credentials *creds = NULL;
+    assert_int_equal(momento_credentials_local_with_key(&creds, momento_local_endpoint(s), key),
+                     MOMENTO_OK);
+    return client_of(creds, NULL);
+}
+
+momento_client *tu_client_with_endpoints(const char *token, const char *cache_endpoint,
+                                         const char *control_endpoint, const momento_config *cfg)
+{
+    momento_credentials *creds = NULL;
+    assert_int_equal(
+        momento_credentials_with_endpoints(&creds, token, cache_endpoint, control_endpoint),
+        MOMENTO_OK);
+    return client_of(creds, cfg);
+}
+
 void tu_create_cache(momento_client *c, const char *cache)
 {
     momento_result *r = NULL;
@@ -327,6 +357,110 @@ void tu_count_cb(const momento_result *r, void *userdata)
     pthread_mutex_unlock(&k->lock);
 }
 
+void tu_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cv, mu, &until);
+}
+
+void tu_assert_get(momento_client *c, const char *cache, const void *key, size_t key_len,
+                   const void *want, size_t want_len)
+{
+    momento_result *r = NULL;
+    assert_int_equal(momento_get_sync(c, cache, key, key_len, NULL, &r), MOMENTO_OK);
+    if (want) {
+        size_t len = 0;
+        const void *v = momento_result_value(r, &len);
+        assert_true(momento_result_is_hit(r));
+        assert_int_equal(len, want_len);
+        assert_memory_equal(v, want, len);
+    } else {
+        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+    }
+    momento_result_free(r);
+}
+
+void tu_assert_get_str(momento_client *c, const char *cache, const char *key, const char *want)
+{
+    tu_assert_get(c, cache, key, strlen(key), want, want ? strlen(want) : 0);
+}
+
+static pthread_mutex_t tu_rec_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tu_rec_cond = PTHREAD_COND_INITIALIZER;
+static int tu_rec_seq;
+
+void tu_rec_cb(const momento_result *r, void *userdata)
+{
+    tu_rec *x = userdata;
+    char name[16] = "";
+    pthread_getname_np(pthread_self(), name, sizeof(name));
+    size_t len = 0;
+    const void *v = momento_result_value(r, &len);
+    pthread_mutex_lock(&tu_rec_lock);
+    x->calls++;
+    x->error = momento_result_error(r);
+    x->outcome = momento_result_outcome(r);
+    x->attempts = momento_result_attempts(r);
+    x->value_len = v ? (len < sizeof(x->value) ? len : sizeof(x->value) - 1) : 0;
+    if (x->value_len)
+        memcpy(x->value, v, x->value_len);
+    x->value[x->value_len] = 0;
+    x->at_ms = tu_now_ms();
+    x->seq = ++tu_rec_seq;
+    memcpy(x->thread, name, sizeof(x->thread));
+    pthread_cond_broadcast(&tu_rec_cond);
+    pthread_mutex_unlock(&tu_rec_lock);
+}
+
+int tu_rec_calls(const tu_rec *x)
+{
+    pthread_mutex_lock(&tu_rec_lock);
+    int n = x->calls;
+    pthread_mutex_unlock(&tu_rec_lock);
+    return n;
+}
+
+int tu_rec_wait(const tu_rec *x, int timeout_ms)
+{
+    int64_t until = tu_now_ms() + TU_MS(timeout_ms);
+    pthread_mutex_lock(&tu_rec_lock);
+    while (x->calls == 0 && tu_now_ms() < until)
+        tu_cond_wait_ms(&tu_rec_cond, &tu_rec_lock, 5);
+    int n = x->calls;
+    pthread_mutex_unlock(&tu_rec_lock);
+    return n;
+}
+
+void tu_keep_cb(const momento_result *r, void *userdata)
+{
+    tu_kept *x = userdata;
+    momento_result *copy = NULL;
+    if (momento_result_dup(r, &copy) != MOMENTO_OK)
+        copy = NULL;
+    pthread_mutex_lock(&x->k.lock);
+    x->copy = copy;
+    pthread_mutex_unlock(&x->k.lock);
+    tu_count_cb(r, &x->k);
+}
+
+void tu_free_client_cb(const momento_result *r, void *userdata)
+{
+    tu_freer *x = userdata;
+    if (x->client) {
+        momento_client *c = x->client;
+        x->client = NULL;
+        momento_client_free(c);
+    }
+    tu_count_cb(r, &x->k);
+}
+
 size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *count, size_t n,
                      int timeout_ms)
 {
@@ -334,16 +468,8 @@ size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *coun
      * return early, and a lost wake-up must not end the wait either. */
     int64_t deadline = tu_now_ms() + TU_MS(timeout_ms);
     pthread_mutex_lock(mu);
-    while (*count < n && tu_now_ms() < deadline) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 100 * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(cv, mu, &until);
-    }
+    while (*count < n && tu_now_ms() < deadline)
+        tu_cond_wait_ms(cv, mu, 100);
     size_t got = *count;
     pthread_mutex_unlock(mu);
     return got;
@@ -500,6 +626,15 @@ void tu_raw_reply_free(tu_raw_reply *r)
     r->n_msgs = 0;
 }
 
+momento_outcome tu_outcome(int rc, momento_result **r)
+{
+    assert_int_equal(rc, MOMENTO_OK);
+    momento_outcome o = momento_result_outcome(*r);
+    momento_result_free(*r);
+    *r = NULL;
+    return o;
+}
+
 void tu_assert_refusal(momento_result **r, int err)
 {
     assert_non_null(*r);
@@ -605,12 +740,7 @@ void tu_silent_stop(tu_silent *s)
 
 momento_client *tu_silent_client(const tu_silent *s, const momento_config *cfg)
 {
-    momento_credentials *creds = NULL;
-    assert_int_equal(momento_credentials_local(&creds, s->endpoint), MOMENTO_OK);
-    momento_client *c = NULL;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
-    return c;
+    return tu_client_at(s->endpoint, cfg);
 }
 
 int64_t tu_now_ns(void)

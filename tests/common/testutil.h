@@ -29,6 +29,18 @@ momento_local *tu_server_with_cache(const char *cache);
  * transport and endpoint are set on `cfg` itself when given). */
 momento_client *tu_client(momento_local *s, const momento_config *cfg);
 
+/* A client with `cfg` (NULL: defaults) of the plaintext server at
+ * `endpoint` ("host:port", local credentials), asserting success: for fakes
+ * and servers tu_client() does not know (it never switches the transport). */
+momento_client *tu_client_at(const char *endpoint, const momento_config *cfg);
+/* The same with the credentials momento_credentials_with_endpoints() makes
+ * of `token` and the two endpoints: for TLS servers and named endpoints. */
+momento_client *tu_client_with_endpoints(const char *token, const char *cache_endpoint,
+                                         const char *control_endpoint, const momento_config *cfg);
+/* A client of `s` (defaults, gRPC) that sends `key` as its API key
+ * (momento_credentials_local_with_key()): for tests of keys and tokens. */
+momento_client *tu_client_with_key(momento_local *s, const char *key);
+
 /* A fault-injection header for `c`'s calls (momento__client_add_header()):
  * request-id, delay-rpcs, delay-ms, delay-count, return-error, error-rpcs,
  * error-count. Protosocket has no headers: with tu_protosocket() the
@@ -41,6 +53,15 @@ void tu_header(momento_local *s, momento_client *c, const char *key, const char 
 /* Its protosocket half (testutil.c), for tu_header.c. */
 void tu__ps_fault_header(momento_local *s, const momento_client *c, const char *key,
                          const char *value);
+/* For the dispatch tests (a client with a dispatch queue and batching,
+ * `keys` distinct keys and one hot key's RPC offered to its batcher, every
+ * answer on its way to the queue): waits until every queued request left
+ * in a batch or alone and the queue holds an entry per RPC, or 20 s
+ * (scaled) passed. Sets *ret_stats to the batcher's last counters and
+ * returns the RPCs they make: (keys + 1 - queued) sent as they came, plus
+ * the batches, plus those sent alone. The caller asserts what it waited
+ * for. Reaches the library's test hooks (tu_header.c). */
+size_t tu_wait_dispatched(momento_client *c, size_t keys, momento_client_batching_stats *ret_stats);
 /* Creates `cache` through `c`, asserting success. */
 void tu_create_cache(momento_client *c, const char *cache);
 
@@ -90,12 +111,77 @@ void tu_count_cb(const momento_result *r, void *userdata);
 size_t tu_counter_wait(tu_counter *k, size_t n, int timeout_ms);
 size_t tu_counter_errors(tu_counter *k, int err);
 
+/* What one request's callback said, recorded by tu_rec_cb() (userdata: a
+ * zeroed tu_rec): for tests that look at each request's answer, where a
+ * tu_counter counts answers by kind. Every tu_rec is written under one lock
+ * of testutil's: read `calls` with tu_rec_calls() or tu_rec_wait() while a
+ * callback may still come, and the rest once they say it came. */
+typedef struct tu_rec {
+    int calls;
+    int error;
+    momento_outcome outcome;
+    int attempts;
+    char value[64];   /* the result's value, cut to fit, NUL-terminated */
+    size_t value_len; /* of `value` */
+    int64_t at_ms;    /* tu_now_ms() when the callback ran */
+    int seq;          /* its place among every tu_rec_cb() call: order, not time */
+    char thread[16];  /* the name of the thread it ran on ("momento-cq": a client's) */
+} tu_rec;
+void tu_rec_cb(const momento_result *r, void *userdata);
+int tu_rec_calls(const tu_rec *x);
+/* Waits until `x` was called back or `timeout_ms` (scaled by
+ * tu_time_scale()) passed; returns its calls. */
+int tu_rec_wait(const tu_rec *x, int timeout_ms);
+
+/* An async call's result kept past its callback: tu_keep_cb() (userdata:
+ * a tu_kept whose `k` is initialised) sets `copy` to a copy of the result
+ * (momento_result_dup(); NULL if that failed), then counts the callback in
+ * `k`. The copy is the test's to free; read it once `k` says the callback
+ * came. For tests that a result outlives its callback. */
+typedef struct tu_kept {
+    tu_counter k;
+    momento_result *copy;
+} tu_kept;
+void tu_keep_cb(const momento_result *r, void *userdata);
+
+/* Frees a client from inside its own callback: tu_free_client_cb()
+ * (userdata: a tu_freer) frees `client` the first time it runs and sets it
+ * to NULL (a free from a callback is deferred until the callback returns),
+ * then counts the callback in `k`, last: the test may drop the tu_freer
+ * once `k` has counted every callback. */
+typedef struct tu_freer {
+    momento_client *client;
+    tu_counter k;
+} tu_freer;
+void tu_free_client_cb(const momento_result *r, void *userdata);
+
 /* Waits on `cv` until *count, which `mu` guards and whose every change is
  * broadcast on `cv`, is at least `n`, or `timeout_ms` (scaled by
  * tu_time_scale()) has passed; returns *count as last seen. For callbacks
  * and threads that count what they saw (tu_counter_wait() is one). */
 size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *count, size_t n,
                      int timeout_ms);
+
+/* One pthread_cond_timedwait() on `cv` (with `mu` held) of at most `ms`
+ * milliseconds, unscaled: the slice of a wait loop that looks at its own
+ * condition and clock between two slices, so that neither an early return
+ * nor a lost wake-up ends the wait. */
+void tu_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms);
+
+/* Gets `key` (key_len bytes) from `cache` through `c`, asserting that the
+ * call succeeded and was a hit holding exactly the `want_len` bytes at
+ * `want` or, with `want` NULL, a miss. The one read-back check that most
+ * tests end a write with. */
+void tu_assert_get(momento_client *c, const char *cache, const void *key, size_t key_len,
+                   const void *want, size_t want_len);
+/* The same with a string key and value (`want` NULL: a miss). */
+void tu_assert_get_str(momento_client *c, const char *cache, const char *key, const char *want);
+
+/* Adds fault headers to `c` (tu_header()): "request-id" `request_id`, then
+ * `n` pairs of key, value from `headers`. A fresh request-id puts the
+ * client's calls in a fault session of their own on the server. */
+void tu_headers(momento_local *s, momento_client *c, const char *request_id,
+                const char *const *headers, size_t n);
 
 /* A raw unary or server-streaming call. Sends `body` to `path` with the
  * given headers (pairs of key, value; n_headers pairs) and collects up to
@@ -131,6 +217,13 @@ int64_t tu_now_ms(void);
         momento_result_free(r);                                                                    \
         (r) = NULL;                                                                                \
     } while (0)
+
+/* Asserts that a blocking call returned MOMENTO_OK (`rc`) and returns the
+ * outcome of its result *r, which it frees and sets to NULL: for helpers
+ * that hand an outcome back to the test (tu_expect() checks a known one).
+ * `r` goes by address, so that it is read after the call that sets it
+ * (C evaluates a function's arguments in no set order). */
+momento_outcome tu_outcome(int rc, momento_result **r);
 
 /* A blocking call refused before sending set *r to an error result whose
  * message says why (more than momento_strerror() says): asserts that, for

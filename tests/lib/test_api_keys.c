@@ -23,17 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static momento_client *client_with(momento_local *s, const char *key)
-{
-    momento_credentials *creds = NULL;
-    assert_int_equal(momento_credentials_local_with_key(&creds, momento_local_endpoint(s), key),
-                     MOMENTO_OK);
-    momento_client *c = NULL;
-    assert_int_equal(momento_client_new(&c, NULL, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
-    return c;
-}
-
 static momento_token_scope *super_user(void)
 {
     momento_token_scope *s = NULL;
@@ -131,7 +120,7 @@ static void test_super_user_never_expires(void **state)
     pair k = issue(super_user(), MOMENTO_API_KEY_NEVER_EXPIRES);
     /* Never expiring: valid_until 0, as Momento's reply says "never". */
     assert_int_equal(k.valid_until, 0);
-    momento_client *c = client_with(tu_fx.server, k.key);
+    momento_client *c = tu_client_with_key(tu_fx.server, k.key);
     assert_int_equal(do_set(c, "su"), MOMENTO_OK);
     assert_int_equal(do_get(c, "su"), MOMENTO_OK);
     /* The control plane too. */
@@ -161,7 +150,7 @@ static void test_all_data_read_write(void **state)
     pair k = issue(all_data(), 60);
     assert_true((int64_t)k.valid_until >= before + 60 &&
                 (int64_t)k.valid_until <= (int64_t)time(NULL) + 60);
-    momento_client *c = client_with(tu_fx.server, k.key);
+    momento_client *c = tu_client_with_key(tu_fx.server, k.key);
     assert_int_equal(do_set(c, "adrw"), MOMENTO_OK);
     assert_int_equal(do_get(c, "adrw"), MOMENTO_OK);
     momento_result *r = NULL;
@@ -185,7 +174,7 @@ static void test_explicit_scope(void **state)
                      MOMENTO_OK);
     pair k = issue(s, 60);
     assert_int_equal(do_set(tu_fx.client, "ro-x"), MOMENTO_OK);
-    momento_client *c = client_with(tu_fx.server, k.key);
+    momento_client *c = tu_client_with_key(tu_fx.server, k.key);
     assert_int_equal(do_get(c, "ro-x"), MOMENTO_OK);
     assert_int_equal(do_set(c, "ro-x"), MOMENTO_ERR_PERMISSION);
     assert_int_equal(do_get(c, "rw-x"), MOMENTO_ERR_PERMISSION);
@@ -197,7 +186,7 @@ static void test_refresh(void **state)
 {
     (void)state;
     pair k1 = issue(all_data(), 100);
-    momento_client *c1 = client_with(tu_fx.server, k1.key);
+    momento_client *c1 = tu_client_with_key(tu_fx.server, k1.key);
     /* As the SDKs do: the client's own key (NULL) is the one refreshed. */
     pair k2;
     int64_t before = (int64_t)time(NULL);
@@ -207,7 +196,7 @@ static void test_refresh(void **state)
     /* As long again from now as the old key was made for. */
     assert_true((int64_t)k2.valid_until >= before + 100 &&
                 (int64_t)k2.valid_until <= (int64_t)time(NULL) + 100);
-    momento_client *c2 = client_with(tu_fx.server, k2.key);
+    momento_client *c2 = tu_client_with_key(tu_fx.server, k2.key);
     assert_int_equal(do_set(c2, "refreshed"), MOMENTO_OK);
     /* Same scope: still no control plane. */
     assert_int_equal(create_cache(c2, "refreshed-may-not"), MOMENTO_ERR_PERMISSION);
@@ -240,7 +229,7 @@ static void test_refresh(void **state)
     pair n1 = issue(super_user(), MOMENTO_API_KEY_NEVER_EXPIRES), n2;
     assert_int_equal(refresh(tu_fx.client, n1.key, n1.refresh, &n2), MOMENTO_OK);
     assert_int_equal(n2.valid_until, 0);
-    momento_client *cn = client_with(tu_fx.server, n2.key);
+    momento_client *cn = tu_client_with_key(tu_fx.server, n2.key);
     assert_int_equal(create_cache(cn, "never-refreshed"), MOMENTO_OK);
     momento_client_free(cn);
     pair_free(&n1);
@@ -255,7 +244,7 @@ static void test_expired(void **state)
      * the second, so at least 2 s), 12 s under valgrind (a time scale
      * above 1). */
     pair k = issue(all_data(), tu_time_scale() > 1 ? 12 : 3);
-    momento_client *c = client_with(tu_fx.server, k.key);
+    momento_client *c = tu_client_with_key(tu_fx.server, k.key);
     assert_int_equal(do_set(c, "soon"), MOMENTO_OK);
     /* Expired once the clock reaches valid_until (on the second). */
     while ((uint64_t)time(NULL) < k.valid_until)
@@ -277,7 +266,7 @@ static void test_disposable_token_makes_no_keys(void **state)
     assert_int_equal(momento_generate_disposable_token_sync(tu_fx.client, ts, 60, NULL, NULL, &r),
                      MOMENTO_OK);
     momento_token_scope_free(ts);
-    momento_client *c = client_with(tu_fx.server, momento_result_token_api_key(r));
+    momento_client *c = tu_client_with_key(tu_fx.server, momento_result_token_api_key(r));
     /* A disposable token has no refresh token. */
     assert_string_equal(momento_result_token_refresh_token(r), "");
     momento_result_free(r);
@@ -295,15 +284,15 @@ static void test_auth_token_server(void **state)
     momento_local_options_set_auth_token(o, "secret");
     momento_local *s = tu_server(o);
     momento_local_options_free(o);
-    momento_client *wrong = client_with(s, "not-the-secret");
-    momento_client *right = client_with(s, "secret");
+    momento_client *wrong = tu_client_with_key(s, "not-the-secret");
+    momento_client *right = tu_client_with_key(s, "secret");
     pair k;
     assert_int_equal(issue_from(wrong, all_data(), 60, &k), MOMENTO_ERR_AUTHENTICATION);
     momento_result *r = NULL;
     momento_token_scope *scope = all_data();
     assert_int_equal(momento_generate_api_key_sync(right, scope, 60, NULL, &r), MOMENTO_OK);
     momento_token_scope_free(scope);
-    momento_client *c = client_with(s, momento_result_token_api_key(r));
+    momento_client *c = tu_client_with_key(s, momento_result_token_api_key(r));
     momento_result_free(r);
     /* The server that asks for its token takes the keys it issued. */
     assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);

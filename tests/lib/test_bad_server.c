@@ -33,11 +33,7 @@ static momento_client *client_for(tu_fake *f, uint32_t timeout_ms)
     momento_config_new(&cfg);
     momento_config_set_timeout_ms(cfg, timeout_ms);
     momento_config_set_retries(cfg, 1);
-    momento_credentials *creds;
-    assert_int_equal(momento_credentials_local(&creds, tu_fake_endpoint(f)), MOMENTO_OK);
-    momento_client *c;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
+    momento_client *c = tu_client_at(tu_fake_endpoint(f), cfg);
     momento_config_free(cfg);
     return c;
 }
@@ -110,11 +106,7 @@ static void test_reply_trailers(void **state)
     momento_config_new(&cfg);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
     momento_config_set_metrics(cfg, trailer_hook, &ts);
-    momento_credentials *creds;
-    assert_int_equal(momento_credentials_local(&creds, tu_fake_endpoint(f)), MOMENTO_OK);
-    momento_client *c;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
+    momento_client *c = tu_client_at(tu_fake_endpoint(f), cfg);
     momento_config_free(cfg);
 
     /* A plain get: its callback and its hook call. */
@@ -206,11 +198,7 @@ static void test_batched_reply_trailers(void **state)
      * connects go out in any order, and the fake numbers calls as they
      * come. */
     assert_int_equal(momento_config_set_eager_connect(cfg, (uint32_t)TU_MS(30000)), MOMENTO_OK);
-    momento_credentials *creds;
-    assert_int_equal(momento_credentials_local(&creds, tu_fake_endpoint(f)), MOMENTO_OK);
-    momento_client *c;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
+    momento_client *c = tu_client_at(tu_fake_endpoint(f), cfg);
     momento_config_free(cfg);
     tu_counter k;
     tu_counter_init(&k);

@@ -45,45 +45,10 @@ static momento_client *batching_client(tu_fixture *f, uint32_t n, const char *rp
     return c;
 }
 
-typedef struct got {
-    int calls;
-    int error;
-    momento_outcome outcome;
-    char value[32];
-    int64_t at_ms;
-} got;
-
-static pthread_mutex_t got_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void got_cb(const momento_result *r, void *ud)
-{
-    got *g = ud;
-    pthread_mutex_lock(&got_lock);
-    g->calls++;
-    g->error = momento_result_error(r);
-    g->outcome = momento_result_outcome(r);
-    size_t len = 0;
-    const void *v = momento_result_value(r, &len);
-    if (v && len < sizeof(g->value)) {
-        memcpy(g->value, v, len);
-        g->value[len] = 0;
-    }
-    g->at_ms = tu_now_ms();
-    pthread_mutex_unlock(&got_lock);
-}
-
-static int calls_of(got *g)
-{
-    pthread_mutex_lock(&got_lock);
-    int n = g->calls;
-    pthread_mutex_unlock(&got_lock);
-    return n;
-}
-
-static bool all_called(got *gs, size_t n)
+static bool all_called(tu_rec *gs, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (calls_of(&gs[i]) == 0)
+        if (tu_rec_calls(&gs[i]) == 0)
             return false;
     return true;
 }
@@ -91,13 +56,13 @@ static bool all_called(got *gs, size_t n)
 /* Each of `gs` has been called back once so far. After the client's free,
  * which waits for every callback, "so far" is "ever": a test checks again
  * then, for the duplicate callback that would come late. */
-static void assert_once(got *gs, size_t n)
+static void assert_once(tu_rec *gs, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        assert_int_equal(calls_of(&gs[i]), 1);
+        assert_int_equal(tu_rec_calls(&gs[i]), 1);
 }
 
-static void wait_all(got *gs, size_t n)
+static void wait_all(tu_rec *gs, size_t n)
 {
     tu_wait_until(all_called(gs, n), 10000);
     assert_once(gs, n);
@@ -114,21 +79,21 @@ static momento_client_batching_stats stats(momento_client *c)
  * lasts: while it is in flight, a batching client of min_in_flight 1
  * queues. Cancelling `*tok` ends it, and its RPC's completion sends the
  * queue - as one batch, whatever the time the test took to fill it. */
-static void hold_one(tu_fixture *f, momento_client *c, got *held, momento_cancel_token **tok)
+static void hold_one(tu_fixture *f, momento_client *c, tu_rec *held, momento_cancel_token **tok)
 {
     memset(held, 0, sizeof(*held));
     assert_int_equal(momento_cancel_token_new(tok), MOMENTO_OK);
     momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
     o.cancel = *tok;
     uint64_t parked = momento_local_parked_calls(f->server);
-    assert_int_equal(momento_get(c, "c", "a", 1, &o, got_cb, held), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "a", 1, &o, tu_rec_cb, held), MOMENTO_OK);
     /* Held by the server before anything else is sent: a cancel that came
      * first would leave the session's one delay to the next get. */
     tu_wait_until(momento_local_parked_calls(f->server) > parked, 10000);
     assert_true(momento_local_parked_calls(f->server) > parked);
 }
 
-static void release_one(got *held, momento_cancel_token *tok)
+static void release_one(tu_rec *held, momento_cancel_token *tok)
 {
     momento_cancel(tok);
     momento_cancel_token_free(tok);
@@ -176,10 +141,10 @@ static void test_light_load_is_unchanged(void **state)
 
     /* Off: 100 concurrent gets are 100 Gets. */
     c = batching_client(f, 0, NULL, 0);
-    got gs[100];
+    tu_rec gs[100];
     memset(gs, 0, sizeof(gs));
     for (int i = 0; i < 100; i++)
-        assert_int_equal(momento_get(c, "c", "k", 1, NULL, got_cb, &gs[i]), MOMENTO_OK);
+        assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_rec_cb, &gs[i]), MOMENTO_OK);
     wait_all(gs, 100);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 120);
     assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", -1), 0);
@@ -204,7 +169,7 @@ static void test_queued_requests_leave_as_batches(void **state)
                              MOMENTO_OK);
     }
     momento_cancel_token *hold;
-    got held, gets[N], sets[N];
+    tu_rec held, gets[N], sets[N];
     memset(gets, 0, sizeof(gets));
     memset(sets, 0, sizeof(sets));
     /* The last blocking set woke in its callback: let it retire. */
@@ -212,12 +177,12 @@ static void test_queued_requests_leave_as_batches(void **state)
     assert_int_equal(momento_client_in_flight(c), 0);
     hold_one(f, c, &held, &hold);
     for (int i = 0; i < N; i++) {
-        assert_int_equal(momento_get(c, "c", key[i], strlen(key[i]), NULL, got_cb, &gets[i]),
+        assert_int_equal(momento_get(c, "c", key[i], strlen(key[i]), NULL, tu_rec_cb, &gets[i]),
                          MOMENTO_OK);
         char nv[16];
         snprintf(nv, sizeof(nv), "new%d", i);
         assert_int_equal(momento_set(c, "c", key[i], strlen(key[i]), nv, strlen(nv), 0, NULL,
-                                     got_cb, &sets[i]),
+                                     tu_rec_cb, &sets[i]),
                          MOMENTO_OK);
     }
     assert_int_equal(momento_client_in_flight(c), 1 + 2 * N); /* queued ones count */
@@ -253,13 +218,7 @@ static void test_queued_requests_leave_as_batches(void **state)
     assert_int_equal(k.batched_keys, 2 * N);
     assert_int_equal(k.keys_per_batch[5], 2); /* 33..64 keys */
     assert_true(k.queued_ns_max > 0);
-    momento_result *r;
-    assert_int_equal(momento_get_sync(c, "c", "k7", 2, NULL, &r), MOMENTO_OK);
-    size_t len;
-    const char *v = momento_result_value(r, &len);
-    assert_int_equal(len, 4);
-    assert_memory_equal(v, "new7", 4);
-    momento_result_free(r);
+    tu_assert_get(c, "c", "k7", 2, "new7", 4);
     /* Retired just after its callback returned (the blocking call woke in it). */
     tu_wait_until(momento_client_in_flight(c) == 0, 10000);
     assert_int_equal(momento_client_in_flight(c), 0);
@@ -275,7 +234,7 @@ static void test_queued_deadline_and_cancel(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = batching_client(f, 1, "get", 600000);
-    got held, late, cancelled, kept;
+    tu_rec held, late, cancelled, kept;
     momento_cancel_token *hold;
     memset(&late, 0, sizeof(late));
     memset(&cancelled, 0, sizeof(cancelled));
@@ -284,13 +243,13 @@ static void test_queued_deadline_and_cancel(void **state)
     momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
     o.timeout_ms = 100;
     int64_t t0 = tu_now_ms();
-    assert_int_equal(momento_get(c, "c", "b", 1, &o, got_cb, &late), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "b", 1, &o, tu_rec_cb, &late), MOMENTO_OK);
     momento_cancel_token *t;
     momento_cancel_token_new(&t);
     momento_request_options oc = MOMENTO_REQUEST_OPTIONS_INIT;
     oc.cancel = t;
-    assert_int_equal(momento_get(c, "c", "c", 1, &oc, got_cb, &cancelled), MOMENTO_OK);
-    assert_int_equal(momento_get(c, "c", "d", 1, NULL, got_cb, &kept), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "c", 1, &oc, tu_rec_cb, &cancelled), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "d", 1, NULL, tu_rec_cb, &kept), MOMENTO_OK);
     momento_cancel(t);
     momento_cancel_token_free(t);
     /* Both end where they wait, while the RPC they queued behind is still
@@ -300,8 +259,8 @@ static void test_queued_deadline_and_cancel(void **state)
     wait_all(&late, 1);
     assert_int_equal(late.error, MOMENTO_ERR_TIMEOUT);
     assert_true(late.at_ms - t0 >= 99); /* never before its deadline: a timer does not fire early */
-    assert_int_equal(calls_of(&held), 0);
-    assert_int_equal(calls_of(&kept), 0);
+    assert_int_equal(tu_rec_calls(&held), 0);
+    assert_int_equal(tu_rec_calls(&kept), 0);
     release_one(&held, hold);
     wait_all(&kept, 1);
     assert_int_equal(kept.error, MOMENTO_OK);
@@ -329,12 +288,12 @@ static void test_batch_failure_reaches_each_request(void **state)
     momento__client_add_header(c, "return-error", "unavailable");
     momento__client_add_header(c, "error-rpcs", "get-batch");
     momento_cancel_token *hold;
-    got held, gs[5];
+    tu_rec held, gs[5];
     memset(gs, 0, sizeof(gs));
     hold_one(f, c, &held, &hold);
     const char *keys[5] = {"k1", "k2", "k3", "k4", "k5"};
     for (int i = 0; i < 5; i++)
-        assert_int_equal(momento_get(c, "c", keys[i], 2, NULL, got_cb, &gs[i]), MOMENTO_OK);
+        assert_int_equal(momento_get(c, "c", keys[i], 2, NULL, tu_rec_cb, &gs[i]), MOMENTO_OK);
     release_one(&held, hold);
     wait_all(gs, 5);
     for (int i = 0; i < 5; i++)
@@ -347,18 +306,15 @@ static void test_batch_failure_reaches_each_request(void **state)
 }
 
 /* What a plain client answers for `key` (its own get, no batching). */
-static got plain_get(tu_fixture *f, const char *key)
+static tu_rec plain_get(tu_fixture *f, const char *key)
 {
     momento_client *p = tu_client(f->server, NULL);
-    got g;
+    tu_rec g;
     memset(&g, 0, sizeof(g));
     momento_result *r = NULL;
-    g.error = momento_get_sync(p, "c", key, strlen(key), NULL, &r);
-    g.outcome = momento_result_outcome(r);
-    size_t len = 0;
-    const void *v = momento_result_value(r, &len);
-    if (v && len < sizeof(g.value))
-        memcpy(g.value, v, len);
+    int rc = momento_get_sync(p, "c", key, strlen(key), NULL, &r);
+    tu_rec_cb(r, &g);
+    g.error = rc;
     momento_result_free(r);
     momento_client_free(p);
     return g;
@@ -386,17 +342,17 @@ static void test_wrong_type_key_fails_only_itself(void **state)
                                                        NULL, &r),
                      MOMENTO_OK);
     momento_result_free(r);
-    got alone[N];
+    tu_rec alone[N];
     for (int i = 0; i < N; i++)
         alone[i] = plain_get(f, keys[i]);
     assert_int_equal(alone[2].error, MOMENTO_ERR_FAILED_PRECONDITION); /* the premise */
 
-    got held, gs[N];
+    tu_rec held, gs[N];
     momento_cancel_token *tok;
     memset(gs, 0, sizeof(gs));
     hold_one(f, c, &held, &tok);
     for (int i = 0; i < N; i++)
-        assert_int_equal(momento_get(c, "c", keys[i], strlen(keys[i]), NULL, got_cb, &gs[i]),
+        assert_int_equal(momento_get(c, "c", keys[i], strlen(keys[i]), NULL, tu_rec_cb, &gs[i]),
                          MOMENTO_OK);
     release_one(&held, tok);
     wait_all(gs, N);
@@ -425,16 +381,16 @@ static void test_batch_failure_of_one_key_is_asked_again_alone(void **state)
     momento_client *c = batching_client(f, 1, "get", 600000);
     momento__client_add_header(c, "return-error", "internal");
     momento__client_add_header(c, "error-rpcs", "get-batch set-batch");
-    got held, gs[4], ss[4];
+    tu_rec held, gs[4], ss[4];
     momento_cancel_token *tok;
     memset(gs, 0, sizeof(gs));
     memset(ss, 0, sizeof(ss));
     const char *keys[4] = {"k1", "k2", "k3", "k4"};
     hold_one(f, c, &held, &tok);
     for (int i = 0; i < 4; i++) {
-        assert_int_equal(momento_set(c, "c", keys[i], 2, keys[i], 2, 0, NULL, got_cb, &ss[i]),
+        assert_int_equal(momento_set(c, "c", keys[i], 2, keys[i], 2, 0, NULL, tu_rec_cb, &ss[i]),
                          MOMENTO_OK);
-        assert_int_equal(momento_get(c, "c", keys[i], 2, NULL, got_cb, &gs[i]), MOMENTO_OK);
+        assert_int_equal(momento_get(c, "c", keys[i], 2, NULL, tu_rec_cb, &gs[i]), MOMENTO_OK);
     }
     release_one(&held, tok);
     wait_all(ss, 4);
@@ -449,7 +405,7 @@ static void test_batch_failure_of_one_key_is_asked_again_alone(void **state)
     assert_int_equal(momento_local_rpc_count(f->server, "SetBatch", 13), 3);
     assert_int_equal(stats(c).asked_alone, 8);
     for (int i = 0; i < 4; i++) {
-        got g = plain_get(f, keys[i]);
+        tu_rec g = plain_get(f, keys[i]);
         assert_int_equal(g.outcome, MOMENTO_OUTCOME_HIT);
         assert_string_equal(g.value, keys[i]);
     }
@@ -476,18 +432,18 @@ static void test_slow_rpc_does_not_hold_the_queue(void **state)
     momento__client_add_header(c, "delay-rpcs", "get");
     momento__client_add_header(c, "delay-ms", "60000");
     momento__client_add_header(c, "delay-count", "1");
-    got held, set, get;
+    tu_rec held, set, get;
     memset(&held, 0, sizeof(held));
     memset(&set, 0, sizeof(set));
     memset(&get, 0, sizeof(get));
-    assert_int_equal(momento_get(c, "c", "slow", 4, NULL, got_cb, &held), MOMENTO_OK);
-    assert_int_equal(momento_set(c, "c", "other", 5, "v", 1, 0, NULL, got_cb, &set), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "slow", 4, NULL, tu_rec_cb, &held), MOMENTO_OK);
+    assert_int_equal(momento_set(c, "c", "other", 5, "v", 1, 0, NULL, tu_rec_cb, &set), MOMENTO_OK);
     wait_all(&set, 1);
-    assert_int_equal(momento_get(c, "c", "other", 5, NULL, got_cb, &get), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "other", 5, NULL, tu_rec_cb, &get), MOMENTO_OK);
     wait_all(&get, 1);
     assert_int_equal(set.error, MOMENTO_OK);
     assert_int_equal(get.outcome, MOMENTO_OUTCOME_HIT);
-    assert_int_equal(calls_of(&held), 0); /* still held by the server */
+    assert_int_equal(tu_rec_calls(&held), 0); /* still held by the server */
     momento_client_batching_stats k = stats(c);
     assert_int_equal(k.queued, 2); /* the premise: both waited in the queue */
     assert_int_equal(k.wait_bound_reached, 2);
@@ -519,16 +475,16 @@ static void test_writes_keep_their_order(void **state)
     tu_fixture *f = *state;
     momento_client *c = batching_client(f, 1, "get", 600000);
     momento_cancel_token *hold;
-    got held, set, del;
+    tu_rec held, set, del;
     memset(&set, 0, sizeof(set));
     memset(&del, 0, sizeof(del));
     hold_one(f, c, &held, &hold);
-    assert_int_equal(momento_set(c, "c", "w", 1, "x", 1, 0, NULL, got_cb, &set), MOMENTO_OK);
+    assert_int_equal(momento_set(c, "c", "w", 1, "x", 1, 0, NULL, tu_rec_cb, &set), MOMENTO_OK);
     /* Not batched itself, but queued behind the set (a delete alone never
      * queues: without the rule it would be on the wire now). */
-    assert_int_equal(momento_delete(c, "c", "w", 1, NULL, got_cb, &del), MOMENTO_OK);
+    assert_int_equal(momento_delete(c, "c", "w", 1, NULL, tu_rec_cb, &del), MOMENTO_OK);
     assert_int_equal(momento__batcher_queued(c), 2);
-    assert_int_equal(calls_of(&del), 0);
+    assert_int_equal(tu_rec_calls(&del), 0);
     release_one(&held, hold);
     wait_all(&set, 1);
     wait_all(&del, 1);
@@ -550,13 +506,13 @@ static void test_coalescer_composes(void **state)
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     momento_cancel_token *hold;
-    got held, gs[50];
+    tu_rec held, gs[50];
     memset(gs, 0, sizeof(gs));
     hold_one(f, c, &held, &hold);
     for (int i = 0; i < 50; i++) {
         char key[8];
         snprintf(key, sizeof(key), "k%d", i % 10);
-        assert_int_equal(momento_coalescing_get(co, "c", key, strlen(key), NULL, got_cb, &gs[i]),
+        assert_int_equal(momento_coalescing_get(co, "c", key, strlen(key), NULL, tu_rec_cb, &gs[i]),
                          MOMENTO_OK);
     }
     release_one(&held, hold);
@@ -583,7 +539,7 @@ static void test_abandoned_coalesced_rpc_is_withdrawn(void **state)
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     momento_cancel_token *hold;
-    got held, gone[6], kept[2];
+    tu_rec held, gone[6], kept[2];
     memset(gone, 0, sizeof(gone));
     memset(kept, 0, sizeof(kept));
     hold_one(f, c, &held, &hold);
@@ -595,10 +551,10 @@ static void test_abandoned_coalesced_rpc_is_withdrawn(void **state)
      * "q" without: they keep their RPCs. */
     const char *gone_keys[6] = {"x", "y", "z", "x", "y", "z"};
     for (int i = 0; i < 6; i++)
-        assert_int_equal(momento_coalescing_get(co, "c", gone_keys[i], 1, &o, got_cb, &gone[i]),
+        assert_int_equal(momento_coalescing_get(co, "c", gone_keys[i], 1, &o, tu_rec_cb, &gone[i]),
                          MOMENTO_OK);
-    assert_int_equal(momento_coalescing_get(co, "c", "p", 1, NULL, got_cb, &kept[0]), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_get(co, "c", "q", 1, NULL, got_cb, &kept[1]), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "p", 1, NULL, tu_rec_cb, &kept[0]), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "q", 1, NULL, tu_rec_cb, &kept[1]), MOMENTO_OK);
     assert_int_equal(momento__batcher_queued(c), 5);
     momento_cancel(t);
     momento_cancel_token_free(t);
@@ -608,7 +564,7 @@ static void test_abandoned_coalesced_rpc_is_withdrawn(void **state)
     /* Their RPCs left the queue before the held get came back. */
     tu_wait_until(momento__batcher_queued(c) == 2, 10000);
     assert_int_equal(momento__batcher_queued(c), 2);
-    assert_int_equal(calls_of(&held), 0);
+    assert_int_equal(tu_rec_calls(&held), 0);
     release_one(&held, hold);
     wait_all(kept, 2);
     assert_int_equal(kept[0].error, MOMENTO_OK);
@@ -636,18 +592,18 @@ static void test_free_with_queued_requests(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = batching_client(f, 1, "get", 60000);
-    got held, gs[30];
+    tu_rec held, gs[30];
     memset(&held, 0, sizeof(held));
     memset(gs, 0, sizeof(gs));
-    assert_int_equal(momento_get(c, "c", "a", 1, NULL, got_cb, &held), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "a", 1, NULL, tu_rec_cb, &held), MOMENTO_OK);
     for (int i = 0; i < 30; i++)
-        assert_int_equal(momento_set(c, "c", "k", 1, "v", 1, 0, NULL, got_cb, &gs[i]),
+        assert_int_equal(momento_set(c, "c", "k", 1, "v", 1, 0, NULL, tu_rec_cb, &gs[i]),
                          MOMENTO_OK);
     momento_client_free(c);
-    assert_int_equal(calls_of(&held), 1);
+    assert_int_equal(tu_rec_calls(&held), 1);
     assert_int_equal(held.error, MOMENTO_ERR_CANCELLED);
     for (int i = 0; i < 30; i++) {
-        assert_int_equal(calls_of(&gs[i]), 1);
+        assert_int_equal(tu_rec_calls(&gs[i]), 1);
         assert_int_equal(gs[i].error, MOMENTO_ERR_CANCELLED);
     }
     assert_int_equal(momento_local_rpc_count(f->server, "SetBatch", -1), 0);

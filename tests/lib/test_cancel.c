@@ -39,62 +39,6 @@ static momento_client *delayed_client(tu_fixture *f, const char *rpcs, int64_t m
     return c;
 }
 
-/* One request's callback: its error, outcome and when it came. */
-typedef struct rec {
-    pthread_mutex_t *lock;
-    pthread_cond_t *cond;
-    int calls;
-    int error;
-    momento_outcome outcome;
-    int64_t at_ms;
-    int seq; /* this callback's place among all of them: order, not time */
-} rec;
-
-static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t rec_cond = PTHREAD_COND_INITIALIZER;
-static int rec_seq;
-
-static void rec_cb(const momento_result *r, void *ud)
-{
-    rec *x = ud;
-    pthread_mutex_lock(&rec_lock);
-    x->calls++;
-    x->error = momento_result_error(r);
-    x->outcome = momento_result_outcome(r);
-    x->at_ms = tu_now_ms();
-    x->seq = ++rec_seq;
-    pthread_cond_broadcast(&rec_cond);
-    pthread_mutex_unlock(&rec_lock);
-}
-
-/* Waits until `x` was called back (or `ms` passed); returns its call count. */
-static int rec_wait(rec *x, int64_t ms)
-{
-    int64_t until = tu_now_ms() + ms;
-    pthread_mutex_lock(&rec_lock);
-    while (x->calls == 0 && tu_now_ms() < until) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 5 * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&rec_cond, &rec_lock, &ts);
-    }
-    int n = x->calls;
-    pthread_mutex_unlock(&rec_lock);
-    return n;
-}
-
-static int rec_calls(rec *x)
-{
-    pthread_mutex_lock(&rec_lock);
-    int n = x->calls;
-    pthread_mutex_unlock(&rec_lock);
-    return n;
-}
-
 static momento_request_options with(uint32_t timeout_ms, momento_cancel_token *t)
 {
     momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
@@ -134,13 +78,13 @@ static void test_options_are_checked(void **state)
     tu_fixture *f = *state;
     momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
     o.size = 0;
-    assert_int_equal(momento_get(f->client, "c", "k", 1, &o, rec_cb, NULL),
+    assert_int_equal(momento_get(f->client, "c", "k", 1, &o, tu_rec_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     o.size = sizeof(size_t); /* older than any version */
-    assert_int_equal(momento_get(f->client, "c", "k", 1, &o, rec_cb, NULL),
+    assert_int_equal(momento_get(f->client, "c", "k", 1, &o, tu_rec_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     o = with(86400001, NULL);
-    assert_int_equal(momento_ping(f->client, &o, rec_cb, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_ping(f->client, &o, tu_rec_cb, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
     momento_result *r = (momento_result *)0x1;
     assert_int_equal(momento_get_sync(f->client, "c", "k", 1, &o, &r),
                      MOMENTO_ERR_INVALID_ARGUMENT);
@@ -163,7 +107,7 @@ static void test_options_are_checked(void **state)
 
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, f->client), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &newer.known, rec_cb, NULL),
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &newer.known, tu_rec_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     momento_coalescer_free(co);
     assert_int_equal(momento_cancel_token_new(NULL), MOMENTO_ERR_INVALID_ARGUMENT);
@@ -186,16 +130,16 @@ static void test_request_deadline_overrides_client(void **state)
     momento_cancel_token *t;
     assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
     momento_request_options client_deadline = with(0, t), o = with(200, NULL);
-    rec first, second;
+    tu_rec first, second;
     memset(&first, 0, sizeof(first));
     memset(&second, 0, sizeof(second));
-    assert_int_equal(momento_get(c, "c", "k", 1, &client_deadline, rec_cb, &first), MOMENTO_OK);
-    assert_int_equal(momento_get(c, "c", "k", 1, &o, rec_cb, &second), MOMENTO_OK);
-    assert_int_equal(rec_wait(&second, TU_MS(20000)), 1);
+    assert_int_equal(momento_get(c, "c", "k", 1, &client_deadline, tu_rec_cb, &first), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "k", 1, &o, tu_rec_cb, &second), MOMENTO_OK);
+    assert_int_equal(tu_rec_wait(&second, 20000), 1);
     assert_int_equal(second.error, MOMENTO_ERR_TIMEOUT);
-    assert_int_equal(rec_calls(&first), 0);
+    assert_int_equal(tu_rec_calls(&first), 0);
     momento_cancel(t);
-    assert_int_equal(rec_wait(&first, TU_MS(20000)), 1);
+    assert_int_equal(tu_rec_wait(&first, 20000), 1);
     assert_int_equal(first.error, MOMENTO_ERR_CANCELLED);
     assert_true(second.seq < first.seq);
     momento_cancel_token_free(t);
@@ -241,11 +185,11 @@ static void test_cancel_from_another_thread(void **state)
     assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
     momento_request_options o = with(0, t);
     enum { N = 20 };
-    rec recs[N + 1];
+    tu_rec recs[N + 1];
     memset(recs, 0, sizeof(recs));
     for (int i = 0; i < N; i++)
-        assert_int_equal(momento_get(c, "c", "k", 1, &o, rec_cb, &recs[i]), MOMENTO_OK);
-    assert_int_equal(momento_set(c, "c", "k", 1, "v", 1, 0, &o, rec_cb, &recs[N]), MOMENTO_OK);
+        assert_int_equal(momento_get(c, "c", "k", 1, &o, tu_rec_cb, &recs[i]), MOMENTO_OK);
+    assert_int_equal(momento_set(c, "c", "k", 1, "v", 1, 0, &o, tu_rec_cb, &recs[N]), MOMENTO_OK);
     /* One token covers them all; it is cancelled from a thread that
      * submitted none of them. */
     canceller x = {t, 100};
@@ -254,7 +198,7 @@ static void test_cancel_from_another_thread(void **state)
     /* The server holds them for good: CANCELLED is the cancel's doing,
      * however late the machine lets it come. */
     for (int i = 0; i <= N; i++) {
-        assert_int_equal(rec_wait(&recs[i], TU_MS(20000)), 1);
+        assert_int_equal(tu_rec_wait(&recs[i], 20000), 1);
         assert_int_equal(recs[i].error, MOMENTO_ERR_CANCELLED);
     }
     pthread_join(th, NULL);
@@ -267,7 +211,7 @@ static void test_cancel_from_another_thread(void **state)
     assert_int_equal(momento_local_cancelled_calls(f->server, "Set"), 1);
 
     /* A request with a cancelled token is refused, blocking ones too. */
-    assert_int_equal(momento_get(c, "c", "k", 1, &o, rec_cb, &recs[0]), MOMENTO_ERR_CANCELLED);
+    assert_int_equal(momento_get(c, "c", "k", 1, &o, tu_rec_cb, &recs[0]), MOMENTO_ERR_CANCELLED);
     momento_result *r = (momento_result *)0x1;
     assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, &r), MOMENTO_ERR_CANCELLED);
     tu_assert_refusal(&r, MOMENTO_ERR_CANCELLED);
@@ -276,21 +220,21 @@ static void test_cancel_from_another_thread(void **state)
      * duplicate would have been counted by now. */
     momento_client_free(c);
     for (int i = 0; i <= N; i++)
-        assert_int_equal(rec_calls(&recs[i]), 1);
+        assert_int_equal(tu_rec_calls(&recs[i]), 1);
     momento_cancel_token_free(t);
 }
 
 /* Request A's callback cancels the token of request B. */
 typedef struct chain {
     momento_cancel_token *token;
-    rec done;
+    tu_rec done;
 } chain;
 
 static void cancel_in_callback(const momento_result *r, void *ud)
 {
     chain *x = ud;
     momento_cancel(x->token);
-    rec_cb(r, &x->done);
+    tu_rec_cb(r, &x->done);
 }
 
 static void test_cancel_from_a_callback(void **state)
@@ -301,18 +245,18 @@ static void test_cancel_from_a_callback(void **state)
     memset(&x, 0, sizeof(x));
     assert_int_equal(momento_cancel_token_new(&x.token), MOMENTO_OK);
     momento_request_options o = with(0, x.token);
-    rec held;
+    tu_rec held;
     memset(&held, 0, sizeof(held));
-    assert_int_equal(momento_get(c, "c", "k", 1, &o, rec_cb, &held), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "k", 1, &o, tu_rec_cb, &held), MOMENTO_OK);
     /* The token's only reference now belongs to the request... */
     momento_cancel_token *t = x.token;
     momento_cancel_token_ref(t);
     momento_cancel_token_free(t);
     /* ...and to the ping whose callback cancels it. */
     assert_int_equal(momento_ping(c, NULL, cancel_in_callback, &x), MOMENTO_OK);
-    assert_int_equal(rec_wait(&held, TU_MS(20000)), 1);
+    assert_int_equal(tu_rec_wait(&held, 20000), 1);
     assert_int_equal(held.error, MOMENTO_ERR_CANCELLED);
-    assert_int_equal(rec_wait(&x.done, TU_MS(20000)), 1);
+    assert_int_equal(tu_rec_wait(&x.done, 20000), 1);
     assert_int_equal(x.done.error, MOMENTO_OK);
     momento_cancel_token_free(x.token);
     momento_client_free(c);
@@ -342,18 +286,18 @@ static void test_cancel_ends_a_waiting_retry(void **state)
     momento_cancel_token *t;
     assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
     momento_request_options o = with(0, t);
-    rec x;
+    tu_rec x;
     memset(&x, 0, sizeof(x));
-    assert_int_equal(momento_get(c, "c", "k", 1, &o, rec_cb, &x), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "k", 1, &o, tu_rec_cb, &x), MOMENTO_OK);
     momento_cancel_token_free(t); /* the request keeps its own reference */
     /* The first attempt fails at once; the request then waits 60 s. */
     tu_wait_until(momento_local_rpc_count(f->server, "Get", 14) >= 1, 10000);
     usleep(50 * 1000); /* time for a callback that would come too early */
-    assert_int_equal(rec_calls(&x), 0);
+    assert_int_equal(tu_rec_calls(&x), 0);
     momento_cancel(t); /* still alive: the request holds it */
     /* Called back before the wait could have ended by itself: the
      * watchdog (20 s) is shorter than the 60 s wait. */
-    assert_int_equal(rec_wait(&x, TU_MS(20000)), 1);
+    assert_int_equal(tu_rec_wait(&x, 20000), 1);
     assert_int_equal(x.error, MOMENTO_ERR_CANCELLED);
     /* Not retried after the cancel. */
     usleep(100 * 1000);
@@ -368,7 +312,7 @@ typedef struct fail_then_cancel {
     momento_client *client;
     tu_fixture *f;
     momento_cancel_token *token;
-    rec got;
+    tu_rec got;
     int sent;
 } fail_then_cancel;
 
@@ -378,7 +322,7 @@ static void send_fail_then_cancel(const momento_result *r, void *ud)
     fail_then_cancel *x = ud;
     momento_request_options o = with(0, x->token);
     uint64_t before = momento_local_rpc_count(x->f->server, "Get", 14);
-    x->sent = momento_get(x->client, "c", "k", 1, &o, rec_cb, &x->got);
+    x->sent = momento_get(x->client, "c", "k", 1, &o, tu_rec_cb, &x->got);
     if (x->sent != MOMENTO_OK)
         return;
     int64_t until = tu_now_ms() + TU_MS(3000);
@@ -405,7 +349,7 @@ static void test_cancel_wins_over_a_retryable_failure(void **state)
         assert_int_equal(momento_cancel_token_new(&x.token), MOMENTO_OK);
         uint64_t gets = momento_local_rpc_count(f->server, "Get", -1);
         assert_int_equal(momento_ping(c, NULL, send_fail_then_cancel, &x), MOMENTO_OK);
-        assert_int_equal(rec_wait(&x.got, TU_MS(20000)), 1);
+        assert_int_equal(tu_rec_wait(&x.got, 20000), 1);
         assert_int_equal(x.sent, MOMENTO_OK);
         assert_int_equal(x.got.error, MOMENTO_ERR_CANCELLED);
         /* Not retried. */
@@ -421,7 +365,7 @@ static void test_cancel_races_completion(void **state)
 {
     tu_fixture *f = *state;
     enum { ROUNDS = 40, PER = 25 };
-    static rec recs[ROUNDS][PER];
+    static tu_rec recs[ROUNDS][PER];
     memset(recs, 0, sizeof(recs));
     size_t ok = 0, cancelled = 0;
     for (int round = 0; round < ROUNDS; round++) {
@@ -429,7 +373,7 @@ static void test_cancel_races_completion(void **state)
         assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
         momento_request_options o = with(0, t);
         for (int i = 0; i < PER; i++)
-            assert_int_equal(momento_get(f->client, "c", "k", 1, &o, rec_cb, &recs[round][i]),
+            assert_int_equal(momento_get(f->client, "c", "k", 1, &o, tu_rec_cb, &recs[round][i]),
                              MOMENTO_OK);
         canceller x = {t, round % 3}; /* 0..2 ms: around the replies */
         pthread_t th;
@@ -439,7 +383,7 @@ static void test_cancel_races_completion(void **state)
     }
     for (int round = 0; round < ROUNDS; round++) {
         for (int i = 0; i < PER; i++) {
-            assert_int_equal(rec_wait(&recs[round][i], TU_MS(20000)), 1);
+            assert_int_equal(tu_rec_wait(&recs[round][i], 20000), 1);
             if (recs[round][i].error == MOMENTO_OK)
                 ok++;
             else if (recs[round][i].error == MOMENTO_ERR_CANCELLED)
@@ -456,7 +400,7 @@ static void test_cancel_races_completion(void **state)
     f->client = NULL;
     for (int round = 0; round < ROUNDS; round++)
         for (int i = 0; i < PER; i++)
-            assert_int_equal(rec_calls(&recs[round][i]), 1);
+            assert_int_equal(tu_rec_calls(&recs[round][i]), 1);
     assert_int_equal(ok + cancelled, ROUNDS * PER);
 }
 
@@ -475,11 +419,11 @@ static void test_control_and_batch_take_options(void **state)
     momento_cancel_token *t;
     momento_cancel_token_new(&t);
     o = with(0, t);
-    rec x;
+    tu_rec x;
     memset(&x, 0, sizeof(x));
-    assert_int_equal(momento_flush_cache(c, "c", &o, rec_cb, &x), MOMENTO_OK);
+    assert_int_equal(momento_flush_cache(c, "c", &o, tu_rec_cb, &x), MOMENTO_OK);
     momento_cancel(t);
-    assert_int_equal(rec_wait(&x, TU_MS(20000)), 1);
+    assert_int_equal(tu_rec_wait(&x, 20000), 1);
     assert_int_equal(x.error, MOMENTO_ERR_CANCELLED);
     momento_cancel_token_free(t);
     momento_client_free(c);
@@ -501,28 +445,28 @@ static void test_joiner_called_back_at_its_own_deadline(void **state)
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     momento_cancel_token *t;
     assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
-    rec lead, join;
+    tu_rec lead, join;
     memset(&lead, 0, sizeof(lead));
     memset(&join, 0, sizeof(join));
     momento_request_options lo = with(0, t), jo = with(200, NULL);
     int64_t t0 = tu_now_ms();
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, rec_cb, &lead), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &jo, rec_cb, &join), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, tu_rec_cb, &lead), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &jo, tu_rec_cb, &join), MOMENTO_OK);
     assert_int_equal(counters(co).get_coalesced, 1);
-    assert_int_equal(rec_wait(&join, TU_MS(20000)), 1);
+    assert_int_equal(tu_rec_wait(&join, 20000), 1);
     assert_int_equal(join.error, MOMENTO_ERR_TIMEOUT);
     /* Not before its deadline: a timer cannot fire early. */
     assert_true(join.at_ms - t0 >= 195);
     /* The RPC goes on: the leader has no answer, the coalescer has not
      * abandoned the RPC, and the server holds it. */
-    assert_int_equal(rec_calls(&lead), 0);
+    assert_int_equal(tu_rec_calls(&lead), 0);
     assert_int_equal(counters(co).waiters_left, 1);
     assert_int_equal(counters(co).rpcs_abandoned, 0);
     assert_int_equal(counters(co).keys_in_flight, 1);
     tu_wait_until(momento_local_parked_calls(f->server) == 1, 10000);
     assert_int_equal(momento_local_parked_calls(f->server), 1);
     momento_cancel(t);
-    assert_int_equal(rec_wait(&lead, TU_MS(20000)), 1);
+    assert_int_equal(tu_rec_wait(&lead, 20000), 1);
     assert_int_equal(lead.error, MOMENTO_ERR_CANCELLED);
     assert_true(join.seq < lead.seq);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 0);
@@ -549,14 +493,14 @@ static void test_leader_cancel_does_not_poison_joiners(void **state)
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     momento_cancel_token *t;
     assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
-    rec lead, join;
+    tu_rec lead, join;
     memset(&lead, 0, sizeof(lead));
     memset(&join, 0, sizeof(join));
     momento_request_options lo = with(0, t);
     tu_gate *g = tu_gate_close(c);
     uint64_t parked = momento_local_parked_calls(f->server);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, rec_cb, &lead), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, rec_cb, &join), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, tu_rec_cb, &lead), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_rec_cb, &join), MOMENTO_OK);
     /* At the server (held, or answered already after a stall). */
     tu_wait_until(momento_local_parked_calls(f->server) > parked ||
                       momento_local_rpc_count(f->server, "Get", -1) > 0,
@@ -568,12 +512,12 @@ static void test_leader_cancel_does_not_poison_joiners(void **state)
      * were the leader's cancel to reach it). */
     tu_wait_until(momento_local_rpc_count(f->server, "Get", -1) == 1, 20000);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
-    assert_int_equal(rec_calls(&lead) + rec_calls(&join), 0);
+    assert_int_equal(tu_rec_calls(&lead) + tu_rec_calls(&join), 0);
     tu_gate_open(g);
     /* CANCELLED is the cancel's doing (the reply is OK). */
-    assert_int_equal(rec_wait(&lead, TU_MS(20000)), 1);
+    assert_int_equal(tu_rec_wait(&lead, 20000), 1);
     assert_int_equal(lead.error, MOMENTO_ERR_CANCELLED);
-    assert_int_equal(rec_wait(&join, TU_MS(20000)), 1);
+    assert_int_equal(tu_rec_wait(&join, 20000), 1);
     assert_int_equal(join.error, MOMENTO_OK);
     assert_int_equal(join.outcome, MOMENTO_OUTCOME_MISS);
     /* One RPC, answered, not cancelled. */
@@ -595,15 +539,15 @@ static void test_leader_deadline_reissues_joiners(void **state)
     tu_header(f->server, c, "delay-count", "1");
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
-    rec lead, join;
+    tu_rec lead, join;
     memset(&lead, 0, sizeof(lead));
     memset(&join, 0, sizeof(join));
     momento_request_options lo = with(200, NULL), jo = with(TU_MS(10000), NULL);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, rec_cb, &lead), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &jo, rec_cb, &join), MOMENTO_OK);
-    assert_int_equal(rec_wait(&lead, TU_MS(20000)), 1);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, tu_rec_cb, &lead), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &jo, tu_rec_cb, &join), MOMENTO_OK);
+    assert_int_equal(tu_rec_wait(&lead, 20000), 1);
     assert_int_equal(lead.error, MOMENTO_ERR_TIMEOUT);
-    assert_int_equal(rec_wait(&join, TU_MS(20000)), 1);
+    assert_int_equal(tu_rec_wait(&join, 20000), 1);
     assert_int_equal(join.error, MOMENTO_OK);
     assert_int_equal(join.outcome, MOMENTO_OUTCOME_MISS);
     assert_true(lead.seq < join.seq);
@@ -624,19 +568,19 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
     momento_cancel_token *a, *b;
     momento_cancel_token_new(&a);
     momento_cancel_token_new(&b);
-    rec r1, r2, r3;
+    tu_rec r1, r2, r3;
     memset(&r1, 0, sizeof(r1));
     memset(&r2, 0, sizeof(r2));
     memset(&r3, 0, sizeof(r3));
     momento_request_options oa = with(0, a), ob = with(0, b), short_deadline = with(150, NULL);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &oa, rec_cb, &r1), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &ob, rec_cb, &r2), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &short_deadline, rec_cb, &r3),
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &oa, tu_rec_cb, &r1), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &ob, tu_rec_cb, &r2), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &short_deadline, tu_rec_cb, &r3),
                      MOMENTO_OK);
     assert_int_equal(counters(co).keys_in_flight, 1);
     momento_cancel(a);
-    assert_int_equal(rec_wait(&r1, TU_MS(20000)), 1);
-    assert_int_equal(rec_wait(&r3, TU_MS(20000)), 1);
+    assert_int_equal(tu_rec_wait(&r1, 20000), 1);
+    assert_int_equal(tu_rec_wait(&r3, 20000), 1);
     assert_int_equal(r3.error, MOMENTO_ERR_TIMEOUT);
     /* One waiter is left: the RPC is still held by the server. */
     tu_wait_until(momento_local_parked_calls(f->server) >= 1, 10000);
@@ -644,7 +588,7 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
     assert_int_equal(momento_local_parked_calls(f->server), 1);
     assert_int_equal(counters(co).rpcs_abandoned, 0);
     momento_cancel(b);
-    assert_int_equal(rec_wait(&r2, TU_MS(20000)), 1);
+    assert_int_equal(tu_rec_wait(&r2, 20000), 1);
     assert_int_equal(r1.error, MOMENTO_ERR_CANCELLED);
     assert_int_equal(r2.error, MOMENTO_ERR_CANCELLED);
     wait_unparked(f);
@@ -660,19 +604,19 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
     momento_request_options ow = with(0, w);
     memset(&r1, 0, sizeof(r1));
     memset(&r2, 0, sizeof(r2));
-    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, 0, &ow, rec_cb, &r1),
+    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, 0, &ow, tu_rec_cb, &r1),
                      MOMENTO_OK);
     momento_cancel(w);
-    assert_int_equal(rec_wait(&r1, TU_MS(20000)), 1);
+    assert_int_equal(tu_rec_wait(&r1, 20000), 1);
     assert_int_equal(r1.error, MOMENTO_ERR_CANCELLED);
     momento_request_options quick = with(100, NULL);
-    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, 0, &quick, rec_cb, &r2),
+    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, 0, &quick, tu_rec_cb, &r2),
                      MOMENTO_OK);
     assert_int_equal(counters(co).set_coalesced, 0);
-    assert_int_equal(rec_wait(&r2, TU_MS(20000)), 1);
+    assert_int_equal(tu_rec_wait(&r2, 20000), 1);
     assert_int_equal(r2.error, MOMENTO_ERR_TIMEOUT);
     /* Refused with a token already cancelled: nothing joins, no callback. */
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &oa, rec_cb, &r3),
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &oa, tu_rec_cb, &r3),
                      MOMENTO_ERR_CANCELLED);
     momento_result *res = (momento_result *)0x1;
     assert_int_equal(momento_coalescing_get_sync(co, "c", "k", 1, &oa, &res),
@@ -683,7 +627,7 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
     momento_cancel_token_free(w);
     momento_coalescer_free(co);
     momento_client_free(c);
-    assert_int_equal(rec_calls(&r3), 1);
+    assert_int_equal(tu_rec_calls(&r3), 1);
 }
 
 /* Many waiters with deadlines spread over the RPC's life: each is called
@@ -696,7 +640,7 @@ static void test_spread_deadlines_on_one_rpc(void **state)
     momento_coalescer *co;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
     enum { N = 40 };
-    rec recs[N];
+    tu_rec recs[N];
     int64_t sent[N];
     uint32_t timeout[N];
     memset(recs, 0, sizeof(recs));
@@ -706,7 +650,7 @@ static void test_spread_deadlines_on_one_rpc(void **state)
         timeout[i] = i == N - 1 ? (uint32_t)TU_MS(30000) : 20 + (uint32_t)i * 40;
         momento_request_options o = with(timeout[i], NULL);
         sent[i] = tu_now_ms();
-        assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &o, rec_cb, &recs[i]),
+        assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &o, tu_rec_cb, &recs[i]),
                          MOMENTO_OK);
     }
     /* Every waiter ends on the same RPC (re-issued onto it if it joined a
@@ -714,7 +658,7 @@ static void test_spread_deadlines_on_one_rpc(void **state)
      * waiting then, and the rest left at their own deadlines, not sooner. */
     int64_t answered = INT64_MAX;
     for (int i = 0; i < N; i++) {
-        assert_int_equal(rec_wait(&recs[i], TU_MS(40000)), 1);
+        assert_int_equal(tu_rec_wait(&recs[i], 40000), 1);
         if (recs[i].error == MOMENTO_OK && recs[i].at_ms < answered)
             answered = recs[i].at_ms;
     }
@@ -738,7 +682,7 @@ static void test_spread_deadlines_on_one_rpc(void **state)
      * duplicate would have been counted by now. */
     momento_client_free(c);
     for (int i = 0; i < N; i++)
-        assert_int_equal(rec_calls(&recs[i]), 1);
+        assert_int_equal(tu_rec_calls(&recs[i]), 1);
 }
 
 /* Another transport's thread (the protosocket I/O thread's post) wakes

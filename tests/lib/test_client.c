@@ -50,13 +50,7 @@ static void test_one_mebibyte(void **state)
     for (size_t i = 0; i < n; i++)
         val[i] = (unsigned char)(i * 31 + 7);
     assert_int_equal(momento_set_sync(f->client, "c", "big", 3, val, n, 0, NULL, NULL), MOMENTO_OK);
-    momento_result *r;
-    assert_int_equal(momento_get_sync(f->client, "c", "big", 3, NULL, &r), MOMENTO_OK);
-    size_t len;
-    const void *v = momento_result_value(r, &len);
-    assert_int_equal(len, n);
-    assert_memory_equal(v, val, n);
-    momento_result_free(r);
+    tu_assert_get(f->client, "c", "big", 3, val, n);
     free(val);
 }
 
@@ -345,28 +339,11 @@ static void test_free_with_requests_in_flight(void **state)
     tu_counter_destroy(&k);
 }
 
-typedef struct free_in_cb {
-    momento_client *client;
-    tu_counter k;
-} free_in_cb;
-
-static void free_from_callback(const momento_result *r, void *ud)
-{
-    free_in_cb *x = ud;
-    if (x->client) {
-        momento_client *c = x->client;
-        x->client = NULL;
-        momento_client_free(c); /* deferred until this callback returns */
-    }
-    /* Last: counting releases the test, which then drops x. */
-    tu_count_cb(r, &x->k);
-}
-
 static void test_free_from_callback(void **state)
 {
     tu_fixture *f = *state;
     int cq_threads = tu_threads_named("momento-cq");
-    free_in_cb x;
+    tu_freer x;
     x.client = tu_client(f->server, NULL);
     tu_counter_init(&x.k);
     momento_client *c = x.client;
@@ -375,10 +352,10 @@ static void test_free_from_callback(void **state)
     assert_int_equal(momento__client_add_header(c, "delay-rpcs", "get"), MOMENTO_OK);
     assert_int_equal(momento__client_add_header(c, "request-id", "free-in-cb"), MOMENTO_OK);
     for (int i = 0; i < 20; i++)
-        assert_int_equal(momento_get(c, "c", "k", 1, NULL, free_from_callback, &x), MOMENTO_OK);
+        assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_free_client_cb, &x), MOMENTO_OK);
     /* The ping is answered at once; its callback frees the client, which
      * must cancel the 20 delayed gets and call each back once. */
-    assert_int_equal(momento_ping(c, NULL, free_from_callback, &x), MOMENTO_OK);
+    assert_int_equal(momento_ping(c, NULL, tu_free_client_cb, &x), MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&x.k, 21, 30000), 21);
     /* The release ends on the client's completion thread, which then
      * exits: once it has gone no callback can come, and a duplicate would

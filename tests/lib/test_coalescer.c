@@ -69,20 +69,24 @@ static momento_coalescer_stats counters(momento_coalescer *co)
     return k;
 }
 
-static void check_value(momento_client *c, const char *key, const char *want)
+
+/* A test's coalescer of `c`, with the server's counters reset and `k`
+ * ready to count its callbacks. */
+static momento_coalescer *coalescer_begin(tu_fixture *f, momento_client *c, tu_counter *k)
 {
-    momento_result *r;
-    assert_int_equal(momento_get_sync(c, "c", key, strlen(key), NULL, &r), MOMENTO_OK);
-    if (want) {
-        size_t len;
-        const void *v = momento_result_value(r, &len);
-        assert_true(momento_result_is_hit(r));
-        assert_int_equal(len, strlen(want));
-        assert_memory_equal(v, want, len);
-    } else {
-        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    }
-    momento_result_free(r);
+    momento_coalescer *co;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_local_reset_stats(f->server);
+    tu_counter_init(k);
+    return co;
+}
+
+/* Frees what coalescer_begin() made, and `c`. */
+static void coalescer_end(momento_coalescer *co, momento_client *c, tu_counter *k)
+{
+    momento_coalescer_free(co);
+    momento_client_free(c);
+    tu_counter_destroy(k);
 }
 
 static void test_duplicate_gets_share_one_rpc(void **state)
@@ -90,11 +94,8 @@ static void test_duplicate_gets_share_one_rpc(void **state)
     tu_fixture *f = *state;
     assert_int_equal(momento_set_sync(f->client, "c", "k", 1, "shared bytes", 12, 0, NULL, NULL), MOMENTO_OK);
     momento_client *c = session_client(f);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
-    momento_local_reset_stats(f->server);
     tu_counter k;
-    tu_counter_init(&k);
+    momento_coalescer *co = coalescer_begin(f, c, &k);
     k.expect = "shared bytes";
     k.expect_len = 12;
     const size_t n = 50;
@@ -132,11 +133,8 @@ static void test_different_values_are_separate_sets(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = session_client(f);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
-    momento_local_reset_stats(f->server);
     tu_counter k;
-    tu_counter_init(&k);
+    momento_coalescer *co = coalescer_begin(f, c, &k);
     /* Every set below is submitted while the ones before it are in flight. */
     tu_gate *g = tu_gate_close(c);
     assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v1", 2, 0, NULL, tu_count_cb, &k), MOMENTO_OK);
@@ -156,10 +154,8 @@ static void test_different_values_are_separate_sets(void **state)
     assert_int_equal(k.ok, 5);
     assert_int_equal(momento_local_rpc_count(f->server, "Set", -1), 4);
     assert_int_equal(counters(co).set_coalesced, 1);
-    check_value(f->client, "s", "v1");
-    momento_coalescer_free(co);
-    momento_client_free(c);
-    tu_counter_destroy(&k);
+    tu_assert_get_str(f->client, "c", "s", "v1");
+    coalescer_end(co, c, &k);
 }
 
 /* Starts a get of `key` through `co` that the server holds (delayed_client
@@ -192,23 +188,47 @@ static void release_get(tu_fixture *f, momento_cancel_token *tok, tu_counter *k,
     momento_cancel_token_free(tok);
 }
 
+/* The start of a read-your-writes test: `key` set to `old`, then a client
+ * whose first get the server holds, a coalescer of it, and that get, held
+ * (held_get()) with the token `t`; `early` counts its callbacks. */
+typedef struct held_read {
+    momento_client *c;
+    momento_coalescer *co;
+    momento_cancel_token *t;
+    tu_counter early;
+} held_read;
+
+static void held_start(tu_fixture *f, held_read *h, const char *key, const char *old)
+{
+    assert_int_equal(momento_set_sync(f->client, "c", key, strlen(key), old, strlen(old), 0, NULL,
+                                      NULL),
+                     MOMENTO_OK);
+    h->c = delayed_client(f, "get", FOREVER_MS, 1);
+    h->co = coalescer_begin(f, h->c, &h->early);
+    assert_int_equal(momento_cancel_token_new(&h->t), MOMENTO_OK);
+    held_get(f, h->co, key, h->t, &h->early);
+}
+
+/* Its end: the held get and its `waiters` joiners released (release_get()),
+ * two Gets on the server in all (the held one and the one after the
+ * write), and everything freed. */
+static void held_end(tu_fixture *f, held_read *h, size_t waiters)
+{
+    release_get(f, h->t, &h->early, waiters);
+    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
+    coalescer_end(h->co, h->c, &h->early);
+}
+
 static void test_read_your_writes(void **state)
 {
     tu_fixture *f = *state;
-    assert_int_equal(momento_set_sync(f->client, "c", "r", 1, "old", 3, 0, NULL, NULL), MOMENTO_OK);
-    momento_client *c = delayed_client(f, "get", FOREVER_MS, 1);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
-    momento_local_reset_stats(f->server);
-    tu_counter early;
-    tu_counter_init(&early);
-    momento_cancel_token *t;
-    assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
+    held_read h;
     /* G1 is held by the server; a duplicate issued before any write joins it. */
-    held_get(f, co, "r", t, &early);
+    held_start(f, &h, "r", "old");
+    momento_coalescer *co = h.co;
     momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
-    o.cancel = t;
-    assert_int_equal(momento_coalescing_get(co, "c", "r", 1, &o, tu_count_cb, &early), MOMENTO_OK);
+    o.cancel = h.t;
+    assert_int_equal(momento_coalescing_get(co, "c", "r", 1, &o, tu_count_cb, &h.early), MOMENTO_OK);
     /* The write returns while G1 is still in flight (held until the
      * cancel below)... */
     assert_int_equal(momento_coalescing_set_sync(co, "c", "r", 1, "new", 3, 0, NULL, NULL), MOMENTO_OK);
@@ -224,13 +244,9 @@ static void test_read_your_writes(void **state)
     momento_coalescer_stats s = counters(co);
     assert_int_equal(s.get_requests, 3);
     assert_int_equal(s.get_coalesced, 1);
-    assert_int_equal(early.total, 0); /* G1 was held all along */
+    assert_int_equal(h.early.total, 0); /* G1 was held all along */
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 1);
-    release_get(f, t, &early, 2);
-    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
-    momento_coalescer_free(co);
-    momento_client_free(c);
-    tu_counter_destroy(&early);
+    held_end(f, &h, 2);
 }
 
 /* A write through one coalescer closes the key's open reads in the client's
@@ -283,40 +299,26 @@ static void test_read_your_writes_across_coalescers(void **state)
 static void test_delete_invalidates(void **state)
 {
     tu_fixture *f = *state;
-    assert_int_equal(momento_set_sync(f->client, "c", "d", 1, "x", 1, 0, NULL, NULL), MOMENTO_OK);
-    momento_client *c = delayed_client(f, "get", FOREVER_MS, 1);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
-    momento_local_reset_stats(f->server);
-    tu_counter early;
-    tu_counter_init(&early);
-    momento_cancel_token *t;
-    assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
-    held_get(f, co, "d", t, &early);
+    held_read h;
+    held_start(f, &h, "d", "x");
+    momento_coalescer *co = h.co;
     assert_int_equal(momento_coalescing_delete_sync(co, "c", "d", 1, NULL, NULL), MOMENTO_OK);
     /* Issued after the delete, while the first get is still held: its own
      * RPC, which sees the delete. */
     momento_result *r;
     tu_expect(momento_coalescing_get_sync(co, "c", "d", 1, NULL, &r), r, MOMENTO_OUTCOME_MISS);
     assert_int_equal(counters(co).get_coalesced, 0);
-    assert_int_equal(early.total, 0);
+    assert_int_equal(h.early.total, 0);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 1);
-    release_get(f, t, &early, 1);
-    assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
-    momento_coalescer_free(co);
-    momento_client_free(c);
-    tu_counter_destroy(&early);
+    held_end(f, &h, 1);
 }
 
 static void test_duplicate_deletes_share(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = session_client(f);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
-    momento_local_reset_stats(f->server);
     tu_counter k;
-    tu_counter_init(&k);
+    momento_coalescer *co = coalescer_begin(f, c, &k);
     tu_gate *g = tu_gate_close(c);
     for (int i = 0; i < 5; i++)
         assert_int_equal(momento_coalescing_delete(co, "c", "x", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
@@ -326,9 +328,7 @@ static void test_duplicate_deletes_share(void **state)
     assert_int_equal(k.ok, 5);
     assert_int_equal(momento_local_rpc_count(f->server, "Delete", -1), 1);
     assert_int_equal(counters(co).delete_coalesced, 4);
-    momento_coalescer_free(co);
-    momento_client_free(c);
-    tu_counter_destroy(&k);
+    coalescer_end(co, c, &k);
 }
 
 static void test_error_fans_out(void **state)
@@ -338,11 +338,8 @@ static void test_error_fans_out(void **state)
     tu_header(f->server, c, "return-error", "unavailable");
     tu_header(f->server, c, "error-rpcs", "get");
     tu_header(f->server, c, "error-count", "3"); /* outlasts all 3 attempts */
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
-    momento_local_reset_stats(f->server);
     tu_counter k;
-    tu_counter_init(&k);
+    momento_coalescer *co = coalescer_begin(f, c, &k);
     tu_gate *g = tu_gate_close(c);
     for (int i = 0; i < 20; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "e", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
@@ -367,11 +364,8 @@ static void test_retried_success_fans_out(void **state)
     tu_header(f->server, c, "return-error", "internal");
     tu_header(f->server, c, "error-rpcs", "get");
     tu_header(f->server, c, "error-count", "1");
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
-    momento_local_reset_stats(f->server);
     tu_counter k;
-    tu_counter_init(&k);
+    momento_coalescer *co = coalescer_begin(f, c, &k);
     k.expect = "ok";
     k.expect_len = 2;
     tu_gate *g = tu_gate_close(c);
@@ -498,11 +492,8 @@ static void test_eight_threads(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = tu_patient_client(f->server, 60000);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
-    momento_local_reset_stats(f->server);
     tu_counter k;
-    tu_counter_init(&k);
+    momento_coalescer *co = coalescer_begin(f, c, &k);
     pthread_t t[8];
     worker w[8];
     for (int i = 0; i < 8; i++) {

@@ -112,27 +112,34 @@ static void check_list_length(const char *list, int64_t want)
     momento_result_free(r);
 }
 
-/* Pushes or concatenates and checks the new length it answers. */
-static void push_back(const char *list, const char *value, uint32_t truncate, int64_t want_len)
+/* momento_list_push_back_sync() or momento_list_push_front_sync(). */
+typedef int (*list_push_sync_fn)(momento_client *c, const char *cache, const void *name,
+                                 size_t name_len, const void *value, size_t value_len,
+                                 uint32_t truncate_to_size, const momento_collection_ttl *ttl,
+                                 const momento_request_options *opts, momento_result **ret);
+
+/* Pushes `value` onto one end of `list` with `push_sync` and checks the
+ * new length it answers. */
+static void push(list_push_sync_fn push_sync, const char *list, const char *value,
+                 uint32_t truncate, int64_t want_len)
 {
     momento_result *r;
-    assert_int_equal(momento_list_push_back_sync(tu_fx.client, "c", MOMENTO_STR(list),
-                                                 MOMENTO_STR(value), truncate, NULL, NULL, &r),
+    assert_int_equal(push_sync(tu_fx.client, "c", MOMENTO_STR(list), MOMENTO_STR(value), truncate,
+                               NULL, NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(momento_result_int(r), want_len);
     momento_result_free(r);
 }
 
+static void push_back(const char *list, const char *value, uint32_t truncate, int64_t want_len)
+{
+    push(momento_list_push_back_sync, list, value, truncate, want_len);
+}
+
 static void push_front(const char *list, const char *value, uint32_t truncate, int64_t want_len)
 {
-    momento_result *r;
-    assert_int_equal(momento_list_push_front_sync(tu_fx.client, "c", MOMENTO_STR(list),
-                                                  MOMENTO_STR(value), truncate, NULL, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
-    assert_int_equal(momento_result_int(r), want_len);
-    momento_result_free(r);
+    push(momento_list_push_front_sync, list, value, truncate, want_len);
 }
 
 /* A list "0".."9". */
@@ -806,29 +813,13 @@ static void test_type_mismatch(void **state)
 }
 
 /* The async forms: one callback each, with the result as the sync form's. */
-typedef struct grab {
-    tu_counter k;
-    momento_result *r;
-} grab;
-
-static void grab_cb(const momento_result *r, void *userdata)
-{
-    grab *g = userdata;
-    momento_result *copy = NULL;
-    momento_result_dup(r, &copy);
-    pthread_mutex_lock(&g->k.lock);
-    g->r = copy;
-    pthread_mutex_unlock(&g->k.lock);
-    tu_count_cb(r, &g->k);
-}
-
-static momento_result *await(grab *g, int submitted)
+static momento_result *await(tu_kept *g, int submitted)
 {
     assert_int_equal(submitted, MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&g->k, 1, 10000), 1);
-    momento_result *r = g->r;
+    momento_result *r = g->copy;
     assert_non_null(r);
-    g->r = NULL;
+    g->copy = NULL;
     tu_counter_destroy(&g->k);
     tu_counter_init(&g->k);
     return r;
@@ -837,57 +828,57 @@ static momento_result *await(grab *g, int submitted)
 static void test_async(void **state)
 {
     (void)state;
-    grab g = {0};
+    tu_kept g = {0};
     tu_counter_init(&g.k);
     momento_result *r;
     r = await(&g, momento_list_push_back(tu_fx.client, "c", MOMENTO_STR("l7"), MOMENTO_STR("one"),
-                                         0, NULL, NULL, grab_cb, &g));
+                                         0, NULL, NULL, tu_keep_cb, &g));
     assert_int_equal(momento_result_int(r), 1);
     momento_result_free(r);
     const void *v[] = {"two", "three"};
     size_t l[] = {3, 5};
     r = await(&g, momento_list_concatenate_back(tu_fx.client, "c", MOMENTO_STR("l7"), v, l, 2, 0,
-                                                NULL, NULL, grab_cb, &g));
+                                                NULL, NULL, tu_keep_cb, &g));
     assert_int_equal(momento_result_int(r), 3);
     momento_result_free(r);
     r = await(&g, momento_list_fetch(tu_fx.client, "c", MOMENTO_STR("l7"), 1, MOMENTO_END, NULL,
-                                     grab_cb, &g));
+                                     tu_keep_cb, &g));
     check_items(r, "two,three", 0);
     momento_result_free(r);
-    r = await(&g, momento_list_pop_back(tu_fx.client, "c", MOMENTO_STR("l7"), NULL, grab_cb, &g));
+    r = await(&g, momento_list_pop_back(tu_fx.client, "c", MOMENTO_STR("l7"), NULL, tu_keep_cb, &g));
     size_t len;
     assert_memory_equal(momento_result_value(r, &len), "three", 5);
     momento_result_free(r);
-    r = await(&g, momento_list_length(tu_fx.client, "c", MOMENTO_STR("l7"), NULL, grab_cb, &g));
+    r = await(&g, momento_list_length(tu_fx.client, "c", MOMENTO_STR("l7"), NULL, tu_keep_cb, &g));
     assert_int_equal(momento_result_int(r), 2);
     momento_result_free(r);
 
     r = await(&g, momento_sorted_set_put_element(tu_fx.client, "c", MOMENTO_STR("z5"),
-                                                 MOMENTO_STR("m"), 7.25, NULL, NULL, grab_cb, &g));
+                                                 MOMENTO_STR("m"), 7.25, NULL, NULL, tu_keep_cb, &g));
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_SUCCESS);
     momento_result_free(r);
     r = await(&g, momento_sorted_set_get_score(tu_fx.client, "c", MOMENTO_STR("z5"),
-                                               MOMENTO_STR("m"), NULL, grab_cb, &g));
+                                               MOMENTO_STR("m"), NULL, tu_keep_cb, &g));
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     check_score(momento_result_score(r), 7.25);
     momento_result_free(r);
     r = await(&g, momento_sorted_set_fetch_by_score(tu_fx.client, "c", MOMENTO_STR("z5"), 7, 8,
-                                                    MOMENTO_ASCENDING, 0, 0, NULL, grab_cb, &g));
+                                                    MOMENTO_ASCENDING, 0, 0, NULL, tu_keep_cb, &g));
     check_items(r, "m:7.25", 1);
     momento_result_free(r);
     r = await(&g,
               momento_sorted_set_get_rank(tu_fx.client, "c", MOMENTO_STR("z5"), MOMENTO_STR("m"),
-                                          MOMENTO_DESCENDING, NULL, grab_cb, &g));
+                                          MOMENTO_DESCENDING, NULL, tu_keep_cb, &g));
     assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
     assert_int_equal(momento_result_int(r), 0);
     momento_result_free(r);
     r = await(&g,
               momento_sorted_set_increment_score(tu_fx.client, "c", MOMENTO_STR("z5"),
-                                                 MOMENTO_STR("m"), -0.25, NULL, NULL, grab_cb, &g));
+                                                 MOMENTO_STR("m"), -0.25, NULL, NULL, tu_keep_cb, &g));
     check_score(momento_result_score(r), 7);
     momento_result_free(r);
     r = await(&g, momento_sorted_set_length_by_score(tu_fx.client, "c", MOMENTO_STR("z5"), 7, 7,
-                                                     NULL, grab_cb, &g));
+                                                     NULL, tu_keep_cb, &g));
     assert_int_equal(momento_result_int(r), 1);
     momento_result_free(r);
     tu_counter_destroy(&g.k);

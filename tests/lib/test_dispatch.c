@@ -400,16 +400,7 @@ static void test_shared_answers_delivered_whole(void **state)
      * while an RPC was in flight were queued and left in batches (or
      * alone), the others were sent as they came. */
     momento_client_batching_stats bs;
-    memset(&bs, 0, sizeof(bs));
-    int64_t until = tu_now_ms() + TU_MS(20000);
-    size_t rpcs = 0;
-    while (tu_now_ms() < until) {
-        assert_int_equal(momento_client_batching_stats_get(c, &bs, sizeof(bs)), MOMENTO_OK);
-        rpcs = (SHARED_KEYS + 1 - (size_t)bs.queued) + (size_t)bs.batches + (size_t)bs.sent_alone;
-        if (bs.batched_keys + bs.sent_alone == bs.queued && momento__dispatch_queued(c) >= rpcs)
-            break;
-        usleep(1000);
-    }
+    size_t rpcs = tu_wait_dispatched(c, SHARED_KEYS, &bs);
     assert_true(bs.batches >= 1);
     assert_int_equal(bs.batched_keys + bs.sent_alone, bs.queued);
     assert_int_equal(momento__dispatch_queued(c), rpcs);

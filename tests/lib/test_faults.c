@@ -5,11 +5,11 @@
 #include "cacheclient.pb-c.h"
 #include "momento/collections.h"
 #include "momento/coalescer.h"
-#include "testing.h"
 #include "testutil.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <cmocka.h>
 
@@ -54,9 +54,7 @@ static momento_client *faulty(const momento_config *cfg, const char *const *head
     momento_client *c = tu_client(server, cfg);
     char id[32];
     snprintf(id, sizeof(id), "faults-%d", ++session);
-    momento__client_add_header(c, "request-id", id);
-    for (size_t i = 0; i < n; i++)
-        momento__client_add_header(c, headers[2 * i], headers[2 * i + 1]);
+    tu_headers(server, c, id, headers, n);
     return c;
 }
 

@@ -362,27 +362,14 @@ static void test_refusals(void **state)
     momento_result_free(r);
 }
 
-typedef struct kept {
-    tu_counter k;
-    momento_result *copy;
-} kept;
-
-static void keep_cb(const momento_result *r, void *userdata)
-{
-    kept *kp = userdata;
-    if (momento_result_dup(r, &kp->copy) != MOMENTO_OK)
-        kp->copy = NULL;
-    tu_count_cb(r, &kp->k);
-}
-
 static void test_async_and_dup(void **state)
 {
     (void)state;
     upsert("c", "async", four, 4);
-    kept kp = {.copy = NULL};
+    tu_kept kp = {.copy = NULL};
     tu_counter_init(&kp.k);
     assert_int_equal(momento_leaderboard_fetch_by_rank(tu_fx.client, "c", "async", 0, 2,
-                                                       MOMENTO_DESCENDING, NULL, keep_cb, &kp),
+                                                       MOMENTO_DESCENDING, NULL, tu_keep_cb, &kp),
                      MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&kp.k, 1, 5000), 1);
     assert_int_equal(kp.k.ok, 1);

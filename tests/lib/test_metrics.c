@@ -117,21 +117,7 @@ static void cb(const momento_result *r, void *userdata)
  * every callback. */
 static size_t wait_callbacks(size_t n)
 {
-    int64_t until = tu_now_ms() + TU_MS(10000);
-    pthread_mutex_lock(&R.lock);
-    while (R.callbacks < n && tu_now_ms() < until) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 5 * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&R.cond, &R.lock, &ts);
-    }
-    size_t got = R.callbacks;
-    pthread_mutex_unlock(&R.lock);
-    return got;
+    return tu_wait_count(&R.lock, &R.cond, &R.callbacks, n, 10000);
 }
 
 static size_t hooks(void)
@@ -185,9 +171,7 @@ static momento_client *hooked(tu_fixture *f, uint32_t timeout_ms, uint32_t batch
     momento_config_free(cfg);
     char id[32];
     snprintf(id, sizeof(id), "metrics-%d", ++client_id);
-    momento__client_add_header(c, "request-id", id);
-    for (size_t i = 0; i < n_headers; i++)
-        momento__client_add_header(c, headers[2 * i], headers[2 * i + 1]);
+    tu_headers(f->server, c, id, headers, n_headers);
     return c;
 }
 

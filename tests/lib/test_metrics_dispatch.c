@@ -200,16 +200,7 @@ static void test_shared_answer_reported_on_dispatch(void **state)
      * one sent alone from the queue, the hot key's - or, for a get that
      * was never queued, its own result's. */
     momento_client_batching_stats bs;
-    memset(&bs, 0, sizeof(bs));
-    size_t rpcs = 0;
-    int64_t until = tu_now_ms() + TU_MS(20000);
-    while (tu_now_ms() < until) {
-        assert_int_equal(momento_client_batching_stats_get(c, &bs, sizeof(bs)), MOMENTO_OK);
-        rpcs = (SHARED_KEYS + 1 - (size_t)bs.queued) + (size_t)bs.batches + (size_t)bs.sent_alone;
-        if (bs.batched_keys + bs.sent_alone == bs.queued && momento__dispatch_queued(c) >= rpcs)
-            break;
-        usleep(1000);
-    }
+    size_t rpcs = tu_wait_dispatched(c, SHARED_KEYS, &bs);
     assert_true(bs.batches >= 1); /* the premise: a GetBatch answered several */
     assert_int_equal(bs.batched_keys + bs.sent_alone, bs.queued);
     assert_int_equal(momento__dispatch_queued(c), rpcs); /* one entry per RPC */
@@ -393,14 +384,7 @@ static void *submit_loop(void *arg)
     for (int n = 0; n < PER_SUBMITTER && tu_now_ms() < until; n++) {
         pthread_mutex_lock(&l->lock);
         while (l->in_flight[sb->index] >= IN_FLIGHT_CAP && tu_now_ms() < until) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 10 * 1000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-            pthread_cond_timedwait(&l->cond, &l->lock, &ts);
+            tu_cond_wait_ms(&l->cond, &l->lock, 10);
         }
         l->in_flight[sb->index]++;
         pthread_mutex_unlock(&l->lock);

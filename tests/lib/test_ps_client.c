@@ -49,27 +49,16 @@ static momento_config *ps_config(momento_local *s)
 
 static momento_client *ps_client(momento_local *s, momento_config *cfg)
 {
-    momento_credentials *creds;
-    assert_int_equal(momento_credentials_local(&creds, momento_local_endpoint(s)), MOMENTO_OK);
-    momento_client *c;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
-    return c;
+    return tu_client_at(momento_local_endpoint(s), cfg);
 }
 
-static int get_expect(momento_client *c, const char *key, const char *want)
+/* A client of `s` on protosocket with nothing else set. */
+static momento_client *ps_plain_client(momento_local *s)
 {
-    momento_result *r = NULL;
-    int rc = momento_get_sync(c, "c", key, strlen(key), NULL, &r);
-    if (rc == MOMENTO_OK && want) {
-        size_t n;
-        const void *v = momento_result_value(r, &n);
-        assert_true(momento_result_is_hit(r));
-        assert_int_equal(n, strlen(want));
-        assert_memory_equal(v, want, n);
-    }
-    momento_result_free(r);
-    return rc;
+    momento_config *cfg = ps_config(s);
+    momento_client *c = ps_client(s, cfg);
+    momento_config_free(cfg);
+    return c;
 }
 
 /* The configuration's refusals, and a local client without an endpoint. */
@@ -112,15 +101,13 @@ static void test_scalar_calls_leave_grpc(void **state)
 {
     (void)state;
     momento_local *s = ps_server();
-    momento_config *cfg = ps_config(s);
-    momento_client *c = ps_client(s, cfg);
-    momento_config_free(cfg);
+    momento_client *c = ps_plain_client(s);
     momento__client_add_header(c, "return-error", "unavailable");
     momento__client_add_header(c, "error-rpcs", "get set delete increment");
     momento_local_reset_stats(s);
 
     assert_int_equal(momento_set_sync(c, "c", "k", 1, "v1", 2, 0, NULL, NULL), MOMENTO_OK);
-    assert_int_equal(get_expect(c, "k", "v1"), MOMENTO_OK);
+    tu_assert_get_str(c, "c", "k", "v1");
     assert_int_equal(momento_delete_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_OK);
     momento_result *r = NULL;
     assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
@@ -172,7 +159,7 @@ static void test_batching_config_sends_commands(void **state)
     assert_int_equal(k.ok, N);
     for (int i = 0; i < N; i += 37) {
         snprintf(key, sizeof(key), "b%d", i);
-        assert_int_equal(get_expect(c, key, key), MOMENTO_OK);
+        tu_assert_get_str(c, "c", key, key);
     }
     assert_int_equal(momento_local_rpc_count(s, "Set", 0), N);
     assert_int_equal(momento_local_rpc_count(s, "SetBatch", -1), 0);
@@ -224,9 +211,9 @@ static void test_metrics_hook(void **state)
     momento_client *c = ps_client(s, cfg);
     momento_config_free(cfg);
     assert_int_equal(momento_set_sync(c, "c", "m", 1, "x", 1, 0, NULL, NULL), MOMENTO_OK);
-    assert_int_equal(get_expect(c, "m", "x"), MOMENTO_OK);
+    tu_assert_get_str(c, "c", "m", "x");
     assert_int_equal(momento_delete_sync(c, "c", "m", 1, NULL, NULL), MOMENTO_OK);
-    assert_int_equal(get_expect(c, "m", NULL), MOMENTO_OK);
+    tu_assert_get_str(c, "c", "m", NULL);
     assert_int_equal(momento_increment_sync(c, "c", "n", 1, 1, 0, NULL, NULL), MOMENTO_OK);
     momento_client_free(c); /* the hook has run for every request by now */
     assert_int_equal(w.n, 5);
@@ -247,13 +234,11 @@ static void test_retry(void **state)
 {
     (void)state;
     momento_local *s = ps_server();
-    momento_config *cfg = ps_config(s);
-    momento_client *c = ps_client(s, cfg);
-    momento_config_free(cfg);
+    momento_client *c = ps_plain_client(s);
     assert_int_equal(momento_set_sync(c, "c", "r", 1, "ok", 2, 0, NULL, NULL), MOMENTO_OK);
     momento_local_reset_stats(s);
     assert_int_equal(momento_local_protosocket_fault(s, "get", 14, 0, 1), MOMENTO_OK);
-    assert_int_equal(get_expect(c, "r", "ok"), MOMENTO_OK);
+    tu_assert_get_str(c, "c", "r", "ok");
     assert_int_equal(momento_local_rpc_count(s, "Get", 14), 1);
     assert_int_equal(momento_local_rpc_count(s, "Get", 0), 1);
     assert_int_equal(momento_local_protosocket_fault(s, "set", 14, 0, 3), MOMENTO_OK);
@@ -263,7 +248,7 @@ static void test_retry(void **state)
     assert_int_equal(momento_result_grpc_status(r), 14);
     momento_result_free(r);
     assert_int_equal(momento_local_rpc_count(s, "Set", 14), 3);
-    assert_int_equal(get_expect(c, "r", "ok"), MOMENTO_OK);
+    tu_assert_get_str(c, "c", "r", "ok");
     momento_client_free(c);
     momento_local_stop(s);
 }
@@ -286,10 +271,8 @@ static void test_deadline_and_cancel_tell_the_server(void **state)
 {
     (void)state;
     momento_local *s = ps_server();
-    momento_config *cfg = ps_config(s);
-    momento_client *c = ps_client(s, cfg);
-    momento_config_free(cfg);
-    assert_int_equal(get_expect(c, "warm", NULL), MOMENTO_OK); /* connected */
+    momento_client *c = ps_plain_client(s);
+    tu_assert_get_str(c, "c", "warm", NULL); /* connected */
     assert_int_equal(momento_local_protosocket_fault(s, "get", -1, 60000, 2), MOMENTO_OK);
 
     momento_request_options o = {.size = sizeof(o), .timeout_ms = 300};
@@ -315,7 +298,7 @@ static void test_deadline_and_cancel_tell_the_server(void **state)
     momento_cancel_token_free(tok);
     tu_counter_destroy(&k);
     /* The connection is still good. */
-    assert_int_equal(get_expect(c, "k", NULL), MOMENTO_OK);
+    tu_assert_get_str(c, "c", "k", NULL);
     momento_client_free(c);
     momento_local_stop(s);
 }
@@ -397,7 +380,7 @@ static void test_reconnects(void **state)
             tu_wait_pause(100);
     } while (rc != MOMENTO_OK && tu_now_ms() < until);
     assert_int_equal(rc, MOMENTO_OK);
-    assert_int_equal(get_expect(c, "k2", "w"), MOMENTO_OK);
+    tu_assert_get_str(c, "c", "k2", "w");
     momento_client_free(c);
     momento_local_stop(s);
 }
@@ -408,9 +391,7 @@ static void test_frame_limit(void **state)
 {
     (void)state;
     momento_local *s = ps_server();
-    momento_config *cfg = ps_config(s);
-    momento_client *c = ps_client(s, cfg);
-    momento_config_free(cfg);
+    momento_client *c = ps_plain_client(s);
     size_t big = 4u * 1024 * 1024 + 1024, fits = 3u * 1024 * 1024;
     char *v = malloc(big);
     for (size_t i = 0; i < big; i++)
@@ -420,13 +401,7 @@ static void test_frame_limit(void **state)
                      MOMENTO_ERR_LIMIT_EXCEEDED);
     momento_result_free(r);
     assert_int_equal(momento_set_sync(c, "c", "fits", 4, v, fits, 0, NULL, NULL), MOMENTO_OK);
-    r = NULL;
-    assert_int_equal(momento_get_sync(c, "c", "fits", 4, NULL, &r), MOMENTO_OK);
-    size_t n;
-    const void *got = momento_result_value(r, &n);
-    assert_int_equal(n, fits);
-    assert_memory_equal(got, v, fits);
-    momento_result_free(r);
+    tu_assert_get(c, "c", "fits", 4, v, fits);
     free(v);
     momento_client_free(c);
     momento_local_stop(s);

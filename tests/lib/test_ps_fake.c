@@ -18,7 +18,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,61 +69,33 @@ static momento_client *ps_client(tu_ps *f, uint32_t timeout_ms, uint32_t attempt
     return c;
 }
 
-/* One request's callbacks: how many, and what the last one said. */
-typedef struct seen {
-    atomic_int calls;
-    int err;
-    int attempts;
-    momento_outcome outcome;
-    char value[64];
-    size_t value_len;
-    int64_t at_ms;
-} seen;
-
-static void seen_cb(const momento_result *r, void *ud)
-{
-    seen *s = ud;
-    s->err = momento_result_error(r);
-    s->attempts = momento_result_attempts(r);
-    s->outcome = momento_result_outcome(r);
-    s->value_len = 0;
-    if (momento_result_is_hit(r)) {
-        size_t len;
-        const void *v = momento_result_value(r, &len);
-        s->value_len = len < sizeof(s->value) ? len : sizeof(s->value);
-        memcpy(s->value, v, s->value_len);
-    }
-    s->at_ms = tu_now_ms();
-    atomic_fetch_add(&s->calls, 1);
-}
-
 /* Waits (30 s at most: a watchdog) until each of s[0, n) was called back: the client's
  * free cancels what is in flight, so a test that wants answers waits for
  * them first and counts after the free. */
-static void wait_calls(seen *s, size_t n)
+static void wait_calls(tu_rec *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        tu_wait_until(atomic_load(&s[i].calls) > 0, 30000);
+        tu_wait_until(tu_rec_calls(&s[i]) > 0, 30000);
 }
 
-static void get(momento_client *c, const char *key, seen *s)
+static void get(momento_client *c, const char *key, tu_rec *s)
 {
-    assert_int_equal(momento_get(c, "c", key, strlen(key), NULL, seen_cb, s), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", key, strlen(key), NULL, tu_rec_cb, s), MOMENTO_OK);
 }
 
-static void assert_hit(const seen *s, const char *value)
+static void assert_hit(const tu_rec *s, const char *value)
 {
-    assert_int_equal(s->calls, 1);
-    assert_int_equal(s->err, MOMENTO_OK);
+    assert_int_equal(tu_rec_calls(s), 1);
+    assert_int_equal(s->error, MOMENTO_OK);
     assert_int_equal(s->outcome, MOMENTO_OUTCOME_HIT);
     assert_int_equal(s->value_len, strlen(value));
     assert_memory_equal(s->value, value, s->value_len);
 }
 
-static void assert_error(const seen *s, int err)
+static void assert_error(const tu_rec *s, int err)
 {
-    assert_int_equal(s->calls, 1);
-    assert_int_equal(s->err, err);
+    assert_int_equal(tu_rec_calls(s), 1);
+    assert_int_equal(s->error, err);
 }
 
 /* The first frame of every connection the fake accepted was the
@@ -161,7 +132,7 @@ static void test_out_of_order(void **state)
         tu_ps_put(f, keys[i], values[i]);
     }
     momento_client *c = ps_client(f, (uint32_t)TU_MS(5000), 1);
-    seen s[N] = {0};
+    tu_rec s[N] = {0};
     for (int i = 0; i < N; i++)
         get(c, keys[i], &s[i]);
     wait_calls(s, N);
@@ -181,12 +152,14 @@ static void test_split_and_merged(void **state)
     tu_ps *f = tu_ps_start(TU_PS_SPLIT, 1);
     tu_ps_put(f, "a", "apple");
     momento_client *c = ps_client(f, (uint32_t)TU_MS(5000), 1);
-    seen hit = {0}, miss = {0}, set = {0}, del = {0};
+    tu_rec hit = {0}, miss = {0}, set = {0}, del = {0};
     get(c, "a", &hit);
     get(c, "nothing", &miss);
-    assert_int_equal(momento_set(c, "c", "b", 1, "banana", 6, 0, NULL, seen_cb, &set), MOMENTO_OK);
-    assert_int_equal(momento_delete(c, "c", "a", 1, NULL, seen_cb, &del), MOMENTO_OK);
-    tu_wait_until(hit.calls && miss.calls && set.calls && del.calls, 30000);
+    assert_int_equal(momento_set(c, "c", "b", 1, "banana", 6, 0, NULL, tu_rec_cb, &set), MOMENTO_OK);
+    assert_int_equal(momento_delete(c, "c", "a", 1, NULL, tu_rec_cb, &del), MOMENTO_OK);
+    tu_wait_until(tu_rec_calls(&hit) && tu_rec_calls(&miss) && tu_rec_calls(&set) &&
+                      tu_rec_calls(&del),
+                  30000);
     assert_hit(&hit, "apple");
     assert_error(&miss, MOMENTO_OK);
     assert_int_equal(miss.outcome, MOMENTO_OUTCOME_MISS);
@@ -195,7 +168,7 @@ static void test_split_and_merged(void **state)
 
     enum { N = 6 };
     tu_ps_set_mode(f, TU_PS_MERGE, N);
-    seen s[N] = {0};
+    tu_rec s[N] = {0};
     for (int i = 0; i < N; i++)
         get(c, i % 2 ? "b" : "a", &s[i]);
     wait_calls(s, N);
@@ -224,7 +197,7 @@ static void test_unknown_id_ignored(void **state)
     tu_ps_put(f, "k", "real");
     momento_client *c = ps_client(f, (uint32_t)TU_MS(5000), 1);
     enum { N = 4 };
-    seen s[N] = {0};
+    tu_rec s[N] = {0};
     for (int i = 0; i < N; i++)
         get(c, "k", &s[i]);
     wait_calls(s, N);
@@ -251,7 +224,7 @@ static void test_server_cancel(void **state)
     tu_ps_put(f, "doomed", "x");
     tu_ps_put(f, "fine", "y");
     momento_client *c = ps_client(f, (uint32_t)TU_MS(5000), 1);
-    seen before = {0}, doomed = {0}, after = {0};
+    tu_rec before = {0}, doomed = {0}, after = {0};
     get(c, "fine", &before);
     get(c, "doomed", &doomed);
     get(c, "fine", &after);
@@ -265,7 +238,7 @@ static void test_server_cancel(void **state)
     assert_hit(&after, "y");
 
     c = ps_client(f, (uint32_t)TU_MS(5000), 3);
-    seen retried = {0}, other = {0};
+    tu_rec retried = {0}, other = {0};
     get(c, "doomed", &retried);
     get(c, "fine", &other);
     wait_calls(&retried, 1);
@@ -286,10 +259,10 @@ static void test_silent_deadline(void **state)
     tu_ps *f = tu_ps_start(TU_PS_SILENT, 1);
     int64_t timeout = TU_MS(300);
     momento_client *c = ps_client(f, (uint32_t)timeout, 1);
-    seen s = {0};
+    tu_rec s = {0};
     int64_t t0 = tu_now_ms();
     get(c, "k", &s);
-    tu_wait_until(s.calls, 30000);
+    tu_wait_until(tu_rec_calls(&s), 30000);
     /* The server never answers: TIMEOUT is the deadline's doing, and it
      * comes no earlier than the deadline (a timer cannot fire early). */
     assert_error(&s, MOMENTO_ERR_TIMEOUT);
@@ -299,7 +272,7 @@ static void test_silent_deadline(void **state)
     tu_wait_until(tu_ps_saw_cancel(f, fr.conn, fr.id), 10000);
     assert_true(tu_ps_saw_cancel(f, fr.conn, fr.id));
     momento_client_free(c);
-    assert_int_equal(s.calls, 1);
+    assert_int_equal(tu_rec_calls(&s), 1);
     assert_auth_first(f);
     tu_ps_stop(f);
 }
@@ -316,15 +289,15 @@ static void test_cancel_token(void **state)
     momento_client *c = ps_client(f, (uint32_t)TU_MS(60000), 1);
     momento_cancel_token *tok;
     assert_int_equal(momento_cancel_token_new(&tok), MOMENTO_OK);
-    seen s = {0}, other = {0};
-    assert_int_equal(momento_get(c, "c", "k", 1, MOMENTO_REQUEST_OPTIONS(.cancel = tok), seen_cb,
+    tu_rec s = {0}, other = {0};
+    assert_int_equal(momento_get(c, "c", "k", 1, MOMENTO_REQUEST_OPTIONS(.cancel = tok), tu_rec_cb,
                                  &s),
                      MOMENTO_OK);
     tu_ps_frame fr;
     tu_wait_until(tu_ps_find_key(f, "k", &fr), 10000);
     assert_true(tu_ps_find_key(f, "k", &fr));
     momento_cancel(tok);
-    tu_wait_until(s.calls, 30000);
+    tu_wait_until(tu_rec_calls(&s), 30000);
     assert_error(&s, MOMENTO_ERR_CANCELLED);
     tu_wait_until(tu_ps_saw_cancel(f, fr.conn, fr.id), 10000);
     assert_true(tu_ps_saw_cancel(f, fr.conn, fr.id));
@@ -332,7 +305,7 @@ static void test_cancel_token(void **state)
     wait_calls(&other, 1);
     momento_client_free(c);
     momento_cancel_token_free(tok);
-    assert_int_equal(s.calls, 1);
+    assert_int_equal(tu_rec_calls(&s), 1);
     assert_hit(&other, "o");
     tu_ps_stop(f);
 }
@@ -348,16 +321,16 @@ static void test_cut_mid_frame(void **state)
     tu_ps *f = tu_ps_start(TU_PS_CUT, 3);
     tu_ps_put(f, "k", "v");
     momento_client *c = ps_client(f, (uint32_t)TU_MS(5000), 1);
-    seen s[3] = {0}, set = {0}, del = {0};
+    tu_rec s[3] = {0}, set = {0}, del = {0};
     get(c, "k", &s[0]);
-    assert_int_equal(momento_set(c, "c", "k2", 2, "w", 1, 0, NULL, seen_cb, &set), MOMENTO_OK);
-    assert_int_equal(momento_delete(c, "c", "k3", 2, NULL, seen_cb, &del), MOMENTO_OK);
-    tu_wait_until(s[0].calls && set.calls && del.calls, 30000);
+    assert_int_equal(momento_set(c, "c", "k2", 2, "w", 1, 0, NULL, tu_rec_cb, &set), MOMENTO_OK);
+    assert_int_equal(momento_delete(c, "c", "k3", 2, NULL, tu_rec_cb, &del), MOMENTO_OK);
+    tu_wait_until(tu_rec_calls(&s[0]) && tu_rec_calls(&set) && tu_rec_calls(&del), 30000);
     assert_error(&s[0], MOMENTO_ERR_SERVER_UNAVAILABLE);
     assert_error(&set, MOMENTO_ERR_SERVER_UNAVAILABLE);
     assert_error(&del, MOMENTO_ERR_SERVER_UNAVAILABLE);
     get(c, "k", &s[1]);
-    tu_wait_until(s[1].calls, 30000);
+    tu_wait_until(tu_rec_calls(&s[1]), 30000);
     assert_hit(&s[1], "v");
     assert_int_equal(tu_ps_connections(f), 2);
     momento_client_free(c);
@@ -373,7 +346,7 @@ static void test_cut_mid_frame_retried(void **state)
     tu_ps *f = tu_ps_start(TU_PS_CUT, 3);
     tu_ps_put(f, "k", "v");
     momento_client *c = ps_client(f, (uint32_t)TU_MS(5000), 3);
-    seen s[3] = {0};
+    tu_rec s[3] = {0};
     for (int i = 0; i < 3; i++)
         get(c, "k", &s[i]);
     wait_calls(s, 3);
@@ -395,10 +368,10 @@ static void test_oversized_frame(void **state)
     tu_ps *f = tu_ps_start(TU_PS_OVERSIZE, 2);
     tu_ps_put(f, "k", "v");
     momento_client *c = ps_client(f, (uint32_t)TU_MS(5000), 1);
-    seen s[2] = {0};
+    tu_rec s[2] = {0};
     get(c, "k", &s[0]);
     get(c, "k", &s[1]);
-    tu_wait_until(s[0].calls && s[1].calls, 30000);
+    tu_wait_until(tu_rec_calls(&s[0]) && tu_rec_calls(&s[1]), 30000);
     momento_client_free(c);
     assert_error(&s[0], MOMENTO_ERR_SERVER_UNAVAILABLE);
     assert_error(&s[1], MOMENTO_ERR_SERVER_UNAVAILABLE);
@@ -416,7 +389,7 @@ static void test_nothing_before_auth(void **state)
     tu_ps_set_auth_delay(f, (int)TU_MS(200));
     tu_ps_put(f, "k", "v");
     momento_client *c = ps_client(f, (uint32_t)TU_MS(5000), 1);
-    seen s[3] = {0};
+    tu_rec s[3] = {0};
     for (int i = 0; i < 3; i++)
         get(c, "k", &s[i]);
     wait_calls(s, 3);
@@ -448,15 +421,15 @@ static void test_auth_refused(void **state)
     tu_ps *f = tu_ps_start(TU_PS_REFUSE_AUTH, 1);
     tu_ps_set_auth_delay(f, (int)TU_MS(200));
     momento_client *c = ps_client(f, (uint32_t)TU_MS(5000), 3);
-    seen s = {0}, set = {0};
+    tu_rec s = {0}, set = {0};
     get(c, "k", &s);
-    assert_int_equal(momento_set(c, "c", "k", 1, "v", 1, 0, NULL, seen_cb, &set), MOMENTO_OK);
-    tu_wait_until(s.calls && set.calls, 30000);
+    assert_int_equal(momento_set(c, "c", "k", 1, "v", 1, 0, NULL, tu_rec_cb, &set), MOMENTO_OK);
+    tu_wait_until(tu_rec_calls(&s) && tu_rec_calls(&set), 30000);
     assert_error(&s, MOMENTO_ERR_AUTHENTICATION);
     assert_error(&set, MOMENTO_ERR_AUTHENTICATION);
     /* At once after, while the connection waits out its backoff: the same
      * answer, not an UNAVAILABLE that the retries would spend at once. */
-    seen again = {0};
+    tu_rec again = {0};
     get(c, "k", &again);
     wait_calls(&again, 1);
     assert_error(&again, MOMENTO_ERR_AUTHENTICATION);
@@ -483,7 +456,7 @@ static void test_free_in_flight(void **state)
     enum { N = 10 };
     tu_ps *f = tu_ps_start(TU_PS_SILENT, 1);
     momento_client *c = ps_client(f, 60000, 1);
-    seen s[N] = {0};
+    tu_rec s[N] = {0};
     for (int i = 0; i < N; i++)
         get(c, "k", &s[i]);
     tu_wait_until(tu_ps_frame_count(f) >= N + 1, 10000);

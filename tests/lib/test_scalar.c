@@ -25,18 +25,7 @@ static void put(const char *key, const char *value)
 
 static void check_value(const char *key, const char *want)
 {
-    momento_result *r;
-    assert_int_equal(momento_get_sync(tu_fx.client, "c", key, strlen(key), NULL, &r), MOMENTO_OK);
-    if (!want) {
-        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    } else {
-        size_t len;
-        const void *v = momento_result_value(r, &len);
-        assert_true(momento_result_is_hit(r));
-        assert_int_equal(len, strlen(want));
-        assert_memory_equal(v, want, len);
-    }
-    momento_result_free(r);
+    tu_assert_get_str(tu_fx.client, "c", key, want);
 }
 
 /* Runs a conditional set and returns its outcome. */
@@ -46,10 +35,7 @@ static momento_outcome cond_set(const char *key, const char *value, momento_cond
     momento_result *r;
     int rc = momento_set_if_sync(tu_fx.client, "c", key, strlen(key), value, strlen(value), 0, cond,
                                  compare, compare ? strlen(compare) : 0, NULL, &r);
-    assert_int_equal(rc, MOMENTO_OK);
-    momento_outcome o = momento_result_outcome(r);
-    momento_result_free(r);
-    return o;
+    return tu_outcome(rc, &r);
 }
 
 static void test_conditional_sets(void **state)
@@ -84,10 +70,24 @@ static void test_conditional_sets(void **state)
     assert_int_equal(cond_set("empty", "y", MOMENTO_IF_EQUAL, ""), MOMENTO_OUTCOME_STORED);
 }
 
+/* An async call's outcome, kept by keep_outcome(); `waited` counts the
+ * callbacks RUN_ASYNC() has waited for. */
 typedef struct outcome_box {
     tu_counter k;
     momento_outcome outcome;
+    size_t waited;
 } outcome_box;
+
+/* Asserts that the async `call` (its callback keeping its outcome in the
+ * outcome_box `box`) was accepted, waits for that callback and asserts its
+ * outcome is `want`. A macro, so that a failure names the test's line. */
+#define RUN_ASYNC(box, call, want)                                                                 \
+    do {                                                                                           \
+        assert_int_equal((call), MOMENTO_OK);                                                      \
+        (box)->waited++;                                                                           \
+        assert_int_equal(tu_counter_wait(&(box)->k, (box)->waited, 5000), (box)->waited);          \
+        assert_int_equal((box)->outcome, (want));                                                  \
+    } while (0)
 
 static void keep_outcome(const momento_result *r, void *ud)
 {
@@ -99,16 +99,9 @@ static void keep_outcome(const momento_result *r, void *ud)
 static void test_named_conditional_sets_async(void **state)
 {
     (void)state;
-    outcome_box b;
+    outcome_box b = {.waited = 0};
     tu_counter_init(&b.k);
-    size_t waited = 0;
-#define RUN(call, want)                                                                            \
-    do {                                                                                           \
-        assert_int_equal((call), MOMENTO_OK);                                                      \
-        waited++;                                                                                  \
-        assert_int_equal(tu_counter_wait(&b.k, waited, 5000), waited);                             \
-        assert_int_equal(b.outcome, (want));                                                       \
-    } while (0)
+#define RUN(call, want) RUN_ASYNC(&b, call, want)
     RUN(momento_set_if_not_exists(tu_fx.client, "c", "n1", 2, "v", 1, 0, NULL, keep_outcome, &b),
         MOMENTO_OUTCOME_STORED);
     RUN(momento_set_if_absent(tu_fx.client, "c", "n1", 2, "w", 1, 0, NULL, keep_outcome, &b),
@@ -202,10 +195,7 @@ static momento_outcome ttl_op(int which, const char *key, uint64_t ms)
              : which == 1
                  ? momento_increase_ttl_sync(tu_fx.client, "c", key, strlen(key), ms, NULL, &r)
                  : momento_decrease_ttl_sync(tu_fx.client, "c", key, strlen(key), ms, NULL, &r);
-    assert_int_equal(rc, MOMENTO_OK);
-    momento_outcome o = momento_result_outcome(r);
-    momento_result_free(r);
-    return o;
+    return tu_outcome(rc, &r);
 }
 
 static void test_ttl_operations(void **state)
@@ -746,36 +736,27 @@ static void test_hash_conditions(void **state)
 /* The async forms: the hash is borrowed in the callback, so it is copied
  * there. */
 typedef struct hash_box {
-    tu_counter k;
-    momento_outcome outcome;
+    outcome_box o;
     hash_buf hash;
 } hash_box;
 
 static void keep_hash(const momento_result *r, void *ud)
 {
     hash_box *b = ud;
-    b->outcome = momento_result_outcome(r);
     size_t len = 0;
     const void *p = momento_result_hash(r, &len);
     b->hash.len = p && len <= sizeof(b->hash.bytes) ? len : 0;
     if (b->hash.len)
         memcpy(b->hash.bytes, p, len);
-    tu_count_cb(r, &b->k);
+    keep_outcome(r, &b->o); /* last: it wakes the test */
 }
 
 static void test_hash_async_and_named(void **state)
 {
     (void)state;
-    hash_box b;
-    tu_counter_init(&b.k);
-    size_t waited = 0;
-#define RUN(call, want)                                                                            \
-    do {                                                                                           \
-        assert_int_equal((call), MOMENTO_OK);                                                      \
-        waited++;                                                                                  \
-        assert_int_equal(tu_counter_wait(&b.k, waited, 5000), waited);                             \
-        assert_int_equal(b.outcome, (want));                                                       \
-    } while (0)
+    hash_box b = {.o.waited = 0};
+    tu_counter_init(&b.o.k);
+#define RUN(call, want) RUN_ASYNC(&b.o, call, want)
     RUN(momento_set_with_hash(tu_fx.client, "c", "ha", 2, "v1", 2, 0, NULL, keep_hash, &b),
         MOMENTO_OUTCOME_STORED);
     hash_buf v1 = b.hash;
@@ -803,7 +784,7 @@ static void test_hash_async_and_named(void **state)
         MOMENTO_OUTCOME_NOT_STORED);
 #undef RUN
     check_value("ha", "v3");
-    tu_counter_destroy(&b.k);
+    tu_counter_destroy(&b.o.k);
 
     /* Every named conditional set has a blocking form. */
     momento_result *r;
@@ -997,18 +978,6 @@ static void test_hash_with_compression(void **state)
     momento_client_free(zc);
 }
 
-typedef struct dup_box {
-    tu_counter k;
-    momento_result *copy;
-} dup_box;
-
-static void keep_copy(const momento_result *r, void *ud)
-{
-    dup_box *b = ud;
-    assert_int_equal(momento_result_dup(r, &b->copy), MOMENTO_OK);
-    tu_count_cb(r, &b->k);
-}
-
 static void test_batch_result_survives_dup(void **state)
 {
     (void)state;
@@ -1016,11 +985,12 @@ static void test_batch_result_survives_dup(void **state)
     put("d3", "three");
     const void *keys[3] = {"d1", "d2", "d3"};
     size_t lens[3] = {2, 2, 2};
-    dup_box b = {.copy = NULL};
+    tu_kept b = {.copy = NULL};
     tu_counter_init(&b.k);
-    assert_int_equal(momento_get_batch(tu_fx.client, "c", keys, lens, 3, NULL, keep_copy, &b),
+    assert_int_equal(momento_get_batch(tu_fx.client, "c", keys, lens, 3, NULL, tu_keep_cb, &b),
                      MOMENTO_OK);
     assert_int_equal(tu_counter_wait(&b.k, 1, 5000), 1);
+    assert_non_null(b.copy); /* the dup succeeded */
     /* The callback's buffers are gone; the copy must stand alone. */
     assert_int_equal(momento_result_item_count(b.copy), 3);
     size_t len;

@@ -80,32 +80,20 @@ static void test_threads_named_while_alive_gone_after_free(void **state)
     wait_threads("momento-", true, 0);
 }
 
-typedef struct free_in_callback {
-    momento_client *client;
-    tu_counter done;
-} free_in_callback;
-
-static void free_client_cb(const momento_result *r, void *userdata)
-{
-    free_in_callback *f = userdata;
-    momento_client_free(f->client);
-    tu_count_cb(r, &f->done);
-}
-
 /* Freed from its own callback, the client is released by its completion
  * thread, which nobody joins: that thread too ends by itself. */
 static void test_thread_freed_from_its_callback_ends(void **state)
 {
     (void)state;
     momento_local *server = tu_server_with_cache("c");
-    free_in_callback f;
-    tu_counter_init(&f.done);
+    tu_freer f;
+    tu_counter_init(&f.k);
     f.client = tu_client(server, NULL);
     wait_threads(CQ_THREAD, false, 1);
-    assert_int_equal(momento_get(f.client, "c", "k", 1, NULL, free_client_cb, &f), MOMENTO_OK);
-    assert_int_equal(tu_counter_wait(&f.done, 1, (int)TU_MS(10000)), 1);
+    assert_int_equal(momento_get(f.client, "c", "k", 1, NULL, tu_free_client_cb, &f), MOMENTO_OK);
+    assert_int_equal(tu_counter_wait(&f.k, 1, (int)TU_MS(10000)), 1);
     wait_threads(CQ_THREAD, false, 0);
-    tu_counter_destroy(&f.done);
+    tu_counter_destroy(&f.k);
     momento_local_stop(server);
     wait_threads("momento-", true, 0);
 }

@@ -87,13 +87,7 @@ static void test_trusted_ca_connects(void **state)
     momento_local *s = tls_server("good");
     momento_client *c = tls_client(s, true);
     assert_int_equal(momento_set_sync(c, "c", "k", 1, "over tls", 8, 0, NULL, NULL), MOMENTO_OK);
-    momento_result *r;
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
-    size_t len;
-    const void *v = momento_result_value(r, &len);
-    assert_int_equal(len, 8);
-    assert_memory_equal(v, "over tls", 8);
-    momento_result_free(r);
+    tu_assert_get(c, "c", "k", 1, "over tls", 8);
     assert_int_equal(momento_list_caches_sync(c, NULL, NULL), MOMENTO_OK); /* control plane too */
     momento_client_free(c);
     momento_local_stop(s);
@@ -123,15 +117,22 @@ static void test_untrusted_certificate_refused(void **state)
     momento_local_stop(s);
 }
 
+/* `c`'s call to `s` fails, refused at the handshake before any RPC
+ * reached the server; frees both. */
+static void assert_refused(momento_local *s, momento_client *c)
+{
+    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
+    momento_client_free(c);
+    assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
+    momento_local_stop(s);
+}
+
 static void test_hostname_mismatch_refused(void **state)
 {
     (void)state;
     momento_local *s = tls_server("other"); /* valid chain, wrong name */
     momento_client *c = tls_client(s, true);
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
-    momento_client_free(c);
-    assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
-    momento_local_stop(s);
+    assert_refused(s, c);
 }
 
 static void test_plaintext_client_refused(void **state)
@@ -139,9 +140,7 @@ static void test_plaintext_client_refused(void **state)
     (void)state;
     momento_local *s = tls_server("good");
     momento_client *c = tu_client(s, NULL);
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
-    momento_client_free(c);
-    momento_local_stop(s);
+    assert_refused(s, c);
 }
 
 /* A client whose endpoints are cache.vpc.example:PORT and
@@ -160,11 +159,7 @@ static momento_client *vpc_client(momento_local *s, const char *connect_to, bool
         assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);
     if (connect_to)
         assert_int_equal(momento_config_set_connect_address(cfg, connect_to), MOMENTO_OK);
-    momento_credentials *creds;
-    assert_int_equal(momento_credentials_with_endpoints(&creds, "", cache, control), MOMENTO_OK);
-    momento_client *c;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
+    momento_client *c = tu_client_with_endpoints("", cache, control, cfg);
     momento_config_free(cfg);
     return c;
 }
@@ -292,12 +287,8 @@ static momento_client *token_client(momento_local *s, const char *token)
     momento_config *cfg;
     momento_config_new(&cfg);
     assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);
-    momento_credentials *creds;
     const char *ep = momento_local_endpoint(s);
-    assert_int_equal(momento_credentials_with_endpoints(&creds, token, ep, ep), MOMENTO_OK);
-    momento_client *c;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
+    momento_client *c = tu_client_with_endpoints(token, ep, ep, cfg);
     momento_config_free(cfg);
     return c;
 }
@@ -375,11 +366,7 @@ static momento_client *ps_tls_client(momento_local *s, const char *cache_ep, boo
         assert_int_equal(momento_config_set_connect_address(cfg, connect), MOMENTO_OK);
     }
     const char *ep = cache_ep ? cache_ep : momento_local_endpoint(s);
-    momento_credentials *creds;
-    assert_int_equal(momento_credentials_with_endpoints(&creds, token, ep, ep), MOMENTO_OK);
-    momento_client *c;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
+    momento_client *c = tu_client_with_endpoints(token, ep, ep, cfg);
     momento_config_free(cfg);
     momento__client_add_header(c, "return-error", "internal");
     momento__client_add_header(c, "error-rpcs", "get set");
@@ -392,13 +379,7 @@ static void test_protosocket_over_tls(void **state)
     momento_local *s = ps_tls_server("good");
     momento_client *c = ps_tls_client(s, NULL, true, "tok");
     assert_int_equal(momento_set_sync(c, "c", "k", 1, "over ps", 7, 0, NULL, NULL), MOMENTO_OK);
-    momento_result *r;
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, &r), MOMENTO_OK);
-    size_t len;
-    const void *v = momento_result_value(r, &len);
-    assert_int_equal(len, 7);
-    assert_memory_equal(v, "over ps", 7);
-    momento_result_free(r);
+    tu_assert_get(c, "c", "k", 1, "over ps", 7);
     assert_int_equal(momento_local_rpc_count(s, "Get", 0), 1);
     momento_client_free(c);
 
@@ -416,15 +397,10 @@ static void test_protosocket_tls_refusals(void **state)
     (void)state;
     momento_local *s = ps_tls_server("good");
     momento_client *c = ps_tls_client(s, NULL, false, "tok");
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
-    momento_client_free(c);
-    momento_local_stop(s);
+    assert_refused(s, c);
     s = ps_tls_server("other");
     c = ps_tls_client(s, NULL, true, "tok");
-    assert_int_equal(momento_get_sync(c, "c", "k", 1, NULL, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
-    momento_client_free(c);
-    assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
-    momento_local_stop(s);
+    assert_refused(s, c);
 }
 
 /* A private endpoint: dial 127.0.0.1, verify cache.vpc.example (the

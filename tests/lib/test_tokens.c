@@ -55,15 +55,12 @@ static char *issue(momento_token_scope *scope, uint32_t seconds)
     return issue_from(tu_fx.client, scope, seconds);
 }
 
-static momento_client *client_with(momento_local *s, const char *key)
+/* A client whose key is issued (for 60 s) with `scope`, which it frees. */
+static momento_client *scoped_client(momento_token_scope *scope)
 {
-    momento_credentials *creds = NULL;
-    assert_int_equal(
-        momento_credentials_local_with_key(&creds, momento_local_endpoint(s), key),
-        MOMENTO_OK);
-    momento_client *c = NULL;
-    assert_int_equal(momento_client_new(&c, NULL, creds), MOMENTO_OK);
-    momento_credentials_free(creds);
+    char *key = issue(scope, 60);
+    momento_client *c = tu_client_with_key(tu_fx.server, key);
+    free(key);
     return c;
 }
 
@@ -162,7 +159,7 @@ static void test_result_and_key(void **state)
     assert_int_equal(momento_result_token_valid_until(copy), until);
     momento_result_free(copy);
     /* The bare token works as a key too. */
-    momento_client *c = client_with(tu_fx.server, token);
+    momento_client *c = tu_client_with_key(tu_fx.server, token);
     free(token);
     assert_int_equal(do_set(c, "c", "x"), MOMENTO_OK);
     momento_client_free(c);
@@ -188,9 +185,7 @@ static void test_cache_scope(void **state)
     (void)state;
     momento_token_scope *s = new_scope();
     assert_int_equal(momento_token_scope_add_cache(s, MOMENTO_TOKEN_READ_WRITE, "c"), MOMENTO_OK);
-    char *key = issue(s, 60);
-    momento_client *c = client_with(tu_fx.server, key);
-    free(key);
+    momento_client *c = scoped_client(s);
     assert_int_equal(do_set(c, "c", "a"), MOMENTO_OK);
     assert_int_equal(do_get(c, "c", "a"), MOMENTO_OK);
     assert_int_equal(do_get(c, "c", "missing"), MOMENTO_OK);
@@ -220,9 +215,7 @@ static void test_key_scope(void **state)
     /* Key "k1" of every cache. */
     assert_int_equal(momento_token_scope_add_cache_key(s, MOMENTO_TOKEN_READ_WRITE, NULL, "k1", 2),
                      MOMENTO_OK);
-    char *key = issue(s, 60);
-    momento_client *c = client_with(tu_fx.server, key);
-    free(key);
+    momento_client *c = scoped_client(s);
     assert_int_equal(do_set(c, "c", "k1"), MOMENTO_OK);
     assert_int_equal(do_set(c, "other", "k1"), MOMENTO_OK);
     assert_int_equal(do_get(c, "other", "k1"), MOMENTO_OK);
@@ -257,9 +250,7 @@ static void test_prefix_read_only(void **state)
     assert_int_equal(
         momento_token_scope_add_cache_key_prefix(s, MOMENTO_TOKEN_READ_ONLY, "c", "pet", 3),
         MOMENTO_OK);
-    char *key = issue(s, 60);
-    momento_client *c = client_with(tu_fx.server, key);
-    free(key);
+    momento_client *c = scoped_client(s);
     assert_int_equal(do_get(c, "c", "pet-cat"), MOMENTO_OK);
     assert_int_equal(do_get(c, "c", "pet-dog"), MOMENTO_OK); /* a miss, but allowed */
     assert_int_equal(do_get(c, "c", "cow"), MOMENTO_ERR_PERMISSION);
@@ -276,9 +267,7 @@ static void test_write_only(void **state)
     (void)state;
     momento_token_scope *s = new_scope();
     assert_int_equal(momento_token_scope_add_cache(s, MOMENTO_TOKEN_WRITE_ONLY, "c"), MOMENTO_OK);
-    char *key = issue(s, 60);
-    momento_client *c = client_with(tu_fx.server, key);
-    free(key);
+    momento_client *c = scoped_client(s);
     assert_int_equal(do_set(c, "c", "w"), MOMENTO_OK);
     assert_int_equal(momento_delete_sync(c, "c", "w", 1, NULL, NULL), MOMENTO_OK);
     assert_int_equal(do_get(c, "c", "w"), MOMENTO_ERR_PERMISSION);
@@ -298,9 +287,7 @@ static void test_several_grants(void **state)
     assert_int_equal(
         momento_token_scope_add_cache_key_prefix(s, MOMENTO_TOKEN_READ_WRITE, "other", "pet", 3),
         MOMENTO_OK);
-    char *key = issue(s, 60);
-    momento_client *c = client_with(tu_fx.server, key);
-    free(key);
+    momento_client *c = scoped_client(s);
     assert_int_equal(do_set(c, "c", "cow"), MOMENTO_OK);
     assert_int_equal(do_get(c, "c", "cow"), MOMENTO_ERR_PERMISSION);
     assert_int_equal(do_set(c, "other", "pet-fish"), MOMENTO_OK);
@@ -319,9 +306,7 @@ static void test_topics(void **state)
     assert_int_equal(
         momento_token_scope_add_topic_prefix(s, MOMENTO_TOKEN_READ_WRITE, NULL, "chat-"),
         MOMENTO_OK);
-    char *key = issue(s, 60);
-    momento_client *c = client_with(tu_fx.server, key);
-    free(key);
+    momento_client *c = scoped_client(s);
     assert_int_equal(momento_topic_publish_text_sync(c, "c", "news", "hi", 2, NULL, NULL),
                      MOMENTO_OK);
     assert_int_equal(momento_topic_publish_text_sync(c, "other", "news", "hi", 2, NULL, NULL),
@@ -345,7 +330,7 @@ static void test_expiry(void **state)
      * must fit before the expiry on a loaded machine too. */
     uint32_t seconds = 3 * (uint32_t)tu_time_scale();
     char *key = issue(s, seconds);
-    momento_client *c = client_with(tu_fx.server, key);
+    momento_client *c = tu_client_with_key(tu_fx.server, key);
     free(key);
     assert_int_equal(do_set(c, "c", "e"), MOMENTO_OK);
     /* valid_until is a whole second: wait past the next one. */
@@ -422,7 +407,7 @@ static void test_subscription_ends_at_expiry(void **state)
         MOMENTO_OK);
     momento_token_scope_free(s);
     uint64_t valid_until = momento_result_token_valid_until(r);
-    momento_client *c = client_with(tu_fx.server, momento_result_token_api_key(r));
+    momento_client *c = tu_client_with_key(tu_fx.server, momento_result_token_api_key(r));
     momento_result_free(r);
     sub_seen w;
     memset(&w, 0, sizeof(w));
@@ -474,7 +459,7 @@ static char *bare_token(const char *key)
 
 static int get_with_token(momento_local *s, const char *token)
 {
-    momento_client *c = client_with(s, token);
+    momento_client *c = tu_client_with_key(s, token);
     int rc = do_get(c, "c", "a");
     momento_client_free(c);
     return rc;
@@ -530,7 +515,7 @@ static void test_server_with_token(void **state)
     momento_local *srv = tu_server(o);
     momento_local_options_free(o);
 
-    momento_client *wrong = client_with(srv, "not-the-token");
+    momento_client *wrong = tu_client_with_key(srv, "not-the-token");
     momento_token_scope *s = new_scope();
     assert_int_equal(momento_token_scope_add_cache(s, MOMENTO_TOKEN_READ_WRITE, "c"), MOMENTO_OK);
     assert_int_equal(momento_generate_disposable_token_sync(wrong, s, 60, NULL, NULL, NULL),
@@ -538,12 +523,12 @@ static void test_server_with_token(void **state)
     momento_token_scope_free(s);
     momento_client_free(wrong);
 
-    momento_client *owner = client_with(srv, "secret-token");
+    momento_client *owner = tu_client_with_key(srv, "secret-token");
     s = new_scope();
     assert_int_equal(momento_token_scope_add_cache(s, MOMENTO_TOKEN_READ_WRITE, "c"), MOMENTO_OK);
     char *key = issue_from(owner, s, 60);
     momento_client_free(owner);
-    momento_client *c = client_with(srv, key);
+    momento_client *c = tu_client_with_key(srv, key);
     free(key);
     assert_int_equal(do_set(c, "c", "a"), MOMENTO_OK);
     assert_int_equal(momento_list_caches_sync(c, NULL, NULL), MOMENTO_ERR_PERMISSION);

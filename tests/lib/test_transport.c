@@ -203,14 +203,7 @@ static void *fake_thread(void *arg)
             }
         }
         if (!due) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 2 * 1000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-            pthread_cond_timedwait(&f->cond, &f->lock, &ts);
+            tu_cond_wait_ms(&f->cond, &f->lock, 2);
             continue;
         }
         bool fail = f->failed < f->fail_first;
@@ -273,47 +266,6 @@ static int fake_count(fake *f, const int *field)
     return n;
 }
 
-/* ------------------------------------------------------------ callbacks */
-
-typedef struct rec {
-    int calls;
-    int error;
-    int attempts;
-    bool on_cq_thread;
-    char value[64];
-    int64_t at_ms;
-} rec;
-
-static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void rec_cb(const momento_result *r, void *ud)
-{
-    rec *x = ud;
-    char name[16] = "";
-    pthread_getname_np(pthread_self(), name, sizeof(name));
-    size_t len = 0;
-    const void *v = momento_result_value(r, &len);
-    pthread_mutex_lock(&rec_lock);
-    x->calls++;
-    x->error = momento_result_error(r);
-    x->attempts = momento_result_attempts(r);
-    x->on_cq_thread = strcmp(name, "momento-cq") == 0;
-    if (v && len < sizeof(x->value)) {
-        memcpy(x->value, v, len);
-        x->value[len] = 0;
-    }
-    x->at_ms = tu_now_ms();
-    pthread_mutex_unlock(&rec_lock);
-}
-
-static int rec_calls(rec *x)
-{
-    pthread_mutex_lock(&rec_lock);
-    int n = x->calls;
-    pthread_mutex_unlock(&rec_lock);
-    return n;
-}
-
 /* A client of the fixture's server whose Get and Set go to `f`. */
 static momento_client *routed_client(tu_fixture *fx, fake *f, const momento_config *cfg)
 {
@@ -337,22 +289,16 @@ static void test_routed_rpcs_go_through_the_transport(void **state)
     momento_result *r = NULL;
     assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, &r), MOMENTO_OK);
     momento_result_free(r);
-    assert_int_equal(momento_get_sync(c, "c", "abc", 3, NULL, &r), MOMENTO_OK);
-    assert_true(momento_result_is_hit(r));
-    size_t len = 0;
-    const void *v = momento_result_value(r, &len);
-    assert_int_equal(len, 8);
-    assert_memory_equal(v, "fake:abc", 8);
-    momento_result_free(r);
+    tu_assert_get(c, "c", "abc", 3, "fake:abc", 8);
 
     /* An async one is called back on the client's completion thread. */
-    rec x;
+    tu_rec x;
     memset(&x, 0, sizeof(x));
-    assert_int_equal(momento_get(c, "c", "xy", 2, NULL, rec_cb, &x), MOMENTO_OK);
-    tu_wait_until(rec_calls(&x) == 1, 20000);
+    assert_int_equal(momento_get(c, "c", "xy", 2, NULL, tu_rec_cb, &x), MOMENTO_OK);
+    tu_wait_until(tu_rec_calls(&x) == 1, 20000);
     assert_int_equal(x.error, MOMENTO_OK);
     assert_string_equal(x.value, "fake:xy");
-    assert_true(x.on_cq_thread);
+    assert_string_equal(x.thread, "momento-cq");
     assert_int_equal(x.attempts, 1);
 
     /* What is not routed still goes over gRPC to the server. */
@@ -379,18 +325,18 @@ static void test_retries_through_the_transport(void **state)
     momento_config_set_retry_fixed_timeout(cfg, 3, 5000, 0);
     momento_client *c = routed_client(fx, f, cfg);
     momento_config_free(cfg);
-    rec x;
+    tu_rec x;
     memset(&x, 0, sizeof(x));
-    assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &x), MOMENTO_OK);
-    tu_wait_until(rec_calls(&x) == 1, 20000);
+    assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_rec_cb, &x), MOMENTO_OK);
+    tu_wait_until(tu_rec_calls(&x) == 1, 20000);
     assert_int_equal(x.error, MOMENTO_OK);
     assert_int_equal(x.attempts, 3);
     assert_string_equal(x.value, "fake:k");
     /* A third failure is the request's. */
     f->fail_first = 5;
     memset(&x, 0, sizeof(x));
-    assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &x), MOMENTO_OK);
-    tu_wait_until(rec_calls(&x) == 1, 20000);
+    assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_rec_cb, &x), MOMENTO_OK);
+    tu_wait_until(tu_rec_calls(&x) == 1, 20000);
     assert_int_equal(x.error, MOMENTO_ERR_SERVER_UNAVAILABLE);
     assert_int_equal(x.attempts, 3);
     momento_client_free(c);
@@ -409,26 +355,26 @@ static void test_cancel_and_deadline_through_the_transport(void **state)
     assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
     momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
     o.cancel = t;
-    rec cancelled, timed_out;
+    tu_rec cancelled, timed_out;
     memset(&cancelled, 0, sizeof(cancelled));
     memset(&timed_out, 0, sizeof(timed_out));
-    assert_int_equal(momento_get(c, "c", "k", 1, &o, rec_cb, &cancelled), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "k", 1, &o, tu_rec_cb, &cancelled), MOMENTO_OK);
     momento_request_options d = MOMENTO_REQUEST_OPTIONS_INIT;
     d.timeout_ms = 200;
     int64_t t0 = tu_now_ms();
-    assert_int_equal(momento_get(c, "c", "k", 1, &d, rec_cb, &timed_out), MOMENTO_OK);
+    assert_int_equal(momento_get(c, "c", "k", 1, &d, tu_rec_cb, &timed_out), MOMENTO_OK);
     tu_wait_until(fake_count(f, &f->in_queue) == 2, 20000);
-    assert_int_equal(rec_calls(&cancelled), 0);
+    assert_int_equal(tu_rec_calls(&cancelled), 0);
     momento_cancel(t);
-    tu_wait_until(rec_calls(&cancelled) == 1, 20000);
+    tu_wait_until(tu_rec_calls(&cancelled) == 1, 20000);
     assert_int_equal(cancelled.error, MOMENTO_ERR_CANCELLED);
-    tu_wait_until(rec_calls(&timed_out) == 1, 20000);
+    tu_wait_until(tu_rec_calls(&timed_out) == 1, 20000);
     assert_int_equal(timed_out.error, MOMENTO_ERR_TIMEOUT);
     assert_true(timed_out.at_ms - t0 >= 200); /* never before its deadline */
     momento_cancel_token_free(t);
     momento_client_free(c);
-    assert_int_equal(rec_calls(&cancelled), 1);
-    assert_int_equal(rec_calls(&timed_out), 1);
+    assert_int_equal(tu_rec_calls(&cancelled), 1);
+    assert_int_equal(tu_rec_calls(&timed_out), 1);
     fake_free(f);
 }
 
@@ -441,10 +387,10 @@ static void test_free_ends_what_the_transport_holds(void **state)
     f->hold = true;
     momento_client *c = routed_client(fx, f, NULL);
     enum { N = 50 };
-    static rec recs[N];
+    static tu_rec recs[N];
     memset(recs, 0, sizeof(recs));
     for (int i = 0; i < N; i++)
-        assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &recs[i]), MOMENTO_OK);
+        assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_rec_cb, &recs[i]), MOMENTO_OK);
     tu_wait_until(fake_count(f, &f->in_queue) == N, 20000);
     momento_client_free(c);
     for (int i = 0; i < N; i++) {
@@ -471,14 +417,14 @@ static void fake_set(fake *f, bool *field, bool v)
 
 typedef struct starter {
     momento_coalescer *co;
-    rec *x;
+    tu_rec *x;
     int rc;
 } starter;
 
 static void *start_get(void *arg)
 {
     starter *st = arg;
-    st->rc = momento_coalescing_get(st->co, "c", "k", 1, NULL, rec_cb, st->x);
+    st->rc = momento_coalescing_get(st->co, "c", "k", 1, NULL, tu_rec_cb, st->x);
     return NULL;
 }
 
@@ -499,7 +445,7 @@ static void test_coalesced_start_outlives_its_key(void **state)
     momento_coalescer *co = NULL;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
 
-    rec got, set;
+    tu_rec got, set;
     memset(&got, 0, sizeof(got));
     memset(&set, 0, sizeof(set));
     starter st = {co, &got, -1};
@@ -507,21 +453,21 @@ static void test_coalesced_start_outlives_its_key(void **state)
     assert_int_equal(pthread_create(&t, NULL, start_get, &st), 0);
     tu_wait_until(fake_count(f, &f->launched) == 1, 20000); /* its starter held in launch */
     /* A set of the same key: an RPC of its own, beside the get's. */
-    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, 0, NULL, rec_cb, &set),
+    assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, 0, NULL, tu_rec_cb, &set),
                      MOMENTO_OK);
     tu_wait_until(fake_count(f, &f->launched) == 2, 20000);
     fake_set(f, &f->hold_get, false); /* the get is answered first... */
-    tu_wait_until(rec_calls(&got) == 1, 20000);
+    tu_wait_until(tu_rec_calls(&got) == 1, 20000);
     assert_int_equal(got.error, MOMENTO_OK);
     assert_string_equal(got.value, "fake:k");
     fake_set(f, &f->hold_set, false); /* ...then the set, the key's last */
-    tu_wait_until(rec_calls(&set) == 1, 20000);
+    tu_wait_until(tu_rec_calls(&set) == 1, 20000);
     assert_int_equal(set.error, MOMENTO_OK);
     fake_set(f, &f->block_launch, false); /* and only now is the starter back */
     pthread_join(t, NULL);
     assert_int_equal(st.rc, MOMENTO_OK);
-    assert_int_equal(rec_calls(&got), 1);
-    assert_int_equal(rec_calls(&set), 1);
+    assert_int_equal(tu_rec_calls(&got), 1);
+    assert_int_equal(tu_rec_calls(&set), 1);
 
     /* The key is gone from the table: a new get is a new RPC. */
     momento_result *r = NULL;
@@ -585,7 +531,7 @@ static void test_refused_start_and_leaving_joiner_keep_the_coalescer(void **stat
     momento_coalescer *co = NULL;
     assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
 
-    rec issuer;
+    tu_rec issuer;
     memset(&issuer, 0, sizeof(issuer));
     starter st = {co, &issuer, -1};
     pthread_t t;
@@ -604,7 +550,7 @@ static void test_refused_start_and_leaving_joiner_keep_the_coalescer(void **stat
     fake_set(f, &f->block_launch, false); /* the start is refused now */
     pthread_join(t, NULL);
     assert_int_not_equal(st.rc, MOMENTO_OK);
-    assert_int_equal(rec_calls(&issuer), 0); /* refused: no callback */
+    assert_int_equal(tu_rec_calls(&issuer), 0); /* refused: no callback */
 
     pthread_mutex_lock(&h.lock);
     h.go = true;
@@ -620,7 +566,7 @@ static struct {
     int shutdowns, closes, calls, ended, prepared;
     bool shut_down_first;
 } at_close;
-static rec *adopted_recs;
+static tu_rec *adopted_recs;
 static int n_adopted_recs;
 
 static void owned_shutdown(momento__transport *t)
@@ -635,7 +581,7 @@ static void owned_close(momento__transport *t)
     at_close.shut_down_first = at_close.shutdowns == 1;
     at_close.closes++;
     for (int i = 0; i < n_adopted_recs; i++)
-        at_close.calls += rec_calls(&adopted_recs[i]);
+        at_close.calls += tu_rec_calls(&adopted_recs[i]);
     at_close.ended = fake_count(f, &f->ended);
     at_close.prepared = fake_count(f, &f->prepared);
     fake_free(f); /* the transport's memory goes with its close */
@@ -670,12 +616,12 @@ static void test_client_closes_an_adopted_transport(void **state)
     assert_int_equal(momento__client_route(c, MOMENTO__RPC_GET, &f->base), MOMENTO_OK);
     assert_int_equal(momento__client_adopt(c, &f->base), MOMENTO_OK);
     enum { N = 20 };
-    static rec recs[N];
+    static tu_rec recs[N];
     memset(recs, 0, sizeof(recs));
     adopted_recs = recs;
     n_adopted_recs = N;
     for (int i = 0; i < N; i++)
-        assert_int_equal(momento_get(c, "c", "k", 1, NULL, rec_cb, &recs[i]), MOMENTO_OK);
+        assert_int_equal(momento_get(c, "c", "k", 1, NULL, tu_rec_cb, &recs[i]), MOMENTO_OK);
     tu_wait_until(fake_count(f, &f->in_queue) == N, 20000);
     assert_int_equal(at_close.closes, 0);
 
