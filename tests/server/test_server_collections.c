@@ -5,6 +5,7 @@
  * samples and pops, --max-memory counting a collection's bytes, and the
  * limits on what one request may make the server do (a collection within
  * the item limit, SortedSetUnionStore's sources, a reply's size). */
+#include "srv_test.h"
 #include "testutil.h"
 
 #include "cacheclient.pb-c.h"
@@ -983,12 +984,9 @@ static void test_bad_arguments(void **state)
 static void test_max_memory(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_max_memory(o, 100 * 1024);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = srv_start(o);
     const char *ep = momento_local_endpoint(s);
 
     static char value[4096 + 2];
@@ -1193,12 +1191,9 @@ static void test_union_store_limits(void **state)
 static void test_collection_item_limit(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_max_item_bytes(o, 4096);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = srv_start(o);
     const char *ep = momento_local_endpoint(s);
     tu_raw_reply r;
 

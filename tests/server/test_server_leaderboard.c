@@ -8,6 +8,7 @@
  * the cache's keys, a cache's flush and deletion, --max-memory (all or
  * nothing), disposable tokens' scopes, the fault names, and a model check
  * of every query on a leaderboard with many ties. */
+#include "srv_test.h"
 #include "testutil.h"
 
 #include "cacheclient.pb-c.h"
@@ -635,12 +636,9 @@ static void test_names_and_caches(void **state)
 static void test_max_memory(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), 0);
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_max_memory(o, 2u << 20);
-    momento_local_options_add_cache(o, "c");
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = srv_start(o);
     const char *ep = momento_local_endpoint(s);
     enum { PAGE = 8192 };
     in *batch = calloc(PAGE, sizeof(*batch));

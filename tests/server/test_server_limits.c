@@ -7,6 +7,7 @@
 #include "core/srv_server.h"
 #include "model/errors.h"
 #include "rpc/srv_rpc.h"
+#include "srv_test.h"
 #include "testutil.h"
 #include "tu_srv.h"
 
@@ -58,13 +59,9 @@ static const char *cache_hdr[] = {"cache", "c"};
 /* A server with cache "c" and the given --max-memory (0 = none). */
 static momento_local *server_with(uint64_t max_memory)
 {
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_max_memory(o, max_memory);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
-    return s;
+    return srv_start(o);
 }
 
 static int set_bytes(const char *ep, const char *key, const void *val, size_t len, uint64_t ttl,
@@ -602,12 +599,9 @@ static void test_err_causes(void **state)
     momento_local_stop(s);
 
     /* The rate limit: of a few calls in one second, one is refused. */
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_max_rps(o, 1);
-    s = tu_server(o);
-    momento_local_options_free(o);
+    s = srv_start(o);
     ep = momento_local_endpoint(s);
     int st = ST_OK;
     for (int i = 0; i < 5 && st == ST_OK; i++) {

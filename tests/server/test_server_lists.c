@@ -7,6 +7,7 @@
 #include "core/srv_reply.h"
 #include "core/srv_server.h"
 #include "rpc/srv_rpc.h"
+#include "srv_test.h"
 #include "testutil.h"
 
 #include "cacheclient.pb-c.h"
@@ -598,12 +599,9 @@ static void test_list_collection_ttl(void **state)
 static void test_list_max_memory(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_max_memory(o, 256 * 1024);
-    momento_local *small = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *small = srv_start(o);
     const char *saved = tu_fx.target;
     tu_fx.target = momento_local_endpoint(small);
 

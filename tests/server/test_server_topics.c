@@ -4,6 +4,7 @@
  * answers, the limits, the stream fault headers, a slow subscriber, and
  * subscriptions ended by their client, a cache's deletion and the server
  * stopping. Streams are read one message at a time, each wait bounded. */
+#include "srv_test.h"
 #include "testutil.h"
 
 #include "cachepubsub.pb-c.h"
@@ -1203,12 +1204,9 @@ static void test_options(void **state)
 static void test_no_buffer(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_topic_buffer_items(o, 0);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = srv_start(o);
     grpc_channel *ch = channel_to(s);
     assert_int_equal(publish(ch, "t", "a"), 0);
     assert_int_equal(publish(ch, "t", "b"), 0);
