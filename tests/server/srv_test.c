@@ -6,8 +6,11 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
+
+#include <protobuf-c/protobuf-c.h>
 
 momento_local_options *srv_options(const char *cache)
 {
@@ -23,4 +26,26 @@ momento_local *srv_start(momento_local_options *o)
     momento_local *s = tu_server(o);
     momento_local_options_free(o);
     return s;
+}
+
+void *srv_call(const char *target, const char *path, const char *const *headers,
+               size_t n_headers, const struct ProtobufCMessage *req,
+               const struct ProtobufCMessageDescriptor *desc, int *ret_status)
+{
+    tu_raw_reply *r = malloc(sizeof(*r)); /* large for a stack */
+    assert_non_null(r);
+    int st = tu_raw_call_msg(target, path, headers, n_headers, req, r);
+    if (ret_status)
+        *ret_status = st;
+    else
+        assert_int_equal(st, 0);
+    ProtobufCMessage *m = NULL;
+    if (st == 0) {
+        assert_int_equal(r->n_msgs, 1);
+        m = protobuf_c_message_unpack(desc, NULL, r->lens[0], r->msgs[0]);
+        assert_non_null(m);
+    }
+    tu_raw_reply_free(r);
+    free(r);
+    return m;
 }

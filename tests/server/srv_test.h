@@ -5,7 +5,11 @@
 
 #include "momento/local.h"
 
+#include <stddef.h>
 #include <stdint.h>
+
+struct ProtobufCMessage;
+struct ProtobufCMessageDescriptor;
 
 /* One xorshift64 step of `*state`, which must not be 0: the data-structure
  * tests' random numbers, a fixed sequence from each test's own seed, so that
@@ -24,5 +28,16 @@ static inline uint64_t srv_xorshift(uint64_t *state)
 momento_local_options *srv_options(const char *cache);
 /* A server (tu_server()) started with `o`, which it frees. */
 momento_local *srv_start(momento_local_options *o);
+
+/* A raw unary call (tu_raw_call_msg()) of `path` at `target` with `req`
+ * and `headers` (n_headers pairs), its one reply unpacked as `desc`.
+ * `ret_status` NULL: asserts that the call succeeded. Otherwise the gRPC
+ * status goes to *ret_status, and a failed call returns NULL. The reply
+ * is the caller's, to free with protobuf_c_message_free_unpacked(); the
+ * result is void *, to be assigned to the reply's own type. Asserts that a
+ * successful call brought exactly one message, which unpacks. */
+void *srv_call(const char *target, const char *path, const char *const *headers,
+               size_t n_headers, const struct ProtobufCMessage *req,
+               const struct ProtobufCMessageDescriptor *desc, int *ret_status);
 
 #endif

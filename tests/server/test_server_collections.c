@@ -44,6 +44,14 @@ static int call(const char *path, const ProtobufCMessage *m, tu_raw_reply *out)
     return call_at(tu_fx.target, path, m, out);
 }
 
+/* call(), the reply unpacked as `desc` (srv_call()); `st` NULL: asserts
+ * success, else NULL and the status in *st for an error. */
+static void *ask(const char *path, const ProtobufCMessage *m,
+                 const ProtobufCMessageDescriptor *desc, int *st)
+{
+    return srv_call(tu_fx.target, path, cache_hdr, 1, m, desc, st);
+}
+
 /* Calls and expects the error `status` with `details` (NULL: any). */
 static void expect_error(const char *path, const ProtobufCMessage *m, int status,
                          const char *details)
@@ -158,15 +166,14 @@ static int dict_incr(const char *name, const char *field, int64_t amount, int64_
     req.field = B(field);
     req.amount = amount;
     req.ttl_milliseconds = 60000;
-    tu_raw_reply r;
-    int st = call(SCS "DictionaryIncrement", &req.base, &r);
-    if (st == 0) {
-        CacheClient__DictionaryIncrementResponse *resp =
-            cache_client____dictionary_increment_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st;
+    CacheClient__DictionaryIncrementResponse *resp =
+        ask(SCS "DictionaryIncrement", &req.base,
+            &cache_client____dictionary_increment_response__descriptor, &st);
+    if (resp) {
         *out = resp->value;
         protobuf_c_message_free_unpacked(&resp->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st;
 }
 

@@ -326,15 +326,14 @@ static int increment(const char *ep, const char *key, int64_t amount, int64_t *v
     CacheClient__IncrementRequest req = CACHE_CLIENT____INCREMENT_REQUEST__INIT;
     req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
     req.amount = amount;
-    tu_raw_reply r;
-    int st = tu_raw_call_msg(ep, SCS "Increment", cache_hdr, 1, &req.base, &r);
-    if (st == 0) {
-        CacheClient__IncrementResponse *resp =
-            cache_client____increment_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st;
+    CacheClient__IncrementResponse *resp =
+        srv_call(ep, SCS "Increment", cache_hdr, 1, &req.base,
+                 &cache_client____increment_response__descriptor, &st);
+    if (resp) {
         *value = resp->value;
         protobuf_c_message_free_unpacked(&resp->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st;
 }
 

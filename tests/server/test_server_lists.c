@@ -43,6 +43,16 @@ static int rpc(const char *method, const ProtobufCMessage *m, tu_raw_reply *out)
     return st;
 }
 
+/* rpc(), the reply unpacked as `desc` (srv_call()): NULL and the status
+ * in *st for an error. */
+static void *ask(const char *method, const ProtobufCMessage *m,
+                 const ProtobufCMessageDescriptor *desc, int *st)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/cache_client.Scs/%s", method);
+    return srv_call(tu_fx.target, path, cache_hdr, 1, m, desc, st);
+}
+
 static ProtobufCBinaryData bin(const char *s)
 {
     return (ProtobufCBinaryData){strlen(s), (uint8_t *)s};
@@ -843,15 +853,14 @@ static int zincr(const char *set, const char *v, double amount, double *score)
     q.value = bin(v);
     q.amount = amount;
     q.ttl_milliseconds = 60000;
-    tu_raw_reply r;
-    int st = rpc("SortedSetIncrement", &q.base, &r);
-    if (st == 0) {
-        CacheClient__SortedSetIncrementResponse *p =
-            cache_client____sorted_set_increment_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st;
+    CacheClient__SortedSetIncrementResponse *p =
+        ask("SortedSetIncrement", &q.base,
+            &cache_client____sorted_set_increment_response__descriptor, &st);
+    if (p) {
         *score = p->score;
         protobuf_c_message_free_unpacked(&p->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st;
 }
 
