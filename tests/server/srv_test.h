@@ -23,6 +23,19 @@ static inline uint64_t srv_xorshift(uint64_t *state)
     return *state = x;
 }
 
+/* Asserts that the options setter `set` refuses each of the values after
+ * `ok` (those just outside its range) on `o`, refuses NULL options, and
+ * takes `ok`. A macro, as the setters' value types differ and a failure
+ * should name the test's line. */
+#define srv_assert_option_range(o, set, ok, ...)                                                   \
+    do {                                                                                           \
+        const long long srv_bad_[] = {__VA_ARGS__};                                                \
+        for (size_t srv_i_ = 0; srv_i_ < sizeof(srv_bad_) / sizeof(srv_bad_[0]); srv_i_++)        \
+            assert_int_equal(set((o), srv_bad_[srv_i_]), MOMENTO_ERR_INVALID_ARGUMENT);            \
+        assert_int_equal(set(NULL, (ok)), MOMENTO_ERR_INVALID_ARGUMENT);                           \
+        assert_int_equal(set((o), (ok)), MOMENTO_OK);                                              \
+    } while (0)
+
 /* New server options, asserting success, with cache `cache` (NULL: none).
  * The caller sets more on them, then starts a server with srv_start(). */
 momento_local_options *srv_options(const char *cache);

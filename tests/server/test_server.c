@@ -1551,13 +1551,8 @@ static void test_stream_limit_per_connection(void **state)
     stream_limit(tu_server_with_cache("c"), 100);
     momento_local_options *o = NULL;
     assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
-    assert_int_equal(momento_local_options_set_max_streams_per_connection(o, 0),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_max_streams_per_connection(o, 100001),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_max_streams_per_connection(NULL, 5),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_max_streams_per_connection(o, 250), MOMENTO_OK);
+    srv_assert_option_range(o, momento_local_options_set_max_streams_per_connection, 250, 0,
+                            100001);
     assert_int_equal(momento_local_options_add_cache(o, "c"), MOMENTO_OK);
     momento_local *s = tu_server(o);
     momento_local_options_free(o);

@@ -1162,34 +1162,16 @@ static void test_options(void **state)
     (void)state;
     momento_local_options *o;
     momento_local_options_new(&o);
-    assert_int_equal(momento_local_options_set_heartbeat_ms(o, 0), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_heartbeat_ms(o, 3600001),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_heartbeat_ms(NULL, 100),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
+    srv_assert_option_range(o, momento_local_options_set_heartbeat_ms, 100, 0, 3600001);
     assert_int_equal(momento_local_options_set_topic_buffer_items(o, 1000001),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_local_options_set_topic_buffer_items(o, 0), 0);
     assert_int_equal(momento_local_options_set_max_subscribers(NULL, 1),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_topic_idle_ms(o, 9), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_topic_idle_ms(o, 86400001),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_topic_idle_ms(NULL, 100),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_topic_idle_ms(o, 10), 0);
-    assert_int_equal(momento_local_options_set_subscriber_queue_bytes(o, 1023),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_subscriber_queue_bytes(o, (1ull << 30) + 1),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_subscriber_queue_bytes(NULL, 4096),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_subscriber_queue_bytes(o, 1024), 0);
-    assert_int_equal(momento_local_options_set_max_queued_bytes(o, 1023),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_max_queued_bytes(NULL, 0),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_max_queued_bytes(o, 0), 0);
+    srv_assert_option_range(o, momento_local_options_set_topic_idle_ms, 10, 9, 86400001);
+    srv_assert_option_range(o, momento_local_options_set_subscriber_queue_bytes, 1024, 1023,
+                            (1ll << 30) + 1);
+    srv_assert_option_range(o, momento_local_options_set_max_queued_bytes, 0, 1023);
     assert_int_equal(momento_local_options_set_max_queued_bytes(o, 1024), 0);
     momento_local_options_free(o);
     assert_int_equal(momento_local_topic_bytes(NULL), 0);
