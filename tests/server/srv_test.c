@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include <grpc/byte_buffer.h>
+#include <grpc/slice.h>
 #include <protobuf-c/protobuf-c.h>
 
 momento_local_options *srv_options(const char *cache)
@@ -48,4 +50,23 @@ void *srv_call(const char *target, const char *path, const char *const *headers,
     tu_raw_reply_free(r);
     free(r);
     return m;
+}
+
+grpc_byte_buffer *srv_byte_buffer(const void *body, size_t len)
+{
+    grpc_slice s = grpc_slice_from_copied_buffer((const char *)body, len);
+    grpc_byte_buffer *b = grpc_raw_byte_buffer_create(&s, 1);
+    grpc_slice_unref(s);
+    return b;
+}
+
+grpc_byte_buffer *srv_msg_buffer(const ProtobufCMessage *m)
+{
+    size_t len = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(len + 1); /* + 1: an empty message is not a NULL buffer */
+    assert_non_null(buf);
+    protobuf_c_message_pack(m, buf);
+    grpc_byte_buffer *b = srv_byte_buffer(buf, len);
+    free(buf);
+    return b;
 }

@@ -10,6 +10,7 @@
 
 struct ProtobufCMessage;
 struct ProtobufCMessageDescriptor;
+struct grpc_byte_buffer;
 
 /* One xorshift64 step of `*state`, which must not be 0: the data-structure
  * tests' random numbers, a fixed sequence from each test's own seed, so that
@@ -52,5 +53,11 @@ momento_local *srv_start(momento_local_options *o);
 void *srv_call(const char *target, const char *path, const char *const *headers,
                size_t n_headers, const struct ProtobufCMessage *req,
                const struct ProtobufCMessageDescriptor *desc, int *ret_status);
+
+/* A gRPC message holding a copy of `body` (len bytes), or `m` packed, for
+ * a GRPC_OP_SEND_MESSAGE of a call the test drives itself; the caller
+ * destroys it (grpc_byte_buffer_destroy()). */
+struct grpc_byte_buffer *srv_byte_buffer(const void *body, size_t len);
+struct grpc_byte_buffer *srv_msg_buffer(const struct ProtobufCMessage *m);
 
 #endif

@@ -1163,11 +1163,7 @@ static void open_stuck(grpc_channel *ch, grpc_completion_queue *cq, stuck_stream
         CACHE_CLIENT__PUBSUB____SUBSCRIPTION_REQUEST__INIT;
     req.cache_name = "c";
     req.topic = (char *)topic;
-    uint8_t buf[256];
-    size_t len = protobuf_c_message_pack(&req.base, buf);
-    grpc_slice s = grpc_slice_from_copied_buffer((const char *)buf, len);
-    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1);
-    grpc_slice_unref(s);
+    grpc_byte_buffer *send = srv_msg_buffer(&req.base);
     grpc_op ops[4];
     memset(ops, 0, sizeof(ops));
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;

@@ -141,9 +141,7 @@ static int unary(grpc_channel *ch, const char *path, const char *const *hdrs, si
                                                in_ms(TU_MS(10000)), NULL);
     grpc_metadata md[8];
     fill_md(md, hdrs, n_hdrs);
-    grpc_slice s = grpc_slice_from_copied_buffer((const char *)body, len);
-    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1);
-    grpc_slice_unref(s);
+    grpc_byte_buffer *send = srv_byte_buffer(body, len);
     grpc_byte_buffer *recv = NULL;
     grpc_metadata_array init_md, trailing;
     grpc_metadata_array_init(&init_md);
@@ -243,9 +241,7 @@ static void open_raw(stream *x, grpc_channel *ch, const uint8_t *body, size_t le
     x->first_recv = true;
     grpc_metadata md[8];
     fill_md(md, hdrs, n_hdrs);
-    grpc_slice s = grpc_slice_from_copied_buffer((const char *)body, len);
-    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1);
-    grpc_slice_unref(s);
+    grpc_byte_buffer *send = srv_byte_buffer(body, len);
     grpc_op ops[3];
     memset(ops, 0, sizeof(ops));
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
