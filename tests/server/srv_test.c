@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -69,4 +70,50 @@ grpc_byte_buffer *srv_msg_buffer(const ProtobufCMessage *m)
     grpc_byte_buffer *b = srv_byte_buffer(buf, len);
     free(buf);
     return b;
+}
+
+void srv_token_request_init(srv_token_request *t, const char *caller_key, const char *cache,
+                            PermissionMessages__CacheRole role, const char *item,
+                            bool name_all_items, const char *token_id)
+{
+    permission_messages__permissions_type__cache_selector__init(&t->cache_sel);
+    t->cache_sel.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_SELECTOR__KIND_CACHE_NAME;
+    t->cache_sel.cache_name = (char *)cache;
+    permission_messages__permissions_type__cache_permissions__init(&t->cache_perms);
+    t->cache_perms.role = role;
+    t->cache_perms.cache_case =
+        PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_CACHE_SELECTOR;
+    t->cache_perms.cache_selector = &t->cache_sel;
+    if (item) {
+        permission_messages__permissions_type__cache_item_selector__init(&t->item_sel);
+        t->item_sel.kind_case =
+            PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_ITEM_SELECTOR__KIND_KEY;
+        t->item_sel.key = (ProtobufCBinaryData){strlen(item), (uint8_t *)item};
+        t->cache_perms.cache_item_case =
+            PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_ITEM_ITEM_SELECTOR;
+        t->cache_perms.item_selector = &t->item_sel;
+    } else if (name_all_items) {
+        permission_messages__permissions_type__all__init(&t->all);
+        t->cache_perms.cache_item_case =
+            PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_ITEM_ALL_ITEMS;
+        t->cache_perms.all_items = &t->all;
+    }
+    permission_messages__permissions_type__init(&t->type);
+    t->type.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__KIND_CACHE_PERMISSIONS;
+    t->type.cache_permissions = &t->cache_perms;
+    t->types[0] = &t->type;
+    permission_messages__explicit_permissions__init(&t->explicit_);
+    t->explicit_.n_permissions = 1;
+    t->explicit_.permissions = t->types;
+    permission_messages__permissions__init(&t->perms);
+    t->perms.kind_case = PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT;
+    t->perms.explicit_ = &t->explicit_;
+    token____generate_disposable_token_request__expires__init(&t->expires);
+    t->expires.valid_for_seconds = 60;
+    token____generate_disposable_token_request__init(&t->req);
+    t->req.expires = &t->expires;
+    t->req.auth_token = (char *)caller_key;
+    t->req.permissions = &t->perms;
+    if (token_id)
+        t->req.token_id = (char *)token_id;
 }

@@ -1,28 +1,21 @@
-/* Helpers momento-local's tests share (tests/server/ only; tests/common
- * holds those of every suite). */
+/* Helpers momento-local's integration tests share (tests/server/ only;
+ * tests/common holds those of every suite). The data-structure tests'
+ * one helper is srv_rng.h. */
 #ifndef MOMENTO_SRV_TEST_H
 #define MOMENTO_SRV_TEST_H
 
 #include "momento/local.h"
 
+#include "permissionmessages.pb-c.h"
+#include "token.pb-c.h"
+
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct ProtobufCMessage;
 struct ProtobufCMessageDescriptor;
 struct grpc_byte_buffer;
-
-/* One xorshift64 step of `*state`, which must not be 0: the data-structure
- * tests' random numbers, a fixed sequence from each test's own seed, so that
- * a failure replays. Inline, as those tests link no test library. */
-static inline uint64_t srv_xorshift(uint64_t *state)
-{
-    uint64_t x = *state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *state = x;
-}
 
 /* Asserts that the options setter `set` refuses each of the values after
  * `ok` (those just outside its range) on `o`, refuses NULL options, and
@@ -59,5 +52,27 @@ void *srv_call(const char *target, const char *path, const char *const *headers,
  * destroys it (grpc_byte_buffer_destroy()). */
 struct grpc_byte_buffer *srv_byte_buffer(const void *body, size_t len);
 struct grpc_byte_buffer *srv_msg_buffer(const struct ProtobufCMessage *m);
+
+/* A GenerateDisposableToken request, valid 60 s, with `caller_key` as the
+ * caller's key, granting `role` on cache `cache`: on its key `item`, or
+ * every item for NULL - named as such (ALL_ITEMS) when `name_all_items`,
+ * else by leaving the item case unset, which the server reads the same.
+ * `token_id` NULL: none. The request is `req`; the other members are the
+ * parts it points to, so the whole lives as long as the struct. Strings
+ * are borrowed. */
+typedef struct srv_token_request {
+    Token__GenerateDisposableTokenRequest req;
+    Token__GenerateDisposableTokenRequest__Expires expires;
+    PermissionMessages__Permissions perms;
+    PermissionMessages__ExplicitPermissions explicit_;
+    PermissionMessages__PermissionsType type, *types[1];
+    PermissionMessages__PermissionsType__CachePermissions cache_perms;
+    PermissionMessages__PermissionsType__CacheSelector cache_sel;
+    PermissionMessages__PermissionsType__CacheItemSelector item_sel;
+    PermissionMessages__PermissionsType__All all;
+} srv_token_request;
+void srv_token_request_init(srv_token_request *t, const char *caller_key, const char *cache,
+                            PermissionMessages__CacheRole role, const char *item,
+                            bool name_all_items, const char *token_id);
 
 #endif

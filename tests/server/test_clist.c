@@ -4,7 +4,7 @@
  * wrapping around and shrinking; contents, length and cost accounting must
  * agree after every step. */
 #include "data/coll_list.h"
-#include "srv_test.h"
+#include "srv_rng.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

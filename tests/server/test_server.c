@@ -1119,52 +1119,18 @@ static void test_unauthenticated_ping_has_no_faults(void **state)
 static uint8_t *pack_token_request(const char *caller_key, const char *item, size_t pad,
                                    size_t *ret_len)
 {
-    PermissionMessages__PermissionsType__CacheSelector sel =
-        PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_SELECTOR__INIT;
-    sel.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_SELECTOR__KIND_CACHE_NAME;
-    sel.cache_name = "c";
-    /* Its INIT macro draws -Wmissing-braces (a oneof of bytes). */
-    PermissionMessages__PermissionsType__CacheItemSelector isel;
-    permission_messages__permissions_type__cache_item_selector__init(&isel);
-    isel.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_ITEM_SELECTOR__KIND_KEY;
-    isel.key = (ProtobufCBinaryData){item ? strlen(item) : 0, (uint8_t *)item};
-    PermissionMessages__PermissionsType__CachePermissions cp =
-        PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__INIT;
-    cp.role = PERMISSION_MESSAGES__CACHE_ROLE__CacheReadWrite;
-    cp.cache_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_CACHE_SELECTOR;
-    cp.cache_selector = &sel;
-    if (item) {
-        cp.cache_item_case =
-            PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_ITEM_ITEM_SELECTOR;
-        cp.item_selector = &isel;
-    }
-    PermissionMessages__PermissionsType t = PERMISSION_MESSAGES__PERMISSIONS_TYPE__INIT;
-    t.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__KIND_CACHE_PERMISSIONS;
-    t.cache_permissions = &cp;
-    PermissionMessages__PermissionsType *list[] = {&t};
-    PermissionMessages__ExplicitPermissions ex = PERMISSION_MESSAGES__EXPLICIT_PERMISSIONS__INIT;
-    ex.n_permissions = 1;
-    ex.permissions = list;
-    PermissionMessages__Permissions perms = PERMISSION_MESSAGES__PERMISSIONS__INIT;
-    perms.kind_case = PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT;
-    perms.explicit_ = &ex;
-    Token__GenerateDisposableTokenRequest__Expires exp =
-        TOKEN____GENERATE_DISPOSABLE_TOKEN_REQUEST__EXPIRES__INIT;
-    exp.valid_for_seconds = 60;
-    Token__GenerateDisposableTokenRequest req = TOKEN____GENERATE_DISPOSABLE_TOKEN_REQUEST__INIT;
-    req.expires = &exp;
-    req.auth_token = (char *)caller_key;
-    req.permissions = &perms;
     char *id = NULL;
     if (pad) {
         id = malloc(pad + 1);
         memset(id, 't', pad);
         id[pad] = '\0';
-        req.token_id = id;
     }
-    *ret_len = protobuf_c_message_get_packed_size(&req.base);
+    srv_token_request t;
+    srv_token_request_init(&t, caller_key, "c", PERMISSION_MESSAGES__CACHE_ROLE__CacheReadWrite,
+                           item, false, id);
+    *ret_len = protobuf_c_message_get_packed_size(&t.req.base);
     uint8_t *buf = malloc(*ret_len + 1);
-    protobuf_c_message_pack(&req.base, buf);
+    protobuf_c_message_pack(&t.req.base, buf);
     free(id);
     return buf;
 }

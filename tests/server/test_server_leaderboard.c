@@ -672,48 +672,10 @@ static void test_max_memory(void **state)
  * key `item`. */
 static char *mint(int role, const char *item)
 {
-    PermissionMessages__PermissionsType__CacheSelector sel =
-        PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_SELECTOR__INIT;
-    sel.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_SELECTOR__KIND_CACHE_NAME;
-    sel.cache_name = "c";
-    PermissionMessages__PermissionsType__CacheItemSelector isel;
-    permission_messages__permissions_type__cache_item_selector__init(&isel);
-    isel.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_ITEM_SELECTOR__KIND_KEY;
-    isel.key = (ProtobufCBinaryData){item ? strlen(item) : 0, (uint8_t *)item};
-    PermissionMessages__PermissionsType__All all = PERMISSION_MESSAGES__PERMISSIONS_TYPE__ALL__INIT;
-    PermissionMessages__PermissionsType__CachePermissions cp =
-        PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__INIT;
-    cp.role = role;
-    cp.cache_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_CACHE_SELECTOR;
-    cp.cache_selector = &sel;
-    if (item) {
-        cp.cache_item_case =
-            PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_ITEM_ITEM_SELECTOR;
-        cp.item_selector = &isel;
-    } else {
-        cp.cache_item_case =
-            PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_ITEM_ALL_ITEMS;
-        cp.all_items = &all;
-    }
-    PermissionMessages__PermissionsType t = PERMISSION_MESSAGES__PERMISSIONS_TYPE__INIT;
-    t.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__KIND_CACHE_PERMISSIONS;
-    t.cache_permissions = &cp;
-    PermissionMessages__PermissionsType *list[] = {&t};
-    PermissionMessages__ExplicitPermissions ex = PERMISSION_MESSAGES__EXPLICIT_PERMISSIONS__INIT;
-    ex.n_permissions = 1;
-    ex.permissions = list;
-    PermissionMessages__Permissions perms = PERMISSION_MESSAGES__PERMISSIONS__INIT;
-    perms.kind_case = PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT;
-    perms.explicit_ = &ex;
-    Token__GenerateDisposableTokenRequest__Expires exp =
-        TOKEN____GENERATE_DISPOSABLE_TOKEN_REQUEST__EXPIRES__INIT;
-    exp.valid_for_seconds = 60;
-    Token__GenerateDisposableTokenRequest req = TOKEN____GENERATE_DISPOSABLE_TOKEN_REQUEST__INIT;
-    req.expires = &exp;
-    req.auth_token = "";
-    req.permissions = &perms;
+    srv_token_request t;
+    srv_token_request_init(&t, "", "c", role, item, true, NULL);
     assert_int_equal(
-        call_to(tu_fx.target, "/token.Token/GenerateDisposableToken", &req.base, NULL, 0), ST_OK);
+        call_to(tu_fx.target, "/token.Token/GenerateDisposableToken", &t.req.base, NULL, 0), ST_OK);
     Token__GenerateDisposableTokenResponse *resp =
         token____generate_disposable_token_response__unpack(NULL, tu_fx.reply->lens[0],
                                                             tu_fx.reply->msgs[0]);

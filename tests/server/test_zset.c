@@ -6,7 +6,7 @@
  * other, and scores from a small set with infinities and repeats, so that
  * ties, prefix order and updates happen often. */
 #include "data/zset.h"
-#include "srv_test.h"
+#include "srv_rng.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
