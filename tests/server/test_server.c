@@ -42,21 +42,27 @@ static int call(const char *path, const char *const *hdrs, size_t n, const Proto
     return tu_raw_call_msg(tu_fx.target, path, hdrs, n, m, out);
 }
 
+/* call() with the cache header, the reply unpacked as `desc` (srv_call()):
+ * NULL and the status in *st for an error. */
+static void *ask(const char *path, const ProtobufCMessage *m,
+                 const ProtobufCMessageDescriptor *desc, int *st)
+{
+    return srv_call(tu_fx.target, path, cache_hdr, 1, m, desc, st);
+}
+
 static int set(const char *key, const char *val, uint64_t ttl)
 {
     CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
     req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
     req.cache_body = (ProtobufCBinaryData){strlen(val), (uint8_t *)val};
     req.ttl_milliseconds = ttl;
-    tu_raw_reply r;
-    int st = call(SCS "Set", cache_hdr, 1, &req.base, &r);
-    if (st == 0) {
-        CacheClient__SetResponse *resp = cache_client____set_response__unpack(NULL, r.lens[0], r.msgs[0]);
-        assert_non_null(resp);
+    int st;
+    CacheClient__SetResponse *resp =
+        ask(SCS "Set", &req.base, &cache_client____set_response__descriptor, &st);
+    if (resp) {
         assert_int_equal(resp->result, CACHE_CLIENT__ECACHE_RESULT__Ok);
         protobuf_c_message_free_unpacked(&resp->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st;
 }
 
@@ -65,14 +71,11 @@ static int get(const char *key, char *out, size_t cap)
 {
     CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
     req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
-    tu_raw_reply r;
-    int st = call(SCS "Get", cache_hdr, 1, &req.base, &r);
-    if (st != 0) {
-        tu_raw_reply_free(&r);
+    int st;
+    CacheClient__GetResponse *resp =
+        ask(SCS "Get", &req.base, &cache_client____get_response__descriptor, &st);
+    if (!resp)
         return -st;
-    }
-    assert_int_equal(r.n_msgs, 1);
-    CacheClient__GetResponse *resp = cache_client____get_response__unpack(NULL, r.lens[0], r.msgs[0]);
     int hit = resp->result == CACHE_CLIENT__ECACHE_RESULT__Hit;
     if (!hit)
         assert_int_equal(resp->result, CACHE_CLIENT__ECACHE_RESULT__Miss);
@@ -82,7 +85,6 @@ static int get(const char *key, char *out, size_t cap)
         out[resp->cache_body.len] = '\0';
     }
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return hit;
 }
 

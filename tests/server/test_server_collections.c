@@ -142,19 +142,16 @@ static long dict_length(const char *name)
 {
     CacheClient__DictionaryLengthRequest req = CACHE_CLIENT____DICTIONARY_LENGTH_REQUEST__INIT;
     req.dictionary_name = B(name);
-    tu_raw_reply r;
-    int st = call(SCS "DictionaryLength", &req.base, &r);
-    if (st != 0) {
-        tu_raw_reply_free(&r);
-        return -100 - st;
-    }
+    int st;
     CacheClient__DictionaryLengthResponse *resp =
-        cache_client____dictionary_length_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "DictionaryLength", &req.base,
+            &cache_client____dictionary_length_response__descriptor, &st);
+    if (!resp)
+        return -100 - st;
     long n = resp->dictionary_case == CACHE_CLIENT____DICTIONARY_LENGTH_RESPONSE__DICTIONARY_FOUND
                  ? (long)resp->found->length
                  : -1;
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return n;
 }
 
@@ -218,19 +215,15 @@ static long set_length(const char *name)
 {
     CacheClient__SetLengthRequest req = CACHE_CLIENT____SET_LENGTH_REQUEST__INIT;
     req.set_name = B(name);
-    tu_raw_reply r;
-    int st = call(SCS "SetLength", &req.base, &r);
-    if (st != 0) {
-        tu_raw_reply_free(&r);
-        return -100 - st;
-    }
+    int st;
     CacheClient__SetLengthResponse *resp =
-        cache_client____set_length_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "SetLength", &req.base, &cache_client____set_length_response__descriptor, &st);
+    if (!resp)
+        return -100 - st;
     long n = resp->set_case == CACHE_CLIENT____SET_LENGTH_RESPONSE__SET_FOUND
                  ? (long)resp->found->length
                  : -1;
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return n;
 }
 
@@ -242,17 +235,14 @@ static int set_contains(const char *name, const char *elem)
     req.set_name = B(name);
     req.elements = &e;
     req.n_elements = 1;
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "SetContains", &req.base, &r), 0);
     CacheClient__SetContainsResponse *resp =
-        cache_client____set_contains_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "SetContains", &req.base, &cache_client____set_contains_response__descriptor, NULL);
     int ret = -1;
     if (resp->set_case == CACHE_CLIENT____SET_CONTAINS_RESPONSE__SET_FOUND) {
         assert_int_equal(resp->found->n_contains, 1);
         ret = resp->found->contains[0] ? 1 : 0;
     }
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return ret;
 }
 
@@ -261,15 +251,13 @@ static int item_type(const char *key)
 {
     CacheClient__ItemGetTypeRequest req = CACHE_CLIENT____ITEM_GET_TYPE_REQUEST__INIT;
     req.cache_key = B(key);
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "ItemGetType", &req.base, &r), 0);
     CacheClient__ItemGetTypeResponse *resp =
-        cache_client____item_get_type_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "ItemGetType", &req.base,
+            &cache_client____item_get_type_response__descriptor, NULL);
     int t = resp->result_case == CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__RESULT_FOUND
                 ? (int)resp->found->item_type
                 : -1;
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return t;
 }
 
@@ -278,15 +266,12 @@ static long long ttl_left(const char *key)
 {
     CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
     req.cache_key = B(key);
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "ItemGetTtl", &req.base, &r), 0);
     CacheClient__ItemGetTtlResponse *resp =
-        cache_client____item_get_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "ItemGetTtl", &req.base, &cache_client____item_get_ttl_response__descriptor, NULL);
     long long left = resp->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND
                          ? (long long)resp->found->remaining_ttl_millis
                          : -1;
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return left;
 }
 
@@ -657,14 +642,11 @@ static size_t sample(const char *name, uint64_t limit, unsigned char *seen)
     CacheClient__SetSampleRequest req = CACHE_CLIENT____SET_SAMPLE_REQUEST__INIT;
     req.set_name = B(name);
     req.limit = limit;
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "SetSample", &req.base, &r), 0);
     CacheClient__SetSampleResponse *resp =
-        cache_client____set_sample_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "SetSample", &req.base, &cache_client____set_sample_response__descriptor, NULL);
     assert_int_equal(resp->set_case, CACHE_CLIENT____SET_SAMPLE_RESPONSE__SET_FOUND);
     size_t n = mark(resp->found->elements, resp->found->n_elements, seen);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return n;
 }
 
@@ -696,13 +678,10 @@ static void test_set_sample(void **state)
     CacheClient__SetSampleRequest req = CACHE_CLIENT____SET_SAMPLE_REQUEST__INIT;
     req.set_name = B("nosmp");
     req.limit = 3;
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "SetSample", &req.base, &r), 0);
     CacheClient__SetSampleResponse *resp =
-        cache_client____set_sample_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "SetSample", &req.base, &cache_client____set_sample_response__descriptor, NULL);
     assert_int_equal(resp->set_case, CACHE_CLIENT____SET_SAMPLE_RESPONSE__SET_MISSING);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
 }
 
 /* SetPop: how many elements came back (marked in `seen`), or -1 missing. */
@@ -711,14 +690,12 @@ static long pop(const char *name, uint32_t count, unsigned char *seen)
     CacheClient__SetPopRequest req = CACHE_CLIENT____SET_POP_REQUEST__INIT;
     req.set_name = B(name);
     req.count = count;
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "SetPop", &req.base, &r), 0);
-    CacheClient__SetPopResponse *resp = cache_client____set_pop_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    CacheClient__SetPopResponse *resp =
+        ask(SCS "SetPop", &req.base, &cache_client____set_pop_response__descriptor, NULL);
     long n = -1;
     if (resp->set_case == CACHE_CLIENT____SET_POP_RESPONSE__SET_FOUND)
         n = (long)mark(resp->found->elements, resp->found->n_elements, seen);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return n;
 }
 

@@ -379,14 +379,11 @@ static bool exists(const char *key)
     ProtobufCBinaryData k = bin(key);
     q.cache_keys = &k;
     q.n_cache_keys = 1;
-    tu_raw_reply r;
-    assert_int_equal(rpc("KeysExist", &q.base, &r), 0);
     CacheClient__KeysExistResponse *p =
-        cache_client____keys_exist_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask("KeysExist", &q.base, &cache_client____keys_exist_response__descriptor, NULL);
     assert_int_equal(p->n_exists, 1);
     bool e = p->exists[0];
     protobuf_c_message_free_unpacked(&p->base, NULL);
-    tu_raw_reply_free(&r);
     return e;
 }
 
@@ -396,16 +393,13 @@ static int64_t ttl_left(const char *key)
 {
     CacheClient__ItemGetTtlRequest q = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
     q.cache_key = bin(key);
-    tu_raw_reply r;
-    assert_int_equal(rpc("ItemGetTtl", &q.base, &r), 0);
     CacheClient__ItemGetTtlResponse *p =
-        cache_client____item_get_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask("ItemGetTtl", &q.base, &cache_client____item_get_ttl_response__descriptor, NULL);
     int64_t left = -1;
     if (p->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND)
         left = p->found->remaining_ttl_millis > INT64_MAX ? INT64_MAX
                                                           : (int64_t)p->found->remaining_ttl_millis;
     protobuf_c_message_free_unpacked(&p->base, NULL);
-    tu_raw_reply_free(&r);
     return left;
 }
 
