@@ -257,15 +257,12 @@ static void test_keys_exist(void **state)
     CacheClient__KeysExistRequest req = CACHE_CLIENT____KEYS_EXIST_REQUEST__INIT;
     req.n_cache_keys = 3;
     req.cache_keys = keys;
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "KeysExist", cache_hdr, 1, &req.base, &r), 0);
-    CacheClient__KeysExistResponse *resp = cache_client____keys_exist_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    CacheClient__KeysExistResponse *resp =
+        ask(SCS "KeysExist", &req.base, &cache_client____keys_exist_response__descriptor, NULL);
     assert_int_equal(resp->n_exists, 3);
-    assert_true(resp->exists[0]);
-    assert_false(resp->exists[1]);
-    assert_true(resp->exists[2]);
+    const protobuf_c_boolean want[] = {1, 0, 1};
+    assert_memory_equal(resp->exists, want, sizeof(want));
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
 }
 
 /* Returns remaining ms, or -1 when missing. */
