@@ -30,6 +30,12 @@ struct grpc_byte_buffer;
         assert_int_equal(set((o), (ok)), MOMENTO_OK);                                              \
     } while (0)
 
+/* A cmocka test on tests/common's fixture without a client
+ * (tu_fixture_setup_server()): the server is tu_fx.server, stopped after
+ * the test even when it fails. */
+#define srv_fixture_test(f)                                                                        \
+    cmocka_unit_test_setup_teardown(f, tu_fixture_setup_server, tu_fixture_teardown)
+
 /* New server options, asserting success, with cache `cache` (NULL: none).
  * The caller sets more on them, then starts a server with srv_start(). */
 momento_local_options *srv_options(const char *cache);
