@@ -7,6 +7,7 @@
 #include "core/srv_server.h"
 #include "model/errors.h"
 #include "rpc/srv_rpc.h"
+#include "srv_rng.h"
 #include "srv_test.h"
 #include "testutil.h"
 #include "tu_srv.h"
@@ -905,112 +906,6 @@ static uint64_t proc_kib(pid_t pid, const char *field)
     return v;
 }
 
-static uint64_t next_rand(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
-/* A separate momento-local with --max-memory 64 MiB is sent items of mixed
- * sizes, 100 B to 4 MiB, four times its limit and with overwrites; its
- * resident memory stays within 1.25 x the limit plus what it used empty. */
-static void test_fill_stays_within_memory(void **state)
-{
-    (void)state;
-    if (UNDER_ASAN) {
-        print_message("skipped: under AddressSanitizer RSS measures ASan's allocator\n");
-        skip();
-    }
-    const uint64_t limit = 64u << 20;
-    char bin[PATH_MAX + 32], lim[32];
-    local_bin(bin, sizeof(bin));
-    snprintf(lim, sizeof(lim), "%" PRIu64, limit);
-    char *argv[] = {bin, "--port", "0", "--cache", "c", "--max-memory", lim, NULL};
-    child ch = spawn(argv);
-    char out[256];
-    if (!read_until(ch.out, out, sizeof(out), "\n", (int)TU_MS(10000)))
-        fail_msg("momento-local did not start: '%s'", out);
-    const char *at = strstr(out, "listening on ");
-    assert_non_null(at);
-    char ep[64];
-    snprintf(ep, sizeof(ep), "%.*s", (int)strcspn(at + 13, "\r\n"), at + 13);
-
-    momento_credentials *creds;
-    assert_int_equal(momento_credentials_local(&creds, ep), MOMENTO_OK);
-    momento_config *cfg;
-    momento_config_new(&cfg);
-    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000));
-    momento_client *c;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_config_free(cfg);
-    momento_credentials_free(creds);
-
-    size_t max_len = 4u << 20;
-    char *val = malloc(max_len);
-    for (size_t i = 0; i < max_len; i++)
-        val[i] = (char)('a' + i % 23);
-    /* Empty, but with the connection and one small item: the baseline. */
-    assert_int_equal(momento_set_sync(c, "c", "warm", 4, "v", 1, 0, NULL, NULL), MOMENTO_OK);
-    uint64_t base_kib = proc_kib(ch.pid, "VmRSS");
-
-    uint64_t x = 88172645463325252ull, written = 0;
-    unsigned n = 0, refused = 0;
-    char key[32];
-    while (written < 4 * limit && n < 100000) {
-        uint64_t r = next_rand(&x);
-        size_t len;
-        switch (r % 20) {
-        case 0: case 1: /* 10%: 512 KiB .. 4 MiB */
-            len = (512u << 10) + (size_t)(next_rand(&x) % ((4u << 20) - (512u << 10)));
-            break;
-        case 2: case 3: case 4: /* 15%: 64 .. 512 KiB */
-            len = (64u << 10) + (size_t)(next_rand(&x) % (448u << 10));
-            break;
-        case 5: case 6: case 7: case 8: case 9: /* 25%: 1 .. 64 KiB */
-            len = 1024 + (size_t)(next_rand(&x) % (63u << 10));
-            break;
-        default: /* 50%: 100 B .. 1 KiB */
-            len = 100 + (size_t)(next_rand(&x) % 924);
-        }
-        /* One set in five overwrites a recent key. */
-        unsigned id = (r >> 8) % 5 == 0 && n > 50 ? n - 1 - (unsigned)((r >> 16) % 50) : n;
-        snprintf(key, sizeof(key), "fill-%u", id);
-        int rc = momento_set_sync(c, "c", key, strlen(key), val, len, 0, NULL, NULL);
-        if (rc != MOMENTO_OK)
-            refused++;
-        written += len;
-        n++;
-    }
-    assert_int_equal(refused, 0);
-    /* The newest item is there; the oldest was evicted. */
-    momento_result *res;
-    snprintf(key, sizeof(key), "fill-%u", n - 1);
-    tu_expect(momento_get_sync(c, "c", key, strlen(key), NULL, &res), res, MOMENTO_OUTCOME_HIT);
-    tu_expect(momento_get_sync(c, "c", "fill-0", 6, NULL, &res), res, MOMENTO_OUTCOME_MISS);
-
-    uint64_t rss_kib = proc_kib(ch.pid, "VmRSS"), hwm_kib = proc_kib(ch.pid, "VmHWM");
-    uint64_t bound_kib = limit / 1024 * 5 / 4 + base_kib;
-    print_message("fill: %u sets, %" PRIu64 " MiB written into a %" PRIu64
-                  " MiB limit; RSS empty %" PRIu64 " KiB, after %" PRIu64 " KiB (peak %" PRIu64
-                  " KiB), bound %" PRIu64 " KiB\n",
-                  n, written >> 20, limit >> 20, base_kib, rss_kib, hwm_kib, bound_kib);
-    momento_client_free(c);
-    free(val);
-    kill(ch.pid, SIGTERM);
-    int rc = wait_exit(ch.pid, 10000);
-    close(ch.out);
-    close(ch.err);
-    assert_int_equal(rc, 0);
-    if (rss_kib > bound_kib)
-        fail_msg("RSS %" PRIu64 " KiB exceeds 1.25 x --max-memory + the empty server's RSS "
-                 "(%" PRIu64 " KiB)",
-                 rss_kib, bound_kib);
-}
-
-/* ---- topics' memory, in a momento-local of its own ------------------- */
-
 /* Starts the binary with `args` (NULL-terminated, after the program name)
  * and reads its endpoint into `ep`. */
 static child start_binary(const char *const *args, char *ep, size_t cap)
@@ -1055,6 +950,83 @@ static momento_client *client_at(const char *ep)
     momento_credentials_free(creds);
     return c;
 }
+
+/* A separate momento-local with --max-memory 64 MiB is sent items of mixed
+ * sizes, 100 B to 4 MiB, four times its limit and with overwrites; its
+ * resident memory stays within 1.25 x the limit plus what it used empty. */
+static void test_fill_stays_within_memory(void **state)
+{
+    (void)state;
+    if (UNDER_ASAN) {
+        print_message("skipped: under AddressSanitizer RSS measures ASan's allocator\n");
+        skip();
+    }
+    const uint64_t limit = 64u << 20;
+    char lim[32], ep[64];
+    snprintf(lim, sizeof(lim), "%" PRIu64, limit);
+    const char *args[] = {"--port", "0", "--cache", "c", "--max-memory", lim, NULL};
+    child ch = start_binary(args, ep, sizeof(ep));
+    momento_client *c = client_at(ep);
+
+    size_t max_len = 4u << 20;
+    char *val = malloc(max_len);
+    for (size_t i = 0; i < max_len; i++)
+        val[i] = (char)('a' + i % 23);
+    /* Empty, but with the connection and one small item: the baseline. */
+    assert_int_equal(momento_set_sync(c, "c", "warm", 4, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+    uint64_t base_kib = proc_kib(ch.pid, "VmRSS");
+
+    uint64_t x = 88172645463325252ull, written = 0;
+    unsigned n = 0, refused = 0;
+    char key[32];
+    while (written < 4 * limit && n < 100000) {
+        uint64_t r = srv_xorshift(&x);
+        size_t len;
+        switch (r % 20) {
+        case 0: case 1: /* 10%: 512 KiB .. 4 MiB */
+            len = (512u << 10) + (size_t)(srv_xorshift(&x) % ((4u << 20) - (512u << 10)));
+            break;
+        case 2: case 3: case 4: /* 15%: 64 .. 512 KiB */
+            len = (64u << 10) + (size_t)(srv_xorshift(&x) % (448u << 10));
+            break;
+        case 5: case 6: case 7: case 8: case 9: /* 25%: 1 .. 64 KiB */
+            len = 1024 + (size_t)(srv_xorshift(&x) % (63u << 10));
+            break;
+        default: /* 50%: 100 B .. 1 KiB */
+            len = 100 + (size_t)(srv_xorshift(&x) % 924);
+        }
+        /* One set in five overwrites a recent key. */
+        unsigned id = (r >> 8) % 5 == 0 && n > 50 ? n - 1 - (unsigned)((r >> 16) % 50) : n;
+        snprintf(key, sizeof(key), "fill-%u", id);
+        int rc = momento_set_sync(c, "c", key, strlen(key), val, len, 0, NULL, NULL);
+        if (rc != MOMENTO_OK)
+            refused++;
+        written += len;
+        n++;
+    }
+    assert_int_equal(refused, 0);
+    /* The newest item is there; the oldest was evicted. */
+    momento_result *res;
+    snprintf(key, sizeof(key), "fill-%u", n - 1);
+    tu_expect(momento_get_sync(c, "c", key, strlen(key), NULL, &res), res, MOMENTO_OUTCOME_HIT);
+    tu_expect(momento_get_sync(c, "c", "fill-0", 6, NULL, &res), res, MOMENTO_OUTCOME_MISS);
+
+    uint64_t rss_kib = proc_kib(ch.pid, "VmRSS"), hwm_kib = proc_kib(ch.pid, "VmHWM");
+    uint64_t bound_kib = limit / 1024 * 5 / 4 + base_kib;
+    print_message("fill: %u sets, %" PRIu64 " MiB written into a %" PRIu64
+                  " MiB limit; RSS empty %" PRIu64 " KiB, after %" PRIu64 " KiB (peak %" PRIu64
+                  " KiB), bound %" PRIu64 " KiB\n",
+                  n, written >> 20, limit >> 20, base_kib, rss_kib, hwm_kib, bound_kib);
+    momento_client_free(c);
+    free(val);
+    stop_binary(&ch);
+    if (rss_kib > bound_kib)
+        fail_msg("RSS %" PRIu64 " KiB exceeds 1.25 x --max-memory + the empty server's RSS "
+                 "(%" PRIu64 " KiB)",
+                 rss_kib, bound_kib);
+}
+
+/* ---- topics' memory, in a momento-local of its own ------------------- */
 
 /* The RSS of `pid` once it is within `bound_kib`, waiting up to 3 s for
  * the server's periodic heap trim (once a second) to give back what it
