@@ -951,22 +951,38 @@ static momento_client *client_at(const char *ep)
     return c;
 }
 
+/* The RSS tests' first line: under ASan, RSS would measure ASan's
+ * allocator, so they skip. */
+static void skip_rss_under_asan(void)
+{
+    if (UNDER_ASAN) {
+        print_message("skipped: under AddressSanitizer RSS measures ASan's allocator\n");
+        skip();
+    }
+}
+
+/* The subject of an RSS test (skipped under ASan: skip_rss_under_asan()):
+ * a momento-local of its own with cache "c" and --max-memory `limit`, in
+ * *ret_child, and a client of it. */
+static momento_client *start_rss_subject(uint64_t limit, child *ret_child)
+{
+    skip_rss_under_asan();
+    char lim[32], ep[64];
+    snprintf(lim, sizeof(lim), "%" PRIu64, limit);
+    const char *args[] = {"--port", "0", "--cache", "c", "--max-memory", lim, NULL};
+    *ret_child = start_binary(args, ep, sizeof(ep));
+    return client_at(ep);
+}
+
 /* A separate momento-local with --max-memory 64 MiB is sent items of mixed
  * sizes, 100 B to 4 MiB, four times its limit and with overwrites; its
  * resident memory stays within 1.25 x the limit plus what it used empty. */
 static void test_fill_stays_within_memory(void **state)
 {
     (void)state;
-    if (UNDER_ASAN) {
-        print_message("skipped: under AddressSanitizer RSS measures ASan's allocator\n");
-        skip();
-    }
     const uint64_t limit = 64u << 20;
-    char lim[32], ep[64];
-    snprintf(lim, sizeof(lim), "%" PRIu64, limit);
-    const char *args[] = {"--port", "0", "--cache", "c", "--max-memory", lim, NULL};
-    child ch = start_binary(args, ep, sizeof(ep));
-    momento_client *c = client_at(ep);
+    child ch;
+    momento_client *c = start_rss_subject(limit, &ch);
 
     size_t max_len = 4u << 20;
     char *val = malloc(max_len);
@@ -1049,16 +1065,9 @@ static uint64_t rss_within(pid_t pid, uint64_t bound_kib)
 static void test_topics_stay_within_memory(void **state)
 {
     (void)state;
-    if (UNDER_ASAN) {
-        print_message("skipped: under AddressSanitizer RSS measures ASan's allocator\n");
-        skip();
-    }
     const uint64_t limit = 16u << 20;
-    char lim[32], ep[64];
-    snprintf(lim, sizeof(lim), "%" PRIu64, limit);
-    const char *args[] = {"--port", "0", "--cache", "c", "--max-memory", lim, NULL};
-    child ch = start_binary(args, ep, sizeof(ep));
-    momento_client *c = client_at(ep);
+    child ch;
+    momento_client *c = start_rss_subject(limit, &ch);
     static char val[16u << 10];
     memset(val, 'v', sizeof(val));
     momento_result *res = NULL;
@@ -1160,10 +1169,7 @@ static void open_stuck(grpc_channel *ch, grpc_completion_queue *cq, stuck_stream
 static void test_stuck_subscribers_stay_bounded(void **state)
 {
     (void)state;
-    if (UNDER_ASAN) {
-        print_message("skipped: under AddressSanitizer RSS measures ASan's allocator\n");
-        skip();
-    }
+    skip_rss_under_asan();
     enum { STREAMS = 200, PUBLISHES = 8192 };
     char ep[64];
     const char *args[] = {"--port", "0", "--cache", "c", "--heartbeat-ms", "3600000",
