@@ -15,6 +15,8 @@
 #include <grpc/slice.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "cacheclient.pb-c.h"
+
 momento_local_options *srv_options(const char *cache)
 {
     momento_local_options *o = NULL;
@@ -116,4 +118,21 @@ void srv_token_request_init(srv_token_request *t, const char *caller_key, const 
     t->req.permissions = &t->perms;
     if (token_id)
         t->req.token_id = (char *)token_id;
+}
+
+bool srv_item_ttl(const char *target, const char *key, uint64_t *ret_ms)
+{
+    static const char *const hdr[] = {"cache", "c"};
+    CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
+    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
+    CacheClient__ItemGetTtlResponse *resp =
+        srv_call(target, "/cache_client.Scs/ItemGetTtl", hdr, 1, &req.base,
+                 &cache_client____item_get_ttl_response__descriptor, NULL);
+    bool found = resp->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND;
+    if (found)
+        *ret_ms = resp->found->remaining_ttl_millis;
+    else
+        assert_int_equal(resp->result_case, CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_MISSING);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    return found;
 }

@@ -53,6 +53,11 @@ void *srv_call(const char *target, const char *path, const char *const *headers,
                size_t n_headers, const struct ProtobufCMessage *req,
                const struct ProtobufCMessageDescriptor *desc, int *ret_status);
 
+/* ItemGetTtl of `key` in cache "c" at `target`, asserting the call
+ * succeeds: whether the item is there, and if so its milliseconds left in
+ * *ret_ms (UINT64_MAX: it never expires; untouched when missing). */
+bool srv_item_ttl(const char *target, const char *key, uint64_t *ret_ms);
+
 /* A gRPC message holding a copy of `body` (len bytes), or `m` packed, for
  * a GRPC_OP_SEND_MESSAGE of a call the test drives itself; the caller
  * destroys it (grpc_byte_buffer_destroy()). */

@@ -268,17 +268,8 @@ static void test_keys_exist(void **state)
 /* Returns remaining ms, or -1 when missing. */
 static int64_t item_ttl(const char *key)
 {
-    CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
-    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "ItemGetTtl", cache_hdr, 1, &req.base, &r), 0);
-    CacheClient__ItemGetTtlResponse *resp = cache_client____item_get_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
-    int64_t v = resp->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND
-                    ? (int64_t)resp->found->remaining_ttl_millis
-                    : -1;
-    protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
-    return v;
+    uint64_t ms = 0;
+    return srv_item_ttl(tu_fx.target, key, &ms) ? (int64_t)ms : -1;
 }
 
 /* 1 set, 0 not set, -1 missing. */

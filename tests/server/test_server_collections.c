@@ -264,15 +264,8 @@ static int item_type(const char *key)
 /* ItemGetTtl: ms left, or -1 when missing. */
 static long long ttl_left(const char *key)
 {
-    CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
-    req.cache_key = B(key);
-    CacheClient__ItemGetTtlResponse *resp =
-        ask(SCS "ItemGetTtl", &req.base, &cache_client____item_get_ttl_response__descriptor, NULL);
-    long long left = resp->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND
-                         ? (long long)resp->found->remaining_ttl_millis
-                         : -1;
-    protobuf_c_message_free_unpacked(&resp->base, NULL);
-    return left;
+    uint64_t ms = 0;
+    return srv_item_ttl(tu_fx.target, key, &ms) ? (long long)ms : -1;
 }
 
 static int scalar_set_at(const char *ep, const char *key, const char *val, size_t len)

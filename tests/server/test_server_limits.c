@@ -99,18 +99,8 @@ static int get_len(const char *ep, const char *key, size_t *len)
 /* Remaining ms (UINT64_MAX: never expires), or 0 when missing. */
 static uint64_t item_ttl(const char *ep, const char *key)
 {
-    CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
-    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
-    tu_raw_reply r;
-    assert_int_equal(tu_raw_call_msg(ep, SCS "ItemGetTtl", cache_hdr, 1, &req.base, &r), 0);
-    CacheClient__ItemGetTtlResponse *resp =
-        cache_client____item_get_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
-    uint64_t v = resp->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND
-                     ? resp->found->remaining_ttl_millis
-                     : 0;
-    protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
-    return v;
+    uint64_t ms = 0;
+    return srv_item_ttl(ep, key, &ms) ? ms : 0;
 }
 
 /* ------------------------------------------------------------------ */

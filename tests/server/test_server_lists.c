@@ -391,16 +391,10 @@ static bool exists(const char *key)
  * INT64_MAX. */
 static int64_t ttl_left(const char *key)
 {
-    CacheClient__ItemGetTtlRequest q = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
-    q.cache_key = bin(key);
-    CacheClient__ItemGetTtlResponse *p =
-        ask("ItemGetTtl", &q.base, &cache_client____item_get_ttl_response__descriptor, NULL);
-    int64_t left = -1;
-    if (p->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND)
-        left = p->found->remaining_ttl_millis > INT64_MAX ? INT64_MAX
-                                                          : (int64_t)p->found->remaining_ttl_millis;
-    protobuf_c_message_free_unpacked(&p->base, NULL);
-    return left;
+    uint64_t ms = 0;
+    if (!srv_item_ttl(tu_fx.target, key, &ms))
+        return -1;
+    return ms > INT64_MAX ? INT64_MAX : (int64_t)ms;
 }
 
 /* ---- List tests ---- */
