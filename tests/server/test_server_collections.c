@@ -33,7 +33,8 @@ static const char *const mismatch =
 #define B(str) ((ProtobufCBinaryData){strlen(str), (uint8_t *)(str)})
 
 /* Packs `m` and calls `path` with the cache header at `ep`; returns the
- * status, the reply in `out` (free it with tu_raw_reply_free()). */
+ * status, the reply in `out` (free it with tu_raw_reply_free(); NULL:
+ * dropped). */
 static int call_at(const char *ep, const char *path, const ProtobufCMessage *m, tu_raw_reply *out)
 {
     return tu_raw_call_msg(ep, path, cache_hdr, 1, m, out);
@@ -87,10 +88,7 @@ static int dict_set_at(const char *ep, const char *name, uint64_t ttl, bool refr
     req.n_items = n;
     req.ttl_milliseconds = ttl;
     req.refresh_ttl = refresh;
-    tu_raw_reply r;
-    int st = call_at(ep, SCS "DictionarySet", &req.base, &r);
-    tu_raw_reply_free(&r);
-    return st;
+    return call_at(ep, SCS "DictionarySet", &req.base, NULL);
 }
 
 #define dict_set(name, ttl, refresh, ...)                                                          \
@@ -184,10 +182,7 @@ static int dict_remove(const char *name, const char *field)
     req.dictionary_name = B(name);
     req.delete_case = CACHE_CLIENT____DICTIONARY_DELETE_REQUEST__DELETE_SOME;
     req.some = &some;
-    tu_raw_reply r;
-    int st = call(SCS "DictionaryDelete", &req.base, &r);
-    tu_raw_reply_free(&r);
-    return st;
+    return call(SCS "DictionaryDelete", &req.base, NULL);
 }
 
 /* SetUnion of NULL-terminated elements. */
@@ -203,10 +198,7 @@ static int set_add(const char *name, uint64_t ttl, bool refresh, const char *con
     req.n_elements = n;
     req.ttl_milliseconds = ttl;
     req.refresh_ttl = refresh;
-    tu_raw_reply r;
-    int st = call(SCS "SetUnion", &req.base, &r);
-    tu_raw_reply_free(&r);
-    return st;
+    return call(SCS "SetUnion", &req.base, NULL);
 }
 
 #define SET_ADD(name, ...) set_add(name, 60000, true, (const char *const[]){__VA_ARGS__, NULL})
@@ -273,10 +265,7 @@ static int scalar_set_at(const char *ep, const char *key, const char *val, size_
     CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
     req.cache_key = B(key);
     req.cache_body = (ProtobufCBinaryData){len, (uint8_t *)val};
-    tu_raw_reply r;
-    int st = call_at(ep, SCS "Set", &req.base, &r);
-    tu_raw_reply_free(&r);
-    return st;
+    return call_at(ep, SCS "Set", &req.base, NULL);
 }
 
 /* ---- Dictionaries ---------------------------------------------------------- */

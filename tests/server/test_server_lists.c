@@ -32,13 +32,13 @@ enum { ST_OK = 0, ST_INVALID_ARGUMENT = 3, ST_RESOURCE_EXHAUSTED = 8, ST_FAILED_
 static const char *cache_hdr[] = {"cache", "c"};
 
 /* Packs `m`, calls the Scs method at the current target; returns the
- * status. The reply is the caller's to free. */
+ * status. The reply is the caller's to free (`out` NULL: dropped). */
 static int rpc(const char *method, const ProtobufCMessage *m, tu_raw_reply *out)
 {
     char path[96];
     snprintf(path, sizeof(path), "/cache_client.Scs/%s", method);
     int st = tu_raw_call_msg(tu_fx.target, path, cache_hdr, 1, m, out);
-    if (st == 0)
+    if (st == 0 && out)
         assert_int_equal(out->n_msgs, 1);
     return st;
 }
@@ -367,10 +367,7 @@ static int set_scalar(const char *key, const char *v)
     CacheClient__SetRequest q = CACHE_CLIENT____SET_REQUEST__INIT;
     q.cache_key = bin(key);
     q.cache_body = bin(v);
-    tu_raw_reply r;
-    int st = rpc("Set", &q.base, &r);
-    tu_raw_reply_free(&r);
-    return st;
+    return rpc("Set", &q.base, NULL);
 }
 
 static bool exists(const char *key)
@@ -931,10 +928,7 @@ static int zremove(const char *set, const char *const *vals, size_t n)
         q.remove_elements_case = CACHE_CLIENT____SORTED_SET_REMOVE_REQUEST__REMOVE_ELEMENTS_SOME;
         q.some = &some;
     }
-    tu_raw_reply r;
-    int st = rpc("SortedSetRemove", &q.base, &r);
-    tu_raw_reply_free(&r);
-    return st;
+    return rpc("SortedSetRemove", &q.base, NULL);
 }
 
 /* Union of `n` sources (names and weights) into `dest`; returns the length
