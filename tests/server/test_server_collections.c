@@ -66,26 +66,41 @@ static void expect_error(const char *path, const ProtobufCMessage *m, int status
 
 /* ---- Requests ------------------------------------------------------------ */
 
+/* Fills `req`, a DictionarySet of dictionary `name`, with the n pairs
+ * fields[i] = values[i], held in `items` and `ptrs` (room for n each). */
+static void dict_set_req(CacheClient__DictionarySetRequest *req, const char *name,
+                         CacheClient__DictionaryFieldValuePair *items,
+                         CacheClient__DictionaryFieldValuePair **ptrs,
+                         const ProtobufCBinaryData *fields, const ProtobufCBinaryData *values,
+                         size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cache_client____dictionary_field_value_pair__init(&items[i]);
+        items[i].field = fields[i];
+        items[i].value = values[i];
+        ptrs[i] = &items[i];
+    }
+    cache_client____dictionary_set_request__init(req);
+    req->dictionary_name = B(name);
+    req->items = ptrs;
+    req->n_items = n;
+}
+
 /* DictionarySet of "f=v" pairs (NULL-terminated) with a TTL. */
 static int dict_set_at(const char *ep, const char *name, uint64_t ttl, bool refresh,
                        const char *const *pairs)
 {
     CacheClient__DictionaryFieldValuePair items[16], *ptrs[16];
-    char fields[16][64];
+    ProtobufCBinaryData fields[16], values[16];
     size_t n = 0;
     for (; pairs[n]; n++) {
+        assert_true(n < 16);
         const char *eq = strchr(pairs[n], '=');
-        CacheClient__DictionaryFieldValuePair init = CACHE_CLIENT____DICTIONARY_FIELD_VALUE_PAIR__INIT;
-        items[n] = init;
-        snprintf(fields[n], sizeof(fields[n]), "%.*s", (int)(eq - pairs[n]), pairs[n]);
-        items[n].field = B(fields[n]);
-        items[n].value = B(eq + 1);
-        ptrs[n] = &items[n];
+        fields[n] = (ProtobufCBinaryData){(size_t)(eq - pairs[n]), (uint8_t *)pairs[n]};
+        values[n] = B(eq + 1);
     }
-    CacheClient__DictionarySetRequest req = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
-    req.dictionary_name = B(name);
-    req.items = ptrs;
-    req.n_items = n;
+    CacheClient__DictionarySetRequest req;
+    dict_set_req(&req, name, items, ptrs, fields, values, n);
     req.ttl_milliseconds = ttl;
     req.refresh_ttl = refresh;
     return call_at(ep, SCS "DictionarySet", &req.base, NULL);
@@ -991,20 +1006,16 @@ static void test_max_memory(void **state)
      * would be, and leaves what was there: 30 fields of 4 KiB is past
      * 100 KiB, so the write fails whole. */
     assert_int_equal(dict_set_at(ep, "d2", 60000, false, (const char *const[]){"a=1", NULL}), 0);
-    char fields[30][8];
-    CacheClient__DictionaryFieldValuePair items[30], *ptrs[30];
+    char names[30][8];
+    ProtobufCBinaryData fields[30], values[30];
     for (int i = 0; i < 30; i++) {
-        CacheClient__DictionaryFieldValuePair init = CACHE_CLIENT____DICTIONARY_FIELD_VALUE_PAIR__INIT;
-        items[i] = init;
-        snprintf(fields[i], sizeof(fields[i]), "g%d", i);
-        items[i].field = B(fields[i]);
-        items[i].value = (ProtobufCBinaryData){4096, (uint8_t *)value};
-        ptrs[i] = &items[i];
+        snprintf(names[i], sizeof(names[i]), "g%d", i);
+        fields[i] = B(names[i]);
+        values[i] = (ProtobufCBinaryData){4096, (uint8_t *)value};
     }
-    CacheClient__DictionarySetRequest req = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
-    req.dictionary_name = B("d2");
-    req.items = ptrs;
-    req.n_items = 30;
+    CacheClient__DictionaryFieldValuePair items[30], *ptrs[30];
+    CacheClient__DictionarySetRequest req;
+    dict_set_req(&req, "d2", items, ptrs, fields, values, 30);
     assert_int_equal(call_at(ep, SCS "DictionarySet", &req.base, &r), ST_RESOURCE_EXHAUSTED);
     assert_string_equal(r.err, "item_size_limit_exceeded");
     tu_raw_reply_free(&r);
@@ -1217,16 +1228,8 @@ static void test_collection_item_limit(void **state)
 
     /* A dictionary and a sorted set created past the limit: not created. */
     CacheClient__DictionaryFieldValuePair pairs[45], *pp[45];
-    for (size_t i = 0; i < 45; i++) {
-        pairs[i] = (CacheClient__DictionaryFieldValuePair)CACHE_CLIENT____DICTIONARY_FIELD_VALUE_PAIR__INIT;
-        pairs[i].field = e[i];
-        pairs[i].value = e[i];
-        pp[i] = &pairs[i];
-    }
-    CacheClient__DictionarySetRequest ds = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
-    ds.dictionary_name = B("d");
-    ds.items = pp;
-    ds.n_items = 45;
+    CacheClient__DictionarySetRequest ds;
+    dict_set_req(&ds, "d", pairs, pp, e, e, 45);
     assert_int_equal(call_at(ep, SCS "DictionarySet", &ds.base, &r), ST_RESOURCE_EXHAUSTED);
     assert_string_equal(r.err, "item_size_limit_exceeded");
     tu_raw_reply_free(&r);
