@@ -75,7 +75,6 @@ static void join(char *out, size_t cap, const uint8_t *p, size_t len)
 static int push(const char *list, const char *v, bool front, uint32_t trunc, uint64_t ttl,
                 bool refresh)
 {
-    tu_raw_reply r;
     int st, len = 0;
     if (front) {
         CacheClient__ListPushFrontRequest q = CACHE_CLIENT____LIST_PUSH_FRONT_REQUEST__INIT;
@@ -84,10 +83,10 @@ static int push(const char *list, const char *v, bool front, uint32_t trunc, uin
         q.truncate_back_to_size = trunc;
         q.ttl_milliseconds = ttl;
         q.refresh_ttl = refresh;
-        st = rpc("ListPushFront", &q.base, &r);
-        if (st == 0) {
-            CacheClient__ListPushFrontResponse *p =
-                cache_client____list_push_front_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        CacheClient__ListPushFrontResponse *p =
+            ask("ListPushFront", &q.base,
+                &cache_client____list_push_front_response__descriptor, &st);
+        if (p) {
             len = (int)p->list_length;
             protobuf_c_message_free_unpacked(&p->base, NULL);
         }
@@ -98,15 +97,13 @@ static int push(const char *list, const char *v, bool front, uint32_t trunc, uin
         q.truncate_front_to_size = trunc;
         q.ttl_milliseconds = ttl;
         q.refresh_ttl = refresh;
-        st = rpc("ListPushBack", &q.base, &r);
-        if (st == 0) {
-            CacheClient__ListPushBackResponse *p =
-                cache_client____list_push_back_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        CacheClient__ListPushBackResponse *p =
+            ask("ListPushBack", &q.base, &cache_client____list_push_back_response__descriptor, &st);
+        if (p) {
             len = (int)p->list_length;
             protobuf_c_message_free_unpacked(&p->base, NULL);
         }
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : len;
 }
 
@@ -115,7 +112,6 @@ static int concat(const char *list, const char *const *vals, size_t n, bool fron
     ProtobufCBinaryData *b = calloc(n + 1, sizeof(*b));
     for (size_t i = 0; i < n; i++)
         b[i] = bin(vals[i]);
-    tu_raw_reply r;
     int st, len = 0;
     if (front) {
         CacheClient__ListConcatenateFrontRequest q =
@@ -124,10 +120,10 @@ static int concat(const char *list, const char *const *vals, size_t n, bool fron
         q.values = b;
         q.n_values = n;
         q.truncate_back_to_size = trunc;
-        st = rpc("ListConcatenateFront", &q.base, &r);
-        if (st == 0) {
-            CacheClient__ListConcatenateFrontResponse *p =
-                cache_client____list_concatenate_front_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        CacheClient__ListConcatenateFrontResponse *p =
+            ask("ListConcatenateFront", &q.base,
+                &cache_client____list_concatenate_front_response__descriptor, &st);
+        if (p) {
             len = (int)p->list_length;
             protobuf_c_message_free_unpacked(&p->base, NULL);
         }
@@ -137,15 +133,14 @@ static int concat(const char *list, const char *const *vals, size_t n, bool fron
         q.values = b;
         q.n_values = n;
         q.truncate_front_to_size = trunc;
-        st = rpc("ListConcatenateBack", &q.base, &r);
-        if (st == 0) {
-            CacheClient__ListConcatenateBackResponse *p =
-                cache_client____list_concatenate_back_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        CacheClient__ListConcatenateBackResponse *p =
+            ask("ListConcatenateBack", &q.base,
+                &cache_client____list_concatenate_back_response__descriptor, &st);
+        if (p) {
             len = (int)p->list_length;
             protobuf_c_message_free_unpacked(&p->base, NULL);
         }
     }
-    tu_raw_reply_free(&r);
     free(b);
     return st ? ERR(st) : len;
 }
@@ -210,16 +205,14 @@ static void expect_list(const char *list, const char *joined)
  * MISSING or ERR(status). */
 static int pop(const char *list, bool front, char *out)
 {
-    tu_raw_reply r;
     int st, left = 0;
     out[0] = '\0';
     if (front) {
         CacheClient__ListPopFrontRequest q = CACHE_CLIENT____LIST_POP_FRONT_REQUEST__INIT;
         q.list_name = bin(list);
-        st = rpc("ListPopFront", &q.base, &r);
-        if (st == 0) {
-            CacheClient__ListPopFrontResponse *p =
-                cache_client____list_pop_front_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        CacheClient__ListPopFrontResponse *p =
+            ask("ListPopFront", &q.base, &cache_client____list_pop_front_response__descriptor, &st);
+        if (p) {
             if (p->list_case == CACHE_CLIENT____LIST_POP_FRONT_RESPONSE__LIST_FOUND) {
                 size_t n = p->found->front.len < 255 ? p->found->front.len : 255;
                 if (n)
@@ -234,10 +227,9 @@ static int pop(const char *list, bool front, char *out)
     } else {
         CacheClient__ListPopBackRequest q = CACHE_CLIENT____LIST_POP_BACK_REQUEST__INIT;
         q.list_name = bin(list);
-        st = rpc("ListPopBack", &q.base, &r);
-        if (st == 0) {
-            CacheClient__ListPopBackResponse *p =
-                cache_client____list_pop_back_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        CacheClient__ListPopBackResponse *p =
+            ask("ListPopBack", &q.base, &cache_client____list_pop_back_response__descriptor, &st);
+        if (p) {
             if (p->list_case == CACHE_CLIENT____LIST_POP_BACK_RESPONSE__LIST_FOUND) {
                 size_t n = p->found->back.len < 255 ? p->found->back.len : 255;
                 if (n)
@@ -250,7 +242,6 @@ static int pop(const char *list, bool front, char *out)
             protobuf_c_message_free_unpacked(&p->base, NULL);
         }
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : left;
 }
 
@@ -556,8 +547,7 @@ static void test_type_mismatch(void **state)
     expect_wrong_type("SortedSetPut", &sp.base);
     sp.set_name = bin("aset");
     tu_raw_reply r;
-    assert_int_equal(rpc("SortedSetPut", &sp.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(rpc("SortedSetPut", &sp.base, NULL), 0);
     pb.list_name = bin("aset");
     expect_wrong_type("ListPushBack", &pb.base);
     expect_list("alist", "x,");
