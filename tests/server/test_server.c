@@ -142,18 +142,15 @@ static int set_if(int cond, const char *key, const char *val, const char *check)
         break;
     default: break;
     }
-    tu_raw_reply r;
-    int st = call(SCS "SetIf", cache_hdr, 1, &req.base, &r);
-    if (st != 0) {
-        tu_raw_reply_free(&r);
+    int st;
+    CacheClient__SetIfResponse *resp =
+        ask(SCS "SetIf", &req.base, &cache_client____set_if_response__descriptor, &st);
+    if (!resp)
         return -st;
-    }
-    CacheClient__SetIfResponse *resp = cache_client____set_if_response__unpack(NULL, r.lens[0], r.msgs[0]);
     int stored = resp->result_case == CACHE_CLIENT____SET_IF_RESPONSE__RESULT_STORED;
     if (!stored)
         assert_int_equal(resp->result_case, CACHE_CLIENT____SET_IF_RESPONSE__RESULT_NOT_STORED);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return stored;
 }
 
@@ -217,16 +214,13 @@ static int64_t increment(const char *key, int64_t amount, int *status)
     req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
     req.amount = amount;
     req.ttl_milliseconds = 60000;
-    tu_raw_reply r;
-    *status = call(SCS "Increment", cache_hdr, 1, &req.base, &r);
+    CacheClient__IncrementResponse *resp =
+        ask(SCS "Increment", &req.base, &cache_client____increment_response__descriptor, status);
     int64_t v = 0;
-    if (*status == 0) {
-        CacheClient__IncrementResponse *resp =
-            cache_client____increment_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    if (resp) {
         v = resp->value;
         protobuf_c_message_free_unpacked(&resp->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return v;
 }
 
@@ -279,14 +273,12 @@ static int update_ttl(const char *key, int which, uint64_t ms)
     req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
     req.update_ttl_case = (CacheClient__UpdateTtlRequest__UpdateTtlCase)which;
     req.increase_to_milliseconds = req.decrease_to_milliseconds = req.overwrite_to_milliseconds = ms;
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "UpdateTtl", cache_hdr, 1, &req.base, &r), 0);
-    CacheClient__UpdateTtlResponse *resp = cache_client____update_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    CacheClient__UpdateTtlResponse *resp =
+        ask(SCS "UpdateTtl", &req.base, &cache_client____update_ttl_response__descriptor, NULL);
     int v = resp->result_case == CACHE_CLIENT____UPDATE_TTL_RESPONSE__RESULT_SET       ? 1
             : resp->result_case == CACHE_CLIENT____UPDATE_TTL_RESPONSE__RESULT_NOT_SET ? 0
                                                                                       : -1;
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return v;
 }
 
