@@ -4,6 +4,7 @@
  * wrapping around and shrinking; contents, length and cost accounting must
  * agree after every step. */
 #include "data/coll_list.h"
+#include "srv_rng.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,10 +25,7 @@ static uint64_t rng = 0xabcdefu;
 
 static uint64_t next_rand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return srv_xorshift(&rng);
 }
 
 /* Model byte 0xff stands for the empty element, the others for themselves. */

@@ -3,6 +3,7 @@
  * fault injection, malformed and oversized requests, unknown methods,
  * delayed calls that must not outlive their clients, the per-connection
  * stream limit, the count of calls cancelled by their clients. */
+#include "srv_test.h"
 #include "testutil.h"
 #include "tu_raw_conn.h"
 
@@ -41,21 +42,27 @@ static int call(const char *path, const char *const *hdrs, size_t n, const Proto
     return tu_raw_call_msg(tu_fx.target, path, hdrs, n, m, out);
 }
 
+/* call() with the cache header, the reply unpacked as `desc` (srv_call()):
+ * NULL and the status in *st for an error. */
+static void *ask(const char *path, const ProtobufCMessage *m,
+                 const ProtobufCMessageDescriptor *desc, int *st)
+{
+    return srv_call(tu_fx.target, path, cache_hdr, 1, m, desc, st);
+}
+
 static int set(const char *key, const char *val, uint64_t ttl)
 {
     CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
     req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
     req.cache_body = (ProtobufCBinaryData){strlen(val), (uint8_t *)val};
     req.ttl_milliseconds = ttl;
-    tu_raw_reply r;
-    int st = call(SCS "Set", cache_hdr, 1, &req.base, &r);
-    if (st == 0) {
-        CacheClient__SetResponse *resp = cache_client____set_response__unpack(NULL, r.lens[0], r.msgs[0]);
-        assert_non_null(resp);
+    int st;
+    CacheClient__SetResponse *resp =
+        ask(SCS "Set", &req.base, &cache_client____set_response__descriptor, &st);
+    if (resp) {
         assert_int_equal(resp->result, CACHE_CLIENT__ECACHE_RESULT__Ok);
         protobuf_c_message_free_unpacked(&resp->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st;
 }
 
@@ -64,14 +71,11 @@ static int get(const char *key, char *out, size_t cap)
 {
     CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
     req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
-    tu_raw_reply r;
-    int st = call(SCS "Get", cache_hdr, 1, &req.base, &r);
-    if (st != 0) {
-        tu_raw_reply_free(&r);
+    int st;
+    CacheClient__GetResponse *resp =
+        ask(SCS "Get", &req.base, &cache_client____get_response__descriptor, &st);
+    if (!resp)
         return -st;
-    }
-    assert_int_equal(r.n_msgs, 1);
-    CacheClient__GetResponse *resp = cache_client____get_response__unpack(NULL, r.lens[0], r.msgs[0]);
     int hit = resp->result == CACHE_CLIENT__ECACHE_RESULT__Hit;
     if (!hit)
         assert_int_equal(resp->result, CACHE_CLIENT__ECACHE_RESULT__Miss);
@@ -81,7 +85,6 @@ static int get(const char *key, char *out, size_t cap)
         out[resp->cache_body.len] = '\0';
     }
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return hit;
 }
 
@@ -139,18 +142,15 @@ static int set_if(int cond, const char *key, const char *val, const char *check)
         break;
     default: break;
     }
-    tu_raw_reply r;
-    int st = call(SCS "SetIf", cache_hdr, 1, &req.base, &r);
-    if (st != 0) {
-        tu_raw_reply_free(&r);
+    int st;
+    CacheClient__SetIfResponse *resp =
+        ask(SCS "SetIf", &req.base, &cache_client____set_if_response__descriptor, &st);
+    if (!resp)
         return -st;
-    }
-    CacheClient__SetIfResponse *resp = cache_client____set_if_response__unpack(NULL, r.lens[0], r.msgs[0]);
     int stored = resp->result_case == CACHE_CLIENT____SET_IF_RESPONSE__RESULT_STORED;
     if (!stored)
         assert_int_equal(resp->result_case, CACHE_CLIENT____SET_IF_RESPONSE__RESULT_NOT_STORED);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return stored;
 }
 
@@ -214,16 +214,13 @@ static int64_t increment(const char *key, int64_t amount, int *status)
     req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
     req.amount = amount;
     req.ttl_milliseconds = 60000;
-    tu_raw_reply r;
-    *status = call(SCS "Increment", cache_hdr, 1, &req.base, &r);
+    CacheClient__IncrementResponse *resp =
+        ask(SCS "Increment", &req.base, &cache_client____increment_response__descriptor, status);
     int64_t v = 0;
-    if (*status == 0) {
-        CacheClient__IncrementResponse *resp =
-            cache_client____increment_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    if (resp) {
         v = resp->value;
         protobuf_c_message_free_unpacked(&resp->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return v;
 }
 
@@ -254,31 +251,19 @@ static void test_keys_exist(void **state)
     CacheClient__KeysExistRequest req = CACHE_CLIENT____KEYS_EXIST_REQUEST__INIT;
     req.n_cache_keys = 3;
     req.cache_keys = keys;
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "KeysExist", cache_hdr, 1, &req.base, &r), 0);
-    CacheClient__KeysExistResponse *resp = cache_client____keys_exist_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    CacheClient__KeysExistResponse *resp =
+        ask(SCS "KeysExist", &req.base, &cache_client____keys_exist_response__descriptor, NULL);
     assert_int_equal(resp->n_exists, 3);
-    assert_true(resp->exists[0]);
-    assert_false(resp->exists[1]);
-    assert_true(resp->exists[2]);
+    const protobuf_c_boolean want[] = {1, 0, 1};
+    assert_memory_equal(resp->exists, want, sizeof(want));
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
 }
 
 /* Returns remaining ms, or -1 when missing. */
 static int64_t item_ttl(const char *key)
 {
-    CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
-    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "ItemGetTtl", cache_hdr, 1, &req.base, &r), 0);
-    CacheClient__ItemGetTtlResponse *resp = cache_client____item_get_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
-    int64_t v = resp->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND
-                    ? (int64_t)resp->found->remaining_ttl_millis
-                    : -1;
-    protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
-    return v;
+    uint64_t ms = 0;
+    return srv_item_ttl(tu_fx.target, key, &ms) ? (int64_t)ms : -1;
 }
 
 /* 1 set, 0 not set, -1 missing. */
@@ -288,14 +273,12 @@ static int update_ttl(const char *key, int which, uint64_t ms)
     req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
     req.update_ttl_case = (CacheClient__UpdateTtlRequest__UpdateTtlCase)which;
     req.increase_to_milliseconds = req.decrease_to_milliseconds = req.overwrite_to_milliseconds = ms;
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "UpdateTtl", cache_hdr, 1, &req.base, &r), 0);
-    CacheClient__UpdateTtlResponse *resp = cache_client____update_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    CacheClient__UpdateTtlResponse *resp =
+        ask(SCS "UpdateTtl", &req.base, &cache_client____update_ttl_response__descriptor, NULL);
     int v = resp->result_case == CACHE_CLIENT____UPDATE_TTL_RESPONSE__RESULT_SET       ? 1
             : resp->result_case == CACHE_CLIENT____UPDATE_TTL_RESPONSE__RESULT_NOT_SET ? 0
                                                                                       : -1;
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return v;
 }
 
@@ -681,12 +664,9 @@ static void test_fault_injection(void **state)
 static void test_auth(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_auth_token(o, "sekrit");
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = srv_start(o);
     const char *ep = momento_local_endpoint(s);
     CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
     req.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
@@ -746,14 +726,12 @@ static void list_page(const char *ep, const char *token, char *names, size_t cap
 static void test_list_pages(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
+    momento_local_options *o = srv_options(NULL);
     const char *names[] = {"d", "b", "e", "a", "c"};
     for (size_t i = 0; i < 5; i++)
         momento_local_options_add_cache(o, names[i]);
     momento_local_options_set_list_page_size(o, 2);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = srv_start(o);
     const char *ep = momento_local_endpoint(s);
     char got[64], next[16];
     list_page(ep, "", got, sizeof(got), next, sizeof(next));
@@ -778,12 +756,9 @@ static void test_list_pages(void **state)
 static void test_rate_limit(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_max_rps(o, 5);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = srv_start(o);
     momento_client *c = tu_client(s, NULL);
     /* A burst of 50: at most 5 per one-second window get through. However
      * slowly they arrive, they span at most a few windows. */
@@ -887,11 +862,7 @@ static void test_long_cache_header(void **state)
     char name[301];
     memset(name, 'n', 300);
     name[255] = '\0';
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    assert_int_equal(momento_local_options_add_cache(o, name), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = srv_start(srv_options(name));
     const char *ep = momento_local_endpoint(s);
     const char *h[] = {"cache", name};
     CacheClient__GetRequest get = CACHE_CLIENT____GET_REQUEST__INIT;
@@ -983,13 +954,9 @@ static void test_delay_does_not_block_others(void **state)
 /* A server with cache "c" that wants `token`. */
 static momento_local *server_with_token(const char *token)
 {
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_auth_token(o, token);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
-    return s;
+    return srv_start(o);
 }
 
 /* Calls parked by a huge delay leave at their deadline: the clients see
@@ -1134,52 +1101,18 @@ static void test_unauthenticated_ping_has_no_faults(void **state)
 static uint8_t *pack_token_request(const char *caller_key, const char *item, size_t pad,
                                    size_t *ret_len)
 {
-    PermissionMessages__PermissionsType__CacheSelector sel =
-        PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_SELECTOR__INIT;
-    sel.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_SELECTOR__KIND_CACHE_NAME;
-    sel.cache_name = "c";
-    /* Its INIT macro draws -Wmissing-braces (a oneof of bytes). */
-    PermissionMessages__PermissionsType__CacheItemSelector isel;
-    permission_messages__permissions_type__cache_item_selector__init(&isel);
-    isel.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_ITEM_SELECTOR__KIND_KEY;
-    isel.key = (ProtobufCBinaryData){item ? strlen(item) : 0, (uint8_t *)item};
-    PermissionMessages__PermissionsType__CachePermissions cp =
-        PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__INIT;
-    cp.role = PERMISSION_MESSAGES__CACHE_ROLE__CacheReadWrite;
-    cp.cache_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_CACHE_SELECTOR;
-    cp.cache_selector = &sel;
-    if (item) {
-        cp.cache_item_case =
-            PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_ITEM_ITEM_SELECTOR;
-        cp.item_selector = &isel;
-    }
-    PermissionMessages__PermissionsType t = PERMISSION_MESSAGES__PERMISSIONS_TYPE__INIT;
-    t.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__KIND_CACHE_PERMISSIONS;
-    t.cache_permissions = &cp;
-    PermissionMessages__PermissionsType *list[] = {&t};
-    PermissionMessages__ExplicitPermissions ex = PERMISSION_MESSAGES__EXPLICIT_PERMISSIONS__INIT;
-    ex.n_permissions = 1;
-    ex.permissions = list;
-    PermissionMessages__Permissions perms = PERMISSION_MESSAGES__PERMISSIONS__INIT;
-    perms.kind_case = PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT;
-    perms.explicit_ = &ex;
-    Token__GenerateDisposableTokenRequest__Expires exp =
-        TOKEN____GENERATE_DISPOSABLE_TOKEN_REQUEST__EXPIRES__INIT;
-    exp.valid_for_seconds = 60;
-    Token__GenerateDisposableTokenRequest req = TOKEN____GENERATE_DISPOSABLE_TOKEN_REQUEST__INIT;
-    req.expires = &exp;
-    req.auth_token = (char *)caller_key;
-    req.permissions = &perms;
     char *id = NULL;
     if (pad) {
         id = malloc(pad + 1);
         memset(id, 't', pad);
         id[pad] = '\0';
-        req.token_id = id;
     }
-    *ret_len = protobuf_c_message_get_packed_size(&req.base);
+    srv_token_request t;
+    srv_token_request_init(&t, caller_key, "c", PERMISSION_MESSAGES__CACHE_ROLE__CacheReadWrite,
+                           item, false, id);
+    *ret_len = protobuf_c_message_get_packed_size(&t.req.base);
     uint8_t *buf = malloc(*ret_len + 1);
-    protobuf_c_message_pack(&req.base, buf);
+    protobuf_c_message_pack(&t.req.base, buf);
     free(id);
     return buf;
 }
@@ -1566,13 +1499,8 @@ static void test_stream_limit_per_connection(void **state)
     stream_limit(tu_server_with_cache("c"), 100);
     momento_local_options *o = NULL;
     assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
-    assert_int_equal(momento_local_options_set_max_streams_per_connection(o, 0),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_max_streams_per_connection(o, 100001),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_max_streams_per_connection(NULL, 5),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_max_streams_per_connection(o, 250), MOMENTO_OK);
+    srv_assert_option_range(o, momento_local_options_set_max_streams_per_connection, 250, 0,
+                            100001);
     assert_int_equal(momento_local_options_add_cache(o, "c"), MOMENTO_OK);
     momento_local *s = tu_server(o);
     momento_local_options_free(o);

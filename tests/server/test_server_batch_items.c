@@ -20,6 +20,7 @@
 #include "core/srv_reply.h"
 #include "core/srv_server.h"
 #include "rpc/srv_rpc.h"
+#include "srv_test.h"
 #include "testutil.h"
 #include "tu_raw_conn.h"
 #include "tu_srv.h"
@@ -342,7 +343,7 @@ static void assert_item(const uint8_t *msg, size_t len, item_want want, size_t i
 static void test_get_batch_answers_wrong_type_per_item(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
+    momento_local *s = tu_fx.server;
     const char *ep = momento_local_endpoint(s);
     fill_over_grpc(ep);
 
@@ -378,7 +379,6 @@ static void test_get_batch_answers_wrong_type_per_item(void **state)
     /* Nothing was changed by reading. */
     assert_int_equal(peek(ep, "hit", NULL, 0), 1);
     assert_int_equal(peek(ep, "dict", NULL, 0), -ST_FAILED_PRECONDITION);
-    momento_local_stop(s);
 }
 
 /* Through libmomento (its decoder reads an Invalid item as that item's
@@ -387,7 +387,7 @@ static void test_get_batch_answers_wrong_type_per_item(void **state)
 static void test_get_batch_wrong_type_through_library(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
+    momento_local *s = tu_fx.server;
     fill_over_grpc(momento_local_endpoint(s));
     momento_client *c = tu_client(s, NULL);
     const void *keys[] = {"hit", "dict", "miss"};
@@ -408,7 +408,6 @@ static void test_get_batch_wrong_type_through_library(void **state)
     assert_int_equal(momento_result_outcome(miss), MOMENTO_OUTCOME_MISS);
     momento_result_free(r);
     momento_client_free(c);
-    momento_local_stop(s);
 }
 
 /* The checks about the request still fail the batch whole, a key of
@@ -417,7 +416,7 @@ static void test_get_batch_wrong_type_through_library(void **state)
 static void test_get_batch_request_checks_stay_whole(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
+    momento_local *s = tu_fx.server;
     const char *ep = momento_local_endpoint(s);
     fill_over_grpc(ep);
     tu_raw_reply r;
@@ -447,7 +446,6 @@ static void test_get_batch_request_checks_stay_whole(void **state)
     tu_raw_reply_free(&r);
     free(damaged);
     free(body);
-    momento_local_stop(s);
 }
 
 /* A reply over 64 MiB is refused whole before anything is copied, a key
@@ -557,7 +555,7 @@ static void test_get_batch_paths_agree(void **state)
 static void test_set_and_set_batch_replace_collections(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
+    momento_local *s = tu_fx.server;
     const char *ep = momento_local_endpoint(s);
     fill_over_grpc(ep);
     char v[16];
@@ -586,7 +584,6 @@ static void test_set_and_set_batch_replace_collections(void **state)
         assert_int_equal(peek(ep, want[i][0], v, sizeof(v)), 1);
         assert_string_equal(v, want[i][1]);
     }
-    momento_local_stop(s);
 }
 
 /* ---- b. faults scoped to keys --------------------------------------------- */
@@ -597,7 +594,7 @@ static void test_set_and_set_batch_replace_collections(void **state)
 static void test_error_keys_fail_only_calls_naming_them(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
+    momento_local *s = tu_fx.server;
     const char *ep = momento_local_endpoint(s);
     const char *h[] = {"cache", "c", "request-id", "ek", "return-error", "unavailable",
                        "error-keys", "bad k,2"};
@@ -674,7 +671,6 @@ static void test_error_keys_fail_only_calls_naming_them(void **state)
     assert_int_equal(
         tu_raw_call_msg(ep, "/control_client.ScsControl/ListCaches", h + 2, 3, &lc.base, NULL),
         ST_OK);
-    momento_local_stop(s);
 }
 
 /* `error-rpcs` and `error-count` still apply on top, and only calls naming
@@ -682,7 +678,7 @@ static void test_error_keys_fail_only_calls_naming_them(void **state)
 static void test_error_keys_with_rpcs_and_count(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
+    momento_local *s = tu_fx.server;
     const char *ep = momento_local_endpoint(s);
     uint8_t body[KEY_BODY_MAX];
 
@@ -703,7 +699,6 @@ static void test_error_keys_with_rpcs_and_count(void **state)
     assert_int_equal(raw_get_batch(ep, count, 5, bad_batch, 1, &r), ST_UNAVAILABLE);
     tu_raw_reply_free(&r);
     assert_int_equal(get_key(ep, count, 5, "bad"), ST_OK); /* the one error is spent */
-    momento_local_stop(s);
 }
 
 /* A value libmomento's client-wide headers let through
@@ -713,7 +708,7 @@ static void test_error_keys_with_rpcs_and_count(void **state)
 static void test_error_keys_from_client_headers(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
+    momento_local *s = tu_fx.server;
     momento_config *cfg = NULL;
     assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
     /* 64 keys of 15 bytes and their 63 spaces: 1023 bytes. */
@@ -748,7 +743,6 @@ static void test_error_keys_from_client_headers(void **state)
     momento_result_free(res);
     momento_client_free(c);
     momento_config_free(cfg);
-    momento_local_stop(s);
 }
 
 /* Malformed lists are refused with INVALID_ARGUMENT, as other malformed
@@ -756,7 +750,7 @@ static void test_error_keys_from_client_headers(void **state)
 static void test_malformed_key_lists_refused(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
+    momento_local *s = tu_fx.server;
     const char *ep = momento_local_endpoint(s);
     static char too_many[64 * 3 + 8], too_long[1100];
     size_t at = 0;
@@ -799,7 +793,6 @@ static void test_malformed_key_lists_refused(void **state)
         assert_int_equal(get_key(ep, eh, 3, i == 0 ? "Z" : i == 1 ? at_limit : "a"),
                          ST_UNAVAILABLE);
     }
-    momento_local_stop(s);
 }
 
 /* ---- delays: open calls on a connection of the test's own ---------------- */
@@ -810,7 +803,7 @@ static void test_malformed_key_lists_refused(void **state)
 static void test_delay_keys_hold_only_calls_naming_them(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
+    momento_local *s = tu_fx.server;
     const char *ep = momento_local_endpoint(s);
     const char *h[] = {"cache", "c", "request-id", "dk", "delay-ms", FOREVER_MS,
                        "delay-keys", "slow other-slow"};
@@ -872,14 +865,13 @@ static void test_delay_keys_hold_only_calls_naming_them(void **state)
     tu_open_call_close(&batch_slow);
     tu_open_call_close(&set_batch_slow);
     tu_raw_conn_close(&k);
-    momento_local_stop(s);
 }
 
 /* `delay-count` counts only the calls naming a listed key. */
 static void test_delay_keys_with_count(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
+    momento_local *s = tu_fx.server;
     const char *ep = momento_local_endpoint(s);
     const char *h[] = {"cache", "c", "request-id", "dk-count", "delay-ms", FOREVER_MS,
                        "delay-keys", "slow", "delay-count", "1"};
@@ -902,24 +894,23 @@ static void test_delay_keys_with_count(void **state)
     assert_int_equal(oc->status, GRPC_STATUS_CANCELLED);
     tu_open_call_close(&held);
     tu_raw_conn_close(&k);
-    momento_local_stop(s);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_get_batch_answers_wrong_type_per_item),
-        cmocka_unit_test(test_get_batch_wrong_type_through_library),
-        cmocka_unit_test(test_get_batch_request_checks_stay_whole),
+        srv_fixture_test(test_get_batch_answers_wrong_type_per_item),
+        srv_fixture_test(test_get_batch_wrong_type_through_library),
+        srv_fixture_test(test_get_batch_request_checks_stay_whole),
         cmocka_unit_test(test_get_batch_reply_limit_stays_whole),
         cmocka_unit_test(test_get_batch_paths_agree),
-        cmocka_unit_test(test_set_and_set_batch_replace_collections),
-        cmocka_unit_test(test_error_keys_fail_only_calls_naming_them),
-        cmocka_unit_test(test_error_keys_with_rpcs_and_count),
-        cmocka_unit_test(test_error_keys_from_client_headers),
-        cmocka_unit_test(test_malformed_key_lists_refused),
-        cmocka_unit_test(test_delay_keys_hold_only_calls_naming_them),
-        cmocka_unit_test(test_delay_keys_with_count),
+        srv_fixture_test(test_set_and_set_batch_replace_collections),
+        srv_fixture_test(test_error_keys_fail_only_calls_naming_them),
+        srv_fixture_test(test_error_keys_with_rpcs_and_count),
+        srv_fixture_test(test_error_keys_from_client_headers),
+        srv_fixture_test(test_malformed_key_lists_refused),
+        srv_fixture_test(test_delay_keys_hold_only_calls_naming_them),
+        srv_fixture_test(test_delay_keys_with_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

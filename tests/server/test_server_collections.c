@@ -5,6 +5,7 @@
  * samples and pops, --max-memory counting a collection's bytes, and the
  * limits on what one request may make the server do (a collection within
  * the item limit, SortedSetUnionStore's sources, a reply's size). */
+#include "srv_test.h"
 #include "testutil.h"
 
 #include "cacheclient.pb-c.h"
@@ -32,7 +33,8 @@ static const char *const mismatch =
 #define B(str) ((ProtobufCBinaryData){strlen(str), (uint8_t *)(str)})
 
 /* Packs `m` and calls `path` with the cache header at `ep`; returns the
- * status, the reply in `out` (free it with tu_raw_reply_free()). */
+ * status, the reply in `out` (free it with tu_raw_reply_free(); NULL:
+ * dropped). */
 static int call_at(const char *ep, const char *path, const ProtobufCMessage *m, tu_raw_reply *out)
 {
     return tu_raw_call_msg(ep, path, cache_hdr, 1, m, out);
@@ -41,6 +43,14 @@ static int call_at(const char *ep, const char *path, const ProtobufCMessage *m, 
 static int call(const char *path, const ProtobufCMessage *m, tu_raw_reply *out)
 {
     return call_at(tu_fx.target, path, m, out);
+}
+
+/* call(), the reply unpacked as `desc` (srv_call()); `st` NULL: asserts
+ * success, else NULL and the status in *st for an error. */
+static void *ask(const char *path, const ProtobufCMessage *m,
+                 const ProtobufCMessageDescriptor *desc, int *st)
+{
+    return srv_call(tu_fx.target, path, cache_hdr, 1, m, desc, st);
 }
 
 /* Calls and expects the error `status` with `details` (NULL: any). */
@@ -54,34 +64,56 @@ static void expect_error(const char *path, const ProtobufCMessage *m, int status
     tu_raw_reply_free(&r);
 }
 
+/* Calls `path` at `ep` and expects it refused for an item over the size
+ * limit (RESOURCE_EXHAUSTED, `err` item_size_limit_exceeded). */
+static void expect_too_big(const char *ep, const char *path, const ProtobufCMessage *m)
+{
+    tu_raw_reply r;
+    assert_int_equal(call_at(ep, path, m, &r), ST_RESOURCE_EXHAUSTED);
+    assert_string_equal(r.err, "item_size_limit_exceeded");
+    tu_raw_reply_free(&r);
+}
+
 /* ---- Requests ------------------------------------------------------------ */
+
+/* Fills `req`, a DictionarySet of dictionary `name`, with the n pairs
+ * fields[i] = values[i], held in `items` and `ptrs` (room for n each). */
+static void dict_set_req(CacheClient__DictionarySetRequest *req, const char *name,
+                         CacheClient__DictionaryFieldValuePair *items,
+                         CacheClient__DictionaryFieldValuePair **ptrs,
+                         const ProtobufCBinaryData *fields, const ProtobufCBinaryData *values,
+                         size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cache_client____dictionary_field_value_pair__init(&items[i]);
+        items[i].field = fields[i];
+        items[i].value = values[i];
+        ptrs[i] = &items[i];
+    }
+    cache_client____dictionary_set_request__init(req);
+    req->dictionary_name = B(name);
+    req->items = ptrs;
+    req->n_items = n;
+}
 
 /* DictionarySet of "f=v" pairs (NULL-terminated) with a TTL. */
 static int dict_set_at(const char *ep, const char *name, uint64_t ttl, bool refresh,
                        const char *const *pairs)
 {
     CacheClient__DictionaryFieldValuePair items[16], *ptrs[16];
-    char fields[16][64];
+    ProtobufCBinaryData fields[16], values[16];
     size_t n = 0;
     for (; pairs[n]; n++) {
+        assert_true(n < 16);
         const char *eq = strchr(pairs[n], '=');
-        CacheClient__DictionaryFieldValuePair init = CACHE_CLIENT____DICTIONARY_FIELD_VALUE_PAIR__INIT;
-        items[n] = init;
-        snprintf(fields[n], sizeof(fields[n]), "%.*s", (int)(eq - pairs[n]), pairs[n]);
-        items[n].field = B(fields[n]);
-        items[n].value = B(eq + 1);
-        ptrs[n] = &items[n];
+        fields[n] = (ProtobufCBinaryData){(size_t)(eq - pairs[n]), (uint8_t *)pairs[n]};
+        values[n] = B(eq + 1);
     }
-    CacheClient__DictionarySetRequest req = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
-    req.dictionary_name = B(name);
-    req.items = ptrs;
-    req.n_items = n;
+    CacheClient__DictionarySetRequest req;
+    dict_set_req(&req, name, items, ptrs, fields, values, n);
     req.ttl_milliseconds = ttl;
     req.refresh_ttl = refresh;
-    tu_raw_reply r;
-    int st = call_at(ep, SCS "DictionarySet", &req.base, &r);
-    tu_raw_reply_free(&r);
-    return st;
+    return call_at(ep, SCS "DictionarySet", &req.base, NULL);
 }
 
 #define dict_set(name, ttl, refresh, ...)                                                          \
@@ -133,19 +165,16 @@ static long dict_length(const char *name)
 {
     CacheClient__DictionaryLengthRequest req = CACHE_CLIENT____DICTIONARY_LENGTH_REQUEST__INIT;
     req.dictionary_name = B(name);
-    tu_raw_reply r;
-    int st = call(SCS "DictionaryLength", &req.base, &r);
-    if (st != 0) {
-        tu_raw_reply_free(&r);
-        return -100 - st;
-    }
+    int st;
     CacheClient__DictionaryLengthResponse *resp =
-        cache_client____dictionary_length_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "DictionaryLength", &req.base,
+            &cache_client____dictionary_length_response__descriptor, &st);
+    if (!resp)
+        return -100 - st;
     long n = resp->dictionary_case == CACHE_CLIENT____DICTIONARY_LENGTH_RESPONSE__DICTIONARY_FOUND
                  ? (long)resp->found->length
                  : -1;
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return n;
 }
 
@@ -157,15 +186,14 @@ static int dict_incr(const char *name, const char *field, int64_t amount, int64_
     req.field = B(field);
     req.amount = amount;
     req.ttl_milliseconds = 60000;
-    tu_raw_reply r;
-    int st = call(SCS "DictionaryIncrement", &req.base, &r);
-    if (st == 0) {
-        CacheClient__DictionaryIncrementResponse *resp =
-            cache_client____dictionary_increment_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st;
+    CacheClient__DictionaryIncrementResponse *resp =
+        ask(SCS "DictionaryIncrement", &req.base,
+            &cache_client____dictionary_increment_response__descriptor, &st);
+    if (resp) {
         *out = resp->value;
         protobuf_c_message_free_unpacked(&resp->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st;
 }
 
@@ -179,10 +207,7 @@ static int dict_remove(const char *name, const char *field)
     req.dictionary_name = B(name);
     req.delete_case = CACHE_CLIENT____DICTIONARY_DELETE_REQUEST__DELETE_SOME;
     req.some = &some;
-    tu_raw_reply r;
-    int st = call(SCS "DictionaryDelete", &req.base, &r);
-    tu_raw_reply_free(&r);
-    return st;
+    return call(SCS "DictionaryDelete", &req.base, NULL);
 }
 
 /* SetUnion of NULL-terminated elements. */
@@ -198,10 +223,7 @@ static int set_add(const char *name, uint64_t ttl, bool refresh, const char *con
     req.n_elements = n;
     req.ttl_milliseconds = ttl;
     req.refresh_ttl = refresh;
-    tu_raw_reply r;
-    int st = call(SCS "SetUnion", &req.base, &r);
-    tu_raw_reply_free(&r);
-    return st;
+    return call(SCS "SetUnion", &req.base, NULL);
 }
 
 #define SET_ADD(name, ...) set_add(name, 60000, true, (const char *const[]){__VA_ARGS__, NULL})
@@ -210,19 +232,15 @@ static long set_length(const char *name)
 {
     CacheClient__SetLengthRequest req = CACHE_CLIENT____SET_LENGTH_REQUEST__INIT;
     req.set_name = B(name);
-    tu_raw_reply r;
-    int st = call(SCS "SetLength", &req.base, &r);
-    if (st != 0) {
-        tu_raw_reply_free(&r);
-        return -100 - st;
-    }
+    int st;
     CacheClient__SetLengthResponse *resp =
-        cache_client____set_length_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "SetLength", &req.base, &cache_client____set_length_response__descriptor, &st);
+    if (!resp)
+        return -100 - st;
     long n = resp->set_case == CACHE_CLIENT____SET_LENGTH_RESPONSE__SET_FOUND
                  ? (long)resp->found->length
                  : -1;
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return n;
 }
 
@@ -234,17 +252,14 @@ static int set_contains(const char *name, const char *elem)
     req.set_name = B(name);
     req.elements = &e;
     req.n_elements = 1;
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "SetContains", &req.base, &r), 0);
     CacheClient__SetContainsResponse *resp =
-        cache_client____set_contains_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "SetContains", &req.base, &cache_client____set_contains_response__descriptor, NULL);
     int ret = -1;
     if (resp->set_case == CACHE_CLIENT____SET_CONTAINS_RESPONSE__SET_FOUND) {
         assert_int_equal(resp->found->n_contains, 1);
         ret = resp->found->contains[0] ? 1 : 0;
     }
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return ret;
 }
 
@@ -253,33 +268,21 @@ static int item_type(const char *key)
 {
     CacheClient__ItemGetTypeRequest req = CACHE_CLIENT____ITEM_GET_TYPE_REQUEST__INIT;
     req.cache_key = B(key);
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "ItemGetType", &req.base, &r), 0);
     CacheClient__ItemGetTypeResponse *resp =
-        cache_client____item_get_type_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "ItemGetType", &req.base,
+            &cache_client____item_get_type_response__descriptor, NULL);
     int t = resp->result_case == CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__RESULT_FOUND
                 ? (int)resp->found->item_type
                 : -1;
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return t;
 }
 
 /* ItemGetTtl: ms left, or -1 when missing. */
 static long long ttl_left(const char *key)
 {
-    CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
-    req.cache_key = B(key);
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "ItemGetTtl", &req.base, &r), 0);
-    CacheClient__ItemGetTtlResponse *resp =
-        cache_client____item_get_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
-    long long left = resp->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND
-                         ? (long long)resp->found->remaining_ttl_millis
-                         : -1;
-    protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
-    return left;
+    uint64_t ms = 0;
+    return srv_item_ttl(tu_fx.target, key, &ms) ? (long long)ms : -1;
 }
 
 static int scalar_set_at(const char *ep, const char *key, const char *val, size_t len)
@@ -287,10 +290,7 @@ static int scalar_set_at(const char *ep, const char *key, const char *val, size_
     CacheClient__SetRequest req = CACHE_CLIENT____SET_REQUEST__INIT;
     req.cache_key = B(key);
     req.cache_body = (ProtobufCBinaryData){len, (uint8_t *)val};
-    tu_raw_reply r;
-    int st = call_at(ep, SCS "Set", &req.base, &r);
-    tu_raw_reply_free(&r);
-    return st;
+    return call_at(ep, SCS "Set", &req.base, NULL);
 }
 
 /* ---- Dictionaries ---------------------------------------------------------- */
@@ -319,9 +319,9 @@ static void test_dictionary_values(void **state)
     req.fields = f;
     req.n_fields = 3;
     tu_raw_reply r;
-    assert_int_equal(call(SCS "DictionaryGet", &req.base, &r), 0);
     CacheClient__DictionaryGetResponse *g =
-        cache_client____dictionary_get_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "DictionaryGet", &req.base,
+            &cache_client____dictionary_get_response__descriptor, NULL);
     assert_int_equal(g->dictionary_case, CACHE_CLIENT____DICTIONARY_GET_RESPONSE__DICTIONARY_FOUND);
     assert_int_equal(g->found->n_items, 3);
     assert_int_equal(g->found->items[0]->result, CACHE_CLIENT__ECACHE_RESULT__Hit);
@@ -330,7 +330,6 @@ static void test_dictionary_values(void **state)
     assert_int_equal(g->found->items[2]->result, CACHE_CLIENT__ECACHE_RESULT__Hit);
     assert_memory_equal(g->found->items[2]->cache_body.data, "11", 2);
     protobuf_c_message_free_unpacked(&g->base, NULL);
-    tu_raw_reply_free(&r);
 
     /* Fetch answers every field once, with its value. */
     CacheClient__DictionaryFetchRequest fr = CACHE_CLIENT____DICTIONARY_FETCH_REQUEST__INIT;
@@ -368,13 +367,11 @@ static void test_dictionary_missing_and_emptied(void **state)
     assert_int_equal(dict_remove("nod", "a"), 0);
     CacheClient__DictionaryFetchRequest fr = CACHE_CLIENT____DICTIONARY_FETCH_REQUEST__INIT;
     fr.dictionary_name = B("nod");
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "DictionaryFetch", &fr.base, &r), 0);
     CacheClient__DictionaryFetchResponse *fe =
-        cache_client____dictionary_fetch_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "DictionaryFetch", &fr.base,
+            &cache_client____dictionary_fetch_response__descriptor, NULL);
     assert_int_equal(fe->dictionary_case, CACHE_CLIENT____DICTIONARY_FETCH_RESPONSE__DICTIONARY_MISSING);
     protobuf_c_message_free_unpacked(&fe->base, NULL);
-    tu_raw_reply_free(&r);
 
     /* Removing the last field removes the dictionary itself. */
     assert_int_equal(dict_set("em", 60000, false, "a=1", "b=2"), 0);
@@ -392,15 +389,13 @@ static void test_dictionary_missing_and_emptied(void **state)
     del.dictionary_name = B("all");
     del.delete_case = CACHE_CLIENT____DICTIONARY_DELETE_REQUEST__DELETE_ALL;
     del.all = &all;
-    assert_int_equal(call(SCS "DictionaryDelete", &del.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call(SCS "DictionaryDelete", &del.base, NULL), 0);
     assert_int_equal(dict_length("all"), -1);
 
     /* An empty DictionarySet creates nothing. */
     CacheClient__DictionarySetRequest none = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
     none.dictionary_name = B("none");
-    assert_int_equal(call(SCS "DictionarySet", &none.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call(SCS "DictionarySet", &none.base, NULL), 0);
     assert_int_equal(item_type("none"), -1);
 }
 
@@ -528,9 +523,7 @@ static void test_types(void **state)
     assert_int_equal(item_type("dc"), CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SCALAR);
     CacheClient__DeleteRequest del = CACHE_CLIENT____DELETE_REQUEST__INIT;
     del.cache_key = B("st");
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "Delete", &del.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call(SCS "Delete", &del.base, NULL), 0);
     assert_int_equal(set_length("st"), -1);
 }
 
@@ -576,18 +569,16 @@ static void test_set_values(void **state)
     d.set_name = B("s");
     d.difference_case = CACHE_CLIENT____SET_DIFFERENCE_REQUEST__DIFFERENCE_SUBTRAHEND;
     d.subtrahend = &sub;
-    assert_int_equal(call(SCS "SetDifference", &d.base, &r), 0);
     CacheClient__SetDifferenceResponse *dr =
-        cache_client____set_difference_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "SetDifference", &d.base,
+            &cache_client____set_difference_response__descriptor, NULL);
     assert_int_equal(dr->set_case, CACHE_CLIENT____SET_DIFFERENCE_RESPONSE__SET_FOUND);
     protobuf_c_message_free_unpacked(&dr->base, NULL);
-    tu_raw_reply_free(&r);
     assert_int_equal(set_length("s"), 2);
     assert_int_equal(set_contains("s", "a"), 0);
     ProtobufCBinaryData rest[] = {B("b"), B("")};
     sset.elements = rest;
-    assert_int_equal(call(SCS "SetDifference", &d.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call(SCS "SetDifference", &d.base, NULL), 0);
     assert_int_equal(set_length("s"), -1);
     assert_int_equal(item_type("s"), -1);
     /* On a missing set: Missing. */
@@ -604,8 +595,7 @@ static void test_set_values(void **state)
     sub.subtrahend_set_case =
         CACHE_CLIENT____SET_DIFFERENCE_REQUEST____SUBTRAHEND__SUBTRAHEND_SET_IDENTITY;
     sub.identity = &id;
-    assert_int_equal(call(SCS "SetDifference", &d.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call(SCS "SetDifference", &d.base, NULL), 0);
     assert_int_equal(set_length("s"), -1);
 
     /* The minuend: the set becomes the request's elements it did not hold. */
@@ -618,8 +608,7 @@ static void test_set_values(void **state)
     md.set_name = B("m");
     md.difference_case = CACHE_CLIENT____SET_DIFFERENCE_REQUEST__DIFFERENCE_MINUEND;
     md.minuend = &mi;
-    assert_int_equal(call(SCS "SetDifference", &md.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call(SCS "SetDifference", &md.base, NULL), 0);
     assert_int_equal(set_length("m"), 2);
     assert_int_equal(set_contains("m", "c"), 1);
     assert_int_equal(set_contains("m", "d"), 1);
@@ -649,14 +638,11 @@ static size_t sample(const char *name, uint64_t limit, unsigned char *seen)
     CacheClient__SetSampleRequest req = CACHE_CLIENT____SET_SAMPLE_REQUEST__INIT;
     req.set_name = B(name);
     req.limit = limit;
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "SetSample", &req.base, &r), 0);
     CacheClient__SetSampleResponse *resp =
-        cache_client____set_sample_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "SetSample", &req.base, &cache_client____set_sample_response__descriptor, NULL);
     assert_int_equal(resp->set_case, CACHE_CLIENT____SET_SAMPLE_RESPONSE__SET_FOUND);
     size_t n = mark(resp->found->elements, resp->found->n_elements, seen);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return n;
 }
 
@@ -688,13 +674,10 @@ static void test_set_sample(void **state)
     CacheClient__SetSampleRequest req = CACHE_CLIENT____SET_SAMPLE_REQUEST__INIT;
     req.set_name = B("nosmp");
     req.limit = 3;
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "SetSample", &req.base, &r), 0);
     CacheClient__SetSampleResponse *resp =
-        cache_client____set_sample_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask(SCS "SetSample", &req.base, &cache_client____set_sample_response__descriptor, NULL);
     assert_int_equal(resp->set_case, CACHE_CLIENT____SET_SAMPLE_RESPONSE__SET_MISSING);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
 }
 
 /* SetPop: how many elements came back (marked in `seen`), or -1 missing. */
@@ -703,14 +686,12 @@ static long pop(const char *name, uint32_t count, unsigned char *seen)
     CacheClient__SetPopRequest req = CACHE_CLIENT____SET_POP_REQUEST__INIT;
     req.set_name = B(name);
     req.count = count;
-    tu_raw_reply r;
-    assert_int_equal(call(SCS "SetPop", &req.base, &r), 0);
-    CacheClient__SetPopResponse *resp = cache_client____set_pop_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    CacheClient__SetPopResponse *resp =
+        ask(SCS "SetPop", &req.base, &cache_client____set_pop_response__descriptor, NULL);
     long n = -1;
     if (resp->set_case == CACHE_CLIENT____SET_POP_RESPONSE__SET_FOUND)
         n = (long)mark(resp->found->elements, resp->found->n_elements, seen);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
     return n;
 }
 
@@ -971,8 +952,7 @@ static void test_bad_arguments(void **state)
     assert_string_equal(r.err, "element_size_limit_exceeded");
     tu_raw_reply_free(&r);
     e.len = big - 1; /* at the limit: stored */
-    assert_int_equal(call(SCS "SetUnion", &req.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call(SCS "SetUnion", &req.base, NULL), 0);
     assert_int_equal(set_length("big"), 1);
     free(v);
 }
@@ -983,12 +963,9 @@ static void test_bad_arguments(void **state)
 static void test_max_memory(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_max_memory(o, 100 * 1024);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = srv_start(o);
     const char *ep = momento_local_endpoint(s);
 
     static char value[4096 + 2];
@@ -1014,46 +991,37 @@ static void test_max_memory(void **state)
     ProtobufCBinaryData keys[] = {B("dict"), B("k0"), B("k13")};
     ke.cache_keys = keys;
     ke.n_cache_keys = 3;
-    tu_raw_reply r;
-    assert_int_equal(call_at(ep, SCS "KeysExist", &ke.base, &r), 0);
-    CacheClient__KeysExistResponse *kr = cache_client____keys_exist_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    CacheClient__KeysExistResponse *kr =
+        srv_call(ep, SCS "KeysExist", cache_hdr, 1, &ke.base,
+                 &cache_client____keys_exist_response__descriptor, NULL);
     assert_int_equal(kr->n_exists, 3);
-    assert_false(kr->exists[0]);
-    assert_true(kr->exists[1]);
-    assert_true(kr->exists[2]);
+    const protobuf_c_boolean want[] = {0, 1, 1};
+    assert_memory_equal(kr->exists, want, sizeof(want));
     protobuf_c_message_free_unpacked(&kr->base, NULL);
-    tu_raw_reply_free(&r);
 
     /* A collection --max-memory cannot hold at all is refused as an item
      * would be, and leaves what was there: 30 fields of 4 KiB is past
      * 100 KiB, so the write fails whole. */
     assert_int_equal(dict_set_at(ep, "d2", 60000, false, (const char *const[]){"a=1", NULL}), 0);
-    char fields[30][8];
-    CacheClient__DictionaryFieldValuePair items[30], *ptrs[30];
+    char names[30][8];
+    ProtobufCBinaryData fields[30], values[30];
     for (int i = 0; i < 30; i++) {
-        CacheClient__DictionaryFieldValuePair init = CACHE_CLIENT____DICTIONARY_FIELD_VALUE_PAIR__INIT;
-        items[i] = init;
-        snprintf(fields[i], sizeof(fields[i]), "g%d", i);
-        items[i].field = B(fields[i]);
-        items[i].value = (ProtobufCBinaryData){4096, (uint8_t *)value};
-        ptrs[i] = &items[i];
+        snprintf(names[i], sizeof(names[i]), "g%d", i);
+        fields[i] = B(names[i]);
+        values[i] = (ProtobufCBinaryData){4096, (uint8_t *)value};
     }
-    CacheClient__DictionarySetRequest req = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
-    req.dictionary_name = B("d2");
-    req.items = ptrs;
-    req.n_items = 30;
-    assert_int_equal(call_at(ep, SCS "DictionarySet", &req.base, &r), ST_RESOURCE_EXHAUSTED);
-    assert_string_equal(r.err, "item_size_limit_exceeded");
-    tu_raw_reply_free(&r);
+    CacheClient__DictionaryFieldValuePair items[30], *ptrs[30];
+    CacheClient__DictionarySetRequest req;
+    dict_set_req(&req, "d2", items, ptrs, fields, values, 30);
+    expect_too_big(ep, SCS "DictionarySet", &req.base);
     CacheClient__DictionaryLengthRequest lr = CACHE_CLIENT____DICTIONARY_LENGTH_REQUEST__INIT;
     lr.dictionary_name = B("d2");
-    assert_int_equal(call_at(ep, SCS "DictionaryLength", &lr.base, &r), 0);
     CacheClient__DictionaryLengthResponse *l =
-        cache_client____dictionary_length_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        srv_call(ep, SCS "DictionaryLength", cache_hdr, 1, &lr.base,
+                 &cache_client____dictionary_length_response__descriptor, NULL);
     assert_int_equal(l->dictionary_case, CACHE_CLIENT____DICTIONARY_LENGTH_RESPONSE__DICTIONARY_FOUND);
     assert_int_equal(l->found->length, 1);
     protobuf_c_message_free_unpacked(&l->base, NULL);
-    tu_raw_reply_free(&r);
     momento_local_stop(s);
 }
 
@@ -1193,12 +1161,9 @@ static void test_union_store_limits(void **state)
 static void test_collection_item_limit(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_max_item_bytes(o, 4096);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = srv_start(o);
     const char *ep = momento_local_endpoint(s);
     tu_raw_reply r;
 
@@ -1210,8 +1175,7 @@ static void test_collection_item_limit(void **state)
     su.set_name = B("s");
     su.elements = e;
     su.n_elements = 45;
-    assert_int_equal(call_at(ep, SCS "SetUnion", &su.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call_at(ep, SCS "SetUnion", &su.base, NULL), 0);
     ProtobufCBinaryData none = {0, NULL};
     su.elements = &none;
     su.n_elements = 1;
@@ -1222,16 +1186,14 @@ static void test_collection_item_limit(void **state)
     tu_raw_reply_free(&r);
     su.elements = e; /* elements it holds: no growth, accepted */
     su.n_elements = 3;
-    assert_int_equal(call_at(ep, SCS "SetUnion", &su.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call_at(ep, SCS "SetUnion", &su.base, NULL), 0);
     CacheClient__SetFetchRequest sf = CACHE_CLIENT____SET_FETCH_REQUEST__INIT;
     sf.set_name = B("s");
-    assert_int_equal(call_at(ep, SCS "SetFetch", &sf.base, &r), 0);
     CacheClient__SetFetchResponse *sr =
-        cache_client____set_fetch_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        srv_call(ep, SCS "SetFetch", cache_hdr, 1, &sf.base,
+                 &cache_client____set_fetch_response__descriptor, NULL);
     assert_int_equal(sr->found->n_elements, 45);
     protobuf_c_message_free_unpacked(&sr->base, NULL);
-    tu_raw_reply_free(&r);
 
     /* A list of the same: full; a push past it is refused, unless its
      * truncation keeps the list within the limit. */
@@ -1239,52 +1201,36 @@ static void test_collection_item_limit(void **state)
     lc.list_name = B("l");
     lc.values = e;
     lc.n_values = 45;
-    assert_int_equal(call_at(ep, SCS "ListConcatenateBack", &lc.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call_at(ep, SCS "ListConcatenateBack", &lc.base, NULL), 0);
     CacheClient__ListPushBackRequest lp = CACHE_CLIENT____LIST_PUSH_BACK_REQUEST__INIT;
     lp.list_name = B("l");
     lp.value = e[0];
-    assert_int_equal(call_at(ep, SCS "ListPushBack", &lp.base, &r), ST_RESOURCE_EXHAUSTED);
-    assert_string_equal(r.err, "item_size_limit_exceeded");
-    tu_raw_reply_free(&r);
+    expect_too_big(ep, SCS "ListPushBack", &lp.base);
     lp.truncate_front_to_size = 45;
-    assert_int_equal(call_at(ep, SCS "ListPushBack", &lp.base, &r), 0);
     CacheClient__ListPushBackResponse *lr =
-        cache_client____list_push_back_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        srv_call(ep, SCS "ListPushBack", cache_hdr, 1, &lp.base,
+                 &cache_client____list_push_back_response__descriptor, NULL);
     assert_int_equal(lr->list_length, 45);
     protobuf_c_message_free_unpacked(&lr->base, NULL);
-    tu_raw_reply_free(&r);
 
     /* A dictionary and a sorted set created past the limit: not created. */
     CacheClient__DictionaryFieldValuePair pairs[45], *pp[45];
-    for (size_t i = 0; i < 45; i++) {
-        pairs[i] = (CacheClient__DictionaryFieldValuePair)CACHE_CLIENT____DICTIONARY_FIELD_VALUE_PAIR__INIT;
-        pairs[i].field = e[i];
-        pairs[i].value = e[i];
-        pp[i] = &pairs[i];
-    }
-    CacheClient__DictionarySetRequest ds = CACHE_CLIENT____DICTIONARY_SET_REQUEST__INIT;
-    ds.dictionary_name = B("d");
-    ds.items = pp;
-    ds.n_items = 45;
-    assert_int_equal(call_at(ep, SCS "DictionarySet", &ds.base, &r), ST_RESOURCE_EXHAUSTED);
-    assert_string_equal(r.err, "item_size_limit_exceeded");
-    tu_raw_reply_free(&r);
+    CacheClient__DictionarySetRequest ds;
+    dict_set_req(&ds, "d", pairs, pp, e, e, 45);
+    expect_too_big(ep, SCS "DictionarySet", &ds.base);
     ds.n_items = 20; /* 20 x 184 bytes: fits */
-    assert_int_equal(call_at(ep, SCS "DictionarySet", &ds.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call_at(ep, SCS "DictionarySet", &ds.base, NULL), 0);
     ds.items = pp + 20;
     ds.n_items = 5; /* 4 more would do, 5 is one too many */
     assert_int_equal(call_at(ep, SCS "DictionarySet", &ds.base, &r), ST_RESOURCE_EXHAUSTED);
     tu_raw_reply_free(&r);
     CacheClient__DictionaryLengthRequest dl = CACHE_CLIENT____DICTIONARY_LENGTH_REQUEST__INIT;
     dl.dictionary_name = B("d");
-    assert_int_equal(call_at(ep, SCS "DictionaryLength", &dl.base, &r), 0);
     CacheClient__DictionaryLengthResponse *dr =
-        cache_client____dictionary_length_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        srv_call(ep, SCS "DictionaryLength", cache_hdr, 1, &dl.base,
+                 &cache_client____dictionary_length_response__descriptor, NULL);
     assert_int_equal(dr->found->length, 20);
     protobuf_c_message_free_unpacked(&dr->base, NULL);
-    tu_raw_reply_free(&r);
 
     assert_int_equal(zput_at(ep, "z", e, 45, &r), ST_RESOURCE_EXHAUSTED);
     assert_string_equal(r.err, "item_size_limit_exceeded");
@@ -1320,12 +1266,10 @@ static void test_collection_item_limit_default(void **state)
     tu_raw_reply r;
     su.elements = e;
     su.n_elements = 26;
-    assert_int_equal(call(SCS "SetUnion", &su.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call(SCS "SetUnion", &su.base, NULL), 0);
     su.elements = e + 26;
     su.n_elements = 25;
-    assert_int_equal(call(SCS "SetUnion", &su.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call(SCS "SetUnion", &su.base, NULL), 0);
     su.elements = e + 51;
     su.n_elements = 1;
     assert_int_equal(call(SCS "SetUnion", &su.base, &r), ST_RESOURCE_EXHAUSTED);
@@ -1373,8 +1317,7 @@ static void test_reply_limit(void **state)
     ds.dictionary_name = B("dbig");
     ds.items = pairs;
     ds.n_items = 1;
-    assert_int_equal(call(SCS "DictionarySet", &ds.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call(SCS "DictionarySet", &ds.base, NULL), 0);
     ProtobufCBinaryData *fields = calloc(1000, sizeof(*fields));
     for (size_t i = 0; i < 1000; i++)
         fields[i] = B("f");
@@ -1385,8 +1328,7 @@ static void test_reply_limit(void **state)
     assert_int_equal(call(SCS "DictionaryGet", &dg.base, &r), ST_RESOURCE_EXHAUSTED);
     tu_raw_reply_free(&r);
     dg.n_fields = 10;
-    assert_int_equal(call(SCS "DictionaryGet", &dg.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(call(SCS "DictionaryGet", &dg.base, NULL), 0);
     free(fields);
     free(v);
 }

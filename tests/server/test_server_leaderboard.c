@@ -8,6 +8,7 @@
  * the cache's keys, a cache's flush and deletion, --max-memory (all or
  * nothing), disposable tokens' scopes, the fault names, and a model check
  * of every query on a leaderboard with many ties. */
+#include "srv_test.h"
 #include "testutil.h"
 
 #include "cacheclient.pb-c.h"
@@ -635,12 +636,9 @@ static void test_names_and_caches(void **state)
 static void test_max_memory(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), 0);
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_max_memory(o, 2u << 20);
-    momento_local_options_add_cache(o, "c");
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = srv_start(o);
     const char *ep = momento_local_endpoint(s);
     enum { PAGE = 8192 };
     in *batch = calloc(PAGE, sizeof(*batch));
@@ -674,48 +672,10 @@ static void test_max_memory(void **state)
  * key `item`. */
 static char *mint(int role, const char *item)
 {
-    PermissionMessages__PermissionsType__CacheSelector sel =
-        PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_SELECTOR__INIT;
-    sel.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_SELECTOR__KIND_CACHE_NAME;
-    sel.cache_name = "c";
-    PermissionMessages__PermissionsType__CacheItemSelector isel;
-    permission_messages__permissions_type__cache_item_selector__init(&isel);
-    isel.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_ITEM_SELECTOR__KIND_KEY;
-    isel.key = (ProtobufCBinaryData){item ? strlen(item) : 0, (uint8_t *)item};
-    PermissionMessages__PermissionsType__All all = PERMISSION_MESSAGES__PERMISSIONS_TYPE__ALL__INIT;
-    PermissionMessages__PermissionsType__CachePermissions cp =
-        PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__INIT;
-    cp.role = role;
-    cp.cache_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_CACHE_SELECTOR;
-    cp.cache_selector = &sel;
-    if (item) {
-        cp.cache_item_case =
-            PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_ITEM_ITEM_SELECTOR;
-        cp.item_selector = &isel;
-    } else {
-        cp.cache_item_case =
-            PERMISSION_MESSAGES__PERMISSIONS_TYPE__CACHE_PERMISSIONS__CACHE_ITEM_ALL_ITEMS;
-        cp.all_items = &all;
-    }
-    PermissionMessages__PermissionsType t = PERMISSION_MESSAGES__PERMISSIONS_TYPE__INIT;
-    t.kind_case = PERMISSION_MESSAGES__PERMISSIONS_TYPE__KIND_CACHE_PERMISSIONS;
-    t.cache_permissions = &cp;
-    PermissionMessages__PermissionsType *list[] = {&t};
-    PermissionMessages__ExplicitPermissions ex = PERMISSION_MESSAGES__EXPLICIT_PERMISSIONS__INIT;
-    ex.n_permissions = 1;
-    ex.permissions = list;
-    PermissionMessages__Permissions perms = PERMISSION_MESSAGES__PERMISSIONS__INIT;
-    perms.kind_case = PERMISSION_MESSAGES__PERMISSIONS__KIND_EXPLICIT;
-    perms.explicit_ = &ex;
-    Token__GenerateDisposableTokenRequest__Expires exp =
-        TOKEN____GENERATE_DISPOSABLE_TOKEN_REQUEST__EXPIRES__INIT;
-    exp.valid_for_seconds = 60;
-    Token__GenerateDisposableTokenRequest req = TOKEN____GENERATE_DISPOSABLE_TOKEN_REQUEST__INIT;
-    req.expires = &exp;
-    req.auth_token = "";
-    req.permissions = &perms;
+    srv_token_request t;
+    srv_token_request_init(&t, "", "c", role, item, true, NULL);
     assert_int_equal(
-        call_to(tu_fx.target, "/token.Token/GenerateDisposableToken", &req.base, NULL, 0), ST_OK);
+        call_to(tu_fx.target, "/token.Token/GenerateDisposableToken", &t.req.base, NULL, 0), ST_OK);
     Token__GenerateDisposableTokenResponse *resp =
         token____generate_disposable_token_response__unpack(NULL, tu_fx.reply->lens[0],
                                                             tu_fx.reply->msgs[0]);

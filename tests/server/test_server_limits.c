@@ -7,6 +7,8 @@
 #include "core/srv_server.h"
 #include "model/errors.h"
 #include "rpc/srv_rpc.h"
+#include "srv_rng.h"
+#include "srv_test.h"
 #include "testutil.h"
 #include "tu_srv.h"
 
@@ -58,13 +60,9 @@ static const char *cache_hdr[] = {"cache", "c"};
 /* A server with cache "c" and the given --max-memory (0 = none). */
 static momento_local *server_with(uint64_t max_memory)
 {
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_max_memory(o, max_memory);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
-    return s;
+    return srv_start(o);
 }
 
 static int set_bytes(const char *ep, const char *key, const void *val, size_t len, uint64_t ttl,
@@ -101,18 +99,8 @@ static int get_len(const char *ep, const char *key, size_t *len)
 /* Remaining ms (UINT64_MAX: never expires), or 0 when missing. */
 static uint64_t item_ttl(const char *ep, const char *key)
 {
-    CacheClient__ItemGetTtlRequest req = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
-    req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
-    tu_raw_reply r;
-    assert_int_equal(tu_raw_call_msg(ep, SCS "ItemGetTtl", cache_hdr, 1, &req.base, &r), 0);
-    CacheClient__ItemGetTtlResponse *resp =
-        cache_client____item_get_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
-    uint64_t v = resp->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND
-                     ? resp->found->remaining_ttl_millis
-                     : 0;
-    protobuf_c_message_free_unpacked(&resp->base, NULL);
-    tu_raw_reply_free(&r);
-    return v;
+    uint64_t ms = 0;
+    return srv_item_ttl(ep, key, &ms) ? ms : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -329,15 +317,14 @@ static int increment(const char *ep, const char *key, int64_t amount, int64_t *v
     CacheClient__IncrementRequest req = CACHE_CLIENT____INCREMENT_REQUEST__INIT;
     req.cache_key = (ProtobufCBinaryData){strlen(key), (uint8_t *)key};
     req.amount = amount;
-    tu_raw_reply r;
-    int st = tu_raw_call_msg(ep, SCS "Increment", cache_hdr, 1, &req.base, &r);
-    if (st == 0) {
-        CacheClient__IncrementResponse *resp =
-            cache_client____increment_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st;
+    CacheClient__IncrementResponse *resp =
+        srv_call(ep, SCS "Increment", cache_hdr, 1, &req.base,
+                 &cache_client____increment_response__descriptor, &st);
+    if (resp) {
         *value = resp->value;
         protobuf_c_message_free_unpacked(&resp->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st;
 }
 
@@ -602,12 +589,9 @@ static void test_err_causes(void **state)
     momento_local_stop(s);
 
     /* The rate limit: of a few calls in one second, one is refused. */
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_max_rps(o, 1);
-    s = tu_server(o);
-    momento_local_options_free(o);
+    s = srv_start(o);
     ep = momento_local_endpoint(s);
     int st = ST_OK;
     for (int i = 0; i < 5 && st == ST_OK; i++) {
@@ -912,112 +896,6 @@ static uint64_t proc_kib(pid_t pid, const char *field)
     return v;
 }
 
-static uint64_t next_rand(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
-/* A separate momento-local with --max-memory 64 MiB is sent items of mixed
- * sizes, 100 B to 4 MiB, four times its limit and with overwrites; its
- * resident memory stays within 1.25 x the limit plus what it used empty. */
-static void test_fill_stays_within_memory(void **state)
-{
-    (void)state;
-    if (UNDER_ASAN) {
-        print_message("skipped: under AddressSanitizer RSS measures ASan's allocator\n");
-        skip();
-    }
-    const uint64_t limit = 64u << 20;
-    char bin[PATH_MAX + 32], lim[32];
-    local_bin(bin, sizeof(bin));
-    snprintf(lim, sizeof(lim), "%" PRIu64, limit);
-    char *argv[] = {bin, "--port", "0", "--cache", "c", "--max-memory", lim, NULL};
-    child ch = spawn(argv);
-    char out[256];
-    if (!read_until(ch.out, out, sizeof(out), "\n", (int)TU_MS(10000)))
-        fail_msg("momento-local did not start: '%s'", out);
-    const char *at = strstr(out, "listening on ");
-    assert_non_null(at);
-    char ep[64];
-    snprintf(ep, sizeof(ep), "%.*s", (int)strcspn(at + 13, "\r\n"), at + 13);
-
-    momento_credentials *creds;
-    assert_int_equal(momento_credentials_local(&creds, ep), MOMENTO_OK);
-    momento_config *cfg;
-    momento_config_new(&cfg);
-    momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000));
-    momento_client *c;
-    assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
-    momento_config_free(cfg);
-    momento_credentials_free(creds);
-
-    size_t max_len = 4u << 20;
-    char *val = malloc(max_len);
-    for (size_t i = 0; i < max_len; i++)
-        val[i] = (char)('a' + i % 23);
-    /* Empty, but with the connection and one small item: the baseline. */
-    assert_int_equal(momento_set_sync(c, "c", "warm", 4, "v", 1, 0, NULL, NULL), MOMENTO_OK);
-    uint64_t base_kib = proc_kib(ch.pid, "VmRSS");
-
-    uint64_t x = 88172645463325252ull, written = 0;
-    unsigned n = 0, refused = 0;
-    char key[32];
-    while (written < 4 * limit && n < 100000) {
-        uint64_t r = next_rand(&x);
-        size_t len;
-        switch (r % 20) {
-        case 0: case 1: /* 10%: 512 KiB .. 4 MiB */
-            len = (512u << 10) + (size_t)(next_rand(&x) % ((4u << 20) - (512u << 10)));
-            break;
-        case 2: case 3: case 4: /* 15%: 64 .. 512 KiB */
-            len = (64u << 10) + (size_t)(next_rand(&x) % (448u << 10));
-            break;
-        case 5: case 6: case 7: case 8: case 9: /* 25%: 1 .. 64 KiB */
-            len = 1024 + (size_t)(next_rand(&x) % (63u << 10));
-            break;
-        default: /* 50%: 100 B .. 1 KiB */
-            len = 100 + (size_t)(next_rand(&x) % 924);
-        }
-        /* One set in five overwrites a recent key. */
-        unsigned id = (r >> 8) % 5 == 0 && n > 50 ? n - 1 - (unsigned)((r >> 16) % 50) : n;
-        snprintf(key, sizeof(key), "fill-%u", id);
-        int rc = momento_set_sync(c, "c", key, strlen(key), val, len, 0, NULL, NULL);
-        if (rc != MOMENTO_OK)
-            refused++;
-        written += len;
-        n++;
-    }
-    assert_int_equal(refused, 0);
-    /* The newest item is there; the oldest was evicted. */
-    momento_result *res;
-    snprintf(key, sizeof(key), "fill-%u", n - 1);
-    tu_expect(momento_get_sync(c, "c", key, strlen(key), NULL, &res), res, MOMENTO_OUTCOME_HIT);
-    tu_expect(momento_get_sync(c, "c", "fill-0", 6, NULL, &res), res, MOMENTO_OUTCOME_MISS);
-
-    uint64_t rss_kib = proc_kib(ch.pid, "VmRSS"), hwm_kib = proc_kib(ch.pid, "VmHWM");
-    uint64_t bound_kib = limit / 1024 * 5 / 4 + base_kib;
-    print_message("fill: %u sets, %" PRIu64 " MiB written into a %" PRIu64
-                  " MiB limit; RSS empty %" PRIu64 " KiB, after %" PRIu64 " KiB (peak %" PRIu64
-                  " KiB), bound %" PRIu64 " KiB\n",
-                  n, written >> 20, limit >> 20, base_kib, rss_kib, hwm_kib, bound_kib);
-    momento_client_free(c);
-    free(val);
-    kill(ch.pid, SIGTERM);
-    int rc = wait_exit(ch.pid, 10000);
-    close(ch.out);
-    close(ch.err);
-    assert_int_equal(rc, 0);
-    if (rss_kib > bound_kib)
-        fail_msg("RSS %" PRIu64 " KiB exceeds 1.25 x --max-memory + the empty server's RSS "
-                 "(%" PRIu64 " KiB)",
-                 rss_kib, bound_kib);
-}
-
-/* ---- topics' memory, in a momento-local of its own ------------------- */
-
 /* Starts the binary with `args` (NULL-terminated, after the program name)
  * and reads its endpoint into `ep`. */
 static child start_binary(const char *const *args, char *ep, size_t cap)
@@ -1063,6 +941,99 @@ static momento_client *client_at(const char *ep)
     return c;
 }
 
+/* The RSS tests' first line: under ASan, RSS would measure ASan's
+ * allocator, so they skip. */
+static void skip_rss_under_asan(void)
+{
+    if (UNDER_ASAN) {
+        print_message("skipped: under AddressSanitizer RSS measures ASan's allocator\n");
+        skip();
+    }
+}
+
+/* The subject of an RSS test (skipped under ASan: skip_rss_under_asan()):
+ * a momento-local of its own with cache "c" and --max-memory `limit`, in
+ * *ret_child, and a client of it. */
+static momento_client *start_rss_subject(uint64_t limit, child *ret_child)
+{
+    skip_rss_under_asan();
+    char lim[32], ep[64];
+    snprintf(lim, sizeof(lim), "%" PRIu64, limit);
+    const char *args[] = {"--port", "0", "--cache", "c", "--max-memory", lim, NULL};
+    *ret_child = start_binary(args, ep, sizeof(ep));
+    return client_at(ep);
+}
+
+/* A separate momento-local with --max-memory 64 MiB is sent items of mixed
+ * sizes, 100 B to 4 MiB, four times its limit and with overwrites; its
+ * resident memory stays within 1.25 x the limit plus what it used empty. */
+static void test_fill_stays_within_memory(void **state)
+{
+    (void)state;
+    const uint64_t limit = 64u << 20;
+    child ch;
+    momento_client *c = start_rss_subject(limit, &ch);
+
+    size_t max_len = 4u << 20;
+    char *val = malloc(max_len);
+    for (size_t i = 0; i < max_len; i++)
+        val[i] = (char)('a' + i % 23);
+    /* Empty, but with the connection and one small item: the baseline. */
+    assert_int_equal(momento_set_sync(c, "c", "warm", 4, "v", 1, 0, NULL, NULL), MOMENTO_OK);
+    uint64_t base_kib = proc_kib(ch.pid, "VmRSS");
+
+    uint64_t x = 88172645463325252ull, written = 0;
+    unsigned n = 0, refused = 0;
+    char key[32];
+    while (written < 4 * limit && n < 100000) {
+        uint64_t r = srv_xorshift(&x);
+        size_t len;
+        switch (r % 20) {
+        case 0: case 1: /* 10%: 512 KiB .. 4 MiB */
+            len = (512u << 10) + (size_t)(srv_xorshift(&x) % ((4u << 20) - (512u << 10)));
+            break;
+        case 2: case 3: case 4: /* 15%: 64 .. 512 KiB */
+            len = (64u << 10) + (size_t)(srv_xorshift(&x) % (448u << 10));
+            break;
+        case 5: case 6: case 7: case 8: case 9: /* 25%: 1 .. 64 KiB */
+            len = 1024 + (size_t)(srv_xorshift(&x) % (63u << 10));
+            break;
+        default: /* 50%: 100 B .. 1 KiB */
+            len = 100 + (size_t)(srv_xorshift(&x) % 924);
+        }
+        /* One set in five overwrites a recent key. */
+        unsigned id = (r >> 8) % 5 == 0 && n > 50 ? n - 1 - (unsigned)((r >> 16) % 50) : n;
+        snprintf(key, sizeof(key), "fill-%u", id);
+        int rc = momento_set_sync(c, "c", key, strlen(key), val, len, 0, NULL, NULL);
+        if (rc != MOMENTO_OK)
+            refused++;
+        written += len;
+        n++;
+    }
+    assert_int_equal(refused, 0);
+    /* The newest item is there; the oldest was evicted. */
+    momento_result *res;
+    snprintf(key, sizeof(key), "fill-%u", n - 1);
+    tu_expect(momento_get_sync(c, "c", key, strlen(key), NULL, &res), res, MOMENTO_OUTCOME_HIT);
+    tu_expect(momento_get_sync(c, "c", "fill-0", 6, NULL, &res), res, MOMENTO_OUTCOME_MISS);
+
+    uint64_t rss_kib = proc_kib(ch.pid, "VmRSS"), hwm_kib = proc_kib(ch.pid, "VmHWM");
+    uint64_t bound_kib = limit / 1024 * 5 / 4 + base_kib;
+    print_message("fill: %u sets, %" PRIu64 " MiB written into a %" PRIu64
+                  " MiB limit; RSS empty %" PRIu64 " KiB, after %" PRIu64 " KiB (peak %" PRIu64
+                  " KiB), bound %" PRIu64 " KiB\n",
+                  n, written >> 20, limit >> 20, base_kib, rss_kib, hwm_kib, bound_kib);
+    momento_client_free(c);
+    free(val);
+    stop_binary(&ch);
+    if (rss_kib > bound_kib)
+        fail_msg("RSS %" PRIu64 " KiB exceeds 1.25 x --max-memory + the empty server's RSS "
+                 "(%" PRIu64 " KiB)",
+                 rss_kib, bound_kib);
+}
+
+/* ---- topics' memory, in a momento-local of its own ------------------- */
+
 /* The RSS of `pid` once it is within `bound_kib`, waiting up to 3 s for
  * the server's periodic heap trim (once a second) to give back what it
  * freed; else the last reading. */
@@ -1084,16 +1055,9 @@ static uint64_t rss_within(pid_t pid, uint64_t bound_kib)
 static void test_topics_stay_within_memory(void **state)
 {
     (void)state;
-    if (UNDER_ASAN) {
-        print_message("skipped: under AddressSanitizer RSS measures ASan's allocator\n");
-        skip();
-    }
     const uint64_t limit = 16u << 20;
-    char lim[32], ep[64];
-    snprintf(lim, sizeof(lim), "%" PRIu64, limit);
-    const char *args[] = {"--port", "0", "--cache", "c", "--max-memory", lim, NULL};
-    child ch = start_binary(args, ep, sizeof(ep));
-    momento_client *c = client_at(ep);
+    child ch;
+    momento_client *c = start_rss_subject(limit, &ch);
     static char val[16u << 10];
     memset(val, 'v', sizeof(val));
     momento_result *res = NULL;
@@ -1170,11 +1134,7 @@ static void open_stuck(grpc_channel *ch, grpc_completion_queue *cq, stuck_stream
         CACHE_CLIENT__PUBSUB____SUBSCRIPTION_REQUEST__INIT;
     req.cache_name = "c";
     req.topic = (char *)topic;
-    uint8_t buf[256];
-    size_t len = protobuf_c_message_pack(&req.base, buf);
-    grpc_slice s = grpc_slice_from_copied_buffer((const char *)buf, len);
-    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1);
-    grpc_slice_unref(s);
+    grpc_byte_buffer *send = srv_msg_buffer(&req.base);
     grpc_op ops[4];
     memset(ops, 0, sizeof(ops));
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
@@ -1199,10 +1159,7 @@ static void open_stuck(grpc_channel *ch, grpc_completion_queue *cq, stuck_stream
 static void test_stuck_subscribers_stay_bounded(void **state)
 {
     (void)state;
-    if (UNDER_ASAN) {
-        print_message("skipped: under AddressSanitizer RSS measures ASan's allocator\n");
-        skip();
-    }
+    skip_rss_under_asan();
     enum { STREAMS = 200, PUBLISHES = 8192 };
     char ep[64];
     const char *args[] = {"--port", "0", "--cache", "c", "--heartbeat-ms", "3600000",

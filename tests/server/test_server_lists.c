@@ -7,6 +7,7 @@
 #include "core/srv_reply.h"
 #include "core/srv_server.h"
 #include "rpc/srv_rpc.h"
+#include "srv_test.h"
 #include "testutil.h"
 
 #include "cacheclient.pb-c.h"
@@ -31,15 +32,25 @@ enum { ST_OK = 0, ST_INVALID_ARGUMENT = 3, ST_RESOURCE_EXHAUSTED = 8, ST_FAILED_
 static const char *cache_hdr[] = {"cache", "c"};
 
 /* Packs `m`, calls the Scs method at the current target; returns the
- * status. The reply is the caller's to free. */
+ * status. The reply is the caller's to free (`out` NULL: dropped). */
 static int rpc(const char *method, const ProtobufCMessage *m, tu_raw_reply *out)
 {
     char path[96];
     snprintf(path, sizeof(path), "/cache_client.Scs/%s", method);
     int st = tu_raw_call_msg(tu_fx.target, path, cache_hdr, 1, m, out);
-    if (st == 0)
+    if (st == 0 && out)
         assert_int_equal(out->n_msgs, 1);
     return st;
+}
+
+/* rpc(), the reply unpacked as `desc` (srv_call()): NULL and the status
+ * in *st for an error. */
+static void *ask(const char *method, const ProtobufCMessage *m,
+                 const ProtobufCMessageDescriptor *desc, int *st)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/cache_client.Scs/%s", method);
+    return srv_call(tu_fx.target, path, cache_hdr, 1, m, desc, st);
 }
 
 static ProtobufCBinaryData bin(const char *s)
@@ -64,7 +75,6 @@ static void join(char *out, size_t cap, const uint8_t *p, size_t len)
 static int push(const char *list, const char *v, bool front, uint32_t trunc, uint64_t ttl,
                 bool refresh)
 {
-    tu_raw_reply r;
     int st, len = 0;
     if (front) {
         CacheClient__ListPushFrontRequest q = CACHE_CLIENT____LIST_PUSH_FRONT_REQUEST__INIT;
@@ -73,10 +83,10 @@ static int push(const char *list, const char *v, bool front, uint32_t trunc, uin
         q.truncate_back_to_size = trunc;
         q.ttl_milliseconds = ttl;
         q.refresh_ttl = refresh;
-        st = rpc("ListPushFront", &q.base, &r);
-        if (st == 0) {
-            CacheClient__ListPushFrontResponse *p =
-                cache_client____list_push_front_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        CacheClient__ListPushFrontResponse *p =
+            ask("ListPushFront", &q.base,
+                &cache_client____list_push_front_response__descriptor, &st);
+        if (p) {
             len = (int)p->list_length;
             protobuf_c_message_free_unpacked(&p->base, NULL);
         }
@@ -87,15 +97,13 @@ static int push(const char *list, const char *v, bool front, uint32_t trunc, uin
         q.truncate_front_to_size = trunc;
         q.ttl_milliseconds = ttl;
         q.refresh_ttl = refresh;
-        st = rpc("ListPushBack", &q.base, &r);
-        if (st == 0) {
-            CacheClient__ListPushBackResponse *p =
-                cache_client____list_push_back_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        CacheClient__ListPushBackResponse *p =
+            ask("ListPushBack", &q.base, &cache_client____list_push_back_response__descriptor, &st);
+        if (p) {
             len = (int)p->list_length;
             protobuf_c_message_free_unpacked(&p->base, NULL);
         }
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : len;
 }
 
@@ -104,7 +112,6 @@ static int concat(const char *list, const char *const *vals, size_t n, bool fron
     ProtobufCBinaryData *b = calloc(n + 1, sizeof(*b));
     for (size_t i = 0; i < n; i++)
         b[i] = bin(vals[i]);
-    tu_raw_reply r;
     int st, len = 0;
     if (front) {
         CacheClient__ListConcatenateFrontRequest q =
@@ -113,10 +120,10 @@ static int concat(const char *list, const char *const *vals, size_t n, bool fron
         q.values = b;
         q.n_values = n;
         q.truncate_back_to_size = trunc;
-        st = rpc("ListConcatenateFront", &q.base, &r);
-        if (st == 0) {
-            CacheClient__ListConcatenateFrontResponse *p =
-                cache_client____list_concatenate_front_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        CacheClient__ListConcatenateFrontResponse *p =
+            ask("ListConcatenateFront", &q.base,
+                &cache_client____list_concatenate_front_response__descriptor, &st);
+        if (p) {
             len = (int)p->list_length;
             protobuf_c_message_free_unpacked(&p->base, NULL);
         }
@@ -126,15 +133,14 @@ static int concat(const char *list, const char *const *vals, size_t n, bool fron
         q.values = b;
         q.n_values = n;
         q.truncate_front_to_size = trunc;
-        st = rpc("ListConcatenateBack", &q.base, &r);
-        if (st == 0) {
-            CacheClient__ListConcatenateBackResponse *p =
-                cache_client____list_concatenate_back_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        CacheClient__ListConcatenateBackResponse *p =
+            ask("ListConcatenateBack", &q.base,
+                &cache_client____list_concatenate_back_response__descriptor, &st);
+        if (p) {
             len = (int)p->list_length;
             protobuf_c_message_free_unpacked(&p->base, NULL);
         }
     }
-    tu_raw_reply_free(&r);
     free(b);
     return st ? ERR(st) : len;
 }
@@ -199,16 +205,14 @@ static void expect_list(const char *list, const char *joined)
  * MISSING or ERR(status). */
 static int pop(const char *list, bool front, char *out)
 {
-    tu_raw_reply r;
     int st, left = 0;
     out[0] = '\0';
     if (front) {
         CacheClient__ListPopFrontRequest q = CACHE_CLIENT____LIST_POP_FRONT_REQUEST__INIT;
         q.list_name = bin(list);
-        st = rpc("ListPopFront", &q.base, &r);
-        if (st == 0) {
-            CacheClient__ListPopFrontResponse *p =
-                cache_client____list_pop_front_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        CacheClient__ListPopFrontResponse *p =
+            ask("ListPopFront", &q.base, &cache_client____list_pop_front_response__descriptor, &st);
+        if (p) {
             if (p->list_case == CACHE_CLIENT____LIST_POP_FRONT_RESPONSE__LIST_FOUND) {
                 size_t n = p->found->front.len < 255 ? p->found->front.len : 255;
                 if (n)
@@ -223,10 +227,9 @@ static int pop(const char *list, bool front, char *out)
     } else {
         CacheClient__ListPopBackRequest q = CACHE_CLIENT____LIST_POP_BACK_REQUEST__INIT;
         q.list_name = bin(list);
-        st = rpc("ListPopBack", &q.base, &r);
-        if (st == 0) {
-            CacheClient__ListPopBackResponse *p =
-                cache_client____list_pop_back_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        CacheClient__ListPopBackResponse *p =
+            ask("ListPopBack", &q.base, &cache_client____list_pop_back_response__descriptor, &st);
+        if (p) {
             if (p->list_case == CACHE_CLIENT____LIST_POP_BACK_RESPONSE__LIST_FOUND) {
                 size_t n = p->found->back.len < 255 ? p->found->back.len : 255;
                 if (n)
@@ -239,7 +242,6 @@ static int pop(const char *list, bool front, char *out)
             protobuf_c_message_free_unpacked(&p->base, NULL);
         }
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : left;
 }
 
@@ -356,10 +358,7 @@ static int set_scalar(const char *key, const char *v)
     CacheClient__SetRequest q = CACHE_CLIENT____SET_REQUEST__INIT;
     q.cache_key = bin(key);
     q.cache_body = bin(v);
-    tu_raw_reply r;
-    int st = rpc("Set", &q.base, &r);
-    tu_raw_reply_free(&r);
-    return st;
+    return rpc("Set", &q.base, NULL);
 }
 
 static bool exists(const char *key)
@@ -368,14 +367,11 @@ static bool exists(const char *key)
     ProtobufCBinaryData k = bin(key);
     q.cache_keys = &k;
     q.n_cache_keys = 1;
-    tu_raw_reply r;
-    assert_int_equal(rpc("KeysExist", &q.base, &r), 0);
     CacheClient__KeysExistResponse *p =
-        cache_client____keys_exist_response__unpack(NULL, r.lens[0], r.msgs[0]);
+        ask("KeysExist", &q.base, &cache_client____keys_exist_response__descriptor, NULL);
     assert_int_equal(p->n_exists, 1);
     bool e = p->exists[0];
     protobuf_c_message_free_unpacked(&p->base, NULL);
-    tu_raw_reply_free(&r);
     return e;
 }
 
@@ -383,19 +379,10 @@ static bool exists(const char *key)
  * INT64_MAX. */
 static int64_t ttl_left(const char *key)
 {
-    CacheClient__ItemGetTtlRequest q = CACHE_CLIENT____ITEM_GET_TTL_REQUEST__INIT;
-    q.cache_key = bin(key);
-    tu_raw_reply r;
-    assert_int_equal(rpc("ItemGetTtl", &q.base, &r), 0);
-    CacheClient__ItemGetTtlResponse *p =
-        cache_client____item_get_ttl_response__unpack(NULL, r.lens[0], r.msgs[0]);
-    int64_t left = -1;
-    if (p->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND)
-        left = p->found->remaining_ttl_millis > INT64_MAX ? INT64_MAX
-                                                          : (int64_t)p->found->remaining_ttl_millis;
-    protobuf_c_message_free_unpacked(&p->base, NULL);
-    tu_raw_reply_free(&r);
-    return left;
+    uint64_t ms = 0;
+    if (!srv_item_ttl(tu_fx.target, key, &ms))
+        return -1;
+    return ms > INT64_MAX ? INT64_MAX : (int64_t)ms;
 }
 
 /* ---- List tests ---- */
@@ -560,8 +547,7 @@ static void test_type_mismatch(void **state)
     expect_wrong_type("SortedSetPut", &sp.base);
     sp.set_name = bin("aset");
     tu_raw_reply r;
-    assert_int_equal(rpc("SortedSetPut", &sp.base, &r), 0);
-    tu_raw_reply_free(&r);
+    assert_int_equal(rpc("SortedSetPut", &sp.base, NULL), 0);
     pb.list_name = bin("aset");
     expect_wrong_type("ListPushBack", &pb.base);
     expect_list("alist", "x,");
@@ -598,12 +584,9 @@ static void test_list_collection_ttl(void **state)
 static void test_list_max_memory(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_max_memory(o, 256 * 1024);
-    momento_local *small = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *small = srv_start(o);
     const char *saved = tu_fx.target;
     tu_fx.target = momento_local_endpoint(small);
 
@@ -845,15 +828,14 @@ static int zincr(const char *set, const char *v, double amount, double *score)
     q.value = bin(v);
     q.amount = amount;
     q.ttl_milliseconds = 60000;
-    tu_raw_reply r;
-    int st = rpc("SortedSetIncrement", &q.base, &r);
-    if (st == 0) {
-        CacheClient__SortedSetIncrementResponse *p =
-            cache_client____sorted_set_increment_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st;
+    CacheClient__SortedSetIncrementResponse *p =
+        ask("SortedSetIncrement", &q.base,
+            &cache_client____sorted_set_increment_response__descriptor, &st);
+    if (p) {
         *score = p->score;
         protobuf_c_message_free_unpacked(&p->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st;
 }
 
@@ -936,10 +918,7 @@ static int zremove(const char *set, const char *const *vals, size_t n)
         q.remove_elements_case = CACHE_CLIENT____SORTED_SET_REMOVE_REQUEST__REMOVE_ELEMENTS_SOME;
         q.some = &some;
     }
-    tu_raw_reply r;
-    int st = rpc("SortedSetRemove", &q.base, &r);
-    tu_raw_reply_free(&r);
-    return st;
+    return rpc("SortedSetRemove", &q.base, NULL);
 }
 
 /* Union of `n` sources (names and weights) into `dest`; returns the length

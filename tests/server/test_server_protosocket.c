@@ -4,6 +4,7 @@
  * delayed and cancelled commands, malformed frames, the counters, the stop
  * with commands held, and TLS with an OpenSSL client. Every read has a
  * deadline (RECV_MS), so no test can hang. */
+#include "srv_test.h"
 #include "testutil.h"
 
 #include "ps_wire.h"
@@ -258,13 +259,7 @@ static void test_arguments(void **state)
     (void)state;
     momento_local_options *o;
     assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
-    assert_int_equal(momento_local_options_set_protosocket_port(NULL, 0),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_protosocket_port(o, -2),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_protosocket_port(o, 65536),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_protosocket_port(o, -1), MOMENTO_OK);
+    srv_assert_option_range(o, momento_local_options_set_protosocket_port, -1, -2, 65536);
     momento_local *off = tu_server(o);
     assert_int_equal(momento_local_protosocket_port(off), -1);
     assert_int_equal(momento_local_protosocket_port(NULL), -1);

@@ -4,6 +4,7 @@
  * answers, the limits, the stream fault headers, a slow subscriber, and
  * subscriptions ended by their client, a cache's deletion and the server
  * stopping. Streams are read one message at a time, each wait bounded. */
+#include "srv_test.h"
 #include "testutil.h"
 
 #include "cachepubsub.pb-c.h"
@@ -140,9 +141,7 @@ static int unary(grpc_channel *ch, const char *path, const char *const *hdrs, si
                                                in_ms(TU_MS(10000)), NULL);
     grpc_metadata md[8];
     fill_md(md, hdrs, n_hdrs);
-    grpc_slice s = grpc_slice_from_copied_buffer((const char *)body, len);
-    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1);
-    grpc_slice_unref(s);
+    grpc_byte_buffer *send = srv_byte_buffer(body, len);
     grpc_byte_buffer *recv = NULL;
     grpc_metadata_array init_md, trailing;
     grpc_metadata_array_init(&init_md);
@@ -242,9 +241,7 @@ static void open_raw(stream *x, grpc_channel *ch, const uint8_t *body, size_t le
     x->first_recv = true;
     grpc_metadata md[8];
     fill_md(md, hdrs, n_hdrs);
-    grpc_slice s = grpc_slice_from_copied_buffer((const char *)body, len);
-    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1);
-    grpc_slice_unref(s);
+    grpc_byte_buffer *send = srv_byte_buffer(body, len);
     grpc_op ops[3];
     memset(ops, 0, sizeof(ops));
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
@@ -1161,34 +1158,16 @@ static void test_options(void **state)
     (void)state;
     momento_local_options *o;
     momento_local_options_new(&o);
-    assert_int_equal(momento_local_options_set_heartbeat_ms(o, 0), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_heartbeat_ms(o, 3600001),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_heartbeat_ms(NULL, 100),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
+    srv_assert_option_range(o, momento_local_options_set_heartbeat_ms, 100, 0, 3600001);
     assert_int_equal(momento_local_options_set_topic_buffer_items(o, 1000001),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_local_options_set_topic_buffer_items(o, 0), 0);
     assert_int_equal(momento_local_options_set_max_subscribers(NULL, 1),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_topic_idle_ms(o, 9), MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_topic_idle_ms(o, 86400001),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_topic_idle_ms(NULL, 100),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_topic_idle_ms(o, 10), 0);
-    assert_int_equal(momento_local_options_set_subscriber_queue_bytes(o, 1023),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_subscriber_queue_bytes(o, (1ull << 30) + 1),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_subscriber_queue_bytes(NULL, 4096),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_subscriber_queue_bytes(o, 1024), 0);
-    assert_int_equal(momento_local_options_set_max_queued_bytes(o, 1023),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_max_queued_bytes(NULL, 0),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_local_options_set_max_queued_bytes(o, 0), 0);
+    srv_assert_option_range(o, momento_local_options_set_topic_idle_ms, 10, 9, 86400001);
+    srv_assert_option_range(o, momento_local_options_set_subscriber_queue_bytes, 1024, 1023,
+                            (1ll << 30) + 1);
+    srv_assert_option_range(o, momento_local_options_set_max_queued_bytes, 0, 1023);
     assert_int_equal(momento_local_options_set_max_queued_bytes(o, 1024), 0);
     momento_local_options_free(o);
     assert_int_equal(momento_local_topic_bytes(NULL), 0);
@@ -1203,12 +1182,9 @@ static void test_options(void **state)
 static void test_no_buffer(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = srv_options("c");
     momento_local_options_set_topic_buffer_items(o, 0);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = srv_start(o);
     grpc_channel *ch = channel_to(s);
     assert_int_equal(publish(ch, "t", "a"), 0);
     assert_int_equal(publish(ch, "t", "b"), 0);

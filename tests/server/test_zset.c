@@ -6,6 +6,7 @@
  * other, and scores from a small set with infinities and repeats, so that
  * ties, prefix order and updates happen often. */
 #include "data/zset.h"
+#include "srv_rng.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,10 +34,7 @@ static uint64_t rng = 0x1234567u;
 
 static uint64_t next_rand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return srv_xorshift(&rng);
 }
 
 static int cmp_elem(const void *a, const void *b)
