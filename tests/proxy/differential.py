@@ -43,6 +43,7 @@ Usage: differential.py --redis-server PATH --memcached PATH --proxy PATH
         [--seed N] [--seconds S] [--rounds R] [--protocols resp,text,binary]
         [--round I (replay one round of the seed)] [--keep-going] [--ignore CLASS]...
 Exits 77 when a server it needs is missing."""
+import contextlib
 import os
 import random
 import re
@@ -451,6 +452,33 @@ def read_messages(sub, n):
     return out
 
 
+@contextlib.contextmanager
+def ends_in_replies(replies):
+    """A connection the server closed, or one that stopped answering
+    (REPLY_WAIT, a watchdog), ends the run: ('closed',) or ('timeout', ...)
+    is its last reply, compared like any other."""
+    try:
+        yield
+    except (Closed, BrokenPipeError, ConnectionResetError):
+        replies.append(("closed",))
+    except socket.timeout:
+        replies.append(("timeout", f"no reply within {REPLY_WAIT} s"))
+
+
+def batch_len(cmds, i, mode, rng, reference, unique):
+    """How many memcached commands from cmds[i] go in one write: one
+    against the reference or in seq mode or for a cas whose unique
+    (`unique(cmd)`) comes from an earlier reply; otherwise the rest
+    (pipe, dribble) or 1-8 (chunks), a cas with such a unique ending it."""
+    if reference or mode == "seq" or unique(cmds[i]) is not None:
+        return 1
+    n = len(cmds) - i if mode in ("pipe", "dribble") else rng.randint(1, 8)
+    for j in range(i + 1, min(i + n, len(cmds))):
+        if unique(cmds[j]) is not None:
+            return j - i
+    return n
+
+
 def run_resp(port, cmds, mode, rng, subscribe, reference, px=None):
     """Runs cmds on a fresh connection; returns (replies, probes), with
     ('closed'|'timeout', ...) as the reply where the connection ended and
@@ -465,7 +493,7 @@ def run_resp(port, cmds, mode, rng, subscribe, reference, px=None):
         if subscribe:
             sub = open_subscriber(port)
         replies, probes = [], []
-        try:
+        with ends_in_replies(replies):
             if reference or mode == "seq":
                 for cmd in cmds:
                     probes.append(probe_resp(c, cmd) if reference else None)
@@ -490,10 +518,6 @@ def run_resp(port, cmds, mode, rng, subscribe, reference, px=None):
                         c.send(blob[i:i + n])
                         i += n
                     replies = [c.reply() for _ in cmds]
-        except (Closed, BrokenPipeError, ConnectionResetError):
-            replies.append(("closed",))
-        except socket.timeout:
-            replies.append(("timeout", f"no reply within {REPLY_WAIT} s"))
         if sub is not None and len(replies) == len(cmds):
             n = sum(1 for cmd, r in zip(cmds, replies)
                     if cmd[0].upper() == b"PUBLISH" and cmd[1:2] == [b"c1"] and r == (":", 1))
@@ -857,18 +881,10 @@ def run_text(port, atoms_cmds, mode, rng, reference, px=None):
             flush_proxy(px)
         uniques, uval, replies, probes = {}, {}, [], []
         cmds = atoms_cmds
-        try:
+        with ends_in_replies(replies):
             i = 0
             while i < len(cmds):
-                if reference or mode == "seq" or cmds[i].get("unique") is not None:
-                    n = 1
-                else:
-                    n = len(cmds) - i if mode in ("pipe", "dribble") else rng.randint(1, 8)
-                    # A cas whose unique comes from an earlier reply ends the batch.
-                    for j in range(i + 1, min(i + n, len(cmds))):
-                        if cmds[j].get("unique") is not None:
-                            n = j - i
-                            break
+                n = batch_len(cmds, i, mode, rng, reference, lambda x: x.get("unique"))
                 batch = cmds[i:i + n]
                 if reference:
                     probes.append(probe_text(c, batch[0], uval))
@@ -879,10 +895,6 @@ def run_text(port, atoms_cmds, mode, rng, reference, px=None):
                     replies.append(r)
                     text_uniques_from(x, r, uniques, uval if reference else None)
                 i += n
-        except (mc.Closed, BrokenPipeError, ConnectionResetError):
-            replies.append(("closed",))
-        except socket.timeout:
-            replies.append(("timeout", f"no reply within {REPLY_WAIT} s"))
         return replies, probes
     finally:
         c.close()
@@ -1032,17 +1044,10 @@ def run_bin(port, cmds, mode, rng, reference, px=None):
         else:
             flush_proxy(px)
         uniques, uval, replies, probes = {}, {}, [], []
-        try:
+        with ends_in_replies(replies):
             i = 0
             while i < len(cmds):
-                if reference or mode == "seq" or cmds[i]["unique"] is not None:
-                    n = 1
-                else:
-                    n = len(cmds) - i if mode in ("pipe", "dribble") else rng.randint(1, 8)
-                    for j in range(i + 1, min(i + n, len(cmds))):
-                        if cmds[j]["unique"] is not None:
-                            n = j - i
-                            break
+                n = batch_len(cmds, i, mode, rng, reference, lambda d: d["unique"])
                 batch = cmds[i:i + n]
                 if reference:
                     probes.append(probe_bin(c, batch[0], uval, i))
@@ -1070,10 +1075,6 @@ def run_bin(port, cmds, mode, rng, reference, px=None):
                         uval[d["key"]] = [(x["status"], x["extras"], x["value"])
                                           for x in read_bin_until_sentinel(c, i + j)]
                 i += n
-        except (mc.Closed, BrokenPipeError, ConnectionResetError):
-            replies.append(("closed",))
-        except socket.timeout:
-            replies.append(("timeout", f"no reply within {REPLY_WAIT} s"))
         return replies, probes
     finally:
         c.close()
