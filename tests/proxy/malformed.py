@@ -189,24 +189,20 @@ def replies_before_a_close(port, pipeline, bad):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.settimeout(READ_TIMEOUT)
     s.connect(("127.0.0.1", port))
-    data, end = b"", "EOF"
+    data, end = bytearray(), "EOF"
     try:
         s.sendall(pipeline + bad)
-        data = s.recv(1)
+        data += s.recv(1)
         try:
             s.sendall(b"\0" * 4096)
         except OSError:
             pass  # already closed: the read below tells what arrived
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        pt.recv_until(s, buf=data)
     except ConnectionResetError:
         end = "reset"
     finally:
         s.close()
-    return data, end
+    return bytes(data), end
 
 
 def closing_cases(res, px):
@@ -236,12 +232,7 @@ def closing_cases(res, px):
     before = clients()
     s = socket.create_connection(("127.0.0.1", px.ports["resp"]), timeout=READ_TIMEOUT)
     s.sendall(b"PING\r\n*abc\r\n")
-    got = b""
-    while not got.endswith(b"length\r\n"):
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        got += chunk
+    pt.recv_until(s, b"length\r\n")  # up to the protocol error
     s.sendall(b"PING\r\n")  # after the error: read and dropped
     held = clients()
     try:

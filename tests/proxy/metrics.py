@@ -88,15 +88,12 @@ def http(port, request, send_thread=False):
         sender.start()
     else:
         s.sendall(request)
-    raw = b""
+    got = bytearray()
     try:
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            raw += chunk
+        pt.recv_until(s, buf=got)
     except ConnectionResetError:
         pass
+    raw = bytes(got)
     if sender:
         sender.join(pt.WATCHDOG)
     s.close()

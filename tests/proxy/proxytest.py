@@ -80,6 +80,41 @@ def wait_until(pred, timeout, what):
         delay = min(delay * 2, 0.1)
 
 
+def recv_until(sock, ending=None, buf=None, size=65536):
+    """Reads sock until what it read ends with `ending` (bytes or a tuple
+    of them), or, without one, until the peer closes; stops early when it
+    closes. Returns what it read. An error of recv (a reset, a timeout)
+    is raised as recv raised it, what came before it kept in `buf` (a
+    bytearray) when the caller gives one."""
+    if buf is None:
+        buf = bytearray()
+    while ending is None or not buf.endswith(ending):
+        chunk = sock.recv(size)
+        if not chunk:
+            break
+        buf += chunk
+    return bytes(buf)
+
+
+def settled(counts):
+    """Waits until a proxy has no Momento call in flight and its command
+    count stays the same across two readings: it has started all it will
+    start. counts() gives (commands, calls in flight); returns that
+    count."""
+    last = [None]
+
+    def still():
+        n, in_flight = counts()
+        same = in_flight == 0 and n == last[0]
+        last[0] = n
+        if not same:
+            time.sleep(0.2)
+        return same
+
+    wait_until(still, WATCHDOG, "the proxy to stop starting commands")
+    return last[0]
+
+
 _children = []
 
 
