@@ -221,17 +221,17 @@ def start_memcached(path, extra=()):
         path, "-p", str(p), "-l", "127.0.0.1", "-U", "0", "-u", "root", *extra])
 
 
-def _read_lines_until(proc, wanted, timeout):
-    """Reads proc's stdout line by line until every prefix in wanted was
-    seen (returns {prefix: rest of line}) or timeout passes; the lines read
-    are returned too, for the failure message."""
+def _read_lines(proc, take, enough, timeout):
+    """Reads proc's stdout, each whole line given to take(line), until
+    enough() is true, stdout ends or timeout passes. Returns the lines
+    read (for a failure message) and the bytes read after the last one."""
     import selectors
-    found, seen, buf = {}, [], b""
+    seen, buf = [], b""
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     deadline = time.monotonic() + timeout
     fd = proc.stdout.fileno()
-    while len(found) < len(wanted):
+    while not enough():
         left = deadline - time.monotonic()
         if left <= 0:
             break
@@ -245,10 +245,23 @@ def _read_lines_until(proc, wanted, timeout):
             line, buf = buf.split(b"\n", 1)
             text = line.decode(errors="replace")
             seen.append(text)
-            for w in wanted:
-                if text.startswith(w):
-                    found[w] = text[len(w):].strip()
+            take(text)
     sel.close()
+    return seen, buf
+
+
+def _read_lines_until(proc, wanted, timeout):
+    """Reads proc's stdout line by line until every prefix in wanted was
+    seen (returns {prefix: rest of line}) or timeout passes; the lines read
+    are returned too, for the failure message."""
+    found = {}
+
+    def take(text):
+        for w in wanted:
+            if text.startswith(w):
+                found[w] = text[len(w):].strip()
+
+    seen, _ = _read_lines(proc, take, lambda: len(found) >= len(wanted), timeout)
     return found, seen
 
 
@@ -319,27 +332,14 @@ def start_proxy_config(path, config, listeners, before=(), after=()):
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
                             env=env)
     srv = Server("momento-proxy", proc, log.name)
-    import selectors
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + WATCHDOG
-    fd = proc.stdout.fileno()
-    seen, buf, found = [], b"", []
-    while len(found) < listeners and time.monotonic() < deadline:
-        if not sel.select(deadline - time.monotonic()):
-            continue
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        buf += chunk
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            text = line.decode(errors="replace")
-            seen.append(text)
-            m = _LISTENING.match(text)
-            if m:
-                found.append((m.group(1), m.group(2).strip("[]"), int(m.group(3)), m.group(4)))
-    sel.close()
+    found = []
+
+    def take(text):
+        m = _LISTENING.match(text)
+        if m:
+            found.append((m.group(1), m.group(2).strip("[]"), int(m.group(3)), m.group(4)))
+
+    seen, buf = _read_lines(proc, take, lambda: len(found) >= listeners, WATCHDOG)
     if len(found) < listeners:
         srv.stop(signal.SIGKILL)
         raise RuntimeError(f"momento-proxy printed {seen!r}, not {listeners} 'listening on' "
