@@ -406,12 +406,15 @@ def sanitized(path):
     return _sanitized[path]
 
 
-def run_against_redis(a, res, run, expect, default_ttl, reference_check=None):
+def run_against_redis(a, res, run, expect, default_ttl, reference_check=None,
+                      proxies=(((), "momento-proxy"),), after=None):
     """A RESP script's run: `run(port, name)` against a redis-server it
-    starts (its answers checked against EXPECT's notes), then, unless
-    --target reference, against momento-proxy, and the two compared step
-    by step; ends the test. `reference_check(res, ref)` adds checks of the
-    reference run alone."""
+    starts (its answers checked against EXPECT's notes, and by
+    `reference_check(res, ref)` when given), then, unless --target
+    reference, against a momento-proxy started with each of `proxies`'
+    (extra argv, label), each compared with redis-server step by step (a
+    run after the first one has its checks named "[label] ..."), then
+    after(res); ends the test."""
     require_program(a.redis_server, "redis-server")
     red = start_redis(a.redis_server)
     try:
@@ -419,22 +422,84 @@ def run_against_redis(a, res, run, expect, default_ttl, reference_check=None):
     finally:
         red.stop()
     check_ref_expects(res, ref, expect, "redis-server")
+    if reference_check:
+        reference_check(res, ref)
     if a.target == "reference":
         for name, ans in ref:
-            print(f"{name} -> {ans!r}")
-        if reference_check:
-            reference_check(res, ref)
+            print(f"{name} -> {repr(ans)[:300]}")
         res.exit()
     require_program(a.proxy, "momento-proxy")
-    px = start_proxy(a.proxy, memcache=False, default_ttl=default_ttl)
-    try:
-        got = run(px.ports["resp"], "momento-proxy")
-    finally:
-        status = px.stop()
-    compare_records(res, "redis-server", ref, got, expect)
-    res.check("momento-proxy exits 0 on SIGTERM", status == 0,
-              f"exit status {status}; stderr:\n{px.log_tail()}")
+    for k, (extra, label) in enumerate(proxies):
+        px = start_proxy(a.proxy, memcache=False, default_ttl=default_ttl, extra=extra)
+        try:
+            got = run(px.ports["resp"], label)
+        finally:
+            status = px.stop()
+        tag = f"[{label}] " if k else ""
+        compare_records(res, "redis-server", [(tag + n, x) for n, x in ref],
+                        [(tag + n, x) for n, x in got], {tag + n: e for n, e in expect.items()})
+        res.check(f"{label} exits 0 on SIGTERM", status == 0,
+                  f"exit status {status}; stderr:\n{px.log_tail()}")
+    if after:
+        after(res)
     res.exit()
+
+
+class Sub(list):
+    """What a flow returns to be compared as steps of their own, one per
+    (sub-name, answer). A flow makes it with ctx.sub(), so that when the
+    flow fails half-way the sub-steps it reached are kept, the failure
+    added after them."""
+
+    def add(self, name, answer):
+        self.append((name, answer))
+
+
+class StepCtx:
+    """What a script's steps share on one server (run_steps); ctx.sub()
+    starts a flow's sub-steps."""
+    current = None
+
+    def sub(self):
+        self.current = Sub()
+        return self.current
+
+
+def run_steps(label, steps, ctx, answer, lost, timeouts, on_lost):
+    """Runs each step, answer(ctx, step) its answer, against one server;
+    returns [(name, answer)]. A step that raises one of `lost` (the
+    connection gone or stuck) is answered on_lost(ctx, e), which also
+    opens fresh connections for the steps that follow; after 4 of
+    `timeouts` the rest are not run. Any other exception is the step's
+    answer too; a flow's Sub gives a step per sub-step."""
+    out = []
+    stuck = 0
+    t0 = time.monotonic()
+    for st in steps:
+        ctx.current = None
+        if stuck >= 4:
+            out.append((st.name, ("not run", "4 steps timed out before")))
+            continue
+        try:
+            ans = answer(ctx, st)
+            if isinstance(ans, Sub):
+                out.extend((f"{st.name} / {n}", a) for n, a in ans)
+                continue
+        except lost as e:
+            if isinstance(e, timeouts):
+                stuck += 1
+            ans = on_lost(ctx, e)
+        except Exception as e:  # a step's own failure is an answer too
+            ans = ("exception", type(e).__name__, str(e))
+        if ctx.current is not None and not (ans is ctx.current):
+            # A flow that failed half-way: the sub-steps it reached, then
+            # the failure as one more.
+            out.extend((f"{st.name} / {n}", a) for n, a in ctx.current)
+            out.append((f"{st.name} / (failed here)", ans))
+            continue
+        out.append((st.name, ans))
+    print(f"# {label}: {len(out)} steps in {time.monotonic() - t0:.2f} s")
+    return out
 
 
 class Results:
