@@ -880,12 +880,11 @@ def main():
         ref_srv.stop()
     pt.check_ref_expects(res, ref, EXPECT, "memcached")
     if a.target == "reference":
-        for name, ans in ref:
-            print(f"{name} -> {ans!r}"[:600])
-        res.check("memcached answered every step", all(
-            not (isinstance(x, tuple) and x and x[0] in ("connection", "exception", "not run"))
-            for _, x in ref), "see the steps above")
-        res.exit()
+        # Only here, as before: two text steps end in a closed connection
+        # on purpose (their names say so), which this check counts, so
+        # the full run compares those with the proxy's instead.
+        pt.check_every_step_answered(res, ref, "memcached")
+    pt.end_if_reference(a, res, ref, width=600)
     pt.require_program(a.proxy, "momento-proxy")
     px = pt.start_proxy(a.proxy, resp=False, default_ttl=DEFAULT_TTL)
     try:

@@ -115,10 +115,7 @@ def order_steps(port, out):
 
 def redis_py_steps(port, out):
     def attempt(name, fn):
-        try:
-            out.append((name, fn()))
-        except Exception as e:  # the exception is the answer
-            out.append((name, (type(e).__name__, str(e))))
+        pt.attempt(out, name, fn)
 
     r = redis.Redis(host="127.0.0.1", port=port, socket_timeout=pt.WATCHDOG,
                     socket_connect_timeout=pt.WATCHDOG)

@@ -11,6 +11,7 @@ meant to differ (Momento has no item without expiry, no database but 0,
 its own cas uniques...) says so with an Expect: the answer the proxy must
 give there, and why. Nothing is skipped silently."""
 import atexit
+import contextlib
 import os
 import re
 import signal
@@ -20,6 +21,8 @@ import sys
 import tempfile
 import threading
 import time
+
+import rawconn
 
 SKIP = 77
 # The longest any one wait of these tests may take - a reply, a server's
@@ -366,6 +369,39 @@ def start_momento_local(path, cache="proxy-test"):
     return srv
 
 
+def run_on_redis_and_memcached(a, run):
+    """run(redis-server's port, memcached's port) against both reference
+    servers, started for it (each required) and stopped after."""
+    require_program(a.redis_server, "redis-server")
+    require_program(a.memcached, "memcached")
+    red = start_redis(a.redis_server)
+    try:
+        mcd = start_memcached(a.memcached)
+        try:
+            return run(red.port, mcd.port)
+        finally:
+            mcd.stop()
+    finally:
+        red.stop()
+
+
+def end_if_reference(a, res, ref, width=300):
+    """With --target reference: prints the reference run's (name, answer)
+    records, each cut to `width` characters, and ends the test."""
+    if a.target == "reference":
+        for name, ans in ref:
+            print(f"{name} -> {ans!r}"[:width])
+        res.exit()
+
+
+def attempt(out, name, fn):
+    """Records (name, fn()), or the exception fn raised as the answer."""
+    try:
+        out.append((name, fn()))
+    except Exception as e:  # the exception is the answer
+        out.append((name, (type(e).__name__, str(e))))
+
+
 class Expect:
     """A step whose proxy answer differs from the reference server's on
     purpose: `answer` is what the proxy must give (a value, or a function of
@@ -424,10 +460,7 @@ def run_against_redis(a, res, run, expect, default_ttl, reference_check=None,
     check_ref_expects(res, ref, expect, "redis-server")
     if reference_check:
         reference_check(res, ref)
-    if a.target == "reference":
-        for name, ans in ref:
-            print(f"{name} -> {repr(ans)[:300]}")
-        res.exit()
+    end_if_reference(a, res, ref)
     require_program(a.proxy, "momento-proxy")
     for k, (extra, label) in enumerate(proxies):
         px = start_proxy(a.proxy, memcache=False, default_ttl=default_ttl, extra=extra)
@@ -500,6 +533,27 @@ def run_steps(label, steps, ctx, answer, lost, timeouts, on_lost):
         out.append((st.name, ans))
     print(f"# {label}: {len(out)} steps in {time.monotonic() - t0:.2f} s")
     return out
+
+
+def check_every_step_answered(res, ref, server):
+    """No step of run_steps' reference run lost its connection, raised or
+    was not run."""
+    res.check(f"{server} answered every step", all(
+        not (isinstance(x, tuple) and x and x[0] in ("connection", "exception", "not run"))
+        for _, x in ref), "see the steps above")
+
+
+@contextlib.contextmanager
+def ends_recorded(out, closed, timed_out):
+    """A connection the server closed (EOF, a reset, a broken pipe) or
+    that stopped answering (a socket timeout) ends a case: `closed` or
+    `timed_out` is appended to out as its last answer."""
+    try:
+        yield
+    except (rawconn.Closed, BrokenPipeError, ConnectionResetError):
+        out.append(closed)
+    except socket.timeout:
+        out.append(timed_out)
 
 
 class Results:
@@ -587,6 +641,17 @@ def number_repeated(steps):
             seen[s.name] = seen.get(s.name, 0) + 1
             s.name = f"{s.name} #{seen[s.name]}"
 
+
+def run_proxy_checks(*checks):
+    """The whole run of a script with no reference server: the arguments
+    parsed, momento-proxy required, then each check(res, proxy path) in
+    order; ends the test."""
+    a = parse_common_args(sys.argv[1:])
+    require_program(a.proxy, "momento-proxy")
+    res = Results()
+    for check in checks:
+        check(res, a.proxy)
+    res.exit()
 
 def parse_common_args(argv, extra=()):
     """--target reference|proxy|both (default both), --proxy PATH,
