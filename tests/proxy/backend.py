@@ -135,10 +135,7 @@ def slow_backend(res, proxy_path):
                   refused and held_still and not answered_before,
                   f"refused {refused}, the get answered before SIGTERM {answered_before}, "
                   f"by the refusal {not held_still}")
-        try:
-            reply = c.reply()
-        except Closed:
-            reply = "closed unanswered"
+        reply = c.reply_or("closed unanswered")
         res.check("after SIGTERM the get in flight is answered", reply == ("$", b"v"), repr(reply))
         try:
             c.reply()
@@ -232,10 +229,7 @@ def limits(res, proxy_path):
         a, b = RawConn(px.port), RawConn(px.port)
         a.command("PING"), b.command("PING")
         c = RawConn(px.port)
-        try:
-            got = c.reply()
-        except Closed:
-            got = "closed"
+        got = c.reply_or("closed")
         res.check("a connection over --max-connections gets Redis's error",
                   got == ("-", "ERR max number of clients reached"), repr(got))
         res.check("and is closed", c.closed_after()[0] == "closed")
@@ -491,19 +485,8 @@ def info_fields(port):
 
 
 def main():
-    args = pt.parse_common_args(sys.argv[1:])
-    pt.require_program(args.proxy, "momento-proxy")
-    res = pt.Results()
-    slow_backend(res, args.proxy)
-    failing_backend(res, args.proxy)
-    limits(res, args.proxy)
-    slow_reader(res, args.proxy)
-    union_limit(res, args.proxy)
-    big_replies_before_a_wait(res, args.proxy)
-    shared_calls(res, args.proxy)
-    batch_keys(res, args.proxy)
-    res.exit()
-
+    pt.run_proxy_checks(slow_backend, failing_backend, limits, slow_reader, union_limit,
+                        big_replies_before_a_wait, shared_calls, batch_keys)
 
 if __name__ == "__main__":
     main()

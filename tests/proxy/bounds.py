@@ -209,20 +209,17 @@ def many_keys_in_order(res, proxy_path):
         px.stop()
 
 
-def main():
-    args = pt.parse_common_args(sys.argv[1:])
-    pt.require_program(args.proxy, "momento-proxy")
-    res = pt.Results()
-    px = pt.start_proxy(args.proxy)
+def both_ports(res, proxy_path):
+    px = pt.start_proxy(proxy_path)
     try:
         check_port(res, px, "resp")
         check_port(res, px, "memcache")
     finally:
         px.stop()
-    small_replies(res, args.proxy)
-    many_keys_in_order(res, args.proxy)
-    res.exit()
 
+
+def main():
+    pt.run_proxy_checks(both_ports, small_replies, many_keys_in_order)
 
 if __name__ == "__main__":
     main()
