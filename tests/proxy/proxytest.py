@@ -165,6 +165,13 @@ class Server:
     def alive(self):
         return self.proc.poll() is None
 
+    # `with pt.start_proxy(...) as px:` stops it when the block ends.
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
     def stop(self, sig=signal.SIGTERM, timeout=WATCHDOG):
         """Sends sig and waits; returns the exit status (None if it had to
         be killed)."""
