@@ -5,55 +5,18 @@
 // as the SDK sends it) returns a new pair after which the old key gets
 // AUTHENTICATION_ERROR.
 'use strict';
-const {
-  AllDataReadWrite, AuthClient, AuthClientConfigurations, CacheClient, Configurations,
-  CredentialProvider, ExpiresIn, MomentoErrorCode,
-} = require('@gomomento/sdk');
+const {AllDataReadWrite, ExpiresIn, MomentoErrorCode} = require('@gomomento/sdk');
 const {InternalSuperUserPermissions} = require('@gomomento/sdk-core/dist/src/internal/utils/auth');
-const {check, describe, localClient, run} = require('./harness');
+const {check, describe, isError, localAuthClient, localClient, run} = require('./harness');
 
 const [host, port] = process.argv.slice(2);
 const endpoint = `${host}:${port}`;
 const cacheName = 'api-keys-interop';
 
-// The key form is a disposable token's (base64 of {endpoint, api_key}); a
-// local server needs the endpoints named, in plaintext.
-function provider(apiKey) {
-  return CredentialProvider.fromDisposableToken({
-    apiKey,
-    endpointOverrides: {
-      cacheEndpoint: endpoint, controlEndpoint: endpoint, tokenEndpoint: endpoint,
-      secureConnection: false,
-    },
-  });
-}
-
-function authFor(apiKey) {
-  return new AuthClient({
-    configuration: AuthClientConfigurations.Default.latest(),
-    credentialProvider: provider(apiKey),
-  });
-}
-
-async function clientFor(apiKey) {
-  return CacheClient.create({
-    configuration: Configurations.Laptop.v1(),
-    credentialProvider: provider(apiKey),
-    defaultTtlSeconds: 60,
-  });
-}
-
-function failed(resp, code) {
-  return resp.type === 'Error' && resp.errorCode() === code;
-}
-
 run(async () => {
   const admin = await localClient(host, port);
   await admin.createCache(cacheName);
-  const auth = new AuthClient({
-    configuration: AuthClientConfigurations.Default.latest(),
-    credentialProvider: CredentialProvider.forMomentoLocal({hostname: host, port: Number(port)}),
-  });
+  const auth = localAuthClient(host, port);
 
   const data = await auth.generateApiKey(AllDataReadWrite, ExpiresIn.seconds(60));
   check('generateApiKey(AllDataReadWrite) succeeds', data.type === 'Success', describe(data));
@@ -62,40 +25,40 @@ run(async () => {
   check('... naming the server', data.endpoint === endpoint, data.endpoint);
   check('... expiring in about a minute',
     Math.abs(data.expiresAt.epoch() - (Date.now() / 1000 + 60)) < 5);
-  const user = await clientFor(data.apiKey);
+  const user = await localClient(host, port, data.apiKey);
   const set = await user.set(cacheName, 'k', 'v');
   check('an AllDataReadWrite key writes', set.type === 'Success', describe(set));
   const create = await user.createCache('api-keys-may-not');
-  check('... and may not create a cache', failed(create, MomentoErrorCode.PERMISSION_ERROR),
+  check('... and may not create a cache', isError(create, MomentoErrorCode.PERMISSION_ERROR),
     describe(create));
-  const more = await authFor(data.apiKey).generateApiKey(AllDataReadWrite, ExpiresIn.seconds(60));
+  const more = await localAuthClient(host, port, data.apiKey).generateApiKey(AllDataReadWrite, ExpiresIn.seconds(60));
   check('... nor make keys', more.type === 'Error', describe(more));
 
-  const refreshed = await authFor(data.apiKey).refreshApiKey(data.refreshToken);
+  const refreshed = await localAuthClient(host, port, data.apiKey).refreshApiKey(data.refreshToken);
   check('refreshApiKey succeeds', refreshed.type === 'Success', describe(refreshed));
   if (refreshed.type !== 'Success') return;
   check('... with a new key and refresh token',
     refreshed.apiKey !== data.apiKey && refreshed.refreshToken !== data.refreshToken);
-  const renewed = await clientFor(refreshed.apiKey);
+  const renewed = await localClient(host, port, refreshed.apiKey);
   const get = await renewed.get(cacheName, 'k');
   check('the new key reads', get.type === 'Hit', describe(get));
   const old = await user.get(cacheName, 'k');
-  check('the old key is refused', failed(old, MomentoErrorCode.AUTHENTICATION_ERROR),
+  check('the old key is refused', isError(old, MomentoErrorCode.AUTHENTICATION_ERROR),
     describe(old));
-  const again = await authFor(data.apiKey).refreshApiKey(data.refreshToken);
+  const again = await localAuthClient(host, port, data.apiKey).refreshApiKey(data.refreshToken);
   check('... and cannot be refreshed again',
-    failed(again, MomentoErrorCode.AUTHENTICATION_ERROR), describe(again));
+    isError(again, MomentoErrorCode.AUTHENTICATION_ERROR), describe(again));
 
   const su = await auth.generateApiKey(new InternalSuperUserPermissions(), ExpiresIn.never());
   check('generateApiKey(super user, never) succeeds', su.type === 'Success', describe(su));
   if (su.type !== 'Success') return;
   check('... never expiring', !su.expiresAt.doesExpire());
-  const root = await clientFor(su.apiKey);
+  const root = await localClient(host, port, su.apiKey);
   const made = await root.createCache('api-keys-super-user');
   check('a super user creates caches', made.type === 'Success', describe(made));
-  const su2 = await authFor(su.apiKey).generateApiKey(new InternalSuperUserPermissions(),
+  const su2 = await localAuthClient(host, port, su.apiKey).generateApiKey(new InternalSuperUserPermissions(),
     ExpiresIn.seconds(60));
-  check('... makes no super user', failed(su2, MomentoErrorCode.PERMISSION_ERROR), describe(su2));
-  const adrw = await authFor(su.apiKey).generateApiKey(AllDataReadWrite, ExpiresIn.seconds(60));
+  check('... makes no super user', isError(su2, MomentoErrorCode.PERMISSION_ERROR), describe(su2));
+  const adrw = await localAuthClient(host, port, su.apiKey).generateApiKey(AllDataReadWrite, ExpiresIn.seconds(60));
   check('... but makes AllDataReadWrite keys', adrw.type === 'Success', describe(adrw));
 });

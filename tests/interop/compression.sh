@@ -11,10 +11,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=server.sh
 source "$here/server.sh" @gomomento/sdk-nodejs-compression
 status=0
-echo "# libmomento compresses, the Node SDK decompresses"
-"$check_bin" write "$endpoint" || status=1
-node "$here/compression.js" verify-c "$host" "$port" || status=1
-echo "# the Node SDK compresses, libmomento decompresses"
-node "$here/compression.js" write "$host" "$port" || status=1
-"$check_bin" read "$endpoint" || status=1
+# Values one client compressed, decompressed by the other.
+both_ways compression "$check_bin" "$here/compression.js" || status=1
 exit $status

@@ -5,6 +5,7 @@
  *   compression_check read  HOST:PORT  reads what compression.js write
  *                                      stored, compressed by the Node SDK
  * One line per check, then "N passed, M failed". */
+#include "interop_check.h"
 #include "momento/momento.h"
 
 #include <stdio.h>
@@ -12,17 +13,6 @@
 #include <string.h>
 
 #define CACHE "compression"
-
-static int passed, failed;
-
-static void check(const char *name, int ok)
-{
-    printf("%s - %s\n", ok ? "ok" : "not ok", name);
-    if (ok)
-        passed++;
-    else
-        failed++;
-}
 
 /* The value both sides store under `tag` (compression.js valueFor): the tag,
  * ':', "compressible text, " 2000 times, then the bytes 0 .. 255. */
@@ -66,16 +56,7 @@ static momento_client *client(const char *endpoint, int algo, int level, int dec
 /* Whether `c` reads `key` as exactly `want`. */
 static int reads(momento_client *c, const char *key, const void *want, size_t want_len)
 {
-    momento_result *r;
-    int ok = momento_get_sync(c, CACHE, key, strlen(key), NULL, &r) == MOMENTO_OK &&
-             momento_result_is_hit(r);
-    if (ok) {
-        size_t len;
-        const void *v = momento_result_value(r, &len);
-        ok = len == want_len && memcmp(v, want, len) == 0;
-    }
-    momento_result_free(r);
-    return ok;
+    return value_is(c, CACHE, key, want, want_len);
 }
 
 /* Whether what `c` (not decompressing) reads for `key` starts with `magic`
@@ -83,13 +64,10 @@ static int reads(momento_client *c, const char *key, const void *want, size_t wa
 static int stored_with(momento_client *c, const char *key, const char *magic, size_t than)
 {
     momento_result *r;
-    int ok = momento_get_sync(c, CACHE, key, strlen(key), NULL, &r) == MOMENTO_OK &&
-             momento_result_is_hit(r);
-    if (ok) {
-        size_t len;
-        const void *v = momento_result_value(r, &len);
-        ok = len < than && len >= strlen(magic) && memcmp(v, magic, strlen(magic)) == 0;
-    }
+    const void *v;
+    size_t len;
+    int ok = get_hit(c, CACHE, key, &r, &v, &len) && len < than && len >= strlen(magic) &&
+             memcmp(v, magic, strlen(magic)) == 0;
     momento_result_free(r);
     return ok;
 }
@@ -207,6 +185,5 @@ int main(int argc, char **argv)
         write_values(argv[2]);
     else
         read_values(argv[2]);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed || !passed ? 1 : 0;
+    return summary();
 }

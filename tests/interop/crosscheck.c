@@ -7,6 +7,7 @@
  *   crosscheck publish HOST:PORT    publishes to topic c-to-node for
  *                                   cross.js subscribe
  * One line per check, then "N passed, M failed". */
+#include "interop_check.h"
 #include "momento/collections.h"
 #include "momento/momento.h"
 #include "momento/topics.h"
@@ -18,30 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static int passed, failed;
-
-static void check(const char *name, int ok)
-{
-    printf("%s - %s\n", ok ? "ok" : "not ok", name);
-    if (ok)
-        passed++;
-    else
-        failed++;
-}
-
-static int value_is(momento_client *c, const char *key, const void *want, size_t want_len)
-{
-    momento_result *r;
-    int ok = momento_get_sync(c, "cross", key, strlen(key), NULL, &r) == MOMENTO_OK && momento_result_is_hit(r);
-    if (ok) {
-        size_t len;
-        const void *v = momento_result_value(r, &len);
-        ok = len == want_len && memcmp(v, want, len) == 0;
-    }
-    momento_result_free(r);
-    return ok;
-}
 
 /* A string literal as pointer and length, embedded NULs included. */
 #define LIT(s) s, sizeof(s) - 1
@@ -281,9 +258,9 @@ static void write_keys(momento_client *c)
 static void read_keys(momento_client *c)
 {
     momento_result *r = NULL;
-    check("C reads n-plain written by Node", value_is(c, "n-plain", "from-node", 9));
-    check("C reads Node's binary n-binary", value_is(c, "n-binary", "\x00\x09\x00", 3));
-    check("C reads Node's counter n-ctr as text 7", value_is(c, "n-ctr", "7", 1));
+    check("C reads n-plain written by Node", value_is(c, "cross", "n-plain", "from-node", 9));
+    check("C reads Node's binary n-binary", value_is(c, "cross", "n-binary", "\x00\x09\x00", 3));
+    check("C reads Node's counter n-ctr as text 7", value_is(c, "cross", "n-ctr", "7", 1));
     check("C increments Node's counter to 10", momento_increment_sync(c, "cross", "n-ctr", 5, 3, 0, NULL, &r) == MOMENTO_OK &&
                                                    momento_result_int(r) == 10);
     momento_result_free(r);
@@ -574,6 +551,5 @@ int main(int argc, char **argv)
     else
         publish_topics(c);
     momento_client_free(c);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed || !passed ? 1 : 0;
+    return summary();
 }

@@ -1,9 +1,13 @@
-// What interop.js, topics.js and cross.js share: TAP-like checks, a readable
-// form of an SDK response, clients for momento-local (cache and topics), a
-// bounded wait, and the closing "N passed, M failed" line with the exit
-// status.
+// What interop.js, topics.js, cross.js, tokens.js and api_keys.js share:
+// TAP-like checks, a readable form of an SDK response, clients for
+// momento-local (cache, topics, auth; its own credentials or a key it
+// issued), a bounded wait, and the closing "N passed, M failed" line with
+// the exit status.
 'use strict';
-const {CacheClient, Configurations, CredentialProvider, TopicClient, TopicConfigurations} = require('@gomomento/sdk');
+const {
+  AuthClient, AuthClientConfigurations, CacheClient, Configurations, CredentialProvider, TopicClient,
+  TopicConfigurations,
+} = require('@gomomento/sdk');
 
 let passed = 0;
 let failed = 0;
@@ -18,11 +22,39 @@ function describe(resp) {
   return resp.type === 'Error' ? `Error ${resp.errorCode()}: ${resp.message()}` : resp.type;
 }
 
-function localClient(host, port) {
+// Whether `resp` is an error with this MomentoErrorCode.
+function isError(resp, code) {
+  return resp.type === 'Error' && resp.errorCode() === code;
+}
+
+// Credentials for momento-local: its own, or a key or token its AuthClient
+// issued (`apiKey`). Those have a disposable token's form (base64 of
+// {endpoint, api_key}), which the SDK decodes itself; a local server needs
+// the endpoints named, in plaintext.
+function localCredentials(host, port, apiKey) {
+  if (apiKey === undefined) return CredentialProvider.forMomentoLocal({hostname: host, port: Number(port)});
+  const endpoint = `${host}:${port}`;
+  return CredentialProvider.fromDisposableToken({
+    apiKey,
+    endpointOverrides: {
+      cacheEndpoint: endpoint, controlEndpoint: endpoint, tokenEndpoint: endpoint,
+      secureConnection: false,
+    },
+  });
+}
+
+function localClient(host, port, apiKey) {
   return CacheClient.create({
     configuration: Configurations.Laptop.v1(),
-    credentialProvider: CredentialProvider.forMomentoLocal({hostname: host, port: Number(port)}),
+    credentialProvider: localCredentials(host, port, apiKey),
     defaultTtlSeconds: 60,
+  });
+}
+
+function localAuthClient(host, port, apiKey) {
+  return new AuthClient({
+    configuration: AuthClientConfigurations.Default.latest(),
+    credentialProvider: localCredentials(host, port, apiKey),
   });
 }
 
@@ -31,7 +63,7 @@ function localClient(host, port) {
 function localTopicClient(host, port) {
   return new TopicClient({
     configuration: TopicConfigurations.Default.latest(),
-    credentialProvider: CredentialProvider.forMomentoLocal({hostname: host, port: Number(port)}),
+    credentialProvider: localCredentials(host, port),
   });
 }
 
@@ -73,4 +105,6 @@ function run(main) {
     });
 }
 
-module.exports = {check, describe, earlyLosses, localClient, localTopicClient, run, sleep, waitFor};
+module.exports = {
+  check, describe, earlyLosses, isError, localAuthClient, localClient, localTopicClient, run, sleep, waitFor,
+};

@@ -47,12 +47,7 @@ node "$here/tokens.js" "$host" "$port" || status=1
 echo "# API keys: the Node SDK's AuthClient generates and refreshes, a CacheClient uses each key"
 node "$here/api_keys.js" "$host" "$port" || status=1
 # The same server state through both clients: each reads what the other wrote.
-echo "# cross-check: libmomento writes, the Node SDK reads"
-"$crosscheck_bin" write "$endpoint" || status=1
-node "$here/cross.js" verify-c "$host" "$port" || status=1
-echo "# cross-check: the Node SDK writes, libmomento reads"
-node "$here/cross.js" write "$host" "$port" || status=1
-"$crosscheck_bin" read "$endpoint" || status=1
+both_ways cross-check "$crosscheck_bin" "$here/cross.js" || status=1
 echo "# cross-check topics: the Node SDK publishes, a libmomento subscriber checks"
 topics_cross c_subscribes node_publishes || status=1
 echo "# cross-check topics: libmomento publishes, a Node SDK subscriber checks"

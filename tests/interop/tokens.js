@@ -4,45 +4,19 @@
 // the rest; an expired token gets AUTHENTICATION_ERROR, a request the
 // service refuses INVALID_ARGUMENT_ERROR.
 'use strict';
-const {
-  AllCaches, AuthClient, AuthClientConfigurations, CacheClient, CacheRole, Configurations,
-  CredentialProvider, DisposableTokenScopes, ExpiresIn, MomentoErrorCode,
-} = require('@gomomento/sdk');
-const {check, describe, localClient, run, sleep} = require('./harness');
+const {AllCaches, CacheRole, DisposableTokenScopes, ExpiresIn, MomentoErrorCode} = require('@gomomento/sdk');
+const {check, describe, isError, localAuthClient, localClient, run, sleep} = require('./harness');
 
 const [host, port] = process.argv.slice(2);
 const endpoint = `${host}:${port}`;
 const cacheName = 'tokens-interop';
-
-// A CacheClient from a token the AuthClient returned: the SDK decodes the
-// token itself; a local server needs the endpoints named, in plaintext.
-async function clientFor(authToken) {
-  return CacheClient.create({
-    configuration: Configurations.Laptop.v1(),
-    credentialProvider: CredentialProvider.fromDisposableToken({
-      apiKey: authToken,
-      endpointOverrides: {
-        cacheEndpoint: endpoint, controlEndpoint: endpoint, tokenEndpoint: endpoint,
-        secureConnection: false,
-      },
-    }),
-    defaultTtlSeconds: 60,
-  });
-}
-
-function denied(resp, code) {
-  return resp.type === 'Error' && resp.errorCode() === code;
-}
 
 run(async () => {
   const admin = await localClient(host, port);
   await admin.createCache(cacheName);
   await admin.set(cacheName, 'pet-cat', 'meow');
   await admin.set(cacheName, 'cow', 'moo');
-  const auth = new AuthClient({
-    configuration: AuthClientConfigurations.Default.latest(),
-    credentialProvider: CredentialProvider.forMomentoLocal({hostname: host, port: Number(port)}),
-  });
+  const auth = localAuthClient(host, port);
 
   const prefix = await auth.generateDisposableToken(
     DisposableTokenScopes.cacheKeyPrefixReadOnly(cacheName, 'pet'), ExpiresIn.seconds(60),
@@ -52,18 +26,18 @@ run(async () => {
   check('the token names the server it works against', prefix.endpoint === endpoint, prefix.endpoint);
   check('expiresAt is about a minute away',
     Math.abs(prefix.expiresAt.epoch() - (Date.now() / 1000 + 60)) < 5);
-  const reader = await clientFor(prefix.authToken);
+  const reader = await localClient(host, port, prefix.authToken);
   const hit = await reader.get(cacheName, 'pet-cat');
   check('read-only prefix token reads a key under its prefix',
     hit.type === 'Hit' && hit.valueString() === 'meow', describe(hit));
   const cow = await reader.get(cacheName, 'cow');
   check('... and is refused another key',
-    denied(cow, MomentoErrorCode.PERMISSION_ERROR) && cow.message().includes('Insufficient permissions'),
+    isError(cow, MomentoErrorCode.PERMISSION_ERROR) && cow.message().includes('Insufficient permissions'),
     describe(cow));
   const write = await reader.set(cacheName, 'pet-dog', 'woof');
-  check('... and is refused a write', denied(write, MomentoErrorCode.PERMISSION_ERROR), describe(write));
+  check('... and is refused a write', isError(write, MomentoErrorCode.PERMISSION_ERROR), describe(write));
   const control = await reader.createCache('another');
-  check('... and is refused the control plane', denied(control, MomentoErrorCode.PERMISSION_ERROR),
+  check('... and is refused the control plane', isError(control, MomentoErrorCode.PERMISSION_ERROR),
     describe(control));
 
   const keyToken = await auth.generateDisposableToken(
@@ -71,13 +45,13 @@ run(async () => {
     ExpiresIn.seconds(60));
   check('a write-only key token is issued', keyToken.type === 'Success', describe(keyToken));
   if (keyToken.type === 'Success') {
-    const writer = await clientFor(keyToken.authToken);
+    const writer = await localClient(host, port, keyToken.authToken);
     const set = await writer.set(cacheName, 'cow', 'moo2');
     check('write-only key token writes its key', set.type === 'Success', describe(set));
     const get = await writer.get(cacheName, 'cow');
-    check('... but may not read it', denied(get, MomentoErrorCode.PERMISSION_ERROR), describe(get));
+    check('... but may not read it', isError(get, MomentoErrorCode.PERMISSION_ERROR), describe(get));
     const other = await writer.set(cacheName, 'pig', 'oink');
-    check('... nor write another key', denied(other, MomentoErrorCode.PERMISSION_ERROR), describe(other));
+    check('... nor write another key', isError(other, MomentoErrorCode.PERMISSION_ERROR), describe(other));
     writer.close();
   }
 
@@ -90,19 +64,19 @@ run(async () => {
     check('... valid for 30 days', lives > 30 * 86400 - 60 && lives <= 30 * 86400 + 1, String(lives));
   }
   const empty = await auth.generateDisposableToken({permissions: []}, ExpiresIn.seconds(60));
-  check('an empty scope is INVALID_ARGUMENT', denied(empty, MomentoErrorCode.INVALID_ARGUMENT_ERROR),
+  check('an empty scope is INVALID_ARGUMENT', isError(empty, MomentoErrorCode.INVALID_ARGUMENT_ERROR),
     describe(empty));
 
   const short = await auth.generateDisposableToken(
     DisposableTokenScopes.cacheKeyReadWrite(cacheName, 'pet-cat'), ExpiresIn.seconds(1));
   check('a one-second token is issued', short.type === 'Success', describe(short));
   if (short.type === 'Success') {
-    const brief = await clientFor(short.authToken);
+    const brief = await localClient(host, port, short.authToken);
     // valid_until is a whole second: wait past the next one.
     await sleep(2100);
     const late = await brief.get(cacheName, 'pet-cat');
     check('an expired token is AUTHENTICATION_ERROR',
-      denied(late, MomentoErrorCode.AUTHENTICATION_ERROR), describe(late));
+      isError(late, MomentoErrorCode.AUTHENTICATION_ERROR), describe(late));
     brief.close();
   }
 

@@ -171,12 +171,7 @@ def hello3_auth(port):
     s = socket.create_connection(("127.0.0.1", port), timeout=pt.WATCHDOG)
     try:
         s.sendall(encode(("HELLO", "3", "AUTH", "default", SECRET)) + encode(("PING",)))
-        buf = b""
-        while not buf.endswith((b"+PONG\r\n", b"-NOAUTH Authentication required.\r\n")):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
+        buf = pt.recv_until(s, (b"+PONG\r\n", b"-NOAUTH Authentication required.\r\n"))
         first = buf.split(b"\r\n", 1)[0]
         return (first[:1].decode() if first[:1] != b"-" else first.decode(),
                 buf.rstrip(b"\r\n").rsplit(b"\r\n", 1)[-1].decode())
@@ -186,10 +181,7 @@ def hello3_auth(port):
 
 def redis_py_steps(port, out):
     def attempt(name, fn):
-        try:
-            out.append((name, fn()))
-        except Exception as e:  # the exception is the answer
-            out.append((name, (type(e).__name__, str(e))))
+        pt.attempt(out, name, fn)
 
     kw = dict(host="127.0.0.1", port=port, socket_timeout=pt.WATCHDOG,
               socket_connect_timeout=pt.WATCHDOG)

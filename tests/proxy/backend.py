@@ -135,10 +135,7 @@ def slow_backend(res, proxy_path):
                   refused and held_still and not answered_before,
                   f"refused {refused}, the get answered before SIGTERM {answered_before}, "
                   f"by the refusal {not held_still}")
-        try:
-            reply = c.reply()
-        except Closed:
-            reply = "closed unanswered"
+        reply = c.reply_or("closed unanswered")
         res.check("after SIGTERM the get in flight is answered", reply == ("$", b"v"), repr(reply))
         try:
             c.reply()
@@ -153,10 +150,9 @@ def slow_backend(res, proxy_path):
 
 
 def failing_backend(res, proxy_path):
-    px = pt.start_proxy(proxy_path, memcache=False,
+    with pt.start_proxy(proxy_path, memcache=False,
                         extra=["--header", "return-error=internal",
-                               "--header", "error-rpcs=get get-batch keys-exist"])
-    try:
+                               "--header", "error-rpcs=get get-batch keys-exist"]) as px:
         c = RawConn(px.port)
         got = c.command("SET", "err:k", "v")
         res.check("with gets failing, a set still succeeds", got == ("+", "OK"), repr(got))
@@ -170,14 +166,11 @@ def failing_backend(res, proxy_path):
         res.check("a failed EXISTS is an error", got[0] == "-" and "momento" in got[1], repr(got))
         got = c.command("PING")
         res.check("the connection stays usable after errors", got == ("+", "PONG"), repr(got))
-    finally:
-        px.stop()
     # The same through the memcache port: a one-key get, a multi-get and a
     # binary get each answer the failure with Momento's reason.
-    px = pt.start_proxy(proxy_path, resp=False,
+    with pt.start_proxy(proxy_path, resp=False,
                         extra=["--header", "return-error=internal",
-                               "--header", "error-rpcs=get get-batch get-with-hash"])
-    try:
+                               "--header", "error-rpcs=get get-batch get-with-hash"]) as px:
         m = rawmc.Conn(px.ports["memcache"])
         got = m.text(b"set err:k 0 0 1\r\nv\r\n", "line")[0]
         res.check("memcache: with gets failing, a set is STORED", got == [b"STORED"], repr(got))
@@ -195,8 +188,6 @@ def failing_backend(res, proxy_path):
         got = m.text(b"version\r\n", "line")[0]
         res.check("memcache: the connection stays usable after errors",
                   got[0].startswith(b"VERSION"), repr(got))
-    finally:
-        px.stop()
     # A get past --timeout-ms. What tells a deadline's error from the
     # server's answer is the answer, not its time: momento-local holds the
     # get LATE_MS, inside the proxy's default deadline (5000 ms), and
@@ -206,36 +197,26 @@ def failing_backend(res, proxy_path):
     # still a deadline, and a machine under load makes it late.)
     late = ["--timeout-ms", "300", "--header", f"delay-ms={LATE_MS}",
             "--header", "delay-rpcs=get get-batch"]
-    px = pt.start_proxy(proxy_path, memcache=False, extra=late)
-    try:
+    with pt.start_proxy(proxy_path, memcache=False, extra=late) as px:
         c = RawConn(px.port)
         got = c.command("GET", "late:k")
         res.check("a get past --timeout-ms is a TIMEOUT error, not a miss",
                   got[0] == "-" and "TIMEOUT" in got[1], repr(got))
-    finally:
-        px.stop()
-    px = pt.start_proxy(proxy_path, resp=False, extra=late)
-    try:
+    with pt.start_proxy(proxy_path, resp=False, extra=late) as px:
         m = rawmc.Conn(px.ports["memcache"])
         got = m.text(b"get late:k\r\n", "items")[0]
         res.check("memcache: a get past --timeout-ms is SERVER_ERROR ... TIMEOUT, not a miss",
                   len(got) == 1 and got[0].startswith(b"SERVER_ERROR momento TIMEOUT"), repr(got))
-    finally:
-        px.stop()
 
 
 def limits(res, proxy_path):
-    px = pt.start_proxy(proxy_path, memcache=False,
+    with pt.start_proxy(proxy_path, memcache=False,
                         extra=["--max-connections", "2", "--max-request-bytes", "65536",
-                               "--max-in-flight", "8"])
-    try:
+                               "--max-in-flight", "8"]) as px:
         a, b = RawConn(px.port), RawConn(px.port)
         a.command("PING"), b.command("PING")
         c = RawConn(px.port)
-        try:
-            got = c.reply()
-        except Closed:
-            got = "closed"
+        got = c.reply_or("closed")
         res.check("a connection over --max-connections gets Redis's error",
                   got == ("-", "ERR max number of clients reached"), repr(got))
         res.check("and is closed", c.closed_after()[0] == "closed")
@@ -261,8 +242,6 @@ def limits(res, proxy_path):
         res.check("a value over --max-request-bytes is refused as Redis refuses one",
                   got == ("-", "ERR Protocol error: invalid bulk length"), repr(got))
         res.check("and the connection is closed", a.closed_after()[0] == "closed")
-    finally:
-        px.stop()
 
 
 def slow_reader(res, proxy_path):
@@ -271,8 +250,7 @@ def slow_reader(res, proxy_path):
     stays bounded; then every reply arrives, in order. With --max-in-flight
     16 the proxy may read 16 commands past what the client took, and a few
     reads' worth (64 KiB each, and the buffer's slack) into its buffer."""
-    px = pt.start_proxy(proxy_path, memcache=False, extra=["--max-in-flight", "16"])
-    try:
+    with pt.start_proxy(proxy_path, memcache=False, extra=["--max-in-flight", "16"]) as px:
         c = RawConn(px.port, timeout=60)
         value = b"v" * 65536
         c.command("SET", "wide", value)
@@ -324,15 +302,12 @@ def slow_reader(res, proxy_path):
         else:
             res.ok("every reply arrives once the client reads")
         t.join(timeout=10)
-    finally:
-        px.stop()
 
 
 def union_limit(res, proxy_path):
     # Two sets of 3,000 distinct 1,000-byte members (3 MB each, within
     # Momento's 5 MiB item limit); their union (6 MB) is not.
-    px = pt.start_proxy(proxy_path, memcache=False)
-    try:
+    with pt.start_proxy(proxy_path, memcache=False) as px:
         c = RawConn(px.port, timeout=pt.WATCHDOG)
         for name in ("s1", "s2"):
             for chunk in range(30):
@@ -354,16 +329,13 @@ def union_limit(res, proxy_path):
         got = c.command("ZCARD", "zd")
         res.check("with every member", got == (":", 3000), repr(got))
         c.close()
-    finally:
-        px.stop()
 
 
 def big_replies_before_a_wait(res, proxy_path):
     # Replies over the output limit (4 MiB) ahead of a command that waits
     # for an earlier write of its key: once they are written the waiting
     # command must run (a stale wait once left such a connection unwatched).
-    px = pt.start_proxy(proxy_path, memcache=False)
-    try:
+    with pt.start_proxy(proxy_path, memcache=False) as px:
         c = RawConn(px.port, timeout=pt.WATCHDOG)
         big = "b" * (4 << 20) + "x" * 100000
         c.command("SET", "big", big)
@@ -384,8 +356,6 @@ def big_replies_before_a_wait(res, proxy_path):
                 break
         res.check("a command waiting on its key runs after replies over the output limit", ok, why)
         c.close()
-    finally:
-        px.stop()
 
 
 # Why shared_calls and batch_keys assert no exact batch count: a queued get
@@ -491,19 +461,8 @@ def info_fields(port):
 
 
 def main():
-    args = pt.parse_common_args(sys.argv[1:])
-    pt.require_program(args.proxy, "momento-proxy")
-    res = pt.Results()
-    slow_backend(res, args.proxy)
-    failing_backend(res, args.proxy)
-    limits(res, args.proxy)
-    slow_reader(res, args.proxy)
-    union_limit(res, args.proxy)
-    big_replies_before_a_wait(res, args.proxy)
-    shared_calls(res, args.proxy)
-    batch_keys(res, args.proxy)
-    res.exit()
-
+    pt.run_proxy_checks(slow_backend, failing_backend, limits, slow_reader, union_limit,
+                        big_replies_before_a_wait, shared_calls, batch_keys)
 
 if __name__ == "__main__":
     main()

@@ -20,7 +20,6 @@ import os
 import select
 import socket
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
@@ -55,12 +54,7 @@ def resp_counts(port):
 def mc_counts(port):
     s = socket.create_connection(("127.0.0.1", port), timeout=pt.WATCHDOG)
     s.sendall(b"stats\r\n")
-    data = b""
-    while not data.endswith(b"END\r\n"):
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
+    data = pt.recv_until(s, b"END\r\n")
     s.close()
     f = {}
     for line in data.decode().split("\r\n"):
@@ -69,24 +63,6 @@ def mc_counts(port):
             f[parts[1]] = parts[2]
     cmds = sum(int(f.get(k, 0)) for k in ("cmd_get", "cmd_set", "cmd_touch"))
     return cmds, int(f.get("momento_in_flight", 0))
-
-
-def settled(counts):
-    """Waits until the proxy has no Momento call in flight and its command
-    count stays the same across two readings: it has started all it will
-    start. Returns that count."""
-    last = [None]
-
-    def still():
-        n, in_flight = counts()
-        same = in_flight == 0 and n == last[0]
-        last[0] = n
-        if not same:
-            time.sleep(0.2)
-        return same
-
-    pt.wait_until(still, pt.WATCHDOG, "the proxy to stop starting commands")
-    return last[0]
 
 
 def hog(port, request):
@@ -137,7 +113,7 @@ def check_port(res, px, proto):
         before, _ = counts()
         base = pt.status_kb(px.proc.pid, "VmRSS")
         hogs = [hog(port, request) for _ in range(nhogs)]
-        started = settled(counts) - before
+        started = pt.settled(counts) - before
         held = (pt.status_kb(px.proc.pid, "VmRSS") - base) // 1024
         peak = (pt.status_kb(px.proc.pid, "VmHWM") - base) // 1024
         what = f"{proto}, {nhogs} client(s) pipelining {GETS} gets of 1 MiB, reading nothing"
@@ -236,20 +212,17 @@ def many_keys_in_order(res, proxy_path):
         px.stop()
 
 
-def main():
-    args = pt.parse_common_args(sys.argv[1:])
-    pt.require_program(args.proxy, "momento-proxy")
-    res = pt.Results()
-    px = pt.start_proxy(args.proxy)
+def both_ports(res, proxy_path):
+    px = pt.start_proxy(proxy_path)
     try:
         check_port(res, px, "resp")
         check_port(res, px, "memcache")
     finally:
         px.stop()
-    small_replies(res, args.proxy)
-    many_keys_in_order(res, args.proxy)
-    res.exit()
 
+
+def main():
+    pt.run_proxy_checks(both_ports, small_replies, many_keys_in_order)
 
 if __name__ == "__main__":
     main()

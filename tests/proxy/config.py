@@ -35,7 +35,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
-from rawresp import Closed, RawConn  # noqa: E402
+from rawresp import RawConn  # noqa: E402
 
 pt.require_modules("redis", "pymemcache")
 import redis  # noqa: E402
@@ -200,10 +200,7 @@ def spellings(res, proxy):
         res.check("default_ttl (underscore) is --default-ttl", ttl[0] == ":" and 0 < ttl[1] <= 100,
                   repr(ttl))
         b = RawConn(port)
-        try:
-            got = b.reply()
-        except Closed:
-            got = "closed"
+        got = b.reply_or("closed")
         res.check("max-connections (dash) is --max-connections: a second connection is refused",
                   got == ("-", "ERR max number of clients reached"), repr(got))
     finally:
@@ -352,7 +349,9 @@ def check_refused(res, what, path, want, wrap=()):
               f"exit {p.returncode}; stdout {p.stdout!r}; stderr {err!r}; wanted {want!r}")
 
 
-def refusals(res):
+def refusals(res, proxy):
+    global proxy_path
+    proxy_path = proxy  # for run_refused()
     for what, text, tail in REFUSALS:
         path = write_config(text)
         check_refused(res, what, path, f"momento-proxy: {path}:{tail}")
@@ -452,20 +451,8 @@ def shared_channels(res, proxy):
 
 
 def main():
-    global proxy_path
-    a = pt.parse_common_args(sys.argv[1:])
-    pt.require_program(a.proxy, "momento-proxy")
-    proxy_path = a.proxy
-    res = pt.Results()
-    refusals(res)
-    example(res, a.proxy)
-    override(res, a.proxy)
-    spellings(res, a.proxy)
-    headers(res, a.proxy)
-    requirepass(res, a.proxy)
-    shared_channels(res, a.proxy)
-    res.exit()
-
+    pt.run_proxy_checks(refusals, example, override, spellings, headers, requirepass,
+                        shared_channels)
 
 if __name__ == "__main__":
     main()

@@ -64,6 +64,8 @@ DELAYED_KEYS = "k1 k4"
 # it; it is shorter than proxytest.WATCHDOG so that a lost reply costs a
 # round, not the run's whole budget.
 REPLY_WAIT = 10.0
+# The last reply of a run whose connection stopped answering.
+TIMED_OUT = ("timeout", f"no reply within {REPLY_WAIT} s")
 # How far apart two TTLs read in the two runs may be: the runs are not at
 # the same moment, and the proxy's run may be slowed by DELAY_MS holds and
 # CPU-bound neighbours. Time passing, not a difference of the proxy's.
@@ -451,6 +453,20 @@ def read_messages(sub, n):
     return out
 
 
+def batch_len(cmds, i, mode, rng, reference, unique):
+    """How many memcached commands from cmds[i] go in one write: one
+    against the reference or in seq mode or for a cas whose unique
+    (`unique(cmd)`) comes from an earlier reply; otherwise the rest
+    (pipe, dribble) or 1-8 (chunks), a cas with such a unique ending it."""
+    if reference or mode == "seq" or unique(cmds[i]) is not None:
+        return 1
+    n = len(cmds) - i if mode in ("pipe", "dribble") else rng.randint(1, 8)
+    for j in range(i + 1, min(i + n, len(cmds))):
+        if unique(cmds[j]) is not None:
+            return j - i
+    return n
+
+
 def run_resp(port, cmds, mode, rng, subscribe, reference, px=None):
     """Runs cmds on a fresh connection; returns (replies, probes), with
     ('closed'|'timeout', ...) as the reply where the connection ended and
@@ -465,7 +481,7 @@ def run_resp(port, cmds, mode, rng, subscribe, reference, px=None):
         if subscribe:
             sub = open_subscriber(port)
         replies, probes = [], []
-        try:
+        with pt.ends_recorded(replies, ("closed",), TIMED_OUT):
             if reference or mode == "seq":
                 for cmd in cmds:
                     probes.append(probe_resp(c, cmd) if reference else None)
@@ -490,10 +506,6 @@ def run_resp(port, cmds, mode, rng, subscribe, reference, px=None):
                         c.send(blob[i:i + n])
                         i += n
                     replies = [c.reply() for _ in cmds]
-        except (Closed, BrokenPipeError, ConnectionResetError):
-            replies.append(("closed",))
-        except socket.timeout:
-            replies.append(("timeout", f"no reply within {REPLY_WAIT} s"))
         if sub is not None and len(replies) == len(cmds):
             n = sum(1 for cmd, r in zip(cmds, replies)
                     if cmd[0].upper() == b"PUBLISH" and cmd[1:2] == [b"c1"] and r == (":", 1))
@@ -847,45 +859,64 @@ def send_mc(c, blob, dribble, rng):
         pass
 
 
-def run_text(port, atoms_cmds, mode, rng, reference, px=None):
+def run_mc(port, cmds, mode, rng, reference, px, proto):
+    """A memcached run (proto: TextRun or BinRun) on a fresh connection,
+    the store flushed first: the commands sent in batches (batch_len),
+    each one's reply read and the unique it shows noted, and against the
+    reference each batch's first command probed; returns (replies,
+    probes), a closed or stuck connection the last reply."""
     c = mc.Conn(port, timeout=REPLY_WAIT)
     try:
         if reference:
-            c.send(b"flush_all\r\n")
-            c.line()
+            proto.flush(c)
         else:
             flush_proxy(px)
         uniques, uval, replies, probes = {}, {}, [], []
-        cmds = atoms_cmds
-        try:
+        with pt.ends_recorded(replies, ("closed",), TIMED_OUT):
             i = 0
             while i < len(cmds):
-                if reference or mode == "seq" or cmds[i].get("unique") is not None:
-                    n = 1
-                else:
-                    n = len(cmds) - i if mode in ("pipe", "dribble") else rng.randint(1, 8)
-                    # A cas whose unique comes from an earlier reply ends the batch.
-                    for j in range(i + 1, min(i + n, len(cmds))):
-                        if cmds[j].get("unique") is not None:
-                            n = j - i
-                            break
+                n = batch_len(cmds, i, mode, rng, reference, proto.unique)
                 batch = cmds[i:i + n]
                 if reference:
-                    probes.append(probe_text(c, batch[0], uval))
-                blob = b"".join(text_bytes(x, uniques) + SENTINEL for x in batch)
-                send_mc(c, blob, mode == "dribble" and not reference, rng)
-                for x in batch:
-                    r = read_text_until_version(c)
+                    probes.append(proto.probe(c, batch[0], uval, i))
+                send_mc(c, proto.blob(batch, i, uniques), mode == "dribble" and not reference, rng)
+                for j, x in enumerate(batch):
+                    r = proto.read(c, i + j)
                     replies.append(r)
-                    text_uniques_from(x, r, uniques, uval if reference else None)
+                    proto.note(c, x, r, i + j, uniques, uval if reference else None)
                 i += n
-        except (mc.Closed, BrokenPipeError, ConnectionResetError):
-            replies.append(("closed",))
-        except socket.timeout:
-            replies.append(("timeout", f"no reply within {REPLY_WAIT} s"))
         return replies, probes
     finally:
         c.close()
+
+
+class TextRun:
+    """The text protocol's part of run_mc."""
+
+    @staticmethod
+    def flush(c):
+        c.send(b"flush_all\r\n")
+        c.line()
+
+    @staticmethod
+    def unique(x):
+        return x.get("unique")
+
+    @staticmethod
+    def probe(c, x, uval, i):
+        return probe_text(c, x, uval)
+
+    @staticmethod
+    def blob(batch, i, uniques):
+        return b"".join(text_bytes(x, uniques) + SENTINEL for x in batch)
+
+    @staticmethod
+    def read(c, k):
+        return read_text_until_version(c)
+
+    @staticmethod
+    def note(c, x, r, k, uniques, uval):
+        text_uniques_from(x, r, uniques, uval)
 
 
 def norm_text(lines):
@@ -1023,60 +1054,51 @@ def probe_bin(c, d, uval, i):
     return now == uval.get(d["key"])
 
 
-def run_bin(port, cmds, mode, rng, reference, px=None):
-    c = mc.Conn(port, timeout=REPLY_WAIT)
-    try:
-        if reference:
-            c.send(mc.bin_request(BOP["flush"], opaque=1))
-            c.bin_response()
+class BinRun:
+    """The binary protocol's part of run_mc."""
+
+    @staticmethod
+    def flush(c):
+        c.send(mc.bin_request(BOP["flush"], opaque=1))
+        c.bin_response()
+
+    @staticmethod
+    def unique(d):
+        return d["unique"]
+
+    @staticmethod
+    def probe(c, d, uval, i):
+        return probe_bin(c, d, uval, i)
+
+    @staticmethod
+    def blob(batch, i, uniques):
+        return b"".join(bin_bytes(d, i + j, uniques)
+                        + mc.bin_request(BOP["noop"], opaque=SENTINEL_OPAQUE + i + j)
+                        for j, d in enumerate(batch))
+
+    @staticmethod
+    def read(c, k):
+        return read_bin_until_sentinel(c, k)
+
+    @staticmethod
+    def note(c, d, r, k, uniques, uval):
+        before = dict(uniques)
+        bin_uniques_from(d, r, uniques)
+        if uval is None or not d["key"] or uniques.get(d["key"]) == before.get(d["key"]):
+            return
+        got_value = [(x["status"], x["extras"], x["value"]) for x in r
+                     if x["status"] == 0 and x["cas"] and x["op"] in BIN_READS]
+        if got_value:
+            # A read's unique: the value it came with, from the answer
+            # itself (a gat with an exptime already past has removed the
+            # item by now), for R_CAS.
+            uval[d["key"]] = got_value[-1:]
         else:
-            flush_proxy(px)
-        uniques, uval, replies, probes = {}, {}, [], []
-        try:
-            i = 0
-            while i < len(cmds):
-                if reference or mode == "seq" or cmds[i]["unique"] is not None:
-                    n = 1
-                else:
-                    n = len(cmds) - i if mode in ("pipe", "dribble") else rng.randint(1, 8)
-                    for j in range(i + 1, min(i + n, len(cmds))):
-                        if cmds[j]["unique"] is not None:
-                            n = j - i
-                            break
-                batch = cmds[i:i + n]
-                if reference:
-                    probes.append(probe_bin(c, batch[0], uval, i))
-                blob = b"".join(bin_bytes(d, i + j, uniques)
-                                + mc.bin_request(BOP["noop"], opaque=SENTINEL_OPAQUE + i + j)
-                                for j, d in enumerate(batch))
-                send_mc(c, blob, mode == "dribble" and not reference, rng)
-                for j, d in enumerate(batch):
-                    r = read_bin_until_sentinel(c, i + j)
-                    replies.append(r)
-                    before = dict(uniques)
-                    bin_uniques_from(d, r, uniques)
-                    got_value = [(x["status"], x["extras"], x["value"]) for x in r
-                                 if x["status"] == 0 and x["cas"] and x["op"] in BIN_READS]
-                    if reference and d["key"] and uniques.get(d["key"]) != before.get(d["key"]) \
-                            and got_value:
-                        # A read's unique: the value it came with, from the
-                        # answer itself (a gat with an exptime already past
-                        # has removed the item by now), for R_CAS.
-                        uval[d["key"]] = got_value[-1:]
-                    elif reference and d["key"] and uniques.get(d["key"]) != before.get(d["key"]):
-                        # A store's unique: the value it goes with, read.
-                        c.send(mc.bin_request(BOP["get"], d["key"], opaque=0xabc)
-                               + mc.bin_request(BOP["noop"], opaque=SENTINEL_OPAQUE + i + j))
-                        uval[d["key"]] = [(x["status"], x["extras"], x["value"])
-                                          for x in read_bin_until_sentinel(c, i + j)]
-                i += n
-        except (mc.Closed, BrokenPipeError, ConnectionResetError):
-            replies.append(("closed",))
-        except socket.timeout:
-            replies.append(("timeout", f"no reply within {REPLY_WAIT} s"))
-        return replies, probes
-    finally:
-        c.close()
+            # A store's unique: the value it goes with, read.
+            c.send(mc.bin_request(BOP["get"], d["key"], opaque=0xabc)
+                   + mc.bin_request(BOP["noop"], opaque=SENTINEL_OPAQUE + k))
+            uval[d["key"]] = [(x["status"], x["extras"], x["value"])
+                              for x in read_bin_until_sentinel(c, k)]
 
 
 def norm_bin(reply):
@@ -1116,6 +1138,7 @@ MODES = ["seq", "pipe", "chunks", "dribble"]
 
 
 class Proto:
+    # run: run_resp for RESP; for memcached, run_mc's TextRun or BinRun.
     def __init__(self, name, seq, run, compare, show, norm):
         self.name, self.seq, self.run, self.compare, self.show, self.norm = \
             name, seq, run, compare, show, norm
@@ -1186,12 +1209,9 @@ def run_round(P, servers, atoms, params):
     if P.name == "resp":
         ref, probes = run_resp(ref_srv.port, cmds, mode, rng_ref, subscribe, True)
         got, _ = run_resp(px.ports["resp"], cmds, mode, rng_px, subscribe, False, px)
-    elif P.name == "text":
-        ref, probes = run_text(ref_srv.port, cmds, mode, rng_ref, True)
-        got, _ = run_text(px.ports["memcache"], cmds, mode, rng_px, False, px)
-    else:
-        ref, probes = run_bin(ref_srv.port, cmds, mode, rng_ref, True)
-        got, _ = run_bin(px.ports["memcache"], cmds, mode, rng_px, False, px)
+    else:  # P.run: TextRun or BinRun
+        ref, probes = run_mc(ref_srv.port, cmds, mode, rng_ref, True, None, P.run)
+        got, _ = run_mc(px.ports["memcache"], cmds, mode, rng_px, False, px, P.run)
     rules = []
     for i in range(max(len(ref), len(got))):
         a = ref[i] if i < len(ref) else ("no reply", "the run ended before")
@@ -1226,10 +1246,8 @@ def reference_steady(P, servers, d, tries=2):
         ref_srv = servers["reference"]
         if P.name == "resp":
             ref, _ = run_resp(ref_srv.port, cmds, mode, rng, subscribe, True)
-        elif P.name == "text":
-            ref, _ = run_text(ref_srv.port, cmds, mode, rng, True)
         else:
-            ref, _ = run_bin(ref_srv.port, cmds, mode, rng, True)
+            ref, _ = run_mc(ref_srv.port, cmds, mode, rng, True, None, P.run)
         if d.idx >= len(ref) or ref[d.idx] != d.ref:
             return False
     return True
@@ -1348,8 +1366,8 @@ def report(P, d, seed, rnd):
 
 PROTOS = {
     "resp": Proto("resp", resp_sequence, run_resp, compare_resp, show_resp, lambda a: a),
-    "text": Proto("text", text_sequence, run_text, compare_text, show_text, norm_text),
-    "binary": Proto("binary", bin_sequence, run_bin, compare_bin, show_bin, norm_bin),
+    "text": Proto("text", text_sequence, TextRun, compare_text, show_text, norm_text),
+    "binary": Proto("binary", bin_sequence, BinRun, compare_bin, show_bin, norm_bin),
 }
 
 

@@ -18,11 +18,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
 import rawmc as mc  # noqa: E402
-from rawresp import RawConn, Closed, encode  # noqa: E402
+from rawresp import RawConn, encode  # noqa: E402
 
 # Every case ends with an answer or a close (checked against the real
 # servers below), so this read timeout is only a watchdog.
 READ_TIMEOUT = pt.WATCHDOG
+NOTHING_MORE = f"nothing more within {READ_TIMEOUT} s"
 
 RESP_CASES = [
     ("bad multibulk length *abc", b"*abc\r\n"),
@@ -87,79 +88,59 @@ MC_BIN_CASES = [
 ]
 
 
-def resp_case(port, data, answer_first=False):
-    c = RawConn(port, timeout=READ_TIMEOUT)
+def case(c, data, first, probe, read):
+    """What a case gets on the fresh connection c: `data` sent, one reply
+    read by first(c) when the case has one answered before the probe,
+    then `probe` sent and up to 8 replies read by read(c), which gives
+    (what to record, whether it is the probe's answer); the connection's
+    end (closed, nothing more) recorded as the last answer."""
     out = []
     try:
-        c.send(data)
-        if answer_first:
-            out.append(c.reply())
-        c.send(encode(["PING"]))
-        for _ in range(8):
-            r = c.reply()
-            out.append(r)
-            if r == ("+", "PONG"):
-                break
-    except Closed:
-        out.append("closed")
-    except socket.timeout:
-        out.append(f"nothing more within {READ_TIMEOUT} s")
-    except (BrokenPipeError, ConnectionResetError):
-        out.append("closed")
-    except ValueError as e:
+        with pt.ends_recorded(out, "closed", NOTHING_MORE):
+            c.send(data)
+            if first:
+                out.append(first(c))
+            c.send(probe)
+            for _ in range(8):
+                answer, probed = read(c)
+                out.append(answer)
+                if probed:
+                    break
+    except ValueError as e:  # rawresp's: a reply that is not RESP
         out.append(("not RESP", str(e)))
     finally:
         c.close()
     return out
 
 
+def resp_case(port, data, answer_first=False):
+    def read(c):
+        r = c.reply()
+        return r, r == ("+", "PONG")
+
+    return case(RawConn(port, timeout=READ_TIMEOUT), data,
+                RawConn.reply if answer_first else None, encode(["PING"]), read)
+
+
 def mc_text_case(port, data, answer_first=False):
-    c = mc.Conn(port, timeout=READ_TIMEOUT)
-    out = []
-    try:
-        c.send(data)
-        if answer_first:
-            out.append(c.line())
-        # Twice: memcached swallows the rest of a line it refused, up to a
-        # newline, which can be the first probe's.
-        c.send(b"version\r\nversion\r\n")
-        for _ in range(8):
-            ln = c.line()
-            if ln.startswith(b"VERSION "):
-                out.append(b"VERSION <version>")
-                break
-            out.append(ln)
-    except mc.Closed:
-        out.append("closed")
-    except socket.timeout:
-        out.append(f"nothing more within {READ_TIMEOUT} s")
-    except (BrokenPipeError, ConnectionResetError):
-        out.append("closed")
-    finally:
-        c.close()
-    return out
+    def read(c):
+        ln = c.line()
+        return (b"VERSION <version>", True) if ln.startswith(b"VERSION ") else (ln, False)
+
+    # The probe twice: memcached swallows the rest of a line it refused,
+    # up to a newline, which can be the first probe's.
+    return case(mc.Conn(port, timeout=READ_TIMEOUT), data,
+                mc.Conn.line if answer_first else None, b"version\r\nversion\r\n", read)
 
 
 def mc_bin_case(port, data):
-    c = mc.Conn(port, timeout=READ_TIMEOUT)
-    out = []
-    try:
-        c.send(data)
-        c.send(mc.bin_request(mc.NOOP, opaque=0xabcd))
-        for _ in range(8):
-            r = c.bin_response()
-            out.append((hex(r["magic"]), hex(r["op"]), r["status"], r["value"], r["opaque"]))
-            if r["op"] == mc.NOOP and r["opaque"] == 0xabcd:
-                break
-    except mc.Closed:
-        out.append("closed")
-    except socket.timeout:
-        out.append(f"nothing more within {READ_TIMEOUT} s")
-    except (BrokenPipeError, ConnectionResetError):
-        out.append("closed")
-    finally:
-        c.close()
-    return out
+    def read(c):
+        r = c.bin_response()
+        return ((hex(r["magic"]), hex(r["op"]), r["status"], r["value"], r["opaque"]),
+                r["op"] == mc.NOOP and r["opaque"] == 0xabcd)
+
+    return case(mc.Conn(port, timeout=READ_TIMEOUT), data, None,
+                mc.bin_request(mc.NOOP, opaque=0xabcd), read)
 
 
 def run(resp_port, mc_port):
@@ -189,24 +170,20 @@ def replies_before_a_close(port, pipeline, bad):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.settimeout(READ_TIMEOUT)
     s.connect(("127.0.0.1", port))
-    data, end = b"", "EOF"
+    data, end = bytearray(), "EOF"
     try:
         s.sendall(pipeline + bad)
-        data = s.recv(1)
+        data += s.recv(1)
         try:
             s.sendall(b"\0" * 4096)
         except OSError:
             pass  # already closed: the read below tells what arrived
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        pt.recv_until(s, buf=data)
     except ConnectionResetError:
         end = "reset"
     finally:
         s.close()
-    return data, end
+    return bytes(data), end
 
 
 def closing_cases(res, px):
@@ -236,12 +213,7 @@ def closing_cases(res, px):
     before = clients()
     s = socket.create_connection(("127.0.0.1", px.ports["resp"]), timeout=READ_TIMEOUT)
     s.sendall(b"PING\r\n*abc\r\n")
-    got = b""
-    while not got.endswith(b"length\r\n"):
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        got += chunk
+    pt.recv_until(s, b"length\r\n")  # up to the protocol error
     s.sendall(b"PING\r\n")  # after the error: read and dropped
     held = clients()
     try:
@@ -257,16 +229,8 @@ def closing_cases(res, px):
 
 def main():
     a = pt.parse_common_args(sys.argv[1:])
-    pt.require_program(a.redis_server, "redis-server")
-    pt.require_program(a.memcached, "memcached")
     res = pt.Results()
-    red = pt.start_redis(a.redis_server)
-    mcd = pt.start_memcached(a.memcached)
-    try:
-        ref = run(red.port, mcd.port)
-    finally:
-        red.stop()
-        mcd.stop()
+    ref = pt.run_on_redis_and_memcached(a, run)
     # Each case must end, against the real servers, with the probe's answer
     # or the connection closed: a case that leaves them waiting would only
     # measure this test's timeout.
@@ -275,10 +239,7 @@ def main():
         ended = last in ("closed", ("+", "PONG"), b"VERSION <version>") or (
             isinstance(last, tuple) and len(last) == 5 and last[4] == 0xabcd)
         res.check(f"reference: {name} ends", ended, f"answer {str(ans)[:200]}")
-    if a.target == "reference":
-        for name, ans in ref:
-            print(f"{name} -> {str(ans)[:300]}")
-        res.exit()
+    pt.end_if_reference(a, res, ref)
     pt.require_program(a.proxy, "momento-proxy")
     px = pt.start_proxy(a.proxy)
     try:

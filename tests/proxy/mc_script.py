@@ -45,16 +45,6 @@ TOUCH, GAT, GATQ, GATK = 0x1c, 0x1d, 0x1e, 0x23
 APPEND, PREPEND = 0x0e, 0x0f
 
 
-class Sub(list):
-    """What a flow returns to be compared as steps of their own, one per
-    (sub-name, answer). A flow makes it with ctx.sub(), so that when the
-    flow fails half-way the sub-steps it reached are kept, the failure
-    added after them."""
-
-    def add(self, name, answer):
-        self.append((name, answer))
-
-
 class Step:
     def __init__(self, kind, name, payload):
         self.kind, self.name, self.payload = kind, name, payload
@@ -758,83 +748,54 @@ EXPECT = {
 }
 
 
-class Ctx:
+class Ctx(pt.StepCtx):
     def __init__(self, port, tools):
         self.port = port
         self.tools = tools
         self.text = mc.Conn(port)
         self.binary = mc.Conn(port)
-        self.current = None
         self.ns = {"c": Client(("127.0.0.1", port), default_noreply=False,
                                timeout=pt.WATCHDOG, connect_timeout=pt.WATCHDOG)}
 
 
-def _sub(self):
-    self.current = Sub()
-    return self.current
+def answer(ctx, st):
+    if st.kind == "text":
+        data, kinds = st.payload
+        return norm_text(ctx.text.text(data, *kinds))
+    if st.kind == "text-fresh":
+        data, kinds = st.payload
+        own = mc.Conn(ctx.port)
+        try:
+            return norm_text(own.text(data, *kinds))
+        finally:
+            own.close()
+    if st.kind == "bin":
+        data, n = st.payload
+        ctx.binary.send(data)
+        ans = [norm_bin(ctx.binary.bin_response()) for _ in range(n)]
+        return ans[0] if n == 1 else ans
+    if st.kind == "py":
+        try:
+            return eval(st.payload, ctx.ns)
+        except pymemcache.exceptions.MemcacheError as e:
+            return (type(e).__name__, str(e))
+    return st.payload(ctx)
 
 
-Ctx.sub = _sub
+def lost(ctx, e):
+    # Fresh connections for the steps that follow.
+    for attr in ("text", "binary"):
+        try:
+            getattr(ctx, attr).close()
+            setattr(ctx, attr, mc.Conn(ctx.port))
+        except OSError:
+            pass
+    return ("connection", type(e).__name__)
 
 
 def run_script(port, label, tools):
-    ctx = Ctx(port, tools)
-    out = []
-    stuck = 0
-    t0 = time.monotonic()
-    for st in STEPS:
-        ctx.current = None
-        if stuck >= 4:
-            out.append((st.name, ("not run", "4 steps timed out before")))
-            continue
-        try:
-            if st.kind == "text":
-                data, kinds = st.payload
-                ans = norm_text(ctx.text.text(data, *kinds))
-            elif st.kind == "text-fresh":
-                data, kinds = st.payload
-                own = mc.Conn(port)
-                try:
-                    ans = norm_text(own.text(data, *kinds))
-                finally:
-                    own.close()
-            elif st.kind == "bin":
-                data, n = st.payload
-                ctx.binary.send(data)
-                ans = [norm_bin(ctx.binary.bin_response()) for _ in range(n)]
-                ans = ans[0] if n == 1 else ans
-            elif st.kind == "py":
-                try:
-                    ans = eval(st.payload, ctx.ns)
-                except pymemcache.exceptions.MemcacheError as e:
-                    ans = (type(e).__name__, str(e))
-            else:
-                ans = st.payload(ctx)
-                if isinstance(ans, Sub):
-                    out.extend((f"{st.name} / {n}", a) for n, a in ans)
-                    continue
-        except (mc.Closed, socket.timeout, ConnectionError) as e:
-            if isinstance(e, socket.timeout):
-                stuck += 1
-            ans = ("connection", type(e).__name__)
-            # Fresh connections for the steps that follow.
-            for attr in ("text", "binary"):
-                try:
-                    getattr(ctx, attr).close()
-                    setattr(ctx, attr, mc.Conn(port))
-                except OSError:
-                    pass
-        except Exception as e:
-            ans = ("exception", type(e).__name__, str(e))
-        if ctx.current is not None and not (ans is ctx.current):
-            # A flow that failed half-way: the sub-steps it reached, then
-            # the failure as one more.
-            out.extend((f"{st.name} / {n}", a) for n, a in ctx.current)
-            out.append((f"{st.name} / (failed here)", ans))
-            continue
-        out.append((st.name, ans))
-    print(f"# {label}: {len(out)} steps in {time.monotonic() - t0:.2f} s")
-    return out
+    return pt.run_steps(label, STEPS, Ctx(port, tools), answer,
+                        (mc.Closed, socket.timeout, ConnectionError), socket.timeout, lost)
 
 
 # --- the proxy alone: binary gets share calls ---------------------------------------
@@ -919,12 +880,11 @@ def main():
         ref_srv.stop()
     pt.check_ref_expects(res, ref, EXPECT, "memcached")
     if a.target == "reference":
-        for name, ans in ref:
-            print(f"{name} -> {ans!r}"[:600])
-        res.check("memcached answered every step", all(
-            not (isinstance(x, tuple) and x and x[0] in ("connection", "exception", "not run"))
-            for _, x in ref), "see the steps above")
-        res.exit()
+        # Only here, as before: two text steps end in a closed connection
+        # on purpose (their names say so), which this check counts, so
+        # the full run compares those with the proxy's instead.
+        pt.check_every_step_answered(res, ref, "memcached")
+    pt.end_if_reference(a, res, ref, width=600)
     pt.require_program(a.proxy, "momento-proxy")
     px = pt.start_proxy(a.proxy, resp=False, default_ttl=DEFAULT_TTL)
     try:

@@ -37,7 +37,7 @@ import threading
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
 import rawmc  # noqa: E402
-from rawresp import Closed, RawConn, encode  # noqa: E402
+from rawresp import RawConn, encode  # noqa: E402
 
 # momento-local holds calls naming this key this long: the latency checks'
 # lower bound (nothing waits for it but the GETs themselves).
@@ -88,15 +88,12 @@ def http(port, request, send_thread=False):
         sender.start()
     else:
         s.sendall(request)
-    raw = b""
+    got = bytearray()
     try:
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            raw += chunk
+        pt.recv_until(s, buf=got)
     except ConnectionResetError:
         pass
+    raw = bytes(got)
     if sender:
         sender.join(pt.WATCHDOG)
     s.close()
@@ -207,10 +204,7 @@ def connections(res, px, promtool):
     for c in conns[3:]:
         c.text(b"version\r\n", "line")
     sixth = RawConn(px.ports["resp"])
-    try:
-        refused = sixth.reply()
-    except Closed:
-        refused = None
+    refused = sixth.reply_or(None)
     text = scrape(mp)
     promtool_check(res, promtool, text, "the first scrape")
     s = samples(text)

@@ -32,9 +32,8 @@ EXPECT says what it answers and why.
               MULTI with --max-request-bytes 64 MiB: the 100,001st is
               refused (the count bound).
 
-Usage: multi.py [--target reference|proxy|both] --redis-server PATH
-                --proxy PATH
-Exits 77 when redis-server or redis-py is missing."""
+Usage: multi.py [--target reference|proxy|both] --redis-server PATH --proxy PATH;
+exits 77 without redis-server or redis-py."""
 import os
 import sys
 
@@ -116,10 +115,7 @@ def order_steps(port, out):
 
 def redis_py_steps(port, out):
     def attempt(name, fn):
-        try:
-            out.append((name, fn()))
-        except Exception as e:  # the exception is the answer
-            out.append((name, (type(e).__name__, str(e))))
+        pt.attempt(out, name, fn)
 
     r = redis.Redis(host="127.0.0.1", port=port, socket_timeout=pt.WATCHDOG,
                     socket_connect_timeout=pt.WATCHDOG)
@@ -253,36 +249,10 @@ def bound_steps(res, proxy):
 
 def main():
     a = pt.parse_common_args(sys.argv[1:])
-    res = pt.Results()
-    pt.require_program(a.redis_server, "redis-server")
-    red = pt.start_redis(a.redis_server)
-    try:
-        ref = run(red.port, "redis-server")
-    finally:
-        red.stop()
-    pt.check_ref_expects(res, ref, EXPECT, "redis-server")
-    if a.target == "reference":
-        for name, ans in ref:
-            print(f"{name} -> {str(ans)[:300]}")
-        res.exit()
-    pt.require_program(a.proxy, "momento-proxy")
-    for extra, label in (([], "momento-proxy"),
-                         (["--max-in-flight", "2"], "momento-proxy --max-in-flight 2")):
-        px = pt.start_proxy(a.proxy, memcache=False, extra=extra)
-        try:
-            got = run(px.ports["resp"], label)
-        finally:
-            status = px.stop()
-        # The second run's checks are named after it.
-        tag = "" if not extra else f"[{label}] "
-        pt.compare_records(res, "redis-server", [(tag + n, x) for n, x in ref],
-                           [(tag + n, x) for n, x in got],
-                           {tag + n: e for n, e in EXPECT.items()})
-        res.check(f"{label} exits 0 on SIGTERM", status == 0,
-                  f"exit status {status}; stderr:\n{px.log_tail()}")
-    bound_steps(res, a.proxy)
-    res.exit()
-
+    pt.run_against_redis(a, pt.Results(), run, EXPECT, 3600,
+                         proxies=(([], "momento-proxy"),
+                                  (["--max-in-flight", "2"], "momento-proxy --max-in-flight 2")),
+                         after=lambda res: bound_steps(res, a.proxy))
 
 if __name__ == "__main__":
     main()

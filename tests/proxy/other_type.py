@@ -374,28 +374,15 @@ def compare(res, label, ref, got):
 
 def main():
     a = pt.parse_common_args(sys.argv[1:])
-    pt.require_program(a.redis_server, "redis-server")
-    pt.require_program(a.memcached, "memcached")
     res = pt.Results()
-    red = pt.start_redis(a.redis_server)
-    try:
-        ref_resp = run_resp(red.port)
-    finally:
-        red.stop()
-    mcd = pt.start_memcached(a.memcached)
-    try:
-        ref_mc = run_mc(mcd.port, None)
-    finally:
-        mcd.stop()
+    ref_resp, ref_mc = pt.run_on_redis_and_memcached(
+        a, lambda rp, mp: (run_resp(rp), run_mc(mp, None)))
     # The isolation checks carry their own model: it must hold against the
     # real servers, or the model is wrong.
     for name, rec in ref_resp + ref_mc:
         if name.startswith("isolation"):
             res.check(f"reference: {name}", isinstance(rec, dict) and isolation_ok(rec), repr(rec))
-    if a.target == "reference":
-        for name, ans in ref_resp + ref_mc:
-            print(f"{name} -> {ans!r}")
-        res.exit()
+    pt.end_if_reference(a, res, ref_resp + ref_mc, width=None)
     pt.require_program(a.proxy, "momento-proxy")
     for label, extra, batching in MODES:
         px = pt.start_proxy(a.proxy, extra=extra)

@@ -119,13 +119,7 @@ def main():
 
 def _ping(sock):
     sock.sendall(encode(["PING"]))
-    got = b""
-    while not got.endswith(b"\r\n"):
-        chunk = sock.recv(100)
-        if not chunk:
-            return False
-        got += chunk
-    return got == b"+PONG\r\n"
+    return pt.recv_until(sock, b"\r\n", size=100) == b"+PONG\r\n"
 
 
 if __name__ == "__main__":

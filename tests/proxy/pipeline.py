@@ -98,63 +98,83 @@ def mixed_pipeline(port):
     return out
 
 
-def thread_worker(port, n, errors, done):
-    """200 commands in pipelines of 10 on the thread's own keys; each
-    reply checked against what the thread wrote."""
-    try:
-        r = client(port)
-        model, counter = {}, 0
-        for batch in range(20):
-            p = r.pipeline(transaction=False)
-            want = []
-            for j in range(10):
-                i = batch * 10 + j
-                k = f"th{n}:k{i % 7}"
-                op = i % 5
-                if op == 0:
-                    p.set(k, f"{n}-{i}")
-                    model[k] = f"{n}-{i}".encode()
-                    want.append(True)
-                elif op == 1:
-                    p.get(k)
-                    want.append(model.get(k))
-                elif op == 2:
-                    p.incr(f"th{n}:c")
-                    counter += 1
-                    want.append(counter)
-                elif op == 3:
-                    keys = [f"th{n}:k{x}" for x in (0, 3, 6)]
-                    p.mget(keys)
-                    want.append([model.get(x) for x in keys])
-                else:
-                    p.delete(k)
-                    want.append(1 if k in model else 0)
-                    model.pop(k, None)
-            got = p.execute(raise_on_error=False)
-            for w, g in zip(want, got):
-                if w != g:
-                    errors.append(f"thread {n} batch {batch}: wanted {w!r}, got {g!r}")
-                    return
-            if len(got) != len(want):
-                errors.append(f"thread {n}: {len(got)} replies for {len(want)} commands")
-                return
-        r.close()
-        done.append(n)
-    except Exception as e:
-        errors.append(f"thread {n}: {type(e).__name__}: {e}")
+def run_workers(work, n, what):
+    """work(0) .. work(n - 1) on threads of their own (run_threads); each
+    returns None when every reply was right, else what was wrong (an
+    exception is what was wrong too). Returns (how many were right, what
+    was wrong, sorted, how many still run)."""
+    done, errors = [], []
+
+    def one(i):
+        try:
+            wrong = work(i)
+        except Exception as e:
+            wrong = f"{what} {i}: {type(e).__name__}: {e}"
+        if wrong:
+            errors.append(wrong)
+        else:
+            done.append(i)
+
+    alive = run_threads(one, n)
+    return len(done), sorted(errors), alive
 
 
-def many_connections(port, threads=50):
-    errors, done = [], []
-    ts = [threading.Thread(target=thread_worker, args=(port, n, errors, done), daemon=True)
-          for n in range(threads)]
+def run_threads(target, n):
+    """target(0) .. target(n - 1), each on a thread of its own, waited
+    for THREAD_DEADLINE in all (a watchdog); returns how many still run."""
+    ts = [threading.Thread(target=target, args=(i,), daemon=True) for i in range(n)]
     t0 = time.monotonic()
     for t in ts:
         t.start()
     for t in ts:
         t.join(max(0.1, THREAD_DEADLINE - (time.monotonic() - t0)))
-    alive = sum(t.is_alive() for t in ts)
-    return {"finished": len(done), "stuck": alive, "first errors": sorted(errors)[:3]}
+    return sum(t.is_alive() for t in ts)
+
+
+def thread_worker(port, n):
+    """200 commands in pipelines of 10 on the thread's own keys; each
+    reply checked against what the thread wrote; what was wrong, or None."""
+    r = client(port)
+    model, counter = {}, 0
+    for batch in range(20):
+        p = r.pipeline(transaction=False)
+        want = []
+        for j in range(10):
+            i = batch * 10 + j
+            k = f"th{n}:k{i % 7}"
+            op = i % 5
+            if op == 0:
+                p.set(k, f"{n}-{i}")
+                model[k] = f"{n}-{i}".encode()
+                want.append(True)
+            elif op == 1:
+                p.get(k)
+                want.append(model.get(k))
+            elif op == 2:
+                p.incr(f"th{n}:c")
+                counter += 1
+                want.append(counter)
+            elif op == 3:
+                keys = [f"th{n}:k{x}" for x in (0, 3, 6)]
+                p.mget(keys)
+                want.append([model.get(x) for x in keys])
+            else:
+                p.delete(k)
+                want.append(1 if k in model else 0)
+                model.pop(k, None)
+        got = p.execute(raise_on_error=False)
+        for w, g in zip(want, got):
+            if w != g:
+                return f"thread {n} batch {batch}: wanted {w!r}, got {g!r}"
+        if len(got) != len(want):
+            return f"thread {n}: {len(got)} replies for {len(want)} commands"
+    r.close()
+    return None
+
+
+def many_connections(port, threads=50):
+    done, errors, alive = run_workers(lambda n: thread_worker(port, n), threads, "thread")
+    return {"finished": done, "stuck": alive, "first errors": errors[:3]}
 
 
 def multiget(port):
@@ -187,11 +207,7 @@ def hot_key(port, threads=20, reads=100):
         except Exception as e:
             bad.append(repr(e))
 
-    ts = [threading.Thread(target=reader, daemon=True) for _ in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(THREAD_DEADLINE)
+    run_threads(lambda _: reader(), threads)
     return {"finished": len(done), "wrong": bad[:3]}
 
 
@@ -241,40 +257,33 @@ def mc_checks(port):
             (f"mm:{i}", b"%d" % i) for i in range(0, 100, 2))
     except Exception as e:
         out["get of 100 keys"] = repr(e)
-    errors, done = [], []
 
     def worker(n):
-        try:
-            conn = mc.Conn(port, timeout=pt.WATCHDOG)
-            for batch in range(20):
-                data, kinds, want = b"", [], []
-                for j in range(10):
-                    i = batch * 10 + j
-                    k = b"mt%d:%d" % (n, i // 2 % 5)
-                    if i % 2 == 0:
-                        data += b"set %s %d 0 %d\r\n%s\r\n" % (k, n, len(b"%d" % i), b"%d" % i)
-                        kinds.append("line")
-                        want.append([b"STORED"])
-                    else:
-                        data += b"get %s\r\n" % k
-                        kinds.append("items")
-                        prev = b"%d" % (i - 1)
-                        want.append([b"VALUE %s %d %d" % (k, n, len(prev)), prev, b"END"])
-                got = conn.text(data, *kinds)
-                if got != want:
-                    errors.append(f"connection {n} batch {batch}: {got!r} != {want!r}")
-                    return
-            conn.close()
-            done.append(n)
-        except Exception as e:
-            errors.append(f"connection {n}: {e!r}")
+        """200 text commands in batches of 10 on the connection's own keys;
+        what was wrong, or None."""
+        conn = mc.Conn(port, timeout=pt.WATCHDOG)
+        for batch in range(20):
+            data, kinds, want = b"", [], []
+            for j in range(10):
+                i = batch * 10 + j
+                k = b"mt%d:%d" % (n, i // 2 % 5)
+                if i % 2 == 0:
+                    data += b"set %s %d 0 %d\r\n%s\r\n" % (k, n, len(b"%d" % i), b"%d" % i)
+                    kinds.append("line")
+                    want.append([b"STORED"])
+                else:
+                    data += b"get %s\r\n" % k
+                    kinds.append("items")
+                    prev = b"%d" % (i - 1)
+                    want.append([b"VALUE %s %d %d" % (k, n, len(prev)), prev, b"END"])
+            got = conn.text(data, *kinds)
+            if got != want:
+                return f"connection {n} batch {batch}: {got!r} != {want!r}"
+        conn.close()
+        return None
 
-    ts = [threading.Thread(target=worker, args=(n,), daemon=True) for n in range(20)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(THREAD_DEADLINE)
-    out["20 connections x 200 text commands"] = {"finished": len(done), "errors": errors[:2]}
+    done, errors, _ = run_workers(worker, 20, "connection")
+    out["20 connections x 200 text commands"] = {"finished": done, "errors": errors[:2]}
     try:
         b = mc.Conn(port, timeout=pt.WATCHDOG)
         reqs = b"".join(mc.bin_request(mc.GETKQ, f"mm:{i}", opaque=i) for i in range(100))
@@ -346,16 +355,8 @@ def compare_pipeline(res, ref, got):
 
 def main():
     a = pt.parse_common_args(sys.argv[1:], extra=["--redis-benchmark"])
-    pt.require_program(a.redis_server, "redis-server")
-    pt.require_program(a.memcached, "memcached")
     res = pt.Results()
-    red = pt.start_redis(a.redis_server)
-    mcd = pt.start_memcached(a.memcached)
-    try:
-        ref = run_all(red.port, mcd.port, a.redis_benchmark)
-    finally:
-        red.stop()
-        mcd.stop()
+    ref = pt.run_on_redis_and_memcached(a, lambda rp, mp: run_all(rp, mp, a.redis_benchmark))
     # The checks that carry their own model must come out clean against
     # the real servers, or the model is wrong.
     rd = dict(ref)
@@ -373,10 +374,7 @@ def main():
               and rd["memcached: binary getkq x100 + noop"] is True
               and rd["memcached: 20 connections x 200 text commands"] == {"finished": 20, "errors": []},
               str([x for x in ref if x[0].startswith("memcached")])[:400])
-    if a.target == "reference":
-        for name, ans in ref:
-            print(f"{name} -> {str(ans)[:300]}")
-        res.exit()
+    pt.end_if_reference(a, res, ref)
     pt.require_program(a.proxy, "momento-proxy")
     px = pt.start_proxy(a.proxy)
     try:

@@ -11,6 +11,7 @@ meant to differ (Momento has no item without expiry, no database but 0,
 its own cas uniques...) says so with an Expect: the answer the proxy must
 give there, and why. Nothing is skipped silently."""
 import atexit
+import contextlib
 import os
 import re
 import signal
@@ -20,6 +21,8 @@ import sys
 import tempfile
 import threading
 import time
+
+import rawconn
 
 SKIP = 77
 # The longest any one wait of these tests may take - a reply, a server's
@@ -80,6 +83,41 @@ def wait_until(pred, timeout, what):
         delay = min(delay * 2, 0.1)
 
 
+def recv_until(sock, ending=None, buf=None, size=65536):
+    """Reads sock until what it read ends with `ending` (bytes or a tuple
+    of them), or, without one, until the peer closes; stops early when it
+    closes. Returns what it read. An error of recv (a reset, a timeout)
+    is raised as recv raised it, what came before it kept in `buf` (a
+    bytearray) when the caller gives one."""
+    if buf is None:
+        buf = bytearray()
+    while ending is None or not buf.endswith(ending):
+        chunk = sock.recv(size)
+        if not chunk:
+            break
+        buf += chunk
+    return bytes(buf)
+
+
+def settled(counts):
+    """Waits until a proxy has no Momento call in flight and its command
+    count stays the same across two readings: it has started all it will
+    start. counts() gives (commands, calls in flight); returns that
+    count."""
+    last = [None]
+
+    def still():
+        n, in_flight = counts()
+        same = in_flight == 0 and n == last[0]
+        last[0] = n
+        if not same:
+            time.sleep(0.2)
+        return same
+
+    wait_until(still, WATCHDOG, "the proxy to stop starting commands")
+    return last[0]
+
+
 _children = []
 
 
@@ -126,6 +164,13 @@ class Server:
 
     def alive(self):
         return self.proc.poll() is None
+
+    # `with pt.start_proxy(...) as px:` stops it when the block ends.
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
 
     def stop(self, sig=signal.SIGTERM, timeout=WATCHDOG):
         """Sends sig and waits; returns the exit status (None if it had to
@@ -186,17 +231,17 @@ def start_memcached(path, extra=()):
         path, "-p", str(p), "-l", "127.0.0.1", "-U", "0", "-u", "root", *extra])
 
 
-def _read_lines_until(proc, wanted, timeout):
-    """Reads proc's stdout line by line until every prefix in wanted was
-    seen (returns {prefix: rest of line}) or timeout passes; the lines read
-    are returned too, for the failure message."""
+def _read_lines(proc, take, enough, timeout):
+    """Reads proc's stdout, each whole line given to take(line), until
+    enough() is true, stdout ends or timeout passes. Returns the lines
+    read (for a failure message) and the bytes read after the last one."""
     import selectors
-    found, seen, buf = {}, [], b""
+    seen, buf = [], b""
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     deadline = time.monotonic() + timeout
     fd = proc.stdout.fileno()
-    while len(found) < len(wanted):
+    while not enough():
         left = deadline - time.monotonic()
         if left <= 0:
             break
@@ -210,10 +255,23 @@ def _read_lines_until(proc, wanted, timeout):
             line, buf = buf.split(b"\n", 1)
             text = line.decode(errors="replace")
             seen.append(text)
-            for w in wanted:
-                if text.startswith(w):
-                    found[w] = text[len(w):].strip()
+            take(text)
     sel.close()
+    return seen, buf
+
+
+def _read_lines_until(proc, wanted, timeout):
+    """Reads proc's stdout line by line until every prefix in wanted was
+    seen (returns {prefix: rest of line}) or timeout passes; the lines read
+    are returned too, for the failure message."""
+    found = {}
+
+    def take(text):
+        for w in wanted:
+            if text.startswith(w):
+                found[w] = text[len(w):].strip()
+
+    seen, _ = _read_lines(proc, take, lambda: len(found) >= len(wanted), timeout)
     return found, seen
 
 
@@ -284,27 +342,14 @@ def start_proxy_config(path, config, listeners, before=(), after=()):
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
                             env=env)
     srv = Server("momento-proxy", proc, log.name)
-    import selectors
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + WATCHDOG
-    fd = proc.stdout.fileno()
-    seen, buf, found = [], b"", []
-    while len(found) < listeners and time.monotonic() < deadline:
-        if not sel.select(deadline - time.monotonic()):
-            continue
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        buf += chunk
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            text = line.decode(errors="replace")
-            seen.append(text)
-            m = _LISTENING.match(text)
-            if m:
-                found.append((m.group(1), m.group(2).strip("[]"), int(m.group(3)), m.group(4)))
-    sel.close()
+    found = []
+
+    def take(text):
+        m = _LISTENING.match(text)
+        if m:
+            found.append((m.group(1), m.group(2).strip("[]"), int(m.group(3)), m.group(4)))
+
+    seen, buf = _read_lines(proc, take, lambda: len(found) >= listeners, WATCHDOG)
     if len(found) < listeners:
         srv.stop(signal.SIGKILL)
         raise RuntimeError(f"momento-proxy printed {seen!r}, not {listeners} 'listening on' "
@@ -329,6 +374,39 @@ def start_momento_local(path, cache="proxy-test"):
     threading.Thread(target=_drain, args=(proc.stdout, srv.stdout_rest), daemon=True).start()
     srv.port = int(found["listening on "].rpartition(":")[2])
     return srv
+
+
+def run_on_redis_and_memcached(a, run):
+    """run(redis-server's port, memcached's port) against both reference
+    servers, started for it (each required) and stopped after."""
+    require_program(a.redis_server, "redis-server")
+    require_program(a.memcached, "memcached")
+    red = start_redis(a.redis_server)
+    try:
+        mcd = start_memcached(a.memcached)
+        try:
+            return run(red.port, mcd.port)
+        finally:
+            mcd.stop()
+    finally:
+        red.stop()
+
+
+def end_if_reference(a, res, ref, width=300):
+    """With --target reference: prints the reference run's (name, answer)
+    records, each cut to `width` characters, and ends the test."""
+    if a.target == "reference":
+        for name, ans in ref:
+            print(f"{name} -> {ans!r}"[:width])
+        res.exit()
+
+
+def attempt(out, name, fn):
+    """Records (name, fn()), or the exception fn raised as the answer."""
+    try:
+        out.append((name, fn()))
+    except Exception as e:  # the exception is the answer
+        out.append((name, (type(e).__name__, str(e))))
 
 
 class Expect:
@@ -371,12 +449,15 @@ def sanitized(path):
     return _sanitized[path]
 
 
-def run_against_redis(a, res, run, expect, default_ttl, reference_check=None):
+def run_against_redis(a, res, run, expect, default_ttl, reference_check=None,
+                      proxies=(((), "momento-proxy"),), after=None):
     """A RESP script's run: `run(port, name)` against a redis-server it
-    starts (its answers checked against EXPECT's notes), then, unless
-    --target reference, against momento-proxy, and the two compared step
-    by step; ends the test. `reference_check(res, ref)` adds checks of the
-    reference run alone."""
+    starts (its answers checked against EXPECT's notes, and by
+    `reference_check(res, ref)` when given), then, unless --target
+    reference, against a momento-proxy started with each of `proxies`'
+    (extra argv, label), each compared with redis-server step by step (a
+    run after the first one has its checks named "[label] ..."), then
+    after(res); ends the test."""
     require_program(a.redis_server, "redis-server")
     red = start_redis(a.redis_server)
     try:
@@ -384,22 +465,102 @@ def run_against_redis(a, res, run, expect, default_ttl, reference_check=None):
     finally:
         red.stop()
     check_ref_expects(res, ref, expect, "redis-server")
-    if a.target == "reference":
-        for name, ans in ref:
-            print(f"{name} -> {ans!r}")
-        if reference_check:
-            reference_check(res, ref)
-        res.exit()
+    if reference_check:
+        reference_check(res, ref)
+    end_if_reference(a, res, ref)
     require_program(a.proxy, "momento-proxy")
-    px = start_proxy(a.proxy, memcache=False, default_ttl=default_ttl)
-    try:
-        got = run(px.ports["resp"], "momento-proxy")
-    finally:
-        status = px.stop()
-    compare_records(res, "redis-server", ref, got, expect)
-    res.check("momento-proxy exits 0 on SIGTERM", status == 0,
-              f"exit status {status}; stderr:\n{px.log_tail()}")
+    for k, (extra, label) in enumerate(proxies):
+        px = start_proxy(a.proxy, memcache=False, default_ttl=default_ttl, extra=extra)
+        try:
+            got = run(px.ports["resp"], label)
+        finally:
+            status = px.stop()
+        tag = f"[{label}] " if k else ""
+        compare_records(res, "redis-server", [(tag + n, x) for n, x in ref],
+                        [(tag + n, x) for n, x in got], {tag + n: e for n, e in expect.items()})
+        res.check(f"{label} exits 0 on SIGTERM", status == 0,
+                  f"exit status {status}; stderr:\n{px.log_tail()}")
+    if after:
+        after(res)
     res.exit()
+
+
+class Sub(list):
+    """What a flow returns to be compared as steps of their own, one per
+    (sub-name, answer). A flow makes it with ctx.sub(), so that when the
+    flow fails half-way the sub-steps it reached are kept, the failure
+    added after them."""
+
+    def add(self, name, answer):
+        self.append((name, answer))
+
+
+class StepCtx:
+    """What a script's steps share on one server (run_steps); ctx.sub()
+    starts a flow's sub-steps."""
+    current = None
+
+    def sub(self):
+        self.current = Sub()
+        return self.current
+
+
+def run_steps(label, steps, ctx, answer, lost, timeouts, on_lost):
+    """Runs each step, answer(ctx, step) its answer, against one server;
+    returns [(name, answer)]. A step that raises one of `lost` (the
+    connection gone or stuck) is answered on_lost(ctx, e), which also
+    opens fresh connections for the steps that follow; after 4 of
+    `timeouts` the rest are not run. Any other exception is the step's
+    answer too; a flow's Sub gives a step per sub-step."""
+    out = []
+    stuck = 0
+    t0 = time.monotonic()
+    for st in steps:
+        ctx.current = None
+        if stuck >= 4:
+            out.append((st.name, ("not run", "4 steps timed out before")))
+            continue
+        try:
+            ans = answer(ctx, st)
+            if isinstance(ans, Sub):
+                out.extend((f"{st.name} / {n}", a) for n, a in ans)
+                continue
+        except lost as e:
+            if isinstance(e, timeouts):
+                stuck += 1
+            ans = on_lost(ctx, e)
+        except Exception as e:  # a step's own failure is an answer too
+            ans = ("exception", type(e).__name__, str(e))
+        if ctx.current is not None and not (ans is ctx.current):
+            # A flow that failed half-way: the sub-steps it reached, then
+            # the failure as one more.
+            out.extend((f"{st.name} / {n}", a) for n, a in ctx.current)
+            out.append((f"{st.name} / (failed here)", ans))
+            continue
+        out.append((st.name, ans))
+    print(f"# {label}: {len(out)} steps in {time.monotonic() - t0:.2f} s")
+    return out
+
+
+def check_every_step_answered(res, ref, server):
+    """No step of run_steps' reference run lost its connection, raised or
+    was not run."""
+    res.check(f"{server} answered every step", all(
+        not (isinstance(x, tuple) and x and x[0] in ("connection", "exception", "not run"))
+        for _, x in ref), "see the steps above")
+
+
+@contextlib.contextmanager
+def ends_recorded(out, closed, timed_out):
+    """A connection the server closed (EOF, a reset, a broken pipe) or
+    that stopped answering (a socket timeout) ends a case: `closed` or
+    `timed_out` is appended to out as its last answer."""
+    try:
+        yield
+    except (rawconn.Closed, BrokenPipeError, ConnectionResetError):
+        out.append(closed)
+    except socket.timeout:
+        out.append(timed_out)
 
 
 class Results:
@@ -487,6 +648,17 @@ def number_repeated(steps):
             seen[s.name] = seen.get(s.name, 0) + 1
             s.name = f"{s.name} #{seen[s.name]}"
 
+
+def run_proxy_checks(*checks):
+    """The whole run of a script with no reference server: the arguments
+    parsed, momento-proxy required, then each check(res, proxy path) in
+    order; ends the test."""
+    a = parse_common_args(sys.argv[1:])
+    require_program(a.proxy, "momento-proxy")
+    res = Results()
+    for check in checks:
+        check(res, a.proxy)
+    res.exit()
 
 def parse_common_args(argv, extra=()):
     """--target reference|proxy|both (default both), --proxy PATH,

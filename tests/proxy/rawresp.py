@@ -46,6 +46,13 @@ class RawConn(rawconn.Conn):
             return ("*", [self.reply() for _ in range(n)])
         raise ValueError(f"not a RESP reply: {line!r}")
 
+    def reply_or(self, closed):
+        """The next reply, or `closed` when the server closes first."""
+        try:
+            return self.reply()
+        except Closed:
+            return closed
+
     def closed_after(self, timeout=10.0):
         """Whether the server closes this connection: sends a PING and
         reads; EOF or reset means closed, a reply means open. Bounded by

@@ -139,12 +139,9 @@ def main():
         ref = script(a.redis_cli, red.port)
     finally:
         red.stop()
-    if a.target == "reference":
-        for name, ans in ref:
-            print(f"{name} -> {ans!r}"[:400])
-        res.check("redis-cli ran every step against redis-server",
-                  all(not (isinstance(x, tuple) and x and x[0] == "timed out") for _, x in ref))
-        res.exit()
+    res.check("redis-cli ran every step against redis-server",
+              all(not (isinstance(x, tuple) and x and x[0] == "timed out") for _, x in ref))
+    pt.end_if_reference(a, res, ref, width=400)
     pt.require_program(a.proxy, "momento-proxy")
     px = pt.start_proxy(a.proxy, memcache=False)
     try:

@@ -15,9 +15,8 @@ Where the proxy must differ (no item without expiry; SELECT 0 only;
 INFO/COMMAND are the proxy's own), the step's expected proxy answer is in
 EXPECT below with the reason.
 
-Usage: resp_script.py [--target reference|proxy|both] --redis-server PATH
-                      --proxy PATH
-Exits 77 when redis-server or redis-py is missing."""
+Usage: resp_script.py [--target reference|proxy|both] --redis-server PATH --proxy PATH;
+exits 77 without redis-server or redis-py."""
 import os
 import shlex
 import socket
@@ -32,17 +31,6 @@ import redis  # noqa: E402
 from rawresp import RawConn, Closed  # noqa: E402
 
 DEFAULT_TTL = 3600
-
-
-class Sub(list):
-    """What a flow returns to be compared as steps of their own, one per
-    (sub-name, answer). A flow makes it with ctx.sub(), so that when the
-    flow fails half-way the sub-steps it reached are kept, the failure
-    added after them."""
-
-
-    def add(self, name, answer):
-        self.append((name, answer))
 
 
 class Step:
@@ -926,16 +914,12 @@ def sort_reply(step, ans):
     return ("*", sorted(items, key=repr))
 
 
-class Ctx:
+class Ctx(pt.StepCtx):
     def __init__(self, port):
         self.port = port
         self.raw = RawConn(port, timeout=pt.WATCHDOG)
         self.r = self.new_client()
         self.S = {}
-
-    def sub(self):
-        self.current = Sub()
-        return self.current
 
     def new_client(self):
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=pt.WATCHDOG,
@@ -950,70 +934,47 @@ def py_answer(v):
     return v
 
 
+def answer(ctx, st):
+    if st.kind == "raw":
+        ans = sort_reply(st, ctx.raw.command(*st.payload))
+    elif st.kind == "wire":
+        data, n = st.payload
+        ctx.raw.send(data)
+        ans = [ctx.raw.reply() for _ in range(n)]
+        ans = ans[0] if n == 1 else ans
+    elif st.kind == "py":
+        try:
+            ans = py_answer(eval(st.payload, {"r": ctx.r, "S": ctx.S}))
+        except redis.exceptions.ResponseError as e:
+            ans = ("ResponseError", str(e))
+    else:
+        ans = st.payload(ctx)
+    return normalise(st, ans)
+
+
+def lost(ctx, e):
+    # A fresh connection for the steps that follow.
+    try:
+        ctx.raw.close()
+        ctx.raw = RawConn(ctx.port, timeout=pt.WATCHDOG)
+    except OSError:
+        pass
+    return ("connection", type(e).__name__, str(e))
+
+
 def run_script(port, label):
     """Runs every step against the server on port; returns [(name, answer)]."""
-    ctx = Ctx(port)
-    out = []
-    stuck = 0
-    t0 = time.monotonic()
-    for st in STEPS:
-        ctx.current = None
-        if stuck >= 4:
-            out.append((st.name, ("not run", "4 steps timed out before")))
-            continue
-        try:
-            if st.kind == "raw":
-                ans = sort_reply(st, ctx.raw.command(*st.payload))
-            elif st.kind == "wire":
-                data, n = st.payload
-                ctx.raw.send(data)
-                ans = [ctx.raw.reply() for _ in range(n)]
-                ans = ans[0] if n == 1 else ans
-            elif st.kind == "py":
-                try:
-                    ans = py_answer(eval(st.payload, {"r": ctx.r, "S": ctx.S}))
-                except redis.exceptions.ResponseError as e:
-                    ans = ("ResponseError", str(e))
-            else:
-                ans = st.payload(ctx)
-            ans = normalise(st, ans)
-            if isinstance(ans, Sub):
-                out.extend((f"{st.name} / {n}", a) for n, a in ans)
-                continue
-        except (Closed, socket.timeout, redis.exceptions.ConnectionError,
-                redis.exceptions.TimeoutError) as e:
-            if isinstance(e, (socket.timeout, redis.exceptions.TimeoutError)):
-                stuck += 1
-            ans = ("connection", type(e).__name__, str(e))
-            # A fresh connection for the steps that follow.
-            try:
-                ctx.raw.close()
-                ctx.raw = RawConn(port, timeout=pt.WATCHDOG)
-            except OSError:
-                pass
-        except Exception as e:  # a step's own failure is an answer too
-            ans = ("exception", type(e).__name__, str(e))
-        if ctx.current is not None and not (ans is ctx.current):
-            # A flow that failed half-way: the sub-steps it reached, then
-            # the failure as one more.
-            out.extend((f"{st.name} / {n}", a) for n, a in ctx.current)
-            out.append((f"{st.name} / (failed here)", ans))
-            continue
-        out.append((st.name, ans))
-    print(f"# {label}: {len(out)} steps in {time.monotonic() - t0:.2f} s")
-    return out
-
-
-def every_step_answered(res, ref):
-    res.check("redis-server answered every step", all(
-        not (isinstance(x, tuple) and x and x[0] in ("connection", "exception", "not run"))
-        for _, x in ref), "see the steps above")
+    return pt.run_steps(label, STEPS, Ctx(port), answer,
+                        (Closed, socket.timeout, redis.exceptions.ConnectionError,
+                         redis.exceptions.TimeoutError),
+                        (socket.timeout, redis.exceptions.TimeoutError), lost)
 
 
 def main():
     a = pt.parse_common_args(sys.argv[1:])
     pt.number_repeated(STEPS)
-    pt.run_against_redis(a, pt.Results(), run_script, EXPECT, DEFAULT_TTL, every_step_answered)
+    pt.run_against_redis(a, pt.Results(), run_script, EXPECT, DEFAULT_TTL,
+                         lambda res, ref: pt.check_every_step_answered(res, ref, "redis-server"))
 
 
 if __name__ == "__main__":

@@ -33,9 +33,8 @@ answer and why (docs/proxy.md, the set algebra bullet).
              so a command that did not wait for an earlier write of s2 (its
              second or later key) would read the set without it.
 
-Usage: set_algebra.py [--target reference|proxy|both] --redis-server PATH
-                      --proxy PATH
-Exits 77 when redis-server or redis-py is missing."""
+Usage: set_algebra.py [--target reference|proxy|both] --redis-server PATH --proxy PATH;
+exits 77 without redis-server or redis-py."""
 import hashlib
 import os
 import sys
@@ -467,36 +466,18 @@ EXPECT["empty key: SUNION a ''"] = pt.Expect(EMPTY_KEY_ERR, EMPTY_KEY)
 EXPECT["empty key: SDIFFSTORE '' a"] = pt.Expect(EMPTY_KEY_ERR, EMPTY_KEY)
 
 
-def main():
-    a = pt.parse_common_args(sys.argv[1:])
-    res = pt.Results()
-    pt.require_program(a.redis_server, "redis-server")
-    red = pt.start_redis(a.redis_server)
-    try:
-        ref = run(red.port, "redis-server")
-    finally:
-        red.stop()
-    pt.check_ref_expects(res, ref, EXPECT, "redis-server")
+def every_step_named_once(res, ref):
     names = [n for n, _ in ref]
     res.check("every step has a name of its own", len(set(names)) == len(names),
               f"repeated: {sorted({n for n in names if names.count(n) > 1})}")
-    if a.target == "reference":
-        for name, ans in ref:
-            print(f"{name} -> {ans!r}")
-        res.exit()
-    pt.require_program(a.proxy, "momento-proxy")
-    # Calls naming s2 held DELAY_MS (the order steps); nothing else is.
-    px = pt.start_proxy(a.proxy, memcache=False, default_ttl=DEFAULT_TTL, extra=[
-        "--header", f"delay-ms={DELAY_MS}", "--header", f"delay-keys={DELAYED_KEYS}"])
-    try:
-        got = run(px.ports["resp"], "momento-proxy")
-    finally:
-        status = px.stop()
-    pt.compare_records(res, "redis-server", ref, got, EXPECT)
-    res.check("momento-proxy exits 0 on SIGTERM", status == 0,
-              f"exit status {status}; stderr:\n{px.log_tail()}")
-    res.exit()
 
+
+def main():
+    a = pt.parse_common_args(sys.argv[1:])
+    # Calls naming s2 held DELAY_MS (the order steps); nothing else is.
+    held = ["--header", f"delay-ms={DELAY_MS}", "--header", f"delay-keys={DELAYED_KEYS}"]
+    pt.run_against_redis(a, pt.Results(), run, EXPECT, DEFAULT_TTL, every_step_named_once,
+                         proxies=((held, "momento-proxy"),))
 
 if __name__ == "__main__":
     main()

@@ -46,7 +46,6 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
@@ -181,17 +180,13 @@ def plaintext_answer(port, request):
     server closes: what came back, and how it closed."""
     s = socket.create_connection(("127.0.0.1", port), timeout=pt.WATCHDOG)
     s.sendall(request)
-    got = b""
+    got = bytearray()
     try:
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                return got, "closed"
-            got += chunk
+        return pt.recv_until(s, buf=got), "closed"
     except ConnectionResetError:
-        return got, "closed"
+        return bytes(got), "closed"
     except socket.timeout:
-        return got, "still open"
+        return bytes(got), "still open"
     finally:
         s.close()
 
@@ -577,18 +572,7 @@ def slow_reader(res, px, certs, gets, what):
 
     before, _ = counts()
     c.send(encode(["GET", "slow"]) * gets)
-    last = [None]
-
-    def settled():
-        n, in_flight = counts()
-        same = in_flight == 0 and n == last[0]
-        last[0] = n
-        if not same:
-            time.sleep(0.2)
-        return same
-
-    pt.wait_until(settled, pt.WATCHDOG, "the proxy to stop starting commands")
-    started = last[0] - before
+    started = pt.settled(counts) - before
     res.check(f"{what}: of {gets} pipelined GETs of 1 MiB the proxy starts only what fits the "
               f"reply budget", started <= 16 + 2, f"{started} started")
     other = TlsConn(port, client_ctx(certs))

@@ -26,9 +26,8 @@ answer and why.
              each followed by a GET, which never shows the value (issue
              47 measured 153-183 of 200).
 
-Usage: ttl_keep.py [--target reference|proxy|both] --redis-server PATH
-                   --proxy PATH
-Exits 77 when redis-server or redis-py is missing."""
+Usage: ttl_keep.py [--target reference|proxy|both] --redis-server PATH --proxy PATH;
+exits 77 without redis-server or redis-py."""
 import os
 import sys
 import time
