@@ -8,41 +8,39 @@
 
 mc_counters mc_stats;
 
+/* memcached's hit or miss of a command on one key: a hit when it found the
+ * key, a miss when it answered NOT_FOUND; a failure of Momento's is
+ * neither, as memcached counts nothing for an error. */
+static void count_hit(bool hit, const mc_result *res, uint64_t *hits, uint64_t *misses)
+{
+    if (hit)
+        (*hits)++;
+    else if (res->status == MC_NOT_FOUND)
+        (*misses)++;
+}
+
 void mc_count_result(mc_text_kind kind, const mc_result *res)
 {
     bool found = res->status != MC_NOT_FOUND && res->status != MC_FAILED;
     switch (kind) {
     case MC_T_DELETE:
-        if (res->status == MC_DELETED)
-            mc_stats.delete_hits++;
-        else if (res->status == MC_NOT_FOUND)
-            mc_stats.delete_misses++;
+        count_hit(res->status == MC_DELETED, res, &mc_stats.delete_hits, &mc_stats.delete_misses);
         break;
     case MC_T_INCR:
-        if (found)
-            mc_stats.incr_hits++;
-        else if (res->status == MC_NOT_FOUND)
-            mc_stats.incr_misses++;
+        count_hit(found, res, &mc_stats.incr_hits, &mc_stats.incr_misses);
         break;
     case MC_T_DECR:
-        if (found)
-            mc_stats.decr_hits++;
-        else if (res->status == MC_NOT_FOUND)
-            mc_stats.decr_misses++;
+        count_hit(found, res, &mc_stats.decr_hits, &mc_stats.decr_misses);
         break;
     case MC_T_CAS:
-        if (res->status == MC_STORED)
-            mc_stats.cas_hits++;
-        else if (res->status == MC_EXISTS)
+        /* A unique that no longer matches: badval, neither hit nor miss. */
+        if (res->status == MC_EXISTS)
             mc_stats.cas_badval++;
-        else if (res->status == MC_NOT_FOUND)
-            mc_stats.cas_misses++;
+        else
+            count_hit(res->status == MC_STORED, res, &mc_stats.cas_hits, &mc_stats.cas_misses);
         break;
     case MC_T_TOUCH:
-        if (res->status == MC_TOUCHED)
-            mc_stats.touch_hits++;
-        else if (res->status == MC_NOT_FOUND)
-            mc_stats.touch_misses++;
+        count_hit(res->status == MC_TOUCHED, res, &mc_stats.touch_hits, &mc_stats.touch_misses);
         break;
     default:
         break;
