@@ -479,9 +479,7 @@ size_t mc_bin_feed(px_conn *c, mc_state *st, const char *data, size_t len)
 {
     px_backend *b = px_conn_backend(c);
     size_t used = 0;
-    while (used < len && px_conn_can_start(c)) {
-        if (!mc_feed_ready(c, st, len, &used))
-            break;
+    while (mc_feed_ready(c, st, len, &used)) {
         mc_bin_req q;
         ssize_t n = mc_bin_parse(data + used, len - used, body_max(b, st, data + used, len - used),
                                  &q, &st->resume);

@@ -34,14 +34,18 @@ typedef struct mc_state {
 size_t mc_text_feed(px_conn *c, mc_state *st, const char *data, size_t len);
 size_t mc_bin_feed(px_conn *c, mc_state *st, const char *data, size_t len);
 
-/* What both feeds do before each request they read from data[*used, len):
- * false when none is read now - a flush in flight waits for the commands
- * before it (px_conn_wait()), or the input ends while the data of a
- * refused command is skipped (*used moves past what is skipped). Inline:
+/* What both feeds do before each request they read from data[*used, len),
+ * the condition of their loops: false when none is read now - the input
+ * is used up, the connection may start no more commands
+ * (px_conn_can_start()), a flush in flight waits for the commands before
+ * it (px_conn_wait()), or the input ends while the data of a refused
+ * command is skipped (*used moves past what is skipped). Inline:
  * memcache.c, which calls the feeds, is the only other file of the port
  * they share. */
 static inline bool mc_feed_ready(px_conn *c, mc_state *st, size_t len, size_t *used)
 {
+    if (*used >= len || !px_conn_can_start(c))
+        return false;
     if (st->flushing && px_conn_pending(c) > 0) {
         px_conn_wait(c);
         return false;

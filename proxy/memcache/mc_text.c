@@ -621,9 +621,7 @@ size_t mc_text_feed(px_conn *c, mc_state *st, const char *data, size_t len)
 {
     px_backend *b = px_conn_backend(c);
     size_t used = 0;
-    while (used < len && px_conn_can_start(c)) {
-        if (!mc_feed_ready(c, st, len, &used))
-            break;
+    while (mc_feed_ready(c, st, len, &used)) {
         ssize_t n = mc_text_parse(data + used, len - used, mc_max_item(b), &st->cmd, &st->resume);
         if (n == 0)
             break;
