@@ -31,6 +31,14 @@ static void put_failure(px_reply *r, const mc_result *res)
     put_line(r, buf);
 }
 
+/* A command the proxy could not start for want of memory: memcached's
+ * answer to that, and the reply ends. */
+static void end_no_memory(px_reply *r)
+{
+    put_line(r, "SERVER_ERROR out of memory");
+    px_reply_end(r);
+}
+
 static void put_result(px_reply *r, const mc_result *res)
 {
     char num[32];
@@ -86,8 +94,7 @@ static line_ctx *line_new(px_reply *r, const mc_text_cmd *cmd)
 {
     line_ctx *x = malloc(sizeof(*x));
     if (!x) {
-        put_line(r, "SERVER_ERROR out of memory");
-        px_reply_end(r);
+        end_no_memory(r);
         return NULL;
     }
     *x = (line_ctx){r, cmd->kind, cmd->noreply, false};
@@ -341,8 +348,7 @@ static void run_get_one(px_reply *r, px_backend *b, const px_str *key)
 {
     one_get *g = malloc(sizeof(*g) + key->n);
     if (!g) {
-        put_line(r, "SERVER_ERROR out of memory");
-        px_reply_end(r);
+        end_no_memory(r);
         return;
     }
     g->r = r;
@@ -427,8 +433,7 @@ static void run_get(px_reply *r, px_backend *b, const mc_text_cmd *cmd)
     if (!g || !mget_dedupe(g, cmd) || !(g->slots = calloc(g->nu, sizeof(*g->slots)))) {
         if (g)
             mget_free(g);
-        put_line(r, "SERVER_ERROR out of memory");
-        px_reply_end(r);
+        end_no_memory(r);
         return;
     }
     g->r = r;
@@ -455,8 +460,7 @@ static void run_get(px_reply *r, px_backend *b, const mc_text_cmd *cmd)
     g->refs = malloc(g->nu * sizeof(*g->refs));
     if (!g->refs) {
         mget_free(g);
-        put_line(r, "SERVER_ERROR out of memory");
-        px_reply_end(r);
+        end_no_memory(r);
         return;
     }
     mc_ttl ttl = mc_exptime(cmd->exptime, mc_now_s());
