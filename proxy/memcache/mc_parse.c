@@ -516,88 +516,77 @@ static ssize_t bin_parse(const char *p, size_t n, size_t max_body, mc_bin_req *r
     }
     size_t vlen = bodylen - keylen - extlen;
 
+    /* Each request's extras, key and value lengths as memcached checks
+     * them; a request out of shape is answered EINVAL (MC_B_INVALID). */
     uint8_t op = req->opcode;
+    bool valid;
     switch (op) {
     case MC_OP_GET: case MC_OP_GETQ: case MC_OP_GETK: case MC_OP_GETKQ:
         req->kind = MC_B_GET;
         req->quiet = op == MC_OP_GETQ || op == MC_OP_GETKQ;
         req->with_key = op == MC_OP_GETK || op == MC_OP_GETKQ;
-        if (extlen != 0 || keylen == 0 || vlen != 0)
-            req->kind = MC_B_INVALID;
+        valid = extlen == 0 && keylen != 0 && vlen == 0;
         break;
     case MC_OP_TOUCH: case MC_OP_GAT: case MC_OP_GATQ: case MC_OP_GATK: case MC_OP_GATKQ:
         req->kind = MC_B_GAT;
         req->quiet = op == MC_OP_GATQ || op == MC_OP_GATKQ;
         req->with_key = op == MC_OP_GATK || op == MC_OP_GATKQ;
-        if (extlen != 4 || keylen == 0 || vlen != 0)
-            req->kind = MC_B_INVALID;
+        valid = extlen == 4 && keylen != 0 && vlen == 0;
         break;
     case MC_OP_SET: case MC_OP_ADD: case MC_OP_REPLACE:
     case MC_OP_SETQ: case MC_OP_ADDQ: case MC_OP_REPLACEQ:
         req->kind = MC_B_SET;
         req->quiet = op >= MC_OP_SETQ;
-        if (extlen != 8 || keylen == 0)
-            req->kind = MC_B_INVALID;
+        valid = extlen == 8 && keylen != 0;
         break;
     case MC_OP_APPEND: case MC_OP_PREPEND: case MC_OP_APPENDQ: case MC_OP_PREPENDQ:
         req->kind = MC_B_APPEND;
         req->quiet = op >= MC_OP_APPENDQ;
-        if (extlen != 0 || keylen == 0)
-            req->kind = MC_B_INVALID;
+        valid = extlen == 0 && keylen != 0;
         break;
     case MC_OP_DELETE: case MC_OP_DELETEQ:
         req->kind = MC_B_DELETE;
         req->quiet = op == MC_OP_DELETEQ;
-        if (extlen != 0 || keylen == 0 || vlen != 0)
-            req->kind = MC_B_INVALID;
+        valid = extlen == 0 && keylen != 0 && vlen == 0;
         break;
     case MC_OP_INCREMENT: case MC_OP_DECREMENT: case MC_OP_INCREMENTQ: case MC_OP_DECREMENTQ:
         req->kind = MC_B_ARITH;
         req->quiet = op >= MC_OP_INCREMENTQ;
-        if (extlen != 20 || keylen == 0 || vlen != 0)
-            req->kind = MC_B_INVALID;
+        valid = extlen == 20 && keylen != 0 && vlen == 0;
         break;
     case MC_OP_QUIT: case MC_OP_QUITQ:
         req->kind = MC_B_QUIT;
         req->quiet = op == MC_OP_QUITQ;
-        if (bodylen != 0)
-            req->kind = MC_B_INVALID;
+        valid = bodylen == 0;
         break;
     case MC_OP_FLUSH: case MC_OP_FLUSHQ:
         req->kind = MC_B_FLUSH;
         req->quiet = op == MC_OP_FLUSHQ;
-        if ((extlen != 0 && extlen != 4) || keylen != 0 || vlen != 0)
-            req->kind = MC_B_INVALID;
+        valid = (extlen == 0 || extlen == 4) && keylen == 0 && vlen == 0;
         break;
     case MC_OP_NOOP:
         req->kind = MC_B_NOOP;
-        if (bodylen != 0)
-            req->kind = MC_B_INVALID;
+        valid = bodylen == 0;
         break;
     case MC_OP_VERSION:
         req->kind = MC_B_VERSION;
-        if (bodylen != 0)
-            req->kind = MC_B_INVALID;
+        valid = bodylen == 0;
         break;
     case MC_OP_STAT:
         req->kind = MC_B_STAT;
-        if (extlen != 0 || vlen != 0)
-            req->kind = MC_B_INVALID;
+        valid = extlen == 0 && vlen == 0;
         break;
     case MC_OP_VERBOSITY:
         req->kind = MC_B_VERBOSITY;
-        if (extlen != 4 || keylen != 0 || vlen != 0)
-            req->kind = MC_B_INVALID;
+        valid = extlen == 4 && keylen == 0 && vlen == 0;
         break;
     case MC_OP_SASL_LIST_MECHS:
         req->kind = MC_B_SASL_LIST;
-        if (bodylen != 0)
-            req->kind = MC_B_INVALID;
+        valid = bodylen == 0;
         break;
     case MC_OP_SASL_AUTH: case MC_OP_SASL_STEP:
         req->kind = MC_B_SASL_AUTH;
-        if (extlen != 0 || keylen == 0)
-            req->kind = MC_B_INVALID;
+        valid = extlen == 0 && keylen != 0;
         break;
     default:
         /* memcached answers and skips the body. */
@@ -605,9 +594,7 @@ static ssize_t bin_parse(const char *p, size_t n, size_t max_body, mc_bin_req *r
         req->swallow = bodylen;
         return MC_BIN_HEADER;
     }
-    if (req->kind == MC_B_INVALID)
-        return MC_BIN_HEADER;
-    if (keylen > MC_KEY_MAX) {
+    if (!valid || keylen > MC_KEY_MAX) {
         req->kind = MC_B_INVALID;
         return MC_BIN_HEADER;
     }
