@@ -167,18 +167,22 @@ static void on_event(momento_subscription *h, const momento_topic_event *ev, voi
     }
 }
 
+/* The subscriptions of r's connection, made at its first (UN)SUBSCRIBE;
+ * NULL when they cannot be (out of memory), r then answered and ended. */
 static resp_pubsub *pubsub_of(px_reply *r)
 {
     px_conn *c = px_reply_conn(r);
     resp_pubsub **slot = resp_conn_pubsub(c);
-    if (!slot)
-        return NULL;
-    if (!*slot) {
+    if (slot && !*slot) {
         *slot = calloc(1, sizeof(**slot));
         if (*slot) {
             (*slot)->conn = c;
             (*slot)->b = px_conn_backend(c);
         }
+    }
+    if (!slot || !*slot) {
+        resp_end_error(r, "ERR out of memory");
+        return NULL;
     }
     return *slot;
 }
@@ -204,10 +208,8 @@ static bool channel_name(const px_str *a, char *buf, size_t size)
 static void cmd_subscribe(px_reply *r, int argc, const px_str *argv)
 {
     resp_pubsub *ps = pubsub_of(r);
-    if (!ps) {
-        resp_end_error(r, "ERR out of memory");
+    if (!ps)
         return;
-    }
     px_conn *c = px_reply_conn(r);
     px_backend *b = px_conn_backend(c);
     /* One reply per channel, as Redis sends: the command's own is the
@@ -266,10 +268,8 @@ static void end_sub(resp_pubsub *ps, sub *s)
 static void cmd_unsubscribe(px_reply *r, int argc, const px_str *argv)
 {
     resp_pubsub *ps = pubsub_of(r);
-    if (!ps) {
-        resp_end_error(r, "ERR out of memory");
+    if (!ps)
         return;
-    }
     px_conn *c = px_reply_conn(r);
     if (argc == 1) {
         /* Every channel, one reply each; none: one reply with nil. */
