@@ -366,12 +366,22 @@ static void on_many(const momento_result *res, void *ud)
     px_reply_end(q.r);
 }
 
+/* The reads resp_read_many() makes, one pair per type: the coalesced
+ * form and the direct one, which take the same arguments but the first. */
+typedef int (*many_coalesced_fn)(momento_coalescer *co, const char *cache, const void *key,
+                                 size_t key_len, const void *const *items,
+                                 const size_t *item_lens, size_t n,
+                                 const momento_request_options *opts, momento_callback cb,
+                                 void *userdata);
+typedef int (*many_direct_fn)(momento_client *c, const char *cache, const void *key,
+                              size_t key_len, const void *const *items, const size_t *item_lens,
+                              size_t n, const momento_request_options *opts, momento_callback cb,
+                              void *userdata);
+
 void resp_read_many(px_reply *r, int argc, const px_str *argv, momento_item_type type, bool array,
                     resp_each_fn each)
 {
-    momento_callback cb = on_many;
     px_backend *b = px_conn_backend(px_reply_conn(r));
-    momento_coalescer *co = b->co;
     const px_str *key = &argv[1];
     size_t n = (size_t)argc - 2;
     many_req *q = malloc(sizeof(*q));
@@ -383,28 +393,19 @@ void resp_read_many(px_reply *r, int argc, const px_str *argv, momento_item_type
         return;
     }
     *q = (many_req){r, n, array, each};
-    const void *const *v = (const void *const *)ps;
-    int rc;
-    switch (type) {
-    case MOMENTO_ITEM_TYPE_SET:
-        rc = co ? momento_coalescing_set_contains_elements(co, b->cache, key->p, key->n, v, lens, n,
-                                                           NULL, cb, q)
-                : momento_set_contains_elements(b->client, b->cache, key->p, key->n, v, lens, n,
-                                                NULL, cb, q);
-        break;
-    case MOMENTO_ITEM_TYPE_SORTED_SET:
-        rc = co ? momento_coalescing_sorted_set_get_scores(co, b->cache, key->p, key->n, v, lens, n,
-                                                           NULL, cb, q)
-                : momento_sorted_set_get_scores(b->client, b->cache, key->p, key->n, v, lens, n,
-                                                NULL, cb, q);
-        break;
-    default: /* MOMENTO_ITEM_TYPE_DICTIONARY */
-        rc = co ? momento_coalescing_dictionary_get_fields(co, b->cache, key->p, key->n, v, lens, n,
-                                                           NULL, cb, q)
-                : momento_dictionary_get_fields(b->client, b->cache, key->p, key->n, v, lens, n,
-                                                NULL, cb, q);
-        break;
+    /* A dictionary's fields, else a set's elements or a sorted set's scores. */
+    many_coalesced_fn coalesced = momento_coalescing_dictionary_get_fields;
+    many_direct_fn direct = momento_dictionary_get_fields;
+    if (type == MOMENTO_ITEM_TYPE_SET) {
+        coalesced = momento_coalescing_set_contains_elements;
+        direct = momento_set_contains_elements;
+    } else if (type == MOMENTO_ITEM_TYPE_SORTED_SET) {
+        coalesced = momento_coalescing_sorted_set_get_scores;
+        direct = momento_sorted_set_get_scores;
     }
+    const void *const *v = (const void *const *)ps;
+    int rc = b->co ? coalesced(b->co, b->cache, key->p, key->n, v, lens, n, NULL, on_many, q)
+                   : direct(b->client, b->cache, key->p, key->n, v, lens, n, NULL, on_many, q);
     free(ps);
     free(lens);
     if (!resp_submitted(r, rc))
