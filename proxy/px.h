@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 /* A byte string borrowed from a connection's input buffer: valid only
  * during the call it is passed to (the library copies what it sends). */
@@ -19,6 +20,22 @@ typedef struct px_str {
     const char *p;
     size_t n;
 } px_str;
+
+/* Room for one more element in an array that grows as it fills: arr
+ * (NULL at first) holds n elements of `size` bytes in room for *cap.
+ * Returns the array with room for n + 1 - arr itself when there was room,
+ * else arr reallocated to twice *cap (`first` elements the first time),
+ * *cap updated - or NULL out of memory, arr and *cap as they were. */
+static inline void *px_grow(void *arr, size_t n, size_t *cap, size_t size, size_t first)
+{
+    if (n < *cap)
+        return arr;
+    size_t room = *cap ? *cap * 2 : first;
+    void *grown = realloc(arr, room * size);
+    if (grown)
+        *cap = room;
+    return grown;
+}
 
 typedef struct px_limits {
     uint32_t max_connections;  /* open client connections, all ports */

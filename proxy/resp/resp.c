@@ -314,14 +314,10 @@ static bool multi_queue(resp_multi *m, const px_limits *l, int slot, int argc, c
         multi_flag(m);
         return false;
     }
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 16;
-        queued *cmds = realloc(m->cmds, cap * sizeof(*cmds));
-        if (!cmds)
-            goto no_memory;
-        m->cmds = cmds;
-        m->cap = cap;
-    }
+    queued *cmds = px_grow(m->cmds, m->n, &m->cap, sizeof(*cmds), 16);
+    if (!cmds)
+        goto no_memory;
+    m->cmds = cmds;
     px_str *v = malloc((size_t)argc * sizeof(px_str) + data + 1);
     if (!v)
         goto no_memory;

@@ -436,14 +436,10 @@ static alg_elem *alg_find(const alg_req *q, uint64_t h, const void *p, size_t n,
 /* Room for one more element: the table at most half full. */
 static bool alg_reserve(alg_req *q)
 {
-    if (q->nel == q->cap) {
-        size_t cap = q->cap ? q->cap * 2 : 64;
-        alg_elem *el = realloc(q->el, cap * sizeof(*el));
-        if (!el)
-            return false;
-        q->el = el;
-        q->cap = cap;
-    }
+    alg_elem *el = px_grow(q->el, q->nel, &q->cap, sizeof(*el), 64);
+    if (!el)
+        return false;
+    q->el = el;
     if ((q->nel + 1) * 2 <= q->nslot)
         return true;
     size_t nslot = q->nslot ? q->nslot * 2 : 128;

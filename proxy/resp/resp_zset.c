@@ -929,14 +929,10 @@ static int union_add(union_req *q, size_t source, const void *m, size_t n, doubl
     q->read_bytes += n + UNION_ELEM_COST;
     if (q->read_bytes > UNION_READ_MAX)
         return 1;
-    if (q->nelems == q->cap) {
-        size_t cap = q->cap ? q->cap * 2 : 64;
-        union_elem *e = realloc(q->elems, cap * sizeof(*e));
-        if (!e)
-            return -1;
-        q->elems = e;
-        q->cap = cap;
-    }
+    union_elem *e = px_grow(q->elems, q->nelems, &q->cap, sizeof(*e), 64);
+    if (!e)
+        return -1;
+    q->elems = e;
     char *copy = malloc(n ? n : 1);
     if (!copy)
         return -1;
