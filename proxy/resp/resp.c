@@ -565,8 +565,7 @@ static void cmd_echo(px_reply *r, int argc, const px_str *argv)
 static void cmd_quit(px_reply *r, int argc, const px_str *argv)
 {
     px_conn *c = px_reply_conn(r); /* the reply is gone once it ends */
-    resp_ok(r);
-    px_reply_end(r);
+    resp_end_ok(r);
     px_conn_close_after(c);
 }
 
@@ -582,8 +581,7 @@ static void cmd_select(px_reply *r, int argc, const px_str *argv)
         resp_end_error(r, "ERR DB index is out of range");
         return;
     }
-    resp_ok(r);
-    px_reply_end(r);
+    resp_end_ok(r);
 }
 
 static void command_entry(px_reply *r, const resp_cmd *c)
@@ -772,8 +770,7 @@ static void cmd_auth(px_reply *r, int argc, const px_str *argv)
         return;
     }
     st->authed = true;
-    resp_ok(r);
-    px_reply_end(r);
+    resp_end_ok(r);
 }
 
 /* ---- transactions' commands (run_command() starts EXEC's) ---- */
@@ -791,8 +788,7 @@ static void cmd_multi(px_reply *r, int argc, const px_str *argv)
         resp_end_error(r, "ERR momento-proxy: out of memory");
         return;
     }
-    resp_ok(r);
-    px_reply_end(r);
+    resp_end_ok(r);
 }
 
 static void cmd_exec(px_reply *r, int argc, const px_str *argv)
@@ -809,31 +805,27 @@ static void cmd_discard(px_reply *r, int argc, const px_str *argv)
         return;
     }
     multi_end(st);
-    resp_ok(r);
-    px_reply_end(r);
+    resp_end_ok(r);
 }
 
 static void cmd_watch(px_reply *r, int argc, const px_str *argv)
 {
+    /* Inside MULTI, Redis's own refusal. Outside, refused rather than
+     * answered OK: EXEC could never abort when a watched key changed, so a
+     * client's check-and-set would silently lose updates. */
     resp_state *st = px_conn_state(px_reply_conn(r));
-    if (st->multi) {
-        resp_end_error(r, "ERR WATCH inside MULTI is not allowed");
-        return;
-    }
-    /* Refused rather than answered OK: EXEC could never abort when a
-     * watched key changed, so a client's check-and-set would silently
-     * lose updates. */
-    resp_end_error(r, "ERR momento-proxy: WATCH is not supported: Momento has no optimistic "
-                      "locking (no version of a key to check at EXEC), so the proxy could not "
-                      "abort a transaction whose watched key changed");
+    resp_end_error(r, st->multi ? "ERR WATCH inside MULTI is not allowed"
+                                : "ERR momento-proxy: WATCH is not supported: Momento has no "
+                                  "optimistic locking (no version of a key to check at EXEC), so "
+                                  "the proxy could not abort a transaction whose watched key "
+                                  "changed");
 }
 
 static void cmd_unwatch(px_reply *r, int argc, const px_str *argv)
 {
     /* Nothing is ever watched (WATCH is refused), so there is nothing to
      * forget: Redis's answer. Clients send it when they clean up. */
-    resp_ok(r);
-    px_reply_end(r);
+    resp_end_ok(r);
 }
 
 static void cmd_hello(px_reply *r, int argc, const px_str *argv)

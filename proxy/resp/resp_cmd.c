@@ -247,6 +247,12 @@ void resp_end_int(px_reply *r, long long v)
     px_reply_end(r);
 }
 
+void resp_end_ok(px_reply *r)
+{
+    resp_ok(r);
+    px_reply_end(r);
+}
+
 void resp_end_int_or_failure(px_reply *r, const momento_result *res, long long v)
 {
     if (!resp_end_if_failed(r, res))

@@ -94,6 +94,7 @@ bool resp_end_if_failed(px_reply *r, const momento_result *res);
  * WRONGTYPE: Momento's error as it is (resp_momento_error()). */
 bool resp_end_if_error(px_reply *r, const momento_result *res);
 void resp_end_int(px_reply *r, long long v);  /* :v, and r ends */
+void resp_end_ok(px_reply *r);                /* +OK, and r ends */
 /* A write whose answer was decided before it was made (SADD's count, a
  * STORE's size, DEL's count): :v once it succeeded, else the failure as
  * resp_end_if_failed() (resp_end_int_or_error: as resp_end_if_error()). */

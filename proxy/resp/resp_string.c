@@ -541,8 +541,7 @@ static void on_mset(const momento_result *res, void *ud)
             return;
         }
     }
-    resp_ok(r);
-    px_reply_end(r);
+    resp_end_ok(r);
 }
 
 static void cmd_mset(px_reply *r, int argc, const px_str *argv)
