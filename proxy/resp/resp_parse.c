@@ -227,18 +227,20 @@ static int split_inline(const char *line, size_t n, resp_args *a)
         if (i >= n)
             return 0;
         char *start = out;
-        bool inq = false, insq = false, done = false;
+        /* The quote the token is inside ('"' or '\''), 0 outside one. */
+        char quote = 0;
+        bool done = false;
         while (!done) {
-            if (inq) {
+            if (quote) {
                 if (i >= n)
                     return -1;
-                if (line[i] == '\\' && i + 3 < n && line[i + 1] == 'x' &&
+                if (quote == '"' && line[i] == '\\' && i + 3 < n && line[i + 1] == 'x' &&
                     hexval((unsigned char)line[i + 2]) >= 0 &&
                     hexval((unsigned char)line[i + 3]) >= 0) {
                     *out++ = (char)(hexval((unsigned char)line[i + 2]) * 16 +
                                     hexval((unsigned char)line[i + 3]));
                     i += 4;
-                } else if (line[i] == '\\' && i + 1 < n) {
+                } else if (quote == '"' && line[i] == '\\' && i + 1 < n) {
                     char c;
                     i++;
                     switch (line[i]) {
@@ -251,22 +253,11 @@ static int split_inline(const char *line, size_t n, resp_args *a)
                     }
                     *out++ = c;
                     i++;
-                } else if (line[i] == '"') {
-                    /* A closing quote must be followed by a space or the end. */
-                    if (i + 1 < n && !isspace((unsigned char)line[i + 1]))
-                        return -1;
-                    done = true;
-                    i++;
-                } else {
-                    *out++ = line[i++];
-                }
-            } else if (insq) {
-                if (i >= n)
-                    return -1;
-                if (line[i] == '\\' && i + 1 < n && line[i + 1] == '\'') {
+                } else if (quote == '\'' && line[i] == '\\' && i + 1 < n && line[i + 1] == '\'') {
                     *out++ = '\'';
                     i += 2;
-                } else if (line[i] == '\'') {
+                } else if (line[i] == quote) {
+                    /* A closing quote must be followed by a space or the end. */
                     if (i + 1 < n && !isspace((unsigned char)line[i + 1]))
                         return -1;
                     done = true;
@@ -279,12 +270,8 @@ static int split_inline(const char *line, size_t n, resp_args *a)
                     done = true;
                 } else if (isspace((unsigned char)line[i])) {
                     done = true;
-                } else if (line[i] == '"') {
-                    inq = true;
-                    i++;
-                } else if (line[i] == '\'') {
-                    insq = true;
-                    i++;
+                } else if (line[i] == '"' || line[i] == '\'') {
+                    quote = line[i++];
                 } else {
                     *out++ = line[i++];
                 }
