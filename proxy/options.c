@@ -157,13 +157,32 @@ static int bad(const char *where, const char *value, const char *why)
     return 2;
 }
 
-static int set_int(const char *where, const char *v, long lo, long hi, int *out,
-                   const char *why)
+/* *out = v, a whole number from lo to hi; refused in the words every
+ * range uses ("must be LO to HI"). */
+static int set_int(const char *where, const char *v, long lo, long hi, int *out)
 {
-    if (!v || !ex_parse_int(v, lo, hi, out))
-        return bad(where, v ? v : "", why);
-    return 0;
+    if (v && ex_parse_int(v, lo, hi, out))
+        return 0;
+    char why[64];
+    snprintf(why, sizeof(why), "must be %ld to %ld", lo, hi);
+    return bad(where, v ? v : "", why);
 }
+
+/* The options that are an int of px_options and nothing more: the range
+ * each takes and where it goes. */
+static const struct int_option {
+    const char *name;
+    long lo, hi;
+    size_t at; /* offsetof(px_options, the field) */
+} int_options[] = {
+    {"resp-port", 0, 65535, offsetof(px_options, resp_port)},
+    {"memcache-port", 0, 65535, offsetof(px_options, memcache_port)},
+    {"default-ttl", 1, 4294967, offsetof(px_options, default_ttl_s)},
+    {"timeout-ms", 1, 300000, offsetof(px_options, timeout_ms)},
+    {"batch", 0, 100000, offsetof(px_options, batch_min_in_flight)},
+    {"batch-keys", 2, 10000, offsetof(px_options, batch_max_keys)},
+    {"drain-seconds", 0, 3600, offsetof(px_options, drain_s)},
+};
 
 /* A flag from the config file may say "true" or "false"; the command line
  * gives none. Returns 1 (on), 0 (off) or -1. */
@@ -240,6 +259,10 @@ int px_option_set(px_options *o, const char *name, const char *value, const char
             snprintf(p, sizeof(p), "%s", prog);
         return ex_target_option(p, d->target, value, &o->target) ? 2 : 0;
     }
+    for (size_t i = 0; i < sizeof(int_options) / sizeof(int_options[0]); i++)
+        if (strcmp(name, int_options[i].name) == 0)
+            return set_int(where, value, int_options[i].lo, int_options[i].hi,
+                           (int *)((char *)o + int_options[i].at));
     int v;
     if (strcmp(name, "config") == 0) {
         o->config = value;
@@ -251,18 +274,6 @@ int px_option_set(px_options *o, const char *name, const char *value, const char
         if (!*value)
             return bad(where, value, "must be an address");
         o->bind = value;
-    } else if (strcmp(name, "resp-port") == 0) {
-        return set_int(where, value, 0, 65535, &o->resp_port, "must be 0 to 65535");
-    } else if (strcmp(name, "memcache-port") == 0) {
-        return set_int(where, value, 0, 65535, &o->memcache_port, "must be 0 to 65535");
-    } else if (strcmp(name, "default-ttl") == 0) {
-        return set_int(where, value, 1, 4294967, &o->default_ttl_s, "must be 1 to 4294967");
-    } else if (strcmp(name, "timeout-ms") == 0) {
-        return set_int(where, value, 1, 300000, &o->timeout_ms, "must be 1 to 300000");
-    } else if (strcmp(name, "batch") == 0) {
-        return set_int(where, value, 0, 100000, &o->batch_min_in_flight, "must be 0 to 100000");
-    } else if (strcmp(name, "batch-keys") == 0) {
-        return set_int(where, value, 2, 10000, &o->batch_max_keys, "must be 2 to 10000");
     } else if (strcmp(name, "reuseport") == 0) {
         int f = flag_value(value);
         if (f < 0)
@@ -274,19 +285,17 @@ int px_option_set(px_options *o, const char *name, const char *value, const char
             return bad(where, value, "must be true or false");
         o->coalesce = !f;
     } else if (strcmp(name, "max-connections") == 0) {
-        if (set_int(where, value, 1, 1000000, &v, "must be 1 to 1000000"))
+        if (set_int(where, value, 1, 1000000, &v))
             return 2;
         o->limits.max_connections = (uint32_t)v;
     } else if (strcmp(name, "max-request-bytes") == 0) {
-        if (set_int(where, value, 1024, 536870912, &v, "must be 1024 to 536870912"))
+        if (set_int(where, value, 1024, 536870912, &v))
             return 2;
         o->limits.max_request_bytes = (size_t)v;
     } else if (strcmp(name, "max-in-flight") == 0) {
-        if (set_int(where, value, 1, 100000, &v, "must be 1 to 100000"))
+        if (set_int(where, value, 1, 100000, &v))
             return 2;
         o->limits.max_in_flight = (uint32_t)v;
-    } else if (strcmp(name, "drain-seconds") == 0) {
-        return set_int(where, value, 0, 3600, &o->drain_s, "must be 0 to 3600");
     } else if (strcmp(name, "header") == 0) {
         const char *eq = strchr(value, '=');
         if (!eq || value[0] == '=')
@@ -320,7 +329,7 @@ int px_option_set(px_options *o, const char *name, const char *value, const char
         o->metrics_host = host;
         o->metrics_port = port;
     } else if (strcmp(name, "metrics-port") == 0) {
-        if (set_int(where, value, 0, 65535, &o->metrics_port, "must be 0 to 65535"))
+        if (set_int(where, value, 0, 65535, &o->metrics_port))
             return 2;
         if (!o->metrics_host)
             o->metrics_host = "127.0.0.1";
