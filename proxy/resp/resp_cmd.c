@@ -124,6 +124,14 @@ void resp_end_error(px_reply *r, const char *msg)
     px_reply_end(r);
 }
 
+void *resp_ctx_new(px_reply *r, size_t size)
+{
+    void *ctx = calloc(1, size);
+    if (!ctx)
+        resp_end_error(r, "ERR out of memory");
+    return ctx;
+}
+
 void resp_end_wrongtype(px_reply *r)
 {
     resp_end_error(r, "WRONGTYPE Operation against a key holding the wrong kind of value");

@@ -43,6 +43,11 @@ void resp_end_not_integer(px_reply *r); /* ERR value is not an integer or out of
  * true when rc is MOMENTO_OK (the callback will end r). */
 bool resp_submitted(px_reply *r, int rc);
 
+/* A command's context (what its callbacks need), `size` bytes zeroed; NULL
+ * out of memory, r then answered "ERR out of memory" and ended, so the
+ * handler just returns. */
+void *resp_ctx_new(px_reply *r, size_t size);
+
 /* ---- arguments ---- */
 /* Case-insensitive comparison with a lower-case word. */
 bool resp_arg_is(const px_str *a, const char *lower);

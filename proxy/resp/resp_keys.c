@@ -235,11 +235,9 @@ static void on_incr_ttl(const momento_result *res, void *ud)
 
 static void incr(px_reply *r, const px_str *key, long long delta)
 {
-    incr_req *q = malloc(sizeof(*q) + key->n);
-    if (!q) {
-        resp_end_error(r, "ERR out of memory");
+    incr_req *q = resp_ctx_new(r, sizeof(*q) + key->n);
+    if (!q)
         return;
-    }
     q->r = r;
     q->delta = delta;
     q->key_len = key->n;
@@ -386,11 +384,9 @@ static void expire(px_reply *r, int argc, const px_str *argv, long long unit_ms,
             resp_end_int(r, 0);
             return;
         }
-        expire_del *q = calloc(1, sizeof(*q) + argv[1].n);
-        if (!q) {
-            resp_end_error(r, "ERR out of memory");
+        expire_del *q = resp_ctx_new(r, sizeof(*q) + argv[1].n);
+        if (!q)
             return;
-        }
         q->r = r;
         q->key_len = argv[1].n;
         memcpy(q->key, argv[1].p, argv[1].n);

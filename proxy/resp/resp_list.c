@@ -240,11 +240,9 @@ static void pop(px_reply *r, int argc, const px_str *argv, bool front)
         resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_LIST, on_type_then_pop0);
         return;
     }
-    pop_req *q = calloc(1, sizeof(*q) + argv[1].n);
-    if (!q) {
-        resp_end_error(r, "ERR out of memory");
+    pop_req *q = resp_ctx_new(r, sizeof(*q) + argv[1].n);
+    if (!q)
         return;
-    }
     q->r = r;
     q->front = front;
     q->want = count;

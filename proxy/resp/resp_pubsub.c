@@ -386,11 +386,9 @@ static void cmd_publish(px_reply *r, int argc, const px_str *argv)
                           "name: 1 to 1023 bytes, no NUL");
         return;
     }
-    publish_ctx *p = calloc(1, sizeof(*p));
-    if (!p) {
-        resp_end_error(r, "ERR out of memory");
+    publish_ctx *p = resp_ctx_new(r, sizeof(*p));
+    if (!p)
         return;
-    }
     p->r = r;
     /* Counted now: the subscribers that will hear it. */
     channel_count *cc = channel_find(b, name);

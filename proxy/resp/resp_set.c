@@ -295,11 +295,9 @@ static void cmd_srandmember(px_reply *r, int argc, const px_str *argv)
                                              (uint64_t)count, NULL, resp_on_values, r));
         return;
     }
-    rand_req *q = malloc(sizeof(*q));
-    if (!q) {
-        resp_end_error(r, "ERR out of memory");
+    rand_req *q = resp_ctx_new(r, sizeof(*q));
+    if (!q)
         return;
-    }
     q->r = r;
     q->n = (size_t)-count;
     int rc = momento_set_sample(b->client, b->cache, argv[1].p, argv[1].n, (uint64_t)q->n, NULL,
@@ -696,11 +694,9 @@ static void set_algebra(px_reply *r, int argc, const px_str *argv, alg_op op, bo
     size_t n = (size_t)(argc - first), bytes = store ? argv[1].n : 0;
     for (size_t i = 0; i < n; i++)
         bytes += argv[first + i].n;
-    alg_req *q = calloc(1, sizeof(*q) + n * (sizeof(char *) + sizeof(size_t)) + bytes + 1);
-    if (!q) {
-        resp_end_error(r, "ERR out of memory");
+    alg_req *q = resp_ctx_new(r, sizeof(*q) + n * (sizeof(char *) + sizeof(size_t)) + bytes + 1);
+    if (!q)
         return;
-    }
     q->r = r;
     q->name = name;
     q->op = op;

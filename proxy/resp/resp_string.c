@@ -71,11 +71,9 @@ static void set_ctx_free(set_ctx *s)
 /* NULL out of memory, r then ended with that error. */
 static set_ctx *set_ctx_new(px_reply *r, const px_str *key, const px_str *value)
 {
-    set_ctx *s = calloc(1, sizeof(*s) + key->n + value->n);
-    if (!s) {
-        resp_end_error(r, "ERR out of memory");
+    set_ctx *s = resp_ctx_new(r, sizeof(*s) + key->n + value->n);
+    if (!s)
         return NULL;
-    }
     s->r = r;
     s->key = (char *)(s + 1);
     s->key_len = key->n;
@@ -483,11 +481,9 @@ static void on_getdel_read(const momento_result *res, void *ud)
 
 static void cmd_getdel(px_reply *r, int argc, const px_str *argv)
 {
-    getdel_req *q = calloc(1, sizeof(*q) + argv[1].n);
-    if (!q) {
-        resp_end_error(r, "ERR out of memory");
+    getdel_req *q = resp_ctx_new(r, sizeof(*q) + argv[1].n);
+    if (!q)
         return;
-    }
     q->r = r;
     q->key_len = argv[1].n;
     memcpy(q->key, argv[1].p, argv[1].n);

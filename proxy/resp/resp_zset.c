@@ -678,10 +678,8 @@ static void zrange(px_reply *r, int argc, const px_str *argv, int type, int dir)
             resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_SORTED_SET, resp_on_type_then_empty);
             return;
         }
-        if (!(q = malloc(sizeof(*q)))) {
-            resp_end_error(r, "ERR out of memory");
+        if (!(q = resp_ctx_new(r, sizeof(*q))))
             return;
-        }
         q->r = r;
         q->withscores = withscores;
         rc = b->co ? momento_coalescing_sorted_set_fetch_by_rank(b->co, b->cache, argv[1].p,
@@ -706,10 +704,8 @@ static void zrange(px_reply *r, int argc, const px_str *argv, int type, int dir)
             return;
         }
         uint32_t count = limit < 0 || limit > UINT32_MAX ? 0 : (uint32_t)limit;
-        if (!(q = malloc(sizeof(*q)))) {
-            resp_end_error(r, "ERR out of memory");
+        if (!(q = resp_ctx_new(r, sizeof(*q))))
             return;
-        }
         q->r = r;
         q->withscores = withscores;
         rc = b->co ? momento_coalescing_sorted_set_fetch_by_score_range(
