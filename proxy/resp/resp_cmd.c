@@ -504,6 +504,20 @@ bool resp_arg_double(const px_str *a, double *out)
     return true;
 }
 
+bool resp_pop_count(px_reply *r, const px_str *argv, momento_item_type type, momento_callback zero,
+                    long long *count)
+{
+    if (!resp_arg_ll(&argv[2], count) || *count < 0) {
+        resp_end_error(r, "ERR value is out of range, must be positive");
+        return false;
+    }
+    if (*count == 0) {
+        resp_length(r, &argv[1], type, zero);
+        return false;
+    }
+    return true;
+}
+
 int64_t resp_now_ms(void)
 {
     struct timespec ts;

@@ -57,6 +57,13 @@ bool resp_arg_ll(const px_str *a, long long *out);
  * leading space, the whole string (under 256 bytes), no NaN, and an
  * overflow or an underflow to zero refused. */
 bool resp_arg_double(const px_str *a, double *out);
+/* The count of a pop (LPOP, RPOP, SPOP key count: argv[1] the key, argv[2]
+ * the count) as Redis reads it: true with *count > 0 for the pop to go on.
+ * False when r is answered here: a count that is not a number >= 0 is
+ * refused, and a count of 0 pops nothing, `zero` answering once the key's
+ * type is checked (resp_length() of `type`). */
+bool resp_pop_count(px_reply *r, const px_str *argv, momento_item_type type, momento_callback zero,
+                    long long *count);
 /* The time now, as the milliseconds of CLOCK_REALTIME: the clock of
  * Redis's absolute expiry times (EXAT, PXAT) and of px_backend.started_ms. */
 int64_t resp_now_ms(void);

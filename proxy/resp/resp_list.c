@@ -232,14 +232,8 @@ static void pop(px_reply *r, int argc, const px_str *argv, bool front)
         return;
     }
     long long count;
-    if (!resp_arg_ll(&argv[2], &count) || count < 0) {
-        resp_end_error(r, "ERR value is out of range, must be positive");
+    if (!resp_pop_count(r, argv, MOMENTO_ITEM_TYPE_LIST, on_type_then_pop0, &count))
         return;
-    }
-    if (count == 0) {
-        resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_LIST, on_type_then_pop0);
-        return;
-    }
     pop_req *q = resp_ctx_new(r, sizeof(*q) + argv[1].n);
     if (!q)
         return;

@@ -200,16 +200,9 @@ static void cmd_spop(px_reply *r, int argc, const px_str *argv)
         return;
     }
     long long count = 1;
-    if (argc == 3) {
-        if (!resp_arg_ll(&argv[2], &count) || count < 0) {
-            resp_end_error(r, "ERR value is out of range, must be positive");
-            return;
-        }
-        if (count == 0) {
-            resp_length(r, &argv[1], MOMENTO_ITEM_TYPE_SET, resp_on_type_then_empty);
-            return;
-        }
-    }
+    if (argc == 3 &&
+        !resp_pop_count(r, argv, MOMENTO_ITEM_TYPE_SET, resp_on_type_then_empty, &count))
+        return;
     uint32_t n = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
     int rc = momento_set_pop(b->client, b->cache, argv[1].p, argv[1].n, n, NULL,
                              argc == 3 ? resp_on_values : resp_on_first_or_nil, r);
