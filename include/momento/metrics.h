@@ -31,7 +31,8 @@
  *    dispatch(), or momento_client_wait_idle() and momento_client_free()
  *    for what they run: the dispatching thread), and the hook where the
  *    request ends: a request with an RPC of its own on the completion
- *    thread when that RPC completes (its callback runs later); a batched or
+ *    thread when that RPC completes (its callback runs later), or when
+ *    protosocket carried it on that transport's I/O thread; a batched or
  *    coalesced request answered by its shared RPC (a GetBatch or SetBatch,
  *    a coalesced call) on the dispatching thread, immediately before its
  *    callback there, since that answer is queued whole, one entry for all
