@@ -154,10 +154,12 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
         rc = momento__dispatcher_enable(&c->dispatch);
     /* Dispatch mode calls the hook on two threads: the completion thread
      * for a request with an RPC of its own, the dispatching one for those a
-     * shared answer calls back there (call.h `late`). One lock keeps their
-     * calls apart. The default mode calls it on the completion thread
-     * (but for two rare ends, momento/metrics.h) and takes none. */
-    if (rc == MOMENTO_OK && c->cfg.dispatch && c->cfg.metrics_fn)
+     * shared answer calls back there (call.h `late`); so do I/O-thread
+     * callbacks: the completion thread and protosocket's I/O thread. One
+     * lock keeps their calls apart. The default mode calls it on the
+     * completion thread (but for two rare ends, momento/metrics.h) and
+     * takes none. */
+    if (rc == MOMENTO_OK && (c->cfg.dispatch || c->cfg.io_thread_callbacks) && c->cfg.metrics_fn)
         c->cfg.metrics_lock = &c->metrics_lock;
     if (rc == MOMENTO_OK)
         rc = momento__credentials_copy(&c->creds, creds);

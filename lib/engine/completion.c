@@ -50,12 +50,14 @@ void momento__completion_post(momento__transport *t, momento__attempt *a)
 void momento__completion_finish(momento__transport *t, momento__attempt *a)
 {
     momento_client *c = t->host;
-    /* Only dispatch mode: there done() queues every application callback
-     * for the dispatching thread, so the transport's thread runs no
-     * application code but the metrics hook (and, without memory for a
-     * queue entry, a callback) and is never held up by it. In the default
-     * mode callbacks run in done(), on the completion thread as promised. */
-    if (!c->dispatch.on) {
+    /* In dispatch mode done() queues every application callback for the
+     * dispatching thread, so the transport's thread runs no application
+     * code but the metrics hook (and, without memory for a queue entry, a
+     * callback). In the default mode callbacks run in done(): here only
+     * when the application asked for them on the I/O thread
+     * (momento_config_set_io_thread_callbacks()), on the completion thread
+     * otherwise, as promised. */
+    if (!c->dispatch.on && !c->cfg.io_thread_callbacks) {
         momento__completion_post(t, a);
         return;
     }
