@@ -555,7 +555,7 @@ static void *dispatcher(void *arg)
 static char ps_endpoint[64];
 /* With MOMENTO_TSAN_IO_CALLBACKS=1 too, the default-mode clients call back
  * protosocket's requests on its I/O thread
- * (momento_config_set_io_thread_callbacks()): their callbacks, the
+ * (momento_config_set_io_thread_callbacks()): those callbacks and the
  * follow-ups they submit race the completion thread's. */
 static bool io_callbacks;
 
