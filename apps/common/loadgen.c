@@ -63,7 +63,10 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "                         flight, new gets and sets queue and leave as GetBatch /\n"
             "                         SetBatch RPCs when one completes (or after L us, and at\n"
             "                         the latest W us), at most M keys and B bytes each;\n"
-            "                         W 0 = no bound; --batch alone is %u:0:%u:%u:%u\n\n"
+            "                         W 0 = no bound; --batch alone is %u:0:%u:%u:%u\n"
+            "  --io-callbacks         with --transport protosocket: callbacks (and the next\n"
+            "                         request) on protosocket's I/O thread, not the client's\n"
+            "                         completion thread: one thread wake-up less per request\n\n"
             "Output:\n"
             "  --stats-interval S     print cumulative stats every S seconds (default 5)\n"
             "  --json PATH            write the results as JSON, latency histograms included\n"
@@ -178,7 +181,7 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
         {"plot", required_argument, NULL, 'P'},          {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},                {"batch", optional_argument, NULL, 'B'},
         {"plot-log", no_argument, NULL, 'L'},            {"samples", required_argument, NULL, 'S'},
-        {"merge", no_argument, NULL, 'M'},
+        {"merge", no_argument, NULL, 'M'},               {"io-callbacks", no_argument, NULL, 'I'},
         {NULL, 0, NULL, 0},
     };
     const char *prog = coalescing ? "request-coalescing" : "load-gen";
@@ -279,6 +282,7 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
             merge = true;
             break;
         case 'q': o->quiet = true; break;
+        case 'I': o->io_callbacks = true; break;
         case 'B': {
             /* The value may follow as "--batch=16:0:64" or as the next
              * argument when that starts with a digit ("--batch 16"). */
@@ -398,6 +402,7 @@ static int64_t now_ns(void)
 
 typedef struct run_state run_state;
 typedef struct group group;
+#define LG_VALUE_BUFFERS 4
 
 typedef struct worker {
     group *g;
@@ -420,9 +425,14 @@ struct group {
     worker *workers;
     int n_workers;
     /* A set's value, written per request: the key, then 'x's. [0] for the
-     * group's own thread, [1] for the client's completion thread (callbacks
-     * start the next request there); the library copies it at submit. */
-    char *value[2];
+     * group's own thread; the others for the threads that call back and
+     * start the next request there (callback_value): the client's
+     * completion thread, with --io-callbacks also protosocket's I/O thread,
+     * and rarely the group's thread (a submit that ends at once). The
+     * library copies it at submit. */
+    char *value[LG_VALUE_BUFFERS];
+    int n_claimed;         /* of value[1..]: claimed by a calling-back thread */
+    unsigned gen;          /* its run's, for callback_value's claims */
     pthread_mutex_t lock;  /* guards what follows */
     pthread_cond_t cond;
     /* Idle workers by sched_ns, with room reserved for all of them, so a
@@ -432,6 +442,16 @@ struct group {
     lg_stats stats;
     pthread_t thread;
 };
+
+/* This thread's value buffer for the requests its callbacks start, claimed
+ * from its group (`gen` tells a claim of an earlier run's group that had
+ * the same address). */
+static _Thread_local struct {
+    const group *g;
+    unsigned gen;
+    char *value;
+} claimed;
+static atomic_uint run_gens;
 
 struct run_state {
     const lg_options *o;
@@ -599,9 +619,28 @@ static uint32_t draw_deadline_ms(worker *w)
 
 static void on_done(const momento_result *r, void *ud);
 
-/* `on_completion_thread`: called from a callback (else from the group's
- * thread); picks the value buffer. */
-static void start_request(worker *w, bool on_completion_thread)
+/* The value buffer of the calling-back thread: its own, claimed from `g`
+ * on its first callback, since the callbacks of one client may run on two
+ * threads at once (--io-callbacks). NULL when every buffer is claimed,
+ * which three threads cannot do. */
+static char *callback_value(group *g)
+{
+    if (claimed.g == g && claimed.gen == g->gen)
+        return claimed.value;
+    pthread_mutex_lock(&g->lock);
+    char *v = g->n_claimed < LG_VALUE_BUFFERS - 1 ? g->value[1 + g->n_claimed++] : NULL;
+    pthread_mutex_unlock(&g->lock);
+    if (v) {
+        claimed.g = g;
+        claimed.gen = g->gen;
+        claimed.value = v;
+    }
+    return v;
+}
+
+/* `from_callback`: called from a callback (else from the group's thread);
+ * picks the value buffer. */
+static void start_request(worker *w, bool from_callback)
 {
     group *g = w->g;
     run_state *run = g->run;
@@ -618,7 +657,11 @@ static void start_request(worker *w, bool on_completion_thread)
     w->start_ns = now_ns();
     int rc;
     if (w->phase == 0) {
-        char *value = g->value[on_completion_thread];
+        char *value = from_callback ? callback_value(g) : g->value[0];
+        if (!value) { /* not reached: see callback_value */
+            retire(g);
+            return;
+        }
         fill_value(w, value, (size_t)o->payload_bytes);
         rc = g->co ? momento_coalescing_set(g->co, o->cache, w->key, w->key_len, value,
                                             (size_t)o->payload_bytes, 0, &ro, on_done, w)
@@ -779,6 +822,8 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
         fprintf(stderr, "%s: cannot write %s\n", o->prog, o->samples_path);
         rc = MOMENTO_ERR_INVALID_ARGUMENT;
     }
+    if (rc == MOMENTO_OK && o->io_callbacks)
+        rc = momento_config_set_io_thread_callbacks(cfg, 1);
     if (rc == MOMENTO_OK && o->batch)
         rc = momento_config_set_batching(cfg, o->batch_min_in_flight, o->batch_linger_us,
                                          o->batch_max_keys, o->batch_max_bytes);
@@ -793,7 +838,8 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
         pthread_mutex_init(&g->lock, NULL);
         pthread_cond_init(&g->cond, NULL);
         lg_stats_init(&g->stats);
-        for (int v = 0; v < 2 && rc == MOMENTO_OK; v++) {
+        g->gen = atomic_fetch_add(&run_gens, 1) + 1;
+        for (int v = 0; v < LG_VALUE_BUFFERS && rc == MOMENTO_OK; v++) {
             g->value[v] = malloc((size_t)o->payload_bytes + 1);
             if (g->value[v])
                 memset(g->value[v], 'x', (size_t)o->payload_bytes);
@@ -926,8 +972,8 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
         pthread_mutex_destroy(&g->lock);
         pthread_cond_destroy(&g->cond);
         momento__heap_clear(&g->heap);
-        free(g->value[0]);
-        free(g->value[1]);
+        for (int v = 0; v < LG_VALUE_BUFFERS; v++)
+            free(g->value[v]);
     }
     /* A request that queued either left in a batch, left alone as a plain
      * call, or never reached the wire (deadline or cancel while queued). */
@@ -1123,8 +1169,8 @@ void lg_json_config(FILE *f, const lg_options *o, int indent)
         json_string(f, o->target.endpoint);
     else
         fprintf(f, "null");
-    fprintf(f, ", \"transport\": \"%s\", \"cache\": ",
-            o->target.protosocket ? "protosocket" : "grpc");
+    fprintf(f, ", \"transport\": \"%s\", \"io_callbacks\": %s, \"cache\": ",
+            o->target.protosocket ? "protosocket" : "grpc", o->io_callbacks ? "true" : "false");
     json_string(f, o->cache);
     fprintf(f,
             ", \"concurrency\": %d, \"rps\": %d, \"duration_s\": %g, \"payload_bytes\": %d, "

@@ -45,6 +45,9 @@ typedef struct lg_options {
     bool batch;
     uint32_t batch_min_in_flight, batch_linger_us, batch_max_keys, batch_max_bytes;
     uint32_t batch_max_wait_us; /* W: momento_config_set_batching_max_wait() */
+    /* --io-callbacks: momento_config_set_io_thread_callbacks() (callbacks
+     * of protosocket's requests on its I/O thread). */
+    bool io_callbacks;
 } lg_options;
 
 /* Process-wide tuning for a load tool: one glibc malloc arena (unless the

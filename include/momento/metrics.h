@@ -26,12 +26,15 @@
  *    for its callbacks sees exact counts.
  *  - On which thread. In the default mode, on the client's completion
  *    thread, immediately before the callback, which runs there too (so the
- *    two never overlap). In dispatch mode (momento_config_set_dispatch())
+ *    two never overlap); with momento_config_set_io_thread_callbacks(), a
+ *    request protosocket carried on its I/O thread, likewise immediately
+ *    before its callback there. In dispatch mode (momento_config_set_dispatch())
  *    callbacks run on the thread that runs the queue (momento_client_
  *    dispatch(), or momento_client_wait_idle() and momento_client_free()
  *    for what they run: the dispatching thread), and the hook where the
  *    request ends: a request with an RPC of its own on the completion
- *    thread when that RPC completes (its callback runs later); a batched or
+ *    thread when that RPC completes (its callback runs later), or when
+ *    protosocket carried it on that transport's I/O thread; a batched or
  *    coalesced request answered by its shared RPC (a GetBatch or SetBatch,
  *    a coalesced call) on the dispatching thread, immediately before its
  *    callback there, since that answer is queued whole, one entry for all
@@ -43,8 +46,9 @@
  *    every key was answered before the submitting call returned, and the
  *    coalesced requests that had joined a shared RPC that then could not
  *    be started (the client being freed, no memory).
- *  - Hook calls of one client never overlap each other: in dispatch mode a
- *    lock of the client's, taken around each call, keeps them apart and
+ *  - Hook calls of one client never overlap each other: in dispatch mode
+ *    and with I/O-thread callbacks a lock of the client's, taken around
+ *    each call, keeps them apart and
  *    orders them (a counter only the hook writes needs no atomic add; one
  *    another thread reads needs atomic loads and stores); in the default
  *    mode the completion thread makes them one at a time (the two rare

@@ -611,6 +611,38 @@ MOMENTO_EXPORT int momento_config_set_batching_max_wait(momento_config *cfg,
 MOMENTO_EXPORT int momento_config_set_dispatch(momento_config *cfg, int enabled);
 
 /*
+ * Callbacks on protosocket's I/O thread, for the lowest latency and CPU
+ * per request when few are in flight: with
+ * momento_config_set_io_thread_callbacks(cfg, 1), the callback of a get,
+ * set or delete that protosocket carries (momento_config_set_transport())
+ * runs on the transport's I/O thread ("momento-ps") as soon as its reply
+ * is read, instead of on the completion thread after a hand-over: one
+ * thread wake-up less per request (docs/performance.md). A request the
+ * callback makes over protosocket is written by that thread at once.
+ * Off by default; without protosocket it changes nothing. Returns 0 or
+ * MOMENTO_ERR_INVALID_ARGUMENT.
+ *
+ * What the application gives up: the callbacks of one client no longer
+ * run one at a time on one thread. Those of gRPC requests (every other
+ * RPC, topic events, and those protosocket hands back to gRPC), of
+ * requests ended by a client timer (a request delivered late at its
+ * deadline, a coalesced waiter leaving at its own) and of requests
+ * refused before reaching the wire still run on the completion thread,
+ * and may run at the same time as a protosocket one: state the callbacks
+ * share needs a lock. A slow callback holds up every protosocket reply of
+ * the client. Everything else is as on the completion thread: exactly
+ * one callback per accepted request; blocking calls of the same client
+ * from a callback return MOMENTO_ERR_WOULD_DEADLOCK; momento_client_free()
+ * may be called from one (the release finishes once the last request is
+ * retired). The metrics hook runs just before each callback, on the same
+ * thread, one call at a time per client (a lock of the client's keeps
+ * them apart). In dispatch mode (momento_config_set_dispatch()) callbacks
+ * run on the dispatching thread whatever this says: there protosocket's
+ * I/O thread finishes its requests and queues their callbacks itself.
+ */
+MOMENTO_EXPORT int momento_config_set_io_thread_callbacks(momento_config *cfg, int enabled);
+
+/*
  * The metrics hook (momento/metrics.h says what it promises and what the
  * record holds): clients made from `cfg` call `fn(m, userdata)` once for
  * each request they accept (NULL fn: no hook, the default). `userdata` must

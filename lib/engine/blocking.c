@@ -20,8 +20,8 @@ int momento__blocking_begin(momento__blocking *b, const momento_client *owner,
         *ret = NULL;
     if (!owner)
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the client is NULL");
-    /* The completion thread would wait for itself. */
-    if (momento__current_client == owner)
+    /* The thread finishing the client's attempts would wait for itself. */
+    if (momento__completion_here(owner))
         return momento__refuse(MOMENTO_ERR_WOULD_DEADLOCK,
                                "a blocking call from one of this client's callbacks would wait "
                                "for the thread that runs it");

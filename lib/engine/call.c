@@ -95,12 +95,19 @@ static void release(momento__call *call)
         grpc_slice_unref(call->md[i].key);
         grpc_slice_unref(call->md[i].value);
     }
-    if (call->track.wake) {
+    if (call->track.wake)
         momento__timer_disarm(call->client, &call->gate_timer);
-        /* A cancel's fire of it may be under way (a refused submit, or a
-         * late answer released on the dispatching thread). */
-        momento__timer_settle(call->client, &call->gate_timer);
-    }
+    /* A fire of one of its timers may still be under way on the completion
+     * thread, taken off the heap just before a disarm: a cancel's or a
+     * deadline's fire of the gate's while a freed place launched the call
+     * from another thread, whose attempt then ended and was released on a
+     * thread other than the completion thread (a refused submit, a late
+     * answer released on the dispatching thread, an attempt finished on a
+     * transport's own thread). Each fire finds the call's state done and
+     * returns; wait it out (one load per timer when none fires). */
+    momento__timer_settle(call->client, &call->gate_timer);
+    momento__timer_settle(call->client, &call->late_timer);
+    momento__timer_settle(call->client, &call->retry_timer);
     momento_cancel_token_free(call->token);
     free(call);
 }

@@ -77,6 +77,7 @@ int momento__client_route(momento_client *c, momento__rpc_id m, momento__transpo
     if (!c || !t || (unsigned)m >= MOMENTO__RPC_COUNT)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     t->post = momento__completion_post;
+    t->finish = momento__completion_finish;
     t->host = c;
     c->routes[m] = t;
     return MOMENTO_OK;
@@ -153,10 +154,12 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
         rc = momento__dispatcher_enable(&c->dispatch);
     /* Dispatch mode calls the hook on two threads: the completion thread
      * for a request with an RPC of its own, the dispatching one for those a
-     * shared answer calls back there (call.h `late`). One lock keeps their
-     * calls apart. The default mode calls it on the completion thread
-     * (but for two rare ends, momento/metrics.h) and takes none. */
-    if (rc == MOMENTO_OK && c->cfg.dispatch && c->cfg.metrics_fn)
+     * shared answer calls back there (call.h `late`); so do I/O-thread
+     * callbacks: the completion thread and protosocket's I/O thread. One
+     * lock keeps their calls apart. The default mode calls it on the
+     * completion thread (but for two rare ends, momento/metrics.h) and
+     * takes none. */
+    if (rc == MOMENTO_OK && (c->cfg.dispatch || c->cfg.io_thread_callbacks) && c->cfg.metrics_fn)
         c->cfg.metrics_lock = &c->metrics_lock;
     if (rc == MOMENTO_OK)
         rc = momento__credentials_copy(&c->creds, creds);
@@ -250,7 +253,7 @@ void momento_client_free(momento_client *c)
             momento__timer_fire_soon_locked(c, t->wake);
     }
     bool wake = c->soon != NULL;
-    if (momento__current_client == c) {
+    if (momento__completion_here(c)) {
         /* Inside one of our callbacks, which is itself still counted in
          * flight: the completion thread finishes the job once it drains. */
         c->free_deferred = true;
@@ -443,7 +446,7 @@ static int wait_zero(momento_client *c, atomic_size_t *count, pthread_mutex_t *l
                      pthread_cond_t *zero, uint32_t timeout_ms)
 {
     /* The callbacks it would wait for run on this very thread. */
-    if (momento__current_client == c || momento__dispatch_running_here(&c->dispatch))
+    if (momento__completion_here(c) || momento__dispatch_running_here(&c->dispatch))
         return MOMENTO_ERR_WOULD_DEADLOCK;
     int64_t until = momento__now_ns() + (int64_t)timeout_ms * 1000000;
     if (c->dispatch.on) {

@@ -16,6 +16,14 @@
 #include <utlist.h>
 
 _Thread_local const momento_client *momento__current_client;
+/* The client whose attempts a transport's own thread is finishing here
+ * (momento__completion_finish), or NULL. */
+static _Thread_local const momento_client *finishing;
+
+bool momento__completion_here(const momento_client *c)
+{
+    return momento__current_client == c || finishing == c;
+}
 
 void momento__completion_kick(momento_client *c)
 {
@@ -37,6 +45,26 @@ void momento__completion_post(momento__transport *t, momento__attempt *a)
     atomic_store_explicit(&c->any_posted, true, memory_order_release);
     if (momento__current_client != c)
         momento__completion_kick(c);
+}
+
+void momento__completion_finish(momento__transport *t, momento__attempt *a)
+{
+    momento_client *c = t->host;
+    /* In dispatch mode done() queues every application callback for the
+     * dispatching thread, so the transport's thread runs no application
+     * code but the metrics hook (and, without memory for a queue entry, a
+     * callback). In the default mode callbacks run in done(): here only
+     * when the application asked for them on the I/O thread
+     * (momento_config_set_io_thread_callbacks()), on the completion thread
+     * otherwise, as promised. */
+    if (!c->dispatch.on && !c->cfg.io_thread_callbacks) {
+        momento__completion_post(t, a);
+        return;
+    }
+    const momento_client *outer = finishing;
+    finishing = c;
+    a->done(a);
+    finishing = outer;
 }
 
 /* Runs done() of every attempt posted so far, oldest first. */

@@ -8,8 +8,17 @@
 #include "momento/momento.h"
 #include "transport/transport.h"
 
+#include <stdbool.h>
+
 /* The client whose completion thread is running this code, or NULL. */
 extern _Thread_local const momento_client *momento__current_client;
+
+/* Whether this thread is finishing `c`'s attempts: its completion thread,
+ * or a transport's own thread running done() through finish(). From
+ * there a callback of `c`'s may run (a metrics hook, or in dispatch mode
+ * one the queue had no memory for), so what would wait for `c`'s ends -
+ * a blocking call, the client's free, a wait for idle - must not wait. */
+bool momento__completion_here(const momento_client *c);
 
 /* Starts `c`'s completion thread (named "momento-cq") on c->transport.
  * `release` frees the client: the thread calls it as it ends when
@@ -29,6 +38,11 @@ void momento__completion_kick(momento_client *c);
  * on `t`'s own thread, to t->host's completion thread, which calls its
  * done(). Any thread. */
 void momento__completion_post(momento__transport *t, momento__attempt *a);
+
+/* A routed transport's finish() (transport.h): from `t`'s own thread,
+ * holding none of its locks. In dispatch mode runs a->done(a) here, else
+ * posts it. */
+void momento__completion_finish(momento__transport *t, momento__attempt *a);
 
 /* With the client's lock held, after its timer heap or soon list changed:
  * records whether any timer waits, for the loop's look without the lock. */

@@ -51,6 +51,7 @@ struct momento_config {
     uint32_t max_client_age_ms;
     uint32_t max_concurrent;           /* requests on the wire at once; 0 = no cap */
     bool dispatch;                     /* callbacks queued for momento_client_dispatch() */
+    bool io_thread_callbacks;          /* protosocket's callbacks on its I/O thread */
     /* Adaptive batching (batcher.c); batch_min_in_flight 0 = off. */
     uint32_t batch_min_in_flight;      /* N: queue gets and sets from this many RPCs */
     uint32_t batch_linger_us;          /* L: send a queue this long after it started, at most */
@@ -62,7 +63,9 @@ struct momento_config {
     void *metrics_userdata;
     /* Taken around each hook call when they may come from two threads at
      * once (dispatch mode: the completion thread's and the dispatching
-     * thread's, momento/metrics.h); NULL, never taken, otherwise. Only a
+     * thread's; I/O-thread callbacks: the completion thread's and the
+     * protosocket I/O thread's, momento/metrics.h); NULL, never taken,
+     * otherwise. Only a
      * client's own copy has one, its client's (client.c): an application's
      * config keeps the NULL of momento__config_defaults(). */
     pthread_mutex_t *metrics_lock;

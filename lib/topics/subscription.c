@@ -1038,7 +1038,7 @@ int momento_topic_subscribe_sync(momento_client *c, const char *cache, const cha
                                  const momento_subscribe_options *opts, momento_topic_callback cb,
                                  void *userdata, momento_subscription **ret)
 {
-    if (c && momento__current_client == c)
+    if (c && momento__completion_here(c))
         return MOMENTO_ERR_WOULD_DEADLOCK;
     if (!cb)
         return MOMENTO_ERR_INVALID_ARGUMENT;

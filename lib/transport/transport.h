@@ -55,9 +55,9 @@ typedef struct momento__reply {
 typedef struct momento__attempt {
     void *data; /* the engine's: its call, for done() */
     /* Set by the engine before launch: the attempt has completed, `reply`
-     * is filled. Called exactly once per successful launch, on the client's
-     * completion thread (by the transport's run(), or through post()), no
-     * lock held. */
+     * is filled. Called exactly once per successful launch, no lock held:
+     * on the client's completion thread (by the transport's run(), or
+     * through post()), or through finish() on the transport's own. */
     void (*done)(struct momento__attempt *a);
     /* A live stream (a topic subscription's): set by the engine before
      * launch, NULL for every other attempt. Each message of the stream is
@@ -147,7 +147,14 @@ struct momento__transport {
      * call it holding no lock that cancel() takes. A transport whose
      * run() is the loop's (gRPC's) calls done() itself instead. */
     void (*post)(struct momento__transport *t, momento__attempt *a);
-    void *host; /* the engine's: for post() */
+    /* Set with post: hands `a` over as post() does, but called only from
+     * the transport's own thread holding none of its locks, where the
+     * engine may run a->done(a) at once instead of crossing to the
+     * completion thread - it does when no application callback can run
+     * in done() (dispatch mode: they are queued for the dispatching
+     * thread), which saves a thread wake-up per batch of ends. */
+    void (*finish)(struct momento__transport *t, momento__attempt *a);
+    void *host; /* the engine's: for post() and finish() */
 };
 
 #endif

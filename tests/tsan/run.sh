@@ -62,6 +62,16 @@ MOMENTO_TSAN_TRANSPORT=protosocket run tsan_stress "$secs" "$max"
 # often. Without momento__timer_settle this reports a use after free.
 echo "== ThreadSanitizer stress test, timer fires delayed 300 us: ${secs} s"
 MOMENTO_TSAN_FIRE_DELAY_US=300 run tsan_stress "$secs" "$max"
+# The same over protosocket, whose I/O thread finishes the dispatch-mode
+# client's attempts itself: a fire of a queued request's gate timer then
+# meets the request launched, answered and released off the completion
+# thread (call.c's release() waits every fire of its timers out).
+echo "== ThreadSanitizer stress test over protosocket, timer fires delayed 300 us: ${secs} s"
+MOMENTO_TSAN_TRANSPORT=protosocket MOMENTO_TSAN_FIRE_DELAY_US=300 run tsan_stress "$secs" "$max"
+# The default-mode clients with their callbacks on protosocket's I/O thread
+# (momento_config_set_io_thread_callbacks()).
+echo "== ThreadSanitizer stress test over protosocket, callbacks on its I/O thread: ${secs} s"
+MOMENTO_TSAN_TRANSPORT=protosocket MOMENTO_TSAN_IO_CALLBACKS=1 run tsan_stress "$secs" "$max"
 # momento-local's own threads (long requests in slices, calls held back).
 echo "== ThreadSanitizer server stress: ${secs} s"
 run tsan_server "$secs"

@@ -553,6 +553,11 @@ static void *dispatcher(void *arg)
  * headers do not travel there; the server's protosocket rule holds every
  * client's gets 40 ms instead. */
 static char ps_endpoint[64];
+/* With MOMENTO_TSAN_IO_CALLBACKS=1 too, the default-mode clients call back
+ * protosocket's requests on its I/O thread
+ * (momento_config_set_io_thread_callbacks()): those callbacks and the
+ * follow-ups they submit race the completion thread's. */
+static bool io_callbacks;
 
 static momento_client *new_client(const char *id, const char *delay_ms, const char *rpcs,
                                   uint32_t batch_from, uint32_t cap, uint32_t max_age_ms,
@@ -584,6 +589,7 @@ static momento_client *new_client(const char *id, const char *delay_ms, const ch
          (momento_config_set_transport(cfg, MOMENTO_TRANSPORT_PROTOSOCKET) != MOMENTO_OK ||
           momento_config_set_protosocket_connections(cfg, 2) != MOMENTO_OK ||
           momento_config_set_protosocket_endpoint(cfg, ps_endpoint) != MOMENTO_OK)) ||
+        (io_callbacks && !dispatch && momento_config_set_io_thread_callbacks(cfg, 1) != MOMENTO_OK) ||
         momento_client_new(&c, cfg, creds) != MOMENTO_OK) {
         fprintf(stderr, "tsan_stress: cannot create a client\n");
         exit(2);
@@ -689,6 +695,10 @@ int main(int argc, char **argv)
         if (momento_local_protosocket_fault(server, "get", -1, 40, UINT32_MAX) != MOMENTO_OK)
             return 2;
         printf("tsan_stress: get, set and delete over protosocket (%s)\n", ps_endpoint);
+        const char *io = getenv("MOMENTO_TSAN_IO_CALLBACKS");
+        io_callbacks = io && strcmp(io, "1") == 0;
+        if (io_callbacks)
+            printf("tsan_stress: callbacks on protosocket's I/O thread\n");
     }
 
     clients[0] = new_client("tsan-fast", NULL, NULL, 4, 0, 1000, 0);

@@ -13,10 +13,13 @@
  * to not, a timerfd at the earliest deadline. An attempt's `state` is read
  * and written under `lock`, so a cancel that comes after the end finds it
  * DONE and does nothing. An attempt ends by its reply filled and handed to
- * the engine's post() - holding `loop` but not `lock`, since the engine
- * may call cancel() under the client's lock and post() takes that lock;
- * nothing holding the client's lock waits for `loop` (launch only tries
- * it) - after which it is never touched again.
+ * the engine - after which it is never touched again: by the I/O thread
+ * at the end of its turn through finish(), holding neither lock (the
+ * engine may run done() there, which launches and cancels); by a launching
+ * thread through post(), holding `loop` but not `lock`, since the engine
+ * may call cancel() under the client's lock and post() takes that lock.
+ * Nothing holding the client's lock waits for `loop` (launch only tries
+ * it).
  *
  * Each connection authenticates first and holds what is sent to it until
  * the server's auth reply; its in-flight requests are a hash by message
@@ -208,9 +211,8 @@ static void finish(ps_attempt *a, int status, const char *details)
     t->to_post = a;
 }
 
-/* Hands the ends to the client's completion thread, in the order they came,
- * holding no lock (I/O thread). */
-static void post_ends(ps_transport *t)
+/* Takes the ends queued so far, oldest first (`loop` held). */
+static ps_attempt *take_ends(ps_transport *t)
 {
     ps_attempt *list = NULL;
     while (t->to_post) { /* reversed: oldest first */
@@ -219,11 +221,30 @@ static void post_ends(ps_transport *t)
         a->dnext = list;
         list = a;
     }
+    return list;
+}
+
+/* Hands the ends to the engine, in the order they came: through post(),
+ * or from the I/O thread holding no lock of ours through finish(), which
+ * may run their done() right here (`own_thread`). */
+static void hand_ends(ps_transport *t, ps_attempt *list, bool own_thread)
+{
     while (list) {
         ps_attempt *a = list;
-        list = a->dnext;
-        t->base.post(&t->base, &a->base); /* `a` is the engine's from here */
+        list = a->dnext; /* read first: `a` is the engine's from here */
+        if (own_thread)
+            t->base.finish(&t->base, &a->base);
+        else
+            t->base.post(&t->base, &a->base);
     }
+}
+
+/* Hands the ends to the client's completion thread, holding no `lock`: a
+ * launching thread's (it may hold the engine's locks, which done() takes),
+ * or the I/O thread's as it stops. */
+static void post_ends(ps_transport *t)
+{
+    hand_ends(t, take_ends(t), false);
 }
 
 /* ------------------------------------------------------------ connections */
@@ -849,7 +870,11 @@ static void *io_thread(void *arg)
         /* Asleep, the connections are free for a launching thread to
          * write on (ps_launch). */
         set_hint(t, pick_inline(t) != NULL);
+        ps_attempt *ends = take_ends(t);
         pthread_mutex_unlock(&t->loop);
+        /* The last turn's ends, with `loop` free: what their done() sends
+         * (a retry, a read coalesced again) a launch writes at once. */
+        hand_ends(t, ends, true);
         int n = epoll_wait(t->epfd, evs, 64, -1);
         set_hint(t, false);
         pthread_mutex_lock(&t->loop);
@@ -902,7 +927,6 @@ static void *io_thread(void *arg)
             if (c->fd >= 0 && c->wlen > c->woff && !c->want_out)
                 conn_flush(c);
         }
-        post_ends(t);
         if (stopping) {
             /* The engine retires every request before it shuts a
              * transport down; anything still here is ended, not lost. */
