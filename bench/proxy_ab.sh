@@ -23,7 +23,9 @@
 #   redis-benchmark and redis-cli authenticate, mc_load speaks the binary
 #   protocol with SASL PLAIN; 0: no password, mc_load in text), METRICS
 #   (1: both with --metrics-port 0; 0: none). A proxy built before issue 48
-#   knows neither option: AUTH=0 METRICS=0 then.
+#   knows neither option: AUTH=0 METRICS=0 then. TRANSPORT (grpc; or
+#   protosocket: momento-local opens its protosocket port and both proxies
+#   send get, set and delete there, --transport protosocket).
 # Loopback only; every run is bounded by a request count and a timeout.
 set -euo pipefail
 build=${1:?usage: bench/proxy_ab.sh BUILD_DIR PROXY_A [PROXY_B]}
@@ -57,7 +59,14 @@ pids=()
 ab_cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; bench_cleanup; }
 trap ab_cleanup EXIT
 
-start_server --cache bench
+if [ "${TRANSPORT:-grpc}" = protosocket ]; then
+    start_server --cache bench --protosocket-port 0
+    ps_ep=$(sed -n 's/^protosocket listening on //p' "$work/out")
+    [ -n "$ps_ep" ] || { echo "momento-local printed no protosocket port"; exit 1; }
+    px_opts+=(--transport protosocket --protosocket-endpoint "$ps_ep")
+else
+    start_server --cache bench
+fi
 echo "momento-local on $ep (pid $pid)"
 
 declare -A port_resp port_mc
