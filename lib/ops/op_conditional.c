@@ -9,9 +9,7 @@
 
 MOMENTO__DECODER(set_if)
 {
-    const CacheClient__SetIfResponse *m = momento__unpack_reply(MOMENTO__RPC_SET_IF, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__SetIfResponse, SET_IF);
     if (m->result_case == CACHE_CLIENT____SET_IF_RESPONSE__RESULT_STORED)
         r->outcome = MOMENTO_OUTCOME_STORED;
     else if (m->result_case == CACHE_CLIENT____SET_IF_RESPONSE__RESULT_NOT_STORED)
@@ -25,10 +23,7 @@ MOMENTO__DECODER(set_if)
  * the unpacked reply, which lives until the callback has returned. */
 MOMENTO__DECODER(set_if_hash)
 {
-    const CacheClient__SetIfHashResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SET_IF_HASH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__SetIfHashResponse, SET_IF_HASH);
     if (m->result_case == CACHE_CLIENT____SET_IF_HASH_RESPONSE__RESULT_STORED) {
         r->outcome = MOMENTO_OUTCOME_STORED;
         r->hash = m->stored->new_hash.data;
@@ -241,10 +236,7 @@ int momento_set_with_hash(momento_client *c, const char *cache, const void *key,
  * unpacked reply, which lives until the callback has returned. */
 MOMENTO__DECODER(get_with_hash)
 {
-    const CacheClient__GetWithHashResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_GET_WITH_HASH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__GetWithHashResponse, GET_WITH_HASH);
     if (m->result_case == CACHE_CLIENT____GET_WITH_HASH_RESPONSE__RESULT_FOUND) {
         r->outcome = MOMENTO_OUTCOME_HIT;
         r->value = m->found->value.data ? m->found->value.data : (const uint8_t *)"";

@@ -22,9 +22,7 @@ MOMENTO__EMPTY_DECODER(flush_cache, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(list_caches)
 {
-    const ControlClient__ListCachesResponse *m = momento__unpack_reply(MOMENTO__RPC_LIST_CACHES, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(ControlClient__ListCachesResponse, LIST_CACHES);
     /* This page's names, pointing into the message, and their limits, in one
      * block; list_page_done() copies what it keeps. */
     const char **names = momento__malloc((m->n_cache + 1) * sizeof(*names) +

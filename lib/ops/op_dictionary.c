@@ -10,11 +10,7 @@
 
 MOMENTO__DECODER(dictionary_get)
 {
-    (void)n_msgs;
-    const CacheClient__DictionaryGetResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_DICTIONARY_GET, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__DictionaryGetResponse, DICTIONARY_GET);
     if (m->dictionary_case == CACHE_CLIENT____DICTIONARY_GET_RESPONSE__DICTIONARY_MISSING) {
         r->outcome = MOMENTO_OUTCOME_MISS;
         return MOMENTO_OK;
@@ -44,11 +40,7 @@ MOMENTO__DECODER(dictionary_get)
 
 MOMENTO__DECODER(dictionary_fetch)
 {
-    (void)n_msgs;
-    const CacheClient__DictionaryFetchResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_DICTIONARY_FETCH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__DictionaryFetchResponse, DICTIONARY_FETCH);
     if (m->dictionary_case == CACHE_CLIENT____DICTIONARY_FETCH_RESPONSE__DICTIONARY_MISSING) {
         r->outcome = MOMENTO_OUTCOME_MISS;
         return MOMENTO_OK;
@@ -76,11 +68,7 @@ MOMENTO__EMPTY_DECODER(dictionary_set, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(dictionary_increment)
 {
-    (void)n_msgs;
-    const CacheClient__DictionaryIncrementResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_DICTIONARY_INCREMENT, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__DictionaryIncrementResponse, DICTIONARY_INCREMENT);
     r->int_value = m->value;
     r->outcome = MOMENTO_OUTCOME_SUCCESS;
     return MOMENTO_OK;

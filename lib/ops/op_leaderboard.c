@@ -24,11 +24,7 @@ MOMENTO__EMPTY_DECODER(remove_elements, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(get_leaderboard_length)
 {
-    (void)n_msgs;
-    const Leaderboard__GetLeaderboardLengthResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_GET_LEADERBOARD_LENGTH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(Leaderboard__GetLeaderboardLengthResponse, GET_LEADERBOARD_LENGTH);
     r->int_value = m->count;
     r->outcome = MOMENTO_OUTCOME_SUCCESS;
     return MOMENTO_OK;

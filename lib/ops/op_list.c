@@ -72,11 +72,7 @@ MOMENTO__DECODER(list_retain)
 /* Unlike remove and retain, an erase tells a missing list apart: MISS. */
 MOMENTO__DECODER(list_erase)
 {
-    (void)n_msgs;
-    const CacheClient__ListEraseResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_LIST_ERASE, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__ListEraseResponse, LIST_ERASE);
     if (m->list_case == CACHE_CLIENT____LIST_ERASE_RESPONSE__LIST_FOUND && m->found) {
         r->outcome = MOMENTO_OUTCOME_SUCCESS;
         r->int_value = m->found->list_length;
@@ -90,11 +86,7 @@ MOMENTO__DECODER(list_erase)
 
 MOMENTO__DECODER(list_fetch)
 {
-    (void)n_msgs;
-    const CacheClient__ListFetchResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_LIST_FETCH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__ListFetchResponse, LIST_FETCH);
     if (m->list_case == CACHE_CLIENT____LIST_FETCH_RESPONSE__LIST_MISSING) {
         r->outcome = MOMENTO_OUTCOME_MISS;
         return MOMENTO_OK;

@@ -21,11 +21,7 @@ MOMENTO__EMPTY_DECODER(sorted_set_remove, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(sorted_set_fetch)
 {
-    (void)n_msgs;
-    const CacheClient__SortedSetFetchResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_FETCH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__SortedSetFetchResponse, SORTED_SET_FETCH);
     if (m->sorted_set_case == CACHE_CLIENT____SORTED_SET_FETCH_RESPONSE__SORTED_SET_MISSING) {
         r->outcome = MOMENTO_OUTCOME_MISS;
         return MOMENTO_OK;
@@ -66,11 +62,7 @@ MOMENTO__DECODER(sorted_set_fetch)
 
 MOMENTO__DECODER(sorted_set_get_score)
 {
-    (void)n_msgs;
-    const CacheClient__SortedSetGetScoreResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_GET_SCORE, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__SortedSetGetScoreResponse, SORTED_SET_GET_SCORE);
     if (m->sorted_set_case == CACHE_CLIENT____SORTED_SET_GET_SCORE_RESPONSE__SORTED_SET_MISSING) {
         r->outcome = MOMENTO_OUTCOME_MISS;
         return MOMENTO_OK;
@@ -100,11 +92,7 @@ MOMENTO__DECODER(sorted_set_get_score)
 
 MOMENTO__DECODER(sorted_set_increment)
 {
-    (void)n_msgs;
-    const CacheClient__SortedSetIncrementResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_INCREMENT, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__SortedSetIncrementResponse, SORTED_SET_INCREMENT);
     r->score = m->score;
     r->outcome = MOMENTO_OUTCOME_SUCCESS;
     return MOMENTO_OK;
@@ -112,11 +100,7 @@ MOMENTO__DECODER(sorted_set_increment)
 
 MOMENTO__DECODER(sorted_set_get_rank)
 {
-    (void)n_msgs;
-    const CacheClient__SortedSetGetRankResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_GET_RANK, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__SortedSetGetRankResponse, SORTED_SET_GET_RANK);
     if (m->rank_case == CACHE_CLIENT____SORTED_SET_GET_RANK_RESPONSE__RANK_MISSING) {
         r->outcome = MOMENTO_OUTCOME_MISS;
         return MOMENTO_OK;
@@ -144,11 +128,7 @@ MOMENTO__LENGTH_READ_DECODER(sorted_set_length, SORTED_SET_LENGTH,
 
 MOMENTO__DECODER(sorted_set_union_store)
 {
-    (void)n_msgs;
-    const CacheClient__SortedSetUnionStoreResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_UNION_STORE, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__SortedSetUnionStoreResponse, SORTED_SET_UNION_STORE);
     r->int_value = m->length;
     r->outcome = MOMENTO_OUTCOME_SUCCESS;
     return MOMENTO_OK;
@@ -156,11 +136,7 @@ MOMENTO__DECODER(sorted_set_union_store)
 
 MOMENTO__DECODER(sorted_set_length_by_score)
 {
-    (void)n_msgs;
-    const CacheClient__SortedSetLengthByScoreResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_LENGTH_BY_SCORE, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__SortedSetLengthByScoreResponse, SORTED_SET_LENGTH_BY_SCORE);
     if (m->sorted_set_case ==
             CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_RESPONSE__SORTED_SET_FOUND &&
         m->found) {

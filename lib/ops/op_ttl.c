@@ -5,9 +5,7 @@
 
 MOMENTO__DECODER(item_get_ttl)
 {
-    const CacheClient__ItemGetTtlResponse *m = momento__unpack_reply(MOMENTO__RPC_ITEM_GET_TTL, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__ItemGetTtlResponse, ITEM_GET_TTL);
     if (m->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND && m->found) {
         r->outcome = MOMENTO_OUTCOME_HIT;
         r->ttl_ms = m->found->remaining_ttl_millis;
@@ -21,9 +19,7 @@ MOMENTO__DECODER(item_get_ttl)
 
 MOMENTO__DECODER(update_ttl)
 {
-    const CacheClient__UpdateTtlResponse *m = momento__unpack_reply(MOMENTO__RPC_UPDATE_TTL, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__UpdateTtlResponse, UPDATE_TTL);
     switch (m->result_case) {
     case CACHE_CLIENT____UPDATE_TTL_RESPONSE__RESULT_SET:
         r->outcome = MOMENTO_OUTCOME_TTL_UPDATED;
