@@ -12,4 +12,35 @@
 
 #include <protobuf-c/protobuf-c.h>
 
+/* Most reads answer in a oneof of found (with a message) or missing, and
+ * every decoder of one reads it by the same rule, written once here:
+ * missing is a MISS and the decoding is done (MOMENTO_OK); found with its
+ * message is MOMENTO__FOUND, for the decoder to read `found`; anything else
+ * (an unset oneof, found without its message) is MOMENTO_ERR_BAD_RESPONSE.
+ * `which` is the reply's oneof case, `found_case` and `missing_case` the
+ * two it may be. */
+#define MOMENTO__FOUND 1
+
+static inline int momento__found_or_miss(momento_result *r, int which, int found_case,
+                                         int missing_case, const void *found)
+{
+    if (which == missing_case) {
+        r->outcome = MOMENTO_OUTCOME_MISS;
+        return MOMENTO_OK;
+    }
+    return which == found_case && found ? MOMENTO__FOUND : MOMENTO_ERR_BAD_RESPONSE;
+}
+
+/* The opening of a decoder's body for such a reply, the one message of RPC
+ * ID: MOMENTO__UNPACK_ONE, then momento__found_or_miss() on the oneof case
+ * member `which`, whose cases are PREFIX##_FOUND and PREFIX##_MISSING and
+ * whose found message is `found`. The decoder returns there on a miss or a
+ * bad reply, and goes on with `m->found` to read. */
+#define MOMENTO__UNPACK_FOUND(Type, ID, which, PREFIX)                                             \
+    MOMENTO__UNPACK_ONE(Type, ID);                                                                 \
+    int found_rc_ =                                                                                \
+        momento__found_or_miss(r, m->which, PREFIX##_FOUND, PREFIX##_MISSING, m->found);           \
+    if (found_rc_ != MOMENTO__FOUND)                                                               \
+        return found_rc_
+
 #endif

@@ -236,25 +236,16 @@ int momento_set_with_hash(momento_client *c, const char *cache, const void *key,
  * unpacked reply, which lives until the callback has returned. */
 MOMENTO__DECODER(get_with_hash)
 {
-    MOMENTO__UNPACK_ONE(CacheClient__GetWithHashResponse, GET_WITH_HASH);
-    if (m->result_case == CACHE_CLIENT____GET_WITH_HASH_RESPONSE__RESULT_FOUND) {
-        r->outcome = MOMENTO_OUTCOME_HIT;
-        r->value = m->found->value.data ? m->found->value.data : (const uint8_t *)"";
-        r->value_len = m->found->value.len;
-        r->hash = m->found->hash.data;
-        r->hash_len = m->found->hash.len;
-        /* A compressed value is returned decompressed, as a get's is; the
-         * hash stays the stored bytes', which is what a hash condition
-         * compares. */
-        int rc = momento__decompress_hit(scratch, &r->value, &r->value_len, &scratch->message);
-        if (rc != MOMENTO_OK)
-            return rc;
-    } else if (m->result_case == CACHE_CLIENT____GET_WITH_HASH_RESPONSE__RESULT_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-    } else {
-        return MOMENTO_ERR_BAD_RESPONSE;
-    }
-    return MOMENTO_OK;
+    MOMENTO__UNPACK_FOUND(CacheClient__GetWithHashResponse, GET_WITH_HASH, result_case,
+                          CACHE_CLIENT____GET_WITH_HASH_RESPONSE__RESULT);
+    r->outcome = MOMENTO_OUTCOME_HIT;
+    r->value = m->found->value.data ? m->found->value.data : (const uint8_t *)"";
+    r->value_len = m->found->value.len;
+    r->hash = m->found->hash.data;
+    r->hash_len = m->found->hash.len;
+    /* A compressed value is returned decompressed, as a get's is; the hash
+     * stays the stored bytes', which is what a hash condition compares. */
+    return momento__decompress_hit(scratch, &r->value, &r->value_len, &scratch->message);
 }
 
 /* Not coalesced or batched as a get is: the coalescer and the batcher share

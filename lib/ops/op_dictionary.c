@@ -10,14 +10,8 @@
 
 MOMENTO__DECODER(dictionary_get)
 {
-    MOMENTO__UNPACK_ONE(CacheClient__DictionaryGetResponse, DICTIONARY_GET);
-    if (m->dictionary_case == CACHE_CLIENT____DICTIONARY_GET_RESPONSE__DICTIONARY_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->dictionary_case != CACHE_CLIENT____DICTIONARY_GET_RESPONSE__DICTIONARY_FOUND ||
-        !m->found)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_FOUND(CacheClient__DictionaryGetResponse, DICTIONARY_GET, dictionary_case,
+                          CACHE_CLIENT____DICTIONARY_GET_RESPONSE__DICTIONARY);
     momento_result *items = momento__items_new(scratch, m->found->n_items, MOMENTO_OUTCOME_MISS);
     if (!items)
         return MOMENTO_ERR_NO_MEMORY;
@@ -40,14 +34,8 @@ MOMENTO__DECODER(dictionary_get)
 
 MOMENTO__DECODER(dictionary_fetch)
 {
-    MOMENTO__UNPACK_ONE(CacheClient__DictionaryFetchResponse, DICTIONARY_FETCH);
-    if (m->dictionary_case == CACHE_CLIENT____DICTIONARY_FETCH_RESPONSE__DICTIONARY_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->dictionary_case != CACHE_CLIENT____DICTIONARY_FETCH_RESPONSE__DICTIONARY_FOUND ||
-        !m->found)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_FOUND(CacheClient__DictionaryFetchResponse, DICTIONARY_FETCH, dictionary_case,
+                          CACHE_CLIENT____DICTIONARY_FETCH_RESPONSE__DICTIONARY);
     momento_result *items = momento__items_new(scratch, m->found->n_items, MOMENTO_OUTCOME_HIT);
     if (!items)
         return MOMENTO_ERR_NO_MEMORY;

@@ -37,13 +37,8 @@ MOMENTO__DECODER(keys_exist)
 
 MOMENTO__DECODER(item_get_type)
 {
-    MOMENTO__UNPACK_ONE(CacheClient__ItemGetTypeResponse, ITEM_GET_TYPE);
-    if (m->result_case == CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__RESULT_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->result_case != CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__RESULT_FOUND || !m->found)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_FOUND(CacheClient__ItemGetTypeResponse, ITEM_GET_TYPE, result_case,
+                          CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__RESULT);
     /* The wire numbers the types differently from the public enum. */
     switch (m->found->item_type) {
     case CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SCALAR:

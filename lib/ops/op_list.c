@@ -30,13 +30,7 @@ LENGTH_DECODER(list_concatenate_back, LIST_CONCATENATE_BACK,
 #define POP_DECODER(fn, ID, Type, PREFIX, end)                                                     \
     MOMENTO__DECODER(fn)                                                                           \
     {                                                                                              \
-        MOMENTO__UNPACK_ONE(Type, ID);                                                             \
-        if (m->list_case == PREFIX##_MISSING) {                                                    \
-            r->outcome = MOMENTO_OUTCOME_MISS;                                                     \
-            return MOMENTO_OK;                                                                     \
-        }                                                                                          \
-        if (m->list_case != PREFIX##_FOUND || !m->found)                                           \
-            return MOMENTO_ERR_BAD_RESPONSE;                                                       \
+        MOMENTO__UNPACK_FOUND(Type, ID, list_case, PREFIX);                                        \
         r->value = momento__data(&m->found->end);                                                  \
         r->value_len = m->found->end.len;                                                          \
         r->outcome = MOMENTO_OUTCOME_HIT;                                                          \
@@ -72,27 +66,17 @@ MOMENTO__DECODER(list_retain)
 /* Unlike remove and retain, an erase tells a missing list apart: MISS. */
 MOMENTO__DECODER(list_erase)
 {
-    MOMENTO__UNPACK_ONE(CacheClient__ListEraseResponse, LIST_ERASE);
-    if (m->list_case == CACHE_CLIENT____LIST_ERASE_RESPONSE__LIST_FOUND && m->found) {
-        r->outcome = MOMENTO_OUTCOME_SUCCESS;
-        r->int_value = m->found->list_length;
-    } else if (m->list_case == CACHE_CLIENT____LIST_ERASE_RESPONSE__LIST_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-    } else {
-        return MOMENTO_ERR_BAD_RESPONSE;
-    }
+    MOMENTO__UNPACK_FOUND(CacheClient__ListEraseResponse, LIST_ERASE, list_case,
+                          CACHE_CLIENT____LIST_ERASE_RESPONSE__LIST);
+    r->outcome = MOMENTO_OUTCOME_SUCCESS;
+    r->int_value = m->found->list_length;
     return MOMENTO_OK;
 }
 
 MOMENTO__DECODER(list_fetch)
 {
-    MOMENTO__UNPACK_ONE(CacheClient__ListFetchResponse, LIST_FETCH);
-    if (m->list_case == CACHE_CLIENT____LIST_FETCH_RESPONSE__LIST_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->list_case != CACHE_CLIENT____LIST_FETCH_RESPONSE__LIST_FOUND || !m->found)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_FOUND(CacheClient__ListFetchResponse, LIST_FETCH, list_case,
+                          CACHE_CLIENT____LIST_FETCH_RESPONSE__LIST);
     return momento__decode_values(r, scratch, m->found->n_values, m->found->values);
 }
 

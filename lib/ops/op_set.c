@@ -11,13 +11,7 @@
 #define ELEMENTS_DECODER(fn, ID, Type, PREFIX)                                                     \
     MOMENTO__DECODER(fn)                                                                           \
     {                                                                                              \
-        MOMENTO__UNPACK_ONE(Type, ID);                                                             \
-        if (m->set_case == PREFIX##_MISSING) {                                                     \
-            r->outcome = MOMENTO_OUTCOME_MISS;                                                     \
-            return MOMENTO_OK;                                                                     \
-        }                                                                                          \
-        if (m->set_case != PREFIX##_FOUND || !m->found)                                            \
-            return MOMENTO_ERR_BAD_RESPONSE;                                                       \
+        MOMENTO__UNPACK_FOUND(Type, ID, set_case, PREFIX);                                         \
         return momento__decode_values(r, scratch, m->found->n_elements, m->found->elements);       \
     }
 
@@ -42,13 +36,8 @@ MOMENTO__DECODER(set_difference)
 
 MOMENTO__DECODER(set_contains)
 {
-    MOMENTO__UNPACK_ONE(CacheClient__SetContainsResponse, SET_CONTAINS);
-    if (m->set_case == CACHE_CLIENT____SET_CONTAINS_RESPONSE__SET_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->set_case != CACHE_CLIENT____SET_CONTAINS_RESPONSE__SET_FOUND || !m->found)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_FOUND(CacheClient__SetContainsResponse, SET_CONTAINS, set_case,
+                          CACHE_CLIENT____SET_CONTAINS_RESPONSE__SET);
     size_t n = m->found->n_contains;
     uint8_t *exists = momento__malloc(n + 1);
     if (!exists)

@@ -21,14 +21,8 @@ MOMENTO__EMPTY_DECODER(sorted_set_remove, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(sorted_set_fetch)
 {
-    MOMENTO__UNPACK_ONE(CacheClient__SortedSetFetchResponse, SORTED_SET_FETCH);
-    if (m->sorted_set_case == CACHE_CLIENT____SORTED_SET_FETCH_RESPONSE__SORTED_SET_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->sorted_set_case != CACHE_CLIENT____SORTED_SET_FETCH_RESPONSE__SORTED_SET_FOUND ||
-        !m->found)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_FOUND(CacheClient__SortedSetFetchResponse, SORTED_SET_FETCH, sorted_set_case,
+                          CACHE_CLIENT____SORTED_SET_FETCH_RESPONSE__SORTED_SET);
     /* The request asked for scores: a reply of bare values cannot be
      * answered as the header promises. No elements at all (a range that
      * matched nothing) may come as an unset oneof. */
@@ -62,14 +56,8 @@ MOMENTO__DECODER(sorted_set_fetch)
 
 MOMENTO__DECODER(sorted_set_get_score)
 {
-    MOMENTO__UNPACK_ONE(CacheClient__SortedSetGetScoreResponse, SORTED_SET_GET_SCORE);
-    if (m->sorted_set_case == CACHE_CLIENT____SORTED_SET_GET_SCORE_RESPONSE__SORTED_SET_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->sorted_set_case != CACHE_CLIENT____SORTED_SET_GET_SCORE_RESPONSE__SORTED_SET_FOUND ||
-        !m->found)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_FOUND(CacheClient__SortedSetGetScoreResponse, SORTED_SET_GET_SCORE,
+                          sorted_set_case, CACHE_CLIENT____SORTED_SET_GET_SCORE_RESPONSE__SORTED_SET);
     size_t n = m->found->n_elements;
     momento_result *items = momento__items_new(scratch, n, MOMENTO_OUTCOME_MISS);
     if (!items)
@@ -101,13 +89,12 @@ MOMENTO__DECODER(sorted_set_increment)
 MOMENTO__DECODER(sorted_set_get_rank)
 {
     MOMENTO__UNPACK_ONE(CacheClient__SortedSetGetRankResponse, SORTED_SET_GET_RANK);
-    if (m->rank_case == CACHE_CLIENT____SORTED_SET_GET_RANK_RESPONSE__RANK_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->rank_case != CACHE_CLIENT____SORTED_SET_GET_RANK_RESPONSE__RANK_ELEMENT_RANK ||
-        !m->element_rank)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    int rc = momento__found_or_miss(r, m->rank_case,
+                                    CACHE_CLIENT____SORTED_SET_GET_RANK_RESPONSE__RANK_ELEMENT_RANK,
+                                    CACHE_CLIENT____SORTED_SET_GET_RANK_RESPONSE__RANK_MISSING,
+                                    m->element_rank);
+    if (rc != MOMENTO__FOUND)
+        return rc;
     /* The set exists; the element's own hit or miss is the outcome. */
     if (m->element_rank->result == CACHE_CLIENT__ECACHE_RESULT__Hit) {
         if (m->element_rank->rank > INT64_MAX)
@@ -134,22 +121,10 @@ MOMENTO__DECODER(sorted_set_union_store)
     return MOMENTO_OK;
 }
 
-MOMENTO__DECODER(sorted_set_length_by_score)
-{
-    MOMENTO__UNPACK_ONE(CacheClient__SortedSetLengthByScoreResponse, SORTED_SET_LENGTH_BY_SCORE);
-    if (m->sorted_set_case ==
-            CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_RESPONSE__SORTED_SET_FOUND &&
-        m->found) {
-        r->outcome = MOMENTO_OUTCOME_HIT;
-        r->int_value = m->found->length;
-    } else if (m->sorted_set_case ==
-               CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_RESPONSE__SORTED_SET_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-    } else {
-        return MOMENTO_ERR_BAD_RESPONSE;
-    }
-    return MOMENTO_OK;
-}
+/* A count of the set's elements by score reads as the set's length does. */
+MOMENTO__LENGTH_READ_DECODER(sorted_set_length_by_score, SORTED_SET_LENGTH_BY_SCORE,
+                             CacheClient__SortedSetLengthByScoreResponse, sorted_set_case,
+                             CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_RESPONSE__SORTED_SET)
 
 /* Argument checks shared by the calls below: each returns 0 or
  * MOMENTO_ERR_INVALID_ARGUMENT. */

@@ -5,15 +5,10 @@
 
 MOMENTO__DECODER(item_get_ttl)
 {
-    MOMENTO__UNPACK_ONE(CacheClient__ItemGetTtlResponse, ITEM_GET_TTL);
-    if (m->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND && m->found) {
-        r->outcome = MOMENTO_OUTCOME_HIT;
-        r->ttl_ms = m->found->remaining_ttl_millis;
-    } else if (m->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-    } else {
-        return MOMENTO_ERR_BAD_RESPONSE;
-    }
+    MOMENTO__UNPACK_FOUND(CacheClient__ItemGetTtlResponse, ITEM_GET_TTL, result_case,
+                          CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT);
+    r->outcome = MOMENTO_OUTCOME_HIT;
+    r->ttl_ms = m->found->remaining_ttl_millis;
     return MOMENTO_OK;
 }
 
