@@ -43,4 +43,18 @@ static inline int momento__found_or_miss(momento_result *r, int which, int found
     if (found_rc_ != MOMENTO__FOUND)                                                               \
         return found_rc_
 
+/* Defines the decoder of an RPC whose reply is one number (an increment's
+ * new value, a list's length after a push, a leaderboard's length, ...):
+ * outcome SUCCESS, the reply's `field` as the result's `dst` (int_value,
+ * which momento_result_int() reads, or score). The decoder table names one
+ * decoder per RPC; these are all this one body. */
+#define MOMENTO__NUMBER_DECODER(fn, ID, Type, dst, field)                                          \
+    MOMENTO__DECODER(fn)                                                                           \
+    {                                                                                              \
+        MOMENTO__UNPACK_ONE(Type, ID);                                                             \
+        r->dst = m->field;                                                                         \
+        r->outcome = MOMENTO_OUTCOME_SUCCESS;                                                      \
+        return MOMENTO_OK;                                                                         \
+    }
+
 #endif

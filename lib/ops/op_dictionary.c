@@ -54,13 +54,8 @@ MOMENTO__DECODER(dictionary_fetch)
 
 MOMENTO__EMPTY_DECODER(dictionary_set, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(dictionary_increment)
-{
-    MOMENTO__UNPACK_ONE(CacheClient__DictionaryIncrementResponse, DICTIONARY_INCREMENT);
-    r->int_value = m->value;
-    r->outcome = MOMENTO_OUTCOME_SUCCESS;
-    return MOMENTO_OK;
-}
+MOMENTO__NUMBER_DECODER(dictionary_increment, DICTIONARY_INCREMENT,
+                        CacheClient__DictionaryIncrementResponse, int_value, value)
 
 MOMENTO__EMPTY_DECODER(dictionary_delete, MOMENTO_OUTCOME_SUCCESS)
 

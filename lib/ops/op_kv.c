@@ -12,13 +12,7 @@
 
 #include <stdlib.h>
 
-MOMENTO__DECODER(increment)
-{
-    MOMENTO__UNPACK_ONE(CacheClient__IncrementResponse, INCREMENT);
-    r->int_value = m->value;
-    r->outcome = MOMENTO_OUTCOME_SUCCESS;
-    return MOMENTO_OK;
-}
+MOMENTO__NUMBER_DECODER(increment, INCREMENT, CacheClient__IncrementResponse, int_value, value)
 
 MOMENTO__DECODER(keys_exist)
 {

@@ -22,13 +22,8 @@ MOMENTO__EMPTY_DECODER(upsert_elements, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__EMPTY_DECODER(remove_elements, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(get_leaderboard_length)
-{
-    MOMENTO__UNPACK_ONE(Leaderboard__GetLeaderboardLengthResponse, GET_LEADERBOARD_LENGTH);
-    r->int_value = m->count;
-    r->outcome = MOMENTO_OUTCOME_SUCCESS;
-    return MOMENTO_OK;
-}
+MOMENTO__NUMBER_DECODER(get_leaderboard_length, GET_LEADERBOARD_LENGTH,
+                        Leaderboard__GetLeaderboardLengthResponse, int_value, count)
 
 /* The elements of a read's reply as the result's items: id, rank (as
  * momento_result_int() too) and score. */

@@ -10,21 +10,14 @@
 #include <stdlib.h>
 
 /* Pushes and concatenations answer the list's length afterwards. */
-#define LENGTH_DECODER(fn, ID, Type)                                                               \
-    MOMENTO__DECODER(fn)                                                                           \
-    {                                                                                              \
-        MOMENTO__UNPACK_ONE(Type, ID);                                                             \
-        r->int_value = m->list_length;                                                             \
-        r->outcome = MOMENTO_OUTCOME_SUCCESS;                                                      \
-        return MOMENTO_OK;                                                                         \
-    }
-
-LENGTH_DECODER(list_push_front, LIST_PUSH_FRONT, CacheClient__ListPushFrontResponse)
-LENGTH_DECODER(list_push_back, LIST_PUSH_BACK, CacheClient__ListPushBackResponse)
-LENGTH_DECODER(list_concatenate_front, LIST_CONCATENATE_FRONT,
-               CacheClient__ListConcatenateFrontResponse)
-LENGTH_DECODER(list_concatenate_back, LIST_CONCATENATE_BACK,
-               CacheClient__ListConcatenateBackResponse)
+MOMENTO__NUMBER_DECODER(list_push_front, LIST_PUSH_FRONT, CacheClient__ListPushFrontResponse,
+                        int_value, list_length)
+MOMENTO__NUMBER_DECODER(list_push_back, LIST_PUSH_BACK, CacheClient__ListPushBackResponse,
+                        int_value, list_length)
+MOMENTO__NUMBER_DECODER(list_concatenate_front, LIST_CONCATENATE_FRONT,
+                        CacheClient__ListConcatenateFrontResponse, int_value, list_length)
+MOMENTO__NUMBER_DECODER(list_concatenate_back, LIST_CONCATENATE_BACK,
+                        CacheClient__ListConcatenateBackResponse, int_value, list_length)
 
 /* A pop: found (the value at `end`) or missing. */
 #define POP_DECODER(fn, ID, Type, PREFIX, end)                                                     \

@@ -78,13 +78,8 @@ MOMENTO__DECODER(sorted_set_get_score)
     return MOMENTO_OK;
 }
 
-MOMENTO__DECODER(sorted_set_increment)
-{
-    MOMENTO__UNPACK_ONE(CacheClient__SortedSetIncrementResponse, SORTED_SET_INCREMENT);
-    r->score = m->score;
-    r->outcome = MOMENTO_OUTCOME_SUCCESS;
-    return MOMENTO_OK;
-}
+MOMENTO__NUMBER_DECODER(sorted_set_increment, SORTED_SET_INCREMENT,
+                        CacheClient__SortedSetIncrementResponse, score, score)
 
 MOMENTO__DECODER(sorted_set_get_rank)
 {
@@ -113,13 +108,8 @@ MOMENTO__LENGTH_READ_DECODER(sorted_set_length, SORTED_SET_LENGTH,
                              CacheClient__SortedSetLengthResponse, sorted_set_case,
                              CACHE_CLIENT____SORTED_SET_LENGTH_RESPONSE__SORTED_SET)
 
-MOMENTO__DECODER(sorted_set_union_store)
-{
-    MOMENTO__UNPACK_ONE(CacheClient__SortedSetUnionStoreResponse, SORTED_SET_UNION_STORE);
-    r->int_value = m->length;
-    r->outcome = MOMENTO_OUTCOME_SUCCESS;
-    return MOMENTO_OK;
-}
+MOMENTO__NUMBER_DECODER(sorted_set_union_store, SORTED_SET_UNION_STORE,
+                        CacheClient__SortedSetUnionStoreResponse, int_value, length)
 
 /* A count of the set's elements by score reads as the set's length does. */
 MOMENTO__LENGTH_READ_DECODER(sorted_set_length_by_score, SORTED_SET_LENGTH_BY_SCORE,
