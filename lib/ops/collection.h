@@ -110,16 +110,10 @@ static inline const uint8_t *momento__data(const ProtobufCBinaryData *b)
 /* Defines the decoder of a collection's length read (ListLength,
  * SetLength, DictionaryLength, SortedSetLength, and SortedSetLengthByScore,
  * a count of some of the elements): the reply is found, with the length
- * (HIT, momento_result_int()), or missing (MISS). `which` is the reply's
- * oneof case member, PREFIX its cases' common prefix. The five replies
- * differ only in those names. */
+ * (HIT, momento_result_int()), or missing (MISS). The five replies differ
+ * only in their names. */
 #define MOMENTO__LENGTH_READ_DECODER(fn, ID, Type, which, PREFIX)                                  \
-    MOMENTO__DECODER(fn)                                                                           \
-    {                                                                                              \
-        MOMENTO__UNPACK_FOUND(Type, ID, which, PREFIX);                                            \
-        r->outcome = MOMENTO_OUTCOME_HIT;                                                          \
-        r->int_value = m->found->length;                                                           \
-        return MOMENTO_OK;                                                                         \
-    }
+    MOMENTO__FOUND_NUMBER_DECODER(fn, ID, Type, which, PREFIX, MOMENTO_OUTCOME_HIT, int_value,     \
+                                  length)
 
 #endif

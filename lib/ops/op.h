@@ -57,4 +57,16 @@ static inline int momento__found_or_miss(momento_result *r, int which, int found
         return MOMENTO_OK;                                                                         \
     }
 
+/* The same for a read whose reply is found, carrying one number, or
+ * missing (MOMENTO__UNPACK_FOUND): found is `found_outcome` with the found
+ * message's `field` as the result's `dst`, missing is a MISS. */
+#define MOMENTO__FOUND_NUMBER_DECODER(fn, ID, Type, which, PREFIX, found_outcome, dst, field)      \
+    MOMENTO__DECODER(fn)                                                                           \
+    {                                                                                              \
+        MOMENTO__UNPACK_FOUND(Type, ID, which, PREFIX);                                            \
+        r->outcome = (found_outcome);                                                              \
+        r->dst = m->found->field;                                                                  \
+        return MOMENTO_OK;                                                                         \
+    }
+
 #endif

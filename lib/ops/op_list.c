@@ -57,14 +57,9 @@ MOMENTO__DECODER(list_retain)
 }
 
 /* Unlike remove and retain, an erase tells a missing list apart: MISS. */
-MOMENTO__DECODER(list_erase)
-{
-    MOMENTO__UNPACK_FOUND(CacheClient__ListEraseResponse, LIST_ERASE, list_case,
-                          CACHE_CLIENT____LIST_ERASE_RESPONSE__LIST);
-    r->outcome = MOMENTO_OUTCOME_SUCCESS;
-    r->int_value = m->found->list_length;
-    return MOMENTO_OK;
-}
+MOMENTO__FOUND_NUMBER_DECODER(list_erase, LIST_ERASE, CacheClient__ListEraseResponse, list_case,
+                              CACHE_CLIENT____LIST_ERASE_RESPONSE__LIST, MOMENTO_OUTCOME_SUCCESS,
+                              int_value, list_length)
 
 MOMENTO__DECODER(list_fetch)
 {

@@ -3,14 +3,10 @@
 
 #include "cacheclient.pb-c.h"
 
-MOMENTO__DECODER(item_get_ttl)
-{
-    MOMENTO__UNPACK_FOUND(CacheClient__ItemGetTtlResponse, ITEM_GET_TTL, result_case,
-                          CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT);
-    r->outcome = MOMENTO_OUTCOME_HIT;
-    r->ttl_ms = m->found->remaining_ttl_millis;
-    return MOMENTO_OK;
-}
+/* Found carries the TTL left (momento_result_ttl_ms()). */
+MOMENTO__FOUND_NUMBER_DECODER(item_get_ttl, ITEM_GET_TTL, CacheClient__ItemGetTtlResponse,
+                              result_case, CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT,
+                              MOMENTO_OUTCOME_HIT, ttl_ms, remaining_ttl_millis)
 
 MOMENTO__DECODER(update_ttl)
 {
