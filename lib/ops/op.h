@@ -6,11 +6,55 @@
 #include "engine/blocking.h"
 #include "engine/call.h"
 #include "engine/client.h"
+#include "engine/respond.h"
 #include "layers/kv_send.h"
+#include "model/metrics.h"
 #include "model/validate.h"
 #include "ops/decode.h"
 
 #include <protobuf-c/protobuf-c.h>
+
+/* An operation the library answers once after RPCs of its own (a delete
+ * batch's deletes, a cache listing's pages): whom to answer, and the
+ * options all its RPCs share (one deadline, one cancel token). To the
+ * application it is one request: momento__compound_begin() counts it (its
+ * RPCs are not counted or reported: no_metrics), momento__compound_answer()
+ * reports and answers it, and momento__compound_refused() takes it back
+ * when not one of its RPCs could start (no callback then). Embedded in the
+ * operation's own state. */
+typedef struct momento__compound {
+    momento_client *client;
+    momento_callback cb;
+    void *userdata;
+    momento__call_opts opts;
+} momento__compound;
+
+static inline void momento__compound_begin(momento__compound *op, momento_client *c,
+                                           const momento_request_options *opts,
+                                           momento_callback cb, void *userdata)
+{
+    op->client = c;
+    op->cb = cb;
+    op->userdata = userdata;
+    momento__call_opts_from(c, opts, &op->opts);
+    op->opts.no_metrics = true;
+    momento__request_accepted(c, op->opts.group);
+}
+
+static inline void momento__compound_refused(momento__compound *op)
+{
+    momento__request_done(op->client, op->opts.group);
+}
+
+/* One metrics report, under RPC `rpc`'s name, and the one callback. */
+static inline void momento__compound_answer(momento__compound *op, momento__rpc_id rpc,
+                                            const momento_result *out)
+{
+    if (momento__metrics_on(&op->client->cfg))
+        momento__metrics_shared(&op->client->cfg, momento__rpcs[rpc].name, NULL,
+                                op->opts.submitted_ns, 0, out);
+    momento__respond(op->client, op->opts.group, op->cb, out, op->userdata, false);
+}
 
 /* Most reads answer in a oneof of found (with a message) or missing, and
  * every decoder of one reads it by the same rule, written once here:

@@ -84,10 +84,7 @@ int momento_set_batch_sync(momento_client *c, const char *cache, const void *con
  * whoever brings `pending` to 0 - the last delete's callback, or the
  * submitter after its last send - answers. */
 typedef struct delete_batch {
-    momento_client *client;
-    momento_callback cb;
-    void *userdata;
-    momento__call_opts opts;
+    momento__compound op; /* one deadline and token for every key */
     atomic_size_t pending;
     size_t n;
     momento_result *items;
@@ -119,10 +116,7 @@ static void delete_batch_finish(delete_batch *b)
      * says which. */
     for (size_t i = 0; i < b->n && !out.transport; i++)
         out.transport = b->items[i].transport;
-    if (momento__metrics_on(&b->client->cfg))
-        momento__metrics_shared(&b->client->cfg, momento__rpcs[MOMENTO__RPC_DELETE].name, NULL,
-                                b->opts.submitted_ns, 0, &out);
-    momento__respond(b->client, b->opts.group, b->cb, &out, b->userdata, false);
+    momento__compound_answer(&b->op, MOMENTO__RPC_DELETE, &out);
     delete_batch_free(b);
 }
 
@@ -160,26 +154,21 @@ int momento_delete_batch(momento_client *c, const char *cache, const void *const
         delete_batch_free(b);
         return MOMENTO_ERR_NO_MEMORY;
     }
-    b->client = c;
-    b->cb = cb;
-    b->userdata = userdata;
     b->n = n;
-    momento__call_opts_from(c, opts, &b->opts); /* one deadline and token for every key */
-    b->opts.no_metrics = true;                  /* delete_batch_finish() reports the batch */
-    b->opts.unbatched = true;
+    momento__compound_begin(&b->op, c, opts, cb, userdata);
+    b->op.opts.unbatched = true;
     /* The submitter's hold: no answer before every key is sent or refused. */
     atomic_init(&b->pending, n + 1);
-    momento__request_accepted(c, b->opts.group);
     for (size_t i = 0; i < n; i++) {
         b->slots[i].batch = b;
         b->slots[i].i = i;
-        int rc = momento__send_delete(c, cache, keys[i], key_lens[i], &b->opts, delete_batch_done,
-                                      &b->slots[i]);
+        int rc = momento__send_delete(c, cache, keys[i], key_lens[i], &b->op.opts,
+                                      delete_batch_done, &b->slots[i]);
         if (rc == MOMENTO_OK)
             continue;
         if (i == 0) {
             /* Nothing went out: refused whole, no callback. */
-            momento__request_done(c, b->opts.group);
+            momento__compound_refused(&b->op);
             delete_batch_free(b);
             return rc;
         }
