@@ -100,23 +100,32 @@ int momento_config_set_tls_verify(momento_config *cfg, int verify)
     return MOMENTO_OK;
 }
 
-int momento_config_set_connect_address(momento_config *cfg, const char *host_port)
+/* The two host:port settings (the connect address, the protosocket
+ * endpoint) are checked and stored alike, into a buffer of
+ * MOMENTO__HOST_PORT_MAX + 1 bytes; `what` names the setting in a refusal.
+ * NULL clears it. */
+static int set_host_port(momento_config *cfg, char *dst, const char *what, const char *host_port)
 {
     if (!cfg)
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "cfg is NULL");
     if (!host_port) {
-        cfg->connect_address[0] = '\0';
+        dst[0] = '\0';
         return MOMENTO_OK;
     }
     const char *why = momento__check_host_port(host_port);
     if (why)
-        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the connect address: %s", why);
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "%s: %s", what, why);
     if (strlen(host_port) > MOMENTO__HOST_PORT_MAX)
-        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
-                               "the connect address is longer than %d bytes",
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "%s is longer than %d bytes", what,
                                MOMENTO__HOST_PORT_MAX);
-    strcpy(cfg->connect_address, host_port);
+    strcpy(dst, host_port);
     return MOMENTO_OK;
+}
+
+int momento_config_set_connect_address(momento_config *cfg, const char *host_port)
+{
+    return set_host_port(cfg, cfg ? cfg->connect_address : NULL, "the connect address",
+                         host_port);
 }
 
 int momento_config_set_transport(momento_config *cfg, momento_transport t)
@@ -132,21 +141,8 @@ int momento_config_set_transport(momento_config *cfg, momento_transport t)
 
 int momento_config_set_protosocket_endpoint(momento_config *cfg, const char *host_port)
 {
-    if (!cfg)
-        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "cfg is NULL");
-    if (!host_port) {
-        cfg->protosocket_endpoint[0] = '\0';
-        return MOMENTO_OK;
-    }
-    const char *why = momento__check_host_port(host_port);
-    if (why)
-        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the protosocket endpoint: %s", why);
-    if (strlen(host_port) > MOMENTO__HOST_PORT_MAX)
-        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
-                               "the protosocket endpoint is longer than %d bytes",
-                               MOMENTO__HOST_PORT_MAX);
-    strcpy(cfg->protosocket_endpoint, host_port);
-    return MOMENTO_OK;
+    return set_host_port(cfg, cfg ? cfg->protosocket_endpoint : NULL,
+                         "the protosocket endpoint", host_port);
 }
 
 int momento_config_set_protosocket_connections(momento_config *cfg, uint32_t n)

@@ -165,25 +165,28 @@ static char *token_endpoint_for(const char *control_ep)
     return out;
 }
 
+/* Takes `cache_ep` and `control_ep` (either may be NULL, an allocation that
+ * failed): they are the new credentials', or freed. */
 static int make_creds(momento_credentials **ret, const char *token, char *cache_ep,
                       char *control_ep, int tls)
 {
     momento_credentials *c = momento__calloc(1, sizeof(*c));
-    char *tok = dup_str(token);
-    char *token_ep = token_endpoint_for(control_ep);
-    if (!c || !tok || !cache_ep || !control_ep || !token_ep) {
-        free(c);
-        free(tok);
-        free(token_ep);
+    if (!c) {
         free(cache_ep);
         free(control_ep);
         return MOMENTO_ERR_NO_MEMORY;
     }
-    c->token = tok;
     c->cache_endpoint = cache_ep;
     c->control_endpoint = control_ep;
-    c->token_endpoint = token_ep;
+    c->token = dup_str(token);
+    c->token_endpoint = token_endpoint_for(control_ep);
     c->tls = tls;
+    /* Whatever was made is freed by the one function that knows the
+     * fields, not by a second list of them here. */
+    if (!c->token || !c->cache_endpoint || !c->control_endpoint || !c->token_endpoint) {
+        momento_credentials_free(c);
+        return MOMENTO_ERR_NO_MEMORY;
+    }
     *ret = c;
     return MOMENTO_OK;
 }

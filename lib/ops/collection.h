@@ -108,23 +108,12 @@ static inline const uint8_t *momento__data(const ProtobufCBinaryData *b)
 }
 
 /* Defines the decoder of a collection's length read (ListLength,
- * SetLength, DictionaryLength, SortedSetLength): the reply is found, with
- * the length (HIT, momento_result_int()), or missing (MISS). `which` is the
- * reply's oneof case member, PREFIX its cases' common prefix. The four
- * families' replies differ only in those names. */
+ * SetLength, DictionaryLength, SortedSetLength, and SortedSetLengthByScore,
+ * a count of some of the elements): the reply is found, with the length
+ * (HIT, momento_result_int()), or missing (MISS). The five replies differ
+ * only in their names. */
 #define MOMENTO__LENGTH_READ_DECODER(fn, ID, Type, which, PREFIX)                                  \
-    MOMENTO__DECODER(fn)                                                                           \
-    {                                                                                              \
-        MOMENTO__UNPACK_ONE(Type, ID);                                                             \
-        if (m->which == PREFIX##_FOUND && m->found) {                                              \
-            r->outcome = MOMENTO_OUTCOME_HIT;                                                      \
-            r->int_value = m->found->length;                                                       \
-        } else if (m->which == PREFIX##_MISSING) {                                                 \
-            r->outcome = MOMENTO_OUTCOME_MISS;                                                     \
-        } else {                                                                                   \
-            return MOMENTO_ERR_BAD_RESPONSE;                                                       \
-        }                                                                                          \
-        return MOMENTO_OK;                                                                         \
-    }
+    MOMENTO__FOUND_NUMBER_DECODER(fn, ID, Type, which, PREFIX, MOMENTO_OUTCOME_HIT, int_value,     \
+                                  length)
 
 #endif

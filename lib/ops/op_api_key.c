@@ -138,20 +138,12 @@ static int api_key_result(momento_result *r, momento__scratch *scratch, const ch
 
 MOMENTO__DECODER(generate_api_token)
 {
-    (void)n_msgs;
-    const Auth__GenerateApiTokenResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_GENERATE_API_TOKEN, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(Auth__GenerateApiTokenResponse, GENERATE_API_TOKEN);
     return api_key_result(r, scratch, m->endpoint, m->api_key, m->refresh_token, m->valid_until);
 }
 
 MOMENTO__DECODER(refresh_api_token)
 {
-    (void)n_msgs;
-    const Auth__RefreshApiTokenResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_REFRESH_API_TOKEN, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(Auth__RefreshApiTokenResponse, REFRESH_API_TOKEN);
     return api_key_result(r, scratch, m->endpoint, m->api_key, m->refresh_token, m->valid_until);
 }

@@ -84,10 +84,7 @@ int momento_set_batch_sync(momento_client *c, const char *cache, const void *con
  * whoever brings `pending` to 0 - the last delete's callback, or the
  * submitter after its last send - answers. */
 typedef struct delete_batch {
-    momento_client *client;
-    momento_callback cb;
-    void *userdata;
-    momento__call_opts opts;
+    momento__compound op; /* one deadline and token for every key */
     atomic_size_t pending;
     size_t n;
     momento_result *items;
@@ -96,6 +93,15 @@ typedef struct delete_batch {
         size_t i;
     } *slots;
 } delete_batch;
+
+/* Frees a batch and its arrays (either may be NULL: an allocation that
+ * failed); the one place that knows what a batch owns. */
+static void delete_batch_free(delete_batch *b)
+{
+    free(b->items);
+    free(b->slots);
+    free(b);
+}
 
 static void delete_batch_finish(delete_batch *b)
 {
@@ -110,13 +116,8 @@ static void delete_batch_finish(delete_batch *b)
      * says which. */
     for (size_t i = 0; i < b->n && !out.transport; i++)
         out.transport = b->items[i].transport;
-    if (momento__metrics_on(&b->client->cfg))
-        momento__metrics_shared(&b->client->cfg, momento__rpcs[MOMENTO__RPC_DELETE].name, NULL,
-                                b->opts.submitted_ns, 0, &out);
-    momento__respond(b->client, b->opts.group, b->cb, &out, b->userdata, false);
-    free(b->items);
-    free(b->slots);
-    free(b);
+    momento__compound_answer(&b->op, MOMENTO__RPC_DELETE, &out);
+    delete_batch_free(b);
 }
 
 static void delete_batch_one(delete_batch *b, size_t i, int err, int status, int attempts,
@@ -145,38 +146,30 @@ int momento_delete_batch(momento_client *c, const char *cache, const void *const
 {
     MOMENTO__CHECK(momento__check_keys_request(c, cache, keys, key_lens, NULL, NULL, n, opts, cb));
     delete_batch *b = momento__calloc(1, sizeof(*b));
-    momento_result *items = b ? momento__calloc(n, sizeof(*items)) : NULL;
-    struct delete_slot *slots = items ? momento__malloc(n * sizeof(*slots)) : NULL;
-    if (!slots) {
-        free(items);
-        free(b);
+    if (!b)
+        return MOMENTO_ERR_NO_MEMORY;
+    b->items = momento__calloc(n, sizeof(*b->items));
+    b->slots = b->items ? momento__malloc(n * sizeof(*b->slots)) : NULL;
+    if (!b->slots) {
+        delete_batch_free(b);
         return MOMENTO_ERR_NO_MEMORY;
     }
-    b->client = c;
-    b->cb = cb;
-    b->userdata = userdata;
     b->n = n;
-    b->items = items;
-    b->slots = slots;
-    momento__call_opts_from(c, opts, &b->opts); /* one deadline and token for every key */
-    b->opts.no_metrics = true;                  /* delete_batch_finish() reports the batch */
-    b->opts.unbatched = true;
+    momento__compound_begin(&b->op, c, opts, cb, userdata);
+    b->op.opts.unbatched = true;
     /* The submitter's hold: no answer before every key is sent or refused. */
     atomic_init(&b->pending, n + 1);
-    momento__request_accepted(c, b->opts.group);
     for (size_t i = 0; i < n; i++) {
-        slots[i].batch = b;
-        slots[i].i = i;
-        int rc = momento__send_delete(c, cache, keys[i], key_lens[i], &b->opts, delete_batch_done,
-                                      &slots[i]);
+        b->slots[i].batch = b;
+        b->slots[i].i = i;
+        int rc = momento__send_delete(c, cache, keys[i], key_lens[i], &b->op.opts,
+                                      delete_batch_done, &b->slots[i]);
         if (rc == MOMENTO_OK)
             continue;
         if (i == 0) {
             /* Nothing went out: refused whole, no callback. */
-            momento__request_done(c, b->opts.group);
-            free(slots);
-            free(items);
-            free(b);
+            momento__compound_refused(&b->op);
+            delete_batch_free(b);
             return rc;
         }
         /* Some went: the rest end with this refusal (a client being freed,

@@ -9,9 +9,7 @@
 
 MOMENTO__DECODER(set_if)
 {
-    const CacheClient__SetIfResponse *m = momento__unpack_reply(MOMENTO__RPC_SET_IF, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__SetIfResponse, SET_IF);
     if (m->result_case == CACHE_CLIENT____SET_IF_RESPONSE__RESULT_STORED)
         r->outcome = MOMENTO_OUTCOME_STORED;
     else if (m->result_case == CACHE_CLIENT____SET_IF_RESPONSE__RESULT_NOT_STORED)
@@ -25,10 +23,7 @@ MOMENTO__DECODER(set_if)
  * the unpacked reply, which lives until the callback has returned. */
 MOMENTO__DECODER(set_if_hash)
 {
-    const CacheClient__SetIfHashResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SET_IF_HASH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__SetIfHashResponse, SET_IF_HASH);
     if (m->result_case == CACHE_CLIENT____SET_IF_HASH_RESPONSE__RESULT_STORED) {
         r->outcome = MOMENTO_OUTCOME_STORED;
         r->hash = m->stored->new_hash.data;
@@ -241,28 +236,16 @@ int momento_set_with_hash(momento_client *c, const char *cache, const void *key,
  * unpacked reply, which lives until the callback has returned. */
 MOMENTO__DECODER(get_with_hash)
 {
-    const CacheClient__GetWithHashResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_GET_WITH_HASH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->result_case == CACHE_CLIENT____GET_WITH_HASH_RESPONSE__RESULT_FOUND) {
-        r->outcome = MOMENTO_OUTCOME_HIT;
-        r->value = m->found->value.data ? m->found->value.data : (const uint8_t *)"";
-        r->value_len = m->found->value.len;
-        r->hash = m->found->hash.data;
-        r->hash_len = m->found->hash.len;
-        /* A compressed value is returned decompressed, as a get's is; the
-         * hash stays the stored bytes', which is what a hash condition
-         * compares. */
-        int rc = momento__decompress_hit(scratch, &r->value, &r->value_len, &scratch->message);
-        if (rc != MOMENTO_OK)
-            return rc;
-    } else if (m->result_case == CACHE_CLIENT____GET_WITH_HASH_RESPONSE__RESULT_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-    } else {
-        return MOMENTO_ERR_BAD_RESPONSE;
-    }
-    return MOMENTO_OK;
+    MOMENTO__UNPACK_FOUND(CacheClient__GetWithHashResponse, GET_WITH_HASH, result_case,
+                          CACHE_CLIENT____GET_WITH_HASH_RESPONSE__RESULT);
+    r->outcome = MOMENTO_OUTCOME_HIT;
+    r->value = m->found->value.data ? m->found->value.data : (const uint8_t *)"";
+    r->value_len = m->found->value.len;
+    r->hash = m->found->hash.data;
+    r->hash_len = m->found->hash.len;
+    /* A compressed value is returned decompressed, as a get's is; the hash
+     * stays the stored bytes', which is what a hash condition compares. */
+    return momento__decompress_hit(scratch, &r->value, &r->value_len, &scratch->message);
 }
 
 /* Not coalesced or batched as a get is: the coalescer and the batcher share

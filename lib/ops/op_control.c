@@ -22,9 +22,7 @@ MOMENTO__EMPTY_DECODER(flush_cache, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(list_caches)
 {
-    const ControlClient__ListCachesResponse *m = momento__unpack_reply(MOMENTO__RPC_LIST_CACHES, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(ControlClient__ListCachesResponse, LIST_CACHES);
     /* This page's names, pointing into the message, and their limits, in one
      * block; list_page_done() copies what it keeps. */
     const char **names = momento__malloc((m->n_cache + 1) * sizeof(*names) +
@@ -149,10 +147,7 @@ int momento_flush_cache_sync(momento_client *c, const char *cache,
 #define LIST_MAX_PAGES 1000
 
 typedef struct list_state {
-    momento_client *client;
-    momento_callback cb;
-    void *userdata;
-    momento__call_opts opts; /* the first page's deadline and the token, for every page */
+    momento__compound op; /* the first page's deadline and the token, for every page */
     char *token;        /* the token that asked for the page in flight */
     size_t pages;
     char **names;
@@ -174,10 +169,7 @@ static void list_finish(list_state *st, const momento_result *r)
         out.n_caches = 0;
     }
     /* One report for the listing, however many pages it took. */
-    if (momento__metrics_on(&st->client->cfg))
-        momento__metrics_shared(&st->client->cfg, momento__rpcs[MOMENTO__RPC_LIST_CACHES].name,
-                                NULL, st->opts.submitted_ns, 0, &out);
-    momento__respond(st->client, st->opts.group, st->cb, &out, st->userdata, false);
+    momento__compound_answer(&st->op, MOMENTO__RPC_LIST_CACHES, &out);
     for (size_t i = 0; i < st->n; i++)
         free(st->names[i]);
     free(st->names);
@@ -261,8 +253,8 @@ static int list_page(list_state *st, const char *token)
     st->pages++;
     ControlClient__ListCachesRequest req = CONTROL_CLIENT____LIST_CACHES_REQUEST__INIT;
     req.next_token = token ? st->token : "";
-    return momento__call_start_with(st->client, MOMENTO__RPC_LIST_CACHES,
-                                    momento__decode_list_caches, NULL, &req.base, &st->opts,
+    return momento__call_start_with(st->op.client, MOMENTO__RPC_LIST_CACHES,
+                                    momento__decode_list_caches, NULL, &req.base, &st->op.opts,
                                     list_page_done, st);
 }
 
@@ -273,17 +265,12 @@ int momento_list_caches(momento_client *c, const momento_request_options *opts, 
     list_state *st = momento__calloc(1, sizeof(*st));
     if (!st)
         return MOMENTO_ERR_NO_MEMORY;
-    st->client = c;
-    st->cb = cb;
-    st->userdata = userdata;
-    momento__call_opts_from(c, opts, &st->opts); /* every page within the first's deadline */
-    st->opts.no_metrics = true;                  /* list_finish() reports the listing */
-    /* The listing is one request, however many pages: its pages are the
-     * library's own (no_metrics), so only this counts, in its group too. */
-    momento__request_accepted(c, st->opts.group);
+    /* The listing is one request, however many pages: every page within
+     * the first's deadline, reported and answered by list_finish(). */
+    momento__compound_begin(&st->op, c, opts, cb, userdata);
     int rc = list_page(st, NULL);
     if (rc != MOMENTO_OK) {
-        momento__request_done(c, st->opts.group);
+        momento__compound_refused(&st->op);
         free(st);
     }
     return rc;

@@ -10,18 +10,8 @@
 
 MOMENTO__DECODER(dictionary_get)
 {
-    (void)n_msgs;
-    const CacheClient__DictionaryGetResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_DICTIONARY_GET, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->dictionary_case == CACHE_CLIENT____DICTIONARY_GET_RESPONSE__DICTIONARY_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->dictionary_case != CACHE_CLIENT____DICTIONARY_GET_RESPONSE__DICTIONARY_FOUND ||
-        !m->found)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_FOUND(CacheClient__DictionaryGetResponse, DICTIONARY_GET, dictionary_case,
+                          CACHE_CLIENT____DICTIONARY_GET_RESPONSE__DICTIONARY);
     momento_result *items = momento__items_new(scratch, m->found->n_items, MOMENTO_OUTCOME_MISS);
     if (!items)
         return MOMENTO_ERR_NO_MEMORY;
@@ -44,18 +34,8 @@ MOMENTO__DECODER(dictionary_get)
 
 MOMENTO__DECODER(dictionary_fetch)
 {
-    (void)n_msgs;
-    const CacheClient__DictionaryFetchResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_DICTIONARY_FETCH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->dictionary_case == CACHE_CLIENT____DICTIONARY_FETCH_RESPONSE__DICTIONARY_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->dictionary_case != CACHE_CLIENT____DICTIONARY_FETCH_RESPONSE__DICTIONARY_FOUND ||
-        !m->found)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_FOUND(CacheClient__DictionaryFetchResponse, DICTIONARY_FETCH, dictionary_case,
+                          CACHE_CLIENT____DICTIONARY_FETCH_RESPONSE__DICTIONARY);
     momento_result *items = momento__items_new(scratch, m->found->n_items, MOMENTO_OUTCOME_HIT);
     if (!items)
         return MOMENTO_ERR_NO_MEMORY;
@@ -74,17 +54,8 @@ MOMENTO__DECODER(dictionary_fetch)
 
 MOMENTO__EMPTY_DECODER(dictionary_set, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(dictionary_increment)
-{
-    (void)n_msgs;
-    const CacheClient__DictionaryIncrementResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_DICTIONARY_INCREMENT, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    r->int_value = m->value;
-    r->outcome = MOMENTO_OUTCOME_SUCCESS;
-    return MOMENTO_OK;
-}
+MOMENTO__NUMBER_DECODER(dictionary_increment, DICTIONARY_INCREMENT,
+                        CacheClient__DictionaryIncrementResponse, int_value, value)
 
 MOMENTO__EMPTY_DECODER(dictionary_delete, MOMENTO_OUTCOME_SUCCESS)
 

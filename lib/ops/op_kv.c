@@ -12,21 +12,11 @@
 
 #include <stdlib.h>
 
-MOMENTO__DECODER(increment)
-{
-    const CacheClient__IncrementResponse *m = momento__unpack_reply(MOMENTO__RPC_INCREMENT, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    r->int_value = m->value;
-    r->outcome = MOMENTO_OUTCOME_SUCCESS;
-    return MOMENTO_OK;
-}
+MOMENTO__NUMBER_DECODER(increment, INCREMENT, CacheClient__IncrementResponse, int_value, value)
 
 MOMENTO__DECODER(keys_exist)
 {
-    const CacheClient__KeysExistResponse *m = momento__unpack_reply(MOMENTO__RPC_KEYS_EXIST, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__KeysExistResponse, KEYS_EXIST);
     uint8_t *exists = momento__malloc(m->n_exists + 1);
     if (!exists)
         return MOMENTO_ERR_NO_MEMORY;
@@ -41,16 +31,8 @@ MOMENTO__DECODER(keys_exist)
 
 MOMENTO__DECODER(item_get_type)
 {
-    const CacheClient__ItemGetTypeResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_ITEM_GET_TYPE, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->result_case == CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__RESULT_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->result_case != CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__RESULT_FOUND || !m->found)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_FOUND(CacheClient__ItemGetTypeResponse, ITEM_GET_TYPE, result_case,
+                          CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__RESULT);
     /* The wire numbers the types differently from the public enum. */
     switch (m->found->item_type) {
     case CACHE_CLIENT____ITEM_GET_TYPE_RESPONSE__ITEM_TYPE__SCALAR:

@@ -22,17 +22,8 @@ MOMENTO__EMPTY_DECODER(upsert_elements, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__EMPTY_DECODER(remove_elements, MOMENTO_OUTCOME_SUCCESS)
 
-MOMENTO__DECODER(get_leaderboard_length)
-{
-    (void)n_msgs;
-    const Leaderboard__GetLeaderboardLengthResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_GET_LEADERBOARD_LENGTH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    r->int_value = m->count;
-    r->outcome = MOMENTO_OUTCOME_SUCCESS;
-    return MOMENTO_OK;
-}
+MOMENTO__NUMBER_DECODER(get_leaderboard_length, GET_LEADERBOARD_LENGTH,
+                        Leaderboard__GetLeaderboardLengthResponse, int_value, count)
 
 /* The elements of a read's reply as the result's items: id, rank (as
  * momento_result_int() too) and score. */

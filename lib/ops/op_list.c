@@ -10,33 +10,20 @@
 #include <stdlib.h>
 
 /* Pushes and concatenations answer the list's length afterwards. */
-#define LENGTH_DECODER(fn, ID, Type)                                                               \
-    MOMENTO__DECODER(fn)                                                                           \
-    {                                                                                              \
-        MOMENTO__UNPACK_ONE(Type, ID);                                                             \
-        r->int_value = m->list_length;                                                             \
-        r->outcome = MOMENTO_OUTCOME_SUCCESS;                                                      \
-        return MOMENTO_OK;                                                                         \
-    }
-
-LENGTH_DECODER(list_push_front, LIST_PUSH_FRONT, CacheClient__ListPushFrontResponse)
-LENGTH_DECODER(list_push_back, LIST_PUSH_BACK, CacheClient__ListPushBackResponse)
-LENGTH_DECODER(list_concatenate_front, LIST_CONCATENATE_FRONT,
-               CacheClient__ListConcatenateFrontResponse)
-LENGTH_DECODER(list_concatenate_back, LIST_CONCATENATE_BACK,
-               CacheClient__ListConcatenateBackResponse)
+MOMENTO__NUMBER_DECODER(list_push_front, LIST_PUSH_FRONT, CacheClient__ListPushFrontResponse,
+                        int_value, list_length)
+MOMENTO__NUMBER_DECODER(list_push_back, LIST_PUSH_BACK, CacheClient__ListPushBackResponse,
+                        int_value, list_length)
+MOMENTO__NUMBER_DECODER(list_concatenate_front, LIST_CONCATENATE_FRONT,
+                        CacheClient__ListConcatenateFrontResponse, int_value, list_length)
+MOMENTO__NUMBER_DECODER(list_concatenate_back, LIST_CONCATENATE_BACK,
+                        CacheClient__ListConcatenateBackResponse, int_value, list_length)
 
 /* A pop: found (the value at `end`) or missing. */
 #define POP_DECODER(fn, ID, Type, PREFIX, end)                                                     \
     MOMENTO__DECODER(fn)                                                                           \
     {                                                                                              \
-        MOMENTO__UNPACK_ONE(Type, ID);                                                             \
-        if (m->list_case == PREFIX##_MISSING) {                                                    \
-            r->outcome = MOMENTO_OUTCOME_MISS;                                                     \
-            return MOMENTO_OK;                                                                     \
-        }                                                                                          \
-        if (m->list_case != PREFIX##_FOUND || !m->found)                                           \
-            return MOMENTO_ERR_BAD_RESPONSE;                                                       \
+        MOMENTO__UNPACK_FOUND(Type, ID, list_case, PREFIX);                                        \
         r->value = momento__data(&m->found->end);                                                  \
         r->value_len = m->found->end.len;                                                          \
         r->outcome = MOMENTO_OUTCOME_HIT;                                                          \
@@ -70,37 +57,14 @@ MOMENTO__DECODER(list_retain)
 }
 
 /* Unlike remove and retain, an erase tells a missing list apart: MISS. */
-MOMENTO__DECODER(list_erase)
-{
-    (void)n_msgs;
-    const CacheClient__ListEraseResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_LIST_ERASE, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->list_case == CACHE_CLIENT____LIST_ERASE_RESPONSE__LIST_FOUND && m->found) {
-        r->outcome = MOMENTO_OUTCOME_SUCCESS;
-        r->int_value = m->found->list_length;
-    } else if (m->list_case == CACHE_CLIENT____LIST_ERASE_RESPONSE__LIST_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-    } else {
-        return MOMENTO_ERR_BAD_RESPONSE;
-    }
-    return MOMENTO_OK;
-}
+MOMENTO__FOUND_NUMBER_DECODER(list_erase, LIST_ERASE, CacheClient__ListEraseResponse, list_case,
+                              CACHE_CLIENT____LIST_ERASE_RESPONSE__LIST, MOMENTO_OUTCOME_SUCCESS,
+                              int_value, list_length)
 
 MOMENTO__DECODER(list_fetch)
 {
-    (void)n_msgs;
-    const CacheClient__ListFetchResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_LIST_FETCH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->list_case == CACHE_CLIENT____LIST_FETCH_RESPONSE__LIST_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->list_case != CACHE_CLIENT____LIST_FETCH_RESPONSE__LIST_FOUND || !m->found)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_FOUND(CacheClient__ListFetchResponse, LIST_FETCH, list_case,
+                          CACHE_CLIENT____LIST_FETCH_RESPONSE__LIST);
     return momento__decode_values(r, scratch, m->found->n_values, m->found->values);
 }
 

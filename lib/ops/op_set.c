@@ -11,13 +11,7 @@
 #define ELEMENTS_DECODER(fn, ID, Type, PREFIX)                                                     \
     MOMENTO__DECODER(fn)                                                                           \
     {                                                                                              \
-        MOMENTO__UNPACK_ONE(Type, ID);                                                             \
-        if (m->set_case == PREFIX##_MISSING) {                                                     \
-            r->outcome = MOMENTO_OUTCOME_MISS;                                                     \
-            return MOMENTO_OK;                                                                     \
-        }                                                                                          \
-        if (m->set_case != PREFIX##_FOUND || !m->found)                                            \
-            return MOMENTO_ERR_BAD_RESPONSE;                                                       \
+        MOMENTO__UNPACK_FOUND(Type, ID, set_case, PREFIX);                                         \
         return momento__decode_values(r, scratch, m->found->n_elements, m->found->elements);       \
     }
 
@@ -32,10 +26,8 @@ MOMENTO__EMPTY_DECODER(set_union, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(set_difference)
 {
-    (void)n_msgs;
-    const CacheClient__SetDifferenceResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SET_DIFFERENCE, &msgs[0], scratch);
-    if (!m || m->set_case == CACHE_CLIENT____SET_DIFFERENCE_RESPONSE__SET__NOT_SET)
+    MOMENTO__UNPACK_ONE(CacheClient__SetDifferenceResponse, SET_DIFFERENCE);
+    if (m->set_case == CACHE_CLIENT____SET_DIFFERENCE_RESPONSE__SET__NOT_SET)
         return MOMENTO_ERR_BAD_RESPONSE;
     /* Removing from a missing set succeeds, as the official SDKs report. */
     r->outcome = MOMENTO_OUTCOME_SUCCESS;
@@ -44,17 +36,8 @@ MOMENTO__DECODER(set_difference)
 
 MOMENTO__DECODER(set_contains)
 {
-    (void)n_msgs;
-    const CacheClient__SetContainsResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SET_CONTAINS, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->set_case == CACHE_CLIENT____SET_CONTAINS_RESPONSE__SET_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->set_case != CACHE_CLIENT____SET_CONTAINS_RESPONSE__SET_FOUND || !m->found)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_FOUND(CacheClient__SetContainsResponse, SET_CONTAINS, set_case,
+                          CACHE_CLIENT____SET_CONTAINS_RESPONSE__SET);
     size_t n = m->found->n_contains;
     uint8_t *exists = momento__malloc(n + 1);
     if (!exists)

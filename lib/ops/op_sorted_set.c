@@ -21,18 +21,8 @@ MOMENTO__EMPTY_DECODER(sorted_set_remove, MOMENTO_OUTCOME_SUCCESS)
 
 MOMENTO__DECODER(sorted_set_fetch)
 {
-    (void)n_msgs;
-    const CacheClient__SortedSetFetchResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_FETCH, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->sorted_set_case == CACHE_CLIENT____SORTED_SET_FETCH_RESPONSE__SORTED_SET_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->sorted_set_case != CACHE_CLIENT____SORTED_SET_FETCH_RESPONSE__SORTED_SET_FOUND ||
-        !m->found)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_FOUND(CacheClient__SortedSetFetchResponse, SORTED_SET_FETCH, sorted_set_case,
+                          CACHE_CLIENT____SORTED_SET_FETCH_RESPONSE__SORTED_SET);
     /* The request asked for scores: a reply of bare values cannot be
      * answered as the header promises. No elements at all (a range that
      * matched nothing) may come as an unset oneof. */
@@ -66,18 +56,8 @@ MOMENTO__DECODER(sorted_set_fetch)
 
 MOMENTO__DECODER(sorted_set_get_score)
 {
-    (void)n_msgs;
-    const CacheClient__SortedSetGetScoreResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_GET_SCORE, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->sorted_set_case == CACHE_CLIENT____SORTED_SET_GET_SCORE_RESPONSE__SORTED_SET_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->sorted_set_case != CACHE_CLIENT____SORTED_SET_GET_SCORE_RESPONSE__SORTED_SET_FOUND ||
-        !m->found)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_FOUND(CacheClient__SortedSetGetScoreResponse, SORTED_SET_GET_SCORE,
+                          sorted_set_case, CACHE_CLIENT____SORTED_SET_GET_SCORE_RESPONSE__SORTED_SET);
     size_t n = m->found->n_elements;
     momento_result *items = momento__items_new(scratch, n, MOMENTO_OUTCOME_MISS);
     if (!items)
@@ -98,32 +78,18 @@ MOMENTO__DECODER(sorted_set_get_score)
     return MOMENTO_OK;
 }
 
-MOMENTO__DECODER(sorted_set_increment)
-{
-    (void)n_msgs;
-    const CacheClient__SortedSetIncrementResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_INCREMENT, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    r->score = m->score;
-    r->outcome = MOMENTO_OUTCOME_SUCCESS;
-    return MOMENTO_OK;
-}
+MOMENTO__NUMBER_DECODER(sorted_set_increment, SORTED_SET_INCREMENT,
+                        CacheClient__SortedSetIncrementResponse, score, score)
 
 MOMENTO__DECODER(sorted_set_get_rank)
 {
-    (void)n_msgs;
-    const CacheClient__SortedSetGetRankResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_GET_RANK, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->rank_case == CACHE_CLIENT____SORTED_SET_GET_RANK_RESPONSE__RANK_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-        return MOMENTO_OK;
-    }
-    if (m->rank_case != CACHE_CLIENT____SORTED_SET_GET_RANK_RESPONSE__RANK_ELEMENT_RANK ||
-        !m->element_rank)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__SortedSetGetRankResponse, SORTED_SET_GET_RANK);
+    int rc = momento__found_or_miss(r, m->rank_case,
+                                    CACHE_CLIENT____SORTED_SET_GET_RANK_RESPONSE__RANK_ELEMENT_RANK,
+                                    CACHE_CLIENT____SORTED_SET_GET_RANK_RESPONSE__RANK_MISSING,
+                                    m->element_rank);
+    if (rc != MOMENTO__FOUND)
+        return rc;
     /* The set exists; the element's own hit or miss is the outcome. */
     if (m->element_rank->result == CACHE_CLIENT__ECACHE_RESULT__Hit) {
         if (m->element_rank->rank > INT64_MAX)
@@ -142,38 +108,13 @@ MOMENTO__LENGTH_READ_DECODER(sorted_set_length, SORTED_SET_LENGTH,
                              CacheClient__SortedSetLengthResponse, sorted_set_case,
                              CACHE_CLIENT____SORTED_SET_LENGTH_RESPONSE__SORTED_SET)
 
-MOMENTO__DECODER(sorted_set_union_store)
-{
-    (void)n_msgs;
-    const CacheClient__SortedSetUnionStoreResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_UNION_STORE, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    r->int_value = m->length;
-    r->outcome = MOMENTO_OUTCOME_SUCCESS;
-    return MOMENTO_OK;
-}
+MOMENTO__NUMBER_DECODER(sorted_set_union_store, SORTED_SET_UNION_STORE,
+                        CacheClient__SortedSetUnionStoreResponse, int_value, length)
 
-MOMENTO__DECODER(sorted_set_length_by_score)
-{
-    (void)n_msgs;
-    const CacheClient__SortedSetLengthByScoreResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_SORTED_SET_LENGTH_BY_SCORE, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->sorted_set_case ==
-            CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_RESPONSE__SORTED_SET_FOUND &&
-        m->found) {
-        r->outcome = MOMENTO_OUTCOME_HIT;
-        r->int_value = m->found->length;
-    } else if (m->sorted_set_case ==
-               CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_RESPONSE__SORTED_SET_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-    } else {
-        return MOMENTO_ERR_BAD_RESPONSE;
-    }
-    return MOMENTO_OK;
-}
+/* A count of the set's elements by score reads as the set's length does. */
+MOMENTO__LENGTH_READ_DECODER(sorted_set_length_by_score, SORTED_SET_LENGTH_BY_SCORE,
+                             CacheClient__SortedSetLengthByScoreResponse, sorted_set_case,
+                             CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_RESPONSE__SORTED_SET)
 
 /* Argument checks shared by the calls below: each returns 0 or
  * MOMENTO_ERR_INVALID_ARGUMENT. */

@@ -479,11 +479,7 @@ int momento__token_result(momento_result *r, momento__scratch *scratch, const ch
 
 MOMENTO__DECODER(generate_disposable_token)
 {
-    (void)n_msgs;
-    const Token__GenerateDisposableTokenResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_GENERATE_DISPOSABLE_TOKEN, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(Token__GenerateDisposableTokenResponse, GENERATE_DISPOSABLE_TOKEN);
     return momento__token_result(r, scratch, m->endpoint, m->api_key, NULL, m->valid_until);
 }
 

@@ -3,27 +3,14 @@
 
 #include "cacheclient.pb-c.h"
 
-MOMENTO__DECODER(item_get_ttl)
-{
-    const CacheClient__ItemGetTtlResponse *m = momento__unpack_reply(MOMENTO__RPC_ITEM_GET_TTL, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
-    if (m->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_FOUND && m->found) {
-        r->outcome = MOMENTO_OUTCOME_HIT;
-        r->ttl_ms = m->found->remaining_ttl_millis;
-    } else if (m->result_case == CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT_MISSING) {
-        r->outcome = MOMENTO_OUTCOME_MISS;
-    } else {
-        return MOMENTO_ERR_BAD_RESPONSE;
-    }
-    return MOMENTO_OK;
-}
+/* Found carries the TTL left (momento_result_ttl_ms()). */
+MOMENTO__FOUND_NUMBER_DECODER(item_get_ttl, ITEM_GET_TTL, CacheClient__ItemGetTtlResponse,
+                              result_case, CACHE_CLIENT____ITEM_GET_TTL_RESPONSE__RESULT,
+                              MOMENTO_OUTCOME_HIT, ttl_ms, remaining_ttl_millis)
 
 MOMENTO__DECODER(update_ttl)
 {
-    const CacheClient__UpdateTtlResponse *m = momento__unpack_reply(MOMENTO__RPC_UPDATE_TTL, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(CacheClient__UpdateTtlResponse, UPDATE_TTL);
     switch (m->result_case) {
     case CACHE_CLIENT____UPDATE_TTL_RESPONSE__RESULT_SET:
         r->outcome = MOMENTO_OUTCOME_TTL_UPDATED;

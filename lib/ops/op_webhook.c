@@ -167,10 +167,8 @@ static int secret_result(momento_result *r, const char *secret)
 
 MOMENTO__DECODER(put_webhook)
 {
-    (void)n_msgs;
-    const Webhook__PutWebhookResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_PUT_WEBHOOK, &msgs[0], scratch);
-    return m ? secret_result(r, m->secret_string) : MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(Webhook__PutWebhookResponse, PUT_WEBHOOK);
+    return secret_result(r, m->secret_string);
 }
 
 MOMENTO__EMPTY_DECODER(delete_webhook, MOMENTO_OUTCOME_SUCCESS)
@@ -182,11 +180,7 @@ static const char *or_empty(const char *s)
 
 MOMENTO__DECODER(list_webhooks)
 {
-    (void)n_msgs;
-    const Webhook__ListWebhooksResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_LIST_WEBHOOKS, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(Webhook__ListWebhooksResponse, LIST_WEBHOOKS);
     /* Pointing into the message; the scratch frees the array after the
      * callback, and momento_result_dup() copies what it keeps. */
     momento_webhook *whs = NULL;
@@ -217,11 +211,7 @@ MOMENTO__DECODER(list_webhooks)
 
 MOMENTO__DECODER(get_webhook_secret)
 {
-    (void)n_msgs;
-    const Webhook__GetWebhookSecretResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_GET_WEBHOOK_SECRET, &msgs[0], scratch);
-    if (!m)
-        return MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(Webhook__GetWebhookSecretResponse, GET_WEBHOOK_SECRET);
     int rc = secret_result(r, m->secret_string);
     if (rc != MOMENTO_OK)
         return rc;
@@ -240,10 +230,8 @@ MOMENTO__DECODER(get_webhook_secret)
 
 MOMENTO__DECODER(rotate_webhook_secret)
 {
-    (void)n_msgs;
-    const Webhook__RotateWebhookSecretResponse *m =
-        momento__unpack_reply(MOMENTO__RPC_ROTATE_WEBHOOK_SECRET, &msgs[0], scratch);
-    return m ? secret_result(r, m->secret_string) : MOMENTO_ERR_BAD_RESPONSE;
+    MOMENTO__UNPACK_ONE(Webhook__RotateWebhookSecretResponse, ROTATE_WEBHOOK_SECRET);
+    return secret_result(r, m->secret_string);
 }
 
 const char *momento_result_webhook_secret(const momento_result *r)

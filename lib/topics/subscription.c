@@ -309,6 +309,19 @@ static void stream_place_free(momento_client *c)
     pthread_mutex_unlock(&c->topics_lock);
 }
 
+/* Frees a group's lock, buffers and itself: at its end, and when one just
+ * made is not taken (no memory, or a client that refuses it). The one list
+ * of what a group owns. */
+static void group_free(sub_group *g)
+{
+    pthread_mutex_destroy(&g->lock);
+    free(g->cache);
+    free(g->topic);
+    free(g->publisher);
+    free(g->snap);
+    free(g);
+}
+
 /* Ends the group: every member gets its END with `error` (none when it has
  * no members left), the client forgets the group, and it goes. Completion
  * thread, no stream open. */
@@ -348,12 +361,7 @@ static void group_end(sub_group *g, int error, const char *message)
     momento__client_retire(c, &g->track);
     momento__timer_disarm(c, &g->timer);
     stream_place_free(c);
-    pthread_mutex_destroy(&g->lock);
-    free(g->cache);
-    free(g->topic);
-    free(g->publisher);
-    free(g->snap);
-    free(g);
+    group_free(g);
 }
 /* ---- the wire: one _SubscriptionItem ---------------------------------- */
 
@@ -826,14 +834,14 @@ static sub_group *group_new(momento_client *c, const char *cache, const char *to
     sub_group *g = momento__calloc(1, att_at + tr->ops->attempt_size);
     if (!g)
         return NULL;
+    /* First, so that group_free() may undo the rest. */
+    pthread_mutex_init(&g->lock, NULL);
     g->transport = tr;
     g->att = (momento__attempt *)((char *)g + att_at);
     g->cache = strdup(cache);
     g->topic = strdup(topic);
     if (!g->cache || !g->topic) {
-        free(g->cache);
-        free(g->topic);
-        free(g);
+        group_free(g);
         return NULL;
     }
     g->client = c;
@@ -845,7 +853,6 @@ static sub_group *group_new(momento_client *c, const char *cache, const char *to
         g->last_seq = o->resume_at_sequence_number ? o->resume_at_sequence_number - 1 : 0;
         g->page = o->sequence_page;
     }
-    pthread_mutex_init(&g->lock, NULL);
     momento__timer_init(&g->timer, group_timer);
     g->track.wake = &g->timer;
     g->track.cancel = tr->ops->cancel;
@@ -931,12 +938,8 @@ int momento_topic_subscribe(momento_client *c, const char *cache, const char *to
                            ? group_new(c, cache, topic, first_ms, resubscribe_ms, idle_ms, opts)
                            : NULL;
         if (!g || momento__client_accept(c, &g->track, NULL) != MOMENTO_OK) {
-            if (g) {
-                pthread_mutex_destroy(&g->lock);
-                free(g->cache);
-                free(g->topic);
-                free(g);
-            }
+            if (g)
+                group_free(g);
             if (rc == MOMENTO_OK)
                 stream_place_free(c);
             momento__client_retire(c, &m->track);
