@@ -49,10 +49,10 @@ typedef int (*momento__decode_fn)(momento_result *r, const grpc_slice *msgs, siz
  * does not decode. */
 void *momento__unpack_reply(momento__rpc_id m, const grpc_slice *msg, momento__scratch *scratch);
 
-/* The opening of a decoder-defining macro's body for an RPC with one
- * reply message: `m`, a const Type *, is that message unpacked as RPC
- * ID's response (left in `scratch`), or the decoder returns
- * MOMENTO_ERR_BAD_RESPONSE. */
+/* The opening of every decoder's body (a plain one's, or a
+ * decoder-defining macro's) for an RPC with one reply message: `m`, a
+ * const Type *, is that message unpacked as RPC ID's response (left in
+ * `scratch`), or the decoder returns MOMENTO_ERR_BAD_RESPONSE. */
 #define MOMENTO__UNPACK_ONE(Type, ID)                                                              \
     (void)n_msgs;                                                                                  \
     const Type *m = momento__unpack_reply(MOMENTO__RPC_##ID, &msgs[0], scratch);                   \
