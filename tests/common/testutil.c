@@ -265,10 +265,16 @@ int tu_fixture_teardown(void **state)
     return 0;
 }
 
+momento_config *tu_config(void)
+{
+    momento_config *cfg = NULL;
+    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    return cfg;
+}
+
 momento_client *tu_patient_client(momento_local *s, uint32_t timeout_ms)
 {
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(timeout_ms)), MOMENTO_OK);
     assert_int_equal(momento_config_set_keepalive(cfg, (uint32_t)TU_MS(5000), (uint32_t)TU_MS(1000)),
                      MOMENTO_OK);

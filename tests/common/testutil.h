@@ -85,6 +85,10 @@ int tu_fixture_teardown(void **state);
 /* A cmocka test with a fixture of its own (tu_fixture_setup()). */
 #define tu_fixture_test(f) cmocka_unit_test_setup_teardown(f, tu_fixture_setup, tu_fixture_teardown)
 
+/* New client options, asserting success: the caller sets more on them,
+ * hands them to a client and frees them. */
+momento_config *tu_config(void);
+
 /* A client for `s` with a `timeout_ms` deadline and keepalive, both scaled
  * by tu_time_scale(): gRPC sets TCP_USER_TIMEOUT from the keepalive timeout,
  * and under a slow wrapper the in-process server can stall past 1 s with the

@@ -150,8 +150,7 @@ static void test_request_deadline_overrides_client(void **state)
      * answer before 400 ms have passed since it arrived, so the client's
      * 100 ms come first on any machine); with a longer one it is
      * answered. */
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, 100);
     c = delayed_client(f, "get", 400, cfg);
     momento_config_free(cfg);
@@ -267,8 +266,7 @@ static void test_cancel_from_a_callback(void **state)
  * attempt, and a test's watchdog is shorter than that), in session `id`. */
 static momento_client *failing_client(tu_fixture *f, const char *id)
 {
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, 600000);
     momento_config_set_retry_fixed_timeout(cfg, 3, 300000, 60000);
     momento_client *c = tu_client(f->server, cfg);

@@ -93,8 +93,7 @@ static void test_ttl_expiry(void **state)
 static void test_default_ttl_from_config(void **state)
 {
     tu_fixture *f = *state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_default_ttl_ms(cfg, 100);
     momento_client *c = tu_client(f->server, cfg);
     momento_config_free(cfg);
@@ -395,8 +394,7 @@ static void test_blocking_call_in_callback(void **state)
 static void test_timeout(void **state)
 {
     tu_fixture *f = *state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, 200);
     momento_client *c = tu_client(f->server, cfg);
     momento_config_free(cfg);
@@ -479,8 +477,7 @@ static void test_server_down(void **state)
 
     /* With a 10-minute deadline it still fails fast: its callback comes
      * within the watchdog's minute, so the deadline did not end it. */
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, 600000);
     s = tu_server(NULL);
     c = tu_client(s, cfg);
@@ -498,8 +495,7 @@ static void test_server_down(void **state)
 static void test_eager_connect(void **state)
 {
     tu_fixture *f = *state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_eager_connect(cfg, 2000);
     momento_client *c = tu_client(f->server, cfg);
     momento_client_free(c);
@@ -518,8 +514,7 @@ static void test_eager_connect(void **state)
 static void test_multiple_channels(void **state)
 {
     tu_fixture *f = *state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_num_channels(cfg, 4);
     momento_client *c = tu_client(f->server, cfg);
     momento_config_free(cfg);

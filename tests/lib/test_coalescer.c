@@ -647,8 +647,7 @@ static void cancel_then_count(const momento_result *r, void *ud)
 static void test_cancelled_joiners_are_not_timed_out(void **state)
 {
     tu_fixture *f = *state;
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000)), MOMENTO_OK);
     assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1024 * 1024), MOMENTO_OK);
     momento_client *c = tu_client(f->server, cfg);

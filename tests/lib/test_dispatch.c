@@ -23,8 +23,7 @@
 
 static momento_client *dispatch_client(void)
 {
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_dispatch(cfg, 1), MOMENTO_OK);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
     momento_client *c = tu_client(tu_fx.server, cfg);
@@ -118,8 +117,7 @@ static void test_refusals(void **state)
     momento_client_free(plain);
     assert_int_equal(momento_client_dispatch_fd(NULL), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_client_dispatch(NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     /* Off unless asked, from a config as from none (a config is not
      * zeroed memory: every field needs its default). */
     momento_client *from_cfg = tu_client(tu_fx.server, cfg);
@@ -344,8 +342,7 @@ static void shared_cb(const momento_result *r, void *ud)
 static void test_shared_answers_delivered_whole(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_dispatch(cfg, 1), MOMENTO_OK);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
     /* Queue whenever one RPC is in flight: the first get goes alone, the

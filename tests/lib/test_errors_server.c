@@ -109,8 +109,7 @@ static void test_operations_rate(void **state)
     momento_local_options_add_cache(o, "c");
     momento_local *s = tu_server(o);
     momento_local_options_free(o);
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_retries(cfg, 1);
     momento_client *c = tu_client(s, cfg);
     momento_config_free(cfg);
@@ -189,8 +188,7 @@ static void test_connection_error(void **state)
     (void)state;
     momento_credentials *creds;
     assert_int_equal(momento_credentials_local(&creds, "127.0.0.1:1"), MOMENTO_OK);
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_eager_connect(cfg, 300);
     momento_client *c = (momento_client *)0x1;
     assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_ERR_CONNECTION);

@@ -136,8 +136,7 @@ static void test_error_count_against_attempts(void **state)
         momento_client_free(c);
     }
     /* Retries off: the first error is final. */
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_retries(cfg, 0), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_retries(cfg, 11), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_retries(cfg, 1), MOMENTO_OK);
@@ -200,8 +199,7 @@ static void test_fault_aliases(void **state)
 static void test_deadline_is_precise_and_local(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(300));
     const char *h[] = {"delay-ms", "999999999", "delay-rpcs", "get"};
     momento_client *c = faulty(cfg, h, 2);
@@ -236,8 +234,7 @@ static void test_deadline_is_precise_and_local(void **state)
 static void test_fixed_timeout_strategy(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(60000));
     assert_int_equal(momento_config_set_retry_fixed_timeout(cfg, 3, 0, 100), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_retry_fixed_timeout(cfg, 3, (uint32_t)TU_MS(150), 100), MOMENTO_OK);
@@ -285,8 +282,7 @@ static void test_fixed_timeout_strategy(void **state)
 static void test_free_ends_a_waiting_retry(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, 120000);
     assert_int_equal(momento_config_set_retry_fixed_timeout(cfg, 3, 60000, 30000), MOMENTO_OK);
     const char *h[] = {"return-error", "unavailable", "error-rpcs", "get", "error-count", "1"};
@@ -318,8 +314,7 @@ static void test_free_ends_a_waiting_retry(void **state)
 static void test_coalesced_waiters_time_out_once(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(300));
     const char *h[] = {"delay-ms", "999999999", "delay-rpcs", "get"}; /* only deadlines end them */
     momento_client *c = faulty(cfg, h, 2);

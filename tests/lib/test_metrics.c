@@ -156,8 +156,7 @@ static void assert_settled(size_t n)
 static momento_client *hooked(tu_fixture *f, uint32_t timeout_ms, uint32_t batch_n,
                               const char *const *headers, size_t n_headers)
 {
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_metrics(cfg, hook, &R), MOMENTO_OK);
     if (timeout_ms)
         assert_int_equal(momento_config_set_timeout_ms(cfg, timeout_ms), MOMENTO_OK);
@@ -229,8 +228,7 @@ static void test_setter_is_checked(void **state)
 {
     (void)state;
     assert_int_equal(momento_config_set_metrics(NULL, hook, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_metrics(cfg, hook, &R), MOMENTO_OK);
     assert_int_equal(momento_config_set_metrics(cfg, NULL, NULL), MOMENTO_OK); /* off again */
     momento_config_free(cfg);

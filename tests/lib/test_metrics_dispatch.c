@@ -35,8 +35,7 @@ static int client_id;
 static momento_client *hooked_dispatch(tu_fixture *f, momento_metrics_fn hook, void *ud,
                                        uint32_t timeout_ms, int delay_ms)
 {
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_dispatch(cfg, 1), MOMENTO_OK);
     assert_int_equal(momento_config_set_metrics(cfg, hook, ud), MOMENTO_OK);
     assert_int_equal(momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(timeout_ms)), MOMENTO_OK);

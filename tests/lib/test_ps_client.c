@@ -38,8 +38,7 @@ static momento_local *ps_server(void)
  * port; the caller adds what it tests and frees it. */
 static momento_config *ps_config(momento_local *s)
 {
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     char ep[64];
     snprintf(ep, sizeof(ep), "127.0.0.1:%d", momento_local_protosocket_port(s));
     assert_int_equal(momento_config_set_transport(cfg, MOMENTO_TRANSPORT_PROTOSOCKET), MOMENTO_OK);
@@ -65,8 +64,7 @@ static momento_client *ps_plain_client(momento_local *s)
 static void test_config_refusals(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_transport(NULL, MOMENTO_TRANSPORT_GRPC),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_transport(cfg, (momento_transport)7),

@@ -224,8 +224,7 @@ static void test_batched_and_capped_counted(void **state)
 {
     (void)state;
     for (int capped = 0; capped < 2; capped++) {
-        momento_config *cfg;
-        assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+        momento_config *cfg = tu_config();
         if (capped)
             assert_int_equal(momento_config_set_max_concurrent_requests(cfg, 1), MOMENTO_OK);
         else
@@ -355,8 +354,7 @@ static void on_thread_cb(const momento_result *r, void *ud)
 static void test_dispatch_mode(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_dispatch(cfg, 1), MOMENTO_OK);
     momento_client *c = patient(cfg);
     momento_config_free(cfg);

@@ -64,8 +64,7 @@ static momento_local *tls_server(const char *name)
 
 static momento_client *tls_client(momento_local *s, bool trust_ca)
 {
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     /* The first TLS handshake under valgrind on a busy machine takes seconds. */
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(3000));
     if (trust_ca)
@@ -152,8 +151,7 @@ static momento_client *vpc_client(momento_local *s, const char *connect_to, bool
     int port = momento_local_port(s);
     snprintf(cache, sizeof(cache), "cache.vpc.example:%d", port);
     snprintf(control, sizeof(control), "control.vpc.example:%d", port);
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(3000));
     if (trust_ca)
         assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);
@@ -170,8 +168,7 @@ static momento_client *vpc_client(momento_local *s, const char *connect_to, bool
 static void test_connect_address_verifies_the_endpoint_name(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_connect_address(cfg, "no-port"),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(momento_refusal_reason(), "the connect address"));
@@ -214,8 +211,7 @@ static void test_tls_without_verification(void **state)
 {
     (void)state;
     momento_local *s = tls_server("other");
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(3000));
     assert_int_equal(momento_config_set_tls_verify(NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_tls_verify(cfg, 0), MOMENTO_OK);
@@ -240,8 +236,7 @@ static void test_tls_without_verification(void **state)
 static void test_roots_file_validation(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_tls_roots_file(cfg, "/nonexistent/ca.pem"),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_tls_roots_file(cfg, path(3, "good.ext")),
@@ -284,8 +279,7 @@ static void watch_log(momento_log_level level, const char *message, void *ud)
 
 static momento_client *token_client(momento_local *s, const char *token)
 {
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);
     const char *ep = momento_local_endpoint(s);
     momento_client *c = tu_client_with_endpoints(token, ep, ep, cfg);
@@ -351,8 +345,7 @@ static momento_local *ps_tls_server(const char *name)
 static momento_client *ps_tls_client(momento_local *s, const char *cache_ep, bool trust_ca,
                                      const char *token)
 {
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(3000));
     if (trust_ca)
         assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);

@@ -837,8 +837,7 @@ static void test_stream_channels(void **state)
     momento_client_free(c);
     tu_fx.client = NULL; /* freed: not the teardown's to free */
 
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_stream_channels(cfg), 4);
     assert_int_equal(momento_config_set_stream_channels(cfg, 0), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_stream_channels(cfg, 65), MOMENTO_ERR_INVALID_ARGUMENT);

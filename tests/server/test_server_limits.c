@@ -931,8 +931,7 @@ static momento_client *client_at(const char *ep)
 {
     momento_credentials *creds;
     assert_int_equal(momento_credentials_local(&creds, ep), MOMENTO_OK);
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000));
     momento_client *c;
     assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
