@@ -654,14 +654,25 @@ void tu_assert_refusal(momento_result **r, int err)
     *r = NULL;
 }
 
-momento_local *tu_server_with_cache(const char *cache)
+momento_local_options *tu_options(const char *cache)
 {
     momento_local_options *o = NULL;
     assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
-    assert_int_equal(momento_local_options_add_cache(o, cache), MOMENTO_OK);
+    if (cache)
+        assert_int_equal(momento_local_options_add_cache(o, cache), MOMENTO_OK);
+    return o;
+}
+
+momento_local *tu_start(momento_local_options *o)
+{
     momento_local *s = tu_server(o);
     momento_local_options_free(o);
     return s;
+}
+
+momento_local *tu_server_with_cache(const char *cache)
+{
+    return tu_start(tu_options(cache));
 }
 
 /* ---- A server that never answers. */

@@ -25,6 +25,11 @@ bool tu_protosocket(void);
 momento_local *tu_server(const momento_local_options *opts);
 /* A server as tu_server() with one cache, `cache`. */
 momento_local *tu_server_with_cache(const char *cache);
+/* New server options, asserting success, with cache `cache` (NULL: none).
+ * The caller sets more on them, then starts a server with tu_start(). */
+momento_local_options *tu_options(const char *cache);
+/* A server (tu_server()) started with `o`, which it frees. */
+momento_local *tu_start(momento_local_options *o);
 /* A client for `s` with `cfg` (NULL = defaults; with tu_protosocket(), the
  * transport and endpoint are set on `cfg` itself when given). */
 momento_client *tu_client(momento_local *s, const momento_config *cfg);

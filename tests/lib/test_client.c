@@ -162,14 +162,12 @@ static void test_control_plane(void **state)
 static void test_list_caches_paged(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_list_page_size(o, 2), MOMENTO_OK);
     /* Limits the server reports, which every cache's entry must carry. */
     assert_int_equal(momento_local_options_set_max_item_bytes(o, 3u << 20), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_max_rps(o, 777), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     momento_client *c = tu_client(s, NULL);
     const char *names[] = {"p-e", "p-a", "p-d", "p-b", "p-c"};
     for (size_t i = 0; i < 5; i++)
@@ -432,12 +430,9 @@ static void test_injected_error_and_trailer(void **state)
 
     /* An oversized item on a server with a small limit: RESOURCE_EXHAUSTED
      * with Momento's `err` trailer, kept in the result. */
-    momento_local_options *o;
-    momento_local_options_new(&o);
+    momento_local_options *o = tu_options("small");
     momento_local_options_set_max_item_bytes(o, 1000);
-    momento_local_options_add_cache(o, "small");
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     c = tu_client(s, NULL);
     char big[2000] = {0};
     assert_int_equal(momento_set_sync(c, "small", "k", 1, big, sizeof(big), 0, NULL, &r),

@@ -1239,8 +1239,7 @@ static void test_shared_work_never_changes_an_answer(void **state)
     assert_non_null(big);
     memset(big, 'x', MOMENTO_MAX_ITEM_BYTES + 1);
 
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_protosocket_port(o, 0), MOMENTO_OK);
     for (int i = 0; i < N_CONFIGS; i++) {
         char name[24];

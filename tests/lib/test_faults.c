@@ -23,9 +23,7 @@ static int session;
 
 static momento_local *start_on(int port)
 {
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_port(o, port);
     momento_local *s = NULL;
     int rc = momento_local_start(&s, o);

@@ -508,8 +508,7 @@ static void test_paged_listing_is_one_request(void **state)
 {
     (void)state;
     reset();
-    momento_local_options *o;
-    momento_local_options_new(&o);
+    momento_local_options *o = tu_options(NULL);
     momento_local_options_set_list_page_size(o, 1);
     momento_local_options_add_cache(o, "a");
     momento_local_options_add_cache(o, "b");

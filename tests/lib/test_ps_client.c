@@ -24,12 +24,9 @@
 /* A server with a protosocket port and cache "c". */
 static momento_local *ps_server(void)
 {
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
-    assert_int_equal(momento_local_options_add_cache(o, "c"), MOMENTO_OK);
+    momento_local_options *o = tu_options("c");
     assert_int_equal(momento_local_options_set_protosocket_port(o, 0), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     assert_true(momento_local_protosocket_port(s) > 0);
     return s;
 }
@@ -357,9 +354,7 @@ static void test_reconnects(void **state)
     assert_true(rc == MOMENTO_ERR_SERVER_UNAVAILABLE || rc == MOMENTO_ERR_TIMEOUT);
     momento_result_free(r);
 
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
-    assert_int_equal(momento_local_options_add_cache(o, "c"), MOMENTO_OK);
+    momento_local_options *o = tu_options("c");
     assert_int_equal(momento_local_options_set_port(o, port), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_protosocket_port(o, ps_port), MOMENTO_OK);
     s = NULL;
@@ -462,13 +457,10 @@ static void test_threads(void **state)
 static void test_wrong_token_refused(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
-    assert_int_equal(momento_local_options_add_cache(o, "c"), MOMENTO_OK);
+    momento_local_options *o = tu_options("c");
     assert_int_equal(momento_local_options_set_protosocket_port(o, 0), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_auth_token(o, "secret"), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     momento_config *cfg = ps_config(s);
     momento_client *c = ps_client(s, cfg); /* local credentials: an empty token */
     momento_config_free(cfg);

@@ -428,9 +428,7 @@ static void test_stuck_channel_replaced(void **state)
     assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
     assert_ptr_not_equal(data_channel(c), first);
 
-    momento_local_options *lo;
-    momento_local_options_new(&lo);
-    momento_local_options_add_cache(lo, "c");
+    momento_local_options *lo = tu_options("c");
     momento_local_options_set_port(lo, port);
     momento_local *back = NULL;
     for (int i = 0; i < 100 && momento_local_start(&back, lo) != MOMENTO_OK; i++)

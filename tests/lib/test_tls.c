@@ -53,12 +53,9 @@ static momento_local *tls_server(const char *name)
     char cert[64], key[64];
     snprintf(cert, sizeof(cert), "%s.pem", name);
     snprintf(key, sizeof(key), "%s.key", name);
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = tu_options("c");
     assert_int_equal(momento_local_options_set_tls(o, path(0, cert), path(1, key)), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     return s;
 }
 
@@ -291,14 +288,11 @@ static void test_no_log_line_holds_the_token(void **state)
 {
     (void)state;
     momento_set_log_callback(watch_log, NULL);
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = tu_options("c");
     assert_int_equal(momento_local_options_set_tls(o, path(0, "good.pem"), path(1, "good.key")),
                      MOMENTO_OK);
     assert_int_equal(momento_local_options_set_auth_token(o, MARK "-token-right"), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
 
     momento_client *right = token_client(s, MARK "-token-right");
     momento_client *wrong = token_client(s, MARK "-token-wrong");
@@ -326,14 +320,11 @@ static momento_local *ps_tls_server(const char *name)
     char cert[64], key[64];
     snprintf(cert, sizeof(cert), "%s.pem", name);
     snprintf(key, sizeof(key), "%s.key", name);
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = tu_options("c");
     assert_int_equal(momento_local_options_set_tls(o, path(0, cert), path(1, key)), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_protosocket_port(o, 0), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_auth_token(o, "tok"), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     assert_true(momento_local_protosocket_port(s) > 0);
     return s;
 }

@@ -141,9 +141,7 @@ static const rec_event *last_of(recorder *r, momento_topic_event_kind kind)
 
 static momento_local *start_server(int port)
 {
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = tu_options("c");
     if (port)
         momento_local_options_set_port(o, port);
     momento_local *s = NULL;
@@ -588,12 +586,9 @@ static void test_server_restart_nothing_lost_in_silence(void **state)
 static void test_idle_stream_is_resubscribed(void **state)
 {
     (void)state;
-    momento_local_options *lo;
-    momento_local_options_new(&lo);
-    momento_local_options_add_cache(lo, "c");
+    momento_local_options *lo = tu_options("c");
     assert_int_equal(momento_local_options_set_heartbeat_ms(lo, 3600000), MOMENTO_OK);
-    momento_local *s = tu_server(lo);
-    momento_local_options_free(lo);
+    momento_local *s = tu_start(lo);
     momento_client *c = tu_client(s, NULL);
     recorder r;
     rec_init(&r);
@@ -703,16 +698,14 @@ static int http_get(int port, const char *path)
 static void test_test_admin_blocks_and_unblocks(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_test_admin_port(o, -2), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_local_options_set_test_admin_port(o, 65536),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_local_options_set_test_admin_port(o, 0), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_heartbeat_ms(o, 100), MOMENTO_OK);
     assert_int_equal(momento_local_options_add_cache(o, "c"), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     int admin = momento_local_test_admin_port(s);
     assert_true(admin > 0);
     momento_local *plain = start_server(0);

@@ -60,9 +60,9 @@ static const char *cache_hdr[] = {"cache", "c"};
 /* A server with cache "c" and the given --max-memory (0 = none). */
 static momento_local *server_with(uint64_t max_memory)
 {
-    momento_local_options *o = srv_options("c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_max_memory(o, max_memory);
-    return srv_start(o);
+    return tu_start(o);
 }
 
 static int set_bytes(const char *ep, const char *key, const void *val, size_t len, uint64_t ttl,
@@ -589,9 +589,9 @@ static void test_err_causes(void **state)
     momento_local_stop(s);
 
     /* The rate limit: of a few calls in one second, one is refused. */
-    momento_local_options *o = srv_options("c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_max_rps(o, 1);
-    s = srv_start(o);
+    s = tu_start(o);
     ep = momento_local_endpoint(s);
     int st = ST_OK;
     for (int i = 0; i < 5 && st == ST_OK; i++) {

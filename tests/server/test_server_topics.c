@@ -1182,9 +1182,9 @@ static void test_options(void **state)
 static void test_no_buffer(void **state)
 {
     (void)state;
-    momento_local_options *o = srv_options("c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_topic_buffer_items(o, 0);
-    momento_local *s = srv_start(o);
+    momento_local *s = tu_start(o);
     grpc_channel *ch = channel_to(s);
     assert_int_equal(publish(ch, "t", "a"), 0);
     assert_int_equal(publish(ch, "t", "b"), 0);
