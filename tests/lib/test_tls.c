@@ -48,15 +48,20 @@ static int make_certs(void)
     return system(full);
 }
 
-static momento_local *tls_server(const char *name)
+/* A server's options with cache "c" and TLS with cert `name`. */
+static momento_local_options *tls_options(const char *name)
 {
     char cert[64], key[64];
     snprintf(cert, sizeof(cert), "%s.pem", name);
     snprintf(key, sizeof(key), "%s.key", name);
     momento_local_options *o = tu_options("c");
     assert_int_equal(momento_local_options_set_tls(o, path(0, cert), path(1, key)), MOMENTO_OK);
-    momento_local *s = tu_start(o);
-    return s;
+    return o;
+}
+
+static momento_local *tls_server(const char *name)
+{
+    return tu_start(tls_options(name));
 }
 
 static momento_client *tls_client(momento_local *s, bool trust_ca)
@@ -317,11 +322,7 @@ static void test_no_log_line_holds_the_token(void **state)
 /* A TLS server with cert `name`, a protosocket port, and token "tok". */
 static momento_local *ps_tls_server(const char *name)
 {
-    char cert[64], key[64];
-    snprintf(cert, sizeof(cert), "%s.pem", name);
-    snprintf(key, sizeof(key), "%s.key", name);
-    momento_local_options *o = tu_options("c");
-    assert_int_equal(momento_local_options_set_tls(o, path(0, cert), path(1, key)), MOMENTO_OK);
+    momento_local_options *o = tls_options(name);
     assert_int_equal(momento_local_options_set_protosocket_port(o, 0), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_auth_token(o, "tok"), MOMENTO_OK);
     momento_local *s = tu_start(o);
