@@ -767,6 +767,24 @@ int64_t tu_now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+bool tu_topic_seq_jump(tu_topic_seq *q, uint64_t seq, uint64_t page, bool known)
+{
+    bool moved = q->known && page != q->page;
+    q->last = seq;
+    q->page = page;
+    q->known = known;
+    return moved;
+}
+
+void tu_topic_seq_item(tu_topic_seq *q, uint64_t seq, uint64_t page)
+{
+    if (q->known && (page != q->page || seq != q->last + 1))
+        fail_msg("item %llu of page %llu after %llu of page %llu with no discontinuity",
+                 (unsigned long long)seq, (unsigned long long)page, (unsigned long long)q->last,
+                 (unsigned long long)q->page);
+    tu_topic_seq_jump(q, seq, page, true);
+}
+
 uint64_t tu_rng(void)
 {
     static uint64_t state = 0x9e3779b97f4a7c15ull;

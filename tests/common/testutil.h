@@ -284,6 +284,20 @@ int tu_count_threads(const char *name, bool prefix, char *names, size_t names_si
 /* CLOCK_MONOTONIC in nanoseconds (the clock gRPC's deadlines run on). */
 int64_t tu_now_ns(void);
 
+/* The order a topic subscription's items keep: each ITEM is the next
+ * sequence number, on the same page, after the ITEM or DISCONTINUITY
+ * before it. Zeroed: nothing known yet, so the first item may be any. */
+typedef struct tu_topic_seq {
+    uint64_t last, page;
+    bool known;
+} tu_topic_seq;
+/* A discontinuity: the next item is `seq` + 1 of `page` (when `known`;
+ * otherwise any). Returns whether it moved to another page than the one
+ * known before. */
+bool tu_topic_seq_jump(tu_topic_seq *q, uint64_t seq, uint64_t page, bool known);
+/* An item: fails the test unless it is the next one, when that is known. */
+void tu_topic_seq_item(tu_topic_seq *q, uint64_t seq, uint64_t page);
+
 /* Random numbers for randomised tests: xorshift64 from a fixed seed, the
  * same sequence every run of a test binary, so that a failure replays. */
 uint64_t tu_rng(void);
