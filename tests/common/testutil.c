@@ -1,4 +1,5 @@
 #include "testutil.h"
+#include "tu_raw_conn.h"
 
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
@@ -497,7 +498,6 @@ size_t tu_counter_errors(tu_counter *k, int err)
 int tu_raw_call(const char *target, const char *path, const char *const *headers,
                 size_t n_headers, const void *body, size_t len, tu_raw_reply *out)
 {
-    memset(out, 0, sizeof(*out));
     grpc_init();
     grpc_channel_credentials *creds = grpc_insecure_credentials_create();
     grpc_arg arg[2];
@@ -508,9 +508,19 @@ int tu_raw_call(const char *target, const char *path, const char *const *headers
     grpc_channel_args args = {2, arg};
     grpc_channel *ch = grpc_channel_create(target, creds, &args);
     grpc_channel_credentials_release(creds);
+    int status = tu_raw_call_on(ch, path, headers, n_headers, body, len, out);
+    grpc_channel_destroy(ch);
+    grpc_shutdown();
+    return status;
+}
+
+int tu_raw_call_on(grpc_channel *ch, const char *path, const char *const *headers,
+                   size_t n_headers, const void *body, size_t len, tu_raw_reply *out)
+{
+    memset(out, 0, sizeof(*out));
     grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
     gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                         gpr_time_from_millis(10000, GPR_TIMESPAN));
+                                         gpr_time_from_millis(TU_MS(10000), GPR_TIMESPAN));
     grpc_slice method = grpc_slice_from_copied_string(path);
     grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
                                                deadline, NULL);
@@ -532,12 +542,7 @@ int tu_raw_call(const char *target, const char *path, const char *const *headers
 
     grpc_op ops[4];
     memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[0].data.send_initial_metadata.count = n_headers;
-    ops[0].data.send_initial_metadata.metadata = md;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = send;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    tu_request_ops(ops, md, n_headers, send);
     ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
     ops[3].data.recv_initial_metadata.recv_initial_metadata = &init_md;
     assert_int_equal(grpc_call_start_batch(call, ops, 4, (void *)1, NULL), GRPC_CALL_OK);
@@ -601,8 +606,6 @@ int tu_raw_call(const char *target, const char *path, const char *const *headers
     grpc_call_unref(call);
     grpc_completion_queue_shutdown(cq);
     grpc_completion_queue_destroy(cq);
-    grpc_channel_destroy(ch);
-    grpc_shutdown();
     return out->status;
 }
 

@@ -10,6 +10,7 @@
 #include "srv_rng.h"
 #include "srv_test.h"
 #include "testutil.h"
+#include "tu_raw_conn.h"
 #include "tu_srv.h"
 
 #include "cacheclient.pb-c.h"
@@ -1136,10 +1137,7 @@ static void open_stuck(grpc_channel *ch, grpc_completion_queue *cq, stuck_stream
     grpc_byte_buffer *send = srv_msg_buffer(&req.base);
     grpc_op ops[4];
     memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = send;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    tu_request_ops(ops, NULL, 0, send);
     ops[3].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
     ops[3].data.recv_status_on_client.trailing_metadata = &x->trailing;
     ops[3].data.recv_status_on_client.status = &x->status;
