@@ -273,6 +273,13 @@ momento_config *tu_config(void)
     return cfg;
 }
 
+momento_coalescer *tu_coalescer(momento_client *c)
+{
+    momento_coalescer *co = NULL;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    return co;
+}
+
 momento_client *tu_patient_client(momento_local *s, uint32_t timeout_ms)
 {
     momento_config *cfg = tu_config();

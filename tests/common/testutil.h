@@ -4,6 +4,7 @@
 #ifndef MOMENTO_TESTUTIL_H
 #define MOMENTO_TESTUTIL_H
 
+#include "momento/coalescer.h"
 #include "momento/local.h"
 #include "momento/momento.h"
 
@@ -93,6 +94,9 @@ int tu_fixture_teardown(void **state);
 /* New client options, asserting success: the caller sets more on them,
  * hands them to a client and frees them. */
 momento_config *tu_config(void);
+
+/* A coalescer of `c` (momento_coalescer_new()), asserting success. */
+momento_coalescer *tu_coalescer(momento_client *c);
 
 /* A client for `s` with a `timeout_ms` deadline and keepalive, both scaled
  * by tu_time_scale(): gRPC sets TCP_USER_TIMEOUT from the keepalive timeout,

@@ -117,8 +117,7 @@ static void test_reply_trailers(void **state)
      * it on any machine. */
     ts.call = 1;
     tu_fake_hold_from(f, 1);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     for (int i = 0; i < 3; i++)
         assert_int_equal(momento_coalescing_get(co, "c", MOMENTO_STR("k"), NULL, trailer_cb, &ts),
                          MOMENTO_OK);

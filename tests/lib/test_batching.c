@@ -512,8 +512,7 @@ static void test_coalescer_composes(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = batching_client(f, 1, "get", 600000);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     momento_cancel_token *hold;
     tu_rec held, gs[50];
     memset(gs, 0, sizeof(gs));
@@ -545,8 +544,7 @@ static void test_abandoned_coalesced_rpc_is_withdrawn(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = batching_client(f, 1, "get", 600000);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     momento_cancel_token *hold;
     tu_rec held, gone[6], kept[2];
     memset(gone, 0, sizeof(gone));

@@ -105,8 +105,7 @@ static void test_options_are_checked(void **state)
                      MOMENTO_ERR_INVALID_ARGUMENT);
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
 
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, f->client), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(f->client);
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &newer.known, tu_rec_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     momento_coalescer_free(co);
@@ -439,8 +438,7 @@ static void test_joiner_called_back_at_its_own_deadline(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get", FOREVER_MS, NULL);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     momento_cancel_token *t;
     assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
     tu_rec lead, join;
@@ -487,8 +485,7 @@ static void test_leader_cancel_does_not_poison_joiners(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get", 800, NULL);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     momento_cancel_token *t;
     assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
     tu_rec lead, join;
@@ -535,8 +532,7 @@ static void test_leader_deadline_reissues_joiners(void **state)
     tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get", FOREVER_MS, NULL);
     tu_header(f->server, c, "delay-count", "1");
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     tu_rec lead, join;
     memset(&lead, 0, sizeof(lead));
     memset(&join, 0, sizeof(join));
@@ -560,8 +556,7 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get set", 60000, NULL);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     uint64_t cancelled_before = momento_local_cancelled_calls(f->server, NULL);
     momento_cancel_token *a, *b;
     momento_cancel_token_new(&a);
@@ -635,8 +630,7 @@ static void test_spread_deadlines_on_one_rpc(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get", 500, NULL);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     enum { N = 40 };
     tu_rec recs[N];
     int64_t sent[N];

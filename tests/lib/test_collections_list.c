@@ -1196,8 +1196,7 @@ static void test_coalesced_reads(void **state)
     put_scores("cz", zv, zs, 3);
 
     momento_client *c = tu_patient_client(tu_fx.server, 20000);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     static const char *const rpcs[] = {
         "ListFetch",        "ListLength",      "SortedSetFetch",        "SortedSetGetScore",
         "SortedSetGetRank", "SortedSetLength", "SortedSetLengthByScore"};
@@ -1399,8 +1398,7 @@ static void test_coalesced_read_your_writes(void **state)
     momento_client *c = delaying_client("list-read-your-writes",
                                         "list-fetch list-push-back list-erase sorted-set-fetch "
                                         "sorted-set-increment");
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     check_write_closes_reads(c, co, read_list, push_y, "ListFetch", "x", "x,y", 0);
     check_write_closes_reads(c, co, read_list, erase_all, "ListFetch", "x,y", NULL, 0);
     check_write_closes_reads(c, co, read_zset, raise_m, "SortedSetFetch", "m:1,n:2", "n:2,m:11", 1);

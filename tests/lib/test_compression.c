@@ -628,8 +628,7 @@ static void test_coalescer(void **state)
     size_t n = 40000;
     char *v = text(n);
     momento_client *c = compressing(MOMENTO_COMPRESS_ZSTD, MOMENTO_COMPRESS_LEVEL_BALANCED, -1, 0);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     momento_result *r;
     assert_int_equal(momento_coalescing_set_sync(co, "c", "co", 2, v, n, 0, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_error(r), MOMENTO_OK);

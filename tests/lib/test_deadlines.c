@@ -100,8 +100,7 @@ typedef struct tally {
  * flight. Checks each request. */
 static tally run(momento_client *c, bool writes, int free_at_ms)
 {
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     req *reqs = calloc(THREADS * PER_THREAD, sizeof(*reqs));
     assert_non_null(reqs);
     worker ws[THREADS];

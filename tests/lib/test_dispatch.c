@@ -150,8 +150,7 @@ static void test_blocking_calls_need_no_dispatch(void **state)
 {
     (void)state;
     momento_client *c = dispatch_client();
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     assert_int_equal(momento_set_sync(c, "c", "b", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
     momento_result *r = NULL;
     assert_int_equal(momento_get_sync(c, "c", "b", 1, NULL, &r), MOMENTO_OK);
@@ -190,8 +189,7 @@ static void test_endings(void **state)
     momento__client_add_header(c, "delay-rpcs", "get");
     momento__client_add_header(c, "delay-ms", "600000");
     momento__client_add_header(c, "delay-keys", "t x f");
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     rec k = {.expect = pthread_self()};
     momento_request_options quick = MOMENTO_REQUEST_OPTIONS_INIT;
     quick.timeout_ms = 50;
@@ -350,8 +348,7 @@ static void test_shared_answers_delivered_whole(void **state)
     assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1u << 20), MOMENTO_OK);
     momento_client *c = tu_client(tu_fx.server, cfg);
     momento_config_free(cfg);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     char key[16], value[16];
     for (int i = 0; i < SHARED_KEYS; i++) {
         int kl = snprintf(key, sizeof(key), "s%d", i);

@@ -317,8 +317,7 @@ static void test_coalesced_waiters_time_out_once(void **state)
     const char *h[] = {"delay-ms", "999999999", "delay-rpcs", "get"}; /* only deadlines end them */
     momento_client *c = faulty(cfg, h, 2);
     momento_config_free(cfg);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
+    momento_coalescer *co = tu_coalescer(c);
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 15; i++)
@@ -338,8 +337,7 @@ static void test_server_stop_and_restart(void **state)
     (void)state;
     int port = momento_local_port(server);
     momento_client *c = tu_client(server, NULL);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
+    momento_coalescer *co = tu_coalescer(c);
     assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
 
     momento_local_stop(server);

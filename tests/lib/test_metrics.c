@@ -418,8 +418,7 @@ static void test_coalesced_waiters(void **state)
     momento_client *c = hooked(f, HELD_TIMEOUT_MS, 1, hold_first_get, 3);
     momento_cancel_token *t;
     hold_one(f, c, &t);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     momento_request_options shorter = with(50, NULL);
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, cb, NULL), MOMENTO_OK);
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, cb, NULL), MOMENTO_OK);

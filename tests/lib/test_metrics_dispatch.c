@@ -183,8 +183,7 @@ static void test_shared_answer_reported_on_dispatch(void **state)
     atomic_init(&s->probe_rc, 1);
     momento_client *c = hooked_dispatch(f, shared_hook, s, 20000, 200);
     s->client = c;
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
 
     for (int i = 0; i < SHARED_KEYS; i++) {
         int kl = snprintf(key, sizeof(key), "g%d", i);

@@ -203,8 +203,7 @@ static void test_coalesced_waiters_counted(void **state)
     /* Client-wide: a request with headers of its own is never coalesced. */
     momento__client_add_header(h.c, "delay-rpcs", "get");
     momento__client_add_header(h.c, "delay-ms", HOLD_MS_STR);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, h.c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(h.c);
     momento_request_options o = opts_for(h.g, h.t, NULL);
     for (int i = 0; i < 100; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "hot", 3, &o, tu_count_cb, &h.k),
@@ -414,8 +413,7 @@ static void test_refusals(void **state)
     assert_int_equal(momento_get(c, "c", "k", 1, &o, tu_count_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(momento_refusal_reason(), "another client"));
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &o, tu_count_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(momento_refusal_reason(), "another client"));

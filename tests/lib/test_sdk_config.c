@@ -356,8 +356,7 @@ static void test_read_concern(void **state)
      * submitted behind a gate, so every RPC is still in flight when the
      * next request comes (issue 46: a 100 ms hold was a window). */
     c = tu_client(tu_fx.server, NULL);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     tu_counter kc;
     tu_counter_init(&kc);
     before = concern_headers();
