@@ -1,4 +1,5 @@
 #include "testutil.h"
+#include "tu_raw_conn.h"
 
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
@@ -265,10 +266,23 @@ int tu_fixture_teardown(void **state)
     return 0;
 }
 
+momento_config *tu_config(void)
+{
+    momento_config *cfg = NULL;
+    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    return cfg;
+}
+
+momento_coalescer *tu_coalescer(momento_client *c)
+{
+    momento_coalescer *co = NULL;
+    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    return co;
+}
+
 momento_client *tu_patient_client(momento_local *s, uint32_t timeout_ms)
 {
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(timeout_ms)), MOMENTO_OK);
     assert_int_equal(momento_config_set_keepalive(cfg, (uint32_t)TU_MS(5000), (uint32_t)TU_MS(1000)),
                      MOMENTO_OK);
@@ -491,7 +505,6 @@ size_t tu_counter_errors(tu_counter *k, int err)
 int tu_raw_call(const char *target, const char *path, const char *const *headers,
                 size_t n_headers, const void *body, size_t len, tu_raw_reply *out)
 {
-    memset(out, 0, sizeof(*out));
     grpc_init();
     grpc_channel_credentials *creds = grpc_insecure_credentials_create();
     grpc_arg arg[2];
@@ -502,9 +515,19 @@ int tu_raw_call(const char *target, const char *path, const char *const *headers
     grpc_channel_args args = {2, arg};
     grpc_channel *ch = grpc_channel_create(target, creds, &args);
     grpc_channel_credentials_release(creds);
+    int status = tu_raw_call_on(ch, path, headers, n_headers, body, len, out);
+    grpc_channel_destroy(ch);
+    grpc_shutdown();
+    return status;
+}
+
+int tu_raw_call_on(grpc_channel *ch, const char *path, const char *const *headers,
+                   size_t n_headers, const void *body, size_t len, tu_raw_reply *out)
+{
+    memset(out, 0, sizeof(*out));
     grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
     gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                         gpr_time_from_millis(10000, GPR_TIMESPAN));
+                                         gpr_time_from_millis(TU_MS(10000), GPR_TIMESPAN));
     grpc_slice method = grpc_slice_from_copied_string(path);
     grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
                                                deadline, NULL);
@@ -526,12 +549,7 @@ int tu_raw_call(const char *target, const char *path, const char *const *headers
 
     grpc_op ops[4];
     memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[0].data.send_initial_metadata.count = n_headers;
-    ops[0].data.send_initial_metadata.metadata = md;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = send;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    tu_request_ops(ops, md, n_headers, send);
     ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
     ops[3].data.recv_initial_metadata.recv_initial_metadata = &init_md;
     assert_int_equal(grpc_call_start_batch(call, ops, 4, (void *)1, NULL), GRPC_CALL_OK);
@@ -595,8 +613,6 @@ int tu_raw_call(const char *target, const char *path, const char *const *headers
     grpc_call_unref(call);
     grpc_completion_queue_shutdown(cq);
     grpc_completion_queue_destroy(cq);
-    grpc_channel_destroy(ch);
-    grpc_shutdown();
     return out->status;
 }
 
@@ -648,14 +664,25 @@ void tu_assert_refusal(momento_result **r, int err)
     *r = NULL;
 }
 
-momento_local *tu_server_with_cache(const char *cache)
+momento_local_options *tu_options(const char *cache)
 {
     momento_local_options *o = NULL;
     assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
-    assert_int_equal(momento_local_options_add_cache(o, cache), MOMENTO_OK);
+    if (cache)
+        assert_int_equal(momento_local_options_add_cache(o, cache), MOMENTO_OK);
+    return o;
+}
+
+momento_local *tu_start(momento_local_options *o)
+{
     momento_local *s = tu_server(o);
     momento_local_options_free(o);
     return s;
+}
+
+momento_local *tu_server_with_cache(const char *cache)
+{
+    return tu_start(tu_options(cache));
 }
 
 /* ---- A server that never answers. */
@@ -748,6 +775,24 @@ int64_t tu_now_ns(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+bool tu_topic_seq_jump(tu_topic_seq *q, uint64_t seq, uint64_t page, bool known)
+{
+    bool moved = q->known && page != q->page;
+    q->last = seq;
+    q->page = page;
+    q->known = known;
+    return moved;
+}
+
+void tu_topic_seq_item(tu_topic_seq *q, uint64_t seq, uint64_t page)
+{
+    if (q->known && (page != q->page || seq != q->last + 1))
+        fail_msg("item %llu of page %llu after %llu of page %llu with no discontinuity",
+                 (unsigned long long)seq, (unsigned long long)page, (unsigned long long)q->last,
+                 (unsigned long long)q->page);
+    tu_topic_seq_jump(q, seq, page, true);
 }
 
 uint64_t tu_rng(void)

@@ -4,6 +4,7 @@
 #ifndef MOMENTO_TESTUTIL_H
 #define MOMENTO_TESTUTIL_H
 
+#include "momento/coalescer.h"
 #include "momento/local.h"
 #include "momento/momento.h"
 
@@ -25,6 +26,11 @@ bool tu_protosocket(void);
 momento_local *tu_server(const momento_local_options *opts);
 /* A server as tu_server() with one cache, `cache`. */
 momento_local *tu_server_with_cache(const char *cache);
+/* New server options, asserting success, with cache `cache` (NULL: none).
+ * The caller sets more on them, then starts a server with tu_start(). */
+momento_local_options *tu_options(const char *cache);
+/* A server (tu_server()) started with `o`, which it frees. */
+momento_local *tu_start(momento_local_options *o);
 /* A client for `s` with `cfg` (NULL = defaults; with tu_protosocket(), the
  * transport and endpoint are set on `cfg` itself when given). */
 momento_client *tu_client(momento_local *s, const momento_config *cfg);
@@ -84,6 +90,13 @@ int tu_fixture_setup_server(void **state);
 int tu_fixture_teardown(void **state);
 /* A cmocka test with a fixture of its own (tu_fixture_setup()). */
 #define tu_fixture_test(f) cmocka_unit_test_setup_teardown(f, tu_fixture_setup, tu_fixture_teardown)
+
+/* New client options, asserting success: the caller sets more on them,
+ * hands them to a client and frees them. */
+momento_config *tu_config(void);
+
+/* A coalescer of `c` (momento_coalescer_new()), asserting success. */
+momento_coalescer *tu_coalescer(momento_client *c);
 
 /* A client for `s` with a `timeout_ms` deadline and keepalive, both scaled
  * by tu_time_scale(): gRPC sets TCP_USER_TIMEOUT from the keepalive timeout,
@@ -274,6 +287,20 @@ int tu_count_threads(const char *name, bool prefix, char *names, size_t names_si
 
 /* CLOCK_MONOTONIC in nanoseconds (the clock gRPC's deadlines run on). */
 int64_t tu_now_ns(void);
+
+/* The order a topic subscription's items keep: each ITEM is the next
+ * sequence number, on the same page, after the ITEM or DISCONTINUITY
+ * before it. Zeroed: nothing known yet, so the first item may be any. */
+typedef struct tu_topic_seq {
+    uint64_t last, page;
+    bool known;
+} tu_topic_seq;
+/* A discontinuity: the next item is `seq` + 1 of `page` (when `known`;
+ * otherwise any). Returns whether it moved to another page than the one
+ * known before. */
+bool tu_topic_seq_jump(tu_topic_seq *q, uint64_t seq, uint64_t page, bool known);
+/* An item: fails the test unless it is the next one, when that is known. */
+void tu_topic_seq_item(tu_topic_seq *q, uint64_t seq, uint64_t page);
 
 /* Random numbers for randomised tests: xorshift64 from a fixed seed, the
  * same sequence every run of a test binary, so that a failure replays. */

@@ -14,6 +14,18 @@
 
 #include <string.h>
 
+size_t tu_request_ops(grpc_op *ops, grpc_metadata *md, size_t n, grpc_byte_buffer *send)
+{
+    memset(ops, 0, 3 * sizeof(*ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].data.send_initial_metadata.count = n;
+    ops[0].data.send_initial_metadata.metadata = md;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = send;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    return 3;
+}
+
 void tu_raw_conn_open_bdp(tu_raw_conn *k, const char *target, int bdp)
 {
     grpc_init();
@@ -74,12 +86,7 @@ void tu_open_call_start(tu_raw_conn *k, tu_open_call *oc, const char *path,
     grpc_metadata_array_init(&oc->trailing);
     grpc_op ops[6];
     memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[0].data.send_initial_metadata.count = n;
-    ops[0].data.send_initial_metadata.metadata = oc->md;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = oc->send;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    tu_request_ops(ops, oc->md, n, oc->send);
     ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
     ops[3].data.recv_initial_metadata.recv_initial_metadata = &oc->init_md;
     ops[4].op = GRPC_OP_RECV_MESSAGE;

@@ -63,6 +63,17 @@ void tu_open_call_close(tu_open_call *oc);
  * pass TU_MS() where they wait for something to come. */
 tu_open_call *tu_raw_conn_next(tu_raw_conn *k, int64_t timeout_ms);
 
+/* The request half of a unary or server-streaming call: ops[0], [1] and
+ * [2] set to send the `n` headers `md`, the message `send` and the close
+ * (the ops after them untouched). Returns 3, how many it set. */
+size_t tu_request_ops(grpc_op *ops, grpc_metadata *md, size_t n, grpc_byte_buffer *send);
+
+/* tu_raw_call() (testutil.h) on a channel of the caller's, which it
+ * leaves open: for calls that must share one connection. */
+struct tu_raw_reply;
+int tu_raw_call_on(grpc_channel *ch, const char *path, const char *const *headers,
+                   size_t n_headers, const void *body, size_t len, struct tu_raw_reply *out);
+
 /* Waits up to `timeout_ms` (scaled) for momento_local_parked_calls(s) to
  * be `want`; returns the last count seen. */
 uint64_t tu_wait_parked(momento_local *s, uint64_t want, int64_t timeout_ms);

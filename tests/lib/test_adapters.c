@@ -19,8 +19,7 @@
 
 static momento_client *dispatch_client(void)
 {
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_dispatch(cfg, 1);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
     momento_client *c = tu_client(tu_fx.server, cfg);

@@ -328,14 +328,11 @@ static bool check_stored(const momento_result *r)
 static void test_call_path(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_add_cache(o, "d");
     momento_local_options_add_cache(o, "e");
     momento_local_options_set_list_page_size(o, 1);
-    momento_local *server = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *server = tu_start(o);
     momento_client *c = tu_client(server, NULL);
     assert_int_equal(momento_set_sync(c, "c", "k1", 2, "one", 3, 0, NULL, NULL), MOMENTO_OK);
 

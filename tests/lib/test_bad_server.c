@@ -29,8 +29,7 @@ static grpc_slice pack(const ProtobufCMessage *m)
 
 static momento_client *client_for(tu_fake *f, uint32_t timeout_ms)
 {
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, timeout_ms);
     momento_config_set_retries(cfg, 1);
     momento_client *c = tu_client_at(tu_fake_endpoint(f), cfg);
@@ -102,8 +101,7 @@ static void test_reply_trailers(void **state)
     tu_fake *f = tu_fake_start(hits, NULL, 0);
     trailer_seen ts = {.call = 0};
     tu_counter_init(&ts.k);
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
     momento_config_set_metrics(cfg, trailer_hook, &ts);
     momento_client *c = tu_client_at(tu_fake_endpoint(f), cfg);
@@ -119,8 +117,7 @@ static void test_reply_trailers(void **state)
      * it on any machine. */
     ts.call = 1;
     tu_fake_hold_from(f, 1);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     for (int i = 0; i < 3; i++)
         assert_int_equal(momento_coalescing_get(co, "c", MOMENTO_STR("k"), NULL, trailer_cb, &ts),
                          MOMENTO_OK);
@@ -186,8 +183,7 @@ static void test_batched_reply_trailers(void **state)
     /* The first get's reply waits until the next two are queued behind
      * it, whatever the machine's speed. */
     tu_fake_hold_from(f, 0);
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
     /* One RPC in flight is enough to queue: the next two wait for it -
      * for its completion only, not a time (a loaded machine may submit

@@ -22,8 +22,7 @@ static int client_id;
  * server holds `ms`. */
 static momento_client *batching_client(tu_fixture *f, uint32_t n, const char *rpcs, int ms)
 {
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(20000));
     if (n) {
         assert_int_equal(momento_config_set_batching(cfg, n, 0, 64, 1024 * 1024), MOMENTO_OK);
@@ -104,8 +103,7 @@ static void release_one(tu_rec *held, momento_cancel_token *tok)
 static void test_config_is_checked(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_batching(NULL, 1, 0, 64, 65536),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_batching(cfg, 1, 0, 1, 65536),
@@ -435,8 +433,7 @@ static void test_batch_failure_of_one_key_is_asked_again_alone(void **state)
 static void test_slow_rpc_does_not_hold_the_queue(void **state)
 {
     tu_fixture *f = *state;
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(60000));
     assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1024 * 1024), MOMENTO_OK);
     momento_client *c = tu_client(f->server, cfg);
@@ -468,8 +465,7 @@ static void test_slow_rpc_does_not_hold_the_queue(void **state)
 static void test_max_wait_is_checked(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_batching_max_wait(NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_batching_max_wait(cfg, MOMENTO_MAX_BATCH_LINGER_US + 1),
                      MOMENTO_ERR_INVALID_ARGUMENT);
@@ -516,8 +512,7 @@ static void test_coalescer_composes(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = batching_client(f, 1, "get", 600000);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     momento_cancel_token *hold;
     tu_rec held, gs[50];
     memset(gs, 0, sizeof(gs));
@@ -549,8 +544,7 @@ static void test_abandoned_coalesced_rpc_is_withdrawn(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = batching_client(f, 1, "get", 600000);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     momento_cancel_token *hold;
     tu_rec held, gone[6], kept[2];
     memset(gone, 0, sizeof(gone));

@@ -105,8 +105,7 @@ static void test_options_are_checked(void **state)
                      MOMENTO_ERR_INVALID_ARGUMENT);
     tu_assert_refusal(&r, MOMENTO_ERR_INVALID_ARGUMENT);
 
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, f->client), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(f->client);
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &newer.known, tu_rec_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     momento_coalescer_free(co);
@@ -150,8 +149,7 @@ static void test_request_deadline_overrides_client(void **state)
      * answer before 400 ms have passed since it arrived, so the client's
      * 100 ms come first on any machine); with a longer one it is
      * answered. */
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, 100);
     c = delayed_client(f, "get", 400, cfg);
     momento_config_free(cfg);
@@ -267,8 +265,7 @@ static void test_cancel_from_a_callback(void **state)
  * attempt, and a test's watchdog is shorter than that), in session `id`. */
 static momento_client *failing_client(tu_fixture *f, const char *id)
 {
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, 600000);
     momento_config_set_retry_fixed_timeout(cfg, 3, 300000, 60000);
     momento_client *c = tu_client(f->server, cfg);
@@ -441,8 +438,7 @@ static void test_joiner_called_back_at_its_own_deadline(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get", FOREVER_MS, NULL);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     momento_cancel_token *t;
     assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
     tu_rec lead, join;
@@ -489,8 +485,7 @@ static void test_leader_cancel_does_not_poison_joiners(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get", 800, NULL);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     momento_cancel_token *t;
     assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
     tu_rec lead, join;
@@ -537,8 +532,7 @@ static void test_leader_deadline_reissues_joiners(void **state)
     tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get", FOREVER_MS, NULL);
     tu_header(f->server, c, "delay-count", "1");
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     tu_rec lead, join;
     memset(&lead, 0, sizeof(lead));
     memset(&join, 0, sizeof(join));
@@ -562,8 +556,7 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get set", 60000, NULL);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     uint64_t cancelled_before = momento_local_cancelled_calls(f->server, NULL);
     momento_cancel_token *a, *b;
     momento_cancel_token_new(&a);
@@ -637,8 +630,7 @@ static void test_spread_deadlines_on_one_rpc(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get", 500, NULL);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     enum { N = 40 };
     tu_rec recs[N];
     int64_t sent[N];

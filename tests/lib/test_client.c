@@ -93,8 +93,7 @@ static void test_ttl_expiry(void **state)
 static void test_default_ttl_from_config(void **state)
 {
     tu_fixture *f = *state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_default_ttl_ms(cfg, 100);
     momento_client *c = tu_client(f->server, cfg);
     momento_config_free(cfg);
@@ -163,14 +162,12 @@ static void test_control_plane(void **state)
 static void test_list_caches_paged(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_list_page_size(o, 2), MOMENTO_OK);
     /* Limits the server reports, which every cache's entry must carry. */
     assert_int_equal(momento_local_options_set_max_item_bytes(o, 3u << 20), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_max_rps(o, 777), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     momento_client *c = tu_client(s, NULL);
     const char *names[] = {"p-e", "p-a", "p-d", "p-b", "p-c"};
     for (size_t i = 0; i < 5; i++)
@@ -395,8 +392,7 @@ static void test_blocking_call_in_callback(void **state)
 static void test_timeout(void **state)
 {
     tu_fixture *f = *state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, 200);
     momento_client *c = tu_client(f->server, cfg);
     momento_config_free(cfg);
@@ -434,12 +430,9 @@ static void test_injected_error_and_trailer(void **state)
 
     /* An oversized item on a server with a small limit: RESOURCE_EXHAUSTED
      * with Momento's `err` trailer, kept in the result. */
-    momento_local_options *o;
-    momento_local_options_new(&o);
+    momento_local_options *o = tu_options("small");
     momento_local_options_set_max_item_bytes(o, 1000);
-    momento_local_options_add_cache(o, "small");
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     c = tu_client(s, NULL);
     char big[2000] = {0};
     assert_int_equal(momento_set_sync(c, "small", "k", 1, big, sizeof(big), 0, NULL, &r),
@@ -479,8 +472,7 @@ static void test_server_down(void **state)
 
     /* With a 10-minute deadline it still fails fast: its callback comes
      * within the watchdog's minute, so the deadline did not end it. */
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, 600000);
     s = tu_server(NULL);
     c = tu_client(s, cfg);
@@ -498,8 +490,7 @@ static void test_server_down(void **state)
 static void test_eager_connect(void **state)
 {
     tu_fixture *f = *state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_eager_connect(cfg, 2000);
     momento_client *c = tu_client(f->server, cfg);
     momento_client_free(c);
@@ -518,8 +509,7 @@ static void test_eager_connect(void **state)
 static void test_multiple_channels(void **state)
 {
     tu_fixture *f = *state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_num_channels(cfg, 4);
     momento_client *c = tu_client(f->server, cfg);
     momento_config_free(cfg);

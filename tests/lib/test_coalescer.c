@@ -74,8 +74,7 @@ static momento_coalescer_stats counters(momento_coalescer *co)
  * ready to count its callbacks. */
 static momento_coalescer *coalescer_begin(tu_fixture *f, momento_client *c, tu_counter *k)
 {
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     momento_local_reset_stats(f->server);
     tu_counter_init(k);
     return co;
@@ -392,8 +391,7 @@ static void test_client_freed_with_waiters(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = delayed_client(f, "get set", FOREVER_MS, 100);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
+    momento_coalescer *co = tu_coalescer(c);
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 30; i++)
@@ -418,8 +416,7 @@ static void test_coalescer_freed_first(void **state)
 {
     tu_fixture *f = *state;
     momento_client *c = session_client(f);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
+    momento_coalescer *co = tu_coalescer(c);
     tu_counter k;
     tu_counter_init(&k);
     tu_gate *g = tu_gate_close(c);
@@ -452,8 +449,7 @@ static void get_again(const momento_result *r, void *ud)
 static void test_callback_can_resubmit(void **state)
 {
     tu_fixture *f = *state;
-    momento_coalescer *co;
-    momento_coalescer_new(&co, f->client);
+    momento_coalescer *co = tu_coalescer(f->client);
     momento_local_reset_stats(f->server);
     resubmit x = {.co = co, .again = 1};
     tu_counter_init(&x.k);
@@ -576,8 +572,7 @@ static void test_reissue_refused_while_closing(void **state)
     int leader_timed_out = 0;
     for (int round = 0; round < 8; round++) {
         momento_client *c = delayed_client(f, "get", TU_MS(60000), 1000);
-        momento_coalescer *co;
-        assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+        momento_coalescer *co = tu_coalescer(c);
         blocker b = {.c = c, .until_closing = true};
         atomic_init(&b.started, 0);
         atomic_init(&b.release, 0);
@@ -647,8 +642,7 @@ static void cancel_then_count(const momento_result *r, void *ud)
 static void test_cancelled_joiners_are_not_timed_out(void **state)
 {
     tu_fixture *f = *state;
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000)), MOMENTO_OK);
     assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1024 * 1024), MOMENTO_OK);
     momento_client *c = tu_client(f->server, cfg);
@@ -657,8 +651,7 @@ static void test_cancelled_joiners_are_not_timed_out(void **state)
     tu_header(f->server, c, "delay-rpcs", "get get-batch");
     tu_header(f->server, c, "delay-ms", "60000");
     tu_header(f->server, c, "delay-count", "1000");
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     for (int round = 0; round < 5; round++) {
         /* The RPC in flight that makes the rest queue. */
         tu_counter held;

@@ -447,8 +447,7 @@ static void test_coalesced_reads(void **state)
     momento__client_add_header(c, "delay-rpcs", "dictionary-fetch dictionary-get");
     momento__client_add_header(c, "delay-ms", "600000");
     momento__client_add_header(c, "delay-count", "2");
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     assert_int_equal(momento_dictionary_set_field_sync(c, "c", MOMENTO_STR("cd"), MOMENTO_STR("a"),
                                                        MOMENTO_STR("1"), NULL, NULL, NULL),
                      MOMENTO_OK);

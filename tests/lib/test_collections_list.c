@@ -97,12 +97,9 @@ static void check_score_fetch(const char *set, double min, double max, momento_o
     momento_result_free(r);
 }
 
-/* The outcome of a length call, and the length when it is a HIT. */
-static void check_list_length(const char *list, int64_t want)
+/* `r`, which it frees, is a MISS for `want` < 0, else a HIT of `want`. */
+static void check_int_or_miss(momento_result *r, int64_t want)
 {
-    momento_result *r;
-    assert_int_equal(momento_list_length_sync(tu_fx.client, "c", MOMENTO_STR(list), NULL, &r),
-                     MOMENTO_OK);
     if (want < 0) {
         assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
     } else {
@@ -110,6 +107,15 @@ static void check_list_length(const char *list, int64_t want)
         assert_int_equal(momento_result_int(r), want);
     }
     momento_result_free(r);
+}
+
+/* The outcome of a length call, and the length when it is a HIT. */
+static void check_list_length(const char *list, int64_t want)
+{
+    momento_result *r;
+    assert_int_equal(momento_list_length_sync(tu_fx.client, "c", MOMENTO_STR(list), NULL, &r),
+                     MOMENTO_OK);
+    check_int_or_miss(r, want);
 }
 
 /* momento_list_push_back_sync() or momento_list_push_front_sync(). */
@@ -590,13 +596,7 @@ static void check_rank(const char *set, const char *value, momento_order order, 
     assert_int_equal(momento_sorted_set_get_rank_sync(tu_fx.client, "c", MOMENTO_STR(set),
                                                       MOMENTO_STR(value), order, NULL, &r),
                      MOMENTO_OK);
-    if (want < 0) {
-        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    } else {
-        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_HIT);
-        assert_int_equal(momento_result_int(r), want);
-    }
-    momento_result_free(r);
+    check_int_or_miss(r, want);
 }
 
 static void check_one_score(const char *set, const char *value, int hit, double want)
@@ -1196,8 +1196,7 @@ static void test_coalesced_reads(void **state)
     put_scores("cz", zv, zs, 3);
 
     momento_client *c = tu_patient_client(tu_fx.server, 20000);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     static const char *const rpcs[] = {
         "ListFetch",        "ListLength",      "SortedSetFetch",        "SortedSetGetScore",
         "SortedSetGetRank", "SortedSetLength", "SortedSetLengthByScore"};
@@ -1399,8 +1398,7 @@ static void test_coalesced_read_your_writes(void **state)
     momento_client *c = delaying_client("list-read-your-writes",
                                         "list-fetch list-push-back list-erase sorted-set-fetch "
                                         "sorted-set-increment");
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     check_write_closes_reads(c, co, read_list, push_y, "ListFetch", "x", "x,y", 0);
     check_write_closes_reads(c, co, read_list, erase_all, "ListFetch", "x,y", NULL, 0);
     check_write_closes_reads(c, co, read_zset, raise_m, "SortedSetFetch", "m:1,n:2", "n:2,m:11", 1);

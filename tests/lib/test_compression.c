@@ -25,8 +25,7 @@
  * `decompress` says (-1: left at its default). */
 static momento_client *compressing(int algo, int level, int decompress, size_t max_bytes)
 {
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_compression(cfg, algo, level), MOMENTO_OK);
     if (decompress >= 0)
         assert_int_equal(momento_config_set_decompression(cfg, decompress, max_bytes), MOMENTO_OK);
@@ -216,8 +215,7 @@ static void test_levels(void **state)
 static void test_setter_ranges(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_compression(NULL, MOMENTO_COMPRESS_GZIP, 0),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_compression(cfg, 4, 0), MOMENTO_ERR_INVALID_ARGUMENT);
@@ -523,8 +521,7 @@ static void test_bombs_bounded_per_reply(void **state)
      * GetBatch, whose items share the bound; but an item past it was not
      * too large alone, so it is asked again alone (docs/batching.md "One
      * key's failure") and every get ends with its value, as unbatched. */
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_decompression(cfg, 1, limit), MOMENTO_OK);
     assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1024 * 1024), MOMENTO_OK);
     /* Completions only: the gets provably share batches. */
@@ -631,8 +628,7 @@ static void test_coalescer(void **state)
     size_t n = 40000;
     char *v = text(n);
     momento_client *c = compressing(MOMENTO_COMPRESS_ZSTD, MOMENTO_COMPRESS_LEVEL_BALANCED, -1, 0);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     momento_result *r;
     assert_int_equal(momento_coalescing_set_sync(co, "c", "co", 2, v, n, 0, NULL, &r), MOMENTO_OK);
     assert_int_equal(momento_result_error(r), MOMENTO_OK);
@@ -662,8 +658,7 @@ static void test_batcher(void **state)
     (void)state;
     size_t n = 20000;
     char *v = text(n);
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_compression(cfg, MOMENTO_COMPRESS_GZIP, 0), MOMENTO_OK);
     assert_int_equal(momento_config_set_batching(cfg, 1, 2000, 64, 1024 * 1024), MOMENTO_OK);
     momento_client *c = tu_client(tu_fx.server, cfg);
@@ -709,8 +704,7 @@ static void test_every_write_path_compresses_once(void **state)
     (void)state;
     size_t n = 2000;
     char *v = text(n);
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_compression(cfg, MOMENTO_COMPRESS_GZIP, 0), MOMENTO_OK);
     momento_client *c = tu_client(tu_fx.server, cfg);
     /* The same with adaptive batching: its sets leave in SetBatch. */

@@ -100,8 +100,7 @@ typedef struct tally {
  * flight. Checks each request. */
 static tally run(momento_client *c, bool writes, int free_at_ms)
 {
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     req *reqs = calloc(THREADS * PER_THREAD, sizeof(*reqs));
     assert_non_null(reqs);
     worker ws[THREADS];
@@ -156,8 +155,7 @@ static tally run(momento_client *c, bool writes, int free_at_ms)
 
 static momento_config *config(bool batching)
 {
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     if (batching) /* everything queues behind one RPC in flight */
         assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1024 * 1024), MOMENTO_OK);
     return cfg;
@@ -237,8 +235,7 @@ static void test_server_held_calls(void **state)
  * version found all three waited for the deadline. */
 static momento_client *early_deadline_client(momento_local *server, uint32_t cap)
 {
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     if (cap)
         assert_int_equal(momento_config_set_max_concurrent_requests(cfg, cap), MOMENTO_OK);
     momento_client *c = tu_client(server, cfg);

@@ -910,8 +910,7 @@ static char *read_back(ctx *t, const char *cache, const dkey *k)
 
 static momento_client *make_client(ctx *t, const plan *p, const config_def *cd)
 {
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(60000)), MOMENTO_OK);
     /* No keepalive: a ping unanswered on a loaded machine would end the
      * connection, an outcome of the machine, not of the configuration. */
@@ -1240,8 +1239,7 @@ static void test_shared_work_never_changes_an_answer(void **state)
     assert_non_null(big);
     memset(big, 'x', MOMENTO_MAX_ITEM_BYTES + 1);
 
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_protosocket_port(o, 0), MOMENTO_OK);
     for (int i = 0; i < N_CONFIGS; i++) {
         char name[24];
@@ -1250,8 +1248,7 @@ static void test_shared_work_never_changes_an_answer(void **state)
     }
     t.server = tu_server(o);
     momento_local_options_free(o);
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(60000)), MOMENTO_OK);
     assert_int_equal(momento_config_set_keepalive(cfg, 0, 0), MOMENTO_OK);
     t.admin = tu_client(t.server, cfg);

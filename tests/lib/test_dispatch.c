@@ -23,8 +23,7 @@
 
 static momento_client *dispatch_client(void)
 {
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_dispatch(cfg, 1), MOMENTO_OK);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
     momento_client *c = tu_client(tu_fx.server, cfg);
@@ -118,8 +117,7 @@ static void test_refusals(void **state)
     momento_client_free(plain);
     assert_int_equal(momento_client_dispatch_fd(NULL), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_client_dispatch(NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     /* Off unless asked, from a config as from none (a config is not
      * zeroed memory: every field needs its default). */
     momento_client *from_cfg = tu_client(tu_fx.server, cfg);
@@ -152,8 +150,7 @@ static void test_blocking_calls_need_no_dispatch(void **state)
 {
     (void)state;
     momento_client *c = dispatch_client();
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     assert_int_equal(momento_set_sync(c, "c", "b", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
     momento_result *r = NULL;
     assert_int_equal(momento_get_sync(c, "c", "b", 1, NULL, &r), MOMENTO_OK);
@@ -192,8 +189,7 @@ static void test_endings(void **state)
     momento__client_add_header(c, "delay-rpcs", "get");
     momento__client_add_header(c, "delay-ms", "600000");
     momento__client_add_header(c, "delay-keys", "t x f");
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     rec k = {.expect = pthread_self()};
     momento_request_options quick = MOMENTO_REQUEST_OPTIONS_INIT;
     quick.timeout_ms = 50;
@@ -344,8 +340,7 @@ static void shared_cb(const momento_result *r, void *ud)
 static void test_shared_answers_delivered_whole(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_dispatch(cfg, 1), MOMENTO_OK);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(5000));
     /* Queue whenever one RPC is in flight: the first get goes alone, the
@@ -353,8 +348,7 @@ static void test_shared_answers_delivered_whole(void **state)
     assert_int_equal(momento_config_set_batching(cfg, 1, 0, 64, 1u << 20), MOMENTO_OK);
     momento_client *c = tu_client(tu_fx.server, cfg);
     momento_config_free(cfg);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     char key[16], value[16];
     for (int i = 0; i < SHARED_KEYS; i++) {
         int kl = snprintf(key, sizeof(key), "s%d", i);

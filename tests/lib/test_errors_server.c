@@ -42,12 +42,9 @@ static void expect_limit(momento_result *r, momento_limit_kind kind, const char 
 static void test_limit_kinds(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_max_item_bytes(o, 1000);
-    momento_local_options_add_cache(o, "c");
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     momento_client *c = tu_client(s, NULL);
     momento_result *r = NULL;
 
@@ -103,14 +100,10 @@ static void test_limit_kinds(void **state)
 static void test_operations_rate(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_max_rps(o, 1);
-    momento_local_options_add_cache(o, "c");
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_local *s = tu_start(o);
+    momento_config *cfg = tu_config();
     momento_config_set_retries(cfg, 1);
     momento_client *c = tu_client(s, cfg);
     momento_config_free(cfg);
@@ -140,11 +133,9 @@ static void test_client_resource_exhausted(void **state)
     /* A collection is one item (momento-local holds it within the item
      * limit, as Momento does): a server with a larger limit than Momento's
      * 5 MB stores one too big for the client to receive. */
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_max_item_bytes(o, 16u * 1024 * 1024), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     momento_client *c = tu_client(s, NULL);
     tu_create_cache(c, "c");
     /* 96 fields of 120 KiB (each within the element limit), 32 a request
@@ -189,8 +180,7 @@ static void test_connection_error(void **state)
     (void)state;
     momento_credentials *creds;
     assert_int_equal(momento_credentials_local(&creds, "127.0.0.1:1"), MOMENTO_OK);
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_eager_connect(cfg, 300);
     momento_client *c = (momento_client *)0x1;
     assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_ERR_CONNECTION);

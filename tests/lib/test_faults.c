@@ -23,9 +23,7 @@ static int session;
 
 static momento_local *start_on(int port)
 {
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_port(o, port);
     momento_local *s = NULL;
     int rc = momento_local_start(&s, o);
@@ -136,8 +134,7 @@ static void test_error_count_against_attempts(void **state)
         momento_client_free(c);
     }
     /* Retries off: the first error is final. */
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_retries(cfg, 0), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_retries(cfg, 11), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_retries(cfg, 1), MOMENTO_OK);
@@ -200,8 +197,7 @@ static void test_fault_aliases(void **state)
 static void test_deadline_is_precise_and_local(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(300));
     const char *h[] = {"delay-ms", "999999999", "delay-rpcs", "get"};
     momento_client *c = faulty(cfg, h, 2);
@@ -236,8 +232,7 @@ static void test_deadline_is_precise_and_local(void **state)
 static void test_fixed_timeout_strategy(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(60000));
     assert_int_equal(momento_config_set_retry_fixed_timeout(cfg, 3, 0, 100), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_retry_fixed_timeout(cfg, 3, (uint32_t)TU_MS(150), 100), MOMENTO_OK);
@@ -285,8 +280,7 @@ static void test_fixed_timeout_strategy(void **state)
 static void test_free_ends_a_waiting_retry(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, 120000);
     assert_int_equal(momento_config_set_retry_fixed_timeout(cfg, 3, 60000, 30000), MOMENTO_OK);
     const char *h[] = {"return-error", "unavailable", "error-rpcs", "get", "error-count", "1"};
@@ -318,14 +312,12 @@ static void test_free_ends_a_waiting_retry(void **state)
 static void test_coalesced_waiters_time_out_once(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(300));
     const char *h[] = {"delay-ms", "999999999", "delay-rpcs", "get"}; /* only deadlines end them */
     momento_client *c = faulty(cfg, h, 2);
     momento_config_free(cfg);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
+    momento_coalescer *co = tu_coalescer(c);
     tu_counter k;
     tu_counter_init(&k);
     for (int i = 0; i < 15; i++)
@@ -345,8 +337,7 @@ static void test_server_stop_and_restart(void **state)
     (void)state;
     int port = momento_local_port(server);
     momento_client *c = tu_client(server, NULL);
-    momento_coalescer *co;
-    momento_coalescer_new(&co, c);
+    momento_coalescer *co = tu_coalescer(c);
     assert_int_equal(momento_set_sync(c, "c", "k", 1, "v", 1, 0, NULL, NULL), MOMENTO_OK);
 
     momento_local_stop(server);

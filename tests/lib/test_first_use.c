@@ -99,8 +99,7 @@ static void test_in_flight_counts_requests(void **state)
 {
     (void)state;
     momento_client *c = tu_client(tu_fx.server, NULL);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     seen s = {.client = c};
     tu_counter_init(&s.k);
     tu_gate *g = tu_gate_close(c);
@@ -153,8 +152,7 @@ static void test_request_headers(void **state)
 {
     (void)state;
     momento_client *c = tu_client(tu_fx.server, NULL);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     momento_header fail_once[] = {{"request-id", "first-use-headers"},
                                   {"return-error", "unavailable"},
                                   {"error-rpcs", "get"},

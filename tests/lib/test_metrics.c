@@ -156,8 +156,7 @@ static void assert_settled(size_t n)
 static momento_client *hooked(tu_fixture *f, uint32_t timeout_ms, uint32_t batch_n,
                               const char *const *headers, size_t n_headers)
 {
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_metrics(cfg, hook, &R), MOMENTO_OK);
     if (timeout_ms)
         assert_int_equal(momento_config_set_timeout_ms(cfg, timeout_ms), MOMENTO_OK);
@@ -229,8 +228,7 @@ static void test_setter_is_checked(void **state)
 {
     (void)state;
     assert_int_equal(momento_config_set_metrics(NULL, hook, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_metrics(cfg, hook, &R), MOMENTO_OK);
     assert_int_equal(momento_config_set_metrics(cfg, NULL, NULL), MOMENTO_OK); /* off again */
     momento_config_free(cfg);
@@ -420,8 +418,7 @@ static void test_coalesced_waiters(void **state)
     momento_client *c = hooked(f, HELD_TIMEOUT_MS, 1, hold_first_get, 3);
     momento_cancel_token *t;
     hold_one(f, c, &t);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     momento_request_options shorter = with(50, NULL);
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, cb, NULL), MOMENTO_OK);
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, cb, NULL), MOMENTO_OK);
@@ -510,8 +507,7 @@ static void test_paged_listing_is_one_request(void **state)
 {
     (void)state;
     reset();
-    momento_local_options *o;
-    momento_local_options_new(&o);
+    momento_local_options *o = tu_options(NULL);
     momento_local_options_set_list_page_size(o, 1);
     momento_local_options_add_cache(o, "a");
     momento_local_options_add_cache(o, "b");

@@ -35,8 +35,7 @@ static int client_id;
 static momento_client *hooked_dispatch(tu_fixture *f, momento_metrics_fn hook, void *ud,
                                        uint32_t timeout_ms, int delay_ms)
 {
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_dispatch(cfg, 1), MOMENTO_OK);
     assert_int_equal(momento_config_set_metrics(cfg, hook, ud), MOMENTO_OK);
     assert_int_equal(momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(timeout_ms)), MOMENTO_OK);
@@ -184,8 +183,7 @@ static void test_shared_answer_reported_on_dispatch(void **state)
     atomic_init(&s->probe_rc, 1);
     momento_client *c = hooked_dispatch(f, shared_hook, s, 20000, 200);
     s->client = c;
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
 
     for (int i = 0; i < SHARED_KEYS; i++) {
         int kl = snprintf(key, sizeof(key), "g%d", i);

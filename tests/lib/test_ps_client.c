@@ -24,12 +24,9 @@
 /* A server with a protosocket port and cache "c". */
 static momento_local *ps_server(void)
 {
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
-    assert_int_equal(momento_local_options_add_cache(o, "c"), MOMENTO_OK);
+    momento_local_options *o = tu_options("c");
     assert_int_equal(momento_local_options_set_protosocket_port(o, 0), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     assert_true(momento_local_protosocket_port(s) > 0);
     return s;
 }
@@ -38,8 +35,7 @@ static momento_local *ps_server(void)
  * port; the caller adds what it tests and frees it. */
 static momento_config *ps_config(momento_local *s)
 {
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     char ep[64];
     snprintf(ep, sizeof(ep), "127.0.0.1:%d", momento_local_protosocket_port(s));
     assert_int_equal(momento_config_set_transport(cfg, MOMENTO_TRANSPORT_PROTOSOCKET), MOMENTO_OK);
@@ -65,8 +61,7 @@ static momento_client *ps_plain_client(momento_local *s)
 static void test_config_refusals(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_transport(NULL, MOMENTO_TRANSPORT_GRPC),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_transport(cfg, (momento_transport)7),
@@ -359,9 +354,7 @@ static void test_reconnects(void **state)
     assert_true(rc == MOMENTO_ERR_SERVER_UNAVAILABLE || rc == MOMENTO_ERR_TIMEOUT);
     momento_result_free(r);
 
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
-    assert_int_equal(momento_local_options_add_cache(o, "c"), MOMENTO_OK);
+    momento_local_options *o = tu_options("c");
     assert_int_equal(momento_local_options_set_port(o, port), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_protosocket_port(o, ps_port), MOMENTO_OK);
     s = NULL;
@@ -464,13 +457,10 @@ static void test_threads(void **state)
 static void test_wrong_token_refused(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
-    assert_int_equal(momento_local_options_add_cache(o, "c"), MOMENTO_OK);
+    momento_local_options *o = tu_options("c");
     assert_int_equal(momento_local_options_set_protosocket_port(o, 0), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_auth_token(o, "secret"), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     momento_config *cfg = ps_config(s);
     momento_client *c = ps_client(s, cfg); /* local credentials: an empty token */
     momento_config_free(cfg);

@@ -53,8 +53,7 @@ static int group_teardown(void **state)
  * connection; `attempts` 1 = no retries. */
 static momento_client *ps_client(tu_ps *f, uint32_t timeout_ms, uint32_t attempts)
 {
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_timeout_ms(cfg, timeout_ms), MOMENTO_OK);
     assert_int_equal(momento_config_set_retries(cfg, attempts), MOMENTO_OK);
     assert_int_equal(momento_config_set_transport(cfg, MOMENTO_TRANSPORT_PROTOSOCKET), MOMENTO_OK);

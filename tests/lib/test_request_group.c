@@ -203,8 +203,7 @@ static void test_coalesced_waiters_counted(void **state)
     /* Client-wide: a request with headers of its own is never coalesced. */
     momento__client_add_header(h.c, "delay-rpcs", "get");
     momento__client_add_header(h.c, "delay-ms", HOLD_MS_STR);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, h.c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(h.c);
     momento_request_options o = opts_for(h.g, h.t, NULL);
     for (int i = 0; i < 100; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "hot", 3, &o, tu_count_cb, &h.k),
@@ -224,8 +223,7 @@ static void test_batched_and_capped_counted(void **state)
 {
     (void)state;
     for (int capped = 0; capped < 2; capped++) {
-        momento_config *cfg;
-        assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+        momento_config *cfg = tu_config();
         if (capped)
             assert_int_equal(momento_config_set_max_concurrent_requests(cfg, 1), MOMENTO_OK);
         else
@@ -355,8 +353,7 @@ static void on_thread_cb(const momento_result *r, void *ud)
 static void test_dispatch_mode(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_dispatch(cfg, 1), MOMENTO_OK);
     momento_client *c = patient(cfg);
     momento_config_free(cfg);
@@ -416,8 +413,7 @@ static void test_refusals(void **state)
     assert_int_equal(momento_get(c, "c", "k", 1, &o, tu_count_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(momento_refusal_reason(), "another client"));
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &o, tu_count_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(momento_refusal_reason(), "another client"));

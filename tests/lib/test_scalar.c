@@ -930,8 +930,7 @@ static void test_hash_retry_classes(void **state)
 static void test_hash_with_compression(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_compression(cfg, MOMENTO_COMPRESS_GZIP,
                                                     MOMENTO_COMPRESS_LEVEL_BALANCED),
                      MOMENTO_OK);

@@ -55,8 +55,7 @@ static void test_presets(void **state)
 static void test_config_refusals(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_read_concern(cfg, 0), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_read_concern(cfg, 3), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_read_concern(NULL, MOMENTO_READ_CONSISTENT),
@@ -116,8 +115,7 @@ static void get_expect(momento_client *c, int want_err, int want_attempts)
 static void test_retry_none(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_retry_none(cfg), MOMENTO_OK);
     momento_client *c = failing_client(cfg, "retry-none", "unavailable", 1);
     get_expect(c, MOMENTO_ERR_SERVER_UNAVAILABLE, 1);
@@ -151,8 +149,7 @@ static void test_retry_server_cancelled(void **state)
 static void test_retry_deadline_exceeded(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_retry_deadline_exceeded(NULL, 1),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_retry_deadline_exceeded(cfg, 1), MOMENTO_OK);
@@ -183,8 +180,7 @@ static void test_retry_deadline_exceeded(void **state)
 static void test_client_headers(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_add_header(cfg, "authorization", "x"),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(momento_refusal_reason(), "sends itself"));
@@ -217,8 +213,7 @@ static void test_client_headers(void **state)
 static void test_max_message_bytes(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_max_message_bytes(cfg, MOMENTO_MIN_MESSAGE_BYTES - 1),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(momento_refusal_reason(), "outside"));
@@ -266,8 +261,7 @@ static void attempts_cb(const momento_result *r, void *ud)
 static void test_retry_exponential(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     /* No count limit: four failures are retried through; delays drawn
      * from [20, 30], [40, 60], [40, 60], [40, 60] ms: at least 140 ms. */
     assert_int_equal(momento_config_set_retry_exponential(cfg, 0, 20000, 40000), MOMENTO_OK);
@@ -341,8 +335,7 @@ static void test_read_concern(void **state)
 
     /* A CONSISTENT client sends it with every data call, a request may
      * ask for BALANCED; control calls never carry it. */
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_read_concern(cfg, MOMENTO_READ_CONSISTENT), MOMENTO_OK);
     c = tu_client(tu_fx.server, cfg);
     before = concern_headers();
@@ -363,8 +356,7 @@ static void test_read_concern(void **state)
      * submitted behind a gate, so every RPC is still in flight when the
      * next request comes (issue 46: a 100 ms hold was a window). */
     c = tu_client(tu_fx.server, NULL);
-    momento_coalescer *co;
-    assert_int_equal(momento_coalescer_new(&co, c), MOMENTO_OK);
+    momento_coalescer *co = tu_coalescer(c);
     tu_counter kc;
     tu_counter_init(&kc);
     before = concern_headers();
@@ -435,9 +427,7 @@ static void test_stuck_channel_replaced(void **state)
     assert_int_equal(momento_get_sync(c, "c", "k", 1, &o, NULL), MOMENTO_ERR_SERVER_UNAVAILABLE);
     assert_ptr_not_equal(data_channel(c), first);
 
-    momento_local_options *lo;
-    momento_local_options_new(&lo);
-    momento_local_options_add_cache(lo, "c");
+    momento_local_options *lo = tu_options("c");
     momento_local_options_set_port(lo, port);
     momento_local *back = NULL;
     for (int i = 0; i < 100 && momento_local_start(&back, lo) != MOMENTO_OK; i++)
@@ -456,8 +446,7 @@ static void test_stuck_channel_replaced(void **state)
 static void test_connection_renewal(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_result *r = NULL;
 
     /* Idle past max idle: the next call goes out on a new channel. The
@@ -524,8 +513,7 @@ static void test_connection_renewal(void **state)
  * for `delay_ms`. */
 static momento_client *capped_client(uint32_t cap, const char *id, const char *delay_ms)
 {
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_max_concurrent_requests(cfg, cap), MOMENTO_OK);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(10000));
     momento_client *c = tu_client(tu_fx.server, cfg);

@@ -48,24 +48,25 @@ static int make_certs(void)
     return system(full);
 }
 
-static momento_local *tls_server(const char *name)
+/* A server's options with cache "c" and TLS with cert `name`. */
+static momento_local_options *tls_options(const char *name)
 {
     char cert[64], key[64];
     snprintf(cert, sizeof(cert), "%s.pem", name);
     snprintf(key, sizeof(key), "%s.key", name);
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = tu_options("c");
     assert_int_equal(momento_local_options_set_tls(o, path(0, cert), path(1, key)), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
-    return s;
+    return o;
+}
+
+static momento_local *tls_server(const char *name)
+{
+    return tu_start(tls_options(name));
 }
 
 static momento_client *tls_client(momento_local *s, bool trust_ca)
 {
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     /* The first TLS handshake under valgrind on a busy machine takes seconds. */
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(3000));
     if (trust_ca)
@@ -152,8 +153,7 @@ static momento_client *vpc_client(momento_local *s, const char *connect_to, bool
     int port = momento_local_port(s);
     snprintf(cache, sizeof(cache), "cache.vpc.example:%d", port);
     snprintf(control, sizeof(control), "control.vpc.example:%d", port);
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(3000));
     if (trust_ca)
         assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);
@@ -170,8 +170,7 @@ static momento_client *vpc_client(momento_local *s, const char *connect_to, bool
 static void test_connect_address_verifies_the_endpoint_name(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_connect_address(cfg, "no-port"),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(momento_refusal_reason(), "the connect address"));
@@ -214,8 +213,7 @@ static void test_tls_without_verification(void **state)
 {
     (void)state;
     momento_local *s = tls_server("other");
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(3000));
     assert_int_equal(momento_config_set_tls_verify(NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_tls_verify(cfg, 0), MOMENTO_OK);
@@ -240,8 +238,7 @@ static void test_tls_without_verification(void **state)
 static void test_roots_file_validation(void **state)
 {
     (void)state;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_tls_roots_file(cfg, "/nonexistent/ca.pem"),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_tls_roots_file(cfg, path(3, "good.ext")),
@@ -284,8 +281,7 @@ static void watch_log(momento_log_level level, const char *message, void *ud)
 
 static momento_client *token_client(momento_local *s, const char *token)
 {
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);
     const char *ep = momento_local_endpoint(s);
     momento_client *c = tu_client_with_endpoints(token, ep, ep, cfg);
@@ -297,14 +293,11 @@ static void test_no_log_line_holds_the_token(void **state)
 {
     (void)state;
     momento_set_log_callback(watch_log, NULL);
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = tu_options("c");
     assert_int_equal(momento_local_options_set_tls(o, path(0, "good.pem"), path(1, "good.key")),
                      MOMENTO_OK);
     assert_int_equal(momento_local_options_set_auth_token(o, MARK "-token-right"), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
 
     momento_client *right = token_client(s, MARK "-token-right");
     momento_client *wrong = token_client(s, MARK "-token-wrong");
@@ -329,17 +322,10 @@ static void test_no_log_line_holds_the_token(void **state)
 /* A TLS server with cert `name`, a protosocket port, and token "tok". */
 static momento_local *ps_tls_server(const char *name)
 {
-    char cert[64], key[64];
-    snprintf(cert, sizeof(cert), "%s.pem", name);
-    snprintf(key, sizeof(key), "%s.key", name);
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
-    assert_int_equal(momento_local_options_set_tls(o, path(0, cert), path(1, key)), MOMENTO_OK);
+    momento_local_options *o = tls_options(name);
     assert_int_equal(momento_local_options_set_protosocket_port(o, 0), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_auth_token(o, "tok"), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     assert_true(momento_local_protosocket_port(s) > 0);
     return s;
 }
@@ -351,8 +337,7 @@ static momento_local *ps_tls_server(const char *name)
 static momento_client *ps_tls_client(momento_local *s, const char *cache_ep, bool trust_ca,
                                      const char *token)
 {
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(3000));
     if (trust_ca)
         assert_int_equal(momento_config_set_tls_roots_file(cfg, path(2, "ca.pem")), MOMENTO_OK);

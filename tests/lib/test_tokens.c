@@ -508,12 +508,9 @@ static void test_forged(void **state)
 static void test_server_with_token(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_auth_token(o, "secret-token");
-    momento_local *srv = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *srv = tu_start(o);
 
     momento_client *wrong = tu_client_with_key(srv, "not-the-token");
     momento_token_scope *s = new_scope();

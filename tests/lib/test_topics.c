@@ -141,9 +141,7 @@ static const rec_event *last_of(recorder *r, momento_topic_event_kind kind)
 
 static momento_local *start_server(int port)
 {
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = tu_options("c");
     if (port)
         momento_local_options_set_port(o, port);
     momento_local *s = NULL;
@@ -443,23 +441,14 @@ static void test_client_free_ends_subscriptions(void **state)
 static size_t check_nothing_lost_in_silence(recorder *r)
 {
     size_t items = 0;
-    uint64_t last = 0, page = 0;
-    bool known = false;
+    tu_topic_seq q = {0};
     pthread_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n; i++) {
         const rec_event *e = &r->ev[i];
         if (e->kind == MOMENTO_TOPIC_DISCONTINUITY) {
-            last = e->d_new;
-            page = e->d_page;
-            known = e->d_page != 0;
+            tu_topic_seq_jump(&q, e->d_new, e->d_page, e->d_page != 0);
         } else if (e->kind == MOMENTO_TOPIC_ITEM) {
-            if (known && (e->page != page || e->seq != last + 1))
-                fail_msg("item %llu of page %llu after %llu of page %llu, no discontinuity",
-                         (unsigned long long)e->seq, (unsigned long long)e->page,
-                         (unsigned long long)last, (unsigned long long)page);
-            last = e->seq;
-            page = e->page;
-            known = true;
+            tu_topic_seq_item(&q, e->seq, e->page);
             items++;
         }
     }
@@ -588,12 +577,9 @@ static void test_server_restart_nothing_lost_in_silence(void **state)
 static void test_idle_stream_is_resubscribed(void **state)
 {
     (void)state;
-    momento_local_options *lo;
-    momento_local_options_new(&lo);
-    momento_local_options_add_cache(lo, "c");
+    momento_local_options *lo = tu_options("c");
     assert_int_equal(momento_local_options_set_heartbeat_ms(lo, 3600000), MOMENTO_OK);
-    momento_local *s = tu_server(lo);
-    momento_local_options_free(lo);
+    momento_local *s = tu_start(lo);
     momento_client *c = tu_client(s, NULL);
     recorder r;
     rec_init(&r);
@@ -703,16 +689,14 @@ static int http_get(int port, const char *path)
 static void test_test_admin_blocks_and_unblocks(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_test_admin_port(o, -2), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_local_options_set_test_admin_port(o, 65536),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_local_options_set_test_admin_port(o, 0), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_heartbeat_ms(o, 100), MOMENTO_OK);
     assert_int_equal(momento_local_options_add_cache(o, "c"), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     int admin = momento_local_test_admin_port(s);
     assert_true(admin > 0);
     momento_local *plain = start_server(0);
@@ -837,8 +821,7 @@ static void test_stream_channels(void **state)
     momento_client_free(c);
     tu_fx.client = NULL; /* freed: not the teardown's to free */
 
-    momento_config *cfg;
-    assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
+    momento_config *cfg = tu_config();
     assert_int_equal(momento_config_stream_channels(cfg), 4);
     assert_int_equal(momento_config_set_stream_channels(cfg, 0), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_stream_channels(cfg, 65), MOMENTO_ERR_INVALID_ARGUMENT);

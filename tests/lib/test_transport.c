@@ -320,8 +320,7 @@ static void test_retries_through_the_transport(void **state)
     tu_fixture *fx = *state;
     fake *f = fake_new();
     f->fail_first = 2;
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_retry_fixed_timeout(cfg, 3, 5000, 0);
     momento_client *c = routed_client(fx, f, cfg);
     momento_config_free(cfg);

@@ -322,13 +322,10 @@ static char *url_of(receiver *rv, const char *path)
 
 static momento_local *server_with(uint32_t timeout_ms, uint32_t queue_items)
 {
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = tu_options("c");
     assert_int_equal(momento_local_options_set_webhook_timeout_ms(o, timeout_ms), MOMENTO_OK);
     assert_int_equal(momento_local_options_set_webhook_queue_items(o, queue_items), MOMENTO_OK);
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     return s;
 }
 
@@ -872,9 +869,7 @@ static void test_receiver_timeout(void **state)
 /* A server with caches "c", "a" and "b". */
 static momento_local *server_opts(uint32_t timeout_ms, uint32_t queue_items, uint64_t max_memory)
 {
-    momento_local_options *o;
-    momento_local_options_new(&o);
-    momento_local_options_add_cache(o, "c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_add_cache(o, "a");
     momento_local_options_add_cache(o, "b");
     assert_int_equal(momento_local_options_set_webhook_timeout_ms(o, timeout_ms), MOMENTO_OK);
@@ -884,8 +879,7 @@ static momento_local *server_opts(uint32_t timeout_ms, uint32_t queue_items, uin
         /* No resume buffers: what a publish leaves behind is the webhooks'. */
         assert_int_equal(momento_local_options_set_topic_buffer_items(o, 0), MOMENTO_OK);
     }
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
+    momento_local *s = tu_start(o);
     return s;
 }
 
@@ -1189,8 +1183,7 @@ static void test_memory_share_drops_only_its_own(void **state)
 static void test_local_options(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    momento_local_options_new(&o);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_webhook_timeout_ms(o, 9), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_local_options_set_webhook_timeout_ms(o, 600001),
                      MOMENTO_ERR_INVALID_ARGUMENT);

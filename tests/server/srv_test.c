@@ -17,22 +17,6 @@
 
 #include "cacheclient.pb-c.h"
 
-momento_local_options *srv_options(const char *cache)
-{
-    momento_local_options *o = NULL;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
-    if (cache)
-        assert_int_equal(momento_local_options_add_cache(o, cache), MOMENTO_OK);
-    return o;
-}
-
-momento_local *srv_start(momento_local_options *o)
-{
-    momento_local *s = tu_server(o);
-    momento_local_options_free(o);
-    return s;
-}
-
 void *srv_call(const char *target, const char *path, const char *const *headers,
                size_t n_headers, const struct ProtobufCMessage *req,
                const struct ProtobufCMessageDescriptor *desc, int *ret_status)

@@ -36,12 +36,6 @@ struct grpc_byte_buffer;
 #define srv_fixture_test(f)                                                                        \
     cmocka_unit_test_setup_teardown(f, tu_fixture_setup_server, tu_fixture_teardown)
 
-/* New server options, asserting success, with cache `cache` (NULL: none).
- * The caller sets more on them, then starts a server with srv_start(). */
-momento_local_options *srv_options(const char *cache);
-/* A server (tu_server()) started with `o`, which it frees. */
-momento_local *srv_start(momento_local_options *o);
-
 /* A raw unary call (tu_raw_call_msg()) of `path` at `target` with `req`
  * and `headers` (n_headers pairs), its one reply unpacked as `desc`.
  * `ret_status` NULL: asserts that the call succeeded. Otherwise the gRPC

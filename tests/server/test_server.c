@@ -664,9 +664,9 @@ static void test_fault_injection(void **state)
 static void test_auth(void **state)
 {
     (void)state;
-    momento_local_options *o = srv_options("c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_auth_token(o, "sekrit");
-    momento_local *s = srv_start(o);
+    momento_local *s = tu_start(o);
     const char *ep = momento_local_endpoint(s);
     CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
     req.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
@@ -726,12 +726,12 @@ static void list_page(const char *ep, const char *token, char *names, size_t cap
 static void test_list_pages(void **state)
 {
     (void)state;
-    momento_local_options *o = srv_options(NULL);
+    momento_local_options *o = tu_options(NULL);
     const char *names[] = {"d", "b", "e", "a", "c"};
     for (size_t i = 0; i < 5; i++)
         momento_local_options_add_cache(o, names[i]);
     momento_local_options_set_list_page_size(o, 2);
-    momento_local *s = srv_start(o);
+    momento_local *s = tu_start(o);
     const char *ep = momento_local_endpoint(s);
     char got[64], next[16];
     list_page(ep, "", got, sizeof(got), next, sizeof(next));
@@ -756,9 +756,9 @@ static void test_list_pages(void **state)
 static void test_rate_limit(void **state)
 {
     (void)state;
-    momento_local_options *o = srv_options("c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_max_rps(o, 5);
-    momento_local *s = srv_start(o);
+    momento_local *s = tu_start(o);
     momento_client *c = tu_client(s, NULL);
     /* A burst of 50: at most 5 per one-second window get through. However
      * slowly they arrive, they span at most a few windows. */
@@ -862,7 +862,7 @@ static void test_long_cache_header(void **state)
     char name[301];
     memset(name, 'n', 300);
     name[255] = '\0';
-    momento_local *s = srv_start(srv_options(name));
+    momento_local *s = tu_start(tu_options(name));
     const char *ep = momento_local_endpoint(s);
     const char *h[] = {"cache", name};
     CacheClient__GetRequest get = CACHE_CLIENT____GET_REQUEST__INIT;
@@ -954,9 +954,9 @@ static void test_delay_does_not_block_others(void **state)
 /* A server with cache "c" that wants `token`. */
 static momento_local *server_with_token(const char *token)
 {
-    momento_local_options *o = srv_options("c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_auth_token(o, token);
-    return srv_start(o);
+    return tu_start(o);
 }
 
 /* Calls parked by a huge delay leave at their deadline: the clients see

@@ -963,9 +963,9 @@ static void test_bad_arguments(void **state)
 static void test_max_memory(void **state)
 {
     (void)state;
-    momento_local_options *o = srv_options("c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_max_memory(o, 100 * 1024);
-    momento_local *s = srv_start(o);
+    momento_local *s = tu_start(o);
     const char *ep = momento_local_endpoint(s);
 
     static char value[4096 + 2];
@@ -1161,9 +1161,9 @@ static void test_union_store_limits(void **state)
 static void test_collection_item_limit(void **state)
 {
     (void)state;
-    momento_local_options *o = srv_options("c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_max_item_bytes(o, 4096);
-    momento_local *s = srv_start(o);
+    momento_local *s = tu_start(o);
     const char *ep = momento_local_endpoint(s);
     tu_raw_reply r;
 

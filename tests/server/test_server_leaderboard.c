@@ -636,9 +636,9 @@ static void test_names_and_caches(void **state)
 static void test_max_memory(void **state)
 {
     (void)state;
-    momento_local_options *o = srv_options("c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_max_memory(o, 2u << 20);
-    momento_local *s = srv_start(o);
+    momento_local *s = tu_start(o);
     const char *ep = momento_local_endpoint(s);
     enum { PAGE = 8192 };
     in *batch = calloc(PAGE, sizeof(*batch));

@@ -10,6 +10,7 @@
 #include "srv_rng.h"
 #include "srv_test.h"
 #include "testutil.h"
+#include "tu_raw_conn.h"
 #include "tu_srv.h"
 
 #include "cacheclient.pb-c.h"
@@ -60,9 +61,9 @@ static const char *cache_hdr[] = {"cache", "c"};
 /* A server with cache "c" and the given --max-memory (0 = none). */
 static momento_local *server_with(uint64_t max_memory)
 {
-    momento_local_options *o = srv_options("c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_max_memory(o, max_memory);
-    return srv_start(o);
+    return tu_start(o);
 }
 
 static int set_bytes(const char *ep, const char *key, const void *val, size_t len, uint64_t ttl,
@@ -589,9 +590,9 @@ static void test_err_causes(void **state)
     momento_local_stop(s);
 
     /* The rate limit: of a few calls in one second, one is refused. */
-    momento_local_options *o = srv_options("c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_max_rps(o, 1);
-    s = srv_start(o);
+    s = tu_start(o);
     ep = momento_local_endpoint(s);
     int st = ST_OK;
     for (int i = 0; i < 5 && st == ST_OK; i++) {
@@ -931,8 +932,7 @@ static momento_client *client_at(const char *ep)
 {
     momento_credentials *creds;
     assert_int_equal(momento_credentials_local(&creds, ep), MOMENTO_OK);
-    momento_config *cfg;
-    momento_config_new(&cfg);
+    momento_config *cfg = tu_config();
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(30000));
     momento_client *c;
     assert_int_equal(momento_client_new(&c, cfg, creds), MOMENTO_OK);
@@ -1137,10 +1137,7 @@ static void open_stuck(grpc_channel *ch, grpc_completion_queue *cq, stuck_stream
     grpc_byte_buffer *send = srv_msg_buffer(&req.base);
     grpc_op ops[4];
     memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = send;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    tu_request_ops(ops, NULL, 0, send);
     ops[3].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
     ops[3].data.recv_status_on_client.trailing_metadata = &x->trailing;
     ops[3].data.recv_status_on_client.status = &x->status;

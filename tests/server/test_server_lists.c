@@ -584,9 +584,9 @@ static void test_list_collection_ttl(void **state)
 static void test_list_max_memory(void **state)
 {
     (void)state;
-    momento_local_options *o = srv_options("c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_max_memory(o, 256 * 1024);
-    momento_local *small = srv_start(o);
+    momento_local *small = tu_start(o);
     const char *saved = tu_fx.target;
     tu_fx.target = momento_local_endpoint(small);
 

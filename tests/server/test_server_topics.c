@@ -6,6 +6,7 @@
  * stopping. Streams are read one message at a time, each wait bounded. */
 #include "srv_test.h"
 #include "testutil.h"
+#include "tu_raw_conn.h"
 
 #include "cachepubsub.pb-c.h"
 #include "controlclient.pb-c.h"
@@ -130,56 +131,19 @@ static char *read_err(const grpc_metadata_array *trailing, char *err, size_t cap
 
 /* ---- Publish ----------------------------------------------------------- */
 
-/* A unary call of `body` on `ch`; returns the status, the `err` trailer in
- * `err` (may be NULL). */
+/* A unary call of `body` on `ch` (tu_raw_call_on()); returns the status,
+ * the `err` trailer in `err` (may be NULL). */
 static int unary(grpc_channel *ch, const char *path, const char *const *hdrs, size_t n_hdrs,
                  const uint8_t *body, size_t len, char *err)
 {
-    grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
-    grpc_slice method = grpc_slice_from_static_string(path);
-    grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
-                                               in_ms(TU_MS(10000)), NULL);
-    grpc_metadata md[8];
-    fill_md(md, hdrs, n_hdrs);
-    grpc_byte_buffer *send = srv_byte_buffer(body, len);
-    grpc_byte_buffer *recv = NULL;
-    grpc_metadata_array init_md, trailing;
-    grpc_metadata_array_init(&init_md);
-    grpc_metadata_array_init(&trailing);
-    grpc_status_code status;
-    grpc_slice details;
-    grpc_op ops[6];
-    memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[0].data.send_initial_metadata.count = n_hdrs;
-    ops[0].data.send_initial_metadata.metadata = md;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = send;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-    ops[3].data.recv_initial_metadata.recv_initial_metadata = &init_md;
-    ops[4].op = GRPC_OP_RECV_MESSAGE;
-    ops[4].data.recv_message.recv_message = &recv;
-    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    ops[5].data.recv_status_on_client.trailing_metadata = &trailing;
-    ops[5].data.recv_status_on_client.status = &status;
-    ops[5].data.recv_status_on_client.status_details = &details;
-    assert_int_equal(grpc_call_start_batch(call, ops, 6, (void *)1, NULL), GRPC_CALL_OK);
-    grpc_event ev = grpc_completion_queue_pluck(cq, (void *)1, in_ms(TU_MS(20000)), NULL);
-    assert_int_equal(ev.type, GRPC_OP_COMPLETE);
-    char ebuf[128];
-    read_err(&trailing, err ? err : ebuf, sizeof(ebuf));
-    if (recv)
-        grpc_byte_buffer_destroy(recv);
-    grpc_byte_buffer_destroy(send);
-    grpc_slice_unref(details);
-    grpc_metadata_array_destroy(&init_md);
-    grpc_metadata_array_destroy(&trailing);
-    unref_md(md, n_hdrs);
-    grpc_call_unref(call);
-    grpc_completion_queue_shutdown(cq);
-    grpc_completion_queue_destroy(cq);
-    return (int)status;
+    tu_raw_reply *r = malloc(sizeof(*r)); /* large for a stack */
+    assert_non_null(r);
+    int st = tu_raw_call_on(ch, path, hdrs, n_hdrs, body, len, r);
+    if (err)
+        snprintf(err, 128, "%s", r->err);
+    tu_raw_reply_free(r);
+    free(r);
+    return st;
 }
 
 static int publish_hdrs(grpc_channel *ch, const char *cache, const char *topic, const char *text,
@@ -243,13 +207,7 @@ static void open_raw(stream *x, grpc_channel *ch, const uint8_t *body, size_t le
     fill_md(md, hdrs, n_hdrs);
     grpc_byte_buffer *send = srv_byte_buffer(body, len);
     grpc_op ops[3];
-    memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[0].data.send_initial_metadata.count = n_hdrs;
-    ops[0].data.send_initial_metadata.metadata = md;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = send;
-    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    tu_request_ops(ops, md, n_hdrs, send);
     assert_int_equal(grpc_call_start_batch(x->call, ops, 3, (void *)1, NULL), GRPC_CALL_OK);
     grpc_event ev = grpc_completion_queue_pluck(x->cq, (void *)1, in_ms(TU_MS(10000)), NULL);
     assert_int_equal(ev.type, GRPC_OP_COMPLETE);
@@ -1182,9 +1140,9 @@ static void test_options(void **state)
 static void test_no_buffer(void **state)
 {
     (void)state;
-    momento_local_options *o = srv_options("c");
+    momento_local_options *o = tu_options("c");
     momento_local_options_set_topic_buffer_items(o, 0);
-    momento_local *s = srv_start(o);
+    momento_local *s = tu_start(o);
     grpc_channel *ch = channel_to(s);
     assert_int_equal(publish(ch, "t", "a"), 0);
     assert_int_equal(publish(ch, "t", "b"), 0);
