@@ -298,6 +298,40 @@ static void test_deadline_and_cancel_tell_the_server(void **state)
     momento_local_stop(s);
 }
 
+/* Gets held by the server with 24 deadlines given in a shuffled order end
+ * TIMEOUT in the order of their deadlines: the transport keeps them in a
+ * list sorted by deadline, each placed from its tail, and in a heap those
+ * that would land deeper (ps_transport.c, deadline_add); the earliest of
+ * both ends first. */
+static void test_deadlines_end_in_their_order(void **state)
+{
+    (void)state;
+    momento_local *s = ps_server();
+    momento_client *c = ps_plain_client(s);
+    tu_assert_get_str(c, "c", "warm", NULL); /* connected */
+    assert_int_equal(momento_local_protosocket_fault(s, "get", -1, 600000, 1000), MOMENTO_OK);
+    enum { N = 24 };
+    tu_rec rec[N];
+    memset(rec, 0, sizeof(rec));
+    for (int i = 0; i < N; i++) {
+        int rank = (i * 7) % N; /* 0, 7, 14, 21, 4, ...: every rank once */
+        momento_request_options o = {.size = sizeof(o),
+                                     .timeout_ms = (uint32_t)TU_MS(200 + 40 * rank)};
+        char key[16];
+        snprintf(key, sizeof(key), "k%d", rank);
+        assert_int_equal(momento_get(c, "c", key, strlen(key), &o, tu_rec_cb, &rec[rank]),
+                         MOMENTO_OK);
+    }
+    for (int rank = 0; rank < N; rank++) {
+        assert_int_equal(tu_rec_wait(&rec[rank], 30000), 1);
+        assert_int_equal(rec[rank].error, MOMENTO_ERR_TIMEOUT);
+        if (rank > 0)
+            assert_true(rec[rank].seq > rec[rank - 1].seq);
+    }
+    momento_client_free(c);
+    momento_local_stop(s);
+}
+
 /* Freed with 300 requests held by the server: each gets its one callback,
  * CANCELLED, and the free does not wait for the server. */
 static void test_free_with_requests_in_flight(void **state)
@@ -482,6 +516,7 @@ int main(void)
         cmocka_unit_test(test_metrics_hook),
         cmocka_unit_test(test_retry),
         cmocka_unit_test(test_deadline_and_cancel_tell_the_server),
+        cmocka_unit_test(test_deadlines_end_in_their_order),
         cmocka_unit_test(test_free_with_requests_in_flight),
         cmocka_unit_test(test_reconnects),
         cmocka_unit_test(test_frame_limit),
