@@ -82,6 +82,9 @@ enum {
      * a GetBatch / SetBatch, or alone, or ended while queued. (A coalesced
      * request whose shared RPC was queued has COALESCED only.) */
     MOMENTO_METRICS_BATCHED = 1u << 1,
+    /* Answered from the near cache (momento_config_set_near_cache()): no
+     * RPC, `attempts` 0, transport NONE, grpc_status -1. */
+    MOMENTO_METRICS_NEAR_CACHE = 1u << 2,
 };
 
 /* Values of momento_request_metrics.transport: the protocol that carried

@@ -643,6 +643,41 @@ MOMENTO_EXPORT int momento_config_set_dispatch(momento_config *cfg, int enabled)
 MOMENTO_EXPORT int momento_config_set_io_thread_callbacks(momento_config *cfg, int enabled);
 
 /*
+ * The near cache (docs/near-cache.md): hot keys answered inside the
+ * process, within a staleness bound the application chooses. With
+ * `max_bytes` > 0, a get (momento_get(), its _sync form, and
+ * momento_coalescing_get()) of a key whose value this client read from
+ * Momento, or wrote to it with momento_set(), less than
+ * `max_staleness_ms` ago is answered from memory: HIT with that value,
+ * or MISS when the read found none (misses are kept too). The age counts
+ * from when the read or the write was sent, so a slow reply cannot
+ * stretch the bound, and a value this client wrote with a TTL is never
+ * answered past that TTL. Otherwise the get goes to Momento (coalesced
+ * when made through a coalescer) and its answer is kept.
+ *
+ * Writes made through this client - set, delete, the conditional sets,
+ * increments, TTL updates, batches, the coalescer's sets - drop the key's
+ * entry when they are submitted, and a read sent before such a write
+ * never stores its answer after it: a client reads its own writes. A
+ * momento_set() that succeeds then stores the value it wrote. Writes by
+ * other clients or processes are seen once the bound has passed.
+ *
+ * Memory: keys, values and bookkeeping together stay within `max_bytes`;
+ * the least recently used entries make room (a value larger than an
+ * eighth of `max_bytes` is not kept). A near-cache answer still gets its
+ * callback as any request does - on the completion thread, or queued in
+ * dispatch mode, never inside the call that made the request - and the
+ * metrics hook sees it with MOMENTO_METRICS_NEAR_CACHE (momento/metrics.h).
+ * momento_request_options.no_near_cache makes one get bypass it.
+ *
+ * `max_bytes`: 0 = off (the default), else 4096 .. 1 TiB;
+ * `max_staleness_ms`: 1 .. 3,600,000 (ignored when off). Returns 0 or
+ * MOMENTO_ERR_INVALID_ARGUMENT.
+ */
+MOMENTO_EXPORT int momento_config_set_near_cache(momento_config *cfg, size_t max_bytes,
+                                                 uint32_t max_staleness_ms);
+
+/*
  * The metrics hook (momento/metrics.h says what it promises and what the
  * record holds): clients made from `cfg` call `fn(m, userdata)` once for
  * each request they accept (NULL fn: no hook, the default). `userdata` must
@@ -984,6 +1019,27 @@ MOMENTO_EXPORT int momento_client_batching_stats_get(const momento_client *c,
                                                      momento_client_batching_stats *ret,
                                                      size_t size);
 
+/* The near cache's counters (momento_config_set_near_cache()); all 0 when
+ * it is off. Fields are only appended: pass sizeof(momento_near_cache_stats). */
+typedef struct momento_near_cache_stats {
+    uint64_t hits;      /* gets answered from memory with a value */
+    uint64_t miss_hits; /* gets answered from memory with a kept MISS */
+    uint64_t misses;    /* gets that looked and went to Momento */
+    uint64_t bypassed;  /* gets with no_near_cache */
+    uint64_t fills;     /* entries stored from a read's answer or a set */
+    uint64_t stale;     /* answers not stored: they came back past the bound,
+                         * or a write of the key was submitted meanwhile */
+    uint64_t dropped;   /* entries dropped by this client's writes */
+    uint64_t expired;   /* entries found past their bound and dropped */
+    uint64_t evictions; /* entries dropped to make room */
+    uint64_t entries;   /* held now */
+    uint64_t bytes;     /* held now: keys, values and bookkeeping */
+} momento_near_cache_stats;
+/* Fills *ret (at most `size` bytes). Returns 0, or
+ * MOMENTO_ERR_INVALID_ARGUMENT when `c` or `ret` is NULL. Any thread. */
+MOMENTO_EXPORT int momento_client_near_cache_stats_get(const momento_client *c,
+                                                       momento_near_cache_stats *ret, size_t size);
+
 /*
  * The application's requests accepted and not yet finished: each is counted
  * from the moment its call returns 0 until its callback has returned (a
@@ -1169,6 +1225,9 @@ typedef struct momento_request_options {
     /* Counts the request in this group (momento_request_group_new(), of the
      * same client); NULL = none. Referenced, as the token is. */
     momento_request_group *group;
+    /* Gets: 1 = neither answered from nor stored in the near cache
+     * (momento_config_set_near_cache()); 0 = the client's. */
+    int no_near_cache;
 } momento_request_options;
 
 /* One request header (momento_request_options.headers): both strings are
