@@ -327,6 +327,46 @@ static void test_read_before_write_not_stored(void **state)
     momento_client_free(a);
 }
 
+/* The other writes drop the key's entry too: a conditional set, a set
+ * batch, a TTL update (the item then expires on the server, and A does not
+ * answer it from memory past that). */
+static void test_other_writes_drop(void **state)
+{
+    (void)state;
+    momento_client *a = near_client(MIB, LONG_BOUND_MS);
+    momento_client *b = tu_fx.client;
+    const char *keys[] = {"k1", "k2", "k3"};
+    for (int i = 0; i < 3; i++) {
+        put(b, keys[i], "v1");
+        expect_get(a, keys[i], "v1");
+    }
+    momento_near_cache_stats kept = stats(a);
+    assert_int_equal(kept.entries, 3);
+
+    momento_result *r = NULL;
+    tu_expect(momento_set_if_sync(a, "c", "k1", 2, "c1", 2, 0, MOMENTO_IF_PRESENT, NULL, 0, NULL, &r),
+              r, MOMENTO_OUTCOME_STORED);
+    expect_get(a, "k1", "c1");
+
+    const void *bk[] = {"k2"};
+    size_t bkl[] = {2};
+    const void *bv[] = {"b2"};
+    size_t bvl[] = {2};
+    assert_int_equal(momento_set_batch_sync(a, "c", bk, bkl, bv, bvl, 1, 0, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_error(r), MOMENTO_OK);
+    momento_result_free(r);
+    expect_get(a, "k2", "b2");
+
+    assert_int_equal(momento_update_ttl_sync(a, "c", "k3", 2, (uint64_t)TU_MS(100), NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_error(r), MOMENTO_OK);
+    momento_result_free(r);
+    usleep((useconds_t)TU_MS(300) * 1000); /* past the TTL the update set */
+    expect_get(a, "k3", NULL);
+    assert_true(stats(a).dropped >= kept.dropped + 3);
+    momento_client_free(a);
+}
+
 /* ----------------------------------------------------------------- 5 */
 
 static void test_misses_kept(void **state)
@@ -561,8 +601,8 @@ static void test_callback_dispatched(void **state)
     /* Queued, and the fd says so; nothing runs until the test dispatches. */
     assert_true(readable(fd, (int)TU_MS(5000)));
     assert_int_equal(tu_rec_calls(&w.rec), 0);
-    assert_int_equal(stats(a).hits, before.hits + 1);
     assert_int_equal(momento_client_dispatch(a, 0), 1);
+    assert_int_equal(stats(a).hits, before.hits + 1);
     assert_int_equal(tu_rec_calls(&w.rec), 1);
     assert_false(w.inside);
     assert_true(w.on_submitter);
@@ -733,6 +773,7 @@ int main(void)
         tu_fixture_test(test_bound_passes),
         tu_fixture_test(test_reads_own_writes),
         tu_fixture_test(test_read_before_write_not_stored),
+        tu_fixture_test(test_other_writes_drop),
         tu_fixture_test(test_misses_kept),
         tu_fixture_test(test_slow_reply_not_kept),
         tu_fixture_test(test_written_ttl),
