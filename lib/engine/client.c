@@ -45,6 +45,9 @@ static void destroy(momento_client *c)
     momento__rpc_hook *hook = atomic_load(&c->rpc_hook);
     if (hook) /* the optional part that hung itself on the client goes with it */
         hook->release(hook);
+    momento__part *near = atomic_load(&c->near);
+    if (near)
+        near->release(near);
     grpc_slice_unref(c->auth_value);
     for (size_t i = 0; i < c->n_extra_md; i++) {
         grpc_slice_unref(c->extra_md[i].key);
@@ -144,6 +147,7 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     c->auth_value = grpc_empty_slice();
     momento__timers_init(c);
     atomic_init(&c->rpc_hook, NULL);
+    atomic_init(&c->near, NULL);
     atomic_init(&c->n_rpcs, 0);
     atomic_init(&c->any_posted, false);
     momento__retries_init(&c->retries,
@@ -391,6 +395,14 @@ momento__rpc_hook *momento__client_install_rpc_hook(momento_client *c, momento__
      * lowers it, which loads the hook after its decrement. */
     if (atomic_compare_exchange_strong(&c->rpc_hook, &none, h))
         return h;
+    return none;
+}
+
+momento__part *momento__client_install_near(momento_client *c, momento__part *p)
+{
+    momento__part *none = NULL;
+    if (atomic_compare_exchange_strong(&c->near, &none, p))
+        return p;
     return none;
 }
 

@@ -87,6 +87,14 @@ typedef struct momento__rpc_hook {
     void (*release)(struct momento__rpc_hook *h);
 } momento__rpc_hook;
 
+/* An optional part the client owns: the near cache (layers/near.c), made
+ * by the part itself on first use (momento__client_install_part) and
+ * released with the client, every request retired; the client knows
+ * nothing else of it. */
+typedef struct momento__part {
+    void (*release)(struct momento__part *p);
+} momento__part;
+
 /* The config's (MOMENTO_MAX_CLIENT_HEADERS) and tests' own. */
 #define MOMENTO__MAX_EXTRA_HEADERS 16
 #define MOMENTO__MAX_ADOPTED 4
@@ -137,6 +145,7 @@ struct momento_client {
     /* Its RPC hook, or NULL: read once per retirement, so an unbatched
      * client pays one load for it. */
     _Atomic(momento__rpc_hook *) rpc_hook;
+    _Atomic(momento__part *) near; /* the near cache, once made */
     momento__gate gate;          /* the cap on requests in flight (call.c) */
     momento__dispatcher dispatch; /* callbacks queued for momento_client_dispatch() */
     /* cfg.metrics_lock in dispatch mode with a hook (config.h): its hook
@@ -178,6 +187,9 @@ struct momento_client {
 /* Installs `h` unless a hook is installed already; returns the one that is
  * (then `h` is not used). Any thread. */
 momento__rpc_hook *momento__client_install_rpc_hook(momento_client *c, momento__rpc_hook *h);
+/* Installs `p` as the client's near cache unless one is already: returns
+ * the one installed (the caller releases `p` when it is not). */
+momento__part *momento__client_install_near(momento_client *c, momento__part *p);
 /* Tells the RPC hook that an RPC is over without its retirement (call.c:
  * a reply held for a late delivery; momento__client_retire tells it too). */
 void momento__client_rpc_ended(momento_client *c);

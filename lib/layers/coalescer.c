@@ -43,6 +43,7 @@
  * The lock is never held while user callbacks run. Lock order (cancel.h):
  * a user's token, this lock, the batcher's, the client's. */
 #include "layers/coalescer.h"
+#include "layers/near.h"
 
 #include "base/alloc.h"
 #include "clock.h"
@@ -1007,11 +1008,33 @@ static int enqueue(momento_coalescer *co, co_op op, momento__rpc_id rpc, momento
     return rc;
 }
 
+/* A coalesced get as it goes to Momento (the near cache's `send`). */
+static int get_sent(void *target, const char *cache, const void *key, size_t key_len,
+                    const momento_request_options *opts, momento_callback cb, void *userdata)
+{
+    return submit(target, CO_GET, cache, key, key_len, NULL, 0, 0, opts, cb, userdata);
+}
+
+/* The client's near cache for a coalesced get, or NULL (as the client's
+ * own gets: near.h). */
+static momento__near *near_for(momento_coalescer *co, const char *cache, const void *key,
+                               size_t key_len, const momento_request_options *opts,
+                               momento_callback cb)
+{
+    if (!co || momento__check_key_request(co->client, cache, key, key_len, opts, cb) != MOMENTO_OK)
+        return NULL; /* refused by submit(), as it says */
+    return momento__near_for_get(co->client, opts);
+}
+
 int momento_coalescing_get(momento_coalescer *co, const char *cache, const void *key,
                            size_t key_len, const momento_request_options *opts,
                            momento_callback cb, void *userdata)
 {
-    return submit(co, CO_GET, cache, key, key_len, NULL, 0, 0, opts, cb, userdata);
+    momento__near *n = near_for(co, cache, key, key_len, opts, cb);
+    if (n)
+        return momento__near_get(n, co->client, co, get_sent, cache, key, key_len, opts, cb,
+                                 userdata);
+    return get_sent(co, cache, key, key_len, opts, cb, userdata);
 }
 
 int momento_coalescing_set(momento_coalescer *co, const char *cache, const void *key,
@@ -1035,7 +1058,18 @@ int momento_coalescing_get_sync(momento_coalescer *co, const char *cache, const 
                                 momento_result **ret)
 {
     momento_client *c = co ? co->client : NULL; /* the client MOMENTO__SYNC waits on */
-    MOMENTO__SYNC(momento_coalescing_get(co, cache, key, key_len, opts, MOMENTO__SYNC_CB));
+    momento__near *n = near_for(co, cache, key, key_len, opts, momento__blocking_done);
+    if (!n)
+        MOMENTO__SYNC(momento_coalescing_get(co, cache, key, key_len, opts, MOMENTO__SYNC_CB));
+    /* With a near cache: its answer, or Momento's kept there. */
+    momento__near_read rd = momento__near_begin(n, cache, key, key_len);
+    momento__blocking b_;
+    MOMENTO__CHECK(momento__blocking_begin(&b_, c, ret));
+    int rc = momento__blocking_wait(
+        &b_, momento_coalescing_get(co, cache, key, key_len, opts, MOMENTO__SYNC_CB), ret);
+    if (ret)
+        momento__near_keep(n, rd, cache, key, key_len, *ret);
+    return rc;
 }
 
 int momento_coalescing_set_sync(momento_coalescer *co, const char *cache, const void *key,

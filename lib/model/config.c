@@ -344,6 +344,22 @@ int momento_config_set_dispatch(momento_config *cfg, int enabled)
     return MOMENTO_OK;
 }
 
+int momento_config_set_near_cache(momento_config *cfg, size_t max_bytes,
+                                  uint32_t max_staleness_ms)
+{
+    if (!cfg)
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the configuration is NULL");
+    if (max_bytes != 0 && (max_bytes < 4096 || max_bytes > ((size_t)1 << 40)))
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "the near cache's max_bytes must be 0 (off) or 4096 to 1 TiB");
+    if (max_bytes != 0 && (max_staleness_ms < 1 || max_staleness_ms > 3600000))
+        return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT,
+                               "the near cache's max_staleness_ms must be 1 to 3,600,000");
+    cfg->near_max_bytes = max_bytes;
+    cfg->near_staleness_ms = max_bytes ? max_staleness_ms : 0;
+    return MOMENTO_OK;
+}
+
 int momento_config_set_io_thread_callbacks(momento_config *cfg, int enabled)
 {
     if (!cfg || (enabled != 0 && enabled != 1))

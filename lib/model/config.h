@@ -52,6 +52,9 @@ struct momento_config {
     uint32_t max_concurrent;           /* requests on the wire at once; 0 = no cap */
     bool dispatch;                     /* callbacks queued for momento_client_dispatch() */
     bool io_thread_callbacks;          /* protosocket's callbacks on its I/O thread */
+    /* The near cache (layers/near.c); near_max_bytes 0 = off. */
+    size_t near_max_bytes;
+    uint32_t near_staleness_ms;
     /* Adaptive batching (batcher.c); batch_min_in_flight 0 = off. */
     uint32_t batch_min_in_flight;      /* N: queue gets and sets from this many RPCs */
     uint32_t batch_linger_us;          /* L: send a queue this long after it started, at most */

@@ -6,6 +6,7 @@
 
 #include "base/alloc.h"
 #include "layers/batcher.h"
+#include "layers/near.h"
 #include "layers/write.h"
 
 #include "cacheclient.pb-c.h"
@@ -57,25 +58,68 @@ MOMENTO__DECODER(item_get_type)
     return MOMENTO_OK;
 }
 
-int momento_get(momento_client *c, const char *cache, const void *key, size_t key_len,
-                const momento_request_options *opts, momento_callback cb, void *userdata)
+/* A get as it goes to Momento (the near cache's `send`): checked already. */
+static int get_sent(void *target, const char *cache, const void *key, size_t key_len,
+                    const momento_request_options *opts, momento_callback cb, void *userdata)
 {
-    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
+    momento_client *c = target;
     momento__call_opts resolved;
     momento__call_opts_from(c, opts, &resolved);
     return momento__batcher_get(c, cache, key, key_len, &resolved, cb, userdata);
 }
 
+int momento_get(momento_client *c, const char *cache, const void *key, size_t key_len,
+                const momento_request_options *opts, momento_callback cb, void *userdata)
+{
+    MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
+    momento__near *n = momento__near_for_get(c, opts);
+    if (n)
+        return momento__near_get(n, c, c, get_sent, cache, key, key_len, opts, cb, userdata);
+    return get_sent(c, cache, key, key_len, opts, cb, userdata);
+}
+
 int momento_get_sync(momento_client *c, const char *cache, const void *key, size_t key_len,
                      const momento_request_options *opts, momento_result **ret)
 {
-    MOMENTO__SYNC(momento_get(c, cache, key, key_len, opts, MOMENTO__SYNC_CB));
+    momento__near *n = NULL;
+    if (momento__check_key_request(c, cache, key, key_len, opts, momento__blocking_done) ==
+        MOMENTO_OK)
+        n = momento__near_for_get(c, opts);
+    if (!n)
+        MOMENTO__SYNC(momento_get(c, cache, key, key_len, opts, MOMENTO__SYNC_CB));
+    /* With a near cache: its answer, or Momento's kept there. */
+    momento__near_read rd = momento__near_begin(n, cache, key, key_len);
+    momento__blocking b_;
+    MOMENTO__CHECK(momento__blocking_begin(&b_, c, ret));
+    int rc = momento__blocking_wait(&b_, momento_get(c, cache, key, key_len, opts, MOMENTO__SYNC_CB),
+                                    ret);
+    if (ret)
+        momento__near_keep(n, rd, cache, key, key_len, *ret);
+    return rc;
 }
+
+/* A set as it goes to Momento (the near cache's `send`). */
+static int set_sent(void *target, const char *cache, const void *key, size_t key_len,
+                    const void *value, size_t value_len, uint64_t ttl_ms,
+                    const momento_request_options *opts, momento_callback cb, void *userdata);
 
 int momento_set(momento_client *c, const char *cache, const void *key, size_t key_len,
                 const void *value, size_t value_len, uint64_t ttl_ms,
                 const momento_request_options *opts, momento_callback cb, void *userdata)
 {
+    momento__near *n = momento__near_of(c);
+    if (n && momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, opts,
+                                         cb) == MOMENTO_OK)
+        return momento__near_set(n, c, c, set_sent, cache, key, key_len, value, value_len, ttl_ms,
+                                 momento__effective_ttl(&c->cfg, ttl_ms), opts, cb, userdata);
+    return set_sent(c, cache, key, key_len, value, value_len, ttl_ms, opts, cb, userdata);
+}
+
+static int set_sent(void *target, const char *cache, const void *key, size_t key_len,
+                    const void *value, size_t value_len, uint64_t ttl_ms,
+                    const momento_request_options *opts, momento_callback cb, void *userdata)
+{
+    momento_client *c = target;
     /* Prepared once (write.c): the batcher and the wire get the bytes to
      * store. */
     momento__write w;

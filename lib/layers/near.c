@@ -1,0 +1,447 @@
+/* The near cache (near.h): the coalescer removes duplicate reads in
+ * flight, this removes them over time. Entries are keyed by cache name and
+ * key in one uthash table, each holding what a read found (a value, or a
+ * MISS) or what this client's set wrote, with the time that read or write
+ * was sent: an entry answers only while younger than the bound (and, for
+ * a value written with a TTL, before that TTL ends), so a slow reply
+ * cannot stretch the bound. Least recently used entries make room; keys,
+ * values and each entry's bookkeeping count against max_bytes.
+ *
+ * Writes through the client drop the key's entry as they are submitted
+ * (the client's write observer). A read or set sent before such a write
+ * must not store its answer after it: each key hashes to one of GENS
+ * counters, which every write submitted bumps; an answer is kept only if
+ * its key's counter is what it was when its request was sent (a
+ * collision of two keys only costs an answer not kept). */
+#include "layers/near.h"
+
+#include "base/alloc.h"
+#include "clock.h"
+#include "engine/answer.h"
+#include "engine/blocking.h"
+#include "engine/client.h"
+#include "model/validate.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+#include <utlist.h>
+
+#define GENS 4096
+/* A value larger than this share of max_bytes is not kept: one entry must
+ * not empty the cache of everything else. */
+#define MAX_SHARE 8
+
+typedef struct entry {
+    UT_hash_handle hh;
+    struct entry *prev, *next; /* recency: most recently used first */
+    int64_t fetched_ns;        /* when the read or write that brought it was sent */
+    int64_t expires_ns;        /* its TTL's end, when this client wrote it; else INT64_MAX */
+    size_t bytes;              /* what it counts against max_bytes */
+    size_t klen;               /* of data's "cache\0key" */
+    size_t vlen;
+    bool miss;
+    char data[]; /* "cache\0key", then the value */
+} entry;
+
+struct momento__near {
+    momento__part part; /* the client's hold on it */
+    momento__write_observer obs;
+    momento_client *client;
+    pthread_mutex_t lock;
+    entry *table, *mru;
+    size_t max_bytes, bytes;
+    int64_t staleness_ns;
+    bool detached; /* the client's free took the observer off its list */
+    momento_near_cache_stats st;
+    uint64_t gens[GENS];
+};
+
+/* "cache\0key" into `buf` (the caller's, at least the returned size). */
+static size_t lookup_key(char *buf, const char *cache, size_t cache_len, const void *key,
+                         size_t key_len)
+{
+    memcpy(buf, cache, cache_len);
+    buf[cache_len] = '\0';
+    memcpy(buf + cache_len + 1, key, key_len);
+    return cache_len + 1 + key_len;
+}
+
+static size_t gen_slot(const char *cache, size_t cache_len, const void *key, size_t key_len)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < cache_len; i++)
+        h = (h ^ (uint8_t)cache[i]) * 1099511628211ull;
+    h = (h ^ 0) * 1099511628211ull;
+    for (size_t i = 0; i < key_len; i++)
+        h = (h ^ ((const uint8_t *)key)[i]) * 1099511628211ull;
+    return (size_t)(h % GENS);
+}
+
+static void drop_locked(momento__near *n, entry *e)
+{
+    HASH_DEL(n->table, e);
+    DL_DELETE(n->mru, e);
+    n->bytes -= e->bytes;
+    n->st.entries--;
+    free(e);
+}
+
+/* The entry of (cache, key), or NULL; one past its bound is dropped. */
+static entry *find_locked(momento__near *n, const char *cache, const void *key, size_t key_len,
+                          int64_t now)
+{
+    size_t cache_len = strlen(cache);
+    char stack[512];
+    size_t need = cache_len + 1 + key_len;
+    char *buf = need <= sizeof(stack) ? stack : momento__malloc(need);
+    if (!buf)
+        return NULL;
+    lookup_key(buf, cache, cache_len, key, key_len);
+    entry *e = NULL;
+    HASH_FIND(hh, n->table, buf, need, e);
+    if (buf != stack)
+        free(buf);
+    if (e && (now - e->fetched_ns >= n->staleness_ns || now >= e->expires_ns)) {
+        drop_locked(n, e);
+        n->st.expired++;
+        e = NULL;
+    }
+    return e;
+}
+
+/* Keeps what a read or a set brought (`miss`, or `value`), sent at
+ * `sent_ns` when the key's write counter was `gen`. */
+static void store(momento__near *n, const char *cache, const void *key, size_t key_len, bool miss,
+                  const void *value, size_t value_len, int64_t sent_ns, int64_t expires_ns,
+                  uint64_t gen)
+{
+    size_t cache_len = strlen(cache);
+    size_t klen = cache_len + 1 + key_len;
+    size_t bytes = sizeof(entry) + klen + value_len;
+    int64_t now = momento__now_ns();
+    pthread_mutex_lock(&n->lock);
+    bool late = now - sent_ns >= n->staleness_ns || now >= expires_ns ||
+                n->gens[gen_slot(cache, cache_len, key, key_len)] != gen;
+    if (late || bytes > n->max_bytes / MAX_SHARE) {
+        if (late)
+            n->st.stale++;
+        pthread_mutex_unlock(&n->lock);
+        return;
+    }
+    entry *e = momento__malloc(bytes);
+    if (!e) {
+        pthread_mutex_unlock(&n->lock);
+        return; /* not kept: the next read asks Momento */
+    }
+    memset(e, 0, sizeof(*e));
+    e->fetched_ns = sent_ns;
+    e->expires_ns = expires_ns;
+    e->bytes = bytes;
+    e->klen = lookup_key(e->data, cache, cache_len, key, key_len);
+    e->vlen = miss ? 0 : value_len;
+    e->miss = miss;
+    if (e->vlen)
+        memcpy(e->data + klen, value, e->vlen);
+    entry *old = NULL;
+    HASH_FIND(hh, n->table, e->data, klen, old);
+    if (old) {
+        if (old->fetched_ns > sent_ns) { /* a newer answer is kept already */
+            pthread_mutex_unlock(&n->lock);
+            free(e);
+            return;
+        }
+        drop_locked(n, old);
+    }
+    while (n->bytes + bytes > n->max_bytes && n->mru) {
+        drop_locked(n, n->mru->prev); /* utlist's head->prev is the tail */
+        n->st.evictions++;
+    }
+    HASH_ADD(hh, n->table, data, klen, e);
+    DL_PREPEND(n->mru, e);
+    n->bytes += bytes;
+    n->st.entries++;
+    n->st.bytes = n->bytes;
+    n->st.fills++;
+    pthread_mutex_unlock(&n->lock);
+}
+
+/* The client's write observer: a write of (cache, key) is being submitted. */
+static void written(momento__write_observer *o, const char *cache, size_t cache_len,
+                    const void *key, size_t key_len)
+{
+    momento__near *n = (momento__near *)((char *)o - offsetof(momento__near, obs));
+    pthread_mutex_lock(&n->lock);
+    n->gens[gen_slot(cache, cache_len, key, key_len)]++;
+    char stack[512];
+    size_t need = cache_len + 1 + key_len;
+    char *buf = need <= sizeof(stack) ? stack : momento__malloc(need);
+    if (buf) {
+        lookup_key(buf, cache, cache_len, key, key_len);
+        entry *e = NULL;
+        HASH_FIND(hh, n->table, buf, need, e);
+        if (e) {
+            drop_locked(n, e);
+            n->st.dropped++;
+            n->st.bytes = n->bytes;
+        }
+        if (buf != stack)
+            free(buf);
+    } else {
+        /* No memory to look it up: drop everything rather than answer an
+         * entry older than this write. */
+        for (entry *e = n->table, *next; e; e = next) {
+            next = e->hh.next;
+            drop_locked(n, e);
+            n->st.dropped++;
+        }
+        n->st.bytes = n->bytes;
+    }
+    pthread_mutex_unlock(&n->lock);
+}
+
+static void detached(momento__write_observer *o)
+{
+    momento__near *n = (momento__near *)((char *)o - offsetof(momento__near, obs));
+    n->detached = true;
+}
+
+static void release(momento__part *p)
+{
+    momento__near *n = (momento__near *)p;
+    if (!n->detached)
+        momento__client_unobserve_writes(n->client, &n->obs);
+    for (entry *e = n->table, *next; e; e = next) {
+        next = e->hh.next;
+        HASH_DEL(n->table, e);
+        free(e);
+    }
+    pthread_mutex_destroy(&n->lock);
+    free(n);
+}
+
+momento__near *momento__near_of(momento_client *c)
+{
+    if (!c || c->cfg.near_max_bytes == 0)
+        return NULL;
+    momento__part *p = atomic_load(&c->near);
+    if (p)
+        return (momento__near *)p;
+    momento__near *n = momento__calloc(1, sizeof(*n));
+    if (!n)
+        return NULL;
+    n->part.release = release;
+    n->client = c;
+    n->max_bytes = c->cfg.near_max_bytes;
+    n->staleness_ns = (int64_t)c->cfg.near_staleness_ms * 1000000;
+    pthread_mutex_init(&n->lock, NULL);
+    n->obs.written = written;
+    n->obs.detached = detached;
+    momento__client_observe_writes(c, &n->obs);
+    p = momento__client_install_near(c, &n->part);
+    if (p != &n->part) /* another thread made one first */
+        release(&n->part);
+    return (momento__near *)p;
+}
+
+momento__near *momento__near_for_get(momento_client *c, const momento_request_options *opts)
+{
+    momento__near *n = momento__near_of(c);
+    if (!n)
+        return NULL;
+    int concern = MOMENTO__OPT(opts, read_concern);
+    if ((concern ? concern : c->cfg.read_concern) == MOMENTO_READ_CONSISTENT)
+        return NULL;
+    if (MOMENTO__OPT(opts, no_near_cache)) {
+        pthread_mutex_lock(&n->lock);
+        n->st.bypassed++;
+        pthread_mutex_unlock(&n->lock);
+        return NULL;
+    }
+    return n;
+}
+
+static uint64_t gen_of_locked(momento__near *n, const char *cache, const void *key,
+                              size_t key_len)
+{
+    return n->gens[gen_slot(cache, strlen(cache), key, key_len)];
+}
+
+/* A get's wait for Momento's answer, to keep it. */
+typedef struct fill {
+    momento__near *n;
+    momento_callback cb;
+    void *userdata;
+    int64_t sent_ns;
+    int64_t expires_ns; /* a set's: its TTL's end */
+    uint64_t gen;
+    bool set;           /* a set's: keep `value` on success */
+    size_t key_len, value_len;
+    char *cache;        /* in this allocation, then the key, then a set's value */
+    char *key;
+    char *value;
+    char buf[];
+} fill;
+
+static fill *fill_new(momento__near *n, momento_callback cb, void *userdata, const char *cache,
+                      const void *key, size_t key_len, const void *value, size_t value_len)
+{
+    size_t cache_len = strlen(cache) + 1;
+    fill *f = momento__malloc(sizeof(*f) + cache_len + key_len + value_len);
+    if (!f)
+        return NULL;
+    memset(f, 0, sizeof(*f));
+    f->n = n;
+    f->cb = cb;
+    f->userdata = userdata;
+    f->cache = f->buf;
+    memcpy(f->cache, cache, cache_len);
+    f->key = f->buf + cache_len;
+    memcpy(f->key, key, key_len);
+    f->key_len = key_len;
+    f->value = f->key + key_len;
+    if (value_len)
+        memcpy(f->value, value, value_len);
+    f->value_len = value_len;
+    return f;
+}
+
+/* The request's callback, wherever it runs (the completion thread, or
+ * the dispatching one): the answer is kept first, then handed on. */
+static void filled(const momento_result *r, void *userdata)
+{
+    fill *f = userdata;
+    if (momento_result_error(r) == MOMENTO_OK) {
+        momento_outcome o = momento_result_outcome(r);
+        if (f->set) {
+            store(f->n, f->cache, f->key, f->key_len, false, f->value, f->value_len, f->sent_ns,
+                  f->expires_ns, f->gen);
+        } else if (o == MOMENTO_OUTCOME_HIT || o == MOMENTO_OUTCOME_MISS) {
+            size_t len = 0;
+            const void *v = momento_result_value(r, &len);
+            store(f->n, f->cache, f->key, f->key_len, o == MOMENTO_OUTCOME_MISS, v, len,
+                  f->sent_ns, INT64_MAX, f->gen);
+        }
+    }
+    momento_callback cb = f->cb;
+    void *ud = f->userdata;
+    free(f);
+    cb(r, ud);
+}
+
+int momento__near_get(momento__near *n, momento_client *c, void *target, momento__near_send send,
+                      const char *cache, const void *key, size_t key_len,
+                      const momento_request_options *opts, momento_callback cb, void *userdata)
+{
+    int64_t now = momento__now_ns();
+    pthread_mutex_lock(&n->lock);
+    entry *e = find_locked(n, cache, key, key_len, now);
+    if (e) {
+        DL_DELETE(n->mru, e); /* most recently used */
+        DL_PREPEND(n->mru, e);
+        momento_request_group *group = MOMENTO__OPT(opts, group);
+        int rc = momento__answer_soon(c, group, "Get", cache, now, MOMENTO_METRICS_NEAR_CACHE,
+                                      e->miss ? MOMENTO_OUTCOME_MISS : MOMENTO_OUTCOME_HIT,
+                                      e->data + e->klen, e->vlen, cb, userdata);
+        if (rc == MOMENTO_OK) {
+            if (e->miss)
+                n->st.miss_hits++;
+            else
+                n->st.hits++;
+        }
+        n->st.bytes = n->bytes;
+        pthread_mutex_unlock(&n->lock);
+        return rc;
+    }
+    n->st.misses++;
+    n->st.bytes = n->bytes;
+    uint64_t gen = gen_of_locked(n, cache, key, key_len);
+    pthread_mutex_unlock(&n->lock);
+    if (cb == momento__blocking_done) /* kept by momento__near_keep() */
+        return send(target, cache, key, key_len, opts, cb, userdata);
+    fill *f = fill_new(n, cb, userdata, cache, key, key_len, NULL, 0);
+    if (!f) /* not kept: asked as if there were no near cache */
+        return send(target, cache, key, key_len, opts, cb, userdata);
+    f->sent_ns = now;
+    f->gen = gen;
+    int rc = send(target, cache, key, key_len, opts, filled, f);
+    if (rc != MOMENTO_OK)
+        free(f);
+    return rc;
+}
+
+momento__near_read momento__near_begin(momento__near *n, const char *cache, const void *key,
+                                       size_t key_len)
+{
+    momento__near_read rd = {.sent_ns = momento__now_ns()};
+    pthread_mutex_lock(&n->lock);
+    rd.gen = gen_of_locked(n, cache, key, key_len);
+    pthread_mutex_unlock(&n->lock);
+    return rd;
+}
+
+void momento__near_keep(momento__near *n, momento__near_read rd, const char *cache,
+                        const void *key, size_t key_len, const momento_result *r)
+{
+    /* An answer from memory has no attempt: it is kept already. */
+    if (!r || momento_result_error(r) != MOMENTO_OK || momento_result_attempts(r) == 0)
+        return;
+    momento_outcome o = momento_result_outcome(r);
+    if (o != MOMENTO_OUTCOME_HIT && o != MOMENTO_OUTCOME_MISS)
+        return;
+    size_t len = 0;
+    const void *v = momento_result_value(r, &len);
+    store(n, cache, key, key_len, o == MOMENTO_OUTCOME_MISS, v, len, rd.sent_ns, INT64_MAX, rd.gen);
+}
+
+int momento__near_set(momento__near *n, momento_client *c, void *target,
+                      momento__near_send_set send, const char *cache, const void *key,
+                      size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
+                      uint64_t ttl_in_effect_ms, const momento_request_options *opts,
+                      momento_callback cb, void *userdata)
+{
+    (void)c;
+    size_t cache_len = strlen(cache);
+    bool keep = cb != momento__blocking_done &&
+                sizeof(entry) + cache_len + 1 + key_len + value_len <= n->max_bytes / MAX_SHARE;
+    fill *f = keep ? fill_new(n, cb, userdata, cache, key, key_len, value, value_len) : NULL;
+    if (!f)
+        return send(target, cache, key, key_len, value, value_len, ttl_ms, opts, cb, userdata);
+    f->set = true;
+    f->sent_ns = momento__now_ns();
+    f->expires_ns = ttl_in_effect_ms > (uint64_t)(INT64_MAX - f->sent_ns) / 1000000
+                        ? INT64_MAX
+                        : f->sent_ns + (int64_t)ttl_in_effect_ms * 1000000;
+    /* Its own write bumps the key's counter once as it is submitted; kept
+     * only if nothing else moved it (another write, whose order against
+     * this one is unknown) by the time its answer comes. */
+    size_t slot = gen_slot(cache, cache_len, key, key_len);
+    pthread_mutex_lock(&n->lock);
+    f->gen = n->gens[slot] + 1;
+    pthread_mutex_unlock(&n->lock);
+    int rc = send(target, cache, key, key_len, value, value_len, ttl_ms, opts, filled, f);
+    if (rc != MOMENTO_OK)
+        free(f);
+    return rc;
+}
+
+int momento_client_near_cache_stats_get(const momento_client *c, momento_near_cache_stats *ret,
+                                        size_t size)
+{
+    if (!c || !ret)
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    momento_near_cache_stats snapshot;
+    memset(&snapshot, 0, sizeof(snapshot));
+    momento__part *p = atomic_load(&((momento_client *)c)->near);
+    if (p) {
+        momento__near *n = (momento__near *)p;
+        pthread_mutex_lock(&n->lock);
+        snapshot = n->st;
+        snapshot.bytes = n->bytes;
+        pthread_mutex_unlock(&n->lock);
+    }
+    memcpy(ret, &snapshot, size < sizeof(snapshot) ? size : sizeof(snapshot));
+    return MOMENTO_OK;
+}
