@@ -73,6 +73,18 @@ static void put_bytes(momento_client *c, const char *key, const void *value, siz
               MOMENTO_OUTCOME_SUCCESS);
 }
 
+/* The same through momento_set(), waiting for its callback. */
+static void put_async(momento_client *c, const char *key, const char *value, uint64_t ttl_ms)
+{
+    tu_rec x = {0};
+    assert_int_equal(
+        momento_set(c, "c", key, strlen(key), value, strlen(value), ttl_ms, NULL, tu_rec_cb, &x),
+        MOMENTO_OK);
+    assert_int_equal(tu_rec_wait(&x, 5000), 1);
+    assert_int_equal(x.error, MOMENTO_OK);
+    assert_int_equal(x.outcome, MOMENTO_OUTCOME_SUCCESS);
+}
+
 static void put(momento_client *c, const char *key, const char *value)
 {
     put_bytes(c, key, value, strlen(value), 0);
@@ -101,24 +113,21 @@ static momento_outcome get_opts(momento_client *c, const char *key,
 }
 
 /* Asserts that a get of `key` through `c` is a HIT of `want`, or a MISS
- * when `want` is NULL. */
-static void expect_get_opts(momento_client *c, const char *key,
-                            const momento_request_options *opts, const char *want)
+ * when `want` is NULL; a failure names the caller's line (the macros). */
+static void expect_get_at(momento_client *c, const char *key, const momento_request_options *opts,
+                          const char *want, const char *file, int line)
 {
     char got[256];
     momento_outcome o = get_opts(c, key, opts, got, sizeof(got));
     if (want) {
-        assert_int_equal(o, MOMENTO_OUTCOME_HIT);
-        assert_string_equal(got, want);
+        _assert_int_equal(o, MOMENTO_OUTCOME_HIT, file, line);
+        _assert_string_equal(got, want, file, line);
     } else {
-        assert_int_equal(o, MOMENTO_OUTCOME_MISS);
+        _assert_int_equal(o, MOMENTO_OUTCOME_MISS, file, line);
     }
 }
-
-static void expect_get(momento_client *c, const char *key, const char *want)
-{
-    expect_get_opts(c, key, NULL, want);
-}
+#define expect_get_opts(c, key, opts, want) expect_get_at(c, key, opts, want, __FILE__, __LINE__)
+#define expect_get(c, key, want) expect_get_at(c, key, NULL, want, __FILE__, __LINE__)
 
 /* ----------------------------------------------------------------- 1 */
 
@@ -219,14 +228,29 @@ static void test_hit_within_bound(void **state)
     assert_true(after.entries >= 1);
     assert_true(after.bytes > 0);
 
-    /* no_near_cache: read from Momento, and the answer not stored. */
-    expect_get_opts(a, "k", MOMENTO_REQUEST_OPTIONS(.no_near_cache = 1), "v2");
+    /* no_near_cache: read from Momento, and the answer not stored; each
+     * such get counted once, async ... */
+    tu_rec by = {0};
+    assert_int_equal(momento_get(a, "c", "k", 1, MOMENTO_REQUEST_OPTIONS(.no_near_cache = 1),
+                                 tu_rec_cb, &by),
+                     MOMENTO_OK);
+    assert_int_equal(tu_rec_wait(&by, 5000), 1);
+    assert_int_equal(by.outcome, MOMENTO_OUTCOME_HIT);
+    assert_string_equal(by.value, "v2");
     assert_int_equal(server_gets(), gets + 1);
     momento_near_cache_stats bypass = stats(a);
     assert_int_equal(bypass.bypassed, after.bypassed + 1);
     assert_int_equal(bypass.hits, after.hits);
     assert_int_equal(bypass.misses, after.misses);
     assert_int_equal(bypass.fills, after.fills);
+    /* ... and blocking. */
+    expect_get_opts(a, "k", MOMENTO_REQUEST_OPTIONS(.no_near_cache = 1), "v2");
+    assert_int_equal(server_gets(), gets + 2);
+    momento_near_cache_stats bypass2 = stats(a);
+    assert_int_equal(bypass2.bypassed, bypass.bypassed + 1);
+    assert_int_equal(bypass2.hits, bypass.hits);
+    assert_int_equal(bypass2.misses, bypass.misses);
+    assert_int_equal(bypass2.fills, bypass.fills);
     momento_client_free(a);
 }
 
@@ -293,6 +317,31 @@ static void test_reads_own_writes(void **state)
 
     /* The writes dropped the entries they found. */
     assert_true(stats(a).dropped >= 3);
+    momento_client_free(a);
+}
+
+/* A momento_set() that succeeds stores the value it wrote, and so does
+ * its blocking form (a _sync call is its async request): A's next get is
+ * answered from memory, though B wrote the key meanwhile. */
+static void test_set_stores(void **state)
+{
+    (void)state;
+    momento_client *a = near_client(MIB, LONG_BOUND_MS);
+    momento_client *b = tu_fx.client;
+    put_async(a, "async", "v1", 0);
+    put(b, "async", "v2");
+    momento_near_cache_stats before = stats(a);
+    uint64_t gets = server_gets();
+    expect_get(a, "async", "v1");
+    assert_int_equal(stats(a).hits, before.hits + 1);
+    assert_int_equal(server_gets(), gets);
+
+    put(a, "sync", "v1");
+    put(b, "sync", "v2");
+    before = stats(a);
+    expect_get(a, "sync", "v1");
+    assert_int_equal(stats(a).hits, before.hits + 1);
+    assert_int_equal(server_gets(), gets);
     momento_client_free(a);
 }
 
@@ -427,7 +476,7 @@ static void test_written_ttl(void **state)
 {
     (void)state;
     momento_client *a = near_client(MIB, LONG_BOUND_MS);
-    put_bytes(a, "k", "v1", 2, (uint64_t)TU_MS(100));
+    put_async(a, "k", "v1", (uint64_t)TU_MS(100));
     momento_near_cache_stats before = stats(a);
     uint64_t gets = server_gets();
     expect_get(a, "k", "v1");
@@ -664,7 +713,7 @@ static void test_metrics_hook(void **state)
     momento_client *a = near_client_with(MIB, LONG_BOUND_MS, 0, hook, NULL);
     /* A blocking call returns after its callback, and the hook runs before
      * that: each count below is final when read. */
-    put(a, "k", "v1");
+    put_async(a, "k", "v1", 0);
     assert_int_equal(hook_calls(), 1);
     momento_near_cache_stats before = stats(a);
     expect_get(a, "k", "v1");
@@ -772,6 +821,7 @@ int main(void)
         tu_fixture_test(test_hit_within_bound),
         tu_fixture_test(test_bound_passes),
         tu_fixture_test(test_reads_own_writes),
+        tu_fixture_test(test_set_stores),
         tu_fixture_test(test_read_before_write_not_stored),
         tu_fixture_test(test_other_writes_drop),
         tu_fixture_test(test_misses_kept),
