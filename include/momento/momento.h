@@ -647,7 +647,7 @@ MOMENTO_EXPORT int momento_config_set_io_thread_callbacks(momento_config *cfg, i
  * process, within a staleness bound the application chooses. With
  * `max_bytes` > 0, a get (momento_get(), its _sync form, and
  * momento_coalescing_get()) of a key whose value this client read from
- * Momento, or wrote to it with momento_set(), less than
+ * Momento, or wrote to it with momento_set() or its _sync form, less than
  * `max_staleness_ms` ago is answered from memory: HIT with that value,
  * or MISS when the read found none (misses are kept too). The age counts
  * from when the read or the write was sent, so a slow reply cannot
@@ -668,7 +668,8 @@ MOMENTO_EXPORT int momento_config_set_io_thread_callbacks(momento_config *cfg, i
  * callback as any request does - on the completion thread, or queued in
  * dispatch mode, never inside the call that made the request - and the
  * metrics hook sees it with MOMENTO_METRICS_NEAR_CACHE (momento/metrics.h).
- * momento_request_options.no_near_cache makes one get bypass it.
+ * momento_request_options.no_near_cache makes one get bypass it; a
+ * consistent read (MOMENTO_READ_CONSISTENT) always does.
  *
  * `max_bytes`: 0 = off (the default), else 4096 .. 1 TiB;
  * `max_staleness_ms`: 1 .. 3,600,000 (ignored when off). Returns 0 or

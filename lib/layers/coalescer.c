@@ -1019,18 +1019,18 @@ static int get_sent(void *target, const char *cache, const void *key, size_t key
  * own gets: near.h). */
 static momento__near *near_for(momento_coalescer *co, const char *cache, const void *key,
                                size_t key_len, const momento_request_options *opts,
-                               momento_callback cb)
+                               momento_callback cb, bool count)
 {
     if (!co || momento__check_key_request(co->client, cache, key, key_len, opts, cb) != MOMENTO_OK)
         return NULL; /* refused by submit(), as it says */
-    return momento__near_for_get(co->client, opts);
+    return momento__near_for_get(co->client, opts, count);
 }
 
 int momento_coalescing_get(momento_coalescer *co, const char *cache, const void *key,
                            size_t key_len, const momento_request_options *opts,
                            momento_callback cb, void *userdata)
 {
-    momento__near *n = near_for(co, cache, key, key_len, opts, cb);
+    momento__near *n = near_for(co, cache, key, key_len, opts, cb, true);
     if (n)
         return momento__near_get(n, co->client, co, get_sent, cache, key, key_len, opts, cb,
                                  userdata);
@@ -1058,7 +1058,7 @@ int momento_coalescing_get_sync(momento_coalescer *co, const char *cache, const 
                                 momento_result **ret)
 {
     momento_client *c = co ? co->client : NULL; /* the client MOMENTO__SYNC waits on */
-    momento__near *n = near_for(co, cache, key, key_len, opts, momento__blocking_done);
+    momento__near *n = near_for(co, cache, key, key_len, opts, momento__blocking_done, false);
     if (!n)
         MOMENTO__SYNC(momento_coalescing_get(co, cache, key, key_len, opts, MOMENTO__SYNC_CB));
     /* With a near cache: its answer, or Momento's kept there. */

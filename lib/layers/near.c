@@ -246,7 +246,8 @@ momento__near *momento__near_of(momento_client *c)
     return (momento__near *)p;
 }
 
-momento__near *momento__near_for_get(momento_client *c, const momento_request_options *opts)
+momento__near *momento__near_for_get(momento_client *c, const momento_request_options *opts,
+                                     bool count)
 {
     momento__near *n = momento__near_of(c);
     if (!n)
@@ -255,6 +256,8 @@ momento__near *momento__near_for_get(momento_client *c, const momento_request_op
     if ((concern ? concern : c->cfg.read_concern) == MOMENTO_READ_CONSISTENT)
         return NULL;
     if (MOMENTO__OPT(opts, no_near_cache)) {
+        if (!count)
+            return NULL;
         pthread_mutex_lock(&n->lock);
         n->st.bypassed++;
         pthread_mutex_unlock(&n->lock);
@@ -396,6 +399,31 @@ void momento__near_keep(momento__near *n, momento__near_read rd, const char *cac
     store(n, cache, key, key_len, o == MOMENTO_OUTCOME_MISS, v, len, rd.sent_ns, INT64_MAX, rd.gen);
 }
 
+momento__near_read momento__near_write_begin(momento__near *n, const char *cache,
+                                             const void *key, size_t key_len)
+{
+    /* The set's own write bumps the key's counter once as it is
+     * submitted: kept only if nothing else moved it meanwhile. */
+    momento__near_read rd = momento__near_begin(n, cache, key, key_len);
+    rd.gen++;
+    return rd;
+}
+
+/* When a set sent at `sent_ns` with `ttl_ms` in effect ends. */
+static int64_t write_expiry(int64_t sent_ns, uint64_t ttl_ms)
+{
+    return ttl_ms > (uint64_t)(INT64_MAX - sent_ns) / 1000000 ? INT64_MAX
+                                                             : sent_ns + (int64_t)ttl_ms * 1000000;
+}
+
+void momento__near_keep_write(momento__near *n, momento__near_read rd, const char *cache,
+                              const void *key, size_t key_len, const void *value,
+                              size_t value_len, uint64_t ttl_in_effect_ms)
+{
+    store(n, cache, key, key_len, false, value, value_len, rd.sent_ns,
+          write_expiry(rd.sent_ns, ttl_in_effect_ms), rd.gen);
+}
+
 int momento__near_set(momento__near *n, momento_client *c, void *target,
                       momento__near_send_set send, const char *cache, const void *key,
                       size_t key_len, const void *value, size_t value_len, uint64_t ttl_ms,
@@ -411,9 +439,7 @@ int momento__near_set(momento__near *n, momento_client *c, void *target,
         return send(target, cache, key, key_len, value, value_len, ttl_ms, opts, cb, userdata);
     f->set = true;
     f->sent_ns = momento__now_ns();
-    f->expires_ns = ttl_in_effect_ms > (uint64_t)(INT64_MAX - f->sent_ns) / 1000000
-                        ? INT64_MAX
-                        : f->sent_ns + (int64_t)ttl_in_effect_ms * 1000000;
+    f->expires_ns = write_expiry(f->sent_ns, ttl_in_effect_ms);
     /* Its own write bumps the key's counter once as it is submitted; kept
      * only if nothing else moved it (another write, whose order against
      * this one is unknown) by the time its answer comes. */

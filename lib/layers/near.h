@@ -11,6 +11,7 @@
 
 #include "momento/momento.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,8 +24,10 @@ momento__near *momento__near_of(momento_client *c);
 /* The near cache a checked get of `c` with `opts` (NULL: none) goes
  * through, or NULL: the client has none, or the request bypasses it
  * (momento_request_options.no_near_cache, counted), or it is a consistent
- * read, which must see Momento's current value. */
-momento__near *momento__near_for_get(momento_client *c, const momento_request_options *opts);
+ * read, which must see Momento's current value (not counted). `count`:
+ * count a bypass (false for a look the request's own call repeats). */
+momento__near *momento__near_for_get(momento_client *c, const momento_request_options *opts,
+                                     bool count);
 
 /* How a get reaches Momento when the near cache cannot answer: the
  * operation's own path (`target`: the client, or a coalescer). */
@@ -53,6 +56,14 @@ momento__near_read momento__near_begin(momento__near *n, const char *cache, cons
  * the key submitted meanwhile. */
 void momento__near_keep(momento__near *n, momento__near_read rd, const char *cache,
                         const void *key, size_t key_len, const momento_result *r);
+
+/* Before a blocking set is sent, and after it succeeded: its value kept
+ * as an asynchronous set's is (momento__near_set), unless too large. */
+momento__near_read momento__near_write_begin(momento__near *n, const char *cache,
+                                             const void *key, size_t key_len);
+void momento__near_keep_write(momento__near *n, momento__near_read rd, const char *cache,
+                              const void *key, size_t key_len, const void *value,
+                              size_t value_len, uint64_t ttl_in_effect_ms);
 
 /* How a set reaches Momento. */
 typedef int (*momento__near_send_set)(void *target, const char *cache, const void *key,

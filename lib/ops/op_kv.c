@@ -72,7 +72,7 @@ int momento_get(momento_client *c, const char *cache, const void *key, size_t ke
                 const momento_request_options *opts, momento_callback cb, void *userdata)
 {
     MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
-    momento__near *n = momento__near_for_get(c, opts);
+    momento__near *n = momento__near_for_get(c, opts, true);
     if (n)
         return momento__near_get(n, c, c, get_sent, cache, key, key_len, opts, cb, userdata);
     return get_sent(c, cache, key, key_len, opts, cb, userdata);
@@ -84,7 +84,7 @@ int momento_get_sync(momento_client *c, const char *cache, const void *key, size
     momento__near *n = NULL;
     if (momento__check_key_request(c, cache, key, key_len, opts, momento__blocking_done) ==
         MOMENTO_OK)
-        n = momento__near_for_get(c, opts);
+        n = momento__near_for_get(c, opts, false); /* momento_get() counts a bypass */
     if (!n)
         MOMENTO__SYNC(momento_get(c, cache, key, key_len, opts, MOMENTO__SYNC_CB));
     /* With a near cache: its answer, or Momento's kept there. */
@@ -137,8 +137,24 @@ int momento_set_sync(momento_client *c, const char *cache, const void *key, size
                      const void *value, size_t value_len, uint64_t ttl_ms,
                      const momento_request_options *opts, momento_result **ret)
 {
-    MOMENTO__SYNC(momento_set(c, cache, key, key_len, value, value_len, ttl_ms, opts,
-                              MOMENTO__SYNC_CB));
+    momento__near *n = NULL;
+    if (momento__check_item_request(c, cache, key, key_len, value, value_len, ttl_ms, opts,
+                                    momento__blocking_done) == MOMENTO_OK)
+        n = momento__near_of(c);
+    if (!n)
+        MOMENTO__SYNC(momento_set(c, cache, key, key_len, value, value_len, ttl_ms, opts,
+                                  MOMENTO__SYNC_CB));
+    /* With a near cache: the value written is kept, as an async set's. */
+    momento__near_read rd = momento__near_write_begin(n, cache, key, key_len);
+    momento__blocking b_;
+    MOMENTO__CHECK(momento__blocking_begin(&b_, c, ret));
+    int rc = momento__blocking_wait(
+        &b_, momento_set(c, cache, key, key_len, value, value_len, ttl_ms, opts, MOMENTO__SYNC_CB),
+        ret);
+    if (rc == MOMENTO_OK)
+        momento__near_keep_write(n, rd, cache, key, key_len, value, value_len,
+                                 momento__effective_ttl(&c->cfg, ttl_ms));
+    return rc;
 }
 
 int momento_delete(momento_client *c, const char *cache, const void *key, size_t key_len,

@@ -558,6 +558,10 @@ static char ps_endpoint[64];
  * (momento_config_set_io_thread_callbacks()): those callbacks and the
  * follow-ups they submit race the completion thread's. */
 static bool io_callbacks;
+/* With MOMENTO_TSAN_NEAR=1, every client has a near cache (1 MiB, 20 ms):
+ * its lookups, fills, the writes that drop entries and the answers it
+ * delivers through the completion thread race the rest. */
+static bool near_cache;
 
 static momento_client *new_client(const char *id, const char *delay_ms, const char *rpcs,
                                   uint32_t batch_from, uint32_t cap, uint32_t max_age_ms,
@@ -590,6 +594,7 @@ static momento_client *new_client(const char *id, const char *delay_ms, const ch
           momento_config_set_protosocket_connections(cfg, 2) != MOMENTO_OK ||
           momento_config_set_protosocket_endpoint(cfg, ps_endpoint) != MOMENTO_OK)) ||
         (io_callbacks && !dispatch && momento_config_set_io_thread_callbacks(cfg, 1) != MOMENTO_OK) ||
+        (near_cache && momento_config_set_near_cache(cfg, 1 << 20, 20) != MOMENTO_OK) ||
         momento_client_new(&c, cfg, creds) != MOMENTO_OK) {
         fprintf(stderr, "tsan_stress: cannot create a client\n");
         exit(2);
@@ -679,6 +684,10 @@ int main(int argc, char **argv)
         atomic_store(&momento__tsan_fire_delay_us, atoi(delay));
 
     momento_local_options *o = NULL;
+    const char *near = getenv("MOMENTO_TSAN_NEAR");
+    near_cache = near && strcmp(near, "1") == 0;
+    if (near_cache)
+        printf("tsan_stress: every client with a near cache\n");
     const char *transport = getenv("MOMENTO_TSAN_TRANSPORT");
     bool ps = transport && strcmp(transport, "protosocket") == 0;
     if (momento_local_options_new(&o) != MOMENTO_OK ||
@@ -763,6 +772,7 @@ int main(int argc, char **argv)
     atomic_store(&dispatcher_stop, true);
     pthread_join(dispatcher_thread, NULL);
     momento_client_batching_stats bk[N_CLIENTS];
+    momento_near_cache_stats nk[N_CLIENTS];
     for (int i = 0; i < N_CLIENTS; i++) {
         if (i == SLOW_CLIENT)
             continue;
@@ -771,6 +781,7 @@ int main(int argc, char **argv)
             momento_coalescer_free(coalescers[i]);
         }
         momento_client_batching_stats_get(clients[i], &bk[i], sizeof(bk[i]));
+        momento_client_near_cache_stats_get(clients[i], &nk[i], sizeof(nk[i]));
         momento_client_free(clients[i]);
     }
     for (int i = 0; i < N_SLOTS; i++) {
@@ -861,6 +872,14 @@ int main(int argc, char **argv)
                    i, (unsigned long long)bk[i].queued, (unsigned long long)bk[i].batches,
                    (unsigned long long)bk[i].batched_keys, (unsigned long long)bk[i].sent_alone,
                    (unsigned long long)bk[i].left_queue);
+    if (near_cache)
+        for (int i = 0; i < N_CLIENTS; i++)
+            if (i != SLOW_CLIENT)
+                printf("tsan_stress: client %d near cache: %llu hits, %llu kept misses, %llu "
+                       "misses, %llu fills, %llu dropped by writes, %llu not kept\n",
+                       i, (unsigned long long)nk[i].hits, (unsigned long long)nk[i].miss_hits,
+                       (unsigned long long)nk[i].misses, (unsigned long long)nk[i].fills,
+                       (unsigned long long)nk[i].dropped, (unsigned long long)nk[i].stale);
     free(recs);
     int f = atomic_load(&failures);
     if (f) {
