@@ -119,27 +119,21 @@ static int set_if(int cond, const char *key, const char *val, const char *check)
     Common__Equal eq = COMMON__EQUAL__INIT;
     Common__AbsentOrEqual aoe = COMMON__ABSENT_OR_EQUAL__INIT;
     Common__NotEqual ne = COMMON__NOT_EQUAL__INIT;
+    /* Each condition on a value holds `check`; only the one named is sent. */
     ProtobufCBinaryData chk = {check ? strlen(check) : 0, (uint8_t *)check};
+    pne.value_to_check = eq.value_to_check = aoe.value_to_check = ne.value_to_check = chk;
     req.condition_case = (CacheClient__SetIfRequest__ConditionCase)cond;
     switch (cond) {
     case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_PRESENT: req.present = &present; break;
     case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_ABSENT: req.absent = &absent; break;
     case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_PRESENT_AND_NOT_EQUAL:
-        pne.value_to_check = chk;
         req.present_and_not_equal = &pne;
         break;
-    case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_EQUAL:
-        eq.value_to_check = chk;
-        req.equal = &eq;
-        break;
+    case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_EQUAL: req.equal = &eq; break;
     case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_ABSENT_OR_EQUAL:
-        aoe.value_to_check = chk;
         req.absent_or_equal = &aoe;
         break;
-    case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_NOT_EQUAL:
-        ne.value_to_check = chk;
-        req.not_equal = &ne;
-        break;
+    case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_NOT_EQUAL: req.not_equal = &ne; break;
     default: break;
     }
     int st;
