@@ -98,6 +98,13 @@ static grpc_channel *channel_to(momento_local *s)
     return channel_with(s, false);
 }
 
+/* Ends a test's channel and then its server. */
+static void stop_with_channel(momento_local *s, grpc_channel *ch)
+{
+    grpc_channel_destroy(ch);
+    momento_local_stop(s);
+}
+
 static gpr_timespec in_ms(int64_t ms)
 {
     return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(ms, GPR_TIMESPAN));
@@ -340,6 +347,21 @@ static void expect_heartbeat(stream *x)
     item_free(expect_kind(x, KIND_HEARTBEAT));
 }
 
+/* open_sub_hdrs() and its first message, which is always a heartbeat. */
+static void subscribe_hdrs(stream *x, grpc_channel *ch, const char *cache, const char *topic,
+                           uint64_t resume, uint64_t page, const char *const *hdrs, size_t n)
+{
+    open_sub_hdrs(x, ch, cache, topic, resume, page, hdrs, n);
+    expect_heartbeat(x);
+}
+
+/* open_sub() and its first message, which is always a heartbeat. */
+static void subscribe(stream *x, grpc_channel *ch, const char *topic, uint64_t resume,
+                      uint64_t page)
+{
+    subscribe_hdrs(x, ch, "c", topic, resume, page, NULL, 0);
+}
+
 /* The next message is item `seq` (of `page` unless 0) with text `text`
  * (unless NULL); returns its page. */
 static uint64_t expect_item(stream *x, uint64_t seq, uint64_t page, const char *text)
@@ -403,8 +425,7 @@ static void test_first_heartbeat_then_items_in_order(void **state)
     momento_local *s = start(NULL);
     grpc_channel *ch = channel_to(s);
     stream x;
-    open_sub(&x, ch, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t", 0, 0);
     wait_subscriptions(s, 1);
     char buf[32];
     for (uint64_t i = 1; i <= 20; i++) {
@@ -430,14 +451,12 @@ static void test_first_heartbeat_then_items_in_order(void **state)
     assert_int_equal(momento_local_topic_deliveries(s), 22);
     /* Another topic, and the same name in another cache, number apart. */
     stream y;
-    open_sub_hdrs(&y, ch, "other", "t", 0, 0, NULL, 0);
-    expect_heartbeat(&y);
+    subscribe_hdrs(&y, ch, "other", "t", 0, 0, NULL, 0);
     assert_int_equal(publish_hdrs(ch, "other", "t", "o", NULL, 0, NULL, 0, NULL), 0);
     assert_true(expect_item(&y, 1, 0, "o") != page);
     close_sub(&y);
     close_sub(&x);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* Heartbeats while idle: none sooner than the interval (the server's
@@ -450,8 +469,7 @@ static void test_heartbeats_while_idle(void **state)
     momento_local *s = start(&(srv_opts){.heartbeat_ms = 300});
     grpc_channel *ch = channel_to(s);
     stream x;
-    open_sub(&x, ch, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t", 0, 0);
     int64_t t0 = tu_now_ms();
     expect_heartbeat(&x);
     int64_t gap = tu_now_ms() - t0;
@@ -463,8 +481,7 @@ static void test_heartbeats_while_idle(void **state)
      * tests need one by then), not sooner. */
     momento_local *d = start(NULL);
     grpc_channel *dch = channel_to(d);
-    open_sub(&x, dch, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, dch, "t", 0, 0);
     t0 = tu_now_ms();
     sub_item *m = NULL;
     assert_int_equal(next(&x, TU_MS(30000), &m), 1);
@@ -472,10 +489,8 @@ static void test_heartbeats_while_idle(void **state)
     item_free(m);
     assert_true(tu_now_ms() - t0 >= 900);
     close_sub(&x);
-    grpc_channel_destroy(dch);
-    momento_local_stop(d);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(d, dch);
+    stop_with_channel(s, ch);
 }
 
 /* Publishes m1..mn to `topic`; returns the topic's page (read through a
@@ -489,8 +504,7 @@ static uint64_t publish_n(momento_local *s, grpc_channel *ch, const char *topic,
         assert_int_equal(publish(ch, topic, buf), 0);
     }
     stream x;
-    open_sub(&x, ch, topic, n, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, topic, n, 0);
     uint64_t page = expect_item(&x, n, 0, NULL);
     close_sub(&x);
     return page;
@@ -505,8 +519,7 @@ static void test_resume_replays_without_gaps(void **state)
     grpc_channel *ch = channel_to(s);
     uint64_t page = publish_n(s, ch, "t", 10);
     stream x;
-    open_sub(&x, ch, "t", 4, page);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t", 4, page);
     char buf[32];
     for (uint64_t i = 4; i <= 10; i++)
         expect_item(&x, i, page, (text_of(i, buf), buf));
@@ -514,19 +527,16 @@ static void test_resume_replays_without_gaps(void **state)
     expect_item(&x, 11, page, "m11");
     close_sub(&x);
     /* The next number after the last: nothing to replay, nothing lost. */
-    open_sub(&x, ch, "t", 12, page);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t", 12, page);
     assert_int_equal(publish(ch, "t", "m12"), 0);
     expect_item(&x, 12, page, "m12");
     close_sub(&x);
     /* Page 0 with a number: this page. */
-    open_sub(&x, ch, "t", 11, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t", 11, 0);
     expect_item(&x, 11, page, "m11");
     expect_item(&x, 12, page, "m12");
     close_sub(&x);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* Older than the buffer: a discontinuity to just before the oldest kept,
@@ -538,22 +548,19 @@ static void test_resume_outside_the_buffer(void **state)
     grpc_channel *ch = channel_to(s);
     uint64_t page = publish_n(s, ch, "t", 10);
     stream x;
-    open_sub(&x, ch, "t", 2, page);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t", 2, page);
     expect_discontinuity(&x, 1, 5, page);
     char buf[32];
     for (uint64_t i = 6; i <= 10; i++)
         expect_item(&x, i, page, (text_of(i, buf), buf));
     close_sub(&x);
 
-    open_sub(&x, ch, "t", 20, page);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t", 20, page);
     expect_discontinuity(&x, 19, 10, page);
     assert_int_equal(publish(ch, "t", "m11"), 0);
     expect_item(&x, 11, page, "m11");
     close_sub(&x);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* A page the topic does not have (it was reset): a discontinuity to the
@@ -565,16 +572,14 @@ static void test_resume_with_another_page(void **state)
     grpc_channel *ch = channel_to(s);
     uint64_t page = publish_n(s, ch, "t", 3);
     stream x;
-    open_sub(&x, ch, "t", 7, page - 1);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t", 7, page - 1);
     expect_discontinuity(&x, 6, 0, page);
     expect_item(&x, 1, page, "m1");
     expect_item(&x, 2, page, "m2");
     expect_item(&x, 3, page, "m3");
     expect_quiet(&x, 100);
     close_sub(&x);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* A restarted server (same port, same cache) ends its subscriptions with
@@ -587,8 +592,7 @@ static void test_restart_gives_a_larger_page(void **state)
     int port = momento_local_port(s);
     grpc_channel *ch = channel_to(s);
     stream x;
-    open_sub(&x, ch, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t", 0, 0);
     assert_int_equal(publish(ch, "t", "a"), 0);
     assert_int_equal(publish(ch, "t", "b"), 0);
     expect_item(&x, 1, 0, "a");
@@ -607,8 +611,7 @@ static void test_restart_gives_a_larger_page(void **state)
      * this test is about the new server's pages). */
     grpc_channel_destroy(ch);
     ch = channel_to(s);
-    open_sub(&x, ch, "t", 3, old_page);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t", 3, old_page);
     m = expect_kind(&x, KIND_DISC);
     assert_int_equal(m->discontinuity->last_topic_sequence, 2);
     assert_int_equal(m->discontinuity->new_topic_sequence, 0);
@@ -618,8 +621,7 @@ static void test_restart_gives_a_larger_page(void **state)
     assert_int_equal(publish(ch, "t", "c"), 0);
     expect_item(&x, 1, new_page, "c");
     close_sub(&x);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 static int delete_cache(grpc_channel *ch, const char *name)
@@ -671,8 +673,7 @@ static void test_cache_deletion_ends_subscriptions(void **state)
     close_sub(&x);
     close_sub(&y);
     close_sub(&z);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* Subscribe's errors come as the stream's status, before any message. */
@@ -722,8 +723,7 @@ static void test_errors(void **state)
     name[255] = '\0';
     assert_int_equal(publish(ch, name, "x"), 0);
     stream w;
-    open_sub(&w, ch, name, 0, 0);
-    expect_heartbeat(&w);
+    subscribe(&w, ch, name, 0, 0);
     close_sub(&w);
     name[255] = 'n';
     name[256] = '\0';
@@ -757,8 +757,7 @@ static void test_errors(void **state)
     assert_int_equal(publish_hdrs(ch, "c", "t", NULL, big, 1024, NULL, 0, err), 0);
     /* Nobody listening to a topic is no error. */
     assert_int_equal(publish(ch, "nobody", "x"), 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* Bodies that do not decode, or hide a NUL in a string (the text value
@@ -796,8 +795,7 @@ static void test_malformed_bodies(void **state)
                      GRPC_STATUS_INVALID_ARGUMENT);
     assert_int_equal(publish(ch, "t", "still fine"), 0);
     assert_int_equal(momento_local_subscriptions(s), 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* Past max_subscribers on one topic: RESOURCE_EXHAUSTED,
@@ -817,8 +815,7 @@ static void test_subscriber_limit(void **state)
     assert_string_equal(err, "topic_subscriptions_limit_exceeded");
     /* Per topic: another topic has room. */
     stream y;
-    open_sub(&y, ch, "u", 0, 0);
-    expect_heartbeat(&y);
+    subscribe(&y, ch, "u", 0, 0);
     close_sub(&y);
     close_sub(&x[0]);
     wait_subscriptions(s, 2);
@@ -827,8 +824,7 @@ static void test_subscriber_limit(void **state)
     for (int i = 0; i < 3; i++)
         close_sub(&x[i]);
     wait_subscriptions(s, 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* A client cancelling its stream: it leaves its topic at once, is counted
@@ -852,8 +848,7 @@ static void test_client_cancel_removes_subscription(void **state)
     assert_int_equal(momento_local_rpc_count(s, "TopicSubscribe", GRPC_STATUS_CANCELLED), 5);
     /* Publishing to the topic left behind is fine. */
     assert_int_equal(publish(ch, "t", "x"), 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* stream-error: a matching Subscribe stream sends its first N messages
@@ -867,8 +862,7 @@ static void test_stream_error_fault(void **state)
     const char *hdrs[] = {"stream-error", "unavailable", "stream-error-rpcs", "topic-subscribe",
                           "stream-error-message-limit", "3", "request-id", "r1"};
     stream x, y;
-    open_sub_hdrs(&x, ch, "c", "t", 0, 0, hdrs, 4);
-    expect_heartbeat(&x);
+    subscribe_hdrs(&x, ch, "c", "t", 0, 0, hdrs, 4);
     assert_int_equal(publish(ch, "t", "a"), 0);
     assert_int_equal(publish(ch, "t", "b"), 0);
     assert_int_equal(publish(ch, "t", "c"), 0);
@@ -879,8 +873,7 @@ static void test_stream_error_fault(void **state)
     assert_int_equal(status_of(&x, TU_MS(5000)), GRPC_STATUS_UNAVAILABLE);
     close_sub(&x);
     /* The same session again: no error this time. */
-    open_sub_hdrs(&y, ch, "c", "t", 3, 0, hdrs, 4);
-    expect_heartbeat(&y);
+    subscribe_hdrs(&y, ch, "c", "t", 3, 0, hdrs, 4);
     expect_item(&y, 3, 0, "c");
     for (int i = 0; i < 3; i++)
         assert_int_equal(publish(ch, "t", "d"), 0);
@@ -890,8 +883,7 @@ static void test_stream_error_fault(void **state)
     /* Another RPC named: not this one. */
     const char *other[] = {"stream-error", "not-found", "stream-error-rpcs", "get",
                            "request-id", "r2"};
-    open_sub_hdrs(&x, ch, "c", "t", 0, 0, other, 3);
-    expect_heartbeat(&x);
+    subscribe_hdrs(&x, ch, "c", "t", 0, 0, other, 3);
     expect_quiet(&x, 100);
     close_sub(&x);
     /* No request-id: every stream, here at once (limit 0). */
@@ -909,8 +901,7 @@ static void test_stream_error_fault(void **state)
     assert_int_equal(status_of(&x, TU_MS(5000)), GRPC_STATUS_INVALID_ARGUMENT);
     close_sub(&x);
     wait_subscriptions(s, 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* return-error and delay-ms work for topic-publish and topic-subscribe:
@@ -938,8 +929,7 @@ static void test_unary_faults_apply_to_topics(void **state)
      * guarantees. (Watching it parked would be a 300 ms window.) */
     const char *delay[] = {"delay-ms", "300", "delay-rpcs", "topic-subscribe"};
     int64_t t0 = tu_now_ms();
-    open_sub_hdrs(&x, ch, "c", "t", 0, 0, delay, 2);
-    expect_heartbeat(&x);
+    subscribe_hdrs(&x, ch, "c", "t", 0, 0, delay, 2);
     assert_true(tu_now_ms() - t0 >= 280);
     assert_int_equal(publish(ch, "t", "y"), 0);
     expect_item(&x, 2, 0, "y");
@@ -951,8 +941,7 @@ static void test_unary_faults_apply_to_topics(void **state)
     close_sub(&x);
     tu_wait_until(momento_local_parked_calls(s) == 0, 20000);
     assert_int_equal(momento_local_parked_calls(s), 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* A subscriber that does not read while thousands of items are published:
@@ -966,8 +955,7 @@ static void test_slow_subscriber_gets_a_discontinuity(void **state)
     grpc_channel *ch = channel_to(s);
     grpc_channel *slow = channel_with(s, true);
     stream x;
-    open_sub(&x, slow, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, slow, "t", 0, 0);
     wait_subscriptions(s, 1);
     /* 12,000 items of 1 KiB: more than the queue's 8192 beyond what gRPC
      * and the socket buffer hold for a reader that does not read. */
@@ -1000,8 +988,7 @@ static void test_slow_subscriber_gets_a_discontinuity(void **state)
     assert_true(items < n);
     close_sub(&x);
     grpc_channel_destroy(slow);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 typedef struct stopper {
@@ -1032,8 +1019,7 @@ static bool stop_round(int pause_ms, int *status)
     grpc_channel *ch = channel_to(s);
     grpc_channel *slow = channel_with(s, true);
     stream x;
-    open_sub(&x, slow, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, slow, "t", 0, 0);
     wait_subscriptions(s, 1);
     static uint8_t value[1024];
     memset(value, 'v', sizeof(value));
@@ -1089,8 +1075,7 @@ static void test_stats(void **state)
     momento_local *s = start(NULL);
     grpc_channel *ch = channel_to(s);
     stream x;
-    open_sub(&x, ch, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t", 0, 0);
     assert_int_equal(publish(ch, "t", "a"), 0);
     expect_item(&x, 1, 0, "a");
     assert_int_equal(momento_local_rpc_count(s, "TopicSubscribe", -1), 0);
@@ -1107,8 +1092,7 @@ static void test_stats(void **state)
     assert_int_equal(momento_local_cancelled_calls(s, "TopicSubscribe"), 0);
     momento_local_reset_stats(s);
     assert_int_equal(momento_local_topic_deliveries(s), 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 static void test_options(void **state)
@@ -1147,8 +1131,7 @@ static void test_no_buffer(void **state)
     assert_int_equal(publish(ch, "t", "a"), 0);
     assert_int_equal(publish(ch, "t", "b"), 0);
     stream x;
-    open_sub(&x, ch, "t", 1, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t", 1, 0);
     sub_item *m = expect_kind(&x, KIND_DISC);
     assert_int_equal(m->discontinuity->last_topic_sequence, 0);
     assert_int_equal(m->discontinuity->new_topic_sequence, 2);
@@ -1156,8 +1139,7 @@ static void test_no_buffer(void **state)
     assert_int_equal(publish(ch, "t", "c"), 0);
     expect_item(&x, 3, 0, "c");
     close_sub(&x);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* ---- topics' memory -------------------------------------------------- */
@@ -1202,8 +1184,7 @@ static void test_flush_frees_topics(void **state)
     grpc_channel *ch = channel_to(s);
     uint64_t page_t = publish_n(s, ch, "t", 3);
     stream x;
-    open_sub(&x, ch, "u", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "u", 0, 0);
     assert_int_equal(publish(ch, "u", "a"), 0);
     uint64_t page_u = expect_item(&x, 1, 0, "a");
     assert_int_equal(publish_hdrs(ch, "other", "t", "o", NULL, 0, NULL, 0, NULL), 0);
@@ -1214,8 +1195,7 @@ static void test_flush_frees_topics(void **state)
     assert_int_equal(momento_local_topic_count(s), 2);
     assert_true(momento_local_topic_bytes(s) < bytes);
     stream y;
-    open_sub(&y, ch, "t", 4, page_t);
-    expect_heartbeat(&y);
+    subscribe(&y, ch, "t", 4, page_t);
     uint64_t page = expect_new_page(&y, 3, page_t);
     assert_int_equal(publish(ch, "t", "n"), 0);
     expect_item(&y, 1, page, "n");
@@ -1223,19 +1203,16 @@ static void test_flush_frees_topics(void **state)
     /* The subscribed topic goes on; only its buffer is gone. */
     assert_int_equal(publish(ch, "u", "b"), 0);
     expect_item(&x, 2, page_u, "b");
-    open_sub(&y, ch, "u", 1, page_u);
-    expect_heartbeat(&y);
+    subscribe(&y, ch, "u", 1, page_u);
     expect_discontinuity(&y, 0, 1, page_u);
     expect_item(&y, 2, page_u, "b");
     close_sub(&y);
     /* The other cache's topic still replays. */
-    open_sub_hdrs(&y, ch, "other", "t", 1, 0, NULL, 0);
-    expect_heartbeat(&y);
+    subscribe_hdrs(&y, ch, "other", "t", 1, 0, NULL, 0);
     expect_item(&y, 1, 0, "o");
     close_sub(&y);
     close_sub(&x);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* A topic without subscribers that nobody publishes to for topic_idle_ms
@@ -1248,14 +1225,12 @@ static void test_idle_topics_are_forgotten(void **state)
     momento_local *s = start(&(srv_opts){.topic_idle_ms = 100, .heartbeat_ms = 60000});
     grpc_channel *ch = channel_to(s);
     stream x;
-    open_sub(&x, ch, "kept", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "kept", 0, 0);
     uint64_t page = publish_n(s, ch, "t", 2);
     assert_int_equal(momento_local_topic_count(s), 2);
     wait_topics(s, 1);
     stream y;
-    open_sub(&y, ch, "t", 3, page);
-    expect_heartbeat(&y);
+    subscribe(&y, ch, "t", 3, page);
     uint64_t fresh = expect_new_page(&y, 2, page);
     assert_int_equal(publish(ch, "t", "c"), 0);
     expect_item(&y, 1, fresh, "c");
@@ -1266,8 +1241,7 @@ static void test_idle_topics_are_forgotten(void **state)
     close_sub(&x);
     wait_topics(s, 0);
     assert_int_equal(momento_local_topic_bytes(s), 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* What a libmomento subscription records of its events. */
@@ -1337,8 +1311,7 @@ static void test_library_resumes_a_forgotten_topic(void **state)
     assert_int_equal(e.ev[3].error, 0);
     pthread_mutex_destroy(&e.lock);
     pthread_cond_destroy(&e.cond);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* Topics count against --max-memory with the items: 5000 publishes to as
@@ -1374,8 +1347,7 @@ static void test_topics_count_against_memory(void **state)
     tu_expect(momento_get_sync(c, "c", "keep", 4, NULL, &r), r, MOMENTO_OUTCOME_HIT);
     /* The first topic was forgotten: it has a new page now. */
     stream x;
-    open_sub(&x, ch, "t-0", 3, first_page);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t-0", 3, first_page);
     expect_new_page(&x, 2, first_page);
     close_sub(&x);
 
@@ -1385,8 +1357,7 @@ static void test_topics_count_against_memory(void **state)
                      GRPC_STATUS_RESOURCE_EXHAUSTED);
     assert_string_equal(err, "item_size_limit_exceeded");
     momento_client_free(c);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* When what holds the memory cannot give way - items queued for a
@@ -1402,8 +1373,7 @@ static void test_publish_refused_when_memory_is_held(void **state)
     grpc_channel *ch = channel_to(s);
     grpc_channel *slow = channel_with(s, true);
     stream x;
-    open_sub(&x, slow, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, slow, "t", 0, 0);
     static uint8_t value[16u << 10];
     memset(value, 'v', sizeof(value));
     int st = 0, accepted = 0;
@@ -1434,8 +1404,7 @@ static void test_publish_refused_when_memory_is_held(void **state)
     assert_true(ok);
     close_sub(&x);
     grpc_channel_destroy(slow);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* A subscriber that does not read holds at most --subscriber-queue-bytes
@@ -1453,8 +1422,7 @@ static void test_queue_bounds(void **state)
     memset(value, 'v', sizeof(value));
     const uint64_t n = 2000;
     stream x;
-    open_sub(&x, slow, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, slow, "t", 0, 0);
     for (uint64_t i = 0; i < n; i++)
         assert_int_equal(publish_hdrs(ch, "c", "t", NULL, value, sizeof(value), NULL, 0, NULL),
                          0);
@@ -1501,8 +1469,7 @@ static void test_queue_bounds(void **state)
     wait_subscriptions(s, 0);
     assert_int_equal(momento_local_queued_bytes(s), 0);
     grpc_channel_destroy(slow);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 int main(void)
