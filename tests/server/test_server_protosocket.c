@@ -509,9 +509,8 @@ static void test_pipelined(void **state)
 static void test_delay_holds_nothing_back(void **state)
 {
     (void)state;
-    momento_local *s = ps_server();
-    conn *c = ps_open(s), *other = ps_open(s);
-    assert_int_equal(momento_local_protosocket_fault(s, "get", 14, 60000, 1), MOMENTO_OK);
+    conn *c = ps_open(fx.s), *other = fx.c; /* the fixture's */
+    assert_int_equal(momento_local_protosocket_fault(fx.s, "get", 14, 60000, 1), MOMENTO_OK);
     ps_command two[] = {cmd_get(1, "c", "k"), cmd_set(2, "c", "k", "v")};
     send_cmds(c, two, 2);
     expect(other, cmd_set(3, "c", "k2", "w"), PS_SET, 0);
@@ -520,23 +519,22 @@ static void test_delay_holds_nothing_back(void **state)
     recv_resp(c, &r, &keep);
     assert_int_equal(r.id, 2); /* the later command's answer first */
     free(keep);
-    assert_int_equal(momento_local_parked_calls(s), 1);
+    assert_int_equal(momento_local_parked_calls(fx.s), 1);
     conn_close(c);
-    tu_wait_until(momento_local_parked_calls(s) == 0, 20000);
-    assert_int_equal(momento_local_parked_calls(s), 0);
-    assert_int_equal(momento_local_rpc_count(s, "Get", 14), 0);
+    tu_wait_until(momento_local_parked_calls(fx.s) == 0, 20000);
+    assert_int_equal(momento_local_parked_calls(fx.s), 0);
+    assert_int_equal(momento_local_rpc_count(fx.s, "Get", 14), 0);
 
     int delay = (int)TU_MS(100);
-    assert_int_equal(momento_local_protosocket_fault(s, "get", 14, (uint32_t)delay, 1), MOMENTO_OK);
-    c = ps_open(s);
+    assert_int_equal(momento_local_protosocket_fault(fx.s, "get", 14, (uint32_t)delay, 1),
+                     MOMENTO_OK);
+    c = ps_open(fx.s);
     int64_t t0 = tu_now_ms();
     expect(c, cmd_get(4, "c", "k"), PS_ERROR, 14);
     assert_true(tu_now_ms() - t0 >= delay);
-    assert_int_equal(momento_local_rpc_count(s, "Get", 14), 1);
-    assert_int_equal(momento_local_parked_calls(s), 0);
-    conn_close(other);
+    assert_int_equal(momento_local_rpc_count(fx.s, "Get", 14), 1);
+    assert_int_equal(momento_local_parked_calls(fx.s), 0);
     conn_close(c);
-    momento_local_stop(s);
 }
 
 /* A cancel frame drops a delayed command: no answer, counted CANCELLED and
@@ -806,7 +804,7 @@ int main(void)
         ps_conn_test(test_round_trip),
         cmocka_unit_test(test_errors_match_grpc),
         ps_conn_test(test_pipelined),
-        cmocka_unit_test(test_delay_holds_nothing_back),
+        ps_conn_test(test_delay_holds_nothing_back),
         ps_conn_test(test_cancel),
         cmocka_unit_test(test_close_and_stop_with_held),
         cmocka_unit_test(test_malformed_closes_one_connection),
