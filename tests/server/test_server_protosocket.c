@@ -212,6 +212,17 @@ static void expect(conn *c, ps_command cmd, ps_kind kind, int code)
     free(keep);
 }
 
+/* A Get of `key` in cache "c" as command `id`: a hit holding `value`. */
+static void expect_hit(conn *c, uint64_t id, const char *key, const char *value)
+{
+    uint8_t *keep = NULL;
+    ps_response r = exchange(c, cmd_get(id, "c", key), PS_GET, 0, &keep);
+    assert_int_equal(r.value.len, strlen(value));
+    if (r.value.len)
+        assert_memory_equal(r.value.data, value, r.value.len);
+    free(keep);
+}
+
 static void expect_message(conn *c, ps_command cmd, int code, const char *message)
 {
     uint8_t *keep = NULL;
@@ -248,8 +259,7 @@ static momento_local *ps_server_with(momento_local_options *o)
 
 static momento_local *ps_server(void)
 {
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     return ps_server_with(o);
 }
 
@@ -295,8 +305,7 @@ static int ps_teardown(void **state)
 static void test_arguments(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     srv_assert_option_range(o, momento_local_options_set_protosocket_port, -1, -2, 65536);
     momento_local *off = tu_server(o);
     assert_int_equal(momento_local_protosocket_port(off), -1);
@@ -333,8 +342,7 @@ static void test_arguments(void **state)
 static void test_auth(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_auth_token(o, "secret"), MOMENTO_OK);
     momento_local *s = ps_server_with(o);
     int port = momento_local_protosocket_port(s);
@@ -372,18 +380,12 @@ static void test_round_trip(void **state)
 {
     (void)state;
     expect(fx.c, cmd_set(1, "c", "k", "hello"), PS_SET, 0);
-    uint8_t *keep = NULL;
-    ps_response r = exchange(fx.c, cmd_get(2, "c", "k"), PS_GET, 0, &keep);
-    assert_int_equal(r.value.len, 5);
-    assert_memory_equal(r.value.data, "hello", 5);
-    free(keep);
+    expect_hit(fx.c, 2, "k", "hello");
     expect(fx.c, cmd_delete(3, "c", "k"), PS_DELETE, 0);
     expect_message(fx.c, cmd_get(4, "c", "k"), 5, "Key not found");
 
     expect(fx.c, cmd_set(5, "c", "empty", ""), PS_SET, 0);
-    r = exchange(fx.c, cmd_get(6, "c", "empty"), PS_GET, 0, &keep);
-    assert_int_equal(r.value.len, 0);
-    free(keep);
+    expect_hit(fx.c, 6, "empty", "");
 
     ps_command ttl = cmd_set(7, "c", "brief", "x");
     ttl.ttl_ms = 100;
@@ -393,6 +395,8 @@ static void test_round_trip(void **state)
      * that, a miss is right too. */
     ps_command get_brief = cmd_get(8, "c", "brief");
     send_cmd(fx.c, &get_brief);
+    ps_response r;
+    uint8_t *keep = NULL;
     recv_resp(fx.c, &r, &keep);
     assert_int_equal(r.id, 8);
     if (tu_now_ms() - t0 < 100)
@@ -408,8 +412,7 @@ static void test_round_trip(void **state)
 static void test_errors_match_grpc(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_max_item_bytes(o, 1000), MOMENTO_OK);
     momento_local *s = ps_server_with(o);
     momento_client *g = tu_client(s, NULL);
@@ -633,11 +636,7 @@ static void test_same_store_as_grpc(void **state)
     momento_result_free(r);
     assert_int_equal(momento_set_sync(fx.g, "c", "from-grpc", 9, "two", 3, 0, NULL, NULL),
                      MOMENTO_OK);
-    uint8_t *keep = NULL;
-    ps_response p = exchange(fx.c, cmd_get(2, "c", "from-grpc"), PS_GET, 0, &keep);
-    assert_int_equal(p.value.len, 3);
-    assert_memory_equal(p.value.data, "two", 3);
-    free(keep);
+    expect_hit(fx.c, 2, "from-grpc", "two");
     expect(fx.c, cmd_delete(3, "c", "from-grpc"), PS_DELETE, 0);
     r = NULL;
     assert_int_equal(momento_get_sync(fx.g, "c", "from-grpc", 9, NULL, &r), MOMENTO_OK);
@@ -650,8 +649,7 @@ static void test_same_store_as_grpc(void **state)
 static void test_stats_and_rate(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_max_rps(o, 5), MOMENTO_OK);
     momento_local *s = ps_server_with(o);
     conn *c = ps_open(s);
@@ -753,8 +751,7 @@ static void test_tls(void **state)
     snprintf(cert, sizeof(cert), "%s/good.pem", dir);
     snprintf(key, sizeof(key), "%s/good.key", dir);
     snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_tls(o, cert, key), MOMENTO_OK);
     momento_local *s = ps_server_with(o);
 
