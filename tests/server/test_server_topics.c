@@ -112,10 +112,16 @@ static struct {
     grpc_channel *ch;
 } fx;
 
+/* Takes the started server `s` for the test, with a channel to it. */
+static void begin_with(momento_local *s)
+{
+    fx.s = s;
+    fx.ch = channel_to(s);
+}
+
 static void begin(const srv_opts *so)
 {
-    fx.s = start(so);
-    fx.ch = channel_to(fx.s);
+    begin_with(start(so));
 }
 
 static int end_server(void **state)
@@ -1120,20 +1126,18 @@ static void test_no_buffer(void **state)
     (void)state;
     momento_local_options *o = tu_options("c");
     momento_local_options_set_topic_buffer_items(o, 0);
-    momento_local *s = tu_start(o);
-    grpc_channel *ch = channel_to(s);
-    assert_int_equal(publish(ch, "t", "a"), 0);
-    assert_int_equal(publish(ch, "t", "b"), 0);
+    begin_with(tu_start(o));
+    assert_int_equal(publish(fx.ch, "t", "a"), 0);
+    assert_int_equal(publish(fx.ch, "t", "b"), 0);
     stream x;
-    subscribe(&x, ch, "t", 1, 0);
+    subscribe(&x, fx.ch, "t", 1, 0);
     sub_item *m = expect_kind(&x, KIND_DISC);
     assert_int_equal(m->discontinuity->last_topic_sequence, 0);
     assert_int_equal(m->discontinuity->new_topic_sequence, 2);
     item_free(m);
-    assert_int_equal(publish(ch, "t", "c"), 0);
+    assert_int_equal(publish(fx.ch, "t", "c"), 0);
     expect_item(&x, 3, 0, "c");
     close_sub(&x);
-    stop_with_channel(s, ch);
 }
 
 /* ---- topics' memory -------------------------------------------------- */
@@ -1167,6 +1171,20 @@ static uint64_t expect_new_page(stream *x, uint64_t last, uint64_t old_page)
     return page;
 }
 
+/* A resume of `topic` at `resume` of `old_page` finds the topic forgotten:
+ * a discontinuity from resume - 1 to a new page, on which `value`,
+ * published then, is item 1. */
+static void expect_forgotten(grpc_channel *ch, const char *topic, uint64_t resume,
+                             uint64_t old_page, const char *value)
+{
+    stream y;
+    subscribe(&y, ch, topic, resume, old_page);
+    uint64_t page = expect_new_page(&y, resume - 1, old_page);
+    assert_int_equal(publish(ch, topic, value), 0);
+    expect_item(&y, 1, page, value);
+    close_sub(&y);
+}
+
 /* FlushCache forgets the cache's topics that have no subscribers (one used
  * again starts on a new page, and a resume from the old one is told) and
  * empties the others' resume buffers, whose subscriptions go on, numbered
@@ -1187,15 +1205,11 @@ static void test_flush_frees_topics(void **state)
     assert_int_equal(flush_cache(fx.ch, "c"), 0);
     assert_int_equal(momento_local_topic_count(fx.s), 2);
     assert_true(momento_local_topic_bytes(fx.s) < bytes);
-    stream y;
-    subscribe(&y, fx.ch, "t", 4, page_t);
-    uint64_t page = expect_new_page(&y, 3, page_t);
-    assert_int_equal(publish(fx.ch, "t", "n"), 0);
-    expect_item(&y, 1, page, "n");
-    close_sub(&y);
+    expect_forgotten(fx.ch, "t", 4, page_t, "n");
     /* The subscribed topic goes on; only its buffer is gone. */
     assert_int_equal(publish(fx.ch, "u", "b"), 0);
     expect_item(&x, 2, page_u, "b");
+    stream y;
     subscribe(&y, fx.ch, "u", 1, page_u);
     expect_discontinuity(&y, 0, 1, page_u);
     expect_item(&y, 2, page_u, "b");
@@ -1220,12 +1234,7 @@ static void test_idle_topics_are_forgotten(void **state)
     uint64_t page = publish_n(fx.s, fx.ch, "t", 2);
     assert_int_equal(momento_local_topic_count(fx.s), 2);
     wait_topics(fx.s, 1);
-    stream y;
-    subscribe(&y, fx.ch, "t", 3, page);
-    uint64_t fresh = expect_new_page(&y, 2, page);
-    assert_int_equal(publish(fx.ch, "t", "c"), 0);
-    expect_item(&y, 1, fresh, "c");
-    close_sub(&y);
+    expect_forgotten(fx.ch, "t", 3, page, "c");
     /* "kept" was the one left, and its subscription still works. */
     assert_int_equal(publish(fx.ch, "kept", "k"), 0);
     expect_item(&x, 1, 0, "k");
@@ -1481,7 +1490,7 @@ int main(void)
         cmocka_unit_test(test_stop_takes_no_new_call),
         cmocka_unit_test_teardown(test_stats, end_server),
         cmocka_unit_test(test_options),
-        cmocka_unit_test(test_no_buffer),
+        cmocka_unit_test_teardown(test_no_buffer, end_server),
         cmocka_unit_test_teardown(test_flush_frees_topics, end_server),
         cmocka_unit_test_teardown(test_idle_topics_are_forgotten, end_server),
         cmocka_unit_test_teardown(test_library_resumes_a_forgotten_topic, end_server),
