@@ -7,16 +7,12 @@
 'use strict';
 const {AllDataReadWrite, ExpiresIn, MomentoErrorCode} = require('@gomomento/sdk');
 const {InternalSuperUserPermissions} = require('@gomomento/sdk-core/dist/src/internal/utils/auth');
-const {check, describe, isError, localAuthClient, localClient, run} = require('./harness');
+const {authSuite, check, describe, isError, localAuthClient, localClient, run} = require('./harness');
 
-const [host, port] = process.argv.slice(2);
-const endpoint = `${host}:${port}`;
 const cacheName = 'api-keys-interop';
 
 run(async () => {
-  const admin = await localClient(host, port);
-  await admin.createCache(cacheName);
-  const auth = localAuthClient(host, port);
+  const {host, port, endpoint, auth} = await authSuite(cacheName);
 
   const data = await auth.generateApiKey(AllDataReadWrite, ExpiresIn.seconds(60));
   check('generateApiKey(AllDataReadWrite) succeeds', data.type === 'Success', describe(data));

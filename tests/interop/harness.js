@@ -1,8 +1,8 @@
 // What interop.js, topics.js, cross.js, tokens.js and api_keys.js share:
 // TAP-like checks, a readable form of an SDK response, clients for
 // momento-local (cache, topics, auth; its own credentials or a key it
-// issued), a bounded wait, and the closing "N passed, M failed" line with
-// the exit status.
+// issued), the key and token suites' start, a bounded wait, and the closing
+// "N passed, M failed" line with the exit status.
 'use strict';
 const {
   AuthClient, AuthClientConfigurations, CacheClient, Configurations, CredentialProvider, TopicClient,
@@ -67,6 +67,16 @@ function localTopicClient(host, port) {
   });
 }
 
+// What the key and token suites start from: the command line's HOST and
+// PORT, the endpoint they name, a client with the server's own credentials
+// (`admin`) that has made cache `cacheName`, and an AuthClient (`auth`).
+async function authSuite(cacheName) {
+  const [host, port] = process.argv.slice(2);
+  const admin = await localClient(host, port);
+  await admin.createCache(cacheName);
+  return {host, port, endpoint: `${host}:${port}`, admin, auth: localAuthClient(host, port)};
+}
+
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
 
 // Polls `cond` every 10 ms until it holds or `ms` have passed; returns
@@ -106,5 +116,6 @@ function run(main) {
 }
 
 module.exports = {
-  check, describe, earlyLosses, isError, localAuthClient, localClient, localTopicClient, run, sleep, waitFor,
+  authSuite, check, describe, earlyLosses, isError, localAuthClient, localClient, localTopicClient, run, sleep,
+  waitFor,
 };

@@ -11,62 +11,39 @@ async function main() {
   const client = await localClient(host, port);
   const cache = 'interop';
 
-  let r = await client.createCache(cache);
-  check('createCache new cache -> Success', r.type === 'Success', describe(r));
-  r = await client.createCache(cache);
-  check('createCache again -> AlreadyExists', r.type === 'AlreadyExists', describe(r));
+  let r = checkType('createCache new cache -> Success', await client.createCache(cache), 'Success');
+  checkType('createCache again -> AlreadyExists', await client.createCache(cache), 'AlreadyExists');
   r = await client.listCaches();
   check('listCaches includes the cache', r.type === 'Success' && r.getCaches().some(c => c.getName() === cache), describe(r));
 
-  r = await client.set(cache, 'k', 'v1');
-  check('set -> Success', r.type === 'Success', describe(r));
+  checkType('set -> Success', await client.set(cache, 'k', 'v1'), 'Success');
   r = await client.get(cache, 'k');
   check('get -> Hit with the value', r.type === 'Hit' && r.valueString() === 'v1', describe(r));
-  r = await client.get(cache, 'absent');
-  check('get absent key -> Miss', r.type === 'Miss', describe(r));
+  checkType('get absent key -> Miss', await client.get(cache, 'absent'), 'Miss');
   const bytes = new Uint8Array([0, 1, 2, 255, 0]);
   await client.set(cache, new Uint8Array([9, 0, 9]), bytes);
   r = await client.get(cache, new Uint8Array([9, 0, 9]));
   check('binary key and value round trip', r.type === 'Hit' && Buffer.from(r.valueUint8Array()).equals(Buffer.from(bytes)), describe(r));
-  r = await client.delete(cache, 'k');
-  check('delete -> Success', r.type === 'Success', describe(r));
-  r = await client.get(cache, 'k');
-  check('get after delete -> Miss', r.type === 'Miss', describe(r));
-  r = await client.delete(cache, 'k');
-  check('delete missing key -> Success', r.type === 'Success', describe(r));
+  checkType('delete -> Success', await client.delete(cache, 'k'), 'Success');
+  checkType('get after delete -> Miss', await client.get(cache, 'k'), 'Miss');
+  checkType('delete missing key -> Success', await client.delete(cache, 'k'), 'Success');
 
-  r = await client.setIfAbsent(cache, 'c', 'a');
-  check('setIfAbsent on missing -> Stored', r.type === 'Stored', describe(r));
-  r = await client.setIfAbsent(cache, 'c', 'b');
-  check('setIfAbsent on present -> NotStored', r.type === 'NotStored', describe(r));
-  r = await client.setIfNotExists(cache, 'c', 'b');
-  check('setIfNotExists on present -> NotStored', r.type === 'NotStored', describe(r));
-  r = await client.setIfNotExists(cache, 'c2', 'b');
-  check('setIfNotExists on missing -> Stored', r.type === 'Stored', describe(r));
-  r = await client.setIfPresent(cache, 'c', 'p');
-  check('setIfPresent on present -> Stored', r.type === 'Stored', describe(r));
-  r = await client.setIfPresent(cache, 'nope', 'p');
-  check('setIfPresent on missing -> NotStored', r.type === 'NotStored', describe(r));
-  r = await client.setIfEqual(cache, 'c', 'e', 'p');
-  check('setIfEqual matching -> Stored', r.type === 'Stored', describe(r));
-  r = await client.setIfEqual(cache, 'c', 'x', 'p');
-  check('setIfEqual not matching -> NotStored', r.type === 'NotStored', describe(r));
-  r = await client.setIfNotEqual(cache, 'c', 'x', 'e');
-  check('setIfNotEqual equal -> NotStored', r.type === 'NotStored', describe(r));
-  r = await client.setIfNotEqual(cache, 'c', 'n', 'zz');
-  check('setIfNotEqual different -> Stored', r.type === 'Stored', describe(r));
-  r = await client.setIfPresentAndNotEqual(cache, 'c', 'q', 'n');
-  check('setIfPresentAndNotEqual equal -> NotStored', r.type === 'NotStored', describe(r));
-  r = await client.setIfPresentAndNotEqual(cache, 'c', 'q', 'zz');
-  check('setIfPresentAndNotEqual different -> Stored', r.type === 'Stored', describe(r));
-  r = await client.setIfPresentAndNotEqual(cache, 'nope', 'q', 'zz');
-  check('setIfPresentAndNotEqual missing -> NotStored', r.type === 'NotStored', describe(r));
-  r = await client.setIfAbsentOrEqual(cache, 'c', 'w', 'zz');
-  check('setIfAbsentOrEqual different -> NotStored', r.type === 'NotStored', describe(r));
-  r = await client.setIfAbsentOrEqual(cache, 'c', 'w', 'q');
-  check('setIfAbsentOrEqual equal -> Stored', r.type === 'Stored', describe(r));
-  r = await client.setIfAbsentOrEqual(cache, 'aoe', 'w', 'zz');
-  check('setIfAbsentOrEqual missing -> Stored', r.type === 'Stored', describe(r));
+  checkType('setIfAbsent on missing -> Stored', await client.setIfAbsent(cache, 'c', 'a'), 'Stored');
+  checkType('setIfAbsent on present -> NotStored', await client.setIfAbsent(cache, 'c', 'b'), 'NotStored');
+  checkType('setIfNotExists on present -> NotStored', await client.setIfNotExists(cache, 'c', 'b'), 'NotStored');
+  checkType('setIfNotExists on missing -> Stored', await client.setIfNotExists(cache, 'c2', 'b'), 'Stored');
+  checkType('setIfPresent on present -> Stored', await client.setIfPresent(cache, 'c', 'p'), 'Stored');
+  checkType('setIfPresent on missing -> NotStored', await client.setIfPresent(cache, 'nope', 'p'), 'NotStored');
+  checkType('setIfEqual matching -> Stored', await client.setIfEqual(cache, 'c', 'e', 'p'), 'Stored');
+  checkType('setIfEqual not matching -> NotStored', await client.setIfEqual(cache, 'c', 'x', 'p'), 'NotStored');
+  checkType('setIfNotEqual equal -> NotStored', await client.setIfNotEqual(cache, 'c', 'x', 'e'), 'NotStored');
+  checkType('setIfNotEqual different -> Stored', await client.setIfNotEqual(cache, 'c', 'n', 'zz'), 'Stored');
+  checkType('setIfPresentAndNotEqual equal -> NotStored', await client.setIfPresentAndNotEqual(cache, 'c', 'q', 'n'), 'NotStored');
+  checkType('setIfPresentAndNotEqual different -> Stored', await client.setIfPresentAndNotEqual(cache, 'c', 'q', 'zz'), 'Stored');
+  checkType('setIfPresentAndNotEqual missing -> NotStored', await client.setIfPresentAndNotEqual(cache, 'nope', 'q', 'zz'), 'NotStored');
+  checkType('setIfAbsentOrEqual different -> NotStored', await client.setIfAbsentOrEqual(cache, 'c', 'w', 'zz'), 'NotStored');
+  checkType('setIfAbsentOrEqual equal -> Stored', await client.setIfAbsentOrEqual(cache, 'c', 'w', 'q'), 'Stored');
+  checkType('setIfAbsentOrEqual missing -> Stored', await client.setIfAbsentOrEqual(cache, 'aoe', 'w', 'zz'), 'Stored');
   r = await client.get(cache, 'c');
   check('conditional writes left the expected value', r.type === 'Hit' && r.valueString() === 'w', describe(r));
 
@@ -85,31 +62,22 @@ async function main() {
   await client.set(cache, 't', 'v', {ttl: 10});
   r = await client.itemGetTtl(cache, 't');
   check('itemGetTtl -> Hit with ~10 s left', r.type === 'Hit' && r.remainingTtlMillis() > 9000 && r.remainingTtlMillis() <= 10000, describe(r));
-  r = await client.itemGetTtl(cache, 'missing');
-  check('itemGetTtl missing -> Miss', r.type === 'Miss', describe(r));
+  checkType('itemGetTtl missing -> Miss', await client.itemGetTtl(cache, 'missing'), 'Miss');
   r = await client.itemGetType(cache, 't');
   check('itemGetType of a set key -> Hit, SCALAR', r.type === 'Hit' && r.itemType() === ItemType.SCALAR, describe(r));
   r = await client.itemGetType(cache, new Uint8Array([9, 0, 9]));
   check('itemGetType of a binary key -> Hit, SCALAR', r.type === 'Hit' && r.itemType() === ItemType.SCALAR, describe(r));
-  r = await client.itemGetType(cache, 'missing');
-  check('itemGetType missing -> Miss', r.type === 'Miss', describe(r));
+  checkType('itemGetType missing -> Miss', await client.itemGetType(cache, 'missing'), 'Miss');
   r = await client.itemGetType('no-such-cache', 't');
   check('itemGetType on unknown cache -> NOT_FOUND', r.type === 'Error' && r.errorCode() === MomentoErrorCode.CACHE_NOT_FOUND_ERROR, describe(r));
-  r = await client.increaseTtl(cache, 't', 20000);
-  check('increaseTtl longer -> Set', r.type === 'Set', describe(r));
-  r = await client.increaseTtl(cache, 't', 1000);
-  check('increaseTtl shorter -> NotSet', r.type === 'NotSet', describe(r));
-  r = await client.decreaseTtl(cache, 't', 5000);
-  check('decreaseTtl shorter -> Set', r.type === 'Set', describe(r));
-  r = await client.decreaseTtl(cache, 't', 50000);
-  check('decreaseTtl longer -> NotSet', r.type === 'NotSet', describe(r));
-  r = await client.updateTtl(cache, 't', 30000);
-  check('updateTtl -> Set', r.type === 'Set', describe(r));
-  r = await client.updateTtl(cache, 'missing', 30000);
-  check('updateTtl missing -> Miss', r.type === 'Miss', describe(r));
+  checkType('increaseTtl longer -> Set', await client.increaseTtl(cache, 't', 20000), 'Set');
+  checkType('increaseTtl shorter -> NotSet', await client.increaseTtl(cache, 't', 1000), 'NotSet');
+  checkType('decreaseTtl shorter -> Set', await client.decreaseTtl(cache, 't', 5000), 'Set');
+  checkType('decreaseTtl longer -> NotSet', await client.decreaseTtl(cache, 't', 50000), 'NotSet');
+  checkType('updateTtl -> Set', await client.updateTtl(cache, 't', 30000), 'Set');
+  checkType('updateTtl missing -> Miss', await client.updateTtl(cache, 'missing', 30000), 'Miss');
 
-  r = await client.setBatch(cache, new Map([['b1', 'x'], ['b2', 'y']]));
-  check('setBatch -> Success', r.type === 'Success', describe(r));
+  checkType('setBatch -> Success', await client.setBatch(cache, new Map([['b1', 'x'], ['b2', 'y']])), 'Success');
   r = await client.getBatch(cache, ['b1', 'bmissing', 'b2']);
   if (r.type === 'Success') {
     const vals = r.results().map(x => (x.type === 'Hit' ? x.valueString() : x.type));
@@ -120,10 +88,8 @@ async function main() {
 
   await collections(client, cache);
 
-  r = await client.flushCache(cache);
-  check('flushCache -> Success', r.type === 'Success', describe(r));
-  r = await client.get(cache, 'n');
-  check('get after flush -> Miss', r.type === 'Miss', describe(r));
+  checkType('flushCache -> Success', await client.flushCache(cache), 'Success');
+  checkType('get after flush -> Miss', await client.get(cache, 'n'), 'Miss');
 
   r = await client.get('no-such-cache', 'k');
   check('get on unknown cache -> NOT_FOUND', r.type === 'Error' && r.errorCode() === MomentoErrorCode.CACHE_NOT_FOUND_ERROR, describe(r));
@@ -131,8 +97,7 @@ async function main() {
   check('item over 5 MiB -> LIMIT_EXCEEDED', r.type === 'Error' && r.errorCode() === MomentoErrorCode.LIMIT_EXCEEDED_ERROR, describe(r));
   r = await client.flushCache('no-such-cache');
   check('flushCache unknown -> NOT_FOUND', r.type === 'Error' && r.errorCode() === MomentoErrorCode.CACHE_NOT_FOUND_ERROR, describe(r));
-  r = await client.deleteCache(cache);
-  check('deleteCache -> Success', r.type === 'Success', describe(r));
+  checkType('deleteCache -> Success', await client.deleteCache(cache), 'Success');
   r = await client.deleteCache(cache);
   check('deleteCache again -> NOT_FOUND', r.type === 'Error' && r.errorCode() === MomentoErrorCode.CACHE_NOT_FOUND_ERROR, describe(r));
   r = await client.listCaches();
@@ -156,16 +121,21 @@ function checkHit(name, r, f, want) {
   check(name, r.type === 'Hit' && got === json(want), `got ${got}`);
 }
 
+// Checks that `r` is a response of type `type` (Success, Stored, Miss...);
+// returns it.
+function checkType(name, r, type) {
+  check(name, r.type === type, describe(r));
+  return r;
+}
+
 function checkMiss(name, r) {
-  check(name, r.type === 'Miss', describe(r));
+  checkType(name, r, 'Miss');
 }
 
 async function dictionaries(client, cache) {
   const d = 'dict';
-  let r = await client.dictionarySetField(cache, d, 'f1', 'v1');
-  check('dictionary setField -> Success', r.type === 'Success', describe(r));
-  r = await client.dictionarySetFields(cache, d, new Map([['f2', 'v2'], ['f3', 'v3']]));
-  check('dictionary setFields -> Success', r.type === 'Success', describe(r));
+  let r = checkType('dictionary setField -> Success', await client.dictionarySetField(cache, d, 'f1', 'v1'), 'Success');
+  checkType('dictionary setFields -> Success', await client.dictionarySetFields(cache, d, new Map([['f2', 'v2'], ['f3', 'v3']])), 'Success');
   r = await client.dictionaryGetField(cache, d, 'f1');
   check('dictionary getField -> Hit, v1 for f1', r.type === 'Hit' && r.valueString() === 'v1' && r.fieldString() === 'f1', describe(r));
   r = await client.dictionaryGetField(cache, d, 'nope');
@@ -201,11 +171,9 @@ async function dictionaries(client, cache) {
         sameBytes(r.fieldUint8Array(), bf), describe(r));
   r = await client.dictionaryLength(cache, d);
   check('dictionary length -> 6', r.type === 'Hit' && r.length() === 6, describe(r));
-  r = await client.dictionaryRemoveField(cache, d, 'f1');
-  check('dictionary removeField -> Success', r.type === 'Success', describe(r));
+  checkType('dictionary removeField -> Success', await client.dictionaryRemoveField(cache, d, 'f1'), 'Success');
   checkMiss('dictionary getField of the removed field -> Miss', await client.dictionaryGetField(cache, d, 'f1'));
-  r = await client.dictionaryRemoveFields(cache, d, ['f2', 'nope', 'f4']);
-  check('dictionary removeFields (one absent) -> Success', r.type === 'Success', describe(r));
+  checkType('dictionary removeFields (one absent) -> Success', await client.dictionaryRemoveFields(cache, d, ['f2', 'nope', 'f4']), 'Success');
   await client.dictionaryRemoveField(cache, d, bf);
   r = await client.dictionaryFetch(cache, d);
   checkHit('dictionary fetch after the removals -> f3, n', r, x => sortedEntries(x.valueRecord()), [['f3', 'v3'], ['n', '-3']]);
@@ -214,8 +182,7 @@ async function dictionaries(client, cache) {
   await client.dictionaryRemoveFields(cache, d, ['f3', 'n']);
   checkMiss('dictionary removing the last field deletes it: fetch -> Miss', await client.dictionaryFetch(cache, d));
   checkMiss('dictionary removing the last field deletes it: itemGetType -> Miss', await client.itemGetType(cache, d));
-  r = await client.dictionaryRemoveField(cache, 'no-dict', 'f');
-  check('dictionary removeField on an absent dictionary -> Success', r.type === 'Success', describe(r));
+  checkType('dictionary removeField on an absent dictionary -> Success', await client.dictionaryRemoveField(cache, 'no-dict', 'f'), 'Success');
   checkMiss('dictionary fetch absent -> Miss', await client.dictionaryFetch(cache, 'no-dict'));
   checkMiss('dictionary getField absent -> Miss', await client.dictionaryGetField(cache, 'no-dict', 'f'));
   checkMiss('dictionary getFields absent -> Miss', await client.dictionaryGetFields(cache, 'no-dict', ['f', 'g']));
@@ -224,10 +191,8 @@ async function dictionaries(client, cache) {
 
 async function sets(client, cache) {
   const s = 'set';
-  let r = await client.setAddElement(cache, s, 'a');
-  check('set addElement -> Success', r.type === 'Success', describe(r));
-  r = await client.setAddElements(cache, s, ['b', 'c', 'a']);
-  check('set addElements -> Success', r.type === 'Success', describe(r));
+  let r = checkType('set addElement -> Success', await client.setAddElement(cache, s, 'a'), 'Success');
+  checkType('set addElements -> Success', await client.setAddElements(cache, s, ['b', 'c', 'a']), 'Success');
   r = await client.setFetch(cache, s);
   checkHit('set fetch -> a, b, c (a once)', r, x => x.valueArray().sort(), ['a', 'b', 'c']);
   r = await client.setLength(cache, s);
@@ -248,10 +213,8 @@ async function sets(client, cache) {
   checkHit('set sample over the size -> the whole set', r, x => x.valueArray().sort(), ['a', 'b', 'c']);
   r = await client.setSample(cache, s, 0);
   checkHit('set sample 0 -> no element', r, x => x.valueArray(), []);
-  r = await client.setRemoveElement(cache, s, 'a');
-  check('set removeElement -> Success', r.type === 'Success', describe(r));
-  r = await client.setRemoveElements(cache, s, ['b', 'z']);
-  check('set removeElements (one absent) -> Success', r.type === 'Success', describe(r));
+  checkType('set removeElement -> Success', await client.setRemoveElement(cache, s, 'a'), 'Success');
+  checkType('set removeElements (one absent) -> Success', await client.setRemoveElements(cache, s, ['b', 'z']), 'Success');
   r = await client.setFetch(cache, s);
   checkHit('set fetch after the removals -> c', r, x => x.valueArray(), ['c']);
   const bin = new Uint8Array([0, 255, 0]);
@@ -271,8 +234,7 @@ async function sets(client, cache) {
   r = await client.setPop(cache, s, 5);
   checkHit('set pop over the size -> the one left', r, x => [...popped, ...x.valueArray()].sort(), ['c', 'd', 'e']);
   checkMiss('set popping the last element deletes it: fetch -> Miss', await client.setFetch(cache, s));
-  r = await client.setRemoveElement(cache, 'no-set', 'a');
-  check('set removeElement on an absent set -> Success', r.type === 'Success', describe(r));
+  checkType('set removeElement on an absent set -> Success', await client.setRemoveElement(cache, 'no-set', 'a'), 'Success');
   checkMiss('set fetch absent -> Miss', await client.setFetch(cache, 'no-set'));
   checkMiss('set length absent -> Miss', await client.setLength(cache, 'no-set'));
   checkMiss('set containsElement absent -> Miss', await client.setContainsElement(cache, 'no-set', 'a'));
@@ -326,14 +288,11 @@ async function lists(client, cache) {
   r = await client.listPopBack(cache, l);
   check('list popBack -> a', r.type === 'Hit' && r.valueString() === 'a', describe(r));
   await client.listConcatenateBack(cache, l, ['a', 'x', 'a', 'y', 'a']);
-  r = await client.listRemoveValue(cache, l, 'a');
-  check('list removeValue -> Success', r.type === 'Success', describe(r));
+  checkType('list removeValue -> Success', await client.listRemoveValue(cache, l, 'a'), 'Success');
   checkHit('list removeValue removed every a', await fetch(), values, ['n', 'x', 'y']);
-  r = await client.listRemoveValue(cache, l, 'zz');
-  check('list removeValue of an absent value -> Success', r.type === 'Success', describe(r));
+  checkType('list removeValue of an absent value -> Success', await client.listRemoveValue(cache, l, 'zz'), 'Success');
   await client.listConcatenateBack(cache, l, ['1', '2', '3']);
-  r = await client.listRetain(cache, l, {startIndex: 1, endIndex: -1});
-  check('list retain [1, -1) -> Success', r.type === 'Success', describe(r));
+  checkType('list retain [1, -1) -> Success', await client.listRetain(cache, l, {startIndex: 1, endIndex: -1}), 'Success');
   checkHit('list fetch after retain [1, -1) -> x y 1 2', await fetch(), values, ['x', 'y', '1', '2']);
   await client.listRetain(cache, l, {startIndex: 2});
   checkHit('list fetch after retain [2, end) -> 1 2', await fetch(), values, ['1', '2']);
@@ -347,10 +306,8 @@ async function lists(client, cache) {
   await client.listPopBack(cache, l);
   checkMiss('list popping the last value deletes it: fetch -> Miss', await fetch());
   checkMiss('list popping the last value deletes it: itemGetType -> Miss', await client.itemGetType(cache, l));
-  r = await client.listRemoveValue(cache, 'no-list', 'a');
-  check('list removeValue on an absent list -> Success', r.type === 'Success', describe(r));
-  r = await client.listRetain(cache, 'no-list', {startIndex: 0, endIndex: 1});
-  check('list retain on an absent list -> Success', r.type === 'Success', describe(r));
+  checkType('list removeValue on an absent list -> Success', await client.listRemoveValue(cache, 'no-list', 'a'), 'Success');
+  checkType('list retain on an absent list -> Success', await client.listRetain(cache, 'no-list', {startIndex: 0, endIndex: 1}), 'Success');
   checkMiss('list fetch absent -> Miss', await client.listFetch(cache, 'no-list'));
   checkMiss('list length absent -> Miss', await client.listLength(cache, 'no-list'));
   checkMiss('list popFront absent -> Miss', await client.listPopFront(cache, 'no-list'));
@@ -364,10 +321,8 @@ async function sortedSets(client, cache) {
   const byRank = opts => client.sortedSetFetchByRank(cache, z, opts);
   const byScore = opts => client.sortedSetFetchByScore(cache, z, opts);
   const desc = SortedSetOrder.Descending;
-  let r = await client.sortedSetPutElement(cache, z, 'a', 1);
-  check('sorted set putElement -> Success', r.type === 'Success', describe(r));
-  r = await client.sortedSetPutElements(cache, z, new Map([['b', 2], ['c', 3], ['d', 4], ['e', 0.5]]));
-  check('sorted set putElements -> Success', r.type === 'Success', describe(r));
+  let r = checkType('sorted set putElement -> Success', await client.sortedSetPutElement(cache, z, 'a', 1), 'Success');
+  checkType('sorted set putElements -> Success', await client.sortedSetPutElements(cache, z, new Map([['b', 2], ['c', 3], ['d', 4], ['e', 0.5]])), 'Success');
   checkHit('sorted set fetchByRank -> all, ascending, with scores', await byRank(), pairs,
            [['e', 0.5], ['a', 1], ['b', 2], ['c', 3], ['d', 4]]);
   checkHit('sorted set fetchByRank [1, 3) -> a b', await byRank({startRank: 1, endRank: 3}), names, ['a', 'b']);
@@ -421,12 +376,9 @@ async function sortedSets(client, cache) {
   r = await client.sortedSetLengthByScore(cache, z, {minScore: 3.6});
   check('sorted set lengthByScore [3.6, inf) -> 2', r.type === 'Hit' && r.length() === 2, describe(r));
   // The SDK reads a found length of 0 as a Miss.
-  r = await client.sortedSetLengthByScore(cache, z, {maxScore: -100});
-  check('sorted set lengthByScore matching nothing -> Miss', r.type === 'Miss', describe(r));
-  r = await client.sortedSetRemoveElement(cache, z, 'a');
-  check('sorted set removeElement -> Success', r.type === 'Success', describe(r));
-  r = await client.sortedSetRemoveElements(cache, z, ['b', 'nope', 'bb']);
-  check('sorted set removeElements (one absent) -> Success', r.type === 'Success', describe(r));
+  checkType('sorted set lengthByScore matching nothing -> Miss', await client.sortedSetLengthByScore(cache, z, {maxScore: -100}), 'Miss');
+  checkType('sorted set removeElement -> Success', await client.sortedSetRemoveElement(cache, z, 'a'), 'Success');
+  checkType('sorted set removeElements (one absent) -> Success', await client.sortedSetRemoveElements(cache, z, ['b', 'nope', 'bb']), 'Success');
   checkHit('sorted set fetchByRank after the removals', await byRank(), names, ['e', 'c', 'g', 'f', 'd']);
   const bin = new Uint8Array([0, 255, 1]);
   await client.sortedSetPutElement(cache, z, bin, 9.25);
@@ -458,8 +410,7 @@ async function sortedSets(client, cache) {
   check('sorted set unionStore of nothing -> length 0', r.type === 'Success' && r.length() === 0, describe(r));
   checkMiss('sorted set unionStore of nothing deletes the destination', await client.sortedSetFetchByRank(cache, 'zu2'));
 
-  r = await client.sortedSetRemoveElement(cache, 'no-zset', 'a');
-  check('sorted set removeElement on an absent set -> Success', r.type === 'Success', describe(r));
+  checkType('sorted set removeElement on an absent set -> Success', await client.sortedSetRemoveElement(cache, 'no-zset', 'a'), 'Success');
   checkMiss('sorted set fetchByRank absent -> Miss', await client.sortedSetFetchByRank(cache, 'no-zset'));
   checkMiss('sorted set fetchByScore absent -> Miss', await client.sortedSetFetchByScore(cache, 'no-zset'));
   checkMiss('sorted set getScore absent -> Miss', await client.sortedSetGetScore(cache, 'no-zset', 'a'));
@@ -501,8 +452,7 @@ async function collectionRules(client, cache) {
   for (const fam of names) {
     const {type, write} = families[fam];
     const key = `ttl-${fam}`;
-    let r = await write(key, CollectionTtl.of(10));
-    check(`${fam} write with CollectionTtl.of(10) -> Success`, r.type === 'Success', describe(r));
+    let r = checkType(`${fam} write with CollectionTtl.of(10) -> Success`, await write(key, CollectionTtl.of(10)), 'Success');
     r = await client.itemGetType(cache, key);
     check(`${fam} itemGetType -> ${ItemType[type]}`, r.type === 'Hit' && r.itemType() === type, describe(r));
     r = await client.itemGetTtl(cache, key);
@@ -533,8 +483,7 @@ async function collectionRules(client, cache) {
     const key = `ttl-${fam}`;
     let r = await client.get(cache, key);
     check(`${fam} get of one -> FAILED_PRECONDITION`, failedPrecondition(r), describe(r));
-    r = await client.delete(cache, key);
-    check(`${fam} delete -> Success`, r.type === 'Success', describe(r));
+    checkType(`${fam} delete -> Success`, await client.delete(cache, key), 'Success');
     checkMiss(`${fam} read after delete -> Miss`, await families[fam].read(key));
   }
   for (const fam of names) await families[fam].write(`short-${fam}`, CollectionTtl.of(1));

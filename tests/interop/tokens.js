@@ -5,18 +5,14 @@
 // service refuses INVALID_ARGUMENT_ERROR.
 'use strict';
 const {AllCaches, CacheRole, DisposableTokenScopes, ExpiresIn, MomentoErrorCode} = require('@gomomento/sdk');
-const {check, describe, isError, localAuthClient, localClient, run, sleep} = require('./harness');
+const {authSuite, check, describe, isError, localClient, run, sleep} = require('./harness');
 
-const [host, port] = process.argv.slice(2);
-const endpoint = `${host}:${port}`;
 const cacheName = 'tokens-interop';
 
 run(async () => {
-  const admin = await localClient(host, port);
-  await admin.createCache(cacheName);
+  const {host, port, endpoint, admin, auth} = await authSuite(cacheName);
   await admin.set(cacheName, 'pet-cat', 'meow');
   await admin.set(cacheName, 'cow', 'moo');
-  const auth = localAuthClient(host, port);
 
   const prefix = await auth.generateDisposableToken(
     DisposableTokenScopes.cacheKeyPrefixReadOnly(cacheName, 'pet'), ExpiresIn.seconds(60),

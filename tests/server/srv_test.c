@@ -17,6 +17,14 @@
 
 #include "cacheclient.pb-c.h"
 
+void *srv_reply_msg(const tu_raw_reply *r, const ProtobufCMessageDescriptor *desc)
+{
+    assert_int_equal(r->n_msgs, 1);
+    ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, r->lens[0], r->msgs[0]);
+    assert_non_null(m);
+    return m;
+}
+
 void *srv_call(const char *target, const char *path, const char *const *headers,
                size_t n_headers, const struct ProtobufCMessage *req,
                const struct ProtobufCMessageDescriptor *desc, int *ret_status)
@@ -28,12 +36,7 @@ void *srv_call(const char *target, const char *path, const char *const *headers,
         *ret_status = st;
     else
         assert_int_equal(st, 0);
-    ProtobufCMessage *m = NULL;
-    if (st == 0) {
-        assert_int_equal(r->n_msgs, 1);
-        m = protobuf_c_message_unpack(desc, NULL, r->lens[0], r->msgs[0]);
-        assert_non_null(m);
-    }
+    void *m = st == 0 ? srv_reply_msg(r, desc) : NULL;
     tu_raw_reply_free(r);
     free(r);
     return m;

@@ -16,6 +16,7 @@
 struct ProtobufCMessage;
 struct ProtobufCMessageDescriptor;
 struct grpc_byte_buffer;
+struct tu_raw_reply;
 
 /* Asserts that the options setter `set` refuses each of the values after
  * `ok` (those just outside its range) on `o`, refuses NULL options, and
@@ -35,6 +36,12 @@ struct grpc_byte_buffer;
  * the test even when it fails. */
 #define srv_fixture_test(f)                                                                        \
     cmocka_unit_test_setup_teardown(f, tu_fixture_setup_server, tu_fixture_teardown)
+
+/* The one message of the successful reply `r`, unpacked as `desc`:
+ * asserts that there is exactly one and that it unpacks. The caller frees
+ * it (protobuf_c_message_free_unpacked()); void *, to be assigned to the
+ * reply's own type. */
+void *srv_reply_msg(const struct tu_raw_reply *r, const struct ProtobufCMessageDescriptor *desc);
 
 /* A raw unary call (tu_raw_call_msg()) of `path` at `target` with `req`
  * and `headers` (n_headers pairs), its one reply unpacked as `desc`.

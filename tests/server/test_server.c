@@ -119,27 +119,21 @@ static int set_if(int cond, const char *key, const char *val, const char *check)
     Common__Equal eq = COMMON__EQUAL__INIT;
     Common__AbsentOrEqual aoe = COMMON__ABSENT_OR_EQUAL__INIT;
     Common__NotEqual ne = COMMON__NOT_EQUAL__INIT;
+    /* Each condition on a value holds `check`; only the one named is sent. */
     ProtobufCBinaryData chk = {check ? strlen(check) : 0, (uint8_t *)check};
+    pne.value_to_check = eq.value_to_check = aoe.value_to_check = ne.value_to_check = chk;
     req.condition_case = (CacheClient__SetIfRequest__ConditionCase)cond;
     switch (cond) {
     case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_PRESENT: req.present = &present; break;
     case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_ABSENT: req.absent = &absent; break;
     case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_PRESENT_AND_NOT_EQUAL:
-        pne.value_to_check = chk;
         req.present_and_not_equal = &pne;
         break;
-    case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_EQUAL:
-        eq.value_to_check = chk;
-        req.equal = &eq;
-        break;
+    case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_EQUAL: req.equal = &eq; break;
     case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_ABSENT_OR_EQUAL:
-        aoe.value_to_check = chk;
         req.absent_or_equal = &aoe;
         break;
-    case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_NOT_EQUAL:
-        ne.value_to_check = chk;
-        req.not_equal = &ne;
-        break;
+    case CACHE_CLIENT____SET_IF_REQUEST__CONDITION_NOT_EQUAL: req.not_equal = &ne; break;
     default: break;
     }
     int st;
@@ -959,6 +953,28 @@ static momento_local *server_with_token(const char *token)
     return tu_start(o);
 }
 
+/* Starts on `k`, as `oc`, a Set of 4 MB to key "big" with `h` (n_h
+ * pairs) and `deadline_ms` (0: none): with a delay header, a call the
+ * server parks with its large message. */
+static void start_big_set(tu_raw_conn *k, tu_open_call *oc, const char *const *h, size_t n_h,
+                          int64_t deadline_ms)
+{
+    size_t big = 4 * 1024 * 1024;
+    char *val = malloc(big);
+    assert_non_null(val);
+    memset(val, 'v', big);
+    CacheClient__SetRequest sr = CACHE_CLIENT____SET_REQUEST__INIT;
+    sr.cache_key = (ProtobufCBinaryData){3, (uint8_t *)"big"};
+    sr.cache_body = (ProtobufCBinaryData){big, (uint8_t *)val};
+    size_t len = protobuf_c_message_get_packed_size(&sr.base);
+    uint8_t *buf = malloc(len);
+    assert_non_null(buf);
+    protobuf_c_message_pack(&sr.base, buf);
+    tu_open_call_start(k, oc, SCS "Set", h, n_h, buf, len, deadline_ms);
+    free(buf);
+    free(val);
+}
+
 /* Calls parked by a huge delay leave at their deadline: the clients see
  * DEADLINE_EXCEEDED, the server frees them (a 4 MB Set among them) and
  * counts each as DEADLINE_EXCEEDED under its RPC. */
@@ -974,18 +990,7 @@ static void test_parked_calls_leave_at_deadline(void **state)
     uint8_t get_body[] = {0x0a, 0x01, 'k'};
     for (int i = 0; i < N; i++)
         tu_open_call_start(&k, &calls[i], SCS "Get", h, 3, get_body, sizeof(get_body), TU_MS(300));
-    size_t big = 4 * 1024 * 1024;
-    char *val = malloc(big);
-    memset(val, 'v', big);
-    CacheClient__SetRequest sr = CACHE_CLIENT____SET_REQUEST__INIT;
-    sr.cache_key = (ProtobufCBinaryData){3, (uint8_t *)"big"};
-    sr.cache_body = (ProtobufCBinaryData){big, (uint8_t *)val};
-    size_t len = protobuf_c_message_get_packed_size(&sr.base);
-    uint8_t *buf = malloc(len);
-    protobuf_c_message_pack(&sr.base, buf);
-    tu_open_call_start(&k, &calls[N], SCS "Set", h, 3, buf, len, TU_MS(300));
-    free(buf);
-    free(val);
+    start_big_set(&k, &calls[N], h, 3, TU_MS(300));
     for (int i = 0; i <= N; i++) {
         tu_open_call *oc = tu_raw_conn_next(&k, TU_MS(5000));
         assert_non_null(oc);
@@ -1342,18 +1347,7 @@ static void test_stop_with_parked_calls(void **state)
     static tu_open_call calls[N + 1];
     for (int i = 0; i < N; i++)
         tu_open_call_start(&k, &calls[i], SCS "Get", h, 2, get_body, sizeof(get_body), 0);
-    size_t big = 4 * 1024 * 1024;
-    char *val = malloc(big);
-    memset(val, 'v', big);
-    CacheClient__SetRequest sr = CACHE_CLIENT____SET_REQUEST__INIT;
-    sr.cache_key = (ProtobufCBinaryData){3, (uint8_t *)"big"};
-    sr.cache_body = (ProtobufCBinaryData){big, (uint8_t *)val};
-    size_t len = protobuf_c_message_get_packed_size(&sr.base);
-    uint8_t *buf = malloc(len);
-    protobuf_c_message_pack(&sr.base, buf);
-    tu_open_call_start(&k, &calls[N], SCS "Set", h, 2, buf, len, 0);
-    free(buf);
-    free(val);
+    start_big_set(&k, &calls[N], h, 2, 0);
     assert_int_equal(tu_wait_parked(s, N + 1, 10000), N + 1);
     assert_int_equal(momento_local_rpc_count(s, NULL, -1), 0);
     momento_local_stop(s);

@@ -131,22 +131,14 @@ static int raw(const char *ep, const char *path, const char *const *hdrs, size_t
     return tu_raw_call(ep, path, hdrs, n, body, len, out);
 }
 
-static int raw_get_batch(const char *ep, const char *const *hdrs, size_t n_hdrs,
-                         const char *const *keys, size_t n, tu_raw_reply *out)
+/* A raw GetBatch of the `n` keys in `items`, or (set) a SetBatch of the `n`
+ * key-value pairs in it. */
+static int raw_batch(const char *ep, bool set, const char *const *hdrs, size_t n_hdrs,
+                     const char *const *items, size_t n, tu_raw_reply *out)
 {
     size_t len;
-    uint8_t *body = get_batch_body(keys, n, &len);
-    int st = raw(ep, SCS "GetBatch", hdrs, n_hdrs, body, len, out);
-    free(body);
-    return st;
-}
-
-static int raw_set_batch(const char *ep, const char *const *hdrs, size_t n_hdrs,
-                         const char *const *kvs, size_t n, tu_raw_reply *out)
-{
-    size_t len;
-    uint8_t *body = set_batch_body(kvs, n, &len);
-    int st = raw(ep, SCS "SetBatch", hdrs, n_hdrs, body, len, out);
+    uint8_t *body = set ? set_batch_body(items, n, &len) : get_batch_body(items, n, &len);
+    int st = raw(ep, set ? SCS "SetBatch" : SCS "GetBatch", hdrs, n_hdrs, body, len, out);
     free(body);
     return st;
 }
@@ -278,6 +270,13 @@ static void fill_over_grpc(const char *ep)
     fill(&(fill_to){.ep = ep}, 0);
 }
 
+/* The fixture's server filled over gRPC; its endpoint. */
+static const char *filled_fixture(void)
+{
+    fill_over_grpc(tu_fx.target);
+    return tu_fx.target;
+}
+
 /* A server's state without gRPC (tu_srv.h): cache "c", Momento's item
  * limit. */
 static momento_local *bare_server(void)
@@ -343,16 +342,14 @@ static void assert_item(const uint8_t *msg, size_t len, item_want want, size_t i
 static void test_get_batch_answers_wrong_type_per_item(void **state)
 {
     (void)state;
-    momento_local *s = tu_fx.server;
-    const char *ep = momento_local_endpoint(s);
-    fill_over_grpc(ep);
+    const char *ep = filled_fixture();
 
     const char *keys[] = {"hit", "dict", "miss", "list", "set", "zset", "empty", "hit", "dict"};
     const item_want want[] = {HIT_V1, WRONG_TYPE, MISS,      WRONG_TYPE, WRONG_TYPE,
                               WRONG_TYPE, HIT_EMPTY, HIT_V1, WRONG_TYPE};
     size_t n = sizeof(keys) / sizeof(keys[0]);
     tu_raw_reply r;
-    int st = raw_get_batch(ep, plain, 1, keys, n, &r);
+    int st = raw_batch(ep, false, plain, 1, keys, n, &r);
     if (st != ST_OK)
         fail_msg("GetBatch with collections among its keys: status %d (%s), want OK per item", st,
                  r.details);
@@ -370,7 +367,7 @@ static void test_get_batch_answers_wrong_type_per_item(void **state)
 
     /* A batch of collections alone: every item its own error. */
     const char *colls[] = {"zset", "list"};
-    assert_int_equal(raw_get_batch(ep, plain, 1, colls, 2, &r), ST_OK);
+    assert_int_equal(raw_batch(ep, false, plain, 1, colls, 2, &r), ST_OK);
     assert_int_equal(r.n_msgs, 2);
     assert_item(r.msgs[0], r.lens[0], WRONG_TYPE, 0);
     assert_item(r.msgs[1], r.lens[1], WRONG_TYPE, 1);
@@ -416,20 +413,18 @@ static void test_get_batch_wrong_type_through_library(void **state)
 static void test_get_batch_request_checks_stay_whole(void **state)
 {
     (void)state;
-    momento_local *s = tu_fx.server;
-    const char *ep = momento_local_endpoint(s);
-    fill_over_grpc(ep);
+    const char *ep = filled_fixture();
     tu_raw_reply r;
 
     const char *good[] = {"hit", "dict", "miss"};
-    assert_int_equal(raw_get_batch(ep, plain, 1, good, 3, &r), ST_OK);
+    assert_int_equal(raw_batch(ep, false, plain, 1, good, 3, &r), ST_OK);
     assert_int_equal(r.n_msgs, 3);
     assert_item(r.msgs[1], r.lens[1], WRONG_TYPE, 1);
     tu_raw_reply_free(&r);
 
     /* An empty key. */
     const char *empty_key[] = {"hit", "dict", "miss", ""};
-    assert_int_equal(raw_get_batch(ep, plain, 1, empty_key, 4, &r), ST_INVALID_ARGUMENT);
+    assert_int_equal(raw_batch(ep, false, plain, 1, empty_key, 4, &r), ST_INVALID_ARGUMENT);
     assert_int_equal(r.n_msgs, 0);
     tu_raw_reply_free(&r);
 
@@ -555,9 +550,7 @@ static void test_get_batch_paths_agree(void **state)
 static void test_set_and_set_batch_replace_collections(void **state)
 {
     (void)state;
-    momento_local *s = tu_fx.server;
-    const char *ep = momento_local_endpoint(s);
-    fill_over_grpc(ep);
+    const char *ep = filled_fixture();
     char v[16];
 
     CacheClient__SetRequest set = CACHE_CLIENT____SET_REQUEST__INIT;
@@ -569,7 +562,7 @@ static void test_set_and_set_batch_replace_collections(void **state)
 
     const char *items[] = {"list=l1", "hit=h2", "set=s1", "zset=z1"};
     tu_raw_reply r;
-    assert_int_equal(raw_set_batch(ep, plain, 1, items, 4, &r), ST_OK);
+    assert_int_equal(raw_batch(ep, true, plain, 1, items, 4, &r), ST_OK);
     assert_int_equal(r.n_msgs, 4);
     for (size_t i = 0; i < 4; i++) {
         CacheClient__SetResponse *sr =
@@ -594,8 +587,7 @@ static void test_set_and_set_batch_replace_collections(void **state)
 static void test_error_keys_fail_only_calls_naming_them(void **state)
 {
     (void)state;
-    momento_local *s = tu_fx.server;
-    const char *ep = momento_local_endpoint(s);
+    const char *ep = tu_fx.target;
     const char *h[] = {"cache", "c", "request-id", "ek", "return-error", "unavailable",
                        "error-keys", "bad k,2"};
     tu_raw_reply r;
@@ -616,22 +608,22 @@ static void test_error_keys_fail_only_calls_naming_them(void **state)
 
     /* GetBatch: whole, only when one item names a listed key. */
     const char *clean[] = {"good", "other", "more"};
-    assert_int_equal(raw_get_batch(ep, h, 4, clean, 3, &r), ST_OK);
+    assert_int_equal(raw_batch(ep, false, h, 4, clean, 3, &r), ST_OK);
     assert_int_equal(r.n_msgs, 3);
     tu_raw_reply_free(&r);
     const char *dirty[] = {"good", "other", "bad", "more"};
-    assert_int_equal(raw_get_batch(ep, h, 4, dirty, 4, &r), ST_UNAVAILABLE);
+    assert_int_equal(raw_batch(ep, false, h, 4, dirty, 4, &r), ST_UNAVAILABLE);
     assert_int_equal(r.n_msgs, 0);
     tu_raw_reply_free(&r);
 
     /* SetBatch: likewise, and nothing of the failed one is stored. */
     const char *set_dirty[] = {"fresh=1", "bad=2"};
-    assert_int_equal(raw_set_batch(ep, h, 4, set_dirty, 2, &r), ST_UNAVAILABLE);
+    assert_int_equal(raw_batch(ep, true, h, 4, set_dirty, 2, &r), ST_UNAVAILABLE);
     assert_int_equal(r.n_msgs, 0);
     tu_raw_reply_free(&r);
     assert_int_equal(peek(ep, "fresh", NULL, 0), 0);
     const char *set_clean[] = {"fresh=1", "other=2"};
-    assert_int_equal(raw_set_batch(ep, h, 4, set_clean, 2, &r), ST_OK);
+    assert_int_equal(raw_batch(ep, true, h, 4, set_clean, 2, &r), ST_OK);
     assert_int_equal(r.n_msgs, 2);
     tu_raw_reply_free(&r);
     assert_int_equal(peek(ep, "fresh", NULL, 0), 1);
@@ -678,8 +670,7 @@ static void test_error_keys_fail_only_calls_naming_them(void **state)
 static void test_error_keys_with_rpcs_and_count(void **state)
 {
     (void)state;
-    momento_local *s = tu_fx.server;
-    const char *ep = momento_local_endpoint(s);
+    const char *ep = tu_fx.target;
     uint8_t body[KEY_BODY_MAX];
 
     const char *rpcs[] = {"cache", "c", "request-id", "ek-rpcs", "return-error", "unavailable",
@@ -689,14 +680,14 @@ static void test_error_keys_with_rpcs_and_count(void **state)
     assert_int_equal(get_key(ep, rpcs, 5, "bad"), ST_UNAVAILABLE);
     const char *bad_batch[] = {"bad"};
     tu_raw_reply r;
-    assert_int_equal(raw_get_batch(ep, rpcs, 5, bad_batch, 1, &r), ST_OK); /* get-batch not listed */
+    assert_int_equal(raw_batch(ep, false, rpcs, 5, bad_batch, 1, &r), ST_OK); /* get-batch not listed */
     tu_raw_reply_free(&r);
 
     const char *count[] = {"cache", "c", "request-id", "ek-count", "return-error", "unavailable",
                            "error-keys", "bad", "error-count", "1"};
     for (int i = 0; i < 3; i++)
         assert_int_equal(get_key(ep, count, 5, "good"), ST_OK); /* spends nothing */
-    assert_int_equal(raw_get_batch(ep, count, 5, bad_batch, 1, &r), ST_UNAVAILABLE);
+    assert_int_equal(raw_batch(ep, false, count, 5, bad_batch, 1, &r), ST_UNAVAILABLE);
     tu_raw_reply_free(&r);
     assert_int_equal(get_key(ep, count, 5, "bad"), ST_OK); /* the one error is spent */
 }
@@ -750,8 +741,7 @@ static void test_error_keys_from_client_headers(void **state)
 static void test_malformed_key_lists_refused(void **state)
 {
     (void)state;
-    momento_local *s = tu_fx.server;
-    const char *ep = momento_local_endpoint(s);
+    const char *ep = tu_fx.target;
     static char too_many[64 * 3 + 8], too_long[1100];
     size_t at = 0;
     for (int i = 0; i < 65; i++)
@@ -774,7 +764,7 @@ static void test_malformed_key_lists_refused(void **state)
             tu_raw_reply_free(&r);
             /* A batch too, before any of its keys is looked at. */
             const char *keys[] = {"k"};
-            assert_int_equal(raw_get_batch(ep, d ? dh : eh, 3, keys, 1, &r), ST_INVALID_ARGUMENT);
+            assert_int_equal(raw_batch(ep, false, d ? dh : eh, 3, keys, 1, &r), ST_INVALID_ARGUMENT);
             tu_raw_reply_free(&r);
         }
     }
@@ -804,7 +794,7 @@ static void test_delay_keys_hold_only_calls_naming_them(void **state)
 {
     (void)state;
     momento_local *s = tu_fx.server;
-    const char *ep = momento_local_endpoint(s);
+    const char *ep = tu_fx.target;
     const char *h[] = {"cache", "c", "request-id", "dk", "delay-ms", FOREVER_MS,
                        "delay-keys", "slow other-slow"};
     tu_raw_conn k;
@@ -819,11 +809,11 @@ static void test_delay_keys_hold_only_calls_naming_them(void **state)
     assert_int_equal(get_key(ep, h, 4, "fast"), ST_OK);
     tu_raw_reply r;
     const char *clean[] = {"fast", "other", "slo"};
-    assert_int_equal(raw_get_batch(ep, h, 4, clean, 3, &r), ST_OK);
+    assert_int_equal(raw_batch(ep, false, h, 4, clean, 3, &r), ST_OK);
     assert_int_equal(r.n_msgs, 3);
     tu_raw_reply_free(&r);
     const char *set_clean[] = {"fast=1", "other=2"};
-    assert_int_equal(raw_set_batch(ep, h, 4, set_clean, 2, &r), ST_OK);
+    assert_int_equal(raw_batch(ep, true, h, 4, set_clean, 2, &r), ST_OK);
     tu_raw_reply_free(&r);
     assert_null(tu_raw_conn_next(&k, 0));
     assert_int_equal(momento_local_parked_calls(s), 1);
@@ -872,7 +862,7 @@ static void test_delay_keys_with_count(void **state)
 {
     (void)state;
     momento_local *s = tu_fx.server;
-    const char *ep = momento_local_endpoint(s);
+    const char *ep = tu_fx.target;
     const char *h[] = {"cache", "c", "request-id", "dk-count", "delay-ms", FOREVER_MS,
                        "delay-keys", "slow", "delay-count", "1"};
     for (int i = 0; i < 3; i++)

@@ -53,6 +53,14 @@ static int call(const char *path, const ProtobufCMessage *m)
 
 /* ---- Requests ------------------------------------------------------------ */
 
+/* Copies a hash of a reply into `out` (room for 64 bytes); its length. */
+static size_t copy_hash(uint8_t *out, ProtobufCBinaryData h)
+{
+    assert_true(h.len <= 64);
+    memcpy(out, h.data, h.len);
+    return h.len;
+}
+
 /* What a GetWithHash found. */
 typedef struct found {
     int status;
@@ -70,10 +78,8 @@ static found get_with_hash(const ProtobufCBinaryData *key)
     found f = {.status = call(SCS "GetWithHash", &req.base)};
     if (f.status != ST_OK)
         return f;
-    assert_int_equal(tu_fx.reply->n_msgs, 1);
-    CacheClient__GetWithHashResponse *resp = cache_client____get_with_hash_response__unpack(
-        NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
-    assert_non_null(resp);
+    CacheClient__GetWithHashResponse *resp =
+        srv_reply_msg(tu_fx.reply, &cache_client____get_with_hash_response__descriptor);
     if (resp->result_case == CACHE_CLIENT____GET_WITH_HASH_RESPONSE__RESULT_FOUND) {
         f.hit = true;
         f.value_len = resp->found->value.len;
@@ -81,13 +87,11 @@ static found get_with_hash(const ProtobufCBinaryData *key)
         assert_non_null(f.value);
         if (f.value_len)
             memcpy(f.value, resp->found->value.data, f.value_len);
-        assert_true(resp->found->hash.len <= sizeof(f.hash));
-        f.hash_len = resp->found->hash.len;
-        memcpy(f.hash, resp->found->hash.data, f.hash_len);
+        f.hash_len = copy_hash(f.hash, resp->found->hash);
     } else {
         assert_int_equal(resp->result_case, CACHE_CLIENT____GET_WITH_HASH_RESPONSE__RESULT_MISSING);
     }
-    cache_client____get_with_hash_response__free_unpacked(resp, NULL);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
     return f;
 }
 
@@ -97,8 +101,16 @@ static found get_str(const char *key)
     return get_with_hash(&k);
 }
 
-/* The conditions of SetIfHash; NONE sends none. */
-typedef enum cond { NONE, UNCOND, PRESENT_EQ, PRESENT_NE, ABSENT_OR_EQ, ABSENT_OR_NE } cond;
+/* The conditions of SetIfHash, as the request's condition cases; NONE
+ * sends none. */
+typedef enum cond {
+    NONE = CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION__NOT_SET,
+    UNCOND = CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_UNCONDITIONAL,
+    PRESENT_EQ = CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_PRESENT_AND_HASH_EQUAL,
+    PRESENT_NE = CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_PRESENT_AND_NOT_HASH_EQUAL,
+    ABSENT_OR_EQ = CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_ABSENT_OR_HASH_EQUAL,
+    ABSENT_OR_NE = CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_ABSENT_OR_NOT_HASH_EQUAL,
+} cond;
 
 /* What a SetIfHash answered. */
 typedef struct stored {
@@ -121,53 +133,29 @@ static stored set_if_hash_hdr(const ProtobufCBinaryData *key, const ProtobufCBin
     Common__AbsentOrHashEqual aeq = COMMON__ABSENT_OR_HASH_EQUAL__INIT;
     Common__AbsentOrNotHashEqual ane = COMMON__ABSENT_OR_NOT_HASH_EQUAL__INIT;
     Common__Unconditional unc = COMMON__UNCONDITIONAL__INIT;
+    /* Each hash condition holds the hash; only the one named is sent. */
     ProtobufCBinaryData h = {hash_len, (uint8_t *)hash};
+    peq.hash_to_check = pne.hash_to_check = aeq.hash_to_check = ane.hash_to_check = h;
+    req.condition_case = (CacheClient__SetIfHashRequest__ConditionCase)c;
     switch (c) {
-    case NONE:
-        break;
-    case UNCOND:
-        req.condition_case = CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_UNCONDITIONAL;
-        req.unconditional = &unc;
-        break;
-    case PRESENT_EQ:
-        peq.hash_to_check = h;
-        req.condition_case = CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_PRESENT_AND_HASH_EQUAL;
-        req.present_and_hash_equal = &peq;
-        break;
-    case PRESENT_NE:
-        pne.hash_to_check = h;
-        req.condition_case =
-            CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_PRESENT_AND_NOT_HASH_EQUAL;
-        req.present_and_not_hash_equal = &pne;
-        break;
-    case ABSENT_OR_EQ:
-        aeq.hash_to_check = h;
-        req.condition_case = CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_ABSENT_OR_HASH_EQUAL;
-        req.absent_or_hash_equal = &aeq;
-        break;
-    case ABSENT_OR_NE:
-        ane.hash_to_check = h;
-        req.condition_case =
-            CACHE_CLIENT____SET_IF_HASH_REQUEST__CONDITION_ABSENT_OR_NOT_HASH_EQUAL;
-        req.absent_or_not_hash_equal = &ane;
-        break;
+    case NONE: break;
+    case UNCOND: req.unconditional = &unc; break;
+    case PRESENT_EQ: req.present_and_hash_equal = &peq; break;
+    case PRESENT_NE: req.present_and_not_hash_equal = &pne; break;
+    case ABSENT_OR_EQ: req.absent_or_hash_equal = &aeq; break;
+    case ABSENT_OR_NE: req.absent_or_not_hash_equal = &ane; break;
     }
     stored s = {.status = call_with(SCS "SetIfHash", &req.base, headers, n_headers)};
     if (s.status != ST_OK)
         return s;
-    assert_int_equal(tu_fx.reply->n_msgs, 1);
-    CacheClient__SetIfHashResponse *resp = cache_client____set_if_hash_response__unpack(
-        NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
-    assert_non_null(resp);
-    if (resp->result_case == CACHE_CLIENT____SET_IF_HASH_RESPONSE__RESULT_STORED) {
-        s.stored = true;
-        assert_true(resp->stored->new_hash.len <= sizeof(s.hash));
-        s.hash_len = resp->stored->new_hash.len;
-        memcpy(s.hash, resp->stored->new_hash.data, s.hash_len);
-    } else {
+    CacheClient__SetIfHashResponse *resp =
+        srv_reply_msg(tu_fx.reply, &cache_client____set_if_hash_response__descriptor);
+    s.stored = resp->result_case == CACHE_CLIENT____SET_IF_HASH_RESPONSE__RESULT_STORED;
+    if (s.stored)
+        s.hash_len = copy_hash(s.hash, resp->stored->new_hash);
+    else
         assert_int_equal(resp->result_case, CACHE_CLIENT____SET_IF_HASH_RESPONSE__RESULT_NOT_STORED);
-    }
-    cache_client____set_if_hash_response__free_unpacked(resp, NULL);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
     return s;
 }
 

@@ -104,23 +104,26 @@ static int delete_board(const char *name)
     return call(LB "DeleteLeaderboard", &req.base);
 }
 
-/* The length, or -1 - status on an error. */
-static long length_of(const char *name)
+/* The length of `name` at `ep` with `h` (nh pairs), or -1 - status on an
+ * error. */
+static long length_at(const char *ep, const char *const *h, size_t nh, const char *name)
 {
     Leaderboard__GetLeaderboardLengthRequest req =
         LEADERBOARD____GET_LEADERBOARD_LENGTH_REQUEST__INIT;
     req.leaderboard = (char *)name;
-    int st = call(LB "GetLeaderboardLength", &req.base);
+    int st = call_to(ep, LB "GetLeaderboardLength", &req.base, h, nh);
     if (st != ST_OK)
         return -1 - st;
-    assert_int_equal(tu_fx.reply->n_msgs, 1);
     Leaderboard__GetLeaderboardLengthResponse *resp =
-        leaderboard____get_leaderboard_length_response__unpack(NULL, tu_fx.reply->lens[0],
-                                                               tu_fx.reply->msgs[0]);
-    assert_non_null(resp);
+        srv_reply_msg(tu_fx.reply, &leaderboard____get_leaderboard_length_response__descriptor);
     long n = resp->count;
-    leaderboard____get_leaderboard_length_response__free_unpacked(resp, NULL);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
     return n;
+}
+
+static long length_of(const char *name)
+{
+    return length_at(tu_fx.target, cache_hdr, 1, name);
 }
 
 /* The ranked elements of the reply (every ranked response is field 1,
@@ -128,15 +131,13 @@ static long length_of(const char *name)
  * for `cap`); their number. */
 static size_t ranked_of(el *out, size_t cap)
 {
-    assert_int_equal(tu_fx.reply->n_msgs, 1);
-    Leaderboard__GetByRankResponse *resp = leaderboard____get_by_rank_response__unpack(
-        NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
-    assert_non_null(resp);
+    Leaderboard__GetByRankResponse *resp =
+        srv_reply_msg(tu_fx.reply, &leaderboard____get_by_rank_response__descriptor);
     size_t n = resp->n_elements;
     assert_true(n <= cap);
     for (size_t i = 0; i < n; i++)
         out[i] = (el){resp->elements[i]->id, resp->elements[i]->score, resp->elements[i]->rank};
-    leaderboard____get_by_rank_response__free_unpacked(resp, NULL);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
     return n;
 }
 
@@ -437,13 +438,9 @@ static void test_refusals(void **state)
     req.score_range = &sr;
     assert_int_equal(call(LB "GetByScore", &req.base), ST_INVALID_ARGUMENT);
     /* No cache, an unknown one; a body that does not decode. */
-    Leaderboard__GetLeaderboardLengthRequest len = LEADERBOARD____GET_LEADERBOARD_LENGTH_REQUEST__INIT;
-    len.leaderboard = "ok";
-    assert_int_equal(call_to(tu_fx.target, LB "GetLeaderboardLength", &len.base, NULL, 0),
-                     ST_INVALID_ARGUMENT);
+    assert_int_equal(length_at(tu_fx.target, NULL, 0, "ok"), -1 - ST_INVALID_ARGUMENT);
     const char *nope[] = {"cache", "nope"};
-    assert_int_equal(call_to(tu_fx.target, LB "GetLeaderboardLength", &len.base, nope, 1),
-                     ST_NOT_FOUND);
+    assert_int_equal(length_at(tu_fx.target, nope, 1, "ok"), -1 - ST_NOT_FOUND);
     tu_raw_reply_free(tu_fx.reply);
     assert_int_equal(tu_raw_call(tu_fx.target, LB "UpsertElements", cache_hdr, 1, "\x1a\x05\x08", 3,
                                  tu_fx.reply),
@@ -604,10 +601,9 @@ static void test_names_and_caches(void **state)
     get.cache_key = set.cache_key;
     assert_int_equal(call("/cache_client.Scs/Get", &get.base), ST_OK);
     CacheClient__GetResponse *g =
-        cache_client____get_response__unpack(NULL, tu_fx.reply->lens[0], tu_fx.reply->msgs[0]);
-    assert_non_null(g);
+        srv_reply_msg(tu_fx.reply, &cache_client____get_response__descriptor);
     assert_int_equal(g->result, CACHE_CLIENT__ECACHE_RESULT__Hit);
-    cache_client____get_response__free_unpacked(g, NULL);
+    protobuf_c_message_free_unpacked(&g->base, NULL);
 
     assert_int_equal(upsert("flushed", els, 2), ST_OK);
     assert_int_equal(control("/control_client.ScsControl/FlushCache", "c"), ST_OK);
@@ -619,15 +615,8 @@ static void test_names_and_caches(void **state)
     assert_int_equal(control("/control_client.ScsControl/DeleteCache", "gone"), ST_OK);
     assert_int_equal(upsert_to(tu_fx.target, gone, 1, "lb", els, 1), ST_NOT_FOUND);
     assert_int_equal(control("/control_client.ScsControl/CreateCache", "gone"), ST_OK);
-    Leaderboard__GetLeaderboardLengthRequest len = LEADERBOARD____GET_LEADERBOARD_LENGTH_REQUEST__INIT;
-    len.leaderboard = "lb";
-    assert_int_equal(call_to(tu_fx.target, LB "GetLeaderboardLength", &len.base, gone, 1), ST_OK);
-    Leaderboard__GetLeaderboardLengthResponse *resp =
-        leaderboard____get_leaderboard_length_response__unpack(NULL, tu_fx.reply->lens[0],
-                                                               tu_fx.reply->msgs[0]);
-    assert_non_null(resp);
-    assert_int_equal(resp->count, 0); /* a new cache of that name: empty */
-    leaderboard____get_leaderboard_length_response__free_unpacked(resp, NULL);
+    /* A new cache of that name: empty. */
+    assert_int_equal(length_at(tu_fx.target, gone, 1, "lb"), 0);
     assert_int_equal(control("/control_client.ScsControl/DeleteCache", "gone"), ST_OK);
 }
 
@@ -655,15 +644,8 @@ static void test_max_memory(void **state)
     }
     assert_int_equal(st, ST_RESOURCE_EXHAUSTED);
     assert_true(pages >= 2);
-    Leaderboard__GetLeaderboardLengthRequest len = LEADERBOARD____GET_LEADERBOARD_LENGTH_REQUEST__INIT;
-    len.leaderboard = "big";
-    assert_int_equal(call_to(ep, LB "GetLeaderboardLength", &len.base, cache_hdr, 1), ST_OK);
-    Leaderboard__GetLeaderboardLengthResponse *resp =
-        leaderboard____get_leaderboard_length_response__unpack(NULL, tu_fx.reply->lens[0],
-                                                               tu_fx.reply->msgs[0]);
-    assert_non_null(resp);
-    assert_int_equal(resp->count, (pages - 1) * PAGE); /* the refused page left no trace */
-    leaderboard____get_leaderboard_length_response__free_unpacked(resp, NULL);
+    /* The refused page left no trace. */
+    assert_int_equal(length_at(ep, cache_hdr, 1, "big"), (long)((pages - 1) * PAGE));
     free(batch);
     momento_local_stop(s);
 }
@@ -677,9 +659,7 @@ static char *mint(int role, const char *item)
     assert_int_equal(
         call_to(tu_fx.target, "/token.Token/GenerateDisposableToken", &t.req.base, NULL, 0), ST_OK);
     Token__GenerateDisposableTokenResponse *resp =
-        token____generate_disposable_token_response__unpack(NULL, tu_fx.reply->lens[0],
-                                                            tu_fx.reply->msgs[0]);
-    assert_non_null(resp);
+        srv_reply_msg(tu_fx.reply, &token____generate_disposable_token_response__descriptor);
     char *token = strdup(resp->api_key);
     token____generate_disposable_token_response__free_unpacked(resp, NULL);
     return token;
@@ -733,9 +713,7 @@ static void test_fault_names(void **state)
     const char *h[] = {"cache", "c", "return-error", "unavailable", "error-rpcs",
                        "leaderboard-upsert leaderboard-get-competition-rank"};
     assert_int_equal(upsert_to(tu_fx.target, h, 3, "faults", els, 1), ST_UNAVAILABLE);
-    Leaderboard__GetLeaderboardLengthRequest len = LEADERBOARD____GET_LEADERBOARD_LENGTH_REQUEST__INIT;
-    len.leaderboard = "faults";
-    assert_int_equal(call_to(tu_fx.target, LB "GetLeaderboardLength", &len.base, h, 3), ST_OK);
+    assert_int_equal(length_at(tu_fx.target, h, 3, "faults"), 0); /* served; the upsert was not */
     Leaderboard__GetCompetitionRankRequest comp = LEADERBOARD____GET_COMPETITION_RANK_REQUEST__INIT;
     comp.leaderboard = "faults";
     assert_int_equal(call_to(tu_fx.target, LB "GetCompetitionRank", &comp.base, h, 3),

@@ -166,13 +166,11 @@ static int fetch(const char *list, int32_t start, int32_t end, char *out, size_t
         q.end_index_case = CACHE_CLIENT____LIST_FETCH_REQUEST__END_INDEX_EXCLUSIVE_END;
         q.exclusive_end = end;
     }
-    tu_raw_reply r;
-    int st = rpc("ListFetch", &q.base, &r);
-    int n = 0;
+    int st, n = 0;
     out[0] = '\0';
-    if (st == 0) {
-        CacheClient__ListFetchResponse *p =
-            cache_client____list_fetch_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    CacheClient__ListFetchResponse *p =
+        ask("ListFetch", &q.base, &cache_client____list_fetch_response__descriptor, &st);
+    if (p) {
         if (p->list_case == CACHE_CLIENT____LIST_FETCH_RESPONSE__LIST_FOUND) {
             n = (int)p->found->n_values;
             for (size_t i = 0; i < p->found->n_values; i++)
@@ -183,7 +181,6 @@ static int fetch(const char *list, int32_t start, int32_t end, char *out, size_t
         }
         protobuf_c_message_free_unpacked(&p->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : n;
 }
 
@@ -249,16 +246,14 @@ static int list_length(const char *list)
 {
     CacheClient__ListLengthRequest q = CACHE_CLIENT____LIST_LENGTH_REQUEST__INIT;
     q.list_name = bin(list);
-    tu_raw_reply r;
-    int st = rpc("ListLength", &q.base, &r), n = 0;
-    if (st == 0) {
-        CacheClient__ListLengthResponse *p =
-            cache_client____list_length_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st, n = 0;
+    CacheClient__ListLengthResponse *p =
+        ask("ListLength", &q.base, &cache_client____list_length_response__descriptor, &st);
+    if (p) {
         n = p->list_case == CACHE_CLIENT____LIST_LENGTH_RESPONSE__LIST_FOUND ? (int)p->found->length
                                                                              : MISSING;
         protobuf_c_message_free_unpacked(&p->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : n;
 }
 
@@ -269,16 +264,14 @@ static int list_remove(const char *list, const char *v)
     q.list_name = bin(list);
     q.remove_case = CACHE_CLIENT____LIST_REMOVE_REQUEST__REMOVE_ALL_ELEMENTS_WITH_VALUE;
     q.all_elements_with_value = bin(v);
-    tu_raw_reply r;
-    int st = rpc("ListRemove", &q.base, &r), n = 0;
-    if (st == 0) {
-        CacheClient__ListRemoveResponse *p =
-            cache_client____list_remove_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st, n = 0;
+    CacheClient__ListRemoveResponse *p =
+        ask("ListRemove", &q.base, &cache_client____list_remove_response__descriptor, &st);
+    if (p) {
         n = p->list_case == CACHE_CLIENT____LIST_REMOVE_RESPONSE__LIST_FOUND ? (int)p->found->list_length
                                                                              : MISSING;
         protobuf_c_message_free_unpacked(&p->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : n;
 }
 
@@ -301,16 +294,14 @@ static int retain(const char *list, int32_t start, int32_t end)
         q.end_index_case = CACHE_CLIENT____LIST_RETAIN_REQUEST__END_INDEX_EXCLUSIVE_END;
         q.exclusive_end = end;
     }
-    tu_raw_reply r;
-    int st = rpc("ListRetain", &q.base, &r), n = 0;
-    if (st == 0) {
-        CacheClient__ListRetainResponse *p =
-            cache_client____list_retain_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st, n = 0;
+    CacheClient__ListRetainResponse *p =
+        ask("ListRetain", &q.base, &cache_client____list_retain_response__descriptor, &st);
+    if (p) {
         n = p->list_case == CACHE_CLIENT____LIST_RETAIN_RESPONSE__LIST_FOUND ? (int)p->found->list_length
                                                                              : MISSING;
         protobuf_c_message_free_unpacked(&p->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : n;
 }
 
@@ -338,16 +329,14 @@ static int erase(const char *list, const uint32_t *pairs, size_t n)
         q.erase_case = CACHE_CLIENT____LIST_ERASE_REQUEST__ERASE_SOME;
         q.some = &some;
     }
-    tu_raw_reply r;
-    int st = rpc("ListErase", &q.base, &r), len = 0;
-    if (st == 0) {
-        CacheClient__ListEraseResponse *p =
-            cache_client____list_erase_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st, len = 0;
+    CacheClient__ListEraseResponse *p =
+        ask("ListErase", &q.base, &cache_client____list_erase_response__descriptor, &st);
+    if (p) {
         len = p->list_case == CACHE_CLIENT____LIST_ERASE_RESPONSE__LIST_FOUND ? (int)p->found->list_length
                                                                               : MISSING;
         protobuf_c_message_free_unpacked(&p->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : len;
 }
 
@@ -662,12 +651,12 @@ static int zput(const char *set, size_t n, const char *const *vals, const double
  * returns the count, MISSING or ERR(status). */
 static int zfetch(CacheClient__SortedSetFetchRequest *q, char *out, size_t cap)
 {
-    tu_raw_reply r;
-    int st = rpc("SortedSetFetch", &q->base, &r), n = 0;
+    int st, n = 0;
     out[0] = '\0';
-    if (st == 0) {
-        CacheClient__SortedSetFetchResponse *p =
-            cache_client____sorted_set_fetch_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    CacheClient__SortedSetFetchResponse *p =
+        ask("SortedSetFetch", &q->base, &cache_client____sorted_set_fetch_response__descriptor,
+            &st);
+    if (p) {
         if (p->sorted_set_case == CACHE_CLIENT____SORTED_SET_FETCH_RESPONSE__SORTED_SET_FOUND) {
             if (q->with_scores) {
                 assert_int_equal(p->found->elements_case,
@@ -692,7 +681,6 @@ static int zfetch(CacheClient__SortedSetFetchRequest *q, char *out, size_t cap)
         }
         protobuf_c_message_free_unpacked(&p->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : n;
 }
 
@@ -776,11 +764,10 @@ static int zscore(const char *set, const char *v, double *score)
     q.set_name = bin(set);
     q.values = &b;
     q.n_values = 1;
-    tu_raw_reply r;
-    int st = rpc("SortedSetGetScore", &q.base, &r), res = 0;
-    if (st == 0) {
-        CacheClient__SortedSetGetScoreResponse *p =
-            cache_client____sorted_set_get_score_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st, res = 0;
+    CacheClient__SortedSetGetScoreResponse *p =
+        ask("SortedSetGetScore", &q.base, &cache_client____sorted_set_get_score_response__descriptor, &st);
+    if (p) {
         if (p->sorted_set_case == CACHE_CLIENT____SORTED_SET_GET_SCORE_RESPONSE__SORTED_SET_FOUND) {
             assert_int_equal(p->found->n_elements, 1);
             res = p->found->elements[0]->result == CACHE_CLIENT__ECACHE_RESULT__Hit;
@@ -792,7 +779,6 @@ static int zscore(const char *set, const char *v, double *score)
         }
         protobuf_c_message_free_unpacked(&p->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : res;
 }
 
@@ -804,11 +790,10 @@ static int zrank(const char *set, const char *v, bool desc)
     q.value = bin(v);
     q.order = desc ? CACHE_CLIENT____SORTED_SET_GET_RANK_REQUEST__ORDER__DESCENDING
                    : CACHE_CLIENT____SORTED_SET_GET_RANK_REQUEST__ORDER__ASCENDING;
-    tu_raw_reply r;
-    int st = rpc("SortedSetGetRank", &q.base, &r), res = 0;
-    if (st == 0) {
-        CacheClient__SortedSetGetRankResponse *p =
-            cache_client____sorted_set_get_rank_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st, res = 0;
+    CacheClient__SortedSetGetRankResponse *p =
+        ask("SortedSetGetRank", &q.base, &cache_client____sorted_set_get_rank_response__descriptor, &st);
+    if (p) {
         if (p->rank_case == CACHE_CLIENT____SORTED_SET_GET_RANK_RESPONSE__RANK_ELEMENT_RANK)
             res = p->element_rank->result == CACHE_CLIENT__ECACHE_RESULT__Hit ? (int)p->element_rank->rank
                                                                              : -2;
@@ -816,7 +801,6 @@ static int zrank(const char *set, const char *v, bool desc)
             res = MISSING;
         protobuf_c_message_free_unpacked(&p->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : res;
 }
 
@@ -843,17 +827,15 @@ static int zlen(const char *set)
 {
     CacheClient__SortedSetLengthRequest q = CACHE_CLIENT____SORTED_SET_LENGTH_REQUEST__INIT;
     q.set_name = bin(set);
-    tu_raw_reply r;
-    int st = rpc("SortedSetLength", &q.base, &r), n = 0;
-    if (st == 0) {
-        CacheClient__SortedSetLengthResponse *p =
-            cache_client____sorted_set_length_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st, n = 0;
+    CacheClient__SortedSetLengthResponse *p =
+        ask("SortedSetLength", &q.base, &cache_client____sorted_set_length_response__descriptor, &st);
+    if (p) {
         n = p->sorted_set_case == CACHE_CLIENT____SORTED_SET_LENGTH_RESPONSE__SORTED_SET_FOUND
                 ? (int)p->found->length
                 : MISSING;
         protobuf_c_message_free_unpacked(&p->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : n;
 }
 
@@ -884,17 +866,15 @@ static int zlen_by_score(const char *set, double min, bool min_excl, double max,
         q.max_case = CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_REQUEST__MAX_INCLUSIVE_MAX;
         q.inclusive_max = max;
     }
-    tu_raw_reply r;
-    int st = rpc("SortedSetLengthByScore", &q.base, &r), n = 0;
-    if (st == 0) {
-        CacheClient__SortedSetLengthByScoreResponse *p =
-            cache_client____sorted_set_length_by_score_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st, n = 0;
+    CacheClient__SortedSetLengthByScoreResponse *p =
+        ask("SortedSetLengthByScore", &q.base, &cache_client____sorted_set_length_by_score_response__descriptor, &st);
+    if (p) {
         n = p->sorted_set_case == CACHE_CLIENT____SORTED_SET_LENGTH_BY_SCORE_RESPONSE__SORTED_SET_FOUND
                 ? (int)p->found->length
                 : MISSING;
         protobuf_c_message_free_unpacked(&p->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : n;
 }
 
@@ -940,15 +920,13 @@ static int zunion(const char *dest, size_t n, const char *const *names, const fl
     q.n_sources = n;
     q.aggregate = (CacheClient__SortedSetUnionStoreRequest__AggregateFunction)aggregate;
     q.ttl_milliseconds = ttl;
-    tu_raw_reply r;
-    int st = rpc("SortedSetUnionStore", &q.base, &r), len = 0;
-    if (st == 0) {
-        CacheClient__SortedSetUnionStoreResponse *p =
-            cache_client____sorted_set_union_store_response__unpack(NULL, r.lens[0], r.msgs[0]);
+    int st, len = 0;
+    CacheClient__SortedSetUnionStoreResponse *p =
+        ask("SortedSetUnionStore", &q.base, &cache_client____sorted_set_union_store_response__descriptor, &st);
+    if (p) {
         len = (int)p->length;
         protobuf_c_message_free_unpacked(&p->base, NULL);
     }
-    tu_raw_reply_free(&r);
     return st ? ERR(st) : len;
 }
 

@@ -212,6 +212,17 @@ static void expect(conn *c, ps_command cmd, ps_kind kind, int code)
     free(keep);
 }
 
+/* A Get of `key` in cache "c" as command `id`: a hit holding `value`. */
+static void expect_hit(conn *c, uint64_t id, const char *key, const char *value)
+{
+    uint8_t *keep = NULL;
+    ps_response r = exchange(c, cmd_get(id, "c", key), PS_GET, 0, &keep);
+    assert_int_equal(r.value.len, strlen(value));
+    if (r.value.len)
+        assert_memory_equal(r.value.data, value, r.value.len);
+    free(keep);
+}
+
 static void expect_message(conn *c, ps_command cmd, int code, const char *message)
 {
     uint8_t *keep = NULL;
@@ -248,17 +259,53 @@ static momento_local *ps_server_with(momento_local_options *o)
 
 static momento_local *ps_server(void)
 {
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     return ps_server_with(o);
 }
+
+/* The fixture of the tests on one protosocket connection (and a gRPC
+ * client, for those that compare the two ports): a server with cache "c",
+ * a connection that has authenticated; closed, freed and stopped after the
+ * test even when it fails. */
+static struct {
+    momento_local *s;
+    conn *c;
+    momento_client *g; /* NULL: none */
+} fx;
+
+static int ps_conn_setup(void **state)
+{
+    (void)state;
+    fx.s = ps_server();
+    fx.c = ps_open(fx.s);
+    return 0;
+}
+
+static int ps_and_grpc_setup(void **state)
+{
+    ps_conn_setup(state);
+    fx.g = tu_client(fx.s, NULL);
+    return 0;
+}
+
+static int ps_teardown(void **state)
+{
+    (void)state;
+    conn_close(fx.c);
+    momento_client_free(fx.g);
+    momento_local_stop(fx.s);
+    memset(&fx, 0, sizeof(fx));
+    return 0;
+}
+
+#define ps_conn_test(f) cmocka_unit_test_setup_teardown(f, ps_conn_setup, ps_teardown)
+#define ps_and_grpc_test(f) cmocka_unit_test_setup_teardown(f, ps_and_grpc_setup, ps_teardown)
 
 /* The options' and the fault rule's refusals; the port off by default. */
 static void test_arguments(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     srv_assert_option_range(o, momento_local_options_set_protosocket_port, -1, -2, 65536);
     momento_local *off = tu_server(o);
     assert_int_equal(momento_local_protosocket_port(off), -1);
@@ -295,8 +342,7 @@ static void test_arguments(void **state)
 static void test_auth(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_auth_token(o, "secret"), MOMENTO_OK);
     momento_local *s = ps_server_with(o);
     int port = momento_local_protosocket_port(s);
@@ -333,39 +379,31 @@ static void test_auth(void **state)
 static void test_round_trip(void **state)
 {
     (void)state;
-    momento_local *s = ps_server();
-    conn *c = ps_open(s);
-    expect(c, cmd_set(1, "c", "k", "hello"), PS_SET, 0);
-    uint8_t *keep = NULL;
-    ps_response r = exchange(c, cmd_get(2, "c", "k"), PS_GET, 0, &keep);
-    assert_int_equal(r.value.len, 5);
-    assert_memory_equal(r.value.data, "hello", 5);
-    free(keep);
-    expect(c, cmd_delete(3, "c", "k"), PS_DELETE, 0);
-    expect_message(c, cmd_get(4, "c", "k"), 5, "Key not found");
+    expect(fx.c, cmd_set(1, "c", "k", "hello"), PS_SET, 0);
+    expect_hit(fx.c, 2, "k", "hello");
+    expect(fx.c, cmd_delete(3, "c", "k"), PS_DELETE, 0);
+    expect_message(fx.c, cmd_get(4, "c", "k"), 5, "Key not found");
 
-    expect(c, cmd_set(5, "c", "empty", ""), PS_SET, 0);
-    r = exchange(c, cmd_get(6, "c", "empty"), PS_GET, 0, &keep);
-    assert_int_equal(r.value.len, 0);
-    free(keep);
+    expect(fx.c, cmd_set(5, "c", "empty", ""), PS_SET, 0);
+    expect_hit(fx.c, 6, "empty", "");
 
     ps_command ttl = cmd_set(7, "c", "brief", "x");
     ttl.ttl_ms = 100;
     int64_t t0 = tu_now_ms();
-    expect(c, ttl, PS_SET, 0);
+    expect(fx.c, ttl, PS_SET, 0);
     /* A hit while the TTL cannot have run out; on a machine too loaded for
      * that, a miss is right too. */
     ps_command get_brief = cmd_get(8, "c", "brief");
-    send_cmd(c, &get_brief);
-    recv_resp(c, &r, &keep);
+    send_cmd(fx.c, &get_brief);
+    ps_response r;
+    uint8_t *keep = NULL;
+    recv_resp(fx.c, &r, &keep);
     assert_int_equal(r.id, 8);
     if (tu_now_ms() - t0 < 100)
         assert_int_equal(r.kind, PS_GET);
     free(keep);
     usleep(250 * 1000); /* past the TTL on any machine: a miss */
-    expect(c, cmd_get(9, "c", "brief"), PS_ERROR, 5);
-    conn_close(c);
-    momento_local_stop(s);
+    expect(fx.c, cmd_get(9, "c", "brief"), PS_ERROR, 5);
 }
 
 /* The gRPC port's errors, status and message alike: an unknown cache, an
@@ -374,8 +412,7 @@ static void test_round_trip(void **state)
 static void test_errors_match_grpc(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_max_item_bytes(o, 1000), MOMENTO_OK);
     momento_local *s = ps_server_with(o);
     momento_client *g = tu_client(s, NULL);
@@ -434,8 +471,6 @@ static void test_errors_match_grpc(void **state)
 static void test_pipelined(void **state)
 {
     (void)state;
-    momento_local *s = ps_server();
-    conn *c = ps_open(s);
     enum { N = 1000 };
     ps_command *cmds = calloc(N, sizeof(*cmds));
     char (*keys)[16] = calloc(N, sizeof(*keys));
@@ -445,12 +480,12 @@ static void test_pipelined(void **state)
         cmds[i] = i % 2 ? cmd_get((uint64_t)i + 100, "c", keys[i])
                         : cmd_set((uint64_t)i + 100, "c", keys[i], keys[i]);
     }
-    send_cmds(c, cmds, N);
+    send_cmds(fx.c, cmds, N);
     bool *seen = calloc(N, sizeof(*seen));
     for (int k = 0; k < N; k++) {
         ps_response r;
         uint8_t *keep = NULL;
-        recv_resp(c, &r, &keep);
+        recv_resp(fx.c, &r, &keep);
         assert_true(r.id >= 100 && r.id < 100 + N);
         int i = (int)(r.id - 100);
         assert_false(seen[i]);
@@ -462,13 +497,11 @@ static void test_pipelined(void **state)
         }
         free(keep);
     }
-    assert_int_equal(momento_local_rpc_count(s, "Get", 0), N / 2);
-    assert_int_equal(momento_local_rpc_count(s, "Set", 0), N / 2);
+    assert_int_equal(momento_local_rpc_count(fx.s, "Get", 0), N / 2);
+    assert_int_equal(momento_local_rpc_count(fx.s, "Set", 0), N / 2);
     free(seen);
     free(keys);
     free(cmds);
-    conn_close(c);
-    momento_local_stop(s);
 }
 
 /* A delayed command holds nothing back: held for a minute, the command
@@ -479,9 +512,8 @@ static void test_pipelined(void **state)
 static void test_delay_holds_nothing_back(void **state)
 {
     (void)state;
-    momento_local *s = ps_server();
-    conn *c = ps_open(s), *other = ps_open(s);
-    assert_int_equal(momento_local_protosocket_fault(s, "get", 14, 60000, 1), MOMENTO_OK);
+    conn *c = ps_open(fx.s), *other = fx.c; /* the fixture's */
+    assert_int_equal(momento_local_protosocket_fault(fx.s, "get", 14, 60000, 1), MOMENTO_OK);
     ps_command two[] = {cmd_get(1, "c", "k"), cmd_set(2, "c", "k", "v")};
     send_cmds(c, two, 2);
     expect(other, cmd_set(3, "c", "k2", "w"), PS_SET, 0);
@@ -490,23 +522,22 @@ static void test_delay_holds_nothing_back(void **state)
     recv_resp(c, &r, &keep);
     assert_int_equal(r.id, 2); /* the later command's answer first */
     free(keep);
-    assert_int_equal(momento_local_parked_calls(s), 1);
+    assert_int_equal(momento_local_parked_calls(fx.s), 1);
     conn_close(c);
-    tu_wait_until(momento_local_parked_calls(s) == 0, 20000);
-    assert_int_equal(momento_local_parked_calls(s), 0);
-    assert_int_equal(momento_local_rpc_count(s, "Get", 14), 0);
+    tu_wait_until(momento_local_parked_calls(fx.s) == 0, 20000);
+    assert_int_equal(momento_local_parked_calls(fx.s), 0);
+    assert_int_equal(momento_local_rpc_count(fx.s, "Get", 14), 0);
 
     int delay = (int)TU_MS(100);
-    assert_int_equal(momento_local_protosocket_fault(s, "get", 14, (uint32_t)delay, 1), MOMENTO_OK);
-    c = ps_open(s);
+    assert_int_equal(momento_local_protosocket_fault(fx.s, "get", 14, (uint32_t)delay, 1),
+                     MOMENTO_OK);
+    c = ps_open(fx.s);
     int64_t t0 = tu_now_ms();
     expect(c, cmd_get(4, "c", "k"), PS_ERROR, 14);
     assert_true(tu_now_ms() - t0 >= delay);
-    assert_int_equal(momento_local_rpc_count(s, "Get", 14), 1);
-    assert_int_equal(momento_local_parked_calls(s), 0);
-    conn_close(other);
+    assert_int_equal(momento_local_rpc_count(fx.s, "Get", 14), 1);
+    assert_int_equal(momento_local_parked_calls(fx.s), 0);
     conn_close(c);
-    momento_local_stop(s);
 }
 
 /* A cancel frame drops a delayed command: no answer, counted CANCELLED and
@@ -514,25 +545,21 @@ static void test_delay_holds_nothing_back(void **state)
 static void test_cancel(void **state)
 {
     (void)state;
-    momento_local *s = ps_server();
-    conn *c = ps_open(s);
-    assert_int_equal(momento_local_protosocket_fault(s, "get", -1, 60000, 1), MOMENTO_OK);
-    send_cmd(c, &(ps_command){.id = 9, .control = PS_CONTROL_CANCEL}); /* nothing held */
+    assert_int_equal(momento_local_protosocket_fault(fx.s, "get", -1, 60000, 1), MOMENTO_OK);
+    send_cmd(fx.c, &(ps_command){.id = 9, .control = PS_CONTROL_CANCEL}); /* nothing held */
     ps_command get = cmd_get(7, "c", "k");
-    send_cmd(c, &get);
-    tu_wait_until(momento_local_parked_calls(s) == 1, 20000);
-    assert_int_equal(momento_local_parked_calls(s), 1);
-    send_cmd(c, &(ps_command){.id = 7, .control = PS_CONTROL_CANCEL});
-    expect(c, cmd_get(8, "c", "k"), PS_ERROR, 5); /* the rule's one command is gone */
-    tu_wait_until(momento_local_cancelled_calls(s, "Get") == 1, 20000);
-    assert_int_equal(momento_local_cancelled_calls(s, "Get"), 1);
-    assert_int_equal(momento_local_rpc_count(s, "Get", 1), 1);
-    assert_int_equal(momento_local_parked_calls(s), 0);
+    send_cmd(fx.c, &get);
+    tu_wait_until(momento_local_parked_calls(fx.s) == 1, 20000);
+    assert_int_equal(momento_local_parked_calls(fx.s), 1);
+    send_cmd(fx.c, &(ps_command){.id = 7, .control = PS_CONTROL_CANCEL});
+    expect(fx.c, cmd_get(8, "c", "k"), PS_ERROR, 5); /* the rule's one command is gone */
+    tu_wait_until(momento_local_cancelled_calls(fx.s, "Get") == 1, 20000);
+    assert_int_equal(momento_local_cancelled_calls(fx.s, "Get"), 1);
+    assert_int_equal(momento_local_rpc_count(fx.s, "Get", 1), 1);
+    assert_int_equal(momento_local_parked_calls(fx.s), 0);
     ps_response r;
     uint8_t *keep = NULL;
-    assert_int_equal(recv_resp_within(c, &r, &keep, 300), 0); /* nothing for id 7 */
-    conn_close(c);
-    momento_local_stop(s);
+    assert_int_equal(recv_resp_within(fx.c, &r, &keep, 300), 0); /* nothing for id 7 */
 }
 
 /* A connection closed with a command held drops it (counted as its
@@ -598,33 +625,23 @@ static void test_malformed_closes_one_connection(void **state)
 static void test_same_store_as_grpc(void **state)
 {
     (void)state;
-    momento_local *s = ps_server();
-    momento_client *g = tu_client(s, NULL);
-    conn *c = ps_open(s);
-    expect(c, cmd_set(1, "c", "from-ps", "one"), PS_SET, 0);
+    expect(fx.c, cmd_set(1, "c", "from-ps", "one"), PS_SET, 0);
     momento_result *r = NULL;
-    assert_int_equal(momento_get_sync(g, "c", "from-ps", 7, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(fx.g, "c", "from-ps", 7, NULL, &r), MOMENTO_OK);
     assert_true(momento_result_is_hit(r));
     size_t n;
     const char *v = momento_result_value(r, &n);
     assert_int_equal(n, 3);
     assert_memory_equal(v, "one", 3);
     momento_result_free(r);
-    assert_int_equal(momento_set_sync(g, "c", "from-grpc", 9, "two", 3, 0, NULL, NULL),
+    assert_int_equal(momento_set_sync(fx.g, "c", "from-grpc", 9, "two", 3, 0, NULL, NULL),
                      MOMENTO_OK);
-    uint8_t *keep = NULL;
-    ps_response p = exchange(c, cmd_get(2, "c", "from-grpc"), PS_GET, 0, &keep);
-    assert_int_equal(p.value.len, 3);
-    assert_memory_equal(p.value.data, "two", 3);
-    free(keep);
-    expect(c, cmd_delete(3, "c", "from-grpc"), PS_DELETE, 0);
+    expect_hit(fx.c, 2, "from-grpc", "two");
+    expect(fx.c, cmd_delete(3, "c", "from-grpc"), PS_DELETE, 0);
     r = NULL;
-    assert_int_equal(momento_get_sync(g, "c", "from-grpc", 9, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(fx.g, "c", "from-grpc", 9, NULL, &r), MOMENTO_OK);
     assert_false(momento_result_is_hit(r));
     momento_result_free(r);
-    conn_close(c);
-    momento_client_free(g);
-    momento_local_stop(s);
 }
 
 /* The counters: a hit and a miss are OK Gets, as on gRPC; an injected
@@ -632,8 +649,7 @@ static void test_same_store_as_grpc(void **state)
 static void test_stats_and_rate(void **state)
 {
     (void)state;
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_max_rps(o, 5), MOMENTO_OK);
     momento_local *s = ps_server_with(o);
     conn *c = ps_open(s);
@@ -680,19 +696,16 @@ static void test_stats_and_rate(void **state)
 static void test_stats_by_transport(void **state)
 {
     (void)state;
-    momento_local *s = ps_server();
-    momento_client *g = tu_client(s, NULL);
-    conn *c = ps_open(s);
-    momento_local_reset_stats(s);
-    expect(c, cmd_set(1, "c", "k", "v"), PS_SET, 0);
-    expect(c, cmd_get(2, "c", "k"), PS_GET, 0);
-    expect(c, cmd_get(3, "c", "k"), PS_GET, 0);
+    momento_local_reset_stats(fx.s);
+    expect(fx.c, cmd_set(1, "c", "k", "v"), PS_SET, 0);
+    expect(fx.c, cmd_get(2, "c", "k"), PS_GET, 0);
+    expect(fx.c, cmd_get(3, "c", "k"), PS_GET, 0);
     momento_result *r = NULL;
-    assert_int_equal(momento_get_sync(g, "c", "k", 1, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_get_sync(fx.g, "c", "k", 1, NULL, &r), MOMENTO_OK);
     assert_true(momento_result_is_hit(r));
     momento_result_free(r);
-    assert_int_equal(momento_local_rpc_count(s, "Get", -1), 3);
-    char *json = momento_local_stats_json(s);
+    assert_int_equal(momento_local_rpc_count(fx.s, "Get", -1), 3);
+    char *json = momento_local_stats_json(fx.s);
     assert_non_null(strstr(json, "\"Get\": {\"total\": 3, \"OK\": 3}"));
     assert_non_null(strstr(json, ", \"by_transport\": {"
                                  "\"grpc\": {\"total\": 1, \"methods\": {\"Get\": 1}}, "
@@ -700,15 +713,12 @@ static void test_stats_by_transport(void **state)
                                  "{\"Get\": 2, \"Set\": 1}}}}"));
     free(json);
     /* Zeroed with the rest; still there, so that 0 reads as 0. */
-    momento_local_reset_stats(s);
-    json = momento_local_stats_json(s);
+    momento_local_reset_stats(fx.s);
+    json = momento_local_stats_json(fx.s);
     assert_non_null(strstr(json, ", \"by_transport\": {"
                                  "\"grpc\": {\"total\": 0, \"methods\": {}}, "
                                  "\"protosocket\": {\"total\": 0, \"methods\": {}}}}"));
     free(json);
-    conn_close(c);
-    momento_client_free(g);
-    momento_local_stop(s);
 }
 
 /* ---- TLS ------------------------------------------------------------ */
@@ -741,8 +751,7 @@ static void test_tls(void **state)
     snprintf(cert, sizeof(cert), "%s/good.pem", dir);
     snprintf(key, sizeof(key), "%s/good.key", dir);
     snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
-    momento_local_options *o;
-    assert_int_equal(momento_local_options_new(&o), MOMENTO_OK);
+    momento_local_options *o = tu_options(NULL);
     assert_int_equal(momento_local_options_set_tls(o, cert, key), MOMENTO_OK);
     momento_local *s = ps_server_with(o);
 
@@ -789,16 +798,16 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_arguments),
         cmocka_unit_test(test_auth),
-        cmocka_unit_test(test_round_trip),
+        ps_conn_test(test_round_trip),
         cmocka_unit_test(test_errors_match_grpc),
-        cmocka_unit_test(test_pipelined),
-        cmocka_unit_test(test_delay_holds_nothing_back),
-        cmocka_unit_test(test_cancel),
+        ps_conn_test(test_pipelined),
+        ps_conn_test(test_delay_holds_nothing_back),
+        ps_conn_test(test_cancel),
         cmocka_unit_test(test_close_and_stop_with_held),
         cmocka_unit_test(test_malformed_closes_one_connection),
-        cmocka_unit_test(test_same_store_as_grpc),
+        ps_and_grpc_test(test_same_store_as_grpc),
         cmocka_unit_test(test_stats_and_rate),
-        cmocka_unit_test(test_stats_by_transport),
+        ps_and_grpc_test(test_stats_by_transport),
         cmocka_unit_test(test_tls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -98,6 +98,41 @@ static grpc_channel *channel_to(momento_local *s)
     return channel_with(s, false);
 }
 
+/* Ends a test's channel and then its server. */
+static void stop_with_channel(momento_local *s, grpc_channel *ch)
+{
+    grpc_channel_destroy(ch);
+    momento_local_stop(s);
+}
+
+/* The server and channel of a test that began with begin(): ended after
+ * the test (end_server(), its teardown) even when it fails. */
+static struct {
+    momento_local *s;
+    grpc_channel *ch;
+} fx;
+
+/* Takes the started server `s` for the test, with a channel to it. */
+static void begin_with(momento_local *s)
+{
+    fx.s = s;
+    fx.ch = channel_to(s);
+}
+
+static void begin(const srv_opts *so)
+{
+    begin_with(start(so));
+}
+
+static int end_server(void **state)
+{
+    (void)state;
+    if (fx.s)
+        stop_with_channel(fx.s, fx.ch);
+    memset(&fx, 0, sizeof(fx));
+    return 0;
+}
+
 static gpr_timespec in_ms(int64_t ms)
 {
     return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(ms, GPR_TIMESPAN));
@@ -340,6 +375,21 @@ static void expect_heartbeat(stream *x)
     item_free(expect_kind(x, KIND_HEARTBEAT));
 }
 
+/* open_sub_hdrs() and its first message, which is always a heartbeat. */
+static void subscribe_hdrs(stream *x, grpc_channel *ch, const char *cache, const char *topic,
+                           uint64_t resume, uint64_t page, const char *const *hdrs, size_t n)
+{
+    open_sub_hdrs(x, ch, cache, topic, resume, page, hdrs, n);
+    expect_heartbeat(x);
+}
+
+/* open_sub() and its first message, which is always a heartbeat. */
+static void subscribe(stream *x, grpc_channel *ch, const char *topic, uint64_t resume,
+                      uint64_t page)
+{
+    subscribe_hdrs(x, ch, "c", topic, resume, page, NULL, 0);
+}
+
 /* The next message is item `seq` (of `page` unless 0) with text `text`
  * (unless NULL); returns its page. */
 static uint64_t expect_item(stream *x, uint64_t seq, uint64_t page, const char *text)
@@ -400,20 +450,18 @@ static void text_of(uint64_t i, char *buf)
 static void test_first_heartbeat_then_items_in_order(void **state)
 {
     (void)state;
-    momento_local *s = start(NULL);
-    grpc_channel *ch = channel_to(s);
+    begin(NULL);
     stream x;
-    open_sub(&x, ch, "t", 0, 0);
-    expect_heartbeat(&x);
-    wait_subscriptions(s, 1);
+    subscribe(&x, fx.ch, "t", 0, 0);
+    wait_subscriptions(fx.s, 1);
     char buf[32];
     for (uint64_t i = 1; i <= 20; i++) {
         text_of(i, buf);
-        assert_int_equal(publish(ch, "t", buf), 0);
+        assert_int_equal(publish(fx.ch, "t", buf), 0);
     }
     static const uint8_t bin[] = {0, 1, 2, 0xff, 'x'};
-    assert_int_equal(publish_hdrs(ch, "c", "t", NULL, bin, sizeof(bin), NULL, 0, NULL), 0);
-    assert_int_equal(publish(ch, "t", ""), 0);
+    assert_int_equal(publish_hdrs(fx.ch, "c", "t", NULL, bin, sizeof(bin), NULL, 0, NULL), 0);
+    assert_int_equal(publish(fx.ch, "t", ""), 0);
     uint64_t page = expect_item(&x, 1, 0, "m1");
     for (uint64_t i = 2; i <= 20; i++)
         expect_item(&x, i, page, (text_of(i, buf), buf));
@@ -427,17 +475,14 @@ static void test_first_heartbeat_then_items_in_order(void **state)
     assert_int_equal(m->item->value->kind_case, CACHE_CLIENT__PUBSUB____TOPIC_VALUE__KIND_TEXT);
     assert_string_equal(m->item->value->text, "");
     item_free(m);
-    assert_int_equal(momento_local_topic_deliveries(s), 22);
+    assert_int_equal(momento_local_topic_deliveries(fx.s), 22);
     /* Another topic, and the same name in another cache, number apart. */
     stream y;
-    open_sub_hdrs(&y, ch, "other", "t", 0, 0, NULL, 0);
-    expect_heartbeat(&y);
-    assert_int_equal(publish_hdrs(ch, "other", "t", "o", NULL, 0, NULL, 0, NULL), 0);
+    subscribe_hdrs(&y, fx.ch, "other", "t", 0, 0, NULL, 0);
+    assert_int_equal(publish_hdrs(fx.ch, "other", "t", "o", NULL, 0, NULL, 0, NULL), 0);
     assert_true(expect_item(&y, 1, 0, "o") != page);
     close_sub(&y);
     close_sub(&x);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
 }
 
 /* Heartbeats while idle: none sooner than the interval (the server's
@@ -447,24 +492,21 @@ static void test_first_heartbeat_then_items_in_order(void **state)
 static void test_heartbeats_while_idle(void **state)
 {
     (void)state;
-    momento_local *s = start(&(srv_opts){.heartbeat_ms = 300});
-    grpc_channel *ch = channel_to(s);
+    begin(&(srv_opts){.heartbeat_ms = 300});
     stream x;
-    open_sub(&x, ch, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, fx.ch, "t", 0, 0);
     int64_t t0 = tu_now_ms();
     expect_heartbeat(&x);
     int64_t gap = tu_now_ms() - t0;
     assert_true(gap >= 250);
     expect_heartbeat(&x);
-    assert_true(momento_local_topic_heartbeats(s) >= 3);
+    assert_true(momento_local_topic_heartbeats(fx.s) >= 3);
     close_sub(&x);
     /* The default interval: a heartbeat about a second apart (the JS SDK's
      * tests need one by then), not sooner. */
     momento_local *d = start(NULL);
     grpc_channel *dch = channel_to(d);
-    open_sub(&x, dch, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, dch, "t", 0, 0);
     t0 = tu_now_ms();
     sub_item *m = NULL;
     assert_int_equal(next(&x, TU_MS(30000), &m), 1);
@@ -472,10 +514,7 @@ static void test_heartbeats_while_idle(void **state)
     item_free(m);
     assert_true(tu_now_ms() - t0 >= 900);
     close_sub(&x);
-    grpc_channel_destroy(dch);
-    momento_local_stop(d);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(d, dch);
 }
 
 /* Publishes m1..mn to `topic`; returns the topic's page (read through a
@@ -489,8 +528,7 @@ static uint64_t publish_n(momento_local *s, grpc_channel *ch, const char *topic,
         assert_int_equal(publish(ch, topic, buf), 0);
     }
     stream x;
-    open_sub(&x, ch, topic, n, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, topic, n, 0);
     uint64_t page = expect_item(&x, n, 0, NULL);
     close_sub(&x);
     return page;
@@ -501,32 +539,26 @@ static uint64_t publish_n(momento_local *s, grpc_channel *ch, const char *topic,
 static void test_resume_replays_without_gaps(void **state)
 {
     (void)state;
-    momento_local *s = start(NULL);
-    grpc_channel *ch = channel_to(s);
-    uint64_t page = publish_n(s, ch, "t", 10);
+    begin(NULL);
+    uint64_t page = publish_n(fx.s, fx.ch, "t", 10);
     stream x;
-    open_sub(&x, ch, "t", 4, page);
-    expect_heartbeat(&x);
+    subscribe(&x, fx.ch, "t", 4, page);
     char buf[32];
     for (uint64_t i = 4; i <= 10; i++)
         expect_item(&x, i, page, (text_of(i, buf), buf));
-    assert_int_equal(publish(ch, "t", "m11"), 0);
+    assert_int_equal(publish(fx.ch, "t", "m11"), 0);
     expect_item(&x, 11, page, "m11");
     close_sub(&x);
     /* The next number after the last: nothing to replay, nothing lost. */
-    open_sub(&x, ch, "t", 12, page);
-    expect_heartbeat(&x);
-    assert_int_equal(publish(ch, "t", "m12"), 0);
+    subscribe(&x, fx.ch, "t", 12, page);
+    assert_int_equal(publish(fx.ch, "t", "m12"), 0);
     expect_item(&x, 12, page, "m12");
     close_sub(&x);
     /* Page 0 with a number: this page. */
-    open_sub(&x, ch, "t", 11, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, fx.ch, "t", 11, 0);
     expect_item(&x, 11, page, "m11");
     expect_item(&x, 12, page, "m12");
     close_sub(&x);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
 }
 
 /* Older than the buffer: a discontinuity to just before the oldest kept,
@@ -534,26 +566,21 @@ static void test_resume_replays_without_gaps(void **state)
 static void test_resume_outside_the_buffer(void **state)
 {
     (void)state;
-    momento_local *s = start(&(srv_opts){.buffer_items = 5});
-    grpc_channel *ch = channel_to(s);
-    uint64_t page = publish_n(s, ch, "t", 10);
+    begin(&(srv_opts){.buffer_items = 5});
+    uint64_t page = publish_n(fx.s, fx.ch, "t", 10);
     stream x;
-    open_sub(&x, ch, "t", 2, page);
-    expect_heartbeat(&x);
+    subscribe(&x, fx.ch, "t", 2, page);
     expect_discontinuity(&x, 1, 5, page);
     char buf[32];
     for (uint64_t i = 6; i <= 10; i++)
         expect_item(&x, i, page, (text_of(i, buf), buf));
     close_sub(&x);
 
-    open_sub(&x, ch, "t", 20, page);
-    expect_heartbeat(&x);
+    subscribe(&x, fx.ch, "t", 20, page);
     expect_discontinuity(&x, 19, 10, page);
-    assert_int_equal(publish(ch, "t", "m11"), 0);
+    assert_int_equal(publish(fx.ch, "t", "m11"), 0);
     expect_item(&x, 11, page, "m11");
     close_sub(&x);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
 }
 
 /* A page the topic does not have (it was reset): a discontinuity to the
@@ -561,20 +588,16 @@ static void test_resume_outside_the_buffer(void **state)
 static void test_resume_with_another_page(void **state)
 {
     (void)state;
-    momento_local *s = start(NULL);
-    grpc_channel *ch = channel_to(s);
-    uint64_t page = publish_n(s, ch, "t", 3);
+    begin(NULL);
+    uint64_t page = publish_n(fx.s, fx.ch, "t", 3);
     stream x;
-    open_sub(&x, ch, "t", 7, page - 1);
-    expect_heartbeat(&x);
+    subscribe(&x, fx.ch, "t", 7, page - 1);
     expect_discontinuity(&x, 6, 0, page);
     expect_item(&x, 1, page, "m1");
     expect_item(&x, 2, page, "m2");
     expect_item(&x, 3, page, "m3");
     expect_quiet(&x, 100);
     close_sub(&x);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
 }
 
 /* A restarted server (same port, same cache) ends its subscriptions with
@@ -587,8 +610,7 @@ static void test_restart_gives_a_larger_page(void **state)
     int port = momento_local_port(s);
     grpc_channel *ch = channel_to(s);
     stream x;
-    open_sub(&x, ch, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t", 0, 0);
     assert_int_equal(publish(ch, "t", "a"), 0);
     assert_int_equal(publish(ch, "t", "b"), 0);
     expect_item(&x, 1, 0, "a");
@@ -607,8 +629,7 @@ static void test_restart_gives_a_larger_page(void **state)
      * this test is about the new server's pages). */
     grpc_channel_destroy(ch);
     ch = channel_to(s);
-    open_sub(&x, ch, "t", 3, old_page);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t", 3, old_page);
     m = expect_kind(&x, KIND_DISC);
     assert_int_equal(m->discontinuity->last_topic_sequence, 2);
     assert_int_equal(m->discontinuity->new_topic_sequence, 0);
@@ -618,8 +639,7 @@ static void test_restart_gives_a_larger_page(void **state)
     assert_int_equal(publish(ch, "t", "c"), 0);
     expect_item(&x, 1, new_page, "c");
     close_sub(&x);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 static int delete_cache(grpc_channel *ch, const char *name)
@@ -637,42 +657,39 @@ static int delete_cache(grpc_channel *ch, const char *name)
 static void test_cache_deletion_ends_subscriptions(void **state)
 {
     (void)state;
-    momento_local *s = start(NULL);
-    grpc_channel *ch = channel_to(s);
+    begin(NULL);
     stream x, y, z;
-    open_sub(&x, ch, "t", 0, 0);
-    open_sub(&y, ch, "u", 0, 0);
-    open_sub_hdrs(&z, ch, "other", "t", 0, 0, NULL, 0);
+    open_sub(&x, fx.ch, "t", 0, 0);
+    open_sub(&y, fx.ch, "u", 0, 0);
+    open_sub_hdrs(&z, fx.ch, "other", "t", 0, 0, NULL, 0);
     expect_heartbeat(&x);
     expect_heartbeat(&y);
     expect_heartbeat(&z);
-    assert_int_equal(publish(ch, "t", "a"), 0);
+    assert_int_equal(publish(fx.ch, "t", "a"), 0);
     expect_item(&x, 1, 0, "a");
 
     ControlClient__FlushCacheRequest fl = CONTROL_CLIENT____FLUSH_CACHE_REQUEST__INIT;
     fl.cache_name = "c";
     uint8_t buf[64];
     size_t len = protobuf_c_message_pack(&fl.base, buf);
-    assert_int_equal(unary(ch, "/control_client.ScsControl/FlushCache", NULL, 0, buf, len, NULL),
+    assert_int_equal(unary(fx.ch, "/control_client.ScsControl/FlushCache", NULL, 0, buf, len, NULL),
                      0);
-    assert_int_equal(publish(ch, "t", "b"), 0);
+    assert_int_equal(publish(fx.ch, "t", "b"), 0);
     expect_item(&x, 2, 0, "b");
 
-    assert_int_equal(delete_cache(ch, "c"), 0);
+    assert_int_equal(delete_cache(fx.ch, "c"), 0);
     sub_item *m = NULL;
     assert_int_equal(next(&x, TU_MS(5000), &m), -1);
     assert_int_equal(status_of(&x, TU_MS(5000)), GRPC_STATUS_NOT_FOUND);
     assert_int_equal(next(&y, TU_MS(5000), &m), -1);
     assert_int_equal(status_of(&y, TU_MS(5000)), GRPC_STATUS_NOT_FOUND);
-    wait_subscriptions(s, 1);
-    assert_int_equal(momento_local_rpc_count(s, "TopicSubscribe", GRPC_STATUS_NOT_FOUND), 2);
-    assert_int_equal(publish_hdrs(ch, "other", "t", "o", NULL, 0, NULL, 0, NULL), 0);
+    wait_subscriptions(fx.s, 1);
+    assert_int_equal(momento_local_rpc_count(fx.s, "TopicSubscribe", GRPC_STATUS_NOT_FOUND), 2);
+    assert_int_equal(publish_hdrs(fx.ch, "other", "t", "o", NULL, 0, NULL, 0, NULL), 0);
     expect_item(&z, 1, 0, "o");
     close_sub(&x);
     close_sub(&y);
     close_sub(&z);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
 }
 
 /* Subscribe's errors come as the stream's status, before any message. */
@@ -694,47 +711,45 @@ static int sub_error(grpc_channel *ch, const char *cache, const char *topic, cha
 static void test_errors(void **state)
 {
     (void)state;
-    momento_local *s = start(&(srv_opts){.max_item_bytes = 1024});
-    grpc_channel *ch = channel_to(s);
+    begin(&(srv_opts){.max_item_bytes = 1024});
     char err[128];
-    assert_int_equal(sub_error(ch, "nope", "t", err), GRPC_STATUS_NOT_FOUND);
+    assert_int_equal(sub_error(fx.ch, "nope", "t", err), GRPC_STATUS_NOT_FOUND);
     assert_string_equal(err, "");
-    assert_int_equal(publish_hdrs(ch, "nope", "t", "x", NULL, 0, NULL, 0, err),
+    assert_int_equal(publish_hdrs(fx.ch, "nope", "t", "x", NULL, 0, NULL, 0, err),
                      GRPC_STATUS_NOT_FOUND);
     assert_string_equal(err, "");
-    assert_int_equal(sub_error(ch, "", "t", NULL), GRPC_STATUS_INVALID_ARGUMENT);
-    assert_int_equal(publish_hdrs(ch, "", "t", "x", NULL, 0, NULL, 0, NULL),
+    assert_int_equal(sub_error(fx.ch, "", "t", NULL), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(publish_hdrs(fx.ch, "", "t", "x", NULL, 0, NULL, 0, NULL),
                      GRPC_STATUS_INVALID_ARGUMENT);
-    assert_int_equal(sub_error(ch, "bad\x01", "t", NULL), GRPC_STATUS_INVALID_ARGUMENT);
-    assert_int_equal(sub_error(ch, "bad\xc3", "t", NULL), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(sub_error(fx.ch, "bad\x01", "t", NULL), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(sub_error(fx.ch, "bad\xc3", "t", NULL), GRPC_STATUS_INVALID_ARGUMENT);
     char longname[300];
     memset(longname, 'a', 256);
     longname[256] = '\0';
-    assert_int_equal(sub_error(ch, longname, "t", NULL), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(sub_error(fx.ch, longname, "t", NULL), GRPC_STATUS_INVALID_ARGUMENT);
 
-    assert_int_equal(sub_error(ch, "c", "", NULL), GRPC_STATUS_INVALID_ARGUMENT);
-    assert_int_equal(sub_error(ch, "c", " \t ", NULL), GRPC_STATUS_INVALID_ARGUMENT);
-    assert_int_equal(publish(ch, "", "x"), GRPC_STATUS_INVALID_ARGUMENT);
-    assert_int_equal(publish(ch, "  ", "x"), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(sub_error(fx.ch, "c", "", NULL), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(sub_error(fx.ch, "c", " \t ", NULL), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(publish(fx.ch, "", "x"), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(publish(fx.ch, "  ", "x"), GRPC_STATUS_INVALID_ARGUMENT);
     /* Names of up to 255 bytes (the cache name's limit: docs/server.md). */
     char name[300];
     memset(name, 'n', sizeof(name));
     name[255] = '\0';
-    assert_int_equal(publish(ch, name, "x"), 0);
+    assert_int_equal(publish(fx.ch, name, "x"), 0);
     stream w;
-    open_sub(&w, ch, name, 0, 0);
-    expect_heartbeat(&w);
+    subscribe(&w, fx.ch, name, 0, 0);
     close_sub(&w);
     name[255] = 'n';
     name[256] = '\0';
-    assert_int_equal(publish_hdrs(ch, "c", name, "x", NULL, 0, NULL, 0, err),
+    assert_int_equal(publish_hdrs(fx.ch, "c", name, "x", NULL, 0, NULL, 0, err),
                      GRPC_STATUS_INVALID_ARGUMENT);
     assert_string_equal(err, "");
-    assert_int_equal(sub_error(ch, "c", name, NULL), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(sub_error(fx.ch, "c", name, NULL), GRPC_STATUS_INVALID_ARGUMENT);
     /* Multi-byte characters count in bytes: 128 two-byte ones are 256. */
     for (int i = 0; i < 128; i++)
         memcpy(name + 2 * i, "\xc3\xa9", 2);
-    assert_int_equal(publish(ch, name, "x"), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(publish(fx.ch, name, "x"), GRPC_STATUS_INVALID_ARGUMENT);
 
     /* No value, and a value of neither kind. */
     CacheClient__Pubsub__PublishRequest req = CACHE_CLIENT__PUBSUB____PUBLISH_REQUEST__INIT;
@@ -742,23 +757,21 @@ static void test_errors(void **state)
     req.topic = "t";
     uint8_t buf[64];
     size_t len = protobuf_c_message_pack(&req.base, buf);
-    assert_int_equal(unary(ch, PUBLISH, NULL, 0, buf, len, NULL), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(unary(fx.ch, PUBLISH, NULL, 0, buf, len, NULL), GRPC_STATUS_INVALID_ARGUMENT);
     CacheClient__Pubsub__TopicValue v = CACHE_CLIENT__PUBSUB____TOPIC_VALUE__INIT;
     req.value = &v;
     len = protobuf_c_message_pack(&req.base, buf);
-    assert_int_equal(unary(ch, PUBLISH, NULL, 0, buf, len, NULL), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(unary(fx.ch, PUBLISH, NULL, 0, buf, len, NULL), GRPC_STATUS_INVALID_ARGUMENT);
 
     /* Too big: RESOURCE_EXHAUSTED, request_size_limit_exceeded. */
     uint8_t big[1025];
     memset(big, 'x', sizeof(big));
-    assert_int_equal(publish_hdrs(ch, "c", "t", NULL, big, sizeof(big), NULL, 0, err),
+    assert_int_equal(publish_hdrs(fx.ch, "c", "t", NULL, big, sizeof(big), NULL, 0, err),
                      GRPC_STATUS_RESOURCE_EXHAUSTED);
     assert_string_equal(err, "request_size_limit_exceeded");
-    assert_int_equal(publish_hdrs(ch, "c", "t", NULL, big, 1024, NULL, 0, err), 0);
+    assert_int_equal(publish_hdrs(fx.ch, "c", "t", NULL, big, 1024, NULL, 0, err), 0);
     /* Nobody listening to a topic is no error. */
-    assert_int_equal(publish(ch, "nobody", "x"), 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    assert_int_equal(publish(fx.ch, "nobody", "x"), 0);
 }
 
 /* Bodies that do not decode, or hide a NUL in a string (the text value
@@ -766,8 +779,7 @@ static void test_errors(void **state)
 static void test_malformed_bodies(void **state)
 {
     (void)state;
-    momento_local *s = start(NULL);
-    grpc_channel *ch = channel_to(s);
+    begin(NULL);
     static const uint8_t garbage[][8] = {
         {0x0a, 0x05, 'c'},             /* a string running past the end */
         {0xff, 0xff, 0xff},            /* a tag that does not end */
@@ -776,10 +788,10 @@ static void test_malformed_bodies(void **state)
     };
     static const size_t lens[] = {3, 3, 5, 4};
     for (size_t i = 0; i < 4; i++) {
-        assert_int_equal(unary(ch, PUBLISH, NULL, 0, garbage[i], lens[i], NULL),
+        assert_int_equal(unary(fx.ch, PUBLISH, NULL, 0, garbage[i], lens[i], NULL),
                          GRPC_STATUS_INVALID_ARGUMENT);
         stream x;
-        open_raw(&x, ch, garbage[i], lens[i], NULL, 0);
+        open_raw(&x, fx.ch, garbage[i], lens[i], NULL, 0);
         sub_item *m = NULL;
         assert_int_equal(next(&x, TU_MS(5000), &m), -1);
         assert_int_equal(status_of(&x, TU_MS(5000)), GRPC_STATUS_INVALID_ARGUMENT);
@@ -788,16 +800,14 @@ static void test_malformed_bodies(void **state)
     /* _PublishRequest{cache_name: "c", topic: "t", value: {text: "a\0b"}} */
     static const uint8_t nul_text[] = {0x0a, 0x01, 'c', 0x12, 0x01, 't',
                                        0x1a, 0x05, 0x0a, 0x03, 'a', 0x00, 'b'};
-    assert_int_equal(unary(ch, PUBLISH, NULL, 0, nul_text, sizeof(nul_text), NULL),
+    assert_int_equal(unary(fx.ch, PUBLISH, NULL, 0, nul_text, sizeof(nul_text), NULL),
                      GRPC_STATUS_INVALID_ARGUMENT);
     static const uint8_t bad_utf8[] = {0x0a, 0x01, 'c', 0x12, 0x01, 't',
                                        0x1a, 0x04, 0x0a, 0x02, 0xc3, 0x28};
-    assert_int_equal(unary(ch, PUBLISH, NULL, 0, bad_utf8, sizeof(bad_utf8), NULL),
+    assert_int_equal(unary(fx.ch, PUBLISH, NULL, 0, bad_utf8, sizeof(bad_utf8), NULL),
                      GRPC_STATUS_INVALID_ARGUMENT);
-    assert_int_equal(publish(ch, "t", "still fine"), 0);
-    assert_int_equal(momento_local_subscriptions(s), 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    assert_int_equal(publish(fx.ch, "t", "still fine"), 0);
+    assert_int_equal(momento_local_subscriptions(fx.s), 0);
 }
 
 /* Past max_subscribers on one topic: RESOURCE_EXHAUSTED,
@@ -805,30 +815,26 @@ static void test_malformed_bodies(void **state)
 static void test_subscriber_limit(void **state)
 {
     (void)state;
-    momento_local *s = start(&(srv_opts){.max_subscribers = 3});
-    grpc_channel *ch = channel_to(s);
+    begin(&(srv_opts){.max_subscribers = 3});
     stream x[3];
     for (int i = 0; i < 3; i++) {
-        open_sub(&x[i], ch, "t", 0, 0);
+        open_sub(&x[i], fx.ch, "t", 0, 0);
         expect_heartbeat(&x[i]);
     }
     char err[128];
-    assert_int_equal(sub_error(ch, "c", "t", err), GRPC_STATUS_RESOURCE_EXHAUSTED);
+    assert_int_equal(sub_error(fx.ch, "c", "t", err), GRPC_STATUS_RESOURCE_EXHAUSTED);
     assert_string_equal(err, "topic_subscriptions_limit_exceeded");
     /* Per topic: another topic has room. */
     stream y;
-    open_sub(&y, ch, "u", 0, 0);
-    expect_heartbeat(&y);
+    subscribe(&y, fx.ch, "u", 0, 0);
     close_sub(&y);
     close_sub(&x[0]);
-    wait_subscriptions(s, 2);
-    open_sub(&x[0], ch, "t", 0, 0);
+    wait_subscriptions(fx.s, 2);
+    open_sub(&x[0], fx.ch, "t", 0, 0);
     expect_heartbeat(&x[0]);
     for (int i = 0; i < 3; i++)
         close_sub(&x[i]);
-    wait_subscriptions(s, 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    wait_subscriptions(fx.s, 0);
 }
 
 /* A client cancelling its stream: it leaves its topic at once, is counted
@@ -836,24 +842,21 @@ static void test_subscriber_limit(void **state)
 static void test_client_cancel_removes_subscription(void **state)
 {
     (void)state;
-    momento_local *s = start(NULL);
-    grpc_channel *ch = channel_to(s);
+    begin(NULL);
     stream x[5];
     for (int i = 0; i < 5; i++) {
-        open_sub(&x[i], ch, "t", 0, 0);
+        open_sub(&x[i], fx.ch, "t", 0, 0);
         expect_heartbeat(&x[i]);
     }
-    wait_subscriptions(s, 5);
+    wait_subscriptions(fx.s, 5);
     for (int i = 0; i < 5; i++)
         close_sub(&x[i]);
-    wait_subscriptions(s, 0);
-    tu_wait_until(momento_local_cancelled_calls(s, "TopicSubscribe") >= 5, 5000);
-    assert_int_equal(momento_local_cancelled_calls(s, "TopicSubscribe"), 5);
-    assert_int_equal(momento_local_rpc_count(s, "TopicSubscribe", GRPC_STATUS_CANCELLED), 5);
+    wait_subscriptions(fx.s, 0);
+    tu_wait_until(momento_local_cancelled_calls(fx.s, "TopicSubscribe") >= 5, 5000);
+    assert_int_equal(momento_local_cancelled_calls(fx.s, "TopicSubscribe"), 5);
+    assert_int_equal(momento_local_rpc_count(fx.s, "TopicSubscribe", GRPC_STATUS_CANCELLED), 5);
     /* Publishing to the topic left behind is fine. */
-    assert_int_equal(publish(ch, "t", "x"), 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    assert_int_equal(publish(fx.ch, "t", "x"), 0);
 }
 
 /* stream-error: a matching Subscribe stream sends its first N messages
@@ -862,16 +865,14 @@ static void test_client_cancel_removes_subscription(void **state)
 static void test_stream_error_fault(void **state)
 {
     (void)state;
-    momento_local *s = start(&(srv_opts){.heartbeat_ms = 10000});
-    grpc_channel *ch = channel_to(s);
+    begin(&(srv_opts){.heartbeat_ms = 10000});
     const char *hdrs[] = {"stream-error", "unavailable", "stream-error-rpcs", "topic-subscribe",
                           "stream-error-message-limit", "3", "request-id", "r1"};
     stream x, y;
-    open_sub_hdrs(&x, ch, "c", "t", 0, 0, hdrs, 4);
-    expect_heartbeat(&x);
-    assert_int_equal(publish(ch, "t", "a"), 0);
-    assert_int_equal(publish(ch, "t", "b"), 0);
-    assert_int_equal(publish(ch, "t", "c"), 0);
+    subscribe_hdrs(&x, fx.ch, "c", "t", 0, 0, hdrs, 4);
+    assert_int_equal(publish(fx.ch, "t", "a"), 0);
+    assert_int_equal(publish(fx.ch, "t", "b"), 0);
+    assert_int_equal(publish(fx.ch, "t", "c"), 0);
     expect_item(&x, 1, 0, "a");
     expect_item(&x, 2, 0, "b");
     sub_item *m = NULL;
@@ -879,38 +880,34 @@ static void test_stream_error_fault(void **state)
     assert_int_equal(status_of(&x, TU_MS(5000)), GRPC_STATUS_UNAVAILABLE);
     close_sub(&x);
     /* The same session again: no error this time. */
-    open_sub_hdrs(&y, ch, "c", "t", 3, 0, hdrs, 4);
-    expect_heartbeat(&y);
+    subscribe_hdrs(&y, fx.ch, "c", "t", 3, 0, hdrs, 4);
     expect_item(&y, 3, 0, "c");
     for (int i = 0; i < 3; i++)
-        assert_int_equal(publish(ch, "t", "d"), 0);
+        assert_int_equal(publish(fx.ch, "t", "d"), 0);
     for (uint64_t i = 4; i <= 6; i++)
         expect_item(&y, i, 0, "d");
     close_sub(&y);
     /* Another RPC named: not this one. */
     const char *other[] = {"stream-error", "not-found", "stream-error-rpcs", "get",
                            "request-id", "r2"};
-    open_sub_hdrs(&x, ch, "c", "t", 0, 0, other, 3);
-    expect_heartbeat(&x);
+    subscribe_hdrs(&x, fx.ch, "c", "t", 0, 0, other, 3);
     expect_quiet(&x, 100);
     close_sub(&x);
     /* No request-id: every stream, here at once (limit 0). */
     const char *every[] = {"stream-error", "not-found", "stream-error-message-limit", "0"};
     for (int i = 0; i < 2; i++) {
-        open_sub_hdrs(&x, ch, "c", "t", 0, 0, every, 2);
+        open_sub_hdrs(&x, fx.ch, "c", "t", 0, 0, every, 2);
         assert_int_equal(next(&x, TU_MS(5000), &m), -1);
         assert_int_equal(status_of(&x, TU_MS(5000)), GRPC_STATUS_NOT_FOUND);
         close_sub(&x);
     }
     /* A bad status name: INVALID_ARGUMENT. */
     const char *bad[] = {"stream-error", "boom"};
-    open_sub_hdrs(&x, ch, "c", "t", 0, 0, bad, 1);
+    open_sub_hdrs(&x, fx.ch, "c", "t", 0, 0, bad, 1);
     assert_int_equal(next(&x, TU_MS(5000), &m), -1);
     assert_int_equal(status_of(&x, TU_MS(5000)), GRPC_STATUS_INVALID_ARGUMENT);
     close_sub(&x);
-    wait_subscriptions(s, 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    wait_subscriptions(fx.s, 0);
 }
 
 /* return-error and delay-ms work for topic-publish and topic-subscribe:
@@ -918,16 +915,15 @@ static void test_stream_error_fault(void **state)
 static void test_unary_faults_apply_to_topics(void **state)
 {
     (void)state;
-    momento_local *s = start(NULL);
-    grpc_channel *ch = channel_to(s);
+    begin(NULL);
     const char *err_pub[] = {"return-error", "internal", "error-rpcs", "topic-publish",
                              "error-count", "1", "request-id", "p"};
-    assert_int_equal(publish_hdrs(ch, "c", "t", "x", NULL, 0, err_pub, 4, NULL),
+    assert_int_equal(publish_hdrs(fx.ch, "c", "t", "x", NULL, 0, err_pub, 4, NULL),
                      GRPC_STATUS_INTERNAL);
-    assert_int_equal(publish_hdrs(ch, "c", "t", "x", NULL, 0, err_pub, 4, NULL), 0);
+    assert_int_equal(publish_hdrs(fx.ch, "c", "t", "x", NULL, 0, err_pub, 4, NULL), 0);
     const char *err_sub[] = {"return-error", "unavailable", "error-rpcs", "topic-subscribe"};
     stream x;
-    open_sub_hdrs(&x, ch, "c", "t", 0, 0, err_sub, 2);
+    open_sub_hdrs(&x, fx.ch, "c", "t", 0, 0, err_sub, 2);
     sub_item *m = NULL;
     assert_int_equal(next(&x, TU_MS(5000), &m), -1);
     assert_int_equal(status_of(&x, TU_MS(5000)), GRPC_STATUS_UNAVAILABLE);
@@ -938,21 +934,18 @@ static void test_unary_faults_apply_to_topics(void **state)
      * guarantees. (Watching it parked would be a 300 ms window.) */
     const char *delay[] = {"delay-ms", "300", "delay-rpcs", "topic-subscribe"};
     int64_t t0 = tu_now_ms();
-    open_sub_hdrs(&x, ch, "c", "t", 0, 0, delay, 2);
-    expect_heartbeat(&x);
+    subscribe_hdrs(&x, fx.ch, "c", "t", 0, 0, delay, 2);
     assert_true(tu_now_ms() - t0 >= 280);
-    assert_int_equal(publish(ch, "t", "y"), 0);
+    assert_int_equal(publish(fx.ch, "t", "y"), 0);
     expect_item(&x, 2, 0, "y");
     close_sub(&x);
     /* A parked Subscribe whose client leaves is dropped. */
     const char *long_delay[] = {"delay-ms", "60000", "delay-rpcs", "topic-subscribe"};
-    open_sub_hdrs(&x, ch, "c", "t", 0, 0, long_delay, 2);
-    tu_wait_until(momento_local_parked_calls(s) > 0, 20000);
+    open_sub_hdrs(&x, fx.ch, "c", "t", 0, 0, long_delay, 2);
+    tu_wait_until(momento_local_parked_calls(fx.s) > 0, 20000);
     close_sub(&x);
-    tu_wait_until(momento_local_parked_calls(s) == 0, 20000);
-    assert_int_equal(momento_local_parked_calls(s), 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    tu_wait_until(momento_local_parked_calls(fx.s) == 0, 20000);
+    assert_int_equal(momento_local_parked_calls(fx.s), 0);
 }
 
 /* A subscriber that does not read while thousands of items are published:
@@ -962,20 +955,18 @@ static void test_unary_faults_apply_to_topics(void **state)
 static void test_slow_subscriber_gets_a_discontinuity(void **state)
 {
     (void)state;
-    momento_local *s = start(&(srv_opts){.heartbeat_ms = 60000});
-    grpc_channel *ch = channel_to(s);
-    grpc_channel *slow = channel_with(s, true);
+    begin(&(srv_opts){.heartbeat_ms = 60000});
+    grpc_channel *slow = channel_with(fx.s, true);
     stream x;
-    open_sub(&x, slow, "t", 0, 0);
-    expect_heartbeat(&x);
-    wait_subscriptions(s, 1);
+    subscribe(&x, slow, "t", 0, 0);
+    wait_subscriptions(fx.s, 1);
     /* 12,000 items of 1 KiB: more than the queue's 8192 beyond what gRPC
      * and the socket buffer hold for a reader that does not read. */
     const uint64_t n = 12000;
     static uint8_t value[1024];
     memset(value, 'v', sizeof(value));
     for (uint64_t i = 1; i <= n; i++)
-        assert_int_equal(publish_hdrs(ch, "c", "t", NULL, value, sizeof(value), NULL, 0, NULL),
+        assert_int_equal(publish_hdrs(fx.ch, "c", "t", NULL, value, sizeof(value), NULL, 0, NULL),
                          0);
     uint64_t last = 0, items = 0, gaps = 0;
     for (;;) {
@@ -1000,8 +991,6 @@ static void test_slow_subscriber_gets_a_discontinuity(void **state)
     assert_true(items < n);
     close_sub(&x);
     grpc_channel_destroy(slow);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
 }
 
 typedef struct stopper {
@@ -1032,8 +1021,7 @@ static bool stop_round(int pause_ms, int *status)
     grpc_channel *ch = channel_to(s);
     grpc_channel *slow = channel_with(s, true);
     stream x;
-    open_sub(&x, slow, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, slow, "t", 0, 0);
     wait_subscriptions(s, 1);
     static uint8_t value[1024];
     memset(value, 'v', sizeof(value));
@@ -1086,29 +1074,25 @@ static void test_stop_takes_no_new_call(void **state)
 static void test_stats(void **state)
 {
     (void)state;
-    momento_local *s = start(NULL);
-    grpc_channel *ch = channel_to(s);
+    begin(NULL);
     stream x;
-    open_sub(&x, ch, "t", 0, 0);
-    expect_heartbeat(&x);
-    assert_int_equal(publish(ch, "t", "a"), 0);
+    subscribe(&x, fx.ch, "t", 0, 0);
+    assert_int_equal(publish(fx.ch, "t", "a"), 0);
     expect_item(&x, 1, 0, "a");
-    assert_int_equal(momento_local_rpc_count(s, "TopicSubscribe", -1), 0);
-    assert_int_equal(momento_local_rpc_count(s, "TopicPublish", GRPC_STATUS_OK), 1);
-    assert_int_equal(momento_local_topic_deliveries(s), 1);
-    assert_true(momento_local_topic_heartbeats(s) >= 1);
-    assert_int_equal(delete_cache(ch, "c"), 0);
+    assert_int_equal(momento_local_rpc_count(fx.s, "TopicSubscribe", -1), 0);
+    assert_int_equal(momento_local_rpc_count(fx.s, "TopicPublish", GRPC_STATUS_OK), 1);
+    assert_int_equal(momento_local_topic_deliveries(fx.s), 1);
+    assert_true(momento_local_topic_heartbeats(fx.s) >= 1);
+    assert_int_equal(delete_cache(fx.ch, "c"), 0);
     assert_int_equal(status_of(&x, TU_MS(5000)), GRPC_STATUS_NOT_FOUND);
-    tu_wait_until(momento_local_rpc_count(s, "TopicSubscribe", -1) > 0, 5000);
-    assert_int_equal(momento_local_rpc_count(s, "TopicSubscribe", GRPC_STATUS_NOT_FOUND), 1);
+    tu_wait_until(momento_local_rpc_count(fx.s, "TopicSubscribe", -1) > 0, 5000);
+    assert_int_equal(momento_local_rpc_count(fx.s, "TopicSubscribe", GRPC_STATUS_NOT_FOUND), 1);
     close_sub(&x);
     usleep(50000);
-    assert_int_equal(momento_local_rpc_count(s, "TopicSubscribe", -1), 1);
-    assert_int_equal(momento_local_cancelled_calls(s, "TopicSubscribe"), 0);
-    momento_local_reset_stats(s);
-    assert_int_equal(momento_local_topic_deliveries(s), 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    assert_int_equal(momento_local_rpc_count(fx.s, "TopicSubscribe", -1), 1);
+    assert_int_equal(momento_local_cancelled_calls(fx.s, "TopicSubscribe"), 0);
+    momento_local_reset_stats(fx.s);
+    assert_int_equal(momento_local_topic_deliveries(fx.s), 0);
 }
 
 static void test_options(void **state)
@@ -1142,22 +1126,18 @@ static void test_no_buffer(void **state)
     (void)state;
     momento_local_options *o = tu_options("c");
     momento_local_options_set_topic_buffer_items(o, 0);
-    momento_local *s = tu_start(o);
-    grpc_channel *ch = channel_to(s);
-    assert_int_equal(publish(ch, "t", "a"), 0);
-    assert_int_equal(publish(ch, "t", "b"), 0);
+    begin_with(tu_start(o));
+    assert_int_equal(publish(fx.ch, "t", "a"), 0);
+    assert_int_equal(publish(fx.ch, "t", "b"), 0);
     stream x;
-    open_sub(&x, ch, "t", 1, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, fx.ch, "t", 1, 0);
     sub_item *m = expect_kind(&x, KIND_DISC);
     assert_int_equal(m->discontinuity->last_topic_sequence, 0);
     assert_int_equal(m->discontinuity->new_topic_sequence, 2);
     item_free(m);
-    assert_int_equal(publish(ch, "t", "c"), 0);
+    assert_int_equal(publish(fx.ch, "t", "c"), 0);
     expect_item(&x, 3, 0, "c");
     close_sub(&x);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
 }
 
 /* ---- topics' memory -------------------------------------------------- */
@@ -1191,6 +1171,20 @@ static uint64_t expect_new_page(stream *x, uint64_t last, uint64_t old_page)
     return page;
 }
 
+/* A resume of `topic` at `resume` of `old_page` finds the topic forgotten:
+ * a discontinuity from resume - 1 to a new page, on which `value`,
+ * published then, is item 1. */
+static void expect_forgotten(grpc_channel *ch, const char *topic, uint64_t resume,
+                             uint64_t old_page, const char *value)
+{
+    stream y;
+    subscribe(&y, ch, topic, resume, old_page);
+    uint64_t page = expect_new_page(&y, resume - 1, old_page);
+    assert_int_equal(publish(ch, topic, value), 0);
+    expect_item(&y, 1, page, value);
+    close_sub(&y);
+}
+
 /* FlushCache forgets the cache's topics that have no subscribers (one used
  * again starts on a new page, and a resume from the old one is told) and
  * empties the others' resume buffers, whose subscriptions go on, numbered
@@ -1198,44 +1192,33 @@ static uint64_t expect_new_page(stream *x, uint64_t last, uint64_t old_page)
 static void test_flush_frees_topics(void **state)
 {
     (void)state;
-    momento_local *s = start(NULL);
-    grpc_channel *ch = channel_to(s);
-    uint64_t page_t = publish_n(s, ch, "t", 3);
+    begin(NULL);
+    uint64_t page_t = publish_n(fx.s, fx.ch, "t", 3);
     stream x;
-    open_sub(&x, ch, "u", 0, 0);
-    expect_heartbeat(&x);
-    assert_int_equal(publish(ch, "u", "a"), 0);
+    subscribe(&x, fx.ch, "u", 0, 0);
+    assert_int_equal(publish(fx.ch, "u", "a"), 0);
     uint64_t page_u = expect_item(&x, 1, 0, "a");
-    assert_int_equal(publish_hdrs(ch, "other", "t", "o", NULL, 0, NULL, 0, NULL), 0);
-    assert_int_equal(momento_local_topic_count(s), 3);
-    uint64_t bytes = momento_local_topic_bytes(s);
+    assert_int_equal(publish_hdrs(fx.ch, "other", "t", "o", NULL, 0, NULL, 0, NULL), 0);
+    assert_int_equal(momento_local_topic_count(fx.s), 3);
+    uint64_t bytes = momento_local_topic_bytes(fx.s);
 
-    assert_int_equal(flush_cache(ch, "c"), 0);
-    assert_int_equal(momento_local_topic_count(s), 2);
-    assert_true(momento_local_topic_bytes(s) < bytes);
-    stream y;
-    open_sub(&y, ch, "t", 4, page_t);
-    expect_heartbeat(&y);
-    uint64_t page = expect_new_page(&y, 3, page_t);
-    assert_int_equal(publish(ch, "t", "n"), 0);
-    expect_item(&y, 1, page, "n");
-    close_sub(&y);
+    assert_int_equal(flush_cache(fx.ch, "c"), 0);
+    assert_int_equal(momento_local_topic_count(fx.s), 2);
+    assert_true(momento_local_topic_bytes(fx.s) < bytes);
+    expect_forgotten(fx.ch, "t", 4, page_t, "n");
     /* The subscribed topic goes on; only its buffer is gone. */
-    assert_int_equal(publish(ch, "u", "b"), 0);
+    assert_int_equal(publish(fx.ch, "u", "b"), 0);
     expect_item(&x, 2, page_u, "b");
-    open_sub(&y, ch, "u", 1, page_u);
-    expect_heartbeat(&y);
+    stream y;
+    subscribe(&y, fx.ch, "u", 1, page_u);
     expect_discontinuity(&y, 0, 1, page_u);
     expect_item(&y, 2, page_u, "b");
     close_sub(&y);
     /* The other cache's topic still replays. */
-    open_sub_hdrs(&y, ch, "other", "t", 1, 0, NULL, 0);
-    expect_heartbeat(&y);
+    subscribe_hdrs(&y, fx.ch, "other", "t", 1, 0, NULL, 0);
     expect_item(&y, 1, 0, "o");
     close_sub(&y);
     close_sub(&x);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
 }
 
 /* A topic without subscribers that nobody publishes to for topic_idle_ms
@@ -1245,29 +1228,19 @@ static void test_flush_frees_topics(void **state)
 static void test_idle_topics_are_forgotten(void **state)
 {
     (void)state;
-    momento_local *s = start(&(srv_opts){.topic_idle_ms = 100, .heartbeat_ms = 60000});
-    grpc_channel *ch = channel_to(s);
+    begin(&(srv_opts){.topic_idle_ms = 100, .heartbeat_ms = 60000});
     stream x;
-    open_sub(&x, ch, "kept", 0, 0);
-    expect_heartbeat(&x);
-    uint64_t page = publish_n(s, ch, "t", 2);
-    assert_int_equal(momento_local_topic_count(s), 2);
-    wait_topics(s, 1);
-    stream y;
-    open_sub(&y, ch, "t", 3, page);
-    expect_heartbeat(&y);
-    uint64_t fresh = expect_new_page(&y, 2, page);
-    assert_int_equal(publish(ch, "t", "c"), 0);
-    expect_item(&y, 1, fresh, "c");
-    close_sub(&y);
+    subscribe(&x, fx.ch, "kept", 0, 0);
+    uint64_t page = publish_n(fx.s, fx.ch, "t", 2);
+    assert_int_equal(momento_local_topic_count(fx.s), 2);
+    wait_topics(fx.s, 1);
+    expect_forgotten(fx.ch, "t", 3, page, "c");
     /* "kept" was the one left, and its subscription still works. */
-    assert_int_equal(publish(ch, "kept", "k"), 0);
+    assert_int_equal(publish(fx.ch, "kept", "k"), 0);
     expect_item(&x, 1, 0, "k");
     close_sub(&x);
-    wait_topics(s, 0);
-    assert_int_equal(momento_local_topic_bytes(s), 0);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    wait_topics(fx.s, 0);
+    assert_int_equal(momento_local_topic_bytes(fx.s), 0);
 }
 
 /* What a libmomento subscription records of its events. */
@@ -1304,11 +1277,10 @@ static size_t lib_wait(lib_events *e, size_t n)
 static void test_library_resumes_a_forgotten_topic(void **state)
 {
     (void)state;
-    momento_local *s = start(&(srv_opts){.topic_idle_ms = 100});
-    grpc_channel *ch = channel_to(s);
-    uint64_t page = publish_n(s, ch, "t", 2);
-    wait_topics(s, 0);
-    momento_client *c = tu_client(s, NULL);
+    begin(&(srv_opts){.topic_idle_ms = 100});
+    uint64_t page = publish_n(fx.s, fx.ch, "t", 2);
+    wait_topics(fx.s, 0);
+    momento_client *c = tu_client(fx.s, NULL);
     lib_events e = {.n = 0};
     pthread_mutex_init(&e.lock, NULL);
     pthread_cond_init(&e.cond, NULL);
@@ -1319,7 +1291,7 @@ static void test_library_resumes_a_forgotten_topic(void **state)
     assert_int_equal(momento_topic_subscribe_sync(c, "c", "t", &so, lib_event, &e, &sub),
                      MOMENTO_OK);
     assert_int_equal(lib_wait(&e, 2), 2);
-    assert_int_equal(publish(ch, "t", "c"), 0);
+    assert_int_equal(publish(fx.ch, "t", "c"), 0);
     assert_int_equal(lib_wait(&e, 3), 3);
     momento_topic_unsubscribe(sub);
     assert_int_equal(lib_wait(&e, 4), 4);
@@ -1337,8 +1309,6 @@ static void test_library_resumes_a_forgotten_topic(void **state)
     assert_int_equal(e.ev[3].error, 0);
     pthread_mutex_destroy(&e.lock);
     pthread_cond_destroy(&e.cond);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
 }
 
 /* Topics count against --max-memory with the items: 5000 publishes to as
@@ -1374,8 +1344,7 @@ static void test_topics_count_against_memory(void **state)
     tu_expect(momento_get_sync(c, "c", "keep", 4, NULL, &r), r, MOMENTO_OUTCOME_HIT);
     /* The first topic was forgotten: it has a new page now. */
     stream x;
-    open_sub(&x, ch, "t-0", 3, first_page);
-    expect_heartbeat(&x);
+    subscribe(&x, ch, "t-0", 3, first_page);
     expect_new_page(&x, 2, first_page);
     close_sub(&x);
 
@@ -1385,8 +1354,7 @@ static void test_topics_count_against_memory(void **state)
                      GRPC_STATUS_RESOURCE_EXHAUSTED);
     assert_string_equal(err, "item_size_limit_exceeded");
     momento_client_free(c);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* When what holds the memory cannot give way - items queued for a
@@ -1402,8 +1370,7 @@ static void test_publish_refused_when_memory_is_held(void **state)
     grpc_channel *ch = channel_to(s);
     grpc_channel *slow = channel_with(s, true);
     stream x;
-    open_sub(&x, slow, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, slow, "t", 0, 0);
     static uint8_t value[16u << 10];
     memset(value, 'v', sizeof(value));
     int st = 0, accepted = 0;
@@ -1434,8 +1401,7 @@ static void test_publish_refused_when_memory_is_held(void **state)
     assert_true(ok);
     close_sub(&x);
     grpc_channel_destroy(slow);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 /* A subscriber that does not read holds at most --subscriber-queue-bytes
@@ -1453,8 +1419,7 @@ static void test_queue_bounds(void **state)
     memset(value, 'v', sizeof(value));
     const uint64_t n = 2000;
     stream x;
-    open_sub(&x, slow, "t", 0, 0);
-    expect_heartbeat(&x);
+    subscribe(&x, slow, "t", 0, 0);
     for (uint64_t i = 0; i < n; i++)
         assert_int_equal(publish_hdrs(ch, "c", "t", NULL, value, sizeof(value), NULL, 0, NULL),
                          0);
@@ -1501,35 +1466,34 @@ static void test_queue_bounds(void **state)
     wait_subscriptions(s, 0);
     assert_int_equal(momento_local_queued_bytes(s), 0);
     grpc_channel_destroy(slow);
-    grpc_channel_destroy(ch);
-    momento_local_stop(s);
+    stop_with_channel(s, ch);
 }
 
 int main(void)
 {
     grpc_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_first_heartbeat_then_items_in_order),
-        cmocka_unit_test(test_heartbeats_while_idle),
-        cmocka_unit_test(test_resume_replays_without_gaps),
-        cmocka_unit_test(test_resume_outside_the_buffer),
-        cmocka_unit_test(test_resume_with_another_page),
+        cmocka_unit_test_teardown(test_first_heartbeat_then_items_in_order, end_server),
+        cmocka_unit_test_teardown(test_heartbeats_while_idle, end_server),
+        cmocka_unit_test_teardown(test_resume_replays_without_gaps, end_server),
+        cmocka_unit_test_teardown(test_resume_outside_the_buffer, end_server),
+        cmocka_unit_test_teardown(test_resume_with_another_page, end_server),
         cmocka_unit_test(test_restart_gives_a_larger_page),
-        cmocka_unit_test(test_cache_deletion_ends_subscriptions),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_malformed_bodies),
-        cmocka_unit_test(test_subscriber_limit),
-        cmocka_unit_test(test_client_cancel_removes_subscription),
-        cmocka_unit_test(test_stream_error_fault),
-        cmocka_unit_test(test_unary_faults_apply_to_topics),
-        cmocka_unit_test(test_slow_subscriber_gets_a_discontinuity),
+        cmocka_unit_test_teardown(test_cache_deletion_ends_subscriptions, end_server),
+        cmocka_unit_test_teardown(test_errors, end_server),
+        cmocka_unit_test_teardown(test_malformed_bodies, end_server),
+        cmocka_unit_test_teardown(test_subscriber_limit, end_server),
+        cmocka_unit_test_teardown(test_client_cancel_removes_subscription, end_server),
+        cmocka_unit_test_teardown(test_stream_error_fault, end_server),
+        cmocka_unit_test_teardown(test_unary_faults_apply_to_topics, end_server),
+        cmocka_unit_test_teardown(test_slow_subscriber_gets_a_discontinuity, end_server),
         cmocka_unit_test(test_stop_takes_no_new_call),
-        cmocka_unit_test(test_stats),
+        cmocka_unit_test_teardown(test_stats, end_server),
         cmocka_unit_test(test_options),
-        cmocka_unit_test(test_no_buffer),
-        cmocka_unit_test(test_flush_frees_topics),
-        cmocka_unit_test(test_idle_topics_are_forgotten),
-        cmocka_unit_test(test_library_resumes_a_forgotten_topic),
+        cmocka_unit_test_teardown(test_no_buffer, end_server),
+        cmocka_unit_test_teardown(test_flush_frees_topics, end_server),
+        cmocka_unit_test_teardown(test_idle_topics_are_forgotten, end_server),
+        cmocka_unit_test_teardown(test_library_resumes_a_forgotten_topic, end_server),
         cmocka_unit_test(test_topics_count_against_memory),
         cmocka_unit_test(test_publish_refused_when_memory_is_held),
         cmocka_unit_test(test_queue_bounds),

@@ -106,37 +106,66 @@ static void wait_answer(answer *a)
     assert_int_equal(atomic_load(&a->done), 1);
 }
 
+/* The fixture of the tests with two clients: a server with cache "c", `a`
+ * to send the long request and `b` for the calls around it, both patient;
+ * freed and stopped after the test even when it fails. */
+static struct {
+    momento_local *s;
+    momento_client *a, *b;
+} fx;
+
+static int two_clients_setup(void **state)
+{
+    (void)state;
+    fx.s = tu_server_with_cache("c");
+    fx.a = tu_patient_client(fx.s, 120000);
+    fx.b = tu_patient_client(fx.s, 120000);
+    return 0;
+}
+
+/* Frees the clients (a test may do it first, to check what follows). */
+static void free_clients(void)
+{
+    fx.a = fx.b = NULL;
+}
+
+static int two_clients_teardown(void **state)
+{
+    (void)state;
+    free_clients();
+    momento_local_stop(fx.s);
+    fx.s = NULL;
+    return 0;
+}
+
+#define two_clients_test(f)                                                                        \
+    cmocka_unit_test_setup_teardown(f, two_clients_setup, two_clients_teardown)
+
 /* While a long SetUnion runs, another client's Gets and Sets on other keys
  * are answered: before its own answer, several round trips of them. Before
  * the server worked in slices, the first waited for the whole union. */
 static void test_others_answered_while_a_long_request_runs(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
-    momento_client *a = tu_patient_client(s, 120000);
-    momento_client *b = tu_patient_client(s, 120000);
     big_set big;
     big_set_init(&big, BIG_N, 0);
     answer u = {0};
-    send_big_union(a, "big", &big, &u);
-    wait_long(s, &u);
+    send_big_union(fx.a, "big", &big, &u);
+    wait_long(fx.s, &u);
     for (int i = 0; i < 3; i++) {
         momento_result *r = NULL;
-        tu_expect(momento_set_sync(b, "c", "other", 5, "v", 1, 0, NULL, &r), r,
+        tu_expect(momento_set_sync(fx.b, "c", "other", 5, "v", 1, 0, NULL, &r), r,
                   MOMENTO_OUTCOME_SUCCESS);
-        tu_expect(momento_get_sync(b, "c", "other", 5, NULL, &r), r, MOMENTO_OUTCOME_HIT);
+        tu_expect(momento_get_sync(fx.b, "c", "other", 5, NULL, &r), r, MOMENTO_OUTCOME_HIT);
     }
     /* All of them answered while the union still ran. */
     assert_int_equal(atomic_load(&u.done), 0);
     wait_answer(&u);
     assert_int_equal(u.outcome, MOMENTO_OUTCOME_SUCCESS);
-    assert_int_equal(momento_local_long_requests(s), 0);
+    assert_int_equal(momento_local_long_requests(fx.s), 0);
 
-    assert_int_equal(set_length(b, "big"), BIG_N);
-    momento_client_free(a);
-    momento_client_free(b);
+    assert_int_equal(set_length(fx.b, "big"), BIG_N);
     big_set_free(&big);
-    momento_local_stop(s);
 }
 
 /* A call on the long request's key waits for all of it, whichever it is:
@@ -145,20 +174,17 @@ static void test_others_answered_while_a_long_request_runs(void **state)
 static void test_a_call_on_its_key_waits_and_sees_all_of_it(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
-    momento_client *a = tu_patient_client(s, 120000);
-    momento_client *b = tu_patient_client(s, 120000);
     big_set first, second;
     big_set_init(&first, BIG_N / 2, 0);
     big_set_init(&second, BIG_N / 2, 0x80000000u);
     answer u1 = {0}, u2 = {0}, len = {0};
-    send_big_union(a, "big", &first, &u1);
-    wait_long(s, &u1);
-    assert_int_equal(momento_set_length(b, "c", "big", 3, NULL, answer_cb, &len), MOMENTO_OK);
-    tu_wait_until(momento_local_waiting_calls(s) >= 1 || atomic_load(&u1.done), 60000);
+    send_big_union(fx.a, "big", &first, &u1);
+    wait_long(fx.s, &u1);
+    assert_int_equal(momento_set_length(fx.b, "c", "big", 3, NULL, answer_cb, &len), MOMENTO_OK);
+    tu_wait_until(momento_local_waiting_calls(fx.s) >= 1 || atomic_load(&u1.done), 60000);
     assert_int_equal(atomic_load(&u1.done), 0);
-    assert_int_equal(momento_local_waiting_calls(s), 1);
-    send_big_union(b, "big", &second, &u2);
+    assert_int_equal(momento_local_waiting_calls(fx.s), 1);
+    send_big_union(fx.b, "big", &second, &u2);
     wait_answer(&u1);
     wait_answer(&len);
     wait_answer(&u2);
@@ -168,14 +194,11 @@ static void test_a_call_on_its_key_waits_and_sees_all_of_it(void **state)
      * was held back) does not run before it. */
     assert_int_equal(len.outcome, MOMENTO_OUTCOME_HIT);
     assert_int_equal(len.value, BIG_N / 2);
-    assert_int_equal(momento_local_waiting_calls(s), 0);
+    assert_int_equal(momento_local_waiting_calls(fx.s), 0);
 
-    assert_int_equal(set_length(b, "big"), BIG_N);
-    momento_client_free(a);
-    momento_client_free(b);
+    assert_int_equal(set_length(fx.b, "big"), BIG_N);
     big_set_free(&first);
     big_set_free(&second);
-    momento_local_stop(s);
 }
 
 /* A call held back whose client gives up (its deadline) gets its one
@@ -184,29 +207,25 @@ static void test_a_call_on_its_key_waits_and_sees_all_of_it(void **state)
 static void test_a_held_call_whose_client_leaves_is_let_go(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
-    momento_client *a = tu_patient_client(s, 120000);
-    momento_client *b = tu_client(s, NULL);
+    momento_client *b = tu_client(fx.s, NULL); /* not patient */
     big_set big;
     big_set_init(&big, BIG_N, 0);
     answer u = {0}, len = {0};
-    send_big_union(a, "big", &big, &u);
-    wait_long(s, &u);
+    send_big_union(fx.a, "big", &big, &u);
+    wait_long(fx.s, &u);
     momento_request_options o = MOMENTO_REQUEST_OPTIONS_INIT;
     o.timeout_ms = 20;
     assert_int_equal(momento_set_length(b, "c", "big", 3, &o, answer_cb, &len), MOMENTO_OK);
     wait_answer(&len);
     assert_int_equal(len.error, MOMENTO_ERR_TIMEOUT);
     /* The server saw its client go (RECV_CLOSE_ON_SERVER) and freed it. */
-    tu_wait_until(momento_local_waiting_calls(s) == 0, 60000);
-    assert_int_equal(momento_local_waiting_calls(s), 0);
+    tu_wait_until(momento_local_waiting_calls(fx.s) == 0, 60000);
+    assert_int_equal(momento_local_waiting_calls(fx.s), 0);
     wait_answer(&u);
     assert_int_equal(u.outcome, MOMENTO_OUTCOME_SUCCESS);
     momento_client_free(b);
     assert_int_equal(atomic_load(&len.done), 1);
-    momento_client_free(a);
     big_set_free(&big);
-    momento_local_stop(s);
 }
 
 /* A flush of a big cache runs in slices too: another cache's calls are
@@ -215,10 +234,7 @@ static void test_a_held_call_whose_client_leaves_is_let_go(void **state)
 static void test_a_flush_runs_in_slices(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
-    momento_client *a = tu_patient_client(s, 120000);
-    momento_client *b = tu_patient_client(s, 120000);
-    tu_create_cache(a, "big");
+    tu_create_cache(fx.a, "big");
     /* 300,000 items, by batches of 1000. */
     enum { BATCH = 1000, BATCHES = 300 };
     static char keys[BATCH][16];
@@ -232,24 +248,21 @@ static void test_a_flush_runs_in_slices(void **state)
             vl[i] = 1;
         }
         momento_result *r = NULL;
-        assert_int_equal(momento_set_batch_sync(a, "big", kp, kl, vp, vl, BATCH, 0, NULL, &r),
+        assert_int_equal(momento_set_batch_sync(fx.a, "big", kp, kl, vp, vl, BATCH, 0, NULL, &r),
                          MOMENTO_OK);
         assert_int_equal(momento_result_error(r), MOMENTO_OK);
         momento_result_free(r);
     }
     answer f = {0}, g = {0};
-    assert_int_equal(momento_flush_cache(a, "big", NULL, answer_cb, &f), MOMENTO_OK);
-    wait_long(s, &f);
+    assert_int_equal(momento_flush_cache(fx.a, "big", NULL, answer_cb, &f), MOMENTO_OK);
+    wait_long(fx.s, &f);
     momento_result *r = NULL;
-    tu_expect(momento_get_sync(b, "c", "other", 5, NULL, &r), r, MOMENTO_OUTCOME_MISS);
-    assert_int_equal(momento_get(b, "big", "k0", 2, NULL, answer_cb, &g), MOMENTO_OK);
+    tu_expect(momento_get_sync(fx.b, "c", "other", 5, NULL, &r), r, MOMENTO_OUTCOME_MISS);
+    assert_int_equal(momento_get(fx.b, "big", "k0", 2, NULL, answer_cb, &g), MOMENTO_OK);
     wait_answer(&f);
     wait_answer(&g);
     assert_int_equal(f.outcome, MOMENTO_OUTCOME_SUCCESS);
     assert_int_equal(g.outcome, MOMENTO_OUTCOME_MISS);
-    momento_client_free(a);
-    momento_client_free(b);
-    momento_local_stop(s);
 }
 
 /* More long requests at once than the server has threads for them: each
@@ -323,45 +336,40 @@ static void test_stop_while_a_long_request_runs(void **state)
 static void test_cache_deleted_while_a_big_request_is_decoded(void **state)
 {
     (void)state;
-    momento_local *s = tu_server_with_cache("c");
-    momento_client *a = tu_patient_client(s, 120000);
-    momento_client *b = tu_patient_client(s, 120000);
     big_set big;
     big_set_init(&big, BIG_N / 8, 0);
     for (int round = 0; round < 5; round++) {
         momento_result *r = NULL;
-        assert_int_equal(momento_create_cache_sync(b, "x", NULL, &r), MOMENTO_OK);
+        assert_int_equal(momento_create_cache_sync(fx.b, "x", NULL, &r), MOMENTO_OK);
         momento_result_free(r);
         answer u = {0};
-        assert_int_equal(momento_set_add_elements(a, "x", "big", 3, big.elems, big.lens, big.n,
+        assert_int_equal(momento_set_add_elements(fx.a, "x", "big", 3, big.elems, big.lens, big.n,
                                                   NULL, NULL, answer_cb, &u),
                          MOMENTO_OK);
         for (int i = 0; i < 200 && !atomic_load(&u.done); i++) {
-            assert_int_equal(momento_delete_cache_sync(b, "x", NULL, &r), MOMENTO_OK);
+            assert_int_equal(momento_delete_cache_sync(fx.b, "x", NULL, &r), MOMENTO_OK);
             momento_result_free(r);
-            assert_int_equal(momento_create_cache_sync(b, "x", NULL, &r), MOMENTO_OK);
+            assert_int_equal(momento_create_cache_sync(fx.b, "x", NULL, &r), MOMENTO_OK);
             momento_result_free(r);
         }
         wait_answer(&u);
         assert_true(u.error == MOMENTO_OK || u.error == MOMENTO_ERR_CACHE_NOT_FOUND);
     }
-    momento_client_free(a);
-    momento_client_free(b);
+    free_clients();
     big_set_free(&big);
-    assert_int_equal(momento_local_waiting_calls(s), 0);
-    momento_local_stop(s);
+    assert_int_equal(momento_local_waiting_calls(fx.s), 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_others_answered_while_a_long_request_runs),
-        cmocka_unit_test(test_a_call_on_its_key_waits_and_sees_all_of_it),
-        cmocka_unit_test(test_a_held_call_whose_client_leaves_is_let_go),
-        cmocka_unit_test(test_a_flush_runs_in_slices),
+        two_clients_test(test_others_answered_while_a_long_request_runs),
+        two_clients_test(test_a_call_on_its_key_waits_and_sees_all_of_it),
+        two_clients_test(test_a_held_call_whose_client_leaves_is_let_go),
+        two_clients_test(test_a_flush_runs_in_slices),
         cmocka_unit_test(test_more_long_requests_than_threads),
         cmocka_unit_test(test_stop_while_a_long_request_runs),
-        cmocka_unit_test(test_cache_deleted_while_a_big_request_is_decoded),
+        two_clients_test(test_cache_deleted_while_a_big_request_is_decoded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
