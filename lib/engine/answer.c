@@ -73,15 +73,8 @@ int momento__answer_soon(momento_client *c, momento_request_group *group, const 
     answer *a = momento__malloc(sizeof(*a) + value_len + cache_len);
     if (!a)
         return MOMENTO_ERR_NO_MEMORY;
-    memset(a, 0, sizeof(*a));
-    a->c = c;
-    a->method = method;
-    a->submitted_ns = submitted_ns;
-    a->flags = metrics_flags;
-    a->outcome = outcome;
-    a->cb = cb;
-    a->userdata = userdata;
-    a->value_len = value_len;
+    *a = (answer){.c = c, .method = method, .submitted_ns = submitted_ns, .flags = metrics_flags,
+                  .outcome = outcome, .cb = cb, .userdata = userdata, .value_len = value_len};
     if (value_len)
         memcpy(a->value, value, value_len);
     if (cache) {

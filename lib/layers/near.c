@@ -136,13 +136,9 @@ static void store(momento__near *n, const char *cache, const void *key, size_t k
         pthread_mutex_unlock(&n->lock);
         return; /* not kept: the next read asks Momento */
     }
-    memset(e, 0, sizeof(*e));
-    e->fetched_ns = sent_ns;
-    e->expires_ns = expires_ns;
-    e->bytes = bytes;
+    *e = (entry){.fetched_ns = sent_ns, .expires_ns = expires_ns, .bytes = bytes,
+                 .vlen = miss ? 0 : value_len, .miss = miss};
     e->klen = lookup_key(e->data, cache, cache_len, key, key_len);
-    e->vlen = miss ? 0 : value_len;
-    e->miss = miss;
     if (e->vlen)
         memcpy(e->data + klen, value, e->vlen);
     entry *old = NULL;
@@ -295,19 +291,13 @@ static fill *fill_new(momento__near *n, momento_callback cb, void *userdata, con
     fill *f = momento__malloc(sizeof(*f) + cache_len + key_len + value_len);
     if (!f)
         return NULL;
-    memset(f, 0, sizeof(*f));
-    f->n = n;
-    f->cb = cb;
-    f->userdata = userdata;
-    f->cache = f->buf;
+    *f = (fill){.n = n, .cb = cb, .userdata = userdata, .key_len = key_len,
+                .value_len = value_len, .cache = f->buf, .key = f->buf + cache_len,
+                .value = f->buf + cache_len + key_len};
     memcpy(f->cache, cache, cache_len);
-    f->key = f->buf + cache_len;
     memcpy(f->key, key, key_len);
-    f->key_len = key_len;
-    f->value = f->key + key_len;
     if (value_len)
         memcpy(f->value, value, value_len);
-    f->value_len = value_len;
     return f;
 }
 
