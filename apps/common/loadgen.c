@@ -66,7 +66,11 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "                         W 0 = no bound; --batch alone is %u:0:%u:%u:%u\n"
             "  --io-callbacks         with --transport protosocket: callbacks (and the next\n"
             "                         request) on protosocket's I/O thread, not the client's\n"
-            "                         completion thread: one thread wake-up less per request\n\n"
+            "                         completion thread: one thread wake-up less per request\n"
+            "  --near-cache-bytes N   a near cache of N bytes (4096 to 2147483647; default 0,\n"
+            "                         off): gets of keys read or written less than\n"
+            "  --near-cache-staleness-ms M  M ms ago (1 to 3600000; default 1000) are\n"
+            "                         answered in the process\n\n"
             "Output:\n"
             "  --stats-interval S     print cumulative stats every S seconds (default 5)\n"
             "  --json PATH            write the results as JSON, latency histograms included\n"
@@ -182,6 +186,8 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
         {"help", no_argument, NULL, 'h'},                {"batch", optional_argument, NULL, 'B'},
         {"plot-log", no_argument, NULL, 'L'},            {"samples", required_argument, NULL, 'S'},
         {"merge", no_argument, NULL, 'M'},               {"io-callbacks", no_argument, NULL, 'I'},
+        {"near-cache-bytes", required_argument, NULL, 'N'},
+        {"near-cache-staleness-ms", required_argument, NULL, 'W'},
         {NULL, 0, NULL, 0},
     };
     const char *prog = coalescing ? "request-coalescing" : "load-gen";
@@ -196,6 +202,7 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
     o->stats_interval_s = 5;
     o->keys = coalescing ? 10 : 0;
     o->threads = 1;
+    o->near_staleness_ms = 1000;
     o->batch_min_in_flight = MOMENTO_BATCH_DEFAULT_MIN_IN_FLIGHT;
     o->batch_max_keys = MOMENTO_BATCH_DEFAULT_MAX_KEYS;
     o->batch_max_bytes = MOMENTO_BATCH_DEFAULT_MAX_BYTES;
@@ -283,6 +290,16 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
             break;
         case 'q': o->quiet = true; break;
         case 'I': o->io_callbacks = true; break;
+        case 'N':
+            if (!ex_parse_int(optarg, 4096, 2147483647L, &o->near_bytes))
+                return ex_bad_option(prog, "--near-cache-bytes", optarg,
+                                     "must be 4096 to 2147483647");
+            break;
+        case 'W':
+            if (!ex_parse_int(optarg, 1, 3600000, &o->near_staleness_ms))
+                return ex_bad_option(prog, "--near-cache-staleness-ms", optarg,
+                                     "must be 1 to 3600000");
+            break;
         case 'B': {
             /* The value may follow as "--batch=16:0:64" or as the next
              * argument when that starts with a digit ("--batch 16"). */
@@ -824,6 +841,9 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
     }
     if (rc == MOMENTO_OK && o->io_callbacks)
         rc = momento_config_set_io_thread_callbacks(cfg, 1);
+    if (rc == MOMENTO_OK && o->near_bytes)
+        rc = momento_config_set_near_cache(cfg, (size_t)o->near_bytes,
+                                           (uint32_t)o->near_staleness_ms);
     if (rc == MOMENTO_OK && o->batch)
         rc = momento_config_set_batching(cfg, o->batch_min_in_flight, o->batch_linger_us,
                                          o->batch_max_keys, o->batch_max_bytes);
@@ -966,6 +986,16 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
             sum->queued_ns_total += b.queued_ns_total;
             if (b.queued_ns_max > sum->queued_ns_max)
                 sum->queued_ns_max = b.queued_ns_max;
+            momento_near_cache_stats nc;
+            momento_client_near_cache_stats_get(g->client, &nc, sizeof(nc));
+            momento_near_cache_stats *ns = &out->near_counters;
+            ns->hits += nc.hits;
+            ns->miss_hits += nc.miss_hits;
+            ns->misses += nc.misses;
+            ns->fills += nc.fills;
+            ns->stale += nc.stale;
+            ns->dropped += nc.dropped;
+            ns->evictions += nc.evictions;
         }
         momento_coalescer_free(g->co);
         momento_client_free(g->client);
@@ -1258,6 +1288,20 @@ void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent)
         fprintf(f, "}}");
     } else {
         fprintf(f, ",\n%s\"batching\": null", pad);
+    }
+    if (o->near_bytes) {
+        const momento_near_cache_stats *k = &r->near_counters;
+        fprintf(f,
+                ",\n%s\"near_cache\": {\"bytes\": %d, \"staleness_ms\": %d, \"hits\": %llu, "
+                "\"miss_hits\": %llu, \"misses\": %llu, \"fills\": %llu, \"stale\": %llu, "
+                "\"dropped\": %llu, \"evictions\": %llu}",
+                pad, o->near_bytes, o->near_staleness_ms,
+                (unsigned long long)k->hits, (unsigned long long)k->miss_hits,
+                (unsigned long long)k->misses, (unsigned long long)k->fills,
+                (unsigned long long)k->stale, (unsigned long long)k->dropped,
+                (unsigned long long)k->evictions);
+    } else {
+        fprintf(f, ",\n%s\"near_cache\": null", pad);
     }
     fprintf(f, ",\n%s\"first_refusal\": ", pad);
     if (r->stats.first_refusal)

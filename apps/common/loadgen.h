@@ -48,6 +48,9 @@ typedef struct lg_options {
     /* --io-callbacks: momento_config_set_io_thread_callbacks() (callbacks
      * of protosocket's requests on its I/O thread). */
     bool io_callbacks;
+    /* --near-cache-bytes N --near-cache-staleness-ms M
+     * (momento_config_set_near_cache()); 0 bytes = off. */
+    int near_bytes, near_staleness_ms;
 } lg_options;
 
 /* Process-wide tuning for a load tool: one glibc malloc arena (unless the
@@ -127,6 +130,7 @@ typedef struct lg_result {
     uint64_t rpcs;
     bool batching;
     momento_client_batching_stats batch_counters; /* summed over threads, when batching */
+    momento_near_cache_stats near_counters;       /* summed over threads, with a near cache */
     /* When the run started, Unix time in seconds (a merge's: the earliest
      * run's), so a merge can tell how far apart its runs were. */
     double started_at;
