@@ -663,7 +663,7 @@ MOMENTO_EXPORT int momento_config_set_io_thread_callbacks(momento_config *cfg, i
  * other clients or processes are seen once the bound has passed.
  *
  * Memory: keys, values and bookkeeping together stay within `max_bytes`;
- * the least recently used entries make room (a value larger than an
+ * entries not used lately make room (CLOCK) (a value larger than an
  * eighth of `max_bytes` is not kept). A near-cache answer still gets its
  * callback as any request does - on the completion thread, or queued in
  * dispatch mode, never inside the call that made the request - and the

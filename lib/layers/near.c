@@ -4,8 +4,11 @@
  * MISS) or what this client's set wrote, with the time that read or write
  * was sent: an entry answers only while younger than the bound (and, for
  * a value written with a TTL, before that TTL ends), so a slow reply
- * cannot stretch the bound. Least recently used entries make room; keys,
- * values and each entry's bookkeeping count against max_bytes.
+ * cannot stretch the bound. Entries make room by CLOCK, chosen over LRU by
+ * measurement (bench/near_policy.c, docs/performance.md): a hit only marks
+ * its entry, and the hand evicts the first it finds unmarked since it last
+ * passed; keys, values and each entry's bookkeeping count against
+ * max_bytes.
  *
  * Writes through the client drop the key's entry as they are submitted
  * (the client's write observer). A read or set sent before such a write
@@ -36,13 +39,14 @@
 
 typedef struct entry {
     UT_hash_handle hh;
-    struct entry *prev, *next; /* recency: most recently used first */
+    struct entry *prev, *next; /* the clock's ring */
     int64_t fetched_ns;        /* when the read or write that brought it was sent */
     int64_t expires_ns;        /* its TTL's end, when this client wrote it; else INT64_MAX */
     size_t bytes;              /* what it counts against max_bytes */
     size_t klen;               /* of data's "cache\0key" */
     size_t vlen;
     bool miss;
+    bool used;                 /* answered since the hand last passed it */
     char data[]; /* "cache\0key", then the value */
 } entry;
 
@@ -51,7 +55,8 @@ struct momento__near {
     momento__write_observer obs;
     momento_client *client;
     pthread_mutex_t lock;
-    entry *table, *mru;
+    entry *table;
+    entry *hand; /* the clock's hand on the ring of entries; NULL when empty */
     size_t max_bytes, bytes;
     int64_t staleness_ns;
     bool detached; /* the client's free took the observer off its list */
@@ -83,7 +88,7 @@ static size_t gen_slot(const char *cache, size_t cache_len, const void *key, siz
 static void drop_locked(momento__near *n, entry *e)
 {
     HASH_DEL(n->table, e);
-    DL_DELETE(n->mru, e);
+    CDL_DELETE(n->hand, e);
     n->bytes -= e->bytes;
     n->st.entries--;
     free(e);
@@ -151,12 +156,19 @@ static void store(momento__near *n, const char *cache, const void *key, size_t k
         }
         drop_locked(n, old);
     }
-    while (n->bytes + bytes > n->max_bytes && n->mru) {
-        drop_locked(n, n->mru->prev); /* utlist's head->prev is the tail */
+    while (n->bytes + bytes > n->max_bytes && n->hand) {
+        /* CLOCK (bench/near_policy.c measured it against LRU): the hand
+         * passes over entries answered since it last came, clearing
+         * their mark, and takes the first without one. */
+        while (n->hand->used) {
+            n->hand->used = false;
+            n->hand = n->hand->next;
+        }
+        drop_locked(n, n->hand);
         n->st.evictions++;
     }
     HASH_ADD(hh, n->table, data, klen, e);
-    DL_PREPEND(n->mru, e);
+    CDL_APPEND(n->hand, e); /* just behind the hand: looked at last */
     n->bytes += bytes;
     n->st.entries++;
     n->st.bytes = n->bytes;
@@ -332,8 +344,7 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
     pthread_mutex_lock(&n->lock);
     entry *e = find_locked(n, cache, key, key_len, now);
     if (e) {
-        DL_DELETE(n->mru, e); /* most recently used */
-        DL_PREPEND(n->mru, e);
+        e->used = true; /* a hit only marks it: no list moved under the lock */
         momento_request_group *group = MOMENTO__OPT(opts, group);
         int rc = momento__answer_soon(c, group, "Get", cache, now, MOMENTO_METRICS_NEAR_CACHE,
                                       e->miss ? MOMENTO_OUTCOME_MISS : MOMENTO_OUTCOME_HIT,
