@@ -71,6 +71,14 @@ static momento_near_cache_stats one_bypass_since(const momento_client *c,
     return now;
 }
 
+/* Puts `a` in the fault session `request_id`, where the server holds its
+ * first Get `delay_ms` ms. */
+static void hold_first_get(momento_client *a, const char *request_id, const char *delay_ms)
+{
+    const char *const h[] = {"delay-rpcs", "get", "delay-ms", delay_ms, "delay-count", "1"};
+    tu_headers(tu_fx.server, a, request_id, h, 3);
+}
+
 /* Get RPCs the server has answered: it counts one before it sends the
  * answer, so a count read after a call's callback includes that call. */
 static uint64_t server_gets(void)
@@ -357,10 +365,7 @@ static void test_read_before_write_not_stored(void **state)
 {
     (void)state;
     momento_client *a = near_client(MIB, LONG_BOUND_MS);
-    tu_header(tu_fx.server, a, "request-id", "near-read-before-write");
-    tu_header(tu_fx.server, a, "delay-rpcs", "get");
-    tu_header(tu_fx.server, a, "delay-ms", "300");
-    tu_header(tu_fx.server, a, "delay-count", "1");
+    hold_first_get(a, "near-read-before-write", "300");
     momento_client *b = tu_fx.client;
     put(b, "k", "v1");
 
@@ -450,10 +455,7 @@ static void test_slow_reply_not_kept(void **state)
 {
     (void)state;
     momento_client *a = near_client(MIB, 100);
-    tu_header(tu_fx.server, a, "request-id", "near-slow-reply");
-    tu_header(tu_fx.server, a, "delay-rpcs", "get");
-    tu_header(tu_fx.server, a, "delay-ms", "400");
-    tu_header(tu_fx.server, a, "delay-count", "1");
+    hold_first_get(a, "near-slow-reply", "400");
     momento_client *b = tu_fx.client;
     put(b, "k", "v1");
 
