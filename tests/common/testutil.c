@@ -464,6 +464,13 @@ void tu_keep_cb(const momento_result *r, void *userdata)
     tu_count_cb(r, &x->k);
 }
 
+void tu_never_cb(const momento_result *r, void *userdata)
+{
+    (void)r;
+    (void)userdata;
+    fail_msg("a refused request was called back");
+}
+
 void tu_free_client_cb(const momento_result *r, void *userdata)
 {
     tu_freer *x = userdata;

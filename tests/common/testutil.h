@@ -168,6 +168,10 @@ typedef struct tu_freer {
 } tu_freer;
 void tu_free_client_cb(const momento_result *r, void *userdata);
 
+/* For a request that must be refused at submit: fails the test if it is
+ * ever called back. */
+void tu_never_cb(const momento_result *r, void *userdata);
+
 /* Waits on `cv` until *count, which `mu` guards and whose every change is
  * broadcast on `cv`, is at least `n`, or `timeout_ms` (scaled by
  * tu_time_scale()) has passed; returns *count as last seen. For callbacks

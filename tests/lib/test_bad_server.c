@@ -27,6 +27,16 @@ static grpc_slice pack(const ProtobufCMessage *m)
     return s;
 }
 
+/* A Get's reply: a hit of "v". */
+static grpc_slice pack_hit(void)
+{
+    CacheClient__GetResponse m = CACHE_CLIENT____GET_RESPONSE__INIT;
+    m.result = CACHE_CLIENT__ECACHE_RESULT__Hit;
+    m.cache_body.data = (uint8_t *)"v";
+    m.cache_body.len = 1;
+    return pack(&m.base);
+}
+
 static momento_client *client_for(tu_fake *f, uint32_t timeout_ms)
 {
     momento_config *cfg = tu_config();
@@ -47,11 +57,7 @@ static bool hits(void *arg, size_t call, size_t i, grpc_slice *msg)
     (void)call;
     if (i >= hits_per_reply)
         return false;
-    CacheClient__GetResponse m = CACHE_CLIENT____GET_RESPONSE__INIT;
-    m.result = CACHE_CLIENT__ECACHE_RESULT__Hit;
-    m.cache_body.data = (uint8_t *)"v";
-    m.cache_body.len = 1;
-    *msg = pack(&m.base);
+    *msg = pack_hit();
     return true;
 }
 
@@ -154,11 +160,7 @@ static bool one_then_two(void *arg, size_t call, size_t i, grpc_slice *msg)
     (void)arg;
     if (i >= call + 1)
         return false;
-    CacheClient__GetResponse m = CACHE_CLIENT____GET_RESPONSE__INIT;
-    m.result = CACHE_CLIENT__ECACHE_RESULT__Hit;
-    m.cache_body.data = (uint8_t *)"v";
-    m.cache_body.len = 1;
-    *msg = pack(&m.base);
+    *msg = pack_hit();
     return true;
 }
 
@@ -288,37 +290,37 @@ static bool page(void *arg, size_t call, size_t i, grpc_slice *msg)
     return true;
 }
 
+/* Lists the caches of a fake paging as `mode` says, with a timeout of
+ * `timeout_ms`: the listing must fail BAD_RESPONSE, its message naming
+ * `why`, after `calls` calls to the fake. Answers the caches the failed
+ * result holds. */
+static size_t listing_fails(token_mode mode, uint32_t timeout_ms, const char *why, size_t calls)
+{
+    tu_fake *f = tu_fake_start(page, &mode, 0);
+    momento_client *c = client_for(f, timeout_ms);
+    momento_result *r;
+    assert_int_equal(momento_list_caches_sync(c, NULL, &r), MOMENTO_ERR_BAD_RESPONSE);
+    size_t caches = momento_result_cache_count(r);
+    assert_non_null(strstr(momento_result_message(r), why));
+    momento_result_free(r);
+    assert_int_equal(tu_fake_calls(f), calls);
+    momento_client_free(c);
+    tu_fake_stop(f);
+    return caches;
+}
+
 static void test_repeated_token_stops_the_listing(void **state)
 {
     (void)state;
-    token_mode mode = SAME_TOKEN;
-    tu_fake *f = tu_fake_start(page, &mode, 0);
-    momento_client *c = client_for(f, 5000);
-    momento_result *r;
-    assert_int_equal(momento_list_caches_sync(c, NULL, &r), MOMENTO_ERR_BAD_RESPONSE);
-    assert_int_equal(momento_result_cache_count(r), 0);
-    assert_non_null(strstr(momento_result_message(r), "token"));
-    momento_result_free(r);
-    /* The first page, then the page asked for with "again", which answered
-     * "again" once more. */
-    assert_int_equal(tu_fake_calls(f), 2);
-    momento_client_free(c);
-    tu_fake_stop(f);
+    /* Two calls: the first page, then the page asked for with "again",
+     * which answered "again" once more. */
+    assert_int_equal(listing_fails(SAME_TOKEN, 5000, "token", 2), 0);
 }
 
 static void test_endless_pages_are_capped(void **state)
 {
     (void)state;
-    token_mode mode = NEW_TOKENS;
-    tu_fake *f = tu_fake_start(page, &mode, 0);
-    momento_client *c = client_for(f, (uint32_t)TU_MS(60000));
-    momento_result *r;
-    assert_int_equal(momento_list_caches_sync(c, NULL, &r), MOMENTO_ERR_BAD_RESPONSE);
-    assert_non_null(strstr(momento_result_message(r), "pages"));
-    momento_result_free(r);
-    assert_int_equal(tu_fake_calls(f), 1000);
-    momento_client_free(c);
-    tu_fake_stop(f);
+    listing_fails(NEW_TOKENS, (uint32_t)TU_MS(60000), "pages", 1000);
 }
 
 static void test_listing_has_one_deadline(void **state)

@@ -331,13 +331,6 @@ static void test_type_mismatch(void **state)
                      MOMENTO_ERR_CACHE_NOT_FOUND);
 }
 
-static void noop_cb(const momento_result *r, void *ud)
-{
-    (void)r;
-    (void)ud;
-    fail_msg("a refused request was called back");
-}
-
 /* Refused at submit: nothing sent, no callback. */
 static void test_refusals(void **state)
 {
@@ -349,47 +342,48 @@ static void test_refusals(void **state)
     momento_collection_ttl huge = {MOMENTO_MAX_TTL_MS + 1, 1};
     uint64_t before = momento_local_rpc_count(tu_fx.server, "SetUnion", -1);
     assert_int_equal(momento_set_add_element(tu_fx.client, "c", NULL, 0, MOMENTO_STR("x"), NULL,
-                                             NULL, noop_cb, NULL),
+                                             NULL, tu_never_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_set_add_element(tu_fx.client, "c", "", 0, MOMENTO_STR("x"), NULL, NULL,
-                                             noop_cb, NULL),
+                                             tu_never_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_set_add_element(tu_fx.client, "c", MOMENTO_STR("s"), NULL, 1, NULL,
-                                             NULL, noop_cb, NULL),
+                                             NULL, tu_never_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_set_add_elements(tu_fx.client, "c", MOMENTO_STR("s"), one, one_len, 0,
-                                              NULL, NULL, noop_cb, NULL),
+                                              NULL, NULL, tu_never_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_set_add_elements(tu_fx.client, "c", MOMENTO_STR("s"), bad, bad_len, 1,
-                                              NULL, NULL, noop_cb, NULL),
+                                              NULL, NULL, tu_never_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_set_add_elements(tu_fx.client, "c", MOMENTO_STR("s"), NULL, one_len, 1,
-                                              NULL, NULL, noop_cb, NULL),
+                                              NULL, NULL, tu_never_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_set_add_element(tu_fx.client, "c", MOMENTO_STR("s"), MOMENTO_STR("x"),
-                                             &huge, NULL, noop_cb, NULL),
+                                             &huge, NULL, tu_never_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_set_add_element(tu_fx.client, "c\t", MOMENTO_STR("s"),
-                                             MOMENTO_STR("x"), NULL, NULL, noop_cb, NULL),
+                                             MOMENTO_STR("x"), NULL, NULL, tu_never_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_set_add_element(tu_fx.client, "c", MOMENTO_STR("s"), MOMENTO_STR("x"),
                                              NULL, NULL, NULL, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
-    assert_int_equal(momento_set_pop(tu_fx.client, "c", MOMENTO_STR("s"), 0, NULL, noop_cb, NULL),
-                     MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(
+        momento_set_pop(tu_fx.client, "c", MOMENTO_STR("s"), 0, NULL, tu_never_cb, NULL),
+        MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_dictionary_set_fields(tu_fx.client, "c", MOMENTO_STR("d"), one,
-                                                   one_len, NULL, one_len, 1, NULL, NULL, noop_cb,
-                                                   NULL),
+                                                   one_len, NULL, one_len, 1, NULL, NULL,
+                                                   tu_never_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_dictionary_get_field(tu_fx.client, "c", MOMENTO_STR("d"), NULL, 2,
-                                                  NULL, noop_cb, NULL),
+                                                  NULL, tu_never_cb, NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     /* Larger than one request can carry. */
     size_t big = 11u * 1024 * 1024;
     char *v = calloc(1, big);
     assert_non_null(v);
     assert_int_equal(momento_dictionary_set_field(tu_fx.client, "c", MOMENTO_STR("d"),
-                                                  MOMENTO_STR("f"), v, big, NULL, NULL, noop_cb,
+                                                  MOMENTO_STR("f"), v, big, NULL, NULL, tu_never_cb,
                                                   NULL),
                      MOMENTO_ERR_INVALID_ARGUMENT);
     free(v);

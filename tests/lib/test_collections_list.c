@@ -884,13 +884,6 @@ static void test_async(void **state)
     tu_counter_destroy(&g.k);
 }
 
-static void never_cb(const momento_result *r, void *ud)
-{
-    (void)r;
-    (void)ud;
-    fail_msg("a refused request was called back");
-}
-
 #define REFUSED(call) assert_int_equal((call), MOMENTO_ERR_INVALID_ARGUMENT)
 
 /* Refused at submit: nothing sent, no callback. */
@@ -906,7 +899,7 @@ static void test_refusals(void **state)
     momento_collection_ttl huge = {MOMENTO_MAX_TTL_MS + 1, 1};
     uint64_t before = momento_local_rpc_count(tu_fx.server, NULL, -1);
     void *cb_ud = NULL;
-#define CB NULL, never_cb, cb_ud
+#define CB NULL, tu_never_cb, cb_ud
 
     /* Slices that are empty whatever the length. */
     int32_t empty[][2] = {{0, 0},

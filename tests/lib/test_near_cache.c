@@ -58,6 +58,27 @@ static momento_near_cache_stats stats(const momento_client *c)
     return s;
 }
 
+/* The stats of `c` after one get that bypassed the near cache since `was`:
+ * that get counted once, as bypassed, and as no hit, miss or fill. */
+static momento_near_cache_stats one_bypass_since(const momento_client *c,
+                                                 momento_near_cache_stats was)
+{
+    momento_near_cache_stats now = stats(c);
+    assert_int_equal(now.bypassed, was.bypassed + 1);
+    assert_int_equal(now.hits, was.hits);
+    assert_int_equal(now.misses, was.misses);
+    assert_int_equal(now.fills, was.fills);
+    return now;
+}
+
+/* Puts `a` in the fault session `request_id`, where the server holds its
+ * first Get `delay_ms` ms. */
+static void hold_first_get(momento_client *a, const char *request_id, const char *delay_ms)
+{
+    const char *const h[] = {"delay-rpcs", "get", "delay-ms", delay_ms, "delay-count", "1"};
+    tu_headers(tu_fx.server, a, request_id, h, 3);
+}
+
 /* Get RPCs the server has answered: it counts one before it sends the
  * answer, so a count read after a call's callback includes that call. */
 static uint64_t server_gets(void)
@@ -238,19 +259,11 @@ static void test_hit_within_bound(void **state)
     assert_int_equal(by.outcome, MOMENTO_OUTCOME_HIT);
     assert_string_equal(by.value, "v2");
     assert_int_equal(server_gets(), gets + 1);
-    momento_near_cache_stats bypass = stats(a);
-    assert_int_equal(bypass.bypassed, after.bypassed + 1);
-    assert_int_equal(bypass.hits, after.hits);
-    assert_int_equal(bypass.misses, after.misses);
-    assert_int_equal(bypass.fills, after.fills);
+    momento_near_cache_stats bypass = one_bypass_since(a, after);
     /* ... and blocking. */
     expect_get_opts(a, "k", MOMENTO_REQUEST_OPTIONS(.no_near_cache = 1), "v2");
     assert_int_equal(server_gets(), gets + 2);
-    momento_near_cache_stats bypass2 = stats(a);
-    assert_int_equal(bypass2.bypassed, bypass.bypassed + 1);
-    assert_int_equal(bypass2.hits, bypass.hits);
-    assert_int_equal(bypass2.misses, bypass.misses);
-    assert_int_equal(bypass2.fills, bypass.fills);
+    one_bypass_since(a, bypass);
     momento_client_free(a);
 }
 
@@ -352,10 +365,7 @@ static void test_read_before_write_not_stored(void **state)
 {
     (void)state;
     momento_client *a = near_client(MIB, LONG_BOUND_MS);
-    tu_header(tu_fx.server, a, "request-id", "near-read-before-write");
-    tu_header(tu_fx.server, a, "delay-rpcs", "get");
-    tu_header(tu_fx.server, a, "delay-ms", "300");
-    tu_header(tu_fx.server, a, "delay-count", "1");
+    hold_first_get(a, "near-read-before-write", "300");
     momento_client *b = tu_fx.client;
     put(b, "k", "v1");
 
@@ -445,10 +455,7 @@ static void test_slow_reply_not_kept(void **state)
 {
     (void)state;
     momento_client *a = near_client(MIB, 100);
-    tu_header(tu_fx.server, a, "request-id", "near-slow-reply");
-    tu_header(tu_fx.server, a, "delay-rpcs", "get");
-    tu_header(tu_fx.server, a, "delay-ms", "400");
-    tu_header(tu_fx.server, a, "delay-count", "1");
+    hold_first_get(a, "near-slow-reply", "400");
     momento_client *b = tu_fx.client;
     put(b, "k", "v1");
 

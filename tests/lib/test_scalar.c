@@ -660,60 +660,50 @@ static void test_hash_get_and_set(void **state)
     assert_null(momento_result_hash(NULL, NULL));
 }
 
+/* One hash condition, on "hc" holding `was`: with the hash `refused` the
+ * set of `value` is NOT_STORED and "hc" still holds `was`; with `met` it is
+ * STORED and "hc" holds `value`. On `absent`, a key never written, the set
+ * of "x" with the hash `absent_with` answers `absent_outcome`, and the key
+ * then holds "x" if it was stored. Answers the hash the STORED set carried. */
+static hash_buf check_hash_condition(momento_condition cond, const char *was, const char *value,
+                                     const hash_buf *refused, const hash_buf *met,
+                                     const char *absent, const hash_buf *absent_with,
+                                     momento_outcome absent_outcome)
+{
+    hash_buf now;
+    assert_int_equal(hash_set("hc", value, cond, refused, NULL), MOMENTO_OUTCOME_NOT_STORED);
+    check_value("hc", was);
+    assert_int_equal(hash_set("hc", value, cond, met, &now), MOMENTO_OUTCOME_STORED);
+    check_value("hc", value);
+    assert_int_equal(hash_set(absent, "x", cond, absent_with, NULL), absent_outcome);
+    check_value(absent, absent_outcome == MOMENTO_OUTCOME_STORED ? "x" : NULL);
+    return now;
+}
+
 static void test_hash_conditions(void **state)
 {
     (void)state;
     hash_buf one = set_hashed("hc", "one");
     hash_buf other = set_hashed("hc-other", "other");
-    hash_buf now;
 
     /* present and hash equal */
-    assert_int_equal(hash_set("hc", "two", MOMENTO_IF_PRESENT_AND_HASH_EQUAL, &other, NULL),
-                     MOMENTO_OUTCOME_NOT_STORED);
-    check_value("hc", "one");
-    assert_int_equal(hash_set("hc", "two", MOMENTO_IF_PRESENT_AND_HASH_EQUAL, &one, &now),
-                     MOMENTO_OUTCOME_STORED);
-    check_value("hc", "two");
+    hash_buf now = check_hash_condition(MOMENTO_IF_PRESENT_AND_HASH_EQUAL, "one", "two", &other,
+                                        &one, "hc-none1", &one, MOMENTO_OUTCOME_NOT_STORED);
     hash_buf two = get_hashed("hc", "two");
     assert_true(same_hash(&now, &two)); /* STORED carries the new value's hash */
-    assert_int_equal(hash_set("hc-none1", "x", MOMENTO_IF_PRESENT_AND_HASH_EQUAL, &one, NULL),
-                     MOMENTO_OUTCOME_NOT_STORED);
-    check_value("hc-none1", NULL);
 
     /* present and hash not equal */
-    assert_int_equal(hash_set("hc", "three", MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL, &two, NULL),
-                     MOMENTO_OUTCOME_NOT_STORED);
-    check_value("hc", "two");
-    assert_int_equal(hash_set("hc", "three", MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL, &one, &now),
-                     MOMENTO_OUTCOME_STORED);
-    check_value("hc", "three");
-    assert_int_equal(hash_set("hc-none2", "x", MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL, &one, NULL),
-                     MOMENTO_OUTCOME_NOT_STORED);
-    check_value("hc-none2", NULL);
-    hash_buf three = now;
+    hash_buf three = check_hash_condition(MOMENTO_IF_PRESENT_AND_HASH_NOT_EQUAL, "two", "three",
+                                          &two, &one, "hc-none2", &one,
+                                          MOMENTO_OUTCOME_NOT_STORED);
 
     /* absent or hash equal */
-    assert_int_equal(hash_set("hc", "four", MOMENTO_IF_ABSENT_OR_HASH_EQUAL, &one, NULL),
-                     MOMENTO_OUTCOME_NOT_STORED);
-    check_value("hc", "three");
-    assert_int_equal(hash_set("hc", "four", MOMENTO_IF_ABSENT_OR_HASH_EQUAL, &three, &now),
-                     MOMENTO_OUTCOME_STORED);
-    check_value("hc", "four");
-    assert_int_equal(hash_set("hc-none3", "x", MOMENTO_IF_ABSENT_OR_HASH_EQUAL, &one, NULL),
-                     MOMENTO_OUTCOME_STORED);
-    check_value("hc-none3", "x");
-    hash_buf four = now;
+    hash_buf four = check_hash_condition(MOMENTO_IF_ABSENT_OR_HASH_EQUAL, "three", "four", &one,
+                                         &three, "hc-none3", &one, MOMENTO_OUTCOME_STORED);
 
     /* absent or hash not equal */
-    assert_int_equal(hash_set("hc", "five", MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL, &four, NULL),
-                     MOMENTO_OUTCOME_NOT_STORED);
-    check_value("hc", "four");
-    assert_int_equal(hash_set("hc", "five", MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL, &one, NULL),
-                     MOMENTO_OUTCOME_STORED);
-    check_value("hc", "five");
-    assert_int_equal(hash_set("hc-none4", "x", MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL, &one, NULL),
-                     MOMENTO_OUTCOME_STORED);
-    check_value("hc-none4", "x");
+    check_hash_condition(MOMENTO_IF_ABSENT_OR_HASH_NOT_EQUAL, "four", "five", &four, &one,
+                         "hc-none4", &one, MOMENTO_OUTCOME_STORED);
 
     /* A hash of another length (not one the server makes) matches nothing. */
     hash_buf odd = {.bytes = "short", .len = 5};

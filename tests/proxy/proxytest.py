@@ -649,6 +649,20 @@ def number_repeated(steps):
             s.name = f"{s.name} #{seen[s.name]}"
 
 
+def ttl_class(t, default_ttl):
+    """A TTL (TTL's answer, in s) as a fact comparable between Redis and
+    the proxy run with --default-ttl default_ttl: none, the proxy's default
+    (or up to a minute under it), kept (over 3000 s: the 3600 s a script
+    set), or the number."""
+    if t == -1:
+        return "no TTL"
+    if default_ttl - 60 <= t <= default_ttl:
+        return "the default TTL"
+    if t > 3000:
+        return "kept (> 3000 s)"
+    return t
+
+
 def run_proxy_checks(*checks):
     """The whole run of a script with no reference server: the arguments
     parsed, momento-proxy required, then each check(res, proxy path) in

@@ -84,16 +84,6 @@ def big(items):
     return items
 
 
-def ttl_class(t):
-    if t == -1:
-        return "no TTL"
-    if DEFAULT_TTL - 60 <= t <= DEFAULT_TTL:
-        return "the default TTL"
-    if t > 3000:
-        return "kept (> 3000 s)"
-    return t
-
-
 class Run:
     def __init__(self, port):
         self.c = RawConn(port, timeout=pt.WATCHDOG)
@@ -346,13 +336,14 @@ def ttl_steps(t):
         t.reset("d")
         t.raw("SET", "d", "v", "EX", "3600")
         t.step(f"ttl: {op} d a b over a key with a TTL", op, "d", "a", "b")
-        t.rec(f"ttl: after {op} d a b: TTL d", ttl_class(t.raw("TTL", "d")[1]))
+        t.rec(f"ttl: after {op} d a b: TTL d", pt.ttl_class(t.raw("TTL", "d")[1], DEFAULT_TTL))
         t.reset("d")
         t.step(f"ttl: {op} d a b, d new", op, "d", "a", "b")
-        t.rec(f"ttl: after {op} d a b, d new: TTL d", ttl_class(t.raw("TTL", "d")[1]))
+        t.rec(f"ttl: after {op} d a b, d new: TTL d",
+              pt.ttl_class(t.raw("TTL", "d")[1], DEFAULT_TTL))
     t.raw("EXPIRE", "a", "3600")
     t.step("ttl: SUNIONSTORE a a b, a with a TTL", "SUNIONSTORE", "a", "a", "b")
-    t.rec("ttl: after SUNIONSTORE a a b: TTL a", ttl_class(t.raw("TTL", "a")[1]))
+    t.rec("ttl: after SUNIONSTORE a a b: TTL a", pt.ttl_class(t.raw("TTL", "a")[1], DEFAULT_TTL))
     t.reset("a", "b", "d")
 
 

@@ -43,18 +43,6 @@ WINDOW_MS = 300
 ROUNDS = 200
 
 
-def ttl_class(t):
-    """A TTL as a comparable fact: none, the proxy's default, kept (the
-    3600 s set), or the number."""
-    if t == -1:
-        return "no TTL"
-    if DEFAULT_TTL - 60 <= t <= DEFAULT_TTL:
-        return "the default TTL"
-    if t > 3000:
-        return "kept (> 3000 s)"
-    return t
-
-
 # Each write: (name, type setup, the write). The key is "k".
 WRITES = [
     ("HSET", [("HSET", "k", "a", "1", "b", "2")], ("HSET", "k", "c", "3")),
@@ -105,18 +93,18 @@ def kept_steps(r, out):
         if isinstance(answer, list):
             answer = sorted(answer)
         out.append((f"kept: {name} answers", answer))
-        out.append((f"kept: {name} then TTL", ttl_class(r.ttl("k"))))
+        out.append((f"kept: {name} then TTL", pt.ttl_class(r.ttl("k"), DEFAULT_TTL)))
     # A write that replaces the key drops its TTL in Redis: the default.
     r.delete("k")
     r.set("k", "v", ex=3600)
     r.set("k", "w")
-    out.append(("kept: SET without KEEPTTL then TTL", ttl_class(r.ttl("k"))))
+    out.append(("kept: SET without KEEPTTL then TTL", pt.ttl_class(r.ttl("k"), DEFAULT_TTL)))
     r.delete("k")
     r.execute_command("HSET", "k", "f", "v")
     r.expire("k", 3600)
     r.execute_command("ZADD", "u", "1", "a")
     r.execute_command("ZUNIONSTORE", "k", "1", "u")
-    out.append(("kept: ZUNIONSTORE over it then TTL", ttl_class(r.ttl("k"))))
+    out.append(("kept: ZUNIONSTORE over it then TTL", pt.ttl_class(r.ttl("k"), DEFAULT_TTL)))
     r.delete("k", "u")
     # The issue's session: EXPIRE sess 3600; HSET sess f v.
     r.delete("sess")
@@ -131,7 +119,7 @@ def create_steps(r, out):
     for name, write in CREATES:
         r.delete("k")
         r.execute_command(*write)
-        out.append((f"new key: {name} then TTL", ttl_class(r.ttl("k"))))
+        out.append((f"new key: {name} then TTL", pt.ttl_class(r.ttl("k"), DEFAULT_TTL)))
     r.delete("k")
 
 
