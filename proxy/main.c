@@ -300,6 +300,11 @@ static int client_new(const px_options *o, const ex_target *t, momento_client **
         rc = momento_config_set_batching(cfg, (uint32_t)o->batch_min_in_flight, 0,
                                          (uint32_t)o->batch_max_keys,
                                          MOMENTO_BATCH_DEFAULT_MAX_BYTES);
+    /* GET, MGET's lone keys and memcached get answer from it; the
+     * commands that must be current pass no_near_cache (px.h). */
+    if (rc == MOMENTO_OK && o->near_cache_bytes > 0)
+        rc = momento_config_set_near_cache(cfg, (size_t)o->near_cache_bytes,
+                                           (uint32_t)o->near_cache_staleness_ms);
     for (int i = 0; rc == MOMENTO_OK && i < o->nheaders; i++) {
         char name[65]; /* px_option_set() refused longer names */
         const char *eq = strchr(o->headers[i], '=');

@@ -651,15 +651,47 @@ static void render_batching(text *t, const px_metrics_source *src)
     one(t, "coalescer_calls_in_flight", "gauge", "Shared calls in flight now.",
         c.keys_in_flight);
 
-    /* What the two saved: a batch of n requests is one call instead of n;
-     * a request that joined one in flight made none. */
+    /* The near cache (--near-cache-bytes): all 0 without one. */
+    momento_near_cache_stats nc;
+    memset(&nc, 0, sizeof(nc));
+    if (src->client)
+        momento_client_near_cache_stats_get(src->client, &nc, sizeof(nc));
+    one(t, "near_cache_hits_total", "counter",
+        "Gets answered from the near cache with a value.", nc.hits);
+    one(t, "near_cache_miss_hits_total", "counter",
+        "Gets answered from the near cache with a miss it kept.", nc.miss_hits);
+    one(t, "near_cache_misses_total", "counter",
+        "Gets that looked in the near cache and went to Momento.", nc.misses);
+    one(t, "near_cache_bypassed_total", "counter",
+        "Gets that had to be current and skipped it (SET ... GET, GETDEL, gets, gat, cas).",
+        nc.bypassed);
+    one(t, "near_cache_fills_total", "counter",
+        "Entries stored from a get's answer or a set.", nc.fills);
+    one(t, "near_cache_stale_total", "counter",
+        "Answers not stored: past the bound, or the key written meanwhile.", nc.stale);
+    one(t, "near_cache_dropped_total", "counter",
+        "Entries dropped by this proxy's writes.", nc.dropped);
+    one(t, "near_cache_expired_total", "counter",
+        "Entries found past the bound and dropped.", nc.expired);
+    one(t, "near_cache_evictions_total", "counter",
+        "Entries dropped to make room.", nc.evictions);
+    one(t, "near_cache_entries", "gauge", "Entries held now.", nc.entries);
+    one(t, "near_cache_bytes", "gauge",
+        "Bytes held now: keys, values and bookkeeping.", nc.bytes);
+
+    /* What the three saved: a batch of n requests is one call instead of
+     * n; a request that joined one in flight made none, nor did one the
+     * near cache answered. */
     family(t, "calls_saved_total", "counter",
            "Momento calls not made: requests that left in a GetBatch or SetBatch beyond one "
-           "per batch, and requests that joined an identical call in flight.");
+           "per batch, requests that joined an identical call in flight, and gets the near "
+           "cache answered.");
     put(t, "momento_proxy_calls_saved_total{by=\"batching\"} %llu\n",
         (unsigned long long)(b.batched_keys >= b.batches ? b.batched_keys - b.batches : 0));
     put(t, "momento_proxy_calls_saved_total{by=\"coalescing\"} %llu\n",
         (unsigned long long)(joined[0] + joined[1] + joined[2] + joined[3]));
+    put(t, "momento_proxy_calls_saved_total{by=\"near_cache\"} %llu\n",
+        (unsigned long long)(nc.hits + nc.miss_hits));
 }
 
 char *px_metrics_render(void *ud, size_t *len)

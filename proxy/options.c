@@ -36,6 +36,8 @@ static const option_def defs[] = {
     {"batch", VALUE, 0},
     {"batch-keys", VALUE, 0},
     {"no-coalesce", FLAG, 0},
+    {"near-cache-bytes", VALUE, 0},
+    {"near-cache-staleness-ms", VALUE, 0},
     {"max-connections", VALUE, 0},
     {"max-request-bytes", VALUE, 0},
     {"max-in-flight", VALUE, 0},
@@ -91,6 +93,15 @@ static void usage(void)
            "  --batch-keys M         at most M keys in one of those calls, 2 to 10000\n"
            "                         (default 128)\n"
            "  --no-coalesce          give duplicate reads in flight a call each\n"
+           "  --near-cache-bytes N   keep up to N bytes of the values read and written in\n"
+           "                         the proxy to answer GET and memcached get from, 4096\n"
+           "                         to 2147483647 (default: none; docs/proxy.md, \"The\n"
+           "                         near cache\")\n"
+           "  --near-cache-staleness-ms M\n"
+           "                         how old its answers may be, 1 to 3600000 ms (needed\n"
+           "                         with --near-cache-bytes): other clients' writes show\n"
+           "                         up to M ms late; this proxy's own writes, and SET ...\n"
+           "                         GET, GETDEL, gets, gat and cas, are current at once\n"
            "  --header NAME=VALUE    send this header with every Momento call (up to %d):\n"
            "                         routing or tracing ids, momento-local's fault\n"
            "                         injection (docs/server.md)\n\n"
@@ -182,6 +193,10 @@ static const struct int_option {
     {"batch", 0, 100000, offsetof(px_options, batch_min_in_flight)},
     {"batch-keys", 2, 10000, offsetof(px_options, batch_max_keys)},
     {"drain-seconds", 0, 3600, offsetof(px_options, drain_s)},
+    /* The library takes up to 1 TiB; an int is what every option here
+     * parses, and 2 GiB of near cache is more than a proxy's hot keys. */
+    {"near-cache-bytes", 4096, 2147483647L, offsetof(px_options, near_cache_bytes)},
+    {"near-cache-staleness-ms", 1, 3600000, offsetof(px_options, near_cache_staleness_ms)},
 };
 
 /* A flag from the config file may say "true" or "false"; the command line
@@ -372,6 +387,16 @@ int px_options_finish(px_options *o)
                              "needs --tls-key and --tls-cert together");
     if (o->tls_ca && !o->tls_cert)
         return ex_bad_option(prog, "--tls-ca", o->tls_ca, "needs --tls-cert and --tls-key");
+    /* No default bound: how stale an answer may be is the application's
+     * to choose (docs/near-cache.md), so the two come together. */
+    if ((o->near_cache_bytes == 0) != (o->near_cache_staleness_ms == 0)) {
+        char v[16];
+        bool bytes = o->near_cache_bytes != 0;
+        snprintf(v, sizeof(v), "%d", bytes ? o->near_cache_bytes : o->near_cache_staleness_ms);
+        return ex_bad_option(prog, bytes ? "--near-cache-bytes" : "--near-cache-staleness-ms", v,
+                             bytes ? "needs --near-cache-staleness-ms"
+                                   : "needs --near-cache-bytes");
+    }
     /* A config file's listener that names no cache serves --cache, and
      * one given as a bare port listens on --bind, whether the file or the
      * command line gave them (config.h). */

@@ -34,6 +34,10 @@ typedef struct px_options {
     int batch_min_in_flight;
     int batch_max_keys;
     bool coalesce;
+    /* --near-cache-bytes, --near-cache-staleness-ms
+     * (momento_config_set_near_cache()); both 0: off, else both set. */
+    int near_cache_bytes;
+    int near_cache_staleness_ms;
     bool reuseport; /* SO_REUSEPORT on the data ports: N processes share them */
     int drain_s;
     px_limits limits;

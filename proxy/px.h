@@ -14,6 +14,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* The options of a read whose answer must be Momento's current value,
+ * never one from the near cache (--near-cache-bytes; docs/proxy.md "The
+ * near cache"): the read of a command that writes from what it read (SET
+ * ... GET, GETDEL, gat's delete of an expired key, a delete with a CAS) or
+ * that answers a cas unique (mc_ops.c). Static: it outlives every call. */
+static const momento_request_options px_current_read = {
+    .size = sizeof(momento_request_options), .no_near_cache = 1};
+
 /* A byte string borrowed from a connection's input buffer: valid only
  * during the call it is passed to (the library copies what it sends). */
 typedef struct px_str {

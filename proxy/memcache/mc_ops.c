@@ -306,13 +306,22 @@ void mc_get_result(px_backend *b, const momento_result *res, bool want_cas, mc_r
     }
 }
 
-int mc_get_send(px_backend *b, px_str key, momento_callback cb, void *ud)
+int mc_get_send(px_backend *b, px_str key, bool want_cas, momento_callback cb, void *ud)
 {
+    /* A get may be answered from the near cache; one that answers a
+     * unique (gets, gats, every binary get) may not. The unique is a hash
+     * of the value read (mc_unique), so a stale value's unique is an old
+     * one: the cas it feeds compares it with the bytes GetWithHash reads
+     * and answers EXISTS - no write is lost - but nothing drops the near
+     * cache's entry on EXISTS, so a client's gets-cas loop would read the
+     * same stale item and fail again until the bound passed (up to an
+     * hour). A unique is asked for to write with it: it must be current. */
+    const momento_request_options *opts = want_cas ? &px_current_read : NULL;
     int rc;
     if (b->co)
-        rc = momento_coalescing_get(b->co, b->cache, key.p, key.n, NULL, cb, ud);
+        rc = momento_coalescing_get(b->co, b->cache, key.p, key.n, opts, cb, ud);
     else
-        rc = momento_get(b->client, b->cache, key.p, key.n, NULL, cb, ud);
+        rc = momento_get(b->client, b->cache, key.p, key.n, opts, cb, ud);
     if (rc == MOMENTO_OK)
         b->stats->backend_calls++;
     return rc;
@@ -335,7 +344,7 @@ void mc_get(px_backend *b, px_str key, bool want_cas, mc_done done, void *ud)
         return;
     }
     *op = (get_op){b, done, ud, want_cas};
-    int rc = mc_get_send(b, key, on_get, op);
+    int rc = mc_get_send(b, key, want_cas, on_get, op);
     if (rc == MOMENTO_OK)
         return;
     free(op);
@@ -415,7 +424,10 @@ void mc_gat(px_backend *b, px_str key, mc_ttl ttl, bool want_cas, mc_done done, 
     /* An exptime already past: the get alone, then a Delete on a hit
      * (gat_step) - no TTL of 1 ms that a get could still meet. */
     op->pending = ttl.expired ? 1 : 2;
-    int rc = momento_get(b->client, b->cache, op->key, op->key_len, NULL, on_gat_get, op);
+    /* Current, not the near cache's: an expired exptime deletes the key
+     * when the get finds it (gat_step), and a stale miss would leave it. */
+    int rc = momento_get(b->client, b->cache, op->key, op->key_len, &px_current_read, on_gat_get,
+                         op);
     if (!submitted(op, rc) || ttl.expired)
         return;
     rc = momento_update_ttl(b->client, b->cache, op->key, op->key_len, mc_ttl_ms(b, ttl), NULL,
@@ -533,7 +545,8 @@ void mc_delete(px_backend *b, px_str key, uint64_t cas, bool check, mc_done done
     /* A plain Get: the unique is the value's (mc_unique), and Momento has
      * no Delete conditioned on a hash for the server's hash to serve. */
     if (cas)
-        submitted(op, momento_get(b->client, b->cache, op->key, op->key_len, NULL,
+        /* Current: the unique compared must be the item's now. */
+        submitted(op, momento_get(b->client, b->cache, op->key, op->key_len, &px_current_read,
                                   on_delete_checked, op));
     else if (check)
         submitted(op, momento_key_exists(b->client, b->cache, op->key, op->key_len, NULL,

@@ -108,11 +108,12 @@ void mc_get(px_backend *b, px_str key, bool want_cas, mc_done done, void *ud);
 
 /* mc_get's two halves, for a caller with a context of its own to pass
  * (the text protocol's one-key get): mc_get_send() submits a get
- * (coalesced when the backend has a coalescer) and returns as the
+ * (coalesced when the backend has a coalescer; answered from the near
+ * cache unless want_cas: a unique must be current) and returns as the
  * library's call, counted as a backend call when accepted; mc_get_result()
  * reads its answer into *out (MC_HIT, MC_MISS or a failure; out->data
  * borrows from `res`; with want_cas, out->cas the value's unique). */
-int mc_get_send(px_backend *b, px_str key, momento_callback cb, void *ud);
+int mc_get_send(px_backend *b, px_str key, bool want_cas, momento_callback cb, void *ud);
 void mc_get_result(px_backend *b, const momento_result *res, bool want_cas, mc_result *out);
 
 /* get and touch: MC_HIT (the value before the touch) or MC_MISS. */

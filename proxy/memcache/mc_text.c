@@ -355,7 +355,7 @@ static void run_get_one(px_reply *r, px_backend *b, const px_str *key)
     g->b = b;
     memcpy(g->keybuf, key->p, key->n);
     g->key = (px_str){g->keybuf, key->n};
-    int rc = mc_get_send(b, g->key, on_one, g);
+    int rc = mc_get_send(b, g->key, false, on_one, g);
     if (rc != MOMENTO_OK) {
         mc_result f;
         mc_result_failed(b, &f, rc, NULL);

@@ -289,7 +289,10 @@ static void set_start(set_ctx *s)
         rc = momento_item_get_ttl(b->client, b->cache, s->key, s->key_len, NULL, on_ttl, s);
     } else if (s->get) {
         s->tries++;
-        rc = momento_get(b->client, b->cache, s->key, s->key_len, NULL, on_old, s);
+        /* The old value answered must be the one the SET replaces (the
+         * conditional write would refuse a stale one, but only after a
+         * wasted round trip). */
+        rc = momento_get(b->client, b->cache, s->key, s->key_len, &px_current_read, on_old, s);
     } else if (s->past && s->cond == SET_ALWAYS) {
         past_delete(s);
         return;
@@ -488,7 +491,9 @@ static void cmd_getdel(px_reply *r, int argc, const px_str *argv)
     q->key_len = argv[1].n;
     memcpy(q->key, argv[1].p, argv[1].n);
     px_backend *b = px_conn_backend(px_reply_conn(r));
-    int rc = momento_get(b->client, b->cache, q->key, q->key_len, NULL, on_getdel_read, q);
+    /* The value answered must be the one deleted. */
+    int rc = momento_get(b->client, b->cache, q->key, q->key_len, &px_current_read,
+                         on_getdel_read, q);
     if (!resp_submitted(r, rc))
         free(q);
 }
