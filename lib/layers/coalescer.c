@@ -119,6 +119,11 @@ struct inflight {
     /* A start outside the lock (start_outside): */
     bool starting;          /* its starter is not back yet */
     bool rpc_over;          /* on_done has taken its waiters: no cancel any more */
+    /* CO_GET with the client's near cache: when the RPC was sent and the
+     * key's write counter then, so that its answer is kept once, aged from
+     * the RPC's send - not from a waiter's join, which may come later. */
+    momento__near *near;
+    momento__near_read near_read;
     bool finished;          /* on_done is through while starting: the starter releases */
     waiter *issuer;         /* the waiter that started it, while attached */
     waiter *waiters;        /* doubly linked, newest first */
@@ -450,6 +455,9 @@ static void on_done(const momento_result *r, void *userdata)
     momento_client *c = co->client; /* a callback may free the coalescer, not the client */
     key_state *ks = e->ks;
 
+    if (e->near) /* kept once per RPC; `ks` holds the key until `e` is released */
+        momento__near_keep(e->near, e->near_read, (const char *)ks->id,
+                           ks->id + ks->cache_len + 1, ks->id_len - ks->cache_len - 1, r);
     pthread_mutex_lock(&co->lock);
     close_to_newcomers(e);
     e->rpc_over = true; /* a starter not back yet must not cancel it now */
@@ -623,6 +631,9 @@ static int start_rpc(momento_coalescer *co, inflight *e, momento__call **started
                                .late = true};      /* no blocking call waits on it */
     switch (e->op) {
     case CO_GET:
+        e->near = momento__near_of(co->client);
+        if (e->near)
+            e->near_read = momento__near_begin(e->near, cache, key, key_len);
         return momento__batcher_get(co->client, cache, key, key_len, &opts, on_done, e);
     case CO_SET:
         return momento__batcher_set(co->client, cache, key, key_len, e->value, e->value_len,
@@ -1019,21 +1030,21 @@ static int get_sent(void *target, const char *cache, const void *key, size_t key
  * own gets: near.h). */
 static momento__near *near_for(momento_coalescer *co, const char *cache, const void *key,
                                size_t key_len, const momento_request_options *opts,
-                               momento_callback cb, bool count)
+                               momento_callback cb)
 {
     if (!co || momento__check_key_request(co->client, cache, key, key_len, opts, cb) != MOMENTO_OK)
         return NULL; /* refused by submit(), as it says */
-    return momento__near_for_get(co->client, opts, count);
+    return momento__near_for_get(co->client, opts, true);
 }
 
 int momento_coalescing_get(momento_coalescer *co, const char *cache, const void *key,
                            size_t key_len, const momento_request_options *opts,
                            momento_callback cb, void *userdata)
 {
-    momento__near *n = near_for(co, cache, key, key_len, opts, cb, true);
-    if (n)
-        return momento__near_get(n, co->client, co, get_sent, cache, key, key_len, opts, cb,
-                                 userdata);
+    momento__near *n = near_for(co, cache, key, key_len, opts, cb);
+    if (n) /* answered from memory, or sent; the RPC's answer is kept by on_done */
+        return momento__near_get(n, co->client, co, get_sent, false, cache, key, key_len, opts,
+                                 cb, userdata);
     return get_sent(co, cache, key, key_len, opts, cb, userdata);
 }
 
@@ -1058,18 +1069,9 @@ int momento_coalescing_get_sync(momento_coalescer *co, const char *cache, const 
                                 momento_result **ret)
 {
     momento_client *c = co ? co->client : NULL; /* the client MOMENTO__SYNC waits on */
-    momento__near *n = near_for(co, cache, key, key_len, opts, momento__blocking_done, false);
-    if (!n)
-        MOMENTO__SYNC(momento_coalescing_get(co, cache, key, key_len, opts, MOMENTO__SYNC_CB));
-    /* With a near cache: its answer, or Momento's kept there. */
-    momento__near_read rd = momento__near_begin(n, cache, key, key_len);
-    momento__blocking b_;
-    MOMENTO__CHECK(momento__blocking_begin(&b_, c, ret));
-    int rc = momento__blocking_wait(
-        &b_, momento_coalescing_get(co, cache, key, key_len, opts, MOMENTO__SYNC_CB), ret);
-    if (ret)
-        momento__near_keep(n, rd, cache, key, key_len, *ret);
-    return rc;
+    /* A near cache answers it or keeps its RPC's answer (on_done), as for
+     * the asynchronous form. */
+    MOMENTO__SYNC(momento_coalescing_get(co, cache, key, key_len, opts, MOMENTO__SYNC_CB));
 }
 
 int momento_coalescing_set_sync(momento_coalescer *co, const char *cache, const void *key,

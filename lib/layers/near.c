@@ -337,7 +337,7 @@ static void filled(const momento_result *r, void *userdata)
 }
 
 int momento__near_get(momento__near *n, momento_client *c, void *target, momento__near_send send,
-                      const char *cache, const void *key, size_t key_len,
+                      bool keep, const char *cache, const void *key, size_t key_len,
                       const momento_request_options *opts, momento_callback cb, void *userdata)
 {
     int64_t now = momento__now_ns();
@@ -363,7 +363,7 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
     n->st.bytes = n->bytes;
     uint64_t gen = gen_of_locked(n, cache, key, key_len);
     pthread_mutex_unlock(&n->lock);
-    if (cb == momento__blocking_done) /* kept by momento__near_keep() */
+    if (!keep || cb == momento__blocking_done) /* kept by `send`, or momento__near_keep() */
         return send(target, cache, key, key_len, opts, cb, userdata);
     fill *f = fill_new(n, cb, userdata, cache, key, key_len, NULL, 0);
     if (!f) /* not kept: asked as if there were no near cache */

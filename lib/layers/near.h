@@ -37,11 +37,12 @@ typedef int (*momento__near_send)(void *target, const char *cache, const void *k
 
 /* A get through `n` (arguments checked): answered from memory when a
  * fresh entry has the key (momento__answer_soon), else sent with `send`
- * and its answer kept. A blocking call's callback (momento__blocking_done)
- * is never wrapped: its answer is kept by momento__near_keep(). Returns
- * as `send` does. */
+ * and - with `keep` - its answer kept (`send` keeps it itself otherwise:
+ * the coalescer, once per RPC). A blocking call's callback
+ * (momento__blocking_done) is never wrapped: its answer is kept by
+ * momento__near_keep(). Returns as `send` does. */
 int momento__near_get(momento__near *n, momento_client *c, void *target, momento__near_send send,
-                      const char *cache, const void *key, size_t key_len,
+                      bool keep, const char *cache, const void *key, size_t key_len,
                       const momento_request_options *opts, momento_callback cb, void *userdata);
 
 /* Before a blocking get is sent: what momento__near_keep() needs. */

@@ -74,7 +74,7 @@ int momento_get(momento_client *c, const char *cache, const void *key, size_t ke
     MOMENTO__CHECK(momento__check_key_request(c, cache, key, key_len, opts, cb));
     momento__near *n = momento__near_for_get(c, opts, true);
     if (n)
-        return momento__near_get(n, c, c, get_sent, cache, key, key_len, opts, cb, userdata);
+        return momento__near_get(n, c, c, get_sent, true, cache, key, key_len, opts, cb, userdata);
     return get_sent(c, cache, key, key_len, opts, cb, userdata);
 }
 

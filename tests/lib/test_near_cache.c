@@ -791,6 +791,44 @@ static void test_coalescer(void **state)
     momento_client_free(a);
 }
 
+/* A coalesced get that joins an RPC already in flight: the RPC's answer
+ * is aged from when the RPC was sent, not from the join. The server holds
+ * the first Get 2 s (scaled); a second waiter joins 1.5 s in; the bound is
+ * 1 s. Aged from the join the answer would be 0.5 s old and kept; from the
+ * send it is 2 s old and must not be. */
+static void test_coalesced_join_aged_from_the_send(void **state)
+{
+    (void)state;
+    momento_client *a = near_client(MIB, (uint32_t)TU_MS(1000));
+    momento_client *b = tu_fx.client;
+    put(b, "k", "v1");
+    char hold[16];
+    snprintf(hold, sizeof(hold), "%d", (int)TU_MS(2000));
+    hold_first_get(a, "near-coalesced-join", hold);
+    momento_coalescer *co = tu_coalescer(a);
+    tu_rec first, joined;
+    memset(&first, 0, sizeof(first));
+    memset(&joined, 0, sizeof(joined));
+    momento_near_cache_stats before = stats(a);
+    uint64_t gets = server_gets();
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_rec_cb, &first), MOMENTO_OK);
+    usleep((useconds_t)TU_MS(1500) * 1000);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_rec_cb, &joined),
+                     MOMENTO_OK);
+    assert_int_equal(tu_rec_wait(&first, 20000), 1);
+    assert_int_equal(tu_rec_wait(&joined, 20000), 1);
+    assert_int_equal(first.outcome, MOMENTO_OUTCOME_HIT);
+    assert_int_equal(joined.outcome, MOMENTO_OUTCOME_HIT);
+    /* Both rode the one held RPC. */
+    assert_int_equal(server_gets(), gets + 1);
+    momento_near_cache_stats after = stats(a);
+    assert_int_equal(after.fills, before.fills);
+    assert_true(after.stale > before.stale);
+    assert_int_equal(after.entries, 0);
+    momento_coalescer_free(co);
+    momento_client_free(a);
+}
+
 /* ---------------------------------------------------------------- 12 */
 
 static void test_exactly_once_under_free(void **state)
@@ -841,6 +879,7 @@ int main(void)
         tu_fixture_test(test_callback_dispatched),
         tu_fixture_test(test_metrics_hook),
         tu_fixture_test(test_coalescer),
+        tu_fixture_test(test_coalesced_join_aged_from_the_send),
         tu_fixture_test(test_exactly_once_under_free),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
