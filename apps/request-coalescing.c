@@ -115,9 +115,10 @@ int main(int argc, char **argv)
      * title, so a chart says what run it shows. */
     char deadlines[64], batching[160], settings[1024];
     snprintf(settings, sizeof(settings),
-             "request-coalescing: target %s; %d workers on %d keys, %s, %.1f s per phase; %s%s",
+             "request-coalescing: target %s; %d workers on %d keys, %s, get ratio %g, %.1f s per "
+             "phase; %s%s",
              t.description, o.concurrency, o.keys, o.rps ? "rate-limited" : "no rate limit",
-             o.duration_s, lg_describe_deadlines(&o, deadlines, sizeof(deadlines)),
+             o.get_ratio, o.duration_s, lg_describe_deadlines(&o, deadlines, sizeof(deadlines)),
              lg_describe_batching(&o, batching, sizeof(batching)));
     printf("%s\n", settings);
 

@@ -70,7 +70,13 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "  --near-cache-bytes N   a near cache of N bytes (4096 to 2147483647; default 0,\n"
             "                         off): gets of keys read or written less than\n"
             "  --near-cache-staleness-ms M  M ms ago (1 to 3600000; default 1000) are\n"
-            "                         answered in the process\n\n"
+            "                         answered in the process\n"
+            "  --get-ratio R          share of requests that are gets, 0.5 to 0.999 (default\n"
+            "                         0.5: set a key, get it, next key); above 0.5 a worker\n"
+            "                         follows each set and its get with gets of keys chosen\n"
+            "                         as --keys and --distribution choose them (with --keys\n"
+            "                         0: the key just set) until R of its requests are gets;\n"
+            "                         0.9 is one set, then nine gets\n\n"
             "Output:\n"
             "  --stats-interval S     print cumulative stats every S seconds (default 5)\n"
             "  --json PATH            write the results as JSON, latency histograms included\n"
@@ -80,7 +86,8 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "  --quiet                print only the final summary\n"
             "  --help                 this text\n\n"
             "%s"
-            "Each worker sets a key, gets it, and moves on to the next key. Without\n"
+            "Each worker sets a key, gets it, and moves on to the next key (more gets\n"
+            "follow with --get-ratio above 0.5). Without\n"
             "--open-loop a worker waits concurrency*1000/rps ms minus a request's latency\n"
             "before its next request, like Momento's Node.js example.\n\n"
             "Every value set carries its key, so each get's value is checked; the report\n"
@@ -188,6 +195,7 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
         {"merge", no_argument, NULL, 'M'},               {"io-callbacks", no_argument, NULL, 'I'},
         {"near-cache-bytes", required_argument, NULL, 'N'},
         {"near-cache-staleness-ms", required_argument, NULL, 'W'},
+        {"get-ratio", required_argument, NULL, 'G'},
         {NULL, 0, NULL, 0},
     };
     const char *prog = coalescing ? "request-coalescing" : "load-gen";
@@ -203,6 +211,7 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
     o->keys = coalescing ? 10 : 0;
     o->threads = 1;
     o->near_staleness_ms = 1000;
+    o->get_ratio = 0.5;
     o->batch_min_in_flight = MOMENTO_BATCH_DEFAULT_MIN_IN_FLIGHT;
     o->batch_max_keys = MOMENTO_BATCH_DEFAULT_MAX_KEYS;
     o->batch_max_bytes = MOMENTO_BATCH_DEFAULT_MAX_BYTES;
@@ -299,6 +308,10 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
             if (!ex_parse_int(optarg, 1, 3600000, &o->near_staleness_ms))
                 return ex_bad_option(prog, "--near-cache-staleness-ms", optarg,
                                      "must be 1 to 3600000");
+            break;
+        case 'G':
+            if (!parse_secs(optarg, 0.5, 0.999, &o->get_ratio))
+                return ex_bad_option(prog, "--get-ratio", optarg, "must be 0.5 to 0.999");
             break;
         case 'B': {
             /* The value may follow as "--batch=16:0:64" or as the next
@@ -433,6 +446,11 @@ typedef struct worker {
     uint64_t deadline_rng; /* deadline draws, apart so keys stay as without a spread */
     char key[64];
     size_t key_len;
+    /* With --get-ratio above 0.5: the worker's sets and gets so far, and
+     * whether the current get is one of the extra ones, whose key is
+     * chosen afresh (next_phase). */
+    uint64_t sets, gets;
+    bool extra_get;
 } worker;
 
 struct group {
@@ -478,6 +496,7 @@ struct run_state {
     double *zipf_cdf;
     FILE *samples;         /* --samples, or NULL */
     uint32_t key_tag;      /* this process's, in fresh keys (choose_key) */
+    int64_t get_ratio_ppm; /* --get-ratio in millionths: 500000 is set-then-get */
 };
 
 /* Earlier schedule first: the group's thread starts the most overdue
@@ -636,6 +655,31 @@ static uint32_t draw_deadline_ms(worker *w)
 
 static void on_done(const momento_result *r, void *ud);
 
+/* --get-ratio above 0.5: what follows the request just done. A set is
+ * followed by a get of its key (as at 0.5), a get by another get - an
+ * extra one, of a key chosen as a set's is (with --keys 0 the key just
+ * set) - until the worker's gets reach the ratio, then by the next set.
+ * Integer arithmetic, so 0.9 is exactly one set and nine gets. Every
+ * value written for a key is the same bytes whoever wrote it
+ * (fill_value), so an extra get's HIT is checked as the first get's is. */
+static void next_phase(worker *w, int64_t ppm)
+{
+    if (w->phase == 0) {
+        w->sets++;
+        w->phase = 1;
+        w->extra_get = false;
+        return;
+    }
+    w->gets++;
+    if ((int64_t)w->gets * 1000000 >= ppm * (int64_t)(w->sets + w->gets)) {
+        w->n++;
+        w->phase = 0;
+        w->extra_get = false;
+    } else {
+        w->extra_get = true;
+    }
+}
+
 /* The value buffer of the calling-back thread: its own, claimed from `g`
  * on its first callback, since the callbacks of one client may run on two
  * threads at once (--io-callbacks). NULL when every buffer is claimed,
@@ -662,7 +706,7 @@ static void start_request(worker *w, bool from_callback)
     group *g = w->g;
     run_state *run = g->run;
     const lg_options *o = run->o;
-    if (w->phase == 0)
+    if (w->phase == 0 || (w->extra_get && o->keys))
         choose_key(w);
     /* Every request carries its own deadline, so coalesced waiters with
      * different deadlines share RPCs (the case issue 14 is about). */
@@ -712,9 +756,13 @@ static void on_done(const momento_result *r, void *ud)
      * waiting behind a slow predecessor is not omitted (as wrk2 does). */
     int64_t origin = open_loop ? w->sched_ns : w->start_ns;
     record(g, w, r, (uint64_t)(t - origin) / 1000, t - (w->start_ns + w->deadline_ns));
-    if (w->phase == 1)
-        w->n++;
-    w->phase ^= 1;
+    if (run->get_ratio_ppm == 500000) { /* set, get, next key */
+        if (w->phase == 1)
+            w->n++;
+        w->phase ^= 1;
+    } else {
+        next_phase(w, run->get_ratio_ppm);
+    }
     if (atomic_load(&run->stop) || t >= run->end_ns) {
         retire(g);
         return;
@@ -815,6 +863,7 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
     run_state run;
     memset(&run, 0, sizeof(run));
     run.o = o;
+    run.get_ratio_ppm = (int64_t)llround(o->get_ratio * 1e6);
     run.interval_ns = o->rps ? (int64_t)((double)o->concurrency * 1e9 / o->rps) : 0;
     if (o->zipf) { /* s = 1: the i-th key is 1/i as popular as the first */
         run.zipf_cdf = malloc((size_t)o->keys * sizeof(double));
@@ -1205,10 +1254,11 @@ void lg_json_config(FILE *f, const lg_options *o, int indent)
     fprintf(f,
             ", \"concurrency\": %d, \"rps\": %d, \"duration_s\": %g, \"payload_bytes\": %d, "
             "\"timeout_ms\": %d, \"keys\": %d, \"distribution\": \"%s\", \"open_loop\": %s, "
-            "\"threads\": %d, \"timeout_min_ms\": %d, \"timeout_max_ms\": %d, \"batch\": ",
+            "\"threads\": %d, \"timeout_min_ms\": %d, \"timeout_max_ms\": %d, \"get_ratio\": %g, "
+            "\"batch\": ",
             o->concurrency, o->rps, o->duration_s, o->payload_bytes, o->timeout_ms, o->keys,
             o->zipf ? "zipf" : "uniform", o->open_loop ? "true" : "false", o->threads,
-            o->timeout_min_ms, o->timeout_ms);
+            o->timeout_min_ms, o->timeout_ms, o->get_ratio);
     if (o->batch)
         fprintf(f,
                 "{\"min_in_flight\": %u, \"linger_us\": %u, \"max_keys\": %u, \"max_bytes\": %u, "

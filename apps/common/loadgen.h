@@ -51,6 +51,11 @@ typedef struct lg_options {
     /* --near-cache-bytes N --near-cache-staleness-ms M
      * (momento_config_set_near_cache()); 0 bytes = off. */
     int near_bytes, near_staleness_ms;
+    /* --get-ratio R (0.5 to 0.999): the share of a worker's requests that
+     * are gets. 0.5 is set-then-get of one key; above it a worker follows
+     * each set and its get with gets of keys chosen as sets choose them,
+     * until its gets reach R of its requests. */
+    double get_ratio;
 } lg_options;
 
 /* Process-wide tuning for a load tool: one glibc malloc arena (unless the
