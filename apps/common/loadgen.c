@@ -1006,7 +1006,8 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
 
     /* Every worker has retired, so every request has been called back: the
      * requests that reached the clients are the ones counted, less those
-     * a coalescer merged into an RPC in flight. */
+     * a coalescer merged into an RPC in flight and those the near cache
+     * answered. */
     uint64_t calls = out->stats.requests;
     for (int i = 0; i < o->threads; i++) {
         group *g = &groups[i];
@@ -1045,6 +1046,8 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
             ns->stale += nc.stale;
             ns->dropped += nc.dropped;
             ns->evictions += nc.evictions;
+            /* Answered from memory: no RPC, and never seen by a coalescer. */
+            calls -= nc.hits + nc.miss_hits;
         }
         momento_coalescer_free(g->co);
         momento_client_free(g->client);

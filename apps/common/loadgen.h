@@ -129,8 +129,9 @@ typedef struct lg_result {
     /* Appended with adaptive batching (--batch). */
     uint64_t server_get_batch_rpcs, server_set_batch_rpcs;
     /* RPCs the clients started for the load, counted on the client: the
-     * requests that reached the client (less those a coalescer merged) and
-     * did not queue, plus the batches and the queued requests sent alone.
+     * requests that reached the client (less those a coalescer merged or the
+     * near cache answered) and did not queue, plus the batches and the
+     * queued requests sent alone.
      * First attempts only: retries and coalescer re-issues are not counted. */
     uint64_t rpcs;
     bool batching;
