@@ -195,10 +195,15 @@ with tempfile.TemporaryDirectory() as tmp:
     lines = [e for e in root.iter() if e.tag.endswith("polyline")]
     check("SVG is well-formed with four series", len(lines) == 4)
     check("SVG series have points", all(len(e.get("points").split()) > 100 for e in lines))
-    settings = [e for e in root.iter() if e.get("id") == "settings"]
+    settings = ["".join(e.itertext()) for e in root.iter() if e.get("id") == "settings"]
     check("SVG states the run's settings under its title", len(settings) == 1
-          and "200 workers" in settings[0].text and "no rate limit" in settings[0].text
-          and "2.0 s per phase" in settings[0].text, [e.text for e in settings])
+          and "200 workers" in settings[0] and "no rate limit" in settings[0]
+          and "2.0 s per phase" in settings[0], settings)
+    # Wrapped to the picture's width: no line of it longer than 125
+    # characters (about 750 px of 11 px text, from x = 80 of 900).
+    tspans = [e.text or "" for e in root.iter() if e.tag.endswith("tspan")]
+    check("SVG settings wrap within the picture", len(tspans) >= 2
+          and all(len(t) <= 125 for t in tspans) and "".join(tspans) == settings[0], tspans)
 
     # Per-request deadlines spread over 50 ms .. 2 s (--timeout-ms A:B),
     # against the embedded server. Few requests time out here, but any that
