@@ -67,10 +67,7 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "  --io-callbacks         with --transport protosocket: callbacks (and the next\n"
             "                         request) on protosocket's I/O thread, not the client's\n"
             "                         completion thread: one thread wake-up less per request\n"
-            "  --near-cache-bytes N   a near cache of N bytes (4096 to 2147483647; default 0,\n"
-            "                         off): gets of keys read or written less than\n"
-            "  --near-cache-staleness-ms M  M ms ago (1 to 3600000; default 1000) are\n"
-            "                         answered in the process\n"
+            "%s"
             "  --get-ratio R          share of requests that are gets, 0.5 to 0.999 (default\n"
             "                         0.5: set a key, get it, next key); above 0.5 a worker\n"
             "                         follows each set and its get with gets of keys chosen\n"
@@ -86,10 +83,11 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "  --quiet                print only the final summary\n"
             "  --help                 this text\n\n"
             "%s"
+            "%s"
             "Each worker sets a key, gets it, and moves on to the next key (more gets\n"
-            "follow with --get-ratio above 0.5). Without\n"
-            "--open-loop a worker waits concurrency*1000/rps ms minus a request's latency\n"
-            "before its next request, like Momento's Node.js example.\n\n"
+            "follow with --get-ratio above 0.5). Without --open-loop a worker waits\n"
+            "concurrency*1000/rps ms minus a request's latency before its next request,\n"
+            "like Momento's Node.js example.\n\n"
             "Every value set carries its key, so each get's value is checked; the report\n"
             "counts wrong results (a bug; expect 0) and misses, and the RPCs sent.\n\n"
             "Timeouts are counted, and so are EARLY ones: a timeout reported before the\n"
@@ -101,13 +99,22 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "  %s --timeout-ms 50:2000\n"
             "  %s --rps 0 --concurrency 1000 --timeout-ms 5:100\n",
             prog,
-            coalescing ? "Runs the same load twice, without and then with request coalescing,\n"
-                         "each on a fresh connection, and compares them."
+            coalescing ? "Runs the same load three times, each on a fresh connection, and compares\n"
+                         "them: without request coalescing, with it, and with it and a near cache."
                        : "Generates set-then-get load against Momento or a compatible server.",
             coalescing ? "request-coalescing" : "load-gen", coalescing ? " per phase" : "",
             coalescing ? 10 : 0, MOMENTO_BATCH_DEFAULT_MIN_IN_FLIGHT, MOMENTO_BATCH_DEFAULT_MAX_KEYS,
             MOMENTO_BATCH_DEFAULT_MAX_BYTES, MOMENTO_BATCH_DEFAULT_MAX_WAIT_US,
-            coalescing ? ", before vs after" : ", get and set",
+            coalescing
+                ? "  --near-cache-bytes N   phase 3's near cache: N bytes (4096 to 2147483647;\n"
+                  "                         default 16777216); gets of keys read or written\n"
+                  "  --near-cache-staleness-ms M  less than M ms ago (1 to 3600000; default 100)\n"
+                  "                         are answered in the process\n"
+                : "  --near-cache-bytes N   a near cache of N bytes (4096 to 2147483647; default 0,\n"
+                  "                         off): gets of keys read or written less than\n"
+                  "  --near-cache-staleness-ms M  M ms ago (1 to 3600000; default 1000) are\n"
+                  "                         answered in the process\n",
+            coalescing ? ", by phase" : ", get and set",
             coalescing ? ""
                        : "  --samples PATH         write every latency recorded, one per line\n"
                          "                         (\"set 412\": the operation and microseconds)\n",
@@ -118,6 +125,10 @@ static void usage(FILE *f, const char *prog, bool coalescing)
                          "                         percentiles of all their requests (exact: the\n"
                          "                         histograms are added), errors and requests summed,\n"
                          "                         throughput over the span the runs covered\n\n",
+            coalescing ? "Phases 1 and 2 have no near cache; phase 3 is phase 2's load on a client\n"
+                         "with one (docs/near-cache.md): a get of a key read or written less than the\n"
+                         "staleness bound ago is answered in the process, with no RPC.\n\n"
+                       : "",
             prog, prog);
 }
 
@@ -210,7 +221,11 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
     o->stats_interval_s = 5;
     o->keys = coalescing ? 10 : 0;
     o->threads = 1;
-    o->near_staleness_ms = 1000;
+    /* request-coalescing's phase 3 always has a near cache (the docs'
+     * example size, a bound short enough for most reads); load-gen's is
+     * off unless asked for. */
+    o->near_bytes = coalescing ? 16 << 20 : 0;
+    o->near_staleness_ms = coalescing ? 100 : 1000;
     o->get_ratio = 0.5;
     o->batch_min_in_flight = MOMENTO_BATCH_DEFAULT_MIN_IN_FLIGHT;
     o->batch_max_keys = MOMENTO_BATCH_DEFAULT_MAX_KEYS;
@@ -899,6 +914,7 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
     if (rc == MOMENTO_OK && o->batch)
         rc = momento_config_set_batching_max_wait(cfg, o->batch_max_wait_us);
     out->batching = o->batch;
+    out->near_cache = o->near_bytes > 0;
     group *groups = calloc((size_t)o->threads, sizeof(*groups));
     worker *workers = calloc((size_t)o->concurrency, sizeof(*workers));
     for (int i = 0; i < o->threads && rc == MOMENTO_OK; i++) {
@@ -1175,6 +1191,17 @@ void lg_print_summary(FILE *f, const char *label, const lg_result *r)
             r->stats.requests ? (double)r->rpcs / (double)r->stats.requests : 0.0);
     if (r->batching)
         lg_print_batching(f, &r->batch_counters);
+    if (r->near_cache) {
+        const momento_near_cache_stats *k = &r->near_counters;
+        uint64_t looked = k->hits + k->miss_hits + k->misses;
+        fprintf(f, "  near cache: %llu of %llu gets answered from memory (%.1f%%: %llu hits, "
+                   "%llu misses kept); %llu fills, %llu stale, %llu dropped, %llu evicted\n",
+                (unsigned long long)(k->hits + k->miss_hits), (unsigned long long)looked,
+                looked ? 100.0 * (double)(k->hits + k->miss_hits) / (double)looked : 0.0,
+                (unsigned long long)k->hits, (unsigned long long)k->miss_hits,
+                (unsigned long long)k->fills, (unsigned long long)k->stale,
+                (unsigned long long)k->dropped, (unsigned long long)k->evictions);
+    }
     if (r->have_server && r->batching)
         fprintf(f, "  server RPCs: %llu get, %llu set, %llu get batch, %llu set batch\n",
                 (unsigned long long)r->server_get_rpcs, (unsigned long long)r->server_set_rpcs,

@@ -136,6 +136,7 @@ typedef struct lg_result {
     uint64_t rpcs;
     bool batching;
     momento_client_batching_stats batch_counters; /* summed over threads, when batching */
+    bool near_cache;                              /* the run's clients had one */
     momento_near_cache_stats near_counters;       /* summed over threads, with a near cache */
     /* When the run started, Unix time in seconds (a merge's: the earliest
      * run's), so a merge can tell how far apart its runs were. */

@@ -193,7 +193,7 @@ with tempfile.TemporaryDirectory() as tmp:
           (b5["requests"], b5["server"], a5["requests"], a5["server"]))
     root = ET.parse(svg).getroot()
     lines = [e for e in root.iter() if e.tag.endswith("polyline")]
-    check("SVG is well-formed with four series", len(lines) == 4)
+    check("SVG is well-formed with six series (get and set of three phases)", len(lines) == 6)
     check("SVG series have points", all(len(e.get("points").split()) > 100 for e in lines))
     settings = ["".join(e.itertext()) for e in root.iter() if e.get("id") == "settings"]
     check("SVG states the run's settings under its title", len(settings) == 1
