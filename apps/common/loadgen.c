@@ -954,6 +954,9 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
 
     int64_t t0 = now_ns();
     double cpu0 = process_cpu_s();
+    /* The in-process server's CPU since it started: an earlier run's
+     * (request-coalescing's earlier phases) is not this run's. */
+    double server_cpu0 = t->local ? momento_local_cpu_seconds(t->local) : 0;
     struct timespec wall0;
     clock_gettime(CLOCK_REALTIME, &wall0);
     out->started_at = (double)wall0.tv_sec + (double)wall0.tv_nsec / 1e9;
@@ -1085,7 +1088,7 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
         out->server_get_batch_rpcs = momento_local_rpc_count(t->local, "GetBatch", -1);
         out->server_set_batch_rpcs = momento_local_rpc_count(t->local, "SetBatch", -1);
         /* The in-process server's own thread is not client work. */
-        out->cpu_s -= momento_local_cpu_seconds(t->local);
+        out->cpu_s -= momento_local_cpu_seconds(t->local) - server_cpu0;
         if (out->cpu_s < 0)
             out->cpu_s = 0;
     }
