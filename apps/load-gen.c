@@ -60,10 +60,10 @@ static int merge(const lg_options *o)
         char deadlines[64], batching[160], settings[1024];
         snprintf(settings, sizeof(settings),
                  "load-gen: merged %d run%s from %d file%s, started within %.3f s of each other; "
-                 "%d workers, %s, %.1f s; %s%s",
+                 "%d workers, %s, get ratio %g, %.1f s; %s%s",
                  r.merged_runs, r.merged_runs == 1 ? "" : "s", o->n_merge,
                  o->n_merge == 1 ? "" : "s", r.start_spread_s, cfg.concurrency,
-                 cfg.rps ? "rate-limited" : "no rate limit", cfg.duration_s,
+                 cfg.rps ? "rate-limited" : "no rate limit", cfg.get_ratio, cfg.duration_s,
                  lg_describe_deadlines(&cfg, deadlines, sizeof(deadlines)),
                  lg_describe_batching(&cfg, batching, sizeof(batching)));
         printf("%s\n", settings);
@@ -96,8 +96,9 @@ int main(int argc, char **argv)
     /* The run's settings: printed first, and written under the chart's
      * title, so a chart says what run it shows. */
     char deadlines[64], batching[160], settings[1024];
-    snprintf(settings, sizeof(settings), "load-gen: target %s; %d workers, %s, %.1f s; %s%s",
-             t.description, o.concurrency, o.rps ? "rate-limited" : "no rate limit", o.duration_s,
+    snprintf(settings, sizeof(settings),
+             "load-gen: target %s; %d workers, %s, get ratio %g, %.1f s; %s%s", t.description,
+             o.concurrency, o.rps ? "rate-limited" : "no rate limit", o.get_ratio, o.duration_s,
              lg_describe_deadlines(&o, deadlines, sizeof(deadlines)),
              lg_describe_batching(&o, batching, sizeof(batching)));
     printf("%s\n", settings);

@@ -67,10 +67,13 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "  --io-callbacks         with --transport protosocket: callbacks (and the next\n"
             "                         request) on protosocket's I/O thread, not the client's\n"
             "                         completion thread: one thread wake-up less per request\n"
-            "  --near-cache-bytes N   a near cache of N bytes (4096 to 2147483647; default 0,\n"
-            "                         off): gets of keys read or written less than\n"
-            "  --near-cache-staleness-ms M  M ms ago (1 to 3600000; default 1000) are\n"
-            "                         answered in the process\n\n"
+            "%s"
+            "  --get-ratio R          share of requests that are gets, 0.5 to 0.999 (default\n"
+            "                         0.5: set a key, get it, next key); above 0.5 a worker\n"
+            "                         follows each set and its get with gets of keys chosen\n"
+            "                         as --keys and --distribution choose them (with --keys\n"
+            "                         0: the key just set) until R of its requests are gets;\n"
+            "                         0.9 is one set, then nine gets\n\n"
             "Output:\n"
             "  --stats-interval S     print cumulative stats every S seconds (default 5)\n"
             "  --json PATH            write the results as JSON, latency histograms included\n"
@@ -80,9 +83,11 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "  --quiet                print only the final summary\n"
             "  --help                 this text\n\n"
             "%s"
-            "Each worker sets a key, gets it, and moves on to the next key. Without\n"
-            "--open-loop a worker waits concurrency*1000/rps ms minus a request's latency\n"
-            "before its next request, like Momento's Node.js example.\n\n"
+            "%s"
+            "Each worker sets a key, gets it, and moves on to the next key (more gets\n"
+            "follow with --get-ratio above 0.5). Without --open-loop a worker waits\n"
+            "concurrency*1000/rps ms minus a request's latency before its next request,\n"
+            "like Momento's Node.js example.\n\n"
             "Every value set carries its key, so each get's value is checked; the report\n"
             "counts wrong results (a bug; expect 0) and misses, and the RPCs sent.\n\n"
             "Timeouts are counted, and so are EARLY ones: a timeout reported before the\n"
@@ -94,13 +99,22 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "  %s --timeout-ms 50:2000\n"
             "  %s --rps 0 --concurrency 1000 --timeout-ms 5:100\n",
             prog,
-            coalescing ? "Runs the same load twice, without and then with request coalescing,\n"
-                         "each on a fresh connection, and compares them."
+            coalescing ? "Runs the same load three times, each on a fresh connection, and compares\n"
+                         "them: without request coalescing, with it, and with it and a near cache."
                        : "Generates set-then-get load against Momento or a compatible server.",
             coalescing ? "request-coalescing" : "load-gen", coalescing ? " per phase" : "",
             coalescing ? 10 : 0, MOMENTO_BATCH_DEFAULT_MIN_IN_FLIGHT, MOMENTO_BATCH_DEFAULT_MAX_KEYS,
             MOMENTO_BATCH_DEFAULT_MAX_BYTES, MOMENTO_BATCH_DEFAULT_MAX_WAIT_US,
-            coalescing ? ", before vs after" : ", get and set",
+            coalescing
+                ? "  --near-cache-bytes N   phase 3's near cache: N bytes (4096 to 2147483647;\n"
+                  "                         default 16777216); gets of keys read or written\n"
+                  "  --near-cache-staleness-ms M  less than M ms ago (1 to 3600000; default 100)\n"
+                  "                         are answered in the process\n"
+                : "  --near-cache-bytes N   a near cache of N bytes (4096 to 2147483647; default 0,\n"
+                  "                         off): gets of keys read or written less than\n"
+                  "  --near-cache-staleness-ms M  M ms ago (1 to 3600000; default 1000) are\n"
+                  "                         answered in the process\n",
+            coalescing ? ", by phase" : ", get and set",
             coalescing ? ""
                        : "  --samples PATH         write every latency recorded, one per line\n"
                          "                         (\"set 412\": the operation and microseconds)\n",
@@ -111,6 +125,10 @@ static void usage(FILE *f, const char *prog, bool coalescing)
                          "                         percentiles of all their requests (exact: the\n"
                          "                         histograms are added), errors and requests summed,\n"
                          "                         throughput over the span the runs covered\n\n",
+            coalescing ? "Phases 1 and 2 have no near cache; phase 3 is phase 2's load on a client\n"
+                         "with one (docs/near-cache.md): a get of a key read or written less than the\n"
+                         "staleness bound ago is answered in the process, with no RPC.\n\n"
+                       : "",
             prog, prog);
 }
 
@@ -188,6 +206,7 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
         {"merge", no_argument, NULL, 'M'},               {"io-callbacks", no_argument, NULL, 'I'},
         {"near-cache-bytes", required_argument, NULL, 'N'},
         {"near-cache-staleness-ms", required_argument, NULL, 'W'},
+        {"get-ratio", required_argument, NULL, 'G'},
         {NULL, 0, NULL, 0},
     };
     const char *prog = coalescing ? "request-coalescing" : "load-gen";
@@ -202,7 +221,12 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
     o->stats_interval_s = 5;
     o->keys = coalescing ? 10 : 0;
     o->threads = 1;
-    o->near_staleness_ms = 1000;
+    /* request-coalescing's phase 3 always has a near cache (the docs'
+     * example size, a bound short enough for most reads); load-gen's is
+     * off unless asked for. */
+    o->near_bytes = coalescing ? 16 << 20 : 0;
+    o->near_staleness_ms = coalescing ? 100 : 1000;
+    o->get_ratio = 0.5;
     o->batch_min_in_flight = MOMENTO_BATCH_DEFAULT_MIN_IN_FLIGHT;
     o->batch_max_keys = MOMENTO_BATCH_DEFAULT_MAX_KEYS;
     o->batch_max_bytes = MOMENTO_BATCH_DEFAULT_MAX_BYTES;
@@ -299,6 +323,10 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
             if (!ex_parse_int(optarg, 1, 3600000, &o->near_staleness_ms))
                 return ex_bad_option(prog, "--near-cache-staleness-ms", optarg,
                                      "must be 1 to 3600000");
+            break;
+        case 'G':
+            if (!parse_secs(optarg, 0.5, 0.999, &o->get_ratio))
+                return ex_bad_option(prog, "--get-ratio", optarg, "must be 0.5 to 0.999");
             break;
         case 'B': {
             /* The value may follow as "--batch=16:0:64" or as the next
@@ -433,6 +461,11 @@ typedef struct worker {
     uint64_t deadline_rng; /* deadline draws, apart so keys stay as without a spread */
     char key[64];
     size_t key_len;
+    /* With --get-ratio above 0.5: the worker's sets and gets so far, and
+     * whether the current get is one of the extra ones, whose key is
+     * chosen afresh (next_phase). */
+    uint64_t sets, gets;
+    bool extra_get;
 } worker;
 
 struct group {
@@ -478,6 +511,7 @@ struct run_state {
     double *zipf_cdf;
     FILE *samples;         /* --samples, or NULL */
     uint32_t key_tag;      /* this process's, in fresh keys (choose_key) */
+    int64_t get_ratio_ppm; /* --get-ratio in millionths: 500000 is set-then-get */
 };
 
 /* Earlier schedule first: the group's thread starts the most overdue
@@ -636,6 +670,31 @@ static uint32_t draw_deadline_ms(worker *w)
 
 static void on_done(const momento_result *r, void *ud);
 
+/* --get-ratio above 0.5: what follows the request just done. A set is
+ * followed by a get of its key (as at 0.5), a get by another get - an
+ * extra one, of a key chosen as a set's is (with --keys 0 the key just
+ * set) - until the worker's gets reach the ratio, then by the next set.
+ * Integer arithmetic, so 0.9 is exactly one set and nine gets. Every
+ * value written for a key is the same bytes whoever wrote it
+ * (fill_value), so an extra get's HIT is checked as the first get's is. */
+static void next_phase(worker *w, int64_t ppm)
+{
+    if (w->phase == 0) {
+        w->sets++;
+        w->phase = 1;
+        w->extra_get = false;
+        return;
+    }
+    w->gets++;
+    if ((int64_t)w->gets * 1000000 >= ppm * (int64_t)(w->sets + w->gets)) {
+        w->n++;
+        w->phase = 0;
+        w->extra_get = false;
+    } else {
+        w->extra_get = true;
+    }
+}
+
 /* The value buffer of the calling-back thread: its own, claimed from `g`
  * on its first callback, since the callbacks of one client may run on two
  * threads at once (--io-callbacks). NULL when every buffer is claimed,
@@ -662,7 +721,7 @@ static void start_request(worker *w, bool from_callback)
     group *g = w->g;
     run_state *run = g->run;
     const lg_options *o = run->o;
-    if (w->phase == 0)
+    if (w->phase == 0 || (w->extra_get && o->keys))
         choose_key(w);
     /* Every request carries its own deadline, so coalesced waiters with
      * different deadlines share RPCs (the case issue 14 is about). */
@@ -712,9 +771,13 @@ static void on_done(const momento_result *r, void *ud)
      * waiting behind a slow predecessor is not omitted (as wrk2 does). */
     int64_t origin = open_loop ? w->sched_ns : w->start_ns;
     record(g, w, r, (uint64_t)(t - origin) / 1000, t - (w->start_ns + w->deadline_ns));
-    if (w->phase == 1)
-        w->n++;
-    w->phase ^= 1;
+    if (run->get_ratio_ppm == 500000) { /* set, get, next key */
+        if (w->phase == 1)
+            w->n++;
+        w->phase ^= 1;
+    } else {
+        next_phase(w, run->get_ratio_ppm);
+    }
     if (atomic_load(&run->stop) || t >= run->end_ns) {
         retire(g);
         return;
@@ -815,6 +878,7 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
     run_state run;
     memset(&run, 0, sizeof(run));
     run.o = o;
+    run.get_ratio_ppm = (int64_t)llround(o->get_ratio * 1e6);
     run.interval_ns = o->rps ? (int64_t)((double)o->concurrency * 1e9 / o->rps) : 0;
     if (o->zipf) { /* s = 1: the i-th key is 1/i as popular as the first */
         run.zipf_cdf = malloc((size_t)o->keys * sizeof(double));
@@ -850,6 +914,7 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
     if (rc == MOMENTO_OK && o->batch)
         rc = momento_config_set_batching_max_wait(cfg, o->batch_max_wait_us);
     out->batching = o->batch;
+    out->near_cache = o->near_bytes > 0;
     group *groups = calloc((size_t)o->threads, sizeof(*groups));
     worker *workers = calloc((size_t)o->concurrency, sizeof(*workers));
     for (int i = 0; i < o->threads && rc == MOMENTO_OK; i++) {
@@ -889,6 +954,9 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
 
     int64_t t0 = now_ns();
     double cpu0 = process_cpu_s();
+    /* The in-process server's CPU since it started: an earlier run's
+     * (request-coalescing's earlier phases) is not this run's. */
+    double server_cpu0 = t->local ? momento_local_cpu_seconds(t->local) : 0;
     struct timespec wall0;
     clock_gettime(CLOCK_REALTIME, &wall0);
     out->started_at = (double)wall0.tv_sec + (double)wall0.tv_nsec / 1e9;
@@ -957,7 +1025,8 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
 
     /* Every worker has retired, so every request has been called back: the
      * requests that reached the clients are the ones counted, less those
-     * a coalescer merged into an RPC in flight. */
+     * a coalescer merged into an RPC in flight and those the near cache
+     * answered. */
     uint64_t calls = out->stats.requests;
     for (int i = 0; i < o->threads; i++) {
         group *g = &groups[i];
@@ -996,6 +1065,8 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
             ns->stale += nc.stale;
             ns->dropped += nc.dropped;
             ns->evictions += nc.evictions;
+            /* Answered from memory: no RPC, and never seen by a coalescer. */
+            calls -= nc.hits + nc.miss_hits;
         }
         momento_coalescer_free(g->co);
         momento_client_free(g->client);
@@ -1017,7 +1088,7 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
         out->server_get_batch_rpcs = momento_local_rpc_count(t->local, "GetBatch", -1);
         out->server_set_batch_rpcs = momento_local_rpc_count(t->local, "SetBatch", -1);
         /* The in-process server's own thread is not client work. */
-        out->cpu_s -= momento_local_cpu_seconds(t->local);
+        out->cpu_s -= momento_local_cpu_seconds(t->local) - server_cpu0;
         if (out->cpu_s < 0)
             out->cpu_s = 0;
     }
@@ -1123,6 +1194,17 @@ void lg_print_summary(FILE *f, const char *label, const lg_result *r)
             r->stats.requests ? (double)r->rpcs / (double)r->stats.requests : 0.0);
     if (r->batching)
         lg_print_batching(f, &r->batch_counters);
+    if (r->near_cache) {
+        const momento_near_cache_stats *k = &r->near_counters;
+        uint64_t looked = k->hits + k->miss_hits + k->misses;
+        fprintf(f, "  near cache: %llu of %llu gets answered from memory (%.1f%%: %llu hits, "
+                   "%llu misses kept); %llu fills, %llu stale, %llu dropped, %llu evicted\n",
+                (unsigned long long)(k->hits + k->miss_hits), (unsigned long long)looked,
+                looked ? 100.0 * (double)(k->hits + k->miss_hits) / (double)looked : 0.0,
+                (unsigned long long)k->hits, (unsigned long long)k->miss_hits,
+                (unsigned long long)k->fills, (unsigned long long)k->stale,
+                (unsigned long long)k->dropped, (unsigned long long)k->evictions);
+    }
     if (r->have_server && r->batching)
         fprintf(f, "  server RPCs: %llu get, %llu set, %llu get batch, %llu set batch\n",
                 (unsigned long long)r->server_get_rpcs, (unsigned long long)r->server_set_rpcs,
@@ -1205,10 +1287,11 @@ void lg_json_config(FILE *f, const lg_options *o, int indent)
     fprintf(f,
             ", \"concurrency\": %d, \"rps\": %d, \"duration_s\": %g, \"payload_bytes\": %d, "
             "\"timeout_ms\": %d, \"keys\": %d, \"distribution\": \"%s\", \"open_loop\": %s, "
-            "\"threads\": %d, \"timeout_min_ms\": %d, \"timeout_max_ms\": %d, \"batch\": ",
+            "\"threads\": %d, \"timeout_min_ms\": %d, \"timeout_max_ms\": %d, \"get_ratio\": %g, "
+            "\"batch\": ",
             o->concurrency, o->rps, o->duration_s, o->payload_bytes, o->timeout_ms, o->keys,
             o->zipf ? "zipf" : "uniform", o->open_loop ? "true" : "false", o->threads,
-            o->timeout_min_ms, o->timeout_ms);
+            o->timeout_min_ms, o->timeout_ms, o->get_ratio);
     if (o->batch)
         fprintf(f,
                 "{\"min_in_flight\": %u, \"linger_us\": %u, \"max_keys\": %u, \"max_bytes\": %u, "

@@ -51,6 +51,11 @@ typedef struct lg_options {
     /* --near-cache-bytes N --near-cache-staleness-ms M
      * (momento_config_set_near_cache()); 0 bytes = off. */
     int near_bytes, near_staleness_ms;
+    /* --get-ratio R (0.5 to 0.999): the share of a worker's requests that
+     * are gets. 0.5 is set-then-get of one key; above it a worker follows
+     * each set and its get with gets of keys chosen as sets choose them,
+     * until its gets reach R of its requests. */
+    double get_ratio;
 } lg_options;
 
 /* Process-wide tuning for a load tool: one glibc malloc arena (unless the
@@ -124,12 +129,14 @@ typedef struct lg_result {
     /* Appended with adaptive batching (--batch). */
     uint64_t server_get_batch_rpcs, server_set_batch_rpcs;
     /* RPCs the clients started for the load, counted on the client: the
-     * requests that reached the client (less those a coalescer merged) and
-     * did not queue, plus the batches and the queued requests sent alone.
+     * requests that reached the client (less those a coalescer merged or the
+     * near cache answered) and did not queue, plus the batches and the
+     * queued requests sent alone.
      * First attempts only: retries and coalescer re-issues are not counted. */
     uint64_t rpcs;
     bool batching;
     momento_client_batching_stats batch_counters; /* summed over threads, when batching */
+    bool near_cache;                              /* the run's clients had one */
     momento_near_cache_stats near_counters;       /* summed over threads, with a near cache */
     /* When the run started, Unix time in seconds (a merge's: the earliest
      * run's), so a merge can tell how far apart its runs were. */

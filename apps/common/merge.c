@@ -207,6 +207,9 @@ static int read_config(const char *file, const jv *c, lg_options *o)
     o->timeout_ms = (int)v[7];
     o->zipf = strcmp(dist->str, "zipf") == 0;
     o->open_loop = open->b;
+    /* Absent in files written before --get-ratio: set-then-get, 0.5. */
+    if (!jv_num(jv_get(c, "get_ratio"), &o->get_ratio))
+        o->get_ratio = 0.5;
     if (batch->kind == JV_OBJ) {
         uint64_t n, l, m, b;
         if (!get_uint(batch, "min_in_flight", &n) || !get_uint(batch, "linger_us", &l) ||

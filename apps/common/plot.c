@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #define W 900
 #define H 520
@@ -11,16 +12,24 @@
 #define B 60
 #define MAX_NINES 5.0 /* x axis reaches 99.999% */
 #define PLOT_H ((double)(H - T - B))
+/* The settings line under the title: 11 px text, about 6 px a character,
+ * wrapped to fit the picture's width from L; each further line moves the
+ * plot down by SETTINGS_LEAD (the picture grows by as much). */
+#define SETTINGS_CHARS 125
+#define SETTINGS_LEAD 14
+#define SETTINGS_MAX_LINES 8
 
 static double x_of(double nines)
 {
     return L + (W - L - R) * nines / MAX_NINES;
 }
 
-/* The latency axis: [lo, hi] ms, linear or log. */
+/* The latency axis: [lo, hi] ms, linear or log; `shift` px below where
+ * the plot area starts without a wrapped settings line. */
 typedef struct axis {
     bool log;
     double lo, hi;
+    int shift;
 } axis;
 
 static double y_of(const axis *a, double ms)
@@ -31,7 +40,7 @@ static double y_of(const axis *a, double ms)
         ms = a->hi;
     double frac = a->log ? (log10(ms) - log10(a->lo)) / (log10(a->hi) - log10(a->lo))
                          : (ms - a->lo) / (a->hi - a->lo);
-    return T + PLOT_H - PLOT_H * frac;
+    return a->shift + T + PLOT_H - PLOT_H * frac;
 }
 
 /* Linear: 0 to a round top, 1, 2 or 5 times a power of ten, at or above the
@@ -39,7 +48,7 @@ static double y_of(const axis *a, double ms)
  * value to the one at or above the slowest, at least one decade. */
 static axis make_axis(bool log_y, double fastest_ms, double slowest_ms)
 {
-    axis a = {log_y, 0, 0};
+    axis a = {log_y, 0, 0, 0};
     if (!log_y) {
         double span = 0.001;
         while (span < slowest_ms)
@@ -75,10 +84,10 @@ static void y_label(FILE *f, double y, double ms)
     fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", L - 8, y + 4, ms);
 }
 
-/* `s` as SVG text: the XML specials escaped. */
-static void put_text(FILE *f, const char *s)
+/* The first `n` bytes of `s` as SVG text: the XML specials escaped. */
+static void put_text_n(FILE *f, const char *s, size_t n)
 {
-    for (; *s; s++) {
+    for (; n && *s; s++, n--) {
         if (*s == '<')
             fputs("&lt;", f);
         else if (*s == '>')
@@ -88,6 +97,40 @@ static void put_text(FILE *f, const char *s)
         else
             fputc(*s, f);
     }
+}
+
+static void put_text(FILE *f, const char *s)
+{
+    put_text_n(f, s, strlen(s));
+}
+
+/* Splits `s` into lines of at most SETTINGS_CHARS, after a "; " in the
+ * line's second half if there is one, else at its last space (a word
+ * longer than a line is cut); each line keeps the space it ends at, so the
+ * lines joined are `s`. Stores each line's length; returns how many. */
+static int wrap(const char *s, size_t *lens, int max_lines)
+{
+    int n = 0;
+    size_t left = strlen(s);
+    while (left && n < max_lines) {
+        size_t len = left;
+        if (left > SETTINGS_CHARS && n < max_lines - 1) {
+            len = SETTINGS_CHARS;
+            while (len > SETTINGS_CHARS / 2 && !(s[len - 1] == ' ' && s[len - 2] == ';'))
+                len--;
+            if (len == SETTINGS_CHARS / 2) {
+                len = SETTINGS_CHARS;
+                while (len > 0 && s[len - 1] != ' ')
+                    len--;
+            }
+            if (len == 0)
+                len = SETTINGS_CHARS;
+        }
+        lens[n++] = len;
+        s += len;
+        left -= len;
+    }
+    return n;
 }
 
 int plot_svg(FILE *f, const char *title, const char *settings, const plot_series *series, int n,
@@ -108,24 +151,37 @@ int plot_svg(FILE *f, const char *title, const char *settings, const plot_series
     if (bottom == UINT64_MAX)
         return -1;
     axis a = make_axis(log_y, (double)bottom / 1000.0, top ? (double)top / 1000.0 : 0.001);
+    /* A settings line too long for the picture is wrapped, and the rest
+     * moves down by the lines it added. */
+    size_t lens[SETTINGS_MAX_LINES];
+    int n_lines = settings ? wrap(settings, lens, SETTINGS_MAX_LINES) : 0;
+    a.shift = n_lines > 1 ? SETTINGS_LEAD * (n_lines - 1) : 0;
+    int t = T + a.shift, h = H + a.shift; /* the plot's top, the picture's height */
 
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"13\">\n",
-            W, H, W, H);
-    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
+            W, h, W, h);
+    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, h);
     fprintf(f, "<text x=\"%d\" y=\"28\" font-size=\"17\" font-weight=\"bold\">", L);
     put_text(f, title);
     fprintf(f, "</text>\n");
     if (settings) {
-        /* Under the title, above the plot area (which starts at T). */
+        /* Under the title, above the plot area; one tspan per line, so
+         * the element's text is the settings whole. */
         fprintf(f, "<text id=\"settings\" x=\"%d\" y=\"46\" font-size=\"11\" fill=\"#555\">", L);
-        put_text(f, settings);
+        const char *s = settings;
+        for (int i = 0; i < n_lines; i++) {
+            fprintf(f, "<tspan x=\"%d\" dy=\"%d\">", L, i ? SETTINGS_LEAD : 0);
+            put_text_n(f, s, lens[i]);
+            fprintf(f, "</tspan>");
+            s += lens[i];
+        }
         fprintf(f, "</text>\n");
     }
     /* The latency axis: its grid and labels, its range for programs. */
     fprintf(f, "<g id=\"latency-axis\" data-scale=\"%s\" data-min-ms=\"%g\" data-max-ms=\"%g\" "
                "data-top=\"%d\" data-bottom=\"%d\">\n",
-            log_y ? "log" : "linear", a.lo, a.hi, T, H - B);
+            log_y ? "log" : "linear", a.lo, a.hi, t, h - B);
     if (log_y) {
         /* A line at 1, 2 and 5 of each decade; only the decades labelled. */
         for (double d = a.lo; d <= a.hi * 1.0001; d *= 10) {
@@ -145,18 +201,18 @@ int plot_svg(FILE *f, const char *title, const char *settings, const plot_series
     static const char *const labels[] = {"0%", "90%", "99%", "99.9%", "99.99%", "99.999%"};
     for (int k = 0; k <= (int)MAX_NINES; k++) {
         double x = x_of(k);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>\n", x, T, x,
-                H - B);
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x, H - B + 20,
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>\n", x, t, x,
+                h - B);
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x, h - B + 20,
                 labels[k]);
     }
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">percentile (log scale of 1 - p)</text>\n",
-            (L + W - R) / 2, H - 15);
+            (L + W - R) / 2, h - 15);
     fprintf(f, "<text x=\"20\" y=\"%d\" transform=\"rotate(-90 20 %d)\" text-anchor=\"middle\">"
                "latency (milliseconds%s)</text>\n",
-            T + (H - T - B) / 2, T + (H - T - B) / 2, log_y ? ", log scale" : "");
+            t + (H - T - B) / 2, t + (H - T - B) / 2, log_y ? ", log scale" : "");
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n",
-            L, T, W - L - R, H - T - B);
+            L, t, W - L - R, H - T - B);
 
     /* One polyline per series, sampled finely along the log axis. */
     for (int i = 0; i < n; i++) {
@@ -173,7 +229,7 @@ int plot_svg(FILE *f, const char *title, const char *settings, const plot_series
             fprintf(f, "%s%.1f,%.1f", s ? " " : "", x_of(nines), y_of(&a, ms));
         }
         fprintf(f, "\"/>\n");
-        int ly = T + 10 + 24 * i;
+        int ly = t + 10 + 24 * i;
         fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s%s%s/>\n",
                 W - R + 15, ly, W - R + 45, ly, series[i].color,
                 series[i].dash ? " stroke-dasharray=\"" : "", series[i].dash ? series[i].dash : "",

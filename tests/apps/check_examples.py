@@ -7,7 +7,8 @@ against the embedded server and against a server that never answers, where
 every request must time out and none before its own deadline; then both with
 adaptive batching (--batch), checking that batches were sent, that fewer
 RPCs than requests reached the server, and that every result was still the
-request's own. Last, the collection examples: leaderboard's answers are
+request's own; then read-mostly loads (--get-ratio) and request-coalescing's
+third phase (coalescing with a near cache). Last, the collection examples: leaderboard's answers are
 recomputed from the scores it says it submitted, and session-store's
 transcript must show the values it wrote, the counter it incremented and
 the TTL behaviour it demonstrates. And topics-fanout: short runs in which
@@ -121,6 +122,55 @@ with tempfile.TemporaryDirectory() as tmp:
           and r["config"]["batch"] is None and r["server"]["GetBatch"] == r["server"]["SetBatch"] == 0, r)
     check("load-gen prints the result checks and the RPCs sent",
           "results checked: " in p.stdout and ", 0 wrong" in p.stdout and "RPCs sent: " in p.stdout, p.stdout)
+    check("load-gen's default get ratio is 0.5: set, then get", r["config"]["get_ratio"] == 0.5
+          and "get ratio 0.5," in p.stdout and abs(r["get"]["count"] - r["set"]["count"]) <= 10, r["config"])
+
+    def check_ratio(name, ph, ratio, workers):
+        """A run with --get-ratio: each worker's gets are within one request
+        of `ratio` of its requests, so the run's within one per worker;
+        every HIT was its key's own value."""
+        gets, sets = ph["get"]["count"], ph["set"]["count"]
+        check(f"{name}: get_ratio {ratio} in the config", ph["config"]["get_ratio"] == ratio, ph["config"])
+        check(f"{name}: success == requests > 0", ph["requests"] > 0 and ph["success"] == ph["requests"], ph)
+        check(f"{name}: gets are {ratio} of requests within one request per worker",
+              sets > 0 and abs(gets - ratio * (gets + sets)) <= workers, (gets, sets, workers))
+        check(f"{name}: no wrong result; every get a HIT of its key's value or a miss",
+              ph["wrong_results"] == 0 and ph["get_hits"] + ph["get_misses"] == gets, ph)
+
+    # --get-ratio: read-mostly loads. 0.9 on 100 keys (the extra gets choose
+    # keys as sets do, so some find keys no one has written yet: misses);
+    # 0.75 with fresh keys on two threads (every get reads the key its
+    # worker just set: no miss).
+    out_g = os.path.join(tmp, "lg_ratio.json")
+    p = run([load_gen, "--duration", "2", "--rps", "0", "--concurrency", "50", "--keys", "100",
+             "--distribution", "zipf", "--get-ratio", "0.9", "--quiet", "--json", out_g])
+    check("load-gen --get-ratio 0.9 exits 0, says so", p.returncode == 0 and "get ratio 0.9," in p.stdout, p)
+    r = json.load(open(out_g))
+    check_ratio("load-gen --get-ratio 0.9", r, 0.9, 50)
+    check("load-gen --get-ratio 0.9: one RPC per request", r["rpcs"] == r["requests"] == r["server"]["total"]
+          and r["server"]["Get"] == r["get"]["count"], r)
+    p = run([load_gen, "--duration", "2", "--rps", "0", "--concurrency", "40", "--threads", "2",
+             "--get-ratio", "0.75", "--quiet", "--json", out_g])
+    r = json.load(open(out_g))
+    check("load-gen --get-ratio 0.75 --keys 0 exits 0", p.returncode == 0, p)
+    check_ratio("load-gen --get-ratio 0.75 --keys 0", r, 0.75, 40)
+    check("load-gen --get-ratio 0.75 --keys 0: every get found the value its worker set",
+          r["get_misses"] == 0 and r["get_hits"] == r["get"]["count"], r)
+    # With a near cache on 10 hot keys: answers from memory, which are not
+    # RPCs sent (the client's count is the server's).
+    p = run([load_gen, "--duration", "2", "--rps", "5000", "--concurrency", "100", "--keys", "10",
+             "--get-ratio", "0.95", "--near-cache-bytes", "1048576", "--near-cache-staleness-ms", "100",
+             "--quiet", "--json", out_g])
+    r = json.load(open(out_g))
+    nc = r["near_cache"]
+    check("load-gen --get-ratio 0.95 --near-cache-bytes exits 0, prints the near cache's line",
+          p.returncode == 0 and "near cache: " in p.stdout, p)
+    check_ratio("load-gen --get-ratio 0.95 with a near cache", r, 0.95, 100)
+    check("load-gen near cache on 10 hot keys: hits > 0, settings in the JSON",
+          nc is not None and nc["hits"] > 0 and nc["bytes"] == 1048576 and nc["staleness_ms"] == 100, nc)
+    check("load-gen near cache: answers from memory are not RPCs (client count == server's)",
+          r["rpcs"] == r["server"]["total"] == r["requests"] - nc["hits"] - nc["miss_hits"],
+          (r["rpcs"], r["server"], r["requests"], nc))
 
     # Every load option at once, on two threads, open loop, zipf keys.
     out2 = os.path.join(tmp, "lg2.json")
@@ -163,6 +213,7 @@ with tempfile.TemporaryDirectory() as tmp:
     svg = os.path.join(tmp, "rc.svg")
     p = run([coalescing, "--duration", "2", "--rps", "0", "--concurrency", "200", "--quiet",
              "--json", out4, "--plot", svg])
+    p4_stdout = p.stdout
     check("request-coalescing exits 0", p.returncode == 0, p.stderr)
     check("request-coalescing prints the before/after table",
           "| set, p99" in p.stdout and "Before Coalescing" in p.stdout and "After Coalescing" in p.stdout)
@@ -191,14 +242,71 @@ with tempfile.TemporaryDirectory() as tmp:
           and a5["success"] == a5["requests"] > 0 and b5["requests"] > 0
           and a5["server"]["total"] / a5["requests"] < b5["server"]["total"] / b5["requests"],
           (b5["requests"], b5["server"], a5["requests"], a5["server"]))
+    # The third phase, coalescing with a near cache, in the table and the
+    # JSON of the first run; the near cache only in it.
+    r = json.load(open(out4))
+    n = r["after_near_cache"]
+    check("request-coalescing table has the near-cache column and the new rows",
+          "Coalescing + Near Cache" in p4_stdout and "| get, % answered by near cache" in p4_stdout
+          and "| server RPCs per request" in p4_stdout
+          and "| requests per second, limit" not in p4_stdout, p4_stdout)
+    check("--quiet prints no phase 3 heading", "phase 3:" not in p4_stdout, p4_stdout)
+    check("phase 3: success == requests > 0, no wrong result", n["requests"] > 0
+          and n["success"] == n["requests"] and n["wrong_results"] == 0, n)
+    check("phase 3 has the near cache (16 MiB, 100 ms by default), phases 1 and 2 none",
+          n["near_cache"] is not None and n["near_cache"]["bytes"] == 16 << 20
+          and n["near_cache"]["staleness_ms"] == 100 and b["near_cache"] is None and a["near_cache"] is None,
+          (b["near_cache"], a["near_cache"], n["near_cache"]))
+    check("phase 3 coalesces too", n["coalesced"]["get"] + n["coalesced"]["set"] > 0, n["coalesced"])
+
+    def table_row(out, name):
+        """A row of the table: its cells after the name."""
+        for line in out.splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if cells[0] == name:
+                return cells[1:]
+        return None
+
+    per = table_row(p4_stdout, "server RPCs per request")
+    check("server RPCs per request: each phase's server total / requests",
+          per == [f"{ph['server']['total'] / ph['requests']:.3f}" for ph in (b, a, n)], (per, b["server"]))
+    # Read-mostly and rate-capped on the 10 hot keys: the near cache answers
+    # gets in phase 3, and the table shows the rate asked for.
+    out_n = os.path.join(tmp, "rc_near.json")
+    p = run([coalescing, "--duration", "2", "--rps", "5000", "--concurrency", "100", "--get-ratio", "0.95",
+             "--near-cache-bytes", "1048576", "--near-cache-staleness-ms", "200", "--quiet",
+             "--json", out_n])
+    check("request-coalescing --get-ratio 0.95 --rps 5000 exits 0", p.returncode == 0, p)
+    r = json.load(open(out_n))
+    for name in ("before", "after", "after_near_cache"):
+        check_ratio(f"request-coalescing --get-ratio 0.95, {name}", r[name], 0.95, 100)
+    nc = r["after_near_cache"]["near_cache"]
+    check("phase 3 on 10 hot keys: near-cache hits > 0, the options' size and bound",
+          nc["hits"] > 0 and nc["bytes"] == 1048576 and nc["staleness_ms"] == 200, nc)
+    check("the options set phase 3's near cache only",
+          r["before"]["near_cache"] is None and r["after"]["near_cache"] is None, r["after"]["near_cache"])
+    share = table_row(p.stdout, "get, % answered by near cache")
+    looked = nc["hits"] + nc["miss_hits"] + nc["misses"]
+    check("the table's near-cache share is the JSON's", share is not None and share[2]
+          == f"{100 * (nc['hits'] + nc['miss_hits']) / looked:.1f}%", (share, nc))
+    check("with --rps, the table has the rate asked for in every phase",
+          table_row(p.stdout, "requests per second, limit") == ["5000"] * 3, p.stdout)
+    check("the settings line gives the get ratio and phase 3's near cache",
+          "get ratio 0.95," in p.stdout and "phase 3's near cache 1048576 bytes, 200 ms" in p.stdout, p.stdout)
+
     root = ET.parse(svg).getroot()
     lines = [e for e in root.iter() if e.tag.endswith("polyline")]
-    check("SVG is well-formed with four series", len(lines) == 4)
+    check("SVG is well-formed with six series (get and set of three phases)", len(lines) == 6)
     check("SVG series have points", all(len(e.get("points").split()) > 100 for e in lines))
-    settings = [e for e in root.iter() if e.get("id") == "settings"]
+    settings = ["".join(e.itertext()) for e in root.iter() if e.get("id") == "settings"]
     check("SVG states the run's settings under its title", len(settings) == 1
-          and "200 workers" in settings[0].text and "no rate limit" in settings[0].text
-          and "2.0 s per phase" in settings[0].text, [e.text for e in settings])
+          and "200 workers" in settings[0] and "no rate limit" in settings[0]
+          and "2.0 s per phase" in settings[0], settings)
+    # Wrapped to the picture's width: no line of it longer than 125
+    # characters (about 750 px of 11 px text, from x = 80 of 900).
+    tspans = [e.text or "" for e in root.iter() if e.tag.endswith("tspan")]
+    check("SVG settings wrap within the picture", len(tspans) >= 2
+          and all(len(t) <= 125 for t in tspans) and "".join(tspans) == settings[0], tspans)
 
     # Per-request deadlines spread over 50 ms .. 2 s (--timeout-ms A:B),
     # against the embedded server. Few requests time out here, but any that
@@ -356,7 +464,8 @@ with tempfile.TemporaryDirectory() as tmp:
                  ["--timeout-ms", ":50"], ["--timeout-ms", "5:x"], ["--timeout-ms", "1:3600001"],
                  ["--batch", "16:0:1"], ["--batch", "100001"], ["--batch", "1:2:3:4:5"], ["--batch=x"],
                  ["--batch", "4:100001"], ["--batch", "4:0:64:1023"], ["--batch", "4:0:64:1024:100001"],
-                 ["--batch", "4:0:64:1024:0:1"], ["--batch", "4:"], ["--batch=-1"]):
+                 ["--batch", "4:0:64:1024:0:1"], ["--batch", "4:"], ["--batch=-1"],
+                 ["--get-ratio", "0.4"], ["--get-ratio", "1"], ["--get-ratio", "x"], ["--get-ratio", "0.9x"]):
         p = run([load_gen] + args)
         check(f"load-gen {' '.join(args)} -> exit 2 with a message", p.returncode == 2 and p.stderr.strip(), p)
     p = run([load_gen, "--plot-log"])

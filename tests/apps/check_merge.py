@@ -292,7 +292,8 @@ with tempfile.TemporaryDirectory() as tmp:
     r = json.load(open(f("rc.json")))
     check("request-coalescing --plot --plot-log exits 0", p.returncode == 0, p)
     check_svg("request-coalescing chart, log scale", f("rc.svg"),
-              {f"{op}, {ph}": Hist(js=r[ph][op]) for op in ("get", "set") for ph in ("before", "after")},
+              {f"{op}, {name}": Hist(js=r[ph][op]) for op in ("get", "set")
+               for name, ph in (("before", "before"), ("after", "after"), ("near cache", "after_near_cache"))},
               log=True)
 
     # Files that cannot be merged exactly, and options that do not go with
