@@ -82,8 +82,11 @@ def rc(px):
 
 
 def mc(px):
+    # default_noreply=False: a set returns once the proxy answered it, so a
+    # get through another proxy after it is ordered after the write
+    # (pymemcache's default, noreply, lets the get overtake it).
     return McClient(("127.0.0.1", px.ports["memcache"]), timeout=pt.WATCHDOG,
-                    connect_timeout=pt.WATCHDOG)
+                    connect_timeout=pt.WATCHDOG, default_noreply=False)
 
 
 def near(ms):
