@@ -9,6 +9,7 @@ import sys
 # from an embedded momento-local.
 env = {k: v for k, v in os.environ.items() if k not in ("MOMENTO_API_KEY", "MOMENTO_ENDPOINT")}
 passed = failures = 0
+failed_names = []
 # How much of a failed check's detail to print (None: all of it).
 detail_limit = None
 
@@ -20,6 +21,7 @@ def check(name, cond, detail=""):
         print(f"ok - {name}")
     else:
         failures += 1
+        failed_names.append(name)
         print(f"not ok - {name} {str(detail)[:detail_limit]}")
 
 
@@ -28,6 +30,10 @@ def run(args, timeout=120):
 
 
 def finish():
+    # The failed checks' names again at the end: a CI log often keeps only
+    # a run's last lines, and a rare failure must be named to be mended.
+    for name in failed_names:
+        print(f"failed: {name}")
     print(f"{passed} passed, {failures} failed")
     sys.exit(1 if failures or not passed else 0)
 
