@@ -679,6 +679,34 @@ MOMENTO_EXPORT int momento_config_set_near_cache(momento_config *cfg, size_t max
                                                  uint32_t max_staleness_ms);
 
 /*
+ * Invalidation of near caches across clients (docs/near-cache.md): clients
+ * made from `cfg` publish the keys they write or delete to `topic` of
+ * `cache` (a Momento topic; the cache must exist), and drop their near
+ * cache's entries for the keys other such clients publish, so that writes
+ * through libmomento are typically seen elsewhere within milliseconds
+ * instead of at the staleness bound. A client without a near cache only
+ * publishes. Keys written while a publish is on its way go together in the
+ * next one (one publish in flight per client).
+ *
+ * It narrows staleness, it does not replace the bound: a message lost, the
+ * subscription down or reconnecting (every entry is then dropped, and
+ * again when it is back), a writer that does not publish (another SDK, the
+ * console): entries then live out `max_staleness_ms`. A key is published
+ * as its write is submitted, so a reader that hears of it and reads again
+ * before the write has reached Momento (a write retried, or slow) may keep
+ * the old value, up to the bound. The subscription's events run on the
+ * completion thread in dispatch mode too.
+ *
+ * `cache` and `topic` as momento_topic_publish() takes them, both NULL to
+ * turn it off (the default). Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT
+ * (momento_refusal_reason() says which). Like every setter, it acts on
+ * clients created afterwards.
+ */
+MOMENTO_EXPORT int momento_config_set_near_cache_invalidation(momento_config *cfg,
+                                                              const char *cache,
+                                                              const char *topic);
+
+/*
  * The metrics hook (momento/metrics.h says what it promises and what the
  * record holds): clients made from `cfg` call `fn(m, userdata)` once for
  * each request they accept (NULL fn: no hook, the default). `userdata` must
@@ -1035,6 +1063,19 @@ typedef struct momento_near_cache_stats {
     uint64_t evictions; /* entries dropped to make room */
     uint64_t entries;   /* held now */
     uint64_t bytes;     /* held now: keys, values and bookkeeping */
+    /* Invalidation across clients (momento_config_set_near_cache_
+     * invalidation()); 0 without it. */
+    uint64_t invalidated;    /* entries dropped on keys other clients published */
+    uint64_t resets;         /* times every entry was dropped: the topic's stream
+                              * connected, broke or skipped items, or a message
+                              * on it was not one of ours */
+    uint64_t keys_published; /* this client's written keys sent to the topic */
+    uint64_t publishes;      /* messages sent: keys written while one is on
+                              * its way go together in the next */
+    uint64_t publish_errors; /* publishes that failed: their keys' entries in
+                              * other clients live out their bound */
+    uint64_t keys_heard;     /* keys other clients published, received */
+    uint64_t subscribed;     /* 1 while the invalidation topic's stream is up */
 } momento_near_cache_stats;
 /* Fills *ret (at most `size` bytes). Returns 0, or
  * MOMENTO_ERR_INVALID_ARGUMENT when `c` or `ret` is NULL. Any thread. */

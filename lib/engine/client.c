@@ -48,6 +48,8 @@ static void destroy(momento_client *c)
     momento__part *near = atomic_load(&c->near);
     if (near)
         near->release(near);
+    if (c->near_sync)
+        c->near_sync->release(c->near_sync);
     grpc_slice_unref(c->auth_value);
     for (size_t i = 0; i < c->n_extra_md; i++) {
         grpc_slice_unref(c->extra_md[i].key);
@@ -184,6 +186,9 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
         destroy(c);
         return rc;
     }
+    /* The parts above the engine that start with the client (config.h). */
+    if (c->cfg.on_client_new)
+        c->cfg.on_client_new(c);
     *ret = c;
     return MOMENTO_OK;
 }

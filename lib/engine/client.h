@@ -88,7 +88,8 @@ typedef struct momento__rpc_hook {
 } momento__rpc_hook;
 
 /* An optional part the client owns: the near cache (layers/near.c), made
- * by the part itself on first use (momento__client_install_part) and
+ * by the part itself on first use (momento__client_install_near), and its
+ * invalidation (layers/near_sync.c), made with the client; each
  * released with the client, every request retired; the client knows
  * nothing else of it. */
 typedef struct momento__part {
@@ -146,6 +147,9 @@ struct momento_client {
      * client pays one load for it. */
     _Atomic(momento__rpc_hook *) rpc_hook;
     _Atomic(momento__part *) near; /* the near cache, once made */
+    /* Invalidation across clients (layers/near_sync.c), made by the
+     * config's on_client_new before the client is handed out; NULL: none. */
+    momento__part *near_sync;
     momento__gate gate;          /* the cap on requests in flight (call.c) */
     momento__dispatcher dispatch; /* callbacks queued for momento_client_dispatch() */
     /* cfg.metrics_lock in dispatch mode with a hook (config.h): its hook

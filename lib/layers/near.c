@@ -176,38 +176,80 @@ static void store(momento__near *n, const char *cache, const void *key, size_t k
     pthread_mutex_unlock(&n->lock);
 }
 
+/* Drops every entry, and makes every read or set sent before this keep
+ * nothing: each key's counter moves. */
+static void reset_locked(momento__near *n)
+{
+    for (entry *e = n->table, *next; e; e = next) {
+        next = e->hh.next;
+        drop_locked(n, e);
+    }
+    for (size_t i = 0; i < GENS; i++)
+        n->gens[i]++;
+    n->st.bytes = n->bytes;
+}
+
+/* A write of (cache, key): its entry goes, and a read or set sent before
+ * it keeps nothing. Returns whether an entry went. */
+static bool drop_key_locked(momento__near *n, const char *cache, size_t cache_len,
+                            const void *key, size_t key_len)
+{
+    n->gens[gen_slot(cache, cache_len, key, key_len)]++;
+    char stack[512];
+    size_t need = cache_len + 1 + key_len;
+    char *buf = need <= sizeof(stack) ? stack : momento__malloc(need);
+    if (!buf) {
+        /* No memory to look it up: drop everything rather than answer an
+         * entry older than this write. */
+        reset_locked(n);
+        return true;
+    }
+    lookup_key(buf, cache, cache_len, key, key_len);
+    entry *e = NULL;
+    HASH_FIND(hh, n->table, buf, need, e);
+    if (e) {
+        drop_locked(n, e);
+        n->st.bytes = n->bytes;
+    }
+    if (buf != stack)
+        free(buf);
+    return e != NULL;
+}
+
 /* The client's write observer: a write of (cache, key) is being submitted. */
 static void written(momento__write_observer *o, const char *cache, size_t cache_len,
                     const void *key, size_t key_len)
 {
     momento__near *n = (momento__near *)((char *)o - offsetof(momento__near, obs));
     pthread_mutex_lock(&n->lock);
-    n->gens[gen_slot(cache, cache_len, key, key_len)]++;
-    char stack[512];
-    size_t need = cache_len + 1 + key_len;
-    char *buf = need <= sizeof(stack) ? stack : momento__malloc(need);
-    if (buf) {
-        lookup_key(buf, cache, cache_len, key, key_len);
-        entry *e = NULL;
-        HASH_FIND(hh, n->table, buf, need, e);
-        if (e) {
-            drop_locked(n, e);
-            n->st.dropped++;
-            n->st.bytes = n->bytes;
-        }
-        if (buf != stack)
-            free(buf);
-    } else {
-        /* No memory to look it up: drop everything rather than answer an
-         * entry older than this write. */
-        for (entry *e = n->table, *next; e; e = next) {
-            next = e->hh.next;
-            drop_locked(n, e);
-            n->st.dropped++;
-        }
-        n->st.bytes = n->bytes;
-    }
+    if (drop_key_locked(n, cache, cache_len, key, key_len))
+        n->st.dropped++;
     pthread_mutex_unlock(&n->lock);
+}
+
+void momento__near_invalidate(momento__near *n, const char *cache, size_t cache_len,
+                              const void *key, size_t key_len)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&n->lock);
+    if (drop_key_locked(n, cache, cache_len, key, key_len))
+        n->st.invalidated++;
+    pthread_mutex_unlock(&n->lock);
+}
+
+void momento__near_reset(momento__near *n)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&n->lock);
+    reset_locked(n);
+    pthread_mutex_unlock(&n->lock);
+}
+
+momento__near *momento__near_made(momento_client *c)
+{
+    return c ? (momento__near *)atomic_load(&c->near) : NULL;
 }
 
 static void detached(momento__write_observer *o)
@@ -454,21 +496,13 @@ int momento__near_set(momento__near *n, momento_client *c, void *target,
     return rc;
 }
 
-int momento_client_near_cache_stats_get(const momento_client *c, momento_near_cache_stats *ret,
-                                        size_t size)
+void momento__near_stats(momento__near *n, momento_near_cache_stats *out)
 {
-    if (!c || !ret)
-        return MOMENTO_ERR_INVALID_ARGUMENT;
-    momento_near_cache_stats snapshot;
-    memset(&snapshot, 0, sizeof(snapshot));
-    momento__part *p = atomic_load(&((momento_client *)c)->near);
-    if (p) {
-        momento__near *n = (momento__near *)p;
-        pthread_mutex_lock(&n->lock);
-        snapshot = n->st;
-        snapshot.bytes = n->bytes;
-        pthread_mutex_unlock(&n->lock);
-    }
-    memcpy(ret, &snapshot, size < sizeof(snapshot) ? size : sizeof(snapshot));
-    return MOMENTO_OK;
+    memset(out, 0, sizeof(*out));
+    if (!n)
+        return;
+    pthread_mutex_lock(&n->lock);
+    *out = n->st;
+    out->bytes = n->bytes;
+    pthread_mutex_unlock(&n->lock);
 }

@@ -21,6 +21,22 @@ typedef struct momento__near momento__near;
  * there was no memory to make it: requests then go to Momento). NULL-safe. */
 momento__near *momento__near_of(momento_client *c);
 
+/* `c`'s near cache if one has been made, else NULL (never makes one:
+ * nothing is held before then). NULL-safe. */
+momento__near *momento__near_made(momento_client *c);
+
+/* Another client's write of (cache, key), heard on the invalidation topic
+ * (near_sync.c): its entry is dropped, and a read of it sent before keeps
+ * nothing. NULL-safe on `n`. */
+void momento__near_invalidate(momento__near *n, const char *cache, size_t cache_len,
+                              const void *key, size_t key_len);
+/* Every entry dropped, and no read or set sent before keeps its answer:
+ * invalidations may have been missed (the topic's stream connected, broke
+ * or skipped items). NULL-safe. */
+void momento__near_reset(momento__near *n);
+/* A snapshot of `n`'s counters (all 0 for NULL); near_sync.c adds its own. */
+void momento__near_stats(momento__near *n, momento_near_cache_stats *out);
+
 /* The near cache a checked get of `c` with `opts` (NULL: none) goes
  * through, or NULL: the client has none, or the request bypasses it
  * (momento_request_options.no_near_cache, counted), or it is a consistent

@@ -55,6 +55,15 @@ struct momento_config {
     /* The near cache (layers/near.c); near_max_bytes 0 = off. */
     size_t near_max_bytes;
     uint32_t near_staleness_ms;
+    /* Invalidation across clients (layers/near_sync.c): the topic's cache
+     * and name, "" = off; copied by value with the struct. */
+    char near_sync_cache[256];
+    char near_sync_topic[256];
+    /* What the client calls once it is made, before momento_client_new()
+     * returns (NULL: nothing): the parts above the engine that start with
+     * the client hang themselves here from their setter (near_sync.c), as
+     * the engine may not call up to them. */
+    void (*on_client_new)(momento_client *c);
     /* Adaptive batching (batcher.c); batch_min_in_flight 0 = off. */
     uint32_t batch_min_in_flight;      /* N: queue gets and sets from this many RPCs */
     uint32_t batch_linger_us;          /* L: send a queue this long after it started, at most */

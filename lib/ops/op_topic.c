@@ -1,16 +1,13 @@
-/* Topics, the request side: publish (text or bytes), async and blocking,
- * and the RPC table's decoders for the pubsub service. Subscriptions are
- * long-lived streams with their own machinery (subscription.c). */
+/* Topics, the request side: publish (text or bytes), async and blocking -
+ * the checks here, the wire in topics/publish.c - and the subscribe
+ * decoder of the RPC table. Subscriptions are long-lived streams with
+ * their own machinery (subscription.c). */
 #include "ops/op.h"
 
-#include "base/alloc.h"
-
-#include "cachepubsub.pb-c.h"
+#include "topics/publish.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-MOMENTO__EMPTY_DECODER(topic_publish, MOMENTO_OUTCOME_SUCCESS)
 
 /* A subscription reads each stream message as it arrives
  * (momento__subscription_decode, subscription.c), never a whole reply: this
@@ -41,38 +38,9 @@ static int publish(momento_client *c, const char *cache, const char *topic, cons
         return momento__refuse(MOMENTO_ERR_INVALID_ARGUMENT, "the value is over one request's %d bytes",
                                MOMENTO__MAX_REQUEST_BYTES);
 
-    /* Packed as bytes either way (protobuf-c would strlen() a string: one
-     * pass more over the value); a text then has its field tag changed
-     * below, as a string and bytes share the wire type. */
-    CacheClient__Pubsub__TopicValue v = CACHE_CLIENT__PUBSUB____TOPIC_VALUE__INIT;
-    v.kind_case = CACHE_CLIENT__PUBSUB____TOPIC_VALUE__KIND_BINARY;
-    v.binary = momento__bytes(value_len ? value : "", value_len);
-    CacheClient__Pubsub__PublishRequest req = CACHE_CLIENT__PUBSUB____PUBLISH_REQUEST__INIT;
-    req.cache_name = (char *)cache;
-    req.topic = (char *)topic;
-    req.value = &v;
-    if (!text)
-        return momento__call_start(c, MOMENTO__RPC_TOPIC_PUBLISH, momento__decode_topic_publish,
-                                   NULL, &req.base, opts, cb, userdata);
-
-    /* Text: send the request packed here, the value as field 1. */
-    size_t vsize = protobuf_c_message_get_packed_size(&v.base);
-    uint8_t *packed = momento__malloc(protobuf_c_message_get_packed_size(&req.base) + 1);
-    if (!packed)
-        return MOMENTO_ERR_NO_MEMORY;
-    size_t len = protobuf_c_message_pack(&req.base, packed);
-    /* The value's first byte is its field tag: binary (2 << 3 | 2) becomes
-     * text (1 << 3 | 2). It sits at the end of the request, the value
-     * being its last field. */
-    packed[len - vsize] = (1 << 3) | 2;
     momento__call_opts co;
     momento__call_opts_from(c, opts, &co);
-    co.packed = packed;
-    co.packed_len = len;
-    int rc = momento__call_start_with(c, MOMENTO__RPC_TOPIC_PUBLISH, momento__decode_topic_publish,
-                                      NULL, NULL, &co, cb, userdata);
-    free(packed);
-    return rc;
+    return momento__topic_publish_send(c, cache, topic, value, value_len, text, &co, cb, userdata);
 }
 
 int momento_topic_publish(momento_client *c, const char *cache, const char *topic,

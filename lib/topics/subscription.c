@@ -30,6 +30,8 @@
  * A member's memory lives while either reference does: the library's
  * (until its END event's callback returns) and the caller's (until
  * momento_subscription_free()). A group is freed once it has ended. */
+#include "topics/subscription.h"
+
 #include "base/alloc.h"
 #include "base/wire.h"
 #include "clock.h"
@@ -65,6 +67,7 @@ struct momento_subscription {
     momento_topic_callback cb;
     void *userdata;
     unsigned flags;
+    bool internal;              /* the library's own: events at once (subscription.h) */
     momento__timer timer;       /* its CONNECTED on joining, its END */
     momento_subscription *prev, *next; /* the group's members */
 
@@ -142,6 +145,8 @@ static void emit(momento_subscription *m, const momento_topic_event *ev)
 {
     if (m->cb == sync_cb) /* the library's own: it forwards (dispatch.c) */
         sync_cb(m, ev, m->userdata);
+    else if (m->internal) /* the library's own too, in every mode */
+        m->cb(m, ev, m->userdata);
     else
         momento__respond_topic(m->client, m->cb, m, ev, m->userdata, member_ref, member_unref);
 }
@@ -892,9 +897,9 @@ static bool join(momento_client *c, momento_subscription *m, const char *cache,
     return joined;
 }
 
-int momento_topic_subscribe(momento_client *c, const char *cache, const char *topic,
-                            const momento_subscribe_options *opts, momento_topic_callback cb,
-                            void *userdata, momento_subscription **ret)
+static int subscribe(momento_client *c, const char *cache, const char *topic,
+                     const momento_subscribe_options *opts, momento_topic_callback cb,
+                     void *userdata, momento_subscription **ret, bool internal)
 {
     if (!c || !cb || (opts && opts->size != sizeof(*opts)))
         return MOMENTO_ERR_INVALID_ARGUMENT;
@@ -917,6 +922,7 @@ int momento_topic_subscribe(momento_client *c, const char *cache, const char *to
     m->cb = cb;
     m->userdata = userdata;
     m->flags = opts ? opts->flags : 0;
+    m->internal = internal;
     m->refs = ret ? 2 : 1;
     pthread_mutex_init(&m->lock, NULL);
     momento__timer_init(&m->timer, member_timer);
@@ -965,6 +971,20 @@ int momento_topic_subscribe(momento_client *c, const char *cache, const char *to
     if (ret)
         *ret = m;
     return MOMENTO_OK;
+}
+
+int momento_topic_subscribe(momento_client *c, const char *cache, const char *topic,
+                            const momento_subscribe_options *opts, momento_topic_callback cb,
+                            void *userdata, momento_subscription **ret)
+{
+    return subscribe(c, cache, topic, opts, cb, userdata, ret, false);
+}
+
+int momento__topic_subscribe_own(momento_client *c, const char *cache, const char *topic,
+                                 const momento_subscribe_options *opts, momento_topic_callback cb,
+                                 void *userdata)
+{
+    return subscribe(c, cache, topic, opts, cb, userdata, NULL, true);
 }
 
 void momento_topic_unsubscribe(momento_subscription *m)

@@ -18,6 +18,7 @@ struct fault_session {
     uint32_t errors;
     uint32_t delays;
     uint32_t stream_errors; /* subscription streams given a stream-error */
+    uint32_t stream_drops;  /* ...and given stream-drop-items */
     char id[];
 };
 
@@ -203,7 +204,7 @@ static int status_named(const grpc_slice *v)
 bool faults_requested(const grpc_metadata_array *md)
 {
     return srv_header(md, "return-error") || srv_header(md, "delay-ms") ||
-           srv_header(md, "stream-error");
+           srv_header(md, "stream-error") || srv_header(md, "stream-drop-items");
 }
 
 /* ...by its name or its alias. */
@@ -221,11 +222,14 @@ static void plan(fault_session **sessions, const grpc_metadata_array *md, const 
     out->bad_header = NULL;
     out->stream_error_status = -1;
     out->stream_error_after = 0;
+    out->stream_drop_items = 0;
+    out->stream_drop_after = 0;
 
     const grpc_slice *ret_err = srv_header(md, "return-error");
     const grpc_slice *delay = srv_header(md, "delay-ms");
     const grpc_slice *stream_err = subscription ? srv_header(md, "stream-error") : NULL;
-    if (!ret_err && !delay && !stream_err)
+    const grpc_slice *drop = subscription ? srv_header(md, "stream-drop-items") : NULL;
+    if (!ret_err && !delay && !stream_err && !drop)
         return; /* the common case: no faults asked for */
 
     const grpc_slice *id = srv_header(md, "request-id");
@@ -291,6 +295,24 @@ static void plan(fault_session **sessions, const grpc_metadata_array *md, const 
             fs->stream_errors++;
             out->stream_error_status = status;
             out->stream_error_after = (uint32_t)after;
+        }
+    }
+    /* Items dropped unseen: lost messages, for a subscriber's gap
+     * handling. Given as a stream error is: the first matching stream of
+     * a request-id session, every one without. */
+    if (drop && listed(srv_header(md, "stream-error-rpcs"), rpc)) {
+        int64_t n = count_of(drop);
+        int64_t after = count_of(srv_header(md, "stream-drop-after"));
+        if (after == INT64_MAX)
+            after = 0; /* none given: from the first item */
+        if (n < 0)
+            out->bad_header = "stream-drop-items is not a number of items";
+        else if (after < 0)
+            out->bad_header = "stream-drop-after is not a number of items";
+        else if (!id || fs->stream_drops == 0) {
+            fs->stream_drops++;
+            out->stream_drop_items = (uint32_t)n;
+            out->stream_drop_after = (uint32_t)after;
         }
     }
 }

@@ -47,9 +47,15 @@ typedef struct fault_plan {
      * it has sent stream_error_after messages (`stream-error`). */
     int stream_error_status;
     uint32_t stream_error_after;
+    /* A subscription stream's first items to drop unseen, as a lost
+     * message would be (`stream-drop-items`): no discontinuity is sent
+     * for them, the next item's number shows the gap. */
+    uint32_t stream_drop_items;
+    uint32_t stream_drop_after; /* ...once this many items went out (`stream-drop-after`) */
 } fault_plan;
 
-/* Whether `md` asks for any fault (an error, a delay or a stream error),
+/* Whether `md` asks for any fault (an error, a delay, a stream error or
+ * dropped items),
  * well-formed or not: calls.c checks who is asking only then. */
 bool faults_requested(const grpc_metadata_array *md);
 

@@ -135,6 +135,8 @@ typedef struct srv_call {
     bool pumping;              /* in stream_pump(): a wake-up from below is ignored */
     int stream_error;          /* injected stream-error status, or -1 */
     uint32_t stream_error_after; /* ... after this many messages */
+    uint32_t drop_items;       /* items still to drop unseen (stream-drop-items) */
+    uint32_t drop_after;       /* ...once this many more have gone out */
 } srv_call;
 
 static tag_kind shutdown_tag = TAG_SHUTDOWN;
@@ -668,6 +670,27 @@ void srv_calls_redo(momento_local *s)
 
 /* ---- subscription streams ------------------------------------------- */
 
+/* The source's next message, less the items a `stream-drop-items` fault
+ * drops unseen (after `stream-drop-after` went out), as a lost message
+ * would be: the subscriber learns of it
+ * only from the next item's number. An item is a _SubscriptionItem whose
+ * first field is 1 (`item`); heartbeats and discontinuities pass. */
+static bool next_kept(srv_call *c, grpc_slice *msg, bool *more)
+{
+    while (c->source.ops->next(c->source.obj, msg, more)) {
+        if (c->drop_items == 0 || GRPC_SLICE_LENGTH(*msg) == 0 ||
+            GRPC_SLICE_START_PTR(*msg)[0] != ((1 << 3) | 2))
+            return true;
+        if (c->drop_after > 0) {
+            c->drop_after--;
+            return true;
+        }
+        c->drop_items--;
+        grpc_slice_unref(*msg);
+    }
+    return false;
+}
+
 /* Sends the subscription's next message, or its status once it has ended,
  * unless a batch is out already (its completion pumps again) or the call
  * is over. Messages with more queued behind them go with
@@ -710,7 +733,7 @@ static void stream_pump(srv_call *c)
         n++;
         c->final_sent = true;
         srv_stats_count(s, SRV_VIA_GRPC, c->method, status);
-    } else if (c->source.ops->next(c->source.obj, &msg, &more)) {
+    } else if (next_kept(c, &msg, &more)) {
         if (!c->out)
             c->out = grpc_raw_byte_buffer_create(NULL, 0);
         grpc_slice_buffer *sb = &c->out->data.raw.slice_buffer;
@@ -946,6 +969,8 @@ static void on_new_call(srv_call *c, bool ok)
     c->pending_error = plan.error_status;
     c->stream_error = plan.stream_error_status;
     c->stream_error_after = plan.stream_error_after;
+    c->drop_items = plan.stream_drop_items;
+    c->drop_after = plan.stream_drop_after;
     if (plan.delay_ms && park(c, plan.delay_ms))
         return;
     answer(c);
