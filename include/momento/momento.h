@@ -660,11 +660,14 @@ MOMENTO_EXPORT int momento_config_set_io_thread_callbacks(momento_config *cfg, i
  * entry when they are submitted, and a read sent before such a write
  * never stores its answer after it: a client reads its own writes. A
  * momento_set() that succeeds then stores the value it wrote. Writes by
- * other clients or processes are seen once the bound has passed.
+ * other clients or processes are seen once the bound has passed (or
+ * sooner: momento_config_set_near_cache_invalidation()).
  *
  * Memory: keys, values and bookkeeping together stay within `max_bytes`;
- * entries not used lately make room (CLOCK) (a value larger than an
- * eighth of `max_bytes` is not kept). A near-cache answer still gets its
+ * entries not used lately make room (CLOCK), and once it is full a key is
+ * kept only if read more often lately than the entry it would replace (a
+ * frequency sketch), so keys read once cannot push out hot ones (a value
+ * larger than an eighth of `max_bytes` is not kept). A near-cache answer still gets its
  * callback as any request does - on the completion thread, or queued in
  * dispatch mode, never inside the call that made the request - and the
  * metrics hook sees it with MOMENTO_METRICS_NEAR_CACHE (momento/metrics.h).
@@ -1076,6 +1079,9 @@ typedef struct momento_near_cache_stats {
                               * other clients live out their bound */
     uint64_t keys_heard;     /* keys other clients published, received */
     uint64_t subscribed;     /* 1 while the invalidation topic's stream is up */
+    uint64_t rejected;       /* answers not kept: the cache full, and the key read
+                              * no more often lately than the entry it would
+                              * replace (the frequency sketch) */
 } momento_near_cache_stats;
 /* Fills *ret (at most `size` bytes). Returns 0, or
  * MOMENTO_ERR_INVALID_ARGUMENT when `c` or `ret` is NULL. Any thread. */

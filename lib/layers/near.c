@@ -4,11 +4,14 @@
  * MISS) or what this client's set wrote, with the time that read or write
  * was sent: an entry answers only while younger than the bound (and, for
  * a value written with a TTL, before that TTL ends), so a slow reply
- * cannot stretch the bound. Entries make room by CLOCK, chosen over LRU by
+ * cannot stretch the bound. Entries make room by CLOCK with a frequency
+ * sketch deciding admission (TinyLFU), chosen over LRU and plain CLOCK by
  * measurement (bench/near_policy.c, docs/performance.md): a hit only marks
  * its entry, and the hand evicts the first it finds unmarked since it last
- * passed; keys, values and each entry's bookkeeping count against
- * max_bytes.
+ * passed - but once the cache is full, a newcomer takes that entry's place
+ * only if the sketch has seen it read more often, so a run of keys read
+ * once (a scan, unique keys) cannot push out the hot ones. Keys, values,
+ * each entry's bookkeeping and the sketch count against max_bytes.
  *
  * Writes through the client drop the key's entry as they are submitted
  * (the client's write observer). A read or set sent before such a write
@@ -44,6 +47,7 @@ typedef struct entry {
     int64_t expires_ns;        /* its TTL's end, when this client wrote it; else INT64_MAX */
     size_t bytes;              /* what it counts against max_bytes */
     size_t klen;               /* of data's "cache\0key" */
+    uint64_t hash;             /* of the key: its write counter, its sketch counters */
     size_t vlen;
     bool miss;
     bool used;                 /* answered since the hand last passed it */
@@ -61,8 +65,39 @@ struct momento__near {
     int64_t staleness_ns;
     bool detached; /* the client's free took the observer off its list */
     momento_near_cache_stats st;
+    /* The frequency sketch (TinyLFU): SKETCH_ROWS rows of `width` counters
+     * of 0..15, made when the cache first fills (a cache that never fills
+     * needs none); each look counts its key, and all halve every
+     * 10 x width looks, so that it follows what is read now. */
+    uint8_t *sketch;
+    size_t width;
+    uint64_t looks;
+    bool no_sketch; /* no memory for it: plain CLOCK */
     uint64_t gens[GENS];
 };
+
+#define SKETCH_ROWS 4
+
+static void drop_locked(momento__near *n, entry *e);
+
+/* CLOCK's next victim: the hand passes over entries answered since it
+ * last came, clearing their mark, and stops at the first without one. */
+static entry *clock_hand_locked(momento__near *n)
+{
+    while (n->hand->used) {
+        n->hand->used = false;
+        n->hand = n->hand->next;
+    }
+    return n->hand;
+}
+
+/* Evicts CLOCK's next victim (bench/near_policy.c measured CLOCK against
+ * LRU). The cache holds at least one entry. */
+static void evict_one_locked(momento__near *n)
+{
+    drop_locked(n, clock_hand_locked(n));
+    n->st.evictions++;
+}
 
 /* "cache\0key" into `buf` (the caller's, at least the returned size). */
 static size_t lookup_key(char *buf, const char *cache, size_t cache_len, const void *key,
@@ -74,7 +109,7 @@ static size_t lookup_key(char *buf, const char *cache, size_t cache_len, const v
     return cache_len + 1 + key_len;
 }
 
-static size_t gen_slot(const char *cache, size_t cache_len, const void *key, size_t key_len)
+static uint64_t key_hash(const char *cache, size_t cache_len, const void *key, size_t key_len)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (size_t i = 0; i < cache_len; i++)
@@ -82,7 +117,65 @@ static size_t gen_slot(const char *cache, size_t cache_len, const void *key, siz
     h = (h ^ 0) * 1099511628211ull;
     for (size_t i = 0; i < key_len; i++)
         h = (h ^ ((const uint8_t *)key)[i]) * 1099511628211ull;
-    return (size_t)(h % GENS);
+    return h;
+}
+
+static size_t gen_slot(const char *cache, size_t cache_len, const void *key, size_t key_len)
+{
+    return (size_t)(key_hash(cache, cache_len, key, key_len) % GENS);
+}
+
+/* Row `row`'s counter of the key hashed `h`: the rows mix it apart. */
+static uint8_t *counter(momento__near *n, uint64_t h, int row)
+{
+    h += (uint64_t)(row + 1) * 0x9E3779B97F4A7C15ull;
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+    return &n->sketch[(size_t)row * n->width + (size_t)(h & (n->width - 1))];
+}
+
+/* A look at the key hashed `h`: counted, once there is a sketch. */
+static void sketch_count_locked(momento__near *n, uint64_t h)
+{
+    if (!n->sketch)
+        return;
+    for (int r = 0; r < SKETCH_ROWS; r++) {
+        uint8_t *c = counter(n, h, r);
+        if (*c < 15)
+            (*c)++;
+    }
+    if (++n->looks >= 10 * (uint64_t)n->width) {
+        for (size_t i = 0; i < SKETCH_ROWS * n->width; i++)
+            n->sketch[i] >>= 1;
+        n->looks = 0;
+    }
+}
+
+/* How often the key hashed `h` was looked at lately (at least). */
+static unsigned sketch_estimate(momento__near *n, uint64_t h)
+{
+    unsigned m = 15;
+    for (int r = 0; r < SKETCH_ROWS; r++) {
+        unsigned c = *counter(n, h, r);
+        m = c < m ? c : m;
+    }
+    return m;
+}
+
+/* The cache is full for the first time: the sketch, a counter per row for
+ * about each entry it holds, its bytes counted with the entries'. */
+static void sketch_make_locked(momento__near *n)
+{
+    size_t width = 64;
+    while (width < n->st.entries && width < ((size_t)1 << 24))
+        width *= 2;
+    n->sketch = momento__calloc(SKETCH_ROWS, width);
+    if (!n->sketch) {
+        n->no_sketch = true;
+        return;
+    }
+    n->width = width;
+    n->bytes += SKETCH_ROWS * width;
 }
 
 static void drop_locked(momento__near *n, entry *e)
@@ -126,10 +219,10 @@ static void store(momento__near *n, const char *cache, const void *key, size_t k
     size_t cache_len = strlen(cache);
     size_t klen = cache_len + 1 + key_len;
     size_t bytes = sizeof(entry) + klen + value_len;
+    uint64_t h = key_hash(cache, cache_len, key, key_len);
     int64_t now = momento__now_ns();
     pthread_mutex_lock(&n->lock);
-    bool late = now - sent_ns >= n->staleness_ns || now >= expires_ns ||
-                n->gens[gen_slot(cache, cache_len, key, key_len)] != gen;
+    bool late = now - sent_ns >= n->staleness_ns || now >= expires_ns || n->gens[h % GENS] != gen;
     if (late || bytes > n->max_bytes / MAX_SHARE) {
         if (late)
             n->st.stale++;
@@ -142,7 +235,7 @@ static void store(momento__near *n, const char *cache, const void *key, size_t k
         return; /* not kept: the next read asks Momento */
     }
     *e = (entry){.fetched_ns = sent_ns, .expires_ns = expires_ns, .bytes = bytes,
-                 .vlen = miss ? 0 : value_len, .miss = miss};
+                 .vlen = miss ? 0 : value_len, .miss = miss, .hash = h};
     e->klen = lookup_key(e->data, cache, cache_len, key, key_len);
     if (e->vlen)
         memcpy(e->data + klen, value, e->vlen);
@@ -156,17 +249,27 @@ static void store(momento__near *n, const char *cache, const void *key, size_t k
         }
         drop_locked(n, old);
     }
-    while (n->bytes + bytes > n->max_bytes && n->hand) {
-        /* CLOCK (bench/near_policy.c measured it against LRU): the hand
-         * passes over entries answered since it last came, clearing
-         * their mark, and takes the first without one. */
-        while (n->hand->used) {
-            n->hand->used = false;
-            n->hand = n->hand->next;
-        }
-        drop_locked(n, n->hand);
-        n->st.evictions++;
+    if (n->bytes + bytes > n->max_bytes && n->hand && !n->sketch && !n->no_sketch) {
+        sketch_make_locked(n);
+        while (n->bytes > n->max_bytes && n->hand) /* room for the sketch itself */
+            evict_one_locked(n);
     }
+    if (n->bytes + bytes > n->max_bytes && n->hand && n->sketch) {
+        /* Full: the newcomer takes the place of the entry the hand would
+         * evict only if it was read more often lately (TinyLFU), or that
+         * entry is past its bound (it answers nothing any more). */
+        entry *victim = clock_hand_locked(n);
+        bool spent = now - victim->fetched_ns >= n->staleness_ns || now >= victim->expires_ns;
+        if (!spent && sketch_estimate(n, h) <= sketch_estimate(n, victim->hash)) {
+            n->st.rejected++;
+            n->st.bytes = n->bytes;
+            pthread_mutex_unlock(&n->lock);
+            free(e);
+            return;
+        }
+    }
+    while (n->bytes + bytes > n->max_bytes && n->hand)
+        evict_one_locked(n);
     HASH_ADD(hh, n->table, data, klen, e);
     CDL_APPEND(n->hand, e); /* just behind the hand: looked at last */
     n->bytes += bytes;
@@ -269,6 +372,7 @@ static void release(momento__part *p)
         free(e);
     }
     pthread_mutex_destroy(&n->lock);
+    free(n->sketch);
     free(n);
 }
 
@@ -383,7 +487,9 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
                       const momento_request_options *opts, momento_callback cb, void *userdata)
 {
     int64_t now = momento__now_ns();
+    uint64_t h = key_hash(cache, strlen(cache), key, key_len);
     pthread_mutex_lock(&n->lock);
+    sketch_count_locked(n, h);
     entry *e = find_locked(n, cache, key, key_len, now);
     if (e) {
         e->used = true; /* a hit only marks it: no list moved under the lock */
@@ -403,7 +509,7 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
     }
     n->st.misses++;
     n->st.bytes = n->bytes;
-    uint64_t gen = gen_of_locked(n, cache, key, key_len);
+    uint64_t gen = n->gens[h % GENS];
     pthread_mutex_unlock(&n->lock);
     if (!keep || cb == momento__blocking_done) /* kept by `send`, or momento__near_keep() */
         return send(target, cache, key, key_len, opts, cb, userdata);
