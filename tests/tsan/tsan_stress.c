@@ -560,7 +560,9 @@ static char ps_endpoint[64];
 static bool io_callbacks;
 /* With MOMENTO_TSAN_NEAR=1, every client has a near cache (1 MiB, 20 ms):
  * its lookups, fills, the writes that drop entries and the answers it
- * delivers through the completion thread race the rest. */
+ * delivers through the completion thread race the rest; and invalidation
+ * on one topic: each client's written keys published from its completion
+ * thread, the others' dropping entries as they hear them. */
 static bool near_cache;
 
 static momento_client *new_client(const char *id, const char *delay_ms, const char *rpcs,
@@ -594,7 +596,9 @@ static momento_client *new_client(const char *id, const char *delay_ms, const ch
           momento_config_set_protosocket_connections(cfg, 2) != MOMENTO_OK ||
           momento_config_set_protosocket_endpoint(cfg, ps_endpoint) != MOMENTO_OK)) ||
         (io_callbacks && !dispatch && momento_config_set_io_thread_callbacks(cfg, 1) != MOMENTO_OK) ||
-        (near_cache && momento_config_set_near_cache(cfg, 1 << 20, 20) != MOMENTO_OK) ||
+        (near_cache && (momento_config_set_near_cache(cfg, 1 << 20, 20) != MOMENTO_OK ||
+                        momento_config_set_near_cache_invalidation(cfg, CACHE, "near") !=
+                            MOMENTO_OK)) ||
         momento_client_new(&c, cfg, creds) != MOMENTO_OK) {
         fprintf(stderr, "tsan_stress: cannot create a client\n");
         exit(2);
@@ -876,10 +880,14 @@ int main(int argc, char **argv)
         for (int i = 0; i < N_CLIENTS; i++)
             if (i != SLOW_CLIENT)
                 printf("tsan_stress: client %d near cache: %llu hits, %llu kept misses, %llu "
-                       "misses, %llu fills, %llu dropped by writes, %llu not kept\n",
+                       "misses, %llu fills, %llu dropped by writes, %llu not kept; %llu keys "
+                       "published in %llu messages, %llu heard, %llu resets\n",
                        i, (unsigned long long)nk[i].hits, (unsigned long long)nk[i].miss_hits,
                        (unsigned long long)nk[i].misses, (unsigned long long)nk[i].fills,
-                       (unsigned long long)nk[i].dropped, (unsigned long long)nk[i].stale);
+                       (unsigned long long)nk[i].dropped, (unsigned long long)nk[i].stale,
+                       (unsigned long long)nk[i].keys_published,
+                       (unsigned long long)nk[i].publishes, (unsigned long long)nk[i].keys_heard,
+                       (unsigned long long)nk[i].resets);
     free(recs);
     int f = atomic_load(&failures);
     if (f) {
