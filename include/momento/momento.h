@@ -671,6 +671,9 @@ MOMENTO_EXPORT int momento_config_set_io_thread_callbacks(momento_config *cfg, i
  * callback as any request does - on the completion thread, or queued in
  * dispatch mode, never inside the call that made the request - and the
  * metrics hook sees it with MOMENTO_METRICS_NEAR_CACHE (momento/metrics.h).
+ * momento_get_sync(), which has no callback, returns it at once from the
+ * calling thread (through the completion thread, as above, when the
+ * client has a metrics hook or the request a group).
  * momento_request_options.no_near_cache makes one get bypass it; a
  * consistent read (MOMENTO_READ_CONSISTENT) always does.
  *

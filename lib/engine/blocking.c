@@ -89,10 +89,15 @@ int momento__blocking_wait(momento__blocking *b, int submitted, momento_result *
             b->spare = NULL;
         }
     }
+    momento__blocking_end(b);
+    return rc;
+}
+
+void momento__blocking_end(momento__blocking *b)
+{
     free(b->spare);
     pthread_mutex_destroy(&b->lock);
     pthread_cond_destroy(&b->cond);
-    return rc;
 }
 
 bool momento__blocking_goes_alone(const momento_client *c, momento_callback cb)

@@ -38,6 +38,9 @@ void momento__blocking_done(const momento_result *r, void *b);
  * was accepted, hands over the result, and releases `b`. Returns the
  * request's error, or `submitted` when it was refused. */
 int momento__blocking_wait(momento__blocking *b, int submitted, momento_result **ret);
+/* Releases `b` when its call was answered without a request (a near-cache
+ * answer on the calling thread): nothing was submitted, nothing waited. */
+void momento__blocking_end(momento__blocking *b);
 /* Whether a request called back with `cb` must not share an RPC whose
  * answer is delivered late (call.h `late`: a batch, a coalesced read): a
  * blocking call on a dispatch-mode client, whose waiting thread may be the

@@ -26,6 +26,7 @@
 #include "engine/answer.h"
 #include "engine/blocking.h"
 #include "engine/client.h"
+#include "model/result.h"
 #include "model/validate.h"
 
 #include <pthread.h>
@@ -522,6 +523,45 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
     if (rc != MOMENTO_OK)
         free(f);
     return rc;
+}
+
+bool momento__near_get_here(momento__near *n, momento_client *c, const char *cache,
+                            const void *key, size_t key_len, const momento_request_options *opts,
+                            momento_result **ret)
+{
+    /* The metrics hook is promised its calls on the library's threads,
+     * and a request group counts its requests as they are accepted: such
+     * a get goes the common way, answered through the completion thread. */
+    if (c->cfg.metrics_fn || MOMENTO__OPT(opts, group))
+        return false;
+    int64_t now = momento__now_ns();
+    uint64_t h = key_hash(cache, strlen(cache), key, key_len);
+    pthread_mutex_lock(&n->lock);
+    sketch_count_locked(n, h);
+    entry *e = find_locked(n, cache, key, key_len, now);
+    momento_result *r = e ? momento__malloc(sizeof(*r) + e->vlen) : NULL;
+    if (!r) { /* not here (the look is counted by the call that follows) */
+        pthread_mutex_unlock(&n->lock);
+        return false;
+    }
+    e->used = true;
+    memset(r, 0, sizeof(*r));
+    r->error = MOMENTO_OK;
+    r->grpc_status = -1;
+    r->message = "";
+    r->outcome = e->miss ? MOMENTO_OUTCOME_MISS : MOMENTO_OUTCOME_HIT;
+    if (!e->miss) {
+        memcpy(r + 1, e->data + e->klen, e->vlen);
+        r->value = (const uint8_t *)(r + 1);
+        r->value_len = e->vlen;
+        n->st.hits++;
+    } else {
+        n->st.miss_hits++;
+    }
+    n->st.bytes = n->bytes;
+    pthread_mutex_unlock(&n->lock);
+    *ret = r;
+    return true;
 }
 
 momento__near_read momento__near_begin(momento__near *n, const char *cache, const void *key,

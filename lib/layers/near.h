@@ -61,6 +61,19 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
                       bool keep, const char *cache, const void *key, size_t key_len,
                       const momento_request_options *opts, momento_callback cb, void *userdata);
 
+/* A blocking get answered from memory on the calling thread: no callback
+ * runs, so nothing of the application's runs inside the call, and the
+ * answer costs no crossing to the completion thread and back. Returns true
+ * with *ret (the caller's to free) when a fresh entry has the key; false
+ * when the get must be made the common way - none has it, there is no
+ * memory for the result, or the client has a metrics hook or the request
+ * a group (both promised their accounting on the library's threads). The
+ * caller checked the arguments and made sure it is not the completion
+ * thread (momento__blocking_begin). */
+bool momento__near_get_here(momento__near *n, momento_client *c, const char *cache,
+                            const void *key, size_t key_len, const momento_request_options *opts,
+                            momento_result **ret);
+
 /* Before a blocking get is sent: what momento__near_keep() needs. */
 typedef struct momento__near_read {
     int64_t sent_ns;

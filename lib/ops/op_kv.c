@@ -87,10 +87,20 @@ int momento_get_sync(momento_client *c, const char *cache, const void *key, size
         n = momento__near_for_get(c, opts, false); /* momento_get() counts a bypass */
     if (!n)
         MOMENTO__SYNC(momento_get(c, cache, key, key_len, opts, MOMENTO__SYNC_CB));
-    /* With a near cache: its answer, or Momento's kept there. */
-    momento__near_read rd = momento__near_begin(n, cache, key, key_len);
+    /* With a near cache: its answer, here and now, or Momento's kept
+     * there. */
     momento__blocking b_;
     MOMENTO__CHECK(momento__blocking_begin(&b_, c, ret));
+    momento_result *here = NULL;
+    if (momento__near_get_here(n, c, cache, key, key_len, opts, &here)) {
+        momento__blocking_end(&b_);
+        if (ret)
+            *ret = here;
+        else
+            momento_result_free(here);
+        return MOMENTO_OK;
+    }
+    momento__near_read rd = momento__near_begin(n, cache, key, key_len);
     int rc = momento__blocking_wait(&b_, momento_get(c, cache, key, key_len, opts, MOMENTO__SYNC_CB),
                                     ret);
     if (ret)

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MIB (1024u * 1024u)
@@ -729,6 +730,56 @@ static void test_callback_dispatched(void **state)
     momento_client_free(a);
 }
 
+/* A blocking get's near answer is made on the calling thread: it returns
+ * while the completion thread is held in another request's callback,
+ * which waits until the get has returned (with a long safety bound). */
+typedef struct holder {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool entered, released, timed_out;
+} holder;
+
+static void hold_cb(const momento_result *r, void *userdata)
+{
+    (void)r;
+    holder *h = userdata;
+    pthread_mutex_lock(&h->lock);
+    h->entered = true;
+    pthread_cond_broadcast(&h->cond);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10 * tu_time_scale();
+    while (!h->released && !h->timed_out)
+        h->timed_out = pthread_cond_timedwait(&h->cond, &h->lock, &until) != 0;
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void test_sync_hit_on_calling_thread(void **state)
+{
+    (void)state;
+    momento_client *a = near_client(1u << 20, LONG_BOUND_MS);
+    put(a, "k", "v");
+    holder h = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    assert_int_equal(momento_get(a, "c", "other", 5, NULL, hold_cb, &h), MOMENTO_OK);
+    pthread_mutex_lock(&h.lock);
+    while (!h.entered)
+        pthread_cond_wait(&h.cond, &h.lock);
+    pthread_mutex_unlock(&h.lock);
+    /* The completion thread is in hold_cb now. */
+    momento_near_cache_stats was = stats(a);
+    expect_get(a, "k", "v");
+    assert_int_equal(stats(a).hits, was.hits + 1);
+    pthread_mutex_lock(&h.lock);
+    bool timed_out = h.timed_out;
+    h.released = true;
+    pthread_cond_broadcast(&h.cond);
+    pthread_mutex_unlock(&h.lock);
+    assert_false(timed_out);
+    /* With a metrics hook it is answered through the completion thread,
+     * as the hook's calls are promised there (test_metrics_hook). */
+    momento_client_free(a);
+}
+
 /* ---------------------------------------------------------------- 10 */
 
 typedef struct hook_rec {
@@ -936,6 +987,7 @@ int main(void)
         tu_fixture_test(test_scan_keeps_hot_keys),
         tu_fixture_test(test_callback_on_completion_thread),
         tu_fixture_test(test_callback_dispatched),
+        tu_fixture_test(test_sync_hit_on_calling_thread),
         tu_fixture_test(test_metrics_hook),
         tu_fixture_test(test_coalescer),
         tu_fixture_test(test_coalesced_join_aged_from_the_send),
