@@ -29,6 +29,7 @@
 #include "model/result.h"
 #include "model/validate.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -78,6 +79,10 @@ struct momento__near {
 };
 
 #define SKETCH_ROWS 4
+/* An entry's cost beyond malloc_usable_size(): the chunk header (8 bytes
+ * on glibc, 16 for a conservative round figure) and its share of the
+ * hash table's buckets. */
+#define ENTRY_OVERHEAD 20
 
 static void drop_locked(momento__near *n, entry *e);
 
@@ -235,6 +240,12 @@ static void store(momento__near *n, const char *cache, const void *key, size_t k
         pthread_mutex_unlock(&n->lock);
         return; /* not kept: the next read asks Momento */
     }
+    /* What the entry really takes: malloc's rounding and its chunk's
+     * header, and the entry's share of the table's buckets (uthash keeps
+     * chains near 10 long and doubles the buckets: at most ~3 bytes an
+     * entry), so that the process's memory, not only the bytes asked
+     * for, stays within max_bytes (bench/near_cache.sh "rss"). */
+    bytes = malloc_usable_size(e) + ENTRY_OVERHEAD;
     *e = (entry){.fetched_ns = sent_ns, .expires_ns = expires_ns, .bytes = bytes,
                  .vlen = miss ? 0 : value_len, .miss = miss, .hash = h};
     e->klen = lookup_key(e->data, cache, cache_len, key, key_len);
