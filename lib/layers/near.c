@@ -224,43 +224,45 @@ static void store(momento__near *n, const char *cache, const void *key, size_t k
 {
     size_t cache_len = strlen(cache);
     size_t klen = cache_len + 1 + key_len;
-    size_t bytes = sizeof(entry) + klen + value_len;
+    size_t asked = sizeof(entry) + klen + (miss ? 0 : value_len);
+    if (asked > n->max_bytes / MAX_SHARE)
+        return;
     uint64_t h = key_hash(cache, cache_len, key, key_len);
     int64_t now = momento__now_ns();
     pthread_mutex_lock(&n->lock);
-    bool late = now - sent_ns >= n->staleness_ns || now >= expires_ns || n->gens[h % GENS] != gen;
-    if (late || bytes > n->max_bytes / MAX_SHARE) {
-        if (late)
-            n->st.stale++;
+    if (now - sent_ns >= n->staleness_ns || now >= expires_ns || n->gens[h % GENS] != gen) {
+        n->st.stale++;
         pthread_mutex_unlock(&n->lock);
         return;
     }
-    entry *e = momento__malloc(bytes);
-    if (!e) {
+    /* The key's older entry goes (a newer one stays, and this is not
+     * kept). Looked up in a buffer of the stack's, so that an answer the
+     * cache refuses costs no allocation. */
+    char stack[512];
+    char *buf = klen <= sizeof(stack) ? stack : momento__malloc(klen);
+    if (!buf) {
         pthread_mutex_unlock(&n->lock);
-        return; /* not kept: the next read asks Momento */
+        return;
     }
-    /* What the entry really takes: malloc's rounding and its chunk's
-     * header, and the entry's share of the table's buckets (uthash keeps
-     * chains near 10 long and doubles the buckets: at most ~3 bytes an
-     * entry), so that the process's memory, not only the bytes asked
-     * for, stays within max_bytes (bench/near_cache.sh "rss"). */
-    bytes = malloc_usable_size(e) + ENTRY_OVERHEAD;
-    *e = (entry){.fetched_ns = sent_ns, .expires_ns = expires_ns, .bytes = bytes,
-                 .vlen = miss ? 0 : value_len, .miss = miss, .hash = h};
-    e->klen = lookup_key(e->data, cache, cache_len, key, key_len);
-    if (e->vlen)
-        memcpy(e->data + klen, value, e->vlen);
+    lookup_key(buf, cache, cache_len, key, key_len);
     entry *old = NULL;
-    HASH_FIND(hh, n->table, e->data, klen, old);
+    HASH_FIND(hh, n->table, buf, klen, old);
+    if (buf != stack)
+        free(buf);
     if (old) {
         if (old->fetched_ns > sent_ns) { /* a newer answer is kept already */
             pthread_mutex_unlock(&n->lock);
-            free(e);
             return;
         }
         drop_locked(n, old);
     }
+    /* What the entry will really take: malloc's rounding (an estimate
+     * here, exact below) and its chunk's header, and the entry's share of
+     * the table's buckets (uthash keeps chains near 10 long and doubles
+     * the buckets: at most ~3 bytes an entry), so that the process's
+     * memory, not only the bytes asked for, stays within max_bytes
+     * (bench/near_cache.sh "rss"). */
+    size_t bytes = ((asked + 15) & ~(size_t)15) + ENTRY_OVERHEAD;
     if (n->bytes + bytes > n->max_bytes && n->hand && !n->sketch && !n->no_sketch) {
         sketch_make_locked(n);
         while (n->bytes > n->max_bytes && n->hand) /* room for the sketch itself */
@@ -276,10 +278,21 @@ static void store(momento__near *n, const char *cache, const void *key, size_t k
             n->st.rejected++;
             n->st.bytes = n->bytes;
             pthread_mutex_unlock(&n->lock);
-            free(e);
             return;
         }
     }
+    entry *e = momento__malloc(asked);
+    if (!e) {
+        n->st.bytes = n->bytes;
+        pthread_mutex_unlock(&n->lock);
+        return; /* not kept: the next read asks Momento */
+    }
+    bytes = malloc_usable_size(e) + ENTRY_OVERHEAD;
+    *e = (entry){.fetched_ns = sent_ns, .expires_ns = expires_ns, .bytes = bytes,
+                 .vlen = miss ? 0 : value_len, .miss = miss, .hash = h};
+    e->klen = lookup_key(e->data, cache, cache_len, key, key_len);
+    if (e->vlen)
+        memcpy(e->data + klen, value, e->vlen);
     while (n->bytes + bytes > n->max_bytes && n->hand)
         evict_one_locked(n);
     HASH_ADD(hh, n->table, data, klen, e);
