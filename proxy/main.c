@@ -262,12 +262,15 @@ static bool several_caches(const px_options *o)
 }
 
 /* Creates each cache a listener serves, as the examples make theirs:
- * created if missing. Returns 0 or 1 after printing why. */
+ * created if missing; and the invalidation topic's cache, without which
+ * every publish fails and the subscription never comes up (the library
+ * subscribes again each second, so one made now is found). Returns 0 or
+ * 1 after printing why. */
 static int create_caches(momento_client *client, const px_options *o, const char *where)
 {
-    for (int i = 0; i < o->nlisteners; i++) {
-        const char *cache = o->listeners[i].cache;
-        bool done = false;
+    for (int i = 0; i <= o->nlisteners; i++) {
+        const char *cache = i < o->nlisteners ? o->listeners[i].cache : o->near_cache_topic_cache;
+        bool done = cache == NULL;
         for (int k = 0; k < i && !done; k++)
             done = strcmp(o->listeners[k].cache, cache) == 0;
         if (done)
@@ -305,6 +308,12 @@ static int client_new(const px_options *o, const ex_target *t, momento_client **
     if (rc == MOMENTO_OK && o->near_cache_bytes > 0)
         rc = momento_config_set_near_cache(cfg, (size_t)o->near_cache_bytes,
                                            (uint32_t)o->near_cache_staleness_ms);
+    /* Every write the client makes - from any port, any command - is
+     * published; with a near cache, other proxies' keys drop its entries.
+     * px_option_set() had the library check both names. */
+    if (rc == MOMENTO_OK && o->near_cache_topic)
+        rc = momento_config_set_near_cache_invalidation(cfg, o->near_cache_topic_cache,
+                                                        o->near_cache_topic);
     for (int i = 0; rc == MOMENTO_OK && i < o->nheaders; i++) {
         char name[65]; /* px_option_set() refused longer names */
         const char *eq = strchr(o->headers[i], '=');

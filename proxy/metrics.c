@@ -678,6 +678,26 @@ static void render_batching(text *t, const px_metrics_source *src)
     one(t, "near_cache_entries", "gauge", "Entries held now.", nc.entries);
     one(t, "near_cache_bytes", "gauge",
         "Bytes held now: keys, values and bookkeeping.", nc.bytes);
+    /* Invalidation across clients (--near-cache-topic): all 0 without it;
+     * a proxy without a near cache only publishes. */
+    one(t, "near_cache_invalidated_total", "counter",
+        "Entries dropped on keys other clients published to the topic.", nc.invalidated);
+    one(t, "near_cache_resets_total", "counter",
+        "Times every entry was dropped: the topic's stream connected, broke or skipped "
+        "items, or carried a message not in the library's format.",
+        nc.resets);
+    one(t, "near_cache_keys_published_total", "counter",
+        "Keys this proxy wrote, sent to the topic.", nc.keys_published);
+    one(t, "near_cache_publishes_total", "counter",
+        "Messages sent to the topic (keys written while one is on its way go in the next).",
+        nc.publishes);
+    one(t, "near_cache_publish_errors_total", "counter",
+        "Publishes that failed: their keys' entries in other clients live out their bound.",
+        nc.publish_errors);
+    one(t, "near_cache_keys_heard_total", "counter",
+        "Keys other clients published, received from the topic.", nc.keys_heard);
+    one(t, "near_cache_subscribed", "gauge",
+        "1 while the topic's stream is up, else 0.", nc.subscribed);
 
     /* What the three saved: a batch of n requests is one call instead of
      * n; a request that joined one in flight made none, nor did one the

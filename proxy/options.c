@@ -38,6 +38,8 @@ static const option_def defs[] = {
     {"no-coalesce", FLAG, 0},
     {"near-cache-bytes", VALUE, 0},
     {"near-cache-staleness-ms", VALUE, 0},
+    {"near-cache-topic", VALUE, 0},
+    {"near-cache-topic-cache", VALUE, 0},
     {"max-connections", VALUE, 0},
     {"max-request-bytes", VALUE, 0},
     {"max-in-flight", VALUE, 0},
@@ -102,6 +104,16 @@ static void usage(void)
            "                         with --near-cache-bytes): other clients' writes show\n"
            "                         up to M ms late; this proxy's own writes, and SET ...\n"
            "                         GET, GETDEL, gets, gat and cas, are current at once\n"
+           "  --near-cache-topic TOPIC\n"
+           "                         publish the keys this proxy writes to the Momento\n"
+           "                         topic TOPIC, and drop the near cache's entries for\n"
+           "                         the keys other proxies (and libmomento clients) so\n"
+           "                         configured publish there: their writes show within\n"
+           "                         milliseconds, M ms at worst; without\n"
+           "                         --near-cache-bytes it only publishes\n"
+           "  --near-cache-topic-cache NAME\n"
+           "                         the cache TOPIC is in (default: --cache), created\n"
+           "                         if missing\n"
            "  --header NAME=VALUE    send this header with every Momento call (up to %d):\n"
            "                         routing or tracing ids, momento-local's fault\n"
            "                         injection (docs/server.md)\n\n"
@@ -199,6 +211,27 @@ static const struct int_option {
     {"near-cache-staleness-ms", 1, 3600000, offsetof(px_options, near_cache_staleness_ms)},
 };
 
+/* A name for the invalidation topic (`topic`) or its cache, as the
+ * library checks it: the setter refuses what a topic publish would, and
+ * it is asked here, on a scratch config, so that a bad value is refused
+ * where it was written (the config file's line) in the library's words. */
+static int set_sync_name(const char *where, const char *v, bool topic, const char **out)
+{
+    momento_config *cfg = NULL;
+    int rc = momento_config_new(&cfg);
+    if (rc == MOMENTO_OK)
+        rc = momento_config_set_near_cache_invalidation(cfg, topic ? "cache" : v,
+                                                        topic ? v : "topic");
+    char why[256];
+    snprintf(why, sizeof(why), "%s",
+             rc == MOMENTO_ERR_INVALID_ARGUMENT ? momento_refusal_reason() : "out of memory");
+    momento_config_free(cfg);
+    if (rc != MOMENTO_OK)
+        return bad(where, v, why);
+    *out = v;
+    return 0;
+}
+
 /* A flag from the config file may say "true" or "false"; the command line
  * gives none. Returns 1 (on), 0 (off) or -1. */
 static int flag_value(const char *v)
@@ -285,6 +318,10 @@ int px_option_set(px_options *o, const char *name, const char *value, const char
         if (!*value || strlen(value) > MOMENTO_MAX_CACHE_NAME_BYTES)
             return bad(where, value, "must be 1 to 255 bytes");
         o->cache = value;
+    } else if (strcmp(name, "near-cache-topic") == 0) {
+        return set_sync_name(where, value, true, &o->near_cache_topic);
+    } else if (strcmp(name, "near-cache-topic-cache") == 0) {
+        return set_sync_name(where, value, false, &o->near_cache_topic_cache);
     } else if (strcmp(name, "bind") == 0) {
         if (!*value)
             return bad(where, value, "must be an address");
@@ -397,6 +434,13 @@ int px_options_finish(px_options *o)
                              bytes ? "needs --near-cache-staleness-ms"
                                    : "needs --near-cache-bytes");
     }
+    /* The topic's cache alone would do nothing: it is a mistake (the
+     * topic's key misspelt, or left out), not a setting. */
+    if (o->near_cache_topic_cache && !o->near_cache_topic)
+        return ex_bad_option(prog, "--near-cache-topic-cache", o->near_cache_topic_cache,
+                             "needs --near-cache-topic");
+    if (o->near_cache_topic && !o->near_cache_topic_cache)
+        o->near_cache_topic_cache = o->cache;
     /* A config file's listener that names no cache serves --cache, and
      * one given as a bare port listens on --bind, whether the file or the
      * command line gave them (config.h). */

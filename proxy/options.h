@@ -38,6 +38,13 @@ typedef struct px_options {
      * (momento_config_set_near_cache()); both 0: off, else both set. */
     int near_cache_bytes;
     int near_cache_staleness_ms;
+    /* --near-cache-topic, --near-cache-topic-cache
+     * (momento_config_set_near_cache_invalidation()): the topic this
+     * proxy's written keys are published to and other clients' keys heard
+     * from, and the cache it is in (--cache unless given; set by
+     * px_options_finish()). Topic NULL: off. */
+    const char *near_cache_topic;
+    const char *near_cache_topic_cache;
     bool reuseport; /* SO_REUSEPORT on the data ports: N processes share them */
     int drain_s;
     px_limits limits;

@@ -395,13 +395,13 @@ static void test_other_writes_drop(void **state)
     (void)state;
     momento_client *a = near_client(MIB, LONG_BOUND_MS);
     momento_client *b = tu_fx.client;
-    const char *keys[] = {"k1", "k2", "k3"};
-    for (int i = 0; i < 3; i++) {
+    const char *keys[] = {"k1", "k2", "k3", "k4"};
+    for (int i = 0; i < 4; i++) {
         put(b, keys[i], "v1");
         expect_get(a, keys[i], "v1");
     }
     momento_near_cache_stats kept = stats(a);
-    assert_int_equal(kept.entries, 3);
+    assert_int_equal(kept.entries, 4);
 
     momento_result *r = NULL;
     tu_expect(momento_set_if_sync(a, "c", "k1", 2, "c1", 2, 0, MOMENTO_IF_PRESENT, NULL, 0, NULL, &r),
@@ -417,13 +417,20 @@ static void test_other_writes_drop(void **state)
     momento_result_free(r);
     expect_get(a, "k2", "b2");
 
+    /* A batch of deletes (momento-proxy's DEL) is a write of each key. */
+    const void *dk[] = {"k4"};
+    assert_int_equal(momento_delete_batch_sync(a, "c", dk, bkl, 1, NULL, &r), MOMENTO_OK);
+    assert_int_equal(momento_result_error(r), MOMENTO_OK);
+    momento_result_free(r);
+    expect_get(a, "k4", NULL);
+
     assert_int_equal(momento_update_ttl_sync(a, "c", "k3", 2, (uint64_t)TU_MS(100), NULL, &r),
                      MOMENTO_OK);
     assert_int_equal(momento_result_error(r), MOMENTO_OK);
     momento_result_free(r);
     usleep((useconds_t)TU_MS(300) * 1000); /* past the TTL the update set */
     expect_get(a, "k3", NULL);
-    assert_true(stats(a).dropped >= kept.dropped + 3);
+    assert_true(stats(a).dropped >= kept.dropped + 4);
     momento_client_free(a);
 }
 

@@ -354,7 +354,9 @@ def start_proxy_config(path, config, listeners, before=(), after=()):
         srv.stop(signal.SIGKILL)
         raise RuntimeError(f"momento-proxy printed {seen!r}, not {listeners} 'listening on' "
                            f"lines; stderr:\n{srv.log_tail()}")
-    srv.stdout_rest = [buf]
+    # The lines read so far stay readable there too, as start_proxy()'s
+    # do: "metrics listening on" may have come in the same read.
+    srv.stdout_rest = [("\n".join(seen) + "\n").encode() + buf]
     threading.Thread(target=_drain, args=(proc.stdout, srv.stdout_rest), daemon=True).start()
     srv.listeners = found
     srv.host, srv.port = found[0][1], found[0][2]
