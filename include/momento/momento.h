@@ -656,8 +656,9 @@ MOMENTO_EXPORT int momento_config_set_io_thread_callbacks(momento_config *cfg, i
  * when made through a coalescer) and its answer is kept.
  *
  * Writes made through this client - set, delete, the conditional sets,
- * increments, TTL updates, batches, the coalescer's sets - drop the key's
- * entry when they are submitted, and a read sent before such a write
+ * increments, TTL updates, batches, the coalescer's sets; a flush or
+ * delete of the cache for all its keys - drop the key's entry when they
+ * are submitted, and a read sent before such a write
  * never stores its answer after it: a client reads its own writes. A
  * momento_set() that succeeds then stores the value it wrote. Writes by
  * other clients or processes are seen once the bound has passed (or

@@ -225,6 +225,18 @@ void momento__client_note_write(momento_client *c, const momento__write_observer
     pthread_mutex_unlock(&c->observers_lock);
 }
 
+void momento__client_note_flush(momento_client *c, const char *cache)
+{
+    if (atomic_load(&c->n_write_observers) == 0)
+        return;
+    size_t cache_len = strlen(cache);
+    pthread_mutex_lock(&c->observers_lock);
+    for (momento__write_observer *o = c->write_observers; o; o = o->next)
+        if (o->flushed)
+            o->flushed(o, cache, cache_len);
+    pthread_mutex_unlock(&c->observers_lock);
+}
+
 /* The client goes before its observers: each is told (it may only be freed
  * from now on, and then does not deregister). */
 static void detach_observers(momento_client *c)

@@ -67,6 +67,10 @@ typedef struct momento__write_observer {
      * locks of its own. */
     void (*written)(struct momento__write_observer *o, const char *cache, size_t cache_len,
                     const void *key, size_t key_len);
+    /* Every key of `cache` is being written at once: the cache is being
+     * flushed or deleted (momento__client_note_flush). NULL: not told. As
+     * `written`: any thread, under the client's observer lock. */
+    void (*flushed)(struct momento__write_observer *o, const char *cache, size_t cache_len);
     /* The client is being freed while the observer is registered: it is
      * off the list from now on and must not deregister. Under the same
      * lock; on the freeing thread. */
@@ -210,6 +214,9 @@ void momento__client_unobserve_writes(momento_client *c, momento__write_observer
  * each observer takes. */
 void momento__client_note_write(momento_client *c, const momento__write_observer *self,
                                 const char *cache, const void *key, size_t key_len);
+/* The same for every key of `cache` at once: a flush or a delete of the
+ * cache is being submitted. */
+void momento__client_note_flush(momento_client *c, const char *cache);
 
 /* Accepts a request whose first attempt (a transport's, or a subscription's
  * gRPC call; `t->cancel` ends it) is `gc`: from now on exactly one

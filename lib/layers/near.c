@@ -380,6 +380,26 @@ momento__near *momento__near_made(momento_client *c)
     return c ? (momento__near *)atomic_load(&c->near) : NULL;
 }
 
+/* The client's write observer: the whole of `cache` is being flushed or
+ * deleted. Its entries go, and no read sent before keeps its answer. */
+static void flushed(momento__write_observer *o, const char *cache, size_t cache_len)
+{
+    momento__near *n = (momento__near *)((char *)o - offsetof(momento__near, obs));
+    pthread_mutex_lock(&n->lock);
+    for (entry *e = n->table, *next; e; e = next) {
+        next = e->hh.next;
+        if (e->klen > cache_len && e->data[cache_len] == '\0' &&
+            memcmp(e->data, cache, cache_len) == 0) {
+            drop_locked(n, e);
+            n->st.dropped++;
+        }
+    }
+    for (size_t i = 0; i < GENS; i++) /* keys of other caches too: rare, and safe */
+        n->gens[i]++;
+    n->st.bytes = n->bytes;
+    pthread_mutex_unlock(&n->lock);
+}
+
 static void detached(momento__write_observer *o)
 {
     momento__near *n = (momento__near *)((char *)o - offsetof(momento__near, obs));
@@ -417,6 +437,7 @@ momento__near *momento__near_of(momento_client *c)
     n->staleness_ns = (int64_t)c->cfg.near_staleness_ms * 1000000;
     pthread_mutex_init(&n->lock, NULL);
     n->obs.written = written;
+    n->obs.flushed = flushed;
     n->obs.detached = detached;
     momento__client_observe_writes(c, &n->obs);
     p = momento__client_install_near(c, &n->part);

@@ -127,6 +127,23 @@ static void written(momento__write_observer *o, const char *cache, size_t cache_
         momento__timer_fire_soon(s->client, &s->send_timer);
 }
 
+/* The client's write observer: every key of a cache is being written (a
+ * flush, a delete of the cache). Told to the others as a reset: the
+ * message format names keys, and a cache's whole set of them is not worth
+ * a format of its own. */
+static void flushed(momento__write_observer *o, const char *cache, size_t cache_len)
+{
+    (void)cache, (void)cache_len;
+    near_sync *s = (near_sync *)((char *)o - offsetof(near_sync, obs));
+    pthread_mutex_lock(&s->lock);
+    s->overflow = true;
+    bool kick = !s->in_flight && !s->scheduled;
+    s->scheduled |= kick;
+    pthread_mutex_unlock(&s->lock);
+    if (kick)
+        momento__timer_fire_soon(s->client, &s->send_timer);
+}
+
 static void detached(momento__write_observer *o)
 {
     near_sync *s = (near_sync *)((char *)o - offsetof(near_sync, obs));
@@ -324,6 +341,7 @@ void momento__near_sync_start(momento_client *c)
     momento__timer_init(&s->send_timer, send_pending);
     momento__timer_init(&s->retry_timer, resubscribe);
     s->obs.written = written;
+    s->obs.flushed = flushed;
     s->obs.detached = detached;
     c->near_sync = &s->part;
     momento__client_observe_writes(c, &s->obs);

@@ -77,6 +77,10 @@ static int cache_name_call(momento_client *c, momento__rpc_id m, momento__decode
                            momento_callback cb, void *userdata)
 {
     MOMENTO__CHECK(momento__check_cache_request(c, cache, opts, cb));
+    /* Flushed or deleted, the cache's keys all change at once: the near
+     * cache drops its entries of it, and tells other clients so. */
+    if (m != MOMENTO__RPC_CREATE_CACHE)
+        momento__client_note_flush(c, cache);
     union {
         ControlClient__CreateCacheRequest create;
         ControlClient__DeleteCacheRequest del;

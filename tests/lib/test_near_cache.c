@@ -329,6 +329,14 @@ static void test_reads_own_writes(void **state)
     momento_result_free(r);
     expect_get(a, "n", "7");
 
+    /* A flush of the cache: every key of it, then a MISS. */
+    expect_get(a, "n", "7"); /* kept */
+    uint64_t gets = server_gets();
+    r = NULL;
+    tu_expect(momento_flush_cache_sync(a, "c", NULL, &r), r, MOMENTO_OUTCOME_SUCCESS);
+    expect_get(a, "n", NULL);
+    assert_int_equal(server_gets(), gets + 1);
+
     /* The writes dropped the entries they found. */
     assert_true(stats(a).dropped >= 3);
     momento_client_free(a);

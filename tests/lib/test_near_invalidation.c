@@ -218,6 +218,27 @@ static void test_broken_stream_resubscribes(void **state)
     momento_client_free(b);
 }
 
+/* A flush of the cache through A is every key of it written: B drops
+ * everything (a reset message) and reads the flushed cache's MISS. */
+static void test_flush_resets_the_others(void **state)
+{
+    (void)state;
+    momento_client *a = sync_client(), *b = sync_client();
+    put(a, "k", "v");
+    wait_heard(b, 1);
+    tu_assert_get_str(b, "c", "k", "v");
+    tu_assert_get_str(b, "c", "k", "v"); /* kept */
+    uint64_t resets = stats(b).resets;
+    momento_result *r = NULL;
+    tu_expect(momento_flush_cache_sync(a, "c", NULL, &r), r, MOMENTO_OUTCOME_SUCCESS);
+    tu_wait_until(stats(b).resets > resets, 10000);
+    assert_int_equal(stats(b).resets, resets + 1);
+    assert_int_equal(stats(b).entries, 0);
+    tu_assert_get_str(b, "c", "k", NULL);
+    momento_client_free(a);
+    momento_client_free(b);
+}
+
 /* A writer without a near cache only publishes; a burst of writes while a
  * publish is on its way goes in fewer messages than keys, and every key
  * reaches the reader. */
@@ -312,6 +333,7 @@ int main(void)
         tu_fixture_test(test_own_messages_skipped),
         tu_fixture_test(test_lost_message_drops_everything),
         tu_fixture_test(test_broken_stream_resubscribes),
+        tu_fixture_test(test_flush_resets_the_others),
         tu_fixture_test(test_publisher_without_near_cache_batches),
         tu_fixture_test(test_foreign_message_is_a_reset),
         tu_fixture_test(test_subscribes_again_until_the_cache_exists),
