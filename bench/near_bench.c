@@ -8,7 +8,7 @@
  *              [--near-cache-bytes N (0 = none)] [--near-cache-staleness-ms M]
  *              [--workers 1000] [--keys 10 (0 = a fresh key each time)]
  *              [--op get|set|both] [--seconds 10] [--ops N] [--payload 100]
- *              [--latency] [--sync]
+ *              [--latency] [--sync] [--delay-ms D]
  *
  * --op get with --keys N sets the N keys first, so every get is a HIT;
  * with --keys 0 every get is of a key never written (a MISS), which leaves
@@ -206,7 +206,7 @@ static void usage(void)
     fprintf(stderr, "usage: near_bench --endpoint HOST:PORT [--mode plain|coalesce] "
                     "[--near-cache-bytes N] [--near-cache-staleness-ms M] [--workers N] "
                     "[--keys N] [--op both|get|set] [--seconds S<=600] [--ops N] "
-                    "[--payload B] [--latency] [--sync]\n");
+                    "[--payload B] [--latency] [--sync] [--delay-ms D]\n");
 }
 
 int main(int argc, char **argv)
@@ -215,6 +215,7 @@ int main(int argc, char **argv)
     int workers = 1000, keys = 10, payload = 100, staleness_ms = 1000;
     long long near_bytes = 0;
     bool latency = false, sync = false;
+    const char *delay_ms = NULL;
     double seconds = 10;
     uint64_t max_ops = 0;
     static const struct option opts[] = {
@@ -230,6 +231,7 @@ int main(int argc, char **argv)
         {"op", required_argument, NULL, 'O'},
         {"latency", no_argument, NULL, 'l'},
         {"sync", no_argument, NULL, 'S'},
+        {"delay-ms", required_argument, NULL, 'D'},
         {NULL, 0, NULL, 0},
     };
     int ch;
@@ -247,6 +249,7 @@ int main(int argc, char **argv)
         case 'O': op = optarg; break;
         case 'l': latency = true; break;
         case 'S': sync = true; break;
+        case 'D': delay_ms = optarg; break;
         default: usage(); return 2;
         }
     }
@@ -283,6 +286,15 @@ int main(int argc, char **argv)
     momento_config *cfg;
     momento_config_new(&cfg);
     momento_config_set_timeout_ms(cfg, 15000);
+    /* --delay-ms: momento-local holds every Get that long (its fault
+     * headers, client-wide so that coalesced RPCs carry them too): a
+     * server a round trip away instead of loopback's tens of
+     * microseconds. */
+    if (delay_ms && (momento_config_add_header(cfg, "delay-ms", delay_ms) != MOMENTO_OK ||
+                     momento_config_add_header(cfg, "delay-rpcs", "get") != MOMENTO_OK)) {
+        fprintf(stderr, "near_bench: bad --delay-ms\n");
+        return 2;
+    }
     if (near_bytes && momento_config_set_near_cache(cfg, (size_t)near_bytes,
                                                     (uint32_t)staleness_ms) != MOMENTO_OK) {
         fprintf(stderr, "near_bench: bad near cache settings\n");
