@@ -1086,6 +1086,10 @@ typedef struct momento_near_cache_stats {
     uint64_t rejected;       /* answers not kept: the cache full, and the key read
                               * no more often lately than the entry it would
                               * replace (the frequency sketch) */
+    uint64_t refreshes;      /* entries read in the last quarter of their bound,
+                              * fetched again in the background while they
+                              * still answered (their readers never wait on
+                              * the refill) */
 } momento_near_cache_stats;
 /* Fills *ret (at most `size` bytes). Returns 0, or
  * MOMENTO_ERR_INVALID_ARGUMENT when `c` or `ret` is NULL. Any thread. */

@@ -25,7 +25,9 @@
 #include "clock.h"
 #include "engine/answer.h"
 #include "engine/blocking.h"
+#include "engine/call.h"
 #include "engine/client.h"
+#include "layers/kv_send.h"
 #include "model/result.h"
 #include "model/validate.h"
 
@@ -53,6 +55,7 @@ typedef struct entry {
     size_t vlen;
     bool miss;
     bool used;                 /* answered since the hand last passed it */
+    bool refreshing;           /* its refresh is on its way (refresh_ahead) */
     char data[]; /* "cache\0key", then the value */
 } entry;
 
@@ -65,6 +68,7 @@ struct momento__near {
     entry *hand; /* the clock's hand on the ring of entries; NULL when empty */
     size_t max_bytes, bytes;
     int64_t staleness_ns;
+    int64_t refresh_ns; /* an entry read at this age is fetched again ahead (3/4 of the bound) */
     bool detached; /* the client's free took the observer off its list */
     momento_near_cache_stats st;
     /* The frequency sketch (TinyLFU): SKETCH_ROWS rows of `width` counters
@@ -435,6 +439,7 @@ momento__near *momento__near_of(momento_client *c)
     n->client = c;
     n->max_bytes = c->cfg.near_max_bytes;
     n->staleness_ns = (int64_t)c->cfg.near_staleness_ms * 1000000;
+    n->refresh_ns = n->staleness_ns / 4 * 3;
     pthread_mutex_init(&n->lock, NULL);
     n->obs.written = written;
     n->obs.flushed = flushed;
@@ -478,9 +483,10 @@ typedef struct fill {
     momento_callback cb;
     void *userdata;
     int64_t sent_ns;
-    int64_t expires_ns; /* a set's: its TTL's end */
+    int64_t expires_ns; /* a set's: its TTL's end; a refresh's: its entry's */
     uint64_t gen;
     bool set;           /* a set's: keep `value` on success */
+    bool refresh;       /* the library's own read ahead of the bound: no callback */
     size_t key_len, value_len;
     char *cache;        /* in this allocation, then the key, then a set's value */
     char *key;
@@ -518,14 +524,58 @@ static void filled(const momento_result *r, void *userdata)
         } else if (o == MOMENTO_OUTCOME_HIT || o == MOMENTO_OUTCOME_MISS) {
             size_t len = 0;
             const void *v = momento_result_value(r, &len);
+            /* A refresh keeps the TTL its entry knew: the value read again
+             * is the one this client wrote, or a later one. */
             store(f->n, f->cache, f->key, f->key_len, o == MOMENTO_OUTCOME_MISS, v, len,
-                  f->sent_ns, INT64_MAX, f->gen);
+                  f->sent_ns, f->refresh ? f->expires_ns : INT64_MAX, f->gen);
         }
     }
     momento_callback cb = f->cb;
     void *ud = f->userdata;
     free(f);
-    cb(r, ud);
+    if (cb)
+        cb(r, ud);
+}
+
+/* Refreshing ahead: a hot key's entry read in the last quarter of its
+ * bound is fetched again in the background while it still answers, so
+ * that the next reads find a younger one instead of all waiting on the
+ * refill when it expires (at a round trip of 5 ms, with 1000 readers on
+ * 10 keys, those waits were most of the time: docs/performance.md). The
+ * refreshed answer obeys every rule a read's does - aged from its send,
+ * not kept after a write of the key - so the bound holds. One refresh at
+ * a time per entry; it is the library's own request (not counted, not
+ * reported, never batched). Under the lock: whether `e`, just answered,
+ * is due one; the fill to send after the lock is let go, or NULL. */
+static fill *refresh_due_locked(momento__near *n, entry *e, uint64_t h, int64_t now,
+                                const char *cache, const void *key, size_t key_len)
+{
+    if (e->refreshing || now - e->fetched_ns < n->refresh_ns)
+        return NULL;
+    fill *f = fill_new(n, NULL, NULL, cache, key, key_len, NULL, 0);
+    if (!f)
+        return NULL;
+    e->refreshing = true;
+    f->refresh = true;
+    f->sent_ns = now;
+    f->expires_ns = e->expires_ns;
+    f->gen = n->gens[h % GENS];
+    n->st.refreshes++;
+    return f;
+}
+
+static void refresh_send(momento__near *n, momento_client *c, fill *f)
+{
+    momento__call_opts co;
+    momento__call_opts_from(c, NULL, &co);
+    co.no_metrics = true; /* the library's own: not the application's request */
+    co.unbatched = true;
+    if (momento__send_get(c, f->cache, f->key, f->key_len, &co, filled, f) != MOMENTO_OK) {
+        free(f); /* the client closing, or no memory: the entry lives out its bound */
+        pthread_mutex_lock(&n->lock);
+        n->st.refreshes--;
+        pthread_mutex_unlock(&n->lock);
+    }
 }
 
 int momento__near_get(momento__near *n, momento_client *c, void *target, momento__near_send send,
@@ -539,6 +589,7 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
     entry *e = find_locked(n, cache, key, key_len, now);
     if (e) {
         e->used = true; /* a hit only marks it: no list moved under the lock */
+        fill *ahead = refresh_due_locked(n, e, h, now, cache, key, key_len);
         momento_request_group *group = MOMENTO__OPT(opts, group);
         int rc = momento__answer_soon(c, group, "Get", cache, now, MOMENTO_METRICS_NEAR_CACHE,
                                       e->miss ? MOMENTO_OUTCOME_MISS : MOMENTO_OUTCOME_HIT,
@@ -551,6 +602,8 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
         }
         n->st.bytes = n->bytes;
         pthread_mutex_unlock(&n->lock);
+        if (ahead)
+            refresh_send(n, c, ahead);
         return rc;
     }
     n->st.misses++;
@@ -590,6 +643,7 @@ bool momento__near_get_here(momento__near *n, momento_client *c, const char *cac
         return false;
     }
     e->used = true;
+    fill *ahead = refresh_due_locked(n, e, h, now, cache, key, key_len);
     memset(r, 0, sizeof(*r));
     r->error = MOMENTO_OK;
     r->grpc_status = -1;
@@ -605,6 +659,8 @@ bool momento__near_get_here(momento__near *n, momento_client *c, const char *cac
     }
     n->st.bytes = n->bytes;
     pthread_mutex_unlock(&n->lock);
+    if (ahead)
+        refresh_send(n, c, ahead);
     *ret = r;
     return true;
 }

@@ -290,6 +290,47 @@ static void test_bound_passes(void **state)
     momento_client_free(a);
 }
 
+
+/* Refreshing ahead: a read in the last quarter of the bound is answered
+ * from memory and starts one background read (not the application's: no
+ * callback, not in flight); its answer, younger, is kept, so a read after
+ * the first entry's bound has passed is still answered from memory - and
+ * sees what Momento held when the refresh was sent. */
+static void test_refresh_ahead(void **state)
+{
+    (void)state;
+    const int64_t bound = TU_MS(1000);
+    momento_client *a = near_client(MIB, (uint32_t)bound);
+    momento_client *b = tu_fx.client;
+    put(b, "k", "v1");
+    int64_t t0 = tu_now_ms();
+    expect_get(a, "k", "v1"); /* its read sent after t0 */
+    put(b, "k", "v2");
+    usleep((useconds_t)(bound * 3 / 4 + 10) * 1000);
+    /* Past 3/4 of the bound: from memory, and a refresh starts. */
+    uint64_t gets = server_gets();
+    momento_near_cache_stats was = stats(a);
+    expect_get(a, "k", "v1");
+    assert_int_equal(stats(a).hits, was.hits + 1);
+    assert_int_equal(stats(a).refreshes, was.refreshes + 1);
+    assert_int_equal(momento_client_in_flight(a), 0);
+    tu_wait_until(stats(a).fills > was.fills, 5000);
+    assert_int_equal(stats(a).fills, was.fills + 1);
+    assert_int_equal(server_gets(), gets + 1);
+    /* Another read meanwhile starts no second refresh... of the new entry
+     * not before its own last quarter. */
+    expect_get(a, "k", "v2");
+    assert_int_equal(stats(a).refreshes, was.refreshes + 1);
+    /* Past the first entry's bound (it would have expired): still from
+     * memory, the refreshed value. */
+    while (tu_now_ms() - t0 <= bound + 10)
+        usleep(5 * 1000);
+    momento_near_cache_stats now = stats(a);
+    expect_get(a, "k", "v2");
+    assert_int_equal(stats(a).hits, now.hits + 1);
+    momento_client_free(a);
+}
+
 /* ----------------------------------------------------------------- 4 */
 
 static void test_reads_own_writes(void **state)
@@ -991,6 +1032,7 @@ int main(void)
         tu_fixture_test(test_stats_without_near_cache),
         tu_fixture_test(test_hit_within_bound),
         tu_fixture_test(test_bound_passes),
+        tu_fixture_test(test_refresh_ahead),
         tu_fixture_test(test_reads_own_writes),
         tu_fixture_test(test_set_stores),
         tu_fixture_test(test_read_before_write_not_stored),
