@@ -379,7 +379,7 @@ int main(int argc, char **argv)
     px_counters stats = {0};
     px_backend base = {.default_ttl_ms = (uint64_t)o.default_ttl_s * 1000,
                        .requirepass = o.requirepass, .limits = o.limits, .stats = &stats,
-                       .started_ms = now_ms(CLOCK_REALTIME)};
+                       .started_ms = now_ms(CLOCK_REALTIME), .near = o.near_cache_bytes > 0};
     rc = client_new(&o, &t, &base.client);
     if (rc) {
         ex_target_close(&t);

@@ -90,7 +90,7 @@ static bool ask_again(const momento_result *res, size_t i, size_t n)
 static void finish(multiget *g, const momento_result *res)
 {
     for (size_t i = 0; i < g->n; i++)
-        g->view[i] = g->alone[i] ? g->alone[i] : batch_answer(res, i);
+        g->view[i] = g->alone[i] ? g->alone[i] : res ? batch_answer(res, i) : NULL;
     g->done(g->view, g->n, g->ud);
     for (size_t i = 0; i < g->n; i++)
         momento_result_free(g->alone[i]);
@@ -143,11 +143,40 @@ static void on_batch(const momento_result *res, void *ud)
         finish(g, g->batch);
 }
 
+/* With a near cache: every key alone, each maybe from memory. */
+static int ask_each(multiget *g)
+{
+    px_backend *b = g->b;
+    g->pending = 1; /* held until every get is sent */
+    for (size_t i = 0; i < g->n; i++) {
+        g->refs[i] = (alone_ref){g, i};
+        const px_str *k = &g->keys[i];
+        int rc = b->co ? momento_coalescing_get(b->co, b->cache, k->p, k->n, NULL, on_alone,
+                                                &g->refs[i])
+                       : momento_get(b->client, b->cache, k->p, k->n, NULL, on_alone, &g->refs[i]);
+        if (rc != MOMENTO_OK) {
+            if (i == 0) { /* nothing asked: the read is refused whole */
+                free(g);
+                return rc;
+            }
+            continue; /* the key's answer: NULL (multiget.h) */
+        }
+        if (i > 0) /* the caller counts one, as for a batch */
+            b->stats->backend_calls++;
+        g->pending++;
+    }
+    if (--g->pending == 0)
+        finish(g, NULL);
+    return MOMENTO_OK;
+}
+
 int px_multiget(px_backend *b, const px_str *keys, size_t n, px_multiget_done done, void *ud)
 {
     multiget *g = multiget_new(b, keys, n, done, ud);
     if (!g)
         return MOMENTO_ERR_NO_MEMORY;
+    if (b->near)
+        return ask_each(g);
     /* The batch's key table: the copied keys, in place. */
     const void **ptrs = malloc(n * sizeof(*ptrs));
     size_t *lens = malloc(n * sizeof(*lens));

@@ -84,6 +84,10 @@ typedef struct px_backend {
      * anywhere (logs, INFO, metrics). */
     const char *requirepass;
     uint64_t default_ttl_ms;  /* a write without a TTL of its own */
+    /* The client has a near cache (--near-cache-bytes): a read of many
+     * keys asks each alone, so that each may be answered from memory
+     * (multiget.h). */
+    bool near;
     px_limits limits;
     px_counters *stats;       /* shared by every listener */
     int64_t started_ms;       /* CLOCK_REALTIME at start, for uptime */

@@ -313,6 +313,12 @@ static void on_batch(const momento_result *const *items, size_t n, void *ud)
 {
     mget *g = ud;
     for (size_t i = 0; i < n && !g->failed; i++) {
+        if (!items[i]) { /* not asked: no memory (multiget.h) */
+            mc_result oom = {.status = MC_FAILED, .error = MOMENTO_ERR_NO_MEMORY,
+                             .message = "out of memory"};
+            keep_fail(g, &oom);
+            break;
+        }
         mc_result res;
         mc_get_result(g->b, items[i], false, &res);
         if (res.status == MC_FAILED || res.status == MC_TOO_LARGE) {

@@ -508,6 +508,10 @@ static void on_mget(const momento_result *const *items, size_t n, void *ud)
 {
     px_reply *r = ud;
     for (size_t i = 0; i < n; i++) {
+        if (!items[i]) { /* not asked: no memory (multiget.h) */
+            resp_end_error(r, "ERR out of memory");
+            return;
+        }
         if (momento_result_error(items[i]) != MOMENTO_OK && !resp_is_wrongtype(items[i])) {
             resp_momento_error(r, 0, items[i]);
             return;

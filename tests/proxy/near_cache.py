@@ -6,9 +6,9 @@ Three proxies on one momento-local: B without a near cache (its bundled
 server, which the others use), A with a near cache whose bound is ten
 minutes, C with one of 100 ms. B's writes are another client's writes to
 A and C. No reference server: what is checked is the proxy's contract.
-  - A answers GET and memcached get of a key it read with the value it
-    read, after B wrote another one (the bound has not passed: the test
-    takes less than ten minutes);
+  - A answers GET, MGET and memcached get (of one key or several) of a
+    key it read with the value it read, after B wrote another one (the
+    bound has not passed: the test takes less than ten minutes);
   - SET ... GET and GETDEL through A answer B's current value, and so do
     memcached gets (its unique feeds a cas, which then stores);
   - A reads its own writes at once (SET, GETDEL, memcached set);
@@ -139,6 +139,17 @@ def resp_checks(res, a, b, c):
     res.check("A's GET after B created the key answers its kept miss", got is None,
               f"got {got!r}")
 
+    # MGET through A asks each key alone: the ones A read answer from
+    # memory (k1's stale read, k5's kept miss), a key A never read goes to
+    # Momento; through B (no near cache) every key is current.
+    rb.set("nc:k7", "fresh")
+    got = ra.mget("nc:k1", "nc:k5", "nc:k7")
+    res.check("A's MGET answers its near cache's entries and Momento's for the rest",
+              got == [b"one", None, b"fresh"], f"got {got!r}")
+    got = rb.mget("nc:k1", "nc:k5", "nc:k7")
+    res.check("B's MGET answers Momento's current values",
+              got == [b"two", b"later", b"fresh"], f"got {got!r}")
+
     # C's bound is 100 ms: 300 ms after B's write, C answers it.
     rb.set("nc:k6", "before")
     rcc.get("nc:k6")
@@ -171,6 +182,17 @@ def memcache_checks(res, a, b, c):
     ma.set("nc:m2", b"a's")
     got = ma.get("nc:m2")
     res.check("A's memcached get after its own set answers it", got == b"a's", f"got {got!r}")
+
+    # A text get of several keys asks each alone: m2 (A's own set) from
+    # memory, m9 (never read by A) from Momento.
+    mb.set("nc:m9", b"nine")
+    got = ma.get_many(["nc:m2", "nc:m9"])
+    res.check("A's memcached get of two keys answers each", got == {"nc:m2": b"a's", "nc:m9": b"nine"},
+              f"got {got!r}")
+    mb.set("nc:m9", b"changed")
+    got = ma.get_many(["nc:m9", "nc:m2"])
+    res.check("A's memcached get of two keys answers m9 from its near cache",
+              got == {"nc:m2": b"a's", "nc:m9": b"nine"}, f"got {got!r}")
 
     mb.set("nc:m3", b"before")
     mcc.get("nc:m3")
