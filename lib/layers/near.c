@@ -105,15 +105,15 @@ static void evict_one_locked(momento__near *n)
     n->st.evictions++;
 }
 
-/* "cache\0key" into `buf` (the caller's, at least the returned size). */
-static size_t lookup_key(char *buf, const char *cache, size_t cache_len, const void *key,
-                         size_t key_len)
-{
-    memcpy(buf, cache, cache_len);
-    buf[cache_len] = '\0';
-    memcpy(buf + cache_len + 1, key, key_len);
-    return cache_len + 1 + key_len;
-}
+/* A request's (cache, key), hashed once: the table, the write counters and
+ * the sketch all use `h`, and nothing builds "cache\0key" to look it up. */
+typedef struct nkey {
+    const char *cache;
+    size_t cache_len;
+    const void *key;
+    size_t key_len;
+    uint64_t h;
+} nkey;
 
 static uint64_t key_hash(const char *cache, size_t cache_len, const void *key, size_t key_len)
 {
@@ -126,9 +126,47 @@ static uint64_t key_hash(const char *cache, size_t cache_len, const void *key, s
     return h;
 }
 
-static size_t gen_slot(const char *cache, size_t cache_len, const void *key, size_t key_len)
+static nkey nkey_of(const char *cache, size_t cache_len, const void *key, size_t key_len)
 {
-    return (size_t)(key_hash(cache, cache_len, key, key_len) % GENS);
+    return (nkey){.cache = cache, .cache_len = cache_len, .key = key, .key_len = key_len,
+                  .h = key_hash(cache, cache_len, key, key_len)};
+}
+
+/* The table's 32-bit hash of a key: FNV's high bits folded into the low
+ * ones uthash picks its bucket with. */
+static unsigned table_hash(uint64_t h)
+{
+    return (unsigned)(h ^ (h >> 32));
+}
+
+/* "cache\0key" into `buf` (the caller's, at least the returned size). */
+static size_t lookup_key(char *buf, const nkey *k)
+{
+    memcpy(buf, k->cache, k->cache_len);
+    buf[k->cache_len] = '\0';
+    memcpy(buf + k->cache_len + 1, k->key, k->key_len);
+    return k->cache_len + 1 + k->key_len;
+}
+
+/* The entry holding `k`, or NULL: its bucket's chain walked by hand, each
+ * entry compared by hash, then by its cache name and key in place. */
+static entry *lookup_locked(momento__near *n, const nkey *k)
+{
+    if (!n->table)
+        return NULL;
+    unsigned hv = table_hash(k->h);
+    UT_hash_table *tbl = n->table->hh.tbl;
+    size_t klen = k->cache_len + 1 + k->key_len;
+    /* hh is the entry's first member: a chain's handle is its entry. */
+    for (UT_hash_handle *hh = tbl->buckets[hv & (tbl->num_buckets - 1)].hh_head; hh;
+         hh = hh->hh_next) {
+        entry *e = (entry *)hh;
+        if (hh->hashv == hv && e->hash == k->h && e->klen == klen &&
+            e->data[k->cache_len] == '\0' && memcmp(e->data, k->cache, k->cache_len) == 0 &&
+            memcmp(e->data + k->cache_len + 1, k->key, k->key_len) == 0)
+            return e;
+    }
+    return NULL;
 }
 
 /* Row `row`'s counter of the key hashed `h`: the rows mix it apart. */
@@ -193,21 +231,10 @@ static void drop_locked(momento__near *n, entry *e)
     free(e);
 }
 
-/* The entry of (cache, key), or NULL; one past its bound is dropped. */
-static entry *find_locked(momento__near *n, const char *cache, const void *key, size_t key_len,
-                          int64_t now)
+/* The entry of `k`, or NULL; one past its bound is dropped. */
+static entry *find_locked(momento__near *n, const nkey *k, int64_t now)
 {
-    size_t cache_len = strlen(cache);
-    char stack[512];
-    size_t need = cache_len + 1 + key_len;
-    char *buf = need <= sizeof(stack) ? stack : momento__malloc(need);
-    if (!buf)
-        return NULL;
-    lookup_key(buf, cache, cache_len, key, key_len);
-    entry *e = NULL;
-    HASH_FIND(hh, n->table, buf, need, e);
-    if (buf != stack)
-        free(buf);
+    entry *e = lookup_locked(n, k);
     if (e && (now - e->fetched_ns >= n->staleness_ns || now >= e->expires_ns)) {
         drop_locked(n, e);
         n->st.expired++;
@@ -216,18 +243,16 @@ static entry *find_locked(momento__near *n, const char *cache, const void *key, 
     return e;
 }
 
-/* Keeps what a read or a set brought (`miss`, or `value`), sent at
+/* Keeps what a read or a set of `k` brought (`miss`, or `value`), sent at
  * `sent_ns` when the key's write counter was `gen`. */
-static void store(momento__near *n, const char *cache, const void *key, size_t key_len, bool miss,
-                  const void *value, size_t value_len, int64_t sent_ns, int64_t expires_ns,
-                  uint64_t gen)
+static void store(momento__near *n, const nkey *k, bool miss, const void *value,
+                  size_t value_len, int64_t sent_ns, int64_t expires_ns, uint64_t gen)
 {
-    size_t cache_len = strlen(cache);
-    size_t klen = cache_len + 1 + key_len;
+    size_t klen = k->cache_len + 1 + k->key_len;
     size_t asked = sizeof(entry) + klen + (miss ? 0 : value_len);
     if (asked > n->max_bytes / MAX_SHARE)
         return;
-    uint64_t h = key_hash(cache, cache_len, key, key_len);
+    uint64_t h = k->h;
     int64_t now = momento__now_ns();
     pthread_mutex_lock(&n->lock);
     if (now - sent_ns >= n->staleness_ns || now >= expires_ns || n->gens[h % GENS] != gen) {
@@ -236,19 +261,8 @@ static void store(momento__near *n, const char *cache, const void *key, size_t k
         return;
     }
     /* The key's older entry goes (a newer one stays, and this is not
-     * kept). Looked up in a buffer of the stack's, so that an answer the
-     * cache refuses costs no allocation. */
-    char stack[512];
-    char *buf = klen <= sizeof(stack) ? stack : momento__malloc(klen);
-    if (!buf) {
-        pthread_mutex_unlock(&n->lock);
-        return;
-    }
-    lookup_key(buf, cache, cache_len, key, key_len);
-    entry *old = NULL;
-    HASH_FIND(hh, n->table, buf, klen, old);
-    if (buf != stack)
-        free(buf);
+     * kept). */
+    entry *old = lookup_locked(n, k);
     if (old) {
         if (old->fetched_ns > sent_ns) { /* a newer answer is kept already */
             pthread_mutex_unlock(&n->lock);
@@ -290,12 +304,13 @@ static void store(momento__near *n, const char *cache, const void *key, size_t k
     bytes = malloc_usable_size(e) + ENTRY_OVERHEAD;
     *e = (entry){.fetched_ns = sent_ns, .expires_ns = expires_ns, .bytes = bytes,
                  .vlen = miss ? 0 : value_len, .miss = miss, .hash = h};
-    e->klen = lookup_key(e->data, cache, cache_len, key, key_len);
+    e->klen = lookup_key(e->data, k);
     if (e->vlen)
         memcpy(e->data + klen, value, e->vlen);
     while (n->bytes + bytes > n->max_bytes && n->hand)
         evict_one_locked(n);
-    HASH_ADD(hh, n->table, data, klen, e);
+    /* Hashed as lookup_locked() finds it: by `h`, not uthash's own. */
+    HASH_ADD_BYHASHVALUE(hh, n->table, data, klen, table_hash(h), e);
     CDL_APPEND(n->hand, e); /* just behind the hand: looked at last */
     n->bytes += bytes;
     n->st.entries++;
@@ -317,30 +332,16 @@ static void reset_locked(momento__near *n)
     n->st.bytes = n->bytes;
 }
 
-/* A write of (cache, key): its entry goes, and a read or set sent before
- * it keeps nothing. Returns whether an entry went. */
-static bool drop_key_locked(momento__near *n, const char *cache, size_t cache_len,
-                            const void *key, size_t key_len)
+/* A write of `k`: its entry goes, and a read or set sent before it keeps
+ * nothing. Returns whether an entry went. */
+static bool drop_key_locked(momento__near *n, const nkey *k)
 {
-    n->gens[gen_slot(cache, cache_len, key, key_len)]++;
-    char stack[512];
-    size_t need = cache_len + 1 + key_len;
-    char *buf = need <= sizeof(stack) ? stack : momento__malloc(need);
-    if (!buf) {
-        /* No memory to look it up: drop everything rather than answer an
-         * entry older than this write. */
-        reset_locked(n);
-        return true;
-    }
-    lookup_key(buf, cache, cache_len, key, key_len);
-    entry *e = NULL;
-    HASH_FIND(hh, n->table, buf, need, e);
+    n->gens[k->h % GENS]++;
+    entry *e = lookup_locked(n, k);
     if (e) {
         drop_locked(n, e);
         n->st.bytes = n->bytes;
     }
-    if (buf != stack)
-        free(buf);
     return e != NULL;
 }
 
@@ -350,7 +351,8 @@ static void written(momento__write_observer *o, const char *cache, size_t cache_
 {
     momento__near *n = (momento__near *)((char *)o - offsetof(momento__near, obs));
     pthread_mutex_lock(&n->lock);
-    if (drop_key_locked(n, cache, cache_len, key, key_len))
+    nkey k = nkey_of(cache, cache_len, key, key_len);
+    if (drop_key_locked(n, &k))
         n->st.dropped++;
     pthread_mutex_unlock(&n->lock);
 }
@@ -361,7 +363,8 @@ void momento__near_invalidate(momento__near *n, const char *cache, size_t cache_
     if (!n)
         return;
     pthread_mutex_lock(&n->lock);
-    if (drop_key_locked(n, cache, cache_len, key, key_len))
+    nkey k = nkey_of(cache, cache_len, key, key_len);
+    if (drop_key_locked(n, &k))
         n->st.invalidated++;
     pthread_mutex_unlock(&n->lock);
 }
@@ -466,12 +469,6 @@ momento__near *momento__near_for_get(momento_client *c, const momento_request_op
     return n;
 }
 
-static uint64_t gen_of_locked(momento__near *n, const char *cache, const void *key,
-                              size_t key_len)
-{
-    return n->gens[gen_slot(cache, strlen(cache), key, key_len)];
-}
-
 /* A get's wait for Momento's answer, to keep it. */
 typedef struct fill {
     momento__near *n;
@@ -481,27 +478,22 @@ typedef struct fill {
     int64_t expires_ns; /* a set's: its TTL's end */
     uint64_t gen;
     bool set;           /* a set's: keep `value` on success */
-    size_t key_len, value_len;
-    char *cache;        /* in this allocation, then the key, then a set's value */
-    char *key;
-    char *value;
-    char buf[];
+    uint64_t h;         /* the key's hash, computed when the request was made */
+    size_t cache_len, key_len, value_len;
+    char buf[]; /* the cache name, its NUL, the key, then a set's value */
 } fill;
 
-static fill *fill_new(momento__near *n, momento_callback cb, void *userdata, const char *cache,
-                      const void *key, size_t key_len, const void *value, size_t value_len)
+static fill *fill_new(momento__near *n, momento_callback cb, void *userdata, const nkey *k,
+                      const void *value, size_t value_len)
 {
-    size_t cache_len = strlen(cache) + 1;
-    fill *f = momento__malloc(sizeof(*f) + cache_len + key_len + value_len);
+    fill *f = momento__malloc(sizeof(*f) + k->cache_len + 1 + k->key_len + value_len);
     if (!f)
         return NULL;
-    *f = (fill){.n = n, .cb = cb, .userdata = userdata, .key_len = key_len,
-                .value_len = value_len, .cache = f->buf, .key = f->buf + cache_len,
-                .value = f->buf + cache_len + key_len};
-    memcpy(f->cache, cache, cache_len);
-    memcpy(f->key, key, key_len);
+    *f = (fill){.n = n, .cb = cb, .userdata = userdata, .h = k->h, .cache_len = k->cache_len,
+                .key_len = k->key_len, .value_len = value_len};
+    char *p = f->buf + lookup_key(f->buf, k);
     if (value_len)
-        memcpy(f->value, value, value_len);
+        memcpy(p, value, value_len);
     return f;
 }
 
@@ -512,14 +504,15 @@ static void filled(const momento_result *r, void *userdata)
     fill *f = userdata;
     if (momento_result_error(r) == MOMENTO_OK) {
         momento_outcome o = momento_result_outcome(r);
+        nkey k = {.cache = f->buf, .cache_len = f->cache_len,
+                  .key = f->buf + f->cache_len + 1, .key_len = f->key_len, .h = f->h};
         if (f->set) {
-            store(f->n, f->cache, f->key, f->key_len, false, f->value, f->value_len, f->sent_ns,
-                  f->expires_ns, f->gen);
+            store(f->n, &k, false, f->buf + f->cache_len + 1 + f->key_len, f->value_len,
+                  f->sent_ns, f->expires_ns, f->gen);
         } else if (o == MOMENTO_OUTCOME_HIT || o == MOMENTO_OUTCOME_MISS) {
             size_t len = 0;
             const void *v = momento_result_value(r, &len);
-            store(f->n, f->cache, f->key, f->key_len, o == MOMENTO_OUTCOME_MISS, v, len,
-                  f->sent_ns, INT64_MAX, f->gen);
+            store(f->n, &k, o == MOMENTO_OUTCOME_MISS, v, len, f->sent_ns, INT64_MAX, f->gen);
         }
     }
     momento_callback cb = f->cb;
@@ -533,10 +526,10 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
                       const momento_request_options *opts, momento_callback cb, void *userdata)
 {
     int64_t now = momento__now_ns();
-    uint64_t h = key_hash(cache, strlen(cache), key, key_len);
+    nkey k = nkey_of(cache, strlen(cache), key, key_len);
     pthread_mutex_lock(&n->lock);
-    sketch_count_locked(n, h);
-    entry *e = find_locked(n, cache, key, key_len, now);
+    sketch_count_locked(n, k.h);
+    entry *e = find_locked(n, &k, now);
     if (e) {
         e->used = true; /* a hit only marks it: no list moved under the lock */
         momento_request_group *group = MOMENTO__OPT(opts, group);
@@ -555,11 +548,11 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
     }
     n->st.misses++;
     n->st.bytes = n->bytes;
-    uint64_t gen = n->gens[h % GENS];
+    uint64_t gen = n->gens[k.h % GENS];
     pthread_mutex_unlock(&n->lock);
     if (!keep || cb == momento__blocking_done) /* kept by `send`, or momento__near_keep() */
         return send(target, cache, key, key_len, opts, cb, userdata);
-    fill *f = fill_new(n, cb, userdata, cache, key, key_len, NULL, 0);
+    fill *f = fill_new(n, cb, userdata, &k, NULL, 0);
     if (!f) /* not kept: asked as if there were no near cache */
         return send(target, cache, key, key_len, opts, cb, userdata);
     f->sent_ns = now;
@@ -580,10 +573,10 @@ bool momento__near_get_here(momento__near *n, momento_client *c, const char *cac
     if (c->cfg.metrics_fn || MOMENTO__OPT(opts, group))
         return false;
     int64_t now = momento__now_ns();
-    uint64_t h = key_hash(cache, strlen(cache), key, key_len);
+    nkey k = nkey_of(cache, strlen(cache), key, key_len);
     pthread_mutex_lock(&n->lock);
-    sketch_count_locked(n, h);
-    entry *e = find_locked(n, cache, key, key_len, now);
+    sketch_count_locked(n, k.h);
+    entry *e = find_locked(n, &k, now);
     momento_result *r = e ? momento__malloc(sizeof(*r) + e->vlen) : NULL;
     if (!r) { /* not here (the look is counted by the call that follows) */
         pthread_mutex_unlock(&n->lock);
@@ -613,8 +606,9 @@ momento__near_read momento__near_begin(momento__near *n, const char *cache, cons
                                        size_t key_len)
 {
     momento__near_read rd = {.sent_ns = momento__now_ns()};
+    uint64_t h = key_hash(cache, strlen(cache), key, key_len);
     pthread_mutex_lock(&n->lock);
-    rd.gen = gen_of_locked(n, cache, key, key_len);
+    rd.gen = n->gens[h % GENS];
     pthread_mutex_unlock(&n->lock);
     return rd;
 }
@@ -630,7 +624,8 @@ void momento__near_keep(momento__near *n, momento__near_read rd, const char *cac
         return;
     size_t len = 0;
     const void *v = momento_result_value(r, &len);
-    store(n, cache, key, key_len, o == MOMENTO_OUTCOME_MISS, v, len, rd.sent_ns, INT64_MAX, rd.gen);
+    nkey k = nkey_of(cache, strlen(cache), key, key_len);
+    store(n, &k, o == MOMENTO_OUTCOME_MISS, v, len, rd.sent_ns, INT64_MAX, rd.gen);
 }
 
 momento__near_read momento__near_write_begin(momento__near *n, const char *cache,
@@ -654,8 +649,9 @@ void momento__near_keep_write(momento__near *n, momento__near_read rd, const cha
                               const void *key, size_t key_len, const void *value,
                               size_t value_len, uint64_t ttl_in_effect_ms)
 {
-    store(n, cache, key, key_len, false, value, value_len, rd.sent_ns,
-          write_expiry(rd.sent_ns, ttl_in_effect_ms), rd.gen);
+    nkey k = nkey_of(cache, strlen(cache), key, key_len);
+    store(n, &k, false, value, value_len, rd.sent_ns, write_expiry(rd.sent_ns, ttl_in_effect_ms),
+          rd.gen);
 }
 
 int momento__near_set(momento__near *n, momento_client *c, void *target,
@@ -668,7 +664,8 @@ int momento__near_set(momento__near *n, momento_client *c, void *target,
     size_t cache_len = strlen(cache);
     bool keep = cb != momento__blocking_done &&
                 sizeof(entry) + cache_len + 1 + key_len + value_len <= n->max_bytes / MAX_SHARE;
-    fill *f = keep ? fill_new(n, cb, userdata, cache, key, key_len, value, value_len) : NULL;
+    nkey k = keep ? nkey_of(cache, cache_len, key, key_len) : (nkey){0};
+    fill *f = keep ? fill_new(n, cb, userdata, &k, value, value_len) : NULL;
     if (!f)
         return send(target, cache, key, key_len, value, value_len, ttl_ms, opts, cb, userdata);
     f->set = true;
@@ -677,9 +674,8 @@ int momento__near_set(momento__near *n, momento_client *c, void *target,
     /* Its own write bumps the key's counter once as it is submitted; kept
      * only if nothing else moved it (another write, whose order against
      * this one is unknown) by the time its answer comes. */
-    size_t slot = gen_slot(cache, cache_len, key, key_len);
     pthread_mutex_lock(&n->lock);
-    f->gen = n->gens[slot] + 1;
+    f->gen = n->gens[k.h % GENS] + 1;
     pthread_mutex_unlock(&n->lock);
     int rc = send(target, cache, key, key_len, value, value_len, ttl_ms, opts, filled, f);
     if (rc != MOMENTO_OK)
