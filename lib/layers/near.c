@@ -76,6 +76,13 @@ struct momento__near {
     uint64_t looks;
     bool no_sketch; /* no memory for it: plain CLOCK */
     uint64_t gens[GENS];
+    /* Entries added, per write counter's slot: a get that found no entry
+     * remembers its slot's count, and if no entry of that slot was added
+     * by the time its answer is kept, none of its key can be there, so
+     * store() skips the second walk of the bucket's chain (the cost of a
+     * key read once). 32 bits: only a wrap by exactly 2^32 adds to one
+     * slot within one request's flight could fool it. */
+    uint32_t adds[GENS];
 };
 
 #define SKETCH_ROWS 4
@@ -244,9 +251,11 @@ static entry *find_locked(momento__near *n, const nkey *k, int64_t now)
 }
 
 /* Keeps what a read or a set of `k` brought (`miss`, or `value`), sent at
- * `sent_ns` when the key's write counter was `gen`. */
+ * `sent_ns` when the key's write counter was `gen`. `absent_adds`, when
+ * not NULL: the key had no entry when its slot's add counter read that. */
 static void store(momento__near *n, const nkey *k, bool miss, const void *value,
-                  size_t value_len, int64_t sent_ns, int64_t expires_ns, uint64_t gen)
+                  size_t value_len, int64_t sent_ns, int64_t expires_ns, uint64_t gen,
+                  const uint32_t *absent_adds)
 {
     size_t klen = k->cache_len + 1 + k->key_len;
     size_t asked = sizeof(entry) + klen + (miss ? 0 : value_len);
@@ -262,7 +271,8 @@ static void store(momento__near *n, const nkey *k, bool miss, const void *value,
     }
     /* The key's older entry goes (a newer one stays, and this is not
      * kept). */
-    entry *old = lookup_locked(n, k);
+    bool none = absent_adds && n->adds[h % GENS] == *absent_adds;
+    entry *old = none ? NULL : lookup_locked(n, k);
     if (old) {
         if (old->fetched_ns > sent_ns) { /* a newer answer is kept already */
             pthread_mutex_unlock(&n->lock);
@@ -311,6 +321,7 @@ static void store(momento__near *n, const nkey *k, bool miss, const void *value,
         evict_one_locked(n);
     /* Hashed as lookup_locked() finds it: by `h`, not uthash's own. */
     HASH_ADD_BYHASHVALUE(hh, n->table, data, klen, table_hash(h), e);
+    n->adds[h % GENS]++;
     CDL_APPEND(n->hand, e); /* just behind the hand: looked at last */
     n->bytes += bytes;
     n->st.entries++;
@@ -478,6 +489,8 @@ typedef struct fill {
     int64_t expires_ns; /* a set's: its TTL's end */
     uint64_t gen;
     bool set;           /* a set's: keep `value` on success */
+    bool absent;        /* a get's that found no entry when its slot had had `adds` */
+    uint32_t adds;
     uint64_t h;         /* the key's hash, computed when the request was made */
     size_t cache_len, key_len, value_len;
     char buf[]; /* the cache name, its NUL, the key, then a set's value */
@@ -508,11 +521,12 @@ static void filled(const momento_result *r, void *userdata)
                   .key = f->buf + f->cache_len + 1, .key_len = f->key_len, .h = f->h};
         if (f->set) {
             store(f->n, &k, false, f->buf + f->cache_len + 1 + f->key_len, f->value_len,
-                  f->sent_ns, f->expires_ns, f->gen);
+                  f->sent_ns, f->expires_ns, f->gen, NULL);
         } else if (o == MOMENTO_OUTCOME_HIT || o == MOMENTO_OUTCOME_MISS) {
             size_t len = 0;
             const void *v = momento_result_value(r, &len);
-            store(f->n, &k, o == MOMENTO_OUTCOME_MISS, v, len, f->sent_ns, INT64_MAX, f->gen);
+            store(f->n, &k, o == MOMENTO_OUTCOME_MISS, v, len, f->sent_ns, INT64_MAX, f->gen,
+                  f->absent ? &f->adds : NULL);
         }
     }
     momento_callback cb = f->cb;
@@ -549,6 +563,7 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
     n->st.misses++;
     n->st.bytes = n->bytes;
     uint64_t gen = n->gens[k.h % GENS];
+    uint32_t adds = n->adds[k.h % GENS];
     pthread_mutex_unlock(&n->lock);
     if (!keep || cb == momento__blocking_done) /* kept by `send`, or momento__near_keep() */
         return send(target, cache, key, key_len, opts, cb, userdata);
@@ -557,6 +572,8 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
         return send(target, cache, key, key_len, opts, cb, userdata);
     f->sent_ns = now;
     f->gen = gen;
+    f->absent = true;
+    f->adds = adds;
     int rc = send(target, cache, key, key_len, opts, filled, f);
     if (rc != MOMENTO_OK)
         free(f);
@@ -625,7 +642,7 @@ void momento__near_keep(momento__near *n, momento__near_read rd, const char *cac
     size_t len = 0;
     const void *v = momento_result_value(r, &len);
     nkey k = nkey_of(cache, strlen(cache), key, key_len);
-    store(n, &k, o == MOMENTO_OUTCOME_MISS, v, len, rd.sent_ns, INT64_MAX, rd.gen);
+    store(n, &k, o == MOMENTO_OUTCOME_MISS, v, len, rd.sent_ns, INT64_MAX, rd.gen, NULL);
 }
 
 momento__near_read momento__near_write_begin(momento__near *n, const char *cache,
@@ -651,7 +668,7 @@ void momento__near_keep_write(momento__near *n, momento__near_read rd, const cha
 {
     nkey k = nkey_of(cache, strlen(cache), key, key_len);
     store(n, &k, false, value, value_len, rd.sent_ns, write_expiry(rd.sent_ns, ttl_in_effect_ms),
-          rd.gen);
+          rd.gen, NULL);
 }
 
 int momento__near_set(momento__near *n, momento_client *c, void *target,
