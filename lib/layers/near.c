@@ -22,6 +22,7 @@
 #include "layers/near.h"
 
 #include "base/alloc.h"
+#include "base/recycle.h"
 #include "clock.h"
 #include "engine/answer.h"
 #include "engine/blocking.h"
@@ -41,6 +42,11 @@
 /* A value larger than this share of max_bytes is not kept: one entry must
  * not empty the cache of everything else. */
 #define MAX_SHARE 8
+/* A get's fill record that fits in FILL_BLOCK bytes (168 for the cache
+ * name and key) is recycled; an idle near cache holds at most FILL_POOL of
+ * them (64 KiB). */
+#define FILL_BLOCK 256
+#define FILL_POOL 256
 
 typedef struct entry {
     UT_hash_handle hh;
@@ -83,6 +89,12 @@ struct momento__near {
      * key read once). 32 bits: only a wrap by exactly 2^32 adds to one
      * slot within one request's flight could fool it. */
     uint32_t adds[GENS];
+    /* Fill records of FILL_BLOCK bytes, handed back under the lock the
+     * answer's store() takes anyway: a get of a key read once costs no
+     * malloc() and free() for it, nor, when the application's thread
+     * sends and the completion thread answers, a free() into another
+     * thread's arena. */
+    momento__recycler fills;
 };
 
 #define SKETCH_ROWS 4
@@ -251,22 +263,20 @@ static entry *find_locked(momento__near *n, const nkey *k, int64_t now)
 }
 
 /* Keeps what a read or a set of `k` brought (`miss`, or `value`), sent at
- * `sent_ns` when the key's write counter was `gen`. `absent_adds`, when
- * not NULL: the key had no entry when its slot's add counter read that. */
-static void store(momento__near *n, const nkey *k, bool miss, const void *value,
-                  size_t value_len, int64_t sent_ns, int64_t expires_ns, uint64_t gen,
-                  const uint32_t *absent_adds)
+ * `sent_ns` when the key's write counter was `gen`, at `now`. `absent_adds`,
+ * when not NULL: the key had no entry when its slot's add counter read
+ * that. */
+static void store_locked(momento__near *n, const nkey *k, bool miss, const void *value,
+                         size_t value_len, int64_t sent_ns, int64_t expires_ns, uint64_t gen,
+                         const uint32_t *absent_adds, int64_t now)
 {
     size_t klen = k->cache_len + 1 + k->key_len;
     size_t asked = sizeof(entry) + klen + (miss ? 0 : value_len);
     if (asked > n->max_bytes / MAX_SHARE)
         return;
     uint64_t h = k->h;
-    int64_t now = momento__now_ns();
-    pthread_mutex_lock(&n->lock);
     if (now - sent_ns >= n->staleness_ns || now >= expires_ns || n->gens[h % GENS] != gen) {
         n->st.stale++;
-        pthread_mutex_unlock(&n->lock);
         return;
     }
     /* The key's older entry goes (a newer one stays, and this is not
@@ -275,7 +285,6 @@ static void store(momento__near *n, const nkey *k, bool miss, const void *value,
     entry *old = none ? NULL : lookup_locked(n, k);
     if (old) {
         if (old->fetched_ns > sent_ns) { /* a newer answer is kept already */
-            pthread_mutex_unlock(&n->lock);
             return;
         }
         drop_locked(n, old);
@@ -301,14 +310,12 @@ static void store(momento__near *n, const nkey *k, bool miss, const void *value,
         if (!spent && sketch_estimate(n, h) <= sketch_estimate(n, victim->hash)) {
             n->st.rejected++;
             n->st.bytes = n->bytes;
-            pthread_mutex_unlock(&n->lock);
             return;
         }
     }
     entry *e = momento__malloc(asked);
     if (!e) {
         n->st.bytes = n->bytes;
-        pthread_mutex_unlock(&n->lock);
         return; /* not kept: the next read asks Momento */
     }
     bytes = malloc_usable_size(e) + ENTRY_OVERHEAD;
@@ -327,6 +334,14 @@ static void store(momento__near *n, const nkey *k, bool miss, const void *value,
     n->st.entries++;
     n->st.bytes = n->bytes;
     n->st.fills++;
+}
+
+static void store(momento__near *n, const nkey *k, bool miss, const void *value,
+                  size_t value_len, int64_t sent_ns, int64_t expires_ns, uint64_t gen)
+{
+    int64_t now = momento__now_ns();
+    pthread_mutex_lock(&n->lock);
+    store_locked(n, k, miss, value, value_len, sent_ns, expires_ns, gen, NULL, now);
     pthread_mutex_unlock(&n->lock);
 }
 
@@ -431,6 +446,7 @@ static void release(momento__part *p)
         free(e);
     }
     pthread_mutex_destroy(&n->lock);
+    momento__recycler_drain(&n->fills);
     free(n->sketch);
     free(n);
 }
@@ -450,6 +466,7 @@ momento__near *momento__near_of(momento_client *c)
     n->max_bytes = c->cfg.near_max_bytes;
     n->staleness_ns = (int64_t)c->cfg.near_staleness_ms * 1000000;
     pthread_mutex_init(&n->lock, NULL);
+    momento__recycler_init(&n->fills, FILL_BLOCK, FILL_POOL);
     n->obs.written = written;
     n->obs.flushed = flushed;
     n->obs.detached = detached;
@@ -489,6 +506,7 @@ typedef struct fill {
     int64_t expires_ns; /* a set's: its TTL's end */
     uint64_t gen;
     bool set;           /* a set's: keep `value` on success */
+    bool pooled;        /* FILL_BLOCK bytes: back to n->fills */
     bool absent;        /* a get's that found no entry when its slot had had `adds` */
     uint32_t adds;
     uint64_t h;         /* the key's hash, computed when the request was made */
@@ -496,18 +514,45 @@ typedef struct fill {
     char buf[]; /* the cache name, its NUL, the key, then a set's value */
 } fill;
 
-static fill *fill_new(momento__near *n, momento_callback cb, void *userdata, const nkey *k,
-                      const void *value, size_t value_len)
+static bool fill_fits(const nkey *k, size_t value_len)
 {
-    fill *f = momento__malloc(sizeof(*f) + k->cache_len + 1 + k->key_len + value_len);
+    return sizeof(fill) + k->cache_len + 1 + k->key_len + value_len <= FILL_BLOCK;
+}
+
+/* A fill record in `block` (one of n->fills', or NULL: a new one). */
+static fill *fill_new(momento__near *n, void *block, momento_callback cb, void *userdata,
+                      const nkey *k, const void *value, size_t value_len)
+{
+    bool pooled = fill_fits(k, value_len);
+    fill *f = block ? block
+                    : momento__malloc(pooled ? FILL_BLOCK
+                                             : sizeof(*f) + k->cache_len + 1 + k->key_len +
+                                                   value_len);
     if (!f)
         return NULL;
     *f = (fill){.n = n, .cb = cb, .userdata = userdata, .h = k->h, .cache_len = k->cache_len,
-                .key_len = k->key_len, .value_len = value_len};
+                .key_len = k->key_len, .value_len = value_len, .pooled = pooled};
     char *p = f->buf + lookup_key(f->buf, k);
     if (value_len)
         memcpy(p, value, value_len);
     return f;
+}
+
+/* Hands `f` back (n's lock held); true when the caller must free() it,
+ * after unlocking. */
+static bool fill_recycle_locked(momento__near *n, fill *f)
+{
+    return !f->pooled || !momento__recycler_give(&n->fills, f);
+}
+
+/* A fill whose request was not accepted. */
+static void fill_drop(momento__near *n, fill *f)
+{
+    pthread_mutex_lock(&n->lock);
+    bool done = fill_recycle_locked(n, f);
+    pthread_mutex_unlock(&n->lock);
+    if (done)
+        free(f);
 }
 
 /* The request's callback, wherever it runs (the completion thread, or
@@ -515,23 +560,32 @@ static fill *fill_new(momento__near *n, momento_callback cb, void *userdata, con
 static void filled(const momento_result *r, void *userdata)
 {
     fill *f = userdata;
-    if (momento_result_error(r) == MOMENTO_OK) {
-        momento_outcome o = momento_result_outcome(r);
+    momento__near *n = f->n;
+    bool ok = momento_result_error(r) == MOMENTO_OK;
+    momento_outcome o = ok ? momento_result_outcome(r) : MOMENTO_OUTCOME_ERROR;
+    bool keep = ok && (f->set || o == MOMENTO_OUTCOME_HIT || o == MOMENTO_OUTCOME_MISS);
+    int64_t now = keep ? momento__now_ns() : 0;
+    /* One lock for the answer kept and the record handed back. */
+    pthread_mutex_lock(&n->lock);
+    if (keep) {
         nkey k = {.cache = f->buf, .cache_len = f->cache_len,
                   .key = f->buf + f->cache_len + 1, .key_len = f->key_len, .h = f->h};
         if (f->set) {
-            store(f->n, &k, false, f->buf + f->cache_len + 1 + f->key_len, f->value_len,
-                  f->sent_ns, f->expires_ns, f->gen, NULL);
-        } else if (o == MOMENTO_OUTCOME_HIT || o == MOMENTO_OUTCOME_MISS) {
+            store_locked(n, &k, false, f->buf + f->cache_len + 1 + f->key_len, f->value_len,
+                         f->sent_ns, f->expires_ns, f->gen, NULL, now);
+        } else {
             size_t len = 0;
             const void *v = momento_result_value(r, &len);
-            store(f->n, &k, o == MOMENTO_OUTCOME_MISS, v, len, f->sent_ns, INT64_MAX, f->gen,
-                  f->absent ? &f->adds : NULL);
+            store_locked(n, &k, o == MOMENTO_OUTCOME_MISS, v, len, f->sent_ns, INT64_MAX,
+                         f->gen, f->absent ? &f->adds : NULL, now);
         }
     }
     momento_callback cb = f->cb;
     void *ud = f->userdata;
-    free(f);
+    bool done = fill_recycle_locked(n, f);
+    pthread_mutex_unlock(&n->lock);
+    if (done)
+        free(f);
     cb(r, ud);
 }
 
@@ -564,10 +618,12 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
     n->st.bytes = n->bytes;
     uint64_t gen = n->gens[k.h % GENS];
     uint32_t adds = n->adds[k.h % GENS];
+    bool wrap = keep && cb != momento__blocking_done; /* else kept by `send`, or momento__near_keep() */
+    void *block = wrap && fill_fits(&k, 0) ? momento__recycler_take(&n->fills) : NULL;
     pthread_mutex_unlock(&n->lock);
-    if (!keep || cb == momento__blocking_done) /* kept by `send`, or momento__near_keep() */
+    if (!wrap)
         return send(target, cache, key, key_len, opts, cb, userdata);
-    fill *f = fill_new(n, cb, userdata, &k, NULL, 0);
+    fill *f = fill_new(n, block, cb, userdata, &k, NULL, 0);
     if (!f) /* not kept: asked as if there were no near cache */
         return send(target, cache, key, key_len, opts, cb, userdata);
     f->sent_ns = now;
@@ -576,7 +632,7 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
     f->adds = adds;
     int rc = send(target, cache, key, key_len, opts, filled, f);
     if (rc != MOMENTO_OK)
-        free(f);
+        fill_drop(n, f);
     return rc;
 }
 
@@ -642,7 +698,7 @@ void momento__near_keep(momento__near *n, momento__near_read rd, const char *cac
     size_t len = 0;
     const void *v = momento_result_value(r, &len);
     nkey k = nkey_of(cache, strlen(cache), key, key_len);
-    store(n, &k, o == MOMENTO_OUTCOME_MISS, v, len, rd.sent_ns, INT64_MAX, rd.gen, NULL);
+    store(n, &k, o == MOMENTO_OUTCOME_MISS, v, len, rd.sent_ns, INT64_MAX, rd.gen);
 }
 
 momento__near_read momento__near_write_begin(momento__near *n, const char *cache,
@@ -668,7 +724,7 @@ void momento__near_keep_write(momento__near *n, momento__near_read rd, const cha
 {
     nkey k = nkey_of(cache, strlen(cache), key, key_len);
     store(n, &k, false, value, value_len, rd.sent_ns, write_expiry(rd.sent_ns, ttl_in_effect_ms),
-          rd.gen, NULL);
+          rd.gen);
 }
 
 int momento__near_set(momento__near *n, momento_client *c, void *target,
@@ -681,22 +737,26 @@ int momento__near_set(momento__near *n, momento_client *c, void *target,
     size_t cache_len = strlen(cache);
     bool keep = cb != momento__blocking_done &&
                 sizeof(entry) + cache_len + 1 + key_len + value_len <= n->max_bytes / MAX_SHARE;
-    nkey k = keep ? nkey_of(cache, cache_len, key, key_len) : (nkey){0};
-    fill *f = keep ? fill_new(n, cb, userdata, &k, value, value_len) : NULL;
-    if (!f)
+    if (!keep)
         return send(target, cache, key, key_len, value, value_len, ttl_ms, opts, cb, userdata);
-    f->set = true;
-    f->sent_ns = momento__now_ns();
-    f->expires_ns = write_expiry(f->sent_ns, ttl_in_effect_ms);
+    nkey k = nkey_of(cache, cache_len, key, key_len);
     /* Its own write bumps the key's counter once as it is submitted; kept
      * only if nothing else moved it (another write, whose order against
      * this one is unknown) by the time its answer comes. */
     pthread_mutex_lock(&n->lock);
-    f->gen = n->gens[k.h % GENS] + 1;
+    uint64_t gen = n->gens[k.h % GENS] + 1;
+    void *block = fill_fits(&k, value_len) ? momento__recycler_take(&n->fills) : NULL;
     pthread_mutex_unlock(&n->lock);
+    fill *f = fill_new(n, block, cb, userdata, &k, value, value_len);
+    if (!f)
+        return send(target, cache, key, key_len, value, value_len, ttl_ms, opts, cb, userdata);
+    f->set = true;
+    f->gen = gen;
+    f->sent_ns = momento__now_ns();
+    f->expires_ns = write_expiry(f->sent_ns, ttl_in_effect_ms);
     int rc = send(target, cache, key, key_len, value, value_len, ttl_ms, opts, filled, f);
     if (rc != MOMENTO_OK)
-        free(f);
+        fill_drop(n, f);
     return rc;
 }
 
