@@ -67,7 +67,7 @@ struct momento__near {
     momento__write_observer obs;
     momento_client *client;
     pthread_mutex_t lock;
-    entry *table;
+    entry *table; /* hashed by table_hash(), not uthash's own: HASH_FIND would miss */
     entry *hand; /* the clock's hand on the ring of entries; NULL when empty */
     size_t max_bytes, bytes;
     int64_t staleness_ns;
