@@ -22,6 +22,7 @@
 #include "layers/near.h"
 
 #include "base/alloc.h"
+#include "base/recycle.h"
 #include "clock.h"
 #include "engine/answer.h"
 #include "engine/blocking.h"
@@ -43,6 +44,11 @@
 /* A value larger than this share of max_bytes is not kept: one entry must
  * not empty the cache of everything else. */
 #define MAX_SHARE 8
+/* A get's fill record that fits in FILL_BLOCK bytes (168 for the cache
+ * name and key) is recycled; an idle near cache holds at most FILL_POOL of
+ * them (64 KiB). */
+#define FILL_BLOCK 256
+#define FILL_POOL 256
 
 typedef struct entry {
     UT_hash_handle hh;
@@ -64,7 +70,7 @@ struct momento__near {
     momento__write_observer obs;
     momento_client *client;
     pthread_mutex_t lock;
-    entry *table;
+    entry *table; /* hashed by table_hash(), not uthash's own: HASH_FIND would miss */
     entry *hand; /* the clock's hand on the ring of entries; NULL when empty */
     size_t max_bytes, bytes;
     int64_t staleness_ns;
@@ -80,6 +86,19 @@ struct momento__near {
     uint64_t looks;
     bool no_sketch; /* no memory for it: plain CLOCK */
     uint64_t gens[GENS];
+    /* Entries added, per write counter's slot: a get that found no entry
+     * remembers its slot's count, and if no entry of that slot was added
+     * by the time its answer is kept, none of its key can be there, so
+     * store() skips the second walk of the bucket's chain (the cost of a
+     * key read once). 32 bits: only a wrap by exactly 2^32 adds to one
+     * slot within one request's flight could fool it. */
+    uint32_t adds[GENS];
+    /* Fill records of FILL_BLOCK bytes, handed back under the lock the
+     * answer's store() takes anyway: a get of a key read once costs no
+     * malloc() and free() for it, nor, when the application's thread
+     * sends and the completion thread answers, a free() into another
+     * thread's arena. */
+    momento__recycler fills;
 };
 
 #define SKETCH_ROWS 4
@@ -109,15 +128,15 @@ static void evict_one_locked(momento__near *n)
     n->st.evictions++;
 }
 
-/* "cache\0key" into `buf` (the caller's, at least the returned size). */
-static size_t lookup_key(char *buf, const char *cache, size_t cache_len, const void *key,
-                         size_t key_len)
-{
-    memcpy(buf, cache, cache_len);
-    buf[cache_len] = '\0';
-    memcpy(buf + cache_len + 1, key, key_len);
-    return cache_len + 1 + key_len;
-}
+/* A request's (cache, key), hashed once: the table, the write counters and
+ * the sketch all use `h`, and nothing builds "cache\0key" to look it up. */
+typedef struct nkey {
+    const char *cache;
+    size_t cache_len;
+    const void *key;
+    size_t key_len;
+    uint64_t h;
+} nkey;
 
 static uint64_t key_hash(const char *cache, size_t cache_len, const void *key, size_t key_len)
 {
@@ -130,9 +149,47 @@ static uint64_t key_hash(const char *cache, size_t cache_len, const void *key, s
     return h;
 }
 
-static size_t gen_slot(const char *cache, size_t cache_len, const void *key, size_t key_len)
+static nkey nkey_of(const char *cache, size_t cache_len, const void *key, size_t key_len)
 {
-    return (size_t)(key_hash(cache, cache_len, key, key_len) % GENS);
+    return (nkey){.cache = cache, .cache_len = cache_len, .key = key, .key_len = key_len,
+                  .h = key_hash(cache, cache_len, key, key_len)};
+}
+
+/* The table's 32-bit hash of a key: FNV's high bits folded into the low
+ * ones uthash picks its bucket with. */
+static unsigned table_hash(uint64_t h)
+{
+    return (unsigned)(h ^ (h >> 32));
+}
+
+/* "cache\0key" into `buf` (the caller's, at least the returned size). */
+static size_t lookup_key(char *buf, const nkey *k)
+{
+    memcpy(buf, k->cache, k->cache_len);
+    buf[k->cache_len] = '\0';
+    memcpy(buf + k->cache_len + 1, k->key, k->key_len);
+    return k->cache_len + 1 + k->key_len;
+}
+
+/* The entry holding `k`, or NULL: its bucket's chain walked by hand, each
+ * entry compared by hash, then by its cache name and key in place. */
+static entry *lookup_locked(momento__near *n, const nkey *k)
+{
+    if (!n->table)
+        return NULL;
+    unsigned hv = table_hash(k->h);
+    UT_hash_table *tbl = n->table->hh.tbl;
+    size_t klen = k->cache_len + 1 + k->key_len;
+    /* hh is the entry's first member: a chain's handle is its entry. */
+    for (UT_hash_handle *hh = tbl->buckets[hv & (tbl->num_buckets - 1)].hh_head; hh;
+         hh = hh->hh_next) {
+        entry *e = (entry *)hh;
+        if (hh->hashv == hv && e->hash == k->h && e->klen == klen &&
+            e->data[k->cache_len] == '\0' && memcmp(e->data, k->cache, k->cache_len) == 0 &&
+            memcmp(e->data + k->cache_len + 1, k->key, k->key_len) == 0)
+            return e;
+    }
+    return NULL;
 }
 
 /* Row `row`'s counter of the key hashed `h`: the rows mix it apart. */
@@ -197,21 +254,10 @@ static void drop_locked(momento__near *n, entry *e)
     free(e);
 }
 
-/* The entry of (cache, key), or NULL; one past its bound is dropped. */
-static entry *find_locked(momento__near *n, const char *cache, const void *key, size_t key_len,
-                          int64_t now)
+/* The entry of `k`, or NULL; one past its bound is dropped. */
+static entry *find_locked(momento__near *n, const nkey *k, int64_t now)
 {
-    size_t cache_len = strlen(cache);
-    char stack[512];
-    size_t need = cache_len + 1 + key_len;
-    char *buf = need <= sizeof(stack) ? stack : momento__malloc(need);
-    if (!buf)
-        return NULL;
-    lookup_key(buf, cache, cache_len, key, key_len);
-    entry *e = NULL;
-    HASH_FIND(hh, n->table, buf, need, e);
-    if (buf != stack)
-        free(buf);
+    entry *e = lookup_locked(n, k);
     if (e && (now - e->fetched_ns >= n->staleness_ns || now >= e->expires_ns)) {
         drop_locked(n, e);
         n->st.expired++;
@@ -220,42 +266,29 @@ static entry *find_locked(momento__near *n, const char *cache, const void *key, 
     return e;
 }
 
-/* Keeps what a read or a set brought (`miss`, or `value`), sent at
- * `sent_ns` when the key's write counter was `gen`. */
-static void store(momento__near *n, const char *cache, const void *key, size_t key_len, bool miss,
-                  const void *value, size_t value_len, int64_t sent_ns, int64_t expires_ns,
-                  uint64_t gen)
+/* Keeps what a read or a set of `k` brought (`miss`, or `value`), sent at
+ * `sent_ns` when the key's write counter was `gen`, at `now`. `absent_adds`,
+ * when not NULL: the key had no entry when its slot's add counter read
+ * that. */
+static void store_locked(momento__near *n, const nkey *k, bool miss, const void *value,
+                         size_t value_len, int64_t sent_ns, int64_t expires_ns, uint64_t gen,
+                         const uint32_t *absent_adds, int64_t now)
 {
-    size_t cache_len = strlen(cache);
-    size_t klen = cache_len + 1 + key_len;
+    size_t klen = k->cache_len + 1 + k->key_len;
     size_t asked = sizeof(entry) + klen + (miss ? 0 : value_len);
     if (asked > n->max_bytes / MAX_SHARE)
         return;
-    uint64_t h = key_hash(cache, cache_len, key, key_len);
-    int64_t now = momento__now_ns();
-    pthread_mutex_lock(&n->lock);
+    uint64_t h = k->h;
     if (now - sent_ns >= n->staleness_ns || now >= expires_ns || n->gens[h % GENS] != gen) {
         n->st.stale++;
-        pthread_mutex_unlock(&n->lock);
         return;
     }
     /* The key's older entry goes (a newer one stays, and this is not
-     * kept). Looked up in a buffer of the stack's, so that an answer the
-     * cache refuses costs no allocation. */
-    char stack[512];
-    char *buf = klen <= sizeof(stack) ? stack : momento__malloc(klen);
-    if (!buf) {
-        pthread_mutex_unlock(&n->lock);
-        return;
-    }
-    lookup_key(buf, cache, cache_len, key, key_len);
-    entry *old = NULL;
-    HASH_FIND(hh, n->table, buf, klen, old);
-    if (buf != stack)
-        free(buf);
+     * kept). */
+    bool none = absent_adds && n->adds[h % GENS] == *absent_adds;
+    entry *old = none ? NULL : lookup_locked(n, k);
     if (old) {
         if (old->fetched_ns > sent_ns) { /* a newer answer is kept already */
-            pthread_mutex_unlock(&n->lock);
             return;
         }
         drop_locked(n, old);
@@ -281,30 +314,38 @@ static void store(momento__near *n, const char *cache, const void *key, size_t k
         if (!spent && sketch_estimate(n, h) <= sketch_estimate(n, victim->hash)) {
             n->st.rejected++;
             n->st.bytes = n->bytes;
-            pthread_mutex_unlock(&n->lock);
             return;
         }
     }
     entry *e = momento__malloc(asked);
     if (!e) {
         n->st.bytes = n->bytes;
-        pthread_mutex_unlock(&n->lock);
         return; /* not kept: the next read asks Momento */
     }
     bytes = malloc_usable_size(e) + ENTRY_OVERHEAD;
     *e = (entry){.fetched_ns = sent_ns, .expires_ns = expires_ns, .bytes = bytes,
                  .vlen = miss ? 0 : value_len, .miss = miss, .hash = h};
-    e->klen = lookup_key(e->data, cache, cache_len, key, key_len);
+    e->klen = lookup_key(e->data, k);
     if (e->vlen)
         memcpy(e->data + klen, value, e->vlen);
     while (n->bytes + bytes > n->max_bytes && n->hand)
         evict_one_locked(n);
-    HASH_ADD(hh, n->table, data, klen, e);
+    /* Hashed as lookup_locked() finds it: by `h`, not uthash's own. */
+    HASH_ADD_BYHASHVALUE(hh, n->table, data, klen, table_hash(h), e);
+    n->adds[h % GENS]++;
     CDL_APPEND(n->hand, e); /* just behind the hand: looked at last */
     n->bytes += bytes;
     n->st.entries++;
     n->st.bytes = n->bytes;
     n->st.fills++;
+}
+
+static void store(momento__near *n, const nkey *k, bool miss, const void *value,
+                  size_t value_len, int64_t sent_ns, int64_t expires_ns, uint64_t gen)
+{
+    int64_t now = momento__now_ns();
+    pthread_mutex_lock(&n->lock);
+    store_locked(n, k, miss, value, value_len, sent_ns, expires_ns, gen, NULL, now);
     pthread_mutex_unlock(&n->lock);
 }
 
@@ -321,30 +362,16 @@ static void reset_locked(momento__near *n)
     n->st.bytes = n->bytes;
 }
 
-/* A write of (cache, key): its entry goes, and a read or set sent before
- * it keeps nothing. Returns whether an entry went. */
-static bool drop_key_locked(momento__near *n, const char *cache, size_t cache_len,
-                            const void *key, size_t key_len)
+/* A write of `k`: its entry goes, and a read or set sent before it keeps
+ * nothing. Returns whether an entry went. */
+static bool drop_key_locked(momento__near *n, const nkey *k)
 {
-    n->gens[gen_slot(cache, cache_len, key, key_len)]++;
-    char stack[512];
-    size_t need = cache_len + 1 + key_len;
-    char *buf = need <= sizeof(stack) ? stack : momento__malloc(need);
-    if (!buf) {
-        /* No memory to look it up: drop everything rather than answer an
-         * entry older than this write. */
-        reset_locked(n);
-        return true;
-    }
-    lookup_key(buf, cache, cache_len, key, key_len);
-    entry *e = NULL;
-    HASH_FIND(hh, n->table, buf, need, e);
+    n->gens[k->h % GENS]++;
+    entry *e = lookup_locked(n, k);
     if (e) {
         drop_locked(n, e);
         n->st.bytes = n->bytes;
     }
-    if (buf != stack)
-        free(buf);
     return e != NULL;
 }
 
@@ -354,7 +381,8 @@ static void written(momento__write_observer *o, const char *cache, size_t cache_
 {
     momento__near *n = (momento__near *)((char *)o - offsetof(momento__near, obs));
     pthread_mutex_lock(&n->lock);
-    if (drop_key_locked(n, cache, cache_len, key, key_len))
+    nkey k = nkey_of(cache, cache_len, key, key_len);
+    if (drop_key_locked(n, &k))
         n->st.dropped++;
     pthread_mutex_unlock(&n->lock);
 }
@@ -365,7 +393,8 @@ void momento__near_invalidate(momento__near *n, const char *cache, size_t cache_
     if (!n)
         return;
     pthread_mutex_lock(&n->lock);
-    if (drop_key_locked(n, cache, cache_len, key, key_len))
+    nkey k = nkey_of(cache, cache_len, key, key_len);
+    if (drop_key_locked(n, &k))
         n->st.invalidated++;
     pthread_mutex_unlock(&n->lock);
 }
@@ -421,6 +450,7 @@ static void release(momento__part *p)
         free(e);
     }
     pthread_mutex_destroy(&n->lock);
+    momento__recycler_drain(&n->fills);
     free(n->sketch);
     free(n);
 }
@@ -441,6 +471,7 @@ momento__near *momento__near_of(momento_client *c)
     n->staleness_ns = (int64_t)c->cfg.near_staleness_ms * 1000000;
     n->refresh_ns = n->staleness_ns / 4 * 3;
     pthread_mutex_init(&n->lock, NULL);
+    momento__recycler_init(&n->fills, FILL_BLOCK, FILL_POOL);
     n->obs.written = written;
     n->obs.flushed = flushed;
     n->obs.detached = detached;
@@ -471,12 +502,6 @@ momento__near *momento__near_for_get(momento_client *c, const momento_request_op
     return n;
 }
 
-static uint64_t gen_of_locked(momento__near *n, const char *cache, const void *key,
-                              size_t key_len)
-{
-    return n->gens[gen_slot(cache, strlen(cache), key, key_len)];
-}
-
 /* A get's wait for Momento's answer, to keep it. */
 typedef struct fill {
     momento__near *n;
@@ -487,28 +512,53 @@ typedef struct fill {
     uint64_t gen;
     bool set;           /* a set's: keep `value` on success */
     bool refresh;       /* the library's own read ahead of the bound: no callback */
-    size_t key_len, value_len;
-    char *cache;        /* in this allocation, then the key, then a set's value */
-    char *key;
-    char *value;
-    char buf[];
+    bool pooled;        /* FILL_BLOCK bytes: back to n->fills */
+    bool absent;        /* a get's that found no entry when its slot had had `adds` */
+    uint32_t adds;
+    uint64_t h;         /* the key's hash, computed when the request was made */
+    size_t cache_len, key_len, value_len;
+    char buf[]; /* the cache name, its NUL, the key, then a set's value */
 } fill;
 
-static fill *fill_new(momento__near *n, momento_callback cb, void *userdata, const char *cache,
-                      const void *key, size_t key_len, const void *value, size_t value_len)
+static bool fill_fits(const nkey *k, size_t value_len)
 {
-    size_t cache_len = strlen(cache) + 1;
-    fill *f = momento__malloc(sizeof(*f) + cache_len + key_len + value_len);
+    return sizeof(fill) + k->cache_len + 1 + k->key_len + value_len <= FILL_BLOCK;
+}
+
+/* A fill record in `block` (one of n->fills', or NULL: a new one). */
+static fill *fill_new(momento__near *n, void *block, momento_callback cb, void *userdata,
+                      const nkey *k, const void *value, size_t value_len)
+{
+    bool pooled = fill_fits(k, value_len);
+    fill *f = block ? block
+                    : momento__malloc(pooled ? FILL_BLOCK
+                                             : sizeof(*f) + k->cache_len + 1 + k->key_len +
+                                                   value_len);
     if (!f)
         return NULL;
-    *f = (fill){.n = n, .cb = cb, .userdata = userdata, .key_len = key_len,
-                .value_len = value_len, .cache = f->buf, .key = f->buf + cache_len,
-                .value = f->buf + cache_len + key_len};
-    memcpy(f->cache, cache, cache_len);
-    memcpy(f->key, key, key_len);
+    *f = (fill){.n = n, .cb = cb, .userdata = userdata, .h = k->h, .cache_len = k->cache_len,
+                .key_len = k->key_len, .value_len = value_len, .pooled = pooled};
+    char *p = f->buf + lookup_key(f->buf, k);
     if (value_len)
-        memcpy(f->value, value, value_len);
+        memcpy(p, value, value_len);
     return f;
+}
+
+/* Hands `f` back (n's lock held); true when the caller must free() it,
+ * after unlocking. */
+static bool fill_recycle_locked(momento__near *n, fill *f)
+{
+    return !f->pooled || !momento__recycler_give(&n->fills, f);
+}
+
+/* A fill whose request was not accepted. */
+static void fill_drop(momento__near *n, fill *f)
+{
+    pthread_mutex_lock(&n->lock);
+    bool done = fill_recycle_locked(n, f);
+    pthread_mutex_unlock(&n->lock);
+    if (done)
+        free(f);
 }
 
 /* The request's callback, wherever it runs (the completion thread, or
@@ -516,23 +566,35 @@ static fill *fill_new(momento__near *n, momento_callback cb, void *userdata, con
 static void filled(const momento_result *r, void *userdata)
 {
     fill *f = userdata;
-    if (momento_result_error(r) == MOMENTO_OK) {
-        momento_outcome o = momento_result_outcome(r);
+    momento__near *n = f->n;
+    bool ok = momento_result_error(r) == MOMENTO_OK;
+    momento_outcome o = ok ? momento_result_outcome(r) : MOMENTO_OUTCOME_ERROR;
+    bool keep = ok && (f->set || o == MOMENTO_OUTCOME_HIT || o == MOMENTO_OUTCOME_MISS);
+    int64_t now = keep ? momento__now_ns() : 0;
+    /* One lock for the answer kept and the record handed back. */
+    pthread_mutex_lock(&n->lock);
+    if (keep) {
+        nkey k = {.cache = f->buf, .cache_len = f->cache_len,
+                  .key = f->buf + f->cache_len + 1, .key_len = f->key_len, .h = f->h};
         if (f->set) {
-            store(f->n, f->cache, f->key, f->key_len, false, f->value, f->value_len, f->sent_ns,
-                  f->expires_ns, f->gen);
-        } else if (o == MOMENTO_OUTCOME_HIT || o == MOMENTO_OUTCOME_MISS) {
+            store_locked(n, &k, false, f->buf + f->cache_len + 1 + f->key_len, f->value_len,
+                         f->sent_ns, f->expires_ns, f->gen, NULL, now);
+        } else {
             size_t len = 0;
             const void *v = momento_result_value(r, &len);
             /* A refresh keeps the TTL its entry knew: the value read again
              * is the one this client wrote, or a later one. */
-            store(f->n, f->cache, f->key, f->key_len, o == MOMENTO_OUTCOME_MISS, v, len,
-                  f->sent_ns, f->refresh ? f->expires_ns : INT64_MAX, f->gen);
+            store_locked(n, &k, o == MOMENTO_OUTCOME_MISS, v, len, f->sent_ns,
+                         f->refresh ? f->expires_ns : INT64_MAX, f->gen,
+                         f->absent ? &f->adds : NULL, now);
         }
     }
     momento_callback cb = f->cb;
     void *ud = f->userdata;
-    free(f);
+    bool done = fill_recycle_locked(n, f);
+    pthread_mutex_unlock(&n->lock);
+    if (done)
+        free(f);
     if (cb)
         cb(r, ud);
 }
@@ -547,19 +609,19 @@ static void filled(const momento_result *r, void *userdata)
  * a time per entry; it is the library's own request (not counted, not
  * reported, never batched). Under the lock: whether `e`, just answered,
  * is due one; the fill to send after the lock is let go, or NULL. */
-static fill *refresh_due_locked(momento__near *n, entry *e, uint64_t h, int64_t now,
-                                const char *cache, const void *key, size_t key_len)
+static fill *refresh_due_locked(momento__near *n, entry *e, const nkey *k, int64_t now)
 {
     if (e->refreshing || now - e->fetched_ns < n->refresh_ns)
         return NULL;
-    fill *f = fill_new(n, NULL, NULL, cache, key, key_len, NULL, 0);
+    void *block = fill_fits(k, 0) ? momento__recycler_take(&n->fills) : NULL;
+    fill *f = fill_new(n, block, NULL, NULL, k, NULL, 0);
     if (!f)
         return NULL;
     e->refreshing = true;
     f->refresh = true;
     f->sent_ns = now;
     f->expires_ns = e->expires_ns;
-    f->gen = n->gens[h % GENS];
+    f->gen = n->gens[k->h % GENS];
     n->st.refreshes++;
     return f;
 }
@@ -570,12 +632,16 @@ static void refresh_send(momento__near *n, momento_client *c, fill *f)
     momento__call_opts_from(c, NULL, &co);
     co.no_metrics = true; /* the library's own: not the application's request */
     co.unbatched = true;
-    if (momento__send_get(c, f->cache, f->key, f->key_len, &co, filled, f) != MOMENTO_OK) {
-        free(f); /* the client closing, or no memory: the entry lives out its bound */
-        pthread_mutex_lock(&n->lock);
-        n->st.refreshes--;
-        pthread_mutex_unlock(&n->lock);
-    }
+    if (momento__send_get(c, f->buf, f->buf + f->cache_len + 1, f->key_len, &co, filled, f) ==
+        MOMENTO_OK)
+        return;
+    /* The client closing, or no memory: the entry lives out its bound. */
+    pthread_mutex_lock(&n->lock);
+    n->st.refreshes--;
+    bool done = fill_recycle_locked(n, f);
+    pthread_mutex_unlock(&n->lock);
+    if (done)
+        free(f);
 }
 
 int momento__near_get(momento__near *n, momento_client *c, void *target, momento__near_send send,
@@ -583,13 +649,13 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
                       const momento_request_options *opts, momento_callback cb, void *userdata)
 {
     int64_t now = momento__now_ns();
-    uint64_t h = key_hash(cache, strlen(cache), key, key_len);
+    nkey k = nkey_of(cache, strlen(cache), key, key_len);
     pthread_mutex_lock(&n->lock);
-    sketch_count_locked(n, h);
-    entry *e = find_locked(n, cache, key, key_len, now);
+    sketch_count_locked(n, k.h);
+    entry *e = find_locked(n, &k, now);
     if (e) {
         e->used = true; /* a hit only marks it: no list moved under the lock */
-        fill *ahead = refresh_due_locked(n, e, h, now, cache, key, key_len);
+        fill *ahead = refresh_due_locked(n, e, &k, now);
         momento_request_group *group = MOMENTO__OPT(opts, group);
         int rc = momento__answer_soon(c, group, "Get", cache, now, MOMENTO_METRICS_NEAR_CACHE,
                                       e->miss ? MOMENTO_OUTCOME_MISS : MOMENTO_OUTCOME_HIT,
@@ -608,18 +674,23 @@ int momento__near_get(momento__near *n, momento_client *c, void *target, momento
     }
     n->st.misses++;
     n->st.bytes = n->bytes;
-    uint64_t gen = n->gens[h % GENS];
+    uint64_t gen = n->gens[k.h % GENS];
+    uint32_t adds = n->adds[k.h % GENS];
+    bool wrap = keep && cb != momento__blocking_done; /* else kept by `send`, or momento__near_keep() */
+    void *block = wrap && fill_fits(&k, 0) ? momento__recycler_take(&n->fills) : NULL;
     pthread_mutex_unlock(&n->lock);
-    if (!keep || cb == momento__blocking_done) /* kept by `send`, or momento__near_keep() */
+    if (!wrap)
         return send(target, cache, key, key_len, opts, cb, userdata);
-    fill *f = fill_new(n, cb, userdata, cache, key, key_len, NULL, 0);
+    fill *f = fill_new(n, block, cb, userdata, &k, NULL, 0);
     if (!f) /* not kept: asked as if there were no near cache */
         return send(target, cache, key, key_len, opts, cb, userdata);
     f->sent_ns = now;
     f->gen = gen;
+    f->absent = true;
+    f->adds = adds;
     int rc = send(target, cache, key, key_len, opts, filled, f);
     if (rc != MOMENTO_OK)
-        free(f);
+        fill_drop(n, f);
     return rc;
 }
 
@@ -633,17 +704,17 @@ bool momento__near_get_here(momento__near *n, momento_client *c, const char *cac
     if (c->cfg.metrics_fn || MOMENTO__OPT(opts, group))
         return false;
     int64_t now = momento__now_ns();
-    uint64_t h = key_hash(cache, strlen(cache), key, key_len);
+    nkey k = nkey_of(cache, strlen(cache), key, key_len);
     pthread_mutex_lock(&n->lock);
-    sketch_count_locked(n, h);
-    entry *e = find_locked(n, cache, key, key_len, now);
+    sketch_count_locked(n, k.h);
+    entry *e = find_locked(n, &k, now);
     momento_result *r = e ? momento__malloc(sizeof(*r) + e->vlen) : NULL;
     if (!r) { /* not here (the look is counted by the call that follows) */
         pthread_mutex_unlock(&n->lock);
         return false;
     }
     e->used = true;
-    fill *ahead = refresh_due_locked(n, e, h, now, cache, key, key_len);
+    fill *ahead = refresh_due_locked(n, e, &k, now);
     memset(r, 0, sizeof(*r));
     r->error = MOMENTO_OK;
     r->grpc_status = -1;
@@ -669,8 +740,9 @@ momento__near_read momento__near_begin(momento__near *n, const char *cache, cons
                                        size_t key_len)
 {
     momento__near_read rd = {.sent_ns = momento__now_ns()};
+    uint64_t h = key_hash(cache, strlen(cache), key, key_len);
     pthread_mutex_lock(&n->lock);
-    rd.gen = gen_of_locked(n, cache, key, key_len);
+    rd.gen = n->gens[h % GENS];
     pthread_mutex_unlock(&n->lock);
     return rd;
 }
@@ -686,7 +758,8 @@ void momento__near_keep(momento__near *n, momento__near_read rd, const char *cac
         return;
     size_t len = 0;
     const void *v = momento_result_value(r, &len);
-    store(n, cache, key, key_len, o == MOMENTO_OUTCOME_MISS, v, len, rd.sent_ns, INT64_MAX, rd.gen);
+    nkey k = nkey_of(cache, strlen(cache), key, key_len);
+    store(n, &k, o == MOMENTO_OUTCOME_MISS, v, len, rd.sent_ns, INT64_MAX, rd.gen);
 }
 
 momento__near_read momento__near_write_begin(momento__near *n, const char *cache,
@@ -710,8 +783,9 @@ void momento__near_keep_write(momento__near *n, momento__near_read rd, const cha
                               const void *key, size_t key_len, const void *value,
                               size_t value_len, uint64_t ttl_in_effect_ms)
 {
-    store(n, cache, key, key_len, false, value, value_len, rd.sent_ns,
-          write_expiry(rd.sent_ns, ttl_in_effect_ms), rd.gen);
+    nkey k = nkey_of(cache, strlen(cache), key, key_len);
+    store(n, &k, false, value, value_len, rd.sent_ns, write_expiry(rd.sent_ns, ttl_in_effect_ms),
+          rd.gen);
 }
 
 int momento__near_set(momento__near *n, momento_client *c, void *target,
@@ -724,22 +798,26 @@ int momento__near_set(momento__near *n, momento_client *c, void *target,
     size_t cache_len = strlen(cache);
     bool keep = cb != momento__blocking_done &&
                 sizeof(entry) + cache_len + 1 + key_len + value_len <= n->max_bytes / MAX_SHARE;
-    fill *f = keep ? fill_new(n, cb, userdata, cache, key, key_len, value, value_len) : NULL;
-    if (!f)
+    if (!keep)
         return send(target, cache, key, key_len, value, value_len, ttl_ms, opts, cb, userdata);
-    f->set = true;
-    f->sent_ns = momento__now_ns();
-    f->expires_ns = write_expiry(f->sent_ns, ttl_in_effect_ms);
+    nkey k = nkey_of(cache, cache_len, key, key_len);
     /* Its own write bumps the key's counter once as it is submitted; kept
      * only if nothing else moved it (another write, whose order against
      * this one is unknown) by the time its answer comes. */
-    size_t slot = gen_slot(cache, cache_len, key, key_len);
     pthread_mutex_lock(&n->lock);
-    f->gen = n->gens[slot] + 1;
+    uint64_t gen = n->gens[k.h % GENS] + 1;
+    void *block = fill_fits(&k, value_len) ? momento__recycler_take(&n->fills) : NULL;
     pthread_mutex_unlock(&n->lock);
+    fill *f = fill_new(n, block, cb, userdata, &k, value, value_len);
+    if (!f)
+        return send(target, cache, key, key_len, value, value_len, ttl_ms, opts, cb, userdata);
+    f->set = true;
+    f->gen = gen;
+    f->sent_ns = momento__now_ns();
+    f->expires_ns = write_expiry(f->sent_ns, ttl_in_effect_ms);
     int rc = send(target, cache, key, key_len, value, value_len, ttl_ms, opts, filled, f);
     if (rc != MOMENTO_OK)
-        free(f);
+        fill_drop(n, f);
     return rc;
 }
 
