@@ -461,22 +461,23 @@ static void test_memory_bound_million_keys(void **state)
     assert_true(entry_size > 10);
     assert_true(s.bytes + 2 * entry_size > MEM_MAX);
 
-    /* Still answering: the last key, read a second (and third) time, is
-     * kept - read more often now than what it replaces - and its MISS is
-     * answered from memory. */
+    /* Still answering: the last key, read again and again, is soon read
+     * more often lately than the entry it would replace (the sketch's
+     * counters of a million keys are far from empty: how many reads that
+     * takes depends on their collisions, at most the counters' 15), then
+     * kept, and its MISS answered from memory. */
     char last[16];
     mem_key(last, M.last);
-    for (int i = 0; i < 2; i++) {
+    int from_memory = 0;
+    for (int i = 0; i < 17 && !from_memory; i++) {
         momento_result *r = NULL;
         assert_int_equal(momento_get_sync(M.a, "c", last, 8, NULL, &r), MOMENTO_OK);
-        assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
+        momento_outcome o = momento_result_outcome(r);
+        from_memory = momento_result_attempts(r) == 0;
         momento_result_free(r);
+        assert_int_equal(o, MOMENTO_OUTCOME_MISS);
     }
-    momento_result *r = NULL;
-    assert_int_equal(momento_get_sync(M.a, "c", last, 8, NULL, &r), MOMENTO_OK);
-    assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
-    assert_int_equal(momento_result_attempts(r), 0);
-    momento_result_free(r);
+    assert_true(from_memory);
     assert_true(stats(M.a).miss_hits >= 1);
     momento_client_free(M.a);
 }
