@@ -1065,8 +1065,12 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
             ns->stale += nc.stale;
             ns->dropped += nc.dropped;
             ns->evictions += nc.evictions;
-            /* Answered from memory: no RPC, and never seen by a coalescer. */
+            ns->refreshes += nc.refreshes;
+            /* Answered from memory: no RPC, and never seen by a coalescer;
+             * a refresh ahead of the bound is an RPC the near cache sent
+             * of its own. */
             calls -= nc.hits + nc.miss_hits;
+            calls += nc.refreshes;
         }
         momento_coalescer_free(g->co);
         momento_client_free(g->client);
@@ -1377,12 +1381,12 @@ void lg_json_run(FILE *f, const lg_options *o, const lg_result *r, int indent)
         fprintf(f,
                 ",\n%s\"near_cache\": {\"bytes\": %d, \"staleness_ms\": %d, \"hits\": %llu, "
                 "\"miss_hits\": %llu, \"misses\": %llu, \"fills\": %llu, \"stale\": %llu, "
-                "\"dropped\": %llu, \"evictions\": %llu}",
+                "\"dropped\": %llu, \"evictions\": %llu, \"refreshes\": %llu}",
                 pad, o->near_bytes, o->near_staleness_ms,
                 (unsigned long long)k->hits, (unsigned long long)k->miss_hits,
                 (unsigned long long)k->misses, (unsigned long long)k->fills,
                 (unsigned long long)k->stale, (unsigned long long)k->dropped,
-                (unsigned long long)k->evictions);
+                (unsigned long long)k->evictions, (unsigned long long)k->refreshes);
     } else {
         fprintf(f, ",\n%s\"near_cache\": null", pad);
     }
