@@ -638,10 +638,8 @@ static void refresh_send(momento__near *n, momento_client *c, fill *f)
     /* The client closing, or no memory: the entry lives out its bound. */
     pthread_mutex_lock(&n->lock);
     n->st.refreshes--;
-    bool done = fill_recycle_locked(n, f);
     pthread_mutex_unlock(&n->lock);
-    if (done)
-        free(f);
+    fill_drop(n, f);
 }
 
 int momento__near_get(momento__near *n, momento_client *c, void *target, momento__near_send send,

@@ -30,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
@@ -56,25 +55,6 @@ def bundled_endpoint(px):
         return bool(found)
     pt.wait_until(seen, pt.WATCHDOG, "the proxy naming its bundled server")
     return found[0]
-
-
-def metrics_port(px):
-    found = []
-
-    def seen():
-        m = re.search(rb"metrics listening on [^\n]*:(\d+)\n", b"".join(px.stdout_rest))
-        if m:
-            found.append(int(m.group(1)))
-        return bool(found)
-    pt.wait_until(seen, pt.WATCHDOG, "the proxy's metrics port")
-    return found[0]
-
-
-def metric(port, name):
-    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
-                                  timeout=pt.WATCHDOG).read().decode()
-    m = re.search(r"^" + re.escape(name) + r" (\d+)$", body, re.M)
-    return int(m.group(1)) if m else -1
 
 
 def rc(px):
@@ -206,11 +186,11 @@ def memcache_checks(res, a, b, c):
 
 
 def metrics_checks(res, a):
-    port = metrics_port(a)
-    hits = metric(port, "momento_proxy_near_cache_hits_total")
-    miss_hits = metric(port, "momento_proxy_near_cache_miss_hits_total")
-    bypassed = metric(port, "momento_proxy_near_cache_bypassed_total")
-    saved = metric(port, 'momento_proxy_calls_saved_total{by="near_cache"}')
+    port = pt.metrics_port(a)
+    hits = pt.metric(port, "momento_proxy_near_cache_hits_total")
+    miss_hits = pt.metric(port, "momento_proxy_near_cache_miss_hits_total")
+    bypassed = pt.metric(port, "momento_proxy_near_cache_bypassed_total")
+    saved = pt.metric(port, 'momento_proxy_calls_saved_total{by="near_cache"}')
     # Hits: k1, k2, m1 at least; miss_hits: k5. Bypassed: SET ... GET,
     # GETDEL, gets.
     res.check("A's metrics count near-cache hits", hits >= 3 and miss_hits >= 1,

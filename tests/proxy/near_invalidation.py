@@ -37,7 +37,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
@@ -61,21 +60,8 @@ def topic_args():
     return ["--near-cache-topic", TOPIC, "--near-cache-topic-cache", SYNC_CACHE]
 
 
-def metrics_port(px):
-    found = []
-
-    def seen():
-        m = re.search(rb"metrics listening on [^\n]*:(\d+)\n", b"".join(px.stdout_rest))
-        if m:
-            found.append(int(m.group(1)))
-        return bool(found)
-    pt.wait_until(seen, pt.WATCHDOG, "the proxy's metrics port")
-    return found[0]
-
-
 def scrape(px):
-    return urllib.request.urlopen(f"http://127.0.0.1:{px.ports['metrics']}/metrics",
-                                  timeout=pt.WATCHDOG).read().decode()
+    return pt.scrape(px.ports['metrics'])
 
 
 def metric(px, name, text=None):
@@ -362,12 +348,12 @@ def main():
             px = pt.start_proxy(args.proxy, cache=CACHE, endpoint=endpoint,
                                 extra=extra + ["--metrics-port", "0"])
             started.append(px)
-            px.ports["metrics"] = metrics_port(px)
+            px.ports["metrics"] = pt.metrics_port(px)
             return px
         w = start(near() + topic_args())
         r = start_reader(args.proxy, endpoint, tmpdir)
         started.append(r)
-        r.ports["metrics"] = metrics_port(r)
+        r.ports["metrics"] = pt.metrics_port(r)
         c = start(near())
         p = start(topic_args())
         # A subscription connecting drops every entry, so the reads begin

@@ -378,6 +378,34 @@ def start_momento_local(path, cache="proxy-test"):
     return srv
 
 
+def metrics_port(px):
+    """The port of a proxy started with a metrics listener, from its line
+    "metrics listening on HOST:PORT"."""
+    found = []
+
+    def seen():
+        m = re.search(rb"metrics listening on [^\n]*:(\d+)\n", b"".join(px.stdout_rest))
+        if m:
+            found.append(int(m.group(1)))
+        return bool(found)
+    wait_until(seen, WATCHDOG, "the proxy's metrics port")
+    return found[0]
+
+
+def scrape(port):
+    """The Prometheus text of the metrics listener on `port`."""
+    import urllib.request
+    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                  timeout=WATCHDOG).read().decode()
+
+
+def metric(port, name):
+    """One unlabelled sample's value (or a labelled one named whole), -1
+    when absent."""
+    m = re.search(r"^" + re.escape(name) + r" (\d+)$", scrape(port), re.M)
+    return int(m.group(1)) if m else -1
+
+
 def run_on_redis_and_memcached(a, run):
     """run(redis-server's port, memcached's port) against both reference
     servers, started for it (each required) and stopped after."""

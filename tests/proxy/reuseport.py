@@ -21,7 +21,6 @@ import re
 import signal
 import subprocess
 import sys
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxytest as pt  # noqa: E402
@@ -30,21 +29,8 @@ from rawresp import RawConn  # noqa: E402
 CONNS = 40
 
 
-def metrics_port(px):
-    found = []
-
-    def seen():
-        m = re.search(rb"metrics listening on [^\n]*:(\d+)\n", b"".join(px.stdout_rest))
-        if m:
-            found.append(int(m.group(1)))
-        return bool(found)
-    pt.wait_until(seen, pt.WATCHDOG, "the proxy's metrics port")
-    return found[0]
-
-
 def accepted(port):
-    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
-                                  timeout=pt.WATCHDOG).read().decode()
+    body = pt.scrape(port)
     m = re.search(r"^momento_proxy_connections_accepted_total (\d+)", body, re.M)
     return int(m.group(1)) if m else -1
 
@@ -95,7 +81,7 @@ def main():
                   third.returncode != 0 and str(port) in err and "in use" in err,
                   f"exit {third.returncode}, stderr {err!r}")
 
-        ma, mb = metrics_port(a), metrics_port(b)
+        ma, mb = pt.metrics_port(a), pt.metrics_port(b)
         conns = [RawConn(port, timeout=pt.WATCHDOG) for _ in range(CONNS)]
         try:
             sets = [c.command("SET", f"reuse:{i}", f"value-{i}") for i, c in enumerate(conns)]

@@ -327,17 +327,7 @@ def handshake_metrics(res, px):
     TLS ports failed handshakes (at least the memcache port's `version`),
     and the two silent clients' handshakes timed out."""
     import re
-    import urllib.request
-    found = {}
-
-    def port_printed():
-        m = re.search(rb"metrics listening on [^\n]*:(\d+)\n", b"".join(px.stdout_rest))
-        if m:
-            found["port"] = int(m.group(1))
-        return bool(m)
-    pt.wait_until(port_printed, pt.WATCHDOG, "the metrics port's line")
-    body = urllib.request.urlopen(f"http://127.0.0.1:{found['port']}/metrics",
-                                  timeout=pt.WATCHDOG).read().decode()
+    body = pt.scrape(pt.metrics_port(px))
     values = dict(re.findall(r"^momento_proxy_(tls_handshake_\w+_total) (\d+)$", body, re.M))
     res.check("metrics: failed TLS handshakes counted",
               int(values.get("tls_handshake_failures_total", 0)) >= 1, repr(values))
