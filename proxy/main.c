@@ -333,6 +333,11 @@ static int client_new(const px_options *o, const ex_target *t, momento_client **
         rc = momento_config_set_metrics(cfg, px_metrics_momento_hook, NULL);
     if (rc == MOMENTO_OK)
         rc = momento_config_set_dispatch(cfg, 1);
+    /* Over protosocket this loop works the connections too: a GET crosses
+     * no thread of the library's (docs/performance.md, "Protosocket on the
+     * dispatching thread"). */
+    if (rc == MOMENTO_OK)
+        rc = momento_config_set_dispatch_io(cfg, 1);
     if (rc == MOMENTO_OK)
         rc = momento_client_new(client, cfg, t->creds);
     momento_config_free(cfg);

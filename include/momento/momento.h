@@ -643,6 +643,30 @@ MOMENTO_EXPORT int momento_config_set_dispatch(momento_config *cfg, int enabled)
 MOMENTO_EXPORT int momento_config_set_io_thread_callbacks(momento_config *cfg, int enabled);
 
 /*
+ * Protosocket without its I/O thread, for an application whose event loop
+ * is the client's dispatcher (dispatch mode, momento_config_set_dispatch()):
+ * with momento_config_set_dispatch_io(cfg, 1), the protosocket connections
+ * (momento_config_set_transport()) are read and written by
+ * momento_client_dispatch() on the dispatching thread, and
+ * momento_client_dispatch_fd() becomes readable when a reply, a deadline or
+ * a request sent from another thread waits for it too, not only a queued
+ * callback. A get, set or delete then crosses no thread of the library's:
+ * the loop that sends it reads its reply and runs its callback (docs/
+ * performance.md, "Protosocket on the dispatching thread"). A request sent
+ * while the loop is not dispatching is written at once when a connection is
+ * idle, at the next dispatch otherwise.
+ *
+ * What the application promises: to call momento_client_dispatch() whenever
+ * the fd is readable, as dispatch mode asks anyway - protosocket's requests,
+ * their deadlines included, move only then. The client's free and blocking
+ * (_sync) calls do not depend on it: they work the connections themselves
+ * while they wait, from any thread. gRPC's requests are carried as before,
+ * on the completion thread. Without dispatch mode or protosocket it changes
+ * nothing. Off by default. Returns 0 or MOMENTO_ERR_INVALID_ARGUMENT.
+ */
+MOMENTO_EXPORT int momento_config_set_dispatch_io(momento_config *cfg, int enabled);
+
+/*
  * The near cache (docs/near-cache.md): hot keys answered inside the
  * process, within a staleness bound the application chooses. With
  * `max_bytes` > 0, a get (momento_get(), its _sync form, and
@@ -1125,8 +1149,10 @@ MOMENTO_EXPORT int momento_client_wait_idle(momento_client *c, uint32_t timeout_
 /*
  * The client's eventfd (Linux), in dispatch mode (momento_config_set_dispatch()
  * above says what it changes): readable while callbacks wait for
- * momento_client_dispatch(). Watch it for reading in your loop; do not read,
- * write or close it. MOMENTO_ERR_INVALID_ARGUMENT for NULL or a client not
+ * momento_client_dispatch(). With momento_config_set_dispatch_io() and
+ * protosocket it is an epoll descriptor instead, readable also while
+ * protosocket's connections have work for the dispatch. Watch it for
+ * reading in your loop; do not read, write or close it. MOMENTO_ERR_INVALID_ARGUMENT for NULL or a client not
  * in dispatch mode.
  */
 MOMENTO_EXPORT int momento_client_dispatch_fd(const momento_client *c);

@@ -35,6 +35,7 @@ int momento__blocking_begin(momento__blocking *b, const momento_client *owner,
     if (!b->spare)
         return MOMENTO_ERR_NO_MEMORY;
     b->done = false;
+    b->owner = (momento_client *)owner; /* stepped, never changed: blocking_wait */
     b->error = MOMENTO_OK;
     b->result = NULL;
     pthread_mutex_init(&b->lock, NULL);
@@ -69,8 +70,18 @@ int momento__blocking_wait(momento__blocking *b, int submitted, momento_result *
     int rc = submitted;
     if (submitted == MOMENTO_OK) {
         pthread_mutex_lock(&b->lock);
-        while (!b->done)
-            pthread_cond_wait(&b->cond, &b->lock);
+        while (!b->done) {
+            if (!b->owner->n_stepped) {
+                pthread_cond_wait(&b->cond, &b->lock);
+                continue;
+            }
+            /* Protosocket without its I/O thread (momento_config_set_dispatch_io()):
+             * the reply is read by whoever steps, this thread too - a
+             * blocking call never waits for a dispatch. */
+            pthread_mutex_unlock(&b->lock);
+            momento__client_step(b->owner, 1);
+            pthread_mutex_lock(&b->lock);
+        }
         pthread_mutex_unlock(&b->lock);
         rc = b->error;
         if (ret)

@@ -24,6 +24,7 @@ typedef struct momento__blocking {
     int error;
     momento_result *result;
     momento_result *spare; /* handed out if the result cannot be copied */
+    momento_client *owner; /* whose connections the wait works, when it must */
 } momento__blocking;
 
 /* Prepares `b` for one request of client `owner`, and sets *ret (when not

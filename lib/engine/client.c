@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 #include <utlist.h>
 
 static void destroy(momento_client *c)
@@ -41,6 +43,8 @@ static void destroy(momento_client *c)
     }
     if (c->transport)
         c->transport->ops->close(c->transport);
+    if (c->dispatch_poll >= 0)
+        close(c->dispatch_poll);
     momento__timers_clear(c);
     momento__rpc_hook *hook = atomic_load(&c->rpc_hook);
     if (hook) /* the optional part that hung itself on the client goes with it */
@@ -118,6 +122,26 @@ static int open_transports(momento_client *c)
         else
             momento__client_route(c, (momento__rpc_id)m, ts.routes[m]);
     }
+    /* Transports the dispatching thread works: the application's loop
+     * watches them through the dispatch fd, made an epoll set of theirs
+     * and the queue's. */
+    for (size_t i = 0; c->dispatch.on && i < c->n_adopted; i++) {
+        momento__transport *t = c->adopted[i];
+        if (t->ops->poll_fd && t->ops->step && t->ops->poll_fd(t) >= 0)
+            c->stepped[c->n_stepped++] = t;
+    }
+    if (c->n_stepped) {
+        c->dispatch_poll = epoll_create1(EPOLL_CLOEXEC);
+        if (c->dispatch_poll < 0)
+            return MOMENTO_ERR_NO_MEMORY;
+        struct epoll_event ev = {.events = EPOLLIN};
+        if (epoll_ctl(c->dispatch_poll, EPOLL_CTL_ADD, c->dispatch.fd, &ev) != 0)
+            return MOMENTO_ERR_NO_MEMORY;
+        for (size_t i = 0; i < c->n_stepped; i++)
+            if (epoll_ctl(c->dispatch_poll, EPOLL_CTL_ADD,
+                          c->stepped[i]->ops->poll_fd(c->stepped[i]), &ev) != 0)
+                return MOMENTO_ERR_NO_MEMORY;
+    }
     /* Batching steps aside where get, set and delete have no batch
      * commands: each request goes as its own command. */
     if (ts.unbatched)
@@ -147,6 +171,7 @@ int momento_client_new(momento_client **ret, const momento_config *cfg,
     pthread_cond_init(&c->idle, NULL);
     atomic_init(&c->n_requests, 0);
     c->auth_value = grpc_empty_slice();
+    c->dispatch_poll = -1;
     momento__timers_init(c);
     atomic_init(&c->rpc_hook, NULL);
     atomic_init(&c->near, NULL);
@@ -286,8 +311,16 @@ void momento_client_free(momento_client *c)
         momento__completion_kick(c);
         pthread_mutex_lock(&c->lock);
     }
-    while (c->n_in_flight > 0)
-        pthread_cond_wait(&c->drained, &c->lock);
+    while (c->n_in_flight > 0) {
+        if (!c->n_stepped) {
+            pthread_cond_wait(&c->drained, &c->lock);
+            continue;
+        }
+        /* No thread ends what protosocket carries: this one does. */
+        pthread_mutex_unlock(&c->lock);
+        momento__client_step(c, 10);
+        pthread_mutex_lock(&c->lock);
+    }
     pthread_mutex_unlock(&c->lock);
 
     momento__completion_stop(c);
@@ -481,7 +514,7 @@ static int wait_zero(momento_client *c, atomic_size_t *count, pthread_mutex_t *l
     if (c->dispatch.on) {
         /* Dispatch mode: the callbacks wait for a dispatch, so waiting
          * means running them here (an application that waits is its loop). */
-        struct pollfd p = {.fd = c->dispatch.fd, .events = POLLIN};
+        struct pollfd p = {.fd = momento_client_dispatch_fd(c), .events = POLLIN};
         for (;;) {
             momento_client_dispatch(c, 0);
             if (atomic_load(count) == 0)
@@ -523,13 +556,23 @@ int momento_client_dispatch_fd(const momento_client *c)
 {
     if (!c || !c->dispatch.on)
         return MOMENTO_ERR_INVALID_ARGUMENT;
-    return c->dispatch.fd;
+    return c->dispatch_poll >= 0 ? c->dispatch_poll : c->dispatch.fd;
+}
+
+bool momento__client_step(momento_client *c, int timeout_ms)
+{
+    for (size_t i = 0; i < c->n_stepped; i++)
+        c->stepped[i]->ops->step(c->stepped[i], i == 0 ? timeout_ms : 0);
+    return c->n_stepped > 0;
 }
 
 int momento_client_dispatch(momento_client *c, size_t max)
 {
     if (!c || !c->dispatch.on)
         return MOMENTO_ERR_INVALID_ARGUMENT;
+    /* The connections first: the replies they read queue their callbacks,
+     * which run below in the same dispatch. */
+    momento__client_step(c, 0);
     bool last_out;
     int ran = momento__dispatcher_run(&c->dispatch, max, &last_out);
     /* momento_client_free() ran in one of those callbacks and left the

@@ -120,6 +120,13 @@ struct momento_client {
      * (momento__client_adopt), oldest first. */
     momento__transport *adopted[MOMENTO__MAX_ADOPTED];
     size_t n_adopted;
+    /* Those of them with no thread of their own (momento_config_set_dispatch_io()):
+     * stepped by momento_client_dispatch(), the free and blocking waits
+     * (momento__client_step), and watched through `dispatch_poll`, an epoll
+     * set of their poll fds and the dispatch queue's eventfd (-1: none). */
+    momento__transport *stepped[MOMENTO__MAX_ADOPTED];
+    size_t n_stepped;
+    int dispatch_poll;
     atomic_bool agent_sent;
     grpc_slice auth_value;
     bool token_in_log_filter;    /* the token is cut out of log messages */
@@ -291,6 +298,13 @@ int momento__client_route(momento_client *c, momento__rpc_id m, momento__transpo
  * or MOMENTO_ERR_INVALID_ARGUMENT (NULL, no shutdown or close op, more than
  * MOMENTO__MAX_ADOPTED) - then `t` is still the caller's. */
 int momento__client_adopt(momento_client *c, momento__transport *t);
+
+/* Works the client's transports that have no thread of their own
+ * (`stepped`) on the calling thread: one turn each, the first waiting up to
+ * `timeout_ms` for work. Returns false, doing nothing, when it has none:
+ * then a waiting thread waits as usual. Any thread, no lock of the
+ * client's held. */
+bool momento__client_step(momento_client *c, int timeout_ms);
 
 /* Adds a header sent with every later call of `c`. For tests only: it is not
  * locked, so call it before the client is used. Returns 0 or an error. */

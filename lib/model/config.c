@@ -37,6 +37,7 @@ void momento__config_defaults(momento_config *cfg)
     cfg->max_concurrent = 0;
     cfg->dispatch = false;
     cfg->io_thread_callbacks = false;
+    cfg->dispatch_io = false;
     cfg->batch_min_in_flight = 0;
     cfg->batch_linger_us = 0;
     cfg->batch_max_keys = MOMENTO_BATCH_DEFAULT_MAX_KEYS;
@@ -365,6 +366,14 @@ int momento_config_set_io_thread_callbacks(momento_config *cfg, int enabled)
     if (!cfg || (enabled != 0 && enabled != 1))
         return MOMENTO_ERR_INVALID_ARGUMENT;
     cfg->io_thread_callbacks = enabled;
+    return MOMENTO_OK;
+}
+
+int momento_config_set_dispatch_io(momento_config *cfg, int enabled)
+{
+    if (!cfg || (enabled != 0 && enabled != 1))
+        return MOMENTO_ERR_INVALID_ARGUMENT;
+    cfg->dispatch_io = enabled;
     return MOMENTO_OK;
 }
 

@@ -52,6 +52,7 @@ struct momento_config {
     uint32_t max_concurrent;           /* requests on the wire at once; 0 = no cap */
     bool dispatch;                     /* callbacks queued for momento_client_dispatch() */
     bool io_thread_callbacks;          /* protosocket's callbacks on its I/O thread */
+    bool dispatch_io;                  /* dispatch mode: protosocket worked by the dispatcher */
     /* The near cache (layers/near.c); near_max_bytes 0 = off. */
     size_t near_max_bytes;
     uint32_t near_staleness_ms;

@@ -134,6 +134,19 @@ typedef struct momento__transport_ops {
     /* Gives back everything it holds, after run() returned false, or when
      * it was never run (then it shuts down and drains itself first). */
     void (*close)(momento__transport *t);
+
+    /* A transport with its own I/O but no thread for it (protosocket with
+     * momento_config_set_dispatch_io()): the engine works it on the
+     * threads that wait for it. Both NULL for the others. */
+    /* A descriptor readable when step() has work (a reply, a launch from
+     * another thread, a deadline), or -1: the transport has a thread of
+     * its own after all. */
+    int (*poll_fd)(momento__transport *t);
+    /* One turn on the calling thread, waiting up to `timeout_ms` (0: none)
+     * for work first: what the transport's thread would do, ends handed
+     * through finish(). Any thread, no lock of the client's held; two may
+     * step at once. */
+    void (*step)(momento__transport *t, int timeout_ms);
 } momento__transport_ops;
 
 /* A transport's state, embedded first in its own (transport/grpc/). */

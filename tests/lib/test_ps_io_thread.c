@@ -8,6 +8,10 @@
  * client or freeing it from a callback - on the thread the mode promises;
  * a blocking call from the hook or a callback refused rather than hung;
  * the hook's calls one at a time although they come from two threads.
+ * With momento_config_set_dispatch_io() dispatch mode has no I/O thread:
+ * the dispatching thread reads and writes the connections, a reply waits
+ * in the socket until it dispatches, and blocking calls and the free work
+ * the connections themselves; the dispatch-mode tests run in both forms.
  * (test_dispatch.c is dispatch mode over gRPC: it needs the fault headers
  * and batching protosocket does not carry.) */
 #include "testing.h"
@@ -28,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static bool on_thread(const char *name)
 {
@@ -68,7 +73,7 @@ typedef struct tally {
     pthread_t expect; /* dispatch mode: the dispatching thread */
     bool check_thread;
     int n, ok, hits, cancelled, other;
-    int on_ps, on_cq, wrong_thread, wrong_value, max_attempts;
+    int on_ps, on_cq, wrong_thread, wrong_value, max_attempts, timeouts;
     unsigned char seen[2048]; /* per request index: callbacks so far */
 } tally;
 
@@ -115,6 +120,8 @@ static void tally_cb(const momento_result *r, void *userdata)
         k->ok++;
     else if (err == MOMENTO_ERR_CANCELLED)
         k->cancelled++;
+    else if (err == MOMENTO_ERR_TIMEOUT)
+        k->timeouts++;
     else
         k->other++;
     if (hit) {
@@ -201,17 +208,21 @@ static void hook(const momento_request_metrics *m, void *userdata)
     atomic_fetch_sub(&h->inside, 1);
 }
 
-enum { DISPATCH, IO_CALLBACKS };
+/* DISPATCH_IO: dispatch mode with momento_config_set_dispatch_io(). */
+enum { DISPATCH, DISPATCH_IO, IO_CALLBACKS };
 
-/* A client over protosocket (main() sets it up) in dispatch mode or with
- * I/O-thread callbacks, with the hook when `h`. */
+/* A client over protosocket (main() sets it up) in dispatch mode (with or
+ * without its I/O thread) or with I/O-thread callbacks, with the hook when
+ * `h`. */
 static momento_client *ps_client(int mode, hooked *h, uint32_t timeout_ms)
 {
     momento_config *cfg;
     assert_int_equal(momento_config_new(&cfg), MOMENTO_OK);
-    if (mode == DISPATCH)
+    if (mode != IO_CALLBACKS)
         assert_int_equal(momento_config_set_dispatch(cfg, 1), MOMENTO_OK);
-    else
+    if (mode == DISPATCH_IO)
+        assert_int_equal(momento_config_set_dispatch_io(cfg, 1), MOMENTO_OK);
+    if (mode == IO_CALLBACKS)
         assert_int_equal(momento_config_set_io_thread_callbacks(cfg, 1), MOMENTO_OK);
     momento_config_set_timeout_ms(cfg, (uint32_t)TU_MS(timeout_ms));
     if (h)
@@ -230,6 +241,9 @@ static void test_setter_checks(void **state)
                      MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_io_thread_callbacks(cfg, 2), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(momento_config_set_io_thread_callbacks(cfg, 0), MOMENTO_OK);
+    assert_int_equal(momento_config_set_dispatch_io(NULL, 1), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_dispatch_io(cfg, -1), MOMENTO_ERR_INVALID_ARGUMENT);
+    assert_int_equal(momento_config_set_dispatch_io(cfg, 1), MOMENTO_OK);
     momento_config_free(cfg);
 }
 
@@ -299,13 +313,12 @@ static void test_dispatch_blocking_call_from_hook_refused(void **state)
 
 /* The first 2 gets to arrive fail UNAVAILABLE, which the default strategy
  * retries (3 attempts: even a request that meets both failures ends OK):
- * the failed attempt ends on the I/O thread, which makes the next (or
- * arms its timer). */
-static void test_dispatch_retries_made_from_io_thread(void **state)
+ * the failed attempt ends on the I/O thread (or the dispatching one),
+ * which makes the next (or arms its timer). */
+static void dispatch_retries_made_from_io_thread(int mode)
 {
-    (void)state;
     assert_int_equal(momento_local_protosocket_fault(tu_fx.server, "get", 14, 0, 2), MOMENTO_OK);
-    momento_client *c = ps_client(DISPATCH, NULL, 5000);
+    momento_client *c = ps_client(mode, NULL, 5000);
     tally k;
     tally_init(&k, true);
     static req q[20];
@@ -324,12 +337,11 @@ static void test_dispatch_retries_made_from_io_thread(void **state)
 /* Dispatch mode, every get held by the server (released by a cancel frame
  * or the connection closing) and the sets answered: 30 gets cancelled by a
  * token, 30 ended by the free, 30 sets' callbacks left queued for it. */
-static void test_dispatch_cancel_and_free_with_requests_held(void **state)
+static void dispatch_cancel_and_free_with_requests_held(int mode)
 {
-    (void)state;
     assert_int_equal(momento_local_protosocket_fault(tu_fx.server, "get", -1, 600000, 1000000),
                      MOMENTO_OK);
-    momento_client *c = ps_client(DISPATCH, NULL, 30000);
+    momento_client *c = ps_client(mode, NULL, 30000);
     tally k;
     tally_init(&k, true);
     momento_cancel_token *tok;
@@ -351,15 +363,24 @@ static void test_dispatch_cancel_and_free_with_requests_held(void **state)
     assert_int_equal(k.cancelled, 30);
     for (int i = 0; i < 30; i++)
         assert_int_equal(k.seen[i], 1);
-    /* The sets' answers queued, not run: the free must run them. */
-    tu_wait_until(momento__dispatch_queued(c) >= 30 - (size_t)(k.n - 30), 20000);
-    assert_int_equal(momento__dispatch_queued(c) + (size_t)(k.n - 30), 30);
+    /* The sets' answers queued, not run: the free must run them. Without
+     * the I/O thread those not yet dispatched are still unread: the free
+     * reads them too. */
+    if (mode == DISPATCH) {
+        tu_wait_until(momento__dispatch_queued(c) >= 30 - (size_t)(k.n - 30), 20000);
+        assert_int_equal(momento__dispatch_queued(c) + (size_t)(k.n - 30), 30);
+    } else {
+        assert_int_equal(momento__dispatch_queued(c), 0);
+    }
+    int sets_answered = k.n - 30;
     /* The free ends the held gets and runs every queued callback, on this
-     * thread, once each. */
+     * thread, once each. Without the I/O thread a set whose answer no
+     * dispatch read is still in flight at the free, and ends CANCELLED
+     * with the gets. */
     momento_client_free(c);
     assert_each_once(&k, 90);
-    assert_int_equal(k.cancelled, 60);
-    assert_int_equal(k.ok, 30);
+    assert_int_equal(k.ok + k.cancelled, 90);
+    assert_int_equal(k.ok, mode == DISPATCH ? 30 : sets_answered);
     momento_cancel_token_free(tok);
     assert_int_equal(momento_local_protosocket_fault(tu_fx.server, NULL, 0, 0, 0), MOMENTO_OK);
     tally_destroy(&k);
@@ -392,10 +413,9 @@ static momento_client *freer_client(freer *f)
     return c;
 }
 
-static void test_dispatch_free_from_callback(void **state)
+static void dispatch_free_from_callback(int mode)
 {
-    (void)state;
-    momento_client *c = ps_client(DISPATCH, NULL, 5000);
+    momento_client *c = ps_client(mode, NULL, 5000);
     static freer f;
     tally_init(&f.k, true);
     f.c = c;
@@ -416,6 +436,157 @@ static void test_dispatch_free_from_callback(void **state)
     assert_each_once(&f.k, 100);
     assert_int_equal(f.k.ok + f.k.cancelled, 100);
     tally_destroy(&f.k);
+}
+
+/* The dispatch-mode tests above, with and without protosocket's I/O thread. */
+#define BOTH_DISPATCH_MODES(name)                                                                 \
+    static void test_##name(void **state)                                                          \
+    {                                                                                              \
+        (void)state;                                                                               \
+        name(DISPATCH);                                                                            \
+    }                                                                                              \
+    static void test_##name##_io(void **state)                                                     \
+    {                                                                                              \
+        (void)state;                                                                               \
+        name(DISPATCH_IO);                                                                         \
+    }
+BOTH_DISPATCH_MODES(dispatch_retries_made_from_io_thread)
+BOTH_DISPATCH_MODES(dispatch_cancel_and_free_with_requests_held)
+BOTH_DISPATCH_MODES(dispatch_free_from_callback)
+
+/* Without the I/O thread: no "momento-ps" thread is made; a reply waits in
+ * the socket until the application dispatches (nothing is queued before,
+ * though the fd is readable), then N sets and N gets are read, reported
+ * and called back on the dispatching thread - no thread of the library's
+ * touches them. */
+static void test_dispatch_io_no_thread_crossed(void **state)
+{
+    (void)state;
+    int ps_before = threads_named("momento-ps");
+    hooked h;
+    hooked_init(&h);
+    momento_client *c = ps_client(DISPATCH_IO, &h, 5000);
+    assert_int_equal(threads_named("momento-ps"), ps_before);
+    tally k;
+    tally_init(&k, true);
+    static req q[2 * N + 1];
+    q[2 * N] = (req){.k = &k, .index = 2 * N};
+    assert_int_equal(momento_set(c, "c", "first", 5, "v", 1, 0, NULL, tally_cb, &q[2 * N]),
+                     MOMENTO_OK);
+    /* Until this thread dispatches, the connection is not even made: the
+     * fd says there is work, and nothing has come back. */
+    struct pollfd p = {.fd = momento_client_dispatch_fd(c), .events = POLLIN};
+    assert_int_equal(poll(&p, 1, (int)TU_MS(5000)), 1);
+    usleep(50000);
+    assert_int_equal(momento__dispatch_queued(c), 0);
+    assert_int_equal(tally_n(&k), 0);
+    wait_for(c, &k, 1);
+    static char vals[N][16];
+    char key[16];
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        snprintf(vals[i], sizeof(vals[i]), "v%d", i);
+        q[i] = (req){.k = &k, .index = i};
+        assert_int_equal(momento_set(c, "c", key, strlen(key), vals[i], strlen(vals[i]), 0, NULL,
+                                     tally_cb, &q[i]),
+                         MOMENTO_OK);
+    }
+    wait_for(c, &k, N + 1);
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        q[N + i] = (req){.k = &k, .index = N + i, .want = vals[i]};
+        assert_int_equal(momento_get(c, "c", key, strlen(key), NULL, tally_cb, &q[N + i]),
+                         MOMENTO_OK);
+    }
+    wait_for(c, &k, 2 * N + 1);
+    assert_each_once(&k, 2 * N + 1);
+    assert_int_equal(k.ok, 2 * N + 1);
+    assert_int_equal(k.hits, N);
+    assert_int_equal(k.wrong_value, 0);
+    assert_int_equal(k.on_ps + k.on_cq, 0);
+    assert_int_equal(atomic_load(&h.calls), 2 * N + 1);
+    assert_int_equal(atomic_load(&h.on_ps) + atomic_load(&h.on_cq), 0);
+    momento_client_free(c);
+    tally_destroy(&k);
+}
+
+/* Without the I/O thread, a get the server holds ends at its deadline
+ * through the dispatch: the fd turns readable when it passes. */
+static void test_dispatch_io_deadline(void **state)
+{
+    (void)state;
+    assert_int_equal(momento_local_protosocket_fault(tu_fx.server, "get", -1, 600000, 1000000),
+                     MOMENTO_OK);
+    momento_client *c = ps_client(DISPATCH_IO, NULL, 300);
+    tally k;
+    tally_init(&k, true);
+    static req q[10];
+    for (int i = 0; i < 10; i++) {
+        q[i] = (req){.k = &k, .index = i};
+        assert_int_equal(momento_get(c, "c", "held", 4, NULL, tally_cb, &q[i]), MOMENTO_OK);
+    }
+    wait_for(c, &k, 10);
+    assert_each_once(&k, 10);
+    assert_int_equal(k.timeouts, 10);
+    momento_client_free(c);
+    assert_int_equal(momento_local_protosocket_fault(tu_fx.server, NULL, 0, 0, 0), MOMENTO_OK);
+    tally_destroy(&k);
+}
+
+/* Blocking calls of a client without the I/O thread: answered although no
+ * thread dispatches (the waiting thread works the connection), and from
+ * another thread while this one dispatches async requests (two threads
+ * stepping the same connections at once). */
+typedef struct syncer {
+    momento_client *c;
+    int ok, wrong;
+} syncer;
+
+static void *sync_gets(void *arg)
+{
+    syncer *y = arg;
+    for (int i = 0; i < N; i++) {
+        momento_result *r = NULL;
+        int rc = momento_get_sync(y->c, "c", "sync", 4, NULL, &r);
+        size_t len = 0;
+        const void *v = rc == MOMENTO_OK && momento_result_is_hit(r) ? momento_result_value(r, &len)
+                                                                     : NULL;
+        if (v && len == 2 && memcmp(v, "sv", 2) == 0)
+            y->ok++;
+        else
+            y->wrong++;
+        momento_result_free(r);
+    }
+    return NULL;
+}
+
+static void test_dispatch_io_blocking_calls(void **state)
+{
+    (void)state;
+    momento_client *c = ps_client(DISPATCH_IO, NULL, 5000);
+    momento_result *r = NULL;
+    assert_int_equal(momento_set_sync(c, "c", "sync", 4, "sv", 2, 0, NULL, &r), MOMENTO_OK);
+    momento_result_free(r);
+    assert_int_equal(momento__dispatch_queued(c), 0);
+    syncer y = {.c = c};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, sync_gets, &y), 0);
+    tally k;
+    tally_init(&k, true);
+    static req q[N];
+    for (int i = 0; i < N; i++) {
+        q[i] = (req){.k = &k, .index = i, .want = "sv"};
+        assert_int_equal(momento_get(c, "c", "sync", 4, NULL, tally_cb, &q[i]), MOMENTO_OK);
+    }
+    wait_for(c, &k, N);
+    pthread_join(th, NULL);
+    assert_each_once(&k, N);
+    assert_int_equal(k.hits, N);
+    assert_int_equal(k.wrong_value, 0);
+    assert_int_equal(y.ok, N);
+    assert_int_equal(y.wrong, 0);
+    momento_client_free(c);
+    tally_destroy(&k);
 }
 
 /* I/O-thread callbacks: each callback makes the next get, a chain of 300,
@@ -587,8 +758,14 @@ int main(void)
         tu_fixture_test(test_dispatch_answers_reported_on_io_thread),
         tu_fixture_test(test_dispatch_blocking_call_from_hook_refused),
         tu_fixture_test(test_dispatch_retries_made_from_io_thread),
+        tu_fixture_test(test_dispatch_retries_made_from_io_thread_io),
         tu_fixture_test(test_dispatch_cancel_and_free_with_requests_held),
+        tu_fixture_test(test_dispatch_cancel_and_free_with_requests_held_io),
         tu_fixture_test(test_dispatch_free_from_callback),
+        tu_fixture_test(test_dispatch_free_from_callback_io),
+        tu_fixture_test(test_dispatch_io_no_thread_crossed),
+        tu_fixture_test(test_dispatch_io_deadline),
+        tu_fixture_test(test_dispatch_io_blocking_calls),
         tu_fixture_test(test_io_chained_and_grpc_on_cq),
         tu_fixture_test(test_io_hook_calls_one_at_a_time),
         tu_fixture_test(test_io_blocking_call_from_callback_refused),

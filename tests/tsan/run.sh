@@ -72,6 +72,11 @@ MOMENTO_TSAN_TRANSPORT=protosocket MOMENTO_TSAN_FIRE_DELAY_US=300 run tsan_stres
 # (momento_config_set_io_thread_callbacks()).
 echo "== ThreadSanitizer stress test over protosocket, callbacks on its I/O thread: ${secs} s"
 MOMENTO_TSAN_TRANSPORT=protosocket MOMENTO_TSAN_IO_CALLBACKS=1 run tsan_stress "$secs" "$max"
+# The dispatch-mode client without protosocket's I/O thread
+# (momento_config_set_dispatch_io()): its connections stepped by the
+# dispatcher, blocking calls and the free, while other threads launch.
+echo "== ThreadSanitizer stress test over protosocket, stepped by the dispatcher: ${secs} s"
+MOMENTO_TSAN_TRANSPORT=protosocket MOMENTO_TSAN_DISPATCH_IO=1 run tsan_stress "$secs" "$max"
 # Every client with a near cache: lookups, fills, writes dropping entries
 # and answers delivered through the completion thread race the rest.
 echo "== ThreadSanitizer stress test with near caches: ${secs} s"

@@ -558,6 +558,12 @@ static char ps_endpoint[64];
  * (momento_config_set_io_thread_callbacks()): those callbacks and the
  * follow-ups they submit race the completion thread's. */
 static bool io_callbacks;
+/* With MOMENTO_TSAN_DISPATCH_IO=1 too, the dispatch-mode client has no
+ * protosocket I/O thread (momento_config_set_dispatch_io()): the
+ * dispatcher thread steps its connections while the submitting threads'
+ * launches write on them, blocking calls step them too, and the free
+ * steps them to its end. */
+static bool dispatch_io;
 /* With MOMENTO_TSAN_NEAR=1, every client has a near cache (1 MiB, 20 ms):
  * its lookups, fills, the writes that drop entries and the answers it
  * delivers through the completion thread race the rest; and invalidation
@@ -596,6 +602,7 @@ static momento_client *new_client(const char *id, const char *delay_ms, const ch
           momento_config_set_protosocket_connections(cfg, 2) != MOMENTO_OK ||
           momento_config_set_protosocket_endpoint(cfg, ps_endpoint) != MOMENTO_OK)) ||
         (io_callbacks && !dispatch && momento_config_set_io_thread_callbacks(cfg, 1) != MOMENTO_OK) ||
+        (dispatch_io && dispatch && momento_config_set_dispatch_io(cfg, 1) != MOMENTO_OK) ||
         (near_cache && (momento_config_set_near_cache(cfg, 1 << 20, 20) != MOMENTO_OK ||
                         momento_config_set_near_cache_invalidation(cfg, CACHE, "near") !=
                             MOMENTO_OK)) ||
@@ -712,6 +719,10 @@ int main(int argc, char **argv)
         io_callbacks = io && strcmp(io, "1") == 0;
         if (io_callbacks)
             printf("tsan_stress: callbacks on protosocket's I/O thread\n");
+        const char *dio = getenv("MOMENTO_TSAN_DISPATCH_IO");
+        dispatch_io = dio && strcmp(dio, "1") == 0;
+        if (dispatch_io)
+            printf("tsan_stress: the dispatch-mode client without protosocket's I/O thread\n");
     }
 
     clients[0] = new_client("tsan-fast", NULL, NULL, 4, 0, 1000, 0);

@@ -137,6 +137,7 @@ struct ps_transport {
     int epfd, evfd;
     pthread_t thread;
     bool thread_started;
+    bool stepped; /* no thread: worked by ps_step() on the engine's call */
 
     /* Where and how to connect; read-only once made. */
     char host[MOMENTO__HOST_PORT_MAX + 1];
@@ -924,16 +925,79 @@ static void set_hint(ps_transport *t, bool on)
         atomic_store_explicit(&t->inline_hint, on, memory_order_relaxed);
 }
 
+/* One turn's work on what epoll_wait gave (`loop` held): the events, the
+ * attempts launched since, the cancels, the deadlines past, the writes.
+ * Returns whether the transport is stopping. */
+static bool turn(ps_transport *t, const struct epoll_event *evs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!evs[i].data.ptr || evs[i].data.ptr == &timer_tag) {
+            uint64_t v;
+            ssize_t r = read(evs[i].data.ptr ? t->tfd : t->evfd, &v, sizeof(v));
+            (void)r;
+            if (evs[i].data.ptr)
+                t->armed_ns = INT64_MAX; /* it fired: set it again below */
+            continue;
+        }
+        conn_event(evs[i].data.ptr, evs[i].events);
+    }
+    pthread_mutex_lock(&t->lock);
+    ps_attempt *launched = t->launched;
+    t->launched = t->launched_tail = NULL;
+    /* Cancels are acted on below, off the list one at a time. */
+    bool stopping = t->stopping;
+    pthread_mutex_unlock(&t->lock);
+
+    int64_t now = momento__now_ns();
+    while (launched) {
+        ps_attempt *a = launched;
+        launched = a->qnext;
+        a->qnext = NULL;
+        pthread_mutex_lock(&t->lock);
+        const char *why = a->cancel_why;
+        pthread_mutex_unlock(&t->lock);
+        if (why)
+            finish(a, GRPC_STATUS_CANCELLED, why);
+        else
+            route(t, a, now);
+    }
+    for (;;) {
+        pthread_mutex_lock(&t->lock);
+        ps_attempt *a = t->cancels;
+        const char *why = a ? a->cancel_why : NULL;
+        pthread_mutex_unlock(&t->lock);
+        if (!a)
+            break;
+        end_early(a, GRPC_STATUS_CANCELLED, why); /* finish() takes it off the list */
+    }
+    now = momento__now_ns();
+    for (ps_attempt *a; (a = deadline_first(t)) && a->deadline_ns <= now;)
+        end_early(a, GRPC_STATUS_DEADLINE_EXCEEDED, "Deadline Exceeded");
+    for (size_t i = 0; i < t->n_conns; i++) {
+        ps_conn *c = &t->conns[i];
+        if (c->fd >= 0 && c->wlen > c->woff && !c->want_out)
+            conn_flush(c);
+    }
+    return stopping;
+}
+
+/* Readies the connections for a sleep (`loop` held): the timer set for
+ * the earliest deadline, and the hint that a launch may write itself. */
+static void before_sleep(ps_transport *t)
+{
+    arm_deadline(t);
+    /* Asleep, the connections are free for a launching thread to write on
+     * (ps_launch). */
+    set_hint(t, pick_inline(t) != NULL);
+}
+
 static void *io_thread(void *arg)
 {
     ps_transport *t = arg;
     struct epoll_event evs[64];
     pthread_mutex_lock(&t->loop);
     for (;;) {
-        arm_deadline(t);
-        /* Asleep, the connections are free for a launching thread to
-         * write on (ps_launch). */
-        set_hint(t, pick_inline(t) != NULL);
+        before_sleep(t);
         ps_attempt *ends = take_ends(t);
         pthread_mutex_unlock(&t->loop);
         /* The last turn's ends, with `loop` free: what their done() sends
@@ -942,56 +1006,7 @@ static void *io_thread(void *arg)
         int n = epoll_wait(t->epfd, evs, 64, -1);
         set_hint(t, false);
         pthread_mutex_lock(&t->loop);
-        int64_t now;
-        for (int i = 0; i < n; i++) {
-            if (!evs[i].data.ptr || evs[i].data.ptr == &timer_tag) {
-                uint64_t v;
-                ssize_t r = read(evs[i].data.ptr ? t->tfd : t->evfd, &v, sizeof(v));
-                (void)r;
-                if (evs[i].data.ptr)
-                    t->armed_ns = INT64_MAX; /* it fired: set it again below */
-                continue;
-            }
-            conn_event(evs[i].data.ptr, evs[i].events);
-        }
-        pthread_mutex_lock(&t->lock);
-        ps_attempt *launched = t->launched;
-        t->launched = t->launched_tail = NULL;
-        /* Cancels are acted on below, off the list one at a time. */
-        bool stopping = t->stopping;
-        pthread_mutex_unlock(&t->lock);
-
-        now = momento__now_ns();
-        while (launched) {
-            ps_attempt *a = launched;
-            launched = a->qnext;
-            a->qnext = NULL;
-            pthread_mutex_lock(&t->lock);
-            const char *why = a->cancel_why;
-            pthread_mutex_unlock(&t->lock);
-            if (why)
-                finish(a, GRPC_STATUS_CANCELLED, why);
-            else
-                route(t, a, now);
-        }
-        for (;;) {
-            pthread_mutex_lock(&t->lock);
-            ps_attempt *a = t->cancels;
-            const char *why = a ? a->cancel_why : NULL;
-            pthread_mutex_unlock(&t->lock);
-            if (!a)
-                break;
-            end_early(a, GRPC_STATUS_CANCELLED, why); /* finish() takes it off the list */
-        }
-        now = momento__now_ns();
-        for (ps_attempt *a; (a = deadline_first(t)) && a->deadline_ns <= now;)
-            end_early(a, GRPC_STATUS_DEADLINE_EXCEEDED, "Deadline Exceeded");
-        for (size_t i = 0; i < t->n_conns; i++) {
-            ps_conn *c = &t->conns[i];
-            if (c->fd >= 0 && c->wlen > c->woff && !c->want_out)
-                conn_flush(c);
-        }
-        if (stopping) {
+        if (turn(t, evs, n)) {
             /* The engine retires every request before it shuts a
              * transport down; anything still here is ended, not lost. */
             for (size_t i = 0; i < t->n_conns; i++)
@@ -1002,6 +1017,32 @@ static void *io_thread(void *arg)
             return NULL;
         }
     }
+}
+
+/* Without an I/O thread (momento_config_set_dispatch_io()): the turn the
+ * thread would take, on the calling thread - the dispatching one, or one
+ * waiting for a blocking call or the client's free. Its wait for events
+ * holds no lock, as the thread's sleep does: two threads may step at
+ * once, and the second to take `loop` finds the readiness the first
+ * used up (a read that would block is nothing to do). */
+static void ps_step(momento__transport *tr, int timeout_ms)
+{
+    ps_transport *t = (ps_transport *)tr;
+    struct epoll_event evs[64];
+    int n = epoll_wait(t->epfd, evs, 64, timeout_ms);
+    set_hint(t, false);
+    pthread_mutex_lock(&t->loop);
+    turn(t, evs, n < 0 ? 0 : n);
+    before_sleep(t);
+    ps_attempt *ends = take_ends(t);
+    pthread_mutex_unlock(&t->loop);
+    hand_ends(t, ends, true);
+}
+
+static int ps_poll_fd(momento__transport *tr)
+{
+    ps_transport *t = (ps_transport *)tr;
+    return t->stepped ? t->epfd : -1;
 }
 
 static void wake(ps_transport *t)
@@ -1190,6 +1231,8 @@ const momento__transport_ops momento__ps_ops = {
     .end = ps_end,
     .shutdown = ps_shutdown,
     .close = ps_close,
+    .poll_fd = ps_poll_fd,
+    .step = ps_step,
 };
 
 /* ------------------------------------------------------------ opening */
@@ -1333,14 +1376,17 @@ int momento__ps_transport_new(momento__transport **ret, const momento_config *cf
             epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->tfd, &tev) != 0)
             rc = MOMENTO_ERR_NO_MEMORY;
     }
-    if (rc == MOMENTO_OK) {
+    if (rc == MOMENTO_OK && cfg->dispatch && cfg->dispatch_io) {
+        t->stepped = true;
+        set_hint(t, true); /* no thread holds `loop`: a launch may write */
+    } else if (rc == MOMENTO_OK) {
         if (pthread_create(&t->thread, NULL, io_thread, t) != 0)
             rc = MOMENTO_ERR_NO_MEMORY;
         else
             t->thread_started = true;
+        if (rc == MOMENTO_OK)
+            pthread_setname_np(t->thread, "momento-ps");
     }
-    if (rc == MOMENTO_OK)
-        pthread_setname_np(t->thread, "momento-ps");
     if (rc != MOMENTO_OK) {
         ps_close(&t->base);
         return rc;
