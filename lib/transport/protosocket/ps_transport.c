@@ -21,6 +21,12 @@
  * Nothing holding the client's lock waits for `loop` (launch only tries
  * it).
  *
+ * Without the thread (`stepped`: dispatch mode with
+ * momento_config_set_dispatch_io()) the same turn is taken by whoever
+ * calls ps_step() - the dispatching thread, a blocking call's or the
+ * free's - under the same `loop`, and the epoll fd is what the engine
+ * watches for it (ps_poll_fd).
+ *
  * Each connection authenticates first and holds what is sent to it until
  * the server's auth reply; its in-flight requests are a hash by message
  * id. A connection that fails ends its requests with UNAVAILABLE (the
