@@ -571,8 +571,11 @@ int momento_client_dispatch(momento_client *c, size_t max)
     if (!c || !c->dispatch.on)
         return MOMENTO_ERR_INVALID_ARGUMENT;
     /* The connections first: the replies they read queue their callbacks,
-     * which run below in the same dispatch. */
-    momento__client_step(c, 0);
+     * which run below in the same dispatch (so they need not signal). */
+    if (c->n_stepped) {
+        momento__dispatcher_will_run(&c->dispatch);
+        momento__client_step(c, 0);
+    }
     bool last_out;
     int ran = momento__dispatcher_run(&c->dispatch, max, &last_out);
     /* momento_client_free() ran in one of those callbacks and left the

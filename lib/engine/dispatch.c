@@ -73,11 +73,15 @@ struct momento__deferred {
 /* The dispatcher whose momento__dispatcher_run() runs on this thread, if
  * any: what tells its owner's free from a dispatched callback. */
 static _Thread_local const momento__dispatcher *running_for;
+/* The dispatcher whose run this thread is about to start
+ * (momento__dispatcher_will_run()): what it queues needs no signal. */
+static _Thread_local const momento__dispatcher *will_run;
 
 void momento__dispatcher_init(momento__dispatcher *d,
                               void (*ran)(momento__dispatcher *d, void *tag))
 {
     memset(d, 0, sizeof(*d));
+    atomic_init(&d->signalled, false);
     d->fd = -1;
     d->ran = ran;
     pthread_mutex_init(&d->lock, NULL);
@@ -252,10 +256,22 @@ void momento__dispatcher_close(momento__dispatcher *d)
 
 static void signal_fd(momento__dispatcher *d)
 {
+    /* This thread runs the queue next: a write here would only be read
+     * back by that run (two system calls per dispatch for nothing). */
+    if (will_run == d)
+        return;
     uint64_t one = 1;
     /* Can only fail when the counter would overflow: it is readable then. */
     ssize_t n = write(d->fd, &one, sizeof(one));
     (void)n;
+    /* After the write: a run that sees the flag finds the fd readable,
+     * and one that misses it leaves the fd readable for the next. */
+    atomic_store_explicit(&d->signalled, true, memory_order_release);
+}
+
+void momento__dispatcher_will_run(momento__dispatcher *d)
+{
+    will_run = d;
 }
 
 /* Appends `e`, the lock held; whether the queue was empty before. */
@@ -376,11 +392,16 @@ bool momento__dispatch_running_here(const momento__dispatcher *d)
 int momento__dispatcher_run(momento__dispatcher *d, size_t max, bool *ret_last_out)
 {
     *ret_last_out = false;
+    if (will_run == d)
+        will_run = NULL;
     /* Reset readability first: whatever is queued from here on is either
-     * run below or signals again. */
-    uint64_t count;
-    ssize_t n = read(d->fd, &count, sizeof(count));
-    (void)n; /* EAGAIN: nothing was signalled, which is fine */
+     * run below or signals again. Only when signalled: the read of an fd
+     * nothing wrote is a system call per dispatch for nothing. */
+    if (atomic_exchange_explicit(&d->signalled, false, memory_order_acquire)) {
+        uint64_t count;
+        ssize_t n = read(d->fd, &count, sizeof(count));
+        (void)n; /* EAGAIN: a signal that was read already, which is fine */
+    }
 
     const momento__dispatcher *outer = running_for;
     running_for = d;

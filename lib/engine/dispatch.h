@@ -13,6 +13,7 @@
 #include "momento/topics.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -21,6 +22,7 @@ typedef struct momento__deferred momento__deferred;
 typedef struct momento__dispatcher {
     bool on;                    /* the config's; fixed for the client's life */
     int fd;                     /* eventfd, readable while callbacks wait; -1 when off */
+    atomic_bool signalled;      /* the fd was written since the last run read it */
     /* After each queued application callback (not a topic event's) has
      * returned, on the thread that ran it: its request is done. `tag` is
      * what the owner pushed with it. */
@@ -60,6 +62,11 @@ int momento__dispatcher_push_topic(momento__dispatcher *d, momento_topic_callbac
                                    momento_subscription *sub, const momento_topic_event *ev,
                                    void *userdata, void (*ref)(momento_subscription *),
                                    void (*unref)(momento_subscription *));
+
+/* The calling thread runs `d` next (momento__dispatcher_run(), before
+ * anything else of `d`'s): until then what it queues is not signalled on
+ * the fd, which that run would only read back. */
+void momento__dispatcher_will_run(momento__dispatcher *d);
 
 /* Runs up to `max` queued callbacks (0: all) on this thread; returns how
  * many ran. Stops when a callback sets free_pending; the outermost run
