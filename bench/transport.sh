@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gRPC vs protosocket for get and set (issue 31): load-gen against one
 # momento-local serving both ports, the two transports alternating run by
-# run in the same rounds (protosocket twice: by default, and with
-# --io-callbacks, "psio"), unique keys (--keys 0) and hot keys (--keys 10),
+# run in the same rounds (protosocket three times: by default, with
+# --io-callbacks, "psio", and with --dispatch, "psdisp": dispatch mode
+# without protosocket's I/O thread), unique keys (--keys 0) and hot keys (--keys 10),
 # 1, 10, 100 and 1000 in flight, unbatched, no rate cap, 100-byte values.
 # Per run: ops/s, the client's CPU per operation (load-gen's process CPU),
 # get p50 / p99, the client's peak RSS, and the server's ops per CPU-second
@@ -35,6 +36,7 @@ run() { # TRANSPORT KEYS IN_FLIGHT -> "ops cpu_us p50 p99 rss_mb server_ops_per_
     local transport=$1 keys=$2 n=$3 extra=()
     [ "$transport" = protosocket ] && extra=(--transport protosocket --protosocket-endpoint "$ps_ep")
     [ "$transport" = psio ] && extra=(--transport protosocket --protosocket-endpoint "$ps_ep" --io-callbacks)
+    [ "$transport" = psdisp ] && extra=(--transport protosocket --protosocket-endpoint "$ps_ep" --dispatch)
     local c0 c1
     c0=$(server_cpu)
     # shellcheck disable=SC2086 # $pin_c is a command prefix
@@ -55,7 +57,7 @@ declare -A res floor
 settings=()
 for keys in 0 10; do
     for n in 1 10 100 1000; do
-        for t in grpc protosocket psio; do settings+=("$t.$keys.$n"); done
+        for t in grpc protosocket psio psdisp; do settings+=("$t.$keys.$n"); done
     done
 done
 for r in $(seq "$rounds"); do
@@ -101,9 +103,9 @@ echo "RESULT transport ratio p50_ps_over_grpc_1=$(ratio "$(col protosocket.0.1 3
 echo "RESULT transport ratio server_ops_per_cpu_ps_over_grpc_1000=$(ratio "$(col protosocket.0.1000 6)" "$(col grpc.0.1000 6)") (target >= 4)"
 echo "RESULT transport rss_mb_ps_1000=$(col protosocket.0.1000 5) (target <= 16)"
 # Issue 51's targets against the floor of the same run, for protosocket
-# as it is by default and with --io-callbacks (psio).
+# as it is by default, with --io-callbacks (psio) and with --dispatch (psdisp).
 flr() { tr ';' '\n' <<< "${floor[$1]}" | grep . | awk -v i="$2" '{print $i}' | median; }
-for t in protosocket psio; do
+for t in protosocket psio psdisp; do
     echo "RESULT transport ratio cpu_per_op_${t}_over_floor_1000=$(ratio "$(col $t.0.1000 2)" "$(flr 1000 2)") (target <= 2)"
     echo "RESULT transport ratio p50_${t}_over_floor_1=$(ratio "$(col $t.0.1 3)" "$(flr 1 3)") (target <= 1.5)"
     echo "RESULT transport ratio cpu_per_op_${t}_over_grpc_1=$(ratio "$(col $t.0.1 2)" "$(col grpc.0.1 2)") (target <= 1)"

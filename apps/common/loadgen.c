@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <malloc.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -67,6 +68,10 @@ static void usage(FILE *f, const char *prog, bool coalescing)
             "  --io-callbacks         with --transport protosocket: callbacks (and the next\n"
             "                         request) on protosocket's I/O thread, not the client's\n"
             "                         completion thread: one thread wake-up less per request\n"
+            "  --dispatch             dispatch mode: each thread runs its client's callbacks\n"
+            "                         (and the next request) in its own loop; with\n"
+            "                         --transport protosocket that loop also reads and writes\n"
+            "                         the connections (no I/O thread)\n"
             "%s"
             "  --get-ratio R          share of requests that are gets, 0.5 to 0.999 (default\n"
             "                         0.5: set a key, get it, next key); above 0.5 a worker\n"
@@ -207,6 +212,7 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
         {"near-cache-bytes", required_argument, NULL, 'N'},
         {"near-cache-staleness-ms", required_argument, NULL, 'W'},
         {"get-ratio", required_argument, NULL, 'G'},
+        {"dispatch", no_argument, NULL, 'X'},
         {NULL, 0, NULL, 0},
     };
     const char *prog = coalescing ? "request-coalescing" : "load-gen";
@@ -314,6 +320,7 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
             break;
         case 'q': o->quiet = true; break;
         case 'I': o->io_callbacks = true; break;
+        case 'X': o->dispatch = true; break;
         case 'N':
             if (!ex_parse_int(optarg, 4096, 2147483647L, &o->near_bytes))
                 return ex_bad_option(prog, "--near-cache-bytes", optarg,
@@ -370,6 +377,9 @@ int lg_parse_options(int argc, char **argv, bool coalescing, lg_options *o)
                              "needs a key space (--keys > 0)");
     if (o->threads > o->concurrency)
         return ex_bad_option(prog, "option", "--threads", "must not exceed --concurrency");
+    if (o->dispatch && o->io_callbacks)
+        return ex_bad_option(prog, "option", "--io-callbacks",
+                             "does not go with --dispatch (callbacks run on the dispatching thread)");
     return 0;
 }
 
@@ -799,6 +809,33 @@ static void on_done(const momento_result *r, void *ud)
 }
 
 /* Starts workers' requests when due; ends when all workers have retired. */
+/* Waits (g->lock held) until the group is signalled or `wait_ns` (at most
+ * 100 ms, so stop is re-checked) passes. With --dispatch the callbacks
+ * that would signal run here: the wait is the client's dispatch fd, and
+ * what it says is dispatched, without the lock (callbacks take it). */
+static void group_wait(group *g, int64_t wait_ns)
+{
+    if (wait_ns > 100000000)
+        wait_ns = 100000000;
+    if (g->run->o->dispatch) {
+        pthread_mutex_unlock(&g->lock);
+        struct pollfd p = {.fd = momento_client_dispatch_fd(g->client), .events = POLLIN};
+        if (poll(&p, 1, (int)((wait_ns + 999999) / 1000000)) > 0)
+            momento_client_dispatch(g->client, 0);
+        pthread_mutex_lock(&g->lock);
+        return;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)(wait_ns / 1000000000);
+    until.tv_nsec += (long)(wait_ns % 1000000000);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&g->cond, &g->lock, &until);
+}
+
 static void *group_loop(void *arg)
 {
     group *g = arg;
@@ -808,12 +845,12 @@ static void *group_loop(void *arg)
             while (momento__heap_pop(&g->heap)) /* idle workers retire at once */
                 g->active--;
             if (g->active > 0)
-                pthread_cond_wait(&g->cond, &g->lock);
+                group_wait(g, 100000000);
             continue;
         }
         const worker *first = momento__heap_peek(&g->heap);
         if (!first) {
-            pthread_cond_wait(&g->cond, &g->lock);
+            group_wait(g, 100000000);
             continue;
         }
         int64_t due = first->sched_ns, t = now_ns();
@@ -824,18 +861,7 @@ static void *group_loop(void *arg)
             pthread_mutex_lock(&g->lock);
             continue;
         }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        int64_t wait = due - t;
-        if (wait > 100000000)
-            wait = 100000000; /* re-check stop at least every 100 ms */
-        until.tv_sec += (time_t)(wait / 1000000000);
-        until.tv_nsec += (long)(wait % 1000000000);
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&g->cond, &g->lock, &until);
+        group_wait(g, due - t);
     }
     pthread_mutex_unlock(&g->lock);
     return NULL;
@@ -905,6 +931,10 @@ int lg_run(const lg_options *o, const lg_target *t, bool coalesce, const char *l
     }
     if (rc == MOMENTO_OK && o->io_callbacks)
         rc = momento_config_set_io_thread_callbacks(cfg, 1);
+    if (rc == MOMENTO_OK && o->dispatch)
+        rc = momento_config_set_dispatch(cfg, 1);
+    if (rc == MOMENTO_OK && o->dispatch)
+        rc = momento_config_set_dispatch_io(cfg, 1);
     if (rc == MOMENTO_OK && o->near_bytes)
         rc = momento_config_set_near_cache(cfg, (size_t)o->near_bytes,
                                            (uint32_t)o->near_staleness_ms);
@@ -1285,8 +1315,9 @@ void lg_json_config(FILE *f, const lg_options *o, int indent)
         json_string(f, o->target.endpoint);
     else
         fprintf(f, "null");
-    fprintf(f, ", \"transport\": \"%s\", \"io_callbacks\": %s, \"cache\": ",
-            o->target.protosocket ? "protosocket" : "grpc", o->io_callbacks ? "true" : "false");
+    fprintf(f, ", \"transport\": \"%s\", \"io_callbacks\": %s, \"dispatch\": %s, \"cache\": ",
+            o->target.protosocket ? "protosocket" : "grpc", o->io_callbacks ? "true" : "false",
+            o->dispatch ? "true" : "false");
     json_string(f, o->cache);
     fprintf(f,
             ", \"concurrency\": %d, \"rps\": %d, \"duration_s\": %g, \"payload_bytes\": %d, "

@@ -48,6 +48,10 @@ typedef struct lg_options {
     /* --io-callbacks: momento_config_set_io_thread_callbacks() (callbacks
      * of protosocket's requests on its I/O thread). */
     bool io_callbacks;
+    /* --dispatch: the client in dispatch mode, each thread's callbacks run
+     * by that thread's own loop (momento_config_set_dispatch()); over
+     * protosocket with no I/O thread (momento_config_set_dispatch_io()). */
+    bool dispatch;
     /* --near-cache-bytes N --near-cache-staleness-ms M
      * (momento_config_set_near_cache()); 0 bytes = off. */
     int near_bytes, near_staleness_ms;

@@ -793,6 +793,23 @@ def check_transport_option(tmp_transport):
     check("load-gen --transport protosocket: JSON says so, every request right",
           r["config"]["transport"] == "protosocket" and r["requests"] > 0
           and r["success"] == r["requests"] and r["wrong_results"] == 0, r["config"])
+    # --dispatch: each thread's loop dispatches; over protosocket it also
+    # works the connections (no I/O thread), with coalescing in
+    # request-coalescing's second phase.
+    for extra in (["--transport", "protosocket"], []):
+        p = run([load_gen, "--dispatch", "--threads", "2", "--duration", "0.5", "--rps", "0",
+                 "--concurrency", "50", "--timeout-ms", "20000", "--quiet", "--json", out]
+                + extra)
+        r = json.load(open(out)) if p.returncode == 0 else {"config": {}}
+        check(f"load-gen --dispatch {' '.join(extra)}: JSON says so, every request right",
+              r["config"].get("dispatch") is True and r.get("requests", 0) > 0
+              and r["success"] == r["requests"] and r["wrong_results"] == 0, p)
+    p = run([coalescing, "--transport", "protosocket", "--dispatch", "--duration", "0.5",
+             "--rps", "0", "--concurrency", "100", "--quiet"])
+    check("request-coalescing --transport protosocket --dispatch exits 0", p.returncode == 0, p)
+    p = run([load_gen, "--dispatch", "--io-callbacks"])
+    check("load-gen --dispatch --io-callbacks -> exit 2 with a message",
+          p.returncode == 2 and "--dispatch" in p.stderr, p)
     p = run([load_gen, "--duration", "0.3", "--quiet", "--json", out])
     check("load-gen JSON says grpc by default",
           p.returncode == 0 and json.load(open(out))["config"]["transport"] == "grpc", p)
