@@ -249,6 +249,33 @@ static void test_setter_checks(void **state)
 
 #define N 200
 
+/* N sets of "k<i>" = "v<i>" through dispatch-mode client `c`, then N gets
+ * of them wanting those values: requests 0 .. 2N-1 of `k`, which had
+ * `before` callbacks already, dispatched on this thread until all are
+ * called back. */
+static void sets_then_gets(momento_client *c, tally *k, int before)
+{
+    static req q[2 * N];
+    static char vals[N][16];
+    char key[16];
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        snprintf(vals[i], sizeof(vals[i]), "v%d", i);
+        q[i] = (req){.k = k, .index = i};
+        assert_int_equal(momento_set(c, "c", key, strlen(key), vals[i], strlen(vals[i]), 0, NULL,
+                                     tally_cb, &q[i]),
+                         MOMENTO_OK);
+    }
+    wait_for(c, k, before + N);
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        q[N + i] = (req){.k = k, .index = N + i, .want = vals[i]};
+        assert_int_equal(momento_get(c, "c", key, strlen(key), NULL, tally_cb, &q[N + i]),
+                         MOMENTO_OK);
+    }
+    wait_for(c, k, before + 2 * N);
+}
+
 /* Dispatch mode: N sets, then N gets of them, called back on this thread
  * with the values written, each reported once where its RPC ended - the
  * I/O thread, not the completion thread, which the ends no longer cross. */
@@ -260,25 +287,7 @@ static void test_dispatch_answers_reported_on_io_thread(void **state)
     momento_client *c = ps_client(DISPATCH, &h, 5000);
     tally k;
     tally_init(&k, true);
-    static req q[2 * N];
-    static char vals[N][16];
-    char key[16];
-    for (int i = 0; i < N; i++) {
-        snprintf(key, sizeof(key), "k%d", i);
-        snprintf(vals[i], sizeof(vals[i]), "v%d", i);
-        q[i] = (req){.k = &k, .index = i};
-        assert_int_equal(momento_set(c, "c", key, strlen(key), vals[i], strlen(vals[i]), 0, NULL,
-                                     tally_cb, &q[i]),
-                         MOMENTO_OK);
-    }
-    wait_for(c, &k, N);
-    for (int i = 0; i < N; i++) {
-        snprintf(key, sizeof(key), "k%d", i);
-        q[N + i] = (req){.k = &k, .index = N + i, .want = vals[i]};
-        assert_int_equal(momento_get(c, "c", key, strlen(key), NULL, tally_cb, &q[N + i]),
-                         MOMENTO_OK);
-    }
-    wait_for(c, &k, 2 * N);
+    sets_then_gets(c, &k, 0);
     assert_each_once(&k, 2 * N);
     assert_int_equal(k.ok, 2 * N);
     assert_int_equal(k.hits, N);
@@ -311,6 +320,22 @@ static void test_dispatch_blocking_call_from_hook_refused(void **state)
     tally_destroy(&k);
 }
 
+/* `n` gets of `key` through dispatch-mode client `c`, tallied in `k`
+ * (initialised here), dispatched on this thread until each is called
+ * back, and checked called back once each. */
+static void gets_called_back(momento_client *c, tally *k, const char *key, int n)
+{
+    static req q[64];
+    assert_true(n <= 64);
+    tally_init(k, true);
+    for (int i = 0; i < n; i++) {
+        q[i] = (req){.k = k, .index = i};
+        assert_int_equal(momento_get(c, "c", key, strlen(key), NULL, tally_cb, &q[i]), MOMENTO_OK);
+    }
+    wait_for(c, k, n);
+    assert_each_once(k, n);
+}
+
 /* The first 2 gets to arrive fail UNAVAILABLE, which the default strategy
  * retries (3 attempts: even a request that meets both failures ends OK):
  * the failed attempt ends on the I/O thread (or the dispatching one),
@@ -320,14 +345,7 @@ static void dispatch_retries_made_from_io_thread(int mode)
     assert_int_equal(momento_local_protosocket_fault(tu_fx.server, "get", 14, 0, 2), MOMENTO_OK);
     momento_client *c = ps_client(mode, NULL, 5000);
     tally k;
-    tally_init(&k, true);
-    static req q[20];
-    for (int i = 0; i < 20; i++) {
-        q[i] = (req){.k = &k, .index = i};
-        assert_int_equal(momento_get(c, "c", "absent", 6, NULL, tally_cb, &q[i]), MOMENTO_OK);
-    }
-    wait_for(c, &k, 20);
-    assert_each_once(&k, 20);
+    gets_called_back(c, &k, "absent", 20);
     assert_int_equal(k.ok, 20);
     assert_true(k.max_attempts >= 2);
     momento_client_free(c);
@@ -469,9 +487,9 @@ static void test_dispatch_io_no_thread_crossed(void **state)
     assert_int_equal(threads_named("momento-ps"), ps_before);
     tally k;
     tally_init(&k, true);
-    static req q[2 * N + 1];
-    q[2 * N] = (req){.k = &k, .index = 2 * N};
-    assert_int_equal(momento_set(c, "c", "first", 5, "v", 1, 0, NULL, tally_cb, &q[2 * N]),
+    static req first;
+    first = (req){.k = &k, .index = 2 * N};
+    assert_int_equal(momento_set(c, "c", "first", 5, "v", 1, 0, NULL, tally_cb, &first),
                      MOMENTO_OK);
     /* Until this thread dispatches, the connection is not even made: the
      * fd says there is work, and nothing has come back. */
@@ -481,24 +499,7 @@ static void test_dispatch_io_no_thread_crossed(void **state)
     assert_int_equal(momento__dispatch_queued(c), 0);
     assert_int_equal(tally_n(&k), 0);
     wait_for(c, &k, 1);
-    static char vals[N][16];
-    char key[16];
-    for (int i = 0; i < N; i++) {
-        snprintf(key, sizeof(key), "k%d", i);
-        snprintf(vals[i], sizeof(vals[i]), "v%d", i);
-        q[i] = (req){.k = &k, .index = i};
-        assert_int_equal(momento_set(c, "c", key, strlen(key), vals[i], strlen(vals[i]), 0, NULL,
-                                     tally_cb, &q[i]),
-                         MOMENTO_OK);
-    }
-    wait_for(c, &k, N + 1);
-    for (int i = 0; i < N; i++) {
-        snprintf(key, sizeof(key), "k%d", i);
-        q[N + i] = (req){.k = &k, .index = N + i, .want = vals[i]};
-        assert_int_equal(momento_get(c, "c", key, strlen(key), NULL, tally_cb, &q[N + i]),
-                         MOMENTO_OK);
-    }
-    wait_for(c, &k, 2 * N + 1);
+    sets_then_gets(c, &k, 1);
     assert_each_once(&k, 2 * N + 1);
     assert_int_equal(k.ok, 2 * N + 1);
     assert_int_equal(k.hits, N);
@@ -519,14 +520,7 @@ static void test_dispatch_io_deadline(void **state)
                      MOMENTO_OK);
     momento_client *c = ps_client(DISPATCH_IO, NULL, 300);
     tally k;
-    tally_init(&k, true);
-    static req q[10];
-    for (int i = 0; i < 10; i++) {
-        q[i] = (req){.k = &k, .index = i};
-        assert_int_equal(momento_get(c, "c", "held", 4, NULL, tally_cb, &q[i]), MOMENTO_OK);
-    }
-    wait_for(c, &k, 10);
-    assert_each_once(&k, 10);
+    gets_called_back(c, &k, "held", 10);
     assert_int_equal(k.timeouts, 10);
     momento_client_free(c);
     assert_int_equal(momento_local_protosocket_fault(tu_fx.server, NULL, 0, 0, 0), MOMENTO_OK);
