@@ -738,18 +738,24 @@ static void *silent_loop(void *arg)
     return NULL;
 }
 
+int tu_listen_loopback(int backlog, char *endpoint, size_t size)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, backlog), 0);
+    socklen_t len = sizeof(a);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    snprintf(endpoint, size, "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+    return fd;
+}
+
 tu_silent *tu_silent_start(void)
 {
     tu_silent *s = calloc(1, sizeof(*s));
     assert_non_null(s);
-    s->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(s->listen_fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(s->listen_fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(listen(s->listen_fd, 64), 0);
-    socklen_t len = sizeof(a);
-    assert_int_equal(getsockname(s->listen_fd, (struct sockaddr *)&a, &len), 0);
-    snprintf(s->endpoint, sizeof(s->endpoint), "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+    s->listen_fd = tu_listen_loopback(64, s->endpoint, sizeof(s->endpoint));
     assert_int_equal(pipe(s->wake), 0);
     assert_int_equal(pthread_create(&s->thread, NULL, silent_loop, s), 0);
     return s;

@@ -269,6 +269,12 @@ int tu_time_scale(void);
  * wait goes on (a long wait polls less). */
 void tu_wait_pause(int n);
 
+/* A TCP socket listening on 127.0.0.1 at a port the kernel picked, with
+ * `backlog`: returns the socket (close-on-exec), and writes
+ * "127.0.0.1:port" to `endpoint` (size bytes). Aborts the test on failure.
+ * For the fake servers that stand in for momento-local. */
+int tu_listen_loopback(int backlog, char *endpoint, size_t size);
+
 /* A server that accepts TCP connections on 127.0.0.1 and never answers:
  * it reads and drops what arrives, so every call on it runs to its
  * deadline (or its cancel). Aborts the test on failure. */
