@@ -496,6 +496,14 @@ size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *coun
     return got;
 }
 
+int tu_locked_int(pthread_mutex_t *mu, const int *v)
+{
+    pthread_mutex_lock(mu);
+    int got = *v;
+    pthread_mutex_unlock(mu);
+    return got;
+}
+
 size_t tu_counter_wait(tu_counter *k, size_t n, int timeout_ms)
 {
     return tu_wait_count(&k->lock, &k->cond, &k->total, n, timeout_ms);

@@ -179,6 +179,10 @@ void tu_never_cb(const momento_result *r, void *userdata);
 size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *count, size_t n,
                      int timeout_ms);
 
+/* *v read under `mu`: for a count a callback or thread writes under that
+ * lock while the test polls it. */
+int tu_locked_int(pthread_mutex_t *mu, const int *v);
+
 /* One pthread_cond_timedwait() on `cv` (with `mu` held) of at most `ms`
  * milliseconds, unscaled: the slice of a wait loop that looks at its own
  * condition and clock between two slices, so that neither an early return
