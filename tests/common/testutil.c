@@ -280,6 +280,13 @@ momento_coalescer *tu_coalescer(momento_client *c)
     return co;
 }
 
+momento_coalescer_stats tu_coalescer_stats(momento_coalescer *co)
+{
+    momento_coalescer_stats k;
+    assert_int_equal(momento_coalescer_stats_get(co, &k, sizeof(k)), MOMENTO_OK);
+    return k;
+}
+
 momento_client *tu_patient_client(momento_local *s, uint32_t timeout_ms)
 {
     momento_config *cfg = tu_config();

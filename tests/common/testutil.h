@@ -97,6 +97,8 @@ momento_config *tu_config(void);
 
 /* A coalescer of `c` (momento_coalescer_new()), asserting success. */
 momento_coalescer *tu_coalescer(momento_client *c);
+/* `co`'s counters now (momento_coalescer_stats_get()), asserting success. */
+momento_coalescer_stats tu_coalescer_stats(momento_coalescer *co);
 
 /* A client for `s` with a `timeout_ms` deadline and keepalive, both scaled
  * by tu_time_scale(): gRPC sets TCP_USER_TIMEOUT from the keepalive timeout,

@@ -488,8 +488,7 @@ static void test_coalesced_reads(void **state)
     /* The first fetch and get of "a" were in flight all along. */
     assert_int_equal(held.total, 0);
     assert_int_equal(momento_local_parked_calls(tu_fx.server), parked + 2);
-    momento_coalescer_stats cc;
-    momento_coalescer_stats_get(co, &cc, sizeof(cc));
+    momento_coalescer_stats cc = tu_coalescer_stats(co);
     assert_int_equal(cc.read_requests, 14);
     assert_int_equal(cc.read_coalesced, 10);
 
