@@ -296,12 +296,7 @@ def metrics_checks(res, w, r, c, p):
 
 
 def refusals(res, proxy):
-    def run(args):
-        p = subprocess.run([proxy, "--resp-port", "0", *args], capture_output=True,
-                           timeout=pt.WATCHDOG, stdin=subprocess.DEVNULL)
-        return p.returncode, p.stderr.decode(errors="replace")
-
-    cases = [
+    pt.check_starts_refused(res, proxy, [
         (["--near-cache-topic", ""], "invalid --near-cache-topic '': the topic name is empty"),
         (["--near-cache-topic", "  "],
          "invalid --near-cache-topic '  ': the topic name is only whitespace"),
@@ -313,22 +308,12 @@ def refusals(res, proxy):
          "names must be under 256 bytes"),
         (["--near-cache-topic-cache", SYNC_CACHE],
          f"invalid --near-cache-topic-cache '{SYNC_CACHE}': needs --near-cache-topic"),
-    ]
-    for args, words in cases:
-        code, err = run(args)
-        shown = " ".join(a if len(a) < 20 else a[:8] + "..." for a in args)
-        res.check(f"{shown!r} is refused at start", code == 2 and words in err,
-                  f"exit {code}, stderr {err!r}")
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        f.write("near_cache_bytes: 1048576\nnear_cache_staleness_ms: 50\n"
-                "near_cache_topic: \"\"\n")
-    try:
-        code, err = run(["--config", f.name])
-        want = f"{f.name}:3: near_cache_topic: '' the topic name is empty"
-        res.check("a config file's empty near_cache_topic is refused at its line",
-                  code == 2 and want in err, f"exit {code}, stderr {err!r}")
-    finally:
-        os.unlink(f.name)
+    ])
+    pt.check_config_refused(
+        res, proxy,
+        "near_cache_bytes: 1048576\nnear_cache_staleness_ms: 50\nnear_cache_topic: \"\"\n",
+        "{path}:3: near_cache_topic: '' the topic name is empty",
+        "a config file's empty near_cache_topic is refused at its line")
 
 
 def main():
