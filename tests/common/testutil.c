@@ -702,6 +702,13 @@ momento_local *tu_start(momento_local_options *o)
     return s;
 }
 
+momento_local *tu_server_with_token(const char *token)
+{
+    momento_local_options *o = tu_options("c");
+    assert_int_equal(momento_local_options_set_auth_token(o, token), MOMENTO_OK);
+    return tu_start(o);
+}
+
 momento_local *tu_server_with_cache(const char *cache)
 {
     return tu_start(tu_options(cache));

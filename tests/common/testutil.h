@@ -31,6 +31,9 @@ momento_local *tu_server_with_cache(const char *cache);
 momento_local_options *tu_options(const char *cache);
 /* A server (tu_server()) started with `o`, which it frees. */
 momento_local *tu_start(momento_local_options *o);
+/* A server with cache "c" whose only key is `token`
+ * (momento_local_options_set_auth_token()). */
+momento_local *tu_server_with_token(const char *token);
 /* A client for `s` with `cfg` (NULL = defaults; with tu_protosocket(), the
  * transport and endpoint are set on `cfg` itself when given). */
 momento_client *tu_client(momento_local *s, const momento_config *cfg);

@@ -279,9 +279,7 @@ static void test_disposable_token_makes_no_keys(void **state)
 static void test_auth_token_server(void **state)
 {
     (void)state;
-    momento_local_options *o = tu_options("c");
-    momento_local_options_set_auth_token(o, "secret");
-    momento_local *s = tu_start(o);
+    momento_local *s = tu_server_with_token("secret");
     momento_client *wrong = tu_client_with_key(s, "not-the-secret");
     momento_client *right = tu_client_with_key(s, "secret");
     pair k;

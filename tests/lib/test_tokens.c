@@ -509,9 +509,7 @@ static void test_forged(void **state)
 static void test_server_with_token(void **state)
 {
     (void)state;
-    momento_local_options *o = tu_options("c");
-    momento_local_options_set_auth_token(o, "secret-token");
-    momento_local *srv = tu_start(o);
+    momento_local *srv = tu_server_with_token("secret-token");
 
     momento_client *wrong = tu_client_with_key(srv, "not-the-token");
     momento_token_scope *s = new_scope();
