@@ -3,6 +3,7 @@
  * replies are small), the scripted behaviour read under the lock at each
  * command. */
 #include "fake_ps.h"
+#include "testutil.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -392,14 +393,7 @@ tu_ps *tu_ps_start(tu_ps_mode mode, size_t n)
     pthread_mutex_init(&f->lock, NULL);
     f->mode = mode;
     f->n = n ? n : 1;
-    f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(f->lfd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    assert_int_equal(listen(f->lfd, 16), 0);
-    socklen_t sl = sizeof(sa);
-    assert_int_equal(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
-    snprintf(f->endpoint, sizeof(f->endpoint), "127.0.0.1:%d", ntohs(sa.sin_port));
+    f->lfd = tu_listen_loopback(16, f->endpoint, sizeof(f->endpoint));
     assert_int_equal(pthread_create(&f->thread, NULL, serve, f), 0);
     return f;
 }

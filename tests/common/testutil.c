@@ -280,6 +280,13 @@ momento_coalescer *tu_coalescer(momento_client *c)
     return co;
 }
 
+momento_coalescer_stats tu_coalescer_stats(momento_coalescer *co)
+{
+    momento_coalescer_stats k;
+    assert_int_equal(momento_coalescer_stats_get(co, &k, sizeof(k)), MOMENTO_OK);
+    return k;
+}
+
 momento_client *tu_patient_client(momento_local *s, uint32_t timeout_ms)
 {
     momento_config *cfg = tu_config();
@@ -496,6 +503,14 @@ size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *coun
     return got;
 }
 
+int tu_locked_int(pthread_mutex_t *mu, const int *v)
+{
+    pthread_mutex_lock(mu);
+    int got = *v;
+    pthread_mutex_unlock(mu);
+    return got;
+}
+
 size_t tu_counter_wait(tu_counter *k, size_t n, int timeout_ms)
 {
     return tu_wait_count(&k->lock, &k->cond, &k->total, n, timeout_ms);
@@ -687,6 +702,13 @@ momento_local *tu_start(momento_local_options *o)
     return s;
 }
 
+momento_local *tu_server_with_token(const char *token)
+{
+    momento_local_options *o = tu_options("c");
+    assert_int_equal(momento_local_options_set_auth_token(o, token), MOMENTO_OK);
+    return tu_start(o);
+}
+
 momento_local *tu_server_with_cache(const char *cache)
 {
     return tu_start(tu_options(cache));
@@ -738,18 +760,24 @@ static void *silent_loop(void *arg)
     return NULL;
 }
 
+int tu_listen_loopback(int backlog, char *endpoint, size_t size)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, backlog), 0);
+    socklen_t len = sizeof(a);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    snprintf(endpoint, size, "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+    return fd;
+}
+
 tu_silent *tu_silent_start(void)
 {
     tu_silent *s = calloc(1, sizeof(*s));
     assert_non_null(s);
-    s->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(s->listen_fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(s->listen_fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(listen(s->listen_fd, 64), 0);
-    socklen_t len = sizeof(a);
-    assert_int_equal(getsockname(s->listen_fd, (struct sockaddr *)&a, &len), 0);
-    snprintf(s->endpoint, sizeof(s->endpoint), "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+    s->listen_fd = tu_listen_loopback(64, s->endpoint, sizeof(s->endpoint));
     assert_int_equal(pipe(s->wake), 0);
     assert_int_equal(pthread_create(&s->thread, NULL, silent_loop, s), 0);
     return s;

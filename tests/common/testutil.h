@@ -31,6 +31,9 @@ momento_local *tu_server_with_cache(const char *cache);
 momento_local_options *tu_options(const char *cache);
 /* A server (tu_server()) started with `o`, which it frees. */
 momento_local *tu_start(momento_local_options *o);
+/* A server with cache "c" whose only key is `token`
+ * (momento_local_options_set_auth_token()). */
+momento_local *tu_server_with_token(const char *token);
 /* A client for `s` with `cfg` (NULL = defaults; with tu_protosocket(), the
  * transport and endpoint are set on `cfg` itself when given). */
 momento_client *tu_client(momento_local *s, const momento_config *cfg);
@@ -97,6 +100,8 @@ momento_config *tu_config(void);
 
 /* A coalescer of `c` (momento_coalescer_new()), asserting success. */
 momento_coalescer *tu_coalescer(momento_client *c);
+/* `co`'s counters now (momento_coalescer_stats_get()), asserting success. */
+momento_coalescer_stats tu_coalescer_stats(momento_coalescer *co);
 
 /* A client for `s` with a `timeout_ms` deadline and keepalive, both scaled
  * by tu_time_scale(): gRPC sets TCP_USER_TIMEOUT from the keepalive timeout,
@@ -178,6 +183,10 @@ void tu_never_cb(const momento_result *r, void *userdata);
  * and threads that count what they saw (tu_counter_wait() is one). */
 size_t tu_wait_count(pthread_mutex_t *mu, pthread_cond_t *cv, const size_t *count, size_t n,
                      int timeout_ms);
+
+/* *v read under `mu`: for a count a callback or thread writes under that
+ * lock while the test polls it. */
+int tu_locked_int(pthread_mutex_t *mu, const int *v);
 
 /* One pthread_cond_timedwait() on `cv` (with `mu` held) of at most `ms`
  * milliseconds, unscaled: the slice of a wait loop that looks at its own
@@ -268,6 +277,12 @@ int tu_time_scale(void);
 /* tu_wait_until()'s sleep before look `n` + 1: 1 ms, up to 10 ms as the
  * wait goes on (a long wait polls less). */
 void tu_wait_pause(int n);
+
+/* A TCP socket listening on 127.0.0.1 at a port the kernel picked, with
+ * `backlog`: returns the socket (close-on-exec), and writes
+ * "127.0.0.1:port" to `endpoint` (size bytes). Aborts the test on failure.
+ * For the fake servers that stand in for momento-local. */
+int tu_listen_loopback(int backlog, char *endpoint, size_t size);
 
 /* A server that accepts TCP connections on 127.0.0.1 and never answers:
  * it reads and drops what arrives, so every call on it runs to its

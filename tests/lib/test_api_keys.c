@@ -7,6 +7,7 @@
  * (no authorization header, the key in the body). */
 #include "momento/tokens.h"
 #include "momento/topics.h"
+#include "srv_test.h"
 #include "testutil.h"
 
 #include "auth.pb-c.h"
@@ -278,9 +279,7 @@ static void test_disposable_token_makes_no_keys(void **state)
 static void test_auth_token_server(void **state)
 {
     (void)state;
-    momento_local_options *o = tu_options("c");
-    momento_local_options_set_auth_token(o, "secret");
-    momento_local *s = tu_start(o);
+    momento_local *s = tu_server_with_token("secret");
     momento_client *wrong = tu_client_with_key(s, "not-the-secret");
     momento_client *right = tu_client_with_key(s, "secret");
     pair k;
@@ -430,20 +429,15 @@ static int raw_generate(int expiry, bool with_permissions, bool super_user_scope
     } /* else: no expiry at all */
     req.auth_token = "";
     req.permissions = with_permissions ? &perms : NULL;
-    tu_raw_reply *out = calloc(1, sizeof(*out));
-    int st = tu_raw_call_msg(momento_local_endpoint(tu_fx.server), "/auth.Auth/GenerateApiToken",
-                             NULL, 0, &req.base, out);
-    if (st == 0) {
-        assert_int_equal(out->n_msgs, 1);
-        Auth__GenerateApiTokenResponse *resp =
-            auth____generate_api_token_response__unpack(NULL, out->lens[0], out->msgs[0]);
-        assert_non_null(resp);
+    int st;
+    Auth__GenerateApiTokenResponse *resp =
+        srv_call(momento_local_endpoint(tu_fx.server), "/auth.Auth/GenerateApiToken", NULL, 0,
+                 &req.base, &auth____generate_api_token_response__descriptor, &st);
+    if (resp) {
         assert_true(strlen(resp->api_key) > 0 && strlen(resp->refresh_token) > 0);
         assert_int_equal(resp->valid_until == 0, expiry < 0);
         auth____generate_api_token_response__free_unpacked(resp, NULL);
     }
-    tu_raw_reply_free(out);
-    free(out);
     return st;
 }
 

@@ -527,8 +527,7 @@ static void test_coalescer_composes(void **state)
     wait_all(gs, 50);
     for (int i = 0; i < 50; i++)
         assert_int_equal(gs[i].error, MOMENTO_OK);
-    momento_coalescer_stats k;
-    momento_coalescer_stats_get(co, &k, sizeof(k));
+    momento_coalescer_stats k = tu_coalescer_stats(co);
     assert_int_equal(k.get_coalesced, 40);
     assert_int_equal(momento_local_rpc_count(f->server, "GetBatch", 0), 1);
     assert_int_equal(stats(c).batched_keys, 10);
@@ -583,8 +582,7 @@ static void test_abandoned_coalesced_rpc_is_withdrawn(void **state)
     momento_client_batching_stats k = stats(c);
     assert_int_equal(k.left_queue, 3);
     assert_int_equal(k.batched_keys, 2);
-    momento_coalescer_stats kc;
-    momento_coalescer_stats_get(co, &kc, sizeof(kc));
+    momento_coalescer_stats kc = tu_coalescer_stats(co);
     assert_int_equal(kc.rpcs_abandoned, 3);
     assert_int_equal(kc.waiters_left, 6);
     momento_coalescer_free(co);

@@ -47,13 +47,6 @@ static momento_request_options with(uint32_t timeout_ms, momento_cancel_token *t
     return o;
 }
 
-static momento_coalescer_stats counters(momento_coalescer *co)
-{
-    momento_coalescer_stats k;
-    assert_int_equal(momento_coalescer_stats_get(co, &k, sizeof(k)), MOMENTO_OK);
-    return k;
-}
-
 /* Waits until the server has no parked call left (the cancel reached it). */
 static void wait_unparked(tu_fixture *f)
 {
@@ -448,7 +441,7 @@ static void test_joiner_called_back_at_its_own_deadline(void **state)
     int64_t t0 = tu_now_ms();
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, tu_rec_cb, &lead), MOMENTO_OK);
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &jo, tu_rec_cb, &join), MOMENTO_OK);
-    assert_int_equal(counters(co).get_coalesced, 1);
+    assert_int_equal(tu_coalescer_stats(co).get_coalesced, 1);
     assert_int_equal(tu_rec_wait(&join, 20000), 1);
     assert_int_equal(join.error, MOMENTO_ERR_TIMEOUT);
     /* Not before its deadline: a timer cannot fire early. */
@@ -456,9 +449,9 @@ static void test_joiner_called_back_at_its_own_deadline(void **state)
     /* The RPC goes on: the leader has no answer, the coalescer has not
      * abandoned the RPC, and the server holds it. */
     assert_int_equal(tu_rec_calls(&lead), 0);
-    assert_int_equal(counters(co).waiters_left, 1);
-    assert_int_equal(counters(co).rpcs_abandoned, 0);
-    assert_int_equal(counters(co).keys_in_flight, 1);
+    assert_int_equal(tu_coalescer_stats(co).waiters_left, 1);
+    assert_int_equal(tu_coalescer_stats(co).rpcs_abandoned, 0);
+    assert_int_equal(tu_coalescer_stats(co).keys_in_flight, 1);
     tu_wait_until(momento_local_parked_calls(f->server) == 1, 10000);
     assert_int_equal(momento_local_parked_calls(f->server), 1);
     momento_cancel(t);
@@ -545,7 +538,7 @@ static void test_leader_deadline_reissues_joiners(void **state)
     assert_int_equal(join.error, MOMENTO_OK);
     assert_int_equal(join.outcome, MOMENTO_OUTCOME_MISS);
     assert_true(lead.seq < join.seq);
-    assert_int_equal(counters(co).reissued, 1);
+    assert_int_equal(tu_coalescer_stats(co).reissued, 1);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 1);
     momento_coalescer_free(co);
     momento_client_free(c);
@@ -570,7 +563,7 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &ob, tu_rec_cb, &r2), MOMENTO_OK);
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &short_deadline, tu_rec_cb, &r3),
                      MOMENTO_OK);
-    assert_int_equal(counters(co).keys_in_flight, 1);
+    assert_int_equal(tu_coalescer_stats(co).keys_in_flight, 1);
     momento_cancel(a);
     assert_int_equal(tu_rec_wait(&r1, 20000), 1);
     assert_int_equal(tu_rec_wait(&r3, 20000), 1);
@@ -579,7 +572,7 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
     tu_wait_until(momento_local_parked_calls(f->server) >= 1, 10000);
     usleep(50 * 1000); /* time for a second parked call to show */
     assert_int_equal(momento_local_parked_calls(f->server), 1);
-    assert_int_equal(counters(co).rpcs_abandoned, 0);
+    assert_int_equal(tu_coalescer_stats(co).rpcs_abandoned, 0);
     momento_cancel(b);
     assert_int_equal(tu_rec_wait(&r2, 20000), 1);
     assert_int_equal(r1.error, MOMENTO_ERR_CANCELLED);
@@ -588,7 +581,7 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
     wait_cancelled(f, cancelled_before, 1);
     assert_int_equal(momento_local_cancelled_calls(f->server, NULL) - cancelled_before, 1);
     assert_int_equal(momento_local_cancelled_calls(f->server, "Get"), 1);
-    assert_int_equal(counters(co).rpcs_abandoned, 1);
+    assert_int_equal(tu_coalescer_stats(co).rpcs_abandoned, 1);
 
     /* A write abandoned the same way; a newcomer after that issues its own
      * RPC rather than join the abandoned one. */
@@ -605,7 +598,7 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
     momento_request_options quick = with(100, NULL);
     assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, 0, &quick, tu_rec_cb, &r2),
                      MOMENTO_OK);
-    assert_int_equal(counters(co).set_coalesced, 0);
+    assert_int_equal(tu_coalescer_stats(co).set_coalesced, 0);
     assert_int_equal(tu_rec_wait(&r2, 20000), 1);
     assert_int_equal(r2.error, MOMENTO_ERR_TIMEOUT);
     /* Refused with a token already cancelled: nothing joins, no callback. */
@@ -667,7 +660,7 @@ static void test_spread_deadlines_on_one_rpc(void **state)
             assert_int_equal(recs[i].outcome, MOMENTO_OUTCOME_MISS);
         }
     }
-    momento_coalescer_stats k = counters(co);
+    momento_coalescer_stats k = tu_coalescer_stats(co);
     assert_int_equal(k.get_requests, N);
     momento_coalescer_free(co);
     /* The free waits for every callback, so none can come after it: a

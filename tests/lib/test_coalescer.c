@@ -62,13 +62,6 @@ static void wait_parked(tu_fixture *f, uint64_t before)
     assert_int_equal(momento_local_parked_calls(f->server), before + 1);
 }
 
-static momento_coalescer_stats counters(momento_coalescer *co)
-{
-    momento_coalescer_stats k;
-    assert_int_equal(momento_coalescer_stats_get(co, &k, sizeof(k)), MOMENTO_OK);
-    return k;
-}
-
 
 /* A test's coalescer of `c`, with the server's counters reset and `k`
  * ready to count its callbacks. */
@@ -102,7 +95,7 @@ static void test_duplicate_gets_share_one_rpc(void **state)
     for (size_t i = 0; i < n; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
     /* The first get's RPC cannot have completed: every other one joined it. */
-    momento_coalescer_stats s = counters(co);
+    momento_coalescer_stats s = tu_coalescer_stats(co);
     assert_int_equal(s.get_requests, n);
     assert_int_equal(s.get_coalesced, n - 1);
     assert_int_equal(s.peak_waiters, n);
@@ -114,7 +107,7 @@ static void test_duplicate_gets_share_one_rpc(void **state)
     assert_int_equal(k.hits, n);
     assert_int_equal(k.bad_values, 0);  /* identical bytes for all */
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
-    s = counters(co);
+    s = tu_coalescer_stats(co);
     assert_int_equal(s.get_coalesced, n - 1);
     assert_int_equal(s.keys_in_flight, 0);
     /* Nothing in flight now: the next get is a new RPC. */
@@ -145,14 +138,14 @@ static void test_different_values_are_separate_sets(void **state)
     /* Identical to the first set, but later writes overtook it: its own RPC,
      * so the caller's intent (v1 last) holds. */
     assert_int_equal(momento_coalescing_set(co, "c", "s", 1, "v1", 2, 0, NULL, tu_count_cb, &k), MOMENTO_OK);
-    momento_coalescer_stats s = counters(co);
+    momento_coalescer_stats s = tu_coalescer_stats(co);
     assert_int_equal(s.set_requests, 5);
     assert_int_equal(s.set_coalesced, 1);
     tu_gate_open(g);
     assert_int_equal(tu_counter_wait(&k, 5, 10000), 5);
     assert_int_equal(k.ok, 5);
     assert_int_equal(momento_local_rpc_count(f->server, "Set", -1), 4);
-    assert_int_equal(counters(co).set_coalesced, 1);
+    assert_int_equal(tu_coalescer_stats(co).set_coalesced, 1);
     tu_assert_get_str(f->client, "c", "s", "v1");
     coalescer_end(co, c, &k);
 }
@@ -231,7 +224,7 @@ static void test_read_your_writes(void **state)
     /* The write returns while G1 is still in flight (held until the
      * cancel below)... */
     assert_int_equal(momento_coalescing_set_sync(co, "c", "r", 1, "new", 3, 0, NULL, NULL), MOMENTO_OK);
-    assert_int_equal(counters(co).keys_in_flight, 1);
+    assert_int_equal(tu_coalescer_stats(co).keys_in_flight, 1);
     /* ...so a get issued now must not join G1: it is a new RPC and sees it. */
     momento_result *r;
     assert_int_equal(momento_coalescing_get_sync(co, "c", "r", 1, NULL, &r), MOMENTO_OK);
@@ -240,7 +233,7 @@ static void test_read_your_writes(void **state)
     assert_int_equal(len, 3);
     assert_memory_equal(v, "new", 3);
     momento_result_free(r);
-    momento_coalescer_stats s = counters(co);
+    momento_coalescer_stats s = tu_coalescer_stats(co);
     assert_int_equal(s.get_requests, 3);
     assert_int_equal(s.get_coalesced, 1);
     assert_int_equal(h.early.total, 0); /* G1 was held all along */
@@ -285,8 +278,8 @@ static void test_read_your_writes_across_coalescers(void **state)
             assert_int_equal(momento_result_outcome(r), MOMENTO_OUTCOME_MISS);
         }
         momento_result_free(r);
-        assert_int_equal(counters(b).get_coalesced, 0);
-        assert_int_equal(counters(b).keys_in_flight, 1); /* the first get, still held */
+        assert_int_equal(tu_coalescer_stats(b).get_coalesced, 0);
+        assert_int_equal(tu_coalescer_stats(b).keys_in_flight, 1); /* the first get, still held */
         release_get(f, t, &early, 1);
         momento_coalescer_free(a);
         momento_coalescer_free(b);
@@ -306,7 +299,7 @@ static void test_delete_invalidates(void **state)
      * RPC, which sees the delete. */
     momento_result *r;
     tu_expect(momento_coalescing_get_sync(co, "c", "d", 1, NULL, &r), r, MOMENTO_OUTCOME_MISS);
-    assert_int_equal(counters(co).get_coalesced, 0);
+    assert_int_equal(tu_coalescer_stats(co).get_coalesced, 0);
     assert_int_equal(h.early.total, 0);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 1);
     held_end(f, &h, 1);
@@ -321,12 +314,12 @@ static void test_duplicate_deletes_share(void **state)
     tu_gate *g = tu_gate_close(c);
     for (int i = 0; i < 5; i++)
         assert_int_equal(momento_coalescing_delete(co, "c", "x", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
-    assert_int_equal(counters(co).delete_coalesced, 4); /* the first still in flight */
+    assert_int_equal(tu_coalescer_stats(co).delete_coalesced, 4); /* the first still in flight */
     tu_gate_open(g);
     assert_int_equal(tu_counter_wait(&k, 5, 10000), 5);
     assert_int_equal(k.ok, 5);
     assert_int_equal(momento_local_rpc_count(f->server, "Delete", -1), 1);
-    assert_int_equal(counters(co).delete_coalesced, 4);
+    assert_int_equal(tu_coalescer_stats(co).delete_coalesced, 4);
     coalescer_end(co, c, &k);
 }
 
@@ -342,7 +335,7 @@ static void test_error_fans_out(void **state)
     tu_gate *g = tu_gate_close(c);
     for (int i = 0; i < 20; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "e", 1, NULL, tu_count_cb, &k), MOMENTO_OK);
-    assert_int_equal(counters(co).get_coalesced, 19); /* the first still in flight */
+    assert_int_equal(tu_coalescer_stats(co).get_coalesced, 19); /* the first still in flight */
     tu_gate_open(g);
     assert_int_equal(tu_counter_wait(&k, 20, 10000), 20);
     momento_coalescer_free(co);
@@ -371,7 +364,7 @@ static void test_retried_success_fans_out(void **state)
     for (int i = 0; i < 20; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "rs", 2, NULL, tu_count_cb, &k), MOMENTO_OK);
     /* Joined the first attempt: the retry is the completion thread's. */
-    assert_int_equal(counters(co).get_coalesced, 19);
+    assert_int_equal(tu_coalescer_stats(co).get_coalesced, 19);
     tu_gate_open(g);
     assert_int_equal(tu_counter_wait(&k, 20, 10000), 20);
     momento_coalescer_free(co);
@@ -402,12 +395,12 @@ static void test_client_freed_with_waiters(void **state)
         assert_int_equal(momento_coalescing_set(co, "c", key, strlen(key), "v", 1, 0, NULL, tu_count_cb, &k),
                          MOMENTO_OK);
     }
-    assert_int_equal(counters(co).keys_in_flight, 6);
+    assert_int_equal(tu_coalescer_stats(co).keys_in_flight, 6);
     momento_client_free(c);
     /* Every waiter was called back, once, before the client's free returned. */
     assert_int_equal(k.total, 35);
     assert_int_equal(tu_counter_errors(&k, MOMENTO_ERR_CANCELLED), 35);
-    assert_int_equal(counters(co).keys_in_flight, 0);
+    assert_int_equal(tu_coalescer_stats(co).keys_in_flight, 0);
     momento_coalescer_free(co);
     tu_counter_destroy(&k);
 }
@@ -457,7 +450,7 @@ static void test_callback_can_resubmit(void **state)
     assert_int_equal(tu_counter_wait(&x.k, 2, 10000), 2);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 2);
     /* A blocking coalescing call on the callback thread would deadlock. */
-    assert_int_equal(counters(co).get_coalesced, 0);
+    assert_int_equal(tu_coalescer_stats(co).get_coalesced, 0);
     momento_coalescer_free(co);
     tu_counter_destroy(&x.k);
 }
@@ -501,7 +494,7 @@ static void test_eight_threads(void **state)
         assert_int_equal(w[i].refused, 0);
     }
     assert_int_equal(tu_counter_wait(&k, 80000, 120000), 80000);
-    momento_coalescer_stats s = counters(co);
+    momento_coalescer_stats s = tu_coalescer_stats(co);
     assert_int_equal(s.get_requests, 60000);
     assert_int_equal(s.set_requests, 20000);
     assert_int_equal(s.keys_in_flight, 0);
@@ -735,7 +728,7 @@ static void test_arguments_and_blocking(void **state)
     assert_null(r);
     assert_int_equal(momento_coalescer_stats_get(co, NULL, 0), MOMENTO_ERR_INVALID_ARGUMENT);
     assert_int_equal(k.total, 0);
-    assert_int_equal(counters(co).get_requests, 0); /* refusals are not requests */
+    assert_int_equal(tu_coalescer_stats(co).get_requests, 0); /* refusals are not requests */
 
     int rc = 0;
     void *args[3] = {co, &rc, &k};

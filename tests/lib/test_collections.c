@@ -412,14 +412,6 @@ static void keep_cb(const momento_result *r, void *ud)
     pthread_mutex_unlock(&k->lock);
 }
 
-static int kept_done(kept *k)
-{
-    pthread_mutex_lock(&k->lock);
-    int d = k->done;
-    pthread_mutex_unlock(&k->lock);
-    return d;
-}
-
 /* Waits until the server holds `want` calls. */
 static void wait_parked(uint64_t want)
 {
@@ -489,15 +481,14 @@ static void test_coalesced_reads(void **state)
     assert_int_equal(
         momento_coalescing_dictionary_fetch(co, "c", MOMENTO_STR("cd"), NULL, keep_cb, &after),
         MOMENTO_OK);
-    tu_wait_until(kept_done(&after), 10000);
+    tu_wait_until(tu_locked_int(&after.lock, &after.done), 10000);
     assert_non_null(after.r);
     assert_non_null(entry(after.r, "z"));
     momento_result_free(after.r);
     /* The first fetch and get of "a" were in flight all along. */
     assert_int_equal(held.total, 0);
     assert_int_equal(momento_local_parked_calls(tu_fx.server), parked + 2);
-    momento_coalescer_stats cc;
-    momento_coalescer_stats_get(co, &cc, sizeof(cc));
+    momento_coalescer_stats cc = tu_coalescer_stats(co);
     assert_int_equal(cc.read_requests, 14);
     assert_int_equal(cc.read_coalesced, 10);
 

@@ -1249,8 +1249,7 @@ static void test_coalesced_reads(void **state)
         TO(24)));
 #undef OK
 #undef TO
-    momento_coalescer_stats cc;
-    momento_coalescer_stats_get(co, &cc, sizeof(cc));
+    momento_coalescer_stats cc = tu_coalescer_stats(co);
     assert_int_equal(cc.read_requests, N(sl));
     uint64_t want_total = 0;
     for (size_t i = 0; i < N(rpcs); i++)
@@ -1301,7 +1300,7 @@ static void test_coalesced_reads(void **state)
                      (unsigned long long)want_rpcs[i]);
         total += sent;
     }
-    momento_coalescer_stats_get(co, &cc, sizeof(cc));
+    cc = tu_coalescer_stats(co);
     assert_int_equal(cc.read_requests, N(sl));
     assert_int_equal(cc.read_coalesced, N(sl) - total);
     momento_coalescer_free(co);
@@ -1395,8 +1394,7 @@ static void test_coalesced_read_your_writes(void **state)
     check_write_closes_reads(c, co, read_list, push_y, "ListFetch", "x", "x,y", 0);
     check_write_closes_reads(c, co, read_list, erase_all, "ListFetch", "x,y", NULL, 0);
     check_write_closes_reads(c, co, read_zset, raise_m, "SortedSetFetch", "m:1,n:2", "n:2,m:11", 1);
-    momento_coalescer_stats cc;
-    momento_coalescer_stats_get(co, &cc, sizeof(cc));
+    momento_coalescer_stats cc = tu_coalescer_stats(co);
     assert_int_equal(cc.read_requests, 6);
     assert_int_equal(cc.read_coalesced, 0);
     momento_coalescer_free(co);

@@ -67,12 +67,30 @@ static void expect_reject(const char *key, const char *endpoint, const char *rea
         fail_msg("reason echoes the key");
 }
 
+/* A v1 key of `json` (standard base64) is refused, saying `reason_part`. */
+static void expect_reject_v1(const char *json, const char *reason_part)
+{
+    char *key = b64(json, 0);
+    expect_reject(key, NULL, reason_part);
+    free(key);
+}
+
+/* Credentials from a v1 key of `json` (base64; `url`: base64url, as b64())
+ * and `endpoint`, asserting success. The caller frees them. */
+static momento_credentials *v1_credentials(const char *json, int url, const char *endpoint)
+{
+    char *key = b64(json, url);
+    momento_credentials *c = NULL;
+    assert_int_equal(momento_credentials_from_api_key(&c, key, endpoint), MOMENTO_OK);
+    free(key);
+    return c;
+}
+
 static void test_v1_key(void **state)
 {
     (void)state;
-    char *key = b64("{\"endpoint\":\"cell-1.example.com\",\"api_key\":\"tok-123\"}", 0);
-    momento_credentials *c = NULL;
-    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL), MOMENTO_OK);
+    const char *json = "{\"endpoint\":\"cell-1.example.com\",\"api_key\":\"tok-123\"}";
+    momento_credentials *c = v1_credentials(json, 0, NULL);
     assert_string_equal(momento_credentials_cache_endpoint(c), "cache.cell-1.example.com:443");
     assert_string_equal(momento_credentials_control_endpoint(c), "control.cell-1.example.com:443");
     assert_string_equal(c->token, "tok-123");
@@ -80,11 +98,10 @@ static void test_v1_key(void **state)
     momento_credentials_free(c);
 
     /* An explicit endpoint overrides the key's own. */
-    assert_int_equal(momento_credentials_from_api_key(&c, key, "other.example.org"), MOMENTO_OK);
+    c = v1_credentials(json, 0, "other.example.org");
     assert_string_equal(momento_credentials_cache_endpoint(c), "cache.other.example.org:443");
     assert_string_equal(c->token, "tok-123");
     momento_credentials_free(c);
-    free(key);
 }
 
 /* The SDKs' endpointPrefix: <prefix>.cache.<base> and its siblings, for
@@ -93,9 +110,8 @@ static void test_v1_key(void **state)
 static void test_endpoint_prefix(void **state)
 {
     (void)state;
-    char *key = b64("{\"endpoint\":\"cell-1.example.com\",\"api_key\":\"tok-123\"}", 0);
-    momento_credentials *c = NULL;
-    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL), MOMENTO_OK);
+    const char *json = "{\"endpoint\":\"cell-1.example.com\",\"api_key\":\"tok-123\"}";
+    momento_credentials *c = v1_credentials(json, 0, NULL);
     assert_int_equal(momento_credentials_set_endpoint_prefix(c, "vpc"), MOMENTO_OK);
     assert_string_equal(momento_credentials_cache_endpoint(c), "vpc.cache.cell-1.example.com:443");
     assert_string_equal(momento_credentials_control_endpoint(c),
@@ -120,11 +136,10 @@ static void test_endpoint_prefix(void **state)
     assert_int_equal(momento_credentials_set_endpoint_prefix(c, NULL), MOMENTO_ERR_INVALID_ARGUMENT);
     momento_credentials_free(c);
     /* With an explicit endpoint, that is the base. */
-    assert_int_equal(momento_credentials_from_api_key(&c, key, "other.example.org"), MOMENTO_OK);
+    c = v1_credentials(json, 0, "other.example.org");
     assert_int_equal(momento_credentials_set_endpoint_prefix(c, "x"), MOMENTO_OK);
     assert_string_equal(momento_credentials_cache_endpoint(c), "x.cache.other.example.org:443");
     momento_credentials_free(c);
-    free(key);
     /* Endpoints named one by one have no base. */
     assert_int_equal(momento_credentials_local(&c, "127.0.0.1:8080"), MOMENTO_OK);
     assert_int_equal(momento_credentials_set_endpoint_prefix(c, "vpc"),
@@ -137,12 +152,10 @@ static void test_endpoint_prefix(void **state)
 static void test_v1_key_escapes_and_unpadded(void **state)
 {
     (void)state;
-    char *key = b64("{\"api_key\":\"a\\\"b\\u0041\",\"endpoint\":\"e.example.com\"}", 1);
-    momento_credentials *c = NULL;
-    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL), MOMENTO_OK);
+    momento_credentials *c =
+        v1_credentials("{\"api_key\":\"a\\\"b\\u0041\",\"endpoint\":\"e.example.com\"}", 1, NULL);
     assert_string_equal(c->token, "a\"bA");
     momento_credentials_free(c);
-    free(key);
 }
 
 /* A v1 key's token goes out as the `authorization` header: a control or
@@ -159,20 +172,14 @@ static void test_v1_token_characters(void **state)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char json[128];
         snprintf(json, sizeof(json), "{\"api_key\":\"%s\",\"endpoint\":\"e.example.com\"}", bad[i]);
-        char *key = b64(json, 0);
-        expect_reject(key, NULL, "control or non-ASCII");
-        free(key);
+        expect_reject_v1(json, "control or non-ASCII");
     }
     /* U+0000 would cut the token short; the key is refused whole. */
-    char *nul = b64("{\"api_key\":\"tok\\u0000en\",\"endpoint\":\"e.example.com\"}", 0);
-    expect_reject(nul, NULL, "JSON");
-    free(nul);
+    expect_reject_v1("{\"api_key\":\"tok\\u0000en\",\"endpoint\":\"e.example.com\"}", "JSON");
     /* Every printable ASCII character is a usable token character. */
-    char *key = b64("{\"api_key\":\"a ~!#$%&'()*+,-./:;<=>?@[]^_`{|}z\",\"endpoint\":\"e.example.com\"}", 0);
-    momento_credentials *c = NULL;
-    assert_int_equal(momento_credentials_from_api_key(&c, key, NULL), MOMENTO_OK);
+    momento_credentials *c = v1_credentials(
+        "{\"api_key\":\"a ~!#$%&'()*+,-./:;<=>?@[]^_`{|}z\",\"endpoint\":\"e.example.com\"}", 0, NULL);
     momento_credentials_free(c);
-    free(key);
     /* The other constructors apply the same rule. */
     assert_int_equal(momento_credentials_with_endpoints(&c, "t\x01k", "h:1", "h:1"),
                      MOMENTO_ERR_INVALID_ARGUMENT);
@@ -286,18 +293,10 @@ static void test_rejections(void **state)
     expect_reject(v1, NULL, "base64");
     free(v1);
     expect_reject("abc$def", NULL, "base64");
-    char *bad_json = b64("{\"api_key\": \"x\", ", 0);
-    expect_reject(bad_json, NULL, "JSON");
-    free(bad_json);
-    char *no_ep = b64("{\"api_key\":\"secret-token-value\"}", 0);
-    expect_reject(no_ep, NULL, "endpoint");
-    free(no_ep);
-    char *no_key = b64("{\"endpoint\":\"e.example.com\"}", 0);
-    expect_reject(no_key, NULL, "api_key");
-    free(no_key);
-    char *not_obj = b64("[1,2,3]", 0);
-    expect_reject(not_obj, NULL, "JSON");
-    free(not_obj);
+    expect_reject_v1("{\"api_key\": \"x\", ", "JSON");
+    expect_reject_v1("{\"api_key\":\"secret-token-value\"}", "endpoint");
+    expect_reject_v1("{\"endpoint\":\"e.example.com\"}", "api_key");
+    expect_reject_v1("[1,2,3]", "JSON");
     /* JWTs: claims missing, claims not JSON, two parts only. */
     char *claimless = jwt("{}");
     expect_reject(claimless, NULL, "endpoint");

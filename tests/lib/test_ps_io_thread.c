@@ -134,20 +134,12 @@ static void tally_cb(const momento_result *r, void *userdata)
     pthread_mutex_unlock(&k->lock);
 }
 
-static int tally_n(tally *k)
-{
-    pthread_mutex_lock(&k->lock);
-    int n = k->n;
-    pthread_mutex_unlock(&k->lock);
-    return n;
-}
-
 /* Until `k` has `n` callbacks or 20 s (scaled) passed: dispatching them
  * on this thread when `c` is in dispatch mode, else waiting. */
 static void wait_for(momento_client *c, tally *k, int n)
 {
     int64_t until = tu_now_ms() + TU_MS(20000);
-    while (tally_n(k) < n && tu_now_ms() < until) {
+    while (tu_locked_int(&k->lock, &k->n) < n && tu_now_ms() < until) {
         if (!k->check_thread) {
             pthread_mutex_lock(&k->lock);
             if (k->n < n)

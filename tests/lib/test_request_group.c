@@ -208,8 +208,7 @@ static void test_coalesced_waiters_counted(void **state)
     for (int i = 0; i < 100; i++)
         assert_int_equal(momento_coalescing_get(co, "c", "hot", 3, &o, tu_count_cb, &h.k),
                          MOMENTO_OK);
-    momento_coalescer_stats s;
-    assert_int_equal(momento_coalescer_stats_get(co, &s, sizeof(s)), MOMENTO_OK);
+    momento_coalescer_stats s = tu_coalescer_stats(co);
     assert_int_equal(s.get_coalesced, 99); /* they did share one RPC */
     assert_int_equal(momento_request_group_in_flight(h.g), 100);
     cancel_and_drain(h.g, h.t, &h.k, 100);

@@ -384,14 +384,6 @@ static void on_delete_batch(const momento_result *r, void *userdata)
     pthread_mutex_unlock(&b->lock);
 }
 
-static int batch_calls(batch_seen *b)
-{
-    pthread_mutex_lock(&b->lock);
-    int n = b->calls;
-    pthread_mutex_unlock(&b->lock);
-    return n;
-}
-
 /* The SDKs' batchDelete: one Delete per key, one callback with an item per
  * key; one request however many keys; a key's failure is its item's. */
 static void test_delete_batch(void **state)
@@ -464,8 +456,8 @@ static void test_delete_batch(void **state)
         MOMENTO_OK);
     assert_int_equal(momento_client_in_flight(tu_fx.client), 2);
     tu_gate_open(g);
-    tu_wait_until(batch_calls(&b) == 1, 5000);
-    assert_int_equal(batch_calls(&b), 1);
+    tu_wait_until(tu_locked_int(&b.lock, &b.calls) == 1, 5000);
+    assert_int_equal(tu_locked_int(&b.lock, &b.calls), 1);
     assert_int_equal(b.n_items, 5);
     int failed = 0;
     for (int i = 0; i < 5; i++) {

@@ -366,8 +366,7 @@ static void test_read_concern(void **state)
         assert_int_equal(momento_coalescing_get(co, "c", "cc", 2, i < 3 ? &consistent : NULL,
                                                 tu_count_cb, &kc),
                          MOMENTO_OK);
-    momento_coalescer_stats cs;
-    assert_int_equal(momento_coalescer_stats_get(co, &cs, sizeof(cs)), MOMENTO_OK);
+    momento_coalescer_stats cs = tu_coalescer_stats(co);
     assert_int_equal(cs.get_coalesced, 2);
     tu_gate_open(g);
     assert_int_equal(tu_counter_wait(&kc, 6, (int)TU_MS(5000)), 6);

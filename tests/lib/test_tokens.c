@@ -9,6 +9,7 @@
 #include "model/credentials.h"
 #include "momento/collections.h"
 #include "momento/topics.h"
+#include "srv_test.h"
 #include "testutil.h"
 
 #include "permissionmessages.pb-c.h"
@@ -508,9 +509,7 @@ static void test_forged(void **state)
 static void test_server_with_token(void **state)
 {
     (void)state;
-    momento_local_options *o = tu_options("c");
-    momento_local_options_set_auth_token(o, "secret-token");
-    momento_local *srv = tu_start(o);
+    momento_local *srv = tu_server_with_token("secret-token");
 
     momento_client *wrong = tu_client_with_key(srv, "not-the-token");
     momento_token_scope *s = new_scope();
@@ -701,25 +700,16 @@ static int raw_generate(uint32_t seconds, bool with_grant, const char *token_id)
     req.auth_token = "";
     req.permissions = &perms;
     req.token_id = (char *)token_id;
-    size_t len = protobuf_c_message_get_packed_size(&req.base);
-    uint8_t *buf = malloc(len + 1);
-    protobuf_c_message_pack(&req.base, buf);
-    tu_raw_reply *out = calloc(1, sizeof(*out));
     /* No authorization header: the official SDKs' token client sends
      * none, the key is in the body. */
-    int st = tu_raw_call(momento_local_endpoint(tu_fx.server),
-                         "/token.Token/GenerateDisposableToken", NULL, 0, buf, len, out);
-    if (st == 0) {
-        assert_int_equal(out->n_msgs, 1);
-        Token__GenerateDisposableTokenResponse *resp =
-            token____generate_disposable_token_response__unpack(NULL, out->lens[0], out->msgs[0]);
-        assert_non_null(resp);
+    int st;
+    Token__GenerateDisposableTokenResponse *resp =
+        srv_call(momento_local_endpoint(tu_fx.server), "/token.Token/GenerateDisposableToken", NULL,
+                 0, &req.base, &token____generate_disposable_token_response__descriptor, &st);
+    if (resp) {
         assert_true(strlen(resp->api_key) > 0);
         token____generate_disposable_token_response__free_unpacked(resp, NULL);
     }
-    tu_raw_reply_free(out);
-    free(out);
-    free(buf);
     return st;
 }
 

@@ -26,9 +26,7 @@ Exits 77 when redis-py or pymemcache is missing."""
 import os
 import re
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -202,12 +200,7 @@ def metrics_checks(res, a):
 
 
 def refusals(res, proxy):
-    def run(args):
-        p = subprocess.run([proxy, "--resp-port", "0", *args], capture_output=True,
-                           timeout=pt.WATCHDOG, stdin=subprocess.DEVNULL)
-        return p.returncode, p.stderr.decode(errors="replace")
-
-    cases = [
+    pt.check_starts_refused(res, proxy, [
         (["--near-cache-bytes", "4095", "--near-cache-staleness-ms", "10"],
          "invalid --near-cache-bytes '4095': must be 4096 to 2147483647"),
         (["--near-cache-bytes", "2147483648", "--near-cache-staleness-ms", "10"],
@@ -222,20 +215,11 @@ def refusals(res, proxy):
          "invalid --near-cache-bytes '4096': needs --near-cache-staleness-ms"),
         (["--near-cache-staleness-ms", "50"],
          "invalid --near-cache-staleness-ms '50': needs --near-cache-bytes"),
-    ]
-    for args, words in cases:
-        code, err = run(args)
-        res.check(f"{' '.join(args)} is refused at start", code == 2 and words in err,
-                  f"exit {code}, stderr {err!r}")
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        f.write("near_cache_bytes: 1048576\nnear_cache_staleness_ms: -5\n")
-    try:
-        code, err = run(["--config", f.name])
-        want = f"{f.name}:2: near_cache_staleness_ms: '-5' must be 1 to 3600000"
-        res.check("a config file's bad near_cache_staleness_ms is refused at start",
-                  code == 2 and want in err, f"exit {code}, stderr {err!r}")
-    finally:
-        os.unlink(f.name)
+    ])
+    pt.check_config_refused(
+        res, proxy, "near_cache_bytes: 1048576\nnear_cache_staleness_ms: -5\n",
+        "{path}:2: near_cache_staleness_ms: '-5' must be 1 to 3600000",
+        "a config file's bad near_cache_staleness_ms is refused at start")
 
 
 def main():

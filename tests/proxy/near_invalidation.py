@@ -104,17 +104,24 @@ def mc(px):
                     connect_timeout=pt.WATCHDOG, default_noreply=False)
 
 
-def seen_within(read, want):
-    """Reads until read() answers want, at most SEEN_WITHIN_S; the last
-    answer."""
+def seen(res, what, read, want):
+    """Checks that read() answers want within SEEN_WITHIN_S, reading until
+    it does."""
     deadline = time.monotonic() + SEEN_WITHIN_S
     delay = 0.002
     while True:
         got = read()
         if got == want or time.monotonic() > deadline:
-            return got
+            break
         time.sleep(delay)
         delay = min(delay * 2, 0.05)
+    res.check(what, got == want, f"got {got!r}")
+
+
+def answers(res, what, read, want):
+    """Checks that one read() answers want (a value the proxy still holds)."""
+    got = read()
+    res.check(what, got == want, f"got {got!r}")
 
 
 def near_hits(px):
@@ -182,46 +189,39 @@ def resp_checks(res, w, r, c, p):
     held(res, "R's GET of k1", r, lambda: rr.get("ni:k1"), b"one")
     held(res, "C's GET of k1", c, lambda: rcc.get("ni:k1"), b"one")
     rw.set("ni:k1", "two")
-    got = seen_within(lambda: rr.get("ni:k1"), b"two")
-    res.check(f"R's GET answers W's new SET within {SEEN_WITHIN_S} s (the topic)",
-              got == b"two", f"got {got!r}")
-    got = rcc.get("ni:k1")
-    res.check("C's GET, without the topic, still answers the old value (its 60 s bound)",
-              got == b"one", f"got {got!r}")
+    seen(res, f"R's GET answers W's new SET within {SEEN_WITHIN_S} s (the topic)",
+         lambda: rr.get("ni:k1"), b"two")
+    answers(res, "C's GET, without the topic, still answers the old value (its 60 s bound)",
+            lambda: rcc.get("ni:k1"), b"one")
 
     # A DEL through W: R reads the key gone.
     settle(w, r, p)
     held(res, "R's GET of k1 again", r, lambda: rr.get("ni:k1"), b"two")
     rw.delete("ni:k1")
-    got = seen_within(lambda: rr.get("ni:k1"), None)
-    res.check(f"R's GET answers nil within {SEEN_WITHIN_S} s of W's DEL", got is None,
-              f"got {got!r}")
-    got = rcc.get("ni:k1")
-    res.check("C's GET after the DEL still answers the old value", got == b"one",
-              f"got {got!r}")
+    seen(res, f"R's GET answers nil within {SEEN_WITHIN_S} s of W's DEL",
+         lambda: rr.get("ni:k1"), None)
+    answers(res, "C's GET after the DEL still answers the old value", lambda: rcc.get("ni:k1"),
+            b"one")
 
     # R's kept miss ends at W's write too.
     settle(w, r, p)
     held(res, "R's GET of the absent k2", r, lambda: rr.get("ni:k2"), None)
     rw.set("ni:k2", "now")
-    got = seen_within(lambda: rr.get("ni:k2"), b"now")
-    res.check("R's kept miss ends at W's SET", got == b"now", f"got {got!r}")
+    seen(res, "R's kept miss ends at W's SET", lambda: rr.get("ni:k2"), b"now")
 
     # P publishes without a near cache of its own.
     rp.set("ni:k3", "first")
     settle(w, r, p)
     held(res, "R's GET of k3", r, lambda: rr.get("ni:k3"), b"first")
     rp.set("ni:k3", "second")
-    got = seen_within(lambda: rr.get("ni:k3"), b"second")
-    res.check("R's GET answers a SET through P (topic, no near cache)", got == b"second",
-              f"got {got!r}")
+    seen(res, "R's GET answers a SET through P (topic, no near cache)", lambda: rr.get("ni:k3"),
+         b"second")
 
     # And the other way: R's write reaches W.
     settle(w, r, p)
     held(res, "W's GET of k4", w, lambda: rw.get("ni:k4"), None)
     rr.set("ni:k4", "from R")
-    got = seen_within(lambda: rw.get("ni:k4"), b"from R")
-    res.check("W's GET answers R's SET", got == b"from R", f"got {got!r}")
+    seen(res, "W's GET answers R's SET", lambda: rw.get("ni:k4"), b"from R")
     for x in (rw, rr, rcc, rp):
         x.close()
 
@@ -233,12 +233,10 @@ def memcache_checks(res, w, r, c, p):
     held(res, "R's memcached get of m1", r, lambda: mr.get("ni:m1"), b"one")
     held(res, "C's memcached get of m1", c, lambda: mcc.get("ni:m1"), b"one")
     mw.set("ni:m1", b"two")
-    got = seen_within(lambda: mr.get("ni:m1"), b"two")
-    res.check(f"R's memcached get answers W's memcached set within {SEEN_WITHIN_S} s",
-              got == b"two", f"got {got!r}")
-    got = mcc.get("ni:m1")
-    res.check("C's memcached get, without the topic, still answers the old value",
-              got == b"one", f"got {got!r}")
+    seen(res, f"R's memcached get answers W's memcached set within {SEEN_WITHIN_S} s",
+         lambda: mr.get("ni:m1"), b"two")
+    answers(res, "C's memcached get, without the topic, still answers the old value",
+            lambda: mcc.get("ni:m1"), b"one")
 
     # A memcached write read through RESP: one key space, one topic (RESP
     # sees the item's 4 bytes of flags first, docs/proxy.md "Flags").
@@ -246,8 +244,7 @@ def memcache_checks(res, w, r, c, p):
     settle(w, r, p)
     held(res, "R's GET of m2", r, lambda: rr.get("ni:m2"), None)
     mw.set("ni:m2", b"mc")
-    got = seen_within(lambda: rr.get("ni:m2"), b"\0\0\0\0mc")
-    res.check("R's RESP GET answers W's memcached set", got == b"\0\0\0\0mc", f"got {got!r}")
+    seen(res, "R's RESP GET answers W's memcached set", lambda: rr.get("ni:m2"), b"\0\0\0\0mc")
     for x in (mw, mr, mcc, rr):
         x.close()
 
@@ -296,12 +293,7 @@ def metrics_checks(res, w, r, c, p):
 
 
 def refusals(res, proxy):
-    def run(args):
-        p = subprocess.run([proxy, "--resp-port", "0", *args], capture_output=True,
-                           timeout=pt.WATCHDOG, stdin=subprocess.DEVNULL)
-        return p.returncode, p.stderr.decode(errors="replace")
-
-    cases = [
+    pt.check_starts_refused(res, proxy, [
         (["--near-cache-topic", ""], "invalid --near-cache-topic '': the topic name is empty"),
         (["--near-cache-topic", "  "],
          "invalid --near-cache-topic '  ': the topic name is only whitespace"),
@@ -313,22 +305,12 @@ def refusals(res, proxy):
          "names must be under 256 bytes"),
         (["--near-cache-topic-cache", SYNC_CACHE],
          f"invalid --near-cache-topic-cache '{SYNC_CACHE}': needs --near-cache-topic"),
-    ]
-    for args, words in cases:
-        code, err = run(args)
-        shown = " ".join(a if len(a) < 20 else a[:8] + "..." for a in args)
-        res.check(f"{shown!r} is refused at start", code == 2 and words in err,
-                  f"exit {code}, stderr {err!r}")
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        f.write("near_cache_bytes: 1048576\nnear_cache_staleness_ms: 50\n"
-                "near_cache_topic: \"\"\n")
-    try:
-        code, err = run(["--config", f.name])
-        want = f"{f.name}:3: near_cache_topic: '' the topic name is empty"
-        res.check("a config file's empty near_cache_topic is refused at its line",
-                  code == 2 and want in err, f"exit {code}, stderr {err!r}")
-    finally:
-        os.unlink(f.name)
+    ])
+    pt.check_config_refused(
+        res, proxy,
+        "near_cache_bytes: 1048576\nnear_cache_staleness_ms: 50\nnear_cache_topic: \"\"\n",
+        "{path}:3: near_cache_topic: '' the topic name is empty",
+        "a config file's empty near_cache_topic is refused at its line")
 
 
 def main():

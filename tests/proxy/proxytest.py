@@ -406,6 +406,38 @@ def metric(port, name):
     return int(m.group(1)) if m else -1
 
 
+def start_refused(proxy, args):
+    """Runs momento-proxy with --resp-port 0 and `args`, a start that must
+    be refused: (exit status, stderr text)."""
+    p = subprocess.run([proxy, "--resp-port", "0", *args], capture_output=True,
+                       timeout=WATCHDOG, stdin=subprocess.DEVNULL)
+    return p.returncode, p.stderr.decode(errors="replace")
+
+
+def check_starts_refused(res, proxy, cases):
+    """Each (args, words) of `cases`: momento-proxy started with `args`
+    exits 2 with `words` in its stderr. Long arguments are cut in the
+    check's name."""
+    for args, words in cases:
+        code, err = start_refused(proxy, args)
+        shown = " ".join(a if len(a) < 20 else a[:8] + "..." for a in args)
+        res.check(f"{shown!r} is refused at start", code == 2 and words in err,
+                  f"exit {code}, stderr {err!r}")
+
+
+def check_config_refused(res, proxy, text, want, what):
+    """momento-proxy started with a --config file holding `text` exits 2
+    with `want` in its stderr, where {path} in `want` stands for the file's
+    path; `what` names the check. The file is removed after."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(text)
+    try:
+        code, err = start_refused(proxy, ["--config", f.name])
+        res.check(what, code == 2 and want.format(path=f.name) in err,
+                  f"exit {code}, stderr {err!r}")
+    finally:
+        os.unlink(f.name)
+
 def run_on_redis_and_memcached(a, run):
     """run(redis-server's port, memcached's port) against both reference
     servers, started for it (each required) and stopped after."""

@@ -658,9 +658,7 @@ static void test_fault_injection(void **state)
 static void test_auth(void **state)
 {
     (void)state;
-    momento_local_options *o = tu_options("c");
-    momento_local_options_set_auth_token(o, "sekrit");
-    momento_local *s = tu_start(o);
+    momento_local *s = tu_server_with_token("sekrit");
     const char *ep = momento_local_endpoint(s);
     CacheClient__GetRequest req = CACHE_CLIENT____GET_REQUEST__INIT;
     req.cache_key = (ProtobufCBinaryData){1, (uint8_t *)"k"};
@@ -946,13 +944,6 @@ static void test_delay_does_not_block_others(void **state)
 }
 
 /* A server with cache "c" that wants `token`. */
-static momento_local *server_with_token(const char *token)
-{
-    momento_local_options *o = tu_options("c");
-    momento_local_options_set_auth_token(o, token);
-    return tu_start(o);
-}
-
 /* Starts on `k`, as `oc`, a Set of 4 MB to key "big" with `h` (n_h
  * pairs) and `deadline_ms` (0: none): with a delay header, a call the
  * server parks with its large message. */
@@ -1063,7 +1054,7 @@ static void test_cancelled_parked_call_leaves(void **state)
 static void test_unauthenticated_ping_has_no_faults(void **state)
 {
     (void)state;
-    momento_local *s = server_with_token("sekrit");
+    momento_local *s = tu_server_with_token("sekrit");
     const char *ep = momento_local_endpoint(s);
     const char *path = "/cache_client.Ping/Ping";
     tu_raw_reply r;
@@ -1153,7 +1144,7 @@ static char *mint_token(const char *ep, const char *caller_key, const char *item
 static void test_token_service_faults_need_the_token(void **state)
 {
     (void)state;
-    momento_local *s = server_with_token("sekrit");
+    momento_local *s = tu_server_with_token("sekrit");
     const char *ep = momento_local_endpoint(s);
     tu_raw_conn k;
     tu_raw_conn_open(&k, ep);
@@ -1214,7 +1205,7 @@ static void test_token_service_faults_need_the_token(void **state)
 static void test_disposable_token_faults_ignored(void **state)
 {
     (void)state;
-    momento_local *s = server_with_token("sekrit");
+    momento_local *s = tu_server_with_token("sekrit");
     const char *ep = momento_local_endpoint(s);
     char *token = mint_token(ep, "sekrit", "a");
     tu_raw_conn k;

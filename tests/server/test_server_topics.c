@@ -181,6 +181,19 @@ static int unary(grpc_channel *ch, const char *path, const char *const *hdrs, si
     return st;
 }
 
+/* unary() of `m`, packed. */
+static int unary_msg(grpc_channel *ch, const char *path, const char *const *hdrs, size_t n_hdrs,
+                     const ProtobufCMessage *m, char *err)
+{
+    size_t len = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(len + 1);
+    assert_non_null(buf);
+    protobuf_c_message_pack(m, buf);
+    int st = unary(ch, path, hdrs, n_hdrs, buf, len, err);
+    free(buf);
+    return st;
+}
+
 static int publish_hdrs(grpc_channel *ch, const char *cache, const char *topic, const char *text,
                         const uint8_t *bin, size_t bin_len, const char *const *hdrs,
                         size_t n_hdrs, char *err)
@@ -197,12 +210,7 @@ static int publish_hdrs(grpc_channel *ch, const char *cache, const char *topic, 
     req.cache_name = (char *)cache;
     req.topic = (char *)topic;
     req.value = &v;
-    size_t len = protobuf_c_message_get_packed_size(&req.base);
-    uint8_t *buf = malloc(len + 1);
-    protobuf_c_message_pack(&req.base, buf);
-    int st = unary(ch, PUBLISH, hdrs, n_hdrs, buf, len, err);
-    free(buf);
-    return st;
+    return unary_msg(ch, PUBLISH, hdrs, n_hdrs, &req.base, err);
 }
 
 static int publish(grpc_channel *ch, const char *topic, const char *text)
@@ -646,9 +654,14 @@ static int delete_cache(grpc_channel *ch, const char *name)
 {
     ControlClient__DeleteCacheRequest req = CONTROL_CLIENT____DELETE_CACHE_REQUEST__INIT;
     req.cache_name = (char *)name;
-    uint8_t buf[300];
-    size_t len = protobuf_c_message_pack(&req.base, buf);
-    return unary(ch, "/control_client.ScsControl/DeleteCache", NULL, 0, buf, len, NULL);
+    return unary_msg(ch, "/control_client.ScsControl/DeleteCache", NULL, 0, &req.base, NULL);
+}
+
+static int flush_cache(grpc_channel *ch, const char *name)
+{
+    ControlClient__FlushCacheRequest req = CONTROL_CLIENT____FLUSH_CACHE_REQUEST__INIT;
+    req.cache_name = (char *)name;
+    return unary_msg(ch, "/control_client.ScsControl/FlushCache", NULL, 0, &req.base, NULL);
 }
 
 /* Deleting a cache ends its subscriptions with NOT_FOUND and forgets its
@@ -668,12 +681,7 @@ static void test_cache_deletion_ends_subscriptions(void **state)
     assert_int_equal(publish(fx.ch, "t", "a"), 0);
     expect_item(&x, 1, 0, "a");
 
-    ControlClient__FlushCacheRequest fl = CONTROL_CLIENT____FLUSH_CACHE_REQUEST__INIT;
-    fl.cache_name = "c";
-    uint8_t buf[64];
-    size_t len = protobuf_c_message_pack(&fl.base, buf);
-    assert_int_equal(unary(fx.ch, "/control_client.ScsControl/FlushCache", NULL, 0, buf, len, NULL),
-                     0);
+    assert_int_equal(flush_cache(fx.ch, "c"), 0);
     assert_int_equal(publish(fx.ch, "t", "b"), 0);
     expect_item(&x, 2, 0, "b");
 
@@ -755,13 +763,12 @@ static void test_errors(void **state)
     CacheClient__Pubsub__PublishRequest req = CACHE_CLIENT__PUBSUB____PUBLISH_REQUEST__INIT;
     req.cache_name = "c";
     req.topic = "t";
-    uint8_t buf[64];
-    size_t len = protobuf_c_message_pack(&req.base, buf);
-    assert_int_equal(unary(fx.ch, PUBLISH, NULL, 0, buf, len, NULL), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(unary_msg(fx.ch, PUBLISH, NULL, 0, &req.base, NULL),
+                     GRPC_STATUS_INVALID_ARGUMENT);
     CacheClient__Pubsub__TopicValue v = CACHE_CLIENT__PUBSUB____TOPIC_VALUE__INIT;
     req.value = &v;
-    len = protobuf_c_message_pack(&req.base, buf);
-    assert_int_equal(unary(fx.ch, PUBLISH, NULL, 0, buf, len, NULL), GRPC_STATUS_INVALID_ARGUMENT);
+    assert_int_equal(unary_msg(fx.ch, PUBLISH, NULL, 0, &req.base, NULL),
+                     GRPC_STATUS_INVALID_ARGUMENT);
 
     /* Too big: RESOURCE_EXHAUSTED, request_size_limit_exceeded. */
     uint8_t big[1025];
@@ -1141,15 +1148,6 @@ static void test_no_buffer(void **state)
 }
 
 /* ---- topics' memory -------------------------------------------------- */
-
-static int flush_cache(grpc_channel *ch, const char *name)
-{
-    ControlClient__FlushCacheRequest req = CONTROL_CLIENT____FLUSH_CACHE_REQUEST__INIT;
-    req.cache_name = (char *)name;
-    uint8_t buf[300];
-    size_t len = protobuf_c_message_pack(&req.base, buf);
-    return unary(ch, "/control_client.ScsControl/FlushCache", NULL, 0, buf, len, NULL);
-}
 
 /* Waits (at most 5 s, scaled) for the server to have `n` topics. */
 static void wait_topics(momento_local *s, uint64_t n)
