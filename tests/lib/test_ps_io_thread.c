@@ -489,7 +489,7 @@ static void test_dispatch_io_no_thread_crossed(void **state)
     assert_int_equal(poll(&p, 1, (int)TU_MS(5000)), 1);
     usleep(50000);
     assert_int_equal(momento__dispatch_queued(c), 0);
-    assert_int_equal(tally_n(&k), 0);
+    assert_int_equal(tu_locked_int(&k.lock, &k.n), 0);
     wait_for(c, &k, 1);
     sets_then_gets(c, &k, 1);
     assert_each_once(&k, 2 * N + 1);
