@@ -6,8 +6,9 @@
 # Each round, for A then B (B then A on even rounds, so neither always
 # runs second): redis-benchmark -P 16 GETs (50 connections, random keys of
 # KEYS, every one prefilled so GETs hit) through the RESP port, and
-# bench/mc_load -P 16 gets through the memcache port. The medians of
-# ROUNDS rounds, and B / A for each. Then, at low load (one connection, no
+# bench/mc_load -P 16 gets through the memcache port; and the proxy's CPU
+# (every thread's, from /proc) per RESP GET. The medians of ROUNDS rounds,
+# and B / A for each. Then, at low load (one connection, no
 # pipelining: redis-benchmark -c 1, LOW_N GETs), each side's GET p50 and
 # p99 in the same alternation, their medians and B / A.
 #
@@ -69,12 +70,13 @@ else
 fi
 echo "momento-local on $ep (pid $pid)"
 
-declare -A port_resp port_mc
+declare -A port_resp port_mc proxy_pid
 start_proxy() { # NAME BINARY
     # shellcheck disable=SC2086 # PROXY_ARGS are options
     "$2" --endpoint "$ep" --insecure --cache bench --resp-port 0 --memcache-port 0 "${px_opts[@]}" \
         ${PROXY_ARGS:-} > "$work/$1.out" 2> "$work/$1.err" &
     pids+=($!)
+    proxy_pid[$1]=$!
     for _ in $(seq 300); do grep -q "^$last listening on" "$work/$1.out" 2> /dev/null && break; sleep 0.1; done
     local r m
     r=$(sed -n 's/^resp listening on //p' "$work/$1.out")
@@ -97,6 +99,7 @@ timeout 300 "$driver" --port "${port_mc[A]}" "${mc_opts[@]}" --conns 50 --keys "
     --requests 1 --seconds 1 --op get > /dev/null
 
 declare -A runs
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2> /dev/null | awk '{s += $1} END {printf "%.0f\n", s}'; }
 rb_get() { # NAME PORT
     timeout 300 redis-benchmark -h 127.0.0.1 -p "$2" "${rb_auth[@]}" -c 50 -n "$rb_n" -P 16 -r "$keys" -d "$value" \
         -t get --csv > "$work/rb.csv" 2> "$work/rb.err" || { echo "redis-benchmark failed"; cat "$work/rb.err"; exit 1; }
@@ -114,10 +117,15 @@ for r in $(seq "$rounds"); do
     order="A B"
     [ $((r % 2)) = 0 ] && order="B A"
     for w in $order; do
+        c0=$(cpu_ns "${proxy_pid[$w]}")
         g=$(rb_get "$w" "${port_resp[$w]}")
+        c1=$(cpu_ns "${proxy_pid[$w]}")
         m=$(mc_get "${port_mc[$w]}")
-        runs[$w.resp]+=" $g" runs[$w.mc]+=" $m"
-        echo "round $r $w: RESP -P 16 GET $g/s, memcache -P 16 get $m/s"
+        # The proxy's CPU (all its threads) per RESP GET: steadier than the
+        # rate on a machine whose other load varies.
+        u=$(awk -v a="$c0" -v b="$c1" -v n="$rb_n" 'BEGIN {printf "%.2f", (b - a) / 1e3 / n}')
+        runs[$w.resp]+=" $g" runs[$w.mc]+=" $m" runs[$w.cpu]+=" $u"
+        echo "round $r $w: RESP -P 16 GET $g/s ($u us proxy CPU per GET), memcache -P 16 get $m/s"
     done
 done
 rb_low() { # PORT: "p50 p99" in us of GETs on one connection, no pipelining
@@ -135,7 +143,7 @@ for r in $(seq "$rounds"); do
     done
 done
 med() { tr ' ' '\n' <<< "$1" | grep . | median; }
-for p in resp mc p50 p99; do
+for p in resp mc cpu p50 p99; do
     a=$(med "${runs[A.$p]}") b=$(med "${runs[B.$p]}")
     ra=${runs[A.$p]# } rb=${runs[B.$p]# }
     echo "RESULT port=$p a_median=$a b_median=$b b_over_a=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b / a}') a_runs=${ra// /,} b_runs=${rb// /,}"
