@@ -1,4 +1,5 @@
 #include "testutil.h"
+#include "tu_deadline.h"
 #include "tu_raw_conn.h"
 
 #include <grpc/byte_buffer_reader.h>
@@ -380,14 +381,7 @@ void tu_count_cb(const momento_result *r, void *userdata)
 
 void tu_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = tu_deadline_ms(ms);
     pthread_cond_timedwait(cv, mu, &until);
 }
 

@@ -8,6 +8,7 @@
  *                                   cross.js subscribe
  * One line per check, then "N passed, M failed". */
 #include "interop_check.h"
+#include "tu_deadline.h"
 #include "momento/collections.h"
 #include "momento/momento.h"
 #include "momento/topics.h"
@@ -391,14 +392,7 @@ static void topic_log_init(topic_log *l)
  * ended). Returns whether it got there. */
 static int topic_log_wait(topic_log *l, size_t n, int ms)
 {
-    struct timespec end;
-    clock_gettime(CLOCK_REALTIME, &end);
-    end.tv_sec += ms / 1000;
-    end.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (end.tv_nsec >= 1000000000L) {
-        end.tv_sec++;
-        end.tv_nsec -= 1000000000L;
-    }
+    struct timespec end = tu_deadline_ms(ms);
     pthread_mutex_lock(&l->mu);
     int rc = 0;
     while (!(n ? l->n_items >= n : l->ended) && rc != ETIMEDOUT)

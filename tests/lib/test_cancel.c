@@ -66,6 +66,13 @@ static void wait_cancelled(tu_fixture *f, uint64_t before, uint64_t n)
 
 /* ------------------------------------------------------------ options */
 
+/* Waits for `x`'s callback (20 s at most, scaled) and checks its error. */
+static void assert_ended(const tu_rec *x, int error)
+{
+    assert_int_equal(tu_rec_wait(x, 20000), 1);
+    assert_int_equal(x->error, error);
+}
+
 static void test_options_are_checked(void **state)
 {
     tu_fixture *f = *state;
@@ -127,12 +134,10 @@ static void test_request_deadline_overrides_client(void **state)
     memset(&second, 0, sizeof(second));
     assert_int_equal(momento_get(c, "c", "k", 1, &client_deadline, tu_rec_cb, &first), MOMENTO_OK);
     assert_int_equal(momento_get(c, "c", "k", 1, &o, tu_rec_cb, &second), MOMENTO_OK);
-    assert_int_equal(tu_rec_wait(&second, 20000), 1);
-    assert_int_equal(second.error, MOMENTO_ERR_TIMEOUT);
+    assert_ended(&second, MOMENTO_ERR_TIMEOUT);
     assert_int_equal(tu_rec_calls(&first), 0);
     momento_cancel(t);
-    assert_int_equal(tu_rec_wait(&first, 20000), 1);
-    assert_int_equal(first.error, MOMENTO_ERR_CANCELLED);
+    assert_ended(&first, MOMENTO_ERR_CANCELLED);
     assert_true(second.seq < first.seq);
     momento_cancel_token_free(t);
     momento_client_free(c);
@@ -189,8 +194,7 @@ static void test_cancel_from_another_thread(void **state)
     /* The server holds them for good: CANCELLED is the cancel's doing,
      * however late the machine lets it come. */
     for (int i = 0; i <= N; i++) {
-        assert_int_equal(tu_rec_wait(&recs[i], 20000), 1);
-        assert_int_equal(recs[i].error, MOMENTO_ERR_CANCELLED);
+        assert_ended(&recs[i], MOMENTO_ERR_CANCELLED);
     }
     pthread_join(th, NULL);
     assert_true(momento_cancel_token_is_cancelled(t));
@@ -245,10 +249,8 @@ static void test_cancel_from_a_callback(void **state)
     momento_cancel_token_free(t);
     /* ...and to the ping whose callback cancels it. */
     assert_int_equal(momento_ping(c, NULL, cancel_in_callback, &x), MOMENTO_OK);
-    assert_int_equal(tu_rec_wait(&held, 20000), 1);
-    assert_int_equal(held.error, MOMENTO_ERR_CANCELLED);
-    assert_int_equal(tu_rec_wait(&x.done, 20000), 1);
-    assert_int_equal(x.done.error, MOMENTO_OK);
+    assert_ended(&held, MOMENTO_ERR_CANCELLED);
+    assert_ended(&x.done, MOMENTO_OK);
     momento_cancel_token_free(x.token);
     momento_client_free(c);
 }
@@ -287,8 +289,7 @@ static void test_cancel_ends_a_waiting_retry(void **state)
     momento_cancel(t); /* still alive: the request holds it */
     /* Called back before the wait could have ended by itself: the
      * watchdog (20 s) is shorter than the 60 s wait. */
-    assert_int_equal(tu_rec_wait(&x, 20000), 1);
-    assert_int_equal(x.error, MOMENTO_ERR_CANCELLED);
+    assert_ended(&x, MOMENTO_ERR_CANCELLED);
     /* Not retried after the cancel. */
     usleep(100 * 1000);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
@@ -413,13 +414,23 @@ static void test_control_and_batch_take_options(void **state)
     memset(&x, 0, sizeof(x));
     assert_int_equal(momento_flush_cache(c, "c", &o, tu_rec_cb, &x), MOMENTO_OK);
     momento_cancel(t);
-    assert_int_equal(tu_rec_wait(&x, 20000), 1);
-    assert_int_equal(x.error, MOMENTO_ERR_CANCELLED);
+    assert_ended(&x, MOMENTO_ERR_CANCELLED);
     momento_cancel_token_free(t);
     momento_client_free(c);
 }
 
 /* ------------------------------------------------------- coalesced waiters */
+
+/* Zeroes `lead` and `join`, then submits a coalescing get of "k" for each,
+ * the leader's first: the joiner's joins the leader's RPC. */
+static void lead_and_join(momento_coalescer *co, const momento_request_options *lo,
+                          const momento_request_options *jo, tu_rec *lead, tu_rec *join)
+{
+    memset(lead, 0, sizeof(*lead));
+    memset(join, 0, sizeof(*join));
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, lo, tu_rec_cb, lead), MOMENTO_OK);
+    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, jo, tu_rec_cb, join), MOMENTO_OK);
+}
 
 /* A joiner with a shorter deadline than the RPC it joins is called back at
  * its own deadline; the RPC goes on for the others. The server holds the
@@ -435,15 +446,11 @@ static void test_joiner_called_back_at_its_own_deadline(void **state)
     momento_cancel_token *t;
     assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
     tu_rec lead, join;
-    memset(&lead, 0, sizeof(lead));
-    memset(&join, 0, sizeof(join));
     momento_request_options lo = with(0, t), jo = with(200, NULL);
     int64_t t0 = tu_now_ms();
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, tu_rec_cb, &lead), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &jo, tu_rec_cb, &join), MOMENTO_OK);
+    lead_and_join(co, &lo, &jo, &lead, &join);
     assert_int_equal(tu_coalescer_stats(co).get_coalesced, 1);
-    assert_int_equal(tu_rec_wait(&join, 20000), 1);
-    assert_int_equal(join.error, MOMENTO_ERR_TIMEOUT);
+    assert_ended(&join, MOMENTO_ERR_TIMEOUT);
     /* Not before its deadline: a timer cannot fire early. */
     assert_true(join.at_ms - t0 >= 195);
     /* The RPC goes on: the leader has no answer, the coalescer has not
@@ -455,8 +462,7 @@ static void test_joiner_called_back_at_its_own_deadline(void **state)
     tu_wait_until(momento_local_parked_calls(f->server) == 1, 10000);
     assert_int_equal(momento_local_parked_calls(f->server), 1);
     momento_cancel(t);
-    assert_int_equal(tu_rec_wait(&lead, 20000), 1);
-    assert_int_equal(lead.error, MOMENTO_ERR_CANCELLED);
+    assert_ended(&lead, MOMENTO_ERR_CANCELLED);
     assert_true(join.seq < lead.seq);
     assert_int_equal(momento_local_rpc_count(f->server, "Get", 0), 0);
     momento_cancel_token_free(t);
@@ -482,13 +488,10 @@ static void test_leader_cancel_does_not_poison_joiners(void **state)
     momento_cancel_token *t;
     assert_int_equal(momento_cancel_token_new(&t), MOMENTO_OK);
     tu_rec lead, join;
-    memset(&lead, 0, sizeof(lead));
-    memset(&join, 0, sizeof(join));
     momento_request_options lo = with(0, t);
     tu_gate *g = tu_gate_close(c);
     uint64_t parked = momento_local_parked_calls(f->server);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, tu_rec_cb, &lead), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, NULL, tu_rec_cb, &join), MOMENTO_OK);
+    lead_and_join(co, &lo, NULL, &lead, &join);
     /* At the server (held, or answered already after a stall). */
     tu_wait_until(momento_local_parked_calls(f->server) > parked ||
                       momento_local_rpc_count(f->server, "Get", -1) > 0,
@@ -503,10 +506,8 @@ static void test_leader_cancel_does_not_poison_joiners(void **state)
     assert_int_equal(tu_rec_calls(&lead) + tu_rec_calls(&join), 0);
     tu_gate_open(g);
     /* CANCELLED is the cancel's doing (the reply is OK). */
-    assert_int_equal(tu_rec_wait(&lead, 20000), 1);
-    assert_int_equal(lead.error, MOMENTO_ERR_CANCELLED);
-    assert_int_equal(tu_rec_wait(&join, 20000), 1);
-    assert_int_equal(join.error, MOMENTO_OK);
+    assert_ended(&lead, MOMENTO_ERR_CANCELLED);
+    assert_ended(&join, MOMENTO_OK);
     assert_int_equal(join.outcome, MOMENTO_OUTCOME_MISS);
     /* One RPC, answered, not cancelled. */
     assert_int_equal(momento_local_rpc_count(f->server, "Get", -1), 1);
@@ -527,15 +528,10 @@ static void test_leader_deadline_reissues_joiners(void **state)
     tu_header(f->server, c, "delay-count", "1");
     momento_coalescer *co = tu_coalescer(c);
     tu_rec lead, join;
-    memset(&lead, 0, sizeof(lead));
-    memset(&join, 0, sizeof(join));
     momento_request_options lo = with(200, NULL), jo = with(TU_MS(10000), NULL);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &lo, tu_rec_cb, &lead), MOMENTO_OK);
-    assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &jo, tu_rec_cb, &join), MOMENTO_OK);
-    assert_int_equal(tu_rec_wait(&lead, 20000), 1);
-    assert_int_equal(lead.error, MOMENTO_ERR_TIMEOUT);
-    assert_int_equal(tu_rec_wait(&join, 20000), 1);
-    assert_int_equal(join.error, MOMENTO_OK);
+    lead_and_join(co, &lo, &jo, &lead, &join);
+    assert_ended(&lead, MOMENTO_ERR_TIMEOUT);
+    assert_ended(&join, MOMENTO_OK);
     assert_int_equal(join.outcome, MOMENTO_OUTCOME_MISS);
     assert_true(lead.seq < join.seq);
     assert_int_equal(tu_coalescer_stats(co).reissued, 1);
@@ -566,8 +562,7 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
     assert_int_equal(tu_coalescer_stats(co).keys_in_flight, 1);
     momento_cancel(a);
     assert_int_equal(tu_rec_wait(&r1, 20000), 1);
-    assert_int_equal(tu_rec_wait(&r3, 20000), 1);
-    assert_int_equal(r3.error, MOMENTO_ERR_TIMEOUT);
+    assert_ended(&r3, MOMENTO_ERR_TIMEOUT);
     /* One waiter is left: the RPC is still held by the server. */
     tu_wait_until(momento_local_parked_calls(f->server) >= 1, 10000);
     usleep(50 * 1000); /* time for a second parked call to show */
@@ -593,14 +588,12 @@ static void test_last_waiter_leaving_cancels_the_rpc(void **state)
     assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, 0, &ow, tu_rec_cb, &r1),
                      MOMENTO_OK);
     momento_cancel(w);
-    assert_int_equal(tu_rec_wait(&r1, 20000), 1);
-    assert_int_equal(r1.error, MOMENTO_ERR_CANCELLED);
+    assert_ended(&r1, MOMENTO_ERR_CANCELLED);
     momento_request_options quick = with(100, NULL);
     assert_int_equal(momento_coalescing_set(co, "c", "k", 1, "v", 1, 0, &quick, tu_rec_cb, &r2),
                      MOMENTO_OK);
     assert_int_equal(tu_coalescer_stats(co).set_coalesced, 0);
-    assert_int_equal(tu_rec_wait(&r2, 20000), 1);
-    assert_int_equal(r2.error, MOMENTO_ERR_TIMEOUT);
+    assert_ended(&r2, MOMENTO_ERR_TIMEOUT);
     /* Refused with a token already cancelled: nothing joins, no callback. */
     assert_int_equal(momento_coalescing_get(co, "c", "k", 1, &oa, tu_rec_cb, &r3),
                      MOMENTO_ERR_CANCELLED);

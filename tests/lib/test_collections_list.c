@@ -148,17 +148,32 @@ static void push_front(const char *list, const char *value, uint32_t truncate, i
     push(momento_list_push_front_sync, list, value, truncate, want_len);
 }
 
+/* momento_list_concatenate_back_sync() or momento_list_concatenate_front_sync(). */
+typedef int (*list_concat_sync_fn)(momento_client *c, const char *cache, const void *name,
+                                   size_t name_len, const void *const *values,
+                                   const size_t *value_lens, size_t n, uint32_t truncate_to_size,
+                                   const momento_collection_ttl *ttl,
+                                   const momento_request_options *opts, momento_result **ret);
+
+/* Concatenates the `n` values onto one end of `list` with `concat_sync`
+ * and checks the new length it answers. */
+static void concat(list_concat_sync_fn concat_sync, const char *list, const void *const *values,
+                   const size_t *lens, size_t n, uint32_t truncate, int64_t want_len)
+{
+    momento_result *r;
+    assert_int_equal(concat_sync(tu_fx.client, "c", MOMENTO_STR(list), values, lens, n, truncate,
+                                 NULL, NULL, &r),
+                     MOMENTO_OK);
+    assert_int_equal(momento_result_int(r), want_len);
+    momento_result_free(r);
+}
+
 /* A list "0".."9". */
 static void make_digits(const char *list)
 {
     const void *v[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
     size_t l[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-    momento_result *r;
-    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR(list), v, l,
-                                                        N(v), 0, NULL, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_int(r), 10);
-    momento_result_free(r);
+    concat(momento_list_concatenate_back_sync, list, v, l, N(v), 0, 10);
 }
 
 static void test_list_push_fetch(void **state)
@@ -193,11 +208,7 @@ static void test_list_push_fetch(void **state)
     /* Concatenated at the front, the values keep their own order. */
     const void *front[] = {"x", "y"};
     size_t front_lens[] = {1, 1};
-    assert_int_equal(momento_list_concatenate_front_sync(tu_fx.client, "c", MOMENTO_STR("l1"),
-                                                         front, front_lens, 2, 0, NULL, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_int(r), 7);
-    momento_result_free(r);
+    concat(momento_list_concatenate_front_sync, "l1", front, front_lens, 2, 0, 7);
 
     check_fetch("l1", 0, MOMENTO_END, "x,y,a,b,c,d,e");
     check_list_length("l1", 7);
@@ -260,7 +271,6 @@ static void test_list_slices(void **state)
 static void test_list_truncate(void **state)
 {
     (void)state;
-    momento_result *r;
     push_back("l3", "1", 0, 1);
     push_back("l3", "2", 0, 2);
     push_back("l3", "3", 0, 3);
@@ -275,18 +285,10 @@ static void test_list_truncate(void **state)
 
     const void *abc[] = {"a", "b", "c"};
     size_t one[] = {1, 1, 1};
-    assert_int_equal(momento_list_concatenate_back_sync(tu_fx.client, "c", MOMENTO_STR("l3"), abc,
-                                                        one, 3, 4, NULL, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_int(r), 4);
-    momento_result_free(r);
+    concat(momento_list_concatenate_back_sync, "l3", abc, one, 3, 4, 4);
     check_fetch("l3", 0, MOMENTO_END, "5,a,b,c");
     const void *pq[] = {"p", "q"};
-    assert_int_equal(momento_list_concatenate_front_sync(tu_fx.client, "c", MOMENTO_STR("l3"), pq,
-                                                         one, 2, 3, NULL, NULL, &r),
-                     MOMENTO_OK);
-    assert_int_equal(momento_result_int(r), 3);
-    momento_result_free(r);
+    concat(momento_list_concatenate_front_sync, "l3", pq, one, 2, 3, 3);
     check_fetch("l3", 0, MOMENTO_END, "p,q,5");
 }
 
@@ -536,28 +538,28 @@ static void test_sorted_set_exclusive_bounds(void **state)
     double s[] = {-INFINITY, 1, 2, 3, 4, INFINITY};
     put_scores("zx", v, s, 6);
 
-    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = EXC(1), .max = EXC(4)),
-                      MOMENTO_ASCENDING, "e2:2,e3:3");
-    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = EXC(1), .max = INC(4)),
-                      MOMENTO_DESCENDING, "e4:4,e3:3,e2:2");
-    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = INC(1), .max = EXC(3)),
-                      MOMENTO_ASCENDING, "e1:1,e2:2");
-    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = EXC(3)), MOMENTO_ASCENDING,
-                      "e4:4,hi:inf");
-    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.max = EXC(2)), MOMENTO_ASCENDING,
-                      "lo:-inf,e1:1");
-    check_range_fetch("zx", NULL, MOMENTO_ASCENDING, "lo:-inf,e1:1,e2:2,e3:3,e4:4,hi:inf");
-    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = EXC(-INFINITY), .max = EXC(INFINITY)),
-                      MOMENTO_ASCENDING, "e1:1,e2:2,e3:3,e4:4");
-    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = INC(-INFINITY), .max = INC(INFINITY)),
-                      MOMENTO_ASCENDING, "lo:-inf,e1:1,e2:2,e3:3,e4:4,hi:inf");
-    /* Equal bounds: one element when both are inclusive, none otherwise. */
-    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = INC(2), .max = INC(2)),
-                      MOMENTO_ASCENDING, "e2:2");
-    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = EXC(2), .max = INC(2)),
-                      MOMENTO_ASCENDING, "");
-    check_range_fetch("zx", MOMENTO_SCORE_RANGE(.min = INC(2), .max = EXC(2)),
-                      MOMENTO_ASCENDING, "");
+    const struct {
+        const momento_score_range *range; /* NULL: every score */
+        momento_order order;
+        const char *want;
+    } fetches[] = {
+        {MOMENTO_SCORE_RANGE(.min = EXC(1), .max = EXC(4)), MOMENTO_ASCENDING, "e2:2,e3:3"},
+        {MOMENTO_SCORE_RANGE(.min = EXC(1), .max = INC(4)), MOMENTO_DESCENDING, "e4:4,e3:3,e2:2"},
+        {MOMENTO_SCORE_RANGE(.min = INC(1), .max = EXC(3)), MOMENTO_ASCENDING, "e1:1,e2:2"},
+        {MOMENTO_SCORE_RANGE(.min = EXC(3)), MOMENTO_ASCENDING, "e4:4,hi:inf"},
+        {MOMENTO_SCORE_RANGE(.max = EXC(2)), MOMENTO_ASCENDING, "lo:-inf,e1:1"},
+        {NULL, MOMENTO_ASCENDING, "lo:-inf,e1:1,e2:2,e3:3,e4:4,hi:inf"},
+        {MOMENTO_SCORE_RANGE(.min = EXC(-INFINITY), .max = EXC(INFINITY)), MOMENTO_ASCENDING,
+         "e1:1,e2:2,e3:3,e4:4"},
+        {MOMENTO_SCORE_RANGE(.min = INC(-INFINITY), .max = INC(INFINITY)), MOMENTO_ASCENDING,
+         "lo:-inf,e1:1,e2:2,e3:3,e4:4,hi:inf"},
+        /* Equal bounds: one element when both are inclusive, none otherwise. */
+        {MOMENTO_SCORE_RANGE(.min = INC(2), .max = INC(2)), MOMENTO_ASCENDING, "e2:2"},
+        {MOMENTO_SCORE_RANGE(.min = EXC(2), .max = INC(2)), MOMENTO_ASCENDING, ""},
+        {MOMENTO_SCORE_RANGE(.min = INC(2), .max = EXC(2)), MOMENTO_ASCENDING, ""},
+    };
+    for (size_t i = 0; i < N(fetches); i++)
+        check_range_fetch("zx", fetches[i].range, fetches[i].order, fetches[i].want);
     /* Paging counts within the exclusive range. */
     momento_result *r;
     assert_int_equal(momento_sorted_set_fetch_by_score_range_sync(

@@ -146,6 +146,15 @@ def held(res, what, px, read, want):
               got == want and again == want and hit, f"got {got!r} then {again!r}, hit {hit}")
 
 
+def invalidates(res, wrp, px, read, held_what, before, write, seen_what, after):
+    """settle(*wrp); px holds `before` for read() (held()); write() changes
+    the key through another proxy; read() then answers `after` (seen())."""
+    settle(*wrp)
+    held(res, held_what, px, read, before)
+    write()
+    seen(res, seen_what, read, after)
+
+
 def settle(w, r, p):
     """Waits (at most SEEN_WITHIN_S) until W and R have heard every key
     the others published so far, so that no earlier write's message
@@ -195,33 +204,25 @@ def resp_checks(res, w, r, c, p):
             lambda: rcc.get("ni:k1"), b"one")
 
     # A DEL through W: R reads the key gone.
-    settle(w, r, p)
-    held(res, "R's GET of k1 again", r, lambda: rr.get("ni:k1"), b"two")
-    rw.delete("ni:k1")
-    seen(res, f"R's GET answers nil within {SEEN_WITHIN_S} s of W's DEL",
-         lambda: rr.get("ni:k1"), None)
+    invalidates(res, (w, r, p), r, lambda: rr.get("ni:k1"), "R's GET of k1 again", b"two",
+                lambda: rw.delete("ni:k1"),
+                f"R's GET answers nil within {SEEN_WITHIN_S} s of W's DEL", None)
     answers(res, "C's GET after the DEL still answers the old value", lambda: rcc.get("ni:k1"),
             b"one")
 
     # R's kept miss ends at W's write too.
-    settle(w, r, p)
-    held(res, "R's GET of the absent k2", r, lambda: rr.get("ni:k2"), None)
-    rw.set("ni:k2", "now")
-    seen(res, "R's kept miss ends at W's SET", lambda: rr.get("ni:k2"), b"now")
+    invalidates(res, (w, r, p), r, lambda: rr.get("ni:k2"), "R's GET of the absent k2", None,
+                lambda: rw.set("ni:k2", "now"), "R's kept miss ends at W's SET", b"now")
 
     # P publishes without a near cache of its own.
     rp.set("ni:k3", "first")
-    settle(w, r, p)
-    held(res, "R's GET of k3", r, lambda: rr.get("ni:k3"), b"first")
-    rp.set("ni:k3", "second")
-    seen(res, "R's GET answers a SET through P (topic, no near cache)", lambda: rr.get("ni:k3"),
-         b"second")
+    invalidates(res, (w, r, p), r, lambda: rr.get("ni:k3"), "R's GET of k3", b"first",
+                lambda: rp.set("ni:k3", "second"),
+                "R's GET answers a SET through P (topic, no near cache)", b"second")
 
     # And the other way: R's write reaches W.
-    settle(w, r, p)
-    held(res, "W's GET of k4", w, lambda: rw.get("ni:k4"), None)
-    rr.set("ni:k4", "from R")
-    seen(res, "W's GET answers R's SET", lambda: rw.get("ni:k4"), b"from R")
+    invalidates(res, (w, r, p), w, lambda: rw.get("ni:k4"), "W's GET of k4", None,
+                lambda: rr.set("ni:k4", "from R"), "W's GET answers R's SET", b"from R")
     for x in (rw, rr, rcc, rp):
         x.close()
 
@@ -241,10 +242,9 @@ def memcache_checks(res, w, r, c, p):
     # A memcached write read through RESP: one key space, one topic (RESP
     # sees the item's 4 bytes of flags first, docs/proxy.md "Flags").
     rr = rc(r)
-    settle(w, r, p)
-    held(res, "R's GET of m2", r, lambda: rr.get("ni:m2"), None)
-    mw.set("ni:m2", b"mc")
-    seen(res, "R's RESP GET answers W's memcached set", lambda: rr.get("ni:m2"), b"\0\0\0\0mc")
+    invalidates(res, (w, r, p), r, lambda: rr.get("ni:m2"), "R's GET of m2", None,
+                lambda: mw.set("ni:m2", b"mc"), "R's RESP GET answers W's memcached set",
+                b"\0\0\0\0mc")
     for x in (mw, mr, mcc, rr):
         x.close()
 
