@@ -578,6 +578,10 @@ int momento_client_dispatch(momento_client *c, size_t max)
     }
     bool last_out;
     int ran = momento__dispatcher_run(&c->dispatch, max, &last_out);
+    /* What those callbacks sent goes out now, not after another trip
+     * through the application's poll. */
+    if (!last_out && ran > 0 && c->n_stepped)
+        momento__client_step(c, 0);
     /* momento_client_free() ran in one of those callbacks and left the
      * release to the outermost dispatch, which this was: the callbacks
      * still queued have run, and the client goes. */
