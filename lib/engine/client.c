@@ -31,16 +31,18 @@
 
 static void destroy(momento_client *c)
 {
-    /* Callbacks still queued for dispatch run first, while the client can
-     * still refuse what they submit (it is closing). */
-    momento__dispatcher_close(&c->dispatch);
     /* Every request is retired and the loop has ended: nothing of the
-     * adopted transports is under way, and nothing posts any more. */
-    for (size_t i = 0; i < c->n_adopted; i++) {
-        momento__transport *t = c->adopted[i];
-        t->ops->shutdown(t);
-        t->ops->close(t);
-    }
+     * adopted transports is under way. Their threads are ended first: one
+     * may still be on its way out of a request it retired, about to queue
+     * its late answer for dispatch (call.c deliver). */
+    for (size_t i = 0; i < c->n_adopted; i++)
+        c->adopted[i]->ops->shutdown(c->adopted[i]);
+    /* Callbacks still queued for dispatch run next, while the client can
+     * still refuse what they submit (it is closing; a shut-down transport
+     * refuses a launch too). */
+    momento__dispatcher_close(&c->dispatch);
+    for (size_t i = 0; i < c->n_adopted; i++)
+        c->adopted[i]->ops->close(c->adopted[i]);
     if (c->transport)
         c->transport->ops->close(c->transport);
     if (c->dispatch_poll >= 0)

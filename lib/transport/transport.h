@@ -129,7 +129,10 @@ typedef struct momento__transport_ops {
      * made up for by the next event or the next timer). */
     void (*wake)(momento__transport *t);
     /* No attempt will be prepared any more: run() returns false once what
-     * is under way has ended. Any thread, once. */
+     * is under way has ended; a transport with a thread of its own returns
+     * once that thread has ended (nothing of it calls the engine after).
+     * Any thread but that one, once (a transport's own close may call
+     * its shutdown again). */
     void (*shutdown)(momento__transport *t);
     /* Gives back everything it holds, after run() returned false, or when
      * it was never run (then it shuts down and drains itself first). */

@@ -1186,6 +1186,9 @@ static void ps_end(momento__attempt *base)
     base->done = done;
 }
 
+/* Stops the I/O thread and waits for it to end: from then on nothing of
+ * the transport's calls into the engine (the client's free runs its
+ * dispatch queue next, which the thread must not be queueing to). */
 static void ps_shutdown(momento__transport *tr)
 {
     ps_transport *t = (ps_transport *)tr;
@@ -1193,15 +1196,16 @@ static void ps_shutdown(momento__transport *tr)
     t->stopping = true;
     pthread_mutex_unlock(&t->lock);
     wake(t);
+    if (t->thread_started) {
+        pthread_join(t->thread, NULL);
+        t->thread_started = false;
+    }
 }
 
 static void ps_close(momento__transport *tr)
 {
     ps_transport *t = (ps_transport *)tr;
-    if (t->thread_started) {
-        ps_shutdown(tr);
-        pthread_join(t->thread, NULL);
-    }
+    ps_shutdown(tr);
     for (size_t i = 0; t->conns && i < t->n_conns; i++) {
         ps_conn *c = &t->conns[i];
         if (c->ssl)
