@@ -81,7 +81,6 @@ void momento__dispatcher_init(momento__dispatcher *d,
                               void (*ran)(momento__dispatcher *d, void *tag))
 {
     memset(d, 0, sizeof(*d));
-    atomic_init(&d->signalled, false);
     d->fd = -1;
     d->ran = ran;
     pthread_mutex_init(&d->lock, NULL);
@@ -264,9 +263,6 @@ static void signal_fd(momento__dispatcher *d)
     /* Can only fail when the counter would overflow: it is readable then. */
     ssize_t n = write(d->fd, &one, sizeof(one));
     (void)n;
-    /* After the write: a run that sees the flag finds the fd readable,
-     * and one that misses it leaves the fd readable for the next. */
-    atomic_store_explicit(&d->signalled, true, memory_order_release);
 }
 
 void momento__dispatcher_will_run(momento__dispatcher *d)
@@ -395,13 +391,12 @@ int momento__dispatcher_run(momento__dispatcher *d, size_t max, bool *ret_last_o
     if (will_run == d)
         will_run = NULL;
     /* Reset readability first: whatever is queued from here on is either
-     * run below or signals again. Only when signalled: the read of an fd
-     * nothing wrote is a system call per dispatch for nothing. */
-    if (atomic_exchange_explicit(&d->signalled, false, memory_order_acquire)) {
-        uint64_t count;
-        ssize_t n = read(d->fd, &count, sizeof(count));
-        (void)n; /* EAGAIN: a signal that was read already, which is fine */
-    }
+     * run below or signals again. Always read: a flag saying whether it was
+     * written could be seen before another thread's write and set after
+     * it, which leaves the fd readable with nothing queued. */
+    uint64_t count;
+    ssize_t n = read(d->fd, &count, sizeof(count));
+    (void)n; /* EAGAIN: nothing was signalled, which is fine */
 
     const momento__dispatcher *outer = running_for;
     running_for = d;

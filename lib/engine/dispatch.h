@@ -22,7 +22,6 @@ typedef struct momento__deferred momento__deferred;
 typedef struct momento__dispatcher {
     bool on;                    /* the config's; fixed for the client's life */
     int fd;                     /* eventfd, readable while callbacks wait; -1 when off */
-    atomic_bool signalled;      /* the fd was written since the last run read it */
     /* After each queued application callback (not a topic event's) has
      * returned, on the thread that ran it: its request is done. `tag` is
      * what the owner pushed with it. */
