@@ -70,18 +70,11 @@ int momento__blocking_wait(momento__blocking *b, int submitted, momento_result *
     int rc = submitted;
     if (submitted == MOMENTO_OK) {
         pthread_mutex_lock(&b->lock);
-        while (!b->done) {
-            if (!b->owner->n_stepped) {
-                pthread_cond_wait(&b->cond, &b->lock);
-                continue;
-            }
-            /* Protosocket without its I/O thread (momento_config_set_dispatch_io()):
-             * the reply is read by whoever steps, this thread too - a
-             * blocking call never waits for a dispatch. */
-            pthread_mutex_unlock(&b->lock);
-            momento__client_step(b->owner, 1);
-            pthread_mutex_lock(&b->lock);
-        }
+        /* Without protosocket's I/O thread (momento_config_set_dispatch_io())
+         * this thread reads the reply too: a blocking call never waits for
+         * a dispatch. Short steps: another thread may read it first. */
+        while (!b->done)
+            momento__client_wait_or_step(b->owner, &b->cond, &b->lock, 1);
         pthread_mutex_unlock(&b->lock);
         rc = b->error;
         if (ret)

@@ -313,16 +313,8 @@ void momento_client_free(momento_client *c)
         momento__completion_kick(c);
         pthread_mutex_lock(&c->lock);
     }
-    while (c->n_in_flight > 0) {
-        if (!c->n_stepped) {
-            pthread_cond_wait(&c->drained, &c->lock);
-            continue;
-        }
-        /* No thread ends what protosocket carries: this one does. */
-        pthread_mutex_unlock(&c->lock);
-        momento__client_step(c, 10);
-        pthread_mutex_lock(&c->lock);
-    }
+    while (c->n_in_flight > 0)
+        momento__client_wait_or_step(c, &c->drained, &c->lock, 10);
     pthread_mutex_unlock(&c->lock);
 
     momento__completion_stop(c);
@@ -566,6 +558,19 @@ bool momento__client_step(momento_client *c, int timeout_ms)
     for (size_t i = 0; i < c->n_stepped; i++)
         c->stepped[i]->ops->step(c->stepped[i], i == 0 ? timeout_ms : 0);
     return c->n_stepped > 0;
+}
+
+void momento__client_wait_or_step(momento_client *c, pthread_cond_t *cv, pthread_mutex_t *mu,
+                                  int step_ms)
+{
+    if (!c->n_stepped) {
+        pthread_cond_wait(cv, mu);
+        return;
+    }
+    /* No thread ends what protosocket carries: the waiting one does. */
+    pthread_mutex_unlock(mu);
+    momento__client_step(c, step_ms);
+    pthread_mutex_lock(mu);
 }
 
 int momento_client_dispatch(momento_client *c, size_t max)

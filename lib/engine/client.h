@@ -305,6 +305,12 @@ int momento__client_adopt(momento_client *c, momento__transport *t);
  * then a waiting thread waits as usual. Any thread, no lock of the
  * client's held. */
 bool momento__client_step(momento_client *c, int timeout_ms);
+/* One round of a wait for what `c`'s transports finish, `mu` held (and
+ * held again on return): a wait on `cv` - or, when some transport has no
+ * thread to finish anything, a step of it (up to `step_ms`) with `mu`
+ * released. The caller loops on its own condition. */
+void momento__client_wait_or_step(momento_client *c, pthread_cond_t *cv, pthread_mutex_t *mu,
+                                  int step_ms);
 
 /* Adds a header sent with every later call of `c`. For tests only: it is not
  * locked, so call it before the client is used. Returns 0 or an error. */

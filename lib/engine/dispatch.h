@@ -13,7 +13,6 @@
 #include "momento/topics.h"
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
